@@ -1,0 +1,123 @@
+//===- ShapeFunctions.h - Shape inference rules for every est op --------===//
+//
+// The one definition of how each operation's output shape follows from its
+// inputs. Used both by the graph builder (lib/Graph, while a model_fn builds a
+// graph) and by the `est` dialect's type inference (dialects/Est), so the two
+// can never disagree. Plain C++, no MLIR dependency.
+//
+// Shapes are vectors of dimensions; kUnknownDim (-1) is a dimension known only
+// at run time (typically the batch). Functions return the output shape or a
+// one-line error message that describes the problem without naming the op
+// (callers prefix the op and node name).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_LIB_SHAPE_SHAPEFUNCTIONS_H
+#define ESTC_LIB_SHAPE_SHAPEFUNCTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace estc {
+namespace shape {
+
+using Dims = std::vector<int64_t>;
+constexpr int64_t kUnknownDim = -1;
+
+/// The result of a shape function: a shape, or an error message.
+class ShapeOr {
+public:
+  ShapeOr(Dims dims) : dims_(std::move(dims)) {}
+  static ShapeOr error(std::string message) {
+    ShapeOr r{Dims{}};
+    r.error_ = std::move(message);
+    return r;
+  }
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Dims &dims() const { return dims_; }
+  const Dims &operator*() const { return dims_; }
+  const std::string &message() const { return *error_; }
+
+private:
+  Dims dims_;
+  std::optional<std::string> error_;
+};
+
+/// "[?,784]" style rendering used in every error message.
+std::string toString(const Dims &dims);
+/// Number of elements, or kUnknownDim when any dimension is unknown.
+int64_t numElements(const Dims &dims);
+bool isFullyKnown(const Dims &dims);
+
+/// Maps a possibly negative axis into [0, rank); nullopt when out of range.
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+
+// --- Elementwise -----------------------------------------------------------
+/// NumPy broadcasting of two shapes. An unknown dimension broadcasts against
+/// 1 to unknown and against n > 1 to n.
+ShapeOr broadcast(const Dims &a, const Dims &b);
+ShapeOr broadcast(const std::vector<Dims> &shapes);
+/// Can `from` be broadcast to exactly `to`?
+ShapeOr broadcastTo(const Dims &from, const Dims &to);
+
+// --- Linear algebra --------------------------------------------------------
+/// [..., M, K] x [..., K, N] -> [..., M, N]; leading (batch) dims broadcast.
+ShapeOr matmul(const Dims &a, const Dims &b, bool transposeA, bool transposeB);
+
+enum class Padding { Same, Valid };
+/// Parses "SAME" / "VALID".
+std::optional<Padding> parsePadding(const std::string &padding);
+/// NHWC input [N,H,W,C], HWIO filter [KH,KW,C,O] -> [N,OH,OW,O].
+ShapeOr conv2d(const Dims &input, const Dims &filter, const Dims &strides,
+               const Dims &dilations, Padding padding);
+/// NHWC pooling with a [kh,kw] window.
+ShapeOr pool2d(const Dims &input, const Dims &ksize, const Dims &strides,
+               Padding padding);
+/// Output size of one spatial dimension (exposed for the code generators).
+int64_t convOutputSize(int64_t in, int64_t window, int64_t stride,
+                       int64_t dilation, Padding padding);
+/// Low padding of one spatial dimension for SAME (0 for VALID).
+int64_t convPadBefore(int64_t in, int64_t window, int64_t stride,
+                      int64_t dilation, Padding padding);
+
+// --- Reductions ------------------------------------------------------------
+/// Reduces `axes` (all axes when nullopt); duplicate or out-of-range axes are
+/// errors.
+ShapeOr reduce(const Dims &input, const std::optional<Dims> &axes,
+               bool keepDims);
+/// argmax / argmin: removes `axis`.
+ShapeOr argReduce(const Dims &input, int64_t axis);
+
+// --- Shape manipulation ----------------------------------------------------
+/// Target may hold one -1, inferred from the element count.
+ShapeOr reshape(const Dims &input, const Dims &target);
+ShapeOr transpose(const Dims &input, const Dims &perm);
+ShapeOr concat(const std::vector<Dims> &inputs, int64_t axis);
+/// size[i] == -1 means "to the end of dimension i".
+ShapeOr slice(const Dims &input, const Dims &begin, const Dims &size);
+/// paddings = [lo0, hi0, lo1, hi1, ...], 2 * rank non-negative values.
+ShapeOr pad(const Dims &input, const Dims &paddings);
+/// Removes `axes` (all size-1 dims when nullopt); each must have size 1.
+ShapeOr squeeze(const Dims &input, const std::optional<Dims> &axes);
+/// Inserts a size-1 dim at `axis` in [-(rank+1), rank].
+ShapeOr expandDims(const Dims &input, int64_t axis);
+
+// --- Indexing --------------------------------------------------------------
+/// params[:axis] + indices + params[axis+1:].
+ShapeOr gather(const Dims &params, const Dims &indices, int64_t axis);
+/// Inserts `depth` at `axis` (-1 = last) of the indices' shape.
+ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis);
+
+// --- Losses ----------------------------------------------------------------
+/// logits [..., C] and labels of the same shape -> [...].
+ShapeOr softmaxCrossEntropy(const Dims &logits, const Dims &labels);
+/// logits [..., C] and integer labels [...] -> [...].
+ShapeOr sparseSoftmaxCrossEntropy(const Dims &logits, const Dims &labels);
+
+} // namespace shape
+} // namespace estc
+
+#endif // ESTC_LIB_SHAPE_SHAPEFUNCTIONS_H

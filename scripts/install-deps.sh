@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of estc from Debian 12's packages.
+# Idempotent: packages that are already installed are skipped, and apt is not
+# touched at all when nothing is missing.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build ccache g++ python3
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libeigen3-dev libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Extra package groups, selected by flags.
+if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev); fi
+if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist); fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
