@@ -1,0 +1,127 @@
+//===- GraphIO.cpp - Reading and writing model-graph files --------------===//
+
+#include "lib/Graph/GraphIO.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace estc {
+namespace graph {
+
+namespace {
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Collects the first text-format parse error as "line L:C: message".
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string &message) override {
+    if (first.empty())
+      first = "line " + std::to_string(line + 1) + ":" +
+              std::to_string(column + 1) + ": " + message;
+  }
+  std::string first;
+};
+} // namespace
+
+bool isTextGraphPath(const std::string &path) {
+  return endsWith(path, ".pbtxt") || endsWith(path, ".txtpb");
+}
+
+bool parseGraph(const std::string &bytes, bool text, const std::string &what,
+                GraphDef &graph, std::string &error) {
+  graph.Clear();
+  if (text) {
+    google::protobuf::TextFormat::Parser parser;
+    FirstErrorCollector errors;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(bytes, &graph)) {
+      error = what + ": not a valid text-format GraphDef: " + errors.first;
+      return false;
+    }
+  } else {
+    if (bytes.empty()) {
+      error = what + ": empty file, expected a binary GraphDef";
+      return false;
+    }
+    google::protobuf::io::CodedInputStream input(
+        reinterpret_cast<const uint8_t *>(bytes.data()),
+        static_cast<int>(bytes.size()));
+    if (!graph.ParseFromCodedStream(&input) ||
+        !input.ConsumedEntireMessage()) {
+      error = what + ": not a valid binary GraphDef (truncated or not "
+                     "protobuf; text graphs need the .pbtxt extension)";
+      return false;
+    }
+  }
+  if (graph.version() != kGraphVersion) {
+    error = what + ": unsupported graph version " +
+            std::to_string(graph.version()) + " (this estc reads version " +
+            std::to_string(kGraphVersion) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool readGraph(const std::string &path, GraphDef &graph, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    error = path + ": read error";
+    return false;
+  }
+  return parseGraph(buffer.str(), isTextGraphPath(path), path, graph, error);
+}
+
+bool writeGraph(const std::string &path, const GraphDef &graph,
+                std::string &error) {
+  std::string bytes;
+  if (isTextGraphPath(path)) {
+    if (!google::protobuf::TextFormat::PrintToString(graph, &bytes)) {
+      error = path + ": cannot render the graph as text";
+      return false;
+    }
+  } else if (!graph.SerializeToString(&bytes)) {
+    error = path + ": cannot serialize the graph";
+    return false;
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      error = tmp + ": cannot create: " + std::strerror(errno);
+      return false;
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      error = tmp + ": write error";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = path + ": cannot rename from " + tmp + ": " + std::strerror(errno);
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace graph
+} // namespace estc
