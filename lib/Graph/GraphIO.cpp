@@ -63,6 +63,13 @@ bool parseGraph(const std::string &bytes, bool text, const std::string &what,
                      "protobuf; text graphs need the .pbtxt extension)";
       return false;
     }
+    // Arbitrary bytes can happen to parse as a message made only of fields
+    // GraphDef does not have: that is not a graph either.
+    if (!graph.GetReflection()->GetUnknownFields(graph).empty()) {
+      error = what + ": not a valid binary GraphDef (it holds fields a "
+                     "GraphDef does not have)";
+      return false;
+    }
   }
   if (graph.version() != kGraphVersion) {
     error = what + ": unsupported graph version " +

@@ -1,0 +1,780 @@
+//===- GraphImporter.cpp - Model graph (GraphDef) to `est` MLIR ---------===//
+
+#include "compiler/Import/GraphImporter.h"
+
+#include "dialects/Est/IR/EstDialect.h"
+#include "dialects/Est/IR/EstOps.h"
+#include "lib/Shape/ShapeFunctions.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <queue>
+
+using namespace mlir;
+
+namespace estc {
+namespace g = ::estc::graph;
+
+void registerImportDialects(DialectRegistry &registry) {
+  registry.insert<est::EstDialect, func::FuncDialect>();
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kPlaceholderOp = "placeholder";
+constexpr llvm::StringLiteral kNameAttr = "est.name";
+// Attributes whose strings name variables (symbol references in MLIR).
+constexpr llvm::StringLiteral kVariableAttr = "variable";
+constexpr llvm::StringLiteral kVarListAttr = "var_list";
+// Prefix of the NameLoc names given to variables (nodes use their own name).
+constexpr llvm::StringLiteral kVariableLocPrefix = "@";
+
+const char *const kModes[] = {"train", "eval", "predict"};
+
+/// Splits "node:0" into ("node", 0); a plain "node" is output 0.
+std::pair<std::string, int64_t> parseInputName(const std::string &input) {
+  auto colon = input.rfind(':');
+  if (colon == std::string::npos || colon + 1 == input.size())
+    return {input, 0};
+  std::string index = input.substr(colon + 1);
+  if (!std::all_of(index.begin(), index.end(), ::isdigit))
+    return {input, 0};
+  return {input.substr(0, colon), std::stoll(index)};
+}
+
+std::string dtypeName(g::DataType dtype) {
+  return g::DataType_Name(dtype);
+}
+
+class Importer {
+public:
+  Importer(const g::GraphDef &graph, MLIRContext &context,
+           const std::string &fileName)
+      : graph_(graph), context_(context), fileName_(fileName),
+        builder_(&context) {}
+
+  OwningOpRef<ModuleOp> run();
+  const std::string &error() const { return error_; }
+
+private:
+  // --- Error reporting ---------------------------------------------------
+  LogicalResult fail(const std::string &message) {
+    if (error_.empty())
+      error_ = fileName_ + ": " + message;
+    return failure();
+  }
+  LogicalResult failNode(const g::NodeDef &node, const std::string &message) {
+    return fail("node '" + node.name() + "' (" + node.op() + "): " + message);
+  }
+
+  // --- Locations and types -----------------------------------------------
+  Location fileLoc() { return FileLineColLoc::get(&context_, fileName_, 0, 0); }
+  Location nodeLoc(const std::string &name) {
+    return NameLoc::get(StringAttr::get(&context_, name), fileLoc());
+  }
+  FailureOr<Type> elementType(g::DataType dtype);
+  FailureOr<RankedTensorType> tensorType(g::DataType dtype,
+                                         const g::TensorShape &shape);
+
+  // --- Attributes --------------------------------------------------------
+  FailureOr<Attribute> convertAttr(const std::string &name,
+                                   const g::AttrValue &value,
+                                   const std::string &where);
+  FailureOr<DenseElementsAttr> convertTensor(const g::TensorProto &tensor,
+                                             const std::string &where);
+
+  // --- Graph structure ---------------------------------------------------
+  LogicalResult indexNodes();
+  LogicalResult sortNodes();
+  LogicalResult importVariables(ModuleOp module);
+  LogicalResult importSignature(ModuleOp module, const std::string &mode,
+                                const g::SignatureDef &signature);
+
+  struct Output {
+    std::string key;  // est.name of the function result
+    std::string node; // node computing it
+  };
+  struct Argument {
+    std::string key;
+    std::string node;
+  };
+  LogicalResult buildFunction(ModuleOp module, const std::string &name,
+                              const std::string &signatureName,
+                              const std::vector<Argument> &args,
+                              const std::vector<Output> &outputs,
+                              const std::vector<std::string> &effects);
+  FailureOr<Value> emitNode(const g::NodeDef &node,
+                            llvm::DenseMap<int, Value> &values);
+
+  const g::GraphDef &graph_;
+  MLIRContext &context_;
+  std::string fileName_;
+  OpBuilder builder_;
+  std::string error_;
+
+  llvm::StringMap<int> nodeIndex_;
+  std::vector<std::vector<int>> inputsOf_; // node -> input node indices
+  std::vector<int> topoOrder_;
+  llvm::StringMap<RankedTensorType> variableTypes_;
+};
+
+FailureOr<Type> Importer::elementType(g::DataType dtype) {
+  switch (dtype) {
+  case g::DT_FLOAT:
+    return Type(Float32Type::get(&context_));
+  case g::DT_DOUBLE:
+    return Type(Float64Type::get(&context_));
+  case g::DT_HALF:
+    return Type(Float16Type::get(&context_));
+  case g::DT_BFLOAT16:
+    return Type(BFloat16Type::get(&context_));
+  case g::DT_INT32:
+    return Type(IntegerType::get(&context_, 32));
+  case g::DT_INT64:
+    return Type(IntegerType::get(&context_, 64));
+  case g::DT_BOOL:
+    return Type(IntegerType::get(&context_, 1));
+  default:
+    return failure();
+  }
+}
+
+FailureOr<RankedTensorType> Importer::tensorType(g::DataType dtype,
+                                                 const g::TensorShape &shape) {
+  FailureOr<Type> element = elementType(dtype);
+  if (failed(element))
+    return failure();
+  SmallVector<int64_t> dims;
+  for (int64_t d : shape.dim()) {
+    if (d < -1)
+      return failure();
+    dims.push_back(d == -1 ? ShapedType::kDynamic : d);
+  }
+  return RankedTensorType::get(dims, *element);
+}
+
+FailureOr<DenseElementsAttr>
+Importer::convertTensor(const g::TensorProto &tensor,
+                        const std::string &where) {
+  FailureOr<RankedTensorType> type = tensorType(tensor.dtype(), tensor.shape());
+  if (failed(type)) {
+    (void)fail(where + ": constant has invalid dtype " +
+               dtypeName(tensor.dtype()) + " or shape");
+    return failure();
+  }
+  if (!type->hasStaticShape()) {
+    (void)fail(where + ": constant shape must be fully known");
+    return failure();
+  }
+  int64_t n = type->getNumElements();
+  auto checkCount = [&](int64_t count) -> LogicalResult {
+    if (count == 1 || count == n)
+      return success();
+    return fail(where + ": constant holds " + std::to_string(count) +
+                " values but its shape " +
+                shape::toString(type->getShape().vec()) + " needs " +
+                std::to_string(n) + " (or 1 to splat)");
+  };
+  Type element = type->getElementType();
+  switch (tensor.dtype()) {
+  case g::DT_FLOAT:
+  case g::DT_HALF:
+  case g::DT_BFLOAT16: {
+    if (failed(checkCount(tensor.float_val_size())))
+      return failure();
+    auto fltType = cast<FloatType>(element);
+    SmallVector<APFloat> values;
+    for (float v : tensor.float_val()) {
+      APFloat f(v);
+      bool lost;
+      f.convert(fltType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                &lost);
+      values.push_back(f);
+    }
+    if (values.size() == 1)
+      return DenseElementsAttr::get(*type, values.front());
+    return DenseElementsAttr::get(*type, values);
+  }
+  case g::DT_DOUBLE: {
+    if (failed(checkCount(tensor.double_val_size())))
+      return failure();
+    SmallVector<double> values(tensor.double_val().begin(),
+                               tensor.double_val().end());
+    if (values.size() == 1)
+      return DenseElementsAttr::get(*type, values.front());
+    return DenseElementsAttr::get(*type, ArrayRef<double>(values));
+  }
+  case g::DT_INT32: {
+    if (failed(checkCount(tensor.int_val_size())))
+      return failure();
+    SmallVector<int32_t> values(tensor.int_val().begin(),
+                                tensor.int_val().end());
+    if (values.size() == 1)
+      return DenseElementsAttr::get(*type, values.front());
+    return DenseElementsAttr::get(*type, ArrayRef<int32_t>(values));
+  }
+  case g::DT_INT64: {
+    if (failed(checkCount(tensor.int64_val_size())))
+      return failure();
+    SmallVector<int64_t> values(tensor.int64_val().begin(),
+                                tensor.int64_val().end());
+    if (values.size() == 1)
+      return DenseElementsAttr::get(*type, values.front());
+    return DenseElementsAttr::get(*type, ArrayRef<int64_t>(values));
+  }
+  case g::DT_BOOL: {
+    if (failed(checkCount(tensor.bool_val_size())))
+      return failure();
+    SmallVector<bool> values(tensor.bool_val().begin(),
+                             tensor.bool_val().end());
+    if (values.size() == 1)
+      return DenseElementsAttr::get(*type, static_cast<bool>(values.front()));
+    return DenseElementsAttr::get(*type, ArrayRef<bool>(values));
+  }
+  default:
+    (void)fail(where + ": constant has invalid dtype " +
+               dtypeName(tensor.dtype()));
+    return failure();
+  }
+}
+
+FailureOr<Attribute> Importer::convertAttr(const std::string &name,
+                                           const g::AttrValue &value,
+                                           const std::string &where) {
+  auto bad = [&](const std::string &why) -> FailureOr<Attribute> {
+    (void)fail(where + ": attribute '" + name + "' " + why);
+    return failure();
+  };
+  switch (value.value_case()) {
+  case g::AttrValue::kI:
+    return Attribute(builder_.getI64IntegerAttr(value.i()));
+  case g::AttrValue::kF:
+    return Attribute(builder_.getF64FloatAttr(value.f()));
+  case g::AttrValue::kB:
+    return Attribute(builder_.getBoolAttr(value.b()));
+  case g::AttrValue::kS:
+    if (name == kVariableAttr)
+      return Attribute(FlatSymbolRefAttr::get(&context_, value.s()));
+    return Attribute(builder_.getStringAttr(value.s()));
+  case g::AttrValue::kType: {
+    FailureOr<Type> type = elementType(value.type());
+    if (failed(type))
+      return bad("has invalid dtype " + dtypeName(value.type()));
+    return Attribute(TypeAttr::get(*type));
+  }
+  case g::AttrValue::kShape: {
+    SmallVector<int64_t> dims(value.shape().dim().begin(),
+                              value.shape().dim().end());
+    return Attribute(builder_.getDenseI64ArrayAttr(dims));
+  }
+  case g::AttrValue::kTensor: {
+    FailureOr<DenseElementsAttr> tensor = convertTensor(value.tensor(), where);
+    if (failed(tensor))
+      return failure();
+    return Attribute(*tensor);
+  }
+  case g::AttrValue::kList: {
+    const g::AttrValue::ListValue &list = value.list();
+    int kinds = (list.i_size() > 0) + (list.f_size() > 0) + (list.s_size() > 0);
+    if (kinds > 1)
+      return bad("mixes integers, floats and strings in one list");
+    if (list.f_size() > 0) {
+      SmallVector<double> fs(list.f().begin(), list.f().end());
+      return Attribute(builder_.getDenseF64ArrayAttr(fs));
+    }
+    if (list.s_size() > 0) {
+      SmallVector<Attribute> ss;
+      for (const std::string &s : list.s())
+        ss.push_back(name == kVarListAttr
+                         ? Attribute(FlatSymbolRefAttr::get(&context_, s))
+                         : Attribute(builder_.getStringAttr(s)));
+      return Attribute(builder_.getArrayAttr(ss));
+    }
+    SmallVector<int64_t> is(list.i().begin(), list.i().end());
+    return Attribute(builder_.getDenseI64ArrayAttr(is));
+  }
+  case g::AttrValue::kDict: {
+    std::vector<std::string> keys;
+    for (const auto &entry : value.dict().entry())
+      keys.push_back(entry.first);
+    std::sort(keys.begin(), keys.end());
+    SmallVector<NamedAttribute> entries;
+    for (const std::string &key : keys) {
+      FailureOr<Attribute> converted = convertAttr(
+          key, value.dict().entry().at(key), where + " '" + name + "'");
+      if (failed(converted))
+        return failure();
+      entries.push_back(builder_.getNamedAttr(key, *converted));
+    }
+    return Attribute(builder_.getDictionaryAttr(entries));
+  }
+  case g::AttrValue::VALUE_NOT_SET:
+    break;
+  }
+  return bad("has no value");
+}
+
+LogicalResult Importer::indexNodes() {
+  const int n = graph_.node_size();
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = graph_.node(i);
+    if (node.name().empty())
+      return fail("node #" + std::to_string(i) + " (" + node.op() +
+                  ") has no name");
+    auto [it, inserted] = nodeIndex_.try_emplace(node.name(), i);
+    if (!inserted)
+      return fail("node '" + node.name() + "' is defined twice (nodes #" +
+                  std::to_string(it->second) + " and #" + std::to_string(i) +
+                  ")");
+  }
+  inputsOf_.assign(n, {});
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = graph_.node(i);
+    if (node.op().empty())
+      return failNode(node, "has no op");
+    if (node.op() != kPlaceholderOp) {
+      std::optional<RegisteredOperationName> name =
+          RegisteredOperationName::lookup("est." + node.op(), &context_);
+      if (!name || node.op() == "variable" || node.op() == "constant_like")
+        return failNode(node, "unknown op '" + node.op() +
+                                  "' (see docs/ops.md for the est op set)");
+    }
+    for (int k = 0; k < node.input_size(); ++k) {
+      const std::string &input = node.input(k);
+      if (input.empty())
+        return failNode(node, "input #" + std::to_string(k) + " is empty");
+      auto [source, index] = parseInputName(input);
+      auto it = nodeIndex_.find(source);
+      if (it == nodeIndex_.end())
+        return failNode(node, "input #" + std::to_string(k) + " '" + input +
+                                  "' is not a node of the graph");
+      if (index != 0)
+        return failNode(node, "input #" + std::to_string(k) + " '" + input +
+                                  "': node '" + source +
+                                  "' has a single output");
+      inputsOf_[i].push_back(it->second);
+    }
+  }
+  return success();
+}
+
+LogicalResult Importer::sortNodes() {
+  // Kahn's algorithm; ties go to the earlier node in the file, so a graph
+  // written in a valid order imports in exactly that order.
+  const int n = graph_.node_size();
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i)
+    for (int input : inputsOf_[i]) {
+      ++pending[i];
+      users[input].push_back(i);
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    topoOrder_.push_back(i);
+    for (int user : users[i])
+      if (--pending[user] == 0)
+        ready.push(user);
+  }
+  if (static_cast<int>(topoOrder_.size()) == n)
+    return success();
+
+  // Report one cycle: follow unresolved inputs from the first stuck node
+  // until a node repeats.
+  int start = 0;
+  while (pending[start] == 0)
+    ++start;
+  std::vector<int> path;
+  std::vector<int> position(n, -1);
+  int current = start;
+  while (position[current] < 0) {
+    position[current] = static_cast<int>(path.size());
+    path.push_back(current);
+    for (int input : inputsOf_[current])
+      if (pending[input] > 0) {
+        current = input;
+        break;
+      }
+  }
+  std::string cycle;
+  for (size_t k = position[current]; k < path.size(); ++k)
+    cycle += "'" + graph_.node(path[k]).name() + "' -> ";
+  cycle += "'" + graph_.node(current).name() + "'";
+  return failNode(graph_.node(current),
+                  "is part of a cycle: " + cycle +
+                       " (each uses the next as an input)");
+}
+
+LogicalResult Importer::importVariables(ModuleOp module) {
+  builder_.setInsertionPointToEnd(module.getBody());
+  llvm::StringMap<int> seen;
+  for (int i = 0; i < graph_.variable_size(); ++i) {
+    const g::VariableDef &var = graph_.variable(i);
+    std::string where = "variable '" + var.name() + "'";
+    if (var.name().empty())
+      return fail("variable #" + std::to_string(i) + " has no name");
+    if (!seen.try_emplace(var.name(), i).second)
+      return fail(where + " is defined twice");
+    FailureOr<RankedTensorType> type = tensorType(var.dtype(), var.shape());
+    if (failed(type))
+      return fail(where + " has invalid dtype " + dtypeName(var.dtype()) +
+                  " or shape");
+    if (!type->hasStaticShape())
+      return fail(where + " must have a fully known shape, got " +
+                  shape::toString(std::vector<int64_t>(
+                      var.shape().dim().begin(), var.shape().dim().end())));
+    const g::InitializerDef &init = var.initializer();
+    if (init.type().empty())
+      return fail(where + " has no initializer");
+    std::vector<std::string> keys;
+    for (const auto &entry : init.attr())
+      keys.push_back(entry.first);
+    std::sort(keys.begin(), keys.end());
+    SmallVector<NamedAttribute> params;
+    for (const std::string &key : keys) {
+      FailureOr<Attribute> attr =
+          convertAttr(key, init.attr().at(key), where + " initializer");
+      if (failed(attr))
+        return failure();
+      params.push_back(builder_.getNamedAttr(key, *attr));
+    }
+    Location loc = nodeLoc((kVariableLocPrefix + var.name()).str());
+    est::VariableOp::create(
+        builder_, loc, var.name(), *type, var.trainable(),
+        est::InitializerAttr::get(&context_,
+                                  builder_.getStringAttr(init.type()),
+                                  builder_.getDictionaryAttr(params)));
+    variableTypes_[var.name()] = *type;
+  }
+  return success();
+}
+
+FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
+                                    llvm::DenseMap<int, Value> &values) {
+  Location loc = nodeLoc(node.name());
+  OperationState state(loc, "est." + node.op());
+  int index = nodeIndex_.lookup(node.name());
+  for (int input : inputsOf_[index])
+    state.addOperands(values.lookup(input));
+
+  // Attributes in a stable order (protobuf maps have none).
+  std::vector<std::string> keys;
+  for (const auto &entry : node.attr())
+    keys.push_back(entry.first);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string &key : keys) {
+    FailureOr<Attribute> attr = convertAttr(
+        key, node.attr().at(key),
+        "node '" + node.name() + "' (" + node.op() + ")");
+    if (failed(attr))
+      return failure();
+    state.addAttribute(key, *attr);
+  }
+
+  // Let the op infer its result types from a result-less probe (the
+  // properties it infers from are only materialized on an Operation).
+  SmallVector<Type, 1> resultTypes;
+  Operation *probe = Operation::create(state);
+  // An attribute of the wrong kind is dropped when properties are set: report
+  // it here rather than as "missing".
+  for (const std::string &key : keys) {
+    std::optional<Attribute> inherent = probe->getInherentAttr(key);
+    if (!inherent) {
+      probe->destroy();
+      (void)failNode(node, "unknown attribute '" + key +
+                               "' (see docs/ops.md for the op's attributes)");
+      return failure();
+    }
+    if (!*inherent) {
+      probe->destroy();
+      (void)failNode(node, "attribute '" + key +
+                               "' has the wrong kind (see docs/ops.md)");
+      return failure();
+    }
+  }
+  auto infer = dyn_cast<InferTypeOpInterface>(probe);
+  LogicalResult inferred =
+      infer ? infer.inferReturnTypes(&context_, loc, probe->getOperands(),
+                                     probe->getRawDictionaryAttrs(),
+                                     probe->getPropertiesStorage(),
+                                     probe->getRegions(), resultTypes)
+            : success();
+  probe->destroy();
+  if (failed(inferred)) {
+    (void)fail(""); // the diagnostic handler has recorded the message
+    return failure();
+  }
+
+  // The node's declared output type must agree with the inferred one.
+  if (node.dtype() != g::DT_INVALID && resultTypes.size() == 1) {
+    FailureOr<RankedTensorType> declared =
+        tensorType(node.dtype(), node.shape());
+    auto actual = dyn_cast<RankedTensorType>(resultTypes.front());
+    bool compatible = succeeded(declared) && actual &&
+                      declared->getElementType() == actual.getElementType() &&
+                      declared->getRank() == actual.getRank();
+    for (int64_t d = 0; compatible && d < actual.getRank(); ++d) {
+      int64_t a = actual.getDimSize(d), b = declared->getDimSize(d);
+      compatible = a == b || ShapedType::isDynamic(b);
+    }
+    if (!compatible) {
+      std::string inferredStr, declaredStr;
+      llvm::raw_string_ostream(inferredStr) << resultTypes.front();
+      if (succeeded(declared))
+        llvm::raw_string_ostream(declaredStr) << *declared;
+      else
+        declaredStr = dtypeName(node.dtype());
+      (void)failNode(node, "declared output type " + declaredStr +
+                               " does not match the inferred " + inferredStr);
+      return failure();
+    }
+  }
+
+  state.addTypes(resultTypes);
+  Operation *op = builder_.create(state);
+  return op->getNumResults() ? op->getResult(0) : Value();
+}
+
+LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
+                                      const std::string &signatureName,
+                                      const std::vector<Argument> &args,
+                                      const std::vector<Output> &outputs,
+                                      const std::vector<std::string> &effects) {
+  auto lookupNode = [&](const std::string &what,
+                        const std::string &node) -> FailureOr<int> {
+    auto it = nodeIndex_.find(node);
+    if (it == nodeIndex_.end()) {
+      (void)fail("signature '" + signatureName + "': " + what + " names '" +
+                 node + "', which is not a node of the graph");
+      return failure();
+    }
+    return it->second;
+  };
+
+  // Nodes the outputs and effects need, by reverse reachability.
+  std::vector<char> needed(graph_.node_size(), 0);
+  std::vector<int> stack;
+  for (const Output &out : outputs) {
+    FailureOr<int> i = lookupNode("output '" + out.key + "'", out.node);
+    if (failed(i))
+      return failure();
+    stack.push_back(*i);
+  }
+  for (const std::string &effect : effects) {
+    FailureOr<int> i = lookupNode("operation", effect);
+    if (failed(i))
+      return failure();
+    stack.push_back(*i);
+  }
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    if (needed[i])
+      continue;
+    needed[i] = 1;
+    for (int input : inputsOf_[i])
+      stack.push_back(input);
+  }
+
+  // Arguments: the bound placeholders, features first.
+  llvm::DenseMap<int, Value> values;
+  SmallVector<Type> argTypes;
+  SmallVector<int> argNodes;
+  for (const Argument &arg : args) {
+    FailureOr<int> i = lookupNode(arg.key, arg.node);
+    if (failed(i))
+      return failure();
+    const g::NodeDef &node = graph_.node(*i);
+    if (node.op() != kPlaceholderOp)
+      return fail("signature '" + signatureName + "': " + arg.key +
+                  " is bound to node '" + node.name() + "' (" + node.op() +
+                  "), which is not a placeholder");
+    if (std::find(argNodes.begin(), argNodes.end(), *i) != argNodes.end())
+      return fail("signature '" + signatureName + "': placeholder '" +
+                  node.name() + "' is bound twice");
+    auto dtypeIt = node.attr().find("dtype");
+    auto shapeIt = node.attr().find("shape");
+    if (dtypeIt == node.attr().end() || !dtypeIt->second.has_type())
+      return failNode(node, "requires attribute 'dtype' (a type)");
+    if (shapeIt == node.attr().end() || !shapeIt->second.has_shape())
+      return failNode(node, "requires attribute 'shape' (a shape)");
+    FailureOr<RankedTensorType> type =
+        tensorType(dtypeIt->second.type(), shapeIt->second.shape());
+    if (failed(type))
+      return failNode(node, "has an invalid dtype or shape");
+    argTypes.push_back(*type);
+    argNodes.push_back(*i);
+  }
+  for (int i = 0; i < graph_.node_size(); ++i)
+    if (needed[i] && graph_.node(i).op() == kPlaceholderOp &&
+        std::find(argNodes.begin(), argNodes.end(), i) == argNodes.end())
+      return failNode(graph_.node(i),
+                      "is needed by signature '" + signatureName +
+                          "' but is not one of its features or labels");
+
+  builder_.setInsertionPointToEnd(module.getBody());
+  auto func = func::FuncOp::create(builder_, fileLoc(), name,
+                                   builder_.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (size_t k = 0; k < args.size(); ++k) {
+    values[argNodes[k]] = entry->getArgument(k);
+    func.setArgAttr(k, kNameAttr, builder_.getStringAttr(args[k].key));
+  }
+
+  builder_.setInsertionPointToEnd(entry);
+  for (int i : topoOrder_) {
+    if (!needed[i] || graph_.node(i).op() == kPlaceholderOp)
+      continue;
+    FailureOr<Value> value = emitNode(graph_.node(i), values);
+    if (failed(value))
+      return failure();
+    values[i] = *value;
+  }
+
+  SmallVector<Value> results;
+  for (const Output &out : outputs) {
+    Value v = values.lookup(nodeIndex_.lookup(out.node));
+    if (!v)
+      return fail("signature '" + signatureName + "': output '" + out.key +
+                  "' names node '" + out.node + "', which has no value");
+    results.push_back(v);
+  }
+  func::ReturnOp::create(builder_, fileLoc(), results);
+  func.setType(builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (size_t k = 0; k < outputs.size(); ++k)
+    func.setResultAttr(k, kNameAttr, builder_.getStringAttr(outputs[k].key));
+  return success();
+}
+
+LogicalResult Importer::importSignature(ModuleOp module,
+                                        const std::string &mode,
+                                        const g::SignatureDef &sig) {
+  std::vector<Argument> args;
+  for (const g::Binding &b : sig.features())
+    args.push_back({"features/" + b.key(), b.node()});
+  for (const g::Binding &b : sig.labels())
+    args.push_back({b.key().empty() ? "labels" : "labels/" + b.key(),
+                    b.node()});
+
+  std::vector<Output> outputs;
+  std::vector<std::string> effects;
+  if (!sig.loss().empty())
+    outputs.push_back({"loss", sig.loss()});
+  if (mode == "predict" || mode == "eval")
+    for (const g::Binding &b : sig.predictions())
+      if (mode == "predict")
+        outputs.push_back({"predictions/" + b.key(), b.node()});
+  if (!sig.train_op().empty())
+    effects.push_back(sig.train_op());
+  std::vector<Output> metricValues;
+  for (const g::MetricBinding &m : sig.metrics()) {
+    for (const std::string &update : m.update())
+      effects.push_back(update);
+    if (!m.value().empty())
+      metricValues.push_back({"metrics/" + m.key(), m.value()});
+  }
+
+  if (mode == "train" && sig.train_op().empty())
+    return fail("signature 'train' has no train_op");
+  if (mode != "predict" && sig.loss().empty())
+    return fail("signature '" + mode + "' has no loss");
+  if (mode == "predict" && sig.predictions_size() == 0)
+    return fail("signature 'predict' has no predictions");
+  if (mode != "eval" && sig.metrics_size() > 0)
+    return fail("signature '" + mode +
+                "' has metrics; only the eval signature may");
+
+  if (failed(buildFunction(module, mode, mode, args, outputs, effects)))
+    return failure();
+  if (!metricValues.empty())
+    return buildFunction(module, mode + "_metrics", mode, {}, metricValues, {});
+  return success();
+}
+
+OwningOpRef<ModuleOp> Importer::run() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  if (failed(indexNodes()) || failed(sortNodes()) ||
+      failed(importVariables(*module)))
+    return nullptr;
+  if (graph_.signature().empty()) {
+    (void)fail("graph has no signatures (train, eval or predict)");
+    return nullptr;
+  }
+  for (const auto &entry : graph_.signature())
+    if (std::find(std::begin(kModes), std::end(kModes), entry.first) ==
+        std::end(kModes)) {
+      (void)fail("signature '" + entry.first +
+                 "' is not a mode (train, eval, predict)");
+      return nullptr;
+    }
+  for (const char *mode : kModes) {
+    auto it = graph_.signature().find(mode);
+    if (it != graph_.signature().end() &&
+        failed(importSignature(*module, mode, it->second)))
+      return nullptr;
+  }
+  if (failed(verify(*module))) {
+    (void)fail("");
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace
+
+std::string formatImportDiagnostic(Diagnostic &diag,
+                                   const std::string &fileName) {
+  std::string node;
+  Location loc = diag.getLocation();
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    node = nameLoc.getName().str();
+  std::string message = diag.str();
+  if (node.empty())
+    return fileName + ": " + message;
+  if (llvm::StringRef(node).starts_with(kVariableLocPrefix))
+    return fileName + ": variable '" + node.substr(1) + "': " + message;
+  return fileName + ": node '" + node + "': " + message;
+}
+
+OwningOpRef<ModuleOp> importGraph(const g::GraphDef &graph,
+                                  MLIRContext &context,
+                                  const std::string &fileName,
+                                  std::string &error) {
+  context.loadDialect<est::EstDialect, func::FuncDialect>();
+  // MLIR diagnostics (inference and verifier errors) become the one line.
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostic.empty())
+      diagnostic = formatImportDiagnostic(diag, fileName);
+    return success();
+  });
+  Importer importer(graph, context, fileName);
+  OwningOpRef<ModuleOp> module = importer.run();
+  if (!module) {
+    error = !diagnostic.empty() ? diagnostic : importer.error();
+    if (error.empty() || error == fileName + ": ")
+      error = fileName + ": import failed";
+  }
+  return module;
+}
+
+} // namespace estc
