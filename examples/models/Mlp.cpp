@@ -1,0 +1,54 @@
+//===- Mlp.cpp - MNIST multi-layer perceptron ---------------------------===//
+
+#include "examples/models/Models.h"
+
+#include "lib/Graph/Layers.h"
+#include "lib/Graph/Train.h"
+
+namespace estc {
+namespace models {
+
+InputSpec mlp_inputs() {
+  return InputSpec{{{"x", DType::Float32, {-1, 784}}},
+                   TensorSpec{"labels", DType::Int64, {-1}}};
+}
+
+Signature mlp_model_fn(Graph &g, const TensorMap &features,
+                       const Tensor &labels, ModeKeys mode,
+                       const MlpParams &params) {
+  (void)g;
+  Tensor net = features["x"];
+  for (int64_t units : params.hidden_units)
+    net = layers::dense(net, units, nn::relu);
+  Tensor logits = layers::dense(net, params.n_classes);
+
+  Signature spec;
+  TensorMap predictions{{"classes", argmax(logits, 1)},
+                        {"probabilities", nn::softmax(logits)}};
+  if (mode == ModeKeys::PREDICT) {
+    spec.predictions = predictions;
+    return spec;
+  }
+  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+  if (mode == ModeKeys::TRAIN) {
+    spec.train_op =
+        train::AdamOptimizer(params.learning_rate).minimize(spec.loss);
+    return spec;
+  }
+  spec.predictions = predictions;
+  spec.metrics = {
+      {"accuracy", metrics::accuracy(labels, predictions["classes"])}};
+  return spec;
+}
+
+graph::GraphDef build_mlp(int64_t seed, const MlpParams &params) {
+  return build_graph_def(
+      mlp_inputs(),
+      [&](Graph &g, const TensorMap &f, const Tensor &l, ModeKeys m) {
+        return mlp_model_fn(g, f, l, m, params);
+      },
+      seed);
+}
+
+} // namespace models
+} // namespace estc

@@ -1,0 +1,720 @@
+//===- GraphBuilder.cpp - Building model graphs from C++ ----------------===//
+
+#include "lib/Graph/GraphBuilder.h"
+
+#include "lib/Graph/GraphIO.h"
+#include "lib/Graph/Ops.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace estc {
+
+namespace {
+std::string shapeStr(const Dims &d) { return shape::toString(d); }
+
+// FNV-1a, 64 bit: a stable hash of a name.
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// splitmix64 finalizer.
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void setDims(graph::TensorShape *s, const Dims &d) {
+  s->clear_dim();
+  for (int64_t v : d)
+    s->add_dim(v);
+}
+
+Dims getDims(const graph::TensorShape &s) {
+  return Dims(s.dim().begin(), s.dim().end());
+}
+
+bool isValidName(const std::string &name) {
+  if (name.empty() || name.front() == '/' || name.back() == '/')
+    return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+          c == '/' || c == '-' || c == '.'))
+      return false;
+  return name.find("//") == std::string::npos;
+}
+} // namespace
+
+// --- DType / ModeKeys --------------------------------------------------------
+
+std::string to_string(DType d) {
+  switch (d) {
+  case DType::Float32:
+    return "f32";
+  case DType::Float64:
+    return "f64";
+  case DType::Int32:
+    return "i32";
+  case DType::Int64:
+    return "i64";
+  case DType::Bool:
+    return "i1";
+  case DType::Float16:
+    return "f16";
+  case DType::BFloat16:
+    return "bf16";
+  case DType::Invalid:
+    break;
+  }
+  return "none";
+}
+
+bool is_floating(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
+         d == DType::BFloat16;
+}
+
+bool is_integer(DType d) { return d == DType::Int32 || d == DType::Int64; }
+
+const char *mode_key(ModeKeys mode) {
+  switch (mode) {
+  case ModeKeys::TRAIN:
+    return "train";
+  case ModeKeys::EVAL:
+    return "eval";
+  case ModeKeys::PREDICT:
+    return "predict";
+  }
+  return "?";
+}
+
+// --- Attributes -----------------------------------------------------------
+
+graph::AttrValue attr_i(int64_t v) {
+  graph::AttrValue a;
+  a.set_i(v);
+  return a;
+}
+graph::AttrValue attr_f(double v) {
+  graph::AttrValue a;
+  a.set_f(v);
+  return a;
+}
+graph::AttrValue attr_b(bool v) {
+  graph::AttrValue a;
+  a.set_b(v);
+  return a;
+}
+graph::AttrValue attr_s(const std::string &v) {
+  graph::AttrValue a;
+  a.set_s(v);
+  return a;
+}
+graph::AttrValue attr_type(DType v) {
+  graph::AttrValue a;
+  a.set_type(to_proto(v));
+  return a;
+}
+graph::AttrValue attr_shape(const Dims &v) {
+  graph::AttrValue a;
+  setDims(a.mutable_shape(), v);
+  return a;
+}
+graph::AttrValue attr_list(const Dims &v) {
+  graph::AttrValue a;
+  auto *l = a.mutable_list();
+  for (int64_t x : v)
+    l->add_i(x);
+  return a;
+}
+graph::AttrValue attr_strings(const std::vector<std::string> &v) {
+  graph::AttrValue a;
+  auto *l = a.mutable_list();
+  for (const std::string &s : v)
+    l->add_s(s);
+  return a;
+}
+
+// --- Initializers ------------------------------------------------------------
+
+bool Initializer::is_random() const {
+  return type == "random_uniform" || type == "random_normal" ||
+         type == "truncated_normal" || type == "glorot_uniform" ||
+         type == "glorot_normal" || type == "variance_scaling";
+}
+
+Initializer zeros_initializer() { return Initializer{"zeros", {}, {}, {}}; }
+Initializer ones_initializer() { return Initializer{"ones", {}, {}, {}}; }
+Initializer constant_initializer(double value) {
+  return Initializer{"constant", {{"value", value}}, {}, {}};
+}
+Initializer random_uniform_initializer(double minval, double maxval,
+                                       std::optional<int64_t> seed) {
+  return Initializer{
+      "random_uniform", {{"minval", minval}, {"maxval", maxval}}, {}, seed};
+}
+Initializer random_normal_initializer(double mean, double stddev,
+                                      std::optional<int64_t> seed) {
+  return Initializer{
+      "random_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed};
+}
+Initializer truncated_normal_initializer(double mean, double stddev,
+                                         std::optional<int64_t> seed) {
+  return Initializer{
+      "truncated_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed};
+}
+Initializer glorot_uniform_initializer(std::optional<int64_t> seed) {
+  return Initializer{"glorot_uniform", {}, {}, seed};
+}
+Initializer glorot_normal_initializer(std::optional<int64_t> seed) {
+  return Initializer{"glorot_normal", {}, {}, seed};
+}
+Initializer variance_scaling_initializer(double scale, const std::string &mode,
+                                         const std::string &distribution,
+                                         std::optional<int64_t> seed) {
+  return Initializer{"variance_scaling",
+                     {{"scale", scale}},
+                     {{"mode", mode}, {"distribution", distribution}},
+                     seed};
+}
+
+// --- Tensor / Variable ---------------------------------------------------------
+
+Graph &Tensor::graph() const {
+  if (!graph_)
+    throw GraphError("use of an empty Tensor (not produced by any op)");
+  return *graph_;
+}
+const std::string &Tensor::op() const { return graph().node(name_).op(); }
+DType Tensor::dtype() const {
+  return from_proto(graph().node(name_).dtype());
+}
+Dims Tensor::shape() const { return getDims(graph().node(name_).shape()); }
+
+Graph &Variable::graph() const {
+  if (!graph_)
+    throw GraphError("use of an empty Variable");
+  return *graph_;
+}
+DType Variable::dtype() const {
+  return from_proto(graph().variable_def(name_).dtype());
+}
+Dims Variable::shape() const {
+  return getDims(graph().variable_def(name_).shape());
+}
+bool Variable::trainable() const {
+  return graph().variable_def(name_).trainable();
+}
+Tensor Variable::read() const { return graph().read_variable(*this); }
+
+// --- TensorMap -----------------------------------------------------------------
+
+TensorMap::TensorMap(
+    std::initializer_list<std::pair<const std::string, Tensor>> items) {
+  for (const auto &kv : items)
+    set(kv.first, kv.second);
+}
+
+void TensorMap::set(const std::string &key, const Tensor &value) {
+  for (auto &kv : items_)
+    if (kv.first == key) {
+      kv.second = value;
+      return;
+    }
+  items_.emplace_back(key, value);
+}
+
+bool TensorMap::contains(const std::string &key) const {
+  for (const auto &kv : items_)
+    if (kv.first == key)
+      return true;
+  return false;
+}
+
+const Tensor &TensorMap::at(const std::string &key) const {
+  for (const auto &kv : items_)
+    if (kv.first == key)
+      return kv.second;
+  std::string keys;
+  for (const auto &kv : items_)
+    keys += (keys.empty() ? "'" : ", '") + kv.first + "'";
+  throw GraphError("no tensor with key '" + key + "' (keys: " +
+                   (keys.empty() ? "none" : keys) + ")");
+}
+
+// --- Graph -------------------------------------------------------------------
+
+Graph::Graph() {
+  def_.set_version(graph::kGraphVersion);
+  def_.set_seed(0);
+}
+
+void Graph::set_seed(int64_t seed) {
+  if (def_.node_size() || def_.variable_size())
+    throw GraphError("set_seed(" + std::to_string(seed) +
+                     "): the graph seed must be set before the first node or "
+                     "variable is created");
+  def_.set_seed(seed);
+}
+
+int64_t Graph::derive_seed(const std::string &key,
+                           std::optional<int64_t> op_seed) const {
+  uint64_t g = splitmix(static_cast<uint64_t>(def_.seed()));
+  uint64_t k = op_seed ? splitmix(static_cast<uint64_t>(*op_seed) ^
+                                  0x5eed5eed5eed5eedULL)
+                       : fnv1a(key);
+  return static_cast<int64_t>(splitmix(g ^ k) >> 1);
+}
+
+std::string Graph::modePrefix() const {
+  return mode_ ? std::string(mode_key(*mode_)) + "/" : std::string();
+}
+
+std::string Graph::current_scope() const {
+  std::string s;
+  for (const std::string &p : scopes_)
+    s += (s.empty() ? "" : "/") + p;
+  return s;
+}
+
+Scope Graph::name_scope(const std::string &name) {
+  if (!isValidName(name))
+    throw GraphError("name_scope: invalid scope name '" + name + "'");
+  scopes_.push_back(name);
+  size_t depth = scopes_.size();
+  return Scope([this, depth] { scopes_.resize(depth - 1); });
+}
+
+Scope Graph::mode_scope(ModeKeys mode) {
+  if (mode_)
+    throw GraphError(std::string("mode_scope(") + mode_key(mode) +
+                     "): already building mode '" + mode_key(*mode_) +
+                     "'; mode scopes do not nest");
+  mode_ = mode;
+  layerCounts_.clear();
+  createdInContext_.clear();
+  std::vector<std::string> savedScopes;
+  savedScopes.swap(scopes_);
+  return Scope([this, savedScopes] {
+    mode_.reset();
+    layerCounts_.clear();
+    createdInContext_.clear();
+    scopes_ = savedScopes;
+  });
+}
+
+std::string Graph::unique_layer_name(const std::string &base) {
+  if (!isValidName(base) || base.find('/') != std::string::npos)
+    throw GraphError("invalid layer name '" + base + "'");
+  std::string scope = current_scope();
+  std::string key = scope.empty() ? base : scope + "/" + base;
+  int n = layerCounts_[key]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+std::string Graph::unique_node_name(const std::string &base) const {
+  if (!isValidName(base))
+    throw GraphError("invalid node name '" + base + "'");
+  std::string scope = current_scope();
+  std::string name = modePrefix() + (scope.empty() ? "" : scope + "/") + base;
+  if (!nodeIndex_.count(name))
+    return name;
+  for (int i = 1;; ++i) {
+    std::string candidate = name + "_" + std::to_string(i);
+    if (!nodeIndex_.count(candidate))
+      return candidate;
+  }
+}
+
+bool Graph::has_node(const std::string &name) const {
+  return nodeIndex_.count(name) != 0;
+}
+
+const graph::NodeDef &Graph::node(const std::string &name) const {
+  auto it = nodeIndex_.find(name);
+  if (it == nodeIndex_.end())
+    throw GraphError("no node named '" + name + "' in the graph");
+  return def_.node(it->second);
+}
+
+Tensor Graph::add_node(const std::string &name, const std::string &op,
+                       const std::vector<Tensor> &inputs, const Attrs &attrs,
+                       DType dtype, const Dims &shape) {
+  if (nodeIndex_.count(name))
+    throw GraphError(op + " '" + name + "': a node with this name exists");
+  graph::NodeDef *n = def_.add_node();
+  n->set_name(name);
+  n->set_op(op);
+  for (const Tensor &t : inputs)
+    n->add_input(t.name());
+  for (const auto &kv : attrs)
+    (*n->mutable_attr())[kv.first] = kv.second;
+  n->set_dtype(to_proto(dtype));
+  setDims(n->mutable_shape(), shape);
+  nodeIndex_[name] = def_.node_size() - 1;
+  return Tensor(this, name);
+}
+
+Tensor Graph::placeholder(const std::string &name, DType dtype,
+                          const Dims &shape) {
+  std::string node = unique_node_name(name);
+  if (dtype == DType::Invalid)
+    throw GraphError("placeholder '" + node + "': invalid dtype");
+  for (int64_t d : shape)
+    if (d < -1)
+      throw GraphError("placeholder '" + node + "': invalid shape " +
+                       shapeStr(shape));
+  return add_node(node, "placeholder", {},
+                  {{"dtype", attr_type(dtype)}, {"shape", attr_shape(shape)}},
+                  dtype, shape);
+}
+
+namespace {
+// Stores `v` in the field of `t` matching its dtype; throws if `v` is not
+// representable.
+void appendValue(graph::TensorProto &t, double v, const std::string &what) {
+  DType d = from_proto(t.dtype());
+  auto notRepresentable = [&] {
+    std::ostringstream os;
+    os << what << ": value " << v << " is not representable as "
+       << to_string(d);
+    throw GraphError(os.str());
+  };
+  switch (d) {
+  case DType::Float32:
+  case DType::Float16:
+  case DType::BFloat16:
+    t.add_float_val(static_cast<float>(v));
+    break;
+  case DType::Float64:
+    t.add_double_val(v);
+    break;
+  case DType::Int32:
+    if (v != std::trunc(v) || v < std::numeric_limits<int32_t>::min() ||
+        v > std::numeric_limits<int32_t>::max())
+      notRepresentable();
+    t.add_int_val(static_cast<int32_t>(v));
+    break;
+  case DType::Int64:
+    if (v != std::trunc(v) || std::fabs(v) > 9.2e18)
+      notRepresentable();
+    t.add_int64_val(static_cast<int64_t>(v));
+    break;
+  case DType::Bool:
+    if (v != 0.0 && v != 1.0)
+      notRepresentable();
+    t.add_bool_val(v != 0.0);
+    break;
+  case DType::Invalid:
+    throw GraphError(what + ": invalid dtype");
+  }
+}
+} // namespace
+
+Tensor Graph::constant(double value, DType dtype, const std::string &name) {
+  return constant(std::vector<double>{value}, Dims{}, dtype, name);
+}
+
+Tensor Graph::constant(const std::vector<double> &values, const Dims &shape,
+                       DType dtype, const std::string &name) {
+  std::string node = unique_node_name(name.empty() ? "Const" : name);
+  std::string what = "constant '" + node + "'";
+  if (!shape::isFullyKnown(shape))
+    throw GraphError(what + ": shape " + shapeStr(shape) +
+                     " must be fully known");
+  int64_t n = shape::numElements(shape);
+  if (values.size() != 1 && static_cast<int64_t>(values.size()) != n)
+    throw GraphError(what + ": " + std::to_string(values.size()) +
+                     " values do not fill shape " + shapeStr(shape) + " (" +
+                     std::to_string(n) + " elements)");
+  graph::TensorProto t;
+  t.set_dtype(to_proto(dtype));
+  setDims(t.mutable_shape(), shape);
+  for (double v : values)
+    appendValue(t, v, what);
+  graph::AttrValue a;
+  *a.mutable_tensor() = t;
+  return add_node(node, "constant", {}, {{"value", a}}, dtype, shape);
+}
+
+Tensor Graph::constant(const graph::TensorProto &value,
+                       const std::string &name) {
+  std::string node = unique_node_name(name.empty() ? "Const" : name);
+  Dims shape = getDims(value.shape());
+  if (!shape::isFullyKnown(shape) || value.dtype() == graph::DT_INVALID)
+    throw GraphError("constant '" + node +
+                     "': needs a valid dtype and a fully known shape, got " +
+                     shapeStr(shape));
+  graph::AttrValue a;
+  *a.mutable_tensor() = value;
+  return add_node(node, "constant", {}, {{"value", a}},
+                  from_proto(value.dtype()), shape);
+}
+
+// --- Variables -----------------------------------------------------------------
+
+Variable Graph::get_variable(const std::string &name, DType dtype,
+                             const Dims &shape, const Initializer &initializer,
+                             bool trainable, bool reuse) {
+  std::string scope = current_scope();
+  std::string full = scope.empty() ? name : scope + "/" + name;
+  std::string what = "get_variable '" + full + "'";
+  if (!isValidName(name))
+    throw GraphError("get_variable: invalid variable name '" + name + "'");
+  if (dtype == DType::Invalid)
+    throw GraphError(what + ": invalid dtype");
+  if (!shape::isFullyKnown(shape))
+    throw GraphError(what + ": variable shape " + shapeStr(shape) +
+                     " must be fully known");
+  auto it = variableIndex_.find(full);
+  if (it != variableIndex_.end()) {
+    const graph::VariableDef &v = def_.variable(it->second);
+    if (createdInContext_.count(full) && !reuse)
+      throw GraphError(what + ": variable already exists in this mode (use "
+                              "reuse=true to share it)");
+    Dims existing = getDims(v.shape());
+    if (from_proto(v.dtype()) != dtype || existing != shape)
+      throw GraphError(what + ": requested " + to_string(dtype) + " " +
+                       shapeStr(shape) + " but the existing variable is " +
+                       to_string(from_proto(v.dtype())) + " " +
+                       shapeStr(existing));
+    createdInContext_.insert(full);
+    return Variable(this, full);
+  }
+  graph::VariableDef *v = def_.add_variable();
+  v->set_name(full);
+  v->set_dtype(to_proto(dtype));
+  setDims(v->mutable_shape(), shape);
+  v->set_trainable(trainable);
+  graph::InitializerDef *init = v->mutable_initializer();
+  init->set_type(initializer.type);
+  for (const auto &kv : initializer.floats)
+    (*init->mutable_attr())[kv.first] = attr_f(kv.second);
+  for (const auto &kv : initializer.strings)
+    (*init->mutable_attr())[kv.first] = attr_s(kv.second);
+  if (initializer.is_random())
+    (*init->mutable_attr())["seed"] =
+        attr_i(derive_seed(full, initializer.seed));
+  variableIndex_[full] = def_.variable_size() - 1;
+  createdInContext_.insert(full);
+  return Variable(this, full);
+}
+
+std::optional<Variable> Graph::find_variable(const std::string &name) const {
+  if (!variableIndex_.count(name))
+    return std::nullopt;
+  return Variable(const_cast<Graph *>(this), name);
+}
+
+const graph::VariableDef &Graph::variable_def(const std::string &name) const {
+  auto it = variableIndex_.find(name);
+  if (it == variableIndex_.end())
+    throw GraphError("no variable named '" + name + "' in the graph");
+  return def_.variable(it->second);
+}
+
+std::vector<Variable> Graph::trainable_variables() const {
+  std::vector<Variable> out;
+  for (const auto &v : def_.variable())
+    if (v.trainable())
+      out.emplace_back(const_cast<Graph *>(this), v.name());
+  return out;
+}
+
+Tensor Graph::read_variable(const Variable &variable) {
+  if (&variable.graph() != this)
+    throw GraphError("variable '" + variable.name() +
+                     "' belongs to another graph");
+  const graph::VariableDef &v = variable_def(variable.name());
+  std::string key = modePrefix() + "|" + v.name();
+  auto it = readCache_.find(key);
+  if (it != readCache_.end())
+    return Tensor(this, it->second);
+  std::string name = modePrefix() + v.name() + "/read";
+  for (int i = 1; nodeIndex_.count(name); ++i)
+    name = modePrefix() + v.name() + "/read_" + std::to_string(i);
+  Tensor t = add_node(name, "read_variable", {},
+                      {{"variable", attr_s(v.name())}},
+                      from_proto(v.dtype()), getDims(v.shape()));
+  readCache_[key] = name;
+  return t;
+}
+
+Variable Graph::global_step_variable() {
+  if (auto v = find_variable("global_step"))
+    return *v;
+  // Created outside every name scope and without the per-mode duplicate
+  // check: any mode may ask for it first.
+  std::vector<std::string> saved;
+  saved.swap(scopes_);
+  Variable v = get_variable("global_step", DType::Int64, {},
+                            zeros_initializer(), /*trainable=*/false);
+  scopes_ = saved;
+  return v;
+}
+
+Tensor Graph::global_step() { return read_variable(global_step_variable()); }
+
+// --- Signatures ----------------------------------------------------------------
+
+bool Graph::has_signature(ModeKeys mode) const {
+  return def_.signature().count(mode_key(mode)) != 0;
+}
+
+void Graph::checkOwn(const Tensor &t, const std::string &what) const {
+  if (!t.valid())
+    throw GraphError(what + ": empty Tensor");
+  if (&t.graph() != this)
+    throw GraphError(what + ": tensor '" + t.name() +
+                     "' belongs to another graph");
+  if (!nodeIndex_.count(t.name()))
+    throw GraphError(what + ": no node named '" + t.name() + "'");
+}
+
+graph::Binding Graph::binding(const std::string &key, const Tensor &t,
+                              const std::string &what) const {
+  if (key.empty())
+    throw GraphError(what + ": empty key");
+  checkOwn(t, what + " '" + key + "'");
+  if (!t.has_value())
+    throw GraphError(what + " '" + key + "': node '" + t.name() + "' (" +
+                     t.op() + ") has no value");
+  graph::Binding b;
+  b.set_key(key);
+  b.set_node(t.name());
+  return b;
+}
+
+void Graph::set_signature(ModeKeys mode, const Signature &sig) {
+  std::string where = std::string("signature '") + mode_key(mode) + "'";
+  if (has_signature(mode))
+    throw GraphError(where + ": already set");
+  graph::SignatureDef def;
+  for (const auto &kv : sig.features)
+    *def.add_features() = binding(kv.first, kv.second, where + " feature");
+  for (const auto &kv : sig.labels)
+    *def.add_labels() = binding(kv.first, kv.second, where + " label");
+  for (const auto &kv : sig.predictions)
+    *def.add_predictions() =
+        binding(kv.first, kv.second, where + " prediction");
+  if (sig.loss.valid()) {
+    checkOwn(sig.loss, where + " loss");
+    if (!sig.loss.shape().empty() || !is_floating(sig.loss.dtype()))
+      throw GraphError(where + ": loss '" + sig.loss.name() +
+                       "' must be a float scalar, got " +
+                       to_string(sig.loss.dtype()) + " " +
+                       shapeStr(sig.loss.shape()));
+    def.set_loss(sig.loss.name());
+  }
+  if (sig.train_op.valid()) {
+    checkOwn(sig.train_op, where + " train_op");
+    def.set_train_op(sig.train_op.name());
+  }
+  if (mode == ModeKeys::TRAIN && (def.loss().empty() || def.train_op().empty()))
+    throw GraphError(where + ": training needs a loss and a train_op");
+  std::set<std::string> metricKeys;
+  for (const auto &kv : sig.metrics) {
+    if (!metricKeys.insert(kv.first).second)
+      throw GraphError(where + ": metric '" + kv.first + "' is repeated");
+    graph::MetricBinding *m = def.add_metrics();
+    graph::Binding b = binding(kv.first, kv.second.value, where + " metric");
+    m->set_key(b.key());
+    m->set_value(b.node());
+    for (const Operation &u : kv.second.update_ops) {
+      checkOwn(u, where + " metric '" + kv.first + "' update");
+      m->add_update(u.name());
+    }
+  }
+  auto checkUnique = [&](const auto &list, const char *what) {
+    std::set<std::string> seen;
+    for (const auto &b : list)
+      if (!seen.insert(b.key()).second)
+        throw GraphError(where + ": " + what + " key '" + b.key() +
+                         "' is repeated");
+  };
+  checkUnique(def.features(), "feature");
+  checkUnique(def.labels(), "label");
+  checkUnique(def.predictions(), "prediction");
+  (*def_.mutable_signature())[mode_key(mode)] = def;
+}
+
+graph::GraphDef Graph::graph_def() const {
+  graph::GraphDef out = def_;
+  out.set_version(graph::kGraphVersion);
+  return out;
+}
+
+// --- Operators -----------------------------------------------------------------
+
+namespace {
+Tensor scalarLike(const Tensor &like, double v) {
+  Graph &g = like.graph();
+  return g.constant(v, like.dtype());
+}
+} // namespace
+
+Tensor operator+(const Tensor &a, const Tensor &b) { return add(a, b); }
+Tensor operator-(const Tensor &a, const Tensor &b) { return subtract(a, b); }
+Tensor operator*(const Tensor &a, const Tensor &b) { return multiply(a, b); }
+Tensor operator/(const Tensor &a, const Tensor &b) { return divide(a, b); }
+Tensor operator+(const Tensor &a, double b) { return add(a, scalarLike(a, b)); }
+Tensor operator-(const Tensor &a, double b) {
+  return subtract(a, scalarLike(a, b));
+}
+Tensor operator*(const Tensor &a, double b) {
+  return multiply(a, scalarLike(a, b));
+}
+Tensor operator/(const Tensor &a, double b) {
+  return divide(a, scalarLike(a, b));
+}
+Tensor operator+(double a, const Tensor &b) { return add(scalarLike(b, a), b); }
+Tensor operator-(double a, const Tensor &b) {
+  return subtract(scalarLike(b, a), b);
+}
+Tensor operator*(double a, const Tensor &b) {
+  return multiply(scalarLike(b, a), b);
+}
+Tensor operator/(double a, const Tensor &b) {
+  return divide(scalarLike(b, a), b);
+}
+Tensor operator-(const Tensor &x) { return negative(x); }
+
+// --- Building every mode ---------------------------------------------------
+
+void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
+                const ModelFn &model_fn) {
+  auto scope = g.mode_scope(mode);
+  TensorMap features;
+  for (const TensorSpec &f : inputs.features)
+    features.set(f.key, g.placeholder(f.key, f.dtype, f.shape));
+  Tensor labels;
+  if (inputs.labels && mode != ModeKeys::PREDICT)
+    labels = g.placeholder(inputs.labels->key, inputs.labels->dtype,
+                           inputs.labels->shape);
+  Signature sig = model_fn(g, features, labels, mode);
+  if (sig.features.empty())
+    sig.features = features;
+  if (sig.labels.empty() && labels.valid())
+    sig.labels.set(inputs.labels->key, labels);
+  g.set_signature(mode, sig);
+}
+
+graph::GraphDef build_graph_def(const InputSpec &inputs,
+                                const ModelFn &model_fn, int64_t seed) {
+  Graph g;
+  g.set_seed(seed);
+  for (ModeKeys mode : {ModeKeys::TRAIN, ModeKeys::EVAL, ModeKeys::PREDICT})
+    build_mode(g, mode, inputs, model_fn);
+  return g.graph_def();
+}
+
+} // namespace estc

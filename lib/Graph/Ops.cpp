@@ -1,0 +1,645 @@
+//===- Ops.cpp - The op library of the graph builder --------------------===//
+
+#include "lib/Graph/Ops.h"
+
+#include <sstream>
+
+namespace estc {
+
+namespace {
+
+// Builds one node: checks the inputs, formats errors as
+//   <op> '<node>': inputs 'a' [?,784] and 'b' [100,256]: <problem>
+// and adds the node with the inferred dtype and shape.
+class OpBuilder {
+public:
+  OpBuilder(Graph *graph, std::string op, const std::string &name,
+            const char *defaultName, std::vector<Tensor> inputs)
+      : graph_(graph), op_(std::move(op)), inputs_(std::move(inputs)) {
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      const Tensor &t = inputs_[i];
+      if (!t.valid())
+        throw GraphError(op_ + ": input " + std::to_string(i) +
+                         " is an empty Tensor");
+      if (!graph_)
+        graph_ = &t.graph();
+      else if (&t.graph() != graph_)
+        throw GraphError(op_ + ": input '" + t.name() +
+                         "' belongs to another graph");
+    }
+    if (!graph_)
+      throw GraphError(op_ + ": no graph");
+    base_ = name.empty() ? defaultName : name;
+    node_ = graph_->unique_node_name(base_);
+    for (const Tensor &t : inputs_)
+      if (!t.has_value())
+        fail("node '" + t.name() + "' (" + t.op() + ") has no value");
+  }
+
+  Graph &graph() const { return *graph_; }
+  const std::string &node() const { return node_; }
+  const Tensor &in(size_t i) const { return inputs_[i]; }
+
+  [[noreturn]] void fail(const std::string &problem) const {
+    std::string msg = op_ + " '" + node_ + "'";
+    if (!inputs_.empty()) {
+      msg += inputs_.size() == 1 ? ": input " : ": inputs ";
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        if (i)
+          msg += i + 1 == inputs_.size() ? " and " : ", ";
+        msg += "'" + inputs_[i].name() + "' " +
+               (inputs_[i].has_value() ? shape::toString(inputs_[i].shape())
+                                       : std::string("(no value)"));
+      }
+    }
+    throw GraphError(msg + ": " + problem);
+  }
+
+  Dims check(const shape::ShapeOr &s) const {
+    if (!s)
+      fail(s.message());
+    return *s;
+  }
+
+  void requireFloat(size_t i) const {
+    if (!is_floating(in(i).dtype()))
+      fail("'" + in(i).name() + "' must be a float tensor, got " +
+           to_string(in(i).dtype()));
+  }
+  void requireNumeric(size_t i) const {
+    DType d = in(i).dtype();
+    if (!is_floating(d) && !is_integer(d))
+      fail("'" + in(i).name() + "' must be a float or integer tensor, got " +
+           to_string(d));
+  }
+  void requireInteger(size_t i) const {
+    if (!is_integer(in(i).dtype()))
+      fail("'" + in(i).name() + "' must be an i32 or i64 tensor, got " +
+           to_string(in(i).dtype()));
+  }
+  void requireBool(size_t i) const {
+    if (in(i).dtype() != DType::Bool)
+      fail("'" + in(i).name() + "' must be an i1 (bool) tensor, got " +
+           to_string(in(i).dtype()));
+  }
+  void requireSameDType(size_t i, size_t j) const {
+    if (in(i).dtype() != in(j).dtype())
+      fail("operands have different element types " +
+           to_string(in(i).dtype()) + " and " + to_string(in(j).dtype()) +
+           " (use cast; there is no implicit promotion)");
+  }
+  shape::Padding padding(const std::string &p) const {
+    auto parsed = shape::parsePadding(p);
+    if (!parsed)
+      fail("padding must be \"SAME\" or \"VALID\", got \"" + p + "\"");
+    return *parsed;
+  }
+
+  Tensor finish(DType dtype, const Dims &shape, const Attrs &attrs = {}) {
+    // Ops built while checking (none today) could have taken the name.
+    if (graph_->has_node(node_))
+      node_ = graph_->unique_node_name(base_);
+    return graph_->add_node(node_, op_, inputs_, attrs, dtype, shape);
+  }
+
+private:
+  Graph *graph_;
+  std::string op_;
+  std::vector<Tensor> inputs_;
+  std::string base_;
+  std::string node_;
+};
+
+Tensor binary(const char *op, const char *base, const Tensor &a,
+              const Tensor &b, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {a, b});
+  o.requireNumeric(0);
+  o.requireSameDType(0, 1);
+  return o.finish(a.dtype(), o.check(shape::broadcast(a.shape(), b.shape())));
+}
+
+Tensor compare(const char *op, const char *base, const Tensor &a,
+               const Tensor &b, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {a, b});
+  o.requireSameDType(0, 1);
+  return o.finish(DType::Bool,
+                  o.check(shape::broadcast(a.shape(), b.shape())));
+}
+
+Tensor logicalBinary(const char *op, const char *base, const Tensor &a,
+                     const Tensor &b, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {a, b});
+  o.requireBool(0);
+  o.requireBool(1);
+  return o.finish(DType::Bool,
+                  o.check(shape::broadcast(a.shape(), b.shape())));
+}
+
+enum class Kind { Float, Numeric };
+
+Tensor unary(const char *op, const char *base, Kind kind, const Tensor &x,
+             const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  if (kind == Kind::Float)
+    o.requireFloat(0);
+  else
+    o.requireNumeric(0);
+  return o.finish(x.dtype(), x.shape());
+}
+
+Tensor reduction(const char *op, const char *base, const Tensor &x,
+                 const std::optional<Dims> &axes, bool keepDims,
+                 const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  if (std::string(op) == "reduce_prod" || std::string(op) == "reduce_sum" ||
+      std::string(op) == "reduce_mean")
+    o.requireNumeric(0);
+  Dims out = o.check(shape::reduce(x.shape(), axes, keepDims));
+  Attrs attrs;
+  if (axes)
+    attrs.push_back({"axes", attr_list(*axes)});
+  attrs.push_back({"keep_dims", attr_b(keepDims)});
+  return o.finish(x.dtype(), out, attrs);
+}
+
+Tensor argReduce(const char *op, const char *base, const Tensor &x,
+                 int64_t axis, DType outputType, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  o.requireNumeric(0);
+  if (!is_integer(outputType))
+    o.fail("output_type must be i32 or i64, got " + to_string(outputType));
+  Dims out = o.check(shape::argReduce(x.shape(), axis));
+  return o.finish(outputType, out,
+                  {{"axis", attr_i(axis)}, {"output_type", attr_type(outputType)}});
+}
+
+Tensor pool(const char *op, const char *base, const Tensor &x,
+            const Dims &ksize, const Dims &strides, const std::string &padding,
+            const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  o.requireFloat(0);
+  Dims out =
+      o.check(shape::pool2d(x.shape(), ksize, strides, o.padding(padding)));
+  return o.finish(x.dtype(), out,
+                  {{"ksize", attr_list(ksize)},
+                   {"strides", attr_list(strides)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor randomOp(const char *op, const char *base, Graph &g, const Dims &shape,
+                DType dtype, const char *p1, double v1, const char *p2,
+                double v2, std::optional<int64_t> seed,
+                const std::string &name) {
+  Tensor counter = g.global_step();
+  OpBuilder o(&g, op, name, base, {counter});
+  if (!is_floating(dtype))
+    o.fail("dtype must be a float type, got " + to_string(dtype));
+  if (!shape::isFullyKnown(shape))
+    o.fail("shape " + shape::toString(shape) + " must be fully known");
+  std::string mode = g.mode() ? std::string(mode_key(*g.mode())) + "/" : "";
+  std::string key = o.node().substr(mode.size());
+  return o.finish(dtype, shape,
+                  {{"shape", attr_list(shape)},
+                   {"dtype", attr_type(dtype)},
+                   {"seed", attr_i(g.derive_seed(key, seed))},
+                   {p1, attr_f(v1)},
+                   {p2, attr_f(v2)}});
+}
+} // namespace
+
+// --- Elementwise -----------------------------------------------------------------
+
+Tensor add(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("add", "Add", a, b, name);
+}
+Tensor subtract(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("sub", "Sub", a, b, name);
+}
+Tensor multiply(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("mul", "Mul", a, b, name);
+}
+Tensor divide(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("div", "Div", a, b, name);
+}
+Tensor pow(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("pow", "Pow", a, b, name);
+}
+Tensor maximum(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("maximum", "Maximum", a, b, name);
+}
+Tensor minimum(const Tensor &a, const Tensor &b, const std::string &name) {
+  return binary("minimum", "Minimum", a, b, name);
+}
+
+Tensor negative(const Tensor &x, const std::string &name) {
+  return unary("neg", "Neg", Kind::Numeric, x, name);
+}
+Tensor abs(const Tensor &x, const std::string &name) {
+  return unary("abs", "Abs", Kind::Numeric, x, name);
+}
+Tensor square(const Tensor &x, const std::string &name) {
+  return unary("square", "Square", Kind::Numeric, x, name);
+}
+Tensor exp(const Tensor &x, const std::string &name) {
+  return unary("exp", "Exp", Kind::Float, x, name);
+}
+Tensor log(const Tensor &x, const std::string &name) {
+  return unary("log", "Log", Kind::Float, x, name);
+}
+Tensor sqrt(const Tensor &x, const std::string &name) {
+  return unary("sqrt", "Sqrt", Kind::Float, x, name);
+}
+Tensor rsqrt(const Tensor &x, const std::string &name) {
+  return unary("rsqrt", "Rsqrt", Kind::Float, x, name);
+}
+Tensor tanh(const Tensor &x, const std::string &name) {
+  return unary("tanh", "Tanh", Kind::Float, x, name);
+}
+Tensor sigmoid(const Tensor &x, const std::string &name) {
+  return unary("sigmoid", "Sigmoid", Kind::Float, x, name);
+}
+
+Tensor equal(const Tensor &a, const Tensor &b, const std::string &name) {
+  return compare("equal", "Equal", a, b, name);
+}
+Tensor not_equal(const Tensor &a, const Tensor &b, const std::string &name) {
+  return compare("not_equal", "NotEqual", a, b, name);
+}
+Tensor less(const Tensor &a, const Tensor &b, const std::string &name) {
+  return compare("less", "Less", a, b, name);
+}
+Tensor less_equal(const Tensor &a, const Tensor &b, const std::string &name) {
+  return compare("less_equal", "LessEqual", a, b, name);
+}
+Tensor greater(const Tensor &a, const Tensor &b, const std::string &name) {
+  return compare("greater", "Greater", a, b, name);
+}
+Tensor greater_equal(const Tensor &a, const Tensor &b,
+                     const std::string &name) {
+  return compare("greater_equal", "GreaterEqual", a, b, name);
+}
+Tensor logical_and(const Tensor &a, const Tensor &b, const std::string &name) {
+  return logicalBinary("logical_and", "LogicalAnd", a, b, name);
+}
+Tensor logical_or(const Tensor &a, const Tensor &b, const std::string &name) {
+  return logicalBinary("logical_or", "LogicalOr", a, b, name);
+}
+Tensor logical_not(const Tensor &x, const std::string &name) {
+  OpBuilder o(nullptr, "logical_not", name, "LogicalNot", {x});
+  o.requireBool(0);
+  return o.finish(DType::Bool, x.shape());
+}
+
+Tensor where(const Tensor &cond, const Tensor &on_true,
+             const Tensor &on_false, const std::string &name) {
+  OpBuilder o(nullptr, "select", name, "Select", {cond, on_true, on_false});
+  o.requireBool(0);
+  o.requireSameDType(1, 2);
+  Dims out = o.check(
+      shape::broadcast({cond.shape(), on_true.shape(), on_false.shape()}));
+  return o.finish(on_true.dtype(), out);
+}
+
+Tensor cast(const Tensor &x, DType dtype, const std::string &name) {
+  OpBuilder o(nullptr, "cast", name, "Cast", {x});
+  if (dtype == DType::Invalid)
+    o.fail("invalid target dtype");
+  return o.finish(dtype, x.shape(), {{"dtype", attr_type(dtype)}});
+}
+
+// --- Linear algebra --------------------------------------------------------------
+
+Tensor matmul(const Tensor &a, const Tensor &b, bool transpose_a,
+              bool transpose_b, const std::string &name) {
+  OpBuilder o(nullptr, "matmul", name, "MatMul", {a, b});
+  o.requireNumeric(0);
+  o.requireSameDType(0, 1);
+  Dims out =
+      o.check(shape::matmul(a.shape(), b.shape(), transpose_a, transpose_b));
+  return o.finish(a.dtype(), out,
+                  {{"transpose_a", attr_b(transpose_a)},
+                   {"transpose_b", attr_b(transpose_b)}});
+}
+
+// --- Reductions ------------------------------------------------------------------
+
+Tensor reduce_sum(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
+                  const std::string &name) {
+  return reduction("reduce_sum", "Sum", x, axes, keep_dims, name);
+}
+Tensor reduce_mean(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
+                   const std::string &name) {
+  return reduction("reduce_mean", "Mean", x, axes, keep_dims, name);
+}
+Tensor reduce_max(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
+                  const std::string &name) {
+  return reduction("reduce_max", "Max", x, axes, keep_dims, name);
+}
+Tensor reduce_min(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
+                  const std::string &name) {
+  return reduction("reduce_min", "Min", x, axes, keep_dims, name);
+}
+Tensor reduce_prod(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
+                   const std::string &name) {
+  return reduction("reduce_prod", "Prod", x, axes, keep_dims, name);
+}
+Tensor argmax(const Tensor &x, int64_t axis, DType output_type,
+              const std::string &name) {
+  return argReduce("argmax", "ArgMax", x, axis, output_type, name);
+}
+Tensor argmin(const Tensor &x, int64_t axis, DType output_type,
+              const std::string &name) {
+  return argReduce("argmin", "ArgMin", x, axis, output_type, name);
+}
+
+// --- Shapes -----------------------------------------------------------------------
+
+Tensor reshape(const Tensor &x, const Dims &shape, const std::string &name) {
+  OpBuilder o(nullptr, "reshape", name, "Reshape", {x});
+  Dims out = o.check(shape::reshape(x.shape(), shape));
+  return o.finish(x.dtype(), out, {{"shape", attr_list(shape)}});
+}
+
+Tensor transpose(const Tensor &x, const Dims &perm, const std::string &name) {
+  OpBuilder o(nullptr, "transpose", name, "Transpose", {x});
+  Dims out = o.check(shape::transpose(x.shape(), perm));
+  return o.finish(x.dtype(), out, {{"perm", attr_list(perm)}});
+}
+
+Tensor concat(const std::vector<Tensor> &values, int64_t axis,
+              const std::string &name) {
+  if (values.empty())
+    throw GraphError("concat: needs at least one input");
+  OpBuilder o(nullptr, "concat", name, "Concat", values);
+  std::vector<Dims> shapes;
+  for (size_t i = 0; i < values.size(); ++i) {
+    o.requireSameDType(0, i);
+    shapes.push_back(values[i].shape());
+  }
+  Dims out = o.check(shape::concat(shapes, axis));
+  return o.finish(values[0].dtype(), out, {{"axis", attr_i(axis)}});
+}
+
+Tensor slice(const Tensor &x, const Dims &begin, const Dims &size,
+             const std::string &name) {
+  OpBuilder o(nullptr, "slice", name, "Slice", {x});
+  Dims out = o.check(shape::slice(x.shape(), begin, size));
+  return o.finish(x.dtype(), out,
+                  {{"begin", attr_list(begin)}, {"size", attr_list(size)}});
+}
+
+Tensor pad(const Tensor &x, const Dims &paddings, double constant_value,
+           const std::string &name) {
+  OpBuilder o(nullptr, "pad", name, "Pad", {x});
+  Dims out = o.check(shape::pad(x.shape(), paddings));
+  return o.finish(x.dtype(), out,
+                  {{"paddings", attr_list(paddings)},
+                   {"constant_value", attr_f(constant_value)}});
+}
+
+Tensor broadcast_to(const Tensor &x, const Dims &shape,
+                    const std::string &name) {
+  OpBuilder o(nullptr, "broadcast_to", name, "BroadcastTo", {x});
+  Dims out = o.check(shape::broadcastTo(x.shape(), shape));
+  return o.finish(x.dtype(), out, {{"shape", attr_list(shape)}});
+}
+
+Tensor squeeze(const Tensor &x, std::optional<Dims> axes,
+               const std::string &name) {
+  OpBuilder o(nullptr, "squeeze", name, "Squeeze", {x});
+  Dims out = o.check(shape::squeeze(x.shape(), axes));
+  Attrs attrs;
+  if (axes)
+    attrs.push_back({"axes", attr_list(*axes)});
+  return o.finish(x.dtype(), out, attrs);
+}
+
+Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name) {
+  OpBuilder o(nullptr, "expand_dims", name, "ExpandDims", {x});
+  Dims out = o.check(shape::expandDims(x.shape(), axis));
+  return o.finish(x.dtype(), out, {{"axis", attr_i(axis)}});
+}
+
+// --- Indexing ---------------------------------------------------------------------
+
+Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis,
+              const std::string &name) {
+  OpBuilder o(nullptr, "gather", name, "Gather", {params, indices});
+  o.requireInteger(1);
+  Dims out = o.check(shape::gather(params.shape(), indices.shape(), axis));
+  return o.finish(params.dtype(), out, {{"axis", attr_i(axis)}});
+}
+
+Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
+               double off_value, int64_t axis, DType dtype,
+               const std::string &name) {
+  OpBuilder o(nullptr, "one_hot", name, "OneHot", {indices});
+  o.requireInteger(0);
+  if (dtype == DType::Invalid || dtype == DType::Bool)
+    o.fail("dtype must be a float or integer type, got " + to_string(dtype));
+  Dims out = o.check(shape::oneHot(indices.shape(), depth, axis));
+  return o.finish(dtype, out,
+                  {{"depth", attr_i(depth)},
+                   {"on_value", attr_f(on_value)},
+                   {"off_value", attr_f(off_value)},
+                   {"axis", attr_i(axis)},
+                   {"dtype", attr_type(dtype)}});
+}
+
+// --- Misc ----------------------------------------------------------------------------
+
+Tensor stop_gradient(const Tensor &x, const std::string &name) {
+  OpBuilder o(nullptr, "stop_gradient", name, "StopGradient", {x});
+  return o.finish(x.dtype(), x.shape());
+}
+
+Tensor ones_like(const Tensor &x, DType dtype, const std::string &name) {
+  DType out = dtype == DType::Invalid ? x.dtype() : dtype;
+  Graph &g = x.graph();
+  auto scope = g.name_scope(g.unique_layer_name(name.empty() ? "ones_like"
+                                                             : name));
+  // Always true, also for NaN: x == x or x != x.
+  Tensor t = x.dtype() == DType::Bool
+                 ? logical_or(x, logical_not(x))
+                 : logical_or(equal(x, x), not_equal(x, x));
+  return out == DType::Bool ? t : cast(t, out);
+}
+
+Operation assign(const Variable &variable, const Tensor &value,
+                 const std::string &name) {
+  Graph &g = variable.graph();
+  OpBuilder o(&g, "assign_variable", name, "Assign", {value});
+  if (value.dtype() != variable.dtype())
+    o.fail("value type " + to_string(value.dtype()) +
+           " does not match variable '" + variable.name() + "' of type " +
+           to_string(variable.dtype()));
+  Dims vshape = variable.shape();
+  shape::ShapeOr s = shape::broadcastTo(value.shape(), vshape);
+  if (!s || value.rank() != static_cast<int64_t>(vshape.size()))
+    o.fail("value shape does not match variable '" + variable.name() + "' " +
+           shape::toString(vshape));
+  return o.finish(DType::Invalid, {},
+                  {{"variable", attr_s(variable.name())}});
+}
+
+Operation assign_add(const Variable &variable, const Tensor &value,
+                     const std::string &name) {
+  Graph &g = variable.graph();
+  auto scope = g.name_scope(g.unique_layer_name(
+      name.empty() ? "AssignAdd" : name));
+  return assign(variable, add(variable.read(), value));
+}
+
+// --- Random ---------------------------------------------------------------------------
+
+Tensor random_uniform(Graph &g, const Dims &shape, DType dtype, double minval,
+                      double maxval, std::optional<int64_t> seed,
+                      const std::string &name) {
+  return randomOp("random_uniform", "RandomUniform", g, shape, dtype, "minval",
+                  minval, "maxval", maxval, seed, name);
+}
+Tensor random_normal(Graph &g, const Dims &shape, DType dtype, double mean,
+                     double stddev, std::optional<int64_t> seed,
+                     const std::string &name) {
+  return randomOp("random_normal", "RandomNormal", g, shape, dtype, "mean",
+                  mean, "stddev", stddev, seed, name);
+}
+Tensor truncated_normal(Graph &g, const Dims &shape, DType dtype, double mean,
+                        double stddev, std::optional<int64_t> seed,
+                        const std::string &name) {
+  return randomOp("truncated_normal", "TruncatedNormal", g, shape, dtype,
+                  "mean", mean, "stddev", stddev, seed, name);
+}
+
+// --- nn ----------------------------------------------------------------------------------
+
+namespace nn {
+Tensor relu(const Tensor &x, const std::string &name) {
+  return unary("relu", "Relu", Kind::Float, x, name);
+}
+Tensor relu6(const Tensor &x, const std::string &name) {
+  return unary("relu6", "Relu6", Kind::Float, x, name);
+}
+Tensor elu(const Tensor &x, const std::string &name) {
+  return unary("elu", "Elu", Kind::Float, x, name);
+}
+Tensor softplus(const Tensor &x, const std::string &name) {
+  return unary("softplus", "Softplus", Kind::Float, x, name);
+}
+Tensor sigmoid(const Tensor &x, const std::string &name) {
+  return estc::sigmoid(x, name);
+}
+Tensor tanh(const Tensor &x, const std::string &name) {
+  return estc::tanh(x, name);
+}
+
+namespace {
+Tensor softmaxLike(const char *op, const char *base, const Tensor &logits,
+                   int64_t axis, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {logits});
+  o.requireFloat(0);
+  if (!shape::normalizeAxis(axis, logits.rank()))
+    o.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(logits.rank()));
+  return o.finish(logits.dtype(), logits.shape(), {{"axis", attr_i(axis)}});
+}
+} // namespace
+
+Tensor softmax(const Tensor &logits, int64_t axis, const std::string &name) {
+  return softmaxLike("softmax", "Softmax", logits, axis, name);
+}
+Tensor log_softmax(const Tensor &logits, int64_t axis,
+                   const std::string &name) {
+  return softmaxLike("log_softmax", "LogSoftmax", logits, axis, name);
+}
+
+Tensor conv2d(const Tensor &input, const Tensor &filter, const Dims &strides,
+              const std::string &padding, const Dims &dilations,
+              const std::string &name) {
+  OpBuilder o(nullptr, "conv2d", name, "Conv2D", {input, filter});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::conv2d(input.shape(), filter.shape(), strides,
+                                   dilations, o.padding(padding)));
+  return o.finish(input.dtype(), out,
+                  {{"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor max_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
+                const std::string &padding, const std::string &name) {
+  return pool("max_pool", "MaxPool", input, ksize, strides, padding, name);
+}
+Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
+                const std::string &padding, const std::string &name) {
+  return pool("avg_pool", "AvgPool", input, ksize, strides, padding, name);
+}
+
+Tensor bias_add(const Tensor &value, const Tensor &bias,
+                const std::string &name) {
+  if (bias.valid() && bias.has_value() && bias.rank() != 1)
+    throw GraphError("bias_add '" + value.graph().unique_node_name(
+                                        name.empty() ? "BiasAdd" : name) +
+                     "': bias '" + bias.name() + "' must have rank 1, got " +
+                     shape::toString(bias.shape()));
+  return binary("add", "BiasAdd", value, bias, name);
+}
+
+Tensor softmax_cross_entropy_with_logits(const Tensor &labels,
+                                         const Tensor &logits,
+                                         const std::string &name) {
+  OpBuilder o(nullptr, "softmax_cross_entropy", name, "SoftmaxCrossEntropy",
+              {logits, labels});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out =
+      o.check(shape::softmaxCrossEntropy(logits.shape(), labels.shape()));
+  return o.finish(logits.dtype(), out);
+}
+
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor &labels,
+                                                const Tensor &logits,
+                                                const std::string &name) {
+  OpBuilder o(nullptr, "sparse_softmax_cross_entropy", name,
+              "SparseSoftmaxCrossEntropy", {logits, labels});
+  o.requireFloat(0);
+  o.requireInteger(1);
+  Dims out = o.check(
+      shape::sparseSoftmaxCrossEntropy(logits.shape(), labels.shape()));
+  return o.finish(logits.dtype(), out);
+}
+
+Tensor sigmoid_cross_entropy_with_logits(const Tensor &labels,
+                                         const Tensor &logits,
+                                         const std::string &name) {
+  OpBuilder o(nullptr, "sigmoid_cross_entropy", name, "SigmoidCrossEntropy",
+              {logits, labels});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  if (logits.rank() != labels.rank())
+    o.fail("labels must have the shape of logits");
+  Dims out = o.check(shape::broadcast(logits.shape(), labels.shape()));
+  return o.finish(logits.dtype(), out);
+}
+
+Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed,
+               const std::string &name) {
+  Graph &g = x.graph();
+  Tensor counter = g.global_step();
+  OpBuilder o(&g, "dropout", name, "Dropout", {x, counter});
+  o.requireFloat(0);
+  if (!(rate >= 0.0 && rate < 1.0)) {
+    std::ostringstream os;
+    os << "rate must be in [0, 1), got " << rate;
+    o.fail(os.str());
+  }
+  std::string mode = g.mode() ? std::string(mode_key(*g.mode())) + "/" : "";
+  std::string key = o.node().substr(mode.size());
+  return o.finish(x.dtype(), x.shape(),
+                  {{"rate", attr_f(rate)},
+                   {"seed", attr_i(g.derive_seed(key, seed))}});
+}
+} // namespace nn
+
+} // namespace estc

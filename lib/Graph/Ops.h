@@ -1,0 +1,183 @@
+//===- Ops.h - The op library of the graph builder ----------------------===//
+//
+// One function per op of docs/ops.md, named as in TensorFlow (tf.matmul,
+// tf.nn.relu, tf.reduce_mean, ...). Each infers its result's dtype and shape
+// with lib/Shape/ShapeFunctions.h and throws estc::GraphError on a mismatch.
+// There is no implicit dtype promotion between tensors.
+//
+// Every function takes an optional node `name` (the base name; it is placed
+// in the current mode and name scope and made unique). The default base names
+// are TensorFlow's ("MatMul", "Add", "Relu", ...).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_LIB_GRAPH_OPS_H
+#define ESTC_LIB_GRAPH_OPS_H
+
+#include "lib/Graph/GraphBuilder.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace estc {
+
+// --- Elementwise binary (broadcasting, same dtype) --------------------------
+Tensor add(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor subtract(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor multiply(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor divide(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor pow(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor maximum(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor minimum(const Tensor &a, const Tensor &b, const std::string &name = "");
+
+// --- Elementwise unary -----------------------------------------------------
+// neg / abs / square accept float or int; the rest float only.
+Tensor negative(const Tensor &x, const std::string &name = "");
+Tensor abs(const Tensor &x, const std::string &name = "");
+Tensor square(const Tensor &x, const std::string &name = "");
+Tensor exp(const Tensor &x, const std::string &name = "");
+Tensor log(const Tensor &x, const std::string &name = "");
+Tensor sqrt(const Tensor &x, const std::string &name = "");
+Tensor rsqrt(const Tensor &x, const std::string &name = "");
+Tensor tanh(const Tensor &x, const std::string &name = "");
+Tensor sigmoid(const Tensor &x, const std::string &name = "");
+
+// --- Comparison and logic (result i1) --------------------------------------
+Tensor equal(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor not_equal(const Tensor &a, const Tensor &b,
+                 const std::string &name = "");
+Tensor less(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor less_equal(const Tensor &a, const Tensor &b,
+                  const std::string &name = "");
+Tensor greater(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor greater_equal(const Tensor &a, const Tensor &b,
+                     const std::string &name = "");
+Tensor logical_and(const Tensor &a, const Tensor &b,
+                   const std::string &name = "");
+Tensor logical_or(const Tensor &a, const Tensor &b,
+                  const std::string &name = "");
+Tensor logical_not(const Tensor &x, const std::string &name = "");
+/// tf.where(cond, x, y): op `select`; the three shapes broadcast.
+Tensor where(const Tensor &cond, const Tensor &on_true, const Tensor &on_false,
+             const std::string &name = "");
+Tensor cast(const Tensor &x, DType dtype, const std::string &name = "");
+
+// --- Linear algebra -------------------------------------------------------
+Tensor matmul(const Tensor &a, const Tensor &b, bool transpose_a = false,
+              bool transpose_b = false, const std::string &name = "");
+
+// --- Reductions -----------------------------------------------------------
+// `axes` absent reduces every axis.
+Tensor reduce_sum(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+                  bool keep_dims = false, const std::string &name = "");
+Tensor reduce_mean(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+                   bool keep_dims = false, const std::string &name = "");
+Tensor reduce_max(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+                  bool keep_dims = false, const std::string &name = "");
+Tensor reduce_min(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+                  bool keep_dims = false, const std::string &name = "");
+Tensor reduce_prod(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+                   bool keep_dims = false, const std::string &name = "");
+Tensor argmax(const Tensor &x, int64_t axis,
+              DType output_type = DType::Int64, const std::string &name = "");
+Tensor argmin(const Tensor &x, int64_t axis,
+              DType output_type = DType::Int64, const std::string &name = "");
+
+// --- Shapes ---------------------------------------------------------------
+Tensor reshape(const Tensor &x, const Dims &shape,
+               const std::string &name = "");
+Tensor transpose(const Tensor &x, const Dims &perm,
+                 const std::string &name = "");
+Tensor concat(const std::vector<Tensor> &values, int64_t axis,
+              const std::string &name = "");
+/// size[i] == -1: to the end of dimension i.
+Tensor slice(const Tensor &x, const Dims &begin, const Dims &size,
+             const std::string &name = "");
+/// paddings = {lo0, hi0, lo1, hi1, ...}.
+Tensor pad(const Tensor &x, const Dims &paddings, double constant_value = 0.0,
+           const std::string &name = "");
+Tensor broadcast_to(const Tensor &x, const Dims &shape,
+                    const std::string &name = "");
+Tensor squeeze(const Tensor &x, std::optional<Dims> axes = std::nullopt,
+               const std::string &name = "");
+Tensor expand_dims(const Tensor &x, int64_t axis,
+                   const std::string &name = "");
+
+// --- Indexing -------------------------------------------------------------
+Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis = 0,
+              const std::string &name = "");
+Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
+               double off_value = 0.0, int64_t axis = -1,
+               DType dtype = DType::Float32, const std::string &name = "");
+
+// --- Misc -----------------------------------------------------------------
+Tensor stop_gradient(const Tensor &x, const std::string &name = "");
+/// A tensor of ones with x's shape (works with unknown dimensions).
+Tensor ones_like(const Tensor &x, DType dtype = DType::Invalid,
+                 const std::string &name = "");
+/// tf.compat.v1.assign: op `assign_variable`; the value's dtype must match
+/// and its shape must be compatible with the variable's.
+Operation assign(const Variable &variable, const Tensor &value,
+                 const std::string &name = "");
+Operation assign_add(const Variable &variable, const Tensor &value,
+                     const std::string &name = "");
+
+// --- Random (counter = the current mode's global_step) ------------------
+// `seed` absent: derived from the graph seed and the node name.
+Tensor random_uniform(Graph &graph, const Dims &shape,
+                      DType dtype = DType::Float32, double minval = 0.0,
+                      double maxval = 1.0, std::optional<int64_t> seed = {},
+                      const std::string &name = "");
+Tensor random_normal(Graph &graph, const Dims &shape,
+                     DType dtype = DType::Float32, double mean = 0.0,
+                     double stddev = 1.0, std::optional<int64_t> seed = {},
+                     const std::string &name = "");
+Tensor truncated_normal(Graph &graph, const Dims &shape,
+                        DType dtype = DType::Float32, double mean = 0.0,
+                        double stddev = 1.0, std::optional<int64_t> seed = {},
+                        const std::string &name = "");
+
+namespace nn {
+Tensor relu(const Tensor &x, const std::string &name = "");
+Tensor relu6(const Tensor &x, const std::string &name = "");
+Tensor elu(const Tensor &x, const std::string &name = "");
+Tensor softplus(const Tensor &x, const std::string &name = "");
+Tensor sigmoid(const Tensor &x, const std::string &name = "");
+Tensor tanh(const Tensor &x, const std::string &name = "");
+Tensor softmax(const Tensor &logits, int64_t axis = -1,
+               const std::string &name = "");
+Tensor log_softmax(const Tensor &logits, int64_t axis = -1,
+                   const std::string &name = "");
+
+/// NHWC input, HWIO filter; strides and dilations are [h, w].
+Tensor conv2d(const Tensor &input, const Tensor &filter, const Dims &strides,
+              const std::string &padding, const Dims &dilations = {1, 1},
+              const std::string &name = "");
+Tensor max_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
+                const std::string &padding, const std::string &name = "");
+Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
+                const std::string &padding, const std::string &name = "");
+Tensor bias_add(const Tensor &value, const Tensor &bias,
+                const std::string &name = "");
+
+/// Per-example losses. Argument order as TensorFlow's keyword order
+/// (labels, logits); the node's operands are (logits, labels).
+Tensor softmax_cross_entropy_with_logits(const Tensor &labels,
+                                         const Tensor &logits,
+                                         const std::string &name = "");
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor &labels,
+                                                const Tensor &logits,
+                                                const std::string &name = "");
+Tensor sigmoid_cross_entropy_with_logits(const Tensor &labels,
+                                         const Tensor &logits,
+                                         const std::string &name = "");
+
+/// Drops elements with probability `rate` and scales the rest by
+/// 1 / (1 - rate). Always applied; layers::dropout adds the training switch.
+Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed = {},
+               const std::string &name = "");
+} // namespace nn
+
+} // namespace estc
+
+#endif // ESTC_LIB_GRAPH_OPS_H
