@@ -1,0 +1,75 @@
+//===- ShapeInference.cpp - est-shape-inference -----------------------===//
+//
+// Re-infers result types in program order so that static dimensions flow from
+// the function arguments to the results, then updates the function type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir {
+namespace est {
+#define GEN_PASS_DEF_ESTSHAPEINFERENCE
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace est
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::est;
+
+namespace {
+
+/// Is `refined` the same tensor as `type` with some dynamic dims now known?
+bool isRefinementOf(Type refined, Type type) {
+  return refined != type && areRelaxedCompatible(refined, type);
+}
+
+struct ShapeInferencePass
+    : public est::impl::EstShapeInferenceBase<ShapeInferencePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    bool failedInference = false;
+    // Pre-order keeps program order within each block (operands first).
+    func.walk<WalkOrder::PreOrder>([&](InferTypeOpInterface op) {
+      SmallVector<Type> inferred;
+      if (failed(op.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), inferred))) {
+        failedInference = true;
+        return;
+      }
+      for (auto [result, type] : llvm::zip_equal(op->getResults(), inferred))
+        if (isRefinementOf(type, result.getType()))
+          result.setType(type);
+    });
+    if (failedInference)
+      return signalPassFailure();
+
+    // The function returns what its return operands now are.
+    if (func.isExternal())
+      return;
+    Operation *terminator = func.getBody().back().getTerminator();
+    auto resultTypes = llvm::to_vector(func.getResultTypes());
+    bool changed = false;
+    for (auto [i, operand] : llvm::enumerate(terminator->getOperands())) {
+      if (i < resultTypes.size() &&
+          isRefinementOf(operand.getType(), resultTypes[i])) {
+        resultTypes[i] = operand.getType();
+        changed = true;
+      }
+    }
+    if (changed)
+      func.setFunctionType(FunctionType::get(
+          func.getContext(), func.getArgumentTypes(), resultTypes));
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::est::createShapeInferencePass() {
+  return std::make_unique<ShapeInferencePass>();
+}

@@ -1,0 +1,1146 @@
+//===- EstOps.cpp - est dialect operations ----------------------------===//
+//
+// Type inference (through lib/Shape/ShapeFunctions.h), verifiers, folders and
+// canonicalization patterns of the est ops.
+//
+// Type inference is total: the graph importer creates ops generically from
+// graph attributes and calls inferReturnTypes before verifying, so every
+// inferReturnTypes checks its operand count, operand types and required
+// attributes itself and reports a one-line error instead of asserting.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Est/IR/EstOps.h"
+
+#include "lib/Shape/ShapeFunctions.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::est;
+namespace shape = estc::shape;
+using shape::Dims;
+using shape::ShapeOr;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers.
+//===----------------------------------------------------------------------===//
+
+bool mlir::est::areRelaxedCompatible(TypeRange inferred, TypeRange declared) {
+  if (inferred.size() != declared.size())
+    return false;
+  for (auto [inf, decl] : llvm::zip_equal(inferred, declared)) {
+    if (inf == decl)
+      continue;
+    auto infTensor = dyn_cast<RankedTensorType>(inf);
+    auto declTensor = dyn_cast<RankedTensorType>(decl);
+    if (!infTensor || !declTensor ||
+        infTensor.getElementType() != declTensor.getElementType() ||
+        infTensor.getRank() != declTensor.getRank())
+      return false;
+    for (auto [i, d] :
+         llvm::zip_equal(infTensor.getShape(), declTensor.getShape()))
+      if (!ShapedType::isDynamic(d) && i != d)
+        return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// MLIR shape -> shape-function dims (kDynamic -> kUnknownDim).
+Dims toDims(ArrayRef<int64_t> shape) {
+  Dims dims;
+  dims.reserve(shape.size());
+  for (int64_t d : shape)
+    dims.push_back(ShapedType::isDynamic(d) ? shape::kUnknownDim : d);
+  return dims;
+}
+
+/// Shape-function dims -> MLIR shape (negative -> kDynamic).
+SmallVector<int64_t> fromDims(const Dims &dims) {
+  SmallVector<int64_t> shape;
+  shape.reserve(dims.size());
+  for (int64_t d : dims)
+    shape.push_back(d < 0 ? ShapedType::kDynamic : d);
+  return shape;
+}
+
+/// An attribute list verbatim (-1 stays -1: "infer" / "to the end").
+Dims attrDims(DenseI64ArrayAttr attr) {
+  return Dims(attr.asArrayRef().begin(), attr.asArrayRef().end());
+}
+
+bool boolOr(BoolAttr attr, bool dflt) { return attr ? attr.getValue() : dflt; }
+int64_t intOr(IntegerAttr attr, int64_t dflt) {
+  return attr ? attr.getValue().getSExtValue() : dflt;
+}
+Type typeOr(TypeAttr attr, Type dflt) { return attr ? attr.getValue() : dflt; }
+Dims dimsOr(DenseI64ArrayAttr attr, Dims dflt) {
+  return attr ? attrDims(attr) : dflt;
+}
+std::optional<Dims> optionalDims(DenseI64ArrayAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attrDims(attr);
+}
+
+/// Type inference of one op: operand checks, attribute checks and the
+/// result, with every error prefixed "'est.<op>' op ".
+class Inference {
+public:
+  Inference(std::optional<Location> loc, StringRef opName, ValueRange operands,
+            SmallVectorImpl<Type> &results)
+      : loc(loc), opName(opName), operands(operands), results(results) {}
+
+  LogicalResult fail(const Twine &message) {
+    return emitOptionalError(loc, "'", opName, "' op ", message);
+  }
+
+  /// Checks the operand count (`max` < 0: variadic) and that each operand is
+  /// a ranked tensor.
+  LogicalResult operandCount(int64_t min, int64_t max) {
+    int64_t n = operands.size();
+    if (n < min || (max >= 0 && n > max)) {
+      if (min == max)
+        return fail("expected " + Twine(min) + " operands, but found " +
+                    Twine(n));
+      return fail("expected at least " + Twine(min) +
+                  " operands, but found " + Twine(n));
+    }
+    for (auto [i, v] : llvm::enumerate(operands)) {
+      if (!v || !isa<RankedTensorType>(v.getType())) {
+        std::string s;
+        llvm::raw_string_ostream os(s);
+        if (v)
+          os << v.getType();
+        else
+          os << "null";
+        return fail("operand #" + Twine(i) + " must be a ranked tensor, got " +
+                    s);
+      }
+    }
+    return success();
+  }
+  LogicalResult operandCount(int64_t n) { return operandCount(n, n); }
+
+  template <typename AttrT>
+  LogicalResult require(AttrT attr, StringRef name) {
+    if (!attr)
+      return fail("requires attribute '" + name + "'");
+    return success();
+  }
+
+  RankedTensorType type(unsigned i) {
+    return cast<RankedTensorType>(operands[i].getType());
+  }
+  Dims dims(unsigned i) { return toDims(type(i).getShape()); }
+  Type elt(unsigned i) { return type(i).getElementType(); }
+
+  /// Requires operands `i` and `j` to have one element type.
+  LogicalResult sameElementType(unsigned i, unsigned j) {
+    if (elt(i) == elt(j))
+      return success();
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "operands have different element types " << elt(i) << " and "
+       << elt(j);
+    return fail(s);
+  }
+
+  LogicalResult result(const ShapeOr &shape, Type elementType) {
+    if (!shape)
+      return fail(shape.message());
+    results.push_back(RankedTensorType::get(fromDims(*shape), elementType));
+    return success();
+  }
+  LogicalResult result(Type type) {
+    results.push_back(type);
+    return success();
+  }
+
+  std::optional<Location> loc;
+  StringRef opName;
+  ValueRange operands;
+  SmallVectorImpl<Type> &results;
+};
+
+/// Parses a padding attribute, reporting a bad value.
+FailureOr<shape::Padding> padding(Inference &inf, StringAttr attr) {
+  if (failed(inf.require(attr, "padding")))
+    return failure();
+  auto padding = shape::parsePadding(attr.getValue().str());
+  if (!padding) {
+    (void)inf.fail("padding must be \"SAME\" or \"VALID\", got \"" +
+                   attr.getValue() + "\"");
+    return failure();
+  }
+  return *padding;
+}
+
+/// Elementwise ops with broadcasting: `numOperands` operands (the first
+/// `firstValue` of which are conditions), result element type `resultElt` or
+/// the first value operand's.
+LogicalResult inferBroadcast(Inference &inf, unsigned numOperands,
+                             unsigned firstValue, Type resultElt) {
+  if (failed(inf.operandCount(numOperands)))
+    return failure();
+  for (unsigned i = firstValue + 1; i < numOperands; ++i)
+    if (failed(inf.sameElementType(firstValue, i)))
+      return failure();
+  std::vector<Dims> shapes;
+  for (unsigned i = 0; i < numOperands; ++i)
+    shapes.push_back(inf.dims(i));
+  return inf.result(shape::broadcast(shapes),
+                    resultElt ? resultElt : inf.elt(firstValue));
+}
+
+LogicalResult inferSameType(Inference &inf) {
+  if (failed(inf.operandCount(1)))
+    return failure();
+  return inf.result(inf.type(0));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Custom assembly: `T` when the operand and result types agree, else `T -> U`.
+//===----------------------------------------------------------------------===//
+
+static ParseResult parseUnaryTypes(OpAsmParser &parser, Type &operand,
+                                   Type &result) {
+  if (parser.parseType(operand))
+    return failure();
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(result);
+  result = operand;
+  return success();
+}
+
+static void printUnaryTypes(OpAsmPrinter &printer, Operation *, Type operand,
+                            Type result) {
+  printer << operand;
+  if (operand != result)
+    printer << " -> " << result;
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Est/IR/EstOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Type inference.
+//===----------------------------------------------------------------------===//
+
+#define EST_INFER(OP)                                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *context,                     \
+                                     std::optional<Location> location,         \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred)
+
+#define EST_INFERENCE                                                          \
+  Inference inf(location, getOperationName(), adaptor.getOperands(), inferred)
+
+EST_INFER(ConstantOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(0)) ||
+      failed(inf.require(adaptor.getValueAttr(), "value")))
+    return failure();
+  auto type = dyn_cast<RankedTensorType>(adaptor.getValueAttr().getType());
+  if (!type)
+    return inf.fail("value must be a ranked tensor");
+  return inf.result(type);
+}
+
+// Binary elementwise ops.
+#define EST_INFER_BINARY(OP, RESULT_ELT)                                       \
+  EST_INFER(OP) {                                                              \
+    EST_INFERENCE;                                                             \
+    return inferBroadcast(inf, 2, 0, RESULT_ELT);                              \
+  }
+EST_INFER_BINARY(AddOp, nullptr)
+EST_INFER_BINARY(SubOp, nullptr)
+EST_INFER_BINARY(MulOp, nullptr)
+EST_INFER_BINARY(DivOp, nullptr)
+EST_INFER_BINARY(PowOp, nullptr)
+EST_INFER_BINARY(MaximumOp, nullptr)
+EST_INFER_BINARY(MinimumOp, nullptr)
+EST_INFER_BINARY(EqualOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(NotEqualOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(LessOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(LessEqualOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(GreaterOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(GreaterEqualOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(LogicalAndOp, IntegerType::get(context, 1))
+EST_INFER_BINARY(LogicalOrOp, IntegerType::get(context, 1))
+#undef EST_INFER_BINARY
+
+EST_INFER(SelectOp) {
+  EST_INFERENCE;
+  return inferBroadcast(inf, 3, 1, nullptr);
+}
+
+// Unary ops with the operand's type.
+#define EST_INFER_SAME(OP)                                                     \
+  EST_INFER(OP) {                                                              \
+    EST_INFERENCE;                                                             \
+    return inferSameType(inf);                                                 \
+  }
+EST_INFER_SAME(NegOp)
+EST_INFER_SAME(AbsOp)
+EST_INFER_SAME(SquareOp)
+EST_INFER_SAME(ExpOp)
+EST_INFER_SAME(LogOp)
+EST_INFER_SAME(SqrtOp)
+EST_INFER_SAME(RsqrtOp)
+EST_INFER_SAME(TanhOp)
+EST_INFER_SAME(SigmoidOp)
+EST_INFER_SAME(ReluOp)
+EST_INFER_SAME(Relu6Op)
+EST_INFER_SAME(EluOp)
+EST_INFER_SAME(SoftplusOp)
+EST_INFER_SAME(LogicalNotOp)
+EST_INFER_SAME(StopGradientOp)
+#undef EST_INFER_SAME
+
+EST_INFER(CastOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getDtypeAttr(), "dtype")))
+    return failure();
+  return inf.result(inf.type(0).clone(adaptor.getDtypeAttr().getValue()));
+}
+
+EST_INFER(MatmulOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  return inf.result(
+      shape::matmul(inf.dims(0), inf.dims(1),
+                    boolOr(adaptor.getTransposeAAttr(), false),
+                    boolOr(adaptor.getTransposeBAttr(), false)),
+      inf.elt(0));
+}
+
+EST_INFER(Conv2DOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(
+      shape::conv2d(inf.dims(0), inf.dims(1),
+                    dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                    dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
+      inf.elt(0));
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
+      failed(inf.require(adaptor.getStridesAttr(), "strides")))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(shape::pool2d(inf.dims(0), attrDims(adaptor.getKsizeAttr()),
+                                  attrDims(adaptor.getStridesAttr()), *pad),
+                    inf.elt(0));
+}
+EST_INFER(MaxPoolOp) {
+  EST_INFERENCE;
+  return inferPool(inf, adaptor);
+}
+EST_INFER(AvgPoolOp) {
+  EST_INFERENCE;
+  return inferPool(inf, adaptor);
+}
+
+template <typename Adaptor>
+static LogicalResult inferReduce(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.operandCount(1)))
+    return failure();
+  return inf.result(shape::reduce(inf.dims(0),
+                                  optionalDims(adaptor.getAxesAttr()),
+                                  boolOr(adaptor.getKeepDimsAttr(), false)),
+                    inf.elt(0));
+}
+#define EST_INFER_REDUCE(OP)                                                   \
+  EST_INFER(OP) {                                                              \
+    EST_INFERENCE;                                                             \
+    return inferReduce(inf, adaptor);                                          \
+  }
+EST_INFER_REDUCE(ReduceSumOp)
+EST_INFER_REDUCE(ReduceMeanOp)
+EST_INFER_REDUCE(ReduceMaxOp)
+EST_INFER_REDUCE(ReduceMinOp)
+EST_INFER_REDUCE(ReduceProdOp)
+#undef EST_INFER_REDUCE
+
+template <typename Adaptor>
+static LogicalResult inferArgReduce(MLIRContext *context, Inference &inf,
+                                    Adaptor adaptor) {
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getAxisAttr(), "axis")))
+    return failure();
+  return inf.result(
+      shape::argReduce(inf.dims(0), intOr(adaptor.getAxisAttr(), 0)),
+      typeOr(adaptor.getOutputTypeAttr(), IntegerType::get(context, 64)));
+}
+EST_INFER(ArgmaxOp) {
+  EST_INFERENCE;
+  return inferArgReduce(context, inf, adaptor);
+}
+EST_INFER(ArgminOp) {
+  EST_INFERENCE;
+  return inferArgReduce(context, inf, adaptor);
+}
+
+EST_INFER(ReshapeOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getShapeAttr(), "shape")))
+    return failure();
+  return inf.result(
+      shape::reshape(inf.dims(0), attrDims(adaptor.getShapeAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(TransposeOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getPermAttr(), "perm")))
+    return failure();
+  return inf.result(
+      shape::transpose(inf.dims(0), attrDims(adaptor.getPermAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(ConcatOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1, -1)) ||
+      failed(inf.require(adaptor.getAxisAttr(), "axis")))
+    return failure();
+  std::vector<Dims> inputs;
+  for (unsigned i = 0, e = adaptor.getOperands().size(); i < e; ++i) {
+    if (failed(inf.sameElementType(0, i)))
+      return failure();
+    inputs.push_back(inf.dims(i));
+  }
+  return inf.result(shape::concat(inputs, intOr(adaptor.getAxisAttr(), 0)),
+                    inf.elt(0));
+}
+
+EST_INFER(SliceOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getBeginAttr(), "begin")) ||
+      failed(inf.require(adaptor.getSizeAttr(), "size")))
+    return failure();
+  return inf.result(shape::slice(inf.dims(0), attrDims(adaptor.getBeginAttr()),
+                                 attrDims(adaptor.getSizeAttr())),
+                    inf.elt(0));
+}
+
+EST_INFER(PadOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getPaddingsAttr(), "paddings")))
+    return failure();
+  return inf.result(
+      shape::pad(inf.dims(0), attrDims(adaptor.getPaddingsAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(BroadcastToOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getShapeAttr(), "shape")))
+    return failure();
+  return inf.result(
+      shape::broadcastTo(inf.dims(0), attrDims(adaptor.getShapeAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(SqueezeOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)))
+    return failure();
+  return inf.result(
+      shape::squeeze(inf.dims(0), optionalDims(adaptor.getAxesAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(ExpandDimsOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getAxisAttr(), "axis")))
+    return failure();
+  return inf.result(
+      shape::expandDims(inf.dims(0), intOr(adaptor.getAxisAttr(), 0)),
+      inf.elt(0));
+}
+
+EST_INFER(GatherOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)))
+    return failure();
+  return inf.result(shape::gather(inf.dims(0), inf.dims(1),
+                                  intOr(adaptor.getAxisAttr(), 0)),
+                    inf.elt(0));
+}
+
+EST_INFER(OneHotOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getDepthAttr(), "depth")))
+    return failure();
+  return inf.result(shape::oneHot(inf.dims(0), intOr(adaptor.getDepthAttr(), 0),
+                                  intOr(adaptor.getAxisAttr(), -1)),
+                    typeOr(adaptor.getDtypeAttr(), Float32Type::get(context)));
+}
+
+template <typename Adaptor>
+static LogicalResult inferSoftmax(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.operandCount(1)))
+    return failure();
+  int64_t axis = intOr(adaptor.getAxisAttr(), -1);
+  int64_t rank = inf.type(0).getRank();
+  if (!shape::normalizeAxis(axis, rank))
+    return inf.fail("axis " + Twine(axis) + " is out of range for rank " +
+                    Twine(rank));
+  return inf.result(inf.type(0));
+}
+EST_INFER(SoftmaxOp) {
+  EST_INFERENCE;
+  return inferSoftmax(inf, adaptor);
+}
+EST_INFER(LogSoftmaxOp) {
+  EST_INFERENCE;
+  return inferSoftmax(inf, adaptor);
+}
+
+EST_INFER(SoftmaxCrossEntropyOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  return inf.result(shape::softmaxCrossEntropy(inf.dims(0), inf.dims(1)),
+                    inf.elt(0));
+}
+
+EST_INFER(SparseSoftmaxCrossEntropyOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)))
+    return failure();
+  return inf.result(shape::sparseSoftmaxCrossEntropy(inf.dims(0), inf.dims(1)),
+                    inf.elt(0));
+}
+
+EST_INFER(SigmoidCrossEntropyOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
+    return inf.fail("labels " + shape::toString(inf.dims(1)) +
+                    " must have the shape of logits " +
+                    shape::toString(inf.dims(0)));
+  return inf.result(inf.type(0));
+}
+
+EST_INFER(DropoutOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) ||
+      failed(inf.require(adaptor.getRateAttr(), "rate")) ||
+      failed(inf.require(adaptor.getSeedAttr(), "seed")))
+    return failure();
+  double rate = adaptor.getRateAttr().getValueAsDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return inf.fail("rate must be in [0, 1), got " + std::to_string(rate));
+  return inf.result(inf.type(0));
+}
+
+template <typename Adaptor>
+static LogicalResult inferRandom(MLIRContext *context, Inference &inf,
+                                 Adaptor adaptor) {
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getShapeAttr(), "shape")) ||
+      failed(inf.require(adaptor.getSeedAttr(), "seed")))
+    return failure();
+  Type dtype = typeOr(adaptor.getDtypeAttr(), Float32Type::get(context));
+  if (!isa<FloatType>(dtype)) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << dtype;
+    return inf.fail("dtype must be a float type, got " + s);
+  }
+  Dims dims = attrDims(adaptor.getShapeAttr());
+  for (int64_t d : dims)
+    if (d < 0)
+      return inf.fail("shape " + shape::toString(dims) +
+                      " must be non-negative");
+  return inf.result(RankedTensorType::get(fromDims(dims), dtype));
+}
+EST_INFER(RandomUniformOp) {
+  EST_INFERENCE;
+  return inferRandom(context, inf, adaptor);
+}
+EST_INFER(RandomNormalOp) {
+  EST_INFERENCE;
+  return inferRandom(context, inf, adaptor);
+}
+EST_INFER(TruncatedNormalOp) {
+  EST_INFERENCE;
+  return inferRandom(context, inf, adaptor);
+}
+
+EST_INFER(AssignVariableOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getVariableAttr(), "variable")))
+    return failure();
+  return success();
+}
+
+EST_INFER(MinimizeOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getOptimizerAttr(), "optimizer")) ||
+      failed(inf.require(adaptor.getHyperparametersAttr(), "hyperparameters")))
+    return failure();
+  return success();
+}
+
+#undef EST_INFERENCE
+#undef EST_INFER
+
+//===----------------------------------------------------------------------===//
+// Verifiers and symbol uses.
+//===----------------------------------------------------------------------===//
+
+LogicalResult VariableOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return emitOpError("variable type must have a static shape, got ") << type;
+  return success();
+}
+
+/// Resolves `name` to an est.variable; when `type` is given, it must be the
+/// variable's type (or the same type with some dimensions dynamic).
+static FailureOr<VariableOp> lookupVariable(Operation *op,
+                                            SymbolTableCollection &symbols,
+                                            FlatSymbolRefAttr name, Type type,
+                                            StringRef what) {
+  Operation *symbol = symbols.lookupNearestSymbolFrom(op, name.getAttr());
+  if (!symbol)
+    return op->emitOpError("references unknown variable ") << name;
+  auto variable = dyn_cast<VariableOp>(symbol);
+  if (!variable)
+    return op->emitOpError("references ")
+           << name << ", which is not an est.variable";
+  if (type && !areRelaxedCompatible(variable.getType(), type))
+    return op->emitOpError()
+           << what << " type " << type << " does not match the type "
+           << variable.getType() << " of variable " << name;
+  return variable;
+}
+
+LogicalResult
+ReadVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return lookupVariable(*this, symbolTable, getVariableAttr(), getType(),
+                        "result");
+}
+
+LogicalResult
+AssignVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return lookupVariable(*this, symbolTable, getVariableAttr(),
+                        getValue().getType(), "value");
+}
+
+LogicalResult MinimizeOp::verify() {
+  StringRef optimizer = getOptimizer();
+  if (!llvm::is_contained(
+          {"sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl"},
+          optimizer))
+    return emitOpError("unknown optimizer \"")
+           << optimizer
+           << "\" (expected sgd, momentum, adagrad, adam, rmsprop or ftrl)";
+  return success();
+}
+
+LogicalResult
+MinimizeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getVarList())
+    return success();
+  for (auto name : getVarList()->getAsRange<FlatSymbolRefAttr>()) {
+    FailureOr<VariableOp> variable =
+        lookupVariable(*this, symbolTable, name, nullptr, "");
+    if (failed(variable))
+      return failure();
+    Type elt = cast<RankedTensorType>(variable->getType()).getElementType();
+    if (!isa<FloatType>(elt))
+      return emitOpError("cannot train variable ")
+             << name << " of non-float type " << variable->getType();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Constant folding.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+double toDouble(const APFloat &value) {
+  APFloat copy = value;
+  bool losesInfo;
+  copy.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &losesInfo);
+  return copy.convertToDouble();
+}
+
+APFloat fromDouble(double value, const llvm::fltSemantics &semantics) {
+  APFloat result(value);
+  bool losesInfo;
+  result.convert(semantics, APFloat::rmNearestTiesToEven, &losesInfo);
+  return result;
+}
+
+/// Values of a constant operand, one value when it is a splat.
+template <typename T> SmallVector<T> valuesOf(DenseElementsAttr attr) {
+  if (attr.isSplat())
+    return {attr.getSplatValue<T>()};
+  return llvm::to_vector(attr.getValues<T>());
+}
+
+/// Folds an elementwise op whose operands are all constants. Splat operands
+/// broadcast; others must already have the (static) result shape.
+/// `fn(ArrayRef<InT>) -> std::optional<OutT>` computes one element.
+template <typename InT, typename OutT, typename Fn>
+Attribute foldElementwise(ArrayRef<Attribute> operands, Type resultType,
+                          Fn fn) {
+  auto type = dyn_cast<RankedTensorType>(resultType);
+  if (!type || !type.hasStaticShape())
+    return {};
+  SmallVector<SmallVector<InT>> values;
+  bool allSplat = true;
+  for (Attribute operand : operands) {
+    auto attr = dyn_cast_or_null<DenseElementsAttr>(operand);
+    if (!attr)
+      return {};
+    if (!attr.isSplat() && attr.getType().getShape() != type.getShape())
+      return {};
+    allSplat &= attr.isSplat();
+    values.push_back(valuesOf<InT>(attr));
+  }
+  int64_t n = allSplat ? 1 : type.getNumElements();
+  SmallVector<OutT> results;
+  SmallVector<InT> args;
+  for (int64_t i = 0; i < n; ++i) {
+    args.clear();
+    for (const SmallVector<InT> &v : values)
+      args.push_back(v.size() == 1 ? v[0] : v[i]);
+    std::optional<OutT> r = fn(ArrayRef<InT>(args));
+    if (!r)
+      return {};
+    results.push_back(*r);
+  }
+  return DenseElementsAttr::get(type, results);
+}
+
+using FloatFn = std::function<std::optional<double>(ArrayRef<double>)>;
+using IntFn = std::function<std::optional<APInt>(ArrayRef<APInt>)>;
+
+/// Folds an op whose result element type is its operands' (float or int).
+Attribute foldArith(ArrayRef<Attribute> operands, Type resultType,
+                    FloatFn floatFn, IntFn intFn) {
+  auto type = dyn_cast<RankedTensorType>(resultType);
+  if (!type)
+    return {};
+  Type elt = type.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(elt)) {
+    if (!floatFn)
+      return {};
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    return foldElementwise<APFloat, APFloat>(
+        operands, resultType,
+        [&](ArrayRef<APFloat> args) -> std::optional<APFloat> {
+          SmallVector<double> d;
+          for (const APFloat &a : args)
+            d.push_back(toDouble(a));
+          std::optional<double> r = floatFn(d);
+          if (!r)
+            return std::nullopt;
+          return fromDouble(*r, semantics);
+        });
+  }
+  if (isa<IntegerType>(elt) && intFn)
+    return foldElementwise<APInt, APInt>(operands, resultType, intFn);
+  return {};
+}
+
+/// Folds a comparison into an i1 tensor.
+Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
+                      std::function<bool(double, double)> floatFn,
+                      std::function<bool(const APInt &, const APInt &)> intFn) {
+  auto lhs = dyn_cast_or_null<DenseElementsAttr>(operands[0]);
+  if (!lhs)
+    return {};
+  Type elt = lhs.getElementType();
+  if (isa<FloatType>(elt))
+    return foldElementwise<APFloat, APInt>(
+        operands, resultType, [&](ArrayRef<APFloat> a) -> std::optional<APInt> {
+          return APInt(1, floatFn(toDouble(a[0]), toDouble(a[1])));
+        });
+  if (isa<IntegerType>(elt))
+    return foldElementwise<APInt, APInt>(
+        operands, resultType, [&](ArrayRef<APInt> a) -> std::optional<APInt> {
+          return APInt(1, intFn(a[0], a[1]));
+        });
+  return {};
+}
+
+/// Is `attr` a splat constant of value `value` (integer or float)?
+bool isSplatOf(Attribute attr, int64_t value) {
+  auto splat = dyn_cast_or_null<SplatElementsAttr>(attr);
+  if (!splat)
+    return false;
+  Type elt = splat.getElementType();
+  if (isa<FloatType>(elt))
+    return splat.getSplatValue<APFloat>().isExactlyValue(value);
+  if (isa<IntegerType>(elt))
+    return splat.getSplatValue<APInt>().getSExtValue() == value;
+  return false;
+}
+
+/// `x op c` folds to `x` when c is the splat `identity` and the result has
+/// x's type.
+Value foldIdentityOperand(Value x, Attribute c, int64_t identity,
+                          Type resultType) {
+  if (x.getType() == resultType && isSplatOf(c, identity))
+    return x;
+  return {};
+}
+
+} // namespace
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (Value x = foldIdentityOperand(getLhs(), adaptor.getRhs(), 0, getType()))
+    return x;
+  if (Value x = foldIdentityOperand(getRhs(), adaptor.getLhs(), 0, getType()))
+    return x;
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) { return a[0] + a[1]; },
+      [](ArrayRef<APInt> a) { return a[0] + a[1]; });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (Value x = foldIdentityOperand(getLhs(), adaptor.getRhs(), 0, getType()))
+    return x;
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) { return a[0] - a[1]; },
+      [](ArrayRef<APInt> a) { return a[0] - a[1]; });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (Value x = foldIdentityOperand(getLhs(), adaptor.getRhs(), 1, getType()))
+    return x;
+  if (Value x = foldIdentityOperand(getRhs(), adaptor.getLhs(), 1, getType()))
+    return x;
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) { return a[0] * a[1]; },
+      [](ArrayRef<APInt> a) { return a[0] * a[1]; });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (Value x = foldIdentityOperand(getLhs(), adaptor.getRhs(), 1, getType()))
+    return x;
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) { return a[0] / a[1]; },
+      [](ArrayRef<APInt> a) -> std::optional<APInt> {
+        // Integer division by zero (or INT_MIN / -1) is left to run time.
+        if (a[1].isZero() || (a[0].isMinSignedValue() && a[1].isAllOnes()))
+          return std::nullopt;
+        return a[0].sdiv(a[1]);
+      });
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) { return std::pow(a[0], a[1]); }, nullptr);
+}
+
+OpFoldResult MaximumOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) -> std::optional<double> {
+        if (std::isnan(a[0]) || std::isnan(a[1]))
+          return NAN;
+        return std::max(a[0], a[1]);
+      },
+      [](ArrayRef<APInt> a) { return a[0].sge(a[1]) ? a[0] : a[1]; });
+}
+
+OpFoldResult MinimumOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](ArrayRef<double> a) -> std::optional<double> {
+        if (std::isnan(a[0]) || std::isnan(a[1]))
+          return NAN;
+        return std::min(a[0], a[1]);
+      },
+      [](ArrayRef<APInt> a) { return a[0].sle(a[1]) ? a[0] : a[1]; });
+}
+
+OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a == b; },
+      [](const APInt &a, const APInt &b) { return a == b; });
+}
+OpFoldResult NotEqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a != b; },
+      [](const APInt &a, const APInt &b) { return a != b; });
+}
+OpFoldResult LessOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(), [](double a, double b) { return a < b; },
+      [](const APInt &a, const APInt &b) { return a.slt(b); });
+}
+OpFoldResult LessEqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a <= b; },
+      [](const APInt &a, const APInt &b) { return a.sle(b); });
+}
+OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(), [](double a, double b) { return a > b; },
+      [](const APInt &a, const APInt &b) { return a.sgt(b); });
+}
+OpFoldResult GreaterEqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a >= b; },
+      [](const APInt &a, const APInt &b) { return a.sge(b); });
+}
+
+OpFoldResult LogicalAndOp::fold(FoldAdaptor adaptor) {
+  return foldArith(adaptor.getOperands(), getType(), nullptr,
+                   [](ArrayRef<APInt> a) { return a[0] & a[1]; });
+}
+OpFoldResult LogicalOrOp::fold(FoldAdaptor adaptor) {
+  return foldArith(adaptor.getOperands(), getType(), nullptr,
+                   [](ArrayRef<APInt> a) { return a[0] | a[1]; });
+}
+OpFoldResult LogicalNotOp::fold(FoldAdaptor adaptor) {
+  return foldArith(adaptor.getOperands(), getType(), nullptr,
+                   [](ArrayRef<APInt> a) { return ~a[0]; });
+}
+
+// Unary folds: a double function for floats, optionally an APInt one.
+#define EST_FOLD_UNARY(OP, FLOAT_EXPR, INT_FN)                                 \
+  OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
+    return foldArith(                                                          \
+        adaptor.getOperands(), getType(),                                      \
+        [](ArrayRef<double> a) -> std::optional<double> {                      \
+          double x = a[0];                                                     \
+          return FLOAT_EXPR;                                                   \
+        },                                                                     \
+        INT_FN);                                                               \
+  }
+EST_FOLD_UNARY(NegOp, -x, [](ArrayRef<APInt> a) { return -a[0]; })
+EST_FOLD_UNARY(AbsOp, std::fabs(x), [](ArrayRef<APInt> a) { return a[0].abs(); })
+EST_FOLD_UNARY(SquareOp, x * x,
+               [](ArrayRef<APInt> a) { return a[0] * a[0]; })
+EST_FOLD_UNARY(ExpOp, std::exp(x), nullptr)
+EST_FOLD_UNARY(LogOp, std::log(x), nullptr)
+EST_FOLD_UNARY(SqrtOp, std::sqrt(x), nullptr)
+EST_FOLD_UNARY(RsqrtOp, 1.0 / std::sqrt(x), nullptr)
+EST_FOLD_UNARY(TanhOp, std::tanh(x), nullptr)
+EST_FOLD_UNARY(SigmoidOp, 1.0 / (1.0 + std::exp(-x)), nullptr)
+EST_FOLD_UNARY(ReluOp, x > 0.0 ? x : 0.0, nullptr)
+EST_FOLD_UNARY(Relu6Op, std::min(std::max(x, 0.0), 6.0), nullptr)
+EST_FOLD_UNARY(EluOp, x > 0.0 ? x : std::expm1(x), nullptr)
+EST_FOLD_UNARY(SoftplusOp, std::log1p(std::exp(-std::fabs(x))) +
+                               std::max(x, 0.0),
+               nullptr)
+#undef EST_FOLD_UNARY
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  auto value = dyn_cast_or_null<DenseElementsAttr>(adaptor.getX());
+  if (value && getType().hasStaticShape())
+    return value.reshape(getType());
+  return {};
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  auto value = dyn_cast_or_null<SplatElementsAttr>(adaptor.getX());
+  if (value && getType().hasStaticShape())
+    return SplatElementsAttr::get(getType(), value.getSplatValue<Attribute>());
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  for (auto [i, p] : llvm::enumerate(perm))
+    if (p != static_cast<int64_t>(i))
+      return {};
+  if (getX().getType() == getType())
+    return getX();
+  return {};
+}
+
+#define EST_FOLD_REDUCE(OP)                                                    \
+  OpFoldResult OP::fold(FoldAdaptor) {                                         \
+    if (getAxes() && getAxes()->empty() && getX().getType() == getType())      \
+      return getX();                                                           \
+    return {};                                                                 \
+  }
+EST_FOLD_REDUCE(ReduceSumOp)
+EST_FOLD_REDUCE(ReduceMeanOp)
+EST_FOLD_REDUCE(ReduceMaxOp)
+EST_FOLD_REDUCE(ReduceMinOp)
+EST_FOLD_REDUCE(ReduceProdOp)
+#undef EST_FOLD_REDUCE
+
+//===----------------------------------------------------------------------===//
+// Canonicalization patterns.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// neg(neg(x)) -> x.
+struct FoldDoubleNeg : OpRewritePattern<NegOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NegOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<NegOp>();
+    if (!inner || inner.getX().getType() != op.getType())
+      return failure();
+    rewriter.replaceOp(op, inner.getX());
+    return success();
+  }
+};
+
+/// reshape(reshape(x)) -> reshape(x).
+struct FoldDoubleReshape : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<ReshapeOp>();
+    if (!inner)
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), inner.getX(),
+                                           op.getShapeAttr());
+    return success();
+  }
+};
+
+/// transpose(transpose(x, p1), p2) -> transpose(x, p1 . p2).
+struct ComposeTransposes : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<TransposeOp>();
+    if (!inner)
+      return failure();
+    ArrayRef<int64_t> outer = op.getPerm(), first = inner.getPerm();
+    SmallVector<int64_t> perm;
+    for (int64_t p : outer) {
+      if (p < 0 || p >= static_cast<int64_t>(first.size()))
+        return failure();
+      perm.push_back(first[p]);
+    }
+    rewriter.replaceOpWithNewOp<TransposeOp>(
+        op, op.getType(), inner.getX(), rewriter.getDenseI64ArrayAttr(perm));
+    return success();
+  }
+};
+
+/// squeeze / expand_dims with a static result -> reshape.
+template <typename OpTy>
+struct ShapeOpToReshape : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape() ||
+        !cast<RankedTensorType>(op.getX().getType()).hasStaticShape())
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(
+        op, type, op.getX(), rewriter.getDenseI64ArrayAttr(type.getShape()));
+    return success();
+  }
+};
+
+/// select(splat c, a, b) -> a or b, when that side has the result type.
+struct SelectConstantCondition : OpRewritePattern<SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SelectOp op,
+                                PatternRewriter &rewriter) const override {
+    SplatElementsAttr cond;
+    if (!matchPattern(op.getCond(), m_Constant(&cond)))
+      return failure();
+    Value chosen = cond.getSplatValue<bool>() ? op.getOnTrue() : op.getOnFalse();
+    if (chosen.getType() != op.getType())
+      return failure();
+    rewriter.replaceOp(op, chosen);
+    return success();
+  }
+};
+
+} // namespace
+
+void NegOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<FoldDoubleNeg>(context);
+}
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<FoldDoubleReshape>(context);
+}
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<ComposeTransposes>(context);
+}
+void SqueezeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<ShapeOpToReshape<SqueezeOp>>(context);
+}
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<ShapeOpToReshape<ExpandDimsOp>>(context);
+}
+void SelectOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<SelectConstantCondition>(context);
+}

@@ -1,0 +1,39 @@
+//===- EstOps.h - est dialect operations and attributes ---------*- C++ -*-===//
+#ifndef ESTC_DIALECTS_EST_IR_ESTOPS_H
+#define ESTC_DIALECTS_EST_IR_ESTOPS_H
+
+#include "dialects/Est/IR/EstDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir {
+namespace est {
+
+/// The state of all `est.variable`s: read by `est.read_variable`, written by
+/// `est.assign_variable` and `est.minimize`.
+struct VariableResource
+    : public SideEffects::Resource::Base<VariableResource> {
+  StringRef getName() final { return "est.variables"; }
+};
+
+/// Relaxed result-type compatibility of every est op: each declared type has
+/// the inferred element type and rank, and each declared dimension equals the
+/// inferred one or is dynamic.
+bool areRelaxedCompatible(TypeRange inferred, TypeRange declared);
+
+} // namespace est
+} // namespace mlir
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Est/IR/EstAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Est/IR/EstOps.h.inc"
+
+#endif // ESTC_DIALECTS_EST_IR_ESTOPS_H

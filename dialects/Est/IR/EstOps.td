@@ -1,0 +1,678 @@
+//===- EstOps.td - est dialect operations ------------------*- tablegen -*-===//
+//
+// Every operation of docs/ops.md (except the graph-only `placeholder`).
+// Attribute names, kinds and defaults follow that document exactly, because
+// the graph importer creates these ops generically from graph attributes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef EST_OPS_TD
+#define EST_OPS_TD
+
+include "dialects/Est/IR/EstBase.td"
+include "dialects/Est/IR/EstAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Sources.
+//===----------------------------------------------------------------------===//
+
+def Est_ConstantOp : Est_InferOp<"constant", [Pure, ConstantLike]> {
+  let summary = "A constant tensor";
+  let description = [{
+    Produces the tensor `value`; the result type is the value's type.
+
+    ```mlir
+    %0 = est.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+/// lhs, rhs of one element type; the result has the broadcast shape.
+class Est_BinaryOp<string mnemonic, Type operandType, Type resultType,
+                   list<Trait> traits = []>
+    : Est_InferOp<mnemonic, traits # [Pure, SameOperandsElementType]> {
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+class Est_ArithOp<string mnemonic, string what>
+    : Est_BinaryOp<mnemonic, Est_NumericTensor, Est_NumericTensor,
+                   [SameOperandsAndResultElementType]> {
+  let summary = "Elementwise " # what # " with broadcasting";
+  let description = [{
+    Computes `lhs }] # what # [{ rhs` elementwise. The operands have the same
+    element type; their shapes broadcast NumPy-style.
+  }];
+}
+
+def Est_AddOp : Est_ArithOp<"add", "addition">;
+def Est_SubOp : Est_ArithOp<"sub", "subtraction">;
+def Est_MulOp : Est_ArithOp<"mul", "multiplication">;
+def Est_DivOp : Est_ArithOp<"div", "division">;
+def Est_PowOp : Est_ArithOp<"pow", "power">;
+def Est_MaximumOp : Est_ArithOp<"maximum", "maximum">;
+def Est_MinimumOp : Est_ArithOp<"minimum", "minimum">;
+
+class Est_CompareOp<string mnemonic, string what, Type operandType>
+    : Est_BinaryOp<mnemonic, operandType, Est_BoolTensor> {
+  let summary = "Elementwise `" # what # "` comparison with broadcasting";
+  let description = [{
+    Compares `lhs }] # what # [{ rhs` elementwise into an `i1` tensor of the
+    broadcast shape.
+  }];
+}
+
+def Est_EqualOp : Est_CompareOp<"equal", "==", Est_Tensor>;
+def Est_NotEqualOp : Est_CompareOp<"not_equal", "!=", Est_Tensor>;
+def Est_LessOp : Est_CompareOp<"less", "<", Est_NumericTensor>;
+def Est_LessEqualOp : Est_CompareOp<"less_equal", "<=", Est_NumericTensor>;
+def Est_GreaterOp : Est_CompareOp<"greater", ">", Est_NumericTensor>;
+def Est_GreaterEqualOp
+    : Est_CompareOp<"greater_equal", ">=", Est_NumericTensor>;
+
+class Est_LogicalOp<string mnemonic, string what>
+    : Est_BinaryOp<mnemonic, Est_BoolTensor, Est_BoolTensor> {
+  let summary = "Elementwise logical " # what # " with broadcasting";
+  let description = [{
+    Computes the logical }] # what # [{ of two `i1` tensors elementwise.
+  }];
+}
+
+def Est_LogicalAndOp : Est_LogicalOp<"logical_and", "and">;
+def Est_LogicalOrOp : Est_LogicalOp<"logical_or", "or">;
+
+/// One operand; the result has the operand's type. The assembly prints one
+/// type when both are equal, `T -> U` otherwise (before shape inference).
+class Est_UnaryOp<string mnemonic, Type operandType, string what,
+                  list<Trait> traits = []>
+    : Est_InferOp<mnemonic, traits # [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Elementwise " # what;
+  let description = [{
+    Computes }] # what # [{ of each element; the result has `x`'s type.
+
+    ```mlir
+    %1 = est.}] # mnemonic # [{ %0 : tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$x);
+  let results = (outs operandType:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` custom<UnaryTypes>(type($x), type($result))
+  }];
+  let hasFolder = 1;
+}
+
+def Est_NegOp : Est_UnaryOp<"neg", Est_NumericTensor, "negation"> {
+  let hasCanonicalizer = 1;
+}
+def Est_AbsOp : Est_UnaryOp<"abs", Est_NumericTensor, "absolute value">;
+def Est_SquareOp : Est_UnaryOp<"square", Est_NumericTensor, "square">;
+def Est_ExpOp : Est_UnaryOp<"exp", Est_FloatTensor, "exponential">;
+def Est_LogOp : Est_UnaryOp<"log", Est_FloatTensor, "natural logarithm">;
+def Est_SqrtOp : Est_UnaryOp<"sqrt", Est_FloatTensor, "square root">;
+def Est_RsqrtOp
+    : Est_UnaryOp<"rsqrt", Est_FloatTensor, "reciprocal square root">;
+def Est_TanhOp : Est_UnaryOp<"tanh", Est_FloatTensor, "hyperbolic tangent">;
+def Est_SigmoidOp
+    : Est_UnaryOp<"sigmoid", Est_FloatTensor, "logistic sigmoid">;
+def Est_ReluOp : Est_UnaryOp<"relu", Est_FloatTensor, "max(x, 0)">;
+def Est_Relu6Op : Est_UnaryOp<"relu6", Est_FloatTensor, "min(max(x, 0), 6)">;
+def Est_EluOp
+    : Est_UnaryOp<"elu", Est_FloatTensor, "exponential linear unit">;
+def Est_SoftplusOp : Est_UnaryOp<"softplus", Est_FloatTensor, "log(1 + e^x)">;
+def Est_LogicalNotOp
+    : Est_UnaryOp<"logical_not", Est_BoolTensor, "logical negation">;
+
+def Est_SelectOp : Est_InferOp<"select", [Pure]> {
+  let summary = "Elementwise choice between two tensors";
+  let description = [{
+    `cond ? on_true : on_false` elementwise; the three shapes broadcast.
+
+    ```mlir
+    %r = est.select %c, %a, %b : tensor<?xi1>, tensor<?xf32>, tensor<f32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_BoolTensor:$cond, Est_Tensor:$on_true,
+                       Est_Tensor:$on_false);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $on_true `,` $on_false attr-dict `:` type($cond) `,`
+    type($on_true) `,` type($on_false) `->` type($result)
+  }];
+  let hasCanonicalizer = 1;
+}
+
+def Est_CastOp : Est_InferOp<"cast", [Pure,
+    PredOpTrait<"dtype is the result element type",
+        CPred<"getDtype() == ::llvm::cast<::mlir::ShapedType>("
+              "getResult().getType()).getElementType()">>]> {
+  let summary = "Elementwise conversion to another element type";
+  let description = [{
+    Converts each element to `dtype`; the shape is unchanged.
+
+    ```mlir
+    %1 = est.cast %0 to f32 : tensor<?xi64> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, Est_ElementTypeAttr:$dtype);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $x `to` $dtype attr-dict `:` type($x) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra, convolution, pooling.
+//===----------------------------------------------------------------------===//
+
+def Est_MatmulOp : Est_InferOp<"matmul", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Batched matrix product";
+  let description = [{
+    `a [..., M, K] x b [..., K, N] -> [..., M, N]`; batch dims broadcast.
+    `transpose_a` / `transpose_b` transpose the last two dims first.
+
+    ```mlir
+    %c = est.matmul %a, %b {transpose_b = true} : tensor<?x784xf32>, tensor<256x784xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$a, Est_NumericTensor:$b,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+}
+
+def Est_Conv2DOp : Est_InferOp<"conv2d", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "2-D convolution, NHWC input and HWIO filter";
+  let description = [{
+    ```mlir
+    %y = est.conv2d %x, %w {padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32> -> tensor<?x14x14x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, Est_FloatTensor:$filter,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter attr-dict `:` type($input) `,` type($filter) `->`
+    type($result)
+  }];
+}
+
+class Est_PoolOp<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = "2-D " # what # " pooling of an NHWC tensor";
+  let description = [{
+    ```mlir
+    %y = est.}] # mnemonic # [{ %x {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32> -> tensor<?x14x14x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, DenseI64ArrayAttr:$ksize,
+                       DenseI64ArrayAttr:$strides, StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Est_MaxPoolOp : Est_PoolOp<"max_pool", "max">;
+def Est_AvgPoolOp : Est_PoolOp<"avg_pool", "average">;
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+class Est_ReduceOp<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Reduction by " # what # " over `axes`";
+  let description = [{
+    Reduces `axes` (all axes when absent) by }] # what # [{; `keep_dims`
+    keeps them with size 1.
+
+    ```mlir
+    %s = est.}] # mnemonic # [{ %x {axes = array<i64: 1>} : tensor<?x10xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$x,
+                       OptionalAttr<DenseI64ArrayAttr>:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Est_ReduceSumOp : Est_ReduceOp<"reduce_sum", "sum">;
+def Est_ReduceMeanOp : Est_ReduceOp<"reduce_mean", "mean">;
+def Est_ReduceMaxOp : Est_ReduceOp<"reduce_max", "maximum">;
+def Est_ReduceMinOp : Est_ReduceOp<"reduce_min", "minimum">;
+def Est_ReduceProdOp : Est_ReduceOp<"reduce_prod", "product">;
+
+class Est_ArgReduceOp<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure]> {
+  let summary = "Index of the " # what # " along `axis`";
+  let description = [{
+    ```mlir
+    %i = est.}] # mnemonic # [{ %x {axis = 1 : i64} : tensor<?x10xf32> -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$x, I64Attr:$axis,
+      OptionalAttr<Est_IndexTypeAttr>:$output_type);
+  let results = (outs Est_IndexTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Est_ArgmaxOp : Est_ArgReduceOp<"argmax", "maximum">;
+def Est_ArgminOp : Est_ArgReduceOp<"argmin", "minimum">;
+
+//===----------------------------------------------------------------------===//
+// Shapes.
+//===----------------------------------------------------------------------===//
+
+class Est_ShapeOp<string mnemonic, list<Trait> traits = []>
+    : Est_InferOp<mnemonic, traits # [Pure, SameOperandsAndResultElementType]> {
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Est_ReshapeOp : Est_ShapeOp<"reshape"> {
+  let summary = "Reshape to `shape` (one -1 allowed)";
+  let description = [{
+    ```mlir
+    %y = est.reshape %x {shape = array<i64: -1, 784>} : tensor<?x28x28xf32> -> tensor<?x784xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$shape);
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Est_TransposeOp : Est_ShapeOp<"transpose"> {
+  let summary = "Permutation of the dimensions";
+  let description = [{
+    Result dim `i` is input dim `perm[i]`.
+
+    ```mlir
+    %y = est.transpose %x {perm = array<i64: 1, 0>} : tensor<?x10xf32> -> tensor<10x?xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$perm);
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def Est_ConcatOp : Est_InferOp<"concat", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Concatenation along `axis`";
+  let description = [{
+    ```mlir
+    %y = est.concat %a, %b {axis = 1 : i64} : (tensor<?x3xf32>, tensor<?x5xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Est_Tensor>:$xs, I64Attr:$axis);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $xs attr-dict `:` `(` type($xs) `)` `->` type($result)
+  }];
+}
+
+def Est_SliceOp : Est_ShapeOp<"slice"> {
+  let summary = "Static slice `x[begin : begin + size]`";
+  let description = [{
+    `size[i] = -1` takes dimension `i` to its end.
+
+    ```mlir
+    %y = est.slice %x {begin = array<i64: 0, 2>, size = array<i64: -1, 3>} : tensor<?x10xf32> -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$begin,
+                       DenseI64ArrayAttr:$size);
+}
+
+def Est_PadOp : Est_ShapeOp<"pad"> {
+  let summary = "Constant padding";
+  let description = [{
+    `paddings = [lo0, hi0, lo1, hi1, ...]`, filled with `constant_value`.
+
+    ```mlir
+    %y = est.pad %x {paddings = array<i64: 0, 0, 1, 1>} : tensor<?x4xf32> -> tensor<?x6xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$paddings,
+                       DefaultValuedAttr<F64Attr, "0.0">:$constant_value);
+}
+
+def Est_BroadcastToOp : Est_ShapeOp<"broadcast_to"> {
+  let summary = "NumPy broadcast to `shape`";
+  let description = [{
+    ```mlir
+    %y = est.broadcast_to %x {shape = array<i64: 4, 3>} : tensor<3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$shape);
+  let hasFolder = 1;
+}
+
+def Est_SqueezeOp : Est_ShapeOp<"squeeze"> {
+  let summary = "Removal of size-1 dimensions";
+  let description = [{
+    Removes `axes` (all size-1 dims when absent).
+
+    ```mlir
+    %y = est.squeeze %x {axes = array<i64: 1>} : tensor<?x1xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, OptionalAttr<DenseI64ArrayAttr>:$axes);
+  let hasCanonicalizer = 1;
+}
+
+def Est_ExpandDimsOp : Est_ShapeOp<"expand_dims"> {
+  let summary = "Insertion of a size-1 dimension at `axis`";
+  let description = [{
+    ```mlir
+    %y = est.expand_dims %x {axis = -1 : i64} : tensor<?xf32> -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, I64Attr:$axis);
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing.
+//===----------------------------------------------------------------------===//
+
+def Est_GatherOp : Est_InferOp<"gather", [Pure]> {
+  let summary = "Gather slices of `params` along `axis`";
+  let description = [{
+    Result shape: `params[:axis] + indices + params[axis+1:]`.
+
+    ```mlir
+    %e = est.gather %table, %ids : tensor<1000x64xf32>, tensor<?xi64> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$params, Est_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $params `,` $indices attr-dict `:` type($params) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+def Est_OneHotOp : Est_InferOp<"one_hot", [Pure]> {
+  let summary = "One-hot encoding of integer indices";
+  let description = [{
+    Inserts a dimension of size `depth` at `axis`; `on_value` where the index
+    matches, `off_value` elsewhere, as `dtype`.
+
+    ```mlir
+    %y = est.one_hot %labels {depth = 10 : i64} : tensor<?xi64> -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_IndexTensor:$indices, I64Attr:$depth,
+      DefaultValuedAttr<F64Attr, "1.0">:$on_value,
+      DefaultValuedAttr<F64Attr, "0.0">:$off_value,
+      DefaultValuedAttr<I64Attr, "-1">:$axis,
+      OptionalAttr<Est_ElementTypeAttr>:$dtype);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops and losses.
+//===----------------------------------------------------------------------===//
+
+class Est_SoftmaxBase<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = what # " along `axis`";
+  let description = [{
+    ```mlir
+    %p = est.}] # mnemonic # [{ %logits : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$logits,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits attr-dict `:` custom<UnaryTypes>(type($logits), type($result))
+  }];
+}
+
+def Est_SoftmaxOp : Est_SoftmaxBase<"softmax", "Softmax">;
+def Est_LogSoftmaxOp : Est_SoftmaxBase<"log_softmax", "Log-softmax">;
+
+def Est_SoftmaxCrossEntropyOp
+    : Est_InferOp<"softmax_cross_entropy", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Per-example softmax cross entropy with dense labels";
+  let description = [{
+    logits `[..., C]` and float labels `[..., C]` -> loss `[...]`.
+
+    ```mlir
+    %l = est.softmax_cross_entropy %logits, %labels : tensor<?x10xf32>, tensor<?x10xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$logits, Est_FloatTensor:$labels);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
+    type($result)
+  }];
+}
+
+def Est_SparseSoftmaxCrossEntropyOp
+    : Est_InferOp<"sparse_softmax_cross_entropy", [Pure]> {
+  let summary = "Per-example softmax cross entropy with class-index labels";
+  let description = [{
+    logits `[..., C]` and integer labels `[...]` -> loss `[...]`.
+
+    ```mlir
+    %l = est.sparse_softmax_cross_entropy %logits, %labels : tensor<?x10xf32>, tensor<?xi64> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$logits, Est_IndexTensor:$labels);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
+    type($result)
+  }];
+}
+
+def Est_SigmoidCrossEntropyOp
+    : Est_InferOp<"sigmoid_cross_entropy", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Elementwise sigmoid cross entropy";
+  let description = [{
+    logits and float labels of the same shape -> loss of logits' type.
+
+    ```mlir
+    %l = est.sigmoid_cross_entropy %logits, %labels : tensor<?x1xf32>, tensor<?x1xf32> -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$logits, Est_FloatTensor:$labels);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->`
+    type($result)
+  }];
+}
+
+def Est_StopGradientOp
+    : Est_InferOp<"stop_gradient", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Identity that blocks gradients";
+  let description = [{
+    Forwards `x`; autodiff treats the result as a constant. Never folded away:
+    the training pass needs to see it.
+
+    ```mlir
+    %y = est.stop_gradient %x : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` custom<UnaryTypes>(type($x), type($result))
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Randomness (counter-based, hence pure).
+//===----------------------------------------------------------------------===//
+
+def Est_DropoutOp : Est_InferOp<"dropout", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Counter-based dropout";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    `1 / (1 - rate)`. The mask is a pure function of (`seed`, `counter`,
+    element index), so two identical dropouts may be merged.
+
+    ```mlir
+    %y = est.dropout %x, %step {rate = 5.000000e-01 : f64, seed = 3 : i64} : tensor<?x256xf32>, tensor<i64> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$x, Est_CounterTensor:$counter,
+                       F64Attr:$rate, I64Attr:$seed);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $counter attr-dict `:` type($x) `,` type($counter) `->`
+    type($result)
+  }];
+}
+
+def Est_RandomUniformOp : Est_InferOp<"random_uniform", [Pure]> {
+  let summary = "Counter-based uniform random tensor";
+  let description = [{
+    A tensor of `shape` and float `dtype` uniform in [`minval`, `maxval`), a
+    pure function of (`seed`, `counter`, element index).
+
+    ```mlir
+    %r = est.random_uniform %step {seed = 1 : i64, shape = array<i64: 2, 3>} : tensor<i64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_CounterTensor:$counter, DenseI64ArrayAttr:$shape,
+      OptionalAttr<Est_ElementTypeAttr>:$dtype,
+      I64Attr:$seed,
+      DefaultValuedAttr<F64Attr, "0.0">:$minval,
+      DefaultValuedAttr<F64Attr, "1.0">:$maxval);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = "$counter attr-dict `:` type($counter) `->` type($result)";
+}
+
+class Est_NormalOp<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure]> {
+  let summary = "Counter-based " # what # " random tensor";
+  let description = [{
+    A tensor of `shape` and float `dtype` drawn from a }] # what # [{
+    distribution of `mean` and `stddev`, a pure function of (`seed`,
+    `counter`, element index).
+
+    ```mlir
+    %r = est.}] # mnemonic # [{ %step {seed = 1 : i64, shape = array<i64: 2, 3>, stddev = 1.000000e-01 : f64} : tensor<i64> -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_CounterTensor:$counter, DenseI64ArrayAttr:$shape,
+      OptionalAttr<Est_ElementTypeAttr>:$dtype,
+      I64Attr:$seed,
+      DefaultValuedAttr<F64Attr, "0.0">:$mean,
+      DefaultValuedAttr<F64Attr, "1.0">:$stddev);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = "$counter attr-dict `:` type($counter) `->` type($result)";
+}
+
+def Est_RandomNormalOp : Est_NormalOp<"random_normal", "normal">;
+def Est_TruncatedNormalOp
+    : Est_NormalOp<"truncated_normal", "truncated normal">;
+
+//===----------------------------------------------------------------------===//
+// State.
+//===----------------------------------------------------------------------===//
+
+def Est_VariableOp : Est_Op<"variable", [Symbol]> {
+  let summary = "A module-level variable";
+  let description = [{
+    Declares a variable of a statically shaped tensor type. `trainable`
+    variables are updated by `est.minimize` (unless its `var_list` says
+    otherwise); metric state is non-trainable.
+
+    ```mlir
+    est.variable @"dense/kernel" : tensor<784x256xf32> {initializer = #est.init<"glorot_uniform", {seed = 7 : i64}>, trainable}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Est_Tensor>:$type,
+                       UnitAttr:$trainable,
+                       OptionalAttr<Est_InitializerAttr>:$initializer);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
+  let hasVerifier = 1;
+}
+
+def Est_ReadVariableOp : Est_Op<"read_variable", [
+    MemoryEffects<[MemRead<Est_VariableResource>]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Current value of a variable";
+  let description = [{
+    The result type is the variable's type. (This is the one value-producing
+    op without type inference: the type comes from the symbol, which an
+    op-local inference cannot see.)
+
+    ```mlir
+    %k = est.read_variable @"dense/kernel" : tensor<784x256xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$variable);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = "$variable attr-dict `:` type($result)";
+}
+
+def Est_AssignVariableOp : Est_Op<"assign_variable", [
+    InferTypeOpAdaptor, MemoryEffects<[MemWrite<Est_VariableResource>]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Overwrites a variable";
+  let description = [{
+    ```mlir
+    est.assign_variable @"total", %v : tensor<f32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$variable, Est_Tensor:$value);
+  let assemblyFormat = "$variable `,` $value attr-dict `:` type($value)";
+}
+
+def Est_MinimizeOp : Est_Op<"minimize", [
+    InferTypeOpAdaptor, MemoryEffects<[MemRead<Est_VariableResource>,
+                   MemWrite<Est_VariableResource>]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "The train op: one optimizer step on a scalar loss";
+  let description = [{
+    Updates `var_list` (all trainable variables when absent) with
+    `optimizer` (sgd, momentum, adagrad, adam, rmsprop, ftrl) and its
+    `hyperparameters`. The training pass expands it into gradients and
+    update ops.
+
+    ```mlir
+    est.minimize %loss optimizer "adam" {learning_rate = 2.000000e-03 : f64} : tensor<f32>
+    est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} var_list [@w, @b] : tensor<f32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F16, BF16, F32, F64]>:$loss,
+                       StrAttr:$optimizer,
+                       DictionaryAttr:$hyperparameters,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$var_list);
+  let assemblyFormat = [{
+    $loss `optimizer` $optimizer $hyperparameters (`var_list` $var_list^)?
+    attr-dict `:` type($loss)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // EST_OPS_TD
