@@ -1,1 +1,742 @@
+//===- GraphBuilderTest.cpp - Tests of the graph builder ----------------===//
+
+#include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/GraphIO.h"
+#include "lib/Graph/Layers.h"
+#include "lib/Graph/Ops.h"
+#include "lib/Graph/Train.h"
+
+#include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+
+#include <set>
+
+using namespace estc;
+
+namespace {
+constexpr int64_t U = shape::kUnknownDim;
+
+// Runs `body`, expects a GraphError whose message contains every fragment.
+template <typename F>
+void expectGraphError(F body, const std::vector<std::string> &fragments) {
+  try {
+    body();
+    ADD_FAILURE() << "expected a GraphError";
+  } catch (const GraphError &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    for (const std::string &f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos)
+          << "missing '" << f << "' in: " << msg;
+  }
+}
+
+const graph::AttrValue &attr(const Tensor &t, const std::string &name) {
+  const auto &attrs = t.graph().node(t.name()).attr();
+  auto it = attrs.find(name);
+  if (it == attrs.end())
+    throw std::runtime_error("no attribute " + name + " on " + t.name());
+  return it->second;
+}
+
+Dims listAttr(const Tensor &t, const std::string &name) {
+  const auto &l = attr(t, name).list().i();
+  return Dims(l.begin(), l.end());
+}
+
+const graph::VariableDef *findVar(const graph::GraphDef &def,
+                                  const std::string &name) {
+  for (const auto &v : def.variable())
+    if (v.name() == name)
+      return &v;
+  return nullptr;
+}
+} // namespace
+
+// --- Basics ---------------------------------------------------------------------
+
+TEST(GraphBuilder, PlaceholderAndConstant) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 784});
+  EXPECT_EQ(x.name(), "x");
+  EXPECT_EQ(x.op(), "placeholder");
+  EXPECT_EQ(x.dtype(), DType::Float32);
+  EXPECT_EQ(x.shape(), (Dims{U, 784}));
+  EXPECT_EQ(x.rank(), 2);
+  EXPECT_EQ(attr(x, "dtype").type(), graph::DT_FLOAT);
+  EXPECT_EQ(std::vector<int64_t>(attr(x, "shape").shape().dim().begin(),
+                                 attr(x, "shape").shape().dim().end()),
+            (Dims{U, 784}));
+  const graph::NodeDef &n = g.node("x");
+  EXPECT_EQ(n.dtype(), graph::DT_FLOAT);
+  EXPECT_EQ(n.shape().dim_size(), 2);
+
+  Tensor c = g.constant(2.5);
+  EXPECT_EQ(c.name(), "Const");
+  EXPECT_EQ(c.shape(), Dims{});
+  EXPECT_EQ(attr(c, "value").tensor().float_val(0), 2.5f);
+  Tensor c2 = g.constant({1, 2, 3, 4, 5, 6}, {2, 3}, DType::Int64, "table");
+  EXPECT_EQ(c2.name(), "table");
+  EXPECT_EQ(attr(c2, "value").tensor().int64_val_size(), 6);
+  EXPECT_EQ(g.constant(1.0).name(), "Const_1");
+  EXPECT_EQ(g.constant(1.0, DType::Bool).dtype(), DType::Bool);
+  EXPECT_EQ(attr(g.constant(3, DType::Int32), "value").tensor().int_val(0),
+            3);
+  EXPECT_EQ(
+      attr(g.constant(0.5, DType::Float64), "value").tensor().double_val(0),
+      0.5);
+
+  expectGraphError([&] { g.constant({1, 2}, {3}); },
+                   {"constant 'Const", "2 values", "[3]"});
+  expectGraphError([&] { g.constant(0.5, DType::Int64); },
+                   {"0.5", "not representable as i64"});
+  expectGraphError([&] { g.constant({1}, {U}); }, {"fully known"});
+  expectGraphError([&] { g.placeholder("p", DType::Invalid, {1}); },
+                   {"placeholder 'p'", "invalid dtype"});
+  expectGraphError([&] { g.placeholder("bad name", DType::Float32, {1}); },
+                   {"invalid node name 'bad name'"});
+}
+
+TEST(GraphBuilder, DTypeNames) {
+  EXPECT_EQ(to_string(DType::Float32), "f32");
+  EXPECT_EQ(to_string(DType::Int64), "i64");
+  EXPECT_EQ(to_string(DType::Bool), "i1");
+  EXPECT_EQ(to_proto(DType::BFloat16), graph::DT_BFLOAT16);
+  EXPECT_EQ(from_proto(graph::DT_INT32), DType::Int32);
+  EXPECT_TRUE(is_floating(DType::Float16));
+  EXPECT_FALSE(is_floating(DType::Int32));
+  EXPECT_TRUE(is_integer(DType::Int64));
+  EXPECT_STREQ(mode_key(ModeKeys::TRAIN), "train");
+  EXPECT_STREQ(mode_key(ModeKeys::EVAL), "eval");
+  EXPECT_STREQ(mode_key(ModeKeys::PREDICT), "predict");
+}
+
+// --- Op families ---------------------------------------------------------------
+
+TEST(GraphBuilder, ElementwiseBroadcastAndOperators) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 3});
+  Tensor b = g.placeholder("b", DType::Float32, {3});
+  Tensor s = add(x, b);
+  EXPECT_EQ(s.op(), "add");
+  EXPECT_EQ(s.name(), "Add");
+  EXPECT_EQ(s.shape(), (Dims{U, 3}));
+  EXPECT_EQ(g.node(s.name()).input(0), "x");
+  EXPECT_EQ(g.node(s.name()).input(1), "b");
+  EXPECT_EQ((x - b).op(), "sub");
+  EXPECT_EQ((x * b).op(), "mul");
+  EXPECT_EQ((x / b).op(), "div");
+  EXPECT_EQ((-x).op(), "neg");
+  EXPECT_EQ(pow(x, b).op(), "pow");
+  EXPECT_EQ(maximum(x, b).shape(), (Dims{U, 3}));
+  EXPECT_EQ(minimum(x, b).op(), "minimum");
+
+  Tensor scaled = x * 2;
+  EXPECT_EQ(scaled.dtype(), DType::Float32);
+  Tensor two = Tensor(&g, g.node(scaled.name()).input(1));
+  EXPECT_EQ(two.op(), "constant");
+  EXPECT_EQ(two.dtype(), DType::Float32);
+  EXPECT_EQ((1.0 - x).op(), "sub");
+  EXPECT_EQ((3.0 / x).shape(), (Dims{U, 3}));
+
+  Tensor i = g.placeholder("i", DType::Int64, {U});
+  Tensor i2 = i + 1;
+  EXPECT_EQ(i2.dtype(), DType::Int64);
+  expectGraphError([&] { (void)(i * 0.5); }, {"0.5", "i64"});
+
+  Tensor c = g.placeholder("c", DType::Float32, {4, 3});
+  expectGraphError([&] { add(c, g.placeholder("d", DType::Float32, {5, 3})); },
+                   {"add 'Add_", "inputs 'c' [4,3] and 'd' [5,3]",
+                    "cannot be broadcast"});
+  expectGraphError([&] { add(x, i); },
+                   {"add 'Add_", "'x' [?,3] and 'i' [?]",
+                    "different element types f32 and i64",
+                    "no implicit promotion"});
+
+  for (auto f : {&exp, &log, &sqrt, &rsqrt, &tanh, &sigmoid, &nn::relu,
+                 &nn::relu6, &nn::elu, &nn::softplus}) {
+    Tensor y = f(x, "");
+    EXPECT_EQ(y.shape(), (Dims{U, 3}));
+    EXPECT_EQ(y.dtype(), DType::Float32);
+  }
+  EXPECT_EQ(nn::relu(x).op(), "relu");
+  EXPECT_EQ(abs(i).dtype(), DType::Int64);
+  EXPECT_EQ(square(i).op(), "square");
+  EXPECT_EQ(negative(i).op(), "neg");
+  expectGraphError([&] { exp(i); },
+                   {"exp 'Exp", "input 'i' [?]", "must be a float tensor",
+                    "i64"});
+  Tensor flag = g.placeholder("flag", DType::Bool, {U, 3});
+  expectGraphError([&] { abs(flag); }, {"abs", "float or integer", "i1"});
+}
+
+TEST(GraphBuilder, CompareLogicSelectCast) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 3});
+  Tensor y = g.placeholder("y", DType::Float32, {1, 3});
+  for (auto f : {&equal, &not_equal, &less, &less_equal, &greater,
+                 &greater_equal}) {
+    Tensor c = f(x, y, "");
+    EXPECT_EQ(c.dtype(), DType::Bool);
+    EXPECT_EQ(c.shape(), (Dims{U, 3}));
+  }
+  EXPECT_EQ(greater_equal(x, y).op(), "greater_equal");
+  Tensor c = less(x, y);
+  Tensor d = logical_and(c, logical_not(c));
+  EXPECT_EQ(d.op(), "logical_and");
+  EXPECT_EQ(logical_or(c, d).dtype(), DType::Bool);
+  expectGraphError([&] { logical_and(c, x); },
+                   {"logical_and", "'x' must be an i1"});
+  expectGraphError([&] { logical_not(x); }, {"logical_not", "i1"});
+
+  Tensor s = where(c, x, y);
+  EXPECT_EQ(s.op(), "select");
+  EXPECT_EQ(s.shape(), (Dims{U, 3}));
+  EXPECT_EQ(s.dtype(), DType::Float32);
+  expectGraphError([&] { where(x, x, y); }, {"select 'Select", "i1"});
+  Tensor i = g.placeholder("i", DType::Int32, {3});
+  expectGraphError([&] { where(c, x, i); },
+                   {"select", "'i' [3]", "different element types f32 and i32"});
+  expectGraphError([&] { equal(x, i); }, {"equal", "different element types"});
+
+  Tensor k = cast(x, DType::Int32);
+  EXPECT_EQ(k.dtype(), DType::Int32);
+  EXPECT_EQ(k.shape(), (Dims{U, 3}));
+  EXPECT_EQ(attr(k, "dtype").type(), graph::DT_INT32);
+}
+
+TEST(GraphBuilder, MatmulConvPool) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 784});
+  Tensor w = g.placeholder("w", DType::Float32, {784, 10});
+  Tensor y = matmul(x, w);
+  EXPECT_EQ(y.shape(), (Dims{U, 10}));
+  EXPECT_FALSE(attr(y, "transpose_a").b());
+  EXPECT_FALSE(attr(y, "transpose_b").b());
+  EXPECT_EQ(matmul(w, w, true, false).shape(), (Dims{10, 10}));
+  EXPECT_TRUE(attr(matmul(w, w, false, true), "transpose_b").b());
+
+  Tensor img = g.placeholder("img", DType::Float32, {U, 28, 28, 1});
+  Tensor f = g.placeholder("f", DType::Float32, {5, 5, 1, 20});
+  Tensor c = nn::conv2d(img, f, {1, 1}, "VALID");
+  EXPECT_EQ(c.op(), "conv2d");
+  EXPECT_EQ(c.shape(), (Dims{U, 24, 24, 20}));
+  EXPECT_EQ(listAttr(c, "strides"), (Dims{1, 1}));
+  EXPECT_EQ(listAttr(c, "dilations"), (Dims{1, 1}));
+  EXPECT_EQ(attr(c, "padding").s(), "VALID");
+  EXPECT_EQ(nn::conv2d(img, f, {2, 2}, "SAME").shape(), (Dims{U, 14, 14, 20}));
+  Tensor p = nn::max_pool(c, {2, 2}, {2, 2}, "VALID");
+  EXPECT_EQ(p.shape(), (Dims{U, 12, 12, 20}));
+  EXPECT_EQ(listAttr(p, "ksize"), (Dims{2, 2}));
+  Tensor a = nn::avg_pool(c, {3, 3}, {1, 1}, "SAME");
+  EXPECT_EQ(a.op(), "avg_pool");
+  EXPECT_EQ(a.shape(), (Dims{U, 24, 24, 20}));
+
+  expectGraphError([&] { nn::conv2d(img, f, {1, 1}, "same"); },
+                   {"conv2d 'Conv2D", "padding must be \"SAME\" or \"VALID\""});
+  Tensor f3 = g.placeholder("f3", DType::Float32, {5, 5, 3, 20});
+  expectGraphError([&] { nn::conv2d(img, f3, {1, 1}, "VALID"); },
+                   {"conv2d 'Conv2D", "'img' [?,28,28,1] and 'f3' [5,5,3,20]",
+                    "input channels"});
+  expectGraphError([&] { nn::max_pool(x, {2, 2}, {2, 2}, "VALID"); },
+                   {"max_pool 'MaxPool_1'", "input 'x' [?,784]", "NHWC"});
+}
+
+TEST(GraphBuilder, MatmulErrorNamesEverything) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 784});
+  expectGraphError(
+      [&] {
+        auto s = g.name_scope("dense");
+        Variable k = g.get_variable("kernel", DType::Float32, {100, 256});
+        matmul(x, k);
+      },
+      {"matmul 'dense/MatMul': inputs 'x' [?,784] and 'dense/kernel/read' "
+       "[100,256]: matmul inner dimensions differ"});
+}
+
+TEST(GraphBuilder, ReductionsAndArgmax) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 10});
+  Tensor all = reduce_sum(x);
+  EXPECT_EQ(all.shape(), Dims{});
+  EXPECT_EQ(attr(all, "keep_dims").b(), false);
+  EXPECT_EQ(g.node(all.name()).attr().count("axes"), 0u);
+  Tensor m = reduce_mean(x, Dims{1}, true);
+  EXPECT_EQ(m.shape(), (Dims{U, 1}));
+  EXPECT_EQ(listAttr(m, "axes"), Dims{1});
+  EXPECT_EQ(reduce_max(x, Dims{0}).shape(), Dims{10});
+  EXPECT_EQ(reduce_min(x, Dims{-1}).op(), "reduce_min");
+  EXPECT_EQ(reduce_prod(x).op(), "reduce_prod");
+  Tensor am = argmax(x, 1);
+  EXPECT_EQ(am.dtype(), DType::Int64);
+  EXPECT_EQ(am.shape(), Dims{U});
+  EXPECT_EQ(attr(am, "axis").i(), 1);
+  EXPECT_EQ(attr(am, "output_type").type(), graph::DT_INT64);
+  EXPECT_EQ(argmin(x, 0, DType::Int32).dtype(), DType::Int32);
+  expectGraphError([&] { reduce_sum(x, Dims{2}); },
+                   {"reduce_sum 'Sum", "input 'x' [?,10]", "out of range"});
+  expectGraphError([&] { argmax(x, 5); }, {"argmax 'ArgMax", "out of range"});
+  expectGraphError([&] { argmax(x, 1, DType::Float32); }, {"output_type"});
+}
+
+TEST(GraphBuilder, ShapeOps) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4, 4, 40});
+  Tensor r = reshape(x, {-1, 640});
+  EXPECT_EQ(r.shape(), (Dims{U, 640}));
+  EXPECT_EQ(listAttr(r, "shape"), (Dims{-1, 640}));
+  expectGraphError([&] { reshape(g.constant({1, 2, 3, 4, 5, 6}, {6}), {4, -1}); },
+                   {"reshape 'Reshape", "cannot reshape"});
+  EXPECT_EQ(transpose(x, {0, 3, 1, 2}).shape(), (Dims{U, 40, 4, 4}));
+  expectGraphError([&] { transpose(x, {0, 1}); }, {"transpose", "rank"});
+
+  Tensor a = g.placeholder("a", DType::Float32, {U, 1});
+  Tensor b = g.placeholder("b", DType::Float32, {U, 2});
+  Tensor c = concat({a, b, a}, 1);
+  EXPECT_EQ(c.shape(), (Dims{U, 4}));
+  EXPECT_EQ(g.node(c.name()).input_size(), 3);
+  EXPECT_EQ(attr(c, "axis").i(), 1);
+  expectGraphError([&] { concat({a, b}, 0); },
+                   {"concat 'Concat", "inputs 'a' [?,1] and 'b' [?,2]",
+                    "differ outside axis"});
+  expectGraphError(
+      [&] { concat({a, g.placeholder("i", DType::Int32, {U, 1})}, 1); },
+      {"concat", "different element types"});
+  expectGraphError([&] { concat({}, 0); }, {"concat", "at least one"});
+
+  Tensor s = slice(b, {0, 1}, {-1, 1});
+  EXPECT_EQ(s.shape(), (Dims{U, 1}));
+  EXPECT_EQ(listAttr(s, "begin"), (Dims{0, 1}));
+  expectGraphError([&] { slice(b, {0, 2}, {-1, 1}); }, {"slice", "out of bounds"});
+  Tensor p = pad(x, {0, 0, 1, 1, 1, 1, 0, 0}, 0.5);
+  EXPECT_EQ(p.shape(), (Dims{U, 6, 6, 40}));
+  EXPECT_EQ(attr(p, "constant_value").f(), 0.5);
+  Tensor bt = broadcast_to(g.placeholder("v", DType::Float32, {3}), {2, 3});
+  EXPECT_EQ(bt.shape(), (Dims{2, 3}));
+  expectGraphError([&] { broadcast_to(b, {3, 3}); }, {"broadcast_to", "cannot broadcast"});
+  EXPECT_EQ(squeeze(a).shape(), Dims{U});
+  EXPECT_EQ(squeeze(a, Dims{1}).shape(), Dims{U});
+  expectGraphError([&] { squeeze(b, Dims{1}); }, {"squeeze", "size is not 1"});
+  Tensor e = expand_dims(a, 0);
+  EXPECT_EQ(e.shape(), (Dims{1, U, 1}));
+  EXPECT_EQ(attr(e, "axis").i(), 0);
+}
+
+TEST(GraphBuilder, IndexingAndNN) {
+  Graph g;
+  Tensor table = g.placeholder("table", DType::Float32, {1000, 64});
+  Tensor ids = g.placeholder("ids", DType::Int64, {U, 5});
+  Tensor e = gather(table, ids);
+  EXPECT_EQ(e.shape(), (Dims{U, 5, 64}));
+  EXPECT_EQ(attr(e, "axis").i(), 0);
+  expectGraphError([&] { gather(table, table); }, {"gather", "i32 or i64"});
+
+  Tensor labels = g.placeholder("labels", DType::Int64, {U});
+  Tensor oh = one_hot(labels, 10);
+  EXPECT_EQ(oh.shape(), (Dims{U, 10}));
+  EXPECT_EQ(oh.dtype(), DType::Float32);
+  EXPECT_EQ(attr(oh, "depth").i(), 10);
+  EXPECT_EQ(attr(oh, "on_value").f(), 1.0);
+  EXPECT_EQ(attr(oh, "dtype").type(), graph::DT_FLOAT);
+  expectGraphError([&] { one_hot(labels, 0); }, {"one_hot", "depth"});
+
+  Tensor logits = g.placeholder("logits", DType::Float32, {U, 10});
+  Tensor sm = nn::softmax(logits);
+  EXPECT_EQ(sm.shape(), (Dims{U, 10}));
+  EXPECT_EQ(attr(sm, "axis").i(), -1);
+  EXPECT_EQ(nn::log_softmax(logits).op(), "log_softmax");
+  expectGraphError([&] { nn::softmax(logits, 2); }, {"softmax", "out of range"});
+
+  Tensor sce = nn::sparse_softmax_cross_entropy_with_logits(labels, logits);
+  EXPECT_EQ(sce.op(), "sparse_softmax_cross_entropy");
+  EXPECT_EQ(sce.shape(), Dims{U});
+  EXPECT_EQ(g.node(sce.name()).input(0), "logits"); // operands: logits, labels
+  EXPECT_EQ(g.node(sce.name()).input(1), "labels");
+  expectGraphError(
+      [&] { nn::sparse_softmax_cross_entropy_with_logits(logits, logits); },
+      {"sparse_softmax_cross_entropy", "i32 or i64"});
+  Tensor ce = nn::softmax_cross_entropy_with_logits(oh, logits);
+  EXPECT_EQ(ce.shape(), Dims{U});
+  Tensor y = g.placeholder("y", DType::Float32, {U, 1});
+  Tensor z = g.placeholder("z", DType::Float32, {U, 1});
+  Tensor sig = nn::sigmoid_cross_entropy_with_logits(y, z);
+  EXPECT_EQ(sig.shape(), (Dims{U, 1}));
+  expectGraphError([&] { nn::sigmoid_cross_entropy_with_logits(labels, z); },
+                   {"sigmoid_cross_entropy", "different element types"});
+  EXPECT_EQ(stop_gradient(z).op(), "stop_gradient");
+  expectGraphError([&] { nn::bias_add(logits, logits); }, {"bias_add", "rank 1"});
+}
+
+TEST(GraphBuilder, RandomOpsAndSeeds) {
+  auto build = [](int64_t seed) {
+    Graph g;
+    g.set_seed(seed);
+    auto m = g.mode_scope(ModeKeys::TRAIN);
+    Tensor x = g.placeholder("x", DType::Float32, {U, 8});
+    Tensor d1 = nn::dropout(x, 0.5);
+    Tensor d2 = nn::dropout(x, 0.5);
+    Tensor r = random_uniform(g, {2, 3});
+    Tensor n = random_normal(g, {4}, DType::Float64, 1.0, 2.0);
+    Tensor t = truncated_normal(g, {4});
+    Tensor fixed = random_uniform(g, {1}, DType::Float32, 0, 1, 7);
+    return std::vector<int64_t>{attr(d1, "seed").i(), attr(d2, "seed").i(),
+                                attr(r, "seed").i(),  attr(n, "seed").i(),
+                                attr(t, "seed").i(),  attr(fixed, "seed").i()};
+  };
+  std::vector<int64_t> a = build(1), b = build(1), c = build(2);
+  EXPECT_EQ(a, b); // deterministic
+  EXPECT_NE(a, c); // graph seed matters
+  std::set<int64_t> distinct(a.begin(), a.end());
+  EXPECT_EQ(distinct.size(), a.size()); // distinct per op
+  for (int64_t s : a)
+    EXPECT_GE(s, 0);
+
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 8});
+  Tensor d = nn::dropout(x, 0.25);
+  EXPECT_EQ(d.op(), "dropout");
+  EXPECT_EQ(attr(d, "rate").f(), 0.25);
+  EXPECT_EQ(g.node(d.name()).input(1), "global_step/read");
+  Tensor r = random_normal(g, {2, 2}, DType::Float32, 0.0, 3.0);
+  EXPECT_EQ(r.shape(), (Dims{2, 2}));
+  EXPECT_EQ(attr(r, "stddev").f(), 3.0);
+  EXPECT_EQ(listAttr(r, "shape"), (Dims{2, 2}));
+  EXPECT_EQ(g.node(r.name()).input(0), "global_step/read");
+  EXPECT_EQ(g.derive_seed("a"), g.derive_seed("a"));
+  EXPECT_NE(g.derive_seed("a"), g.derive_seed("b"));
+  expectGraphError([&] { nn::dropout(x, 1.0); }, {"dropout 'Dropout", "rate"});
+  expectGraphError([&] { random_uniform(g, {U, 2}); }, {"random_uniform", "fully known"});
+  expectGraphError([&] { random_uniform(g, {2}, DType::Int32); }, {"float type"});
+  expectGraphError([&] { g.set_seed(3); }, {"set_seed", "before the first node"});
+}
+
+// --- Naming, scopes, modes, variables -----------------------------------------
+
+TEST(GraphBuilder, NameScopesAndUniqueNames) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 2});
+  {
+    auto s = g.name_scope("block");
+    EXPECT_EQ(g.current_scope(), "block");
+    EXPECT_EQ(nn::relu(x).name(), "block/Relu");
+    EXPECT_EQ(nn::relu(x).name(), "block/Relu_1");
+    {
+      auto inner = g.name_scope("inner");
+      EXPECT_EQ(nn::relu(x, "act").name(), "block/inner/act");
+    }
+    EXPECT_EQ(g.unique_layer_name("dense"), "dense");
+    EXPECT_EQ(g.unique_layer_name("dense"), "dense_1");
+  }
+  EXPECT_EQ(g.current_scope(), "");
+  EXPECT_EQ(nn::relu(x).name(), "Relu");
+  EXPECT_EQ(g.unique_layer_name("dense"), "dense");
+  expectGraphError([&] { auto s = g.name_scope("a//b"); }, {"invalid scope"});
+}
+
+TEST(GraphBuilder, LayerNamesAndVariables) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 784});
+  Tensor h = layers::dense(x, 256, nn::relu);
+  EXPECT_EQ(h.name(), "dense/Relu");
+  EXPECT_EQ(h.shape(), (Dims{U, 256}));
+  Tensor y = layers::dense(h, 10);
+  EXPECT_EQ(y.name(), "dense_1/BiasAdd");
+  EXPECT_EQ(y.shape(), (Dims{U, 10}));
+  EXPECT_EQ(g.node("dense_1/MatMul").input(1), "dense_1/kernel/read");
+  Tensor nb = layers::dense(h, 3, nullptr, false, zeros_initializer(),
+                            zeros_initializer(), "logits");
+  EXPECT_EQ(nb.name(), "logits/MatMul");
+  Tensor lam = layers::dense(h, 3, [](const Tensor &t) { return nn::elu(t); });
+  EXPECT_EQ(lam.op(), "elu");
+
+  graph::GraphDef def = g.graph_def();
+  const graph::VariableDef *k = findVar(def, "dense_1/kernel");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->shape().dim(0), 256);
+  EXPECT_EQ(k->shape().dim(1), 10);
+  EXPECT_TRUE(k->trainable());
+  EXPECT_EQ(k->initializer().type(), "glorot_uniform");
+  ASSERT_TRUE(k->initializer().attr().count("seed"));
+  EXPECT_EQ(k->initializer().attr().at("seed").i(),
+            g.derive_seed("dense_1/kernel"));
+  const graph::VariableDef *bias = findVar(def, "dense_1/bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->initializer().type(), "zeros");
+  EXPECT_EQ(bias->initializer().attr().count("seed"), 0u);
+  EXPECT_EQ(findVar(def, "logits/bias"), nullptr);
+  EXPECT_EQ(def.version(), graph::kGraphVersion);
+
+  expectGraphError([&] { layers::dense(g.placeholder("v", DType::Float32, {5}), 3); },
+                   {"dense 'dense_3'", "input 'v' [5]", "rank >= 2"});
+  expectGraphError([&] { layers::dense(g.placeholder("w", DType::Float32, {2, U}), 3); },
+                   {"dense", "last dimension must be known"});
+}
+
+TEST(GraphBuilder, ConvLayersFlattenDropout) {
+  Graph g;
+  auto m = g.mode_scope(ModeKeys::TRAIN);
+  Tensor x = g.placeholder("x", DType::Float32, {U, 28, 28, 1});
+  Tensor c = layers::conv2d(x, 20, {5, 5}, {1, 1}, "valid", nn::relu);
+  EXPECT_EQ(c.name(), "train/conv2d/Relu");
+  EXPECT_EQ(c.shape(), (Dims{U, 24, 24, 20}));
+  EXPECT_EQ(g.variable_def("conv2d/kernel").shape().dim(3), 20);
+  Tensor p = layers::max_pooling2d(c, {2, 2}, {2, 2});
+  EXPECT_EQ(p.name(), "train/max_pooling2d/MaxPool");
+  EXPECT_EQ(p.shape(), (Dims{U, 12, 12, 20}));
+  Tensor a = layers::average_pooling2d(c, {2, 2}, {2, 2}, "same");
+  EXPECT_EQ(a.op(), "avg_pool");
+  Tensor f = layers::flatten(p);
+  EXPECT_EQ(f.shape(), (Dims{U, 2880}));
+  EXPECT_EQ(f.op(), "reshape");
+  Tensor d = layers::dropout(f, 0.5, true);
+  EXPECT_EQ(d.op(), "dropout");
+  EXPECT_EQ(d.name(), "train/dropout/Dropout");
+  EXPECT_EQ(layers::dropout(f, 0.5, false).name(), f.name());
+  expectGraphError([&] { layers::conv2d(f, 3, {3, 3}); },
+                   {"conv2d 'conv2d_1'", "NHWC"});
+  expectGraphError(
+      [&] { layers::flatten(g.placeholder("q", DType::Float32, {U, U, 3})); },
+      {"flatten", "non-batch dimensions must be known"});
+}
+
+TEST(GraphBuilder, ModesShareVariables) {
+  Graph g;
+  auto body = [&] {
+    Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+    Tensor h = layers::dense(x, 8, nn::relu);
+    return layers::dense(h, 2);
+  };
+  Tensor train, eval;
+  {
+    auto m = g.mode_scope(ModeKeys::TRAIN);
+    EXPECT_TRUE(g.is_training());
+    train = body();
+  }
+  {
+    auto m = g.mode_scope(ModeKeys::EVAL);
+    EXPECT_FALSE(g.is_training());
+    EXPECT_EQ(g.mode(), ModeKeys::EVAL);
+    eval = body();
+  }
+  EXPECT_FALSE(g.mode());
+  EXPECT_EQ(train.name(), "train/dense_1/BiasAdd");
+  EXPECT_EQ(eval.name(), "eval/dense_1/BiasAdd");
+  EXPECT_TRUE(g.has_node("train/x"));
+  EXPECT_TRUE(g.has_node("eval/dense/kernel/read"));
+  EXPECT_EQ(g.node("eval/dense/kernel/read").attr().at("variable").s(),
+            "dense/kernel");
+  graph::GraphDef def = g.graph_def();
+  EXPECT_EQ(def.variable_size(), 4); // shared, not duplicated
+  {
+    auto m = g.mode_scope(ModeKeys::PREDICT);
+    expectGraphError([&] { auto n = g.mode_scope(ModeKeys::EVAL); },
+                     {"mode scopes do not nest"});
+    expectGraphError(
+        [&] { g.get_variable("dense/kernel", DType::Float32, {4, 9}); },
+        {"get_variable 'dense/kernel'", "[4,9]", "[4,8]"});
+  }
+}
+
+TEST(GraphBuilder, VariableErrorsAndReuse) {
+  Graph g;
+  Variable v = g.get_variable("w", DType::Float32, {2, 2});
+  EXPECT_EQ(v.name(), "w");
+  EXPECT_EQ(v.shape(), (Dims{2, 2}));
+  EXPECT_TRUE(v.trainable());
+  expectGraphError([&] { g.get_variable("w", DType::Float32, {2, 2}); },
+                   {"get_variable 'w'", "already exists in this mode"});
+  Variable same = g.get_variable("w", DType::Float32, {2, 2},
+                                 zeros_initializer(), true, /*reuse=*/true);
+  EXPECT_EQ(same.name(), "w");
+  expectGraphError(
+      [&] { g.get_variable("w", DType::Int32, {2, 2}, zeros_initializer(), true, true); },
+      {"requested i32 [2,2]", "existing variable is f32 [2,2]"});
+  expectGraphError([&] { g.get_variable("u", DType::Float32, {U}); },
+                   {"get_variable 'u'", "fully known"});
+  {
+    auto s = g.name_scope("outer");
+    EXPECT_EQ(g.get_variable("w", DType::Float32, {1}).name(), "outer/w");
+  }
+  // Reads are cached per mode.
+  Tensor r1 = v, r2 = v.read();
+  EXPECT_EQ(r1.name(), "w/read");
+  EXPECT_EQ(r1.name(), r2.name());
+  EXPECT_EQ(r1.op(), "read_variable");
+
+  Operation a = assign(v, v * 2.0);
+  EXPECT_EQ(a.op(), "assign_variable");
+  EXPECT_FALSE(a.has_value());
+  EXPECT_EQ(g.node(a.name()).attr().at("variable").s(), "w");
+  expectGraphError([&] { assign(v, g.constant({1, 2, 3}, {3})); },
+                   {"assign_variable 'Assign", "does not match variable 'w'"});
+  expectGraphError([&] { assign(v, g.constant(1.0, DType::Int64)); },
+                   {"assign_variable", "i64", "f32"});
+  expectGraphError([&] { nn::relu(a); }, {"relu", "has no value"});
+  EXPECT_EQ(assign_add(v, g.constant({1}, {2, 2})).op(), "assign_variable");
+
+  Variable gs = train::get_or_create_global_step(g);
+  EXPECT_EQ(gs.name(), "global_step");
+  EXPECT_EQ(gs.dtype(), DType::Int64);
+  EXPECT_EQ(gs.shape(), Dims{});
+  EXPECT_FALSE(gs.trainable());
+  EXPECT_EQ(g.variable_def("global_step").initializer().type(), "zeros");
+  EXPECT_EQ(g.global_step().name(), "global_step/read");
+  EXPECT_FALSE(g.find_variable("nope"));
+  EXPECT_TRUE(g.find_variable("outer/w"));
+}
+
+TEST(GraphBuilder, InitializersDescribed) {
+  Graph g;
+  g.set_seed(9);
+  auto init = [&](const char *name, const Initializer &i) {
+    g.get_variable(name, DType::Float32, {3}, i);
+    return g.variable_def(name).initializer();
+  };
+  auto c = init("c", constant_initializer(0.5));
+  EXPECT_EQ(c.type(), "constant");
+  EXPECT_EQ(c.attr().at("value").f(), 0.5);
+  auto ru = init("ru", random_uniform_initializer(-1, 1));
+  EXPECT_EQ(ru.attr().at("minval").f(), -1);
+  EXPECT_EQ(ru.attr().at("seed").i(), g.derive_seed("ru"));
+  auto tn = init("tn", truncated_normal_initializer(0, 0.1, 5));
+  EXPECT_EQ(tn.attr().at("seed").i(), g.derive_seed("tn", 5));
+  auto vs = init("vs", variance_scaling_initializer(2.0, "fan_avg", "uniform"));
+  EXPECT_EQ(vs.attr().at("mode").s(), "fan_avg");
+  EXPECT_EQ(vs.attr().at("distribution").s(), "uniform");
+  EXPECT_EQ(init("o", ones_initializer()).type(), "ones");
+  EXPECT_EQ(init("rn", random_normal_initializer()).type(), "random_normal");
+  EXPECT_EQ(init("gn", glorot_normal_initializer()).type(), "glorot_normal");
+}
+
+// --- Losses, optimizers, metrics, signatures -----------------------------------
+
+TEST(GraphBuilder, LossesOptimizersMetrics) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+  Tensor labels = g.placeholder("labels", DType::Int64, {U});
+  Tensor logits = layers::dense(x, 3);
+  Tensor loss = losses::sparse_softmax_cross_entropy(labels, logits);
+  EXPECT_EQ(loss.name(), "sparse_softmax_cross_entropy_loss/value");
+  EXPECT_EQ(loss.shape(), Dims{});
+  EXPECT_EQ(loss.op(), "reduce_mean");
+  Tensor oh = one_hot(labels, 3);
+  EXPECT_EQ(losses::softmax_cross_entropy(oh, logits).shape(), Dims{});
+  Tensor y = g.placeholder("y", DType::Int64, {U, 3});
+  EXPECT_EQ(losses::sigmoid_cross_entropy(y, logits).shape(), Dims{});
+  EXPECT_EQ(losses::mean_squared_error(y, logits).shape(), Dims{});
+  expectGraphError([&] { losses::sparse_softmax_cross_entropy(y, logits); },
+                   {"sparse_softmax_cross_entropy",
+                    "'dense/BiasAdd' [?,3] and 'y' [?,3]"});
+
+  Operation op = train::AdamOptimizer(0.002).minimize(loss);
+  EXPECT_EQ(op.name(), "Adam");
+  EXPECT_EQ(op.op(), "minimize");
+  const graph::NodeDef &n = g.node(op.name());
+  EXPECT_EQ(n.input(0), loss.name());
+  EXPECT_EQ(n.attr().at("optimizer").s(), "adam");
+  const auto &hp = n.attr().at("hyperparameters").dict().entry();
+  EXPECT_DOUBLE_EQ(hp.at("learning_rate").f(), 0.002);
+  EXPECT_DOUBLE_EQ(hp.at("beta1").f(), 0.9);
+  EXPECT_DOUBLE_EQ(hp.at("beta2").f(), 0.999);
+  EXPECT_DOUBLE_EQ(hp.at("epsilon").f(), 1e-8);
+  EXPECT_EQ(n.attr().count("var_list"), 0u);
+  Variable kernel = *g.find_variable("dense/kernel");
+  Operation sgd = train::GradientDescentOptimizer(0.1).minimize(loss, {kernel});
+  EXPECT_EQ(g.node(sgd.name()).attr().at("optimizer").s(), "sgd");
+  EXPECT_EQ(g.node(sgd.name()).attr().at("var_list").list().s(0), "dense/kernel");
+  EXPECT_EQ(train::MomentumOptimizer(0.1, 0.9).kind(), "momentum");
+  EXPECT_EQ(train::AdagradOptimizer(0.1).kind(), "adagrad");
+  EXPECT_EQ(train::RMSPropOptimizer(0.1).kind(), "rmsprop");
+  auto ftrl = train::FtrlOptimizer(0.1);
+  EXPECT_EQ(ftrl.kind(), "ftrl");
+  EXPECT_DOUBLE_EQ(ftrl.hyperparameters().at("learning_rate_power").f(), -0.5);
+  expectGraphError([&] { train::AdamOptimizer().minimize(logits); },
+                   {"minimize 'Adam_1'", "'dense/BiasAdd' [?,3]", "float scalar"});
+
+  Metric acc = metrics::accuracy(labels, argmax(logits, 1));
+  EXPECT_EQ(acc.value.name(), "accuracy/value");
+  EXPECT_EQ(acc.value.shape(), Dims{});
+  EXPECT_EQ(acc.value.dtype(), DType::Float32);
+  ASSERT_EQ(acc.update_ops.size(), 2u);
+  EXPECT_EQ(acc.update_ops[0].op(), "assign_variable");
+  EXPECT_EQ(g.node(acc.update_ops[0].name()).attr().at("variable").s(),
+            "accuracy/total");
+  EXPECT_EQ(g.node(acc.update_ops[1].name()).attr().at("variable").s(),
+            "accuracy/count");
+  EXPECT_FALSE(g.find_variable("accuracy/total")->trainable());
+  Metric acc2 = metrics::accuracy(labels, cast(argmax(logits, 1), DType::Int32));
+  EXPECT_EQ(acc2.value.name(), "accuracy_1/value");
+  Metric mean = metrics::mean(loss);
+  EXPECT_EQ(g.node(mean.update_ops[1].name()).attr().at("variable").s(),
+            "mean/count");
+  expectGraphError([&] { metrics::mean(labels); }, {"metrics::mean", "float"});
+}
+
+TEST(GraphBuilder, Signatures) {
+  InputSpec inputs{{{"x", DType::Float32, {U, 4}}},
+                   TensorSpec{"labels", DType::Int64, {U}}};
+  auto model_fn = [](Graph &g, const TensorMap &features, const Tensor &labels,
+                     ModeKeys mode) {
+    Tensor logits = layers::dense(features["x"], 3);
+    Signature s;
+    s.predictions.set("classes", argmax(logits, 1));
+    if (mode == ModeKeys::PREDICT) {
+      EXPECT_FALSE(labels.valid());
+      return s;
+    }
+    s.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+    if (mode == ModeKeys::TRAIN)
+      s.train_op = train::GradientDescentOptimizer(0.5).minimize(s.loss);
+    else
+      s.metrics.push_back({"accuracy", metrics::accuracy(labels, s.predictions["classes"])});
+    (void)g;
+    return s;
+  };
+  graph::GraphDef def = build_graph_def(inputs, model_fn, 17);
+  EXPECT_EQ(def.seed(), 17);
+  ASSERT_EQ(def.signature_size(), 3);
+  const auto &train = def.signature().at("train");
+  ASSERT_EQ(train.features_size(), 1);
+  EXPECT_EQ(train.features(0).key(), "x");
+  EXPECT_EQ(train.features(0).node(), "train/x");
+  EXPECT_EQ(train.labels(0).key(), "labels");
+  EXPECT_EQ(train.labels(0).node(), "train/labels");
+  EXPECT_EQ(train.loss(), "train/sparse_softmax_cross_entropy_loss/value");
+  EXPECT_EQ(train.train_op(), "train/GradientDescent");
+  const auto &eval = def.signature().at("eval");
+  ASSERT_EQ(eval.metrics_size(), 1);
+  EXPECT_EQ(eval.metrics(0).key(), "accuracy");
+  EXPECT_EQ(eval.metrics(0).value(), "eval/accuracy/value");
+  EXPECT_EQ(eval.metrics(0).update_size(), 2);
+  const auto &predict = def.signature().at("predict");
+  EXPECT_EQ(predict.labels_size(), 0);
+  EXPECT_EQ(predict.predictions(0).node(), "predict/ArgMax");
+  EXPECT_TRUE(predict.loss().empty());
+  // Two builds are identical.
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      def, build_graph_def(inputs, model_fn, 17)));
+
+  // Signature errors.
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+  Signature bad;
+  bad.loss = x;
+  expectGraphError([&] { g.set_signature(ModeKeys::EVAL, bad); },
+                   {"signature 'eval'", "loss 'x'", "float scalar"});
+  Signature notrain;
+  expectGraphError([&] { g.set_signature(ModeKeys::TRAIN, notrain); },
+                   {"signature 'train'", "loss and a train_op"});
+  Signature ok;
+  ok.predictions.set("y", x);
+  g.set_signature(ModeKeys::PREDICT, ok);
+  EXPECT_TRUE(g.has_signature(ModeKeys::PREDICT));
+  expectGraphError([&] { g.set_signature(ModeKeys::PREDICT, ok); },
+                   {"signature 'predict'", "already set"});
+  Signature empty;
+  empty.predictions.set("y", Tensor());
+  expectGraphError([&] { g.set_signature(ModeKeys::EVAL, empty); },
+                   {"prediction 'y'", "empty Tensor"});
+  expectGraphError([&] { ok.predictions.at("nope"); },
+                   {"no tensor with key 'nope'", "'y'"});
+}
