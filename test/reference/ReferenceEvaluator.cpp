@@ -1,0 +1,1503 @@
+//===- ReferenceEvaluator.cpp - A plain interpreter of model graphs -----===//
+
+#include "test/reference/ReferenceEvaluator.h"
+
+#include "lib/Random/Philox.h"
+#include "lib/Shape/ShapeFunctions.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace estc {
+namespace reference {
+
+namespace g = ::estc::graph;
+using shape::Dims;
+
+namespace {
+
+[[noreturn]] void fail(const std::string &message) {
+  throw std::runtime_error("reference: " + message);
+}
+
+std::string dtypeName(g::DataType dtype) {
+  switch (dtype) {
+  case g::DT_FLOAT:
+    return "f32";
+  case g::DT_DOUBLE:
+    return "f64";
+  case g::DT_INT32:
+    return "i32";
+  case g::DT_INT64:
+    return "i64";
+  case g::DT_BOOL:
+    return "i1";
+  case g::DT_HALF:
+    return "f16";
+  case g::DT_BFLOAT16:
+    return "bf16";
+  default:
+    return "invalid";
+  }
+}
+
+bool isFloat(g::DataType t) {
+  return t == g::DT_FLOAT || t == g::DT_DOUBLE || t == g::DT_HALF ||
+         t == g::DT_BFLOAT16;
+}
+bool isInteger(g::DataType t) { return t == g::DT_INT32 || t == g::DT_INT64; }
+
+/// Rounds a double to what `dtype` can hold: integers truncate toward zero
+/// (NaN -> 0, saturating at the type's range; i32 wraps modulo 2^32 within
+/// the i64 range), booleans become 0/1. Floats are kept as they are.
+double normalize(g::DataType dtype, double v) {
+  switch (dtype) {
+  case g::DT_BOOL:
+    return v != 0 ? 1.0 : 0.0;
+  case g::DT_INT32: {
+    if (std::isnan(v))
+      return 0;
+    double t = std::trunc(v);
+    if (t >= 9.2233720368547758e18 || t <= -9.2233720368547758e18)
+      return t > 0 ? std::numeric_limits<int32_t>::max()
+                   : std::numeric_limits<int32_t>::min();
+    return static_cast<double>(static_cast<int32_t>(
+        static_cast<uint32_t>(static_cast<int64_t>(t))));
+  }
+  case g::DT_INT64: {
+    if (std::isnan(v))
+      return 0;
+    double t = std::trunc(v);
+    if (t >= 9.2233720368547758e18)
+      return static_cast<double>(std::numeric_limits<int64_t>::max());
+    if (t <= -9.2233720368547758e18)
+      return static_cast<double>(std::numeric_limits<int64_t>::min());
+    return t;
+  }
+  default:
+    return v;
+  }
+}
+
+int64_t product(const Dims &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+Dims stridesOf(const Dims &dims) {
+  Dims strides(dims.size(), 1);
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dims[d + 1];
+  return strides;
+}
+
+/// Calls fn(index, linear) for every element of `dims` in row-major order.
+void forEachIndex(const Dims &dims,
+                  const std::function<void(const Dims &, int64_t)> &fn) {
+  int64_t n = product(dims);
+  Dims index(dims.size(), 0);
+  for (int64_t linear = 0; linear < n; ++linear) {
+    fn(index, linear);
+    for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+      if (++index[d] < dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+int64_t linearIndex(const Dims &index, const Dims &strides) {
+  int64_t linear = 0;
+  for (size_t d = 0; d < index.size(); ++d)
+    linear += index[d] * strides[d];
+  return linear;
+}
+
+/// For each element of `out` (row-major), the linear index of the element of
+/// a tensor of shape `in` that NumPy broadcasting maps to it.
+std::vector<int64_t> broadcastOffsets(const Dims &in, const Dims &out) {
+  size_t shift = out.size() - in.size();
+  Dims inStrides = stridesOf(in);
+  Dims strides(out.size(), 0);
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1)
+      strides[d + shift] = inStrides[d];
+  std::vector<int64_t> offsets(product(out));
+  forEachIndex(out, [&](const Dims &index, int64_t linear) {
+    offsets[linear] = linearIndex(index, strides);
+  });
+  return offsets;
+}
+
+double nanMax(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  return std::max(a, b);
+}
+double nanMin(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::numeric_limits<double>::quiet_NaN();
+  return std::min(a, b);
+}
+
+/// One node being evaluated: its definition, its input values, attribute
+/// accessors and error reporting that names the node.
+struct OpContext {
+  const g::NodeDef &node;
+  const std::vector<const Value *> &inputs;
+
+  [[noreturn]] void error(const std::string &message) const {
+    fail("node '" + node.name() + "' (" + node.op() + "): " + message);
+  }
+
+  const Value &input(size_t k) const { return *inputs[k]; }
+
+  void expectInputs(size_t minCount, size_t maxCount) const {
+    if (inputs.size() < minCount || inputs.size() > maxCount) {
+      std::string expected = std::to_string(minCount);
+      if (maxCount != minCount)
+        expected += maxCount == SIZE_MAX ? " or more"
+                                         : " to " + std::to_string(maxCount);
+      error("expects " + expected + " inputs, got " +
+            std::to_string(inputs.size()));
+    }
+  }
+
+  const g::AttrValue *find(const std::string &name) const {
+    auto it = node.attr().find(name);
+    return it == node.attr().end() ? nullptr : &it->second;
+  }
+  const g::AttrValue &require(const std::string &name) const {
+    const g::AttrValue *attr = find(name);
+    if (!attr)
+      error("requires attribute '" + name + "'");
+    return *attr;
+  }
+  int64_t getInt(const std::string &name,
+                 std::optional<int64_t> fallback = std::nullopt) const {
+    const g::AttrValue *attr = fallback ? find(name) : &require(name);
+    if (!attr)
+      return *fallback;
+    if (!attr->has_i())
+      error("attribute '" + name + "' must be an integer");
+    return attr->i();
+  }
+  double getFloat(const std::string &name,
+                  std::optional<double> fallback = std::nullopt) const {
+    const g::AttrValue *attr = fallback ? find(name) : &require(name);
+    if (!attr)
+      return *fallback;
+    if (attr->has_f())
+      return attr->f();
+    if (attr->has_i())
+      return static_cast<double>(attr->i());
+    error("attribute '" + name + "' must be a float");
+  }
+  bool getBool(const std::string &name, bool fallback) const {
+    const g::AttrValue *attr = find(name);
+    if (!attr)
+      return fallback;
+    if (!attr->has_b())
+      error("attribute '" + name + "' must be a bool");
+    return attr->b();
+  }
+  std::string getString(const std::string &name) const {
+    const g::AttrValue &attr = require(name);
+    if (!attr.has_s())
+      error("attribute '" + name + "' must be a string");
+    return attr.s();
+  }
+  g::DataType getType(const std::string &name, g::DataType fallback) const {
+    const g::AttrValue *attr = find(name);
+    if (!attr)
+      return fallback;
+    if (!attr->has_type())
+      error("attribute '" + name + "' must be a type");
+    return attr->type();
+  }
+  /// An integer list (AttrValue.list.i) or a shape (AttrValue.shape).
+  std::optional<Dims> findInts(const std::string &name) const {
+    const g::AttrValue *attr = find(name);
+    if (!attr)
+      return std::nullopt;
+    if (attr->has_shape())
+      return Dims(attr->shape().dim().begin(), attr->shape().dim().end());
+    if (attr->has_list() && attr->list().f_size() == 0 &&
+        attr->list().s_size() == 0)
+      return Dims(attr->list().i().begin(), attr->list().i().end());
+    error("attribute '" + name + "' must be a list of integers");
+  }
+  Dims getInts(const std::string &name) const {
+    std::optional<Dims> ints = findInts(name);
+    if (!ints)
+      error("requires attribute '" + name + "'");
+    return *ints;
+  }
+  Dims getInts(const std::string &name, const Dims &fallback) const {
+    std::optional<Dims> ints = findInts(name);
+    return ints ? *ints : fallback;
+  }
+
+  /// Unwraps a shape-function result, reporting its error on this node.
+  Dims check(const shape::ShapeOr &result) const {
+    if (!result)
+      error(result.message());
+    return *result;
+  }
+  int64_t axis(int64_t axis, int64_t rank) const {
+    std::optional<int64_t> normalized = shape::normalizeAxis(axis, rank);
+    if (!normalized)
+      error("axis " + std::to_string(axis) + " is out of range for rank " +
+            std::to_string(rank));
+    return *normalized;
+  }
+  void expectFloat(const Value &v, const char *what) const {
+    if (!isFloat(v.dtype))
+      error(std::string(what) + " must be a float tensor, got " +
+            dtypeName(v.dtype));
+  }
+  void expectInteger(const Value &v, const char *what) const {
+    if (!isInteger(v.dtype))
+      error(std::string(what) + " must be an i32 or i64 tensor, got " +
+            dtypeName(v.dtype));
+  }
+  void expectBool(const Value &v, const char *what) const {
+    if (v.dtype != g::DT_BOOL)
+      error(std::string(what) + " must be an i1 tensor, got " +
+            dtypeName(v.dtype));
+  }
+};
+
+Value makeValue(g::DataType dtype, Dims shape) {
+  Value v;
+  v.dtype = dtype;
+  v.data.assign(product(shape), 0.0);
+  v.shape = std::move(shape);
+  return v;
+}
+
+void normalizeAll(Value &v) {
+  if (!isFloat(v.dtype))
+    for (double &x : v.data)
+      x = normalize(v.dtype, x);
+}
+
+// --- Sources ---------------------------------------------------------------
+
+Value constant(const OpContext &ctx) {
+  ctx.expectInputs(0, 0);
+  const g::AttrValue &attr = ctx.require("value");
+  if (!attr.has_tensor())
+    ctx.error("attribute 'value' must be a tensor");
+  const g::TensorProto &t = attr.tensor();
+  Dims shape(t.shape().dim().begin(), t.shape().dim().end());
+  for (int64_t d : shape)
+    if (d < 0)
+      ctx.error("constant shape must be fully known, got " +
+                shape::toString(shape));
+  std::vector<double> values;
+  switch (t.dtype()) {
+  case g::DT_FLOAT:
+  case g::DT_HALF:
+  case g::DT_BFLOAT16:
+    values.assign(t.float_val().begin(), t.float_val().end());
+    break;
+  case g::DT_DOUBLE:
+    values.assign(t.double_val().begin(), t.double_val().end());
+    break;
+  case g::DT_INT32:
+    values.assign(t.int_val().begin(), t.int_val().end());
+    break;
+  case g::DT_INT64:
+    values.assign(t.int64_val().begin(), t.int64_val().end());
+    break;
+  case g::DT_BOOL:
+    for (bool b : t.bool_val())
+      values.push_back(b ? 1.0 : 0.0);
+    break;
+  default:
+    ctx.error("constant has invalid dtype");
+  }
+  Value v = makeValue(t.dtype(), shape);
+  if (values.size() == 1)
+    std::fill(v.data.begin(), v.data.end(), values.front());
+  else if (static_cast<int64_t>(values.size()) == v.numElements())
+    v.data = values;
+  else
+    ctx.error("constant holds " + std::to_string(values.size()) +
+              " values but its shape " + shape::toString(shape) + " needs " +
+              std::to_string(v.numElements()) + " (or 1 to splat)");
+  return v;
+}
+
+// --- Elementwise -----------------------------------------------------------
+
+Value unary(const OpContext &ctx, const std::function<double(double)> &fn) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Value out = makeValue(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    out.data[i] = normalize(x.dtype, fn(x.data[i]));
+  return out;
+}
+
+Value floatUnary(const OpContext &ctx,
+                 const std::function<double(double)> &fn) {
+  ctx.expectInputs(1, 1);
+  ctx.expectFloat(ctx.input(0), "x");
+  return unary(ctx, fn);
+}
+
+/// Applies fn over the broadcast of all inputs; the result has `dtype`.
+Value broadcastMap(const OpContext &ctx, g::DataType dtype,
+                   const std::function<double(const double *)> &fn) {
+  std::vector<Dims> shapes;
+  for (const Value *v : ctx.inputs)
+    shapes.push_back(v->shape);
+  Dims outShape = ctx.check(shape::broadcast(shapes));
+  std::vector<std::vector<int64_t>> offsets;
+  for (const Value *v : ctx.inputs)
+    offsets.push_back(broadcastOffsets(v->shape, outShape));
+  Value out = makeValue(dtype, outShape);
+  std::vector<double> args(ctx.inputs.size());
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    for (size_t k = 0; k < ctx.inputs.size(); ++k)
+      args[k] = ctx.inputs[k]->data[offsets[k][i]];
+    out.data[i] = normalize(dtype, fn(args.data()));
+  }
+  return out;
+}
+
+void expectSameDtype(const OpContext &ctx, const Value &a, const Value &b) {
+  if (a.dtype != b.dtype)
+    ctx.error("operands have different dtypes " + dtypeName(a.dtype) +
+              " and " + dtypeName(b.dtype) + " (no implicit promotion)");
+}
+
+Value binary(const OpContext &ctx,
+             const std::function<double(double, double)> &fn) {
+  ctx.expectInputs(2, 2);
+  expectSameDtype(ctx, ctx.input(0), ctx.input(1));
+  return broadcastMap(ctx, ctx.input(0).dtype,
+                      [&](const double *a) { return fn(a[0], a[1]); });
+}
+
+Value divide(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  expectSameDtype(ctx, ctx.input(0), ctx.input(1));
+  bool integer = !isFloat(ctx.input(0).dtype);
+  return broadcastMap(ctx, ctx.input(0).dtype, [&](const double *a) {
+    if (integer && a[1] == 0)
+      ctx.error("integer division by zero");
+    return integer ? std::trunc(a[0] / a[1]) : a[0] / a[1];
+  });
+}
+
+Value compare(const OpContext &ctx,
+              const std::function<bool(double, double)> &fn) {
+  ctx.expectInputs(2, 2);
+  expectSameDtype(ctx, ctx.input(0), ctx.input(1));
+  return broadcastMap(ctx, g::DT_BOOL,
+                      [&](const double *a) { return fn(a[0], a[1]) ? 1 : 0; });
+}
+
+Value logical(const OpContext &ctx, const std::function<bool(bool, bool)> &fn) {
+  ctx.expectInputs(2, 2);
+  ctx.expectBool(ctx.input(0), "lhs");
+  ctx.expectBool(ctx.input(1), "rhs");
+  return broadcastMap(ctx, g::DT_BOOL, [&](const double *a) {
+    return fn(a[0] != 0, a[1] != 0) ? 1 : 0;
+  });
+}
+
+Value select(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  ctx.expectBool(ctx.input(0), "cond");
+  expectSameDtype(ctx, ctx.input(1), ctx.input(2));
+  return broadcastMap(ctx, ctx.input(1).dtype, [](const double *a) {
+    return a[0] != 0 ? a[1] : a[2];
+  });
+}
+
+Value cast(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  g::DataType dtype = ctx.getType("dtype", g::DT_INVALID);
+  if (dtype == g::DT_INVALID)
+    ctx.error("requires attribute 'dtype' (a type)");
+  const Value &x = ctx.input(0);
+  Value out = makeValue(dtype, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    double v = x.data[i];
+    if (dtype == g::DT_FLOAT)
+      v = static_cast<float>(v);
+    out.data[i] = normalize(dtype, v);
+  }
+  return out;
+}
+
+// --- Linear algebra, convolution, pooling ----------------------------------
+
+Value matmul(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &a = ctx.input(0), &b = ctx.input(1);
+  expectSameDtype(ctx, a, b);
+  bool ta = ctx.getBool("transpose_a", false);
+  bool tb = ctx.getBool("transpose_b", false);
+  Dims outShape = ctx.check(shape::matmul(a.shape, b.shape, ta, tb));
+  size_t ra = a.shape.size(), rb = b.shape.size(), ro = outShape.size();
+  int64_t m = outShape[ro - 2], n = outShape[ro - 1];
+  int64_t k = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  Dims aBatch(a.shape.begin(), a.shape.end() - 2);
+  Dims bBatch(b.shape.begin(), b.shape.end() - 2);
+  Dims outBatch(outShape.begin(), outShape.end() - 2);
+  std::vector<int64_t> aOffsets = broadcastOffsets(aBatch, outBatch);
+  std::vector<int64_t> bOffsets = broadcastOffsets(bBatch, outBatch);
+  int64_t aRows = a.shape[ra - 2], aCols = a.shape[ra - 1];
+  int64_t bRows = b.shape[rb - 2], bCols = b.shape[rb - 1];
+  Value out = makeValue(a.dtype, outShape);
+  for (size_t batch = 0; batch < aOffsets.size(); ++batch) {
+    const double *pa = a.data.data() + aOffsets[batch] * aRows * aCols;
+    const double *pb = b.data.data() + bOffsets[batch] * bRows * bCols;
+    double *po = out.data.data() + batch * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double x = ta ? pa[p * aCols + i] : pa[i * aCols + p];
+          double y = tb ? pb[j * bCols + p] : pb[p * bCols + j];
+          sum += x * y;
+        }
+        po[i * n + j] = normalize(a.dtype, sum);
+      }
+  }
+  return out;
+}
+
+shape::Padding getPadding(const OpContext &ctx) {
+  std::string name = ctx.getString("padding");
+  std::optional<shape::Padding> padding = shape::parsePadding(name);
+  if (!padding)
+    ctx.error("padding must be \"SAME\" or \"VALID\", got \"" + name + "\"");
+  return *padding;
+}
+
+Value conv2d(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &in = ctx.input(0), &filter = ctx.input(1);
+  expectSameDtype(ctx, in, filter);
+  Dims strides = ctx.getInts("strides", {1, 1});
+  Dims dilations = ctx.getInts("dilations", {1, 1});
+  shape::Padding padding = getPadding(ctx);
+  Dims outShape = ctx.check(
+      shape::conv2d(in.shape, filter.shape, strides, dilations, padding));
+  int64_t height = in.shape[1], width = in.shape[2], channels = in.shape[3];
+  int64_t kh = filter.shape[0], kw = filter.shape[1], oc = filter.shape[3];
+  int64_t padTop = shape::convPadBefore(height, kh, strides[0], dilations[0],
+                                        padding);
+  int64_t padLeft = shape::convPadBefore(width, kw, strides[1], dilations[1],
+                                         padding);
+  Dims inStrides = stridesOf(in.shape), fStrides = stridesOf(filter.shape);
+  Value out = makeValue(in.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    double sum = 0;
+    for (int64_t y = 0; y < kh; ++y) {
+      int64_t iy = o[1] * strides[0] - padTop + y * dilations[0];
+      if (iy < 0 || iy >= height)
+        continue;
+      for (int64_t x = 0; x < kw; ++x) {
+        int64_t ix = o[2] * strides[1] - padLeft + x * dilations[1];
+        if (ix < 0 || ix >= width)
+          continue;
+        for (int64_t c = 0; c < channels; ++c)
+          sum += in.data[linearIndex({o[0], iy, ix, c}, inStrides)] *
+                 filter.data[linearIndex({y, x, c, o[3]}, fStrides)];
+      }
+    }
+    (void)oc;
+    out.data[linear] = normalize(in.dtype, sum);
+  });
+  return out;
+}
+
+/// Max or average pooling; padded positions are excluded (SAME average
+/// pooling divides by the number of valid elements, like TF).
+Value pool(const OpContext &ctx, bool isMax) {
+  ctx.expectInputs(1, 1);
+  const Value &in = ctx.input(0);
+  Dims ksize = ctx.getInts("ksize");
+  Dims strides = ctx.getInts("strides");
+  shape::Padding padding = getPadding(ctx);
+  Dims outShape = ctx.check(shape::pool2d(in.shape, ksize, strides, padding));
+  int64_t height = in.shape[1], width = in.shape[2];
+  int64_t padTop = shape::convPadBefore(height, ksize[0], strides[0], 1,
+                                        padding);
+  int64_t padLeft = shape::convPadBefore(width, ksize[1], strides[1], 1,
+                                         padding);
+  Dims inStrides = stridesOf(in.shape);
+  Value out = makeValue(in.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    double acc = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    int64_t count = 0;
+    for (int64_t y = 0; y < ksize[0]; ++y) {
+      int64_t iy = o[1] * strides[0] - padTop + y;
+      if (iy < 0 || iy >= height)
+        continue;
+      for (int64_t x = 0; x < ksize[1]; ++x) {
+        int64_t ix = o[2] * strides[1] - padLeft + x;
+        if (ix < 0 || ix >= width)
+          continue;
+        double v = in.data[linearIndex({o[0], iy, ix, o[3]}, inStrides)];
+        acc = isMax ? nanMax(acc, v) : acc + v;
+        ++count;
+      }
+    }
+    if (!isMax)
+      acc /= static_cast<double>(count);
+    out.data[linear] = normalize(in.dtype, acc);
+  });
+  return out;
+}
+
+// --- Reductions ------------------------------------------------------------
+
+enum class Reduction { Sum, Mean, Max, Min, Prod };
+
+Value reduce(const OpContext &ctx, Reduction kind) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  std::optional<Dims> axes = ctx.findInts("axes");
+  bool keepDims = ctx.getBool("keep_dims", false);
+  Dims outShape = ctx.check(shape::reduce(x.shape, axes, keepDims));
+  // The shape with reduced axes kept as 1 broadcasts to the input: that maps
+  // each input element to its output slot.
+  Dims kept = ctx.check(shape::reduce(x.shape, axes, true));
+  std::vector<int64_t> slot = broadcastOffsets(kept, x.shape);
+  int64_t slots = product(kept);
+  double init = 0;
+  if (kind == Reduction::Prod)
+    init = 1;
+  else if (kind == Reduction::Max)
+    init = -std::numeric_limits<double>::infinity();
+  else if (kind == Reduction::Min)
+    init = std::numeric_limits<double>::infinity();
+  std::vector<double> acc(slots, init);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    double &a = acc[slot[i]];
+    double v = x.data[i];
+    switch (kind) {
+    case Reduction::Sum:
+    case Reduction::Mean:
+      a += v;
+      break;
+    case Reduction::Prod:
+      a *= v;
+      break;
+    case Reduction::Max:
+      a = nanMax(a, v);
+      break;
+    case Reduction::Min:
+      a = nanMin(a, v);
+      break;
+    }
+  }
+  if (kind == Reduction::Mean) {
+    double count = slots ? static_cast<double>(x.numElements()) / slots : 0;
+    for (double &a : acc)
+      a /= count;
+  }
+  Value out = makeValue(x.dtype, outShape);
+  for (int64_t i = 0; i < slots; ++i)
+    out.data[i] = normalize(x.dtype, acc[i]);
+  return out;
+}
+
+/// argmax / argmin: the first index of the extreme value; a NaN counts as
+/// the extreme (the first NaN wins), like NumPy.
+Value argReduce(const OpContext &ctx, bool isMax) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = ctx.axis(ctx.getInt("axis"), rank);
+  g::DataType outType = ctx.getType("output_type", g::DT_INT64);
+  if (!isInteger(outType))
+    ctx.error("output_type must be i32 or i64");
+  Dims outShape = ctx.check(shape::argReduce(x.shape, axis));
+  Dims kept = x.shape;
+  kept[axis] = 1;
+  std::vector<int64_t> slot = broadcastOffsets(kept, x.shape);
+  int64_t stride = stridesOf(x.shape)[axis];
+  Value out = makeValue(outType, outShape);
+  std::vector<double> best(product(kept), 0);
+  std::vector<char> seen(product(kept), 0);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    int64_t s = slot[i];
+    double v = x.data[i];
+    int64_t position = (i / stride) % x.shape[axis];
+    bool better;
+    if (!seen[s])
+      better = true;
+    else if (std::isnan(best[s]))
+      better = false;
+    else if (std::isnan(v))
+      better = true;
+    else
+      better = isMax ? v > best[s] : v < best[s];
+    if (better) {
+      seen[s] = 1;
+      best[s] = v;
+      out.data[s] = static_cast<double>(position);
+    }
+  }
+  return out;
+}
+
+// --- Shapes ----------------------------------------------------------------
+
+Value withShape(const Value &x, Dims shape) {
+  Value out = x;
+  out.shape = std::move(shape);
+  return out;
+}
+
+Value reshape(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims target = ctx.getInts("shape");
+  Dims outShape = ctx.check(shape::reshape(x.shape, target));
+  if (product(outShape) != x.numElements())
+    ctx.error("cannot reshape " + shape::toString(x.shape) + " to " +
+              shape::toString(target));
+  return withShape(x, outShape);
+}
+
+Value transpose(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims perm = ctx.getInts("perm");
+  Dims outShape = ctx.check(shape::transpose(x.shape, perm));
+  Dims inStrides = stridesOf(x.shape);
+  Value out = makeValue(x.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    int64_t source = 0;
+    for (size_t d = 0; d < o.size(); ++d)
+      source += o[d] * inStrides[perm[d]];
+    out.data[linear] = x.data[source];
+  });
+  return out;
+}
+
+Value concat(const OpContext &ctx) {
+  ctx.expectInputs(1, SIZE_MAX);
+  std::vector<Dims> shapes;
+  for (const Value *v : ctx.inputs) {
+    expectSameDtype(ctx, ctx.input(0), *v);
+    shapes.push_back(v->shape);
+  }
+  int64_t rank = static_cast<int64_t>(shapes.front().size());
+  int64_t axis = ctx.getInt("axis");
+  Dims outShape = ctx.check(shape::concat(shapes, axis));
+  axis = ctx.axis(axis, rank);
+  Dims outStrides = stridesOf(outShape);
+  Value out = makeValue(ctx.input(0).dtype, outShape);
+  int64_t offset = 0;
+  for (const Value *v : ctx.inputs) {
+    forEachIndex(v->shape, [&](const Dims &index, int64_t linear) {
+      Dims target = index;
+      target[axis] += offset;
+      out.data[linearIndex(target, outStrides)] = v->data[linear];
+    });
+    offset += v->shape[axis];
+  }
+  return out;
+}
+
+Value slice(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims begin = ctx.getInts("begin");
+  Dims size = ctx.getInts("size");
+  Dims outShape = ctx.check(shape::slice(x.shape, begin, size));
+  Dims inStrides = stridesOf(x.shape);
+  Value out = makeValue(x.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    int64_t source = 0;
+    for (size_t d = 0; d < o.size(); ++d)
+      source += (o[d] + begin[d]) * inStrides[d];
+    out.data[linear] = x.data[source];
+  });
+  return out;
+}
+
+Value pad(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims paddings = ctx.getInts("paddings");
+  double value = ctx.getFloat("constant_value", 0.0);
+  Dims outShape = ctx.check(shape::pad(x.shape, paddings));
+  Dims outStrides = stridesOf(outShape);
+  Value out = makeValue(x.dtype, outShape);
+  std::fill(out.data.begin(), out.data.end(), normalize(x.dtype, value));
+  forEachIndex(x.shape, [&](const Dims &index, int64_t linear) {
+    int64_t target = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      target += (index[d] + paddings[2 * d]) * outStrides[d];
+    out.data[target] = x.data[linear];
+  });
+  return out;
+}
+
+Value broadcastTo(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims target = ctx.getInts("shape");
+  Dims outShape = ctx.check(shape::broadcastTo(x.shape, target));
+  std::vector<int64_t> offsets = broadcastOffsets(x.shape, outShape);
+  Value out = makeValue(x.dtype, outShape);
+  for (int64_t i = 0; i < out.numElements(); ++i)
+    out.data[i] = x.data[offsets[i]];
+  return out;
+}
+
+Value squeeze(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  return withShape(x, ctx.check(shape::squeeze(x.shape, ctx.findInts("axes"))));
+}
+
+Value expandDims(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  return withShape(x,
+                   ctx.check(shape::expandDims(x.shape, ctx.getInt("axis"))));
+}
+
+// --- Indexing --------------------------------------------------------------
+
+Value gather(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &params = ctx.input(0), &indices = ctx.input(1);
+  ctx.expectInteger(indices, "indices");
+  int64_t rank = static_cast<int64_t>(params.shape.size());
+  int64_t axis = ctx.getInt("axis", 0);
+  Dims outShape = ctx.check(shape::gather(params.shape, indices.shape, axis));
+  axis = ctx.axis(axis, rank);
+  int64_t indexRank = static_cast<int64_t>(indices.shape.size());
+  int64_t limit = params.shape[axis];
+  Dims pStrides = stridesOf(params.shape), iStrides = stridesOf(indices.shape);
+  Value out = makeValue(params.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    int64_t which = 0;
+    for (int64_t d = 0; d < indexRank; ++d)
+      which += o[axis + d] * iStrides[d];
+    double index = indices.data[which];
+    if (index < 0 || index >= static_cast<double>(limit)) {
+      std::ostringstream os;
+      os << "index " << static_cast<int64_t>(index) << " (indices element "
+         << which << ") is out of range [0, " << limit << ") of axis "
+         << axis << " of params " << shape::toString(params.shape);
+      ctx.error(os.str());
+    }
+    int64_t source = static_cast<int64_t>(index) * pStrides[axis];
+    for (int64_t d = 0; d < axis; ++d)
+      source += o[d] * pStrides[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      source += o[d - 1 + indexRank] * pStrides[d];
+    out.data[linear] = params.data[source];
+  });
+  return out;
+}
+
+Value oneHot(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &indices = ctx.input(0);
+  ctx.expectInteger(indices, "indices");
+  int64_t depth = ctx.getInt("depth");
+  int64_t axis = ctx.getInt("axis", -1);
+  double on = ctx.getFloat("on_value", 1.0), off = ctx.getFloat("off_value", 0.0);
+  g::DataType dtype = ctx.getType("dtype", g::DT_FLOAT);
+  Dims outShape = ctx.check(shape::oneHot(indices.shape, depth, axis));
+  axis = ctx.axis(axis, static_cast<int64_t>(outShape.size()));
+  Dims iStrides = stridesOf(indices.shape);
+  Value out = makeValue(dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    int64_t which = 0;
+    for (size_t d = 0, k = 0; d < o.size(); ++d)
+      if (static_cast<int64_t>(d) != axis)
+        which += o[d] * iStrides[k++];
+    bool hot = indices.data[which] == static_cast<double>(o[axis]);
+    out.data[linear] = normalize(dtype, hot ? on : off);
+  });
+  return out;
+}
+
+// --- Neural-network ops and losses -----------------------------------------
+
+/// log_softmax along `axis` (stable: the max is subtracted first).
+Value logSoftmaxAlong(const Value &x, int64_t axis) {
+  Dims kept = x.shape;
+  kept[axis] = 1;
+  std::vector<int64_t> slot = broadcastOffsets(kept, x.shape);
+  int64_t slots = product(kept);
+  std::vector<double> maxima(slots, -std::numeric_limits<double>::infinity());
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    maxima[slot[i]] = nanMax(maxima[slot[i]], x.data[i]);
+  std::vector<double> sums(slots, 0.0);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    sums[slot[i]] += std::exp(x.data[i] - maxima[slot[i]]);
+  Value out = makeValue(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i)
+    out.data[i] = x.data[i] - maxima[slot[i]] - std::log(sums[slot[i]]);
+  return out;
+}
+
+Value softmax(const OpContext &ctx, bool log) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  ctx.expectFloat(x, "logits");
+  int64_t axis = ctx.axis(ctx.getInt("axis", -1),
+                          static_cast<int64_t>(x.shape.size()));
+  Value out = logSoftmaxAlong(x, axis);
+  if (!log)
+    for (double &v : out.data)
+      v = std::exp(v);
+  return out;
+}
+
+Value softmaxCrossEntropy(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &logits = ctx.input(0), &labels = ctx.input(1);
+  ctx.expectFloat(logits, "logits");
+  expectSameDtype(ctx, logits, labels);
+  Dims outShape =
+      ctx.check(shape::softmaxCrossEntropy(logits.shape, labels.shape));
+  int64_t classes = logits.shape.back();
+  Value logp = logSoftmaxAlong(logits, logits.shape.size() - 1);
+  Value out = makeValue(logits.dtype, outShape);
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    double loss = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      loss -= labels.data[i * classes + c] * logp.data[i * classes + c];
+    out.data[i] = loss;
+  }
+  return out;
+}
+
+Value sparseSoftmaxCrossEntropy(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &logits = ctx.input(0), &labels = ctx.input(1);
+  ctx.expectFloat(logits, "logits");
+  ctx.expectInteger(labels, "labels");
+  Dims outShape =
+      ctx.check(shape::sparseSoftmaxCrossEntropy(logits.shape, labels.shape));
+  int64_t classes = logits.shape.back();
+  Value logp = logSoftmaxAlong(logits, logits.shape.size() - 1);
+  Value out = makeValue(logits.dtype, outShape);
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    double label = labels.data[i];
+    if (label < 0 || label >= static_cast<double>(classes))
+      ctx.error("label " + std::to_string(static_cast<int64_t>(label)) +
+                " (element " + std::to_string(i) + ") is out of range [0, " +
+                std::to_string(classes) + ")");
+    out.data[i] = -logp.data[i * classes + static_cast<int64_t>(label)];
+  }
+  return out;
+}
+
+Value sigmoidCrossEntropy(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &logits = ctx.input(0), &labels = ctx.input(1);
+  ctx.expectFloat(logits, "logits");
+  expectSameDtype(ctx, logits, labels);
+  if (logits.shape != labels.shape)
+    ctx.error("labels " + shape::toString(labels.shape) +
+              " must have the shape of logits " +
+              shape::toString(logits.shape));
+  Value out = makeValue(logits.dtype, logits.shape);
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    double x = logits.data[i], z = labels.data[i];
+    out.data[i] = std::max(x, 0.0) - x * z + std::log1p(std::exp(-std::abs(x)));
+    if (std::isnan(x))
+      out.data[i] = x;
+  }
+  return out;
+}
+
+// --- Randomness ------------------------------------------------------------
+
+int64_t counterOf(const OpContext &ctx, const Value &counter) {
+  ctx.expectInteger(counter, "counter");
+  if (counter.numElements() != 1 || !counter.shape.empty())
+    ctx.error("counter must be a scalar, got " +
+              shape::toString(counter.shape));
+  return static_cast<int64_t>(counter.data[0]);
+}
+
+/// random_uniform / random_normal / truncated_normal, computed in T.
+template <typename T> Value randomOp(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  int64_t counter = counterOf(ctx, ctx.input(0));
+  int64_t seed = ctx.getInt("seed");
+  g::DataType dtype = ctx.getType("dtype", g::DT_FLOAT);
+  Dims outShape = ctx.getInts("shape");
+  if (!shape::isFullyKnown(outShape))
+    ctx.error("shape must be fully known, got " + shape::toString(outShape));
+  Value out = makeValue(dtype, outShape);
+  const std::string &op = ctx.node.op();
+  T a, b;
+  if (op == "random_uniform") {
+    a = T(ctx.getFloat("minval", 0.0));
+    b = T(ctx.getFloat("maxval", 1.0));
+  } else {
+    a = T(ctx.getFloat("mean", 0.0));
+    b = T(ctx.getFloat("stddev", 1.0));
+  }
+  for (int64_t i = 0; i < out.numElements(); ++i) {
+    random::Block r =
+        random::randomBits(seed, counter, static_cast<uint64_t>(i));
+    T v;
+    if (op == "random_uniform")
+      v = random::uniform<T>(r, a, b);
+    else if (op == "random_normal")
+      v = random::normal<T>(r, a, b);
+    else
+      v = random::truncatedNormal<T>(r, a, b);
+    out.data[i] = static_cast<double>(v);
+  }
+  return out;
+}
+
+Value randomOp(const OpContext &ctx) {
+  if (!isFloat(ctx.getType("dtype", g::DT_FLOAT)))
+    ctx.error("dtype must be a float type");
+  if (ctx.getType("dtype", g::DT_FLOAT) == g::DT_DOUBLE)
+    return randomOp<double>(ctx);
+  return randomOp<float>(ctx);
+}
+
+/// dropout: the keep decision is made in T (the op's compute type), the
+/// scaling x / (1 - rate) in double.
+Value dropout(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &x = ctx.input(0);
+  ctx.expectFloat(x, "x");
+  int64_t counter = counterOf(ctx, ctx.input(1));
+  double rate = ctx.getFloat("rate");
+  int64_t seed = ctx.getInt("seed");
+  if (!(rate >= 0 && rate < 1))
+    ctx.error("rate must be in [0, 1), got " + std::to_string(rate));
+  Value out = makeValue(x.dtype, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    random::Block r =
+        random::randomBits(seed, counter, static_cast<uint64_t>(i));
+    bool keep = x.dtype == g::DT_DOUBLE
+                    ? random::dropoutKeep<double>(r, rate)
+                    : random::dropoutKeep<float>(r, static_cast<float>(rate));
+    out.data[i] = keep ? x.data[i] / (1.0 - rate) : 0.0;
+  }
+  return out;
+}
+
+// --- The op table ----------------------------------------------------------
+
+using Kernel = std::function<Value(const OpContext &)>;
+
+const std::map<std::string, Kernel> &kernels() {
+  static const std::map<std::string, Kernel> table = [] {
+    std::map<std::string, Kernel> t;
+    constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+    t["constant"] = constant;
+    // Binary arithmetic.
+    t["add"] = [](const OpContext &c) {
+      return binary(c, [](double a, double b) { return a + b; });
+    };
+    t["sub"] = [](const OpContext &c) {
+      return binary(c, [](double a, double b) { return a - b; });
+    };
+    t["mul"] = [](const OpContext &c) {
+      return binary(c, [](double a, double b) { return a * b; });
+    };
+    t["div"] = divide;
+    t["pow"] = [](const OpContext &c) {
+      return binary(c, [](double a, double b) { return std::pow(a, b); });
+    };
+    t["maximum"] = [](const OpContext &c) { return binary(c, nanMax); };
+    t["minimum"] = [](const OpContext &c) { return binary(c, nanMin); };
+    // Unary.
+    t["neg"] = [](const OpContext &c) {
+      return unary(c, [](double x) { return -x; });
+    };
+    t["abs"] = [](const OpContext &c) {
+      return unary(c, [](double x) { return std::abs(x); });
+    };
+    t["square"] = [](const OpContext &c) {
+      return unary(c, [](double x) { return x * x; });
+    };
+    t["exp"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::exp(x); });
+    };
+    t["log"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::log(x); });
+    };
+    t["sqrt"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::sqrt(x); });
+    };
+    t["rsqrt"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return 1.0 / std::sqrt(x); });
+    };
+    t["tanh"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::tanh(x); });
+    };
+    t["sigmoid"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
+    };
+    t["relu"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return nanMax(x, 0.0); });
+    };
+    t["relu6"] = [](const OpContext &c) {
+      return floatUnary(c,
+                        [](double x) { return nanMin(nanMax(x, 0.0), 6.0); });
+    };
+    t["elu"] = [](const OpContext &c) {
+      return floatUnary(c,
+                        [](double x) { return x > 0 ? x : std::expm1(x); });
+    };
+    t["softplus"] = [kNaN](const OpContext &c) {
+      return floatUnary(c, [kNaN](double x) {
+        if (std::isnan(x))
+          return kNaN;
+        return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x)));
+      });
+    };
+    // Comparison and logic.
+    t["equal"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a == b; });
+    };
+    t["not_equal"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a != b; });
+    };
+    t["less"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a < b; });
+    };
+    t["less_equal"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a <= b; });
+    };
+    t["greater"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a > b; });
+    };
+    t["greater_equal"] = [](const OpContext &c) {
+      return compare(c, [](double a, double b) { return a >= b; });
+    };
+    t["logical_and"] = [](const OpContext &c) {
+      return logical(c, [](bool a, bool b) { return a && b; });
+    };
+    t["logical_or"] = [](const OpContext &c) {
+      return logical(c, [](bool a, bool b) { return a || b; });
+    };
+    t["logical_not"] = [](const OpContext &c) {
+      c.expectInputs(1, 1);
+      c.expectBool(c.input(0), "x");
+      return unary(c, [](double x) { return x != 0 ? 0.0 : 1.0; });
+    };
+    t["select"] = select;
+    t["cast"] = cast;
+    // Linear algebra, convolution, pooling.
+    t["matmul"] = matmul;
+    t["conv2d"] = conv2d;
+    t["max_pool"] = [](const OpContext &c) { return pool(c, true); };
+    t["avg_pool"] = [](const OpContext &c) { return pool(c, false); };
+    // Reductions.
+    t["reduce_sum"] = [](const OpContext &c) {
+      return reduce(c, Reduction::Sum);
+    };
+    t["reduce_mean"] = [](const OpContext &c) {
+      return reduce(c, Reduction::Mean);
+    };
+    t["reduce_max"] = [](const OpContext &c) {
+      return reduce(c, Reduction::Max);
+    };
+    t["reduce_min"] = [](const OpContext &c) {
+      return reduce(c, Reduction::Min);
+    };
+    t["reduce_prod"] = [](const OpContext &c) {
+      return reduce(c, Reduction::Prod);
+    };
+    t["argmax"] = [](const OpContext &c) { return argReduce(c, true); };
+    t["argmin"] = [](const OpContext &c) { return argReduce(c, false); };
+    // Shapes.
+    t["reshape"] = reshape;
+    t["transpose"] = transpose;
+    t["concat"] = concat;
+    t["slice"] = slice;
+    t["pad"] = pad;
+    t["broadcast_to"] = broadcastTo;
+    t["squeeze"] = squeeze;
+    t["expand_dims"] = expandDims;
+    // Indexing.
+    t["gather"] = gather;
+    t["one_hot"] = oneHot;
+    // Neural-network ops and losses.
+    t["softmax"] = [](const OpContext &c) { return softmax(c, false); };
+    t["log_softmax"] = [](const OpContext &c) { return softmax(c, true); };
+    t["softmax_cross_entropy"] = softmaxCrossEntropy;
+    t["sparse_softmax_cross_entropy"] = sparseSoftmaxCrossEntropy;
+    t["sigmoid_cross_entropy"] = sigmoidCrossEntropy;
+    t["stop_gradient"] = [](const OpContext &c) {
+      c.expectInputs(1, 1);
+      return c.input(0);
+    };
+    // Randomness.
+    t["dropout"] = dropout;
+    t["random_uniform"] = static_cast<Value (*)(const OpContext &)>(randomOp);
+    t["random_normal"] = static_cast<Value (*)(const OpContext &)>(randomOp);
+    t["truncated_normal"] =
+        static_cast<Value (*)(const OpContext &)>(randomOp);
+    return t;
+  }();
+  return table;
+}
+
+/// Ops the evaluator handles itself (no kernel).
+bool isSpecialOp(const std::string &op) {
+  return op == "placeholder" || op == "read_variable" ||
+         op == "assign_variable" || op == "minimize";
+}
+
+/// "node:0" -> "node"; other output indices are errors (one output per node).
+std::string inputNodeName(const g::NodeDef &node, const std::string &input) {
+  auto colon = input.rfind(':');
+  if (colon == std::string::npos || colon + 1 == input.size())
+    return input;
+  std::string index = input.substr(colon + 1);
+  if (!std::all_of(index.begin(), index.end(), ::isdigit))
+    return input;
+  if (index != "0")
+    fail("node '" + node.name() + "' (" + node.op() + "): input '" + input +
+         "' names an output other than 0; every node has one output");
+  return input.substr(0, colon);
+}
+
+void checkAgainstDeclared(const std::string &what, const Value &value,
+                          g::DataType dtype, const Dims &declared) {
+  if (value.dtype != dtype)
+    fail(what + " has dtype " + dtypeName(value.dtype) + " but is declared " +
+         dtypeName(dtype));
+  bool compatible = value.shape.size() == declared.size();
+  for (size_t d = 0; compatible && d < declared.size(); ++d)
+    compatible = declared[d] == shape::kUnknownDim ||
+                 declared[d] == value.shape[d];
+  if (!compatible)
+    fail(what + " has shape " + shape::toString(value.shape) +
+         " but is declared " + shape::toString(declared));
+  if (static_cast<int64_t>(value.data.size()) != product(value.shape))
+    fail(what + " holds " + std::to_string(value.data.size()) +
+         " values but its shape " + shape::toString(value.shape) + " needs " +
+         std::to_string(product(value.shape)));
+}
+
+} // namespace
+
+// --- Value -----------------------------------------------------------------
+
+Value::Value(g::DataType dtype, std::vector<int64_t> shape,
+             std::vector<double> data)
+    : dtype(dtype), shape(std::move(shape)), data(std::move(data)) {
+  if (static_cast<int64_t>(this->data.size()) != product(this->shape))
+    fail("value of shape " + shape::toString(this->shape) + " needs " +
+         std::to_string(product(this->shape)) + " values, got " +
+         std::to_string(this->data.size()));
+}
+
+Value Value::scalar(double value, g::DataType dtype) {
+  return Value(dtype, {}, {value});
+}
+
+double Value::at(const std::vector<int64_t> &index) const {
+  if (index.size() != shape.size())
+    fail("index of rank " + std::to_string(index.size()) +
+         " into a value of shape " + shape::toString(shape));
+  for (size_t d = 0; d < index.size(); ++d)
+    if (index[d] < 0 || index[d] >= shape[d])
+      fail("index " + shape::toString(index) + " is out of range of shape " +
+           shape::toString(shape));
+  return data[linearIndex(index, stridesOf(shape))];
+}
+
+std::string toString(const Value &value) {
+  std::ostringstream os;
+  os.precision(9);
+  os << dtypeName(value.dtype) << shape::toString(value.shape) << "{";
+  for (size_t i = 0; i < value.data.size(); ++i) {
+    if (i == 32) {
+      os << ", ...";
+      break;
+    }
+    os << (i ? ", " : "") << value.data[i];
+  }
+  os << "}";
+  return os.str();
+}
+
+// --- Evaluator -------------------------------------------------------------
+
+Evaluator::Evaluator(const g::GraphDef &graph) : graph_(graph) {
+  for (int i = 0; i < graph_.variable_size(); ++i) {
+    const g::VariableDef &var = graph_.variable(i);
+    if (var.name().empty())
+      fail("variable #" + std::to_string(i) + " has no name");
+    if (!variableIndex_.emplace(var.name(), i).second)
+      fail("variable '" + var.name() + "' is defined twice");
+  }
+  const int n = graph_.node_size();
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = graph_.node(i);
+    if (node.name().empty())
+      fail("node #" + std::to_string(i) + " (" + node.op() + ") has no name");
+    if (!nodeIndex_.emplace(node.name(), i).second)
+      fail("node '" + node.name() + "' is defined twice");
+    if (!isSpecialOp(node.op()) && !kernels().count(node.op()))
+      fail("node '" + node.name() + "': unknown op '" + node.op() +
+           "' (see docs/ops.md)");
+    if (node.op() == "read_variable" || node.op() == "assign_variable") {
+      auto it = node.attr().find("variable");
+      if (it == node.attr().end() || !it->second.has_s())
+        fail("node '" + node.name() + "' (" + node.op() +
+             "): requires attribute 'variable' (a string)");
+      if (!variableIndex_.count(it->second.s()))
+        fail("node '" + node.name() + "' (" + node.op() + "): variable '" +
+             it->second.s() + "' is not declared in the graph");
+    }
+  }
+  inputsOf_.assign(n, {});
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = graph_.node(i);
+    for (const std::string &input : node.input()) {
+      std::string name = inputNodeName(node, input);
+      auto it = nodeIndex_.find(name);
+      if (it == nodeIndex_.end())
+        fail("node '" + node.name() + "' (" + node.op() + "): input '" +
+             input + "' is not a node of the graph");
+      inputsOf_[i].push_back(it->second);
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  }
+  // Kahn's algorithm, ties to the earlier node in the file (the importer's
+  // order).
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    topoOrder_.push_back(i);
+    for (int user : users[i])
+      if (--pending[user] == 0)
+        ready.push(user);
+  }
+  if (static_cast<int>(topoOrder_.size()) != n)
+    for (int i = 0; i < n; ++i)
+      if (pending[i] > 0)
+        fail("node '" + graph_.node(i).name() + "' is part of a cycle");
+}
+
+int Evaluator::nodeIndex(const std::string &name,
+                         const std::string &what) const {
+  auto it = nodeIndex_.find(name);
+  if (it == nodeIndex_.end())
+    fail(what + " '" + name + "' is not a node of the graph");
+  return it->second;
+}
+
+const Value &Evaluator::readVariable(const g::NodeDef &node) {
+  const std::string &name = node.attr().at("variable").s();
+  const g::VariableDef &def = graph_.variable(variableIndex_.at(name));
+  auto it = variables_.find(name);
+  if (it == variables_.end())
+    fail("node '" + node.name() + "' (read_variable): variable '" + name +
+         "' has no value (set it in variables())");
+  checkAgainstDeclared("variable '" + name + "'", it->second, def.dtype(),
+                       Dims(def.shape().dim().begin(), def.shape().dim().end()));
+  return it->second;
+}
+
+void Evaluator::assignVariable(const g::NodeDef &node, const Value &value) {
+  const std::string &name = node.attr().at("variable").s();
+  const g::VariableDef &def = graph_.variable(variableIndex_.at(name));
+  checkAgainstDeclared("node '" + node.name() +
+                           "' (assign_variable): value for variable '" +
+                           name + "'",
+                       value, def.dtype(),
+                       Dims(def.shape().dim().begin(), def.shape().dim().end()));
+  variables_[name] = value;
+}
+
+Value Evaluator::evaluateNode(int index,
+                              const std::vector<const Value *> &inputs) {
+  const g::NodeDef &node = graph_.node(index);
+  const std::string &op = node.op();
+  if (op == "placeholder")
+    fail("placeholder '" + node.name() + "' is not fed");
+  if (op == "minimize")
+    fail("minimize is not evaluated (node '" + node.name() +
+         "'); gradients are not implemented in the reference");
+  if (op == "read_variable") {
+    if (!inputs.empty())
+      fail("node '" + node.name() + "' (read_variable) takes no inputs");
+    return readVariable(node);
+  }
+  if (op == "assign_variable") {
+    if (inputs.size() != 1)
+      fail("node '" + node.name() + "' (assign_variable) takes one input");
+    assignVariable(node, *inputs[0]);
+    Value none;
+    none.dtype = g::DT_INVALID;
+    return none;
+  }
+  OpContext ctx{node, inputs};
+  return kernels().at(op)(ctx);
+}
+
+std::map<int, Value> Evaluator::execute(const std::vector<int> &targets,
+                                        const std::map<int, Value> &feeds) {
+  std::vector<char> needed(graph_.node_size(), 0);
+  std::vector<int> stack(targets);
+  while (!stack.empty()) {
+    int i = stack.back();
+    stack.pop_back();
+    if (needed[i])
+      continue;
+    needed[i] = 1;
+    if (feeds.count(i))
+      continue;
+    for (int input : inputsOf_[i])
+      stack.push_back(input);
+  }
+  std::map<int, Value> values;
+  for (int i : topoOrder_) {
+    if (!needed[i])
+      continue;
+    auto fed = feeds.find(i);
+    if (fed != feeds.end()) {
+      values[i] = fed->second;
+      continue;
+    }
+    std::vector<const Value *> inputs;
+    for (int input : inputsOf_[i]) {
+      const Value &v = values.at(input);
+      if (v.dtype == g::DT_INVALID)
+        fail("node '" + graph_.node(i).name() + "' uses node '" +
+             graph_.node(input).name() + "', which has no value");
+      inputs.push_back(&v);
+    }
+    values[i] = evaluateNode(i, inputs);
+  }
+  return values;
+}
+
+std::vector<Value> Evaluator::evaluate(const std::vector<std::string> &nodes,
+                                       const std::map<std::string, Value> &feeds) {
+  std::map<int, Value> fedByIndex;
+  for (const auto &[name, value] : feeds) {
+    int i = nodeIndex(name, "feed");
+    const g::NodeDef &node = graph_.node(i);
+    if (node.op() == "placeholder") {
+      auto dtype = node.attr().find("dtype");
+      auto shape = node.attr().find("shape");
+      if (dtype != node.attr().end() && shape != node.attr().end())
+        checkAgainstDeclared(
+            "feed for placeholder '" + name + "'", value, dtype->second.type(),
+            Dims(shape->second.shape().dim().begin(),
+                 shape->second.shape().dim().end()));
+    }
+    checkAgainstDeclared("feed for node '" + name + "'", value, value.dtype,
+                         value.shape);
+    fedByIndex[i] = value;
+  }
+  std::vector<int> targets;
+  for (const std::string &name : nodes)
+    targets.push_back(nodeIndex(name, "requested node"));
+  std::map<int, Value> values = execute(targets, fedByIndex);
+  std::vector<Value> results;
+  for (int i : targets)
+    results.push_back(values.at(i));
+  return results;
+}
+
+std::map<std::string, Value>
+Evaluator::run(const std::string &mode,
+               const std::map<std::string, Value> &features,
+               const std::map<std::string, Value> &labels) {
+  auto sigIt = graph_.signature().find(mode);
+  if (sigIt == graph_.signature().end())
+    fail("graph has no signature '" + mode + "'");
+  const g::SignatureDef &sig = sigIt->second;
+  const std::string where = "signature '" + mode + "'";
+
+  std::map<std::string, Value> feeds;
+  auto bind = [&](const google::protobuf::RepeatedPtrField<g::Binding> &bindings,
+                  const std::map<std::string, Value> &given, const char *kind) {
+    std::set<std::string> keys;
+    for (const g::Binding &b : bindings) {
+      keys.insert(b.key());
+      auto it = given.find(b.key());
+      if (it == given.end())
+        fail(where + ": " + kind + " '" + b.key() + "' is not fed");
+      feeds[b.node()] = it->second;
+    }
+    for (const auto &entry : given)
+      if (!keys.count(entry.first))
+        fail(where + " has no " + kind + " '" + entry.first + "'");
+  };
+  bind(sig.features(), features, "feature");
+  bind(sig.labels(), labels, "label");
+
+  // Pass 1: loss, predictions and the effects (train_op, metric updates).
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!sig.loss().empty())
+    outputs.push_back({"loss", sig.loss()});
+  if (mode == "predict")
+    for (const g::Binding &b : sig.predictions())
+      outputs.push_back({"predictions/" + b.key(), b.node()});
+  std::vector<std::string> nodes;
+  for (const auto &out : outputs)
+    nodes.push_back(out.second);
+  if (!sig.train_op().empty())
+    nodes.push_back(sig.train_op());
+  for (const g::MetricBinding &m : sig.metrics())
+    for (const std::string &update : m.update())
+      nodes.push_back(update);
+  std::vector<Value> values = evaluate(nodes, feeds);
+  std::map<std::string, Value> results;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    results[outputs[k].first] = values[k];
+
+  // Pass 2: metric values, read after the updates (like @eval_metrics).
+  std::vector<std::string> metricNodes;
+  std::vector<std::string> metricKeys;
+  for (const g::MetricBinding &m : sig.metrics())
+    if (!m.value().empty()) {
+      metricKeys.push_back("metrics/" + m.key());
+      metricNodes.push_back(m.value());
+    }
+  if (!metricNodes.empty()) {
+    std::vector<Value> metricValues = evaluate(metricNodes, {});
+    for (size_t k = 0; k < metricKeys.size(); ++k)
+      results[metricKeys[k]] = metricValues[k];
+  }
+  return results;
+}
+
+} // namespace reference
+} // namespace estc
