@@ -530,7 +530,7 @@ def Est_StopGradientOp
 // Randomness (counter-based, hence pure).
 //===----------------------------------------------------------------------===//
 
-def Est_DropoutOp : Est_InferOp<"dropout", [Pure, SameOperandsAndResultElementType]> {
+def Est_DropoutOp : Est_InferOp<"dropout", [Pure]> {
   let summary = "Counter-based dropout";
   let description = [{
     Zeroes each element with probability `rate` and scales the others by

@@ -1,0 +1,319 @@
+// RUN: estc-opt %s -split-input-file -verify-diagnostics
+
+func.func @broadcast_mismatch(%a: tensor<?x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{'est.add' op shapes [?,3] and [4] cannot be broadcast (dimension 1: 3 vs 4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.add %a, %b : tensor<?x3xf32>, tensor<4xf32> -> tensor<?x3xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_element_types(%a: tensor<3xf32>, %b: tensor<3xi32>) {
+  // expected-error @+1 {{'est.add' op requires the same element type for all operands and results}}
+  %0 = est.add %a, %b : tensor<3xf32>, tensor<3xi32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @declared_more_static_than_inferred(%a: tensor<?x3xf32>) {
+  // expected-error @+2 {{'est.relu' op inferred type(s) 'tensor<?x3xf32>' are incompatible with return type(s) of operation 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "est.relu"(%a) : (tensor<?x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner_dim(%a: tensor<?x784xf32>, %b: tensor<256x10xf32>) {
+  // expected-error @+2 {{'est.matmul' op matmul inner dimensions differ: [?,784] x [256,10] (784 vs 256)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.matmul %a, %b : tensor<?x784xf32>, tensor<256x10xf32> -> tensor<?x10xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<?x28x28x3xf32>, %w: tensor<5x5x1x32xf32>) {
+  // expected-error @+2 {{'est.conv2d' op conv2d input channels 3 do not match filter input channels 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.conv2d %x, %w {padding = "SAME"} : tensor<?x28x28x3xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x32xf32>
+  return
+}
+
+// -----
+
+func.func @bad_padding(%x: tensor<?x28x28x1xf32>, %w: tensor<5x5x1x32xf32>) {
+  // expected-error @+2 {{'est.conv2d' op padding must be "SAME" or "VALID", got "FULL"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.conv2d %x, %w {padding = "FULL"} : tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x32xf32>
+  return
+}
+
+// -----
+
+func.func @missing_padding(%x: tensor<?x28x28x1xf32>, %w: tensor<5x5x1x32xf32>) {
+  // expected-error @+1 {{'est.conv2d' op requires attribute 'padding'}}
+  %0 = "est.conv2d"(%x, %w) : (tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32>) -> tensor<?x28x28x32xf32>
+  return
+}
+
+// -----
+
+func.func @missing_ksize(%x: tensor<?x28x28x1xf32>) {
+  // expected-error @+1 {{'est.max_pool' op requires attribute 'ksize'}}
+  %0 = "est.max_pool"(%x) {padding = "SAME", strides = array<i64: 2, 2>} : (tensor<?x28x28x1xf32>) -> tensor<?x14x14x1xf32>
+  return
+}
+
+// -----
+
+func.func @missing_rate(%x: tensor<?x8xf32>, %step: tensor<i64>) {
+  // expected-error @+1 {{'est.dropout' op requires attribute 'rate'}}
+  %0 = "est.dropout"(%x, %step) {seed = 1 : i64} : (tensor<?x8xf32>, tensor<i64>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_operand_count(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'est.add' op expected 2 operands, but found 1}}
+  %0 = "est.add"(%a) : (tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @bad_perm(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{'est.transpose' op [0,0] is not a permutation of rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.transpose %x {perm = array<i64: 0, 0>} : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{'est.reshape' op cannot reshape [4,6] (24 elements) to [5,5] (25 elements)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.reshape %x {shape = array<i64: 5, 5>} : tensor<4x6xf32> -> tensor<5x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{'est.reduce_sum' op axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.reduce_sum %x {axes = array<i64: 2>} : tensor<4x6xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_mismatch(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+2 {{'est.concat' op concat inputs differ outside axis 1: [2,3] and [4,5]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{'est.slice' op slice [2, 6) is out of bounds for dimension 0 of [4,6]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.slice %x {begin = array<i64: 2, 0>, size = array<i64: 4, -1>} : tensor<4x6xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_non_unit(%x: tensor<4x6xf32>) {
+  // expected-error @+2 {{'est.squeeze' op cannot squeeze dimension 1 of [4,6]: its size is not 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.squeeze %x {axes = array<i64: 1>} : tensor<4x6xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @int_exp(%x: tensor<4xi32>) {
+  // expected-error @+1 {{'est.exp' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  %0 = est.exp %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @compare_result_not_i1(%a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'est.less' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = est.less %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_cond_not_i1(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'est.select' op operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = est.select %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @float_sparse_labels(%logits: tensor<?x10xf32>, %labels: tensor<?xf32>) {
+  // expected-error @+1 {{'est.sparse_softmax_cross_entropy' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = est.sparse_softmax_cross_entropy %logits, %labels : tensor<?x10xf32>, tensor<?xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_labels_shape(%logits: tensor<?x10xf32>, %labels: tensor<?x10xi64>) {
+  // expected-error @+2 {{'est.sparse_softmax_cross_entropy' op labels [?,10] must have the shape of logits [?,10] without its last dimension}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.sparse_softmax_cross_entropy %logits, %labels : tensor<?x10xf32>, tensor<?x10xi64> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @float_gather_indices(%p: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'est.gather' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = est.gather %p, %i : tensor<10x4xf32>, tensor<3xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @one_hot_depth(%i: tensor<3xi64>) {
+  // expected-error @+2 {{'est.one_hot' op one_hot depth must be positive, got 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.one_hot %i {depth = 0 : i64} : tensor<3xi64> -> tensor<3x0xf32>
+  return
+}
+
+// -----
+
+func.func @cast_dtype_mismatch(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'est.cast' op failed to verify that dtype is the result element type}}
+  %0 = est.cast %x to i64 : tensor<4xf32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @dropout_rate(%x: tensor<?x8xf32>, %step: tensor<i64>) {
+  // expected-error @+2 {{'est.dropout' op rate must be in [0, 1), got 1.5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.dropout %x, %step {rate = 1.5 : f64, seed = 1 : i64} : tensor<?x8xf32>, tensor<i64> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_counter(%x: tensor<?x8xf32>, %step: tensor<i32>) {
+  // expected-error @+1 {{'est.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0 = est.dropout %x, %step {rate = 0.5 : f64, seed = 1 : i64} : tensor<?x8xf32>, tensor<i32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @random_int_dtype(%step: tensor<i64>) {
+  // expected-error @+2 {{'est.random_uniform' op dtype must be a float type, got i32}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "est.random_uniform"(%step) {seed = 1 : i64, shape = array<i64: 2>, dtype = i32} : (tensor<i64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<4x10xf32>) {
+  // expected-error @+2 {{'est.softmax' op axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.softmax %x {axis = 2 : i64} : tensor<4x10xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'est.variable' op variable type must have a static shape, got 'tensor<?x10xf32>'}}
+est.variable @w : tensor<?x10xf32>
+
+// -----
+
+func.func @unknown_variable() {
+  // expected-error @+1 {{'est.read_variable' op references unknown variable @nope}}
+  %0 = est.read_variable @nope : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @not_a_variable() {
+  // expected-error @+1 {{'est.read_variable' op references @not_a_variable, which is not an est.variable}}
+  %0 = est.read_variable @not_a_variable : tensor<f32>
+  return
+}
+
+// -----
+
+est.variable @w : tensor<784x10xf32>
+func.func @read_type_mismatch() {
+  // expected-error @+1 {{'est.read_variable' op result type 'tensor<10x784xf32>' does not match the type 'tensor<784x10xf32>' of variable @w}}
+  %0 = est.read_variable @w : tensor<10x784xf32>
+  return
+}
+
+// -----
+
+est.variable @total : tensor<f32>
+func.func @assign_type_mismatch(%v: tensor<f64>) {
+  // expected-error @+1 {{'est.assign_variable' op value type 'tensor<f64>' does not match the type 'tensor<f32>' of variable @total}}
+  est.assign_variable @total, %v : tensor<f64>
+  return
+}
+
+// -----
+
+func.func @loss_not_scalar(%loss: tensor<4xf32>) {
+  // expected-error @+1 {{'est.minimize' op operand #0 must be 0D tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  est.minimize %loss optimizer "sgd" {} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unknown_optimizer(%loss: tensor<f32>) {
+  // expected-error @+1 {{'est.minimize' op unknown optimizer "lion" (expected sgd, momentum, adagrad, adam, rmsprop or ftrl)}}
+  est.minimize %loss optimizer "lion" {} : tensor<f32>
+  return
+}
+
+// -----
+
+est.variable @step : tensor<i64>
+func.func @train_int_variable(%loss: tensor<f32>) {
+  // expected-error @+1 {{'est.minimize' op cannot train variable @step of non-float type 'tensor<i64>'}}
+  est.minimize %loss optimizer "sgd" {} var_list [@step] : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @minimize_unknown_variable(%loss: tensor<f32>) {
+  // expected-error @+1 {{'est.minimize' op references unknown variable @nope}}
+  est.minimize %loss optimizer "sgd" {} var_list [@nope] : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @missing_hyperparameters(%loss: tensor<f32>) {
+  // expected-error @+1 {{'est.minimize' op requires attribute 'hyperparameters'}}
+  "est.minimize"(%loss) {optimizer = "sgd"} : (tensor<f32>) -> ()
+  return
+}
