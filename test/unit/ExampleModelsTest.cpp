@@ -183,7 +183,7 @@ TEST(ExampleModels, Deterministic) {
                                           models::build_convnet(4)));
 }
 
-TEST(GraphIO, RoundTripBinaryAndText) {
+TEST(ExampleModelsGraphIO, RoundTripBinaryAndText) {
   graph::GraphDef def = models::build_convnet(11);
   for (const char *suffix : {".pb", ".pbtxt"}) {
     std::string path = tempPath(suffix);
@@ -198,7 +198,7 @@ TEST(GraphIO, RoundTripBinaryAndText) {
   EXPECT_FALSE(graph::isTextGraphPath("a.pb"));
 }
 
-TEST(GraphIO, Errors) {
+TEST(ExampleModelsGraphIO, Errors) {
   graph::GraphDef g;
   std::string error;
   std::string missing = tempPath("_missing.pb");
