@@ -16,7 +16,7 @@
 //   }
 //   estc::graph::GraphDef def = g.graph_def();
 //
-// Naming (see docs/graph-builder.md):
+// Naming:
 //   node      [<mode>/][<scope>/...]<base>[_N]   "train/dense_1/MatMul"
 //   variable  [<scope>/...]<name>                "dense_1/kernel" (no mode)
 //   read      [<mode>/]<variable>/read           "eval/dense_1/kernel/read"
