@@ -1,0 +1,131 @@
+//===- runtime/Gemm.cpp - Single-threaded strided GEMM on Eigen -----------===//
+//
+// Calls Eigen's blocked GEMM (general_matrix_matrix_product, the routine
+// behind `C.noalias() += A * B`) directly, so that strides need no Map types
+// and its packing buffers come from our per-thread scratch instead of the
+// heap. Eigen's blocking sizes depend only on the matrix sizes and the CPU's
+// cache sizes (we pass one thread), so results do not depend on threads.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Gemm.h"
+#include "runtime/Parallel.h"
+
+#include <Eigen/Core>
+
+#include <cstring>
+
+namespace estc::rt {
+namespace {
+
+using Eigen::Index;
+namespace ei = Eigen::internal;
+
+/// Eigen's blocking, with the packing panels in our scratch.
+template <typename T> class ScratchBlocking : public ei::level3_blocking<T, T> {
+public:
+  ScratchBlocking(Index rows, Index cols, Index depth) {
+    this->m_mc = rows;
+    this->m_nc = cols;
+    this->m_kc = depth;
+    ei::computeProductBlockingSizes<T, T, 1, Index>(this->m_kc, this->m_mc,
+                                                    this->m_nc, Index(1));
+    this->m_blockA =
+        scratch<T>(Scratch::GemmPackA, size_t(this->m_kc * this->m_mc));
+    this->m_blockB =
+        scratch<T>(Scratch::GemmPackB, size_t(this->m_kc * this->m_nc));
+  }
+};
+
+/// A matrix Eigen can read in place: storage order and leading dimension.
+template <typename T> struct Operand {
+  const T *data;
+  bool rowMajor;
+  Index ld;
+};
+
+/// Column-major in place when rows step by 1, row-major when columns do
+/// (a dimension of size 1 steps by anything).
+template <typename T> bool asColMajor(const View2D<T> &v, Index &ld) {
+  if (v.rows > 1 && v.rs != 1)
+    return false;
+  ld = v.cols > 1 ? v.cs : v.rows;
+  return ld >= v.rows || v.cols == 1;
+}
+template <typename T> bool asRowMajor(const View2D<T> &v, Index &ld) {
+  return asColMajor(v.transposed(), ld);
+}
+
+template <typename T>
+Operand<T> operand(View2D<const T> v, Scratch slot) {
+  Index ld;
+  if (asColMajor(v, ld))
+    return {v.data, false, ld};
+  if (asRowMajor(v, ld))
+    return {v.data, true, ld};
+  T *copy = scratch<T>(slot, size_t(v.rows * v.cols));
+  for (Index j = 0; j < v.cols; ++j)
+    for (Index i = 0; i < v.rows; ++i)
+      copy[i + j * v.rows] = v.at(i, j);
+  return {copy, false, v.rows};
+}
+
+template <typename T, int LhsOrder, int RhsOrder>
+void run(Index m, Index n, Index k, const Operand<T> &lhs,
+         const Operand<T> &rhs, T *res, Index ldRes) {
+  ScratchBlocking<T> blocking(m, n, k);
+  ei::general_matrix_matrix_product<Index, T, LhsOrder, false, T, RhsOrder,
+                                    false, Eigen::ColMajor, 1>::
+      run(m, n, k, lhs.data, lhs.ld, rhs.data, rhs.ld, res, 1, ldRes, T(1),
+          blocking, nullptr);
+}
+
+/// res (column-major, m x n, leading dimension ldRes) += lhs * rhs.
+template <typename T>
+void gemmColMajor(View2D<const T> a, View2D<const T> b, T *res, Index ldRes) {
+  Index m = a.rows, n = b.cols, k = a.cols;
+  Operand<T> lhs = operand(a, Scratch::GemmLhs);
+  Operand<T> rhs = operand(b, Scratch::GemmRhs);
+  constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
+  if (lhs.rowMajor)
+    rhs.rowMajor ? run<T, R, R>(m, n, k, lhs, rhs, res, ldRes)
+                 : run<T, R, C>(m, n, k, lhs, rhs, res, ldRes);
+  else
+    rhs.rowMajor ? run<T, C, R>(m, n, k, lhs, rhs, res, ldRes)
+                 : run<T, C, C>(m, n, k, lhs, rhs, res, ldRes);
+}
+
+} // namespace
+
+template <typename T>
+void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
+  Index m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0)
+    return;
+  if (!accumulate)
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j)
+        c.at(i, j) = T(0);
+  if (k == 0)
+    return;
+
+  Index ld;
+  if (asColMajor(c, ld))
+    return gemmColMajor(a, b, c.data, ld);
+  if (asRowMajor(c, ld)) // c^T = b^T a^T, column-major
+    return gemmColMajor(b.transposed(), a.transposed(), c.data, ld);
+  T *tmp = scratch<T>(Scratch::GemmResult, size_t(m * n));
+  for (Index j = 0; j < n; ++j)
+    for (Index i = 0; i < m; ++i)
+      tmp[i + j * m] = c.at(i, j);
+  gemmColMajor(a, b, tmp, m);
+  for (Index j = 0; j < n; ++j)
+    for (Index i = 0; i < m; ++i)
+      c.at(i, j) = tmp[i + j * m];
+}
+
+template void gemm<float>(View2D<const float>, View2D<const float>,
+                          View2D<float>, bool);
+template void gemm<double>(View2D<const double>, View2D<const double>,
+                           View2D<double>, bool);
+
+} // namespace estc::rt

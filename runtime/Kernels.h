@@ -1,0 +1,105 @@
+//===- runtime/Kernels.h - Kernels compiled code calls --------------------===//
+//
+// The heavy ops of a compiled model (matmul, convolutions) are calls into
+// this library, as in XLA's CPU backend. Every kernel follows MLIR's
+// `llvm.emit_c_interface` convention: buffers are passed as pointers to
+// memref descriptors (runtime/MemRef.h), scalars as int64_t, and the symbol is
+// `_mlir_ciface_<name>`. The full contract (shapes, strides, threads, scratch
+// memory, determinism) is in runtime/README.md.
+//
+// All kernels:
+//  - read inputs and write outputs through the descriptors' strides (any
+//    strides are correct; unit innermost stride is the fast path);
+//  - overwrite their output (never accumulate into it);
+//  - never allocate after warm-up: scratch lives in per-thread buffers owned
+//    by the runtime that only grow;
+//  - give bit-identical results for any thread count;
+//  - stop the process with one line on stderr when shapes disagree (compiled
+//    code has checked them, so this is a compiler bug).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_RUNTIME_KERNELS_H
+#define ESTC_RUNTIME_KERNELS_H
+
+#include "runtime/MemRef.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(_WIN32)
+#define ESTC_RT_EXPORT __declspec(dllexport)
+#else
+#define ESTC_RT_EXPORT __attribute__((visibility("default")))
+#endif
+
+extern "C" {
+
+// --- Thread pool -------------------------------------------------------------
+
+/// Sets the number of threads kernels use (the caller counts as one): 1 runs
+/// everything on the calling thread, n <= 0 restores the default (the
+/// ESTC_NUM_THREADS environment variable if set, else hardware concurrency).
+/// Must not be called while a kernel is running on another thread.
+ESTC_RT_EXPORT void estc_runtime_set_num_threads(int num_threads);
+ESTC_RT_EXPORT int estc_runtime_get_num_threads(void);
+
+// --- Matmul ------------------------------------------------------------------
+
+/// Batched matmul: C[i] = op(A[i]) x op(B[i]), op = transpose when the flag is
+/// non-zero. Shapes: A [ba, M, K] ([ba, K, M] transposed), B [bb, K, N]
+/// ([bb, N, K] transposed), C [batch, M, N]; ba and bb are batch or 1 (a batch
+/// of 1 is broadcast). Plain matmul is batch 1.
+ESTC_RT_EXPORT void
+_mlir_ciface_estc_matmul_f32(estc::rt::MemRef<float, 3> *a,
+                             estc::rt::MemRef<float, 3> *b,
+                             estc::rt::MemRef<float, 3> *c,
+                             int64_t transpose_a, int64_t transpose_b);
+ESTC_RT_EXPORT void
+_mlir_ciface_estc_matmul_f64(estc::rt::MemRef<double, 3> *a,
+                             estc::rt::MemRef<double, 3> *b,
+                             estc::rt::MemRef<double, 3> *c,
+                             int64_t transpose_a, int64_t transpose_b);
+
+// --- 2-D convolution (NHWC input and output, HWIO filter) -------------------
+//
+// For output pixel (oh, ow) and filter tap (kh, kw) the input pixel is
+//   ih = oh * stride_h + kh * dilation_h - pad_top
+//   iw = ow * stride_w + kw * dilation_w - pad_left
+// and taps outside the input read zero. The output size comes from the output
+// (or gradient) descriptor, so bottom/right padding is implied.
+
+/// output[n,oh,ow,o] = sum_{kh,kw,c} input[n,ih,iw,c] * filter[kh,kw,c,o].
+ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_nhwc_hwio_f32(
+    estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *filter,
+    estc::rt::MemRef<float, 4> *output, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+
+/// grad_input[n,ih,iw,c] = sum over (oh,ow,kh,kw) that read (ih,iw), and o, of
+/// grad_output[n,oh,ow,o] * filter[kh,kw,c,o]. grad_input's descriptor gives
+/// the input shape.
+ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_backprop_input_f32(
+    estc::rt::MemRef<float, 4> *filter, estc::rt::MemRef<float, 4> *grad_output,
+    estc::rt::MemRef<float, 4> *grad_input, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+
+/// grad_filter[kh,kw,c,o] = sum_{n,oh,ow} input[n,ih,iw,c] *
+/// grad_output[n,oh,ow,o]. grad_filter's descriptor gives the filter shape.
+ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_backprop_filter_f32(
+    estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *grad_output,
+    estc::rt::MemRef<float, 4> *grad_filter, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+
+// --- Diagnostics -------------------------------------------------------------
+
+/// Bytes of scratch memory the runtime holds, over all threads. Constant once
+/// every kernel shape has run once (tests use it to check "no allocation after
+/// warm-up").
+ESTC_RT_EXPORT size_t estc_runtime_scratch_bytes(void);
+
+/// The instruction set the kernels were compiled for: "avx512", "avx2" or
+/// "generic" (CMake option ESTC_KERNEL_ISA).
+ESTC_RT_EXPORT const char *estc_runtime_kernel_isa(void);
+
+} // extern "C"
+
+#endif // ESTC_RUNTIME_KERNELS_H

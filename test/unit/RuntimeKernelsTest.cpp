@@ -1,0 +1,515 @@
+//===- RuntimeKernelsTest.cpp - runtime kernels against naive loops ------===//
+//
+// Every kernel is checked against a naive loop in double on random data: odd
+// shapes, transposes, batch broadcast, strided (non-contiguous) descriptors,
+// SAME- and VALID-style padding, strides and dilations 2; and results must be
+// bit-identical for 1, 2 and 4 threads.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using estc::rt::MemRef;
+
+namespace {
+
+/// How a test buffer is laid out in memory.
+enum class Layout {
+  RowMajor,  // contiguous, last dim fastest
+  SwapLast,  // the last two dims swapped in memory (a column-major matrix)
+  Padded,    // innermost stride 2, every outer stride padded, offset 5
+};
+
+const char *name(Layout l) {
+  switch (l) {
+  case Layout::RowMajor:
+    return "row-major";
+  case Layout::SwapLast:
+    return "swap-last";
+  case Layout::Padded:
+    return "padded";
+  }
+  return "?";
+}
+
+/// A buffer of random values seen through a MemRef with the given layout.
+template <typename T, int N> struct Buffer {
+  std::vector<T> storage;
+  MemRef<T, N> ref;
+
+  Buffer(std::array<int64_t, N> sizes, Layout layout, unsigned seed) {
+    std::array<int, N> order; // dims from fastest to slowest
+    for (int i = 0; i < N; ++i)
+      order[i] = N - 1 - i;
+    if (layout == Layout::SwapLast && N >= 2)
+      std::swap(order[0], order[1]);
+    int64_t stride = layout == Layout::Padded ? 2 : 1;
+    for (int i = 0; i < N; ++i) {
+      ref.strides[order[i]] = stride;
+      stride = stride * sizes[order[i]] + (layout == Layout::Padded ? 3 : 0);
+    }
+    int64_t offset = layout == Layout::Padded ? 5 : 0;
+    storage.assign(size_t(stride + offset + 1), T(-999));
+    ref.allocated = ref.aligned = storage.data();
+    ref.offset = offset;
+    for (int i = 0; i < N; ++i)
+      ref.sizes[i] = sizes[i];
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    forEach([&](const std::array<int64_t, N> &idx) { at(idx) = T(dist(rng)); });
+  }
+
+  T &at(const std::array<int64_t, N> &idx) const {
+    int64_t p = ref.offset;
+    for (int i = 0; i < N; ++i)
+      p += idx[i] * ref.strides[i];
+    return ref.aligned[p];
+  }
+
+  template <typename F> void forEach(F f) const {
+    int64_t count = 1;
+    for (int i = 0; i < N; ++i)
+      count *= ref.sizes[i];
+    std::array<int64_t, N> idx{};
+    for (int64_t e = 0; e < count; ++e) {
+      int64_t rest = e;
+      for (int i = N - 1; i >= 0; --i) {
+        idx[i] = rest % ref.sizes[i];
+        rest /= ref.sizes[i];
+      }
+      f(idx);
+    }
+  }
+
+  std::vector<T> values() const {
+    std::vector<T> v;
+    forEach([&](const std::array<int64_t, N> &idx) { v.push_back(at(idx)); });
+    return v;
+  }
+};
+
+/// Expected value and the sum of |terms| that bounds its rounding error.
+struct Ref {
+  double value = 0, magnitude = 0;
+  void add(double x) {
+    value += x;
+    magnitude += std::fabs(x);
+  }
+};
+
+template <typename T> double tolerance() {
+  return std::is_same_v<T, float> ? 1e-5 : 1e-13;
+}
+
+template <typename T, int N>
+void expectClose(const Buffer<T, N> &got, const std::vector<Ref> &want,
+                 const std::string &what) {
+  std::vector<T> v = got.values();
+  ASSERT_EQ(v.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < v.size() && bad < 5; ++i) {
+    double err = std::fabs(double(v[i]) - want[i].value);
+    if (err > tolerance<T>() * (want[i].magnitude + 1.0)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << v[i]
+                    << ", want " << want[i].value;
+      ++bad;
+    }
+  }
+}
+
+class ThreadsGuard {
+public:
+  explicit ThreadsGuard(int n) : saved(estc_runtime_get_num_threads()) {
+    estc_runtime_set_num_threads(n);
+  }
+  ~ThreadsGuard() { estc_runtime_set_num_threads(saved); }
+
+private:
+  int saved;
+};
+
+// --- Matmul ------------------------------------------------------------------
+
+struct MatmulCase {
+  int64_t batch, m, n, k;
+  bool ta, tb;
+  int64_t batchA, batchB; // batch or 1
+  Layout la, lb, lc;
+};
+
+std::string describe(const MatmulCase &c) {
+  return "batch " + std::to_string(c.batch) + " (" + std::to_string(c.batchA) +
+         "," + std::to_string(c.batchB) + ") m" + std::to_string(c.m) + " n" +
+         std::to_string(c.n) + " k" + std::to_string(c.k) +
+         (c.ta ? " ta" : "") + (c.tb ? " tb" : "") + " " + name(c.la) + "/" +
+         name(c.lb) + "/" + name(c.lc);
+}
+
+template <typename T> struct MatmulRun {
+  Buffer<T, 3> a, b, c;
+  explicit MatmulRun(const MatmulCase &t)
+      : a({t.batchA, t.ta ? t.k : t.m, t.ta ? t.m : t.k}, t.la, 1),
+        b({t.batchB, t.tb ? t.n : t.k, t.tb ? t.k : t.n}, t.lb, 2),
+        c({t.batch, t.m, t.n}, t.lc, 3) {}
+
+  std::vector<Ref> reference(const MatmulCase &t) const {
+    std::vector<Ref> out;
+    for (int64_t i = 0; i < t.batch; ++i)
+      for (int64_t r = 0; r < t.m; ++r)
+        for (int64_t col = 0; col < t.n; ++col) {
+          Ref s;
+          int64_t ia = t.batchA == 1 ? 0 : i, ib = t.batchB == 1 ? 0 : i;
+          for (int64_t k = 0; k < t.k; ++k) {
+            double x = t.ta ? a.at({ia, k, r}) : a.at({ia, r, k});
+            double y = t.tb ? b.at({ib, col, k}) : b.at({ib, k, col});
+            s.add(x * y);
+          }
+          out.push_back(s);
+        }
+    return out;
+  }
+};
+
+void call(MatmulRun<float> &r, const MatmulCase &t) {
+  _mlir_ciface_estc_matmul_f32(&r.a.ref, &r.b.ref, &r.c.ref, t.ta, t.tb);
+}
+void call(MatmulRun<double> &r, const MatmulCase &t) {
+  _mlir_ciface_estc_matmul_f64(&r.a.ref, &r.b.ref, &r.c.ref, t.ta, t.tb);
+}
+
+std::vector<MatmulCase> matmulCases() {
+  std::vector<MatmulCase> cases;
+  const int64_t dims[] = {1, 3, 17, 100};
+  const Layout R = Layout::RowMajor;
+  // Every size combination, plain and transposed.
+  for (int64_t m : dims)
+    for (int64_t n : dims)
+      for (int64_t k : dims)
+        for (int flags = 0; flags < 4; ++flags)
+          cases.push_back({1, m, n, k, bool(flags & 1), bool(flags & 2), 1, 1,
+                           R, R, R});
+  // Batches, broadcast on either side, and strided layouts on every operand.
+  const Layout layouts[] = {Layout::RowMajor, Layout::SwapLast, Layout::Padded};
+  for (Layout la : layouts)
+    for (Layout lb : layouts)
+      for (Layout lc : layouts) {
+        cases.push_back({3, 17, 100, 33, false, false, 3, 3, la, lb, lc});
+        cases.push_back({3, 17, 100, 33, true, false, 1, 3, la, lb, lc});
+        cases.push_back({4, 100, 3, 17, false, true, 4, 1, la, lb, lc});
+      }
+  // Large enough to be split into tiles and run on the pool.
+  cases.push_back({1, 128, 256, 784, false, false, 1, 1, R, R, R});
+  cases.push_back({2, 300, 200, 100, true, true, 2, 1, R, Layout::Padded, R});
+  cases.push_back({1, 0, 5, 7, false, false, 1, 1, R, R, R});
+  cases.push_back({1, 5, 7, 0, false, false, 1, 1, R, R, R});
+  return cases;
+}
+
+template <typename T> void checkMatmul() {
+  ThreadsGuard threads(2);
+  for (const MatmulCase &t : matmulCases()) {
+    MatmulRun<T> run(t);
+    call(run, t);
+    expectClose(run.c, run.reference(t), describe(t));
+  }
+}
+
+TEST(RuntimeMatmul, F32MatchesNaiveLoops) { checkMatmul<float>(); }
+TEST(RuntimeMatmul, F64MatchesNaiveLoops) { checkMatmul<double>(); }
+
+TEST(RuntimeMatmul, BitIdenticalForAnyThreadCount) {
+  const Layout R = Layout::RowMajor;
+  const MatmulCase cases[] = {
+      {1, 128, 256, 784, false, false, 1, 1, R, R, R},
+      {1, 512, 512, 512, false, true, 1, 1, R, R, R},
+      {5, 100, 300, 200, true, false, 5, 1, R, Layout::Padded, R},
+  };
+  for (const MatmulCase &t : cases) {
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2, 4}) {
+      ThreadsGuard guard(threads);
+      MatmulRun<float> run(t);
+      call(run, t);
+      results.push_back(run.c.values());
+    }
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(),
+                             results[0].size() * sizeof(float)))
+        << describe(t) << ": 1 vs 2 threads";
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[2].data(),
+                             results[0].size() * sizeof(float)))
+        << describe(t) << ": 1 vs 4 threads";
+  }
+}
+
+TEST(RuntimeMatmulDeathTest, ShapeMismatchIsOneLine) {
+  Buffer<float, 3> a({1, 3, 4}, Layout::RowMajor, 1);
+  Buffer<float, 3> b({1, 5, 6}, Layout::RowMajor, 2);
+  Buffer<float, 3> c({1, 3, 6}, Layout::RowMajor, 3);
+  EXPECT_DEATH(_mlir_ciface_estc_matmul_f32(&a.ref, &b.ref, &c.ref, 0, 0),
+               "estc runtime: estc_matmul: shapes \\[1,3,4\\] x \\[1,5,6\\] "
+               "-> \\[1,3,6\\] do not agree");
+}
+
+// --- Convolutions ------------------------------------------------------------
+
+struct ConvCase {
+  int64_t n, h, w, c, kh, kw, o;
+  int64_t sh, sw, dh, dw;
+  bool same; // TF SAME padding, else VALID
+  Layout lin, lfilter, lout;
+};
+
+struct ConvGeometry {
+  int64_t oh, ow, padTop, padLeft;
+};
+
+// TF's rules (lib/Shape convOutputSize / convPadBefore).
+ConvGeometry geometryOf(const ConvCase &t) {
+  auto dim = [&](int64_t in, int64_t k, int64_t s, int64_t d, int64_t &pad) {
+    int64_t span = (k - 1) * d + 1;
+    if (!t.same) {
+      pad = 0;
+      return (in - span) / s + 1;
+    }
+    int64_t out = (in + s - 1) / s;
+    pad = std::max<int64_t>((out - 1) * s + span - in, 0) / 2;
+    return out;
+  };
+  ConvGeometry g;
+  g.oh = dim(t.h, t.kh, t.sh, t.dh, g.padTop);
+  g.ow = dim(t.w, t.kw, t.sw, t.dw, g.padLeft);
+  return g;
+}
+
+std::string describe(const ConvCase &t) {
+  return std::to_string(t.n) + "x" + std::to_string(t.h) + "x" +
+         std::to_string(t.w) + "x" + std::to_string(t.c) + " * " +
+         std::to_string(t.kh) + "x" + std::to_string(t.kw) + "x" +
+         std::to_string(t.o) + " s" + std::to_string(t.sh) +
+         std::to_string(t.sw) + " d" + std::to_string(t.dh) +
+         std::to_string(t.dw) + (t.same ? " SAME " : " VALID ") + name(t.lin) +
+         "/" + name(t.lfilter) + "/" + name(t.lout);
+}
+
+struct ConvRun {
+  ConvCase t;
+  ConvGeometry g;
+  Buffer<float, 4> input, filter, output;
+  explicit ConvRun(const ConvCase &t)
+      : t(t), g(geometryOf(t)), input({t.n, t.h, t.w, t.c}, t.lin, 11),
+        filter({t.kh, t.kw, t.c, t.o}, t.lfilter, 12),
+        output({t.n, g.oh, g.ow, t.o}, t.lout, 13) {}
+
+  /// Calls f(n, oh, ow, kh, kw, ih, iw) for every tap that reads the input.
+  template <typename F> void forEachTap(F f) const {
+    for (int64_t n = 0; n < t.n; ++n)
+      for (int64_t oh = 0; oh < g.oh; ++oh)
+        for (int64_t ow = 0; ow < g.ow; ++ow)
+          for (int64_t kh = 0; kh < t.kh; ++kh)
+            for (int64_t kw = 0; kw < t.kw; ++kw) {
+              int64_t ih = oh * t.sh + kh * t.dh - g.padTop;
+              int64_t iw = ow * t.sw + kw * t.dw - g.padLeft;
+              if (ih >= 0 && ih < t.h && iw >= 0 && iw < t.w)
+                f(n, oh, ow, kh, kw, ih, iw);
+            }
+  }
+
+  void forward() {
+    _mlir_ciface_estc_conv2d_nhwc_hwio_f32(&input.ref, &filter.ref, &output.ref,
+                                           t.sh, t.sw, t.dh, t.dw, g.padTop,
+                                           g.padLeft);
+  }
+  // The gradients reuse the buffers: `output` holds grad_output, and
+  // input / filter receive grad_input / grad_filter.
+  void backpropInput() {
+    _mlir_ciface_estc_conv2d_backprop_input_f32(&filter.ref, &output.ref,
+                                                &input.ref, t.sh, t.sw, t.dh,
+                                                t.dw, g.padTop, g.padLeft);
+  }
+  void backpropFilter() {
+    _mlir_ciface_estc_conv2d_backprop_filter_f32(&input.ref, &output.ref,
+                                                 &filter.ref, t.sh, t.sw, t.dh,
+                                                 t.dw, g.padTop, g.padLeft);
+  }
+
+  /// Index of (a, b, c, d) in a row-major [n0, n1, n2, n3] array.
+  static size_t flat(std::array<int64_t, 4> dims, int64_t a, int64_t b,
+                     int64_t c, int64_t d) {
+    return size_t(((a * dims[1] + b) * dims[2] + c) * dims[3] + d);
+  }
+
+  std::vector<Ref> forwardReference() const {
+    std::vector<Ref> out(size_t(t.n * g.oh * g.ow * t.o));
+    forEachTap([&](int64_t n, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                   int64_t ih, int64_t iw) {
+      for (int64_t o = 0; o < t.o; ++o)
+        for (int64_t c = 0; c < t.c; ++c)
+          out[flat({t.n, g.oh, g.ow, t.o}, n, oh, ow, o)].add(
+              double(input.at({n, ih, iw, c})) * filter.at({kh, kw, c, o}));
+    });
+    return out;
+  }
+  std::vector<Ref> backpropInputReference() const {
+    std::vector<Ref> out(size_t(t.n * t.h * t.w * t.c));
+    forEachTap([&](int64_t n, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                   int64_t ih, int64_t iw) {
+      for (int64_t c = 0; c < t.c; ++c)
+        for (int64_t o = 0; o < t.o; ++o)
+          out[flat({t.n, t.h, t.w, t.c}, n, ih, iw, c)].add(
+              double(output.at({n, oh, ow, o})) * filter.at({kh, kw, c, o}));
+    });
+    return out;
+  }
+  std::vector<Ref> backpropFilterReference() const {
+    std::vector<Ref> out(size_t(t.kh * t.kw * t.c * t.o));
+    forEachTap([&](int64_t n, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                   int64_t ih, int64_t iw) {
+      for (int64_t c = 0; c < t.c; ++c)
+        for (int64_t o = 0; o < t.o; ++o)
+          out[flat({t.kh, t.kw, t.c, t.o}, kh, kw, c, o)].add(
+              double(input.at({n, ih, iw, c})) * output.at({n, oh, ow, o}));
+    });
+    return out;
+  }
+};
+
+std::vector<ConvCase> convCases() {
+  const Layout R = Layout::RowMajor, P = Layout::Padded, S = Layout::SwapLast;
+  std::vector<ConvCase> cases = {
+      // The ConvNet's two layers, on a small batch.
+      {2, 28, 28, 1, 5, 5, 20, 1, 1, 1, 1, false, R, R, R},
+      {2, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, false, R, R, R},
+      // Odd sizes, SAME and VALID, strides and dilations 2.
+      {1, 17, 17, 3, 3, 3, 17, 1, 1, 1, 1, true, R, R, R},
+      {3, 17, 13, 3, 3, 3, 5, 2, 2, 1, 1, true, R, R, R},
+      {3, 17, 13, 3, 3, 3, 5, 2, 2, 1, 1, false, R, R, R},
+      {2, 17, 17, 3, 3, 3, 4, 1, 1, 2, 2, true, R, R, R},
+      {2, 17, 17, 3, 3, 2, 4, 2, 1, 2, 1, false, R, R, R},
+      {1, 3, 3, 1, 3, 3, 1, 1, 1, 1, 1, true, R, R, R},
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, false, R, R, R},
+      {2, 4, 5, 3, 5, 5, 2, 2, 2, 1, 1, true, R, R, R}, // filter > input
+      {1, 100, 3, 2, 3, 1, 3, 2, 1, 1, 1, true, R, R, R},
+      // 1x1 (the direct GEMM path), with and without stride.
+      {2, 9, 7, 17, 1, 1, 100, 1, 1, 1, 1, false, R, R, R},
+      {2, 9, 7, 17, 1, 1, 3, 2, 2, 1, 1, true, R, R, R},
+      {2, 9, 7, 17, 1, 1, 3, 1, 1, 1, 1, false, P, R, P},
+      // Strided descriptors everywhere.
+      {2, 11, 10, 3, 3, 3, 5, 1, 1, 1, 1, true, P, R, R},
+      {2, 11, 10, 3, 3, 3, 5, 1, 1, 1, 1, true, R, P, R},
+      {2, 11, 10, 3, 3, 3, 5, 1, 1, 1, 1, true, R, R, P},
+      {2, 11, 10, 3, 3, 3, 5, 2, 2, 1, 1, true, S, S, S},
+      {2, 11, 10, 3, 3, 3, 5, 1, 2, 2, 1, false, P, P, P},
+  };
+  return cases;
+}
+
+TEST(RuntimeConv2D, ForwardMatchesNaiveLoops) {
+  ThreadsGuard threads(2);
+  for (const ConvCase &t : convCases()) {
+    ConvRun run(t);
+    run.forward();
+    expectClose(run.output, run.forwardReference(), "forward " + describe(t));
+  }
+}
+
+TEST(RuntimeConv2D, BackpropInputMatchesNaiveLoops) {
+  ThreadsGuard threads(2);
+  for (const ConvCase &t : convCases()) {
+    ConvRun run(t);
+    std::vector<Ref> want = run.backpropInputReference();
+    run.backpropInput();
+    expectClose(run.input, want, "backprop input " + describe(t));
+  }
+}
+
+TEST(RuntimeConv2D, BackpropFilterMatchesNaiveLoops) {
+  ThreadsGuard threads(2);
+  for (const ConvCase &t : convCases()) {
+    ConvRun run(t);
+    std::vector<Ref> want = run.backpropFilterReference();
+    run.backpropFilter();
+    expectClose(run.filter, want, "backprop filter " + describe(t));
+  }
+}
+
+TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
+  const Layout R = Layout::RowMajor;
+  const ConvCase cases[] = {
+      {16, 28, 28, 1, 5, 5, 20, 1, 1, 1, 1, false, R, R, R},
+      {16, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, false, R, R, R},
+      {4, 17, 17, 8, 3, 3, 16, 2, 2, 1, 1, true, R, R, R},
+      {8, 16, 16, 32, 1, 1, 64, 1, 1, 1, 1, false, R, R, R},
+  };
+  for (const ConvCase &t : cases) {
+    for (int kernel = 0; kernel < 3; ++kernel) {
+      std::vector<std::vector<float>> results;
+      for (int threads : {1, 2, 4}) {
+        ThreadsGuard guard(threads);
+        ConvRun run(t);
+        if (kernel == 0) {
+          run.forward();
+          results.push_back(run.output.values());
+        } else if (kernel == 1) {
+          run.backpropInput();
+          results.push_back(run.input.values());
+        } else {
+          run.backpropFilter();
+          results.push_back(run.filter.values());
+        }
+      }
+      const char *names[] = {"forward", "backprop input", "backprop filter"};
+      for (int i : {1, 2})
+        EXPECT_EQ(0, std::memcmp(results[0].data(), results[i].data(),
+                                 results[0].size() * sizeof(float)))
+            << names[kernel] << " " << describe(t) << ": 1 vs "
+            << (i == 1 ? 2 : 4) << " threads";
+    }
+  }
+}
+
+TEST(RuntimeConv2D, NoAllocationAfterWarmUp) {
+  ThreadsGuard threads(1);
+  const Layout R = Layout::RowMajor;
+  ConvRun run({8, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, true, R, R, R});
+  run.forward();
+  run.backpropInput();
+  run.backpropFilter();
+  size_t warm = estc_runtime_scratch_bytes();
+  EXPECT_GT(warm, 0u);
+  for (int i = 0; i < 3; ++i) {
+    run.forward();
+    run.backpropInput();
+    run.backpropFilter();
+  }
+  EXPECT_EQ(warm, estc_runtime_scratch_bytes());
+}
+
+TEST(RuntimeConv2DDeathTest, ShapeMismatchIsOneLine) {
+  Buffer<float, 4> input({1, 5, 5, 3}, Layout::RowMajor, 1);
+  Buffer<float, 4> filter({3, 3, 4, 2}, Layout::RowMajor, 2);
+  Buffer<float, 4> output({1, 3, 3, 2}, Layout::RowMajor, 3);
+  EXPECT_DEATH(_mlir_ciface_estc_conv2d_nhwc_hwio_f32(
+                   &input.ref, &filter.ref, &output.ref, 1, 1, 1, 1, 0, 0),
+               "estc runtime: estc_conv2d_nhwc_hwio: input \\[1,5,5,3\\], "
+               "filter \\[3,3,4,2\\] and output \\[1,3,3,2\\] do not agree");
+}
+
+TEST(RuntimeThreads, SetAndGet) {
+  ThreadsGuard guard(3);
+  EXPECT_EQ(3, estc_runtime_get_num_threads());
+  estc_runtime_set_num_threads(1);
+  EXPECT_EQ(1, estc_runtime_get_num_threads());
+  estc_runtime_set_num_threads(0); // default
+  EXPECT_GE(estc_runtime_get_num_threads(), 1);
+}
+
+} // namespace
