@@ -672,7 +672,9 @@ LogicalResult Importer::importSignature(ModuleOp module,
   for (const g::Binding &b : sig.features())
     args.push_back({"features/" + b.key(), b.node()});
   for (const g::Binding &b : sig.labels())
-    args.push_back({b.key().empty() ? "labels" : "labels/" + b.key(),
+    args.push_back({b.key().empty() || b.key() == "labels"
+                        ? "labels"
+                        : "labels/" + b.key(),
                     b.node()});
 
   std::vector<Output> outputs;

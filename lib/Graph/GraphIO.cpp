@@ -4,6 +4,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
 #include <cerrno>
@@ -103,9 +104,16 @@ bool writeGraph(const std::string &path, const GraphDef &graph,
       error = path + ": cannot render the graph as text";
       return false;
     }
-  } else if (!graph.SerializeToString(&bytes)) {
-    error = path + ": cannot serialize the graph";
-    return false;
+  } else {
+    // Deterministic: map fields in key order, so the same graph always gives
+    // the same bytes (and the same compilation cache key).
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!graph.SerializeToCodedStream(&coded)) {
+      error = path + ": cannot serialize the graph";
+      return false;
+    }
   }
   std::string tmp = path + ".tmp";
   {
