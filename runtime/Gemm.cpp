@@ -12,6 +12,7 @@
 
 #include <Eigen/Core>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace estc::rt {
@@ -94,6 +95,15 @@ void gemmColMajor(View2D<const T> a, View2D<const T> b, T *res, Index ldRes) {
                  : run<T, C, C>(m, n, k, lhs, rhs, res, ldRes);
 }
 
+/// Sets a matrix to zero, walking memory in order.
+template <typename T> void setZero(View2D<T> c) {
+  if (std::abs(c.rs) < std::abs(c.cs))
+    c = c.transposed();
+  for (Index i = 0; i < c.rows; ++i)
+    for (Index j = 0; j < c.cols; ++j)
+      c.at(i, j) = T(0);
+}
+
 } // namespace
 
 template <typename T>
@@ -101,26 +111,40 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
   Index m = c.rows, n = c.cols, k = a.cols;
   if (m == 0 || n == 0)
     return;
-  if (!accumulate)
-    for (Index i = 0; i < m; ++i)
-      for (Index j = 0; j < n; ++j)
-        c.at(i, j) = T(0);
-  if (k == 0)
+  if (k == 0) {
+    if (!accumulate)
+      setZero(c);
     return;
+  }
 
   Index ld;
-  if (asColMajor(c, ld))
+  if (asColMajor(c, ld)) {
+    if (!accumulate)
+      setZero(c);
     return gemmColMajor(a, b, c.data, ld);
-  if (asRowMajor(c, ld)) // c^T = b^T a^T, column-major
+  }
+  if (asRowMajor(c, ld)) { // c^T = b^T a^T, column-major
+    if (!accumulate)
+      setZero(c);
     return gemmColMajor(b.transposed(), a.transposed(), c.data, ld);
+  }
   T *tmp = scratch<T>(Scratch::GemmResult, size_t(m * n));
-  for (Index j = 0; j < n; ++j)
-    for (Index i = 0; i < m; ++i)
-      tmp[i + j * m] = c.at(i, j);
+  View2D<T> t{tmp, m, n, 1, m};
+  if (accumulate)
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < m; ++i)
+        t.at(i, j) = c.at(i, j);
+  else
+    std::memset(tmp, 0, sizeof(T) * size_t(m * n));
   gemmColMajor(a, b, tmp, m);
-  for (Index j = 0; j < n; ++j)
+  if (std::abs(c.rs) < std::abs(c.cs))
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < m; ++i)
+        c.at(i, j) = t.at(i, j);
+  else
     for (Index i = 0; i < m; ++i)
-      c.at(i, j) = tmp[i + j * m];
+      for (Index j = 0; j < n; ++j)
+        c.at(i, j) = t.at(i, j);
 }
 
 template void gemm<float>(View2D<const float>, View2D<const float>,
