@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
+#include <sstream>
 
 using namespace mlir;
 using namespace mlir::est;
@@ -115,8 +116,8 @@ public:
       if (min == max)
         return fail("expected " + Twine(min) + " operands, but found " +
                     Twine(n));
-      return fail("expected at least " + Twine(min) +
-                  " operands, but found " + Twine(n));
+      return fail("expected at least " + Twine(min) + " operands, but found " +
+                  Twine(n));
     }
     for (auto [i, v] : llvm::enumerate(operands)) {
       if (!v || !isa<RankedTensorType>(v.getType())) {
@@ -134,8 +135,7 @@ public:
   }
   LogicalResult operandCount(int64_t n) { return operandCount(n, n); }
 
-  template <typename AttrT>
-  LogicalResult require(AttrT attr, StringRef name) {
+  template <typename AttrT> LogicalResult require(AttrT attr, StringRef name) {
     if (!attr)
       return fail("requires attribute '" + name + "'");
     return success();
@@ -242,10 +242,9 @@ static void printUnaryTypes(OpAsmPrinter &printer, Operation *, Type operand,
 //===----------------------------------------------------------------------===//
 
 #define EST_INFER(OP)                                                          \
-  LogicalResult OP::inferReturnTypes(MLIRContext *context,                     \
-                                     std::optional<Location> location,         \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred)
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *context, std::optional<Location> location, Adaptor adaptor, \
+      SmallVectorImpl<Type> &inferred)
 
 #define EST_INFERENCE                                                          \
   Inference inf(location, getOperationName(), adaptor.getOperands(), inferred)
@@ -324,11 +323,10 @@ EST_INFER(MatmulOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
     return failure();
-  return inf.result(
-      shape::matmul(inf.dims(0), inf.dims(1),
-                    boolOr(adaptor.getTransposeAAttr(), false),
-                    boolOr(adaptor.getTransposeBAttr(), false)),
-      inf.elt(0));
+  return inf.result(shape::matmul(inf.dims(0), inf.dims(1),
+                                  boolOr(adaptor.getTransposeAAttr(), false),
+                                  boolOr(adaptor.getTransposeBAttr(), false)),
+                    inf.elt(0));
 }
 
 EST_INFER(Conv2DOp) {
@@ -338,11 +336,11 @@ EST_INFER(Conv2DOp) {
   FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
   if (failed(pad))
     return failure();
-  return inf.result(
-      shape::conv2d(inf.dims(0), inf.dims(1),
-                    dimsOr(adaptor.getStridesAttr(), {1, 1}),
-                    dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
-      inf.elt(0));
+  return inf.result(shape::conv2d(inf.dims(0), inf.dims(1),
+                                  dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                                  dimsOr(adaptor.getDilationsAttr(), {1, 1}),
+                                  *pad),
+                    inf.elt(0));
 }
 
 template <typename Adaptor>
@@ -459,8 +457,7 @@ EST_INFER(PadOp) {
       failed(inf.require(adaptor.getPaddingsAttr(), "paddings")))
     return failure();
   return inf.result(
-      shape::pad(inf.dims(0), attrDims(adaptor.getPaddingsAttr())),
-      inf.elt(0));
+      shape::pad(inf.dims(0), attrDims(adaptor.getPaddingsAttr())), inf.elt(0));
 }
 
 EST_INFER(BroadcastToOp) {
@@ -496,9 +493,9 @@ EST_INFER(GatherOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)))
     return failure();
-  return inf.result(shape::gather(inf.dims(0), inf.dims(1),
-                                  intOr(adaptor.getAxisAttr(), 0)),
-                    inf.elt(0));
+  return inf.result(
+      shape::gather(inf.dims(0), inf.dims(1), intOr(adaptor.getAxisAttr(), 0)),
+      inf.elt(0));
 }
 
 EST_INFER(OneHotOp) {
@@ -565,8 +562,11 @@ EST_INFER(DropoutOp) {
       failed(inf.require(adaptor.getSeedAttr(), "seed")))
     return failure();
   double rate = adaptor.getRateAttr().getValueAsDouble();
-  if (!(rate >= 0.0 && rate < 1.0))
-    return inf.fail("rate must be in [0, 1), got " + std::to_string(rate));
+  if (!(rate >= 0.0 && rate < 1.0)) {
+    std::ostringstream os;
+    os << "rate must be in [0, 1), got " << rate;
+    return inf.fail(os.str());
+  }
   return inf.result(inf.type(0));
 }
 
@@ -670,16 +670,14 @@ AssignVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult MinimizeOp::verify() {
   StringRef optimizer = getOptimizer();
   if (!llvm::is_contained(
-          {"sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl"},
-          optimizer))
+          {"sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl"}, optimizer))
     return emitOpError("unknown optimizer \"")
            << optimizer
            << "\" (expected sgd, momentum, adagrad, adam, rmsprop or ftrl)";
   return success();
 }
 
-LogicalResult
-MinimizeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult MinimizeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getVarList())
     return success();
   for (auto name : getVarList()->getAsRange<FlatSymbolRefAttr>()) {
@@ -922,7 +920,8 @@ OpFoldResult NotEqualOp::fold(FoldAdaptor adaptor) {
 }
 OpFoldResult LessOp::fold(FoldAdaptor adaptor) {
   return foldCompare(
-      adaptor.getOperands(), getType(), [](double a, double b) { return a < b; },
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a < b; },
       [](const APInt &a, const APInt &b) { return a.slt(b); });
 }
 OpFoldResult LessEqualOp::fold(FoldAdaptor adaptor) {
@@ -933,7 +932,8 @@ OpFoldResult LessEqualOp::fold(FoldAdaptor adaptor) {
 }
 OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
   return foldCompare(
-      adaptor.getOperands(), getType(), [](double a, double b) { return a > b; },
+      adaptor.getOperands(), getType(),
+      [](double a, double b) { return a > b; },
       [](const APInt &a, const APInt &b) { return a.sgt(b); });
 }
 OpFoldResult GreaterEqualOp::fold(FoldAdaptor adaptor) {
@@ -968,9 +968,9 @@ OpFoldResult LogicalNotOp::fold(FoldAdaptor adaptor) {
         INT_FN);                                                               \
   }
 EST_FOLD_UNARY(NegOp, -x, [](ArrayRef<APInt> a) { return -a[0]; })
-EST_FOLD_UNARY(AbsOp, std::fabs(x), [](ArrayRef<APInt> a) { return a[0].abs(); })
-EST_FOLD_UNARY(SquareOp, x * x,
-               [](ArrayRef<APInt> a) { return a[0] * a[0]; })
+EST_FOLD_UNARY(AbsOp, std::fabs(x),
+               [](ArrayRef<APInt> a) { return a[0].abs(); })
+EST_FOLD_UNARY(SquareOp, x *x, [](ArrayRef<APInt> a) { return a[0] * a[0]; })
 EST_FOLD_UNARY(ExpOp, std::exp(x), nullptr)
 EST_FOLD_UNARY(LogOp, std::log(x), nullptr)
 EST_FOLD_UNARY(SqrtOp, std::sqrt(x), nullptr)
@@ -980,9 +980,8 @@ EST_FOLD_UNARY(SigmoidOp, 1.0 / (1.0 + std::exp(-x)), nullptr)
 EST_FOLD_UNARY(ReluOp, x > 0.0 ? x : 0.0, nullptr)
 EST_FOLD_UNARY(Relu6Op, std::min(std::max(x, 0.0), 6.0), nullptr)
 EST_FOLD_UNARY(EluOp, x > 0.0 ? x : std::expm1(x), nullptr)
-EST_FOLD_UNARY(SoftplusOp, std::log1p(std::exp(-std::fabs(x))) +
-                               std::max(x, 0.0),
-               nullptr)
+EST_FOLD_UNARY(SoftplusOp,
+               std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0), nullptr)
 #undef EST_FOLD_UNARY
 
 OpFoldResult CastOp::fold(FoldAdaptor) {
@@ -1087,8 +1086,7 @@ struct ComposeTransposes : OpRewritePattern<TransposeOp> {
 };
 
 /// squeeze / expand_dims with a static result -> reshape.
-template <typename OpTy>
-struct ShapeOpToReshape : OpRewritePattern<OpTy> {
+template <typename OpTy> struct ShapeOpToReshape : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -1110,7 +1108,8 @@ struct SelectConstantCondition : OpRewritePattern<SelectOp> {
     SplatElementsAttr cond;
     if (!matchPattern(op.getCond(), m_Constant(&cond)))
       return failure();
-    Value chosen = cond.getSplatValue<bool>() ? op.getOnTrue() : op.getOnFalse();
+    Value chosen =
+        cond.getSplatValue<bool>() ? op.getOnTrue() : op.getOnFalse();
     if (chosen.getType() != op.getType())
       return failure();
     rewriter.replaceOp(op, chosen);

@@ -17,8 +17,7 @@ namespace est {
 
 /// The state of all `est.variable`s: read by `est.read_variable`, written by
 /// `est.assign_variable` and `est.minimize`.
-struct VariableResource
-    : public SideEffects::Resource::Base<VariableResource> {
+struct VariableResource : public SideEffects::Resource::Base<VariableResource> {
   StringRef getName() final { return "est.variables"; }
 };
 
