@@ -460,9 +460,10 @@ LogicalResult Importer::importVariables(ModuleOp module) {
     Location loc = nodeLoc((kVariableLocPrefix + var.name()).str());
     est::VariableOp::create(
         builder_, loc, var.name(), *type, var.trainable(),
-        est::InitializerAttr::get(&context_,
-                                  builder_.getStringAttr(init.type()),
-                                  builder_.getDictionaryAttr(params)));
+        est::InitializerAttr::get(&context_, init.type(),
+                                  params.empty()
+                                      ? DictionaryAttr()
+                                      : builder_.getDictionaryAttr(params)));
     variableTypes_[var.name()] = *type;
   }
   return success();
@@ -511,14 +512,33 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
       return failure();
     }
   }
-  auto infer = dyn_cast<InferTypeOpInterface>(probe);
+  // read_variable's type is its variable's, which only the module knows.
+  if (node.op() == "read_variable") {
+    probe->destroy();
+    auto it = node.attr().find(kVariableAttr.str());
+    if (it == node.attr().end() || !it->second.has_s()) {
+      (void)failNode(node, "requires attribute 'variable' (a string)");
+      return failure();
+    }
+    auto var = variableTypes_.find(it->second.s());
+    if (var == variableTypes_.end()) {
+      (void)failNode(node, "reads variable '" + it->second.s() +
+                               "', which the graph does not declare");
+      return failure();
+    }
+    resultTypes.push_back(var->second);
+    probe = nullptr;
+  }
+  auto infer = probe ? dyn_cast<InferTypeOpInterface>(probe)
+                     : InferTypeOpInterface();
   LogicalResult inferred =
       infer ? infer.inferReturnTypes(&context_, loc, probe->getOperands(),
                                      probe->getRawDictionaryAttrs(),
                                      probe->getPropertiesStorage(),
                                      probe->getRegions(), resultTypes)
             : success();
-  probe->destroy();
+  if (probe)
+    probe->destroy();
   if (failed(inferred)) {
     (void)fail(""); // the diagnostic handler has recorded the message
     return failure();

@@ -40,10 +40,10 @@ std::string allStageNames() {
 
 void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
-  funcPm.addPass(mlir::est::createEstShapeInferencePass());
+  funcPm.addPass(mlir::est::createShapeInferencePass());
   funcPm.addPass(mlir::createCanonicalizerPass());
   funcPm.addPass(mlir::createCSEPass());
-  funcPm.addPass(mlir::est::createEstDCEPass());
+  funcPm.addPass(mlir::est::createDCEPass());
 }
 
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {

@@ -9,6 +9,7 @@
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstOps.h"
 
+#include "mlir/IR/Iterators.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir {
@@ -25,23 +26,19 @@ namespace {
 
 struct DCEPass : public est::impl::EstDCEBase<DCEPass> {
   void runOnOperation() override {
+    Operation *root = getOperation();
     bool changed = true;
     while (changed) {
       changed = false;
-      SmallVector<Operation *> dead;
-      // Post-order visits users (later in the block) after their operands,
-      // so walk each block backwards by collecting first.
-      getOperation().walk([&](Operation *op) {
-        if (op != getOperation() && !op->hasTrait<OpTrait::IsTerminator>() &&
-            isOpTriviallyDead(op))
-          dead.push_back(op);
-      });
-      for (Operation *op : llvm::reverse(dead)) {
-        if (!isOpTriviallyDead(op))
-          continue;
+      // Reverse post-order within each block: users (later in the block, or
+      // nested) are visited, and possibly erased, before their producers.
+      root->walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *op) {
+        if (op == root || op->hasTrait<OpTrait::IsTerminator>() ||
+            !isOpTriviallyDead(op))
+          return;
         op->erase();
         changed = true;
-      }
+      });
     }
   }
 };
