@@ -500,7 +500,7 @@ Value conv2d(const OpContext &ctx) {
   Dims outShape = ctx.check(
       shape::conv2d(in.shape, filter.shape, strides, dilations, padding));
   int64_t height = in.shape[1], width = in.shape[2], channels = in.shape[3];
-  int64_t kh = filter.shape[0], kw = filter.shape[1], oc = filter.shape[3];
+  int64_t kh = filter.shape[0], kw = filter.shape[1];
   int64_t padTop = shape::convPadBefore(height, kh, strides[0], dilations[0],
                                         padding);
   int64_t padLeft = shape::convPadBefore(width, kw, strides[1], dilations[1],
@@ -517,12 +517,14 @@ Value conv2d(const OpContext &ctx) {
         int64_t ix = o[2] * strides[1] - padLeft + x * dilations[1];
         if (ix < 0 || ix >= width)
           continue;
+        const double *pixel = in.data.data() + o[0] * inStrides[0] +
+                              iy * inStrides[1] + ix * inStrides[2];
+        const double *taps = filter.data.data() + y * fStrides[0] +
+                             x * fStrides[1] + o[3];
         for (int64_t c = 0; c < channels; ++c)
-          sum += in.data[linearIndex({o[0], iy, ix, c}, inStrides)] *
-                 filter.data[linearIndex({y, x, c, o[3]}, fStrides)];
+          sum += pixel[c] * taps[c * fStrides[2]];
       }
     }
-    (void)oc;
     out.data[linear] = normalize(in.dtype, sum);
   });
   return out;
@@ -555,7 +557,8 @@ Value pool(const OpContext &ctx, bool isMax) {
         int64_t ix = o[2] * strides[1] - padLeft + x;
         if (ix < 0 || ix >= width)
           continue;
-        double v = in.data[linearIndex({o[0], iy, ix, o[3]}, inStrides)];
+        double v = in.data[o[0] * inStrides[0] + iy * inStrides[1] +
+                           ix * inStrides[2] + o[3]];
         acc = isMax ? nanMax(acc, v) : acc + v;
         ++count;
       }

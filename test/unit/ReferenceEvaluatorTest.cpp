@@ -7,12 +7,15 @@
 
 #include "test/reference/ReferenceEvaluator.h"
 
+#include "examples/models/Models.h"
 #include "lib/Random/Philox.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -980,6 +983,129 @@ TEST(ReferenceGraph, ConstantsSplatAndCheckCounts) {
   e.mutable_attr()->at("value").mutable_tensor()->mutable_float_val()->Truncate(2);
   Evaluator badEvaluator(bad.def());
   EXPECT_THROW(badEvaluator.evaluate({"e"}), std::runtime_error);
+}
+
+// --- Graphs from the graph builder (examples/models) -----------------------
+
+/// Gives every variable of the graph a value: `chosen` by name, otherwise a
+/// small deterministic pattern (zeros for non-trainable state).
+void initializeVariables(Evaluator &evaluator,
+                         const std::map<std::string, Value> &chosen = {}) {
+  for (const g::VariableDef &var : evaluator.graph().variable()) {
+    auto it = chosen.find(var.name());
+    if (it != chosen.end()) {
+      evaluator.variables()[var.name()] = it->second;
+      continue;
+    }
+    std::vector<int64_t> shape(var.shape().dim().begin(),
+                               var.shape().dim().end());
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<double> data(n, 0.0);
+    if (var.trainable())
+      for (int64_t i = 0; i < n; ++i)
+        data[i] = 0.01 * static_cast<double>((i * 37) % 11 - 5);
+    evaluator.variables()[var.name()] = Value(var.dtype(), shape, data);
+  }
+}
+
+TEST(ReferenceModels, LinearPredictAndEvalByHand) {
+  Evaluator evaluator(estc::models::build_linear(0));
+  std::string kernel, bias;
+  for (const g::VariableDef &var : evaluator.graph().variable())
+    if (var.trainable())
+      (var.shape().dim_size() == 2 ? kernel : bias) = var.name();
+  ASSERT_FALSE(kernel.empty());
+  ASSERT_FALSE(bias.empty());
+  initializeVariables(evaluator, {{kernel, f32({3, 1}, {0.5, -1, 2})},
+                                  {bias, f32({1}, {0.1})}});
+  // logits = 0.5 age - fare + 2 pclass + 0.1
+  std::map<std::string, Value> features = {
+      {"age", f32({3, 1}, {2, 0, 4})},
+      {"fare", f32({3, 1}, {1, 1, 10})},
+      {"pclass", f32({3, 1}, {1, 0, 2})}};
+  double logits[3] = {2.1, -0.9, -3.9};
+  auto out = evaluator.run("predict", features);
+  std::vector<double> probabilities, classes;
+  for (double z : logits) {
+    probabilities.push_back(1 / (1 + std::exp(-z)));
+    classes.push_back(z > 0 ? 1 : 0);
+  }
+  EXPECT_TRUE(same(out.at("predictions/probabilities"),
+                   f32({3, 1}, probabilities), 1e-9));
+  EXPECT_TRUE(same(out.at("predictions/classes"), i64({3, 1}, classes)));
+
+  // Labels 1, 1, 0: the first and last are right.
+  out = evaluator.run("eval", features, {{"labels", i64({3, 1}, {1, 1, 0})}});
+  double loss = 0;
+  double labels[3] = {1, 1, 0};
+  for (int i = 0; i < 3; ++i)
+    loss += std::max(logits[i], 0.0) - logits[i] * labels[i] +
+            std::log1p(std::exp(-std::abs(logits[i])));
+  EXPECT_NEAR(out.at("loss").data.at(0), loss / 3, 1e-9);
+  EXPECT_NEAR(out.at("metrics/accuracy").data.at(0), 2.0 / 3, 1e-9);
+  // A second batch, all right: accuracy accumulates to 3 of 4.
+  out = evaluator.run("eval", {{"age", f32({1, 1}, {0})},
+                               {"fare", f32({1, 1}, {0})},
+                               {"pclass", f32({1, 1}, {0})}},
+                      {{"labels", i64({1, 1}, {1})}});
+  EXPECT_NEAR(out.at("metrics/accuracy").data.at(0), 3.0 / 4, 1e-9);
+  // Training needs gradients.
+  EXPECT_THROW(evaluator.run("train", features, {{"labels", i64({3, 1}, {1, 1, 0})}}),
+               std::runtime_error);
+}
+
+/// Feeds for a signature's bindings: batch 3, floats in [0, 1), integers 0.
+std::map<std::string, Value>
+feedsFor(const g::GraphDef &graph,
+         const google::protobuf::RepeatedPtrField<g::Binding> &bindings) {
+  std::map<std::string, Value> feeds;
+  for (const g::Binding &b : bindings)
+    for (const g::NodeDef &node : graph.node()) {
+      if (node.name() != b.node())
+        continue;
+      std::vector<int64_t> shape;
+      for (int64_t d : node.attr().at("shape").shape().dim())
+        shape.push_back(d < 0 ? 3 : d);
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      g::DataType dtype = node.attr().at("dtype").type();
+      std::vector<double> data(n, 0.0);
+      if (dtype == g::DT_FLOAT || dtype == g::DT_DOUBLE)
+        for (int64_t i = 0; i < n; ++i)
+          data[i] = static_cast<double>(i % 7) / 7;
+      feeds[b.key()] = Value(dtype, shape, data);
+    }
+  return feeds;
+}
+
+TEST(ReferenceModels, EveryExampleModelPredictsAndEvaluates) {
+  for (const auto &entry : estc::models::model_registry()) {
+    SCOPED_TRACE(entry.name);
+    Evaluator evaluator(entry.build(0));
+    initializeVariables(evaluator);
+    const g::GraphDef &graph = evaluator.graph();
+    const g::SignatureDef &predict = graph.signature().at("predict");
+    std::map<std::string, Value> out;
+    ASSERT_NO_THROW(
+        out = evaluator.run("predict", feedsFor(graph, predict.features())));
+    EXPECT_EQ(out.size(), static_cast<size_t>(predict.predictions_size()));
+    for (const auto &[key, value] : out) {
+      ASSERT_FALSE(value.shape.empty()) << key;
+      EXPECT_EQ(value.shape[0], 3) << key;
+      for (double v : value.data)
+        EXPECT_TRUE(std::isfinite(v)) << key;
+    }
+    const g::SignatureDef &eval = graph.signature().at("eval");
+    ASSERT_NO_THROW(out = evaluator.run("eval",
+                                        feedsFor(graph, eval.features()),
+                                        feedsFor(graph, eval.labels())));
+    ASSERT_TRUE(out.count("loss"));
+    EXPECT_TRUE(std::isfinite(out.at("loss").data.at(0)));
+    EXPECT_EQ(out.size(), 1u + eval.metrics_size());
+  }
 }
 
 } // namespace
