@@ -26,6 +26,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 
 namespace cl = llvm::cl;
@@ -39,14 +40,12 @@ cl::OptionCategory estcCategory("estc options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model graph file>"),
                                cl::Required, cl::cat(estcCategory));
 
-cl::opt<Emit> emit(
-    "emit", cl::desc("What to produce"), cl::init(Emit::MLIR),
-    cl::values(clEnumValN(Emit::MLIR, "mlir", "MLIR after the chosen stage"),
-               clEnumValN(Emit::LLVM, "llvm", "LLVM IR"),
-               clEnumValN(Emit::Asm, "asm", "native assembly"),
-               clEnumValN(Emit::Obj, "obj", "an object file and header"),
-               clEnumValN(Emit::Lib, "lib", "a static library and header")),
-    cl::cat(estcCategory));
+cl::opt<std::string> emitFlag(
+    "emit",
+    cl::desc("What to produce: mlir (MLIR after the chosen stage), llvm "
+             "(LLVM IR), asm (native assembly), obj (object file and "
+             "header), lib (static library and header)"),
+    cl::init("mlir"), cl::cat(estcCategory));
 
 cl::opt<std::string> compileTo(
     "compile-to",
@@ -76,20 +75,18 @@ int userError(const std::string &message) {
   return 1;
 }
 
-std::string emitName(Emit e) {
-  switch (e) {
-  case Emit::MLIR:
-    return "mlir";
-  case Emit::LLVM:
-    return "llvm";
-  case Emit::Asm:
-    return "asm";
-  case Emit::Obj:
-    return "obj";
-  case Emit::Lib:
-    return "lib";
-  }
-  return "";
+std::optional<Emit> parseEmit(const std::string &name) {
+  if (name == "mlir")
+    return Emit::MLIR;
+  if (name == "llvm")
+    return Emit::LLVM;
+  if (name == "asm")
+    return Emit::Asm;
+  if (name == "obj")
+    return Emit::Obj;
+  if (name == "lib")
+    return Emit::Lib;
+  return std::nullopt;
 }
 
 bool isIdentifier(const std::string &s) {
@@ -137,8 +134,12 @@ int main(int argc, char **argv) {
                      "cpu)");
   if (!isIdentifier(modelName))
     return userError("--name=" + modelName + ": not a C++ identifier");
-  if (emit != Emit::MLIR)
-    return userError("--emit=" + emitName(emit) +
+  std::optional<Emit> emit = parseEmit(emitFlag);
+  if (!emit)
+    return userError("--emit=" + emitFlag +
+                     ": unknown output kind (one of mlir, llvm, asm, obj, lib)");
+  if (*emit != Emit::MLIR)
+    return userError("--emit=" + emitFlag +
                      ": native code generation is not part of this build "
                      "yet; use --emit=mlir");
 
