@@ -453,16 +453,23 @@ Tensor stop_gradient(const Tensor &x, const std::string &name) {
   return o.finish(x.dtype(), x.shape());
 }
 
+namespace {
+// zeros_like / ones_like, then a cast when another dtype is asked for.
+Tensor fillLike(const char *op, const char *base, const Tensor &x,
+                DType dtype, const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  Tensor filled = o.finish(x.dtype(), x.shape());
+  return dtype == DType::Invalid || dtype == x.dtype() ? filled
+                                                       : cast(filled, dtype);
+}
+} // namespace
+
+Tensor zeros_like(const Tensor &x, DType dtype, const std::string &name) {
+  return fillLike("zeros_like", "ZerosLike", x, dtype, name);
+}
+
 Tensor ones_like(const Tensor &x, DType dtype, const std::string &name) {
-  DType out = dtype == DType::Invalid ? x.dtype() : dtype;
-  Graph &g = x.graph();
-  auto scope = g.name_scope(g.unique_layer_name(name.empty() ? "ones_like"
-                                                             : name));
-  // Always true, also for NaN: x == x or x != x.
-  Tensor t = x.dtype() == DType::Bool
-                 ? logical_or(x, logical_not(x))
-                 : logical_or(equal(x, x), not_equal(x, x));
-  return out == DType::Bool ? t : cast(t, out);
+  return fillLike("ones_like", "OnesLike", x, dtype, name);
 }
 
 Operation assign(const Variable &variable, const Tensor &value,

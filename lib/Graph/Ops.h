@@ -112,7 +112,10 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
 
 // --- Misc -----------------------------------------------------------------
 Tensor stop_gradient(const Tensor &x, const std::string &name = "");
-/// A tensor of ones with x's shape (works with unknown dimensions).
+/// Tensors of zeros / ones with x's shape (ops `zeros_like` / `ones_like`;
+/// they work with unknown dimensions). `dtype` defaults to x's.
+Tensor zeros_like(const Tensor &x, DType dtype = DType::Invalid,
+                  const std::string &name = "");
 Tensor ones_like(const Tensor &x, DType dtype = DType::Invalid,
                  const std::string &name = "");
 /// tf.compat.v1.assign: op `assign_variable`; the value's dtype must match

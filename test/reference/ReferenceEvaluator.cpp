@@ -1157,6 +1157,18 @@ const std::map<std::string, Kernel> &kernels() {
       c.expectInputs(1, 1);
       return c.input(0);
     };
+    t["zeros_like"] = [](const OpContext &c) {
+      c.expectInputs(1, 1);
+      Value v = c.input(0);
+      std::fill(v.data.begin(), v.data.end(), 0.0);
+      return v;
+    };
+    t["ones_like"] = [](const OpContext &c) {
+      c.expectInputs(1, 1);
+      Value v = c.input(0);
+      std::fill(v.data.begin(), v.data.end(), 1.0);
+      return v;
+    };
     // Randomness.
     t["dropout"] = dropout;
     t["random_uniform"] = static_cast<Value (*)(const OpContext &)>(randomOp);

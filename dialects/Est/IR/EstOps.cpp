@@ -309,6 +309,8 @@ EST_INFER_SAME(EluOp)
 EST_INFER_SAME(SoftplusOp)
 EST_INFER_SAME(LogicalNotOp)
 EST_INFER_SAME(StopGradientOp)
+EST_INFER_SAME(ZerosLikeOp)
+EST_INFER_SAME(OnesLikeOp)
 #undef EST_INFER_SAME
 
 EST_INFER(CastOp) {
@@ -1142,4 +1144,32 @@ void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
 void SelectOp::getCanonicalizationPatterns(RewritePatternSet &results,
                                            MLIRContext *context) {
   results.add<SelectConstantCondition>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// zeros_like / ones_like
+//===----------------------------------------------------------------------===//
+
+/// A splat of `value` (1 becomes `true` for i1) when `type` is static.
+static Attribute foldFillLike(Type type, int64_t value) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType || !tensorType.hasStaticShape())
+    return {};
+  Type element = tensorType.getElementType();
+  if (auto floatType = dyn_cast<FloatType>(element))
+    return DenseElementsAttr::get(
+        tensorType, FloatAttr::get(floatType, static_cast<double>(value)));
+  if (auto intType = dyn_cast<IntegerType>(element))
+    return DenseElementsAttr::get(
+        tensorType,
+        IntegerAttr::get(intType, APInt(intType.getWidth(), value)));
+  return {};
+}
+
+OpFoldResult ZerosLikeOp::fold(FoldAdaptor) {
+  return foldFillLike(getType(), 0);
+}
+
+OpFoldResult OnesLikeOp::fold(FoldAdaptor) {
+  return foldFillLike(getType(), 1);
 }

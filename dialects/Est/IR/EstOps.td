@@ -526,6 +526,29 @@ def Est_StopGradientOp
   }];
 }
 
+class Est_FillLikeOp<string mnemonic, string value>
+    : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = "A tensor of " # value # "s shaped like `x`";
+  let description = [{
+    The result has `x`'s type and every element is }] # value # [{ (`true`
+    for `i1`). Only `x`'s shape is used, so this works for a batch size known
+    at run time only; it folds to a constant when the shape is static.
+
+    ```mlir
+    %c = est.}] # mnemonic # [{ %x : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` custom<UnaryTypes>(type($x), type($result))
+  }];
+  let hasFolder = 1;
+}
+
+def Est_ZerosLikeOp : Est_FillLikeOp<"zeros_like", "zero">;
+def Est_OnesLikeOp : Est_FillLikeOp<"ones_like", "one">;
+
 //===----------------------------------------------------------------------===//
 // Randomness (counter-based, hence pure).
 //===----------------------------------------------------------------------===//

@@ -210,3 +210,18 @@ func.func @keep_stop_gradient() -> tensor<2xf32> {
   %0 = est.stop_gradient %a : tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// zeros_like / ones_like fold to splats when the shape is static, and stay
+// when it is not (the batch is known at run time only).
+// CHECK-LABEL: func.func @fold_fill_like
+func.func @fold_fill_like(%x: tensor<2x3xf32>, %b: tensor<4xi1>, %d: tensor<?x3xf32>) -> (tensor<2x3xf32>, tensor<4xi1>, tensor<?x3xf32>) {
+  // CHECK-DAG: est.constant dense<0.000000e+00> : tensor<2x3xf32>
+  %0 = est.zeros_like %x : tensor<2x3xf32>
+  // CHECK-DAG: est.constant dense<true> : tensor<4xi1>
+  %1 = est.ones_like %b : tensor<4xi1>
+  // CHECK-DAG: est.ones_like %{{.*}} : tensor<?x3xf32>
+  %2 = est.ones_like %d : tensor<?x3xf32>
+  return %0, %1, %2 : tensor<2x3xf32>, tensor<4xi1>, tensor<?x3xf32>
+}

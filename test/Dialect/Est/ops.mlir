@@ -140,6 +140,10 @@ func.func @nn(%x: tensor<?x784xf32>, %img: tensor<?x28x28x1xf32>, %w: tensor<5x5
   %27 = est.sigmoid_cross_entropy %23, %21 : tensor<?x10xf32>, tensor<?x10xf32> -> tensor<?x10xf32>
   // CHECK: est.stop_gradient %{{.*}} : tensor<?x10xf32>
   %28 = est.stop_gradient %23 : tensor<?x10xf32>
+  // CHECK: est.zeros_like %{{.*}} : tensor<?x10xf32>
+  %zl = est.zeros_like %23 : tensor<?x10xf32>
+  // CHECK: est.ones_like %{{.*}} : tensor<?xi64>
+  %ol = est.ones_like %labels : tensor<?xi64>
   // CHECK: est.dropout %{{.*}}, %{{.*}} {rate = 5.000000e-01 : f64, seed = 3 : i64} : tensor<?x256xf32>, tensor<i64> -> tensor<?x256xf32>
   %29 = est.dropout %0, %step {rate = 0.5 : f64, seed = 3 : i64} : tensor<?x256xf32>, tensor<i64> -> tensor<?x256xf32>
   // CHECK: est.random_uniform %{{.*}} {maxval = 2.000000e+00 : f64, seed = 1 : i64, shape = array<i64: 2, 3>} : tensor<i64> -> tensor<2x3xf32>
