@@ -1,4 +1,9 @@
 //===- Pipelines.cpp - The estc compilation pipeline, stage by stage ----===//
+//
+// The table of contents of the compiler: one function per stage, each a
+// short list of passes, in the order they run.
+//
+//===----------------------------------------------------------------------===//
 
 #include "compiler/Pipelines/Pipelines.h"
 
@@ -11,6 +16,8 @@
 namespace estc {
 
 namespace {
+// The stages the driver offers, in pipeline order. A stage is listed once
+// its add*Passes function below is implemented.
 constexpr Stage kAllStages[] = {Stage::Import, Stage::Est};
 } // namespace
 
@@ -20,6 +27,18 @@ llvm::StringRef stageName(Stage stage) {
     return "import";
   case Stage::Est:
     return "est";
+  case Stage::Decompose:
+    return "decompose";
+  case Stage::Linalg:
+    return "linalg";
+  case Stage::Fusion:
+    return "fusion";
+  case Stage::Bufferize:
+    return "bufferize";
+  case Stage::MemPlan:
+    return "memplan";
+  case Stage::LLVM:
+    return "llvm";
   }
   return "";
 }
@@ -38,6 +57,10 @@ std::string allStageNames() {
   return names;
 }
 
+//===----------------------------------------------------------------------===//
+// Stages
+//===----------------------------------------------------------------------===//
+
 void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::est::createShapeInferencePass());
@@ -46,10 +69,53 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::est::createDCEPass());
 }
 
+void addDecompositionPasses(mlir::OpPassManager &pm) {
+  // Filled by the est-to-linalg work (issue 3).
+  (void)pm;
+}
+
+void addLinalgLoweringPasses(mlir::OpPassManager &pm) {
+  // Filled by the est-to-linalg work (issue 3).
+  (void)pm;
+}
+
+void addFusionPasses(mlir::OpPassManager &pm) {
+  // Filled by the est-to-linalg work (issue 3).
+  (void)pm;
+}
+
+void addBufferizationPasses(mlir::OpPassManager &pm) {
+  // Filled by the backend work (issue 3).
+  (void)pm;
+}
+
+void addMemoryPlanningPasses(mlir::OpPassManager &pm) {
+  // Filled by the backend work (issue 3).
+  (void)pm;
+}
+
+void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
+  // Filled by the backend work (issue 3).
+  (void)pm;
+}
+
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {
-  if (last == Stage::Import)
-    return;
-  addEstOptimizationPasses(pm);
+  using AddStage = void (*)(mlir::OpPassManager &);
+  static constexpr std::pair<Stage, AddStage> kStages[] = {
+      {Stage::Est, addEstOptimizationPasses},
+      {Stage::Decompose, addDecompositionPasses},
+      {Stage::Linalg, addLinalgLoweringPasses},
+      {Stage::Fusion, addFusionPasses},
+      {Stage::Bufferize, addBufferizationPasses},
+      {Stage::MemPlan, addMemoryPlanningPasses},
+      {Stage::LLVM, addLLVMLoweringPasses},
+  };
+  for (auto [stage, add] : kStages) {
+    if (static_cast<int>(stage) > static_cast<int>(last) ||
+        !parseStage(stageName(stage)))
+      return;
+    add(pm);
+  }
 }
 
 } // namespace estc

@@ -5,12 +5,18 @@
 // Each stage is a short list of passes; the driver can stop after any stage
 // and print the module (`estc --compile-to=<stage> --emit=mlir`).
 //
-//   import   the module as the importer built it (no passes)
-//   est      shape inference, canonicalization, CSE, dead-code elimination
+//   import     the module as the importer built it (no passes)
+//   est        shape inference, canonicalization, CSE, dead-code elimination
+//   decompose  composite est ops (softmax, cross-entropies, ...) to primitives
+//   linalg     est to linalg / tensor / arith / math on tensors
+//   fusion     elementwise and reduction fusion on linalg
+//   bufferize  function ABI (variables, inputs, outputs as buffers),
+//              one-shot bufferization, matmul/conv to runtime kernel calls
+//   memplan    every temporary of a step in one arena, by liveness
+//   llvm       loops, then the LLVM dialect
 //
-// Later stages (decomposition, lowering to linalg, fusion, bufferization,
-// memory planning, LLVM, object code) are added here as they land; see
-// docs/architecture.md.
+// After `llvm` the module is translated to LLVM IR and compiled to object
+// code (compiler/Target). See docs/architecture.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_COMPILER_PIPELINES_PIPELINES_H
@@ -27,16 +33,31 @@ class OpPassManager;
 
 namespace estc {
 
-enum class Stage { Import, Est };
+enum class Stage {
+  Import,
+  Est,
+  Decompose,
+  Linalg,
+  Fusion,
+  Bufferize,
+  MemPlan,
+  LLVM,
+};
 
-/// "import", "est".
+/// "import", "est", ...
 llvm::StringRef stageName(Stage stage);
 std::optional<Stage> parseStage(llvm::StringRef name);
 /// Comma-separated names of every stage, for help and error messages.
 std::string allStageNames();
 
-/// est-level clean-up: shape inference, canonicalization, CSE, DCE.
+// One function per stage: the passes that stage adds.
 void addEstOptimizationPasses(mlir::OpPassManager &pm);
+void addDecompositionPasses(mlir::OpPassManager &pm);
+void addLinalgLoweringPasses(mlir::OpPassManager &pm);
+void addFusionPasses(mlir::OpPassManager &pm);
+void addBufferizationPasses(mlir::OpPassManager &pm);
+void addMemoryPlanningPasses(mlir::OpPassManager &pm);
+void addLLVMLoweringPasses(mlir::OpPassManager &pm);
 
 /// Adds every stage's passes up to and including `last`.
 void buildPipeline(mlir::OpPassManager &pm, Stage last);

@@ -1,26 +1,20 @@
 //===- estc-opt.cpp - est optimizer driver ----------------------------===//
 //
-// mlir-opt for the est dialect: parses, runs passes, prints. Registers only
-// the est and func dialects and the passes the est pipeline uses.
+// mlir-opt for estc: parses, runs passes, prints. Registers the est dialect,
+// the upstream dialects the pipeline lowers through, and the pipeline's
+// passes (compiler/Pipelines/Registration.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Transforms/Passes.h"
-#include "dialects/Est/IR/EstDialect.h"
+#include "compiler/Pipelines/Registration.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
-  mlir::registerCanonicalizerPass();
-  mlir::registerCSEPass();
-  mlir::registerSymbolDCEPass();
-  mlir::est::registerEstPasses();
-
+  estc::registerCompilerPasses();
   mlir::DialectRegistry registry;
-  registry.insert<mlir::est::EstDialect, mlir::func::FuncDialect>();
+  estc::registerCompilerDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "estc optimizer driver\n", registry));
 }

@@ -12,6 +12,7 @@
 
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Pipelines/Registration.h"
 #include "lib/Graph/GraphIO.h"
 
 #include "mlir/IR/AsmState.h"
@@ -150,7 +151,7 @@ int main(int argc, char **argv) {
     return userError(error);
 
   mlir::DialectRegistry registry;
-  estc::registerImportDialects(registry);
+  estc::registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       estc::importGraph(graph, context, inputFile, error);

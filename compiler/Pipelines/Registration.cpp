@@ -1,0 +1,53 @@
+//===- Registration.cpp - Dialects and passes the compiler uses ---------===//
+
+#include "compiler/Pipelines/Registration.h"
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstDialect.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllPasses.h"
+
+namespace estc {
+
+void registerCompilerDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::est::EstDialect, mlir::func::FuncDialect,
+                  mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+                  mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
+                  mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+}
+
+void registerCompilerPasses() {
+  // Upstream passes (canonicalize, cse, one-shot-bufferize, convert-*-to-llvm
+  // ...): cheap to register, libMLIR.so holds them all.
+  mlir::registerAllPasses();
+  mlir::est::registerEstPasses();
+}
+
+} // namespace estc
