@@ -4,6 +4,7 @@
 
 #include "dialects/Est/IR/EstDialect.h"
 #include "dialects/Est/IR/EstOps.h"
+#include "lib/Graph/Topology.h"
 #include "lib/Shape/ShapeFunctions.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,7 +23,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <queue>
 
 using namespace mlir;
 
@@ -373,55 +373,16 @@ LogicalResult Importer::indexNodes() {
 }
 
 LogicalResult Importer::sortNodes() {
-  // Kahn's algorithm; ties go to the earlier node in the file, so a graph
-  // written in a valid order imports in exactly that order.
-  const int n = graph_.node_size();
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> users(n);
-  for (int i = 0; i < n; ++i)
-    for (int input : inputsOf_[i]) {
-      ++pending[i];
-      users[input].push_back(i);
-    }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[i] == 0)
-      ready.push(i);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    topoOrder_.push_back(i);
-    for (int user : users[i])
-      if (--pending[user] == 0)
-        ready.push(user);
-  }
-  if (static_cast<int>(topoOrder_.size()) == n)
+  std::vector<int> cycle;
+  topoOrder_ = g::topologicalOrder(inputsOf_, &cycle);
+  if (topoOrder_.size() == inputsOf_.size())
     return success();
-
-  // Report one cycle: follow unresolved inputs from the first stuck node
-  // until a node repeats.
-  int start = 0;
-  while (pending[start] == 0)
-    ++start;
-  std::vector<int> path;
-  std::vector<int> position(n, -1);
-  int current = start;
-  while (position[current] < 0) {
-    position[current] = static_cast<int>(path.size());
-    path.push_back(current);
-    for (int input : inputsOf_[current])
-      if (pending[input] > 0) {
-        current = input;
-        break;
-      }
-  }
-  std::string cycle;
-  for (size_t k = position[current]; k < path.size(); ++k)
-    cycle += "'" + graph_.node(path[k]).name() + "' -> ";
-  cycle += "'" + graph_.node(current).name() + "'";
-  return failNode(graph_.node(current),
-                  "is part of a cycle: " + cycle +
-                       " (each uses the next as an input)");
+  std::string path;
+  for (size_t k = 0; k < cycle.size(); ++k)
+    path += (k ? " -> '" : "'") + graph_.node(cycle[k]).name() + "'";
+  return failNode(graph_.node(cycle.front()),
+                  "is part of a cycle: " + path +
+                      " (each uses the next as an input)");
 }
 
 LogicalResult Importer::importVariables(ModuleOp module) {

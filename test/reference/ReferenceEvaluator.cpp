@@ -2,6 +2,7 @@
 
 #include "test/reference/ReferenceEvaluator.h"
 
+#include "lib/Graph/Topology.h"
 #include "lib/Random/Philox.h"
 #include "lib/Shape/ShapeFunctions.h"
 
@@ -10,7 +11,6 @@
 #include <functional>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -1292,8 +1292,6 @@ Evaluator::Evaluator(const g::GraphDef &graph) : graph_(graph) {
     }
   }
   inputsOf_.assign(n, {});
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> users(n);
   for (int i = 0; i < n; ++i) {
     const g::NodeDef &node = graph_.node(i);
     for (const std::string &input : node.input()) {
@@ -1303,28 +1301,14 @@ Evaluator::Evaluator(const g::GraphDef &graph) : graph_(graph) {
         fail("node '" + node.name() + "' (" + node.op() + "): input '" +
              input + "' is not a node of the graph");
       inputsOf_[i].push_back(it->second);
-      ++pending[i];
-      users[it->second].push_back(i);
     }
   }
-  // Kahn's algorithm, ties to the earlier node in the file (the importer's
-  // order).
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (pending[i] == 0)
-      ready.push(i);
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    topoOrder_.push_back(i);
-    for (int user : users[i])
-      if (--pending[user] == 0)
-        ready.push(user);
-  }
-  if (static_cast<int>(topoOrder_.size()) != n)
-    for (int i = 0; i < n; ++i)
-      if (pending[i] > 0)
-        fail("node '" + graph_.node(i).name() + "' is part of a cycle");
+  // The importer's order: topological, ties to the earlier node in the file.
+  std::vector<int> cycle;
+  topoOrder_ = g::topologicalOrder(inputsOf_, &cycle);
+  if (topoOrder_.size() != inputsOf_.size())
+    fail("node '" + graph_.node(cycle.front()).name() +
+         "' is part of a cycle");
 }
 
 int Evaluator::nodeIndex(const std::string &name,
