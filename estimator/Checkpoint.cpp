@@ -1,0 +1,849 @@
+//===- Checkpoint.cpp - Checkpoints in a model_dir -----------------------===//
+
+#include "estimator/Checkpoint.h"
+
+#include "estimator/Crc32c.h"
+#include "estimator/FileIO.h"
+#include "estimator/Json.h"
+#include "estimator/checkpoint_state.pb.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fcntl.h>
+#include <iostream>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "checkpoints store little-endian bytes as they are in memory");
+
+namespace estc {
+namespace train {
+
+//===----------------------------------------------------------------------===//
+// DType, VariableSpec, TensorValue
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F32, "F32", 4}, {DType::F64, "F64", 8},   {DType::I32, "I32", 4},
+    {DType::I64, "I64", 8}, {DType::BOOL, "BOOL", 1}, {DType::F16, "F16", 2},
+    {DType::BF16, "BF16", 2},
+};
+const DTypeInfo &info(DType d) {
+  for (const DTypeInfo &i : kDTypes)
+    if (i.dtype == d)
+      return i;
+  throw std::invalid_argument("invalid train::DType " +
+                              std::to_string(static_cast<int>(d)));
+}
+
+uint32_t floatBits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+float bitsFloat(uint32_t x) {
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+} // namespace
+
+const char *dtype_name(DType dtype) { return info(dtype).name; }
+size_t dtype_size(DType dtype) { return info(dtype).size; }
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const DTypeInfo &i : kDTypes)
+    if (name == i.name)
+      return i.dtype;
+  return std::nullopt;
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  if (exp == 0x1f)
+    return bitsFloat(sign | 0x7f800000 | (mant << 13));
+  if (exp == 0) {
+    float f = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -f : f;
+  }
+  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t float_to_half(float value) {
+  uint32_t x = floatBits(value);
+  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  uint32_t a = x & 0x7fffffff;
+  if (a >= 0x7f800000) // Inf or NaN
+    return sign | (a > 0x7f800000 ? 0x7e00 : 0x7c00);
+  if (a >= 0x477ff000) // rounds to >= 65520: overflow to Inf
+    return sign | 0x7c00;
+  if (a < 0x38800000) { // below 2^-14: a half subnormal (or zero)
+    float m = std::nearbyint(std::fabs(value) * 16777216.0f); // units of 2^-24
+    return sign | static_cast<uint16_t>(m);
+  }
+  uint32_t h = ((((a >> 23) - 112) << 10) | ((a & 0x7fffff) >> 13));
+  uint32_t rem = a & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
+    ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+float bfloat16_to_float(uint16_t bits) { return bitsFloat(uint32_t(bits) << 16); }
+
+uint16_t float_to_bfloat16(float value) {
+  uint32_t x = floatBits(value);
+  if ((x & 0x7fffffff) > 0x7f800000) // NaN stays a (quiet) NaN
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+int64_t VariableSpec::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::string VariableSpec::str() const {
+  std::string s = std::string(dtype_name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+TensorValue TensorValue::from_bytes(DType dtype, std::vector<int64_t> shape,
+                                    std::string data) {
+  TensorValue t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  for (int64_t d : t.shape)
+    if (d < 0)
+      throw std::invalid_argument("TensorValue::from_bytes: negative dimension in " +
+                                  t.spec().str());
+  size_t want = static_cast<size_t>(t.num_elements()) * dtype_size(dtype);
+  if (data.size() != want)
+    throw std::invalid_argument("TensorValue::from_bytes: " +
+                                std::to_string(data.size()) + " bytes for " +
+                                t.spec().str() + ", expected " +
+                                std::to_string(want));
+  t.data = std::move(data);
+  return t;
+}
+
+double TensorValue::element(int64_t i) const {
+  const char *p = data.data() + static_cast<size_t>(i) * dtype_size(dtype);
+  auto load = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (dtype) {
+  case DType::F32: return load(float());
+  case DType::F64: return load(double());
+  case DType::I32: return load(int32_t());
+  case DType::I64: return static_cast<double>(load(int64_t()));
+  case DType::BOOL: return load(uint8_t()) ? 1.0 : 0.0;
+  case DType::F16: return half_to_float(load(uint16_t()));
+  case DType::BF16: return bfloat16_to_float(load(uint16_t()));
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Writing a checkpoint file
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string hex8(uint32_t v) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+using TensorRefs = std::vector<std::pair<const std::string *, const TensorValue *>>;
+
+std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
+  std::sort(tensors.begin(), tensors.end(),
+            [](const auto &a, const auto &b) { return *a.first < *b.first; });
+  std::string meta = "{" + json::quote("format") + ":" +
+                     json::quote(kCheckpointFormat) + "," +
+                     json::quote("global_step") + ":" +
+                     json::quote(std::to_string(globalStep));
+  std::string entries;
+  uint64_t offset = 0;
+  for (const auto &[name, t] : tensors) {
+    if (name->empty() || *name == "__metadata__")
+      throw std::invalid_argument("checkpoint: invalid tensor name '" + *name +
+                                  "'");
+    size_t want = static_cast<size_t>(t->num_elements()) * dtype_size(t->dtype);
+    if (t->data.size() != want)
+      throw std::invalid_argument("checkpoint: tensor '" + *name + "' has " +
+                                  std::to_string(t->data.size()) +
+                                  " bytes, " + t->spec().str() + " needs " +
+                                  std::to_string(want));
+    meta += "," + json::quote("crc32c/" + *name) + ":" +
+            json::quote(hex8(crc32c::value(t->data)));
+    entries += "," + json::quote(*name) + ":{\"dtype\":\"" +
+               dtype_name(t->dtype) + "\",\"shape\":[";
+    for (size_t i = 0; i < t->shape.size(); ++i)
+      entries += (i ? "," : "") + std::to_string(t->shape[i]);
+    entries += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+               std::to_string(offset + t->data.size()) + "]}";
+    offset += t->data.size();
+  }
+  std::string header = "{\"__metadata__\":" + meta + "}" + entries + "}";
+  // Pad with spaces (as safetensors does) so the data starts 8-aligned.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string out;
+  out.reserve(8 + header.size() + offset);
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out += header;
+  for (const auto &ref : tensors)
+    out += ref.second->data;
+  return out;
+}
+
+TensorRefs refsOf(const VariableMap &variables) {
+  TensorRefs refs;
+  for (const auto &[name, t] : variables)
+    refs.emplace_back(&name, &t);
+  return refs;
+}
+} // namespace
+
+std::string checkpoint_file(const std::string &prefix) {
+  const std::string suffix = kCheckpointSuffix;
+  if (prefix.size() >= suffix.size() &&
+      prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return prefix;
+  return prefix + suffix;
+}
+
+std::string serialize_checkpoint(const VariableMap &variables,
+                                 int64_t global_step) {
+  return serializeRefs(refsOf(variables), global_step);
+}
+
+void write_checkpoint(const std::string &file, const VariableMap &variables,
+                      int64_t global_step) {
+  try {
+    fileio::writeFileAtomically(file, serialize_checkpoint(variables, global_step));
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reading a checkpoint file
+//===----------------------------------------------------------------------===//
+
+namespace {
+// Header sizes above this are corrupt lengths, not headers (safetensors
+// itself refuses headers over 100 MB).
+constexpr uint64_t kMaxHeaderSize = 100'000'000;
+
+class Fd {
+public:
+  explicit Fd(const std::string &path)
+      : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd < 0)
+      throw CheckpointError(path + ": cannot open: " + fileio::lastError());
+  }
+  ~Fd() { ::close(fd); }
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  /// Reads exactly n bytes at offset; false on a short read.
+  bool readAt(char *buf, size_t n, uint64_t offset) const {
+    while (n > 0) {
+      ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(offset));
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        return false;
+      buf += r;
+      n -= static_cast<size_t>(r);
+      offset += static_cast<uint64_t>(r);
+    }
+    return true;
+  }
+  uint64_t size() const {
+    struct stat st;
+    return ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  }
+  int fd;
+};
+
+std::optional<uint32_t> parseHex8(const std::string &s) {
+  if (s.size() != 8)
+    return std::nullopt;
+  uint32_t v = 0;
+  for (char c : s) {
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v |= c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      v |= c - 'A' + 10;
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<int64_t> parseInt64(const std::string &s) {
+  if (s.empty() || s.size() > 19)
+    return std::nullopt;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size())
+    return std::nullopt;
+  int64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9')
+      return std::nullopt;
+    v = v * 10 + (s[i] - '0');
+  }
+  return s[0] == '-' ? -v : v;
+}
+
+std::string quoted(const std::string &name) { return "'" + name + "'"; }
+} // namespace
+
+CheckpointReader::CheckpointReader(const std::string &path) {
+  path_ = path;
+  if (!fileio::exists(path) && fileio::exists(checkpoint_file(path)))
+    path_ = checkpoint_file(path);
+  if (fileio::isDirectory(path_))
+    throw CheckpointError(path_ + ": is a directory, expected a checkpoint file");
+  const std::string &f = path_;
+  auto fail = [&f](const std::string &what) -> CheckpointError {
+    return CheckpointError(f + ": " + what);
+  };
+
+  Fd fd(path_);
+  uint64_t fileSize = fd.size();
+  if (fileSize < 8)
+    throw fail("file is " + std::to_string(fileSize) +
+               " bytes, too short for a checkpoint header (truncated?)");
+  unsigned char lenBytes[8];
+  if (!fd.readAt(reinterpret_cast<char *>(lenBytes), 8, 0))
+    throw fail("cannot read the header length");
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = headerSize << 8 | lenBytes[i];
+  if (headerSize == 0)
+    throw fail("header length is 0 (corrupt header length)");
+  if (headerSize > kMaxHeaderSize)
+    throw fail("header length " + std::to_string(headerSize) +
+               " is implausible (corrupt header length)");
+  if (8 + headerSize > fileSize)
+    throw fail("header length " + std::to_string(headerSize) +
+               " exceeds the file size " + std::to_string(fileSize) +
+               " (truncated file or corrupt header length)");
+  std::string header(headerSize, '\0');
+  if (!fd.readAt(header.data(), headerSize, 8))
+    throw fail("cannot read the header");
+  dataStart_ = 8 + headerSize;
+  uint64_t dataSize = fileSize - dataStart_;
+
+  if (header[0] != '{')
+    throw fail("header does not start with '{' (not a safetensors file?)");
+  json::Value top;
+  try {
+    top = json::parse(header);
+  } catch (const json::ParseError &e) {
+    throw fail(std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!top.isObject())
+    throw fail("header is not a JSON object");
+
+  struct Span {
+    uint64_t begin, end;
+    const std::string *name;
+  };
+  std::vector<Span> spans;
+  bool sawMetadata = false;
+  for (const auto &[name, v] : top.fields) {
+    if (name == "__metadata__") {
+      if (!v.isObject())
+        throw fail("__metadata__ is not a JSON object");
+      for (const auto &[key, value] : v.fields) {
+        if (!value.isString())
+          throw fail("__metadata__ value for " + quoted(key) +
+                     " is not a string");
+        metadata_[key] = value.text;
+      }
+      sawMetadata = true;
+      continue;
+    }
+    std::string where = "tensor " + quoted(name) + ": ";
+    if (!v.isObject())
+      throw fail(where + "header entry is not a JSON object");
+    for (const auto &field : v.fields)
+      if (field.first != "dtype" && field.first != "shape" &&
+          field.first != "data_offsets")
+        throw fail(where + "unknown header field " + quoted(field.first));
+    const json::Value *dtype = v.find("dtype");
+    const json::Value *shape = v.find("shape");
+    const json::Value *offsets = v.find("data_offsets");
+    if (!dtype || !shape || !offsets)
+      throw fail(where + "header entry needs dtype, shape and data_offsets");
+    std::optional<DType> dt =
+        dtype->isString() ? dtype_from_name(dtype->text) : std::nullopt;
+    if (!dt)
+      throw fail(where + "unsupported dtype " +
+                 (dtype->isString() ? json::quote(dtype->text) : "(not a string)") +
+                 " (expected F32, F64, I32, I64, BOOL, F16 or BF16)");
+    VariableSpec spec{*dt, {}};
+    if (!shape->isArray())
+      throw fail(where + "shape is not an array");
+    uint64_t bytes = dtype_size(*dt);
+    for (const json::Value &d : shape->items) {
+      std::optional<int64_t> n = d.asNonNegativeInt();
+      if (!n)
+        throw fail(where + "shape has a dimension that is not a non-negative integer");
+      spec.shape.push_back(*n);
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(*n), &bytes))
+        throw fail(where + "shape " + spec.str() + " is too large");
+    }
+    std::optional<int64_t> begin, end;
+    if (offsets->isArray() && offsets->items.size() == 2) {
+      begin = offsets->items[0].asNonNegativeInt();
+      end = offsets->items[1].asNonNegativeInt();
+    }
+    if (!begin || !end || *begin > *end)
+      throw fail(where + "data_offsets is not [begin, end] with 0 <= begin <= end");
+    if (static_cast<uint64_t>(*end - *begin) != bytes)
+      throw fail(where + "data_offsets [" + std::to_string(*begin) + ", " +
+                 std::to_string(*end) + ") hold " +
+                 std::to_string(*end - *begin) + " bytes, but " + spec.str() +
+                 " needs " + std::to_string(bytes));
+    specs_[name] = spec;
+    entries_[name] = Entry{static_cast<uint64_t>(*begin),
+                           static_cast<uint64_t>(*end), 0};
+    spans.push_back({entries_[name].begin, entries_[name].end, &name});
+  }
+
+  // The data section must be exactly the tensors' bytes, in any order, with
+  // no overlap and no hole (as safetensors requires).
+  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t expected = 0;
+  const std::string *prev = nullptr;
+  for (const Span &s : spans) {
+    if (s.begin < expected)
+      throw fail("tensors " + quoted(*prev) + " and " + quoted(*s.name) +
+                 " overlap in the data section");
+    if (s.begin > expected)
+      throw fail("tensor " + quoted(*s.name) + ": data starts at byte " +
+                 std::to_string(s.begin) + ", expected " +
+                 std::to_string(expected) + " (hole in the data section)");
+    if (s.end > dataSize)
+      throw fail("tensor " + quoted(*s.name) + ": data [" +
+                 std::to_string(s.begin) + ", " + std::to_string(s.end) +
+                 ") extends past the end of the file (data section is " +
+                 std::to_string(dataSize) + " bytes; truncated?)");
+    expected = s.end;
+    prev = s.name;
+  }
+  if (expected != dataSize)
+    throw fail(std::to_string(dataSize - expected) +
+               " bytes after the last tensor (corrupt header or file)");
+
+  // estc's own metadata: format, global step, one CRC32C per tensor.
+  if (!sawMetadata || !metadata_.count("format"))
+    throw fail(std::string("not an estc checkpoint (no \"format\": \"") +
+               kCheckpointFormat + "\" in __metadata__)");
+  if (metadata_["format"] != kCheckpointFormat)
+    throw fail("unsupported checkpoint format " +
+               json::quote(metadata_["format"]) + " (this estc reads " +
+               kCheckpointFormat + ")");
+  auto step = metadata_.count("global_step")
+                  ? parseInt64(metadata_["global_step"])
+                  : std::nullopt;
+  if (!step)
+    throw fail("__metadata__ has no integer global_step");
+  globalStep_ = *step;
+  for (auto &[name, entry] : entries_) {
+    auto it = metadata_.find("crc32c/" + name);
+    if (it == metadata_.end())
+      throw fail("tensor " + quoted(name) + ": no crc32c/" + name +
+                 " in __metadata__");
+    std::optional<uint32_t> crc = parseHex8(it->second);
+    if (!crc)
+      throw fail("tensor " + quoted(name) + ": crc32c/" + name +
+                 " is not 8 hex digits");
+    entry.crc = *crc;
+  }
+  for (const auto &[key, value] : metadata_)
+    if (key.rfind("crc32c/", 0) == 0 && !entries_.count(key.substr(7)))
+      throw fail("__metadata__ has " + key + " but no such tensor");
+}
+
+TensorValue CheckpointReader::get_tensor(const std::string &name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end())
+    throw CheckpointError(path_ + ": no tensor " + quoted(name) +
+                          " in the checkpoint");
+  const Entry &e = it->second;
+  std::string data(e.end - e.begin, '\0');
+  Fd fd(path_);
+  if (!fd.readAt(data.data(), data.size(), dataStart_ + e.begin))
+    throw CheckpointError(path_ + ": tensor " + quoted(name) +
+                          ": cannot read its data (file truncated?)");
+  uint32_t crc = crc32c::value(data);
+  if (crc != e.crc)
+    throw CheckpointError(path_ + ": tensor " + quoted(name) +
+                          ": CRC32C mismatch (stored " + hex8(e.crc) +
+                          ", computed " + hex8(crc) + "): the data is corrupt");
+  const VariableSpec &spec = specs_.at(name);
+  TensorValue t;
+  t.dtype = spec.dtype;
+  t.shape = spec.shape;
+  t.data = std::move(data);
+  return t;
+}
+
+VariableMap CheckpointReader::read_all() const {
+  VariableMap all;
+  for (const auto &entry : entries_)
+    all.emplace(entry.first, get_tensor(entry.first));
+  return all;
+}
+
+void CheckpointReader::verify() const {
+  for (const auto &entry : entries_)
+    get_tensor(entry.first);
+}
+
+//===----------------------------------------------------------------------===//
+// The state file
+//===----------------------------------------------------------------------===//
+
+namespace {
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string &message) override {
+    if (first.empty())
+      first = "line " + std::to_string(line + 1) + ":" +
+              std::to_string(column + 1) + ": " + message;
+  }
+  std::string first;
+};
+
+std::string statePath(const std::string &modelDir) {
+  return fileio::joinPath(modelDir, kCheckpointStateFile);
+}
+} // namespace
+
+std::optional<CheckpointState> get_checkpoint_state(const std::string &model_dir) {
+  std::string path = statePath(model_dir);
+  if (!fileio::exists(path))
+    return std::nullopt;
+  std::string text;
+  try {
+    text = fileio::readFile(path);
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+  proto::CheckpointState p;
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &p))
+    throw CheckpointError(path + ": not a valid CheckpointState text file: " +
+                          errors.first);
+  if (p.model_checkpoint_path().empty())
+    throw CheckpointError(path + ": no model_checkpoint_path");
+  CheckpointState s;
+  s.model_checkpoint_path = p.model_checkpoint_path();
+  s.all_model_checkpoint_paths.assign(p.all_model_checkpoint_paths().begin(),
+                                      p.all_model_checkpoint_paths().end());
+  s.all_model_checkpoint_timestamps.assign(
+      p.all_model_checkpoint_timestamps().begin(),
+      p.all_model_checkpoint_timestamps().end());
+  s.last_preserved_timestamp = p.last_preserved_timestamp();
+  return s;
+}
+
+void update_checkpoint_state(const std::string &model_dir,
+                             const CheckpointState &state) {
+  proto::CheckpointState p;
+  p.set_model_checkpoint_path(state.model_checkpoint_path);
+  for (const std::string &s : state.all_model_checkpoint_paths)
+    p.add_all_model_checkpoint_paths(s);
+  for (double t : state.all_model_checkpoint_timestamps)
+    p.add_all_model_checkpoint_timestamps(t);
+  p.set_last_preserved_timestamp(state.last_preserved_timestamp);
+  std::string text;
+  google::protobuf::TextFormat::Printer printer;
+  printer.PrintToString(p, &text);
+  try {
+    fileio::writeFileAtomically(statePath(model_dir), text);
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Finding and restoring the latest valid checkpoint
+//===----------------------------------------------------------------------===//
+
+void print_warning(const std::string &line) {
+  std::cerr << "estc: warning: " << line << "\n";
+}
+
+namespace {
+// The step of "<name>-<digits>.safetensors", or nullopt.
+std::optional<int64_t> stepOfFile(const std::string &name) {
+  const std::string suffix = kCheckpointSuffix;
+  if (fileio::isTemporaryFile(name) || name.size() <= suffix.size() ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  std::string stem = name.substr(0, name.size() - suffix.size());
+  size_t dash = stem.rfind('-');
+  if (dash == std::string::npos || dash + 1 == stem.size())
+    return std::nullopt;
+  std::string digits = stem.substr(dash + 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return parseInt64(digits);
+}
+
+// Candidate prefixes, newest first: the state file's, then the directory's.
+std::vector<std::string> candidates(const std::string &modelDir,
+                                    const WarningSink &warn) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string &prefix) {
+    std::string p = fileio::joinPath(modelDir, prefix);
+    if (seen.insert(checkpoint_file(p)).second)
+      out.push_back(p);
+  };
+  try {
+    if (auto state = get_checkpoint_state(modelDir)) {
+      add(state->model_checkpoint_path);
+      for (auto it = state->all_model_checkpoint_paths.rbegin();
+           it != state->all_model_checkpoint_paths.rend(); ++it)
+        add(*it);
+    }
+  } catch (const CheckpointError &e) {
+    warn(std::string(e.what()) + "; looking for checkpoint files in " +
+         modelDir + " instead");
+  }
+  std::vector<std::pair<int64_t, std::string>> files;
+  for (const std::string &name : fileio::listDir(modelDir))
+    if (auto step = stepOfFile(name))
+      files.emplace_back(*step, name);
+  std::sort(files.begin(), files.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second > b.second;
+  });
+  for (const auto &f : files)
+    add(f.second.substr(0, f.second.size() - std::strlen(kCheckpointSuffix)));
+  return out;
+}
+
+// Calls `tryOne(prefix)` on each candidate, newest first, until one does
+// not throw CheckpointError; returns its prefix. Throws when there were
+// candidates but none was valid.
+template <typename F>
+std::optional<std::string> firstValid(const std::string &modelDir,
+                                      const WarningSink &warn, F tryOne) {
+  std::vector<std::string> all = candidates(modelDir, warn);
+  for (size_t i = 0; i < all.size(); ++i) {
+    try {
+      tryOne(all[i]);
+      return all[i];
+    } catch (const CheckpointError &e) {
+      warn(std::string(e.what()) + (i + 1 < all.size()
+                                        ? "; falling back to an older checkpoint"
+                                        : "; no older checkpoint"));
+    }
+  }
+  if (!all.empty())
+    throw CheckpointError(modelDir + ": none of its " +
+                          std::to_string(all.size()) +
+                          " checkpoints is valid (see the warnings above)");
+  return std::nullopt;
+}
+} // namespace
+
+std::optional<std::string> latest_checkpoint(const std::string &model_dir,
+                                             const WarningSink &warn) {
+  return firstValid(model_dir, warn, [](const std::string &prefix) {
+    CheckpointReader(checkpoint_file(prefix)).verify();
+  });
+}
+
+std::optional<RestoredCheckpoint> restore_latest(const std::string &model_dir,
+                                                 const WarningSink &warn) {
+  RestoredCheckpoint restored;
+  auto prefix = firstValid(model_dir, warn, [&](const std::string &p) {
+    CheckpointReader reader(checkpoint_file(p));
+    restored.variables = reader.read_all();
+    restored.global_step = reader.global_step();
+  });
+  if (!prefix)
+    return std::nullopt;
+  restored.path = *prefix;
+  return restored;
+}
+
+std::string resolve_checkpoint(const std::string &ckpt_dir_or_file,
+                               const WarningSink &warn) {
+  if (fileio::isDirectory(ckpt_dir_or_file)) {
+    std::optional<std::string> latest = latest_checkpoint(ckpt_dir_or_file, warn);
+    if (!latest)
+      throw CheckpointError(ckpt_dir_or_file + ": no checkpoint in this directory");
+    return checkpoint_file(*latest);
+  }
+  if (!fileio::exists(ckpt_dir_or_file) &&
+      fileio::exists(checkpoint_file(ckpt_dir_or_file)))
+    return checkpoint_file(ckpt_dir_or_file);
+  return ckpt_dir_or_file;
+}
+
+CheckpointReader load_checkpoint(const std::string &ckpt_dir_or_file) {
+  return CheckpointReader(resolve_checkpoint(ckpt_dir_or_file));
+}
+
+std::map<std::string, VariableSpec>
+list_variables(const std::string &ckpt_dir_or_file) {
+  return load_checkpoint(ckpt_dir_or_file).variables();
+}
+
+TensorValue load_variable(const std::string &ckpt_dir_or_file,
+                          const std::string &name) {
+  return load_checkpoint(ckpt_dir_or_file).get_tensor(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Saver
+//===----------------------------------------------------------------------===//
+
+Saver::Saver(std::string model_dir, SaverOptions options)
+    : modelDir_(std::move(model_dir)), options_(std::move(options)) {
+  if (options_.max_to_keep < 0)
+    throw std::invalid_argument("Saver: max_to_keep must be >= 0, got " +
+                                std::to_string(options_.max_to_keep));
+  try {
+    fileio::makeDirs(modelDir_);
+    // Temporary files of a writer that was killed before its rename.
+    for (const std::string &name : fileio::listDir(modelDir_))
+      if (fileio::isTemporaryFile(name) &&
+          (name.rfind(options_.prefix + "-", 0) == 0 ||
+           name.rfind(std::string(kCheckpointStateFile) + fileio::kTempMarker,
+                      0) == 0))
+        fileio::removeFile(fileio::joinPath(modelDir_, name));
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+  lastPreserved_ = now();
+  std::optional<CheckpointState> state;
+  try {
+    state = get_checkpoint_state(modelDir_);
+  } catch (const CheckpointError &e) {
+    print_warning(std::string(e.what()) +
+                  "; it will be rewritten at the next save");
+  }
+  if (!state)
+    return;
+  const auto &paths = state->all_model_checkpoint_paths;
+  const auto &times = state->all_model_checkpoint_timestamps;
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (fileio::exists(checkpoint_file(fileio::joinPath(modelDir_, paths[i]))))
+      last_.emplace_back(paths[i],
+                         times.size() == paths.size() ? times[i] : now());
+  if (state->last_preserved_timestamp > 0)
+    lastPreserved_ = state->last_preserved_timestamp;
+}
+
+double Saver::now() const {
+  if (options_.clock)
+    return options_.clock();
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string Saver::save(const VariableMap &variables, int64_t global_step) {
+  std::string rel = options_.prefix + "-" + std::to_string(global_step);
+  std::string prefix = fileio::joinPath(modelDir_, rel);
+
+  TensorRefs refs = refsOf(variables);
+  const std::string stepName = "global_step";
+  TensorValue stepTensor = TensorValue::of<int64_t>({}, {global_step});
+  if (!variables.count(stepName))
+    refs.emplace_back(&stepName, &stepTensor);
+  try {
+    fileio::writeFileAtomically(checkpoint_file(prefix),
+                                serializeRefs(std::move(refs), global_step));
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+
+  double t = now();
+  last_.erase(std::remove_if(last_.begin(), last_.end(),
+                             [&](const auto &e) { return e.first == rel; }),
+              last_.end());
+  last_.emplace_back(rel, t);
+  std::vector<std::string> evicted;
+  if (options_.max_to_keep > 0) {
+    while (last_.size() > static_cast<size_t>(options_.max_to_keep)) {
+      auto [path, stamp] = last_.front();
+      last_.erase(last_.begin());
+      if (stamp - options_.keep_checkpoint_every_n_hours * 3600.0 >=
+          lastPreserved_)
+        lastPreserved_ = stamp; // kept on disk, no longer listed
+      else
+        evicted.push_back(path);
+    }
+  }
+
+  CheckpointState state;
+  state.model_checkpoint_path = rel;
+  for (const auto &[path, stamp] : last_) {
+    state.all_model_checkpoint_paths.push_back(path);
+    state.all_model_checkpoint_timestamps.push_back(stamp);
+  }
+  state.last_preserved_timestamp = lastPreserved_;
+  update_checkpoint_state(modelDir_, state);
+
+  // Only now that the state no longer lists them.
+  for (const std::string &path : evicted) {
+    try {
+      fileio::removeFile(checkpoint_file(fileio::joinPath(modelDir_, path)));
+    } catch (const FileError &e) {
+      print_warning(e.what());
+    }
+  }
+  return prefix;
+}
+
+std::vector<std::string> Saver::last_checkpoints() const {
+  std::vector<std::string> out;
+  for (const auto &entry : last_)
+    out.push_back(entry.first);
+  return out;
+}
+
+} // namespace train
+} // namespace estc

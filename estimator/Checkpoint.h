@@ -1,0 +1,333 @@
+//===- Checkpoint.h - Checkpoints in a model_dir (tf.train for C++) -----===//
+//
+// A checkpoint holds every variable of a model (weights, optimizer slots,
+// global_step) as named, typed tensors in one safetensors file; the text file
+// `checkpoint` in model_dir (TF's CheckpointState) lists the ones kept. The
+// exact layout is docs/checkpoint-format.md. In short, for global step 200:
+//
+//   model_dir/checkpoint                     model_checkpoint_path: "model.ckpt-200"
+//   model_dir/model.ckpt-200.safetensors     the tensors, CRC32C per tensor
+//
+// Names mirror tf.train: Saver, CheckpointState, get_checkpoint_state,
+// update_checkpoint_state, latest_checkpoint, load_checkpoint (a
+// CheckpointReader), list_variables, load_variable. Every problem a user's
+// files can cause throws CheckpointError, one line naming the file (and the
+// tensor, when one is at fault). Files are written crash-safely: a process
+// killed at any moment leaves the previous checkpoint and state valid.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_CHECKPOINT_H
+#define ESTC_ESTIMATOR_CHECKPOINT_H
+
+#include "estimator/FileError.h"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace estc {
+namespace train {
+
+/// A corrupt, truncated or missing checkpoint or state file, or a variable
+/// that does not match: what() is one line "<file>: <problem>".
+class CheckpointError : public FileError {
+public:
+  using FileError::FileError;
+};
+
+/// Element types of checkpointed tensors. The values are graph.proto's
+/// DataType numbers (a static_cast converts estc::DType); the names are
+/// safetensors' ("F32", ..., "BOOL", "F16", "BF16").
+enum class DType : int {
+  F32 = 1,
+  F64 = 2,
+  I32 = 3,
+  I64 = 4,
+  BOOL = 5,
+  F16 = 6,
+  BF16 = 7,
+};
+
+/// "F32", "F64", "I32", "I64", "BOOL", "F16", "BF16".
+const char *dtype_name(DType dtype);
+std::optional<DType> dtype_from_name(std::string_view name);
+/// Bytes per element (BOOL: one byte, 0 or 1).
+size_t dtype_size(DType dtype);
+
+/// IEEE half and bfloat16 conversions (round to nearest even).
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float value);
+float bfloat16_to_float(uint16_t bits);
+uint16_t float_to_bfloat16(float value);
+
+/// A variable's type: dtype and shape (an empty shape is a scalar).
+struct VariableSpec {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t num_elements() const;
+  /// "F32[2,3]"; a scalar is "F32[]".
+  std::string str() const;
+  bool operator==(const VariableSpec &o) const {
+    return dtype == o.dtype && shape == o.shape;
+  }
+  bool operator!=(const VariableSpec &o) const { return !(*this == o); }
+};
+
+namespace detail {
+template <typename T> constexpr std::optional<DType> dtypeOf() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::F64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::I64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::BOOL;
+  else
+    return std::nullopt;
+}
+} // namespace detail
+
+/// A tensor's value on the host: dtype, shape and the little-endian bytes
+/// of its elements in row-major order.
+struct TensorValue {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::string data;
+
+  VariableSpec spec() const { return {dtype, shape}; }
+  int64_t num_elements() const { return spec().num_elements(); }
+
+  /// From typed values (float, double, int32_t, int64_t, bool); throws
+  /// std::invalid_argument when shape and value count disagree.
+  template <typename T>
+  static TensorValue of(std::vector<int64_t> shape,
+                        const std::vector<T> &values) {
+    static_assert(detail::dtypeOf<T>().has_value(),
+                  "use from_bytes for F16/BF16");
+    TensorValue t;
+    t.dtype = *detail::dtypeOf<T>();
+    t.shape = std::move(shape);
+    if (t.num_elements() != static_cast<int64_t>(values.size()))
+      throw std::invalid_argument("TensorValue::of: " +
+                                  std::to_string(values.size()) +
+                                  " values for shape " + t.spec().str());
+    if constexpr (std::is_same_v<T, bool>) {
+      for (bool b : values)
+        t.data.push_back(b ? 1 : 0);
+    } else {
+      t.data.assign(reinterpret_cast<const char *>(values.data()),
+                    values.size() * sizeof(T));
+    }
+    return t;
+  }
+
+  /// From raw little-endian bytes of any dtype; throws std::invalid_argument
+  /// when the byte count is not dtype_size * num_elements.
+  static TensorValue from_bytes(DType dtype, std::vector<int64_t> shape,
+                                std::string data);
+
+  /// The elements as T, which must match dtype (std::invalid_argument).
+  template <typename T> std::vector<T> values() const {
+    static_assert(detail::dtypeOf<T>().has_value(), "use element() for F16/BF16");
+    if (*detail::dtypeOf<T>() != dtype)
+      throw std::invalid_argument(std::string("TensorValue::values: tensor is ") +
+                                  dtype_name(dtype));
+    std::vector<T> out(static_cast<size_t>(num_elements()));
+    if constexpr (std::is_same_v<T, bool>) {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = data[i] != 0;
+    } else {
+      std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
+    }
+    return out;
+  }
+
+  /// Element i converted to double, for any dtype.
+  double element(int64_t i) const;
+};
+
+/// Variables by name, as saved and restored.
+using VariableMap = std::map<std::string, TensorValue>;
+
+/// The checkpoint file format version, in the header's __metadata__.
+constexpr const char *kCheckpointFormat = "estc-checkpoint-1";
+/// A checkpoint with prefix P is the file P + kCheckpointSuffix.
+constexpr const char *kCheckpointSuffix = ".safetensors";
+/// The state file in model_dir.
+constexpr const char *kCheckpointStateFile = "checkpoint";
+
+/// The checkpoint file for a prefix ("dir/model.ckpt-200" ->
+/// "dir/model.ckpt-200.safetensors"); a path that already ends in the suffix
+/// is returned as is.
+std::string checkpoint_file(const std::string &prefix);
+
+/// The bytes of a checkpoint file holding `variables` at `global_step`.
+std::string serialize_checkpoint(const VariableMap &variables,
+                                 int64_t global_step);
+
+/// Writes one checkpoint file crash-safely (temporary file, fsync, rename,
+/// fsync of the directory). Does not touch the state file; see Saver.
+void write_checkpoint(const std::string &file, const VariableMap &variables,
+                      int64_t global_step);
+
+/// Reads one checkpoint file (tf.train.load_checkpoint). The constructor
+/// reads and checks the header: well-formed JSON, known dtypes, sizes equal
+/// to dtype size times elements, offsets in bounds, contiguous and without
+/// overlap, the file not truncated, a CRC32C for every tensor. Tensor reads
+/// verify the tensor's CRC32C.
+class CheckpointReader {
+public:
+  /// `path` is a checkpoint file or its prefix (kCheckpointSuffix added
+  /// when `path` itself does not exist).
+  explicit CheckpointReader(const std::string &path);
+
+  /// The file read.
+  const std::string &path() const { return path_; }
+  int64_t global_step() const { return globalStep_; }
+  /// The header's __metadata__ (format, global_step, crc32c/<name>, ...).
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
+  /// Every tensor's dtype and shape, by name.
+  const std::map<std::string, VariableSpec> &variables() const {
+    return specs_;
+  }
+  bool has_tensor(const std::string &name) const {
+    return specs_.count(name) != 0;
+  }
+  /// One tensor, CRC-checked; CheckpointError naming the file and tensor
+  /// when it is unknown, unreadable or corrupt.
+  TensorValue get_tensor(const std::string &name) const;
+  /// Every tensor, CRC-checked.
+  VariableMap read_all() const;
+  /// Reads and CRC-checks every tensor without keeping them.
+  void verify() const;
+
+private:
+  struct Entry {
+    uint64_t begin = 0, end = 0; // relative to the data section
+    uint32_t crc = 0;
+  };
+  std::string path_;
+  uint64_t dataStart_ = 0;
+  int64_t globalStep_ = 0;
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, VariableSpec> specs_;
+  std::map<std::string, Entry> entries_;
+};
+
+/// TF's CheckpointState: the contents of model_dir/checkpoint. Paths are
+/// prefixes (no kCheckpointSuffix), relative to model_dir or absolute.
+struct CheckpointState {
+  std::string model_checkpoint_path;
+  std::vector<std::string> all_model_checkpoint_paths; // oldest first
+  std::vector<double> all_model_checkpoint_timestamps; // seconds since epoch
+  double last_preserved_timestamp = 0;
+};
+
+/// The state in model_dir/checkpoint; nullopt when there is none;
+/// CheckpointError when it is not a valid CheckpointState text file.
+std::optional<CheckpointState> get_checkpoint_state(const std::string &model_dir);
+
+/// Writes model_dir/checkpoint crash-safely.
+void update_checkpoint_state(const std::string &model_dir,
+                             const CheckpointState &state);
+
+/// Receives one-line warnings ("<file>: <problem>; ...").
+using WarningSink = std::function<void(const std::string &)>;
+/// Prints "estc: warning: <line>" to stderr.
+void print_warning(const std::string &line);
+
+/// The prefix ("model_dir/model.ckpt-200") of the newest valid checkpoint:
+/// the state file's checkpoints newest first, then (when the state file is
+/// missing or corrupt, or none of its checkpoints is valid) the
+/// model.ckpt-<step>.safetensors files in model_dir by step. A candidate is
+/// valid when its header checks and every tensor's CRC32C matches; each
+/// invalid one is reported to `warn` and skipped. nullopt when model_dir has
+/// no checkpoint at all; CheckpointError when it has some but none is valid
+/// (training must not silently start over).
+std::optional<std::string>
+latest_checkpoint(const std::string &model_dir,
+                  const WarningSink &warn = print_warning);
+
+/// A restored checkpoint.
+struct RestoredCheckpoint {
+  std::string path; // the prefix, as latest_checkpoint returns it
+  int64_t global_step = 0;
+  VariableMap variables;
+};
+
+/// Restores the newest valid checkpoint in model_dir (the candidates and
+/// warnings of latest_checkpoint, reading each file once); nullopt when
+/// model_dir has no checkpoint, CheckpointError when none is valid.
+std::optional<RestoredCheckpoint>
+restore_latest(const std::string &model_dir,
+               const WarningSink &warn = print_warning);
+
+/// A checkpoint file from a file, a prefix or a model_dir (its latest valid
+/// checkpoint); CheckpointError when there is none.
+std::string resolve_checkpoint(const std::string &ckpt_dir_or_file,
+                               const WarningSink &warn = print_warning);
+
+/// tf.train.load_checkpoint / list_variables / load_variable.
+CheckpointReader load_checkpoint(const std::string &ckpt_dir_or_file);
+std::map<std::string, VariableSpec>
+list_variables(const std::string &ckpt_dir_or_file);
+TensorValue load_variable(const std::string &ckpt_dir_or_file,
+                          const std::string &name);
+
+/// Saver options; the defaults are tf.estimator.RunConfig's.
+struct SaverOptions {
+  /// Checkpoints listed in the state file and kept on disk (keep_checkpoint_max);
+  /// 0 keeps all of them.
+  int max_to_keep = 5;
+  /// Of the checkpoints that fall out of the last max_to_keep, one per this
+  /// many hours is kept on disk (no longer listed), like TF's Saver.
+  double keep_checkpoint_every_n_hours = 10000;
+  /// File prefix inside model_dir.
+  std::string prefix = "model.ckpt";
+  /// Seconds since the epoch (wall clock when empty); tests inject one.
+  std::function<double()> clock;
+};
+
+/// Saves checkpoints into model_dir and keeps the state file and the
+/// number of checkpoints as SaverOptions says (tf.train.Saver). One Saver
+/// per model_dir at a time.
+class Saver {
+public:
+  /// Creates model_dir, removes temporary files a killed writer left, and
+  /// takes over the checkpoints the state file lists.
+  explicit Saver(std::string model_dir, SaverOptions options = {});
+
+  /// Writes model.ckpt-<global_step> (with an I64 scalar "global_step"
+  /// when `variables` has none), then the state file, then deletes the
+  /// checkpoints that are no longer kept. Returns the prefix path.
+  std::string save(const VariableMap &variables, int64_t global_step);
+
+  /// The prefixes (relative to model_dir) the state file lists, oldest first.
+  std::vector<std::string> last_checkpoints() const;
+  const std::string &model_dir() const { return modelDir_; }
+
+private:
+  double now() const;
+  std::string modelDir_;
+  SaverOptions options_;
+  std::vector<std::pair<std::string, double>> last_; // prefix, timestamp
+  double lastPreserved_ = 0;
+};
+
+} // namespace train
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_CHECKPOINT_H

@@ -1,0 +1,107 @@
+//===- Summary.h - TensorBoard event files -------------------------------===//
+//
+// SummaryWriter writes the event files TensorBoard reads
+// (tf.compat.v1.summary.FileWriter): logdir/events.out.tfevents.<unix
+// time>.<hostname>, a sequence of TFRecords
+//
+//   uint64 length (little-endian) | uint32 masked_crc32c(length bytes)
+//   | data[length] | uint32 masked_crc32c(data)
+//
+// each holding a serialized estc::tensorboard::Event (event.proto, with
+// TensorFlow's field numbers). The first record is the Event with
+// file_version "brain.Event:2". EventFileReader reads such files back,
+// checking both CRCs of every record. Problems with a file throw
+// EventFileError, one line naming the file and the record's offset.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_SUMMARY_H
+#define ESTC_ESTIMATOR_SUMMARY_H
+
+#include "estimator/FileError.h"
+#include "estimator/event.pb.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace estc {
+namespace summary {
+
+using tensorboard::Event;
+
+/// An event file that cannot be written, or read back intact.
+class EventFileError : public FileError {
+public:
+  using FileError::FileError;
+};
+
+/// The file_version of the first record.
+constexpr const char *kEventFileVersion = "brain.Event:2";
+
+/// One TFRecord frame around `data`.
+std::string frame_record(std::string_view data);
+
+/// Writes one event file in a log directory (model_dir, or model_dir/eval
+/// for evaluation metrics).
+class SummaryWriter {
+public:
+  /// Creates `logdir` and the file events.out.tfevents.<unix time>.<hostname>
+  /// (".<n>" appended when that name is taken) and writes the file_version
+  /// record. `clock` (seconds since the epoch) is for tests.
+  explicit SummaryWriter(const std::string &logdir,
+                         std::function<double()> clock = {});
+  ~SummaryWriter();
+  SummaryWriter(const SummaryWriter &) = delete;
+  SummaryWriter &operator=(const SummaryWriter &) = delete;
+
+  /// One scalar (a Summary.Value with simple_value) at `step`.
+  void add_scalar(const std::string &tag, double value, int64_t step);
+  /// Several scalars in one Event, as an evaluation writes its metrics.
+  void add_scalars(const std::vector<std::pair<std::string, double>> &values,
+                   int64_t step);
+  /// Any Event; wall_time is set when it is 0.
+  void add_event(Event event);
+  /// Pushes buffered records to the file (and to disk).
+  void flush();
+  /// Flushes and closes; later adds throw EventFileError. Idempotent.
+  void close();
+
+  const std::string &path() const { return path_; }
+
+private:
+  double now() const;
+  void writeRecord(const std::string &data);
+  std::string path_;
+  std::FILE *file_ = nullptr;
+  std::function<double()> clock_;
+};
+
+/// Reads the events of one file in order, checking the framing and both
+/// CRCs of every record.
+class EventFileReader {
+public:
+  explicit EventFileReader(const std::string &path);
+  /// The next Event, or nullopt at the end of the file.
+  std::optional<Event> next();
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+  std::string bytes_;
+  size_t pos_ = 0;
+};
+
+/// Every Event of a file.
+std::vector<Event> read_events(const std::string &path);
+
+/// The event files (names containing "tfevents") in `logdir`, sorted.
+std::vector<std::string> list_event_files(const std::string &logdir);
+
+} // namespace summary
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_SUMMARY_H

@@ -1,0 +1,191 @@
+//===- estc-ckpt.cpp - Inspect estc checkpoints ---------------------------===//
+//
+//   estc-ckpt FILE_OR_DIR               every tensor: dtype, shape, min, max,
+//                                       mean, std, NaN and Inf counts
+//   estc-ckpt --tensor NAME FILE_OR_DIR one tensor's values
+//   estc-ckpt --verify FILE_OR_DIR      check the header and every CRC32C
+//
+// FILE_OR_DIR is a checkpoint file, its prefix (model_dir/model.ckpt-200), or
+// a model_dir (its latest valid checkpoint). Every error is one line on
+// stderr and exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Checkpoint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace estc::train;
+
+namespace {
+const char *kUsage =
+    "usage: estc-ckpt [--verify] [--tensor NAME] FILE_OR_DIR\n"
+    "  FILE_OR_DIR    a checkpoint file, its prefix, or a model_dir\n"
+    "  (no flag)      list every tensor with dtype, shape and statistics\n"
+    "  --tensor NAME  print one tensor's values\n"
+    "  --verify       check the header and every tensor's CRC32C\n";
+
+int fail(const std::string &message) {
+  std::cerr << "estc-ckpt: error: " << message << "\n";
+  return 1;
+}
+
+std::string formatValue(const TensorValue &t, int64_t i) {
+  double v = t.element(i);
+  char buf[64];
+  switch (t.dtype) {
+  case DType::BOOL:
+    return v != 0 ? "true" : "false";
+  case DType::I32:
+    return std::to_string(static_cast<long long>(v));
+  case DType::I64: {
+    int64_t x;
+    std::memcpy(&x, t.data.data() + i * 8, 8);
+    return std::to_string(x);
+  }
+  case DType::F64:
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+  default:
+    std::snprintf(buf, sizeof buf, "%.9g", v);
+    return buf;
+  }
+}
+
+std::string formatStat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void printStats(const std::string &name, const TensorValue &t) {
+  int64_t n = t.num_elements(), nan = 0, inf = 0, finite = 0;
+  double lo = INFINITY, hi = -INFINITY, sum = 0, sumSq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = t.element(i);
+    if (std::isnan(v)) {
+      ++nan;
+    } else if (std::isinf(v)) {
+      ++inf;
+    } else {
+      ++finite;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+  }
+  std::cout << name << " " << t.spec().str();
+  if (finite == 0) {
+    std::cout << " min=- max=- mean=- std=-";
+  } else {
+    double mean = sum / finite;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = t.element(i);
+      if (std::isfinite(v))
+        sumSq += (v - mean) * (v - mean);
+    }
+    std::cout << " min=" << formatStat(lo) << " max=" << formatStat(hi)
+              << " mean=" << formatStat(mean)
+              << " std=" << formatStat(std::sqrt(sumSq / finite));
+  }
+  std::cout << " nan=" << nan << " inf=" << inf << "\n";
+}
+
+void printValues(const std::string &name, const TensorValue &t) {
+  std::cout << name << " " << t.spec().str() << "\n";
+  int64_t n = t.num_elements();
+  if (t.shape.empty()) {
+    std::cout << formatValue(t, 0) << "\n";
+    return;
+  }
+  int64_t row = t.shape.back();
+  if (n == 0 || row == 0) {
+    std::cout << "(no elements)\n";
+    return;
+  }
+  for (int64_t start = 0; start < n; start += row) {
+    if (t.shape.size() > 1) {
+      // The index of this row: all dimensions but the last.
+      std::string index = "[";
+      int64_t rest = start / row;
+      std::vector<int64_t> idx(t.shape.size() - 1);
+      for (size_t d = idx.size(); d-- > 0;) {
+        idx[d] = rest % t.shape[d];
+        rest /= t.shape[d];
+      }
+      for (int64_t i : idx)
+        index += std::to_string(i) + ",";
+      std::cout << index << ":] ";
+    }
+    for (int64_t i = 0; i < row; ++i)
+      std::cout << (i ? " " : "") << formatValue(t, start + i);
+    std::cout << "\n";
+  }
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  bool verify = false;
+  std::optional<std::string> tensor, input;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (arg == "--verify") {
+      verify = true;
+    } else if (arg == "--tensor") {
+      if (i + 1 >= argc)
+        return fail("--tensor needs a tensor name");
+      tensor = argv[++i];
+    } else if (arg.rfind("--tensor=", 0) == 0) {
+      tensor = arg.substr(9);
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return fail("unknown flag '" + arg + "' (see --help)");
+    } else if (input) {
+      return fail("more than one checkpoint given ('" + *input + "' and '" +
+                  arg + "')");
+    } else {
+      input = arg;
+    }
+  }
+  if (!input)
+    return fail("no checkpoint given (usage: estc-ckpt [--verify] "
+                "[--tensor NAME] FILE_OR_DIR)");
+  if (verify && tensor)
+    return fail("--verify and --tensor cannot be combined");
+
+  try {
+    auto warn = [](const std::string &line) {
+      std::cerr << "estc-ckpt: warning: " << line << "\n";
+    };
+    CheckpointReader reader(resolve_checkpoint(*input, warn));
+    if (verify) {
+      reader.verify();
+      std::cout << "OK: " << reader.path() << ": "
+                << reader.variables().size()
+                << " tensors, header and CRC32C verified\n";
+      return 0;
+    }
+    if (tensor) {
+      printValues(*tensor, reader.get_tensor(*tensor));
+      return 0;
+    }
+    std::cout << "checkpoint: " << reader.path() << "\n"
+              << "global_step: " << reader.global_step() << "\n"
+              << "tensors: " << reader.variables().size() << "\n";
+    for (const auto &entry : reader.variables())
+      printStats(entry.first, reader.get_tensor(entry.first));
+  } catch (const CheckpointError &e) {
+    return fail(e.what());
+  }
+  return 0;
+}
