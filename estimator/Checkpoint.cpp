@@ -38,8 +38,8 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "F32", 4}, {DType::F64, "F64", 8},   {DType::I32, "I32", 4},
-    {DType::I64, "I64", 8}, {DType::BOOL, "BOOL", 1}, {DType::F16, "F16", 2},
+    {DType::F32, "F32", 4},   {DType::F64, "F64", 8},   {DType::I32, "I32", 4},
+    {DType::I64, "I64", 8},   {DType::BOOL, "BOOL", 1}, {DType::F16, "F16", 2},
     {DType::BF16, "BF16", 2},
 };
 const DTypeInfo &info(DType d) {
@@ -104,7 +104,9 @@ uint16_t float_to_half(float value) {
   return sign | static_cast<uint16_t>(h);
 }
 
-float bfloat16_to_float(uint16_t bits) { return bitsFloat(uint32_t(bits) << 16); }
+float bfloat16_to_float(uint16_t bits) {
+  return bitsFloat(uint32_t(bits) << 16);
+}
 
 uint16_t float_to_bfloat16(float value) {
   uint32_t x = floatBits(value);
@@ -134,14 +136,13 @@ TensorValue TensorValue::from_bytes(DType dtype, std::vector<int64_t> shape,
   t.shape = std::move(shape);
   for (int64_t d : t.shape)
     if (d < 0)
-      throw std::invalid_argument("TensorValue::from_bytes: negative dimension in " +
-                                  t.spec().str());
+      throw std::invalid_argument(
+          "TensorValue::from_bytes: negative dimension in " + t.spec().str());
   size_t want = static_cast<size_t>(t.num_elements()) * dtype_size(dtype);
   if (data.size() != want)
-    throw std::invalid_argument("TensorValue::from_bytes: " +
-                                std::to_string(data.size()) + " bytes for " +
-                                t.spec().str() + ", expected " +
-                                std::to_string(want));
+    throw std::invalid_argument(
+        "TensorValue::from_bytes: " + std::to_string(data.size()) +
+        " bytes for " + t.spec().str() + ", expected " + std::to_string(want));
   t.data = std::move(data);
   return t;
 }
@@ -153,13 +154,20 @@ double TensorValue::element(int64_t i) const {
     return v;
   };
   switch (dtype) {
-  case DType::F32: return load(float());
-  case DType::F64: return load(double());
-  case DType::I32: return load(int32_t());
-  case DType::I64: return static_cast<double>(load(int64_t()));
-  case DType::BOOL: return load(uint8_t()) ? 1.0 : 0.0;
-  case DType::F16: return half_to_float(load(uint16_t()));
-  case DType::BF16: return bfloat16_to_float(load(uint16_t()));
+  case DType::F32:
+    return load(float());
+  case DType::F64:
+    return load(double());
+  case DType::I32:
+    return load(int32_t());
+  case DType::I64:
+    return static_cast<double>(load(int64_t()));
+  case DType::BOOL:
+    return load(uint8_t()) ? 1.0 : 0.0;
+  case DType::F16:
+    return half_to_float(load(uint16_t()));
+  case DType::BF16:
+    return bfloat16_to_float(load(uint16_t()));
   }
   return 0;
 }
@@ -175,7 +183,8 @@ std::string hex8(uint32_t v) {
   return buf;
 }
 
-using TensorRefs = std::vector<std::pair<const std::string *, const TensorValue *>>;
+using TensorRefs =
+    std::vector<std::pair<const std::string *, const TensorValue *>>;
 
 std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
   std::sort(tensors.begin(), tensors.end(),
@@ -193,8 +202,8 @@ std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
     size_t want = static_cast<size_t>(t->num_elements()) * dtype_size(t->dtype);
     if (t->data.size() != want)
       throw std::invalid_argument("checkpoint: tensor '" + *name + "' has " +
-                                  std::to_string(t->data.size()) +
-                                  " bytes, " + t->spec().str() + " needs " +
+                                  std::to_string(t->data.size()) + " bytes, " +
+                                  t->spec().str() + " needs " +
                                   std::to_string(want));
     meta += "," + json::quote("crc32c/" + *name) + ":" +
             json::quote(hex8(crc32c::value(t->data)));
@@ -244,7 +253,8 @@ std::string serialize_checkpoint(const VariableMap &variables,
 void write_checkpoint(const std::string &file, const VariableMap &variables,
                       int64_t global_step) {
   try {
-    fileio::writeFileAtomically(file, serialize_checkpoint(variables, global_step));
+    fileio::writeFileAtomically(file,
+                                serialize_checkpoint(variables, global_step));
   } catch (const FileError &e) {
     throw CheckpointError(e.what());
   }
@@ -331,7 +341,8 @@ CheckpointReader::CheckpointReader(const std::string &path) {
   if (!fileio::exists(path) && fileio::exists(checkpoint_file(path)))
     path_ = checkpoint_file(path);
   if (fileio::isDirectory(path_))
-    throw CheckpointError(path_ + ": is a directory, expected a checkpoint file");
+    throw CheckpointError(path_ +
+                          ": is a directory, expected a checkpoint file");
   const std::string &f = path_;
   auto fail = [&f](const std::string &what) -> CheckpointError {
     return CheckpointError(f + ": " + what);
@@ -408,9 +419,10 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     std::optional<DType> dt =
         dtype->isString() ? dtype_from_name(dtype->text) : std::nullopt;
     if (!dt)
-      throw fail(where + "unsupported dtype " +
-                 (dtype->isString() ? json::quote(dtype->text) : "(not a string)") +
-                 " (expected F32, F64, I32, I64, BOOL, F16 or BF16)");
+      throw fail(
+          where + "unsupported dtype " +
+          (dtype->isString() ? json::quote(dtype->text) : "(not a string)") +
+          " (expected F32, F64, I32, I64, BOOL, F16 or BF16)");
     VariableSpec spec{*dt, {}};
     if (!shape->isArray())
       throw fail(where + "shape is not an array");
@@ -418,7 +430,8 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     for (const json::Value &d : shape->items) {
       std::optional<int64_t> n = d.asNonNegativeInt();
       if (!n)
-        throw fail(where + "shape has a dimension that is not a non-negative integer");
+        throw fail(where +
+                   "shape has a dimension that is not a non-negative integer");
       spec.shape.push_back(*n);
       if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(*n), &bytes))
         throw fail(where + "shape " + spec.str() + " is too large");
@@ -429,15 +442,16 @@ CheckpointReader::CheckpointReader(const std::string &path) {
       end = offsets->items[1].asNonNegativeInt();
     }
     if (!begin || !end || *begin > *end)
-      throw fail(where + "data_offsets is not [begin, end] with 0 <= begin <= end");
+      throw fail(where +
+                 "data_offsets is not [begin, end] with 0 <= begin <= end");
     if (static_cast<uint64_t>(*end - *begin) != bytes)
       throw fail(where + "data_offsets [" + std::to_string(*begin) + ", " +
                  std::to_string(*end) + ") hold " +
                  std::to_string(*end - *begin) + " bytes, but " + spec.str() +
                  " needs " + std::to_string(bytes));
     specs_[name] = spec;
-    entries_[name] = Entry{static_cast<uint64_t>(*begin),
-                           static_cast<uint64_t>(*end), 0};
+    entries_[name] =
+        Entry{static_cast<uint64_t>(*begin), static_cast<uint64_t>(*end), 0};
     spans.push_back({entries_[name].begin, entries_[name].end, &name});
   }
 
@@ -555,7 +569,8 @@ std::string statePath(const std::string &modelDir) {
 }
 } // namespace
 
-std::optional<CheckpointState> get_checkpoint_state(const std::string &model_dir) {
+std::optional<CheckpointState>
+get_checkpoint_state(const std::string &model_dir) {
   std::string path = statePath(model_dir);
   if (!fileio::exists(path))
     return std::nullopt;
@@ -570,8 +585,8 @@ std::optional<CheckpointState> get_checkpoint_state(const std::string &model_dir
   FirstErrorCollector errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, &p))
-    throw CheckpointError(path + ": not a valid CheckpointState text file: " +
-                          errors.first);
+    throw CheckpointError(
+        path + ": not a valid CheckpointState text file: " + errors.first);
   if (p.model_checkpoint_path().empty())
     throw CheckpointError(path + ": no model_checkpoint_path");
   CheckpointState s;
@@ -674,9 +689,9 @@ std::optional<std::string> firstValid(const std::string &modelDir,
       tryOne(all[i]);
       return all[i];
     } catch (const CheckpointError &e) {
-      warn(std::string(e.what()) + (i + 1 < all.size()
-                                        ? "; falling back to an older checkpoint"
-                                        : "; no older checkpoint"));
+      warn(std::string(e.what()) +
+           (i + 1 < all.size() ? "; falling back to an older checkpoint"
+                               : "; no older checkpoint"));
     }
   }
   if (!all.empty())
@@ -711,9 +726,11 @@ std::optional<RestoredCheckpoint> restore_latest(const std::string &model_dir,
 std::string resolve_checkpoint(const std::string &ckpt_dir_or_file,
                                const WarningSink &warn) {
   if (fileio::isDirectory(ckpt_dir_or_file)) {
-    std::optional<std::string> latest = latest_checkpoint(ckpt_dir_or_file, warn);
+    std::optional<std::string> latest =
+        latest_checkpoint(ckpt_dir_or_file, warn);
     if (!latest)
-      throw CheckpointError(ckpt_dir_or_file + ": no checkpoint in this directory");
+      throw CheckpointError(ckpt_dir_or_file +
+                            ": no checkpoint in this directory");
     return checkpoint_file(*latest);
   }
   if (!fileio::exists(ckpt_dir_or_file) &&

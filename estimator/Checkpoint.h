@@ -5,8 +5,9 @@
 // `checkpoint` in model_dir (TF's CheckpointState) lists the ones kept. The
 // exact layout is docs/checkpoint-format.md. In short, for global step 200:
 //
-//   model_dir/checkpoint                     model_checkpoint_path: "model.ckpt-200"
-//   model_dir/model.ckpt-200.safetensors     the tensors, CRC32C per tensor
+//   model_dir/checkpoint                     model_checkpoint_path:
+//   "model.ckpt-200" model_dir/model.ckpt-200.safetensors     the tensors,
+//   CRC32C per tensor
 //
 // Names mirror tf.train: Saver, CheckpointState, get_checkpoint_state,
 // update_checkpoint_state, latest_checkpoint, load_checkpoint (a
@@ -119,9 +120,9 @@ struct TensorValue {
     t.dtype = *detail::dtypeOf<T>();
     t.shape = std::move(shape);
     if (t.num_elements() != static_cast<int64_t>(values.size()))
-      throw std::invalid_argument("TensorValue::of: " +
-                                  std::to_string(values.size()) +
-                                  " values for shape " + t.spec().str());
+      throw std::invalid_argument(
+          "TensorValue::of: " + std::to_string(values.size()) +
+          " values for shape " + t.spec().str());
     if constexpr (std::is_same_v<T, bool>) {
       for (bool b : values)
         t.data.push_back(b ? 1 : 0);
@@ -139,10 +140,11 @@ struct TensorValue {
 
   /// The elements as T, which must match dtype (std::invalid_argument).
   template <typename T> std::vector<T> values() const {
-    static_assert(detail::dtypeOf<T>().has_value(), "use element() for F16/BF16");
+    static_assert(detail::dtypeOf<T>().has_value(),
+                  "use element() for F16/BF16");
     if (*detail::dtypeOf<T>() != dtype)
-      throw std::invalid_argument(std::string("TensorValue::values: tensor is ") +
-                                  dtype_name(dtype));
+      throw std::invalid_argument(
+          std::string("TensorValue::values: tensor is ") + dtype_name(dtype));
     std::vector<T> out(static_cast<size_t>(num_elements()));
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < out.size(); ++i)
@@ -238,7 +240,8 @@ struct CheckpointState {
 
 /// The state in model_dir/checkpoint; nullopt when there is none;
 /// CheckpointError when it is not a valid CheckpointState text file.
-std::optional<CheckpointState> get_checkpoint_state(const std::string &model_dir);
+std::optional<CheckpointState>
+get_checkpoint_state(const std::string &model_dir);
 
 /// Writes model_dir/checkpoint crash-safely.
 void update_checkpoint_state(const std::string &model_dir,
@@ -289,8 +292,8 @@ TensorValue load_variable(const std::string &ckpt_dir_or_file,
 
 /// Saver options; the defaults are tf.estimator.RunConfig's.
 struct SaverOptions {
-  /// Checkpoints listed in the state file and kept on disk (keep_checkpoint_max);
-  /// 0 keeps all of them.
+  /// Checkpoints listed in the state file and kept on disk
+  /// (keep_checkpoint_max); 0 keeps all of them.
   int max_to_keep = 5;
   /// Of the checkpoints that fall out of the last max_to_keep, one per this
   /// many hours is kept on disk (no longer listed), like TF's Saver.

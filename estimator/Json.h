@@ -1,4 +1,5 @@
-//===- Json.h - The small JSON subset a safetensors header needs (internal) -===//
+//===- Json.h - The small JSON subset a safetensors header needs (internal)
+//-===//
 //
 // A strict RFC 8259 parser (objects keep their key order; duplicate keys are
 // an error; nesting is limited to 32 levels) and a string quoter. Numbers
@@ -29,8 +30,8 @@ struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object };
   Kind kind = Kind::Null;
   bool boolean = false;
-  std::string text; // String: the decoded string; Number: the literal
-  std::vector<Value> items;                          // Array
+  std::string text;         // String: the decoded string; Number: the literal
+  std::vector<Value> items; // Array
   std::vector<std::pair<std::string, Value>> fields; // Object, in file order
 
   bool isObject() const { return kind == Kind::Object; }

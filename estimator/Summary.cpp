@@ -5,8 +5,8 @@
 #include "estimator/Crc32c.h"
 #include "estimator/FileIO.h"
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <fcntl.h>
 #include <unistd.h>
@@ -63,7 +63,8 @@ SummaryWriter::SummaryWriter(const std::string &logdir,
                   hostName());
   path_ = base;
   for (int n = 1; !file_; ++n) {
-    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd =
+        ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       file_ = ::fdopen(fd, "wb");
     } else if (errno == EEXIST && n < 1000) {
@@ -163,7 +164,8 @@ EventFileReader::EventFileReader(const std::string &path) : path_(path) {
 std::optional<Event> EventFileReader::next() {
   if (pos_ == bytes_.size())
     return std::nullopt;
-  std::string where = path_ + ": record at offset " + std::to_string(pos_) + ": ";
+  std::string where =
+      path_ + ": record at offset " + std::to_string(pos_) + ": ";
   size_t left = bytes_.size() - pos_;
   const char *p = bytes_.data() + pos_;
   if (left < 12)

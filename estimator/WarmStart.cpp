@@ -30,12 +30,13 @@ warm_start(const WarmStartSettings &settings,
 
   train::VariableMap loaded;
   for (const auto &[name, spec] : current) {
-    if (!std::regex_search(name, pattern, std::regex_constants::match_continuous))
+    if (!std::regex_search(name, pattern,
+                           std::regex_constants::match_continuous))
       continue;
     auto rename = settings.var_name_to_prev_var_name.find(name);
-    const std::string &old =
-        rename == settings.var_name_to_prev_var_name.end() ? name
-                                                           : rename->second;
+    const std::string &old = rename == settings.var_name_to_prev_var_name.end()
+                                 ? name
+                                 : rename->second;
     std::string what =
         "variable '" + name + "'" + (old == name ? "" : " (as '" + old + "')");
     auto it = reader.variables().find(old);
@@ -43,10 +44,9 @@ warm_start(const WarmStartSettings &settings,
       throw train::CheckpointError(file + ": warm start: " + what +
                                    " is not in the checkpoint");
     if (it->second != spec)
-      throw train::CheckpointError(file + ": warm start: " + what + " is " +
-                                   it->second.str() +
-                                   " in the checkpoint but " + spec.str() +
-                                   " in the model");
+      throw train::CheckpointError(
+          file + ": warm start: " + what + " is " + it->second.str() +
+          " in the checkpoint but " + spec.str() + " in the model");
     loaded.emplace(name, reader.get_tensor(old));
   }
   return loaded;

@@ -1,4 +1,5 @@
-//===- CheckpointTest.cpp - Checkpoint files, state, GC, restore, warm start -===//
+//===- CheckpointTest.cpp - Checkpoint files, state, GC, restore, warm start
+//-===//
 
 #include "estimator/Checkpoint.h"
 #include "estimator/FileIO.h"
@@ -25,9 +26,10 @@ class CheckpointTest : public ::testing::Test {
 protected:
   void SetUp() override {
     const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = (fs::temp_directory_path() /
-           ("estc-ckpt-test-" + std::to_string(::getpid()) + "-" + info->name()))
-              .string();
+    dir =
+        (fs::temp_directory_path() /
+         ("estc-ckpt-test-" + std::to_string(::getpid()) + "-" + info->name()))
+            .string();
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -36,7 +38,9 @@ protected:
   std::string dir;
 };
 
-std::string readBytes(const std::string &path) { return fileio::readFile(path); }
+std::string readBytes(const std::string &path) {
+  return fileio::readFile(path);
+}
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -75,11 +79,11 @@ void expectEqual(const VariableMap &a, const VariableMap &b) {
 
 // Expects `f` to throw CheckpointError whose one-line message contains
 // every string of `parts`.
-template <typename F>
-void expectError(F f, std::vector<std::string> parts) {
+template <typename F> void expectError(F f, std::vector<std::string> parts) {
   try {
     f();
-    ADD_FAILURE() << "no CheckpointError; expected one with '" << parts[0] << "'";
+    ADD_FAILURE() << "no CheckpointError; expected one with '" << parts[0]
+                  << "'";
   } catch (const CheckpointError &e) {
     std::string what = e.what();
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
@@ -99,8 +103,8 @@ std::string rawFile(const std::string &header, const std::string &data) {
 }
 
 bool hasPython(const std::string &module = "") {
-  std::string cmd = module.empty() ? "python3 -c pass"
-                                   : "python3 -c 'import " + module + "'";
+  std::string cmd =
+      module.empty() ? "python3 -c pass" : "python3 -c 'import " + module + "'";
   return std::system((cmd + " > /dev/null 2>&1").c_str()) == 0;
 }
 
@@ -126,7 +130,7 @@ TEST(CheckpointDType, HalfAndBFloat16) {
   EXPECT_EQ(float_to_half(-2.0f), 0xc000);
   EXPECT_EQ(float_to_half(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_half(1e6f), 0x7c00);
-  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001); // smallest subnormal
+  EXPECT_EQ(float_to_half(5.9604645e-8f), 0x0001);      // smallest subnormal
   EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00); // ties to even
   EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
   for (uint32_t h = 0; h < 0x7c00; ++h) // every finite positive half
@@ -161,7 +165,8 @@ TEST_F(CheckpointTest, RoundTripEveryDType) {
   EXPECT_EQ(reader.metadata().at("format"), "estc-checkpoint-1");
   ASSERT_EQ(reader.variables().size(), vars.size());
   EXPECT_EQ(reader.variables().at("bf16"), (VariableSpec{DType::BF16, {1, 2}}));
-  EXPECT_EQ(reader.variables().at("empty2d"), (VariableSpec{DType::I64, {3, 0}}));
+  EXPECT_EQ(reader.variables().at("empty2d"),
+            (VariableSpec{DType::I64, {3, 0}}));
   expectEqual(reader.read_all(), vars);
   EXPECT_NO_THROW(reader.verify());
   EXPECT_EQ(reader.get_tensor("mask").values<bool>(),
@@ -170,9 +175,11 @@ TEST_F(CheckpointTest, RoundTripEveryDType) {
   EXPECT_EQ(reader.get_tensor("bf16").element(0), 2.0);
   EXPECT_EQ(load_variable(file("model.ckpt-200"), "f64").values<double>()[0],
             3.141592653589793);
-  EXPECT_EQ(list_variables(file("model.ckpt-200.safetensors")).size(), vars.size());
-  expectError([&] { reader.get_tensor("nope"); },
-              {"model.ckpt-200.safetensors: no tensor 'nope' in the checkpoint"});
+  EXPECT_EQ(list_variables(file("model.ckpt-200.safetensors")).size(),
+            vars.size());
+  expectError(
+      [&] { reader.get_tensor("nope"); },
+      {"model.ckpt-200.safetensors: no tensor 'nope' in the checkpoint"});
 }
 
 TEST_F(CheckpointTest, EmptyCheckpoint) {
@@ -223,7 +230,8 @@ TEST_F(CheckpointTest, PythonReaderCrossCheck) {
   if (!hasPython())
     GTEST_SKIP() << "SKIP: python3 not found";
   write_checkpoint(file("c.safetensors"), everyDType(), 7);
-  std::string cmd = "python3 " ESTC_CKPT_TEST_INPUTS "/safetensors_util.py check " +
+  std::string cmd = "python3 " ESTC_CKPT_TEST_INPUTS
+                    "/safetensors_util.py check " +
                     file("c.safetensors") + " > " + file("out.txt") + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << readBytes(file("out.txt"));
   EXPECT_NE(readBytes(file("out.txt")).find("global_step 7 ok"),
@@ -298,11 +306,12 @@ TEST_F(CheckpointTest, EveryTruncationIsDetected) {
   std::string b = serialize_checkpoint(one, 1);
   writeBytes(file("t.safetensors"), b.substr(0, b.size() - 5));
   expectError([&] { CheckpointReader{file("t.safetensors")}; },
-              {file("t.safetensors"), "tensor 'w': data [0, 32) extends past the end",
-               "truncated?"});
+              {file("t.safetensors"),
+               "tensor 'w': data [0, 32) extends past the end", "truncated?"});
   writeBytes(file("t.safetensors"), b.substr(0, 20));
-  expectError([&] { CheckpointReader{file("t.safetensors")}; },
-              {"exceeds the file size 20 (truncated file or corrupt header length)"});
+  expectError(
+      [&] { CheckpointReader{file("t.safetensors")}; },
+      {"exceeds the file size 20 (truncated file or corrupt header length)"});
   writeBytes(file("t.safetensors"), b.substr(0, 5));
   expectError([&] { CheckpointReader{file("t.safetensors")}; },
               {"file is 5 bytes, too short"});
@@ -333,8 +342,10 @@ TEST_F(CheckpointTest, InconsistentHeaders) {
                            "\"global_step\":\"1\",\"crc32c/a\":\"00000000\"}";
   auto check = [&](const std::string &entries, const std::string &data,
                    std::vector<std::string> parts) {
-    writeBytes(file("i.safetensors"), rawFile("{" + meta + entries + "}", data));
-    expectError([&] { CheckpointReader(file("i.safetensors")).verify(); }, parts);
+    writeBytes(file("i.safetensors"),
+               rawFile("{" + meta + entries + "}", data));
+    expectError([&] { CheckpointReader(file("i.safetensors")).verify(); },
+                parts);
   };
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}",
         std::string(4, '\0'),
@@ -346,11 +357,13 @@ TEST_F(CheckpointTest, InconsistentHeaders) {
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}",
         std::string(4, '\0'), {"tensor 'a': data_offsets is not [begin, end]"});
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}",
-        std::string(8, '\0'), {"tensor 'a': data starts at byte 4, expected 0"});
+        std::string(8, '\0'),
+        {"tensor 'a': data starts at byte 4, expected 0"});
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}",
         std::string(6, '\0'), {"2 bytes after the last tensor"});
-  check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}",
-        std::string(4, '\0'), {"tensor 'a': unknown header field 'x'"});
+  check(
+      ",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}",
+      std::string(4, '\0'), {"tensor 'a': unknown header field 'x'"});
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
         "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[2,6]}",
         std::string(6, '\0'), {"tensors 'a' and 'b' overlap"});
@@ -363,9 +376,10 @@ TEST_F(CheckpointTest, InconsistentHeaders) {
   check(",\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}",
         std::string(4, '\0'), {"tensor 'a': CRC32C mismatch"});
   // A plain safetensors file without estc's metadata.
-  writeBytes(file("i.safetensors"),
-             rawFile("{\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}",
-                     std::string(4, '\0')));
+  writeBytes(
+      file("i.safetensors"),
+      rawFile("{\"a\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}",
+              std::string(4, '\0')));
   expectError([&] { CheckpointReader{file("i.safetensors")}; },
               {"not an estc checkpoint"});
   writeBytes(file("i.safetensors"), rawFile("[1, 2]", ""));
@@ -374,10 +388,12 @@ TEST_F(CheckpointTest, InconsistentHeaders) {
 }
 
 TEST_F(CheckpointTest, MissingFileAndDirectory) {
-  expectError([&] { CheckpointReader{file("nope.safetensors")}; },
-              {file("nope.safetensors"), "cannot open: No such file or directory"});
+  expectError(
+      [&] { CheckpointReader{file("nope.safetensors")}; },
+      {file("nope.safetensors"), "cannot open: No such file or directory"});
   expectError([&] { CheckpointReader{dir}; }, {"is a directory"});
-  expectError([&] { load_checkpoint(dir); }, {"no checkpoint in this directory"});
+  expectError([&] { load_checkpoint(dir); },
+              {"no checkpoint in this directory"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -393,7 +409,8 @@ TEST_F(CheckpointTest, StateFileRoundTrip) {
   s.last_preserved_timestamp = 999;
   update_checkpoint_state(dir, s);
   std::string text = readBytes(file("checkpoint"));
-  EXPECT_NE(text.find("model_checkpoint_path: \"model.ckpt-200\"\n"), std::string::npos);
+  EXPECT_NE(text.find("model_checkpoint_path: \"model.ckpt-200\"\n"),
+            std::string::npos);
   EXPECT_NE(text.find("all_model_checkpoint_paths: \"model.ckpt-100\"\n"
                       "all_model_checkpoint_paths: \"model.ckpt-200\"\n"),
             std::string::npos)
@@ -402,12 +419,14 @@ TEST_F(CheckpointTest, StateFileRoundTrip) {
   ASSERT_TRUE(back);
   EXPECT_EQ(back->model_checkpoint_path, s.model_checkpoint_path);
   EXPECT_EQ(back->all_model_checkpoint_paths, s.all_model_checkpoint_paths);
-  EXPECT_EQ(back->all_model_checkpoint_timestamps, s.all_model_checkpoint_timestamps);
+  EXPECT_EQ(back->all_model_checkpoint_timestamps,
+            s.all_model_checkpoint_timestamps);
   EXPECT_EQ(back->last_preserved_timestamp, 999);
 
   writeBytes(file("checkpoint"), "model_checkpoint_path: \"x\"\nbogus: 1\n");
-  expectError([&] { get_checkpoint_state(dir); },
-              {file("checkpoint"), "not a valid CheckpointState text file: line 2:"});
+  expectError(
+      [&] { get_checkpoint_state(dir); },
+      {file("checkpoint"), "not a valid CheckpointState text file: line 2:"});
   writeBytes(file("checkpoint"), "");
   expectError([&] { get_checkpoint_state(dir); }, {"no model_checkpoint_path"});
 }
@@ -420,17 +439,20 @@ TEST_F(CheckpointTest, SaverKeepsMaxToKeep) {
   vars["w"] = TensorValue::of<float>({2}, {0, 0});
   for (int step = 1; step <= 7; ++step) {
     vars["w"] = TensorValue::of<float>({2}, {float(step), -float(step)});
-    EXPECT_EQ(saver.save(vars, step), file("model.ckpt-" + std::to_string(step)));
+    EXPECT_EQ(saver.save(vars, step),
+              file("model.ckpt-" + std::to_string(step)));
   }
   for (int step = 1; step <= 7; ++step)
-    EXPECT_EQ(fs::exists(file("model.ckpt-" + std::to_string(step) + ".safetensors")),
-              step >= 5)
+    EXPECT_EQ(
+        fs::exists(file("model.ckpt-" + std::to_string(step) + ".safetensors")),
+        step >= 5)
         << step;
   auto state = get_checkpoint_state(dir);
   ASSERT_TRUE(state);
   EXPECT_EQ(state->model_checkpoint_path, "model.ckpt-7");
   EXPECT_EQ(state->all_model_checkpoint_paths,
-            (std::vector<std::string>{"model.ckpt-5", "model.ckpt-6", "model.ckpt-7"}));
+            (std::vector<std::string>{"model.ckpt-5", "model.ckpt-6",
+                                      "model.ckpt-7"}));
   EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-7"));
   // global_step was added as an I64 scalar.
   EXPECT_EQ(load_variable(dir, "global_step").values<int64_t>()[0], 7);
@@ -440,13 +462,15 @@ TEST_F(CheckpointTest, SaverKeepsMaxToKeep) {
   // A new Saver (a restarted trainer) takes over the listed checkpoints.
   Saver again(dir, options);
   EXPECT_EQ(again.last_checkpoints(),
-            (std::vector<std::string>{"model.ckpt-5", "model.ckpt-6", "model.ckpt-7"}));
+            (std::vector<std::string>{"model.ckpt-5", "model.ckpt-6",
+                                      "model.ckpt-7"}));
   again.save(vars, 8);
   EXPECT_FALSE(fs::exists(file("model.ckpt-5.safetensors")));
   // Saving the same step again replaces it and keeps one entry.
   again.save(vars, 8);
   EXPECT_EQ(get_checkpoint_state(dir)->all_model_checkpoint_paths,
-            (std::vector<std::string>{"model.ckpt-6", "model.ckpt-7", "model.ckpt-8"}));
+            (std::vector<std::string>{"model.ckpt-6", "model.ckpt-7",
+                                      "model.ckpt-8"}));
 }
 
 TEST_F(CheckpointTest, SaverMaxToKeepZeroKeepsAll) {
@@ -456,7 +480,8 @@ TEST_F(CheckpointTest, SaverMaxToKeepZeroKeepsAll) {
   for (int step = 1; step <= 8; ++step)
     saver.save({}, step);
   for (int step = 1; step <= 8; ++step)
-    EXPECT_TRUE(fs::exists(file("model.ckpt-" + std::to_string(step) + ".safetensors")));
+    EXPECT_TRUE(fs::exists(
+        file("model.ckpt-" + std::to_string(step) + ".safetensors")));
   EXPECT_EQ(get_checkpoint_state(dir)->all_model_checkpoint_paths.size(), 8u);
   EXPECT_THROW(Saver(dir, SaverOptions{-1}), std::invalid_argument);
 }
@@ -559,14 +584,16 @@ TEST_F(LatestCheckpointTest, MissingOrCorruptStateScansTheDirectory) {
   writeBytes(file("checkpoint"), "model_checkpoint_path: \"model.ck"); // cut
   EXPECT_EQ(latest(), file("model.ckpt-300"));
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_NE(warnings[0].find(file("checkpoint") + ": not a valid CheckpointState"),
-            std::string::npos)
+  EXPECT_NE(
+      warnings[0].find(file("checkpoint") + ": not a valid CheckpointState"),
+      std::string::npos)
       << warnings[0];
 }
 
 TEST_F(LatestCheckpointTest, NothingValidIsAnError) {
   for (int step : {100, 200, 300})
-    writeBytes(file("model.ckpt-" + std::to_string(step) + ".safetensors"), "junk");
+    writeBytes(file("model.ckpt-" + std::to_string(step) + ".safetensors"),
+               "junk");
   expectError([&] { latest(); }, {dir, "none of its 3 checkpoints is valid"});
   EXPECT_EQ(warnings.size(), 3u);
   fs::remove_all(dir);
@@ -578,10 +605,13 @@ TEST_F(LatestCheckpointTest, NothingValidIsAnError) {
 // checkpoint the latest valid one.
 TEST_F(LatestCheckpointTest, KilledWriterLeavesPreviousStateValid) {
   // Killed while writing the checkpoint: a partial temporary file.
-  std::string partial = serialize_checkpoint({{"w", TensorValue::of<int32_t>({1}, {4})}}, 400);
-  writeBytes(file("model.ckpt-400.safetensors.tmp-99999-0"), partial.substr(0, 30));
+  std::string partial =
+      serialize_checkpoint({{"w", TensorValue::of<int32_t>({1}, {4})}}, 400);
+  writeBytes(file("model.ckpt-400.safetensors.tmp-99999-0"),
+             partial.substr(0, 30));
   // Killed while writing the state file: a partial temporary state.
-  writeBytes(file("checkpoint.tmp-99999-1"), "model_checkpoint_path: \"model.ckpt-4");
+  writeBytes(file("checkpoint.tmp-99999-1"),
+             "model_checkpoint_path: \"model.ckpt-4");
   EXPECT_EQ(latest(), file("model.ckpt-300"));
   EXPECT_TRUE(warnings.empty());
 
@@ -601,7 +631,8 @@ TEST_F(LatestCheckpointTest, KilledWriterLeavesPreviousStateValid) {
 TEST_F(LatestCheckpointTest, AbsolutePathsInState) {
   CheckpointState s;
   s.model_checkpoint_path = file("model.ckpt-200");
-  s.all_model_checkpoint_paths = {file("model.ckpt-100"), file("model.ckpt-200")};
+  s.all_model_checkpoint_paths = {file("model.ckpt-100"),
+                                  file("model.ckpt-200")};
   update_checkpoint_state(dir, s);
   EXPECT_EQ(latest(), file("model.ckpt-200"));
 }
@@ -628,7 +659,8 @@ TEST_F(CheckpointTest, WarmStart) {
   ws.vars_to_warm_start = "dense/";
   auto loaded = estimator::warm_start(ws, current);
   ASSERT_EQ(loaded.size(), 2u);
-  EXPECT_EQ(loaded.at("dense/bias").values<float>(), (std::vector<float>{5, 6}));
+  EXPECT_EQ(loaded.at("dense/bias").values<float>(),
+            (std::vector<float>{5, 6}));
 
   ws.vars_to_warm_start = "kernel"; // matched from the start, like re.match
   EXPECT_TRUE(estimator::warm_start(ws, current).empty());
@@ -642,9 +674,10 @@ TEST_F(CheckpointTest, WarmStart) {
   // ".*" selects head/w, which the checkpoint lacks without the rename.
   ws.vars_to_warm_start = ".*";
   ws.var_name_to_prev_var_name.clear();
-  expectError([&] { estimator::warm_start(ws, current); },
-              {"model.ckpt-10.safetensors: warm start: variable 'head/w' is not "
-               "in the checkpoint"});
+  expectError(
+      [&] { estimator::warm_start(ws, current); },
+      {"model.ckpt-10.safetensors: warm start: variable 'head/w' is not "
+       "in the checkpoint"});
   ws.var_name_to_prev_var_name = {{"head/w", "old_head/w"}};
   EXPECT_EQ(estimator::warm_start(ws, current).size(), 4u);
 
@@ -661,8 +694,9 @@ TEST_F(CheckpointTest, WarmStart) {
   current["dense/kernel"] = {DType::F32, {2, 2}};
   ws.vars_to_warm_start = "head";
   ws.var_name_to_prev_var_name = {{"head/w", "dense/bias2"}};
-  expectError([&] { estimator::warm_start(ws, current); },
-              {"variable 'head/w' (as 'dense/bias2') is not in the checkpoint"});
+  expectError(
+      [&] { estimator::warm_start(ws, current); },
+      {"variable 'head/w' (as 'dense/bias2') is not in the checkpoint"});
   ws.var_name_to_prev_var_name = {{"nothing", "old_head/w"}};
   expectError([&] { estimator::warm_start(ws, current); },
               {"var_name_to_prev_var_name renames 'nothing', which is not a "

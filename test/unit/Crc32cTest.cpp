@@ -48,7 +48,8 @@ TEST(Crc32c, Mask) {
   EXPECT_NE(crc32c::mask(crc), crc);
   EXPECT_NE(crc32c::mask(crc32c::mask(crc)), crc);
   EXPECT_EQ(crc32c::unmask(crc32c::mask(crc)), crc);
-  EXPECT_EQ(crc32c::unmask(crc32c::unmask(crc32c::mask(crc32c::mask(crc)))), crc);
+  EXPECT_EQ(crc32c::unmask(crc32c::unmask(crc32c::mask(crc32c::mask(crc)))),
+            crc);
   // ((crc >> 15) | (crc << 17)) + 0xa282ead8, as TensorFlow defines it.
   EXPECT_EQ(crc32c::mask(0), 0xa282ead8u);
   EXPECT_EQ(crc32c::mask(0x00008000u), 0xa282ead9u);

@@ -1,8 +1,9 @@
-//===- SummaryTest.cpp - TensorBoard event files ---------------------------===//
+//===- SummaryTest.cpp - TensorBoard event files
+//---------------------------===//
 
+#include "estimator/Summary.h"
 #include "estimator/Crc32c.h"
 #include "estimator/FileIO.h"
-#include "estimator/Summary.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +22,8 @@ protected:
   void SetUp() override {
     const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir = (fs::temp_directory_path() /
-           ("estc-summary-test-" + std::to_string(::getpid()) + "-" + info->name()))
+           ("estc-summary-test-" + std::to_string(::getpid()) + "-" +
+            info->name()))
               .string();
     fs::remove_all(dir);
   }
@@ -46,7 +48,8 @@ std::vector<std::string> decodeRecords(const std::string &bytes) {
     EXPECT_EQ(le(bytes, pos + 8, 4),
               crc32c::mask(crc32c::value(bytes.data() + pos, 8)));
     std::string data = bytes.substr(pos + 12, length);
-    EXPECT_EQ(le(bytes, pos + 12 + length, 4), crc32c::mask(crc32c::value(data)));
+    EXPECT_EQ(le(bytes, pos + 12 + length, 4),
+              crc32c::mask(crc32c::value(data)));
     records.push_back(data);
     pos += 12 + length + 4;
   }
@@ -136,8 +139,9 @@ TEST_F(SummaryTest, WriteAfterClose) {
   SummaryWriter writer(dir);
   writer.close();
   writer.close(); // idempotent
-  EXPECT_NE(errorOf([&] { writer.add_scalar("x", 1, 1); }).find("write after close"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf([&] { writer.add_scalar("x", 1, 1); }).find("write after close"),
+      std::string::npos);
 }
 
 TEST_F(SummaryTest, EveryCorruptByteIsDetected) {
@@ -175,7 +179,8 @@ TEST_F(SummaryTest, TruncationIsDetected) {
   std::string bytes = fileio::readFile(path);
   size_t second = 12 + le(bytes, 0, 8) + 4;
   for (size_t len = second + 1; len < bytes.size(); ++len) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, len);
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        << bytes.substr(0, len);
     EXPECT_NE(errorOf([&] { read_events(path); }).find("truncated"),
               std::string::npos)
         << len;
@@ -198,9 +203,11 @@ TEST_F(SummaryTest, TensorBoardLoaderReadsIt) {
   std::string script =
       "import sys\n"
       "from tensorboard.backend.event_processing import event_file_loader\n"
-      "events = list(event_file_loader.LegacyEventFileLoader(sys.argv[1]).Load())\n"
+      "events = "
+      "list(event_file_loader.LegacyEventFileLoader(sys.argv[1]).Load())\n"
       "assert events[0].file_version == 'brain.Event:2'\n"
-      "got = [(e.step, v.tag, v.simple_value) for e in events[1:] for v in e.summary.value]\n"
+      "got = [(e.step, v.tag, v.simple_value) for e in events[1:] for v in "
+      "e.summary.value]\n"
       "assert got == [(100, 'loss', 0.5), (200, 'loss', 0.25)], got\n";
   std::ofstream(dir + "/check.py") << script;
   EXPECT_EQ(std::system(("python3 " + dir + "/check.py " + path).c_str()), 0);

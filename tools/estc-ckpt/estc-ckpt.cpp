@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -170,8 +170,7 @@ int main(int argc, char **argv) {
     CheckpointReader reader(resolve_checkpoint(*input, warn));
     if (verify) {
       reader.verify();
-      std::cout << "OK: " << reader.path() << ": "
-                << reader.variables().size()
+      std::cout << "OK: " << reader.path() << ": " << reader.variables().size()
                 << " tensors, header and CRC32C verified\n";
       return 0;
     }
