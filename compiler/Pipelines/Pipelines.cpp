@@ -7,7 +7,14 @@
 
 #include "compiler/Pipelines/Pipelines.h"
 
+#include "compiler/Codegen/Passes.h"
 #include "compiler/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -18,7 +25,8 @@ namespace estc {
 namespace {
 // The stages the driver offers, in pipeline order. A stage is listed once
 // its add*Passes function below is implemented.
-constexpr Stage kAllStages[] = {Stage::Import, Stage::Est};
+constexpr Stage kAllStages[] = {Stage::Import, Stage::Est, Stage::Bufferize,
+                                 Stage::MemPlan, Stage::LLVM};
 } // namespace
 
 llvm::StringRef stageName(Stage stage) {
@@ -85,18 +93,38 @@ void addFusionPasses(mlir::OpPassManager &pm) {
 }
 
 void addBufferizationPasses(mlir::OpPassManager &pm) {
-  // Filled by the backend work (issue 3).
-  (void)pm;
+  // Variables, inputs and outputs become buffer arguments (the C ABI).
+  pm.addPass(mlir::est::createEstFunctionAbi());
+  // Results computed directly in the output buffers, then in-place
+  // bufferization of the bodies (the signatures are buffers already).
+  pm.addPass(mlir::bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(mlir::bufferization::createOneShotBufferizePass());
+  pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
 }
 
 void addMemoryPlanningPasses(mlir::OpPassManager &pm) {
-  // Filled by the backend work (issue 3).
-  (void)pm;
+  pm.addPass(mlir::est::createEstMemoryPlanning());
+  pm.addPass(mlir::createCanonicalizerPass());
 }
 
 void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
-  // Filled by the backend work (issue 3).
-  (void)pm;
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
+  funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
+  funcPm.addPass(mlir::createLowerAffinePass());
+  funcPm.addPass(mlir::createSCFToControlFlowPass());
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::math::createMathExpandOpsPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
 }
 
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {

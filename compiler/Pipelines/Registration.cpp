@@ -2,6 +2,7 @@
 
 #include "compiler/Pipelines/Registration.h"
 
+#include "compiler/Codegen/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstDialect.h"
 
@@ -48,6 +49,7 @@ void registerCompilerPasses() {
   // ...): cheap to register, libMLIR.so holds them all.
   mlir::registerAllPasses();
   mlir::est::registerEstPasses();
+  mlir::est::registerEstCodegenPasses();
 }
 
 } // namespace estc

@@ -1,0 +1,445 @@
+//===- LinalgToRuntimeCalls.cpp - est-linalg-to-runtime-calls -------------===//
+//
+// After bufferization, the heavy linalg ops become calls into EstcRuntime
+// (runtime/README.md), as XLA's CPU backend calls Eigen:
+//
+//   linalg.matmul / batch_matmul (f32, f64)  -> estc_matmul_f32 / _f64
+//   linalg.conv_2d_nhwc_hwcf (f32)          -> estc_conv2d_nhwc_hwio_f32
+//
+// Kernels overwrite their output, so the zero fill that initializes a
+// contraction is dropped; another initial value is added after the call.
+// A transpose feeding a matmul operand becomes the kernel's transpose flag,
+// and a zero pad feeding a convolution becomes pad_top / pad_left.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen/Passes.h"
+
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir {
+namespace est {
+#define GEN_PASS_DEF_ESTLINALGTORUNTIMECALLS
+#include "compiler/Codegen/Passes.h.inc"
+} // namespace est
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// `memref<?x..x?xT, strided<[?, ..], offset: ?>>`: the kernels' argument type.
+MemRefType kernelArgType(Type element, int64_t rank) {
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(element.getContext(),
+                                       ShapedType::kDynamic, strides);
+  return MemRefType::get(shape, element, layout);
+}
+
+/// Declares `name(memrefs..., i64 x numScalars)` with the C interface.
+FlatSymbolRefAttr declareKernel(ModuleOp module, StringRef name,
+                                ArrayRef<Type> memrefs, unsigned numScalars) {
+  MLIRContext *ctx = module.getContext();
+  if (!module.lookupSymbol(name)) {
+    SmallVector<Type> inputs(memrefs.begin(), memrefs.end());
+    inputs.append(numScalars, IntegerType::get(ctx, 64));
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto decl = func::FuncOp::create(b, module.getLoc(), name,
+                                     FunctionType::get(ctx, inputs, {}));
+    decl.setPrivate();
+    decl->setAttr("llvm.emit_c_interface", UnitAttr::get(ctx));
+  }
+  return FlatSymbolRefAttr::get(ctx, name);
+}
+
+/// Views `buffer` as a rank-`rank` kernel argument: leading unit dims added
+/// with memref.expand_shape, then cast to the fully dynamic strided type.
+Value asKernelArg(OpBuilder &b, Location loc, Value buffer, int64_t rank) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() < rank) {
+    int64_t extra = rank - type.getRank();
+    SmallVector<int64_t> shape(extra, 1);
+    llvm::append_range(shape, type.getShape());
+    SmallVector<ReassociationIndices> reassociation;
+    ReassociationIndices first;
+    for (int64_t i = 0; i <= extra; ++i)
+      first.push_back(i);
+    reassociation.push_back(first);
+    for (int64_t i = extra + 1; i < rank; ++i)
+      reassociation.push_back({i});
+    SmallVector<OpFoldResult> outputShape(extra, b.getIndexAttr(1));
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      outputShape.push_back(
+          type.isDynamicDim(i)
+              ? OpFoldResult(memref::DimOp::create(b, loc, buffer, i).getResult())
+              : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+    FailureOr<MemRefType> expanded =
+        memref::ExpandShapeOp::computeExpandedType(type, shape, reassociation);
+    assert(succeeded(expanded) && "leading unit dims always expand");
+    buffer = memref::ExpandShapeOp::create(b, loc, *expanded, buffer,
+                                           reassociation, outputShape);
+  }
+  return memref::CastOp::create(b, loc,
+                                kernelArgType(type.getElementType(), rank),
+                                buffer);
+}
+
+bool isZero(Value value) {
+  return matchPattern(value, m_AnyZeroFloat()) || matchPattern(value, m_Zero());
+}
+
+/// Whether `op` writes zero into every element of its only output: a
+/// linalg.fill of zero, or a linalg.map without inputs yielding zero.
+bool isZeroFill(Operation *op, Value buffer) {
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer && isZero(fill.getInputs()[0]);
+  if (auto map = dyn_cast<linalg::MapOp>(op)) {
+    if (!map.getInputs().empty() || map.getInit() != buffer)
+      return false;
+    auto yield = cast<linalg::YieldOp>(map.getMapper().front().getTerminator());
+    return yield.getNumOperands() == 1 &&
+           yield.getOperand(0).getParentRegion() != &map.getMapper() &&
+           isZero(yield.getOperand(0));
+  }
+  return false;
+}
+
+/// Whether `op` or an op nested in it has one of `values` as an operand.
+bool usesAny(Operation *op, ArrayRef<Value> values) {
+  return op
+      ->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (llvm::is_contained(values, operand))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Ops strictly between `from` and `to` (same block) that use `value` or a
+/// view of it.
+bool usedBetween(Value value, Operation *from, Operation *to) {
+  if (from->getBlock() != to->getBlock() || !from->isBeforeInBlock(to))
+    return true;
+  SmallVector<Value> aliases = {value};
+  for (unsigned i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers())
+      if (isa<ViewLikeOpInterface>(user))
+        for (Value result : user->getResults())
+          aliases.push_back(result);
+  for (Operation *op = from->getNextNode(); op != to; op = op->getNextNode()) {
+    if (isMemoryEffectFree(op))
+      continue;
+    if (usesAny(op, aliases))
+      return true;
+  }
+  return false;
+}
+
+/// Finds the zero fill that last wrote `output` before `op`, with nothing
+/// in between touching it.
+Operation *findZeroInit(Operation *op, Value output) {
+  for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (isZeroFill(prev, output))
+      return prev;
+    // A copy of a zero-filled buffer (one zero init shared by several ops).
+    if (auto copy = dyn_cast<memref::CopyOp>(prev);
+        copy && copy.getTarget() == output &&
+        findZeroInit(copy, copy.getSource()))
+      return copy;
+    if (isMemoryEffectFree(prev))
+      continue;
+    if (usesAny(prev, {output}))
+      return nullptr;
+  }
+  return nullptr;
+}
+
+/// If `operand` is a buffer written only by a full transpose of the last
+/// two dims (and read only by `op`), returns the transpose's input.
+linalg::TransposeOp transposeFeeding(Value operand, Operation *op) {
+  auto alloc = operand.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return nullptr;
+  linalg::TransposeOp transpose;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == op)
+      continue;
+    auto t = dyn_cast<linalg::TransposeOp>(user);
+    if (!t || t.getInit() != operand || transpose)
+      return nullptr;
+    transpose = t;
+  }
+  if (!transpose)
+    return nullptr;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = perm.size();
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (perm[i] != i)
+      return nullptr;
+  if (rank < 2 || perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return nullptr;
+  if (usedBetween(transpose.getInput(), transpose, op))
+    return nullptr;
+  return transpose;
+}
+
+struct EstLinalgToRuntimeCalls
+    : public mlir::est::impl::EstLinalgToRuntimeCallsBase<
+          EstLinalgToRuntimeCalls> {
+  void runOnOperation() override;
+};
+
+/// Emits the kernel call writing `output`: drops a zero fill before `op`,
+/// or computes into a temporary and adds it to the initial value.
+void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
+                    StringRef kernel, ArrayRef<Value> inputs, Value output,
+                    int64_t rank, ArrayRef<int64_t> scalars) {
+  Location loc = op->getLoc();
+  b.setInsertionPoint(op);
+  Value target = output;
+  bool accumulate = false;
+  if (Operation *fill = findZeroInit(op, output)) {
+    fill->erase();
+  } else {
+    auto type = cast<MemRefType>(output.getType());
+    SmallVector<Value> dynamicSizes;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.isDynamicDim(i))
+        dynamicSizes.push_back(memref::DimOp::create(b, loc, output, i));
+    target = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        dynamicSizes);
+    accumulate = true;
+  }
+  SmallVector<Value> args;
+  SmallVector<Type> argTypes;
+  SmallVector<Value> buffers(inputs.begin(), inputs.end());
+  buffers.push_back(target);
+  for (Value buffer : buffers) {
+    args.push_back(asKernelArg(b, loc, buffer, rank));
+    argTypes.push_back(args.back().getType());
+  }
+  for (int64_t scalar : scalars)
+    args.push_back(arith::ConstantIntOp::create(b, loc, scalar, 64));
+  FlatSymbolRefAttr callee =
+      declareKernel(module, kernel, argTypes, scalars.size());
+  func::CallOp::create(b, loc, callee, TypeRange(), args);
+  if (accumulate) {
+    auto type = cast<MemRefType>(output.getType());
+    AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+    SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                               utils::IteratorType::parallel);
+    bool isFloat = isa<FloatType>(type.getElementType());
+    linalg::GenericOp::create(
+        b, loc, TypeRange(), ValueRange{target}, ValueRange{output},
+        ArrayRef<AffineMap>{identity, identity}, iterators,
+        [&](OpBuilder &nb, Location nloc, ValueRange values) {
+          Value sum =
+              isFloat
+                  ? arith::AddFOp::create(nb, nloc, values[1], values[0]).getResult()
+                  : arith::AddIOp::create(nb, nloc, values[1], values[0]).getResult();
+          linalg::YieldOp::create(nb, nloc, sum);
+        });
+  }
+  op->erase();
+}
+
+/// linalg.matmul / batch_matmul -> estc_matmul_<type>.
+LogicalResult rewriteMatmul(linalg::LinalgOp op, ModuleOp module) {
+  Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+  if (!op.hasPureBufferSemantics() ||
+      llvm::any_of(op->getOperands(), [&](Value v) {
+        return getElementTypeOrSelf(v.getType()) != element;
+      }))
+    return failure();
+  StringRef kernel;
+  if (element.isF32())
+    kernel = "estc_matmul_f32";
+  else if (element.isF64())
+    kernel = "estc_matmul_f64";
+  else
+    return failure();
+
+  // Which operands are transposed, from the indexing maps.
+  bool batched = isa<linalg::BatchMatmulOp>(op);
+  MLIRContext *ctx = op->getContext();
+  unsigned numDims = batched ? 4 : 3;
+  auto expr = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
+  auto map = [&](unsigned r, unsigned c) {
+    SmallVector<AffineExpr> results;
+    if (batched)
+      results.push_back(expr(0));
+    results.push_back(expr(r + (batched ? 1 : 0)));
+    results.push_back(expr(c + (batched ? 1 : 0)));
+    return AffineMap::get(numDims, 0, results, ctx);
+  };
+  // Loop dims: m = 0, n = 1, k = 2 (after the batch dim).
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps.size() != 3 || maps[2] != map(0, 1))
+    return failure();
+  int64_t transposeA, transposeB;
+  if (maps[0] == map(0, 2))
+    transposeA = 0;
+  else if (maps[0] == map(2, 0))
+    transposeA = 1;
+  else
+    return failure();
+  if (maps[1] == map(2, 1))
+    transposeB = 0;
+  else if (maps[1] == map(1, 2))
+    transposeB = 1;
+  else
+    return failure();
+  // Integer arithmetic attributes (cast = unsigned...) are not f32/f64.
+
+  Value a = op.getDpsInputOperand(0)->get();
+  Value b = op.getDpsInputOperand(1)->get();
+  SmallVector<Operation *> deadTransposes;
+  if (linalg::TransposeOp t = transposeFeeding(a, op)) {
+    a = t.getInput();
+    transposeA = 1 - transposeA;
+    deadTransposes.push_back(t);
+  }
+  if (linalg::TransposeOp t = transposeFeeding(b, op)) {
+    b = t.getInput();
+    transposeB = 1 - transposeB;
+    deadTransposes.push_back(t);
+  }
+  Value c = op.getDpsInitOperand(0)->get();
+  OpBuilder builder(op);
+  emitKernelCall(builder, op, module, kernel, {a, b}, c, 3,
+                 {transposeA, transposeB});
+  for (Operation *t : deadTransposes) {
+    Value init = cast<linalg::TransposeOp>(t).getInit();
+    t->erase();
+    if (init.use_empty())
+      init.getDefiningOp()->erase();
+  }
+  return success();
+}
+
+/// Whether two sizes are equal: the same constant or value, or the same
+/// dimension of the same buffer.
+bool sameSize(OpFoldResult a, OpFoldResult b) {
+  if (isEqualConstantIntOrValue(a, b))
+    return true;
+  auto dimA = dyn_cast_if_present<Value>(a);
+  auto dimB = dyn_cast_if_present<Value>(b);
+  if (!dimA || !dimB)
+    return false;
+  auto opA = dimA.getDefiningOp<memref::DimOp>();
+  auto opB = dimB.getDefiningOp<memref::DimOp>();
+  return opA && opB && opA.getSource() == opB.getSource() &&
+         isEqualConstantIntOrValue(opA.getIndex(), opB.getIndex());
+}
+
+/// The unpadded interior of a bufferized zero tensor.pad: `padded` is an
+/// alloc written by a zero fill and, through one subview at static offsets
+/// [0, top, left, 0], by the input. Returns the interior and the pads, and
+/// erases the fill (and the copy, when the interior is read from its source).
+std::optional<std::tuple<Value, int64_t, int64_t>>
+foldZeroPad(Value padded, Operation *conv) {
+  auto alloc = padded.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != conv->getBlock())
+    return std::nullopt;
+  Operation *fill = nullptr;
+  memref::SubViewOp interior;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == conv)
+      continue;
+    if (!fill && isZeroFill(user, padded))
+      fill = user;
+    else if (auto subview = dyn_cast<memref::SubViewOp>(user); subview &&
+                                                               !interior)
+      interior = subview;
+    else
+      return std::nullopt;
+  }
+  if (!fill || !interior || !fill->isBeforeInBlock(conv))
+    return std::nullopt;
+  SmallVector<int64_t> offsets(interior.getStaticOffsets());
+  if (offsets.size() != 4 || ShapedType::isDynamic(offsets[1]) ||
+      ShapedType::isDynamic(offsets[2]) || offsets[0] != 0 || offsets[3] != 0 ||
+      !interior.hasUnitStride())
+    return std::nullopt;
+  SmallVector<OpFoldResult> allocSizes = alloc.getMixedSizes();
+  SmallVector<OpFoldResult> interiorSizes = interior.getMixedSizes();
+  for (unsigned i : {0u, 3u})
+    if (!sameSize(allocSizes[i], interiorSizes[i]))
+      return std::nullopt;
+
+  Value input = interior.getResult();
+  // A copy of the input into the interior: read the input itself.
+  if (interior->hasOneUse()) {
+    auto copy = dyn_cast<memref::CopyOp>(*interior->getUsers().begin());
+    if (copy && copy.getTarget() == input && copy->getBlock() == conv->getBlock() &&
+        !usedBetween(copy.getSource(), copy, conv)) {
+      input = copy.getSource();
+      copy->erase();
+      interior->erase();
+    }
+  }
+  fill->erase();
+  return std::make_tuple(input, offsets[1], offsets[2]);
+}
+
+/// linalg.conv_2d_nhwc_hwcf (f32) -> estc_conv2d_nhwc_hwio_f32.
+LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
+  if (!conv.hasPureBufferSemantics() ||
+      llvm::any_of(conv->getOperands(), [](Value v) {
+        return !getElementTypeOrSelf(v.getType()).isF32();
+      }))
+    return failure();
+  auto strides = llvm::to_vector(conv.getStrides().getValues<int64_t>());
+  auto dilations = llvm::to_vector(conv.getDilations().getValues<int64_t>());
+  Value input = conv.getInputs()[0];
+  int64_t padTop = 0, padLeft = 0;
+  Value padded = input;
+  if (auto folded = foldZeroPad(input, conv))
+    std::tie(input, padTop, padLeft) = *folded;
+  OpBuilder b(conv);
+  emitKernelCall(b, conv, module, "estc_conv2d_nhwc_hwio_f32",
+                 {input, conv.getInputs()[1]}, conv.getOutputs()[0], 4,
+                 {strides[0], strides[1], dilations[0], dilations[1], padTop,
+                  padLeft});
+  if (padded != input && padded.use_empty())
+    padded.getDefiningOp()->erase();
+  return success();
+}
+
+void EstLinalgToRuntimeCalls::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<Operation *> candidates;
+  module.walk([&](Operation *op) {
+    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp,
+            linalg::Conv2DNhwcHwcfOp>(op))
+      candidates.push_back(op);
+  });
+  for (Operation *op : candidates) {
+    if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op))
+      (void)rewriteConv(conv, module);
+    else
+      (void)rewriteMatmul(cast<linalg::LinalgOp>(op), module);
+  }
+  // Buffers that are only zero-filled any more (their readers were copies
+  // into kernel outputs) are dead.
+  SmallVector<memref::AllocOp> allocs;
+  module.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  for (memref::AllocOp alloc : allocs) {
+    if (!llvm::all_of(alloc->getUsers(), [&](Operation *user) {
+          return isZeroFill(user, alloc.getResult());
+        }))
+      continue;
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      user->erase();
+    alloc.erase();
+  }
+}
+
+} // namespace

@@ -1,0 +1,32 @@
+//===- Passes.h - estc code generation passes -------------------*- C++ -*-===//
+//
+// The passes of the bufferize, memplan and llvm stages that are ours (the
+// rest are upstream): see docs/design/codegen-abi.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_CODEGEN_PASSES_H
+#define ESTC_COMPILER_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+
+namespace mlir {
+namespace est {
+
+/// Declares createEst*() for every pass and registerEstCodegenPasses().
+#define GEN_PASS_DECL
+#define GEN_PASS_REGISTRATION
+#include "compiler/Codegen/Passes.h.inc"
+
+} // namespace est
+} // namespace mlir
+
+#endif // ESTC_COMPILER_CODEGEN_PASSES_H

@@ -1,0 +1,94 @@
+//===- Passes.td - estc code generation passes -------------*- tablegen -*-===//
+#ifndef ESTC_COMPILER_CODEGEN_PASSES_TD
+#define ESTC_COMPILER_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def EstFunctionAbi : Pass<"est-function-abi", "ModuleOp"> {
+  let summary = "Give every function the buffer ABI of the code generation contract";
+  let description = [{
+    Rewrites every function on tensors into the C ABI of
+    docs/design/codegen-abi.md: the arguments become
+    `(arena: memref<?xi8>, every module variable in declaration order,
+    the inputs, the outputs)`, all memrefs with identity layout (i1 stored
+    as i8), and the function returns nothing.
+
+    In the body, `est.read_variable` becomes the variable's current value:
+    `bufferization.to_tensor %var restrict` (`writable` when the function
+    assigns the variable) until an `est.assign_variable` replaces it, so a
+    read after an assignment sees the assigned value. At the end every
+    assigned variable's last value and every result are written with
+    `bufferization.materialize_in_destination` (results `restrict`, so empty
+    tensor elimination can compute them in the output buffer).
+
+    The `est.variable` ops are erased; the module records them as
+    `estc.variables = [{name, type, trainable}, ...]`. Functions are marked
+    `llvm.emit_c_interface`.
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
+  let summary = "Bufferized matmuls and convolutions to estc runtime kernel calls";
+  let description = [{
+    On buffers (after one-shot bufferization) rewrites
+    `linalg.matmul` (f32, f64; with or without transposed operands via
+    `linalg.transpose`-free indexing maps), `linalg.batch_matmul` (f32, f64)
+    and `linalg.conv_2d_nhwc_hwcf` (f32) into calls to
+    `estc_matmul_f32/_f64` and `estc_conv2d_nhwc_hwio_f32`
+    (runtime/README.md), declared `llvm.emit_c_interface`. 2-D operands are
+    expanded to rank 3 with a unit batch. A zero fill of the output right
+    before the kernel is dropped (kernels overwrite); any other initial
+    value is added after the call. A convolution whose input is a bufferized
+    zero `tensor.pad` reads the unpadded input directly with `pad_top` /
+    `pad_left` set. Other linalg ops are left for loops.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
+def EstMemoryPlanning : Pass<"est-memory-planning", "ModuleOp"> {
+  let summary = "Place every temporary buffer of a step in the arena argument";
+  let description = [{
+    Every `memref.alloc` of a function becomes a `memref.view` into its
+    first argument (the arena). Each allocation's byte size is
+    `s + p * batch` (found by evaluating its size computation at batch 1, 2
+    and 3, where every dynamic dimension of an argument is the batch). The
+    arena has a static region (allocations with p = 0, at constant offsets)
+    followed by a per-example region (the others, at offsets `o * batch`, each
+    sized `round64(s + p) * batch`). Offsets come from a greedy best fit by
+    size over live intervals, so buffers with disjoint lifetimes share bytes;
+    all offsets are 64-byte aligned for every batch.
+
+    The module gets `estc.arena = {f = array<i64: S, P>}`
+    (`arena_bytes(batch) = S + P * batch`) and each function
+    `estc.arena_bytes_batch128`. Fails if an allocation remains or a size
+    is not linear in the batch.
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
+def EstMemrefCopyToLinalg : Pass<"est-memref-copy-to-linalg", "func::FuncOp"> {
+  let summary = "memref.copy to linalg.copy, so copies become loops";
+  let description = [{
+    The LLVM lowering turns a `memref.copy` of non-contiguous memrefs into a
+    call to `memrefCopy` of MLIR's C runner library, which compiled models
+    do not link. As `linalg.copy` it becomes loops like every other op.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+#endif // ESTC_COMPILER_CODEGEN_PASSES_TD

@@ -1,0 +1,70 @@
+// RUN: estc-opt --est-memory-planning --split-input-file --verify-diagnostics --allow-unregistered-dialect %s | FileCheck %s
+
+// Three batch-sized buffers (16 bytes per example, 64 with alignment): %c
+// is allocated after %a's last use, so it takes %a's place. Two static
+// buffers live at the same time. Arena: S = 128 (two 64-byte static
+// buffers), P = 128 (two 64-byte per-example slots), at offsets S + o*batch.
+
+// CHECK: module attributes {estc.arena = {f = array<i64: 128, 128>}}
+// CHECK-LABEL: func.func @f(
+// CHECK-SAME: %[[ARENA:.*]]: memref<?xi8>, %[[X:.*]]: memref<?x4xf32>, %[[OUT:.*]]: memref<?x4xf32>)
+// CHECK-SAME: estc.arena_bytes_batch128 = 16512 : i64
+// CHECK-NOT: memref.alloc
+// CHECK: %[[BATCH:.*]] = memref.dim %[[X]], %c0
+// CHECK: %[[A_OFF:.*]] = arith.addi %{{.*}}, %c128
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%[[A_OFF]]][%{{.*}}] : memref<?xi8> to memref<?x4xf32>
+// CHECK: %[[B_SCALED:.*]] = arith.muli %[[BATCH]], %c64
+// CHECK: %[[B_OFF:.*]] = arith.addi %[[B_SCALED]], %c128
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%[[B_OFF]]][%{{.*}}] : memref<?xi8> to memref<?x4xf32>
+// CHECK: %[[C_OFF:.*]] = arith.addi %{{.*}}, %c128
+// CHECK: memref.view %[[ARENA]][%[[C_OFF]]][%{{.*}}] : memref<?xi8> to memref<?x4xf32>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<?xi8> to memref<10xf32>
+// CHECK: memref.view %[[ARENA]][%{{.*}}][] : memref<?xi8> to memref<3xi64>
+// CHECK-NOT: memref.alloc
+func.func @f(%arena: memref<?xi8>, %x: memref<?x4xf32>, %out: memref<?x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x4xf32>
+  %a = memref.alloc(%n) : memref<?x4xf32>
+  linalg.copy ins(%x : memref<?x4xf32>) outs(%a : memref<?x4xf32>)
+  %b = memref.alloc(%n) : memref<?x4xf32>
+  linalg.copy ins(%a : memref<?x4xf32>) outs(%b : memref<?x4xf32>)
+  %c = memref.alloc(%n) : memref<?x4xf32>
+  linalg.copy ins(%b : memref<?x4xf32>) outs(%c : memref<?x4xf32>)
+  linalg.copy ins(%c : memref<?x4xf32>) outs(%out : memref<?x4xf32>)
+  %s = memref.alloc() : memref<10xf32>
+  %s2 = memref.alloc() : memref<3xi64>
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1 : i64
+  linalg.fill ins(%zero : f32) outs(%s : memref<10xf32>)
+  linalg.fill ins(%one : i64) outs(%s2 : memref<3xi64>)
+  "test.use"(%s, %s2) : (memref<10xf32>, memref<3xi64>) -> ()
+  return
+}
+
+// -----
+
+// CHECK: module attributes {estc.arena = {g = array<i64: 0, 0>}}
+func.func @g(%arena: memref<?xi8>) {
+  return
+}
+
+// -----
+
+func.func @quadratic(%arena: memref<?xi8>, %x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %nn = arith.muli %n, %n : index
+  // expected-error @+1 {{the size of 'memref<?xf32>' is not linear in the batch size}}
+  %a = memref.alloc(%nn) : memref<?xf32>
+  "test.use"(%a) : (memref<?xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @unknown(%arena: memref<?xi8>, %x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{the size of 'memref<?xf32>' is not a computation on the batch size}}
+  %a = memref.alloc(%i) : memref<?xf32>
+  "test.use"(%a) : (memref<?xf32>) -> ()
+  return
+}
