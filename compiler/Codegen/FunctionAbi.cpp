@@ -61,11 +61,11 @@ Value convertElements(OpBuilder &b, Location loc, Value value, Type to) {
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, resultType, value, init,
-      ArrayRef<AffineMap>{identity, identity}, iterators,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+      b, loc, resultType, value, init, ArrayRef<AffineMap>{identity, identity},
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value converted =
-            to.getIntOrFloatBitWidth() < args[0].getType().getIntOrFloatBitWidth()
+            to.getIntOrFloatBitWidth() <
+                    args[0].getType().getIntOrFloatBitWidth()
                 ? arith::TruncIOp::create(nb, nloc, to, args[0]).getResult()
                 : arith::ExtUIOp::create(nb, nloc, to, args[0]).getResult();
         linalg::YieldOp::create(nb, nloc, converted);
@@ -77,8 +77,8 @@ Value convertElements(OpBuilder &b, Location loc, Value value, Type to) {
 Value tensorOf(OpBuilder &b, Location loc, Value memref,
                RankedTensorType tensorType, bool writable) {
   auto memrefType = cast<MemRefType>(memref.getType());
-  auto viewType = RankedTensorType::get(memrefType.getShape(),
-                                        memrefType.getElementType());
+  auto viewType =
+      RankedTensorType::get(memrefType.getShape(), memrefType.getElementType());
   Value view = bufferization::ToTensorOp::create(b, loc, viewType, memref,
                                                  /*restrict=*/true, writable);
   return convertElements(b, loc, view, tensorType.getElementType());
@@ -171,18 +171,18 @@ LogicalResult EstFunctionAbi::rewrite(func::FuncOp func,
   SmallVector<Attribute> argAttrs;
   auto named = [&](StringRef name, ArrayRef<NamedAttribute> extra = {}) {
     SmallVector<NamedAttribute> attrs(extra.begin(), extra.end());
-    attrs.push_back(
-        NamedAttribute(StringAttr::get(ctx, "est.name"), StringAttr::get(ctx, name)));
+    attrs.push_back(NamedAttribute(StringAttr::get(ctx, "est.name"),
+                                   StringAttr::get(ctx, name)));
     return DictionaryAttr::get(ctx, attrs);
   };
-  argTypes.push_back(MemRefType::get({ShapedType::kDynamic},
-                                     IntegerType::get(ctx, 8)));
+  argTypes.push_back(
+      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8)));
   argAttrs.push_back(named("arena"));
   for (const VariableInfo &variable : variables) {
     argTypes.push_back(bufferTypeFor(variable.type));
     argAttrs.push_back(named(
-        variable.name,
-        {NamedAttribute(StringAttr::get(ctx, "est.variable"), UnitAttr::get(ctx))}));
+        variable.name, {NamedAttribute(StringAttr::get(ctx, "est.variable"),
+                                       UnitAttr::get(ctx))}));
   }
   for (auto [i, type] : llvm::enumerate(inputs)) {
     argTypes.push_back(bufferTypeFor(type));
@@ -194,8 +194,8 @@ LogicalResult EstFunctionAbi::rewrite(func::FuncOp func,
     SmallVector<NamedAttribute> attrs;
     if (DictionaryAttr dict = func.getResultAttrDict(i))
       attrs.append(dict.begin(), dict.end());
-    attrs.push_back(NamedAttribute(StringAttr::get(ctx, "est.output"),
-                                   UnitAttr::get(ctx)));
+    attrs.push_back(
+        NamedAttribute(StringAttr::get(ctx, "est.output"), UnitAttr::get(ctx)));
     argAttrs.push_back(DictionaryAttr::get(ctx, attrs));
   }
 

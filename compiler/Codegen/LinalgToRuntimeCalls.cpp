@@ -76,7 +76,8 @@ Value asKernelArg(OpBuilder &b, Location loc, Value buffer, int64_t rank) {
     for (int64_t i = 0; i < type.getRank(); ++i)
       outputShape.push_back(
           type.isDynamicDim(i)
-              ? OpFoldResult(memref::DimOp::create(b, loc, buffer, i).getResult())
+              ? OpFoldResult(
+                    memref::DimOp::create(b, loc, buffer, i).getResult())
               : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
     FailureOr<MemRefType> expanded =
         memref::ExpandShapeOp::computeExpandedType(type, shape, reassociation);
@@ -84,9 +85,8 @@ Value asKernelArg(OpBuilder &b, Location loc, Value buffer, int64_t rank) {
     buffer = memref::ExpandShapeOp::create(b, loc, *expanded, buffer,
                                            reassociation, outputShape);
   }
-  return memref::CastOp::create(b, loc,
-                                kernelArgType(type.getElementType(), rank),
-                                buffer);
+  return memref::CastOp::create(
+      b, loc, kernelArgType(type.getElementType(), rank), buffer);
 }
 
 bool isZero(Value value) {
@@ -241,9 +241,10 @@ void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
         ArrayRef<AffineMap>{identity, identity}, iterators,
         [&](OpBuilder &nb, Location nloc, ValueRange values) {
           Value sum =
-              isFloat
-                  ? arith::AddFOp::create(nb, nloc, values[1], values[0]).getResult()
-                  : arith::AddIOp::create(nb, nloc, values[1], values[0]).getResult();
+              isFloat ? arith::AddFOp::create(nb, nloc, values[1], values[0])
+                            .getResult()
+                      : arith::AddIOp::create(nb, nloc, values[1], values[0])
+                            .getResult();
           linalg::YieldOp::create(nb, nloc, sum);
         });
   }
@@ -355,8 +356,8 @@ foldZeroPad(Value padded, Operation *conv) {
       continue;
     if (!fill && isZeroFill(user, padded))
       fill = user;
-    else if (auto subview = dyn_cast<memref::SubViewOp>(user); subview &&
-                                                               !interior)
+    else if (auto subview = dyn_cast<memref::SubViewOp>(user);
+             subview && !interior)
       interior = subview;
     else
       return std::nullopt;
@@ -378,7 +379,8 @@ foldZeroPad(Value padded, Operation *conv) {
   // A copy of the input into the interior: read the input itself.
   if (interior->hasOneUse()) {
     auto copy = dyn_cast<memref::CopyOp>(*interior->getUsers().begin());
-    if (copy && copy.getTarget() == input && copy->getBlock() == conv->getBlock() &&
+    if (copy && copy.getTarget() == input &&
+        copy->getBlock() == conv->getBlock() &&
         !usedBetween(copy.getSource(), copy, conv)) {
       input = copy.getSource();
       copy->erase();
@@ -404,10 +406,10 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
   if (auto folded = foldZeroPad(input, conv))
     std::tie(input, padTop, padLeft) = *folded;
   OpBuilder b(conv);
-  emitKernelCall(b, conv, module, "estc_conv2d_nhwc_hwio_f32",
-                 {input, conv.getInputs()[1]}, conv.getOutputs()[0], 4,
-                 {strides[0], strides[1], dilations[0], dilations[1], padTop,
-                  padLeft});
+  emitKernelCall(
+      b, conv, module, "estc_conv2d_nhwc_hwio_f32",
+      {input, conv.getInputs()[1]}, conv.getOutputs()[0], 4,
+      {strides[0], strides[1], dilations[0], dilations[1], padTop, padLeft});
   if (padded != input && padded.use_empty())
     padded.getDefiningOp()->erase();
   return success();
@@ -417,8 +419,8 @@ void EstLinalgToRuntimeCalls::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<Operation *> candidates;
   module.walk([&](Operation *op) {
-    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp,
-            linalg::Conv2DNhwcHwcfOp>(op))
+    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNhwcHwcfOp>(
+            op))
       candidates.push_back(op);
   });
   for (Operation *op : candidates) {

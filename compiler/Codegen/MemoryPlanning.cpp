@@ -75,7 +75,8 @@ private:
         std::optional<int64_t> v = eval(operand);
         if (!v)
           return std::nullopt;
-        operands.push_back(IntegerAttr::get(IndexType::get(op->getContext()), *v));
+        operands.push_back(
+            IntegerAttr::get(IndexType::get(op->getContext()), *v));
       }
       SmallVector<Attribute> results;
       if (failed(apply.getAffineMap().constantFold(operands, results)) ||
@@ -199,8 +200,8 @@ EstMemoryPlanning::plan(func::FuncOp func) {
   auto arenaType = body.getNumArguments() == 0
                        ? MemRefType()
                        : dyn_cast<MemRefType>(body.getArgument(0).getType());
-  if (!func.getBody().hasOneBlock() || !arenaType ||
-      arenaType.getRank() != 1 || !arenaType.getElementType().isInteger(8) ||
+  if (!func.getBody().hasOneBlock() || !arenaType || arenaType.getRank() != 1 ||
+      !arenaType.getElementType().isInteger(8) ||
       !arenaType.getLayout().isIdentity())
     return func.emitError("est-memory-planning: function '")
            << func.getSymName()
@@ -225,8 +226,8 @@ EstMemoryPlanning::plan(func::FuncOp func) {
     if (!bytes || !type.getLayout().isIdentity())
       return alloc.emitError("est-memory-planning: cannot place ") << type;
     int64_t sizes[3];
-    for (auto [i, evaluator] : llvm::enumerate(
-             std::array<SizeEvaluator *, 3>{&at1, &at2, &at3})) {
+    for (auto [i, evaluator] :
+         llvm::enumerate(std::array<SizeEvaluator *, 3>{&at1, &at2, &at3})) {
       int64_t elements = 1;
       unsigned dynamic = 0;
       for (int64_t dim : type.getShape()) {
@@ -329,8 +330,8 @@ void EstMemoryPlanning::runOnOperation() {
     if (failed(arena))
       return signalPassFailure();
     auto [s, p] = *arena;
-    arenas.push_back(NamedAttribute(
-        func.getSymNameAttr(), DenseI64ArrayAttr::get(ctx, {s, p})));
+    arenas.push_back(NamedAttribute(func.getSymNameAttr(),
+                                    DenseI64ArrayAttr::get(ctx, {s, p})));
     func->setAttr("estc.arena_bytes_batch128",
                   IntegerAttr::get(IntegerType::get(ctx, 64), s + p * 128));
   }
@@ -342,8 +343,8 @@ void EstMemoryPlanning::runOnOperation() {
       return op->emitError("est-memory-planning: heap allocation left"),
              WalkResult::interrupt();
     if (auto call = dyn_cast<func::CallOp>(op);
-        call && (call.getCallee() == "malloc" ||
-                 call.getCallee() == "aligned_alloc"))
+        call &&
+        (call.getCallee() == "malloc" || call.getCallee() == "aligned_alloc"))
       return op->emitError("est-memory-planning: heap allocation left"),
              WalkResult::interrupt();
     return WalkResult::advance();
