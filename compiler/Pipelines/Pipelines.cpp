@@ -8,6 +8,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Conversion/EstToLinalg/Passes.h"
 #include "compiler/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -25,8 +26,9 @@ namespace estc {
 namespace {
 // The stages the driver offers, in pipeline order. A stage is listed once
 // its add*Passes function below is implemented.
-constexpr Stage kAllStages[] = {Stage::Import, Stage::Est, Stage::Bufferize,
-                                 Stage::MemPlan, Stage::LLVM};
+constexpr Stage kAllStages[] = {Stage::Import,    Stage::Est,       Stage::Decompose,
+                                 Stage::Linalg,    Stage::Fusion,    Stage::Bufferize,
+                                 Stage::MemPlan,   Stage::LLVM};
 } // namespace
 
 llvm::StringRef stageName(Stage stage) {
@@ -78,18 +80,24 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
 }
 
 void addDecompositionPasses(mlir::OpPassManager &pm) {
-  // Filled by the est-to-linalg work (issue 3).
-  (void)pm;
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::est::createEstDecompose());
+  funcPm.addPass(mlir::createCanonicalizerPass());
+  funcPm.addPass(mlir::createCSEPass());
 }
 
 void addLinalgLoweringPasses(mlir::OpPassManager &pm) {
-  // Filled by the est-to-linalg work (issue 3).
-  (void)pm;
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::est::createConvertEstToLinalg());
+  funcPm.addPass(mlir::createCanonicalizerPass());
+  funcPm.addPass(mlir::createCSEPass());
 }
 
 void addFusionPasses(mlir::OpPassManager &pm) {
-  // Filled by the est-to-linalg work (issue 3).
-  (void)pm;
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::est::createEstFusion());
+  funcPm.addPass(mlir::createCanonicalizerPass());
+  funcPm.addPass(mlir::createCSEPass());
 }
 
 void addBufferizationPasses(mlir::OpPassManager &pm) {

@@ -3,6 +3,7 @@
 #include "compiler/Pipelines/Registration.h"
 
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Conversion/EstToLinalg/Passes.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstDialect.h"
 
@@ -49,6 +50,7 @@ void registerCompilerPasses() {
   // ...): cheap to register, libMLIR.so holds them all.
   mlir::registerAllPasses();
   mlir::est::registerEstPasses();
+  mlir::est::registerEstConversionPasses();
   mlir::est::registerEstCodegenPasses();
 }
 

@@ -28,4 +28,33 @@ def EstDCE : Pass<"est-dce", "func::FuncOp"> {
   let constructor = "::mlir::est::createDCEPass()";
 }
 
+def EstDecompose : Pass<"est-decompose", "func::FuncOp"> {
+  let summary = "Rewrite composite est ops into primitive est ops";
+  let description = [{
+    Numerically stable decompositions: softmax and log_softmax subtract the
+    row maximum; softmax_cross_entropy is -sum(labels * log_softmax);
+    sparse_softmax_cross_entropy one-hot encodes its labels first;
+    sigmoid_cross_entropy is softplus(x) - x * z; reduce_mean over static
+    dims is reduce_sum / count; relu6 is minimum(maximum(x, 0), 6);
+    stop_gradient is erased (autodiff has run before).
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def EstFusion : Pass<"est-fusion", "func::FuncOp"> {
+  let summary = "Fuse elementwise linalg.generics into producers/consumers";
+  let description = [{
+    Producer-consumer fusion of elementwise `linalg.generic`s, also into
+    reductions (a reduction consumer absorbs its elementwise producers).
+    A producer is fused when it has one use, or when every user is a
+    `linalg.generic` (it is then recomputed in each and disappears). A
+    producer with transcendental or division ops is not fused into a
+    consumer that reads it through a broadcasting map (that would repeat it
+    per broadcast element).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // ESTC_COMPILER_TRANSFORMS_PASSES_TD

@@ -1,0 +1,97 @@
+// RUN: estc-opt %s --split-input-file --est-decompose --convert-est-to-linalg --canonicalize --cse --est-fusion --canonicalize --cse | FileCheck %s
+
+// Bias-add + relu after a matmul: one elementwise generic (the matmul stays
+// a named op for the runtime kernel).
+// CHECK-LABEL: func.func @dense_relu
+// CHECK: linalg.matmul
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK: arith.addf
+// CHECK-NEXT: arith.maximumf
+// CHECK-NEXT: linalg.yield
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @dense_relu(%x: tensor<?x8xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
+  %0 = est.matmul %x, %w : tensor<?x8xf32>, tensor<8x4xf32> -> tensor<?x4xf32>
+  %1 = est.add %0, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  %2 = est.relu %1 : tensor<?x4xf32>
+  return %2 : tensor<?x4xf32>
+}
+
+// -----
+
+// Broadcasts fold into their consumer.
+// CHECK-LABEL: func.func @broadcast_folded
+// CHECK-COUNT-1: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @broadcast_folded(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = est.broadcast_to %b {shape = array<i64: 2, 3>} : tensor<3xf32> -> tensor<2x3xf32>
+  %1 = est.mul %x, %0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = est.tanh %1 : tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
+}
+
+// -----
+
+// Softmax: three loop nests. The row max; the row sum with exp(x - max)
+// fused in; the division, recomputing exp(x - max) rather than storing it.
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %[[MAX]] :
+// CHECK: arith.subf
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME: ins(%{{.*}}, %[[MAX]], %[[SUM]] :
+// CHECK: arith.subf
+// CHECK-NEXT: math.exp
+// CHECK-NEXT: arith.divf
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @softmax(%x: tensor<?x10xf32>) -> tensor<?x10xf32> {
+  %0 = est.softmax %x : tensor<?x10xf32>
+  return %0 : tensor<?x10xf32>
+}
+
+// -----
+
+// Sparse softmax cross entropy + mean: the row max; the row sum of
+// exp(x - max); log of the row sum stays a per-row loop (not recomputed per
+// element through the broadcast); one reduction computing
+// one_hot * (x - max - log(sum)) summed per row; negation and mean.
+// CHECK-LABEL: func.func @sparse_xent
+// CHECK-COUNT-6: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @sparse_xent(%x: tensor<?x10xf32>, %l: tensor<?xi64>) -> tensor<f32> {
+  %0 = est.sparse_softmax_cross_entropy %x, %l : tensor<?x10xf32>, tensor<?xi64> -> tensor<?xf32>
+  %1 = est.reduce_mean %0 : tensor<?xf32> -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sparse_xent_bodies
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: math.exp
+// CHECK: %[[LOG:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.log
+// CHECK-NEXT: linalg.yield
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: %[[LOG]]
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.negf
+func.func @sparse_xent_bodies(%x: tensor<?x10xf32>, %l: tensor<?xi64>) -> tensor<?xf32> {
+  %0 = est.sparse_softmax_cross_entropy %x, %l : tensor<?x10xf32>, tensor<?xi64> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
