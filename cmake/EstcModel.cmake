@@ -1,0 +1,41 @@
+# estc_add_model(<target> NAME <Name> GRAPH <file.pb|file.pbtxt|file.mlir>
+#                [MCPU <cpu>] [MATTR <features>])
+#
+# Compiles a model graph ahead of time with the `estc` built in this tree
+# (like tfcompile's tf_library): at build time it runs
+#
+#   estc GRAPH --emit=obj --name NAME -o <dir> [--mcpu=...] [--mattr=...]
+#
+# and makes <target> a static library of NAME.o that links estc::runtime,
+# with <dir> on its include path, so code can `#include "NAME.h"` and use the
+# class NAME (see the comment at the top of the generated header). MCPU
+# defaults to x86-64-v2 for portable binaries; pass MCPU native to tune for
+# the build host.
+function(estc_add_model target)
+  cmake_parse_arguments(ARG "" "NAME;GRAPH;MCPU;MATTR" "" ${ARGN})
+  if(NOT ARG_NAME OR NOT ARG_GRAPH)
+    message(FATAL_ERROR "estc_add_model(${target}): NAME and GRAPH are required")
+  endif()
+  if(NOT ARG_MCPU)
+    set(ARG_MCPU x86-64-v2)
+  endif()
+  get_filename_component(_graph "${ARG_GRAPH}" ABSOLUTE)
+  set(_dir "${CMAKE_CURRENT_BINARY_DIR}/${target}")
+  set(_outputs "${_dir}/${ARG_NAME}.o" "${_dir}/${ARG_NAME}.h"
+               "${_dir}/${ARG_NAME}.manifest.json")
+  set(_flags --emit=obj --name=${ARG_NAME} -o ${_dir} --mcpu=${ARG_MCPU})
+  if(ARG_MATTR)
+    list(APPEND _flags --mattr=${ARG_MATTR})
+  endif()
+  add_custom_command(
+    OUTPUT ${_outputs}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}
+    COMMAND $<TARGET_FILE:estc> ${_graph} ${_flags}
+    DEPENDS estc ${_graph}
+    COMMENT "estc: compiling ${ARG_GRAPH} to ${ARG_NAME}.o and ${ARG_NAME}.h"
+    VERBATIM)
+  add_library(${target} STATIC "${_dir}/${ARG_NAME}.o")
+  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  target_include_directories(${target} PUBLIC ${_dir})
+  target_link_libraries(${target} PUBLIC estc::runtime)
+endfunction()

@@ -1,0 +1,230 @@
+//===- Jit.cpp - In-process compilation with an on-disk object cache ------===//
+
+#include "compiler/Target/Jit.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstdlib>
+
+#ifndef ESTC_VERSION
+#define ESTC_VERSION "unknown"
+#endif
+
+namespace estc {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string defaultCacheDir() {
+  if (const char *dir = std::getenv("ESTC_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<256> home;
+  if (!llvm::sys::path::home_directory(home))
+    return ".estc-cache";
+  llvm::sys::path::append(home, ".cache", "estc");
+  return std::string(home);
+}
+
+/// Writes `contents` to `path` through a temporary file and a rename, so a
+/// concurrent reader never sees half a file.
+bool writeAtomically(const std::string &path, llvm::StringRef contents) {
+  std::string tmp = path + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return false;
+    os << contents;
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      llvm::sys::fs::remove(tmp);
+      return false;
+    }
+  }
+  if (llvm::sys::fs::rename(tmp, path)) {
+    llvm::sys::fs::remove(tmp);
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> readFile(const std::string &path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return std::nullopt;
+  return (*buffer)->getBuffer().str();
+}
+
+} // namespace
+
+struct JitModel::Parts {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  Manifest manifest;
+  std::shared_ptr<ModelSpecStorage> storage;
+  rt::ModelSpec spec;
+  std::vector<rt::EntryPoint> entries;
+  std::vector<void *> cInterfaces;
+};
+
+JitModel::JitModel(std::unique_ptr<Parts> parts, const rt::ModelSpec &spec,
+                   const rt::EntryPoint *entries)
+    : CompiledModel(spec, entries), parts_(std::move(parts)),
+      manifest_(parts_->manifest) {}
+
+JitModel::~JitModel() = default;
+
+void *JitModel::lookupCInterface(llvm::StringRef function) const {
+  for (size_t i = 0; i < manifest_.functions.size(); ++i)
+    if (manifest_.functions[i].name == function)
+      return parts_->cInterfaces[i];
+  return nullptr;
+}
+
+rt::EntryPoint JitModel::lookupPacked(llvm::StringRef function) const {
+  for (size_t i = 0; i < manifest_.functions.size(); ++i)
+    if (manifest_.functions[i].name == function)
+      return parts_->entries[i];
+  return nullptr;
+}
+
+JitCompiler::JitCompiler(JitOptions options) : options_(std::move(options)) {
+  cacheDir_ = options_.cacheDir.empty() ? defaultCacheDir()
+                                        : options_.cacheDir;
+}
+
+JitCompiler::~JitCompiler() = default;
+
+llvm::Expected<std::string>
+JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
+  // Validates the target as a side effect: a bad --mcpu fails here.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options_.target);
+  if (!machine)
+    return machine.takeError();
+  llvm::SHA256 hash;
+  auto field = [&](llvm::StringRef s) {
+    hash.update(std::to_string(s.size()));
+    hash.update(":");
+    hash.update(s);
+  };
+  field("estc-jit-cache-1");
+  field(ESTC_VERSION);
+  field(LLVM_VERSION_STRING);
+  field(options_.target.describe());
+  field(modelName);
+  field(source);
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+llvm::Expected<std::unique_ptr<JitModel>>
+JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
+                     Lower lower) {
+  llvm::Expected<std::string> key = cacheKey(source, modelName);
+  if (!key)
+    return key.takeError();
+  llvm::SmallString<256> objectPath(cacheDir_), manifestPath(cacheDir_);
+  llvm::sys::path::append(objectPath, *key + ".o");
+  llvm::sys::path::append(manifestPath, *key + ".manifest.json");
+
+  std::string object;
+  std::optional<Manifest> manifest;
+  if (options_.useCache) {
+    std::optional<std::string> cachedObject = readFile(std::string(objectPath));
+    std::optional<std::string> cachedManifest =
+        readFile(std::string(manifestPath));
+    if (cachedObject && cachedManifest) {
+      llvm::Expected<Manifest> parsed = manifestFromJson(*cachedManifest);
+      if (parsed) {
+        object = std::move(*cachedObject);
+        manifest = std::move(*parsed);
+        ++stats_.cacheHits;
+      } else {
+        llvm::consumeError(parsed.takeError()); // stale: compile again
+      }
+    }
+  }
+
+  if (!manifest) {
+    llvm::Expected<LoweredModule> lowered = lower();
+    if (!lowered)
+      return lowered.takeError();
+    Manifest m = std::move(lowered->manifest);
+    m.name = modelName.str();
+    if (llvm::Error e = readArenaSizes(*lowered->module, m))
+      return std::move(e);
+    std::vector<std::string> functions;
+    for (const FunctionInfo &f : m.functions)
+      functions.push_back(f.name);
+    llvm::Expected<std::string> code =
+        compileModule(*lowered->module, modelName, functions, options_.target,
+                      CodeKind::Object);
+    if (!code)
+      return code.takeError();
+    ++stats_.codegenRuns;
+    object = std::move(*code);
+    manifest = std::move(m);
+    if (options_.useCache) {
+      // A cache that cannot be written only costs time, not correctness.
+      if (!llvm::sys::fs::create_directories(cacheDir_) &&
+          writeAtomically(std::string(objectPath), object) &&
+          writeAtomically(std::string(manifestPath), toJson(*manifest)))
+        ++stats_.cacheStores;
+    }
+  }
+
+  // Load the object into its own LLJIT; runtime kernels and libc resolve
+  // from the process.
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto parts = std::make_unique<JitModel::Parts>();
+  llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>> jit =
+      llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    return error("JIT: " + llvm::toString(jit.takeError()));
+  parts->jit = std::move(*jit);
+  auto generator =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          parts->jit->getDataLayout().getGlobalPrefix());
+  if (!generator)
+    return error("JIT: " + llvm::toString(generator.takeError()));
+  parts->jit->getMainJITDylib().addGenerator(std::move(*generator));
+  if (llvm::Error e = parts->jit->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(object, *key + ".o")))
+    return error("JIT: " + llvm::toString(std::move(e)));
+  parts->manifest = std::move(*manifest);
+  for (const FunctionInfo &f : parts->manifest.functions) {
+    auto packed =
+        parts->jit->lookup(packedEntrySymbol(modelName, f.name));
+    if (!packed)
+      return error("JIT: @" + f.name + ": " +
+                   llvm::toString(packed.takeError()));
+    auto typed = parts->jit->lookup(entrySymbol(modelName, f.name));
+    if (!typed)
+      return error("JIT: @" + f.name + ": " +
+                   llvm::toString(typed.takeError()));
+    parts->entries.push_back(packed->toPtr<rt::EntryPoint>());
+    parts->cInterfaces.push_back(typed->toPtr<void *>());
+  }
+  parts->spec = toModelSpec(parts->manifest, parts->storage);
+  const rt::ModelSpec &spec = parts->spec;
+  const rt::EntryPoint *entries = parts->entries.data();
+  return std::unique_ptr<JitModel>(
+      new JitModel(std::move(parts), spec, entries));
+}
+
+} // namespace estc

@@ -1,0 +1,113 @@
+//===- Jit.h - In-process compilation with an on-disk object cache --------===//
+//
+// The JIT runs the same back end as the AOT driver (ObjectEmitter.h: O3 for
+// the host, position-independent object code) and loads the object with ORC
+// LLJIT. Objects are cached on disk under a content hash of
+//
+//   (the source: graph bytes or module text, the model name, the target
+//    triple/CPU/features, the estc and LLVM versions)
+//
+// in $ESTC_CACHE_DIR, else ~/.cache/estc: `<hash>.o` and
+// `<hash>.manifest.json`. A cache hit loads those two files and never calls
+// the lowering callback, so the same graph is never compiled twice (the
+// counters in JitStats say what happened).
+//
+//   estc::JitCompiler jit(estc::JitOptions{});
+//   auto model = jit.compile(graphBytes, "Mlp", [&]() -> ... {
+//     return estc::LoweredModule{std::move(llvmDialectModule), manifest};
+//   });
+//   (*model)->set_batch(32);
+//   float *x = static_cast<float *>((*model)->input_data(f, 0)); ...
+//   (*model)->run("predict");
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_TARGET_JIT_H
+#define ESTC_COMPILER_TARGET_JIT_H
+
+#include "compiler/Target/Manifest.h"
+#include "compiler/Target/ObjectEmitter.h"
+#include "runtime/CompiledModel.h"
+
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/FunctionExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
+
+namespace estc {
+
+struct JitOptions {
+  TargetOptions target; // default: the host CPU
+  /// Where objects are cached; empty: $ESTC_CACHE_DIR, else ~/.cache/estc.
+  std::string cacheDir;
+  bool useCache = true;
+};
+
+/// What the lowering callback returns: the LLVM-dialect module and the
+/// manifest extracted before lowering (arena sizes filled in or not; they
+/// are read from the module's `estc.arena`).
+struct LoweredModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  Manifest manifest;
+};
+
+struct JitStats {
+  int codegenRuns = 0; // lowering + translation + optimization + codegen
+  int cacheHits = 0;
+  int cacheStores = 0;
+};
+
+/// A model compiled in process: a CompiledModel whose entry points live in
+/// its own LLJIT instance.
+class JitModel : public rt::CompiledModel {
+public:
+  ~JitModel() override;
+  const Manifest &manifest() const { return manifest_; }
+  /// The typed C interface of `function` (`<Name>_<function>`), or null.
+  void *lookupCInterface(llvm::StringRef function) const;
+  /// The packed entry point `void(void **)` of `function`, or null.
+  rt::EntryPoint lookupPacked(llvm::StringRef function) const;
+
+private:
+  friend class JitCompiler;
+  struct Parts;
+  JitModel(std::unique_ptr<Parts> parts, const rt::ModelSpec &spec,
+           const rt::EntryPoint *entries);
+  std::unique_ptr<Parts> parts_;
+  Manifest &manifest_;
+};
+
+class JitCompiler {
+public:
+  explicit JitCompiler(JitOptions options = {});
+  ~JitCompiler();
+
+  using Lower = llvm::unique_function<llvm::Expected<LoweredModule>()>;
+
+  /// The model for `source`, from the cache or by calling `lower` and
+  /// compiling its result. `modelName` names the entry points.
+  llvm::Expected<std::unique_ptr<JitModel>>
+  compile(llvm::StringRef source, llvm::StringRef modelName, Lower lower);
+
+  /// The cache key of `source` (hex SHA-256), for tests and tools.
+  llvm::Expected<std::string> cacheKey(llvm::StringRef source,
+                                       llvm::StringRef modelName) const;
+  /// The directory objects are cached in.
+  const std::string &cacheDir() const { return cacheDir_; }
+  const JitStats &stats() const { return stats_; }
+
+private:
+  JitOptions options_;
+  std::string cacheDir_;
+  JitStats stats_;
+};
+
+} // namespace estc
+
+#endif // ESTC_COMPILER_TARGET_JIT_H

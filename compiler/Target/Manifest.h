@@ -1,0 +1,116 @@
+//===- Manifest.h - What a compiled model looks like from outside ---------===//
+//
+// The manifest describes a compiled model for its callers: the module's
+// variables (name, dtype, static shape, trainable, initializer) and, for
+// every compiled function, its inputs and outputs by key ("features/x",
+// "labels", "loss", "predictions/classes", "metrics/accuracy", ...) with
+// dtype and shape, plus the arena formula (codegen-abi.md).
+//
+// It is extracted from the `est`-level module, before lowering, and written
+// next to the object as NAME.manifest.json:
+//
+//   {
+//     "format": "estc-manifest-1",
+//     "name": "Mlp",
+//     "variables": [
+//       {"name": "dense/kernel", "dtype": "f32", "shape": [784, 256],
+//        "trainable": true, "initializer": "glorot_uniform",
+//        "initializer_params": {"seed": 42}},
+//       ...
+//     ],
+//     "functions": [
+//       {"name": "predict",
+//        "inputs": [{"key": "features/x", "dtype": "f32", "shape": [-1, 784]}],
+//        "outputs": [{"key": "predictions/classes", "dtype": "i64",
+//                     "shape": [-1]}, ...],
+//        "arena": {"static": 0, "per_batch": 0}},
+//       ...
+//     ]
+//   }
+//
+// Shapes use -1 for the batch dimension. Entry point `f` of model `Name` is
+// `Name_f` (typed C interface) and `Name_f_packed` (void(void **)).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_TARGET_MANIFEST_H
+#define ESTC_COMPILER_TARGET_MANIFEST_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "runtime/CompiledModel.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace estc {
+
+struct TensorInfo {
+  std::string key;
+  rt::DType dtype = rt::DType::F32;
+  std::vector<int64_t> shape; // rt::kBatchDim for the batch
+};
+
+struct VariableInfo {
+  std::string name;
+  rt::DType dtype = rt::DType::F32;
+  std::vector<int64_t> shape;
+  bool trainable = false;
+  std::string initializer; // "" if none
+  /// Initializer parameters as (name, printed value), sorted by name.
+  std::vector<std::pair<std::string, std::string>> initializerParams;
+};
+
+struct FunctionInfo {
+  std::string name;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  int64_t arenaStatic = 0;
+  int64_t arenaPerBatch = 0;
+};
+
+struct Manifest {
+  std::string name; // the C++ class name (--name)
+  std::vector<VariableInfo> variables;
+  std::vector<FunctionInfo> functions;
+
+  const FunctionInfo *findFunction(llvm::StringRef name) const;
+};
+
+/// Reads the manifest from an `est`-level module (est.variable symbols and
+/// func.func signatures with {est.name} argument/result attributes). One
+/// error line on unsupported types (e.g. dynamic non-batch dimensions).
+llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
+                                         llvm::StringRef name);
+
+/// Fills each function's arena formula from the lowered module's
+/// `estc.arena = {f = array<i64: S, P>}` attribute (absent: left at 0).
+llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest);
+
+/// Keeps only the named functions, in their manifest order.
+void keepFunctions(Manifest &manifest, llvm::ArrayRef<std::string> names);
+
+/// `name` with every character that cannot be in a C identifier replaced
+/// by '_' ("features/x" -> "features_x").
+std::string sanitizeIdentifier(llvm::StringRef name);
+
+/// The C symbol of compiled function `function` of model `model`:
+/// "<model>_<function>" (sanitized); the packed form adds "_packed".
+std::string entrySymbol(llvm::StringRef model, llvm::StringRef function);
+std::string packedEntrySymbol(llvm::StringRef model, llvm::StringRef function);
+
+/// JSON text, deterministic (fixed key order, 2-space indent, final newline).
+std::string toJson(const Manifest &manifest);
+llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json);
+
+/// The manifest as a runtime ModelSpec. The spec points into `storage`,
+/// which must outlive it.
+struct ModelSpecStorage;
+rt::ModelSpec toModelSpec(const Manifest &manifest,
+                          std::shared_ptr<ModelSpecStorage> &storage);
+
+} // namespace estc
+
+#endif // ESTC_COMPILER_TARGET_MANIFEST_H

@@ -1,0 +1,285 @@
+//===- ObjectEmitter.cpp - LLVM dialect to native code --------------------===//
+
+#include "compiler/Target/ObjectEmitter.h"
+
+#include "compiler/Target/Manifest.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ArchiveWriter.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <mutex>
+
+namespace estc {
+
+namespace {
+
+constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::string resolvedTriple(const TargetOptions &options) {
+  return options.triple.empty() ? llvm::sys::getDefaultTargetTriple()
+                                : options.triple;
+}
+
+std::string resolvedCPU(const TargetOptions &options) {
+  return options.cpu == "native" ? llvm::sys::getHostCPUName().str()
+                                 : options.cpu;
+}
+
+/// The CPU's features for "native" (all the host has), then --mattr.
+std::string resolvedFeatures(const TargetOptions &options) {
+  std::vector<std::string> features;
+  if (options.cpu == "native") {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (const auto &feature : host)
+      features.push_back((feature.second ? "+" : "-") + feature.first().str());
+    llvm::sort(features); // StringMap order is not deterministic
+  }
+  llvm::SmallVector<llvm::StringRef> extra;
+  llvm::StringRef(options.features).split(extra, ',', -1, false);
+  for (llvm::StringRef f : extra)
+    features.push_back(f.trim().str());
+  return llvm::join(features, ",");
+}
+
+} // namespace
+
+std::string TargetOptions::describe() const {
+  return resolvedTriple(*this) + "/" + resolvedCPU(*this) + "/" +
+         resolvedFeatures(*this);
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options) {
+  initializeNativeTarget();
+  llvm::Triple triple(resolvedTriple(options));
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target)
+    return error("target triple '" + triple.str() +
+                 "' is not supported by this build");
+  // Check CPU and features on a plain subtarget first: LLVM only warns (on
+  // stderr, twice) about unknown ones and goes on.
+  std::string cpu = resolvedCPU(options);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!sti)
+    return error("cannot create a code generator for " + triple.str());
+  if (!sti->isCPUStringValid(cpu))
+    return error("--mcpu=" + options.cpu + ": unknown CPU for " +
+                 triple.str() + " (try --mcpu=native or e.g. x86-64-v3)");
+  llvm::SmallVector<llvm::StringRef> features;
+  llvm::StringRef(options.features).split(features, ',', -1, false);
+  for (llvm::StringRef f : features) {
+    llvm::StringRef name = f.trim();
+    if (!name.consume_front("+") && !name.consume_front("-"))
+      return error("--mattr=" + options.features + ": feature '" + f +
+                   "' must start with '+' or '-'");
+    bool known = llvm::any_of(sti->getAllProcessorFeatures(),
+                              [&](const llvm::SubtargetFeatureKV &kv) {
+                                return name == kv.Key;
+                              });
+    if (!known)
+      return error("--mattr=" + options.features + ": unknown feature '" +
+                   name + "' for " + triple.str());
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, resolvedFeatures(options), targetOptions,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return error("cannot create a code generator for " + triple.str());
+  return machine;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context) {
+  mlir::registerBuiltinDialectTranslation(*module->getContext());
+  mlir::registerLLVMDialectTranslation(*module->getContext());
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, context, "estc");
+  if (!llvmModule)
+    return error("the module is not in the LLVM dialect (translation to "
+                 "LLVM IR failed)");
+  return llvmModule;
+}
+
+std::vector<std::string> cInterfaceFunctions(llvm::Module &module) {
+  std::vector<std::string> names;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && f.getName().starts_with(kCInterfacePrefix))
+      names.push_back(f.getName().drop_front(kCInterfacePrefix.size()).str());
+  return names;
+}
+
+llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
+                               llvm::ArrayRef<std::string> functions) {
+  std::vector<llvm::Function *> entries;
+  for (const std::string &name : functions) {
+    llvm::Function *f = module.getFunction((kCInterfacePrefix + name).str());
+    if (!f || f->isDeclaration())
+      return error("@" + name + ": no C interface entry point " +
+                   kCInterfacePrefix + name + " (llvm.emit_c_interface)");
+    for (llvm::Type *param : f->getFunctionType()->params())
+      if (!param->isPointerTy())
+        return error("@" + name +
+                     ": C interface parameters must be memref descriptor "
+                     "pointers");
+    entries.push_back(f);
+  }
+  // Everything but the entry points becomes internal: the inliner can then
+  // fold the C interface wrappers, and two models never clash.
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && !llvm::is_contained(entries, &f))
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &g : module.globals())
+    if (!g.isDeclaration())
+      g.setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(context);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    llvm::Function *f = entries[i];
+    f->setName(entrySymbol(model, functions[i]));
+    f->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    f->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    // void <Name>_<f>_packed(ptr %args): calls f(args[0], args[1], ...).
+    auto *packedType =
+        llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false);
+    llvm::Function *packed = llvm::Function::Create(
+        packedType, llvm::GlobalValue::ExternalLinkage,
+        packedEntrySymbol(model, functions[i]), module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", packed));
+    llvm::SmallVector<llvm::Value *> args;
+    for (unsigned a = 0; a < f->arg_size(); ++a) {
+      llvm::Value *slot =
+          b.CreateConstInBoundsGEP1_64(ptr, packed->getArg(0), a);
+      args.push_back(b.CreateLoad(ptr, slot));
+    }
+    b.CreateCall(f, args);
+    b.CreateRetVoid();
+  }
+  std::string verifyError;
+  llvm::raw_string_ostream os(verifyError);
+  if (llvm::verifyModule(module, &os))
+    return error("invalid LLVM IR after entry point preparation: " +
+                 llvm::StringRef(verifyError).split('\n').first);
+  return llvm::Error::success();
+}
+
+llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  module.setDataLayout(machine.createDataLayout());
+  module.setTargetTriple(machine.getTargetTriple());
+  llvm::StringRef cpu = machine.getTargetCPU();
+  llvm::StringRef features = machine.getTargetFeatureString();
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", cpu);
+    if (!features.empty())
+      f.addFnAttr("target-features", features);
+  }
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = true;
+  llvm::PassBuilder pb(&machine, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(module, mam);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> emitCode(llvm::Module &module,
+                                     llvm::TargetMachine &machine,
+                                     CodeKind kind) {
+  llvm::SmallVector<char, 0> code;
+  llvm::raw_svector_ostream os(code);
+  llvm::legacy::PassManager pm;
+  if (machine.addPassesToEmitFile(pm, os, nullptr,
+                                  kind == CodeKind::Object
+                                      ? llvm::CodeGenFileType::ObjectFile
+                                      : llvm::CodeGenFileType::AssemblyFile))
+    return error("the code generator cannot emit this file type");
+  pm.run(module);
+  return std::string(code.begin(), code.end());
+}
+
+llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
+                                          llvm::StringRef model,
+                                          llvm::ArrayRef<std::string> functions,
+                                          const TargetOptions &target,
+                                          CodeKind kind) {
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(target);
+  if (!machine)
+    return machine.takeError();
+  llvm::LLVMContext context;
+  llvm::Expected<std::unique_ptr<llvm::Module>> llvmModule =
+      translateToLLVMIR(module, context);
+  if (!llvmModule)
+    return llvmModule.takeError();
+  if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions))
+    return std::move(e);
+  if (llvm::Error e = optimizeModule(**llvmModule, **machine))
+    return std::move(e);
+  if (kind == CodeKind::LLVMIR) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*llvmModule)->print(os, nullptr);
+    return text;
+  }
+  return emitCode(**llvmModule, **machine, kind);
+}
+
+llvm::Expected<std::string> makeStaticLibrary(llvm::StringRef memberName,
+                                              llvm::StringRef object) {
+  std::vector<llvm::NewArchiveMember> members;
+  members.emplace_back(llvm::MemoryBufferRef(object, memberName));
+  members.back().MemberName = memberName;
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> archive =
+      llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
+                                 llvm::object::Archive::K_GNU,
+                                 /*Deterministic=*/true, /*Thin=*/false);
+  if (!archive)
+    return archive.takeError();
+  return (*archive)->getBuffer().str();
+}
+
+} // namespace estc

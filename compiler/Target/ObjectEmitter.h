@@ -1,0 +1,84 @@
+//===- ObjectEmitter.h - LLVM dialect to native code ----------------------===//
+//
+// The back end shared by the AOT driver and the JIT:
+//
+//   LLVM-dialect module --translateModuleToLLVMIR--> llvm::Module
+//     --prepareEntryPoints--> `_mlir_ciface_f` renamed to `<Name>_f`, a
+//                             packed `<Name>_f_packed(void **)` added, every
+//                             other definition internal (so several models
+//                             link into one binary)
+//     --optimizeModule--> O3 with the target's TargetMachine (the loop and
+//                         SLP vectorizers see the real vector width)
+//     --emitCode--> `.s` text or `.o` bytes (position independent)
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_TARGET_OBJECTEMITTER_H
+#define ESTC_COMPILER_TARGET_OBJECTEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <memory>
+#include <string>
+
+namespace estc {
+
+/// What to generate code for. "native" = the host CPU and all its features.
+struct TargetOptions {
+  std::string cpu = "native";
+  std::string features; // "+avx2,-avx512f", added to the CPU's
+  std::string triple;   // empty = the host triple
+
+  /// "x86_64-pc-linux-gnu/skylake-avx512/+avx2,..." after resolving
+  /// "native": part of the JIT cache key.
+  std::string describe() const;
+};
+
+/// Resolves "native", checks the CPU and features against the target (one
+/// line: "--mcpu=bogus: unknown CPU for x86_64-pc-linux-gnu (...)").
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const TargetOptions &options);
+
+/// Translates an LLVM-dialect module to LLVM IR.
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context);
+
+/// Renames each `_mlir_ciface_<f>` of `functions` to entrySymbol(model, f),
+/// adds its packed form, and makes every other definition internal.
+llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
+                               llvm::ArrayRef<std::string> functions);
+
+/// The functions that have a `_mlir_ciface_` entry point, in module order.
+std::vector<std::string> cInterfaceFunctions(llvm::Module &module);
+
+/// Sets the data layout, triple and per-function CPU/features of the target,
+/// then runs the O3 pipeline.
+llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
+
+enum class CodeKind { LLVMIR, Assembly, Object };
+/// Native code for an optimized module.
+llvm::Expected<std::string> emitCode(llvm::Module &module,
+                                     llvm::TargetMachine &machine,
+                                     CodeKind kind);
+
+/// The whole back end: translate, prepare the entry points of `functions`
+/// for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
+/// optimized IR as text). What both `estc --emit=...` and the JIT run.
+llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
+                                          llvm::StringRef model,
+                                          llvm::ArrayRef<std::string> functions,
+                                          const TargetOptions &target,
+                                          CodeKind kind);
+
+/// A static library (ar, GNU format) holding one object `memberName`.
+llvm::Expected<std::string> makeStaticLibrary(llvm::StringRef memberName,
+                                              llvm::StringRef object);
+
+} // namespace estc
+
+#endif // ESTC_COMPILER_TARGET_OBJECTEMITTER_H

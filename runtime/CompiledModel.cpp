@@ -1,0 +1,303 @@
+//===- runtime/CompiledModel.cpp - What a compiled model runs on ----------===//
+
+#include "runtime/CompiledModel.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace estc::rt {
+
+size_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::I8:
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I8:
+    return "i8";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::Bool:
+    return "i1";
+  }
+  return "?";
+}
+
+int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    n *= shape[d] == kBatchDim ? batch : shape[d];
+  return n;
+}
+
+namespace {
+constexpr size_t kAlignment = 64;
+
+std::string shapeString(int32_t rank, const int64_t *shape) {
+  std::string s = "[";
+  for (int32_t d = 0; d < rank; ++d) {
+    if (d)
+      s += ", ";
+    s += shape[d] == kBatchDim ? "batch" : std::to_string(shape[d]);
+  }
+  return s + "]";
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  return shapeString(static_cast<int32_t>(shape.size()), shape.data());
+}
+
+/// Fills a memref descriptor {allocated, aligned, offset, sizes, strides} for
+/// a row-major buffer.
+void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
+                    const int64_t *shape, int64_t batch) {
+  desc.assign(3 + 2 * static_cast<size_t>(rank), 0);
+  int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
+  desc[0] = ptr;
+  desc[1] = ptr;
+  desc[2] = 0;
+  int64_t stride = 1;
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    int64_t size = shape[d] == kBatchDim ? batch : shape[d];
+    desc[3 + d] = size;
+    desc[3 + rank + d] = stride;
+    stride *= size;
+  }
+}
+} // namespace
+
+CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries)
+    : spec_(&spec), entries_(entries) {
+  variables_.resize(spec.numVariables);
+  for (int32_t i = 0; i < spec.numVariables; ++i) {
+    const VariableSpec &v = spec.variables[i];
+    size_t bytes = numElements(v.rank, v.shape, 0) * dtypeBytes(v.dtype);
+    reserve(variables_[i], bytes);
+    std::memset(variables_[i].data, 0, bytes);
+  }
+  functions_.resize(spec.numFunctions);
+  for (int32_t f = 0; f < spec.numFunctions; ++f) {
+    const FunctionSpec &fn = spec.functions[f];
+    FunctionState &state = functions_[f];
+    state.inputs.resize(fn.numInputs);
+    state.outputs.resize(fn.numOutputs);
+    size_t numArgs = 1 + spec.numVariables + fn.numInputs + fn.numOutputs;
+    state.descriptors.resize(numArgs);
+    state.args.resize(numArgs);
+    // Functions without a batch (eval_metrics) can run at once.
+    if (!needsBatch(f)) {
+      for (int32_t i = 0; i < fn.numInputs; ++i)
+        reserve(state.inputs[i],
+                numElements(fn.inputs[i].rank, fn.inputs[i].shape, 0) *
+                    dtypeBytes(fn.inputs[i].dtype));
+      for (int32_t i = 0; i < fn.numOutputs; ++i)
+        reserve(state.outputs[i],
+                numElements(fn.outputs[i].rank, fn.outputs[i].shape, 0) *
+                    dtypeBytes(fn.outputs[i].dtype));
+    }
+  }
+  reserve(arena_, static_cast<size_t>(arena_bytes(0)));
+}
+
+CompiledModel::~CompiledModel() = default;
+
+void CompiledModel::reserve(Buffer &buffer, size_t bytes) {
+  if (bytes <= buffer.capacity && buffer.owned) {
+    buffer.data = buffer.owned.get();
+    return;
+  }
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0)
+    rounded = kAlignment;
+  void *p = std::aligned_alloc(kAlignment, rounded);
+  if (!p)
+    throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  buffer.owned = std::unique_ptr<char, void (*)(void *)>(
+      static_cast<char *>(p), std::free);
+  buffer.capacity = rounded;
+  buffer.data = p;
+}
+
+void CompiledModel::fail(const std::string &message) const {
+  throw std::invalid_argument(std::string(spec_->name) + ": " + message);
+}
+
+bool CompiledModel::needsBatch(int function) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  auto dynamic = [](const TensorSpec &t) {
+    for (int32_t d = 0; d < t.rank; ++d)
+      if (t.shape[d] == kBatchDim)
+        return true;
+    return false;
+  };
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    if (dynamic(fn.inputs[i]))
+      return true;
+  for (int32_t i = 0; i < fn.numOutputs; ++i)
+    if (dynamic(fn.outputs[i]))
+      return true;
+  return fn.arenaPerBatch != 0;
+}
+
+void CompiledModel::set_batch(int64_t batch) {
+  if (batch <= 0)
+    fail("set_batch(" + std::to_string(batch) + "): the batch must be positive");
+  batch_ = batch;
+  for (int32_t f = 0; f < spec_->numFunctions; ++f) {
+    const FunctionSpec &fn = spec_->functions[f];
+    for (int32_t i = 0; i < fn.numInputs; ++i)
+      reserve(functions_[f].inputs[i],
+              numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch) *
+                  dtypeBytes(fn.inputs[i].dtype));
+    for (int32_t i = 0; i < fn.numOutputs; ++i)
+      reserve(functions_[f].outputs[i],
+              numElements(fn.outputs[i].rank, fn.outputs[i].shape, batch) *
+                  dtypeBytes(fn.outputs[i].dtype));
+  }
+  reserve(arena_, static_cast<size_t>(arena_bytes(batch)));
+}
+
+int64_t CompiledModel::arena_bytes(int64_t batch) const {
+  int64_t bytes = 0;
+  for (int32_t f = 0; f < spec_->numFunctions; ++f) {
+    const FunctionSpec &fn = spec_->functions[f];
+    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch;
+    if (b > bytes)
+      bytes = b;
+  }
+  return bytes;
+}
+
+int64_t CompiledModel::variable_bytes() const {
+  int64_t bytes = 0;
+  for (int32_t i = 0; i < spec_->numVariables; ++i) {
+    const VariableSpec &v = spec_->variables[i];
+    bytes += numElements(v.rank, v.shape, 0) * dtypeBytes(v.dtype);
+  }
+  return bytes;
+}
+
+int CompiledModel::function_index(const std::string &name) const {
+  for (int32_t f = 0; f < spec_->numFunctions; ++f)
+    if (name == spec_->functions[f].name)
+      return f;
+  fail("no compiled function '" + name + "'");
+}
+
+int CompiledModel::variable_index(const std::string &name) const {
+  for (int32_t i = 0; i < spec_->numVariables; ++i)
+    if (name == spec_->variables[i].name)
+      return i;
+  fail("no variable '" + name + "'");
+}
+
+int CompiledModel::input_index(int function, const std::string &key) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    if (key == fn.inputs[i].key)
+      return i;
+  fail(std::string(fn.name) + ": no input '" + key + "'");
+}
+
+int CompiledModel::output_index(int function, const std::string &key) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  for (int32_t i = 0; i < fn.numOutputs; ++i)
+    if (key == fn.outputs[i].key)
+      return i;
+  fail(std::string(fn.name) + ": no output '" + key + "'");
+}
+
+void *CompiledModel::variable_data(int variable) {
+  return variables_.at(variable).data;
+}
+
+void *CompiledModel::input_data(int function, int input) {
+  return functions_.at(function).inputs.at(input).data;
+}
+
+void *CompiledModel::output_data(int function, int output) {
+  return functions_.at(function).outputs.at(output).data;
+}
+
+void CompiledModel::checkShape(int function, const TensorSpec &tensor,
+                               const char *what,
+                               const std::vector<int64_t> &shape) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  bool ok = static_cast<int32_t>(shape.size()) == tensor.rank;
+  for (int32_t d = 0; ok && d < tensor.rank; ++d) {
+    if (tensor.shape[d] == kBatchDim)
+      ok = batch_ > 0 && shape[d] == batch_;
+    else
+      ok = shape[d] == tensor.shape[d];
+  }
+  if (!ok) {
+    std::string batch =
+        batch_ > 0 ? " with batch " + std::to_string(batch_) : "";
+    fail(std::string(fn.name) + ": " + what + " '" + tensor.key +
+         "': expected shape " + shapeString(tensor.rank, tensor.shape) +
+         batch + ", got " + shapeString(shape));
+  }
+}
+
+void CompiledModel::bind_input(int function, int input, void *data,
+                               const std::vector<int64_t> &shape) {
+  checkShape(function, spec_->functions[function].inputs[input], "input",
+             shape);
+  functions_[function].inputs[input].data = data;
+}
+
+void CompiledModel::bind_output(int function, int output, void *data,
+                                const std::vector<int64_t> &shape) {
+  checkShape(function, spec_->functions[function].outputs[output], "output",
+             shape);
+  functions_[function].outputs[output].data = data;
+}
+
+void CompiledModel::run(int function) {
+  if (function < 0 || function >= spec_->numFunctions)
+    fail("run(" + std::to_string(function) + "): no such function");
+  const FunctionSpec &fn = spec_->functions[function];
+  if (batch_ <= 0 && needsBatch(function))
+    throw std::logic_error(std::string(spec_->name) + ": " + fn.name +
+                           ": call set_batch() before running");
+  int64_t batch = batch_ > 0 ? batch_ : 0;
+  FunctionState &state = functions_[function];
+  size_t a = 0;
+  int64_t arenaSize[] = {arena_bytes(batch)};
+  fillDescriptor(state.descriptors[a++], arena_.data, 1, arenaSize, batch);
+  for (int32_t i = 0; i < spec_->numVariables; ++i) {
+    const VariableSpec &v = spec_->variables[i];
+    fillDescriptor(state.descriptors[a++], variables_[i].data, v.rank, v.shape,
+                   batch);
+  }
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    fillDescriptor(state.descriptors[a++], state.inputs[i].data,
+                   fn.inputs[i].rank, fn.inputs[i].shape, batch);
+  for (int32_t i = 0; i < fn.numOutputs; ++i)
+    fillDescriptor(state.descriptors[a++], state.outputs[i].data,
+                   fn.outputs[i].rank, fn.outputs[i].shape, batch);
+  for (size_t i = 0; i < state.args.size(); ++i)
+    state.args[i] = state.descriptors[i].data();
+  entries_[function](state.args.data());
+}
+
+} // namespace estc::rt

@@ -1,0 +1,171 @@
+//===- runtime/CompiledModel.h - What a compiled model runs on ------------===//
+//
+// The runtime half of an estc-compiled model, shared by the AOT path (the
+// class estc generates in NAME.h derives from CompiledModel) and the JIT
+// (compiler/Target/Jit.h builds a ModelSpec from the manifest). No LLVM or
+// MLIR: an AOT trainer links only estc::runtime.
+//
+// A CompiledModel owns
+//   - one buffer per module variable (zero-filled at construction; they
+//     persist across calls and compiled functions update them in place),
+//   - one buffer per function input and output, sized for the batch given to
+//     set_batch() (or a caller's buffer bound with bind_input/bind_output),
+//   - the arena, the temporaries of a step: max over functions of
+//     S + P * batch bytes (codegen-abi.md, `estc.arena`),
+// all 64-byte aligned, and calls a function's entry point with the memref
+// descriptors of docs/design/codegen-abi.md: arena, every variable, inputs,
+// outputs.
+//
+// Entry points have the packed form `void f(void **args)`: args[i] points at
+// the i-th memref descriptor (runtime/MemRef.h layout). estc emits one per
+// compiled function, `<Name>_<function>_packed`, next to the typed C
+// interface `<Name>_<function>`.
+//
+// User errors (unknown name, wrong shape, no batch) throw
+// std::invalid_argument / std::logic_error with a one-line message naming the
+// model, function and tensor.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_RUNTIME_COMPILEDMODEL_H
+#define ESTC_RUNTIME_COMPILEDMODEL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+// EstcRuntime hides every symbol it does not export on purpose.
+#define ESTC_RT_EXPORT __attribute__((visibility("default")))
+
+namespace estc::rt {
+
+/// Element types of variables, inputs and outputs. `Bool` (i1) is stored as
+/// one byte holding 0 or 1.
+enum class DType : int32_t { F32, F64, I8, I32, I64, Bool };
+
+/// Bytes per element.
+ESTC_RT_EXPORT size_t dtypeBytes(DType dtype);
+/// "f32", "f64", "i8", "i32", "i64", "i1".
+ESTC_RT_EXPORT const char *dtypeName(DType dtype);
+
+/// A dimension of this size is the batch.
+constexpr int64_t kBatchDim = -1;
+
+/// A function input or output: its key ("features/x", "labels", "loss",
+/// "predictions/classes", ...), element type and shape (kBatchDim = batch).
+struct TensorSpec {
+  const char *key;
+  DType dtype;
+  int32_t rank;
+  const int64_t *shape;
+};
+
+/// A module variable, static shape.
+struct VariableSpec {
+  const char *name;
+  DType dtype;
+  int32_t rank;
+  const int64_t *shape;
+  bool trainable;
+};
+
+/// A compiled function and its arena formula: S + P * batch bytes.
+struct FunctionSpec {
+  const char *name;
+  int32_t numInputs;
+  const TensorSpec *inputs;
+  int32_t numOutputs;
+  const TensorSpec *outputs;
+  int64_t arenaStatic;
+  int64_t arenaPerBatch;
+};
+
+/// Everything a CompiledModel needs to know about a model. Generated headers
+/// keep it in constexpr tables; the JIT builds it from the manifest.
+struct ModelSpec {
+  const char *name;
+  int32_t numVariables;
+  const VariableSpec *variables;
+  int32_t numFunctions;
+  const FunctionSpec *functions;
+};
+
+/// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch).
+ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch);
+
+/// `void f(void **descriptors)`.
+using EntryPoint = void (*)(void **);
+
+class ESTC_RT_EXPORT CompiledModel {
+public:
+  /// `entries[i]` runs `spec.functions[i]`. Both must outlive the model.
+  CompiledModel(const ModelSpec &spec, const EntryPoint *entries);
+  virtual ~CompiledModel();
+  CompiledModel(const CompiledModel &) = delete;
+  CompiledModel &operator=(const CompiledModel &) = delete;
+
+  const ModelSpec &spec() const { return *spec_; }
+
+  /// Sizes every function's input and output buffers and the arena for
+  /// `batch` examples (buffers only grow; bound caller buffers are unbound).
+  void set_batch(int64_t batch);
+  /// The batch of the last set_batch(), or -1.
+  int64_t batch() const { return batch_; }
+
+  /// Bytes of temporaries one step of any function needs at `batch`.
+  int64_t arena_bytes(int64_t batch) const;
+  /// Bytes of all variables.
+  int64_t variable_bytes() const;
+
+  /// Indices by name; throw std::invalid_argument for an unknown name.
+  int function_index(const std::string &name) const;
+  int variable_index(const std::string &name) const;
+  int input_index(int function, const std::string &key) const;
+  int output_index(int function, const std::string &key) const;
+
+  void *variable_data(int variable);
+  void *input_data(int function, int input);
+  void *output_data(int function, int output);
+
+  /// Uses the caller's buffer for an input or output until the next
+  /// set_batch(); `shape` is checked against the spec and the batch.
+  void bind_input(int function, int input, void *data,
+                  const std::vector<int64_t> &shape);
+  void bind_output(int function, int output, void *data,
+                   const std::vector<int64_t> &shape);
+
+  /// Runs one compiled function on the current buffers. Functions with a
+  /// batch-dependent input or output need set_batch() first.
+  void run(int function);
+  void run(const std::string &function) { run(function_index(function)); }
+
+private:
+  struct Buffer {
+    std::unique_ptr<char, void (*)(void *)> owned{nullptr, nullptr};
+    size_t capacity = 0;
+    void *data = nullptr; // owned.get() or a bound caller buffer
+  };
+  struct FunctionState {
+    std::vector<Buffer> inputs, outputs;
+    std::vector<std::vector<int64_t>> descriptors; // one per argument
+    std::vector<void *> args;
+  };
+
+  static void reserve(Buffer &buffer, size_t bytes);
+  [[noreturn]] void fail(const std::string &message) const;
+  void checkShape(int function, const TensorSpec &tensor, const char *what,
+                  const std::vector<int64_t> &shape) const;
+  bool needsBatch(int function) const;
+
+  const ModelSpec *spec_;
+  const EntryPoint *entries_;
+  int64_t batch_ = -1;
+  std::vector<Buffer> variables_;
+  Buffer arena_;
+  std::vector<FunctionState> functions_;
+};
+
+} // namespace estc::rt
+
+#endif // ESTC_RUNTIME_COMPILEDMODEL_H
