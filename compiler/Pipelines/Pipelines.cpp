@@ -26,8 +26,9 @@ namespace estc {
 namespace {
 // The stages the driver offers, in pipeline order. A stage is listed once
 // its add*Passes function below is implemented.
-constexpr Stage kAllStages[] = {Stage::Import,    Stage::Est,       Stage::Decompose,
-                                 Stage::Linalg,    Stage::Fusion,    Stage::Bufferize,
+constexpr Stage kAllStages[] = {Stage::Import,    Stage::Est,
+                                 Stage::Decompose, Stage::Linalg,
+                                 Stage::Fusion,    Stage::Bufferize,
                                  Stage::MemPlan,   Stage::LLVM};
 } // namespace
 
