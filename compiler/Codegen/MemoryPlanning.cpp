@@ -114,20 +114,52 @@ private:
 
   std::optional<int64_t> evalDim(Value source, Value indexValue) {
     std::optional<int64_t> index = eval(indexValue);
-    auto type = dyn_cast<MemRefType>(source.getType());
-    if (!index || !type || *index < 0 || *index >= type.getRank())
+    if (!index)
       return std::nullopt;
-    if (!type.isDynamicDim(*index))
-      return type.getDimSize(*index);
+    return evalDimAt(source, *index);
+  }
+
+  std::optional<int64_t> evalDimAt(Value source, int64_t index) {
+    auto type = dyn_cast<MemRefType>(source.getType());
+    if (!type || index < 0 || index >= type.getRank())
+      return std::nullopt;
+    if (!type.isDynamicDim(index))
+      return type.getDimSize(index);
     if (auto arg = dyn_cast<BlockArgument>(source)) {
       // The arena's size is not the batch.
       if (arg.getOwner() == &func.getBody().front() && arg.getArgNumber() != 0)
         return batch;
       return std::nullopt;
     }
-    if (auto alloc = source.getDefiningOp<memref::AllocOp>())
-      return eval(alloc.getDynamicSizes()[type.getDynamicDimIndex(*index)]);
+    Operation *op = source.getDefiningOp();
+    if (auto alloc = dyn_cast<memref::AllocOp>(op))
+      return eval(alloc.getDynamicSizes()[type.getDynamicDimIndex(index)]);
+    // Views: the dimension follows from the viewed buffer or from the view's
+    // own size operands.
+    if (auto cast = dyn_cast<memref::CastOp>(op))
+      return evalDimAt(cast.getSource(), index);
+    if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op)) {
+      int64_t product = 1;
+      for (int64_t d : collapse.getReassociationIndices()[index]) {
+        std::optional<int64_t> size = evalDimAt(collapse.getSrc(), d);
+        if (!size)
+          return std::nullopt;
+        product *= *size;
+      }
+      return product;
+    }
+    if (auto expand = dyn_cast<memref::ExpandShapeOp>(op))
+      return evalOpFoldResult(expand.getMixedOutputShape()[index]);
+    if (auto sized = dyn_cast<OffsetSizeAndStrideOpInterface>(op))
+      if (sized.getMixedSizes().size() == static_cast<size_t>(type.getRank()))
+        return evalOpFoldResult(sized.getMixedSizes()[index]);
     return std::nullopt;
+  }
+
+  std::optional<int64_t> evalOpFoldResult(OpFoldResult value) {
+    if (auto attr = dyn_cast<Attribute>(value))
+      return cast<IntegerAttr>(attr).getInt();
+    return eval(cast<Value>(value));
   }
 
   func::FuncOp func;

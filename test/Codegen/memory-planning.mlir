@@ -50,6 +50,28 @@ func.func @g(%arena: memref<?xi8>) {
 
 // -----
 
+// Sizes read through views: the batch of a collapsed (flattened) buffer and
+// of an expanded one, as a ConvNet's flatten + matmul produce them.
+// CHECK: module attributes {estc.arena = {views = array<i64: 0, 2624>}}
+// CHECK-LABEL: func.func @views(
+// CHECK-NOT: memref.alloc
+func.func @views(%arena: memref<?xi8>, %x: memref<?x4x4x40xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x4x4x40xf32>
+  %a = memref.alloc(%n) : memref<?x4x4x40xf32>
+  linalg.copy ins(%x : memref<?x4x4x40xf32>) outs(%a : memref<?x4x4x40xf32>)
+  %flat = memref.collapse_shape %a [[0], [1, 2, 3]] : memref<?x4x4x40xf32> into memref<?x640xf32>
+  %m = memref.dim %flat, %c0 : memref<?x640xf32>
+  %expanded = memref.expand_shape %flat [[0, 1], [2]] output_shape [1, %m, 640] : memref<?x640xf32> into memref<1x?x640xf32>
+  %c1 = arith.constant 1 : index
+  %k = memref.dim %expanded, %c1 : memref<1x?x640xf32>
+  %b = memref.alloc(%k) : memref<?x16xf32>
+  "test.use"(%expanded, %b) : (memref<1x?x640xf32>, memref<?x16xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @quadratic(%arena: memref<?xi8>, %x: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %x, %c0 : memref<?xf32>

@@ -322,6 +322,13 @@ int main(int argc, char **argv) {
   };
 
   if (*emit == Emit::MLIR) {
+    // Past the est stage @train needs the training pass: drop it as the
+    // code generating outputs do.
+    if (!lowered && *lastStage > estc::Stage::Est) {
+      if (!runPipeline(estc::Stage::Est))
+        return userError(passError);
+      dropUncompilableTrain(*module);
+    }
     if (!lowered && !runPipeline(*lastStage))
       return userError(passError);
     std::string text;
