@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Driver/GraphCompiler.h"
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Pipelines/Registration.h"
@@ -163,20 +164,8 @@ std::string describeUnlowered(mlir::ModuleOp module) {
   return "the module is not in the LLVM dialect";
 }
 
-/// Drops @train when it holds est.minimize (expanded by the training pass,
-/// not in this build), with one warning line.
-void dropUncompilableTrain(mlir::ModuleOp module) {
-  auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
-  if (!train)
-    return;
-  bool minimizes = false;
-  train.walk([&](mlir::est::MinimizeOp) { minimizes = true; });
-  if (!minimizes)
-    return;
-  llvm::errs() << "estc: warning: @train not compiled: training "
-                  "(est.minimize) needs the training pass (not in this "
-                  "build)\n";
-  train.erase();
+void printWarning(llvm::StringRef message) {
+  llvm::errs() << "estc: warning: " << message << "\n";
 }
 
 bool writeFile(const std::string &path, llvm::StringRef contents,
@@ -327,7 +316,7 @@ int main(int argc, char **argv) {
     if (!lowered && *lastStage > estc::Stage::Est) {
       if (!runPipeline(estc::Stage::Est))
         return userError(passError);
-      dropUncompilableTrain(*module);
+      estc::dropUncompilableTrain(*module, printWarning);
     }
     if (!lowered && !runPipeline(*lastStage))
       return userError(passError);
@@ -344,7 +333,7 @@ int main(int argc, char **argv) {
   if (!lowered) {
     if (!runPipeline(estc::Stage::Est))
       return userError(passError);
-    dropUncompilableTrain(*module);
+    estc::dropUncompilableTrain(*module, printWarning);
     auto extracted = estc::extractManifest(*module, modelName);
     if (!extracted)
       return userError(inputFile + ": " + llvm::toString(extracted.takeError()));

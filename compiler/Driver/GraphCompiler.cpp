@@ -1,0 +1,109 @@
+//===- GraphCompiler.cpp - Graph to native code, as a library -----------===//
+
+#include "compiler/Driver/GraphCompiler.h"
+
+#include "compiler/Import/GraphImporter.h"
+#include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Pipelines/Registration.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+namespace estc {
+
+namespace {
+llvm::Error makeError(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs the stages up to `last`; the first error diagnostic becomes the one
+/// line of the returned error.
+llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what) {
+  mlir::MLIRContext *context = module.getContext();
+  std::string message;
+  mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &diag) {
+    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
+        message.empty())
+      message = formatImportDiagnostic(diag, what.str());
+    return mlir::success();
+  });
+  mlir::PassManager pm(context);
+  buildPipeline(pm, last);
+  if (mlir::failed(pm.run(module)))
+    return makeError(message.empty() ? what.str() + ": compilation failed"
+                                     : message);
+  return llvm::Error::success();
+}
+} // namespace
+
+void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
+  auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
+  if (!train)
+    return;
+  bool minimizes = false;
+  train.walk([&](mlir::est::MinimizeOp) { minimizes = true; });
+  if (!minimizes)
+    return;
+  warn("@train not compiled: training (est.minimize) needs the training "
+       "pass (not in this build)");
+  train.erase();
+}
+
+llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn) {
+  if (llvm::Error e = runStages(module, Stage::Est, what))
+    return std::move(e);
+  dropUncompilableTrain(module, warn);
+  llvm::Expected<Manifest> manifest = extractManifest(module, modelName);
+  if (!manifest)
+    return makeError(what.str() + ": " + llvm::toString(manifest.takeError()));
+  module->setAttr("estc.manifest",
+                  mlir::StringAttr::get(module.getContext(), toJson(*manifest)));
+  if (llvm::Error e = runStages(module, Stage::LLVM, what))
+    return std::move(e);
+  if (llvm::Error e = readArenaSizes(module, *manifest))
+    return makeError(what.str() + ": " + llvm::toString(std::move(e)));
+  return manifest;
+}
+
+llvm::Expected<std::unique_ptr<JitModel>>
+jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
+                llvm::StringRef modelName, WarningHandler warn) {
+  // The cache key's source: the graph's deterministic bytes.
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    graph.SerializeToCodedStream(&coded);
+  }
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  std::string what = modelName.str() + " (graph)";
+  return jit.compile(
+      bytes, modelName, [&]() -> llvm::Expected<LoweredModule> {
+        std::string error;
+        LoweredModule lowered;
+        lowered.module = importGraph(graph, context, what, error);
+        if (!lowered.module)
+          return makeError(error);
+        llvm::Expected<Manifest> manifest =
+            lowerToLLVMDialect(*lowered.module, modelName, what, warn);
+        if (!manifest)
+          return manifest.takeError();
+        lowered.manifest = std::move(*manifest);
+        return lowered;
+      });
+}
+
+} // namespace estc

@@ -1,0 +1,54 @@
+//===- GraphCompiler.h - Graph to native code, as a library -------------===//
+//
+// What `estc` does, callable in process: import a model graph, run the
+// pipeline (compiler/Pipelines) to the LLVM dialect, and hand the result to
+// the JIT (compiler/Target/Jit.h) or the object emitter. The Estimator's JIT
+// path and the tests use this; the estc driver uses the same functions.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_DRIVER_GRAPHCOMPILER_H
+#define ESTC_COMPILER_DRIVER_GRAPHCOMPILER_H
+
+#include "compiler/Target/Jit.h"
+#include "compiler/Target/Manifest.h"
+#include "lib/Graph/graph.pb.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace estc {
+
+/// Receives the driver's warnings (one line each, without "estc: warning:").
+using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
+
+/// Drops @train while it holds est.minimize (the training pass expands it;
+/// until then @train cannot be lowered), with one warning.
+void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn);
+
+/// Lowers an imported module to the LLVM dialect: the est stage, the @train
+/// rule above, the manifest (extracted before lowering, arena sizes read
+/// after), then every remaining stage. On failure, the error is one line
+/// naming `what` (the input file) and the op at fault.
+llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn);
+
+/// Imports, lowers and JIT-compiles a graph; cached on disk by the graph's
+/// (deterministic) bytes, so an unchanged graph is compiled once.
+llvm::Expected<std::unique_ptr<JitModel>>
+jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
+                llvm::StringRef modelName, WarningHandler warn);
+
+} // namespace estc
+
+#endif // ESTC_COMPILER_DRIVER_GRAPHCOMPILER_H

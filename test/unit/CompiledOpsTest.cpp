@@ -1,0 +1,623 @@
+//===- CompiledOpsTest.cpp - Compiled code against the reference --------===//
+//
+// Every op, compiled by the whole pipeline (import, est, decompose, linalg,
+// fusion, bufferize, memplan, llvm) and run by the JIT, against the plain
+// reference evaluator (test/reference) on random data: odd sizes (1, 3, 17,
+// 1000), broadcasting corner cases, NaN/Inf, and partial batches (one
+// compiled function run at several batch sizes). Relative error <= 1e-5.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Driver/GraphCompiler.h"
+#include "examples/models/Models.h"
+#include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/Layers.h"
+#include "lib/Graph/Ops.h"
+#include "test/reference/ReferenceEvaluator.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+
+namespace estc {
+namespace {
+
+using reference::Value;
+namespace g = graph;
+
+/// A feature of a test graph and the range its random values come from.
+struct Feature {
+  std::string key;
+  DType dtype = DType::Float32;
+  Dims shape; // -1: the batch
+  double lo = -2.0, hi = 2.0;
+};
+
+using Body = std::function<TensorMap(Graph &, const TensorMap &)>;
+
+/// A predict-only graph: the features, then `body`'s predictions.
+g::GraphDef predictGraph(const std::vector<Feature> &features,
+                         const Body &body, int64_t seed = 7) {
+  Graph graph;
+  graph.set_seed(seed);
+  InputSpec inputs;
+  for (const Feature &f : features)
+    inputs.features.push_back(TensorSpec{f.key, f.dtype, f.shape});
+  build_mode(graph, ModeKeys::PREDICT, inputs,
+             [&](Graph &g, const TensorMap &x, const Tensor &, ModeKeys) {
+               Signature spec;
+               spec.predictions = body(g, x);
+               return spec;
+             });
+  return graph.graph_def();
+}
+
+JitCompiler &jit() {
+  static JitCompiler *compiler = [] {
+    llvm::SmallString<128> dir;
+    llvm::sys::fs::createUniqueDirectory("estc-compiled-ops", dir);
+    JitOptions options;
+    options.cacheDir = std::string(dir);
+    return new JitCompiler(options);
+  }();
+  return *compiler;
+}
+
+std::unique_ptr<JitModel> compile(const g::GraphDef &graph) {
+  auto model = jitCompileGraph(jit(), graph, "Test", [](llvm::StringRef) {});
+  if (!model) {
+    ADD_FAILURE() << llvm::toString(model.takeError());
+    return nullptr;
+  }
+  return std::move(*model);
+}
+
+g::DataType protoType(DType dtype) { return static_cast<g::DataType>(dtype); }
+
+Dims concrete(const Dims &shape, int64_t batch) {
+  Dims out = shape;
+  for (int64_t &d : out)
+    if (d < 0)
+      d = batch;
+  return out;
+}
+
+Value randomValue(const Feature &f, int64_t batch, std::mt19937 &rng) {
+  Dims shape = concrete(f.shape, batch);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<double> data(n);
+  for (double &v : data) {
+    if (f.dtype == DType::Float32 || f.dtype == DType::Float64) {
+      v = std::uniform_real_distribution<double>(f.lo, f.hi)(rng);
+      if (f.dtype == DType::Float32)
+        v = static_cast<float>(v);
+    } else if (f.dtype == DType::Bool) {
+      v = std::uniform_int_distribution<int>(0, 1)(rng);
+    } else {
+      v = std::uniform_int_distribution<int64_t>(
+          static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi))(rng);
+    }
+  }
+  return Value(protoType(f.dtype), shape, data);
+}
+
+/// Writes `value` into a compiled-model buffer of its dtype (i1 as i8).
+void store(const Value &value, void *buffer) {
+  for (size_t i = 0; i < value.data.size(); ++i) {
+    double v = value.data[i];
+    switch (value.dtype) {
+    case g::DT_FLOAT:
+      static_cast<float *>(buffer)[i] = static_cast<float>(v);
+      break;
+    case g::DT_DOUBLE:
+      static_cast<double *>(buffer)[i] = v;
+      break;
+    case g::DT_INT32:
+      static_cast<int32_t *>(buffer)[i] = static_cast<int32_t>(v);
+      break;
+    case g::DT_INT64:
+      static_cast<int64_t *>(buffer)[i] = static_cast<int64_t>(v);
+      break;
+    case g::DT_BOOL:
+      static_cast<int8_t *>(buffer)[i] = v != 0;
+      break;
+    default:
+      FAIL() << "unsupported dtype";
+    }
+  }
+}
+
+double load(g::DataType dtype, const void *buffer, size_t i) {
+  switch (dtype) {
+  case g::DT_FLOAT:
+    return static_cast<const float *>(buffer)[i];
+  case g::DT_DOUBLE:
+    return static_cast<const double *>(buffer)[i];
+  case g::DT_INT32:
+    return static_cast<const int32_t *>(buffer)[i];
+  case g::DT_INT64:
+    return static_cast<const int64_t *>(buffer)[i];
+  case g::DT_BOOL:
+    return static_cast<const int8_t *>(buffer)[i];
+  default:
+    return std::nan("");
+  }
+}
+
+/// Compiles `graph` once and checks its predict function against the
+/// reference at every batch size, with `variables` set on both sides.
+void expectMatchesReference(
+    const g::GraphDef &graph, const std::vector<Feature> &features,
+    std::vector<int64_t> batches = {1, 3, 17}, double tolerance = 1e-5,
+    const std::map<std::string, Value> &variables = {},
+    const std::function<void(std::map<std::string, Value> &)> &edit = {}) {
+  std::unique_ptr<JitModel> model = compile(graph);
+  if (!model)
+    return;
+  reference::Evaluator evaluator(graph);
+  for (const auto &[name, value] : variables) {
+    evaluator.variables()[name] = value;
+    store(value, model->variable_data(model->variable_index(name)));
+  }
+  int predict = model->function_index("predict");
+  std::mt19937 rng(1234);
+  for (int64_t batch : batches) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    std::map<std::string, Value> feeds;
+    for (const Feature &f : features)
+      feeds.emplace(f.key, randomValue(f, batch, rng));
+    if (edit)
+      edit(feeds);
+    std::map<std::string, Value> expected = evaluator.run("predict", feeds);
+
+    model->set_batch(batch);
+    for (const auto &[key, value] : feeds)
+      store(value, model->input_data(
+                       predict, model->input_index(predict, "features/" + key)));
+    model->run(predict);
+
+    for (const auto &[key, want] : expected) {
+      SCOPED_TRACE(key);
+      const void *got =
+          model->output_data(predict, model->output_index(predict, key));
+      for (size_t i = 0; i < want.data.size(); ++i) {
+        double w = want.data[i], v = load(want.dtype, got, i);
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(v)) << "element " << i << ": got " << v;
+          continue;
+        }
+        if (std::isinf(w)) {
+          EXPECT_EQ(v, w) << "element " << i;
+          continue;
+        }
+        double bound = tolerance * std::max(1.0, std::fabs(w));
+        if (std::fabs(v - w) > bound) {
+          ADD_FAILURE() << "element " << i << " of " << want.data.size()
+                        << ": compiled " << v << ", reference " << w;
+          break;
+        }
+      }
+    }
+  }
+}
+
+/// One op over features: `expectMatchesReference` of a one-output graph.
+void checkOp(const std::vector<Feature> &features,
+             const std::function<Tensor(Graph &, const TensorMap &)> &op,
+             std::vector<int64_t> batches = {1, 3, 17},
+             double tolerance = 1e-5) {
+  g::GraphDef graph = predictGraph(
+      features, [&](Graph &g, const TensorMap &x) {
+        return TensorMap{{"y", op(g, x)}};
+      });
+  expectMatchesReference(graph, features, batches, tolerance);
+}
+
+Tensor constant(Graph &g, const Dims &shape, uint32_t seed,
+                DType dtype = DType::Float32) {
+  std::mt19937 rng(seed);
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  std::vector<double> values(n);
+  for (double &v : values)
+    v = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng));
+  return g.constant(values, shape, dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+using BinaryFn = Tensor (*)(const Tensor &, const Tensor &, const std::string &);
+
+TEST(CompiledOps, BinaryArithmeticWithBroadcasting) {
+  const std::pair<const char *, BinaryFn> ops[] = {
+      {"add", add},         {"subtract", subtract}, {"multiply", multiply},
+      {"divide", divide},   {"maximum", maximum},   {"minimum", minimum},
+      {"pow", estc::pow}};
+  // (x shape, y shape): same shape, row vector, size-1 dims both sides,
+  // scalar, rank 3 against rank 1.
+  const std::pair<Dims, Dims> shapes[] = {
+      {{-1, 17}, {-1, 17}}, {{-1, 17}, {17}},     {{-1, 3, 1}, {1, 4}},
+      {{-1, 1}, {1, 5}},    {{-1, 3}, {}},         {{-1, 2, 3}, {3}}};
+  for (auto [name, fn] : ops)
+    for (const auto &[xs, ys] : shapes) {
+      SCOPED_TRACE(std::string(name) + " " + shape::toString(xs) + " " +
+                   shape::toString(ys));
+      bool positive = std::string(name) == "pow" ||
+                      std::string(name) == "divide";
+      checkOp({{"x", DType::Float32, xs, positive ? 0.5 : -2.0, 2.0},
+               {"y", DType::Float32, ys, positive ? 0.5 : -2.0, 2.0}},
+              [fn = fn](Graph &, const TensorMap &x) {
+                return fn(x["x"], x["y"], "");
+              });
+    }
+}
+
+TEST(CompiledOps, IntegerArithmetic) {
+  for (DType dtype : {DType::Int32, DType::Int64}) {
+    checkOp({{"x", dtype, {-1, 5}, -50, 50}, {"y", dtype, {5}, -9, 9}},
+            [](Graph &, const TensorMap &x) {
+              return maximum(x["x"] * x["y"] - x["y"], x["x"]);
+            });
+    checkOp({{"x", dtype, {-1, 5}, -50, 50}, {"y", dtype, {5}, 1, 9}},
+            [](Graph &, const TensorMap &x) {
+              return divide(abs(x["x"]), x["y"]);
+            });
+  }
+}
+
+TEST(CompiledOps, Unary) {
+  using UnaryFn = Tensor (*)(const Tensor &, const std::string &);
+  const std::tuple<const char *, UnaryFn, double, double> ops[] = {
+      {"negative", negative, -2, 2}, {"abs", estc::abs, -2, 2},
+      {"square", square, -2, 2},     {"exp", estc::exp, -5, 5},
+      {"log", estc::log, 0.01, 5},   {"sqrt", estc::sqrt, 0, 5},
+      {"rsqrt", rsqrt, 0.01, 5},     {"tanh", estc::tanh, -5, 5},
+      {"sigmoid", sigmoid, -9, 9},   {"relu", nn::relu, -2, 2},
+      {"relu6", nn::relu6, -9, 9},   {"elu", nn::elu, -5, 5},
+      {"softplus", nn::softplus, -30, 30}};
+  for (auto [name, fn, lo, hi] : ops) {
+    SCOPED_TRACE(name);
+    checkOp({{"x", DType::Float32, {-1, 17}, lo, hi}},
+            [fn = fn](Graph &, const TensorMap &x) { return fn(x["x"], ""); });
+  }
+}
+
+TEST(CompiledOps, CompareLogicSelectCast) {
+  std::vector<Feature> f = {{"a", DType::Float32, {-1, 4}},
+                            {"b", DType::Float32, {4}}};
+  checkOp(f, [](Graph &, const TensorMap &x) { return less(x["a"], x["b"]); });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return greater_equal(x["a"], x["b"]);
+  });
+  checkOp(f, [](Graph &g, const TensorMap &x) {
+    return logical_or(logical_and(less(x["a"], x["b"]), greater(x["a"], g.constant(0.0))),
+                      logical_not(not_equal(x["a"], x["a"])));
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return where(less_equal(x["a"], x["b"]), x["a"], x["b"] * 2.0);
+  });
+  checkOp({{"i", DType::Int64, {-1, 3}, -5, 5}},
+          [](Graph &, const TensorMap &x) {
+            return cast(equal(x["i"], cast(cast(x["i"], DType::Float32),
+                                           DType::Int64)),
+                        DType::Float32);
+          });
+  checkOp({{"a", DType::Float32, {-1, 6}, -9, 9}},
+          [](Graph &, const TensorMap &x) {
+            return cast(x["a"], DType::Int32); // truncates toward zero
+          });
+}
+
+TEST(CompiledOps, NanAndInfPropagate) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 5}}};
+  auto poison = [](std::map<std::string, Value> &feeds) {
+    std::vector<double> &d = feeds.at("x").data;
+    d[0] = std::nan("");
+    if (d.size() > 2) {
+      d[1] = std::numeric_limits<double>::infinity();
+      d[2] = -std::numeric_limits<double>::infinity();
+    }
+  };
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &x) {
+    return TensorMap{{"relu", nn::relu(x["x"])},
+                     {"max", maximum(x["x"], g.constant(0.5))},
+                     {"sum", reduce_sum(x["x"], Dims{1})},
+                     {"rmax", reduce_max(x["x"], Dims{1})},
+                     {"exp", estc::exp(x["x"])},
+                     {"mul", x["x"] * 2.0}};
+  });
+  expectMatchesReference(graph, f, {1, 3}, 1e-5, {}, poison);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra, convolution, pooling
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, Matmul) {
+  checkOp({{"x", DType::Float32, {-1, 17}}}, [](Graph &g, const TensorMap &x) {
+    return matmul(x["x"], constant(g, {17, 3}, 1));
+  });
+  checkOp({{"x", DType::Float32, {-1, 17}}}, [](Graph &g, const TensorMap &x) {
+    return matmul(x["x"], constant(g, {5, 17}, 2), false, true);
+  });
+  // A 1000-term dot product of mixed signs accumulated in f32: the error is
+  // relative to the sum of |terms| (~250 here), not to the (cancelled)
+  // result, so the bound is looser than for the other cases.
+  checkOp({{"x", DType::Float32, {-1, 1000}}},
+          [](Graph &g, const TensorMap &x) {
+            return matmul(x["x"], constant(g, {1000, 1}, 3));
+          },
+          {1, 3, 17}, 1e-4);
+  // Batched: [?, 3, 17] x [17, 5] and [?, 2, 3] x [?, 3, 4].
+  checkOp({{"x", DType::Float32, {-1, 3, 17}}},
+          [](Graph &g, const TensorMap &x) {
+            return matmul(x["x"], constant(g, {17, 5}, 4));
+          });
+  checkOp({{"a", DType::Float32, {-1, 2, 3}}, {"b", DType::Float32, {-1, 3, 4}}},
+          [](Graph &, const TensorMap &x) { return matmul(x["a"], x["b"]); });
+  checkOp({{"a", DType::Float32, {-1, 3, 2}}, {"b", DType::Float32, {-1, 4, 3}}},
+          [](Graph &, const TensorMap &x) {
+            return matmul(x["a"], x["b"], true, true);
+          });
+}
+
+TEST(CompiledOps, Conv2D) {
+  struct Case {
+    Dims input, filter, strides, dilations;
+    const char *padding;
+  };
+  const Case cases[] = {
+      {{-1, 9, 9, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "SAME"},
+      {{-1, 9, 9, 3}, {3, 3, 3, 4}, {2, 2}, {1, 1}, "SAME"},
+      {{-1, 10, 7, 2}, {3, 2, 2, 5}, {2, 1}, {1, 1}, "VALID"},
+      {{-1, 9, 9, 1}, {3, 3, 1, 2}, {1, 1}, {2, 2}, "VALID"},
+      {{-1, 28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1}, "VALID"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shape::toString(c.input) + " " + shape::toString(c.filter) +
+                 " " + c.padding);
+    checkOp({{"x", DType::Float32, c.input}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::conv2d(x["x"], constant(g, c.filter, 5), c.strides,
+                                c.padding, c.dilations);
+            },
+            {1, 3});
+  }
+}
+
+TEST(CompiledOps, Pooling) {
+  for (const char *padding : {"SAME", "VALID"})
+    for (Dims strides : {Dims{2, 2}, Dims{1, 1}}) {
+      SCOPED_TRACE(std::string(padding) + " " + shape::toString(strides));
+      checkOp({{"x", DType::Float32, {-1, 7, 5, 3}}},
+              [&](Graph &, const TensorMap &x) {
+                return nn::max_pool(x["x"], {2, 3}, strides, padding);
+              },
+              {1, 3});
+      checkOp({{"x", DType::Float32, {-1, 7, 5, 3}}},
+              [&](Graph &, const TensorMap &x) {
+                return nn::avg_pool(x["x"], {3, 2}, strides, padding);
+              },
+              {1, 3});
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, Reductions) {
+  using ReduceFn = Tensor (*)(const Tensor &, std::optional<Dims>, bool,
+                              const std::string &);
+  const std::pair<const char *, ReduceFn> ops[] = {
+      {"sum", reduce_sum}, {"mean", reduce_mean}, {"max", reduce_max},
+      {"min", reduce_min}, {"prod", reduce_prod}};
+  const std::optional<Dims> axes[] = {Dims{1}, Dims{-1}, Dims{0, 2},
+                                      std::nullopt, Dims{}};
+  for (auto [name, fn] : ops)
+    for (const std::optional<Dims> &a : axes)
+      for (bool keep : {false, true}) {
+        SCOPED_TRACE(std::string(name) + " " +
+                     (a ? shape::toString(*a) : std::string("all")) +
+                     (keep ? " keep_dims" : ""));
+        checkOp({{"x", DType::Float32, {-1, 3, 4}, 0.5, 1.5}},
+                [&, fn = fn](Graph &, const TensorMap &x) {
+                  return fn(x["x"], a, keep, "");
+                });
+      }
+  checkOp({{"x", DType::Float32, {-1, 1000}}},
+          [](Graph &, const TensorMap &x) {
+            return reduce_sum(x["x"], Dims{1});
+          });
+}
+
+TEST(CompiledOps, ArgMaxArgMin) {
+  for (int64_t axis : {0, 1, -1}) {
+    checkOp({{"x", DType::Float32, {-1, 7}}}, [=](Graph &, const TensorMap &x) {
+      return argmax(x["x"], axis);
+    });
+    checkOp({{"x", DType::Int32, {-1, 7}, 0, 3}}, // ties: the first index
+            [=](Graph &, const TensorMap &x) {
+              return argmin(x["x"], axis, DType::Int32);
+            });
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes and indexing
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, ShapeOps) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 3, 4}}};
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return reshape(x["x"], {-1, 12});
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return reshape(x["x"], {-1, 2, 6});
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return transpose(x["x"], {0, 2, 1});
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return concat({x["x"], x["x"] * 2.0, x["x"]}, 2);
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return slice(x["x"], {0, 1, 1}, {-1, 2, 3});
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return pad(x["x"], {0, 0, 1, 2, 0, 3}, 0.5);
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return expand_dims(x["x"], 1) + squeeze(expand_dims(x["x"], 1), Dims{1});
+  });
+  checkOp({{"x", DType::Float32, {-1, 1, 4, 1}}},
+          [](Graph &, const TensorMap &x) { return squeeze(x["x"], Dims{1, 3}); });
+  checkOp({{"x", DType::Float32, {-1, 3}}}, [](Graph &g, const TensorMap &x) {
+    return x["x"] + broadcast_to(constant(g, {3}, 9), {2, 1, 3});
+  });
+}
+
+TEST(CompiledOps, GatherOneHot) {
+  checkOp({{"i", DType::Int64, {-1}, 0, 9}}, [](Graph &g, const TensorMap &x) {
+    return gather(constant(g, {10, 4}, 6), x["i"]);
+  });
+  checkOp({{"i", DType::Int32, {-1, 2}, 0, 3}},
+          [](Graph &g, const TensorMap &x) {
+            return gather(constant(g, {5, 4}, 7), x["i"], 1);
+          });
+  checkOp({{"i", DType::Int64, {-1}, -1, 10}}, // out of range: all off
+          [](Graph &, const TensorMap &x) {
+            return one_hot(x["i"], 10, 2.0, -1.0);
+          });
+  checkOp({{"i", DType::Int64, {-1, 3}, 0, 4}}, [](Graph &, const TensorMap &x) {
+    return one_hot(x["i"], 5, 1.0, 0.0, 1);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and losses
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, SoftmaxAndLosses) {
+  for (int64_t classes : {1, 3, 10, 1000}) {
+    SCOPED_TRACE(classes);
+    std::vector<Feature> f = {{"logits", DType::Float32, {-1, classes}, -9, 9}};
+    checkOp(f, [](Graph &, const TensorMap &x) {
+      return nn::softmax(x["logits"]);
+    });
+    checkOp(f, [](Graph &, const TensorMap &x) {
+      return nn::log_softmax(x["logits"]);
+    });
+    checkOp({{"logits", DType::Float32, {-1, classes}, -9, 9},
+             {"labels", DType::Int64, {-1}, 0, classes - 1}},
+            [](Graph &, const TensorMap &x) {
+              return nn::sparse_softmax_cross_entropy_with_logits(x["labels"],
+                                                                  x["logits"]);
+            });
+    checkOp({{"logits", DType::Float32, {-1, classes}, -9, 9},
+             {"labels", DType::Float32, {-1, classes}, 0, 1}},
+            [](Graph &, const TensorMap &x) {
+              return nn::softmax_cross_entropy_with_logits(x["labels"],
+                                                           x["logits"]);
+            });
+  }
+  checkOp({{"logits", DType::Float32, {-1, 4}, -30, 30},
+           {"labels", DType::Float32, {-1, 4}, 0, 1}},
+          [](Graph &, const TensorMap &x) {
+            return nn::sigmoid_cross_entropy_with_logits(x["labels"],
+                                                         x["logits"]);
+          });
+  checkOp({{"logits", DType::Float32, {-1, 3, 4}}},
+          [](Graph &, const TensorMap &x) {
+            return nn::softmax(x["logits"], 1);
+          });
+}
+
+//===----------------------------------------------------------------------===//
+// Randomness and fills
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, RandomOpsAndDropout) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 64}}};
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &x) {
+    return TensorMap{
+        {"dropout", nn::dropout(x["x"], 0.3)},
+        {"uniform", random_uniform(g, {4, 5}, DType::Float32, -1.0, 3.0)},
+        {"normal", random_normal(g, {4, 5}, DType::Float32, 1.0, 2.0)},
+        {"truncated", truncated_normal(g, {7}, DType::Float32, 0.0, 0.5)},
+        {"zeros", zeros_like(x["x"])},
+        {"ones", ones_like(x["x"], DType::Int32)}};
+  });
+  for (int64_t step : {0, 41}) {
+    SCOPED_TRACE("global_step " + std::to_string(step));
+    expectMatchesReference(graph, f, {1, 3, 17}, 1e-5,
+                           {{"global_step", Value::scalar(step, g::DT_INT64)}});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The seed models
+//===----------------------------------------------------------------------===//
+
+/// Random weights for every variable of a graph, set on both sides.
+std::map<std::string, Value> randomVariables(const g::GraphDef &graph) {
+  std::map<std::string, Value> vars;
+  std::mt19937 rng(99);
+  for (const g::VariableDef &v : graph.variable()) {
+    Dims shape(v.shape().dim().begin(), v.shape().dim().end());
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<double> data(n);
+    for (double &x : data)
+      x = v.dtype() == g::DT_INT64
+              ? 3
+              : static_cast<float>(
+                    std::uniform_real_distribution<double>(-0.2, 0.2)(rng));
+    vars.emplace(v.name(), Value(v.dtype(), shape, data));
+  }
+  return vars;
+}
+
+/// The predict signature of a seed model, compiled, against the reference.
+void checkSeedModel(const g::GraphDef &full, const std::vector<Feature> &f,
+                    std::vector<int64_t> batches) {
+  g::GraphDef predict = full;
+  predict.mutable_signature()->erase("train");
+  predict.mutable_signature()->erase("eval");
+  expectMatchesReference(predict, f, batches, 1e-5, randomVariables(full));
+}
+
+TEST(CompiledModels, MlpPredict) {
+  checkSeedModel(models::build_mlp(42), {{"x", DType::Float32, {-1, 784}, 0, 1}},
+                 {1, 3, 17, 128});
+}
+
+TEST(CompiledModels, ConvNetPredict) {
+  checkSeedModel(models::build_convnet(42),
+                 {{"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}}, {1, 3});
+}
+
+TEST(CompiledModels, LinearPredict) {
+  checkSeedModel(models::build_linear(42),
+                 {{"age", DType::Float32, {-1, 1}, 0, 80},
+                  {"fare", DType::Float32, {-1, 1}, 0, 100},
+                  {"pclass", DType::Float32, {-1, 1}, 1, 3}},
+                 {1, 3, 17});
+}
+
+} // namespace
+} // namespace estc
