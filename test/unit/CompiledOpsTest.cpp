@@ -14,6 +14,7 @@
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "test/reference/ReferenceEvaluator.h"
+#include "test/unit/ModelTesting.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -30,16 +31,8 @@
 namespace estc {
 namespace {
 
-using reference::Value;
+using namespace estc::testing;
 namespace g = graph;
-
-/// A feature of a test graph and the range its random values come from.
-struct Feature {
-  std::string key;
-  DType dtype = DType::Float32;
-  Dims shape; // -1: the batch
-  double lo = -2.0, hi = 2.0;
-};
 
 using Body = std::function<TensorMap(Graph &, const TensorMap &)>;
 
@@ -80,80 +73,6 @@ std::unique_ptr<JitModel> compile(const g::GraphDef &graph) {
   return std::move(*model);
 }
 
-g::DataType protoType(DType dtype) { return static_cast<g::DataType>(dtype); }
-
-Dims concrete(const Dims &shape, int64_t batch) {
-  Dims out = shape;
-  for (int64_t &d : out)
-    if (d < 0)
-      d = batch;
-  return out;
-}
-
-Value randomValue(const Feature &f, int64_t batch, std::mt19937 &rng) {
-  Dims shape = concrete(f.shape, batch);
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  std::vector<double> data(n);
-  for (double &v : data) {
-    if (f.dtype == DType::Float32 || f.dtype == DType::Float64) {
-      v = std::uniform_real_distribution<double>(f.lo, f.hi)(rng);
-      if (f.dtype == DType::Float32)
-        v = static_cast<float>(v);
-    } else if (f.dtype == DType::Bool) {
-      v = std::uniform_int_distribution<int>(0, 1)(rng);
-    } else {
-      v = std::uniform_int_distribution<int64_t>(
-          static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi))(rng);
-    }
-  }
-  return Value(protoType(f.dtype), shape, data);
-}
-
-/// Writes `value` into a compiled-model buffer of its dtype (i1 as i8).
-void store(const Value &value, void *buffer) {
-  for (size_t i = 0; i < value.data.size(); ++i) {
-    double v = value.data[i];
-    switch (value.dtype) {
-    case g::DT_FLOAT:
-      static_cast<float *>(buffer)[i] = static_cast<float>(v);
-      break;
-    case g::DT_DOUBLE:
-      static_cast<double *>(buffer)[i] = v;
-      break;
-    case g::DT_INT32:
-      static_cast<int32_t *>(buffer)[i] = static_cast<int32_t>(v);
-      break;
-    case g::DT_INT64:
-      static_cast<int64_t *>(buffer)[i] = static_cast<int64_t>(v);
-      break;
-    case g::DT_BOOL:
-      static_cast<int8_t *>(buffer)[i] = v != 0;
-      break;
-    default:
-      FAIL() << "unsupported dtype";
-    }
-  }
-}
-
-double load(g::DataType dtype, const void *buffer, size_t i) {
-  switch (dtype) {
-  case g::DT_FLOAT:
-    return static_cast<const float *>(buffer)[i];
-  case g::DT_DOUBLE:
-    return static_cast<const double *>(buffer)[i];
-  case g::DT_INT32:
-    return static_cast<const int32_t *>(buffer)[i];
-  case g::DT_INT64:
-    return static_cast<const int64_t *>(buffer)[i];
-  case g::DT_BOOL:
-    return static_cast<const int8_t *>(buffer)[i];
-  default:
-    return std::nan("");
-  }
-}
-
 /// Compiles `graph` once and checks its predict function against the
 /// reference at every batch size, with `variables` set on both sides.
 void expectMatchesReference(
@@ -188,25 +107,9 @@ void expectMatchesReference(
 
     for (const auto &[key, want] : expected) {
       SCOPED_TRACE(key);
-      const void *got =
-          model->output_data(predict, model->output_index(predict, key));
-      for (size_t i = 0; i < want.data.size(); ++i) {
-        double w = want.data[i], v = load(want.dtype, got, i);
-        if (std::isnan(w)) {
-          EXPECT_TRUE(std::isnan(v)) << "element " << i << ": got " << v;
-          continue;
-        }
-        if (std::isinf(w)) {
-          EXPECT_EQ(v, w) << "element " << i;
-          continue;
-        }
-        double bound = tolerance * std::max(1.0, std::fabs(w));
-        if (std::fabs(v - w) > bound) {
-          ADD_FAILURE() << "element " << i << " of " << want.data.size()
-                        << ": compiled " << v << ", reference " << w;
-          break;
-        }
-      }
+      EXPECT_TRUE(outputMatches(
+          want, model->output_data(predict, model->output_index(predict, key)),
+          tolerance));
     }
   }
 }
@@ -571,26 +474,6 @@ TEST(CompiledOps, RandomOpsAndDropout) {
 //===----------------------------------------------------------------------===//
 // The seed models
 //===----------------------------------------------------------------------===//
-
-/// Random weights for every variable of a graph, set on both sides.
-std::map<std::string, Value> randomVariables(const g::GraphDef &graph) {
-  std::map<std::string, Value> vars;
-  std::mt19937 rng(99);
-  for (const g::VariableDef &v : graph.variable()) {
-    Dims shape(v.shape().dim().begin(), v.shape().dim().end());
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    std::vector<double> data(n);
-    for (double &x : data)
-      x = v.dtype() == g::DT_INT64
-              ? 3
-              : static_cast<float>(
-                    std::uniform_real_distribution<double>(-0.2, 0.2)(rng));
-    vars.emplace(v.name(), Value(v.dtype(), shape, data));
-  }
-  return vars;
-}
 
 /// The predict signature of a seed model, compiled, against the reference.
 void checkSeedModel(const g::GraphDef &full, const std::vector<Feature> &f,
