@@ -11,7 +11,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Extra package groups, selected by flags.
-if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev); fi
+# The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).
+if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev libopenblas0-pthread); fi
 if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist); fi
 
 missing=()

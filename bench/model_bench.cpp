@@ -1,0 +1,209 @@
+//===- model_bench.cpp - estc against libtorch, side by side -------------===//
+//
+// Forward-pass (inference) throughput of the seed MLP (784-256-256-10) and
+// MNIST ConvNet at batch 128: estc's ahead-of-time compiled code (the
+// generated Mlp / ConvNet classes) and the same architectures in libtorch,
+// in one run, on the same thread count. Also: GFLOP/s against a measured
+// Eigen sgemm roofline (the runtime's matmul kernel), estc's compile time
+// (a full in-process compile, cache off) and arena bytes per model.
+//
+//   bench/model_bench [--threads=N] [--batch=N] [--seconds=S]
+//
+// Prints a Markdown table; docs/results.md records it with this command.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ConvNet.h"
+#include "Mlp.h"
+#include "TorchModels.h"
+
+#include "compiler/Driver/GraphCompiler.h"
+#include "examples/models/Models.h"
+#include "runtime/Kernels.h"
+#include "runtime/MemRef.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  int64_t batch = 128;
+  double seconds = 1.0; // per measurement
+};
+
+/// Median seconds per call of `fn` over 5 rounds of about
+/// `seconds / 5` each, after a warm-up.
+double timeIt(const std::function<void()> &fn, double seconds) {
+  for (int i = 0; i < 3; ++i)
+    fn();
+  auto start = Clock::now();
+  fn();
+  double once = std::chrono::duration<double>(Clock::now() - start).count();
+  int iterations = std::max(1, static_cast<int>(seconds / 5 / once));
+  std::vector<double> rounds;
+  for (int r = 0; r < 5; ++r) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < iterations; ++i)
+      fn();
+    rounds.push_back(
+        std::chrono::duration<double>(Clock::now() - t0).count() / iterations);
+  }
+  std::sort(rounds.begin(), rounds.end());
+  return rounds[2];
+}
+
+void fillRandom(float *data, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+  for (size_t i = 0; i < n; ++i)
+    data[i] = dist(rng);
+}
+
+/// Random weights for every f32 variable of a compiled model.
+void randomWeights(estc::rt::CompiledModel &model) {
+  const estc::rt::ModelSpec &spec = model.spec();
+  for (int v = 0; v < spec.numVariables; ++v) {
+    const estc::rt::VariableSpec &var = spec.variables[v];
+    if (var.dtype == estc::rt::DType::F32)
+      fillRandom(static_cast<float *>(model.variable_data(v)),
+                 estc::rt::numElements(var.rank, var.shape, 0), 17 + v);
+  }
+}
+
+/// Seconds per estc predict() at `batch`.
+double estcPredict(estc::rt::CompiledModel &model, int64_t batch,
+                   int64_t inputElements, double seconds) {
+  randomWeights(model);
+  model.set_batch(batch);
+  int predict = model.function_index("predict");
+  fillRandom(static_cast<float *>(model.input_data(predict, 0)),
+             batch * inputElements, 3);
+  return timeIt([&] { model.run(predict); }, seconds);
+}
+
+double torchForward(torch::nn::Module &module,
+                    const std::function<torch::Tensor(torch::Tensor)> &forward,
+                    torch::Tensor input, double seconds) {
+  module.eval();
+  torch::NoGradGuard noGrad;
+  return timeIt([&] { forward(input); }, seconds);
+}
+
+/// GFLOP/s of the runtime's (Eigen) sgemm on an n x n x n product.
+double sgemmRoofline(int64_t n, double seconds) {
+  std::vector<float> a(n * n), b(n * n), c(n * n);
+  fillRandom(a.data(), a.size(), 1);
+  fillRandom(b.data(), b.size(), 2);
+  auto memref = [n](float *data) {
+    estc::rt::MemRef<float, 3> m{data, data, 0, {1, n, n}, {n * n, n, 1}};
+    return m;
+  };
+  auto ma = memref(a.data()), mb = memref(b.data()), mc = memref(c.data());
+  double t = timeIt(
+      [&] { _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, 0, 0); }, seconds);
+  return 2.0 * n * n * n / t / 1e9;
+}
+
+/// Seconds of a full in-process compile of `graph` (import to object code,
+/// cache off).
+double compileSeconds(const estc::graph::GraphDef &graph, const char *name) {
+  estc::JitOptions options;
+  options.useCache = false;
+  estc::JitCompiler jit(options);
+  auto start = Clock::now();
+  auto model = estc::jitCompileGraph(jit, graph, name, [](llvm::StringRef) {});
+  double t = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!model) {
+    std::fprintf(stderr, "model_bench: %s\n",
+                 llvm::toString(model.takeError()).c_str());
+    return -1;
+  }
+  return t;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      size_t n = std::strlen(flag);
+      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char *v = value("--threads="))
+      opt.threads = std::atoi(v);
+    else if (const char *v = value("--batch="))
+      opt.batch = std::atoll(v);
+    else if (const char *v = value("--seconds="))
+      opt.seconds = std::atof(v);
+    else {
+      std::fprintf(stderr,
+                   "model_bench: error: unknown flag '%s' (--threads=N "
+                   "--batch=N --seconds=S)\n",
+                   argv[i]);
+      return 1;
+    }
+  }
+  if (opt.threads < 1 || opt.batch < 1 || opt.seconds <= 0) {
+    std::fprintf(stderr, "model_bench: error: --threads, --batch and "
+                         "--seconds must be positive\n");
+    return 1;
+  }
+  estc_runtime_set_num_threads(opt.threads);
+  torch::set_num_threads(opt.threads);
+  torch::manual_seed(0);
+
+  const int64_t b = opt.batch;
+  double roofline = sgemmRoofline(512, opt.seconds);
+
+  Mlp mlp;
+  ConvNet convnet;
+  double estcMlp = estcPredict(mlp, b, 784, opt.seconds);
+  double estcConv = estcPredict(convnet, b, 28 * 28, opt.seconds);
+
+  estc::bench::TorchMlp torchMlp;
+  estc::bench::TorchConvNet torchConv;
+  double torchMlpT = torchForward(
+      *torchMlp, [&](torch::Tensor x) { return torchMlp->forward(x); },
+      torch::rand({b, 784}), opt.seconds);
+  double torchConvT = torchForward(
+      *torchConv, [&](torch::Tensor x) { return torchConv->forward(x); },
+      torch::rand({b, 28, 28, 1}), opt.seconds);
+
+  double compileMlp = compileSeconds(estc::models::build_mlp(42), "Mlp");
+  double compileConv =
+      compileSeconds(estc::models::build_convnet(42), "ConvNet");
+
+  std::printf("Forward pass (predict), batch %lld, %d thread(s); Eigen sgemm "
+              "roofline (512^3): %.1f GFLOP/s\n\n",
+              static_cast<long long>(b), opt.threads, roofline);
+  std::printf("| model | estc ms | libtorch ms | libtorch / estc | estc "
+              "GFLOP/s | %% of roofline | estc compile s | arena bytes |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  auto row = [&](const char *name, double estc, double torch, double flops,
+                 double compile, int64_t arena) {
+    double gflops = flops / estc / 1e9;
+    std::printf("| %s | %.3f | %.3f | %.2fx | %.1f | %.0f%% | %.2f | %lld |\n",
+                name, estc * 1e3, torch * 1e3, torch / estc, gflops,
+                100 * gflops / roofline, compile,
+                static_cast<long long>(arena));
+  };
+  row("MLP 784-256-256-10", estcMlp, torchMlpT,
+      estc::bench::mlpForwardFlops(b), compileMlp, mlp.arena_bytes(b));
+  row("MNIST ConvNet", estcConv, torchConvT,
+      estc::bench::convNetForwardFlops(b), compileConv,
+      convnet.arena_bytes(b));
+  return 0;
+}
