@@ -57,4 +57,30 @@ def EstFusion : Pass<"est-fusion", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def EstAutodiff : Pass<"est-autodiff", "ModuleOp"> {
+  let summary = "Reverse-mode autodiff of each est.minimize";
+  let description = [{
+    For each `est.minimize`, builds the gradient of the loss with respect to
+    every trained variable (its `var_list`, or all trainable variables) from
+    the ops' GradientOpInterface rules, and replaces the minimize by
+    `est.apply_gradients`. Variables that do not influence the loss get no
+    update (a warning names the loss when none does). An op on the path
+    without a gradient rule (or whose rule does not cover its shapes)
+    leaves the minimize in place with a warning naming the op.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect"];
+}
+
+def EstExpandOptimizers : Pass<"est-expand-optimizers", "ModuleOp"> {
+  let summary = "Expand est.apply_gradients into TF 1.x optimizer updates";
+  let description = [{
+    sgd, momentum (nesterov), adagrad, adam, rmsprop (momentum, centered)
+    and ftrl (l1, l2) as est ops and `est.assign_variable`s. Slot variables
+    are created as module variables named like TF's (`<var>/Adam`,
+    `<var>/Adam_1`, `<var>/Momentum`, ...); `global_step` is incremented
+    (and created when missing).
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect"];
+}
+
 #endif // ESTC_COMPILER_TRANSFORMS_PASSES_TD

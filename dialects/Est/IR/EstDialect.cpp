@@ -1,6 +1,7 @@
 //===- EstDialect.cpp - The est dialect -------------------------------===//
 
 #include "dialects/Est/IR/EstDialect.h"
+#include "dialects/Est/IR/EstInterfaces.h"
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -24,6 +25,7 @@ void EstDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialects/Est/IR/EstAttrs.cpp.inc"
       >();
+  attachGradientInterfaces(*getContext());
 }
 
 Operation *EstDialect::materializeConstant(OpBuilder &builder, Attribute value,

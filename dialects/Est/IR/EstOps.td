@@ -698,4 +698,27 @@ def Est_MinimizeOp : Est_Op<"minimize", [
   let hasVerifier = 1;
 }
 
+def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
+    MemoryEffects<[MemRead<Est_VariableResource>,
+                   MemWrite<Est_VariableResource>]>]> {
+  let summary = "One optimizer step from computed gradients";
+  let description = [{
+    What `est-autodiff` leaves of an `est.minimize`: the gradient of the loss
+    for each of `variables` (same order, the variable's type), and the
+    optimizer. `est-expand-optimizers` expands it into slot variables,
+    `est.assign_variable`s and the `global_step` increment.
+
+    ```mlir
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$optimizer, DictionaryAttr:$hyperparameters,
+                       FlatSymbolRefArrayAttr:$variables,
+                       Variadic<Est_FloatTensor>:$gradients);
+  let assemblyFormat = [{
+    $optimizer $hyperparameters $variables ($gradients^ `:` type($gradients))?
+    attr-dict
+  }];
+}
+
 #endif // EST_OPS_TD

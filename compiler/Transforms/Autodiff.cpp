@@ -1,0 +1,196 @@
+//===- Autodiff.cpp - est-autodiff --------------------------------------===//
+//
+// Reverse-mode automatic differentiation of each `est.minimize`:
+//
+//   1. The variables to train: `var_list`, or every trainable variable.
+//   2. Forward: the float values that depend on a read of such a variable
+//      (the "active" values; only they get gradients).
+//   3. Backward: from the loss (seed 1.0), in reverse program order, each op
+//      with an active operand and a result gradient builds its operands'
+//      gradients through GradientOpInterface (dialects/Est/IR/
+//      EstGradients.cpp); gradients of a value used several times are
+//      summed.
+//   4. The minimize becomes `est.apply_gradients` with, for each variable
+//      that influences the loss, the sum of the gradients of its reads.
+//      Variables that do not influence the loss get no update; when none
+//      does, a warning names the loss (global_step is still incremented).
+//   An op on the path without a gradient rule leaves the minimize in place
+//   with a warning naming the op (the driver then drops @train), and so
+//   does a rule that does not cover its op's shapes or attributes.
+//
+// The backward ops are inserted right before the minimize, after the
+// forward pass they read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstInterfaces.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir {
+namespace est {
+#define GEN_PASS_DEF_ESTAUTODIFF
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace est
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::est;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+/// A short description of the loss for diagnostics: its location's name
+/// when it has one.
+std::string describe(Value loss) {
+  if (auto name = dyn_cast<NameLoc>(loss.getLoc()))
+    return "'" + name.getName().str() + "'";
+  if (Operation *op = loss.getDefiningOp())
+    return "'" + op->getName().getStringRef().str() + "'";
+  return "the loss";
+}
+
+LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
+  // 1. The variables to train, in var_list or module order.
+  SmallVector<StringRef> names;
+  if (auto list = minimize.getVarList()) {
+    for (Attribute a : *list)
+      names.push_back(cast<FlatSymbolRefAttr>(a).getValue());
+  } else {
+    for (auto var : module.getOps<VariableOp>())
+      if (var.getTrainable())
+        names.push_back(var.getSymName());
+  }
+  llvm::StringSet<> trainable;
+  for (StringRef n : names)
+    trainable.insert(n);
+
+  // 2. Active values: float results that depend on a trained variable.
+  Block *block = minimize->getBlock();
+  DenseSet<Value> active;
+  llvm::MapVector<StringRef, SmallVector<Value>> reads;
+  for (Operation &op : *block) {
+    if (&op == minimize.getOperation())
+      break;
+    if (auto read = dyn_cast<ReadVariableOp>(op)) {
+      if (trainable.contains(read.getVariable()) &&
+          isFloatTensor(read.getResult())) {
+        active.insert(read.getResult());
+        reads[read.getVariable()].push_back(read.getResult());
+      }
+      continue;
+    }
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return active.contains(v); }))
+      for (Value r : op.getResults())
+        if (isFloatTensor(r))
+          active.insert(r);
+  }
+
+  // 3. Backward.
+  OpBuilder b(minimize);
+  Location loc = minimize.getLoc();
+  DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value v, Value g) {
+    Value &slot = grads[v];
+    slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
+  };
+  Value loss = minimize.getLoss();
+  if (active.contains(loss)) {
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    accumulate(loss, ConstantOp::create(
+                         b, loc,
+                         DenseElementsAttr::get(
+                             lossType, b.getFloatAttr(
+                                           lossType.getElementType(), 1.0))));
+    // Reverse program order: every use of a value is visited before it.
+    for (Operation *op = minimize->getPrevNode(); op; op = op->getPrevNode()) {
+      if (op->getNumResults() != 1)
+        continue;
+      Value g = grads.lookup(op->getResult(0));
+      if (!g || !llvm::any_of(op->getOperands(), [&](Value v) {
+            return active.contains(v);
+          }))
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule) {
+        // Left for the driver to drop @train with a warning: a model whose
+        // training needs an op without a rule still compiles eval/predict.
+        minimize.emitWarning("not differentiated: no gradient rule for '")
+            << op->getName() << "' (needed to train on the loss "
+            << describe(loss) << ")";
+        return success();
+      }
+      SmallVector<Value> operandGrads;
+      std::string why;
+      LogicalResult built = success();
+      {
+        // A rule that does not cover its op's shapes or attributes reports
+        // an error; it becomes the warning of an undifferentiated minimize.
+        ScopedDiagnosticHandler capture(
+            b.getContext(), [&](Diagnostic &diag) {
+              if (diag.getSeverity() != DiagnosticSeverity::Error)
+                return failure();
+              if (why.empty())
+                why = diag.str();
+              return success();
+            });
+        built = rule.buildGradients(b, g, operandGrads);
+      }
+      if (failed(built)) {
+        minimize.emitWarning("not differentiated: the gradient of '")
+            << op->getName() << "' failed: " << why;
+        return success();
+      }
+      for (auto [operand, og] :
+           llvm::zip_equal(op->getOperands(), operandGrads))
+        if (og && active.contains(operand))
+          accumulate(operand, og);
+    }
+  }
+
+  // 4. apply_gradients for the variables the loss depends on.
+  SmallVector<Attribute> variables;
+  SmallVector<Value> variableGrads;
+  for (StringRef name : names) {
+    Value sum;
+    for (Value read : reads.lookup(name))
+      if (Value g = grads.lookup(read))
+        sum = sum ? Value(AddOp::create(b, loc, sum, g)) : g;
+    if (!sum)
+      continue;
+    variables.push_back(FlatSymbolRefAttr::get(b.getContext(), name));
+    variableGrads.push_back(sum);
+  }
+  if (variables.empty())
+    minimize.emitWarning("no trainable variable influences the loss ")
+        << describe(loss) << "; the train op only increments global_step";
+  ApplyGradientsOp::create(b, loc, minimize.getOptimizerAttr(),
+                           minimize.getHyperparametersAttr(),
+                           b.getArrayAttr(variables), variableGrads);
+  minimize.erase();
+  return success();
+}
+
+struct AutodiffPass : public est::impl::EstAutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<MinimizeOp> minimizes;
+    module.walk([&](MinimizeOp op) { minimizes.push_back(op); });
+    for (MinimizeOp op : minimizes)
+      if (failed(differentiate(op, module)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

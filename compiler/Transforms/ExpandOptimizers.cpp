@@ -1,0 +1,270 @@
+//===- ExpandOptimizers.cpp - est-expand-optimizers ---------------------===//
+//
+// Expands each `est.apply_gradients` into est ops: reads of the variables
+// and their slot variables, the TF 1.x update rule, `est.assign_variable`s,
+// and `global_step += 1` (the variable is created when missing). Every new
+// value is computed before the first assignment, so no op reads a variable
+// after it was written in the same step.
+//
+// Slot variables are module variables named like TF's (non-trainable):
+//   momentum  <var>/Momentum                       zeros
+//   adagrad   <var>/Adagrad                        initial_accumulator_value
+//   adam      <var>/Adam (m), <var>/Adam_1 (v)     zeros
+//   rmsprop   <var>/RMSProp (ms, ones), [<var>/RMSProp_1 (mg) if centered],
+//             then the momentum slot (zeros)
+//   ftrl      <var>/Ftrl (accum, initial_accumulator_value),
+//             <var>/Ftrl_1 (linear, zeros)
+//
+// Update rules (g the gradient, lr the learning rate; TF 1.x kernels):
+//   sgd       var -= lr g
+//   momentum  a = m a + g; var -= lr a   (nesterov: var -= lr (g + m a))
+//   adagrad   acc += g^2; var -= lr g / sqrt(acc)
+//   adam      t = global_step + 1 (before the increment);
+//             lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
+//             m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//             var -= lr_t m / (sqrt(v) + eps)
+//             (TF 1.x keeps beta1_power/beta2_power slots instead; they equal
+//             b^t while global_step counts the steps of this optimizer)
+//   rmsprop   ms = d ms + (1-d) g^2;  [mg = d mg + (1-d) g;
+//             denom = ms - mg^2 when centered, else ms]
+//             mom = momentum mom + lr g / sqrt(denom + eps); var -= mom
+//   ftrl      acc' = acc + g^2; p = -lr_power
+//             linear += g - (acc'^p - acc^p) / lr * var
+//             quad = acc'^p / lr + 2 l2
+//             var = |linear| > l1 ? (sign(linear) l1 - linear) / quad : 0
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir {
+namespace est {
+#define GEN_PASS_DEF_ESTEXPANDOPTIMIZERS
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace est
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::est;
+
+namespace {
+
+class Expander {
+public:
+  Expander(ApplyGradientsOp apply, ModuleOp module)
+      : apply(apply), module(module), b(apply),
+        loc(apply.getLoc()) {}
+
+  LogicalResult run();
+
+private:
+  double hp(StringRef name, double dflt) {
+    Attribute a = apply.getHyperparameters().get(name);
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return f.getValueAsDouble();
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      return static_cast<double>(i.getInt());
+    return dflt;
+  }
+  bool flag(StringRef name) {
+    auto a = dyn_cast_or_null<BoolAttr>(apply.getHyperparameters().get(name));
+    return a && a.getValue();
+  }
+
+  Value c(Value like, double v) {
+    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+    auto type = RankedTensorType::get({}, elt);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
+  Value square(Value x) { return SquareOp::create(b, loc, x); }
+  Value pow(Value x, Value y) { return PowOp::create(b, loc, x, y); }
+
+  Value read(StringRef name, Type type) {
+    return ReadVariableOp::create(b, loc, type,
+                                  FlatSymbolRefAttr::get(b.getContext(), name));
+  }
+  /// Schedules `name = value` after every new value is computed.
+  void assign(const Twine &name, Value value) {
+    assignments.push_back({name.str(), value});
+  }
+
+  /// The slot variable `<var>/<slot>` (created when missing) and its value.
+  Value slot(StringRef var, StringRef slotName, RankedTensorType type,
+             double init) {
+    std::string name = (var + "/" + slotName).str();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder mb(module.getContext());
+      Operation *varOp = module.lookupSymbol(var);
+      mb.setInsertionPointAfter(varOp);
+      MLIRContext *ctx = module.getContext();
+      InitializerAttr initializer =
+          init == 0.0   ? InitializerAttr::get(ctx, "zeros", DictionaryAttr())
+          : init == 1.0 ? InitializerAttr::get(ctx, "ones", DictionaryAttr())
+                        : InitializerAttr::get(
+                              ctx, "constant",
+                              mb.getDictionaryAttr(mb.getNamedAttr(
+                                  "value", mb.getF64FloatAttr(init))));
+      auto op = VariableOp::create(mb, varOp->getLoc(), name, type,
+                                   /*trainable=*/false, initializer);
+      (void)op;
+    }
+    return read(name, type);
+  }
+
+  /// `global_step`'s current value (created when missing).
+  Value globalStep() {
+    auto type = RankedTensorType::get({}, b.getI64Type());
+    if (!module.lookupSymbol("global_step")) {
+      OpBuilder mb(module.getContext());
+      mb.setInsertionPointToStart(module.getBody());
+      auto op = VariableOp::create(
+          mb, loc, "global_step", type, /*trainable=*/false,
+          InitializerAttr::get(module.getContext(), "zeros", DictionaryAttr()));
+      (void)op;
+    }
+    return read("global_step", type);
+  }
+
+  LogicalResult update(StringRef var, Value v, Value g, Value step);
+
+  ApplyGradientsOp apply;
+  ModuleOp module;
+  OpBuilder b;
+  Location loc;
+  SmallVector<std::pair<std::string, Value>> assignments;
+};
+
+LogicalResult Expander::update(StringRef var, Value v, Value g, Value step) {
+  auto type = cast<RankedTensorType>(v.getType());
+  StringRef kind = apply.getOptimizer();
+  Value lr = c(v, hp("learning_rate", 0.001));
+  if (kind == "sgd") {
+    assign(var, sub(v, mul(lr, g)));
+  } else if (kind == "momentum") {
+    Value m = c(v, hp("momentum", 0.0));
+    Value a = add(mul(m, slot(var, "Momentum", type, 0.0)), g);
+    assign(var + "/Momentum", a);
+    Value dir = flag("use_nesterov") ? add(g, mul(m, a)) : a;
+    assign(var, sub(v, mul(lr, dir)));
+  } else if (kind == "adagrad") {
+    Value acc = add(slot(var, "Adagrad", type,
+                         hp("initial_accumulator_value", 0.1)),
+                    square(g));
+    assign(var + "/Adagrad", acc);
+    assign(var, sub(v, div(mul(lr, g), sqrt(acc))));
+  } else if (kind == "adam") {
+    double b1 = hp("beta1", 0.9), b2 = hp("beta2", 0.999);
+    Value t = CastOp::create(
+        b, loc, AddOp::create(b, loc, step, ConstantOp::create(
+                                                b, loc, DenseElementsAttr::get(
+                                                            cast<ShapedType>(
+                                                                step.getType()),
+                                                            int64_t(1)))),
+        TypeAttr::get(type.getElementType()));
+    Value one = c(v, 1.0);
+    Value lrT = div(mul(lr, sqrt(sub(one, pow(c(v, b2), t)))),
+                    sub(one, pow(c(v, b1), t)));
+    Value m = add(mul(c(v, b1), slot(var, "Adam", type, 0.0)),
+                  mul(c(v, 1 - b1), g));
+    Value s = add(mul(c(v, b2), slot(var, "Adam_1", type, 0.0)),
+                  mul(c(v, 1 - b2), square(g)));
+    assign(var + "/Adam", m);
+    assign(var + "/Adam_1", s);
+    assign(var, sub(v, div(mul(lrT, m),
+                           add(sqrt(s), c(v, hp("epsilon", 1e-8))))));
+  } else if (kind == "rmsprop") {
+    double d = hp("decay", 0.9);
+    bool centered = flag("centered");
+    Value ms = add(mul(c(v, d), slot(var, "RMSProp", type, 1.0)),
+                   mul(c(v, 1 - d), square(g)));
+    assign(var + "/RMSProp", ms);
+    Value denom = ms;
+    std::string momName = "RMSProp_1";
+    if (centered) {
+      Value mg = add(mul(c(v, d), slot(var, "RMSProp_1", type, 0.0)),
+                     mul(c(v, 1 - d), g));
+      assign(var + "/RMSProp_1", mg);
+      denom = sub(ms, square(mg));
+      momName = "RMSProp_2";
+    }
+    Value mom = add(mul(c(v, hp("momentum", 0.0)),
+                        slot(var, momName, type, 0.0)),
+                    div(mul(lr, g), sqrt(add(denom, c(v, hp("epsilon", 1e-10))))));
+    assign(var + "/" + momName, mom);
+    assign(var, sub(v, mom));
+  } else if (kind == "ftrl") {
+    double init = hp("initial_accumulator_value", 0.1);
+    Value p = c(v, -hp("learning_rate_power", -0.5));
+    Value l1 = c(v, hp("l1_regularization_strength", 0.0));
+    Value l2 = c(v, hp("l2_regularization_strength", 0.0));
+    Value acc = slot(var, "Ftrl", type, init);
+    Value linear = slot(var, "Ftrl_1", type, 0.0);
+    Value newAcc = add(acc, square(g));
+    Value newAccP = pow(newAcc, p);
+    Value newLinear =
+        sub(add(linear, g), mul(div(sub(newAccP, pow(acc, p)), lr), v));
+    Value quad = add(div(newAccP, lr), mul(c(v, 2.0), l2));
+    Value positive = GreaterOp::create(b, loc, newLinear, c(v, 0.0));
+    Value signL1 = SelectOp::create(b, loc, positive, l1, NegOp::create(b, loc, l1));
+    Value shrunk = div(sub(signL1, newLinear), quad);
+    Value big = GreaterOp::create(b, loc, AbsOp::create(b, loc, newLinear), l1);
+    assign(var + "/Ftrl", newAcc);
+    assign(var + "/Ftrl_1", newLinear);
+    assign(var, SelectOp::create(b, loc, big, shrunk, c(v, 0.0)));
+  } else {
+    return apply.emitError("unknown optimizer '")
+           << kind << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl)";
+  }
+  return success();
+}
+
+LogicalResult Expander::run() {
+  Value step = globalStep();
+  for (auto [attr, g] :
+       llvm::zip_equal(apply.getVariables(), apply.getGradients())) {
+    StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+    auto varOp = module.lookupSymbol<VariableOp>(var);
+    if (!varOp)
+      return apply.emitError("unknown variable @") << var;
+    auto type = cast<RankedTensorType>(varOp.getType());
+    if (g.getType() != type)
+      return apply.emitError("gradient of @")
+             << var << " has type " << g.getType() << ", expected " << type;
+    if (failed(update(var, read(var, type), g, step)))
+      return failure();
+  }
+  Value one = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(cast<ShapedType>(step.getType()), int64_t(1)));
+  assign("global_step", AddOp::create(b, loc, step, one));
+  for (auto &[name, value] : assignments)
+    AssignVariableOp::create(b, loc,
+                             FlatSymbolRefAttr::get(b.getContext(), name),
+                             value);
+  apply.erase();
+  return success();
+}
+
+struct ExpandOptimizersPass
+    : public est::impl::EstExpandOptimizersBase<ExpandOptimizersPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ApplyGradientsOp> applies;
+    module.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
+    for (ApplyGradientsOp op : applies)
+      if (failed(Expander(op, module).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,874 @@
+//===- EstGradients.cpp - Reverse-mode gradient rules of the est ops -----===//
+//
+// One rule per differentiable op, each a function `gradient(OpT, ...)`
+// building est ops only (so the existing lowering compiles the backward
+// pass). The rules are attached to the ops as GradientOpInterface external
+// models. Conventions:
+// - Gradients of broadcasting operands are summed back to the operand shape
+//   (`reduceTo`).
+// - maximum/minimum send the gradient of a tie to `lhs` (TF's `x >= y`).
+// - reduce_max/reduce_min split the gradient of a tie evenly (TF).
+// - abs'(0) = 0, relu'(0) = 0, relu6'(0) = relu6'(6) = 0 (TF).
+// - Integer/boolean operands, `select`'s condition, `stop_gradient`, counters
+//   and indices get no gradient (a null entry).
+// - dropout's gradient is the same dropout (seed, counter, rate) of the
+//   incoming gradient: the mask is a pure function of the element index.
+// - conv2d, max_pool and avg_pool gradients are sums over the window
+//   offsets of strided views (slice/pad/reshape) and matmuls: est ops only,
+//   O(window) passes, no dedicated backprop ops yet; static batch only
+//   (est-memory-planning cannot size the reshaped views for a run-time
+//   batch yet). max_pool's gradient
+//   goes to the first maximum of each window (TF); avg_pool divides by the
+//   count of valid elements (TF's SAME).
+// Not covered yet (the autodiff pass leaves the minimize with a warning
+// naming the op): reduce_prod, gather with axis != 0, one_hot, random ops
+// (no differentiable operands anyway).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Est/IR/EstInterfaces.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "lib/Shape/ShapeFunctions.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::est;
+
+#include "dialects/Est/IR/EstInterfaces.cpp.inc"
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(tensorType(v).getElementType());
+}
+
+/// Builders of the est ops the rules are written in.
+struct G {
+  OpBuilder &b;
+  Location loc;
+
+  Value scalar(Value like, double v) {
+    Type elt = tensorType(like).getElementType();
+    auto type = RankedTensorType::get({}, elt);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, x); }
+  Value zerosLike(Value x) { return ZerosLikeOp::create(b, loc, x); }
+  Value onesLike(Value x) { return OnesLikeOp::create(b, loc, x); }
+  Value select(Value c, Value x, Value y) {
+    return SelectOp::create(b, loc, c, x, y);
+  }
+  Value greater(Value x, Value y) { return GreaterOp::create(b, loc, x, y); }
+  Value less(Value x, Value y) { return LessOp::create(b, loc, x, y); }
+  /// `g` where `cond`, 0 elsewhere (of the broadcast shape).
+  Value where(Value cond, Value g) {
+    return select(cond, g, scalar(g, 0.0));
+  }
+  Value reduceSum(Value x, ArrayRef<int64_t> axes, bool keepDims) {
+    return ReduceSumOp::create(b, loc, x, b.getDenseI64ArrayAttr(axes),
+                               keepDims);
+  }
+  /// `g` broadcast to `like`'s shape (dynamic dims included).
+  Value broadcastLike(Value g, Value like) {
+    if (tensorType(g) == tensorType(like))
+      return g;
+    return mul(g, onesLike(like));
+  }
+
+  /// Sums `g` (of a broadcast shape) back to `type`: over the leading extra
+  /// dims and over the dims where `type` has 1 and `g` does not.
+  Value reduceTo(Value g, RankedTensorType type) {
+    RankedTensorType gType = tensorType(g);
+    if (gType.getShape() == type.getShape())
+      return g;
+    int64_t extra = gType.getRank() - type.getRank();
+    SmallVector<int64_t> ones;
+    for (int64_t i = 0; i < type.getRank(); ++i)
+      if (type.getDimSize(i) == 1 && gType.getDimSize(extra + i) != 1)
+        ones.push_back(extra + i);
+    if (!ones.empty())
+      g = reduceSum(g, ones, /*keepDims=*/true);
+    if (extra > 0)
+      g = reduceSum(g, llvm::to_vector(llvm::seq<int64_t>(0, extra)),
+                    /*keepDims=*/false);
+    return g;
+  }
+  Value reduceTo(Value g, Value like) { return reduceTo(g, tensorType(like)); }
+
+  /// `g` reshaped to `type` (at most one dynamic dim, which becomes -1).
+  FailureOr<Value> reshapeTo(Value g, RankedTensorType type) {
+    if (tensorType(g).getShape() == type.getShape())
+      return g;
+    SmallVector<int64_t> shape(type.getShape());
+    int dynamic = 0;
+    for (int64_t &d : shape)
+      if (ShapedType::isDynamic(d)) {
+        d = -1;
+        ++dynamic;
+      }
+    if (dynamic > 1)
+      return failure();
+    return Value(ReshapeOp::create(b, loc, g, b.getDenseI64ArrayAttr(shape)));
+  }
+
+  /// The result of a reduction over `axes` (keep_dims or not) of `x` with
+  /// the reduced dims put back as size 1.
+  Value keepDims(Value reduced, std::optional<ArrayRef<int64_t>> axes,
+                 bool keep, Value x) {
+    if (keep)
+      return reduced;
+    int64_t rank = tensorType(x).getRank();
+    SmallVector<int64_t> sorted = normalizedAxes(axes, rank);
+    for (int64_t axis : sorted)
+      reduced = ExpandDimsOp::create(b, loc, reduced, axis);
+    return reduced;
+  }
+
+  static SmallVector<int64_t>
+  normalizedAxes(std::optional<ArrayRef<int64_t>> axes, int64_t rank) {
+    SmallVector<int64_t> out;
+    if (!axes) {
+      out = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    } else {
+      for (int64_t a : *axes)
+        out.push_back(a < 0 ? a + rank : a);
+    }
+    llvm::sort(out);
+    out.erase(llvm::unique(out), out.end());
+    return out;
+  }
+};
+
+using Grads = SmallVectorImpl<Value>;
+
+G helper(OpBuilder &b, Operation *op) { return G{b, op->getLoc()}; }
+
+std::optional<ArrayRef<int64_t>> optionalAxes(DenseI64ArrayAttr attr) {
+  if (!attr)
+    return std::nullopt;
+  return attr.asArrayRef();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gradient(AddOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()), h.reduceTo(g, op.getRhs())});
+  return success();
+}
+
+LogicalResult gradient(SubOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()), h.reduceTo(h.neg(g), op.getRhs())});
+  return success();
+}
+
+LogicalResult gradient(MulOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.reduceTo(h.mul(g, op.getRhs()), op.getLhs()),
+         h.reduceTo(h.mul(g, op.getLhs()), op.getRhs())});
+  return success();
+}
+
+LogicalResult gradient(DivOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getLhs(), y = op.getRhs(), z = op.getResult();
+  // d/dx = g / y; d/dy = -g * z / y.
+  out.assign(std::initializer_list<Value>{h.reduceTo(h.div(g, y), x),
+         h.reduceTo(h.neg(h.div(h.mul(g, z), y)), y)});
+  return success();
+}
+
+LogicalResult gradient(PowOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getLhs(), y = op.getRhs(), z = op.getResult();
+  // d/dx = g * y * x^(y-1); d/dy = g * z * log(x) where x > 0, else 0 (TF).
+  Value ym1 = h.sub(y, h.scalar(y, 1.0));
+  Value dx = h.mul(g, h.mul(y, PowOp::create(b, op.getLoc(), x, ym1)));
+  Value positive = h.greater(x, h.scalar(x, 0.0));
+  Value safeX = h.select(positive, x, h.onesLike(x));
+  Value logX = h.where(positive, LogOp::create(b, op.getLoc(), safeX));
+  Value dy = h.mul(g, h.mul(z, logX));
+  out.assign(std::initializer_list<Value>{h.reduceTo(dx, x), h.reduceTo(dy, y)});
+  return success();
+}
+
+/// maximum: lhs gets g where lhs >= rhs (ties), rhs elsewhere; minimum:
+/// lhs where lhs <= rhs.
+template <typename OpT, typename CmpOp>
+LogicalResult minMaxGradient(OpT op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getLhs(), y = op.getRhs();
+  Value toLhs = CmpOp::create(b, op.getLoc(), x, y);
+  Value zero = h.scalar(g, 0.0);
+  out.assign(std::initializer_list<Value>{h.reduceTo(h.select(toLhs, g, zero), x),
+         h.reduceTo(h.select(toLhs, zero, g), y)});
+  return success();
+}
+LogicalResult gradient(MaximumOp op, OpBuilder &b, Value g, Grads &out) {
+  return minMaxGradient<MaximumOp, GreaterEqualOp>(op, b, g, out);
+}
+LogicalResult gradient(MinimumOp op, OpBuilder &b, Value g, Grads &out) {
+  return minMaxGradient<MinimumOp, LessEqualOp>(op, b, g, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gradient(NegOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{helper(b, op).neg(g)});
+  return success();
+}
+
+LogicalResult gradient(AbsOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  Value zero = h.scalar(x, 0.0);
+  Value sign = h.select(h.greater(x, zero), h.scalar(x, 1.0),
+                        h.select(h.less(x, zero), h.scalar(x, -1.0), zero));
+  out.assign(std::initializer_list<Value>{h.mul(g, sign)});
+  return success();
+}
+
+LogicalResult gradient(SquareOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(op.getX(), h.scalar(g, 2.0)))});
+  return success();
+}
+
+LogicalResult gradient(ExpOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{helper(b, op).mul(g, op.getResult())});
+  return success();
+}
+
+LogicalResult gradient(LogOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{helper(b, op).div(g, op.getX())});
+  return success();
+}
+
+LogicalResult gradient(SqrtOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  // g * 0.5 / sqrt(x)
+  out.assign(std::initializer_list<Value>{h.div(h.mul(g, h.scalar(g, 0.5)), op.getResult())});
+  return success();
+}
+
+LogicalResult gradient(RsqrtOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  // d x^-1/2 = -0.5 x^-3/2 = -0.5 z^3
+  Value z = op.getResult();
+  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(h.scalar(g, -0.5), h.mul(z, h.mul(z, z))))});
+  return success();
+}
+
+LogicalResult gradient(TanhOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value z = op.getResult();
+  out.assign(std::initializer_list<Value>{h.mul(g, h.sub(h.scalar(z, 1.0), h.mul(z, z)))});
+  return success();
+}
+
+LogicalResult gradient(SigmoidOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value z = op.getResult();
+  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(z, h.sub(h.scalar(z, 1.0), z)))});
+  return success();
+}
+
+LogicalResult gradient(ReluOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.where(h.greater(op.getX(), h.scalar(g, 0.0)), g)});
+  return success();
+}
+
+LogicalResult gradient(Relu6Op op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  Value inside = LogicalAndOp::create(b, op.getLoc(),
+                                      h.greater(x, h.scalar(x, 0.0)),
+                                      h.less(x, h.scalar(x, 6.0)));
+  out.assign(std::initializer_list<Value>{h.where(inside, g)});
+  return success();
+}
+
+LogicalResult gradient(EluOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  // x > 0: g; else g * (elu(x) + 1) = g * exp(x).
+  Value x = op.getX();
+  Value negative = h.mul(g, h.add(op.getResult(), h.scalar(x, 1.0)));
+  out.assign(std::initializer_list<Value>{h.select(h.greater(x, h.scalar(x, 0.0)), g, negative)});
+  return success();
+}
+
+LogicalResult gradient(SoftplusOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.mul(g, SigmoidOp::create(b, op.getLoc(), op.getX()))});
+  return success();
+}
+
+LogicalResult gradient(SelectOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value zero = h.scalar(g, 0.0);
+  Value c = op.getCond();
+  out.assign(std::initializer_list<Value>{Value(), h.reduceTo(h.select(c, g, zero), op.getOnTrue()),
+         h.reduceTo(h.select(c, zero, g), op.getOnFalse())});
+  return success();
+}
+
+LogicalResult gradient(CastOp op, OpBuilder &b, Value g, Grads &out) {
+  if (!isFloatTensor(op.getX())) {
+    out.assign(std::initializer_list<Value>{Value()});
+    return success();
+  }
+  Type elt = tensorType(op.getX()).getElementType();
+  out.assign(std::initializer_list<Value>{CastOp::create(b, op.getLoc(), g, TypeAttr::get(elt))});
+  return success();
+}
+
+LogicalResult gradient(StopGradientOp op, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gradient(MatmulOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  Value a = op.getA(), m = op.getB();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  auto mm = [&](Value x, Value y, bool tx, bool ty) -> Value {
+    return MatmulOp::create(b, loc, x, y, tx, ty);
+  };
+  Value da, db;
+  if (!ta && !tb) {
+    da = mm(g, m, false, true);
+    db = mm(a, g, true, false);
+  } else if (!ta && tb) {
+    da = mm(g, m, false, false);
+    db = mm(g, a, true, false);
+  } else if (ta && !tb) {
+    da = mm(m, g, false, true);
+    db = mm(a, g, false, false);
+  } else {
+    da = mm(m, g, true, true);
+    db = mm(g, a, true, true);
+  }
+  out.assign(std::initializer_list<Value>{h.reduceTo(da, a), h.reduceTo(db, m)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling, as sums over the window offsets of est ops.
+//===----------------------------------------------------------------------===//
+
+/// The spatial geometry of a conv2d / pool over an NHWC input: each window
+/// offset (i, j) reads the strided view xp[:, i*dh + oh*sh, j*dw + ow*sw, :]
+/// of the padded input xp ([N, Hp, Wp, C], Hp = (OH-1)*sh + (KH-1)*dh + 1).
+/// Gradients are sums over the offsets of strided views scattered back.
+struct Window {
+  int64_t h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pb, pl, pr;
+
+  static FailureOr<Window> get(Operation *op, RankedTensorType input,
+                               int64_t kh, int64_t kw, ArrayRef<int64_t> strides,
+                               ArrayRef<int64_t> dilations, StringRef padding) {
+    auto pad = estc::shape::parsePadding(padding.str());
+    if (!pad || input.getRank() != 4 || strides.size() != 2 ||
+        dilations.size() != 2)
+      return op->emitError("gradient needs NHWC, 2 strides and dilations");
+    // The window views reshape through the batch dim; est-memory-planning
+    // cannot size such buffers for a run-time batch yet.
+    if (input.isDynamicDim(0))
+      return op->emitError("gradient needs a static batch size for now");
+    Window win;
+    win.h = input.getDimSize(1);
+    win.w = input.getDimSize(2);
+    win.c = input.getDimSize(3);
+    if (ShapedType::isDynamic(win.h) || ShapedType::isDynamic(win.w) ||
+        ShapedType::isDynamic(win.c))
+      return op->emitError("gradient needs static H, W and C");
+    win.kh = kh, win.kw = kw;
+    win.sh = strides[0], win.sw = strides[1];
+    win.dh = dilations[0], win.dw = dilations[1];
+    win.oh = estc::shape::convOutputSize(win.h, kh, win.sh, win.dh, *pad);
+    win.ow = estc::shape::convOutputSize(win.w, kw, win.sw, win.dw, *pad);
+    win.pt = estc::shape::convPadBefore(win.h, kh, win.sh, win.dh, *pad);
+    win.pl = estc::shape::convPadBefore(win.w, kw, win.sw, win.dw, *pad);
+    win.pb = win.hp() - win.h - win.pt;
+    win.pr = win.wp() - win.w - win.pl;
+    return win;
+  }
+  int64_t hp() const { return (oh - 1) * sh + (kh - 1) * dh + 1; }
+  int64_t wp() const { return (ow - 1) * sw + (kw - 1) * dw + 1; }
+
+  /// x [N,H,W,C] -> [N,Hp,Wp,C]: padded with `value` (cropped where the
+  /// windows never reach).
+  Value padInput(G &h, Value x, double value) const {
+    x = crop(h, x, 0, std::max<int64_t>(-pb, 0), 0,
+             std::max<int64_t>(-pr, 0), this->h, w);
+    return padHW(h, x, pt, std::max<int64_t>(pb, 0), pl,
+                 std::max<int64_t>(pr, 0), value);
+  }
+  /// The inverse of padInput for gradients: [N,Hp,Wp,C] -> [N,H,W,C].
+  Value unpadGrad(G &h, Value g) const {
+    g = crop(h, g, pt, std::max<int64_t>(pb, 0), pl, std::max<int64_t>(pr, 0),
+             hp(), wp());
+    return padHW(h, g, 0, std::max<int64_t>(-pb, 0), 0,
+                 std::max<int64_t>(-pr, 0), 0.0);
+  }
+  /// The strided view of window offset (i0, j0): [N,OH,OW,C].
+  Value view(G &h, Value xp, int64_t i0, int64_t j0) const {
+    int64_t eh = (oh - 1) * sh + 1, ew = (ow - 1) * sw + 1;
+    Value v = SliceOp::create(h.b, h.loc, xp,
+                              h.b.getDenseI64ArrayAttr({0, i0, j0, 0}),
+                              h.b.getDenseI64ArrayAttr({-1, eh, ew, -1}));
+    if (sh == 1 && sw == 1)
+      return v;
+    v = padHW(h, v, 0, sh - 1, 0, sw - 1, 0.0);
+    v = reshape(h, v, {-1, oh, sh, ow, sw, c});
+    v = SliceOp::create(h.b, h.loc, v,
+                        h.b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0}),
+                        h.b.getDenseI64ArrayAttr({-1, oh, 1, ow, 1, c}));
+    return reshape(h, v, {-1, oh, ow, c});
+  }
+  /// The transpose of `view`: [N,OH,OW,C] placed into zeros [N,Hp,Wp,C].
+  Value scatter(G &h, Value v, int64_t i0, int64_t j0) const {
+    int64_t eh = (oh - 1) * sh + 1, ew = (ow - 1) * sw + 1;
+    int64_t ch = cast<RankedTensorType>(v.getType()).getDimSize(3);
+    if (sh != 1 || sw != 1) {
+      v = reshape(h, v, {-1, oh, 1, ow, 1, ch});
+      v = PadOp::create(h.b, h.loc, v,
+                        h.b.getDenseI64ArrayAttr(
+                            {0, 0, 0, 0, 0, sh - 1, 0, 0, 0, sw - 1, 0, 0}),
+                        h.b.getF64FloatAttr(0.0));
+      v = reshape(h, v, {-1, oh * sh, ow * sw, ch});
+      v = SliceOp::create(h.b, h.loc, v,
+                          h.b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                          h.b.getDenseI64ArrayAttr({-1, eh, ew, -1}));
+    }
+    return padHW(h, v, i0, hp() - i0 - eh, j0, wp() - j0 - ew, 0.0);
+  }
+
+  static Value reshape(G &h, Value v, ArrayRef<int64_t> shape) {
+    return ReshapeOp::create(h.b, h.loc, v, h.b.getDenseI64ArrayAttr(shape));
+  }
+  static Value padHW(G &h, Value v, int64_t t, int64_t b, int64_t l,
+                     int64_t r, double value) {
+    if (!t && !b && !l && !r)
+      return v;
+    return PadOp::create(h.b, h.loc, v,
+                         h.b.getDenseI64ArrayAttr({0, 0, t, b, l, r, 0, 0}),
+                         h.b.getF64FloatAttr(value));
+  }
+  static Value crop(G &h, Value v, int64_t t, int64_t b, int64_t l, int64_t r,
+                    int64_t height, int64_t width) {
+    if (!t && !b && !l && !r)
+      return v;
+    return SliceOp::create(
+        h.b, h.loc, v, h.b.getDenseI64ArrayAttr({0, t, l, 0}),
+        h.b.getDenseI64ArrayAttr({-1, height - t - b, width - l - r, -1}));
+  }
+};
+
+LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  auto filter = tensorType(op.getFilter());
+  if (!filter.hasStaticShape())
+    return op.emitError("gradient needs a static filter shape");
+  int64_t kh = filter.getDimSize(0), kw = filter.getDimSize(1);
+  int64_t ci = filter.getDimSize(2), co = filter.getDimSize(3);
+  FailureOr<Window> win =
+      Window::get(op, tensorType(op.getInput()), kh, kw, op.getStrides(),
+                  op.getDilations(), op.getPadding());
+  if (failed(win))
+    return failure();
+  Value xp = win->padInput(h, op.getInput(), 0.0);
+  Value g2 = Window::reshape(h, g, {-1, co});
+  Value dx;
+  SmallVector<Value> dw;
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      int64_t i0 = i * win->dh, j0 = j * win->dw;
+      // Filter: sum over (n, oh, ow) of view^T g.
+      Value xs = Window::reshape(h, win->view(h, xp, i0, j0), {-1, ci});
+      Value dwij = MatmulOp::create(b, op.getLoc(), xs, g2, true, false);
+      dw.push_back(Window::reshape(h, dwij, {1, ci, co}));
+      // Input: g W[i,j]^T scattered back to the window positions.
+      Value wij = Window::reshape(
+          h,
+          SliceOp::create(b, op.getLoc(), op.getFilter(),
+                          b.getDenseI64ArrayAttr({i, j, 0, 0}),
+                          b.getDenseI64ArrayAttr({1, 1, ci, co})),
+          {ci, co});
+      Value c = MatmulOp::create(b, op.getLoc(), g2, wij, false, true);
+      c = win->scatter(h, Window::reshape(h, c, {-1, win->oh, win->ow, ci}),
+                       i0, j0);
+      dx = dx ? h.add(dx, c) : c;
+    }
+  }
+  Value dW = ConcatOp::create(b, op.getLoc(), dw, 0);
+  out.assign(std::initializer_list<Value>{
+      win->unpadGrad(h, dx), Window::reshape(h, dW, {kh, kw, ci, co})});
+  return success();
+}
+
+LogicalResult gradient(MaxPoolOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  ArrayRef<int64_t> k = op.getKsize();
+  int64_t ones[] = {1, 1};
+  FailureOr<Window> win = Window::get(op, tensorType(op.getInput()), k[0],
+                                      k[1], op.getStrides(), ones,
+                                      op.getPadding());
+  if (failed(win))
+    return failure();
+  Value xp = win->padInput(h, op.getInput(),
+                           -std::numeric_limits<double>::infinity());
+  Value y = op.getResult();
+  // The first maximum of each window (in row-major window order) gets the
+  // gradient, as in TF.
+  Value taken, dx;
+  for (int64_t i = 0; i < k[0]; ++i) {
+    for (int64_t j = 0; j < k[1]; ++j) {
+      Value hit = EqualOp::create(b, op.getLoc(), win->view(h, xp, i, j), y);
+      Value mask = hit;
+      if (taken) {
+        mask = LogicalAndOp::create(b, op.getLoc(), hit,
+                                    LogicalNotOp::create(b, op.getLoc(),
+                                                         taken));
+        taken = LogicalOrOp::create(b, op.getLoc(), taken, hit);
+      } else {
+        taken = hit;
+      }
+      Value c = win->scatter(h, h.where(mask, g), i, j);
+      dx = dx ? h.add(dx, c) : c;
+    }
+  }
+  out.assign(std::initializer_list<Value>{win->unpadGrad(h, dx)});
+  return success();
+}
+
+LogicalResult gradient(AvgPoolOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  ArrayRef<int64_t> k = op.getKsize();
+  int64_t ones[] = {1, 1};
+  FailureOr<Window> win = Window::get(op, tensorType(op.getInput()), k[0],
+                                      k[1], op.getStrides(), ones,
+                                      op.getPadding());
+  if (failed(win))
+    return failure();
+  // Each output divides by the count of its valid (unpadded) elements.
+  Value valid = win->padInput(h, h.onesLike(op.getInput()), 0.0);
+  Value count;
+  for (int64_t i = 0; i < k[0]; ++i)
+    for (int64_t j = 0; j < k[1]; ++j) {
+      Value v = win->view(h, valid, i, j);
+      count = count ? h.add(count, v) : v;
+    }
+  Value share = h.div(g, count);
+  Value dx;
+  for (int64_t i = 0; i < k[0]; ++i)
+    for (int64_t j = 0; j < k[1]; ++j) {
+      Value c = win->scatter(h, share, i, j);
+      dx = dx ? h.add(dx, c) : c;
+    }
+  out.assign(std::initializer_list<Value>{win->unpadGrad(h, dx)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gradient(ReduceSumOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  Value kept = h.keepDims(g, optionalAxes(op.getAxesAttr()), op.getKeepDims(), x);
+  out.assign(std::initializer_list<Value>{h.broadcastLike(kept, x)});
+  return success();
+}
+
+LogicalResult gradient(ReduceMeanOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  auto axes = optionalAxes(op.getAxesAttr());
+  Value kept = h.keepDims(g, axes, op.getKeepDims(), x);
+  // The count of reduced elements, also for dims known at run time only.
+  Value count = h.reduceSum(
+      h.onesLike(x), G::normalizedAxes(axes, tensorType(x).getRank()), true);
+  out.assign(std::initializer_list<Value>{h.broadcastLike(h.div(kept, count), x)});
+  return success();
+}
+
+/// reduce_max / reduce_min: the gradient goes to the elements equal to the
+/// result, split evenly among ties (TF).
+template <typename OpT>
+LogicalResult extremumGradient(OpT op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  auto axes = optionalAxes(op.getAxesAttr());
+  Value y = h.keepDims(op.getResult(), axes, op.getKeepDims(), x);
+  Value kept = h.keepDims(g, axes, op.getKeepDims(), x);
+  Value hit = EqualOp::create(b, op.getLoc(), x, y);
+  Value indicator = h.select(hit, h.onesLike(x), h.zerosLike(x));
+  Value ties = h.reduceSum(
+      indicator, G::normalizedAxes(axes, tensorType(x).getRank()), true);
+  out.assign(std::initializer_list<Value>{h.mul(h.div(indicator, ties), kept)});
+  return success();
+}
+LogicalResult gradient(ReduceMaxOp op, OpBuilder &b, Value g, Grads &out) {
+  return extremumGradient(op, b, g, out);
+}
+LogicalResult gradient(ReduceMinOp op, OpBuilder &b, Value g, Grads &out) {
+  return extremumGradient(op, b, g, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Shapes.
+//===----------------------------------------------------------------------===//
+
+LogicalResult reshapeBack(Operation *op, OpBuilder &b, Value g, Value x,
+                          Grads &out) {
+  FailureOr<Value> r = helper(b, op).reshapeTo(g, tensorType(x));
+  if (failed(r))
+    return op->emitError("gradient needs at most one dynamic dimension");
+  out.assign(std::initializer_list<Value>{*r});
+  return success();
+}
+
+LogicalResult gradient(ReshapeOp op, OpBuilder &b, Value g, Grads &out) {
+  return reshapeBack(op, b, g, op.getX(), out);
+}
+LogicalResult gradient(SqueezeOp op, OpBuilder &b, Value g, Grads &out) {
+  return reshapeBack(op, b, g, op.getX(), out);
+}
+LogicalResult gradient(ExpandDimsOp op, OpBuilder &b, Value g, Grads &out) {
+  return reshapeBack(op, b, g, op.getX(), out);
+}
+
+LogicalResult gradient(TransposeOp op, OpBuilder &b, Value g, Grads &out) {
+  ArrayRef<int64_t> perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p < 0 ? p + perm.size() : p] = i;
+  out.assign(std::initializer_list<Value>{TransposeOp::create(b, op.getLoc(), g,
+                             b.getDenseI64ArrayAttr(inverse))});
+  return success();
+}
+
+LogicalResult gradient(BroadcastToOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{helper(b, op).reduceTo(g, op.getX())});
+  return success();
+}
+
+LogicalResult gradient(ConcatOp op, OpBuilder &b, Value g, Grads &out) {
+  int64_t rank = tensorType(g).getRank();
+  int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+  int64_t offset = 0;
+  out.clear();
+  for (Value x : op.getXs()) {
+    int64_t size = tensorType(x).getDimSize(axis);
+    if (ShapedType::isDynamic(size))
+      return op.emitError("gradient needs static sizes along the axis");
+    SmallVector<int64_t> begin(rank, 0), sizes(rank, -1);
+    begin[axis] = offset;
+    sizes[axis] = size;
+    out.push_back(SliceOp::create(b, op.getLoc(), g,
+                                  b.getDenseI64ArrayAttr(begin),
+                                  b.getDenseI64ArrayAttr(sizes)));
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult gradient(SliceOp op, OpBuilder &b, Value g, Grads &out) {
+  RankedTensorType xType = tensorType(op.getX());
+  RankedTensorType yType = tensorType(op.getResult());
+  SmallVector<int64_t> paddings;
+  for (int64_t i = 0; i < xType.getRank(); ++i) {
+    int64_t begin = op.getBegin()[i], size = op.getSize()[i];
+    int64_t dim = xType.getDimSize(i);
+    int64_t hi = 0;
+    if (size != -1) {
+      if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(yType.getDimSize(i)))
+        return op.emitError("gradient needs static sliced dimensions");
+      hi = dim - begin - size;
+    }
+    if (begin != 0 && ShapedType::isDynamic(dim) && size != -1)
+      return op.emitError("gradient needs static sliced dimensions");
+    paddings.push_back(begin);
+    paddings.push_back(hi);
+  }
+  out.assign(std::initializer_list<Value>{PadOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(paddings),
+                       b.getF64FloatAttr(0.0))});
+  return success();
+}
+
+LogicalResult gradient(PadOp op, OpBuilder &b, Value g, Grads &out) {
+  RankedTensorType xType = tensorType(op.getX());
+  ArrayRef<int64_t> paddings = op.getPaddings();
+  SmallVector<int64_t> begin, sizes;
+  for (int64_t i = 0; i < xType.getRank(); ++i) {
+    int64_t lo = paddings[2 * i], hi = paddings[2 * i + 1];
+    begin.push_back(lo);
+    int64_t dim = xType.getDimSize(i);
+    if (ShapedType::isDynamic(dim)) {
+      if (hi != 0)
+        return op.emitError("gradient needs static padded dimensions");
+      sizes.push_back(-1);
+    } else {
+      sizes.push_back(dim);
+    }
+  }
+  out.assign(std::initializer_list<Value>{SliceOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(begin),
+                         b.getDenseI64ArrayAttr(sizes))});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing.
+//===----------------------------------------------------------------------===//
+
+/// Dense gradient of a gather along axis 0: one_hot(indices)^T . g.
+LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  RankedTensorType params = tensorType(op.getParams());
+  if (op.getAxis() != 0 || !params.hasStaticShape())
+    return op.emitError(
+        "gradient needs axis 0 and statically shaped params");
+  int64_t rows = params.getDimSize(0);
+  int64_t rowSize = params.getNumElements() / std::max<int64_t>(rows, 1);
+  Type elt = params.getElementType();
+  Value oneHot = OneHotOp::create(
+      b, loc, op.getIndices(), b.getI64IntegerAttr(rows),
+      b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0), b.getI64IntegerAttr(-1),
+      TypeAttr::get(elt));
+  Value hot2 = ReshapeOp::create(b, loc, oneHot,
+                                 b.getDenseI64ArrayAttr({-1, rows}));
+  Value g2 = ReshapeOp::create(b, loc, g,
+                               b.getDenseI64ArrayAttr({-1, rowSize}));
+  Value dense = MatmulOp::create(b, loc, hot2, g2, true, false);
+  FailureOr<Value> r = h.reshapeTo(dense, params);
+  out.assign(std::initializer_list<Value>{*r, Value()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Neural-network ops and losses.
+//===----------------------------------------------------------------------===//
+
+LogicalResult gradient(SoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value y = op.getResult();
+  int64_t axis = op.getAxis();
+  Value dot = h.reduceSum(h.mul(g, y), {axis}, true);
+  out.assign(std::initializer_list<Value>{h.mul(y, h.sub(g, dot))});
+  return success();
+}
+
+LogicalResult gradient(LogSoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value y = op.getResult();
+  Value sum = h.reduceSum(g, {op.getAxis()}, true);
+  out.assign(std::initializer_list<Value>{h.sub(g, h.mul(ExpOp::create(b, op.getLoc(), y), sum))});
+  return success();
+}
+
+LogicalResult gradient(SoftmaxCrossEntropyOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  Value logits = op.getLogits(), labels = op.getLabels();
+  Value gk = ExpandDimsOp::create(b, loc, g, -1);
+  Value p = SoftmaxOp::create(b, loc, logits, -1);
+  Value logP = LogSoftmaxOp::create(b, loc, logits, -1);
+  out.assign(std::initializer_list<Value>{h.mul(h.sub(p, labels), gk), h.mul(h.neg(logP), gk)});
+  return success();
+}
+
+LogicalResult gradient(SparseSoftmaxCrossEntropyOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  Value logits = op.getLogits();
+  RankedTensorType type = tensorType(logits);
+  int64_t classes = type.getDimSize(type.getRank() - 1);
+  if (ShapedType::isDynamic(classes))
+    return op.emitError("gradient needs a static class count");
+  Value gk = ExpandDimsOp::create(b, loc, g, -1);
+  Value p = SoftmaxOp::create(b, loc, logits, -1);
+  Value hot = OneHotOp::create(
+      b, loc, op.getLabels(), b.getI64IntegerAttr(classes),
+      b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0), b.getI64IntegerAttr(-1),
+      TypeAttr::get(type.getElementType()));
+  out.assign(std::initializer_list<Value>{h.mul(h.sub(p, hot), gk), Value()});
+  return success();
+}
+
+LogicalResult gradient(SigmoidCrossEntropyOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getLogits(), z = op.getLabels();
+  Value s = SigmoidOp::create(b, op.getLoc(), x);
+  out.assign(std::initializer_list<Value>{h.mul(g, h.sub(s, z)), h.mul(g, h.neg(x))});
+  return success();
+}
+
+LogicalResult gradient(DropoutOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{DropoutOp::create(b, op.getLoc(), g, op.getCounter(),
+                           op.getRateAttr(), op.getSeedAttr()),
+         Value()});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Registration.
+//===----------------------------------------------------------------------===//
+
+template <typename OpT>
+struct GradientModel
+    : public GradientOpInterface::ExternalModel<GradientModel<OpT>, OpT> {
+  LogicalResult buildGradients(Operation *op, OpBuilder &builder,
+                               Value resultGrad,
+                               SmallVectorImpl<Value> &operandGrads) const {
+    operandGrads.clear();
+    if (failed(gradient(cast<OpT>(op), builder, resultGrad, operandGrads)))
+      return failure();
+    operandGrads.resize(op->getNumOperands());
+    return success();
+  }
+};
+
+template <typename... OpTs> void attach(MLIRContext &context) {
+  (OpTs::template attachInterface<GradientModel<OpTs>>(context), ...);
+}
+
+} // namespace
+
+void mlir::est::attachGradientInterfaces(MLIRContext &context) {
+  attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp, AbsOp,
+         SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
+         Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp,
+         MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+         ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp, BroadcastToOp,
+         ConcatOp, SliceOp, PadOp, GatherOp, SoftmaxOp, LogSoftmaxOp,
+         SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
+         SigmoidCrossEntropyOp, DropoutOp>(context);
+}

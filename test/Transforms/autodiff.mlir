@@ -1,0 +1,88 @@
+// RUN: estc-opt %s --split-input-file --est-autodiff --est-dce 2>/dev/null | FileCheck %s
+// RUN: estc-opt %s --split-input-file --est-autodiff 2>&1 | FileCheck %s --check-prefix=WARN
+
+// Backward graph of a least-squares linear layer: seed 1.0, reduce_mean,
+// square, sub, the broadcast add (summed over the batch), matmul.
+// @frozen (not trainable) gets no gradient.
+// CHECK: est.variable @w
+// CHECK-LABEL: func.func @train
+// CHECK-SAME: (%[[X:.*]]: tensor<?x4xf32>, %[[L:.*]]: tensor<?x3xf32>)
+// CHECK: %[[W:.*]] = est.read_variable @w
+// CHECK: %[[D:.*]] = est.sub
+// CHECK: %[[LOSS:.*]] = est.reduce_mean
+// CHECK: %[[SEED:.*]] = est.constant dense<1.000000e+00> : tensor<f32>
+// reduce_mean: the seed divided by the (run-time) element count, broadcast.
+// CHECK: %[[ONES:.*]] = est.ones_like
+// CHECK: %[[N:.*]] = est.reduce_sum %[[ONES]] {axes = array<i64: 0, 1>, keep_dims = true}
+// CHECK: %[[MEAN:.*]] = est.div %{{.*}}, %[[N]]
+// CHECK: %[[GY:.*]] = est.mul %[[MEAN]], %{{.*}} : tensor<1x1xf32>, tensor<?x3xf32> -> tensor<?x3xf32>
+// square: 2 x g.
+// CHECK: %[[TWO:.*]] = est.constant dense<2.000000e+00>
+// CHECK: %[[TWOX:.*]] = est.mul %[[D]], %[[TWO]]
+// CHECK: %[[G:.*]] = est.mul %[[GY]], %[[TWOX]]
+// The bias gradient is summed over the broadcast batch dim.
+// CHECK: %[[GB:.*]] = est.reduce_sum %[[G]] {axes = array<i64: 0>} : tensor<?x3xf32> -> tensor<3xf32>
+// matmul: x^T g.
+// CHECK: %[[GW:.*]] = est.matmul %[[X]], %[[G]] {transpose_a = true} : tensor<?x4xf32>, tensor<?x3xf32> -> tensor<4x3xf32>
+// CHECK: est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w, @b] %[[GW]], %[[GB]] : tensor<4x3xf32>, tensor<3xf32>
+// CHECK-NEXT: return
+est.variable @w : tensor<4x3xf32> {trainable}
+est.variable @b : tensor<3xf32> {trainable}
+est.variable @frozen : tensor<3xf32>
+
+func.func @train(%x: tensor<?x4xf32>, %label: tensor<?x3xf32>) -> tensor<f32> {
+  %w = est.read_variable @w : tensor<4x3xf32>
+  %b = est.read_variable @b : tensor<3xf32>
+  %f = est.read_variable @frozen : tensor<3xf32>
+  %0 = est.matmul %x, %w : tensor<?x4xf32>, tensor<4x3xf32> -> tensor<?x3xf32>
+  %1 = est.add %0, %b : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
+  %2 = est.add %1, %f : tensor<?x3xf32>, tensor<3xf32> -> tensor<?x3xf32>
+  %3 = est.sub %2, %label : tensor<?x3xf32>, tensor<?x3xf32> -> tensor<?x3xf32>
+  %4 = est.square %3 : tensor<?x3xf32>
+  %loss = est.reduce_mean %4 : tensor<?x3xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// No trainable variable influences the loss: a warning, and an
+// apply_gradients without variables (global_step is still incremented).
+est.variable @v : tensor<3xf32> {trainable}
+
+func.func @train(%x: tensor<?x3xf32>) {
+  %v = est.read_variable @v : tensor<3xf32>
+  %loss = est.reduce_sum %x : tensor<?x3xf32> -> tensor<f32>
+  // WARN: warning: no trainable variable influences the loss
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}
+
+// -----
+
+// An op without a gradient rule leaves the minimize (the driver drops @train).
+est.variable @k : tensor<3xf32> {trainable}
+
+func.func @train() {
+  %k = est.read_variable @k : tensor<3xf32>
+  %loss = est.reduce_prod %k : tensor<3xf32> -> tensor<f32>
+  // WARN: warning: not differentiated: no gradient rule for 'est.reduce_prod'
+  // WARN: est.minimize
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}
+
+// -----
+
+// So does a rule that does not cover its op: conv2d with a run-time batch.
+est.variable @f : tensor<3x3x1x2xf32> {trainable}
+
+func.func @train(%x: tensor<?x4x4x1xf32>) {
+  %f = est.read_variable @f : tensor<3x3x1x2xf32>
+  %y = est.conv2d %x, %f {padding = "SAME"} : tensor<?x4x4x1xf32>, tensor<3x3x1x2xf32> -> tensor<?x4x4x2xf32>
+  %loss = est.reduce_sum %y : tensor<?x4x4x2xf32> -> tensor<f32>
+  // WARN: warning: not differentiated: the gradient of 'est.conv2d' failed: gradient needs a static batch size for now
+  // WARN: est.minimize
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}

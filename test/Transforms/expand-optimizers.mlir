@@ -1,0 +1,116 @@
+// RUN: estc-opt %s --split-input-file --est-expand-optimizers | FileCheck %s
+
+// SGD: var -= lr * g; global_step is created and incremented.
+// CHECK: est.variable @global_step : tensor<i64> {initializer = #est.init<"zeros">}
+// CHECK-LABEL: func.func @sgd
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>)
+// CHECK: %[[STEP:.*]] = est.read_variable @global_step
+// CHECK: %[[W:.*]] = est.read_variable @w
+// CHECK: %[[LR:.*]] = est.constant dense<1.000000e-01> : tensor<f32>
+// CHECK: %[[D:.*]] = est.mul %[[LR]], %[[G]]
+// CHECK: %[[NEW:.*]] = est.sub %[[W]], %[[D]]
+// CHECK: %[[NEXT:.*]] = est.add %[[STEP]]
+// CHECK: est.assign_variable @w, %[[NEW]]
+// CHECK: est.assign_variable @global_step, %[[NEXT]]
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @sgd(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// Momentum with Nesterov: a = m a + g; var -= lr (g + m a). The existing
+// global_step is reused.
+// CHECK: est.variable @global_step : tensor<i64>
+// CHECK-NOT: est.variable @global_step
+// CHECK: est.variable @"w/Momentum" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-LABEL: func.func @momentum
+// CHECK: %[[A:.*]] = est.add %{{.*}}, %[[G:.*]] :
+// CHECK: %[[MA:.*]] = est.mul %{{.*}}, %[[A]]
+// CHECK: est.add %[[G]], %[[MA]]
+// CHECK: est.assign_variable @"w/Momentum", %[[A]]
+// CHECK: est.assign_variable @w
+est.variable @global_step : tensor<i64>
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @momentum(%g: tensor<3xf32>) {
+  est.apply_gradients "momentum" {learning_rate = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64, use_nesterov = true} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// Adagrad: the accumulator starts at initial_accumulator_value.
+// CHECK: est.variable @"w/Adagrad" : tensor<3xf32> {initializer = #est.init<"constant", {value = 1.000000e-01 : f64}>}
+// CHECK-LABEL: func.func @adagrad
+// CHECK: est.square
+// CHECK: est.sqrt
+// CHECK: est.assign_variable @"w/Adagrad"
+// CHECK: est.assign_variable @w
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @adagrad(%g: tensor<3xf32>) {
+  est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64, initial_accumulator_value = 1.000000e-01 : f64} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// Adam: bias correction from t = global_step + 1, two slots.
+// CHECK-DAG: est.variable @"w/Adam" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @"w/Adam_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-LABEL: func.func @adam
+// CHECK: %[[STEP:.*]] = est.read_variable @global_step
+// CHECK: %[[T1:.*]] = est.add %[[STEP]]
+// CHECK: %[[T:.*]] = est.cast %[[T1]] to f32
+// CHECK: est.pow %{{.*}}, %[[T]]
+// CHECK: est.pow %{{.*}}, %[[T]]
+// CHECK: est.assign_variable @"w/Adam",
+// CHECK: est.assign_variable @"w/Adam_1",
+// CHECK: est.assign_variable @w,
+// CHECK: est.assign_variable @global_step,
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @adam(%g: tensor<3xf32>) {
+  est.apply_gradients "adam" {learning_rate = 1.000000e-03 : f64, beta1 = 9.000000e-01 : f64, beta2 = 9.990000e-01 : f64, epsilon = 1.000000e-08 : f64} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// Centered RMSProp with momentum: ms starts at ones; mg, then the momentum.
+// CHECK-DAG: est.variable @"w/RMSProp" : tensor<3xf32> {initializer = #est.init<"ones">}
+// CHECK-DAG: est.variable @"w/RMSProp_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @"w/RMSProp_2" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-LABEL: func.func @rmsprop
+// CHECK: est.assign_variable @"w/RMSProp",
+// CHECK: est.assign_variable @"w/RMSProp_1",
+// CHECK: est.assign_variable @"w/RMSProp_2",
+// CHECK: est.assign_variable @w,
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @rmsprop(%g: tensor<3xf32>) {
+  est.apply_gradients "rmsprop" {learning_rate = 1.000000e-02 : f64, decay = 9.000000e-01 : f64, momentum = 5.000000e-01 : f64, epsilon = 1.000000e-10 : f64, centered = true} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// FTRL: accumulator and linear slots; the weight is 0 where |linear| <= l1.
+// CHECK-DAG: est.variable @"w/Ftrl" : tensor<3xf32> {initializer = #est.init<"constant", {value = 1.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @"w/Ftrl_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-LABEL: func.func @ftrl
+// CHECK: %[[ABS:.*]] = est.abs
+// CHECK: %[[BIG:.*]] = est.greater %[[ABS]]
+// CHECK: %[[NEW:.*]] = est.select %[[BIG]]
+// CHECK: est.assign_variable @"w/Ftrl",
+// CHECK: est.assign_variable @"w/Ftrl_1",
+// CHECK: est.assign_variable @w, %[[NEW]]
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @ftrl(%g: tensor<3xf32>) {
+  est.apply_gradients "ftrl" {learning_rate = 1.000000e-01 : f64, learning_rate_power = -5.000000e-01 : f64, initial_accumulator_value = 1.000000e-01 : f64, l1_regularization_strength = 1.000000e-02 : f64, l2_regularization_strength = 1.000000e-02 : f64} [@w] %g : tensor<3xf32>
+  return
+}
