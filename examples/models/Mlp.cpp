@@ -22,23 +22,7 @@ Signature mlp_model_fn(Graph &g, const TensorMap &features,
     net = layers::dense(net, units, nn::relu);
   Tensor logits = layers::dense(net, params.n_classes);
 
-  Signature spec;
-  TensorMap predictions{{"classes", argmax(logits, 1)},
-                        {"probabilities", nn::softmax(logits)}};
-  if (mode == ModeKeys::PREDICT) {
-    spec.predictions = predictions;
-    return spec;
-  }
-  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
-  if (mode == ModeKeys::TRAIN) {
-    spec.train_op =
-        train::AdamOptimizer(params.learning_rate).minimize(spec.loss);
-    return spec;
-  }
-  spec.predictions = predictions;
-  spec.metrics = {
-      {"accuracy", metrics::accuracy(labels, predictions["classes"])}};
-  return spec;
+  return multi_class_head(logits, labels, mode, params.learning_rate);
 }
 
 graph::GraphDef build_mlp(int64_t seed, const MlpParams &params) {

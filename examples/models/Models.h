@@ -16,6 +16,13 @@
 namespace estc {
 namespace models {
 
+// --- Heads ------------------------------------------------------------------
+/// What tf.estimator's multi-class head does with logits [?, n_classes] and
+/// integer labels [?]: predictions {classes, probabilities}; sparse softmax
+/// cross-entropy loss; Adam(learning_rate) in TRAIN; accuracy in EVAL.
+Signature multi_class_head(const Tensor &logits, const Tensor &labels,
+                           ModeKeys mode, double learning_rate);
+
 // --- MLP on MNIST: 784-256-256-10 ----------------------------------------
 struct MlpParams {
   std::vector<int64_t> hidden_units = {256, 256};
