@@ -257,7 +257,7 @@ View2D<const float> patches(const Geometry &g, const Tensor4 &input,
 } // namespace
 
 void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
-            const ConvParams &p) {
+            const ConvParams &p, const Epilogue &epilogue) {
   Geometry g = geometry("estc_conv2d_nhwc_hwio", input, filter, output, p);
   View2D<const float> f = filterMatrix(filter, g);
   bool pointwise = isPointwise(g, input);
@@ -267,13 +267,15 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
     int64_t p0 = t * tile, rows = std::min(tile, pixels - p0);
     View2D<const float> a = patches(g, input, pointwise, p0, rows);
     if (outFlat) {
-      gemm<float>(a, f, {output.data() + p0 * outStep, rows, g.o, outStep,
-                         output.strides[3]},
-                  false);
+      View2D<float> out{output.data() + p0 * outStep, rows, g.o, outStep,
+                        output.strides[3]};
+      gemm<float>(a, f, out, false);
+      applyEpilogue(out, epilogue, 0);
       return;
     }
     float *out = scratch<float>(Scratch::PixelTile, size_t(rows * g.o));
     gemm<float>(a, f, {out, rows, g.o, g.o, 1}, false);
+    applyEpilogue({out, rows, g.o, g.o, 1}, epilogue, 0);
     for (int64_t i = 0; i < rows; ++i) {
       float *dst = pixel(output, p0 + i);
       for (int64_t o = 0; o < g.o; ++o)

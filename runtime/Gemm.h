@@ -38,6 +38,19 @@ extern template void gemm<float>(View2D<const float>, View2D<const float>,
 extern template void gemm<double>(View2D<const double>, View2D<const double>,
                                   View2D<double>, bool);
 
+/// Applies `f(x, j)` to every element (i, j) of c, row by row.
+template <typename T, typename F> void applyEach(View2D<T> c, const F &f) {
+  for (int64_t i = 0; i < c.rows; ++i) {
+    T *row = c.data + i * c.rs;
+    if (c.cs == 1)
+      for (int64_t j = 0; j < c.cols; ++j)
+        row[j] = f(row[j], j);
+    else
+      for (int64_t j = 0; j < c.cols; ++j)
+        row[j * c.cs] = f(row[j * c.cs], j);
+  }
+}
+
 } // namespace estc::rt
 
 #endif // ESTC_RUNTIME_GEMM_H

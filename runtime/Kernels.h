@@ -60,6 +60,16 @@ _mlir_ciface_estc_matmul_f64(estc::rt::MemRef<double, 3> *a,
                              estc::rt::MemRef<double, 3> *c,
                              int64_t transpose_a, int64_t transpose_b);
 
+/// Matmul with a fused epilogue, float only: C = act(op(A) x op(B) + bias),
+/// bias [N] added along C's last dimension, activation 0 = none, 1 = relu
+/// (max(x, 0), NaN propagates), 2 = relu6 (min(relu(x), 6)). The epilogue runs
+/// on each C tile right after its GEMM; results are bit-identical to the
+/// unfused matmul followed by the same float operations.
+ESTC_RT_EXPORT void _mlir_ciface_estc_matmul_bias_act_f32(
+    estc::rt::MemRef<float, 3> *a, estc::rt::MemRef<float, 3> *b,
+    estc::rt::MemRef<float, 3> *c, estc::rt::MemRef<float, 1> *bias,
+    int64_t transpose_a, int64_t transpose_b, int64_t activation);
+
 // --- 2-D convolution (NHWC input and output, HWIO filter) -------------------
 //
 // For output pixel (oh, ow) and filter tap (kh, kw) the input pixel is
@@ -73,6 +83,15 @@ ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_nhwc_hwio_f32(
     estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *filter,
     estc::rt::MemRef<float, 4> *output, int64_t stride_h, int64_t stride_w,
     int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+
+/// The convolution with a fused epilogue: output = act(conv + bias), bias [O]
+/// indexed by the output channel, activation as for
+/// _mlir_ciface_estc_matmul_bias_act_f32.
+ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_nhwc_hwio_bias_act_f32(
+    estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *filter,
+    estc::rt::MemRef<float, 4> *output, estc::rt::MemRef<float, 1> *bias,
+    int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
+    int64_t pad_top, int64_t pad_left, int64_t activation);
 
 /// grad_input[n,ih,iw,c] = sum over (oh,ow,kh,kw) that read (ih,iw), and o, of
 /// grad_output[n,oh,ow,o] * filter[kh,kw,c,o]. grad_input's descriptor gives

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace estc::rt {
 namespace {
@@ -55,11 +56,12 @@ View2D<const T> matrixOf(const MemRef<T, 3> &x, int64_t batch, bool transpose) {
   return transpose ? v.transposed() : v;
 }
 
-} // namespace
-
+/// The batched matmul; `epilogue` (float only) runs on each tile right after
+/// its GEMM, while the tile is in cache.
 template <typename T>
-void matmul(const MemRef<T, 3> &a, const MemRef<T, 3> &b, const MemRef<T, 3> &c,
-            bool transposeA, bool transposeB) {
+void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
+                const MemRef<T, 3> &c, bool transposeA, bool transposeB,
+                const Epilogue &epilogue) {
   int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2];
   int64_t aRows = transposeA ? a.sizes[2] : a.sizes[1];
   int64_t k = transposeA ? a.sizes[1] : a.sizes[2];
@@ -90,7 +92,23 @@ void matmul(const MemRef<T, 3> &a, const MemRef<T, 3> &b, const MemRef<T, 3> &c,
     View2D<T> cTile = cAll;
     cTile.data += i * c.strides[0];
     gemm<T>(opA, opB, cTile.block(r0, c0, rows, cols), false);
+    if constexpr (std::is_same_v<T, float>)
+      applyEpilogue(cTile.block(r0, c0, rows, cols), epilogue, c0);
   });
+}
+
+} // namespace
+
+template <typename T>
+void matmul(const MemRef<T, 3> &a, const MemRef<T, 3> &b, const MemRef<T, 3> &c,
+            bool transposeA, bool transposeB) {
+  matmulImpl<T>(a, b, c, transposeA, transposeB, {});
+}
+
+void matmulEpilogue(const MemRef<float, 3> &a, const MemRef<float, 3> &b,
+                    const MemRef<float, 3> &c, bool transposeA, bool transposeB,
+                    const Epilogue &epilogue) {
+  matmulImpl<float>(a, b, c, transposeA, transposeB, epilogue);
 }
 
 template void matmul<float>(const MemRef<float, 3> &, const MemRef<float, 3> &,

@@ -47,7 +47,23 @@ def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
     before the kernel is dropped (kernels overwrite); any other initial
     value is added after the call. A convolution whose input is a bufferized
     zero `tensor.pad` reads the unpadded input directly with `pad_top` /
-    `pad_left` set. Other linalg ops are left for loops.
+    `pad_left` set.
+
+    Epilogues: an f32 kernel call whose output C is then read by one
+    parallel `linalg.generic` computing `act(C + bias)` — `bias` a 1-D buffer
+    broadcast along the last dim, act none (`addf`), relu
+    (`maximumf(addf, 0)`) or relu6 (`minimumf(maximumf(addf, 0), 6)`),
+    operands in either order — written in place into C or into another
+    buffer D (C then a dead temporary) becomes one call of
+    `estc_matmul_bias_act_f32` / `estc_conv2d_nhwc_hwio_bias_act_f32`
+    writing the generic's output. When D is a buffer the kernel reads
+    (bufferization reuses the previous layer's buffer), the fused call
+    writes C instead and the later readers of D read C, provided none of
+    them writes D. When instead every reader of C is a
+    generic whose only use of C is `addf(C, bias)` with the same bias (logits
+    read by softmax and argmax), the kernel adds the bias (activation none)
+    and the readers read C. Nothing else is fused. Other linalg ops are left
+    for loops.
   }];
   let dependentDialects = [
     "::mlir::func::FuncDialect",

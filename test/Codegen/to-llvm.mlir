@@ -1,18 +1,18 @@
 // The bufferize, memplan and llvm stages on a dense layer with a ReLU:
 // the result is LLVM dialect with the C interface, translates to LLVM IR,
-// calls the runtime matmul and allocates nothing.
+// calls the runtime matmul with the bias + ReLU fused and allocates nothing.
 // RUN: estc-opt %s --pass-pipeline='builtin.module(est-function-abi,eliminate-empty-tensors,one-shot-bufferize,est-linalg-to-runtime-calls,canonicalize,cse,est-memory-planning,canonicalize,func.func(est-memref-copy-to-linalg,convert-linalg-to-loops,lower-affine,convert-scf-to-cf),expand-strided-metadata,lower-affine,math-expand-ops,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)' -o %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // RUN: mlir-translate --mlir-to-llvmir %t.mlir | FileCheck %s --check-prefix=IR
 
-// CHECK: module attributes {estc.arena = {predict = array<i64: 0, 64>}, estc.variables = [{name = "dense/kernel", trainable = true, type = tensor<4x3xf32>}, {name = "dense/bias", trainable = true, type = tensor<3xf32>}]}
+// CHECK: module attributes {estc.arena = {predict = array<i64: 0, 0>}, estc.variables = [{name = "dense/kernel", trainable = true, type = tensor<4x3xf32>}, {name = "dense/bias", trainable = true, type = tensor<3xf32>}]}
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
 // CHECK: llvm.func @_mlir_ciface_predict(
 // IR: define void @_mlir_ciface_predict(ptr %0, ptr %1, ptr %2, ptr %3, ptr %4)
-// IR: call void @_mlir_ciface_estc_matmul_f32(
+// IR: call void @_mlir_ciface_estc_matmul_bias_act_f32(
 // IR-NOT: @malloc
-// IR: declare void @_mlir_ciface_estc_matmul_f32(ptr, ptr, ptr, i64, i64)
+// IR: declare void @_mlir_ciface_estc_matmul_bias_act_f32(ptr, ptr, ptr, ptr, i64, i64, i64)
 // IR-NOT: @malloc
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>

@@ -512,4 +512,165 @@ TEST(RuntimeThreads, SetAndGet) {
   EXPECT_GE(estc_runtime_get_num_threads(), 1);
 }
 
+// --- Fused bias + activation epilogues -----------------------------------------
+
+/// act(x + b) in float, the way the unfused linalg.generic computes it
+/// (arith.addf, arith.maximumf with 0, arith.minimumf with 6).
+float epilogueRef(float x, float b, int act) {
+  float y = x + b;
+  if (act >= 1)
+    y = std::isnan(y) ? y : (y > 0.0f ? y : 0.0f); // maximumf(y, +0)
+  if (act == 2)
+    y = std::isnan(y) ? y : (y < 6.0f ? y : 6.0f);
+  return y;
+}
+
+/// A bias with values large enough for relu6 to clip, a NaN at column 1 (when
+/// there is one) and, for `strided`, stride 3.
+struct Bias {
+  std::vector<float> storage;
+  MemRef<float, 1> ref;
+  Bias(int64_t n, bool strided, unsigned seed) {
+    int64_t stride = strided ? 3 : 1;
+    storage.assign(size_t(n * stride + 1), -999.0f);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+    for (int64_t i = 0; i < n; ++i)
+      storage[size_t(i * stride)] = dist(rng);
+    if (n > 1)
+      storage[size_t(stride)] = std::nanf("");
+    ref.allocated = ref.aligned = storage.data();
+    ref.offset = 0;
+    ref.sizes[0] = n;
+    ref.strides[0] = stride;
+  }
+  float at(int64_t i) const { return storage[size_t(i * ref.strides[0])]; }
+};
+
+/// Bitwise equality that treats every NaN as equal.
+bool sameBits(float a, float b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, sizeof(float)) == 0;
+}
+
+/// Whether got (values in index order) is act(plain + bias[last index]).
+void expectEpilogue(const std::vector<float> &got,
+                    const std::vector<float> &plain, const Bias &bias,
+                    int64_t last, int act, const std::string &what) {
+  ASSERT_EQ(got.size(), plain.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+    float want = epilogueRef(plain[i], bias.at(int64_t(i) % last), act);
+    if (!sameBits(got[i], want)) {
+      ADD_FAILURE() << what << ": element " << i << " is " << got[i]
+                    << ", want " << want;
+      ++bad;
+    }
+  }
+}
+
+TEST(RuntimeMatmulBiasAct, MatchesMatmulThenEpilogue) {
+  // The plain kernel is checked against naive loops above; the fused one
+  // must give exactly act(plain + bias), as the unfused generic does.
+  ThreadsGuard threads(2);
+  std::vector<MatmulCase> cases = matmulCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const MatmulCase &t = cases[i];
+    int act = int(i % 3);
+    Bias bias(t.n, i % 2 == 1, unsigned(i));
+    MatmulRun<float> plain(t), fused(t);
+    call(plain, t);
+    _mlir_ciface_estc_matmul_bias_act_f32(&fused.a.ref, &fused.b.ref,
+                                          &fused.c.ref, &bias.ref, t.ta, t.tb,
+                                          act);
+    expectEpilogue(fused.c.values(), plain.c.values(), bias, t.n, act,
+                   describe(t) + " act " + std::to_string(act));
+  }
+}
+
+TEST(RuntimeMatmulBiasAct, MatchesNaiveLoops) {
+  ThreadsGuard threads(2);
+  const Layout R = Layout::RowMajor;
+  MatmulCase t{1, 128, 256, 784, false, false, 1, 1, R, R, R};
+  MatmulRun<float> run(t);
+  Bias bias(t.n, false, 7);
+  _mlir_ciface_estc_matmul_bias_act_f32(&run.a.ref, &run.b.ref, &run.c.ref,
+                                        &bias.ref, 0, 0, 2);
+  std::vector<Ref> want = run.reference(t);
+  std::vector<float> got = run.c.values();
+  for (size_t i = 0; i < want.size(); ++i) {
+    double b = bias.at(int64_t(i) % t.n);
+    double y = std::isnan(b) ? b : std::min(std::max(want[i].value + b, 0.0), 6.0);
+    if (std::isnan(y)) {
+      EXPECT_TRUE(std::isnan(got[i])) << i;
+      continue;
+    }
+    ASSERT_NEAR(got[i], y, 1e-5 * (want[i].magnitude + 1.0)) << i;
+  }
+}
+
+TEST(RuntimeMatmulBiasAct, BitIdenticalForAnyThreadCount) {
+  const Layout R = Layout::RowMajor;
+  MatmulCase t{2, 300, 200, 100, false, false, 2, 1, R, R, R};
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 4}) {
+    ThreadsGuard guard(threads);
+    MatmulRun<float> run(t);
+    Bias bias(t.n, false, 3);
+    _mlir_ciface_estc_matmul_bias_act_f32(&run.a.ref, &run.b.ref, &run.c.ref,
+                                          &bias.ref, 0, 0, 1);
+    results.push_back(run.c.values());
+  }
+  for (int i : {1, 2})
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[i].data(),
+                             results[0].size() * sizeof(float)));
+}
+
+TEST(RuntimeConv2DBiasAct, MatchesConvThenEpilogue) {
+  ThreadsGuard threads(2);
+  std::vector<ConvCase> cases = convCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const ConvCase &t = cases[i];
+    int act = int(i % 3);
+    Bias bias(t.o, i % 2 == 0, unsigned(i));
+    ConvRun plain(t), fused(t);
+    plain.forward();
+    _mlir_ciface_estc_conv2d_nhwc_hwio_bias_act_f32(
+        &fused.input.ref, &fused.filter.ref, &fused.output.ref, &bias.ref, t.sh,
+        t.sw, t.dh, t.dw, fused.g.padTop, fused.g.padLeft, act);
+    expectEpilogue(fused.output.values(), plain.output.values(), bias, t.o,
+                   act, describe(t) + " act " + std::to_string(act));
+  }
+}
+
+TEST(RuntimeConv2DBiasAct, BitIdenticalForAnyThreadCount) {
+  const Layout R = Layout::RowMajor;
+  ConvCase t{16, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, false, R, R, R};
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 4}) {
+    ThreadsGuard guard(threads);
+    ConvRun run(t);
+    Bias bias(t.o, false, 5);
+    _mlir_ciface_estc_conv2d_nhwc_hwio_bias_act_f32(
+        &run.input.ref, &run.filter.ref, &run.output.ref, &bias.ref, 1, 1, 1, 1,
+        0, 0, 1);
+    results.push_back(run.output.values());
+  }
+  for (int i : {1, 2})
+    EXPECT_EQ(0, std::memcmp(results[0].data(), results[i].data(),
+                             results[0].size() * sizeof(float)));
+}
+
+TEST(RuntimeBiasActDeathTest, WrongBiasSizeIsOneLine) {
+  Buffer<float, 3> a({1, 3, 4}, Layout::RowMajor, 1);
+  Buffer<float, 3> b({1, 4, 6}, Layout::RowMajor, 2);
+  Buffer<float, 3> c({1, 3, 6}, Layout::RowMajor, 3);
+  Bias bias(5, false, 1);
+  EXPECT_DEATH(_mlir_ciface_estc_matmul_bias_act_f32(&a.ref, &b.ref, &c.ref,
+                                                     &bias.ref, 0, 0, 1),
+               "estc runtime: estc_matmul_bias_act: bias of 5 elements for an "
+               "output dimension of 6");
+}
+
 } // namespace
