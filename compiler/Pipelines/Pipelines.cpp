@@ -78,6 +78,9 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::createCanonicalizerPass());
   funcPm.addPass(mlir::createCSEPass());
   funcPm.addPass(mlir::est::createDCEPass());
+  // @init computes every variable's initializer; last, so that it sees
+  // every variable (rebuilt if a stage before added some).
+  pm.addPass(mlir::est::createEstCreateInitFunction());
 }
 
 void addDecompositionPasses(mlir::OpPassManager &pm) {

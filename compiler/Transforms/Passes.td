@@ -57,6 +57,22 @@ def EstFusion : Pass<"est-fusion", "func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def EstCreateInitFunction
+    : Pass<"est-create-init-function", "::mlir::ModuleOp"> {
+  let summary = "Build @init: every variable's initializer, computed";
+  let description = [{
+    Adds `func.func @init()` (no arguments, no results): for every
+    `est.variable`, the est ops computing its `initializer` (zeros, ones,
+    constant, random_uniform, random_normal, truncated_normal,
+    glorot_uniform, glorot_normal, variance_scaling; tf.compat.v1
+    semantics, random ops at counter 0 with the initializer's seed) and an
+    `est.assign_variable`. Idempotent: an existing @init is rebuilt from all
+    variables. Formulas: compiler/Transforms/CreateInitFunction.cpp.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def EstAutodiff : Pass<"est-autodiff", "ModuleOp"> {
   let summary = "Reverse-mode autodiff of each est.minimize";
   let description = [{

@@ -24,12 +24,14 @@
 //   eval(features/x: f32[?, 784], labels: i64[?]) -> (loss: f32[])
 //   eval_metrics() -> (metrics/accuracy: f32[])
 //   predict(features/x: f32[?, 784]) -> (predictions/classes: i64[?], predictions/probabilities: f32[?, 10])
+//   init() -> ()
 //
 // Memory (bytes):
 //   variables: 8 (6 trainable), 269324 elements, 1077296 bytes (trainable 1077288)
 //   eval: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval_metrics: inputs 0, outputs 4, arena 0
 //   predict: inputs 0 + 3136 * batch, outputs 0 + 48 * batch, arena 0
+//   init: inputs 0, outputs 0, arena 0
 //   arena_bytes(batch) = the largest function arena (one arena, shared)
 
 #ifndef ESTC_GENERATED_MLP_H
@@ -44,6 +46,7 @@ extern "C" {
 void Mlp_eval_packed(void **args);
 void Mlp_eval_metrics_packed(void **args);
 void Mlp_predict_packed(void **args);
+void Mlp_init_packed(void **args);
 }
 
 class Mlp : public estc::rt::CompiledModel {
@@ -51,15 +54,16 @@ public:
   Mlp() : CompiledModel(kSpec, kEntries) {}
 
   static constexpr int kNumVariables = 8;
-  static constexpr int kNumFunctions = 3;
+  static constexpr int kNumFunctions = 4;
   static constexpr int64_t kVariableBytes = 1077296;
   static const estc::rt::ModelSpec &model_spec() { return kSpec; }
 
   // Compiled functions.
-  enum Function : int { k_eval = 0, k_eval_metrics = 1, k_predict = 2 };
+  enum Function : int { k_eval = 0, k_eval_metrics = 1, k_predict = 2, k_init = 3 };
   void eval() { run(k_eval); }
   void eval_metrics() { run(k_eval_metrics); }
   void predict() { run(k_predict); }
+  void init() { run(k_init); }
 
   // Variables.
   // dense/kernel: f32[784, 256], trainable, initializer glorot_uniform
@@ -129,6 +133,8 @@ public:
   static constexpr std::array<int64_t, 2> predict_result_predictions_probabilities_shape = {-1, 10};
   static constexpr int64_t predict_result_predictions_probabilities_count = 10;
 
+  // init: inputs and outputs.
+
 private:
   static constexpr int64_t kVarShape0[] = {784, 256};
   static constexpr int64_t kVarShape1[] = {256};
@@ -172,13 +178,15 @@ private:
       {"eval", 2, kInputs0, 1, kOutputs0, 0, 0},
       {"eval_metrics", 0, nullptr, 1, kOutputs1, 0, 0},
       {"predict", 1, kInputs2, 2, kOutputs2, 0, 0},
+      {"init", 0, nullptr, 0, nullptr, 0, 0},
   };
   static constexpr estc::rt::EntryPoint kEntries[] = {
       Mlp_eval_packed,
       Mlp_eval_metrics_packed,
       Mlp_predict_packed,
+      Mlp_init_packed,
   };
-  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 8, kVariables, 3, kFunctions};
+  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 8, kVariables, 4, kFunctions};
 };
 
 #endif // ESTC_GENERATED_MLP_H

@@ -68,6 +68,11 @@ public:
   std::map<std::string, Value> &variables() { return variables_; }
   const std::map<std::string, Value> &variables() const { return variables_; }
 
+  /// Sets every variable to its initializer's value, like the compiled
+  /// @init (test/reference/Initializers.cpp); throws for an unknown
+  /// initializer or a random one on a non-float variable.
+  void initialize_variables();
+
   /// Runs one signature ("train", "eval" or "predict") like the compiled
   /// function of the same name:
   /// - `features` are keyed by the signature's feature keys ("x"), `labels`

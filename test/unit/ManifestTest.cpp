@@ -81,7 +81,7 @@ TEST(Manifest, Mlp) {
   ASSERT_EQ(m.variables[0].initializerParams.size(), 1u);
   EXPECT_EQ(m.variables[0].initializerParams[0].first, "seed");
 
-  ASSERT_EQ(m.functions.size(), 4u);
+  ASSERT_EQ(m.functions.size(), 5u);
   const estc::FunctionInfo &train = m.functions[0];
   EXPECT_EQ(train.name, "train");
   ASSERT_EQ(train.inputs.size(), 2u);
@@ -112,6 +112,12 @@ TEST(Manifest, Mlp) {
   expectTensor(predict.outputs[1], "predictions/probabilities", DType::F32,
                {B, 10});
   EXPECT_EQ(predict.arenaStatic, 0);
+
+  // @init (est-create-init-function) sets the variables: no inputs, outputs.
+  const estc::FunctionInfo &init = m.functions[4];
+  EXPECT_EQ(init.name, "init");
+  EXPECT_TRUE(init.inputs.empty());
+  EXPECT_TRUE(init.outputs.empty());
 }
 
 TEST(Manifest, ConvNet) {
