@@ -51,8 +51,8 @@ void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   train.walk([&](mlir::est::MinimizeOp) { minimizes = true; });
   if (!minimizes)
     return;
-  warn("@train not compiled: training (est.minimize) needs the training "
-       "pass (not in this build)");
+  warn("@train not compiled: est-autodiff cannot differentiate its loss "
+       "(see estc --compile-to=autodiff)");
   train.erase();
 }
 
@@ -60,7 +60,7 @@ llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
                                             llvm::StringRef modelName,
                                             llvm::StringRef what,
                                             WarningHandler warn) {
-  if (llvm::Error e = runStages(module, Stage::Est, what))
+  if (llvm::Error e = runStages(module, Stage::Autodiff, what))
     return std::move(e);
   dropUncompilableTrain(module, warn);
   llvm::Expected<Manifest> manifest = extractManifest(module, modelName);

@@ -26,10 +26,10 @@ namespace estc {
 namespace {
 // The stages the driver offers, in pipeline order. A stage is listed once
 // its add*Passes function below is implemented.
-constexpr Stage kAllStages[] = {Stage::Import,    Stage::Est,
-                                 Stage::Decompose, Stage::Linalg,
-                                 Stage::Fusion,    Stage::Bufferize,
-                                 Stage::MemPlan,   Stage::LLVM};
+constexpr Stage kAllStages[] = {
+    Stage::Import, Stage::Est,       Stage::Autodiff, Stage::Decompose,
+    Stage::Linalg, Stage::Fusion,    Stage::Bufferize, Stage::MemPlan,
+    Stage::LLVM};
 } // namespace
 
 llvm::StringRef stageName(Stage stage) {
@@ -38,6 +38,8 @@ llvm::StringRef stageName(Stage stage) {
     return "import";
   case Stage::Est:
     return "est";
+  case Stage::Autodiff:
+    return "autodiff";
   case Stage::Decompose:
     return "decompose";
   case Stage::Linalg:
@@ -80,6 +82,20 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::est::createDCEPass());
   // @init computes every variable's initializer; last, so that it sees
   // every variable (rebuilt if a stage before added some).
+  pm.addPass(mlir::est::createEstCreateInitFunction());
+}
+
+void addAutodiffPasses(mlir::OpPassManager &pm) {
+  pm.addPass(mlir::est::createEstAutodiff());
+  pm.nest<mlir::func::FuncOp>().addPass(
+      mlir::est::createShapeInferencePass());
+  pm.addPass(mlir::est::createEstExpandOptimizers());
+  mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
+  funcPm.addPass(mlir::createCanonicalizerPass());
+  funcPm.addPass(mlir::createCSEPass());
+  funcPm.addPass(mlir::est::createDCEPass());
+  // @init again: it now also initializes the optimizer's slot variables and
+  // global_step.
   pm.addPass(mlir::est::createEstCreateInitFunction());
 }
 
@@ -143,6 +159,7 @@ void buildPipeline(mlir::OpPassManager &pm, Stage last) {
   using AddStage = void (*)(mlir::OpPassManager &);
   static constexpr std::pair<Stage, AddStage> kStages[] = {
       {Stage::Est, addEstOptimizationPasses},
+      {Stage::Autodiff, addAutodiffPasses},
       {Stage::Decompose, addDecompositionPasses},
       {Stage::Linalg, addLinalgLoweringPasses},
       {Stage::Fusion, addFusionPasses},

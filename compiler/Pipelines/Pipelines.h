@@ -7,6 +7,8 @@
 //
 //   import     the module as the importer built it (no passes)
 //   est        shape inference, canonicalization, CSE, dead-code elimination
+//   autodiff   est.minimize to gradients (est-autodiff) and optimizer
+//              updates with slot variables (est-expand-optimizers)
 //   decompose  composite est ops (softmax, cross-entropies, ...) to primitives
 //   linalg     est to linalg / tensor / arith / math on tensors
 //   fusion     elementwise and reduction fusion on linalg
@@ -36,6 +38,7 @@ namespace estc {
 enum class Stage {
   Import,
   Est,
+  Autodiff,
   Decompose,
   Linalg,
   Fusion,
@@ -52,6 +55,7 @@ std::string allStageNames();
 
 // One function per stage: the passes that stage adds.
 void addEstOptimizationPasses(mlir::OpPassManager &pm);
+void addAutodiffPasses(mlir::OpPassManager &pm);
 void addDecompositionPasses(mlir::OpPassManager &pm);
 void addLinalgLoweringPasses(mlir::OpPassManager &pm);
 void addFusionPasses(mlir::OpPassManager &pm);

@@ -6,7 +6,8 @@
 // value is computed before the first assignment, so no op reads a variable
 // after it was written in the same step.
 //
-// Slot variables are module variables named like TF's (non-trainable):
+// Slot variables are module variables named like TF's (non-trainable),
+// appended after the existing variables in creation order:
 //   momentum  <var>/Momentum                       zeros
 //   adagrad   <var>/Adagrad                        initial_accumulator_value
 //   adam      <var>/Adam (m), <var>/Adam_1 (v)     zeros
@@ -105,7 +106,7 @@ private:
     if (!module.lookupSymbol(name)) {
       OpBuilder mb(module.getContext());
       Operation *varOp = module.lookupSymbol(var);
-      mb.setInsertionPointAfter(varOp);
+      setInsertionPointAfterVariables(mb);
       MLIRContext *ctx = module.getContext();
       InitializerAttr initializer =
           init == 0.0   ? InitializerAttr::get(ctx, "zeros", DictionaryAttr())
@@ -126,7 +127,7 @@ private:
     auto type = RankedTensorType::get({}, b.getI64Type());
     if (!module.lookupSymbol("global_step")) {
       OpBuilder mb(module.getContext());
-      mb.setInsertionPointToStart(module.getBody());
+      setInsertionPointAfterVariables(mb);
       auto op = VariableOp::create(
           mb, loc, "global_step", type, /*trainable=*/false,
           InitializerAttr::get(module.getContext(), "zeros", DictionaryAttr()));
@@ -136,6 +137,18 @@ private:
   }
 
   LogicalResult update(StringRef var, Value v, Value g, Value step);
+
+  /// New variables go after the existing ones (in creation order), so the
+  /// indices of the model's variables stay as they were.
+  void setInsertionPointAfterVariables(OpBuilder &mb) {
+    VariableOp last;
+    for (auto var : module.getOps<VariableOp>())
+      last = var;
+    if (last)
+      mb.setInsertionPointAfter(last);
+    else
+      mb.setInsertionPointToStart(module.getBody());
+  }
 
   ApplyGradientsOp apply;
   ModuleOp module;

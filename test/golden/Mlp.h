@@ -21,13 +21,15 @@
 //   <Name>_<function>_packed(void **descriptors).
 //
 // Functions (? = batch):
+//   train(features/x: f32[?, 784], labels: i64[?]) -> (loss: f32[])
 //   eval(features/x: f32[?, 784], labels: i64[?]) -> (loss: f32[])
 //   eval_metrics() -> (metrics/accuracy: f32[])
 //   predict(features/x: f32[?, 784]) -> (predictions/classes: i64[?], predictions/probabilities: f32[?, 10])
 //   init() -> ()
 //
 // Memory (bytes):
-//   variables: 8 (6 trainable), 269324 elements, 1077296 bytes (trainable 1077288)
+//   variables: 21 (6 trainable), 807969 elements, 3231880 bytes (trainable 1077288)
+//   train: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval_metrics: inputs 0, outputs 4, arena 0
 //   predict: inputs 0 + 3136 * batch, outputs 0 + 48 * batch, arena 0
@@ -43,6 +45,7 @@
 #include <cstdint>
 
 extern "C" {
+void Mlp_train_packed(void **args);
 void Mlp_eval_packed(void **args);
 void Mlp_eval_metrics_packed(void **args);
 void Mlp_predict_packed(void **args);
@@ -53,13 +56,14 @@ class Mlp : public estc::rt::CompiledModel {
 public:
   Mlp() : CompiledModel(kSpec, kEntries) {}
 
-  static constexpr int kNumVariables = 8;
-  static constexpr int kNumFunctions = 4;
-  static constexpr int64_t kVariableBytes = 1077296;
+  static constexpr int kNumVariables = 21;
+  static constexpr int kNumFunctions = 5;
+  static constexpr int64_t kVariableBytes = 3231880;
   static const estc::rt::ModelSpec &model_spec() { return kSpec; }
 
   // Compiled functions.
-  enum Function : int { k_eval = 0, k_eval_metrics = 1, k_predict = 2, k_init = 3 };
+  enum Function : int { k_train = 0, k_eval = 1, k_eval_metrics = 2, k_predict = 3, k_init = 4 };
+  void train() { run(k_train); }
   void eval() { run(k_eval); }
   void eval_metrics() { run(k_eval_metrics); }
   void predict() { run(k_predict); }
@@ -98,6 +102,72 @@ public:
   float *var_accuracy_count() { return static_cast<float *>(variable_data(7)); }
   static constexpr std::array<int64_t, 0> var_accuracy_count_shape = {};
   static constexpr int64_t var_accuracy_count_count = 1;
+  // global_step: i64[], initializer zeros
+  int64_t *var_global_step() { return static_cast<int64_t *>(variable_data(8)); }
+  static constexpr std::array<int64_t, 0> var_global_step_shape = {};
+  static constexpr int64_t var_global_step_count = 1;
+  // dense/kernel/Adam: f32[784, 256], initializer zeros
+  float *var_dense_kernel_Adam() { return static_cast<float *>(variable_data(9)); }
+  static constexpr std::array<int64_t, 2> var_dense_kernel_Adam_shape = {784, 256};
+  static constexpr int64_t var_dense_kernel_Adam_count = 200704;
+  // dense/kernel/Adam_1: f32[784, 256], initializer zeros
+  float *var_dense_kernel_Adam_1() { return static_cast<float *>(variable_data(10)); }
+  static constexpr std::array<int64_t, 2> var_dense_kernel_Adam_1_shape = {784, 256};
+  static constexpr int64_t var_dense_kernel_Adam_1_count = 200704;
+  // dense/bias/Adam: f32[256], initializer zeros
+  float *var_dense_bias_Adam() { return static_cast<float *>(variable_data(11)); }
+  static constexpr std::array<int64_t, 1> var_dense_bias_Adam_shape = {256};
+  static constexpr int64_t var_dense_bias_Adam_count = 256;
+  // dense/bias/Adam_1: f32[256], initializer zeros
+  float *var_dense_bias_Adam_1() { return static_cast<float *>(variable_data(12)); }
+  static constexpr std::array<int64_t, 1> var_dense_bias_Adam_1_shape = {256};
+  static constexpr int64_t var_dense_bias_Adam_1_count = 256;
+  // dense_1/kernel/Adam: f32[256, 256], initializer zeros
+  float *var_dense_1_kernel_Adam() { return static_cast<float *>(variable_data(13)); }
+  static constexpr std::array<int64_t, 2> var_dense_1_kernel_Adam_shape = {256, 256};
+  static constexpr int64_t var_dense_1_kernel_Adam_count = 65536;
+  // dense_1/kernel/Adam_1: f32[256, 256], initializer zeros
+  float *var_dense_1_kernel_Adam_1() { return static_cast<float *>(variable_data(14)); }
+  static constexpr std::array<int64_t, 2> var_dense_1_kernel_Adam_1_shape = {256, 256};
+  static constexpr int64_t var_dense_1_kernel_Adam_1_count = 65536;
+  // dense_1/bias/Adam: f32[256], initializer zeros
+  float *var_dense_1_bias_Adam() { return static_cast<float *>(variable_data(15)); }
+  static constexpr std::array<int64_t, 1> var_dense_1_bias_Adam_shape = {256};
+  static constexpr int64_t var_dense_1_bias_Adam_count = 256;
+  // dense_1/bias/Adam_1: f32[256], initializer zeros
+  float *var_dense_1_bias_Adam_1() { return static_cast<float *>(variable_data(16)); }
+  static constexpr std::array<int64_t, 1> var_dense_1_bias_Adam_1_shape = {256};
+  static constexpr int64_t var_dense_1_bias_Adam_1_count = 256;
+  // dense_2/kernel/Adam: f32[256, 10], initializer zeros
+  float *var_dense_2_kernel_Adam() { return static_cast<float *>(variable_data(17)); }
+  static constexpr std::array<int64_t, 2> var_dense_2_kernel_Adam_shape = {256, 10};
+  static constexpr int64_t var_dense_2_kernel_Adam_count = 2560;
+  // dense_2/kernel/Adam_1: f32[256, 10], initializer zeros
+  float *var_dense_2_kernel_Adam_1() { return static_cast<float *>(variable_data(18)); }
+  static constexpr std::array<int64_t, 2> var_dense_2_kernel_Adam_1_shape = {256, 10};
+  static constexpr int64_t var_dense_2_kernel_Adam_1_count = 2560;
+  // dense_2/bias/Adam: f32[10], initializer zeros
+  float *var_dense_2_bias_Adam() { return static_cast<float *>(variable_data(19)); }
+  static constexpr std::array<int64_t, 1> var_dense_2_bias_Adam_shape = {10};
+  static constexpr int64_t var_dense_2_bias_Adam_count = 10;
+  // dense_2/bias/Adam_1: f32[10], initializer zeros
+  float *var_dense_2_bias_Adam_1() { return static_cast<float *>(variable_data(20)); }
+  static constexpr std::array<int64_t, 1> var_dense_2_bias_Adam_1_shape = {10};
+  static constexpr int64_t var_dense_2_bias_Adam_1_count = 10;
+
+  // train: inputs and outputs.
+  // features/x: f32[?, 784]
+  float *train_arg_features_x() { return static_cast<float *>(input_data(k_train, 0)); }
+  static constexpr std::array<int64_t, 2> train_arg_features_x_shape = {-1, 784};
+  static constexpr int64_t train_arg_features_x_count = 784;
+  // labels: i64[?]
+  int64_t *train_arg_labels() { return static_cast<int64_t *>(input_data(k_train, 1)); }
+  static constexpr std::array<int64_t, 1> train_arg_labels_shape = {-1};
+  static constexpr int64_t train_arg_labels_count = 1;
+  // loss: f32[]
+  float *train_result_loss() { return static_cast<float *>(output_data(k_train, 0)); }
+  static constexpr std::array<int64_t, 0> train_result_loss_shape = {};
+  static constexpr int64_t train_result_loss_count = 1;
 
   // eval: inputs and outputs.
   // features/x: f32[?, 784]
@@ -142,6 +212,18 @@ private:
   static constexpr int64_t kVarShape3[] = {256};
   static constexpr int64_t kVarShape4[] = {256, 10};
   static constexpr int64_t kVarShape5[] = {10};
+  static constexpr int64_t kVarShape9[] = {784, 256};
+  static constexpr int64_t kVarShape10[] = {784, 256};
+  static constexpr int64_t kVarShape11[] = {256};
+  static constexpr int64_t kVarShape12[] = {256};
+  static constexpr int64_t kVarShape13[] = {256, 256};
+  static constexpr int64_t kVarShape14[] = {256, 256};
+  static constexpr int64_t kVarShape15[] = {256};
+  static constexpr int64_t kVarShape16[] = {256};
+  static constexpr int64_t kVarShape17[] = {256, 10};
+  static constexpr int64_t kVarShape18[] = {256, 10};
+  static constexpr int64_t kVarShape19[] = {10};
+  static constexpr int64_t kVarShape20[] = {10};
   static constexpr estc::rt::VariableSpec kVariables[] = {
       {"dense/kernel", estc::rt::DType::F32, 2, kVarShape0, true},
       {"dense/bias", estc::rt::DType::F32, 1, kVarShape1, true},
@@ -151,6 +233,19 @@ private:
       {"dense_2/bias", estc::rt::DType::F32, 1, kVarShape5, true},
       {"accuracy/total", estc::rt::DType::F32, 0, nullptr, false},
       {"accuracy/count", estc::rt::DType::F32, 0, nullptr, false},
+      {"global_step", estc::rt::DType::I64, 0, nullptr, false},
+      {"dense/kernel/Adam", estc::rt::DType::F32, 2, kVarShape9, false},
+      {"dense/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape10, false},
+      {"dense/bias/Adam", estc::rt::DType::F32, 1, kVarShape11, false},
+      {"dense/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape12, false},
+      {"dense_1/kernel/Adam", estc::rt::DType::F32, 2, kVarShape13, false},
+      {"dense_1/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape14, false},
+      {"dense_1/bias/Adam", estc::rt::DType::F32, 1, kVarShape15, false},
+      {"dense_1/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape16, false},
+      {"dense_2/kernel/Adam", estc::rt::DType::F32, 2, kVarShape17, false},
+      {"dense_2/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape18, false},
+      {"dense_2/bias/Adam", estc::rt::DType::F32, 1, kVarShape19, false},
+      {"dense_2/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape20, false},
   };
   static constexpr int64_t kInShape0_0[] = {-1, 784};
   static constexpr int64_t kInShape0_1[] = {-1};
@@ -161,32 +256,43 @@ private:
   static constexpr estc::rt::TensorSpec kOutputs0[] = {
       {"loss", estc::rt::DType::F32, 0, nullptr},
   };
+  static constexpr int64_t kInShape1_0[] = {-1, 784};
+  static constexpr int64_t kInShape1_1[] = {-1};
+  static constexpr estc::rt::TensorSpec kInputs1[] = {
+      {"features/x", estc::rt::DType::F32, 2, kInShape1_0},
+      {"labels", estc::rt::DType::I64, 1, kInShape1_1},
+  };
   static constexpr estc::rt::TensorSpec kOutputs1[] = {
+      {"loss", estc::rt::DType::F32, 0, nullptr},
+  };
+  static constexpr estc::rt::TensorSpec kOutputs2[] = {
       {"metrics/accuracy", estc::rt::DType::F32, 0, nullptr},
   };
-  static constexpr int64_t kInShape2_0[] = {-1, 784};
-  static constexpr estc::rt::TensorSpec kInputs2[] = {
-      {"features/x", estc::rt::DType::F32, 2, kInShape2_0},
+  static constexpr int64_t kInShape3_0[] = {-1, 784};
+  static constexpr estc::rt::TensorSpec kInputs3[] = {
+      {"features/x", estc::rt::DType::F32, 2, kInShape3_0},
   };
-  static constexpr int64_t kOutShape2_0[] = {-1};
-  static constexpr int64_t kOutShape2_1[] = {-1, 10};
-  static constexpr estc::rt::TensorSpec kOutputs2[] = {
-      {"predictions/classes", estc::rt::DType::I64, 1, kOutShape2_0},
-      {"predictions/probabilities", estc::rt::DType::F32, 2, kOutShape2_1},
+  static constexpr int64_t kOutShape3_0[] = {-1};
+  static constexpr int64_t kOutShape3_1[] = {-1, 10};
+  static constexpr estc::rt::TensorSpec kOutputs3[] = {
+      {"predictions/classes", estc::rt::DType::I64, 1, kOutShape3_0},
+      {"predictions/probabilities", estc::rt::DType::F32, 2, kOutShape3_1},
   };
   static constexpr estc::rt::FunctionSpec kFunctions[] = {
-      {"eval", 2, kInputs0, 1, kOutputs0, 0, 0},
-      {"eval_metrics", 0, nullptr, 1, kOutputs1, 0, 0},
-      {"predict", 1, kInputs2, 2, kOutputs2, 0, 0},
+      {"train", 2, kInputs0, 1, kOutputs0, 0, 0},
+      {"eval", 2, kInputs1, 1, kOutputs1, 0, 0},
+      {"eval_metrics", 0, nullptr, 1, kOutputs2, 0, 0},
+      {"predict", 1, kInputs3, 2, kOutputs3, 0, 0},
       {"init", 0, nullptr, 0, nullptr, 0, 0},
   };
   static constexpr estc::rt::EntryPoint kEntries[] = {
+      Mlp_train_packed,
       Mlp_eval_packed,
       Mlp_eval_metrics_packed,
       Mlp_predict_packed,
       Mlp_init_packed,
   };
-  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 8, kVariables, 4, kFunctions};
+  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 21, kVariables, 5, kFunctions};
 };
 
 #endif // ESTC_GENERATED_MLP_H

@@ -311,10 +311,10 @@ int main(int argc, char **argv) {
   };
 
   if (*emit == Emit::MLIR) {
-    // Past the est stage @train needs the training pass: drop it as the
+    // Past the autodiff stage a @train it could not expand is dropped, as the
     // code generating outputs do.
-    if (!lowered && *lastStage > estc::Stage::Est) {
-      if (!runPipeline(estc::Stage::Est))
+    if (!lowered && *lastStage > estc::Stage::Autodiff) {
+      if (!runPipeline(estc::Stage::Autodiff))
         return userError(passError);
       estc::dropUncompilableTrain(*module, printWarning);
     }
@@ -327,11 +327,11 @@ int main(int argc, char **argv) {
     return writeText(text);
   }
 
-  // The manifest: from the est-level module before lowering, or from the
-  // `estc.manifest` attribute of an already lowered module.
+  // The manifest (slot variables included): after the autodiff stage, or
+  // from the `estc.manifest` attribute of an already lowered module.
   std::optional<estc::Manifest> manifest;
   if (!lowered) {
-    if (!runPipeline(estc::Stage::Est))
+    if (!runPipeline(estc::Stage::Autodiff))
       return userError(passError);
     estc::dropUncompilableTrain(*module, printWarning);
     auto extracted = estc::extractManifest(*module, modelName);

@@ -679,7 +679,9 @@ LogicalResult gradient(BroadcastToOp op, OpBuilder &b, Value g, Grads &out) {
 
 LogicalResult gradient(ConcatOp op, OpBuilder &b, Value g, Grads &out) {
   int64_t rank = tensorType(g).getRank();
-  int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+  int64_t axis = op.getAxisAttr().getInt();
+  if (axis < 0)
+    axis += rank;
   int64_t offset = 0;
   out.clear();
   for (Value x : op.getXs()) {
@@ -750,7 +752,7 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Location loc = op.getLoc();
   RankedTensorType params = tensorType(op.getParams());
-  if (op.getAxis() != 0 || !params.hasStaticShape())
+  if (op.getAxisAttr().getInt() != 0 || !params.hasStaticShape())
     return op.emitError(
         "gradient needs axis 0 and statically shaped params");
   int64_t rows = params.getDimSize(0);
@@ -777,7 +779,7 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(SoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value y = op.getResult();
-  int64_t axis = op.getAxis();
+  int64_t axis = op.getAxisAttr().getInt();
   Value dot = h.reduceSum(h.mul(g, y), {axis}, true);
   out.assign(std::initializer_list<Value>{h.mul(y, h.sub(g, dot))});
   return success();
@@ -786,7 +788,7 @@ LogicalResult gradient(SoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(LogSoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value y = op.getResult();
-  Value sum = h.reduceSum(g, {op.getAxis()}, true);
+  Value sum = h.reduceSum(g, {op.getAxisAttr().getInt()}, true);
   out.assign(std::initializer_list<Value>{h.sub(g, h.mul(ExpOp::create(b, op.getLoc(), y), sum))});
   return success();
 }
