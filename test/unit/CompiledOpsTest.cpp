@@ -425,7 +425,7 @@ TEST(CompiledOps, SoftmaxAndLosses) {
       return nn::log_softmax(x["logits"]);
     });
     checkOp({{"logits", DType::Float32, {-1, classes}, -9, 9},
-             {"labels", DType::Int64, {-1}, 0, classes - 1}},
+             {"labels", DType::Int64, {-1}, 0, static_cast<double>(classes - 1)}},
             [](Graph &, const TensorMap &x) {
               return nn::sparse_softmax_cross_entropy_with_logits(x["labels"],
                                                                   x["logits"]);
