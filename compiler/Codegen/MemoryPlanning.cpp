@@ -140,7 +140,10 @@ private:
       return evalDimAt(cast.getSource(), index);
     if (auto collapse = dyn_cast<memref::CollapseShapeOp>(op)) {
       int64_t product = 1;
-      for (int64_t d : collapse.getReassociationIndices()[index]) {
+      // A local copy: the reassociation is returned by value.
+      SmallVector<ReassociationIndices> groups =
+          collapse.getReassociationIndices();
+      for (int64_t d : groups[index]) {
         std::optional<int64_t> size = evalDimAt(collapse.getSrc(), d);
         if (!size)
           return std::nullopt;

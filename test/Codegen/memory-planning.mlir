@@ -72,6 +72,25 @@ func.func @views(%arena: memref<?xi8>, %x: memref<?x4x4x40xf32>) {
 
 // -----
 
+// A collapse of every dimension into one (the batch times the rest), then the
+// division that recovers the batch: what a conv gradient's window views do.
+// CHECK: module attributes {estc.arena = {flatten_all = array<i64: 0, 20480>}}
+// CHECK-NOT: memref.alloc
+func.func @flatten_all(%arena: memref<?xi8>, %x: memref<?x28x28x1xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2560 = arith.constant 2560 : index
+  %dim = memref.dim %x, %c0 : memref<?x28x28x1xf32>
+  %a = memref.alloc(%dim) : memref<?x8x8x40xf32>
+  %flat = memref.collapse_shape %a [[0, 1, 2, 3]] : memref<?x8x8x40xf32> into memref<?xf32>
+  %n = memref.dim %flat, %c0 : memref<?xf32>
+  %batch = arith.divui %n, %c2560 : index
+  %b = memref.alloc(%batch) : memref<?x8x8x40xf32>
+  "test.use"(%a, %b) : (memref<?x8x8x40xf32>, memref<?x8x8x40xf32>) -> ()
+  return
+}
+
+// -----
+
 func.func @quadratic(%arena: memref<?xi8>, %x: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
