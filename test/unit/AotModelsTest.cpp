@@ -15,7 +15,6 @@
 #include "lib/Graph/GraphIO.h"
 #include "test/unit/ModelTesting.h"
 
-#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -33,22 +32,6 @@ graph::GraphDef readModel(const char *path) {
   return graph;
 }
 
-std::unique_ptr<JitModel> jitCompile(const graph::GraphDef &graph,
-                                     llvm::StringRef name) {
-  llvm::SmallString<128> dir;
-  llvm::sys::fs::createUniqueDirectory("estc-aot-test", dir);
-  JitOptions options;
-  options.target.cpu = "x86-64-v2"; // what estc_add_model compiles for
-  options.cacheDir = std::string(dir);
-  JitCompiler jit(options);
-  auto model = jitCompileGraph(jit, graph, name, [](llvm::StringRef) {});
-  if (!model) {
-    ADD_FAILURE() << llvm::toString(model.takeError());
-    return nullptr;
-  }
-  return std::move(*model);
-}
-
 size_t outputBytes(const rt::CompiledModel &model, int function, int output,
                    int64_t batch) {
   const rt::TensorSpec &t = model.spec().functions[function].outputs[output];
@@ -60,7 +43,9 @@ size_t outputBytes(const rt::CompiledModel &model, int function, int output,
 void checkAotModel(rt::CompiledModel &aot, const graph::GraphDef &graph,
                    llvm::StringRef name, const std::vector<Feature> &features,
                    const std::vector<int64_t> &batches) {
-  std::unique_ptr<JitModel> jit = jitCompile(graph, name);
+  JitOptions options;
+  options.target.cpu = "x86-64-v2"; // what estc_add_model compiles for
+  std::unique_ptr<JitModel> jit = jitCompileForTest(graph, name, options);
   ASSERT_TRUE(jit);
   reference::Evaluator evaluator(graph);
   for (const auto &[var, value] : randomVariables(graph)) {

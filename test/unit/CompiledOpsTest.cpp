@@ -16,8 +16,6 @@
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -53,26 +51,6 @@ g::GraphDef predictGraph(const std::vector<Feature> &features,
   return graph.graph_def();
 }
 
-JitCompiler &jit() {
-  static JitCompiler *compiler = [] {
-    llvm::SmallString<128> dir;
-    llvm::sys::fs::createUniqueDirectory("estc-compiled-ops", dir);
-    JitOptions options;
-    options.cacheDir = std::string(dir);
-    return new JitCompiler(options);
-  }();
-  return *compiler;
-}
-
-std::unique_ptr<JitModel> compile(const g::GraphDef &graph) {
-  auto model = jitCompileGraph(jit(), graph, "Test", [](llvm::StringRef) {});
-  if (!model) {
-    ADD_FAILURE() << llvm::toString(model.takeError());
-    return nullptr;
-  }
-  return std::move(*model);
-}
-
 /// Compiles `graph` once and checks its predict function against the
 /// reference at every batch size, with `variables` set on both sides.
 void expectMatchesReference(
@@ -80,7 +58,7 @@ void expectMatchesReference(
     std::vector<int64_t> batches = {1, 3, 17}, double tolerance = 1e-5,
     const std::map<std::string, Value> &variables = {},
     const std::function<void(std::map<std::string, Value> &)> &edit = {}) {
-  std::unique_ptr<JitModel> model = compile(graph);
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Test");
   if (!model)
     return;
   reference::Evaluator evaluator(graph);

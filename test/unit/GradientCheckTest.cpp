@@ -20,7 +20,6 @@
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
 
-#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -33,17 +32,6 @@ namespace {
 
 using namespace estc::testing;
 namespace g = graph;
-
-JitCompiler &jit() {
-  static JitCompiler *compiler = [] {
-    llvm::SmallString<128> dir;
-    llvm::sys::fs::createUniqueDirectory("estc-gradient-check", dir);
-    JitOptions options;
-    options.cacheDir = std::string(dir);
-    return new JitCompiler(options);
-  }();
-  return *compiler;
-}
 
 using UnaryFn = std::function<Tensor(Graph &, const Tensor &x,
                                      const Tensor &a)>;
@@ -100,21 +88,20 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
                return spec;
              });
   g::GraphDef def = graph.graph_def();
-  auto model = jitCompileGraph(jit(), def, "Grad", [](llvm::StringRef w) {
-    ADD_FAILURE() << w.str();
-  });
-  ASSERT_TRUE(static_cast<bool>(model)) << llvm::toString(model.takeError());
+  std::unique_ptr<JitModel> model =
+      jitCompileForTest(def, "Grad", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
 
   std::mt19937 rng(42);
   Value x = random(shape, rng, lo, hi);
   Value a = random(shape, rng, lo, hi);
-  int trainFn = (*model)->function_index("train");
+  int trainFn = model->function_index("train");
   ASSERT_GE(trainFn, 0);
-  int xIndex = (*model)->variable_index("x");
-  store(x, (*model)->variable_data(xIndex));
-  int aIndex = (*model)->input_index(trainFn, "features/a");
+  int xIndex = model->variable_index("x");
+  store(x, model->variable_data(xIndex));
+  int aIndex = model->input_index(trainFn, "features/a");
   ASSERT_GE(aIndex, 0);
-  store(a, (*model)->input_data(trainFn, aIndex));
+  store(a, model->input_data(trainFn, aIndex));
   reference::Evaluator evaluator(def);
   // Every other variable (global_step) is zero on both sides.
   for (const g::VariableDef &var : def.variable()) {
@@ -129,11 +116,11 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
     }
     zero.data.assign(n, 0.0);
     evaluator.variables()[var.name()] = zero;
-    int index = (*model)->variable_index(var.name());
+    int index = model->variable_index(var.name());
     if (index >= 0)
-      store(zero, (*model)->variable_data(index));
+      store(zero, model->variable_data(index));
   }
-  (*model)->run(trainFn);
+  model->run(trainFn);
 
   auto lossAt = [&](const Value &xv) {
     evaluator.variables()["x"] = xv;
@@ -141,7 +128,7 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
   };
   for (size_t i = 0; i < x.data.size(); ++i) {
     double got =
-        x.data[i] - load(g::DT_FLOAT, (*model)->variable_data(xIndex), i);
+        x.data[i] - load(g::DT_FLOAT, model->variable_data(xIndex), i);
     double h = 1e-4 * std::max(1.0, std::abs(x.data[i]));
     Value plus = x, minus = x;
     plus.data[i] += h;
@@ -256,9 +243,9 @@ TEST(GradientCheckTest, MlpLearns) {
   params.hidden_units = {32};
   params.learning_rate = 0.01;
   g::GraphDef def = models::build_mlp(1, params);
-  auto model = jitCompileGraph(jit(), def, "Mlp", [](llvm::StringRef) {});
-  ASSERT_TRUE(static_cast<bool>(model)) << llvm::toString(model.takeError());
-  JitModel &m = **model;
+  std::unique_ptr<JitModel> model = jitCompileForTest(def, "Mlp");
+  ASSERT_TRUE(model);
+  JitModel &m = *model;
   int trainFn = m.function_index("train");
   ASSERT_GE(trainFn, 0) << "@train was not compiled";
 

@@ -85,13 +85,8 @@ g::GraphDef initGraph(int64_t seed = 42) {
 }
 
 std::unique_ptr<JitModel> compile(const g::GraphDef &graph) {
-  JitCompiler jit(JitOptions{TargetOptions{}, "", /*useCache=*/false});
-  auto model = jitCompileGraph(jit, graph, "Init", [](llvm::StringRef) {});
-  if (!model) {
-    ADD_FAILURE() << llvm::toString(model.takeError());
-    return nullptr;
-  }
-  return std::move(*model);
+  return jitCompileForTest(graph, "Init",
+                           JitOptions{TargetOptions{}, "", /*useCache=*/false});
 }
 
 /// Every variable's bytes, after filling them with garbage and running init.

@@ -2,6 +2,10 @@
 
 #include "test/unit/ModelTesting.h"
 
+#include "compiler/Driver/GraphCompiler.h"
+
+#include "llvm/Support/FileSystem.h"
+
 #include <cmath>
 
 namespace estc {
@@ -117,6 +121,29 @@ std::map<std::string, Value> randomVariables(const g::GraphDef &graph) {
              << v << ", reference " << w;
   }
   return ::testing::AssertionSuccess();
+}
+
+std::unique_ptr<JitModel> jitCompileForTest(const g::GraphDef &graph,
+                                            llvm::StringRef name,
+                                            JitOptions options,
+                                            bool warningsFail) {
+  static const std::string processCacheDir = [] {
+    llvm::SmallString<128> dir;
+    llvm::sys::fs::createUniqueDirectory("estc-test-cache", dir);
+    return std::string(dir);
+  }();
+  if (options.cacheDir.empty())
+    options.cacheDir = processCacheDir;
+  JitCompiler jit(options);
+  auto model = jitCompileGraph(jit, graph, name, [&](llvm::StringRef w) {
+    if (warningsFail)
+      ADD_FAILURE() << "warning: " << w.str();
+  });
+  if (!model) {
+    ADD_FAILURE() << llvm::toString(model.takeError());
+    return nullptr;
+  }
+  return std::move(*model);
 }
 
 } // namespace testing

@@ -8,6 +8,7 @@
 #ifndef ESTC_TEST_UNIT_MODELTESTING_H
 #define ESTC_TEST_UNIT_MODELTESTING_H
 
+#include "compiler/Target/Jit.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "test/reference/ReferenceEvaluator.h"
 
@@ -51,6 +52,15 @@ std::map<std::string, Value> randomVariables(const graph::GraphDef &graph);
 /// NaN, equal infinities, otherwise |got - want| <= tolerance * max(1, |want|).
 ::testing::AssertionResult outputMatches(const Value &want, const void *got,
                                          double tolerance);
+
+/// Compiles `graph` with the JIT. The cache is a directory made once per test
+/// process (unless `options` names one), so a test never loads an object
+/// from an earlier build. On failure: one ADD_FAILURE with the error line and
+/// null. Warnings are failures too when `warningsFail`.
+std::unique_ptr<JitModel> jitCompileForTest(const graph::GraphDef &graph,
+                                            llvm::StringRef name,
+                                            JitOptions options = {},
+                                            bool warningsFail = false);
 
 } // namespace testing
 } // namespace estc
