@@ -5,6 +5,7 @@
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Pipelines/Registration.h"
+#include "lib/Graph/GraphIO.h"
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,8 +14,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 namespace estc {
 
@@ -23,9 +22,10 @@ llvm::Error makeError(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// Runs the stages up to `last`; the first error diagnostic becomes the one
-/// line of the returned error.
-llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what) {
+} // namespace
+
+llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
+                      bool applyCLOptions) {
   mlir::MLIRContext *context = module.getContext();
   std::string message;
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &diag) {
@@ -35,13 +35,14 @@ llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what) {
     return mlir::success();
   });
   mlir::PassManager pm(context);
+  if (applyCLOptions && mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return makeError("invalid pass manager options");
   buildPipeline(pm, last);
   if (mlir::failed(pm.run(module)))
     return makeError(message.empty() ? what.str() + ": compilation failed"
                                      : message);
   return llvm::Error::success();
 }
-} // namespace
 
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
@@ -56,11 +57,12 @@ void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   train.erase();
 }
 
-llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
                                             llvm::StringRef modelName,
                                             llvm::StringRef what,
-                                            WarningHandler warn) {
-  if (llvm::Error e = runStages(module, Stage::Autodiff, what))
+                                            WarningHandler warn,
+                                            bool applyCLOptions) {
+  if (llvm::Error e = runStages(module, Stage::Autodiff, what, applyCLOptions))
     return std::move(e);
   dropUncompilableTrain(module, warn);
   llvm::Expected<Manifest> manifest = extractManifest(module, modelName);
@@ -68,6 +70,17 @@ llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
     return makeError(what.str() + ": " + llvm::toString(manifest.takeError()));
   module->setAttr("estc.manifest",
                   mlir::StringAttr::get(module.getContext(), toJson(*manifest)));
+  return manifest;
+}
+
+llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn) {
+  llvm::Expected<Manifest> manifest =
+      prepareForLowering(module, modelName, what, warn);
+  if (!manifest)
+    return manifest.takeError();
   if (llvm::Error e = runStages(module, Stage::LLVM, what))
     return std::move(e);
   if (llvm::Error e = readArenaSizes(module, *manifest))
@@ -80,12 +93,8 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
                 llvm::StringRef modelName, WarningHandler warn) {
   // The cache key's source: the graph's deterministic bytes.
   std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    graph.SerializeToCodedStream(&coded);
-  }
+  if (!graph::serializeGraph(graph, bytes))
+    return makeError(modelName.str() + ": the graph cannot be serialized");
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);

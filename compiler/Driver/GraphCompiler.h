@@ -9,6 +9,7 @@
 #ifndef ESTC_COMPILER_DRIVER_GRAPHCOMPILER_H
 #define ESTC_COMPILER_DRIVER_GRAPHCOMPILER_H
 
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/Jit.h"
 #include "compiler/Target/Manifest.h"
 #include "lib/Graph/graph.pb.h"
@@ -30,9 +31,26 @@ namespace estc {
 /// Receives the driver's warnings (one line each, without "estc: warning:").
 using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
 
+/// Runs the pipeline stages up to `last`. The first error is one line naming
+/// `what` (the input file) and the op at fault. `applyCLOptions`: also apply
+/// the pass-manager command-line options (--mlir-print-ir-after-all, ...), for
+/// tools that registered them.
+llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
+                      bool applyCLOptions = false);
+
 /// Drops @train while it holds est.minimize (the training pass expands it;
 /// until then @train cannot be lowered), with one warning.
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn);
+
+/// Runs the stages through `autodiff`, applies the @train rule above, and
+/// extracts the manifest (attached to the module as `estc.manifest`): what
+/// the header needs, before any lowering. `applyCLOptions` as for
+/// runStages.
+llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn,
+                                            bool applyCLOptions = false);
 
 /// Lowers an imported module to the LLVM dialect: the est stage, the @train
 /// rule above, the manifest (extracted before lowering, arena sizes read

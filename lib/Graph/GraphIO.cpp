@@ -96,6 +96,14 @@ bool readGraph(const std::string &path, GraphDef &graph, std::string &error) {
   return parseGraph(buffer.str(), isTextGraphPath(path), path, graph, error);
 }
 
+bool serializeGraph(const GraphDef &graph, std::string &bytes) {
+  bytes.clear();
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  return graph.SerializeToCodedStream(&coded);
+}
+
 bool writeGraph(const std::string &path, const GraphDef &graph,
                 std::string &error) {
   std::string bytes;
@@ -104,16 +112,9 @@ bool writeGraph(const std::string &path, const GraphDef &graph,
       error = path + ": cannot render the graph as text";
       return false;
     }
-  } else {
-    // Deterministic: map fields in key order, so the same graph always gives
-    // the same bytes (and the same compilation cache key).
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    if (!graph.SerializeToCodedStream(&coded)) {
-      error = path + ": cannot serialize the graph";
-      return false;
-    }
+  } else if (!serializeGraph(graph, bytes)) {
+    error = path + ": cannot serialize the graph";
+    return false;
   }
   std::string tmp = path + ".tmp";
   {

@@ -30,6 +30,11 @@ bool readGraph(const std::string &path, GraphDef &graph, std::string &error);
 bool parseGraph(const std::string &bytes, bool text, const std::string &what,
                 GraphDef &graph, std::string &error);
 
+/// The graph's binary bytes, deterministic (map fields in key order): the
+/// same graph always gives the same bytes, and so the same cache key.
+/// False when protobuf cannot serialize it (over 2 GiB).
+bool serializeGraph(const GraphDef &graph, std::string &bytes);
+
 /// Writes a graph file in the format its extension selects. The file is
 /// written to a temporary name and renamed, so a reader never sees half of it.
 bool writeGraph(const std::string &path, const GraphDef &graph,

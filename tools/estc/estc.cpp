@@ -279,26 +279,9 @@ int main(int argc, char **argv) {
   bool lowered = isLLVMDialect(*module);
 
   // Run the pipeline; pass failures are reported as one line too.
-  std::string passError;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    if (diag.getSeverity() == mlir::DiagnosticSeverity::Error &&
-        passError.empty())
-      passError = estc::formatImportDiagnostic(diag, inputFile);
-    return mlir::success();
-  });
-  auto runPipeline = [&](estc::Stage last) {
-    mlir::PassManager pm(&context);
-    if (mlir::failed(mlir::applyPassManagerCLOptions(pm))) {
-      passError = "invalid pass manager options";
-      return false;
-    }
-    estc::buildPipeline(pm, last);
-    if (mlir::failed(pm.run(*module))) {
-      if (passError.empty())
-        passError = inputFile + ": compilation failed";
-      return false;
-    }
-    return true;
+  // Pipeline failures are one line too (estc::runStages).
+  auto runPipeline = [&](estc::Stage last) -> llvm::Error {
+    return estc::runStages(*module, last, inputFile, /*applyCLOptions=*/true);
   };
   auto writeText = [&](llvm::StringRef text) {
     std::string openError;
@@ -314,12 +297,13 @@ int main(int argc, char **argv) {
     // Past the autodiff stage a @train it could not expand is dropped, as the
     // code generating outputs do.
     if (!lowered && *lastStage > estc::Stage::Autodiff) {
-      if (!runPipeline(estc::Stage::Autodiff))
-        return userError(passError);
+      if (llvm::Error e = runPipeline(estc::Stage::Autodiff))
+        return userError(llvm::toString(std::move(e)));
       estc::dropUncompilableTrain(*module, printWarning);
     }
-    if (!lowered && !runPipeline(*lastStage))
-      return userError(passError);
+    if (!lowered)
+      if (llvm::Error e = runPipeline(*lastStage))
+        return userError(llvm::toString(std::move(e)));
     std::string text;
     llvm::raw_string_ostream os(text);
     module->print(os);
@@ -331,15 +315,12 @@ int main(int argc, char **argv) {
   // from the `estc.manifest` attribute of an already lowered module.
   std::optional<estc::Manifest> manifest;
   if (!lowered) {
-    if (!runPipeline(estc::Stage::Autodiff))
-      return userError(passError);
-    estc::dropUncompilableTrain(*module, printWarning);
-    auto extracted = estc::extractManifest(*module, modelName);
-    if (!extracted)
-      return userError(inputFile + ": " + llvm::toString(extracted.takeError()));
-    manifest = std::move(*extracted);
-    (*module)->setAttr("estc.manifest",
-                       mlir::StringAttr::get(&context, estc::toJson(*manifest)));
+    auto prepared =
+        estc::prepareForLowering(*module, modelName, inputFile, printWarning,
+                                 /*applyCLOptions=*/true);
+    if (!prepared)
+      return userError(llvm::toString(prepared.takeError()));
+    manifest = std::move(*prepared);
   } else if (auto json =
                  (*module)->getAttrOfType<mlir::StringAttr>("estc.manifest")) {
     auto parsed = estc::manifestFromJson(json.getValue());
@@ -371,8 +352,8 @@ int main(int argc, char **argv) {
 
   // Lower to the LLVM dialect.
   if (!lowered) {
-    if (!runPipeline(estc::Stage::LLVM))
-      return userError(passError);
+    if (llvm::Error e = runPipeline(estc::Stage::LLVM))
+      return userError(llvm::toString(std::move(e)));
     if (!isLLVMDialect(*module))
       return userError(inputFile + ": " + describeUnlowered(*module) +
                        " (pipeline stages in this build: " +
