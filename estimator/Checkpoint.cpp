@@ -6,8 +6,8 @@
 #include "estimator/FileIO.h"
 #include "estimator/Json.h"
 #include "estimator/checkpoint_state.pb.h"
+#include "lib/Support/TextProto.h"
 
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
@@ -553,16 +553,6 @@ void CheckpointReader::verify() const {
 //===----------------------------------------------------------------------===//
 
 namespace {
-class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
-public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string &message) override {
-    if (first.empty())
-      first = "line " + std::to_string(line + 1) + ":" +
-              std::to_string(column + 1) + ": " + message;
-  }
-  std::string first;
-};
 
 std::string statePath(const std::string &modelDir) {
   return fileio::joinPath(modelDir, kCheckpointStateFile);
@@ -581,12 +571,10 @@ get_checkpoint_state(const std::string &model_dir) {
     throw CheckpointError(e.what());
   }
   proto::CheckpointState p;
-  google::protobuf::TextFormat::Parser parser;
-  FirstErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &p))
+  std::string parseError;
+  if (!parseTextProto(text, p, parseError))
     throw CheckpointError(
-        path + ": not a valid CheckpointState text file: " + errors.first);
+        path + ": not a valid CheckpointState text file: " + parseError);
   if (p.model_checkpoint_path().empty())
     throw CheckpointError(path + ": no model_checkpoint_path");
   CheckpointState s;

@@ -2,8 +2,9 @@
 
 #include "lib/Graph/GraphIO.h"
 
+#include "lib/Support/TextProto.h"
+
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
@@ -21,18 +22,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// Collects the first text-format parse error as "line L:C: message".
-class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
-public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string &message) override {
-    if (first.empty())
-      first = "line " + std::to_string(line + 1) + ":" +
-              std::to_string(column + 1) + ": " + message;
-  }
-  std::string first;
-};
 } // namespace
 
 bool isTextGraphPath(const std::string &path) {
@@ -43,11 +32,9 @@ bool parseGraph(const std::string &bytes, bool text, const std::string &what,
                 GraphDef &graph, std::string &error) {
   graph.Clear();
   if (text) {
-    google::protobuf::TextFormat::Parser parser;
-    FirstErrorCollector errors;
-    parser.RecordErrorsTo(&errors);
-    if (!parser.ParseFromString(bytes, &graph)) {
-      error = what + ": not a valid text-format GraphDef: " + errors.first;
+    std::string parseError;
+    if (!parseTextProto(bytes, graph, parseError)) {
+      error = what + ": not a valid text-format GraphDef: " + parseError;
       return false;
     }
   } else {
