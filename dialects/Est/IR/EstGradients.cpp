@@ -529,13 +529,18 @@ LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+/// The window of a max_pool / avg_pool (no dilation).
+template <typename PoolOp> FailureOr<Window> poolWindow(PoolOp op) {
+  ArrayRef<int64_t> k = op.getKsize();
+  int64_t ones[] = {1, 1};
+  return Window::get(op, tensorType(op.getInput()), k[0], k[1],
+                     op.getStrides(), ones, op.getPadding());
+}
+
 LogicalResult gradient(MaxPoolOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   ArrayRef<int64_t> k = op.getKsize();
-  int64_t ones[] = {1, 1};
-  FailureOr<Window> win = Window::get(op, tensorType(op.getInput()), k[0],
-                                      k[1], op.getStrides(), ones,
-                                      op.getPadding());
+  FailureOr<Window> win = poolWindow(op);
   if (failed(win))
     return failure();
   Value xp = win->padInput(h, op.getInput(),
@@ -567,10 +572,7 @@ LogicalResult gradient(MaxPoolOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(AvgPoolOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   ArrayRef<int64_t> k = op.getKsize();
-  int64_t ones[] = {1, 1};
-  FailureOr<Window> win = Window::get(op, tensorType(op.getInput()), k[0],
-                                      k[1], op.getStrides(), ones,
-                                      op.getPadding());
+  FailureOr<Window> win = poolWindow(op);
   if (failed(win))
     return failure();
   // Each output divides by the count of its valid (unpadded) elements.
