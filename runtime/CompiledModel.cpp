@@ -230,6 +230,16 @@ void *CompiledModel::variable_data(int variable) {
   return variables_.at(variable).data;
 }
 
+void CompiledModel::reset_local_variables() {
+  for (int32_t i = 0; i < spec_->numVariables; ++i) {
+    const VariableSpec &v = spec_->variables[i];
+    if (v.local)
+      std::memset(variables_[i].data, 0,
+                  static_cast<size_t>(numElements(v.rank, v.shape, 0)) *
+                      dtypeBytes(v.dtype));
+  }
+}
+
 void *CompiledModel::input_data(int function, int input) {
   return functions_.at(function).inputs.at(input).data;
 }

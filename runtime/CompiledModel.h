@@ -61,13 +61,16 @@ struct TensorSpec {
   const int64_t *shape;
 };
 
-/// A module variable, static shape.
+/// A module variable, static shape. `local` variables are TF's
+/// LOCAL_VARIABLES (metric state): zeros-initialized, not checkpointed, and
+/// zeroed by CompiledModel::reset_local_variables() before an evaluation.
 struct VariableSpec {
   const char *name;
   DType dtype;
   int32_t rank;
   const int64_t *shape;
   bool trainable;
+  bool local;
 };
 
 /// A compiled function and its arena formula: S + P * batch bytes.
@@ -125,6 +128,11 @@ public:
   int output_index(int function, const std::string &key) const;
 
   void *variable_data(int variable);
+
+  /// Zero-fills every local variable (metric state): what an evaluation does
+  /// first, like running tf.local_variables_initializer(). Other variables
+  /// are untouched.
+  void reset_local_variables();
   void *input_data(int function, int input);
   void *output_data(int function, int output);
 

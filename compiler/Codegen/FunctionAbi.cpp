@@ -297,7 +297,9 @@ void EstFunctionAbi::runOnOperation() {
               NamedAttribute(StringAttr::get(ctx, "type"),
                              TypeAttr::get(variable.getType())),
               NamedAttribute(StringAttr::get(ctx, "trainable"),
-                             BoolAttr::get(ctx, variable.getTrainable()))}));
+                             BoolAttr::get(ctx, variable.getTrainable())),
+              NamedAttribute(StringAttr::get(ctx, "local"),
+                             BoolAttr::get(ctx, variable.getLocal()))}));
   }
 
   for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {

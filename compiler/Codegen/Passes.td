@@ -22,7 +22,7 @@ def EstFunctionAbi : Pass<"est-function-abi", "ModuleOp"> {
     tensor elimination can compute them in the output buffer).
 
     The `est.variable` ops are erased; the module records them as
-    `estc.variables = [{name, type, trainable}, ...]`. Functions are marked
+    `estc.variables = [{name, type, trainable, local}, ...]`. Functions are marked
     `llvm.emit_c_interface`.
   }];
   let dependentDialects = [

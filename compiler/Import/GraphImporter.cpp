@@ -406,6 +406,13 @@ LogicalResult Importer::importVariables(ModuleOp module) {
     const g::InitializerDef &init = var.initializer();
     if (init.type().empty())
       return fail(where + " has no initializer");
+    if (var.local() && var.trainable())
+      return fail(where + " is local and trainable; a local variable (metric "
+                          "state) cannot be trainable");
+    if (var.local() && (init.type() != "zeros" || !init.attr().empty()))
+      return fail(where + " is local but has initializer '" + init.type() +
+                  "'; local variables are reset to zeros, so their "
+                  "initializer must be 'zeros'");
     std::vector<std::string> keys;
     for (const auto &entry : init.attr())
       keys.push_back(entry.first);
@@ -424,7 +431,8 @@ LogicalResult Importer::importVariables(ModuleOp module) {
         est::InitializerAttr::get(&context_, init.type(),
                                   params.empty()
                                       ? DictionaryAttr()
-                                      : builder_.getDictionaryAttr(params)));
+                                      : builder_.getDictionaryAttr(params)),
+        var.local());
     variableTypes_[var.name()] = *type;
   }
   return success();

@@ -190,8 +190,9 @@ std::string generateHeader(const Manifest &m) {
     os << ")\n";
   }
   int64_t varBytes = 0, trainableBytes = 0, varElements = 0;
-  int trainable = 0;
+  int trainable = 0, local = 0;
   for (const VariableInfo &v : m.variables) {
+    local += v.local;
     Size s = bytesOf(v.dtype, v.shape);
     varBytes += s.fixed;
     varElements += s.fixed / static_cast<int64_t>(rt::dtypeBytes(v.dtype));
@@ -203,7 +204,8 @@ std::string generateHeader(const Manifest &m) {
   os << "//\n"
         "// Memory (bytes):\n"
         "//   variables: "
-     << m.variables.size() << " (" << trainable << " trainable), "
+     << m.variables.size() << " (" << trainable << " trainable, " << local
+     << " local), "
      << varElements << " elements, " << varBytes << " bytes (trainable "
      << trainableBytes << ")\n";
   for (size_t f = 0; f < m.functions.size(); ++f) {
@@ -262,7 +264,7 @@ std::string generateHeader(const Manifest &m) {
   for (size_t i = 0; i < m.variables.size(); ++i) {
     const VariableInfo &v = m.variables[i];
     os << "  // " << v.name << ": " << typeText(v.dtype, v.shape)
-       << (v.trainable ? ", trainable" : "");
+       << (v.trainable ? ", trainable" : "") << (v.local ? ", local" : "");
     if (!v.initializer.empty())
       os << ", initializer " << v.initializer;
     os << "\n";
@@ -316,10 +318,11 @@ std::string generateHeader(const Manifest &m) {
     os << "      {" << cString(v.name) << ", " << dtypeEnum(v.dtype) << ", "
        << v.shape.size() << ", "
        << shapeRef("kVarShape" + std::to_string(i), v.shape) << ", "
-       << (v.trainable ? "true" : "false") << "},\n";
+       << (v.trainable ? "true" : "false") << ", "
+       << (v.local ? "true" : "false") << "},\n";
   }
   if (m.variables.empty())
-    os << "      {\"\", estc::rt::DType::F32, 0, nullptr, false},\n";
+    os << "      {\"\", estc::rt::DType::F32, 0, nullptr, false, false},\n";
   os << "  };\n";
   for (size_t f = 0; f < m.functions.size(); ++f) {
     const FunctionInfo &fn = m.functions[f];

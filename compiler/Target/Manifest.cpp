@@ -151,6 +151,7 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
       if (llvm::is_contained(info.shape, rt::kBatchDim))
         return error("variable '" + info.name + "': shape is not static");
       info.trainable = var.getTrainable();
+      info.local = var.getLocal();
       if (auto init = var.getInitializerAttr()) {
         info.initializer = init.getKind().str();
         if (mlir::DictionaryAttr params = init.getParams())
@@ -233,7 +234,8 @@ std::string toJson(const Manifest &m) {
     os << (i ? ",\n" : "\n") << "    {\"name\": " << quote(v.name)
        << ", \"dtype\": \"" << rt::dtypeName(v.dtype)
        << "\", \"shape\": " << shapeJson(v.shape)
-       << ", \"trainable\": " << (v.trainable ? "true" : "false");
+       << ", \"trainable\": " << (v.trainable ? "true" : "false")
+       << ", \"local\": " << (v.local ? "true" : "false");
     if (!v.initializer.empty()) {
       os << ", \"initializer\": " << quote(v.initializer);
       if (!v.initializerParams.empty()) {
@@ -305,6 +307,7 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
         return error("manifest: malformed variable entry");
       v.name = o->getString("name")->str();
       v.trainable = o->getBoolean("trainable").value_or(false);
+      v.local = o->getBoolean("local").value_or(false);
       v.initializer = o->getString("initializer").value_or("").str();
       if (const llvm::json::Object *params =
               o->getObject("initializer_params")) {
@@ -368,7 +371,7 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   for (const VariableInfo &v : m.variables)
     s.variables.push_back({v.name.c_str(), v.dtype,
                            static_cast<int32_t>(v.shape.size()),
-                           v.shape.data(), v.trainable});
+                           v.shape.data(), v.trainable, v.local});
   s.tensors.reserve(2 * m.functions.size());
   for (const FunctionInfo &f : m.functions) {
     auto specs = [&](const std::vector<TensorInfo> &ts) {

@@ -1,7 +1,7 @@
 //===- Manifest.h - What a compiled model looks like from outside ---------===//
 //
 // The manifest describes a compiled model for its callers: the module's
-// variables (name, dtype, static shape, trainable, initializer) and, for
+// variables (name, dtype, static shape, trainable, local, initializer) and, for
 // every compiled function, its inputs and outputs by key ("features/x",
 // "labels", "loss", "predictions/classes", "metrics/accuracy", ...) with
 // dtype and shape, plus the arena formula (codegen-abi.md).
@@ -14,7 +14,7 @@
 //     "name": "Mlp",
 //     "variables": [
 //       {"name": "dense/kernel", "dtype": "f32", "shape": [784, 256],
-//        "trainable": true, "initializer": "glorot_uniform",
+//        "trainable": true, "local": false, "initializer": "glorot_uniform",
 //        "initializer_params": {"seed": 42}},
 //       ...
 //     ],
@@ -58,6 +58,7 @@ struct VariableInfo {
   rt::DType dtype = rt::DType::F32;
   std::vector<int64_t> shape;
   bool trainable = false;
+  bool local = false; // metric state: not checkpointed, reset by evaluate()
   std::string initializer; // "" if none
   /// Initializer parameters as (name, printed value), sorted by name.
   std::vector<std::pair<std::string, std::string>> initializerParams;

@@ -214,6 +214,7 @@ Dims Variable::shape() const {
 bool Variable::trainable() const {
   return graph().variable_def(name_).trainable();
 }
+bool Variable::local() const { return graph().variable_def(name_).local(); }
 Tensor Variable::read() const { return graph().read_variable(*this); }
 
 // --- TensorMap -----------------------------------------------------------------
@@ -509,6 +510,22 @@ Variable Graph::get_variable(const std::string &name, DType dtype,
   return Variable(this, full);
 }
 
+Variable Graph::get_local_variable(const std::string &name, DType dtype,
+                                   const Dims &shape, bool reuse) {
+  std::string scope = current_scope();
+  std::string full = scope.empty() ? name : scope + "/" + name;
+  bool existed = variableIndex_.count(full) != 0;
+  Variable v = get_variable(name, dtype, shape, zeros_initializer(),
+                            /*trainable=*/false, reuse);
+  graph::VariableDef &def = *def_.mutable_variable(variableIndex_.at(full));
+  if (!existed)
+    def.set_local(true);
+  else if (!def.local())
+    throw GraphError("get_local_variable '" + full +
+                     "': a variable of that name exists and is not local");
+  return v;
+}
+
 std::optional<Variable> Graph::find_variable(const std::string &name) const {
   if (!variableIndex_.count(name))
     return std::nullopt;
@@ -526,6 +543,14 @@ std::vector<Variable> Graph::trainable_variables() const {
   std::vector<Variable> out;
   for (const auto &v : def_.variable())
     if (v.trainable())
+      out.emplace_back(const_cast<Graph *>(this), v.name());
+  return out;
+}
+
+std::vector<Variable> Graph::local_variables() const {
+  std::vector<Variable> out;
+  for (const auto &v : def_.variable())
+    if (v.local())
       out.emplace_back(const_cast<Graph *>(this), v.name());
   return out;
 }

@@ -163,6 +163,8 @@ public:
   DType dtype() const;
   Dims shape() const;
   bool trainable() const;
+  /// A local variable (Graph::get_local_variable).
+  bool local() const;
   /// The variable's value in the current mode.
   Tensor read() const;
   operator Tensor() const { return read(); }
@@ -292,10 +294,20 @@ public:
                         const Initializer &initializer =
                             glorot_uniform_initializer(),
                         bool trainable = true, bool reuse = false);
+  /// tf.get_local_variable: a non-trainable, zeros-initialized variable in
+  /// TF's LOCAL_VARIABLES collection (metric state). Local variables are not
+  /// saved in checkpoints and are reset to zeros at the start of every
+  /// evaluation (rt::CompiledModel::reset_local_variables). Sharing and
+  /// `reuse` as in get_variable; an existing non-local variable of the same
+  /// name is an error.
+  Variable get_local_variable(const std::string &name, DType dtype,
+                              const Dims &shape, bool reuse = false);
   /// Looks a variable up by its full name.
   std::optional<Variable> find_variable(const std::string &name) const;
   const graph::VariableDef &variable_def(const std::string &name) const;
   std::vector<Variable> trainable_variables() const;
+  /// tf.local_variables(): the local variables, in creation order.
+  std::vector<Variable> local_variables() const;
   /// The value of `variable` in the current mode (cached per mode).
   Tensor read_variable(const Variable &variable);
   /// The scalar i64 "global_step" variable (non-trainable, zeros), created

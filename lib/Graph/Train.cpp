@@ -166,10 +166,8 @@ namespace {
 // (0 while count is 0).
 Metric streamingMean(Graph &g, const Tensor &values) {
   DType f = values.dtype();
-  Variable total = g.get_variable("total", f, {}, zeros_initializer(),
-                                  /*trainable=*/false);
-  Variable count = g.get_variable("count", f, {}, zeros_initializer(),
-                                  /*trainable=*/false);
+  Variable total = g.get_local_variable("total", f, {});
+  Variable count = g.get_local_variable("count", f, {});
   Tensor batchTotal = reduce_sum(values);
   Tensor batchCount = reduce_sum(ones_like(values));
   Operation updateTotal =

@@ -4,7 +4,7 @@
 // A read after an assignment sees the assigned value; the last value of an
 // assigned variable is written back, results go to the output buffers.
 
-// CHECK: module attributes {estc.variables = [{name = "w", trainable = true, type = tensor<2x3xf32>}, {name = "count", trainable = false, type = tensor<i64>}, {name = "flag", trainable = false, type = tensor<2xi1>}]}
+// CHECK: module attributes {estc.variables = [{local = false, name = "w", trainable = true, type = tensor<2x3xf32>}, {local = false, name = "count", trainable = false, type = tensor<i64>}, {local = false, name = "flag", trainable = false, type = tensor<2xi1>}]}
 // CHECK-NOT: est.variable
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %[[ARENA:.*]]: memref<?xi8> {est.name = "arena"},

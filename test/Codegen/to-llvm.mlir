@@ -5,7 +5,7 @@
 // RUN: FileCheck %s < %t.mlir
 // RUN: mlir-translate --mlir-to-llvmir %t.mlir | FileCheck %s --check-prefix=IR
 
-// CHECK: module attributes {estc.arena = {predict = array<i64: 0, 0>}, estc.variables = [{name = "dense/kernel", trainable = true, type = tensor<4x3xf32>}, {name = "dense/bias", trainable = true, type = tensor<3xf32>}]}
+// CHECK: module attributes {estc.arena = {predict = array<i64: 0, 0>}, estc.variables = [{local = false, name = "dense/kernel", trainable = true, type = tensor<4x3xf32>}, {local = false, name = "dense/bias", trainable = true, type = tensor<3xf32>}]}
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
 // CHECK: llvm.func @_mlir_ciface_predict(

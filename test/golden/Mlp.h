@@ -28,7 +28,7 @@
 //   init() -> ()
 //
 // Memory (bytes):
-//   variables: 21 (6 trainable), 807969 elements, 3231880 bytes (trainable 1077288)
+//   variables: 21 (6 trainable, 2 local), 807969 elements, 3231880 bytes (trainable 1077288)
 //   train: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval_metrics: inputs 0, outputs 4, arena 0
@@ -94,11 +94,11 @@ public:
   float *var_dense_2_bias() { return static_cast<float *>(variable_data(5)); }
   static constexpr std::array<int64_t, 1> var_dense_2_bias_shape = {10};
   static constexpr int64_t var_dense_2_bias_count = 10;
-  // accuracy/total: f32[], initializer zeros
+  // accuracy/total: f32[], local, initializer zeros
   float *var_accuracy_total() { return static_cast<float *>(variable_data(6)); }
   static constexpr std::array<int64_t, 0> var_accuracy_total_shape = {};
   static constexpr int64_t var_accuracy_total_count = 1;
-  // accuracy/count: f32[], initializer zeros
+  // accuracy/count: f32[], local, initializer zeros
   float *var_accuracy_count() { return static_cast<float *>(variable_data(7)); }
   static constexpr std::array<int64_t, 0> var_accuracy_count_shape = {};
   static constexpr int64_t var_accuracy_count_count = 1;
@@ -225,27 +225,27 @@ private:
   static constexpr int64_t kVarShape19[] = {10};
   static constexpr int64_t kVarShape20[] = {10};
   static constexpr estc::rt::VariableSpec kVariables[] = {
-      {"dense/kernel", estc::rt::DType::F32, 2, kVarShape0, true},
-      {"dense/bias", estc::rt::DType::F32, 1, kVarShape1, true},
-      {"dense_1/kernel", estc::rt::DType::F32, 2, kVarShape2, true},
-      {"dense_1/bias", estc::rt::DType::F32, 1, kVarShape3, true},
-      {"dense_2/kernel", estc::rt::DType::F32, 2, kVarShape4, true},
-      {"dense_2/bias", estc::rt::DType::F32, 1, kVarShape5, true},
-      {"accuracy/total", estc::rt::DType::F32, 0, nullptr, false},
-      {"accuracy/count", estc::rt::DType::F32, 0, nullptr, false},
-      {"global_step", estc::rt::DType::I64, 0, nullptr, false},
-      {"dense/kernel/Adam", estc::rt::DType::F32, 2, kVarShape9, false},
-      {"dense/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape10, false},
-      {"dense/bias/Adam", estc::rt::DType::F32, 1, kVarShape11, false},
-      {"dense/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape12, false},
-      {"dense_1/kernel/Adam", estc::rt::DType::F32, 2, kVarShape13, false},
-      {"dense_1/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape14, false},
-      {"dense_1/bias/Adam", estc::rt::DType::F32, 1, kVarShape15, false},
-      {"dense_1/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape16, false},
-      {"dense_2/kernel/Adam", estc::rt::DType::F32, 2, kVarShape17, false},
-      {"dense_2/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape18, false},
-      {"dense_2/bias/Adam", estc::rt::DType::F32, 1, kVarShape19, false},
-      {"dense_2/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape20, false},
+      {"dense/kernel", estc::rt::DType::F32, 2, kVarShape0, true, false},
+      {"dense/bias", estc::rt::DType::F32, 1, kVarShape1, true, false},
+      {"dense_1/kernel", estc::rt::DType::F32, 2, kVarShape2, true, false},
+      {"dense_1/bias", estc::rt::DType::F32, 1, kVarShape3, true, false},
+      {"dense_2/kernel", estc::rt::DType::F32, 2, kVarShape4, true, false},
+      {"dense_2/bias", estc::rt::DType::F32, 1, kVarShape5, true, false},
+      {"accuracy/total", estc::rt::DType::F32, 0, nullptr, false, true},
+      {"accuracy/count", estc::rt::DType::F32, 0, nullptr, false, true},
+      {"global_step", estc::rt::DType::I64, 0, nullptr, false, false},
+      {"dense/kernel/Adam", estc::rt::DType::F32, 2, kVarShape9, false, false},
+      {"dense/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape10, false, false},
+      {"dense/bias/Adam", estc::rt::DType::F32, 1, kVarShape11, false, false},
+      {"dense/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape12, false, false},
+      {"dense_1/kernel/Adam", estc::rt::DType::F32, 2, kVarShape13, false, false},
+      {"dense_1/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape14, false, false},
+      {"dense_1/bias/Adam", estc::rt::DType::F32, 1, kVarShape15, false, false},
+      {"dense_1/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape16, false, false},
+      {"dense_2/kernel/Adam", estc::rt::DType::F32, 2, kVarShape17, false, false},
+      {"dense_2/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape18, false, false},
+      {"dense_2/bias/Adam", estc::rt::DType::F32, 1, kVarShape19, false, false},
+      {"dense_2/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape20, false, false},
   };
   static constexpr int64_t kInShape0_0[] = {-1, 784};
   static constexpr int64_t kInShape0_1[] = {-1};

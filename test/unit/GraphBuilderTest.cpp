@@ -665,12 +665,56 @@ TEST(GraphBuilder, LossesOptimizersMetrics) {
   EXPECT_EQ(g.node(acc.update_ops[1].name()).attr().at("variable").s(),
             "accuracy/count");
   EXPECT_FALSE(g.find_variable("accuracy/total")->trainable());
+  // Metric state is local (TF's LOCAL_VARIABLES): zeros, not trainable.
+  EXPECT_TRUE(g.find_variable("accuracy/total")->local());
+  EXPECT_TRUE(g.find_variable("accuracy/count")->local());
+  EXPECT_EQ(g.variable_def("accuracy/total").initializer().type(), "zeros");
+  EXPECT_FALSE(kernel.local());
   Metric acc2 = metrics::accuracy(labels, cast(argmax(logits, 1), DType::Int32));
   EXPECT_EQ(acc2.value.name(), "accuracy_1/value");
   Metric mean = metrics::mean(loss);
   EXPECT_EQ(g.node(mean.update_ops[1].name()).attr().at("variable").s(),
             "mean/count");
   expectGraphError([&] { metrics::mean(labels); }, {"metrics::mean", "float"});
+}
+
+TEST(GraphBuilder, LocalVariables) {
+  Graph g;
+  Variable w = g.get_variable("w", DType::Float32, {2});
+  Variable t;
+  {
+    auto m = g.mode_scope(ModeKeys::EVAL);
+    auto s = g.name_scope("auc");
+    t = g.get_local_variable("true_positives", DType::Float32, {200});
+  }
+  EXPECT_EQ(t.name(), "auc/true_positives");
+  EXPECT_TRUE(t.local());
+  EXPECT_FALSE(t.trainable());
+  EXPECT_FALSE(w.local());
+  const graph::VariableDef &def = g.variable_def("auc/true_positives");
+  EXPECT_TRUE(def.local());
+  EXPECT_EQ(def.initializer().type(), "zeros");
+  ASSERT_EQ(g.local_variables().size(), 1u);
+  EXPECT_EQ(g.local_variables()[0].name(), "auc/true_positives");
+  EXPECT_EQ(g.trainable_variables().size(), 1u);
+  // Shared across modes like get_variable; a non-local one of the same name
+  // cannot be asked for as local.
+  {
+    auto m = g.mode_scope(ModeKeys::TRAIN);
+    EXPECT_EQ(g.get_local_variable("auc/true_positives", DType::Float32, {200})
+                  .name(),
+              "auc/true_positives");
+    expectGraphError(
+        [&] { g.get_local_variable("w", DType::Float32, {2}); },
+        {"get_local_variable 'w'", "exists and is not local"});
+    expectGraphError(
+        [&] {
+          g.get_local_variable("auc/true_positives", DType::Float32, {3},
+                               /*reuse=*/true);
+        },
+        {"auc/true_positives", "[3]", "[200]"});
+  }
+  EXPECT_TRUE(g.graph_def().variable(1).local());
 }
 
 TEST(GraphBuilder, Signatures) {

@@ -87,6 +87,10 @@ TEST(GoldenMlpHeader, Metadata) {
   EXPECT_STREQ(spec.variables[0].name, "dense/kernel");
   EXPECT_TRUE(spec.variables[0].trainable);
   EXPECT_FALSE(spec.variables[6].trainable);
+  EXPECT_FALSE(spec.variables[0].local);
+  EXPECT_TRUE(spec.variables[6].local);  // accuracy/total
+  EXPECT_TRUE(spec.variables[7].local);  // accuracy/count
+  EXPECT_FALSE(spec.variables[8].local); // global_step
   EXPECT_STREQ(spec.functions[Mlp::k_predict].outputs[1].key,
                "predictions/probabilities");
   EXPECT_EQ(model.variable_bytes(), Mlp::kVariableBytes);
@@ -112,11 +116,24 @@ TEST(GoldenMlpHeader, RunsEntryPointsWithDescriptors) {
   EXPECT_EQ(model.var_dense_kernel()[0], 0.5f);
 }
 
+TEST(GoldenMlpHeader, ResetLocalVariablesZeroesOnlyMetricState) {
+  Mlp model;
+  *model.var_accuracy_total() = 3;
+  *model.var_accuracy_count() = 4;
+  model.var_dense_kernel()[7] = 0.25f;
+  *model.var_global_step() = 12;
+  model.reset_local_variables();
+  EXPECT_EQ(*model.var_accuracy_total(), 0.0f);
+  EXPECT_EQ(*model.var_accuracy_count(), 0.0f);
+  EXPECT_EQ(model.var_dense_kernel()[7], 0.25f);
+  EXPECT_EQ(*model.var_global_step(), 12);
+}
+
 TEST(HeaderGenerator, NamesAreSanitizedAndUnique) {
   estc::Manifest m;
   m.name = "Tiny";
-  m.variables.push_back({"a/b", estc::rt::DType::F64, {2}, true, "", {}});
-  m.variables.push_back({"a_b", estc::rt::DType::I32, {}, false, "", {}});
+  m.variables.push_back({"a/b", estc::rt::DType::F64, {2}, true, false, "", {}});
+  m.variables.push_back({"a_b", estc::rt::DType::I32, {}, false, true, "zeros", {}});
   estc::FunctionInfo f;
   f.name = "run"; // a CompiledModel method
   f.inputs.push_back({"x-1", estc::rt::DType::Bool, {-1}});
@@ -127,6 +144,14 @@ TEST(HeaderGenerator, NamesAreSanitizedAndUnique) {
   EXPECT_NE(h.find("void run_2() { run(k_run_2); }"), std::string::npos) << h;
   EXPECT_NE(h.find("bool *run_2_arg_x_1() {"), std::string::npos) << h;
   EXPECT_NE(h.find("void Tiny_run_packed(void **args);"), std::string::npos);
+  EXPECT_NE(h.find("{\"a/b\", estc::rt::DType::F64, 1, kVarShape0, true, false},"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("{\"a_b\", estc::rt::DType::I32, 0, nullptr, false, true},"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("// a_b: i32[], local, initializer zeros"), std::string::npos)
+      << h;
 }
 
 TEST(HeaderGenerator, EmptyModel) {

@@ -60,22 +60,25 @@ TEST(Manifest, Mlp) {
     const char *name;
     std::vector<int64_t> shape;
     bool trainable;
+    bool local;
     const char *init;
   };
-  std::vector<Var> vars = {{"dense/kernel", {784, 256}, true, "glorot_uniform"},
-                           {"dense/bias", {256}, true, "zeros"},
-                           {"dense_1/kernel", {256, 256}, true, "glorot_uniform"},
-                           {"dense_1/bias", {256}, true, "zeros"},
-                           {"dense_2/kernel", {256, 10}, true, "glorot_uniform"},
-                           {"dense_2/bias", {10}, true, "zeros"},
-                           {"accuracy/total", {}, false, "zeros"},
-                           {"accuracy/count", {}, false, "zeros"}};
+  std::vector<Var> vars = {
+      {"dense/kernel", {784, 256}, true, false, "glorot_uniform"},
+      {"dense/bias", {256}, true, false, "zeros"},
+      {"dense_1/kernel", {256, 256}, true, false, "glorot_uniform"},
+      {"dense_1/bias", {256}, true, false, "zeros"},
+      {"dense_2/kernel", {256, 10}, true, false, "glorot_uniform"},
+      {"dense_2/bias", {10}, true, false, "zeros"},
+      {"accuracy/total", {}, false, true, "zeros"},
+      {"accuracy/count", {}, false, true, "zeros"}};
   ASSERT_EQ(m.variables.size(), vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
     EXPECT_EQ(m.variables[i].name, vars[i].name);
     EXPECT_EQ(m.variables[i].dtype, DType::F32);
     EXPECT_EQ(m.variables[i].shape, vars[i].shape) << vars[i].name;
     EXPECT_EQ(m.variables[i].trainable, vars[i].trainable) << vars[i].name;
+    EXPECT_EQ(m.variables[i].local, vars[i].local) << vars[i].name;
     EXPECT_EQ(m.variables[i].initializer, vars[i].init) << vars[i].name;
   }
   ASSERT_EQ(m.variables[0].initializerParams.size(), 1u);
@@ -155,6 +158,12 @@ TEST(Manifest, JsonRoundTrip) {
   EXPECT_EQ(back->functions[1].arenaPerBatch, 3136);
   EXPECT_EQ(back->variables[0].initializerParams,
             m.variables[0].initializerParams);
+  EXPECT_FALSE(back->variables[0].local);
+  EXPECT_TRUE(back->variables[6].local);
+  EXPECT_NE(json.find("\"name\": \"accuracy/total\", \"dtype\": \"f32\", "
+                      "\"shape\": [], \"trainable\": false, \"local\": true"),
+            std::string::npos)
+      << json;
 }
 
 TEST(Manifest, BadJson) {

@@ -634,6 +634,13 @@ LogicalResult VariableOp::verify() {
   auto type = cast<RankedTensorType>(getType());
   if (!type.hasStaticShape())
     return emitOpError("variable type must have a static shape, got ") << type;
+  if (getLocal()) {
+    if (getTrainable())
+      return emitOpError("a local variable cannot be trainable");
+    InitializerAttr init = getInitializerAttr();
+    if (!init || init.getKind() != "zeros")
+      return emitOpError("a local variable must have the zeros initializer");
+  }
   return success();
 }
 

@@ -626,16 +626,20 @@ def Est_VariableOp : Est_Op<"variable", [Symbol]> {
   let description = [{
     Declares a variable of a statically shaped tensor type. `trainable`
     variables are updated by `est.minimize` (unless its `var_list` says
-    otherwise); metric state is non-trainable.
+    otherwise). `local` variables are TF's LOCAL_VARIABLES (metric state):
+    never trainable, zeros-initialized, not checkpointed, and reset to zeros
+    by the runtime at the start of every evaluation.
 
     ```mlir
     est.variable @"dense/kernel" : tensor<784x256xf32> {initializer = #est.init<"glorot_uniform", {seed = 7 : i64}>, trainable}
+    est.variable @"accuracy/total" : tensor<f32> {initializer = #est.init<"zeros">, local}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Est_Tensor>:$type,
                        UnitAttr:$trainable,
-                       OptionalAttr<Est_InitializerAttr>:$initializer);
+                       OptionalAttr<Est_InitializerAttr>:$initializer,
+                       UnitAttr:$local);
   let assemblyFormat = "$sym_name `:` $type attr-dict";
   let hasVerifier = 1;
 }

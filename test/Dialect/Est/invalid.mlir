@@ -245,6 +245,21 @@ est.variable @w : tensor<?x10xf32>
 
 // -----
 
+// expected-error @+1 {{'est.variable' op a local variable must have the zeros initializer}}
+est.variable @"accuracy/total" : tensor<f32> {initializer = #est.init<"ones">, local}
+
+// -----
+
+// expected-error @+1 {{'est.variable' op a local variable must have the zeros initializer}}
+est.variable @"accuracy/total" : tensor<f32> {local}
+
+// -----
+
+// expected-error @+1 {{'est.variable' op a local variable cannot be trainable}}
+est.variable @"accuracy/total" : tensor<f32> {initializer = #est.init<"zeros">, local, trainable}
+
+// -----
+
 func.func @unknown_variable() {
   // expected-error @+1 {{'est.read_variable' op references unknown variable @nope}}
   %0 = est.read_variable @nope : tensor<f32>

@@ -9,6 +9,8 @@ est.variable @"dense/kernel" : tensor<784x256xf32> {trainable, initializer = #es
 est.variable @"dense/bias" : tensor<256xf32> {trainable, initializer = #est.init<"zeros">}
 // CHECK: est.variable @total : tensor<f32>{{$}}
 est.variable @total : tensor<f32>
+// CHECK: est.variable @"accuracy/count" : tensor<f32> {initializer = #est.init<"zeros">, local}
+est.variable @"accuracy/count" : tensor<f32> {local, initializer = #est.init<"zeros">}
 
 // CHECK-LABEL: func.func @elementwise
 func.func @elementwise(%a: tensor<?x256xf32>, %b: tensor<256xf32>, %i: tensor<4xi32>, %c: tensor<?x256xi1>) {
