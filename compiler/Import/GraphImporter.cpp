@@ -674,6 +674,8 @@ LogicalResult Importer::importSignature(ModuleOp module,
     for (const g::Binding &b : sig.predictions())
       if (mode == "predict")
         outputs.push_back({"predictions/" + b.key(), b.node()});
+  for (const g::Binding &b : sig.tensors())
+    outputs.push_back({"tensors/" + b.key(), b.node()});
   if (!sig.train_op().empty())
     effects.push_back(sig.train_op());
   std::vector<Output> metricValues;

@@ -1,0 +1,249 @@
+//===- Estimator.h - tf.estimator.Estimator for compiled models ---------===//
+//
+// The Estimator runs a model's train / evaluate / predict loops around
+// compiled step functions, with checkpoints, summaries, logging and hooks
+// (estimator/SessionRunHook.h) as tf.estimator does. Two ways to get the
+// compiled model, one interface:
+//
+//   JIT   Estimator(model_fn, config, params, warm_start_from)
+//         calls model_fn for TRAIN, EVAL and PREDICT into one graph (the
+//         placeholders from the first input_fn's element spec) and compiles
+//         it in process (compiler/Driver/GraphCompiler.h). Compiled once per
+//         Estimator: later train / evaluate / predict calls reuse it (and the
+//         on-disk JIT cache makes a new process skip code generation). The
+//         graph is rebuilt only when a hook's graph_fetches() asks for a
+//         tensor not yet compiled as an output. Link EstcEstimatorJit.
+//
+//   AOT   Estimator(std::make_unique<Mnist>(), config, warm_start_from)
+//         runs a model estc compiled ahead of time (the class
+//         estc_add_model generates; its graph, seed and input shapes are
+//         fixed). A trainer using only this links EstcEstimator and the
+//         runtime: no LLVM, no MLIR.
+//
+// Usage:
+//   estimator::Estimator est(my_model_fn, estimator::RunConfig(o));
+//   est.train(estimator::numpy_input_fn(x, y, {128, std::nullopt, true, 7}),
+//             {}, /*steps=*/std::nullopt, /*max_steps=*/2000);
+//   auto metrics = est.evaluate(eval_input_fn);      // {"accuracy", "loss",
+//                                                    //  "global_step"}
+//   for (const estimator::Prediction &p : est.predict(test_input_fn))
+//     use(p.at("classes").values<int64_t>()[0]);
+//
+// The loop of train (evaluate and predict alike, without saving):
+//   hooks' begin(); restore the latest valid checkpoint of model_dir (a
+//   corrupt one is skipped with one warning line) or run the compiled @init
+//   and warm-start; save model.ckpt-<step> if the step has none yet;
+//   hooks' after_create_session(); then per step: before_run, read a batch
+//   (none: stop, no after_run), run the compiled function, the built-in
+//   checkpoint / summary / logging work, after_run; stop at the step limit
+//   or when a hook asks; a final checkpoint; hooks' end().
+// Built in (as TF's Estimator adds them): checkpoints per RunConfig
+// (save_checkpoints_steps / _secs, keep_checkpoint_max, every_n_hours;
+// CheckpointSaverListeners around each save), the "loss" scalar every
+// save_summary_steps and "global_step/sec" every log_step_count_steps in
+// model_dir's event file, the log lines "loss = 0.35, step = 200 (0.81 sec)"
+// and "global_step/sec: 123.4" every log_step_count_steps, a NaN loss check
+// ("Model diverged with loss = NaN."), and a progress bar on stderr when it
+// is a terminal and the number of steps is known.
+//
+// Errors a user can cause (a wrong feature name, dtype or shape, an unknown
+// predict key or fetch, steps and max_steps together, ...) throw
+// std::invalid_argument with one line naming what is at fault; checkpoint
+// problems throw train::CheckpointError.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_ESTIMATOR_H
+#define ESTC_ESTIMATOR_ESTIMATOR_H
+
+#include "estimator/Checkpoint.h"
+#include "estimator/EstimatorSpec.h"
+#include "estimator/Input.h"
+#include "estimator/RunConfig.h"
+#include "estimator/SessionRunHook.h"
+#include "estimator/WarmStart.h"
+
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace estc {
+namespace rt {
+class CompiledModel;
+} // namespace rt
+
+namespace estimator {
+
+namespace detail {
+class Backend;
+class Runner;
+} // namespace detail
+
+/// tf.estimator.CheckpointSaverListener: called around every checkpoint the
+/// Estimator (or a CheckpointSaverHook) saves. Every method has an empty
+/// default.
+class CheckpointSaverListener {
+public:
+  virtual ~CheckpointSaverListener() = default;
+  virtual void begin() {}
+  virtual void before_save(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+  }
+  /// Returning true requests that training stop (TF's after_save -> True).
+  virtual bool after_save(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+    return false;
+  }
+  virtual void end(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+  }
+};
+using ListenerPtr = std::shared_ptr<CheckpointSaverListener>;
+using Listeners = std::vector<ListenerPtr>;
+
+/// evaluate()'s result: every metric, "loss" (the mean of the per-batch
+/// losses, weighted by batch size) and "global_step".
+using EvalResults = std::map<std::string, double>;
+
+/// One prediction: an example's (or with yield_single_examples = false, a
+/// batch's) values by prediction key.
+using Prediction = std::map<std::string, TensorValue>;
+
+class Estimator;
+
+/// The lazy range predict() returns: each batch is read and run when the
+/// iteration reaches it. Input iterator; iterate once. The Estimator must
+/// outlive the range and not train or evaluate while it is iterated.
+class Predictions {
+public:
+  class iterator {
+  public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Prediction;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Prediction *;
+    using reference = const Prediction &;
+
+    iterator() = default;
+    reference operator*() const;
+    pointer operator->() const { return &**this; }
+    iterator &operator++();
+    /// Only comparisons with end() are meaningful.
+    bool operator==(const iterator &other) const;
+    bool operator!=(const iterator &other) const { return !(*this == other); }
+
+  private:
+    friend class Predictions;
+    explicit iterator(Predictions *range) : range_(range) {}
+    Predictions *range_ = nullptr;
+  };
+
+  Predictions(Predictions &&) noexcept;
+  Predictions &operator=(Predictions &&) noexcept;
+  ~Predictions();
+
+  /// Starts the predict loop on the first call (hooks' begin, restore,
+  /// after_create_session) and reads the first batch.
+  iterator begin();
+  iterator end() { return iterator(); }
+
+private:
+  friend class Estimator;
+  struct State;
+  explicit Predictions(std::unique_ptr<State> state);
+  bool advance(); // false at the end
+  std::unique_ptr<State> state_;
+};
+
+class Estimator {
+public:
+  /// JIT: compiles what `model_fn` builds (defined in EstcEstimatorJit).
+  Estimator(ModelFn model_fn, RunConfig config = RunConfig(),
+            Params params = {},
+            std::optional<WarmStartSettings> warm_start_from = {});
+  /// AOT: runs a model compiled by estc (the generated class). The model's
+  /// graph seed is the one it was compiled with.
+  explicit Estimator(std::unique_ptr<rt::CompiledModel> model,
+                     RunConfig config = RunConfig(),
+                     std::optional<WarmStartSettings> warm_start_from = {});
+  ~Estimator();
+  Estimator(const Estimator &) = delete;
+  Estimator &operator=(const Estimator &) = delete;
+
+  /// Trains: `steps` more steps than the latest checkpoint's global_step,
+  /// or up to global_step `max_steps` (nothing to do, with one log line,
+  /// when the latest checkpoint is already there), or, with neither, until
+  /// the input runs out or a hook requests a stop. Both: an error.
+  Estimator &train(const InputFn &input_fn, const Hooks &hooks = {},
+                   std::optional<int64_t> steps = {},
+                   std::optional<int64_t> max_steps = {},
+                   const Listeners &saving_listeners = {});
+
+  /// Evaluates `checkpoint_path` (default: the latest checkpoint; none: the
+  /// initialized model, with a log line) on `steps` batches (default: until
+  /// the input runs out). The metrics' local state is reset first. Results
+  /// are logged and written as event-file scalars under eval_dir(name).
+  EvalResults evaluate(const InputFn &input_fn,
+                       std::optional<int64_t> steps = {},
+                       const Hooks &hooks = {},
+                       const std::string &checkpoint_path = "",
+                       const std::string &name = "");
+
+  /// As evaluate(), on the variables as they are in memory now (no
+  /// checkpoint read): from a hook inside train(), the training variables
+  /// of this very step. For in-memory evaluator hooks.
+  EvalResults evaluate_in_memory(const InputFn &input_fn,
+                                 std::optional<int64_t> steps = {},
+                                 const Hooks &hooks = {},
+                                 const std::string &name = "");
+
+  /// Predictions, lazily: a range whose iteration reads and runs one batch
+  /// at a time. `predict_keys`: a subset of the prediction keys (default
+  /// all; an unknown key is an error, thrown here). `yield_single_examples`:
+  /// one element per example (batch dimension removed) or per batch.
+  Predictions predict(const InputFn &input_fn,
+                      const std::vector<std::string> &predict_keys = {},
+                      const Hooks &hooks = {},
+                      const std::string &checkpoint_path = "",
+                      bool yield_single_examples = true);
+
+  /// The latest valid checkpoint's prefix in model_dir, or nullopt.
+  std::optional<std::string> latest_checkpoint() const;
+  /// The variables of the latest checkpoint (sorted by name), and one's
+  /// value; std::invalid_argument when there is no checkpoint, or the name
+  /// is not in it.
+  std::vector<std::string> get_variable_names() const;
+  TensorValue get_variable_value(const std::string &name) const;
+
+  const std::string &model_dir() const { return config_.model_dir(); }
+  /// model_dir/eval, or model_dir/eval_<name>.
+  std::string eval_dir(const std::string &name = "") const;
+  const RunConfig &config() const { return config_; }
+  const Params &params() const { return params_; }
+
+  /// How many times this Estimator compiled its model (JIT; 0 for AOT):
+  /// the JIT cache's witness.
+  int compile_count() const;
+
+private:
+  friend class Predictions;
+  Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,
+            Params params, std::optional<WarmStartSettings> warm_start_from);
+
+  RunConfig config_;
+  Params params_;
+  std::optional<WarmStartSettings> warmStart_;
+  std::unique_ptr<detail::Backend> backend_;
+  std::unique_ptr<detail::Runner> runner_;
+};
+
+} // namespace estimator
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_ESTIMATOR_H

@@ -1,0 +1,208 @@
+//===- EstimatorJit.cpp - The Estimator's JIT path (EstcEstimatorJit) ----===//
+//
+// Estimator(model_fn, ...): model_fn is called for each mode into one graph,
+// which compiler/Driver/GraphCompiler.h compiles in process. This is the
+// only part of the Estimator that links LLVM and MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Estimator.h"
+#include "estimator/EstimatorBackend.h"
+#include "estimator/Logging.h"
+
+#include "compiler/Driver/GraphCompiler.h"
+#include "runtime/CompiledModel.h"
+
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+namespace estc {
+namespace estimator {
+
+namespace {
+
+class JitBackend : public detail::Backend {
+public:
+  explicit JitBackend(ModelFn modelFn) : modelFn_(std::move(modelFn)) {
+    if (!modelFn_)
+      throw std::invalid_argument("Estimator: empty model_fn");
+  }
+
+  void prepare(ModeKeys mode, const ElementSpec &spec) override {
+    if (built_) {
+      bool needsLabels = mode != ModeKeys::PREDICT;
+      if (needsLabels && !inputs_.labels) {
+        if (!spec.labels)
+          throw std::invalid_argument(
+              std::string("Estimator.") +
+              (mode == ModeKeys::TRAIN ? "train" : "evaluate") +
+              ": the input_fn gives no labels");
+        // Built for PREDICT only so far: rebuild every mode.
+        ElementSpec all = inputs_;
+        all.labels = spec.labels;
+        build(all);
+      }
+      return;
+    }
+    if (mode != ModeKeys::PREDICT && !spec.labels)
+      throw std::invalid_argument(
+          std::string("Estimator.") +
+          (mode == ModeKeys::TRAIN ? "train" : "evaluate") +
+          ": the input_fn gives no labels");
+    build(spec);
+  }
+
+  const EstimatorSpec *spec(ModeKeys mode) const override {
+    auto it = specs_.find(mode);
+    return it == specs_.end() ? nullptr : &it->second;
+  }
+
+  rt::CompiledModel &model(ModeKeys mode,
+                           const std::vector<std::string> &fetches) override {
+    std::set<std::string> &compiled = fetches_[mode];
+    bool missing = false;
+    for (const std::string &f : fetches)
+      missing |= !compiled.count(f);
+    if (missing || dirty_) {
+      if (locked)
+        throw std::invalid_argument(
+            "Estimator: hook graph fetches of the " +
+            std::string(mode_key(mode)) +
+            " function need a recompile, which cannot happen inside train(); "
+            "declare them in a hook of the first call");
+      compiled.insert(fetches.begin(), fetches.end());
+      compile();
+    }
+    return *model_;
+  }
+
+  rt::CompiledModel *current() override { return model_.get(); }
+  int compile_count() const override { return compiles_; }
+
+private:
+  void build(const ElementSpec &spec) {
+    auto graph = std::make_unique<Graph>();
+    graph->set_seed(config_->tf_random_seed().value_or(0));
+    ElementSpec inputs = spec;
+    if (inputs.labels)
+      inputs.labels->key = "labels";
+    std::map<ModeKeys, EstimatorSpec> specs;
+    std::vector<ModeKeys> modes = {ModeKeys::PREDICT};
+    if (inputs.labels)
+      modes = {ModeKeys::TRAIN, ModeKeys::EVAL, ModeKeys::PREDICT};
+    for (ModeKeys mode : modes) {
+      InputSpec modeInputs = inputs;
+      if (mode == ModeKeys::PREDICT)
+        modeInputs.labels.reset();
+      build_mode(*graph, mode, modeInputs,
+                 [&](Graph &g, const TensorMap &features, const Tensor &labels,
+                     ModeKeys m) {
+                   detail::DefaultGraphScope scope(g);
+                   EstimatorSpec es =
+                       modelFn_(features, labels, m, *params_, *config_);
+                   if (es.mode != m)
+                     throw std::invalid_argument(
+                         std::string("model_fn returned an EstimatorSpec for "
+                                     "mode ") +
+                         mode_key(es.mode) + " when called for mode " +
+                         mode_key(m));
+                   es.validate();
+                   // What the mode's function computes (TF ignores the
+                   // other fields of a mode's spec).
+                   Signature sig;
+                   if (m == ModeKeys::PREDICT) {
+                     sig.predictions = es.predictions;
+                   } else {
+                     sig.loss = es.loss;
+                     if (m == ModeKeys::TRAIN)
+                       sig.train_op = es.train_op;
+                     else
+                       sig.metrics = es.eval_metric_ops;
+                   }
+                   specs.emplace(m, es);
+                   return sig;
+                 });
+    }
+    graph_ = std::move(graph);
+    specs_ = std::move(specs);
+    def_ = graph_->graph_def();
+    inputs_ = inputs;
+    built_ = true;
+    dirty_ = true; // compiled by the next model() call, with its fetches
+  }
+
+  void compile() {
+    graph::GraphDef def = def_;
+    for (const auto &[mode, nodes] : fetches_) {
+      auto it = def.mutable_signature()->find(mode_key(mode));
+      if (it == def.mutable_signature()->end())
+        continue;
+      for (const std::string &node : nodes) {
+        std::string full = std::string(mode_key(mode)) + "/" + node;
+        if (!graph_->has_node(full))
+          throw std::invalid_argument("Estimator: hook graph fetch '" + node +
+                                      "': no node '" + full + "' in the " +
+                                      mode_key(mode) + " graph");
+        if (graph_->node(full).dtype() == graph::DT_INVALID)
+          throw std::invalid_argument("Estimator: hook graph fetch '" + node +
+                                      "': node '" + full +
+                                      "' produces no value");
+        graph::Binding *b = it->second.add_tensors();
+        b->set_key(node);
+        b->set_node(full);
+      }
+    }
+    ++compiles_;
+    JitCompiler jit;
+    auto compiled = jitCompileGraph(jit, def, "Model", [](llvm::StringRef w) {
+      log_info("warning: " + w.str());
+    });
+    if (!compiled)
+      throw std::runtime_error("Estimator: " +
+                               llvm::toString(compiled.takeError()));
+    std::unique_ptr<rt::CompiledModel> next = std::move(*compiled);
+    if (model_) {
+      // A recompile (new outputs): the variables keep their values.
+      const rt::ModelSpec &spec = next->spec();
+      for (int i = 0; i < spec.numVariables; ++i) {
+        const rt::ModelSpec &old = model_->spec();
+        for (int j = 0; j < old.numVariables; ++j)
+          if (std::strcmp(old.variables[j].name, spec.variables[i].name) == 0) {
+            size_t bytes = static_cast<size_t>(rt::numElements(
+                               spec.variables[i].rank, spec.variables[i].shape,
+                               0)) *
+                           rt::dtypeBytes(spec.variables[i].dtype);
+            std::memcpy(next->variable_data(i), model_->variable_data(j),
+                        bytes);
+          }
+      }
+    }
+    model_ = std::move(next);
+    dirty_ = false;
+  }
+
+  ModelFn modelFn_;
+  bool built_ = false, dirty_ = false;
+  ElementSpec inputs_;
+  std::unique_ptr<Graph> graph_;
+  graph::GraphDef def_;
+  std::map<ModeKeys, EstimatorSpec> specs_;
+  std::map<ModeKeys, std::set<std::string>> fetches_;
+  std::unique_ptr<rt::CompiledModel> model_;
+  int compiles_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<detail::Backend> detail::makeJitBackend(ModelFn model_fn) {
+  return std::make_unique<JitBackend>(std::move(model_fn));
+}
+
+Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params,
+                     std::optional<WarmStartSettings> warm_start_from)
+    : Estimator(detail::makeJitBackend(std::move(model_fn)), std::move(config),
+                std::move(params), std::move(warm_start_from)) {}
+
+} // namespace estimator
+} // namespace estc

@@ -1,0 +1,143 @@
+//===- RunConfig.h - tf.estimator.RunConfig -----------------------------===//
+//
+// Where an Estimator writes (model_dir), how often it saves checkpoints and
+// summaries and logs, its random seed and thread count, and the cluster it
+// is part of (TF_CONFIG). Immutable like TF's: construct one from
+// RunConfigOptions, derive others with replace().
+//
+//   estimator::RunConfigOptions o;
+//   o.model_dir = "/tmp/mnist";
+//   o.save_checkpoints_steps = 500;        // save_checkpoints_secs off
+//   estimator::RunConfig config(o);
+//   estimator::RunConfigOptions more;
+//   more.tf_random_seed = 42;
+//   estimator::RunConfig seeded = config.replace(more);
+//
+// TF's None is 0 here for save_summary_steps, save_checkpoints_steps,
+// save_checkpoints_secs and keep_checkpoint_max (off / keep all).
+// Checkpoints: save_checkpoints_secs = 600 unless save_checkpoints_steps is
+// given; giving both (non-zero) is an error, and replace() of one turns the
+// other off, exactly as TF's RunConfig.
+//
+// TF_CONFIG (the environment variable, JSON) follows TF's rules:
+//   {"cluster": {"chief": ["host0:2222"], "worker": [...], "ps": [...]},
+//    "task": {"type": "worker", "index": 1}, "model_dir": "..."}
+// Without "cluster": task type must be "worker" and index 0 (the defaults);
+// is_chief, one worker replica, no ps, master "" (or "session_master").
+// With "cluster": exactly one "chief" node; the task's type and index are
+// required; type must be a job of the cluster (or "evaluator", which is not
+// part of the training cluster: no replicas, master "", not chief); index in
+// range; master "grpc://<address>" ("" for a one-node cluster);
+// num_worker_replicas counts chief + workers; is_chief only for the chief.
+// A "master" job (legacy) takes the chief's place and excludes "chief".
+// Every violation throws std::invalid_argument with TF's message.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_RUNCONFIG_H
+#define ESTC_ESTIMATOR_RUNCONFIG_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace estc {
+namespace estimator {
+
+/// tf.estimator.RunConfig.TaskType.
+namespace TaskType {
+inline constexpr const char *MASTER = "master";
+inline constexpr const char *PS = "ps";
+inline constexpr const char *WORKER = "worker";
+inline constexpr const char *CHIEF = "chief";
+inline constexpr const char *EVALUATOR = "evaluator";
+} // namespace TaskType
+
+/// The replaceable fields of a RunConfig; unset fields keep their value
+/// (the defaults, for a new RunConfig).
+struct RunConfigOptions {
+  std::optional<std::string> model_dir;
+  std::optional<int64_t> tf_random_seed;
+  std::optional<int64_t> save_summary_steps;     // default 100; 0: off
+  std::optional<int64_t> save_checkpoints_steps; // default off
+  std::optional<double> save_checkpoints_secs;   // default 600; 0: off
+  std::optional<int> keep_checkpoint_max;        // default 5; 0: all
+  std::optional<double> keep_checkpoint_every_n_hours; // default 10000
+  std::optional<int64_t> log_step_count_steps;   // default 100
+  /// TF's session_config.intra_op_parallelism_threads: the runtime's thread
+  /// pool size (estc_runtime_set_num_threads); 0 leaves it as it is.
+  std::optional<int> intra_op_parallelism_threads;
+};
+
+/// tf.train.ClusterSpec as a plain map: job name -> task addresses.
+using ClusterSpec = std::map<std::string, std::vector<std::string>>;
+
+class RunConfig {
+public:
+  /// Defaults, then `options`, then TF_CONFIG from the environment.
+  explicit RunConfig(const RunConfigOptions &options = {});
+  /// As above with `tf_config` (JSON text; "" = none) instead of the
+  /// environment variable.
+  static RunConfig from_tf_config(const std::string &tf_config,
+                                  const RunConfigOptions &options = {});
+
+  /// A copy with the fields `changes` sets replaced (TF's replace()).
+  RunConfig replace(const RunConfigOptions &changes) const;
+
+  const std::string &model_dir() const { return model_dir_; }
+  std::optional<int64_t> tf_random_seed() const { return tf_random_seed_; }
+  int64_t save_summary_steps() const { return save_summary_steps_; }
+  int64_t save_checkpoints_steps() const { return save_checkpoints_steps_; }
+  double save_checkpoints_secs() const { return save_checkpoints_secs_; }
+  int keep_checkpoint_max() const { return keep_checkpoint_max_; }
+  double keep_checkpoint_every_n_hours() const {
+    return keep_checkpoint_every_n_hours_;
+  }
+  int64_t log_step_count_steps() const { return log_step_count_steps_; }
+  int intra_op_parallelism_threads() const { return intra_op_threads_; }
+
+  // --- Cluster (TF_CONFIG) ---------------------------------------------------
+  const ClusterSpec &cluster_spec() const { return cluster_spec_; }
+  const std::string &task_type() const { return task_type_; }
+  int64_t task_id() const { return task_id_; }
+  bool is_chief() const { return is_chief_; }
+  const std::string &master() const { return master_; }
+  const std::string &evaluation_master() const { return evaluation_master_; }
+  int64_t num_ps_replicas() const { return num_ps_replicas_; }
+  int64_t num_worker_replicas() const { return num_worker_replicas_; }
+  /// nullopt for an evaluator (not part of the training cluster).
+  std::optional<int64_t> global_id_in_cluster() const {
+    return global_id_in_cluster_;
+  }
+
+private:
+  RunConfig(const RunConfigOptions &options, const std::string &tf_config);
+  void apply(const RunConfigOptions &changes, bool constructing);
+  void parseTfConfig(const std::string &tf_config);
+
+  std::string model_dir_;
+  std::optional<int64_t> tf_random_seed_;
+  int64_t save_summary_steps_ = 100;
+  int64_t save_checkpoints_steps_ = 0;
+  double save_checkpoints_secs_ = 600;
+  int keep_checkpoint_max_ = 5;
+  double keep_checkpoint_every_n_hours_ = 10000;
+  int64_t log_step_count_steps_ = 100;
+  int intra_op_threads_ = 0;
+
+  ClusterSpec cluster_spec_;
+  std::string task_type_ = TaskType::WORKER;
+  int64_t task_id_ = 0;
+  bool is_chief_ = true;
+  std::string master_;
+  std::string evaluation_master_;
+  int64_t num_ps_replicas_ = 0;
+  int64_t num_worker_replicas_ = 1;
+  std::optional<int64_t> global_id_in_cluster_ = 0;
+};
+
+} // namespace estimator
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_RUNCONFIG_H

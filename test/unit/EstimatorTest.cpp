@@ -1,0 +1,580 @@
+//===- EstimatorTest.cpp - The Estimator's JIT path, end to end ---------===//
+//
+// A small classifier (4 features, 3 classes, one dense layer, SGD) trained,
+// evaluated and run for prediction through Estimator(model_fn, ...): loss
+// goes down, checkpoints resume at their global_step, steps / max_steps,
+// hooks' call order, request_stop, input exhaustion, predict's laziness,
+// the JIT's compile cache, determinism across runs and thread counts, and
+// the one-line errors of bad inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Estimator.h"
+#include "estimator/Logging.h"
+#include "estimator/Summary.h"
+#include "lib/Graph/Layers.h"
+#include "lib/Graph/Ops.h"
+#include "lib/Graph/Train.h"
+#include "runtime/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace estc {
+namespace estimator {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One JIT cache for this process, so no test loads an object from an
+/// earlier build.
+class CacheEnvironment : public ::testing::Environment {
+public:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("estc-estimator-test-cache-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ::setenv("ESTC_CACHE_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+private:
+  fs::path dir_;
+};
+const auto *const kCacheEnvironment =
+    ::testing::AddGlobalTestEnvironment(new CacheEnvironment);
+
+// --- The model and its data ----------------------------------------------------
+
+EstimatorSpec classifier_fn(const TensorMap &features, const Tensor &labels,
+                            ModeKeys mode, const Params &params,
+                            const RunConfig &config) {
+  (void)config;
+  Tensor hidden = layers::dense(features["x"], params.get<int64_t>("hidden", 8),
+                                nn::relu);
+  Tensor logits = layers::dense(hidden, 3);
+  EstimatorSpec spec(mode);
+  spec.predictions = {{"classes", argmax(logits, 1)},
+                      {"probabilities", nn::softmax(logits)}};
+  if (mode == ModeKeys::PREDICT)
+    return spec;
+  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+  spec.train_op =
+      train::GradientDescentOptimizer(params.get<double>("learning_rate", 0.5))
+          .minimize(spec.loss);
+  spec.eval_metric_ops = {
+      {"accuracy", metrics::accuracy(labels, spec.predictions["classes"])}};
+  return spec;
+}
+
+/// n examples: x uniform in [-1, 1]^4, class = argmax(x0 + x1, x2, x3).
+struct Data {
+  Features x;
+  TensorValue y;
+};
+Data makeData(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xs(n * 4);
+  std::vector<int64_t> ys(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float *r = &xs[i * 4];
+    for (int j = 0; j < 4; ++j)
+      r[j] = u(rng);
+    float s[3] = {r[0] + r[1], r[2], r[3]};
+    ys[i] = std::max_element(s, s + 3) - s;
+  }
+  return {{{"x", TensorValue::of<float>({n, 4}, xs)}},
+          TensorValue::of<int64_t>({n}, ys)};
+}
+
+InputFn trainInput(int64_t n = 256, int64_t batch = 32,
+                   std::optional<int64_t> epochs = std::nullopt) {
+  Data d = makeData(n, 1);
+  return numpy_input_fn(d.x, d.y, {batch, epochs, true, 7});
+}
+InputFn evalInput(int64_t n = 200, int64_t batch = 64) {
+  Data d = makeData(n, 2);
+  return numpy_input_fn(d.x, d.y, {batch, 1, false, 0});
+}
+
+class EstimatorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("estc-estimator-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  RunConfig config(const std::string &sub = "model") {
+    RunConfigOptions o;
+    o.model_dir = (dir_ / sub).string();
+    o.tf_random_seed = 42;
+    o.save_checkpoints_steps = 10;
+    o.log_step_count_steps = 10;
+    o.save_summary_steps = 5;
+    return RunConfig::from_tf_config("", o);
+  }
+  std::unique_ptr<Estimator> make(const std::string &sub = "model") {
+    return std::make_unique<Estimator>(classifier_fn, config(sub),
+                                       Params{{"hidden", 8}});
+  }
+
+  fs::path dir_;
+  std::vector<std::string> logs_;
+  ScopedLogSink sink_{[this](const std::string &l) { logs_.push_back(l); }};
+};
+
+/// Records every call, and the loss it fetched.
+class RecordingHook : public SessionRunHook {
+public:
+  explicit RecordingHook(std::vector<std::string> *log, std::string name = "h",
+                         std::optional<int> stopAt = {})
+      : log_(log), name_(std::move(name)), stopAt_(stopAt) {}
+  void begin() override { log_->push_back(name_ + ".begin"); }
+  void after_create_session(Session &s) override {
+    log_->push_back(name_ + ".after_create_session@" +
+                    std::to_string(s.global_step()));
+  }
+  SessionRunArgs before_run(SessionRunContext &) override {
+    log_->push_back(name_ + ".before_run");
+    return {{"loss", "global_step"}};
+  }
+  void after_run(SessionRunContext &context,
+                 const SessionRunValues &values) override {
+    losses.push_back(values.results.at("loss").element(0));
+    int64_t step = static_cast<int64_t>(values.results.at("global_step").element(0));
+    log_->push_back(name_ + ".after_run@" + std::to_string(step));
+    if (stopAt_ && step >= *stopAt_)
+      context.request_stop();
+  }
+  void end(Session &s) override {
+    log_->push_back(name_ + ".end@" + std::to_string(s.global_step()));
+  }
+  std::vector<double> losses;
+
+private:
+  std::vector<std::string> *log_;
+  std::string name_;
+  std::optional<int> stopAt_;
+};
+
+// --- Training, evaluation, checkpoints ---------------------------------------
+
+TEST_F(EstimatorTest, TrainReducesLossAndEvaluates) {
+  auto est = make();
+  EvalResults before = est->evaluate(evalInput());
+  EXPECT_EQ(before.at("global_step"), 0);
+  est->train(trainInput(), {}, /*steps=*/200);
+  EvalResults after = est->evaluate(evalInput());
+  EXPECT_EQ(after.at("global_step"), 200);
+  EXPECT_LT(after.at("loss"), before.at("loss") * 0.6);
+  EXPECT_GT(after.at("accuracy"), 0.8);
+  EXPECT_EQ(after.size(), 3u); // accuracy, loss, global_step
+
+  // Checkpoints every 10 steps, 5 kept, the last one at 200.
+  ASSERT_TRUE(est->latest_checkpoint());
+  EXPECT_EQ(fs::path(*est->latest_checkpoint()).filename(), "model.ckpt-200");
+  auto state = train::get_checkpoint_state(est->model_dir());
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->all_model_checkpoint_paths.size(), 5u);
+  std::vector<std::string> names = est->get_variable_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "dense/kernel"), names.end());
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>(),
+            std::vector<int64_t>{200});
+  EXPECT_THROW(est->get_variable_value("nope"), std::invalid_argument);
+
+  // The eval event file has the metrics at step 200.
+  std::vector<std::string> files = summary::list_event_files(est->eval_dir());
+  ASSERT_EQ(files.size(), 1u);
+  std::map<std::string, double> at200;
+  for (const summary::Event &e : summary::read_events(files[0]))
+    if (e.step() == 200)
+      for (const auto &v : e.summary().value())
+        at200[v.tag()] = v.simple_value();
+  EXPECT_FLOAT_EQ(at200.at("accuracy"), after.at("accuracy"));
+  EXPECT_FLOAT_EQ(at200.at("loss"), after.at("loss"));
+  EXPECT_EQ(est->eval_dir("holdout"),
+            (fs::path(est->model_dir()) / "eval_holdout").string());
+
+  // Training summaries and log lines.
+  std::vector<std::string> trainEvents =
+      summary::list_event_files(est->model_dir());
+  ASSERT_EQ(trainEvents.size(), 1u);
+  std::set<std::string> tags;
+  for (const summary::Event &e : summary::read_events(trainEvents[0]))
+    for (const auto &v : e.summary().value())
+      tags.insert(v.tag());
+  EXPECT_TRUE(tags.count("loss"));
+  EXPECT_TRUE(tags.count("global_step/sec"));
+  bool lossLine = false, rateLine = false;
+  for (const std::string &l : logs_) {
+    lossLine |= l.rfind("loss = ", 0) == 0 &&
+                l.find(", step = 11 (") != std::string::npos;
+    rateLine |= l.rfind("global_step/sec: ", 0) == 0;
+  }
+  EXPECT_TRUE(lossLine);
+  EXPECT_TRUE(rateLine);
+}
+
+TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
+  {
+    auto est = make();
+    est->train(trainInput(), {}, /*steps=*/15);
+    EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
+    est->train(trainInput(), {}, /*steps=*/5);
+    EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 20);
+  }
+  // A new Estimator (a restarted process) resumes at the saved step.
+  auto est = make();
+  std::vector<std::string> calls;
+  auto hook = std::make_shared<RecordingHook>(&calls);
+  est->train(trainInput(), {hook}, std::nullopt, /*max_steps=*/25);
+  EXPECT_EQ(calls.at(1), "h.after_create_session@20");
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 25);
+  EXPECT_EQ(hook->losses.size(), 5u);
+
+  // Already there: skipped with a log line, no hook called.
+  logs_.clear();
+  calls.clear();
+  est->train(trainInput(), {hook}, std::nullopt, /*max_steps=*/25);
+  EXPECT_TRUE(calls.empty());
+  ASSERT_FALSE(logs_.empty());
+  EXPECT_NE(logs_.back().find("Skipping training since max_steps has already "
+                              "saved"),
+            std::string::npos);
+
+  EXPECT_THROW(
+      {
+        try {
+          est->train(trainInput(), {}, 5, 10);
+        } catch (const std::invalid_argument &e) {
+          EXPECT_STREQ(e.what(), "Estimator.train: Can not provide both steps "
+                                 "and max_steps.");
+          throw;
+        }
+      },
+      std::invalid_argument);
+  EXPECT_THROW(est->train(trainInput(), {}, 0), std::invalid_argument);
+  EXPECT_THROW(est->train(trainInput(), {}, std::nullopt, -3),
+               std::invalid_argument);
+}
+
+TEST_F(EstimatorTest, HooksOrderRequestStopAndInputExhaustion) {
+  auto est = make();
+  std::vector<std::string> calls;
+  auto a = std::make_shared<RecordingHook>(&calls, "a");
+  auto b = std::make_shared<RecordingHook>(&calls, "b", /*stopAt=*/2);
+  est->train(trainInput(), {a, b});
+  std::vector<std::string> want = {
+      "a.begin",      "b.begin",       "a.after_create_session@0",
+      "b.after_create_session@0",      "a.before_run", "b.before_run",
+      "a.after_run@1", "b.after_run@1", "a.before_run", "b.before_run",
+      "a.after_run@2", "b.after_run@2", "a.end@2",      "b.end@2"};
+  EXPECT_EQ(calls, want);
+  // A final checkpoint at the stop.
+  EXPECT_EQ(fs::path(*est->latest_checkpoint()).filename(), "model.ckpt-2");
+
+  // The input runs out after 3 batches (70 examples, batch 32: the last is
+  // partial): the 4th before_run finds no batch, so no 4th after_run; end()
+  // is called.
+  calls.clear();
+  auto c = std::make_shared<RecordingHook>(&calls, "c");
+  est->train(trainInput(70, 32, 1), {c});
+  int before = 0, after = 0;
+  for (const std::string &s : calls) {
+    before += s == "c.before_run";
+    after += s.rfind("c.after_run", 0) == 0;
+  }
+  EXPECT_EQ(before, 4);
+  EXPECT_EQ(after, 3);
+  EXPECT_EQ(calls.back(), "c.end@5");
+}
+
+TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
+  struct Listener : CheckpointSaverListener {
+    std::vector<std::string> calls;
+    void begin() override { calls.push_back("begin"); }
+    void before_save(Session &, int64_t step) override {
+      calls.push_back("before_save@" + std::to_string(step));
+    }
+    bool after_save(Session &, int64_t step) override {
+      calls.push_back("after_save@" + std::to_string(step));
+      return step >= 20;
+    }
+    void end(Session &, int64_t step) override {
+      calls.push_back("end@" + std::to_string(step));
+    }
+  };
+  auto est = make();
+  auto listener = std::make_shared<Listener>();
+  est->train(trainInput(), {}, 100, std::nullopt, {listener});
+  std::vector<std::string> want = {"begin",          "before_save@0",
+                                   "after_save@0",   "before_save@10",
+                                   "after_save@10",  "before_save@20",
+                                   "after_save@20",  "end@20"};
+  EXPECT_EQ(listener->calls, want);
+
+  RunConfigOptions off; // TF's None for both: no checkpoints
+  off.save_checkpoints_secs = 0;
+  off.save_checkpoints_steps = 0;
+  Estimator noCkpt(classifier_fn, config("nockpt").replace(off));
+  EXPECT_THROW(noCkpt.train(trainInput(), {}, 5, std::nullopt, {listener}),
+               std::invalid_argument);
+  noCkpt.train(trainInput(), {}, 5);
+  EXPECT_FALSE(noCkpt.latest_checkpoint());
+}
+
+// --- Prediction ------------------------------------------------------------------
+
+TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
+  auto est = make();
+  est->train(trainInput(), {}, 50);
+  Data d = makeData(10, 3);
+  int batchesRead = 0;
+  auto input = [&]() {
+    auto remaining = std::make_shared<int64_t>(10);
+    return Dataset::from_generator([&, remaining]() -> std::optional<Batch> {
+      if (*remaining == 0)
+        return std::nullopt;
+      ++batchesRead;
+      int64_t n = std::min<int64_t>(4, *remaining);
+      int64_t start = 10 - *remaining;
+      *remaining -= n;
+      const std::string &all = d.x.at("x").data;
+      Batch b;
+      b.features["x"] = TensorValue::from_bytes(
+          train::DType::F32, {n, 4},
+          all.substr(start * 16, n * 16));
+      return b;
+    });
+  };
+  Predictions predictions = est->predict(input);
+  // Reading the element spec peeks one batch; nothing ran yet.
+  EXPECT_EQ(batchesRead, 1);
+  int count = 0;
+  for (const Prediction &p : predictions) {
+    ASSERT_EQ(p.size(), 2u);
+    EXPECT_EQ(p.at("classes").shape, std::vector<int64_t>{});
+    EXPECT_EQ(p.at("probabilities").shape, std::vector<int64_t>{3});
+    ++count;
+    // Batches of 4, 4, 2: the second is read with the 5th example.
+    if (count == 4)
+      EXPECT_EQ(batchesRead, 1);
+    if (count == 5)
+      EXPECT_EQ(batchesRead, 2);
+  }
+  EXPECT_EQ(count, 10);
+
+  // predict_keys and whole batches.
+  std::vector<int64_t> sizes;
+  for (const Prediction &p : est->predict(input, {"classes"}, {}, "", false)) {
+    ASSERT_EQ(p.size(), 1u);
+    sizes.push_back(p.at("classes").shape.at(0));
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
+
+  try {
+    est->predict(input, {"logits"});
+    FAIL() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "Estimator.predict: predict_keys 'logits' is not a "
+                           "prediction of the model (predictions: classes, "
+                           "probabilities)");
+  }
+
+  // Prediction hooks: end() once the input runs out.
+  std::vector<std::string> calls;
+  struct PredictHook : SessionRunHook {
+    std::vector<std::string> *calls;
+    SessionRunArgs before_run(SessionRunContext &) override {
+      return {{"predictions/classes"}};
+    }
+    void after_run(SessionRunContext &, const SessionRunValues &v) override {
+      calls->push_back("after_run:" +
+                       std::to_string(v.results.at("predictions/classes")
+                                          .shape.at(0)));
+    }
+    void end(Session &) override { calls->push_back("end"); }
+  };
+  auto hook = std::make_shared<PredictHook>();
+  hook->calls = &calls;
+  int n = 0;
+  for (const Prediction &p : est->predict(input, {}, {hook})) {
+    (void)p;
+    ++n;
+  }
+  EXPECT_EQ(n, 10);
+  EXPECT_EQ(calls, (std::vector<std::string>{"after_run:4", "after_run:4",
+                                             "after_run:2", "end"}));
+}
+
+// --- The JIT cache -----------------------------------------------------------------
+
+TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
+  auto est = make();
+  EXPECT_EQ(est->compile_count(), 0);
+  est->train(trainInput(), {}, 5);
+  EXPECT_EQ(est->compile_count(), 1);
+  est->evaluate(evalInput());
+  est->train(trainInput(), {}, 5);
+  for (const Prediction &p : est->predict(evalInput()))
+    (void)p;
+  est->evaluate(evalInput(), 1);
+  EXPECT_EQ(est->compile_count(), 1);
+
+  // A hook that fetches a graph tensor not yet an output: one recompile,
+  // the variables carried over (training resumes where it was).
+  struct ActivationHook : SessionRunHook {
+    std::vector<std::string> graph_fetches() const override {
+      return {"dense/Relu"};
+    }
+    SessionRunArgs before_run(SessionRunContext &) override {
+      return {{"tensors/dense/Relu"}};
+    }
+    void after_run(SessionRunContext &, const SessionRunValues &v) override {
+      shape = v.results.at("tensors/dense/Relu").shape;
+    }
+    std::vector<int64_t> shape;
+  };
+  auto hook = std::make_shared<ActivationHook>();
+  est->train(trainInput(), {hook}, 5);
+  EXPECT_EQ(est->compile_count(), 2);
+  EXPECT_EQ(hook->shape, (std::vector<int64_t>{32, 8}));
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
+  est->train(trainInput(), {hook}, 5);
+  EXPECT_EQ(est->compile_count(), 2);
+
+  struct BadFetch : SessionRunHook {
+    std::vector<std::string> graph_fetches() const override {
+      return {"no/such/node"};
+    }
+  };
+  try {
+    est->train(trainInput(), {std::make_shared<BadFetch>()}, 1);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "Estimator: hook graph fetch 'no/such/node': no "
+                           "node 'train/no/such/node' in the train graph");
+  }
+}
+
+// --- Determinism ---------------------------------------------------------------------
+
+std::string fileBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_F(EstimatorTest, DeterministicAcrossRunsAndThreadCounts) {
+  std::vector<std::vector<double>> losses;
+  std::vector<std::string> checkpoints;
+  int threads[] = {1, 1, 2};
+  for (int run = 0; run < 3; ++run) {
+    RunConfigOptions o;
+    o.intra_op_parallelism_threads = threads[run];
+    Estimator est(classifier_fn,
+                  config("run" + std::to_string(run)).replace(o),
+                  Params{{"hidden", 8}});
+    std::vector<std::string> calls;
+    auto hook = std::make_shared<RecordingHook>(&calls);
+    est.train(trainInput(), {hook}, 30);
+    losses.push_back(hook->losses);
+    checkpoints.push_back(fileBytes(train::checkpoint_file(*est.latest_checkpoint())));
+  }
+  estc_runtime_set_num_threads(0);
+  EXPECT_EQ(losses[0].size(), 30u);
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_EQ(losses[0], losses[2]);
+  EXPECT_EQ(checkpoints[0], checkpoints[1]);
+  EXPECT_EQ(checkpoints[0], checkpoints[2]);
+}
+
+// --- Warm start ------------------------------------------------------------------------
+
+TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
+  auto source = make("source");
+  source->train(trainInput(), {}, 20);
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = source->model_dir();
+  ws.vars_to_warm_start = "dense/.*";
+  Estimator est(classifier_fn, config("warm"), Params{{"hidden", 8}}, ws);
+  est.train(trainInput(), {}, 1);
+  // Started from the source's weights, at step 0 (global_step is not warm
+  // started).
+  EXPECT_EQ(est.get_variable_value("global_step").values<int64_t>()[0], 1);
+  auto ckpt0 = train::load_variable(
+      (fs::path(est.model_dir()) / "model.ckpt-0").string(), "dense/kernel");
+  EXPECT_EQ(ckpt0.data, source->get_variable_value("dense/kernel").data);
+}
+
+// --- Bad inputs --------------------------------------------------------------------------
+
+std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST_F(EstimatorTest, BadInputsAreOneLine) {
+  auto est = make();
+  est->train(trainInput(), {}, 1);
+  Data d = makeData(8, 1);
+  Features wrongName{{"z", d.x.at("x")}};
+  EXPECT_EQ(errorOf([&] {
+              est->train(numpy_input_fn(wrongName, d.y, {4, 1, false, 0}), {},
+                         1);
+            }),
+            "Estimator.train: input_fn feature 'z' is not an input of the "
+            "model's train function (features: x)");
+  Features wrongShape{
+      {"x", TensorValue::of<float>({8, 5}, std::vector<float>(40, 0.f))}};
+  EXPECT_EQ(errorOf([&] {
+              est->evaluate(numpy_input_fn(wrongShape, d.y, {4, 1, false, 0}));
+            }),
+            "Estimator.evaluate: feature 'x' is f32[4,5]; the model's eval "
+            "function takes f32[?,4]");
+  TensorValue wrongLabels =
+      TensorValue::of<int32_t>({8}, std::vector<int32_t>(8, 0));
+  EXPECT_EQ(errorOf([&] {
+              est->train(numpy_input_fn(d.x, wrongLabels, {4, 1, false, 0}),
+                         {}, 1);
+            }),
+            "Estimator.train: labels is i32[4]; the model's train function "
+            "takes i64[?]");
+  EXPECT_EQ(errorOf([&] {
+              est->train(numpy_input_fn(d.x, std::nullopt, {4, 1, false, 0}),
+                         {}, 1);
+            }),
+            "Estimator.train: input_fn gave no labels; the model's train "
+            "function takes i64[?]");
+
+  // A model_fn mistake surfaces when the Estimator builds the graph.
+  Estimator noTrainOp(
+      [](const TensorMap &f, const Tensor &l, ModeKeys mode, const Params &p,
+         const RunConfig &c) {
+        EstimatorSpec spec = classifier_fn(f, l, mode, p, c);
+        spec.train_op = Operation();
+        return spec;
+      },
+      config("bad"));
+  EXPECT_EQ(errorOf([&] { noTrainOp.train(trainInput(), {}, 1); }),
+            "EstimatorSpec (mode train): Missing train_op");
+}
+
+} // namespace
+} // namespace estimator
+} // namespace estc
