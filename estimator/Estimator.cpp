@@ -127,17 +127,8 @@ train::VariableSpec variableSpec(const rt::VariableSpec &v) {
           std::vector<int64_t>(v.shape, v.shape + v.rank)};
 }
 
-// Local variables (metric state) arrive with rt::VariableSpec::local and
-// CompiledModel::reset_local_variables(); until then no variable is local
-// and evaluation zeroes the metrics' state variables ("<metric>/...").
-template <typename V>
-auto isLocalImpl(const V &v, int) -> decltype(bool(v.local)) {
-  return v.local;
-}
-template <typename V> bool isLocalImpl(const V &, long) { return false; }
-
 /// Metric state, which evaluation resets and checkpoints leave out.
-bool isLocal(const rt::VariableSpec &v) { return isLocalImpl(v, 0); }
+bool isLocal(const rt::VariableSpec &v) { return v.local; }
 
 std::string functionName(ModeKeys mode) { return mode_key(mode); }
 
@@ -164,33 +155,8 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
   }
 }
 
-template <typename M>
-auto resetLocalImpl(M &m, int) -> decltype(m.reset_local_variables()) {
-  return m.reset_local_variables();
-}
-template <typename M> void resetLocalImpl(M &m, long) {
-  int metricsFn = -1;
-  for (int i = 0; i < m.spec().numFunctions; ++i)
-    if (std::string(m.spec().functions[i].name) == "eval_metrics")
-      metricsFn = i;
-  if (metricsFn < 0)
-    return;
-  const rt::FunctionSpec &f = m.spec().functions[metricsFn];
-  for (int o = 0; o < f.numOutputs; ++o) {
-    std::string prefix = std::string(f.outputs[o].key).substr(8) + "/";
-    for (int i = 0; i < m.spec().numVariables; ++i) {
-      const rt::VariableSpec &v = m.spec().variables[i];
-      if (std::string(v.name).compare(0, prefix.size(), prefix) == 0 &&
-          !v.trainable)
-        std::memset(m.variable_data(i), 0,
-                    static_cast<size_t>(rt::numElements(v.rank, v.shape, 0)) *
-                        rt::dtypeBytes(v.dtype));
-    }
-  }
-}
-
 /// Zeroes the metrics' local state.
-void resetLocalVariables(rt::CompiledModel &m) { resetLocalImpl(m, 0); }
+void resetLocalVariables(rt::CompiledModel &m) { m.reset_local_variables(); }
 
 /// Every variable's bytes (to put a model back after a nested evaluation).
 std::vector<std::string> snapshotVariables(rt::CompiledModel &m) {

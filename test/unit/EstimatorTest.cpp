@@ -188,6 +188,10 @@ TEST_F(EstimatorTest, TrainReducesLossAndEvaluates) {
   EXPECT_EQ(state->all_model_checkpoint_paths.size(), 5u);
   std::vector<std::string> names = est->get_variable_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "dense/kernel"), names.end());
+  // Metric state is local: not checkpointed, and reset by every evaluate().
+  EXPECT_EQ(std::find(names.begin(), names.end(), "accuracy/total"),
+            names.end());
+  EXPECT_EQ(est->evaluate(evalInput()), after);
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>(),
             std::vector<int64_t>{200});
   EXPECT_THROW(est->get_variable_value("nope"), std::invalid_argument);
