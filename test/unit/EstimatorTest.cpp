@@ -167,6 +167,15 @@ private:
   std::optional<int> stopAt_;
 };
 
+std::string errorOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 // --- Training, evaluation, checkpoints ---------------------------------------
 
 TEST_F(EstimatorTest, TrainReducesLossAndEvaluates) {
@@ -335,6 +344,107 @@ TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
                std::invalid_argument);
   noCkpt.train(trainInput(), {}, 5);
   EXPECT_FALSE(noCkpt.latest_checkpoint());
+}
+
+TEST_F(EstimatorTest, EvaluateLossIsWeightedByBatchSizeAndTakesSteps) {
+  auto est = make();
+  est->train(trainInput(), {}, 30);
+  // One batch of 200 vs batches of 64, 64, 64, 8: the same mean.
+  double whole = est->evaluate(evalInput(200, 200)).at("loss");
+  double batched = est->evaluate(evalInput(200, 64)).at("loss");
+  EXPECT_NEAR(batched, whole, 1e-6 * whole);
+  // steps: the first batch only, as a batch of 64 alone gives.
+  Data d = makeData(200, 2);
+  Features first{{"x", TensorValue::from_bytes(train::DType::F32, {64, 4},
+                                               d.x.at("x").data.substr(
+                                                   0, 64 * 16))}};
+  TensorValue firstLabels = TensorValue::from_bytes(
+      train::DType::I64, {64}, d.y.data.substr(0, 64 * 8));
+  EvalResults one = est->evaluate(evalInput(200, 64), /*steps=*/1);
+  EvalResults alone =
+      est->evaluate(numpy_input_fn(first, firstLabels, {64, 1, false, 0}));
+  EXPECT_EQ(one, alone);
+}
+
+TEST_F(EstimatorTest, EvaluatesAGivenCheckpointUnderAName) {
+  auto est = make();
+  est->train(trainInput(), {}, 20);
+  std::string at10 = (fs::path(est->model_dir()) / "model.ckpt-10").string();
+  EvalResults r = est->evaluate(evalInput(), std::nullopt, {}, at10, "ten");
+  EXPECT_EQ(r.at("global_step"), 10);
+  EXPECT_EQ(summary::list_event_files(est->eval_dir("ten")).size(), 1u);
+  EXPECT_THROW(est->evaluate(evalInput(), std::nullopt, {},
+                             (dir_ / "missing").string()),
+               train::CheckpointError);
+}
+
+TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
+  make()->train(trainInput(), {}, 20);
+  std::string latest =
+      (dir_ / "model" / "model.ckpt-20.safetensors").string();
+  {
+    std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  ::testing::internal::CaptureStderr();
+  auto est = make();
+  est->train(trainInput(), {}, 5);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("model.ckpt-20.safetensors"), std::string::npos) << err;
+  // Resumed from step 10.
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
+}
+
+TEST_F(EstimatorTest, EvaluationsFromAHookDuringTraining) {
+  // evaluate_in_memory sees the training variables of this very step;
+  // evaluate() of a checkpoint leaves them as they were.
+  struct EvalHook : SessionRunHook {
+    Estimator *est;
+    InputFn input;
+    std::optional<EvalResults> inMemory, fromCheckpoint;
+    SessionRunArgs before_run(SessionRunContext &) override {
+      return {{"global_step"}};
+    }
+    void after_run(SessionRunContext &, const SessionRunValues &v) override {
+      if (v.results.at("global_step").element(0) == 10) {
+        inMemory = est->evaluate_in_memory(input, std::nullopt, {}, "mem");
+        fromCheckpoint = est->evaluate(input);
+      }
+    }
+  };
+  auto est = make();
+  auto hook = std::make_shared<EvalHook>();
+  hook->est = est.get();
+  hook->input = evalInput();
+  std::vector<std::string> calls;
+  auto losses = std::make_shared<RecordingHook>(&calls);
+  est->train(trainInput(), {hook, losses}, 20);
+  ASSERT_TRUE(hook->inMemory);
+  EXPECT_EQ(hook->inMemory->at("global_step"), 10);
+  EXPECT_EQ(*hook->inMemory,
+            est->evaluate(evalInput(), std::nullopt, {},
+                          (fs::path(est->model_dir()) / "model.ckpt-10").string()));
+  EXPECT_EQ(hook->fromCheckpoint->at("global_step"), 10);
+
+  // The same training without the evaluations: the same losses.
+  auto plain = make("plain");
+  std::vector<std::string> calls2;
+  auto losses2 = std::make_shared<RecordingHook>(&calls2);
+  plain->train(trainInput(), {losses2}, 20);
+  EXPECT_EQ(losses->losses, losses2->losses);
+}
+
+TEST_F(EstimatorTest, NanLossStopsTraining) {
+  auto est = make();
+  Features nan{{"x", TensorValue::of<float>(
+                         {4, 4}, std::vector<float>(16, std::nanf("")))}};
+  TensorValue y = TensorValue::of<int64_t>({4}, {0, 1, 2, 0});
+  EXPECT_EQ(errorOf([&] {
+              est->train(numpy_input_fn(nan, y, {4, 1, false, 0}), {}, 5);
+            }),
+            "Model diverged with loss = NaN (global step 1).");
 }
 
 // --- Prediction ------------------------------------------------------------------
@@ -523,15 +633,6 @@ TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
 }
 
 // --- Bad inputs --------------------------------------------------------------------------
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 TEST_F(EstimatorTest, BadInputsAreOneLine) {
   auto est = make();
