@@ -517,6 +517,11 @@ public:
   void train(const InputFn &input_fn, const Hooks &hooks,
              std::optional<int64_t> steps, std::optional<int64_t> max_steps,
              const Listeners &listeners);
+  /// RunConfig's intra-op threads for the runtime, at the start of a call.
+  void applyThreads() const {
+    if (config_.intra_op_parallelism_threads() > 0)
+      estc_runtime_set_num_threads(config_.intra_op_parallelism_threads());
+  }
   EvalResults evaluate(const InputFn &input_fn, std::optional<int64_t> steps,
                        const Hooks &hooks, const std::string &checkpoint_path,
                        const std::string &name, bool inMemory);
@@ -622,12 +627,16 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                                 "given: " +
                                 std::to_string(*max_steps));
   const std::string &modelDir = config_.model_dir();
+  // Only the chief saves checkpoints and summaries (TF's chief-only hooks).
+  bool chief = config_.is_chief();
   bool checkpointing =
-      config_.save_checkpoints_steps() > 0 || config_.save_checkpoints_secs() > 0;
+      chief && (config_.save_checkpoints_steps() > 0 ||
+                config_.save_checkpoints_secs() > 0);
   if (!listeners.empty() && !checkpointing)
     throw std::invalid_argument(
         "Estimator.train: saving_listeners need checkpoints: set "
-        "RunConfig save_checkpoints_steps or save_checkpoints_secs");
+        "RunConfig save_checkpoints_steps or save_checkpoints_secs (and "
+        "train on the chief)");
   if (max_steps) {
     if (std::optional<std::string> latest = train::latest_checkpoint(modelDir)) {
       int64_t saved = train::CheckpointReader(train::checkpoint_file(*latest))
@@ -641,6 +650,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     }
   }
 
+  applyThreads();
   Dataset data = input_fn();
   if (std::optional<ElementSpec> spec = data.element_spec())
     backend_.prepare(ModeKeys::TRAIN, *spec);
@@ -732,10 +742,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     progress.clear();
     log_info(line);
   };
-  summary::SummaryWriter *events =
-      config_.save_summary_steps() > 0 || config_.log_step_count_steps() > 0
-          ? &writer(modelDir)
-          : nullptr;
+  summary::SummaryWriter *events = chief ? &writer(modelDir) : nullptr;
 
   int64_t iteration = 0;
   std::optional<int64_t> lastSummaryStep;
@@ -778,7 +785,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
          (config_.save_checkpoints_secs() > 0 &&
           secondsSince(lastSaveTime) >= config_.save_checkpoints_secs())))
       save(step);
-    if (haveLoss && config_.save_summary_steps() > 0 &&
+    if (events && haveLoss && config_.save_summary_steps() > 0 &&
         (!lastSummaryStep ||
          step >= *lastSummaryStep + config_.save_summary_steps())) {
       events->add_scalar("loss", loss, step);
@@ -843,6 +850,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
     throw std::invalid_argument("Estimator.evaluate: Must specify steps > 0, "
                                 "given: " +
                                 std::to_string(*steps));
+  applyThreads();
   Dataset data = input_fn();
   if (std::optional<ElementSpec> spec = data.element_spec())
     backend_.prepare(ModeKeys::EVAL, *spec);
@@ -1129,8 +1137,6 @@ Estimator::Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,
                      std::optional<WarmStartSettings> warm_start_from)
     : config_(withModelDir(config)), params_(std::move(params)),
       warmStart_(std::move(warm_start_from)), backend_(std::move(backend)) {
-  if (config_.intra_op_parallelism_threads() > 0)
-    estc_runtime_set_num_threads(config_.intra_op_parallelism_threads());
   backend_->bind(config_, params_);
   runner_ = std::make_unique<detail::Runner>(config_, warmStart_, *backend_);
 }
@@ -1177,6 +1183,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
                                bool yield_single_examples) {
   auto state = std::make_unique<Predictions::State>(input_fn());
   Predictions::State &s = *state;
+  runner_->applyThreads();
   if (std::optional<ElementSpec> spec = s.data.element_spec())
     backend_->prepare(ModeKeys::PREDICT, *spec);
   else if (!backend_->current())

@@ -37,7 +37,8 @@
 //   (none: stop, no after_run), run the compiled function, the built-in
 //   checkpoint / summary / logging work, after_run; stop at the step limit
 //   or when a hook asks; a final checkpoint; hooks' end().
-// Built in (as TF's Estimator adds them): checkpoints per RunConfig
+// Built in (as TF's Estimator adds them; checkpoints and summaries on the
+// chief only, RunConfig::is_chief()): checkpoints per RunConfig
 // (save_checkpoints_steps / _secs, keep_checkpoint_max, every_n_hours;
 // CheckpointSaverListeners around each save), the "loss" scalar every
 // save_summary_steps and "global_step/sec" every log_step_count_steps in

@@ -19,6 +19,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <pty.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -579,6 +583,125 @@ TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
     EXPECT_STREQ(e.what(), "Estimator: hook graph fetch 'no/such/node': no "
                            "node 'train/no/such/node' in the train graph");
   }
+}
+
+TEST_F(EstimatorTest, PredictFirstThenTrainRebuildsWithLabels) {
+  // The first call has no labels: only PREDICT is built (from initialized
+  // variables, with a log line); train then builds every mode.
+  auto est = make();
+  Data d = makeData(6, 4);
+  int n = 0;
+  for (const Prediction &p :
+       est->predict(numpy_input_fn(d.x, std::nullopt, {4, 1, false, 0}))) {
+    (void)p;
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
+  EXPECT_EQ(est->compile_count(), 1);
+  bool initLine = false;
+  for (const std::string &l : logs_)
+    initLine |= l.find("running initialization to predict") != std::string::npos;
+  EXPECT_TRUE(initLine);
+  est->train(trainInput(), {}, 3);
+  EXPECT_EQ(est->compile_count(), 2);
+  EXPECT_EQ(est->evaluate(evalInput()).at("global_step"), 3);
+  EXPECT_EQ(est->compile_count(), 2);
+}
+
+TEST_F(EstimatorTest, SpecHooksAndChiefOnlyWork) {
+  std::vector<std::string> calls;
+  auto trainHook = std::make_shared<RecordingHook>(&calls, "train");
+  auto chiefHook = std::make_shared<RecordingHook>(&calls, "chief");
+  auto evalHook = std::make_shared<RecordingHook>(&calls, "eval");
+  struct PredictHook : SessionRunHook {
+    int runs = 0;
+    void after_run(SessionRunContext &, const SessionRunValues &) override {
+      ++runs;
+    }
+  };
+  auto predictHook = std::make_shared<PredictHook>();
+  ModelFn fn = [&](const TensorMap &f, const Tensor &l, ModeKeys mode,
+                   const Params &p, const RunConfig &c) {
+    EstimatorSpec spec = classifier_fn(f, l, mode, p, c);
+    spec.training_hooks = {trainHook};
+    spec.training_chief_hooks = {chiefHook};
+    spec.evaluation_hooks = {evalHook};
+    spec.prediction_hooks = {predictHook};
+    return spec;
+  };
+  Estimator est(fn, config(), Params{{"hidden", 8}});
+  est.train(trainInput(), {}, 2);
+  est.evaluate(evalInput(200, 100));
+  for (const Prediction &p : est.predict(evalInput(10, 5)))
+    (void)p;
+  auto count = [&](const std::string &prefix) {
+    return std::count_if(calls.begin(), calls.end(), [&](const std::string &s) {
+      return s.rfind(prefix, 0) == 0;
+    });
+  };
+  EXPECT_EQ(count("train.after_run"), 2);
+  EXPECT_EQ(count("chief.after_run"), 2);
+  EXPECT_EQ(count("eval.after_run"), 2);
+  EXPECT_EQ(predictHook->runs, 2);
+
+  // A worker that is not the chief: no chief hooks, no checkpoints, no
+  // summaries.
+  calls.clear();
+  RunConfigOptions o;
+  o.model_dir = (dir_ / "worker").string();
+  RunConfig worker = RunConfig::from_tf_config(
+      R"({"cluster": {"chief": ["c:1"], "worker": ["w:1"]},
+          "task": {"type": "worker", "index": 0}})",
+      o);
+  Estimator w(fn, worker, Params{{"hidden", 8}});
+  w.train(trainInput(), {}, 2);
+  EXPECT_EQ(count("train.after_run"), 2);
+  EXPECT_EQ(count("chief.after_run"), 0);
+  EXPECT_FALSE(w.latest_checkpoint());
+  EXPECT_TRUE(summary::list_event_files(w.model_dir()).empty());
+}
+
+TEST_F(EstimatorTest, ProgressBarOnlyOnATerminal) {
+  auto est = make();
+  // stderr is not a terminal here: no bar.
+  ::testing::internal::CaptureStderr();
+  est->train(trainInput(), {}, 5);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find('\r'),
+            std::string::npos);
+
+  // stderr on a pseudo-terminal: a bar that ends at the last step.
+  int master = -1, slave = -1;
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  int saved = ::dup(STDERR_FILENO);
+  ::dup2(slave, STDERR_FILENO);
+  est->train(trainInput(), {}, 20);
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(slave);
+  std::string out;
+  char buffer[4096];
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;)
+    out.append(buffer, static_cast<size_t>(n));
+  ::close(master);
+  EXPECT_NE(out.find("] 25/25  loss "), std::string::npos) << out;
+
+  // Unknown number of steps (input until exhausted): no bar.
+  ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  saved = ::dup(STDERR_FILENO);
+  ::dup2(slave, STDERR_FILENO);
+  est->train(trainInput(64, 32, 1));
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  ::close(slave);
+  out.clear();
+  ::fcntl(master, F_SETFL, O_NONBLOCK);
+  for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;)
+    out.append(buffer, static_cast<size_t>(n));
+  ::close(master);
+  EXPECT_EQ(out.find("loss "), std::string::npos) << out;
 }
 
 // --- Determinism ---------------------------------------------------------------------
