@@ -5,15 +5,14 @@
 // Optimizers are descriptions: `minimize(loss)` emits one `minimize` node
 // (attrs `optimizer`, `hyperparameters`, optional `var_list`) that the
 // compiler's training pass expands into gradients and updates; it also bumps
-// global_step. Metrics keep their state in non-trainable variables
-// ("accuracy/total", "accuracy/count") updated by read + add +
-// assign_variable.
+// global_step. The metrics (tf.metrics) are in lib/Graph/Metrics.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_GRAPH_TRAIN_H
 #define ESTC_LIB_GRAPH_TRAIN_H
 
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
 
 #include <map>
@@ -84,15 +83,6 @@ Optimizer FtrlOptimizer(double learning_rate,
 Variable get_or_create_global_step(Graph &graph);
 
 } // namespace train
-
-namespace metrics {
-/// Fraction of predictions equal to labels (predictions are cast to the
-/// labels' dtype). State: "<name>/total", "<name>/count".
-Metric accuracy(const Tensor &labels, const Tensor &predictions,
-                const std::string &name = "");
-/// Mean of all elements of `values` seen so far.
-Metric mean(const Tensor &values, const std::string &name = "");
-} // namespace metrics
 
 } // namespace estc
 

@@ -68,8 +68,8 @@ TEST_F(SpecTest, TfValidationRules) {
   EXPECT_EQ(errorOf([&] { eval.validate(); }),
             "EstimatorSpec (mode eval): metric name 'global_step' is reserved "
             "(the evaluation reports it); rename the metric");
-  eval.eval_metric_ops = {{"acc", metrics::accuracy(y_, classes, "a1")},
-                          {"acc", metrics::accuracy(y_, classes, "a2")}};
+  eval.eval_metric_ops = {{"acc", metrics::accuracy(y_, classes, {}, "a1")},
+                          {"acc", metrics::accuracy(y_, classes, {}, "a2")}};
   EXPECT_EQ(errorOf([&] { eval.validate(); }),
             "EstimatorSpec (mode eval): metric 'acc' is given twice");
 

@@ -675,7 +675,9 @@ TEST(GraphBuilder, LossesOptimizersMetrics) {
   Metric mean = metrics::mean(loss);
   EXPECT_EQ(g.node(mean.update_ops[1].name()).attr().at("variable").s(),
             "mean/count");
-  expectGraphError([&] { metrics::mean(labels); }, {"metrics::mean", "float"});
+  expectGraphError(
+      [&] { metrics::mean(logits, g.constant(std::vector<double>{1}, {1, 4})); },
+                   {"metrics::mean 'mean_1'", "weights", "broadcastable"});
 }
 
 TEST(GraphBuilder, LocalVariables) {

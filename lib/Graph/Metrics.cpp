@@ -1,0 +1,731 @@
+//===- Metrics.cpp - Streaming metrics (tf.compat.v1.metrics) -----------===//
+//
+// Each metric is built from est ops only: comparisons, casts, one_hot,
+// reduce_sum and matmul compute one batch's counts; read_variable + add +
+// assign_variable fold them into local variables.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Graph/Metrics.h"
+
+#include "lib/Graph/Ops.h"
+
+#include <cmath>
+#include <map>
+
+namespace estc {
+namespace metrics {
+namespace {
+
+std::string describe(const Tensor &t) {
+  return "'" + t.name() + "' " + to_string(t.dtype()) + " " +
+         shape::toString(t.shape());
+}
+
+/// The metric being built: its scope and the prefix of its error messages.
+class Builder {
+public:
+  Builder(const char *metric, const Tensor &anchor, const std::string &name,
+          const std::string &base)
+      : g_(anchor.graph()), scope_(g_.name_scope(
+                                name.empty() ? g_.unique_layer_name(base)
+                                             : name)),
+        where_(std::string("metrics::") + metric + " '" + g_.current_scope() +
+               "'") {}
+
+  Graph &graph() const { return g_; }
+
+  [[noreturn]] void fail(const std::string &message) const {
+    throw GraphError(where_ + ": " + message);
+  }
+
+  void requireValue(const Tensor &t, const char *what) const {
+    if (!t.valid() || &t.graph() != &g_ || !t.has_value())
+      fail(std::string(what) + " must be a tensor of this graph with a value");
+  }
+
+  void requireFloat(const Tensor &t, const char *what) const {
+    if (!is_floating(t.dtype()))
+      fail(std::string(what) + " " + describe(t) + " must be float");
+  }
+
+  void requireInteger(const Tensor &t, const char *what) const {
+    if (!is_integer(t.dtype()))
+      fail(std::string(what) + " " + describe(t) + " must be integer");
+  }
+
+  /// TF's _remove_squeezable_dimensions for labels and predictions, then a
+  /// shape check: the shapes must agree (unknown dimensions match anything).
+  void alignLabels(Tensor &labels, Tensor &predictions) const {
+    requireValue(labels, "labels");
+    requireValue(predictions, "predictions");
+    Tensor l = labels, p = predictions;
+    if (l.rank() == p.rank() + 1 && l.shape().back() == 1)
+      l = squeeze(l, Dims{-1});
+    else if (p.rank() == l.rank() + 1 && p.shape().back() == 1)
+      p = squeeze(p, Dims{-1});
+    if (!compatible(l.shape(), p.shape()))
+      fail("labels " + describe(labels) + " and predictions " +
+           describe(predictions) + " must have the same shape");
+    labels = l;
+    predictions = p;
+  }
+
+  /// `weights` as f32 broadcast to `values`' shape (TF's squeezable
+  /// dimension rule, then TF's broadcast rule), or an empty Tensor.
+  Tensor weightsFor(const Tensor &values, const Tensor &weights) const {
+    if (!weights.valid())
+      return Tensor();
+    requireValue(weights, "weights");
+    if (weights.dtype() == DType::Bool)
+      fail("weights " + describe(weights) + " must be numeric");
+    Tensor w = toFloat(weights);
+    if (w.rank() != 0) {
+      if (w.rank() == values.rank() + 1 && w.shape().back() == 1)
+        w = squeeze(w, Dims{-1});
+      else if (values.rank() == w.rank() + 1)
+        w = expand_dims(w, -1);
+    }
+    bool ok = w.rank() == 0 || w.rank() == values.rank();
+    for (int64_t i = 0; ok && i < w.rank(); ++i) {
+      int64_t wd = w.shape()[i], vd = values.shape()[i];
+      ok = wd == 1 || wd == vd || wd == shape::kUnknownDim ||
+           vd == shape::kUnknownDim;
+    }
+    if (!ok)
+      fail("weights " + describe(weights) +
+           " must be a scalar or broadcastable to " + describe(values) +
+           " (same rank, each dimension 1 or equal)");
+    return multiply(ones_like(values, DType::Float32), w);
+  }
+
+  /// A local f32 (or `dtype`) variable of `shape` in the metric's scope.
+  Variable state(const std::string &name, const Dims &shape,
+                 DType dtype = DType::Float32) const {
+    return g_.get_local_variable(name, dtype, shape);
+  }
+
+  static Tensor toFloat(const Tensor &t) {
+    return t.dtype() == DType::Float32 ? t : cast(t, DType::Float32);
+  }
+
+  /// x != 0 (TF's cast to bool).
+  static Tensor toBool(const Tensor &t) {
+    if (t.dtype() == DType::Bool)
+      return t;
+    return not_equal(t, t.graph().constant(0.0, t.dtype()));
+  }
+
+private:
+  static bool compatible(const Dims &a, const Dims &b) {
+    if (a.size() != b.size())
+      return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i] && a[i] != shape::kUnknownDim &&
+          b[i] != shape::kUnknownDim)
+        return false;
+    return true;
+  }
+
+  Graph &g_;
+  Scope scope_;
+  std::string where_;
+};
+
+Tensor scalar(const Tensor &like, double value) {
+  return like.graph().constant(value, like.dtype());
+}
+
+/// num / den where den > 0, else 0 (TF's _safe_div / div_no_nan for
+/// non-negative counts).
+Tensor safeDiv(const Tensor &num, const Tensor &den,
+               const std::string &name = "") {
+  Tensor zero = scalar(den, 0.0);
+  return where(greater(den, zero), divide(num, den), zero, name);
+}
+
+/// variable += batch.
+Operation accumulate(const Variable &variable, const Tensor &batch,
+                     const std::string &name) {
+  return assign(variable, add(variable.read(), batch), name);
+}
+
+/// The streaming mean of f32 `values` with broadcast f32 `weights` (or none).
+Metric streamingMean(const Builder &b, const Tensor &values,
+                     const Tensor &weights) {
+  Variable total = b.state("total", {});
+  Variable count = b.state("count", {});
+  Tensor batchTotal, batchCount;
+  if (weights.valid()) {
+    batchTotal = reduce_sum(multiply(values, weights));
+    batchCount = reduce_sum(weights);
+  } else {
+    batchTotal = reduce_sum(values);
+    batchCount = reduce_sum(ones_like(values));
+  }
+  Operation updateTotal = accumulate(total, batchTotal, "update_total");
+  Operation updateCount = accumulate(count, batchCount, "update_count");
+  Tensor value = safeDiv(total.read(), count.read(), "value");
+  return Metric{value, {updateTotal, updateCount}};
+}
+
+/// TF's _count_condition: "count" += sum(weights * condition).
+Metric countCondition(const Builder &b, const Tensor &condition,
+                      const Tensor &weights) {
+  Variable count = b.state("count", {});
+  Tensor values = cast(condition, DType::Float32);
+  if (weights.valid())
+    values = multiply(values, weights);
+  Operation update = accumulate(count, reduce_sum(values), "update");
+  return Metric{count.read(), {update}};
+}
+
+enum class Cell { TP, FP, TN, FN };
+
+Tensor cellCondition(Cell cell, const Tensor &labelPos, const Tensor &predPos) {
+  switch (cell) {
+  case Cell::TP:
+    return logical_and(labelPos, predPos);
+  case Cell::FP:
+    return logical_and(logical_not(labelPos), predPos);
+  case Cell::TN:
+    return logical_and(logical_not(labelPos), logical_not(predPos));
+  case Cell::FN:
+    return logical_and(labelPos, logical_not(predPos));
+  }
+  return Tensor();
+}
+
+const char *cellName(Cell cell) {
+  switch (cell) {
+  case Cell::TP:
+    return "true_positives";
+  case Cell::FP:
+    return "false_positives";
+  case Cell::TN:
+    return "true_negatives";
+  case Cell::FN:
+    return "false_negatives";
+  }
+  return "";
+}
+
+/// true_positives(...) and friends, in the current (metric) scope.
+Metric countCell(const Builder &b, Cell cell, Tensor labels,
+                 Tensor predictions, const Tensor &weights) {
+  b.alignLabels(labels, predictions);
+  Tensor w = b.weightsFor(predictions, weights);
+  return countCondition(b,
+                        cellCondition(cell, Builder::toBool(labels),
+                                      Builder::toBool(predictions)),
+                        w);
+}
+
+Metric standaloneCell(const char *metric, Cell cell, const Tensor &labels,
+                      const Tensor &predictions, const Tensor &weights,
+                      const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name,
+            cellName(cell));
+  return countCell(b, cell, labels, predictions, weights);
+}
+
+/// A sub-metric in its own scope inside the current one (precision's
+/// "true_positives/count").
+Metric nestedCell(const Builder &outer, Cell cell, const Tensor &labels,
+                  const Tensor &predictions, const Tensor &weights) {
+  auto s = outer.graph().name_scope(cellName(cell));
+  return countCell(outer, cell, labels, predictions, weights);
+}
+
+/// TF's _confusion_matrix_at_thresholds: for each requested cell a local
+/// [T] variable named after it, updated with the batch's weighted counts of
+/// (label != 0, prediction > threshold[t]).
+struct ThresholdCounts {
+  std::map<Cell, Variable> state;
+  std::vector<Operation> updates;
+  Tensor read(Cell c) const { return state.at(c).read(); }
+};
+
+ThresholdCounts countsAtThresholds(const Builder &b, Tensor labels,
+                                   Tensor predictions,
+                                   const std::vector<double> &thresholds,
+                                   const Tensor &weights,
+                                   const std::vector<Cell> &cells) {
+  b.alignLabels(labels, predictions);
+  b.requireFloat(predictions, "predictions");
+  if (thresholds.empty())
+    b.fail("needs at least one threshold");
+  for (double t : thresholds)
+    if (!std::isfinite(t))
+      b.fail("thresholds must be finite");
+  Graph &g = b.graph();
+  auto T = static_cast<int64_t>(thresholds.size());
+  Tensor w = b.weightsFor(predictions, weights);
+  Tensor preds = reshape(Builder::toFloat(predictions), {-1, 1});
+  Tensor labelPos = reshape(Builder::toBool(labels), {-1, 1});
+  Tensor thresh = g.constant(thresholds, {1, T}, DType::Float32, "thresholds");
+  Tensor predPos = greater(preds, thresh); // [N, T]
+  Tensor flatWeights = w.valid() ? reshape(w, {-1, 1}) : Tensor();
+  ThresholdCounts out;
+  for (Cell c : cells) {
+    Variable v = b.state(cellName(c), {T});
+    Tensor is = cast(cellCondition(c, labelPos, predPos), DType::Float32);
+    if (flatWeights.valid())
+      is = multiply(is, flatWeights);
+    out.state.emplace(c, v);
+    out.updates.push_back(accumulate(
+        v, reduce_sum(is, Dims{0}),
+        std::string("update_") + cellName(c)));
+  }
+  return out;
+}
+
+Metric cellAtThresholds(const char *metric, Cell cell, const Tensor &labels,
+                        const Tensor &predictions,
+                        const std::vector<double> &thresholds,
+                        const Tensor &weights, const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name,
+            cellName(cell));
+  ThresholdCounts c =
+      countsAtThresholds(b, labels, predictions, thresholds, weights, {cell});
+  return Metric{c.read(cell), c.updates};
+}
+
+/// x[:T-1] and x[1:] of a [T] vector.
+Tensor head(const Tensor &x, int64_t T) { return slice(x, {0}, {T - 1}); }
+Tensor tail(const Tensor &x, int64_t T) { return slice(x, {1}, {T - 1}); }
+
+Tensor regressionDiff(const Builder &b, Tensor &labels, Tensor &predictions) {
+  b.alignLabels(labels, predictions);
+  b.requireFloat(predictions, "predictions");
+  Tensor l = labels.dtype() == predictions.dtype()
+                 ? labels
+                 : cast(labels, predictions.dtype());
+  return subtract(l, predictions);
+}
+
+/// Class ids, flattened, as i64; checks num_classes.
+Tensor flatClassIds(const Builder &b, const Tensor &ids, const char *what) {
+  b.requireInteger(ids, what);
+  Tensor flat = ids.rank() == 1 ? ids : reshape(ids, {-1});
+  return flat.dtype() == DType::Int64 ? flat : cast(flat, DType::Int64);
+}
+
+void requireNumClasses(const Builder &b, int64_t num_classes) {
+  if (num_classes < 1)
+    b.fail("num_classes must be at least 1, got " +
+           std::to_string(num_classes));
+}
+
+/// The label's rank among the scores (tf.nn.top_k order) and whether it is a
+/// class at all, for precision_at_k / recall_at_k.
+struct TopK {
+  Tensor inTopK; // f32 [B]: 1 when the label is a class in the top k
+  Tensor valid;  // f32 [B]: 1 when the label is a class
+  Tensor weights; // f32 [B] or empty
+};
+
+TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
+          const Tensor &weights) {
+  b.requireValue(labels, "labels");
+  b.requireValue(predictions, "predictions");
+  b.requireFloat(predictions, "predictions");
+  b.requireInteger(labels, "labels");
+  if (predictions.rank() != 2)
+    b.fail("predictions " + describe(predictions) +
+           " must be [batch, num_classes]");
+  if (labels.rank() == 2 && labels.shape()[1] == 1)
+    labels = squeeze(labels, Dims{1});
+  if (labels.rank() != 1)
+    b.fail("labels " + describe(labels) +
+           " must be [batch] or [batch, 1] class ids (one label per example)");
+  int64_t C = predictions.shape()[1];
+  if (C == shape::kUnknownDim)
+    b.fail("predictions " + describe(predictions) +
+           " must have a known number of classes");
+  if (k < 1 || k > C)
+    b.fail("k must be in [1, " + std::to_string(C) + "], got " +
+           std::to_string(k));
+  Graph &g = b.graph();
+  Tensor ids = labels.dtype() == DType::Int64 ? labels
+                                               : cast(labels, DType::Int64);
+  std::vector<double> iotaValues(C);
+  for (int64_t i = 0; i < C; ++i)
+    iotaValues[i] = static_cast<double>(i);
+  Tensor iota = g.constant(iotaValues, {1, C}, DType::Int64, "class_ids");
+  Tensor label = expand_dims(ids, 1); // [B, 1]
+  Tensor isLabel = equal(iota, label); // [B, C]
+  Tensor zero = scalar(predictions, 0.0);
+  Tensor labelScore = reduce_sum(where(isLabel, predictions, zero), Dims{1},
+                                 /*keep_dims=*/true); // [B, 1]
+  Tensor ahead = logical_or(
+      greater(predictions, labelScore),
+      logical_and(equal(predictions, labelScore), less(iota, label)));
+  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{1}); // [B]
+  Tensor validB = logical_and(
+      greater_equal(ids, g.constant(0.0, DType::Int64)),
+      less(ids, g.constant(static_cast<double>(C), DType::Int64)));
+  Tensor in = logical_and(
+      validB, less(rank, g.constant(static_cast<double>(k), DType::Float32)));
+  TopK out;
+  out.inTopK = cast(in, DType::Float32);
+  out.valid = cast(validB, DType::Float32);
+  out.weights = b.weightsFor(ids, weights);
+  return out;
+}
+
+/// A weighted sum of an f32 [B] vector, as f64.
+Tensor weightedSum64(const Tensor &values, const Tensor &weights) {
+  Tensor v = weights.valid() ? multiply(values, weights) : values;
+  return cast(reduce_sum(v), DType::Float64);
+}
+
+} // namespace
+
+// --- Means ------------------------------------------------------------------------
+
+Metric accuracy(const Tensor &labels, const Tensor &predictions,
+                const Tensor &weights, const std::string &name) {
+  Builder b("accuracy", labels.valid() ? labels : predictions, name,
+            "accuracy");
+  Tensor l = labels, p = predictions;
+  b.alignLabels(l, p);
+  if (p.dtype() != l.dtype())
+    p = cast(p, l.dtype());
+  Tensor correct = cast(equal(p, l), DType::Float32);
+  return streamingMean(b, correct, b.weightsFor(correct, weights));
+}
+
+Metric mean(const Tensor &values, const Tensor &weights,
+            const std::string &name) {
+  Builder b("mean", values, name, "mean");
+  b.requireValue(values, "values");
+  if (values.dtype() == DType::Bool)
+    b.fail("values " + describe(values) + " must be numeric");
+  Tensor v = Builder::toFloat(values);
+  return streamingMean(b, v, b.weightsFor(v, weights));
+}
+
+Metric mean_squared_error(const Tensor &labels, const Tensor &predictions,
+                          const Tensor &weights, const std::string &name) {
+  Builder b("mean_squared_error", labels.valid() ? labels : predictions, name,
+            "mean_squared_error");
+  Tensor l = labels, p = predictions;
+  Tensor v = Builder::toFloat(square(regressionDiff(b, l, p)));
+  return streamingMean(b, v, b.weightsFor(v, weights));
+}
+
+Metric root_mean_squared_error(const Tensor &labels, const Tensor &predictions,
+                               const Tensor &weights,
+                               const std::string &name) {
+  Builder b("root_mean_squared_error", labels.valid() ? labels : predictions,
+            name, "root_mean_squared_error");
+  Tensor l = labels, p = predictions;
+  Tensor v = Builder::toFloat(square(regressionDiff(b, l, p)));
+  Metric mse = streamingMean(b, v, b.weightsFor(v, weights));
+  return Metric{sqrt(mse.value, "rmse"), mse.update_ops};
+}
+
+Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
+                           const Tensor &weights, const std::string &name) {
+  Builder b("mean_absolute_error", labels.valid() ? labels : predictions, name,
+            "mean_absolute_error");
+  Tensor l = labels, p = predictions;
+  Tensor v = Builder::toFloat(abs(regressionDiff(b, l, p)));
+  return streamingMean(b, v, b.weightsFor(v, weights));
+}
+
+// --- Confusion counts -------------------------------------------------------------
+
+Metric true_positives(const Tensor &labels, const Tensor &predictions,
+                      const Tensor &weights, const std::string &name) {
+  return standaloneCell("true_positives", Cell::TP, labels, predictions,
+                        weights, name);
+}
+Metric false_positives(const Tensor &labels, const Tensor &predictions,
+                       const Tensor &weights, const std::string &name) {
+  return standaloneCell("false_positives", Cell::FP, labels, predictions,
+                        weights, name);
+}
+Metric true_negatives(const Tensor &labels, const Tensor &predictions,
+                      const Tensor &weights, const std::string &name) {
+  return standaloneCell("true_negatives", Cell::TN, labels, predictions,
+                        weights, name);
+}
+Metric false_negatives(const Tensor &labels, const Tensor &predictions,
+                       const Tensor &weights, const std::string &name) {
+  return standaloneCell("false_negatives", Cell::FN, labels, predictions,
+                        weights, name);
+}
+
+Metric precision(const Tensor &labels, const Tensor &predictions,
+                 const Tensor &weights, const std::string &name) {
+  Builder b("precision", labels.valid() ? labels : predictions, name,
+            "precision");
+  Metric tp = nestedCell(b, Cell::TP, labels, predictions, weights);
+  Metric fp = nestedCell(b, Cell::FP, labels, predictions, weights);
+  Tensor value = safeDiv(tp.value, add(tp.value, fp.value), "value");
+  return Metric{value, {tp.update_ops[0], fp.update_ops[0]}};
+}
+
+Metric recall(const Tensor &labels, const Tensor &predictions,
+              const Tensor &weights, const std::string &name) {
+  Builder b("recall", labels.valid() ? labels : predictions, name, "recall");
+  Metric tp = nestedCell(b, Cell::TP, labels, predictions, weights);
+  Metric fn = nestedCell(b, Cell::FN, labels, predictions, weights);
+  Tensor value = safeDiv(tp.value, add(tp.value, fn.value), "value");
+  return Metric{value, {tp.update_ops[0], fn.update_ops[0]}};
+}
+
+// --- At thresholds ----------------------------------------------------------------
+
+Metric true_positives_at_thresholds(const Tensor &labels,
+                                    const Tensor &predictions,
+                                    const std::vector<double> &thresholds,
+                                    const Tensor &weights,
+                                    const std::string &name) {
+  return cellAtThresholds("true_positives_at_thresholds", Cell::TP, labels,
+                          predictions, thresholds, weights, name);
+}
+Metric false_positives_at_thresholds(const Tensor &labels,
+                                     const Tensor &predictions,
+                                     const std::vector<double> &thresholds,
+                                     const Tensor &weights,
+                                     const std::string &name) {
+  return cellAtThresholds("false_positives_at_thresholds", Cell::FP, labels,
+                          predictions, thresholds, weights, name);
+}
+Metric true_negatives_at_thresholds(const Tensor &labels,
+                                    const Tensor &predictions,
+                                    const std::vector<double> &thresholds,
+                                    const Tensor &weights,
+                                    const std::string &name) {
+  return cellAtThresholds("true_negatives_at_thresholds", Cell::TN, labels,
+                          predictions, thresholds, weights, name);
+}
+Metric false_negatives_at_thresholds(const Tensor &labels,
+                                     const Tensor &predictions,
+                                     const std::vector<double> &thresholds,
+                                     const Tensor &weights,
+                                     const std::string &name) {
+  return cellAtThresholds("false_negatives_at_thresholds", Cell::FN, labels,
+                          predictions, thresholds, weights, name);
+}
+
+Metric precision_at_thresholds(const Tensor &labels, const Tensor &predictions,
+                               const std::vector<double> &thresholds,
+                               const Tensor &weights,
+                               const std::string &name) {
+  Builder b("precision_at_thresholds", labels.valid() ? labels : predictions,
+            name, "precision_at_thresholds");
+  ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
+                                         weights, {Cell::TP, Cell::FP});
+  Tensor tp = c.read(Cell::TP);
+  Tensor den = add(tp, c.read(Cell::FP)) + 1e-7;
+  return Metric{divide(tp, den, "value"), c.updates};
+}
+
+Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
+                            const std::vector<double> &thresholds,
+                            const Tensor &weights, const std::string &name) {
+  Builder b("recall_at_thresholds", labels.valid() ? labels : predictions,
+            name, "recall_at_thresholds");
+  ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
+                                         weights, {Cell::TP, Cell::FN});
+  Tensor tp = c.read(Cell::TP);
+  Tensor den = add(tp, c.read(Cell::FN)) + 1e-7;
+  return Metric{divide(tp, den, "value"), c.updates};
+}
+
+Metric auc(const Tensor &labels, const Tensor &predictions,
+           const Tensor &weights, int64_t num_thresholds,
+           const std::string &curve, const std::string &name,
+           const std::string &summation_method) {
+  Builder b("auc", labels.valid() ? labels : predictions, name, "auc");
+  if (curve != "ROC" && curve != "PR")
+    b.fail("curve must be \"ROC\" or \"PR\", got \"" + curve + "\"");
+  if (summation_method != "trapezoidal" &&
+      summation_method != "careful_interpolation" &&
+      summation_method != "minoring" && summation_method != "majoring")
+    b.fail("summation_method must be trapezoidal, careful_interpolation, "
+           "minoring or majoring, got \"" +
+           summation_method + "\"");
+  if (num_thresholds < 2)
+    b.fail("num_thresholds must be > 1, got " +
+           std::to_string(num_thresholds));
+  // TF: num_thresholds - 2 thresholds evenly inside (0, 1), and the two
+  // edges just outside [0, 1] so that predictions of exactly 0 and 1 fall in
+  // the first and last bucket.
+  const double kEpsilon = 1e-7;
+  const int64_t T = num_thresholds;
+  std::vector<double> thresholds;
+  thresholds.push_back(0.0 - kEpsilon);
+  for (int64_t i = 0; i < T - 2; ++i)
+    thresholds.push_back((i + 1) * 1.0 / static_cast<double>(T - 1));
+  thresholds.push_back(1.0 + kEpsilon);
+  ThresholdCounts c =
+      countsAtThresholds(b, labels, predictions, thresholds, weights,
+                         {Cell::TP, Cell::FN, Cell::TN, Cell::FP});
+  Tensor tp = c.read(Cell::TP), fn = c.read(Cell::FN), tn = c.read(Cell::TN),
+         fp = c.read(Cell::FP);
+
+  if (curve == "PR" && summation_method == "careful_interpolation") {
+    // TF's interpolate_pr_auc (Davis & Goadrich 2006).
+    Tensor zero = scalar(tp, 0.0);
+    auto divNoNan = [&](const Tensor &num, const Tensor &den) {
+      return where(not_equal(den, zero), divide(num, den), zero);
+    };
+    Tensor dtp = subtract(head(tp, T), tail(tp, T));
+    Tensor p = add(tp, fp);
+    Tensor precSlope =
+        divNoNan(dtp, maximum(subtract(head(p, T), tail(p, T)), zero));
+    Tensor intercept = subtract(tail(tp, T), multiply(precSlope, tail(p, T)));
+    Tensor safePRatio =
+        where(logical_and(greater(head(p, T), zero), greater(tail(p, T), zero)),
+              divNoNan(head(p, T), maximum(tail(p, T), zero)),
+              ones_like(tail(p, T)));
+    Tensor increment =
+        divNoNan(multiply(precSlope,
+                          add(dtp, multiply(intercept, log(safePRatio)))),
+                 maximum(add(tail(tp, T), tail(fn, T)), zero));
+    return Metric{reduce_sum(increment, std::nullopt, false, "value"),
+                  c.updates};
+  }
+  const double kDivEpsilon = 1e-6;
+  Tensor rec = divide(tp + kDivEpsilon, add(tp, fn) + kDivEpsilon);
+  Tensor x, y;
+  if (curve == "ROC") {
+    x = divide(fp, add(fp, tn) + kDivEpsilon);
+    y = rec;
+  } else {
+    x = rec;
+    y = divide(tp + kDivEpsilon, add(tp, fp) + kDivEpsilon);
+  }
+  Tensor dx = subtract(head(x, T), tail(x, T));
+  Tensor height;
+  if (summation_method == "minoring")
+    height = minimum(head(y, T), tail(y, T));
+  else if (summation_method == "majoring")
+    height = maximum(head(y, T), tail(y, T));
+  else
+    height = add(head(y, T), tail(y, T)) * 0.5;
+  return Metric{reduce_sum(multiply(dx, height), std::nullopt, false, "value"),
+                c.updates};
+}
+
+// --- Per class --------------------------------------------------------------------
+
+Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
+                               int64_t num_classes, const Tensor &weights,
+                               const std::string &name) {
+  Builder b("mean_per_class_accuracy", labels.valid() ? labels : predictions,
+            name, "mean_accuracy");
+  requireNumClasses(b, num_classes);
+  Tensor l = labels, p = predictions;
+  b.alignLabels(l, p);
+  Tensor w = b.weightsFor(l, weights);
+  Tensor ids = flatClassIds(b, l, "labels");
+  Tensor predIds = flatClassIds(b, p, "predictions");
+  Variable total = b.state("total", {num_classes});
+  Variable count = b.state("count", {num_classes});
+  Tensor onehot = one_hot(ids, num_classes); // [N, C] f32
+  Tensor isCorrect = cast(equal(predIds, ids), DType::Float32);
+  Tensor ones = ones_like(isCorrect);
+  if (w.valid()) {
+    Tensor flatW = reshape(w, {-1});
+    isCorrect = multiply(isCorrect, flatW);
+    ones = multiply(ones, flatW);
+  }
+  auto perClass = [&](const Tensor &v) {
+    return reduce_sum(multiply(onehot, expand_dims(v, 1)), Dims{0});
+  };
+  Operation updateTotal = accumulate(total, perClass(ones), "update_total");
+  Operation updateCount =
+      accumulate(count, perClass(isCorrect), "update_count");
+  Tensor perClassAccuracy = safeDiv(count.read(), total.read());
+  return Metric{reduce_mean(perClassAccuracy, std::nullopt, false, "value"),
+                {updateTotal, updateCount}};
+}
+
+Metric mean_iou(const Tensor &labels, const Tensor &predictions,
+                int64_t num_classes, const Tensor &weights,
+                const std::string &name) {
+  Builder b("mean_iou", labels.valid() ? labels : predictions, name,
+            "mean_iou");
+  requireNumClasses(b, num_classes);
+  Tensor l = labels, p = predictions;
+  b.alignLabels(l, p);
+  Tensor w = b.weightsFor(l, weights);
+  Tensor ids = flatClassIds(b, l, "labels");
+  Tensor predIds = flatClassIds(b, p, "predictions");
+  Variable cm = b.state("total_confusion_matrix", {num_classes, num_classes},
+                        DType::Float64);
+  Tensor labelOneHot = one_hot(ids, num_classes); // [N, C]
+  if (w.valid())
+    labelOneHot = multiply(labelOneHot, reshape(w, {-1, 1}));
+  // cm[i, j] += sum over examples with label i and prediction j of weight.
+  Tensor batchCm = matmul(labelOneHot, one_hot(predIds, num_classes),
+                          /*transpose_a=*/true);
+  Operation update =
+      accumulate(cm, cast(batchCm, DType::Float64), "update_confusion_matrix");
+
+  Graph &g = b.graph();
+  Tensor total = cast(cm.read(), DType::Float32);
+  std::vector<double> eye(num_classes * num_classes, 0.0);
+  for (int64_t i = 0; i < num_classes; ++i)
+    eye[i * num_classes + i] = 1.0;
+  Tensor diag = reduce_sum(
+      multiply(total, g.constant(eye, {num_classes, num_classes})), Dims{1});
+  Tensor sumOverRow = reduce_sum(total, Dims{0});
+  Tensor sumOverCol = reduce_sum(total, Dims{1});
+  Tensor denominator = subtract(add(sumOverRow, sumOverCol), diag);
+  Tensor zero = scalar(denominator, 0.0);
+  Tensor numValid =
+      reduce_sum(cast(not_equal(denominator, zero), DType::Float32));
+  Tensor safeDen =
+      where(greater(denominator, zero), denominator, ones_like(denominator));
+  Tensor iou = divide(diag, safeDen);
+  Tensor value = where(greater(numValid, zero),
+                       divide(reduce_sum(iou), numValid), zero, "value");
+  return Metric{value, {update}};
+}
+
+// --- Top k ------------------------------------------------------------------------
+
+Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
+                      int64_t k, const Tensor &weights,
+                      const std::string &name) {
+  std::string base = "precision_at_" + std::to_string(k);
+  Builder b("precision_at_k", labels.valid() ? labels : predictions, name,
+            base);
+  TopK t = topK(b, labels, predictions, k, weights);
+  std::string suffix = "_at_" + std::to_string(k);
+  Variable tp = b.state("true_positive" + suffix, {}, DType::Float64);
+  Variable fp = b.state("false_positive" + suffix, {}, DType::Float64);
+  Tensor kf = b.graph().constant(static_cast<double>(k), DType::Float32);
+  Operation updateTp =
+      accumulate(tp, weightedSum64(t.inTopK, t.weights), "update_tp");
+  Operation updateFp = accumulate(
+      fp, weightedSum64(subtract(kf, t.inTopK), t.weights), "update_fp");
+  Tensor value = divide(tp.read(), add(tp.read(), fp.read()), "value");
+  return Metric{value, {updateTp, updateFp}};
+}
+
+Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
+                   const Tensor &weights, const std::string &name) {
+  std::string base = "recall_at_" + std::to_string(k);
+  Builder b("recall_at_k", labels.valid() ? labels : predictions, name, base);
+  TopK t = topK(b, labels, predictions, k, weights);
+  std::string suffix = "_at_" + std::to_string(k);
+  Variable tp = b.state("true_positive" + suffix, {}, DType::Float64);
+  Variable fn = b.state("false_negative" + suffix, {}, DType::Float64);
+  Operation updateTp =
+      accumulate(tp, weightedSum64(t.inTopK, t.weights), "update_tp");
+  Operation updateFn = accumulate(
+      fn, weightedSum64(subtract(t.valid, t.inTopK), t.weights), "update_fn");
+  Tensor value = divide(tp.read(), add(tp.read(), fn.read()), "value");
+  return Metric{value, {updateTp, updateFn}};
+}
+
+} // namespace metrics
+} // namespace estc

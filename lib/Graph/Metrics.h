@@ -1,0 +1,168 @@
+//===- Metrics.h - Streaming metrics (tf.compat.v1.metrics) -------------===//
+//
+// Every metric returns a Metric {value, update_ops}: the update ops fold one
+// batch into the metric's state, `value` reads the result so far. The state
+// lives in local variables (Graph::get_local_variable: zeros, not trainable,
+// not checkpointed, reset before every evaluation) named like TF's:
+// "accuracy/total", "auc/true_positives", "mean_iou/total_confusion_matrix".
+// The EVAL function runs the updates batch by batch (any batch size,
+// including a partial last one); @eval_metrics reads the values.
+//
+// Names, arguments, defaults and arithmetic follow tf.compat.v1.metrics:
+//   - `weights` (optional; an empty Tensor means none) is a scalar or has the
+//     rank of the values (TF's squeezable dimension rule also applies: one
+//     extra or missing trailing dimension of size 1), each dimension 1 or
+//     equal; a weight multiplies the example's contribution to every count.
+//   - labels of [batch, 1] against predictions of [batch] (or the reverse)
+//     are squeezed, as TF's _remove_squeezable_dimensions.
+//   - "binary" labels and predictions (precision, recall, true_positives, ...)
+//     count a value as true when it is non-zero; threshold metrics count a
+//     prediction as positive when it is strictly greater than the threshold.
+//   - Counts are f32 (f64 for mean_iou's confusion matrix and the _at_k
+//     counts), as in TF; every value is f32 (the _at_k values f64).
+// The user guide (docs/user-guide.md, "Metrics") lists every metric with its
+// formula and edge cases.
+//
+// Errors a model_fn can make (mismatched shapes, wrong dtypes, bad
+// num_classes, k, thresholds or options) throw GraphError with one line
+// naming the metric and its inputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_LIB_GRAPH_METRICS_H
+#define ESTC_LIB_GRAPH_METRICS_H
+
+#include "lib/Graph/GraphBuilder.h"
+
+#include <string>
+#include <vector>
+
+namespace estc {
+namespace metrics {
+
+/// Fraction of predictions equal to labels (predictions are cast to the
+/// labels' dtype). State: "<name>/total", "<name>/count".
+Metric accuracy(const Tensor &labels, const Tensor &predictions,
+                const Tensor &weights = {}, const std::string &name = "");
+
+/// Weighted mean of all elements of `values` seen so far (values are cast to
+/// f32); 0 before any weight. State: "<name>/total", "<name>/count".
+Metric mean(const Tensor &values, const Tensor &weights = {},
+            const std::string &name = "");
+
+/// Weighted counts of (label != 0, prediction != 0) pairs. State:
+/// "<name>/count".
+Metric true_positives(const Tensor &labels, const Tensor &predictions,
+                      const Tensor &weights = {}, const std::string &name = "");
+Metric false_positives(const Tensor &labels, const Tensor &predictions,
+                       const Tensor &weights = {},
+                       const std::string &name = "");
+Metric true_negatives(const Tensor &labels, const Tensor &predictions,
+                      const Tensor &weights = {}, const std::string &name = "");
+Metric false_negatives(const Tensor &labels, const Tensor &predictions,
+                       const Tensor &weights = {},
+                       const std::string &name = "");
+
+/// tp / (tp + fp), 0 when tp + fp is 0. State: "<name>/true_positives/count",
+/// "<name>/false_positives/count".
+Metric precision(const Tensor &labels, const Tensor &predictions,
+                 const Tensor &weights = {}, const std::string &name = "");
+/// tp / (tp + fn), 0 when tp + fn is 0.
+Metric recall(const Tensor &labels, const Tensor &predictions,
+              const Tensor &weights = {}, const std::string &name = "");
+
+/// Per-threshold counts, value [thresholds.size()]: prediction (f32, meant
+/// to be in [0, 1]) > threshold. State: "<name>/true_positives" (etc.), one
+/// f32 per threshold.
+Metric true_positives_at_thresholds(const Tensor &labels,
+                                    const Tensor &predictions,
+                                    const std::vector<double> &thresholds,
+                                    const Tensor &weights = {},
+                                    const std::string &name = "");
+Metric false_positives_at_thresholds(const Tensor &labels,
+                                     const Tensor &predictions,
+                                     const std::vector<double> &thresholds,
+                                     const Tensor &weights = {},
+                                     const std::string &name = "");
+Metric true_negatives_at_thresholds(const Tensor &labels,
+                                    const Tensor &predictions,
+                                    const std::vector<double> &thresholds,
+                                    const Tensor &weights = {},
+                                    const std::string &name = "");
+Metric false_negatives_at_thresholds(const Tensor &labels,
+                                     const Tensor &predictions,
+                                     const std::vector<double> &thresholds,
+                                     const Tensor &weights = {},
+                                     const std::string &name = "");
+/// tp / (tp + fp + 1e-7) per threshold.
+Metric precision_at_thresholds(const Tensor &labels, const Tensor &predictions,
+                               const std::vector<double> &thresholds,
+                               const Tensor &weights = {},
+                               const std::string &name = "");
+/// tp / (tp + fn + 1e-7) per threshold.
+Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
+                            const std::vector<double> &thresholds,
+                            const Tensor &weights = {},
+                            const std::string &name = "");
+
+/// Area under the ROC or PR curve from confusion counts at `num_thresholds`
+/// thresholds: -1e-7, i/(num_thresholds-1) for i = 1..num_thresholds-2,
+/// 1+1e-7 (TF's placement). `curve`: "ROC" or "PR"; `summation_method`:
+/// "trapezoidal" (default), "careful_interpolation" (PR: TF's interpolated
+/// precision; ROC: trapezoidal), "minoring", "majoring". State:
+/// "<name>/true_positives", "false_negatives", "true_negatives",
+/// "false_positives", each [num_thresholds].
+Metric auc(const Tensor &labels, const Tensor &predictions,
+           const Tensor &weights = {}, int64_t num_thresholds = 200,
+           const std::string &curve = "ROC", const std::string &name = "",
+           const std::string &summation_method = "trapezoidal");
+
+/// Weighted means of (labels - predictions)^2, its square root, and
+/// |labels - predictions|. Labels are cast to the predictions' (float)
+/// dtype.
+Metric mean_squared_error(const Tensor &labels, const Tensor &predictions,
+                          const Tensor &weights = {},
+                          const std::string &name = "");
+Metric root_mean_squared_error(const Tensor &labels, const Tensor &predictions,
+                               const Tensor &weights = {},
+                               const std::string &name = "");
+Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
+                           const Tensor &weights = {},
+                           const std::string &name = "");
+
+/// Mean over all `num_classes` classes of the per-class accuracy (a class
+/// never seen contributes 0, as in TF). Integer class ids; ids outside
+/// [0, num_classes) count for no class. State: "<name>/total" (examples per
+/// class) and "<name>/count" (correct per class); default name
+/// "mean_accuracy".
+Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
+                               int64_t num_classes, const Tensor &weights = {},
+                               const std::string &name = "");
+
+/// Mean intersection-over-union over the classes that occur in labels or
+/// predictions. State: "<name>/total_confusion_matrix" (f64, [num_classes,
+/// num_classes], rows = labels).
+Metric mean_iou(const Tensor &labels, const Tensor &predictions,
+                int64_t num_classes, const Tensor &weights = {},
+                const std::string &name = "");
+
+/// Sparse labels [batch] (or [batch, 1]) of class ids, predictions [batch,
+/// num_classes] of scores. The top k are tf.nn.top_k's: higher score first,
+/// equal scores by lower class id first, so the label is in the top k when
+/// fewer than k classes have a higher score or an equal score and a lower
+/// id. A label outside [0, num_classes) is no class: it adds k false
+/// positives to precision_at_k and nothing to recall_at_k.
+/// precision = tp / (tp + fp) with fp = k - tp per example; recall = tp /
+/// (tp + fn); both f64 and NaN before any example (TF divides plainly).
+/// Default names "precision_at_<k>" / "recall_at_<k>"; state
+/// "<name>/true_positive_at_<k>", "<name>/false_positive_at_<k>" (or
+/// "false_negative_at_<k>"), f64 scalars.
+Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
+                      int64_t k, const Tensor &weights = {},
+                      const std::string &name = "");
+Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
+                   const Tensor &weights = {}, const std::string &name = "");
+
+} // namespace metrics
+} // namespace estc
+
+#endif // ESTC_LIB_GRAPH_METRICS_H
