@@ -183,13 +183,10 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
   const rt::FunctionSpec &f = m.spec().functions[fn];
   std::string where = "Estimator." + call + ": ";
   std::vector<std::string> featureKeys;
-  bool takesLabels = false;
   for (int i = 0; i < f.numInputs; ++i) {
     std::string key = f.inputs[i].key;
     if (startsWith(key, "features/"))
       featureKeys.push_back(key.substr(9));
-    else
-      takesLabels = true;
   }
   auto listKeys = [&] {
     std::string s;
@@ -241,7 +238,6 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
                                   " function takes " + specString(spec));
     std::memcpy(m.input_data(fn, i), value->data.data(), value->data.size());
   }
-  (void)takesLabels;
 }
 
 /// The output index of `key` in `fn`, or -1.

@@ -9,9 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Mlp.h"
+
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
 #include "estimator/Summary.h"
+#include "examples/models/Models.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
@@ -702,6 +705,55 @@ TEST_F(EstimatorTest, ProgressBarOnlyOnATerminal) {
     out.append(buffer, static_cast<size_t>(n));
   ::close(master);
   EXPECT_EQ(out.find("loss "), std::string::npos) << out;
+}
+
+TEST_F(EstimatorTest, JitAndAotRunTheSameModel) {
+  // The seed MLP as a model_fn (JIT) and as compiled by estc_add_model (AOT,
+  // the same graph and seed): the same losses and metrics, up to the
+  // targets' rounding (x86-64-v2 vs the host CPU).
+  ModelFn mlp = [](const TensorMap &f, const Tensor &l, ModeKeys mode,
+                   const Params &, const RunConfig &) {
+    return EstimatorSpec::from_signature(
+        mode, models::mlp_model_fn(get_default_graph(), f, l, mode));
+  };
+  std::mt19937 rng(5);
+  std::vector<float> xs(96 * 784);
+  std::vector<int64_t> ys(96);
+  for (int64_t i = 0; i < 96; ++i) {
+    ys[i] = static_cast<int64_t>(rng() % 10);
+    for (int64_t j = 0; j < 784; ++j)
+      xs[i * 784 + j] = (j / 78 == ys[i] ? 1.f : 0.f) +
+                        static_cast<float>(rng() % 100) / 1000.f;
+  }
+  Features x{{"x", TensorValue::of<float>({96, 784}, xs)}};
+  TensorValue y = TensorValue::of<int64_t>({96}, ys);
+  RunConfigOptions o;
+  o.tf_random_seed = 0; // the seed estc-models built Mlp with
+  std::vector<std::vector<double>> losses;
+  std::vector<EvalResults> results;
+  for (int aot = 0; aot < 2; ++aot) {
+    o.model_dir = (dir_ / (aot ? "aot" : "jit")).string();
+    RunConfig c = RunConfig::from_tf_config("", o);
+    std::unique_ptr<Estimator> est =
+        aot ? std::make_unique<Estimator>(std::make_unique<Mlp>(), c)
+            : std::make_unique<Estimator>(mlp, c);
+    std::vector<std::string> calls;
+    auto hook = std::make_shared<RecordingHook>(&calls);
+    est->train(numpy_input_fn(x, y, {32, std::nullopt, false, 0}), {hook}, 9);
+    losses.push_back(hook->losses);
+    results.push_back(est->evaluate(numpy_input_fn(x, y, {48, 1, false, 0})));
+  }
+  ASSERT_EQ(losses[0].size(), 9u);
+  ASSERT_EQ(losses[1].size(), 9u);
+  for (size_t i = 0; i < 9; ++i)
+    EXPECT_NEAR(losses[0][i], losses[1][i], 1e-4 * std::abs(losses[1][i]))
+        << "step " << i + 1;
+  EXPECT_LT(losses[0].back(), losses[0].front());
+  EXPECT_EQ(results[0].at("global_step"), 9);
+  EXPECT_EQ(results[1].at("global_step"), 9);
+  EXPECT_NEAR(results[0].at("loss"), results[1].at("loss"),
+              1e-4 * results[1].at("loss"));
+  EXPECT_EQ(results[0].at("accuracy"), results[1].at("accuracy"));
 }
 
 // --- Determinism ---------------------------------------------------------------------
