@@ -207,6 +207,8 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
   } catch (const std::invalid_argument &e) {
     throw std::invalid_argument(where + e.what());
   }
+  if (n == 0)
+    throw std::invalid_argument(where + "input_fn gave an empty batch");
   m.set_batch(n);
   for (int i = 0; i < f.numInputs; ++i) {
     const rt::TensorSpec &spec = f.inputs[i];
@@ -1030,7 +1032,7 @@ bool Predictions::advance() {
   State &s = *state_;
   if (s.done)
     return false;
-  for (;;) {
+  while (true) {
     if (s.single && s.index + 1 < s.batchSize) {
       ++s.index;
       s.current.clear();
@@ -1072,8 +1074,6 @@ bool Predictions::advance() {
     }
     if (context.stop_requested())
       s.stopAfterBatch = true;
-    if (s.batchSize == 0)
-      continue;
     s.index = 0;
     if (s.single) {
       s.current.clear();

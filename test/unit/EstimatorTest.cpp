@@ -842,6 +842,22 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
             "Estimator.train: input_fn gave no labels; the model's train "
             "function takes i64[?]");
 
+  EXPECT_EQ(errorOf([&] {
+              est->train(
+                  [] {
+                    return Dataset::from_generator(
+                        []() -> std::optional<Batch> {
+                          Batch b;
+                          b.features["x"] =
+                              TensorValue::of<float>({0, 4}, {});
+                          b.labels = TensorValue::of<int64_t>({0}, {});
+                          return b;
+                        });
+                  },
+                  {}, 1);
+            }),
+            "Estimator.train: input_fn gave an empty batch");
+
   // A model_fn mistake surfaces when the Estimator builds the graph.
   Estimator noTrainOp(
       [](const TensorMap &f, const Tensor &l, ModeKeys mode, const Params &p,
