@@ -636,7 +636,9 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
         "RunConfig save_checkpoints_steps or save_checkpoints_secs (and "
         "train on the chief)");
   if (max_steps) {
-    if (std::optional<std::string> latest = train::latest_checkpoint(modelDir)) {
+    // Silently: restoring below reports a corrupt checkpoint once.
+    if (std::optional<std::string> latest = train::latest_checkpoint(
+            modelDir, [](const std::string &) {})) {
       int64_t saved = train::CheckpointReader(train::checkpoint_file(*latest))
                           .global_step();
       if (saved >= *max_steps) {

@@ -10,9 +10,11 @@
 //         placeholders from the first input_fn's element spec) and compiles
 //         it in process (compiler/Driver/GraphCompiler.h). Compiled once per
 //         Estimator: later train / evaluate / predict calls reuse it (and the
-//         on-disk JIT cache makes a new process skip code generation). The
-//         graph is rebuilt only when a hook's graph_fetches() asks for a
-//         tensor not yet compiled as an output. Link EstcEstimatorJit.
+//         on-disk JIT cache makes a new process skip code generation). It
+//         recompiles only when a hook's graph_fetches() asks for a tensor
+//         not yet compiled as an output, or when the first call had no
+//         labels (predict: PREDICT alone was built) and train or evaluate
+//         follows; the variables keep their values. Link EstcEstimatorJit.
 //
 //   AOT   Estimator(std::make_unique<Mnist>(), config, warm_start_from)
 //         runs a model estc compiled ahead of time (the class

@@ -396,7 +396,7 @@ TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
   }
   ::testing::internal::CaptureStderr();
   auto est = make();
-  est->train(trainInput(), {}, 5);
+  est->train(trainInput(), {}, std::nullopt, /*max_steps=*/15);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("model.ckpt-20.safetensors"), std::string::npos) << err;
