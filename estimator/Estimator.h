@@ -85,29 +85,7 @@ class Backend;
 class Runner;
 } // namespace detail
 
-/// tf.estimator.CheckpointSaverListener: called around every checkpoint the
-/// Estimator (or a CheckpointSaverHook) saves. Every method has an empty
-/// default.
-class CheckpointSaverListener {
-public:
-  virtual ~CheckpointSaverListener() = default;
-  virtual void begin() {}
-  virtual void before_save(Session &session, int64_t global_step) {
-    (void)session;
-    (void)global_step;
-  }
-  /// Returning true requests that training stop (TF's after_save -> True).
-  virtual bool after_save(Session &session, int64_t global_step) {
-    (void)session;
-    (void)global_step;
-    return false;
-  }
-  virtual void end(Session &session, int64_t global_step) {
-    (void)session;
-    (void)global_step;
-  }
-};
-using ListenerPtr = std::shared_ptr<CheckpointSaverListener>;
+/// CheckpointSaverListener (and ListenerPtr) are in SessionRunHook.h.
 using Listeners = std::vector<ListenerPtr>;
 
 /// evaluate()'s result: every metric, "loss" (the mean of the per-batch

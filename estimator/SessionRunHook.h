@@ -31,6 +31,9 @@
 // fetch is a one-line std::invalid_argument naming the fetch and the
 // function.
 //
+// CheckpointSaverListener, the other half of TF's hook API, is here too: the
+// Estimator's own checkpoints and CheckpointSaverHook (Hooks.h) call it.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_ESTIMATOR_SESSIONRUNHOOK_H
 #define ESTC_ESTIMATOR_SESSIONRUNHOOK_H
@@ -125,6 +128,30 @@ public:
 
 using HookPtr = std::shared_ptr<SessionRunHook>;
 using Hooks = std::vector<HookPtr>;
+
+/// tf.estimator.CheckpointSaverListener: called around every checkpoint the
+/// Estimator (or a CheckpointSaverHook) saves. Every method has an empty
+/// default.
+class CheckpointSaverListener {
+public:
+  virtual ~CheckpointSaverListener() = default;
+  virtual void begin() {}
+  virtual void before_save(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+  }
+  /// Returning true requests that training stop (TF's after_save -> True).
+  virtual bool after_save(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+    return false;
+  }
+  virtual void end(Session &session, int64_t global_step) {
+    (void)session;
+    (void)global_step;
+  }
+};
+using ListenerPtr = std::shared_ptr<CheckpointSaverListener>;
 
 } // namespace estimator
 } // namespace estc
