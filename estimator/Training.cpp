@@ -5,8 +5,10 @@
 #include "estimator/FileIO.h"
 #include "estimator/Logging.h"
 
+#include <chrono>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 namespace estc {
 namespace estimator {
@@ -56,6 +58,8 @@ void validate(const Estimator &estimator, const TrainSpec &train,
           name + " already exists.");
   }
   const RunConfig &config = estimator.config();
+  if (config.task_type() == TaskType::EVALUATOR)
+    return; // evaluates checkpoints another process writes
   if (!eval.every_n_steps && config.save_checkpoints_steps() <= 0 &&
       config.save_checkpoints_secs() <= 0)
     throw std::invalid_argument(
@@ -66,7 +70,8 @@ void validate(const Estimator &estimator, const TrainSpec &train,
     throw std::invalid_argument(
         who + "RunConfig has a cluster (TF_CONFIG, task type '" +
         estimator.config().task_type() +
-        "'): distributed training is not supported yet; unset TF_CONFIG");
+        "'): distributed training is not supported yet (only the "
+        "'evaluator' task runs); unset TF_CONFIG");
 }
 
 /// TF's _Evaluator: evaluates the latest checkpoint once, then exports.
@@ -230,6 +235,51 @@ private:
   std::optional<int64_t> lastStep_;
 };
 
+/// TF's run_evaluator: continuous evaluation of new checkpoints until one
+/// reaches max_steps.
+EvalResults runEvaluator(Estimator &estimator, const TrainSpec &train,
+                         const EvalSpec &eval) {
+  auto now = [&] { return eval.clock ? eval.clock() : monotonic_seconds(); };
+  auto sleep = [&](double secs) {
+    if (eval.sleep)
+      eval.sleep(secs);
+    else
+      std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+  };
+  if (eval.start_delay_secs > 0) {
+    log_info("Waiting " + num(eval.start_delay_secs) +
+             " secs before starting eval.");
+    sleep(eval.start_delay_secs);
+  }
+  Evaluator evaluator(estimator, eval, train.max_steps);
+  std::optional<EvalResults> latest;
+  bool evaluated = false;
+  while (true) {
+    if (evaluated && train.max_steps) {
+      double step = latest->at("global_step");
+      if (step >= double(*train.max_steps)) {
+        log_info("Exiting evaluation, global_step=" + num(step) +
+                 " >= train max_steps=" + std::to_string(*train.max_steps));
+        return *latest;
+      }
+    }
+    double start = now();
+    std::optional<EvalResults> result = evaluator.evaluateLatest();
+    evaluated = result.has_value();
+    if (evaluated)
+      latest = std::move(result);
+    double wait = eval.throttle_secs - (now() - start);
+    if (wait > 0) {
+      log_info("Waiting " + num(wait) + " secs before starting next eval run.");
+      sleep(wait);
+    } else if (eval.throttle_secs == 0 && !evaluated) {
+      log_info("EvalSpec.throttle_secs is set as 0. This might overload the "
+               "job before finding (next) new checkpoint. Please consider to "
+               "increase it.");
+    }
+  }
+}
+
 } // namespace
 
 EvalResults train_and_evaluate(Estimator &estimator,
@@ -237,6 +287,8 @@ EvalResults train_and_evaluate(Estimator &estimator,
                                const EvalSpec &eval_spec) {
   validate(estimator, train_spec, eval_spec);
   const RunConfig &config = estimator.config();
+  if (config.task_type() == TaskType::EVALUATOR)
+    return runEvaluator(estimator, train_spec, eval_spec);
   Evaluator evaluator(estimator, eval_spec, train_spec.max_steps);
   Hooks hooks = train_spec.hooks;
   Listeners listeners = train_spec.saving_listeners;

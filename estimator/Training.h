@@ -27,6 +27,7 @@
 #include "estimator/Hooks.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,13 +81,22 @@ struct EvalSpec {
   std::optional<int64_t> every_n_steps;
   /// Seconds for throttle_secs (monotonic when empty); for tests.
   Clock clock;
+  /// Sleeps that many seconds (the evaluator task's waits);
+  /// std::this_thread::sleep_for when empty; for tests.
+  std::function<void(double)> sleep;
 };
 
-/// tf.estimator.train_and_evaluate (local mode). std::invalid_argument with
-/// TF's one-line messages for a bad spec; a RunConfig with a cluster
-/// (TF_CONFIG) is not supported yet (std::invalid_argument). The result is
-/// the last evaluation's (when training did nothing because max_steps was
-/// already reached: an evaluation of the latest checkpoint).
+/// tf.estimator.train_and_evaluate. Local mode (no TF_CONFIG cluster):
+/// trains and evaluates as above. The "evaluator" task of a TF_CONFIG
+/// cluster: TF's continuous evaluation of a model_dir another process
+/// trains — wait start_delay_secs, then evaluate each new checkpoint (at
+/// most one evaluation per throttle_secs), until one at or past
+/// TrainSpec::max_steps (forever without max_steps). Other tasks of a
+/// cluster (chief, worker, ps) need the distributed runtime, not built yet:
+/// std::invalid_argument. A bad spec is a std::invalid_argument with TF's
+/// one-line message. The result is the last evaluation's (when training did
+/// nothing because max_steps was already reached: an evaluation of the
+/// latest checkpoint).
 EvalResults train_and_evaluate(Estimator &estimator,
                                const TrainSpec &train_spec,
                                const EvalSpec &eval_spec);

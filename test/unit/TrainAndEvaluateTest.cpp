@@ -275,9 +275,47 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
         train_and_evaluate(distributed, TrainSpec{trainInput(), 10}, eval);
       }),
       "train_and_evaluate: RunConfig has a cluster (TF_CONFIG, task type "
-      "'worker'): distributed training is not supported yet; unset "
-      "TF_CONFIG");
+      "'worker'): distributed training is not supported yet (only the "
+      "'evaluator' task runs); unset TF_CONFIG");
   EXPECT_FALSE(fs::exists(dir_ / "model" / "checkpoint")); // nothing ran
+}
+
+TEST_F(TrainAndEvaluateTest,
+       EvaluatorTaskEvaluatesNewCheckpointsUntilMaxSteps) {
+  // Another "process" trains the model_dir; here, each wait of the
+  // evaluator lets it train 10 more steps, except every second one.
+  Estimator trainer(classifier_fn, config(10));
+  trainer.train(trainInput(), {}, std::nullopt, 10);
+  RunConfigOptions o;
+  o.model_dir = trainer.model_dir();
+  Estimator est(classifier_fn,
+                RunConfig::from_tf_config(
+                    R"({"cluster": {"chief": ["h0:1"], "worker": ["h1:1"]},
+                        "task": {"type": "evaluator", "index": 0}})",
+                    o));
+  double now = 0;
+  std::vector<double> sleeps;
+  EvalSpec eval = evalSpec();
+  eval.start_delay_secs = 3;
+  eval.throttle_secs = 5;
+  eval.clock = [&] { return now; };
+  eval.sleep = [&](double secs) {
+    sleeps.push_back(secs);
+    now += secs;
+    if (sleeps.size() % 2 == 1 &&
+        trainer.get_variable_value("global_step").values<int64_t>()[0] < 30)
+      trainer.train(trainInput(), {}, 10);
+  };
+  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 30}, eval);
+  EXPECT_EQ(r.at("global_step"), 30);
+  // Delay (trains to 20), evaluate 20, wait; same checkpoint, wait (trains
+  // to 30); evaluate 30, wait; 30 >= max_steps: done.
+  EXPECT_EQ(sleeps, (std::vector<double>{3, 5, 5, 5}));
+  EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{20, 30}));
+  EXPECT_EQ(std::count(logs_.begin(), logs_.end(),
+                       "Exiting evaluation, global_step=30 >= train "
+                       "max_steps=30"),
+            1);
 }
 
 //===----------------------------------------------------------------------===//
