@@ -5,6 +5,9 @@
 //
 //   linalg.matmul / batch_matmul (f32, f64)  -> estc_matmul_f32 / _f64
 //   linalg.conv_2d_nhwc_hwcf (f32)          -> estc_conv2d_nhwc_hwio_f32
+//   linalg.generic {library_call = "estc_conv2d_backprop_input_f32" or
+//                   "estc_conv2d_backprop_filter_f32"} (convert-est-to-linalg's
+//                   f32 conv backprops) -> that kernel
 //
 // Kernels overwrite their output, so the zero fill that initializes a
 // contraction is dropped; another initial value is added after the call.
@@ -826,6 +829,38 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
   return success();
 }
 
+/// A bufferized conv backprop generic of convert-est-to-linalg -> its
+/// kernel. The generic reads the windowed operand (grad_output for the
+/// input gradient, the input for the filter gradient) with memref.load in
+/// its body; its one input operand is the filter / grad_output and its
+/// output the gradient. "estc.conv" holds [sh, sw, dh, dw, pad_top,
+/// pad_left].
+LogicalResult rewriteConvBackprop(linalg::GenericOp generic,
+                                  ModuleOp module) {
+  StringRef kernel = *generic.getLibraryCall();
+  bool input = kernel == "estc_conv2d_backprop_input_f32";
+  if (!input && kernel != "estc_conv2d_backprop_filter_f32")
+    return generic.emitOpError("unknown runtime kernel '") << kernel << "'";
+  auto scalars = generic->getAttrOfType<DenseI64ArrayAttr>("estc.conv");
+  SmallVector<memref::LoadOp> loads;
+  generic.getRegion().walk([&](memref::LoadOp load) { loads.push_back(load); });
+  if (!generic.hasPureBufferSemantics() || !scalars || scalars.size() != 6 ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      loads.size() != 1)
+    return generic.emitOpError("is not a bufferized conv backprop of "
+                               "convert-est-to-linalg");
+  Value windowed = loads.front().getMemRef();
+  Value operand = generic.getDpsInputs()[0];
+  // Kernel argument order: (filter, grad_output, grad_input) and
+  // (input, grad_output, grad_filter).
+  SmallVector<Value> inputs = input ? SmallVector<Value>{operand, windowed}
+                                    : SmallVector<Value>{windowed, operand};
+  OpBuilder b(generic);
+  emitKernelCall(b, generic, module, kernel, inputs,
+                 generic.getDpsInits()[0], 4, scalars.asArrayRef());
+  return success();
+}
+
 void EstLinalgToRuntimeCalls::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<Operation *> candidates;
@@ -834,8 +869,15 @@ void EstLinalgToRuntimeCalls::runOnOperation() {
             op))
       candidates.push_back(op);
   });
+  module.walk([&](linalg::GenericOp generic) {
+    if (generic.getLibraryCall())
+      candidates.push_back(generic);
+  });
   for (Operation *op : candidates) {
-    if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op))
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (failed(rewriteConvBackprop(generic, module)))
+        return signalPassFailure();
+    } else if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op))
       (void)rewriteConv(conv, module);
     else
       (void)rewriteMatmul(cast<linalg::LinalgOp>(op), module);

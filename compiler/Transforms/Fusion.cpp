@@ -53,6 +53,10 @@ bool shouldFuse(OpOperand *fused) {
   if (!producer)
     return false;
   auto consumer = cast<linalg::LinalgOp>(fused->getOwner());
+  auto genericConsumer = dyn_cast<linalg::GenericOp>(fused->getOwner());
+  if (producer.getLibraryCall() ||
+      (genericConsumer && genericConsumer.getLibraryCall()))
+    return false;
   AffineMap map = consumer.getMatchingIndexingMap(fused);
   bool broadcasting = !map.isPermutation();
   if (broadcasting && hasCostlyBody(producer))

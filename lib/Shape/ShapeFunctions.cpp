@@ -231,6 +231,87 @@ ShapeOr pool2d(const Dims &input, const Dims &ksize, const Dims &strides,
               input[3]};
 }
 
+namespace {
+/// Whether `got` (a gradient) fits `want` (the forward result's shape):
+/// same rank, and equal wherever both are known.
+bool fits(const Dims &got, const Dims &want) {
+  if (got.size() != want.size())
+    return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (known(got[i]) && known(want[i]) && got[i] != want[i])
+      return false;
+  return true;
+}
+
+/// The shape check shared by the four gradient ops: the forward result over
+/// the recovered operands must fit the incoming gradient.
+ShapeOr checkGradient(const char *what, const ShapeOr &forward,
+                      const Dims &gradOutput, Dims result) {
+  if (!forward)
+    return ShapeOr::error(std::string(what) + ": " + forward.message());
+  if (!fits(gradOutput, *forward))
+    return fail(what, " grad_output ", toString(gradOutput),
+                " does not match the forward result ", toString(*forward));
+  return result;
+}
+} // namespace
+
+ShapeOr conv2dBackpropInput(const Dims &gradOutput, const Dims &filter,
+                            const Dims &inputSize, const Dims &strides,
+                            const Dims &dilations, Padding padding) {
+  if (gradOutput.size() != 4)
+    return fail("conv2d_backprop_input grad_output must be NHWO (rank 4), "
+                "got ",
+                toString(gradOutput));
+  if (filter.size() != 4)
+    return fail("conv2d_backprop_input filter must be HWIO (rank 4), got ",
+                toString(filter));
+  if (auto e = checkWindow("input_size", inputSize))
+    return ShapeOr::error(*e);
+  Dims input = {gradOutput[0], inputSize[0], inputSize[1], filter[2]};
+  return checkGradient(
+      "conv2d_backprop_input",
+      conv2d(input, filter, strides, dilations, padding), gradOutput, input);
+}
+
+ShapeOr conv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
+                             const Dims &filterSize, const Dims &strides,
+                             const Dims &dilations, Padding padding) {
+  if (input.size() != 4)
+    return fail("conv2d_backprop_filter input must be NHWC (rank 4), got ",
+                toString(input));
+  if (gradOutput.size() != 4)
+    return fail("conv2d_backprop_filter grad_output must be NHWO (rank 4), "
+                "got ",
+                toString(gradOutput));
+  if (auto e = checkWindow("filter_size", filterSize))
+    return ShapeOr::error(*e);
+  Dims filter = {filterSize[0], filterSize[1], input[3], gradOutput[3]};
+  return checkGradient(
+      "conv2d_backprop_filter",
+      conv2d(input, filter, strides, dilations, padding), gradOutput, filter);
+}
+
+ShapeOr maxPoolGrad(const Dims &input, const Dims &gradOutput,
+                    const Dims &ksize, const Dims &strides, Padding padding) {
+  return checkGradient("max_pool_grad",
+                       pool2d(input, ksize, strides, padding), gradOutput,
+                       input);
+}
+
+ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
+                    const Dims &ksize, const Dims &strides, Padding padding) {
+  if (gradOutput.size() != 4)
+    return fail("avg_pool_grad grad_output must be NHWC (rank 4), got ",
+                toString(gradOutput));
+  if (auto e = checkWindow("input_size", inputSize))
+    return ShapeOr::error(*e);
+  Dims input = {gradOutput[0], inputSize[0], inputSize[1], gradOutput[3]};
+  return checkGradient("avg_pool_grad",
+                       pool2d(input, ksize, strides, padding), gradOutput,
+                       input);
+}
+
 ShapeOr reduce(const Dims &input, const std::optional<Dims> &axes,
                bool keepDims) {
   int64_t rank = static_cast<int64_t>(input.size());

@@ -76,6 +76,24 @@ ShapeOr conv2d(const Dims &input, const Dims &filter, const Dims &strides,
 /// NHWC pooling with a [kh,kw] window.
 ShapeOr pool2d(const Dims &input, const Dims &ksize, const Dims &strides,
                Padding padding);
+/// The gradients of conv2d and of pooling (the backward graph's ops). Each
+/// checks that the forward op over the recovered input has the gradient's
+/// shape. `inputSize` / `filterSize` are the forward input's [H, W] and the
+/// filter's [KH, KW], which the gradient's shape does not determine.
+/// grad_output [N,OH,OW,O], filter [KH,KW,C,O] -> [N,H,W,C].
+ShapeOr conv2dBackpropInput(const Dims &gradOutput, const Dims &filter,
+                            const Dims &inputSize, const Dims &strides,
+                            const Dims &dilations, Padding padding);
+/// input [N,H,W,C], grad_output [N,OH,OW,O] -> [KH,KW,C,O].
+ShapeOr conv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
+                             const Dims &filterSize, const Dims &strides,
+                             const Dims &dilations, Padding padding);
+/// input [N,H,W,C], grad_output [N,OH,OW,C] -> input's shape.
+ShapeOr maxPoolGrad(const Dims &input, const Dims &gradOutput,
+                    const Dims &ksize, const Dims &strides, Padding padding);
+/// grad_output [N,OH,OW,C] -> [N,H,W,C].
+ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
+                    const Dims &ksize, const Dims &strides, Padding padding);
 /// Output size of one spatial dimension (exposed for the code generators).
 int64_t convOutputSize(int64_t in, int64_t window, int64_t stride,
                        int64_t dilation, Padding padding);

@@ -74,14 +74,14 @@ func.func @train() {
 
 // -----
 
-// So does a rule that does not cover its op: conv2d with a run-time batch.
+// So does a rule that does not cover its op: conv2d with a run-time height.
 est.variable @f : tensor<3x3x1x2xf32> {trainable}
 
-func.func @train(%x: tensor<?x4x4x1xf32>) {
+func.func @train(%x: tensor<?x?x4x1xf32>) {
   %f = est.read_variable @f : tensor<3x3x1x2xf32>
-  %y = est.conv2d %x, %f {padding = "SAME"} : tensor<?x4x4x1xf32>, tensor<3x3x1x2xf32> -> tensor<?x4x4x2xf32>
-  %loss = est.reduce_sum %y : tensor<?x4x4x2xf32> -> tensor<f32>
-  // WARN: warning: not differentiated: the gradient of 'est.conv2d' failed: gradient needs a static batch size for now
+  %y = est.conv2d %x, %f {padding = "SAME"} : tensor<?x?x4x1xf32>, tensor<3x3x1x2xf32> -> tensor<?x?x4x2xf32>
+  %loss = est.reduce_sum %y : tensor<?x?x4x2xf32> -> tensor<f32>
+  // WARN: warning: not differentiated: the gradient of 'est.conv2d' failed: gradient needs static H and W
   // WARN: est.minimize
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return

@@ -118,6 +118,35 @@ TEST(ShapeFunctions, Conv2dAndPool) {
   expectError(pool2d({1, 1, 1, 1}, {2, 2}, {1, 1}, Padding::Valid),
               "larger than input");
 
+  // The gradients recover the forward operand's shape and check the forward
+  // result against the incoming gradient.
+  expectDims(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28, 27},
+                                 {2, 2}, {1, 1}, Padding::Same),
+             {U, 28, 27, 3});
+  expectDims(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3},
+                                  {1, 1}, {2, 2}, Padding::Valid),
+             {3, 3, 1, 4});
+  expectDims(maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 2}, {2, 2}, {2, 2},
+                         Padding::Same),
+             {U, 5, 5, 2});
+  expectDims(avgPoolGrad({7, 3, 3, 2}, {5, 6}, {2, 2}, {2, 2}, Padding::Same),
+             {7, 5, 6, 2});
+  expectError(conv2dBackpropInput({U, 13, 14, 8}, {3, 3, 3, 8}, {28, 28},
+                                  {2, 2}, {1, 1}, Padding::Same),
+              "grad_output [?,13,14,8] does not match the forward result "
+              "[?,14,14,8]");
+  expectError(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28},
+                                  {2, 2}, {1, 1}, Padding::Same),
+              "input_size must have 2 values");
+  expectError(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3},
+                                   {1}, {2, 2}, Padding::Valid),
+              "conv2d_backprop_filter: strides must have 2 values");
+  expectError(maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 3}, {2, 2}, {2, 2},
+                          Padding::Same),
+              "max_pool_grad grad_output");
+  expectError(avgPoolGrad({3, 3, 2}, {5, 6}, {2, 2}, {2, 2}, Padding::Same),
+              "NHWC");
+
   EXPECT_EQ(convOutputSize(28, 5, 1, 1, Padding::Valid), 24);
   EXPECT_EQ(convOutputSize(28, 5, 2, 1, Padding::Same), 14);
   EXPECT_EQ(convOutputSize(U, 5, 1, 1, Padding::Same), U);

@@ -25,6 +25,16 @@
 //                              avg divides by the count of valid elements
 //   reshape squeeze expand_dims  tensor.collapse_shape / expand_shape
 //   transpose                  linalg.transpose
+//   conv2d_backprop_input/_filter, max_pool_grad, avg_pool_grad
+//                              one linalg.generic each (two for
+//                              max_pool_grad: the first argmax of each
+//                              window, then the scatter), reading the
+//                              windowed operand with tensor.extract at
+//                              computed, bounds-checked coordinates (see
+//                              "Gradients of convolution and pooling");
+//                              f32 conv backprops carry library_call =
+//                              the runtime kernel, which
+//                              est-linalg-to-runtime-calls calls instead
 //   concat slice pad           tensor.insert_slice / extract_slice / pad
 //   gather                     linalg.generic + tensor.extract; indices are
 //                              clamped to [0, dim - 1]
@@ -297,6 +307,10 @@ private:
   FailureOr<Value> lowerPool(Value input, ArrayRef<int64_t> ksize,
                              ArrayRef<int64_t> strides, StringRef padding,
                              bool isMax);
+  FailureOr<Value> lowerConvBackpropInput(est::Conv2DBackpropInputOp op);
+  FailureOr<Value> lowerConvBackpropFilter(est::Conv2DBackpropFilterOp op);
+  FailureOr<Value> lowerMaxPoolGrad(est::MaxPoolGradOp op);
+  FailureOr<Value> lowerAvgPoolGrad(est::AvgPoolGradOp op);
   FailureOr<Value> lowerReshape(Value x);
   FailureOr<Value> lowerConcat(est::ConcatOp concat);
   FailureOr<Value> lowerGather(est::GatherOp gather);
@@ -841,6 +855,352 @@ FailureOr<Value> Lowering::lowerConv(est::Conv2DOp conv) {
              b, loc, TypeRange{outType}, ValueRange{padded, filter},
              ValueRange{init}, b.getI64TensorAttr(strides),
              b.getI64TensorAttr(dilations))
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients of convolution and pooling.
+//
+// Each is one linalg.generic over the result's elements and the window
+// offsets (or, for the filter gradient, over the filter's elements and the
+// output pixels). The operand a window reads at a computed coordinate is
+// read with tensor.extract: output pixel (oh, ow) and tap (kh, kw) read input
+// pixel (oh*sh + kh*dh - pt, ow*sw + kw*dw - pl); seen from input pixel
+// (ih, iw) that is output pixel ((ih + pt - kh*dh) / sh, ...) when the
+// division is exact and in range. Coordinates are clamped into range and the
+// contribution selected to 0 outside it, so the loops need no padding copy.
+// f32 conv backprops become runtime kernel calls after bufferization
+// (library_call + the "estc.conv" attribute [sh, sw, dh, dw, pt, pl]); these
+// generics are their f64 (and reference) implementation.
+//===----------------------------------------------------------------------===//
+
+/// The geometry of a conv2d / pooling window over an input of spatial size
+/// [h, w].
+struct WindowGeometry {
+  int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+
+  static FailureOr<WindowGeometry>
+  get(ArrayRef<int64_t> inputSize, ArrayRef<int64_t> window,
+      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+      StringRef paddingName) {
+    auto padding = estc::shape::parsePadding(paddingName.str());
+    if (!padding || inputSize.size() != 2 || window.size() != 2 ||
+        strides.size() != 2 || dilations.size() != 2 ||
+        llvm::any_of(inputSize, ShapedType::isDynamic))
+      return failure();
+    WindowGeometry g;
+    g.h = inputSize[0], g.w = inputSize[1];
+    g.kh = window[0], g.kw = window[1];
+    g.sh = strides[0], g.sw = strides[1];
+    g.dh = dilations[0], g.dw = dilations[1];
+    g.oh = estc::shape::convOutputSize(g.h, g.kh, g.sh, g.dh, *padding);
+    g.ow = estc::shape::convOutputSize(g.w, g.kw, g.sw, g.dw, *padding);
+    g.pt = estc::shape::convPadBefore(g.h, g.kh, g.sh, g.dh, *padding);
+    g.pl = estc::shape::convPadBefore(g.w, g.kw, g.sw, g.dw, *padding);
+    return g;
+  }
+  SmallVector<int64_t> kernelScalars() const { return {sh, sw, dh, dw, pt, pl}; }
+};
+
+/// Index arithmetic inside a generic's body.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  Value c(int64_t v) { return indexConst(b, loc, v); }
+  Value idx(int64_t dim) { return linalg::IndexOp::create(b, loc, dim); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t k) {
+    return k == 1 ? x : arith::MulIOp::create(b, loc, x, c(k)).getResult();
+  }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value select(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, cond, x, y);
+  }
+  /// Whether 0 <= v < limit.
+  Value inRange(Value v, int64_t limit) {
+    return both(cmp(arith::CmpIPredicate::sge, v, c(0)),
+                cmp(arith::CmpIPredicate::slt, v, c(limit)));
+  }
+  /// The output coordinate whose window reads input coordinate `in` at tap
+  /// `k` (t = in + pad - k * dilation, exact multiple of the stride, in
+  /// range): (the coordinate clamped to 0 when invalid, validity).
+  std::pair<Value, Value> outputOf(Value in, Value k, int64_t pad,
+                                   int64_t dilation, int64_t stride,
+                                   int64_t outSize) {
+    Value t = sub(add(in, c(pad)), mul(k, dilation));
+    Value valid = cmp(arith::CmpIPredicate::sge, t, c(0));
+    Value o = t;
+    if (stride != 1) {
+      Value rem = arith::RemSIOp::create(b, loc, t, c(stride));
+      valid = both(valid, cmp(arith::CmpIPredicate::eq, rem, c(0)));
+      o = arith::DivSIOp::create(b, loc, t, c(stride));
+    }
+    valid = both(valid, cmp(arith::CmpIPredicate::slt, o, c(outSize)));
+    return {select(valid, o, c(0)), valid};
+  }
+  /// The input coordinate output coordinate `out` reads at tap `k`:
+  /// (clamped to 0 when outside the input, validity).
+  std::pair<Value, Value> inputOf(Value out, Value k, int64_t pad,
+                                  int64_t dilation, int64_t stride,
+                                  int64_t inSize) {
+    Value in = sub(add(mul(out, stride), mul(k, dilation)), c(pad));
+    Value valid = inRange(in, inSize);
+    return {select(valid, in, c(0)), valid};
+  }
+};
+
+AffineMap dimsMap(MLIRContext *ctx, unsigned numDims,
+                  ArrayRef<unsigned> results) {
+  SmallVector<AffineExpr> exprs;
+  for (unsigned d : results)
+    exprs.push_back(getAffineDimExpr(d, ctx));
+  return AffineMap::get(numDims, 0, exprs, ctx);
+}
+
+SmallVector<utils::IteratorType> iterators(int64_t parallelLoops,
+                                           int64_t reductionLoops) {
+  SmallVector<utils::IteratorType> its = parallel(parallelLoops);
+  its.append(reductionLoops, utils::IteratorType::reduction);
+  return its;
+}
+
+/// `acc + (valid ? v : 0)`.
+Value accumulateIf(OpBuilder &b, Location loc, Value valid, Value v,
+                   Value acc) {
+  Value zero = scalarConst(b, loc, v.getType(), 0);
+  return arith::AddFOp::create(b, loc, acc,
+                               arith::SelectOp::create(b, loc, valid, v, zero));
+}
+
+/// Marks an f32 conv backprop generic for est-linalg-to-runtime-calls.
+void markRuntimeKernel(OpBuilder &b, linalg::GenericOp generic,
+                       StringRef kernel, const WindowGeometry &g) {
+  if (!getElementTypeOrSelf(generic.getResultTypes().front()).isF32())
+    return;
+  generic.setLibraryCallAttr(b.getStringAttr(kernel));
+  generic->setAttr("estc.conv", b.getDenseI64ArrayAttr(g.kernelScalars()));
+}
+
+FailureOr<Value>
+Lowering::lowerConvBackpropInput(est::Conv2DBackpropInputOp op) {
+  Value dy = op.getGradOutput(), filter = op.getFilter();
+  RankedTensorType fType = tensorTypeOf(filter), outType = resultType();
+  if (!fType.hasStaticShape() || outType.isDynamicDim(3))
+    return fail("needs a static filter shape");
+  FailureOr<WindowGeometry> g = WindowGeometry::get(
+      op.getInputSize(), {fType.getDimSize(0), fType.getDimSize(1)},
+      op.getStrides(), op.getDilations(), op.getPadding());
+  if (failed(g))
+    return fail("needs NHWC operands, 2 strides and dilations and a known "
+                "padding");
+  // Loops (n, ih, iw, c | kh, kw, o).
+  MLIRContext *ctx = b.getContext();
+  Type elt = outType.getElementType();
+  Value init = filledTensor(b, loc, outType,
+                            {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
+                            scalarConst(b, loc, elt, 0));
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, {4, 5, 3, 6}),
+                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{filter}, ValueRange{init}, maps,
+      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IndexMath m{nb, nloc};
+        auto [oh, validH] =
+            m.outputOf(m.idx(1), m.idx(4), g->pt, g->dh, g->sh, g->oh);
+        auto [ow, validW] =
+            m.outputOf(m.idx(2), m.idx(5), g->pl, g->dw, g->sw, g->ow);
+        Value v = tensor::ExtractOp::create(
+            nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(6)});
+        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
+        linalg::YieldOp::create(
+            nb, nloc, accumulateIf(nb, nloc, m.both(validH, validW), prod,
+                                   args[1]));
+      });
+  markRuntimeKernel(b, generic, "estc_conv2d_backprop_input_f32", *g);
+  return generic.getResult(0);
+}
+
+FailureOr<Value>
+Lowering::lowerConvBackpropFilter(est::Conv2DBackpropFilterOp op) {
+  Value x = op.getInput(), dy = op.getGradOutput();
+  RankedTensorType xType = tensorTypeOf(x), outType = resultType();
+  if (!outType.hasStaticShape())
+    return fail("needs a static filter shape");
+  FailureOr<WindowGeometry> g = WindowGeometry::get(
+      {xType.getDimSize(1), xType.getDimSize(2)}, op.getFilterSize(),
+      op.getStrides(), op.getDilations(), op.getPadding());
+  if (failed(g))
+    return fail("needs static spatial input dimensions");
+  // Loops (kh, kw, c, o | n, oh, ow).
+  MLIRContext *ctx = b.getContext();
+  Type elt = outType.getElementType();
+  Value init = filledTensor(b, loc, outType, {}, scalarConst(b, loc, elt, 0));
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, {4, 5, 6, 3}),
+                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{dy}, ValueRange{init}, maps,
+      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IndexMath m{nb, nloc};
+        auto [ih, validH] =
+            m.inputOf(m.idx(5), m.idx(0), g->pt, g->dh, g->sh, g->h);
+        auto [iw, validW] =
+            m.inputOf(m.idx(6), m.idx(1), g->pl, g->dw, g->sw, g->w);
+        Value v = tensor::ExtractOp::create(
+            nb, nloc, x, ValueRange{m.idx(4), ih, iw, m.idx(2)});
+        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
+        linalg::YieldOp::create(
+            nb, nloc, accumulateIf(nb, nloc, m.both(validH, validW), prod,
+                                   args[1]));
+      });
+  markRuntimeKernel(b, generic, "estc_conv2d_backprop_filter_f32", *g);
+  return generic.getResult(0);
+}
+
+FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
+  Value x = op.getInput(), dy = op.getGradOutput();
+  RankedTensorType xType = tensorTypeOf(x), dyType = tensorTypeOf(dy);
+  RankedTensorType outType = resultType();
+  int64_t ones[] = {1, 1};
+  FailureOr<WindowGeometry> g =
+      WindowGeometry::get({xType.getDimSize(1), xType.getDimSize(2)},
+                          op.getKsize(), op.getStrides(), ones,
+                          op.getPadding());
+  if (failed(g) || outType.isDynamicDim(3))
+    return fail("needs static spatial and channel dimensions");
+  MLIRContext *ctx = b.getContext();
+  Type elt = outType.getElementType();
+  Type i64 = b.getI64Type();
+  Value window = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
+  // 1. The first maximum of each window: loops (n, oh, ow, c | kh, kw);
+  // tap index kh * KW + kw, -1 while no valid element was seen.
+  auto maxType = RankedTensorType::get(
+      {dyType.getDimSize(0), g->oh, g->ow, outType.getDimSize(3)}, elt);
+  auto argType = maxType.clone(i64);
+  SmallVector<Value> dims = {dimValue(b, loc, dy, 0), Value(), Value(),
+                             Value()};
+  Value maxInit = filledTensor(
+      b, loc, maxType, dims,
+      scalarConst(b, loc, elt, -std::numeric_limits<double>::infinity()));
+  Value argInit = filledTensor(b, loc, argType, dims, intConst(b, loc, i64, -1));
+  SmallVector<AffineMap> argMaps = {dimsMap(ctx, 6, {4, 5}),
+                                    dimsMap(ctx, 6, {0, 1, 2, 3}),
+                                    dimsMap(ctx, 6, {0, 1, 2, 3})};
+  auto argmax = linalg::GenericOp::create(
+      b, loc, TypeRange{maxType, argType}, ValueRange{window},
+      ValueRange{maxInit, argInit}, argMaps, iterators(4, 2),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IndexMath m{nb, nloc};
+        Value kh = m.idx(4), kw = m.idx(5);
+        auto [ih, validH] = m.inputOf(m.idx(1), kh, g->pt, 1, g->sh, g->h);
+        auto [iw, validW] = m.inputOf(m.idx(2), kw, g->pl, 1, g->sw, g->w);
+        Value v = tensor::ExtractOp::create(
+            nb, nloc, x, ValueRange{m.idx(0), ih, iw, m.idx(3)});
+        Value none = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                           args[2],
+                                           intConst(nb, nloc, i64, -1));
+        Value greater = arith::CmpFOp::create(
+            nb, nloc, arith::CmpFPredicate::OGT, v, args[1]);
+        Value take = m.both(m.both(validH, validW),
+                            arith::OrIOp::create(nb, nloc, none, greater));
+        Value tap = arith::IndexCastOp::create(
+            nb, nloc, i64, m.add(m.mul(kh, g->kw), kw));
+        linalg::YieldOp::create(
+            nb, nloc,
+            ValueRange{m.select(take, v, args[1]),
+                       m.select(take, tap, args[2])});
+      });
+  Value arg = argmax.getResult(1);
+  // 2. Each input element sums the gradients of the windows whose first
+  // maximum it is: loops (n, ih, iw, c | kh, kw).
+  Value init = filledTensor(b, loc, outType,
+                            {dimValue(b, loc, x, 0), Value(), Value(), Value()},
+                            scalarConst(b, loc, elt, 0));
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {4, 5}),
+                                 dimsMap(ctx, 6, {0, 1, 2, 3})};
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{window}, ValueRange{init},
+             maps, iterators(4, 2),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               IndexMath m{nb, nloc};
+               Value kh = m.idx(4), kw = m.idx(5);
+               auto [oh, validH] =
+                   m.outputOf(m.idx(1), kh, g->pt, 1, g->sh, g->oh);
+               auto [ow, validW] =
+                   m.outputOf(m.idx(2), kw, g->pl, 1, g->sw, g->ow);
+               SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(3)};
+               Value winner =
+                   tensor::ExtractOp::create(nb, nloc, arg, coords);
+               Value tap = arith::IndexCastOp::create(
+                   nb, nloc, i64, m.add(m.mul(kh, g->kw), kw));
+               Value hit = m.both(
+                   m.both(validH, validW),
+                   arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                         winner, tap));
+               Value v = tensor::ExtractOp::create(nb, nloc, dy, coords);
+               linalg::YieldOp::create(nb, nloc,
+                                       accumulateIf(nb, nloc, hit, v, args[1]));
+             })
+      .getResult(0);
+}
+
+FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
+  Value dy = op.getGradOutput();
+  RankedTensorType outType = resultType();
+  int64_t ones[] = {1, 1};
+  FailureOr<WindowGeometry> g =
+      WindowGeometry::get(op.getInputSize(), op.getKsize(), op.getStrides(),
+                          ones, op.getPadding());
+  if (failed(g) || outType.isDynamicDim(3))
+    return fail("needs static spatial and channel dimensions");
+  MLIRContext *ctx = b.getContext();
+  Type elt = outType.getElementType();
+  Value window = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
+  Value init = filledTensor(b, loc, outType,
+                            {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
+                            scalarConst(b, loc, elt, 0));
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {4, 5}),
+                                 dimsMap(ctx, 6, {0, 1, 2, 3})};
+  // Loops (n, ih, iw, c | kh, kw); each window's gradient is divided by the
+  // count of its valid (unpadded) elements.
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{window}, ValueRange{init},
+             maps, iterators(4, 2),
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               IndexMath m{nb, nloc};
+               auto [oh, validH] =
+                   m.outputOf(m.idx(1), m.idx(4), g->pt, 1, g->sh, g->oh);
+               auto [ow, validW] =
+                   m.outputOf(m.idx(2), m.idx(5), g->pl, 1, g->sw, g->ow);
+               auto extent = [&](Value o, int64_t stride, int64_t pad,
+                                 int64_t k, int64_t size) {
+                 Value start = m.sub(m.mul(o, stride), m.c(pad));
+                 Value end = arith::MinSIOp::create(
+                     nb, nloc, m.add(start, m.c(k)), m.c(size));
+                 return m.sub(end,
+                              arith::MaxSIOp::create(nb, nloc, start, m.c(0)));
+               };
+               Value count =
+                   arith::MulIOp::create(nb, nloc,
+                                         extent(oh, g->sh, g->pt, g->kh, g->h),
+                                         extent(ow, g->sw, g->pl, g->kw, g->w));
+               Value countF = arith::SIToFPOp::create(
+                   nb, nloc, elt,
+                   arith::IndexCastOp::create(nb, nloc, nb.getI64Type(),
+                                              count));
+               Value v = tensor::ExtractOp::create(
+                   nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(3)});
+               Value share = arith::DivFOp::create(nb, nloc, v, countF);
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   accumulateIf(nb, nloc, m.both(validH, validW), share,
+                                args[1]));
+             })
       .getResult(0);
 }
 
@@ -1395,6 +1755,14 @@ FailureOr<SmallVector<Value>> Lowering::run() {
   } else if (auto pool = dyn_cast<est::AvgPoolOp>(op)) {
     result = lowerPool(pool.getInput(), pool.getKsize(), pool.getStrides(),
                        pool.getPadding(), false);
+  } else if (auto grad = dyn_cast<est::Conv2DBackpropInputOp>(op)) {
+    result = lowerConvBackpropInput(grad);
+  } else if (auto grad = dyn_cast<est::Conv2DBackpropFilterOp>(op)) {
+    result = lowerConvBackpropFilter(grad);
+  } else if (auto grad = dyn_cast<est::MaxPoolGradOp>(op)) {
+    result = lowerMaxPoolGrad(grad);
+  } else if (auto grad = dyn_cast<est::AvgPoolGradOp>(op)) {
+    result = lowerAvgPoolGrad(grad);
   } else if (auto reshape = dyn_cast<est::ReshapeOp>(op)) {
     result = lowerReshape(reshape.getX());
   } else if (auto transpose = dyn_cast<est::TransposeOp>(op)) {

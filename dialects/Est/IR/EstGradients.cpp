@@ -13,13 +13,11 @@
 //   and indices get no gradient (a null entry).
 // - dropout's gradient is the same dropout (seed, counter, rate) of the
 //   incoming gradient: the mask is a pure function of the element index.
-// - conv2d, max_pool and avg_pool gradients are sums over the window
-//   offsets of strided views (slice/pad/reshape) and matmuls: est ops only,
-//   O(window) passes, no dedicated backprop ops yet; static batch only
-//   (est-memory-planning cannot size the reshaped views for a run-time
-//   batch yet). max_pool's gradient
-//   goes to the first maximum of each window (TF); avg_pool divides by the
-//   count of valid elements (TF's SAME).
+// - conv2d, max_pool and avg_pool gradients are the dedicated ops
+//   conv2d_backprop_input / conv2d_backprop_filter, max_pool_grad and
+//   avg_pool_grad (any batch, static H and W): max_pool's gradient goes to
+//   the first maximum of each window (TF); avg_pool divides by the count of
+//   valid elements (TF's SAME).
 // Not covered yet (the autodiff pass leaves the minimize with a warning
 // naming the op): reduce_prod, gather with axis != 0, one_hot, random ops
 // (no differentiable operands anyway).
@@ -33,7 +31,6 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::est;
@@ -376,221 +373,49 @@ LogicalResult gradient(MatmulOp op, OpBuilder &b, Value g, Grads &out) {
 }
 
 //===----------------------------------------------------------------------===//
-// Convolution and pooling, as sums over the window offsets of est ops.
+// Convolution and pooling: the dedicated gradient ops.
 //===----------------------------------------------------------------------===//
 
-/// The spatial geometry of a conv2d / pool over an NHWC input: each window
-/// offset (i, j) reads the strided view xp[:, i*dh + oh*sh, j*dw + ow*sw, :]
-/// of the padded input xp ([N, Hp, Wp, C], Hp = (OH-1)*sh + (KH-1)*dh + 1).
-/// Gradients are sums over the offsets of strided views scattered back.
-struct Window {
-  int64_t h, w, c, kh, kw, sh, sw, dh, dw, oh, ow, pt, pb, pl, pr;
-
-  static FailureOr<Window> get(Operation *op, RankedTensorType input,
-                               int64_t kh, int64_t kw, ArrayRef<int64_t> strides,
-                               ArrayRef<int64_t> dilations, StringRef padding) {
-    auto pad = estc::shape::parsePadding(padding.str());
-    if (!pad || input.getRank() != 4 || strides.size() != 2 ||
-        dilations.size() != 2)
-      return op->emitError("gradient needs NHWC, 2 strides and dilations");
-    // The window views reshape through the batch dim; est-memory-planning
-    // cannot size such buffers for a run-time batch yet.
-    if (input.isDynamicDim(0))
-      return op->emitError("gradient needs a static batch size for now");
-    Window win;
-    win.h = input.getDimSize(1);
-    win.w = input.getDimSize(2);
-    win.c = input.getDimSize(3);
-    if (ShapedType::isDynamic(win.h) || ShapedType::isDynamic(win.w) ||
-        ShapedType::isDynamic(win.c))
-      return op->emitError("gradient needs static H, W and C");
-    win.kh = kh, win.kw = kw;
-    win.sh = strides[0], win.sw = strides[1];
-    win.dh = dilations[0], win.dw = dilations[1];
-    win.oh = estc::shape::convOutputSize(win.h, kh, win.sh, win.dh, *pad);
-    win.ow = estc::shape::convOutputSize(win.w, kw, win.sw, win.dw, *pad);
-    win.pt = estc::shape::convPadBefore(win.h, kh, win.sh, win.dh, *pad);
-    win.pl = estc::shape::convPadBefore(win.w, kw, win.sw, win.dw, *pad);
-    win.pb = win.hp() - win.h - win.pt;
-    win.pr = win.wp() - win.w - win.pl;
-    return win;
-  }
-  int64_t hp() const { return (oh - 1) * sh + (kh - 1) * dh + 1; }
-  int64_t wp() const { return (ow - 1) * sw + (kw - 1) * dw + 1; }
-
-  /// x [N,H,W,C] -> [N,Hp,Wp,C]: padded with `value` (cropped where the
-  /// windows never reach).
-  Value padInput(G &h, Value x, double value) const {
-    x = crop(h, x, 0, std::max<int64_t>(-pb, 0), 0,
-             std::max<int64_t>(-pr, 0), this->h, w);
-    return padHW(h, x, pt, std::max<int64_t>(pb, 0), pl,
-                 std::max<int64_t>(pr, 0), value);
-  }
-  /// The inverse of padInput for gradients: [N,Hp,Wp,C] -> [N,H,W,C].
-  Value unpadGrad(G &h, Value g) const {
-    g = crop(h, g, pt, std::max<int64_t>(pb, 0), pl, std::max<int64_t>(pr, 0),
-             hp(), wp());
-    return padHW(h, g, 0, std::max<int64_t>(-pb, 0), 0,
-                 std::max<int64_t>(-pr, 0), 0.0);
-  }
-  /// The strided view of window offset (i0, j0): [N,OH,OW,C].
-  Value view(G &h, Value xp, int64_t i0, int64_t j0) const {
-    int64_t eh = (oh - 1) * sh + 1, ew = (ow - 1) * sw + 1;
-    Value v = SliceOp::create(h.b, h.loc, xp,
-                              h.b.getDenseI64ArrayAttr({0, i0, j0, 0}),
-                              h.b.getDenseI64ArrayAttr({-1, eh, ew, -1}));
-    if (sh == 1 && sw == 1)
-      return v;
-    v = padHW(h, v, 0, sh - 1, 0, sw - 1, 0.0);
-    v = reshape(h, v, {-1, oh, sh, ow, sw, c});
-    v = SliceOp::create(h.b, h.loc, v,
-                        h.b.getDenseI64ArrayAttr({0, 0, 0, 0, 0, 0}),
-                        h.b.getDenseI64ArrayAttr({-1, oh, 1, ow, 1, c}));
-    return reshape(h, v, {-1, oh, ow, c});
-  }
-  /// The transpose of `view`: [N,OH,OW,C] placed into zeros [N,Hp,Wp,C].
-  Value scatter(G &h, Value v, int64_t i0, int64_t j0) const {
-    int64_t eh = (oh - 1) * sh + 1, ew = (ow - 1) * sw + 1;
-    int64_t ch = cast<RankedTensorType>(v.getType()).getDimSize(3);
-    if (sh != 1 || sw != 1) {
-      v = reshape(h, v, {-1, oh, 1, ow, 1, ch});
-      v = PadOp::create(h.b, h.loc, v,
-                        h.b.getDenseI64ArrayAttr(
-                            {0, 0, 0, 0, 0, sh - 1, 0, 0, 0, sw - 1, 0, 0}),
-                        h.b.getF64FloatAttr(0.0));
-      v = reshape(h, v, {-1, oh * sh, ow * sw, ch});
-      v = SliceOp::create(h.b, h.loc, v,
-                          h.b.getDenseI64ArrayAttr({0, 0, 0, 0}),
-                          h.b.getDenseI64ArrayAttr({-1, eh, ew, -1}));
-    }
-    return padHW(h, v, i0, hp() - i0 - eh, j0, wp() - j0 - ew, 0.0);
-  }
-
-  static Value reshape(G &h, Value v, ArrayRef<int64_t> shape) {
-    return ReshapeOp::create(h.b, h.loc, v, h.b.getDenseI64ArrayAttr(shape));
-  }
-  static Value padHW(G &h, Value v, int64_t t, int64_t b, int64_t l,
-                     int64_t r, double value) {
-    if (!t && !b && !l && !r)
-      return v;
-    return PadOp::create(h.b, h.loc, v,
-                         h.b.getDenseI64ArrayAttr({0, 0, t, b, l, r, 0, 0}),
-                         h.b.getF64FloatAttr(value));
-  }
-  static Value crop(G &h, Value v, int64_t t, int64_t b, int64_t l, int64_t r,
-                    int64_t height, int64_t width) {
-    if (!t && !b && !l && !r)
-      return v;
-    return SliceOp::create(
-        h.b, h.loc, v, h.b.getDenseI64ArrayAttr({0, t, l, 0}),
-        h.b.getDenseI64ArrayAttr({-1, height - t - b, width - l - r, -1}));
-  }
-};
+/// The static [H, W] of an NHWC operand (the batch may be dynamic).
+FailureOr<SmallVector<int64_t>> spatialSize(Operation *op, Value x) {
+  RankedTensorType type = tensorType(x);
+  if (type.getRank() != 4 || type.isDynamicDim(1) || type.isDynamicDim(2))
+    return op->emitError("gradient needs static H and W");
+  return SmallVector<int64_t>{type.getDimSize(1), type.getDimSize(2)};
+}
 
 LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
-  G h = helper(b, op);
-  auto filter = tensorType(op.getFilter());
-  if (!filter.hasStaticShape())
-    return op.emitError("gradient needs a static filter shape");
-  int64_t kh = filter.getDimSize(0), kw = filter.getDimSize(1);
-  int64_t ci = filter.getDimSize(2), co = filter.getDimSize(3);
-  FailureOr<Window> win =
-      Window::get(op, tensorType(op.getInput()), kh, kw, op.getStrides(),
-                  op.getDilations(), op.getPadding());
-  if (failed(win))
+  FailureOr<SmallVector<int64_t>> inputSize = spatialSize(op, op.getInput());
+  if (failed(inputSize))
     return failure();
-  Value xp = win->padInput(h, op.getInput(), 0.0);
-  Value g2 = Window::reshape(h, g, {-1, co});
-  Value dx;
-  SmallVector<Value> dw;
-  for (int64_t i = 0; i < kh; ++i) {
-    for (int64_t j = 0; j < kw; ++j) {
-      int64_t i0 = i * win->dh, j0 = j * win->dw;
-      // Filter: sum over (n, oh, ow) of view^T g.
-      Value xs = Window::reshape(h, win->view(h, xp, i0, j0), {-1, ci});
-      Value dwij = MatmulOp::create(b, op.getLoc(), xs, g2, true, false);
-      dw.push_back(Window::reshape(h, dwij, {1, ci, co}));
-      // Input: g W[i,j]^T scattered back to the window positions.
-      Value wij = Window::reshape(
-          h,
-          SliceOp::create(b, op.getLoc(), op.getFilter(),
-                          b.getDenseI64ArrayAttr({i, j, 0, 0}),
-                          b.getDenseI64ArrayAttr({1, 1, ci, co})),
-          {ci, co});
-      Value c = MatmulOp::create(b, op.getLoc(), g2, wij, false, true);
-      c = win->scatter(h, Window::reshape(h, c, {-1, win->oh, win->ow, ci}),
-                       i0, j0);
-      dx = dx ? h.add(dx, c) : c;
-    }
-  }
-  Value dW = ConcatOp::create(b, op.getLoc(), dw, 0);
-  out.assign(std::initializer_list<Value>{
-      win->unpadGrad(h, dx), Window::reshape(h, dW, {kh, kw, ci, co})});
+  auto filter = tensorType(op.getFilter());
+  Value dx = Conv2DBackpropInputOp::create(
+      b, op.getLoc(), g, op.getFilter(), b.getDenseI64ArrayAttr(*inputSize),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  Value dw = Conv2DBackpropFilterOp::create(
+      b, op.getLoc(), op.getInput(), g,
+      b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dx, dw});
   return success();
 }
 
-/// The window of a max_pool / avg_pool (no dilation).
-template <typename PoolOp> FailureOr<Window> poolWindow(PoolOp op) {
-  ArrayRef<int64_t> k = op.getKsize();
-  int64_t ones[] = {1, 1};
-  return Window::get(op, tensorType(op.getInput()), k[0], k[1],
-                     op.getStrides(), ones, op.getPadding());
-}
-
 LogicalResult gradient(MaxPoolOp op, OpBuilder &b, Value g, Grads &out) {
-  G h = helper(b, op);
-  ArrayRef<int64_t> k = op.getKsize();
-  FailureOr<Window> win = poolWindow(op);
-  if (failed(win))
-    return failure();
-  Value xp = win->padInput(h, op.getInput(),
-                           -std::numeric_limits<double>::infinity());
-  Value y = op.getResult();
-  // The first maximum of each window (in row-major window order) gets the
-  // gradient, as in TF.
-  Value taken, dx;
-  for (int64_t i = 0; i < k[0]; ++i) {
-    for (int64_t j = 0; j < k[1]; ++j) {
-      Value hit = EqualOp::create(b, op.getLoc(), win->view(h, xp, i, j), y);
-      Value mask = hit;
-      if (taken) {
-        mask = LogicalAndOp::create(b, op.getLoc(), hit,
-                                    LogicalNotOp::create(b, op.getLoc(),
-                                                         taken));
-        taken = LogicalOrOp::create(b, op.getLoc(), taken, hit);
-      } else {
-        taken = hit;
-      }
-      Value c = win->scatter(h, h.where(mask, g), i, j);
-      dx = dx ? h.add(dx, c) : c;
-    }
-  }
-  out.assign(std::initializer_list<Value>{win->unpadGrad(h, dx)});
+  Value dx = MaxPoolGradOp::create(b, op.getLoc(), op.getInput(), g,
+                                   op.getKsizeAttr(), op.getStridesAttr(),
+                                   op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dx});
   return success();
 }
 
 LogicalResult gradient(AvgPoolOp op, OpBuilder &b, Value g, Grads &out) {
-  G h = helper(b, op);
-  ArrayRef<int64_t> k = op.getKsize();
-  FailureOr<Window> win = poolWindow(op);
-  if (failed(win))
+  FailureOr<SmallVector<int64_t>> inputSize = spatialSize(op, op.getInput());
+  if (failed(inputSize))
     return failure();
-  // Each output divides by the count of its valid (unpadded) elements.
-  Value valid = win->padInput(h, h.onesLike(op.getInput()), 0.0);
-  Value count;
-  for (int64_t i = 0; i < k[0]; ++i)
-    for (int64_t j = 0; j < k[1]; ++j) {
-      Value v = win->view(h, valid, i, j);
-      count = count ? h.add(count, v) : v;
-    }
-  Value share = h.div(g, count);
-  Value dx;
-  for (int64_t i = 0; i < k[0]; ++i)
-    for (int64_t j = 0; j < k[1]; ++j) {
-      Value c = win->scatter(h, share, i, j);
-      dx = dx ? h.add(dx, c) : c;
-    }
-  out.assign(std::initializer_list<Value>{win->unpadGrad(h, dx)});
+  Value dx = AvgPoolGradOp::create(
+      b, op.getLoc(), g, b.getDenseI64ArrayAttr(*inputSize),
+      op.getKsizeAttr(), op.getStridesAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dx});
   return success();
 }
 

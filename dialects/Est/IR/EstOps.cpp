@@ -367,6 +367,72 @@ EST_INFER(AvgPoolOp) {
   return inferPool(inf, adaptor);
 }
 
+EST_INFER(Conv2DBackpropInputOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
+      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(shape::conv2dBackpropInput(
+                        inf.dims(0), inf.dims(1),
+                        attrDims(adaptor.getInputSizeAttr()),
+                        dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                        dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
+                    inf.elt(0));
+}
+
+EST_INFER(Conv2DBackpropFilterOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
+      failed(inf.require(adaptor.getFilterSizeAttr(), "filter_size")))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(shape::conv2dBackpropFilter(
+                        inf.dims(0), inf.dims(1),
+                        attrDims(adaptor.getFilterSizeAttr()),
+                        dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                        dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
+                    inf.elt(0));
+}
+
+EST_INFER(MaxPoolGradOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
+      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
+      failed(inf.require(adaptor.getStridesAttr(), "strides")))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(shape::maxPoolGrad(inf.dims(0), inf.dims(1),
+                                       attrDims(adaptor.getKsizeAttr()),
+                                       attrDims(adaptor.getStridesAttr()),
+                                       *pad),
+                    inf.elt(0));
+}
+
+EST_INFER(AvgPoolGradOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")) ||
+      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
+      failed(inf.require(adaptor.getStridesAttr(), "strides")))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(shape::avgPoolGrad(inf.dims(0),
+                                       attrDims(adaptor.getInputSizeAttr()),
+                                       attrDims(adaptor.getKsizeAttr()),
+                                       attrDims(adaptor.getStridesAttr()),
+                                       *pad),
+                    inf.elt(0));
+}
+
 template <typename Adaptor>
 static LogicalResult inferReduce(Inference &inf, Adaptor adaptor) {
   if (failed(inf.operandCount(1)))

@@ -233,6 +233,112 @@ class Est_PoolOp<string mnemonic, string what>
 def Est_MaxPoolOp : Est_PoolOp<"max_pool", "max">;
 def Est_AvgPoolOp : Est_PoolOp<"avg_pool", "average">;
 
+// The gradients of conv2d and pooling: the backward graph of the autodiff
+// pass (dialects/Est/IR/EstGradients.cpp) uses these instead of sums over
+// window offsets. They take the forward op's attributes; `input_size` and
+// `filter_size` give the forward operand's spatial size, which the gradient's
+// shape does not determine. Batch and channels come from the operands, so
+// the batch may be dynamic.
+
+def Est_Conv2DBackpropInputOp
+    : Est_InferOp<"conv2d_backprop_input",
+                  [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of conv2d with respect to its input";
+  let description = [{
+    `result[n,ih,iw,c]` sums `grad_output[n,oh,ow,o] * filter[kh,kw,c,o]` over
+    the output pixels and filter taps that read input pixel `(ih, iw)` in the
+    forward conv2d of the same `strides`, `dilations` and `padding` (TF's
+    Conv2DBackpropInput). The result is `[N, input_size[0], input_size[1], C]`.
+
+    ```mlir
+    %dx = est.conv2d_backprop_input %dy, %w {input_size = array<i64: 28, 28>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x14x14x32xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x1xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$grad_output, Est_FloatTensor:$filter,
+      DenseI64ArrayAttr:$input_size,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `,` $filter attr-dict `:` type($grad_output) `,`
+    type($filter) `->` type($result)
+  }];
+}
+
+def Est_Conv2DBackpropFilterOp
+    : Est_InferOp<"conv2d_backprop_filter",
+                  [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of conv2d with respect to its filter";
+  let description = [{
+    `result[kh,kw,c,o]` sums `input[n,ih,iw,c] * grad_output[n,oh,ow,o]` over
+    the batch and the output pixels, `(ih, iw)` the input pixel that filter
+    tap `(kh, kw)` reads for output pixel `(oh, ow)` (TF's
+    Conv2DBackpropFilter). The result is
+    `[filter_size[0], filter_size[1], C, O]`.
+
+    ```mlir
+    %dw = est.conv2d_backprop_filter %x, %dy {filter_size = array<i64: 5, 5>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x1xf32>, tensor<?x14x14x32xf32> -> tensor<5x5x1x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, Est_FloatTensor:$grad_output,
+      DenseI64ArrayAttr:$filter_size,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad_output attr-dict `:` type($input) `,`
+    type($grad_output) `->` type($result)
+  }];
+}
+
+def Est_MaxPoolGradOp
+    : Est_InferOp<"max_pool_grad", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of max_pool";
+  let description = [{
+    Each window's `grad_output` goes to the first maximum of the window's
+    `input` elements (row-major window order), as in TF's MaxPoolGrad; the
+    windows are those of `max_pool` with the same attributes. The result has
+    the input's shape.
+
+    ```mlir
+    %dx = est.max_pool_grad %x, %dy {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32>, tensor<?x14x14x32xf32> -> tensor<?x28x28x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, Est_FloatTensor:$grad_output,
+                       DenseI64ArrayAttr:$ksize, DenseI64ArrayAttr:$strides,
+                       StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad_output attr-dict `:` type($input) `,`
+    type($grad_output) `->` type($result)
+  }];
+}
+
+def Est_AvgPoolGradOp
+    : Est_InferOp<"avg_pool_grad", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of avg_pool";
+  let description = [{
+    Each window's `grad_output`, divided by the count of the window's valid
+    (unpadded) input elements (TF's SAME divisor), is added to each of those
+    elements, as in TF's AvgPoolGrad. The result is
+    `[N, input_size[0], input_size[1], C]`.
+
+    ```mlir
+    %dx = est.avg_pool_grad %dy {input_size = array<i64: 5, 5>, ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x8xf32> -> tensor<?x5x5x8xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$grad_output,
+                       DenseI64ArrayAttr:$input_size,
+                       DenseI64ArrayAttr:$ksize, DenseI64ArrayAttr:$strides,
+                       StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output attr-dict `:` type($grad_output) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions.
 //===----------------------------------------------------------------------===//

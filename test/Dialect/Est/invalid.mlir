@@ -332,3 +332,63 @@ func.func @missing_hyperparameters(%loss: tensor<f32>) {
   "est.minimize"(%loss) {optimizer = "sgd"} : (tensor<f32>) -> ()
   return
 }
+
+// -----
+
+func.func @backprop_input_mismatch(%dy: tensor<?x13x14x32xf32>, %w: tensor<5x5x1x32xf32>) {
+  // expected-error @+2 {{'est.conv2d_backprop_input' op conv2d_backprop_input grad_output [?,13,14,32] does not match the forward result [?,14,14,32]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.conv2d_backprop_input %dy, %w {input_size = array<i64: 28, 28>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x13x14x32xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x1xf32>
+  return
+}
+
+// -----
+
+func.func @backprop_input_missing_size(%dy: tensor<?x14x14x32xf32>, %w: tensor<5x5x1x32xf32>) {
+  // expected-error @+1 {{'est.conv2d_backprop_input' op requires attribute 'input_size'}}
+  %0 = "est.conv2d_backprop_input"(%dy, %w) {padding = "SAME"} : (tensor<?x14x14x32xf32>, tensor<5x5x1x32xf32>) -> tensor<?x28x28x1xf32>
+  return
+}
+
+// -----
+
+func.func @backprop_filter_result(%x: tensor<?x28x28x1xf32>, %dy: tensor<?x24x24x32xf32>) {
+  // expected-error @+2 {{'est.conv2d_backprop_filter' op inferred type(s) 'tensor<5x5x1x32xf32>' are incompatible with return type(s) of operation 'tensor<3x3x1x32xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.conv2d_backprop_filter %x, %dy {filter_size = array<i64: 5, 5>, padding = "VALID"} : tensor<?x28x28x1xf32>, tensor<?x24x24x32xf32> -> tensor<3x3x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @backprop_filter_bad_padding(%x: tensor<?x28x28x1xf32>, %dy: tensor<?x24x24x32xf32>) {
+  // expected-error @+2 {{'est.conv2d_backprop_filter' op padding must be "SAME" or "VALID", got "FULL"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.conv2d_backprop_filter %x, %dy {filter_size = array<i64: 5, 5>, padding = "FULL"} : tensor<?x28x28x1xf32>, tensor<?x24x24x32xf32> -> tensor<5x5x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool_grad_mismatch(%x: tensor<?x28x28x8xf32>, %dy: tensor<?x14x14x4xf32>) {
+  // expected-error @+2 {{'est.max_pool_grad' op max_pool_grad grad_output [?,14,14,4] does not match the forward result [?,14,14,8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.max_pool_grad %x, %dy {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x28x28x8xf32>, tensor<?x14x14x4xf32> -> tensor<?x28x28x8xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool_grad_element_type(%dy: tensor<?x3x3x8xi32>) {
+  // expected-error @+1 {{'est.avg_pool_grad' op operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<?x3x3x8xi32>'}}
+  %0 = est.avg_pool_grad %dy {input_size = array<i64: 5, 5>, ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x8xi32> -> tensor<?x5x5x8xi32>
+  return
+}
+
+// -----
+
+func.func @avg_pool_grad_missing_input_size(%dy: tensor<?x3x3x8xf32>) {
+  // expected-error @+1 {{'est.avg_pool_grad' op requires attribute 'input_size'}}
+  %0 = "est.avg_pool_grad"(%dy) {ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : (tensor<?x3x3x8xf32>) -> tensor<?x5x5x8xf32>
+  return
+}

@@ -179,3 +179,17 @@ func.func @generic(%x: tensor<?x28x28x1xf32>, %w: tensor<3x3x1x8xf32>) -> tensor
   %1 = "est.relu"(%0) : (tensor<?x26x26x8xf32>) -> tensor<?x26x26x8xf32>
   return %1 : tensor<?x26x26x8xf32>
 }
+
+// The gradient ops of conv2d and pooling.
+// CHECK-LABEL: func.func @window_gradients
+func.func @window_gradients(%x: tensor<?x28x28x1xf32>, %w: tensor<5x5x1x32xf32>, %dy: tensor<?x14x14x32xf32>, %p: tensor<?x28x28x32xf32>, %dp: tensor<?x3x3x8xf32>) -> (tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32>, tensor<?x28x28x32xf32>, tensor<?x5x5x8xf32>) {
+  // CHECK: est.conv2d_backprop_input %{{.*}}, %{{.*}} {input_size = array<i64: 28, 28>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x14x14x32xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x1xf32>
+  %0 = est.conv2d_backprop_input %dy, %w {input_size = array<i64: 28, 28>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x14x14x32xf32>, tensor<5x5x1x32xf32> -> tensor<?x28x28x1xf32>
+  // CHECK: est.conv2d_backprop_filter %{{.*}}, %{{.*}} {filter_size = array<i64: 5, 5>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x1xf32>, tensor<?x14x14x32xf32> -> tensor<5x5x1x32xf32>
+  %1 = est.conv2d_backprop_filter %x, %dy {dilations = array<i64: 1, 1>, filter_size = array<i64: 5, 5>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x1xf32>, tensor<?x14x14x32xf32> -> tensor<5x5x1x32xf32>
+  // CHECK: est.max_pool_grad %{{.*}}, %{{.*}} {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32>, tensor<?x14x14x32xf32> -> tensor<?x28x28x32xf32>
+  %2 = est.max_pool_grad %p, %dy {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32>, tensor<?x14x14x32xf32> -> tensor<?x28x28x32xf32>
+  // CHECK: est.avg_pool_grad %{{.*}} {input_size = array<i64: 5, 5>, ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x8xf32> -> tensor<?x5x5x8xf32>
+  %3 = est.avg_pool_grad %dp {input_size = array<i64: 5, 5>, ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x8xf32> -> tensor<?x5x5x8xf32>
+  return %0, %1, %2, %3 : tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32>, tensor<?x28x28x32xf32>, tensor<?x5x5x8xf32>
+}
