@@ -102,3 +102,55 @@ func.func @padded_conv(%x: memref<?x5x5x2xf32>, %w: memref<3x3x2x4xf32>, %out: m
   linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%padded, %w : memref<?x7x7x2xf32>, memref<3x3x2x4xf32>) outs(%out : memref<?x3x3x4xf32>)
   return
 }
+
+// -----
+
+// convert-est-to-linalg's f32 conv backprops (bufferized) become their
+// kernels: the generic's operand, the buffer its body loads from and its
+// output, with the scalars of "estc.conv"; the zero fill is dropped.
+
+#filter = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+
+// CHECK-LABEL: func.func @conv_backprops(
+// CHECK-SAME: %[[X:.*]]: memref<?x5x6x2xf32>, %[[W:.*]]: memref<3x3x2x4xf32>, %[[DY:.*]]: memref<?x3x3x4xf32>, %[[DX:.*]]: memref<?x5x6x2xf32>, %[[DW:.*]]: memref<3x3x2x4xf32>)
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
+// CHECK-DAG: %[[WC:.*]] = memref.cast %[[W]]
+// CHECK-DAG: %[[DYC:.*]] = memref.cast %[[DY]]
+// CHECK-DAG: %[[DXC:.*]] = memref.cast %[[DX]]
+// CHECK: call @estc_conv2d_backprop_input_f32(%[[WC]], %[[DYC]], %[[DXC]], %[[C2]], %[[C2]], %[[C1]], %[[C1]], %[[C1]], %[[C0]])
+// CHECK-DAG: %[[XC:.*]] = memref.cast %[[X]]
+// CHECK-DAG: %[[DYC2:.*]] = memref.cast %[[DY]]
+// CHECK-DAG: %[[DWC:.*]] = memref.cast %[[DW]]
+// CHECK: call @estc_conv2d_backprop_filter_f32(%[[XC]], %[[DYC2]], %[[DWC]], %[[C2]], %[[C2]], %[[C1]], %[[C1]], %[[C1]], %[[C0]])
+// CHECK-NOT: linalg.generic
+func.func @conv_backprops(%x: memref<?x5x6x2xf32>, %w: memref<3x3x2x4xf32>, %dy: memref<?x3x3x4xf32>, %dx: memref<?x5x6x2xf32>, %dw: memref<3x3x2x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  linalg.fill ins(%zero : f32) outs(%dx : memref<?x5x6x2xf32>)
+  linalg.generic {indexing_maps = [#filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"], library_call = "estc_conv2d_backprop_input_f32"} ins(%w : memref<3x3x2x4xf32>) outs(%dx : memref<?x5x6x2xf32>) attrs = {estc.conv = array<i64: 2, 2, 1, 1, 1, 0>} {
+  ^bb0(%in: f32, %out: f32):
+    %n = linalg.index 0 : index
+    %o = linalg.index 6 : index
+    %v = memref.load %dy[%n, %c0, %c0, %o] : memref<?x3x3x4xf32>
+    %p = arith.mulf %v, %in : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x3x2x4xf32>)
+  linalg.generic {indexing_maps = [#dy, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"], library_call = "estc_conv2d_backprop_filter_f32"} ins(%dy : memref<?x3x3x4xf32>) outs(%dw : memref<3x3x2x4xf32>) attrs = {estc.conv = array<i64: 2, 2, 1, 1, 1, 0>} {
+  ^bb0(%in: f32, %out: f32):
+    %n = linalg.index 4 : index
+    %c = linalg.index 2 : index
+    %v = memref.load %x[%n, %c0, %c0, %c] : memref<?x5x6x2xf32>
+    %p = arith.mulf %v, %in : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
