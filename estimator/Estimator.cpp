@@ -553,14 +553,18 @@ private:
   const RunConfig &config_;
   const std::optional<WarmStartSettings> &warm_;
   Backend &backend_;
-  std::map<std::string, std::unique_ptr<summary::SummaryWriter>> writers_;
+  // The writers this Estimator used, kept open while it lives.
+  std::vector<std::shared_ptr<summary::SummaryWriter>> writers_;
   bool training_ = false;
 };
 
 summary::SummaryWriter &Runner::writer(const std::string &logdir) {
-  auto &w = writers_[logdir];
-  if (!w)
-    w = std::make_unique<summary::SummaryWriter>(logdir);
+  // One event file per directory and process, shared with the hooks
+  // (SummaryWriterCache, TF's FileWriterCache).
+  std::shared_ptr<summary::SummaryWriter> w =
+      summary::SummaryWriterCache::get(logdir);
+  if (std::find(writers_.begin(), writers_.end(), w) == writers_.end())
+    writers_.push_back(w);
   return *w;
 }
 

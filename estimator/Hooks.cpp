@@ -223,43 +223,6 @@ SecondOrStepTimer::update_last_triggered_step(int64_t step) {
 }
 
 //===----------------------------------------------------------------------===//
-// SummaryWriterCache
-//===----------------------------------------------------------------------===//
-
-namespace {
-std::mutex &cacheMutex() {
-  static std::mutex m;
-  return m;
-}
-std::map<std::string, std::shared_ptr<summary::SummaryWriter>> &cache() {
-  static std::map<std::string, std::shared_ptr<summary::SummaryWriter>> c;
-  return c;
-}
-} // namespace
-
-std::shared_ptr<summary::SummaryWriter>
-SummaryWriterCache::get(const std::string &logdir) {
-  namespace fs = std::filesystem;
-  std::string key = fs::absolute(fs::path(logdir)).lexically_normal().string();
-  while (key.size() > 1 && key.back() == '/')
-    key.pop_back();
-  std::lock_guard<std::mutex> lock(cacheMutex());
-  auto &writer = cache()[key];
-  // A directory removed since (a test, a user starting over) gets a new file.
-  if (!writer || !fileio::exists(writer->path()))
-    writer = std::make_shared<summary::SummaryWriter>(key);
-  return writer;
-}
-
-void SummaryWriterCache::clear() {
-  std::lock_guard<std::mutex> lock(cacheMutex());
-  for (auto &entry : cache())
-    if (entry.second)
-      entry.second->close();
-  cache().clear();
-}
-
-//===----------------------------------------------------------------------===//
 // LoggingTensorHook
 //===----------------------------------------------------------------------===//
 

@@ -101,17 +101,8 @@ private:
   double lastTime_ = 0;
 };
 
-/// tf.compat.v1.summary.FileWriterCache: one SummaryWriter per log
-/// directory in the process, shared by every hook (and the Estimator) that
-/// writes there, so a directory gets one event file per process.
-class SummaryWriterCache {
-public:
-  /// The writer for `logdir` (made absolute and normalized), created on
-  /// first use.
-  static std::shared_ptr<summary::SummaryWriter> get(const std::string &logdir);
-  /// Closes every cached writer and forgets them (their files stay).
-  static void clear();
-};
+/// tf.compat.v1.summary.FileWriterCache (estimator/Summary.h).
+using summary::SummaryWriterCache;
 
 //===----------------------------------------------------------------------===//
 // LoggingTensorHook
@@ -191,7 +182,6 @@ private:
 //===----------------------------------------------------------------------===//
 // CheckpointSaverHook
 //===----------------------------------------------------------------------===//
-
 
 /// tf.estimator.CheckpointSaverHook: saves Session::checkpoint_variables()
 /// with a train::Saver into checkpoint_dir after the session is created

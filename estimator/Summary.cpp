@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <unistd.h>
 
 namespace estc {
@@ -204,6 +207,43 @@ std::vector<std::string> list_event_files(const std::string &logdir) {
     if (name.find("tfevents") != std::string::npos)
       files.push_back(fileio::joinPath(logdir, name));
   return files;
+}
+
+//===----------------------------------------------------------------------===//
+// SummaryWriterCache
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::mutex &cacheMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, std::shared_ptr<SummaryWriter>> &cache() {
+  static std::map<std::string, std::shared_ptr<SummaryWriter>> c;
+  return c;
+}
+} // namespace
+
+std::shared_ptr<SummaryWriter>
+SummaryWriterCache::get(const std::string &logdir) {
+  namespace fs = std::filesystem;
+  std::string key = fs::absolute(fs::path(logdir)).lexically_normal().string();
+  while (key.size() > 1 && key.back() == '/')
+    key.pop_back();
+  std::lock_guard<std::mutex> lock(cacheMutex());
+  auto &writer = cache()[key];
+  // A directory removed since (a test, a user starting over) gets a new file.
+  if (!writer || !fileio::exists(writer->path()))
+    writer = std::make_shared<SummaryWriter>(key);
+  return writer;
+}
+
+void SummaryWriterCache::clear() {
+  std::lock_guard<std::mutex> lock(cacheMutex());
+  for (auto &entry : cache())
+    if (entry.second)
+      entry.second->close();
+  cache().clear();
 }
 
 } // namespace summary

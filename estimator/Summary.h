@@ -12,6 +12,8 @@
 // file_version "brain.Event:2". EventFileReader reads such files back,
 // checking both CRCs of every record. Problems with a file throw
 // EventFileError, one line naming the file and the record's offset.
+// SummaryWriterCache (TF's FileWriterCache) hands every writer of a process
+// to one directory (the Estimator's, the hooks') the same SummaryWriter.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_ESTIMATOR_SUMMARY_H
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +81,18 @@ private:
   std::string path_;
   std::FILE *file_ = nullptr;
   std::function<double()> clock_;
+};
+
+/// tf.compat.v1.summary.FileWriterCache: one SummaryWriter per log
+/// directory in the process, shared by every hook (and the Estimator) that
+/// writes there, so a directory gets one event file per process.
+class SummaryWriterCache {
+public:
+  /// The writer for `logdir` (made absolute and normalized), created on
+  /// first use.
+  static std::shared_ptr<SummaryWriter> get(const std::string &logdir);
+  /// Closes every cached writer and forgets them (their files stay).
+  static void clear();
 };
 
 /// Reads the events of one file in order, checking the framing and both

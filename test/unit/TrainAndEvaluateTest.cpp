@@ -514,6 +514,28 @@ TEST_F(TrainAndEvaluateTest, BuiltInHooksUnderTheEstimator) {
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 5}));
 }
 
+TEST_F(TrainAndEvaluateTest, HooksAndTheEstimatorShareOneEventFile) {
+  RunConfigOptions summaries;
+  summaries.save_summary_steps = 2;
+  Estimator est(classifier_fn, config(10).replace(summaries));
+  SummarySaverHook::Options o;
+  o.save_steps = 3;
+  o.output_dir = est.model_dir();
+  est.train(trainInput(),
+            {std::make_shared<SummarySaverHook>(
+                std::map<std::string, std::string>{{"my_loss", "loss"}}, o)},
+            6);
+  ASSERT_EQ(summary::list_event_files(est.model_dir()).size(), 1u);
+  std::map<std::string, std::vector<int64_t>> steps;
+  for (const auto &e :
+       summary::read_events(summary::list_event_files(est.model_dir())[0]))
+    if (e.has_summary())
+      for (const auto &v : e.summary().value())
+        steps[v.tag()].push_back(e.step());
+  EXPECT_EQ(steps["my_loss"], (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(steps["loss"], (std::vector<int64_t>{1, 3, 5}));
+}
+
 } // namespace
 } // namespace estimator
 } // namespace estc
