@@ -94,6 +94,31 @@ void writeTo(OpBuilder &b, Location loc, Value value, Value memref,
       restrict ? b.getUnitAttr() : UnitAttr(), b.getUnitAttr());
 }
 
+/// Gives every use of a `tensor.empty` or tensor `linalg.fill` its own copy.
+/// CSE merges identical ones (e.g. the zero init of every reduction of one
+/// shape). Empty tensor elimination would then compute several results in
+/// one `restrict` output buffer, where one-shot bufferization cannot see the
+/// aliasing: a function returning two such reductions returned one value
+/// twice.
+void unshareDestinations(func::FuncOp func) {
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (isa<tensor::EmptyOp>(op) ||
+        (isa<linalg::FillOp>(op) && op->getNumResults() == 1))
+      ops.push_back(op);
+  });
+  // Fills before the empties they fill, so that copies of a fill make its
+  // empty shared, then unshared in turn.
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : op->getResult(0).getUses())
+      uses.push_back(&use);
+    OpBuilder b(op);
+    for (size_t i = 1; i < uses.size(); ++i)
+      uses[i]->set(b.clone(*op)->getResult(0));
+  }
+}
+
 struct EstFunctionAbi
     : public mlir::est::impl::EstFunctionAbiBase<EstFunctionAbi> {
   void runOnOperation() override;
@@ -307,6 +332,7 @@ void EstFunctionAbi::runOnOperation() {
       continue;
     if (failed(rewrite(func, variables)))
       return signalPassFailure();
+    unshareDestinations(func);
   }
   for (est::VariableOp variable : variableOps)
     variable.erase();

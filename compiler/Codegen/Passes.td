@@ -19,7 +19,9 @@ def EstFunctionAbi : Pass<"est-function-abi", "ModuleOp"> {
     read after an assignment sees the assigned value. At the end every
     assigned variable's last value and every result are written with
     `bufferization.materialize_in_destination` (results `restrict`, so empty
-    tensor elimination can compute them in the output buffer).
+    tensor elimination can compute them in the output buffer). Every use of
+    a `tensor.empty` or tensor `linalg.fill` gets its own copy (CSE shares
+    them), so that elimination never puts two results in one output buffer.
 
     The `est.variable` ops are erased; the module records them as
     `estc.variables = [{name, type, trainable, local}, ...]`. Functions are marked
