@@ -10,8 +10,10 @@
 
 #include "lib/Graph/Ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace estc {
 namespace metrics {
@@ -317,16 +319,28 @@ void requireNumClasses(const Builder &b, int64_t num_classes) {
            std::to_string(num_classes));
 }
 
-/// The label's rank among the scores (tf.nn.top_k order) and whether it is a
-/// class at all, for precision_at_k / recall_at_k.
+/// Per-example top-k counts (f32 [B]) for precision_at_k / recall_at_k:
+/// true positives, false positives and false negatives, as TF's set
+/// arithmetic on {label} and the top k (restricted to `class_id` if given).
 struct TopK {
-  Tensor inTopK; // f32 [B]: 1 when the label is a class in the top k
-  Tensor valid;  // f32 [B]: 1 when the label is a class
+  Tensor tp, fp, fn;
   Tensor weights; // f32 [B] or empty
 };
 
+/// Whether class `ids` ([B, 1] or [1, 1], i64) of each example is among the
+/// k best of `scores` [B, C] in tf.nn.top_k's order: fewer than k classes
+/// score higher, or equally with a lower id. `score` is that class's score.
+Tensor classInTopK(const Tensor &scores, const Tensor &iota, const Tensor &ids,
+                   const Tensor &score, int64_t k) {
+  Tensor ahead =
+      logical_or(greater(scores, score),
+                 logical_and(equal(scores, score), less(iota, ids)));
+  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{1}); // [B]
+  return less(rank, scores.graph().constant(static_cast<double>(k)));
+}
+
 TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
-          const Tensor &weights) {
+          std::optional<int64_t> class_id, const Tensor &weights) {
   b.requireValue(labels, "labels");
   b.requireValue(predictions, "predictions");
   b.requireFloat(predictions, "predictions");
@@ -346,6 +360,9 @@ TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
   if (k < 1 || k > C)
     b.fail("k must be in [1, " + std::to_string(C) + "], got " +
            std::to_string(k));
+  if (class_id && (*class_id < 0 || *class_id >= C))
+    b.fail("class_id must be in [0, " + std::to_string(C) + "), got " +
+           std::to_string(*class_id));
   Graph &g = b.graph();
   Tensor ids = labels.dtype() == DType::Int64 ? labels
                                                : cast(labels, DType::Int64);
@@ -353,25 +370,42 @@ TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
   for (int64_t i = 0; i < C; ++i)
     iotaValues[i] = static_cast<double>(i);
   Tensor iota = g.constant(iotaValues, {1, C}, DType::Int64, "class_ids");
+  auto f32 = [](const Tensor &t) { return cast(t, DType::Float32); };
+  TopK out;
+  out.weights = b.weightsFor(ids, weights);
+  if (class_id) {
+    // Binary in class_id: is it the label, is it in the top k.
+    Tensor c = g.constant(static_cast<double>(*class_id), DType::Int64);
+    Tensor score = slice(predictions, {0, *class_id}, {-1, 1}); // [B, 1]
+    Tensor in = classInTopK(predictions, iota, reshape(c, {1, 1}), score, k);
+    Tensor isClass = equal(ids, c);
+    out.tp = f32(logical_and(isClass, in));
+    out.fp = f32(logical_and(logical_not(isClass), in));
+    out.fn = f32(logical_and(isClass, logical_not(in)));
+    return out;
+  }
   Tensor label = expand_dims(ids, 1); // [B, 1]
-  Tensor isLabel = equal(iota, label); // [B, C]
   Tensor zero = scalar(predictions, 0.0);
-  Tensor labelScore = reduce_sum(where(isLabel, predictions, zero), Dims{1},
-                                 /*keep_dims=*/true); // [B, 1]
-  Tensor ahead = logical_or(
-      greater(predictions, labelScore),
-      logical_and(equal(predictions, labelScore), less(iota, label)));
-  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{1}); // [B]
-  Tensor validB = logical_and(
+  Tensor labelScore = reduce_sum(where(equal(iota, label), predictions, zero),
+                                 Dims{1}, /*keep_dims=*/true); // [B, 1]
+  Tensor valid = logical_and(
       greater_equal(ids, g.constant(0.0, DType::Int64)),
       less(ids, g.constant(static_cast<double>(C), DType::Int64)));
-  Tensor in = logical_and(
-      validB, less(rank, g.constant(static_cast<double>(k), DType::Float32)));
-  TopK out;
-  out.inTopK = cast(in, DType::Float32);
-  out.valid = cast(validB, DType::Float32);
-  out.weights = b.weightsFor(ids, weights);
+  Tensor in = logical_and(valid,
+                          classInTopK(predictions, iota, label, labelScore, k));
+  out.tp = f32(in);
+  out.fp = subtract(g.constant(static_cast<double>(k)), out.tp);
+  out.fn = subtract(f32(valid), out.tp);
   return out;
+}
+
+/// TF's _at_k_name: "precision_at_5", "true_positive_at_5_class3".
+std::string atKName(const std::string &base, int64_t k,
+                    std::optional<int64_t> class_id) {
+  std::string name = base + "_at_" + std::to_string(k);
+  if (class_id)
+    name += "_class" + std::to_string(*class_id);
+  return name;
 }
 
 /// A weighted sum of an f32 [B] vector, as f64.
@@ -540,7 +574,8 @@ Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
 Metric auc(const Tensor &labels, const Tensor &predictions,
            const Tensor &weights, int64_t num_thresholds,
            const std::string &curve, const std::string &name,
-           const std::string &summation_method) {
+           const std::string &summation_method,
+           const std::vector<double> &thresholds) {
   Builder b("auc", labels.valid() ? labels : predictions, name, "auc");
   if (curve != "ROC" && curve != "PR")
     b.fail("curve must be \"ROC\" or \"PR\", got \"" + curve + "\"");
@@ -550,21 +585,24 @@ Metric auc(const Tensor &labels, const Tensor &predictions,
     b.fail("summation_method must be trapezoidal, careful_interpolation, "
            "minoring or majoring, got \"" +
            summation_method + "\"");
-  if (num_thresholds < 2)
+  if (thresholds.empty() && num_thresholds < 2)
     b.fail("num_thresholds must be > 1, got " +
            std::to_string(num_thresholds));
-  // TF: num_thresholds - 2 thresholds evenly inside (0, 1), and the two
-  // edges just outside [0, 1] so that predictions of exactly 0 and 1 fall in
-  // the first and last bucket.
+  // TF: the given thresholds (sorted) or num_thresholds - 2 thresholds
+  // evenly inside (0, 1), then the two edges just outside [0, 1] so that
+  // predictions of exactly 0 and 1 are counted.
   const double kEpsilon = 1e-7;
-  const int64_t T = num_thresholds;
-  std::vector<double> thresholds;
-  thresholds.push_back(0.0 - kEpsilon);
-  for (int64_t i = 0; i < T - 2; ++i)
-    thresholds.push_back((i + 1) * 1.0 / static_cast<double>(T - 1));
-  thresholds.push_back(1.0 + kEpsilon);
+  std::vector<double> inner = thresholds;
+  std::sort(inner.begin(), inner.end());
+  if (thresholds.empty())
+    for (int64_t i = 0; i < num_thresholds - 2; ++i)
+      inner.push_back((i + 1) * 1.0 / static_cast<double>(num_thresholds - 1));
+  std::vector<double> all = {0.0 - kEpsilon};
+  all.insert(all.end(), inner.begin(), inner.end());
+  all.push_back(1.0 + kEpsilon);
+  const auto T = static_cast<int64_t>(all.size());
   ThresholdCounts c =
-      countsAtThresholds(b, labels, predictions, thresholds, weights,
+      countsAtThresholds(b, labels, predictions, all, weights,
                          {Cell::TP, Cell::FN, Cell::TN, Cell::FP});
   Tensor tp = c.read(Cell::TP), fn = c.read(Cell::FN), tn = c.read(Cell::TN),
          fp = c.read(Cell::FP);
@@ -693,36 +731,37 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
 // --- Top k ------------------------------------------------------------------------
 
 Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
-                      int64_t k, const Tensor &weights,
-                      const std::string &name) {
-  std::string base = "precision_at_" + std::to_string(k);
+                      int64_t k, std::optional<int64_t> class_id,
+                      const Tensor &weights, const std::string &name) {
   Builder b("precision_at_k", labels.valid() ? labels : predictions, name,
-            base);
-  TopK t = topK(b, labels, predictions, k, weights);
-  std::string suffix = "_at_" + std::to_string(k);
-  Variable tp = b.state("true_positive" + suffix, {}, DType::Float64);
-  Variable fp = b.state("false_positive" + suffix, {}, DType::Float64);
-  Tensor kf = b.graph().constant(static_cast<double>(k), DType::Float32);
-  Operation updateTp =
-      accumulate(tp, weightedSum64(t.inTopK, t.weights), "update_tp");
-  Operation updateFp = accumulate(
-      fp, weightedSum64(subtract(kf, t.inTopK), t.weights), "update_fp");
+            atKName("precision", k, class_id));
+  TopK t = topK(b, labels, predictions, k, class_id, weights);
+  Variable tp = b.state(atKName("true_positive", k, class_id), {},
+                        DType::Float64);
+  Variable fp = b.state(atKName("false_positive", k, class_id), {},
+                        DType::Float64);
+  Operation updateTp = accumulate(tp, weightedSum64(t.tp, t.weights),
+                                  "update_tp");
+  Operation updateFp = accumulate(fp, weightedSum64(t.fp, t.weights),
+                                  "update_fp");
   Tensor value = divide(tp.read(), add(tp.read(), fp.read()), "value");
   return Metric{value, {updateTp, updateFp}};
 }
 
 Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
-                   const Tensor &weights, const std::string &name) {
-  std::string base = "recall_at_" + std::to_string(k);
-  Builder b("recall_at_k", labels.valid() ? labels : predictions, name, base);
-  TopK t = topK(b, labels, predictions, k, weights);
-  std::string suffix = "_at_" + std::to_string(k);
-  Variable tp = b.state("true_positive" + suffix, {}, DType::Float64);
-  Variable fn = b.state("false_negative" + suffix, {}, DType::Float64);
-  Operation updateTp =
-      accumulate(tp, weightedSum64(t.inTopK, t.weights), "update_tp");
-  Operation updateFn = accumulate(
-      fn, weightedSum64(subtract(t.valid, t.inTopK), t.weights), "update_fn");
+                   std::optional<int64_t> class_id, const Tensor &weights,
+                   const std::string &name) {
+  Builder b("recall_at_k", labels.valid() ? labels : predictions, name,
+            atKName("recall", k, class_id));
+  TopK t = topK(b, labels, predictions, k, class_id, weights);
+  Variable tp = b.state(atKName("true_positive", k, class_id), {},
+                        DType::Float64);
+  Variable fn = b.state(atKName("false_negative", k, class_id), {},
+                        DType::Float64);
+  Operation updateTp = accumulate(tp, weightedSum64(t.tp, t.weights),
+                                  "update_tp");
+  Operation updateFn = accumulate(fn, weightedSum64(t.fn, t.weights),
+                                  "update_fn");
   Tensor value = divide(tp.read(), add(tp.read(), fn.read()), "value");
   return Metric{value, {updateTp, updateFn}};
 }

@@ -33,6 +33,7 @@
 
 #include "lib/Graph/GraphBuilder.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -106,15 +107,18 @@ Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
 
 /// Area under the ROC or PR curve from confusion counts at `num_thresholds`
 /// thresholds: -1e-7, i/(num_thresholds-1) for i = 1..num_thresholds-2,
-/// 1+1e-7 (TF's placement). `curve`: "ROC" or "PR"; `summation_method`:
-/// "trapezoidal" (default), "careful_interpolation" (PR: TF's interpolated
-/// precision; ROC: trapezoidal), "minoring", "majoring". State:
-/// "<name>/true_positives", "false_negatives", "true_negatives",
-/// "false_positives", each [num_thresholds].
+/// 1+1e-7 (TF's placement); or, when `thresholds` is given, at -1e-7, the
+/// sorted `thresholds`, 1+1e-7 (num_thresholds is then ignored). `curve`:
+/// "ROC" or "PR"; `summation_method`: "trapezoidal" (default),
+/// "careful_interpolation" (PR: TF's interpolated precision; ROC:
+/// trapezoidal), "minoring", "majoring". State: "<name>/true_positives",
+/// "false_negatives", "true_negatives", "false_positives", one f32 per
+/// threshold.
 Metric auc(const Tensor &labels, const Tensor &predictions,
            const Tensor &weights = {}, int64_t num_thresholds = 200,
            const std::string &curve = "ROC", const std::string &name = "",
-           const std::string &summation_method = "trapezoidal");
+           const std::string &summation_method = "trapezoidal",
+           const std::vector<double> &thresholds = {});
 
 /// Weighted means of (labels - predictions)^2, its square root, and
 /// |labels - predictions|. Labels are cast to the predictions' (float)
@@ -147,19 +151,24 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
 
 /// Sparse labels [batch] (or [batch, 1]) of class ids, predictions [batch,
 /// num_classes] of scores. The top k are tf.nn.top_k's: higher score first,
-/// equal scores by lower class id first, so the label is in the top k when
+/// equal scores by lower class id first, so a class is in the top k when
 /// fewer than k classes have a higher score or an equal score and a lower
-/// id. A label outside [0, num_classes) is no class: it adds k false
-/// positives to precision_at_k and nothing to recall_at_k.
-/// precision = tp / (tp + fp) with fp = k - tp per example; recall = tp /
-/// (tp + fn); both f64 and NaN before any example (TF divides plainly).
-/// Default names "precision_at_<k>" / "recall_at_<k>"; state
-/// "<name>/true_positive_at_<k>", "<name>/false_positive_at_<k>" (or
-/// "false_negative_at_<k>"), f64 scalars.
+/// id. Per example, as TF's set arithmetic on {label} and the top k: tp =
+/// label in the top k, fp = k - tp, fn = 1 - tp; a label outside
+/// [0, num_classes) is no class (tp = fn = 0, fp = k). With `class_id` c
+/// (in [0, num_classes)) the metric is binary in c: tp = label is c and c is
+/// in the top k, fp = label is not c but c is in the top k, fn = label is c
+/// but c is not in the top k. precision = tp / (tp + fp), recall = tp / (tp
+/// + fn), both f64 and NaN before anything is counted (TF divides plainly).
+/// Default names "precision_at_<k>[_class<c>]" / "recall_at_<k>[_class<c>]";
+/// state "<name>/true_positive_at_<k>[_class<c>]" and
+/// "false_positive_at_..." (or "false_negative_at_..."), f64 scalars.
 Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
-                      int64_t k, const Tensor &weights = {},
+                      int64_t k, std::optional<int64_t> class_id = std::nullopt,
+                      const Tensor &weights = {},
                       const std::string &name = "");
 Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
+                   std::optional<int64_t> class_id = std::nullopt,
                    const Tensor &weights = {}, const std::string &name = "");
 
 } // namespace metrics

@@ -145,8 +145,8 @@ std::vector<double> aucThresholds(int64_t n) {
 /// TF's AUC formulas, written out per threshold.
 double tfAuc(const std::vector<bool> &label, const std::vector<float> &p,
              const Weights &w, const std::string &curve,
-             const std::string &method) {
-  std::vector<double> thresholds = aucThresholds(200);
+             const std::string &method,
+             std::vector<double> thresholds = aucThresholds(200)) {
   std::vector<Counts> c = countsAtThresholds(label, p, thresholds, w);
   size_t T = c.size();
   double area = 0;
@@ -202,16 +202,35 @@ double mannWhitney(const std::vector<bool> &label, const std::vector<float> &p,
   return num / (pos * neg);
 }
 
-/// Whether the label is among the k best classes of tf.nn.top_k (sorted by
-/// descending score, equal scores by ascending class id).
-bool inTopK(const Data &d, size_t i, int64_t k) {
+/// Whether class `c` is among the k best classes of example i in
+/// tf.nn.top_k's order (descending score, equal scores by ascending id).
+bool classInTopK(const Data &d, size_t i, int64_t c, int64_t k) {
   std::vector<int64_t> order(kClasses);
   std::iota(order.begin(), order.end(), 0);
   const float *s = &d.scores[i * kClasses];
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return s[a] > s[b]; });
-  return std::find(order.begin(), order.begin() + k, d.labels[i]) !=
-         order.begin() + k;
+  return std::find(order.begin(), order.begin() + k, c) != order.begin() + k;
+}
+
+bool inTopK(const Data &d, size_t i, int64_t k) {
+  return classInTopK(d, i, d.labels[i], k);
+}
+
+/// Binary in class c: {tp, fp, fn}.
+std::vector<double> classCountsAtK(const Data &d, int64_t c, int64_t k,
+                                   const Weights &w) {
+  double tp = 0, fp = 0, fn = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    bool in = classInTopK(d, i, c, k), is = d.labels[i] == c;
+    if (is && in)
+      tp += w[i];
+    else if (in)
+      fp += w[i];
+    else if (is)
+      fn += w[i];
+  }
+  return {tp, fp, fn};
 }
 
 double precisionAtK(const Data &d, int64_t k, const Weights &w) {
@@ -329,6 +348,14 @@ std::map<std::string, std::vector<double>> expectations(const Data &d) {
     set("recall_at_1", {recallAtK(d, 1, w)});
     set("precision_at_2", {precisionAtK(d, 2, w)});
     set("recall_at_2", {recallAtK(d, 2, w)});
+    for (auto [c, k] : {std::pair<int64_t, int64_t>{1, 2}, {3, 1}}) {
+      std::vector<double> n = classCountsAtK(d, c, k, w);
+      std::string at = "_at_" + std::to_string(k) + "_class" + std::to_string(c);
+      set("precision" + at, {n[0] / (n[0] + n[1])});
+      set("recall" + at, {n[0] / (n[0] + n[2])});
+    }
+    set("auc_thresholds", {tfAuc(bin, d.p, w, "ROC", "trapezoidal",
+                                 {-1e-7, 0.25, 0.5, 0.75, 1 + 1e-7})});
   }
   return out;
 }
@@ -408,13 +435,24 @@ graph::GraphDef metricsGraph() {
                  add("mean_iou",
                      metrics::mean_iou(labels, f["cls"], kClasses, w));
                  add("precision_at_1",
-                     metrics::precision_at_k(labels, f["scores"], 1, w));
+                     metrics::precision_at_k(labels, f["scores"], 1, std::nullopt, w));
                  add("recall_at_1",
-                     metrics::recall_at_k(labels, f["scores"], 1, w));
+                     metrics::recall_at_k(labels, f["scores"], 1, std::nullopt, w));
                  add("precision_at_2",
-                     metrics::precision_at_k(labels, f["scores"], 2, w));
+                     metrics::precision_at_k(labels, f["scores"], 2, std::nullopt, w));
                  add("recall_at_2",
-                     metrics::recall_at_k(labels, f["scores"], 2, w));
+                     metrics::recall_at_k(labels, f["scores"], 2, std::nullopt, w));
+                 add("precision_at_2_class1",
+                     metrics::precision_at_k(labels, f["scores"], 2, 1, w));
+                 add("recall_at_2_class1",
+                     metrics::recall_at_k(labels, f["scores"], 2, 1, w));
+                 add("precision_at_1_class3",
+                     metrics::precision_at_k(labels, f["scores"], 1, 3, w));
+                 add("recall_at_1_class3",
+                     metrics::recall_at_k(labels, f["scores"], 1, 3, w));
+                 add("auc_thresholds",
+                     metrics::auc(bin, p, w, 200, "ROC", "", "trapezoidal",
+                                  {0.75, 0.25, 0.5}));
                }
                return s;
              });
@@ -574,6 +612,11 @@ TEST_F(Metrics, HandWorkedAucAndResetBetweenEvaluations) {
   expectNear(e.value("precision_at_2"), {1.0 / 3}, "precision_at_2"); // 2/(2+4)
   expectNear(e.value("recall_at_2"), {1.0}, "recall_at_2");
   expectNear(e.value("recall_at_2_w"), {1.0}, "recall_at_2_w"); // w = 1, 1, 2
+  // Class 1 is in every example's top 2 (second, first, second by id) and
+  // the label of example 2 only.
+  expectNear(e.value("precision_at_2_class1"), {1.0 / 3},
+             "precision_at_2_class1");
+  expectNear(e.value("recall_at_2_class1"), {1.0}, "recall_at_2_class1");
   // tp = 1; fp = 1 * 0 + 1 * 1 + 2 * 1.
   expectNear(e.value("precision_at_1_w"), {0.25}, "precision_at_1_w");
 }
@@ -609,12 +652,15 @@ TEST_F(Metrics, EmptyEvaluationAndLocalState) {
         "mean_iou/total_confusion_matrix",
         "precision_at_1/true_positive_at_1",
         "precision_at_1/false_positive_at_1", "recall_at_2/true_positive_at_2",
-        "recall_at_2/false_negative_at_2", "accuracy_1/total"}) {
+        "recall_at_2/false_negative_at_2", "accuracy_1/total",
+        "precision_at_2_class1/true_positive_at_2_class1",
+        "recall_at_1_class3/false_negative_at_1_class3"}) {
     ASSERT_TRUE(vars.count(name)) << name;
     EXPECT_TRUE(vars[name]->local) << name;
     EXPECT_FALSE(vars[name]->trainable) << name;
   }
   EXPECT_EQ(vars["auc/true_positives"]->shape[0], 200);
+  EXPECT_EQ(vars["auc_5/true_positives"]->shape[0], 5); // auc_thresholds
   EXPECT_EQ(vars["mean_iou/total_confusion_matrix"]->dtype, rt::DType::F64);
   EXPECT_EQ(vars["recall_at_2/true_positive_at_2"]->dtype, rt::DType::F64);
   // No state besides the metrics' (an EVAL graph has no global_step here).
@@ -668,6 +714,9 @@ TEST(MetricsErrors, BadInputsAndOptions) {
               {"mean_per_class_accuracy", "predictions", "must be integer"});
   expectError([&] { metrics::recall_at_k(labels, scores, 6); },
               {"metrics::recall_at_k 'recall_at_6'", "k must be in [1, 5], got 6"});
+  expectError([&] { metrics::precision_at_k(labels, scores, 2, 5); },
+              {"metrics::precision_at_k 'precision_at_2_class5'",
+               "class_id must be in [0, 5), got 5"});
   expectError([&] { metrics::precision_at_k(labels, p, 1); },
               {"precision_at_k", "must be [batch, num_classes]"});
   expectError([&] { metrics::precision_at_k(p, scores, 1); },
