@@ -583,6 +583,71 @@ Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
   return pool("avg_pool", "AvgPool", input, ksize, strides, padding, name);
 }
 
+Tensor conv2d_backprop_input(const Tensor &grad_output, const Tensor &filter,
+                             const Dims &input_size, const Dims &strides,
+                             const std::string &padding,
+                             const Dims &dilations, const std::string &name) {
+  OpBuilder o(nullptr, "conv2d_backprop_input", name, "Conv2DBackpropInput",
+              {grad_output, filter});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::conv2dBackpropInput(
+      grad_output.shape(), filter.shape(), input_size, strides, dilations,
+      o.padding(padding)));
+  return o.finish(grad_output.dtype(), out,
+                  {{"input_size", attr_list(input_size)},
+                   {"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor conv2d_backprop_filter(const Tensor &input, const Tensor &grad_output,
+                              const Dims &filter_size, const Dims &strides,
+                              const std::string &padding,
+                              const Dims &dilations, const std::string &name) {
+  OpBuilder o(nullptr, "conv2d_backprop_filter", name, "Conv2DBackpropFilter",
+              {input, grad_output});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::conv2dBackpropFilter(
+      input.shape(), grad_output.shape(), filter_size, strides, dilations,
+      o.padding(padding)));
+  return o.finish(input.dtype(), out,
+                  {{"filter_size", attr_list(filter_size)},
+                   {"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor max_pool_grad(const Tensor &input, const Tensor &grad_output,
+                     const Dims &ksize, const Dims &strides,
+                     const std::string &padding, const std::string &name) {
+  OpBuilder o(nullptr, "max_pool_grad", name, "MaxPoolGrad",
+              {input, grad_output});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::maxPoolGrad(input.shape(), grad_output.shape(),
+                                        ksize, strides, o.padding(padding)));
+  return o.finish(input.dtype(), out,
+                  {{"ksize", attr_list(ksize)},
+                   {"strides", attr_list(strides)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor avg_pool_grad(const Tensor &grad_output, const Dims &input_size,
+                     const Dims &ksize, const Dims &strides,
+                     const std::string &padding, const std::string &name) {
+  OpBuilder o(nullptr, "avg_pool_grad", name, "AvgPoolGrad", {grad_output});
+  o.requireFloat(0);
+  Dims out = o.check(shape::avgPoolGrad(grad_output.shape(), input_size, ksize,
+                                        strides, o.padding(padding)));
+  return o.finish(grad_output.dtype(), out,
+                  {{"input_size", attr_list(input_size)},
+                   {"ksize", attr_list(ksize)},
+                   {"strides", attr_list(strides)},
+                   {"padding", attr_s(padding)}});
+}
+
 Tensor bias_add(const Tensor &value, const Tensor &bias,
                 const std::string &name) {
   if (bias.valid() && bias.has_value() && bias.rank() != 1)

@@ -162,6 +162,26 @@ Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
                 const std::string &padding, const std::string &name = "");
 Tensor bias_add(const Tensor &value, const Tensor &bias,
                 const std::string &name = "");
+/// The gradients of conv2d and pooling (TF's Conv2DBackpropInput,
+/// Conv2DBackpropFilter, MaxPoolGrad, AvgPoolGrad); the autodiff pass emits
+/// them, and graphs may use them directly. `input_size` / `filter_size` are
+/// the forward operand's [H, W] / [KH, KW].
+Tensor conv2d_backprop_input(const Tensor &grad_output, const Tensor &filter,
+                             const Dims &input_size, const Dims &strides,
+                             const std::string &padding,
+                             const Dims &dilations = {1, 1},
+                             const std::string &name = "");
+Tensor conv2d_backprop_filter(const Tensor &input, const Tensor &grad_output,
+                              const Dims &filter_size, const Dims &strides,
+                              const std::string &padding,
+                              const Dims &dilations = {1, 1},
+                              const std::string &name = "");
+Tensor max_pool_grad(const Tensor &input, const Tensor &grad_output,
+                     const Dims &ksize, const Dims &strides,
+                     const std::string &padding, const std::string &name = "");
+Tensor avg_pool_grad(const Tensor &grad_output, const Dims &input_size,
+                     const Dims &ksize, const Dims &strides,
+                     const std::string &padding, const std::string &name = "");
 
 /// Per-example losses. Argument order as TensorFlow's keyword order
 /// (labels, logits); the node's operands are (logits, labels).

@@ -570,6 +570,125 @@ Value pool(const OpContext &ctx, bool isMax) {
   return out;
 }
 
+/// The window geometry shared by the gradients of conv2d and pooling.
+struct Window {
+  int64_t height, width, kh, kw, sh, sw, dh, dw, padTop, padLeft;
+  Window(const Dims &inputSize, const Dims &window, const Dims &strides,
+         const Dims &dilations, shape::Padding padding)
+      : height(inputSize[0]), width(inputSize[1]), kh(window[0]),
+        kw(window[1]), sh(strides[0]), sw(strides[1]), dh(dilations[0]),
+        dw(dilations[1]),
+        padTop(shape::convPadBefore(height, kh, sh, dh, padding)),
+        padLeft(shape::convPadBefore(width, kw, sw, dw, padding)) {}
+  /// Calls f(iy, ix, y, x) for each tap (y, x) of output pixel (oy, ox)
+  /// that reads an input pixel (iy, ix), in row-major tap order.
+  template <typename F> void forEachTap(int64_t oy, int64_t ox, F f) const {
+    for (int64_t y = 0; y < kh; ++y) {
+      int64_t iy = oy * sh - padTop + y * dh;
+      if (iy < 0 || iy >= height)
+        continue;
+      for (int64_t x = 0; x < kw; ++x) {
+        int64_t ix = ox * sw - padLeft + x * dw;
+        if (ix >= 0 && ix < width)
+          f(iy, ix, y, x);
+      }
+    }
+  }
+};
+
+/// conv2d_backprop_input and conv2d_backprop_filter: the forward conv2d's
+/// products, accumulated into the input or the filter gradient.
+Value conv2dBackprop(const OpContext &ctx, bool wantInput) {
+  ctx.expectInputs(2, 2);
+  expectSameDtype(ctx, ctx.input(0), ctx.input(1));
+  Dims strides = ctx.getInts("strides", {1, 1});
+  Dims dilations = ctx.getInts("dilations", {1, 1});
+  shape::Padding padding = getPadding(ctx);
+  const Value &dy = wantInput ? ctx.input(0) : ctx.input(1);
+  Dims inShape, fShape;
+  if (wantInput) {
+    fShape = ctx.input(1).shape;
+    inShape = ctx.check(shape::conv2dBackpropInput(
+        dy.shape, fShape, ctx.getInts("input_size"), strides, dilations,
+        padding));
+  } else {
+    inShape = ctx.input(0).shape;
+    fShape = ctx.check(shape::conv2dBackpropFilter(
+        inShape, dy.shape, ctx.getInts("filter_size"), strides, dilations,
+        padding));
+  }
+  const Value &other = ctx.input(wantInput ? 1 : 0);
+  Window win({inShape[1], inShape[2]}, {fShape[0], fShape[1]}, strides,
+             dilations, padding);
+  Dims inStrides = stridesOf(inShape), fStrides = stridesOf(fShape);
+  int64_t channels = inShape[3], outChannels = fShape[3];
+  Value out = makeValue(dy.dtype, wantInput ? inShape : fShape);
+  forEachIndex(dy.shape, [&](const Dims &o, int64_t linear) {
+    double g = dy.data[linear];
+    win.forEachTap(o[1], o[2], [&](int64_t iy, int64_t ix, int64_t y,
+                                   int64_t x) {
+      int64_t pixel = o[0] * inStrides[0] + iy * inStrides[1] +
+                      ix * inStrides[2];
+      int64_t taps = y * fStrides[0] + x * fStrides[1] + o[3];
+      for (int64_t c = 0; c < channels; ++c) {
+        if (wantInput)
+          out.data[pixel + c] += g * other.data[taps + c * outChannels];
+        else
+          out.data[taps + c * outChannels] += g * other.data[pixel + c];
+      }
+    });
+  });
+  for (double &v : out.data)
+    v = normalize(out.dtype, v);
+  return out;
+}
+
+/// max_pool_grad (each window's gradient to its first maximum) and
+/// avg_pool_grad (shared by the window's valid elements).
+Value poolGrad(const OpContext &ctx, bool isMax) {
+  ctx.expectInputs(isMax ? 2 : 1, isMax ? 2 : 1);
+  const Value &dy = ctx.input(isMax ? 1 : 0);
+  Dims ksize = ctx.getInts("ksize");
+  Dims strides = ctx.getInts("strides");
+  shape::Padding padding = getPadding(ctx);
+  Dims inShape;
+  if (isMax) {
+    expectSameDtype(ctx, ctx.input(0), dy);
+    inShape = ctx.check(shape::maxPoolGrad(ctx.input(0).shape, dy.shape,
+                                           ksize, strides, padding));
+  } else {
+    inShape = ctx.check(shape::avgPoolGrad(
+        dy.shape, ctx.getInts("input_size"), ksize, strides, padding));
+  }
+  Window win({inShape[1], inShape[2]}, ksize, strides, {1, 1}, padding);
+  Dims inStrides = stridesOf(inShape);
+  Value out = makeValue(dy.dtype, inShape);
+  forEachIndex(dy.shape, [&](const Dims &o, int64_t linear) {
+    std::vector<int64_t> taps;
+    win.forEachTap(o[1], o[2], [&](int64_t iy, int64_t ix, int64_t,
+                                   int64_t) {
+      taps.push_back(o[0] * inStrides[0] + iy * inStrides[1] +
+                     ix * inStrides[2] + o[3]);
+    });
+    if (taps.empty())
+      return;
+    if (isMax) {
+      const Value &x = ctx.input(0);
+      int64_t best = taps[0];
+      for (int64_t t : taps)
+        if (x.data[t] > x.data[best])
+          best = t;
+      out.data[best] += dy.data[linear];
+      return;
+    }
+    for (int64_t t : taps)
+      out.data[t] += dy.data[linear] / static_cast<double>(taps.size());
+  });
+  for (double &v : out.data)
+    v = normalize(out.dtype, v);
+  return out;
+}
+
 // --- Reductions ------------------------------------------------------------
 
 enum class Reduction { Sum, Mean, Max, Min, Prod };
@@ -1117,6 +1236,14 @@ const std::map<std::string, Kernel> &kernels() {
     t["conv2d"] = conv2d;
     t["max_pool"] = [](const OpContext &c) { return pool(c, true); };
     t["avg_pool"] = [](const OpContext &c) { return pool(c, false); };
+    t["conv2d_backprop_input"] = [](const OpContext &c) {
+      return conv2dBackprop(c, true);
+    };
+    t["conv2d_backprop_filter"] = [](const OpContext &c) {
+      return conv2dBackprop(c, false);
+    };
+    t["max_pool_grad"] = [](const OpContext &c) { return poolGrad(c, true); };
+    t["avg_pool_grad"] = [](const OpContext &c) { return poolGrad(c, false); };
     // Reductions.
     t["reduce_sum"] = [](const OpContext &c) {
       return reduce(c, Reduction::Sum);

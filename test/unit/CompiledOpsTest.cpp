@@ -296,6 +296,74 @@ TEST(CompiledOps, Pooling) {
     }
 }
 
+/// The gradients of conv2d: f32 runs the runtime kernels, f64 the linalg
+/// loops; strides, dilations, SAME/VALID, odd sizes.
+TEST(CompiledOps, Conv2DBackprop) {
+  struct Case {
+    Dims input, filter, strides, dilations;
+    const char *padding;
+  };
+  const Case cases[] = {
+      {{-1, 9, 9, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, "SAME"},
+      {{-1, 9, 8, 3}, {3, 3, 3, 4}, {2, 2}, {1, 1}, "SAME"},
+      {{-1, 10, 7, 2}, {3, 2, 2, 5}, {2, 1}, {1, 1}, "VALID"},
+      {{-1, 9, 9, 1}, {3, 3, 1, 2}, {1, 1}, {2, 2}, "VALID"},
+      {{-1, 7, 6, 2}, {2, 3, 2, 3}, {3, 2}, {2, 1}, "SAME"},
+  };
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(to_string(dtype) + " " + shape::toString(c.input) + " " +
+                   shape::toString(c.filter) + " " + c.padding);
+      Dims out = *shape::conv2d(c.input, c.filter, c.strides, c.dilations,
+                                *shape::parsePadding(c.padding));
+      Dims inputSize = {c.input[1], c.input[2]};
+      Dims filterSize = {c.filter[0], c.filter[1]};
+      checkOp({{"dy", dtype, out}},
+              [&](Graph &g, const TensorMap &x) {
+                return nn::conv2d_backprop_input(
+                    x["dy"], constant(g, c.filter, 5, dtype), inputSize,
+                    c.strides, c.padding, c.dilations);
+              },
+              {1, 3});
+      checkOp({{"x", dtype, c.input}, {"dy", dtype, out}},
+              [&](Graph &, const TensorMap &x) {
+                return nn::conv2d_backprop_filter(x["x"], x["dy"], filterSize,
+                                                  c.strides, c.padding,
+                                                  c.dilations);
+              },
+              {1, 3}, 1e-4);
+    }
+}
+
+/// The gradients of pooling. max_pool_grad's inputs have ties (max(x, 0.5)),
+/// which go to the first maximum of the window.
+TEST(CompiledOps, PoolingGradients) {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (const char *padding : {"SAME", "VALID"})
+      for (Dims strides : {Dims{2, 2}, Dims{1, 1}, Dims{3, 1}}) {
+        SCOPED_TRACE(to_string(dtype) + " " + padding + " " +
+                     shape::toString(strides));
+        Dims input = {-1, 7, 5, 3};
+        shape::Padding pad = *shape::parsePadding(padding);
+        Dims maxOut = *shape::pool2d(input, {2, 3}, strides, pad);
+        checkOp({{"x", dtype, input}, {"dy", dtype, maxOut}},
+                [&](Graph &, const TensorMap &x) {
+                  Tensor ties = maximum(
+                      x["x"], x["x"].graph().constant({0.5}, {}, dtype));
+                  return nn::max_pool_grad(ties, x["dy"], {2, 3}, strides,
+                                           padding);
+                },
+                {1, 3});
+        Dims avgOut = *shape::pool2d(input, {3, 2}, strides, pad);
+        checkOp({{"dy", dtype, avgOut}},
+                [&](Graph &, const TensorMap &x) {
+                  return nn::avg_pool_grad(x["dy"], {7, 5}, {3, 2}, strides,
+                                           padding);
+                },
+                {1, 3});
+      }
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -4,7 +4,9 @@
 //   loss = reduce_sum(op(x, a) * c)   (x a [2,3] variable, c random)
 // with SGD at learning rate 1 is compiled and run once; x_before - x_after is
 // the analytic gradient, checked against central finite differences of the
-// loss computed in double by the reference evaluator.
+// loss computed in double by the reference evaluator. conv2d and pooling are
+// checked at a run-time batch: feature `a` has a dynamic batch and one
+// compiled @train runs at two batch sizes.
 //
 // Learning: the seed MLP (examples/models) reaches near-zero loss on a small
 // separable synthetic problem.
@@ -202,38 +204,138 @@ GRADIENT_TEST(SigmoidCrossEntropy, -2, 2,
               nn::sigmoid_cross_entropy_with_logits(sigmoid(a), x))
 GRADIENT_TEST(Dropout, -2, 2, nn::dropout(square(x), 0.5, 5))
 
-TEST(GradientCheckTest, Conv2DInputStrided) {
-  checkGradient(
-      [](Graph &g, const Tensor &x, const Tensor &) {
-        return nn::conv2d(x, randomConstant(g, {3, 3, 2, 3}, 5), {2, 2},
-                          "SAME");
-      },
-      -2, 2, 2e-3, {1, 5, 6, 2});
+/// The gradient check of a window op at a run-time batch: the feature `a`
+/// has a dynamic batch (`aShape[0] == -1`), the variable x a static shape,
+/// and loss = reduce_sum(fn(x, a) * c), c of fn's shape without the batch.
+/// One compiled @train is run at each of `batches` (x reset before each),
+/// and x_before - x_after is checked against central differences of the
+/// reference at that batch.
+void checkBatchedGradient(const UnaryFn &fn, const Dims &xShape,
+                          const Dims &aShape, std::vector<int64_t> batches,
+                          double tolerance = 2e-3) {
+  Graph graph;
+  graph.set_seed(3);
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"a", DType::Float32, aShape});
+  std::string lossName, featureName;
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Variable xv = gr.get_variable("x", DType::Float32, xShape);
+               Tensor y = fn(gr, gr.read_variable(xv), f["a"]);
+               EXPECT_EQ(y.shape()[0], -1) << "fn must keep the batch";
+               Dims cShape = y.shape();
+               cShape[0] = 1;
+               Signature spec;
+               spec.loss = reduce_sum(multiply(y, randomConstant(gr, cShape, 99)));
+               spec.train_op =
+                   train::GradientDescentOptimizer(1.0).minimize(spec.loss);
+               lossName = spec.loss.name();
+               featureName = f["a"].name();
+               return spec;
+             });
+  g::GraphDef def = graph.graph_def();
+  std::unique_ptr<JitModel> model =
+      jitCompileForTest(def, "Grad", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
+  int trainFn = model->function_index("train");
+  ASSERT_GE(trainFn, 0);
+  int xIndex = model->variable_index("x");
+  int aIndex = model->input_index(trainFn, "features/a");
+  ASSERT_GE(aIndex, 0);
+  reference::Evaluator evaluator(def);
+  std::mt19937 rng(42);
+  Value x = random(xShape, rng, -2, 2);
+  for (int64_t batch : batches) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    Value a = random(concrete(aShape, batch), rng, -2, 2);
+    model->set_batch(batch);
+    store(x, model->variable_data(xIndex));
+    store(a, model->input_data(trainFn, aIndex));
+    model->run(trainFn);
+    auto lossAt = [&](const Value &xv) {
+      evaluator.variables()["x"] = xv;
+      return evaluator.evaluate({lossName}, {{featureName, a}})[0].data[0];
+    };
+    for (size_t i = 0; i < x.data.size(); ++i) {
+      double got =
+          x.data[i] - load(g::DT_FLOAT, model->variable_data(xIndex), i);
+      double h = 1e-4 * std::max(1.0, std::abs(x.data[i]));
+      Value plus = x, minus = x;
+      plus.data[i] += h;
+      minus.data[i] -= h;
+      double want = (lossAt(plus) - lossAt(minus)) / (2 * h);
+      EXPECT_NEAR(got, want, tolerance * std::max(1.0, std::abs(want)))
+          << "element " << i;
+    }
+  }
 }
 
-TEST(GradientCheckTest, Conv2DFilterDilated) {
-  checkGradient(
-      [](Graph &g, const Tensor &x, const Tensor &) {
-        return nn::conv2d(randomConstant(g, {2, 7, 6, 2}, 6), x, {1, 1},
-                          "VALID", {2, 1});
-      },
-      -2, 2, 2e-3, {2, 2, 2, 3});
+/// conv2d's input gradient (x scales each example's input) and filter
+/// gradient: strides 1 and 2, dilation 2, SAME and VALID, odd sizes, at
+/// batches 1 and 3 of one compiled function.
+TEST(GradientCheckTest, Conv2DInput) {
+  struct Case {
+    Dims input, filter, strides, dilations;
+    const char *padding;
+  };
+  const Case cases[] = {
+      {{-1, 5, 6, 2}, {3, 3, 2, 3}, {2, 2}, {1, 1}, "SAME"},
+      {{-1, 5, 5, 2}, {3, 2, 2, 2}, {1, 1}, {1, 1}, "VALID"},
+      {{-1, 7, 6, 1}, {2, 2, 1, 2}, {1, 2}, {2, 2}, "SAME"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shape::toString(c.input) + " " + c.padding);
+    Dims xShape = c.input;
+    xShape[0] = 1;
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          return nn::conv2d(multiply(a, x), randomConstant(g, c.filter, 5),
+                            c.strides, c.padding, c.dilations);
+        },
+        xShape, c.input, {1, 3});
+  }
+}
+
+TEST(GradientCheckTest, Conv2DFilter) {
+  struct Case {
+    Dims input, filter, strides, dilations;
+    const char *padding;
+  };
+  const Case cases[] = {
+      {{-1, 7, 6, 2}, {2, 2, 2, 3}, {1, 1}, {2, 1}, "VALID"},
+      {{-1, 5, 6, 2}, {3, 3, 2, 2}, {2, 2}, {1, 1}, "SAME"},
+      {{-1, 6, 5, 1}, {3, 2, 1, 2}, {2, 1}, {2, 2}, "SAME"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(shape::toString(c.input) + " " + c.padding);
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::conv2d(a, x, c.strides, c.padding, c.dilations);
+        },
+        c.filter, c.input, {1, 3});
+  }
 }
 
 TEST(GradientCheckTest, MaxPool) {
-  checkGradient(
-      [](Graph &, const Tensor &x, const Tensor &) {
-        return nn::max_pool(x, {2, 2}, {2, 2}, "SAME");
-      },
-      -2, 2, 2e-3, {1, 5, 4, 2});
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::max_pool(multiply(a, x), {2, 3}, {2, 1}, padding);
+        },
+        {1, 5, 4, 2}, {-1, 5, 4, 2}, {1, 3});
+  }
 }
 
 TEST(GradientCheckTest, AvgPool) {
-  checkGradient(
-      [](Graph &, const Tensor &x, const Tensor &) {
-        return nn::avg_pool(x, {3, 3}, {2, 1}, "SAME");
-      },
-      -2, 2, 2e-3, {1, 5, 4, 2});
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::avg_pool(multiply(a, x), {3, 3}, {2, 1}, padding);
+        },
+        {1, 5, 4, 2}, {-1, 5, 4, 2}, {1, 3});
+  }
 }
 
 /// The seed MLP learns a separable 10-class problem: class c has the
@@ -303,6 +405,56 @@ TEST(GradientCheckTest, MlpLearns) {
   }
   EXPECT_GT(first, 1.0);
   EXPECT_LT(loss, 0.05) << "first loss " << first;
+}
+
+/// The seed ConvNet's @train (conv2d and max_pool gradients at a run-time
+/// batch, dropout, Adam) compiles without a warning and runs at batches 1, 7
+/// and 128 of one compiled model: a few steps on one random batch lower
+/// @eval's loss (no dropout) on that batch.
+TEST(GradientCheckTest, ConvNetTrainsAtAnyBatch) {
+  g::GraphDef def = models::build_convnet();
+  std::unique_ptr<JitModel> model =
+      jitCompileForTest(def, "ConvNet", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
+  JitModel &m = *model;
+  int trainFn = m.function_index("train");
+  int evalFn = m.function_index("eval");
+  int initFn = m.function_index("init");
+  ASSERT_GE(trainFn, 0) << "@train was not compiled";
+  ASSERT_GE(evalFn, 0);
+  ASSERT_GE(initFn, 0);
+  std::mt19937 rng(11);
+  for (int64_t batch : {1, 7, 128}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    m.run(initFn);
+    m.set_batch(batch);
+    Value x, y;
+    x.dtype = g::DT_FLOAT;
+    x.shape = {batch, 28, 28, 1};
+    y.dtype = g::DT_INT64;
+    y.shape = {batch};
+    for (int64_t i = 0; i < batch * 28 * 28; ++i)
+      x.data.push_back(static_cast<float>(
+          std::uniform_real_distribution<double>(0, 1)(rng)));
+    for (int64_t i = 0; i < batch; ++i)
+      y.data.push_back(static_cast<double>(
+          std::uniform_int_distribution<int64_t>(0, 9)(rng)));
+    auto run = [&](int fn) {
+      store(x, m.input_data(fn, m.input_index(fn, "features/x")));
+      store(y, m.input_data(fn, m.input_index(fn, "labels")));
+      m.run(fn);
+      return load(g::DT_FLOAT, m.output_data(fn, m.output_index(fn, "loss")),
+                  0);
+    };
+    double before = run(evalFn);
+    for (int step = 0; step < 5; ++step) {
+      double loss = run(trainFn);
+      ASSERT_TRUE(std::isfinite(loss)) << "step " << step;
+    }
+    double after = run(evalFn);
+    EXPECT_TRUE(std::isfinite(before));
+    EXPECT_LT(after, 0.97 * before) << "before " << before;
+  }
 }
 
 } // namespace

@@ -240,6 +240,27 @@ TEST(GraphBuilder, MatmulConvPool) {
                     "input channels"});
   expectGraphError([&] { nn::max_pool(x, {2, 2}, {2, 2}, "VALID"); },
                    {"max_pool 'MaxPool_1'", "input 'x' [?,784]", "NHWC"});
+
+  // The gradient ops recover the forward operand's shape.
+  Tensor dx = nn::conv2d_backprop_input(c, f, {28, 28}, {1, 1}, "VALID");
+  EXPECT_EQ(dx.op(), "conv2d_backprop_input");
+  EXPECT_EQ(dx.shape(), (Dims{U, 28, 28, 1}));
+  EXPECT_EQ(listAttr(dx, "input_size"), (Dims{28, 28}));
+  Tensor dw = nn::conv2d_backprop_filter(img, c, {5, 5}, {1, 1}, "VALID");
+  EXPECT_EQ(dw.shape(), (Dims{5, 5, 1, 20}));
+  EXPECT_EQ(listAttr(dw, "filter_size"), (Dims{5, 5}));
+  EXPECT_EQ(nn::max_pool_grad(c, p, {2, 2}, {2, 2}, "VALID").shape(),
+            (Dims{U, 24, 24, 20}));
+  EXPECT_EQ(nn::avg_pool_grad(a, {24, 24}, {3, 3}, {1, 1}, "SAME").shape(),
+            (Dims{U, 24, 24, 20}));
+  expectGraphError(
+      [&] { nn::conv2d_backprop_input(c, f, {27, 28}, {1, 1}, "VALID"); },
+      {"conv2d_backprop_input 'Conv2DBackpropInput_1'",
+       "grad_output [?,24,24,20] does not match the forward result "
+       "[?,23,24,20]"});
+  expectGraphError(
+      [&] { nn::max_pool_grad(c, c, {2, 2}, {2, 2}, "VALID"); },
+      {"max_pool_grad 'MaxPoolGrad_1'", "does not match"});
 }
 
 TEST(GraphBuilder, MatmulErrorNamesEverything) {
