@@ -29,9 +29,8 @@ class Builder {
 public:
   Builder(const char *metric, const Tensor &anchor, const std::string &name,
           const std::string &base)
-      : g_(anchor.graph()), scope_(g_.name_scope(
-                                name.empty() ? g_.unique_layer_name(base)
-                                             : name)),
+      : g_(anchor.graph()),
+        scope_(g_.name_scope(name.empty() ? g_.unique_layer_name(base) : name)),
         where_(std::string("metrics::") + metric + " '" + g_.current_scope() +
                "'") {}
 
@@ -213,8 +212,8 @@ const char *cellName(Cell cell) {
 }
 
 /// true_positives(...) and friends, in the current (metric) scope.
-Metric countCell(const Builder &b, Cell cell, Tensor labels,
-                 Tensor predictions, const Tensor &weights) {
+Metric countCell(const Builder &b, Cell cell, Tensor labels, Tensor predictions,
+                 const Tensor &weights) {
   b.alignLabels(labels, predictions);
   Tensor w = b.weightsFor(predictions, weights);
   return countCondition(b,
@@ -275,9 +274,8 @@ ThresholdCounts countsAtThresholds(const Builder &b, Tensor labels,
     if (flatWeights.valid())
       is = multiply(is, flatWeights);
     out.state.emplace(c, v);
-    out.updates.push_back(accumulate(
-        v, reduce_sum(is, Dims{0}),
-        std::string("update_") + cellName(c)));
+    out.updates.push_back(accumulate(v, reduce_sum(is, Dims{0}),
+                                     std::string("update_") + cellName(c)));
   }
   return out;
 }
@@ -332,9 +330,8 @@ struct TopK {
 /// score higher, or equally with a lower id. `score` is that class's score.
 Tensor classInTopK(const Tensor &scores, const Tensor &iota, const Tensor &ids,
                    const Tensor &score, int64_t k) {
-  Tensor ahead =
-      logical_or(greater(scores, score),
-                 logical_and(equal(scores, score), less(iota, ids)));
+  Tensor ahead = logical_or(greater(scores, score),
+                            logical_and(equal(scores, score), less(iota, ids)));
   Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{1}); // [B]
   return less(rank, scores.graph().constant(static_cast<double>(k)));
 }
@@ -364,8 +361,8 @@ TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
     b.fail("class_id must be in [0, " + std::to_string(C) + "), got " +
            std::to_string(*class_id));
   Graph &g = b.graph();
-  Tensor ids = labels.dtype() == DType::Int64 ? labels
-                                               : cast(labels, DType::Int64);
+  Tensor ids =
+      labels.dtype() == DType::Int64 ? labels : cast(labels, DType::Int64);
   std::vector<double> iotaValues(C);
   for (int64_t i = 0; i < C; ++i)
     iotaValues[i] = static_cast<double>(i);
@@ -388,11 +385,11 @@ TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
   Tensor zero = scalar(predictions, 0.0);
   Tensor labelScore = reduce_sum(where(equal(iota, label), predictions, zero),
                                  Dims{1}, /*keep_dims=*/true); // [B, 1]
-  Tensor valid = logical_and(
-      greater_equal(ids, g.constant(0.0, DType::Int64)),
-      less(ids, g.constant(static_cast<double>(C), DType::Int64)));
-  Tensor in = logical_and(valid,
-                          classInTopK(predictions, iota, label, labelScore, k));
+  Tensor valid =
+      logical_and(greater_equal(ids, g.constant(0.0, DType::Int64)),
+                  less(ids, g.constant(static_cast<double>(C), DType::Int64)));
+  Tensor in =
+      logical_and(valid, classInTopK(predictions, iota, label, labelScore, k));
   out.tp = f32(in);
   out.fp = subtract(g.constant(static_cast<double>(k)), out.tp);
   out.fn = subtract(f32(valid), out.tp);
@@ -416,7 +413,8 @@ Tensor weightedSum64(const Tensor &values, const Tensor &weights) {
 
 } // namespace
 
-// --- Means ------------------------------------------------------------------------
+// --- Means
+// ------------------------------------------------------------------------
 
 Metric accuracy(const Tensor &labels, const Tensor &predictions,
                 const Tensor &weights, const std::string &name) {
@@ -450,8 +448,7 @@ Metric mean_squared_error(const Tensor &labels, const Tensor &predictions,
 }
 
 Metric root_mean_squared_error(const Tensor &labels, const Tensor &predictions,
-                               const Tensor &weights,
-                               const std::string &name) {
+                               const Tensor &weights, const std::string &name) {
   Builder b("root_mean_squared_error", labels.valid() ? labels : predictions,
             name, "root_mean_squared_error");
   Tensor l = labels, p = predictions;
@@ -469,7 +466,8 @@ Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
   return streamingMean(b, v, b.weightsFor(v, weights));
 }
 
-// --- Confusion counts -------------------------------------------------------------
+// --- Confusion counts
+// -------------------------------------------------------------
 
 Metric true_positives(const Tensor &labels, const Tensor &predictions,
                       const Tensor &weights, const std::string &name) {
@@ -511,7 +509,8 @@ Metric recall(const Tensor &labels, const Tensor &predictions,
   return Metric{value, {tp.update_ops[0], fn.update_ops[0]}};
 }
 
-// --- At thresholds ----------------------------------------------------------------
+// --- At thresholds
+// ----------------------------------------------------------------
 
 Metric true_positives_at_thresholds(const Tensor &labels,
                                     const Tensor &predictions,
@@ -548,8 +547,7 @@ Metric false_negatives_at_thresholds(const Tensor &labels,
 
 Metric precision_at_thresholds(const Tensor &labels, const Tensor &predictions,
                                const std::vector<double> &thresholds,
-                               const Tensor &weights,
-                               const std::string &name) {
+                               const Tensor &weights, const std::string &name) {
   Builder b("precision_at_thresholds", labels.valid() ? labels : predictions,
             name, "precision_at_thresholds");
   ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
@@ -562,8 +560,8 @@ Metric precision_at_thresholds(const Tensor &labels, const Tensor &predictions,
 Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
                             const std::vector<double> &thresholds,
                             const Tensor &weights, const std::string &name) {
-  Builder b("recall_at_thresholds", labels.valid() ? labels : predictions,
-            name, "recall_at_thresholds");
+  Builder b("recall_at_thresholds", labels.valid() ? labels : predictions, name,
+            "recall_at_thresholds");
   ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
                                          weights, {Cell::TP, Cell::FN});
   Tensor tp = c.read(Cell::TP);
@@ -586,8 +584,7 @@ Metric auc(const Tensor &labels, const Tensor &predictions,
            "minoring or majoring, got \"" +
            summation_method + "\"");
   if (thresholds.empty() && num_thresholds < 2)
-    b.fail("num_thresholds must be > 1, got " +
-           std::to_string(num_thresholds));
+    b.fail("num_thresholds must be > 1, got " + std::to_string(num_thresholds));
   // TF: the given thresholds (sorted) or num_thresholds - 2 thresholds
   // evenly inside (0, 1), then the two edges just outside [0, 1] so that
   // predictions of exactly 0 and 1 are counted.
@@ -618,14 +615,12 @@ Metric auc(const Tensor &labels, const Tensor &predictions,
     Tensor precSlope =
         divNoNan(dtp, maximum(subtract(head(p, T), tail(p, T)), zero));
     Tensor intercept = subtract(tail(tp, T), multiply(precSlope, tail(p, T)));
-    Tensor safePRatio =
-        where(logical_and(greater(head(p, T), zero), greater(tail(p, T), zero)),
-              divNoNan(head(p, T), maximum(tail(p, T), zero)),
-              ones_like(tail(p, T)));
-    Tensor increment =
-        divNoNan(multiply(precSlope,
-                          add(dtp, multiply(intercept, log(safePRatio)))),
-                 maximum(add(tail(tp, T), tail(fn, T)), zero));
+    Tensor safePRatio = where(
+        logical_and(greater(head(p, T), zero), greater(tail(p, T), zero)),
+        divNoNan(head(p, T), maximum(tail(p, T), zero)), ones_like(tail(p, T)));
+    Tensor increment = divNoNan(
+        multiply(precSlope, add(dtp, multiply(intercept, log(safePRatio)))),
+        maximum(add(tail(tp, T), tail(fn, T)), zero));
     return Metric{reduce_sum(increment, std::nullopt, false, "value"),
                   c.updates};
   }
@@ -651,7 +646,8 @@ Metric auc(const Tensor &labels, const Tensor &predictions,
                 c.updates};
 }
 
-// --- Per class --------------------------------------------------------------------
+// --- Per class
+// --------------------------------------------------------------------
 
 Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
                                int64_t num_classes, const Tensor &weights,
@@ -728,7 +724,8 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
   return Metric{value, {update}};
 }
 
-// --- Top k ------------------------------------------------------------------------
+// --- Top k
+// ------------------------------------------------------------------------
 
 Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
                       int64_t k, std::optional<int64_t> class_id,
@@ -736,14 +733,14 @@ Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
   Builder b("precision_at_k", labels.valid() ? labels : predictions, name,
             atKName("precision", k, class_id));
   TopK t = topK(b, labels, predictions, k, class_id, weights);
-  Variable tp = b.state(atKName("true_positive", k, class_id), {},
-                        DType::Float64);
-  Variable fp = b.state(atKName("false_positive", k, class_id), {},
-                        DType::Float64);
-  Operation updateTp = accumulate(tp, weightedSum64(t.tp, t.weights),
-                                  "update_tp");
-  Operation updateFp = accumulate(fp, weightedSum64(t.fp, t.weights),
-                                  "update_fp");
+  Variable tp =
+      b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
+  Variable fp =
+      b.state(atKName("false_positive", k, class_id), {}, DType::Float64);
+  Operation updateTp =
+      accumulate(tp, weightedSum64(t.tp, t.weights), "update_tp");
+  Operation updateFp =
+      accumulate(fp, weightedSum64(t.fp, t.weights), "update_fp");
   Tensor value = divide(tp.read(), add(tp.read(), fp.read()), "value");
   return Metric{value, {updateTp, updateFp}};
 }
@@ -754,14 +751,14 @@ Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
   Builder b("recall_at_k", labels.valid() ? labels : predictions, name,
             atKName("recall", k, class_id));
   TopK t = topK(b, labels, predictions, k, class_id, weights);
-  Variable tp = b.state(atKName("true_positive", k, class_id), {},
-                        DType::Float64);
-  Variable fn = b.state(atKName("false_negative", k, class_id), {},
-                        DType::Float64);
-  Operation updateTp = accumulate(tp, weightedSum64(t.tp, t.weights),
-                                  "update_tp");
-  Operation updateFn = accumulate(fn, weightedSum64(t.fn, t.weights),
-                                  "update_fn");
+  Variable tp =
+      b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
+  Variable fn =
+      b.state(atKName("false_negative", k, class_id), {}, DType::Float64);
+  Operation updateTp =
+      accumulate(tp, weightedSum64(t.tp, t.weights), "update_tp");
+  Operation updateFn =
+      accumulate(fn, weightedSum64(t.fn, t.weights), "update_fn");
   Tensor value = divide(tp.read(), add(tp.read(), fn.read()), "value");
   return Metric{value, {updateTp, updateFn}};
 }

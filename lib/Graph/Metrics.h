@@ -165,8 +165,7 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
 /// "false_positive_at_..." (or "false_negative_at_..."), f64 scalars.
 Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
                       int64_t k, std::optional<int64_t> class_id = std::nullopt,
-                      const Tensor &weights = {},
-                      const std::string &name = "");
+                      const Tensor &weights = {}, const std::string &name = "");
 Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
                    std::optional<int64_t> class_id = std::nullopt,
                    const Tensor &weights = {}, const std::string &name = "");

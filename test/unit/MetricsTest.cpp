@@ -35,14 +35,14 @@ const std::vector<double> kThresholds = {0.0, 0.3, 0.5, 0.9};
 
 /// One evaluation's data, as the compiled model sees it (f32 / i64).
 struct Data {
-  std::vector<int64_t> labels; // class ids in [0, kClasses)
-  std::vector<int64_t> cls;    // predicted class ids
-  std::vector<int64_t> bin;    // binary labels 0/1
+  std::vector<int64_t> labels;  // class ids in [0, kClasses)
+  std::vector<int64_t> cls;     // predicted class ids
+  std::vector<int64_t> bin;     // binary labels 0/1
   std::vector<int64_t> binpred; // 0, 1 or 2 (non-zero = true)
-  std::vector<float> p;        // probabilities in [0, 1], 0 and 1 included
-  std::vector<float> scores;   // [N, kClasses], with ties
-  std::vector<float> y, yhat;  // regression
-  std::vector<float> w;        // weights in {0, 0.5, 1, 2}
+  std::vector<float> p;         // probabilities in [0, 1], 0 and 1 included
+  std::vector<float> scores;    // [N, kClasses], with ties
+  std::vector<float> y, yhat;   // regression
+  std::vector<float> w;         // weights in {0, 0.5, 1, 2}
   size_t size() const { return labels.size(); }
 };
 
@@ -73,14 +73,13 @@ Data makeData(size_t n, unsigned seed) {
   return d;
 }
 
-// --- Independent expectations (double, plain loops) -------------------------------
+// --- Independent expectations (double, plain loops)
+// -------------------------------
 
 using Weights = std::vector<double>; // one per example
 
 Weights unitWeights(const Data &d) { return Weights(d.size(), 1.0); }
-Weights dataWeights(const Data &d) {
-  return Weights(d.w.begin(), d.w.end());
-}
+Weights dataWeights(const Data &d) { return Weights(d.w.begin(), d.w.end()); }
 
 double weightedMean(const std::vector<double> &v, const Weights &w) {
   double num = 0, den = 0;
@@ -350,7 +349,8 @@ std::map<std::string, std::vector<double>> expectations(const Data &d) {
     set("recall_at_2", {recallAtK(d, 2, w)});
     for (auto [c, k] : {std::pair<int64_t, int64_t>{1, 2}, {3, 1}}) {
       std::vector<double> n = classCountsAtK(d, c, k, w);
-      std::string at = "_at_" + std::to_string(k) + "_class" + std::to_string(c);
+      std::string at =
+          "_at_" + std::to_string(k) + "_class" + std::to_string(c);
       set("precision" + at, {n[0] / (n[0] + n[1])});
       set("recall" + at, {n[0] / (n[0] + n[2])});
     }
@@ -360,7 +360,8 @@ std::map<std::string, std::vector<double>> expectations(const Data &d) {
   return out;
 }
 
-// --- The graph --------------------------------------------------------------------
+// --- The graph
+// --------------------------------------------------------------------
 
 const Dims kB = {-1};
 
@@ -376,90 +377,81 @@ graph::GraphDef metricsGraph() {
                      {"yhat", DType::Float32, kB},
                      {"w", DType::Float32, kB}};
   inputs.labels = TensorSpec{"labels", DType::Int64, kB};
-  build_mode(graph, ModeKeys::EVAL, inputs,
-             [](Graph &g, const TensorMap &f, const Tensor &labels,
-                ModeKeys) {
-               Signature s;
-               s.loss = reduce_mean(f["p"]);
-               for (bool weighted : {false, true}) {
-                 Tensor w = weighted ? f["w"] : Tensor();
-                 std::string sfx = weighted ? "_w" : "";
-                 auto add = [&](const std::string &key, Metric m) {
-                   s.metrics.push_back({key + sfx, m});
-                 };
-                 Tensor bin = f["bin"], binpred = f["binpred"], p = f["p"];
-                 add("accuracy", metrics::accuracy(labels, f["cls"], w));
-                 add("mean", metrics::mean(f["yhat"], w));
-                 add("mean_squared_error",
-                     metrics::mean_squared_error(f["y"], f["yhat"], w));
-                 add("root_mean_squared_error",
-                     metrics::root_mean_squared_error(f["y"], f["yhat"], w));
-                 add("mean_absolute_error",
-                     metrics::mean_absolute_error(f["y"], f["yhat"], w));
-                 add("true_positives", metrics::true_positives(bin, binpred, w));
-                 add("false_positives",
-                     metrics::false_positives(bin, binpred, w));
-                 add("true_negatives", metrics::true_negatives(bin, binpred, w));
-                 add("false_negatives",
-                     metrics::false_negatives(bin, binpred, w));
-                 add("precision", metrics::precision(bin, binpred, w));
-                 add("recall", metrics::recall(bin, binpred, w));
-                 add("true_positives_at_thresholds",
-                     metrics::true_positives_at_thresholds(bin, p, kThresholds,
-                                                           w));
-                 add("false_positives_at_thresholds",
-                     metrics::false_positives_at_thresholds(bin, p,
-                                                            kThresholds, w));
-                 add("true_negatives_at_thresholds",
-                     metrics::true_negatives_at_thresholds(bin, p, kThresholds,
-                                                           w));
-                 add("false_negatives_at_thresholds",
-                     metrics::false_negatives_at_thresholds(bin, p,
-                                                            kThresholds, w));
-                 add("precision_at_thresholds",
-                     metrics::precision_at_thresholds(bin, p, kThresholds, w));
-                 add("recall_at_thresholds",
-                     metrics::recall_at_thresholds(bin, p, kThresholds, w));
-                 add("auc", metrics::auc(bin, p, w));
-                 add("auc_pr", metrics::auc(bin, p, w, 200, "PR"));
-                 add("auc_pr_careful",
-                     metrics::auc(bin, p, w, 200, "PR", "",
-                                  "careful_interpolation"));
-                 add("auc_minoring",
-                     metrics::auc(bin, p, w, 200, "ROC", "", "minoring"));
-                 add("auc_majoring",
-                     metrics::auc(bin, p, w, 200, "ROC", "", "majoring"));
-                 add("mean_per_class_accuracy",
-                     metrics::mean_per_class_accuracy(labels, f["cls"],
-                                                      kClasses, w));
-                 add("mean_iou",
-                     metrics::mean_iou(labels, f["cls"], kClasses, w));
-                 add("precision_at_1",
-                     metrics::precision_at_k(labels, f["scores"], 1, std::nullopt, w));
-                 add("recall_at_1",
-                     metrics::recall_at_k(labels, f["scores"], 1, std::nullopt, w));
-                 add("precision_at_2",
-                     metrics::precision_at_k(labels, f["scores"], 2, std::nullopt, w));
-                 add("recall_at_2",
-                     metrics::recall_at_k(labels, f["scores"], 2, std::nullopt, w));
-                 add("precision_at_2_class1",
-                     metrics::precision_at_k(labels, f["scores"], 2, 1, w));
-                 add("recall_at_2_class1",
-                     metrics::recall_at_k(labels, f["scores"], 2, 1, w));
-                 add("precision_at_1_class3",
-                     metrics::precision_at_k(labels, f["scores"], 1, 3, w));
-                 add("recall_at_1_class3",
-                     metrics::recall_at_k(labels, f["scores"], 1, 3, w));
-                 add("auc_thresholds",
-                     metrics::auc(bin, p, w, 200, "ROC", "", "trapezoidal",
-                                  {0.75, 0.25, 0.5}));
-               }
-               return s;
-             });
+  build_mode(
+      graph, ModeKeys::EVAL, inputs,
+      [](Graph &g, const TensorMap &f, const Tensor &labels, ModeKeys) {
+        Signature s;
+        s.loss = reduce_mean(f["p"]);
+        for (bool weighted : {false, true}) {
+          Tensor w = weighted ? f["w"] : Tensor();
+          std::string sfx = weighted ? "_w" : "";
+          auto add = [&](const std::string &key, Metric m) {
+            s.metrics.push_back({key + sfx, m});
+          };
+          Tensor bin = f["bin"], binpred = f["binpred"], p = f["p"];
+          add("accuracy", metrics::accuracy(labels, f["cls"], w));
+          add("mean", metrics::mean(f["yhat"], w));
+          add("mean_squared_error",
+              metrics::mean_squared_error(f["y"], f["yhat"], w));
+          add("root_mean_squared_error",
+              metrics::root_mean_squared_error(f["y"], f["yhat"], w));
+          add("mean_absolute_error",
+              metrics::mean_absolute_error(f["y"], f["yhat"], w));
+          add("true_positives", metrics::true_positives(bin, binpred, w));
+          add("false_positives", metrics::false_positives(bin, binpred, w));
+          add("true_negatives", metrics::true_negatives(bin, binpred, w));
+          add("false_negatives", metrics::false_negatives(bin, binpred, w));
+          add("precision", metrics::precision(bin, binpred, w));
+          add("recall", metrics::recall(bin, binpred, w));
+          add("true_positives_at_thresholds",
+              metrics::true_positives_at_thresholds(bin, p, kThresholds, w));
+          add("false_positives_at_thresholds",
+              metrics::false_positives_at_thresholds(bin, p, kThresholds, w));
+          add("true_negatives_at_thresholds",
+              metrics::true_negatives_at_thresholds(bin, p, kThresholds, w));
+          add("false_negatives_at_thresholds",
+              metrics::false_negatives_at_thresholds(bin, p, kThresholds, w));
+          add("precision_at_thresholds",
+              metrics::precision_at_thresholds(bin, p, kThresholds, w));
+          add("recall_at_thresholds",
+              metrics::recall_at_thresholds(bin, p, kThresholds, w));
+          add("auc", metrics::auc(bin, p, w));
+          add("auc_pr", metrics::auc(bin, p, w, 200, "PR"));
+          add("auc_pr_careful",
+              metrics::auc(bin, p, w, 200, "PR", "", "careful_interpolation"));
+          add("auc_minoring",
+              metrics::auc(bin, p, w, 200, "ROC", "", "minoring"));
+          add("auc_majoring",
+              metrics::auc(bin, p, w, 200, "ROC", "", "majoring"));
+          add("mean_per_class_accuracy",
+              metrics::mean_per_class_accuracy(labels, f["cls"], kClasses, w));
+          add("mean_iou", metrics::mean_iou(labels, f["cls"], kClasses, w));
+          add("precision_at_1",
+              metrics::precision_at_k(labels, f["scores"], 1, std::nullopt, w));
+          add("recall_at_1",
+              metrics::recall_at_k(labels, f["scores"], 1, std::nullopt, w));
+          add("precision_at_2",
+              metrics::precision_at_k(labels, f["scores"], 2, std::nullopt, w));
+          add("recall_at_2",
+              metrics::recall_at_k(labels, f["scores"], 2, std::nullopt, w));
+          add("precision_at_2_class1",
+              metrics::precision_at_k(labels, f["scores"], 2, 1, w));
+          add("recall_at_2_class1",
+              metrics::recall_at_k(labels, f["scores"], 2, 1, w));
+          add("precision_at_1_class3",
+              metrics::precision_at_k(labels, f["scores"], 1, 3, w));
+          add("recall_at_1_class3",
+              metrics::recall_at_k(labels, f["scores"], 1, 3, w));
+          add("auc_thresholds", metrics::auc(bin, p, w, 200, "ROC", "",
+                                             "trapezoidal", {0.75, 0.25, 0.5}));
+        }
+        return s;
+      });
   return graph.graph_def();
 }
 
-// --- Running it -------------------------------------------------------------------
+// --- Running it
+// -------------------------------------------------------------------
 
 class Evaluation {
 public:
@@ -473,8 +465,8 @@ public:
     model_.set_batch(n);
     auto put = [&](const std::string &key, const auto &values, size_t width) {
       int input = model_.input_index(eval_, key);
-      std::memcpy(model_.input_data(eval_, input), values.data() + begin * width,
-                  n * width * sizeof(values[0]));
+      std::memcpy(model_.input_data(eval_, input),
+                  values.data() + begin * width, n * width * sizeof(values[0]));
     };
     put("labels", d.labels, 1);
     put("features/cls", d.cls, 1);
@@ -548,8 +540,8 @@ TEST_F(Metrics, EveryMetricOverBatchesWithAPartialLastBatch) {
   std::vector<bool> bin = nonZero(d.bin);
   expectNear(e.value("auc"), {mannWhitney(bin, d.p, unitWeights(d))}, "auc",
              1e-5);
-  expectNear(e.value("auc_w"), {mannWhitney(bin, d.p, dataWeights(d))},
-             "auc_w", 1e-5);
+  expectNear(e.value("auc_w"), {mannWhitney(bin, d.p, dataWeights(d))}, "auc_w",
+             1e-5);
 
   // Other data, one example per step: batching does not change results.
   Data d2 = makeData(23, 9);
@@ -627,9 +619,8 @@ TEST_F(Metrics, EmptyEvaluationAndLocalState) {
   Evaluation e(*model_);
   // Means and ratios are 0 before any example; the _at_k ratios NaN (TF
   // divides plainly).
-  for (const char *key :
-       {"accuracy", "mean", "precision", "recall", "mean_iou",
-        "mean_per_class_accuracy", "root_mean_squared_error"})
+  for (const char *key : {"accuracy", "mean", "precision", "recall", "mean_iou",
+                          "mean_per_class_accuracy", "root_mean_squared_error"})
     expectNear(e.value(key), {0.0}, key);
   expectNear(e.value("true_positives_at_thresholds"), {0, 0, 0, 0},
              "true_positives_at_thresholds");
@@ -641,20 +632,30 @@ TEST_F(Metrics, EmptyEvaluationAndLocalState) {
   std::map<std::string, const rt::VariableSpec *> vars;
   for (int32_t i = 0; i < spec.numVariables; ++i)
     vars[spec.variables[i].name] = &spec.variables[i];
-  for (const char *name :
-       {"accuracy/total", "accuracy/count", "mean/total",
-        "precision/true_positives/count", "precision/false_positives/count",
-        "recall/false_negatives/count", "true_positives/count",
-        "auc/true_positives", "auc/false_negatives", "auc/true_negatives",
-        "auc/false_positives", "precision_at_thresholds/true_positives",
-        "mean_squared_error/total", "root_mean_squared_error/count",
-        "mean_accuracy/total", "mean_accuracy/count",
-        "mean_iou/total_confusion_matrix",
-        "precision_at_1/true_positive_at_1",
-        "precision_at_1/false_positive_at_1", "recall_at_2/true_positive_at_2",
-        "recall_at_2/false_negative_at_2", "accuracy_1/total",
-        "precision_at_2_class1/true_positive_at_2_class1",
-        "recall_at_1_class3/false_negative_at_1_class3"}) {
+  for (const char *name : {"accuracy/total",
+                           "accuracy/count",
+                           "mean/total",
+                           "precision/true_positives/count",
+                           "precision/false_positives/count",
+                           "recall/false_negatives/count",
+                           "true_positives/count",
+                           "auc/true_positives",
+                           "auc/false_negatives",
+                           "auc/true_negatives",
+                           "auc/false_positives",
+                           "precision_at_thresholds/true_positives",
+                           "mean_squared_error/total",
+                           "root_mean_squared_error/count",
+                           "mean_accuracy/total",
+                           "mean_accuracy/count",
+                           "mean_iou/total_confusion_matrix",
+                           "precision_at_1/true_positive_at_1",
+                           "precision_at_1/false_positive_at_1",
+                           "recall_at_2/true_positive_at_2",
+                           "recall_at_2/false_negative_at_2",
+                           "accuracy_1/total",
+                           "precision_at_2_class1/true_positive_at_2_class1",
+                           "recall_at_1_class3/false_negative_at_1_class3"}) {
     ASSERT_TRUE(vars.count(name)) << name;
     EXPECT_TRUE(vars[name]->local) << name;
     EXPECT_FALSE(vars[name]->trainable) << name;
@@ -668,7 +669,8 @@ TEST_F(Metrics, EmptyEvaluationAndLocalState) {
     EXPECT_TRUE(v->local) << name;
 }
 
-// --- Errors: one line naming the metric and its inputs ----------------------------
+// --- Errors: one line naming the metric and its inputs
+// ----------------------------
 
 void expectError(const std::function<void()> &build,
                  std::vector<std::string> fragments) {
@@ -695,9 +697,9 @@ TEST(MetricsErrors, BadInputsAndOptions) {
   expectError([&] { metrics::accuracy(labels, scores); },
               {"metrics::accuracy 'accuracy'", "'eval/labels' i64 [?]",
                "'eval/scores' f32 [?,5]", "same shape"});
-  expectError([&] { metrics::mean(p, wide); },
-              {"metrics::mean", "weights 'eval/wide' f32 [?,3]",
-               "broadcastable"});
+  expectError(
+      [&] { metrics::mean(p, wide); },
+      {"metrics::mean", "weights 'eval/wide' f32 [?,3]", "broadcastable"});
   expectError([&] { metrics::auc(labels, p, {}, 1); },
               {"metrics::auc", "num_thresholds must be > 1, got 1"});
   expectError([&] { metrics::auc(labels, p, {}, 200, "DET"); },
@@ -712,8 +714,9 @@ TEST(MetricsErrors, BadInputsAndOptions) {
               {"metrics::mean_iou", "num_classes must be at least 1, got 0"});
   expectError([&] { metrics::mean_per_class_accuracy(labels, p, 3); },
               {"mean_per_class_accuracy", "predictions", "must be integer"});
-  expectError([&] { metrics::recall_at_k(labels, scores, 6); },
-              {"metrics::recall_at_k 'recall_at_6'", "k must be in [1, 5], got 6"});
+  expectError(
+      [&] { metrics::recall_at_k(labels, scores, 6); },
+      {"metrics::recall_at_k 'recall_at_6'", "k must be in [1, 5], got 6"});
   expectError([&] { metrics::precision_at_k(labels, scores, 2, 5); },
               {"metrics::precision_at_k 'precision_at_2_class5'",
                "class_id must be in [0, 5), got 5"});
@@ -734,9 +737,8 @@ TEST(MetricsErrors, SqueezableLabelsAndWeights) {
   // [batch, 1] labels and weights against [batch] predictions are squeezed.
   Metric acc = metrics::accuracy(labels, pred, w);
   EXPECT_EQ(acc.value.shape(), Dims{});
-  Metric rec = metrics::recall_at_k(labels, g.placeholder("s", DType::Float32,
-                                                          {-1, 3}),
-                                    2);
+  Metric rec = metrics::recall_at_k(
+      labels, g.placeholder("s", DType::Float32, {-1, 3}), 2);
   EXPECT_EQ(rec.value.dtype(), DType::Float64);
 }
 
