@@ -4,7 +4,8 @@
 // into Mlp.o / Mlp.h and ConvNet.o / ConvNet.h, run through their generated
 // classes and checked against the reference evaluator (relative error
 // <= 1e-5), and against the same graphs compiled by the JIT for the same
-// target: the outputs must be bit-identical.
+// target: the outputs must be bit-identical. The ConvNet's training step
+// too: AOT and JIT steps give bit-identical losses and variables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace estc {
@@ -96,6 +98,58 @@ TEST(AotModels, ConvNetMatchesReferenceAndJit) {
   ConvNet convnet;
   checkAotModel(convnet, readModel(ESTC_CONVNET_GRAPH), "ConvNet",
                 {{"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}}, {1, 3});
+}
+
+/// The ConvNet's @train (conv2d / max_pool gradients at a run-time batch,
+/// dropout, Adam) ahead of time and in the JIT: from the same @init, the
+/// same steps at batches 1 and 7 give bit-identical losses and variables.
+TEST(AotModels, ConvNetTrainStepMatchesJit) {
+  ConvNet aot;
+  JitOptions options;
+  options.target.cpu = "x86-64-v2"; // what estc_add_model compiles for
+  std::unique_ptr<JitModel> jit =
+      jitCompileForTest(readModel(ESTC_CONVNET_GRAPH), "ConvNet", options);
+  ASSERT_TRUE(jit);
+  int train = aot.function_index("train");
+  ASSERT_GE(train, 0) << "@train was not compiled ahead of time";
+  ASSERT_EQ(train, jit->function_index("train"));
+  std::vector<rt::CompiledModel *> models = {&aot, jit.get()};
+  for (rt::CompiledModel *model : models)
+    model->run(model->function_index("init"));
+  std::mt19937 rng(9);
+  for (int64_t batch : {1, 7}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
+                          rng);
+    Value labels;
+    labels.dtype = graph::DT_INT64;
+    labels.shape = {batch};
+    for (int64_t i = 0; i < batch; ++i)
+      labels.data.push_back(static_cast<double>(i % 10));
+    float loss[2];
+    for (size_t k = 0; k < models.size(); ++k) {
+      rt::CompiledModel &m = *models[k];
+      m.set_batch(batch);
+      store(x, m.input_data(train, m.input_index(train, "features/x")));
+      store(labels, m.input_data(train, m.input_index(train, "labels")));
+      m.run(train);
+      std::memcpy(&loss[k], m.output_data(train, m.output_index(train, "loss")),
+                  sizeof(float));
+    }
+    EXPECT_TRUE(std::isfinite(loss[0]) && loss[0] > 0) << loss[0];
+    EXPECT_EQ(std::memcmp(&loss[0], &loss[1], sizeof(float)), 0)
+        << "losses " << loss[0] << " and " << loss[1];
+    const rt::ModelSpec &spec = aot.spec();
+    for (int v = 0; v < spec.numVariables; ++v) {
+      const rt::VariableSpec &var = spec.variables[v];
+      size_t bytes = rt::numElements(var.rank, var.shape, 1) *
+                     rt::dtypeBytes(var.dtype);
+      EXPECT_EQ(std::memcmp(aot.variable_data(v), jit->variable_data(v),
+                            bytes),
+                0)
+          << var.name;
+    }
+  }
 }
 
 TEST(AotModels, WrongInputShapeIsOneLineError) {
