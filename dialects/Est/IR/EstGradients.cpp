@@ -27,10 +27,7 @@
 #include "dialects/Est/IR/EstInterfaces.h"
 #include "dialects/Est/IR/EstOps.h"
 
-#include "lib/Shape/ShapeFunctions.h"
-
 #include "mlir/IR/BuiltinTypes.h"
-
 
 using namespace mlir;
 using namespace mlir::est;
