@@ -255,6 +255,15 @@ Tensor rsqrt(const Tensor &x, const std::string &name) {
 Tensor tanh(const Tensor &x, const std::string &name) {
   return unary("tanh", "Tanh", Kind::Float, x, name);
 }
+Tensor sin(const Tensor &x, const std::string &name) {
+  return unary("sin", "Sin", Kind::Float, x, name);
+}
+Tensor cos(const Tensor &x, const std::string &name) {
+  return unary("cos", "Cos", Kind::Float, x, name);
+}
+Tensor floor(const Tensor &x, const std::string &name) {
+  return unary("floor", "Floor", Kind::Float, x, name);
+}
 Tensor sigmoid(const Tensor &x, const std::string &name) {
   return unary("sigmoid", "Sigmoid", Kind::Float, x, name);
 }

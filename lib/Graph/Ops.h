@@ -40,6 +40,9 @@ Tensor log(const Tensor &x, const std::string &name = "");
 Tensor sqrt(const Tensor &x, const std::string &name = "");
 Tensor rsqrt(const Tensor &x, const std::string &name = "");
 Tensor tanh(const Tensor &x, const std::string &name = "");
+Tensor sin(const Tensor &x, const std::string &name = "");
+Tensor cos(const Tensor &x, const std::string &name = "");
+Tensor floor(const Tensor &x, const std::string &name = "");
 Tensor sigmoid(const Tensor &x, const std::string &name = "");
 
 // --- Comparison and logic (result i1) --------------------------------------

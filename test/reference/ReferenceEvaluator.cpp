@@ -1178,6 +1178,15 @@ const std::map<std::string, Kernel> &kernels() {
     t["tanh"] = [](const OpContext &c) {
       return floatUnary(c, [](double x) { return std::tanh(x); });
     };
+    t["sin"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::sin(x); });
+    };
+    t["cos"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::cos(x); });
+    };
+    t["floor"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::floor(x); });
+    };
     t["sigmoid"] = [](const OpContext &c) {
       return floatUnary(c, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
     };

@@ -166,6 +166,8 @@ TEST(CompiledOps, Unary) {
       {"square", square, -2, 2},     {"exp", estc::exp, -5, 5},
       {"log", estc::log, 0.01, 5},   {"sqrt", estc::sqrt, 0, 5},
       {"rsqrt", rsqrt, 0.01, 5},     {"tanh", estc::tanh, -5, 5},
+      {"sin", estc::sin, -7, 7},     {"cos", estc::cos, -7, 7},
+      {"floor", estc::floor, -5, 5},
       {"sigmoid", sigmoid, -9, 9},   {"relu", nn::relu, -2, 2},
       {"relu6", nn::relu6, -9, 9},   {"elu", nn::elu, -5, 5},
       {"softplus", nn::softplus, -30, 30}};

@@ -415,6 +415,15 @@ Value elementwiseBody(Operation *op, OpBuilder &b, Location loc,
       .Case([&](est::TanhOp) -> Value {
         return math::TanhOp::create(b, loc, args[0]);
       })
+      .Case([&](est::SinOp) -> Value {
+        return math::SinOp::create(b, loc, args[0]);
+      })
+      .Case([&](est::CosOp) -> Value {
+        return math::CosOp::create(b, loc, args[0]);
+      })
+      .Case([&](est::FloorOp) -> Value {
+        return math::FloorOp::create(b, loc, args[0]);
+      })
       .Case([&](est::SigmoidOp) -> Value {
         // 1 / (1 + exp(-x)).
         Value negX = arith::NegFOp::create(b, loc, args[0]);
@@ -456,7 +465,7 @@ bool isElementwise(Operation *op) {
              est::LogicalNotOp, est::SelectOp, est::CastOp,
              est::BroadcastToOp, est::NegOp, est::AbsOp, est::SquareOp,
              est::ExpOp, est::LogOp, est::SqrtOp, est::RsqrtOp, est::TanhOp,
-             est::SigmoidOp, est::ReluOp, est::Relu6Op, est::EluOp,
+             est::SinOp, est::CosOp, est::FloorOp, est::SigmoidOp, est::ReluOp, est::Relu6Op, est::EluOp,
              est::SoftplusOp>(op);
 }
 

@@ -277,6 +277,27 @@ LogicalResult gradient(TanhOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+LogicalResult gradient(SinOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, CosOp::create(b, op.getLoc(), op.getX()))});
+  return success();
+}
+
+LogicalResult gradient(CosOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, NegOp::create(b, op.getLoc(),
+                             SinOp::create(b, op.getLoc(), op.getX())))});
+  return success();
+}
+
+/// Piecewise constant: no gradient (TF's Floor has none).
+LogicalResult gradient(FloorOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+
 LogicalResult gradient(SigmoidOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value z = op.getResult();
@@ -690,8 +711,8 @@ template <typename... OpTs> void attach(MLIRContext &context) {
 
 void mlir::est::attachGradientInterfaces(MLIRContext &context) {
   attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp, AbsOp,
-         SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SigmoidOp, ReluOp,
-         Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp,
+         SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, FloorOp,
+         SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp,
          MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
          ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp, BroadcastToOp,
          ConcatOp, SliceOp, PadOp, GatherOp, SoftmaxOp, LogSoftmaxOp,

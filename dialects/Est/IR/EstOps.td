@@ -126,6 +126,10 @@ def Est_SqrtOp : Est_UnaryOp<"sqrt", Est_FloatTensor, "square root">;
 def Est_RsqrtOp
     : Est_UnaryOp<"rsqrt", Est_FloatTensor, "reciprocal square root">;
 def Est_TanhOp : Est_UnaryOp<"tanh", Est_FloatTensor, "hyperbolic tangent">;
+def Est_SinOp : Est_UnaryOp<"sin", Est_FloatTensor, "sine (radians)">;
+def Est_CosOp : Est_UnaryOp<"cos", Est_FloatTensor, "cosine (radians)">;
+def Est_FloorOp
+    : Est_UnaryOp<"floor", Est_FloatTensor, "largest integer <= x">;
 def Est_SigmoidOp
     : Est_UnaryOp<"sigmoid", Est_FloatTensor, "logistic sigmoid">;
 def Est_ReluOp : Est_UnaryOp<"relu", Est_FloatTensor, "max(x, 0)">;
