@@ -177,7 +177,8 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
         << describe(loss) << "; the train op only increments global_step";
   ApplyGradientsOp::create(b, loc, minimize.getOptimizerAttr(),
                            minimize.getHyperparametersAttr(),
-                           b.getArrayAttr(variables), variableGrads);
+                           b.getArrayAttr(variables), variableGrads,
+                           minimize.getLearningRate());
   minimize.erase();
   return success();
 }

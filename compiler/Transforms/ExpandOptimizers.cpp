@@ -6,6 +6,13 @@
 // value is computed before the first assignment, so no op reads a variable
 // after it was written in the same step.
 //
+// The learning rate is the `learning_rate` operand when present (a scalar
+// computed in the step, e.g. a schedule of global_step, cast to each
+// variable's element type), else the hyperparameter. With the hyperparameter
+// `clip_gradients_by_global_norm` = c, every gradient is first multiplied by
+// c / max(global_norm, c), global_norm = sqrt(sum of all squared gradient
+// elements) (tf.clip_by_global_norm).
+//
 // Slot variables are module variables named like TF's (non-trainable),
 // appended after the existing variables in creation order:
 //   momentum  <var>/Momentum                       zeros
@@ -99,6 +106,18 @@ private:
     assignments.push_back({name.str(), value});
   }
 
+  /// The learning rate as a scalar of `like`'s element type: the
+  /// `learning_rate` operand (cast when needed), else the hyperparameter.
+  Value learningRate(Value like) {
+    Value lr = apply.getLearningRate();
+    if (!lr)
+      return c(like, hp("learning_rate", 0.001));
+    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+    if (cast<RankedTensorType>(lr.getType()).getElementType() == elt)
+      return lr;
+    return CastOp::create(b, loc, lr, TypeAttr::get(elt));
+  }
+
   /// The slot variable `<var>/<slot>` (created when missing) and its value.
   Value slot(StringRef var, StringRef slotName, RankedTensorType type,
              double init) {
@@ -137,6 +156,7 @@ private:
   }
 
   LogicalResult update(StringRef var, Value v, Value g, Value step);
+  SmallVector<Value> clipByGlobalNorm(ArrayRef<Value> grads, double clipNorm);
 
   /// New variables go after the existing ones (in creation order), so the
   /// indices of the model's variables stay as they were.
@@ -160,7 +180,7 @@ private:
 LogicalResult Expander::update(StringRef var, Value v, Value g, Value step) {
   auto type = cast<RankedTensorType>(v.getType());
   StringRef kind = apply.getOptimizer();
-  Value lr = c(v, hp("learning_rate", 0.001));
+  Value lr = learningRate(v);
   if (kind == "sgd") {
     assign(var, sub(v, mul(lr, g)));
   } else if (kind == "momentum") {
@@ -241,10 +261,52 @@ LogicalResult Expander::update(StringRef var, Value v, Value g, Value step) {
   return success();
 }
 
+SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
+                                              double clipNorm) {
+  // tf.clip_by_global_norm: global_norm = sqrt(sum_i sum(g_i^2)) (in f32),
+  // g_i *= clip / max(global_norm, clip).
+  if (grads.empty())
+    return {};
+  Type f32 = b.getF32Type();
+  auto scalarType = RankedTensorType::get({}, f32);
+  Value sumSq;
+  for (Value g : grads) {
+    auto type = cast<RankedTensorType>(g.getType());
+    SmallVector<int64_t> axes = llvm::to_vector(
+        llvm::seq<int64_t>(0, type.getRank()));
+    Value s = ReduceSumOp::create(b, loc, square(g),
+                                  b.getDenseI64ArrayAttr(axes), false);
+    if (type.getElementType() != f32)
+      s = CastOp::create(b, loc, s, TypeAttr::get(f32));
+    sumSq = sumSq ? add(sumSq, s) : s;
+  }
+  Value clip = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, clipNorm)));
+  Value scale = div(clip, MaximumOp::create(b, loc, sqrt(sumSq), clip));
+  SmallVector<Value> clipped;
+  for (Value g : grads) {
+    Type elt = cast<RankedTensorType>(g.getType()).getElementType();
+    Value s = elt == f32 ? scale
+                         : Value(CastOp::create(b, loc, scale,
+                                                TypeAttr::get(elt)));
+    clipped.push_back(mul(g, s));
+  }
+  return clipped;
+}
+
 LogicalResult Expander::run() {
   Value step = globalStep();
-  for (auto [attr, g] :
-       llvm::zip_equal(apply.getVariables(), apply.getGradients())) {
+  SmallVector<Value> grads = llvm::to_vector(apply.getGradients());
+  if (Attribute clip =
+          apply.getHyperparameters().get("clip_gradients_by_global_norm")) {
+    double norm = hp("clip_gradients_by_global_norm", 0.0);
+    if (!isa<FloatAttr, IntegerAttr>(clip) || !(norm > 0.0))
+      return apply.emitError("clip_gradients_by_global_norm must be a "
+                             "positive number, got ")
+             << clip;
+    grads = clipByGlobalNorm(grads, norm);
+  }
+  for (auto [attr, g] : llvm::zip_equal(apply.getVariables(), grads)) {
     StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
     auto varOp = module.lookupSymbol<VariableOp>(var);
     if (!varOp)

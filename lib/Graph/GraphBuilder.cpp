@@ -589,6 +589,16 @@ Variable Graph::global_step_variable() {
 
 Tensor Graph::global_step() { return read_variable(global_step_variable()); }
 
+void Graph::add_to_collection(const std::string &key, const Tensor &value) {
+  checkOwn(value, "collection '" + key + "'");
+  collections_[modePrefix() + "|" + key].push_back(value);
+}
+
+std::vector<Tensor> Graph::get_collection(const std::string &key) const {
+  auto it = collections_.find(modePrefix() + "|" + key);
+  return it == collections_.end() ? std::vector<Tensor>() : it->second;
+}
+
 // --- Signatures ----------------------------------------------------------------
 
 bool Graph::has_signature(ModeKeys mode) const {

@@ -315,6 +315,13 @@ public:
   Tensor global_step();
   Variable global_step_variable();
 
+  // --- Collections ---------------------------------------------------------
+  /// tf.add_to_collection / tf.get_collection for Tensors, per mode (each
+  /// mode's model_fn call starts empty): "losses" (the tf.losses functions
+  /// add their result), "regularization_losses" (layer regularizers).
+  void add_to_collection(const std::string &key, const Tensor &value);
+  std::vector<Tensor> get_collection(const std::string &key) const;
+
   // --- Nodes ---------------------------------------------------------------
   /// A unique node name for `base` in the current mode and name scope.
   std::string unique_node_name(const std::string &base) const;
@@ -349,6 +356,7 @@ private:
   std::map<std::string, int> layerCounts_;
   std::set<std::string> createdInContext_;
   std::map<std::string, std::string> readCache_; // mode|var -> node
+  std::map<std::string, std::vector<Tensor>> collections_; // mode|key
 };
 
 // --- Arithmetic operators (add / sub / mul / div, broadcasting) ----------

@@ -1,6 +1,7 @@
 //===- Layers.cpp - tf.layers for the graph builder ---------------------===//
 
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/Train.h"
 
 #include <algorithm>
 #include <cctype>
@@ -30,7 +31,8 @@ std::string upper(std::string s) {
 
 Tensor dense(const Tensor &x, int64_t units, Activation activation,
              bool use_bias, const Initializer &kernel_initializer,
-             const Initializer &bias_initializer, const std::string &name) {
+             const Initializer &bias_initializer, const std::string &name,
+             const std::function<Tensor(const Tensor &)> &kernel_regularizer) {
   Graph &g = x.graph();
   std::string layer = layerName(g, name, "dense");
   auto scope = g.name_scope(layer);
@@ -44,6 +46,10 @@ Tensor dense(const Tensor &x, int64_t units, Activation activation,
                "units must be positive, got " + std::to_string(units));
   Variable kernel =
       g.get_variable("kernel", x.dtype(), {in, units}, kernel_initializer);
+  if (kernel_regularizer) {
+    auto s = g.name_scope("kernel");
+    losses::add_regularization_loss(kernel_regularizer, g.read_variable(kernel));
+  }
   Tensor y = matmul(x, kernel);
   if (use_bias) {
     Variable bias =

@@ -45,12 +45,17 @@ private:
 namespace layers {
 
 /// tf.layers.dense: x [..., in] -> [..., units]; kernel [in, units].
+/// `kernel_regularizer` (e.g. losses::l2_regularizer(0.01)): its penalty of
+/// the kernel goes to the mode's "regularization_losses" collection
+/// (losses::get_regularization_loss, losses::get_total_loss).
 Tensor dense(const Tensor &x, int64_t units, Activation activation = nullptr,
              bool use_bias = true,
              const Initializer &kernel_initializer =
                  glorot_uniform_initializer(),
              const Initializer &bias_initializer = zeros_initializer(),
-             const std::string &name = "");
+             const std::string &name = "",
+             const std::function<Tensor(const Tensor &)> &kernel_regularizer =
+                 nullptr);
 
 /// tf.layers.conv2d: NHWC input, HWIO kernel [kh, kw, in, filters].
 /// padding: "valid" or "same" (any case).

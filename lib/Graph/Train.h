@@ -15,6 +15,7 @@
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,9 +35,52 @@ Tensor sigmoid_cross_entropy(const Tensor &multi_class_labels,
 /// Labels are cast to the predictions' dtype.
 Tensor mean_squared_error(const Tensor &labels, const Tensor &predictions,
                           const std::string &name = "");
+// Each loss above is also added to the mode's "losses" collection.
+
+/// tf.nn.l2_loss: sum(t^2) / 2 (a scalar of t's float dtype).
+Tensor l2_loss(const Tensor &t, const std::string &name = "");
+
+/// A weight regularizer: weights -> a float scalar penalty.
+using Regularizer = std::function<Tensor(const Tensor &weights)>;
+/// tf.contrib.layers.l1_regularizer: scale * sum(|w|). scale >= 0.
+Regularizer l1_regularizer(double scale);
+/// tf.contrib.layers.l2_regularizer: scale * l2_loss(w) = scale * sum(w^2)/2.
+Regularizer l2_regularizer(double scale);
+/// Applies `regularizer` to `weights` and adds the penalty to the mode's
+/// "regularization_losses" collection (what layers do with
+/// kernel_regularizer); returns the penalty.
+Tensor add_regularization_loss(const Regularizer &regularizer,
+                               const Tensor &weights);
+
+/// tf.losses.get_regularization_loss: the sum of the mode's regularization
+/// losses (0.0 when there are none).
+Tensor get_regularization_loss(Graph &graph,
+                               const std::string &name =
+                                   "total_regularization_loss");
+/// tf.losses.get_total_loss: the sum of the mode's "losses" collection, plus
+/// the regularization losses when `add_regularization_losses`. Throws when
+/// the sum would be empty.
+Tensor get_total_loss(Graph &graph, bool add_regularization_losses = true,
+                      const std::string &name = "total_loss");
 } // namespace losses
 
 namespace train {
+
+/// An optimizer's learning rate: a number (the `learning_rate`
+/// hyperparameter) or a float scalar Tensor computed in the step, such as a
+/// schedule of global_step (the `minimize` node's second input).
+class LearningRate {
+public:
+  LearningRate(double value) : value_(value) {}
+  LearningRate(const Tensor &tensor) : tensor_(tensor) {}
+  bool is_tensor() const { return tensor_.valid(); }
+  double value() const { return value_; }
+  const Tensor &tensor() const { return tensor_; }
+
+private:
+  double value_ = 0.0;
+  Tensor tensor_;
+};
 
 /// An optimizer description: the `minimize` node's `optimizer` attribute
 /// (sgd, momentum, adagrad, adam, rmsprop, ftrl) and hyperparameters.
@@ -46,11 +90,21 @@ public:
             std::map<std::string, graph::AttrValue> hyperparameters)
       : kind_(std::move(kind)), nodeName_(std::move(node_name)),
         hyperparameters_(std::move(hyperparameters)) {}
+  /// Sets the learning rate (the hyperparameter or the Tensor input).
+  Optimizer(std::string kind, std::string node_name,
+            std::map<std::string, graph::AttrValue> hyperparameters,
+            const LearningRate &learning_rate);
 
   const std::string &kind() const { return kind_; }
   const std::map<std::string, graph::AttrValue> &hyperparameters() const {
     return hyperparameters_;
   }
+  /// The learning-rate Tensor; invalid when it is a hyperparameter.
+  const Tensor &learning_rate_tensor() const { return learningRate_; }
+  /// A copy that clips the gradients by their global norm before the
+  /// update (tf.clip_by_global_norm; the hyperparameter
+  /// clip_gradients_by_global_norm). clip_norm > 0.
+  Optimizer clip_gradients_by_global_norm(double clip_norm) const;
 
   /// Emits the train op. `var_list` empty: all trainable variables.
   Operation minimize(const Tensor &loss,
@@ -61,19 +115,20 @@ private:
   std::string kind_;
   std::string nodeName_; // default node base name ("Adam")
   std::map<std::string, graph::AttrValue> hyperparameters_;
+  Tensor learningRate_;
 };
 
-Optimizer GradientDescentOptimizer(double learning_rate);
-Optimizer MomentumOptimizer(double learning_rate, double momentum,
+Optimizer GradientDescentOptimizer(LearningRate learning_rate);
+Optimizer MomentumOptimizer(LearningRate learning_rate, double momentum,
                             bool use_nesterov = false);
-Optimizer AdagradOptimizer(double learning_rate,
+Optimizer AdagradOptimizer(LearningRate learning_rate,
                            double initial_accumulator_value = 0.1);
-Optimizer AdamOptimizer(double learning_rate = 0.001, double beta1 = 0.9,
+Optimizer AdamOptimizer(LearningRate learning_rate = 0.001, double beta1 = 0.9,
                         double beta2 = 0.999, double epsilon = 1e-8);
-Optimizer RMSPropOptimizer(double learning_rate, double decay = 0.9,
+Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay = 0.9,
                            double momentum = 0.0, double epsilon = 1e-10,
                            bool centered = false);
-Optimizer FtrlOptimizer(double learning_rate,
+Optimizer FtrlOptimizer(LearningRate learning_rate,
                         double learning_rate_power = -0.5,
                         double initial_accumulator_value = 0.1,
                         double l1_regularization_strength = 0.0,
@@ -81,6 +136,36 @@ Optimizer FtrlOptimizer(double learning_rate,
 
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);
+
+// Learning-rate schedules (tf.compat.v1.train.*): float32 scalars computed
+// from `global_step` (an integer or float scalar, usually
+// graph.global_step()) inside the step. Bad arguments throw GraphError.
+
+/// lr * decay_rate ^ (step / decay_steps); staircase: the exponent is
+/// floor(step / decay_steps). decay_steps > 0.
+Tensor exponential_decay(double learning_rate, const Tensor &global_step,
+                         double decay_steps, double decay_rate,
+                         bool staircase = false, const std::string &name = "");
+/// values[0] while step <= boundaries[0], values[i] while
+/// boundaries[i-1] < step <= boundaries[i], values.back() after the last
+/// boundary. Boundaries strictly increasing; values.size() ==
+/// boundaries.size() + 1.
+Tensor piecewise_constant(const Tensor &global_step,
+                          const std::vector<double> &boundaries,
+                          const std::vector<double> &values,
+                          const std::string &name = "");
+/// (lr - end) * (1 - step / decay_steps) ^ power + end, step clipped to
+/// decay_steps; cycle: decay_steps * ceil(step / decay_steps) (1 at step 0)
+/// instead of clipping. decay_steps > 0.
+Tensor polynomial_decay(double learning_rate, const Tensor &global_step,
+                        double decay_steps, double end_learning_rate = 0.0001,
+                        double power = 1.0, bool cycle = false,
+                        const std::string &name = "");
+/// lr * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) /
+/// decay_steps)) + alpha). decay_steps > 0.
+Tensor cosine_decay(double learning_rate, const Tensor &global_step,
+                    double decay_steps, double alpha = 0.0,
+                    const std::string &name = "");
 
 } // namespace train
 

@@ -86,3 +86,22 @@ func.func @train(%x: tensor<?x?x4x1xf32>) {
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return
 }
+
+// -----
+
+// A learning-rate operand goes from the minimize to apply_gradients.
+// CHECK-LABEL: func.func @scheduled
+// CHECK: %[[STEP:.*]] = est.read_variable @global_step
+// CHECK: %[[LR:.*]] = est.cast %[[STEP]]
+// CHECK: est.apply_gradients "sgd" {} [@s] %{{.*}} : tensor<3xf32> learning_rate %[[LR]] : tensor<f32>
+est.variable @s : tensor<3xf32> {trainable}
+est.variable @global_step : tensor<i64>
+
+func.func @scheduled() {
+  %s = est.read_variable @s : tensor<3xf32>
+  %step = est.read_variable @global_step : tensor<i64>
+  %lr = est.cast %step to f32 : tensor<i64> -> tensor<f32>
+  %loss = est.reduce_sum %s : tensor<3xf32> -> tensor<f32>
+  est.minimize %loss learning_rate %lr : tensor<f32> optimizer "sgd" {} : tensor<f32>
+  return
+}

@@ -114,3 +114,47 @@ func.func @ftrl(%g: tensor<3xf32>) {
   est.apply_gradients "ftrl" {learning_rate = 1.000000e-01 : f64, learning_rate_power = -5.000000e-01 : f64, initial_accumulator_value = 1.000000e-01 : f64, l1_regularization_strength = 1.000000e-02 : f64, l2_regularization_strength = 1.000000e-02 : f64} [@w] %g : tensor<3xf32>
   return
 }
+
+// -----
+
+// A learning rate computed in the step (a schedule of global_step) is the
+// apply_gradients operand; it is cast to the variable's element type.
+// CHECK-LABEL: func.func @scheduled
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>, %[[LR:.*]]: tensor<f64>)
+// CHECK: %[[W:.*]] = est.read_variable @w
+// CHECK: %[[LR32:.*]] = est.cast %[[LR]] to f32
+// CHECK-NOT: learning_rate
+// CHECK: %[[D:.*]] = est.mul %[[LR32]], %[[G]]
+// CHECK: %[[NEW:.*]] = est.sub %[[W]], %[[D]]
+// CHECK: est.assign_variable @w, %[[NEW]]
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @scheduled(%g: tensor<3xf32>, %lr: tensor<f64>) {
+  est.apply_gradients "sgd" {} [@w] %g : tensor<3xf32> learning_rate %lr : tensor<f64>
+  return
+}
+
+// -----
+
+// clip_gradients_by_global_norm: every gradient times
+// clip / max(sqrt(sum of all squares), clip) before the update.
+// CHECK-LABEL: func.func @clipped
+// CHECK-SAME: (%[[G1:.*]]: tensor<3xf32>, %[[G2:.*]]: tensor<2x2xf32>)
+// CHECK: %[[S1:.*]] = est.reduce_sum %{{.*}} {axes = array<i64: 0>
+// CHECK: %[[S2:.*]] = est.reduce_sum %{{.*}} {axes = array<i64: 0, 1>
+// CHECK: %[[SUM:.*]] = est.add %[[S1]], %[[S2]]
+// CHECK: %[[CLIP:.*]] = est.constant dense<5.000000e+00> : tensor<f32>
+// CHECK: %[[NORM:.*]] = est.sqrt %[[SUM]]
+// CHECK: %[[MAX:.*]] = est.maximum %[[NORM]], %[[CLIP]]
+// CHECK: %[[SCALE:.*]] = est.div %[[CLIP]], %[[MAX]]
+// CHECK: %[[C1:.*]] = est.mul %[[G1]], %[[SCALE]]
+// CHECK: %[[C2:.*]] = est.mul %[[G2]], %[[SCALE]]
+// CHECK: est.mul %{{.*}}, %[[C1]]
+// CHECK: est.mul %{{.*}}, %[[C2]]
+est.variable @a : tensor<3xf32> {trainable}
+est.variable @b : tensor<2x2xf32> {trainable}
+
+func.func @clipped(%g1: tensor<3xf32>, %g2: tensor<2x2xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, clip_gradients_by_global_norm = 5.000000e+00 : f64} [@a, @b] %g1, %g2 : tensor<3xf32>, tensor<2x2xf32>
+  return
+}

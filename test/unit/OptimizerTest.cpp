@@ -83,7 +83,10 @@ g::GraphDef buildGraph(const TrainOpFn &makeTrainOp) {
 void checkSteps(const TrainOpFn &makeTrainOp, const RefStep &refStep,
                 const std::function<double(int64_t)> &lrAt,
                 double tolerance = 1e-5,
-                const std::function<void(const RefState &, JitModel &)> &extra = {}) {
+                const std::function<void(const RefState &, JitModel &)> &extra = {},
+                const std::function<void(std::vector<double> &grad,
+                                         const std::vector<double> &w)>
+                    &adjustGrad = {}) {
   g::GraphDef def = buildGraph(makeTrainOp);
   std::unique_ptr<JitModel> model =
       jitCompileForTest(def, "Opt", {}, /*warningsFail=*/true);
@@ -114,6 +117,8 @@ void checkSteps(const TrainOpFn &makeTrainOp, const RefStep &refStep,
     const std::vector<double> &w = ref.vars["w"];
     for (size_t i = 0; i < w.size(); ++i)
       grad[i] = 2 * kC[i] * (w[i] - t.data[i]);
+    if (adjustGrad)
+      adjustGrad(grad, w);
     refStep(ref, grad, lrAt(ref.step));
     ++ref.step;
 
@@ -311,6 +316,195 @@ TEST(OptimizerTest, FtrlL1L2Sparsity) {
                  }
                EXPECT_GT(zeros, 0) << "the case does not exercise l1";
                EXPECT_LT(zeros, static_cast<int>(w.size()));
+             });
+}
+
+// --- Learning-rate schedules (tf.compat.v1.train.*) -------------------------
+// SGD (and Adam) with the learning rate a Tensor computed from global_step;
+// the reference learning rate is the formula at the step before the update.
+
+TrainOpFn scheduled(const std::function<Tensor(Graph &)> &lr,
+                    const std::string &kind = "sgd") {
+  return [=](Graph &g, const Tensor &loss) {
+    Tensor rate = lr(g);
+    train::Optimizer opt = kind == "adam"
+                               ? train::AdamOptimizer(rate, 0.8, 0.99, 1e-6)
+                               : train::GradientDescentOptimizer(rate);
+    return opt.minimize(loss);
+  };
+}
+
+TEST(LearningRateScheduleTest, ExponentialDecay) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::exponential_decay(0.1, g.global_step(), 2.0, 0.5);
+             }),
+             sgdRef(),
+             [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); });
+}
+
+TEST(LearningRateScheduleTest, ExponentialDecayStaircase) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::exponential_decay(0.1, g.global_step(), 2.0, 0.5,
+                                               true);
+             }),
+             sgdRef(),
+             [](int64_t s) { return 0.1 * std::pow(0.5, std::floor(s / 2.0)); });
+}
+
+TEST(LearningRateScheduleTest, ExponentialDecayAdam) {
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::exponential_decay(0.1, g.global_step(), 3.0,
+                                                   0.7);
+                 },
+                 "adam"),
+             adamRef(0.8, 0.99, 1e-6),
+             [](int64_t s) { return 0.1 * std::pow(0.7, s / 3.0); });
+}
+
+TEST(LearningRateScheduleTest, PiecewiseConstant) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::piecewise_constant(g.global_step(), {1, 3},
+                                                {0.1, 0.05, 0.01});
+             }),
+             sgdRef(), [](int64_t s) {
+               return s <= 1 ? 0.1 : s <= 3 ? 0.05 : 0.01;
+             });
+}
+
+double polynomial(int64_t step, double lr, double decaySteps, double end,
+                  double power, bool cycle) {
+  double s = static_cast<double>(step), d = decaySteps;
+  if (cycle)
+    d = decaySteps * (s == 0 ? 1.0 : std::ceil(s / decaySteps));
+  else
+    s = std::min(s, d);
+  return (lr - end) * std::pow(1 - s / d, power) + end;
+}
+
+TEST(LearningRateScheduleTest, PolynomialDecay) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::polynomial_decay(0.1, g.global_step(), 3.0, 0.01,
+                                              2.0);
+             }),
+             sgdRef(),
+             [](int64_t s) { return polynomial(s, 0.1, 3.0, 0.01, 2.0, false); });
+}
+
+TEST(LearningRateScheduleTest, PolynomialDecayCycle) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::polynomial_decay(0.1, g.global_step(), 3.0, 0.01,
+                                              0.5, true);
+             }),
+             sgdRef(),
+             [](int64_t s) { return polynomial(s, 0.1, 3.0, 0.01, 0.5, true); });
+}
+
+TEST(LearningRateScheduleTest, CosineDecay) {
+  checkSteps(scheduled([](Graph &g) {
+               return train::cosine_decay(0.1, g.global_step(), 3.0, 0.2);
+             }),
+             sgdRef(), [](int64_t s) {
+               double p = std::min(static_cast<double>(s), 3.0) / 3.0;
+               return 0.1 * (0.8 * 0.5 * (1 + std::cos(M_PI * p)) + 0.2);
+             });
+}
+
+TEST(LearningRateScheduleTest, BadArguments) {
+  Graph g;
+  g.get_variable("v", DType::Float32, {2});
+  Tensor step = g.global_step();
+  auto throwsWith = [](const std::function<void()> &fn,
+                       const std::string &text) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error; expected: " << text;
+    } catch (const GraphError &e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos)
+          << e.what();
+    }
+  };
+  throwsWith([&] { train::exponential_decay(0.1, step, 0.0, 0.5); },
+             "exponential_decay: decay_steps must be > 0");
+  throwsWith([&] { train::piecewise_constant(step, {1, 3}, {0.1, 0.2}); },
+             "piecewise_constant: 2 values for 2 boundaries");
+  throwsWith([&] { train::piecewise_constant(step, {3, 1}, {1, 2, 3}); },
+             "piecewise_constant: boundaries must increase");
+  throwsWith(
+      [&] {
+        train::cosine_decay(0.1, g.constant({1, 2}, {2}, DType::Int64), 3.0);
+      },
+      "cosine_decay: global_step");
+  throwsWith(
+      [&] {
+        train::GradientDescentOptimizer(g.constant({1, 2}, {2}))
+            .minimize(g.constant(1.0));
+      },
+      "must be a float scalar");
+  throwsWith([&] { train::AdamOptimizer(0.1).clip_gradients_by_global_norm(0); },
+             "clip_norm must be a finite number > 0");
+  throwsWith([&] { losses::l2_regularizer(-1.0); },
+             "l2_regularizer: scale must be a finite number >= 0");
+}
+
+// --- Gradient clipping and regularization -------------------------------------
+
+/// tf.clip_by_global_norm of the reference gradient (one variable).
+void clipRef(std::vector<double> &g, double clip) {
+  double sum = 0;
+  for (double v : g)
+    sum += v * v;
+  double scale = clip / std::max(std::sqrt(sum), clip);
+  for (double &v : g)
+    v *= scale;
+}
+
+TEST(ClipGradientsTest, ClipsByGlobalNorm) {
+  // The gradients' global norm is > 10 at first, so clipping is active.
+  checkSteps(minimizeWith(train::MomentumOptimizer(0.05, 0.9)
+                              .clip_gradients_by_global_norm(2.0)),
+             momentumRef(0.9, false), constantLr(0.05), 1e-5, {},
+             [](std::vector<double> &g, const std::vector<double> &) {
+               double sum = 0;
+               for (double v : g)
+                 sum += v * v;
+               EXPECT_GT(std::sqrt(sum), 2.0) << "the case does not clip";
+               clipRef(g, 2.0);
+             });
+}
+
+TEST(ClipGradientsTest, NoChangeBelowTheNorm) {
+  checkSteps(minimizeWith(train::GradientDescentOptimizer(0.05)
+                              .clip_gradients_by_global_norm(1e6)),
+             sgdRef(), constantLr(0.05));
+}
+
+TrainOpFn regularized(const losses::Regularizer &regularizer,
+                      const train::Optimizer &opt) {
+  return [=](Graph &g, const Tensor &loss) {
+    losses::add_regularization_loss(regularizer,
+                                    g.read_variable(*g.find_variable("w")));
+    return opt.minimize(add(loss, losses::get_regularization_loss(g)));
+  };
+}
+
+TEST(RegularizationTest, L2) {
+  checkSteps(regularized(losses::l2_regularizer(0.3),
+                         train::GradientDescentOptimizer(0.05)),
+             sgdRef(), constantLr(0.05), 1e-5, {},
+             [](std::vector<double> &g, const std::vector<double> &w) {
+               for (size_t i = 0; i < g.size(); ++i)
+                 g[i] += 0.3 * w[i];
+             });
+}
+
+TEST(RegularizationTest, L1) {
+  checkSteps(regularized(losses::l1_regularizer(0.2),
+                         train::GradientDescentOptimizer(0.05)),
+             sgdRef(), constantLr(0.05), 1e-5, {},
+             [](std::vector<double> &g, const std::vector<double> &w) {
+               for (size_t i = 0; i < g.size(); ++i)
+                 g[i] += 0.2 * (w[i] > 0 ? 1.0 : w[i] < 0 ? -1.0 : 0.0);
              });
 }
 

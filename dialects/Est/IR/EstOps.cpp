@@ -685,7 +685,8 @@ EST_INFER(AssignVariableOp) {
 
 EST_INFER(MinimizeOp) {
   EST_INFERENCE;
-  if (failed(inf.operandCount(1)) ||
+  // The loss and, optionally, the learning rate (a float scalar).
+  if (failed(inf.operandCount(1, 2)) ||
       failed(inf.require(adaptor.getOptimizerAttr(), "optimizer")) ||
       failed(inf.require(adaptor.getHyperparametersAttr(), "hyperparameters")))
     return failure();

@@ -794,25 +794,33 @@ def Est_MinimizeOp : Est_Op<"minimize", [
     Updates `var_list` (all trainable variables when absent) with
     `optimizer` (sgd, momentum, adagrad, adam, rmsprop, ftrl) and its
     `hyperparameters`. The training pass expands it into gradients and
-    update ops.
+    update ops. The optional `learning_rate` operand (a float scalar computed
+    in the step, e.g. a schedule of global_step) replaces the
+    `learning_rate` hyperparameter. The hyperparameter
+    `clip_gradients_by_global_norm` scales all gradients by
+    `clip / max(global_norm, clip)` first (tf.clip_by_global_norm).
 
     ```mlir
     est.minimize %loss optimizer "adam" {learning_rate = 2.000000e-03 : f64} : tensor<f32>
     est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} var_list [@w, @b] : tensor<f32>
+    est.minimize %loss learning_rate %lr : tensor<f32> optimizer "sgd" {} : tensor<f32>
     ```
   }];
   let arguments = (ins 0DTensorOf<[F16, BF16, F32, F64]>:$loss,
+                       Optional<0DTensorOf<[F16, BF16, F32, F64]>>:$learning_rate,
                        StrAttr:$optimizer,
                        DictionaryAttr:$hyperparameters,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$var_list);
   let assemblyFormat = [{
-    $loss `optimizer` $optimizer $hyperparameters (`var_list` $var_list^)?
+    $loss (`learning_rate` $learning_rate^ `:` type($learning_rate))?
+    `optimizer` $optimizer $hyperparameters (`var_list` $var_list^)?
     attr-dict `:` type($loss)
   }];
   let hasVerifier = 1;
 }
 
 def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
+    AttrSizedOperandSegments,
     MemoryEffects<[MemRead<Est_VariableResource>,
                    MemWrite<Est_VariableResource>]>]> {
   let summary = "One optimizer step from computed gradients";
@@ -820,17 +828,21 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
     What `est-autodiff` leaves of an `est.minimize`: the gradient of the loss
     for each of `variables` (same order, the variable's type), and the
     optimizer. `est-expand-optimizers` expands it into slot variables,
-    `est.assign_variable`s and the `global_step` increment.
+    `est.assign_variable`s and the `global_step` increment. `learning_rate`
+    as for `est.minimize`.
 
     ```mlir
     est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32>
+    est.apply_gradients "sgd" {} [@w] %gw : tensor<4x3xf32> learning_rate %lr : tensor<f32>
     ```
   }];
   let arguments = (ins StrAttr:$optimizer, DictionaryAttr:$hyperparameters,
                        FlatSymbolRefArrayAttr:$variables,
-                       Variadic<Est_FloatTensor>:$gradients);
+                       Variadic<Est_FloatTensor>:$gradients,
+                       Optional<0DTensorOf<[F16, BF16, F32, F64]>>:$learning_rate);
   let assemblyFormat = [{
     $optimizer $hyperparameters $variables ($gradients^ `:` type($gradients))?
+    (`learning_rate` $learning_rate^ `:` type($learning_rate))?
     attr-dict
   }];
 }
