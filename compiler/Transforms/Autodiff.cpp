@@ -12,8 +12,10 @@
 //      summed.
 //   4. The minimize becomes `est.apply_gradients` with, for each variable
 //      that influences the loss, the sum of the gradients of its reads.
-//      Variables that do not influence the loss get no update; when none
-//      does, a warning names the loss (global_step is still incremented).
+//      Variables that do not influence the loss get no update (no slots
+//      either); when none does, a one-line warning names the loss and the
+//      variables (global_step is still incremented), and so does one for
+//      var_list entries that do not influence it.
 //   An op on the path without a gradient rule leaves the minimize in place
 //   with a warning naming the op (the driver then drops @train), and so
 //   does a rule that does not cover its op's shapes or attributes.
@@ -162,19 +164,36 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   // 4. apply_gradients for the variables the loss depends on.
   SmallVector<Attribute> variables;
   SmallVector<Value> variableGrads;
+  SmallVector<StringRef> unused;
   for (StringRef name : names) {
     Value sum;
     for (Value read : reads.lookup(name))
       if (Value g = grads.lookup(read))
         sum = sum ? Value(AddOp::create(b, loc, sum, g)) : g;
-    if (!sum)
+    if (!sum) {
+      unused.push_back(name);
       continue;
+    }
     variables.push_back(FlatSymbolRefAttr::get(b.getContext(), name));
     variableGrads.push_back(sum);
   }
+  auto list = [](ArrayRef<StringRef> vars) {
+    std::string s;
+    for (StringRef v : vars)
+      s += (s.empty() ? "@" : ", @") + v.str();
+    return s;
+  };
   if (variables.empty())
     minimize.emitWarning("no trainable variable influences the loss ")
-        << describe(loss) << "; the train op only increments global_step";
+        << describe(loss) << " (variables: "
+        << (unused.empty() ? std::string("none") : list(unused))
+        << "); the train op only increments global_step";
+  else if (minimize.getVarList() && !unused.empty())
+    minimize.emitWarning("var_list variable")
+        << (unused.size() > 1 ? "s " : " ") << list(unused)
+        << " do" << (unused.size() > 1 ? "" : "es")
+        << " not influence the loss " << describe(loss)
+        << "; no update";
   ApplyGradientsOp::create(b, loc, minimize.getOptimizerAttr(),
                            minimize.getHyperparametersAttr(),
                            b.getArrayAttr(variables), variableGrads,

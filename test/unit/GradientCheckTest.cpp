@@ -69,7 +69,8 @@ Tensor randomConstant(Graph &g, const Dims &shape, uint32_t seed) {
 /// compares x_before - x_after with central differences of the reference.
 void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
                    double tolerance = 2e-3,
-                   std::vector<int64_t> shape = {2, 3}) {
+                   std::vector<int64_t> shape = {2, 3},
+                   const std::function<void(Value &x)> &adjustX = {}) {
   Graph graph;
   graph.set_seed(3);
   InputSpec inputs;
@@ -97,6 +98,8 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
   std::mt19937 rng(42);
   Value x = random(shape, rng, lo, hi);
   Value a = random(shape, rng, lo, hi);
+  if (adjustX)
+    adjustX(x);
   int trainFn = model->function_index("train");
   ASSERT_GE(trainFn, 0);
   int xIndex = model->variable_index("x");
@@ -205,6 +208,34 @@ GRADIENT_TEST(SparseSoftmaxCrossEntropy, -2, 2,
                   a.graph().constant({2, 0}, {2}, DType::Int64), x))
 GRADIENT_TEST(SigmoidCrossEntropy, -2, 2,
               nn::sigmoid_cross_entropy_with_logits(sigmoid(a), x))
+GRADIENT_TEST(ReduceProd, -2, 2, multiply(x, reduce_prod(x, Dims{1}, true)))
+GRADIENT_TEST(ReduceProdAll, 0.5, 1.5, reduce_prod(x))
+GRADIENT_TEST(GatherAxis1, -2, 2,
+              gather(x, a.graph().constant({2, 0, 2, 1}, {2, 2}, DType::Int64),
+                     1))
+
+// Exact zeros: row 0 has one (its gradient is the product of the others,
+// the others get 0), row 1 has two (all 0).
+TEST(GradientCheckTest, ReduceProdZeros) {
+  checkGradient(
+      [](Graph &, const Tensor &x, const Tensor &) {
+        return reduce_prod(x, Dims{1}, false);
+      },
+      -2, 2, 2e-3, {2, 3}, [](Value &x) {
+        x.data[1] = 0.0;
+        x.data[3] = 0.0;
+        x.data[5] = 0.0;
+      });
+}
+
+TEST(GradientCheckTest, GatherAxis2Of3) {
+  checkGradient(
+      [](Graph &g, const Tensor &x, const Tensor &) {
+        return gather(x, g.constant({1, 1, 0}, {3}, DType::Int64), -1);
+      },
+      -2, 2, 2e-3, {2, 3, 2});
+}
+
 GRADIENT_TEST(Dropout, -2, 2, nn::dropout(square(x), 0.5, 5))
 
 /// The gradient check of a window op at a run-time batch: the feature `a`

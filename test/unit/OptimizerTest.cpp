@@ -508,5 +508,53 @@ TEST(RegularizationTest, L1) {
              });
 }
 
+// --- Variables the loss does not depend on -----------------------------------
+
+TEST(UnusedVariablesTest, GetNoUpdateAndNoSlots) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"t", DType::Float32, kShape});
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Variable w = gr.get_variable("w", DType::Float32, kShape,
+                                            ones_initializer());
+               Variable u = gr.get_variable("u", DType::Float32, {4},
+                                            constant_initializer(2.5));
+               (void)gr.read_variable(u); // read, but not part of the loss
+               Signature spec;
+               spec.loss = reduce_sum(square(subtract(gr.read_variable(w),
+                                                      f["t"])));
+               spec.train_op = train::AdamOptimizer(0.1).minimize(spec.loss);
+               return spec;
+             });
+  std::unique_ptr<JitModel> model = jitCompileForTest(
+      graph.graph_def(), "Unused", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
+  JitModel &m = *model;
+  m.run("init");
+  int trainFn = m.function_index("train");
+  Value t;
+  t.dtype = g::DT_FLOAT;
+  t.shape = kShape;
+  t.data = kTargets[0];
+  store(t, m.input_data(trainFn, m.input_index(trainFn, "features/t")));
+  for (int s = 0; s < 3; ++s)
+    m.run(trainFn);
+  std::set<std::string> names;
+  for (int v = 0; v < m.spec().numVariables; ++v)
+    names.insert(m.spec().variables[v].name);
+  EXPECT_TRUE(names.count("w/Adam"));
+  EXPECT_FALSE(names.count("u/Adam")) << "a slot for an unused variable";
+  EXPECT_FALSE(names.count("u/Adam_1"));
+  void *u = m.variable_data(m.variable_index("u"));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(load(g::DT_FLOAT, u, i), 2.5);
+  void *w = m.variable_data(m.variable_index("w"));
+  EXPECT_NE(load(g::DT_FLOAT, w, 1), 1.0) << "the used variable is trained";
+  EXPECT_EQ(load(g::DT_INT64, m.variable_data(m.variable_index("global_step")),
+                 0),
+            3.0);
+}
+
 } // namespace
 } // namespace estc

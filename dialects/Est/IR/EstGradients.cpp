@@ -18,9 +18,9 @@
 //   avg_pool_grad (any batch, static H and W): max_pool's gradient goes to
 //   the first maximum of each window (TF); avg_pool divides by the count of
 //   valid elements (TF's SAME).
-// Not covered yet (the autodiff pass leaves the minimize with a warning
-// naming the op): reduce_prod, gather with axis != 0, one_hot, random ops
-// (no differentiable operands anyway).
+// - reduce_prod's rule is exact with zeros; gather (any axis) is dense here.
+// Not covered (the autodiff pass leaves the minimize with a warning naming
+// the op): one_hot, random ops (no differentiable operands anyway).
 //
 //===----------------------------------------------------------------------===//
 
@@ -360,6 +360,16 @@ LogicalResult gradient(StopGradientOp op, OpBuilder &, Value, Grads &out) {
   return success();
 }
 
+/// Constant in x's values: no gradient.
+LogicalResult gradient(ZerosLikeOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+LogicalResult gradient(OnesLikeOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra.
 //===----------------------------------------------------------------------===//
@@ -480,6 +490,32 @@ LogicalResult extremumGradient(OpT op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(ReduceMaxOp op, OpBuilder &b, Value g, Grads &out) {
   return extremumGradient(op, b, g, out);
 }
+
+/// reduce_prod: d/dx_i = prod_{j != i} x_j, exact with zeros (no division by
+/// a zero): with p the product of the non-zero elements and z the count of
+/// zeros in the reduced group, x_i != 0 gets p / x_i when z == 0 (else 0),
+/// x_i == 0 gets p when z == 1 (else 0).
+LogicalResult gradient(ReduceProdOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  Value x = op.getX();
+  auto axes = optionalAxes(op.getAxesAttr());
+  SmallVector<int64_t> all = G::normalizedAxes(axes, tensorType(x).getRank());
+  Value isZero = EqualOp::create(b, loc, x, h.scalar(x, 0.0));
+  Value nonZero = h.select(isZero, h.onesLike(x), x);
+  Value p = ReduceProdOp::create(b, loc, nonZero, b.getDenseI64ArrayAttr(all),
+                                 true);
+  Value z = h.reduceSum(h.select(isZero, h.onesLike(x), h.zerosLike(x)), all,
+                        true);
+  Value zero = h.scalar(x, 0.0);
+  Value atZero = h.select(EqualOp::create(b, loc, z, h.scalar(x, 1.0)), p, zero);
+  Value atOther = h.select(EqualOp::create(b, loc, z, zero), h.div(p, nonZero),
+                           zero);
+  Value local = h.select(isZero, h.broadcastLike(atZero, x), atOther);
+  Value kept = h.keepDims(g, axes, op.getKeepDims(), x);
+  out.assign(std::initializer_list<Value>{h.mul(local, kept)});
+  return success();
+}
 LogicalResult gradient(ReduceMinOp op, OpBuilder &b, Value g, Grads &out) {
   return extremumGradient(op, b, g, out);
 }
@@ -597,10 +633,33 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Location loc = op.getLoc();
   RankedTensorType params = tensorType(op.getParams());
-  if (op.getAxisAttr().getInt() != 0 || !params.hasStaticShape())
-    return op.emitError(
-        "gradient needs axis 0 and statically shaped params");
-  int64_t rows = params.getDimSize(0);
+  int64_t rank = params.getRank();
+  int64_t axis = op.getAxisAttr().getInt();
+  if (axis < 0)
+    axis += rank;
+  if (!params.hasStaticShape() || axis < 0 || axis >= rank)
+    return op.emitError("gradient needs statically shaped params");
+  int64_t indexRank = tensorType(op.getIndices()).getRank();
+  // Axis != 0: the gradient of gather(transpose(params, [axis, rest]), i, 0)
+  // with g's index dims moved to the front, transposed back.
+  SmallVector<int64_t> toFront = {axis}; // params dims, axis first
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      toFront.push_back(d);
+  if (axis != 0) {
+    SmallVector<int64_t> gPerm; // g: [pre, index dims, post] -> [index, pre, post]
+    for (int64_t d = 0; d < indexRank; ++d)
+      gPerm.push_back(axis + d);
+    for (int64_t d = 0; d < axis; ++d)
+      gPerm.push_back(d);
+    for (int64_t d = axis + indexRank; d < rank - 1 + indexRank; ++d)
+      gPerm.push_back(d);
+    g = TransposeOp::create(b, loc, g, b.getDenseI64ArrayAttr(gPerm));
+  }
+  SmallVector<int64_t> frontShape;
+  for (int64_t d : toFront)
+    frontShape.push_back(params.getDimSize(d));
+  int64_t rows = params.getDimSize(axis);
   int64_t rowSize = params.getNumElements() / std::max<int64_t>(rows, 1);
   Type elt = params.getElementType();
   Value oneHot = OneHotOp::create(
@@ -612,8 +671,17 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   Value g2 = ReshapeOp::create(b, loc, g,
                                b.getDenseI64ArrayAttr({-1, rowSize}));
   Value dense = MatmulOp::create(b, loc, hot2, g2, true, false);
-  FailureOr<Value> r = h.reshapeTo(dense, params);
-  out.assign(std::initializer_list<Value>{*r, Value()});
+  FailureOr<Value> r =
+      h.reshapeTo(dense, RankedTensorType::get(frontShape, elt));
+  Value result = *r;
+  if (axis != 0) {
+    SmallVector<int64_t> inverse(rank);
+    for (auto [i, p] : llvm::enumerate(toFront))
+      inverse[p] = i;
+    result = TransposeOp::create(b, loc, result,
+                                 b.getDenseI64ArrayAttr(inverse));
+  }
+  out.assign(std::initializer_list<Value>{result, Value()});
   return success();
 }
 
@@ -712,8 +780,8 @@ template <typename... OpTs> void attach(MLIRContext &context) {
 void mlir::est::attachGradientInterfaces(MLIRContext &context) {
   attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp, AbsOp,
          SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, FloorOp,
-         SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp,
-         MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+         SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp, ZerosLikeOp, OnesLikeOp,
+         MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
          ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp, BroadcastToOp,
          ConcatOp, SliceOp, PadOp, GatherOp, SoftmaxOp, LogSoftmaxOp,
          SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
