@@ -63,6 +63,44 @@ inline double convNetForwardFlops(int64_t batch) {
   return 2.0 * batch * (conv1 + conv2 + dense);
 }
 
+/// Multiply-adds x2 of one training step at `batch`: the forward pass, then
+/// for every layer the gradient of its weights (as many FLOPs as its forward)
+/// and of its input (the same again), except the first layer's input, which
+/// needs no gradient.
+inline double mlpTrainFlops(int64_t batch) {
+  return 3 * mlpForwardFlops(batch) - 2.0 * batch * 784 * 256;
+}
+inline double convNetTrainFlops(int64_t batch) {
+  return 3 * convNetForwardFlops(batch) - 2.0 * batch * 24 * 24 * 20 * 5 * 5;
+}
+
+/// One training step of `module` as estc's @train does it: forward (dropout
+/// active), sparse softmax cross-entropy averaged over the batch, backward,
+/// Adam (TF's defaults: beta1 0.9, beta2 0.999, epsilon 1e-8).
+template <typename Module> class TorchTrainer {
+public:
+  TorchTrainer(Module module, double learningRate)
+      : module_(std::move(module)),
+        adam_(module_->parameters(), torch::optim::AdamOptions(learningRate)
+                                         .betas({0.9, 0.999})
+                                         .eps(1e-8)) {
+    module_->train();
+  }
+  /// Returns the loss.
+  torch::Tensor step(const torch::Tensor &x, const torch::Tensor &labels) {
+    adam_.zero_grad();
+    torch::Tensor loss =
+        torch::nn::functional::cross_entropy(module_->forward(x), labels);
+    loss.backward();
+    adam_.step();
+    return loss;
+  }
+
+private:
+  Module module_;
+  torch::optim::Adam adam_;
+};
+
 } // namespace bench
 } // namespace estc
 

@@ -1,11 +1,16 @@
 //===- model_bench.cpp - estc against libtorch, side by side -------------===//
 //
-// Forward-pass (inference) throughput of the seed MLP (784-256-256-10) and
-// MNIST ConvNet at batch 128: estc's ahead-of-time compiled code (the
-// generated Mlp / ConvNet classes) and the same architectures in libtorch,
-// in one run, on the same thread count. Also: GFLOP/s against a measured
-// Eigen sgemm roofline (the runtime's matmul kernel), estc's compile time
-// (a full in-process compile, cache off) and arena bytes per model.
+// The seed MLP (784-256-256-10) and MNIST ConvNet at batch 128: estc's
+// ahead-of-time compiled code (the generated Mlp / ConvNet classes) and the
+// same architectures in libtorch, in one run, on the same thread count, for
+//   - the forward pass (inference: estc's @predict, libtorch in eval mode
+//     without grad), and
+//   - the training step: forward (dropout active) + backward + Adam update
+//     (estc's @train; libtorch's forward, cross_entropy, backward() and
+//     optim::Adam with the same hyperparameters).
+// Also: GFLOP/s against a measured Eigen sgemm roofline (the runtime's matmul
+// kernel), estc's compile time (a full in-process compile, cache off) and
+// arena bytes per model.
 //
 //   bench/model_bench [--threads=N] [--batch=N] [--seconds=S]
 //
@@ -24,7 +29,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -92,6 +99,47 @@ double estcPredict(estc::rt::CompiledModel &model, int64_t batch,
   return timeIt([&] { model.run(predict); }, seconds);
 }
 
+/// Seconds per estc training step (@train) at `batch`, from the weights of
+/// the compiled @init; labels uniform in [0, 10). -1 when the model has no
+/// compiled training step.
+double estcTrain(estc::rt::CompiledModel &model, int64_t batch,
+                 int64_t inputElements, double seconds) {
+  const estc::rt::ModelSpec &spec = model.spec();
+  bool hasTrain = false;
+  for (int f = 0; f < spec.numFunctions; ++f)
+    hasTrain |= std::strcmp(spec.functions[f].name, "train") == 0;
+  if (!hasTrain)
+    return -1;
+  model.run("init");
+  model.set_batch(batch);
+  int train = model.function_index("train");
+  fillRandom(static_cast<float *>(model.input_data(
+                 train, model.input_index(train, "features/x"))),
+             batch * inputElements, 4);
+  auto *labels = static_cast<int64_t *>(
+      model.input_data(train, model.input_index(train, "labels")));
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < batch; ++i)
+    labels[i] = std::uniform_int_distribution<int64_t>(0, 9)(rng);
+  double t = timeIt([&] { model.run(train); }, seconds);
+  float loss = *static_cast<float *>(
+      model.output_data(train, model.output_index(train, "loss")));
+  if (!std::isfinite(loss)) {
+    std::fprintf(stderr, "model_bench: error: %s @train loss is %f\n",
+                 spec.name, loss);
+    std::exit(1);
+  }
+  return t;
+}
+
+/// Seconds per libtorch training step of `trainer` on random inputs.
+template <typename Module>
+double torchTrain(estc::bench::TorchTrainer<Module> &trainer,
+                  torch::Tensor input, int64_t batch, double seconds) {
+  torch::Tensor labels = torch::randint(0, 10, {batch}, torch::kLong);
+  return timeIt([&] { trainer.step(input, labels); }, seconds);
+}
+
 double torchForward(torch::nn::Module &module,
                     const std::function<torch::Tensor(torch::Tensor)> &forward,
                     torch::Tensor input, double seconds) {
@@ -132,12 +180,12 @@ double compileSeconds(const estc::graph::GraphDef &graph, const char *name) {
   return t;
 }
 
-/// Arena bytes of the predict step at `batch` (the model's arena is the
-/// largest of all its functions', e.g. the training step's).
-int64_t predictArenaBytes(const estc::rt::CompiledModel &model,
-                          int64_t batch) {
+/// Arena bytes of one function's step at `batch` (the model's arena is the
+/// largest of all its functions').
+int64_t functionArenaBytes(const estc::rt::CompiledModel &model,
+                           const char *function, int64_t batch) {
   const estc::rt::FunctionSpec &f =
-      model.spec().functions[model.function_index("predict")];
+      model.spec().functions[model.function_index(function)];
   return f.arenaStatic + f.arenaPerBatch * batch;
 }
 
@@ -191,6 +239,17 @@ int main(int argc, char **argv) {
       *torchConv, [&](torch::Tensor x) { return torchConv->forward(x); },
       torch::rand({b, 28, 28, 1}), opt.seconds);
 
+  double estcMlpTrain = estcTrain(mlp, b, 784, opt.seconds);
+  double estcConvTrain = estcTrain(convnet, b, 28 * 28, opt.seconds);
+  estc::bench::TorchTrainer<estc::bench::TorchMlp> torchMlpTrainer(
+      estc::bench::TorchMlp(), 0.002);
+  estc::bench::TorchTrainer<estc::bench::TorchConvNet> torchConvTrainer(
+      estc::bench::TorchConvNet(), 0.002);
+  double torchMlpTrainT =
+      torchTrain(torchMlpTrainer, torch::rand({b, 784}), b, opt.seconds);
+  double torchConvTrainT = torchTrain(
+      torchConvTrainer, torch::rand({b, 28, 28, 1}), b, opt.seconds);
+
   double compileMlp = compileSeconds(estc::models::build_mlp(42), "Mlp");
   double compileConv =
       compileSeconds(estc::models::build_convnet(42), "ConvNet");
@@ -210,9 +269,36 @@ int main(int argc, char **argv) {
                 static_cast<long long>(arena));
   };
   row("MLP 784-256-256-10", estcMlp, torchMlpT,
-      estc::bench::mlpForwardFlops(b), compileMlp, predictArenaBytes(mlp, b));
+      estc::bench::mlpForwardFlops(b), compileMlp,
+      functionArenaBytes(mlp, "predict", b));
   row("MNIST ConvNet", estcConv, torchConvT,
       estc::bench::convNetForwardFlops(b), compileConv,
-      predictArenaBytes(convnet, b));
+      functionArenaBytes(convnet, "predict", b));
+
+  std::printf("\nTraining step (forward + backward + Adam), batch %lld, %d "
+              "thread(s)\n\n",
+              static_cast<long long>(b), opt.threads);
+  std::printf("| model | estc ms | libtorch ms | libtorch / estc | roofline "
+              "ms | estc GFLOP/s | %% of roofline | train arena bytes |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  auto trainRow = [&](const char *name, estc::rt::CompiledModel &model,
+                      double estc, double torch, double flops) {
+    double rooflineMs = flops / roofline / 1e9 * 1e3;
+    if (estc < 0) {
+      std::printf("| %s | @train not compiled | %.3f | - | %.3f | - | - | - "
+                  "|\n",
+                  name, torch * 1e3, rooflineMs);
+      return;
+    }
+    double gflops = flops / estc / 1e9;
+    std::printf("| %s | %.3f | %.3f | %.2fx | %.3f | %.1f | %.0f%% | %lld |\n",
+                name, estc * 1e3, torch * 1e3, torch / estc, rooflineMs,
+                gflops, 100 * gflops / roofline,
+                static_cast<long long>(functionArenaBytes(model, "train", b)));
+  };
+  trainRow("MLP 784-256-256-10", mlp, estcMlpTrain, torchMlpTrainT,
+           estc::bench::mlpTrainFlops(b));
+  trainRow("MNIST ConvNet", convnet, estcConvTrain, torchConvTrainT,
+           estc::bench::convNetTrainFlops(b));
   return 0;
 }
