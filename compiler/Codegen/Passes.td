@@ -109,4 +109,17 @@ def EstMemrefCopyToLinalg : Pass<"est-memref-copy-to-linalg", "func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def EstLoadScalarOperands : Pass<"est-load-scalar-operands", "func::FuncOp"> {
+  let summary = "Rank-0 buffer inputs of linalg.generic loaded once, before the op";
+  let description = [{
+    A `linalg.generic` on buffers that reads a rank-0 memref (Adam's step
+    size, a loss scale) reads it at every iteration of its loops. When that
+    scalar lives in the arena, like the op's output, LLVM's loop vectorizer
+    cannot tell the loads from the stores and leaves the loop scalar. This
+    pass loads the value once before the op (`memref.load`) and passes it as
+    a scalar operand; the indexing map (no results) is unchanged.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // ESTC_COMPILER_CODEGEN_PASSES_TD

@@ -140,6 +140,7 @@ void addMemoryPlanningPasses(mlir::OpPassManager &pm) {
 void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
+  funcPm.addPass(mlir::est::createEstLoadScalarOperands());
   funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
   funcPm.addPass(mlir::createLowerAffinePass());
   funcPm.addPass(mlir::createSCFToControlFlowPass());
