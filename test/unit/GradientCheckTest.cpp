@@ -374,10 +374,7 @@ TEST(GradientCheckTest, AvgPool) {
 
 /// The seed MLP learns a separable 10-class problem: class c has the
 /// features [78c, 78c + 10) raised. Weights from a seeded RNG (Glorot-like).
-TEST(GradientCheckTest, MlpLearns) {
-  models::MlpParams params;
-  params.hidden_units = {32};
-  params.learning_rate = 0.01;
+void expectMlpLearns(const models::MlpParams &params) {
   g::GraphDef def = models::build_mlp(1, params);
   std::unique_ptr<JitModel> model = jitCompileForTest(def, "Mlp");
   ASSERT_TRUE(model);
@@ -440,6 +437,16 @@ TEST(GradientCheckTest, MlpLearns) {
   EXPECT_GT(first, 1.0);
   EXPECT_LT(loss, 0.05) << "first loss " << first;
 }
+
+TEST(GradientCheckTest, MlpLearns) {
+  models::MlpParams params;
+  params.hidden_units = {32};
+  params.learning_rate = 0.01;
+  expectMlpLearns(params);
+}
+
+/// The seed MLP as examples/models builds it: 784-256-256-10, Adam at 0.002.
+TEST(GradientCheckTest, SeedMlpLearns) { expectMlpLearns({}); }
 
 /// The seed ConvNet's @train (conv2d and max_pool gradients at a run-time
 /// batch, dropout, Adam) compiles without a warning and runs at batches 1, 7
