@@ -10,6 +10,11 @@
 //      gradients through GradientOpInterface (dialects/Est/IR/
 //      EstGradients.cpp); gradients of a value used several times are
 //      summed.
+//   A gather on axis 0 of a trained variable's read is not differentiated
+//   densely: its gradient is kept as rows (indices, rows of g). A variable
+//   whose only gradients are such rows gets them as a sparse gradient of
+//   apply_gradients (so its update is O(rows touched)); one also used
+//   otherwise gets them scattered into its dense gradient.
 //   4. The minimize becomes `est.apply_gradients` with, for each variable
 //      that influences the loss, the sum of the gradients of its reads.
 //      Variables that do not influence the loss get no update (no slots
@@ -81,6 +86,7 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   Block *block = minimize->getBlock();
   DenseSet<Value> active;
   llvm::MapVector<StringRef, SmallVector<Value>> reads;
+  DenseSet<Value> readValues;
   for (Operation &op : *block) {
     if (&op == minimize.getOperation())
       break;
@@ -89,6 +95,7 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
           isFloatTensor(read.getResult())) {
         active.insert(read.getResult());
         reads[read.getVariable()].push_back(read.getResult());
+        readValues.insert(read.getResult());
       }
       continue;
     }
@@ -103,6 +110,9 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   OpBuilder b(minimize);
   Location loc = minimize.getLoc();
   DenseMap<Value, Value> grads;
+  // Rows of a variable read's gradient from gathers on axis 0: (indices
+  // [n], rows [n] + var[1:]).
+  DenseMap<Value, SmallVector<std::pair<Value, Value>>> sparse;
   auto accumulate = [&](Value v, Value g) {
     Value &slot = grads[v];
     slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
@@ -124,6 +134,26 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
             return active.contains(v);
           }))
         continue;
+      if (auto gather = dyn_cast<GatherOp>(op)) {
+        Value params = gather.getParams();
+        auto pType = cast<RankedTensorType>(params.getType());
+        int64_t axis = gather.getAxisAttr().getInt();
+        if (readValues.contains(params) && (axis == 0 || axis == -pType.getRank()) &&
+            pType.hasStaticShape()) {
+          Value indices = gather.getIndices();
+          Value rows = g;
+          if (cast<RankedTensorType>(indices.getType()).getRank() != 1) {
+            indices = ReshapeOp::create(b, loc, indices,
+                                        b.getDenseI64ArrayAttr({-1}));
+            SmallVector<int64_t> shape = {-1};
+            llvm::append_range(shape, pType.getShape().drop_front());
+            rows = ReshapeOp::create(b, loc, rows,
+                                     b.getDenseI64ArrayAttr(shape));
+          }
+          sparse[params].push_back({indices, rows});
+          continue;
+        }
+      }
       auto rule = dyn_cast<GradientOpInterface>(op);
       if (!rule) {
         // Left for the driver to drop @train with a warning: a model whose
@@ -165,11 +195,40 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   SmallVector<Attribute> variables;
   SmallVector<Value> variableGrads;
   SmallVector<StringRef> unused;
+  SmallVector<Attribute> sparseVariables;
+  SmallVector<Value> sparseIndices, sparseValues;
   for (StringRef name : names) {
     Value sum;
-    for (Value read : reads.lookup(name))
+    SmallVector<std::pair<Value, Value>> rows;
+    for (Value read : reads.lookup(name)) {
       if (Value g = grads.lookup(read))
         sum = sum ? Value(AddOp::create(b, loc, sum, g)) : g;
+      llvm::append_range(rows, sparse.lookup(read));
+    }
+    if (!rows.empty() && !sum) {
+      // Only gathered: the gradient stays rows (concatenated when several).
+      SmallVector<Value> indices, values;
+      for (auto [i, v] : rows) {
+        indices.push_back(i);
+        values.push_back(v);
+      }
+      Value i = indices.size() == 1
+                    ? indices.front()
+                    : Value(ConcatOp::create(b, loc, indices, 0));
+      Value v = values.size() == 1 ? values.front()
+                                   : Value(ConcatOp::create(b, loc, values, 0));
+      sparseVariables.push_back(FlatSymbolRefAttr::get(b.getContext(), name));
+      sparseIndices.push_back(i);
+      sparseValues.push_back(v);
+      continue;
+    }
+    // Also used densely: the rows are added into a dense gradient.
+    for (auto [i, v] : rows) {
+      Value zeros = ZerosLikeOp::create(b, loc, reads.lookup(name).front());
+      Value dense = ScatterOp::create(b, loc, zeros, i, v,
+                                      b.getStringAttr("add"));
+      sum = sum ? Value(AddOp::create(b, loc, sum, dense)) : dense;
+    }
     if (!sum) {
       unused.push_back(name);
       continue;
@@ -183,7 +242,7 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
       s += (s.empty() ? "@" : ", @") + v.str();
     return s;
   };
-  if (variables.empty())
+  if (variables.empty() && sparseVariables.empty())
     minimize.emitWarning("no trainable variable influences the loss ")
         << describe(loss) << " (variables: "
         << (unused.empty() ? std::string("none") : list(unused))
@@ -197,7 +256,11 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   ApplyGradientsOp::create(b, loc, minimize.getOptimizerAttr(),
                            minimize.getHyperparametersAttr(),
                            b.getArrayAttr(variables), variableGrads,
-                           minimize.getLearningRate());
+                           minimize.getLearningRate(),
+                           sparseVariables.empty()
+                               ? ArrayAttr()
+                               : b.getArrayAttr(sparseVariables),
+                           sparseIndices, sparseValues);
   minimize.erase();
   return success();
 }

@@ -13,6 +13,17 @@
 // c / max(global_norm, c), global_norm = sqrt(sum of all squared gradient
 // elements) (tf.clip_by_global_norm).
 //
+// Sparse gradients (rows at indices, from gathers of a variable on axis 0):
+// sgd scatters -lr rows into the variable (duplicates add up); adagrad and
+// ftrl first sum duplicate rows (an [n, n] equality matrix times the rows),
+// then compute the new rows of the variable and its slots from gathered
+// rows and scatter them back ("update"; duplicates write identical rows):
+// TF's _apply_sparse, O(rows touched) since scatters of a variable's own
+// value bufferize in place. momentum, adam and rmsprop scatter the rows into
+// a dense zero gradient and apply their dense rule: O(rows) per step, and
+// every row's slots decay (TF 1.x's Adam does the same; its momentum and
+// rmsprop sparse kernels touch only the gathered rows).
+//
 // Slot variables are module variables named like TF's (non-trainable),
 // appended after the existing variables in creation order:
 //   momentum  <var>/Momentum                       zeros
@@ -156,6 +167,16 @@ private:
   }
 
   LogicalResult update(StringRef var, Value v, Value g, Value step);
+  LogicalResult sparseUpdate(StringRef var, Value v, Value indices,
+                             Value rows, Value step);
+  Value gather(Value x, Value indices) {
+    return GatherOp::create(b, loc, x, indices, 0);
+  }
+  Value scatter(Value ref, Value indices, Value updates, StringRef mode) {
+    return ScatterOp::create(b, loc, ref, indices, updates,
+                             b.getStringAttr(mode));
+  }
+  Value sumDuplicates(Value indices, Value rows);
   SmallVector<Value> clipByGlobalNorm(ArrayRef<Value> grads, double clipNorm);
 
   /// New variables go after the existing ones (in creation order), so the
@@ -261,6 +282,78 @@ LogicalResult Expander::update(StringRef var, Value v, Value g, Value step) {
   return success();
 }
 
+/// Each row replaced by the sum of the rows with the same index (so
+/// duplicates carry identical values): E . rows with E[i][j] = (idx_i ==
+/// idx_j), O(n^2 row) for n gathered rows.
+Value Expander::sumDuplicates(Value indices, Value rows) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  int64_t rowSize = 1;
+  for (int64_t d : type.getShape().drop_front())
+    rowSize *= d;
+  Value col = ReshapeOp::create(b, loc, indices, b.getDenseI64ArrayAttr({-1, 1}));
+  Value row = ReshapeOp::create(b, loc, indices, b.getDenseI64ArrayAttr({1, -1}));
+  Value same = EqualOp::create(b, loc, col, row);
+  Value e = SelectOp::create(b, loc, same, c(rows, 1.0), c(rows, 0.0));
+  Value flat = ReshapeOp::create(b, loc, rows,
+                                 b.getDenseI64ArrayAttr({-1, rowSize}));
+  Value summed = MatmulOp::create(b, loc, e, flat, false, false);
+  SmallVector<int64_t> shape = {-1};
+  llvm::append_range(shape, type.getShape().drop_front());
+  return ReshapeOp::create(b, loc, summed, b.getDenseI64ArrayAttr(shape));
+}
+
+/// TF's _apply_sparse: sgd, adagrad and ftrl update only the gathered rows
+/// (duplicate indices summed first); the others get the rows scattered into
+/// a dense zero gradient (their dense rule, as TF's densified IndexedSlices).
+LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
+                                     Value rows, Value step) {
+  auto type = cast<RankedTensorType>(v.getType());
+  StringRef kind = apply.getOptimizer();
+  Value lr = learningRate(v);
+  if (kind == "sgd") {
+    // Duplicates sum in the scatter itself.
+    assign(var, scatter(v, indices, NegOp::create(b, loc, mul(lr, rows)),
+                        "add"));
+  } else if (kind == "adagrad") {
+    Value g = sumDuplicates(indices, rows);
+    Value acc = slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1));
+    Value accRows = add(gather(acc, indices), square(g));
+    Value vRows = sub(gather(v, indices), div(mul(lr, g), sqrt(accRows)));
+    assign(var + "/Adagrad", scatter(acc, indices, accRows, "update"));
+    assign(var, scatter(v, indices, vRows, "update"));
+  } else if (kind == "ftrl") {
+    Value g = sumDuplicates(indices, rows);
+    double init = hp("initial_accumulator_value", 0.1);
+    Value p = c(v, -hp("learning_rate_power", -0.5));
+    Value l1 = c(v, hp("l1_regularization_strength", 0.0));
+    Value l2 = c(v, hp("l2_regularization_strength", 0.0));
+    Value acc = slot(var, "Ftrl", type, init);
+    Value linear = slot(var, "Ftrl_1", type, 0.0);
+    Value accRows = gather(acc, indices);
+    Value vRows = gather(v, indices);
+    Value newAcc = add(accRows, square(g));
+    Value newAccP = pow(newAcc, p);
+    Value newLinear = sub(add(gather(linear, indices), g),
+                          mul(div(sub(newAccP, pow(accRows, p)), lr), vRows));
+    Value quad = add(div(newAccP, lr), mul(c(v, 2.0), l2));
+    Value positive = GreaterOp::create(b, loc, newLinear, c(v, 0.0));
+    Value signL1 =
+        SelectOp::create(b, loc, positive, l1, NegOp::create(b, loc, l1));
+    Value shrunk = div(sub(signL1, newLinear), quad);
+    Value big = GreaterOp::create(b, loc, AbsOp::create(b, loc, newLinear), l1);
+    Value newV = SelectOp::create(b, loc, big, shrunk, c(v, 0.0));
+    assign(var + "/Ftrl", scatter(acc, indices, newAcc, "update"));
+    assign(var + "/Ftrl_1", scatter(linear, indices, newLinear, "update"));
+    assign(var, scatter(v, indices, newV, "update"));
+  } else {
+    Value zeros = ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+    return update(var, v, scatter(zeros, indices, rows, "add"), step);
+  }
+  return success();
+}
+
 SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
                                               double clipNorm) {
   // tf.clip_by_global_norm: global_norm = sqrt(sum_i sum(g_i^2)) (in f32),
@@ -297,6 +390,9 @@ SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
 LogicalResult Expander::run() {
   Value step = globalStep();
   SmallVector<Value> grads = llvm::to_vector(apply.getGradients());
+  size_t numDense = grads.size();
+  // Sparse rows take part in the global norm as values (TF's IndexedSlices).
+  llvm::append_range(grads, apply.getSparseValues());
   if (Attribute clip =
           apply.getHyperparameters().get("clip_gradients_by_global_norm")) {
     double norm = hp("clip_gradients_by_global_norm", 0.0);
@@ -306,6 +402,8 @@ LogicalResult Expander::run() {
              << clip;
     grads = clipByGlobalNorm(grads, norm);
   }
+  SmallVector<Value> sparseRows(grads.begin() + numDense, grads.end());
+  grads.resize(numDense);
   for (auto [attr, g] : llvm::zip_equal(apply.getVariables(), grads)) {
     StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
     auto varOp = module.lookupSymbol<VariableOp>(var);
@@ -317,6 +415,24 @@ LogicalResult Expander::run() {
              << var << " has type " << g.getType() << ", expected " << type;
     if (failed(update(var, read(var, type), g, step)))
       return failure();
+  }
+  if (auto sparseVars = apply.getSparseVariables()) {
+    for (auto [attr, indices, rows] :
+         llvm::zip_equal(*sparseVars, apply.getSparseIndices(), sparseRows)) {
+      StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+      auto varOp = module.lookupSymbol<VariableOp>(var);
+      if (!varOp)
+        return apply.emitError("unknown variable @") << var;
+      auto type = cast<RankedTensorType>(varOp.getType());
+      auto rowType = cast<RankedTensorType>(rows.getType());
+      if (rowType.getElementType() != type.getElementType() ||
+          rowType.getShape().drop_front() != type.getShape().drop_front())
+        return apply.emitError("sparse gradient of @")
+               << var << " has type " << rowType << ", expected rows of "
+               << type;
+      if (failed(sparseUpdate(var, read(var, type), indices, rows, step)))
+        return failure();
+    }
   }
   Value one = ConstantOp::create(
       b, loc,

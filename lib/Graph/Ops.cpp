@@ -439,6 +439,31 @@ Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis,
   return o.finish(params.dtype(), out, {{"axis", attr_i(axis)}});
 }
 
+namespace {
+Tensor scatter(const char *mode, const char *base, const Tensor &ref,
+               const Tensor &indices, const Tensor &updates,
+               const std::string &name) {
+  OpBuilder o(nullptr, "scatter", name, base, {ref, indices, updates});
+  o.requireInteger(1);
+  if (ref.dtype() != updates.dtype())
+    o.fail("ref and updates must have one dtype, got " +
+           to_string(ref.dtype()) + " and " + to_string(updates.dtype()));
+  Dims out = o.check(shape::scatter(ref.shape(), indices.shape(),
+                                    updates.shape()));
+  return o.finish(ref.dtype(), out, {{"mode", attr_s(mode)}});
+}
+} // namespace
+
+Tensor scatter_add(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name) {
+  return scatter("add", "ScatterAdd", ref, indices, updates, name);
+}
+
+Tensor scatter_update(const Tensor &ref, const Tensor &indices,
+                      const Tensor &updates, const std::string &name) {
+  return scatter("update", "ScatterUpdate", ref, indices, updates, name);
+}
+
 Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
                double off_value, int64_t axis, DType dtype,
                const std::string &name) {

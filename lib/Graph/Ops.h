@@ -109,6 +109,13 @@ Tensor expand_dims(const Tensor &x, int64_t axis,
 // --- Indexing -------------------------------------------------------------
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis = 0,
               const std::string &name = "");
+/// Rows of `ref` (axis 0) plus (scatter_add: duplicates summed) or replaced
+/// by (scatter_update) `updates`, of shape indices + ref[1:]; the result has
+/// ref's shape (tf.tensor_scatter_nd_add/update with row indices).
+Tensor scatter_add(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name = "");
+Tensor scatter_update(const Tensor &ref, const Tensor &indices,
+                      const Tensor &updates, const std::string &name = "");
 Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
                double off_value = 0.0, int64_t axis = -1,
                DType dtype = DType::Float32, const std::string &name = "");

@@ -506,6 +506,21 @@ ShapeOr gather(const Dims &params, const Dims &indices, int64_t axis) {
   return out;
 }
 
+ShapeOr scatter(const Dims &ref, const Dims &indices, const Dims &updates) {
+  if (ref.empty())
+    return fail("scatter needs ref of rank >= 1, got a scalar");
+  Dims want = indices;
+  want.insert(want.end(), ref.begin() + 1, ref.end());
+  bool ok = want.size() == updates.size();
+  for (size_t i = 0; ok && i < want.size(); ++i)
+    ok = want[i] == kUnknownDim || updates[i] == kUnknownDim ||
+         want[i] == updates[i];
+  if (!ok)
+    return fail("updates ", toString(updates),
+                " must have the shape indices + ref[1:] = ", toString(want));
+  return ref;
+}
+
 ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis) {
   if (depth < 1)
     return fail("one_hot depth must be positive, got ", depth);

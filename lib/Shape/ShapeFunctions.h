@@ -126,6 +126,9 @@ ShapeOr expandDims(const Dims &input, int64_t axis);
 // --- Indexing --------------------------------------------------------------
 /// params[:axis] + indices + params[axis+1:].
 ShapeOr gather(const Dims &params, const Dims &indices, int64_t axis);
+/// scatter on axis 0 (the transpose of gather on axis 0): `updates` must be
+/// `indices + ref[1:]`; the result is `ref`.
+ShapeOr scatter(const Dims &ref, const Dims &indices, const Dims &updates);
 /// Inserts `depth` at `axis` (-1 = last) of the indices' shape.
 ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis);
 

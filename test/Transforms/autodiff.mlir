@@ -125,3 +125,42 @@ func.func @partial() {
   est.minimize %loss optimizer "adam" {learning_rate = 1.000000e-01 : f64} var_list [@used, @unused] : tensor<f32>
   return
 }
+
+// -----
+
+// A gather of a trained variable on axis 0: its gradient stays rows (the
+// gather's indices, the incoming gradient) and apply_gradients gets them as
+// a sparse gradient: no one_hot, no dense [100, 4] gradient.
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>)
+// CHECK-NOT: est.one_hot
+// CHECK: est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%[[IDS]] : tensor<?xi64>) values(%{{.*}} : tensor<?x4xf32>)
+est.variable @emb : tensor<100x4xf32> {trainable}
+
+func.func @embedding(%ids: tensor<?xi64>) {
+  %e = est.read_variable @emb : tensor<100x4xf32>
+  %rows = est.gather %e, %ids : tensor<100x4xf32>, tensor<?xi64> -> tensor<?x4xf32>
+  %loss = est.reduce_sum %rows : tensor<?x4xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}
+
+// -----
+
+// Also read densely: the rows are scattered into the dense gradient.
+// CHECK-LABEL: func.func @embedding_dense
+// CHECK: %[[Z:.*]] = est.zeros_like
+// CHECK: %[[S:.*]] = est.scatter %[[Z]], %{{.*}}, %{{.*}} :
+// CHECK: %[[G:.*]] = est.add %{{.*}}, %[[S]]
+// CHECK: est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@emb2] %[[G]] : tensor<10x4xf32>
+est.variable @emb2 : tensor<10x4xf32> {trainable}
+
+func.func @embedding_dense(%ids: tensor<?xi64>) {
+  %e = est.read_variable @emb2 : tensor<10x4xf32>
+  %rows = est.gather %e, %ids : tensor<10x4xf32>, tensor<?xi64> -> tensor<?x4xf32>
+  %a = est.reduce_sum %rows : tensor<?x4xf32> -> tensor<f32>
+  %b = est.reduce_sum %e : tensor<10x4xf32> -> tensor<f32>
+  %loss = est.add %a, %b : tensor<f32>, tensor<f32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}

@@ -158,3 +158,59 @@ func.func @clipped(%g1: tensor<3xf32>, %g2: tensor<2x2xf32>) {
   est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, clip_gradients_by_global_norm = 5.000000e+00 : f64} [@a, @b] %g1, %g2 : tensor<3xf32>, tensor<2x2xf32>
   return
 }
+
+// -----
+
+// Sparse SGD: -lr * rows added into the gathered rows of the variable
+// (duplicates add up); nothing of the size of the table is computed.
+// CHECK-LABEL: func.func @sparse_sgd
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>, %[[ROWS:.*]]: tensor<?x4xf32>)
+// CHECK: %[[E:.*]] = est.read_variable @emb
+// CHECK: %[[D:.*]] = est.mul %{{.*}}, %[[ROWS]]
+// CHECK: %[[N:.*]] = est.neg %[[D]]
+// CHECK: %[[NEW:.*]] = est.scatter %[[E]], %[[IDS]], %[[N]] :
+// CHECK: est.assign_variable @emb, %[[NEW]]
+est.variable @emb : tensor<1000x4xf32> {trainable}
+
+func.func @sparse_sgd(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+// Sparse Adagrad (TF's _apply_sparse): duplicate rows summed first (an
+// equality matrix of the indices times the rows), new rows of the
+// accumulator and the variable from their gathered rows, scattered back.
+// CHECK-LABEL: func.func @sparse_adagrad
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>, %[[ROWS:.*]]: tensor<?x4xf32>)
+// CHECK: %[[E:.*]] = est.read_variable @emb
+// CHECK: %[[EQ:.*]] = est.equal
+// CHECK: %[[SUM:.*]] = est.matmul
+// CHECK: %[[ACC:.*]] = est.read_variable @"emb/Adagrad"
+// CHECK: %[[ACCROWS:.*]] = est.gather %[[ACC]], %[[IDS]]
+// CHECK: %[[EROWS:.*]] = est.gather %[[E]], %[[IDS]]
+// CHECK: %[[NEWACC:.*]] = est.scatter %[[ACC]], %[[IDS]], %{{.*}} {mode = "update"}
+// CHECK: %[[NEWE:.*]] = est.scatter %[[E]], %[[IDS]], %{{.*}} {mode = "update"}
+// CHECK: est.assign_variable @"emb/Adagrad", %[[NEWACC]]
+// CHECK: est.assign_variable @emb, %[[NEWE]]
+est.variable @emb : tensor<1000x4xf32> {trainable}
+
+func.func @sparse_adagrad(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+// Adam densifies: the rows scattered into zeros, then the dense rule.
+// CHECK-LABEL: func.func @sparse_adam
+// CHECK: %[[Z:.*]] = est.constant dense<0.000000e+00> : tensor<1000x4xf32>
+// CHECK: %[[G:.*]] = est.scatter %[[Z]],
+// CHECK: est.assign_variable @"emb/Adam"
+est.variable @emb : tensor<1000x4xf32> {trainable}
+
+func.func @sparse_adam(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  est.apply_gradients "adam" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
+  return
+}

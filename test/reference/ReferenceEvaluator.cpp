@@ -938,6 +938,37 @@ Value gather(const OpContext &ctx) {
   return out;
 }
 
+Value scatter(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  const Value &ref = ctx.input(0), &indices = ctx.input(1),
+              &updates = ctx.input(2);
+  ctx.expectInteger(indices, "indices");
+  if (ref.dtype != updates.dtype)
+    ctx.error("ref and updates have different dtypes");
+  ctx.check(shape::scatter(ref.shape, indices.shape, updates.shape));
+  std::string mode = ctx.find("mode") ? ctx.getString("mode") : "add";
+  if (mode != "add" && mode != "update")
+    ctx.error("mode must be \"add\" or \"update\", got \"" + mode + "\"");
+  int64_t rows = ref.shape[0];
+  size_t rowSize = rows ? ref.data.size() / static_cast<size_t>(rows) : 0;
+  Value out = ref;
+  for (size_t i = 0; i < indices.data.size(); ++i) {
+    double index = indices.data[i];
+    if (index < 0 || index >= static_cast<double>(rows)) {
+      std::ostringstream os;
+      os << "index " << static_cast<int64_t>(index) << " (indices element "
+         << i << ") is out of range [0, " << rows << ") of ref "
+         << shape::toString(ref.shape);
+      ctx.error(os.str());
+    }
+    size_t dst = static_cast<size_t>(index) * rowSize;
+    for (size_t j = 0; j < rowSize; ++j)
+      out.data[dst + j] = (mode == "add" ? out.data[dst + j] : 0.0) +
+                          updates.data[i * rowSize + j];
+  }
+  return out;
+}
+
 Value oneHot(const OpContext &ctx) {
   ctx.expectInputs(1, 1);
   const Value &indices = ctx.input(0);
@@ -1282,6 +1313,7 @@ const std::map<std::string, Kernel> &kernels() {
     t["expand_dims"] = expandDims;
     // Indexing.
     t["gather"] = gather;
+    t["scatter"] = scatter;
     t["one_hot"] = oneHot;
     // Neural-network ops and losses.
     t["softmax"] = [](const OpContext &c) { return softmax(c, false); };

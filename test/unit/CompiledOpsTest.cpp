@@ -441,6 +441,28 @@ TEST(CompiledOps, ShapeOps) {
   });
 }
 
+TEST(CompiledOps, Scatter) {
+  // Duplicate indices add up; a run-time number of updates.
+  checkOp({{"r", DType::Float32, {6, 3}},
+           {"i", DType::Int64, {-1}, 0, 5},
+           {"u", DType::Float32, {-1, 3}}},
+          [](Graph &, const TensorMap &x) {
+            return scatter_add(x["r"], x["i"], x["u"]);
+          });
+  checkOp({{"r", DType::Float32, {6, 2, 2}}, {"u", DType::Float32, {2, 2, 2, 2}}},
+          [](Graph &g, const TensorMap &x) {
+            return scatter_add(x["r"],
+                               g.constant({5, 0, 2, 4}, {2, 2}, DType::Int64),
+                               x["u"]);
+          });
+  checkOp({{"r", DType::Float32, {6, 3}}, {"u", DType::Float32, {3, 3}}},
+          [](Graph &g, const TensorMap &x) {
+            return scatter_update(x["r"],
+                                  g.constant({4, 0, 2}, {3}, DType::Int64),
+                                  x["u"]);
+          });
+}
+
 TEST(CompiledOps, GatherOneHot) {
   checkOp({{"i", DType::Int64, {-1}, 0, 9}}, [](Graph &g, const TensorMap &x) {
     return gather(constant(g, {10, 4}, 6), x["i"]);

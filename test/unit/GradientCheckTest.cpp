@@ -236,6 +236,24 @@ TEST(GradientCheckTest, GatherAxis2Of3) {
       -2, 2, 2e-3, {2, 3, 2});
 }
 
+GRADIENT_TEST(ScatterAdd, -2, 2,
+              scatter_add(square(x), a.graph().constant({1, 0, 1}, {3},
+                                                        DType::Int64),
+                          concat({x, slice(x, {0, 0}, {1, 3})}, 0)))
+GRADIENT_TEST(ScatterUpdate, -2, 2,
+              scatter_update(square(x), a.graph().constant({1}, {1},
+                                                           DType::Int64),
+                             multiply(slice(x, {0, 0}, {1, 3}),
+                                      slice(a, {1, 0}, {1, 3}))))
+// A gather of the trained variable on axis 0 gets a sparse gradient (rows);
+// SGD scatters them.
+GRADIENT_TEST(GatherSparse, -2, 2,
+              gather(x, a.graph().constant({1, 0, 1, 1}, {2, 2}, DType::Int64)))
+GRADIENT_TEST(GatherSparseAndDense, -2, 2,
+              multiply(gather(x, a.graph().constant({1, 1}, {2},
+                                                    DType::Int64)),
+                       x))
+
 GRADIENT_TEST(Dropout, -2, 2, nn::dropout(square(x), 0.5, 5))
 
 /// The gradient check of a window op at a run-time batch: the feature `a`

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -554,6 +555,179 @@ TEST(UnusedVariablesTest, GetNoUpdateAndNoSlots) {
   EXPECT_EQ(load(g::DT_INT64, m.variable_data(m.variable_index("global_step")),
                  0),
             3.0);
+}
+
+// --- Sparse (gathered) gradients ---------------------------------------------
+// loss = sum(c * (gather(E, ids) - t)^2) with duplicate ids: E's gradient is
+// rows. The sparse update (sgd, adagrad, ftrl in place; others densified)
+// must equal the dense one, obtained by also reading E densely with weight
+// 0 (which makes est-autodiff scatter the rows into a dense gradient).
+
+const Dims kTable = {7, 3};
+const std::vector<double> kIds = {1, 4, 1, 0, 4, 6};
+
+g::GraphDef embeddingGraph(const train::Optimizer &opt, bool dense,
+                           const std::vector<double> &ids) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"t", DType::Float32, {6, 3}});
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Variable e = gr.get_variable("E", DType::Float32, kTable,
+                                            zeros_initializer());
+               Tensor table = gr.read_variable(e);
+               Tensor rows =
+                   gather(table, gr.constant(ids, {6}, DType::Int64));
+               Tensor c = gr.constant({1.0, 0.5, 2.0}, {3}, DType::Float32);
+               Signature spec;
+               spec.loss = reduce_sum(multiply(c, square(subtract(rows, f["t"]))));
+               if (dense)
+                 spec.loss = add(spec.loss,
+                                 multiply(reduce_sum(table),
+                                          gr.constant(0.0, DType::Float32)));
+               spec.train_op = opt.minimize(spec.loss);
+               return spec;
+             });
+  return graph.graph_def();
+}
+
+/// Runs 4 steps of both and compares every variable after each.
+void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
+                            const std::vector<double> &ids = kIds) {
+  std::unique_ptr<JitModel> sparse = jitCompileForTest(
+      embeddingGraph(opt, false, ids), "Sparse", {}, /*warningsFail=*/true);
+  std::unique_ptr<JitModel> dense = jitCompileForTest(
+      embeddingGraph(opt, true, ids), "Dense", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(sparse && dense);
+  Value e0;
+  e0.dtype = g::DT_FLOAT;
+  e0.shape = kTable;
+  for (int i = 0; i < 21; ++i)
+    e0.data.push_back(zeroStart ? 0.0 : 0.25 * (i % 5) - 0.5);
+  for (JitModel *m : {sparse.get(), dense.get()}) {
+    m->run("init");
+    store(e0, m->variable_data(m->variable_index("E")));
+  }
+  for (int s = 0; s < 4; ++s) {
+    Value t;
+    t.dtype = g::DT_FLOAT;
+    t.shape = {6, 3};
+    for (int i = 0; i < 18; ++i)
+      t.data.push_back(0.3 * ((i * 7 + s * 3) % 11) - 1.2);
+    for (JitModel *m : {sparse.get(), dense.get()}) {
+      int fn = m->function_index("train");
+      store(t, m->input_data(fn, m->input_index(fn, "features/t")));
+      m->run(fn);
+    }
+    const rt::ModelSpec &spec = sparse->spec();
+    ASSERT_EQ(spec.numVariables, dense->spec().numVariables);
+    for (int v = 0; v < spec.numVariables; ++v) {
+      std::string name = spec.variables[v].name;
+      int di = dense->variable_index(name);
+      if (name == "global_step") {
+        EXPECT_EQ(load(g::DT_INT64, sparse->variable_data(v), 0), s + 1);
+        continue;
+      }
+      for (int i = 0; i < 21; ++i) {
+        double want = load(g::DT_FLOAT, dense->variable_data(di), i);
+        double got = load(g::DT_FLOAT, sparse->variable_data(v), i);
+        EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::abs(want)))
+            << name << "[" << i << "] after step " << s + 1;
+      }
+    }
+  }
+  // Rows never gathered are untouched by sgd/adagrad/ftrl.
+  if (opt.kind() == "sgd" || opt.kind() == "adagrad" || opt.kind() == "ftrl")
+    for (int r = 0; r < 7; ++r)
+      if (std::find(ids.begin(), ids.end(), r) == ids.end())
+        for (int j = 0; j < 3; ++j)
+          EXPECT_EQ(load(g::DT_FLOAT,
+                         sparse->variable_data(sparse->variable_index("E")),
+                         r * 3 + j),
+                    e0.data[r * 3 + j]);
+}
+
+TEST(SparseGradientTest, SgdEqualsDense) {
+  checkSparseEqualsDense(train::GradientDescentOptimizer(0.05), false);
+}
+TEST(SparseGradientTest, AdagradEqualsDense) {
+  checkSparseEqualsDense(train::AdagradOptimizer(0.3, 0.2), false);
+}
+TEST(SparseGradientTest, FtrlEqualsDense) {
+  // FTRL's dense rule recomputes untouched weights from `linear`: equal to
+  // the sparse (untouched) ones from a zero start, as for TF's linear models.
+  checkSparseEqualsDense(train::FtrlOptimizer(0.5, -0.5, 0.1, 0.2, 0.1), true);
+}
+TEST(SparseGradientTest, AdamDensifiedEqualsDense) {
+  checkSparseEqualsDense(train::AdamOptimizer(0.1), false);
+}
+TEST(SparseGradientTest, MomentumDensifiedEqualsDense) {
+  checkSparseEqualsDense(train::MomentumOptimizer(0.05, 0.9), false);
+}
+TEST(SparseGradientTest, ClippedSgdEqualsDense) {
+  // Distinct ids: the sparse rows' norm is that of their values (TF's
+  // IndexedSlices), equal to the dense gradient's only without duplicates.
+  checkSparseEqualsDense(
+      train::GradientDescentOptimizer(0.05).clip_gradients_by_global_norm(1.0),
+      false, {1, 4, 0, 6, 2, 5});
+}
+
+/// A 1,000,000 x 16 embedding: one step touches the gathered rows only;
+/// every other row keeps its value (checked for all rows).
+void checkBigVocab(const train::Optimizer &opt) {
+  const int64_t vocab = 1000000, width = 16;
+  const std::vector<double> ids = {5, 999999, 5, 123456};
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"t", DType::Float32, {4, width}});
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Variable e = gr.get_variable("E", DType::Float32,
+                                            {vocab, width},
+                                            zeros_initializer());
+               Tensor rows = gather(gr.read_variable(e),
+                                    gr.constant(ids, {4}, DType::Int64));
+               Signature spec;
+               spec.loss = reduce_sum(square(subtract(rows, f["t"])));
+               spec.train_op = opt.minimize(spec.loss);
+               return spec;
+             });
+  std::unique_ptr<JitModel> model = jitCompileForTest(
+      graph.graph_def(), "BigVocab", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
+  JitModel &m = *model;
+  m.run("init");
+  auto *table = static_cast<float *>(m.variable_data(m.variable_index("E")));
+  for (int64_t i = 0; i < vocab * width; ++i)
+    table[i] = static_cast<float>((i % 1009) * 0.001);
+  int fn = m.function_index("train");
+  auto *t = static_cast<float *>(m.input_data(fn, m.input_index(fn, "features/t")));
+  for (int i = 0; i < 4 * width; ++i)
+    t[i] = 2.0f;
+  m.run(fn);
+  int64_t changedElsewhere = 0;
+  for (int64_t r = 0; r < vocab; ++r) {
+    bool gathered = r == 5 || r == 999999 || r == 123456;
+    for (int64_t j = 0; j < width; ++j) {
+      float before = static_cast<float>(((r * width + j) % 1009) * 0.001);
+      float after = table[r * width + j];
+      if (gathered)
+        EXPECT_NE(after, before) << "row " << r << " was not updated";
+      else if (after != before)
+        ++changedElsewhere;
+    }
+  }
+  EXPECT_EQ(changedElsewhere, 0);
+}
+
+TEST(SparseGradientTest, BigVocabSgdTouchesGatheredRowsOnly) {
+  checkBigVocab(train::GradientDescentOptimizer(0.1));
+}
+TEST(SparseGradientTest, BigVocabAdagradTouchesGatheredRowsOnly) {
+  checkBigVocab(train::AdagradOptimizer(0.1));
+}
+TEST(SparseGradientTest, BigVocabFtrlTouchesGatheredRowsOnly) {
+  checkBigVocab(train::FtrlOptimizer(0.1));
 }
 
 } // namespace

@@ -50,6 +50,7 @@
 #include "lib/Random/Philox.h"
 #include "lib/Shape/ShapeFunctions.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
@@ -314,6 +315,7 @@ private:
   FailureOr<Value> lowerReshape(Value x);
   FailureOr<Value> lowerConcat(est::ConcatOp concat);
   FailureOr<Value> lowerGather(est::GatherOp gather);
+  FailureOr<Value> lowerScatter(est::ScatterOp scatter);
   FailureOr<Value> lowerOneHot(est::OneHotOp oneHot);
   FailureOr<Value> lowerRandom(Value x, Value counter, int64_t seed);
 
@@ -1457,6 +1459,50 @@ FailureOr<Value> Lowering::lowerGather(est::GatherOp gather) {
       .getResult(0);
 }
 
+/// A loop nest over the updates (index dims, then the row dims) carrying the
+/// result tensor, initialized with `ref`, through tensor.insert: one-shot
+/// bufferization updates ref's buffer in place when ref is not used later
+/// (a variable's value assigned back), so the work is O(updates).
+FailureOr<Value> Lowering::lowerScatter(est::ScatterOp scatter) {
+  Value ref = scatter.getRef(), indices = scatter.getIndices(),
+        updates = scatter.getUpdates();
+  RankedTensorType rType = tensorTypeOf(ref);
+  int64_t q = tensorTypeOf(indices).getRank(), rank = rType.getRank();
+  bool add = scatter.getMode() == "add";
+  bool f = isFloat(rType.getElementType());
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value limit = arith::SubIOp::create(b, loc, dimValue(b, loc, ref, 0), one);
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < q; ++d)
+    ubs.push_back(dimValue(b, loc, indices, d));
+  for (int64_t d = 1; d < rank; ++d)
+    ubs.push_back(dimValue(b, loc, ref, d));
+  lbs.assign(ubs.size(), zero);
+  steps.assign(ubs.size(), one);
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{ref},
+      [&](OpBuilder &nb, Location nl, ValueRange ivs,
+          ValueRange args) -> scf::ValueVector {
+        Value raw = tensor::ExtractOp::create(nb, nl, indices, ivs.take_front(q));
+        Value row =
+            arith::IndexCastOp::create(nb, nl, nb.getIndexType(), raw);
+        row = arith::MaxSIOp::create(nb, nl, row, zero);
+        row = arith::MinSIOp::create(nb, nl, row, limit);
+        SmallVector<Value> dst = {row};
+        llvm::append_range(dst, ivs.drop_front(q));
+        Value u = tensor::ExtractOp::create(nb, nl, updates, ivs);
+        if (add) {
+          Value old = tensor::ExtractOp::create(nb, nl, args[0], dst);
+          u = f ? Value(arith::AddFOp::create(nb, nl, old, u))
+                : Value(arith::AddIOp::create(nb, nl, old, u));
+        }
+        return {tensor::InsertOp::create(nb, nl, u, args[0], dst)};
+      });
+  if (nest.results.empty())
+    return failure();
+  return nest.results.front();
+}
+
 FailureOr<Value> Lowering::lowerOneHot(est::OneHotOp oneHot) {
   Value indices = oneHot.getIndices();
   RankedTensorType iType = tensorTypeOf(indices);
@@ -1851,6 +1897,8 @@ FailureOr<SmallVector<Value>> Lowering::run() {
                  .getResult();
   } else if (auto gather = dyn_cast<est::GatherOp>(op)) {
     result = lowerGather(gather);
+  } else if (auto scatter = dyn_cast<est::ScatterOp>(op)) {
+    result = lowerScatter(scatter);
   } else if (auto oneHot = dyn_cast<est::OneHotOp>(op)) {
     result = lowerOneHot(oneHot);
   } else if (auto dropout = dyn_cast<est::DropoutOp>(op)) {

@@ -685,6 +685,22 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+/// scatter add: ref's gradient is g, the updates' the gathered rows of g;
+/// update: the replaced rows of ref get none (TF's tensor_scatter_update;
+/// for duplicate indices every update gets the row's gradient).
+LogicalResult gradient(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Location loc = op.getLoc();
+  Value rows = GatherOp::create(b, loc, g, op.getIndices(), 0);
+  Value refGrad = g;
+  if (op.getMode() != "add")
+    refGrad = ScatterOp::create(b, loc, g, op.getIndices(),
+                                h.zerosLike(op.getUpdates()),
+                                b.getStringAttr("update"));
+  out.assign(std::initializer_list<Value>{refGrad, Value(), rows});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
@@ -783,7 +799,7 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp, ZerosLikeOp, OnesLikeOp,
          MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
          ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp, BroadcastToOp,
-         ConcatOp, SliceOp, PadOp, GatherOp, SoftmaxOp, LogSoftmaxOp,
+         ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp, SoftmaxOp, LogSoftmaxOp,
          SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
          SigmoidCrossEntropyOp, DropoutOp>(context);
 }

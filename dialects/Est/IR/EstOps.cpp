@@ -569,6 +569,20 @@ EST_INFER(GatherOp) {
       inf.elt(0));
 }
 
+EST_INFER(ScatterOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(3)) || failed(inf.sameElementType(0, 2)))
+    return failure();
+  StringRef mode = adaptor.getModeAttr() ? adaptor.getModeAttr().getValue()
+                                         : StringRef("add");
+  if (mode != "add" && mode != "update")
+    return inf.fail("mode must be \"add\" or \"update\", got \"" + mode +
+                    "\"");
+  if (ShapeOr s = shape::scatter(inf.dims(0), inf.dims(1), inf.dims(2)); !s)
+    return inf.fail(s.message());
+  return inf.result(inf.type(0));
+}
+
 EST_INFER(OneHotOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(1)) ||
@@ -753,6 +767,28 @@ LogicalResult MinimizeOp::verify() {
     return emitOpError("unknown optimizer \"")
            << optimizer
            << "\" (expected sgd, momentum, adagrad, adam, rmsprop or ftrl)";
+  return success();
+}
+
+LogicalResult ApplyGradientsOp::verify() {
+  if (getVariables().size() != getGradients().size())
+    return emitOpError() << getVariables().size() << " variables but "
+                         << getGradients().size() << " gradients";
+  size_t sparse = getSparseVariables() ? getSparseVariables()->size() : 0;
+  if (getSparseIndices().size() != sparse ||
+      getSparseValues().size() != sparse)
+    return emitOpError() << sparse << " sparse variables but "
+                         << getSparseIndices().size() << " indices and "
+                         << getSparseValues().size() << " values";
+  for (auto [indices, values] :
+       llvm::zip_equal(getSparseIndices(), getSparseValues())) {
+    auto i = cast<RankedTensorType>(indices.getType());
+    auto v = cast<RankedTensorType>(values.getType());
+    if (i.getRank() != 1 || v.getRank() < 1)
+      return emitOpError("sparse indices must have rank 1 and values rank "
+                         ">= 1, got ")
+             << i << " and " << v;
+  }
   return success();
 }
 

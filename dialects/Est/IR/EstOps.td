@@ -522,6 +522,32 @@ def Est_GatherOp : Est_InferOp<"gather", [Pure]> {
   }];
 }
 
+def Est_ScatterOp : Est_InferOp<"scatter", [Pure]> {
+  let summary = "Rows of `ref` plus (or replaced by) `updates`, axis 0";
+  let description = [{
+    The transpose of `est.gather` on axis 0: `updates` has the shape
+    `indices + ref[1:]`. `mode = "add"`: row `indices[i]` of the result is
+    `ref[indices[i]]` plus every update with that index (duplicates summed);
+    `mode = "update"`: the update (for duplicate indices, one of them).
+    Out-of-range indices are clamped into [0, rows - 1], as est.gather does.
+    Lowered to loops over the updates that insert into `ref`, so a scatter
+    of a variable's value assigned back to it updates the variable's buffer
+    in place: O(updates), not O(rows).
+
+    ```mlir
+    %t = est.scatter %table, %ids, %rows {mode = "add"} : tensor<1000x64xf32>, tensor<?xi64>, tensor<?x64xf32> -> tensor<1000x64xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$ref, Est_IndexTensor:$indices,
+                       Est_Tensor:$updates,
+                       DefaultValuedAttr<StrAttr, "\"add\"">:$mode);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $ref `,` $indices `,` $updates attr-dict `:` type($ref) `,`
+    type($indices) `,` type($updates) `->` type($result)
+  }];
+}
+
 def Est_OneHotOp : Est_InferOp<"one_hot", [Pure]> {
   let summary = "One-hot encoding of integer indices";
   let description = [{
@@ -829,22 +855,33 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
     for each of `variables` (same order, the variable's type), and the
     optimizer. `est-expand-optimizers` expands it into slot variables,
     `est.assign_variable`s and the `global_step` increment. `learning_rate`
-    as for `est.minimize`.
+    as for `est.minimize`. `sparse_variables` get their gradient as rows:
+    `sparse_values[i]` (shape `[n] + var[1:]`) at rows `sparse_indices[i]`
+    (shape `[n]`; duplicates sum) — what a gather of the variable on axis 0
+    gives; sgd, adagrad and ftrl update only those rows.
 
     ```mlir
     est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32>
     est.apply_gradients "sgd" {} [@w] %gw : tensor<4x3xf32> learning_rate %lr : tensor<f32>
+    est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x16xf32>)
     ```
   }];
   let arguments = (ins StrAttr:$optimizer, DictionaryAttr:$hyperparameters,
                        FlatSymbolRefArrayAttr:$variables,
                        Variadic<Est_FloatTensor>:$gradients,
-                       Optional<0DTensorOf<[F16, BF16, F32, F64]>>:$learning_rate);
+                       Optional<0DTensorOf<[F16, BF16, F32, F64]>>:$learning_rate,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$sparse_variables,
+                       Variadic<Est_IndexTensor>:$sparse_indices,
+                       Variadic<Est_FloatTensor>:$sparse_values);
   let assemblyFormat = [{
     $optimizer $hyperparameters $variables ($gradients^ `:` type($gradients))?
     (`learning_rate` $learning_rate^ `:` type($learning_rate))?
+    (`sparse` $sparse_variables^ `indices` `(` $sparse_indices `:`
+     type($sparse_indices) `)` `values` `(` $sparse_values `:`
+     type($sparse_values) `)`)?
     attr-dict
   }];
+  let hasVerifier = 1;
 }
 
 #endif // EST_OPS_TD

@@ -392,3 +392,31 @@ func.func @avg_pool_grad_missing_input_size(%dy: tensor<?x3x3x8xf32>) {
   %0 = "est.avg_pool_grad"(%dy) {ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : (tensor<?x3x3x8xf32>) -> tensor<?x5x5x8xf32>
   return
 }
+
+// -----
+
+func.func @scatter_bad_updates(%r: tensor<10x4xf32>, %i: tensor<3xi64>, %u: tensor<3x5xf32>) {
+  // expected-error @+2 {{'est.scatter' op updates [3,5] must have the shape indices + ref[1:] = [3,4]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.scatter %r, %i, %u : tensor<10x4xf32>, tensor<3xi64>, tensor<3x5xf32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_bad_mode(%r: tensor<10x4xf32>, %i: tensor<3xi64>, %u: tensor<3x4xf32>) {
+  // expected-error @+2 {{'est.scatter' op mode must be "add" or "update", got "max"}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.scatter %r, %i, %u {mode = "max"} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+est.variable @emb : tensor<10x4xf32> {trainable}
+
+func.func @sparse_counts(%i: tensor<3xi64>, %u: tensor<3x4xf32>) {
+  // expected-error @+1 {{'est.apply_gradients' op 2 sparse variables but 1 indices and 1 values}}
+  est.apply_gradients "sgd" {} [] sparse [@emb, @emb] indices(%i : tensor<3xi64>) values(%u : tensor<3x4xf32>)
+  return
+}
