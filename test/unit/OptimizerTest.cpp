@@ -13,6 +13,7 @@
 
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/Layers.h"
 #include "lib/Graph/Train.h"
 #include "test/unit/ModelTesting.h"
 
@@ -507,6 +508,58 @@ TEST(RegularizationTest, L1) {
                for (size_t i = 0; i < g.size(); ++i)
                  g[i] += 0.2 * (w[i] > 0 ? 1.0 : w[i] < 0 ? -1.0 : 0.0);
              });
+}
+
+TEST(RegularizationTest, DenseKernelRegularizerAndTotalLoss) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {2, 3}});
+  std::string lossName, featureName;
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               EXPECT_THROW(losses::get_total_loss(gr), GraphError);
+               Tensor y = layers::dense(f["x"], 2, nullptr, false,
+                                        constant_initializer(0.5),
+                                        zeros_initializer(), "",
+                                        losses::l2_regularizer(0.1));
+               EXPECT_EQ(gr.get_collection("regularization_losses").size(),
+                         1u);
+               losses::mean_squared_error(
+                   gr.constant({0, 0, 0, 0}, {2, 2}, DType::Float32), y);
+               EXPECT_EQ(gr.get_collection("losses").size(), 1u);
+               Signature spec;
+               spec.loss = losses::get_total_loss(gr);
+               lossName = spec.loss.name();
+               featureName = f["x"].name();
+               spec.train_op =
+                   train::GradientDescentOptimizer(0.1).minimize(spec.loss);
+               return spec;
+             });
+  // Collections are per mode.
+  build_mode(graph, ModeKeys::EVAL, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               EXPECT_TRUE(gr.get_collection("losses").empty());
+               Signature spec;
+               spec.loss = reduce_sum(f["x"]);
+               return spec;
+             });
+  g::GraphDef def = graph.graph_def();
+  reference::Evaluator evaluator(def);
+  Value k;
+  k.dtype = g::DT_FLOAT;
+  k.shape = {3, 2};
+  k.data.assign(6, 0.5);
+  evaluator.variables()["dense/kernel"] = k;
+  Value x;
+  x.dtype = g::DT_FLOAT;
+  x.shape = {2, 3};
+  x.data = {1, 2, 3, -1, 0.5, 2};
+  double got =
+      evaluator.evaluate({lossName}, {{featureName, x}})[0].data[0];
+  // x . K: every column of row 0 is 3, of row 1 0.75; mse over 4 elements;
+  // l2: 0.1 * sum(K^2) / 2 = 0.075.
+  double want = (2 * 9.0 + 2 * 0.5625) / 4 + 0.075;
+  EXPECT_NEAR(got, want, 1e-6);
 }
 
 // --- Variables the loss does not depend on -----------------------------------
