@@ -447,6 +447,19 @@ TEST(LearningRateScheduleTest, BadArguments) {
              "clip_norm must be a finite number > 0");
   throwsWith([&] { losses::l2_regularizer(-1.0); },
              "l2_regularizer: scale must be a finite number >= 0");
+  Tensor table = g.constant({1, 2, 3, 4}, {2, 2});
+  throwsWith(
+      [&] {
+        scatter_add(table, g.constant({0, 1}, {2}, DType::Int64),
+                    g.constant({1, 2, 3}, {1, 3}));
+      },
+      "must have the shape indices + ref[1:] = [2,2]");
+  throwsWith(
+      [&] {
+        scatter_update(table, g.constant({0}, {1}, DType::Int64),
+                       g.constant({1, 2}, {1, 2}, DType::Float64));
+      },
+      "ref and updates must have one dtype");
 }
 
 // --- Gradient clipping and regularization -------------------------------------

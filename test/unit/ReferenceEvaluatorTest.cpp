@@ -589,6 +589,23 @@ TEST(ReferenceIndexing, GatherOutOfRangeIsAnErrorNamingTheNode) {
       << error;
 }
 
+TEST(ReferenceIndexing, Scatter) {
+  Value ref = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Value rows = f32({3, 2}, {10, 20, 30, 40, 50, 60});
+  // Duplicate indices add up.
+  EXPECT_TRUE(same(evalOp("scatter", {ref, i64({3}, {2, 0, 2}), rows}),
+                   f32({3, 2}, {31, 42, 3, 4, 65, 86})));
+  std::string error =
+      evalOpError("scatter", {ref, i64({3}, {2, 3, 0}), rows});
+  EXPECT_NE(error.find("index 3 (indices element 1) is out of range [0, 3)"),
+            std::string::npos)
+      << error;
+  error = evalOpError("scatter", {ref, i64({2}, {0, 1}), rows});
+  EXPECT_NE(error.find("must have the shape indices + ref[1:] = [2,2]"),
+            std::string::npos)
+      << error;
+}
+
 TEST(ReferenceIndexing, OneHot) {
   Value indices = i64({3}, {0, 2, 5}); // 5 is out of range: all off
   EXPECT_TRUE(same(evalOp("one_hot", {indices},
