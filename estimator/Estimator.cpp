@@ -9,6 +9,7 @@
 #include "estimator/Estimator.h"
 
 #include "estimator/EstimatorBackend.h"
+#include "estimator/Hooks.h"
 #include "estimator/Logging.h"
 #include "estimator/Summary.h"
 #include "runtime/CompiledModel.h"
@@ -277,9 +278,9 @@ std::string outputList(rt::CompiledModel &m, int fn) {
 
 double scalarValue(const TensorValue &t) { return t.element(0); }
 
-using Clock = std::chrono::steady_clock;
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
+using SteadyClock = std::chrono::steady_clock;
+double secondsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 double wallSeconds() {
   return std::chrono::duration<double>(
@@ -299,7 +300,7 @@ public:
       return;
     if (step < last_ && secondsSince(lastDraw_) < 0.1)
       return;
-    lastDraw_ = Clock::now();
+    lastDraw_ = SteadyClock::now();
     double fraction = std::clamp(
         static_cast<double>(step - first_) / static_cast<double>(last_ - first_),
         0.0, 1.0);
@@ -337,8 +338,8 @@ private:
   int64_t first_, last_;
   bool enabled_;
   bool drawn_ = false;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point lastDraw_{};
+  SteadyClock::time_point start_ = SteadyClock::now();
+  SteadyClock::time_point lastDraw_{};
 };
 
 // --- The AOT backend ---------------------------------------------------------
@@ -496,7 +497,7 @@ private:
   std::map<std::string, Item> cache_;
 };
 
-double microsSince(Clock::time_point start, Clock::time_point t) {
+double microsSince(SteadyClock::time_point start, SteadyClock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - start).count();
 }
 
@@ -634,11 +635,6 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   bool checkpointing =
       chief && (config_.save_checkpoints_steps() > 0 ||
                 config_.save_checkpoints_secs() > 0);
-  if (!listeners.empty() && !checkpointing)
-    throw std::invalid_argument(
-        "Estimator.train: saving_listeners need checkpoints: set "
-        "RunConfig save_checkpoints_steps or save_checkpoints_secs (and "
-        "train on the chief)");
   if (max_steps) {
     // Silently: restoring below reports a corrupt checkpoint once.
     if (std::optional<std::string> latest = train::latest_checkpoint(
@@ -673,6 +669,21 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
       hooks.insert(hooks.end(), spec->training_chief_hooks.begin(),
                    spec->training_chief_hooks.end());
   }
+  // A CheckpointSaverHook among the hooks replaces the built-in saving, as
+  // in TF (the listeners then belong to that hook).
+  bool saverHook = std::any_of(hooks.begin(), hooks.end(), [](const HookPtr &h) {
+    return dynamic_cast<const CheckpointSaverHook *>(h.get()) != nullptr;
+  });
+  if (saverHook && !listeners.empty())
+    throw std::invalid_argument(
+        "Estimator.train: saving_listeners with a CheckpointSaverHook among "
+        "the hooks: give the listeners to that hook");
+  if (!listeners.empty() && !checkpointing)
+    throw std::invalid_argument(
+        "Estimator.train: saving_listeners need checkpoints: set "
+        "RunConfig save_checkpoints_steps or save_checkpoints_secs (and "
+        "train on the chief)");
+  checkpointing = checkpointing && !saverHook;
   rt::CompiledModel &m = backend_.model(ModeKeys::TRAIN, graphFetches(hooks));
   int fn = findFunction(m, "train");
   if (fn < 0)
@@ -687,7 +698,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     ~TrainingFlag() { flag = locked = false; }
   } trainingFlag(training_, backend_.locked);
 
-  Clock::time_point callStart = Clock::now();
+  SteadyClock::time_point callStart = SteadyClock::now();
   for (const HookPtr &h : hooks)
     h->begin();
   for (const ListenerPtr &l : listeners)
@@ -712,7 +723,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
 
   std::unique_ptr<train::Saver> saver;
   int64_t lastSavedStep = restored ? restored->global_step : -1;
-  Clock::time_point lastSaveTime = Clock::now();
+  SteadyClock::time_point lastSaveTime = SteadyClock::now();
   bool stopFromListener = false;
   auto save = [&](int64_t globalStep) {
     if (!saver) {
@@ -728,7 +739,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
              (fs::path(modelDir) / "model.ckpt").string() + ".");
     saver->save(session.checkpoint_variables(), globalStep);
     lastSavedStep = globalStep;
-    lastSaveTime = Clock::now();
+    lastSaveTime = SteadyClock::now();
     for (const ListenerPtr &l : listeners)
       if (l->after_save(session, globalStep)) {
         log_info("A CheckpointSaverListener requested that training be "
@@ -750,26 +761,26 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
 
   int64_t iteration = 0;
   std::optional<int64_t> lastSummaryStep;
-  Clock::time_point lastLogTime = Clock::now();
+  SteadyClock::time_point lastLogTime = SteadyClock::now();
   int64_t rateStartStep = step;
-  Clock::time_point rateStart = Clock::now();
+  SteadyClock::time_point rateStart = SteadyClock::now();
   double loss = 0;
   bool haveLoss = false;
   while (!stopFromListener && !(lastStep && step >= *lastStep)) {
     SessionRunContext context(session);
     std::vector<StepPhase> phases;
-    Clock::time_point t0 = Clock::now();
+    SteadyClock::time_point t0 = SteadyClock::now();
     std::vector<SessionRunArgs> args;
     for (const HookPtr &h : hooks)
       args.push_back(h->before_run(context));
-    Clock::time_point t1 = Clock::now();
+    SteadyClock::time_point t1 = SteadyClock::now();
     std::optional<Batch> batch = data.next();
     if (!batch)
       break; // input exhausted: no after_run
     feed(m, fn, *batch, "train");
-    Clock::time_point t2 = Clock::now();
+    SteadyClock::time_point t2 = SteadyClock::now();
     m.run(fn);
-    Clock::time_point t3 = Clock::now();
+    SteadyClock::time_point t3 = SteadyClock::now();
     phases.push_back({"before_run", microsSince(callStart, t0),
                       microsSince(t0, t1)});
     phases.push_back({"input", microsSince(callStart, t1), microsSince(t1, t2)});
@@ -806,7 +817,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
         line += elapsed;
       }
       logLine(line);
-      lastLogTime = Clock::now();
+      lastLogTime = SteadyClock::now();
     }
     if (step >= rateStartStep + every) {
       double rate = static_cast<double>(step - rateStartStep) /
@@ -815,7 +826,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
       if (events)
         events->add_scalar("global_step/sec", rate, step);
       rateStartStep = step;
-      rateStart = Clock::now();
+      rateStart = SteadyClock::now();
     }
     ++iteration;
 
@@ -883,7 +894,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   if (training_ && !inMemory)
     snapshot = snapshotVariables(m);
 
-  Clock::time_point callStart = Clock::now();
+  SteadyClock::time_point callStart = SteadyClock::now();
   for (const HookPtr &h : hooks)
     h->begin();
   ModelSession session(m, config_.model_dir());
@@ -898,23 +909,23 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   int64_t done = 0;
   while (!(steps && done >= *steps)) {
     SessionRunContext context(session);
-    Clock::time_point t0 = Clock::now();
+    SteadyClock::time_point t0 = SteadyClock::now();
     std::vector<SessionRunArgs> args;
     for (const HookPtr &h : hooks)
       args.push_back(h->before_run(context));
-    Clock::time_point t1 = Clock::now();
+    SteadyClock::time_point t1 = SteadyClock::now();
     std::optional<Batch> batch = data.next();
     if (!batch)
       break;
     feed(m, fn, *batch, "evaluate");
     int64_t n = m.batch();
-    Clock::time_point t2 = Clock::now();
+    SteadyClock::time_point t2 = SteadyClock::now();
     m.run(fn);
     Fetcher fetcher(m, fn, metricsFn);
     Fetcher::Plan plan = fetcher.plan(args);
     if (plan.needsMetrics)
       m.run(metricsFn);
-    Clock::time_point t3 = Clock::now();
+    SteadyClock::time_point t3 = SteadyClock::now();
     if (lossOut >= 0) {
       lossSum += scalarValue(readOutput(m, fn, lossOut)) * static_cast<double>(n);
       examples += n;
@@ -994,7 +1005,7 @@ struct Predictions::State {
   std::map<std::string, TensorValue> batchValues;
   int64_t batchSize = 0, index = 0;
   Prediction current;
-  Clock::time_point callStart = Clock::now();
+  SteadyClock::time_point callStart = SteadyClock::now();
 
   explicit State(Dataset d) : data(std::move(d)) {}
 };
@@ -1049,18 +1060,18 @@ bool Predictions::advance() {
     if (s.stopAfterBatch)
       break;
     SessionRunContext context(*s.session);
-    Clock::time_point t0 = Clock::now();
+    SteadyClock::time_point t0 = SteadyClock::now();
     std::vector<SessionRunArgs> args;
     for (const HookPtr &h : s.hooks)
       args.push_back(h->before_run(context));
-    Clock::time_point t1 = Clock::now();
+    SteadyClock::time_point t1 = SteadyClock::now();
     std::optional<Batch> batch = s.data.next();
     if (!batch)
       break;
     feed(*s.model, s.fn, *batch, "predict");
-    Clock::time_point t2 = Clock::now();
+    SteadyClock::time_point t2 = SteadyClock::now();
     s.model->run(s.fn);
-    Clock::time_point t3 = Clock::now();
+    SteadyClock::time_point t3 = SteadyClock::now();
     s.batchSize = s.model->batch();
     s.batchValues.clear();
     for (size_t k = 0; k < s.keys.size(); ++k)

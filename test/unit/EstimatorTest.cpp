@@ -12,6 +12,7 @@
 #include "Mlp.h"
 
 #include "estimator/Estimator.h"
+#include "estimator/Hooks.h"
 #include "estimator/Logging.h"
 #include "estimator/Summary.h"
 #include "examples/models/Models.h"
@@ -452,6 +453,26 @@ TEST_F(EstimatorTest, NanLossStopsTraining) {
               est->train(numpy_input_fn(nan, y, {4, 1, false, 0}), {}, 5);
             }),
             "Model diverged with loss = NaN (global step 1).");
+}
+
+TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
+  auto est = make();
+  CheckpointSaverHook::Options o;
+  o.save_steps = 4;
+  auto saver = std::make_shared<CheckpointSaverHook>(est->model_dir(), o);
+  est->train(trainInput(), {saver}, 9);
+  // The hook's schedule (0, 4, 8, 9), not the built-in one (0, then 10).
+  auto state = train::get_checkpoint_state(est->model_dir());
+  ASSERT_TRUE(state);
+  std::vector<std::string> want = {"model.ckpt-0", "model.ckpt-4",
+                                   "model.ckpt-8", "model.ckpt-9"};
+  EXPECT_EQ(state->all_model_checkpoint_paths, want);
+  auto listener = std::make_shared<CheckpointSaverListener>();
+  EXPECT_EQ(errorOf([&] {
+              est->train(trainInput(), {saver}, 1, std::nullopt, {listener});
+            }),
+            "Estimator.train: saving_listeners with a CheckpointSaverHook "
+            "among the hooks: give the listeners to that hook");
 }
 
 // --- Prediction ------------------------------------------------------------------
