@@ -1,0 +1,32 @@
+//===- Trainer.h - The example's command line, data and training run ----===//
+//
+// What the JIT and the AOT trainer share: flags, loading the IDX data,
+// train_and_evaluate, and the final report. Each trainer only says how its
+// Estimator is made.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
+#define ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
+
+#include "estimator/Estimator.h"
+
+#include <functional>
+#include <memory>
+
+namespace estc {
+namespace examples {
+
+using EstimatorFactory = std::function<std::unique_ptr<estimator::Estimator>(
+    const estimator::RunConfig &config)>;
+
+/// Runs the trainer: parses argv (see --help), trains with
+/// train_and_evaluate and prints the final evaluation. Returns the exit
+/// status: 0, 1 for a failed run (bad data, accuracy below
+/// --min_accuracy), 2 for bad flags. Errors are one line on stderr.
+int run_trainer(const char *program, int argc, char **argv,
+                const EstimatorFactory &make_estimator);
+
+} // namespace examples
+} // namespace estc
+
+#endif // ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
