@@ -955,11 +955,15 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
       if (!startsWith(key, "metrics/"))
         continue;
       TensorValue v = readOutput(m, metricsFn, i);
-      if (v.num_elements() != 1)
-        throw std::invalid_argument("Estimator.evaluate: metric '" +
-                                    key.substr(8) + "' is " + valueString(v) +
-                                    ", not a scalar");
-      results[key.substr(8)] = v.element(0);
+      std::string metric = key.substr(8);
+      if (v.shape.empty()) {
+        results[metric] = v.element(0);
+        continue;
+      }
+      // A metric with a value per threshold (or class, ...): one result
+      // per element, "<name>/<i>" in row-major order.
+      for (int64_t e = 0; e < v.num_elements(); ++e)
+        results[metric + "/" + std::to_string(e)] = v.element(e);
     }
   }
   results["loss"] = examples > 0 ? lossSum / static_cast<double>(examples) : 0.0;

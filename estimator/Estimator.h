@@ -89,7 +89,10 @@ class Runner;
 using Listeners = std::vector<ListenerPtr>;
 
 /// evaluate()'s result: every metric, "loss" (the mean of the per-batch
-/// losses, weighted by batch size) and "global_step".
+/// losses, weighted by batch size) and "global_step". A metric whose value
+/// is not a scalar (the *_at_thresholds metrics, one value per threshold)
+/// gives one result per element, "<name>/<i>" in row-major order (TF returns
+/// an array; these are also the event-file scalar tags).
 using EvalResults = std::map<std::string, double>;
 
 /// One prediction: an example's (or with yield_single_examples = false, a

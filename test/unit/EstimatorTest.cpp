@@ -374,6 +374,43 @@ TEST_F(EstimatorTest, EvaluateLossIsWeightedByBatchSizeAndTakesSteps) {
   EXPECT_EQ(one, alone);
 }
 
+TEST_F(EstimatorTest, NonScalarMetricsGiveOneResultPerElement) {
+  // true_positives_at_thresholds: one count per threshold, reported as
+  // "<name>/<i>"; checked against predict()'s probabilities.
+  std::vector<double> thresholds = {0.25, 0.5, 0.75};
+  ModelFn fn = [&](const TensorMap &f, const Tensor &l, ModeKeys mode,
+                   const Params &p, const RunConfig &c) {
+    EstimatorSpec spec = classifier_fn(f, l, mode, p, c);
+    if (mode == ModeKeys::EVAL) {
+      Tensor isZero = equal(l, get_default_graph().constant(0, DType::Int64));
+      Tensor p0 = reshape(
+          slice(spec.predictions["probabilities"], {0, 0}, {-1, 1}), {-1});
+      spec.eval_metric_ops.push_back(
+          {"tp", metrics::true_positives_at_thresholds(isZero, p0,
+                                                       thresholds)});
+    }
+    return spec;
+  };
+  Estimator est(fn, config(), Params{{"hidden", 8}});
+  est.train(trainInput(), {}, 20);
+  EvalResults r = est.evaluate(evalInput(200, 64));
+  ASSERT_EQ(r.count("tp"), 0u);
+  Data d = makeData(200, 2);
+  std::vector<int64_t> labels = d.y.values<int64_t>();
+  std::vector<double> expected(3, 0);
+  int64_t i = 0;
+  for (const Prediction &p : est.predict(evalInput(200, 64))) {
+    float p0 = p.at("probabilities").values<float>()[0];
+    for (size_t t = 0; t < thresholds.size(); ++t)
+      expected[t] += labels[i] == 0 && p0 > thresholds[t];
+    ++i;
+  }
+  ASSERT_EQ(i, 200);
+  for (size_t t = 0; t < thresholds.size(); ++t)
+    EXPECT_EQ(r.at("tp/" + std::to_string(t)), expected[t]) << t;
+  EXPECT_GT(expected[0], 0);
+}
+
 TEST_F(EstimatorTest, EvaluatesAGivenCheckpointUnderAName) {
   auto est = make();
   est->train(trainInput(), {}, 20);
