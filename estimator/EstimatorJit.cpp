@@ -108,20 +108,8 @@ private:
                          mode_key(es.mode) + " when called for mode " +
                          mode_key(m));
                    es.validate();
-                   // What the mode's function computes (TF ignores the
-                   // other fields of a mode's spec).
-                   Signature sig;
-                   if (m == ModeKeys::PREDICT) {
-                     sig.predictions = es.predictions;
-                   } else {
-                     sig.loss = es.loss;
-                     if (m == ModeKeys::TRAIN)
-                       sig.train_op = es.train_op;
-                     else
-                       sig.metrics = es.eval_metric_ops;
-                   }
                    specs.emplace(m, es);
-                   return sig;
+                   return es.mode_signature();
                  });
     }
     graph_ = std::move(graph);

@@ -127,6 +127,20 @@ Signature EstimatorSpec::signature() const {
   return sig;
 }
 
+Signature EstimatorSpec::mode_signature() const {
+  Signature sig;
+  if (mode == ModeKeys::PREDICT) {
+    sig.predictions = predictions;
+    return sig;
+  }
+  sig.loss = loss;
+  if (mode == ModeKeys::TRAIN)
+    sig.train_op = train_op;
+  else
+    sig.metrics = eval_metric_ops;
+  return sig;
+}
+
 EstimatorSpec EstimatorSpec::from_signature(ModeKeys mode,
                                             const Signature &signature) {
   EstimatorSpec spec(mode);

@@ -140,6 +140,10 @@ struct EstimatorSpec {
   /// The graph part, for Graph::set_signature: predictions, loss, train_op,
   /// metrics.
   Signature signature() const;
+  /// What this mode's compiled function computes, as the Estimator compiles
+  /// it (TF ignores the other fields of a mode's spec): PREDICT its
+  /// predictions; TRAIN loss and train_op; EVAL loss and metrics.
+  Signature mode_signature() const;
   /// An EstimatorSpec from a graph-builder Signature (the seed models of
   /// examples/models return one).
   static EstimatorSpec from_signature(ModeKeys mode,

@@ -58,19 +58,7 @@ graph::GraphDef build_convnet_graph(int64_t seed) {
         EstimatorSpec spec =
             convnet_model_fn(features, labels, mode, params, config);
         spec.validate();
-        // What each mode's compiled function computes, as the JIT
-        // Estimator selects it.
-        Signature sig;
-        if (mode == ModeKeys::PREDICT) {
-          sig.predictions = spec.predictions;
-        } else {
-          sig.loss = spec.loss;
-          if (mode == ModeKeys::TRAIN)
-            sig.train_op = spec.train_op;
-          else
-            sig.metrics = spec.eval_metric_ops;
-        }
-        return sig;
+        return spec.mode_signature();
       },
       seed);
 }

@@ -101,6 +101,18 @@ TEST_F(SpecTest, SignatureRoundTrip) {
   EXPECT_TRUE(back.predictions.contains("logits"));
 }
 
+TEST_F(SpecTest, ModeSignatureKeepsWhatTheModeComputes) {
+  for (ModeKeys mode : {ModeKeys::TRAIN, ModeKeys::EVAL, ModeKeys::PREDICT}) {
+    EstimatorSpec spec(mode);
+    spec.loss = loss_;
+    spec.predictions = {{"logits", logits_}};
+    Signature sig = spec.mode_signature();
+    SCOPED_TRACE(mode_key(mode));
+    EXPECT_EQ(sig.predictions.empty(), mode != ModeKeys::PREDICT);
+    EXPECT_EQ(sig.loss.valid(), mode != ModeKeys::PREDICT);
+  }
+}
+
 TEST(DefaultGraphTest, OutsideAModelFn) {
   EXPECT_THROW(get_default_graph(), std::logic_error);
 }
