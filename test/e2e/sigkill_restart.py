@@ -28,6 +28,7 @@ import time
 
 MAX_STEPS = 60
 SAVE_EVERY = 4
+KILL_ATTEMPTS = 6
 
 
 def fail(message):
@@ -98,22 +99,28 @@ def main():
     reference = os.path.join(work, "reference")
     killed = os.path.join(work, "killed")
 
+    start = time.monotonic()
     r = subprocess.run(trainer_args(trainer, data, reference),
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail("uninterrupted run failed:\n" + r.stderr)
+    # Kill moments are fractions of an uninterrupted run's time, so the test
+    # means the same on a fast machine and on a loaded one.
+    duration = time.monotonic() - start
 
     rng = random.Random(11)
     kills = 0
     resumes = []
-    for attempt in range(40):
+    for attempt in range(KILL_ATTEMPTS + 1):
         before = check_model_dir(ckpt_tool, killed) if os.path.exists(
             killed) else None
         log_path = os.path.join(work, "run-%d.log" % attempt)
         with open(log_path, "w") as log:
             p = subprocess.Popen(trainer_args(trainer, data, killed),
                                  stdout=log, stderr=subprocess.STDOUT)
-            delay = rng.uniform(0.15, 0.8)
+            # The last attempt runs to the end.
+            delay = (rng.uniform(0.1, 0.45) * duration
+                     if attempt < KILL_ATTEMPTS else None)
             try:
                 p.wait(timeout=delay)
             except subprocess.TimeoutExpired:
@@ -134,7 +141,7 @@ def main():
             fail("run %d exited with %d:\n%s" % (attempt, p.returncode, out))
         check_model_dir(ckpt_tool, killed)
     else:
-        fail("training never finished after %d kills" % kills)
+        fail("training did not finish after %d kills" % kills)
 
     latest = check_model_dir(ckpt_tool, killed)
     if latest != MAX_STEPS:
