@@ -94,6 +94,28 @@ void writeTo(OpBuilder &b, Location loc, Value value, Value memref,
       restrict ? b.getUnitAttr() : UnitAttr(), b.getUnitAttr());
 }
 
+/// Lets `value`, the last value of an assigned variable, be computed in the
+/// variable's own buffer: when a linalg.generic writes every element of it
+/// without reading its init (an optimizer update, Adam's m = b1 m + (1-b1) g),
+/// that init becomes `view`, the variable's buffer. One-shot bufferization
+/// then updates the buffer in place, or allocates as before where a later
+/// read of the old value forbids it. Without this the update goes to a
+/// temporary, copied into the variable at the end.
+void computeInVariableBuffer(Value value, Value view) {
+  auto result = dyn_cast<OpResult>(value);
+  auto generic = result ? dyn_cast<linalg::GenericOp>(result.getOwner())
+                        : linalg::GenericOp();
+  if (!generic || !view.getDefiningOp<bufferization::ToTensorOp>() ||
+      view.getType() != value.getType())
+    return;
+  OpOperand *init = generic.getDpsInitOperand(result.getResultNumber());
+  if (!init->get().getDefiningOp<tensor::EmptyOp>() ||
+      generic.payloadUsesValueFromOperand(init) ||
+      !generic.getMatchingIndexingMap(init).isPermutation())
+    return;
+  init->set(view);
+}
+
 /// Gives every use of a `tensor.empty` or tensor `linalg.fill` its own copy.
 /// CSE merges identical ones (e.g. the zero init of every reduction of one
 /// shape). Empty tensor elimination would then compute several results in
@@ -291,6 +313,8 @@ LogicalResult EstFunctionAbi::rewrite(func::FuncOp func,
       auto type = cast<RankedTensorType>(value.getType());
       value = bufferization::AllocTensorOp::create(b, returnOp.getLoc(), type,
                                                    ValueRange(), value);
+    } else {
+      computeInVariableBuffer(value, initial[index]);
     }
     writeTo(b, returnOp.getLoc(), value, newArgs[firstVariable + index],
             /*restrict=*/false);

@@ -95,3 +95,40 @@ func.func @sparse_xent_bodies(%x: tensor<?x10xf32>, %l: tensor<?xi64>) -> tensor
   %0 = est.sparse_softmax_cross_entropy %x, %l : tensor<?x10xf32>, tensor<?xi64> -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// A producer that must be materialized anyway (here: it is returned) is
+// fused into its consumer as a second result of one loop, computed once.
+// CHECK-LABEL: func.func @multi_result
+// CHECK: %[[R:.*]]:2 = linalg.generic
+// CHECK: math.exp
+// CHECK-NOT: math.exp
+// CHECK: arith.addf
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]#{{.}}, %[[R]]#{{.}}
+func.func @multi_result(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %0 = est.exp %x : tensor<4x3xf32>
+  %1 = est.add %0, %x : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  return %0, %1 : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// ... but not when a user of the producer comes before the consumer (the
+// fused loop would take the consumer's place, after the matmul that reads
+// the relu): the relu stays its own loop.
+// CHECK-LABEL: func.func @used_before_consumer
+// CHECK: %[[H:.*]] = linalg.generic
+// CHECK: arith.maximumf
+// CHECK: %[[Y:.*]] = linalg.matmul ins(%[[H]],
+// CHECK: linalg.generic {{.*}} ins(%[[H]], %[[Y]] :
+// CHECK-NOT: arith.maximumf
+// CHECK: return
+func.func @used_before_consumer(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %h = est.relu %x : tensor<4x4xf32>
+  %y = est.matmul %h, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %z = est.mul %h, %y : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %z : tensor<4x4xf32>
+}
