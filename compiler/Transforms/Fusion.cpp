@@ -103,6 +103,10 @@ struct FuseIntoMultiResultGeneric : OpRewritePattern<linalg::GenericOp> {
     auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
     if (!producer || !linalg::areElementwiseOpsFusable(&operand))
       return false;
+    // In one block: a producer outside a loop fused into a consumer inside
+    // would be recomputed every iteration.
+    if (producer->getBlock() != consumer->getBlock())
+      return false;
     if (producer.getLibraryCall() || consumer.getLibraryCall() ||
         !isAllParallel(producer) || !isAllParallel(consumer))
       return false;

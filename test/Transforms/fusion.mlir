@@ -132,3 +132,38 @@ func.func @used_before_consumer(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> ten
   %z = est.mul %h, %y : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %z : tensor<4x4xf32>
 }
+
+// -----
+
+// Nor into a consumer inside a loop: the producer would be recomputed every
+// iteration (its other user, the tensor.extract, is in the loop too). It
+// stays before the loop.
+// CHECK-LABEL: func.func @consumer_in_loop
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK: math.exp
+// CHECK: scf.for
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %{{.*}} :
+// CHECK-NOT: math.exp
+// CHECK: tensor.extract %[[P]]
+#id = affine_map<(d0) -> (d0)>
+func.func @consumer_in_loop(%x: tensor<8xf32>, %n: index) -> tensor<8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %e = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %y = math.exp %a : f32
+    linalg.yield %y : f32
+  } -> tensor<8xf32>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> tensor<8xf32> {
+    %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %acc : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %y = arith.addf %a, %b : f32
+      linalg.yield %y : f32
+    } -> tensor<8xf32>
+    %t = tensor.extract %p[%c0] : tensor<8xf32>
+    %u = tensor.insert %t into %s[%c0] : tensor<8xf32>
+    scf.yield %u : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
