@@ -116,8 +116,7 @@ TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
 TensorValue readVariable(rt::CompiledModel &m, int index) {
   const rt::VariableSpec &v = m.spec().variables[index];
   std::vector<int64_t> shape(v.shape, v.shape + v.rank);
-  size_t bytes = static_cast<size_t>(rt::numElements(v.rank, v.shape, 0)) *
-                 rt::dtypeBytes(v.dtype);
+  size_t bytes = static_cast<size_t>(m.variable_bytes(index));
   const char *data = static_cast<const char *>(m.variable_data(index));
   return TensorValue::from_bytes(toTrainDType(v.dtype, v.name), std::move(shape),
                                  std::string(data, bytes));
@@ -162,12 +161,9 @@ void resetLocalVariables(rt::CompiledModel &m) { m.reset_local_variables(); }
 /// Every variable's bytes (to put a model back after a nested evaluation).
 std::vector<std::string> snapshotVariables(rt::CompiledModel &m) {
   std::vector<std::string> out;
-  for (int i = 0; i < m.spec().numVariables; ++i) {
-    const rt::VariableSpec &v = m.spec().variables[i];
-    size_t bytes = static_cast<size_t>(rt::numElements(v.rank, v.shape, 0)) *
-                   rt::dtypeBytes(v.dtype);
-    out.emplace_back(static_cast<const char *>(m.variable_data(i)), bytes);
-  }
+  for (int i = 0; i < m.spec().numVariables; ++i)
+    out.emplace_back(static_cast<const char *>(m.variable_data(i)),
+                     static_cast<size_t>(m.variable_bytes(i)));
   return out;
 }
 
@@ -241,31 +237,6 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
                                   " function takes " + specString(spec));
     std::memcpy(m.input_data(fn, i), value->data.data(), value->data.size());
   }
-}
-
-/// The output index of `key` in `fn`, or -1.
-int findOutput(rt::CompiledModel &m, int fn, const std::string &key) {
-  const rt::FunctionSpec &f = m.spec().functions[fn];
-  for (int i = 0; i < f.numOutputs; ++i)
-    if (key == f.outputs[i].key)
-      return i;
-  return -1;
-}
-
-int findFunction(rt::CompiledModel &m, const std::string &name) {
-  const rt::ModelSpec &spec = m.spec();
-  for (int i = 0; i < spec.numFunctions; ++i)
-    if (name == spec.functions[i].name)
-      return i;
-  return -1;
-}
-
-int findVariable(rt::CompiledModel &m, const std::string &name) {
-  const rt::ModelSpec &spec = m.spec();
-  for (int i = 0; i < spec.numVariables; ++i)
-    if (name == spec.variables[i].name)
-      return i;
-  return -1;
 }
 
 std::string outputList(rt::CompiledModel &m, int fn) {
@@ -353,7 +324,7 @@ public:
   }
   void prepare(ModeKeys mode, const ElementSpec &spec) override {
     (void)spec;
-    if (findFunction(*model_, functionName(mode)) < 0)
+    if (model_->find_function(functionName(mode)) < 0)
       throw std::invalid_argument("Estimator: the compiled model " +
                                   std::string(model_->spec().name) +
                                   " has no " + functionName(mode) +
@@ -361,9 +332,9 @@ public:
   }
   rt::CompiledModel &model(ModeKeys mode,
                            const std::vector<std::string> &fetches) override {
-    int fn = findFunction(*model_, functionName(mode));
+    int fn = model_->find_function(functionName(mode));
     for (const std::string &node : fetches)
-      if (fn < 0 || findOutput(*model_, fn, "tensors/" + node) < 0)
+      if (fn < 0 || model_->find_output(fn, "tensors/" + node) < 0)
         throw std::invalid_argument(
             "Estimator: hook graph fetch '" + node + "' is not an output "
             "'tensors/" + node + "' of the compiled model " +
@@ -392,7 +363,7 @@ class ModelSession : public Session {
 public:
   ModelSession(rt::CompiledModel &model, const std::string &modelDir)
       : model_(model), modelDir_(modelDir),
-        globalStep_(findVariable(model, "global_step")) {}
+        globalStep_(model.find_variable("global_step")) {}
 
   int64_t global_step() const override {
     if (globalStep_ < 0)
@@ -406,7 +377,7 @@ public:
     return names;
   }
   TensorValue variable_value(const std::string &name) const override {
-    int index = findVariable(model_, name);
+    int index = model_.find_variable(name);
     if (index < 0)
       throw std::invalid_argument("Session: no variable '" + name +
                                   "' in the model");
@@ -474,12 +445,12 @@ private:
     auto it = cache_.find(fetch);
     if (it != cache_.end())
       return it->second;
-    Item item{Kind::Output, findOutput(m_, fn_, fetch)};
+    Item item{Kind::Output, m_.find_output(fn_, fetch)};
     if (item.index < 0 && metricsFn_ >= 0) {
-      item = {Kind::Metric, findOutput(m_, metricsFn_, fetch)};
+      item = {Kind::Metric, m_.find_output(metricsFn_, fetch)};
     }
     if (item.index < 0)
-      item = {Kind::Variable, findVariable(m_, fetch)};
+      item = {Kind::Variable, m_.find_variable(fetch)};
     if (item.index < 0) {
       std::string outputs = outputList(m_, fn_);
       if (metricsFn_ >= 0)
@@ -570,7 +541,7 @@ summary::SummaryWriter &Runner::writer(const std::string &logdir) {
 }
 
 void Runner::initialize(rt::CompiledModel &m) {
-  int init = findFunction(m, "init");
+  int init = m.find_function("init");
   if (init < 0)
     throw std::invalid_argument("Estimator: the compiled model " +
                                 std::string(m.spec().name) +
@@ -585,7 +556,7 @@ void Runner::initialize(rt::CompiledModel &m) {
   log_info("Warm-starting from: " + warm_->ckpt_to_initialize_from);
   train::VariableMap values = warm_start(*warm_, current);
   for (const auto &[name, value] : values) {
-    int index = findVariable(m, name);
+    int index = m.find_variable(name);
     std::memcpy(m.variable_data(index), value.data.data(), value.data.size());
   }
 }
@@ -685,12 +656,12 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
         "train on the chief)");
   checkpointing = checkpointing && !saverHook;
   rt::CompiledModel &m = backend_.model(ModeKeys::TRAIN, graphFetches(hooks));
-  int fn = findFunction(m, "train");
+  int fn = m.find_function("train");
   if (fn < 0)
     throw std::invalid_argument("Estimator.train: the compiled model " +
                                 std::string(m.spec().name) +
                                 " has no train function");
-  int lossOut = findOutput(m, fn, "loss");
+  int lossOut = m.find_output(fn, "loss");
 
   struct TrainingFlag {
     bool &flag, &locked;
@@ -880,13 +851,13 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
     hooks.insert(hooks.end(), spec->evaluation_hooks.begin(),
                  spec->evaluation_hooks.end());
   rt::CompiledModel &m = backend_.model(ModeKeys::EVAL, graphFetches(hooks));
-  int fn = findFunction(m, "eval");
+  int fn = m.find_function("eval");
   if (fn < 0)
     throw std::invalid_argument("Estimator.evaluate: the compiled model " +
                                 std::string(m.spec().name) +
                                 " has no eval function");
-  int metricsFn = findFunction(m, "eval_metrics");
-  int lossOut = findOutput(m, fn, "loss");
+  int metricsFn = m.find_function("eval_metrics");
+  int lossOut = m.find_output(fn, "loss");
 
   // A nested evaluation (from a hook in train()) must leave the training
   // variables as they were.
@@ -1215,7 +1186,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
                    spec->prediction_hooks.end());
   s.model = &backend_->model(ModeKeys::PREDICT,
                              detail::Runner::graphFetches(s.hooks));
-  s.fn = findFunction(*s.model, "predict");
+  s.fn = s.model->find_function("predict");
   if (s.fn < 0)
     throw std::invalid_argument("Estimator.predict: the compiled model " +
                                 std::string(s.model->spec().name) +
@@ -1227,7 +1198,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
       available.push_back(std::string(f.outputs[i].key).substr(12));
   std::vector<std::string> keys = predict_keys.empty() ? available : predict_keys;
   for (const std::string &key : keys) {
-    int out = findOutput(*s.model, s.fn, "predictions/" + key);
+    int out = s.model->find_output(s.fn, "predictions/" + key);
     if (out < 0) {
       std::string list;
       for (const std::string &a : available)

@@ -154,16 +154,10 @@ private:
       // A recompile (new outputs): the variables keep their values.
       const rt::ModelSpec &spec = next->spec();
       for (int i = 0; i < spec.numVariables; ++i) {
-        const rt::ModelSpec &old = model_->spec();
-        for (int j = 0; j < old.numVariables; ++j)
-          if (std::strcmp(old.variables[j].name, spec.variables[i].name) == 0) {
-            size_t bytes = static_cast<size_t>(rt::numElements(
-                               spec.variables[i].rank, spec.variables[i].shape,
-                               0)) *
-                           rt::dtypeBytes(spec.variables[i].dtype);
-            std::memcpy(next->variable_data(i), model_->variable_data(j),
-                        bytes);
-          }
+        int j = model_->find_variable(spec.variables[i].name);
+        if (j >= 0)
+          std::memcpy(next->variable_data(i), model_->variable_data(j),
+                      static_cast<size_t>(next->variable_bytes(i)));
       }
     }
     model_ = std::move(next);

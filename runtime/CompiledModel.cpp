@@ -88,8 +88,7 @@ CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries)
     : spec_(&spec), entries_(entries) {
   variables_.resize(spec.numVariables);
   for (int32_t i = 0; i < spec.numVariables; ++i) {
-    const VariableSpec &v = spec.variables[i];
-    size_t bytes = numElements(v.rank, v.shape, 0) * dtypeBytes(v.dtype);
+    size_t bytes = static_cast<size_t>(variable_bytes(i));
     reserve(variables_[i], bytes);
     std::memset(variables_[i].data, 0, bytes);
   }
@@ -189,41 +188,74 @@ int64_t CompiledModel::arena_bytes(int64_t batch) const {
 
 int64_t CompiledModel::variable_bytes() const {
   int64_t bytes = 0;
-  for (int32_t i = 0; i < spec_->numVariables; ++i) {
-    const VariableSpec &v = spec_->variables[i];
-    bytes += numElements(v.rank, v.shape, 0) * dtypeBytes(v.dtype);
-  }
+  for (int32_t i = 0; i < spec_->numVariables; ++i)
+    bytes += variable_bytes(i);
   return bytes;
 }
 
-int CompiledModel::function_index(const std::string &name) const {
+int64_t CompiledModel::variable_bytes(int variable) const {
+  const VariableSpec &v = spec_->variables[variable];
+  return numElements(v.rank, v.shape, 0) * dtypeBytes(v.dtype);
+}
+
+int CompiledModel::find_function(const std::string &name) const {
   for (int32_t f = 0; f < spec_->numFunctions; ++f)
     if (name == spec_->functions[f].name)
       return f;
-  fail("no compiled function '" + name + "'");
+  return -1;
 }
 
-int CompiledModel::variable_index(const std::string &name) const {
+int CompiledModel::find_variable(const std::string &name) const {
   for (int32_t i = 0; i < spec_->numVariables; ++i)
     if (name == spec_->variables[i].name)
       return i;
-  fail("no variable '" + name + "'");
+  return -1;
 }
 
-int CompiledModel::input_index(int function, const std::string &key) const {
+int CompiledModel::find_input(int function, const std::string &key) const {
   const FunctionSpec &fn = spec_->functions[function];
   for (int32_t i = 0; i < fn.numInputs; ++i)
     if (key == fn.inputs[i].key)
       return i;
-  fail(std::string(fn.name) + ": no input '" + key + "'");
+  return -1;
 }
 
-int CompiledModel::output_index(int function, const std::string &key) const {
+int CompiledModel::find_output(int function, const std::string &key) const {
   const FunctionSpec &fn = spec_->functions[function];
   for (int32_t i = 0; i < fn.numOutputs; ++i)
     if (key == fn.outputs[i].key)
       return i;
-  fail(std::string(fn.name) + ": no output '" + key + "'");
+  return -1;
+}
+
+int CompiledModel::function_index(const std::string &name) const {
+  int f = find_function(name);
+  if (f < 0)
+    fail("no compiled function '" + name + "'");
+  return f;
+}
+
+int CompiledModel::variable_index(const std::string &name) const {
+  int i = find_variable(name);
+  if (i < 0)
+    fail("no variable '" + name + "'");
+  return i;
+}
+
+int CompiledModel::input_index(int function, const std::string &key) const {
+  int i = find_input(function, key);
+  if (i < 0)
+    fail(std::string(spec_->functions[function].name) + ": no input '" + key +
+         "'");
+  return i;
+}
+
+int CompiledModel::output_index(int function, const std::string &key) const {
+  int i = find_output(function, key);
+  if (i < 0)
+    fail(std::string(spec_->functions[function].name) + ": no output '" + key +
+         "'");
+  return i;
 }
 
 void *CompiledModel::variable_data(int variable) {
@@ -231,13 +263,10 @@ void *CompiledModel::variable_data(int variable) {
 }
 
 void CompiledModel::reset_local_variables() {
-  for (int32_t i = 0; i < spec_->numVariables; ++i) {
-    const VariableSpec &v = spec_->variables[i];
-    if (v.local)
+  for (int32_t i = 0; i < spec_->numVariables; ++i)
+    if (spec_->variables[i].local)
       std::memset(variables_[i].data, 0,
-                  static_cast<size_t>(numElements(v.rank, v.shape, 0)) *
-                      dtypeBytes(v.dtype));
-  }
+                  static_cast<size_t>(variable_bytes(i)));
 }
 
 void *CompiledModel::input_data(int function, int input) {

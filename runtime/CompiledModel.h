@@ -120,6 +120,14 @@ public:
   int64_t arena_bytes(int64_t batch) const;
   /// Bytes of all variables.
   int64_t variable_bytes() const;
+  /// Bytes of one variable.
+  int64_t variable_bytes(int variable) const;
+
+  /// Indices by name, or -1 for an unknown name.
+  int find_function(const std::string &name) const;
+  int find_variable(const std::string &name) const;
+  int find_input(int function, const std::string &key) const;
+  int find_output(int function, const std::string &key) const;
 
   /// Indices by name; throw std::invalid_argument for an unknown name.
   int function_index(const std::string &name) const;

@@ -268,6 +268,23 @@ TEST_F(JitTest, ShapeErrors) {
   EXPECT_THROW(model.bind_input(ScaleAdd::k_scale_add, 0, buffer, {2, 5}),
                std::invalid_argument);
   EXPECT_THROW(model.variable_index("nope"), std::invalid_argument);
+  try {
+    model.output_index(ScaleAdd::k_scale_add, "nope");
+    FAIL() << "unknown output accepted";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "ScaleAdd: scale_add: no output 'nope'");
+  }
+  // The find_* lookups answer -1 where the *_index ones throw.
+  EXPECT_EQ(model.find_function("nope"), -1);
+  EXPECT_EQ(model.find_variable("nope"), -1);
+  EXPECT_EQ(model.find_input(ScaleAdd::k_scale_add, "nope"), -1);
+  EXPECT_EQ(model.find_output(ScaleAdd::k_scale_add, "nope"), -1);
+  EXPECT_EQ(model.find_function("scale_add"), ScaleAdd::k_scale_add);
+  EXPECT_EQ(model.find_variable("steps"), model.variable_index("steps"));
+  EXPECT_EQ(model.find_input(ScaleAdd::k_scale_add, "features/x"), 0);
+  EXPECT_EQ(model.find_output(ScaleAdd::k_scale_add, "y"), 0);
+  EXPECT_EQ(model.variable_bytes(model.variable_index("scale/v")),
+            4 * static_cast<int64_t>(sizeof(float)));
   // A bound caller buffer is used as is.
   float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
   model.bind_input(ScaleAdd::k_scale_add, 0, x, {2, 4});
