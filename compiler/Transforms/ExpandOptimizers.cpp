@@ -13,16 +13,17 @@
 // c / max(global_norm, c), global_norm = sqrt(sum of all squared gradient
 // elements) (tf.clip_by_global_norm).
 //
-// Sparse gradients (rows at indices, from gathers of a variable on axis 0):
-// sgd scatters -lr rows into the variable (duplicates add up); adagrad and
-// ftrl first sum duplicate rows (an [n, n] equality matrix times the rows),
-// then compute the new rows of the variable and its slots from gathered
-// rows and scatter them back ("update"; duplicates write identical rows):
-// TF's _apply_sparse, O(rows touched) since scatters of a variable's own
-// value bufferize in place. momentum, adam and rmsprop scatter the rows into
-// a dense zero gradient and apply their dense rule: O(rows) per step, and
-// every row's slots decay (TF 1.x's Adam does the same; its momentum and
-// rmsprop sparse kernels touch only the gathered rows).
+// Sparse gradients (rows at indices, from gathers of a variable on axis 0),
+// TF 1.x's _apply_sparse: sgd scatters -lr rows into the variable
+// (duplicates add up). momentum, adagrad, rmsprop and ftrl first sum
+// duplicate rows (an [n, n] equality matrix times the rows, TF's
+// _deduplicate_indexed_slices), then apply their dense rule to the gathered
+// rows of the variable and its slots and scatter the new rows back
+// ("update"; duplicates write identical rows): the other rows and their
+// slots are untouched, and a step costs O(rows touched) since scatters of a
+// variable's own value bufferize in place. adam scatters the rows into a
+// dense zero gradient and applies its dense rule, as TF 1.x's Adam does
+// (every row's m and v decay, every row moves).
 //
 // Slot variables are module variables named like TF's (non-trainable),
 // appended after the existing variables in creation order:
@@ -112,9 +113,16 @@ private:
     return ReadVariableOp::create(b, loc, type,
                                   FlatSymbolRefAttr::get(b.getContext(), name));
   }
-  /// Schedules `name = value` after every new value is computed.
+  /// Schedules `name = value` after every new value is computed. In a
+  /// row-wise update `value` holds the new rows, scattered into the
+  /// variable's current value.
   void assign(const Twine &name, Value value) {
-    assignments.push_back({name.str(), value});
+    std::string symbol = name.str();
+    if (rowIndices) {
+      auto type = module.lookupSymbol<VariableOp>(symbol).getType();
+      value = scatter(read(symbol, type), rowIndices, value, "update");
+    }
+    assignments.push_back({symbol, value});
   }
 
   /// The learning rate as a scalar of `like`'s element type: the
@@ -129,7 +137,8 @@ private:
     return CastOp::create(b, loc, lr, TypeAttr::get(elt));
   }
 
-  /// The slot variable `<var>/<slot>` (created when missing) and its value.
+  /// The slot variable `<var>/<slot>` of type `type` (created when missing)
+  /// and its value; in a row-wise update, its gathered rows.
   Value slot(StringRef var, StringRef slotName, RankedTensorType type,
              double init) {
     std::string name = (var + "/" + slotName).str();
@@ -149,7 +158,8 @@ private:
                                    /*trainable=*/false, initializer);
       (void)op;
     }
-    return read(name, type);
+    Value value = read(name, type);
+    return rowIndices ? gather(value, rowIndices) : value;
   }
 
   /// `global_step`'s current value (created when missing).
@@ -166,7 +176,11 @@ private:
     return read("global_step", type);
   }
 
-  LogicalResult update(StringRef var, Value v, Value g, Value step);
+  /// The update rule of variable `var` (of type `type`): `v` its value and
+  /// `g` its gradient, or in a row-wise update (rowIndices set) its gathered
+  /// rows and theirs.
+  LogicalResult update(StringRef var, RankedTensorType type, Value v, Value g,
+                       Value step);
   LogicalResult sparseUpdate(StringRef var, Value v, Value indices,
                              Value rows, Value step);
   Value gather(Value x, Value indices) {
@@ -193,13 +207,15 @@ private:
 
   ApplyGradientsOp apply;
   ModuleOp module;
+  /// While a sparse update applies a dense rule to rows: their indices.
+  Value rowIndices;
   OpBuilder b;
   Location loc;
   SmallVector<std::pair<std::string, Value>> assignments;
 };
 
-LogicalResult Expander::update(StringRef var, Value v, Value g, Value step) {
-  auto type = cast<RankedTensorType>(v.getType());
+LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
+                               Value g, Value step) {
   StringRef kind = apply.getOptimizer();
   Value lr = learningRate(v);
   if (kind == "sgd") {
@@ -302,56 +318,31 @@ Value Expander::sumDuplicates(Value indices, Value rows) {
   return ReshapeOp::create(b, loc, summed, b.getDenseI64ArrayAttr(shape));
 }
 
-/// TF's _apply_sparse: sgd, adagrad and ftrl update only the gathered rows
-/// (duplicate indices summed first); the others get the rows scattered into
-/// a dense zero gradient (their dense rule, as TF's densified IndexedSlices).
+/// TF 1.x's _apply_sparse: sgd scatter-adds; adam applies its dense rule to
+/// the rows scattered into a zero gradient; the others apply their dense
+/// rule to the gathered rows (duplicates summed first) and scatter them back.
 LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
                                      Value rows, Value step) {
   auto type = cast<RankedTensorType>(v.getType());
   StringRef kind = apply.getOptimizer();
-  Value lr = learningRate(v);
   if (kind == "sgd") {
     // Duplicates sum in the scatter itself.
-    assign(var, scatter(v, indices, NegOp::create(b, loc, mul(lr, rows)),
-                        "add"));
-  } else if (kind == "adagrad") {
-    Value g = sumDuplicates(indices, rows);
-    Value acc = slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1));
-    Value accRows = add(gather(acc, indices), square(g));
-    Value vRows = sub(gather(v, indices), div(mul(lr, g), sqrt(accRows)));
-    assign(var + "/Adagrad", scatter(acc, indices, accRows, "update"));
-    assign(var, scatter(v, indices, vRows, "update"));
-  } else if (kind == "ftrl") {
-    Value g = sumDuplicates(indices, rows);
-    double init = hp("initial_accumulator_value", 0.1);
-    Value p = c(v, -hp("learning_rate_power", -0.5));
-    Value l1 = c(v, hp("l1_regularization_strength", 0.0));
-    Value l2 = c(v, hp("l2_regularization_strength", 0.0));
-    Value acc = slot(var, "Ftrl", type, init);
-    Value linear = slot(var, "Ftrl_1", type, 0.0);
-    Value accRows = gather(acc, indices);
-    Value vRows = gather(v, indices);
-    Value newAcc = add(accRows, square(g));
-    Value newAccP = pow(newAcc, p);
-    Value newLinear = sub(add(gather(linear, indices), g),
-                          mul(div(sub(newAccP, pow(accRows, p)), lr), vRows));
-    Value quad = add(div(newAccP, lr), mul(c(v, 2.0), l2));
-    Value positive = GreaterOp::create(b, loc, newLinear, c(v, 0.0));
-    Value signL1 =
-        SelectOp::create(b, loc, positive, l1, NegOp::create(b, loc, l1));
-    Value shrunk = div(sub(signL1, newLinear), quad);
-    Value big = GreaterOp::create(b, loc, AbsOp::create(b, loc, newLinear), l1);
-    Value newV = SelectOp::create(b, loc, big, shrunk, c(v, 0.0));
-    assign(var + "/Ftrl", scatter(acc, indices, newAcc, "update"));
-    assign(var + "/Ftrl_1", scatter(linear, indices, newLinear, "update"));
-    assign(var, scatter(v, indices, newV, "update"));
-  } else {
+    Value delta = NegOp::create(b, loc, mul(learningRate(v), rows));
+    assign(var, scatter(v, indices, delta, "add"));
+    return success();
+  }
+  if (kind == "adam") {
     Value zeros = ConstantOp::create(
         b, loc,
         DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
-    return update(var, v, scatter(zeros, indices, rows, "add"), step);
+    return update(var, type, v, scatter(zeros, indices, rows, "add"), step);
   }
-  return success();
+  Value g = sumDuplicates(indices, rows);
+  Value vRows = gather(v, indices);
+  rowIndices = indices;
+  LogicalResult result = update(var, type, vRows, g, step);
+  rowIndices = Value();
+  return result;
 }
 
 SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
@@ -413,7 +404,7 @@ LogicalResult Expander::run() {
     if (g.getType() != type)
       return apply.emitError("gradient of @")
              << var << " has type " << g.getType() << ", expected " << type;
-    if (failed(update(var, read(var, type), g, step)))
+    if (failed(update(var, type, read(var, type), g, step)))
       return failure();
   }
   if (auto sparseVars = apply.getSparseVariables()) {

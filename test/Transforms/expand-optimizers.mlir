@@ -180,18 +180,20 @@ func.func @sparse_sgd(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
 // -----
 
 // Sparse Adagrad (TF's _apply_sparse): duplicate rows summed first (an
-// equality matrix of the indices times the rows), new rows of the
-// accumulator and the variable from their gathered rows, scattered back.
+// equality matrix of the indices times the rows), then the dense rule on the
+// gathered rows of the variable and the accumulator, scattered back.
 // CHECK-LABEL: func.func @sparse_adagrad
 // CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>, %[[ROWS:.*]]: tensor<?x4xf32>)
 // CHECK: %[[E:.*]] = est.read_variable @emb
 // CHECK: %[[EQ:.*]] = est.equal
 // CHECK: %[[SUM:.*]] = est.matmul
+// CHECK: %[[EROWS:.*]] = est.gather %[[E]], %[[IDS]]
 // CHECK: %[[ACC:.*]] = est.read_variable @"emb/Adagrad"
 // CHECK: %[[ACCROWS:.*]] = est.gather %[[ACC]], %[[IDS]]
-// CHECK: %[[EROWS:.*]] = est.gather %[[E]], %[[IDS]]
-// CHECK: %[[NEWACC:.*]] = est.scatter %[[ACC]], %[[IDS]], %{{.*}} {mode = "update"}
-// CHECK: %[[NEWE:.*]] = est.scatter %[[E]], %[[IDS]], %{{.*}} {mode = "update"}
+// CHECK: %[[NEWACCROWS:.*]] = est.add %[[ACCROWS]],
+// CHECK: %[[NEWACC:.*]] = est.scatter %{{.*}}, %[[IDS]], %[[NEWACCROWS]] {mode = "update"}
+// CHECK: %[[NEWEROWS:.*]] = est.sub %[[EROWS]],
+// CHECK: %[[NEWE:.*]] = est.scatter %{{.*}}, %[[IDS]], %[[NEWEROWS]] {mode = "update"}
 // CHECK: est.assign_variable @"emb/Adagrad", %[[NEWACC]]
 // CHECK: est.assign_variable @emb, %[[NEWE]]
 est.variable @emb : tensor<1000x4xf32> {trainable}
@@ -203,7 +205,47 @@ func.func @sparse_adagrad(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
 
 // -----
 
-// Adam densifies: the rows scattered into zeros, then the dense rule.
+// Sparse momentum (TF's sparse_apply_momentum): only the gathered rows of
+// the accumulator and the variable change; nothing dense is built.
+// CHECK-LABEL: func.func @sparse_momentum
+// CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>,
+// CHECK-NOT: tensor<1000x4xf32> ->
+// CHECK: est.matmul
+// CHECK: %[[A:.*]] = est.read_variable @"emb/Momentum"
+// CHECK: %[[AROWS:.*]] = est.gather %[[A]], %[[IDS]]
+// CHECK: est.scatter %{{.*}}, %[[IDS]], %{{.*}} {mode = "update"}
+// CHECK: est.scatter %{{.*}}, %[[IDS]], %{{.*}} {mode = "update"}
+// CHECK: est.assign_variable @"emb/Momentum"
+// CHECK: est.assign_variable @emb
+est.variable @emb : tensor<1000x4xf32> {trainable}
+
+func.func @sparse_momentum(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  est.apply_gradients "momentum" {learning_rate = 1.000000e-01 : f64, momentum = 9.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+// Sparse centered RMSProp (TF's sparse_apply_centered_rms_prop): the rows
+// of all three slots and of the variable.
+// CHECK-LABEL: func.func @sparse_rmsprop
+// CHECK-COUNT-4: est.scatter {{.*}} {mode = "update"}
+// CHECK-NOT: est.scatter
+// CHECK: est.assign_variable @"emb/RMSProp",
+// CHECK: est.assign_variable @"emb/RMSProp_1",
+// CHECK: est.assign_variable @"emb/RMSProp_2",
+// CHECK: est.assign_variable @emb,
+est.variable @emb : tensor<1000x4xf32> {trainable}
+
+func.func @sparse_rmsprop(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  est.apply_gradients "rmsprop" {learning_rate = 1.000000e-02 : f64, decay = 9.000000e-01 : f64, momentum = 5.000000e-01 : f64, epsilon = 1.000000e-10 : f64, centered = true} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+// Adam densifies, as TF 1.x's does: the rows scattered into zeros, then the
+// dense rule.
 // CHECK-LABEL: func.func @sparse_adam
 // CHECK: %[[Z:.*]] = est.constant dense<0.000000e+00> : tensor<1000x4xf32>
 // CHECK: %[[G:.*]] = est.scatter %[[Z]],
