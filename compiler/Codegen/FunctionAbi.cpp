@@ -95,23 +95,24 @@ void writeTo(OpBuilder &b, Location loc, Value value, Value memref,
 }
 
 /// Lets `value`, the last value of an assigned variable, be computed in the
-/// variable's own buffer: when a linalg.generic writes every element of it
-/// without reading its init (an optimizer update, Adam's m = b1 m + (1-b1) g),
-/// that init becomes `view`, the variable's buffer. One-shot bufferization
+/// variable's own buffer: when a linalg op writes every element of it without
+/// reading its init (an optimizer update, Adam's m = b1 m + (1-b1) g; the
+/// fill of a constant initializer), that init becomes `view`, the variable's
+/// buffer. One-shot bufferization
 /// then updates the buffer in place, or allocates as before where a later
 /// read of the old value forbids it. Without this the update goes to a
 /// temporary, copied into the variable at the end.
 void computeInVariableBuffer(Value value, Value view) {
   auto result = dyn_cast<OpResult>(value);
-  auto generic = result ? dyn_cast<linalg::GenericOp>(result.getOwner())
-                        : linalg::GenericOp();
-  if (!generic || !view.getDefiningOp<bufferization::ToTensorOp>() ||
+  auto linalgOp = result ? dyn_cast<linalg::LinalgOp>(result.getOwner())
+                         : linalg::LinalgOp();
+  if (!linalgOp || !view.getDefiningOp<bufferization::ToTensorOp>() ||
       view.getType() != value.getType())
     return;
-  OpOperand *init = generic.getDpsInitOperand(result.getResultNumber());
+  OpOperand *init = linalgOp.getDpsInitOperand(result.getResultNumber());
   if (!init->get().getDefiningOp<tensor::EmptyOp>() ||
-      generic.payloadUsesValueFromOperand(init) ||
-      !generic.getMatchingIndexingMap(init).isPermutation())
+      linalgOp.payloadUsesValueFromOperand(init) ||
+      !linalgOp.getMatchingIndexingMap(init).isPermutation())
     return;
   init->set(view);
 }

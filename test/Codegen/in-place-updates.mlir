@@ -93,3 +93,23 @@ module {
     return
   }
 }
+
+// -----
+
+// A constant initializer's fill goes straight into the variable.
+// CHECK-LABEL: func.func @fill_initializer(
+// CHECK-SAME: %[[E:[^:]*]]: memref<1000x64xf32> {est.name = "emb", est.variable})
+// CHECK-NOT: memref.alloc
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : memref<1000x64xf32>)
+// CHECK-NOT: memref.copy
+// CHECK: return
+module {
+  est.variable @emb : tensor<1000x64xf32>
+  func.func @fill_initializer() {
+    %v = arith.constant 0.1 : f32
+    %e = tensor.empty() : tensor<1000x64xf32>
+    %f = linalg.fill ins(%v : f32) outs(%e : tensor<1000x64xf32>) -> tensor<1000x64xf32>
+    est.assign_variable @emb, %f : tensor<1000x64xf32>
+    return
+  }
+}

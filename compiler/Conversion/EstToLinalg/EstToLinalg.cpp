@@ -1780,9 +1780,21 @@ FailureOr<SmallVector<Value>> Lowering::run() {
   if (isElementwise(op)) {
     result = lowerElementwise();
   } else if (auto constant = dyn_cast<est::ConstantOp>(op)) {
-    Value c = arith::ConstantOp::create(b, loc,
-                                        cast<TypedAttr>(constant.getValue()));
-    result = castTo(b, loc, c, resultType());
+    auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (splat && splat.getNumElements() > 1 &&
+        splat.getType() == resultType() && !op->use_empty() &&
+        llvm::all_of(op->getUsers(), llvm::IsaPred<est::AssignVariableOp>)) {
+      // A splat only assigned to variables (an initializer): a fill, which
+      // est-function-abi places in the variable's buffer, rather than a
+      // constant the size of the variable in the object file, copied in.
+      Value value =
+          arith::ConstantOp::create(b, loc, splat.getSplatValue<TypedAttr>());
+      result = filledTensor(b, loc, resultType(), {}, value);
+    } else {
+      Value c = arith::ConstantOp::create(
+          b, loc, cast<TypedAttr>(constant.getValue()));
+      result = castTo(b, loc, c, resultType());
+    }
   } else if (isa<est::ZerosLikeOp, est::OnesLikeOp>(op)) {
     Value x = op->getOperand(0);
     RankedTensorType type = resultType();

@@ -167,6 +167,29 @@ func.func @constants(%x: tensor<?x2xf32>) -> (tensor<2xf32>, tensor<?x2xf32>, te
 
 // -----
 
+// A splat constant only assigned to variables (a constant initializer) is a
+// fill, not a constant the size of the variable; one with another user stays
+// a constant (elementwise fusion folds splat constants into loop bodies).
+// CHECK-LABEL: func.func @splat_initializer
+// CHECK: %[[V:.*]] = arith.constant 1.000000e-01 : f32
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<1000x64xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%[[V]] : f32) outs(%[[E]] : tensor<1000x64xf32>)
+// CHECK: est.assign_variable @emb, %[[F]]
+// CHECK: %[[C:.*]] = arith.constant dense<2.000000e+00> : tensor<4xf32>
+// CHECK: est.assign_variable @w, %[[C]]
+// CHECK: return %[[C]]
+est.variable @emb : tensor<1000x64xf32>
+est.variable @w : tensor<4xf32>
+func.func @splat_initializer() -> tensor<4xf32> {
+  %0 = est.constant dense<0.1> : tensor<1000x64xf32>
+  est.assign_variable @emb, %0 : tensor<1000x64xf32>
+  %1 = est.constant dense<2.0> : tensor<4xf32>
+  est.assign_variable @w, %1 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
 // broadcast_to: one generic copying through a broadcasting map; the
 // stop_gradient disappears.
 // CHECK: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
