@@ -43,6 +43,17 @@ extern "C" {
 ESTC_RT_EXPORT void estc_runtime_set_num_threads(int num_threads);
 ESTC_RT_EXPORT int estc_runtime_get_num_threads(void);
 
+/// Runs fn(ctx, lo, hi) over chunks [lo, hi) covering [0, n), on the thread
+/// pool: the compiled loop nests of est-parallelize-loops call this with
+/// their outermost (parallel) trip count n and `cost`, the operations per
+/// iteration. The chunks depend on n and cost alone, never on the number of
+/// threads, so each element is computed by the same code for any thread
+/// count. With one thread, or little work, the chunks run in order on the
+/// calling thread. n <= 0 does nothing.
+ESTC_RT_EXPORT void estc_parallel_for(void (*fn)(void *ctx, int64_t lo,
+                                                 int64_t hi),
+                                      void *ctx, int64_t n, int64_t cost);
+
 // --- Matmul ------------------------------------------------------------------
 
 /// Batched matmul: C[i] = op(A[i]) x op(B[i]), op = transpose when the flag is
@@ -114,6 +125,12 @@ ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_backprop_filter_f32(
 /// every kernel shape has run once (tests use it to check "no allocation after
 /// warm-up").
 ESTC_RT_EXPORT size_t estc_runtime_scratch_bytes(void);
+
+/// How many estc_parallel_for calls split their loop into more than one
+/// chunk, over the process. The split depends on the shape alone, so the
+/// same calls give the same count for any thread count (tests use it to check
+/// that compiled loops reach the pool).
+ESTC_RT_EXPORT size_t estc_runtime_parallel_loops_split(void);
 
 /// The instruction set the kernels were compiled for: "avx512", "avx2" or
 /// "generic" (CMake option ESTC_KERNEL_ISA).

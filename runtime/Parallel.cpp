@@ -191,7 +191,36 @@ void estc_runtime_set_num_threads(int numThreads) {
 
 int estc_runtime_get_num_threads(void) { return currentPool()->threads; }
 
+static std::atomic<size_t> parallelLoopsSplit{0};
+
+void estc_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
+                       int64_t n, int64_t cost) {
+  if (n <= 0)
+    return;
+  // Chunks of about kChunkWork operations (at least one iteration, at most
+  // kMaxChunks of them): enough for the pool to balance, few enough that the
+  // per-chunk call is noise. A function of (n, cost) only.
+  constexpr double kChunkWork = 1 << 15;
+  constexpr int64_t kMaxChunks = 256;
+  double perIteration = double(std::max<int64_t>(cost, 1));
+  int64_t chunks = int64_t(std::min(double(std::min(n, kMaxChunks)),
+                                    double(n) * perIteration / kChunkWork));
+  chunks = std::max<int64_t>(chunks, 1);
+  int64_t size = (n + chunks - 1) / chunks;
+  chunks = (n + size - 1) / size;
+  if (chunks > 1)
+    parallelLoopsSplit.fetch_add(1, std::memory_order_relaxed);
+  parallelFor(chunks, perIteration * double(size), [&](int64_t i) {
+    int64_t lo = i * size;
+    fn(ctx, lo, std::min(n, lo + size));
+  });
+}
+
 size_t estc_runtime_scratch_bytes(void) { return totalScratchBytes.load(); }
+
+size_t estc_runtime_parallel_loops_split(void) {
+  return parallelLoopsSplit.load();
+}
 
 const char *estc_runtime_kernel_isa(void) { return kIsa; }
 

@@ -122,4 +122,60 @@ def EstLoadScalarOperands : Pass<"est-load-scalar-operands", "func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def EstParallelizeLoops : Pass<"est-parallelize-loops", "ModuleOp"> {
+  let summary = "Large loop nests on buffers to chunks on the runtime's thread pool";
+  let description = [{
+    A linalg op on buffers (generic, fill, copy, pooling, ...) whose
+    outermost loop is parallel, whose every output is indexed by that loop
+    (`d0` is one of the output map's results, so chunks of it write disjoint
+    elements), that names no runtime kernel (`library_call`) and that does
+    at least `min-work` operations (static trip counts times the body's
+    operations, 10 per math op; a dynamic dimension counts as large) is
+    lowered to an `scf.for` nest here, and the nest is moved into a private
+    function
+
+      `func.func private @<f>_pfor<i>(%lo: index, %hi: index, captures...)`
+
+    running the outermost loop from `lo` to `hi`. Constants it uses are
+    cloned in; every other value defined outside the nest (buffers, loaded
+    scalars, sizes) is an argument. Where the nest was, a call of the marker
+    declaration `@<f>_pfor<i>_launch(n, cost, captures...)`
+    (`estc.parallel_body = @<f>_pfor<i>`) passes the outer trip count and
+    the operations per outer iteration; est-lower-parallel-calls turns it
+    into a call of the runtime's `estc_parallel_for`, which splits `[0, n)`
+    into chunks fixed by `n` and `cost` alone (runtime/README.md), so every
+    element is computed by the same code for any thread count.
+    Reductions are never split: an op whose outermost loop is a reduction is
+    left alone, and a reduction inside an outer iteration runs whole.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"200000",
+           "Operations below which a static loop nest stays inline (the "
+           "runtime runs less than this on one thread anyway)">
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+}
+
+def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {
+  let summary = "Calls of est-parallelize-loops markers to estc_parallel_for";
+  let description = [{
+    In the LLVM dialect (after func-to-llvm, so memref descriptors are
+    expanded into their fields): every call of a declaration marked
+    `estc.parallel_body = @body`, with operands `(n, cost, captures...)`,
+    stores the captures into a stack struct (allocated once in the caller's
+    entry block) and calls
+    `estc_parallel_for(@body_trampoline, ctx, n, cost)`; the new internal
+    `void @body_trampoline(ptr ctx, i64 lo, i64 hi)` loads the captures and
+    calls `@body(lo, hi, captures...)`. The marker is erased. Fails with one
+    error when the marker's body is missing or their signatures differ.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // ESTC_COMPILER_CODEGEN_PASSES_TD

@@ -138,9 +138,13 @@ void addMemoryPlanningPasses(mlir::OpPassManager &pm) {
 }
 
 void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
+  mlir::OpPassManager &prepPm = pm.nest<mlir::func::FuncOp>();
+  prepPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
+  prepPm.addPass(mlir::est::createEstLoadScalarOperands());
+  // Large loop nests move to functions the runtime's thread pool runs in
+  // chunks (estc_parallel_for); the rest become loops in place.
+  pm.addPass(mlir::est::createEstParallelizeLoops());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
-  funcPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
-  funcPm.addPass(mlir::est::createEstLoadScalarOperands());
   funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
   funcPm.addPass(mlir::createLowerAffinePass());
   funcPm.addPass(mlir::createSCFToControlFlowPass());
@@ -154,6 +158,9 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createConvertFuncToLLVMPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  // The calls of the parallel loop nests, now that their captures are
+  // plain LLVM values: packed into a struct for estc_parallel_for.
+  pm.addPass(mlir::est::createEstLowerParallelCalls());
 }
 
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {

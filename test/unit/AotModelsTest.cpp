@@ -14,6 +14,7 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphIO.h"
+#include "runtime/Kernels.h"
 #include "test/unit/ModelTesting.h"
 
 
@@ -146,6 +147,67 @@ TEST(AotModels, ConvNetTrainStepMatchesJit) {
                      rt::dtypeBytes(var.dtype);
       EXPECT_EQ(std::memcmp(aot.variable_data(v), jit->variable_data(v),
                             bytes),
+                0)
+          << var.name;
+    }
+  }
+}
+
+/// The ConvNet's @train at batch 64, where the compiled loops (pooling and
+/// its gradient, ReLU masks, dropout, softmax, Adam) are large enough to be
+/// split into chunks on the runtime's pool (est-parallelize-loops): two
+/// steps from the same @init with 1, 2 and 3 threads give bit-identical
+/// losses and variables, and the same loops are split for every count.
+TEST(AotModels, ConvNetTrainStepBitIdenticalForAnyThreadCount) {
+  const int threadCounts[] = {1, 2, 3};
+  ConvNet models[3];
+  int train = models[0].function_index("train");
+  ASSERT_GE(train, 0);
+  const int64_t batch = 64;
+  std::mt19937 rng(11);
+  Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
+                        rng);
+  Value labels;
+  labels.dtype = graph::DT_INT64;
+  labels.shape = {batch};
+  for (int64_t i = 0; i < batch; ++i)
+    labels.data.push_back(static_cast<double>((i * 7) % 10));
+  std::vector<float> losses[3];
+  size_t split[3];
+  for (int k = 0; k < 3; ++k) {
+    ConvNet &m = models[k];
+    estc_runtime_set_num_threads(threadCounts[k]);
+    m.run(m.function_index("init"));
+    m.set_batch(batch);
+    store(x, m.input_data(train, m.input_index(train, "features/x")));
+    store(labels, m.input_data(train, m.input_index(train, "labels")));
+    size_t before = estc_runtime_parallel_loops_split();
+    for (int step = 0; step < 2; ++step) {
+      m.run(train);
+      float loss;
+      std::memcpy(&loss, m.output_data(train, m.output_index(train, "loss")),
+                  sizeof(float));
+      losses[k].push_back(loss);
+    }
+    split[k] = estc_runtime_parallel_loops_split() - before;
+  }
+  estc_runtime_set_num_threads(0);
+  EXPECT_GT(split[0], 0u) << "no compiled loop was split into chunks";
+  const rt::ModelSpec &spec = models[0].spec();
+  for (int k = 1; k < 3; ++k) {
+    SCOPED_TRACE(std::to_string(threadCounts[k]) + " threads");
+    EXPECT_EQ(split[k], split[0]);
+    ASSERT_EQ(losses[k].size(), losses[0].size());
+    EXPECT_EQ(std::memcmp(losses[k].data(), losses[0].data(),
+                          losses[0].size() * sizeof(float)),
+              0)
+        << "losses " << losses[0][1] << " and " << losses[k][1];
+    for (int v = 0; v < spec.numVariables; ++v) {
+      const rt::VariableSpec &var = spec.variables[v];
+      size_t bytes = rt::numElements(var.rank, var.shape, 1) *
+                     rt::dtypeBytes(var.dtype);
+      EXPECT_EQ(std::memcmp(models[0].variable_data(v),
+                            models[k].variable_data(v), bytes),
                 0)
           << var.name;
     }

@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using estc::rt::MemRef;
@@ -674,3 +677,82 @@ TEST(RuntimeBiasActDeathTest, WrongBiasSizeIsOneLine) {
 }
 
 } // namespace
+
+// --- estc_parallel_for -------------------------------------------------------
+
+namespace {
+
+/// What estc_parallel_for ran: every chunk [lo, hi), the thread it ran on,
+/// and how often each index was covered.
+struct ChunkLog {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  std::vector<std::thread::id> threads;
+  std::vector<int> hits;
+};
+
+void logChunk(void *ctx, int64_t lo, int64_t hi) {
+  auto *log = static_cast<ChunkLog *>(ctx);
+  std::lock_guard<std::mutex> lock(log->mutex);
+  log->chunks.push_back({lo, hi});
+  log->threads.push_back(std::this_thread::get_id());
+  for (int64_t i = lo; i < hi; ++i)
+    ++log->hits[i];
+}
+
+} // namespace
+
+/// Chunks cover [0, n) once each and depend on (n, cost) only: the same
+/// chunks for 1, 2 and 4 threads; one thread runs them in order on the
+/// caller.
+TEST(RuntimeParallelFor, ChunksDependOnTheShapeOnly) {
+  struct Case {
+    int64_t n, cost;
+  };
+  for (Case c : {Case{0, 1}, Case{1, 1000000}, Case{7, 1}, Case{1000, 3},
+                 Case{100000, 100}, Case{64, 50000}}) {
+    SCOPED_TRACE("n " + std::to_string(c.n) + " cost " + std::to_string(c.cost));
+    std::vector<std::pair<int64_t, int64_t>> reference;
+    size_t splitBefore = estc_runtime_parallel_loops_split();
+    for (int threads : {1, 2, 4}) {
+      ThreadsGuard guard(threads);
+      ChunkLog log;
+      log.hits.assign(size_t(c.n), 0);
+      estc_parallel_for(logChunk, &log, c.n, c.cost);
+      for (int64_t i = 0; i < c.n; ++i)
+        ASSERT_EQ(log.hits[size_t(i)], 1) << "index " << i;
+      if (threads == 1) {
+        for (std::thread::id id : log.threads)
+          EXPECT_EQ(id, std::this_thread::get_id());
+        for (size_t k = 1; k < log.chunks.size(); ++k)
+          EXPECT_EQ(log.chunks[k - 1].second, log.chunks[k].first);
+      }
+      std::sort(log.chunks.begin(), log.chunks.end());
+      if (threads == 1)
+        reference = log.chunks;
+      else
+        EXPECT_EQ(log.chunks, reference) << threads << " threads";
+    }
+    // The split is the same decision for every thread count.
+    size_t split = estc_runtime_parallel_loops_split() - splitBefore;
+    EXPECT_EQ(split, reference.size() > 1 ? 3u : 0u);
+  }
+}
+
+/// Enough work runs on more than one thread when there are two.
+TEST(RuntimeParallelFor, LargeLoopsUseThePool) {
+  ThreadsGuard guard(2);
+  ChunkLog log;
+  int64_t n = 256;
+  log.hits.assign(size_t(n), 0);
+  // Each chunk takes a while, so the helper thread gets some.
+  auto slow = [](void *ctx, int64_t lo, int64_t hi) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    logChunk(ctx, lo, hi);
+  };
+  estc_parallel_for(slow, &log, n, 1 << 20);
+  std::sort(log.threads.begin(), log.threads.end());
+  EXPECT_GT(std::unique(log.threads.begin(), log.threads.end()) -
+                log.threads.begin(),
+            1);
+}
