@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstBuilder.h"
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -73,11 +74,11 @@ using namespace mlir::est;
 
 namespace {
 
-class Expander {
+/// Builds at `b` (set before `apply`): the update math in EstBuilder's ops.
+class Expander : EstBuilder {
 public:
-  Expander(ApplyGradientsOp apply, ModuleOp module)
-      : apply(apply), module(module), b(apply),
-        loc(apply.getLoc()) {}
+  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b)
+      : EstBuilder(b, apply.getLoc()), apply(apply), module(module) {}
 
   LogicalResult run();
 
@@ -94,20 +95,6 @@ private:
     auto a = dyn_cast_or_null<BoolAttr>(apply.getHyperparameters().get(name));
     return a && a.getValue();
   }
-
-  Value c(Value like, double v) {
-    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
-    auto type = RankedTensorType::get({}, elt);
-    return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
-  }
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-  Value sqrt(Value x) { return SqrtOp::create(b, loc, x); }
-  Value square(Value x) { return SquareOp::create(b, loc, x); }
-  Value pow(Value x, Value y) { return PowOp::create(b, loc, x, y); }
 
   Value read(StringRef name, Type type) {
     return ReadVariableOp::create(b, loc, type,
@@ -130,11 +117,11 @@ private:
   Value learningRate(Value like) {
     Value lr = apply.getLearningRate();
     if (!lr)
-      return c(like, hp("learning_rate", 0.001));
+      return scalar(like, hp("learning_rate", 0.001));
     Type elt = cast<RankedTensorType>(like.getType()).getElementType();
     if (cast<RankedTensorType>(lr.getType()).getElementType() == elt)
       return lr;
-    return CastOp::create(b, loc, lr, TypeAttr::get(elt));
+    return castTo(lr, elt);
   }
 
   /// The slot variable `<var>/<slot>` of type `type` (created when missing)
@@ -183,9 +170,6 @@ private:
                        Value step);
   LogicalResult sparseUpdate(StringRef var, Value v, Value indices,
                              Value rows, Value step);
-  Value gather(Value x, Value indices) {
-    return GatherOp::create(b, loc, x, indices, 0);
-  }
   Value scatter(Value ref, Value indices, Value updates, StringRef mode) {
     return ScatterOp::create(b, loc, ref, indices, updates,
                              b.getStringAttr(mode));
@@ -209,8 +193,6 @@ private:
   ModuleOp module;
   /// While a sparse update applies a dense rule to rows: their indices.
   Value rowIndices;
-  OpBuilder b;
-  Location loc;
   SmallVector<std::pair<std::string, Value>> assignments;
 };
 
@@ -221,7 +203,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
   if (kind == "sgd") {
     assign(var, sub(v, mul(lr, g)));
   } else if (kind == "momentum") {
-    Value m = c(v, hp("momentum", 0.0));
+    Value m = scalar(v, hp("momentum", 0.0));
     Value a = add(mul(m, slot(var, "Momentum", type, 0.0)), g);
     assign(var + "/Momentum", a);
     Value dir = flag("use_nesterov") ? add(g, mul(m, a)) : a;
@@ -234,63 +216,57 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     assign(var, sub(v, div(mul(lr, g), sqrt(acc))));
   } else if (kind == "adam") {
     double b1 = hp("beta1", 0.9), b2 = hp("beta2", 0.999);
-    Value t = CastOp::create(
-        b, loc, AddOp::create(b, loc, step, ConstantOp::create(
-                                                b, loc, DenseElementsAttr::get(
-                                                            cast<ShapedType>(
-                                                                step.getType()),
-                                                            int64_t(1)))),
-        TypeAttr::get(type.getElementType()));
-    Value one = c(v, 1.0);
-    Value lrT = div(mul(lr, sqrt(sub(one, pow(c(v, b2), t)))),
-                    sub(one, pow(c(v, b1), t)));
-    Value m = add(mul(c(v, b1), slot(var, "Adam", type, 0.0)),
-                  mul(c(v, 1 - b1), g));
-    Value s = add(mul(c(v, b2), slot(var, "Adam_1", type, 0.0)),
-                  mul(c(v, 1 - b2), square(g)));
+    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+    Value one = scalar(v, 1.0);
+    Value lrT = div(mul(lr, sqrt(sub(one, pow(scalar(v, b2), t)))),
+                    sub(one, pow(scalar(v, b1), t)));
+    Value m = add(mul(scalar(v, b1), slot(var, "Adam", type, 0.0)),
+                  mul(scalar(v, 1 - b1), g));
+    Value s = add(mul(scalar(v, b2), slot(var, "Adam_1", type, 0.0)),
+                  mul(scalar(v, 1 - b2), square(g)));
     assign(var + "/Adam", m);
     assign(var + "/Adam_1", s);
     assign(var, sub(v, div(mul(lrT, m),
-                           add(sqrt(s), c(v, hp("epsilon", 1e-8))))));
+                           add(sqrt(s), scalar(v, hp("epsilon", 1e-8))))));
   } else if (kind == "rmsprop") {
     double d = hp("decay", 0.9);
     bool centered = flag("centered");
-    Value ms = add(mul(c(v, d), slot(var, "RMSProp", type, 1.0)),
-                   mul(c(v, 1 - d), square(g)));
+    Value ms = add(mul(scalar(v, d), slot(var, "RMSProp", type, 1.0)),
+                   mul(scalar(v, 1 - d), square(g)));
     assign(var + "/RMSProp", ms);
     Value denom = ms;
     std::string momName = "RMSProp_1";
     if (centered) {
-      Value mg = add(mul(c(v, d), slot(var, "RMSProp_1", type, 0.0)),
-                     mul(c(v, 1 - d), g));
+      Value mg = add(mul(scalar(v, d), slot(var, "RMSProp_1", type, 0.0)),
+                     mul(scalar(v, 1 - d), g));
       assign(var + "/RMSProp_1", mg);
       denom = sub(ms, square(mg));
       momName = "RMSProp_2";
     }
-    Value mom = add(mul(c(v, hp("momentum", 0.0)),
-                        slot(var, momName, type, 0.0)),
-                    div(mul(lr, g), sqrt(add(denom, c(v, hp("epsilon", 1e-10))))));
+    Value mom =
+        add(mul(scalar(v, hp("momentum", 0.0)), slot(var, momName, type, 0.0)),
+            div(mul(lr, g), sqrt(add(denom, scalar(v, hp("epsilon", 1e-10))))));
     assign(var + "/" + momName, mom);
     assign(var, sub(v, mom));
   } else if (kind == "ftrl") {
     double init = hp("initial_accumulator_value", 0.1);
-    Value p = c(v, -hp("learning_rate_power", -0.5));
-    Value l1 = c(v, hp("l1_regularization_strength", 0.0));
-    Value l2 = c(v, hp("l2_regularization_strength", 0.0));
+    Value p = scalar(v, -hp("learning_rate_power", -0.5));
+    Value l1 = scalar(v, hp("l1_regularization_strength", 0.0));
+    Value l2 = scalar(v, hp("l2_regularization_strength", 0.0));
     Value acc = slot(var, "Ftrl", type, init);
     Value linear = slot(var, "Ftrl_1", type, 0.0);
     Value newAcc = add(acc, square(g));
     Value newAccP = pow(newAcc, p);
     Value newLinear =
         sub(add(linear, g), mul(div(sub(newAccP, pow(acc, p)), lr), v));
-    Value quad = add(div(newAccP, lr), mul(c(v, 2.0), l2));
-    Value positive = GreaterOp::create(b, loc, newLinear, c(v, 0.0));
-    Value signL1 = SelectOp::create(b, loc, positive, l1, NegOp::create(b, loc, l1));
+    Value quad = add(div(newAccP, lr), mul(scalar(v, 2.0), l2));
+    Value positive = greater(newLinear, scalar(v, 0.0));
+    Value signL1 = select(positive, l1, neg(l1));
     Value shrunk = div(sub(signL1, newLinear), quad);
-    Value big = GreaterOp::create(b, loc, AbsOp::create(b, loc, newLinear), l1);
+    Value big = greater(abs(newLinear), l1);
     assign(var + "/Ftrl", newAcc);
     assign(var + "/Ftrl_1", newLinear);
-    assign(var, SelectOp::create(b, loc, big, shrunk, c(v, 0.0)));
+    assign(var, select(big, shrunk, scalar(v, 0.0)));
   } else {
     return apply.emitError("unknown optimizer '")
            << kind << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl)";
@@ -306,16 +282,15 @@ Value Expander::sumDuplicates(Value indices, Value rows) {
   int64_t rowSize = 1;
   for (int64_t d : type.getShape().drop_front())
     rowSize *= d;
-  Value col = ReshapeOp::create(b, loc, indices, b.getDenseI64ArrayAttr({-1, 1}));
-  Value row = ReshapeOp::create(b, loc, indices, b.getDenseI64ArrayAttr({1, -1}));
-  Value same = EqualOp::create(b, loc, col, row);
-  Value e = SelectOp::create(b, loc, same, c(rows, 1.0), c(rows, 0.0));
-  Value flat = ReshapeOp::create(b, loc, rows,
-                                 b.getDenseI64ArrayAttr({-1, rowSize}));
+  Value col = reshape(indices, {-1, 1});
+  Value row = reshape(indices, {1, -1});
+  Value same = equal(col, row);
+  Value e = select(same, scalar(rows, 1.0), scalar(rows, 0.0));
+  Value flat = reshape(rows, {-1, rowSize});
   Value summed = MatmulOp::create(b, loc, e, flat, false, false);
   SmallVector<int64_t> shape = {-1};
   llvm::append_range(shape, type.getShape().drop_front());
-  return ReshapeOp::create(b, loc, summed, b.getDenseI64ArrayAttr(shape));
+  return reshape(summed, shape);
 }
 
 /// TF 1.x's _apply_sparse: sgd scatter-adds; adam applies its dense rule to
@@ -327,15 +302,13 @@ LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
   StringRef kind = apply.getOptimizer();
   if (kind == "sgd") {
     // Duplicates sum in the scatter itself.
-    Value delta = NegOp::create(b, loc, mul(learningRate(v), rows));
+    Value delta = neg(mul(learningRate(v), rows));
     assign(var, scatter(v, indices, delta, "add"));
     return success();
   }
   if (kind == "adam") {
-    Value zeros = ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
-    return update(var, type, v, scatter(zeros, indices, rows, "add"), step);
+    return update(var, type, v, scatter(splat(type, 0.0), indices, rows, "add"),
+                  step);
   }
   Value g = sumDuplicates(indices, rows);
   Value vRows = gather(v, indices);
@@ -358,21 +331,17 @@ SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
     auto type = cast<RankedTensorType>(g.getType());
     SmallVector<int64_t> axes = llvm::to_vector(
         llvm::seq<int64_t>(0, type.getRank()));
-    Value s = ReduceSumOp::create(b, loc, square(g),
-                                  b.getDenseI64ArrayAttr(axes), false);
+    Value s = reduceSum(square(g), axes, /*keepDims=*/false);
     if (type.getElementType() != f32)
-      s = CastOp::create(b, loc, s, TypeAttr::get(f32));
+      s = castTo(s, f32);
     sumSq = sumSq ? add(sumSq, s) : s;
   }
-  Value clip = ConstantOp::create(
-      b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, clipNorm)));
+  Value clip = splat(scalarType, clipNorm);
   Value scale = div(clip, MaximumOp::create(b, loc, sqrt(sumSq), clip));
   SmallVector<Value> clipped;
   for (Value g : grads) {
     Type elt = cast<RankedTensorType>(g.getType()).getElementType();
-    Value s = elt == f32 ? scale
-                         : Value(CastOp::create(b, loc, scale,
-                                                TypeAttr::get(elt)));
+    Value s = elt == f32 ? scale : castTo(scale, elt);
     clipped.push_back(mul(g, s));
   }
   return clipped;
@@ -425,10 +394,7 @@ LogicalResult Expander::run() {
         return failure();
     }
   }
-  Value one = ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(cast<ShapedType>(step.getType()), int64_t(1)));
-  assign("global_step", AddOp::create(b, loc, step, one));
+  assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
     AssignVariableOp::create(b, loc,
                              FlatSymbolRefAttr::get(b.getContext(), name),
@@ -443,9 +409,11 @@ struct ExpandOptimizersPass
     ModuleOp module = getOperation();
     SmallVector<ApplyGradientsOp> applies;
     module.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
-    for (ApplyGradientsOp op : applies)
-      if (failed(Expander(op, module).run()))
+    for (ApplyGradientsOp op : applies) {
+      OpBuilder b(op);
+      if (failed(Expander(op, module, b).run()))
         return signalPassFailure();
+    }
   }
 };
 

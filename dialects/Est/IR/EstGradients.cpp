@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Est/IR/EstBuilder.h"
 #include "dialects/Est/IR/EstInterfaces.h"
 #include "dialects/Est/IR/EstOps.h"
 
@@ -43,37 +44,13 @@ bool isFloatTensor(Value v) {
   return isa<FloatType>(tensorType(v).getElementType());
 }
 
-/// Builders of the est ops the rules are written in.
-struct G {
-  OpBuilder &b;
-  Location loc;
+/// The est ops the rules are written in: EstBuilder's and a few of their
+/// own.
+struct G : EstBuilder {
+  using EstBuilder::EstBuilder;
 
-  Value scalar(Value like, double v) {
-    Type elt = tensorType(like).getElementType();
-    auto type = RankedTensorType::get({}, elt);
-    return ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elt, v)));
-  }
-  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
-  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
-  Value neg(Value x) { return NegOp::create(b, loc, x); }
-  Value zerosLike(Value x) { return ZerosLikeOp::create(b, loc, x); }
-  Value onesLike(Value x) { return OnesLikeOp::create(b, loc, x); }
-  Value select(Value c, Value x, Value y) {
-    return SelectOp::create(b, loc, c, x, y);
-  }
-  Value greater(Value x, Value y) { return GreaterOp::create(b, loc, x, y); }
-  Value less(Value x, Value y) { return LessOp::create(b, loc, x, y); }
   /// `g` where `cond`, 0 elsewhere (of the broadcast shape).
-  Value where(Value cond, Value g) {
-    return select(cond, g, scalar(g, 0.0));
-  }
-  Value reduceSum(Value x, ArrayRef<int64_t> axes, bool keepDims) {
-    return ReduceSumOp::create(b, loc, x, b.getDenseI64ArrayAttr(axes),
-                               keepDims);
-  }
+  Value where(Value cond, Value g) { return select(cond, g, scalar(g, 0.0)); }
   /// `g` broadcast to `like`'s shape (dynamic dims included).
   Value broadcastLike(Value g, Value like) {
     if (tensorType(g) == tensorType(like))
@@ -114,7 +91,7 @@ struct G {
       }
     if (dynamic > 1)
       return failure();
-    return Value(ReshapeOp::create(b, loc, g, b.getDenseI64ArrayAttr(shape)));
+    return reshape(g, shape);
   }
 
   /// The result of a reduction over `axes` (keep_dims or not) of `x` with
@@ -192,7 +169,7 @@ LogicalResult gradient(PowOp op, OpBuilder &b, Value g, Grads &out) {
   Value x = op.getLhs(), y = op.getRhs(), z = op.getResult();
   // d/dx = g * y * x^(y-1); d/dy = g * z * log(x) where x > 0, else 0 (TF).
   Value ym1 = h.sub(y, h.scalar(y, 1.0));
-  Value dx = h.mul(g, h.mul(y, PowOp::create(b, op.getLoc(), x, ym1)));
+  Value dx = h.mul(g, h.mul(y, h.pow(x, ym1)));
   Value positive = h.greater(x, h.scalar(x, 0.0));
   Value safeX = h.select(positive, x, h.onesLike(x));
   Value logX = h.where(positive, LogOp::create(b, op.getLoc(), safeX));
@@ -287,8 +264,7 @@ LogicalResult gradient(SinOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(CosOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   out.assign(std::initializer_list<Value>{
-      h.mul(g, NegOp::create(b, op.getLoc(),
-                             SinOp::create(b, op.getLoc(), op.getX())))});
+      h.mul(g, h.neg(SinOp::create(b, op.getLoc(), op.getX())))});
   return success();
 }
 
@@ -480,7 +456,7 @@ LogicalResult extremumGradient(OpT op, OpBuilder &b, Value g, Grads &out) {
   auto axes = optionalAxes(op.getAxesAttr());
   Value y = h.keepDims(op.getResult(), axes, op.getKeepDims(), x);
   Value kept = h.keepDims(g, axes, op.getKeepDims(), x);
-  Value hit = EqualOp::create(b, op.getLoc(), x, y);
+  Value hit = h.equal(x, y);
   Value indicator = h.select(hit, h.onesLike(x), h.zerosLike(x));
   Value ties = h.reduceSum(
       indicator, G::normalizedAxes(axes, tensorType(x).getRank()), true);
@@ -501,16 +477,15 @@ LogicalResult gradient(ReduceProdOp op, OpBuilder &b, Value g, Grads &out) {
   Value x = op.getX();
   auto axes = optionalAxes(op.getAxesAttr());
   SmallVector<int64_t> all = G::normalizedAxes(axes, tensorType(x).getRank());
-  Value isZero = EqualOp::create(b, loc, x, h.scalar(x, 0.0));
+  Value isZero = h.equal(x, h.scalar(x, 0.0));
   Value nonZero = h.select(isZero, h.onesLike(x), x);
   Value p = ReduceProdOp::create(b, loc, nonZero, b.getDenseI64ArrayAttr(all),
                                  true);
   Value z = h.reduceSum(h.select(isZero, h.onesLike(x), h.zerosLike(x)), all,
                         true);
   Value zero = h.scalar(x, 0.0);
-  Value atZero = h.select(EqualOp::create(b, loc, z, h.scalar(x, 1.0)), p, zero);
-  Value atOther = h.select(EqualOp::create(b, loc, z, zero), h.div(p, nonZero),
-                           zero);
+  Value atZero = h.select(h.equal(z, h.scalar(x, 1.0)), p, zero);
+  Value atOther = h.select(h.equal(z, zero), h.div(p, nonZero), zero);
   Value local = h.select(isZero, h.broadcastLike(atZero, x), atOther);
   Value kept = h.keepDims(g, axes, op.getKeepDims(), x);
   out.assign(std::initializer_list<Value>{h.mul(local, kept)});
@@ -666,10 +641,8 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
       b, loc, op.getIndices(), b.getI64IntegerAttr(rows),
       b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0), b.getI64IntegerAttr(-1),
       TypeAttr::get(elt));
-  Value hot2 = ReshapeOp::create(b, loc, oneHot,
-                                 b.getDenseI64ArrayAttr({-1, rows}));
-  Value g2 = ReshapeOp::create(b, loc, g,
-                               b.getDenseI64ArrayAttr({-1, rowSize}));
+  Value hot2 = h.reshape(oneHot, {-1, rows});
+  Value g2 = h.reshape(g, {-1, rowSize});
   Value dense = MatmulOp::create(b, loc, hot2, g2, true, false);
   FailureOr<Value> r =
       h.reshapeTo(dense, RankedTensorType::get(frontShape, elt));
@@ -691,7 +664,7 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Location loc = op.getLoc();
-  Value rows = GatherOp::create(b, loc, g, op.getIndices(), 0);
+  Value rows = h.gather(g, op.getIndices());
   Value refGrad = g;
   if (op.getMode() != "add")
     refGrad = ScatterOp::create(b, loc, g, op.getIndices(),
