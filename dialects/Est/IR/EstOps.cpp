@@ -348,18 +348,32 @@ EST_INFER(Conv2DOp) {
                     inf.elt(0));
 }
 
+/// The window of a pool op or pool gradient.
+struct PoolWindow {
+  Dims ksize, strides;
+  shape::Padding padding;
+};
 template <typename Adaptor>
-static LogicalResult inferPool(Inference &inf, Adaptor adaptor) {
-  if (failed(inf.operandCount(1)) ||
-      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
+static FailureOr<PoolWindow> poolWindow(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
       failed(inf.require(adaptor.getStridesAttr(), "strides")))
     return failure();
   FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
   if (failed(pad))
     return failure();
-  return inf.result(shape::pool2d(inf.dims(0), attrDims(adaptor.getKsizeAttr()),
-                                  attrDims(adaptor.getStridesAttr()), *pad),
-                    inf.elt(0));
+  return PoolWindow{attrDims(adaptor.getKsizeAttr()),
+                    attrDims(adaptor.getStridesAttr()), *pad};
+}
+
+template <typename Adaptor>
+static LogicalResult inferPool(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.operandCount(1)))
+    return failure();
+  FailureOr<PoolWindow> w = poolWindow(inf, adaptor);
+  if (failed(w))
+    return failure();
+  return inf.result(
+      shape::pool2d(inf.dims(0), w->ksize, w->strides, w->padding), inf.elt(0));
 }
 EST_INFER(MaxPoolOp) {
   EST_INFERENCE;
@@ -370,69 +384,58 @@ EST_INFER(AvgPoolOp) {
   return inferPool(inf, adaptor);
 }
 
-EST_INFER(Conv2DBackpropInputOp) {
-  EST_INFERENCE;
+/// conv2d_backprop_input and _filter: two operands of one element type, the
+/// size of the result (`sizeName`), strides and dilations (default 1) and
+/// padding; `shapeFn` is their shape function.
+template <typename Adaptor, typename ShapeFn>
+static LogicalResult inferConvBackprop(Inference &inf, Adaptor adaptor,
+                                       DenseI64ArrayAttr size,
+                                       StringRef sizeName, ShapeFn shapeFn) {
   if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
-      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")))
+      failed(inf.require(size, sizeName)))
     return failure();
   FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
   if (failed(pad))
     return failure();
-  return inf.result(shape::conv2dBackpropInput(
-                        inf.dims(0), inf.dims(1),
-                        attrDims(adaptor.getInputSizeAttr()),
-                        dimsOr(adaptor.getStridesAttr(), {1, 1}),
-                        dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
+  return inf.result(shapeFn(inf.dims(0), inf.dims(1), attrDims(size),
+                            dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                            dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
                     inf.elt(0));
 }
-
+EST_INFER(Conv2DBackpropInputOp) {
+  EST_INFERENCE;
+  return inferConvBackprop(inf, adaptor, adaptor.getInputSizeAttr(),
+                           "input_size", shape::conv2dBackpropInput);
+}
 EST_INFER(Conv2DBackpropFilterOp) {
   EST_INFERENCE;
-  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
-      failed(inf.require(adaptor.getFilterSizeAttr(), "filter_size")))
-    return failure();
-  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
-  if (failed(pad))
-    return failure();
-  return inf.result(shape::conv2dBackpropFilter(
-                        inf.dims(0), inf.dims(1),
-                        attrDims(adaptor.getFilterSizeAttr()),
-                        dimsOr(adaptor.getStridesAttr(), {1, 1}),
-                        dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
-                    inf.elt(0));
+  return inferConvBackprop(inf, adaptor, adaptor.getFilterSizeAttr(),
+                           "filter_size", shape::conv2dBackpropFilter);
 }
 
 EST_INFER(MaxPoolGradOp) {
   EST_INFERENCE;
-  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)) ||
-      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
-      failed(inf.require(adaptor.getStridesAttr(), "strides")))
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
     return failure();
-  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
-  if (failed(pad))
+  FailureOr<PoolWindow> w = poolWindow(inf, adaptor);
+  if (failed(w))
     return failure();
-  return inf.result(shape::maxPoolGrad(inf.dims(0), inf.dims(1),
-                                       attrDims(adaptor.getKsizeAttr()),
-                                       attrDims(adaptor.getStridesAttr()),
-                                       *pad),
+  return inf.result(shape::maxPoolGrad(inf.dims(0), inf.dims(1), w->ksize,
+                                       w->strides, w->padding),
                     inf.elt(0));
 }
 
 EST_INFER(AvgPoolGradOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(1)) ||
-      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")) ||
-      failed(inf.require(adaptor.getKsizeAttr(), "ksize")) ||
-      failed(inf.require(adaptor.getStridesAttr(), "strides")))
+      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")))
     return failure();
-  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
-  if (failed(pad))
+  FailureOr<PoolWindow> w = poolWindow(inf, adaptor);
+  if (failed(w))
     return failure();
   return inf.result(shape::avgPoolGrad(inf.dims(0),
                                        attrDims(adaptor.getInputSizeAttr()),
-                                       attrDims(adaptor.getKsizeAttr()),
-                                       attrDims(adaptor.getStridesAttr()),
-                                       *pad),
+                                       w->ksize, w->strides, w->padding),
                     inf.elt(0));
 }
 
