@@ -238,6 +238,18 @@ Metric nestedCell(const Builder &outer, Cell cell, const Tensor &labels,
   return countCell(outer, cell, labels, predictions, weights);
 }
 
+/// precision (`other` = FP) and recall (FN): tp / (tp + other), 0 where
+/// both are 0.
+Metric cellRatio(const char *metric, Cell other, const Tensor &labels,
+                 const Tensor &predictions, const Tensor &weights,
+                 const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name, metric);
+  Metric tp = nestedCell(b, Cell::TP, labels, predictions, weights);
+  Metric o = nestedCell(b, other, labels, predictions, weights);
+  Tensor value = safeDiv(tp.value, add(tp.value, o.value), "value");
+  return Metric{value, {tp.update_ops[0], o.update_ops[0]}};
+}
+
 /// TF's _confusion_matrix_at_thresholds: for each requested cell a local
 /// [T] variable named after it, updated with the batch's weighted counts of
 /// (label != 0, prediction > threshold[t]).
@@ -289,6 +301,20 @@ Metric cellAtThresholds(const char *metric, Cell cell, const Tensor &labels,
   ThresholdCounts c =
       countsAtThresholds(b, labels, predictions, thresholds, weights, {cell});
   return Metric{c.read(cell), c.updates};
+}
+
+/// precision_at_thresholds (`other` = FP) and recall_at_thresholds (FN):
+/// tp / (tp + other + 1e-7) per threshold.
+Metric ratioAtThresholds(const char *metric, Cell other, const Tensor &labels,
+                         const Tensor &predictions,
+                         const std::vector<double> &thresholds,
+                         const Tensor &weights, const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name, metric);
+  ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
+                                         weights, {Cell::TP, other});
+  Tensor tp = c.read(Cell::TP);
+  Tensor den = add(tp, c.read(other)) + 1e-7;
+  return Metric{divide(tp, den, "value"), c.updates};
 }
 
 /// x[:T-1] and x[1:] of a [T] vector.
@@ -411,6 +437,30 @@ Tensor weightedSum64(const Tensor &values, const Tensor &weights) {
   return cast(reduce_sum(v), DType::Float64);
 }
 
+/// precision_at_k (`other` = FP) and recall_at_k (FN): tp / (tp + other)
+/// of the weighted top-k counts, kept in f64.
+Metric ratioAtK(const char *metric, const char *base, Cell other,
+                const Tensor &labels, const Tensor &predictions, int64_t k,
+                std::optional<int64_t> class_id, const Tensor &weights,
+                const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name,
+            atKName(base, k, class_id));
+  TopK t = topK(b, labels, predictions, k, class_id, weights);
+  bool fp = other == Cell::FP;
+  Variable tp =
+      b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
+  Variable o =
+      b.state(atKName(fp ? "false_positive" : "false_negative", k, class_id),
+              {}, DType::Float64);
+  Operation updateTp =
+      accumulate(tp, weightedSum64(t.tp, t.weights), "update_tp");
+  Operation updateOther =
+      accumulate(o, weightedSum64(fp ? t.fp : t.fn, t.weights),
+                 fp ? "update_fp" : "update_fn");
+  Tensor value = divide(tp.read(), add(tp.read(), o.read()), "value");
+  return Metric{value, {updateTp, updateOther}};
+}
+
 } // namespace
 
 // --- Means
@@ -469,104 +519,51 @@ Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
 // --- Confusion counts
 // -------------------------------------------------------------
 
-Metric true_positives(const Tensor &labels, const Tensor &predictions,
-                      const Tensor &weights, const std::string &name) {
-  return standaloneCell("true_positives", Cell::TP, labels, predictions,
-                        weights, name);
-}
-Metric false_positives(const Tensor &labels, const Tensor &predictions,
-                       const Tensor &weights, const std::string &name) {
-  return standaloneCell("false_positives", Cell::FP, labels, predictions,
-                        weights, name);
-}
-Metric true_negatives(const Tensor &labels, const Tensor &predictions,
-                      const Tensor &weights, const std::string &name) {
-  return standaloneCell("true_negatives", Cell::TN, labels, predictions,
-                        weights, name);
-}
-Metric false_negatives(const Tensor &labels, const Tensor &predictions,
-                       const Tensor &weights, const std::string &name) {
-  return standaloneCell("false_negatives", Cell::FN, labels, predictions,
-                        weights, name);
-}
+// true_positives, ..., false_negatives and their *_at_thresholds forms
+// (true_positives_at_thresholds, ...): the count of one cell.
+#define ESTC_CELL_METRICS(NAME, CELL)                                          \
+  Metric NAME(const Tensor &labels, const Tensor &predictions,                 \
+              const Tensor &weights, const std::string &name) {                \
+    return standaloneCell(#NAME, CELL, labels, predictions, weights, name);    \
+  }                                                                            \
+  Metric NAME##_at_thresholds(const Tensor &labels, const Tensor &predictions, \
+                              const std::vector<double> &thresholds,           \
+                              const Tensor &weights,                           \
+                              const std::string &name) {                       \
+    return cellAtThresholds(#NAME "_at_thresholds", CELL, labels, predictions, \
+                            thresholds, weights, name);                        \
+  }
+ESTC_CELL_METRICS(true_positives, Cell::TP)
+ESTC_CELL_METRICS(false_positives, Cell::FP)
+ESTC_CELL_METRICS(true_negatives, Cell::TN)
+ESTC_CELL_METRICS(false_negatives, Cell::FN)
+#undef ESTC_CELL_METRICS
 
 Metric precision(const Tensor &labels, const Tensor &predictions,
                  const Tensor &weights, const std::string &name) {
-  Builder b("precision", labels.valid() ? labels : predictions, name,
-            "precision");
-  Metric tp = nestedCell(b, Cell::TP, labels, predictions, weights);
-  Metric fp = nestedCell(b, Cell::FP, labels, predictions, weights);
-  Tensor value = safeDiv(tp.value, add(tp.value, fp.value), "value");
-  return Metric{value, {tp.update_ops[0], fp.update_ops[0]}};
+  return cellRatio("precision", Cell::FP, labels, predictions, weights, name);
 }
 
 Metric recall(const Tensor &labels, const Tensor &predictions,
               const Tensor &weights, const std::string &name) {
-  Builder b("recall", labels.valid() ? labels : predictions, name, "recall");
-  Metric tp = nestedCell(b, Cell::TP, labels, predictions, weights);
-  Metric fn = nestedCell(b, Cell::FN, labels, predictions, weights);
-  Tensor value = safeDiv(tp.value, add(tp.value, fn.value), "value");
-  return Metric{value, {tp.update_ops[0], fn.update_ops[0]}};
+  return cellRatio("recall", Cell::FN, labels, predictions, weights, name);
 }
 
 // --- At thresholds
 // ----------------------------------------------------------------
 
-Metric true_positives_at_thresholds(const Tensor &labels,
-                                    const Tensor &predictions,
-                                    const std::vector<double> &thresholds,
-                                    const Tensor &weights,
-                                    const std::string &name) {
-  return cellAtThresholds("true_positives_at_thresholds", Cell::TP, labels,
-                          predictions, thresholds, weights, name);
-}
-Metric false_positives_at_thresholds(const Tensor &labels,
-                                     const Tensor &predictions,
-                                     const std::vector<double> &thresholds,
-                                     const Tensor &weights,
-                                     const std::string &name) {
-  return cellAtThresholds("false_positives_at_thresholds", Cell::FP, labels,
-                          predictions, thresholds, weights, name);
-}
-Metric true_negatives_at_thresholds(const Tensor &labels,
-                                    const Tensor &predictions,
-                                    const std::vector<double> &thresholds,
-                                    const Tensor &weights,
-                                    const std::string &name) {
-  return cellAtThresholds("true_negatives_at_thresholds", Cell::TN, labels,
-                          predictions, thresholds, weights, name);
-}
-Metric false_negatives_at_thresholds(const Tensor &labels,
-                                     const Tensor &predictions,
-                                     const std::vector<double> &thresholds,
-                                     const Tensor &weights,
-                                     const std::string &name) {
-  return cellAtThresholds("false_negatives_at_thresholds", Cell::FN, labels,
-                          predictions, thresholds, weights, name);
-}
-
 Metric precision_at_thresholds(const Tensor &labels, const Tensor &predictions,
                                const std::vector<double> &thresholds,
                                const Tensor &weights, const std::string &name) {
-  Builder b("precision_at_thresholds", labels.valid() ? labels : predictions,
-            name, "precision_at_thresholds");
-  ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
-                                         weights, {Cell::TP, Cell::FP});
-  Tensor tp = c.read(Cell::TP);
-  Tensor den = add(tp, c.read(Cell::FP)) + 1e-7;
-  return Metric{divide(tp, den, "value"), c.updates};
+  return ratioAtThresholds("precision_at_thresholds", Cell::FP, labels,
+                           predictions, thresholds, weights, name);
 }
 
 Metric recall_at_thresholds(const Tensor &labels, const Tensor &predictions,
                             const std::vector<double> &thresholds,
                             const Tensor &weights, const std::string &name) {
-  Builder b("recall_at_thresholds", labels.valid() ? labels : predictions, name,
-            "recall_at_thresholds");
-  ThresholdCounts c = countsAtThresholds(b, labels, predictions, thresholds,
-                                         weights, {Cell::TP, Cell::FN});
-  Tensor tp = c.read(Cell::TP);
-  Tensor den = add(tp, c.read(Cell::FN)) + 1e-7;
-  return Metric{divide(tp, den, "value"), c.updates};
+  return ratioAtThresholds("recall_at_thresholds", Cell::FN, labels,
+                           predictions, thresholds, weights, name);
 }
 
 Metric auc(const Tensor &labels, const Tensor &predictions,
@@ -730,37 +727,15 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
 Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
                       int64_t k, std::optional<int64_t> class_id,
                       const Tensor &weights, const std::string &name) {
-  Builder b("precision_at_k", labels.valid() ? labels : predictions, name,
-            atKName("precision", k, class_id));
-  TopK t = topK(b, labels, predictions, k, class_id, weights);
-  Variable tp =
-      b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
-  Variable fp =
-      b.state(atKName("false_positive", k, class_id), {}, DType::Float64);
-  Operation updateTp =
-      accumulate(tp, weightedSum64(t.tp, t.weights), "update_tp");
-  Operation updateFp =
-      accumulate(fp, weightedSum64(t.fp, t.weights), "update_fp");
-  Tensor value = divide(tp.read(), add(tp.read(), fp.read()), "value");
-  return Metric{value, {updateTp, updateFp}};
+  return ratioAtK("precision_at_k", "precision", Cell::FP, labels, predictions,
+                  k, class_id, weights, name);
 }
 
 Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
                    std::optional<int64_t> class_id, const Tensor &weights,
                    const std::string &name) {
-  Builder b("recall_at_k", labels.valid() ? labels : predictions, name,
-            atKName("recall", k, class_id));
-  TopK t = topK(b, labels, predictions, k, class_id, weights);
-  Variable tp =
-      b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
-  Variable fn =
-      b.state(atKName("false_negative", k, class_id), {}, DType::Float64);
-  Operation updateTp =
-      accumulate(tp, weightedSum64(t.tp, t.weights), "update_tp");
-  Operation updateFn =
-      accumulate(fn, weightedSum64(t.fn, t.weights), "update_fn");
-  Tensor value = divide(tp.read(), add(tp.read(), fn.read()), "value");
-  return Metric{value, {updateTp, updateFn}};
+  return ratioAtK("recall_at_k", "recall", Cell::FN, labels, predictions, k,
+                  class_id, weights, name);
 }
 
 } // namespace metrics
