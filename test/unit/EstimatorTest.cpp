@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Mlp.h"
+#include "TinyClassifier.h"
 
 #include "estimator/Estimator.h"
 #include "estimator/Hooks.h"
@@ -40,77 +41,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One JIT cache for this process, so no test loads an object from an
-/// earlier build.
-class CacheEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("estc-estimator-test-cache-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    ::setenv("ESTC_CACHE_DIR", dir_.c_str(), 1);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+using namespace tiny;
 
-private:
-  fs::path dir_;
-};
-const auto *const kCacheEnvironment =
-    ::testing::AddGlobalTestEnvironment(new CacheEnvironment);
-
-// --- The model and its data ----------------------------------------------------
-
-EstimatorSpec classifier_fn(const TensorMap &features, const Tensor &labels,
-                            ModeKeys mode, const Params &params,
-                            const RunConfig &config) {
-  (void)config;
-  Tensor hidden = layers::dense(features["x"], params.get<int64_t>("hidden", 8),
-                                nn::relu);
-  Tensor logits = layers::dense(hidden, 3);
-  EstimatorSpec spec(mode);
-  spec.predictions = {{"classes", argmax(logits, 1)},
-                      {"probabilities", nn::softmax(logits)}};
-  if (mode == ModeKeys::PREDICT)
-    return spec;
-  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
-  spec.train_op =
-      train::GradientDescentOptimizer(params.get<double>("learning_rate", 0.5))
-          .minimize(spec.loss);
-  spec.eval_metric_ops = {
-      {"accuracy", metrics::accuracy(labels, spec.predictions["classes"])}};
-  return spec;
-}
-
-/// n examples: x uniform in [-1, 1]^4, class = argmax(x0 + x1, x2, x3).
-struct Data {
-  Features x;
-  TensorValue y;
-};
-Data makeData(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> xs(n * 4);
-  std::vector<int64_t> ys(n);
-  for (int64_t i = 0; i < n; ++i) {
-    float *r = &xs[i * 4];
-    for (int j = 0; j < 4; ++j)
-      r[j] = u(rng);
-    float s[3] = {r[0] + r[1], r[2], r[3]};
-    ys[i] = std::max_element(s, s + 3) - s;
-  }
-  return {{{"x", TensorValue::of<float>({n, 4}, xs)}},
-          TensorValue::of<int64_t>({n}, ys)};
-}
-
-InputFn trainInput(int64_t n = 256, int64_t batch = 32,
-                   std::optional<int64_t> epochs = std::nullopt) {
-  Data d = makeData(n, 1);
-  return numpy_input_fn(d.x, d.y, {batch, epochs, true, 7});
-}
-InputFn evalInput(int64_t n = 200, int64_t batch = 64) {
-  Data d = makeData(n, 2);
-  return numpy_input_fn(d.x, d.y, {batch, 1, false, 0});
-}
+const auto *const kCacheEnvironment = ::testing::AddGlobalTestEnvironment(
+    new JitCacheEnvironment("estc-estimator-test-cache-"));
 
 class EstimatorTest : public ::testing::Test {
 protected:
@@ -174,15 +108,6 @@ private:
   std::string name_;
   std::optional<int> stopAt_;
 };
-
-std::string errorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // --- Training, evaluation, checkpoints ---------------------------------------
 

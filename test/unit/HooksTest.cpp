@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TinyClassifier.h"
+
 #include "estimator/Hooks.h"
 #include "estimator/FileIO.h"
 #include "estimator/Json.h"
@@ -149,14 +151,7 @@ struct LogCapture {
   }
 };
 
-template <typename F> std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using estc::estimator::tiny::errorOf;
 
 class HooksTest : public ::testing::Test {
 protected:

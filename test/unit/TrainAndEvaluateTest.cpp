@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TinyClassifier.h"
+
 #include "estimator/EarlyStopping.h"
 #include "estimator/Estimator.h"
 #include "estimator/FileIO.h"
@@ -30,66 +32,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One JIT cache for this process.
-class CacheEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("estc-tae-test-cache-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    ::setenv("ESTC_CACHE_DIR", dir_.c_str(), 1);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+using namespace tiny;
 
-private:
-  fs::path dir_;
-};
-const auto *const kCacheEnvironment =
-    ::testing::AddGlobalTestEnvironment(new CacheEnvironment);
-
-EstimatorSpec classifier_fn(const TensorMap &features, const Tensor &labels,
-                            ModeKeys mode, const Params &params,
-                            const RunConfig &config) {
-  (void)params;
-  (void)config;
-  Tensor hidden = layers::dense(features["x"], 8, nn::relu);
-  Tensor logits = layers::dense(hidden, 3);
-  EstimatorSpec spec(mode);
-  spec.predictions = {{"classes", argmax(logits, 1)}};
-  if (mode == ModeKeys::PREDICT)
-    return spec;
-  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
-  spec.train_op = train::GradientDescentOptimizer(0.5).minimize(spec.loss);
-  spec.eval_metric_ops = {
-      {"accuracy", metrics::accuracy(labels, spec.predictions["classes"])}};
-  return spec;
-}
-
-/// x uniform in [-1, 1]^4, class = argmax(x0 + x1, x2, x3).
-std::pair<Features, TensorValue> makeData(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> xs(n * 4);
-  std::vector<int64_t> ys(n);
-  for (int64_t i = 0; i < n; ++i) {
-    float *r = &xs[i * 4];
-    for (int j = 0; j < 4; ++j)
-      r[j] = u(rng);
-    float s[3] = {r[0] + r[1], r[2], r[3]};
-    ys[i] = std::max_element(s, s + 3) - s;
-  }
-  return {{{"x", TensorValue::of<float>({n, 4}, xs)}},
-          TensorValue::of<int64_t>({n}, ys)};
-}
-
-InputFn trainInput() {
-  auto d = makeData(256, 1);
-  return numpy_input_fn(d.first, d.second, {32, std::nullopt, true, 7});
-}
-InputFn evalInput() {
-  auto d = makeData(128, 2);
-  return numpy_input_fn(d.first, d.second, {64, 1, false, 0});
-}
+const auto *const kCacheEnvironment = ::testing::AddGlobalTestEnvironment(
+    new JitCacheEnvironment("estc-tae-test-cache-"));
 
 /// Records every export.
 class RecordingExporter : public Exporter {
@@ -136,7 +82,7 @@ protected:
   }
   EvalSpec evalSpec() {
     EvalSpec e;
-    e.input_fn = evalInput();
+    e.input_fn = evalInput(128);
     e.steps = 2;
     e.throttle_secs = 0;
     return e;
@@ -146,15 +92,6 @@ protected:
   std::vector<std::string> logs_;
   ScopedLogSink sink_{[this](const std::string &l) { logs_.push_back(l); }};
 };
-
-template <typename F> std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 //===----------------------------------------------------------------------===//
 // train_and_evaluate
@@ -433,7 +370,7 @@ TEST_F(TrainAndEvaluateTest, EarlyStoppingBadArguments) {
 
 TEST_F(TrainAndEvaluateTest, InMemoryEvaluatorHookUsesTheTrainingVariables) {
   Estimator est(classifier_fn, config(10));
-  auto hook = std::make_shared<InMemoryEvaluatorHook>(est, evalInput(), 2,
+  auto hook = std::make_shared<InMemoryEvaluatorHook>(est, evalInput(128), 2,
                                                       Hooks{}, "mem", 10);
   est.train(trainInput(), {hook}, /*steps=*/25);
   // Before training, every 10 iterations, and at the end.
@@ -449,13 +386,14 @@ TEST_F(TrainAndEvaluateTest, InMemoryEvaluatorHookUsesTheTrainingVariables) {
     std::string ckpt =
         est.model_dir() + "/model.ckpt-" +
         std::to_string(int64_t(hook->results()[i].at("global_step")));
-    EvalResults fromCheckpoint = est.evaluate(evalInput(), 2, {}, ckpt);
+    EvalResults fromCheckpoint = est.evaluate(evalInput(128), 2, {}, ckpt);
     EXPECT_EQ(fromCheckpoint.at("loss"), hook->results()[i].at("loss"));
     EXPECT_EQ(fromCheckpoint.at("accuracy"), hook->results()[i].at("accuracy"));
   }
-  EXPECT_EQ(
-      errorOf([&] { InMemoryEvaluatorHook(est, evalInput(), 2, {}, "", 0); }),
-      "InMemoryEvaluatorHook: invalid every_n_iter=0");
+  EXPECT_EQ(errorOf([&] {
+              InMemoryEvaluatorHook(est, evalInput(128), 2, {}, "", 0);
+            }),
+            "InMemoryEvaluatorHook: invalid every_n_iter=0");
 }
 
 //===----------------------------------------------------------------------===//
