@@ -996,6 +996,40 @@ void markRuntimeKernel(OpBuilder &b, linalg::GenericOp generic,
   generic->setAttr("estc.conv", b.getDenseI64ArrayAttr(g.kernelScalars()));
 }
 
+/// Where a conv backprop's body reads its gathered operand: four indices
+/// (coordinates clamped into range) and whether the H and W taps are valid.
+struct BackpropTap {
+  SmallVector<Value, 4> indices;
+  Value validH, validW;
+};
+
+/// The loop nest of both conv backprops: loops (4 parallel over the result |
+/// 3 reduction), `streamed` read through the map of `streamedDims`, the
+/// other operand `gathered` read at `tapOf`'s tap; result += streamed *
+/// gathered where both taps are valid. f32 is marked for `kernel`.
+Value convBackpropLoops(OpBuilder &b, Location loc, RankedTensorType outType,
+                        Value init, Value streamed,
+                        ArrayRef<unsigned> streamedDims, Value gathered,
+                        function_ref<BackpropTap(IndexMath &)> tapOf,
+                        StringRef kernel, const WindowGeometry &g) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, streamedDims),
+                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{streamed}, ValueRange{init}, maps,
+      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IndexMath m{nb, nloc};
+        BackpropTap tap = tapOf(m);
+        Value v = tensor::ExtractOp::create(nb, nloc, gathered, tap.indices);
+        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
+        linalg::YieldOp::create(
+            nb, nloc, accumulateIf(nb, nloc, m.both(tap.validH, tap.validW),
+                                   prod, args[1]));
+      });
+  markRuntimeKernel(b, generic, kernel, g);
+  return generic.getResult(0);
+}
+
 FailureOr<Value>
 Lowering::lowerConvBackpropInput(est::Conv2DBackpropInputOp op) {
   Value dy = op.getGradOutput(), filter = op.getFilter();
@@ -1008,31 +1042,21 @@ Lowering::lowerConvBackpropInput(est::Conv2DBackpropInputOp op) {
   if (failed(g))
     return fail("needs NHWC operands, 2 strides and dilations and a known "
                 "padding");
-  // Loops (n, ih, iw, c | kh, kw, o).
-  MLIRContext *ctx = b.getContext();
+  // Loops (n, ih, iw, c | kh, kw, o): the filter streamed, dy gathered.
   Type elt = outType.getElementType();
   Value init = filledTensor(b, loc, outType,
                             {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
                             scalarConst(b, loc, elt, 0));
-  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, {4, 5, 3, 6}),
-                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outType}, ValueRange{filter}, ValueRange{init}, maps,
-      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        IndexMath m{nb, nloc};
+  return convBackpropLoops(
+      b, loc, outType, init, filter, {4, 5, 3, 6}, dy,
+      [&](IndexMath &m) {
         auto [oh, validH] =
             m.outputOf(m.idx(1), m.idx(4), g->pt, g->dh, g->sh, g->oh);
         auto [ow, validW] =
             m.outputOf(m.idx(2), m.idx(5), g->pl, g->dw, g->sw, g->ow);
-        Value v = tensor::ExtractOp::create(
-            nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(6)});
-        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
-        linalg::YieldOp::create(
-            nb, nloc, accumulateIf(nb, nloc, m.both(validH, validW), prod,
-                                   args[1]));
-      });
-  markRuntimeKernel(b, generic, "estc_conv2d_backprop_input_f32", *g);
-  return generic.getResult(0);
+        return BackpropTap{{m.idx(0), oh, ow, m.idx(6)}, validH, validW};
+      },
+      "estc_conv2d_backprop_input_f32", *g);
 }
 
 FailureOr<Value>
@@ -1046,29 +1070,19 @@ Lowering::lowerConvBackpropFilter(est::Conv2DBackpropFilterOp op) {
       op.getStrides(), op.getDilations(), op.getPadding());
   if (failed(g))
     return fail("needs static spatial input dimensions");
-  // Loops (kh, kw, c, o | n, oh, ow).
-  MLIRContext *ctx = b.getContext();
+  // Loops (kh, kw, c, o | n, oh, ow): dy streamed, x gathered.
   Type elt = outType.getElementType();
   Value init = filledTensor(b, loc, outType, {}, scalarConst(b, loc, elt, 0));
-  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, {4, 5, 6, 3}),
-                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outType}, ValueRange{dy}, ValueRange{init}, maps,
-      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        IndexMath m{nb, nloc};
+  return convBackpropLoops(
+      b, loc, outType, init, dy, {4, 5, 6, 3}, x,
+      [&](IndexMath &m) {
         auto [ih, validH] =
             m.inputOf(m.idx(5), m.idx(0), g->pt, g->dh, g->sh, g->h);
         auto [iw, validW] =
             m.inputOf(m.idx(6), m.idx(1), g->pl, g->dw, g->sw, g->w);
-        Value v = tensor::ExtractOp::create(
-            nb, nloc, x, ValueRange{m.idx(4), ih, iw, m.idx(2)});
-        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
-        linalg::YieldOp::create(
-            nb, nloc, accumulateIf(nb, nloc, m.both(validH, validW), prod,
-                                   args[1]));
-      });
-  markRuntimeKernel(b, generic, "estc_conv2d_backprop_filter_f32", *g);
-  return generic.getResult(0);
+        return BackpropTap{{m.idx(4), ih, iw, m.idx(2)}, validH, validW};
+      },
+      "estc_conv2d_backprop_filter_f32", *g);
 }
 
 FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
