@@ -141,9 +141,16 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   mlir::OpPassManager &prepPm = pm.nest<mlir::func::FuncOp>();
   prepPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
   prepPm.addPass(mlir::est::createEstLoadScalarOperands());
+  // Loops shaped for the vectorizer: unused inputs dropped, contiguous
+  // loops merged.
+  prepPm.addPass(mlir::est::createEstCollapseLoopDims());
   // Large loop nests move to functions the runtime's thread pool runs in
   // chunks (estc_parallel_for); the rest become loops in place.
   pm.addPass(mlir::est::createEstParallelizeLoops());
+  // Each remaining loop nest in a function of its own whose distinct
+  // buffers are noalias (LLVM inlines it back, with alias scopes: no
+  // overlap checks); the parallel loop nests' buffers get noalias too.
+  pm.addPass(mlir::est::createEstOutlineLoopNests());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
   funcPm.addPass(mlir::createLowerAffinePass());
@@ -161,6 +168,9 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   // The calls of the parallel loop nests, now that their captures are
   // plain LLVM values: packed into a struct for estc_parallel_for.
   pm.addPass(mlir::est::createEstLowerParallelCalls());
+  // noalias arguments and loop annotations recorded by
+  // est-outline-loop-nests, onto the LLVM functions and branches.
+  pm.addPass(mlir::est::createEstNoAliasToLLVM());
 }
 
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {

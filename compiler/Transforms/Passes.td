@@ -99,4 +99,57 @@ def EstExpandOptimizers : Pass<"est-expand-optimizers", "ModuleOp"> {
   let dependentDialects = ["::mlir::est::EstDialect"];
 }
 
+def EstCollapseLoopDims : Pass<"est-collapse-loop-dims", "func::FuncOp"> {
+  let summary = "Unused inputs dropped and contiguous loops merged in linalg.generic on buffers";
+  let description = [{
+    For LLVM's vectorizer: a `linalg.generic` on buffers loses the inputs
+    its body never reads, then consecutive loops of the same iterator type
+    that every indexing map keeps as one contiguous run of dimensions (or
+    leaves out) become one loop (linalg::collapseOpIterationDims, with
+    `memref.collapse_shape` views of the buffers). An elementwise op over
+    `?x24x24x20` becomes one loop over `?x11520`; a reduction over N, H and W
+    one reduction loop. The order of every reduction is unchanged.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def EstOutlineLoopNests : Pass<"est-outline-loop-nests", "ModuleOp"> {
+  let summary = "Each linalg op on buffers into an always-inline function whose distinct buffers are noalias";
+  let description = [{
+    Every linalg op on buffers of a public function (a runtime kernel call,
+    `library_call`, excepted) moves into `func.func private
+    @<function>_loop<i>` (`passthrough = ["alwaysinline"]`), called where
+    the op was. Constants are cloned in; every other value the op uses is an
+    argument. A buffer argument whose root (through casts, reshapes and
+    subviews) is distinct from every other buffer argument's (different
+    `memref.view`s of the arena, which est-memory-planning never overlaps
+    for buffers used by one op; different function arguments other than
+    the arena; globals) is noalias: the LLVM positions of its descriptor's
+    pointers are listed in `estc.noalias_args` for est-noalias-to-llvm.
+    LLVM inlines the functions back and keeps the noalias facts as alias
+    scopes, so the loop vectorizer needs no run-time overlap checks.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def EstNoAliasToLLVM : Pass<"est-noalias-to-llvm", "ModuleOp"> {
+  let summary = "estc.noalias_args of LLVM functions to llvm.noalias arguments";
+  let description = [{
+    After func-to-llvm: the arguments listed in a function's
+    `estc.noalias_args` (pointers of memref descriptors, recorded by
+    est-outline-loop-nests) get `llvm.noalias`; the list is removed. A
+    branch's discardable `llvm.loop_annotation` (an scf.for's, copied to
+    its latch by scf-to-cf) becomes the branch's `loop_annotation`, which
+    the translation to LLVM IR emits as `!llvm.loop` metadata.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // ESTC_COMPILER_TRANSFORMS_PASSES_TD

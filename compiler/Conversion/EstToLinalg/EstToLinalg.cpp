@@ -21,14 +21,17 @@
 //                              (transposes as linalg.transpose producers,
 //                              batch dims broadcast and collapsed)
 //   conv2d                     tensor.pad (TF SAME) + linalg.conv_2d_nhwc_hwcf
-//   max_pool avg_pool          tensor.pad + linalg.pooling_nhwc_max / _sum;
-//                              avg divides by the count of valid elements
+//   max_pool avg_pool          tensor.pad + a linalg.generic over (n, oh, ow,
+//                              kh, kw, c), the channels innermost; avg
+//                              divides by the count of valid elements
 //   reshape squeeze expand_dims  tensor.collapse_shape / expand_shape
 //   transpose                  linalg.transpose
 //   conv2d_backprop_input/_filter, max_pool_grad, avg_pool_grad
 //                              one linalg.generic each (two for
 //                              max_pool_grad: the first argmax of each
-//                              window, then the scatter), reading the
+//                              window, then the scatter, all parallel when
+//                              windows do not overlap; pooling gradients
+//                              with the channels innermost), reading the
 //                              windowed operand with tensor.extract at
 //                              computed, bounds-checked coordinates (see
 //                              "Gradients of convolution and pooling");
@@ -979,6 +982,17 @@ SmallVector<utils::IteratorType> iterators(int64_t parallelLoops,
   return its;
 }
 
+/// The iterators of a window loop nest (n, y, x | kh, kw | c): the taps
+/// outside the channels, so the innermost loop runs over the contiguous
+/// channels of NHWC and vectorizes; each element still visits its taps in
+/// row-major order.
+SmallVector<utils::IteratorType> windowIterators() {
+  using utils::IteratorType;
+  return {IteratorType::parallel,  IteratorType::parallel,
+          IteratorType::parallel,  IteratorType::reduction,
+          IteratorType::reduction, IteratorType::parallel};
+}
+
 /// `acc + (valid ? v : 0)`.
 Value accumulateIf(OpBuilder &b, Location loc, Value valid, Value v,
                    Value acc) {
@@ -1098,70 +1112,113 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
     return fail("needs static spatial and channel dimensions");
   MLIRContext *ctx = b.getContext();
   Type elt = outType.getElementType();
-  Type i64 = b.getI64Type();
+  Type i32 = b.getI32Type();
   Value window = tensor::EmptyOp::create(
       b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
-  // 1. The first maximum of each window: loops (n, oh, ow, c | kh, kw);
+  // 1. The first maximum of each window: loops (n, oh, ow, kh, kw, c);
   // tap index kh * KW + kw, -1 while no valid element was seen.
   auto maxType = RankedTensorType::get(
       {dyType.getDimSize(0), g->oh, g->ow, outType.getDimSize(3)}, elt);
-  auto argType = maxType.clone(i64);
+  auto argType = maxType.clone(i32);
   SmallVector<Value> dims = {dimValue(b, loc, dy, 0), Value(), Value(),
                              Value()};
   Value maxInit = filledTensor(
       b, loc, maxType, dims,
       scalarConst(b, loc, elt, -std::numeric_limits<double>::infinity()));
-  Value argInit = filledTensor(b, loc, argType, dims, intConst(b, loc, i64, -1));
-  SmallVector<AffineMap> argMaps = {dimsMap(ctx, 6, {4, 5}),
-                                    dimsMap(ctx, 6, {0, 1, 2, 3}),
-                                    dimsMap(ctx, 6, {0, 1, 2, 3})};
+  Value argInit = filledTensor(b, loc, argType, dims, intConst(b, loc, i32, -1));
+  SmallVector<AffineMap> argMaps = {dimsMap(ctx, 6, {3, 4}),
+                                    dimsMap(ctx, 6, {0, 1, 2, 5}),
+                                    dimsMap(ctx, 6, {0, 1, 2, 5})};
   auto argmax = linalg::GenericOp::create(
       b, loc, TypeRange{maxType, argType}, ValueRange{window},
-      ValueRange{maxInit, argInit}, argMaps, iterators(4, 2),
+      ValueRange{maxInit, argInit}, argMaps, windowIterators(),
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
         IndexMath m{nb, nloc};
-        Value kh = m.idx(4), kw = m.idx(5);
+        Value kh = m.idx(3), kw = m.idx(4);
         auto [ih, validH] = m.inputOf(m.idx(1), kh, g->pt, 1, g->sh, g->h);
         auto [iw, validW] = m.inputOf(m.idx(2), kw, g->pl, 1, g->sw, g->w);
         Value v = tensor::ExtractOp::create(
-            nb, nloc, x, ValueRange{m.idx(0), ih, iw, m.idx(3)});
+            nb, nloc, x, ValueRange{m.idx(0), ih, iw, m.idx(5)});
         Value none = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
                                            args[2],
-                                           intConst(nb, nloc, i64, -1));
+                                           intConst(nb, nloc, i32, -1));
         Value greater = arith::CmpFOp::create(
             nb, nloc, arith::CmpFPredicate::OGT, v, args[1]);
         Value take = m.both(m.both(validH, validW),
                             arith::OrIOp::create(nb, nloc, none, greater));
         Value tap = arith::IndexCastOp::create(
-            nb, nloc, i64, m.add(m.mul(kh, g->kw), kw));
+            nb, nloc, i32, m.add(m.mul(kh, g->kw), kw));
         linalg::YieldOp::create(
             nb, nloc,
             ValueRange{m.select(take, v, args[1]),
                        m.select(take, tap, args[2])});
       });
   Value arg = argmax.getResult(1);
+  Value zero = scalarConst(b, loc, elt, 0);
+  if (g->sh >= g->kh && g->sw >= g->kw) {
+    // 2'. Windows that do not overlap (TF's usual 2x2 / 2): each input
+    // element is in at most one window, the one at (ih + pt) / sh, as its
+    // tap (ih + pt) % sh. Loops (n, ih, iw, c), all parallel, no init. The
+    // result is `0 + (hit ? g : 0)`, as the sum over taps below gives it
+    // (-0 included).
+    Value init = emptyTensor(
+        b, loc, outType, {dimValue(b, loc, x, 0), Value(), Value(), Value()});
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, ValueRange{}, ValueRange{init},
+               ArrayRef<AffineMap>{b.getMultiDimIdentityMap(4)}, parallel(4),
+               [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                 IndexMath m{nb, nloc};
+                 auto window = [&](Value in, int64_t pad, int64_t stride,
+                                   int64_t k, int64_t outSize) {
+                   Value t = m.add(in, m.c(pad));
+                   Value o = arith::DivUIOp::create(nb, nloc, t, m.c(stride));
+                   Value tap = arith::RemUIOp::create(nb, nloc, t, m.c(stride));
+                   Value valid = m.both(
+                       m.cmp(arith::CmpIPredicate::ult, tap, m.c(k)),
+                       m.cmp(arith::CmpIPredicate::ult, o, m.c(outSize)));
+                   return std::make_tuple(m.select(valid, o, m.c(0)), tap,
+                                          valid);
+                 };
+                 auto [oh, tapH, validH] =
+                     window(m.idx(1), g->pt, g->sh, g->kh, g->oh);
+                 auto [ow, tapW, validW] =
+                     window(m.idx(2), g->pl, g->sw, g->kw, g->ow);
+                 SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(3)};
+                 Value winner = tensor::ExtractOp::create(nb, nloc, arg, coords);
+                 Value tap = arith::IndexCastOp::create(
+                     nb, nloc, i32, m.add(m.mul(tapH, g->kw), tapW));
+                 Value hit = m.both(
+                     m.both(validH, validW),
+                     arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
+                                           winner, tap));
+                 Value v = tensor::ExtractOp::create(nb, nloc, dy, coords);
+                 linalg::YieldOp::create(
+                     nb, nloc, accumulateIf(nb, nloc, hit, v, zero));
+               })
+        .getResult(0);
+  }
   // 2. Each input element sums the gradients of the windows whose first
-  // maximum it is: loops (n, ih, iw, c | kh, kw).
+  // maximum it is: loops (n, ih, iw, kh, kw, c).
   Value init = filledTensor(b, loc, outType,
                             {dimValue(b, loc, x, 0), Value(), Value(), Value()},
-                            scalarConst(b, loc, elt, 0));
-  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {4, 5}),
-                                 dimsMap(ctx, 6, {0, 1, 2, 3})};
+                            zero);
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {3, 4}),
+                                 dimsMap(ctx, 6, {0, 1, 2, 5})};
   return linalg::GenericOp::create(
              b, loc, TypeRange{outType}, ValueRange{window}, ValueRange{init},
-             maps, iterators(4, 2),
+             maps, windowIterators(),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
                IndexMath m{nb, nloc};
-               Value kh = m.idx(4), kw = m.idx(5);
+               Value kh = m.idx(3), kw = m.idx(4);
                auto [oh, validH] =
                    m.outputOf(m.idx(1), kh, g->pt, 1, g->sh, g->oh);
                auto [ow, validW] =
                    m.outputOf(m.idx(2), kw, g->pl, 1, g->sw, g->ow);
-               SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(3)};
+               SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(5)};
                Value winner =
                    tensor::ExtractOp::create(nb, nloc, arg, coords);
                Value tap = arith::IndexCastOp::create(
-                   nb, nloc, i64, m.add(m.mul(kh, g->kw), kw));
+                   nb, nloc, i32, m.add(m.mul(kh, g->kw), kw));
                Value hit = m.both(
                    m.both(validH, validW),
                    arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
@@ -1189,19 +1246,19 @@ FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
   Value init = filledTensor(b, loc, outType,
                             {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
                             scalarConst(b, loc, elt, 0));
-  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {4, 5}),
-                                 dimsMap(ctx, 6, {0, 1, 2, 3})};
-  // Loops (n, ih, iw, c | kh, kw); each window's gradient is divided by the
+  SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {3, 4}),
+                                 dimsMap(ctx, 6, {0, 1, 2, 5})};
+  // Loops (n, ih, iw, kh, kw, c); each window's gradient is divided by the
   // count of its valid (unpadded) elements.
   return linalg::GenericOp::create(
              b, loc, TypeRange{outType}, ValueRange{window}, ValueRange{init},
-             maps, iterators(4, 2),
+             maps, windowIterators(),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
                IndexMath m{nb, nloc};
                auto [oh, validH] =
-                   m.outputOf(m.idx(1), m.idx(4), g->pt, 1, g->sh, g->oh);
+                   m.outputOf(m.idx(1), m.idx(3), g->pt, 1, g->sh, g->oh);
                auto [ow, validW] =
-                   m.outputOf(m.idx(2), m.idx(5), g->pl, 1, g->sw, g->ow);
+                   m.outputOf(m.idx(2), m.idx(4), g->pl, 1, g->sw, g->ow);
                auto extent = [&](Value o, int64_t stride, int64_t pad,
                                  int64_t k, int64_t size) {
                  Value start = m.sub(m.mul(o, stride), m.c(pad));
@@ -1219,7 +1276,7 @@ FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
                    arith::IndexCastOp::create(nb, nloc, nb.getI64Type(),
                                               count));
                Value v = tensor::ExtractOp::create(
-                   nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(3)});
+                   nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(5)});
                Value share = arith::DivFOp::create(nb, nloc, v, countF);
                linalg::YieldOp::create(
                    nb, nloc,
@@ -1254,19 +1311,34 @@ FailureOr<Value> Lowering::lowerPool(Value input, ArrayRef<int64_t> ksize,
   Value init = filledTensor(
       b, loc, outType, {dimValue(b, loc, input, 0), Value(), Value(), Value()},
       scalarConst(b, loc, elt, isMax ? -inf : 0.0));
+  // linalg.pooling_nhwc_max / _sum as a generic with loops (n, oh, ow, kh,
+  // kw, c): the channels innermost, contiguous in NHWC (the named ops put
+  // the 2x2 window innermost, which LLVM unrolls and then vectorizes across
+  // output pixels with gathers). Each output visits its taps in the same
+  // row-major order.
+  MLIRContext *ctx = b.getContext();
   Value window = tensor::EmptyOp::create(b, loc, ksize, elt);
-  SmallVector<int64_t> ones = {1, 1};
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> poolMaps = {
+      AffineMap::get(6, 0,
+                     {d(0), d(1) * strides[0] + d(3), d(2) * strides[1] + d(4),
+                      d(5)},
+                     ctx),
+      dimsMap(ctx, 6, {3, 4}), dimsMap(ctx, 6, {0, 1, 2, 5})};
+  Value pooled =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{outType}, ValueRange{padded, window},
+          ValueRange{init}, poolMaps, windowIterators(),
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value r = isMax ? (Value)arith::MaximumFOp::create(nb, nloc,
+                                                               args[2], args[0])
+                            : arith::AddFOp::create(nb, nloc, args[2], args[0]);
+            linalg::YieldOp::create(nb, nloc, r);
+          })
+          .getResult(0);
   if (isMax)
-    return linalg::PoolingNhwcMaxOp::create(
-               b, loc, TypeRange{outType}, ValueRange{padded, window},
-               ValueRange{init}, b.getI64TensorAttr(strides),
-               b.getI64TensorAttr(ones))
-        .getResult(0);
-  Value sum = linalg::PoolingNhwcSumOp::create(
-                  b, loc, TypeRange{outType}, ValueRange{padded, window},
-                  ValueRange{init}, b.getI64TensorAttr(strides),
-                  b.getI64TensorAttr(ones))
-                  .getResult(0);
+    return pooled;
+  Value sum = pooled;
   // Divide by the number of valid (not padded) elements of each window, a
   // function of the output row and column only.
   int64_t outH = outType.getDimSize(1), outW = outType.getDimSize(2);
@@ -1297,7 +1369,6 @@ FailureOr<Value> Lowering::lowerPool(Value input, ArrayRef<int64_t> ksize,
                                values));
   }
   // Broadcast [OH, OW] against [N, OH, OW, C]: a map (n, h, w, c) -> (h, w).
-  MLIRContext *ctx = b.getContext();
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(4)};
   if (uniform || counts.empty())
     maps.push_back(AffineMap::get(4, 0, {}, ctx));

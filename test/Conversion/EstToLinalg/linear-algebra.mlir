@@ -63,15 +63,22 @@ func.func @conv_valid_dilated(%x: tensor<?x10x10x2xf32>, %w: tensor<3x3x2x4xf32>
 
 // Max pooling pads with -inf; average pooling sums zero-padded windows and
 // divides by the number of valid elements of each window (9 inside, 6 on
-// the padded edge, 4 in the corner).
+// the padded edge, 4 in the corner). Both are generics over (n, oh, ow, kh,
+// kw, c), the channels innermost, reading the padded input at
+// (n, oh * 2 + kh, ow * 2 + kw, c).
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
+// CHECK-DAG: #[[WIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
 // CHECK-LABEL: func.func @pools
 // CHECK-DAG: %[[COUNTS:.*]] = arith.constant dense<{{\[}}[9.000000e+00, {{.*}}, 6.000000e+00], {{.*}}, [6.000000e+00, {{.*}}, 4.000000e+00]]> : tensor<7x7xf32>
 // CHECK-DAG: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
 // CHECK: tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 1, 1, 0]
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: tensor.yield %[[NINF]]
-// CHECK: linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<?x15x15x8xf32>, tensor<3x3xf32>)
-// CHECK: %[[SUM:.*]] = linalg.pooling_nhwc_sum
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[WIN]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<?x15x15x8xf32>, tensor<3x3xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[IN]], #[[WIN]], #[[OUT]]]
+// CHECK: arith.addf
 // CHECK: linalg.generic {{.*}} ins(%[[SUM]], %[[COUNTS]] : tensor<?x7x7x8xf32>, tensor<7x7xf32>)
 // CHECK: arith.divf
 func.func @pools(%x: tensor<?x14x14x8xf32>) -> (tensor<?x7x7x8xf32>, tensor<?x7x7x8xf32>) {
@@ -85,7 +92,7 @@ func.func @pools(%x: tensor<?x14x14x8xf32>) -> (tensor<?x7x7x8xf32>, tensor<?x7x
 // VALID average pooling divides by a scalar.
 // CHECK-LABEL: func.func @avg_pool_valid
 // CHECK: %[[FOUR:.*]] = arith.constant dense<4.000000e+00> : tensor<f32>
-// CHECK: linalg.pooling_nhwc_sum
+// CHECK: linalg.generic
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[FOUR]] : tensor<?x2x2x1xf32>, tensor<f32>)
 func.func @avg_pool_valid(%x: tensor<?x4x4x1xf32>) -> tensor<?x2x2x1xf32> {
   %0 = est.avg_pool %x {ksize = array<i64: 2, 2>, padding = "VALID", strides = array<i64: 2, 2>} : tensor<?x4x4x1xf32> -> tensor<?x2x2x1xf32>

@@ -2,7 +2,8 @@
 
 // The gradients of conv2d and pooling are single linalg.generics (two for
 // max_pool_grad) over the result and the window taps, reading the windowed
-// operand with tensor.extract at bounds-checked coordinates.
+// operand with tensor.extract at bounds-checked coordinates. The pooling
+// gradients' channel loop is innermost (contiguous in NHWC).
 
 // An f32 input gradient: loops (n, ih, iw, c | kh, kw, o), the filter an
 // operand, grad_output read in the body; library_call names the runtime
@@ -45,31 +46,63 @@ func.func @backprop_filter(%x: tensor<?x7x6x2xf64>, %dy: tensor<?x3x5x3xf64>) ->
 // -----
 
 // max_pool_grad: the first maximum of each window (value and tap index, -1
-// before the first valid element), then each input element sums the
-// gradients of the windows it wins.
+// before the first valid element) over loops (n, oh, ow, kh, kw, c), the
+// channels innermost; then each input element sums the gradients of the
+// windows it wins, loops (n, ih, iw, kh, kw, c). 3x3 windows at stride 2
+// overlap.
+// CHECK-DAG: #[[WIN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>
+// CHECK-DAG: #[[NHWC:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
 // CHECK-LABEL: func.func @max_pool_grad
 // CHECK-SAME: (%[[X:.*]]: tensor<?x5x4x2xf32>, %[[DY:.*]]: tensor<?x3x2x2xf32>)
-// CHECK-DAG: %[[NONE:.*]] = arith.constant -1 : i64
-// CHECK-DAG: %[[WINDOW:.*]] = tensor.empty() : tensor<2x2xf32>
-// CHECK: %[[ARG0:.*]] = linalg.fill ins(%[[NONE]] : i64) outs(%{{.*}} : tensor<?x3x2x2xi64>)
-// CHECK: %[[ARG:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[WINDOW]] : tensor<2x2xf32>) outs(%{{.*}}, %[[ARG0]] : tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>)
+// CHECK-DAG: %[[NONE:.*]] = arith.constant -1 : i32
+// CHECK-DAG: %[[WINDOW:.*]] = tensor.empty() : tensor<3x3xf32>
+// CHECK: %[[ARG0:.*]] = linalg.fill ins(%[[NONE]] : i32) outs(%{{.*}} : tensor<?x3x2x2xi32>)
+// CHECK: %[[ARG:.*]]:2 = linalg.generic {indexing_maps = [#[[WIN]], #[[NHWC]], #[[NHWC]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[WINDOW]] : tensor<3x3xf32>) outs(%{{.*}}, %[[ARG0]] : tensor<?x3x2x2xf32>, tensor<?x3x2x2xi32>)
 // CHECK: tensor.extract %[[X]]
 // CHECK: arith.cmpf ogt
-// CHECK: linalg.generic {{.*}} ins(%[[WINDOW]] : tensor<2x2xf32>) outs(%{{.*}} : tensor<?x5x4x2xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[WIN]], #[[NHWC]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[WINDOW]] : tensor<3x3xf32>) outs(%{{.*}} : tensor<?x5x4x2xf32>)
 // CHECK: tensor.extract %[[ARG]]#1
 // CHECK: tensor.extract %[[DY]]
+// CHECK: arith.addf
 func.func @max_pool_grad(%x: tensor<?x5x4x2xf32>, %dy: tensor<?x3x2x2xf32>) -> tensor<?x5x4x2xf32> {
-  %0 = est.max_pool_grad %x, %dy {ksize = array<i64: 2, 2>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x5x4x2xf32>, tensor<?x3x2x2xf32> -> tensor<?x5x4x2xf32>
+  %0 = est.max_pool_grad %x, %dy {ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x5x4x2xf32>, tensor<?x3x2x2xf32> -> tensor<?x5x4x2xf32>
   return %0 : tensor<?x5x4x2xf32>
 }
 
 // -----
 
+// Windows that do not overlap (2x2 at stride 2, the ConvNet's): every input
+// element is in at most one window, so the second loop nest is all
+// parallel, (n, ih, iw, c), with no zero-filled init: the window and tap
+// come from a division and remainder by the stride. The value is
+// `0 + (hit ? dy : 0)`, as in the summing form.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @max_pool_grad_disjoint
+// CHECK-SAME: (%[[X:.*]]: tensor<?x6x5x3xf32>, %[[DY:.*]]: tensor<?x3x3x3xf32>)
+// CHECK: %[[ARG:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
+// CHECK: %[[E:.*]] = tensor.empty(%{{.*}}) : tensor<?x6x5x3xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%[[E]] : tensor<?x6x5x3xf32>)
+// CHECK: arith.divui
+// CHECK: arith.remui
+// CHECK: tensor.extract %[[ARG]]#1
+// CHECK: arith.cmpi eq
+// CHECK: tensor.extract %[[DY]]
+// CHECK: arith.select
+// CHECK: arith.addf
+func.func @max_pool_grad_disjoint(%x: tensor<?x6x5x3xf32>, %dy: tensor<?x3x3x3xf32>) -> tensor<?x6x5x3xf32> {
+  %0 = est.max_pool_grad %x, %dy {ksize = array<i64: 2, 2>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x6x5x3xf32>, tensor<?x3x3x3xf32> -> tensor<?x6x5x3xf32>
+  return %0 : tensor<?x6x5x3xf32>
+}
+
+// -----
+
 // avg_pool_grad divides each window's gradient by its count of valid
-// elements, computed from the window's position.
+// elements, computed from the window's position; loops (n, ih, iw, kh, kw,
+// c).
 // CHECK-LABEL: func.func @avg_pool_grad
 // CHECK-SAME: (%[[DY:.*]]: tensor<?x3x4x8xf32>)
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<3x3xf32>) outs(%{{.*}} : tensor<?x5x4x8xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%{{.*}} : tensor<3x3xf32>) outs(%{{.*}} : tensor<?x5x4x8xf32>)
 // CHECK: arith.minsi
 // CHECK: arith.maxsi
 // CHECK: arith.sitofp
