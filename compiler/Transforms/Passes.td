@@ -129,7 +129,13 @@ def EstOutlineLoopNests : Pass<"est-outline-loop-nests", "ModuleOp"> {
     the arena; globals) is noalias: the LLVM positions of its descriptor's
     pointers are listed in `estc.noalias_args` for est-noalias-to-llvm.
     LLVM inlines the functions back and keeps the noalias facts as alias
-    scopes, so the loop vectorizer needs no run-time overlap checks.
+    scopes, so the loop vectorizer needs no run-time overlap checks. The
+    nests est-parallelize-loops moved out (launch calls of
+    `estc.parallel_body` functions) get the same facts on their body's
+    arguments. A short (<= 64) innermost loop is marked `unroll disable`
+    in all-parallel nests and in every parallel body, so LLVM vectorizes
+    the contiguous channels rather than unroll them and vectorize across
+    pixels with gathers.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

@@ -1,0 +1,45 @@
+// RUN: estc-opt --pass-pipeline='builtin.module(est-parallelize-loops,est-outline-loop-nests)' %s | FileCheck %s
+
+// A max-pool over a batch (parallel outermost loop, so est-parallelize-loops
+// moves it into @pool_pfor0 of (lo, hi, captures...)). est-outline-loop-nests
+// marks the body's buffers noalias from the launch call's operands (the
+// input, the window's shape-only buffer and the output are different views
+// of the arena: LLVM arguments of the body 2, 3 (after lo and hi), 13, 14
+// and 20, 21) and keeps the short channel loop rolled, although the window
+// loops around it are reductions.
+// CHECK-DAG: #[[UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK-DAG: #[[ANN:.*]] = #llvm.loop_annotation<unroll = #[[UNROLL]]>
+// CHECK-LABEL: func.func @pool
+// CHECK: call @pool_pfor0_launch
+// CHECK-LABEL: func.func private @pool_pfor0(
+// CHECK-SAME: estc.noalias_args = array<i64: 2, 3, 13, 14, 20, 21>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.maximumf
+// CHECK: } {llvm.loop_annotation = #[[ANN]]}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-LABEL: func.func private @pool_pfor0_launch
+#in = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1 * 2 + d3, d2 * 2 + d4, d5)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d3, d4)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>
+func.func @pool(%arena: memref<?xi8>, %x: memref<?x8x8x20xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %n = memref.dim %x, %c0 : memref<?x8x8x20xf32>
+  %a = memref.view %arena[%c64][%n] : memref<?xi8> to memref<?x8x8x20xf32>
+  %w = memref.view %arena[%c0][] : memref<?xi8> to memref<2x2xf32>
+  %y = memref.view %arena[%c128][%n] : memref<?xi8> to memref<?x4x4x20xf32>
+  linalg.generic {indexing_maps = [#in, #win, #out], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"]}
+      ins(%a, %w : memref<?x8x8x20xf32>, memref<2x2xf32>) outs(%y : memref<?x4x4x20xf32>) {
+  ^bb0(%v: f32, %unused: f32, %acc: f32):
+    %r = arith.maximumf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
