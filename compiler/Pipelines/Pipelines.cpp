@@ -144,6 +144,9 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   // Loops shaped for the vectorizer: unused inputs dropped, contiguous
   // loops merged.
   prepPm.addPass(mlir::est::createEstCollapseLoopDims());
+  // One view per collapsed buffer: an in-place update reads and writes the
+  // same value, which LLVM then sees as one pointer.
+  prepPm.addPass(mlir::createCSEPass());
   // Large loop nests move to functions the runtime's thread pool runs in
   // chunks (estc_parallel_for); the rest become loops in place.
   pm.addPass(mlir::est::createEstParallelizeLoops());

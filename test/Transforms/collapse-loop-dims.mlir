@@ -1,4 +1,5 @@
 // RUN: estc-opt --pass-pipeline='builtin.module(func.func(est-collapse-loop-dims))' --split-input-file %s | FileCheck %s
+// RUN: estc-opt --pass-pipeline='builtin.module(func.func(est-collapse-loop-dims,cse))' --split-input-file %s | FileCheck %s --check-prefix=CSE
 
 // A ReLU after a convolution whose bias the runtime kernel added: the bias
 // input is never read and is dropped; the four parallel loops over NHWC
@@ -84,6 +85,30 @@ func.func @window(%x: memref<?x4x4x3xf32>, %y: memref<?x2x2x3xf32>) {
     %w1 = arith.addi %w0, %kw : index
     %v = memref.load %x[%n, %h, %w1, %c] : memref<?x4x4x3xf32>
     %r = arith.maximumf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+// An in-place update (the variable read and written, as the optimizers'
+// loops do): each operand gets its own collapse_shape; the pipeline's CSE
+// after this pass leaves one view of the variable, so LLVM sees one pointer
+// for the read and the write (with two, its overlap check fails at run time
+// and the scalar loop runs).
+// CHECK-LABEL: func.func @in_place
+// CHECK-COUNT-2: memref.collapse_shape %arg0
+// CSE-LABEL: func.func @in_place
+// CSE: %[[V:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<4x8xf32> into memref<32xf32>
+// CSE-NOT: memref.collapse_shape %arg0
+// CSE: linalg.generic {{.*}} ins(%[[V]], %{{.*}} : memref<32xf32>, memref<32xf32>) outs(%[[V]] : memref<32xf32>)
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @in_place(%v: memref<4x8xf32>, %g: memref<4x8xf32>) {
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%v, %g : memref<4x8xf32>, memref<4x8xf32>) outs(%v : memref<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %r = arith.subf %a, %b : f32
     linalg.yield %r : f32
   }
   return
