@@ -249,6 +249,21 @@ std::string outputList(rt::CompiledModel &m, int fn) {
 
 double scalarValue(const TensorValue &t) { return t.element(0); }
 
+/// Prepares `backend`'s model for `mode` from `data`'s element spec; an empty
+/// dataset that declares none runs the current model, if there is one.
+/// `caller` ("Estimator.train", ...) starts the error.
+void prepareModel(detail::Backend &backend, ModeKeys mode, Dataset &data,
+                  const std::string &caller) {
+  if (std::optional<ElementSpec> spec = data.element_spec())
+    backend.prepare(mode, *spec);
+  else if (!backend.current())
+    throw std::invalid_argument(
+        caller + ": the input_fn's dataset is empty and declares no element "
+                 "spec, so the model cannot be built");
+  else
+    backend.prepare(mode, ElementSpec{});
+}
+
 using SteadyClock = std::chrono::steady_clock;
 double secondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
@@ -623,14 +638,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
 
   applyThreads();
   Dataset data = input_fn();
-  if (std::optional<ElementSpec> spec = data.element_spec())
-    backend_.prepare(ModeKeys::TRAIN, *spec);
-  else if (!backend_.current())
-    throw std::invalid_argument(
-        "Estimator.train: the input_fn's dataset is empty and declares no "
-        "element spec, so the model cannot be built");
-  else
-    backend_.prepare(ModeKeys::TRAIN, ElementSpec{});
+  prepareModel(backend_, ModeKeys::TRAIN, data, "Estimator.train");
 
   Hooks hooks = userHooks;
   if (const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN)) {
@@ -838,14 +846,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
                                 std::to_string(*steps));
   applyThreads();
   Dataset data = input_fn();
-  if (std::optional<ElementSpec> spec = data.element_spec())
-    backend_.prepare(ModeKeys::EVAL, *spec);
-  else if (!backend_.current())
-    throw std::invalid_argument(
-        "Estimator.evaluate: the input_fn's dataset is empty and declares no "
-        "element spec, so the model cannot be built");
-  else
-    backend_.prepare(ModeKeys::EVAL, ElementSpec{});
+  prepareModel(backend_, ModeKeys::EVAL, data, "Estimator.evaluate");
   Hooks hooks = userHooks;
   if (const EstimatorSpec *spec = backend_.spec(ModeKeys::EVAL))
     hooks.insert(hooks.end(), spec->evaluation_hooks.begin(),
@@ -1172,14 +1173,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
   auto state = std::make_unique<Predictions::State>(input_fn());
   Predictions::State &s = *state;
   runner_->applyThreads();
-  if (std::optional<ElementSpec> spec = s.data.element_spec())
-    backend_->prepare(ModeKeys::PREDICT, *spec);
-  else if (!backend_->current())
-    throw std::invalid_argument(
-        "Estimator.predict: the input_fn's dataset is empty and declares no "
-        "element spec, so the model cannot be built");
-  else
-    backend_->prepare(ModeKeys::PREDICT, ElementSpec{});
+  prepareModel(*backend_, ModeKeys::PREDICT, s.data, "Estimator.predict");
   s.hooks = userHooks;
   if (const EstimatorSpec *spec = backend_->spec(ModeKeys::PREDICT))
     s.hooks.insert(s.hooks.end(), spec->prediction_hooks.begin(),

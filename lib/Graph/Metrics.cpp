@@ -330,6 +330,15 @@ Tensor regressionDiff(const Builder &b, Tensor &labels, Tensor &predictions) {
   return subtract(l, predictions);
 }
 
+/// The streaming mean of (labels - predictions)^2 (`squared`) or of
+/// |labels - predictions|.
+Metric meanError(const Builder &b, Tensor labels, Tensor predictions,
+                 const Tensor &weights, bool squared) {
+  Tensor diff = regressionDiff(b, labels, predictions);
+  Tensor v = Builder::toFloat(squared ? square(diff) : abs(diff));
+  return streamingMean(b, v, b.weightsFor(v, weights));
+}
+
 /// Class ids, flattened, as i64; checks num_classes.
 Tensor flatClassIds(const Builder &b, const Tensor &ids, const char *what) {
   b.requireInteger(ids, what);
@@ -492,18 +501,14 @@ Metric mean_squared_error(const Tensor &labels, const Tensor &predictions,
                           const Tensor &weights, const std::string &name) {
   Builder b("mean_squared_error", labels.valid() ? labels : predictions, name,
             "mean_squared_error");
-  Tensor l = labels, p = predictions;
-  Tensor v = Builder::toFloat(square(regressionDiff(b, l, p)));
-  return streamingMean(b, v, b.weightsFor(v, weights));
+  return meanError(b, labels, predictions, weights, /*squared=*/true);
 }
 
 Metric root_mean_squared_error(const Tensor &labels, const Tensor &predictions,
                                const Tensor &weights, const std::string &name) {
   Builder b("root_mean_squared_error", labels.valid() ? labels : predictions,
             name, "root_mean_squared_error");
-  Tensor l = labels, p = predictions;
-  Tensor v = Builder::toFloat(square(regressionDiff(b, l, p)));
-  Metric mse = streamingMean(b, v, b.weightsFor(v, weights));
+  Metric mse = meanError(b, labels, predictions, weights, /*squared=*/true);
   return Metric{sqrt(mse.value, "rmse"), mse.update_ops};
 }
 
@@ -511,9 +516,7 @@ Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
                            const Tensor &weights, const std::string &name) {
   Builder b("mean_absolute_error", labels.valid() ? labels : predictions, name,
             "mean_absolute_error");
-  Tensor l = labels, p = predictions;
-  Tensor v = Builder::toFloat(abs(regressionDiff(b, l, p)));
-  return streamingMean(b, v, b.weightsFor(v, weights));
+  return meanError(b, labels, predictions, weights, /*squared=*/false);
 }
 
 // --- Confusion counts

@@ -792,6 +792,19 @@ TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
 
 // --- Bad inputs --------------------------------------------------------------------------
 
+TEST_F(EstimatorTest, AnEmptyInputWithoutSpecCannotBuildTheModel) {
+  auto est = make();
+  InputFn empty = [] {
+    return Dataset::from_generator([]() -> std::optional<Batch> { return {}; });
+  };
+  const std::string why = ": the input_fn's dataset is empty and declares no "
+                          "element spec, so the model cannot be built";
+  EXPECT_EQ(errorOf([&] { est->train(empty, {}, 1); }),
+            "Estimator.train" + why);
+  EXPECT_EQ(errorOf([&] { est->evaluate(empty); }), "Estimator.evaluate" + why);
+  EXPECT_EQ(errorOf([&] { est->predict(empty); }), "Estimator.predict" + why);
+}
+
 TEST_F(EstimatorTest, BadInputsAreOneLine) {
   auto est = make();
   est->train(trainInput(), {}, 1);
