@@ -15,3 +15,6 @@ config.environment["PATH"] = os.pathsep.join(
     [config.estc_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%shared_data", config.shared_data_dir))
+# bench/model_bench is built only where libtorch is installed.
+if os.path.exists(os.path.join(config.estc_tools_dir, "model_bench")):
+    config.available_features.add("model_bench")
