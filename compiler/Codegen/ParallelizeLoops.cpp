@@ -18,12 +18,14 @@
 #include "compiler/Codegen/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir {
@@ -75,6 +77,24 @@ bool shouldParallelize(linalg::LinalgOp op, int64_t minWork) {
     work *= double(size);
   }
   return work >= double(minWork);
+}
+
+/// Whether `op`, defined before a nest the nest uses, is cloned into the
+/// outlined function rather than passed: constants, pure index arithmetic,
+/// and views of a buffer (not the `memref.view` that places a buffer in the
+/// arena: each buffer stays its own argument).
+bool isSinkable(Operation *op) {
+  if (op->getNumRegions() != 0 || !isPure(op))
+    return false;
+  if (matchPattern(op, m_Constant()))
+    return true;
+  if (isa<memref::SubViewOp, memref::ExpandShapeOp,
+          memref::CollapseShapeOp, memref::CastOp, memref::ReinterpretCastOp,
+          affine::AffineApplyOp>(op))
+    return true;
+  return isa<arith::ArithDialect>(op->getDialect()) &&
+         llvm::all_of(op->getResultTypes(),
+                      [](Type t) { return t.isIndex(); });
 }
 
 struct EstParallelizeLoops
@@ -136,19 +156,32 @@ struct EstParallelizeLoops
       perIteration = arith::MulIOp::create(rewriter, loc, perIteration, ub);
     }
 
-    // Captures: constants are cloned into the function, the rest are
-    // arguments.
+    // What the nest uses from outside: constants, index arithmetic and the
+    // views of a buffer (subviews, reshapes, casts) are cloned into the
+    // function, so that one buffer reached through two views is one pointer
+    // there; the buffers themselves (each `memref.view` of the arena, the
+    // function's arguments), loaded scalars and sizes become arguments, one
+    // pointer per buffer, which est-outline-loop-nests marks noalias when
+    // the buffers are distinct.
     SetVector<Value> used;
     getUsedValuesDefinedAbove(outer.getRegion(), used);
-    SmallVector<Value> captures;
-    SmallVector<Operation *> constants;
-    for (Value v : used) {
+    SetVector<Value> captureSet;
+    SetVector<Operation *> sunk; // operands before users
+    std::function<void(Value)> visit = [&](Value v) {
       Operation *def = v.getDefiningOp();
-      if (def && matchPattern(def, m_Constant()))
-        constants.push_back(def);
-      else
-        captures.push_back(v);
-    }
+      if (captureSet.contains(v) || (def && sunk.contains(def)))
+        return;
+      if (def && isSinkable(def)) {
+        for (Value operand : def->getOperands())
+          visit(operand);
+        sunk.insert(def);
+        return;
+      }
+      captureSet.insert(v);
+    };
+    for (Value v : used)
+      visit(v);
+    SmallVector<Value> captures = captureSet.takeVector();
 
     Type indexType = rewriter.getIndexType();
     SmallVector<Type> bodyArgs = {indexType, indexType};
@@ -182,19 +215,19 @@ struct EstParallelizeLoops
     Block *entry = body.addEntryBlock();
     rewriter.setInsertionPointToStart(entry);
     IRMapping mapping;
-    for (Operation *constant : constants)
-      rewriter.clone(*constant, mapping);
     for (auto [value, arg] :
          llvm::zip(captures, entry->getArguments().drop_front(2)))
       mapping.map(value, arg);
+    for (Operation *op : sunk)
+      rewriter.clone(*op, mapping);
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     auto returnOp = func::ReturnOp::create(rewriter, loc);
     rewriter.moveOpBefore(outer, returnOp);
     outer.getLowerBoundMutable().assign(entry->getArgument(0));
     outer.getUpperBoundMutable().assign(entry->getArgument(1));
     outer.getStepMutable().assign(one);
-    for (auto [from, to] : mapping.getValueMap())
-      replaceAllUsesInRegionWith(from, to, outer.getRegion());
+    for (Value v : used)
+      replaceAllUsesInRegionWith(v, mapping.lookup(v), outer.getRegion());
     return success();
   }
 };

@@ -136,9 +136,14 @@ def EstParallelizeLoops : Pass<"est-parallelize-loops", "ModuleOp"> {
 
       `func.func private @<f>_pfor<i>(%lo: index, %hi: index, captures...)`
 
-    running the outermost loop from `lo` to `hi`. Constants it uses are
-    cloned in; every other value defined outside the nest (buffers, loaded
-    scalars, sizes) is an argument. Where the nest was, a call of the marker
+    running the outermost loop from `lo` to `hi`. Constants, index
+    arithmetic and views of a buffer (subviews, reshapes, casts) it uses are
+    cloned in, so one buffer reached through two views is one pointer
+    there; the buffers themselves (each `memref.view` of the arena, the
+    function's arguments), loaded scalars and sizes are arguments, one
+    pointer per buffer, which est-outline-loop-nests marks noalias when
+    they are distinct (as for the nests it outlines; it also keeps their
+    short innermost loops rolled). Where the nest was, a call of the marker
     declaration `@<f>_pfor<i>_launch(n, cost, captures...)`
     (`estc.parallel_body = @<f>_pfor<i>`) passes the outer trip count and
     the operations per outer iteration; est-lower-parallel-calls turns it

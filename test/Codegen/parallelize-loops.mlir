@@ -156,3 +156,42 @@ func.func @pool(%x: memref<?x24x24x20xf32>, %w: memref<2x2xf32>, %y: memref<?x12
       ins(%x, %w : memref<?x24x24x20xf32>, memref<2x2xf32>) outs(%y : memref<?x12x12x20xf32>)
   return
 }
+
+// -----
+
+// Buffers in the arena: each buffer (a memref.view) is one argument, and a
+// reshape of it is cloned into the function, so the two views of the
+// output are one pointer there.
+
+// CHECK-LABEL: func.func @arena_views(
+// CHECK-SAME: %[[ARENA:.*]]: memref<?xi8>, %[[IN:.*]]: memref<?x64xf32>)
+// CHECK: %[[B:.*]] = memref.dim %[[IN]], %c0
+// CHECK: %[[X:.*]] = memref.view %[[ARENA]]
+// CHECK: %[[Y:.*]] = memref.view %[[ARENA]]
+// CHECK: call @arena_views_pfor0_launch(%[[B]], %{{.*}}, %[[X]], %[[Y]], %[[B]])
+// CHECK: func.func private @arena_views_pfor0(%{{.*}}: index, %{{.*}}: index, %[[BX:.*]]: memref<?x64xf32>, %[[BY:.*]]: memref<?x64xf32>, %[[N:.*]]: index)
+// CHECK: %[[Y3:.*]] = memref.expand_shape %[[BY]] {{.*}} output_shape [%[[N]], 4, 16]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: memref.load %[[BX]]
+// CHECK: memref.load %[[Y3]]
+// CHECK: memref.store %{{.*}}, %[[Y3]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#split = affine_map<(d0, d1, d2) -> (d0, d1 * 16 + d2)>
+func.func @arena_views(%arena: memref<?xi8>, %in: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c256 = arith.constant 256 : index
+  %b = memref.dim %in, %c0 : memref<?x64xf32>
+  %off = arith.muli %b, %c256 : index
+  %x = memref.view %arena[%off][%b] : memref<?xi8> to memref<?x64xf32>
+  %y = memref.view %arena[%c0][%b] : memref<?xi8> to memref<?x64xf32>
+  %y3 = memref.expand_shape %y [[0], [1, 2]] output_shape [%b, 4, 16] : memref<?x64xf32> into memref<?x4x16xf32>
+  linalg.generic {indexing_maps = [#split, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %y3 : memref<?x64xf32>, memref<?x4x16xf32>) outs(%y3 : memref<?x4x16xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %n = arith.subf %a, %c : f32
+    linalg.yield %n : f32
+  }
+  return
+}
