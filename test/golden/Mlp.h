@@ -14,7 +14,9 @@
 //   identifier) replaced by '_'; <x>_shape is the shape (-1 = the batch),
 //   <x>_count the elements (for inputs/outputs: per example).
 // - Buffers are 64-byte aligned. bind_input()/bind_output() (CompiledModel)
-//   use caller buffers instead, after checking their shapes.
+//   use caller buffers instead, after checking their shapes; the
+//   buffers of one call must not overlap (the compiled loops assume
+//   it).
 // - i1 tensors are bool (one byte, 0 or 1).
 // - Entry points: extern "C" <Name>_<function>(memref descriptors: arena,
 //   variables, inputs, outputs; docs/design/codegen-abi.md) and
