@@ -2,6 +2,7 @@
 
 #include "runtime/CompiledModel.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -311,6 +312,49 @@ void CompiledModel::bind_output(int function, int output, void *data,
   functions_[function].outputs[output].data = data;
 }
 
+void CompiledModel::checkBoundBuffersDisjoint(int function,
+                                              int64_t batch) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  const FunctionState &state = functions_[function];
+  struct Range {
+    const char *begin;
+    size_t bytes;
+    bool bound;
+    std::string what;
+  };
+  std::vector<Range> ranges;
+  auto tensorBytes = [&](const TensorSpec &t) {
+    return static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
+           dtypeBytes(t.dtype);
+  };
+  auto add = [&](const Buffer &buffer, size_t bytes, std::string what) {
+    ranges.push_back({static_cast<const char *>(buffer.data), bytes,
+                      buffer.data != buffer.owned.get(), std::move(what)});
+  };
+  add(arena_, static_cast<size_t>(arena_bytes(batch)), "the arena");
+  for (int32_t i = 0; i < spec_->numVariables; ++i)
+    add(variables_[i], static_cast<size_t>(variable_bytes(i)),
+        std::string("variable '") + spec_->variables[i].name + "'");
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    add(state.inputs[i], tensorBytes(fn.inputs[i]),
+        std::string("input '") + fn.inputs[i].key + "'");
+  for (int32_t i = 0; i < fn.numOutputs; ++i)
+    add(state.outputs[i], tensorBytes(fn.outputs[i]),
+        std::string("output '") + fn.outputs[i].key + "'");
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (!ranges[i].bound || ranges[i].bytes == 0)
+      continue;
+    for (size_t j = 0; j < ranges.size(); ++j) {
+      if (j == i || ranges[j].bytes == 0 || (ranges[j].bound && j < i))
+        continue;
+      const Range &a = ranges[i], &b = ranges[j];
+      if (a.begin < b.begin + b.bytes && b.begin < a.begin + a.bytes)
+        fail(std::string(fn.name) + ": bound " + a.what + " overlaps " +
+             b.what + " (the buffers of one call must not overlap)");
+    }
+  }
+}
+
 void CompiledModel::run(int function) {
   if (function < 0 || function >= spec_->numFunctions)
     fail("run(" + std::to_string(function) + "): no such function");
@@ -320,6 +364,10 @@ void CompiledModel::run(int function) {
                            ": call set_batch() before running");
   int64_t batch = batch_ > 0 ? batch_ : 0;
   FunctionState &state = functions_[function];
+  auto isBound = [](const Buffer &b) { return b.data != b.owned.get(); };
+  if (std::any_of(state.inputs.begin(), state.inputs.end(), isBound) ||
+      std::any_of(state.outputs.begin(), state.outputs.end(), isBound))
+    checkBoundBuffersDisjoint(function, batch);
   size_t a = 0;
   int64_t arenaSize[] = {arena_bytes(batch)};
   fillDescriptor(state.descriptors[a++], arena_.data, 1, arenaSize, batch);

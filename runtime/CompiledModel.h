@@ -145,7 +145,9 @@ public:
   void *output_data(int function, int output);
 
   /// Uses the caller's buffer for an input or output until the next
-  /// set_batch(); `shape` is checked against the spec and the batch.
+  /// set_batch(); `shape` is checked against the spec and the batch. The
+  /// buffers of one call must not overlap: run() throws if a bound one
+  /// overlaps another input, output, variable or the arena.
   void bind_input(int function, int input, void *data,
                   const std::vector<int64_t> &shape);
   void bind_output(int function, int output, void *data,
@@ -173,6 +175,9 @@ private:
   void checkShape(int function, const TensorSpec &tensor, const char *what,
                   const std::vector<int64_t> &shape) const;
   bool needsBatch(int function) const;
+  /// Throws when a caller's buffer bound to `function` overlaps another
+  /// buffer of the call (the compiled loops assume none do).
+  void checkBoundBuffersDisjoint(int function, int64_t batch) const;
 
   const ModelSpec *spec_;
   const EntryPoint *entries_;

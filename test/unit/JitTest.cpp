@@ -292,6 +292,37 @@ TEST_F(JitTest, ShapeErrors) {
   model.scale_add();
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(y[i], 2 * x[i]);
+  // Overlapping buffers of one call are refused with one line, the model's
+  // buffers untouched.
+  float z[12] = {};
+  model.bind_input(ScaleAdd::k_scale_add, 0, z, {2, 4});
+  model.bind_output(ScaleAdd::k_scale_add, 0, z + 4, {2, 4});
+  try {
+    model.scale_add();
+    FAIL() << "overlapping input and output accepted";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "ScaleAdd: scale_add: bound input 'features/x' "
+                           "overlaps output 'y' (the buffers of one call "
+                           "must not overlap)");
+  }
+  for (float v : z)
+    EXPECT_EQ(v, 0.0f);
+  model.bind_input(ScaleAdd::k_scale_add, 0,
+                   model.variable_data(model.variable_index("scale/v")),
+                   {2, 4});
+  try {
+    model.scale_add();
+    FAIL() << "an input bound over a variable accepted";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("overlaps variable 'scale/v'"),
+              std::string::npos)
+        << e.what();
+  }
+  // Disjoint again: runs.
+  model.bind_input(ScaleAdd::k_scale_add, 0, x, {2, 4});
+  model.bind_output(ScaleAdd::k_scale_add, 0, z, {2, 4});
+  model.scale_add();
+  EXPECT_EQ(z[7], 2 * x[7]);
 }
 
 } // namespace
