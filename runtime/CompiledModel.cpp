@@ -316,31 +316,43 @@ void CompiledModel::checkBoundBuffersDisjoint(int function,
                                               int64_t batch) const {
   const FunctionSpec &fn = spec_->functions[function];
   const FunctionState &state = functions_[function];
+  enum Kind { Arena, Variable, Input, Output };
   struct Range {
     const char *begin;
     size_t bytes;
     bool bound;
-    std::string what;
+    Kind kind;
+    int32_t index;
   };
   std::vector<Range> ranges;
   auto tensorBytes = [&](const TensorSpec &t) {
     return static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
            dtypeBytes(t.dtype);
   };
-  auto add = [&](const Buffer &buffer, size_t bytes, std::string what) {
+  auto add = [&](const Buffer &buffer, size_t bytes, Kind kind, int32_t i) {
     ranges.push_back({static_cast<const char *>(buffer.data), bytes,
-                      buffer.data != buffer.owned.get(), std::move(what)});
+                      buffer.data != buffer.owned.get(), kind, i});
   };
-  add(arena_, static_cast<size_t>(arena_bytes(batch)), "the arena");
+  add(arena_, static_cast<size_t>(arena_bytes(batch)), Arena, 0);
   for (int32_t i = 0; i < spec_->numVariables; ++i)
-    add(variables_[i], static_cast<size_t>(variable_bytes(i)),
-        std::string("variable '") + spec_->variables[i].name + "'");
+    add(variables_[i], static_cast<size_t>(variable_bytes(i)), Variable, i);
   for (int32_t i = 0; i < fn.numInputs; ++i)
-    add(state.inputs[i], tensorBytes(fn.inputs[i]),
-        std::string("input '") + fn.inputs[i].key + "'");
+    add(state.inputs[i], tensorBytes(fn.inputs[i]), Input, i);
   for (int32_t i = 0; i < fn.numOutputs; ++i)
-    add(state.outputs[i], tensorBytes(fn.outputs[i]),
-        std::string("output '") + fn.outputs[i].key + "'");
+    add(state.outputs[i], tensorBytes(fn.outputs[i]), Output, i);
+  auto describe = [&](const Range &r) -> std::string {
+    switch (r.kind) {
+    case Arena:
+      return "the arena";
+    case Variable:
+      return std::string("variable '") + spec_->variables[r.index].name + "'";
+    case Input:
+      return std::string("input '") + fn.inputs[r.index].key + "'";
+    case Output:
+      return std::string("output '") + fn.outputs[r.index].key + "'";
+    }
+    return "";
+  };
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (!ranges[i].bound || ranges[i].bytes == 0)
       continue;
@@ -349,8 +361,8 @@ void CompiledModel::checkBoundBuffersDisjoint(int function,
         continue;
       const Range &a = ranges[i], &b = ranges[j];
       if (a.begin < b.begin + b.bytes && b.begin < a.begin + a.bytes)
-        fail(std::string(fn.name) + ": bound " + a.what + " overlaps " +
-             b.what + " (the buffers of one call must not overlap)");
+        fail(std::string(fn.name) + ": bound " + describe(a) + " overlaps " +
+             describe(b) + " (the buffers of one call must not overlap)");
     }
   }
 }
