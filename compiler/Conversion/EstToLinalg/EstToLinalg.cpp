@@ -1155,6 +1155,20 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
       });
   Value arg = argmax.getResult(1);
   Value zero = scalarConst(b, loc, elt, 0);
+  // `acc` plus the gradient of output window `coords` when the input element
+  // at its tap (tapH, tapW) is the window's first maximum.
+  auto addIfFirstMax = [&](OpBuilder &nb, Location nloc, IndexMath &m,
+                           ArrayRef<Value> coords, Value tapH, Value tapW,
+                           Value validH, Value validW, Value acc) {
+    Value winner = tensor::ExtractOp::create(nb, nloc, arg, coords);
+    Value tap = arith::IndexCastOp::create(nb, nloc, i32,
+                                           m.add(m.mul(tapH, g->kw), tapW));
+    Value hit = m.both(
+        m.both(validH, validW),
+        arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq, winner, tap));
+    Value v = tensor::ExtractOp::create(nb, nloc, dy, coords);
+    return accumulateIf(nb, nloc, hit, v, acc);
+  };
   if (g->sh >= g->kh && g->sw >= g->kw) {
     // 2'. Windows that do not overlap (TF's usual 2x2 / 2): each input
     // element is in at most one window, the one at (ih + pt) / sh, as its
@@ -1184,16 +1198,10 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
                  auto [ow, tapW, validW] =
                      window(m.idx(2), g->pl, g->sw, g->kw, g->ow);
                  SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(3)};
-                 Value winner = tensor::ExtractOp::create(nb, nloc, arg, coords);
-                 Value tap = arith::IndexCastOp::create(
-                     nb, nloc, i32, m.add(m.mul(tapH, g->kw), tapW));
-                 Value hit = m.both(
-                     m.both(validH, validW),
-                     arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
-                                           winner, tap));
-                 Value v = tensor::ExtractOp::create(nb, nloc, dy, coords);
                  linalg::YieldOp::create(
-                     nb, nloc, accumulateIf(nb, nloc, hit, v, zero));
+                     nb, nloc,
+                     addIfFirstMax(nb, nloc, m, coords, tapH, tapW, validH,
+                                   validW, zero));
                })
         .getResult(0);
   }
@@ -1215,17 +1223,10 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
                auto [ow, validW] =
                    m.outputOf(m.idx(2), kw, g->pl, 1, g->sw, g->ow);
                SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(5)};
-               Value winner =
-                   tensor::ExtractOp::create(nb, nloc, arg, coords);
-               Value tap = arith::IndexCastOp::create(
-                   nb, nloc, i32, m.add(m.mul(kh, g->kw), kw));
-               Value hit = m.both(
-                   m.both(validH, validW),
-                   arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
-                                         winner, tap));
-               Value v = tensor::ExtractOp::create(nb, nloc, dy, coords);
                linalg::YieldOp::create(nb, nloc,
-                                       accumulateIf(nb, nloc, hit, v, args[1]));
+                                       addIfFirstMax(nb, nloc, m, coords, kh,
+                                                     kw, validH, validW,
+                                                     args[1]));
              })
       .getResult(0);
 }
