@@ -65,6 +65,30 @@ Tensor randomConstant(Graph &g, const Dims &shape, uint32_t seed) {
   return g.constant(values, shape, DType::Float32);
 }
 
+/// After one compiled SGD(1.0) step from `x` (fed `a`), `xAfter` holds
+/// x - dloss/dx: checks x - xAfter against central differences of the loss
+/// computed by the reference evaluator, element by element.
+void expectCentralDifferences(reference::Evaluator &evaluator,
+                              const std::string &lossName,
+                              const std::string &featureName, const Value &a,
+                              const Value &x, const void *xAfter,
+                              double tolerance) {
+  auto lossAt = [&](const Value &xv) {
+    evaluator.variables()["x"] = xv;
+    return evaluator.evaluate({lossName}, {{featureName, a}})[0].data[0];
+  };
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double got = x.data[i] - load(g::DT_FLOAT, xAfter, i);
+    double h = 1e-4 * std::max(1.0, std::abs(x.data[i]));
+    Value plus = x, minus = x;
+    plus.data[i] += h;
+    minus.data[i] -= h;
+    double want = (lossAt(plus) - lossAt(minus)) / (2 * h);
+    EXPECT_NEAR(got, want, tolerance * std::max(1.0, std::abs(want)))
+        << "element " << i;
+  }
+}
+
 /// Compiles loss = reduce_sum(fn(x, a) * c), runs one SGD(1.0) step and
 /// compares x_before - x_after with central differences of the reference.
 void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
@@ -127,21 +151,8 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
   }
   model->run(trainFn);
 
-  auto lossAt = [&](const Value &xv) {
-    evaluator.variables()["x"] = xv;
-    return evaluator.evaluate({lossName}, {{featureName, a}})[0].data[0];
-  };
-  for (size_t i = 0; i < x.data.size(); ++i) {
-    double got =
-        x.data[i] - load(g::DT_FLOAT, model->variable_data(xIndex), i);
-    double h = 1e-4 * std::max(1.0, std::abs(x.data[i]));
-    Value plus = x, minus = x;
-    plus.data[i] += h;
-    minus.data[i] -= h;
-    double want = (lossAt(plus) - lossAt(minus)) / (2 * h);
-    EXPECT_NEAR(got, want, tolerance * std::max(1.0, std::abs(want)))
-        << "element " << i;
-  }
+  expectCentralDifferences(evaluator, lossName, featureName, a, x,
+                           model->variable_data(xIndex), tolerance);
 }
 
 #define GRADIENT_TEST(name, lo, hi, expr)                                      \
@@ -304,21 +315,8 @@ void checkBatchedGradient(const UnaryFn &fn, const Dims &xShape,
     store(x, model->variable_data(xIndex));
     store(a, model->input_data(trainFn, aIndex));
     model->run(trainFn);
-    auto lossAt = [&](const Value &xv) {
-      evaluator.variables()["x"] = xv;
-      return evaluator.evaluate({lossName}, {{featureName, a}})[0].data[0];
-    };
-    for (size_t i = 0; i < x.data.size(); ++i) {
-      double got =
-          x.data[i] - load(g::DT_FLOAT, model->variable_data(xIndex), i);
-      double h = 1e-4 * std::max(1.0, std::abs(x.data[i]));
-      Value plus = x, minus = x;
-      plus.data[i] += h;
-      minus.data[i] -= h;
-      double want = (lossAt(plus) - lossAt(minus)) / (2 * h);
-      EXPECT_NEAR(got, want, tolerance * std::max(1.0, std::abs(want)))
-          << "element " << i;
-    }
+    expectCentralDifferences(evaluator, lossName, featureName, a, x,
+                             model->variable_data(xIndex), tolerance);
   }
 }
 
