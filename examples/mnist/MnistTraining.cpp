@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -83,6 +84,22 @@ void checkBatch(rt::CompiledModel &model, const std::string &fn,
     fail(model, fn, "batch must be positive, got " + std::to_string(batch));
 }
 
+/// Runs `feed.function` on `data` in order, `batch` examples at a time (the
+/// last batch partial); `after(begin, n)` reads each run's outputs.
+void runInOrder(rt::CompiledModel &model, const Feed &feed,
+                const data::ImageDataset &data, int64_t batch,
+                const std::function<void(int64_t begin, int64_t n)> &after) {
+  std::vector<int64_t> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t begin = 0; begin < data.size(); begin += batch) {
+    int64_t n = std::min(batch, data.size() - begin);
+    model.set_batch(n);
+    fill(model, feed, data, order, begin, n);
+    model.run(feed.function);
+    after(begin, n);
+  }
+}
+
 } // namespace
 
 float train(rt::CompiledModel &model, const data::ImageDataset &data,
@@ -121,19 +138,13 @@ Evaluation evaluate(rt::CompiledModel &model, const data::ImageDataset &data,
   Feed feed = feedOf(model, "eval", data, /*withLabels=*/true);
   checkBatch(model, "eval", batch);
   int metrics = model.function_index("eval_metrics");
-  std::vector<int64_t> order(data.size());
-  std::iota(order.begin(), order.end(), 0);
   model.reset_local_variables();
   Evaluation result;
   double lossSum = 0;
-  for (int64_t begin = 0; begin < data.size(); begin += batch) {
-    int64_t n = std::min(batch, data.size() - begin);
-    model.set_batch(n);
-    fill(model, feed, data, order, begin, n);
-    model.run(feed.function);
+  runInOrder(model, feed, data, batch, [&](int64_t, int64_t n) {
     lossSum += static_cast<double>(scalarOutput(model, feed.function, "loss")) * n;
     result.examples += n;
-  }
+  });
   model.run(metrics);
   result.accuracy = scalarOutput(model, metrics, "metrics/accuracy");
   result.loss = result.examples ? lossSum / result.examples : 0;
@@ -145,19 +156,13 @@ double predict_accuracy(rt::CompiledModel &model,
   Feed feed = feedOf(model, "predict", data, /*withLabels=*/false);
   checkBatch(model, "predict", batch);
   int classes = model.output_index(feed.function, "predictions/classes");
-  std::vector<int64_t> order(data.size());
-  std::iota(order.begin(), order.end(), 0);
   int64_t correct = 0;
-  for (int64_t begin = 0; begin < data.size(); begin += batch) {
-    int64_t n = std::min(batch, data.size() - begin);
-    model.set_batch(n);
-    fill(model, feed, data, order, begin, n);
-    model.run(feed.function);
+  runInOrder(model, feed, data, batch, [&](int64_t begin, int64_t n) {
     const auto *predicted =
         static_cast<const int64_t *>(model.output_data(feed.function, classes));
     for (int64_t i = 0; i < n; ++i)
       correct += predicted[i] == data.labels[begin + i];
-  }
+  });
   return data.size() ? static_cast<double>(correct) / data.size() : 0;
 }
 
