@@ -41,6 +41,16 @@ size_t outputBytes(const rt::CompiledModel &model, int function, int output,
   return rt::numElements(t.rank, t.shape, batch) * rt::dtypeBytes(t.dtype);
 }
 
+/// `batch` int64 class labels (i * stride) % 10.
+Value classLabels(int64_t batch, int64_t stride) {
+  Value labels;
+  labels.dtype = graph::DT_INT64;
+  labels.shape = {batch};
+  for (int64_t i = 0; i < batch; ++i)
+    labels.data.push_back(static_cast<double>((i * stride) % 10));
+  return labels;
+}
+
 /// Runs `aot` (a generated class) and the JIT-compiled graph on the same
 /// weights and inputs at every batch; checks both against the reference.
 void checkAotModel(rt::CompiledModel &aot, const graph::GraphDef &graph,
@@ -123,11 +133,7 @@ TEST(AotModels, ConvNetTrainStepMatchesJit) {
     SCOPED_TRACE("batch " + std::to_string(batch));
     Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
                           rng);
-    Value labels;
-    labels.dtype = graph::DT_INT64;
-    labels.shape = {batch};
-    for (int64_t i = 0; i < batch; ++i)
-      labels.data.push_back(static_cast<double>(i % 10));
+    Value labels = classLabels(batch, 1);
     float loss[2];
     for (size_t k = 0; k < models.size(); ++k) {
       rt::CompiledModel &m = *models[k];
@@ -168,11 +174,7 @@ TEST(AotModels, ConvNetTrainStepBitIdenticalForAnyThreadCount) {
   std::mt19937 rng(11);
   Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
                         rng);
-  Value labels;
-  labels.dtype = graph::DT_INT64;
-  labels.shape = {batch};
-  for (int64_t i = 0; i < batch; ++i)
-    labels.data.push_back(static_cast<double>((i * 7) % 10));
+  Value labels = classLabels(batch, 7);
   std::vector<float> losses[3];
   size_t split[3];
   for (int k = 0; k < 3; ++k) {
