@@ -52,7 +52,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   int64_t batch = 128;
-  double seconds = 1.0; // per measurement
+  double seconds = 1.0;  // per measurement
   bool cpuClock = false; // --clock=cpu
 };
 
@@ -64,10 +64,10 @@ double now() {
   if (gCpuClock) {
     timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+    return static_cast<double>(t.tv_sec) +
+           1e-9 * static_cast<double>(t.tv_nsec);
   }
-  return std::chrono::duration<double>(Clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
 /// Median seconds per call of `fn` over 5 rounds of about
@@ -178,8 +178,8 @@ double sgemmRoofline(int64_t n, double seconds) {
     return m;
   };
   auto ma = memref(a.data()), mb = memref(b.data()), mc = memref(c.data());
-  double t = timeIt(
-      [&] { _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, 0, 0); }, seconds);
+  double t = timeIt([&] { _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, 0, 0); },
+                    seconds);
   return 2.0 * n * n * n / t / 1e9;
 }
 
@@ -282,8 +282,8 @@ int main(int argc, char **argv) {
       estc::bench::TorchConvNet(), 0.002);
   double torchMlpTrainT =
       torchTrain(torchMlpTrainer, torch::rand({b, 784}), b, opt.seconds);
-  double torchConvTrainT = torchTrain(
-      torchConvTrainer, torch::rand({b, 28, 28, 1}), b, opt.seconds);
+  double torchConvTrainT =
+      torchTrain(torchConvTrainer, torch::rand({b, 28, 28, 1}), b, opt.seconds);
 
   double compileMlp = compileSeconds(estc::models::build_mlp(42), "Mlp");
   double compileConv =
@@ -293,8 +293,9 @@ int main(int argc, char **argv) {
   std::printf("Forward pass (predict), batch %lld, %d thread(s)%s; Eigen sgemm "
               "roofline (512^3): %.1f GFLOP/s\n\n",
               static_cast<long long>(b), opt.threads, clock, roofline);
-  std::printf("| model | estc ms | libtorch ms | libtorch / estc | estc "
-              "GFLOP/s | %% of roofline | estc compile s | predict arena bytes |\n");
+  std::printf(
+      "| model | estc ms | libtorch ms | libtorch / estc | estc "
+      "GFLOP/s | %% of roofline | estc compile s | predict arena bytes |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   auto row = [&](const char *name, double estc, double torch, double flops,
                  double compile, int64_t arena) {
@@ -304,9 +305,8 @@ int main(int argc, char **argv) {
                 100 * gflops / roofline, compile,
                 static_cast<long long>(arena));
   };
-  row("MLP 784-256-256-10", estcMlp, torchMlpT,
-      estc::bench::mlpForwardFlops(b), compileMlp,
-      functionArenaBytes(mlp, "predict", b));
+  row("MLP 784-256-256-10", estcMlp, torchMlpT, estc::bench::mlpForwardFlops(b),
+      compileMlp, functionArenaBytes(mlp, "predict", b));
   row("MNIST ConvNet", estcConv, torchConvT,
       estc::bench::convNetForwardFlops(b), compileConv,
       functionArenaBytes(convnet, "predict", b));
@@ -328,8 +328,8 @@ int main(int argc, char **argv) {
     }
     double gflops = flops / estc / 1e9;
     std::printf("| %s | %.3f | %.3f | %.2fx | %.3f | %.1f | %.0f%% | %lld |\n",
-                name, estc * 1e3, torch * 1e3, torch / estc, rooflineMs,
-                gflops, 100 * gflops / roofline,
+                name, estc * 1e3, torch * 1e3, torch / estc, rooflineMs, gflops,
+                100 * gflops / roofline,
                 static_cast<long long>(functionArenaBytes(model, "train", b)));
   };
   trainRow("MLP 784-256-256-10", mlp, estcMlpTrain, torchMlpTrainT,

@@ -29,9 +29,9 @@ std::vector<float> randomVector(int64_t n, unsigned seed) {
 }
 
 void setFlops(benchmark::State &state, double flopsPerIteration) {
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      flopsPerIteration * double(state.iterations()) * 1e-9,
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flopsPerIteration * double(state.iterations()) * 1e-9,
+                         benchmark::Counter::kIsRate);
 }
 
 /// Args: M, K, N, threads. C[M,N] = A[M,K] x B[K,N], all row-major.
@@ -75,8 +75,8 @@ void BM_Conv(benchmark::State &state) {
                                                   0);
       break;
     case BackpropFilter:
-      _mlir_ciface_estc_conv2d_backprop_filter_f32(&mi, &mo, &mf, 1, 1, 1, 1,
-                                                   0, 0);
+      _mlir_ciface_estc_conv2d_backprop_filter_f32(&mi, &mo, &mf, 1, 1, 1, 1, 0,
+                                                   0);
       break;
     }
     benchmark::ClobberMemory();
@@ -96,15 +96,19 @@ void convArgs(benchmark::internal::Benchmark *b) {
   b->ArgNames({"N", "H", "W", "C", "K", "O", "threads", "kernel"});
   for (int kernel : {Forward, BackpropInput, BackpropFilter})
     for (int threads : {1, 2}) {
-      b->Args({128, 28, 28, 1, 5, 20, threads, kernel});  // conv1: 28x28x1 -> 24x24x20
-      b->Args({128, 12, 12, 20, 5, 40, threads, kernel}); // conv2: 12x12x20 -> 8x8x40
+      b->Args({128, 28, 28, 1, 5, 20, threads,
+               kernel}); // conv1: 28x28x1 -> 24x24x20
+      b->Args({128, 12, 12, 20, 5, 40, threads,
+               kernel}); // conv2: 12x12x20 -> 8x8x40
     }
 }
 
 } // namespace
 
-BENCHMARK(BM_Sgemm)->Apply(sgemmArgs)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Conv)->Apply(convArgs)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Sgemm)->Apply(sgemmArgs)->UseRealTime()->Unit(
+    benchmark::kMicrosecond);
+BENCHMARK(BM_Conv)->Apply(convArgs)->UseRealTime()->Unit(
+    benchmark::kMicrosecond);
 
 int main(int argc, char **argv) {
   benchmark::Initialize(&argc, argv);

@@ -60,8 +60,8 @@ uint32_t updatePortable(uint32_t l, const uint8_t *p, size_t n) {
 }
 
 #ifdef ESTC_CRC32C_HW
-__attribute__((target("sse4.2"))) uint32_t
-updateHardware(uint32_t l, const uint8_t *p, size_t n) {
+__attribute__((target("sse4.2")))
+uint32_t updateHardware(uint32_t l, const uint8_t *p, size_t n) {
   uint64_t l64 = l;
   while (n >= 8) {
     uint64_t v;

@@ -57,8 +57,8 @@ train::DType toTrainDType(rt::DType d, const std::string &what) {
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + (shape[i] < 0 ? std::string("?")
-                                        : std::to_string(shape[i]));
+    s += (i ? "," : "") +
+         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
   return s + "]";
 }
 
@@ -106,8 +106,9 @@ std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch) {
 TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
   const rt::TensorSpec &t = m.spec().functions[fn].outputs[output];
   std::vector<int64_t> shape = concreteShape(t, m.batch());
-  size_t bytes = static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch())) *
-                 rt::dtypeBytes(t.dtype);
+  size_t bytes =
+      static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch())) *
+      rt::dtypeBytes(t.dtype);
   const char *data = static_cast<const char *>(m.output_data(fn, output));
   return TensorValue::from_bytes(toTrainDType(t.dtype, t.key), std::move(shape),
                                  std::string(data, bytes));
@@ -118,8 +119,8 @@ TensorValue readVariable(rt::CompiledModel &m, int index) {
   std::vector<int64_t> shape(v.shape, v.shape + v.rank);
   size_t bytes = static_cast<size_t>(m.variable_bytes(index));
   const char *data = static_cast<const char *>(m.variable_data(index));
-  return TensorValue::from_bytes(toTrainDType(v.dtype, v.name), std::move(shape),
-                                 std::string(data, bytes));
+  return TensorValue::from_bytes(toTrainDType(v.dtype, v.name),
+                                 std::move(shape), std::string(data, bytes));
 }
 
 train::VariableSpec variableSpec(const rt::VariableSpec &v) {
@@ -195,9 +196,8 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
     if (std::find(featureKeys.begin(), featureKeys.end(), entry.first) ==
         featureKeys.end())
       throw std::invalid_argument(where + "input_fn feature '" + entry.first +
-                                  "' is not an input of the model's " +
-                                  f.name + " function (features: " +
-                                  listKeys() + ")");
+                                  "' is not an input of the model's " + f.name +
+                                  " function (features: " + listKeys() + ")");
   int64_t n;
   try {
     n = batch.size();
@@ -223,8 +223,9 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
     } else {
       what = "labels";
       if (!batch.labels)
-        throw std::invalid_argument(where + "input_fn gave no labels; the "
-                                            "model's " +
+        throw std::invalid_argument(where +
+                                    "input_fn gave no labels; the "
+                                    "model's " +
                                     std::string(f.name) + " function takes " +
                                     specString(spec));
       value = &*batch.labels;
@@ -278,7 +279,8 @@ double wallSeconds() {
 class ProgressBar {
 public:
   ProgressBar(int64_t first, int64_t last)
-      : first_(first), last_(last), enabled_(isatty(STDERR_FILENO) && last > first) {}
+      : first_(first), last_(last),
+        enabled_(isatty(STDERR_FILENO) && last > first) {}
   ~ProgressBar() { finish(); }
 
   void update(int64_t step, double loss) {
@@ -287,9 +289,9 @@ public:
     if (step < last_ && secondsSince(lastDraw_) < 0.1)
       return;
     lastDraw_ = SteadyClock::now();
-    double fraction = std::clamp(
-        static_cast<double>(step - first_) / static_cast<double>(last_ - first_),
-        0.0, 1.0);
+    double fraction = std::clamp(static_cast<double>(step - first_) /
+                                     static_cast<double>(last_ - first_),
+                                 0.0, 1.0);
     const int width = 30;
     int filled = static_cast<int>(fraction * width);
     std::string bar(filled, '=');
@@ -340,10 +342,9 @@ public:
   void prepare(ModeKeys mode, const ElementSpec &spec) override {
     (void)spec;
     if (model_->find_function(functionName(mode)) < 0)
-      throw std::invalid_argument("Estimator: the compiled model " +
-                                  std::string(model_->spec().name) +
-                                  " has no " + functionName(mode) +
-                                  " function");
+      throw std::invalid_argument(
+          "Estimator: the compiled model " + std::string(model_->spec().name) +
+          " has no " + functionName(mode) + " function");
   }
   rt::CompiledModel &model(ModeKeys mode,
                            const std::vector<std::string> &fetches) override {
@@ -351,9 +352,11 @@ public:
     for (const std::string &node : fetches)
       if (fn < 0 || model_->find_output(fn, "tensors/" + node) < 0)
         throw std::invalid_argument(
-            "Estimator: hook graph fetch '" + node + "' is not an output "
-            "'tensors/" + node + "' of the compiled model " +
-            model_->spec().name + "'s " + functionName(mode) +
+            "Estimator: hook graph fetch '" + node +
+            "' is not an output "
+            "'tensors/" +
+            node + "' of the compiled model " + model_->spec().name + "'s " +
+            functionName(mode) +
             " function (an AOT model has only what estc compiled into it)");
     return *model_;
   }
@@ -470,10 +473,11 @@ private:
       std::string outputs = outputList(m_, fn_);
       if (metricsFn_ >= 0)
         outputs += (outputs.empty() ? "" : ", ") + outputList(m_, metricsFn_);
-      throw std::invalid_argument(
-          "Estimator: hook fetch '" + fetch + "' is neither an output of the "
-          "model's " + m_.spec().functions[fn_].name + " function (" +
-          outputs + ") nor a variable");
+      throw std::invalid_argument("Estimator: hook fetch '" + fetch +
+                                  "' is neither an output of the "
+                                  "model's " +
+                                  m_.spec().functions[fn_].name +
+                                  " function (" + outputs + ") nor a variable");
     }
     cache_.emplace(fetch, item);
     return item;
@@ -618,13 +622,12 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   const std::string &modelDir = config_.model_dir();
   // Only the chief saves checkpoints and summaries (TF's chief-only hooks).
   bool chief = config_.is_chief();
-  bool checkpointing =
-      chief && (config_.save_checkpoints_steps() > 0 ||
-                config_.save_checkpoints_secs() > 0);
+  bool checkpointing = chief && (config_.save_checkpoints_steps() > 0 ||
+                                 config_.save_checkpoints_secs() > 0);
   if (max_steps) {
     // Silently: restoring below reports a corrupt checkpoint once.
-    if (std::optional<std::string> latest = train::latest_checkpoint(
-            modelDir, [](const std::string &) {})) {
+    if (std::optional<std::string> latest =
+            train::latest_checkpoint(modelDir, [](const std::string &) {})) {
       int64_t saved = train::CheckpointReader(train::checkpoint_file(*latest))
                           .global_step();
       if (saved >= *max_steps) {
@@ -650,9 +653,10 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   }
   // A CheckpointSaverHook among the hooks replaces the built-in saving, as
   // in TF (the listeners then belong to that hook).
-  bool saverHook = std::any_of(hooks.begin(), hooks.end(), [](const HookPtr &h) {
-    return dynamic_cast<const CheckpointSaverHook *>(h.get()) != nullptr;
-  });
+  bool saverHook =
+      std::any_of(hooks.begin(), hooks.end(), [](const HookPtr &h) {
+        return dynamic_cast<const CheckpointSaverHook *>(h.get()) != nullptr;
+      });
   if (saverHook && !listeners.empty())
     throw std::invalid_argument(
         "Estimator.train: saving_listeners with a CheckpointSaverHook among "
@@ -673,7 +677,9 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
 
   struct TrainingFlag {
     bool &flag, &locked;
-    TrainingFlag(bool &f, bool &l) : flag(f), locked(l) { flag = locked = true; }
+    TrainingFlag(bool &f, bool &l) : flag(f), locked(l) {
+      flag = locked = true;
+    }
     ~TrainingFlag() { flag = locked = false; }
   } trainingFlag(training_, backend_.locked);
 
@@ -688,7 +694,8 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   std::optional<train::RestoredCheckpoint> restored =
       train::restore_latest(modelDir);
   if (restored) {
-    loadVariables(m, restored->variables, train::checkpoint_file(restored->path));
+    loadVariables(m, restored->variables,
+                  train::checkpoint_file(restored->path));
     log_info("Restoring parameters from " + restored->path);
   } else {
     initialize(m);
@@ -760,11 +767,12 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     SteadyClock::time_point t2 = SteadyClock::now();
     m.run(fn);
     SteadyClock::time_point t3 = SteadyClock::now();
-    phases.push_back({"before_run", microsSince(callStart, t0),
-                      microsSince(t0, t1)});
-    phases.push_back({"input", microsSince(callStart, t1), microsSince(t1, t2)});
-    phases.push_back({"run:train", microsSince(callStart, t2),
-                      microsSince(t2, t3)});
+    phases.push_back(
+        {"before_run", microsSince(callStart, t0), microsSince(t0, t1)});
+    phases.push_back(
+        {"input", microsSince(callStart, t1), microsSince(t1, t2)});
+    phases.push_back(
+        {"run:train", microsSince(callStart, t2), microsSince(t2, t3)});
     step = session.global_step();
     loss = lossOut >= 0 ? scalarValue(readOutput(m, fn, lossOut)) : 0.0;
     haveLoss = lossOut >= 0;
@@ -787,8 +795,8 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     }
     int64_t every = config_.log_step_count_steps();
     if (haveLoss && iteration % every == 0) {
-      std::string line = "loss = " + format_number(loss) +
-                         ", step = " + std::to_string(step);
+      std::string line =
+          "loss = " + format_number(loss) + ", step = " + std::to_string(step);
       if (iteration > 0) {
         char elapsed[32];
         std::snprintf(elapsed, sizeof elapsed, " (%.3f sec)",
@@ -899,7 +907,8 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
       m.run(metricsFn);
     SteadyClock::time_point t3 = SteadyClock::now();
     if (lossOut >= 0) {
-      lossSum += scalarValue(readOutput(m, fn, lossOut)) * static_cast<double>(n);
+      lossSum +=
+          scalarValue(readOutput(m, fn, lossOut)) * static_cast<double>(n);
       examples += n;
     }
     ++done;
@@ -938,7 +947,8 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
         results[metric + "/" + std::to_string(e)] = v.element(e);
     }
   }
-  results["loss"] = examples > 0 ? lossSum / static_cast<double>(examples) : 0.0;
+  results["loss"] =
+      examples > 0 ? lossSum / static_cast<double>(examples) : 0.0;
   int64_t globalStep = session.global_step();
   results["global_step"] = static_cast<double>(globalStep);
 
@@ -1190,7 +1200,8 @@ Predictions Estimator::predict(const InputFn &input_fn,
   for (int i = 0; i < f.numOutputs; ++i)
     if (startsWith(f.outputs[i].key, "predictions/"))
       available.push_back(std::string(f.outputs[i].key).substr(12));
-  std::vector<std::string> keys = predict_keys.empty() ? available : predict_keys;
+  std::vector<std::string> keys =
+      predict_keys.empty() ? available : predict_keys;
   for (const std::string &key : keys) {
     int out = s.model->find_output(s.fn, "predictions/" + key);
     if (out < 0) {

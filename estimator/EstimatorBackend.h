@@ -56,8 +56,8 @@ public:
   /// prefix) compiled as outputs "tensors/<name>" of `mode`'s function. The
   /// JIT recompiles when one is new (carrying the variables' values over);
   /// AOT models have only their outputs (std::invalid_argument).
-  virtual rt::CompiledModel &model(ModeKeys mode,
-                                   const std::vector<std::string> &graph_fetches) = 0;
+  virtual rt::CompiledModel &
+  model(ModeKeys mode, const std::vector<std::string> &graph_fetches) = 0;
 
   /// The compiled model as it is (prepare() first); null before.
   virtual rt::CompiledModel *current() = 0;
@@ -79,7 +79,8 @@ protected:
   const Params *params_ = nullptr;
 };
 
-std::unique_ptr<Backend> makeAotBackend(std::unique_ptr<rt::CompiledModel> model);
+std::unique_ptr<Backend>
+makeAotBackend(std::unique_ptr<rt::CompiledModel> model);
 /// Defined in EstcEstimatorJit.
 std::unique_ptr<Backend> makeJitBackend(ModelFn model_fn);
 

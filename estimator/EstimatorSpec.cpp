@@ -14,8 +14,8 @@ namespace estimator {
 // --- Params ------------------------------------------------------------------
 
 const char *ParamValue::kind() const {
-  static const char *const kKinds[] = {"bool",     "int",         "double",
-                                       "string",   "int list",    "double list",
+  static const char *const kKinds[] = {"bool",       "int",      "double",
+                                       "string",     "int list", "double list",
                                        "string list"};
   return kKinds[value_.index()];
 }
@@ -42,36 +42,36 @@ namespace {
     body wrongKind(key, it->second, wanted);                                   \
   }
 
-ESTC_PARAMS_GET(bool, "bool",
-                if (auto *b = std::get_if<bool>(&v)) return *b;)
+ESTC_PARAMS_GET(bool, "bool", if (auto *b = std::get_if<bool>(&v)) return *b;)
 ESTC_PARAMS_GET(int64_t, "int",
                 if (auto *i = std::get_if<int64_t>(&v)) return *i;)
-ESTC_PARAMS_GET(int, "int", if (auto *i = std::get_if<int64_t>(&v)) {
-  if (*i < INT32_MIN || *i > INT32_MAX)
-    throw std::invalid_argument("params: '" + key + "' = " +
-                                std::to_string(*i) + " does not fit an int");
-  return static_cast<int>(*i);
-})
-ESTC_PARAMS_GET(double, "number",
-                if (auto *d = std::get_if<double>(&v)) return *d;
-                if (auto *i = std::get_if<int64_t>(&v)) return
-                    static_cast<double>(*i);)
+ESTC_PARAMS_GET(
+    int, "int", if (auto *i = std::get_if<int64_t>(&v)) {
+      if (*i < INT32_MIN || *i > INT32_MAX)
+        throw std::invalid_argument("params: '" + key +
+                                    "' = " + std::to_string(*i) +
+                                    " does not fit an int");
+      return static_cast<int>(*i);
+    })
+ESTC_PARAMS_GET(
+    double, "number", if (auto *d = std::get_if<double>(&v)) return *d;
+    if (auto *i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);)
 ESTC_PARAMS_GET(std::string, "string",
                 if (auto *s = std::get_if<std::string>(&v)) return *s;)
 ESTC_PARAMS_GET(std::vector<int64_t>, "int list",
-                if (auto *l = std::get_if<std::vector<int64_t>>(&v)) return
-                    *l;)
-ESTC_PARAMS_GET(std::vector<double>, "double list",
-                if (auto *l = std::get_if<std::vector<double>>(&v)) return *l;
-                if (auto *l = std::get_if<std::vector<int64_t>>(&v)) {
-                  return std::vector<double>(l->begin(), l->end());
-                })
-ESTC_PARAMS_GET(std::vector<std::string>, "string list",
-                if (auto *l = std::get_if<std::vector<std::string>>(&v)) return
-                    *l;)
+                if (auto *l = std::get_if<std::vector<int64_t>>(&v)) return *l;)
+ESTC_PARAMS_GET(
+    std::vector<double>, "double list",
+    if (auto *l = std::get_if<std::vector<double>>(&v)) return *l;
+    if (auto *l = std::get_if<std::vector<int64_t>>(&v)) {
+      return std::vector<double>(l->begin(), l->end());
+    })
+ESTC_PARAMS_GET(
+    std::vector<std::string>, "string list",
+    if (auto *l = std::get_if<std::vector<std::string>>(&v)) return *l;)
 #undef ESTC_PARAMS_GET
 
-// --- EstimatorSpec -------------------------------------------------------------
+// --- EstimatorSpec -----------------------------------------------------------
 
 void EstimatorSpec::validate() const {
   std::string where =
@@ -151,7 +151,7 @@ EstimatorSpec EstimatorSpec::from_signature(ModeKeys mode,
   return spec;
 }
 
-// --- The default graph ---------------------------------------------------------
+// --- The default graph -------------------------------------------------------
 
 namespace {
 thread_local Graph *defaultGraph = nullptr;

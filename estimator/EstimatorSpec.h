@@ -51,9 +51,9 @@ using estc::ModeKeys;
 /// integers, doubles or strings.
 class ParamValue {
 public:
-  using Storage = std::variant<bool, int64_t, double, std::string,
-                               std::vector<int64_t>, std::vector<double>,
-                               std::vector<std::string>>;
+  using Storage =
+      std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
+                   std::vector<double>, std::vector<std::string>>;
   ParamValue(bool v) : value_(v) {}
   ParamValue(int v) : value_(static_cast<int64_t>(v)) {}
   ParamValue(int64_t v) : value_(v) {}

@@ -18,7 +18,9 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 }
 
 /// The dtype as the graph builder knows it (same numbers as graph.proto).
-DType graphDType(train::DType d) { return static_cast<DType>(static_cast<int>(d)); }
+DType graphDType(train::DType d) {
+  return static_cast<DType>(static_cast<int>(d));
+}
 
 TensorSpec specOf(const std::string &key, const TensorValue &t) {
   TensorSpec spec;
@@ -68,10 +70,10 @@ int64_t Batch::size() const {
       n = t.shape[0];
       first = key;
     } else if (t.shape[0] != n) {
-      throw std::invalid_argument(
-          "input: feature '" + key + "' has " + std::to_string(t.shape[0]) +
-          " examples " + shapeString(t.shape) + " but feature '" + first +
-          "' has " + std::to_string(n));
+      throw std::invalid_argument("input: feature '" + key + "' has " +
+                                  std::to_string(t.shape[0]) + " examples " +
+                                  shapeString(t.shape) + " but feature '" +
+                                  first + "' has " + std::to_string(n));
     }
   }
   if (n < 0)
@@ -224,9 +226,7 @@ InputFn numpy_input_fn(Features x, std::optional<TensorValue> y,
   checkArrayOptions(options);
   auto data = std::make_shared<const Batch>(Batch{std::move(x), std::move(y)});
   data->size();
-  return [data, options]() {
-    return Dataset::fromSharedArrays(data, options);
-  };
+  return [data, options]() { return Dataset::fromSharedArrays(data, options); };
 }
 
 } // namespace estimator

@@ -28,7 +28,8 @@ LogSink set_log_sink(LogSink sink);
 /// Installs a sink for the lifetime of the object (tests).
 class ScopedLogSink {
 public:
-  explicit ScopedLogSink(LogSink sink) : previous_(set_log_sink(std::move(sink))) {}
+  explicit ScopedLogSink(LogSink sink)
+      : previous_(set_log_sink(std::move(sink))) {}
   ~ScopedLogSink() { set_log_sink(std::move(previous_)); }
   ScopedLogSink(const ScopedLogSink &) = delete;
   ScopedLogSink &operator=(const ScopedLogSink &) = delete;

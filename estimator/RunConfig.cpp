@@ -40,9 +40,9 @@ int64_t taskIndex(const json::Value &value) {
     number.kind = json::Value::Kind::Number;
     number.text = text;
     if (std::optional<int64_t> n = number.asNonNegativeInt();
-        n && !text.empty() &&
-        std::all_of(text.begin(), text.end(),
-                    [](char c) { return c >= '0' && c <= '9'; }))
+        n && !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        }))
       return *n;
   }
   fail("TF_CONFIG task index must be an integer");

@@ -59,12 +59,12 @@ inline constexpr const char *EVALUATOR = "evaluator";
 struct RunConfigOptions {
   std::optional<std::string> model_dir;
   std::optional<int64_t> tf_random_seed;
-  std::optional<int64_t> save_summary_steps;     // default 100; 0: off
-  std::optional<int64_t> save_checkpoints_steps; // default off
-  std::optional<double> save_checkpoints_secs;   // default 600; 0: off
-  std::optional<int> keep_checkpoint_max;        // default 5; 0: all
+  std::optional<int64_t> save_summary_steps;           // default 100; 0: off
+  std::optional<int64_t> save_checkpoints_steps;       // default off
+  std::optional<double> save_checkpoints_secs;         // default 600; 0: off
+  std::optional<int> keep_checkpoint_max;              // default 5; 0: all
   std::optional<double> keep_checkpoint_every_n_hours; // default 10000
-  std::optional<int64_t> log_step_count_steps;   // default 100
+  std::optional<int64_t> log_step_count_steps;         // default 100
   /// TF's session_config.intra_op_parallelism_threads: the runtime's thread
   /// pool size (estc_runtime_set_num_threads); 0 leaves it as it is.
   std::optional<int> intra_op_parallelism_threads;

@@ -131,8 +131,8 @@ void CompiledModel::reserve(Buffer &buffer, size_t bytes) {
   if (!p)
     throw std::bad_alloc();
   std::memset(p, 0, rounded);
-  buffer.owned = std::unique_ptr<char, void (*)(void *)>(
-      static_cast<char *>(p), std::free);
+  buffer.owned = std::unique_ptr<char, void (*)(void *)>(static_cast<char *>(p),
+                                                         std::free);
   buffer.capacity = rounded;
   buffer.data = p;
 }
@@ -160,7 +160,8 @@ bool CompiledModel::needsBatch(int function) const {
 
 void CompiledModel::set_batch(int64_t batch) {
   if (batch <= 0)
-    fail("set_batch(" + std::to_string(batch) + "): the batch must be positive");
+    fail("set_batch(" + std::to_string(batch) +
+         "): the batch must be positive");
   batch_ = batch;
   for (int32_t f = 0; f < spec_->numFunctions; ++f) {
     const FunctionSpec &fn = spec_->functions[f];
@@ -293,8 +294,8 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
     std::string batch =
         batch_ > 0 ? " with batch " + std::to_string(batch_) : "";
     fail(std::string(fn.name) + ": " + what + " '" + tensor.key +
-         "': expected shape " + shapeString(tensor.rank, tensor.shape) +
-         batch + ", got " + shapeString(shape));
+         "': expected shape " + shapeString(tensor.rank, tensor.shape) + batch +
+         ", got " + shapeString(shape));
   }
 }
 

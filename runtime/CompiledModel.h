@@ -95,7 +95,8 @@ struct ModelSpec {
 };
 
 /// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch).
-ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch);
+ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape,
+                                   int64_t batch);
 
 /// `void f(void **descriptors)`.
 using EntryPoint = void (*)(void **);

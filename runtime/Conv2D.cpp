@@ -43,8 +43,8 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// Output pixels per patch tile for patches of r floats.
 int64_t pixelTile(int64_t r) {
-  return std::clamp<int64_t>(kPatchTileFloats / std::max<int64_t>(r, 1) / 16 * 16,
-                             16, 1024);
+  return std::clamp<int64_t>(
+      kPatchTileFloats / std::max<int64_t>(r, 1) / 16 * 16, 16, 1024);
 }
 
 /// Whether dims [first, last] of x flatten into one index stepping by `step`
@@ -66,21 +66,30 @@ bool flattens(const Tensor4 &x, int first, int last, int64_t &step) {
 }
 
 struct Geometry {
-  int64_t n, h, w, c;  // input
-  int64_t kh, kw, o;   // filter (kh, kw, c, o)
-  int64_t oh, ow;      // output
-  int64_t r;           // kh * kw * c: patch length
+  int64_t n, h, w, c; // input
+  int64_t kh, kw, o;  // filter (kh, kw, c, o)
+  int64_t oh, ow;     // output
+  int64_t r;          // kh * kw * c: patch length
   ConvParams p;
 };
 
 Geometry geometry(const char *kernel, const Tensor4 &input,
                   const Tensor4 &filter, const Tensor4 &output,
                   const ConvParams &p) {
-  Geometry g{input.sizes[0],  input.sizes[1],  input.sizes[2], input.sizes[3],
-             filter.sizes[0], filter.sizes[1], filter.sizes[3],
-             output.sizes[1], output.sizes[2], 0, p};
+  Geometry g{input.sizes[0],
+             input.sizes[1],
+             input.sizes[2],
+             input.sizes[3],
+             filter.sizes[0],
+             filter.sizes[1],
+             filter.sizes[3],
+             output.sizes[1],
+             output.sizes[2],
+             0,
+             p};
   g.r = g.kh * g.kw * g.c;
-  if (filter.sizes[2] != g.c || output.sizes[0] != g.n || output.sizes[3] != g.o)
+  if (filter.sizes[2] != g.c || output.sizes[0] != g.n ||
+      output.sizes[3] != g.o)
     fatal("%s: input [%lld,%lld,%lld,%lld], filter [%lld,%lld,%lld,%lld] and "
           "output [%lld,%lld,%lld,%lld] do not agree",
           kernel, (long long)input.sizes[0], (long long)input.sizes[1],
@@ -107,9 +116,8 @@ View2D<const float> filterMatrix(const Tensor4 &f, const Geometry &g) {
     for (int64_t kw = 0; kw < g.kw; ++kw)
       for (int64_t c = 0; c < g.c; ++c, ++row)
         for (int64_t o = 0; o < g.o; ++o)
-          copy[row * g.o + o] =
-              f.data()[kh * f.strides[0] + kw * f.strides[1] +
-                       c * f.strides[2] + o * f.strides[3]];
+          copy[row * g.o + o] = f.data()[kh * f.strides[0] + kw * f.strides[1] +
+                                         c * f.strides[2] + o * f.strides[3]];
   return {copy, g.r, g.o, g.o, 1};
 }
 
@@ -146,9 +154,9 @@ void im2col(const Geometry &g, const Tensor4 &input, int64_t p0, int64_t rows,
   const int64_t s0 = input.strides[0], s1 = input.strides[1],
                 s2 = input.strides[2], s3 = input.strides[3];
   const int64_t c = g.c, kwc = g.kw * g.c;
-  const bool contiguousTaps =
-      (s3 == 1 || c == 1) && (g.p.dilationW == 1 || g.kw == 1) &&
-      (s2 == c || g.kw == 1);
+  const bool contiguousTaps = (s3 == 1 || c == 1) &&
+                              (g.p.dilationW == 1 || g.kw == 1) &&
+                              (s2 == c || g.kw == 1);
   int64_t n = p0 / (g.oh * g.ow), oh = (p0 / g.ow) % g.oh, ow = p0 % g.ow;
   for (int64_t i = 0; i < rows; ++i) {
     float *row = dst + i * g.r;
@@ -316,8 +324,9 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   int64_t pixels = g.n * g.oh * g.ow, tile = pixelTile(g.r);
   int64_t tiles = ceilDiv(pixels, tile);
   double flops = 2.0 * double(pixels) * double(g.r) * double(g.o);
-  int64_t groups = std::clamp<int64_t>(int64_t(flops / kMinGroupFlops), 1,
-                                       std::min(kMaxGroups, std::max<int64_t>(tiles, 1)));
+  int64_t groups =
+      std::clamp<int64_t>(int64_t(flops / kMinGroupFlops), 1,
+                          std::min(kMaxGroups, std::max<int64_t>(tiles, 1)));
   int64_t filterSize = g.r * g.o;
   float *partials =
       scratch<float>(Scratch::SharedPartials, size_t(groups * filterSize));
@@ -343,7 +352,8 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
                 for (int64_t r = t * rowsPerTask; r < r1; ++r) {
                   int64_t kh = r / (g.kw * g.c), kw = (r / g.c) % g.kw,
                           c = r % g.c;
-                  float *dst = gradFilter.data() + kh * s[0] + kw * s[1] + c * s[2];
+                  float *dst =
+                      gradFilter.data() + kh * s[0] + kw * s[1] + c * s[2];
                   for (int64_t o = 0; o < g.o; ++o) {
                     float v = partials[r * g.o + o];
                     for (int64_t j = 1; j < groups; ++j)

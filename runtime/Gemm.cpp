@@ -56,8 +56,7 @@ template <typename T> bool asRowMajor(const View2D<T> &v, Index &ld) {
   return asColMajor(v.transposed(), ld);
 }
 
-template <typename T>
-Operand<T> operand(View2D<const T> v, Scratch slot) {
+template <typename T> Operand<T> operand(View2D<const T> v, Scratch slot) {
   Index ld;
   if (asColMajor(v, ld))
     return {v.data, false, ld};
@@ -75,9 +74,15 @@ void run(Index m, Index n, Index k, const Operand<T> &lhs,
          const Operand<T> &rhs, T *res, Index ldRes) {
   ScratchBlocking<T> blocking(m, n, k);
   ei::general_matrix_matrix_product<Index, T, LhsOrder, false, T, RhsOrder,
-                                    false, Eigen::ColMajor, 1>::
-      run(m, n, k, lhs.data, lhs.ld, rhs.data, rhs.ld, res, 1, ldRes, T(1),
-          blocking, nullptr);
+                                    false, Eigen::ColMajor, 1>::run(m, n, k,
+                                                                    lhs.data,
+                                                                    lhs.ld,
+                                                                    rhs.data,
+                                                                    rhs.ld, res,
+                                                                    1, ldRes,
+                                                                    T(1),
+                                                                    blocking,
+                                                                    nullptr);
 }
 
 /// res (column-major, m x n, leading dimension ldRes) += lhs * rhs.

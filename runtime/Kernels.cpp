@@ -47,13 +47,10 @@ static Epilogue epilogueOf(const char *kernel, const MemRef<float, 1> *bias,
   return {bias->data(), bias->strides[0], Epilogue::Activation(activation)};
 }
 
-void _mlir_ciface_estc_matmul_bias_act_f32(MemRef<float, 3> *a,
-                                           MemRef<float, 3> *b,
-                                           MemRef<float, 3> *c,
-                                           MemRef<float, 1> *bias,
-                                           int64_t transpose_a,
-                                           int64_t transpose_b,
-                                           int64_t activation) {
+void _mlir_ciface_estc_matmul_bias_act_f32(
+    MemRef<float, 3> *a, MemRef<float, 3> *b, MemRef<float, 3> *c,
+    MemRef<float, 1> *bias, int64_t transpose_a, int64_t transpose_b,
+    int64_t activation) {
   checkKernelIsa();
   matmulEpilogue(
       *a, *b, *c, transpose_a != 0, transpose_b != 0,

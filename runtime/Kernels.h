@@ -60,16 +60,16 @@ ESTC_RT_EXPORT void estc_parallel_for(void (*fn)(void *ctx, int64_t lo,
 /// non-zero. Shapes: A [ba, M, K] ([ba, K, M] transposed), B [bb, K, N]
 /// ([bb, N, K] transposed), C [batch, M, N]; ba and bb are batch or 1 (a batch
 /// of 1 is broadcast). Plain matmul is batch 1.
-ESTC_RT_EXPORT void
-_mlir_ciface_estc_matmul_f32(estc::rt::MemRef<float, 3> *a,
-                             estc::rt::MemRef<float, 3> *b,
-                             estc::rt::MemRef<float, 3> *c,
-                             int64_t transpose_a, int64_t transpose_b);
-ESTC_RT_EXPORT void
-_mlir_ciface_estc_matmul_f64(estc::rt::MemRef<double, 3> *a,
-                             estc::rt::MemRef<double, 3> *b,
-                             estc::rt::MemRef<double, 3> *c,
-                             int64_t transpose_a, int64_t transpose_b);
+ESTC_RT_EXPORT void _mlir_ciface_estc_matmul_f32(estc::rt::MemRef<float, 3> *a,
+                                                 estc::rt::MemRef<float, 3> *b,
+                                                 estc::rt::MemRef<float, 3> *c,
+                                                 int64_t transpose_a,
+                                                 int64_t transpose_b);
+ESTC_RT_EXPORT void _mlir_ciface_estc_matmul_f64(estc::rt::MemRef<double, 3> *a,
+                                                 estc::rt::MemRef<double, 3> *b,
+                                                 estc::rt::MemRef<double, 3> *c,
+                                                 int64_t transpose_a,
+                                                 int64_t transpose_b);
 
 /// Matmul with a fused epilogue, float only: C = act(op(A) x op(B) + bias),
 /// bias [N] added along C's last dimension, activation 0 = none, 1 = relu

@@ -1,4 +1,4 @@
-//===- runtime/Matmul.cpp - Batched matmul ---------------------------------===//
+//===- runtime/Matmul.cpp - Batched matmul -------------------------------===//
 //
 // Each batch's C is cut into a grid of tiles chosen from (M, N, K) alone; one
 // task computes one tile with a single-threaded GEMM over the whole K. So
@@ -33,9 +33,11 @@ struct TilePlan {
 /// as square as the shape allows, with edges multiple of 16.
 TilePlan planTiles(int64_t m, int64_t n, int64_t k) {
   double flops = 2.0 * double(m) * double(n) * double(k);
-  int64_t want = std::clamp<int64_t>(int64_t(flops / kMinTileFlops), 1, kMaxTiles);
+  int64_t want =
+      std::clamp<int64_t>(int64_t(flops / kMinTileFlops), 1, kMaxTiles);
   int64_t mTiles = std::clamp<int64_t>(
-      std::llround(std::sqrt(double(want) * double(m) / double(std::max<int64_t>(n, 1)))),
+      std::llround(std::sqrt(double(want) * double(m) /
+                             double(std::max<int64_t>(n, 1)))),
       1, std::max<int64_t>(1, ceilDiv(m, 32)));
   int64_t nTiles = std::clamp<int64_t>(ceilDiv(want, mTiles), 1,
                                        std::max<int64_t>(1, ceilDiv(n, 32)));
@@ -79,7 +81,8 @@ void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
 
   TilePlan plan = planTiles(m, n, k);
   int64_t tilesPerBatch = plan.mTiles * plan.nTiles;
-  double flopsPerTile = 2.0 * double(plan.mBlock) * double(plan.nBlock) * double(k);
+  double flopsPerTile =
+      2.0 * double(plan.mBlock) * double(plan.nBlock) * double(k);
   View2D<T> cAll{c.data(), m, n, c.strides[1], c.strides[2]};
   parallelFor(batch * tilesPerBatch, flopsPerTile, [&](int64_t task) {
     int64_t i = task / tilesPerBatch, tile = task % tilesPerBatch;

@@ -20,8 +20,7 @@ namespace estc::rt {
 /// `aligned[offset + i0 * strides[0] + ... + iN-1 * strides[N-1]]`.
 /// Strides are in elements, not bytes. `allocated` is what was malloc'ed (the
 /// runtime never frees or reads through it).
-template <typename T, int N>
-struct MemRef {
+template <typename T, int N> struct MemRef {
   T *allocated;
   T *aligned;
   int64_t offset;

@@ -71,7 +71,8 @@ struct Region {
   explicit Region(int64_t numTasks, TaskRef task, int helpers)
       : numTasks(numTasks), task(task), done(helpers) {}
   void work() {
-    for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < numTasks;)
+    for (int64_t i;
+         (i = next.fetch_add(1, std::memory_order_relaxed)) < numTasks;)
       task(i);
   }
   std::atomic<int64_t> next{0};
@@ -150,8 +151,8 @@ void *scratchBytes(Scratch slot, size_t bytes) {
 static const char *const kIsa = "avx512";
 static bool cpuHasIsa() {
   return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
 }
 #elif defined(ESTC_KERNEL_ISA_AVX2)
 static const char *const kIsa = "avx2";

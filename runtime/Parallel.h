@@ -22,11 +22,13 @@ namespace estc::rt {
 /// A non-owning reference to a `void(int64_t)` callable (no allocation).
 class TaskRef {
 public:
-  template <typename F,
-            typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskRef>>>
+  template <typename F, typename = std::enable_if_t<
+                            !std::is_same_v<std::decay_t<F>, TaskRef>>>
   TaskRef(F &&f)
       : obj(const_cast<void *>(static_cast<const void *>(&f))),
-        call([](void *o, int64_t i) { (*static_cast<std::decay_t<F> *>(o))(i); }) {}
+        call([](void *o, int64_t i) {
+          (*static_cast<std::decay_t<F> *>(o))(i);
+        }) {}
   void operator()(int64_t i) const { call(obj, i); }
 
 private:
@@ -48,13 +50,13 @@ void parallelFor(int64_t numTasks, double flopsPerTask, TaskRef task);
 /// return. Shared* slots belong to the thread that called the kernel and are
 /// filled before / read after parallelFor; the others are used inside tasks.
 enum class Scratch {
-  GemmPackA,  // Eigen's packed lhs panel
-  GemmPackB,  // Eigen's packed rhs panel
-  GemmLhs,    // a gemm operand copied because neither stride was 1
+  GemmPackA, // Eigen's packed lhs panel
+  GemmPackB, // Eigen's packed rhs panel
+  GemmLhs,   // a gemm operand copied because neither stride was 1
   GemmRhs,
-  GemmResult, // a gemm result computed contiguously, then copied out
-  Im2col,     // conv: patches of a tile of output pixels
-  PixelTile,  // conv: a tile of pixels gathered or to be scattered
+  GemmResult,     // a gemm result computed contiguously, then copied out
+  Im2col,         // conv: patches of a tile of output pixels
+  PixelTile,      // conv: a tile of pixels gathered or to be scattered
   SharedFilter,   // conv: the filter repacked to a [KH*KW*C, O] matrix
   SharedPartials, // conv backprop filter: per-group partial sums
   Count

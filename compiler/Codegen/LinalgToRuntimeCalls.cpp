@@ -25,10 +25,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/SetVector.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace est {
@@ -208,8 +208,9 @@ struct EstLinalgToRuntimeCalls
 /// or computes into a temporary and adds it to the initial value. Returns
 /// the call when it writes `output` itself (no temporary).
 func::CallOp emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
-                    StringRef kernel, ArrayRef<Value> inputs, Value output,
-                    int64_t rank, ArrayRef<int64_t> scalars) {
+                            StringRef kernel, ArrayRef<Value> inputs,
+                            Value output, int64_t rank,
+                            ArrayRef<int64_t> scalars) {
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
   Value target = output;
@@ -369,11 +370,12 @@ std::optional<int64_t> matchEpilogueBody(Block &body, Value c, Value bias) {
   return activation;
 }
 
-/// Whether `map` reads a bias along the last of its loop dims: (d0..dn) -> (dn).
+/// Whether `map` reads a bias along the last of its loop dims:
+/// (d0..dn) -> (dn).
 bool isLastDimBroadcast(AffineMap map) {
   return map.getNumResults() == 1 && map.getNumSymbols() == 0 &&
-         map.getResult(0) == getAffineDimExpr(map.getNumDims() - 1,
-                                              map.getContext());
+         map.getResult(0) ==
+             getAffineDimExpr(map.getNumDims() - 1, map.getContext());
 }
 
 /// A 1-D f32 buffer.
@@ -553,9 +555,8 @@ void fuseEpilogue(func::CallOp call, Value c, ModuleOp module,
     kernelInputs.push_back(rootOf(call.getOperand(i)));
 
   // 1. One generic computing act(c + bias).
-  llvm::sort(readers, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
+  llvm::sort(readers,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   auto fuseOne = [&]() -> bool {
     // The first reader; later ones are fine when it writes C in place
     // (they read its result).
@@ -835,8 +836,7 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
 /// its body; its one input operand is the filter / grad_output and its
 /// output the gradient. "estc.conv" holds [sh, sw, dh, dw, pad_top,
 /// pad_left].
-LogicalResult rewriteConvBackprop(linalg::GenericOp generic,
-                                  ModuleOp module) {
+LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module) {
   StringRef kernel = *generic.getLibraryCall();
   bool input = kernel == "estc_conv2d_backprop_input_f32";
   if (!input && kernel != "estc_conv2d_backprop_filter_f32")
@@ -856,8 +856,8 @@ LogicalResult rewriteConvBackprop(linalg::GenericOp generic,
   SmallVector<Value> inputs = input ? SmallVector<Value>{operand, windowed}
                                     : SmallVector<Value>{windowed, operand};
   OpBuilder b(generic);
-  emitKernelCall(b, generic, module, kernel, inputs,
-                 generic.getDpsInits()[0], 4, scalars.asArrayRef());
+  emitKernelCall(b, generic, module, kernel, inputs, generic.getDpsInits()[0],
+                 4, scalars.asArrayRef());
   return success();
 }
 

@@ -29,8 +29,7 @@ using namespace mlir;
 namespace {
 
 struct EstLoadScalarOperands
-    : public mlir::est::impl::EstLoadScalarOperandsBase<
-          EstLoadScalarOperands> {
+    : public mlir::est::impl::EstLoadScalarOperandsBase<EstLoadScalarOperands> {
   void runOnOperation() override {
     getOperation().walk([](linalg::GenericOp op) {
       if (!op.hasPureBufferSemantics())

@@ -68,8 +68,8 @@ struct EstLowerParallelCalls
     }
   }
 
-  LogicalResult lowerMarker(LLVM::LLVMFuncOp marker,
-                            LLVM::LLVMFuncOp runtime, SymbolTable &symbols) {
+  LogicalResult lowerMarker(LLVM::LLVMFuncOp marker, LLVM::LLVMFuncOp runtime,
+                            SymbolTable &symbols) {
     MLIRContext *ctx = marker.getContext();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     Type i64 = IntegerType::get(ctx, 64);
@@ -130,8 +130,9 @@ struct EstLowerParallelCalls
       b.setInsertionPoint(call);
       for (auto [i, value] :
            llvm::enumerate(call.getArgOperands().drop_front(2))) {
-        Value field = LLVM::GEPOp::create(b, loc, ptr, ctxType, context,
-                                          ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
+        Value field =
+            LLVM::GEPOp::create(b, loc, ptr, ctxType, context,
+                                ArrayRef<LLVM::GEPArg>{0, int32_t(i)});
         LLVM::StoreOp::create(b, loc, value, field);
       }
       Value fn = LLVM::AddressOfOp::create(b, loc, trampoline);

@@ -88,13 +88,11 @@ bool isSinkable(Operation *op) {
     return false;
   if (matchPattern(op, m_Constant()))
     return true;
-  if (isa<memref::SubViewOp, memref::ExpandShapeOp,
-          memref::CollapseShapeOp, memref::CastOp, memref::ReinterpretCastOp,
-          affine::AffineApplyOp>(op))
+  if (isa<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+          memref::CastOp, memref::ReinterpretCastOp, affine::AffineApplyOp>(op))
     return true;
   return isa<arith::ArithDialect>(op->getDialect()) &&
-         llvm::all_of(op->getResultTypes(),
-                      [](Type t) { return t.isIndex(); });
+         llvm::all_of(op->getResultTypes(), [](Type t) { return t.isIndex(); });
 }
 
 struct EstParallelizeLoops
@@ -130,7 +128,8 @@ struct EstParallelizeLoops
     Location loc = op.getLoc();
     int64_t cost = bodyCost(op);
     rewriter.setInsertionPoint(op);
-    FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToLoops(rewriter, op);
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToLoops(rewriter, op);
     if (failed(loops))
       return op->emitError("est-parallelize-loops: cannot lower to loops");
     rewriter.eraseOp(op);
@@ -196,9 +195,9 @@ struct EstParallelizeLoops
                                      FunctionType::get(ctx, bodyArgs, {}));
     body.setPrivate();
     symbols.insert(body);
-    auto launch = func::FuncOp::create(
-        rewriter, loc, (body.getName() + "_launch").str(),
-        FunctionType::get(ctx, launchArgs, {}));
+    auto launch =
+        func::FuncOp::create(rewriter, loc, (body.getName() + "_launch").str(),
+                             FunctionType::get(ctx, launchArgs, {}));
     launch.setPrivate();
     launch->setAttr("estc.parallel_body",
                     FlatSymbolRefAttr::get(body.getNameAttr()));

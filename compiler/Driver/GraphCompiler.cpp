@@ -5,15 +5,14 @@
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Pipelines/Registration.h"
-#include "lib/Graph/GraphIO.h"
 #include "dialects/Est/IR/EstOps.h"
+#include "lib/Graph/GraphIO.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-
 
 namespace estc {
 
@@ -68,8 +67,8 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
   llvm::Expected<Manifest> manifest = extractManifest(module, modelName);
   if (!manifest)
     return makeError(what.str() + ": " + llvm::toString(manifest.takeError()));
-  module->setAttr("estc.manifest",
-                  mlir::StringAttr::get(module.getContext(), toJson(*manifest)));
+  module->setAttr("estc.manifest", mlir::StringAttr::get(module.getContext(),
+                                                         toJson(*manifest)));
   return manifest;
 }
 
@@ -99,20 +98,19 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
   registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);
   std::string what = modelName.str() + " (graph)";
-  return jit.compile(
-      bytes, modelName, [&]() -> llvm::Expected<LoweredModule> {
-        std::string error;
-        LoweredModule lowered;
-        lowered.module = importGraph(graph, context, what, error);
-        if (!lowered.module)
-          return makeError(error);
-        llvm::Expected<Manifest> manifest =
-            lowerToLLVMDialect(*lowered.module, modelName, what, warn);
-        if (!manifest)
-          return manifest.takeError();
-        lowered.manifest = std::move(*manifest);
-        return lowered;
-      });
+  return jit.compile(bytes, modelName, [&]() -> llvm::Expected<LoweredModule> {
+    std::string error;
+    LoweredModule lowered;
+    lowered.module = importGraph(graph, context, what, error);
+    if (!lowered.module)
+      return makeError(error);
+    llvm::Expected<Manifest> manifest =
+        lowerToLLVMDialect(*lowered.module, modelName, what, warn);
+    if (!manifest)
+      return manifest.takeError();
+    lowered.manifest = std::move(*manifest);
+    return lowered;
+  });
 }
 
 } // namespace estc

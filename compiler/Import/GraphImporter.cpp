@@ -56,9 +56,7 @@ std::pair<std::string, int64_t> parseInputName(const std::string &input) {
   return {input.substr(0, colon), std::stoll(index)};
 }
 
-std::string dtypeName(g::DataType dtype) {
-  return g::DataType_Name(dtype);
-}
+std::string dtypeName(g::DataType dtype) { return g::DataType_Name(dtype); }
 
 class Importer {
 public:
@@ -452,9 +450,9 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
     keys.push_back(entry.first);
   std::sort(keys.begin(), keys.end());
   for (const std::string &key : keys) {
-    FailureOr<Attribute> attr = convertAttr(
-        key, node.attr().at(key),
-        "node '" + node.name() + "' (" + node.op() + ")");
+    FailureOr<Attribute> attr =
+        convertAttr(key, node.attr().at(key),
+                    "node '" + node.name() + "' (" + node.op() + ")");
     if (failed(attr))
       return failure();
     state.addAttribute(key, *attr);
@@ -498,8 +496,8 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
     resultTypes.push_back(var->second);
     probe = nullptr;
   }
-  auto infer = probe ? dyn_cast<InferTypeOpInterface>(probe)
-                     : InferTypeOpInterface();
+  auto infer =
+      probe ? dyn_cast<InferTypeOpInterface>(probe) : InferTypeOpInterface();
   LogicalResult inferred =
       infer ? infer.inferReturnTypes(&context_, loc, probe->getOperands(),
                                      probe->getRawDictionaryAttrs(),
@@ -648,7 +646,8 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
     results.push_back(v);
   }
   func::ReturnOp::create(builder_, fileLoc(), results);
-  func.setType(builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  func.setType(
+      builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (size_t k = 0; k < outputs.size(); ++k)
     func.setResultAttr(k, kNameAttr, builder_.getStringAttr(outputs[k].key));
   return success();

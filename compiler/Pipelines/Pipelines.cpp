@@ -27,9 +27,9 @@ namespace {
 // The stages the driver offers, in pipeline order. A stage is listed once
 // its add*Passes function below is implemented.
 constexpr Stage kAllStages[] = {
-    Stage::Import, Stage::Est,       Stage::Autodiff, Stage::Decompose,
-    Stage::Linalg, Stage::Fusion,    Stage::Bufferize, Stage::MemPlan,
-    Stage::LLVM};
+    Stage::Import,    Stage::Est,     Stage::Autodiff,
+    Stage::Decompose, Stage::Linalg,  Stage::Fusion,
+    Stage::Bufferize, Stage::MemPlan, Stage::LLVM};
 } // namespace
 
 llvm::StringRef stageName(Stage stage) {
@@ -87,8 +87,7 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
 
 void addAutodiffPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::est::createEstAutodiff());
-  pm.nest<mlir::func::FuncOp>().addPass(
-      mlir::est::createShapeInferencePass());
+  pm.nest<mlir::func::FuncOp>().addPass(mlir::est::createShapeInferencePass());
   pm.addPass(mlir::est::createEstExpandOptimizers());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::createCanonicalizerPass());

@@ -149,10 +149,15 @@ std::string generateHeader(const Manifest &m) {
      << "). Do not edit.\n"
         "//\n"
         "// The compiled model as a C++ class, in the spirit of tfcompile. "
-        "Link " << cls << ".o\n"
-        "// (or lib" << cls << ".a) and estc::runtime; no LLVM needed.\n"
+        "Link "
+     << cls
+     << ".o\n"
+        "// (or lib"
+     << cls
+     << ".a) and estc::runtime; no LLVM needed.\n"
         "//\n"
-        "//   " << llvm::left_justify(cls + " model;", 21)
+        "//   "
+     << llvm::left_justify(cls + " model;", 21)
      << "// variables: zero-filled, owned by the model\n"
         "//   model.set_batch(32); // sizes inputs, outputs and the arena\n"
         "//   // fill <function>_arg_<key>(), assign or load var_<name>() ...\n"
@@ -207,9 +212,8 @@ std::string generateHeader(const Manifest &m) {
         "// Memory (bytes):\n"
         "//   variables: "
      << m.variables.size() << " (" << trainable << " trainable, " << local
-     << " local), "
-     << varElements << " elements, " << varBytes << " bytes (trainable "
-     << trainableBytes << ")\n";
+     << " local), " << varElements << " elements, " << varBytes
+     << " bytes (trainable " << trainableBytes << ")\n";
   for (size_t f = 0; f < m.functions.size(); ++f) {
     const FunctionInfo &fn = m.functions[f];
     Size in, out;
@@ -248,10 +252,8 @@ std::string generateHeader(const Manifest &m) {
   os << "class " << cls << " : public estc::rt::CompiledModel {\n"
      << "public:\n"
      << "  " << cls << "() : CompiledModel(kSpec, kEntries) {}\n\n"
-     << "  static constexpr int kNumVariables = " << m.variables.size()
-     << ";\n"
-     << "  static constexpr int kNumFunctions = " << m.functions.size()
-     << ";\n"
+     << "  static constexpr int kNumVariables = " << m.variables.size() << ";\n"
+     << "  static constexpr int kNumFunctions = " << m.functions.size() << ";\n"
      << "  static constexpr int64_t kVariableBytes = " << varBytes << ";\n"
      << "  static const estc::rt::ModelSpec &model_spec() { return kSpec; }\n";
 
@@ -272,12 +274,13 @@ std::string generateHeader(const Manifest &m) {
     os << "\n";
     Size s = bytesOf(v.dtype, v.shape);
     os << "  " << cType(v.dtype) << " *" << varNames[i]
-       << "() { return static_cast<" << cType(v.dtype)
-       << " *>(variable_data(" << i << ")); }\n"
+       << "() { return static_cast<" << cType(v.dtype) << " *>(variable_data("
+       << i << ")); }\n"
        << "  static constexpr std::array<int64_t, " << v.shape.size() << "> "
        << varNames[i] << "_shape = " << arrayInit(v.shape) << ";\n"
-       << "  static constexpr int64_t " << varNames[i] << "_count = "
-       << s.fixed / static_cast<int64_t>(rt::dtypeBytes(v.dtype)) << ";\n";
+       << "  static constexpr int64_t " << varNames[i]
+       << "_count = " << s.fixed / static_cast<int64_t>(rt::dtypeBytes(v.dtype))
+       << ";\n";
   }
 
   for (size_t f = 0; f < m.functions.size(); ++f) {
@@ -289,8 +292,8 @@ std::string generateHeader(const Manifest &m) {
       for (size_t i = 0; i < ts.size(); ++i) {
         const TensorInfo &t = ts[i];
         Size s = bytesOf(t.dtype, t.shape);
-        int64_t count =
-            (s.fixed + s.perExample) / static_cast<int64_t>(rt::dtypeBytes(t.dtype));
+        int64_t count = (s.fixed + s.perExample) /
+                        static_cast<int64_t>(rt::dtypeBytes(t.dtype));
         os << "  // " << t.key << ": " << typeText(t.dtype, t.shape) << "\n"
            << "  " << cType(t.dtype) << " *" << ids[i]
            << "() { return static_cast<" << cType(t.dtype) << " *>(" << getter
@@ -309,8 +312,8 @@ std::string generateHeader(const Manifest &m) {
   os << "\nprivate:\n";
   for (size_t i = 0; i < m.variables.size(); ++i)
     if (!m.variables[i].shape.empty())
-      os << "  static constexpr int64_t kVarShape" << i << "[] = "
-         << arrayInit(m.variables[i].shape) << ";\n";
+      os << "  static constexpr int64_t kVarShape" << i
+         << "[] = " << arrayInit(m.variables[i].shape) << ";\n";
   auto shapeRef = [](const std::string &table, const std::vector<int64_t> &s) {
     return s.empty() ? std::string("nullptr") : table;
   };
@@ -328,8 +331,8 @@ std::string generateHeader(const Manifest &m) {
   os << "  };\n";
   for (size_t f = 0; f < m.functions.size(); ++f) {
     const FunctionInfo &fn = m.functions[f];
-    for (auto [kind, ts] : {std::pair{"In", &fn.inputs},
-                            std::pair{"Out", &fn.outputs}}) {
+    for (auto [kind, ts] :
+         {std::pair{"In", &fn.inputs}, std::pair{"Out", &fn.outputs}}) {
       for (size_t i = 0; i < ts->size(); ++i)
         if (!(*ts)[i].shape.empty())
           os << "  static constexpr int64_t k" << kind << "Shape" << f << "_"

@@ -10,8 +10,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 
@@ -40,7 +40,8 @@ std::string defaultCacheDir() {
 /// Writes `contents` to `path` through a temporary file and a rename, so a
 /// concurrent reader never sees half a file.
 bool writeAtomically(const std::string &path, llvm::StringRef contents) {
-  std::string tmp = path + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
+  std::string tmp =
+      path + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_None);
@@ -103,8 +104,7 @@ rt::EntryPoint JitModel::lookupPacked(llvm::StringRef function) const {
 }
 
 JitCompiler::JitCompiler(JitOptions options) : options_(std::move(options)) {
-  cacheDir_ = options_.cacheDir.empty() ? defaultCacheDir()
-                                        : options_.cacheDir;
+  cacheDir_ = options_.cacheDir.empty() ? defaultCacheDir() : options_.cacheDir;
 }
 
 JitCompiler::~JitCompiler() = default;
@@ -208,8 +208,7 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     return error("JIT: " + llvm::toString(std::move(e)));
   parts->manifest = std::move(*manifest);
   for (const FunctionInfo &f : parts->manifest.functions) {
-    auto packed =
-        parts->jit->lookup(packedEntrySymbol(modelName, f.name));
+    auto packed = parts->jit->lookup(packedEntrySymbol(modelName, f.name));
     if (!packed)
       return error("JIT: @" + f.name + ": " +
                    llvm::toString(packed.takeError()));

@@ -124,8 +124,7 @@ std::string entrySymbol(llvm::StringRef model, llvm::StringRef function) {
   return sanitizeIdentifier(model) + "_" + sanitizeIdentifier(function);
 }
 
-std::string packedEntrySymbol(llvm::StringRef model,
-                              llvm::StringRef function) {
+std::string packedEntrySymbol(llvm::StringRef model, llvm::StringRef function) {
   return entrySymbol(model, function) + "_packed";
 }
 
@@ -144,9 +143,9 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
     if (auto var = llvm::dyn_cast<mlir::est::VariableOp>(op)) {
       VariableInfo info;
       info.name = var.getSymName().str();
-      if (llvm::Error e = tensorInfo(var.getType(),
-                                     "variable '" + info.name + "'",
-                                     info.dtype, info.shape))
+      if (llvm::Error e =
+              tensorInfo(var.getType(), "variable '" + info.name + "'",
+                         info.dtype, info.shape))
         return std::move(e);
       if (llvm::is_contained(info.shape, rt::kBatchDim))
         return error("variable '" + info.name + "': shape is not static");
@@ -178,20 +177,18 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
     for (unsigned i = 0; i < type.getNumInputs(); ++i) {
       TensorInfo t;
       t.key = keyOf(func.getArgAttrDict(i), "arg", i);
-      if (llvm::Error e =
-              tensorInfo(type.getInput(i),
-                         "@" + info.name + " input '" + t.key + "'", t.dtype,
-                         t.shape))
+      if (llvm::Error e = tensorInfo(type.getInput(i),
+                                     "@" + info.name + " input '" + t.key + "'",
+                                     t.dtype, t.shape))
         return std::move(e);
       info.inputs.push_back(std::move(t));
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
       TensorInfo t;
       t.key = keyOf(func.getResultAttrDict(i), "result", i);
-      if (llvm::Error e =
-              tensorInfo(type.getResult(i),
-                         "@" + info.name + " output '" + t.key + "'",
-                         t.dtype, t.shape))
+      if (llvm::Error e = tensorInfo(
+              type.getResult(i), "@" + info.name + " output '" + t.key + "'",
+              t.dtype, t.shape))
         return std::move(e);
       info.outputs.push_back(std::move(t));
     }
@@ -370,8 +367,8 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   const Manifest &m = s.manifest;
   for (const VariableInfo &v : m.variables)
     s.variables.push_back({v.name.c_str(), v.dtype,
-                           static_cast<int32_t>(v.shape.size()),
-                           v.shape.data(), v.trainable, v.local});
+                           static_cast<int32_t>(v.shape.size()), v.shape.data(),
+                           v.trainable, v.local});
   s.tensors.reserve(2 * m.functions.size());
   for (const FunctionInfo &f : m.functions) {
     auto specs = [&](const std::vector<TensorInfo> &ts) {

@@ -92,8 +92,8 @@ createTargetMachine(const TargetOptions &options) {
   if (!sti)
     return error("cannot create a code generator for " + triple.str());
   if (!sti->isCPUStringValid(cpu))
-    return error("--mcpu=" + options.cpu + ": unknown CPU for " +
-                 triple.str() + " (try --mcpu=native or e.g. x86-64-v3)");
+    return error("--mcpu=" + options.cpu + ": unknown CPU for " + triple.str() +
+                 " (try --mcpu=native or e.g. x86-64-v3)");
   llvm::SmallVector<llvm::StringRef> features;
   llvm::StringRef(options.features).split(features, ',', -1, false);
   for (llvm::StringRef f : features) {
@@ -101,18 +101,17 @@ createTargetMachine(const TargetOptions &options) {
     if (!name.consume_front("+") && !name.consume_front("-"))
       return error("--mattr=" + options.features + ": feature '" + f +
                    "' must start with '+' or '-'");
-    bool known = llvm::any_of(sti->getAllProcessorFeatures(),
-                              [&](const llvm::SubtargetFeatureKV &kv) {
-                                return name == kv.Key;
-                              });
+    bool known = llvm::any_of(
+        sti->getAllProcessorFeatures(),
+        [&](const llvm::SubtargetFeatureKV &kv) { return name == kv.Key; });
     if (!known)
       return error("--mattr=" + options.features + ": unknown feature '" +
                    name + "' for " + triple.str());
   }
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, resolvedFeatures(options), targetOptions,
-      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, cpu, resolvedFeatures(options), targetOptions, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return error("cannot create a code generator for " + triple.str());
   return machine;
@@ -172,9 +171,9 @@ llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
     // void <Name>_<f>_packed(ptr %args): calls f(args[0], args[1], ...).
     auto *packedType =
         llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false);
-    llvm::Function *packed = llvm::Function::Create(
-        packedType, llvm::GlobalValue::ExternalLinkage,
-        packedEntrySymbol(model, functions[i]), module);
+    llvm::Function *packed =
+        llvm::Function::Create(packedType, llvm::GlobalValue::ExternalLinkage,
+                               packedEntrySymbol(model, functions[i]), module);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", packed));
     llvm::SmallVector<llvm::Value *> args;
     for (unsigned a = 0; a < f->arg_size(); ++a) {
@@ -226,9 +225,8 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> emitCode(llvm::Module &module,
-                                     llvm::TargetMachine &machine,
-                                     CodeKind kind) {
+llvm::Expected<std::string>
+emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind) {
   llvm::SmallVector<char, 0> code;
   llvm::raw_svector_ostream os(code);
   llvm::legacy::PassManager pm;

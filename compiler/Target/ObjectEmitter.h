@@ -62,9 +62,8 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
 enum class CodeKind { LLVMIR, Assembly, Object };
 /// Native code for an optimized module.
-llvm::Expected<std::string> emitCode(llvm::Module &module,
-                                     llvm::TargetMachine &machine,
-                                     CodeKind kind);
+llvm::Expected<std::string>
+emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind);
 
 /// The whole back end: translate, prepare the entry points of `functions`
 /// for model `model`, optimize for `target`, emit `kind` (LLVMIR: the

@@ -123,23 +123,22 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
     accumulate(loss, ConstantOp::create(
                          b, loc,
                          DenseElementsAttr::get(
-                             lossType, b.getFloatAttr(
-                                           lossType.getElementType(), 1.0))));
+                             lossType,
+                             b.getFloatAttr(lossType.getElementType(), 1.0))));
     // Reverse program order: every use of a value is visited before it.
     for (Operation *op = minimize->getPrevNode(); op; op = op->getPrevNode()) {
       if (op->getNumResults() != 1)
         continue;
       Value g = grads.lookup(op->getResult(0));
-      if (!g || !llvm::any_of(op->getOperands(), [&](Value v) {
-            return active.contains(v);
-          }))
+      if (!g || !llvm::any_of(op->getOperands(),
+                              [&](Value v) { return active.contains(v); }))
         continue;
       if (auto gather = dyn_cast<GatherOp>(op)) {
         Value params = gather.getParams();
         auto pType = cast<RankedTensorType>(params.getType());
         int64_t axis = gather.getAxisAttr().getInt();
-        if (readValues.contains(params) && (axis == 0 || axis == -pType.getRank()) &&
-            pType.hasStaticShape()) {
+        if (readValues.contains(params) &&
+            (axis == 0 || axis == -pType.getRank()) && pType.hasStaticShape()) {
           Value indices = gather.getIndices();
           Value rows = g;
           if (cast<RankedTensorType>(indices.getType()).getRank() != 1) {
@@ -147,8 +146,8 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
                                         b.getDenseI64ArrayAttr({-1}));
             SmallVector<int64_t> shape = {-1};
             llvm::append_range(shape, pType.getShape().drop_front());
-            rows = ReshapeOp::create(b, loc, rows,
-                                     b.getDenseI64ArrayAttr(shape));
+            rows =
+                ReshapeOp::create(b, loc, rows, b.getDenseI64ArrayAttr(shape));
           }
           sparse[params].push_back({indices, rows});
           continue;
@@ -169,14 +168,13 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
       {
         // A rule that does not cover its op's shapes or attributes reports
         // an error; it becomes the warning of an undifferentiated minimize.
-        ScopedDiagnosticHandler capture(
-            b.getContext(), [&](Diagnostic &diag) {
-              if (diag.getSeverity() != DiagnosticSeverity::Error)
-                return failure();
-              if (why.empty())
-                why = diag.str();
-              return success();
-            });
+        ScopedDiagnosticHandler capture(b.getContext(), [&](Diagnostic &diag) {
+          if (diag.getSeverity() != DiagnosticSeverity::Error)
+            return failure();
+          if (why.empty())
+            why = diag.str();
+          return success();
+        });
         built = rule.buildGradients(b, g, operandGrads);
       }
       if (failed(built)) {
@@ -225,8 +223,8 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
     // Also used densely: the rows are added into a dense gradient.
     for (auto [i, v] : rows) {
       Value zeros = ZerosLikeOp::create(b, loc, reads.lookup(name).front());
-      Value dense = ScatterOp::create(b, loc, zeros, i, v,
-                                      b.getStringAttr("add"));
+      Value dense =
+          ScatterOp::create(b, loc, zeros, i, v, b.getStringAttr("add"));
       sum = sum ? Value(AddOp::create(b, loc, sum, dense)) : dense;
     }
     if (!sum) {
@@ -249,18 +247,14 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
         << "); the train op only increments global_step";
   else if (minimize.getVarList() && !unused.empty())
     minimize.emitWarning("var_list variable")
-        << (unused.size() > 1 ? "s " : " ") << list(unused)
-        << " do" << (unused.size() > 1 ? "" : "es")
-        << " not influence the loss " << describe(loss)
-        << "; no update";
-  ApplyGradientsOp::create(b, loc, minimize.getOptimizerAttr(),
-                           minimize.getHyperparametersAttr(),
-                           b.getArrayAttr(variables), variableGrads,
-                           minimize.getLearningRate(),
-                           sparseVariables.empty()
-                               ? ArrayAttr()
-                               : b.getArrayAttr(sparseVariables),
-                           sparseIndices, sparseValues);
+        << (unused.size() > 1 ? "s " : " ") << list(unused) << " do"
+        << (unused.size() > 1 ? "" : "es") << " not influence the loss "
+        << describe(loss) << "; no update";
+  ApplyGradientsOp::create(
+      b, loc, minimize.getOptimizerAttr(), minimize.getHyperparametersAttr(),
+      b.getArrayAttr(variables), variableGrads, minimize.getLearningRate(),
+      sparseVariables.empty() ? ArrayAttr() : b.getArrayAttr(sparseVariables),
+      sparseIndices, sparseValues);
   minimize.erase();
   return success();
 }

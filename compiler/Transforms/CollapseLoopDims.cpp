@@ -101,7 +101,8 @@ void dropUnusedInputs(linalg::GenericOp op, RewriterBase &rewriter) {
 /// keeps contiguous (or leaves out); nothing when no run is longer than one.
 SmallVector<ReassociationIndices> collapsibleRuns(linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (!llvm::all_of(maps, [](AffineMap m) { return m.isProjectedPermutation(); }))
+  if (!llvm::all_of(maps,
+                    [](AffineMap m) { return m.isProjectedPermutation(); }))
     return {};
   // Buffers must be contiguous to be viewed collapsed.
   for (Value operand : op->getOperands()) {

@@ -17,13 +17,14 @@
 //     HWIO conv kernel: receptive field r = prod(shape[:-2]),
 //     fan_in = r * shape[-2], fan_out = r * shape[-1]):
 //       s = scale / max(1, fan_in | fan_out | (fan_in + fan_out) / 2)
-//       truncated_normal (or "normal")  truncated_normal(0, sqrt(s) / .87962566103423978)
+//       truncated_normal (or "normal")  truncated_normal(0, sqrt(s) / .8796...)
 //       untruncated_normal              random_normal(0, sqrt(s))
 //       uniform                         random_uniform(-sqrt(3 s), sqrt(3 s))
 //   glorot_uniform   variance_scaling(1, fan_avg, uniform):
 //                      U(-l, l), l = sqrt(6 / (fan_in + fan_out))
 //   glorot_normal    variance_scaling(1, fan_avg, truncated_normal):
-//                      stddev = sqrt(2 / (fan_in + fan_out)) / .87962566103423978
+//                      stddev = sqrt(2 / (fan_in + fan_out)) / .8796...
+// (.8796... = kTruncatedNormalStddev below.)
 // A variable without an initializer is zero-filled.
 //
 // Idempotent: an existing @init is replaced by one rebuilt from all
@@ -108,8 +109,9 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
 
   InitPlan plan;
   if (kind == "zeros" || kind == "ones" || kind == "constant") {
-    FailureOr<double> value =
-        kind == "constant" ? number("value", 0.0) : kind == "ones" ? 1.0 : 0.0;
+    FailureOr<double> value = kind == "constant" ? number("value", 0.0)
+                              : kind == "ones"   ? 1.0
+                                                 : 0.0;
     if (failed(value))
       return failure();
     plan.a = *value;
@@ -142,11 +144,12 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
     return plan;
   }
   if (kind == "random_normal" || kind == "truncated_normal") {
-    FailureOr<double> mean = number("mean", 0.0), stddev = number("stddev", 1.0);
+    FailureOr<double> mean = number("mean", 0.0),
+                      stddev = number("stddev", 1.0);
     if (failed(mean) || failed(stddev))
       return failure();
-    plan.kind = kind == "random_normal" ? InitPlan::Normal
-                                        : InitPlan::TruncatedNormal;
+    plan.kind =
+        kind == "random_normal" ? InitPlan::Normal : InitPlan::TruncatedNormal;
     plan.a = *mean;
     plan.b = *stddev;
     return plan;
@@ -155,8 +158,8 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
   // variance_scaling and its glorot special cases.
   double scale = 1.0;
   StringRef mode = "fan_avg";
-  StringRef distribution = kind == "glorot_uniform" ? "uniform"
-                                                    : "truncated_normal";
+  StringRef distribution =
+      kind == "glorot_uniform" ? "uniform" : "truncated_normal";
   if (kind == "variance_scaling") {
     FailureOr<double> s = number("scale", 1.0);
     FailureOr<StringRef> m = string("mode", "fan_in");
@@ -166,8 +169,9 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
     if (!(*s > 0.0))
       return fail("needs scale > 0");
     if (*m != "fan_in" && *m != "fan_out" && *m != "fan_avg")
-      return fail("has mode '" + *m + "' (expected fan_in, fan_out or "
-                                       "fan_avg)");
+      return fail("has mode '" + *m +
+                  "' (expected fan_in, fan_out or "
+                  "fan_avg)");
     if (*d != "truncated_normal" && *d != "normal" &&
         *d != "untruncated_normal" && *d != "uniform")
       return fail("has distribution '" + *d +
@@ -203,8 +207,8 @@ Attribute splat(RankedTensorType type, double value) {
   if (auto ft = dyn_cast<FloatType>(elt))
     return SplatElementsAttr::get(type, FloatAttr::get(ft, value));
   if (elt.isInteger(1))
-    return SplatElementsAttr::get(type, BoolAttr::get(type.getContext(),
-                                                      value != 0.0));
+    return SplatElementsAttr::get(
+        type, BoolAttr::get(type.getContext(), value != 0.0));
   return SplatElementsAttr::get(
       type, IntegerAttr::get(elt, static_cast<int64_t>(value)));
 }
@@ -258,8 +262,8 @@ struct CreateInitFunctionPass
 
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
-    auto init = func::FuncOp::create(
-        b, module.getLoc(), "init", b.getFunctionType({}, {}));
+    auto init = func::FuncOp::create(b, module.getLoc(), "init",
+                                     b.getFunctionType({}, {}));
     b.setInsertionPointToStart(init.addEntryBlock());
     Value counter;
     bool ok = true;

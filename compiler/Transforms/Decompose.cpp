@@ -88,9 +88,9 @@ Value crossEntropy(OpBuilder &b, Location loc, Value logits, Value labels) {
   int64_t last = typeOf(logits).getRank() - 1;
   Value logp = softmax(b, loc, logits, last, /*log=*/true);
   Value product = est::MulOp::create(b, loc, labels, logp);
-  Value sum = est::ReduceSumOp::create(b, loc, product,
-                                       b.getDenseI64ArrayAttr({last}),
-                                       /*keep_dims=*/false);
+  Value sum =
+      est::ReduceSumOp::create(b, loc, product, b.getDenseI64ArrayAttr({last}),
+                               /*keep_dims=*/false);
   return est::NegOp::create(b, loc, sum);
 }
 
@@ -148,10 +148,9 @@ LogicalResult decomposeReduceMean(est::ReduceMeanOp op,
   RankedTensorType xType = typeOf(op.getX());
   int64_t count = 1;
   for (int64_t d = 0; d < xType.getRank(); ++d) {
-    bool reduced =
-        !op.getAxes() || llvm::any_of(*op.getAxes(), [&](int64_t a) {
-          return normalizeAxis(a, xType.getRank()) == d;
-        });
+    bool reduced = !op.getAxes() || llvm::any_of(*op.getAxes(), [&](int64_t a) {
+      return normalizeAxis(a, xType.getRank()) == d;
+    });
     if (!reduced)
       continue;
     if (xType.isDynamicDim(d))

@@ -135,12 +135,12 @@ private:
       setInsertionPointAfterVariables(mb);
       MLIRContext *ctx = module.getContext();
       InitializerAttr initializer =
-          init == 0.0   ? InitializerAttr::get(ctx, "zeros", DictionaryAttr())
-          : init == 1.0 ? InitializerAttr::get(ctx, "ones", DictionaryAttr())
-                        : InitializerAttr::get(
-                              ctx, "constant",
-                              mb.getDictionaryAttr(mb.getNamedAttr(
-                                  "value", mb.getF64FloatAttr(init))));
+          init == 0.0 ? InitializerAttr::get(ctx, "zeros", DictionaryAttr())
+          : init == 1.0
+              ? InitializerAttr::get(ctx, "ones", DictionaryAttr())
+              : InitializerAttr::get(ctx, "constant",
+                                     mb.getDictionaryAttr(mb.getNamedAttr(
+                                         "value", mb.getF64FloatAttr(init))));
       auto op = VariableOp::create(mb, varOp->getLoc(), name, type,
                                    /*trainable=*/false, initializer);
       (void)op;
@@ -168,8 +168,8 @@ private:
   /// rows and theirs.
   LogicalResult update(StringRef var, RankedTensorType type, Value v, Value g,
                        Value step);
-  LogicalResult sparseUpdate(StringRef var, Value v, Value indices,
-                             Value rows, Value step);
+  LogicalResult sparseUpdate(StringRef var, Value v, Value indices, Value rows,
+                             Value step);
   Value scatter(Value ref, Value indices, Value updates, StringRef mode) {
     return ScatterOp::create(b, loc, ref, indices, updates,
                              b.getStringAttr(mode));
@@ -209,9 +209,9 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value dir = flag("use_nesterov") ? add(g, mul(m, a)) : a;
     assign(var, sub(v, mul(lr, dir)));
   } else if (kind == "adagrad") {
-    Value acc = add(slot(var, "Adagrad", type,
-                         hp("initial_accumulator_value", 0.1)),
-                    square(g));
+    Value acc =
+        add(slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1)),
+            square(g));
     assign(var + "/Adagrad", acc);
     assign(var, sub(v, div(mul(lr, g), sqrt(acc))));
   } else if (kind == "adam") {
@@ -329,8 +329,8 @@ SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
   Value sumSq;
   for (Value g : grads) {
     auto type = cast<RankedTensorType>(g.getType());
-    SmallVector<int64_t> axes = llvm::to_vector(
-        llvm::seq<int64_t>(0, type.getRank()));
+    SmallVector<int64_t> axes =
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
     Value s = reduceSum(square(g), axes, /*keepDims=*/false);
     if (type.getElementType() != f32)
       s = castTo(s, f32);
@@ -396,9 +396,8 @@ LogicalResult Expander::run() {
   }
   assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
-    AssignVariableOp::create(b, loc,
-                             FlatSymbolRefAttr::get(b.getContext(), name),
-                             value);
+    AssignVariableOp::create(
+        b, loc, FlatSymbolRefAttr::get(b.getContext(), name), value);
   apply.erase();
   return success();
 }

@@ -81,9 +81,8 @@ bool shouldFuse(OpOperand *fused) {
   auto users = valueUsers(producer);
   if (llvm::range_size(users) <= 1)
     return true;
-  return llvm::all_of(users, [](Operation *user) {
-    return isa<linalg::GenericOp>(user);
-  });
+  return llvm::all_of(
+      users, [](Operation *user) { return isa<linalg::GenericOp>(user); });
 }
 
 bool isAllParallel(linalg::GenericOp op) {

@@ -41,12 +41,12 @@
 
 #include "compiler/Transforms/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -127,9 +127,8 @@ int64_t llvmArgumentCount(Type type) {
 SmallVector<int64_t> noaliasPositions(ArrayRef<Value> arguments, Value arena) {
   SmallVector<Root> roots;
   for (Value argument : arguments)
-    roots.push_back(isa<MemRefType>(argument.getType())
-                        ? rootOf(argument, arena)
-                        : Root{});
+    roots.push_back(
+        isa<MemRefType>(argument.getType()) ? rootOf(argument, arena) : Root{});
   SmallVector<int64_t> noalias;
   if (llvm::any_of(arguments, [](Value v) {
         return isa<UnrankedMemRefType>(v.getType());
@@ -137,8 +136,8 @@ SmallVector<int64_t> noaliasPositions(ArrayRef<Value> arguments, Value arena) {
     return noalias;
   int64_t position = 0;
   for (auto [i, argument] : llvm::enumerate(arguments)) {
-    bool alone = isa<MemRefType>(argument.getType()) &&
-                 roots[i].kind != Root::Unknown;
+    bool alone =
+        isa<MemRefType>(argument.getType()) && roots[i].kind != Root::Unknown;
     for (auto [j, other] : llvm::enumerate(arguments))
       if (alone && j != i && isa<BaseMemRefType>(other.getType()) &&
           !distinct(roots[i], roots[j]))
@@ -160,8 +159,8 @@ constexpr int64_t kMaxKeptRolled = 64;
 /// Marks `loop` `unroll disable` for LLVM.
 void keepRolled(scf::ForOp loop) {
   MLIRContext *ctx = loop->getContext();
-  auto unroll = LLVM::LoopUnrollAttr::get(
-      ctx, BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, BoolAttr::get(ctx, true), {}, {},
+                                          {}, {}, {}, {});
   auto annotation = LLVM::LoopAnnotationAttr::get(
       ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
   loop->setAttr("llvm.loop_annotation", annotation);
@@ -241,16 +240,16 @@ struct EstOutlineLoopNests
       ops.push_back(op);
     });
     for (auto [i, op] : llvm::enumerate(ops))
-      outline(op, func, arena,
-              (func.getSymName() + "_loop" + Twine(i)).str(), symbols);
+      outline(op, func, arena, (func.getSymName() + "_loop" + Twine(i)).str(),
+              symbols);
     // est-parallelize-loops' nests: launch(n, cost, captures...) runs
     // body(lo, hi, captures...); the captures get the same treatment.
     func.walk([&](func::CallOp call) {
       auto launch = symbols.lookup<func::FuncOp>(call.getCallee());
       auto bodyName =
-          launch ? launch->getAttrOfType<FlatSymbolRefAttr>(
-                       "estc.parallel_body")
-                 : FlatSymbolRefAttr();
+          launch
+              ? launch->getAttrOfType<FlatSymbolRefAttr>("estc.parallel_body")
+              : FlatSymbolRefAttr();
       auto body = bodyName ? symbols.lookup<func::FuncOp>(bodyName.getValue())
                            : func::FuncOp();
       if (!body || body.getNumArguments() != call.getNumOperands())

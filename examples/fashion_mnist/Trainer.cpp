@@ -5,11 +5,11 @@
 #include "estimator/Training.h"
 #include "lib/Data/Idx.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -67,8 +67,7 @@ int64_t parsePositive(const std::string &name, const std::string &value,
   long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || v < (allowZero ? 0 : 1))
     throw FlagError("--" + name + "=" + value + ": expected " +
-                    (allowZero ? "a non-negative" : "a positive") +
-                    " integer");
+                    (allowZero ? "a non-negative" : "a positive") + " integer");
   return v;
 }
 
@@ -121,8 +120,8 @@ Flags parseFlags(int argc, char **argv) {
 }
 
 Features imagesOf(const data::ImageDataset &d) {
-  return {{"x", TensorValue::of<float>({d.size(), d.rows, d.cols, 1},
-                                       d.images)}};
+  return {
+      {"x", TensorValue::of<float>({d.size(), d.rows, d.cols, 1}, d.images)}};
 }
 TensorValue labelsOf(const data::ImageDataset &d) {
   return TensorValue::of<int64_t>({d.size()}, d.labels);
@@ -153,8 +152,8 @@ InputFn stepIndexedInput(const data::ImageDataset &d, int64_t batchSize,
       }
       ++step;
       Batch b;
-      b.features["x"] = TensorValue::of<float>(
-          {batchSize, set->rows, set->cols, 1}, images);
+      b.features["x"] =
+          TensorValue::of<float>({batchSize, set->rows, set->cols, 1}, images);
       b.labels = TensorValue::of<int64_t>({batchSize}, labels);
       return b;
     };
@@ -189,10 +188,9 @@ int run_trainer(const char *program, int argc, char **argv,
       evalSet = data::load_mnist(flags.data_dir, "t10k");
     }
     if (trainSet.rows != 28 || trainSet.cols != 28)
-      throw std::invalid_argument(flags.data_dir + ": images are " +
-                                  std::to_string(trainSet.rows) + "x" +
-                                  std::to_string(trainSet.cols) +
-                                  ", the model takes 28x28");
+      throw std::invalid_argument(
+          flags.data_dir + ": images are " + std::to_string(trainSet.rows) +
+          "x" + std::to_string(trainSet.cols) + ", the model takes 28x28");
     int64_t stepsPerEpoch =
         (trainSet.size() + flags.batch_size - 1) / flags.batch_size;
     int64_t maxSteps = flags.train_steps.value_or(flags.epochs * stepsPerEpoch);
@@ -230,9 +228,9 @@ int run_trainer(const char *program, int argc, char **argv,
     evalSpec.throttle_secs = 0;
     EvalResults results = train_and_evaluate(*estimator, trainSpec, evalSpec);
 
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     std::cout << "final evaluation:";
     for (const auto &[name, value] : results)
       std::cout << " " << name << " = " << value;

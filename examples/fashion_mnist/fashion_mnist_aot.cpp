@@ -15,8 +15,7 @@
 int main(int argc, char **argv) {
   using namespace estc;
   return examples::run_trainer(
-      "fashion_mnist_aot", argc, argv,
-      [](const estimator::RunConfig &config) {
+      "fashion_mnist_aot", argc, argv, [](const estimator::RunConfig &config) {
         return std::make_unique<estimator::Estimator>(
             std::make_unique<FashionConvNet>(), config);
       });

@@ -20,9 +20,8 @@ int main(int argc, char **argv) {
   try {
     int64_t seed = argc == 3 ? std::atoll(argv[2]) : 1;
     std::string error;
-    if (!estc::graph::writeGraph(argv[1],
-                                 estc::examples::build_convnet_graph(seed),
-                                 error)) {
+    if (!estc::graph::writeGraph(
+            argv[1], estc::examples::build_convnet_graph(seed), error)) {
       std::cerr << "fashion_mnist_graph: error: " << error << "\n";
       return 1;
     }

@@ -11,10 +11,9 @@
 
 int main(int argc, char **argv) {
   using namespace estc;
-  return examples::run_trainer(
-      "fashion_mnist_jit", argc, argv,
-      [](const estimator::RunConfig &config) {
-        return std::make_unique<estimator::Estimator>(
-            examples::convnet_model_fn, config);
-      });
+  return examples::run_trainer("fashion_mnist_jit", argc, argv,
+                               [](const estimator::RunConfig &config) {
+                                 return std::make_unique<estimator::Estimator>(
+                                     examples::convnet_model_fn, config);
+                               });
 }

@@ -126,8 +126,7 @@ float train(rt::CompiledModel &model, const data::ImageDataset &data,
     next += config.batch;
     model.run(feed.function);
     loss = scalarOutput(model, feed.function, "loss");
-    if (config.log_every > 0 && step % config.log_every == 0 &&
-        config.on_log)
+    if (config.log_every > 0 && step % config.log_every == 0 && config.on_log)
       config.on_log(step, loss);
   }
   return loss;
@@ -142,7 +141,8 @@ Evaluation evaluate(rt::CompiledModel &model, const data::ImageDataset &data,
   Evaluation result;
   double lossSum = 0;
   runInOrder(model, feed, data, batch, [&](int64_t, int64_t n) {
-    lossSum += static_cast<double>(scalarOutput(model, feed.function, "loss")) * n;
+    lossSum +=
+        static_cast<double>(scalarOutput(model, feed.function, "loss")) * n;
     result.examples += n;
   });
   model.run(metrics);

@@ -116,17 +116,16 @@ int main(int argc, char **argv) {
       model = std::make_unique<ConvNet>();
     model->run("init");
 
-    std::printf("%s on %s/mnist-t10k: %lld train / %lld eval images, "
-                "batch %lld, %lld steps (%.1f epochs), %lld thread(s)\n",
-                opt.model.c_str(), opt.dataDir.c_str(),
-                static_cast<long long>(trainSet.size()),
-                static_cast<long long>(evalSet.size()),
-                static_cast<long long>(opt.batch),
-                static_cast<long long>(opt.steps),
-                static_cast<double>(opt.steps) *
-                    static_cast<double>(opt.batch) /
-                    static_cast<double>(trainSet.size()),
-                static_cast<long long>(opt.threads));
+    std::printf(
+        "%s on %s/mnist-t10k: %lld train / %lld eval images, "
+        "batch %lld, %lld steps (%.1f epochs), %lld thread(s)\n",
+        opt.model.c_str(), opt.dataDir.c_str(),
+        static_cast<long long>(trainSet.size()),
+        static_cast<long long>(evalSet.size()),
+        static_cast<long long>(opt.batch), static_cast<long long>(opt.steps),
+        static_cast<double>(opt.steps) * static_cast<double>(opt.batch) /
+            static_cast<double>(trainSet.size()),
+        static_cast<long long>(opt.threads));
     std::fflush(stdout);
 
     estc::mnist::TrainConfig config;
@@ -135,13 +134,13 @@ int main(int argc, char **argv) {
     config.shuffle_seed = static_cast<uint64_t>(opt.seed);
     config.log_every = opt.logEvery;
     config.on_log = [](int64_t step, float loss) {
-      std::printf("step %lld: loss %.4f\n", static_cast<long long>(step),
-                  loss);
+      std::printf("step %lld: loss %.4f\n", static_cast<long long>(step), loss);
       std::fflush(stdout);
     };
     auto start = Clock::now();
     float loss = estc::mnist::train(*model, trainSet, config);
-    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
     estc::mnist::Evaluation eval =
         estc::mnist::evaluate(*model, evalSet, opt.batch);
 

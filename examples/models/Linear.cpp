@@ -34,10 +34,9 @@ Signature linear_model_fn(Graph &g, const TensorMap &features,
 
   Signature spec;
   Tensor probabilities = sigmoid(logits, "probabilities");
-  Tensor classes = cast(greater(logits, g.constant(0.0)), DType::Int64,
-                        "classes");
-  TensorMap predictions{{"probabilities", probabilities},
-                        {"classes", classes}};
+  Tensor classes =
+      cast(greater(logits, g.constant(0.0)), DType::Int64, "classes");
+  TensorMap predictions{{"probabilities", probabilities}, {"classes", classes}};
   if (mode == ModeKeys::PREDICT) {
     spec.predictions = predictions;
     return spec;

@@ -60,8 +60,7 @@ InputSpec linear_inputs(const LinearParams &params = {});
 Signature linear_model_fn(Graph &g, const TensorMap &features,
                           const Tensor &labels, ModeKeys mode,
                           const LinearParams &params = {});
-graph::GraphDef build_linear(int64_t seed = 0,
-                             const LinearParams &params = {});
+graph::GraphDef build_linear(int64_t seed = 0, const LinearParams &params = {});
 
 // --- Registry (estc-models) ------------------------------------------------
 struct ModelEntry {

@@ -112,8 +112,8 @@ IdxArray read_idx(const std::string &path) {
   std::string bytes = readMaybeGzip(path);
   const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
   if (bytes.size() < 4)
-    fail(path, "truncated IDX header (" + std::to_string(bytes.size()) +
-                   " bytes)");
+    fail(path,
+         "truncated IDX header (" + std::to_string(bytes.size()) + " bytes)");
   if (p[0] != 0 || p[1] != 0)
     fail(path, "not an IDX file (the first two bytes must be zero)");
   int width = elementBytes(p[2]);

@@ -47,8 +47,8 @@ bool isValidName(const std::string &name) {
   if (name.empty() || name.front() == '/' || name.back() == '/')
     return false;
   for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-          c == '/' || c == '-' || c == '.'))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '/' ||
+          c == '-' || c == '.'))
       return false;
   return name.find("//") == std::string::npos;
 }
@@ -187,7 +187,7 @@ Initializer variance_scaling_initializer(double scale, const std::string &mode,
                      seed};
 }
 
-// --- Tensor / Variable ---------------------------------------------------------
+// --- Tensor / Variable -------------------------------------------------------
 
 Graph &Tensor::graph() const {
   if (!graph_)
@@ -195,9 +195,7 @@ Graph &Tensor::graph() const {
   return *graph_;
 }
 const std::string &Tensor::op() const { return graph().node(name_).op(); }
-DType Tensor::dtype() const {
-  return from_proto(graph().node(name_).dtype());
-}
+DType Tensor::dtype() const { return from_proto(graph().node(name_).dtype()); }
 Dims Tensor::shape() const { return getDims(graph().node(name_).shape()); }
 
 Graph &Variable::graph() const {
@@ -217,7 +215,7 @@ bool Variable::trainable() const {
 bool Variable::local() const { return graph().variable_def(name_).local(); }
 Tensor Variable::read() const { return graph().read_variable(*this); }
 
-// --- TensorMap -----------------------------------------------------------------
+// --- TensorMap ---------------------------------------------------------------
 
 TensorMap::TensorMap(
     std::initializer_list<std::pair<const std::string, Tensor>> items) {
@@ -248,8 +246,8 @@ const Tensor &TensorMap::at(const std::string &key) const {
   std::string keys;
   for (const auto &kv : items_)
     keys += (keys.empty() ? "'" : ", '") + kv.first + "'";
-  throw GraphError("no tensor with key '" + key + "' (keys: " +
-                   (keys.empty() ? "none" : keys) + ")");
+  throw GraphError("no tensor with key '" + key +
+                   "' (keys: " + (keys.empty() ? "none" : keys) + ")");
 }
 
 // --- Graph -------------------------------------------------------------------
@@ -270,9 +268,10 @@ void Graph::set_seed(int64_t seed) {
 int64_t Graph::derive_seed(const std::string &key,
                            std::optional<int64_t> op_seed) const {
   uint64_t g = splitmix(static_cast<uint64_t>(def_.seed()));
-  uint64_t k = op_seed ? splitmix(static_cast<uint64_t>(*op_seed) ^
-                                  0x5eed5eed5eed5eedULL)
-                       : fnv1a(key);
+  uint64_t k =
+      op_seed
+          ? splitmix(static_cast<uint64_t>(*op_seed) ^ 0x5eed5eed5eed5eedULL)
+          : fnv1a(key);
   return static_cast<int64_t>(splitmix(g ^ k) >> 1);
 }
 
@@ -461,7 +460,7 @@ Tensor Graph::constant(const graph::TensorProto &value,
                   from_proto(value.dtype()), shape);
 }
 
-// --- Variables -----------------------------------------------------------------
+// --- Variables ---------------------------------------------------------------
 
 Variable Graph::get_variable(const std::string &name, DType dtype,
                              const Dims &shape, const Initializer &initializer,
@@ -567,9 +566,9 @@ Tensor Graph::read_variable(const Variable &variable) {
   std::string name = modePrefix() + v.name() + "/read";
   for (int i = 1; nodeIndex_.count(name); ++i)
     name = modePrefix() + v.name() + "/read_" + std::to_string(i);
-  Tensor t = add_node(name, "read_variable", {},
-                      {{"variable", attr_s(v.name())}},
-                      from_proto(v.dtype()), getDims(v.shape()));
+  Tensor t =
+      add_node(name, "read_variable", {}, {{"variable", attr_s(v.name())}},
+               from_proto(v.dtype()), getDims(v.shape()));
   readCache_[key] = name;
   return t;
 }
@@ -599,7 +598,7 @@ std::vector<Tensor> Graph::get_collection(const std::string &key) const {
   return it == collections_.end() ? std::vector<Tensor>() : it->second;
 }
 
-// --- Signatures ----------------------------------------------------------------
+// --- Signatures --------------------------------------------------------------
 
 bool Graph::has_signature(ModeKeys mode) const {
   return def_.signature().count(mode_key(mode)) != 0;
@@ -688,7 +687,7 @@ graph::GraphDef Graph::graph_def() const {
   return out;
 }
 
-// --- Operators -----------------------------------------------------------------
+// --- Operators ---------------------------------------------------------------
 
 namespace {
 Tensor scalarLike(const Tensor &like, double v) {

@@ -136,18 +136,16 @@ Initializer random_uniform_initializer(double minval = -0.05,
                                        std::optional<int64_t> seed = {});
 Initializer random_normal_initializer(double mean = 0.0, double stddev = 1.0,
                                       std::optional<int64_t> seed = {});
-Initializer truncated_normal_initializer(double mean = 0.0,
-                                         double stddev = 1.0,
+Initializer truncated_normal_initializer(double mean = 0.0, double stddev = 1.0,
                                          std::optional<int64_t> seed = {});
 Initializer glorot_uniform_initializer(std::optional<int64_t> seed = {});
 Initializer glorot_normal_initializer(std::optional<int64_t> seed = {});
 /// mode: fan_in / fan_out / fan_avg; distribution: truncated_normal /
 /// untruncated_normal / uniform.
-Initializer variance_scaling_initializer(double scale = 1.0,
-                                         const std::string &mode = "fan_in",
-                                         const std::string &distribution =
-                                             "truncated_normal",
-                                         std::optional<int64_t> seed = {});
+Initializer variance_scaling_initializer(
+    double scale = 1.0, const std::string &mode = "fan_in",
+    const std::string &distribution = "truncated_normal",
+    std::optional<int64_t> seed = {});
 
 /// A handle to a graph variable. Used as a Tensor it reads the variable in
 /// the current mode (one `read_variable` node per variable and mode).
@@ -289,11 +287,10 @@ public:
   /// existing variable created in another mode is reused (dtype and shape
   /// must match); getting one twice in the same mode needs `reuse`
   /// (tf.AUTO_REUSE: create if absent, share if present).
-  Variable get_variable(const std::string &name, DType dtype,
-                        const Dims &shape,
-                        const Initializer &initializer =
-                            glorot_uniform_initializer(),
-                        bool trainable = true, bool reuse = false);
+  Variable
+  get_variable(const std::string &name, DType dtype, const Dims &shape,
+               const Initializer &initializer = glorot_uniform_initializer(),
+               bool trainable = true, bool reuse = false);
   /// tf.get_local_variable: a non-trainable, zeros-initialized variable in
   /// TF's LOCAL_VARIABLES collection (metric state). Local variables are not
   /// saved in checkpoints and are reset to zeros at the start of every
@@ -355,7 +352,7 @@ private:
   std::optional<ModeKeys> mode_;
   std::map<std::string, int> layerCounts_;
   std::set<std::string> createdInContext_;
-  std::map<std::string, std::string> readCache_; // mode|var -> node
+  std::map<std::string, std::string> readCache_;           // mode|var -> node
   std::map<std::string, std::vector<Tensor>> collections_; // mode|key
 };
 

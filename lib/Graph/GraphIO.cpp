@@ -45,8 +45,7 @@ bool parseGraph(const std::string &bytes, bool text, const std::string &what,
     google::protobuf::io::CodedInputStream input(
         reinterpret_cast<const uint8_t *>(bytes.data()),
         static_cast<int>(bytes.size()));
-    if (!graph.ParseFromCodedStream(&input) ||
-        !input.ConsumedEntireMessage()) {
+    if (!graph.ParseFromCodedStream(&input) || !input.ConsumedEntireMessage()) {
       error = what + ": not a valid binary GraphDef (truncated or not "
                      "protobuf; text graphs need the .pbtxt extension)";
       return false;

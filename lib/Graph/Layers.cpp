@@ -21,9 +21,8 @@ std::string upper(std::string s) {
   return s;
 }
 
-[[noreturn]] void layerError(const std::string &layer,
-                             const std::string &name, const Tensor &x,
-                             const std::string &problem) {
+[[noreturn]] void layerError(const std::string &layer, const std::string &name,
+                             const Tensor &x, const std::string &problem) {
   throw GraphError(layer + " '" + name + "': input '" + x.name() + "' " +
                    shape::toString(x.shape()) + ": " + problem);
 }
@@ -48,7 +47,8 @@ Tensor dense(const Tensor &x, int64_t units, Activation activation,
       g.get_variable("kernel", x.dtype(), {in, units}, kernel_initializer);
   if (kernel_regularizer) {
     auto s = g.name_scope("kernel");
-    losses::add_regularization_loss(kernel_regularizer, g.read_variable(kernel));
+    losses::add_regularization_loss(kernel_regularizer,
+                                    g.read_variable(kernel));
   }
   Tensor y = matmul(x, kernel);
   if (use_bias) {
@@ -80,12 +80,10 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
   if (filters < 1)
     layerError("conv2d", layer, x,
                "filters must be positive, got " + std::to_string(filters));
-  Variable kernel =
-      g.get_variable("kernel", x.dtype(),
-                     {kernel_size[0], kernel_size[1], in, filters},
-                     kernel_initializer);
-  Tensor y =
-      nn::conv2d(x, kernel, strides, upper(padding), dilation_rate);
+  Variable kernel = g.get_variable(
+      "kernel", x.dtype(), {kernel_size[0], kernel_size[1], in, filters},
+      kernel_initializer);
+  Tensor y = nn::conv2d(x, kernel, strides, upper(padding), dilation_rate);
   if (use_bias) {
     Variable bias =
         g.get_variable("bias", x.dtype(), {filters}, bias_initializer);
@@ -130,8 +128,7 @@ Tensor flatten(const Tensor &x, const std::string &name) {
   Dims rest(s.begin() + 1, s.end());
   int64_t n = shape::numElements(rest);
   if (n == shape::kUnknownDim)
-    layerError("flatten", layer, x,
-               "the non-batch dimensions must be known");
+    layerError("flatten", layer, x, "the non-batch dimensions must be known");
   return reshape(x, {-1, n});
 }
 

@@ -48,30 +48,26 @@ namespace layers {
 /// `kernel_regularizer` (e.g. losses::l2_regularizer(0.01)): its penalty of
 /// the kernel goes to the mode's "regularization_losses" collection
 /// (losses::get_regularization_loss, losses::get_total_loss).
-Tensor dense(const Tensor &x, int64_t units, Activation activation = nullptr,
-             bool use_bias = true,
-             const Initializer &kernel_initializer =
-                 glorot_uniform_initializer(),
-             const Initializer &bias_initializer = zeros_initializer(),
-             const std::string &name = "",
-             const std::function<Tensor(const Tensor &)> &kernel_regularizer =
-                 nullptr);
+Tensor dense(
+    const Tensor &x, int64_t units, Activation activation = nullptr,
+    bool use_bias = true,
+    const Initializer &kernel_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    const std::string &name = "",
+    const std::function<Tensor(const Tensor &)> &kernel_regularizer = nullptr);
 
 /// tf.layers.conv2d: NHWC input, HWIO kernel [kh, kw, in, filters].
 /// padding: "valid" or "same" (any case).
-Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
-              const Dims &strides = {1, 1},
-              const std::string &padding = "valid",
-              Activation activation = nullptr, bool use_bias = true,
-              const Initializer &kernel_initializer =
-                  glorot_uniform_initializer(),
-              const Initializer &bias_initializer = zeros_initializer(),
-              const Dims &dilation_rate = {1, 1},
-              const std::string &name = "");
+Tensor
+conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
+       const Dims &strides = {1, 1}, const std::string &padding = "valid",
+       Activation activation = nullptr, bool use_bias = true,
+       const Initializer &kernel_initializer = glorot_uniform_initializer(),
+       const Initializer &bias_initializer = zeros_initializer(),
+       const Dims &dilation_rate = {1, 1}, const std::string &name = "");
 
 Tensor max_pooling2d(const Tensor &x, const Dims &pool_size,
-                     const Dims &strides,
-                     const std::string &padding = "valid",
+                     const Dims &strides, const std::string &padding = "valid",
                      const std::string &name = "");
 Tensor average_pooling2d(const Tensor &x, const Dims &pool_size,
                          const Dims &strides,
@@ -80,8 +76,7 @@ Tensor average_pooling2d(const Tensor &x, const Dims &pool_size,
 
 /// tf.layers.dropout: x unchanged unless `training`.
 Tensor dropout(const Tensor &x, double rate = 0.5, bool training = false,
-               std::optional<int64_t> seed = {},
-               const std::string &name = "");
+               std::optional<int64_t> seed = {}, const std::string &name = "");
 
 /// tf.layers.flatten: [batch, d1, d2, ...] -> [batch, d1*d2*...]; the
 /// non-batch dimensions must be known.

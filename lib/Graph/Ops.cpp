@@ -84,8 +84,8 @@ public:
   }
   void requireSameDType(size_t i, size_t j) const {
     if (in(i).dtype() != in(j).dtype())
-      fail("operands have different element types " +
-           to_string(in(i).dtype()) + " and " + to_string(in(j).dtype()) +
+      fail("operands have different element types " + to_string(in(i).dtype()) +
+           " and " + to_string(in(j).dtype()) +
            " (use cast; there is no implicit promotion)");
   }
   shape::Padding padding(const std::string &p) const {
@@ -122,8 +122,7 @@ Tensor compare(const char *op, const char *base, const Tensor &a,
                const Tensor &b, const std::string &name) {
   OpBuilder o(nullptr, op, name, base, {a, b});
   o.requireSameDType(0, 1);
-  return o.finish(DType::Bool,
-                  o.check(shape::broadcast(a.shape(), b.shape())));
+  return o.finish(DType::Bool, o.check(shape::broadcast(a.shape(), b.shape())));
 }
 
 Tensor logicalBinary(const char *op, const char *base, const Tensor &a,
@@ -131,8 +130,7 @@ Tensor logicalBinary(const char *op, const char *base, const Tensor &a,
   OpBuilder o(nullptr, op, name, base, {a, b});
   o.requireBool(0);
   o.requireBool(1);
-  return o.finish(DType::Bool,
-                  o.check(shape::broadcast(a.shape(), b.shape())));
+  return o.finish(DType::Bool, o.check(shape::broadcast(a.shape(), b.shape())));
 }
 
 enum class Kind { Float, Numeric };
@@ -169,8 +167,9 @@ Tensor argReduce(const char *op, const char *base, const Tensor &x,
   if (!is_integer(outputType))
     o.fail("output_type must be i32 or i64, got " + to_string(outputType));
   Dims out = o.check(shape::argReduce(x.shape(), axis));
-  return o.finish(outputType, out,
-                  {{"axis", attr_i(axis)}, {"output_type", attr_type(outputType)}});
+  return o.finish(
+      outputType, out,
+      {{"axis", attr_i(axis)}, {"output_type", attr_type(outputType)}});
 }
 
 Tensor pool(const char *op, const char *base, const Tensor &x,
@@ -207,7 +206,7 @@ Tensor randomOp(const char *op, const char *base, Graph &g, const Dims &shape,
 }
 } // namespace
 
-// --- Elementwise -----------------------------------------------------------------
+// --- Elementwise -------------------------------------------------------------
 
 Tensor add(const Tensor &a, const Tensor &b, const std::string &name) {
   return binary("add", "Add", a, b, name);
@@ -299,8 +298,8 @@ Tensor logical_not(const Tensor &x, const std::string &name) {
   return o.finish(DType::Bool, x.shape());
 }
 
-Tensor where(const Tensor &cond, const Tensor &on_true,
-             const Tensor &on_false, const std::string &name) {
+Tensor where(const Tensor &cond, const Tensor &on_true, const Tensor &on_false,
+             const std::string &name) {
   OpBuilder o(nullptr, "select", name, "Select", {cond, on_true, on_false});
   o.requireBool(0);
   o.requireSameDType(1, 2);
@@ -316,7 +315,7 @@ Tensor cast(const Tensor &x, DType dtype, const std::string &name) {
   return o.finish(dtype, x.shape(), {{"dtype", attr_type(dtype)}});
 }
 
-// --- Linear algebra --------------------------------------------------------------
+// --- Linear algebra ----------------------------------------------------------
 
 Tensor matmul(const Tensor &a, const Tensor &b, bool transpose_a,
               bool transpose_b, const std::string &name) {
@@ -330,7 +329,7 @@ Tensor matmul(const Tensor &a, const Tensor &b, bool transpose_a,
                    {"transpose_b", attr_b(transpose_b)}});
 }
 
-// --- Reductions ------------------------------------------------------------------
+// --- Reductions --------------------------------------------------------------
 
 Tensor reduce_sum(const Tensor &x, std::optional<Dims> axes, bool keep_dims,
                   const std::string &name) {
@@ -361,7 +360,7 @@ Tensor argmin(const Tensor &x, int64_t axis, DType output_type,
   return argReduce("argmin", "ArgMin", x, axis, output_type, name);
 }
 
-// --- Shapes -----------------------------------------------------------------------
+// --- Shapes ------------------------------------------------------------------
 
 Tensor reshape(const Tensor &x, const Dims &shape, const std::string &name) {
   OpBuilder o(nullptr, "reshape", name, "Reshape", {x});
@@ -429,7 +428,7 @@ Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name) {
   return o.finish(x.dtype(), out, {{"axis", attr_i(axis)}});
 }
 
-// --- Indexing ---------------------------------------------------------------------
+// --- Indexing ----------------------------------------------------------------
 
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis,
               const std::string &name) {
@@ -448,8 +447,8 @@ Tensor scatter(const char *mode, const char *base, const Tensor &ref,
   if (ref.dtype() != updates.dtype())
     o.fail("ref and updates must have one dtype, got " +
            to_string(ref.dtype()) + " and " + to_string(updates.dtype()));
-  Dims out = o.check(shape::scatter(ref.shape(), indices.shape(),
-                                    updates.shape()));
+  Dims out =
+      o.check(shape::scatter(ref.shape(), indices.shape(), updates.shape()));
   return o.finish(ref.dtype(), out, {{"mode", attr_s(mode)}});
 }
 } // namespace
@@ -480,7 +479,7 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
                    {"dtype", attr_type(dtype)}});
 }
 
-// --- Misc ----------------------------------------------------------------------------
+// --- Misc --------------------------------------------------------------------
 
 Tensor stop_gradient(const Tensor &x, const std::string &name) {
   OpBuilder o(nullptr, "stop_gradient", name, "StopGradient", {x});
@@ -489,8 +488,8 @@ Tensor stop_gradient(const Tensor &x, const std::string &name) {
 
 namespace {
 // zeros_like / ones_like, then a cast when another dtype is asked for.
-Tensor fillLike(const char *op, const char *base, const Tensor &x,
-                DType dtype, const std::string &name) {
+Tensor fillLike(const char *op, const char *base, const Tensor &x, DType dtype,
+                const std::string &name) {
   OpBuilder o(nullptr, op, name, base, {x});
   Tensor filled = o.finish(x.dtype(), x.shape());
   return dtype == DType::Invalid || dtype == x.dtype() ? filled
@@ -519,19 +518,18 @@ Operation assign(const Variable &variable, const Tensor &value,
   if (!s || value.rank() != static_cast<int64_t>(vshape.size()))
     o.fail("value shape does not match variable '" + variable.name() + "' " +
            shape::toString(vshape));
-  return o.finish(DType::Invalid, {},
-                  {{"variable", attr_s(variable.name())}});
+  return o.finish(DType::Invalid, {}, {{"variable", attr_s(variable.name())}});
 }
 
 Operation assign_add(const Variable &variable, const Tensor &value,
                      const std::string &name) {
   Graph &g = variable.graph();
-  auto scope = g.name_scope(g.unique_layer_name(
-      name.empty() ? "AssignAdd" : name));
+  auto scope =
+      g.name_scope(g.unique_layer_name(name.empty() ? "AssignAdd" : name));
   return assign(variable, add(variable.read(), value));
 }
 
-// --- Random ---------------------------------------------------------------------------
+// --- Random ------------------------------------------------------------------
 
 Tensor random_uniform(Graph &g, const Dims &shape, DType dtype, double minval,
                       double maxval, std::optional<int64_t> seed,
@@ -552,7 +550,7 @@ Tensor truncated_normal(Graph &g, const Dims &shape, DType dtype, double mean,
                   "mean", mean, "stddev", stddev, seed, name);
 }
 
-// --- nn ----------------------------------------------------------------------------------
+// --- nn ----------------------------------------------------------------------
 
 namespace nn {
 Tensor relu(const Tensor &x, const std::string &name) {
@@ -619,8 +617,8 @@ Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
 
 Tensor conv2d_backprop_input(const Tensor &grad_output, const Tensor &filter,
                              const Dims &input_size, const Dims &strides,
-                             const std::string &padding,
-                             const Dims &dilations, const std::string &name) {
+                             const std::string &padding, const Dims &dilations,
+                             const std::string &name) {
   OpBuilder o(nullptr, "conv2d_backprop_input", name, "Conv2DBackpropInput",
               {grad_output, filter});
   o.requireFloat(0);
@@ -637,8 +635,8 @@ Tensor conv2d_backprop_input(const Tensor &grad_output, const Tensor &filter,
 
 Tensor conv2d_backprop_filter(const Tensor &input, const Tensor &grad_output,
                               const Dims &filter_size, const Dims &strides,
-                              const std::string &padding,
-                              const Dims &dilations, const std::string &name) {
+                              const std::string &padding, const Dims &dilations,
+                              const std::string &name) {
   OpBuilder o(nullptr, "conv2d_backprop_filter", name, "Conv2DBackpropFilter",
               {input, grad_output});
   o.requireFloat(0);
@@ -685,10 +683,11 @@ Tensor avg_pool_grad(const Tensor &grad_output, const Dims &input_size,
 Tensor bias_add(const Tensor &value, const Tensor &bias,
                 const std::string &name) {
   if (bias.valid() && bias.has_value() && bias.rank() != 1)
-    throw GraphError("bias_add '" + value.graph().unique_node_name(
-                                        name.empty() ? "BiasAdd" : name) +
-                     "': bias '" + bias.name() + "' must have rank 1, got " +
-                     shape::toString(bias.shape()));
+    throw GraphError(
+        "bias_add '" +
+        value.graph().unique_node_name(name.empty() ? "BiasAdd" : name) +
+        "': bias '" + bias.name() + "' must have rank 1, got " +
+        shape::toString(bias.shape()));
   return binary("add", "BiasAdd", value, bias, name);
 }
 
@@ -711,8 +710,8 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor &labels,
               "SparseSoftmaxCrossEntropy", {logits, labels});
   o.requireFloat(0);
   o.requireInteger(1);
-  Dims out = o.check(
-      shape::sparseSoftmaxCrossEntropy(logits.shape(), labels.shape()));
+  Dims out =
+      o.check(shape::sparseSoftmaxCrossEntropy(logits.shape(), labels.shape()));
   return o.finish(logits.dtype(), out);
 }
 
@@ -742,9 +741,9 @@ Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed,
   }
   std::string mode = g.mode() ? std::string(mode_key(*g.mode())) + "/" : "";
   std::string key = o.node().substr(mode.size());
-  return o.finish(x.dtype(), x.shape(),
-                  {{"rate", attr_f(rate)},
-                   {"seed", attr_i(g.derive_seed(key, seed))}});
+  return o.finish(
+      x.dtype(), x.shape(),
+      {{"rate", attr_f(rate)}, {"seed", attr_i(g.derive_seed(key, seed))}});
 }
 } // namespace nn
 

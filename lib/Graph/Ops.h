@@ -81,10 +81,10 @@ Tensor reduce_min(const Tensor &x, std::optional<Dims> axes = std::nullopt,
                   bool keep_dims = false, const std::string &name = "");
 Tensor reduce_prod(const Tensor &x, std::optional<Dims> axes = std::nullopt,
                    bool keep_dims = false, const std::string &name = "");
-Tensor argmax(const Tensor &x, int64_t axis,
-              DType output_type = DType::Int64, const std::string &name = "");
-Tensor argmin(const Tensor &x, int64_t axis,
-              DType output_type = DType::Int64, const std::string &name = "");
+Tensor argmax(const Tensor &x, int64_t axis, DType output_type = DType::Int64,
+              const std::string &name = "");
+Tensor argmin(const Tensor &x, int64_t axis, DType output_type = DType::Int64,
+              const std::string &name = "");
 
 // --- Shapes ---------------------------------------------------------------
 Tensor reshape(const Tensor &x, const Dims &shape,
@@ -103,8 +103,7 @@ Tensor broadcast_to(const Tensor &x, const Dims &shape,
                     const std::string &name = "");
 Tensor squeeze(const Tensor &x, std::optional<Dims> axes = std::nullopt,
                const std::string &name = "");
-Tensor expand_dims(const Tensor &x, int64_t axis,
-                   const std::string &name = "");
+Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name = "");
 
 // --- Indexing -------------------------------------------------------------
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis = 0,

@@ -6,12 +6,11 @@
 
 namespace estc {
 
-// --- Losses ----------------------------------------------------------------------
+// --- Losses ------------------------------------------------------------------
 
 namespace losses {
 namespace {
-Scope lossScope(const Tensor &t, const std::string &name,
-                const char *base) {
+Scope lossScope(const Tensor &t, const std::string &name, const char *base) {
   Graph &g = t.graph();
   return g.name_scope(name.empty() ? g.unique_layer_name(base) : name);
 }
@@ -33,9 +32,9 @@ Tensor sumOf(const std::vector<Tensor> &terms) {
 Tensor sparse_softmax_cross_entropy(const Tensor &labels, const Tensor &logits,
                                     const std::string &name) {
   auto s = lossScope(logits, name, "sparse_softmax_cross_entropy_loss");
-  return addLoss(reduce_mean(
-      nn::sparse_softmax_cross_entropy_with_logits(labels, logits),
-      std::nullopt, false, "value"));
+  return addLoss(
+      reduce_mean(nn::sparse_softmax_cross_entropy_with_logits(labels, logits),
+                  std::nullopt, false, "value"));
 }
 
 Tensor softmax_cross_entropy(const Tensor &onehot_labels, const Tensor &logits,
@@ -148,7 +147,7 @@ Tensor get_total_loss(Graph &graph, bool add_regularization_losses,
 }
 } // namespace losses
 
-// --- Optimizers -------------------------------------------------------------------
+// --- Optimizers --------------------------------------------------------------
 
 namespace train {
 
@@ -160,8 +159,7 @@ Operation Optimizer::minimize(const Tensor &loss,
   std::string where = "minimize '" + node + "': input '" + loss.name() + "' " +
                       (loss.has_value() ? shape::toString(loss.shape())
                                         : std::string("(no value)"));
-  if (!loss.has_value() || !loss.shape().empty() ||
-      !is_floating(loss.dtype()))
+  if (!loss.has_value() || !loss.shape().empty() || !is_floating(loss.dtype()))
     throw GraphError(where + ": the loss must be a float scalar, got " +
                      to_string(loss.dtype()) + " " +
                      shape::toString(loss.shape()));
@@ -249,11 +247,12 @@ Optimizer AdagradOptimizer(LearningRate learning_rate,
       learning_rate);
 }
 
-Optimizer AdamOptimizer(LearningRate learning_rate, double beta1,
-                        double beta2, double epsilon) {
-  return Optimizer("adam", "Adam",
-                   hp({{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}}),
-                   learning_rate);
+Optimizer AdamOptimizer(LearningRate learning_rate, double beta1, double beta2,
+                        double epsilon) {
+  return Optimizer(
+      "adam", "Adam",
+      hp({{"beta1", beta1}, {"beta2", beta2}, {"epsilon", epsilon}}),
+      learning_rate);
 }
 
 Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay,
@@ -280,7 +279,7 @@ Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
 }
 
-// --- Learning-rate schedules ---------------------------------------------------------
+// --- Learning-rate schedules -------------------------------------------------
 
 namespace {
 /// The schedule's step as a float32 scalar; checks the arguments.
@@ -309,16 +308,16 @@ Scope scheduleScope(Graph &g, const std::string &name, const char *base) {
 } // namespace
 
 Tensor exponential_decay(double learning_rate, const Tensor &global_step,
-                         double decay_steps, double decay_rate,
-                         bool staircase, const std::string &name) {
+                         double decay_steps, double decay_rate, bool staircase,
+                         const std::string &name) {
   Tensor step = scheduleStep("exponential_decay", global_step, decay_steps);
   Graph &g = global_step.graph();
   auto s = scheduleScope(g, name, "ExponentialDecay");
   Tensor p = divide(step, g.constant(decay_steps));
   if (staircase)
     p = floor(p);
-  return multiply(g.constant(learning_rate),
-                  pow(g.constant(decay_rate), p), "value");
+  return multiply(g.constant(learning_rate), pow(g.constant(decay_rate), p),
+                  "value");
 }
 
 Tensor piecewise_constant(const Tensor &global_step,
@@ -375,18 +374,17 @@ Tensor polynomial_decay(double learning_rate, const Tensor &global_step,
 }
 
 Tensor cosine_decay(double learning_rate, const Tensor &global_step,
-                    double decay_steps, double alpha,
-                    const std::string &name) {
+                    double decay_steps, double alpha, const std::string &name) {
   Tensor step = scheduleStep("cosine_decay", global_step, decay_steps);
   Graph &g = global_step.graph();
   auto s = scheduleScope(g, name, "CosineDecay");
   Tensor steps = g.constant(decay_steps);
   Tensor frac = divide(minimum(step, steps), steps);
-  Tensor cosine = multiply(
-      g.constant(0.5),
-      add(g.constant(1.0), cos(multiply(g.constant(M_PI), frac))));
-  Tensor decayed = add(multiply(g.constant(1.0 - alpha), cosine),
-                       g.constant(alpha));
+  Tensor cosine =
+      multiply(g.constant(0.5),
+               add(g.constant(1.0), cos(multiply(g.constant(M_PI), frac))));
+  Tensor decayed =
+      add(multiply(g.constant(1.0 - alpha), cosine), g.constant(alpha));
   return multiply(g.constant(learning_rate), decayed, "value");
 }
 

@@ -54,9 +54,9 @@ Tensor add_regularization_loss(const Regularizer &regularizer,
 
 /// tf.losses.get_regularization_loss: the sum of the mode's regularization
 /// losses (0.0 when there are none).
-Tensor get_regularization_loss(Graph &graph,
-                               const std::string &name =
-                                   "total_regularization_loss");
+Tensor
+get_regularization_loss(Graph &graph,
+                        const std::string &name = "total_regularization_loss");
 /// tf.losses.get_total_loss: the sum of the mode's "losses" collection, plus
 /// the regularization losses when `add_regularization_losses`. Throws when
 /// the sum would be empty.

@@ -183,7 +183,7 @@ template <typename T> inline T erfinvCentral(T x) {
 ///   z = clamp(sqrt2 * erfinv(x), -2, 2).
 template <typename T> inline T standardTruncatedNormal(const Block &r) {
   T u = uniform01<T>(r[0]);
-  T x = u * (T(2) * kErfSqrt2<T>) - kErfSqrt2<T>;
+  T x = u * (T(2) * kErfSqrt2<T>)-kErfSqrt2<T>;
   T z = kSqrt2<T> * erfinvCentral<T>(x);
   if (z < T(-2))
     z = T(-2);

@@ -114,8 +114,7 @@ ShapeOr broadcastTo(const Dims &from, const Dims &to) {
   return to;
 }
 
-ShapeOr matmul(const Dims &a, const Dims &b, bool transposeA,
-               bool transposeB) {
+ShapeOr matmul(const Dims &a, const Dims &b, bool transposeA, bool transposeB) {
   if (a.size() < 2 || b.size() < 2)
     return fail("matmul operands must have rank >= 2, got ", toString(a),
                 " and ", toString(b));
@@ -128,8 +127,8 @@ ShapeOr matmul(const Dims &a, const Dims &b, bool transposeA,
     return fail("matmul inner dimensions differ: ", toString(a),
                 transposeA ? "^T" : "", " x ", toString(b),
                 transposeB ? "^T" : "", " (", ka, " vs ", kb, ")");
-  ShapeOr batch = broadcast(Dims(a.begin(), a.end() - 2),
-                            Dims(b.begin(), b.end() - 2));
+  ShapeOr batch =
+      broadcast(Dims(a.begin(), a.end() - 2), Dims(b.begin(), b.end() - 2));
   if (!batch)
     return fail("matmul batch dimensions: ", batch.message());
   Dims out = *batch;
@@ -199,17 +198,15 @@ ShapeOr conv2d(const Dims &input, const Dims &filter, const Dims &strides,
       return fail("conv2d filter spatial size must be known, got ",
                   toString(filter));
     int64_t eff = (filter[i] - 1) * dilations[i] + 1;
-    if (padding == Padding::Valid && known(input[1 + i]) &&
-        input[1 + i] < eff)
+    if (padding == Padding::Valid && known(input[1 + i]) && input[1 + i] < eff)
       return fail("conv2d VALID window ", eff, " is larger than input ",
                   toString(input));
   }
-  return Dims{input[0],
-              convOutputSize(input[1], filter[0], strides[0], dilations[0],
-                             padding),
-              convOutputSize(input[2], filter[1], strides[1], dilations[1],
-                             padding),
-              filter[3]};
+  return Dims{
+      input[0],
+      convOutputSize(input[1], filter[0], strides[0], dilations[0], padding),
+      convOutputSize(input[2], filter[1], strides[1], dilations[1], padding),
+      filter[3]};
 }
 
 ShapeOr pool2d(const Dims &input, const Dims &ksize, const Dims &strides,
@@ -225,10 +222,9 @@ ShapeOr pool2d(const Dims &input, const Dims &ksize, const Dims &strides,
         input[1 + i] < ksize[i])
       return fail("pooling VALID window ", toString(ksize),
                   " is larger than input ", toString(input));
-  return Dims{input[0],
-              convOutputSize(input[1], ksize[0], strides[0], 1, padding),
-              convOutputSize(input[2], ksize[1], strides[1], 1, padding),
-              input[3]};
+  return Dims{
+      input[0], convOutputSize(input[1], ksize[0], strides[0], 1, padding),
+      convOutputSize(input[2], ksize[1], strides[1], 1, padding), input[3]};
 }
 
 namespace {
@@ -269,9 +265,9 @@ ShapeOr conv2dBackpropInput(const Dims &gradOutput, const Dims &filter,
   if (auto e = checkWindow("input_size", inputSize))
     return ShapeOr::error(*e);
   Dims input = {gradOutput[0], inputSize[0], inputSize[1], filter[2]};
-  return checkGradient(
-      "conv2d_backprop_input",
-      conv2d(input, filter, strides, dilations, padding), gradOutput, input);
+  return checkGradient("conv2d_backprop_input",
+                       conv2d(input, filter, strides, dilations, padding),
+                       gradOutput, input);
 }
 
 ShapeOr conv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
@@ -287,16 +283,15 @@ ShapeOr conv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
   if (auto e = checkWindow("filter_size", filterSize))
     return ShapeOr::error(*e);
   Dims filter = {filterSize[0], filterSize[1], input[3], gradOutput[3]};
-  return checkGradient(
-      "conv2d_backprop_filter",
-      conv2d(input, filter, strides, dilations, padding), gradOutput, filter);
+  return checkGradient("conv2d_backprop_filter",
+                       conv2d(input, filter, strides, dilations, padding),
+                       gradOutput, filter);
 }
 
 ShapeOr maxPoolGrad(const Dims &input, const Dims &gradOutput,
                     const Dims &ksize, const Dims &strides, Padding padding) {
-  return checkGradient("max_pool_grad",
-                       pool2d(input, ksize, strides, padding), gradOutput,
-                       input);
+  return checkGradient("max_pool_grad", pool2d(input, ksize, strides, padding),
+                       gradOutput, input);
 }
 
 ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
@@ -307,9 +302,8 @@ ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
   if (auto e = checkWindow("input_size", inputSize))
     return ShapeOr::error(*e);
   Dims input = {gradOutput[0], inputSize[0], inputSize[1], gradOutput[3]};
-  return checkGradient("avg_pool_grad",
-                       pool2d(input, ksize, strides, padding), gradOutput,
-                       input);
+  return checkGradient("avg_pool_grad", pool2d(input, ksize, strides, padding),
+                       gradOutput, input);
 }
 
 ShapeOr reduce(const Dims &input, const std::optional<Dims> &axes,
@@ -371,9 +365,8 @@ ShapeOr reshape(const Dims &input, const Dims &target) {
     return out;
   }
   if (in != kUnknownDim && in != knownProduct)
-    return fail("cannot reshape ", toString(input), " (", in,
-                " elements) to ", toString(target), " (", knownProduct,
-                " elements)");
+    return fail("cannot reshape ", toString(input), " (", in, " elements) to ",
+                toString(target), " (", knownProduct, " elements)");
   return out;
 }
 
@@ -448,15 +441,14 @@ ShapeOr slice(const Dims &input, const Dims &begin, const Dims &size) {
 
 ShapeOr pad(const Dims &input, const Dims &paddings) {
   if (paddings.size() != 2 * input.size())
-    return fail("paddings ", toString(paddings), " must have 2 * rank = ",
-                2 * input.size(), " values");
+    return fail("paddings ", toString(paddings),
+                " must have 2 * rank = ", 2 * input.size(), " values");
   Dims out(input.size());
   for (size_t i = 0; i < input.size(); ++i) {
     if (paddings[2 * i] < 0 || paddings[2 * i + 1] < 0)
       return fail("paddings ", toString(paddings), " must be non-negative");
-    out[i] = known(input[i])
-                 ? input[i] + paddings[2 * i] + paddings[2 * i + 1]
-                 : kUnknownDim;
+    out[i] = known(input[i]) ? input[i] + paddings[2 * i] + paddings[2 * i + 1]
+                             : kUnknownDim;
   }
   return out;
 }

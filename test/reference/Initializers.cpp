@@ -67,15 +67,17 @@ void draw(Value &out, Draw kind, int64_t seed, double a, double b) {
 Value initialValue(const g::VariableDef &var) {
   const g::InitializerDef &init = var.initializer();
   const std::string &type = init.type();
-  std::vector<int64_t> shape(var.shape().dim().begin(), var.shape().dim().end());
+  std::vector<int64_t> shape(var.shape().dim().begin(),
+                             var.shape().dim().end());
   int64_t count = 1;
   for (int64_t d : shape)
     count *= d;
   Value out(var.dtype(), shape, std::vector<double>(size_t(count), 0.0));
 
   if (type == "zeros" || type == "ones" || type == "constant") {
-    double v = type == "ones" ? 1.0 : type == "zeros" ? 0.0
-                                                       : number(init, "value", 0);
+    double v = type == "ones"    ? 1.0
+               : type == "zeros" ? 0.0
+                                 : number(init, "value", 0);
     for (double &x : out.data)
       x = cast(var.dtype(), v);
     return out;

@@ -68,8 +68,8 @@ double normalize(g::DataType dtype, double v) {
     if (t >= 9.2233720368547758e18 || t <= -9.2233720368547758e18)
       return t > 0 ? std::numeric_limits<int32_t>::max()
                    : std::numeric_limits<int32_t>::min();
-    return static_cast<double>(static_cast<int32_t>(
-        static_cast<uint32_t>(static_cast<int64_t>(t))));
+    return static_cast<double>(
+        static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(t))));
   }
   case g::DT_INT64: {
     if (std::isnan(v))
@@ -379,8 +379,8 @@ Value broadcastMap(const OpContext &ctx, g::DataType dtype,
 
 void expectSameDtype(const OpContext &ctx, const Value &a, const Value &b) {
   if (a.dtype != b.dtype)
-    ctx.error("operands have different dtypes " + dtypeName(a.dtype) +
-              " and " + dtypeName(b.dtype) + " (no implicit promotion)");
+    ctx.error("operands have different dtypes " + dtypeName(a.dtype) + " and " +
+              dtypeName(b.dtype) + " (no implicit promotion)");
 }
 
 Value binary(const OpContext &ctx,
@@ -423,9 +423,8 @@ Value select(const OpContext &ctx) {
   ctx.expectInputs(3, 3);
   ctx.expectBool(ctx.input(0), "cond");
   expectSameDtype(ctx, ctx.input(1), ctx.input(2));
-  return broadcastMap(ctx, ctx.input(1).dtype, [](const double *a) {
-    return a[0] != 0 ? a[1] : a[2];
-  });
+  return broadcastMap(ctx, ctx.input(1).dtype,
+                      [](const double *a) { return a[0] != 0 ? a[1] : a[2]; });
 }
 
 Value cast(const OpContext &ctx) {
@@ -501,10 +500,10 @@ Value conv2d(const OpContext &ctx) {
       shape::conv2d(in.shape, filter.shape, strides, dilations, padding));
   int64_t height = in.shape[1], width = in.shape[2], channels = in.shape[3];
   int64_t kh = filter.shape[0], kw = filter.shape[1];
-  int64_t padTop = shape::convPadBefore(height, kh, strides[0], dilations[0],
-                                        padding);
-  int64_t padLeft = shape::convPadBefore(width, kw, strides[1], dilations[1],
-                                         padding);
+  int64_t padTop =
+      shape::convPadBefore(height, kh, strides[0], dilations[0], padding);
+  int64_t padLeft =
+      shape::convPadBefore(width, kw, strides[1], dilations[1], padding);
   Dims inStrides = stridesOf(in.shape), fStrides = stridesOf(filter.shape);
   Value out = makeValue(in.dtype, outShape);
   forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
@@ -519,8 +518,8 @@ Value conv2d(const OpContext &ctx) {
           continue;
         const double *pixel = in.data.data() + o[0] * inStrides[0] +
                               iy * inStrides[1] + ix * inStrides[2];
-        const double *taps = filter.data.data() + y * fStrides[0] +
-                             x * fStrides[1] + o[3];
+        const double *taps =
+            filter.data.data() + y * fStrides[0] + x * fStrides[1] + o[3];
         for (int64_t c = 0; c < channels; ++c)
           sum += pixel[c] * taps[c * fStrides[2]];
       }
@@ -540,10 +539,10 @@ Value pool(const OpContext &ctx, bool isMax) {
   shape::Padding padding = getPadding(ctx);
   Dims outShape = ctx.check(shape::pool2d(in.shape, ksize, strides, padding));
   int64_t height = in.shape[1], width = in.shape[2];
-  int64_t padTop = shape::convPadBefore(height, ksize[0], strides[0], 1,
-                                        padding);
-  int64_t padLeft = shape::convPadBefore(width, ksize[1], strides[1], 1,
-                                         padding);
+  int64_t padTop =
+      shape::convPadBefore(height, ksize[0], strides[0], 1, padding);
+  int64_t padLeft =
+      shape::convPadBefore(width, ksize[1], strides[1], 1, padding);
   Dims inStrides = stridesOf(in.shape);
   Value out = makeValue(in.dtype, outShape);
   forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
@@ -575,9 +574,8 @@ struct Window {
   int64_t height, width, kh, kw, sh, sw, dh, dw, padTop, padLeft;
   Window(const Dims &inputSize, const Dims &window, const Dims &strides,
          const Dims &dilations, shape::Padding padding)
-      : height(inputSize[0]), width(inputSize[1]), kh(window[0]),
-        kw(window[1]), sh(strides[0]), sw(strides[1]), dh(dilations[0]),
-        dw(dilations[1]),
+      : height(inputSize[0]), width(inputSize[1]), kh(window[0]), kw(window[1]),
+        sh(strides[0]), sw(strides[1]), dh(dilations[0]), dw(dilations[1]),
         padTop(shape::convPadBefore(height, kh, sh, dh, padding)),
         padLeft(shape::convPadBefore(width, kw, sw, dw, padding)) {}
   /// Calls f(iy, ix, y, x) for each tap (y, x) of output pixel (oy, ox)
@@ -608,9 +606,9 @@ Value conv2dBackprop(const OpContext &ctx, bool wantInput) {
   Dims inShape, fShape;
   if (wantInput) {
     fShape = ctx.input(1).shape;
-    inShape = ctx.check(shape::conv2dBackpropInput(
-        dy.shape, fShape, ctx.getInts("input_size"), strides, dilations,
-        padding));
+    inShape = ctx.check(
+        shape::conv2dBackpropInput(dy.shape, fShape, ctx.getInts("input_size"),
+                                   strides, dilations, padding));
   } else {
     inShape = ctx.input(0).shape;
     fShape = ctx.check(shape::conv2dBackpropFilter(
@@ -625,18 +623,18 @@ Value conv2dBackprop(const OpContext &ctx, bool wantInput) {
   Value out = makeValue(dy.dtype, wantInput ? inShape : fShape);
   forEachIndex(dy.shape, [&](const Dims &o, int64_t linear) {
     double g = dy.data[linear];
-    win.forEachTap(o[1], o[2], [&](int64_t iy, int64_t ix, int64_t y,
-                                   int64_t x) {
-      int64_t pixel = o[0] * inStrides[0] + iy * inStrides[1] +
-                      ix * inStrides[2];
-      int64_t taps = y * fStrides[0] + x * fStrides[1] + o[3];
-      for (int64_t c = 0; c < channels; ++c) {
-        if (wantInput)
-          out.data[pixel + c] += g * other.data[taps + c * outChannels];
-        else
-          out.data[taps + c * outChannels] += g * other.data[pixel + c];
-      }
-    });
+    win.forEachTap(
+        o[1], o[2], [&](int64_t iy, int64_t ix, int64_t y, int64_t x) {
+          int64_t pixel =
+              o[0] * inStrides[0] + iy * inStrides[1] + ix * inStrides[2];
+          int64_t taps = y * fStrides[0] + x * fStrides[1] + o[3];
+          for (int64_t c = 0; c < channels; ++c) {
+            if (wantInput)
+              out.data[pixel + c] += g * other.data[taps + c * outChannels];
+            else
+              out.data[taps + c * outChannels] += g * other.data[pixel + c];
+          }
+        });
   });
   for (double &v : out.data)
     v = normalize(out.dtype, v);
@@ -654,19 +652,18 @@ Value poolGrad(const OpContext &ctx, bool isMax) {
   Dims inShape;
   if (isMax) {
     expectSameDtype(ctx, ctx.input(0), dy);
-    inShape = ctx.check(shape::maxPoolGrad(ctx.input(0).shape, dy.shape,
-                                           ksize, strides, padding));
+    inShape = ctx.check(shape::maxPoolGrad(ctx.input(0).shape, dy.shape, ksize,
+                                           strides, padding));
   } else {
-    inShape = ctx.check(shape::avgPoolGrad(
-        dy.shape, ctx.getInts("input_size"), ksize, strides, padding));
+    inShape = ctx.check(shape::avgPoolGrad(dy.shape, ctx.getInts("input_size"),
+                                           ksize, strides, padding));
   }
   Window win({inShape[1], inShape[2]}, ksize, strides, {1, 1}, padding);
   Dims inStrides = stridesOf(inShape);
   Value out = makeValue(dy.dtype, inShape);
   forEachIndex(dy.shape, [&](const Dims &o, int64_t linear) {
     std::vector<int64_t> taps;
-    win.forEachTap(o[1], o[2], [&](int64_t iy, int64_t ix, int64_t,
-                                   int64_t) {
+    win.forEachTap(o[1], o[2], [&](int64_t iy, int64_t ix, int64_t, int64_t) {
       taps.push_back(o[0] * inStrides[0] + iy * inStrides[1] +
                      ix * inStrides[2] + o[3]);
     });
@@ -924,8 +921,8 @@ Value gather(const OpContext &ctx) {
     if (index < 0 || index >= static_cast<double>(limit)) {
       std::ostringstream os;
       os << "index " << static_cast<int64_t>(index) << " (indices element "
-         << which << ") is out of range [0, " << limit << ") of axis "
-         << axis << " of params " << shape::toString(params.shape);
+         << which << ") is out of range [0, " << limit << ") of axis " << axis
+         << " of params " << shape::toString(params.shape);
       ctx.error(os.str());
     }
     int64_t source = static_cast<int64_t>(index) * pStrides[axis];
@@ -956,8 +953,8 @@ Value scatter(const OpContext &ctx) {
     double index = indices.data[i];
     if (index < 0 || index >= static_cast<double>(rows)) {
       std::ostringstream os;
-      os << "index " << static_cast<int64_t>(index) << " (indices element "
-         << i << ") is out of range [0, " << rows << ") of ref "
+      os << "index " << static_cast<int64_t>(index) << " (indices element " << i
+         << ") is out of range [0, " << rows << ") of ref "
          << shape::toString(ref.shape);
       ctx.error(os.str());
     }
@@ -975,7 +972,8 @@ Value oneHot(const OpContext &ctx) {
   ctx.expectInteger(indices, "indices");
   int64_t depth = ctx.getInt("depth");
   int64_t axis = ctx.getInt("axis", -1);
-  double on = ctx.getFloat("on_value", 1.0), off = ctx.getFloat("off_value", 0.0);
+  double on = ctx.getFloat("on_value", 1.0),
+         off = ctx.getFloat("off_value", 0.0);
   g::DataType dtype = ctx.getType("dtype", g::DT_FLOAT);
   Dims outShape = ctx.check(shape::oneHot(indices.shape, depth, axis));
   axis = ctx.axis(axis, static_cast<int64_t>(outShape.size()));
@@ -1016,8 +1014,8 @@ Value softmax(const OpContext &ctx, bool log) {
   ctx.expectInputs(1, 1);
   const Value &x = ctx.input(0);
   ctx.expectFloat(x, "logits");
-  int64_t axis = ctx.axis(ctx.getInt("axis", -1),
-                          static_cast<int64_t>(x.shape.size()));
+  int64_t axis =
+      ctx.axis(ctx.getInt("axis", -1), static_cast<int64_t>(x.shape.size()));
   Value out = logSoftmaxAlong(x, axis);
   if (!log)
     for (double &v : out.data)
@@ -1229,8 +1227,7 @@ const std::map<std::string, Kernel> &kernels() {
                         [](double x) { return nanMin(nanMax(x, 0.0), 6.0); });
     };
     t["elu"] = [](const OpContext &c) {
-      return floatUnary(c,
-                        [](double x) { return x > 0 ? x : std::expm1(x); });
+      return floatUnary(c, [](double x) { return x > 0 ? x : std::expm1(x); });
     };
     t["softplus"] = [kNaN](const OpContext &c) {
       return floatUnary(c, [kNaN](double x) {
@@ -1341,8 +1338,7 @@ const std::map<std::string, Kernel> &kernels() {
     t["dropout"] = dropout;
     t["random_uniform"] = static_cast<Value (*)(const OpContext &)>(randomOp);
     t["random_normal"] = static_cast<Value (*)(const OpContext &)>(randomOp);
-    t["truncated_normal"] =
-        static_cast<Value (*)(const OpContext &)>(randomOp);
+    t["truncated_normal"] = static_cast<Value (*)(const OpContext &)>(randomOp);
     return t;
   }();
   return table;
@@ -1375,8 +1371,8 @@ void checkAgainstDeclared(const std::string &what, const Value &value,
          dtypeName(dtype));
   bool compatible = value.shape.size() == declared.size();
   for (size_t d = 0; compatible && d < declared.size(); ++d)
-    compatible = declared[d] == shape::kUnknownDim ||
-                 declared[d] == value.shape[d];
+    compatible =
+        declared[d] == shape::kUnknownDim || declared[d] == value.shape[d];
   if (!compatible)
     fail(what + " has shape " + shape::toString(value.shape) +
          " but is declared " + shape::toString(declared));
@@ -1466,8 +1462,8 @@ Evaluator::Evaluator(const g::GraphDef &graph) : graph_(graph) {
       std::string name = inputNodeName(node, input);
       auto it = nodeIndex_.find(name);
       if (it == nodeIndex_.end())
-        fail("node '" + node.name() + "' (" + node.op() + "): input '" +
-             input + "' is not a node of the graph");
+        fail("node '" + node.name() + "' (" + node.op() + "): input '" + input +
+             "' is not a node of the graph");
       inputsOf_[i].push_back(it->second);
     }
   }
@@ -1475,8 +1471,7 @@ Evaluator::Evaluator(const g::GraphDef &graph) : graph_(graph) {
   std::vector<int> cycle;
   topoOrder_ = g::topologicalOrder(inputsOf_, &cycle);
   if (topoOrder_.size() != inputsOf_.size())
-    fail("node '" + graph_.node(cycle.front()).name() +
-         "' is part of a cycle");
+    fail("node '" + graph_.node(cycle.front()).name() + "' is part of a cycle");
 }
 
 int Evaluator::nodeIndex(const std::string &name,
@@ -1494,19 +1489,20 @@ const Value &Evaluator::readVariable(const g::NodeDef &node) {
   if (it == variables_.end())
     fail("node '" + node.name() + "' (read_variable): variable '" + name +
          "' has no value (set it in variables())");
-  checkAgainstDeclared("variable '" + name + "'", it->second, def.dtype(),
-                       Dims(def.shape().dim().begin(), def.shape().dim().end()));
+  checkAgainstDeclared(
+      "variable '" + name + "'", it->second, def.dtype(),
+      Dims(def.shape().dim().begin(), def.shape().dim().end()));
   return it->second;
 }
 
 void Evaluator::assignVariable(const g::NodeDef &node, const Value &value) {
   const std::string &name = node.attr().at("variable").s();
   const g::VariableDef &def = graph_.variable(variableIndex_.at(name));
-  checkAgainstDeclared("node '" + node.name() +
-                           "' (assign_variable): value for variable '" +
-                           name + "'",
-                       value, def.dtype(),
-                       Dims(def.shape().dim().begin(), def.shape().dim().end()));
+  checkAgainstDeclared(
+      "node '" + node.name() + "' (assign_variable): value for variable '" +
+          name + "'",
+      value, def.dtype(),
+      Dims(def.shape().dim().begin(), def.shape().dim().end()));
   variables_[name] = value;
 }
 
@@ -1573,8 +1569,9 @@ std::map<int, Value> Evaluator::execute(const std::vector<int> &targets,
   return values;
 }
 
-std::vector<Value> Evaluator::evaluate(const std::vector<std::string> &nodes,
-                                       const std::map<std::string, Value> &feeds) {
+std::vector<Value>
+Evaluator::evaluate(const std::vector<std::string> &nodes,
+                    const std::map<std::string, Value> &feeds) {
   std::map<int, Value> fedByIndex;
   for (const auto &[name, value] : feeds) {
     int i = nodeIndex(name, "feed");
@@ -1583,10 +1580,10 @@ std::vector<Value> Evaluator::evaluate(const std::vector<std::string> &nodes,
       auto dtype = node.attr().find("dtype");
       auto shape = node.attr().find("shape");
       if (dtype != node.attr().end() && shape != node.attr().end())
-        checkAgainstDeclared(
-            "feed for placeholder '" + name + "'", value, dtype->second.type(),
-            Dims(shape->second.shape().dim().begin(),
-                 shape->second.shape().dim().end()));
+        checkAgainstDeclared("feed for placeholder '" + name + "'", value,
+                             dtype->second.type(),
+                             Dims(shape->second.shape().dim().begin(),
+                                  shape->second.shape().dim().end()));
     }
     checkAgainstDeclared("feed for node '" + name + "'", value, value.dtype,
                          value.shape);
@@ -1613,20 +1610,21 @@ Evaluator::run(const std::string &mode,
   const std::string where = "signature '" + mode + "'";
 
   std::map<std::string, Value> feeds;
-  auto bind = [&](const google::protobuf::RepeatedPtrField<g::Binding> &bindings,
-                  const std::map<std::string, Value> &given, const char *kind) {
-    std::set<std::string> keys;
-    for (const g::Binding &b : bindings) {
-      keys.insert(b.key());
-      auto it = given.find(b.key());
-      if (it == given.end())
-        fail(where + ": " + kind + " '" + b.key() + "' is not fed");
-      feeds[b.node()] = it->second;
-    }
-    for (const auto &entry : given)
-      if (!keys.count(entry.first))
-        fail(where + " has no " + kind + " '" + entry.first + "'");
-  };
+  auto bind =
+      [&](const google::protobuf::RepeatedPtrField<g::Binding> &bindings,
+          const std::map<std::string, Value> &given, const char *kind) {
+        std::set<std::string> keys;
+        for (const g::Binding &b : bindings) {
+          keys.insert(b.key());
+          auto it = given.find(b.key());
+          if (it == given.end())
+            fail(where + ": " + kind + " '" + b.key() + "' is not fed");
+          feeds[b.node()] = it->second;
+        }
+        for (const auto &entry : given)
+          if (!keys.count(entry.first))
+            fail(where + " has no " + kind + " '" + entry.first + "'");
+      };
   bind(sig.features(), features, "feature");
   bind(sig.labels(), labels, "label");
 

@@ -87,10 +87,9 @@ public:
   ///   order with ties broken by file order (the importer's order), so a
   ///   read_variable sees every assign_variable that precedes it there.
   /// A train_op that is (or needs) `minimize` throws.
-  std::map<std::string, Value> run(const std::string &mode,
-                                   const std::map<std::string, Value> &features,
-                                   const std::map<std::string, Value> &labels =
-                                       {});
+  std::map<std::string, Value>
+  run(const std::string &mode, const std::map<std::string, Value> &features,
+      const std::map<std::string, Value> &labels = {});
 
   /// Evaluates the named nodes (and what they need, in the order above),
   /// given values for nodes by name; a fed node is not evaluated (feeding a

@@ -17,7 +17,6 @@
 #include "runtime/Kernels.h"
 #include "test/unit/ModelTesting.h"
 
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,11 +74,13 @@ void checkAotModel(rt::CompiledModel &aot, const graph::GraphDef &graph,
     for (const Feature &f : features)
       feeds.emplace(f.key, randomValue(f, batch, rng));
     std::map<std::string, Value> expected = evaluator.run("predict", feeds);
-    for (rt::CompiledModel *model : {&aot, static_cast<rt::CompiledModel *>(jit.get())}) {
+    for (rt::CompiledModel *model :
+         {&aot, static_cast<rt::CompiledModel *>(jit.get())}) {
       model->set_batch(batch);
       for (const auto &[key, value] : feeds)
-        store(value, model->input_data(
-                         predict, model->input_index(predict, "features/" + key)));
+        store(value,
+              model->input_data(
+                  predict, model->input_index(predict, "features/" + key)));
       model->run(predict);
     }
     for (const auto &[key, want] : expected) {
@@ -131,8 +132,8 @@ TEST(AotModels, ConvNetTrainStepMatchesJit) {
   std::mt19937 rng(9);
   for (int64_t batch : {1, 7, 64}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
-    Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
-                          rng);
+    Value x =
+        randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch, rng);
     Value labels = classLabels(batch, 1);
     float loss[2];
     for (size_t k = 0; k < models.size(); ++k) {
@@ -150,10 +151,9 @@ TEST(AotModels, ConvNetTrainStepMatchesJit) {
     const rt::ModelSpec &spec = aot.spec();
     for (int v = 0; v < spec.numVariables; ++v) {
       const rt::VariableSpec &var = spec.variables[v];
-      size_t bytes = rt::numElements(var.rank, var.shape, 1) *
-                     rt::dtypeBytes(var.dtype);
-      EXPECT_EQ(std::memcmp(aot.variable_data(v), jit->variable_data(v),
-                            bytes),
+      size_t bytes =
+          rt::numElements(var.rank, var.shape, 1) * rt::dtypeBytes(var.dtype);
+      EXPECT_EQ(std::memcmp(aot.variable_data(v), jit->variable_data(v), bytes),
                 0)
           << var.name;
     }
@@ -172,8 +172,8 @@ TEST(AotModels, ConvNetTrainStepBitIdenticalForAnyThreadCount) {
   ASSERT_GE(train, 0);
   const int64_t batch = 64;
   std::mt19937 rng(11);
-  Value x = randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch,
-                        rng);
+  Value x =
+      randomValue({"x", DType::Float32, {-1, 28, 28, 1}, 0, 1}, batch, rng);
   Value labels = classLabels(batch, 7);
   std::vector<float> losses[3];
   size_t split[3];
@@ -207,8 +207,8 @@ TEST(AotModels, ConvNetTrainStepBitIdenticalForAnyThreadCount) {
         << "losses " << losses[0][1] << " and " << losses[k][1];
     for (int v = 0; v < spec.numVariables; ++v) {
       const rt::VariableSpec &var = spec.variables[v];
-      size_t bytes = rt::numElements(var.rank, var.shape, 1) *
-                     rt::dtypeBytes(var.dtype);
+      size_t bytes =
+          rt::numElements(var.rank, var.shape, 1) * rt::dtypeBytes(var.dtype);
       EXPECT_EQ(std::memcmp(models[0].variable_data(v),
                             models[k].variable_data(v), bytes),
                 0)

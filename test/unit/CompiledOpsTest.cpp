@@ -35,8 +35,8 @@ namespace g = graph;
 using Body = std::function<TensorMap(Graph &, const TensorMap &)>;
 
 /// A predict-only graph: the features, then `body`'s predictions.
-g::GraphDef predictGraph(const std::vector<Feature> &features,
-                         const Body &body, int64_t seed = 7) {
+g::GraphDef predictGraph(const std::vector<Feature> &features, const Body &body,
+                         int64_t seed = 7) {
   Graph graph;
   graph.set_seed(seed);
   InputSpec inputs;
@@ -79,8 +79,8 @@ void expectMatchesReference(
 
     model->set_batch(batch);
     for (const auto &[key, value] : feeds)
-      store(value, model->input_data(
-                       predict, model->input_index(predict, "features/" + key)));
+      store(value, model->input_data(predict, model->input_index(
+                                                  predict, "features/" + key)));
     model->run(predict);
 
     for (const auto &[key, want] : expected) {
@@ -97,10 +97,9 @@ void checkOp(const std::vector<Feature> &features,
              const std::function<Tensor(Graph &, const TensorMap &)> &op,
              std::vector<int64_t> batches = {1, 3, 17},
              double tolerance = 1e-5) {
-  g::GraphDef graph = predictGraph(
-      features, [&](Graph &g, const TensorMap &x) {
-        return TensorMap{{"y", op(g, x)}};
-      });
+  g::GraphDef graph = predictGraph(features, [&](Graph &g, const TensorMap &x) {
+    return TensorMap{{"y", op(g, x)}};
+  });
   expectMatchesReference(graph, features, batches, tolerance);
 }
 
@@ -120,24 +119,25 @@ Tensor constant(Graph &g, const Dims &shape, uint32_t seed,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-using BinaryFn = Tensor (*)(const Tensor &, const Tensor &, const std::string &);
+using BinaryFn = Tensor (*)(const Tensor &, const Tensor &,
+                            const std::string &);
 
 TEST(CompiledOps, BinaryArithmeticWithBroadcasting) {
   const std::pair<const char *, BinaryFn> ops[] = {
-      {"add", add},         {"subtract", subtract}, {"multiply", multiply},
-      {"divide", divide},   {"maximum", maximum},   {"minimum", minimum},
+      {"add", add},       {"subtract", subtract}, {"multiply", multiply},
+      {"divide", divide}, {"maximum", maximum},   {"minimum", minimum},
       {"pow", estc::pow}};
   // (x shape, y shape): same shape, row vector, size-1 dims both sides,
   // scalar, rank 3 against rank 1.
   const std::pair<Dims, Dims> shapes[] = {
-      {{-1, 17}, {-1, 17}}, {{-1, 17}, {17}},     {{-1, 3, 1}, {1, 4}},
-      {{-1, 1}, {1, 5}},    {{-1, 3}, {}},         {{-1, 2, 3}, {3}}};
+      {{-1, 17}, {-1, 17}}, {{-1, 17}, {17}}, {{-1, 3, 1}, {1, 4}},
+      {{-1, 1}, {1, 5}},    {{-1, 3}, {}},    {{-1, 2, 3}, {3}}};
   for (auto [name, fn] : ops)
     for (const auto &[xs, ys] : shapes) {
       SCOPED_TRACE(std::string(name) + " " + shape::toString(xs) + " " +
                    shape::toString(ys));
-      bool positive = std::string(name) == "pow" ||
-                      std::string(name) == "divide";
+      bool positive =
+          std::string(name) == "pow" || std::string(name) == "divide";
       checkOp({{"x", DType::Float32, xs, positive ? 0.5 : -2.0, 2.0},
                {"y", DType::Float32, ys, positive ? 0.5 : -2.0, 2.0}},
               [fn = fn](Graph &, const TensorMap &x) {
@@ -167,10 +167,9 @@ TEST(CompiledOps, Unary) {
       {"log", estc::log, 0.01, 5},   {"sqrt", estc::sqrt, 0, 5},
       {"rsqrt", rsqrt, 0.01, 5},     {"tanh", estc::tanh, -5, 5},
       {"sin", estc::sin, -7, 7},     {"cos", estc::cos, -7, 7},
-      {"floor", estc::floor, -5, 5},
-      {"sigmoid", sigmoid, -9, 9},   {"relu", nn::relu, -2, 2},
-      {"relu6", nn::relu6, -9, 9},   {"elu", nn::elu, -5, 5},
-      {"softplus", nn::softplus, -30, 30}};
+      {"floor", estc::floor, -5, 5}, {"sigmoid", sigmoid, -9, 9},
+      {"relu", nn::relu, -2, 2},     {"relu6", nn::relu6, -9, 9},
+      {"elu", nn::elu, -5, 5},       {"softplus", nn::softplus, -30, 30}};
   for (auto [name, fn, lo, hi] : ops) {
     SCOPED_TRACE(name);
     checkOp({{"x", DType::Float32, {-1, 17}, lo, hi}},
@@ -186,18 +185,18 @@ TEST(CompiledOps, CompareLogicSelectCast) {
     return greater_equal(x["a"], x["b"]);
   });
   checkOp(f, [](Graph &g, const TensorMap &x) {
-    return logical_or(logical_and(less(x["a"], x["b"]), greater(x["a"], g.constant(0.0))),
-                      logical_not(not_equal(x["a"], x["a"])));
+    return logical_or(
+        logical_and(less(x["a"], x["b"]), greater(x["a"], g.constant(0.0))),
+        logical_not(not_equal(x["a"], x["a"])));
   });
   checkOp(f, [](Graph &, const TensorMap &x) {
     return where(less_equal(x["a"], x["b"]), x["a"], x["b"] * 2.0);
   });
-  checkOp({{"i", DType::Int64, {-1, 3}, -5, 5}},
-          [](Graph &, const TensorMap &x) {
-            return cast(equal(x["i"], cast(cast(x["i"], DType::Float32),
-                                           DType::Int64)),
-                        DType::Float32);
-          });
+  checkOp({{"i", DType::Int64, {-1, 3}, -5, 5}}, [](Graph &,
+                                                    const TensorMap &x) {
+    return cast(equal(x["i"], cast(cast(x["i"], DType::Float32), DType::Int64)),
+                DType::Float32);
+  });
   checkOp({{"a", DType::Float32, {-1, 6}, -9, 9}},
           [](Graph &, const TensorMap &x) {
             return cast(x["a"], DType::Int32); // truncates toward zero
@@ -239,22 +238,25 @@ TEST(CompiledOps, Matmul) {
   // A 1000-term dot product of mixed signs accumulated in f32: the error is
   // relative to the sum of |terms| (~250 here), not to the (cancelled)
   // result, so the bound is looser than for the other cases.
-  checkOp({{"x", DType::Float32, {-1, 1000}}},
-          [](Graph &g, const TensorMap &x) {
-            return matmul(x["x"], constant(g, {1000, 1}, 3));
-          },
-          {1, 3, 17}, 1e-4);
+  checkOp(
+      {{"x", DType::Float32, {-1, 1000}}},
+      [](Graph &g, const TensorMap &x) {
+        return matmul(x["x"], constant(g, {1000, 1}, 3));
+      },
+      {1, 3, 17}, 1e-4);
   // Batched: [?, 3, 17] x [17, 5] and [?, 2, 3] x [?, 3, 4].
   checkOp({{"x", DType::Float32, {-1, 3, 17}}},
           [](Graph &g, const TensorMap &x) {
             return matmul(x["x"], constant(g, {17, 5}, 4));
           });
-  checkOp({{"a", DType::Float32, {-1, 2, 3}}, {"b", DType::Float32, {-1, 3, 4}}},
-          [](Graph &, const TensorMap &x) { return matmul(x["a"], x["b"]); });
-  checkOp({{"a", DType::Float32, {-1, 3, 2}}, {"b", DType::Float32, {-1, 4, 3}}},
-          [](Graph &, const TensorMap &x) {
-            return matmul(x["a"], x["b"], true, true);
-          });
+  checkOp(
+      {{"a", DType::Float32, {-1, 2, 3}}, {"b", DType::Float32, {-1, 3, 4}}},
+      [](Graph &, const TensorMap &x) { return matmul(x["a"], x["b"]); });
+  checkOp(
+      {{"a", DType::Float32, {-1, 3, 2}}, {"b", DType::Float32, {-1, 4, 3}}},
+      [](Graph &, const TensorMap &x) {
+        return matmul(x["a"], x["b"], true, true);
+      });
 }
 
 TEST(CompiledOps, Conv2D) {
@@ -327,13 +329,13 @@ TEST(CompiledOps, Conv2DBackprop) {
                     c.strides, c.padding, c.dilations);
               },
               {1, 3});
-      checkOp({{"x", dtype, c.input}, {"dy", dtype, out}},
-              [&](Graph &, const TensorMap &x) {
-                return nn::conv2d_backprop_filter(x["x"], x["dy"], filterSize,
-                                                  c.strides, c.padding,
-                                                  c.dilations);
-              },
-              {1, 3}, 1e-4);
+      checkOp(
+          {{"x", dtype, c.input}, {"dy", dtype, out}},
+          [&](Graph &, const TensorMap &x) {
+            return nn::conv2d_backprop_filter(
+                x["x"], x["dy"], filterSize, c.strides, c.padding, c.dilations);
+          },
+          {1, 3}, 1e-4);
     }
 }
 
@@ -348,14 +350,14 @@ TEST(CompiledOps, PoolingGradients) {
         Dims input = {-1, 7, 5, 3};
         shape::Padding pad = *shape::parsePadding(padding);
         Dims maxOut = *shape::pool2d(input, {2, 3}, strides, pad);
-        checkOp({{"x", dtype, input}, {"dy", dtype, maxOut}},
-                [&](Graph &, const TensorMap &x) {
-                  Tensor ties = maximum(
-                      x["x"], x["x"].graph().constant({0.5}, {}, dtype));
-                  return nn::max_pool_grad(ties, x["dy"], {2, 3}, strides,
-                                           padding);
-                },
-                {1, 3});
+        checkOp(
+            {{"x", dtype, input}, {"dy", dtype, maxOut}},
+            [&](Graph &, const TensorMap &x) {
+              Tensor ties =
+                  maximum(x["x"], x["x"].graph().constant({0.5}, {}, dtype));
+              return nn::max_pool_grad(ties, x["dy"], {2, 3}, strides, padding);
+            },
+            {1, 3});
         Dims avgOut = *shape::pool2d(input, {3, 2}, strides, pad);
         checkOp({{"dy", dtype, avgOut}},
                 [&](Graph &, const TensorMap &x) {
@@ -373,9 +375,11 @@ TEST(CompiledOps, PoolingGradients) {
 TEST(CompiledOps, Reductions) {
   using ReduceFn = Tensor (*)(const Tensor &, std::optional<Dims>, bool,
                               const std::string &);
-  const std::pair<const char *, ReduceFn> ops[] = {
-      {"sum", reduce_sum}, {"mean", reduce_mean}, {"max", reduce_max},
-      {"min", reduce_min}, {"prod", reduce_prod}};
+  const std::pair<const char *, ReduceFn> ops[] = {{"sum", reduce_sum},
+                                                   {"mean", reduce_mean},
+                                                   {"max", reduce_max},
+                                                   {"min", reduce_min},
+                                                   {"prod", reduce_prod}};
   const std::optional<Dims> axes[] = {Dims{1}, Dims{-1}, Dims{0, 2},
                                       std::nullopt, Dims{}};
   for (auto [name, fn] : ops)
@@ -389,17 +393,15 @@ TEST(CompiledOps, Reductions) {
                   return fn(x["x"], a, keep, "");
                 });
       }
-  checkOp({{"x", DType::Float32, {-1, 1000}}},
-          [](Graph &, const TensorMap &x) {
-            return reduce_sum(x["x"], Dims{1});
-          });
+  checkOp({{"x", DType::Float32, {-1, 1000}}}, [](Graph &, const TensorMap &x) {
+    return reduce_sum(x["x"], Dims{1});
+  });
 }
 
 TEST(CompiledOps, ArgMaxArgMin) {
   for (int64_t axis : {0, 1, -1}) {
-    checkOp({{"x", DType::Float32, {-1, 7}}}, [=](Graph &, const TensorMap &x) {
-      return argmax(x["x"], axis);
-    });
+    checkOp({{"x", DType::Float32, {-1, 7}}},
+            [=](Graph &, const TensorMap &x) { return argmax(x["x"], axis); });
     checkOp({{"x", DType::Int32, {-1, 7}, 0, 3}}, // ties: the first index
             [=](Graph &, const TensorMap &x) {
               return argmin(x["x"], axis, DType::Int32);
@@ -413,9 +415,8 @@ TEST(CompiledOps, ArgMaxArgMin) {
 
 TEST(CompiledOps, ShapeOps) {
   std::vector<Feature> f = {{"x", DType::Float32, {-1, 3, 4}}};
-  checkOp(f, [](Graph &, const TensorMap &x) {
-    return reshape(x["x"], {-1, 12});
-  });
+  checkOp(
+      f, [](Graph &, const TensorMap &x) { return reshape(x["x"], {-1, 12}); });
   checkOp(f, [](Graph &, const TensorMap &x) {
     return reshape(x["x"], {-1, 2, 6});
   });
@@ -434,8 +435,9 @@ TEST(CompiledOps, ShapeOps) {
   checkOp(f, [](Graph &, const TensorMap &x) {
     return expand_dims(x["x"], 1) + squeeze(expand_dims(x["x"], 1), Dims{1});
   });
-  checkOp({{"x", DType::Float32, {-1, 1, 4, 1}}},
-          [](Graph &, const TensorMap &x) { return squeeze(x["x"], Dims{1, 3}); });
+  checkOp(
+      {{"x", DType::Float32, {-1, 1, 4, 1}}},
+      [](Graph &, const TensorMap &x) { return squeeze(x["x"], Dims{1, 3}); });
   checkOp({{"x", DType::Float32, {-1, 3}}}, [](Graph &g, const TensorMap &x) {
     return x["x"] + broadcast_to(constant(g, {3}, 9), {2, 1, 3});
   });
@@ -449,17 +451,16 @@ TEST(CompiledOps, Scatter) {
           [](Graph &, const TensorMap &x) {
             return scatter_add(x["r"], x["i"], x["u"]);
           });
-  checkOp({{"r", DType::Float32, {6, 2, 2}}, {"u", DType::Float32, {2, 2, 2, 2}}},
-          [](Graph &g, const TensorMap &x) {
-            return scatter_add(x["r"],
-                               g.constant({5, 0, 2, 4}, {2, 2}, DType::Int64),
-                               x["u"]);
-          });
+  checkOp(
+      {{"r", DType::Float32, {6, 2, 2}}, {"u", DType::Float32, {2, 2, 2, 2}}},
+      [](Graph &g, const TensorMap &x) {
+        return scatter_add(
+            x["r"], g.constant({5, 0, 2, 4}, {2, 2}, DType::Int64), x["u"]);
+      });
   checkOp({{"r", DType::Float32, {6, 3}}, {"u", DType::Float32, {3, 3}}},
           [](Graph &g, const TensorMap &x) {
-            return scatter_update(x["r"],
-                                  g.constant({4, 0, 2}, {3}, DType::Int64),
-                                  x["u"]);
+            return scatter_update(
+                x["r"], g.constant({4, 0, 2}, {3}, DType::Int64), x["u"]);
           });
 }
 
@@ -475,9 +476,10 @@ TEST(CompiledOps, GatherOneHot) {
           [](Graph &, const TensorMap &x) {
             return one_hot(x["i"], 10, 2.0, -1.0);
           });
-  checkOp({{"i", DType::Int64, {-1, 3}, 0, 4}}, [](Graph &, const TensorMap &x) {
-    return one_hot(x["i"], 5, 1.0, 0.0, 1);
-  });
+  checkOp({{"i", DType::Int64, {-1, 3}, 0, 4}},
+          [](Graph &, const TensorMap &x) {
+            return one_hot(x["i"], 5, 1.0, 0.0, 1);
+          });
 }
 
 //===----------------------------------------------------------------------===//
@@ -494,12 +496,13 @@ TEST(CompiledOps, SoftmaxAndLosses) {
     checkOp(f, [](Graph &, const TensorMap &x) {
       return nn::log_softmax(x["logits"]);
     });
-    checkOp({{"logits", DType::Float32, {-1, classes}, -9, 9},
-             {"labels", DType::Int64, {-1}, 0, static_cast<double>(classes - 1)}},
-            [](Graph &, const TensorMap &x) {
-              return nn::sparse_softmax_cross_entropy_with_logits(x["labels"],
-                                                                  x["logits"]);
-            });
+    checkOp(
+        {{"logits", DType::Float32, {-1, classes}, -9, 9},
+         {"labels", DType::Int64, {-1}, 0, static_cast<double>(classes - 1)}},
+        [](Graph &, const TensorMap &x) {
+          return nn::sparse_softmax_cross_entropy_with_logits(x["labels"],
+                                                              x["logits"]);
+        });
     checkOp({{"logits", DType::Float32, {-1, classes}, -9, 9},
              {"labels", DType::Float32, {-1, classes}, 0, 1}},
             [](Graph &, const TensorMap &x) {
@@ -513,10 +516,9 @@ TEST(CompiledOps, SoftmaxAndLosses) {
             return nn::sigmoid_cross_entropy_with_logits(x["labels"],
                                                          x["logits"]);
           });
-  checkOp({{"logits", DType::Float32, {-1, 3, 4}}},
-          [](Graph &, const TensorMap &x) {
-            return nn::softmax(x["logits"], 1);
-          });
+  checkOp(
+      {{"logits", DType::Float32, {-1, 3, 4}}},
+      [](Graph &, const TensorMap &x) { return nn::softmax(x["logits"], 1); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -555,8 +557,8 @@ void checkSeedModel(const g::GraphDef &full, const std::vector<Feature> &f,
 }
 
 TEST(CompiledModels, MlpPredict) {
-  checkSeedModel(models::build_mlp(42), {{"x", DType::Float32, {-1, 784}, 0, 1}},
-                 {1, 3, 17, 128});
+  checkSeedModel(models::build_mlp(42),
+                 {{"x", DType::Float32, {-1, 784}, 0, 1}}, {1, 3, 17, 128});
 }
 
 TEST(CompiledModels, ConvNetPredict) {

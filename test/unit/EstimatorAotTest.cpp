@@ -37,7 +37,8 @@ Data makeData(int64_t n, uint32_t seed) {
     int64_t c = static_cast<int64_t>(rng() % 10);
     ys[i] = c;
     for (int64_t j = 0; j < 784; ++j)
-      xs[i * 784 + j] = (j >= 78 * c && j < 78 * c + 10 ? 1.f : 0.f) + noise(rng);
+      xs[i * 784 + j] =
+          (j >= 78 * c && j < 78 * c + 10 ? 1.f : 0.f) + noise(rng);
   }
   return {{{"x", TensorValue::of<float>({n, 784}, xs)}},
           TensorValue::of<int64_t>({n}, ys)};
@@ -63,7 +64,8 @@ protected:
 
 TEST_F(EstimatorAotTest, TrainsEvaluatesPredicts) {
   Data train = makeData(320, 1), eval = makeData(200, 2);
-  InputFn trainInput = numpy_input_fn(train.x, train.y, {32, std::nullopt, true, 3});
+  InputFn trainInput =
+      numpy_input_fn(train.x, train.y, {32, std::nullopt, true, 3});
   InputFn evalInput = numpy_input_fn(eval.x, eval.y, {50, 1, false, 0});
   {
     Estimator est(std::make_unique<Mlp>(), config());

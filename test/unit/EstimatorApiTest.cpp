@@ -24,7 +24,7 @@ std::string errorOf(const std::function<void()> &f) {
   return "no error";
 }
 
-// --- EstimatorSpec ---------------------------------------------------------------
+// --- EstimatorSpec -----------------------------------------------------------
 
 class SpecTest : public ::testing::Test {
 protected:
@@ -117,7 +117,7 @@ TEST(DefaultGraphTest, OutsideAModelFn) {
   EXPECT_THROW(get_default_graph(), std::logic_error);
 }
 
-// --- Params -----------------------------------------------------------------------
+// --- Params ------------------------------------------------------------------
 
 TEST(ParamsTest, TypedAccessAndErrors) {
   Params p{{"units", 32},
@@ -143,7 +143,7 @@ TEST(ParamsTest, TypedAccessAndErrors) {
   EXPECT_EQ(p.get<int>("units"), 64);
 }
 
-// --- RunConfig ----------------------------------------------------------------------
+// --- RunConfig ---------------------------------------------------------------
 
 TEST(RunConfigTest, DefaultsAreTfs) {
   RunConfig c = RunConfig::from_tf_config("");
@@ -227,16 +227,14 @@ TEST(RunConfigTest, ReplaceKeepsOtherFieldsAndValidates) {
             "RunConfig: save_checkpoints_steps should be >= 0");
   EXPECT_EQ(bad([](RunConfigOptions &x) { x.keep_checkpoint_max = -1; }),
             "RunConfig: keep_checkpoint_max should be >= 0");
-  EXPECT_EQ(bad([](RunConfigOptions &x) {
-              x.keep_checkpoint_every_n_hours = 0;
-            }),
-            "RunConfig: keep_checkpoint_every_n_hours should be > 0");
+  EXPECT_EQ(
+      bad([](RunConfigOptions &x) { x.keep_checkpoint_every_n_hours = 0; }),
+      "RunConfig: keep_checkpoint_every_n_hours should be > 0");
   EXPECT_EQ(bad([](RunConfigOptions &x) { x.log_step_count_steps = 0; }),
             "RunConfig: log_step_count_steps should be > 0");
-  EXPECT_EQ(bad([](RunConfigOptions &x) {
-              x.intra_op_parallelism_threads = -2;
-            }),
-            "RunConfig: intra_op_parallelism_threads should be >= 0");
+  EXPECT_EQ(
+      bad([](RunConfigOptions &x) { x.intra_op_parallelism_threads = -2; }),
+      "RunConfig: intra_op_parallelism_threads should be >= 0");
 }
 
 const char *kCluster =
@@ -244,10 +242,9 @@ const char *kCluster =
                    "worker": ["host3:2222", "host4:2222", "host5:2222"]})";
 
 RunConfig fromTask(const std::string &type, int index) {
-  return RunConfig::from_tf_config(std::string("{") + kCluster +
-                                   R"(, "task": {"type": ")" + type +
-                                   R"(", "index": )" + std::to_string(index) +
-                                   "}}");
+  return RunConfig::from_tf_config(
+      std::string("{") + kCluster + R"(, "task": {"type": ")" + type +
+      R"(", "index": )" + std::to_string(index) + "}}");
 }
 
 TEST(RunConfigTest, TfConfigWorkerChiefEvaluatorPs) {
@@ -314,18 +311,21 @@ TEST(RunConfigTest, TfConfigErrorsAreTfs) {
   EXPECT_EQ(err(R"({"task": {"type": "worker", "index": 1}})"),
             "RunConfig: If \"cluster\" is not set in TF_CONFIG, task index "
             "must be 0");
-  EXPECT_EQ(err(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})"),
-            "RunConfig: If \"cluster\" is set in TF_CONFIG, it must have one "
-            "\"chief\" node");
-  EXPECT_EQ(err(R"({"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}})"),
-            "RunConfig: The \"cluster\" in TF_CONFIG must have only one "
-            "\"chief\" node");
+  EXPECT_EQ(
+      err(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}})"),
+      "RunConfig: If \"cluster\" is set in TF_CONFIG, it must have one "
+      "\"chief\" node");
+  EXPECT_EQ(
+      err(R"({"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}})"),
+      "RunConfig: The \"cluster\" in TF_CONFIG must have only one "
+      "\"chief\" node");
   EXPECT_EQ(err(std::string("{") + kCluster + "}"),
             "RunConfig: If \"cluster\" is set in TF_CONFIG, task type must be "
             "set");
-  EXPECT_EQ(err(std::string("{") + kCluster + R"(, "task": {"type": "worker"}})"),
-            "RunConfig: If \"cluster\" is set in TF_CONFIG, task index must "
-            "be set");
+  EXPECT_EQ(
+      err(std::string("{") + kCluster + R"(, "task": {"type": "worker"}})"),
+      "RunConfig: If \"cluster\" is set in TF_CONFIG, task index must "
+      "be set");
   EXPECT_EQ(err(std::string("{") + kCluster +
                 R"(, "task": {"type": "worker", "index": -1}})"),
             "RunConfig: Task index must be non-negative number (TF_CONFIG task "
@@ -338,20 +338,20 @@ TEST(RunConfigTest, TfConfigErrorsAreTfs) {
                 R"(, "task": {"type": "worker", "index": 3}})"),
             "RunConfig: 3 is not a valid task_id for task_type worker in the "
             "cluster_spec (3 worker tasks; from TF_CONFIG)");
-  EXPECT_EQ(err(R"({"cluster": {"master": ["m:1"], "chief": ["c:1"]}, "task": {"type": "master", "index": 0}})"),
-            "RunConfig: If `master` node exists in `cluster`, job `chief` is "
-            "not supported");
+  EXPECT_EQ(
+      err(R"({"cluster": {"master": ["m:1"], "chief": ["c:1"]}, "task": {"type": "master", "index": 0}})"),
+      "RunConfig: If `master` node exists in `cluster`, job `chief` is "
+      "not supported");
   EXPECT_EQ(err("{not json"),
             "RunConfig: TF_CONFIG is not valid JSON: at byte 1: expected a "
             "string key");
   RunConfigOptions o;
   o.model_dir = "/a";
-  EXPECT_EQ(errorOf([&] {
-              RunConfig::from_tf_config(R"({"model_dir": "/b"})", o);
-            }),
-            "RunConfig: model_dir provided in RunConfig construct, if set, "
-            "must have the same value as the model_dir in TF_CONFIG "
-            "(model_dir: /a, TF_CONFIG model_dir: /b)");
+  EXPECT_EQ(
+      errorOf([&] { RunConfig::from_tf_config(R"({"model_dir": "/b"})", o); }),
+      "RunConfig: model_dir provided in RunConfig construct, if set, "
+      "must have the same value as the model_dir in TF_CONFIG "
+      "(model_dir: /a, TF_CONFIG model_dir: /b)");
 }
 
 TEST(RunConfigTest, ReadsTheEnvironment) {
@@ -368,7 +368,7 @@ TEST(RunConfigTest, ReadsTheEnvironment) {
   EXPECT_TRUE(RunConfig().is_chief());
 }
 
-// --- Input -------------------------------------------------------------------------------
+// --- Input -------------------------------------------------------------------
 
 Features range(int64_t n) {
   std::vector<float> v(n * 2);

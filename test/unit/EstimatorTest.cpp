@@ -93,7 +93,8 @@ public:
   void after_run(SessionRunContext &context,
                  const SessionRunValues &values) override {
     losses.push_back(values.results.at("loss").element(0));
-    int64_t step = static_cast<int64_t>(values.results.at("global_step").element(0));
+    int64_t step =
+        static_cast<int64_t>(values.results.at("global_step").element(0));
     log_->push_back(name_ + ".after_run@" + std::to_string(step));
     if (stopAt_ && step >= *stopAt_)
       context.request_stop();
@@ -220,11 +221,20 @@ TEST_F(EstimatorTest, HooksOrderRequestStopAndInputExhaustion) {
   auto a = std::make_shared<RecordingHook>(&calls, "a");
   auto b = std::make_shared<RecordingHook>(&calls, "b", /*stopAt=*/2);
   est->train(trainInput(), {a, b});
-  std::vector<std::string> want = {
-      "a.begin",      "b.begin",       "a.after_create_session@0",
-      "b.after_create_session@0",      "a.before_run", "b.before_run",
-      "a.after_run@1", "b.after_run@1", "a.before_run", "b.before_run",
-      "a.after_run@2", "b.after_run@2", "a.end@2",      "b.end@2"};
+  std::vector<std::string> want = {"a.begin",
+                                   "b.begin",
+                                   "a.after_create_session@0",
+                                   "b.after_create_session@0",
+                                   "a.before_run",
+                                   "b.before_run",
+                                   "a.after_run@1",
+                                   "b.after_run@1",
+                                   "a.before_run",
+                                   "b.before_run",
+                                   "a.after_run@2",
+                                   "b.after_run@2",
+                                   "a.end@2",
+                                   "b.end@2"};
   EXPECT_EQ(calls, want);
   // A final checkpoint at the stop.
   EXPECT_EQ(fs::path(*est->latest_checkpoint()).filename(), "model.ckpt-2");
@@ -263,10 +273,9 @@ TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
   auto est = make();
   auto listener = std::make_shared<Listener>();
   est->train(trainInput(), {}, 100, std::nullopt, {listener});
-  std::vector<std::string> want = {"begin",          "before_save@0",
-                                   "after_save@0",   "before_save@10",
-                                   "after_save@10",  "before_save@20",
-                                   "after_save@20",  "end@20"};
+  std::vector<std::string> want = {
+      "begin",         "before_save@0",  "after_save@0",  "before_save@10",
+      "after_save@10", "before_save@20", "after_save@20", "end@20"};
   EXPECT_EQ(listener->calls, want);
 
   RunConfigOptions off; // TF's None for both: no checkpoints
@@ -288,11 +297,11 @@ TEST_F(EstimatorTest, EvaluateLossIsWeightedByBatchSizeAndTakesSteps) {
   EXPECT_NEAR(batched, whole, 1e-6 * whole);
   // steps: the first batch only, as a batch of 64 alone gives.
   Data d = makeData(200, 2);
-  Features first{{"x", TensorValue::from_bytes(train::DType::F32, {64, 4},
-                                               d.x.at("x").data.substr(
-                                                   0, 64 * 16))}};
-  TensorValue firstLabels = TensorValue::from_bytes(
-      train::DType::I64, {64}, d.y.data.substr(0, 64 * 8));
+  Features first{
+      {"x", TensorValue::from_bytes(train::DType::F32, {64, 4},
+                                    d.x.at("x").data.substr(0, 64 * 16))}};
+  TensorValue firstLabels = TensorValue::from_bytes(train::DType::I64, {64},
+                                                    d.y.data.substr(0, 64 * 8));
   EvalResults one = est->evaluate(evalInput(200, 64), /*steps=*/1);
   EvalResults alone =
       est->evaluate(numpy_input_fn(first, firstLabels, {64, 1, false, 0}));
@@ -311,8 +320,8 @@ TEST_F(EstimatorTest, NonScalarMetricsGiveOneResultPerElement) {
       Tensor p0 = reshape(
           slice(spec.predictions["probabilities"], {0, 0}, {-1, 1}), {-1});
       spec.eval_metric_ops.push_back(
-          {"tp", metrics::true_positives_at_thresholds(isZero, p0,
-                                                       thresholds)});
+          {"tp",
+           metrics::true_positives_at_thresholds(isZero, p0, thresholds)});
     }
     return spec;
   };
@@ -343,15 +352,14 @@ TEST_F(EstimatorTest, EvaluatesAGivenCheckpointUnderAName) {
   EvalResults r = est->evaluate(evalInput(), std::nullopt, {}, at10, "ten");
   EXPECT_EQ(r.at("global_step"), 10);
   EXPECT_EQ(summary::list_event_files(est->eval_dir("ten")).size(), 1u);
-  EXPECT_THROW(est->evaluate(evalInput(), std::nullopt, {},
-                             (dir_ / "missing").string()),
-               train::CheckpointError);
+  EXPECT_THROW(
+      est->evaluate(evalInput(), std::nullopt, {}, (dir_ / "missing").string()),
+      train::CheckpointError);
 }
 
 TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
   make()->train(trainInput(), {}, 20);
-  std::string latest =
-      (dir_ / "model" / "model.ckpt-20.safetensors").string();
+  std::string latest = (dir_ / "model" / "model.ckpt-20.safetensors").string();
   {
     std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-3, std::ios::end);
@@ -393,9 +401,10 @@ TEST_F(EstimatorTest, EvaluationsFromAHookDuringTraining) {
   est->train(trainInput(), {hook, losses}, 20);
   ASSERT_TRUE(hook->inMemory);
   EXPECT_EQ(hook->inMemory->at("global_step"), 10);
-  EXPECT_EQ(*hook->inMemory,
-            est->evaluate(evalInput(), std::nullopt, {},
-                          (fs::path(est->model_dir()) / "model.ckpt-10").string()));
+  EXPECT_EQ(
+      *hook->inMemory,
+      est->evaluate(evalInput(), std::nullopt, {},
+                    (fs::path(est->model_dir()) / "model.ckpt-10").string()));
   EXPECT_EQ(hook->fromCheckpoint->at("global_step"), 10);
 
   // The same training without the evaluations: the same losses.
@@ -437,7 +446,7 @@ TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
             "among the hooks: give the listeners to that hook");
 }
 
-// --- Prediction ------------------------------------------------------------------
+// --- Prediction --------------------------------------------------------------
 
 TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
   auto est = make();
@@ -455,9 +464,8 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
       *remaining -= n;
       const std::string &all = d.x.at("x").data;
       Batch b;
-      b.features["x"] = TensorValue::from_bytes(
-          train::DType::F32, {n, 4},
-          all.substr(start * 16, n * 16));
+      b.features["x"] = TensorValue::from_bytes(train::DType::F32, {n, 4},
+                                                all.substr(start * 16, n * 16));
       return b;
     });
   };
@@ -503,9 +511,9 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
       return {{"predictions/classes"}};
     }
     void after_run(SessionRunContext &, const SessionRunValues &v) override {
-      calls->push_back("after_run:" +
-                       std::to_string(v.results.at("predictions/classes")
-                                          .shape.at(0)));
+      calls->push_back(
+          "after_run:" +
+          std::to_string(v.results.at("predictions/classes").shape.at(0)));
     }
     void end(Session &) override { calls->push_back("end"); }
   };
@@ -521,7 +529,7 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
                                              "after_run:2", "end"}));
 }
 
-// --- The JIT cache -----------------------------------------------------------------
+// --- The JIT cache -----------------------------------------------------------
 
 TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
   auto est = make();
@@ -586,7 +594,8 @@ TEST_F(EstimatorTest, PredictFirstThenTrainRebuildsWithLabels) {
   EXPECT_EQ(est->compile_count(), 1);
   bool initLine = false;
   for (const std::string &l : logs_)
-    initLine |= l.find("running initialization to predict") != std::string::npos;
+    initLine |=
+        l.find("running initialization to predict") != std::string::npos;
   EXPECT_TRUE(initLine);
   est->train(trainInput(), {}, 3);
   EXPECT_EQ(est->compile_count(), 2);
@@ -739,7 +748,7 @@ TEST_F(EstimatorTest, JitAndAotRunTheSameModel) {
   EXPECT_EQ(results[0].at("accuracy"), results[1].at("accuracy"));
 }
 
-// --- Determinism ---------------------------------------------------------------------
+// --- Determinism -------------------------------------------------------------
 
 std::string fileBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -755,14 +764,14 @@ TEST_F(EstimatorTest, DeterministicAcrossRunsAndThreadCounts) {
   for (int run = 0; run < 3; ++run) {
     RunConfigOptions o;
     o.intra_op_parallelism_threads = threads[run];
-    Estimator est(classifier_fn,
-                  config("run" + std::to_string(run)).replace(o),
+    Estimator est(classifier_fn, config("run" + std::to_string(run)).replace(o),
                   Params{{"hidden", 8}});
     std::vector<std::string> calls;
     auto hook = std::make_shared<RecordingHook>(&calls);
     est.train(trainInput(), {hook}, 30);
     losses.push_back(hook->losses);
-    checkpoints.push_back(fileBytes(train::checkpoint_file(*est.latest_checkpoint())));
+    checkpoints.push_back(
+        fileBytes(train::checkpoint_file(*est.latest_checkpoint())));
   }
   estc_runtime_set_num_threads(0);
   EXPECT_EQ(losses[0].size(), 30u);
@@ -772,7 +781,7 @@ TEST_F(EstimatorTest, DeterministicAcrossRunsAndThreadCounts) {
   EXPECT_EQ(checkpoints[0], checkpoints[2]);
 }
 
-// --- Warm start ------------------------------------------------------------------------
+// --- Warm start --------------------------------------------------------------
 
 TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
   auto source = make("source");
@@ -790,7 +799,7 @@ TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
   EXPECT_EQ(ckpt0.data, source->get_variable_value("dense/kernel").data);
 }
 
-// --- Bad inputs --------------------------------------------------------------------------
+// --- Bad inputs --------------------------------------------------------------
 
 TEST_F(EstimatorTest, AnEmptyInputWithoutSpecCannotBuildTheModel) {
   auto est = make();
@@ -826,8 +835,8 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
   TensorValue wrongLabels =
       TensorValue::of<int32_t>({8}, std::vector<int32_t>(8, 0));
   EXPECT_EQ(errorOf([&] {
-              est->train(numpy_input_fn(d.x, wrongLabels, {4, 1, false, 0}),
-                         {}, 1);
+              est->train(numpy_input_fn(d.x, wrongLabels, {4, 1, false, 0}), {},
+                         1);
             }),
             "Estimator.train: labels is i32[4]; the model's train function "
             "takes i64[?]");
@@ -844,8 +853,7 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
                     return Dataset::from_generator(
                         []() -> std::optional<Batch> {
                           Batch b;
-                          b.features["x"] =
-                              TensorValue::of<float>({0, 4}, {});
+                          b.features["x"] = TensorValue::of<float>({0, 4}, {});
                           b.labels = TensorValue::of<int64_t>({0}, {});
                           return b;
                         });

@@ -61,8 +61,8 @@ void checkWellFormed(const graph::GraphDef &def) {
 }
 
 std::string tempPath(const std::string &suffix) {
-  return testing::TempDir() + "estc_models_test_" +
-         std::to_string(::getpid()) + suffix;
+  return testing::TempDir() + "estc_models_test_" + std::to_string(::getpid()) +
+         suffix;
 }
 } // namespace
 

@@ -22,7 +22,6 @@
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
 
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,8 +34,8 @@ namespace {
 using namespace estc::testing;
 namespace g = graph;
 
-using UnaryFn = std::function<Tensor(Graph &, const Tensor &x,
-                                     const Tensor &a)>;
+using UnaryFn =
+    std::function<Tensor(Graph &, const Tensor &x, const Tensor &a)>;
 
 Value random(const std::vector<int64_t> &shape, std::mt19937 &rng, double lo,
              double hi) {
@@ -92,8 +91,7 @@ void expectCentralDifferences(reference::Evaluator &evaluator,
 /// Compiles loss = reduce_sum(fn(x, a) * c), runs one SGD(1.0) step and
 /// compares x_before - x_after with central differences of the reference.
 void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
-                   double tolerance = 2e-3,
-                   std::vector<int64_t> shape = {2, 3},
+                   double tolerance = 2e-3, std::vector<int64_t> shape = {2, 3},
                    const std::function<void(Value &x)> &adjustX = {}) {
   Graph graph;
   graph.set_seed(3);
@@ -157,10 +155,12 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
 
 #define GRADIENT_TEST(name, lo, hi, expr)                                      \
   TEST(GradientCheckTest, name) {                                              \
-    checkGradient([](Graph &, const Tensor &x, const Tensor &a) {              \
-      (void)a;                                                                 \
-      return expr;                                                             \
-    }, lo, hi);                                                                \
+    checkGradient(                                                             \
+        [](Graph &, const Tensor &x, const Tensor &a) {                        \
+          (void)a;                                                             \
+          return expr;                                                         \
+        },                                                                     \
+        lo, hi);                                                               \
   }
 
 GRADIENT_TEST(Add, -2, 2, add(x, a))
@@ -185,24 +185,21 @@ GRADIENT_TEST(Sigmoid, -2, 2, sigmoid(x))
 GRADIENT_TEST(Relu, -2, 2, nn::relu(x))
 GRADIENT_TEST(Elu, -2, 2, nn::elu(x))
 GRADIENT_TEST(Softplus, -2, 2, nn::softplus(x))
-GRADIENT_TEST(MatmulTransposeB, -2, 2,
-              matmul(matmul(x, a, false, true), x))
-GRADIENT_TEST(MatmulTransposeA, -2, 2,
-              matmul(a, matmul(x, a, true, false)))
+GRADIENT_TEST(MatmulTransposeB, -2, 2, matmul(matmul(x, a, false, true), x))
+GRADIENT_TEST(MatmulTransposeA, -2, 2, matmul(a, matmul(x, a, true, false)))
 GRADIENT_TEST(ReduceMeanBroadcast, -2, 2,
               multiply(x, reduce_mean(x, Dims{1}, true)))
 GRADIENT_TEST(ReduceMax, -2, 2, multiply(x, reduce_max(x, Dims{0}, true)))
 GRADIENT_TEST(Transpose, -2, 2, matmul(transpose(x, {1, 0}), a))
-GRADIENT_TEST(Reshape, -2, 2,
-              reshape(square(reshape(x, {3, 2})), {2, 3}))
+GRADIENT_TEST(Reshape, -2, 2, reshape(square(reshape(x, {3, 2})), {2, 3}))
 GRADIENT_TEST(Softmax, -2, 2, nn::softmax(x))
 GRADIENT_TEST(LogSoftmax, -2, 2, nn::log_softmax(x))
 GRADIENT_TEST(Relu6, -8, 8, nn::relu6(x))
 GRADIENT_TEST(ReduceMin, -2, 2, multiply(x, reduce_min(x, Dims{0}, false)))
 GRADIENT_TEST(ReduceSum, -2, 2, multiply(x, reduce_sum(x)))
 GRADIENT_TEST(Select, -2, 2, where(greater(a, x), square(x), negative(x)))
-GRADIENT_TEST(Cast, -2, 2, cast(square(cast(x, DType::Float64)),
-                                DType::Float32))
+GRADIENT_TEST(Cast, -2, 2,
+              cast(square(cast(x, DType::Float64)), DType::Float32))
 GRADIENT_TEST(Concat, -2, 2, concat({square(x), x, a}, -1))
 GRADIENT_TEST(Slice, -2, 2, slice(square(x), {0, 1}, {-1, 2}))
 GRADIENT_TEST(Pad, -2, 2, pad(square(x), {1, 0, 0, 2}))
@@ -228,15 +225,14 @@ GRADIENT_TEST(GatherAxis1, -2, 2,
 // Exact zeros: row 0 has one (its gradient is the product of the others,
 // the others get 0), row 1 has two (all 0).
 TEST(GradientCheckTest, ReduceProdZeros) {
-  checkGradient(
-      [](Graph &, const Tensor &x, const Tensor &) {
-        return reduce_prod(x, Dims{1}, false);
-      },
-      -2, 2, 2e-3, {2, 3}, [](Value &x) {
-        x.data[1] = 0.0;
-        x.data[3] = 0.0;
-        x.data[5] = 0.0;
-      });
+  checkGradient([](Graph &, const Tensor &x,
+                   const Tensor &) { return reduce_prod(x, Dims{1}, false); },
+                -2, 2, 2e-3, {2, 3},
+                [](Value &x) {
+                  x.data[1] = 0.0;
+                  x.data[3] = 0.0;
+                  x.data[5] = 0.0;
+                });
 }
 
 TEST(GradientCheckTest, GatherAxis2Of3) {
@@ -248,12 +244,12 @@ TEST(GradientCheckTest, GatherAxis2Of3) {
 }
 
 GRADIENT_TEST(ScatterAdd, -2, 2,
-              scatter_add(square(x), a.graph().constant({1, 0, 1}, {3},
-                                                        DType::Int64),
+              scatter_add(square(x),
+                          a.graph().constant({1, 0, 1}, {3}, DType::Int64),
                           concat({x, slice(x, {0, 0}, {1, 3})}, 0)))
 GRADIENT_TEST(ScatterUpdate, -2, 2,
-              scatter_update(square(x), a.graph().constant({1}, {1},
-                                                           DType::Int64),
+              scatter_update(square(x),
+                             a.graph().constant({1}, {1}, DType::Int64),
                              multiply(slice(x, {0, 0}, {1, 3}),
                                       slice(a, {1, 0}, {1, 3}))))
 // A gather of the trained variable on axis 0 gets a sparse gradient (rows);
@@ -261,8 +257,7 @@ GRADIENT_TEST(ScatterUpdate, -2, 2,
 GRADIENT_TEST(GatherSparse, -2, 2,
               gather(x, a.graph().constant({1, 0, 1, 1}, {2, 2}, DType::Int64)))
 GRADIENT_TEST(GatherSparseAndDense, -2, 2,
-              multiply(gather(x, a.graph().constant({1, 1}, {2},
-                                                    DType::Int64)),
+              multiply(gather(x, a.graph().constant({1, 1}, {2}, DType::Int64)),
                        x))
 
 GRADIENT_TEST(Dropout, -2, 2, nn::dropout(square(x), 0.5, 5))
@@ -289,7 +284,8 @@ void checkBatchedGradient(const UnaryFn &fn, const Dims &xShape,
                Dims cShape = y.shape();
                cShape[0] = 1;
                Signature spec;
-               spec.loss = reduce_sum(multiply(y, randomConstant(gr, cShape, 99)));
+               spec.loss =
+                   reduce_sum(multiply(y, randomConstant(gr, cShape, 99)));
                spec.train_op =
                    train::GradientDescentOptimizer(1.0).minimize(spec.loss);
                lossName = spec.loss.name();
@@ -412,9 +408,8 @@ void expectMlpLearns(const models::MlpParams &params) {
             ? std::sqrt(6.0 / static_cast<double>(v.shape[0] + v.shape[1]))
             : 0.0;
     for (int64_t i = 0; i < n; ++i)
-      v.data.push_back(
-          static_cast<float>(std::uniform_real_distribution<double>(
-              -scale, scale)(rng)));
+      v.data.push_back(static_cast<float>(
+          std::uniform_real_distribution<double>(-scale, scale)(rng)));
     int index = m.variable_index(var.name());
     if (index >= 0)
       store(v, m.variable_data(index));
@@ -439,9 +434,9 @@ void expectMlpLearns(const models::MlpParams &params) {
       int64_t c = std::uniform_int_distribution<int64_t>(0, 9)(rng);
       y.data.push_back(static_cast<double>(c));
       for (int64_t j = 0; j < 784; ++j)
-        x.data.push_back((j >= 78 * c && j < 78 * c + 10 ? 1.0 : 0.0) +
-                         static_cast<float>(0.05 * std::normal_distribution<
-                                                       double>()(rng)));
+        x.data.push_back(
+            (j >= 78 * c && j < 78 * c + 10 ? 1.0 : 0.0) +
+            static_cast<float>(0.05 * std::normal_distribution<double>()(rng)));
     }
     store(x, m.input_data(trainFn, xIn));
     store(y, m.input_data(trainFn, yIn));

@@ -53,7 +53,7 @@ const graph::VariableDef *findVar(const graph::GraphDef &def,
 }
 } // namespace
 
-// --- Basics ---------------------------------------------------------------------
+// --- Basics ------------------------------------------------------------------
 
 TEST(GraphBuilder, PlaceholderAndConstant) {
   Graph g;
@@ -80,8 +80,7 @@ TEST(GraphBuilder, PlaceholderAndConstant) {
   EXPECT_EQ(attr(c2, "value").tensor().int64_val_size(), 6);
   EXPECT_EQ(g.constant(1.0).name(), "Const_1");
   EXPECT_EQ(g.constant(1.0, DType::Bool).dtype(), DType::Bool);
-  EXPECT_EQ(attr(g.constant(3, DType::Int32), "value").tensor().int_val(0),
-            3);
+  EXPECT_EQ(attr(g.constant(3, DType::Int32), "value").tensor().int_val(0), 3);
   EXPECT_EQ(
       attr(g.constant(0.5, DType::Float64), "value").tensor().double_val(0),
       0.5);
@@ -111,7 +110,7 @@ TEST(GraphBuilder, DTypeNames) {
   EXPECT_STREQ(mode_key(ModeKeys::PREDICT), "predict");
 }
 
-// --- Op families ---------------------------------------------------------------
+// --- Op families -------------------------------------------------------------
 
 TEST(GraphBuilder, ElementwiseBroadcastAndOperators) {
   Graph g;
@@ -145,13 +144,12 @@ TEST(GraphBuilder, ElementwiseBroadcastAndOperators) {
   expectGraphError([&] { (void)(i * 0.5); }, {"0.5", "i64"});
 
   Tensor c = g.placeholder("c", DType::Float32, {4, 3});
-  expectGraphError([&] { add(c, g.placeholder("d", DType::Float32, {5, 3})); },
-                   {"add 'Add_", "inputs 'c' [4,3] and 'd' [5,3]",
-                    "cannot be broadcast"});
-  expectGraphError([&] { add(x, i); },
-                   {"add 'Add_", "'x' [?,3] and 'i' [?]",
-                    "different element types f32 and i64",
-                    "no implicit promotion"});
+  expectGraphError(
+      [&] { add(c, g.placeholder("d", DType::Float32, {5, 3})); },
+      {"add 'Add_", "inputs 'c' [4,3] and 'd' [5,3]", "cannot be broadcast"});
+  expectGraphError([&] { add(x, i); }, {"add 'Add_", "'x' [?,3] and 'i' [?]",
+                                        "different element types f32 and i64",
+                                        "no implicit promotion"});
 
   for (auto f : {&exp, &log, &sqrt, &rsqrt, &tanh, &sigmoid, &nn::relu,
                  &nn::relu6, &nn::elu, &nn::softplus}) {
@@ -163,9 +161,8 @@ TEST(GraphBuilder, ElementwiseBroadcastAndOperators) {
   EXPECT_EQ(abs(i).dtype(), DType::Int64);
   EXPECT_EQ(square(i).op(), "square");
   EXPECT_EQ(negative(i).op(), "neg");
-  expectGraphError([&] { exp(i); },
-                   {"exp 'Exp", "input 'i' [?]", "must be a float tensor",
-                    "i64"});
+  expectGraphError([&] { exp(i); }, {"exp 'Exp", "input 'i' [?]",
+                                     "must be a float tensor", "i64"});
   Tensor flag = g.placeholder("flag", DType::Bool, {U, 3});
   expectGraphError([&] { abs(flag); }, {"abs", "float or integer", "i1"});
 }
@@ -174,8 +171,8 @@ TEST(GraphBuilder, CompareLogicSelectCast) {
   Graph g;
   Tensor x = g.placeholder("x", DType::Float32, {U, 3});
   Tensor y = g.placeholder("y", DType::Float32, {1, 3});
-  for (auto f : {&equal, &not_equal, &less, &less_equal, &greater,
-                 &greater_equal}) {
+  for (auto f :
+       {&equal, &not_equal, &less, &less_equal, &greater, &greater_equal}) {
     Tensor c = f(x, y, "");
     EXPECT_EQ(c.dtype(), DType::Bool);
     EXPECT_EQ(c.shape(), (Dims{U, 3}));
@@ -195,8 +192,9 @@ TEST(GraphBuilder, CompareLogicSelectCast) {
   EXPECT_EQ(s.dtype(), DType::Float32);
   expectGraphError([&] { where(x, x, y); }, {"select 'Select", "i1"});
   Tensor i = g.placeholder("i", DType::Int32, {3});
-  expectGraphError([&] { where(c, x, i); },
-                   {"select", "'i' [3]", "different element types f32 and i32"});
+  expectGraphError(
+      [&] { where(c, x, i); },
+      {"select", "'i' [3]", "different element types f32 and i32"});
   expectGraphError([&] { equal(x, i); }, {"equal", "different element types"});
 
   Tensor k = cast(x, DType::Int32);
@@ -258,9 +256,8 @@ TEST(GraphBuilder, MatmulConvPool) {
       {"conv2d_backprop_input 'Conv2DBackpropInput_1'",
        "grad_output [?,24,24,20] does not match the forward result "
        "[?,23,24,20]"});
-  expectGraphError(
-      [&] { nn::max_pool_grad(c, c, {2, 2}, {2, 2}, "VALID"); },
-      {"max_pool_grad 'MaxPoolGrad_1'", "does not match"});
+  expectGraphError([&] { nn::max_pool_grad(c, c, {2, 2}, {2, 2}, "VALID"); },
+                   {"max_pool_grad 'MaxPoolGrad_1'", "does not match"});
 }
 
 TEST(GraphBuilder, MatmulErrorNamesEverything) {
@@ -307,8 +304,9 @@ TEST(GraphBuilder, ShapeOps) {
   Tensor r = reshape(x, {-1, 640});
   EXPECT_EQ(r.shape(), (Dims{U, 640}));
   EXPECT_EQ(listAttr(r, "shape"), (Dims{-1, 640}));
-  expectGraphError([&] { reshape(g.constant({1, 2, 3, 4, 5, 6}, {6}), {4, -1}); },
-                   {"reshape 'Reshape", "cannot reshape"});
+  expectGraphError(
+      [&] { reshape(g.constant({1, 2, 3, 4, 5, 6}, {6}), {4, -1}); },
+      {"reshape 'Reshape", "cannot reshape"});
   EXPECT_EQ(transpose(x, {0, 3, 1, 2}).shape(), (Dims{U, 40, 4, 4}));
   expectGraphError([&] { transpose(x, {0, 1}); }, {"transpose", "rank"});
 
@@ -329,13 +327,15 @@ TEST(GraphBuilder, ShapeOps) {
   Tensor s = slice(b, {0, 1}, {-1, 1});
   EXPECT_EQ(s.shape(), (Dims{U, 1}));
   EXPECT_EQ(listAttr(s, "begin"), (Dims{0, 1}));
-  expectGraphError([&] { slice(b, {0, 2}, {-1, 1}); }, {"slice", "out of bounds"});
+  expectGraphError([&] { slice(b, {0, 2}, {-1, 1}); },
+                   {"slice", "out of bounds"});
   Tensor p = pad(x, {0, 0, 1, 1, 1, 1, 0, 0}, 0.5);
   EXPECT_EQ(p.shape(), (Dims{U, 6, 6, 40}));
   EXPECT_EQ(attr(p, "constant_value").f(), 0.5);
   Tensor bt = broadcast_to(g.placeholder("v", DType::Float32, {3}), {2, 3});
   EXPECT_EQ(bt.shape(), (Dims{2, 3}));
-  expectGraphError([&] { broadcast_to(b, {3, 3}); }, {"broadcast_to", "cannot broadcast"});
+  expectGraphError([&] { broadcast_to(b, {3, 3}); },
+                   {"broadcast_to", "cannot broadcast"});
   EXPECT_EQ(squeeze(a).shape(), Dims{U});
   EXPECT_EQ(squeeze(a, Dims{1}).shape(), Dims{U});
   expectGraphError([&] { squeeze(b, Dims{1}); }, {"squeeze", "size is not 1"});
@@ -367,7 +367,8 @@ TEST(GraphBuilder, IndexingAndNN) {
   EXPECT_EQ(sm.shape(), (Dims{U, 10}));
   EXPECT_EQ(attr(sm, "axis").i(), -1);
   EXPECT_EQ(nn::log_softmax(logits).op(), "log_softmax");
-  expectGraphError([&] { nn::softmax(logits, 2); }, {"softmax", "out of range"});
+  expectGraphError([&] { nn::softmax(logits, 2); },
+                   {"softmax", "out of range"});
 
   Tensor sce = nn::sparse_softmax_cross_entropy_with_logits(labels, logits);
   EXPECT_EQ(sce.op(), "sparse_softmax_cross_entropy");
@@ -386,7 +387,8 @@ TEST(GraphBuilder, IndexingAndNN) {
   expectGraphError([&] { nn::sigmoid_cross_entropy_with_logits(labels, z); },
                    {"sigmoid_cross_entropy", "different element types"});
   EXPECT_EQ(stop_gradient(z).op(), "stop_gradient");
-  expectGraphError([&] { nn::bias_add(logits, logits); }, {"bias_add", "rank 1"});
+  expectGraphError([&] { nn::bias_add(logits, logits); },
+                   {"bias_add", "rank 1"});
 }
 
 TEST(GraphBuilder, RandomOpsAndSeeds) {
@@ -427,12 +429,15 @@ TEST(GraphBuilder, RandomOpsAndSeeds) {
   EXPECT_EQ(g.derive_seed("a"), g.derive_seed("a"));
   EXPECT_NE(g.derive_seed("a"), g.derive_seed("b"));
   expectGraphError([&] { nn::dropout(x, 1.0); }, {"dropout 'Dropout", "rate"});
-  expectGraphError([&] { random_uniform(g, {U, 2}); }, {"random_uniform", "fully known"});
-  expectGraphError([&] { random_uniform(g, {2}, DType::Int32); }, {"float type"});
-  expectGraphError([&] { g.set_seed(3); }, {"set_seed", "before the first node"});
+  expectGraphError([&] { random_uniform(g, {U, 2}); },
+                   {"random_uniform", "fully known"});
+  expectGraphError([&] { random_uniform(g, {2}, DType::Int32); },
+                   {"float type"});
+  expectGraphError([&] { g.set_seed(3); },
+                   {"set_seed", "before the first node"});
 }
 
-// --- Naming, scopes, modes, variables -----------------------------------------
+// --- Naming, scopes, modes, variables ----------------------------------------
 
 TEST(GraphBuilder, NameScopesAndUniqueNames) {
   Graph g;
@@ -488,10 +493,12 @@ TEST(GraphBuilder, LayerNamesAndVariables) {
   EXPECT_EQ(findVar(def, "logits/bias"), nullptr);
   EXPECT_EQ(def.version(), graph::kGraphVersion);
 
-  expectGraphError([&] { layers::dense(g.placeholder("v", DType::Float32, {5}), 3); },
-                   {"dense 'dense_3'", "input 'v' [5]", "rank >= 2"});
-  expectGraphError([&] { layers::dense(g.placeholder("w", DType::Float32, {2, U}), 3); },
-                   {"dense", "last dimension must be known"});
+  expectGraphError(
+      [&] { layers::dense(g.placeholder("v", DType::Float32, {5}), 3); },
+      {"dense 'dense_3'", "input 'v' [5]", "rank >= 2"});
+  expectGraphError(
+      [&] { layers::dense(g.placeholder("w", DType::Float32, {2, U}), 3); },
+      {"dense", "last dimension must be known"});
 }
 
 TEST(GraphBuilder, ConvLayersFlattenDropout) {
@@ -571,7 +578,10 @@ TEST(GraphBuilder, VariableErrorsAndReuse) {
                                  zeros_initializer(), true, /*reuse=*/true);
   EXPECT_EQ(same.name(), "w");
   expectGraphError(
-      [&] { g.get_variable("w", DType::Int32, {2, 2}, zeros_initializer(), true, true); },
+      [&] {
+        g.get_variable("w", DType::Int32, {2, 2}, zeros_initializer(), true,
+                       true);
+      },
       {"requested i32 [2,2]", "existing variable is f32 [2,2]"});
   expectGraphError([&] { g.get_variable("u", DType::Float32, {U}); },
                    {"get_variable 'u'", "fully known"});
@@ -630,7 +640,7 @@ TEST(GraphBuilder, InitializersDescribed) {
   EXPECT_EQ(init("gn", glorot_normal_initializer()).type(), "glorot_normal");
 }
 
-// --- Losses, optimizers, metrics, signatures -----------------------------------
+// --- Losses, optimizers, metrics, signatures ---------------------------------
 
 TEST(GraphBuilder, LossesOptimizersMetrics) {
   Graph g;
@@ -646,9 +656,9 @@ TEST(GraphBuilder, LossesOptimizersMetrics) {
   Tensor y = g.placeholder("y", DType::Int64, {U, 3});
   EXPECT_EQ(losses::sigmoid_cross_entropy(y, logits).shape(), Dims{});
   EXPECT_EQ(losses::mean_squared_error(y, logits).shape(), Dims{});
-  expectGraphError([&] { losses::sparse_softmax_cross_entropy(y, logits); },
-                   {"sparse_softmax_cross_entropy",
-                    "'dense/BiasAdd' [?,3] and 'y' [?,3]"});
+  expectGraphError(
+      [&] { losses::sparse_softmax_cross_entropy(y, logits); },
+      {"sparse_softmax_cross_entropy", "'dense/BiasAdd' [?,3] and 'y' [?,3]"});
 
   Operation op = train::AdamOptimizer(0.002).minimize(loss);
   EXPECT_EQ(op.name(), "Adam");
@@ -665,15 +675,17 @@ TEST(GraphBuilder, LossesOptimizersMetrics) {
   Variable kernel = *g.find_variable("dense/kernel");
   Operation sgd = train::GradientDescentOptimizer(0.1).minimize(loss, {kernel});
   EXPECT_EQ(g.node(sgd.name()).attr().at("optimizer").s(), "sgd");
-  EXPECT_EQ(g.node(sgd.name()).attr().at("var_list").list().s(0), "dense/kernel");
+  EXPECT_EQ(g.node(sgd.name()).attr().at("var_list").list().s(0),
+            "dense/kernel");
   EXPECT_EQ(train::MomentumOptimizer(0.1, 0.9).kind(), "momentum");
   EXPECT_EQ(train::AdagradOptimizer(0.1).kind(), "adagrad");
   EXPECT_EQ(train::RMSPropOptimizer(0.1).kind(), "rmsprop");
   auto ftrl = train::FtrlOptimizer(0.1);
   EXPECT_EQ(ftrl.kind(), "ftrl");
   EXPECT_DOUBLE_EQ(ftrl.hyperparameters().at("learning_rate_power").f(), -0.5);
-  expectGraphError([&] { train::AdamOptimizer().minimize(logits); },
-                   {"minimize 'Adam_1'", "'dense/BiasAdd' [?,3]", "float scalar"});
+  expectGraphError(
+      [&] { train::AdamOptimizer().minimize(logits); },
+      {"minimize 'Adam_1'", "'dense/BiasAdd' [?,3]", "float scalar"});
 
   Metric acc = metrics::accuracy(labels, argmax(logits, 1));
   EXPECT_EQ(acc.value.name(), "accuracy/value");
@@ -691,14 +703,17 @@ TEST(GraphBuilder, LossesOptimizersMetrics) {
   EXPECT_TRUE(g.find_variable("accuracy/count")->local());
   EXPECT_EQ(g.variable_def("accuracy/total").initializer().type(), "zeros");
   EXPECT_FALSE(kernel.local());
-  Metric acc2 = metrics::accuracy(labels, cast(argmax(logits, 1), DType::Int32));
+  Metric acc2 =
+      metrics::accuracy(labels, cast(argmax(logits, 1), DType::Int32));
   EXPECT_EQ(acc2.value.name(), "accuracy_1/value");
   Metric mean = metrics::mean(loss);
   EXPECT_EQ(g.node(mean.update_ops[1].name()).attr().at("variable").s(),
             "mean/count");
   expectGraphError(
-      [&] { metrics::mean(logits, g.constant(std::vector<double>{1}, {1, 4})); },
-                   {"metrics::mean 'mean_1'", "weights", "broadcastable"});
+      [&] {
+        metrics::mean(logits, g.constant(std::vector<double>{1}, {1, 4}));
+      },
+      {"metrics::mean 'mean_1'", "weights", "broadcastable"});
 }
 
 TEST(GraphBuilder, LocalVariables) {
@@ -727,9 +742,8 @@ TEST(GraphBuilder, LocalVariables) {
     EXPECT_EQ(g.get_local_variable("auc/true_positives", DType::Float32, {200})
                   .name(),
               "auc/true_positives");
-    expectGraphError(
-        [&] { g.get_local_variable("w", DType::Float32, {2}); },
-        {"get_local_variable 'w'", "exists and is not local"});
+    expectGraphError([&] { g.get_local_variable("w", DType::Float32, {2}); },
+                     {"get_local_variable 'w'", "exists and is not local"});
     expectGraphError(
         [&] {
           g.get_local_variable("auc/true_positives", DType::Float32, {3},
@@ -756,7 +770,8 @@ TEST(GraphBuilder, Signatures) {
     if (mode == ModeKeys::TRAIN)
       s.train_op = train::GradientDescentOptimizer(0.5).minimize(s.loss);
     else
-      s.metrics.push_back({"accuracy", metrics::accuracy(labels, s.predictions["classes"])});
+      s.metrics.push_back(
+          {"accuracy", metrics::accuracy(labels, s.predictions["classes"])});
     (void)g;
     return s;
   };

@@ -77,10 +77,9 @@ TEST(GoldenMlpHeader, Metadata) {
   static_assert(Mlp::var_dense_kernel_count == 784 * 256);
   static_assert(Mlp::var_accuracy_total_shape.size() == 0);
   static_assert(Mlp::predict_arg_features_x_shape[0] == -1);
-  static_assert(Mlp::kVariableBytes == 4 * (3 * (784 * 256 + 256 + 256 * 256 +
-                                                 256 + 256 * 10 + 10) +
-                                            2) +
-                                           8);
+  static_assert(
+      Mlp::kVariableBytes ==
+      4 * (3 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10) + 2) + 8);
   Mlp model;
   const estc::rt::ModelSpec &spec = model.spec();
   EXPECT_STREQ(spec.name, "Mlp");
@@ -132,8 +131,10 @@ TEST(GoldenMlpHeader, ResetLocalVariablesZeroesOnlyMetricState) {
 TEST(HeaderGenerator, NamesAreSanitizedAndUnique) {
   estc::Manifest m;
   m.name = "Tiny";
-  m.variables.push_back({"a/b", estc::rt::DType::F64, {2}, true, false, "", {}});
-  m.variables.push_back({"a_b", estc::rt::DType::I32, {}, false, true, "zeros", {}});
+  m.variables.push_back(
+      {"a/b", estc::rt::DType::F64, {2}, true, false, "", {}});
+  m.variables.push_back(
+      {"a_b", estc::rt::DType::I32, {}, false, true, "zeros", {}});
   estc::FunctionInfo f;
   f.name = "run"; // a CompiledModel method
   f.inputs.push_back({"x-1", estc::rt::DType::Bool, {-1}});
@@ -144,13 +145,15 @@ TEST(HeaderGenerator, NamesAreSanitizedAndUnique) {
   EXPECT_NE(h.find("void run_2() { run(k_run_2); }"), std::string::npos) << h;
   EXPECT_NE(h.find("bool *run_2_arg_x_1() {"), std::string::npos) << h;
   EXPECT_NE(h.find("void Tiny_run_packed(void **args);"), std::string::npos);
-  EXPECT_NE(h.find("{\"a/b\", estc::rt::DType::F64, 1, kVarShape0, true, false},"),
-            std::string::npos)
+  EXPECT_NE(
+      h.find("{\"a/b\", estc::rt::DType::F64, 1, kVarShape0, true, false},"),
+      std::string::npos)
       << h;
   EXPECT_NE(h.find("{\"a_b\", estc::rt::DType::I32, 0, nullptr, false, true},"),
             std::string::npos)
       << h;
-  EXPECT_NE(h.find("// a_b: i32[], local, initializer zeros"), std::string::npos)
+  EXPECT_NE(h.find("// a_b: i32[], local, initializer zeros"),
+            std::string::npos)
       << h;
 }
 

@@ -9,8 +9,8 @@
 
 #include "TinyClassifier.h"
 
-#include "estimator/Hooks.h"
 #include "estimator/FileIO.h"
+#include "estimator/Hooks.h"
 #include "estimator/Json.h"
 #include "estimator/Logging.h"
 

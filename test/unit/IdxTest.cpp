@@ -61,15 +61,16 @@ std::string header(uint8_t type, std::vector<uint32_t> dims) {
 
 TEST_F(IdxTest, ReadsEveryElementTypeBigEndian) {
   // u8 [2,3]
-  IdxArray a = read_idx(write("u8", header(0x08, {2, 3}) +
-                                        std::string("\x01\x02\x03\x04\x05\xFF")));
+  IdxArray a = read_idx(write(
+      "u8", header(0x08, {2, 3}) + std::string("\x01\x02\x03\x04\x05\xFF")));
   EXPECT_EQ(a.dims, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(a.values, (std::vector<double>{1, 2, 3, 4, 5, 255}));
   // i8, i16, i32: sign and byte order.
   EXPECT_EQ(read_idx(write("i8", header(0x09, {1}) + "\xFE")).values[0], -2);
-  EXPECT_EQ(read_idx(write("i16", header(0x0B, {1}) + std::string("\xFF\x00", 2)))
-                .values[0],
-            -256);
+  EXPECT_EQ(
+      read_idx(write("i16", header(0x0B, {1}) + std::string("\xFF\x00", 2)))
+          .values[0],
+      -256);
   EXPECT_EQ(read_idx(write("i32", header(0x0C, {1}) +
                                       std::string("\x00\x01\x00\x02", 4)))
                 .values[0],
@@ -105,7 +106,8 @@ TEST_F(IdxTest, BadFilesAreOneLineErrorsNamingTheFile) {
   }
   std::vector<Case> cases = {
       {(dir_ / "missing").string(), "cannot open"},
-      {write("short", std::string("\0\0", 2)), "truncated IDX header (2 bytes)"},
+      {write("short", std::string("\0\0", 2)),
+       "truncated IDX header (2 bytes)"},
       {write("magic", std::string("\x01\x00\x08\x01", 4)), "not an IDX file"},
       {write("type", header(0x07, {1}) + "x"), "unknown IDX element type 0x07"},
       {write("rank0", header(0x08, {})), "IDX rank 0"},

@@ -92,8 +92,8 @@ protected:
 };
 
 constexpr int64_t kBatch = 3;
-const float kX[kBatch * 4] = {1.5f, -2, 0.25f, 3e7f, 0, 1e-30f,
-                              -7.125f, 8, 9, 10, -11, 0.1f};
+const float kX[kBatch * 4] = {1.5f,    -2, 0.25f, 3e7f, 0,   1e-30f,
+                              -7.125f, 8,  9,     10,   -11, 0.1f};
 const float kV[4] = {0.3f, -0.7f, 1e-8f, 2};
 
 std::vector<float> expected() {
@@ -145,11 +145,11 @@ TEST_F(JitTest, JitAndAotAreBitIdentical) {
   ASSERT_TRUE(model);
   std::vector<float> jitY = runTwice(*model);
   ASSERT_EQ(aotY.size(), jitY.size());
-  EXPECT_EQ(0, std::memcmp(aotY.data(), jitY.data(),
-                           aotY.size() * sizeof(float)));
+  EXPECT_EQ(0,
+            std::memcmp(aotY.data(), jitY.data(), aotY.size() * sizeof(float)));
   std::vector<float> want = expected();
-  EXPECT_EQ(0, std::memcmp(want.data(), jitY.data(),
-                           want.size() * sizeof(float)));
+  EXPECT_EQ(0,
+            std::memcmp(want.data(), jitY.data(), want.size() * sizeof(float)));
 }
 
 TEST_F(JitTest, TypedCInterface) {
@@ -225,7 +225,8 @@ TEST_F(JitTest, SecondCompileIsACacheHit) {
   auto k3 = again.cacheKey(source, "Other");
   estc::TargetOptions v2;
   v2.cpu = "x86-64-v2";
-  auto k4 = estc::JitCompiler({v2, cacheDir, true}).cacheKey(source, "ScaleAdd");
+  auto k4 =
+      estc::JitCompiler({v2, cacheDir, true}).cacheKey(source, "ScaleAdd");
   ASSERT_TRUE(k1 && k2 && k3 && k4);
   EXPECT_NE(*k1, *k2);
   EXPECT_NE(*k1, *k3);

@@ -111,10 +111,10 @@ std::map<std::string, Value> randomVariables(const g::GraphDef &graph) {
                                          double tolerance) {
   for (size_t i = 0; i < want.data.size(); ++i) {
     double w = want.data[i], v = load(want.dtype, got, i);
-    bool ok = std::isnan(w)   ? std::isnan(v)
-              : std::isinf(w) ? v == w
-                              : std::fabs(v - w) <=
-                                    tolerance * std::max(1.0, std::fabs(w));
+    bool ok = std::isnan(w) ? std::isnan(v)
+              : std::isinf(w)
+                  ? v == w
+                  : std::fabs(v - w) <= tolerance * std::max(1.0, std::fabs(w));
     if (!ok)
       return ::testing::AssertionFailure()
              << "element " << i << " of " << want.data.size() << ": compiled "

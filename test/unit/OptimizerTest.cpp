@@ -1,4 +1,4 @@
-//===- OptimizerTest.cpp - Compiled optimizer steps vs. textbook formulas --===//
+//===- OptimizerTest.cpp - Compiled optimizer steps vs. formulas ---------===//
 //
 // Each optimizer compiled (JIT) on
 //   loss = reduce_sum(c * square(w - t))      (w a [2,3] variable, t a fed
@@ -12,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Graph/GraphBuilder.h"
-#include "lib/Graph/Ops.h"
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 #include "test/unit/ModelTesting.h"
 
@@ -82,13 +82,12 @@ g::GraphDef buildGraph(const TrainOpFn &makeTrainOp) {
 /// Runs @init, sets w, runs @train kSteps times and compares every variable
 /// with the reference after each step. `lrAt(step)` is the reference
 /// learning rate at global_step `step`.
-void checkSteps(const TrainOpFn &makeTrainOp, const RefStep &refStep,
-                const std::function<double(int64_t)> &lrAt,
-                double tolerance = 1e-5,
-                const std::function<void(const RefState &, JitModel &)> &extra = {},
-                const std::function<void(std::vector<double> &grad,
-                                         const std::vector<double> &w)>
-                    &adjustGrad = {}) {
+void checkSteps(
+    const TrainOpFn &makeTrainOp, const RefStep &refStep,
+    const std::function<double(int64_t)> &lrAt, double tolerance = 1e-5,
+    const std::function<void(const RefState &, JitModel &)> &extra = {},
+    const std::function<void(std::vector<double> &grad,
+                             const std::vector<double> &w)> &adjustGrad = {}) {
   g::GraphDef def = buildGraph(makeTrainOp);
   std::unique_ptr<JitModel> model =
       jitCompileForTest(def, "Opt", {}, /*warningsFail=*/true);
@@ -213,8 +212,7 @@ RefStep adamRef(double b1, double b2, double eps) {
 RefStep rmspropRef(double decay, double momentum, double eps, bool centered) {
   return [=](RefState &s, const std::vector<double> &g, double lr) {
     std::vector<double> &ms = s.slot("w/RMSProp", 1.0);
-    std::vector<double> *mg =
-        centered ? &s.slot("w/RMSProp_1", 0.0) : nullptr;
+    std::vector<double> *mg = centered ? &s.slot("w/RMSProp_1", 0.0) : nullptr;
     std::vector<double> &mom =
         s.slot(centered ? "w/RMSProp_2" : "w/RMSProp_1", 0.0);
     std::vector<double> &w = s.vars["w"];
@@ -238,12 +236,12 @@ RefStep ftrlRef(double lrPower, double init, double l1, double l2) {
     std::vector<double> &w = s.vars["w"];
     for (size_t i = 0; i < w.size(); ++i) {
       double newAcc = acc[i] + g[i] * g[i];
-      lin[i] += g[i] - (std::pow(newAcc, -lrPower) - std::pow(acc[i], -lrPower)) /
-                           lr * w[i];
+      lin[i] +=
+          g[i] -
+          (std::pow(newAcc, -lrPower) - std::pow(acc[i], -lrPower)) / lr * w[i];
       double quad = std::pow(newAcc, -lrPower) / lr + 2 * l2;
-      w[i] = std::abs(lin[i]) > l1
-                 ? ((lin[i] > 0 ? l1 : -l1) - lin[i]) / quad
-                 : 0.0;
+      w[i] = std::abs(lin[i]) > l1 ? ((lin[i] > 0 ? l1 : -l1) - lin[i]) / quad
+                                   : 0.0;
       acc[i] = newAcc;
     }
   };
@@ -267,8 +265,8 @@ TEST(OptimizerTest, MomentumNesterov) {
 }
 
 TEST(OptimizerTest, Adagrad) {
-  checkSteps(minimizeWith(train::AdagradOptimizer(0.3, 0.25)),
-             adagradRef(0.25), constantLr(0.3));
+  checkSteps(minimizeWith(train::AdagradOptimizer(0.3, 0.25)), adagradRef(0.25),
+             constantLr(0.3));
 }
 
 TEST(OptimizerTest, AdamBiasCorrection) {
@@ -289,9 +287,8 @@ TEST(OptimizerTest, RmsPropMomentum) {
 }
 
 TEST(OptimizerTest, RmsPropCenteredMomentum) {
-  checkSteps(
-      minimizeWith(train::RMSPropOptimizer(0.01, 0.8, 0.5, 1e-6, true)),
-      rmspropRef(0.8, 0.5, 1e-6, true), constantLr(0.01));
+  checkSteps(minimizeWith(train::RMSPropOptimizer(0.01, 0.8, 0.5, 1e-6, true)),
+             rmspropRef(0.8, 0.5, 1e-6, true), constantLr(0.01));
 }
 
 TEST(OptimizerTest, Ftrl) {
@@ -340,17 +337,16 @@ TEST(LearningRateScheduleTest, ExponentialDecay) {
   checkSteps(scheduled([](Graph &g) {
                return train::exponential_decay(0.1, g.global_step(), 2.0, 0.5);
              }),
-             sgdRef(),
-             [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); });
+             sgdRef(), [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); });
 }
 
 TEST(LearningRateScheduleTest, ExponentialDecayStaircase) {
-  checkSteps(scheduled([](Graph &g) {
-               return train::exponential_decay(0.1, g.global_step(), 2.0, 0.5,
-                                               true);
-             }),
-             sgdRef(),
-             [](int64_t s) { return 0.1 * std::pow(0.5, std::floor(s / 2.0)); });
+  checkSteps(
+      scheduled([](Graph &g) {
+        return train::exponential_decay(0.1, g.global_step(), 2.0, 0.5, true);
+      }),
+      sgdRef(),
+      [](int64_t s) { return 0.1 * std::pow(0.5, std::floor(s / 2.0)); });
 }
 
 TEST(LearningRateScheduleTest, ExponentialDecayAdam) {
@@ -385,12 +381,12 @@ double polynomial(int64_t step, double lr, double decaySteps, double end,
 }
 
 TEST(LearningRateScheduleTest, PolynomialDecay) {
-  checkSteps(scheduled([](Graph &g) {
-               return train::polynomial_decay(0.1, g.global_step(), 3.0, 0.01,
-                                              2.0);
-             }),
-             sgdRef(),
-             [](int64_t s) { return polynomial(s, 0.1, 3.0, 0.01, 2.0, false); });
+  checkSteps(
+      scheduled([](Graph &g) {
+        return train::polynomial_decay(0.1, g.global_step(), 3.0, 0.01, 2.0);
+      }),
+      sgdRef(),
+      [](int64_t s) { return polynomial(s, 0.1, 3.0, 0.01, 2.0, false); });
 }
 
 TEST(LearningRateScheduleTest, PolynomialDecayCycle) {
@@ -398,8 +394,9 @@ TEST(LearningRateScheduleTest, PolynomialDecayCycle) {
                return train::polynomial_decay(0.1, g.global_step(), 3.0, 0.01,
                                               0.5, true);
              }),
-             sgdRef(),
-             [](int64_t s) { return polynomial(s, 0.1, 3.0, 0.01, 0.5, true); });
+             sgdRef(), [](int64_t s) {
+               return polynomial(s, 0.1, 3.0, 0.01, 0.5, true);
+             });
 }
 
 TEST(LearningRateScheduleTest, CosineDecay) {
@@ -443,8 +440,9 @@ TEST(LearningRateScheduleTest, BadArguments) {
             .minimize(g.constant(1.0));
       },
       "must be a float scalar");
-  throwsWith([&] { train::AdamOptimizer(0.1).clip_gradients_by_global_norm(0); },
-             "clip_norm must be a finite number > 0");
+  throwsWith(
+      [&] { train::AdamOptimizer(0.1).clip_gradients_by_global_norm(0); },
+      "clip_norm must be a finite number > 0");
   throwsWith([&] { losses::l2_regularizer(-1.0); },
              "l2_regularizer: scale must be a finite number >= 0");
   Tensor table = g.constant({1, 2, 3, 4}, {2, 2});
@@ -462,7 +460,7 @@ TEST(LearningRateScheduleTest, BadArguments) {
       "ref and updates must have one dtype");
 }
 
-// --- Gradient clipping and regularization -------------------------------------
+// --- Gradient clipping and regularization ------------------------------------
 
 /// tf.clip_by_global_norm of the reference gradient (one variable).
 void clipRef(std::vector<double> &g, double clip) {
@@ -531,12 +529,10 @@ TEST(RegularizationTest, DenseKernelRegularizerAndTotalLoss) {
   build_mode(graph, ModeKeys::TRAIN, inputs,
              [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
                EXPECT_THROW(losses::get_total_loss(gr), GraphError);
-               Tensor y = layers::dense(f["x"], 2, nullptr, false,
-                                        constant_initializer(0.5),
-                                        zeros_initializer(), "",
-                                        losses::l2_regularizer(0.1));
-               EXPECT_EQ(gr.get_collection("regularization_losses").size(),
-                         1u);
+               Tensor y = layers::dense(
+                   f["x"], 2, nullptr, false, constant_initializer(0.5),
+                   zeros_initializer(), "", losses::l2_regularizer(0.1));
+               EXPECT_EQ(gr.get_collection("regularization_losses").size(), 1u);
                losses::mean_squared_error(
                    gr.constant({0, 0, 0, 0}, {2, 2}, DType::Float32), y);
                EXPECT_EQ(gr.get_collection("losses").size(), 1u);
@@ -567,8 +563,7 @@ TEST(RegularizationTest, DenseKernelRegularizerAndTotalLoss) {
   x.dtype = g::DT_FLOAT;
   x.shape = {2, 3};
   x.data = {1, 2, 3, -1, 0.5, 2};
-  double got =
-      evaluator.evaluate({lossName}, {{featureName, x}})[0].data[0];
+  double got = evaluator.evaluate({lossName}, {{featureName, x}})[0].data[0];
   // x . K: every column of row 0 is 3, of row 1 0.75; mse over 4 elements;
   // l2: 0.1 * sum(K^2) / 2 = 0.075.
   double want = (2 * 9.0 + 2 * 0.5625) / 4 + 0.075;
@@ -589,13 +584,13 @@ TEST(UnusedVariablesTest, GetNoUpdateAndNoSlots) {
                                             constant_initializer(2.5));
                (void)gr.read_variable(u); // read, but not part of the loss
                Signature spec;
-               spec.loss = reduce_sum(square(subtract(gr.read_variable(w),
-                                                      f["t"])));
+               spec.loss =
+                   reduce_sum(square(subtract(gr.read_variable(w), f["t"])));
                spec.train_op = train::AdamOptimizer(0.1).minimize(spec.loss);
                return spec;
              });
-  std::unique_ptr<JitModel> model = jitCompileForTest(
-      graph.graph_def(), "Unused", {}, /*warningsFail=*/true);
+  std::unique_ptr<JitModel> model =
+      jitCompileForTest(graph.graph_def(), "Unused", {}, /*warningsFail=*/true);
   ASSERT_TRUE(model);
   JitModel &m = *model;
   m.run("init");
@@ -618,9 +613,9 @@ TEST(UnusedVariablesTest, GetNoUpdateAndNoSlots) {
     EXPECT_EQ(load(g::DT_FLOAT, u, i), 2.5);
   void *w = m.variable_data(m.variable_index("w"));
   EXPECT_NE(load(g::DT_FLOAT, w, 1), 1.0) << "the used variable is trained";
-  EXPECT_EQ(load(g::DT_INT64, m.variable_data(m.variable_index("global_step")),
-                 0),
-            3.0);
+  EXPECT_EQ(
+      load(g::DT_INT64, m.variable_data(m.variable_index("global_step")), 0),
+      3.0);
 }
 
 // --- Sparse (gathered) gradients ---------------------------------------------
@@ -645,15 +640,15 @@ g::GraphDef embeddingGraph(const train::Optimizer &opt, bool dense,
                Variable e = gr.get_variable("E", DType::Float32, kTable,
                                             zeros_initializer());
                Tensor table = gr.read_variable(e);
-               Tensor rows =
-                   gather(table, gr.constant(ids, {6}, DType::Int64));
+               Tensor rows = gather(table, gr.constant(ids, {6}, DType::Int64));
                Tensor c = gr.constant({1.0, 0.5, 2.0}, {3}, DType::Float32);
                Signature spec;
-               spec.loss = reduce_sum(multiply(c, square(subtract(rows, f["t"]))));
+               spec.loss =
+                   reduce_sum(multiply(c, square(subtract(rows, f["t"]))));
                if (dense)
-                 spec.loss = add(spec.loss,
-                                 multiply(reduce_sum(table),
-                                          gr.constant(0.0, DType::Float32)));
+                 spec.loss =
+                     add(spec.loss, multiply(reduce_sum(table),
+                                             gr.constant(0.0, DType::Float32)));
                spec.train_op = opt.minimize(spec.loss);
                return spec;
              });
@@ -749,8 +744,8 @@ TEST(SparseGradientTest, RmsPropEqualsDenseOnGatheredRows) {
   checkSparseEqualsDense(train::RMSPropOptimizer(0.05, 0.9, 0.5), false);
 }
 TEST(SparseGradientTest, CenteredRmsPropEqualsDenseOnGatheredRows) {
-  checkSparseEqualsDense(
-      train::RMSPropOptimizer(0.05, 0.9, 0.5, 1e-10, true), false);
+  checkSparseEqualsDense(train::RMSPropOptimizer(0.05, 0.9, 0.5, 1e-10, true),
+                         false);
 }
 TEST(SparseGradientTest, ClippedSgdEqualsDense) {
   // Distinct ids: the sparse rows' norm is that of their values (TF's
@@ -770,8 +765,7 @@ void checkBigVocab(const train::Optimizer &opt) {
   inputs.features.push_back(TensorSpec{"t", DType::Float32, {4, width}});
   build_mode(graph, ModeKeys::TRAIN, inputs,
              [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
-               Variable e = gr.get_variable("E", DType::Float32,
-                                            {vocab, width},
+               Variable e = gr.get_variable("E", DType::Float32, {vocab, width},
                                             zeros_initializer());
                Tensor rows = gather(gr.read_variable(e),
                                     gr.constant(ids, {4}, DType::Int64));
@@ -789,7 +783,8 @@ void checkBigVocab(const train::Optimizer &opt) {
   for (int64_t i = 0; i < vocab * width; ++i)
     table[i] = static_cast<float>((i % 1009) * 0.001);
   int fn = m.function_index("train");
-  auto *t = static_cast<float *>(m.input_data(fn, m.input_index(fn, "features/t")));
+  auto *t =
+      static_cast<float *>(m.input_data(fn, m.input_index(fn, "features/t")));
   for (int i = 0; i < 4 * width; ++i)
     t[i] = 2.0f;
   m.run(fn);

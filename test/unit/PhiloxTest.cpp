@@ -68,8 +68,8 @@ TEST(PhiloxTest, TransformsOfFixedBits) {
   EXPECT_NEAR(truncatedNormal<double>(r, 3.0, 2.0), 3.0, 1e-6);
   // The extremes reach (close to) +-2 and never beyond.
   EXPECT_NEAR(standardTruncatedNormal<float>(Block{0, 0, 0, 0}), -2.0f, 1e-3);
-  EXPECT_NEAR(standardTruncatedNormal<float>(Block{0xffffffff, 0, 0, 0}),
-              2.0f, 1e-3);
+  EXPECT_NEAR(standardTruncatedNormal<float>(Block{0xffffffff, 0, 0, 0}), 2.0f,
+              1e-3);
   EXPECT_LE(standardTruncatedNormal<float>(Block{0xffffffff, 0, 0, 0}), 2.0f);
   // dropout keeps iff u >= rate.
   EXPECT_TRUE(dropoutKeep<float>(r, 0.5f));
@@ -110,9 +110,8 @@ template <typename Fn> Moments moments(int n, Fn draw) {
 constexpr int kDraws = 100000;
 
 TEST(PhiloxTest, UniformStatistics) {
-  Moments m = moments(kDraws, [](const Block &r) {
-    return uniform<float>(r, 0.0f, 1.0f);
-  });
+  Moments m = moments(
+      kDraws, [](const Block &r) { return uniform<float>(r, 0.0f, 1.0f); });
   EXPECT_NEAR(m.mean, 0.5, 0.005);
   EXPECT_NEAR(m.variance, 1.0 / 12, 0.002);
   EXPECT_GE(m.min, 0.0);
@@ -120,9 +119,8 @@ TEST(PhiloxTest, UniformStatistics) {
 }
 
 TEST(PhiloxTest, NormalStatistics) {
-  Moments m = moments(kDraws, [](const Block &r) {
-    return normal<float>(r, 0.0f, 1.0f);
-  });
+  Moments m = moments(
+      kDraws, [](const Block &r) { return normal<float>(r, 0.0f, 1.0f); });
   EXPECT_NEAR(m.mean, 0.0, 0.015);
   EXPECT_NEAR(m.variance, 1.0, 0.02);
   EXPECT_LT(m.min, -3.5); // tails exist

@@ -151,8 +151,7 @@ Value i1(std::vector<int64_t> shape, std::vector<double> data) {
 /// Compares dtype, shape and data (NaN equals NaN; `tolerance` absolute).
 ::testing::AssertionResult same(const Value &actual, const Value &expected,
                                 double tolerance = 1e-12) {
-  bool ok = actual.dtype == expected.dtype &&
-            actual.shape == expected.shape &&
+  bool ok = actual.dtype == expected.dtype && actual.shape == expected.shape &&
             actual.data.size() == expected.data.size();
   for (size_t i = 0; ok && i < actual.data.size(); ++i) {
     double a = actual.data[i], e = expected.data[i];
@@ -191,9 +190,9 @@ Value evalOp(const std::string &op, const std::vector<Value> &inputs,
 }
 
 /// The error message evalOp throws, or "" when it does not.
-std::string evalOpError(const std::string &op, const std::vector<Value> &inputs,
-                        const std::function<void(g::NodeDef &)> &configure =
-                            {}) {
+std::string
+evalOpError(const std::string &op, const std::vector<Value> &inputs,
+            const std::function<void(g::NodeDef &)> &configure = {}) {
   try {
     evalOp(op, inputs, configure);
   } catch (const std::runtime_error &e) {
@@ -211,7 +210,8 @@ TEST(ReferenceElementwise, Arithmetic) {
   EXPECT_TRUE(same(evalOp("add", {a, b}), f32({2, 2}, {5, 5, 5, 5})));
   EXPECT_TRUE(same(evalOp("sub", {a, b}), f32({2, 2}, {-3, -1, 1, 3})));
   EXPECT_TRUE(same(evalOp("mul", {a, b}), f32({2, 2}, {4, 6, 6, 4})));
-  EXPECT_TRUE(same(evalOp("div", {a, b}), f32({2, 2}, {0.25, 2.0 / 3, 1.5, 4})));
+  EXPECT_TRUE(
+      same(evalOp("div", {a, b}), f32({2, 2}, {0.25, 2.0 / 3, 1.5, 4})));
   EXPECT_TRUE(same(evalOp("pow", {a, b}), f32({2, 2}, {1, 8, 9, 4})));
   EXPECT_TRUE(same(evalOp("maximum", {a, b}), f32({2, 2}, {4, 3, 3, 4})));
   EXPECT_TRUE(same(evalOp("minimum", {a, b}), f32({2, 2}, {1, 2, 2, 1})));
@@ -219,15 +219,15 @@ TEST(ReferenceElementwise, Arithmetic) {
 
 TEST(ReferenceElementwise, Broadcasting) {
   // [2,3] + [3]
-  EXPECT_TRUE(same(evalOp("add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}),
-                                  f32({3}, {10, 20, 30})}),
-                   f32({2, 3}, {11, 22, 33, 14, 25, 36})));
+  EXPECT_TRUE(same(
+      evalOp("add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
+      f32({2, 3}, {11, 22, 33, 14, 25, 36})));
   // [2,1] * [1,3] -> [2,3]
   EXPECT_TRUE(same(evalOp("mul", {f32({2, 1}, {1, 2}), f32({1, 3}, {1, 2, 3})}),
                    f32({2, 3}, {1, 2, 3, 2, 4, 6})));
   // scalar - [2]
-  EXPECT_TRUE(same(evalOp("sub", {f32({}, {10}), f32({2}, {1, 2})}),
-                   f32({2}, {9, 8})));
+  EXPECT_TRUE(
+      same(evalOp("sub", {f32({}, {10}), f32({2}, {1, 2})}), f32({2}, {9, 8})));
   // [3,1,2] + [4,1] -> [3,4,2]
   Value x = f32({3, 1, 2}, {0, 1, 10, 11, 20, 21});
   Value y = f32({4, 1}, {100, 200, 300, 400});
@@ -243,8 +243,8 @@ TEST(ReferenceElementwise, Broadcasting) {
 }
 
 TEST(ReferenceElementwise, BroadcastErrorsNameTheNode) {
-  std::string error = evalOpError(
-      "add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 2})});
+  std::string error =
+      evalOpError("add", {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 2})});
   EXPECT_NE(error.find("reference: node 'op' (add)"), std::string::npos)
       << error;
   error = evalOpError("add", {f32({2}, {1, 2}), i32({2}, {1, 2})});
@@ -273,25 +273,29 @@ TEST(ReferenceElementwise, Unary) {
       d = fn(d);
     return v;
   };
-  EXPECT_TRUE(same(evalOp("exp", {x}), map([](double v) { return std::exp(v); })));
-  EXPECT_TRUE(same(evalOp("tanh", {x}), map([](double v) { return std::tanh(v); })));
+  EXPECT_TRUE(
+      same(evalOp("exp", {x}), map([](double v) { return std::exp(v); })));
+  EXPECT_TRUE(
+      same(evalOp("tanh", {x}), map([](double v) { return std::tanh(v); })));
   EXPECT_TRUE(same(evalOp("sigmoid", {x}),
                    map([](double v) { return 1 / (1 + std::exp(-v)); })));
   EXPECT_TRUE(same(evalOp("relu", {x}), f64({4}, {0, 0, 0.5, 2})));
-  EXPECT_TRUE(same(evalOp("relu6", {f64({3}, {-1, 3, 7})}), f64({3}, {0, 3, 6})));
+  EXPECT_TRUE(
+      same(evalOp("relu6", {f64({3}, {-1, 3, 7})}), f64({3}, {0, 3, 6})));
   EXPECT_TRUE(same(evalOp("elu", {x}),
                    f64({4}, {std::exp(-2.0) - 1, std::exp(-0.5) - 1, 0.5, 2})));
   EXPECT_TRUE(same(evalOp("softplus", {x}),
                    map([](double v) { return std::log(1 + std::exp(v)); })));
   EXPECT_TRUE(same(evalOp("sqrt", {f64({2}, {4, 9})}), f64({2}, {2, 3})));
   EXPECT_TRUE(same(evalOp("rsqrt", {f64({2}, {4, 0.25})}), f64({2}, {0.5, 2})));
-  EXPECT_TRUE(same(evalOp("log", {f64({2}, {1, std::exp(2.0)})}), f64({2}, {0, 2})));
+  EXPECT_TRUE(
+      same(evalOp("log", {f64({2}, {1, std::exp(2.0)})}), f64({2}, {0, 2})));
   EXPECT_TRUE(same(evalOp("neg", {x}), f64({4}, {2, 0.5, -0.5, -2})));
   // Large magnitudes stay finite where the math is.
-  EXPECT_TRUE(same(evalOp("softplus", {f64({2}, {1000, -1000})}),
-                   f64({2}, {1000, 0})));
-  EXPECT_TRUE(same(evalOp("sigmoid", {f64({2}, {1000, -1000})}),
-                   f64({2}, {1, 0})));
+  EXPECT_TRUE(
+      same(evalOp("softplus", {f64({2}, {1000, -1000})}), f64({2}, {1000, 0})));
+  EXPECT_TRUE(
+      same(evalOp("sigmoid", {f64({2}, {1000, -1000})}), f64({2}, {1, 0})));
   EXPECT_NE(evalOpError("exp", {i32({1}, {1})}).find("must be a float"),
             std::string::npos);
 }
@@ -300,18 +304,21 @@ TEST(ReferenceElementwise, NanAndInfPropagate) {
   Value x = f32({4}, {kNaN, kInf, -kInf, 1});
   EXPECT_TRUE(same(evalOp("relu", {x}), f32({4}, {kNaN, kInf, 0, 1})));
   EXPECT_TRUE(same(evalOp("relu6", {x}), f32({4}, {kNaN, 6, 0, 1})));
-  EXPECT_TRUE(same(evalOp("exp", {x}), f32({4}, {kNaN, kInf, 0, std::exp(1.0)})));
+  EXPECT_TRUE(
+      same(evalOp("exp", {x}), f32({4}, {kNaN, kInf, 0, std::exp(1.0)})));
   EXPECT_TRUE(same(evalOp("sigmoid", {x}),
                    f32({4}, {kNaN, 1, 0, 1 / (1 + std::exp(-1.0))})));
   EXPECT_TRUE(same(evalOp("softplus", {x}),
                    f32({4}, {kNaN, kInf, 0, std::log1p(std::exp(1.0))})));
   Value y = f32({4}, {0, kNaN, 2, 0});
   EXPECT_TRUE(same(evalOp("maximum", {x, y}), f32({4}, {kNaN, kNaN, 2, 1})));
-  EXPECT_TRUE(same(evalOp("minimum", {x, y}), f32({4}, {kNaN, kNaN, -kInf, 0})));
+  EXPECT_TRUE(
+      same(evalOp("minimum", {x, y}), f32({4}, {kNaN, kNaN, -kInf, 0})));
   EXPECT_TRUE(same(evalOp("add", {x, y}), f32({4}, {kNaN, kNaN, -kInf, 1})));
   EXPECT_TRUE(same(evalOp("div", {f32({3}, {1, -1, 0}), f32({3}, {0, 0, 0})}),
                    f32({3}, {kInf, -kInf, kNaN})));
-  EXPECT_TRUE(same(evalOp("log", {f32({2}, {0, -1})}), f32({2}, {-kInf, kNaN})));
+  EXPECT_TRUE(
+      same(evalOp("log", {f32({2}, {0, -1})}), f32({2}, {-kInf, kNaN})));
   EXPECT_TRUE(same(evalOp("sub", {f32({1}, {kInf}), f32({1}, {kInf})}),
                    f32({1}, {kNaN})));
 }
@@ -327,8 +334,8 @@ TEST(ReferenceElementwise, CompareLogicSelect) {
   Value p = i1({4}, {0, 0, 1, 1}), q = i1({2, 1}, {0, 1});
   EXPECT_TRUE(same(evalOp("logical_and", {p, q}),
                    i1({2, 4}, {0, 0, 0, 0, 0, 0, 1, 1})));
-  EXPECT_TRUE(same(evalOp("logical_or", {p, q}),
-                   i1({2, 4}, {0, 0, 1, 1, 1, 1, 1, 1})));
+  EXPECT_TRUE(
+      same(evalOp("logical_or", {p, q}), i1({2, 4}, {0, 0, 1, 1, 1, 1, 1, 1})));
   EXPECT_TRUE(same(evalOp("logical_not", {p}), i1({4}, {1, 1, 0, 0})));
   // select broadcasts all three: cond [2,1], on_true [3], on_false [].
   EXPECT_TRUE(same(evalOp("select", {i1({2, 1}, {1, 0}), f32({3}, {1, 2, 3}),
@@ -349,8 +356,9 @@ TEST(ReferenceElementwise, Cast) {
                    i1({6}, {1, 1, 0, 1, 1, 1})));
   EXPECT_TRUE(same(evalOp("cast", {i1({2}, {1, 0})}, castTo(g::DT_FLOAT)),
                    f32({2}, {1, 0})));
-  EXPECT_TRUE(same(evalOp("cast", {i64({1}, {5000000000.0})}, castTo(g::DT_INT32)),
-                   i32({1}, {705032704})));
+  EXPECT_TRUE(
+      same(evalOp("cast", {i64({1}, {5000000000.0})}, castTo(g::DT_INT32)),
+           i32({1}, {705032704})));
   // Casting to f32 rounds to float.
   EXPECT_TRUE(same(evalOp("cast", {f64({1}, {0.1})}, castTo(g::DT_FLOAT)),
                    f32({1}, {static_cast<double>(0.1f)}), 0));
@@ -363,13 +371,15 @@ TEST(ReferenceLinalg, Matmul) {
   Value b = f32({3, 2}, {7, 8, 9, 10, 11, 12});
   EXPECT_TRUE(same(evalOp("matmul", {a, b}), f32({2, 2}, {58, 64, 139, 154})));
   // a^T [3,2] x a [2,3] = [3,3].
-  EXPECT_TRUE(same(evalOp("matmul", {a, a},
-                          [](g::NodeDef &n) { M::setBool(n, "transpose_a", true); }),
-                   f32({3, 3}, {17, 22, 27, 22, 29, 36, 27, 36, 45})));
+  EXPECT_TRUE(
+      same(evalOp("matmul", {a, a},
+                  [](g::NodeDef &n) { M::setBool(n, "transpose_a", true); }),
+           f32({3, 3}, {17, 22, 27, 22, 29, 36, 27, 36, 45})));
   // a [2,3] x a^T [3,2] = [2,2].
-  EXPECT_TRUE(same(evalOp("matmul", {a, a},
-                          [](g::NodeDef &n) { M::setBool(n, "transpose_b", true); }),
-                   f32({2, 2}, {14, 32, 32, 77})));
+  EXPECT_TRUE(
+      same(evalOp("matmul", {a, a},
+                  [](g::NodeDef &n) { M::setBool(n, "transpose_b", true); }),
+           f32({2, 2}, {14, 32, 32, 77})));
   // b^T [2,3] x a^T [3,2].
   EXPECT_TRUE(same(evalOp("matmul", {b, a},
                           [](g::NodeDef &n) {
@@ -388,8 +398,8 @@ TEST(ReferenceLinalg, BatchedMatmulBroadcastsBatchDims) {
   // [2,1,1,2] x [3,2,1] -> [2,3,1,1].
   Value c = f32({2, 1, 1, 2}, {1, 2, 3, 4});
   Value d = f32({3, 2, 1}, {1, 1, 1, 0, 0, 1});
-  EXPECT_TRUE(same(evalOp("matmul", {c, d}),
-                   f32({2, 3, 1, 1}, {3, 1, 2, 7, 3, 4})));
+  EXPECT_TRUE(
+      same(evalOp("matmul", {c, d}), f32({2, 3, 1, 1}, {3, 1, 2, 7, 3, 4})));
 }
 
 TEST(ReferenceLinalg, Conv2dValidAndSame) {
@@ -428,15 +438,15 @@ TEST(ReferenceLinalg, Conv2dChannelsAndBatch) {
   Value in = f32({2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
   Value filter = f32({1, 1, 2, 3}, {1, 0, 1, 0, 1, 1});
   // out[c_out] = x0 * f[0][c_out] + x1 * f[1][c_out] = {x0, x1, x0 + x1}.
-  EXPECT_TRUE(same(evalOp("conv2d", {in, filter},
-                          [](g::NodeDef &n) { M::setString(n, "padding", "VALID"); }),
-                   f32({2, 1, 2, 3},
-                       {1, 2, 3, 3, 4, 7, 5, 6, 11, 7, 8, 15})));
+  EXPECT_TRUE(
+      same(evalOp("conv2d", {in, filter},
+                  [](g::NodeDef &n) { M::setString(n, "padding", "VALID"); }),
+           f32({2, 1, 2, 3}, {1, 2, 3, 3, 4, 7, 5, 6, 11, 7, 8, 15})));
 }
 
 TEST(ReferenceLinalg, Pooling) {
-  Value in = f32({1, 4, 4, 1}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
-                               15, 16});
+  Value in = f32({1, 4, 4, 1},
+                 {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
   auto pool = [](const char *padding, int64_t k, int64_t s) {
     return [=](g::NodeDef &n) {
       M::setString(n, "padding", padding);
@@ -459,9 +469,9 @@ TEST(ReferenceLinalg, Pooling) {
   Value negative = f32({1, 2, 2, 1}, {-1, -2, -3, -4});
   EXPECT_TRUE(same(evalOp("max_pool", {negative}, pool("SAME", 2, 1)),
                    f32({1, 2, 2, 1}, {-1, -2, -3, -4})));
-  EXPECT_TRUE(same(evalOp("max_pool", {f32({1, 1, 2, 1}, {kNaN, 1})},
-                          pool("VALID", 1, 1)),
-                   f32({1, 1, 2, 1}, {kNaN, 1})));
+  EXPECT_TRUE(same(
+      evalOp("max_pool", {f32({1, 1, 2, 1}, {kNaN, 1})}, pool("VALID", 1, 1)),
+      f32({1, 1, 2, 1}, {kNaN, 1})));
 }
 
 // --- Reductions ------------------------------------------------------------
@@ -477,13 +487,14 @@ TEST(ReferenceReduce, SumMeanMaxMinProd) {
   };
   EXPECT_TRUE(same(evalOp("reduce_sum", {x}), f32({}, {21})));
   EXPECT_TRUE(same(evalOp("reduce_sum", {x}, axes({0})), f32({3}, {5, 7, 9})));
-  EXPECT_TRUE(same(evalOp("reduce_sum", {x}, axes({-1}, true)),
-                   f32({2, 1}, {6, 15})));
+  EXPECT_TRUE(
+      same(evalOp("reduce_sum", {x}, axes({-1}, true)), f32({2, 1}, {6, 15})));
   EXPECT_TRUE(same(evalOp("reduce_mean", {x}, axes({1})), f32({2}, {2, 5})));
   EXPECT_TRUE(same(evalOp("reduce_max", {x}, axes({0})), f32({3}, {4, 5, 6})));
   EXPECT_TRUE(same(evalOp("reduce_min", {x}, axes({1})), f32({2}, {1, 4})));
   EXPECT_TRUE(same(evalOp("reduce_prod", {x}, axes({0, 1})), f32({}, {720})));
-  EXPECT_TRUE(same(evalOp("reduce_max", {f32({3}, {1, kNaN, 2})}), f32({}, {kNaN})));
+  EXPECT_TRUE(
+      same(evalOp("reduce_max", {f32({3}, {1, kNaN, 2})}), f32({}, {kNaN})));
   // Integer mean truncates.
   EXPECT_TRUE(same(evalOp("reduce_mean", {i32({3}, {1, 2, 2})}), i32({}, {1})));
   EXPECT_TRUE(same(evalOp("reduce_mean", {i32({2}, {-1, -2})}), i32({}, {-1})));
@@ -513,9 +524,10 @@ TEST(ReferenceReduce, ArgmaxArgmin) {
 
 TEST(ReferenceShapes, ReshapeTransposeConcat) {
   Value x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  EXPECT_TRUE(same(evalOp("reshape", {x},
-                          [](g::NodeDef &n) { M::setInts(n, "shape", {3, -1}); }),
-                   f32({3, 2}, {1, 2, 3, 4, 5, 6})));
+  EXPECT_TRUE(
+      same(evalOp("reshape", {x},
+                  [](g::NodeDef &n) { M::setInts(n, "shape", {3, -1}); }),
+           f32({3, 2}, {1, 2, 3, 4, 5, 6})));
   EXPECT_TRUE(same(evalOp("reshape", {x},
                           [](g::NodeDef &n) { M::setShape(n, "shape", {-1}); }),
                    f32({6}, {1, 2, 3, 4, 5, 6})));
@@ -523,9 +535,10 @@ TEST(ReferenceShapes, ReshapeTransposeConcat) {
                           [](g::NodeDef &n) { M::setInts(n, "perm", {1, 0}); }),
                    f32({3, 2}, {1, 4, 2, 5, 3, 6})));
   Value y = f32({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
-  EXPECT_TRUE(same(evalOp("transpose", {y},
-                          [](g::NodeDef &n) { M::setInts(n, "perm", {2, 0, 1}); }),
-                   f32({2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7})));
+  EXPECT_TRUE(
+      same(evalOp("transpose", {y},
+                  [](g::NodeDef &n) { M::setInts(n, "perm", {2, 0, 1}); }),
+           f32({2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7})));
   EXPECT_TRUE(same(evalOp("concat", {x, f32({2, 1}, {7, 8})},
                           [](g::NodeDef &n) { M::setInt(n, "axis", -1); }),
                    f32({2, 4}, {1, 2, 3, 7, 4, 5, 6, 8})));
@@ -548,9 +561,10 @@ TEST(ReferenceShapes, SlicePadBroadcastSqueezeExpand) {
                             M::setFloat(n, "constant_value", -1);
                           }),
                    f32({2, 4}, {-1, -1, -1, -1, 1, 2, -1, -1})));
-  EXPECT_TRUE(same(evalOp("broadcast_to", {f32({2, 1}, {1, 2})},
-                          [](g::NodeDef &n) { M::setInts(n, "shape", {2, 2, 3}); }),
-                   f32({2, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2})));
+  EXPECT_TRUE(
+      same(evalOp("broadcast_to", {f32({2, 1}, {1, 2})},
+                  [](g::NodeDef &n) { M::setInts(n, "shape", {2, 2, 3}); }),
+           f32({2, 2, 3}, {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2})));
   Value s = f32({1, 2, 1}, {1, 2});
   EXPECT_TRUE(same(evalOp("squeeze", {s}), f32({2}, {1, 2})));
   EXPECT_TRUE(same(evalOp("squeeze", {s},
@@ -595,8 +609,7 @@ TEST(ReferenceIndexing, Scatter) {
   // Duplicate indices add up.
   EXPECT_TRUE(same(evalOp("scatter", {ref, i64({3}, {2, 0, 2}), rows}),
                    f32({3, 2}, {31, 42, 3, 4, 65, 86})));
-  std::string error =
-      evalOpError("scatter", {ref, i64({3}, {2, 3, 0}), rows});
+  std::string error = evalOpError("scatter", {ref, i64({3}, {2, 3, 0}), rows});
   EXPECT_NE(error.find("index 3 (indices element 1) is out of range [0, 3)"),
             std::string::npos)
       << error;
@@ -625,14 +638,14 @@ TEST(ReferenceIndexing, OneHot) {
 // --- Neural-network ops and losses -----------------------------------------
 
 TEST(ReferenceNN, SoftmaxAndLogSoftmax) {
-  Value logits = f64({2, 3}, {std::log(1.0), std::log(2.0), std::log(3.0),
-                              1000, 1000, -kInf});
+  Value logits = f64(
+      {2, 3}, {std::log(1.0), std::log(2.0), std::log(3.0), 1000, 1000, -kInf});
   EXPECT_TRUE(same(evalOp("softmax", {logits}),
                    f64({2, 3}, {1.0 / 6, 2.0 / 6, 3.0 / 6, 0.5, 0.5, 0})));
-  EXPECT_TRUE(same(evalOp("log_softmax", {logits}),
-                   f64({2, 3}, {std::log(1.0 / 6), std::log(2.0 / 6),
-                                std::log(3.0 / 6), std::log(0.5),
-                                std::log(0.5), -kInf})));
+  EXPECT_TRUE(
+      same(evalOp("log_softmax", {logits}),
+           f64({2, 3}, {std::log(1.0 / 6), std::log(2.0 / 6), std::log(3.0 / 6),
+                        std::log(0.5), std::log(0.5), -kInf})));
   // axis 0.
   EXPECT_TRUE(same(evalOp("softmax", {f64({2, 1}, {0, 0})},
                           [](g::NodeDef &n) { M::setInt(n, "axis", 0); }),
@@ -642,23 +655,23 @@ TEST(ReferenceNN, SoftmaxAndLogSoftmax) {
 }
 
 TEST(ReferenceNN, CrossEntropies) {
-  Value logits = f64({2, 3}, {std::log(1.0), std::log(2.0), std::log(3.0),
-                              0, 0, 0});
+  Value logits =
+      f64({2, 3}, {std::log(1.0), std::log(2.0), std::log(3.0), 0, 0, 0});
   Value labels = f64({2, 3}, {0, 0, 1, 0.5, 0.5, 0});
   EXPECT_TRUE(same(evalOp("softmax_cross_entropy", {logits, labels}),
                    f64({2}, {-std::log(0.5), std::log(3.0)})));
-  EXPECT_TRUE(same(evalOp("sparse_softmax_cross_entropy",
-                          {logits, i32({2}, {1, 0})}),
-                   f64({2}, {std::log(3.0), std::log(3.0)})));
-  std::string error = evalOpError("sparse_softmax_cross_entropy",
-                                  {logits, i32({2}, {1, 3})});
+  EXPECT_TRUE(
+      same(evalOp("sparse_softmax_cross_entropy", {logits, i32({2}, {1, 0})}),
+           f64({2}, {std::log(3.0), std::log(3.0)})));
+  std::string error =
+      evalOpError("sparse_softmax_cross_entropy", {logits, i32({2}, {1, 3})});
   EXPECT_NE(error.find("label 3"), std::string::npos) << error;
   // max(x, 0) - x z + log(1 + exp(-|x|)), finite for large |x|.
   Value x = f64({4}, {0, 2, 100, -100});
   Value z = f64({4}, {1, 0.25, 0, 1});
   EXPECT_TRUE(same(evalOp("sigmoid_cross_entropy", {x, z}),
-                   f64({4}, {std::log(2.0), 2 - 0.5 + std::log1p(std::exp(-2.0)),
-                             100, 100})));
+                   f64({4}, {std::log(2.0),
+                             2 - 0.5 + std::log1p(std::exp(-2.0)), 100, 100})));
 }
 
 TEST(ReferenceNN, StopGradientIsIdentity) {
@@ -804,17 +817,20 @@ TEST(ReferenceGraph, FeedAndVariableErrors) {
     return "";
   };
   Value x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
-  EXPECT_NE(errorOf([&] { evaluator.run("predict", {{"x", x}}); })
-                .find("variable 'w' has no value"),
+  EXPECT_NE(errorOf([&] {
+              evaluator.run("predict", {{"x", x}});
+            }).find("variable 'w' has no value"),
             std::string::npos);
   evaluator.variables()["w"] = f32({2, 3}, {1, 2, 3, 4, 5, 6});
   evaluator.variables()["b"] = f32({2}, {0, 0});
-  EXPECT_NE(errorOf([&] { evaluator.run("predict", {{"x", x}}); })
-                .find("variable 'w' has shape [2,3] but is declared [3,2]"),
+  EXPECT_NE(errorOf([&] {
+              evaluator.run("predict", {{"x", x}});
+            }).find("variable 'w' has shape [2,3] but is declared [3,2]"),
             std::string::npos);
   evaluator.variables()["w"] = f32({3, 2}, {1, 2, 3, 4, 5, 6});
-  EXPECT_NE(errorOf([&] { evaluator.run("predict", {}); })
-                .find("feature 'x' is not fed"),
+  EXPECT_NE(errorOf([&] {
+              evaluator.run("predict", {});
+            }).find("feature 'x' is not fed"),
             std::string::npos);
   EXPECT_NE(errorOf([&] {
               evaluator.run("predict", {{"x", x}, {"z", x}});
@@ -824,11 +840,13 @@ TEST(ReferenceGraph, FeedAndVariableErrors) {
               evaluator.run("predict", {{"x", f32({2, 2}, {1, 2, 3, 4})}});
             }).find("shape [2,2] but is declared [?,3]"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { evaluator.run("eval", {{"x", x}}); })
-                .find("no signature 'eval'"),
+  EXPECT_NE(errorOf([&] {
+              evaluator.run("eval", {{"x", x}});
+            }).find("no signature 'eval'"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { evaluator.evaluate({"relu"}, {}); })
-                .find("placeholder 'x' is not fed"),
+  EXPECT_NE(errorOf([&] {
+              evaluator.evaluate({"relu"}, {});
+            }).find("placeholder 'x' is not fed"),
             std::string::npos);
 }
 
@@ -904,7 +922,8 @@ TEST(ReferenceGraph, AssignsRunInTopologicalFileOrder) {
   m.read("after", "v");
   Evaluator evaluator(m.def());
   evaluator.variables()["v"] = i64({}, {10});
-  std::vector<Value> values = evaluator.evaluate({"before", "inc", "after"}, {});
+  std::vector<Value> values =
+      evaluator.evaluate({"before", "inc", "after"}, {});
   EXPECT_TRUE(same(values[0], i64({}, {10})));
   EXPECT_EQ(values[1].dtype, g::DT_INVALID);
   EXPECT_TRUE(same(values[2], i64({}, {11})));
@@ -941,8 +960,9 @@ TEST(ReferenceGraph, MinimizeIsNotEvaluated) {
     evaluator.run("train", {});
     FAIL() << "expected an error";
   } catch (const std::runtime_error &e) {
-    EXPECT_NE(std::string(e.what()).find("reference: minimize is not evaluated"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("reference: minimize is not evaluated"),
+        std::string::npos)
         << e.what();
   }
   // The loss alone can still be evaluated.
@@ -973,7 +993,8 @@ TEST(ReferenceGraph, InvalidGraphsAreRejected) {
   GraphMaker twice;
   twice.constant("c", f32({}, {1}));
   twice.constant("c", f32({}, {1}));
-  EXPECT_NE(errorOf(twice).find("node 'c' is defined twice"), std::string::npos);
+  EXPECT_NE(errorOf(twice).find("node 'c' is defined twice"),
+            std::string::npos);
   GraphMaker undeclared;
   undeclared.read("r", "nowhere");
   EXPECT_NE(errorOf(undeclared).find("variable 'nowhere' is not declared"),
@@ -988,7 +1009,8 @@ TEST(ReferenceGraph, InvalidGraphsAreRejected) {
 TEST(ReferenceGraph, ConstantsSplatAndCheckCounts) {
   GraphMaker m;
   g::NodeDef &c = m.constant("c", f32({2, 2}, {7, 7, 7, 7}));
-  c.mutable_attr()->at("value").mutable_tensor()->mutable_float_val()->Truncate(1);
+  c.mutable_attr()->at("value").mutable_tensor()->mutable_float_val()->Truncate(
+      1);
   m.constant("d", i32({3}, {1, 2, 3}));
   Evaluator evaluator(m.def());
   std::vector<Value> v = evaluator.evaluate({"c", "d"});
@@ -997,7 +1019,8 @@ TEST(ReferenceGraph, ConstantsSplatAndCheckCounts) {
 
   GraphMaker bad;
   g::NodeDef &e = bad.constant("e", f32({3}, {1, 2, 3}));
-  e.mutable_attr()->at("value").mutable_tensor()->mutable_float_val()->Truncate(2);
+  e.mutable_attr()->at("value").mutable_tensor()->mutable_float_val()->Truncate(
+      2);
   Evaluator badEvaluator(bad.def());
   EXPECT_THROW(badEvaluator.evaluate({"e"}), std::runtime_error);
 }
@@ -1038,10 +1061,9 @@ TEST(ReferenceModels, LinearPredictAndEvalByHand) {
   initializeVariables(evaluator, {{kernel, f32({3, 1}, {0.5, -1, 2})},
                                   {bias, f32({1}, {0.1})}});
   // logits = 0.5 age - fare + 2 pclass + 0.1
-  std::map<std::string, Value> features = {
-      {"age", f32({3, 1}, {2, 0, 4})},
-      {"fare", f32({3, 1}, {1, 1, 10})},
-      {"pclass", f32({3, 1}, {1, 0, 2})}};
+  std::map<std::string, Value> features = {{"age", f32({3, 1}, {2, 0, 4})},
+                                           {"fare", f32({3, 1}, {1, 1, 10})},
+                                           {"pclass", f32({3, 1}, {1, 0, 2})}};
   double logits[3] = {2.1, -0.9, -3.9};
   auto out = evaluator.run("predict", features);
   std::vector<double> probabilities, classes;
@@ -1063,14 +1085,16 @@ TEST(ReferenceModels, LinearPredictAndEvalByHand) {
   EXPECT_NEAR(out.at("loss").data.at(0), loss / 3, 1e-9);
   EXPECT_NEAR(out.at("metrics/accuracy").data.at(0), 2.0 / 3, 1e-9);
   // A second batch, all right: accuracy accumulates to 3 of 4.
-  out = evaluator.run("eval", {{"age", f32({1, 1}, {0})},
-                               {"fare", f32({1, 1}, {0})},
-                               {"pclass", f32({1, 1}, {0})}},
+  out = evaluator.run("eval",
+                      {{"age", f32({1, 1}, {0})},
+                       {"fare", f32({1, 1}, {0})},
+                       {"pclass", f32({1, 1}, {0})}},
                       {{"labels", i64({1, 1}, {1})}});
   EXPECT_NEAR(out.at("metrics/accuracy").data.at(0), 3.0 / 4, 1e-9);
   // Training needs gradients.
-  EXPECT_THROW(evaluator.run("train", features, {{"labels", i64({3, 1}, {1, 1, 0})}}),
-               std::runtime_error);
+  EXPECT_THROW(
+      evaluator.run("train", features, {{"labels", i64({3, 1}, {1, 1, 0})}}),
+      std::runtime_error);
 }
 
 /// Feeds for a signature's bindings: batch 3, floats in [0, 1), integers 0.
@@ -1116,9 +1140,9 @@ TEST(ReferenceModels, EveryExampleModelPredictsAndEvaluates) {
         EXPECT_TRUE(std::isfinite(v)) << key;
     }
     const g::SignatureDef &eval = graph.signature().at("eval");
-    ASSERT_NO_THROW(out = evaluator.run("eval",
-                                        feedsFor(graph, eval.features()),
-                                        feedsFor(graph, eval.labels())));
+    ASSERT_NO_THROW(out =
+                        evaluator.run("eval", feedsFor(graph, eval.features()),
+                                      feedsFor(graph, eval.labels())));
     ASSERT_TRUE(out.count("loss"));
     EXPECT_TRUE(std::isfinite(out.at("loss").data.at(0)));
     EXPECT_EQ(out.size(), 1u + eval.metrics_size());

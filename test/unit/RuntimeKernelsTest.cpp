@@ -27,9 +27,9 @@ namespace {
 
 /// How a test buffer is laid out in memory.
 enum class Layout {
-  RowMajor,  // contiguous, last dim fastest
-  SwapLast,  // the last two dims swapped in memory (a column-major matrix)
-  Padded,    // innermost stride 2, every outer stride padded, offset 5
+  RowMajor, // contiguous, last dim fastest
+  SwapLast, // the last two dims swapped in memory (a column-major matrix)
+  Padded,   // innermost stride 2, every outer stride padded, offset 5
 };
 
 const char *name(Layout l) {
@@ -122,8 +122,8 @@ void expectClose(const Buffer<T, N> &got, const std::vector<Ref> &want,
   for (size_t i = 0; i < v.size() && bad < 5; ++i) {
     double err = std::fabs(double(v[i]) - want[i].value);
     if (err > tolerance<T>() * (want[i].magnitude + 1.0)) {
-      ADD_FAILURE() << what << ": element " << i << " is " << v[i]
-                    << ", want " << want[i].value;
+      ADD_FAILURE() << what << ": element " << i << " is " << v[i] << ", want "
+                    << want[i].value;
       ++bad;
     }
   }
@@ -198,8 +198,8 @@ std::vector<MatmulCase> matmulCases() {
     for (int64_t n : dims)
       for (int64_t k : dims)
         for (int flags = 0; flags < 4; ++flags)
-          cases.push_back({1, m, n, k, bool(flags & 1), bool(flags & 2), 1, 1,
-                           R, R, R});
+          cases.push_back(
+              {1, m, n, k, bool(flags & 1), bool(flags & 2), 1, 1, R, R, R});
   // Batches, broadcast on either side, and strided layouts on every operand.
   const Layout layouts[] = {Layout::RowMajor, Layout::SwapLast, Layout::Padded};
   for (Layout la : layouts)
@@ -515,7 +515,7 @@ TEST(RuntimeThreads, SetAndGet) {
   EXPECT_GE(estc_runtime_get_num_threads(), 1);
 }
 
-// --- Fused bias + activation epilogues -----------------------------------------
+// --- Fused bias + activation epilogues ---------------------------------------
 
 /// act(x + b) in float, the way the unfused linalg.generic computes it
 /// (arith.addf, arith.maximumf with 0, arith.minimumf with 6).
@@ -584,9 +584,8 @@ TEST(RuntimeMatmulBiasAct, MatchesMatmulThenEpilogue) {
     Bias bias(t.n, i % 2 == 1, unsigned(i));
     MatmulRun<float> plain(t), fused(t);
     call(plain, t);
-    _mlir_ciface_estc_matmul_bias_act_f32(&fused.a.ref, &fused.b.ref,
-                                          &fused.c.ref, &bias.ref, t.ta, t.tb,
-                                          act);
+    _mlir_ciface_estc_matmul_bias_act_f32(
+        &fused.a.ref, &fused.b.ref, &fused.c.ref, &bias.ref, t.ta, t.tb, act);
     expectEpilogue(fused.c.values(), plain.c.values(), bias, t.n, act,
                    describe(t) + " act " + std::to_string(act));
   }
@@ -604,7 +603,8 @@ TEST(RuntimeMatmulBiasAct, MatchesNaiveLoops) {
   std::vector<float> got = run.c.values();
   for (size_t i = 0; i < want.size(); ++i) {
     double b = bias.at(int64_t(i) % t.n);
-    double y = std::isnan(b) ? b : std::min(std::max(want[i].value + b, 0.0), 6.0);
+    double y =
+        std::isnan(b) ? b : std::min(std::max(want[i].value + b, 0.0), 6.0);
     if (std::isnan(y)) {
       EXPECT_TRUE(std::isnan(got[i])) << i;
       continue;
@@ -642,8 +642,8 @@ TEST(RuntimeConv2DBiasAct, MatchesConvThenEpilogue) {
     _mlir_ciface_estc_conv2d_nhwc_hwio_bias_act_f32(
         &fused.input.ref, &fused.filter.ref, &fused.output.ref, &bias.ref, t.sh,
         t.sw, t.dh, t.dw, fused.g.padTop, fused.g.padLeft, act);
-    expectEpilogue(fused.output.values(), plain.output.values(), bias, t.o,
-                   act, describe(t) + " act " + std::to_string(act));
+    expectEpilogue(fused.output.values(), plain.output.values(), bias, t.o, act,
+                   describe(t) + " act " + std::to_string(act));
   }
 }
 
@@ -711,7 +711,8 @@ TEST(RuntimeParallelFor, ChunksDependOnTheShapeOnly) {
   };
   for (Case c : {Case{0, 1}, Case{1, 1000000}, Case{7, 1}, Case{1000, 3},
                  Case{100000, 100}, Case{64, 50000}}) {
-    SCOPED_TRACE("n " + std::to_string(c.n) + " cost " + std::to_string(c.cost));
+    SCOPED_TRACE("n " + std::to_string(c.n) + " cost " +
+                 std::to_string(c.cost));
     std::vector<std::pair<int64_t, int64_t>> reference;
     size_t splitBefore = estc_runtime_parallel_loops_split();
     for (int threads : {1, 2, 4}) {

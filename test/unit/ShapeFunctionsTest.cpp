@@ -70,80 +70,77 @@ TEST(ShapeFunctions, Conv2dAndPool) {
   EXPECT_EQ(parsePadding("SAME"), Padding::Same);
   EXPECT_EQ(parsePadding("VALID"), Padding::Valid);
   EXPECT_FALSE(parsePadding("same"));
-  expectDims(conv2d({U, 28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1},
-                    Padding::Valid),
-             {U, 24, 24, 20});
-  expectDims(conv2d({2, 28, 28, 3}, {3, 3, 3, 8}, {2, 2}, {1, 1},
-                    Padding::Same),
-             {2, 14, 14, 8});
-  expectDims(conv2d({1, 10, 10, 1}, {3, 3, 1, 1}, {1, 1}, {2, 2},
-                    Padding::Valid),
-             {1, 6, 6, 1});
-  expectDims(conv2d({U, U, U, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1},
-                    Padding::Valid),
+  expectDims(
+      conv2d({U, 28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      {U, 24, 24, 20});
+  expectDims(
+      conv2d({2, 28, 28, 3}, {3, 3, 3, 8}, {2, 2}, {1, 1}, Padding::Same),
+      {2, 14, 14, 8});
+  expectDims(
+      conv2d({1, 10, 10, 1}, {3, 3, 1, 1}, {1, 1}, {2, 2}, Padding::Valid),
+      {1, 6, 6, 1});
+  expectDims(conv2d({U, U, U, 3}, {3, 3, 3, 4}, {1, 1}, {1, 1}, Padding::Valid),
              {U, U, U, 4});
-  expectError(conv2d({28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1},
-                     Padding::Valid),
-              "NHWC");
-  expectError(conv2d({1, 28, 28, 1}, {5, 5, 20}, {1, 1}, {1, 1},
-                     Padding::Valid),
-              "HWIO");
-  expectError(conv2d({1, 28, 28, 3}, {5, 5, 1, 20}, {1, 1}, {1, 1},
-                     Padding::Valid),
-              "input channels 3");
-  expectError(conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {1}, {1, 1},
-                     Padding::Valid),
-              "strides must have 2 values");
-  expectError(conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {0, 1}, {1, 1},
-                     Padding::Valid),
-              "strides must be positive");
-  expectError(conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1, 1},
-                     Padding::Valid),
-              "dilations");
-  expectError(conv2d({1, 3, 3, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1},
-                     Padding::Valid),
-              "larger than input");
-  expectError(conv2d({1, 8, 8, 1}, {U, 5, 1, 20}, {1, 1}, {1, 1},
-                     Padding::Valid),
-              "spatial size must be known");
+  expectError(
+      conv2d({28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      "NHWC");
+  expectError(
+      conv2d({1, 28, 28, 1}, {5, 5, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      "HWIO");
+  expectError(
+      conv2d({1, 28, 28, 3}, {5, 5, 1, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      "input channels 3");
+  expectError(
+      conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {1}, {1, 1}, Padding::Valid),
+      "strides must have 2 values");
+  expectError(
+      conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {0, 1}, {1, 1}, Padding::Valid),
+      "strides must be positive");
+  expectError(
+      conv2d({1, 28, 28, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1, 1}, Padding::Valid),
+      "dilations");
+  expectError(
+      conv2d({1, 3, 3, 1}, {5, 5, 1, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      "larger than input");
+  expectError(
+      conv2d({1, 8, 8, 1}, {U, 5, 1, 20}, {1, 1}, {1, 1}, Padding::Valid),
+      "spatial size must be known");
 
   expectDims(pool2d({U, 24, 24, 20}, {2, 2}, {2, 2}, Padding::Valid),
              {U, 12, 12, 20});
-  expectDims(pool2d({1, 5, 5, 1}, {2, 2}, {2, 2}, Padding::Same),
-             {1, 3, 3, 1});
+  expectDims(pool2d({1, 5, 5, 1}, {2, 2}, {2, 2}, Padding::Same), {1, 3, 3, 1});
   expectError(pool2d({24, 24, 20}, {2, 2}, {2, 2}, Padding::Valid), "NHWC");
   expectError(pool2d({1, 4, 4, 1}, {2}, {2, 2}, Padding::Valid), "ksize");
-  expectError(pool2d({1, 4, 4, 1}, {2, 2}, {2, -1}, Padding::Valid),
-              "strides");
+  expectError(pool2d({1, 4, 4, 1}, {2, 2}, {2, -1}, Padding::Valid), "strides");
   expectError(pool2d({1, 1, 1, 1}, {2, 2}, {1, 1}, Padding::Valid),
               "larger than input");
 
   // The gradients recover the forward operand's shape and check the forward
   // result against the incoming gradient.
-  expectDims(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28, 27},
-                                 {2, 2}, {1, 1}, Padding::Same),
+  expectDims(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28, 27}, {2, 2},
+                                 {1, 1}, Padding::Same),
              {U, 28, 27, 3});
-  expectDims(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3},
-                                  {1, 1}, {2, 2}, Padding::Valid),
+  expectDims(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3}, {1, 1},
+                                  {2, 2}, Padding::Valid),
              {3, 3, 1, 4});
-  expectDims(maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 2}, {2, 2}, {2, 2},
-                         Padding::Same),
-             {U, 5, 5, 2});
+  expectDims(
+      maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 2}, {2, 2}, {2, 2}, Padding::Same),
+      {U, 5, 5, 2});
   expectDims(avgPoolGrad({7, 3, 3, 2}, {5, 6}, {2, 2}, {2, 2}, Padding::Same),
              {7, 5, 6, 2});
   expectError(conv2dBackpropInput({U, 13, 14, 8}, {3, 3, 3, 8}, {28, 28},
                                   {2, 2}, {1, 1}, Padding::Same),
               "grad_output [?,13,14,8] does not match the forward result "
               "[?,14,14,8]");
-  expectError(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28},
-                                  {2, 2}, {1, 1}, Padding::Same),
+  expectError(conv2dBackpropInput({U, 14, 14, 8}, {3, 3, 3, 8}, {28}, {2, 2},
+                                  {1, 1}, Padding::Same),
               "input_size must have 2 values");
-  expectError(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3},
-                                   {1}, {2, 2}, Padding::Valid),
+  expectError(conv2dBackpropFilter({U, 10, 10, 1}, {U, 6, 6, 4}, {3, 3}, {1},
+                                   {2, 2}, Padding::Valid),
               "conv2d_backprop_filter: strides must have 2 values");
-  expectError(maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 3}, {2, 2}, {2, 2},
-                          Padding::Same),
-              "max_pool_grad grad_output");
+  expectError(
+      maxPoolGrad({U, 5, 5, 2}, {U, 3, 3, 3}, {2, 2}, {2, 2}, Padding::Same),
+      "max_pool_grad grad_output");
   expectError(avgPoolGrad({3, 3, 2}, {5, 6}, {2, 2}, {2, 2}, Padding::Same),
               "NHWC");
 

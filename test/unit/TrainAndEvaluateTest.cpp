@@ -165,10 +165,9 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
               train_and_evaluate(est, TrainSpec{trainInput(), 0}, eval);
             }),
             "train_and_evaluate: Must specify max_steps > 0, given: 0");
-  EXPECT_EQ(errorOf([&] {
-              train_and_evaluate(est, TrainSpec{nullptr, 10}, eval);
-            }),
-            "train_and_evaluate: TrainSpec.input_fn is empty");
+  EXPECT_EQ(
+      errorOf([&] { train_and_evaluate(est, TrainSpec{nullptr, 10}, eval); }),
+      "train_and_evaluate: TrainSpec.input_fn is empty");
   EvalSpec badSteps = evalSpec();
   badSteps.steps = 0;
   EXPECT_EQ(errorOf([&] {
@@ -193,13 +192,13 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
   none.save_checkpoints_steps = 0;
   none.save_checkpoints_secs = 0;
   Estimator noCheckpoints(classifier_fn, config(10).replace(none));
-  EXPECT_EQ(
-      errorOf([&] {
-        train_and_evaluate(noCheckpoints, TrainSpec{trainInput(), 10}, eval);
-      }),
-      "train_and_evaluate: evaluations follow checkpoints, but RunConfig "
-      "saves none: set save_checkpoints_steps or save_checkpoints_secs "
-      "(or EvalSpec.every_n_steps)");
+  EXPECT_EQ(errorOf([&] {
+              train_and_evaluate(noCheckpoints, TrainSpec{trainInput(), 10},
+                                 eval);
+            }),
+            "train_and_evaluate: evaluations follow checkpoints, but RunConfig "
+            "saves none: set save_checkpoints_steps or save_checkpoints_secs "
+            "(or EvalSpec.every_n_steps)");
   RunConfigOptions o;
   o.model_dir = (dir_ / "dist").string();
   Estimator distributed(
@@ -207,13 +206,13 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
                          R"({"cluster": {"chief": ["h0:1"], "worker": ["h1:1"]},
               "task": {"type": "worker", "index": 0}})",
                          o));
-  EXPECT_EQ(
-      errorOf([&] {
-        train_and_evaluate(distributed, TrainSpec{trainInput(), 10}, eval);
-      }),
-      "train_and_evaluate: RunConfig has a cluster (TF_CONFIG, task type "
-      "'worker'): distributed training is not supported yet (only the "
-      "'evaluator' task runs); unset TF_CONFIG");
+  EXPECT_EQ(errorOf([&] {
+              train_and_evaluate(distributed, TrainSpec{trainInput(), 10},
+                                 eval);
+            }),
+            "train_and_evaluate: RunConfig has a cluster (TF_CONFIG, task type "
+            "'worker'): distributed training is not supported yet (only the "
+            "'evaluator' task runs); unset TF_CONFIG");
   EXPECT_FALSE(fs::exists(dir_ / "model" / "checkpoint")); // nothing ran
 }
 

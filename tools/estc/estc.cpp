@@ -40,15 +40,15 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -122,8 +122,8 @@ std::optional<Emit> parseEmit(const std::string &name) {
 }
 
 bool isIdentifier(const std::string &s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) ||
-                     s[0] == '_'))
+  if (s.empty() ||
+      !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
     return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
@@ -135,8 +135,7 @@ bool isIdentifier(const std::string &s) {
 /// translation).
 bool isLLVMDialect(mlir::ModuleOp module) {
   for (mlir::Operation &op : module.getBody()->getOperations())
-    if (op.getDialect() == nullptr ||
-        op.getDialect()->getNamespace() != "llvm")
+    if (op.getDialect() == nullptr || op.getDialect()->getNamespace() != "llvm")
       return false;
   return true;
 }
@@ -218,8 +217,9 @@ int main(int argc, char **argv) {
   if (!compileTo.empty()) {
     lastStage = estc::parseStage(compileTo);
     if (!lastStage)
-      return userError("--compile-to=" + compileTo + ": unknown stage (one of " +
-                       estc::allStageNames() + ")");
+      return userError("--compile-to=" + compileTo +
+                       ": unknown stage (one of " + estc::allStageNames() +
+                       ")");
   }
   if (target != "cpu")
     return userError("--target=" + target +
@@ -229,8 +229,9 @@ int main(int argc, char **argv) {
     return userError("--name=" + modelName + ": not a C++ identifier");
   std::optional<Emit> emit = parseEmit(emitFlag);
   if (!emit)
-    return userError("--emit=" + emitFlag +
-                     ": unknown output kind (one of mlir, llvm, asm, obj, lib, header)");
+    return userError(
+        "--emit=" + emitFlag +
+        ": unknown output kind (one of mlir, llvm, asm, obj, lib, header)");
   if (*emit != Emit::MLIR && !compileTo.empty())
     return userError("--compile-to=" + compileTo +
                      ": only with --emit=mlir (the other outputs need the "
@@ -325,8 +326,8 @@ int main(int argc, char **argv) {
                  (*module)->getAttrOfType<mlir::StringAttr>("estc.manifest")) {
     auto parsed = estc::manifestFromJson(json.getValue());
     if (!parsed)
-      return userError(inputFile + ": estc.manifest: " +
-                       llvm::toString(parsed.takeError()));
+      return userError(
+          inputFile + ": estc.manifest: " + llvm::toString(parsed.takeError()));
     manifest = std::move(*parsed);
     manifest->name = modelName;
   } else if (*emit == Emit::Obj || *emit == Emit::Lib ||
@@ -336,7 +337,8 @@ int main(int argc, char **argv) {
                      "manifest (compile the graph or the est-level module)");
   }
 
-  std::string outDir = outputFile == "-" ? std::string(".") : outputFile.getValue();
+  std::string outDir =
+      outputFile == "-" ? std::string(".") : outputFile.getValue();
   auto writeHeaderAndManifest = [&]() {
     if (std::error_code ec = llvm::sys::fs::create_directories(outDir)) {
       error = outDir + ": " + ec.message();
@@ -355,11 +357,11 @@ int main(int argc, char **argv) {
     if (llvm::Error e = runPipeline(estc::Stage::LLVM))
       return userError(llvm::toString(std::move(e)));
     if (!isLLVMDialect(*module))
-      return userError(inputFile + ": " + describeUnlowered(*module) +
-                       " (pipeline stages in this build: " +
-                       estc::allStageNames() +
-                       "); --emit=header writes the header and manifest "
-                       "only");
+      return userError(
+          inputFile + ": " + describeUnlowered(*module) +
+          " (pipeline stages in this build: " + estc::allStageNames() +
+          "); --emit=header writes the header and manifest "
+          "only");
   }
 
   std::vector<std::string> functions;

@@ -119,8 +119,8 @@ Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
   for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))
       dynamic.push_back(dims[i]);
-  return tensor::EmptyOp::create(b, loc, type.getShape(),
-                                 type.getElementType(), dynamic);
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(),
+                                 dynamic);
 }
 
 Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
@@ -465,22 +465,21 @@ Value elementwiseBody(Operation *op, OpBuilder &b, Location loc,
 bool isElementwise(Operation *op) {
   return isa<est::AddOp, est::SubOp, est::MulOp, est::DivOp, est::PowOp,
              est::MaximumOp, est::MinimumOp, est::EqualOp, est::NotEqualOp,
-             est::LessOp, est::LessEqualOp, est::GreaterOp,
-             est::GreaterEqualOp, est::LogicalAndOp, est::LogicalOrOp,
-             est::LogicalNotOp, est::SelectOp, est::CastOp,
-             est::BroadcastToOp, est::NegOp, est::AbsOp, est::SquareOp,
-             est::ExpOp, est::LogOp, est::SqrtOp, est::RsqrtOp, est::TanhOp,
-             est::SinOp, est::CosOp, est::FloorOp, est::SigmoidOp, est::ReluOp, est::Relu6Op, est::EluOp,
+             est::LessOp, est::LessEqualOp, est::GreaterOp, est::GreaterEqualOp,
+             est::LogicalAndOp, est::LogicalOrOp, est::LogicalNotOp,
+             est::SelectOp, est::CastOp, est::BroadcastToOp, est::NegOp,
+             est::AbsOp, est::SquareOp, est::ExpOp, est::LogOp, est::SqrtOp,
+             est::RsqrtOp, est::TanhOp, est::SinOp, est::CosOp, est::FloorOp,
+             est::SigmoidOp, est::ReluOp, est::Relu6Op, est::EluOp,
              est::SoftplusOp>(op);
 }
 
 FailureOr<Value> Lowering::lowerElementwise() {
   Operation *estOp = op;
-  return buildElementwise(
-      b, loc, op->getOperands(), resultType(),
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        return elementwiseBody(estOp, nb, nloc, args);
-      });
+  return buildElementwise(b, loc, op->getOperands(), resultType(),
+                          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                            return elementwiseBody(estOp, nb, nloc, args);
+                          });
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,9 +540,8 @@ FailureOr<Value> Lowering::lowerReduction() {
     }
   }
   Value init = filledTensor(b, loc, outType, outDims, identity);
-  SmallVector<AffineMap> maps = {
-      b.getMultiDimIdentityMap(rank),
-      AffineMap::get(rank, 0, outExprs, ctx)};
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
   Operation *estOp = op;
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{outType}, ValueRange{x}, ValueRange{init}, maps,
@@ -616,8 +614,8 @@ FailureOr<Value> Lowering::lowerArgReduce(Value x, int64_t axis, bool isMax) {
   }
   auto valueType = RankedTensorType::get(outType.getShape(), elt);
   Value valueInit = filledTensor(b, loc, valueType, outDims, start);
-  Value indexInit = filledTensor(b, loc, outType, outDims,
-                                 scalarConst(b, loc, indexElt, 0));
+  Value indexInit =
+      filledTensor(b, loc, outType, outDims, scalarConst(b, loc, indexElt, 0));
   AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank), outMap,
                                  outMap};
@@ -639,10 +637,10 @@ FailureOr<Value> Lowering::lowerArgReduce(Value x, int64_t axis, bool isMax) {
               nb, nloc, bestOrdered,
               arith::OrIOp::create(nb, nloc, vNaN, beats));
         } else {
-          better = arith::CmpIOp::create(
-              nb, nloc,
-              isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
-              v, best);
+          better = arith::CmpIOp::create(nb, nloc,
+                                         isMax ? arith::CmpIPredicate::sgt
+                                               : arith::CmpIPredicate::slt,
+                                         v, best);
         }
         Value position = linalg::IndexOp::create(nb, nloc, axis);
         position = arith::IndexCastOp::create(nb, nloc, indexElt, position);
@@ -690,8 +688,8 @@ FailureOr<Value> Lowering::lowerMatmul(est::MatmulOp matmul) {
 
   if (ra == 2 && rb == 2) {
     Value init = filledTensor(
-        b, loc, outType,
-        {dimValue(b, loc, lhs, 0), dimValue(b, loc, rhs, 1)}, zero);
+        b, loc, outType, {dimValue(b, loc, lhs, 0), dimValue(b, loc, rhs, 1)},
+        zero);
     return linalg::MatmulOp::create(b, loc, TypeRange{outType},
                                     ValueRange{lhs, rhs}, ValueRange{init})
         .getResult(0);
@@ -708,8 +706,8 @@ FailureOr<Value> Lowering::lowerMatmul(est::MatmulOp matmul) {
     int64_t n = tensorTypeOf(rhs).getDimSize(1);
     auto mmType = RankedTensorType::get({flatType.getDimSize(0), n}, elt);
     Value init = filledTensor(
-        b, loc, mmType,
-        {dimValue(b, loc, flat, 0), dimValue(b, loc, rhs, 1)}, zero);
+        b, loc, mmType, {dimValue(b, loc, flat, 0), dimValue(b, loc, rhs, 1)},
+        zero);
     Value mm = linalg::MatmulOp::create(b, loc, TypeRange{mmType},
                                         ValueRange{flat, rhs}, ValueRange{init})
                    .getResult(0);
@@ -717,8 +715,7 @@ FailureOr<Value> Lowering::lowerMatmul(est::MatmulOp matmul) {
     for (int64_t i = 0; i < ra - 1; ++i)
       outShape.push_back(dimFold(b, loc, lhs, i));
     outShape.push_back(dimFold(b, loc, rhs, 1));
-    return tensor::ExpandShapeOp::create(b, loc, outType, mm, reassoc,
-                                         outShape)
+    return tensor::ExpandShapeOp::create(b, loc, outType, mm, reassoc, outShape)
         .getResult();
   }
 
@@ -760,9 +757,8 @@ FailureOr<Value> Lowering::lowerMatmul(est::MatmulOp matmul) {
     dims.push_back(dimValue(b, loc, v, t.getRank() - 2));
     dims.push_back(dimValue(b, loc, v, t.getRank() - 1));
     Value init = emptyTensor(b, loc, full, dims);
-    SmallVector<AffineMap> maps = {
-        broadcastMap(b.getContext(), t, full),
-        b.getMultiDimIdentityMap(full.getRank())};
+    SmallVector<AffineMap> maps = {broadcastMap(b.getContext(), t, full),
+                                   b.getMultiDimIdentityMap(full.getRank())};
     return linalg::GenericOp::create(
                b, loc, TypeRange{full}, ValueRange{v}, ValueRange{init}, maps,
                parallel(full.getRank()),
@@ -809,14 +805,12 @@ Value Lowering::padSpatial(Value input, ArrayRef<int64_t> padBefore,
   if (llvm::all_of(padBefore, [](int64_t p) { return p == 0; }) &&
       llvm::all_of(padAfter, [](int64_t p) { return p == 0; }))
     return input;
-  SmallVector<OpFoldResult> low = {b.getIndexAttr(0),
-                                   b.getIndexAttr(padBefore[0]),
-                                   b.getIndexAttr(padBefore[1]),
-                                   b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> high = {b.getIndexAttr(0),
-                                    b.getIndexAttr(padAfter[0]),
-                                    b.getIndexAttr(padAfter[1]),
-                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> low = {
+      b.getIndexAttr(0), b.getIndexAttr(padBefore[0]),
+      b.getIndexAttr(padBefore[1]), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> high = {
+      b.getIndexAttr(0), b.getIndexAttr(padAfter[0]),
+      b.getIndexAttr(padAfter[1]), b.getIndexAttr(0)};
   Value padValue =
       scalarConst(b, loc, tensorTypeOf(input).getElementType(), value);
   return tensor::PadOp::create(b, loc, Type(), input, low, high, padValue)
@@ -845,9 +839,8 @@ FailureOr<Value> Lowering::lowerConv(est::Conv2DOp conv) {
   auto padding = estc::shape::parsePadding(conv.getPadding().str());
   if (!padding)
     return fail("unknown padding '" + conv.getPadding() + "'");
-  if (inType.getRank() != 4 || fType.getRank() != 4 ||
-      inType.isDynamicDim(1) || inType.isDynamicDim(2) ||
-      !fType.hasStaticShape())
+  if (inType.getRank() != 4 || fType.getRank() != 4 || inType.isDynamicDim(1) ||
+      inType.isDynamicDim(2) || !fType.hasStaticShape())
     return fail("needs static spatial input dimensions and a static filter");
   ArrayRef<int64_t> strides = conv.getStrides();
   ArrayRef<int64_t> dilations = conv.getDilations();
@@ -861,10 +854,9 @@ FailureOr<Value> Lowering::lowerConv(est::Conv2DOp conv) {
       outType.isDynamicDim(3))
     return fail("needs a static output shape but the batch");
   Value zero = scalarConst(b, loc, outType.getElementType(), 0);
-  Value init =
-      filledTensor(b, loc, outType,
-                   {dimValue(b, loc, input, 0), Value(), Value(), Value()},
-                   zero);
+  Value init = filledTensor(
+      b, loc, outType, {dimValue(b, loc, input, 0), Value(), Value(), Value()},
+      zero);
   return linalg::Conv2DNhwcHwcfOp::create(
              b, loc, TypeRange{outType}, ValueRange{padded, filter},
              ValueRange{init}, b.getI64TensorAttr(strides),
@@ -893,10 +885,11 @@ FailureOr<Value> Lowering::lowerConv(est::Conv2DOp conv) {
 struct WindowGeometry {
   int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
 
-  static FailureOr<WindowGeometry>
-  get(ArrayRef<int64_t> inputSize, ArrayRef<int64_t> window,
-      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
-      StringRef paddingName) {
+  static FailureOr<WindowGeometry> get(ArrayRef<int64_t> inputSize,
+                                       ArrayRef<int64_t> window,
+                                       ArrayRef<int64_t> strides,
+                                       ArrayRef<int64_t> dilations,
+                                       StringRef paddingName) {
     auto padding = estc::shape::parsePadding(paddingName.str());
     if (!padding || inputSize.size() != 2 || window.size() != 2 ||
         strides.size() != 2 || dilations.size() != 2 ||
@@ -913,7 +906,9 @@ struct WindowGeometry {
     g.pl = estc::shape::convPadBefore(g.w, g.kw, g.sw, g.dw, *padding);
     return g;
   }
-  SmallVector<int64_t> kernelScalars() const { return {sh, sw, dh, dw, pt, pl}; }
+  SmallVector<int64_t> kernelScalars() const {
+    return {sh, sw, dh, dw, pt, pl};
+  }
 };
 
 /// Index arithmetic inside a generic's body.
@@ -1036,9 +1031,10 @@ Value convBackpropLoops(OpBuilder &b, Location loc, RankedTensorType outType,
         BackpropTap tap = tapOf(m);
         Value v = tensor::ExtractOp::create(nb, nloc, gathered, tap.indices);
         Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
-        linalg::YieldOp::create(
-            nb, nloc, accumulateIf(nb, nloc, m.both(tap.validH, tap.validW),
-                                   prod, args[1]));
+        linalg::YieldOp::create(nb, nloc,
+                                accumulateIf(nb, nloc,
+                                             m.both(tap.validH, tap.validW),
+                                             prod, args[1]));
       });
   markRuntimeKernel(b, generic, kernel, g);
   return generic.getResult(0);
@@ -1058,9 +1054,9 @@ Lowering::lowerConvBackpropInput(est::Conv2DBackpropInputOp op) {
                 "padding");
   // Loops (n, ih, iw, c | kh, kw, o): the filter streamed, dy gathered.
   Type elt = outType.getElementType();
-  Value init = filledTensor(b, loc, outType,
-                            {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
-                            scalarConst(b, loc, elt, 0));
+  Value init = filledTensor(
+      b, loc, outType, {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
+      scalarConst(b, loc, elt, 0));
   return convBackpropLoops(
       b, loc, outType, init, filter, {4, 5, 3, 6}, dy,
       [&](IndexMath &m) {
@@ -1104,17 +1100,16 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
   RankedTensorType xType = tensorTypeOf(x), dyType = tensorTypeOf(dy);
   RankedTensorType outType = resultType();
   int64_t ones[] = {1, 1};
-  FailureOr<WindowGeometry> g =
-      WindowGeometry::get({xType.getDimSize(1), xType.getDimSize(2)},
-                          op.getKsize(), op.getStrides(), ones,
-                          op.getPadding());
+  FailureOr<WindowGeometry> g = WindowGeometry::get(
+      {xType.getDimSize(1), xType.getDimSize(2)}, op.getKsize(),
+      op.getStrides(), ones, op.getPadding());
   if (failed(g) || outType.isDynamicDim(3))
     return fail("needs static spatial and channel dimensions");
   MLIRContext *ctx = b.getContext();
   Type elt = outType.getElementType();
   Type i32 = b.getI32Type();
-  Value window = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
+  Value window =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
   // 1. The first maximum of each window: loops (n, oh, ow, kh, kw, c);
   // tap index kh * KW + kw, -1 while no valid element was seen.
   auto maxType = RankedTensorType::get(
@@ -1125,7 +1120,8 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
   Value maxInit = filledTensor(
       b, loc, maxType, dims,
       scalarConst(b, loc, elt, -std::numeric_limits<double>::infinity()));
-  Value argInit = filledTensor(b, loc, argType, dims, intConst(b, loc, i32, -1));
+  Value argInit =
+      filledTensor(b, loc, argType, dims, intConst(b, loc, i32, -1));
   SmallVector<AffineMap> argMaps = {dimsMap(ctx, 6, {3, 4}),
                                     dimsMap(ctx, 6, {0, 1, 2, 5}),
                                     dimsMap(ctx, 6, {0, 1, 2, 5})};
@@ -1139,19 +1135,18 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
         auto [iw, validW] = m.inputOf(m.idx(2), kw, g->pl, 1, g->sw, g->w);
         Value v = tensor::ExtractOp::create(
             nb, nloc, x, ValueRange{m.idx(0), ih, iw, m.idx(5)});
-        Value none = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq,
-                                           args[2],
-                                           intConst(nb, nloc, i32, -1));
+        Value none =
+            arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::eq, args[2],
+                                  intConst(nb, nloc, i32, -1));
         Value greater = arith::CmpFOp::create(
             nb, nloc, arith::CmpFPredicate::OGT, v, args[1]);
         Value take = m.both(m.both(validH, validW),
                             arith::OrIOp::create(nb, nloc, none, greater));
-        Value tap = arith::IndexCastOp::create(
-            nb, nloc, i32, m.add(m.mul(kh, g->kw), kw));
-        linalg::YieldOp::create(
-            nb, nloc,
-            ValueRange{m.select(take, v, args[1]),
-                       m.select(take, tap, args[2])});
+        Value tap = arith::IndexCastOp::create(nb, nloc, i32,
+                                               m.add(m.mul(kh, g->kw), kw));
+        linalg::YieldOp::create(nb, nloc,
+                                ValueRange{m.select(take, v, args[1]),
+                                           m.select(take, tap, args[2])});
       });
   Value arg = argmax.getResult(1);
   Value zero = scalarConst(b, loc, elt, 0);
@@ -1198,18 +1193,18 @@ FailureOr<Value> Lowering::lowerMaxPoolGrad(est::MaxPoolGradOp op) {
                  auto [ow, tapW, validW] =
                      window(m.idx(2), g->pl, g->sw, g->kw, g->ow);
                  SmallVector<Value> coords = {m.idx(0), oh, ow, m.idx(3)};
-                 linalg::YieldOp::create(
-                     nb, nloc,
-                     addIfFirstMax(nb, nloc, m, coords, tapH, tapW, validH,
-                                   validW, zero));
+                 linalg::YieldOp::create(nb, nloc,
+                                         addIfFirstMax(nb, nloc, m, coords,
+                                                       tapH, tapW, validH,
+                                                       validW, zero));
                })
         .getResult(0);
   }
   // 2. Each input element sums the gradients of the windows whose first
   // maximum it is: loops (n, ih, iw, kh, kw, c).
-  Value init = filledTensor(b, loc, outType,
-                            {dimValue(b, loc, x, 0), Value(), Value(), Value()},
-                            zero);
+  Value init =
+      filledTensor(b, loc, outType,
+                   {dimValue(b, loc, x, 0), Value(), Value(), Value()}, zero);
   SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {3, 4}),
                                  dimsMap(ctx, 6, {0, 1, 2, 5})};
   return linalg::GenericOp::create(
@@ -1235,18 +1230,17 @@ FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
   Value dy = op.getGradOutput();
   RankedTensorType outType = resultType();
   int64_t ones[] = {1, 1};
-  FailureOr<WindowGeometry> g =
-      WindowGeometry::get(op.getInputSize(), op.getKsize(), op.getStrides(),
-                          ones, op.getPadding());
+  FailureOr<WindowGeometry> g = WindowGeometry::get(
+      op.getInputSize(), op.getKsize(), op.getStrides(), ones, op.getPadding());
   if (failed(g) || outType.isDynamicDim(3))
     return fail("needs static spatial and channel dimensions");
   MLIRContext *ctx = b.getContext();
   Type elt = outType.getElementType();
-  Value window = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
-  Value init = filledTensor(b, loc, outType,
-                            {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
-                            scalarConst(b, loc, elt, 0));
+  Value window =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{g->kh, g->kw}, elt);
+  Value init = filledTensor(
+      b, loc, outType, {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
+      scalarConst(b, loc, elt, 0));
   SmallVector<AffineMap> maps = {dimsMap(ctx, 6, {3, 4}),
                                  dimsMap(ctx, 6, {0, 1, 2, 5})};
   // Loops (n, ih, iw, kh, kw, c); each window's gradient is divided by the
@@ -1268,10 +1262,9 @@ FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
                  return m.sub(end,
                               arith::MaxSIOp::create(nb, nloc, start, m.c(0)));
                };
-               Value count =
-                   arith::MulIOp::create(nb, nloc,
-                                         extent(oh, g->sh, g->pt, g->kh, g->h),
-                                         extent(ow, g->sw, g->pl, g->kw, g->w));
+               Value count = arith::MulIOp::create(
+                   nb, nloc, extent(oh, g->sh, g->pt, g->kh, g->h),
+                   extent(ow, g->sw, g->pl, g->kw, g->w));
                Value countF = arith::SIToFPOp::create(
                    nb, nloc, elt,
                    arith::IndexCastOp::create(nb, nloc, nb.getI64Type(),
@@ -1279,10 +1272,10 @@ FailureOr<Value> Lowering::lowerAvgPoolGrad(est::AvgPoolGradOp op) {
                Value v = tensor::ExtractOp::create(
                    nb, nloc, dy, ValueRange{m.idx(0), oh, ow, m.idx(5)});
                Value share = arith::DivFOp::create(nb, nloc, v, countF);
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   accumulateIf(nb, nloc, m.both(validH, validW), share,
-                                args[1]));
+               linalg::YieldOp::create(nb, nloc,
+                                       accumulateIf(nb, nloc,
+                                                    m.both(validH, validW),
+                                                    share, args[1]));
              })
       .getResult(0);
 }
@@ -1294,12 +1287,10 @@ FailureOr<Value> Lowering::lowerPool(Value input, ArrayRef<int64_t> ksize,
   auto padding = estc::shape::parsePadding(paddingName.str());
   if (!padding)
     return fail("unknown padding '" + paddingName + "'");
-  if (inType.getRank() != 4 || inType.isDynamicDim(1) ||
-      inType.isDynamicDim(2))
+  if (inType.getRank() != 4 || inType.isDynamicDim(1) || inType.isDynamicDim(2))
     return fail("needs static spatial input dimensions");
   int64_t height = inType.getDimSize(1), width = inType.getDimSize(2);
-  auto [top, bottom] =
-      spatialPads(height, ksize[0], strides[0], 1, *padding);
+  auto [top, bottom] = spatialPads(height, ksize[0], strides[0], 1, *padding);
   auto [left, right] = spatialPads(width, ksize[1], strides[1], 1, *padding);
   Type elt = inType.getElementType();
   double inf = std::numeric_limits<double>::infinity();
@@ -1321,10 +1312,10 @@ FailureOr<Value> Lowering::lowerPool(Value input, ArrayRef<int64_t> ksize,
   Value window = tensor::EmptyOp::create(b, loc, ksize, elt);
   auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineMap> poolMaps = {
-      AffineMap::get(6, 0,
-                     {d(0), d(1) * strides[0] + d(3), d(2) * strides[1] + d(4),
-                      d(5)},
-                     ctx),
+      AffineMap::get(
+          6, 0,
+          {d(0), d(1) * strides[0] + d(3), d(2) * strides[1] + d(4), d(5)},
+          ctx),
       dimsMap(ctx, 6, {3, 4}), dimsMap(ctx, 6, {0, 1, 2, 5})};
   Value pooled =
       linalg::GenericOp::create(
@@ -1432,8 +1423,7 @@ FailureOr<Value> Lowering::lowerReshape(Value x) {
     }
     Value total = dimValue(b, loc, flat, 0);
     outShape.push_back(
-        arith::DivUIOp::create(b, loc, total,
-                               indexConst(b, loc, staticProduct))
+        arith::DivUIOp::create(b, loc, total, indexConst(b, loc, staticProduct))
             .getResult());
   }
   ReassociationIndices all;
@@ -1475,8 +1465,8 @@ FailureOr<Value> Lowering::lowerConcat(est::ConcatOp concat) {
     for (int64_t d = 0; d < rank; ++d)
       sizes.push_back(dimFold(b, loc, x, d));
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-    acc = tensor::InsertSliceOp::create(b, loc, x, acc, offsets, sizes,
-                                        strides);
+    acc =
+        tensor::InsertSliceOp::create(b, loc, x, acc, offsets, sizes, strides);
     int64_t size = tensorTypeOf(x).getDimSize(axis);
     if (!dynamicOffset && !ShapedType::isDynamic(size)) {
       staticOffset += size;
@@ -1485,8 +1475,8 @@ FailureOr<Value> Lowering::lowerConcat(est::ConcatOp concat) {
     }
     if (!dynamicOffset)
       dynamicOffset = indexConst(b, loc, staticOffset);
-    dynamicOffset = arith::AddIOp::create(b, loc, dynamicOffset,
-                                          dimValue(b, loc, x, axis));
+    dynamicOffset =
+        arith::AddIOp::create(b, loc, dynamicOffset, dimValue(b, loc, x, axis));
     offset = dynamicOffset;
   }
   return acc;
@@ -1521,12 +1511,12 @@ FailureOr<Value> Lowering::lowerGather(est::GatherOp gather) {
                                       indexConst(b, loc, 1));
   Value zero = indexConst(b, loc, 0);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{outType}, ValueRange{indices},
-             ValueRange{init}, maps, parallel(outRank),
+             b, loc, TypeRange{outType}, ValueRange{indices}, ValueRange{init},
+             maps, parallel(outRank),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
                // Out-of-range indices are clamped into [0, dim - 1].
-               Value i = arith::IndexCastOp::create(nb, nloc,
-                                                    nb.getIndexType(), args[0]);
+               Value i = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(),
+                                                    args[0]);
                i = arith::MaxSIOp::create(nb, nloc, i, zero);
                i = arith::MinSIOp::create(nb, nloc, i, limit);
                SmallVector<Value> coords;
@@ -1569,9 +1559,9 @@ FailureOr<Value> Lowering::lowerScatter(est::ScatterOp scatter) {
       b, loc, lbs, ubs, steps, ValueRange{ref},
       [&](OpBuilder &nb, Location nl, ValueRange ivs,
           ValueRange args) -> scf::ValueVector {
-        Value raw = tensor::ExtractOp::create(nb, nl, indices, ivs.take_front(q));
-        Value row =
-            arith::IndexCastOp::create(nb, nl, nb.getIndexType(), raw);
+        Value raw =
+            tensor::ExtractOp::create(nb, nl, indices, ivs.take_front(q));
+        Value row = arith::IndexCastOp::create(nb, nl, nb.getIndexType(), raw);
         row = arith::MaxSIOp::create(nb, nl, row, zero);
         row = arith::MinSIOp::create(nb, nl, row, limit);
         SmallVector<Value> dst = {row};
@@ -1617,8 +1607,8 @@ FailureOr<Value> Lowering::lowerOneHot(est::OneHotOp oneHot) {
                                  b.getMultiDimIdentityMap(outRank)};
   Type indexElt = iType.getElementType();
   return linalg::GenericOp::create(
-             b, loc, TypeRange{outType}, ValueRange{indices},
-             ValueRange{init}, maps, parallel(outRank),
+             b, loc, TypeRange{outType}, ValueRange{indices}, ValueRange{init},
+             maps, parallel(outRank),
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
                Value position = linalg::IndexOp::create(nb, nloc, axis);
                position =
@@ -1672,8 +1662,8 @@ std::array<Value, 4> philox(OpBuilder &b, Location loc, int64_t seed,
 /// T(x >> 8) (+ 1 when `plusOne`) * 2^-24.
 Value uniform01(OpBuilder &b, Location loc, Type t, Value word,
                 bool plusOne = false) {
-  Value shifted = arith::ShRUIOp::create(
-      b, loc, word, intConst(b, loc, b.getI32Type(), 8));
+  Value shifted =
+      arith::ShRUIOp::create(b, loc, word, intConst(b, loc, b.getI32Type(), 8));
   Value v = arith::UIToFPOp::create(b, loc, t, shifted);
   if (plusOne)
     v = arith::AddFOp::create(b, loc, v, scalarConst(b, loc, t, 1));
@@ -1756,10 +1746,10 @@ FailureOr<Value> Lowering::lowerRandom(Value x, Value counterTensor,
                          double lo = uniform.getMinval().convertToDouble();
                          double hi = uniform.getMaxval().convertToDouble();
                          double range =
-                             t.isF32() ? static_cast<double>(
-                                             static_cast<float>(hi) -
-                                             static_cast<float>(lo))
-                                       : hi - lo;
+                             t.isF32()
+                                 ? static_cast<double>(static_cast<float>(hi) -
+                                                       static_cast<float>(lo))
+                                 : hi - lo;
                          Value u = uniform01(nb, nloc, t, r[0]);
                          Value s = arith::MulFOp::create(
                              nb, nloc, u, computeConst(nb, nloc, t, range));
@@ -1804,9 +1794,10 @@ FailureOr<Value> Lowering::lowerRandom(Value x, Value counterTensor,
                          };
                          double erfSqrt2 = 0.95449973610364158560;
                          double twoErf =
-                             t.isF32() ? static_cast<double>(
-                                             2.0f * static_cast<float>(erfSqrt2))
-                                       : 2.0 * erfSqrt2;
+                             t.isF32()
+                                 ? static_cast<double>(
+                                       2.0f * static_cast<float>(erfSqrt2))
+                                 : 2.0 * erfSqrt2;
                          Value u = uniform01(nb, nloc, t, r[0]);
                          Value xv = arith::SubFOp::create(
                              nb, nloc,
@@ -1824,9 +1815,8 @@ FailureOr<Value> Lowering::lowerRandom(Value x, Value counterTensor,
                              nb, nloc, arith::NegFOp::create(nb, nloc, lg),
                              cf(2.5f));
                          const float coeffs[] = {
-                             3.43273939e-07f, -3.5233877e-06f,
-                             -4.39150654e-06f, 0.00021858087f,
-                             -0.00125372503f, -0.00417768164f,
+                             3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f,
+                             0.00021858087f,  -0.00125372503f, -0.00417768164f,
                              0.246640727f,    1.50140941f};
                          Value p = cf(2.81022636e-08f);
                          for (float k : coeffs)
@@ -1844,8 +1834,8 @@ FailureOr<Value> Lowering::lowerRandom(Value x, Value counterTensor,
                              arith::CmpFOp::create(nb, nloc, CF::OGT, z, c(2));
                          z = arith::SelectOp::create(nb, nloc, above, c(2), z);
                          Value sz = arith::MulFOp::create(
-                             nb, nloc,
-                             c(normal.getStddev().convertToDouble()), z);
+                             nb, nloc, c(normal.getStddev().convertToDouble()),
+                             z);
                          return arith::AddFOp::create(
                              nb, nloc, c(normal.getMean().convertToDouble()),
                              sz);
@@ -1877,8 +1867,8 @@ FailureOr<SmallVector<Value>> Lowering::run() {
           arith::ConstantOp::create(b, loc, splat.getSplatValue<TypedAttr>());
       result = filledTensor(b, loc, resultType(), {}, value);
     } else {
-      Value c = arith::ConstantOp::create(
-          b, loc, cast<TypedAttr>(constant.getValue()));
+      Value c = arith::ConstantOp::create(b, loc,
+                                          cast<TypedAttr>(constant.getValue()));
       result = castTo(b, loc, c, resultType());
     }
   } else if (isa<est::ZerosLikeOp, est::OnesLikeOp>(op)) {
@@ -1887,10 +1877,9 @@ FailureOr<SmallVector<Value>> Lowering::run() {
     SmallVector<Value> dims;
     for (int64_t d = 0; d < type.getRank(); ++d)
       dims.push_back(dimValue(b, loc, x, d));
-    result = filledTensor(
-        b, loc, type, dims,
-        scalarConst(b, loc, type.getElementType(),
-                    isa<est::OnesLikeOp>(op) ? 1.0 : 0.0));
+    result = filledTensor(b, loc, type, dims,
+                          scalarConst(b, loc, type.getElementType(),
+                                      isa<est::OnesLikeOp>(op) ? 1.0 : 0.0));
   } else if (isa<est::ReduceSumOp, est::ReduceMeanOp, est::ReduceMaxOp,
                  est::ReduceMinOp, est::ReduceProdOp>(op)) {
     result = lowerReduction();
@@ -1931,8 +1920,7 @@ FailureOr<SmallVector<Value>> Lowering::run() {
   } else if (auto slice = dyn_cast<est::SliceOp>(op)) {
     Value x = slice.getX();
     int64_t rank = tensorTypeOf(x).getRank();
-    SmallVector<OpFoldResult> offsets, sizes,
-        strides(rank, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> offsets, sizes, strides(rank, b.getIndexAttr(1));
     for (int64_t d = 0; d < rank; ++d) {
       int64_t begin = slice.getBegin()[d], size = slice.getSize()[d];
       offsets.push_back(b.getIndexAttr(begin));
@@ -1946,8 +1934,8 @@ FailureOr<SmallVector<Value>> Lowering::run() {
                             .getResult());
       }
     }
-    Value s = tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes,
-                                             strides);
+    Value s =
+        tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
     result = castTo(b, loc, s, resultType());
   } else if (auto pad = dyn_cast<est::PadOp>(op)) {
     ArrayRef<int64_t> paddings = pad.getPaddings();
@@ -1958,8 +1946,8 @@ FailureOr<SmallVector<Value>> Lowering::run() {
     }
     Value value = scalarConst(b, loc, resultType().getElementType(),
                               pad.getConstantValue().convertToDouble());
-    Value p = tensor::PadOp::create(b, loc, Type(), pad.getX(), low, high,
-                                    value);
+    Value p =
+        tensor::PadOp::create(b, loc, Type(), pad.getX(), low, high, value);
     result = castTo(b, loc, p, resultType());
   } else if (auto squeeze = dyn_cast<est::SqueezeOp>(op)) {
     Value x = squeeze.getX();
@@ -2016,8 +2004,8 @@ FailureOr<SmallVector<Value>> Lowering::run() {
   } else if (isa<est::MinimizeOp>(op)) {
     result = fail("est.minimize must be expanded by the training pass first");
   } else if (isa<est::SoftmaxOp, est::LogSoftmaxOp, est::SoftmaxCrossEntropyOp,
-                 est::SparseSoftmaxCrossEntropyOp,
-                 est::SigmoidCrossEntropyOp>(op)) {
+                 est::SparseSoftmaxCrossEntropyOp, est::SigmoidCrossEntropyOp>(
+                 op)) {
     result = fail("is a composite op: run est-decompose before "
                   "convert-est-to-linalg");
   } else {

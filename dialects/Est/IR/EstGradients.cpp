@@ -138,20 +138,23 @@ std::optional<ArrayRef<int64_t>> optionalAxes(DenseI64ArrayAttr attr) {
 
 LogicalResult gradient(AddOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()), h.reduceTo(g, op.getRhs())});
+  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()),
+                                          h.reduceTo(g, op.getRhs())});
   return success();
 }
 
 LogicalResult gradient(SubOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()), h.reduceTo(h.neg(g), op.getRhs())});
+  out.assign(std::initializer_list<Value>{h.reduceTo(g, op.getLhs()),
+                                          h.reduceTo(h.neg(g), op.getRhs())});
   return success();
 }
 
 LogicalResult gradient(MulOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.reduceTo(h.mul(g, op.getRhs()), op.getLhs()),
-         h.reduceTo(h.mul(g, op.getLhs()), op.getRhs())});
+  out.assign(std::initializer_list<Value>{
+      h.reduceTo(h.mul(g, op.getRhs()), op.getLhs()),
+      h.reduceTo(h.mul(g, op.getLhs()), op.getRhs())});
   return success();
 }
 
@@ -159,8 +162,8 @@ LogicalResult gradient(DivOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value x = op.getLhs(), y = op.getRhs(), z = op.getResult();
   // d/dx = g / y; d/dy = -g * z / y.
-  out.assign(std::initializer_list<Value>{h.reduceTo(h.div(g, y), x),
-         h.reduceTo(h.neg(h.div(h.mul(g, z), y)), y)});
+  out.assign(std::initializer_list<Value>{
+      h.reduceTo(h.div(g, y), x), h.reduceTo(h.neg(h.div(h.mul(g, z), y)), y)});
   return success();
 }
 
@@ -174,7 +177,8 @@ LogicalResult gradient(PowOp op, OpBuilder &b, Value g, Grads &out) {
   Value safeX = h.select(positive, x, h.onesLike(x));
   Value logX = h.where(positive, LogOp::create(b, op.getLoc(), safeX));
   Value dy = h.mul(g, h.mul(z, logX));
-  out.assign(std::initializer_list<Value>{h.reduceTo(dx, x), h.reduceTo(dy, y)});
+  out.assign(
+      std::initializer_list<Value>{h.reduceTo(dx, x), h.reduceTo(dy, y)});
   return success();
 }
 
@@ -186,8 +190,9 @@ LogicalResult minMaxGradient(OpT op, OpBuilder &b, Value g, Grads &out) {
   Value x = op.getLhs(), y = op.getRhs();
   Value toLhs = CmpOp::create(b, op.getLoc(), x, y);
   Value zero = h.scalar(g, 0.0);
-  out.assign(std::initializer_list<Value>{h.reduceTo(h.select(toLhs, g, zero), x),
-         h.reduceTo(h.select(toLhs, zero, g), y)});
+  out.assign(
+      std::initializer_list<Value>{h.reduceTo(h.select(toLhs, g, zero), x),
+                                   h.reduceTo(h.select(toLhs, zero, g), y)});
   return success();
 }
 LogicalResult gradient(MaximumOp op, OpBuilder &b, Value g, Grads &out) {
@@ -218,12 +223,14 @@ LogicalResult gradient(AbsOp op, OpBuilder &b, Value g, Grads &out) {
 
 LogicalResult gradient(SquareOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(op.getX(), h.scalar(g, 2.0)))});
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, h.mul(op.getX(), h.scalar(g, 2.0)))});
   return success();
 }
 
 LogicalResult gradient(ExpOp op, OpBuilder &b, Value g, Grads &out) {
-  out.assign(std::initializer_list<Value>{helper(b, op).mul(g, op.getResult())});
+  out.assign(
+      std::initializer_list<Value>{helper(b, op).mul(g, op.getResult())});
   return success();
 }
 
@@ -235,7 +242,8 @@ LogicalResult gradient(LogOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(SqrtOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   // g * 0.5 / sqrt(x)
-  out.assign(std::initializer_list<Value>{h.div(h.mul(g, h.scalar(g, 0.5)), op.getResult())});
+  out.assign(std::initializer_list<Value>{
+      h.div(h.mul(g, h.scalar(g, 0.5)), op.getResult())});
   return success();
 }
 
@@ -243,14 +251,16 @@ LogicalResult gradient(RsqrtOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   // d x^-1/2 = -0.5 x^-3/2 = -0.5 z^3
   Value z = op.getResult();
-  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(h.scalar(g, -0.5), h.mul(z, h.mul(z, z))))});
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, h.mul(h.scalar(g, -0.5), h.mul(z, h.mul(z, z))))});
   return success();
 }
 
 LogicalResult gradient(TanhOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value z = op.getResult();
-  out.assign(std::initializer_list<Value>{h.mul(g, h.sub(h.scalar(z, 1.0), h.mul(z, z)))});
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, h.sub(h.scalar(z, 1.0), h.mul(z, z)))});
   return success();
 }
 
@@ -277,22 +287,24 @@ LogicalResult gradient(FloorOp, OpBuilder &, Value, Grads &out) {
 LogicalResult gradient(SigmoidOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value z = op.getResult();
-  out.assign(std::initializer_list<Value>{h.mul(g, h.mul(z, h.sub(h.scalar(z, 1.0), z)))});
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, h.mul(z, h.sub(h.scalar(z, 1.0), z)))});
   return success();
 }
 
 LogicalResult gradient(ReluOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.where(h.greater(op.getX(), h.scalar(g, 0.0)), g)});
+  out.assign(std::initializer_list<Value>{
+      h.where(h.greater(op.getX(), h.scalar(g, 0.0)), g)});
   return success();
 }
 
 LogicalResult gradient(Relu6Op op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value x = op.getX();
-  Value inside = LogicalAndOp::create(b, op.getLoc(),
-                                      h.greater(x, h.scalar(x, 0.0)),
-                                      h.less(x, h.scalar(x, 6.0)));
+  Value inside =
+      LogicalAndOp::create(b, op.getLoc(), h.greater(x, h.scalar(x, 0.0)),
+                           h.less(x, h.scalar(x, 6.0)));
   out.assign(std::initializer_list<Value>{h.where(inside, g)});
   return success();
 }
@@ -302,13 +314,15 @@ LogicalResult gradient(EluOp op, OpBuilder &b, Value g, Grads &out) {
   // x > 0: g; else g * (elu(x) + 1) = g * exp(x).
   Value x = op.getX();
   Value negative = h.mul(g, h.add(op.getResult(), h.scalar(x, 1.0)));
-  out.assign(std::initializer_list<Value>{h.select(h.greater(x, h.scalar(x, 0.0)), g, negative)});
+  out.assign(std::initializer_list<Value>{
+      h.select(h.greater(x, h.scalar(x, 0.0)), g, negative)});
   return success();
 }
 
 LogicalResult gradient(SoftplusOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
-  out.assign(std::initializer_list<Value>{h.mul(g, SigmoidOp::create(b, op.getLoc(), op.getX()))});
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, SigmoidOp::create(b, op.getLoc(), op.getX()))});
   return success();
 }
 
@@ -316,8 +330,9 @@ LogicalResult gradient(SelectOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value zero = h.scalar(g, 0.0);
   Value c = op.getCond();
-  out.assign(std::initializer_list<Value>{Value(), h.reduceTo(h.select(c, g, zero), op.getOnTrue()),
-         h.reduceTo(h.select(c, zero, g), op.getOnFalse())});
+  out.assign(std::initializer_list<Value>{
+      Value(), h.reduceTo(h.select(c, g, zero), op.getOnTrue()),
+      h.reduceTo(h.select(c, zero, g), op.getOnFalse())});
   return success();
 }
 
@@ -327,7 +342,8 @@ LogicalResult gradient(CastOp op, OpBuilder &b, Value g, Grads &out) {
     return success();
   }
   Type elt = tensorType(op.getX()).getElementType();
-  out.assign(std::initializer_list<Value>{CastOp::create(b, op.getLoc(), g, TypeAttr::get(elt))});
+  out.assign(std::initializer_list<Value>{
+      CastOp::create(b, op.getLoc(), g, TypeAttr::get(elt))});
   return success();
 }
 
@@ -372,7 +388,8 @@ LogicalResult gradient(MatmulOp op, OpBuilder &b, Value g, Grads &out) {
     da = mm(m, g, true, true);
     db = mm(g, a, true, true);
   }
-  out.assign(std::initializer_list<Value>{h.reduceTo(da, a), h.reduceTo(db, m)});
+  out.assign(
+      std::initializer_list<Value>{h.reduceTo(da, a), h.reduceTo(db, m)});
   return success();
 }
 
@@ -405,9 +422,9 @@ LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
 }
 
 LogicalResult gradient(MaxPoolOp op, OpBuilder &b, Value g, Grads &out) {
-  Value dx = MaxPoolGradOp::create(b, op.getLoc(), op.getInput(), g,
-                                   op.getKsizeAttr(), op.getStridesAttr(),
-                                   op.getPaddingAttr());
+  Value dx =
+      MaxPoolGradOp::create(b, op.getLoc(), op.getInput(), g, op.getKsizeAttr(),
+                            op.getStridesAttr(), op.getPaddingAttr());
   out.assign(std::initializer_list<Value>{dx});
   return success();
 }
@@ -417,8 +434,8 @@ LogicalResult gradient(AvgPoolOp op, OpBuilder &b, Value g, Grads &out) {
   if (failed(inputSize))
     return failure();
   Value dx = AvgPoolGradOp::create(
-      b, op.getLoc(), g, b.getDenseI64ArrayAttr(*inputSize),
-      op.getKsizeAttr(), op.getStridesAttr(), op.getPaddingAttr());
+      b, op.getLoc(), g, b.getDenseI64ArrayAttr(*inputSize), op.getKsizeAttr(),
+      op.getStridesAttr(), op.getPaddingAttr());
   out.assign(std::initializer_list<Value>{dx});
   return success();
 }
@@ -430,7 +447,8 @@ LogicalResult gradient(AvgPoolOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(ReduceSumOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value x = op.getX();
-  Value kept = h.keepDims(g, optionalAxes(op.getAxesAttr()), op.getKeepDims(), x);
+  Value kept =
+      h.keepDims(g, optionalAxes(op.getAxesAttr()), op.getKeepDims(), x);
   out.assign(std::initializer_list<Value>{h.broadcastLike(kept, x)});
   return success();
 }
@@ -443,7 +461,8 @@ LogicalResult gradient(ReduceMeanOp op, OpBuilder &b, Value g, Grads &out) {
   // The count of reduced elements, also for dims known at run time only.
   Value count = h.reduceSum(
       h.onesLike(x), G::normalizedAxes(axes, tensorType(x).getRank()), true);
-  out.assign(std::initializer_list<Value>{h.broadcastLike(h.div(kept, count), x)});
+  out.assign(
+      std::initializer_list<Value>{h.broadcastLike(h.div(kept, count), x)});
   return success();
 }
 
@@ -479,10 +498,10 @@ LogicalResult gradient(ReduceProdOp op, OpBuilder &b, Value g, Grads &out) {
   SmallVector<int64_t> all = G::normalizedAxes(axes, tensorType(x).getRank());
   Value isZero = h.equal(x, h.scalar(x, 0.0));
   Value nonZero = h.select(isZero, h.onesLike(x), x);
-  Value p = ReduceProdOp::create(b, loc, nonZero, b.getDenseI64ArrayAttr(all),
-                                 true);
-  Value z = h.reduceSum(h.select(isZero, h.onesLike(x), h.zerosLike(x)), all,
-                        true);
+  Value p =
+      ReduceProdOp::create(b, loc, nonZero, b.getDenseI64ArrayAttr(all), true);
+  Value z =
+      h.reduceSum(h.select(isZero, h.onesLike(x), h.zerosLike(x)), all, true);
   Value zero = h.scalar(x, 0.0);
   Value atZero = h.select(h.equal(z, h.scalar(x, 1.0)), p, zero);
   Value atOther = h.select(h.equal(z, zero), h.div(p, nonZero), zero);
@@ -523,13 +542,14 @@ LogicalResult gradient(TransposeOp op, OpBuilder &b, Value g, Grads &out) {
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p < 0 ? p + perm.size() : p] = i;
-  out.assign(std::initializer_list<Value>{TransposeOp::create(b, op.getLoc(), g,
-                             b.getDenseI64ArrayAttr(inverse))});
+  out.assign(std::initializer_list<Value>{
+      TransposeOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(inverse))});
   return success();
 }
 
 LogicalResult gradient(BroadcastToOp op, OpBuilder &b, Value g, Grads &out) {
-  out.assign(std::initializer_list<Value>{helper(b, op).reduceTo(g, op.getX())});
+  out.assign(
+      std::initializer_list<Value>{helper(b, op).reduceTo(g, op.getX())});
   return success();
 }
 
@@ -564,7 +584,8 @@ LogicalResult gradient(SliceOp op, OpBuilder &b, Value g, Grads &out) {
     int64_t dim = xType.getDimSize(i);
     int64_t hi = 0;
     if (size != -1) {
-      if (ShapedType::isDynamic(dim) || ShapedType::isDynamic(yType.getDimSize(i)))
+      if (ShapedType::isDynamic(dim) ||
+          ShapedType::isDynamic(yType.getDimSize(i)))
         return op.emitError("gradient needs static sliced dimensions");
       hi = dim - begin - size;
     }
@@ -573,8 +594,9 @@ LogicalResult gradient(SliceOp op, OpBuilder &b, Value g, Grads &out) {
     paddings.push_back(begin);
     paddings.push_back(hi);
   }
-  out.assign(std::initializer_list<Value>{PadOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(paddings),
-                       b.getF64FloatAttr(0.0))});
+  out.assign(std::initializer_list<Value>{
+      PadOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(paddings),
+                    b.getF64FloatAttr(0.0))});
   return success();
 }
 
@@ -594,8 +616,9 @@ LogicalResult gradient(PadOp op, OpBuilder &b, Value g, Grads &out) {
       sizes.push_back(dim);
     }
   }
-  out.assign(std::initializer_list<Value>{SliceOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(begin),
-                         b.getDenseI64ArrayAttr(sizes))});
+  out.assign(std::initializer_list<Value>{
+      SliceOp::create(b, op.getLoc(), g, b.getDenseI64ArrayAttr(begin),
+                      b.getDenseI64ArrayAttr(sizes))});
   return success();
 }
 
@@ -622,7 +645,8 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
     if (d != axis)
       toFront.push_back(d);
   if (axis != 0) {
-    SmallVector<int64_t> gPerm; // g: [pre, index dims, post] -> [index, pre, post]
+    SmallVector<int64_t>
+        gPerm; // g: [pre, index dims, post] -> [index, pre, post]
     for (int64_t d = 0; d < indexRank; ++d)
       gPerm.push_back(axis + d);
     for (int64_t d = 0; d < axis; ++d)
@@ -637,10 +661,10 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   int64_t rows = params.getDimSize(axis);
   int64_t rowSize = params.getNumElements() / std::max<int64_t>(rows, 1);
   Type elt = params.getElementType();
-  Value oneHot = OneHotOp::create(
-      b, loc, op.getIndices(), b.getI64IntegerAttr(rows),
-      b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0), b.getI64IntegerAttr(-1),
-      TypeAttr::get(elt));
+  Value oneHot =
+      OneHotOp::create(b, loc, op.getIndices(), b.getI64IntegerAttr(rows),
+                       b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0),
+                       b.getI64IntegerAttr(-1), TypeAttr::get(elt));
   Value hot2 = h.reshape(oneHot, {-1, rows});
   Value g2 = h.reshape(g, {-1, rowSize});
   Value dense = MatmulOp::create(b, loc, hot2, g2, true, false);
@@ -651,8 +675,8 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
     SmallVector<int64_t> inverse(rank);
     for (auto [i, p] : llvm::enumerate(toFront))
       inverse[p] = i;
-    result = TransposeOp::create(b, loc, result,
-                                 b.getDenseI64ArrayAttr(inverse));
+    result =
+        TransposeOp::create(b, loc, result, b.getDenseI64ArrayAttr(inverse));
   }
   out.assign(std::initializer_list<Value>{result, Value()});
   return success();
@@ -691,7 +715,8 @@ LogicalResult gradient(LogSoftmaxOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Value y = op.getResult();
   Value sum = h.reduceSum(g, {op.getAxisAttr().getInt()}, true);
-  out.assign(std::initializer_list<Value>{h.sub(g, h.mul(ExpOp::create(b, op.getLoc(), y), sum))});
+  out.assign(std::initializer_list<Value>{
+      h.sub(g, h.mul(ExpOp::create(b, op.getLoc(), y), sum))});
   return success();
 }
 
@@ -703,7 +728,8 @@ LogicalResult gradient(SoftmaxCrossEntropyOp op, OpBuilder &b, Value g,
   Value gk = ExpandDimsOp::create(b, loc, g, -1);
   Value p = SoftmaxOp::create(b, loc, logits, -1);
   Value logP = LogSoftmaxOp::create(b, loc, logits, -1);
-  out.assign(std::initializer_list<Value>{h.mul(h.sub(p, labels), gk), h.mul(h.neg(logP), gk)});
+  out.assign(std::initializer_list<Value>{h.mul(h.sub(p, labels), gk),
+                                          h.mul(h.neg(logP), gk)});
   return success();
 }
 
@@ -731,14 +757,16 @@ LogicalResult gradient(SigmoidCrossEntropyOp op, OpBuilder &b, Value g,
   G h = helper(b, op);
   Value x = op.getLogits(), z = op.getLabels();
   Value s = SigmoidOp::create(b, op.getLoc(), x);
-  out.assign(std::initializer_list<Value>{h.mul(g, h.sub(s, z)), h.mul(g, h.neg(x))});
+  out.assign(
+      std::initializer_list<Value>{h.mul(g, h.sub(s, z)), h.mul(g, h.neg(x))});
   return success();
 }
 
 LogicalResult gradient(DropoutOp op, OpBuilder &b, Value g, Grads &out) {
-  out.assign(std::initializer_list<Value>{DropoutOp::create(b, op.getLoc(), g, op.getCounter(),
-                           op.getRateAttr(), op.getSeedAttr()),
-         Value()});
+  out.assign(std::initializer_list<Value>{
+      DropoutOp::create(b, op.getLoc(), g, op.getCounter(), op.getRateAttr(),
+                        op.getSeedAttr()),
+      Value()});
   return success();
 }
 
@@ -769,10 +797,12 @@ template <typename... OpTs> void attach(MLIRContext &context) {
 void mlir::est::attachGradientInterfaces(MLIRContext &context) {
   attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp, AbsOp,
          SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, FloorOp,
-         SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp, StopGradientOp, ZerosLikeOp, OnesLikeOp,
-         MatmulOp, Conv2DOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
-         ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp, BroadcastToOp,
-         ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp, SoftmaxOp, LogSoftmaxOp,
-         SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
-         SigmoidCrossEntropyOp, DropoutOp>(context);
+         SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp,
+         StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp, MaxPoolOp,
+         AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+         ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp,
+         BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
+         SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
+         SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp>(
+      context);
 }

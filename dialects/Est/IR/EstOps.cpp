@@ -579,8 +579,7 @@ EST_INFER(ScatterOp) {
   StringRef mode = adaptor.getModeAttr() ? adaptor.getModeAttr().getValue()
                                          : StringRef("add");
   if (mode != "add" && mode != "update")
-    return inf.fail("mode must be \"add\" or \"update\", got \"" + mode +
-                    "\"");
+    return inf.fail("mode must be \"add\" or \"update\", got \"" + mode + "\"");
   if (ShapeOr s = shape::scatter(inf.dims(0), inf.dims(1), inf.dims(2)); !s)
     return inf.fail(s.message());
   return inf.result(inf.type(0));
@@ -778,8 +777,7 @@ LogicalResult ApplyGradientsOp::verify() {
     return emitOpError() << getVariables().size() << " variables but "
                          << getGradients().size() << " gradients";
   size_t sparse = getSparseVariables() ? getSparseVariables()->size() : 0;
-  if (getSparseIndices().size() != sparse ||
-      getSparseValues().size() != sparse)
+  if (getSparseIndices().size() != sparse || getSparseValues().size() != sparse)
     return emitOpError() << sparse << " sparse variables but "
                          << getSparseIndices().size() << " indices and "
                          << getSparseValues().size() << " values";
