@@ -2,9 +2,9 @@
 
 #include "estimator/EarlyStopping.h"
 
-#include "estimator/FileIO.h"
 #include "estimator/Logging.h"
-#include "estimator/Summary.h"
+#include "lib/Summary/Summary.h"
+#include "lib/Support/FileIO.h"
 
 #include <stdexcept>
 

@@ -11,7 +11,7 @@
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
-#include "estimator/Summary.h"
+#include "lib/Summary/Summary.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Kernels.h"
 

@@ -58,12 +58,12 @@
 #ifndef ESTC_ESTIMATOR_ESTIMATOR_H
 #define ESTC_ESTIMATOR_ESTIMATOR_H
 
-#include "estimator/Checkpoint.h"
 #include "estimator/EstimatorSpec.h"
 #include "estimator/Input.h"
 #include "estimator/RunConfig.h"
 #include "estimator/SessionRunHook.h"
 #include "estimator/WarmStart.h"
+#include "lib/Checkpoint/Checkpoint.h"
 
 #include <cstdint>
 #include <iterator>

@@ -2,9 +2,9 @@
 
 #include "estimator/Hooks.h"
 
-#include "estimator/FileIO.h"
-#include "estimator/Json.h"
 #include "estimator/Logging.h"
+#include "lib/Support/FileIO.h"
+#include "lib/Support/Json.h"
 
 #include <algorithm>
 #include <charconv>

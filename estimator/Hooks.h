@@ -33,9 +33,9 @@
 #ifndef ESTC_ESTIMATOR_HOOKS_H
 #define ESTC_ESTIMATOR_HOOKS_H
 
-#include "estimator/Checkpoint.h"
 #include "estimator/SessionRunHook.h"
-#include "estimator/Summary.h"
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Summary/Summary.h"
 
 #include <cstdint>
 #include <functional>
@@ -101,7 +101,7 @@ private:
   double lastTime_ = 0;
 };
 
-/// tf.compat.v1.summary.FileWriterCache (estimator/Summary.h).
+/// tf.compat.v1.summary.FileWriterCache (lib/Summary/Summary.h).
 using summary::SummaryWriterCache;
 
 //===----------------------------------------------------------------------===//

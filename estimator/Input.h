@@ -20,7 +20,7 @@
 #ifndef ESTC_ESTIMATOR_INPUT_H
 #define ESTC_ESTIMATOR_INPUT_H
 
-#include "estimator/Checkpoint.h"
+#include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Graph/GraphBuilder.h"
 
 #include <cstdint>

@@ -2,8 +2,8 @@
 
 #include "estimator/RunConfig.h"
 
-#include "estimator/Json.h"
 #include "estimator/Logging.h"
+#include "lib/Support/Json.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -38,7 +38,7 @@
 #ifndef ESTC_ESTIMATOR_SESSIONRUNHOOK_H
 #define ESTC_ESTIMATOR_SESSIONRUNHOOK_H
 
-#include "estimator/Checkpoint.h"
+#include "lib/Checkpoint/Checkpoint.h"
 
 #include <cstdint>
 #include <map>

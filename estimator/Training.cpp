@@ -2,8 +2,8 @@
 
 #include "estimator/Training.h"
 
-#include "estimator/FileIO.h"
 #include "estimator/Logging.h"
+#include "lib/Support/FileIO.h"
 
 #include <chrono>
 #include <set>

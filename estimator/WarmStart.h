@@ -7,7 +7,7 @@
 #ifndef ESTC_ESTIMATOR_WARMSTART_H
 #define ESTC_ESTIMATOR_WARMSTART_H
 
-#include "estimator/Checkpoint.h"
+#include "lib/Checkpoint/Checkpoint.h"
 
 #include <map>
 #include <string>

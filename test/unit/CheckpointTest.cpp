@@ -1,10 +1,8 @@
-//===- CheckpointTest.cpp - Checkpoint files, state, GC, restore, warm start
-//-===//
+//===- CheckpointTest.cpp - Checkpoint files, state, GC, restore ----------===//
 
-#include "estimator/Checkpoint.h"
-#include "estimator/FileIO.h"
-#include "estimator/Json.h"
-#include "estimator/WarmStart.h"
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Support/FileIO.h"
+#include "lib/Support/Json.h"
 
 #include <gtest/gtest.h>
 
@@ -636,77 +634,4 @@ TEST_F(LatestCheckpointTest, AbsolutePathsInState) {
                                   file("model.ckpt-200")};
   update_checkpoint_state(dir, s);
   EXPECT_EQ(latest(), file("model.ckpt-200"));
-}
-
-//===----------------------------------------------------------------------===//
-// Warm start
-//===----------------------------------------------------------------------===//
-
-TEST_F(CheckpointTest, WarmStart) {
-  VariableMap old;
-  old["dense/kernel"] = TensorValue::of<float>({2, 2}, {1, 2, 3, 4});
-  old["dense/bias"] = TensorValue::of<float>({2}, {5, 6});
-  old["old_head/w"] = TensorValue::of<float>({2}, {7, 8});
-  Saver(dir).save(old, 10);
-
-  std::map<std::string, VariableSpec> current = {
-      {"dense/kernel", {DType::F32, {2, 2}}},
-      {"dense/bias", {DType::F32, {2}}},
-      {"head/w", {DType::F32, {2}}},
-      {"global_step", {DType::I64, {}}},
-  };
-  estimator::WarmStartSettings ws;
-  ws.ckpt_to_initialize_from = dir; // a model_dir: its latest checkpoint
-  ws.vars_to_warm_start = "dense/";
-  auto loaded = estimator::warm_start(ws, current);
-  ASSERT_EQ(loaded.size(), 2u);
-  EXPECT_EQ(loaded.at("dense/bias").values<float>(),
-            (std::vector<float>{5, 6}));
-
-  ws.vars_to_warm_start = "kernel"; // matched from the start, like re.match
-  EXPECT_TRUE(estimator::warm_start(ws, current).empty());
-
-  ws.vars_to_warm_start = "(dense|head)/.*";
-  ws.var_name_to_prev_var_name = {{"head/w", "old_head/w"}};
-  loaded = estimator::warm_start(ws, current);
-  ASSERT_EQ(loaded.size(), 3u);
-  EXPECT_EQ(loaded.at("head/w").values<float>(), (std::vector<float>{7, 8}));
-
-  // ".*" selects head/w, which the checkpoint lacks without the rename.
-  ws.vars_to_warm_start = ".*";
-  ws.var_name_to_prev_var_name.clear();
-  expectError(
-      [&] { estimator::warm_start(ws, current); },
-      {"model.ckpt-10.safetensors: warm start: variable 'head/w' is not "
-       "in the checkpoint"});
-  ws.var_name_to_prev_var_name = {{"head/w", "old_head/w"}};
-  EXPECT_EQ(estimator::warm_start(ws, current).size(), 4u);
-
-  // Shape and dtype mismatches, a rename of no variable, a bad regex.
-  ws.vars_to_warm_start = "dense";
-  current["dense/kernel"] = {DType::F32, {4, 1}};
-  expectError([&] { estimator::warm_start(ws, current); },
-              {"warm start: variable 'dense/kernel' is F32[2,2] in the "
-               "checkpoint but F32[4,1] in the model"});
-  current["dense/kernel"] = {DType::F64, {2, 2}};
-  expectError([&] { estimator::warm_start(ws, current); },
-              {"variable 'dense/kernel' is F32[2,2] in the checkpoint but "
-               "F64[2,2] in the model"});
-  current["dense/kernel"] = {DType::F32, {2, 2}};
-  ws.vars_to_warm_start = "head";
-  ws.var_name_to_prev_var_name = {{"head/w", "dense/bias2"}};
-  expectError(
-      [&] { estimator::warm_start(ws, current); },
-      {"variable 'head/w' (as 'dense/bias2') is not in the checkpoint"});
-  ws.var_name_to_prev_var_name = {{"nothing", "old_head/w"}};
-  expectError([&] { estimator::warm_start(ws, current); },
-              {"var_name_to_prev_var_name renames 'nothing', which is not a "
-               "variable of the model"});
-  ws.var_name_to_prev_var_name.clear();
-  ws.vars_to_warm_start = "(";
-  EXPECT_THROW(estimator::warm_start(ws, current), std::invalid_argument);
-  ws.vars_to_warm_start = ".*";
-  ws.ckpt_to_initialize_from = file("missing");
-  expectError([&] { estimator::warm_start(ws, current); },
-              {file("missing"), "cannot open"});
 }

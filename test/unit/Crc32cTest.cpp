@@ -1,6 +1,6 @@
 //===- Crc32cTest.cpp - CRC-32C known answers and TF's masking ----------===//
 
-#include "estimator/Crc32c.h"
+#include "lib/Support/Crc32c.h"
 
 #include <gtest/gtest.h>
 

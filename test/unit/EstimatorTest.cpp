@@ -15,11 +15,11 @@
 #include "estimator/Estimator.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
-#include "estimator/Summary.h"
 #include "examples/models/Models.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
+#include "lib/Summary/Summary.h"
 #include "runtime/Kernels.h"
 
 #include <gtest/gtest.h>

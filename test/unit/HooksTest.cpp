@@ -9,10 +9,10 @@
 
 #include "TinyClassifier.h"
 
-#include "estimator/FileIO.h"
 #include "estimator/Hooks.h"
-#include "estimator/Json.h"
 #include "estimator/Logging.h"
+#include "lib/Support/FileIO.h"
+#include "lib/Support/Json.h"
 
 #include <gtest/gtest.h>
 

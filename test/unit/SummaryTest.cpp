@@ -1,9 +1,9 @@
 //===- SummaryTest.cpp - TensorBoard event files
 //---------------------------===//
 
-#include "estimator/Summary.h"
-#include "estimator/Crc32c.h"
-#include "estimator/FileIO.h"
+#include "lib/Summary/Summary.h"
+#include "lib/Support/Crc32c.h"
+#include "lib/Support/FileIO.h"
 
 #include <gtest/gtest.h>
 

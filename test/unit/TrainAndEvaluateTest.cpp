@@ -11,15 +11,15 @@
 
 #include "estimator/EarlyStopping.h"
 #include "estimator/Estimator.h"
-#include "estimator/FileIO.h"
 #include "estimator/Hooks.h"
-#include "estimator/Json.h"
 #include "estimator/Logging.h"
-#include "estimator/Summary.h"
 #include "estimator/Training.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
+#include "lib/Summary/Summary.h"
+#include "lib/Support/FileIO.h"
+#include "lib/Support/Json.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Checkpoint.h"
+#include "lib/Checkpoint/Checkpoint.h"
 
 #include <algorithm>
 #include <cmath>

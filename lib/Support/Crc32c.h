@@ -7,8 +7,8 @@
 // same values.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_CRC32C_H
-#define ESTC_ESTIMATOR_CRC32C_H
+#ifndef ESTC_LIB_SUPPORT_CRC32C_H
+#define ESTC_LIB_SUPPORT_CRC32C_H
 
 #include <cstddef>
 #include <cstdint>
@@ -44,4 +44,4 @@ constexpr uint32_t unmask(uint32_t masked) {
 } // namespace crc32c
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_CRC32C_H
+#endif // ESTC_LIB_SUPPORT_CRC32C_H

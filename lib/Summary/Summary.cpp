@@ -1,9 +1,9 @@
 //===- Summary.cpp - TensorBoard event files -----------------------------===//
 
-#include "estimator/Summary.h"
+#include "lib/Summary/Summary.h"
 
-#include "estimator/Crc32c.h"
-#include "estimator/FileIO.h"
+#include "lib/Support/Crc32c.h"
+#include "lib/Support/FileIO.h"
 
 #include <cerrno>
 #include <chrono>

@@ -1,11 +1,11 @@
 //===- Checkpoint.cpp - Checkpoints in a model_dir -----------------------===//
 
-#include "estimator/Checkpoint.h"
+#include "lib/Checkpoint/Checkpoint.h"
 
-#include "estimator/Crc32c.h"
-#include "estimator/FileIO.h"
-#include "estimator/Json.h"
-#include "estimator/checkpoint_state.pb.h"
+#include "lib/Checkpoint/checkpoint_state.pb.h"
+#include "lib/Support/Crc32c.h"
+#include "lib/Support/FileIO.h"
+#include "lib/Support/Json.h"
 #include "lib/Support/TextProto.h"
 
 #include <google/protobuf/text_format.h>

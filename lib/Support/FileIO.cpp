@@ -1,6 +1,6 @@
 //===- FileIO.cpp - Whole-file reads and crash-safe writes ---------------===//
 
-#include "estimator/FileIO.h"
+#include "lib/Support/FileIO.h"
 
 #include <algorithm>
 #include <atomic>

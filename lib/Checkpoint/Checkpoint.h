@@ -17,10 +17,10 @@
 // killed at any moment leaves the previous checkpoint and state valid.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_CHECKPOINT_H
-#define ESTC_ESTIMATOR_CHECKPOINT_H
+#ifndef ESTC_LIB_CHECKPOINT_CHECKPOINT_H
+#define ESTC_LIB_CHECKPOINT_CHECKPOINT_H
 
-#include "estimator/FileError.h"
+#include "lib/Support/FileError.h"
 
 #include <cstdint>
 #include <cstring>
@@ -333,4 +333,4 @@ private:
 } // namespace train
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_CHECKPOINT_H
+#endif // ESTC_LIB_CHECKPOINT_CHECKPOINT_H

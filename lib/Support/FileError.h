@@ -7,8 +7,8 @@
 // fallback warnings of latest_checkpoint, which go to a caller-chosen sink.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_FILEERROR_H
-#define ESTC_ESTIMATOR_FILEERROR_H
+#ifndef ESTC_LIB_SUPPORT_FILEERROR_H
+#define ESTC_LIB_SUPPORT_FILEERROR_H
 
 #include <stdexcept>
 #include <string>
@@ -23,4 +23,4 @@ public:
 
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_FILEERROR_H
+#endif // ESTC_LIB_SUPPORT_FILEERROR_H

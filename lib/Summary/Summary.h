@@ -16,11 +16,11 @@
 // to one directory (the Estimator's, the hooks') the same SummaryWriter.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_SUMMARY_H
-#define ESTC_ESTIMATOR_SUMMARY_H
+#ifndef ESTC_LIB_SUMMARY_SUMMARY_H
+#define ESTC_LIB_SUMMARY_SUMMARY_H
 
-#include "estimator/FileError.h"
-#include "estimator/event.pb.h"
+#include "lib/Summary/event.pb.h"
+#include "lib/Support/FileError.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -119,4 +119,4 @@ std::vector<std::string> list_event_files(const std::string &logdir);
 } // namespace summary
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_SUMMARY_H
+#endif // ESTC_LIB_SUMMARY_SUMMARY_H

@@ -7,10 +7,10 @@
 // temporary file that readers never open (isTemporaryFile).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_FILEIO_H
-#define ESTC_ESTIMATOR_FILEIO_H
+#ifndef ESTC_LIB_SUPPORT_FILEIO_H
+#define ESTC_LIB_SUPPORT_FILEIO_H
 
-#include "estimator/FileError.h"
+#include "lib/Support/FileError.h"
 
 #include <string>
 #include <string_view>
@@ -58,4 +58,4 @@ std::string lastError();
 } // namespace fileio
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_FILEIO_H
+#endif // ESTC_LIB_SUPPORT_FILEIO_H

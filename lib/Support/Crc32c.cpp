@@ -1,6 +1,6 @@
 //===- Crc32c.cpp - CRC-32C (Castagnoli) ---------------------------------===//
 
-#include "estimator/Crc32c.h"
+#include "lib/Support/Crc32c.h"
 
 #include <array>
 #include <cstring>

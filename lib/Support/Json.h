@@ -6,8 +6,8 @@
 // keep their text so that 64-bit offsets are read exactly.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_ESTIMATOR_JSON_H
-#define ESTC_ESTIMATOR_JSON_H
+#ifndef ESTC_LIB_SUPPORT_JSON_H
+#define ESTC_LIB_SUPPORT_JSON_H
 
 #include <cstdint>
 #include <optional>
@@ -52,4 +52,4 @@ std::string quote(std::string_view s);
 } // namespace json
 } // namespace estc
 
-#endif // ESTC_ESTIMATOR_JSON_H
+#endif // ESTC_LIB_SUPPORT_JSON_H

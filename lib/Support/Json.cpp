@@ -1,6 +1,6 @@
 //===- Json.cpp - The small JSON subset a safetensors header needs -------===//
 
-#include "estimator/Json.h"
+#include "lib/Support/Json.h"
 
 #include <cstdio>
 #include <set>
