@@ -35,18 +35,19 @@ namespace {
 
 // --- Conversions between the runtime's and the checkpoints' tensors -------
 
-train::DType toTrainDType(rt::DType d, const std::string &what) {
+/// The one conversion from the runtime's ABI dtype to the host's DType.
+DType toDType(rt::DType d, const std::string &what) {
   switch (d) {
   case rt::DType::F32:
-    return train::DType::F32;
+    return DType::Float32;
   case rt::DType::F64:
-    return train::DType::F64;
+    return DType::Float64;
   case rt::DType::I32:
-    return train::DType::I32;
+    return DType::Int32;
   case rt::DType::I64:
-    return train::DType::I64;
+    return DType::Int64;
   case rt::DType::Bool:
-    return train::DType::BOOL;
+    return DType::Bool;
   case rt::DType::I8:
     break;
   }
@@ -67,28 +68,8 @@ std::string specString(const rt::TensorSpec &t) {
          shapeString(std::vector<int64_t>(t.shape, t.shape + t.rank));
 }
 
-std::string rtName(train::DType d) {
-  switch (d) {
-  case train::DType::F32:
-    return "f32";
-  case train::DType::F64:
-    return "f64";
-  case train::DType::I32:
-    return "i32";
-  case train::DType::I64:
-    return "i64";
-  case train::DType::BOOL:
-    return "i1";
-  case train::DType::F16:
-    return "f16";
-  case train::DType::BF16:
-    return "bf16";
-  }
-  return "?";
-}
-
 std::string valueString(const TensorValue &t) {
-  return rtName(t.dtype) + shapeString(t.shape);
+  return to_string(t.dtype) + shapeString(t.shape);
 }
 
 bool startsWith(const std::string &s, const std::string &prefix) {
@@ -110,7 +91,7 @@ TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
       static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch())) *
       rt::dtypeBytes(t.dtype);
   const char *data = static_cast<const char *>(m.output_data(fn, output));
-  return TensorValue::from_bytes(toTrainDType(t.dtype, t.key), std::move(shape),
+  return TensorValue::from_bytes(toDType(t.dtype, t.key), std::move(shape),
                                  std::string(data, bytes));
 }
 
@@ -119,12 +100,12 @@ TensorValue readVariable(rt::CompiledModel &m, int index) {
   std::vector<int64_t> shape(v.shape, v.shape + v.rank);
   size_t bytes = static_cast<size_t>(m.variable_bytes(index));
   const char *data = static_cast<const char *>(m.variable_data(index));
-  return TensorValue::from_bytes(toTrainDType(v.dtype, v.name),
-                                 std::move(shape), std::string(data, bytes));
+  return TensorValue::from_bytes(toDType(v.dtype, v.name), std::move(shape),
+                                 std::string(data, bytes));
 }
 
-train::VariableSpec variableSpec(const rt::VariableSpec &v) {
-  return {toTrainDType(v.dtype, v.name),
+VariableSpec variableSpec(const rt::VariableSpec &v) {
+  return {toDType(v.dtype, v.name),
           std::vector<int64_t>(v.shape, v.shape + v.rank)};
 }
 
@@ -143,7 +124,7 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
     if (isLocal(v))
       continue;
     auto it = variables.find(v.name);
-    train::VariableSpec want = variableSpec(v);
+    VariableSpec want = variableSpec(v);
     if (it == variables.end())
       throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
                                    want.str() + ") is not in the checkpoint");
@@ -231,7 +212,7 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
       value = &*batch.labels;
     }
     std::vector<int64_t> want = concreteShape(spec, n);
-    bool dtypeOk = rtName(value->dtype) == rt::dtypeName(spec.dtype);
+    bool dtypeOk = to_string(value->dtype) == rt::dtypeName(spec.dtype);
     if (!dtypeOk || value->shape != want)
       throw std::invalid_argument(where + what + " is " + valueString(*value) +
                                   "; the model's " + f.name +
@@ -568,7 +549,7 @@ void Runner::initialize(rt::CompiledModel &m) {
   m.run(init);
   if (!warm_)
     return;
-  std::map<std::string, train::VariableSpec> current;
+  std::map<std::string, VariableSpec> current;
   for (int i = 0; i < m.spec().numVariables; ++i)
     if (m.spec().variables[i].trainable)
       current[m.spec().variables[i].name] = variableSpec(m.spec().variables[i]);

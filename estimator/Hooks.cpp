@@ -47,17 +47,19 @@ std::string formatFloat(double value, bool single) {
 
 std::string formatElement(const TensorValue &t, int64_t i) {
   switch (t.dtype) {
-  case train::DType::F32:
-  case train::DType::F16:
-  case train::DType::BF16:
+  case DType::Float32:
+  case DType::Float16:
+  case DType::BFloat16:
     return formatFloat(t.element(i), true);
-  case train::DType::F64:
+  case DType::Float64:
     return formatFloat(t.element(i), false);
-  case train::DType::I32:
-  case train::DType::I64:
+  case DType::Int32:
+  case DType::Int64:
     return std::to_string(static_cast<long long>(t.element(i)));
-  case train::DType::BOOL:
+  case DType::Bool:
     return t.element(i) != 0 ? "True" : "False";
+  case DType::Invalid:
+    break;
   }
   return "?";
 }

@@ -17,15 +17,10 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-/// The dtype as the graph builder knows it (same numbers as graph.proto).
-DType graphDType(train::DType d) {
-  return static_cast<DType>(static_cast<int>(d));
-}
-
 TensorSpec specOf(const std::string &key, const TensorValue &t) {
   TensorSpec spec;
   spec.key = key;
-  spec.dtype = graphDType(t.dtype);
+  spec.dtype = t.dtype;
   spec.shape = t.shape;
   if (!spec.shape.empty())
     spec.shape[0] = -1;

@@ -20,8 +20,8 @@
 #ifndef ESTC_ESTIMATOR_INPUT_H
 #define ESTC_ESTIMATOR_INPUT_H
 
-#include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <cstdint>
 #include <functional>
@@ -32,8 +32,6 @@
 
 namespace estc {
 namespace estimator {
-
-using train::TensorValue;
 
 /// Features by name; every tensor's first dimension is the batch.
 using Features = std::map<std::string, TensorValue>;

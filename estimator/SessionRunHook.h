@@ -49,7 +49,6 @@
 namespace estc {
 namespace estimator {
 
-using train::TensorValue;
 using train::VariableMap;
 
 /// What hooks may look at between steps: the model's variables in host

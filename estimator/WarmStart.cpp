@@ -9,7 +9,7 @@ namespace estimator {
 
 train::VariableMap
 warm_start(const WarmStartSettings &settings,
-           const std::map<std::string, train::VariableSpec> &current) {
+           const std::map<std::string, VariableSpec> &current) {
   std::regex pattern;
   try {
     pattern = std::regex(settings.vars_to_warm_start, std::regex::ECMAScript);

@@ -35,7 +35,7 @@ struct WarmStartSettings {
 /// ones only): global_step and optimizer slots are usually left out.
 train::VariableMap
 warm_start(const WarmStartSettings &settings,
-           const std::map<std::string, train::VariableSpec> &current);
+           const std::map<std::string, VariableSpec> &current);
 
 } // namespace estimator
 } // namespace estc

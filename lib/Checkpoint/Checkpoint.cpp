@@ -28,151 +28,6 @@ namespace estc {
 namespace train {
 
 //===----------------------------------------------------------------------===//
-// DType, VariableSpec, TensorValue
-//===----------------------------------------------------------------------===//
-
-namespace {
-struct DTypeInfo {
-  DType dtype;
-  const char *name;
-  size_t size;
-};
-constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "F32", 4},   {DType::F64, "F64", 8},   {DType::I32, "I32", 4},
-    {DType::I64, "I64", 8},   {DType::BOOL, "BOOL", 1}, {DType::F16, "F16", 2},
-    {DType::BF16, "BF16", 2},
-};
-const DTypeInfo &info(DType d) {
-  for (const DTypeInfo &i : kDTypes)
-    if (i.dtype == d)
-      return i;
-  throw std::invalid_argument("invalid train::DType " +
-                              std::to_string(static_cast<int>(d)));
-}
-
-uint32_t floatBits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  return x;
-}
-float bitsFloat(uint32_t x) {
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-} // namespace
-
-const char *dtype_name(DType dtype) { return info(dtype).name; }
-size_t dtype_size(DType dtype) { return info(dtype).size; }
-
-std::optional<DType> dtype_from_name(std::string_view name) {
-  for (const DTypeInfo &i : kDTypes)
-    if (name == i.name)
-      return i.dtype;
-  return std::nullopt;
-}
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  if (exp == 0x1f)
-    return bitsFloat(sign | 0x7f800000 | (mant << 13));
-  if (exp == 0) {
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    return sign ? -f : f;
-  }
-  return bitsFloat(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t float_to_half(float value) {
-  uint32_t x = floatBits(value);
-  uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
-  uint32_t a = x & 0x7fffffff;
-  if (a >= 0x7f800000) // Inf or NaN
-    return sign | (a > 0x7f800000 ? 0x7e00 : 0x7c00);
-  if (a >= 0x477ff000) // rounds to >= 65520: overflow to Inf
-    return sign | 0x7c00;
-  if (a < 0x38800000) { // below 2^-14: a half subnormal (or zero)
-    float m = std::nearbyint(std::fabs(value) * 16777216.0f); // units of 2^-24
-    return sign | static_cast<uint16_t>(m);
-  }
-  uint32_t h = ((((a >> 23) - 112) << 10) | ((a & 0x7fffff) >> 13));
-  uint32_t rem = a & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-    ++h;
-  return sign | static_cast<uint16_t>(h);
-}
-
-float bfloat16_to_float(uint16_t bits) {
-  return bitsFloat(uint32_t(bits) << 16);
-}
-
-uint16_t float_to_bfloat16(float value) {
-  uint32_t x = floatBits(value);
-  if ((x & 0x7fffffff) > 0x7f800000) // NaN stays a (quiet) NaN
-    return static_cast<uint16_t>((x >> 16) | 0x40);
-  return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
-}
-
-int64_t VariableSpec::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
-std::string VariableSpec::str() const {
-  std::string s = std::string(dtype_name(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-TensorValue TensorValue::from_bytes(DType dtype, std::vector<int64_t> shape,
-                                    std::string data) {
-  TensorValue t;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  for (int64_t d : t.shape)
-    if (d < 0)
-      throw std::invalid_argument(
-          "TensorValue::from_bytes: negative dimension in " + t.spec().str());
-  size_t want = static_cast<size_t>(t.num_elements()) * dtype_size(dtype);
-  if (data.size() != want)
-    throw std::invalid_argument(
-        "TensorValue::from_bytes: " + std::to_string(data.size()) +
-        " bytes for " + t.spec().str() + ", expected " + std::to_string(want));
-  t.data = std::move(data);
-  return t;
-}
-
-double TensorValue::element(int64_t i) const {
-  const char *p = data.data() + static_cast<size_t>(i) * dtype_size(dtype);
-  auto load = [p](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  switch (dtype) {
-  case DType::F32:
-    return load(float());
-  case DType::F64:
-    return load(double());
-  case DType::I32:
-    return load(int32_t());
-  case DType::I64:
-    return static_cast<double>(load(int64_t()));
-  case DType::BOOL:
-    return load(uint8_t()) ? 1.0 : 0.0;
-  case DType::F16:
-    return half_to_float(load(uint16_t()));
-  case DType::BF16:
-    return bfloat16_to_float(load(uint16_t()));
-  }
-  return 0;
-}
-
-//===----------------------------------------------------------------------===//
 // Writing a checkpoint file
 //===----------------------------------------------------------------------===//
 
@@ -208,7 +63,7 @@ std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
     meta += "," + json::quote("crc32c/" + *name) + ":" +
             json::quote(hex8(crc32c::value(t->data)));
     entries += "," + json::quote(*name) + ":{\"dtype\":\"" +
-               dtype_name(t->dtype) + "\",\"shape\":[";
+               safetensors_name(t->dtype) + "\",\"shape\":[";
     for (size_t i = 0; i < t->shape.size(); ++i)
       entries += (i ? "," : "") + std::to_string(t->shape[i]);
     entries += "],\"data_offsets\":[" + std::to_string(offset) + "," +
@@ -416,8 +271,9 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     const json::Value *offsets = v.find("data_offsets");
     if (!dtype || !shape || !offsets)
       throw fail(where + "header entry needs dtype, shape and data_offsets");
-    std::optional<DType> dt =
-        dtype->isString() ? dtype_from_name(dtype->text) : std::nullopt;
+    std::optional<DType> dt = dtype->isString()
+                                  ? dtype_from_safetensors_name(dtype->text)
+                                  : std::nullopt;
     if (!dt)
       throw fail(
           where + "unsupported dtype " +

@@ -5,9 +5,12 @@
 // `checkpoint` in model_dir (TF's CheckpointState) lists the ones kept. The
 // exact layout is docs/checkpoint-format.md. In short, for global step 200:
 //
-//   model_dir/checkpoint                     model_checkpoint_path:
-//   "model.ckpt-200" model_dir/model.ckpt-200.safetensors     the tensors,
-//   CRC32C per tensor
+//   model_dir/checkpoint                  the state: model_checkpoint_path:
+//                                         "model.ckpt-200", ...
+//   model_dir/model.ckpt-200.safetensors  the tensors, CRC32C per tensor
+//
+// The tensors are estc::TensorValues (lib/Tensor/TensorValue.h), their
+// dtypes stored under their safetensors names ("F32", ..., "BF16").
 //
 // Names mirror tf.train: Saver, CheckpointState, get_checkpoint_state,
 // update_checkpoint_state, latest_checkpoint, load_checkpoint (a
@@ -21,16 +24,14 @@
 #define ESTC_LIB_CHECKPOINT_CHECKPOINT_H
 
 #include "lib/Support/FileError.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
-#include <type_traits>
 #include <vector>
 
 namespace estc {
@@ -41,122 +42,6 @@ namespace train {
 class CheckpointError : public FileError {
 public:
   using FileError::FileError;
-};
-
-/// Element types of checkpointed tensors. The values are graph.proto's
-/// DataType numbers (a static_cast converts estc::DType); the names are
-/// safetensors' ("F32", ..., "BOOL", "F16", "BF16").
-enum class DType : int {
-  F32 = 1,
-  F64 = 2,
-  I32 = 3,
-  I64 = 4,
-  BOOL = 5,
-  F16 = 6,
-  BF16 = 7,
-};
-
-/// "F32", "F64", "I32", "I64", "BOOL", "F16", "BF16".
-const char *dtype_name(DType dtype);
-std::optional<DType> dtype_from_name(std::string_view name);
-/// Bytes per element (BOOL: one byte, 0 or 1).
-size_t dtype_size(DType dtype);
-
-/// IEEE half and bfloat16 conversions (round to nearest even).
-float half_to_float(uint16_t bits);
-uint16_t float_to_half(float value);
-float bfloat16_to_float(uint16_t bits);
-uint16_t float_to_bfloat16(float value);
-
-/// A variable's type: dtype and shape (an empty shape is a scalar).
-struct VariableSpec {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-
-  int64_t num_elements() const;
-  /// "F32[2,3]"; a scalar is "F32[]".
-  std::string str() const;
-  bool operator==(const VariableSpec &o) const {
-    return dtype == o.dtype && shape == o.shape;
-  }
-  bool operator!=(const VariableSpec &o) const { return !(*this == o); }
-};
-
-namespace detail {
-template <typename T> constexpr std::optional<DType> dtypeOf() {
-  if constexpr (std::is_same_v<T, float>)
-    return DType::F32;
-  else if constexpr (std::is_same_v<T, double>)
-    return DType::F64;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return DType::I32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return DType::I64;
-  else if constexpr (std::is_same_v<T, bool>)
-    return DType::BOOL;
-  else
-    return std::nullopt;
-}
-} // namespace detail
-
-/// A tensor's value on the host: dtype, shape and the little-endian bytes
-/// of its elements in row-major order.
-struct TensorValue {
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  std::string data;
-
-  VariableSpec spec() const { return {dtype, shape}; }
-  int64_t num_elements() const { return spec().num_elements(); }
-
-  /// From typed values (float, double, int32_t, int64_t, bool); throws
-  /// std::invalid_argument when shape and value count disagree.
-  template <typename T>
-  static TensorValue of(std::vector<int64_t> shape,
-                        const std::vector<T> &values) {
-    static_assert(detail::dtypeOf<T>().has_value(),
-                  "use from_bytes for F16/BF16");
-    TensorValue t;
-    t.dtype = *detail::dtypeOf<T>();
-    t.shape = std::move(shape);
-    if (t.num_elements() != static_cast<int64_t>(values.size()))
-      throw std::invalid_argument(
-          "TensorValue::of: " + std::to_string(values.size()) +
-          " values for shape " + t.spec().str());
-    if constexpr (std::is_same_v<T, bool>) {
-      for (bool b : values)
-        t.data.push_back(b ? 1 : 0);
-    } else {
-      t.data.assign(reinterpret_cast<const char *>(values.data()),
-                    values.size() * sizeof(T));
-    }
-    return t;
-  }
-
-  /// From raw little-endian bytes of any dtype; throws std::invalid_argument
-  /// when the byte count is not dtype_size * num_elements.
-  static TensorValue from_bytes(DType dtype, std::vector<int64_t> shape,
-                                std::string data);
-
-  /// The elements as T, which must match dtype (std::invalid_argument).
-  template <typename T> std::vector<T> values() const {
-    static_assert(detail::dtypeOf<T>().has_value(),
-                  "use element() for F16/BF16");
-    if (*detail::dtypeOf<T>() != dtype)
-      throw std::invalid_argument(
-          std::string("TensorValue::values: tensor is ") + dtype_name(dtype));
-    std::vector<T> out(static_cast<size_t>(num_elements()));
-    if constexpr (std::is_same_v<T, bool>) {
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = data[i] != 0;
-    } else {
-      std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
-    }
-    return out;
-  }
-
-  /// Element i converted to double, for any dtype.
-  double element(int64_t i) const;
 };
 
 /// Variables by name, as saved and restored.

@@ -56,34 +56,15 @@ bool isValidName(const std::string &name) {
 
 // --- DType / ModeKeys --------------------------------------------------------
 
-std::string to_string(DType d) {
-  switch (d) {
-  case DType::Float32:
-    return "f32";
-  case DType::Float64:
-    return "f64";
-  case DType::Int32:
-    return "i32";
-  case DType::Int64:
-    return "i64";
-  case DType::Bool:
-    return "i1";
-  case DType::Float16:
-    return "f16";
-  case DType::BFloat16:
-    return "bf16";
-  case DType::Invalid:
-    break;
-  }
-  return "none";
-}
-
-bool is_floating(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
-         d == DType::BFloat16;
-}
-
-bool is_integer(DType d) { return d == DType::Int32 || d == DType::Int64; }
+static_assert(graph::DT_INVALID == static_cast<int>(DType::Invalid) &&
+                  graph::DT_FLOAT == static_cast<int>(DType::Float32) &&
+                  graph::DT_DOUBLE == static_cast<int>(DType::Float64) &&
+                  graph::DT_INT32 == static_cast<int>(DType::Int32) &&
+                  graph::DT_INT64 == static_cast<int>(DType::Int64) &&
+                  graph::DT_BOOL == static_cast<int>(DType::Bool) &&
+                  graph::DT_HALF == static_cast<int>(DType::Float16) &&
+                  graph::DT_BFLOAT16 == static_cast<int>(DType::BFloat16),
+              "to_proto / from_proto: DType has graph.proto's numbers");
 
 const char *mode_key(ModeKeys mode) {
   switch (mode) {

@@ -34,6 +34,7 @@
 
 #include "lib/Graph/graph.pb.h"
 #include "lib/Shape/ShapeFunctions.h"
+#include "lib/Tensor/DType.h"
 
 #include <cstdint>
 #include <functional>
@@ -57,22 +58,8 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-/// Element types; the values are graph.proto's DataType numbers.
-enum class DType : int {
-  Invalid = 0,
-  Float32 = 1,
-  Float64 = 2,
-  Int32 = 3,
-  Int64 = 4,
-  Bool = 5,
-  Float16 = 6,
-  BFloat16 = 7,
-};
-
-/// "f32", "i64", "i1", ... as in docs/ops.md.
-std::string to_string(DType dtype);
-bool is_floating(DType dtype);
-bool is_integer(DType dtype);
+/// DType (lib/Tensor/DType.h) and graph.proto's DataType have the same
+/// numbers.
 inline graph::DataType to_proto(DType d) {
   return static_cast<graph::DataType>(static_cast<int>(d));
 }

@@ -298,10 +298,10 @@ TEST_F(EstimatorTest, EvaluateLossIsWeightedByBatchSizeAndTakesSteps) {
   // steps: the first batch only, as a batch of 64 alone gives.
   Data d = makeData(200, 2);
   Features first{
-      {"x", TensorValue::from_bytes(train::DType::F32, {64, 4},
+      {"x", TensorValue::from_bytes(DType::Float32, {64, 4},
                                     d.x.at("x").data.substr(0, 64 * 16))}};
-  TensorValue firstLabels = TensorValue::from_bytes(train::DType::I64, {64},
-                                                    d.y.data.substr(0, 64 * 8));
+  TensorValue firstLabels =
+      TensorValue::from_bytes(DType::Int64, {64}, d.y.data.substr(0, 64 * 8));
   EvalResults one = est->evaluate(evalInput(200, 64), /*steps=*/1);
   EvalResults alone =
       est->evaluate(numpy_input_fn(first, firstLabels, {64, 1, false, 0}));
@@ -464,7 +464,7 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
       *remaining -= n;
       const std::string &all = d.x.at("x").data;
       Batch b;
-      b.features["x"] = TensorValue::from_bytes(train::DType::F32, {n, 4},
+      b.features["x"] = TensorValue::from_bytes(DType::Float32, {n, 4},
                                                 all.substr(start * 16, n * 16));
       return b;
     });

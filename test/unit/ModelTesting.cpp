@@ -13,10 +13,6 @@ namespace testing {
 
 namespace g = graph;
 
-namespace {
-g::DataType protoType(DType dtype) { return static_cast<g::DataType>(dtype); }
-} // namespace
-
 Dims concrete(const Dims &shape, int64_t batch) {
   Dims out = shape;
   for (int64_t &d : out)
@@ -43,7 +39,7 @@ Value randomValue(const Feature &f, int64_t batch, std::mt19937 &rng) {
           static_cast<int64_t>(f.lo), static_cast<int64_t>(f.hi))(rng);
     }
   }
-  return Value(protoType(f.dtype), shape, data);
+  return Value(to_proto(f.dtype), shape, data);
 }
 
 void store(const Value &value, void *buffer) {

@@ -57,10 +57,10 @@ TEST_F(WarmStartTest, SelectsRenamesAndChecks) {
   Saver(dir).save(old, 10);
 
   std::map<std::string, VariableSpec> current = {
-      {"dense/kernel", {DType::F32, {2, 2}}},
-      {"dense/bias", {DType::F32, {2}}},
-      {"head/w", {DType::F32, {2}}},
-      {"global_step", {DType::I64, {}}},
+      {"dense/kernel", {DType::Float32, {2, 2}}},
+      {"dense/bias", {DType::Float32, {2}}},
+      {"head/w", {DType::Float32, {2}}},
+      {"global_step", {DType::Int64, {}}},
   };
   WarmStartSettings ws;
   ws.ckpt_to_initialize_from = dir; // a model_dir: its latest checkpoint
@@ -91,15 +91,15 @@ TEST_F(WarmStartTest, SelectsRenamesAndChecks) {
 
   // Shape and dtype mismatches, a rename of no variable, a bad regex.
   ws.vars_to_warm_start = "dense";
-  current["dense/kernel"] = {DType::F32, {4, 1}};
+  current["dense/kernel"] = {DType::Float32, {4, 1}};
   expectError([&] { warm_start(ws, current); },
               {"warm start: variable 'dense/kernel' is F32[2,2] in the "
                "checkpoint but F32[4,1] in the model"});
-  current["dense/kernel"] = {DType::F64, {2, 2}};
+  current["dense/kernel"] = {DType::Float64, {2, 2}};
   expectError([&] { warm_start(ws, current); },
               {"variable 'dense/kernel' is F32[2,2] in the checkpoint but "
                "F64[2,2] in the model"});
-  current["dense/kernel"] = {DType::F32, {2, 2}};
+  current["dense/kernel"] = {DType::Float32, {2, 2}};
   ws.vars_to_warm_start = "head";
   ws.var_name_to_prev_var_name = {{"head/w", "dense/bias2"}};
   expectError(

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+using namespace estc;
 using namespace estc::train;
 
 namespace {
@@ -41,16 +42,16 @@ std::string formatValue(const TensorValue &t, int64_t i) {
   double v = t.element(i);
   char buf[64];
   switch (t.dtype) {
-  case DType::BOOL:
+  case DType::Bool:
     return v != 0 ? "true" : "false";
-  case DType::I32:
+  case DType::Int32:
     return std::to_string(static_cast<long long>(v));
-  case DType::I64: {
+  case DType::Int64: {
     int64_t x;
     std::memcpy(&x, t.data.data() + i * 8, 8);
     return std::to_string(x);
   }
-  case DType::F64:
+  case DType::Float64:
     std::snprintf(buf, sizeof buf, "%.17g", v);
     return buf;
   default:
