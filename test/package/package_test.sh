@@ -26,7 +26,7 @@ mkdir -p "$work"
 step install.log cmake --install "$build" --prefix "$prefix"
 echo "installed into $prefix: $(find "$prefix" -type f | wc -l) files"
 
-runtime_of() { ldd "$1" | awk '/libEstcRuntime/ {print $3}'; }
+runtime_of() { realpath "$(ldd "$1" | awk '/libEstcRuntime/ {print $3}')"; }
 [[ $(runtime_of "$prefix/bin/estc") == "$prefix"/lib*/libEstcRuntime.so ]] ||
   fail "installed estc does not load the installed runtime: $(runtime_of "$prefix/bin/estc")"
 
