@@ -1,8 +1,8 @@
 # estc_add_model(<target> NAME <Name> GRAPH <file.pb|file.pbtxt|file.mlir>
 #                [MCPU <cpu>] [MATTR <features>])
 #
-# Compiles a model graph ahead of time with the `estc` built in this tree
-# (like tfcompile's tf_library): at build time it runs
+# Compiles a model graph ahead of time with estc (like tfcompile's
+# tf_library): at build time it runs
 #
 #   estc GRAPH --emit=obj --name NAME -o <dir> [--mcpu=...] [--mattr=...]
 #
@@ -11,6 +11,9 @@
 # class NAME (see the comment at the top of the generated header). MCPU
 # defaults to x86-64-v2 for portable binaries; pass MCPU native to tune for
 # the build host.
+#
+# The estc that runs is the target estc::estc: in estc's own tree the one it
+# builds, in a project that did find_package(estc) the installed one.
 function(estc_add_model target)
   cmake_parse_arguments(ARG "" "NAME;GRAPH;MCPU;MATTR" "" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_GRAPH)
@@ -27,11 +30,13 @@ function(estc_add_model target)
   if(ARG_MATTR)
     list(APPEND _flags --mattr=${ARG_MATTR})
   endif()
+  # COMMAND estc::estc: built first (in tree); DEPENDS on its file: the model
+  # is compiled again when estc changes.
   add_custom_command(
     OUTPUT ${_outputs}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${_dir}
-    COMMAND $<TARGET_FILE:estc> ${_graph} ${_flags}
-    DEPENDS estc ${_graph}
+    COMMAND estc::estc ${_graph} ${_flags}
+    DEPENDS $<TARGET_FILE:estc::estc> ${_graph}
     COMMENT "estc: compiling ${ARG_GRAPH} to ${ARG_NAME}.o and ${ARG_NAME}.h"
     VERBATIM)
   add_library(${target} STATIC "${_dir}/${ARG_NAME}.o")

@@ -9,6 +9,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libeigen3-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  clang-format-22
 )
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).

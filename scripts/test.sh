@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: GoogleTest unit tests and the lit suite.
+# Sets up, checks the formatting (scripts/check-format.sh), builds with
+# warnings as errors, and runs every test: GoogleTest unit tests, the lit
+# suite, the end-to-end tests and the out-of-tree package test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/build.sh
+./scripts/install-deps.sh
+./scripts/check-format.sh
+cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release -DESTC_WERROR=ON >/dev/null
+cmake --build build -j"$(nproc)"
 # Independent readers of our file formats, used as cross-checks by the tests
 # (Python's safetensors and TensorBoard, from PyPI). Optional: the tests that
 # use them print SKIP when they are missing.
