@@ -208,6 +208,13 @@ TEST(FlagsTest, ShortFlagsAndRequired) {
             "missing -o FILE (see --help)");
   EXPECT_EQ(errorOf(parser, Args{"-o", "x"}),
             "missing --model=VALUE (see --help)");
+  EXPECT_EQ(errorOf(parser, Args{"-o", ""}), "flag -o needs a value (-o FILE)");
+  // Suggestions: a prefix either way, or 2 edits between long names.
+  EXPECT_EQ(errorOf(parser, Args{"--output=x"}),
+            "unknown flag '--output' (did you mean -o?)");
+  EXPECT_EQ(errorOf(parser, Args{"--modle=x"}),
+            "unknown flag '--modle' (did you mean --model?)");
+  EXPECT_EQ(errorOf(parser, Args{"-x"}), "unknown flag '-x' (see --help)");
 }
 
 TEST(FlagsTest, DeclaringAFlagTwiceIsAProgrammingError) {
