@@ -12,14 +12,16 @@
 // kernel), estc's compile time (a full in-process compile, cache off) and
 // arena bytes per model.
 //
-//   bench/model_bench [--threads=N] [--batch=N] [--seconds=S] [--clock=C]
+//   bench/model_bench [--threads=N] [--batch_size=N] [--seconds=S]
+//                     [--clock=wall|cpu]
 //
 // --clock=wall (default) times with the steady clock; --clock=cpu (with
 // --threads=1 only) with the calling thread's CPU time, which a machine
 // shared with other jobs inflates far less (waiting for a core does not
 // count; cache and memory contention still do).
 //
-// Prints a Markdown table; docs/results.md records it with this command.
+// Prints a Markdown table; docs/results.md records it with this command. A
+// bad flag is one line and exit status 2 (lib/Support/Flags.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +31,7 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "examples/models/Models.h"
+#include "lib/Support/Flags.h"
 #include "runtime/Kernels.h"
 #include "runtime/MemRef.h"
 
@@ -212,47 +215,28 @@ int64_t functionArenaBytes(const estc::rt::CompiledModel &model,
 } // namespace
 
 int main(int argc, char **argv) {
+  using estc::flags::Flag;
   Options opt;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char *flag) -> const char * {
-      size_t n = std::strlen(flag);
-      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
-    };
-    if (const char *v = value("--threads="))
-      opt.threads = std::atoi(v);
-    else if (const char *v = value("--batch="))
-      opt.batch = std::atoll(v);
-    else if (const char *v = value("--seconds="))
-      opt.seconds = std::atof(v);
-    else if (const char *v = value("--clock=")) {
-      if (std::strcmp(v, "cpu") != 0 && std::strcmp(v, "wall") != 0) {
-        std::fprintf(stderr,
-                     "model_bench: error: --clock must be wall or cpu, not "
-                     "'%s'\n",
-                     v);
-        return 1;
-      }
-      opt.cpuClock = std::strcmp(v, "cpu") == 0;
-    } else {
-      std::fprintf(stderr,
-                   "model_bench: error: unknown flag '%s' (--threads=N "
-                   "--batch=N --seconds=S --clock=wall|cpu)\n",
-                   argv[i]);
-      return 1;
-    }
-  }
-  if (opt.cpuClock && opt.threads != 1) {
-    std::fprintf(stderr, "model_bench: error: --clock=cpu needs --threads=1 "
-                         "(it measures the calling thread's CPU time)\n");
-    return 1;
-  }
+  std::string clockName = "wall";
+  estc::flags::FlagParser parser(
+      "model_bench", "estc against libtorch on the seed MLP and ConvNet "
+                     "(forward pass and training step); prints a Markdown "
+                     "table.");
+  parser.add(Flag("threads", &opt.threads, "threads of both")
+                 .min(1)
+                 .default_text("the number of cores"));
+  parser.add(Flag("batch_size", &opt.batch, "examples per step").min(1));
+  parser.add(Flag("seconds", &opt.seconds, "time per measurement").positive());
+  parser.add(Flag("clock", &clockName,
+                  "wall: the steady clock; cpu: the calling thread's\n"
+                  "CPU time (with --threads=1)")
+                 .choices({"wall", "cpu"}));
+  parser.parse_or_exit(argc, argv);
+  opt.cpuClock = clockName == "cpu";
+  if (opt.cpuClock && opt.threads != 1)
+    parser.fail("--clock=cpu needs --threads=1 (it measures the calling "
+                "thread's CPU time)");
   gCpuClock = opt.cpuClock;
-  if (opt.threads < 1 || opt.batch < 1 || opt.seconds <= 0) {
-    std::fprintf(stderr, "model_bench: error: --threads, --batch and "
-                         "--seconds must be positive\n");
-    return 1;
-  }
   estc_runtime_set_num_threads(opt.threads);
   torch::set_num_threads(opt.threads);
   torch::manual_seed(0);

@@ -4,6 +4,7 @@
 
 #include "estimator/Training.h"
 #include "lib/Data/Idx.h"
+#include "lib/Support/Flags.h"
 
 #include <algorithm>
 #include <chrono>
@@ -22,27 +23,6 @@ namespace {
 
 using namespace estimator;
 
-const char *kUsage =
-    "flags:\n"
-    "  --data_dir=DIR        IDX files (train-*, t10k-*[.gz]); default\n"
-    "                        /usr/share/datasets/fashion-mnist\n"
-    "  --eval_holdout=N      train on t10k's first examples and evaluate on\n"
-    "                        its last N (the shared mnist-t10k set: 2000)\n"
-    "  --model_dir=DIR       checkpoints and event files\n"
-    "                        (default /tmp/fashion_mnist_model)\n"
-    "  --epochs=N            passes over the training set (default 15)\n"
-    "  --train_steps=N       the global step to train to (instead of epochs)\n"
-    "  --batch_size=N        default 128\n"
-    "  --save_checkpoints_steps=N  checkpoint (and evaluate) every N steps\n"
-    "                        (default 500)\n"
-    "  --threads=N           kernel threads (default: the runtime's)\n"
-    "  --seed=N              tf_random_seed and the shuffling seed "
-    "(default 1)\n"
-    "  --min_accuracy=X      exit 1 when the final accuracy is below X\n"
-    "  --step_indexed_input  the batch of each step is a pure function of\n"
-    "                        the global step (a restart after a crash sees\n"
-    "                        the data an uninterrupted run would)\n";
-
 struct Flags {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string model_dir = "/tmp/fashion_mnist_model";
@@ -57,65 +37,44 @@ struct Flags {
   bool step_indexed_input = false;
 };
 
-class FlagError : public std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
-};
-
-int64_t parsePositive(const std::string &name, const std::string &value,
-                      bool allowZero = false) {
-  char *end = nullptr;
-  long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || v < (allowZero ? 0 : 1))
-    throw FlagError("--" + name + "=" + value + ": expected " +
-                    (allowZero ? "a non-negative" : "a positive") + " integer");
-  return v;
-}
-
-Flags parseFlags(int argc, char **argv) {
+Flags parseFlags(const char *program, int argc, char **argv) {
+  using flags::Flag;
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--step_indexed_input") {
-      f.step_indexed_input = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) != 0 || eq == std::string::npos)
-      throw FlagError("unexpected argument '" + arg +
-                      "' (flags are --name=value; see --help)");
-    std::string name = arg.substr(2, eq - 2), value = arg.substr(eq + 1);
-    if (name == "data_dir")
-      f.data_dir = value;
-    else if (name == "model_dir")
-      f.model_dir = value;
-    else if (name == "eval_holdout")
-      f.eval_holdout = parsePositive(name, value);
-    else if (name == "epochs")
-      f.epochs = parsePositive(name, value);
-    else if (name == "train_steps")
-      f.train_steps = parsePositive(name, value);
-    else if (name == "batch_size")
-      f.batch_size = parsePositive(name, value);
-    else if (name == "save_checkpoints_steps")
-      f.save_checkpoints_steps = parsePositive(name, value);
-    else if (name == "threads")
-      f.threads = static_cast<int>(parsePositive(name, value));
-    else if (name == "seed")
-      f.seed = parsePositive(name, value, /*allowZero=*/true);
-    else if (name == "min_accuracy") {
-      char *end = nullptr;
-      f.min_accuracy = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || f.min_accuracy < 0 ||
-          f.min_accuracy > 1)
-        throw FlagError("--min_accuracy=" + value +
-                        ": expected a number in [0, 1]");
-    } else
-      throw FlagError("unknown flag --" + name + " (see --help)");
-  }
+  flags::FlagParser parser(program,
+                           "Trains the MNIST ConvNet with the Estimator "
+                           "(train_and_evaluate) and prints the final "
+                           "evaluation.");
+  parser.add(Flag("data_dir", &f.data_dir, "IDX files (train-*, t10k-*[.gz])")
+                 .value_name("DIR"));
+  parser.add(Flag("eval_holdout", &f.eval_holdout,
+                  "train on t10k's first examples and evaluate on its\n"
+                  "last N (the shared mnist-t10k set: 2000); 0: train on\n"
+                  "train-*, evaluate on t10k-*")
+                 .min(0));
+  parser.add(Flag("model_dir", &f.model_dir, "checkpoints and event files")
+                 .value_name("DIR"));
+  parser.add(Flag("epochs", &f.epochs, "passes over the training set").min(1));
+  parser.add(Flag("train_steps", &f.train_steps,
+                  "the global step to train to (instead of --epochs)")
+                 .min(1));
+  parser.add(Flag("batch_size", &f.batch_size, "examples per step").min(1));
+  parser.add(Flag("save_checkpoints_steps", &f.save_checkpoints_steps,
+                  "checkpoint (and evaluate) every N steps")
+                 .min(1));
+  parser.add(Flag("threads", &f.threads, "kernel threads")
+                 .min(1)
+                 .default_text("the runtime's"));
+  parser.add(
+      Flag("seed", &f.seed, "tf_random_seed and the shuffling seed").min(0));
+  parser.add(Flag("min_accuracy", &f.min_accuracy,
+                  "exit 1 when the final accuracy is below X")
+                 .min(0)
+                 .max(1));
+  parser.add(Flag("step_indexed_input", &f.step_indexed_input,
+                  "the batch of each step is a pure function of the\n"
+                  "global step (a restart after a crash sees the data\n"
+                  "an uninterrupted run would)"));
+  parser.parse_or_exit(argc, argv);
   return f;
 }
 
@@ -165,13 +124,7 @@ InputFn stepIndexedInput(const data::ImageDataset &d, int64_t batchSize,
 
 int run_trainer(const char *program, int argc, char **argv,
                 const EstimatorFactory &make_estimator) {
-  Flags flags;
-  try {
-    flags = parseFlags(argc, argv);
-  } catch (const FlagError &e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 2;
-  }
+  Flags flags = parseFlags(program, argc, argv);
   try {
     auto start = std::chrono::steady_clock::now();
     data::ImageDataset trainSet, evalSet;

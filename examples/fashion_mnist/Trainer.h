@@ -21,8 +21,9 @@ using EstimatorFactory = std::function<std::unique_ptr<estimator::Estimator>(
 
 /// Runs the trainer: parses argv (see --help), trains with
 /// train_and_evaluate and prints the final evaluation. Returns the exit
-/// status: 0, 1 for a failed run (bad data, accuracy below
-/// --min_accuracy), 2 for bad flags. Errors are one line on stderr.
+/// status: 0, or 1 for a failed run (bad data, accuracy below
+/// --min_accuracy). A bad flag exits the process with status 2
+/// (lib/Support/Flags.h). Errors are one line on stderr.
 int run_trainer(const char *program, int argc, char **argv,
                 const EstimatorFactory &make_estimator);
 

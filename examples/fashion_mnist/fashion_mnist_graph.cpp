@@ -1,27 +1,35 @@
 //===- fashion_mnist_graph.cpp - Writes the example's graph for estc -----===//
 //
-// fashion_mnist_graph OUT.pb [SEED]: the graph convnet_model_fn builds, for
-// estc_add_model (the AOT trainer).
+// fashion_mnist_graph -o OUT.pb [--seed=N]: the graph convnet_model_fn
+// builds, for estc_add_model (the AOT trainer). A bad flag is one line and
+// exit status 2 (lib/Support/Flags.h); a file that cannot be written, one
+// line and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "examples/fashion_mnist/ConvNetModel.h"
 #include "lib/Graph/GraphIO.h"
+#include "lib/Support/Flags.h"
 
-#include <cstdlib>
 #include <exception>
 #include <iostream>
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 3) {
-    std::cerr << "usage: fashion_mnist_graph OUT.pb [SEED]\n";
-    return 2;
-  }
+  using estc::flags::Flag;
+  std::string output;
+  int64_t seed = 1;
+  estc::flags::FlagParser parser(
+      "fashion_mnist_graph",
+      "Writes the graph of the example's model_fn (every mode) for estc "
+      "(text if FILE ends in .pbtxt).");
+  parser.add(
+      Flag("o", &output, "the graph file").value_name("FILE").required());
+  parser.add(Flag("seed", &seed, "the graph seed (initial weights)"));
+  parser.parse_or_exit(argc, argv);
   try {
-    int64_t seed = argc == 3 ? std::atoll(argv[2]) : 1;
     std::string error;
     if (!estc::graph::writeGraph(
-            argv[1], estc::examples::build_convnet_graph(seed), error)) {
+            output, estc::examples::build_convnet_graph(seed), error)) {
       std::cerr << "fashion_mnist_graph: error: " << error << "\n";
       return 1;
     }

@@ -8,11 +8,12 @@
 // time of the training.
 //
 //   mnist_train [--model=convnet|mlp] [--data_dir=DIR] [--steps=N]
-//               [--batch=N] [--log_every=N] [--threads=N] [--seed=N]
+//               [--batch_size=N] [--log_every=N] [--threads=N] [--seed=N]
 //
 // DIR holds mnist-t10k/ (default: ESTC_DATA_DIR, the environment variable or
-// the CMake cache entry). A bad flag, or data that cannot be read, is one
-// line on stderr and exit status 1.
+// the CMake cache entry). A bad flag is one line on stderr and exit status 2
+// (lib/Support/Flags.h); data that cannot be read, one line and exit status
+// 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "Mlp.h"
 
 #include "examples/mnist/MnistTraining.h"
+#include "lib/Support/Flags.h"
 #include "runtime/Kernels.h"
 
 #include <chrono>
@@ -37,59 +39,33 @@ struct Options {
   std::string model = "convnet";
   std::string dataDir;
   int64_t steps = 1000;
-  int64_t batch = 128;
+  int64_t batchSize = 128;
   int64_t logEvery = 100;
   int64_t threads = static_cast<int64_t>(std::thread::hardware_concurrency());
   int64_t seed = 1;
 };
 
-[[noreturn]] void usageError(const std::string &message) {
-  std::fprintf(stderr,
-               "mnist_train: error: %s (flags: --model=convnet|mlp "
-               "--data_dir=DIR --steps=N --batch=N --log_every=N --threads=N "
-               "--seed=N)\n",
-               message.c_str());
-  std::exit(1);
-}
-
-int64_t parseInt(const std::string &flag, const char *text, int64_t min) {
-  char *end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || value < min)
-    usageError("--" + flag + " must be an integer >= " + std::to_string(min) +
-               ", got '" + text + "'");
-  return value;
-}
-
 Options parseFlags(int argc, char **argv) {
+  using estc::flags::Flag;
   Options opt;
   opt.dataDir = estc::data::data_dir(ESTC_DATA_DIR);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) != 0 || eq == std::string::npos)
-      usageError("unknown argument '" + arg + "'");
-    std::string flag = arg.substr(2, eq - 2);
-    const char *value = argv[i] + eq + 1;
-    if (flag == "model")
-      opt.model = value;
-    else if (flag == "data_dir")
-      opt.dataDir = value;
-    else if (flag == "steps")
-      opt.steps = parseInt(flag, value, 1);
-    else if (flag == "batch")
-      opt.batch = parseInt(flag, value, 1);
-    else if (flag == "log_every")
-      opt.logEvery = parseInt(flag, value, 0);
-    else if (flag == "threads")
-      opt.threads = parseInt(flag, value, 1);
-    else if (flag == "seed")
-      opt.seed = parseInt(flag, value, 0);
-    else
-      usageError("unknown flag '--" + flag + "'");
-  }
-  if (opt.model != "convnet" && opt.model != "mlp")
-    usageError("unknown model '" + opt.model + "'");
+  estc::flags::FlagParser parser(
+      "mnist_train", "Trains a seed model on the MNIST test set's first "
+                     "8,000 images and evaluates it on the last 2,000.");
+  parser.add(
+      Flag("model", &opt.model, "the seed model").choices({"convnet", "mlp"}));
+  parser.add(
+      Flag("data_dir", &opt.dataDir, "holds mnist-t10k/").value_name("DIR"));
+  parser.add(Flag("steps", &opt.steps, "training steps").min(1));
+  parser.add(Flag("batch_size", &opt.batchSize, "examples per step").min(1));
+  parser.add(
+      Flag("log_every", &opt.logEvery, "print the loss every N steps; 0: never")
+          .min(0));
+  parser.add(Flag("threads", &opt.threads, "kernel threads")
+                 .min(1)
+                 .default_text("the number of cores"));
+  parser.add(Flag("seed", &opt.seed, "the shuffling seed").min(0));
+  parser.parse_or_exit(argc, argv);
   return opt;
 }
 
@@ -116,20 +92,21 @@ int main(int argc, char **argv) {
       model = std::make_unique<ConvNet>();
     model->run("init");
 
-    std::printf(
-        "%s on %s/mnist-t10k: %lld train / %lld eval images, "
-        "batch %lld, %lld steps (%.1f epochs), %lld thread(s)\n",
-        opt.model.c_str(), opt.dataDir.c_str(),
-        static_cast<long long>(trainSet.size()),
-        static_cast<long long>(evalSet.size()),
-        static_cast<long long>(opt.batch), static_cast<long long>(opt.steps),
-        static_cast<double>(opt.steps) * static_cast<double>(opt.batch) /
-            static_cast<double>(trainSet.size()),
-        static_cast<long long>(opt.threads));
+    std::printf("%s on %s/mnist-t10k: %lld train / %lld eval images, "
+                "batch %lld, %lld steps (%.1f epochs), %lld thread(s)\n",
+                opt.model.c_str(), opt.dataDir.c_str(),
+                static_cast<long long>(trainSet.size()),
+                static_cast<long long>(evalSet.size()),
+                static_cast<long long>(opt.batchSize),
+                static_cast<long long>(opt.steps),
+                static_cast<double>(opt.steps) *
+                    static_cast<double>(opt.batchSize) /
+                    static_cast<double>(trainSet.size()),
+                static_cast<long long>(opt.threads));
     std::fflush(stdout);
 
     estc::mnist::TrainConfig config;
-    config.batch = opt.batch;
+    config.batch = opt.batchSize;
     config.steps = opt.steps;
     config.shuffle_seed = static_cast<uint64_t>(opt.seed);
     config.log_every = opt.logEvery;
@@ -142,7 +119,7 @@ int main(int argc, char **argv) {
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
     estc::mnist::Evaluation eval =
-        estc::mnist::evaluate(*model, evalSet, opt.batch);
+        estc::mnist::evaluate(*model, evalSet, opt.batchSize);
 
     std::printf("trained %lld steps in %.1f s (%.2f ms/step), last loss "
                 "%.4f\n",

@@ -670,43 +670,24 @@ graph::GraphDef Graph::graph_def() const {
 
 // --- Operators ---------------------------------------------------------------
 
-namespace {
-Tensor scalarLike(const Tensor &like, double v) {
-  Graph &g = like.graph();
-  return g.constant(v, like.dtype());
-}
-} // namespace
-
 Tensor operator+(const Tensor &a, const Tensor &b) { return add(a, b); }
 Tensor operator-(const Tensor &a, const Tensor &b) { return subtract(a, b); }
 Tensor operator*(const Tensor &a, const Tensor &b) { return multiply(a, b); }
 Tensor operator/(const Tensor &a, const Tensor &b) { return divide(a, b); }
-Tensor operator+(const Tensor &a, double b) { return add(a, scalarLike(a, b)); }
-Tensor operator-(const Tensor &a, double b) {
-  return subtract(a, scalarLike(a, b));
-}
-Tensor operator*(const Tensor &a, double b) {
-  return multiply(a, scalarLike(a, b));
-}
-Tensor operator/(const Tensor &a, double b) {
-  return divide(a, scalarLike(a, b));
-}
-Tensor operator+(double a, const Tensor &b) { return add(scalarLike(b, a), b); }
-Tensor operator-(double a, const Tensor &b) {
-  return subtract(scalarLike(b, a), b);
-}
-Tensor operator*(double a, const Tensor &b) {
-  return multiply(scalarLike(b, a), b);
-}
-Tensor operator/(double a, const Tensor &b) {
-  return divide(scalarLike(b, a), b);
-}
+Tensor operator+(const Tensor &a, double b) { return add(a, b); }
+Tensor operator-(const Tensor &a, double b) { return subtract(a, b); }
+Tensor operator*(const Tensor &a, double b) { return multiply(a, b); }
+Tensor operator/(const Tensor &a, double b) { return divide(a, b); }
+Tensor operator+(double a, const Tensor &b) { return add(a, b); }
+Tensor operator-(double a, const Tensor &b) { return subtract(a, b); }
+Tensor operator*(double a, const Tensor &b) { return multiply(a, b); }
+Tensor operator/(double a, const Tensor &b) { return divide(a, b); }
 Tensor operator-(const Tensor &x) { return negative(x); }
 
 // --- Building every mode ---------------------------------------------------
 
 void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
-                const ModelFn &model_fn) {
+                const GraphModelFn &model_fn) {
   auto scope = g.mode_scope(mode);
   TensorMap features;
   for (const TensorSpec &f : inputs.features)
@@ -724,7 +705,7 @@ void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
 }
 
 graph::GraphDef build_graph_def(const InputSpec &inputs,
-                                const ModelFn &model_fn, int64_t seed) {
+                                const GraphModelFn &model_fn, int64_t seed) {
   Graph g;
   g.set_seed(seed);
   for (ModeKeys mode : {ModeKeys::TRAIN, ModeKeys::EVAL, ModeKeys::PREDICT})

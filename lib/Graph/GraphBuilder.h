@@ -375,19 +375,23 @@ struct InputSpec {
   std::optional<TensorSpec> labels;
 };
 
-/// model_fn(features, labels, mode) -> what the mode computes. `labels` is
-/// an empty Tensor in PREDICT. The returned Signature's features and labels
-/// may be left empty: build_mode fills them with the placeholders.
-using ModelFn = std::function<Signature(Graph &graph, const TensorMap &features,
-                                        const Tensor &labels, ModeKeys mode)>;
+/// The graph builder's model_fn(graph, features, labels, mode) -> what the
+/// mode computes. `labels` is an empty Tensor in PREDICT. The returned
+/// Signature's features and labels may be left empty: build_mode fills them
+/// with the placeholders. (The Estimator's model_fn, returning an
+/// EstimatorSpec, is estc::estimator::ModelFn; the two names differ so that
+/// code using both namespaces compiles.)
+using GraphModelFn =
+    std::function<Signature(Graph &graph, const TensorMap &features,
+                            const Tensor &labels, ModeKeys mode)>;
 
 /// Creates the placeholders of `inputs` in `mode`, calls `model_fn` once and
 /// sets the mode's signature.
 void build_mode(Graph &graph, ModeKeys mode, const InputSpec &inputs,
-                const ModelFn &model_fn);
+                const GraphModelFn &model_fn);
 /// Builds TRAIN, EVAL and PREDICT into one GraphDef.
 graph::GraphDef build_graph_def(const InputSpec &inputs,
-                                const ModelFn &model_fn, int64_t seed = 0);
+                                const GraphModelFn &model_fn, int64_t seed = 0);
 
 } // namespace estc
 

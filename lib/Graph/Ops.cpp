@@ -2,7 +2,10 @@
 
 #include "lib/Graph/Ops.h"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
+#include <utility>
 
 namespace estc {
 
@@ -110,23 +113,73 @@ private:
   std::string node_;
 };
 
-Tensor binary(const char *op, const char *base, const Tensor &a,
-              const Tensor &b, const std::string &name) {
+std::string formatNumber(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+/// The tensor of `operand`; a number becomes a scalar constant of `like`'s
+/// dtype (the other operand's), as TF converts a Python scalar.
+Tensor tensorOf(const char *op, const char *base, const Operand &operand,
+                const Operand &like, const std::string &name) {
+  if (!operand.is_number())
+    return operand.tensor();
+  if (like.is_number())
+    throw GraphError(std::string(op) +
+                     ": needs a tensor operand, got the "
+                     "numbers " +
+                     formatNumber(operand.number()) + " and " +
+                     formatNumber(like.number()));
+  const Tensor &t = like.tensor();
+  OpBuilder o(nullptr, op, name, base, {t}); // t must be a tensor with a value
+  double v = operand.number();
+  DType d = t.dtype();
+  bool integral = v == std::trunc(v);
+  bool fits = true;
+  if (d == DType::Int32)
+    fits = integral && v >= std::numeric_limits<int32_t>::min() &&
+           v <= std::numeric_limits<int32_t>::max();
+  else if (d == DType::Int64)
+    fits = integral && std::fabs(v) <= 9.2e18;
+  else if (d == DType::Bool)
+    fits = v == 0.0 || v == 1.0;
+  if (!fits)
+    o.fail("the number " + formatNumber(v) + " is not representable as " +
+           to_string(d) + ", the dtype of '" + t.name() +
+           "' (no implicit promotion: cast the tensor)");
+  return t.graph().constant(v, d);
+}
+
+/// Both operands as tensors (a number: a constant like the other one).
+std::pair<Tensor, Tensor> tensorsOf(const char *op, const char *base,
+                                    const Operand &a, const Operand &b,
+                                    const std::string &name) {
+  Tensor ta = tensorOf(op, base, a, b, name);
+  Tensor tb = tensorOf(op, base, b, a, name);
+  return {ta, tb};
+}
+
+Tensor binary(const char *op, const char *base, const Operand &x,
+              const Operand &y, const std::string &name) {
+  auto [a, b] = tensorsOf(op, base, x, y, name);
   OpBuilder o(nullptr, op, name, base, {a, b});
   o.requireNumeric(0);
   o.requireSameDType(0, 1);
   return o.finish(a.dtype(), o.check(shape::broadcast(a.shape(), b.shape())));
 }
 
-Tensor compare(const char *op, const char *base, const Tensor &a,
-               const Tensor &b, const std::string &name) {
+Tensor compare(const char *op, const char *base, const Operand &x,
+               const Operand &y, const std::string &name) {
+  auto [a, b] = tensorsOf(op, base, x, y, name);
   OpBuilder o(nullptr, op, name, base, {a, b});
   o.requireSameDType(0, 1);
   return o.finish(DType::Bool, o.check(shape::broadcast(a.shape(), b.shape())));
 }
 
-Tensor logicalBinary(const char *op, const char *base, const Tensor &a,
-                     const Tensor &b, const std::string &name) {
+Tensor logicalBinary(const char *op, const char *base, const Operand &x,
+                     const Operand &y, const std::string &name) {
+  auto [a, b] = tensorsOf(op, base, x, y, name);
   OpBuilder o(nullptr, op, name, base, {a, b});
   o.requireBool(0);
   o.requireBool(1);
@@ -208,25 +261,25 @@ Tensor randomOp(const char *op, const char *base, Graph &g, const Dims &shape,
 
 // --- Elementwise -------------------------------------------------------------
 
-Tensor add(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor add(const Operand &a, const Operand &b, const std::string &name) {
   return binary("add", "Add", a, b, name);
 }
-Tensor subtract(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor subtract(const Operand &a, const Operand &b, const std::string &name) {
   return binary("sub", "Sub", a, b, name);
 }
-Tensor multiply(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor multiply(const Operand &a, const Operand &b, const std::string &name) {
   return binary("mul", "Mul", a, b, name);
 }
-Tensor divide(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor divide(const Operand &a, const Operand &b, const std::string &name) {
   return binary("div", "Div", a, b, name);
 }
-Tensor pow(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor pow(const Operand &a, const Operand &b, const std::string &name) {
   return binary("pow", "Pow", a, b, name);
 }
-Tensor maximum(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor maximum(const Operand &a, const Operand &b, const std::string &name) {
   return binary("maximum", "Maximum", a, b, name);
 }
-Tensor minimum(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor minimum(const Operand &a, const Operand &b, const std::string &name) {
   return binary("minimum", "Minimum", a, b, name);
 }
 
@@ -267,29 +320,30 @@ Tensor sigmoid(const Tensor &x, const std::string &name) {
   return unary("sigmoid", "Sigmoid", Kind::Float, x, name);
 }
 
-Tensor equal(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor equal(const Operand &a, const Operand &b, const std::string &name) {
   return compare("equal", "Equal", a, b, name);
 }
-Tensor not_equal(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor not_equal(const Operand &a, const Operand &b, const std::string &name) {
   return compare("not_equal", "NotEqual", a, b, name);
 }
-Tensor less(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor less(const Operand &a, const Operand &b, const std::string &name) {
   return compare("less", "Less", a, b, name);
 }
-Tensor less_equal(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor less_equal(const Operand &a, const Operand &b, const std::string &name) {
   return compare("less_equal", "LessEqual", a, b, name);
 }
-Tensor greater(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor greater(const Operand &a, const Operand &b, const std::string &name) {
   return compare("greater", "Greater", a, b, name);
 }
-Tensor greater_equal(const Tensor &a, const Tensor &b,
+Tensor greater_equal(const Operand &a, const Operand &b,
                      const std::string &name) {
   return compare("greater_equal", "GreaterEqual", a, b, name);
 }
-Tensor logical_and(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor logical_and(const Operand &a, const Operand &b,
+                   const std::string &name) {
   return logicalBinary("logical_and", "LogicalAnd", a, b, name);
 }
-Tensor logical_or(const Tensor &a, const Tensor &b, const std::string &name) {
+Tensor logical_or(const Operand &a, const Operand &b, const std::string &name) {
   return logicalBinary("logical_or", "LogicalOr", a, b, name);
 }
 Tensor logical_not(const Tensor &x, const std::string &name) {
@@ -298,8 +352,9 @@ Tensor logical_not(const Tensor &x, const std::string &name) {
   return o.finish(DType::Bool, x.shape());
 }
 
-Tensor where(const Tensor &cond, const Tensor &on_true, const Tensor &on_false,
+Tensor where(const Tensor &cond, const Operand &x, const Operand &y,
              const std::string &name) {
+  auto [on_true, on_false] = tensorsOf("select", "Select", x, y, name);
   OpBuilder o(nullptr, "select", name, "Select", {cond, on_true, on_false});
   o.requireBool(0);
   o.requireSameDType(1, 2);

@@ -9,6 +9,11 @@
 // in the current mode and name scope and made unique). The default base names
 // are TensorFlow's ("MatMul", "Add", "Relu", ...).
 //
+// Binary elementwise ops, comparisons, logical_and / logical_or and `where`
+// take Operands: a tensor or, as TF's Python scalars, a number on either
+// side (`greater(prob, 0.5)`, `maximum(x, 0.0)`, `subtract(1.0, x)`; the
+// operators `x * 2.0`, `2.0 - x` of GraphBuilder.h likewise).
+//
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_GRAPH_OPS_H
 #define ESTC_LIB_GRAPH_OPS_H
@@ -21,14 +26,39 @@
 
 namespace estc {
 
+/// An operand of a binary elementwise op: a Tensor (or a Variable, read in
+/// the current mode), or a number. A number becomes a scalar constant (node
+/// "Const") of the other operand's dtype and broadcasts, as TF converts a
+/// Python scalar. A value that dtype cannot hold (0.5 for an integer tensor,
+/// 2 for a bool) is a GraphError naming the op, as TF's "Cannot convert 0.5
+/// to EagerTensor of dtype int32"; two numbers are a GraphError too.
+class Operand {
+public:
+  Operand(const Tensor &tensor) : tensor_(tensor) {}
+  Operand(const Variable &variable) : tensor_(variable.read()) {}
+  Operand(double number) : number_(number) {}
+
+  bool is_number() const { return number_.has_value(); }
+  const Tensor &tensor() const { return tensor_; }
+  double number() const { return *number_; }
+
+private:
+  Tensor tensor_;
+  std::optional<double> number_;
+};
+
 // --- Elementwise binary (broadcasting, same dtype) --------------------------
-Tensor add(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor subtract(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor multiply(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor divide(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor pow(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor maximum(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor minimum(const Tensor &a, const Tensor &b, const std::string &name = "");
+Tensor add(const Operand &a, const Operand &b, const std::string &name = "");
+Tensor subtract(const Operand &a, const Operand &b,
+                const std::string &name = "");
+Tensor multiply(const Operand &a, const Operand &b,
+                const std::string &name = "");
+Tensor divide(const Operand &a, const Operand &b, const std::string &name = "");
+Tensor pow(const Operand &a, const Operand &b, const std::string &name = "");
+Tensor maximum(const Operand &a, const Operand &b,
+               const std::string &name = "");
+Tensor minimum(const Operand &a, const Operand &b,
+               const std::string &name = "");
 
 // --- Elementwise unary -----------------------------------------------------
 // neg / abs / square accept float or int; the rest float only.
@@ -46,23 +76,26 @@ Tensor floor(const Tensor &x, const std::string &name = "");
 Tensor sigmoid(const Tensor &x, const std::string &name = "");
 
 // --- Comparison and logic (result i1) --------------------------------------
-Tensor equal(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor not_equal(const Tensor &a, const Tensor &b,
+Tensor equal(const Operand &a, const Operand &b, const std::string &name = "");
+Tensor not_equal(const Operand &a, const Operand &b,
                  const std::string &name = "");
-Tensor less(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor less_equal(const Tensor &a, const Tensor &b,
+Tensor less(const Operand &a, const Operand &b, const std::string &name = "");
+Tensor less_equal(const Operand &a, const Operand &b,
                   const std::string &name = "");
-Tensor greater(const Tensor &a, const Tensor &b, const std::string &name = "");
-Tensor greater_equal(const Tensor &a, const Tensor &b,
+Tensor greater(const Operand &a, const Operand &b,
+               const std::string &name = "");
+Tensor greater_equal(const Operand &a, const Operand &b,
                      const std::string &name = "");
-Tensor logical_and(const Tensor &a, const Tensor &b,
+/// A number operand of the logical ops is true (1) or false (0).
+Tensor logical_and(const Operand &a, const Operand &b,
                    const std::string &name = "");
-Tensor logical_or(const Tensor &a, const Tensor &b,
+Tensor logical_or(const Operand &a, const Operand &b,
                   const std::string &name = "");
 Tensor logical_not(const Tensor &x, const std::string &name = "");
-/// tf.where(cond, x, y): op `select`; the three shapes broadcast.
-Tensor where(const Tensor &cond, const Tensor &on_true, const Tensor &on_false,
-             const std::string &name = "");
+/// tf.where(cond, x, y): op `select`; the three shapes broadcast. A number
+/// branch takes the other branch's dtype.
+Tensor where(const Tensor &cond, const Operand &on_true,
+             const Operand &on_false, const std::string &name = "");
 Tensor cast(const Tensor &x, DType dtype, const std::string &name = "");
 
 // --- Linear algebra -------------------------------------------------------

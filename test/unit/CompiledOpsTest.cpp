@@ -119,7 +119,7 @@ Tensor constant(Graph &g, const Dims &shape, uint32_t seed,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-using BinaryFn = Tensor (*)(const Tensor &, const Tensor &,
+using BinaryFn = Tensor (*)(const Operand &, const Operand &,
                             const std::string &);
 
 TEST(CompiledOps, BinaryArithmeticWithBroadcasting) {
@@ -201,6 +201,72 @@ TEST(CompiledOps, CompareLogicSelectCast) {
           [](Graph &, const TensorMap &x) {
             return cast(x["a"], DType::Int32); // truncates toward zero
           });
+}
+
+// Number operands (TF's Python scalars) become constants of the tensor's
+// dtype: the compiled values, against values computed here by hand.
+TEST(CompiledOps, ScalarOperandValues) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 4}},
+                            {"i", DType::Int32, {-1, 3}}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &in) {
+    Tensor x = in["x"], i = in["i"];
+    return TensorMap{{"greater", greater(x, 0.5)},
+                     {"less_equal", less_equal(0.5, x)},
+                     {"rsub", 2.0 - x},
+                     {"scaled", x * 2.0},
+                     {"relu", maximum(x, 0.0)},
+                     {"clip", minimum(1.0, x)},
+                     {"square", pow(x, 2.0)},
+                     {"where", where(less(x, 0.0), -1.0, x)},
+                     {"and", logical_and(greater(x, 0.0), true)},
+                     {"imul", i * 3},
+                     {"isub", subtract(10, i)},
+                     {"ieq", equal(i, 2)}};
+  });
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Scalars");
+  if (!model)
+    return;
+  const std::vector<float> xs = {-1.5f, 0.0f,   0.5f, 0.75f,
+                                 2.0f,  -0.25f, 1.0f, 3.0f};
+  const std::vector<int32_t> is = {-4, 2, 7, 0, 2, -1};
+  int predict = model->function_index("predict");
+  model->set_batch(2);
+  std::memcpy(
+      model->input_data(predict, model->input_index(predict, "features/x")),
+      xs.data(), xs.size() * sizeof(float));
+  std::memcpy(
+      model->input_data(predict, model->input_index(predict, "features/i")),
+      is.data(), is.size() * sizeof(int32_t));
+  model->run(predict);
+
+  auto expectOutput = [&](const std::string &key, g::DataType dtype, size_t n,
+                          const std::function<double(size_t)> &want) {
+    SCOPED_TRACE(key);
+    const void *got = model->output_data(
+        predict, model->output_index(predict, "predictions/" + key));
+    for (size_t k = 0; k < n; ++k)
+      EXPECT_EQ(load(dtype, got, k), want(k)) << "element " << k;
+  };
+  auto fx = [&](size_t k) { return static_cast<double>(xs[k]); };
+  size_t nx = xs.size(), ni = is.size();
+  expectOutput("greater", g::DT_BOOL, nx,
+               [&](size_t k) { return fx(k) > 0.5; });
+  expectOutput("less_equal", g::DT_BOOL, nx,
+               [&](size_t k) { return 0.5 <= fx(k); });
+  expectOutput("rsub", g::DT_FLOAT, nx, [&](size_t k) { return 2 - fx(k); });
+  expectOutput("scaled", g::DT_FLOAT, nx, [&](size_t k) { return fx(k) * 2; });
+  expectOutput("relu", g::DT_FLOAT, nx,
+               [&](size_t k) { return std::max(fx(k), 0.0); });
+  expectOutput("clip", g::DT_FLOAT, nx,
+               [&](size_t k) { return std::min(1.0, fx(k)); });
+  expectOutput("square", g::DT_FLOAT, nx,
+               [&](size_t k) { return fx(k) * fx(k); });
+  expectOutput("where", g::DT_FLOAT, nx,
+               [&](size_t k) { return fx(k) < 0 ? -1.0 : fx(k); });
+  expectOutput("and", g::DT_BOOL, nx, [&](size_t k) { return fx(k) > 0; });
+  expectOutput("imul", g::DT_INT32, ni, [&](size_t k) { return is[k] * 3; });
+  expectOutput("isub", g::DT_INT32, ni, [&](size_t k) { return 10 - is[k]; });
+  expectOutput("ieq", g::DT_BOOL, ni, [&](size_t k) { return is[k] == 2; });
 }
 
 TEST(CompiledOps, NanAndInfPropagate) {

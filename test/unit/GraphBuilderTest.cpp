@@ -203,6 +203,123 @@ TEST(GraphBuilder, CompareLogicSelectCast) {
   EXPECT_EQ(attr(k, "dtype").type(), graph::DT_INT32);
 }
 
+// A number operand (TF's Python scalar): a scalar constant of the other
+// operand's dtype, on either side, for every binary op.
+TEST(GraphBuilder, ScalarOperands) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 3});
+  Tensor i = g.placeholder("i", DType::Int32, {U});
+  Tensor flag = g.placeholder("flag", DType::Bool, {U});
+
+  // The constant operand: its node, dtype, shape and value.
+  auto constantOf = [&](const Tensor &t, int input) {
+    return Tensor(&g, g.node(t.name()).input(input));
+  };
+  auto expectScalar = [&](const Tensor &c, DType dtype, double value) {
+    EXPECT_EQ(c.op(), "constant");
+    EXPECT_EQ(c.dtype(), dtype);
+    EXPECT_EQ(c.shape(), Dims{});
+    const graph::TensorProto &t = attr(c, "value").tensor();
+    switch (dtype) {
+    case DType::Float32:
+      EXPECT_EQ(t.float_val(0), static_cast<float>(value));
+      break;
+    case DType::Int32:
+      EXPECT_EQ(t.int_val(0), static_cast<int32_t>(value));
+      break;
+    case DType::Bool:
+      EXPECT_EQ(t.bool_val(0), value != 0);
+      break;
+    default:
+      FAIL() << "unexpected dtype";
+    }
+  };
+
+  using BinaryFn =
+      Tensor (*)(const Operand &, const Operand &, const std::string &);
+  struct Case {
+    BinaryFn fn;
+    const char *op;
+    DType result;
+  };
+  for (const Case &c :
+       std::vector<Case>{{&add, "add", DType::Float32},
+                         {&subtract, "sub", DType::Float32},
+                         {&multiply, "mul", DType::Float32},
+                         {&divide, "div", DType::Float32},
+                         {&pow, "pow", DType::Float32},
+                         {&maximum, "maximum", DType::Float32},
+                         {&minimum, "minimum", DType::Float32},
+                         {&equal, "equal", DType::Bool},
+                         {&not_equal, "not_equal", DType::Bool},
+                         {&less, "less", DType::Bool},
+                         {&less_equal, "less_equal", DType::Bool},
+                         {&greater, "greater", DType::Bool},
+                         {&greater_equal, "greater_equal", DType::Bool}}) {
+    Tensor right = c.fn(x, 0.5, "");
+    EXPECT_EQ(right.op(), c.op);
+    EXPECT_EQ(right.dtype(), c.result) << c.op;
+    EXPECT_EQ(right.shape(), (Dims{U, 3})) << c.op;
+    EXPECT_EQ(g.node(right.name()).input(0), "x");
+    expectScalar(constantOf(right, 1), DType::Float32, 0.5);
+    Tensor left = c.fn(2.0, x, "");
+    EXPECT_EQ(left.op(), c.op);
+    EXPECT_EQ(g.node(left.name()).input(1), "x");
+    expectScalar(constantOf(left, 0), DType::Float32, 2.0);
+    // Integer tensors take integral numbers.
+    Tensor onInt = c.fn(i, 3, "");
+    expectScalar(constantOf(onInt, 1), DType::Int32, 3);
+    EXPECT_EQ(onInt.dtype(),
+              c.result == DType::Bool ? DType::Bool : DType::Int32);
+  }
+
+  // The spellings of a model_fn: names, Variables, operators.
+  Tensor prob = nn::sigmoid(x);
+  Tensor positive = greater(prob, 0.5, "positive");
+  EXPECT_EQ(positive.name(), "positive");
+  EXPECT_EQ(positive.dtype(), DType::Bool);
+  Variable v = g.get_variable("v", DType::Float32, {3});
+  EXPECT_EQ(maximum(v, 0.0).shape(), Dims{3});
+  EXPECT_EQ(g.node(maximum(v, 0.0).name()).input(0), "v/read");
+  EXPECT_EQ((x * 2.0).op(), "mul");
+  expectScalar(constantOf(2.0 - x, 0), DType::Float32, 2.0);
+  expectScalar(constantOf(i / 2, 1), DType::Int32, 2);
+
+  // Logical ops take true / false; where's number branch takes the other's
+  // dtype.
+  Tensor both = logical_and(flag, true);
+  expectScalar(constantOf(both, 1), DType::Bool, 1);
+  expectScalar(constantOf(logical_or(false, flag), 0), DType::Bool, 0);
+  Tensor clipped = where(positive, x, 0.0);
+  EXPECT_EQ(clipped.op(), "select");
+  EXPECT_EQ(clipped.dtype(), DType::Float32);
+  EXPECT_EQ(clipped.shape(), (Dims{U, 3}));
+  expectScalar(constantOf(clipped, 2), DType::Float32, 0);
+  expectScalar(constantOf(where(flag, -1, i), 1), DType::Int32, -1);
+
+  // What the dtype cannot hold is one line naming the op (TF: "Cannot
+  // convert 0.5 to EagerTensor of dtype int32").
+  expectGraphError([&] { greater(i, 0.5); },
+                   {"greater 'Greater", "input 'i' [?]",
+                    "the number 0.5 is not representable as i32",
+                    "the dtype of 'i'", "cast the tensor"});
+  expectGraphError([&] { (void)(1.5 * i); },
+                   {"mul 'Mul", "the number 1.5", "as i32"});
+  expectGraphError([&] { add(i, 3e9); },
+                   {"add 'Add", "the number 3e+09", "as i32"});
+  expectGraphError([&] { equal(flag, 2); },
+                   {"equal 'Equal", "the number 2", "as i1"});
+  expectGraphError([&] { where(positive, i, 0.25); },
+                   {"select 'Select", "the number 0.25", "as i32"});
+  expectGraphError([&] { add(2.0, 3.0); },
+                   {"add: needs a tensor operand, got the numbers 2 and 3"});
+  expectGraphError([&] { add(Tensor(), 1.0); }, {"add: input 0 is an empty"});
+  // A failed conversion adds no node.
+  size_t nodes = g.graph_def().node_size();
+  expectGraphError([&] { less(i, 0.5); }, {"less"});
+  EXPECT_EQ(g.graph_def().node_size(), nodes);
+}
+
 TEST(GraphBuilder, MatmulConvPool) {
   Graph g;
   Tensor x = g.placeholder("x", DType::Float32, {U, 784});

@@ -7,11 +7,13 @@
 //
 // FILE_OR_DIR is a checkpoint file, its prefix (model_dir/model.ckpt-200), or
 // a model_dir (its latest valid checkpoint). Every error is one line on
-// stderr and exit status 1.
+// stderr: exit status 2 for a bad command line (lib/Support/Flags.h), 1 for
+// a checkpoint that cannot be read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Support/Flags.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,13 +28,6 @@ using namespace estc;
 using namespace estc::train;
 
 namespace {
-const char *kUsage =
-    "usage: estc-ckpt [--verify] [--tensor NAME] FILE_OR_DIR\n"
-    "  FILE_OR_DIR    a checkpoint file, its prefix, or a model_dir\n"
-    "  (no flag)      list every tensor with dtype, shape and statistics\n"
-    "  --tensor NAME  print one tensor's values\n"
-    "  --verify       check the header and every tensor's CRC32C\n";
-
 int fail(const std::string &message) {
   std::cerr << "estc-ckpt: error: " << message << "\n";
   return 1;
@@ -133,42 +128,28 @@ void printValues(const std::string &name, const TensorValue &t) {
 } // namespace
 
 int main(int argc, char **argv) {
+  using estc::flags::Flag;
   bool verify = false;
-  std::optional<std::string> tensor, input;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    if (arg == "--verify") {
-      verify = true;
-    } else if (arg == "--tensor") {
-      if (i + 1 >= argc)
-        return fail("--tensor needs a tensor name");
-      tensor = argv[++i];
-    } else if (arg.rfind("--tensor=", 0) == 0) {
-      tensor = arg.substr(9);
-    } else if (arg.size() > 1 && arg[0] == '-') {
-      return fail("unknown flag '" + arg + "' (see --help)");
-    } else if (input) {
-      return fail("more than one checkpoint given ('" + *input + "' and '" +
-                  arg + "')");
-    } else {
-      input = arg;
-    }
-  }
-  if (!input)
-    return fail("no checkpoint given (usage: estc-ckpt [--verify] "
-                "[--tensor NAME] FILE_OR_DIR)");
+  std::optional<std::string> tensor;
+  std::string input;
+  estc::flags::FlagParser parser(
+      "estc-ckpt", "Lists, prints or verifies an estc checkpoint (with no "
+                   "flag: every tensor with dtype, shape and statistics).");
+  parser.add(
+      Flag("tensor", &tensor, "print one tensor's values").value_name("NAME"));
+  parser.add(
+      Flag("verify", &verify, "check the header and every tensor's CRC32C"));
+  parser.positional("FILE_OR_DIR", &input,
+                    "a checkpoint file, its prefix, or a model_dir");
+  parser.parse_or_exit(argc, argv);
   if (verify && tensor)
-    return fail("--verify and --tensor cannot be combined");
+    parser.fail("--verify and --tensor cannot be combined");
 
   try {
     auto warn = [](const std::string &line) {
       std::cerr << "estc-ckpt: warning: " << line << "\n";
     };
-    CheckpointReader reader(resolve_checkpoint(*input, warn));
+    CheckpointReader reader(resolve_checkpoint(input, warn));
     if (verify) {
       reader.verify();
       std::cout << "OK: " << reader.path() << ": " << reader.variables().size()

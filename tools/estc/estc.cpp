@@ -19,8 +19,10 @@
 // The manifest (compiler/Target/Manifest.h) is read from the `est`-level
 // module before lowering and attached to it as `estc.manifest` (JSON), so a
 // module dumped with --compile-to=llvm can be compiled again on its own.
-// Every user error (bad file, bad graph, bad flag) is one line on stderr,
-// "estc: error: ...", with exit code 1.
+// Every user error is one line on stderr, "estc: error: ...": exit code 2 for
+// a bad command line (as every estc program, lib/Support/Flags.h), 1 for a
+// bad file or graph. --help lists estc's own options; the MLIR debugging
+// flags (--mlir-print-ir-after-all, ...) work too (--help-hidden).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,7 @@
 #include "compiler/Target/ObjectEmitter.h"
 #include "dialects/Est/IR/EstOps.h"
 #include "lib/Graph/GraphIO.h"
+#include "lib/Support/Flags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
@@ -63,22 +66,50 @@ enum class Emit { MLIR, LLVM, Asm, Obj, Lib, Header };
 
 cl::OptionCategory estcCategory("estc options");
 
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model graph file>"),
+/// The first bad --emit value, reported as one line by main (LLVM's parser
+/// would print its own message).
+std::string emitError;
+
+/// --emit's parser: an unknown value names the valid ones.
+struct EmitParser : cl::parser<Emit> {
+  using cl::parser<Emit>::parser;
+  bool parse(cl::Option &, llvm::StringRef, llvm::StringRef arg, Emit &value) {
+    std::string names;
+    for (const auto &v : Values) {
+      if (v.Name == arg) {
+        value = v.V.getValue();
+        return false;
+      }
+      names += (names.empty() ? "" : ", ") + v.Name.str();
+    }
+    if (emitError.empty())
+      emitError = "--emit=" + arg.str() + ": unknown output kind (one of " +
+                  names + ")";
+    return true;
+  }
+};
+
+cl::opt<std::string> inputFile(cl::Positional,
+                               cl::desc("<model graph: .pb, .pbtxt or .mlir>"),
                                cl::Required, cl::cat(estcCategory));
 
-cl::opt<std::string> emitFlag(
-    "emit",
-    cl::desc("What to produce: mlir (MLIR after the chosen stage), llvm "
-             "(LLVM IR), asm (native assembly), obj (object file and "
-             "header), lib (static library and header), header (header and "
-             "manifest only)"),
-    cl::init("mlir"), cl::cat(estcCategory));
+cl::opt<Emit, false, EmitParser> emit(
+    "emit", cl::desc("What to produce (default: mlir)"),
+    cl::values(clEnumValN(Emit::MLIR, "mlir",
+                          "MLIR after the --compile-to stage"),
+               clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR (-o FILE)"),
+               clEnumValN(Emit::Asm, "asm", "native assembly (-o FILE)"),
+               clEnumValN(Emit::Obj, "obj",
+                          "NAME.o, NAME.h, NAME.manifest.json (-o DIR)"),
+               clEnumValN(Emit::Lib, "lib",
+                          "libNAME.a, NAME.h, NAME.manifest.json (-o DIR)"),
+               clEnumValN(Emit::Header, "header",
+                          "NAME.h and NAME.manifest.json only (-o DIR)")),
+    cl::init(Emit::MLIR), cl::cat(estcCategory));
 
-cl::opt<std::string> compileTo(
-    "compile-to",
-    cl::desc("Stop after this pipeline stage (import, est); default: the "
-             "last stage"),
-    cl::init(""), cl::cat(estcCategory));
+// Its help, which names the stages, is set in main.
+cl::opt<std::string> compileTo("compile-to", cl::value_desc("stage"),
+                               cl::init(""), cl::cat(estcCategory));
 
 cl::opt<std::string> outputFile("o",
                                 cl::desc("Output file (mlir, llvm, asm; "
@@ -87,38 +118,54 @@ cl::opt<std::string> outputFile("o",
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(estcCategory));
 
-cl::opt<std::string> modelName("name",
-                               cl::desc("C++ name of the compiled model class"),
-                               cl::init("Model"), cl::cat(estcCategory));
+cl::opt<std::string>
+    modelName("name",
+              cl::desc("C++ class and symbol prefix of the compiled model "
+                       "(default: Model)"),
+              cl::value_desc("NAME"), cl::init("Model"), cl::cat(estcCategory));
 
-cl::opt<std::string> target("target", cl::desc("Code generation target"),
-                            cl::init("cpu"), cl::cat(estcCategory));
+cl::opt<std::string> target("target",
+                            cl::desc("Code generation target (default: cpu)"),
+                            cl::value_desc("cpu"), cl::init("cpu"),
+                            cl::cat(estcCategory));
 
-cl::opt<std::string> mcpu("mcpu", cl::desc("Target CPU (e.g. native)"),
-                          cl::init("native"), cl::cat(estcCategory));
+cl::opt<std::string>
+    mcpu("mcpu", cl::desc("Target CPU (default: native; x86-64-v2, ...)"),
+         cl::value_desc("cpu"), cl::init("native"), cl::cat(estcCategory));
 
-cl::opt<std::string> mattr("mattr", cl::desc("Target features (+avx512f,...)"),
-                           cl::init(""), cl::cat(estcCategory));
+cl::opt<std::string> mattr("mattr",
+                           cl::desc("Target features (+avx512f,-avx2,...)"),
+                           cl::value_desc("features"), cl::init(""),
+                           cl::cat(estcCategory));
 
+/// A bad file or graph: one line, exit code 1.
 int userError(const std::string &message) {
   llvm::errs() << "estc: error: " << message << "\n";
   return 1;
 }
 
-std::optional<Emit> parseEmit(const std::string &name) {
-  if (name == "mlir")
-    return Emit::MLIR;
-  if (name == "llvm")
-    return Emit::LLVM;
-  if (name == "asm")
-    return Emit::Asm;
-  if (name == "obj")
-    return Emit::Obj;
-  if (name == "lib")
-    return Emit::Lib;
-  if (name == "header")
-    return Emit::Header;
-  return std::nullopt;
+/// A bad command line: one line, exit code 2.
+int flagError(const std::string &message) {
+  userError(message);
+  return estc::flags::kExitBadCommandLine;
+}
+
+const char *emitName(Emit kind) {
+  switch (kind) {
+  case Emit::MLIR:
+    return "mlir";
+  case Emit::LLVM:
+    return "llvm";
+  case Emit::Asm:
+    return "asm";
+  case Emit::Obj:
+    return "obj";
+  case Emit::Lib:
+    return "lib";
+  case Emit::Header:
+    return "header";
+  }
+  return "?";
 }
 
 bool isIdentifier(const std::string &s) {
@@ -198,18 +245,35 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&estcCategory, &cl::getGeneralCategory()});
+  // --help shows estc's options only (LLVM's and MLIR's stay usable).
+  cl::HideUnrelatedOptions(estcCategory);
+  static const std::string compileToHelp =
+      "With --emit=mlir: stop after this pipeline stage (" +
+      estc::allStageNames() + "; default: the last)";
+  compileTo.setDescription(compileToHelp);
 
   // Flag errors: one line, not LLVM's multi-line report.
   std::string flagErrors;
   llvm::raw_string_ostream flagErrorStream(flagErrors);
   if (!cl::ParseCommandLineOptions(
           argc, argv,
-          "estc: compiles model graphs to the est dialect and native code\n",
+          "compiles model graphs to the est dialect and native code\n\n"
+          "  estc model.pb                             est MLIR\n"
+          "  estc model.pb --emit=obj --name=Mlp -o out/\n"
+          "                                            out/Mlp.o, Mlp.h, "
+          "Mlp.manifest.json\n\n"
+          "MLIR's debugging flags work too (--mlir-print-ir-after-all, ...; "
+          "see --help-hidden).\n"
+          "Exit code 2 for a bad command line, 1 for a bad file or graph.\n",
           &flagErrorStream)) {
+    if (!emitError.empty())
+      return flagError(emitError);
     llvm::StringRef first = llvm::StringRef(flagErrors).split('\n').first;
     first.consume_front("estc: ");
-    return userError(first.trim().str());
+    if (first.starts_with("Not enough positional"))
+      return flagError("no model graph given (usage: estc [options] "
+                       "MODEL.pb|MODEL.pbtxt|MODULE.mlir; see --help)");
+    return flagError(first.trim().str());
   }
 
   // Validate every flag before touching the input.
@@ -217,33 +281,40 @@ int main(int argc, char **argv) {
   if (!compileTo.empty()) {
     lastStage = estc::parseStage(compileTo);
     if (!lastStage)
-      return userError("--compile-to=" + compileTo +
+      return flagError("--compile-to=" + compileTo +
                        ": unknown stage (one of " + estc::allStageNames() +
                        ")");
   }
   if (target != "cpu")
-    return userError("--target=" + target +
+    return flagError("--target=" + target +
                      ": unknown or unavailable target (this build supports: "
                      "cpu)");
   if (!isIdentifier(modelName))
-    return userError("--name=" + modelName + ": not a C++ identifier");
-  std::optional<Emit> emit = parseEmit(emitFlag);
-  if (!emit)
-    return userError(
-        "--emit=" + emitFlag +
-        ": unknown output kind (one of mlir, llvm, asm, obj, lib, header)");
-  if (*emit != Emit::MLIR && !compileTo.empty())
-    return userError("--compile-to=" + compileTo +
+    return flagError("--name=" + modelName + ": not a C++ identifier");
+  if (emit != Emit::MLIR && !compileTo.empty())
+    return flagError("--compile-to=" + compileTo +
                      ": only with --emit=mlir (the other outputs need the "
                      "whole pipeline)");
+  // mlir, llvm and asm write one file; a directory is what obj, lib and
+  // header write into.
+  bool textOutput =
+      emit == Emit::MLIR || emit == Emit::LLVM || emit == Emit::Asm;
+  if (textOutput && outputFile != "-" &&
+      (llvm::sys::fs::is_directory(outputFile.getValue()) ||
+       llvm::StringRef(outputFile).ends_with("/")))
+    return flagError(
+        "-o " + outputFile + ": a directory, but --emit=" + emitName(emit) +
+        " writes one file; add --emit=obj (or lib, header) to write " +
+        modelName + ".o, " + modelName + ".h and " + modelName +
+        ".manifest.json into it");
   estc::TargetOptions targetOptions;
   targetOptions.cpu = mcpu;
   targetOptions.features = mattr;
-  if (*emit == Emit::LLVM || *emit == Emit::Asm || *emit == Emit::Obj ||
-      *emit == Emit::Lib) {
+  if (emit == Emit::LLVM || emit == Emit::Asm || emit == Emit::Obj ||
+      emit == Emit::Lib) {
     auto machine = estc::createTargetMachine(targetOptions);
     if (!machine)
-      return userError(llvm::toString(machine.takeError()));
+      return flagError(llvm::toString(machine.takeError()));
   }
 
   // Read the input: a graph to import, or an MLIR module.
@@ -294,7 +365,7 @@ int main(int argc, char **argv) {
     return 0;
   };
 
-  if (*emit == Emit::MLIR) {
+  if (emit == Emit::MLIR) {
     // Past the autodiff stage a @train it could not expand is dropped, as the
     // code generating outputs do.
     if (!lowered && *lastStage > estc::Stage::Autodiff) {
@@ -330,8 +401,7 @@ int main(int argc, char **argv) {
           inputFile + ": estc.manifest: " + llvm::toString(parsed.takeError()));
     manifest = std::move(*parsed);
     manifest->name = modelName;
-  } else if (*emit == Emit::Obj || *emit == Emit::Lib ||
-             *emit == Emit::Header) {
+  } else if (emit == Emit::Obj || emit == Emit::Lib || emit == Emit::Header) {
     return userError(inputFile +
                      ": no estc.manifest attribute: the header needs the "
                      "manifest (compile the graph or the est-level module)");
@@ -349,7 +419,7 @@ int main(int argc, char **argv) {
            writeFile(join(outDir, modelName + ".manifest.json"),
                      estc::toJson(*manifest), error);
   };
-  if (*emit == Emit::Header)
+  if (emit == Emit::Header)
     return writeHeaderAndManifest() ? 0 : userError(error);
 
   // Lower to the LLVM dialect.
@@ -380,19 +450,19 @@ int main(int argc, char **argv) {
     functions = estc::cInterfaceFunctions(**llvmModule);
   }
 
-  estc::CodeKind kind = *emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
-                        : *emit == Emit::Asm ? estc::CodeKind::Assembly
-                                             : estc::CodeKind::Object;
+  estc::CodeKind kind = emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
+                        : emit == Emit::Asm ? estc::CodeKind::Assembly
+                                            : estc::CodeKind::Object;
   auto code =
       estc::compileModule(*module, modelName, functions, targetOptions, kind);
   if (!code)
     return userError(inputFile + ": " + llvm::toString(code.takeError()));
-  if (*emit == Emit::LLVM || *emit == Emit::Asm)
+  if (emit == Emit::LLVM || emit == Emit::Asm)
     return writeText(*code);
 
   if (!writeHeaderAndManifest())
     return userError(error);
-  if (*emit == Emit::Obj)
+  if (emit == Emit::Obj)
     return writeFile(join(outDir, modelName + ".o"), *code, error)
                ? 0
                : userError(error);
