@@ -1,8 +1,10 @@
-//===- Estimator.cpp - train / evaluate / predict loops -----------------===//
+//===- Estimator.cpp - train / evaluate / predict over a compiled model --===//
 //
-// The loops of estimator/Estimator.h around a compiled model, and the AOT
-// backend. The JIT backend lives in EstimatorJit.cpp (EstcEstimatorJit), so
-// that this file, and an AOT trainer, link no LLVM.
+// The calls of estimator/Estimator.h, each one MonitoredSession over a
+// compiled model (ModelSession: the variables hooks see; ModelStep: one
+// step of a compiled function on an input_fn's batches), the hooks train()
+// installs, and the AOT backend. The JIT backend lives in EstimatorJit.cpp
+// (EstcEstimatorJit), so that this file, and an AOT trainer, link no LLVM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

@@ -604,10 +604,12 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
     EXPECT_EQ(p.at("probabilities").shape, std::vector<int64_t>{3});
     ++count;
     // Batches of 4, 4, 2: the second is read with the 5th example.
-    if (count == 4)
+    if (count == 4) {
       EXPECT_EQ(batchesRead, 1);
-    if (count == 5)
+    }
+    if (count == 5) {
       EXPECT_EQ(batchesRead, 2);
+    }
   }
   EXPECT_EQ(count, 10);
 

@@ -778,7 +778,7 @@ void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
   // Every variable's elements before the first step.
   std::vector<std::vector<double>> initial(spec.numVariables);
   for (int v = 0; v < spec.numVariables; ++v)
-    if (spec.variables[v].name != "global_step")
+    if (std::string(spec.variables[v].name) != "global_step")
       for (int i = 0; i < 21; ++i)
         initial[v].push_back(load(g::DT_FLOAT, sparse->variable_data(v), i));
   for (int s = 0; s < 4; ++s) {
