@@ -1,8 +1,10 @@
-//===- Estimator.cpp - train / evaluate / predict loops -----------------===//
+//===- Estimator.cpp - train / evaluate / predict over a compiled model --===//
 //
-// The loops of estimator/Estimator.h around a compiled model, and the AOT
-// backend. The JIT backend lives in EstimatorJit.cpp (EstcEstimatorJit), so
-// that this file, and an AOT trainer, link no LLVM.
+// The calls of estimator/Estimator.h, each one MonitoredSession over a
+// compiled model (ModelSession: the variables hooks see; ModelStep: one
+// step of a compiled function on an input_fn's batches), the hooks train()
+// installs, and the AOT backend. The JIT backend lives in EstimatorJit.cpp
+// (EstcEstimatorJit), so that this file, and an AOT trainer, link no LLVM.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,13 +13,13 @@
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
+#include "estimator/MonitoredSession.h"
 #include "lib/Summary/Summary.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Kernels.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -229,8 +231,6 @@ std::string outputList(rt::CompiledModel &m, int fn) {
   return s;
 }
 
-double scalarValue(const TensorValue &t) { return t.element(0); }
-
 /// Prepares `backend`'s model for `mode` from `data`'s element spec; an empty
 /// dataset that declares none runs the current model, if there is one.
 /// `caller` ("Estimator.train", ...) starts the error.
@@ -250,11 +250,6 @@ using SteadyClock = std::chrono::steady_clock;
 double secondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
-double wallSeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 /// The progress bar train() draws on a terminal.
 class ProgressBar {
@@ -263,6 +258,7 @@ public:
       : first_(first), last_(last),
         enabled_(isatty(STDERR_FILENO) && last > first) {}
   ~ProgressBar() { finish(); }
+  bool enabled() const { return enabled_; }
 
   void update(int64_t step, double loss) {
     if (!enabled_)
@@ -398,30 +394,43 @@ private:
   int globalStep_;
 };
 
-/// Resolves hook fetches against a function (and, in EVAL, eval_metrics)
-/// and the variables.
-class Fetcher {
+/// One step of a compiled function on an input_fn's batches (the
+/// MonitoredSession's StepRunner). Fetches resolve against the function's
+/// outputs, then (in EVAL) eval_metrics' outputs, which run after the step
+/// when a fetch needs them, then the variables.
+class ModelStep : public StepRunner {
 public:
-  Fetcher(rt::CompiledModel &m, int fn, int metricsFn)
-      : m_(m), fn_(fn), metricsFn_(metricsFn) {}
+  /// `call` ("train", ...) names the Estimator call in input errors.
+  ModelStep(rt::CompiledModel &m, int fn, int metricsFn, Dataset &data,
+            std::string call)
+      : m_(m), fn_(fn), metricsFn_(metricsFn), data_(data),
+        call_(std::move(call)) {}
 
-  struct Plan {
-    std::vector<std::vector<std::string>> perHook;
-    bool needsMetrics = false;
-  };
-
-  Plan plan(const std::vector<SessionRunArgs> &args) {
-    Plan p;
-    for (const SessionRunArgs &a : args) {
-      for (const std::string &fetch : a.fetches)
-        if (resolve(fetch).kind == Kind::Metric)
-          p.needsMetrics = true;
-      p.perHook.push_back(a.fetches);
-    }
-    return p;
+  std::string function_name() const override {
+    return m_.spec().functions[fn_].name;
   }
 
-  TensorValue value(const std::string &fetch) {
+  bool next_batch() override {
+    std::optional<Batch> batch = data_.next();
+    if (!batch)
+      return false;
+    feed(m_, fn_, *batch, call_);
+    batchSize_ = m_.batch();
+    return true;
+  }
+  /// The size of the last batch read.
+  int64_t batch_size() const { return batchSize_; }
+
+  void run(const std::vector<std::string> &fetches) override {
+    bool metrics = false;
+    for (const std::string &fetch : fetches)
+      metrics |= resolve(fetch).kind == Kind::Metric;
+    m_.run(fn_);
+    if (metrics)
+      m_.run(metricsFn_);
+  }
+
+  TensorValue value(const std::string &fetch) override {
     Item item = resolve(fetch);
     switch (item.kind) {
     case Kind::Output:
@@ -445,9 +454,8 @@ private:
     if (it != cache_.end())
       return it->second;
     Item item{Kind::Output, m_.find_output(fn_, fetch)};
-    if (item.index < 0 && metricsFn_ >= 0) {
+    if (item.index < 0 && metricsFn_ >= 0)
       item = {Kind::Metric, m_.find_output(metricsFn_, fetch)};
-    }
     if (item.index < 0)
       item = {Kind::Variable, m_.find_variable(fetch)};
     if (item.index < 0) {
@@ -463,18 +471,59 @@ private:
     cache_.emplace(fetch, item);
     return item;
   }
+
   rt::CompiledModel &m_;
   int fn_, metricsFn_;
+  Dataset &data_;
+  std::string call_;
+  int64_t batchSize_ = 0;
   std::map<std::string, Item> cache_;
 };
 
-double microsSince(SteadyClock::time_point start, SteadyClock::time_point t) {
-  return std::chrono::duration<double, std::micro>(t - start).count();
+/// While it lives (and the bar is drawn at all), every log line first
+/// clears the progress bar, then goes where it went before.
+class ClearBarBeforeLogLines {
+public:
+  explicit ClearBarBeforeLogLines(ProgressBar &bar) : active_(bar.enabled()) {
+    if (!active_)
+      return;
+    previous_ = set_log_sink([this, &bar](const std::string &line) {
+      bar.clear();
+      if (previous_) {
+        previous_(line);
+      } else { // the default sink (Logging.cpp)
+        std::fprintf(stderr, "INFO: %s\n", line.c_str());
+        std::fflush(stderr);
+      }
+    });
+  }
+  ~ClearBarBeforeLogLines() {
+    if (active_)
+      set_log_sink(std::move(previous_));
+  }
+  ClearBarBeforeLogLines(const ClearBarBeforeLogLines &) = delete;
+  ClearBarBeforeLogLines &operator=(const ClearBarBeforeLogLines &) = delete;
+
+private:
+  bool active_;
+  LogSink previous_;
+};
+
+/// The first CheckpointSaverHook among `hooks`, or null.
+CheckpointSaverHook *findSaverHook(const Hooks &hooks) {
+  for (const HookPtr &h : hooks)
+    if (auto *saver = dynamic_cast<CheckpointSaverHook *>(h.get()))
+      return saver;
+  return nullptr;
+}
+
+void append(Hooks &to, const Hooks &hooks) {
+  to.insert(to.end(), hooks.begin(), hooks.end());
 }
 
 } // namespace
 
-// --- The runner: the loops ---------------------------------------------------
+// --- The runner: the Estimator's calls over one MonitoredSession ------------
 
 namespace detail {
 
@@ -501,7 +550,9 @@ public:
   void restoreForInference(rt::CompiledModel &m,
                            const std::string &checkpoint_path,
                            const std::string &call);
-  summary::SummaryWriter &writer(const std::string &logdir);
+  summary::SummaryWriter &writer(const std::string &logdir) {
+    return *sharedWriter(logdir);
+  }
   std::string evalDir(const std::string &name) const {
     return (fs::path(config_.model_dir()) /
             (name.empty() ? std::string("eval") : "eval_" + name))
@@ -521,6 +572,13 @@ public:
 
 private:
   void initialize(rt::CompiledModel &m);
+  /// The hooks of a train() call, built in ones included (see train()).
+  Hooks trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
+                      bool hasLoss, std::optional<int64_t> steps,
+                      std::optional<int64_t> max_steps,
+                      const Listeners &listeners);
+  std::shared_ptr<summary::SummaryWriter>
+  sharedWriter(const std::string &logdir);
 
   const RunConfig &config_;
   const std::optional<WarmStartSettings> &warm_;
@@ -530,14 +588,15 @@ private:
   bool training_ = false;
 };
 
-summary::SummaryWriter &Runner::writer(const std::string &logdir) {
+std::shared_ptr<summary::SummaryWriter>
+Runner::sharedWriter(const std::string &logdir) {
   // One event file per directory and process, shared with the hooks
   // (SummaryWriterCache, TF's FileWriterCache).
   std::shared_ptr<summary::SummaryWriter> w =
       summary::SummaryWriterCache::get(logdir);
   if (std::find(writers_.begin(), writers_.end(), w) == writers_.end())
     writers_.push_back(w);
-  return *w;
+  return w;
 }
 
 void Runner::initialize(rt::CompiledModel &m) {
@@ -582,6 +641,91 @@ void Runner::restoreForInference(rt::CompiledModel &m,
   initialize(m);
 }
 
+Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
+                            bool hasLoss, std::optional<int64_t> steps,
+                            std::optional<int64_t> max_steps,
+                            const Listeners &listeners) {
+  const std::string &modelDir = config_.model_dir();
+  bool chief = config_.is_chief();
+  Hooks specHooks, chiefHooks;
+  if (spec) {
+    specHooks = spec->training_hooks;
+    chiefHooks = spec->training_chief_hooks;
+  }
+  // TF's _train_with_estimator_spec: the saving listeners go to the first
+  // CheckpointSaverHook of the hooks (it replaces the built-in one), else to
+  // the built-in one RunConfig asks for.
+  CheckpointSaverHook *userSaver = findSaverHook(userHooks);
+  if (!userSaver)
+    userSaver = findSaverHook(specHooks);
+  if (!userSaver)
+    userSaver = findSaverHook(chiefHooks);
+  bool configSaves = config_.save_checkpoints_steps() > 0 ||
+                     config_.save_checkpoints_secs() > 0;
+  if (!listeners.empty() && !userSaver && !configSaves)
+    throw std::invalid_argument(
+        "Estimator.train: There should be a CheckpointSaverHook to use "
+        "saving_listeners. Please set one of the "
+        "RunConfig.save_checkpoints_steps or "
+        "RunConfig.save_checkpoints_secs.");
+  for (const ListenerPtr &l : listeners) {
+    if (!l)
+      throw std::invalid_argument("Estimator.train: a saving listener is null");
+    if (userSaver)
+      userSaver->add_listener(l);
+  }
+
+  Hooks hooks;
+  // One deliberate difference from TF's order: the NaN check runs first, so
+  // the checkpoint of a diverged step is never saved.
+  if (hasLoss)
+    hooks.push_back(std::make_shared<NanTensorHook>("loss"));
+  // The chief's hooks (TF's MonitoredTrainingSession: checkpoints, then
+  // global_step/sec, then summaries, before every other hook).
+  if (chief) {
+    if (!userSaver && configSaves) {
+      CheckpointSaverHook::Options o;
+      if (config_.save_checkpoints_steps() > 0)
+        o.save_steps = config_.save_checkpoints_steps();
+      else
+        o.save_secs = config_.save_checkpoints_secs();
+      o.listeners = listeners;
+      o.saver_options.max_to_keep = config_.keep_checkpoint_max();
+      o.saver_options.keep_checkpoint_every_n_hours =
+          config_.keep_checkpoint_every_n_hours();
+      hooks.push_back(std::make_shared<CheckpointSaverHook>(modelDir, o));
+    }
+    append(hooks, chiefHooks);
+    std::shared_ptr<summary::SummaryWriter> events = sharedWriter(modelDir);
+    StepCounterHook::Options counter;
+    counter.every_n_steps = config_.log_step_count_steps();
+    counter.summary_writer = events;
+    hooks.push_back(std::make_shared<StepCounterHook>(counter));
+    if (hasLoss && config_.save_summary_steps() > 0) {
+      SummarySaverHook::Options summaries;
+      summaries.save_steps = config_.save_summary_steps();
+      summaries.summary_writer = events;
+      hooks.push_back(std::make_shared<SummarySaverHook>(
+          std::map<std::string, std::string>{{"loss", "loss"}}, summaries));
+    }
+  }
+  // Every worker's hooks: the user's, the step limit, the loss log line,
+  // the EstimatorSpec's.
+  append(hooks, userHooks);
+  if (steps || max_steps)
+    hooks.push_back(std::make_shared<StopAtStepHook>(steps, max_steps));
+  if (hasLoss) {
+    LoggingTensorHook::Options every;
+    every.every_n_iter = config_.log_step_count_steps();
+    hooks.push_back(std::make_shared<LoggingTensorHook>(
+        std::map<std::string, std::string>{{"loss", "loss"},
+                                           {"step", kGlobalStepFetch}},
+        every));
+  }
+  append(hooks, specHooks);
+  return hooks;
+}
+
 void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                    std::optional<int64_t> steps,
                    std::optional<int64_t> max_steps,
@@ -601,10 +745,6 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                                 "given: " +
                                 std::to_string(*max_steps));
   const std::string &modelDir = config_.model_dir();
-  // Only the chief saves checkpoints and summaries (TF's chief-only hooks).
-  bool chief = config_.is_chief();
-  bool checkpointing = chief && (config_.save_checkpoints_steps() > 0 ||
-                                 config_.save_checkpoints_secs() > 0);
   if (max_steps) {
     // Silently: restoring below reports a corrupt checkpoint once.
     if (std::optional<std::string> latest =
@@ -623,38 +763,23 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   applyThreads();
   Dataset data = input_fn();
   prepareModel(backend_, ModeKeys::TRAIN, data, "Estimator.train");
-
-  Hooks hooks = userHooks;
-  if (const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN)) {
-    hooks.insert(hooks.end(), spec->training_hooks.begin(),
-                 spec->training_hooks.end());
+  const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN);
+  Hooks compiledFor = userHooks;
+  if (spec) {
+    append(compiledFor, spec->training_hooks);
     if (config_.is_chief())
-      hooks.insert(hooks.end(), spec->training_chief_hooks.begin(),
-                   spec->training_chief_hooks.end());
+      append(compiledFor, spec->training_chief_hooks);
   }
-  // A CheckpointSaverHook among the hooks replaces the built-in saving, as
-  // in TF (the listeners then belong to that hook).
-  bool saverHook =
-      std::any_of(hooks.begin(), hooks.end(), [](const HookPtr &h) {
-        return dynamic_cast<const CheckpointSaverHook *>(h.get()) != nullptr;
-      });
-  if (saverHook && !listeners.empty())
-    throw std::invalid_argument(
-        "Estimator.train: saving_listeners with a CheckpointSaverHook among "
-        "the hooks: give the listeners to that hook");
-  if (!listeners.empty() && !checkpointing)
-    throw std::invalid_argument(
-        "Estimator.train: saving_listeners need checkpoints: set "
-        "RunConfig save_checkpoints_steps or save_checkpoints_secs (and "
-        "train on the chief)");
-  checkpointing = checkpointing && !saverHook;
-  rt::CompiledModel &m = backend_.model(ModeKeys::TRAIN, graphFetches(hooks));
+  rt::CompiledModel &m =
+      backend_.model(ModeKeys::TRAIN, graphFetches(compiledFor));
   int fn = m.find_function("train");
   if (fn < 0)
     throw std::invalid_argument("Estimator.train: the compiled model " +
                                 std::string(m.spec().name) +
                                 " has no train function");
-  int lossOut = m.find_output(fn, "loss");
+  bool hasLoss = m.find_output(fn, "loss") >= 0;
+  Hooks hooks =
+      trainingHooks(userHooks, spec, hasLoss, steps, max_steps, listeners);
 
   struct TrainingFlag {
     bool &flag, &locked;
@@ -664,164 +789,46 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     ~TrainingFlag() { flag = locked = false; }
   } trainingFlag(training_, backend_.locked);
 
-  SteadyClock::time_point callStart = SteadyClock::now();
-  for (const HookPtr &h : hooks)
-    h->begin();
-  for (const ListenerPtr &l : listeners)
-    l->begin();
-
   // The session: the latest valid checkpoint, or @init + warm start.
   ModelSession session(m, modelDir);
-  std::optional<train::RestoredCheckpoint> restored =
-      train::restore_latest(modelDir);
-  if (restored) {
-    loadVariables(m, restored->variables,
-                  train::checkpoint_file(restored->path));
-    log_info("Restoring parameters from " + restored->path);
-  } else {
-    initialize(m);
-  }
-  int64_t step = session.global_step();
-  std::optional<int64_t> lastStep;
+  ModelStep step(m, fn, /*metricsFn=*/-1, data, "train");
+  MonitoredSession loop(session, step, hooks, [&] {
+    std::optional<train::RestoredCheckpoint> restored =
+        train::restore_latest(modelDir);
+    if (restored) {
+      loadVariables(m, restored->variables,
+                    train::checkpoint_file(restored->path));
+      log_info("Restoring parameters from " + restored->path);
+    } else {
+      initialize(m);
+    }
+  });
+
+  int64_t first = session.global_step();
+  std::optional<int64_t> lastStep = max_steps;
   if (steps)
-    lastStep = step + *steps;
-  else if (max_steps)
-    lastStep = *max_steps;
-
-  std::unique_ptr<train::Saver> saver;
-  int64_t lastSavedStep = restored ? restored->global_step : -1;
-  SteadyClock::time_point lastSaveTime = SteadyClock::now();
-  bool stopFromListener = false;
-  auto save = [&](int64_t globalStep) {
-    if (!saver) {
-      train::SaverOptions options;
-      options.max_to_keep = config_.keep_checkpoint_max();
-      options.keep_checkpoint_every_n_hours =
-          config_.keep_checkpoint_every_n_hours();
-      saver = std::make_unique<train::Saver>(modelDir, options);
-    }
-    for (const ListenerPtr &l : listeners)
-      l->before_save(session, globalStep);
-    log_info("Saving checkpoints for " + std::to_string(globalStep) + " into " +
-             (fs::path(modelDir) / "model.ckpt").string() + ".");
-    saver->save(session.checkpoint_variables(), globalStep);
-    lastSavedStep = globalStep;
-    lastSaveTime = SteadyClock::now();
-    for (const ListenerPtr &l : listeners)
-      if (l->after_save(session, globalStep)) {
-        log_info("A CheckpointSaverListener requested that training be "
-                 "stopped.");
-        stopFromListener = true;
-      }
-  };
-  if (checkpointing && lastSavedStep != step)
-    save(step);
-  for (const HookPtr &h : hooks)
-    h->after_create_session(session);
-
-  ProgressBar progress(step, lastStep.value_or(step));
-  auto logLine = [&](const std::string &line) {
-    progress.clear();
-    log_info(line);
-  };
-  summary::SummaryWriter *events = chief ? &writer(modelDir) : nullptr;
-
-  int64_t iteration = 0;
-  std::optional<int64_t> lastSummaryStep;
-  SteadyClock::time_point lastLogTime = SteadyClock::now();
-  int64_t rateStartStep = step;
-  SteadyClock::time_point rateStart = SteadyClock::now();
-  double loss = 0;
-  bool haveLoss = false;
-  while (!stopFromListener && !(lastStep && step >= *lastStep)) {
-    SessionRunContext context(session);
-    std::vector<StepPhase> phases;
-    SteadyClock::time_point t0 = SteadyClock::now();
-    std::vector<SessionRunArgs> args;
-    for (const HookPtr &h : hooks)
-      args.push_back(h->before_run(context));
-    SteadyClock::time_point t1 = SteadyClock::now();
-    std::optional<Batch> batch = data.next();
-    if (!batch)
-      break; // input exhausted: no after_run
-    feed(m, fn, *batch, "train");
-    SteadyClock::time_point t2 = SteadyClock::now();
-    m.run(fn);
-    SteadyClock::time_point t3 = SteadyClock::now();
-    phases.push_back(
-        {"before_run", microsSince(callStart, t0), microsSince(t0, t1)});
-    phases.push_back(
-        {"input", microsSince(callStart, t1), microsSince(t1, t2)});
-    phases.push_back(
-        {"run:train", microsSince(callStart, t2), microsSince(t2, t3)});
-    step = session.global_step();
-    loss = lossOut >= 0 ? scalarValue(readOutput(m, fn, lossOut)) : 0.0;
-    haveLoss = lossOut >= 0;
-    if (std::isnan(loss))
-      throw std::runtime_error("Model diverged with loss = NaN (global step " +
-                               std::to_string(step) + ").");
-
-    // Built in: checkpoints, summaries, log lines (TF's chief hooks).
-    if (checkpointing &&
-        ((config_.save_checkpoints_steps() > 0 &&
-          step >= lastSavedStep + config_.save_checkpoints_steps()) ||
-         (config_.save_checkpoints_secs() > 0 &&
-          secondsSince(lastSaveTime) >= config_.save_checkpoints_secs())))
-      save(step);
-    if (events && haveLoss && config_.save_summary_steps() > 0 &&
-        (!lastSummaryStep ||
-         step >= *lastSummaryStep + config_.save_summary_steps())) {
-      events->add_scalar("loss", loss, step);
-      lastSummaryStep = step;
-    }
-    int64_t every = config_.log_step_count_steps();
-    if (haveLoss && iteration % every == 0) {
-      std::string line =
-          "loss = " + format_number(loss) + ", step = " + std::to_string(step);
-      if (iteration > 0) {
-        char elapsed[32];
-        std::snprintf(elapsed, sizeof elapsed, " (%.3f sec)",
-                      secondsSince(lastLogTime));
-        line += elapsed;
-      }
-      logLine(line);
-      lastLogTime = SteadyClock::now();
-    }
-    if (step >= rateStartStep + every) {
-      double rate = static_cast<double>(step - rateStartStep) /
-                    std::max(secondsSince(rateStart), 1e-9);
-      logLine("global_step/sec: " + format_number(rate));
-      if (events)
-        events->add_scalar("global_step/sec", rate, step);
-      rateStartStep = step;
-      rateStart = SteadyClock::now();
-    }
-    ++iteration;
-
-    Fetcher fetcher(m, fn, -1);
-    Fetcher::Plan plan = fetcher.plan(args);
-    for (size_t i = 0; i < hooks.size(); ++i) {
-      SessionRunValues values;
-      for (const std::string &fetch : plan.perHook[i])
-        values.results[fetch] = fetcher.value(fetch);
-      values.phases = phases;
-      hooks[i]->after_run(context, values);
-    }
-    progress.update(step, loss);
-    if (context.stop_requested())
-      break;
+    lastStep = first + *steps;
+  ProgressBar progress(first, lastStep.value_or(first));
+  ClearBarBeforeLogLines clearBar(progress);
+  std::vector<std::string> fetches;
+  if (hasLoss)
+    fetches.push_back("loss");
+  std::optional<TensorValue> loss;
+  while (!loop.should_stop()) {
+    std::optional<FetchValues> values = loop.run(fetches);
+    if (!values)
+      break; // the input ran out
+    if (hasLoss)
+      loss = values->at("loss");
+    progress.update(session.global_step(), loss ? loss->element(0) : 0.0);
   }
   progress.finish();
-  if (checkpointing && lastSavedStep != step)
-    save(step);
-  for (const ListenerPtr &l : listeners)
-    l->end(session, step);
-  if (haveLoss)
-    log_info("Loss for final step: " + format_number(loss) + ".");
-  if (events)
-    events->flush();
-  for (const HookPtr &h : hooks)
-    h->end(session);
+  loop.close();
+  if (loop.steps_run() == 0)
+    log_info("Training with estimator made no steps. Perhaps input is empty "
+             "or misspecified.");
+  if (loss)
+    log_info("Loss for final step: " + format_tensor(*loss) + ".");
 }
 
 EvalResults Runner::evaluate(const InputFn &input_fn,
@@ -838,8 +845,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   prepareModel(backend_, ModeKeys::EVAL, data, "Estimator.evaluate");
   Hooks hooks = userHooks;
   if (const EstimatorSpec *spec = backend_.spec(ModeKeys::EVAL))
-    hooks.insert(hooks.end(), spec->evaluation_hooks.begin(),
-                 spec->evaluation_hooks.end());
+    append(hooks, spec->evaluation_hooks);
   rt::CompiledModel &m = backend_.model(ModeKeys::EVAL, graphFetches(hooks));
   int fn = m.find_function("eval");
   if (fn < 0)
@@ -847,7 +853,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
                                 std::string(m.spec().name) +
                                 " has no eval function");
   int metricsFn = m.find_function("eval_metrics");
-  int lossOut = m.find_output(fn, "loss");
+  bool hasLoss = m.find_output(fn, "loss") >= 0;
 
   // A nested evaluation (from a hook in train()) must leave the training
   // variables as they were.
@@ -855,58 +861,31 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   if (training_ && !inMemory)
     snapshot = snapshotVariables(m);
 
-  SteadyClock::time_point callStart = SteadyClock::now();
-  for (const HookPtr &h : hooks)
-    h->begin();
   ModelSession session(m, config_.model_dir());
-  if (!inMemory)
-    restoreForInference(m, checkpoint_path, "evaluate");
-  resetLocalVariables(m);
-  for (const HookPtr &h : hooks)
-    h->after_create_session(session);
-
-  double lossSum = 0;
-  int64_t examples = 0;
+  ModelStep step(m, fn, metricsFn, data, "evaluate");
+  MonitoredSession loop(session, step, hooks, [&] {
+    if (!inMemory)
+      restoreForInference(m, checkpoint_path, "evaluate");
+    resetLocalVariables(m);
+  });
+  // TF's loss metric, metrics.mean(loss): the mean of the per-batch losses,
+  // each batch weighing one, in float32.
+  float lossTotal = 0, lossCount = 0;
+  std::vector<std::string> fetches;
+  if (hasLoss)
+    fetches.push_back("loss");
   int64_t done = 0;
-  while (!(steps && done >= *steps)) {
-    SessionRunContext context(session);
-    SteadyClock::time_point t0 = SteadyClock::now();
-    std::vector<SessionRunArgs> args;
-    for (const HookPtr &h : hooks)
-      args.push_back(h->before_run(context));
-    SteadyClock::time_point t1 = SteadyClock::now();
-    std::optional<Batch> batch = data.next();
-    if (!batch)
-      break;
-    feed(m, fn, *batch, "evaluate");
-    int64_t n = m.batch();
-    SteadyClock::time_point t2 = SteadyClock::now();
-    m.run(fn);
-    Fetcher fetcher(m, fn, metricsFn);
-    Fetcher::Plan plan = fetcher.plan(args);
-    if (plan.needsMetrics)
-      m.run(metricsFn);
-    SteadyClock::time_point t3 = SteadyClock::now();
-    if (lossOut >= 0) {
-      lossSum +=
-          scalarValue(readOutput(m, fn, lossOut)) * static_cast<double>(n);
-      examples += n;
-    }
+  while (!loop.should_stop() && !(steps && done >= *steps)) {
+    std::optional<FetchValues> values = loop.run(fetches);
+    if (!values)
+      break; // the input ran out
     ++done;
-    std::vector<StepPhase> phases{
-        {"before_run", microsSince(callStart, t0), microsSince(t0, t1)},
-        {"input", microsSince(callStart, t1), microsSince(t1, t2)},
-        {"run:eval", microsSince(callStart, t2), microsSince(t2, t3)}};
-    for (size_t i = 0; i < hooks.size(); ++i) {
-      SessionRunValues values;
-      for (const std::string &fetch : plan.perHook[i])
-        values.results[fetch] = fetcher.value(fetch);
-      values.phases = phases;
-      hooks[i]->after_run(context, values);
+    if (hasLoss) {
+      lossTotal += static_cast<float>(values->at("loss").element(0));
+      lossCount += 1;
     }
-    if (context.stop_requested())
-      break;
   }
+  loop.close();
 
   EvalResults results;
   if (metricsFn >= 0) {
@@ -928,8 +907,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
         results[metric + "/" + std::to_string(e)] = v.element(e);
     }
   }
-  results["loss"] =
-      examples > 0 ? lossSum / static_cast<double>(examples) : 0.0;
+  results["loss"] = lossCount > 0 ? lossTotal / lossCount : 0.0f;
   int64_t globalStep = session.global_step();
   results["global_step"] = static_cast<double>(globalStep);
 
@@ -946,8 +924,6 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   w.add_scalars(scalars, globalStep);
   w.flush();
 
-  for (const HookPtr &h : hooks)
-    h->end(session);
   if (!snapshot.empty())
     restoreSnapshot(m, snapshot);
   return results;
@@ -961,18 +937,18 @@ struct Predictions::State {
   detail::Runner *runner = nullptr;
   Dataset data;
   Hooks hooks;
-  std::vector<std::string> keys; // prediction keys, without "predictions/"
-  std::vector<int> outputs;      // their output indices
+  std::vector<std::string> fetches; // "predictions/<key>"
   std::string checkpointPath;
   bool single = true;
   rt::CompiledModel *model = nullptr;
   int fn = -1;
   std::unique_ptr<ModelSession> session;
-  bool started = false, done = false, stopAfterBatch = false;
-  std::map<std::string, TensorValue> batchValues;
+  std::unique_ptr<ModelStep> step;
+  std::unique_ptr<MonitoredSession> loop;
+  bool done = false;
+  FetchValues batchValues; // by prediction key
   int64_t batchSize = 0, index = 0;
   Prediction current;
-  SteadyClock::time_point callStart = SteadyClock::now();
 
   explicit State(Dataset d) : data(std::move(d)) {}
 };
@@ -997,15 +973,14 @@ TensorValue row(const TensorValue &t, int64_t index) {
 
 Predictions::iterator Predictions::begin() {
   State &s = *state_;
-  if (!s.started) {
-    s.started = true;
-    for (const HookPtr &h : s.hooks)
-      h->begin();
+  if (!s.loop) {
     s.session = std::make_unique<ModelSession>(*s.model,
                                                s.runner->config().model_dir());
-    s.runner->restoreForInference(*s.model, s.checkpointPath, "predict");
-    for (const HookPtr &h : s.hooks)
-      h->after_create_session(*s.session);
+    s.step = std::make_unique<ModelStep>(*s.model, s.fn, -1, s.data, "predict");
+    s.loop =
+        std::make_unique<MonitoredSession>(*s.session, *s.step, s.hooks, [&s] {
+          s.runner->restoreForInference(*s.model, s.checkpointPath, "predict");
+        });
     if (!advance())
       return end();
   }
@@ -1016,63 +991,36 @@ bool Predictions::advance() {
   State &s = *state_;
   if (s.done)
     return false;
-  while (true) {
-    if (s.single && s.index + 1 < s.batchSize) {
-      ++s.index;
-      s.current.clear();
-      for (const auto &[key, value] : s.batchValues)
-        s.current[key] = row(value, s.index);
-      return true;
-    }
-    if (s.stopAfterBatch)
-      break;
-    SessionRunContext context(*s.session);
-    SteadyClock::time_point t0 = SteadyClock::now();
-    std::vector<SessionRunArgs> args;
-    for (const HookPtr &h : s.hooks)
-      args.push_back(h->before_run(context));
-    SteadyClock::time_point t1 = SteadyClock::now();
-    std::optional<Batch> batch = s.data.next();
-    if (!batch)
-      break;
-    feed(*s.model, s.fn, *batch, "predict");
-    SteadyClock::time_point t2 = SteadyClock::now();
-    s.model->run(s.fn);
-    SteadyClock::time_point t3 = SteadyClock::now();
-    s.batchSize = s.model->batch();
-    s.batchValues.clear();
-    for (size_t k = 0; k < s.keys.size(); ++k)
-      s.batchValues[s.keys[k]] = readOutput(*s.model, s.fn, s.outputs[k]);
-    std::vector<StepPhase> phases{
-        {"before_run", microsSince(s.callStart, t0), microsSince(t0, t1)},
-        {"input", microsSince(s.callStart, t1), microsSince(t1, t2)},
-        {"run:predict", microsSince(s.callStart, t2), microsSince(t2, t3)}};
-    Fetcher fetcher(*s.model, s.fn, -1);
-    Fetcher::Plan plan = fetcher.plan(args);
-    for (size_t i = 0; i < s.hooks.size(); ++i) {
-      SessionRunValues values;
-      for (const std::string &fetch : plan.perHook[i])
-        values.results[fetch] = fetcher.value(fetch);
-      values.phases = phases;
-      s.hooks[i]->after_run(context, values);
-    }
-    if (context.stop_requested())
-      s.stopAfterBatch = true;
-    s.index = 0;
-    if (s.single) {
-      s.current.clear();
-      for (const auto &[key, value] : s.batchValues)
-        s.current[key] = row(value, 0);
-    } else {
-      s.current = s.batchValues;
-      s.batchSize = 0; // one element per batch
-    }
+  if (s.single && s.index + 1 < s.batchSize) {
+    ++s.index;
+    s.current.clear();
+    for (const auto &[key, value] : s.batchValues)
+      s.current[key] = row(value, s.index);
     return true;
   }
-  s.done = true;
-  for (const HookPtr &h : s.hooks)
-    h->end(*s.session);
-  return false;
+  std::optional<FetchValues> values;
+  if (!s.loop->should_stop())
+    values = s.loop->run(s.fetches);
+  if (!values) { // the input ran out, or a hook asked for a stop
+    s.done = true;
+    s.loop->close();
+    return false;
+  }
+  s.batchValues.clear();
+  for (auto &[fetch, value] : *values)
+    s.batchValues[fetch.substr(std::string("predictions/").size())] =
+        std::move(value);
+  s.batchSize = s.step->batch_size();
+  s.index = 0;
+  if (s.single) {
+    s.current.clear();
+    for (const auto &[key, value] : s.batchValues)
+      s.current[key] = row(value, 0);
+  } else {
+    s.current = s.batchValues;
+    s.batchSize = 0; // one element per batch
+  }
+  return true;
 }
 
 const Prediction &Predictions::iterator::operator*() const {
@@ -1184,8 +1132,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
   std::vector<std::string> keys =
       predict_keys.empty() ? available : predict_keys;
   for (const std::string &key : keys) {
-    int out = s.model->find_output(s.fn, "predictions/" + key);
-    if (out < 0) {
+    if (s.model->find_output(s.fn, "predictions/" + key) < 0) {
       std::string list;
       for (const std::string &a : available)
         list += (list.empty() ? "" : ", ") + a;
@@ -1194,8 +1141,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
                                   "(predictions: " +
                                   list + ")");
     }
-    s.keys.push_back(key);
-    s.outputs.push_back(out);
+    s.fetches.push_back("predictions/" + key);
   }
   s.runner = runner_.get();
   s.checkpointPath = checkpoint_path;

@@ -31,23 +31,35 @@
 //   for (const estimator::Prediction &p : est.predict(test_input_fn))
 //     use(p.at("classes").values<int64_t>()[0]);
 //
-// The loop of train (evaluate and predict alike, without saving):
-//   hooks' begin(); restore the latest valid checkpoint of model_dir (a
-//   corrupt one is skipped with one warning line) or run the compiled @init
-//   and warm-start; save model.ckpt-<step> if the step has none yet;
-//   hooks' after_create_session(); then per step: before_run, read a batch
-//   (none: stop, no after_run), run the compiled function, the built-in
-//   checkpoint / summary / logging work, after_run; stop at the step limit
-//   or when a hook asks; a final checkpoint; hooks' end().
-// Built in (as TF's Estimator adds them; checkpoints and summaries on the
-// chief only, RunConfig::is_chief()): checkpoints per RunConfig
-// (save_checkpoints_steps / _secs, keep_checkpoint_max, every_n_hours;
-// CheckpointSaverListeners around each save), the "loss" scalar every
-// save_summary_steps and "global_step/sec" every log_step_count_steps in
-// model_dir's event file, the log lines "loss = 0.35, step = 200 (0.81 sec)"
-// and "global_step/sec: 123.4" every log_step_count_steps, a NaN loss check
-// ("Model diverged with loss = NaN."), and a progress bar on stderr when it
-// is a terminal and the number of steps is known.
+// Each call runs one MonitoredSession (estimator/MonitoredSession.h): hooks'
+// begin(); restore the latest valid checkpoint of model_dir (a corrupt one
+// is skipped with one warning line) or run the compiled @init and
+// warm-start; hooks' after_create_session(); then per step: before_run,
+// read a batch (none: stop, no after_run), run the compiled function,
+// after_run; stop when a hook asks; hooks' end().
+//
+// train() installs, as TF's Estimator does, the hooks of estimator/Hooks.h
+// that make up training (checkpoints and summaries on the chief only,
+// RunConfig::is_chief()), in this order:
+//   NanTensorHook("loss")      a NaN loss throws NanLossDuringTrainingError
+//                              (first, unlike TF, so that a diverged step is
+//                              never checkpointed)
+//   CheckpointSaverHook        the state it starts from, then every
+//                              save_checkpoints_steps / _secs, and the last
+//                              step; keep_checkpoint_max, every_n_hours; the
+//                              saving listeners; none when a hook among the
+//                              user's or the EstimatorSpec's is one (the
+//                              listeners then go to it)
+//   training_chief_hooks
+//   StepCounterHook            "global_step/sec" every log_step_count_steps
+//   SummarySaverHook           the "loss" scalar every save_summary_steps
+//   the user's hooks
+//   StopAtStepHook             steps / max_steps
+//   LoggingTensorHook          "loss = 0.35, step = 200 (0.812 sec)" every
+//                              log_step_count_steps
+//   training_hooks
+// and draws a progress bar on stderr when it is a terminal and the number
+// of steps is known.
 //
 // Errors a user can cause (a wrong feature name, dtype or shape, an unknown
 // predict key or fetch, steps and max_steps together, ...) throw
@@ -88,8 +100,9 @@ class Runner;
 /// CheckpointSaverListener (and ListenerPtr) are in SessionRunHook.h.
 using Listeners = std::vector<ListenerPtr>;
 
-/// evaluate()'s result: every metric, "loss" (the mean of the per-batch
-/// losses, weighted by batch size) and "global_step". A metric whose value
+/// evaluate()'s result: every metric, "loss" (TF's metrics.mean(loss): the
+/// mean of the per-batch losses, each batch weighing one whatever its size,
+/// in float32) and "global_step". A metric whose value
 /// is not a scalar (the *_at_thresholds metrics, one value per threshold)
 /// gives one result per element, "<name>/<i>" in row-major order (TF returns
 /// an array; these are also the event-file scalar tags).
@@ -164,6 +177,11 @@ public:
   /// or up to global_step `max_steps` (nothing to do, with one log line,
   /// when the latest checkpoint is already there), or, with neither, until
   /// the input runs out or a hook requests a stop. Both: an error.
+  /// `saving_listeners` are called around each checkpoint of the
+  /// CheckpointSaverHook (the first among `hooks` and the EstimatorSpec's,
+  /// which keeps them, as TF's does; else the built-in one); with neither
+  /// that hook nor RunConfig checkpoints: std::invalid_argument. A NaN loss
+  /// throws NanLossDuringTrainingError (Hooks.h).
   Estimator &train(const InputFn &input_fn, const Hooks &hooks = {},
                    std::optional<int64_t> steps = {},
                    std::optional<int64_t> max_steps = {},

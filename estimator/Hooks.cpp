@@ -401,6 +401,14 @@ CheckpointSaverHook::CheckpointSaverHook(std::string checkpoint_dir,
       throw std::invalid_argument("CheckpointSaverHook: a listener is null");
 }
 
+void CheckpointSaverHook::add_listener(ListenerPtr listener) {
+  if (!listener)
+    throw std::invalid_argument("CheckpointSaverHook: a listener is null");
+  auto &all = options_.listeners;
+  if (std::find(all.begin(), all.end(), listener) == all.end())
+    all.push_back(std::move(listener));
+}
+
 void CheckpointSaverHook::begin() {
   timer_.reset();
   saver_ = options_.saver ? options_.saver

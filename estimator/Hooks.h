@@ -210,6 +210,14 @@ public:
                  const SessionRunValues &values) override;
   void end(Session &session) override;
 
+  /// Appends `listener` unless it is already there (what TF's Estimator
+  /// does with train()'s saving_listeners when this hook is among the
+  /// hooks: it stays attached for later calls). Before begin().
+  void add_listener(ListenerPtr listener);
+  const std::vector<ListenerPtr> &listeners() const {
+    return options_.listeners;
+  }
+
   /// The Saver (after begin()).
   const std::shared_ptr<train::Saver> &saver() const { return saver_; }
 

@@ -1,7 +1,7 @@
 //===- SessionRunHook.h - The hook contract of the Estimator loop ---------===//
 //
-// tf.estimator.SessionRunHook for compiled step functions. The Estimator
-// calls, for the hooks of one train / evaluate / predict call:
+// tf.estimator.SessionRunHook for compiled step functions. The loop of every
+// train / evaluate / predict call (MonitoredSession.h) calls, for its hooks:
 //
 //   begin()                                  once, before anything runs
 //   after_create_session(session)            once, variables initialized or
@@ -31,8 +31,8 @@
 // fetch is a one-line std::invalid_argument naming the fetch and the
 // function.
 //
-// CheckpointSaverListener, the other half of TF's hook API, is here too: the
-// Estimator's own checkpoints and CheckpointSaverHook (Hooks.h) call it.
+// CheckpointSaverListener, the other half of TF's hook API, is here too:
+// CheckpointSaverHook (Hooks.h) calls it around each checkpoint.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_ESTIMATOR_SESSIONRUNHOOK_H
@@ -128,9 +128,9 @@ public:
 using HookPtr = std::shared_ptr<SessionRunHook>;
 using Hooks = std::vector<HookPtr>;
 
-/// tf.estimator.CheckpointSaverListener: called around every checkpoint the
-/// Estimator (or a CheckpointSaverHook) saves. Every method has an empty
-/// default.
+/// tf.estimator.CheckpointSaverListener: called around every checkpoint a
+/// CheckpointSaverHook saves (train()'s saving_listeners). Every method has
+/// an empty default.
 class CheckpointSaverListener {
 public:
   virtual ~CheckpointSaverListener() = default;

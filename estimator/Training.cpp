@@ -5,6 +5,7 @@
 #include "estimator/Logging.h"
 #include "lib/Support/FileIO.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <stdexcept>
@@ -60,12 +61,18 @@ void validate(const Estimator &estimator, const TrainSpec &train,
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)
     return; // evaluates checkpoints another process writes
-  if (!eval.every_n_steps && config.save_checkpoints_steps() <= 0 &&
+  bool saverHook =
+      std::any_of(train.hooks.begin(), train.hooks.end(), [](const HookPtr &h) {
+        return dynamic_cast<const CheckpointSaverHook *>(h.get()) != nullptr;
+      });
+  if (!eval.every_n_steps && !saverHook &&
+      config.save_checkpoints_steps() <= 0 &&
       config.save_checkpoints_secs() <= 0)
     throw std::invalid_argument(
         who + "evaluations follow checkpoints, but RunConfig saves none: set "
               "save_checkpoints_steps or save_checkpoints_secs (or "
-              "EvalSpec.every_n_steps)");
+              "EvalSpec.every_n_steps, or a CheckpointSaverHook in "
+              "TrainSpec.hooks)");
   if (!estimator.config().cluster_spec().empty())
     throw std::invalid_argument(
         who + "RunConfig has a cluster (TF_CONFIG, task type '" +
@@ -81,9 +88,9 @@ public:
             std::optional<int64_t> maxSteps)
       : estimator_(estimator), spec_(spec), maxSteps_(maxSteps) {}
 
-  /// Evaluates the latest checkpoint; nullopt (with a log line) when there
-  /// is none or it was evaluated already.
-  std::optional<EvalResults> evaluateLatest() {
+  /// Evaluates the latest checkpoint, then exports; nullopt (with a log
+  /// line) when there is none or it was evaluated already.
+  std::optional<TrainAndEvaluateResult> evaluateLatest() {
     std::optional<std::string> latest = estimator_.latest_checkpoint();
     if (!latest) {
       log_info("Estimator is not trained yet. Will start an evaluation when a "
@@ -96,9 +103,10 @@ public:
       return std::nullopt;
     }
     previousCheckpoint_ = latest;
-    EvalResults result = estimator_.evaluate(spec_.input_fn, spec_.steps,
+    TrainAndEvaluateResult result;
+    result.eval_result = estimator_.evaluate(spec_.input_fn, spec_.steps,
                                              spec_.hooks, *latest, spec_.name);
-    exportModel(*latest, result);
+    result.export_results = exportModel(*latest, result.eval_result);
     return result;
   }
 
@@ -118,12 +126,15 @@ public:
     return result;
   }
 
-  void exportModel(const std::string &checkpoint, const EvalResults &result) {
+  /// What each exporter returned, in order.
+  std::vector<std::string> exportModel(const std::string &checkpoint,
+                                       const EvalResults &result) {
     bool isFinal = false;
     if (maxSteps_) {
       auto it = result.find("global_step");
       isFinal = it != result.end() && it->second >= double(*maxSteps_);
     }
+    std::vector<std::string> exports;
     for (const ExporterPtr &e : spec_.exporters) {
       std::string path = fileio::joinPath(
           fileio::joinPath(estimator_.model_dir(), "export"), e->name());
@@ -131,7 +142,9 @@ public:
           e->export_model(estimator_, path, checkpoint, result, isFinal);
       if (!exported.empty())
         log_info("Exporter " + e->name() + " exported " + exported);
+      exports.push_back(std::move(exported));
     }
+    return exports;
   }
 
 private:
@@ -173,7 +186,9 @@ public:
       evaluate(step);
   }
 
-  const std::optional<EvalResults> &result() const { return result_; }
+  const std::optional<TrainAndEvaluateResult> &result() const {
+    return result_;
+  }
 
 private:
   double now() const {
@@ -182,7 +197,7 @@ private:
   void evaluate(int64_t step) {
     lastStep_ = step;
     lastTime_ = now();
-    if (std::optional<EvalResults> r = evaluator_.evaluateLatest())
+    if (std::optional<TrainAndEvaluateResult> r = evaluator_.evaluateLatest())
       result_ = std::move(r);
     else
       throw std::runtime_error("train_and_evaluate: there was no new "
@@ -195,7 +210,7 @@ private:
   int64_t startStep_ = 0;
   std::optional<int64_t> lastStep_;
   double lastTime_ = 0;
-  std::optional<EvalResults> result_;
+  std::optional<TrainAndEvaluateResult> result_;
 };
 
 /// EvalSpec::every_n_steps: evaluates in memory each time the global step
@@ -237,8 +252,9 @@ private:
 
 /// TF's run_evaluator: continuous evaluation of new checkpoints until one
 /// reaches max_steps.
-EvalResults runEvaluator(Estimator &estimator, const TrainSpec &train,
-                         const EvalSpec &eval) {
+TrainAndEvaluateResult runEvaluator(Estimator &estimator,
+                                    const TrainSpec &train,
+                                    const EvalSpec &eval) {
   auto now = [&] { return eval.clock ? eval.clock() : monotonic_seconds(); };
   auto sleep = [&](double secs) {
     if (eval.sleep)
@@ -252,11 +268,11 @@ EvalResults runEvaluator(Estimator &estimator, const TrainSpec &train,
     sleep(eval.start_delay_secs);
   }
   Evaluator evaluator(estimator, eval, train.max_steps);
-  std::optional<EvalResults> latest;
+  std::optional<TrainAndEvaluateResult> latest;
   bool evaluated = false;
   while (true) {
     if (evaluated && train.max_steps) {
-      double step = latest->at("global_step");
+      double step = latest->eval_result.at("global_step");
       if (step >= double(*train.max_steps)) {
         log_info("Exiting evaluation, global_step=" + num(step) +
                  " >= train max_steps=" + std::to_string(*train.max_steps));
@@ -264,7 +280,7 @@ EvalResults runEvaluator(Estimator &estimator, const TrainSpec &train,
       }
     }
     double start = now();
-    std::optional<EvalResults> result = evaluator.evaluateLatest();
+    std::optional<TrainAndEvaluateResult> result = evaluator.evaluateLatest();
     evaluated = result.has_value();
     if (evaluated)
       latest = std::move(result);
@@ -282,9 +298,9 @@ EvalResults runEvaluator(Estimator &estimator, const TrainSpec &train,
 
 } // namespace
 
-EvalResults train_and_evaluate(Estimator &estimator,
-                               const TrainSpec &train_spec,
-                               const EvalSpec &eval_spec) {
+TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
+                                          const TrainSpec &train_spec,
+                                          const EvalSpec &eval_spec) {
   validate(estimator, train_spec, eval_spec);
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)
@@ -292,7 +308,7 @@ EvalResults train_and_evaluate(Estimator &estimator,
   Evaluator evaluator(estimator, eval_spec, train_spec.max_steps);
   Hooks hooks = train_spec.hooks;
   Listeners listeners = train_spec.saving_listeners;
-  std::optional<EvalResults> result;
+  std::optional<TrainAndEvaluateResult> result;
 
   if (eval_spec.every_n_steps) {
     log_info("Start train and evaluate loop. The evaluate will happen every " +
@@ -303,12 +319,13 @@ EvalResults train_and_evaluate(Estimator &estimator,
     hooks.push_back(everyN);
     estimator.train(train_spec.input_fn, hooks, std::nullopt,
                     train_spec.max_steps, listeners);
-    result = everyN->result();
-    if (!result) { // training had nothing to do: the latest checkpoint
+    if (std::optional<EvalResults> inMemory = everyN->result()) {
+      result = TrainAndEvaluateResult{*inMemory, {}};
+      if (std::optional<std::string> latest = estimator.latest_checkpoint())
+        result->export_results =
+            evaluator.exportModel(*latest, *inMemory); // once, at the end
+    } else { // training had nothing to do: the latest checkpoint
       result = evaluator.evaluateLatest();
-    } else if (std::optional<std::string> latest =
-                   estimator.latest_checkpoint()) {
-      evaluator.exportModel(*latest, *result); // once, at the end
     }
   } else {
     log_info("Start train and evaluate loop. The evaluate will happen after "
@@ -317,9 +334,10 @@ EvalResults train_and_evaluate(Estimator &estimator,
              std::to_string(config.save_checkpoints_steps()) +
              " or save_checkpoints_secs " +
              num(config.save_checkpoints_secs()) + ".");
+    // TF's order: the evaluation's listener, then the TrainSpec's.
     auto listener =
         std::make_shared<EvaluateAfterCheckpoint>(evaluator, eval_spec);
-    listeners.push_back(listener);
+    listeners.insert(listeners.begin(), listener);
     estimator.train(train_spec.input_fn, hooks, std::nullopt,
                     train_spec.max_steps, listeners);
     result = listener->result();

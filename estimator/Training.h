@@ -6,8 +6,11 @@
 // latest checkpoint is evaluated with EvalSpec's input_fn, steps, name and
 // hooks, unless the previous evaluation is less than throttle_secs old; the
 // checkpoint saved when training starts is not evaluated; a final evaluation
-// at the end when the last step was not evaluated. Returns the final
-// evaluation's results. Exporters run after each evaluation.
+// at the end when the last step was not evaluated. Exporters run after each
+// evaluation. Returns, as TF 2.15 does, the final evaluation's results and
+// what its exporters returned:
+//
+//   auto [metrics, exports] = train_and_evaluate(estimator, train, eval);
 //
 // estc addition: EvalSpec::every_n_steps evaluates every N global steps
 // instead, on the variables in memory (Estimator::evaluate_in_memory: no
@@ -86,6 +89,15 @@ struct EvalSpec {
   std::function<void(double)> sleep;
 };
 
+/// What train_and_evaluate returns: TF 2.15's (eval_result, export_results).
+struct TrainAndEvaluateResult {
+  /// The last evaluation's results.
+  EvalResults eval_result;
+  /// What each exporter returned after the last evaluation (a path, or ""
+  /// for nothing), in EvalSpec::exporters order; empty without exporters.
+  std::vector<std::string> export_results;
+};
+
 /// tf.estimator.train_and_evaluate. Local mode (no TF_CONFIG cluster):
 /// trains and evaluates as above. The "evaluator" task of a TF_CONFIG
 /// cluster: TF's continuous evaluation of a model_dir another process
@@ -94,12 +106,12 @@ struct EvalSpec {
 /// TrainSpec::max_steps (forever without max_steps). Other tasks of a
 /// cluster (chief, worker, ps) need the distributed runtime, not built yet:
 /// std::invalid_argument. A bad spec is a std::invalid_argument with TF's
-/// one-line message. The result is the last evaluation's (when training did
-/// nothing because max_steps was already reached: an evaluation of the
-/// latest checkpoint).
-EvalResults train_and_evaluate(Estimator &estimator,
-                               const TrainSpec &train_spec,
-                               const EvalSpec &eval_spec);
+/// one-line message. The result is the last evaluation's, with its exports
+/// (when training did nothing because max_steps was already reached: an
+/// evaluation of the latest checkpoint).
+TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
+                                          const TrainSpec &train_spec,
+                                          const EvalSpec &eval_spec);
 
 /// tf.estimator.experimental.InMemoryEvaluatorHook: evaluates `input_fn`
 /// (steps batches, with `hooks`, into eval_dir(name)) on the training

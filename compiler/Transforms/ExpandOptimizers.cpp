@@ -35,23 +35,31 @@
 //   ftrl      <var>/Ftrl (accum, initial_accumulator_value),
 //             <var>/Ftrl_1 (linear, zeros)
 //
-// Update rules (g the gradient, lr the learning rate; TF 1.x kernels):
+// Update rules (g the gradient, lr the learning rate), computed as TF 1.x's
+// kernels compute them (training_ops.cc: in the variable's element type T,
+// in this order):
 //   sgd       var -= lr g
-//   momentum  a = m a + g; var -= lr a   (nesterov: var -= lr (g + m a))
+//   momentum  a = m a + g; var -= lr a   (nesterov: var -= g lr + a m lr)
 //   adagrad   acc += g^2; var -= lr g / sqrt(acc)
 //   adam      t = global_step + 1 (before the increment);
 //             lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
-//             m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//             m += (g - m) (1-b1); v += (g^2 - v) (1-b2);
 //             var -= lr_t m / (sqrt(v) + eps)
 //             (TF 1.x keeps beta1_power/beta2_power slots instead; they equal
 //             b^t while global_step counts the steps of this optimizer)
-//   rmsprop   ms = d ms + (1-d) g^2;  [mg = d mg + (1-d) g;
+//   rmsprop   ms += (g^2 - ms) (1-d);  [mg += (g - mg) (1-d);
 //             denom = ms - mg^2 when centered, else ms]
 //             mom = momentum mom + lr g / sqrt(denom + eps); var -= mom
 //   ftrl      acc' = acc + g^2; p = -lr_power
 //             linear += g - (acc'^p - acc^p) / lr * var
 //             quad = acc'^p / lr + 2 l2
 //             var = |linear| > l1 ? (sign(linear) l1 - linear) / quad : 0
+//
+// Hyperparameters are operands as TF 1.x's optimizers make them: the Python
+// float becomes a float32 tensor, cast to T. Constants derived from them are
+// computed in T as the kernels do: 1 - beta2 for beta2 = 0.999 is
+// float(1) - float(0.999) = 0.00099998713, not the float rounding of the
+// double 1 - 0.999 (0.0010000000475).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +69,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/APFloat.h"
 
 namespace mlir {
 namespace est {
@@ -91,6 +100,29 @@ private:
       return static_cast<double>(i.getInt());
     return dflt;
   }
+  /// Hyperparameter `name` as an operand of `like`'s element type T, the
+  /// way TF 1.x's optimizers pass it to their kernels: the Python float
+  /// becomes a float32 tensor (_prepare), then is cast to T.
+  APFloat tfValue(Value like, double value) {
+    Type elt = cast<RankedTensorType>(like.getType()).getElementType();
+    APFloat v(value);
+    bool lost = false;
+    v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+    if (auto f = dyn_cast<FloatType>(elt))
+      v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return v;
+  }
+  Value hpScalar(Value like, StringRef name, double dflt) {
+    return scalar(like, tfValue(like, hp(name, dflt)).convertToDouble());
+  }
+  /// `T(1) - hyperparameter`, computed in T as TF's kernels compute
+  /// `T(1) - beta()`.
+  Value oneMinusHp(Value like, StringRef name, double dflt) {
+    APFloat x = tfValue(like, hp(name, dflt));
+    APFloat one(x.getSemantics(), 1);
+    one.subtract(x, APFloat::rmNearestTiesToEven);
+    return scalar(like, one.convertToDouble());
+  }
   bool flag(StringRef name) {
     auto a = dyn_cast_or_null<BoolAttr>(apply.getHyperparameters().get(name));
     return a && a.getValue();
@@ -117,7 +149,7 @@ private:
   Value learningRate(Value like) {
     Value lr = apply.getLearningRate();
     if (!lr)
-      return scalar(like, hp("learning_rate", 0.001));
+      return hpScalar(like, "learning_rate", 0.001);
     Type elt = cast<RankedTensorType>(like.getType()).getElementType();
     if (cast<RankedTensorType>(lr.getType()).getElementType() == elt)
       return lr;
@@ -203,11 +235,13 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
   if (kind == "sgd") {
     assign(var, sub(v, mul(lr, g)));
   } else if (kind == "momentum") {
-    Value m = scalar(v, hp("momentum", 0.0));
+    Value m = hpScalar(v, "momentum", 0.0);
     Value a = add(mul(m, slot(var, "Momentum", type, 0.0)), g);
     assign(var + "/Momentum", a);
-    Value dir = flag("use_nesterov") ? add(g, mul(m, a)) : a;
-    assign(var, sub(v, mul(lr, dir)));
+    if (flag("use_nesterov"))
+      assign(var, sub(v, add(mul(g, lr), mul(mul(a, m), lr))));
+    else
+      assign(var, sub(v, mul(lr, a)));
   } else if (kind == "adagrad") {
     Value acc =
         add(slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1)),
@@ -215,50 +249,50 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     assign(var + "/Adagrad", acc);
     assign(var, sub(v, div(mul(lr, g), sqrt(acc))));
   } else if (kind == "adam") {
-    double b1 = hp("beta1", 0.9), b2 = hp("beta2", 0.999);
+    Value b1 = hpScalar(v, "beta1", 0.9), b2 = hpScalar(v, "beta2", 0.999);
     Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
     Value one = scalar(v, 1.0);
-    Value lrT = div(mul(lr, sqrt(sub(one, pow(scalar(v, b2), t)))),
-                    sub(one, pow(scalar(v, b1), t)));
-    Value m = add(mul(scalar(v, b1), slot(var, "Adam", type, 0.0)),
-                  mul(scalar(v, 1 - b1), g));
-    Value s = add(mul(scalar(v, b2), slot(var, "Adam_1", type, 0.0)),
-                  mul(scalar(v, 1 - b2), square(g)));
+    Value lrT = div(mul(lr, sqrt(sub(one, pow(b2, t)))), sub(one, pow(b1, t)));
+    Value m0 = slot(var, "Adam", type, 0.0);
+    Value m = add(m0, mul(sub(g, m0), oneMinusHp(v, "beta1", 0.9)));
+    Value v0 = slot(var, "Adam_1", type, 0.0);
+    Value s = add(v0, mul(sub(square(g), v0), oneMinusHp(v, "beta2", 0.999)));
     assign(var + "/Adam", m);
     assign(var + "/Adam_1", s);
-    assign(var, sub(v, div(mul(lrT, m),
-                           add(sqrt(s), scalar(v, hp("epsilon", 1e-8))))));
+    assign(var, sub(v, div(mul(m, lrT),
+                           add(sqrt(s), hpScalar(v, "epsilon", 1e-8)))));
   } else if (kind == "rmsprop") {
-    double d = hp("decay", 0.9);
+    Value c = oneMinusHp(v, "decay", 0.9);
     bool centered = flag("centered");
-    Value ms = add(mul(scalar(v, d), slot(var, "RMSProp", type, 1.0)),
-                   mul(scalar(v, 1 - d), square(g)));
+    Value ms0 = slot(var, "RMSProp", type, 1.0);
+    Value ms = add(ms0, mul(sub(square(g), ms0), c));
     assign(var + "/RMSProp", ms);
     Value denom = ms;
     std::string momName = "RMSProp_1";
     if (centered) {
-      Value mg = add(mul(scalar(v, d), slot(var, "RMSProp_1", type, 0.0)),
-                     mul(scalar(v, 1 - d), g));
+      Value mg0 = slot(var, "RMSProp_1", type, 0.0);
+      Value mg = add(mg0, mul(sub(g, mg0), c));
       assign(var + "/RMSProp_1", mg);
       denom = sub(ms, square(mg));
       momName = "RMSProp_2";
     }
     Value mom =
-        add(mul(scalar(v, hp("momentum", 0.0)), slot(var, momName, type, 0.0)),
-            div(mul(lr, g), sqrt(add(denom, scalar(v, hp("epsilon", 1e-10))))));
+        add(mul(hpScalar(v, "momentum", 0.0), slot(var, momName, type, 0.0)),
+            div(mul(lr, g), sqrt(add(denom, hpScalar(v, "epsilon", 1e-10)))));
     assign(var + "/" + momName, mom);
     assign(var, sub(v, mom));
   } else if (kind == "ftrl") {
     double init = hp("initial_accumulator_value", 0.1);
-    Value p = scalar(v, -hp("learning_rate_power", -0.5));
-    Value l1 = scalar(v, hp("l1_regularization_strength", 0.0));
-    Value l2 = scalar(v, hp("l2_regularization_strength", 0.0));
+    Value p = scalar(
+        v, -tfValue(v, hp("learning_rate_power", -0.5)).convertToDouble());
+    Value l1 = hpScalar(v, "l1_regularization_strength", 0.0);
+    Value l2 = hpScalar(v, "l2_regularization_strength", 0.0);
     Value acc = slot(var, "Ftrl", type, init);
     Value linear = slot(var, "Ftrl_1", type, 0.0);
     Value newAcc = add(acc, square(g));
     Value newAccP = pow(newAcc, p);
     Value newLinear =
-        sub(add(linear, g), mul(div(sub(newAccP, pow(acc, p)), lr), v));
+        add(linear, sub(g, mul(div(sub(newAccP, pow(acc, p)), lr), v)));
     Value quad = add(div(newAccP, lr), mul(scalar(v, 2.0), l2));
     Value positive = greater(newLinear, scalar(v, 0.0));
     Value signL1 = select(positive, l1, neg(l1));

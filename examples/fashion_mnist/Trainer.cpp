@@ -179,7 +179,8 @@ int run_trainer(const char *program, int argc, char **argv,
         numpy_input_fn(imagesOf(evalSet), labelsOf(evalSet), evalOptions);
     evalSpec.steps = std::nullopt;
     evalSpec.throttle_secs = 0;
-    EvalResults results = train_and_evaluate(*estimator, trainSpec, evalSpec);
+    EvalResults results =
+        train_and_evaluate(*estimator, trainSpec, evalSpec).eval_result;
 
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

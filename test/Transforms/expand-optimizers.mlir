@@ -21,17 +21,24 @@ func.func @sgd(%g: tensor<3xf32>) {
 
 // -----
 
-// Momentum with Nesterov: a = m a + g; var -= lr (g + m a). The existing
-// global_step is reused.
+// Momentum with Nesterov: a = m a + g; var -= g lr + a m lr (TF's kernel).
+// The existing global_step is reused.
 // CHECK: est.variable @global_step : tensor<i64>
 // CHECK-NOT: est.variable @global_step
 // CHECK: est.variable @"w/Momentum" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-LABEL: func.func @momentum
-// CHECK: %[[A:.*]] = est.add %{{.*}}, %[[G:.*]] :
-// CHECK: %[[MA:.*]] = est.mul %{{.*}}, %[[A]]
-// CHECK: est.add %[[G]], %[[MA]]
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>)
+// CHECK: %[[W:.*]] = est.read_variable @w
+// CHECK: %[[LR:.*]] = est.constant dense<1.000000e-01> : tensor<f32>
+// CHECK: %[[M:.*]] = est.constant dense<0.899999976> : tensor<f32>
+// CHECK: %[[A:.*]] = est.add %{{.*}}, %[[G]] :
+// CHECK: %[[AM:.*]] = est.mul %[[A]], %[[M]]
+// CHECK: %[[AMLR:.*]] = est.mul %[[AM]], %[[LR]]
+// CHECK: %[[GLR:.*]] = est.mul %[[G]], %[[LR]]
+// CHECK: %[[STEP:.*]] = est.add %[[GLR]], %[[AMLR]]
+// CHECK: %[[NEW:.*]] = est.sub %[[W]], %[[STEP]]
 // CHECK: est.assign_variable @"w/Momentum", %[[A]]
-// CHECK: est.assign_variable @w
+// CHECK: est.assign_variable @w, %[[NEW]]
 est.variable @global_step : tensor<i64>
 est.variable @w : tensor<3xf32> {trainable}
 
@@ -58,17 +65,35 @@ func.func @adagrad(%g: tensor<3xf32>) {
 
 // -----
 
-// Adam: bias correction from t = global_step + 1, two slots.
+// Adam: bias correction from t = global_step + 1, two slots updated as TF's
+// kernel does: m += (g - m) (1 - beta1), v += (g^2 - v) (1 - beta2), with
+// 1 - beta computed in f32: 1 - 0.9f = 0.100000024, 1 - 0.999f =
+// 9.99987125E-4 (the f32 rounding of the double 1 - 0.999 would be
+// 1.000000e-03).
 // CHECK-DAG: est.variable @"w/Adam" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-DAG: est.variable @"w/Adam_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-LABEL: func.func @adam
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>)
 // CHECK: %[[STEP:.*]] = est.read_variable @global_step
+// CHECK: %[[B1:.*]] = est.constant dense<0.899999976> : tensor<f32>
+// CHECK: %[[B2:.*]] = est.constant dense<9.990000e-01> : tensor<f32>
 // CHECK: %[[T1:.*]] = est.add %[[STEP]]
 // CHECK: %[[T:.*]] = est.cast %[[T1]] to f32
-// CHECK: est.pow %{{.*}}, %[[T]]
-// CHECK: est.pow %{{.*}}, %[[T]]
-// CHECK: est.assign_variable @"w/Adam",
-// CHECK: est.assign_variable @"w/Adam_1",
+// CHECK: est.pow %[[B1]], %[[T]]
+// CHECK: est.pow %[[B2]], %[[T]]
+// CHECK: %[[M0:.*]] = est.read_variable @"w/Adam" :
+// CHECK: %[[C1:.*]] = est.constant dense<0.100000024> : tensor<f32>
+// CHECK: %[[DM:.*]] = est.sub %[[G]], %[[M0]]
+// CHECK: %[[SM:.*]] = est.mul %[[DM]], %[[C1]]
+// CHECK: %[[M:.*]] = est.add %[[M0]], %[[SM]]
+// CHECK: %[[V0:.*]] = est.read_variable @"w/Adam_1" :
+// CHECK: %[[C2:.*]] = est.constant dense<9.99987125E-4> : tensor<f32>
+// CHECK: %[[G2:.*]] = est.square %[[G]]
+// CHECK: %[[DV:.*]] = est.sub %[[G2]], %[[V0]]
+// CHECK: %[[SV:.*]] = est.mul %[[DV]], %[[C2]]
+// CHECK: %[[V:.*]] = est.add %[[V0]], %[[SV]]
+// CHECK: est.assign_variable @"w/Adam", %[[M]]
+// CHECK: est.assign_variable @"w/Adam_1", %[[V]]
 // CHECK: est.assign_variable @w,
 // CHECK: est.assign_variable @global_step,
 est.variable @w : tensor<3xf32> {trainable}
@@ -80,11 +105,38 @@ func.func @adam(%g: tensor<3xf32>) {
 
 // -----
 
+// An f64 variable: TF 1.x casts its float32 hyperparameter tensors to f64,
+// so beta1 is the double of 0.9f and 1 - beta1 is computed in f64 from it.
+// CHECK-LABEL: func.func @adam_f64
+// CHECK: est.constant dense<0.89999997615814208> : tensor<f64>
+// CHECK: est.constant dense<0.10000002384185791> : tensor<f64>
+// CHECK: est.constant dense<9.9998712539672852E-4> : tensor<f64>
+est.variable @w : tensor<3xf64> {trainable}
+
+func.func @adam_f64(%g: tensor<3xf64>) {
+  est.apply_gradients "adam" {learning_rate = 1.000000e-03 : f64, beta1 = 9.000000e-01 : f64, beta2 = 9.990000e-01 : f64, epsilon = 1.000000e-08 : f64} [@w] %g : tensor<3xf64>
+  return
+}
+
+// -----
+
 // Centered RMSProp with momentum: ms starts at ones; mg, then the momentum.
+// ms += (g^2 - ms) (1 - decay), mg += (g - mg) (1 - decay), 1 - 0.9f in f32.
 // CHECK-DAG: est.variable @"w/RMSProp" : tensor<3xf32> {initializer = #est.init<"ones">}
 // CHECK-DAG: est.variable @"w/RMSProp_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-DAG: est.variable @"w/RMSProp_2" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-LABEL: func.func @rmsprop
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>)
+// CHECK: %[[C:.*]] = est.constant dense<0.100000024> : tensor<f32>
+// CHECK: %[[MS0:.*]] = est.read_variable @"w/RMSProp" :
+// CHECK: %[[G2:.*]] = est.square %[[G]]
+// CHECK: %[[DMS:.*]] = est.sub %[[G2]], %[[MS0]]
+// CHECK: %[[SMS:.*]] = est.mul %[[DMS]], %[[C]]
+// CHECK: est.add %[[MS0]], %[[SMS]]
+// CHECK: %[[MG0:.*]] = est.read_variable @"w/RMSProp_1" :
+// CHECK: %[[DMG:.*]] = est.sub %[[G]], %[[MG0]]
+// CHECK: %[[SMG:.*]] = est.mul %[[DMG]], %[[C]]
+// CHECK: est.add %[[MG0]], %[[SMG]]
 // CHECK: est.assign_variable @"w/RMSProp",
 // CHECK: est.assign_variable @"w/RMSProp_1",
 // CHECK: est.assign_variable @"w/RMSProp_2",

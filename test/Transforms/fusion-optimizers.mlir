@@ -13,7 +13,7 @@
 // CHECK-DAG: %[[M:.*]] = est.read_variable @"w/Adam" :
 // CHECK-DAG: %[[V:.*]] = est.read_variable @"w/Adam_1" :
 // CHECK: %[[UPD:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK-SAME: ins(%[[W]], %[[STEP]]#1, %[[M]], %[[G:.*]], %[[V]] :
+// CHECK-SAME: ins(%[[W]], %[[M]], %[[G:.*]], %[[STEP]]#1, %[[V]] :
 // CHECK: math.sqrt
 // CHECK: linalg.yield
 // CHECK-NOT: linalg.generic

@@ -172,6 +172,76 @@ TEST_F(EstimatorTest, TrainReducesLossAndEvaluates) {
   EXPECT_TRUE(rateLine);
 }
 
+TEST_F(EstimatorTest, TrainInstallsTheBuiltInHooksAsTf) {
+  // save_checkpoints_steps 10, log_step_count_steps 10, save_summary_steps
+  // 5: a CheckpointSaverHook, a StepCounterHook, a SummarySaverHook for the
+  // loss and a LoggingTensorHook for the loss line (estimator/Hooks.h), with
+  // their TF schedules.
+  auto est = make();
+  std::vector<std::string> calls;
+  auto losses = std::make_shared<RecordingHook>(&calls);
+  est->train(trainInput(), {losses}, 25);
+  auto lossText = [&](int64_t step) {
+    return format_tensor(TensorValue::of<float>(
+        {}, {static_cast<float>(losses->losses.at(step - 1))}));
+  };
+
+  std::vector<std::string> saving, lossLines, rateLines;
+  for (const std::string &l : logs_) {
+    if (l.rfind("Saving checkpoints for ", 0) == 0)
+      saving.push_back(l);
+    if (l.rfind("loss = ", 0) == 0)
+      lossLines.push_back(l.substr(0, l.find(" (")));
+    if (l.rfind("global_step/sec: ", 0) == 0)
+      rateLines.push_back(l);
+  }
+  std::string prefix = est->model_dir() + "/model.ckpt.";
+  EXPECT_EQ(saving, (std::vector<std::string>{
+                        "Saving checkpoints for 0 into " + prefix,
+                        "Saving checkpoints for 10 into " + prefix,
+                        "Saving checkpoints for 20 into " + prefix,
+                        "Saving checkpoints for 25 into " + prefix}));
+  // The loss as numpy prints a float32, the step after the update.
+  EXPECT_EQ(lossLines, (std::vector<std::string>{
+                           "loss = " + lossText(1) + ", step = 1",
+                           "loss = " + lossText(11) + ", step = 11",
+                           "loss = " + lossText(21) + ", step = 21"}));
+  // The rate over steps 1-11 and 11-21, logged before that step's loss line.
+  EXPECT_EQ(rateLines.size(), 2u);
+  auto at = [&](const std::string &prefix, const std::string &has) {
+    return std::find_if(logs_.begin(), logs_.end(),
+                        [&](const std::string &l) {
+                          return l.rfind(prefix, 0) == 0 &&
+                                 l.find(has) != l.npos;
+                        }) -
+           logs_.begin();
+  };
+  EXPECT_LT(at("global_step/sec: ", ""), at("loss = ", "step = 11"));
+  EXPECT_EQ(logs_.back(), "Loss for final step: " + lossText(25) + ".");
+
+  std::map<std::string, std::vector<int64_t>> steps;
+  std::map<int64_t, float> lossAt;
+  for (const std::string &file : summary::list_event_files(est->model_dir()))
+    for (const summary::Event &e : summary::read_events(file))
+      for (const auto &v : e.summary().value()) {
+        steps[v.tag()].push_back(e.step());
+        if (v.tag() == "loss")
+          lossAt[e.step()] = v.simple_value();
+      }
+  EXPECT_EQ(steps["loss"], (std::vector<int64_t>{1, 6, 11, 16, 21}));
+  EXPECT_EQ(steps["global_step/sec"], (std::vector<int64_t>{11, 21}));
+  EXPECT_EQ(lossAt.at(16), static_cast<float>(losses->losses.at(15)));
+
+  // A later call starts by saving the state it restored (TF's
+  // CheckpointSaverHook.after_create_session); its first line is step 26.
+  logs_.clear();
+  est->train(trainInput(), {}, 1);
+  EXPECT_EQ(logs_.at(1), "Calling checkpoint listeners before saving "
+                         "checkpoint 25...");
+  EXPECT_EQ(logs_.at(2), "Saving checkpoints for 25 into " + prefix);
+  EXPECT_EQ(at("loss = ", ", step = 26"), at("loss = ", ""));
+}
+
 TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
   {
     auto est = make();
@@ -282,19 +352,46 @@ TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
   off.save_checkpoints_secs = 0;
   off.save_checkpoints_steps = 0;
   Estimator noCkpt(classifier_fn, config("nockpt").replace(off));
-  EXPECT_THROW(noCkpt.train(trainInput(), {}, 5, std::nullopt, {listener}),
-               std::invalid_argument);
+  EXPECT_EQ(
+      errorOf(
+          [&] { noCkpt.train(trainInput(), {}, 5, std::nullopt, {listener}); }),
+      "Estimator.train: There should be a CheckpointSaverHook to use "
+      "saving_listeners. Please set one of the "
+      "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.");
   noCkpt.train(trainInput(), {}, 5);
   EXPECT_FALSE(noCkpt.latest_checkpoint());
 }
 
-TEST_F(EstimatorTest, EvaluateLossIsWeightedByBatchSizeAndTakesSteps) {
+TEST_F(EstimatorTest, EvaluateLossIsTheMeanOfBatchLossesAndTakesSteps) {
+  // TF's loss metric, metrics.mean(loss): every batch weighs one, whatever
+  // its size. 200 rows whose loss is the row's index x: one batch of 200
+  // gives 99.5; batches of 64, 64, 64, 8 give the mean of 31.5, 95.5, 159.5
+  // and 195.5, 120.5, not the per-example 99.5 (both measured in TF 2.15).
+  ModelFn rowLoss = [](const TensorMap &f, const Tensor &, ModeKeys mode,
+                       const Params &, const RunConfig &) {
+    // A zero-initialized dense layer keeps the graph trainable: y = 0.
+    Tensor y = layers::dense(f["x"], 1, nullptr, false, zeros_initializer());
+    EstimatorSpec spec(mode);
+    spec.predictions = {{"y", y}};
+    spec.loss = reduce_mean(add(f["x"], y));
+    spec.train_op = train::GradientDescentOptimizer(0.0).minimize(spec.loss);
+    return spec;
+  };
+  std::vector<float> rows(200);
+  for (int i = 0; i < 200; ++i)
+    rows[i] = static_cast<float>(i);
+  Features x{{"x", TensorValue::of<float>({200, 1}, rows)}};
+  TensorValue y = TensorValue::of<int64_t>({200}, std::vector<int64_t>(200));
+  Estimator rowEst(rowLoss, config("rows"));
+  auto batches = [&](int64_t size) {
+    return numpy_input_fn(x, y, {size, 1, false, 0});
+  };
+  EXPECT_EQ(rowEst.evaluate(batches(200)).at("loss"), 99.5);
+  EXPECT_EQ(rowEst.evaluate(batches(64)).at("loss"), 120.5);
+  EXPECT_EQ(rowEst.evaluate(batches(64), /*steps=*/2).at("loss"), 63.5);
+
   auto est = make();
   est->train(trainInput(), {}, 30);
-  // One batch of 200 vs batches of 64, 64, 64, 8: the same mean.
-  double whole = est->evaluate(evalInput(200, 200)).at("loss");
-  double batched = est->evaluate(evalInput(200, 64)).at("loss");
-  EXPECT_NEAR(batched, whole, 1e-6 * whole);
   // steps: the first batch only, as a batch of 64 alone gives.
   Data d = makeData(200, 2);
   Features first{
@@ -415,15 +512,32 @@ TEST_F(EstimatorTest, EvaluationsFromAHookDuringTraining) {
   EXPECT_EQ(losses->losses, losses2->losses);
 }
 
-TEST_F(EstimatorTest, NanLossStopsTraining) {
-  auto est = make();
-  Features nan{{"x", TensorValue::of<float>(
-                         {4, 4}, std::vector<float>(16, std::nanf("")))}};
-  TensorValue y = TensorValue::of<int64_t>({4}, {0, 1, 2, 0});
-  EXPECT_EQ(errorOf([&] {
-              est->train(numpy_input_fn(nan, y, {4, 1, false, 0}), {}, 5);
-            }),
-            "Model diverged with loss = NaN (global step 1).");
+TEST_F(EstimatorTest, NanLossRaisesNanLossDuringTrainingError) {
+  // NanTensorHook, installed by train(), runs before the checkpoint saver:
+  // the diverged step 2 is not saved though save_checkpoints_steps is 1.
+  RunConfigOptions everyStep;
+  everyStep.save_checkpoints_steps = 1;
+  Estimator est(classifier_fn, config().replace(everyStep),
+                Params{{"hidden", 8}});
+  Data d = makeData(8, 1);
+  std::vector<float> xs = d.x.at("x").values<float>();
+  for (int i = 16; i < 32; ++i)
+    xs[i] = std::nanf(""); // the second batch of 4
+  Features nan{{"x", TensorValue::of<float>({8, 4}, xs)}};
+  try {
+    est.train(numpy_input_fn(nan, d.y, {4, 1, false, 0}), {}, 5);
+    FAIL() << "no error";
+  } catch (const NanLossDuringTrainingError &e) {
+    EXPECT_STREQ(e.what(),
+                 "NaN loss during training: fetch 'loss' is NaN at step 2");
+  }
+  EXPECT_EQ(
+      std::count(logs_.begin(), logs_.end(), "Model diverged with loss = NaN."),
+      1);
+  auto state = train::get_checkpoint_state(est.model_dir());
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->all_model_checkpoint_paths,
+            (std::vector<std::string>{"model.ckpt-0", "model.ckpt-1"}));
 }
 
 TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
@@ -438,12 +552,23 @@ TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
   std::vector<std::string> want = {"model.ckpt-0", "model.ckpt-4",
                                    "model.ckpt-8", "model.ckpt-9"};
   EXPECT_EQ(state->all_model_checkpoint_paths, want);
-  auto listener = std::make_shared<CheckpointSaverListener>();
-  EXPECT_EQ(errorOf([&] {
-              est->train(trainInput(), {saver}, 1, std::nullopt, {listener});
-            }),
-            "Estimator.train: saving_listeners with a CheckpointSaverHook "
-            "among the hooks: give the listeners to that hook");
+
+  // Saving listeners go to that hook (TF: appended to its listeners, once).
+  struct Listener : CheckpointSaverListener {
+    std::vector<int64_t> saves;
+    bool after_save(Session &, int64_t step) override {
+      saves.push_back(step);
+      return false;
+    }
+  };
+  auto listener = std::make_shared<Listener>();
+  est->train(trainInput(), {saver}, 5, std::nullopt, {listener});
+  // At the start (the state at 9, as TF's after_create_session), every 4
+  // steps from there, at the end.
+  EXPECT_EQ(listener->saves, (std::vector<int64_t>{9, 13, 14}));
+  est->train(trainInput(), {saver}, 1, std::nullopt, {listener});
+  EXPECT_EQ(saver->listeners().size(), 1u);
+  EXPECT_EQ(listener->saves, (std::vector<int64_t>{9, 13, 14, 14, 15}));
 }
 
 // --- Prediction --------------------------------------------------------------
@@ -479,10 +604,12 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
     EXPECT_EQ(p.at("probabilities").shape, std::vector<int64_t>{3});
     ++count;
     // Batches of 4, 4, 2: the second is read with the 5th example.
-    if (count == 4)
+    if (count == 4) {
       EXPECT_EQ(batchesRead, 1);
-    if (count == 5)
+    }
+    if (count == 5) {
       EXPECT_EQ(batchesRead, 2);
+    }
   }
   EXPECT_EQ(count, 10);
 

@@ -1,9 +1,11 @@
 //===- HooksTest.cpp - The built-in SessionRunHooks ----------------------===//
 //
-// Every hook runs under FakeLoop, a driver that follows SessionRunHook.h's
-// contract to the letter (call order, per-hook fetches, "global_step" after
-// the step's update, input running out, request_stop), over FakeSession.
-// Time is a counter the loop advances by a fixed amount per step.
+// The loop every Estimator call runs (MonitoredSession: call order, per-hook
+// fetches, the caller's fetches, input running out, request_stop,
+// exceptions), and every hook under it: FakeLoop drives the real
+// MonitoredSession over FakeSession and a hand-written step ("global_step"
+// after the step's update). Time is a counter the step advances by a fixed
+// amount.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
+#include "estimator/MonitoredSession.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Json.h"
 
@@ -57,8 +60,10 @@ public:
   const std::string &model_dir() const override { return dir; }
 };
 
-/// The Estimator loop of SessionRunHook.h, for a train function whose
-/// outputs at each step come from `outputs(step)` (the step after update).
+/// The Estimator's loop (the real MonitoredSession) over FakeSession and a
+/// hand-written step: a train function whose outputs at each step come from
+/// `outputs(step)` (the step after the update), one batch per step while
+/// `batches` last, at most `maxSteps` steps.
 struct FakeLoop {
   FakeSession session;
   double now = 1000;        // the injected clock
@@ -80,60 +85,82 @@ struct FakeLoop {
     return [this] { return now; };
   }
 
-  TensorValue resolve(const std::string &name,
-                      const std::map<std::string, TensorValue> &outs) {
-    if (name == "global_step")
-      return TensorValue::of<int64_t>({}, {session.step});
-    if (auto it = outs.find(name); it != outs.end())
-      return it->second;
-    if (session.vars.count(name))
-      return session.vars.at(name);
-    throw std::invalid_argument("fetch '" + name +
-                                "' is not an output of function 'train'");
-  }
+  /// The step: updates the global step, w and the clock.
+  struct Step : StepRunner {
+    FakeLoop &loop;
+    int64_t consumed = 0;
+    std::map<std::string, TensorValue> outs;
+    explicit Step(FakeLoop &loop) : loop(loop) {}
+    std::string function_name() const override { return "train"; }
+    bool next_batch() override {
+      if (consumed == loop.batches)
+        return false;
+      ++consumed;
+      return true;
+    }
+    void run(const std::vector<std::string> &names) override {
+      FakeSession &s = loop.session;
+      auto next = loop.outputs(s.step + (loop.incrementStep ? 1 : 0));
+      for (const auto &name : names)
+        if (name != "global_step" && !next.count(name) && !s.vars.count(name))
+          throw std::invalid_argument("fetch '" + name +
+                                      "' is not an output of function 'train'");
+      if (loop.incrementStep)
+        ++s.step;
+      s.vars["w"] =
+          TensorValue::of<float>({2}, {float(s.step), -float(s.step)});
+      loop.now += loop.secsPerStep;
+      ++loop.stepsRun;
+      outs = std::move(next);
+    }
+    TensorValue value(const std::string &name) override {
+      if (name == "global_step")
+        return TensorValue::of<int64_t>({}, {loop.session.step});
+      if (auto it = outs.find(name); it != outs.end())
+        return it->second;
+      return loop.session.vars.at(name);
+    }
+  };
+
+  /// Forwards every call to `hook`, recording its fetches.
+  struct Recorder : SessionRunHook {
+    HookPtr hook;
+    FakeLoop &loop;
+    size_t index;
+    Recorder(HookPtr hook, FakeLoop &loop, size_t index)
+        : hook(std::move(hook)), loop(loop), index(index) {}
+    std::vector<std::string> graph_fetches() const override {
+      return hook->graph_fetches();
+    }
+    void begin() override { hook->begin(); }
+    void after_create_session(Session &s) override {
+      hook->after_create_session(s);
+    }
+    SessionRunArgs before_run(SessionRunContext &context) override {
+      SessionRunArgs args = hook->before_run(context);
+      if (index == 0)
+        loop.fetches.emplace_back();
+      loop.fetches.back().push_back(args.fetches);
+      return args;
+    }
+    void after_run(SessionRunContext &context,
+                   const SessionRunValues &values) override {
+      hook->after_run(context, values);
+    }
+    void end(Session &s) override { hook->end(s); }
+  };
 
   void run(const Hooks &hooks) {
     ended = false;
-    for (auto &h : hooks)
-      h->begin();
-    for (auto &h : hooks)
-      h->after_create_session(session);
-    int64_t consumed = 0;
-    for (int64_t i = 0; i < maxSteps; ++i) {
-      SessionRunContext context(session);
-      std::vector<SessionRunArgs> args;
-      std::vector<std::vector<std::string>> stepFetches;
-      for (auto &h : hooks) {
-        args.push_back(h->before_run(context));
-        stepFetches.push_back(args.back().fetches);
-      }
-      fetches.push_back(stepFetches);
-      if (consumed == batches)
+    Hooks recorded;
+    for (size_t i = 0; i < hooks.size(); ++i)
+      recorded.push_back(std::make_shared<Recorder>(hooks[i], *this, i));
+    Step step(*this);
+    MonitoredSession loop(session, step, recorded, nullptr);
+    for (int64_t i = 0; i < maxSteps && !loop.should_stop(); ++i)
+      if (!loop.run())
         break; // out of input: no after_run, end() still runs
-      ++consumed;
-      double t0 = (now - 1000) * 1e6;
-      if (incrementStep)
-        ++session.step;
-      session.vars["w"] = TensorValue::of<float>(
-          {2}, {float(session.step), -float(session.step)});
-      now += secsPerStep;
-      ++stepsRun;
-      auto outs = outputs(session.step);
-      for (size_t k = 0; k < hooks.size(); ++k) {
-        SessionRunValues values;
-        for (const auto &f : args[k].fetches)
-          values.results[f] = resolve(f, outs);
-        values.phases = {{"input", t0, 100},
-                         {"before_run", t0 + 100, 10},
-                         {"run:train", t0 + 110, 1000},
-                         {"after_run", t0 + 1110, 20}};
-        hooks[k]->after_run(context, values);
-      }
-      if (context.stop_requested())
-        break;
-    }
-    for (auto &h : hooks)
-      h->end(session);
+    loop.close();
     ended = true;
   }
 };
@@ -271,12 +298,14 @@ TEST(GraphFetches, TensorsPrefixNamesGraphNodes) {
 }
 
 //===----------------------------------------------------------------------===//
-// The fake loop itself follows the contract
+// MonitoredSession: the contract of SessionRunHook.h
 //===----------------------------------------------------------------------===//
 
 struct RecordingHook : SessionRunHook {
   std::vector<std::string> *calls;
   std::string name;
+  std::vector<std::string> wants; // fetched in every step
+  std::optional<int64_t> stopAt;  // request_stop at this global step
   RecordingHook(std::vector<std::string> *calls, std::string name)
       : calls(calls), name(std::move(name)) {}
   void begin() override { calls->push_back(name + ".begin"); }
@@ -285,26 +314,108 @@ struct RecordingHook : SessionRunHook {
   }
   SessionRunArgs before_run(SessionRunContext &) override {
     calls->push_back(name + ".before_run");
-    return {};
+    return {wants};
   }
-  void after_run(SessionRunContext &, const SessionRunValues &) override {
-    calls->push_back(name + ".after_run");
+  void after_run(SessionRunContext &context,
+                 const SessionRunValues &values) override {
+    std::string got;
+    for (const auto &[fetch, value] : values.results)
+      got += " " + fetch + "=" + format_tensor(value);
+    calls->push_back(name + ".after_run" + got);
+    if (stopAt && context.session().global_step() >= *stopAt)
+      context.request_stop();
   }
   void end(Session &) override { calls->push_back(name + ".end"); }
 };
 
-TEST(FakeLoop, CallOrderAndInputRunningOut) {
+TEST(MonitoredSession, CallOrderAndInputRunningOut) {
   std::vector<std::string> calls;
   FakeLoop loop;
   loop.batches = 1;
   loop.maxSteps = 5;
   loop.run({std::make_shared<RecordingHook>(&calls, "a"),
             std::make_shared<RecordingHook>(&calls, "b")});
+  // The second step finds no batch: it does not run, no after_run; end()
+  // is called.
   EXPECT_EQ(calls, (std::vector<std::string>{
                        "a.begin", "b.begin", "a.after_create_session",
                        "b.after_create_session", "a.before_run", "b.before_run",
                        "a.after_run", "b.after_run", "a.before_run",
                        "b.before_run", "a.end", "b.end"}));
+  EXPECT_EQ(loop.stepsRun, 1);
+}
+
+TEST(MonitoredSession, CreatesTheSessionBetweenBeginAndAfterCreateSession) {
+  std::vector<std::string> calls;
+  FakeSession session;
+  FakeLoop fake;
+  FakeLoop::Step step(fake);
+  MonitoredSession loop(session, step,
+                        {std::make_shared<RecordingHook>(&calls, "a")},
+                        [&] { calls.push_back("create_session"); });
+  EXPECT_EQ(calls, (std::vector<std::string>{"a.begin", "create_session",
+                                             "a.after_create_session"}));
+}
+
+TEST(MonitoredSession, StopRequestEndsTheLoopAfterTheStepsAfterRuns) {
+  std::vector<std::string> calls;
+  FakeLoop fake;
+  FakeLoop::Step step(fake);
+  auto a = std::make_shared<RecordingHook>(&calls, "a");
+  a->stopAt = 2;
+  auto b = std::make_shared<RecordingHook>(&calls, "b");
+  MonitoredSession loop(fake.session, step, {a, b}, nullptr);
+  int steps = 0;
+  while (!loop.should_stop() && loop.run())
+    ++steps;
+  EXPECT_EQ(steps, 2);
+  EXPECT_EQ(loop.steps_run(), 2);
+  EXPECT_EQ(calls.back(), "b.after_run"); // b still ran after a's request
+  EXPECT_EQ(errorOf([&] { loop.run(); }),
+            "MonitoredSession: run() after the loop stopped");
+  loop.close();
+  loop.close(); // once
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "a.end"), 1);
+}
+
+TEST(MonitoredSession, HooksGetTheirFetchesTheCallerGetsItsOwn) {
+  std::vector<std::string> calls;
+  FakeLoop fake;
+  FakeLoop::Step step(fake);
+  auto a = std::make_shared<RecordingHook>(&calls, "a");
+  a->wants = {"global_step", "loss"};
+  auto b = std::make_shared<RecordingHook>(&calls, "b");
+  b->wants = {"w"};
+  MonitoredSession loop(fake.session, step, {a, b}, nullptr);
+  std::optional<FetchValues> out = loop.run({"loss", "w"});
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->size(), 2u);
+  EXPECT_EQ(format_tensor(out->at("w")), "[1.0 -1.0]");
+  EXPECT_EQ(calls[6], "a.after_run global_step=1 loss=1.0");
+  EXPECT_EQ(calls[7], "b.after_run w=[1.0 -1.0]");
+
+  // An unknown fetch: one line, before the step runs.
+  b->wants = {"nope"};
+  EXPECT_EQ(errorOf([&] { loop.run(); }),
+            "fetch 'nope' is not an output of function 'train'");
+  EXPECT_EQ(fake.stepsRun, 1);
+}
+
+TEST(MonitoredSession, AnExceptionPropagatesAndSkipsEnd) {
+  struct Throws : SessionRunHook {
+    void after_run(SessionRunContext &, const SessionRunValues &) override {
+      throw std::runtime_error("hook failed");
+    }
+  };
+  std::vector<std::string> calls;
+  FakeLoop loop;
+  EXPECT_EQ(errorOf([&] {
+              loop.run({std::make_shared<RecordingHook>(&calls, "a"),
+                        std::make_shared<Throws>()});
+            }),
+            "hook failed");
+  EXPECT_FALSE(loop.ended);
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), "a.end"), 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -818,13 +929,29 @@ TEST_F(HooksTest, ProfilerHookWritesChromeTraces) {
     ASSERT_TRUE(e.find("ts") && e.find("dur"));
     EXPECT_EQ(e.find("args")->find("global_step")->text, "4");
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"input", "before_run", "run:train",
-                                             "after_run"}));
-  // The run phase of step 4: it began 1.5 sec (3 steps) after the first.
+  // The phases MonitoredSession timed, in microseconds since it started.
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"before_run", "input", "run:train"}));
   const json::Value &run = events->items[3];
-  EXPECT_EQ(run.find("ts")->text, "1500110.000");
-  EXPECT_EQ(run.find("dur")->text, "1000.000");
   EXPECT_EQ(run.find("cat")->text, "run");
+  EXPECT_GE(std::stod(run.find("ts")->text),
+            std::stod(events->items[2].find("ts")->text));
+}
+
+TEST(ProfilerHook, ChromeTraceJson) {
+  std::vector<StepPhase> phases = {{"input", 1500000, 100},
+                                   {"run:train", 1500110, 1000}};
+  EXPECT_EQ(chrome_trace_json(phases, 4),
+            "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n"
+            "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, "
+            "\"tid\": 0, \"args\": {\"name\": \"estc step 4\"}},\n"
+            "  {\"name\": \"input\", \"cat\": \"input\", \"ph\": \"X\", "
+            "\"pid\": 0, \"tid\": 0, \"ts\": 1500000.000, \"dur\": 100.000, "
+            "\"args\": {\"global_step\": 4}},\n"
+            "  {\"name\": \"run:train\", \"cat\": \"run\", \"ph\": \"X\", "
+            "\"pid\": 0, \"tid\": 0, \"ts\": 1500110.000, \"dur\": "
+            "1000.000, \"args\": {\"global_step\": 4}}\n"
+            "]}\n");
 }
 
 TEST(ProfilerHook, NeedsADirectory) {

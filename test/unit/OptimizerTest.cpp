@@ -6,8 +6,11 @@
 // so the gradient 2 c (w - t) is known. @init runs, w is set to fixed values,
 // then @train runs several times with a different t each step; after every
 // step each variable of the compiled model (w, its slots, global_step) is
-// compared with a plain double implementation of TF 1.x's update rule
-// (tf.train.*Optimizer, the kernels of training_ops.cc) written here.
+// compared with TF 1.x's update rule (tf.train.*Optimizer) written here as
+// the kernels of training_ops.cc compute it: in float32, in their order,
+// with the hyperparameters float32 tensors (so 1 - beta2 is 1.0f - 0.999f,
+// not the double 1 - 0.999 rounded). The *FollowTfFloat32 tests compare
+// the slots bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +57,8 @@ struct RefState {
 };
 
 /// One optimizer step of the reference on gradient `g` with learning rate
-/// `lr` (the learning rate of this step; schedules pass their value).
+/// `lr` (the learning rate of this step; schedules pass their value). The
+/// state holds float values; the rules compute in float.
 using RefStep =
     std::function<void(RefState &, const std::vector<double> &g, double lr)>;
 
@@ -81,13 +85,16 @@ g::GraphDef buildGraph(const TrainOpFn &makeTrainOp) {
 
 /// Runs @init, sets w, runs @train kSteps times and compares every variable
 /// with the reference after each step. `lrAt(step)` is the reference
-/// learning rate at global_step `step`.
+/// learning rate at global_step `step`. `extra` runs at the end,
+/// `afterStep` after each step (its index, from 0).
 void checkSteps(
     const TrainOpFn &makeTrainOp, const RefStep &refStep,
     const std::function<double(int64_t)> &lrAt, double tolerance = 1e-5,
     const std::function<void(const RefState &, JitModel &)> &extra = {},
     const std::function<void(std::vector<double> &grad,
-                             const std::vector<double> &w)> &adjustGrad = {}) {
+                             const std::vector<double> &w)> &adjustGrad = {},
+    const std::function<void(int, const RefState &, JitModel &)> &afterStep =
+        {}) {
   g::GraphDef def = buildGraph(makeTrainOp);
   std::unique_ptr<JitModel> model =
       jitCompileForTest(def, "Opt", {}, /*warningsFail=*/true);
@@ -114,10 +121,14 @@ void checkSteps(
     store(t, m.input_data(trainFn, tIn));
     m.run(trainFn);
 
+    // The gradient as the graph computes it, in float: c * 2 (w - t) (the
+    // factor 2 is exact, so any order gives these bits).
     std::vector<double> grad(kW0.size());
     const std::vector<double> &w = ref.vars["w"];
     for (size_t i = 0; i < w.size(); ++i)
-      grad[i] = 2 * kC[i] * (w[i] - t.data[i]);
+      grad[i] =
+          2.0f * (static_cast<float>(kC[i]) *
+                  (static_cast<float>(w[i]) - static_cast<float>(t.data[i])));
     if (adjustGrad)
       adjustGrad(grad, w);
     refStep(ref, grad, lrAt(ref.step));
@@ -149,6 +160,8 @@ void checkSteps(
             << name << "[" << i << "] after step " << s + 1;
       }
     }
+    if (afterStep)
+      afterStep(s, ref, m);
   }
   if (extra)
     extra(ref, m);
@@ -163,12 +176,16 @@ TrainOpFn minimizeWith(const train::Optimizer &opt) {
 }
 
 // --- Reference update rules (TF 1.x training_ops.cc) ------------------------
+// In float, as the kernels compute in T = float; a hyperparameter is the
+// float of the Python value (TF's float32 tensor).
+
+float f(double x) { return static_cast<float>(x); }
 
 RefStep sgdRef() {
   return [](RefState &s, const std::vector<double> &g, double lr) {
     std::vector<double> &w = s.vars["w"];
     for (size_t i = 0; i < w.size(); ++i)
-      w[i] -= lr * g[i];
+      w[i] = f(w[i]) - f(g[i]) * f(lr); // var -= grad * lr
   };
 }
 
@@ -176,22 +193,39 @@ RefStep momentumRef(double momentum, bool nesterov) {
   return [=](RefState &s, const std::vector<double> &g, double lr) {
     std::vector<double> &a = s.slot("w/Momentum", 0.0);
     std::vector<double> &w = s.vars["w"];
+    float m = f(momentum), r = f(lr);
     for (size_t i = 0; i < w.size(); ++i) {
-      a[i] = momentum * a[i] + g[i];
-      w[i] -= nesterov ? lr * g[i] + lr * momentum * a[i] : lr * a[i];
+      float gi = f(g[i]);
+      float accum = f(a[i]) * m + gi; // accum = accum * momentum + grad
+      a[i] = accum;
+      // var -= accum * lr, or var -= grad * lr + accum * momentum * lr
+      w[i] =
+          nesterov ? f(w[i]) - (gi * r + accum * m * r) : f(w[i]) - accum * r;
     }
   };
 }
 
 RefStep adagradRef(double init) {
   return [=](RefState &s, const std::vector<double> &g, double lr) {
-    std::vector<double> &acc = s.slot("w/Adagrad", init);
+    std::vector<double> &acc = s.slot("w/Adagrad", f(init));
     std::vector<double> &w = s.vars["w"];
     for (size_t i = 0; i < w.size(); ++i) {
-      acc[i] += g[i] * g[i];
-      w[i] -= lr * g[i] / std::sqrt(acc[i]);
+      float gi = f(g[i]);
+      float accum = f(acc[i]) + gi * gi; // accum += grad.square()
+      acc[i] = accum;
+      // var -= grad * lr * accum.rsqrt()
+      w[i] = f(w[i]) - gi * f(lr) * (1.0f / std::sqrt(accum));
     }
   };
+}
+
+/// TF 1.x's beta1_power / beta2_power variables: beta, multiplied by beta
+/// after every step, in float.
+float betaPower(double beta, int64_t t) {
+  float power = f(beta);
+  for (int64_t i = 1; i < t; ++i)
+    power = power * f(beta);
+  return power;
 }
 
 RefStep adamRef(double b1, double b2, double eps) {
@@ -199,12 +233,17 @@ RefStep adamRef(double b1, double b2, double eps) {
     std::vector<double> &m = s.slot("w/Adam", 0.0);
     std::vector<double> &v = s.slot("w/Adam_1", 0.0);
     std::vector<double> &w = s.vars["w"];
-    double t = static_cast<double>(s.step + 1);
-    double lrT = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    int64_t t = s.step + 1;
+    // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+    float alpha =
+        f(lr) * std::sqrt(1.0f - betaPower(b2, t)) / (1.0f - betaPower(b1, t));
     for (size_t i = 0; i < w.size(); ++i) {
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      w[i] -= lrT * m[i] / (std::sqrt(v[i]) + eps);
+      float gi = f(g[i]);
+      float mi = f(m[i]) + (gi - f(m[i])) * (1.0f - f(b1)); // m += (g-m)(1-b1)
+      float vi = f(v[i]) + (gi * gi - f(v[i])) * (1.0f - f(b2));
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = f(w[i]) - (mi * alpha) / (std::sqrt(vi) + f(eps));
     }
   };
 }
@@ -216,32 +255,42 @@ RefStep rmspropRef(double decay, double momentum, double eps, bool centered) {
     std::vector<double> &mom =
         s.slot(centered ? "w/RMSProp_2" : "w/RMSProp_1", 0.0);
     std::vector<double> &w = s.vars["w"];
+    float c = 1.0f - f(decay);
     for (size_t i = 0; i < w.size(); ++i) {
-      ms[i] = decay * ms[i] + (1 - decay) * g[i] * g[i];
-      double denom = ms[i];
+      float gi = f(g[i]);
+      float msi = f(ms[i]) + (gi * gi - f(ms[i])) * c; // ms += (g^2-ms)(1-rho)
+      ms[i] = msi;
+      float denom = msi;
       if (centered) {
-        (*mg)[i] = decay * (*mg)[i] + (1 - decay) * g[i];
-        denom -= (*mg)[i] * (*mg)[i];
+        float mgi = f((*mg)[i]) + (gi - f((*mg)[i])) * c;
+        (*mg)[i] = mgi;
+        denom = msi - mgi * mgi;
       }
-      mom[i] = momentum * mom[i] + lr * g[i] / std::sqrt(denom + eps);
-      w[i] -= mom[i];
+      // mom = mom * momentum + grad * lr / sqrt(denom + epsilon)
+      float momi =
+          f(mom[i]) * f(momentum) + (gi * f(lr)) / std::sqrt(denom + f(eps));
+      mom[i] = momi;
+      w[i] = f(w[i]) - momi;
     }
   };
 }
 
 RefStep ftrlRef(double lrPower, double init, double l1, double l2) {
   return [=](RefState &s, const std::vector<double> &g, double lr) {
-    std::vector<double> &acc = s.slot("w/Ftrl", init);
+    std::vector<double> &acc = s.slot("w/Ftrl", f(init));
     std::vector<double> &lin = s.slot("w/Ftrl_1", 0.0);
     std::vector<double> &w = s.vars["w"];
+    float p = -f(lrPower), r = f(lr), fl1 = f(l1), fl2 = f(l2);
     for (size_t i = 0; i < w.size(); ++i) {
-      double newAcc = acc[i] + g[i] * g[i];
-      lin[i] +=
-          g[i] -
-          (std::pow(newAcc, -lrPower) - std::pow(acc[i], -lrPower)) / lr * w[i];
-      double quad = std::pow(newAcc, -lrPower) / lr + 2 * l2;
-      w[i] = std::abs(lin[i]) > l1 ? ((lin[i] > 0 ? l1 : -l1) - lin[i]) / quad
-                                   : 0.0;
+      float gi = f(g[i]), a = f(acc[i]);
+      float newAcc = a + gi * gi;
+      float linear = f(lin[i]) + (gi - (std::pow(newAcc, p) - std::pow(a, p)) /
+                                           r * f(w[i]));
+      float quad = std::pow(newAcc, p) / r + 2.0f * fl2;
+      lin[i] = linear;
+      w[i] = std::abs(linear) > fl1
+                 ? ((linear > 0 ? fl1 : -fl1) - linear) / quad
+                 : 0.0f;
       acc[i] = newAcc;
     }
   };
@@ -316,6 +365,55 @@ TEST(OptimizerTest, FtrlL1L2Sparsity) {
                EXPECT_GT(zeros, 0) << "the case does not exercise l1";
                EXPECT_LT(zeros, static_cast<int>(w.size()));
              });
+}
+
+// --- TF's float32 constants, bit for bit -------------------------------------
+// TF's kernels compute `T(1) - beta()` in float from the float32 tensor of
+// beta: 1 - beta2 = 1.0f - 0.999f = 0.00099998713, where the float of the
+// double 1 - 0.999 is 0.0010000000475 (1.3e-5 larger). From zero slots the
+// first step's slots are products with those constants only, so they must
+// equal the reference bit for bit; later steps stay within float32 noise
+// (2e-6), well below the 1.3e-5 of the double rounding.
+
+/// After the first step `exact` slots equal the reference's bits; after
+/// every step `close` slots are within 2e-6 of it, relatively.
+std::function<void(int, const RefState &, JitModel &)>
+slotsFollowTf(std::vector<std::string> exact, std::vector<std::string> close) {
+  return [=](int s, const RefState &ref, JitModel &m) {
+    auto compare = [&](const std::string &name, bool bits) {
+      const std::vector<double> &want = ref.vars.at(name);
+      void *data = m.variable_data(m.variable_index(name));
+      for (size_t i = 0; i < want.size(); ++i) {
+        float got = static_cast<float>(load(g::DT_FLOAT, data, i));
+        if (bits)
+          EXPECT_EQ(got, static_cast<float>(want[i]))
+              << name << "[" << i << "] after step " << s + 1;
+        else
+          EXPECT_NEAR(got, want[i], 2e-6 * std::abs(want[i]))
+              << name << "[" << i << "] after step " << s + 1;
+      }
+    };
+    if (s == 0)
+      for (const std::string &name : exact)
+        compare(name, true);
+    for (const std::string &name : close)
+      compare(name, false);
+  };
+}
+
+TEST(OptimizerTest, AdamSlotsFollowTfFloat32) {
+  // TF's defaults: beta1 0.9, beta2 0.999, epsilon 1e-8.
+  checkSteps(minimizeWith(train::AdamOptimizer(0.001)),
+             adamRef(0.9, 0.999, 1e-8), constantLr(0.001), 1e-5, {}, {},
+             slotsFollowTf({"w/Adam", "w/Adam_1"}, {"w/Adam_1"}));
+}
+
+TEST(OptimizerTest, RmsPropSlotsFollowTfFloat32) {
+  // ms starts at 1: ms += (g^2 - ms) (1.0f - 0.9f).
+  checkSteps(minimizeWith(train::RMSPropOptimizer(0.01, 0.9, 0.5, 1e-6, true)),
+             rmspropRef(0.9, 0.5, 1e-6, true), constantLr(0.01), 1e-5, {}, {},
+             slotsFollowTf({"w/RMSProp", "w/RMSProp_1"},
+                           {"w/RMSProp", "w/RMSProp_1"}));
 }
 
 // --- Learning-rate schedules (tf.compat.v1.train.*) -------------------------
@@ -680,7 +778,7 @@ void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
   // Every variable's elements before the first step.
   std::vector<std::vector<double>> initial(spec.numVariables);
   for (int v = 0; v < spec.numVariables; ++v)
-    if (spec.variables[v].name != "global_step")
+    if (std::string(spec.variables[v].name) != "global_step")
       for (int i = 0; i < 21; ++i)
         initial[v].push_back(load(g::DT_FLOAT, sparse->variable_data(v), i));
   for (int s = 0; s < 4; ++s) {

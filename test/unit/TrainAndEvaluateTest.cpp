@@ -37,7 +37,7 @@ using namespace tiny;
 const auto *const kCacheEnvironment = ::testing::AddGlobalTestEnvironment(
     new JitCacheEnvironment("estc-tae-test-cache-"));
 
-/// Records every export.
+/// Records every export; "exports" <path>/<global step>.
 class RecordingExporter : public Exporter {
 public:
   std::vector<std::string> calls;
@@ -46,10 +46,10 @@ public:
                            const std::string &checkpoint,
                            const EvalResults &result, bool final) override {
     EXPECT_EQ(path, estimator.model_dir() + "/export/rec");
-    calls.push_back(fs::path(checkpoint).filename().string() + " " +
-                    std::to_string(int64_t(result.at("global_step"))) +
+    std::string step = std::to_string(int64_t(result.at("global_step")));
+    calls.push_back(fs::path(checkpoint).filename().string() + " " + step +
                     (final ? " final" : ""));
-    return "";
+    return path + "/" + step;
   }
 };
 
@@ -102,9 +102,13 @@ TEST_F(TrainAndEvaluateTest, EvaluatesEveryNewCheckpointAndReturnsTheLast) {
   auto exporter = std::make_shared<RecordingExporter>();
   EvalSpec eval = evalSpec();
   eval.exporters = {exporter};
-  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
+  // TF 2.15's (eval_result, export_results): the last evaluation's.
+  auto [r, exports] =
+      train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
   EXPECT_EQ(r.at("global_step"), 40);
   EXPECT_TRUE(r.count("accuracy") && r.count("loss"));
+  EXPECT_EQ(exports,
+            std::vector<std::string>{est.model_dir() + "/export/rec/40"});
   // Not the checkpoint training started from (step 0).
   EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_EQ(read_eval_metrics(est.eval_dir()).at(40).at("accuracy"),
@@ -117,10 +121,11 @@ TEST_F(TrainAndEvaluateTest, EvaluatesEveryNewCheckpointAndReturnsTheLast) {
   // Training already at max_steps: the latest checkpoint is evaluated.
   EvalSpec named = evalSpec();
   named.name = "again";
-  EvalResults again =
+  TrainAndEvaluateResult again =
       train_and_evaluate(est, TrainSpec{trainInput(), 40}, named);
-  EXPECT_EQ(again.at("global_step"), 40);
-  EXPECT_EQ(again.at("accuracy"), r.at("accuracy"));
+  EXPECT_EQ(again.eval_result.at("global_step"), 40);
+  EXPECT_EQ(again.eval_result.at("accuracy"), r.at("accuracy"));
+  EXPECT_TRUE(again.export_results.empty()); // no exporters
   EXPECT_EQ(evalSteps(est.eval_dir("again")), (std::vector<int64_t>{40}));
 }
 
@@ -129,7 +134,8 @@ TEST_F(TrainAndEvaluateTest, ThrottleSecsSkipsCheckpointsThenEvaluatesTheEnd) {
   EvalSpec eval = evalSpec();
   eval.throttle_secs = 600;
   eval.clock = [] { return 5.0; }; // time stands still
-  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
+  EvalResults r =
+      train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval).eval_result;
   EXPECT_EQ(r.at("global_step"), 40);
   EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{10, 40}));
   int skipped = 0;
@@ -143,7 +149,8 @@ TEST_F(TrainAndEvaluateTest, EveryNStepsEvaluatesInMemory) {
   Estimator est(classifier_fn, config(100));
   EvalSpec eval = evalSpec();
   eval.every_n_steps = 15;
-  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
+  EvalResults r =
+      train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval).eval_result;
   EXPECT_EQ(r.at("global_step"), 40);
   EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{15, 30, 40}));
   // The checkpoints are RunConfig's alone: 0 and the final 40.
@@ -198,7 +205,8 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
             }),
             "train_and_evaluate: evaluations follow checkpoints, but RunConfig "
             "saves none: set save_checkpoints_steps or save_checkpoints_secs "
-            "(or EvalSpec.every_n_steps)");
+            "(or EvalSpec.every_n_steps, or a CheckpointSaverHook in "
+            "TrainSpec.hooks)");
   RunConfigOptions o;
   o.model_dir = (dir_ / "dist").string();
   Estimator distributed(
@@ -242,7 +250,8 @@ TEST_F(TrainAndEvaluateTest,
         trainer.get_variable_value("global_step").values<int64_t>()[0] < 30)
       trainer.train(trainInput(), {}, 10);
   };
-  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 30}, eval);
+  EvalResults r =
+      train_and_evaluate(est, TrainSpec{trainInput(), 30}, eval).eval_result;
   EXPECT_EQ(r.at("global_step"), 30);
   // Delay (trains to 20), evaluate 20, wait; same checkpoint, wait (trains
   // to 30); evaluate 30, wait; 30 >= max_steps: done.
@@ -264,8 +273,9 @@ TEST_F(TrainAndEvaluateTest, StopIfHigherStopsAfterTheFirstEvaluation) {
   o.run_every_secs = std::nullopt;
   o.run_every_steps = 1;
   auto hook = stop_if_higher_hook(est, "accuracy", -1.0, o);
-  EvalResults r = train_and_evaluate(est, TrainSpec{trainInput(), 1000, {hook}},
-                                     evalSpec());
+  EvalResults r =
+      train_and_evaluate(est, TrainSpec{trainInput(), 1000, {hook}}, evalSpec())
+          .eval_result;
   EXPECT_EQ(r.at("global_step"), 10);
   EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{10}));
   bool logged = false;
@@ -283,7 +293,8 @@ TEST_F(TrainAndEvaluateTest, StopIfNoIncreaseUnderTrainAndEvaluate) {
   // not increased for 20 steps at the evaluation of step 30.
   auto hook = stop_if_no_increase_hook(est, "loss", 20, o);
   EvalResults r =
-      train_and_evaluate(est, TrainSpec{trainInput(), 100, {hook}}, evalSpec());
+      train_and_evaluate(est, TrainSpec{trainInput(), 100, {hook}}, evalSpec())
+          .eval_result;
   auto evals = read_eval_metrics(est.eval_dir());
   ASSERT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{10, 20, 30}));
   ASSERT_LT(evals.at(20).at("loss"), evals.at(10).at("loss"));
@@ -297,7 +308,8 @@ TEST_F(TrainAndEvaluateTest, StopIfNoIncreaseUnderTrainAndEvaluate) {
   // A decreasing loss never triggers stop_if_no_decrease_hook.
   auto never = stop_if_no_decrease_hook(est, "loss", 20, o);
   EvalResults more =
-      train_and_evaluate(est, TrainSpec{trainInput(), 50, {never}}, evalSpec());
+      train_and_evaluate(est, TrainSpec{trainInput(), 50, {never}}, evalSpec())
+          .eval_result;
   EXPECT_EQ(more.at("global_step"), 50);
 }
 
