@@ -169,7 +169,8 @@ Dataset Dataset::fromSharedArrays(std::shared_ptr<const Batch> all,
     int64_t position = 0; // within the epoch
     std::vector<int64_t> order;
   };
-  auto cursor = std::make_shared<Cursor>(Cursor{std::move(all), n, options});
+  auto cursor =
+      std::make_shared<Cursor>(Cursor{std::move(all), n, options, 0, 0, {}});
   auto startEpoch = [](Cursor &c) {
     c.order.resize(c.examples);
     for (int64_t i = 0; i < c.examples; ++i)

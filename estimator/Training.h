@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace estc {
@@ -41,6 +42,14 @@ namespace estimator {
 
 /// tf.estimator.TrainSpec.
 struct TrainSpec {
+  TrainSpec() = default;
+  /// TF's TrainSpec(input_fn, max_steps=None, hooks=(), saving_listeners=()).
+  TrainSpec(InputFn input_fn, std::optional<int64_t> max_steps = {},
+            Hooks hooks = {}, Listeners saving_listeners = {})
+      : input_fn(std::move(input_fn)), max_steps(max_steps),
+        hooks(std::move(hooks)), saving_listeners(std::move(saving_listeners)) {
+  }
+
   InputFn input_fn;
   /// The global step to train to; unset: until the input runs out.
   std::optional<int64_t> max_steps;

@@ -62,7 +62,7 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
                                             WarningHandler warn,
                                             bool applyCLOptions) {
   if (llvm::Error e = runStages(module, Stage::Autodiff, what, applyCLOptions))
-    return std::move(e);
+    return e;
   dropUncompilableTrain(module, warn);
   llvm::Expected<Manifest> manifest = extractManifest(module, modelName);
   if (!manifest)
@@ -81,7 +81,7 @@ llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
   if (!manifest)
     return manifest.takeError();
   if (llvm::Error e = runStages(module, Stage::LLVM, what))
-    return std::move(e);
+    return e;
   if (llvm::Error e = readArenaSizes(module, *manifest))
     return makeError(what.str() + ": " + llvm::toString(std::move(e)));
   return manifest;

@@ -2,6 +2,8 @@
 
 #include "compiler/Target/Jit.h"
 
+#include "CompilerFingerprint.h" // generated: ESTC_COMPILER_FINGERPRINT
+
 #include "llvm/Config/llvm-config.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -122,8 +124,9 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
     hash.update(":");
     hash.update(s);
   };
-  field("estc-jit-cache-1");
+  field("estc-jit-cache-2");
   field(ESTC_VERSION);
+  field(ESTC_COMPILER_FINGERPRINT);
   field(LLVM_VERSION_STRING);
   field(options_.target.describe());
   field(modelName);
@@ -166,7 +169,7 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     Manifest m = std::move(lowered->manifest);
     m.name = modelName.str();
     if (llvm::Error e = readArenaSizes(*lowered->module, m))
-      return std::move(e);
+      return e;
     std::vector<std::string> functions;
     for (const FunctionInfo &f : m.functions)
       functions.push_back(f.name);

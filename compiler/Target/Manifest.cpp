@@ -146,7 +146,7 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
       if (llvm::Error e =
               tensorInfo(var.getType(), "variable '" + info.name + "'",
                          info.dtype, info.shape))
-        return std::move(e);
+        return e;
       if (llvm::is_contained(info.shape, rt::kBatchDim))
         return error("variable '" + info.name + "': shape is not static");
       info.trainable = var.getTrainable();
@@ -180,7 +180,7 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
       if (llvm::Error e = tensorInfo(type.getInput(i),
                                      "@" + info.name + " input '" + t.key + "'",
                                      t.dtype, t.shape))
-        return std::move(e);
+        return e;
       info.inputs.push_back(std::move(t));
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
@@ -189,7 +189,7 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
       if (llvm::Error e = tensorInfo(
               type.getResult(i), "@" + info.name + " output '" + t.key + "'",
               t.dtype, t.shape))
-        return std::move(e);
+        return e;
       info.outputs.push_back(std::move(t));
     }
     manifest.functions.push_back(std::move(info));

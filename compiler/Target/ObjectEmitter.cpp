@@ -254,9 +254,9 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
   if (!llvmModule)
     return llvmModule.takeError();
   if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions))
-    return std::move(e);
+    return e;
   if (llvm::Error e = optimizeModule(**llvmModule, **machine))
-    return std::move(e);
+    return e;
   if (kind == CodeKind::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);

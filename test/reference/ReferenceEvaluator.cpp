@@ -285,12 +285,6 @@ Value makeValue(g::DataType dtype, Dims shape) {
   return v;
 }
 
-void normalizeAll(Value &v) {
-  if (!isFloat(v.dtype))
-    for (double &x : v.data)
-      x = normalize(v.dtype, x);
-}
-
 // --- Sources ---------------------------------------------------------------
 
 Value constant(const OpContext &ctx) {

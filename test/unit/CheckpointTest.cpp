@@ -441,7 +441,9 @@ TEST_F(CheckpointTest, SaverMaxToKeepZeroKeepsAll) {
     EXPECT_TRUE(fs::exists(
         file("model.ckpt-" + std::to_string(step) + ".safetensors")));
   EXPECT_EQ(get_checkpoint_state(dir)->all_model_checkpoint_paths.size(), 8u);
-  EXPECT_THROW(Saver(dir, SaverOptions{-1}), std::invalid_argument);
+  SaverOptions negative;
+  negative.max_to_keep = -1;
+  EXPECT_THROW(Saver(dir, negative), std::invalid_argument);
 }
 
 TEST_F(CheckpointTest, SaverKeepsOnePerNHours) {

@@ -53,10 +53,12 @@ void checkWellFormed(const graph::GraphDef &def) {
       for (const auto &u : m.update())
         EXPECT_TRUE(seen.count(u));
     }
-    if (!s.loss().empty())
+    if (!s.loss().empty()) {
       EXPECT_TRUE(seen.count(s.loss()));
-    if (!s.train_op().empty())
+    }
+    if (!s.train_op().empty()) {
       EXPECT_TRUE(seen.count(s.train_op()));
+    }
   }
 }
 

@@ -379,7 +379,7 @@ graph::GraphDef metricsGraph() {
   inputs.labels = TensorSpec{"labels", DType::Int64, kB};
   build_mode(
       graph, ModeKeys::EVAL, inputs,
-      [](Graph &g, const TensorMap &f, const Tensor &labels, ModeKeys) {
+      [](Graph &, const TensorMap &f, const Tensor &labels, ModeKeys) {
         Signature s;
         s.loss = reduce_mean(f["p"]);
         for (bool weighted : {false, true}) {
