@@ -79,21 +79,41 @@ def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
     zero `tensor.pad` reads the unpadded input directly with `pad_top` /
     `pad_left` set.
 
-    Epilogues: an f32 kernel call whose output C is then read by one
-    parallel `linalg.generic` computing `act(C + bias)` — `bias` a 1-D buffer
-    broadcast along the last dim, act none (`addf`), relu
-    (`maximumf(addf, 0)`) or relu6 (`minimumf(maximumf(addf, 0), 6)`),
+    Epilogues are fused by est-fuse-epilogues, which runs next. Other
+    linalg ops are left for loops.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
+def EstFuseEpilogues : Pass<"est-fuse-epilogues", "ModuleOp"> {
+  let summary = "Elementwise act(C + bias) after an f32 kernel call into the call";
+  let description = [{
+    Right after est-linalg-to-runtime-calls, visiting its matmul and
+    convolution calls in order: an f32 kernel call whose output C is then
+    read by one parallel `linalg.generic` computing `act(C + bias)` —
+    `bias` a 1-D buffer broadcast along the last dim, act none (`addf`),
+    relu (`maximumf(addf, 0)`) or relu6 (`minimumf(maximumf(addf, 0), 6)`),
     operands in either order — written in place into C or into another
     buffer D (C then a dead temporary) becomes one call of
     `estc_matmul_bias_act_f32` / `estc_conv2d_nhwc_hwio_bias_act_f32`
     writing the generic's output. When D is a buffer the kernel reads
     (bufferization reuses the previous layer's buffer), the fused call
     writes C instead and the later readers of D read C, provided none of
-    them writes D. When instead every reader of C is a
-    generic whose only use of C is `addf(C, bias)` with the same bias (logits
-    read by softmax and argmax), the kernel adds the bias (activation none)
-    and the readers read C. Nothing else is fused. Other linalg ops are left
-    for loops.
+    them writes D. When instead every reader of C is a generic whose only
+    use of C is `addf(C, bias)` with the same bias (logits read by softmax
+    and argmax), the kernel adds the bias (activation none) and the readers
+    read C. Nothing else is fused.
+
+    A kernel call reads its inputs and writes its output (operand 2)
+    through the views est-linalg-to-runtime-calls made for it; a C that a
+    conv backprop kernel gathers is left alone. Fused kernels are declared
+    in the order the calls first need them, as est-linalg-to-runtime-calls
+    declares its kernels.
   }];
   let dependentDialects = [
     "::mlir::func::FuncDialect",

@@ -128,6 +128,8 @@ void addBufferizationPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::bufferization::createEmptyTensorEliminationPass());
   pm.addPass(mlir::bufferization::createOneShotBufferizePass());
   pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
+  // act(C + bias) after a kernel call into the call.
+  pm.addPass(mlir::est::createEstFuseEpilogues());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }
