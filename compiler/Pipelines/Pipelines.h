@@ -13,7 +13,8 @@
 //   linalg     est to linalg / tensor / arith / math on tensors
 //   fusion     elementwise and reduction fusion on linalg
 //   bufferize  function ABI (variables, inputs, outputs as buffers),
-//              one-shot bufferization, matmul/conv to runtime kernel calls
+//              one-shot bufferization, matmul/conv to runtime kernel calls,
+//              bias + activation epilogues fused into those calls
 //   memplan    every temporary of a step in one arena, by liveness
 //   llvm       loops, then the LLVM dialect
 //
