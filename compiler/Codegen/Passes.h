@@ -1,7 +1,9 @@
 //===- Passes.h - estc code generation passes -------------------*- C++ -*-===//
 //
-// The passes of the bufferize, memplan and llvm stages that are ours (the
-// rest are upstream): see docs/design/codegen-abi.md.
+// Our passes of the stages after est is lowered to linalg: fusion,
+// bufferize, memplan and llvm (the rest of those stages are upstream
+// passes); see compiler/Pipelines/Pipelines.cpp and
+// docs/design/codegen-abi.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_COMPILER_CODEGEN_PASSES_H

@@ -1,8 +1,36 @@
 //===- Passes.td - estc code generation passes -------------*- tablegen -*-===//
+//
+// The passes of the stages after the linalg stage, by stage, in the order
+// they run (compiler/Pipelines/Pipelines.cpp).
+//
+//===----------------------------------------------------------------------===//
 #ifndef ESTC_COMPILER_CODEGEN_PASSES_TD
 #define ESTC_COMPILER_CODEGEN_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// fusion stage
+//===----------------------------------------------------------------------===//
+
+def EstFusion : Pass<"est-fusion", "func::FuncOp"> {
+  let summary = "Fuse elementwise linalg.generics into producers/consumers";
+  let description = [{
+    Producer-consumer fusion of elementwise `linalg.generic`s, also into
+    reductions (a reduction consumer absorbs its elementwise producers).
+    A producer is fused when it has one use, or when every user is a
+    `linalg.generic` (it is then recomputed in each and disappears). A
+    producer with transcendental or division ops is not fused into a
+    consumer that reads it through a broadcasting map (that would repeat it
+    per broadcast element).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// bufferize stage
+//===----------------------------------------------------------------------===//
 
 def EstFunctionAbi : Pass<"est-function-abi", "ModuleOp"> {
   let summary = "Give every function the buffer ABI of the code generation contract";
@@ -51,21 +79,8 @@ def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
     zero `tensor.pad` reads the unpadded input directly with `pad_top` /
     `pad_left` set.
 
-    Epilogues: an f32 kernel call whose output C is then read by one
-    parallel `linalg.generic` computing `act(C + bias)` — `bias` a 1-D buffer
-    broadcast along the last dim, act none (`addf`), relu
-    (`maximumf(addf, 0)`) or relu6 (`minimumf(maximumf(addf, 0), 6)`),
-    operands in either order — written in place into C or into another
-    buffer D (C then a dead temporary) becomes one call of
-    `estc_matmul_bias_act_f32` / `estc_conv2d_nhwc_hwio_bias_act_f32`
-    writing the generic's output. When D is a buffer the kernel reads
-    (bufferization reuses the previous layer's buffer), the fused call
-    writes C instead and the later readers of D read C, provided none of
-    them writes D. When instead every reader of C is a
-    generic whose only use of C is `addf(C, bias)` with the same bias (logits
-    read by softmax and argmax), the kernel adds the bias (activation none)
-    and the readers read C. Nothing else is fused. Other linalg ops are left
-    for loops.
+    Epilogues are fused by est-fuse-epilogues, which runs next. Other
+    linalg ops are left for loops.
   }];
   let dependentDialects = [
     "::mlir::func::FuncDialect",
@@ -74,6 +89,43 @@ def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
     "::mlir::arith::ArithDialect"
   ];
 }
+
+def EstFuseEpilogues : Pass<"est-fuse-epilogues", "ModuleOp"> {
+  let summary = "Elementwise act(C + bias) after an f32 kernel call into the call";
+  let description = [{
+    Right after est-linalg-to-runtime-calls, visiting its matmul and
+    convolution calls in order: an f32 kernel call whose output C is then
+    read by one parallel `linalg.generic` computing `act(C + bias)` —
+    `bias` a 1-D buffer broadcast along the last dim, act none (`addf`),
+    relu (`maximumf(addf, 0)`) or relu6 (`minimumf(maximumf(addf, 0), 6)`),
+    operands in either order — written in place into C or into another
+    buffer D (C then a dead temporary) becomes one call of
+    `estc_matmul_bias_act_f32` / `estc_conv2d_nhwc_hwio_bias_act_f32`
+    writing the generic's output. When D is a buffer the kernel reads
+    (bufferization reuses the previous layer's buffer), the fused call
+    writes C instead and the later readers of D read C, provided none of
+    them writes D. When instead every reader of C is a generic whose only
+    use of C is `addf(C, bias)` with the same bias (logits read by softmax
+    and argmax), the kernel adds the bias (activation none) and the readers
+    read C. Nothing else is fused.
+
+    A kernel call reads its inputs and writes its output (operand 2)
+    through the views est-linalg-to-runtime-calls made for it; a C that a
+    conv backprop kernel gathers is left alone. Fused kernels are declared
+    in the order the calls first need them, as est-linalg-to-runtime-calls
+    declares its kernels.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// memplan stage
+//===----------------------------------------------------------------------===//
 
 def EstMemoryPlanning : Pass<"est-memory-planning", "ModuleOp"> {
   let summary = "Place every temporary buffer of a step in the arena argument";
@@ -99,6 +151,10 @@ def EstMemoryPlanning : Pass<"est-memory-planning", "ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// llvm stage
+//===----------------------------------------------------------------------===//
+
 def EstMemrefCopyToLinalg : Pass<"est-memref-copy-to-linalg", "func::FuncOp"> {
   let summary = "memref.copy to linalg.copy, so copies become loops";
   let description = [{
@@ -120,6 +176,22 @@ def EstLoadScalarOperands : Pass<"est-load-scalar-operands", "func::FuncOp"> {
     a scalar operand; the indexing map (no results) is unchanged.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+def EstCollapseLoopDims : Pass<"est-collapse-loop-dims", "func::FuncOp"> {
+  let summary = "Unused inputs dropped and contiguous loops merged in linalg.generic on buffers";
+  let description = [{
+    For LLVM's vectorizer: a `linalg.generic` on buffers loses the inputs
+    its body never reads, then consecutive loops of the same iterator type
+    that every indexing map keeps as one contiguous run of dimensions (or
+    leaves out) become one loop (linalg::collapseOpIterationDims, with
+    `memref.collapse_shape` views of the buffers). An elementwise op over
+    `?x24x24x20` becomes one loop over `?x11520`; a reduction over N, H and W
+    one reduction loop. The order of every reduction is unchanged.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def EstParallelizeLoops : Pass<"est-parallelize-loops", "ModuleOp"> {
@@ -167,6 +239,36 @@ def EstParallelizeLoops : Pass<"est-parallelize-loops", "ModuleOp"> {
   ];
 }
 
+def EstOutlineLoopNests : Pass<"est-outline-loop-nests", "ModuleOp"> {
+  let summary = "Each linalg op on buffers into an always-inline function whose distinct buffers are noalias";
+  let description = [{
+    Every linalg op on buffers of a public function (a runtime kernel call,
+    `library_call`, excepted) moves into `func.func private
+    @<function>_loop<i>` (`passthrough = ["alwaysinline"]`), called where
+    the op was. Constants are cloned in; every other value the op uses is an
+    argument. A buffer argument whose root (through casts, reshapes and
+    subviews) is distinct from every other buffer argument's (different
+    `memref.view`s of the arena, which est-memory-planning never overlaps
+    for buffers used by one op; different function arguments other than
+    the arena; globals) is noalias: the LLVM positions of its descriptor's
+    pointers are listed in `estc.noalias_args` for est-noalias-to-llvm.
+    LLVM inlines the functions back and keeps the noalias facts as alias
+    scopes, so the loop vectorizer needs no run-time overlap checks. The
+    nests est-parallelize-loops moved out (launch calls of
+    `estc.parallel_body` functions) get the same facts on their body's
+    arguments. A short (<= 64) innermost loop is marked `unroll disable`
+    in all-parallel nests and in every parallel body, so LLVM vectorizes
+    the contiguous channels rather than unroll them and vectorize across
+    pixels with gathers.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
 def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {
   let summary = "Calls of est-parallelize-loops markers to estc_parallel_for";
   let description = [{
@@ -179,6 +281,19 @@ def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {
     `void @body_trampoline(ptr ctx, i64 lo, i64 hi)` loads the captures and
     calls `@body(lo, hi, captures...)`. The marker is erased. Fails with one
     error when the marker's body is missing or their signatures differ.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def EstNoAliasToLLVM : Pass<"est-noalias-to-llvm", "ModuleOp"> {
+  let summary = "estc.noalias_args of LLVM functions to llvm.noalias arguments";
+  let description = [{
+    After func-to-llvm: the arguments listed in a function's
+    `estc.noalias_args` (pointers of memref descriptors, recorded by
+    est-outline-loop-nests) get `llvm.noalias`; the list is removed. A
+    branch's discardable `llvm.loop_annotation` (an scf.for's, copied to
+    its latch by scf-to-cf) becomes the branch's `loop_annotation`, which
+    the translation to LLVM IR emits as `!llvm.loop` metadata.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace estc {
@@ -127,6 +128,8 @@ void addBufferizationPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::bufferization::createEmptyTensorEliminationPass());
   pm.addPass(mlir::bufferization::createOneShotBufferizePass());
   pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
+  // act(C + bias) after a kernel call into the call.
+  pm.addPass(mlir::est::createEstFuseEpilogues());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }
@@ -175,24 +178,53 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::est::createEstNoAliasToLLVM());
 }
 
+namespace {
+/// Each stage after import: the function that adds its passes and what it
+/// does, for its registered pass pipeline.
+struct StagePasses {
+  Stage stage;
+  void (*add)(mlir::OpPassManager &);
+  const char *summary;
+};
+constexpr StagePasses kStagePasses[] = {
+    {Stage::Est, addEstOptimizationPasses,
+     "The est stage: shape inference, canonicalization, CSE, DCE, @init"},
+    {Stage::Autodiff, addAutodiffPasses,
+     "The autodiff stage: est.minimize to gradients and optimizer updates"},
+    {Stage::Decompose, addDecompositionPasses,
+     "The decompose stage: composite est ops to primitives"},
+    {Stage::Linalg, addLinalgLoweringPasses,
+     "The linalg stage: est to linalg / tensor / arith / math on tensors"},
+    {Stage::Fusion, addFusionPasses,
+     "The fusion stage: elementwise and reduction fusion on linalg"},
+    {Stage::Bufferize, addBufferizationPasses,
+     "The bufferize stage: buffer ABI, one-shot bufferization, runtime "
+     "kernel calls"},
+    {Stage::MemPlan, addMemoryPlanningPasses,
+     "The memplan stage: every temporary of a step in the arena"},
+    {Stage::LLVM, addLLVMLoweringPasses,
+     "The llvm stage: loops (large ones on the thread pool), then the LLVM "
+     "dialect"},
+};
+} // namespace
+
 void buildPipeline(mlir::OpPassManager &pm, Stage last) {
-  using AddStage = void (*)(mlir::OpPassManager &);
-  static constexpr std::pair<Stage, AddStage> kStages[] = {
-      {Stage::Est, addEstOptimizationPasses},
-      {Stage::Autodiff, addAutodiffPasses},
-      {Stage::Decompose, addDecompositionPasses},
-      {Stage::Linalg, addLinalgLoweringPasses},
-      {Stage::Fusion, addFusionPasses},
-      {Stage::Bufferize, addBufferizationPasses},
-      {Stage::MemPlan, addMemoryPlanningPasses},
-      {Stage::LLVM, addLLVMLoweringPasses},
-  };
-  for (auto [stage, add] : kStages) {
-    if (static_cast<int>(stage) > static_cast<int>(last) ||
-        !parseStage(stageName(stage)))
+  for (const StagePasses &entry : kStagePasses) {
+    if (static_cast<int>(entry.stage) > static_cast<int>(last) ||
+        !parseStage(stageName(entry.stage)))
       return;
-    add(pm);
+    entry.add(pm);
   }
+}
+
+std::string stagePipelineName(Stage stage) {
+  return ("estc-" + stageName(stage) + "-stage").str();
+}
+
+void registerStagePipelines() {
+  for (const StagePasses &entry : kStagePasses)
+    mlir::PassPipelineRegistration<>(stagePipelineName(entry.stage),
+                                     entry.summary, entry.add);
 }
 
 } // namespace estc

@@ -13,9 +13,13 @@
 //   linalg     est to linalg / tensor / arith / math on tensors
 //   fusion     elementwise and reduction fusion on linalg
 //   bufferize  function ABI (variables, inputs, outputs as buffers),
-//              one-shot bufferization, matmul/conv to runtime kernel calls
+//              one-shot bufferization, matmul/conv to runtime kernel calls,
+//              bias + activation epilogues fused into those calls
 //   memplan    every temporary of a step in one arena, by liveness
 //   llvm       loops, then the LLVM dialect
+//
+// Each stage is also a registered pass pipeline, `--estc-<stage>-stage`
+// (registerStagePipelines).
 //
 // After `llvm` the module is translated to LLVM IR and compiled to object
 // code (compiler/Target). See docs/architecture.md.
@@ -65,6 +69,14 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm);
 
 /// Adds every stage's passes up to and including `last`.
 void buildPipeline(mlir::OpPassManager &pm, Stage last);
+
+/// "estc-<stage>-stage": the name of the stage's registered pass pipeline.
+std::string stagePipelineName(Stage stage);
+/// Registers every stage after import as a pass pipeline named
+/// stagePipelineName(stage), built by the stage's add*Passes function, so
+/// estc-opt and the lit tests run the very stages estc runs
+/// (`estc-opt --estc-llvm-stage`).
+void registerStagePipelines();
 
 } // namespace estc
 

@@ -4,6 +4,7 @@
 
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Conversion/EstToLinalg/Passes.h"
+#include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstDialect.h"
 
@@ -52,6 +53,7 @@ void registerCompilerPasses() {
   mlir::est::registerEstPasses();
   mlir::est::registerEstConversionPasses();
   mlir::est::registerEstCodegenPasses();
+  registerStagePipelines();
 }
 
 } // namespace estc

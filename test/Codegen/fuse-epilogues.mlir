@@ -1,7 +1,7 @@
-// RUN: estc-opt --est-linalg-to-runtime-calls --canonicalize --split-input-file %s | FileCheck %s
+// RUN: estc-opt --est-linalg-to-runtime-calls --est-fuse-epilogues --canonicalize --split-input-file %s | FileCheck %s
 
-// Epilogue fusion in est-linalg-to-runtime-calls: act(C + bias) after a
-// matmul or convolution becomes part of the kernel call.
+// est-fuse-epilogues after est-linalg-to-runtime-calls: act(C + bias) after
+// a matmul or convolution becomes part of the kernel call.
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -305,5 +305,228 @@ func.func @writes_kernel_input(%x: memref<4x16xf32>, %w: memref<16x16xf32>, %bia
     %s = arith.addf %in, %b : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+// The epilogue in place on C, which a later matmul reads: the later kernel
+// call reads C through the views made for it, a read of C like any other
+// (the epilogue's result is what it reads).
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @in_place_then_matmul(
+// CHECK: %[[C:.*]] = memref.alloc() : memref<4x16xf32>
+// CHECK: %[[C3:.*]] = memref.expand_shape %[[C]]
+// CHECK: %[[CC:.*]] = memref.cast %[[C3]]
+// CHECK: call @estc_matmul_bias_act_f32(%{{.*}}, %{{.*}}, %[[CC]],
+// CHECK: %[[C3B:.*]] = memref.expand_shape %[[C]]
+// CHECK: %[[CCB:.*]] = memref.cast %[[C3B]]
+// CHECK: call @estc_matmul_f32(%[[CCB]],
+// CHECK-NOT: linalg.generic
+func.func @in_place_then_matmul(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %w2: memref<16x4xf32>, %bias: memref<16xf32>, %y: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%c : memref<4x16xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    %s = arith.addf %o, %b : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%y : memref<4x4xf32>)
+  linalg.matmul ins(%c, %w2 : memref<4x16xf32>, memref<16x4xf32>) outs(%y : memref<4x4xf32>)
+  return
+}
+
+// -----
+
+// The epilogue writes the kernel's input D, a temporary that a later matmul
+// reads: the fused call writes C and the later call reads C.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @redirect_to_later_kernel(
+// CHECK: %[[D:.*]] = memref.alloc() : memref<4x16xf32>
+// CHECK: %[[C:.*]] = memref.alloc() : memref<4x16xf32>
+// CHECK: %[[C3:.*]] = memref.expand_shape %[[C]]
+// CHECK: %[[CC:.*]] = memref.cast %[[C3]]
+// CHECK: call @estc_matmul_bias_act_f32(%{{.*}}, %{{.*}}, %[[CC]],
+// CHECK: %[[C3B:.*]] = memref.expand_shape %[[C]]
+// CHECK: %[[CCB:.*]] = memref.cast %[[C3B]]
+// CHECK: call @estc_matmul_f32(%[[CCB]],
+func.func @redirect_to_later_kernel(%x: memref<4x16xf32>, %w: memref<16x16xf32>, %w2: memref<16x4xf32>, %bias: memref<16xf32>, %y: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %d = memref.alloc() : memref<4x16xf32>
+  memref.copy %x, %d : memref<4x16xf32> to memref<4x16xf32>
+  %c = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%d, %w : memref<4x16xf32>, memref<16x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<4x16xf32>, memref<16xf32>) outs(%d : memref<4x16xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%y : memref<4x4xf32>)
+  linalg.matmul ins(%d, %w2 : memref<4x16xf32>, memref<16x4xf32>) outs(%y : memref<4x4xf32>)
+  return
+}
+
+// -----
+
+// Two matmuls, then their epilogues: each call is fused with its own.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @interleaved(
+// CHECK-COUNT-2: call @estc_matmul_bias_act_f32(
+// CHECK-NOT: linalg.generic
+func.func @interleaved(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %w2: memref<8x16xf32>, %bias: memref<16xf32>, %y: memref<4x16xf32>, %y2: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x16xf32>
+  %c2 = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w2 : memref<4x8xf32>, memref<8x16xf32>) outs(%c2 : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<4x16xf32>, memref<16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c2, %bias : memref<4x16xf32>, memref<16xf32>) outs(%y2 : memref<4x16xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %s = arith.addf %in, %b : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Conv + relu in place on C, which a conv backprop then gathers (reads at
+// computed coordinates): not fused. When the backprop streams C instead
+// (below), it is.
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d3)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+
+// CHECK-LABEL: func.func @gathered_by_backprop(
+// CHECK: call @estc_conv2d_nhwc_hwio_f32(
+// CHECK: linalg.generic
+// CHECK: call @estc_conv2d_backprop_filter_f32(
+// CHECK-NOT: bias_act
+func.func @gathered_by_backprop(%in: memref<2x5x6x2xf32>, %f: memref<1x1x2x2xf32>, %bias: memref<2xf32>, %dy: memref<2x3x3x4xf32>, %dw: memref<3x3x2x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c = memref.alloc() : memref<2x5x6x2xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<2x5x6x2xf32>)
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%in, %f : memref<2x5x6x2xf32>, memref<1x1x2x2xf32>) outs(%c : memref<2x5x6x2xf32>)
+  linalg.generic {indexing_maps = [#ch, #nhwc], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%bias : memref<2xf32>) outs(%c : memref<2x5x6x2xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    %s = arith.addf %o, %b : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x3x2x4xf32>)
+  linalg.generic {indexing_maps = [#dy, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"], library_call = "estc_conv2d_backprop_filter_f32"} ins(%dy : memref<2x3x3x4xf32>) outs(%dw : memref<3x3x2x4xf32>) attrs = {estc.conv = array<i64: 2, 2, 1, 1, 1, 0>} {
+  ^bb0(%i: f32, %out: f32):
+    %n = linalg.index 4 : index
+    %k = linalg.index 2 : index
+    %v = memref.load %c[%n, %c0, %c0, %k] : memref<2x5x6x2xf32>
+    %p = arith.mulf %v, %i : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#ch = affine_map<(d0, d1, d2, d3) -> (d3)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d6, d3)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+
+// CHECK-LABEL: func.func @streamed_by_backprop(
+// CHECK: %[[C:.*]] = memref.alloc() : memref<2x3x3x4xf32>
+// CHECK: %[[CC:.*]] = memref.cast %[[C]]
+// CHECK: call @estc_conv2d_nhwc_hwio_bias_act_f32(%{{.*}}, %{{.*}}, %[[CC]],
+// CHECK-NOT: linalg.generic
+// CHECK: %[[CC2:.*]] = memref.cast %[[C]]
+// CHECK: call @estc_conv2d_backprop_filter_f32(%{{.*}}, %[[CC2]],
+func.func @streamed_by_backprop(%in: memref<2x3x3x2xf32>, %f: memref<1x1x2x4xf32>, %bias: memref<4xf32>, %x: memref<2x5x6x2xf32>, %dw: memref<3x3x2x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c = memref.alloc() : memref<2x3x3x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<2x3x3x4xf32>)
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%in, %f : memref<2x3x3x2xf32>, memref<1x1x2x4xf32>) outs(%c : memref<2x3x3x4xf32>)
+  linalg.generic {indexing_maps = [#ch, #nhwc], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%bias : memref<4xf32>) outs(%c : memref<2x3x3x4xf32>) {
+  ^bb0(%b: f32, %o: f32):
+    %s = arith.addf %o, %b : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%dw : memref<3x3x2x4xf32>)
+  linalg.generic {indexing_maps = [#dy, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"], library_call = "estc_conv2d_backprop_filter_f32"} ins(%c : memref<2x3x3x4xf32>) outs(%dw : memref<3x3x2x4xf32>) attrs = {estc.conv = array<i64: 2, 2, 1, 1, 1, 0>} {
+  ^bb0(%i: f32, %out: f32):
+    %n = linalg.index 4 : index
+    %k = linalg.index 2 : index
+    %v = memref.load %x[%n, %c0, %c0, %k] : memref<2x5x6x2xf32>
+    %p = arith.mulf %v, %i : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Kernels are declared in the order the calls first need them: the
+// unfused convolution's kernel, then the matmul's and its fused kernel
+// (declared where est-linalg-to-runtime-calls declared kernels as it
+// went), then the f64 matmul's.
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @declaration_order(
+// CHECK: func.func private @estc_conv2d_nhwc_hwio_f32(
+// CHECK-NEXT: func.func private @estc_matmul_f32(
+// CHECK-NEXT: func.func private @estc_matmul_bias_act_f32(
+// CHECK-NEXT: func.func private @estc_matmul_f64(
+func.func @declaration_order(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %bias: memref<16xf32>, %y: memref<4x16xf32>,
+                             %in: memref<1x4x4x2xf32>, %f: memref<1x1x2x3xf32>, %o: memref<1x4x4x3xf32>,
+                             %xd: memref<2x2xf64>, %yd: memref<2x2xf64>) {
+  %zero = arith.constant 0.0 : f32
+  %zd = arith.constant 0.0 : f64
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x4x4x3xf32>)
+  linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%in, %f : memref<1x4x4x2xf32>, memref<1x1x2x3xf32>) outs(%o : memref<1x4x4x3xf32>)
+  linalg.fill ins(%zero : f32) outs(%y : memref<4x16xf32>)
+  linalg.matmul ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%y : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [#row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%bias : memref<16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%b: f32, %c: f32):
+    %s = arith.addf %c, %b : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zd : f64) outs(%yd : memref<2x2xf64>)
+  linalg.matmul ins(%xd, %xd : memref<2x2xf64>, memref<2x2xf64>) outs(%yd : memref<2x2xf64>)
   return
 }

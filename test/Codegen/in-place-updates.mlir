@@ -1,4 +1,4 @@
-// RUN: estc-opt %s --split-input-file --pass-pipeline='builtin.module(est-function-abi,eliminate-empty-tensors,one-shot-bufferize,canonicalize,cse)' | FileCheck %s
+// RUN: estc-opt %s --split-input-file --estc-bufferize-stage | FileCheck %s
 
 // A variable's update computed by a loop that does not read its init is
 // computed in the variable's own buffer: an optimizer step (here

@@ -4,7 +4,7 @@
 // becomes estc_parallel_for(trampoline, ctx, n, cost); the trampoline loads
 // the fields and calls the loop nest with [lo, hi). The result translates to
 // LLVM IR.
-// RUN: estc-opt %s --pass-pipeline='builtin.module(est-parallelize-loops,func.func(convert-linalg-to-loops,lower-affine,convert-scf-to-cf),expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts,est-lower-parallel-calls)' -o %t.mlir
+// RUN: estc-opt %s --estc-llvm-stage -o %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // RUN: mlir-translate --mlir-to-llvmir %t.mlir | FileCheck %s --check-prefix=IR
 

@@ -1,4 +1,4 @@
-// RUN: estc-opt %s --pass-pipeline='builtin.module(func.func(convert-est-to-linalg,canonicalize,cse),est-function-abi,eliminate-empty-tensors,one-shot-bufferize,canonicalize)' | FileCheck %s
+// RUN: estc-opt %s --estc-linalg-stage --estc-bufferize-stage | FileCheck %s
 
 // Two reductions of one shape share their zero init after CSE (one
 // tensor.empty, one linalg.fill). est-function-abi gives each use its own

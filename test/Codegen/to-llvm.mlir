@@ -1,7 +1,7 @@
 // The bufferize, memplan and llvm stages on a dense layer with a ReLU:
 // the result is LLVM dialect with the C interface, translates to LLVM IR,
 // calls the runtime matmul with the bias + ReLU fused and allocates nothing.
-// RUN: estc-opt %s --pass-pipeline='builtin.module(est-function-abi,eliminate-empty-tensors,one-shot-bufferize,est-linalg-to-runtime-calls,canonicalize,cse,est-memory-planning,canonicalize,func.func(est-memref-copy-to-linalg,convert-linalg-to-loops,lower-affine,convert-scf-to-cf),expand-strided-metadata,lower-affine,math-expand-ops,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)' -o %t.mlir
+// RUN: estc-opt %s --estc-bufferize-stage --estc-memplan-stage --estc-llvm-stage -o %t.mlir
 // RUN: FileCheck %s < %t.mlir
 // RUN: mlir-translate --mlir-to-llvmir %t.mlir | FileCheck %s --check-prefix=IR
 

@@ -33,3 +33,23 @@ func.func @dynamic_reshape(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %0 = est.reshape %x {shape = array<i64: -1, 1>} : tensor<?x?xf32> -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
+
+// -----
+
+// Only the first op that cannot be lowered is reported, with its own reason.
+func.func @first_error_reason(%x: tensor<?x?xf32>, %i: tensor<?x?x?x1xf32>, %w: tensor<3x3x1x4xf32>) -> (tensor<?x?xf32>, tensor<?x?x?x4xf32>) {
+  %0 = est.relu %x : tensor<?x?xf32>
+  // expected-error @+1 {{'est.reshape' op reshape to more than one dynamic dimension is not supported}}
+  %1 = est.reshape %0 {shape = array<i64: -1, 1>} : tensor<?x?xf32> -> tensor<?x?xf32>
+  %2 = est.conv2d %i, %w {padding = "SAME"} : tensor<?x?x?x1xf32>, tensor<3x3x1x4xf32> -> tensor<?x?x?x4xf32>
+  return %1, %2 : tensor<?x?xf32>, tensor<?x?x?x4xf32>
+}
+
+// -----
+
+func.func @first_error_no_pattern(%x: tensor<?x10xf32>, %i: tensor<?x?x?x1xf32>, %w: tensor<3x3x1x4xf32>) -> (tensor<?x?x?x4xf32>, tensor<?x10xf32>) {
+  // expected-error @+1 {{'est.softmax' op is a composite op: run est-decompose before convert-est-to-linalg}}
+  %0 = est.softmax %x : tensor<?x10xf32>
+  %1 = est.conv2d %i, %w {padding = "SAME"} : tensor<?x?x?x1xf32>, tensor<3x3x1x4xf32> -> tensor<?x?x?x4xf32>
+  return %1, %0 : tensor<?x?x?x4xf32>, tensor<?x10xf32>
+}

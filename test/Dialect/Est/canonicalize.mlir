@@ -12,6 +12,18 @@ func.func @double_neg(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// neg(neg(x)) stays when x does not have the result's type.
+// CHECK-LABEL: func.func @double_neg_refined
+func.func @double_neg_refined(%x: tensor<2x4xf32>) -> tensor<?x4xf32> {
+  // CHECK: est.neg
+  // CHECK: est.neg
+  %0 = est.neg %x : tensor<2x4xf32> -> tensor<?x4xf32>
+  %1 = est.neg %0 : tensor<?x4xf32>
+  return %1 : tensor<?x4xf32>
+}
+
+// -----
+
 // A single neg stays.
 // CHECK-LABEL: func.func @single_neg
 func.func @single_neg(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {

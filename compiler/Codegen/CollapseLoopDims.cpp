@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,7 +36,7 @@
 namespace mlir {
 namespace est {
 #define GEN_PASS_DEF_ESTCOLLAPSELOOPDIMS
-#include "compiler/Transforms/Passes.h.inc"
+#include "compiler/Codegen/Passes.h.inc"
 } // namespace est
 } // namespace mlir
 

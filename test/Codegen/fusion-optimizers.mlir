@@ -1,4 +1,4 @@
-// RUN: estc-opt %s --split-input-file --est-expand-optimizers --canonicalize --cse --est-decompose --convert-est-to-linalg --canonicalize --cse --est-fusion --canonicalize --cse | FileCheck %s
+// RUN: estc-opt %s --split-input-file --estc-autodiff-stage --estc-decompose-stage --estc-linalg-stage --estc-fusion-stage | FileCheck %s
 
 // Every optimizer's elementwise math for one variable is one loop: the slot
 // updates become extra results of the variable's update (multi-result

@@ -13,14 +13,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Codegen/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir {
 namespace est {
 #define GEN_PASS_DEF_ESTNOALIASTOLLVM
-#include "compiler/Transforms/Passes.h.inc"
+#include "compiler/Codegen/Passes.h.inc"
 } // namespace est
 } // namespace mlir
 

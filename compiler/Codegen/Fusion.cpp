@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Codegen/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -36,7 +36,7 @@
 namespace mlir {
 namespace est {
 #define GEN_PASS_DEF_ESTFUSION
-#include "compiler/Transforms/Passes.h.inc"
+#include "compiler/Codegen/Passes.h.inc"
 } // namespace est
 } // namespace mlir
 

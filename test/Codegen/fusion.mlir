@@ -1,4 +1,4 @@
-// RUN: estc-opt %s --split-input-file --est-decompose --convert-est-to-linalg --canonicalize --cse --est-fusion --canonicalize --cse | FileCheck %s
+// RUN: estc-opt %s --split-input-file --estc-decompose-stage --estc-linalg-stage --estc-fusion-stage | FileCheck %s
 
 // Bias-add + relu after a matmul: one elementwise generic (the matmul stays
 // a named op for the runtime kernel).

@@ -39,7 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Transforms/Passes.h"
+#include "compiler/Codegen/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -57,7 +57,7 @@
 namespace mlir {
 namespace est {
 #define GEN_PASS_DEF_ESTOUTLINELOOPNESTS
-#include "compiler/Transforms/Passes.h.inc"
+#include "compiler/Codegen/Passes.h.inc"
 } // namespace est
 } // namespace mlir
 

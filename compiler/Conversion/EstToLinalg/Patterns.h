@@ -1,0 +1,50 @@
+//===- Patterns.h - est -> linalg rewrite patterns, by op family -*- C++
+//-*-===//
+//
+// One OpRewritePattern per est op, grouped by op family, one file each:
+//
+//   Elementwise.cpp    elementwise, compare, logical, select, cast,
+//                      broadcast_to; constant, zeros_like, ones_like,
+//                      stop_gradient
+//   Reductions.cpp     reduce_sum / _mean / _max / _min / _prod, argmax,
+//                      argmin
+//   LinearAlgebra.cpp  matmul, conv2d
+//   Windows.cpp        max_pool, avg_pool and the gradients of conv2d and
+//                      pooling (conv2d_backprop_input / _filter,
+//                      max_pool_grad, avg_pool_grad)
+//   Shapes.cpp         reshape, transpose, concat, slice, pad, squeeze,
+//                      expand_dims
+//   Indexing.cpp       gather, scatter, one_hot
+//   Random.cpp         dropout, random_uniform, random_normal,
+//                      truncated_normal
+//
+// Each pattern replaces its op by linalg / tensor / arith / math ops on
+// tensors, built right before it. When an op cannot be lowered (a dynamic
+// dimension where a static one is needed, an unknown padding) the pattern
+// fails with the reason (notifyMatchFailure), which convert-est-to-linalg
+// reports as the op's error.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_COMPILER_CONVERSION_ESTTOLINALG_PATTERNS_H
+#define ESTC_COMPILER_CONVERSION_ESTTOLINALG_PATTERNS_H
+
+namespace mlir {
+class RewritePatternSet;
+
+namespace est {
+
+void populateEstToLinalgElementwisePatterns(RewritePatternSet &patterns);
+void populateEstToLinalgReductionPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgLinearAlgebraPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgWindowPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgShapePatterns(RewritePatternSet &patterns);
+void populateEstToLinalgIndexingPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgRandomPatterns(RewritePatternSet &patterns);
+
+/// Every family's patterns: what convert-est-to-linalg applies.
+void populateEstToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace est
+} // namespace mlir
+
+#endif // ESTC_COMPILER_CONVERSION_ESTTOLINALG_PATTERNS_H
