@@ -347,7 +347,7 @@ LogicalResult gradient(CastOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
-LogicalResult gradient(StopGradientOp op, OpBuilder &, Value, Grads &out) {
+LogicalResult gradient(StopGradientOp, OpBuilder &, Value, Grads &out) {
   out.assign(std::initializer_list<Value>{Value()});
   return success();
 }

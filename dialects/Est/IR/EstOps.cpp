@@ -241,8 +241,8 @@ static void printUnaryTypes(OpAsmPrinter &printer, Operation *, Type operand,
 
 #define EST_INFER(OP)                                                          \
   LogicalResult OP::inferReturnTypes(                                          \
-      MLIRContext *context, std::optional<Location> location, Adaptor adaptor, \
-      SmallVectorImpl<Type> &inferred)
+      [[maybe_unused]] MLIRContext *context, std::optional<Location> location, \
+      Adaptor adaptor, SmallVectorImpl<Type> &inferred)
 
 #define EST_INFERENCE                                                          \
   Inference inf(location, getOperationName(), adaptor.getOperands(), inferred)
