@@ -501,7 +501,7 @@ struct MaxPoolGradOpLowering : public OpRewritePattern<est::MaxPoolGradOp> {
       return linalg::GenericOp::create(
                  b, loc, TypeRange{outType}, ValueRange{}, ValueRange{init},
                  ArrayRef<AffineMap>{b.getMultiDimIdentityMap(4)}, parallel(4),
-                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                 [&](OpBuilder &nb, Location nloc, ValueRange) {
                    IndexMath m{nb, nloc};
                    auto window = [&](Value in, int64_t pad, int64_t stride,
                                      int64_t k, int64_t outSize) {

@@ -245,6 +245,7 @@ static void printUnaryTypes(OpAsmPrinter &printer, Operation *, Type operand,
       SmallVectorImpl<Type> &inferred)
 
 #define EST_INFERENCE                                                          \
+  (void)context;                                                               \
   Inference inf(location, getOperationName(), adaptor.getOperands(), inferred)
 
 EST_INFER(ConstantOp) {
