@@ -95,7 +95,10 @@ public:
   llvm::Expected<std::unique_ptr<JitModel>>
   compile(llvm::StringRef source, llvm::StringRef modelName, Lower lower);
 
-  /// The cache key of `source` (hex SHA-256), for tests and tools.
+  /// The cache key of `source` (hex SHA-256), for tests and tools: the
+  /// graph, the model name, the target, estc's and LLVM's versions and
+  /// ESTC_COMPILER_FINGERPRINT (a hash of the compiler's sources,
+  /// cmake/CompilerFingerprint.cmake).
   llvm::Expected<std::string> cacheKey(llvm::StringRef source,
                                        llvm::StringRef modelName) const;
   /// The directory objects are cached in.

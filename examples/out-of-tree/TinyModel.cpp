@@ -71,8 +71,8 @@ estimator::InputFn input_fn(int64_t n, uint32_t seed, bool train) {
     float scores[3] = {row[0] + row[1], row[2], row[3]};
     ys[i] = std::max_element(scores, scores + 3) - scores;
   }
-  estimator::Features x{{"x", estimator::TensorValue::of<float>({n, 4}, xs)}};
-  estimator::TensorValue y = estimator::TensorValue::of<int64_t>({n}, ys);
+  estimator::Features x{{"x", TensorValue::of<float>({n, 4}, xs)}};
+  TensorValue y = TensorValue::of<int64_t>({n}, ys);
   if (train) // shuffled batches of 32, forever
     return estimator::numpy_input_fn(x, y, {32, std::nullopt, true, 7});
   return estimator::numpy_input_fn(x, y, {64, 1, false, 0});
