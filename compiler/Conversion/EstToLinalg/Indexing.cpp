@@ -21,14 +21,9 @@ using namespace mlir::est::lowering;
 
 namespace {
 
-struct GatherOpLowering : public OpRewritePattern<est::GatherOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::GatherOp gather,
-                                PatternRewriter &b) const override {
-    b.replaceOp(gather, lower(b, gather));
-    return success();
-  }
+struct GatherOpLowering
+    : public LowerOpPattern<est::GatherOp, GatherOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
 
   static Value lower(OpBuilder &b, est::GatherOp gather) {
     Location loc = gather.getLoc();
@@ -89,14 +84,9 @@ struct GatherOpLowering : public OpRewritePattern<est::GatherOp> {
 /// result tensor, initialized with `ref`, through tensor.insert: one-shot
 /// bufferization updates ref's buffer in place when ref is not used later
 /// (a variable's value assigned back), so the work is O(updates).
-struct ScatterOpLowering : public OpRewritePattern<est::ScatterOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::ScatterOp scatter,
-                                PatternRewriter &b) const override {
-    b.replaceOp(scatter, lower(b, scatter));
-    return success();
-  }
+struct ScatterOpLowering
+    : public LowerOpPattern<est::ScatterOp, ScatterOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
 
   static Value lower(OpBuilder &b, est::ScatterOp scatter) {
     Location loc = scatter.getLoc();
@@ -142,14 +132,9 @@ struct ScatterOpLowering : public OpRewritePattern<est::ScatterOp> {
   }
 };
 
-struct OneHotOpLowering : public OpRewritePattern<est::OneHotOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::OneHotOp oneHot,
-                                PatternRewriter &b) const override {
-    b.replaceOp(oneHot, lower(b, oneHot));
-    return success();
-  }
+struct OneHotOpLowering
+    : public LowerOpPattern<est::OneHotOp, OneHotOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
 
   static Value lower(OpBuilder &b, est::OneHotOp oneHot) {
     Location loc = oneHot.getLoc();

@@ -120,14 +120,9 @@ struct TransposeOpLowering : public OpRewritePattern<est::TransposeOp> {
   }
 };
 
-struct ConcatOpLowering : public OpRewritePattern<est::ConcatOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::ConcatOp concat,
-                                PatternRewriter &b) const override {
-    b.replaceOp(concat, lower(b, concat));
-    return success();
-  }
+struct ConcatOpLowering
+    : public LowerOpPattern<est::ConcatOp, ConcatOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
 
   static Value lower(OpBuilder &b, est::ConcatOp concat) {
     Location loc = concat.getLoc();

@@ -14,12 +14,34 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
+#include <type_traits>
 #include <utility>
 
 namespace mlir {
 namespace est {
 namespace lowering {
+
+/// A pattern that replaces its op with `Derived::lower(b, op)`: the
+/// replacement Value, or a FailureOr<Value> that fails, before building
+/// anything, for the reason `Derived::kUnsupported`.
+template <typename OpTy, typename Derived>
+struct LowerOpPattern : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &b) const override {
+    if constexpr (std::is_same_v<decltype(Derived::lower(b, op)), Value>) {
+      b.replaceOp(op, Derived::lower(b, op));
+    } else {
+      FailureOr<Value> result = Derived::lower(b, op);
+      if (failed(result))
+        return b.notifyMatchFailure(op, Derived::kUnsupported);
+      b.replaceOp(op, *result);
+    }
+    return success();
+  }
+};
 
 /// Builds the scalar result of one element from the operands' elements.
 using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;

@@ -405,18 +405,11 @@ struct Conv2DBackpropFilterOpLowering
   }
 };
 
-struct MaxPoolGradOpLowering : public OpRewritePattern<est::MaxPoolGradOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::MaxPoolGradOp op,
-                                PatternRewriter &b) const override {
-    FailureOr<Value> result = lower(b, op);
-    if (failed(result))
-      return b.notifyMatchFailure(
-          op, "needs static spatial and channel dimensions");
-    b.replaceOp(op, *result);
-    return success();
-  }
+struct MaxPoolGradOpLowering
+    : public LowerOpPattern<est::MaxPoolGradOp, MaxPoolGradOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+  static constexpr const char *kUnsupported =
+      "needs static spatial and channel dimensions";
 
   /// The gradient, or failure (before building anything) when the window or
   /// the channels are not static.
@@ -554,18 +547,11 @@ struct MaxPoolGradOpLowering : public OpRewritePattern<est::MaxPoolGradOp> {
   }
 };
 
-struct AvgPoolGradOpLowering : public OpRewritePattern<est::AvgPoolGradOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(est::AvgPoolGradOp op,
-                                PatternRewriter &b) const override {
-    FailureOr<Value> result = lower(b, op);
-    if (failed(result))
-      return b.notifyMatchFailure(
-          op, "needs static spatial and channel dimensions");
-    b.replaceOp(op, *result);
-    return success();
-  }
+struct AvgPoolGradOpLowering
+    : public LowerOpPattern<est::AvgPoolGradOp, AvgPoolGradOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+  static constexpr const char *kUnsupported =
+      "needs static spatial and channel dimensions";
 
   /// The gradient, or failure (before building anything) when the window or
   /// the channels are not static.
