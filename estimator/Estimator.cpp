@@ -489,12 +489,10 @@ public:
       return;
     previous_ = set_log_sink([this, &bar](const std::string &line) {
       bar.clear();
-      if (previous_) {
+      if (previous_)
         previous_(line);
-      } else { // the default sink (Logging.cpp)
-        std::fprintf(stderr, "INFO: %s\n", line.c_str());
-        std::fflush(stderr);
-      }
+      else
+        log_to_stderr(line);
     });
   }
   ~ClearBarBeforeLogLines() {

@@ -8,12 +8,12 @@
 namespace estc {
 namespace estimator {
 
-namespace {
-void printToStderr(const std::string &line) {
+void log_to_stderr(const std::string &line) {
   std::fprintf(stderr, "INFO: %s\n", line.c_str());
   std::fflush(stderr);
 }
 
+namespace {
 LogSink &currentSink() {
   static LogSink sink;
   return sink;
@@ -25,7 +25,7 @@ void log_info(const std::string &line) {
   if (sink)
     sink(line);
   else
-    printToStderr(line);
+    log_to_stderr(line);
 }
 
 LogSink set_log_sink(LogSink sink) {

@@ -21,6 +21,9 @@ using LogSink = std::function<void(const std::string &line)>;
 /// Sends `line` to the current sink.
 void log_info(const std::string &line);
 
+/// The default sink: "INFO: <line>" on stderr, flushed.
+void log_to_stderr(const std::string &line);
+
 /// Installs `sink` (an empty function restores the default) and returns the
 /// previous one. Not thread-safe against concurrent log_info calls.
 LogSink set_log_sink(LogSink sink);
