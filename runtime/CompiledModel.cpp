@@ -397,7 +397,52 @@ void CompiledModel::run(int function) {
                    fn.outputs[i].rank, fn.outputs[i].shape, batch);
   for (size_t i = 0; i < state.args.size(); ++i)
     state.args[i] = state.descriptors[i].data();
+  int64_t *status =
+      fn.hasChecks ? reinterpret_cast<int64_t *>(
+                         static_cast<char *>(arena_.data) + fn.statusOffset)
+                   : nullptr;
+  if (status)
+    status[0] = 0;
   entries_[function](state.args.data());
+  if (!status || status[0] == 0)
+    return;
+  int64_t check = status[0] - 1;
+  if (check < 0 || check >= spec_->numChecks)
+    fail(std::string(fn.name) + ": run-time check " + std::to_string(check) +
+         " failed, but the model has no such check");
+  throw InvalidArgumentError(
+      checkFailureMessage(spec_->checks[check], status[1], status[2], batch));
+}
+
+std::string checkFailureMessage(const CheckSpec &check, int64_t position,
+                                int64_t value, int64_t batch) {
+  // Row-major coordinates of `position` in the checked tensor.
+  std::vector<int64_t> coords(check.rank);
+  int64_t rest = position;
+  for (int32_t d = check.rank - 1; d >= 0; --d) {
+    int64_t size = check.shape[d] == kBatchDim ? batch : check.shape[d];
+    coords[d] = size > 0 ? rest % size : 0;
+    rest = size > 0 ? rest / size : 0;
+  }
+  std::string where;
+  bool batchMajor = check.rank > 0 && check.shape[0] == kBatchDim;
+  if (check.rank == 0) {
+    where = "";
+  } else if (check.rank == 1) {
+    where = (batchMajor ? " at batch row " : " at index ") +
+            std::to_string(coords[0]);
+  } else {
+    where = batchMajor ? " at batch row " + std::to_string(coords[0]) + ", "
+                       : std::string(" at ");
+    where += "index [";
+    for (int32_t d = 0; d < check.rank; ++d)
+      where += (d ? ", " : "") + std::to_string(coords[d]);
+    where += "]";
+  }
+  std::string node = check.node && *check.node ? check.node : "<unnamed>";
+  return "node '" + node + "' : " + check.what + " " + std::to_string(value) +
+         where + " is outside [" + std::to_string(check.lower) + ", " +
+         std::to_string(check.upper) + ")";
 }
 
 } // namespace estc::rt

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,10 @@ struct VariableSpec {
   bool local;
 };
 
-/// A compiled function and its arena formula: S + P * batch bytes.
+/// A compiled function and its arena formula: S + P * batch bytes. With
+/// run-time checks (`hasChecks`), the function reports a failed check in
+/// the three int64 words at byte `statusOffset` of the arena: check index +
+/// 1 (0: none failed), flat position, value (docs/design/codegen-abi.md).
 struct FunctionSpec {
   const char *name;
   int32_t numInputs;
@@ -82,6 +86,20 @@ struct FunctionSpec {
   const TensorSpec *outputs;
   int64_t arenaStatic;
   int64_t arenaPerBatch;
+  bool hasChecks;
+  int64_t statusOffset;
+};
+
+/// A run-time check (est.check_range): every element of a tensor of `shape`
+/// (kBatchDim = batch) must be in [lower, upper). `node` is the graph node
+/// it checks for, `what` names the elements ("label", "id").
+struct CheckSpec {
+  const char *node;
+  const char *what;
+  int64_t lower;
+  int64_t upper;
+  int32_t rank;
+  const int64_t *shape;
 };
 
 /// Everything a CompiledModel needs to know about a model. Generated headers
@@ -92,7 +110,23 @@ struct ModelSpec {
   const VariableSpec *variables;
   int32_t numFunctions;
   const FunctionSpec *functions;
+  int32_t numChecks;
+  const CheckSpec *checks;
 };
+
+/// A run-time check failed (TF's InvalidArgumentError): what() is one line,
+/// `node 'loss' : label 3 at batch row 17 is outside [0, 3)`. The step
+/// stopped before updating any variable.
+class ESTC_RT_EXPORT InvalidArgumentError : public std::invalid_argument {
+public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// The message of check `check` failing on `value` at flat position
+/// `position` of a tensor whose batch is `batch`.
+ESTC_RT_EXPORT std::string checkFailureMessage(const CheckSpec &check,
+                                               int64_t position, int64_t value,
+                                               int64_t batch);
 
 /// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch).
 ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape,
@@ -155,7 +189,9 @@ public:
                    const std::vector<int64_t> &shape);
 
   /// Runs one compiled function on the current buffers. Functions with a
-  /// batch-dependent input or output need set_batch() first.
+  /// batch-dependent input or output need set_batch() first. Throws
+  /// InvalidArgumentError when one of its run-time checks fails; the step
+  /// then returned before any variable update.
   void run(int function);
   void run(const std::string &function) { run(function_index(function)); }
 

@@ -16,9 +16,14 @@
 // buffers whose live intervals overlap (TFLite's arena planner). Sizes are
 // rounded to 64 bytes, so every offset is 64-byte aligned for every batch.
 //
+// A function with run-time checks (est.check_fail_if) gets a 64-byte status
+// slot at the end of the static region (`estc.status_offset`; the module's
+// `estc.arena` entry is then [S, P, status offset] instead of [S, P]).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/Passes.h"
+#include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,6 +42,12 @@ using namespace mlir;
 namespace {
 
 constexpr int64_t kAlignment = 64;
+
+/// A function's arena: `staticBytes + perExampleBytes * batch` bytes, and the
+/// byte offset of its run-time checks' status slot (-1: no checks).
+struct ArenaLayout {
+  int64_t staticBytes, perExampleBytes, statusOffset;
+};
 
 int64_t roundUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -221,15 +232,16 @@ int64_t place(MutableArrayRef<Buffer *> buffers) {
 struct EstMemoryPlanning
     : public mlir::est::impl::EstMemoryPlanningBase<EstMemoryPlanning> {
   void runOnOperation() override;
-  FailureOr<std::pair<int64_t, int64_t>> plan(func::FuncOp func);
+  FailureOr<ArenaLayout> plan(func::FuncOp func);
 };
 
-FailureOr<std::pair<int64_t, int64_t>>
-EstMemoryPlanning::plan(func::FuncOp func) {
+FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
   SmallVector<memref::AllocOp> allocs;
   func.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+  bool checked = false;
+  func.walk([&](est::CheckFailIfOp) { checked = true; });
   if (allocs.empty())
-    return std::make_pair(int64_t(0), int64_t(0));
+    return checked ? ArenaLayout{kAlignment, 0, 0} : ArenaLayout{0, 0, -1};
 
   Block &body = func.getBody().front();
   auto arenaType = body.getNumArguments() == 0
@@ -309,6 +321,12 @@ EstMemoryPlanning::plan(func::FuncOp func) {
     (buffer.perExampleBytes == 0 ? staticBuffers : perExampleBuffers)
         .push_back(&buffer);
   int64_t staticTotal = place(staticBuffers);
+  // The status slot of the run-time checks ends the static region.
+  int64_t statusOffset = -1;
+  if (checked) {
+    statusOffset = staticTotal;
+    staticTotal += kAlignment;
+  }
   int64_t perExampleTotal = place(perExampleBuffers);
 
   // The batch, for per-example offsets: a dynamic dim of an argument.
@@ -351,7 +369,7 @@ EstMemoryPlanning::plan(func::FuncOp func) {
     alloc.replaceAllUsesWith(view.getResult());
     alloc.erase();
   }
-  return std::make_pair(staticTotal, perExampleTotal);
+  return ArenaLayout{staticTotal, perExampleTotal, statusOffset};
 }
 
 void EstMemoryPlanning::runOnOperation() {
@@ -361,12 +379,17 @@ void EstMemoryPlanning::runOnOperation() {
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
-    FailureOr<std::pair<int64_t, int64_t>> arena = plan(func);
+    FailureOr<ArenaLayout> arena = plan(func);
     if (failed(arena))
       return signalPassFailure();
-    auto [s, p] = *arena;
-    arenas.push_back(NamedAttribute(func.getSymNameAttr(),
-                                    DenseI64ArrayAttr::get(ctx, {s, p})));
+    auto [s, p, status] = *arena;
+    arenas.push_back(NamedAttribute(
+        func.getSymNameAttr(),
+        status < 0 ? DenseI64ArrayAttr::get(ctx, {s, p})
+                   : DenseI64ArrayAttr::get(ctx, {s, p, status})));
+    if (status >= 0)
+      func->setAttr("estc.status_offset",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), status));
     func->setAttr("estc.arena_bytes_batch128",
                   IntegerAttr::get(IntegerType::get(ctx, 64), s + p * 128));
   }

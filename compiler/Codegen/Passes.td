@@ -142,7 +142,10 @@ def EstMemoryPlanning : Pass<"est-memory-planning", "ModuleOp"> {
 
     The module gets `estc.arena = {f = array<i64: S, P>}`
     (`arena_bytes(batch) = S + P * batch`) and each function
-    `estc.arena_bytes_batch128`. Fails if an allocation remains or a size
+    `estc.arena_bytes_batch128`. A function with `est.check_fail_if` ops
+    gets a 64-byte status slot at the end of the static region: its entry
+    is `array<i64: S, P, status offset>` and the function gets
+    `estc.status_offset`. Fails if an allocation remains or a size
     is not linear in the batch.
   }];
   let dependentDialects = [
@@ -267,6 +270,26 @@ def EstOutlineLoopNests : Pass<"est-outline-loop-nests", "ModuleOp"> {
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def EstLowerRuntimeChecks
+    : Pass<"est-lower-runtime-checks", "func::FuncOp"> {
+  let summary = "Expand est.check_fail_if into a status store and a return";
+  let description = [{
+    Once the function body is in `cf` form, each
+    `est.check_fail_if %failed, %position, %value {check = k}` becomes a
+    conditional branch: when `%failed`, the function stores `k + 1`,
+    `%position` and `%value` (i64 each) at byte `estc.status_offset` of its
+    arena (first argument) and returns; the rest of the step, its variable
+    updates included, does not run. The runtime clears the first word
+    before each call and raises the check's error when it is non-zero
+    (docs/design/codegen-abi.md, "Run-time checks").
+  }];
+  let dependentDialects = [
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect"
+  ];
 }
 
 def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {

@@ -43,6 +43,11 @@ llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
   return llvm::Error::success();
 }
 
+void disableRuntimeChecks(mlir::ModuleOp module) {
+  module->setAttr("estc.runtime_checks_disabled",
+                  mlir::UnitAttr::get(module.getContext()));
+}
+
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
   if (!train)
@@ -104,6 +109,8 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
     lowered.module = importGraph(graph, context, what, error);
     if (!lowered.module)
       return makeError(error);
+    if (!jit.options().runtimeChecks)
+      disableRuntimeChecks(*lowered.module);
     llvm::Expected<Manifest> manifest =
         lowerToLLVMDialect(*lowered.module, modelName, what, warn);
     if (!manifest)

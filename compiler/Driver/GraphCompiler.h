@@ -38,6 +38,10 @@ using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
 llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
                       bool applyCLOptions = false);
 
+/// Compiles `module` without run-time checks (est-insert-runtime-checks
+/// erases them; gather and scatter clamp their indices instead).
+void disableRuntimeChecks(mlir::ModuleOp module);
+
 /// Drops @train while it holds est.minimize (the training pass expands it;
 /// until then @train cannot be lowered), with one warning.
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn);

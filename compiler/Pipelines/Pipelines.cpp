@@ -81,6 +81,8 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::createCanonicalizerPass());
   funcPm.addPass(mlir::createCSEPass());
   funcPm.addPass(mlir::est::createDCEPass());
+  // The labels' and indices' range checks, once shapes are known.
+  pm.addPass(mlir::est::createEstInsertRuntimeChecks());
   // @init computes every variable's initializer; last, so that it sees
   // every variable (rebuilt if a stage before added some).
   pm.addPass(mlir::est::createEstCreateInitFunction());
@@ -160,6 +162,8 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
   funcPm.addPass(mlir::createLowerAffinePass());
   funcPm.addPass(mlir::createSCFToControlFlowPass());
+  // The run-time checks' early returns, now that the body is in cf form.
+  funcPm.addPass(mlir::est::createEstLowerRuntimeChecks());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::math::createMathExpandOpsPass());

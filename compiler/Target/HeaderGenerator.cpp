@@ -6,6 +6,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 namespace estc {
 
 namespace {
@@ -362,10 +364,27 @@ std::string generateHeader(const Manifest &m) {
        << ", " << fn.outputs.size() << ", "
        << (fn.outputs.empty() ? std::string("nullptr")
                               : "kOutputs" + std::to_string(f))
-       << ", " << fn.arenaStatic << ", " << fn.arenaPerBatch << "},\n";
+       << ", " << fn.arenaStatic << ", " << fn.arenaPerBatch << ", "
+       << (fn.statusOffset >= 0 ? "true" : "false") << ", "
+       << std::max<int64_t>(fn.statusOffset, 0) << "},\n";
   }
   if (m.functions.empty())
-    os << "      {\"\", 0, nullptr, 0, nullptr, 0, 0},\n";
+    os << "      {\"\", 0, nullptr, 0, nullptr, 0, 0, false, 0},\n";
+  os << "  };\n";
+  // The run-time checks, for the runtime's error messages.
+  for (size_t i = 0; i < m.checks.size(); ++i)
+    if (!m.checks[i].shape.empty())
+      os << "  static constexpr int64_t kCheckShape" << i
+         << "[] = " << arrayInit(m.checks[i].shape) << ";\n";
+  os << "  static constexpr estc::rt::CheckSpec kChecks[] = {\n";
+  for (size_t i = 0; i < m.checks.size(); ++i) {
+    const CheckInfo &c = m.checks[i];
+    os << "      {" << cString(c.node) << ", " << cString(c.what) << ", "
+       << c.lower << ", " << c.upper << ", " << c.shape.size() << ", "
+       << shapeRef("kCheckShape" + std::to_string(i), c.shape) << "},\n";
+  }
+  if (m.checks.empty())
+    os << "      {\"\", \"\", 0, 0, 0, nullptr},\n";
   os << "  };\n"
      << "  static constexpr estc::rt::EntryPoint kEntries[] = {\n";
   for (const FunctionInfo &fn : m.functions)
@@ -375,7 +394,7 @@ std::string generateHeader(const Manifest &m) {
   os << "  };\n"
      << "  static constexpr estc::rt::ModelSpec kSpec = {" << cString(cls)
      << ", " << m.variables.size() << ", kVariables, " << m.functions.size()
-     << ", kFunctions};\n"
+     << ", kFunctions, " << m.checks.size() << ", kChecks};\n"
      << "};\n\n#endif // " << guard << "\n";
   return text;
 }

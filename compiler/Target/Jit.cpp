@@ -129,6 +129,7 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
   field(ESTC_COMPILER_FINGERPRINT);
   field(LLVM_VERSION_STRING);
   field(options_.target.describe());
+  field(options_.runtimeChecks ? "runtime-checks" : "no-runtime-checks");
   field(modelName);
   field(source);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);

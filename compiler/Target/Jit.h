@@ -47,6 +47,9 @@ struct JitOptions {
   /// Where objects are cached; empty: $ESTC_CACHE_DIR, else ~/.cache/estc.
   std::string cacheDir;
   bool useCache = true;
+  /// Compile the run-time checks of labels and indices (estc
+  /// --runtime-checks); off: out-of-range ids are clamped, labels unchecked.
+  bool runtimeChecks = true;
 };
 
 /// What the lowering callback returns: the LLVM-dialect module and the
@@ -104,6 +107,7 @@ public:
   /// The directory objects are cached in.
   const std::string &cacheDir() const { return cacheDir_; }
   const JitStats &stats() const { return stats_; }
+  const JitOptions &options() const { return options_; }
 
 private:
   JitOptions options_;

@@ -194,6 +194,23 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
     }
     manifest.functions.push_back(std::move(info));
   }
+  if (auto checks =
+          module->getAttrOfType<mlir::ArrayAttr>("estc.runtime_checks")) {
+    for (mlir::Attribute entry : checks) {
+      auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(entry);
+      auto node = dict ? dict.getAs<mlir::StringAttr>("node") : nullptr;
+      auto what = dict ? dict.getAs<mlir::StringAttr>("what") : nullptr;
+      auto lower = dict ? dict.getAs<mlir::IntegerAttr>("lower") : nullptr;
+      auto upper = dict ? dict.getAs<mlir::IntegerAttr>("upper") : nullptr;
+      auto shape =
+          dict ? dict.getAs<mlir::DenseI64ArrayAttr>("shape") : nullptr;
+      if (!node || !what || !lower || !upper || !shape)
+        return error("estc.runtime_checks: malformed entry");
+      manifest.checks.push_back({node.getValue().str(), what.getValue().str(),
+                                 lower.getInt(), upper.getInt(),
+                                 std::vector<int64_t>(shape.asArrayRef())});
+    }
+  }
   return manifest;
 }
 
@@ -206,11 +223,12 @@ llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest) {
     if (!entry)
       continue;
     auto sizes = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(entry);
-    if (!sizes || sizes.size() != 2)
+    if (!sizes || (sizes.size() != 2 && sizes.size() != 3))
       return error("estc.arena entry for @" + f.name +
-                   " is not array<i64: S, P>");
+                   " is not array<i64: S, P> or array<i64: S, P, status>");
     f.arenaStatic = sizes[0];
     f.arenaPerBatch = sizes[1];
+    f.statusOffset = sizes.size() == 3 ? sizes[2] : -1;
   }
   return llvm::Error::success();
 }
@@ -261,9 +279,24 @@ std::string toJson(const Manifest &m) {
     tensors("inputs", f.inputs);
     tensors("outputs", f.outputs);
     os << "      \"arena\": {\"static\": " << f.arenaStatic
-       << ", \"per_batch\": " << f.arenaPerBatch << "}\n    }";
+       << ", \"per_batch\": " << f.arenaPerBatch;
+    if (f.statusOffset >= 0)
+      os << ", \"status\": " << f.statusOffset;
+    os << "}\n    }";
   }
-  os << (m.functions.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  os << (m.functions.empty() ? "]" : "\n  ]");
+  if (!m.checks.empty()) {
+    os << ",\n  \"checks\": [";
+    for (size_t i = 0; i < m.checks.size(); ++i) {
+      const CheckInfo &c = m.checks[i];
+      os << (i ? ",\n" : "\n") << "    {\"node\": " << quote(c.node)
+         << ", \"what\": " << quote(c.what) << ", \"lower\": " << c.lower
+         << ", \"upper\": " << c.upper << ", \"shape\": " << shapeJson(c.shape)
+         << "}";
+    }
+    os << "\n  ]";
+  }
+  os << "\n}\n";
   return s;
 }
 
@@ -344,10 +377,31 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
       if (const llvm::json::Object *arena = o->getObject("arena")) {
         f.arenaStatic = arena->getInteger("static").value_or(0);
         f.arenaPerBatch = arena->getInteger("per_batch").value_or(0);
+        f.statusOffset = arena->getInteger("status").value_or(-1);
       }
       m.functions.push_back(std::move(f));
     }
   }
+  if (const llvm::json::Array *checks = root->getArray("checks")) {
+    for (const llvm::json::Value &value : *checks) {
+      const llvm::json::Object *o = value.getAsObject();
+      CheckInfo c;
+      if (!o || !o->getString("node") || !o->getString("what") ||
+          !o->getInteger("lower") || !o->getInteger("upper") ||
+          !readShape(*o, c.shape))
+        return error("manifest: malformed check entry");
+      c.node = o->getString("node")->str();
+      c.what = o->getString("what")->str();
+      c.lower = *o->getInteger("lower");
+      c.upper = *o->getInteger("upper");
+      m.checks.push_back(std::move(c));
+    }
+  }
+  for (const FunctionInfo &f : m.functions)
+    if (f.statusOffset >= 0 && m.checks.empty())
+      return error("manifest: @" + f.name +
+                   " has a status slot but the "
+                   "model has no checks");
   return m;
 }
 
@@ -356,6 +410,7 @@ struct ModelSpecStorage {
   std::vector<rt::VariableSpec> variables;
   std::vector<std::vector<rt::TensorSpec>> tensors;
   std::vector<rt::FunctionSpec> functions;
+  std::vector<rt::CheckSpec> checks;
   Manifest manifest; // owns the strings
 };
 
@@ -381,14 +436,18 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
     };
     const rt::TensorSpec *inputs = specs(f.inputs);
     const rt::TensorSpec *outputs = specs(f.outputs);
-    s.functions.push_back({f.name.c_str(),
-                           static_cast<int32_t>(f.inputs.size()), inputs,
-                           static_cast<int32_t>(f.outputs.size()), outputs,
-                           f.arenaStatic, f.arenaPerBatch});
+    s.functions.push_back(
+        {f.name.c_str(), static_cast<int32_t>(f.inputs.size()), inputs,
+         static_cast<int32_t>(f.outputs.size()), outputs, f.arenaStatic,
+         f.arenaPerBatch, f.statusOffset >= 0, f.statusOffset});
   }
-  return {m.name.c_str(), static_cast<int32_t>(s.variables.size()),
+  for (const CheckInfo &c : m.checks)
+    s.checks.push_back({c.node.c_str(), c.what.c_str(), c.lower, c.upper,
+                        static_cast<int32_t>(c.shape.size()), c.shape.data()});
+  return {m.name.c_str(),     static_cast<int32_t>(s.variables.size()),
           s.variables.data(), static_cast<int32_t>(s.functions.size()),
-          s.functions.data()};
+          s.functions.data(), static_cast<int32_t>(s.checks.size()),
+          s.checks.data()};
 }
 
 } // namespace estc

@@ -70,12 +70,25 @@ struct FunctionInfo {
   std::vector<TensorInfo> outputs;
   int64_t arenaStatic = 0;
   int64_t arenaPerBatch = 0;
+  /// Byte offset of the run-time checks' status slot in the arena; -1 when
+  /// the function has no checks.
+  int64_t statusOffset = -1;
+};
+
+/// A run-time check (rt::CheckSpec), from the module's estc.runtime_checks.
+struct CheckInfo {
+  std::string node;
+  std::string what;
+  int64_t lower = 0;
+  int64_t upper = 0;
+  std::vector<int64_t> shape; // rt::kBatchDim for the batch
 };
 
 struct Manifest {
   std::string name; // the C++ class name (--name)
   std::vector<VariableInfo> variables;
   std::vector<FunctionInfo> functions;
+  std::vector<CheckInfo> checks; // indexed by est.check_range's `check`
 
   const FunctionInfo *findFunction(llvm::StringRef name) const;
 };

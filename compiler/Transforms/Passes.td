@@ -37,6 +37,20 @@ def EstDCE : Pass<"est-dce", "func::FuncOp"> {
   let constructor = "::mlir::est::createDCEPass()";
 }
 
+def EstInsertRuntimeChecks
+    : Pass<"est-insert-runtime-checks", "::mlir::ModuleOp"> {
+  let summary = "Check labels and indices at run time (est.check_range)";
+  let description = [{
+    Adds an `est.check_range` on the labels of
+    `est.sparse_softmax_cross_entropy` ([0, classes)) and the indices of
+    `est.gather` and `est.scatter` ([0, rows)) where that bound is static,
+    moves every check to right after its input's definition, numbers them
+    and records the module's `estc.runtime_checks` table. With the module
+    attribute `estc.runtime_checks_disabled`, erases every check instead.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect"];
+}
+
 def EstCreateInitFunction
     : Pass<"est-create-init-function", "::mlir::ModuleOp"> {
   let summary = "Build @init: every variable's initializer, computed";

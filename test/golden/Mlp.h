@@ -281,11 +281,17 @@ private:
       {"predictions/probabilities", estc::rt::DType::F32, 2, kOutShape3_1},
   };
   static constexpr estc::rt::FunctionSpec kFunctions[] = {
-      {"train", 2, kInputs0, 1, kOutputs0, 0, 0},
-      {"eval", 2, kInputs1, 1, kOutputs1, 0, 0},
-      {"eval_metrics", 0, nullptr, 1, kOutputs2, 0, 0},
-      {"predict", 1, kInputs3, 2, kOutputs3, 0, 0},
-      {"init", 0, nullptr, 0, nullptr, 0, 0},
+      {"train", 2, kInputs0, 1, kOutputs0, 0, 0, false, 0},
+      {"eval", 2, kInputs1, 1, kOutputs1, 0, 0, false, 0},
+      {"eval_metrics", 0, nullptr, 1, kOutputs2, 0, 0, false, 0},
+      {"predict", 1, kInputs3, 2, kOutputs3, 0, 0, false, 0},
+      {"init", 0, nullptr, 0, nullptr, 0, 0, false, 0},
+  };
+  static constexpr int64_t kCheckShape0[] = {-1};
+  static constexpr int64_t kCheckShape1[] = {-1};
+  static constexpr estc::rt::CheckSpec kChecks[] = {
+      {"train/sparse_softmax_cross_entropy_loss/SparseSoftmaxCrossEntropy", "label", 0, 10, 1, kCheckShape0},
+      {"eval/sparse_softmax_cross_entropy_loss/SparseSoftmaxCrossEntropy", "label", 0, 10, 1, kCheckShape1},
   };
   static constexpr estc::rt::EntryPoint kEntries[] = {
       Mlp_train_packed,
@@ -294,7 +300,7 @@ private:
       Mlp_predict_packed,
       Mlp_init_packed,
   };
-  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 21, kVariables, 5, kFunctions};
+  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 21, kVariables, 5, kFunctions, 2, kChecks};
 };
 
 #endif // ESTC_GENERATED_MLP_H

@@ -133,6 +133,12 @@ cl::opt<std::string>
     mcpu("mcpu", cl::desc("Target CPU (default: native; x86-64-v2, ...)"),
          cl::value_desc("cpu"), cl::init("native"), cl::cat(estcCategory));
 
+cl::opt<bool> runtimeChecks(
+    "runtime-checks", cl::init(true),
+    cl::desc("Check labels and indices at run time: a label or id out of "
+             "range stops the step with an error (default true; false: ids "
+             "are clamped, labels unchecked)"),
+    cl::cat(estcCategory));
 cl::opt<std::string> mattr("mattr",
                            cl::desc("Target features (+avx512f,-avx2,...)"),
                            cl::value_desc("features"), cl::init(""),
@@ -349,6 +355,8 @@ int main(int argc, char **argv) {
       return userError(error);
   }
   bool lowered = isLLVMDialect(*module);
+  if (!runtimeChecks)
+    estc::disableRuntimeChecks(*module);
 
   // Run the pipeline; pass failures are reported as one line too.
   // Pipeline failures are one line too (estc::runStages).

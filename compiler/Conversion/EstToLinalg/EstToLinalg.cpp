@@ -62,9 +62,11 @@ struct FirstFailureReason : public RewriterBase::Listener {
   std::optional<std::string> reason;
 };
 
-/// Whether `op` stays: variable accesses are lowered by est-function-abi.
+/// Whether `op` stays: variable accesses are lowered by est-function-abi,
+/// est.check_fail_if (scalars only) by est-lower-runtime-checks.
 bool staysEst(Operation *op) {
-  return isa<est::ReadVariableOp, est::AssignVariableOp>(op);
+  return isa<est::ReadVariableOp, est::AssignVariableOp, est::CheckFailIfOp>(
+      op);
 }
 
 struct ConvertEstToLinalgPass
@@ -77,6 +79,7 @@ struct ConvertEstToLinalgPass
   }
 
   void runOnOperation() override {
+    est::markCheckedIndices(getOperation());
     FirstFailureReason firstFailure;
     walkAndApplyPatterns(getOperation(), patterns, &firstFailure);
     Operation *left = nullptr;

@@ -1,11 +1,15 @@
 //===- Indexing.cpp - est gather, scatter and one_hot to linalg
 //------------===//
 //
-//   gather    linalg.generic + tensor.extract; indices are clamped to
-//             [0, dim - 1]
-//   scatter   an scf.for nest over the updates carrying the result through
-//             tensor.insert (in place after bufferization); indices clamped
-//   one_hot   linalg.generic (out-of-range: all off_value)
+//   gather       linalg.generic + tensor.extract; indices are clamped to
+//                [0, dim - 1] unless an est.check_range checked them
+//                (`est.indices_checked`, set by the pass)
+//   scatter      an scf.for nest over the updates carrying the result
+//                through tensor.insert (in place after bufferization);
+//                indices clamped unless checked, as for gather
+//   one_hot      linalg.generic (out-of-range: all off_value, as in TF)
+//   check_range  a linalg reduction to the first offending flat position,
+//                then est.check_fail_if with it and the value there
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,10 +20,16 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::est::lowering;
 
 namespace {
+
+/// Marks a gather or scatter whose indices an est.check_range checked
+/// against exactly the rows they index: no clamping needed.
+constexpr llvm::StringLiteral kIndicesChecked = "est.indices_checked";
 
 struct GatherOpLowering
     : public LowerOpPattern<est::GatherOp, GatherOpLowering> {
@@ -54,15 +64,18 @@ struct GatherOpLowering
     Value limit = arith::SubIOp::create(b, loc, dimValue(b, loc, params, axis),
                                         indexConst(b, loc, 1));
     Value zero = indexConst(b, loc, 0);
+    bool checked = gather->hasAttr(kIndicesChecked);
     return linalg::GenericOp::create(
                b, loc, TypeRange{outType}, ValueRange{indices},
                ValueRange{init}, maps, parallel(outRank),
                [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                 // Out-of-range indices are clamped into [0, dim - 1].
                  Value i = arith::IndexCastOp::create(
                      nb, nloc, nb.getIndexType(), args[0]);
-                 i = arith::MaxSIOp::create(nb, nloc, i, zero);
-                 i = arith::MinSIOp::create(nb, nloc, i, limit);
+                 if (!checked) {
+                   // Unchecked indices are clamped into [0, dim - 1].
+                   i = arith::MaxSIOp::create(nb, nloc, i, zero);
+                   i = arith::MinSIOp::create(nb, nloc, i, limit);
+                 }
                  SmallVector<Value> coords;
                  for (int64_t d = 0; d < pType.getRank(); ++d) {
                    if (d < axis)
@@ -95,6 +108,7 @@ struct ScatterOpLowering
     RankedTensorType rType = tensorTypeOf(ref);
     int64_t q = tensorTypeOf(indices).getRank(), rank = rType.getRank();
     bool add = scatter.getMode() == "add";
+    bool checked = scatter->hasAttr(kIndicesChecked);
     bool f = isFloat(rType.getElementType());
     Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
     Value limit = arith::SubIOp::create(b, loc, dimValue(b, loc, ref, 0), one);
@@ -113,8 +127,10 @@ struct ScatterOpLowering
               tensor::ExtractOp::create(nb, nl, indices, ivs.take_front(q));
           Value row =
               arith::IndexCastOp::create(nb, nl, nb.getIndexType(), raw);
-          row = arith::MaxSIOp::create(nb, nl, row, zero);
-          row = arith::MinSIOp::create(nb, nl, row, limit);
+          if (!checked) {
+            row = arith::MaxSIOp::create(nb, nl, row, zero);
+            row = arith::MinSIOp::create(nb, nl, row, limit);
+          }
           SmallVector<Value> dst = {row};
           llvm::append_range(dst, ivs.drop_front(q));
           Value u = tensor::ExtractOp::create(nb, nl, updates, ivs);
@@ -181,10 +197,115 @@ struct OneHotOpLowering
   }
 };
 
+/// The first offending element in row-major order: a reduction of
+/// `bad ? position : INT64_MAX` with min, then, when one was found, its value
+/// (read under an scf.if: the input may be empty).
+struct CheckRangeOpLowering
+    : public LowerOpPattern<est::CheckRangeOp, CheckRangeOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::CheckRangeOp check) {
+    Location loc = check.getLoc();
+    Value input = check.getInput();
+    RankedTensorType type = tensorTypeOf(input);
+    int64_t rank = type.getRank();
+    Type i64 = b.getI64Type();
+    MLIRContext *ctx = b.getContext();
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, input, d));
+    Value none = intConst(b, loc, i64, std::numeric_limits<int64_t>::max());
+    auto scalarType = RankedTensorType::get({}, i64);
+    Value init = filledTensor(b, loc, scalarType, {}, none);
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                   AffineMap::get(rank, 0, {}, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    Value lower = intConst(b, loc, i64, check.getLowerAttr().getInt());
+    Value upper = intConst(b, loc, i64, check.getUpperAttr().getInt());
+    auto toI64 = [&](OpBuilder &nb, Location nloc, Value v) {
+      return v.getType() == i64 ? v : arith::ExtSIOp::create(nb, nloc, i64, v);
+    };
+    Value first =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{scalarType}, ValueRange{input}, ValueRange{init},
+            maps, iterators,
+            [&](OpBuilder &nb, Location nloc, ValueRange args) {
+              Value v = toI64(nb, nloc, args[0]);
+              Value below = arith::CmpIOp::create(
+                  nb, nloc, arith::CmpIPredicate::slt, v, lower);
+              Value above = arith::CmpIOp::create(
+                  nb, nloc, arith::CmpIPredicate::sge, v, upper);
+              Value bad = arith::OrIOp::create(nb, nloc, below, above);
+              Value flat = indexConst(nb, nloc, 0);
+              for (int64_t d = 0; d < rank; ++d) {
+                flat = arith::MulIOp::create(nb, nloc, flat, dims[d]);
+                flat = arith::AddIOp::create(
+                    nb, nloc, flat, linalg::IndexOp::create(nb, nloc, d));
+              }
+              Value position = arith::IndexCastOp::create(nb, nloc, i64, flat);
+              Value candidate =
+                  arith::SelectOp::create(nb, nloc, bad, position, none);
+              linalg::YieldOp::create(
+                  nb, nloc,
+                  arith::MinSIOp::create(nb, nloc, args[1], candidate)
+                      .getResult());
+            })
+            .getResult(0);
+    Value position = tensor::ExtractOp::create(b, loc, first, ValueRange{});
+    Value failed =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, position, none);
+    auto ifOp = scf::IfOp::create(
+        b, loc, failed,
+        [&](OpBuilder &tb, Location tloc) {
+          // Row-major coordinates of `position`, last dim first.
+          Value rest =
+              arith::IndexCastOp::create(tb, tloc, tb.getIndexType(), position);
+          SmallVector<Value> coords(rank);
+          for (int64_t d = rank - 1; d >= 0; --d) {
+            coords[d] = arith::RemUIOp::create(tb, tloc, rest, dims[d]);
+            rest = arith::DivUIOp::create(tb, tloc, rest, dims[d]);
+          }
+          Value v = tensor::ExtractOp::create(tb, tloc, input, coords);
+          scf::YieldOp::create(tb, tloc, toI64(tb, tloc, v));
+        },
+        [&](OpBuilder &eb, Location eloc) {
+          scf::YieldOp::create(eb, eloc, intConst(eb, eloc, i64, 0));
+        });
+    est::CheckFailIfOp::create(b, loc, failed, position, ifOp.getResult(0),
+                               check.getCheckAttr() ? check.getCheckAttr()
+                                                    : b.getI64IntegerAttr(-1));
+    return input;
+  }
+};
+
 } // namespace
+
+void mlir::est::markCheckedIndices(Operation *root) {
+  auto checkedRows = [](Value indices, Value rows, int64_t axis) {
+    auto check = indices.getDefiningOp<est::CheckRangeOp>();
+    auto type = cast<RankedTensorType>(rows.getType());
+    return check && check.getLowerAttr().getInt() == 0 &&
+           !type.isDynamicDim(axis) &&
+           check.getUpperAttr().getInt() == type.getDimSize(axis);
+  };
+  root->walk([&](Operation *op) {
+    bool checked = false;
+    if (auto gather = dyn_cast<est::GatherOp>(op)) {
+      int64_t axis = gather.getAxis();
+      if (axis < 0)
+        axis += tensorTypeOf(gather.getParams()).getRank();
+      checked = checkedRows(gather.getIndices(), gather.getParams(), axis);
+    } else if (auto scatter = dyn_cast<est::ScatterOp>(op)) {
+      checked = checkedRows(scatter.getIndices(), scatter.getRef(), 0);
+    }
+    if (checked)
+      op->setAttr(kIndicesChecked, UnitAttr::get(op->getContext()));
+  });
+}
 
 void mlir::est::populateEstToLinalgIndexingPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<GatherOpLowering, ScatterOpLowering, OneHotOpLowering>(
-      patterns.getContext());
+  patterns.add<GatherOpLowering, ScatterOpLowering, OneHotOpLowering,
+               CheckRangeOpLowering>(patterns.getContext());
 }

@@ -39,6 +39,11 @@ void populateEstToLinalgLinearAlgebraPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgWindowPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgShapePatterns(RewritePatternSet &patterns);
 void populateEstToLinalgIndexingPatterns(RewritePatternSet &patterns);
+/// Marks every est.gather and est.scatter under `root` whose indices come
+/// from an est.check_range of exactly their row range, so that their
+/// lowerings do not clamp them. Runs before the patterns, which erase the
+/// checks.
+void markCheckedIndices(Operation *root);
 void populateEstToLinalgRandomPatterns(RewritePatternSet &patterns);
 
 /// Every family's patterns: what convert-est-to-linalg applies.

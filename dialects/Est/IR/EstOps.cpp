@@ -310,6 +310,7 @@ EST_INFER_SAME(EluOp)
 EST_INFER_SAME(SoftplusOp)
 EST_INFER_SAME(LogicalNotOp)
 EST_INFER_SAME(StopGradientOp)
+EST_INFER_SAME(CheckRangeOp)
 EST_INFER_SAME(ZerosLikeOp)
 EST_INFER_SAME(OnesLikeOp)
 #undef EST_INFER_SAME
@@ -713,6 +714,13 @@ EST_INFER(MinimizeOp) {
 //===----------------------------------------------------------------------===//
 // Verifiers and symbol uses.
 //===----------------------------------------------------------------------===//
+
+LogicalResult CheckRangeOp::verify() {
+  if (getLowerAttr().getInt() >= getUpperAttr().getInt())
+    return emitOpError("range [") << getLowerAttr().getInt() << ", "
+                                  << getUpperAttr().getInt() << ") is empty";
+  return success();
+}
 
 LogicalResult VariableOp::verify() {
   auto type = cast<RankedTensorType>(getType());

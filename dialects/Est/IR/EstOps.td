@@ -662,6 +662,54 @@ def Est_StopGradientOp
   }];
 }
 
+def Est_CheckRangeOp
+    : Est_InferOp<"check_range", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Run-time check that every element is in [lower, upper)";
+  let description = [{
+    Forwards `input` when every element `v` has `lower <= v < upper`. When
+    one does not, the step stops before any variable is updated and the
+    runtime raises one error naming the op's node, `what` ("label", "id",
+    ...), the first offending value and its position:
+    `node 'loss' : label 3 at batch row 17 is outside [0, 3)`.
+
+    `est-insert-runtime-checks` adds these on the labels of
+    `est.sparse_softmax_cross_entropy` and the indices of `est.gather` and
+    `est.scatter`, moves every check to right after the definition of its
+    input (before any variable update of the step), and numbers them
+    (`check`, an index into the module's `estc.runtime_checks` table). The
+    memory effect keeps the check from being erased, merged or moved.
+
+    ```mlir
+    %l = est.check_range %labels {lower = 0 : i64, upper = 3 : i64, what = "label"} : tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Est_IndexTensor:$input, I64Attr:$lower, I64Attr:$upper,
+                       StrAttr:$what, OptionalAttr<I64Attr>:$check);
+  let results = (outs Est_IndexTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Est_CheckFailIfOp : Est_Op<"check_fail_if", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Ends the step with run-time check `check` failed";
+  let description = [{
+    What `est.check_range` lowers to, on scalars so that it passes through
+    bufferization and the loop passes unchanged: when `failed` is true, the
+    function records (`check`, `position`, `value`) in its status slot (at
+    byte `estc.status_offset` of the arena, placed by est-memory-planning)
+    and returns at once. `est-lower-runtime-checks` expands it into that
+    branch, stores and `func.return` once the function body is in
+    `cf` form. `position` is the flat (row-major) index of the offending
+    element, `value` its value.
+
+    ```mlir
+    est.check_fail_if %failed, %position, %value {check = 0 : i64}
+    ```
+  }];
+  let arguments = (ins I1:$failed, I64:$position, I64:$value, I64Attr:$check);
+  let assemblyFormat = "$failed `,` $position `,` $value attr-dict";
+}
+
 class Est_FillLikeOp<string mnemonic, string value>
     : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
   let summary = "A tensor of " # value # "s shaped like `x`";

@@ -1,0 +1,1 @@
+// The translation unit that builds cmake/MlirPch.h's precompiled header.
