@@ -245,7 +245,7 @@ TEST(RuntimeChecksTest, EstimatorTrainingStopsOnTheFirstBadBatch) {
   } catch (const rt::InvalidArgumentError &e) {
     EXPECT_STREQ(e.what(), "node 'train/sparse_softmax_cross_entropy_loss/"
                            "SparseSoftmaxCrossEntropy' : label 3 at batch "
-                           "row 1 is outside [0, 3)"));
+                           "row 1 is outside [0, 3)");
   }
   ASSERT_FALSE(beforeFailedStep.empty());
   EXPECT_EQ(filesOf(dir), beforeFailedStep)
