@@ -340,10 +340,15 @@ Metric meanError(const Builder &b, Tensor labels, Tensor predictions,
 }
 
 /// Class ids, flattened, as i64; checks num_classes.
-Tensor flatClassIds(const Builder &b, const Tensor &ids, const char *what) {
+/// `ids` as int64 [N], checked at run time to be in [0, num_classes), as
+/// TF's confusion_matrix asserts (InvalidArgumentError otherwise).
+Tensor flatClassIds(const Builder &b, const Tensor &ids, const char *what,
+                    int64_t num_classes) {
   b.requireInteger(ids, what);
   Tensor flat = ids.rank() == 1 ? ids : reshape(ids, {-1});
-  return flat.dtype() == DType::Int64 ? flat : cast(flat, DType::Int64);
+  flat = flat.dtype() == DType::Int64 ? flat : cast(flat, DType::Int64);
+  std::string kind = std::string(what) == "labels" ? "label" : "prediction";
+  return check_range(flat, 0, num_classes, kind, what);
 }
 
 void requireNumClasses(const Builder &b, int64_t num_classes) {
@@ -658,8 +663,8 @@ Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
   Tensor l = labels, p = predictions;
   b.alignLabels(l, p);
   Tensor w = b.weightsFor(l, weights);
-  Tensor ids = flatClassIds(b, l, "labels");
-  Tensor predIds = flatClassIds(b, p, "predictions");
+  Tensor ids = flatClassIds(b, l, "labels", num_classes);
+  Tensor predIds = flatClassIds(b, p, "predictions", num_classes);
   Variable total = b.state("total", {num_classes});
   Variable count = b.state("count", {num_classes});
   Tensor onehot = one_hot(ids, num_classes); // [N, C] f32
@@ -690,8 +695,8 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
   Tensor l = labels, p = predictions;
   b.alignLabels(l, p);
   Tensor w = b.weightsFor(l, weights);
-  Tensor ids = flatClassIds(b, l, "labels");
-  Tensor predIds = flatClassIds(b, p, "predictions");
+  Tensor ids = flatClassIds(b, l, "labels", num_classes);
+  Tensor predIds = flatClassIds(b, p, "predictions", num_classes);
   Variable cm = b.state("total_confusion_matrix", {num_classes, num_classes},
                         DType::Float64);
   Tensor labelOneHot = one_hot(ids, num_classes); // [N, C]

@@ -134,8 +134,10 @@ Metric mean_absolute_error(const Tensor &labels, const Tensor &predictions,
                            const std::string &name = "");
 
 /// Mean over all `num_classes` classes of the per-class accuracy (a class
-/// never seen contributes 0, as in TF). Integer class ids; ids outside
-/// [0, num_classes) count for no class. State: "<name>/total" (examples per
+/// never seen contributes 0, as in TF). Integer class ids; an id outside
+/// [0, num_classes) stops the step with rt::InvalidArgumentError (TF's
+/// confusion_matrix asserts the same; a check_range node "labels" /
+/// "predictions"). State: "<name>/total" (examples per
 /// class) and "<name>/count" (correct per class); default name
 /// "mean_accuracy".
 Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
@@ -143,8 +145,9 @@ Metric mean_per_class_accuracy(const Tensor &labels, const Tensor &predictions,
                                const std::string &name = "");
 
 /// Mean intersection-over-union over the classes that occur in labels or
-/// predictions. State: "<name>/total_confusion_matrix" (f64, [num_classes,
-/// num_classes], rows = labels).
+/// predictions. Class ids are checked as for mean_per_class_accuracy. State:
+/// "<name>/total_confusion_matrix" (f64, [num_classes, num_classes], rows =
+/// labels).
 Metric mean_iou(const Tensor &labels, const Tensor &predictions,
                 int64_t num_classes, const Tensor &weights = {},
                 const std::string &name = "");

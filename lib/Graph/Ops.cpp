@@ -518,6 +518,19 @@ Tensor scatter_update(const Tensor &ref, const Tensor &indices,
   return scatter("update", "ScatterUpdate", ref, indices, updates, name);
 }
 
+Tensor check_range(const Tensor &x, int64_t lower, int64_t upper,
+                   const std::string &what, const std::string &name) {
+  OpBuilder o(nullptr, "check_range", name, "CheckRange", {x});
+  o.requireInteger(0);
+  if (lower >= upper)
+    o.fail("range [" + std::to_string(lower) + ", " + std::to_string(upper) +
+           ") is empty");
+  return o.finish(x.dtype(), x.shape(),
+                  {{"lower", attr_i(lower)},
+                   {"upper", attr_i(upper)},
+                   {"what", attr_s(what)}});
+}
+
 Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
                double off_value, int64_t axis, DType dtype,
                const std::string &name) {

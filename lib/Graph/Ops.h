@@ -148,6 +148,17 @@ Tensor scatter_add(const Tensor &ref, const Tensor &indices,
                    const Tensor &updates, const std::string &name = "");
 Tensor scatter_update(const Tensor &ref, const Tensor &indices,
                       const Tensor &updates, const std::string &name = "");
+/// A run-time check (tf.debugging.assert_greater_equal + assert_less on
+/// class ids): forwards integer `x` when every element is in
+/// [lower, upper); otherwise the compiled step stops before any variable
+/// update and raises rt::InvalidArgumentError naming this node, `what`
+/// ("label", "id", ...), the first offending value and its position:
+/// `node 'mean_iou/labels' : label 4 at batch row 2 is outside [0, 3)`.
+/// The compiler adds the same check itself to sparse softmax cross-entropy
+/// labels and gather/scatter indices (est-insert-runtime-checks).
+Tensor check_range(const Tensor &x, int64_t lower, int64_t upper,
+                   const std::string &what = "value",
+                   const std::string &name = "");
 Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
                double off_value = 0.0, int64_t axis = -1,
                DType dtype = DType::Float32, const std::string &name = "");

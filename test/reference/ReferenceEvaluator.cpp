@@ -1312,6 +1312,18 @@ const std::map<std::string, Kernel> &kernels() {
     t["softmax_cross_entropy"] = softmaxCrossEntropy;
     t["sparse_softmax_cross_entropy"] = sparseSoftmaxCrossEntropy;
     t["sigmoid_cross_entropy"] = sigmoidCrossEntropy;
+    t["check_range"] = [](const OpContext &c) {
+      c.expectInputs(1, 1);
+      const Value &x = c.input(0);
+      int64_t lower = c.getInt("lower"), upper = c.getInt("upper");
+      for (size_t i = 0; i < x.data.size(); ++i)
+        if (x.data[i] < double(lower) || x.data[i] >= double(upper))
+          c.error(c.getString("what") + " " +
+                  std::to_string(static_cast<int64_t>(x.data[i])) +
+                  " at flat index " + std::to_string(i) + " is outside [" +
+                  std::to_string(lower) + ", " + std::to_string(upper) + ")");
+      return x;
+    };
     t["stop_gradient"] = [](const OpContext &c) {
       c.expectInputs(1, 1);
       return c.input(0);
