@@ -109,3 +109,19 @@ func.func @unknown(%arena: memref<?xi8>, %x: memref<?xf32>, %i: index) {
   "test.use"(%a) : (memref<?xf32>) -> ()
   return
 }
+
+// -----
+
+// A function with run-time checks gets a 64-byte status slot after its
+// static buffers: [S, P, status offset].
+// CHECK-LABEL: module attributes {estc.arena = {checked = array<i64: 128, 0, 64>}}
+// CHECK: func.func @checked({{.*}} attributes {estc.arena_bytes_batch128 = 128 : i64, estc.status_offset = 64 : i64}
+module {
+  func.func @checked(%arena: memref<?xi8>, %x: memref<4xf32>, %b: i1, %v: i64) {
+    %a = memref.alloc() : memref<4xf32>
+    memref.copy %x, %a : memref<4xf32> to memref<4xf32>
+    est.check_fail_if %b, %v, %v {check = 0 : i64}
+    memref.copy %a, %x : memref<4xf32> to memref<4xf32>
+    return
+  }
+}
