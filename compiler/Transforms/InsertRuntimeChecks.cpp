@@ -11,10 +11,13 @@
 // (for a dynamic dim the index is clamped instead, as before), plus the
 // checks the graph asked for itself (lib/Graph's check_range: the metrics'
 // class ids). Every check then moves to right after the definition of its
-// input, so it runs before any variable update the step makes that does not
-// feed it, and is numbered: attribute `check`, an index into the module's
-// `estc.runtime_checks` table of {node, what, lower, upper, shape}, which
-// the manifest carries to the runtime for its error messages.
+// input and, when that is after a variable update (a metric's update before
+// another metric's predictions), above the first update together with the
+// ops it depends on: it runs before any variable update of the step. (A
+// check that depends on a variable updated before it stays, with a
+// warning.) The checks are numbered: attribute `check`, an index into the
+// module's `estc.runtime_checks` table of {node, what, lower, upper, shape},
+// which the manifest carries to the runtime for its error messages.
 //
 // A module with the unit attribute `estc.runtime_checks_disabled` (estc
 // --runtime-checks=false) gets no checks: existing ones are erased.
@@ -24,8 +27,10 @@
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstOps.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace est {
@@ -72,6 +77,58 @@ std::optional<int64_t> staticDim(Value value, int64_t dim) {
   if (!type || dim < 0 || dim >= type.getRank() || type.isDynamicDim(dim))
     return std::nullopt;
   return type.getDimSize(dim);
+}
+
+/// Moves `check`, and the ops of its block it depends on, above the block's
+/// first variable update (est.assign_variable, est.minimize,
+/// est.apply_gradients) when it comes after one, so that a failed check
+/// leaves every variable as it was. Not done (false) when the check depends
+/// on a variable updated before it or on another update.
+bool hoistAboveUpdates(CheckRangeOp check) {
+  Block *block = check->getBlock();
+  auto isUpdate = [](Operation *op) {
+    return isa<AssignVariableOp, MinimizeOp, ApplyGradientsOp>(op);
+  };
+  Operation *firstUpdate = nullptr;
+  for (Operation &op : *block) {
+    if (&op == check.getOperation())
+      return true;
+    if (isUpdate(&op)) {
+      firstUpdate = &op;
+      break;
+    }
+  }
+  if (!firstUpdate)
+    return true;
+  llvm::StringSet<> updated;
+  bool updatesAll = false; // est.minimize / apply_gradients: every trainable
+  for (Operation *op = firstUpdate; op != check.getOperation();
+       op = op->getNextNode()) {
+    if (auto assign = dyn_cast<AssignVariableOp>(op))
+      updated.insert(assign.getVariable());
+    else if (isUpdate(op))
+      updatesAll = true;
+  }
+  BackwardSliceOptions options;
+  options.omitBlockArguments = true;
+  options.filter = [&](Operation *op) { return op->getBlock() == block; };
+  SetVector<Operation *> slice;
+  (void)getBackwardSlice(check.getOperation(), &slice, options);
+  for (Operation *op : slice) {
+    if (op->isBeforeInBlock(firstUpdate))
+      continue;
+    if (auto read = dyn_cast<ReadVariableOp>(op)) {
+      if (updatesAll || updated.contains(read.getVariable()))
+        return false;
+    } else if (isUpdate(op)) {
+      return false;
+    }
+  }
+  for (Operation *op : slice) // topologically sorted
+    if (firstUpdate->isBeforeInBlock(op))
+      op->moveBefore(firstUpdate);
+  check->moveBefore(firstUpdate);
+  return true;
 }
 
 struct InsertRuntimeChecks
@@ -127,6 +184,10 @@ struct InsertRuntimeChecks
         check->moveAfter(input.getDefiningOp());
       lastPlaced[key] = check;
     }
+    for (CheckRangeOp check : checks)
+      if (!hoistAboveUpdates(check))
+        check.emitWarning("run-time check after a variable update it "
+                          "depends on: a failed check leaves that update");
     checks.clear();
     module.walk([&](CheckRangeOp check) { checks.push_back(check); });
 

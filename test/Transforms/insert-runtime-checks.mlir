@@ -48,3 +48,26 @@ module attributes {estc.runtime_checks_disabled} {
     return %loss : tensor<?xf32>
   }
 }
+
+// -----
+
+// A check computed after a variable update (one metric's update before
+// another metric's check of its predictions) moves above the first update,
+// with the ops it depends on; the update stays after it.
+// CHECK-LABEL: func.func @h(
+// CHECK: est.read_variable @total
+// CHECK: %[[P:.*]] = est.argmax
+// CHECK-NEXT: est.check_range %[[P]] {check = 0 : i64
+// CHECK-NEXT: est.assign_variable @total
+module {
+  est.variable @total : tensor<f32> {initializer = #est.init<"zeros">, local}
+  func.func @h(%logits: tensor<?x3xf32>) -> tensor<?xi64> {
+    %t = est.read_variable @total : tensor<f32>
+    %one = est.constant dense<1.0> : tensor<f32>
+    %n = est.add %t, %one : tensor<f32>, tensor<f32> -> tensor<f32>
+    est.assign_variable @total, %n : tensor<f32>
+    %p = est.argmax %logits {axis = 1 : i64, output_type = i64} : tensor<?x3xf32> -> tensor<?xi64>
+    %c = est.check_range %p {lower = 0 : i64, upper = 3 : i64, what = "prediction"} : tensor<?xi64>
+    return %c : tensor<?xi64>
+  }
+}
