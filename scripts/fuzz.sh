@@ -118,7 +118,7 @@ for t in "${targets[@]}"; do
   if ((rc != 0 || ${#found[@]} > 0)); then
     status=1
     echo "fuzz.sh: $t: FAILED (exit $rc); log: ${logs[*]}"
-    grep -h -A 12 -E '^==[0-9]+==ERROR|runtime error:|estc fuzz:|ALARM|out-of-memory' \
+    grep -a -h -A 12 -E '^==[0-9]+==ERROR|runtime error:|estc fuzz:|ALARM|out-of-memory' \
       "${logs[@]}" | head -n 40 || true
     for f in "${found[@]}"; do
       echo "fuzz.sh: $t: reproducer: $f"

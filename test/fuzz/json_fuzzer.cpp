@@ -1,9 +1,9 @@
 //===- json_fuzzer.cpp - The strict JSON parser (lib/Support/Json) -------===//
 //
 // json::parse reads safetensors headers and TF_CONFIG. The documented
-// failure is json::ParseError ("at byte N: <problem>"). A value that parses
-// must write back (strings through json::quote) to text that parses to the
-// same value, and asNonNegativeInt must agree with the number's text.
+// failure is json::ParseError, one line "at byte N: <problem>". A value that
+// parses must write back (strings through json::quote) to text that parses to
+// the same value, and asNonNegativeInt must agree with the number's text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,8 +74,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   try {
     value = json::parse(text);
   } catch (const json::ParseError &e) {
-    if (std::string(e.what()).rfind("at byte ", 0) != 0)
-      die(std::string("ParseError without its position: ") + e.what());
+    std::string what = e.what();
+    if (what.rfind("at byte ", 0) != 0)
+      die("ParseError without its position: " + what);
+    if (what.find_first_of("\n\r") != std::string::npos)
+      die("ParseError is not one line: " + what);
     return 0;
   }
   checkNumbers(value);

@@ -2,7 +2,8 @@
 //
 // RunConfig::from_tf_config reads TF_CONFIG (JSON) as RunConfig's
 // constructor reads the environment variable. The documented failure is
-// std::invalid_argument ("RunConfig: ..."); no other exception may escape.
+// std::invalid_argument, one line "RunConfig: ..."; no other exception may
+// escape.
 // A configuration that reads must be consistent: the task is a job of the
 // cluster (its index in range) unless it is an evaluator or local.
 //
@@ -24,8 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   try {
     config = RunConfig::from_tf_config(text);
   } catch (const std::invalid_argument &e) {
-    if (std::string(e.what()).rfind("RunConfig: ", 0) != 0)
-      die(std::string("error not from RunConfig: ") + e.what());
+    std::string what = e.what();
+    if (what.rfind("RunConfig: ", 0) != 0)
+      die("error not from RunConfig: " + what);
+    if (what.find_first_of("\n\r") != std::string::npos)
+      die("error is not one line: " + what);
     return 0;
   }
   const estimator::ClusterSpec &cluster = config->cluster_spec();
