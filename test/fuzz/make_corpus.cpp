@@ -100,6 +100,10 @@ void events(const std::string &out) {
   writer.add_event(histogram);
   writer.close();
   copyTo(writer.path(), out + "/event_file/events.out.tfevents.scalars");
+  // What a writer leaves before its first summary: the file_version record.
+  summary::SummaryWriter empty(scratchDir("empty"), [] { return 1.5; });
+  empty.close();
+  copyTo(empty.path(), out + "/event_file/events.out.tfevents.version_only");
 }
 
 void graphs(const std::string &out) {
