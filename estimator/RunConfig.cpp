@@ -6,6 +6,7 @@
 #include "lib/Support/Json.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -14,8 +15,22 @@ namespace estimator {
 
 namespace {
 
+// The error names TF_CONFIG's keys and values; their control characters
+// are escaped (\n, \x01) so that it stays one line.
 [[noreturn]] void fail(const std::string &message) {
-  throw std::invalid_argument("RunConfig: " + message);
+  std::string line = "RunConfig: ";
+  for (unsigned char c : message) {
+    if (c == '\n') {
+      line += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      line += buf;
+    } else {
+      line += static_cast<char>(c);
+    }
+  }
+  throw std::invalid_argument(line);
 }
 
 const char *kSaveCkptError =

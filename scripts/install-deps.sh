@@ -15,6 +15,9 @@ PACKAGES=(
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).
 if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev libopenblas0-pthread); fi
 if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist); fi
+# clang and its compiler-rt (libFuzzer, sanitizers) for the fuzz preset
+# (docs/fuzzing.md).
+if [[ " $* " == *" --fuzz "* ]]; then PACKAGES+=(clang-22 libclang-rt-22-dev); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -181,14 +181,38 @@ std::optional<int64_t> parseInt64(const std::string &s) {
     return std::nullopt;
   int64_t v = 0;
   for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9')
+    if (s[i] < '0' || s[i] > '9' || __builtin_mul_overflow(v, 10, &v) ||
+        __builtin_add_overflow(v, s[i] - '0', &v))
       return std::nullopt;
-    v = v * 10 + (s[i] - '0');
   }
   return s[0] == '-' ? -v : v;
 }
 
-std::string quoted(const std::string &name) { return "'" + name + "'"; }
+// Text from the file (tensor names, metadata keys) with its control
+// characters escaped (\n, \x01): an error stays one line whatever the file
+// holds.
+std::string printable(const std::string &text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
+std::string quoted(const std::string &name) {
+  return "'" + printable(name) + "'";
+}
 } // namespace
 
 CheckpointReader::CheckpointReader(const std::string &path) {
@@ -200,7 +224,7 @@ CheckpointReader::CheckpointReader(const std::string &path) {
                           ": is a directory, expected a checkpoint file");
   const std::string &f = path_;
   auto fail = [&f](const std::string &what) -> CheckpointError {
-    return CheckpointError(f + ": " + what);
+    return CheckpointError(f + ": " + printable(what));
   };
 
   Fd fd(path_);
@@ -283,13 +307,17 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     if (!shape->isArray())
       throw fail(where + "shape is not an array");
     uint64_t bytes = dtype_size(*dt);
+    // The element count (VariableSpec::num_elements, in int64, dimension by
+    // dimension) must not overflow either, even when a later 0 makes it 0.
+    int64_t elements = 1;
     for (const json::Value &d : shape->items) {
       std::optional<int64_t> n = d.asNonNegativeInt();
       if (!n)
         throw fail(where +
                    "shape has a dimension that is not a non-negative integer");
       spec.shape.push_back(*n);
-      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(*n), &bytes))
+      if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(*n), &bytes) ||
+          __builtin_mul_overflow(elements, *n, &elements))
         throw fail(where + "shape " + spec.str() + " is too large");
     }
     std::optional<int64_t> begin, end;

@@ -135,8 +135,9 @@ IdxArray read_idx(const std::string &path) {
   for (int i = 0; i < rank; ++i) {
     uint64_t d = bigEndian(p + 4 + 4 * i, 4);
     array.dims.push_back(static_cast<int64_t>(d));
-    count *= d;
-    if (count > (uint64_t{1} << 40))
+    // Checked at every step: a product that wraps past 2^64 (to 0, say)
+    // would pass a check made at the end.
+    if (__builtin_mul_overflow(count, d, &count) || count > (uint64_t{1} << 40))
       fail(path, "IDX dimensions too large");
   }
   uint64_t expected = header + count * static_cast<uint64_t>(width);

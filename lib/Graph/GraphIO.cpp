@@ -4,6 +4,7 @@
 
 #include "lib/Support/TextProto.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace estc {
 namespace graph {
@@ -21,6 +23,69 @@ namespace {
 bool endsWith(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// RFC 3629 UTF-8, as protobuf checks proto3 strings.
+bool isUtf8(const std::string &s) {
+  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+  size_t n = s.size(), i = 0;
+  auto continuation = [&](size_t k, unsigned char lo = 0x80,
+                          unsigned char hi = 0xBF) {
+    return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
+  };
+  while (i < n) {
+    unsigned char c = p[i];
+    size_t len = 0;
+    if (c < 0x80)
+      len = 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+      len = continuation(1) ? 2 : 0;
+    else if (c >= 0xE0 && c <= 0xEF)
+      len = continuation(1, c == 0xE0 ? 0xA0 : 0x80, c == 0xED ? 0x9F : 0xBF) &&
+                    continuation(2)
+                ? 3
+                : 0;
+    else if (c >= 0xF0 && c <= 0xF4)
+      len = continuation(1, c == 0xF0 ? 0x90 : 0x80, c == 0xF4 ? 0x8F : 0xBF) &&
+                    continuation(2) && continuation(3)
+                ? 4
+                : 0;
+    if (len == 0)
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+// The first string field of `m` (recursively, map keys and values
+// included) that is not UTF-8, as "signature.key"; "" when there is none.
+// The binary reader rejects such strings (proto3), the text parser does
+// not: a text graph must not hold what its binary form cannot.
+std::string firstNonUtf8Field(const google::protobuf::Message &m) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection *r = m.GetReflection();
+  std::vector<const FieldDescriptor *> fields;
+  r->ListFields(m, &fields);
+  for (const FieldDescriptor *f : fields) {
+    int count = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < count; ++i) {
+      if (f->type() == FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string &v =
+            f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                             : r->GetStringReference(m, f, &scratch);
+        if (!isUtf8(v))
+          return f->name();
+      } else if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
+        std::string inner =
+            firstNonUtf8Field(f->is_repeated() ? r->GetRepeatedMessage(m, f, i)
+                                               : r->GetMessage(m, f));
+        if (!inner.empty())
+          return f->name() + "." + inner;
+      }
+    }
+  }
+  return "";
 }
 } // namespace
 
@@ -35,6 +100,11 @@ bool parseGraph(const std::string &bytes, bool text, const std::string &what,
     std::string parseError;
     if (!parseTextProto(bytes, graph, parseError)) {
       error = what + ": not a valid text-format GraphDef: " + parseError;
+      return false;
+    }
+    if (std::string field = firstNonUtf8Field(graph); !field.empty()) {
+      error = what + ": not a valid text-format GraphDef: " + field +
+              " holds a string that is not UTF-8";
       return false;
     }
   } else {

@@ -30,6 +30,17 @@ const Value *Value::find(std::string_view key) const {
 namespace {
 constexpr int kMaxDepth = 32;
 
+// A character of the text in an error: itself when printable, else \xHH,
+// so that the error stays one line.
+std::string shown(char c) {
+  unsigned char u = static_cast<unsigned char>(c);
+  if (u >= 0x20 && u != 0x7f)
+    return std::string(1, c);
+  char buf[5];
+  std::snprintf(buf, sizeof buf, "\\x%02x", u);
+  return buf;
+}
+
 class Parser {
 public:
   explicit Parser(std::string_view s) : s(s) {}
@@ -122,7 +133,7 @@ private:
     } else if (s.substr(pos, 4) == "null") {
       pos += 4;
     } else {
-      fail(std::string("unexpected character '") + c + "'");
+      fail("unexpected character '" + shown(c) + "'");
     }
     return v;
   }
@@ -252,7 +263,7 @@ private:
         break;
       }
       default:
-        fail(std::string("bad escape '\\") + e + "'");
+        fail("bad escape '\\" + shown(e) + "'");
       }
     }
   }

@@ -345,6 +345,36 @@ TEST_F(CheckpointTest, InconsistentHeaders) {
               {"header does not start with '{'"});
 }
 
+// Found by fuzzing (test/fuzz/regressions/checkpoint).
+TEST_F(CheckpointTest, NamesFromTheFileKeepTheErrorOneLine) {
+  writeBytes(file("n.safetensors"), rawFile("{\"a\\nb\":0}", ""));
+  expectError([&] { CheckpointReader{file("n.safetensors")}; },
+              {"tensor 'a\\nb': header entry is not a JSON object"});
+}
+
+TEST_F(CheckpointTest, GlobalStepOutOfRangeIsAnError) {
+  // 19 digits overflowed int64 while parsing (undefined behaviour).
+  writeBytes(file("s.safetensors"),
+             rawFile("{\"__metadata__\":{\"format\":\"estc-checkpoint-1\","
+                     "\"global_step\":\"9999999999999999999\"}}",
+                     ""));
+  expectError([&] { CheckpointReader{file("s.safetensors")}; },
+              {"__metadata__ has no integer global_step"});
+}
+
+TEST_F(CheckpointTest, ElementCountOverflowIsAnError) {
+  // 2^32 x 2^31 x 0 booleans: 0 bytes, but the element count passes 2^63
+  // on the way (VariableSpec::num_elements overflowed).
+  writeBytes(file("e.safetensors"),
+             rawFile("{\"__metadata__\":{\"format\":\"estc-checkpoint-1\","
+                     "\"global_step\":\"1\",\"crc32c/a\":\"00000000\"},"
+                     "\"a\":{\"dtype\":\"BOOL\",\"shape\":[4294967296,"
+                     "2147483648,0],\"data_offsets\":[0,0]}}",
+                     ""));
+  expectError([&] { CheckpointReader{file("e.safetensors")}; },
+              {"tensor 'a': shape BOOL[4294967296,2147483648] is too large"});
+}
+
 TEST_F(CheckpointTest, MissingFileAndDirectory) {
   expectError(
       [&] { CheckpointReader{file("nope.safetensors")}; },

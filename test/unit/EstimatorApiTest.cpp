@@ -352,6 +352,12 @@ TEST(RunConfigTest, TfConfigErrorsAreTfs) {
       "RunConfig: model_dir provided in RunConfig construct, if set, "
       "must have the same value as the model_dir in TF_CONFIG "
       "(model_dir: /a, TF_CONFIG model_dir: /b)");
+  // Found by fuzzing (test/fuzz/regressions/tf_config): a name from
+  // TF_CONFIG with a newline made the error two lines.
+  EXPECT_EQ(
+      err(R"({"cluster": {"chief": ["h:1"]}, "task": {"type": "x\ny", "index": 0}})"),
+      "RunConfig: x\\ny is not a valid task_type in the cluster_spec (jobs: "
+      "chief; from TF_CONFIG)");
 }
 
 TEST(RunConfigTest, ReadsTheEnvironment) {

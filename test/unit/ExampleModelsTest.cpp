@@ -238,6 +238,19 @@ TEST(ExampleModelsGraphIO, Errors) {
   EXPECT_NE(error.find("line 1"), std::string::npos) << error;
   std::remove(text.c_str());
 
+  // Found by fuzzing (test/fuzz/regressions/graph_text): a text graph
+  // with a string that is not UTF-8 was accepted, though its binary form
+  // is not (proto3 strings); a carriage return in the text at fault made
+  // the error two lines.
+  EXPECT_FALSE(graph::parseGraph("version: 1 node { name: \"\\377\" }", true,
+                                 "u.pbtxt", g, error));
+  EXPECT_EQ(error, "u.pbtxt: not a valid text-format GraphDef: node.name "
+                   "holds a string that is not UTF-8");
+  EXPECT_FALSE(graph::parseGraph("version: 1\nnode \"a\rb\"\n", true,
+                                 "cr.pbtxt", g, error));
+  EXPECT_EQ(error, "cr.pbtxt: not a valid text-format GraphDef: line 2:6: "
+                   "Expected \"{\", found \"\"a\\x0db\"\".");
+
   EXPECT_FALSE(graph::parseGraph("", false, "empty.pb", g, error));
   EXPECT_NE(error.find("empty"), std::string::npos) << error;
   EXPECT_FALSE(graph::parseGraph("version: 99", true, "v.pbtxt", g, error));

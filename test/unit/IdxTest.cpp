@@ -128,6 +128,15 @@ TEST_F(IdxTest, BadFilesAreOneLineErrorsNamingTheFile) {
   }
 }
 
+// Found by fuzzing (test/fuzz/regressions/idx): 2^20 x 2^20 x 2^24
+// elements wrapped the 64-bit count to 0, so a 16-byte file read as an
+// empty array whose dimensions claim 2^64 elements.
+TEST_F(IdxTest, DimensionsWhoseProductWrapsAreTooLarge) {
+  std::string path =
+      write("wrap", header(0x08, {1u << 20, 1u << 20, 1u << 24}));
+  EXPECT_EQ(errorOf(path), path + ": IDX dimensions too large");
+}
+
 TEST_F(IdxTest, LoadMnistChecksRanksAndCounts) {
   writeGzip("t-images-idx3-ubyte.gz",
             header(0x08, {2, 1, 2}) + std::string("\x00\xFF\x80\x00", 4));

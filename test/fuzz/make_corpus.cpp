@@ -1,0 +1,187 @@
+//===- make_corpus.cpp - Writes the fuzz targets' seed files -------------===//
+//
+//   build-fuzz/bin/make_fuzz_corpus test/fuzz/corpus
+//
+// Writes the seeds of the targets whose files estc itself writes, with
+// estc's own writers: checkpoints (Saver), the state file, event files
+// (SummaryWriter), binary graphs (GraphIO, from corpus/graph_text/*.pbtxt),
+// and IDX files (the format's bytes; gzip through zlib). Deterministic:
+// fixed clocks and values, so rerunning it changes nothing. The JSON,
+// TF_CONFIG, flags and text-graph seeds are written by hand (real inputs
+// from the tests and docs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Graph/GraphIO.h"
+#include "lib/Summary/Summary.h"
+#include "lib/Support/FileIO.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <unistd.h>
+
+using namespace estc;
+
+namespace {
+
+// Where the writers write before the files are copied to fixed names;
+// removed at exit.
+const std::string &scratchRoot() {
+  static const std::string root =
+      "/tmp/estc-fuzz-corpus-" + std::to_string(::getpid());
+  return root;
+}
+
+std::string scratchDir(const std::string &name) {
+  std::string dir = scratchRoot() + "/" + name;
+  fileio::makeDirs(dir);
+  return dir;
+}
+
+void copyTo(const std::string &from, const std::string &to) {
+  fileio::writeFileAtomically(to, fileio::readFile(from));
+  std::cout << to << "\n";
+}
+
+void checkpoints(const std::string &out) {
+  std::string dir = scratchDir("ckpt");
+  train::SaverOptions options;
+  options.clock = [] { return 1700000000.0; };
+  options.max_to_keep = 2;
+  train::Saver saver(dir, options);
+  train::VariableMap vars;
+  vars["dense/kernel"] =
+      TensorValue::of<float>({2, 3}, {0.5f, -1.25f, 2, 0, 1e-3f, -7});
+  vars["dense/bias"] = TensorValue::of<float>({3}, {0.1f, 0.2f, 0.3f});
+  vars["dense/kernel/Adam"] = TensorValue::of<double>({2}, {1e-8, -2.5});
+  vars["embedding/ids"] = TensorValue::of<int32_t>({2, 2}, {0, 7, -1, 3});
+  vars["mask"] = TensorValue::of<bool>({3}, {true, false, true});
+  vars["half"] = TensorValue::from_bytes(DType::Float16, {2},
+                                         std::string("\x00\x3c\x00\xc0", 4));
+  vars["bhalf"] =
+      TensorValue::from_bytes(DType::BFloat16, {1}, std::string("\x80\x3f", 2));
+  vars["empty"] = TensorValue::of<float>({0, 4}, {});
+  saver.save(vars, 100);
+  copyTo(train::checkpoint_file(dir + "/model.ckpt-100"),
+         out + "/checkpoint/all_dtypes.safetensors");
+  saver.save({}, 200); // just global_step
+  copyTo(train::checkpoint_file(dir + "/model.ckpt-200"),
+         out + "/checkpoint/global_step_only.safetensors");
+  copyTo(dir + "/checkpoint", out + "/checkpoint_state/saver");
+}
+
+void events(const std::string &out) {
+  std::string dir = scratchDir("events");
+  summary::SummaryWriter writer(dir, [] { return 1700000000.25; });
+  writer.add_scalar("loss", 0.6931, 1);
+  writer.add_scalars({{"accuracy", 0.75}, {"auc", 0.8125}}, 100);
+  summary::Event graph;
+  graph.set_step(0);
+  graph.set_graph_def(std::string("\x08\x01", 2));
+  writer.add_event(graph);
+  summary::Event histogram;
+  histogram.set_step(100);
+  auto *value = histogram.mutable_summary()->add_value();
+  value->set_tag("dense/kernel");
+  value->mutable_metadata()->mutable_plugin_data()->set_plugin_name(
+      "histograms");
+  auto *histo = value->mutable_histo();
+  histo->set_min(-1);
+  histo->set_max(2);
+  histo->set_num(6);
+  histo->add_bucket_limit(0);
+  histo->add_bucket_limit(2);
+  histo->add_bucket(2);
+  histo->add_bucket(4);
+  writer.add_event(histogram);
+  writer.close();
+  copyTo(writer.path(), out + "/event_file/events.out.tfevents.scalars");
+  // What a writer leaves before its first summary: the file_version record.
+  summary::SummaryWriter empty(scratchDir("empty"), [] { return 1.5; });
+  empty.close();
+  copyTo(empty.path(), out + "/event_file/events.out.tfevents.version_only");
+}
+
+void graphs(const std::string &out) {
+  for (const char *name :
+       {"cycle", "constant", "local_variable", "signature_tensors"}) {
+    graph::GraphDef graph;
+    std::string error;
+    if (!graph::readGraph(out + "/graph_text/" + name + ".pbtxt", graph,
+                          error) ||
+        !graph::writeGraph(out + "/graph_binary/" + name + ".pb", graph, error))
+      throw std::runtime_error(error);
+    std::cout << out << "/graph_binary/" << name << ".pb\n";
+  }
+}
+
+std::string idx(uint8_t type, const std::vector<uint32_t> &dims,
+                const std::string &elements) {
+  std::string bytes{0, 0, static_cast<char>(type),
+                    static_cast<char>(dims.size())};
+  for (uint32_t d : dims)
+    for (int shift = 24; shift >= 0; shift -= 8)
+      bytes.push_back(static_cast<char>(d >> shift));
+  return bytes + elements;
+}
+
+void writeGzip(const std::string &path, const std::string &bytes) {
+  gzFile f = gzopen(path.c_str(), "wb9");
+  if (!f ||
+      gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) !=
+          static_cast<int>(bytes.size()) ||
+      gzclose(f) != Z_OK)
+    throw std::runtime_error(path + ": cannot write");
+  std::cout << path << "\n";
+}
+
+void idxFiles(const std::string &out) {
+  // MNIST-like: 2 images of 4x4 u8 pixels and their labels.
+  std::string pixels;
+  for (int i = 0; i < 32; ++i)
+    pixels.push_back(static_cast<char>(i * 8));
+  fileio::writeFileAtomically(out + "/idx/images-idx3-ubyte",
+                              idx(0x08, {2, 4, 4}, pixels));
+  writeGzip(out + "/idx/labels-idx1-ubyte.gz", idx(0x08, {2}, "\x07\x02"));
+  // The other element types, big-endian.
+  fileio::writeFileAtomically(out + "/idx/i16-idx2",
+                              idx(0x0B, {2, 2},
+                                  std::string("\x00\x01\xff\xfe"
+                                              "\x7f\xff\x80\x00",
+                                              8)));
+  fileio::writeFileAtomically(
+      out + "/idx/f32-idx1",
+      idx(0x0D, {2}, std::string("\x3f\x80\x00\x00\xc0\x49\x0f\xdb", 8)));
+  writeGzip(out + "/idx/f64-idx1.gz",
+            idx(0x0E, {1}, std::string("\x40\x09\x21\xfb\x54\x44\x2d\x18", 8)));
+  std::cout << out << "/idx/ (3 plain files)\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::cerr << "usage: make_fuzz_corpus test/fuzz/corpus\n";
+    return 2;
+  }
+  std::string out = argv[1];
+  try {
+    for (const char *target : {"checkpoint", "checkpoint_state", "event_file",
+                               "graph_binary", "idx"})
+      fileio::makeDirs(out + "/" + target);
+    checkpoints(out);
+    events(out);
+    graphs(out);
+    idxFiles(out);
+  } catch (const std::exception &e) {
+    std::cerr << "make_fuzz_corpus: error: " << e.what() << "\n";
+    std::filesystem::remove_all(scratchRoot());
+    return 1;
+  }
+  std::filesystem::remove_all(scratchRoot());
+  return 0;
+}
