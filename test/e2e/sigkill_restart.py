@@ -33,8 +33,8 @@ sized from the uninterrupted run's timings:
                the end of the save
   events       right after the k-th write to an event file
   evaluation   after the k-th saved checkpoint, within an evaluation's time
-  anytime      from the spawn, uniform over the part of the uninterrupted
-               run's duration still to go
+  anytime      from the spawn, uniform over 90% of what the uninterrupted
+               run takes for the steps still to go
 
 The seed (printed; --seed or ESTC_KILL_SEED) fixes the plan: the phase,
 trigger count and delay of every kill. The instants themselves also depend
@@ -363,32 +363,52 @@ def draw_trigger(phase, rng, timings, left):
         return Trigger(phase, "line", rng.uniform(0, timings.evaluation),
                        pattern=SAVE_END_LINE, k=rng.randint(1, 3))
     if phase == "anytime":
-        return Trigger(phase, "start", rng.uniform(0, left * timings.total))
+        return Trigger(phase, "start",
+                       rng.uniform(0, 0.9 * left * timings.total))
     raise ValueError(phase)
 
 
 def landed_in(attempt):
     """Where the kill actually landed, from the trace up to the kill: the
-    phase, plus what the trainer was writing."""
-    state = "startup"
-    writing = None
+    phase (from the log lines) and, from model_dir's file events, which step
+    of a checkpoint save, or whether a checkpoint was being read or an event
+    file had just been written."""
+    phase, save_step, last_file = "startup", None, None
     for t, kind, detail in attempt.trace:
         if t > attempt.kill_time:
             break
         if kind == "line":
-            if STEP_LINE.search(detail):
-                state = "step"
+            if STEP_LINE.search(detail) or EVAL_END_LINE.search(detail):
+                phase = "step"
             elif SAVE_BEGIN_LINE.search(detail):
-                state = "checkpoint"
+                phase, save_step = "checkpoint", "before its data file"
             elif SAVE_END_LINE.search(detail):
-                state = "evaluation"
-            elif EVAL_END_LINE.search(detail):
-                state = "step"
-        else:
-            writing = (t, detail)
-    if writing and attempt.kill_time - writing[0] < 0.002:
-        return "%s (%s %s)" % (state, writing[1][0], writing[1][2])
-    return state
+                phase = "evaluation"
+            continue
+        what, _, name = detail
+        last_file = (t, what, name)
+        if phase != "checkpoint":
+            continue
+        if CKPT_TEMP.match(name):
+            save_step = ("writing the data file" if what in ("create", "open")
+                         else "data written, before its rename")
+        elif CKPT_FILE.match(name) and what == "moved_to":
+            save_step = "data file renamed, before the state file"
+        elif STATE_TEMP.match(name):
+            save_step = "writing the state file"
+        elif name == "checkpoint" and what == "moved_to":
+            save_step = "state file renamed, before deleting the oldest"
+        elif CKPT_FILE.match(name) and what == "delete":
+            save_step = "oldest deleted"
+    if phase == "checkpoint":
+        return "checkpoint: " + save_step
+    if last_file and attempt.kill_time - last_file[0] < 0.002:
+        _, what, name = last_file
+        if EVENT_FILE.match(name) and what == "modify":
+            return phase + ": just after an event-file write"
+        if CKPT_FILE.match(name) and what in ("open", "close_nowrite"):
+            return phase + ": reading a checkpoint"
+    return phase
 
 
 # --- Checks -----------------------------------------------------------------
@@ -624,6 +644,7 @@ def main():
             phases += batch
         phases = phases[:planned]
         killed_files = set()
+        seen_notes = set()
         attempt_number = 0
         while True:
             attempt_number += 1
@@ -656,8 +677,10 @@ def main():
             kills += 1
             spot = landed_in(attempt)
             landed[spot] = landed.get(spot, 0) + 1
-            for kind, _ in notes:
-                left[kind] = left.get(kind, 0) + 1
+            for kind, detail in notes:
+                if detail not in seen_notes:
+                    left[kind] = left.get(kind, 0) + 1
+            seen_notes = {detail for _, detail in notes}
             print("kill %d: %s at %.3f s, landed in %s; latest checkpoint %s%s"
                   % (kills, where, attempt.kill_time, spot, latest,
                      "; left " + ", ".join(d for _, d in notes)
@@ -677,8 +700,9 @@ def main():
                "; TensorBoard reads all %d event files" % tb if tb else ""),
               flush=True)
 
-    print("landed in: " + ", ".join(
-        "%s %d" % kv for kv in sorted(landed.items())))
+    print("kills landed in:")
+    for spot, n in sorted(landed.items()):
+        print("  %3d  %s" % (n, spot))
     if left:
         print("kills left behind: " + ", ".join(
             "%s %d" % kv for kv in sorted(left.items())))
