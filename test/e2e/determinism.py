@@ -119,6 +119,9 @@ def describe_difference(a_dir, b_dir, name):
 
 def main():
     argv = sys.argv[1:]
+    if "-h" in argv[:1] or "--help" in argv[:1]:
+        print(__doc__)
+        sys.exit(0)
     if "--" not in argv:
         print(__doc__)
         return 2

@@ -563,6 +563,9 @@ def compare_with_reference(reference, model_dir, round_number):
 # --- Main -------------------------------------------------------------------
 
 def parse_args(argv):
+    if "-h" in argv[:1] or "--help" in argv[:1]:
+        print(__doc__)
+        sys.exit(0)
     if "--" not in argv:
         print(__doc__)
         sys.exit(2)
