@@ -191,9 +191,10 @@ def main():
                   base_state))
         scalars = event_scalars(model_dir)
         if set(scalars) != set(base_scalars):
-            fail("%s's event files hold %s, %s's %s" %
-                 (label, sorted(set(scalars) ^ set(base_scalars))[:10],
-                  base_label, "not"))
+            fail("event-file scalars (dir, step, tag) only %s has: %s; only "
+                 "%s has: %s" %
+                 (label, sorted(set(scalars) - set(base_scalars))[:5],
+                  base_label, sorted(set(base_scalars) - set(scalars))[:5]))
         for key in sorted(base_scalars):
             if scalars[key] != base_scalars[key]:
                 fail("%s: %s/ step %d '%s' is %r, %s's %r" %

@@ -257,6 +257,8 @@ def run_trainer(command, model_dir, log_path, trigger=None, timeout=600):
                     fired()
     # The pipe closed: the trainer exited (or was killed). A kill sent to a
     # process that had already exited does not count: wait() says which.
+    if pending:
+        attempt.lines.append(pending.decode(errors="replace"))
     attempt.rc = p.wait()
     attempt.duration = time.monotonic() - start
     attempt.killed = attempt.rc == -signal.SIGKILL
