@@ -31,6 +31,8 @@ struct Flags {
   std::optional<int64_t> train_steps;
   int64_t batch_size = 128;
   int64_t save_checkpoints_steps = 500;
+  int64_t save_summary_steps = 100;
+  int64_t log_step_count_steps = 100;
   int threads = 0;
   int64_t seed = 1;
   double min_accuracy = 0;
@@ -60,6 +62,12 @@ Flags parseFlags(const char *program, int argc, char **argv) {
   parser.add(Flag("batch_size", &f.batch_size, "examples per step").min(1));
   parser.add(Flag("save_checkpoints_steps", &f.save_checkpoints_steps,
                   "checkpoint (and evaluate) every N steps")
+                 .min(1));
+  parser.add(Flag("save_summary_steps", &f.save_summary_steps,
+                  "write the loss to the event file every N steps")
+                 .min(1));
+  parser.add(Flag("log_step_count_steps", &f.log_step_count_steps,
+                  "log the loss and global_step/sec every N steps")
                  .min(1));
   parser.add(Flag("threads", &f.threads, "kernel threads")
                  .min(1)
@@ -155,6 +163,8 @@ int run_trainer(const char *program, int argc, char **argv,
     o.model_dir = flags.model_dir;
     o.tf_random_seed = flags.seed;
     o.save_checkpoints_steps = flags.save_checkpoints_steps;
+    o.save_summary_steps = flags.save_summary_steps;
+    o.log_step_count_steps = flags.log_step_count_steps;
     if (flags.threads > 0)
       o.intra_op_parallelism_threads = flags.threads;
     RunConfig config = RunConfig::from_tf_config("", o);
