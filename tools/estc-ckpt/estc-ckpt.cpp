@@ -155,26 +155,23 @@ int main(int argc, char **argv) {
       std::cerr << "estc-ckpt: warning: " << line << "\n";
     };
     CheckpointReader reader(resolve_checkpoint(input, warn));
-    // Everything is read and checked before anything is printed.
-    VariableMap all = reader.read_all();
+    // Everything is checked before anything is printed (one tensor in
+    // memory at a time).
+    reader.verify();
     if (verify) {
-      std::cout << "OK: " << reader.path() << ": " << all.size()
+      std::cout << "OK: " << reader.path() << ": " << reader.variables().size()
                 << " tensors, header and CRC32C verified\n";
       return 0;
     }
     if (tensor) {
-      auto it = all.find(*tensor);
-      if (it == all.end())
-        return fail(reader.path() + ": no tensor '" + *tensor +
-                    "' in the checkpoint");
-      printValues(*tensor, it->second);
+      printValues(*tensor, reader.get_tensor(*tensor));
       return 0;
     }
     std::cout << "checkpoint: " << reader.path() << "\n"
               << "global_step: " << reader.global_step() << "\n"
-              << "tensors: " << all.size() << "\n";
-    for (const auto &[name, value] : all)
-      printStats(name, value);
+              << "tensors: " << reader.variables().size() << "\n";
+    for (const auto &entry : reader.variables())
+      printStats(entry.first, reader.get_tensor(entry.first));
   } catch (const DataLossError &e) {
     std::cout << "CORRUPT: " << e.what() << "\n";
     return 1;
