@@ -529,7 +529,13 @@ class Runner {
 public:
   Runner(const RunConfig &config, const std::optional<WarmStartSettings> &warm,
          Backend &backend)
-      : config_(config), warm_(warm), backend_(backend) {}
+      : config_(config), warm_(warm), backend_(backend),
+        checkpoints_(config.model_dir()) {}
+
+  /// model_dir's checkpoints: every reader of this Estimator (train's
+  /// restore, evaluate's, latest_checkpoint) asks this one index, so a
+  /// corrupt checkpoint is checked and reported once.
+  train::CheckpointIndex &checkpoints() { return checkpoints_; }
 
   void train(const InputFn &input_fn, const Hooks &hooks,
              std::optional<int64_t> steps, std::optional<int64_t> max_steps,
@@ -583,6 +589,7 @@ private:
   Backend &backend_;
   // The writers this Estimator used, kept open while it lives.
   std::vector<std::shared_ptr<summary::SummaryWriter>> writers_;
+  train::CheckpointIndex checkpoints_;
   bool training_ = false;
 };
 
@@ -627,8 +634,7 @@ void Runner::restoreForInference(rt::CompiledModel &m,
     loadVariables(m, reader.read_all(), file);
     return;
   }
-  std::optional<train::RestoredCheckpoint> restored =
-      train::restore_latest(config_.model_dir());
+  std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
   if (restored) {
     loadVariables(m, restored->variables,
                   train::checkpoint_file(restored->path));
@@ -744,9 +750,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                                 std::to_string(*max_steps));
   const std::string &modelDir = config_.model_dir();
   if (max_steps) {
-    // Silently: restoring below reports a corrupt checkpoint once.
-    if (std::optional<std::string> latest =
-            train::latest_checkpoint(modelDir, [](const std::string &) {})) {
+    if (std::optional<std::string> latest = checkpoints_.latest()) {
       int64_t saved = train::CheckpointReader(train::checkpoint_file(*latest))
                           .global_step();
       if (saved >= *max_steps) {
@@ -791,8 +795,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   ModelSession session(m, modelDir);
   ModelStep step(m, fn, /*metricsFn=*/-1, data, "train");
   MonitoredSession loop(session, step, hooks, [&] {
-    std::optional<train::RestoredCheckpoint> restored =
-        train::restore_latest(modelDir);
+    std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
     if (restored) {
       loadVariables(m, restored->variables,
                     train::checkpoint_file(restored->path));
@@ -1148,7 +1151,7 @@ Predictions Estimator::predict(const InputFn &input_fn,
 }
 
 std::optional<std::string> Estimator::latest_checkpoint() const {
-  return train::latest_checkpoint(model_dir());
+  return runner_->checkpoints().latest();
 }
 
 std::vector<std::string> Estimator::get_variable_names() const {

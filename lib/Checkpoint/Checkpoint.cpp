@@ -19,6 +19,7 @@
 #include <iostream>
 #include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -134,26 +135,39 @@ public:
   ~Fd() { ::close(fd); }
   Fd(const Fd &) = delete;
   Fd &operator=(const Fd &) = delete;
-  /// Reads exactly n bytes at offset; false on a short read.
-  bool readAt(char *buf, size_t n, uint64_t offset) const {
+  /// Reads exactly n bytes at offset: "" when it did, else why not
+  /// (strerror's text, or kEndOfFile).
+  std::string readAt(char *buf, size_t n, uint64_t offset) const {
     while (n > 0) {
       ssize_t r = ::pread(fd, buf, n, static_cast<off_t>(offset));
       if (r < 0 && errno == EINTR)
         continue;
-      if (r <= 0)
-        return false;
+      if (r < 0)
+        return fileio::lastError();
+      if (r == 0)
+        return kEndOfFile;
       buf += r;
       n -= static_cast<size_t>(r);
       offset += static_cast<uint64_t>(r);
     }
-    return true;
+    return "";
   }
   uint64_t size() const {
     struct stat st;
     return ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   }
+  static constexpr const char *kEndOfFile = "unexpected end of file";
   int fd;
 };
+
+/// The error for a failed Fd::readAt: the end of the file is data loss (the
+/// file shrank), anything else an I/O error.
+[[noreturn]] void throwReadError(const std::string &what,
+                                 const std::string &why) {
+  if (why == Fd::kEndOfFile)
+    throw DataLossError(what + ": " + why + " (truncated?)");
+  throw CheckpointError(what + ": " + why);
+}
 
 std::optional<uint32_t> parseHex8(const std::string &s) {
   if (s.size() != 8)
@@ -223,8 +237,9 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     throw CheckpointError(path_ +
                           ": is a directory, expected a checkpoint file");
   const std::string &f = path_;
-  auto fail = [&f](const std::string &what) -> CheckpointError {
-    return CheckpointError(f + ": " + printable(what));
+  // Everything wrong with the bytes themselves is data loss.
+  auto fail = [&f](const std::string &what) -> DataLossError {
+    return DataLossError(f + ": " + printable(what));
   };
 
   Fd fd(path_);
@@ -233,8 +248,9 @@ CheckpointReader::CheckpointReader(const std::string &path) {
     throw fail("file is " + std::to_string(fileSize) +
                " bytes, too short for a checkpoint header (truncated?)");
   unsigned char lenBytes[8];
-  if (!fd.readAt(reinterpret_cast<char *>(lenBytes), 8, 0))
-    throw fail("cannot read the header length");
+  if (std::string why = fd.readAt(reinterpret_cast<char *>(lenBytes), 8, 0);
+      !why.empty())
+    throwReadError(f + ": cannot read the header length", why);
   uint64_t headerSize = 0;
   for (int i = 7; i >= 0; --i)
     headerSize = headerSize << 8 | lenBytes[i];
@@ -248,8 +264,8 @@ CheckpointReader::CheckpointReader(const std::string &path) {
                " exceeds the file size " + std::to_string(fileSize) +
                " (truncated file or corrupt header length)");
   std::string header(headerSize, '\0');
-  if (!fd.readAt(header.data(), headerSize, 8))
-    throw fail("cannot read the header");
+  if (std::string why = fd.readAt(header.data(), headerSize, 8); !why.empty())
+    throwReadError(f + ": cannot read the header", why);
   dataStart_ = 8 + headerSize;
   uint64_t dataSize = fileSize - dataStart_;
 
@@ -404,14 +420,16 @@ TensorValue CheckpointReader::get_tensor(const std::string &name) const {
   const Entry &e = it->second;
   std::string data(e.end - e.begin, '\0');
   Fd fd(path_);
-  if (!fd.readAt(data.data(), data.size(), dataStart_ + e.begin))
-    throw CheckpointError(path_ + ": tensor " + quoted(name) +
-                          ": cannot read its data (file truncated?)");
+  if (std::string why =
+          fd.readAt(data.data(), data.size(), dataStart_ + e.begin);
+      !why.empty())
+    throwReadError(
+        path_ + ": tensor " + quoted(name) + ": cannot read its data", why);
   uint32_t crc = crc32c::value(data);
   if (crc != e.crc)
-    throw CheckpointError(path_ + ": tensor " + quoted(name) +
-                          ": CRC32C mismatch (stored " + hex8(e.crc) +
-                          ", computed " + hex8(crc) + "): the data is corrupt");
+    throw DataLossError(path_ + ": tensor " + quoted(name) +
+                        ": CRC32C mismatch (stored " + hex8(e.crc) +
+                        ", computed " + hex8(crc) + "): the data is corrupt");
   const VariableSpec &spec = specs_.at(name);
   TensorValue t;
   t.dtype = spec.dtype;
@@ -517,8 +535,10 @@ std::optional<int64_t> stepOfFile(const std::string &name) {
 }
 
 // Candidate prefixes, newest first: the state file's, then the directory's.
-std::vector<std::string> candidates(const std::string &modelDir,
-                                    const WarningSink &warn) {
+// A corrupt state file goes to `stateError`.
+std::vector<std::string> candidatePrefixes(
+    const std::string &modelDir,
+    const std::function<void(const CheckpointError &)> &stateError) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   auto add = [&](const std::string &prefix) {
@@ -534,8 +554,7 @@ std::vector<std::string> candidates(const std::string &modelDir,
         add(*it);
     }
   } catch (const CheckpointError &e) {
-    warn(std::string(e.what()) + "; looking for checkpoint files in " +
-         modelDir + " instead");
+    stateError(e);
   }
   std::vector<std::pair<int64_t, std::string>> files;
   for (const std::string &name : fileio::listDir(modelDir))
@@ -548,43 +567,79 @@ std::vector<std::string> candidates(const std::string &modelDir,
     add(f.second.substr(0, f.second.size() - std::strlen(kCheckpointSuffix)));
   return out;
 }
+} // namespace
+
+CheckpointIndex::CheckpointIndex(std::string model_dir, WarningSink warn)
+    : modelDir_(std::move(model_dir)), warn_(std::move(warn)) {}
+
+CheckpointIndex::FileId CheckpointIndex::idOf(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 +
+              st.st_mtim.tv_nsec};
+}
+
+std::vector<std::string> CheckpointIndex::candidates() {
+  return candidatePrefixes(modelDir_, [&](const CheckpointError &e) {
+    FileId id = idOf(statePath(modelDir_));
+    if (corruptState_ && *corruptState_ == id)
+      return; // reported already
+    corruptState_ = id;
+    warn_(std::string(e.what()) + "; looking for checkpoint files in " +
+          modelDir_ + " instead");
+  });
+}
 
 // Calls `tryOne(prefix)` on each candidate, newest first, until one does
-// not throw CheckpointError; returns its prefix. Throws when there were
-// candidates but none was valid.
+// not throw CheckpointError; returns its prefix. A file with a verdict for
+// its current version is not tried again when invalid, nor when valid and
+// `trustValid`. Throws when there were candidates but none was valid.
 template <typename F>
-std::optional<std::string> firstValid(const std::string &modelDir,
-                                      const WarningSink &warn, F tryOne) {
-  std::vector<std::string> all = candidates(modelDir, warn);
+std::optional<std::string> CheckpointIndex::firstValid(bool trustValid,
+                                                       F tryOne) {
+  std::vector<std::string> all = candidates();
   for (size_t i = 0; i < all.size(); ++i) {
+    std::string file = checkpoint_file(all[i]);
+    FileId id = idOf(file);
+    auto known = verdicts_.find(file);
+    if (known != verdicts_.end() && known->second.id == id) {
+      if (!known->second.valid)
+        continue;
+      if (trustValid)
+        return all[i];
+    }
     try {
       tryOne(all[i]);
+      verdicts_[file] = {id, true};
       return all[i];
     } catch (const CheckpointError &e) {
-      warn(std::string(e.what()) +
-           (i + 1 < all.size() ? "; falling back to an older checkpoint"
-                               : "; no older checkpoint"));
+      verdicts_[file] = {id, false};
+      warn_(std::string(e.what()) +
+            (i + 1 < all.size() ? "; falling back to an older checkpoint"
+                                : "; no older checkpoint"));
     }
   }
   if (!all.empty())
-    throw CheckpointError(modelDir + ": none of its " +
+    throw CheckpointError(modelDir_ + ": none of its " +
                           std::to_string(all.size()) +
                           " checkpoints is valid (see the warnings above)");
   return std::nullopt;
 }
-} // namespace
 
-std::optional<std::string> latest_checkpoint(const std::string &model_dir,
-                                             const WarningSink &warn) {
-  return firstValid(model_dir, warn, [](const std::string &prefix) {
+std::optional<std::string> CheckpointIndex::latest() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return firstValid(/*trustValid=*/true, [](const std::string &prefix) {
     CheckpointReader(checkpoint_file(prefix)).verify();
   });
 }
 
-std::optional<RestoredCheckpoint> restore_latest(const std::string &model_dir,
-                                                 const WarningSink &warn) {
+std::optional<RestoredCheckpoint> CheckpointIndex::restore() {
+  std::lock_guard<std::mutex> lock(mutex_);
   RestoredCheckpoint restored;
-  auto prefix = firstValid(model_dir, warn, [&](const std::string &p) {
+  auto prefix = firstValid(/*trustValid=*/false, [&](const std::string &p) {
     CheckpointReader reader(checkpoint_file(p));
     restored.variables = reader.read_all();
     restored.global_step = reader.global_step();
@@ -593,6 +648,16 @@ std::optional<RestoredCheckpoint> restore_latest(const std::string &model_dir,
     return std::nullopt;
   restored.path = *prefix;
   return restored;
+}
+
+std::optional<std::string> latest_checkpoint(const std::string &model_dir,
+                                             const WarningSink &warn) {
+  return CheckpointIndex(model_dir, warn).latest();
+}
+
+std::optional<RestoredCheckpoint> restore_latest(const std::string &model_dir,
+                                                 const WarningSink &warn) {
+  return CheckpointIndex(model_dir, warn).restore();
 }
 
 std::string resolve_checkpoint(const std::string &ckpt_dir_or_file,
@@ -650,9 +715,9 @@ Saver::Saver(std::string model_dir, SaverOptions options)
   std::optional<CheckpointState> state;
   try {
     state = get_checkpoint_state(modelDir_);
-  } catch (const CheckpointError &e) {
-    print_warning(std::string(e.what()) +
-                  "; it will be rewritten at the next save");
+  } catch (const CheckpointError &) {
+    // Silently: whoever reads model_dir reports the state file (once); the
+    // next save rewrites it, and the checkpoints it listed stay on disk.
   }
   if (!state)
     return;
@@ -682,12 +747,20 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
   TensorValue stepTensor = TensorValue::of<int64_t>({}, {global_step});
   if (!variables.count(stepName))
     refs.emplace_back(&stepName, &stepTensor);
+  // A save that fails leaves model_dir as it was: its state, and no new
+  // checkpoint file that the state does not list.
+  std::string file = checkpoint_file(prefix);
+  bool listed = std::any_of(last_.begin(), last_.end(),
+                            [&](const auto &e) { return e.first == rel; });
   try {
-    fileio::writeFileAtomically(checkpoint_file(prefix),
+    fileio::writeFileAtomically(file,
                                 serializeRefs(std::move(refs), global_step));
   } catch (const FileError &e) {
+    if (!listed) // renamed into place before the directory's fsync failed
+      ::unlink(file.c_str());
     throw CheckpointError(e.what());
   }
+  auto before = std::make_pair(last_, lastPreserved_);
 
   double t = now();
   last_.erase(std::remove_if(last_.begin(), last_.end(),
@@ -714,7 +787,26 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     state.all_model_checkpoint_timestamps.push_back(stamp);
   }
   state.last_preserved_timestamp = lastPreserved_;
-  update_checkpoint_state(modelDir_, state);
+  try {
+    update_checkpoint_state(modelDir_, state);
+  } catch (const CheckpointError &) {
+    // Unless the new state is in place (only the fsync of the directory
+    // failed).
+    bool replaced = false;
+    try {
+      std::optional<CheckpointState> now = get_checkpoint_state(modelDir_);
+      replaced =
+          now && now->model_checkpoint_path == rel &&
+          now->all_model_checkpoint_paths == state.all_model_checkpoint_paths;
+    } catch (const CheckpointError &) {
+    }
+    if (!replaced) {
+      std::tie(last_, lastPreserved_) = before;
+      if (!listed)
+        ::unlink(file.c_str()); // best effort
+    }
+    throw;
+  }
 
   // Only now that the state no longer lists them.
   for (const std::string &path : evicted) {

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,15 @@ namespace train {
 class CheckpointError : public FileError {
 public:
   using FileError::FileError;
+};
+
+/// A checkpoint file whose bytes are wrong (TF's DataLossError): a bad or
+/// truncated header, a tensor past the end of the file, a CRC32C mismatch.
+/// The other CheckpointErrors are files that cannot be opened or read (an
+/// I/O error), a missing tensor, a bad state file.
+class DataLossError : public CheckpointError {
+public:
+  using CheckpointError::CheckpointError;
 };
 
 /// Variables by name, as saved and restored.
@@ -144,7 +154,8 @@ void print_warning(const std::string &line);
 /// valid when its header checks and every tensor's CRC32C matches; each
 /// invalid one is reported to `warn` and skipped. nullopt when model_dir has
 /// no checkpoint at all; CheckpointError when it has some but none is valid
-/// (training must not silently start over).
+/// (training must not silently start over). Each call checks afresh; a
+/// reader that asks again and again uses a CheckpointIndex.
 std::optional<std::string>
 latest_checkpoint(const std::string &model_dir,
                   const WarningSink &warn = print_warning);
@@ -162,6 +173,52 @@ struct RestoredCheckpoint {
 std::optional<RestoredCheckpoint>
 restore_latest(const std::string &model_dir,
                const WarningSink &warn = print_warning);
+
+/// The checkpoints of one model_dir as one long-lived reader (an Estimator)
+/// sees them: latest() and restore() are latest_checkpoint and
+/// restore_latest, and the index remembers its verdict on every file it
+/// checked, by the file's identity (device, inode, size, modification
+/// time). So a file is checked once, and a corrupt or unreadable one (or a
+/// corrupt state file) is reported to `warn` once, however often the
+/// reader asks, until the file changes. latest() trusts a file it found
+/// valid; restore() reads and CRC-checks the file it restores every time,
+/// and a file that fails then is reported and skipped like the others.
+class CheckpointIndex {
+public:
+  explicit CheckpointIndex(std::string model_dir,
+                           WarningSink warn = print_warning);
+  CheckpointIndex(const CheckpointIndex &) = delete;
+  CheckpointIndex &operator=(const CheckpointIndex &) = delete;
+
+  std::optional<std::string> latest();
+  std::optional<RestoredCheckpoint> restore();
+  const std::string &model_dir() const { return modelDir_; }
+
+private:
+  /// What identifies one version of a file; all zero for a missing file.
+  struct FileId {
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t mtimeNs = 0;
+    bool operator==(const FileId &o) const {
+      return device == o.device && inode == o.inode && size == o.size &&
+             mtimeNs == o.mtimeNs;
+    }
+  };
+  static FileId idOf(const std::string &path);
+  template <typename F>
+  std::optional<std::string> firstValid(bool trustValid, F tryOne);
+  std::vector<std::string> candidates();
+
+  struct Verdict {
+    FileId id;
+    bool valid = false;
+  };
+  std::string modelDir_;
+  WarningSink warn_;
+  std::map<std::string, Verdict> verdicts_; // by checkpoint file
+  std::optional<FileId> corruptState_;      // the state file last reported
+  std::mutex mutex_;
+};
 
 /// A checkpoint file from a file, a prefix or a model_dir (its latest valid
 /// checkpoint); CheckpointError when there is none.
@@ -195,12 +252,17 @@ struct SaverOptions {
 class Saver {
 public:
   /// Creates model_dir, removes temporary files a killed writer left, and
-  /// takes over the checkpoints the state file lists.
+  /// takes over the checkpoints the state file lists (none when it is
+  /// corrupt: the next save rewrites it, and deletes none of the files it
+  /// listed; the readers of model_dir report it).
   explicit Saver(std::string model_dir, SaverOptions options = {});
 
   /// Writes model.ckpt-<global_step> (with an I64 scalar "global_step"
   /// when `variables` has none), then the state file, then deletes the
-  /// checkpoints that are no longer kept. Returns the prefix path.
+  /// checkpoints that are no longer kept. Returns the prefix path. When a
+  /// write fails (CheckpointError "<file>: cannot write: <strerror>"),
+  /// model_dir is left as it was: the previous state, and no new file it
+  /// does not list.
   std::string save(const VariableMap &variables, int64_t global_step);
 
   /// The prefixes (relative to model_dir) the state file lists, oldest first.

@@ -65,23 +65,27 @@ SummaryWriter::SummaryWriter(const std::string &logdir,
                   std::to_string(static_cast<long long>(std::floor(t))) + "." +
                   hostName());
   path_ = base;
-  for (int n = 1; !file_; ++n) {
-    int fd =
-        ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      file_ = ::fdopen(fd, "wb");
-    } else if (errno == EEXIST && n < 1000) {
+  for (int n = 1; fd_ < 0; ++n) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0 && errno == EEXIST && n < 1000) {
       path_ = base + "." + std::to_string(n);
       continue;
     }
-    if (!file_)
+    if (fd_ < 0)
       throw EventFileError(path_ + ": cannot create: " + fileio::lastError());
   }
   Event first;
   first.set_wall_time(t);
   first.set_file_version(kEventFileVersion);
-  add_event(std::move(first));
-  flush();
+  try {
+    add_event(std::move(first));
+    flush();
+  } catch (const EventFileError &) {
+    // No destructor runs for a constructor that throws.
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    throw;
+  }
 }
 
 SummaryWriter::~SummaryWriter() {
@@ -100,11 +104,19 @@ double SummaryWriter::now() const {
 }
 
 void SummaryWriter::writeRecord(const std::string &data) {
-  if (!file_)
+  if (fd_ < 0)
     throw EventFileError(path_ + ": write after close");
   std::string record = frame_record(data);
-  if (std::fwrite(record.data(), 1, record.size(), file_) != record.size())
-    throw EventFileError(path_ + ": cannot write: " + fileio::lastError());
+  if (!fileio::writeAll(fd_, record)) {
+    std::string why = fileio::lastError();
+    // Best effort: drop the part of the record that made it, so that the
+    // file ends with a whole record and later records follow it.
+    bool cut = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0 &&
+               ::lseek(fd_, static_cast<off_t>(size_), SEEK_SET) >= 0;
+    (void)cut;
+    throw EventFileError(path_ + ": cannot write: " + why);
+  }
+  size_ += record.size();
 }
 
 void SummaryWriter::add_event(Event event) {
@@ -131,20 +143,20 @@ void SummaryWriter::add_scalars(
 }
 
 void SummaryWriter::flush() {
-  if (!file_)
+  if (fd_ < 0)
     return;
-  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0)
+  if (::fsync(fd_) != 0)
     throw EventFileError(path_ + ": cannot write: " + fileio::lastError());
 }
 
 void SummaryWriter::close() {
-  if (!file_)
+  if (fd_ < 0)
     return;
-  std::FILE *f = file_;
-  file_ = nullptr;
-  bool ok = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  int fd = fd_;
+  fd_ = -1;
+  bool ok = ::fsync(fd) == 0;
   std::string why = ok ? "" : fileio::lastError();
-  if (std::fclose(f) != 0 && ok) {
+  if (::close(fd) != 0 && ok) {
     ok = false;
     why = fileio::lastError();
   }

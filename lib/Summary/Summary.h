@@ -14,6 +14,9 @@
 // EventFileError, one line naming the file and the record's offset.
 // SummaryWriterCache (TF's FileWriterCache) hands every writer of a process
 // to one directory (the Estimator's, the hooks') the same SummaryWriter.
+// Each record is written with write(2) as it is added; flush() fsyncs. A
+// failed write throws "<file>: cannot write: <strerror>" and cuts the file
+// back to its last whole record, so it stays readable.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_SUMMARY_SUMMARY_H
@@ -23,7 +26,6 @@
 #include "lib/Support/FileError.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -68,7 +70,7 @@ public:
                    int64_t step);
   /// Any Event; wall_time is set when it is 0.
   void add_event(Event event);
-  /// Pushes buffered records to the file (and to disk).
+  /// Pushes the records written so far to disk (fsync).
   void flush();
   /// Flushes and closes; later adds throw EventFileError. Idempotent.
   void close();
@@ -79,7 +81,9 @@ private:
   double now() const;
   void writeRecord(const std::string &data);
   std::string path_;
-  std::FILE *file_ = nullptr;
+  int fd_ = -1;
+  uint64_t size_ = 0; // bytes of whole records written
+
   std::function<double()> clock_;
 };
 

@@ -46,26 +46,39 @@ std::string readFile(const std::string &path) {
   return data;
 }
 
-namespace {
-bool writeAll(int fd, const char *p, size_t n) {
+bool writeAll(int fd, std::string_view data) {
+  const char *p = data.data();
+  size_t n = data.size();
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR)
       continue;
     if (w < 0)
       return false;
+    if (w == 0) { // a write(2) that makes no progress is an I/O error
+      errno = EIO;
+      return false;
+    }
     p += w;
     n -= static_cast<size_t>(w);
   }
   return true;
 }
 
-void syncDirectory(const std::string &dir) {
+namespace {
+// fsync of the directory, so that a rename in it survives a crash. An
+// empty string on success or where the file system cannot do it, else
+// strerror's text.
+std::string syncDirectory(const std::string &dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return; // best effort: some file systems do not allow it
-  ::fsync(fd);
+    return ""; // best effort: some file systems do not allow it
+  std::string why;
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP &&
+      errno != EOPNOTSUPP)
+    why = lastError();
   ::close(fd);
+  return why;
 }
 } // namespace
 
@@ -76,7 +89,7 @@ void writeFileAtomically(const std::string &path, std::string_view data) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     throw FileError(path + ": cannot write: " + lastError());
-  bool ok = writeAll(fd, data.data(), data.size()) && ::fsync(fd) == 0;
+  bool ok = writeAll(fd, data) && ::fsync(fd) == 0;
   std::string why = ok ? "" : lastError();
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -90,7 +103,9 @@ void writeFileAtomically(const std::string &path, std::string_view data) {
     ::unlink(tmp.c_str());
     throw FileError(path + ": cannot write: " + why);
   }
-  syncDirectory(dirName(path));
+  why = syncDirectory(dirName(path));
+  if (!why.empty())
+    throw FileError(path + ": cannot sync its directory: " + why);
 }
 
 void makeDirs(const std::string &dir) {

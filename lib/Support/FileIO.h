@@ -6,6 +6,11 @@
 // moment leaves either the old file or the new one, plus at worst a
 // temporary file that readers never open (isTemporaryFile).
 //
+// Every failure is a FileError naming the file and strerror's text, e.g.
+// "m/checkpoint: cannot write: No space left on device"; short writes and
+// EINTR are retried, and the results of fsync and close are checked. The
+// tests inject such failures with an LD_PRELOAD shim (test/faults/).
+//
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_SUPPORT_FILEIO_H
 #define ESTC_LIB_SUPPORT_FILEIO_H
@@ -26,8 +31,14 @@ constexpr const char *kTempMarker = ".tmp-";
 std::string readFile(const std::string &path);
 
 /// Writes `data` to `path` crash-safely (see above); FileError on failure,
-/// with nothing left behind.
+/// with nothing left behind. A failed fsync of the directory after the
+/// rename is an error too (the new file is in place, but may not survive a
+/// crash), except where the file system cannot sync directories.
 void writeFileAtomically(const std::string &path, std::string_view data);
+
+/// Writes all of `data` to `fd`, retrying short writes and EINTR; false,
+/// with errno set, when a write fails.
+bool writeAll(int fd, std::string_view data);
 
 /// Creates `dir` and its parents; FileError when that fails.
 void makeDirs(const std::string &dir);

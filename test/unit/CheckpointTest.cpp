@@ -461,6 +461,37 @@ TEST_F(CheckpointTest, SaverKeepsMaxToKeep) {
                                       "model.ckpt-8"}));
 }
 
+// A save whose checkpoint or state file cannot be written throws one line
+// naming the file and leaves model_dir as it was.
+TEST_F(CheckpointTest, FailedSaveLeavesModelDirAsItWas) {
+  Saver saver(dir);
+  VariableMap vars{{"w", TensorValue::of<int32_t>({1}, {1})}};
+  saver.save(vars, 100);
+  // The checkpoint cannot be renamed into place: its name is a directory.
+  fs::create_directories(file("model.ckpt-200.safetensors/x"));
+  expectError([&] { saver.save(vars, 200); },
+              {file("model.ckpt-200.safetensors") + ": cannot write: "});
+  fs::remove_all(file("model.ckpt-200.safetensors"));
+  // The state file cannot be replaced: the new checkpoint is removed again.
+  fs::remove(file("checkpoint"));
+  fs::create_directories(file("checkpoint/x"));
+  expectError([&] { saver.save(vars, 300); },
+              {file("checkpoint") + ": cannot write: "});
+  EXPECT_FALSE(fs::exists(file("model.ckpt-300.safetensors")));
+  EXPECT_EQ(saver.last_checkpoints(),
+            (std::vector<std::string>{"model.ckpt-100"}));
+  for (const std::string &name : fileio::listDir(dir))
+    EXPECT_FALSE(fileio::isTemporaryFile(name)) << name;
+  // A re-save of a listed step keeps its (new, valid) file.
+  expectError([&] { saver.save(vars, 100); },
+              {file("checkpoint") + ": cannot write: "});
+  EXPECT_TRUE(fs::exists(file("model.ckpt-100.safetensors")));
+  fs::remove_all(file("checkpoint"));
+  saver.save(vars, 400);
+  EXPECT_EQ(get_checkpoint_state(dir)->all_model_checkpoint_paths,
+            (std::vector<std::string>{"model.ckpt-100", "model.ckpt-400"}));
+}
+
 TEST_F(CheckpointTest, SaverMaxToKeepZeroKeepsAll) {
   SaverOptions options;
   options.max_to_keep = 0;
@@ -558,6 +589,59 @@ TEST_F(LatestCheckpointTest, CorruptNewestFallsBack) {
   ASSERT_TRUE(restored);
   EXPECT_EQ(restored->global_step, 200);
   EXPECT_EQ(restored->variables.at("w").values<int32_t>()[0], 2);
+}
+
+// An Estimator asks its CheckpointIndex again and again (the max_steps
+// check, the restore, train_and_evaluate, get_variable_value): a corrupt
+// file or state file is one warning, until it changes.
+TEST_F(LatestCheckpointTest, IndexReportsEachCorruptFileOnce) {
+  std::string f = file("model.ckpt-300.safetensors");
+  std::string bytes = readBytes(f);
+  bytes[bytes.size() - 1] ^= 0x40;
+  writeBytes(f, bytes);
+  CheckpointIndex index(
+      dir, [this](const std::string &w) { warnings.push_back(w); });
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(index.latest(), file("model.ckpt-200"));
+    auto restored = index.restore();
+    ASSERT_TRUE(restored);
+    EXPECT_EQ(restored->global_step, 200);
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(f + ": tensor 'w': CRC32C mismatch"),
+            std::string::npos)
+      << warnings[0];
+
+  // Saved again (a new file): valid, nothing reported.
+  Saver(dir).save({{"w", TensorValue::of<int32_t>({1}, {3})}}, 300);
+  EXPECT_EQ(index.latest(), file("model.ckpt-300"));
+  EXPECT_EQ(warnings.size(), 1u);
+
+  // A corrupt state file: one warning too.
+  writeBytes(file("checkpoint"), "model_checkpoint_path: ");
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(index.latest(), file("model.ckpt-300"));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[1].find(file("checkpoint") + ": not a valid"),
+            std::string::npos)
+      << warnings[1];
+}
+
+// latest() trusts a file it checked; restore() reads it again, and a file
+// that went bad since is reported (once) and skipped.
+TEST_F(LatestCheckpointTest, IndexRestoreRechecksTheFile) {
+  CheckpointIndex index(
+      dir, [this](const std::string &w) { warnings.push_back(w); });
+  EXPECT_EQ(index.latest(), file("model.ckpt-300"));
+  std::string f = file("model.ckpt-300.safetensors");
+  std::string bytes = readBytes(f);
+  bytes[bytes.size() - 1] ^= 0x40;
+  writeBytes(f, bytes);
+  auto restored = index.restore();
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->global_step, 200);
+  EXPECT_EQ(index.latest(), file("model.ckpt-200"));
+  EXPECT_EQ(warnings.size(), 1u);
 }
 
 TEST_F(LatestCheckpointTest, DeletedNewestFallsBack) {

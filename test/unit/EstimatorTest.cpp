@@ -462,8 +462,14 @@ TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
     f.seekp(-3, std::ios::end);
     f.put('\x7f');
   }
+  // Every reader of the Estimator skips it; one warning line in all.
   ::testing::internal::CaptureStderr();
   auto est = make();
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(est->latest_checkpoint(),
+              (dir_ / "model" / "model.ckpt-10").string());
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 10);
+  EXPECT_EQ(est->evaluate(evalInput()).at("global_step"), 10);
   est->train(trainInput(), {}, std::nullopt, /*max_steps=*/15);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;

@@ -6,9 +6,12 @@
 //   estc-ckpt --verify FILE_OR_DIR      check the header and every CRC32C
 //
 // FILE_OR_DIR is a checkpoint file, its prefix (model_dir/model.ckpt-200), or
-// a model_dir (its latest valid checkpoint). Every error is one line on
-// stderr: exit status 2 for a bad command line (lib/Support/Flags.h), 1 for
-// a checkpoint that cannot be read.
+// a model_dir (its latest valid checkpoint). Every mode first checks the
+// header and every tensor's CRC32C, and prints nothing else for a corrupt
+// file but one line on stdout, "CORRUPT: <file>: <what is wrong>", with exit
+// status 1. Every other error is one line on stderr: exit status 2 for a bad
+// command line (lib/Support/Flags.h), 1 for a checkpoint that cannot be read
+// (missing, an I/O error) or an unknown tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,7 +141,9 @@ int main(int argc, char **argv) {
   parser.add(
       Flag("tensor", &tensor, "print one tensor's values").value_name("NAME"));
   parser.add(
-      Flag("verify", &verify, "check the header and every tensor's CRC32C"));
+      Flag("verify", &verify,
+           "check the header and every tensor's CRC32C (every mode does;\n"
+           "this prints OK or CORRUPT and nothing else)"));
   parser.positional("FILE_OR_DIR", &input,
                     "a checkpoint file, its prefix, or a model_dir");
   parser.parse_or_exit(argc, argv);
@@ -150,8 +155,10 @@ int main(int argc, char **argv) {
       std::cerr << "estc-ckpt: warning: " << line << "\n";
     };
     CheckpointReader reader(resolve_checkpoint(input, warn));
+    // Everything is checked before anything is printed (one tensor in
+    // memory at a time).
+    reader.verify();
     if (verify) {
-      reader.verify();
       std::cout << "OK: " << reader.path() << ": " << reader.variables().size()
                 << " tensors, header and CRC32C verified\n";
       return 0;
@@ -165,6 +172,9 @@ int main(int argc, char **argv) {
               << "tensors: " << reader.variables().size() << "\n";
     for (const auto &entry : reader.variables())
       printStats(entry.first, reader.get_tensor(entry.first));
+  } catch (const DataLossError &e) {
+    std::cout << "CORRUPT: " << e.what() << "\n";
+    return 1;
   } catch (const CheckpointError &e) {
     return fail(e.what());
   }
