@@ -12,6 +12,7 @@
 #   --time=S      seconds per target (-max_total_time; default 60)
 #   --jobs=N      N fuzzing processes per target (-jobs=N -workers=N; each
 #                 runs --time seconds; logs in build-fuzz/fuzz/TARGET/)
+#   --parallel=N  fuzz N targets at a time (default 1; CI: one per core)
 #   --timeout=S   an input running longer is a hang (default 10)
 #   --fresh       start from the checked-in corpus, forgetting earlier runs
 #   --no-build    use build-fuzz/ as it is
@@ -27,12 +28,13 @@ root=$PWD
 build=$root/build-fuzz
 fuzz_dir=$root/test/fuzz
 
-time_s=60 jobs=1 timeout_s=10 fresh=0 build_first=1 mode=fuzz
+time_s=60 jobs=1 parallel=1 timeout_s=10 fresh=0 build_first=1 mode=fuzz
 targets=()
 for arg in "$@"; do
   case $arg in
     --time=*) time_s=${arg#*=} ;;
     --jobs=*) jobs=${arg#*=} ;;
+    --parallel=*) parallel=${arg#*=} ;;
     --timeout=*) timeout_s=${arg#*=} ;;
     --fresh) fresh=1 ;;
     --no-build) build_first=0 ;;
@@ -43,7 +45,7 @@ for arg in "$@"; do
     *) targets+=("$arg") ;;
   esac
 done
-for n in "$time_s" "$jobs" "$timeout_s"; do
+for n in "$time_s" "$jobs" "$parallel" "$timeout_s"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: '$n' is not a positive integer" >&2; exit 2; }
 done
 
@@ -71,8 +73,10 @@ if ((build_first)); then
 fi
 
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-status=0
-for t in "${targets[@]}"; do
+# Replays (--regress) or fuzzes target $1; returns 1 on a finding.
+run_target() {
+  local t=$1 status=0
+  local binary inputs work options rc logs execs speed files found
   binary=$build/bin/${t}_fuzzer
   [[ -x $binary ]] || { echo "fuzz.sh: $binary is not built" >&2; exit 2; }
   inputs=("$fuzz_dir/corpus/$t")
@@ -87,7 +91,7 @@ for t in "${targets[@]}"; do
       tail -n 30 "$build/fuzz-regress-$t.log"
       status=1
     fi
-    continue
+    return $status
   fi
 
   work=$build/fuzz/$t
@@ -125,5 +129,24 @@ for t in "${targets[@]}"; do
       echo "          rerun: $binary $f"
     done
   fi
+  return $status
+}
+
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  if ((parallel == 1)); then
+    run_target "$t" || status=1
+    continue
+  fi
+  if ((${#pids[@]} >= parallel)); then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+  run_target "$t" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
 done
 exit $status

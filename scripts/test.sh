@@ -18,4 +18,4 @@ python3 -m pip install -q --disable-pip-version-check safetensors tensorboard \
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
 # Fuzzing: the checked-in corpora and regressions, then 30 s per target.
-./scripts/fuzz.sh --time=30
+./scripts/fuzz.sh --time=30 --parallel="$(nproc)"
