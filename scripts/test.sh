@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, checks the formatting (scripts/check-format.sh), builds with
 # warnings as errors, and runs every test: GoogleTest unit tests, the lit
-# suite, the end-to-end tests and the out-of-tree package test. Then fuzzes
+# suite, the end-to-end tests and the out-of-tree package test; then the unit
+# tests and the lit suite again under ASan+UBSan; then fuzzes
 # every parser of untrusted input for 30 s each (scripts/fuzz.sh, the
 # `fuzz` preset: clang-22, ASan+UBSan; docs/fuzzing.md).
 set -euo pipefail
@@ -16,6 +17,16 @@ cmake --build build -j"$(nproc)"
 python3 -m pip install -q --disable-pip-version-check safetensors tensorboard \
   >/dev/null 2>&1 || echo "test.sh: safetensors/tensorboard unavailable; their cross-checks will be skipped"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+
+# Sanitizer leg: the unit tests and the lit suite built with ASan+UBSan (the
+# asan-ubsan preset), all but the training runs that only check learning,
+# crash safety and determinism (they run above; under ASan they take ~12
+# minutes). allow_user_poisoning=0: instrumented inline LLVM allocator code
+# and the uninstrumented libMLIR share allocators (docs/conventions.md).
+ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --preset asan-ubsan >/dev/null
+ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --build build-asan-ubsan -j"$(nproc)"
+ctest --preset asan-ubsan -j"$(nproc)" \
+  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|deterministic)|MnistLearningTest\..*)$'
 
 # Fuzzing: the checked-in corpora and regressions, then 30 s per target.
 ./scripts/fuzz.sh --time=30 --parallel="$(nproc)"
