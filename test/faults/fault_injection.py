@@ -34,6 +34,12 @@ import struct
 import subprocess
 import sys
 
+# The checkpoint and event-file readers the e2e tests use (written from
+# docs/checkpoint-format.md, independent of the C++ ones).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "e2e"))
+from estc_files import masked_crc32c, tensors  # noqa: E402
+
 MAX_STEPS = 16
 BASE_STEPS = 8
 
@@ -158,39 +164,6 @@ def problem_lines(stderr):
 def first_step(stderr):
     m = re.search(r"loss = [^,]+, step = (\d+)", stderr)
     return int(m.group(1)) if m else None
-
-
-def tensors(path):
-    """safetensors file -> {name: (dtype, shape, bytes)} (metadata left out)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    data = blob[8 + n:]
-    return {name: (info["dtype"], tuple(info["shape"]),
-                   data[info["data_offsets"][0]:info["data_offsets"][1]])
-            for name, info in header.items() if name != "__metadata__"}
-
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-CRC_TABLE = _crc32c_table()
-
-
-def masked_crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    c ^= 0xFFFFFFFF
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def event_file_problem(path):
