@@ -58,6 +58,8 @@ std::string formatElement(const TensorValue &t, int64_t i) {
     return std::to_string(static_cast<long long>(t.element(i)));
   case DType::Bool:
     return t.element(i) != 0 ? "True" : "False";
+  case DType::String:
+    return "b'" + t.strings[static_cast<size_t>(i)] + "'";
   case DType::Invalid:
     break;
   }

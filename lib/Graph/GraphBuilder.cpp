@@ -395,6 +395,8 @@ void appendValue(graph::TensorProto &t, double v, const std::string &what) {
       notRepresentable();
     t.add_bool_val(v != 0.0);
     break;
+  case DType::String:
+    throw GraphError(what + ": string constants are not supported");
   case DType::Invalid:
     throw GraphError(what + ": invalid dtype");
   }

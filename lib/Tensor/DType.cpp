@@ -24,6 +24,8 @@ std::string to_string(DType d) {
     return "f16";
   case DType::BFloat16:
     return "bf16";
+  case DType::String:
+    return "string";
   case DType::Invalid:
     break;
   }
@@ -70,6 +72,13 @@ float bitsFloat(uint32_t x) {
 } // namespace
 
 const char *safetensors_name(DType dtype) { return info(dtype).name; }
+const char *dtype_name(DType dtype) {
+  if (dtype == DType::String)
+    return "STRING";
+  if (dtype == DType::Invalid)
+    return "INVALID";
+  return info(dtype).name;
+}
 size_t dtype_size(DType dtype) { return info(dtype).size; }
 
 std::optional<DType> dtype_from_safetensors_name(std::string_view name) {

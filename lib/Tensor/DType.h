@@ -31,21 +31,28 @@ enum class DType : int {
   Bool = 5,
   Float16 = 6,
   BFloat16 = 7,
+  /// Byte strings: host-side only (input pipelines, parsed records); their
+  /// TensorValues hold `strings`, not `data`.
+  String = 8,
 };
 
-/// "f32", "f64", "i32", "i64", "i1", "f16", "bf16" as in docs/ops.md;
-/// "none" for Invalid.
+/// "f32", "f64", "i32", "i64", "i1", "f16", "bf16" as in docs/ops.md,
+/// "string"; "none" for Invalid.
 std::string to_string(DType dtype);
 bool is_floating(DType dtype);
 bool is_integer(DType dtype);
 
 /// The safetensors names checkpoints use: "F32", "F64", "I32", "I64",
-/// "BOOL", "F16", "BF16"; std::invalid_argument for Invalid.
+/// "BOOL", "F16", "BF16"; std::invalid_argument for Invalid and String
+/// (checkpoints hold no strings).
 const char *safetensors_name(DType dtype);
+/// The name in messages and specs: the safetensors name, "STRING" for
+/// String, "INVALID" for Invalid.
+const char *dtype_name(DType dtype);
 /// The DType of a safetensors name; nullopt for a name estc does not read.
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 /// Bytes per element (Bool: one byte, 0 or 1); std::invalid_argument for
-/// Invalid.
+/// Invalid and String (no fixed size).
 size_t dtype_size(DType dtype);
 
 /// IEEE half and bfloat16 conversions (round to nearest even).
@@ -67,6 +74,8 @@ template <typename T> constexpr std::optional<DType> dtypeOf() {
     return DType::Int64;
   else if constexpr (std::is_same_v<T, bool>)
     return DType::Bool;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return DType::String;
   else
     return std::nullopt;
 }

@@ -15,14 +15,30 @@ int64_t VariableSpec::num_elements() const {
 }
 
 std::string VariableSpec::str() const {
-  std::string s = std::string(safetensors_name(dtype)) + "[";
+  std::string s = std::string(dtype_name(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
+TensorValue TensorValue::of_strings(std::vector<int64_t> shape,
+                                    std::vector<std::string> values) {
+  TensorValue t;
+  t.dtype = DType::String;
+  t.shape = std::move(shape);
+  if (t.num_elements() != static_cast<int64_t>(values.size()))
+    throw std::invalid_argument("TensorValue::of_strings: " +
+                                std::to_string(values.size()) +
+                                " values for shape " + t.spec().str());
+  t.strings = std::move(values);
+  return t;
+}
+
 TensorValue TensorValue::from_bytes(DType dtype, std::vector<int64_t> shape,
                                     std::string data) {
+  if (dtype == DType::String)
+    throw std::invalid_argument(
+        "TensorValue::from_bytes: string tensors are built with of_strings");
   TensorValue t;
   t.dtype = dtype;
   t.shape = std::move(shape);
@@ -60,6 +76,9 @@ double TensorValue::element(int64_t i) const {
     return half_to_float(load(uint16_t()));
   case DType::BFloat16:
     return bfloat16_to_float(load(uint16_t()));
+  case DType::String:
+    throw std::invalid_argument("TensorValue::element: a string tensor has no "
+                                "numeric elements");
   case DType::Invalid:
     break;
   }

@@ -26,7 +26,7 @@ struct VariableSpec {
   std::vector<int64_t> shape;
 
   int64_t num_elements() const;
-  /// "F32[2,3]"; a scalar is "F32[]" (safetensors_name of the dtype).
+  /// "F32[2,3]"; a scalar is "F32[]" (dtype_name of the dtype).
   std::string str() const;
   bool operator==(const VariableSpec &o) const {
     return dtype == o.dtype && shape == o.shape;
@@ -35,41 +35,54 @@ struct VariableSpec {
 };
 
 /// A tensor's value on the host: dtype, shape and the little-endian bytes
-/// of its elements in row-major order.
+/// of its elements in row-major order; a String tensor holds its elements
+/// in `strings` (row-major) and no `data`.
 struct TensorValue {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;
   std::string data;
+  std::vector<std::string> strings;
 
   VariableSpec spec() const { return {dtype, shape}; }
   int64_t num_elements() const { return spec().num_elements(); }
 
-  /// From typed values (float, double, int32_t, int64_t, bool); throws
-  /// std::invalid_argument when shape and value count disagree.
+  /// From typed values (float, double, int32_t, int64_t, bool,
+  /// std::string); throws std::invalid_argument when shape and value count
+  /// disagree.
   template <typename T>
   static TensorValue of(std::vector<int64_t> shape,
                         const std::vector<T> &values) {
     static_assert(detail::dtypeOf<T>().has_value(),
                   "use from_bytes for Float16/BFloat16");
-    TensorValue t;
-    t.dtype = *detail::dtypeOf<T>();
-    t.shape = std::move(shape);
-    if (t.num_elements() != static_cast<int64_t>(values.size()))
-      throw std::invalid_argument(
-          "TensorValue::of: " + std::to_string(values.size()) +
-          " values for shape " + t.spec().str());
-    if constexpr (std::is_same_v<T, bool>) {
-      for (bool b : values)
-        t.data.push_back(b ? 1 : 0);
+    if constexpr (std::is_same_v<T, std::string>) {
+      return of_strings(std::move(shape), values);
     } else {
-      t.data.assign(reinterpret_cast<const char *>(values.data()),
-                    values.size() * sizeof(T));
+      TensorValue t;
+      t.dtype = *detail::dtypeOf<T>();
+      t.shape = std::move(shape);
+      if (t.num_elements() != static_cast<int64_t>(values.size()))
+        throw std::invalid_argument(
+            "TensorValue::of: " + std::to_string(values.size()) +
+            " values for shape " + t.spec().str());
+      if constexpr (std::is_same_v<T, bool>) {
+        for (bool b : values)
+          t.data.push_back(b ? 1 : 0);
+      } else {
+        t.data.assign(reinterpret_cast<const char *>(values.data()),
+                      values.size() * sizeof(T));
+      }
+      return t;
     }
-    return t;
   }
 
-  /// From raw little-endian bytes of any dtype; throws std::invalid_argument
-  /// when the byte count is not dtype_size * num_elements.
+  /// A String tensor; std::invalid_argument when shape and value count
+  /// disagree.
+  static TensorValue of_strings(std::vector<int64_t> shape,
+                                std::vector<std::string> values);
+
+  /// From raw little-endian bytes of any numeric dtype; throws
+  /// std::invalid_argument when the byte count is not dtype_size *
+  /// num_elements.
   static TensorValue from_bytes(DType dtype, std::vector<int64_t> shape,
                                 std::string data);
 
@@ -80,15 +93,19 @@ struct TensorValue {
     if (*detail::dtypeOf<T>() != dtype)
       throw std::invalid_argument(
           std::string("TensorValue::values: tensor is ") +
-          safetensors_name(dtype));
-    std::vector<T> out(static_cast<size_t>(num_elements()));
-    if constexpr (std::is_same_v<T, bool>) {
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = data[i] != 0;
+          dtype_name(dtype));
+    if constexpr (std::is_same_v<T, std::string>) {
+      return strings;
     } else {
-      std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
+      std::vector<T> out(static_cast<size_t>(num_elements()));
+      if constexpr (std::is_same_v<T, bool>) {
+        for (size_t i = 0; i < out.size(); ++i)
+          out[i] = data[i] != 0;
+      } else {
+        std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
+      }
+      return out;
     }
-    return out;
   }
 
   /// Element i converted to double, for any dtype.
