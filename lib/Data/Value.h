@@ -178,6 +178,12 @@ public:
     }
     return it->second;
   }
+  /// (An int overload, so that e[0] is not taken for a null key.)
+  const Nest &operator[](int i) const {
+    if (i < 0)
+      throw std::invalid_argument("element: negative tuple index");
+    return (*this)[static_cast<size_t>(i)];
+  }
   const Nest &operator[](const char *key) const {
     return (*this)[std::string(key)];
   }

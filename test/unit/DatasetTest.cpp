@@ -1,0 +1,592 @@
+//===- DatasetTest.cpp - lib/Data's sources, transformations, state -----===//
+
+#include "lib/Data/Dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <thread>
+
+using namespace estc;
+using namespace estc::data;
+
+namespace {
+
+int64_t scalar(const Element &e) { return tensor(e).values<int64_t>().at(0); }
+
+std::vector<int64_t> ints(const Dataset &ds) {
+  std::vector<int64_t> out;
+  for (const Element &e : ds)
+    out.push_back(scalar(e));
+  return out;
+}
+
+std::vector<int64_t> iota(int64_t a, int64_t b) {
+  std::vector<int64_t> v(static_cast<size_t>(b - a));
+  std::iota(v.begin(), v.end(), a);
+  return v;
+}
+
+Element i64(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  return Element(TensorValue::of<int64_t>(std::move(shape), v));
+}
+
+/// Every element's encoding, so whole streams compare exactly.
+std::vector<std::string> encoded(Iterator &it, size_t max = SIZE_MAX) {
+  std::vector<std::string> out;
+  while (out.size() < max) {
+    std::optional<Element> e = it.next();
+    if (!e)
+      break;
+    std::string b;
+    encode_element(*e, b);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("estc-dataset-" + std::to_string(::getpid()) + "-" +
+            std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string &name) const { return path / name; }
+  static int &counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+} // namespace
+
+TEST(ElementTest, StructureAndEncodingRoundTrip) {
+  SparseTensor sp = SparseTensor::make(
+      {0, 1, 2, 0}, TensorValue::of_strings({2}, {"a", "bc"}), {3, 2});
+  Element e = Element::tuple(
+      {Element::dict({{"x", Element(TensorValue::of<float>({2}, {1, 2}))},
+                      {"s", Element(sp)}}),
+       i64({}, {7})});
+  EXPECT_EQ(to_string(spec_of(e)), "({s: sparse STRING[3,2], x: F32[2]}, "
+                                   "I64[])");
+  std::string bytes;
+  encode_element(e, bytes);
+  size_t pos = 0;
+  Element back = decode_element(bytes, pos, "test");
+  EXPECT_EQ(pos, bytes.size());
+  std::string again;
+  encode_element(back, again);
+  EXPECT_EQ(bytes, again);
+  EXPECT_EQ(sparse(back[0]["s"]).values.strings[1], "bc");
+  // Every truncation is an error, never a crash.
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    size_t p = 0;
+    EXPECT_THROW(decode_element(std::string_view(bytes).substr(0, n), p, "t"),
+                 DataError)
+        << n;
+  }
+  EXPECT_THROW(e[0]["nope"], std::invalid_argument);
+}
+
+TEST(ElementTest, SparseValidateAndDense) {
+  SparseTensor sp = SparseTensor::make(
+      {0, 1, 1, 0}, TensorValue::of<float>({2}, {5, 6}), {2, 2});
+  TensorValue d = sp.to_dense();
+  EXPECT_EQ(d.values<float>(), (std::vector<float>{0, 5, 6, 0}));
+  SparseTensor bad = SparseTensor::make(
+      {0, 2}, TensorValue::of<float>({1}, {1}), {2, 2});
+  try {
+    bad.validate("feature 'ids'");
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_STREQ(e.what(), "feature 'ids': sparse index 2 of value 0 is "
+                           "outside dimension 1 of size 2");
+  }
+}
+
+TEST(DatasetTest, Range) {
+  EXPECT_EQ(ints(Dataset::range(5)), iota(0, 5));
+  EXPECT_EQ(ints(Dataset::range(2, 11, 3)), (std::vector<int64_t>{2, 5, 8}));
+  EXPECT_EQ(ints(Dataset::range(5, 0, -2)), (std::vector<int64_t>{5, 3, 1}));
+  EXPECT_EQ(Dataset::range(5, 0, -2).cardinality(), 3);
+  EXPECT_TRUE(ints(Dataset::range(0)).empty());
+  EXPECT_THROW(Dataset::range(0, 5, 0), std::invalid_argument);
+}
+
+TEST(DatasetTest, FromTensorSlicesDictTupleSparse) {
+  Element e = Element::tuple(
+      {Element::dict({{"a", Element(TensorValue::of<float>({3, 2},
+                                                           {1, 2, 3, 4, 5, 6}))},
+                      {"s", Element(SparseTensor::make(
+                                {0, 0, 2, 1}, TensorValue::of<int64_t>({2}, {7, 8}),
+                                {3, 4}))}}),
+       Element(TensorValue::of_strings({3}, {"x", "y", "z"}))});
+  std::vector<Element> got;
+  for (const Element &x : Dataset::from_tensor_slices(e))
+    got.push_back(x);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(tensor(got[1][0]["a"]).values<float>(),
+            (std::vector<float>{3, 4}));
+  EXPECT_EQ(tensor(got[2][1]).strings, (std::vector<std::string>{"z"}));
+  EXPECT_EQ(sparse(got[0][0]["s"]).nnz(), 1);
+  EXPECT_EQ(sparse(got[1][0]["s"]).nnz(), 0);
+  EXPECT_EQ(sparse(got[2][0]["s"]).index_values(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(sparse(got[2][0]["s"]).dense_shape, (std::vector<int64_t>{4}));
+  // Batching the slices gives the tensors back.
+  Element again = stack_elements(got);
+  std::string a, b;
+  encode_element(e, a);
+  encode_element(again, b);
+  EXPECT_EQ(a, b);
+
+  EXPECT_THROW(Dataset::from_tensor_slices(i64({}, {1})),
+               std::invalid_argument);
+  EXPECT_THROW(Dataset::from_tensor_slices(Element::tuple(
+                   {i64({2}, {1, 2}), i64({3}, {1, 2, 3})})),
+               std::invalid_argument);
+}
+
+TEST(DatasetTest, GeneratorIsNotResumable) {
+  auto ds = Dataset::from_generator(
+      [] {
+        auto n = std::make_shared<int64_t>(0);
+        return [n]() -> std::optional<Element> {
+          if (*n >= 3)
+            return std::nullopt;
+          return i64({}, {(*n)++});
+        };
+      },
+      "counter");
+  EXPECT_EQ(ints(ds), iota(0, 3));
+  EXPECT_EQ(ints(ds), iota(0, 3)); // a fresh generator per iteration
+  Iterator it = ds.make_iterator();
+  EXPECT_THROW(it.save(), NotResumableError);
+}
+
+TEST(DatasetTest, ListFiles) {
+  TempDir dir;
+  for (const char *n : {"b.tfrecord", "a.tfrecord", "c.csv", "d.tfrecord"})
+    std::ofstream(dir.file(n)) << "x";
+  auto names = [](const Dataset &ds) {
+    std::vector<std::string> out;
+    for (const Element &e : ds)
+      out.push_back(std::filesystem::path(tensor(e).strings.at(0)).filename());
+    return out;
+  };
+  EXPECT_EQ(names(Dataset::list_files({dir.file("*.tfrecord")}, false)),
+            (std::vector<std::string>{"a.tfrecord", "b.tfrecord",
+                                      "d.tfrecord"}));
+  auto s1 = names(Dataset::list_files({dir.file("*")}, true, 7));
+  auto s2 = names(Dataset::list_files({dir.file("*")}, true, 7));
+  EXPECT_EQ(s1, s2);
+  std::vector<std::string> sorted = s1;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<std::string>{"a.tfrecord", "b.tfrecord",
+                                              "c.csv", "d.tfrecord"}));
+  try {
+    Dataset::list_files({dir.file("*.parquet")});
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_NE(std::string(e.what()).find("no files match"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("*.parquet"), std::string::npos);
+  }
+}
+
+TEST(DatasetTest, MapFilterTakeSkipShardEnumerate) {
+  auto sq = [](Element e) { return i64({}, {scalar(e) * scalar(e)}); };
+  EXPECT_EQ(ints(Dataset::range(5).map(sq)),
+            (std::vector<int64_t>{0, 1, 4, 9, 16}));
+  EXPECT_EQ(ints(Dataset::range(10).filter(
+                [](const Element &e) { return scalar(e) % 3 == 0; })),
+            (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(ints(Dataset::range(10).skip(3).take(4)), iota(3, 7));
+  EXPECT_EQ(ints(Dataset::range(10).take(-1)), iota(0, 10));
+  EXPECT_EQ(ints(Dataset::range(10).skip(20)), std::vector<int64_t>{});
+  EXPECT_EQ(ints(Dataset::range(10).shard(3, 1)),
+            (std::vector<int64_t>{1, 4, 7}));
+  EXPECT_EQ(Dataset::range(10).shard(3, 1).cardinality(), 3);
+  EXPECT_EQ(Dataset::range(10).shard(3, 0).cardinality(), 4);
+  EXPECT_THROW(Dataset::range(10).shard(3, 3), std::invalid_argument);
+  std::vector<int64_t> idx;
+  for (const Element &e : Dataset::range(3, 6).enumerate(10)) {
+    idx.push_back(scalar(e[0]));
+    idx.push_back(scalar(e[1]));
+  }
+  EXPECT_EQ(idx, (std::vector<int64_t>{10, 3, 11, 4, 12, 5}));
+}
+
+TEST(DatasetTest, ParallelMapKeepsOrderAndRaisesInPlace) {
+  auto slow = [](Element e) {
+    int64_t v = scalar(e);
+    // Later elements finish first: order must still be the input's.
+    std::this_thread::sleep_for(std::chrono::microseconds((50 - v % 50) * 20));
+    return i64({}, {v * 2});
+  };
+  std::vector<int64_t> want;
+  for (int64_t i = 0; i < 200; ++i)
+    want.push_back(2 * i);
+  EXPECT_EQ(ints(Dataset::range(200).map(slow, 4)), want);
+  EXPECT_EQ(ints(Dataset::range(200).map(slow, AUTOTUNE)), want);
+  std::vector<int64_t> any = ints(Dataset::range(200).map(slow, 4, false));
+  std::sort(any.begin(), any.end());
+  EXPECT_EQ(any, want);
+
+  auto failOn7 = [](Element e) {
+    if (scalar(e) == 7)
+      throw DataError("record 7: bad");
+    return e;
+  };
+  Iterator it = Dataset::range(10).map(failOn7, 3).make_iterator();
+  for (int64_t i = 0; i < 7; ++i)
+    EXPECT_EQ(scalar(*it.next()), i);
+  EXPECT_THROW(it.next(), DataError);
+  EXPECT_EQ(scalar(*it.next()), 8);
+  // ignore_errors drops it and goes on.
+  EXPECT_EQ(ints(Dataset::range(10).map(failOn7, 3).ignore_errors(0)),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 8, 9}));
+  EXPECT_EQ(ints(Dataset::range(10).map(failOn7).ignore_errors(0)),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 8, 9}));
+}
+
+TEST(DatasetTest, ShuffleSemantics) {
+  // A buffer of one keeps the order; a buffer of the whole data permutes.
+  EXPECT_EQ(ints(Dataset::range(20).shuffle(1, 3)), iota(0, 20));
+  std::vector<int64_t> a = ints(Dataset::range(100).shuffle(1000, 42));
+  std::vector<int64_t> b = ints(Dataset::range(100).shuffle(1000, 42));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, iota(0, 100));
+  std::vector<int64_t> s = a;
+  std::sort(s.begin(), s.end());
+  EXPECT_EQ(s, iota(0, 100));
+  EXPECT_NE(ints(Dataset::range(100).shuffle(1000, 43)), a);
+  // A buffer of k: element i comes out no earlier than position i - k + 1.
+  std::vector<int64_t> w = ints(Dataset::range(200).shuffle(10, 5));
+  for (size_t pos = 0; pos < w.size(); ++pos)
+    EXPECT_LE(w[pos], static_cast<int64_t>(pos) + 9);
+  // Each epoch its own order; without reshuffling, the same order.
+  std::vector<int64_t> two = ints(Dataset::range(50).shuffle(50, 1).repeat(2));
+  EXPECT_NE(std::vector<int64_t>(two.begin(), two.begin() + 50),
+            std::vector<int64_t>(two.begin() + 50, two.end()));
+  std::vector<int64_t> same =
+      ints(Dataset::range(50).shuffle(50, 1, false).repeat(2));
+  EXPECT_EQ(std::vector<int64_t>(same.begin(), same.begin() + 50),
+            std::vector<int64_t>(same.begin() + 50, same.end()));
+  // Same dataset object, iterated twice with reshuffling: two orders; a
+  // new dataset with the same seed starts over.
+  Dataset ds = Dataset::range(50).shuffle(50, 9);
+  std::vector<int64_t> first = ints(ds), second = ints(ds);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(ints(Dataset::range(50).shuffle(50, 9)), first);
+  EXPECT_THROW(Dataset::range(3).shuffle(0), std::invalid_argument);
+}
+
+TEST(DatasetTest, RepeatEdgeCases) {
+  EXPECT_EQ(ints(Dataset::range(3).repeat(2)),
+            (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(ints(Dataset::range(3).repeat(0)), std::vector<int64_t>{});
+  // Repeating an empty dataset forever ends at once.
+  EXPECT_EQ(ints(Dataset::range(0).repeat()), std::vector<int64_t>{});
+  EXPECT_EQ(ints(Dataset::range(2).repeat().take(5)),
+            (std::vector<int64_t>{0, 1, 0, 1, 0}));
+  EXPECT_EQ(Dataset::range(2).repeat().cardinality(), INFINITE_CARDINALITY);
+  EXPECT_EQ(Dataset::range(2).repeat(3).cardinality(), 6);
+}
+
+TEST(DatasetTest, BatchStacksAndKeepsThePartialBatch) {
+  Element x = Element::dict(
+      {{"f", Element(TensorValue::of<float>({5, 2},
+                                            {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))},
+       {"y", i64({5}, {0, 1, 2, 3, 4})}});
+  std::vector<Element> batches;
+  for (const Element &b : Dataset::from_tensor_slices(x).batch(2))
+    batches.push_back(b);
+  ASSERT_EQ(batches.size(), 3u);
+  EXPECT_EQ(tensor(batches[0]["f"]).shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(tensor(batches[2]["f"]).shape, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(tensor(batches[2]["y"]).values<int64_t>(),
+            (std::vector<int64_t>{4}));
+  EXPECT_EQ(Dataset::from_tensor_slices(x).batch(2, true).cardinality(), 2);
+  int n = 0;
+  for (const Element &b : Dataset::from_tensor_slices(x).batch(2, true)) {
+    EXPECT_EQ(tensor(b["y"]).shape[0], 2);
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  // Different shapes: batch refuses, naming the leaf.
+  auto ragged = Dataset::range(1, 4).map(
+      [](Element e) { return Element(TensorValue::of<float>(
+                          {scalar(e)}, std::vector<float>(scalar(e), 1.f))); });
+  try {
+    Iterator it = ragged.batch(3).make_iterator();
+    it.next();
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_NE(std::string(e.what()).find("padded_batch"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DatasetTest, BatchConcatenatesSparse) {
+  auto ds = Dataset::range(1, 4).map([](Element e) {
+    int64_t n = scalar(e);
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < n; ++i)
+      idx.push_back(i);
+    return Element(SparseTensor::make(
+        idx, TensorValue::of<int64_t>({n}, std::vector<int64_t>(n, n)), {n}));
+  });
+  Iterator it = ds.batch(3).make_iterator();
+  Element b = *it.next();
+  const SparseTensor &s = sparse(b);
+  EXPECT_EQ(s.dense_shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(s.index_values(),
+            (std::vector<int64_t>{0, 0, 1, 0, 1, 1, 2, 0, 2, 1, 2, 2}));
+  EXPECT_EQ(s.values.values<int64_t>(),
+            (std::vector<int64_t>{1, 2, 2, 3, 3, 3}));
+  // unbatch splits it back.
+  std::vector<int64_t> nnz;
+  for (const Element &r : ds.batch(3).unbatch())
+    nnz.push_back(sparse(r).nnz());
+  EXPECT_EQ(nnz, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(DatasetTest, PaddedBatch) {
+  auto ds = Dataset::range(1, 4).map([](Element e) {
+    int64_t n = scalar(e);
+    return Element::tuple({Element(TensorValue::of<int64_t>(
+                               {n}, std::vector<int64_t>(n, n))),
+                           Element(TensorValue::of_strings({}, {"s"}))});
+  });
+  Iterator it = ds.padded_batch(3).make_iterator();
+  Element b = *it.next();
+  EXPECT_EQ(tensor(b[0]).shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(tensor(b[0]).values<int64_t>(),
+            (std::vector<int64_t>{1, 0, 0, 2, 2, 0, 3, 3, 3}));
+  Dataset::Padding p;
+  p.padded_shapes = Nest<std::vector<int64_t>>::tuple(
+      {std::vector<int64_t>{4}, std::vector<int64_t>{}});
+  p.padding_values = Element::tuple(
+      {i64({}, {-1}), Element(TensorValue::of_strings({}, {"<pad>"}))});
+  Iterator it2 = ds.padded_batch(2, p).make_iterator();
+  Element b2 = *it2.next();
+  EXPECT_EQ(tensor(b2[0]).values<int64_t>(),
+            (std::vector<int64_t>{1, -1, -1, -1, 2, 2, -1, -1}));
+  Element last = *it2.next();
+  EXPECT_EQ(tensor(last[0]).shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_FALSE(it2.next());
+  p.padded_shapes = Nest<std::vector<int64_t>>::tuple(
+      {std::vector<int64_t>{2}, std::vector<int64_t>{}});
+  Iterator it3 = ds.padded_batch(3, p).make_iterator();
+  EXPECT_THROW(it3.next(), DataError);
+}
+
+TEST(DatasetTest, ZipConcatenate) {
+  std::vector<int64_t> z;
+  for (const Element &e :
+       Dataset::zip({Dataset::range(3), Dataset::range(10, 20)})) {
+    z.push_back(scalar(e[0]));
+    z.push_back(scalar(e[1]));
+  }
+  EXPECT_EQ(z, (std::vector<int64_t>{0, 10, 1, 11, 2, 12}));
+  EXPECT_EQ(Dataset::zip({Dataset::range(3), Dataset::range(10, 20)})
+                .cardinality(),
+            3);
+  EXPECT_EQ(ints(Dataset::range(2).concatenate(Dataset::range(5, 7))),
+            (std::vector<int64_t>{0, 1, 5, 6}));
+}
+
+TEST(DatasetTest, InterleaveOfUnequalInputs) {
+  // Input n opens a dataset of n elements n*10, n*10+1, ...
+  auto fn = [](const Element &e) {
+    int64_t n = scalar(e);
+    return Dataset::range(n * 10, n * 10 + n);
+  };
+  // TF 2.15 gives these (an exhausted slot is refilled on its next turn):
+  // cycle 2, block 1 over inputs 1, 2, 3.
+  std::vector<int64_t> want{10, 20, 21, 30, 31, 32};
+  EXPECT_EQ(ints(Dataset::range(1, 4).interleave(fn, 2, 1)), want);
+  EXPECT_EQ(ints(Dataset::range(1, 4).interleave(fn, 2, 1, 2)), want);
+  // Block 2: two from each in turn.
+  EXPECT_EQ(ints(Dataset::range(2, 4).interleave(fn, 2, 2)),
+            (std::vector<int64_t>{20, 21, 30, 31, 32}));
+  EXPECT_EQ(ints(Dataset::range(1, 4).flat_map(fn)),
+            (std::vector<int64_t>{10, 20, 21, 30, 31, 32}));
+  // Empty inputs in the cycle are skipped.
+  EXPECT_EQ(ints(Dataset::range(0, 3).interleave(fn, 3, 1, AUTOTUNE)),
+            (std::vector<int64_t>{10, 20, 21}));
+}
+
+TEST(DatasetTest, PrefetchAndCache) {
+  EXPECT_EQ(ints(Dataset::range(100).prefetch(3)), iota(0, 100));
+  EXPECT_EQ(ints(Dataset::range(100).prefetch(AUTOTUNE).prefetch(1)),
+            iota(0, 100));
+
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  Dataset cached = Dataset::range(10)
+                       .map([calls](Element e) {
+                         ++*calls;
+                         return e;
+                       })
+                       .cache();
+  EXPECT_EQ(ints(cached.repeat(3)), [] {
+    std::vector<int64_t> v;
+    for (int r = 0; r < 3; ++r)
+      for (int64_t i = 0; i < 10; ++i)
+        v.push_back(i);
+    return v;
+  }());
+  EXPECT_EQ(calls->load(), 10);
+  // A partial first pass caches nothing.
+  *calls = 0;
+  Dataset partial = Dataset::range(10)
+                        .map([calls](Element e) {
+                          ++*calls;
+                          return e;
+                        })
+                        .cache();
+  EXPECT_EQ(ints(partial.take(3)), iota(0, 3));
+  EXPECT_EQ(ints(partial), iota(0, 10));
+  EXPECT_EQ(ints(partial), iota(0, 10));
+  EXPECT_EQ(calls->load(), 13);
+
+  // The file cache outlives the dataset; a corrupt one is refused.
+  TempDir dir;
+  std::string file = dir.file("cache.bin");
+  *calls = 0;
+  auto make = [&] {
+    return Dataset::range(5)
+        .map([calls](Element e) {
+          ++*calls;
+          return e;
+        })
+        .cache(file);
+  };
+  EXPECT_EQ(ints(make()), iota(0, 5));
+  EXPECT_EQ(ints(make()), iota(0, 5));
+  EXPECT_EQ(calls->load(), 5);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(30);
+    f.put('\x7f');
+  }
+  try {
+    ints(make());
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos);
+  }
+}
+
+TEST(DatasetTest, IteratorStateRejectsCorruptAndForeignStates) {
+  Dataset ds = Dataset::range(10).shuffle(4, 1);
+  Iterator it = ds.make_iterator();
+  it.next();
+  std::string bytes = it.save().serialize();
+  EXPECT_NO_THROW(IteratorState::parse(bytes));
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    std::string bad = bytes;
+    bad[i] ^= 0x20;
+    EXPECT_THROW(IteratorState::parse(bad), DataError) << i;
+  }
+  EXPECT_THROW(IteratorState::parse(bytes.substr(0, bytes.size() - 1)),
+               DataError);
+  Iterator other = Dataset::range(10).shuffle(4, 2).make_iterator();
+  try {
+    other.restore(IteratorState::parse(bytes));
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_NE(std::string(e.what()).find("another pipeline"),
+              std::string::npos);
+  }
+}
+
+/// Saves after k elements, restores into a fresh iterator of a freshly built
+/// pipeline, and checks the rest equals the uninterrupted stream, for every k.
+void expectResumesEverywhere(const std::function<Dataset()> &build) {
+  Iterator full = build().make_iterator();
+  std::vector<std::string> all = encoded(full);
+  ASSERT_GT(all.size(), 2u);
+  for (size_t k = 0; k <= all.size(); ++k) {
+    Iterator first = build().make_iterator();
+    std::vector<std::string> head = encoded(first, k);
+    ASSERT_EQ(head.size(), k);
+    std::string state = first.save().serialize();
+    // The saved iterator itself goes on unchanged.
+    std::vector<std::string> tail1 = encoded(first);
+    Iterator second = build().make_iterator();
+    second.restore(IteratorState::parse(state));
+    std::vector<std::string> tail2 = encoded(second);
+    std::vector<std::string> want(all.begin() + static_cast<long>(k),
+                                  all.end());
+    ASSERT_EQ(tail1, want) << "k=" << k;
+    ASSERT_EQ(tail2, want) << "k=" << k;
+  }
+}
+
+TEST(DatasetResumeTest, SequentialPipeline) {
+  expectResumesEverywhere([] {
+    return Dataset::range(30)
+        .shuffle(7, 11)
+        .repeat(2)
+        .map([](Element e) { return Element::dict({{"x", e}}); })
+        .filter([](const Element &e) { return scalar(e["x"]) % 5 != 0; })
+        .enumerate()
+        .batch(4)
+        .unbatch()
+        .skip(2)
+        .take(50);
+  });
+}
+
+TEST(DatasetResumeTest, ThreadedPipeline) {
+  expectResumesEverywhere([] {
+    auto fn = [](const Element &e) {
+      int64_t n = scalar(e);
+      return Dataset::range(n * 100, n * 100 + n % 4 + 1).shuffle(3, n);
+    };
+    return Dataset::range(12)
+        .interleave(fn, 3, 2, 2)
+        .map([](Element e) { return i64({1}, {scalar(e) + 1}); }, 3)
+        .prefetch(4)
+        .shuffle(5, 3)
+        .batch(3)
+        .prefetch(2);
+  });
+}
+
+TEST(DatasetResumeTest, CacheZipConcatenate) {
+  expectResumesEverywhere([] {
+    return Dataset::zip({Dataset::range(8).cache(), Dataset::range(100, 120)})
+        .concatenate(Dataset::zip({Dataset::range(3), Dataset::range(3)}))
+        .repeat(2);
+  });
+}
+
+TEST(DatasetResumeTest, DeterministicWhateverTheParallelism) {
+  auto build = [](int64_t threads) {
+    auto fn = [](const Element &e) {
+      return Dataset::range(scalar(e) * 10, scalar(e) * 10 + 7);
+    };
+    return Dataset::range(20)
+        .shuffle(8, 5)
+        .interleave(fn, 4, 3, threads)
+        .map([](Element e) { return e; }, threads == 0 ? 0 : threads)
+        .shuffle(16, 6)
+        .batch(5);
+  };
+  Iterator a = build(0).make_iterator(), b = build(2).make_iterator(),
+           c = build(AUTOTUNE).make_iterator();
+  std::vector<std::string> ea = encoded(a);
+  EXPECT_EQ(ea, encoded(b));
+  EXPECT_EQ(ea, encoded(c));
+}
