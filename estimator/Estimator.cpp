@@ -139,6 +139,26 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
   }
 }
 
+/// Continues `data` where the checkpoint's input position was (when it has
+/// one); a position of another pipeline is logged and ignored.
+void restoreInput(Dataset &data, const train::RestoredCheckpoint &restored) {
+  auto it = restored.variables.find(kInputStateTensor);
+  if (it == restored.variables.end())
+    return;
+  std::string why;
+  bool ok = false;
+  try {
+    ok = data.restore_state(unpack_bytes(it->second), &why);
+  } catch (const data::DataError &e) {
+    why = e.what();
+  }
+  if (ok)
+    log_info("Restored the input pipeline's position from " + restored.path);
+  else
+    log_info("Not restoring the input pipeline's position from " +
+             restored.path + " (" + why + "); input_fn starts afresh.");
+}
+
 /// Zeroes the metrics' local state.
 void resetLocalVariables(rt::CompiledModel &m) { m.reset_local_variables(); }
 
@@ -383,8 +403,21 @@ public:
     for (int i = 0; i < model_.spec().numVariables; ++i)
       if (!isLocal(model_.spec().variables[i]))
         out[model_.spec().variables[i].name] = readVariable(model_, i);
+    if (input_) {
+      std::string why;
+      if (std::optional<std::string> state = input_->save_state(&why)) {
+        out[kInputStateTensor] = pack_bytes(*state);
+      } else if (!warnedInput_ && why != "the input ran out") {
+        log_info("The input pipeline's position is not saved with the "
+                 "checkpoints (" +
+                 why + "); a restarted train() starts input_fn afresh.");
+        warnedInput_ = true;
+      }
+    }
     return out;
   }
+  /// Saves `data`'s position with every checkpoint (train()).
+  void save_input_state(Dataset &data) { input_ = &data; }
   const std::string &model_dir() const override { return modelDir_; }
   rt::CompiledModel &model() const { return model_; }
 
@@ -392,6 +425,8 @@ private:
   rt::CompiledModel &model_;
   std::string modelDir_;
   int globalStep_;
+  Dataset *input_ = nullptr;
+  mutable bool warnedInput_ = false;
 };
 
 /// One step of a compiled function on an input_fn's batches (the
@@ -793,6 +828,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
 
   // The session: the latest valid checkpoint, or @init + warm start.
   ModelSession session(m, modelDir);
+  session.save_input_state(data);
   ModelStep step(m, fn, /*metricsFn=*/-1, data, "train");
   MonitoredSession loop(session, step, hooks, [&] {
     std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
@@ -800,6 +836,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
       loadVariables(m, restored->variables,
                     train::checkpoint_file(restored->path));
       log_info("Restoring parameters from " + restored->path);
+      restoreInput(data, *restored);
     } else {
       initialize(m);
     }

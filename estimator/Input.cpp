@@ -2,6 +2,7 @@
 
 #include "estimator/Input.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -92,16 +93,107 @@ ElementSpec element_spec_of(const Batch &batch) {
   return spec;
 }
 
+TensorValue pack_bytes(const std::string &bytes) {
+  std::vector<int64_t> words(1 + (bytes.size() + 7) / 8, 0);
+  words[0] = static_cast<int64_t>(bytes.size());
+  if (!bytes.empty())
+    std::memcpy(&words[1], bytes.data(), bytes.size());
+  return TensorValue::of<int64_t>({static_cast<int64_t>(words.size())},
+                                  words);
+}
+
+std::string unpack_bytes(const TensorValue &t) {
+  if (t.dtype != DType::Int64 || t.shape.size() != 1 || t.shape[0] < 1)
+    throw data::DataError(std::string(kInputStateTensor) + " is " +
+                          t.spec().str() + ", not I64[n]");
+  int64_t n;
+  std::memcpy(&n, t.data.data(), 8);
+  if (n < 0 || static_cast<uint64_t>(n) > (t.data.size() - 8))
+    throw data::DataError(std::string(kInputStateTensor) + ": a length of " +
+                          std::to_string(n) + " bytes in " +
+                          std::to_string(t.data.size() - 8));
+  return t.data.substr(8, static_cast<size_t>(n));
+}
+
+Batch to_batch(const data::Element &element) {
+  const data::Element *features = &element;
+  const data::Element *labels = nullptr;
+  if (element.is_tuple()) {
+    if (element.size() < 1 || element.size() > 2)
+      throw std::invalid_argument(
+          "input: an element must be features or (features, labels), not a "
+          "tuple of " +
+          std::to_string(element.size()));
+    features = &element[0];
+    if (element.size() == 2)
+      labels = &element[1];
+  }
+  if (!features->is_dict())
+    throw std::invalid_argument("input: features must be a dict of named "
+                                "tensors, not " +
+                                data::to_string(data::spec_of(*features)));
+  auto dense = [](const data::Element &e,
+                  const std::string &what) -> const TensorValue & {
+    if (!e.is_leaf())
+      throw std::invalid_argument("input: " + what + " is a nested " +
+                                  data::to_string(data::spec_of(e)) +
+                                  "; it must be one tensor");
+    if (std::holds_alternative<data::SparseTensor>(e.leaf()))
+      throw std::invalid_argument(
+          "input: " + what +
+          " is sparse (a SparseTensor); sparse and string features reach a "
+          "model through feature columns, which estc does not have yet");
+    const TensorValue &t = data::tensor(e);
+    if (t.dtype == DType::String)
+      throw std::invalid_argument(
+          "input: " + what +
+          " is a string tensor; sparse and string features reach a model "
+          "through feature columns, which estc does not have yet");
+    return t;
+  };
+  Batch batch;
+  for (const auto &[name, value] : features->fields())
+    batch.features[name] = dense(value, "feature '" + name + "'");
+  if (labels)
+    batch.labels = dense(*labels, "the labels");
+  return batch;
+}
+
 struct Dataset::State {
+  /// A legacy generator of batches (not resumable) ...
   Generator next;
+  /// ... or a data pipeline and its current iteration.
+  std::optional<data::Dataset> source;
+  std::unique_ptr<data::Iterator> iterator;
   std::optional<ElementSpec> spec;
   std::optional<Batch> peeked;
+  /// The position before the peeked batch; its absence (with a peeked
+  /// batch) means the pipeline cannot save one.
+  std::optional<std::string> statePeeked;
+  std::string notResumable;
+  bool exhausted = false;
+
+  std::optional<Batch> pull() {
+    if (!source)
+      return next();
+    std::optional<data::Element> e = iterator->next();
+    if (!e) {
+      exhausted = true;
+      return std::nullopt;
+    }
+    return to_batch(*e);
+  }
 };
 
 Dataset::Dataset(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Dataset::Dataset(Dataset &&) noexcept = default;
 Dataset &Dataset::operator=(Dataset &&) noexcept = default;
 Dataset::~Dataset() = default;
+
+Dataset::Dataset(data::Dataset dataset) : state_(std::make_unique<State>()) {
+  state_->iterator = std::make_unique<data::Iterator>(dataset);
+  state_->source = std::move(dataset);
+}
 
 Dataset Dataset::from_generator(Generator next,
                                 std::optional<ElementSpec> spec) {
@@ -110,6 +202,8 @@ Dataset Dataset::from_generator(Generator next,
   auto state = std::make_unique<State>();
   state->next = std::move(next);
   state->spec = std::move(spec);
+  state->notResumable = "a Dataset::from_generator of batches cannot save "
+                        "its position";
   return Dataset(std::move(state));
 }
 
@@ -117,20 +211,72 @@ std::optional<Batch> Dataset::next() {
   if (state_->peeked) {
     std::optional<Batch> batch = std::move(state_->peeked);
     state_->peeked.reset();
+    state_->statePeeked.reset();
     return batch;
   }
-  return state_->next();
+  return state_->pull();
 }
 
 std::optional<ElementSpec> Dataset::element_spec() {
   if (state_->spec)
     return state_->spec;
-  if (!state_->peeked)
-    state_->peeked = state_->next();
+  if (!state_->peeked) {
+    if (state_->source && state_->notResumable.empty()) {
+      try {
+        state_->statePeeked = state_->iterator->save().serialize();
+      } catch (const data::NotResumableError &e) {
+        state_->notResumable = e.what();
+      }
+    }
+    state_->peeked = state_->pull();
+  }
   if (!state_->peeked)
     return std::nullopt;
   state_->spec = element_spec_of(*state_->peeked);
   return state_->spec;
+}
+
+std::optional<std::string> Dataset::save_state(std::string *why) {
+  auto no = [&](const std::string &reason) -> std::optional<std::string> {
+    if (why)
+      *why = reason;
+    return std::nullopt;
+  };
+  State &s = *state_;
+  if (!s.notResumable.empty())
+    return no(s.notResumable);
+  if (s.exhausted)
+    return no("the input ran out");
+  if (s.peeked)
+    return s.statePeeked;
+  try {
+    return s.iterator->save().serialize();
+  } catch (const data::NotResumableError &e) {
+    s.notResumable = e.what();
+    return no(s.notResumable);
+  }
+}
+
+bool Dataset::restore_state(const std::string &bytes, std::string *why) {
+  State &s = *state_;
+  if (!s.source) {
+    if (why)
+      *why = s.notResumable;
+    return false;
+  }
+  try {
+    auto fresh = std::make_unique<data::Iterator>(*s.source);
+    fresh->restore(data::IteratorState::parse(bytes));
+    s.iterator = std::move(fresh);
+    s.peeked.reset();
+    s.statePeeked.reset();
+    s.exhausted = false;
+    return true;
+  } catch (const std::exception &e) {
+    if (why)
+      *why = e.what();
+    return false;
+  }
 }
 
 namespace {
@@ -156,62 +302,118 @@ Dataset Dataset::from_arrays(Features x, std::optional<TensorValue> y,
   return fromSharedArrays(std::move(all), options);
 }
 
+namespace {
+
+/// numpy_input_fn's batches as a data pipeline stage: the arrays' rows in a
+/// per-epoch permutation from (seed, epoch), cut into batches that run
+/// across epoch boundaries. The position is (epoch, row in the epoch).
+class ArrayBatchesDataset : public data::detail::DatasetImpl {
+public:
+  ArrayBatchesDataset(std::shared_ptr<const Batch> arrays,
+                      const Dataset::ArrayOptions &options)
+      : arrays_(std::move(arrays)), options_(options),
+        examples_(arrays_->size()) {}
+
+  std::string describe() const override {
+    std::string s = "Arrays(";
+    for (const auto &[k, t] : arrays_->features)
+      s += k + ":" + t.spec().str() + ",";
+    if (arrays_->labels)
+      s += "labels:" + arrays_->labels->spec().str() + ",";
+    return s + "batch=" + std::to_string(options_.batch_size) + ",epochs=" +
+           (options_.num_epochs ? std::to_string(*options_.num_epochs) : "") +
+           (options_.shuffle ? ",seed=" + std::to_string(options_.seed) : "") +
+           ")";
+  }
+
+  std::unique_ptr<data::detail::IteratorImpl>
+  make_iterator(const std::string &prefix) const override {
+    class It : public data::detail::IteratorImpl {
+    public:
+      It(const std::string &p, const ArrayBatchesDataset &d)
+          : IteratorImpl(p), d_(d) {
+        startEpoch(0);
+      }
+      std::optional<data::Element> next() override {
+        if (d_.examples_ == 0)
+          return std::nullopt;
+        std::vector<int64_t> rows;
+        while (static_cast<int64_t>(rows.size()) < d_.options_.batch_size) {
+          if (position_ == d_.examples_) {
+            if (d_.options_.num_epochs &&
+                epoch_ + 1 >= *d_.options_.num_epochs)
+              break;
+            startEpoch(epoch_ + 1);
+          }
+          rows.push_back(order_[position_++]);
+        }
+        if (rows.empty())
+          return std::nullopt;
+        std::map<std::string, data::Element> features;
+        for (const auto &[key, t] : d_.arrays_->features)
+          features.emplace(key, data::Element(gatherRows(t, rows)));
+        data::Element f = data::Element::dict(std::move(features));
+        if (!d_.arrays_->labels)
+          return f;
+        return data::Element::tuple(
+            {std::move(f),
+             data::Element(gatherRows(*d_.arrays_->labels, rows))});
+      }
+      void save(data::IteratorState &s) override {
+        s.put_int(key("epoch"), epoch_);
+        s.put_int(key("position"), position_);
+      }
+      void restore(const data::IteratorState &s) override {
+        int64_t position = s.get_int(key("position"));
+        if (position < 0 || position > d_.examples_)
+          throw data::DataError("input pipeline state: row " +
+                                std::to_string(position) + " of " +
+                                std::to_string(d_.examples_));
+        startEpoch(s.get_int(key("epoch")));
+        position_ = position;
+      }
+
+    private:
+      void startEpoch(int64_t epoch) {
+        epoch_ = epoch;
+        position_ = 0;
+        int64_t n = d_.examples_;
+        order_.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i)
+          order_[i] = i;
+        if (d_.options_.shuffle) {
+          uint64_t state = d_.options_.seed * 0x9E3779B97F4A7C15ull +
+                           static_cast<uint64_t>(epoch);
+          for (int64_t i = n - 1; i > 0; --i) {
+            int64_t j = static_cast<int64_t>(splitmix(state) %
+                                             static_cast<uint64_t>(i + 1));
+            std::swap(order_[i], order_[j]);
+          }
+        }
+      }
+      const ArrayBatchesDataset &d_;
+      int64_t epoch_ = 0;
+      int64_t position_ = 0;
+      std::vector<int64_t> order_;
+    };
+    return std::make_unique<It>(prefix, *this);
+  }
+
+private:
+  std::shared_ptr<const Batch> arrays_;
+  Dataset::ArrayOptions options_;
+  int64_t examples_;
+};
+
+} // namespace
+
 Dataset Dataset::fromSharedArrays(std::shared_ptr<const Batch> all,
                                   const ArrayOptions &options) {
-  int64_t n = all->size();
   ElementSpec spec = element_spec_of(*all);
-
-  struct Cursor {
-    std::shared_ptr<const Batch> data;
-    int64_t examples;
-    ArrayOptions options;
-    int64_t epoch = 0;
-    int64_t position = 0; // within the epoch
-    std::vector<int64_t> order;
-  };
-  auto cursor =
-      std::make_shared<Cursor>(Cursor{std::move(all), n, options, 0, 0, {}});
-  auto startEpoch = [](Cursor &c) {
-    c.order.resize(c.examples);
-    for (int64_t i = 0; i < c.examples; ++i)
-      c.order[i] = i;
-    if (c.options.shuffle) {
-      uint64_t state = c.options.seed * 0x9E3779B97F4A7C15ull +
-                       static_cast<uint64_t>(c.epoch);
-      for (int64_t i = c.examples - 1; i > 0; --i) {
-        int64_t j = static_cast<int64_t>(splitmix(state) %
-                                         static_cast<uint64_t>(i + 1));
-        std::swap(c.order[i], c.order[j]);
-      }
-    }
-    c.position = 0;
-  };
-  if (n > 0)
-    startEpoch(*cursor);
-  Generator next = [cursor, startEpoch]() -> std::optional<Batch> {
-    Cursor &c = *cursor;
-    if (c.examples == 0)
-      return std::nullopt;
-    std::vector<int64_t> rows;
-    while (static_cast<int64_t>(rows.size()) < c.options.batch_size) {
-      if (c.position == c.examples) {
-        if (c.options.num_epochs && c.epoch + 1 >= *c.options.num_epochs)
-          break;
-        ++c.epoch;
-        startEpoch(c);
-      }
-      rows.push_back(c.order[c.position++]);
-    }
-    if (rows.empty())
-      return std::nullopt;
-    Batch batch;
-    for (const auto &[key, t] : c.data->features)
-      batch.features[key] = gatherRows(t, rows);
-    if (c.data->labels)
-      batch.labels = gatherRows(*c.data->labels, rows);
-    return batch;
-  };
-  return from_generator(std::move(next), std::move(spec));
+  Dataset out(data::Dataset::from_impl(
+      std::make_shared<ArrayBatchesDataset>(std::move(all), options)));
+  out.state_->spec = std::move(spec);
+  return out;
 }
 
 InputFn numpy_input_fn(Features x, std::optional<TensorValue> y,

@@ -2,14 +2,24 @@
 //
 // An input_fn returns a Dataset: a one-pass sequence of Batches, each
 // holding the features (name -> tensor, first dimension the batch) and the
-// labels (absent for prediction). Two sources for now (the input-pipeline
-// library is a later issue):
+// labels (absent for prediction). Its sources:
 //
+//   - a data::Dataset (lib/Data/Dataset.h, tf.data for C++) whose elements
+//     are batches: a features dict, or a (features dict, labels) tuple, as
+//     TF's Estimator takes them (converts implicitly);
 //   - numpy_input_fn / Dataset::from_arrays: in-memory arrays cut into
 //     batches of batch_size (the final batch may be partial), for num_epochs
-//     passes (nullopt: forever), shuffled per epoch from a seed;
+//     passes (nullopt: forever), shuffled per epoch from a seed (a data
+//     pipeline stage, so resumable too);
 //   - Dataset::from_generator: any callable returning the next Batch or
-//     nullopt at the end.
+//     nullopt at the end (not resumable).
+//
+// Resumption: train() saves the pipeline's position (data::IteratorState)
+// with every checkpoint, as the tensor kInputStateTensor, and a restarted
+// train() restores it, so the data stream continues where the checkpoint
+// was taken. A pipeline that ran out is not saved (the next train() starts
+// input_fn afresh, as TF's does); nor is one that cannot save its position
+// (from_generator), which is logged once.
 //
 // The element spec (features' and labels' dtypes and shapes with the batch
 // dimension -1) defines the JIT model's placeholders; a generator without a
@@ -20,6 +30,7 @@
 #ifndef ESTC_ESTIMATOR_INPUT_H
 #define ESTC_ESTIMATOR_INPUT_H
 
+#include "lib/Data/Dataset.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Tensor/TensorValue.h"
 
@@ -56,11 +67,28 @@ class Dataset;
 /// input_fn: called once per train / evaluate / predict call.
 using InputFn = std::function<Dataset()>;
 
-/// tf.data.Dataset, reduced to what the Estimator needs: next() until
-/// nullopt. Move-only; cheap to move.
+/// The checkpoint tensor holding the input pipeline's position (I64: the
+/// byte count, then the bytes of data::IteratorState::serialize, packed
+/// little-endian).
+constexpr const char *kInputStateTensor = "_estc_input_pipeline_state";
+/// Packs bytes into such a tensor and back (DataError for a malformed one).
+TensorValue pack_bytes(const std::string &bytes);
+std::string unpack_bytes(const TensorValue &tensor);
+
+/// Converts a data pipeline's element to a Batch: a features dict, or a
+/// (features dict, labels tensor) tuple. std::invalid_argument naming the
+/// feature for what a model cannot take yet (sparse and string features:
+/// they reach the model through feature columns).
+Batch to_batch(const data::Element &element);
+
+/// What an input_fn returns: batches until nullopt. Move-only; cheap to
+/// move.
 class Dataset {
 public:
   using Generator = std::function<std::optional<Batch>()>;
+
+  /// The batches of a data pipeline (to_batch of each element).
+  Dataset(data::Dataset dataset); // NOLINT: implicit, as input_fns return one
 
   /// Batches from `next` until it returns nullopt. `spec`: the element spec
   /// (inferred from the first batch when absent).
@@ -93,6 +121,15 @@ public:
   /// The element spec (may read and keep the first batch); nullopt for an
   /// empty dataset without a declared spec.
   std::optional<ElementSpec> element_spec();
+
+  /// The position after the batches next() gave, serialized; nullopt when
+  /// the dataset cannot save it (a generator) or ran out. `why` (optional)
+  /// says which.
+  std::optional<std::string> save_state(std::string *why = nullptr);
+  /// Continues from a position save_state gave (of a dataset with the same
+  /// pipeline). On failure (another pipeline, a corrupt state), returns
+  /// false with the reason in `why` and leaves the dataset as it was.
+  bool restore_state(const std::string &state, std::string *why = nullptr);
 
 private:
   friend InputFn numpy_input_fn(Features, std::optional<TensorValue>,

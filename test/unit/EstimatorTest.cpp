@@ -233,12 +233,15 @@ TEST_F(EstimatorTest, TrainInstallsTheBuiltInHooksAsTf) {
   EXPECT_EQ(lossAt.at(16), static_cast<float>(losses->losses.at(15)));
 
   // A later call starts by saving the state it restored (TF's
-  // CheckpointSaverHook.after_create_session); its first line is step 26.
+  // CheckpointSaverHook.after_create_session), the input's position
+  // included; its first line is step 26.
   logs_.clear();
   est->train(trainInput(), {}, 1);
-  EXPECT_EQ(logs_.at(1), "Calling checkpoint listeners before saving "
+  EXPECT_EQ(logs_.at(1), "Restored the input pipeline's position from " +
+                             prefix.substr(0, prefix.size() - 1) + "-25");
+  EXPECT_EQ(logs_.at(2), "Calling checkpoint listeners before saving "
                          "checkpoint 25...");
-  EXPECT_EQ(logs_.at(2), "Saving checkpoints for 25 into " + prefix);
+  EXPECT_EQ(logs_.at(3), "Saving checkpoints for 25 into " + prefix);
   EXPECT_EQ(at("loss = ", ", step = 26"), at("loss = ", ""));
 }
 
