@@ -583,11 +583,10 @@ public:
             static_cast<uint64_t>(s.get_int(key("rng"))));
         inputDone_ = s.get_int(key("input_done")) != 0;
         buffer_ = s.get_element(key("buffer")).items();
-        // Later iterations of this dataset continue the saved one's count.
-        int64_t want = iteration_ + 1;
-        int64_t have = d_.iterations_.load();
-        while (have < want && !d_.iterations_.compare_exchange_weak(have, want))
-          ;
+        // Later iterations of this dataset continue the saved one's count
+        // (whatever iterators were made to get here).
+        if (d_.reshuffle_)
+          d_.iterations_.store(iteration_ + 1);
         in_->restore(s);
       }
 

@@ -4,9 +4,11 @@
 // threads into a queue of slots. A worker reserves its slot while it holds
 // the input, so the slots are in input order whatever finishes first; the
 // consumer takes the front slot (deterministic) or any finished one. save()
-// pauses the workers, waits until none holds an element, and saves the
-// input's position together with the finished elements still queued, so a
-// restored pipeline delivers exactly what the saved one would have.
+// lets the workers fill the queue to capacity (or the input's end), pauses
+// them, and saves the input's position together with the queued elements:
+// a restored pipeline delivers exactly what the saved one would have, and
+// the state depends on the consumer's position only, not on timing (so
+// checkpoints of a run and of a restarted run are byte-identical).
 //
 // Interleave follows TF's cycle algorithm (InterleaveDatasetOp): the cycle
 // slot's dataset gives block_length elements, then the next slot; an
@@ -75,9 +77,16 @@ public:
   }
 
   void save(IteratorState &s) override {
+    start();
     std::unique_lock<std::mutex> lock(mu_);
+    // The saved state must not depend on how far ahead the workers happened
+    // to be: let them fill the queue to capacity (or to the end of the
+    // input), so what is queued — and the input's position — is a function
+    // of the consumer's position alone.
+    cv_.wait(lock, [&] {
+      return busy_ == 0 && (slots_.size() >= capacity_ || inputEnded_);
+    });
     ++paused_;
-    cv_.wait(lock, [&] { return busy_ == 0; });
     // No worker holds an element or the input now.
     try {
       std::vector<Element> values;
@@ -151,12 +160,13 @@ private:
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] {
-          return stopping_ ||
-                 (!paused_ && !inputEnded_ && slots_.size() < capacity_);
+          return stopping_ || (!paused_ && !inputEnded_ &&
+                               slots_.size() + reserved_ < capacity_);
         });
         if (stopping_)
           return;
         ++busy_;
+        ++reserved_; // a place in the queue, taken before reading
       }
       std::shared_ptr<Slot> slot;
       std::optional<Element> input;
@@ -176,6 +186,7 @@ private:
           }
         }
         std::lock_guard<std::mutex> lock(mu_);
+        --reserved_;
         if (!input && !slot->error) {
           inputEnded_ = true;
           --busy_;
@@ -218,6 +229,7 @@ private:
   bool stopping_ = false;
   int paused_ = 0;
   int64_t busy_ = 0; // workers holding an element (reading or computing)
+  size_t reserved_ = 0; // workers reading, whose slot is not queued yet
   std::vector<std::thread> threads_;
 };
 

@@ -1014,3 +1014,96 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
 } // namespace
 } // namespace estimator
 } // namespace estc
+
+namespace estc {
+namespace estimator {
+namespace {
+
+/// A tf.data-style input_fn over makeData(n, 1): shuffled rows, parallel
+/// map, batches, prefetch; forever.
+InputFn pipelineInput() {
+  tiny::Data d = tiny::makeData(256, 1);
+  data::Element rows = data::Element::tuple(
+      {data::Element::dict({{"x", data::Element(d.x.at("x"))}}),
+       data::Element(d.y)});
+  return [rows] {
+    return data::Dataset::from_tensor_slices(rows)
+        .shuffle(100, 5)
+        .repeat()
+        .map([](data::Element e) { return e; }, 2)
+        .batch(16)
+        .prefetch(2);
+  };
+}
+
+TEST_F(EstimatorTest, DataPipelineResumesWhereTheCheckpointWas) {
+  // Uninterrupted: 30 steps. Interrupted: 10 steps by one Estimator, then
+  // 20 by a new one over the same model_dir (a restarted process). The
+  // second must see the batches the first run saw at steps 11..30.
+  auto whole = make("whole");
+  whole->train(pipelineInput(), {}, 30);
+  {
+    auto first = make("parts");
+    first->train(pipelineInput(), {}, 10);
+  }
+  logs_.clear();
+  auto second = make("parts");
+  second->train(pipelineInput(), {}, 20);
+  EXPECT_NE(std::find_if(logs_.begin(), logs_.end(),
+                         [](const std::string &l) {
+                           return l.rfind("Restored the input pipeline's "
+                                          "position from ",
+                                          0) == 0;
+                         }),
+            logs_.end());
+  for (const std::string &name : whole->get_variable_names())
+    EXPECT_EQ(whole->get_variable_value(name).data,  // input state included
+              second->get_variable_value(name).data)
+        << name;
+}
+
+TEST_F(EstimatorTest, DataPipelineOfAnotherShapeStartsAfresh) {
+  auto est = make();
+  est->train(pipelineInput(), {}, 10);
+  logs_.clear();
+  est->train(tiny::trainInput(), {}, 5);
+  bool logged = false;
+  for (const std::string &l : logs_)
+    logged |= l.find("Not restoring the input pipeline's position") !=
+                  std::string::npos &&
+              l.find("another pipeline") != std::string::npos;
+  EXPECT_TRUE(logged);
+  EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
+}
+
+TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
+  auto est = make();
+  auto sparseInput = [] {
+    data::Element e = data::Element::tuple(
+        {data::Element::dict(
+             {{"x", data::Element(TensorValue::of<float>({2, 4},
+                                                         std::vector<float>(8)))},
+              {"tags", data::Element(data::SparseTensor::make(
+                           {0, 0}, TensorValue::of<int64_t>({1}, {3}),
+                           {2, 5}))}}),
+         data::Element(TensorValue::of<int64_t>({2}, {0, 1}))});
+    return data::Dataset::from_tensors(e);
+  };
+  EXPECT_EQ(tiny::errorOf([&] { est->train(sparseInput, {}, 1); }),
+            "input: feature 'tags' is sparse (a SparseTensor); sparse and "
+            "string features reach a model through feature columns, which "
+            "estc does not have yet");
+  auto stringInput = [] {
+    return data::Dataset::from_tensors(data::Element::dict(
+        {{"x", data::Element(TensorValue::of<float>({1, 4},
+                                                    std::vector<float>(4)))},
+         {"name", data::Element(TensorValue::of_strings({1}, {"a"}))}}));
+  };
+  EXPECT_NE(tiny::errorOf([&] { est->train(stringInput, {}, 1); })
+                .find("feature 'name' is a string tensor"),
+            std::string::npos);
+}
+
+} // namespace
+} // namespace estimator
+} // namespace estc
