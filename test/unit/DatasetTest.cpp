@@ -595,3 +595,118 @@ TEST(DatasetResumeTest, DeterministicWhateverTheParallelism) {
   EXPECT_EQ(ea, encoded(b));
   EXPECT_EQ(ea, encoded(c));
 }
+
+//===----------------------------------------------------------------------===//
+// File sources
+//===----------------------------------------------------------------------===//
+
+#include "lib/Data/Example.h"
+#include "lib/Data/InputStream.h"
+#include "lib/Data/Readers.h"
+#include "lib/Data/TFRecord.h"
+
+namespace {
+
+/// Writes files[i] with records "f<i>-r<j>" for j < counts[i].
+std::vector<std::string> writeRecordFiles(const TempDir &dir,
+                                          const std::vector<int> &counts,
+                                          Compression c = Compression::None) {
+  std::vector<std::string> files;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    files.push_back(dir.file("part-" + std::to_string(i) + ".tfrecord"));
+    TFRecordWriter w(files.back(), c);
+    for (int j = 0; j < counts[i]; ++j)
+      w.write("f" + std::to_string(i) + "-r" + std::to_string(j));
+    w.close();
+  }
+  return files;
+}
+
+std::vector<std::string> strings(const Dataset &ds) {
+  std::vector<std::string> out;
+  for (const Element &e : ds)
+    out.push_back(tensor(e).strings.at(0));
+  return out;
+}
+
+} // namespace
+
+TEST(FileDatasetTest, TFRecordFilesInTurnOrInterleaved) {
+  TempDir dir;
+  std::vector<std::string> files = writeRecordFiles(dir, {2, 0, 3});
+  EXPECT_EQ(strings(TFRecordDataset(files)),
+            (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1",
+                                      "f2-r2"}));
+  // Two files at a time, one record from each in turn (TF's order).
+  EXPECT_EQ(strings(TFRecordDataset(files, "", kDefaultReadBuffer, 2)),
+            (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1",
+                                      "f2-r2"}));
+  TempDir gzDir;
+  std::vector<std::string> gz =
+      writeRecordFiles(gzDir, {2, 2}, Compression::Gzip);
+  EXPECT_EQ(strings(TFRecordDataset(gz, "GZIP", 16, 2)),
+            (std::vector<std::string>{"f0-r0", "f1-r0", "f0-r1", "f1-r1"}));
+  EXPECT_EQ(strings(TFRecordDataset(
+                Dataset::list_files({gzDir.file("part-*.tfrecord")}, false),
+                "GZIP")),
+            strings(TFRecordDataset(gz, "GZIP")));
+  EXPECT_THROW(TFRecordDataset(files, "LZ4"), DataError);
+}
+
+TEST(FileDatasetTest, CorruptRecordsAreNamedAndSkippable) {
+  TempDir dir;
+  std::vector<std::string> files = writeRecordFiles(dir, {4});
+  // Flip a byte of record 1's data ("f0-r1" starts at 21 + 12).
+  {
+    std::fstream f(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(21 + 12);
+    f.put('X');
+  }
+  Iterator it = TFRecordDataset(files).make_iterator();
+  EXPECT_EQ(tensor(*it.next()).strings[0], "f0-r0");
+  try {
+    it.next();
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              files[0] + ": corrupt record at byte 21: data CRC mismatch");
+  }
+  EXPECT_EQ(tensor(*it.next()).strings[0], "f0-r2");
+  EXPECT_EQ(strings(TFRecordDataset(files).ignore_errors(0)),
+            (std::vector<std::string>{"f0-r0", "f0-r2", "f0-r3"}));
+  // A truncated file: the error, then the file ends.
+  std::filesystem::resize_file(files[0], 21 + 21 + 21 + 5);
+  EXPECT_EQ(strings(TFRecordDataset(files).ignore_errors(0)),
+            (std::vector<std::string>{"f0-r0", "f0-r2"}));
+}
+
+TEST(FileDatasetTest, ParsedShuffledPipelineResumes) {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int f = 0; f < 3; ++f) {
+    files.push_back(dir.file("ex-" + std::to_string(f) + ".tfrecord.gz"));
+    TFRecordWriter w(files.back(), Compression::Gzip);
+    for (int j = 0; j < 7 + f; ++j)
+      w.write(ExampleBuilder()
+                  .add_int64("id", {f * 100 + j})
+                  .add_float("x", {static_cast<float>(j), 0.5f})
+                  .add_bytes("tags", std::vector<std::string>(j % 3, "t"))
+                  .serialize());
+    w.close();
+  }
+  FeatureSpecs specs{{"id", FixedLenFeature{{}, DType::Int64, {}}},
+                     {"x", FixedLenFeature{{2}, DType::Float32, {}}},
+                     {"tags", VarLenFeature{DType::String}}};
+  expectResumesEverywhere([&] {
+    return TFRecordDataset(Dataset::list_files({dir.file("ex-*")}, true, 4),
+                           "GZIP", 64, 2)
+        .shuffle(6, 9)
+        .batch(4)
+        .map(
+            [specs](Element e) {
+              return parse_example(tensor(e), specs);
+            },
+            2)
+        .prefetch(2);
+  });
+}
