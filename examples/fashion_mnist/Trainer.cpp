@@ -3,7 +3,9 @@
 #include "examples/fashion_mnist/Trainer.h"
 
 #include "estimator/Training.h"
+#include "lib/Data/Example.h"
 #include "lib/Data/Idx.h"
+#include "lib/Data/Readers.h"
 #include "lib/Support/Flags.h"
 
 #include <algorithm>
@@ -37,6 +39,9 @@ struct Flags {
   int64_t seed = 1;
   double min_accuracy = 0;
   bool step_indexed_input = false;
+  std::string train_files;
+  std::string compression;
+  int64_t shuffle_buffer = 2048;
 };
 
 Flags parseFlags(const char *program, int argc, char **argv) {
@@ -78,6 +83,16 @@ Flags parseFlags(const char *program, int argc, char **argv) {
                   "exit 1 when the final accuracy is below X")
                  .min(0)
                  .max(1));
+  parser.add(Flag("train_files", &f.train_files,
+                  "train from these TFRecord files of tf.train.Examples\n"
+                  "(fashion_mnist_to_tfrecord writes them) through a\n"
+                  "shuffled, prefetched, parallel-parsed pipeline")
+                 .value_name("GLOB"));
+  parser.add(Flag("compression", &f.compression,
+                  "of --train_files: \"\", GZIP or ZLIB"));
+  parser.add(Flag("shuffle_buffer", &f.shuffle_buffer,
+                  "examples in the shuffle buffer of --train_files")
+                 .min(1));
   parser.add(Flag("step_indexed_input", &f.step_indexed_input,
                   "the batch of each step is a pure function of the\n"
                   "global step (a restart after a crash sees the data\n"
@@ -125,6 +140,34 @@ InputFn stepIndexedInput(const data::ImageDataset &d, int64_t batchSize,
       return b;
     };
     return Dataset::from_generator(next);
+  };
+}
+
+/// The training batches from TFRecord files, as a tf.data user writes them:
+/// files in a seeded order, two read at a time on threads, a shuffle
+/// buffer, batches parsed on two threads, two batches prefetched. train()
+/// saves and restores the pipeline's position with the checkpoints.
+InputFn tfrecordInput(const Flags &f) {
+  data::FeatureSpecs specs{
+      {"image", data::FixedLenFeature{{28, 28, 1}, DType::Float32, {}}},
+      {"label", data::FixedLenFeature{{}, DType::Int64, {}}}};
+  auto parser = std::make_shared<const data::ExampleParser>(specs);
+  auto seed = static_cast<uint64_t>(f.seed);
+  return [f, parser, seed]() -> Dataset {
+    return data::TFRecordDataset(
+               data::Dataset::list_files({f.train_files}, true, seed),
+               f.compression, data::kDefaultReadBuffer, 2)
+        .shuffle(f.shuffle_buffer, seed)
+        .repeat()
+        .batch(f.batch_size)
+        .map(
+            [parser](data::Element records) {
+              data::Element e = parser->parse_example(data::tensor(records));
+              return data::Element::tuple(
+                  {data::Element::dict({{"x", e["image"]}}), e["label"]});
+            },
+            2)
+        .prefetch(2);
   };
 }
 
@@ -179,7 +222,8 @@ int run_trainer(const char *program, int argc, char **argv,
     evalOptions.batch_size = 500;
     TrainSpec trainSpec;
     trainSpec.input_fn =
-        flags.step_indexed_input
+        !flags.train_files.empty() ? tfrecordInput(flags)
+        : flags.step_indexed_input
             ? stepIndexedInput(trainSet, flags.batch_size, *estimator)
             : numpy_input_fn(imagesOf(trainSet), labelsOf(trainSet),
                              trainOptions);
