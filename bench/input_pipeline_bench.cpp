@@ -1,4 +1,5 @@
-//===- input_pipeline_bench.cpp - estc's input pipeline, records per second ===//
+//===- input_pipeline_bench.cpp - estc's input pipeline, records per second
+//===//
 //
 // The estc half of bench/input_pipeline.sh (bench/tf_data_peer.py is the
 // tf.data half; both read the same files). One mode per run, so that every
@@ -75,9 +76,10 @@ const std::vector<std::pair<const char *, std::vector<const char *>>>
           "Unmarried"}},
         {"native_country",
          {"United-States", "Cambodia", "England", "Puerto-Rico", "Canada",
-          "Germany", "India", "Japan", "Greece", "South", "China", "Cuba",
-          "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica",
-          "Vietnam", "Mexico", "Portugal", "Ireland", "France", "Haiti"}}};
+          "Germany",       "India",    "Japan",   "Greece",      "South",
+          "China",         "Cuba",     "Iran",    "Honduras",    "Philippines",
+          "Italy",         "Poland",   "Jamaica", "Vietnam",     "Mexico",
+          "Portugal",      "Ireland",  "France",  "Haiti"}}};
 const char *const kIntColumns[] = {"age", "fnlwgt", "education_num",
                                    "capital_gain", "hours_per_week"};
 const char *const kFloatColumns[] = {"capital_loss", "income_ratio",
@@ -146,8 +148,7 @@ void writeCensus(const fs::path &dir, int64_t rows) {
   writer.close();
   csv.close();
   if (!csv)
-    throw std::runtime_error((dir / "census.csv").string() +
-                             ": cannot write");
+    throw std::runtime_error((dir / "census.csv").string() + ": cannot write");
   // Renamed last, so that an interrupted run does not leave a short file
   // that a later run would take as complete.
   fs::rename(dir / "census.tfrecord.tmp", dir / "census.tfrecord");
@@ -215,12 +216,12 @@ void timeThroughput(const std::string &mode, const data::Dataset &dataset,
   // The median pass: the machine is shared, and one disturbed pass should
   // not decide the number.
   std::sort(seconds.begin(), seconds.end());
-  std::printf("RESULT %s %" PRId64 " %.0f %" PRId64 "\n", mode.c_str(),
-              threads, double(rows) / seconds[seconds.size() / 2], rows);
+  std::printf("RESULT %s %" PRId64 " %.0f %" PRId64 "\n", mode.c_str(), threads,
+              double(rows) / seconds[seconds.size() / 2], rows);
 }
 
 int64_t peakRssBytes() {
-  struct rusage usage {};
+  struct rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return int64_t(usage.ru_maxrss) * 1024; // kilobytes on Linux
 }
@@ -239,16 +240,15 @@ int main(int argc, char **argv) {
                                "--mode=prepare)"));
   parser.add(estc::flags::Flag("mode", &mode, "what to run")
                  .choices({"prepare", "tfrecord", "memory"}));
-  parser.add(
-      estc::flags::Flag("threads", &threads, "map's num_parallel_calls")
-          .min(1));
+  parser.add(estc::flags::Flag("threads", &threads, "map's num_parallel_calls")
+                 .min(1));
   parser.add(estc::flags::Flag("passes", &passes, "timed passes").min(1));
   parser.add(estc::flags::Flag("batch", &batch, "batch size").min(1));
-  parser.add(estc::flags::Flag("rows", &rows, "rows of the table (prepare)")
-                 .min(1));
-  parser.add(estc::flags::Flag("big_mb", &bigMib,
-                               "MiB of big.tfrecord (prepare)")
-                 .min(1));
+  parser.add(
+      estc::flags::Flag("rows", &rows, "rows of the table (prepare)").min(1));
+  parser.add(
+      estc::flags::Flag("big_mb", &bigMib, "MiB of big.tfrecord (prepare)")
+          .min(1));
   parser.parse_or_exit(argc, argv);
   if (workDir.empty() || mode.empty()) {
     std::cerr << "input_pipeline_bench: --work_dir and --mode are required\n";
@@ -266,8 +266,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (mode == "tfrecord") {
-      auto parser =
-          std::make_shared<const data::ExampleParser>(censusSpecs());
+      auto parser = std::make_shared<const data::ExampleParser>(censusSpecs());
       data::Dataset dataset =
           data::TFRecordDataset({(dir / "census.tfrecord").string()})
               .batch(batch)
@@ -284,13 +283,14 @@ int main(int argc, char **argv) {
     int64_t before = peakRssBytes();
     auto start = Clock::now();
     int64_t records = 0;
-    data::Iterator it = data::TFRecordDataset({big}).prefetch(4).make_iterator();
+    data::Iterator it =
+        data::TFRecordDataset({big}).prefetch(4).make_iterator();
     while (std::optional<data::Element> record = it.next()) {
       ++records;
     }
-    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("MEMORY %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64
-                " %.2f\n",
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("MEMORY %" PRIu64 " %" PRId64 " %" PRId64 " %" PRId64 " %.2f\n",
                 uint64_t(fs::file_size(big)), before, peakRssBytes(), records,
                 seconds);
     return 0;
