@@ -405,6 +405,24 @@ TEST_F(TFRecordTest, CorruptAndTrailingCompressedData) {
                          std::to_string(z.size())}));
 }
 
+TEST_F(TFRecordTest, CorruptionFoundAfterTheInputEndsIsNotTruncation) {
+  // The fuzzer's find (regressions/tfrecord/zlib-error-after-output-buffer-
+  // fills): a 21-byte ZLIB stream whose last match reaches before the
+  // start. With a 16-byte buffer, zlib had read all the input before it
+  // had room to make that match: the reader took the end of the file for a
+  // truncation instead of asking zlib for the rest.
+  std::string z = unhex("789ccb6780801cc3c67b5cb91f8b0800825c8c893d");
+  std::string p = writeBytes("far-back.z", z);
+  for (size_t buffer : {size_t{1}, size_t{16}, size_t{1} << 18}) {
+    InputStream in(p, Compression::Zlib, buffer);
+    std::string bytes;
+    EXPECT_EQ(errorOf([&] { in.read(1000, bytes); }),
+              p + ": corrupt ZLIB data at byte 21: invalid distance too far "
+                  "back")
+        << buffer;
+  }
+}
+
 TEST_F(TFRecordTest, OpenErrorsNameTheFile) {
   std::string missing = path("missing.tfrecord");
   EXPECT_EQ(errorOf([&] { TFRecordReader r(missing); }),
