@@ -371,7 +371,8 @@ std::string *decodeBytes(Span list, std::string *out) {
   return out;
 }
 
-// --- The spec -----------------------------------------------------------------
+// --- The spec
+// -----------------------------------------------------------------
 
 enum class SpecKind { Fixed, Var, Sequence };
 
@@ -422,15 +423,14 @@ void checkDefault(const Feature &f, int64_t want, const char *what) {
     throw std::invalid_argument("feature '" + printable(f.name) +
                                 "': default_value is " + d.spec().str() +
                                 ", the feature is " + dtype_name(f.dtype));
-  int64_t have = d.dtype == DType::String
-                     ? static_cast<int64_t>(d.strings.size())
-                     : static_cast<int64_t>(d.data.size() /
-                                            dtype_size(d.dtype));
+  int64_t have =
+      d.dtype == DType::String
+          ? static_cast<int64_t>(d.strings.size())
+          : static_cast<int64_t>(d.data.size() / dtype_size(d.dtype));
   if (have != d.num_elements() || have != want)
-    throw std::invalid_argument("feature '" + printable(f.name) +
-                                "': default_value " + d.spec().str() +
-                                " must have " + std::to_string(want) +
-                                " elements (" + what + ")");
+    throw std::invalid_argument(
+        "feature '" + printable(f.name) + "': default_value " + d.spec().str() +
+        " must have " + std::to_string(want) + " elements (" + what + ")");
 }
 
 Feature compile(const std::string &name, const FeatureSpec &spec) {
@@ -455,9 +455,9 @@ Feature compile(const std::string &name, const FeatureSpec &spec) {
   f.kind = kindOf(f.dtype, name);
   f.stride = checkedElements(f.shape, name);
   if (f.spec == SpecKind::Sequence && f.stride == 0)
-    throw std::invalid_argument("feature '" + printable(name) + "': shape " +
-                                shapeString(f.shape) +
-                                " of a FixedLenSequenceFeature has no elements");
+    throw std::invalid_argument(
+        "feature '" + printable(name) + "': shape " + shapeString(f.shape) +
+        " of a FixedLenSequenceFeature has no elements");
   if (f.defaultValue) {
     if (f.spec == SpecKind::Fixed)
       checkDefault(f, f.stride, ("shape " + shapeString(f.shape)).c_str());
@@ -504,7 +504,8 @@ private:
   size_t mask_ = 0;
 };
 
-// --- Scanning a record --------------------------------------------------------
+// --- Scanning a record
+// --------------------------------------------------------
 
 /// Where a spec feature's final list is in the current record.
 struct Slot {
@@ -588,8 +589,8 @@ struct Scan {
       }
     }
     int index = table->find(key);
-    feature(depth - 1, index >= 0 ? &slots[static_cast<size_t>(index)]
-                                  : nullptr);
+    feature(depth - 1,
+            index >= 0 ? &slots[static_cast<size_t>(index)] : nullptr);
   }
 
   void features(const Byte *p, const Byte *end, int depth) {
@@ -633,12 +634,13 @@ struct Scan {
   }
 };
 
-// --- Output -------------------------------------------------------------------
+// --- Output
+// -------------------------------------------------------------------
 
 /// A growing column of values (VarLen and sequence features).
 struct Column {
-  TensorValue dense;           // FixedLen: the output, [B, shape...]
-  std::string data;            // Var/Sequence numeric values
+  TensorValue dense;                // FixedLen: the output, [B, shape...]
+  std::string data;                 // Var/Sequence numeric values
   std::vector<std::string> strings; // Var/Sequence string values
   std::vector<int64_t> counts; // values (Var) or steps (Sequence) per record
 };
@@ -679,7 +681,8 @@ void pad(const Feature &f, char *num, std::string *str, size_t n) {
 
 } // namespace
 
-// --- ExampleParser ------------------------------------------------------------
+// --- ExampleParser
+// ------------------------------------------------------------
 
 struct ExampleParser::Impl {
   FeatureSpecs specs;
@@ -699,8 +702,7 @@ struct ExampleParser::Impl {
 }
 
 void ExampleParser::Impl::take(const Feature &f, Column &col, const Slot &slot,
-                               bool present, const Scan &scan,
-                               size_t r) const {
+                               bool present, const Scan &scan, size_t r) const {
   if (present && slot.kind != f.kind)
     recordError(r, f,
                 std::string("is a ") + kindName(slot.kind) + ", expected " +
@@ -727,8 +729,7 @@ void ExampleParser::Impl::take(const Feature &f, Column &col, const Slot &slot,
                   "has " + std::to_string(slot.count) + " values, expected " +
                       std::to_string(f.stride) + " for shape " +
                       shapeString(f.shape));
-    decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd, num,
-                str);
+    decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd, num, str);
     return;
   }
   case SpecKind::Var:
@@ -757,8 +758,8 @@ void ExampleParser::Impl::take(const Feature &f, Column &col, const Slot &slot,
     } else {
       size_t old = col.strings.size();
       col.strings.resize(old + count);
-      decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd,
-                  nullptr, col.strings.data() + old);
+      decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd, nullptr,
+                  col.strings.data() + old);
     }
     return;
   }
@@ -841,8 +842,7 @@ ExampleParser::Impl::parse(const std::vector<std::string_view> &records) const {
     if (f.spec == SpecKind::Fixed) {
       c.dense.dtype = f.dtype;
       c.dense.shape = {static_cast<int64_t>(batch)};
-      c.dense.shape.insert(c.dense.shape.end(), f.shape.begin(),
-                           f.shape.end());
+      c.dense.shape.insert(c.dense.shape.end(), f.shape.begin(), f.shape.end());
       size_t n = batch * static_cast<size_t>(f.stride);
       if (f.dtype == DType::String)
         c.dense.strings.resize(n);
@@ -971,7 +971,8 @@ Element parse_single_example(std::string_view serialized,
   return ExampleParser(specs).parse_single_example(serialized);
 }
 
-// --- ExampleBuilder -----------------------------------------------------------
+// --- ExampleBuilder
+// -----------------------------------------------------------
 
 ExampleBuilder::ExampleBuilder()
     : example_(std::make_unique<proto::Example>()) {}
@@ -992,15 +993,19 @@ static proto::Feature &featureNamed(proto::Example &example,
 
 ExampleBuilder &ExampleBuilder::add_float(const std::string &name,
                                           std::vector<float> values) {
-  featureNamed(*example_, name).mutable_float_list()->mutable_value()->Add(
-      values.begin(), values.end());
+  featureNamed(*example_, name)
+      .mutable_float_list()
+      ->mutable_value()
+      ->Add(values.begin(), values.end());
   return *this;
 }
 
 ExampleBuilder &ExampleBuilder::add_int64(const std::string &name,
                                           std::vector<int64_t> values) {
-  featureNamed(*example_, name).mutable_int64_list()->mutable_value()->Add(
-      values.begin(), values.end());
+  featureNamed(*example_, name)
+      .mutable_int64_list()
+      ->mutable_value()
+      ->Add(values.begin(), values.end());
   return *this;
 }
 

@@ -195,11 +195,11 @@ bool InputStream::fillCompressed() {
     // Z_BUF_ERROR: no progress possible without more input; read on.
     if (ret == Z_OK || ret == Z_BUF_ERROR)
       continue;
-    std::string why = s.z.msg                ? s.z.msg
-                      : ret == Z_NEED_DICT   ? "needs a preset dictionary"
-                      : ret == Z_MEM_ERROR   ? "out of memory"
-                                             : "zlib error " +
-                                                 std::to_string(ret);
+    std::string why = s.z.msg              ? s.z.msg
+                      : ret == Z_NEED_DICT ? "needs a preset dictionary"
+                      : ret == Z_MEM_ERROR
+                          ? "out of memory"
+                          : "zlib error " + std::to_string(ret);
     // inflate stops at the byte at fault or a little after it.
     s.pendingError = std::string("corrupt ") + format + " data at byte " +
                      std::to_string(s.compressedOffset()) + ": " +

@@ -190,8 +190,9 @@ std::string elementJson(const Element &e) {
       for (int64_t k = 0; k < sp.nnz(); ++k) {
         indices += k ? ",[" : "[";
         for (int64_t r = 0; r < sp.rank(); ++r)
-          indices += (r ? "," : "") +
-                     std::to_string(idx[static_cast<size_t>(k * sp.rank() + r)]);
+          indices +=
+              (r ? "," : "") +
+              std::to_string(idx[static_cast<size_t>(k * sp.rank() + r)]);
         indices += "]";
       }
       indices += "]";
@@ -282,12 +283,12 @@ int main(int argc, char **argv) {
   parser.add(flags::Flag("mode", &mode, "what to do")
                  .choices({"read", "write", "bench"})
                  .required());
-  parser.add(flags::Flag("compression", &compression,
-                         "\"\", NONE, GZIP or ZLIB"));
+  parser.add(
+      flags::Flag("compression", &compression, "\"\", NONE, GZIP or ZLIB"));
   parser.add(flags::Flag("spec", &spec, "the feature spec (JSON)"));
   parser.add(flags::Flag("examples", &examples, "the Examples (JSON)"));
-  parser.add(flags::Flag("batch_size", &batch, "bench: records per batch")
-                 .min(1));
+  parser.add(
+      flags::Flag("batch_size", &batch, "bench: records per batch").min(1));
   parser.add(flags::Flag("seconds", &seconds, "bench: how long").positive());
   parser.positional("FILE", &file, "the TFRecord file");
   parser.parse_or_exit(argc, argv);

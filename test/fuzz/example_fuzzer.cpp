@@ -34,12 +34,15 @@ const FeatureSpecs &optionalSpecs() {
       {"f", VarLenFeature{DType::Float32}},
       {"i", VarLenFeature{DType::Int64}},
       {"s", VarLenFeature{DType::String}},
-      {"a", FixedLenFeature{{2}, DType::Float32,
+      {"a", FixedLenFeature{{2},
+                            DType::Float32,
                             TensorValue::of<float>({2}, {0.5f, -0.5f})}},
-      {"c", FixedLenFeature{{1}, DType::String,
+      {"c", FixedLenFeature{{1},
+                            DType::String,
                             TensorValue::of_strings({1}, {"d"})}},
-      {"q", FixedLenSequenceFeature{{2}, DType::Int64, true,
-                                    TensorValue::of<int64_t>({}, {7})}},
+      {"q",
+       FixedLenSequenceFeature{
+           {2}, DType::Int64, true, TensorValue::of<int64_t>({}, {7})}},
   };
   return specs;
 }
@@ -123,10 +126,11 @@ Expected expect(const proto::Example &ex, const FeatureSpecs &specs) {
   };
   for (const auto &[name, spec] : specs) {
     auto it = map.find(name);
-    const proto::Feature *f = it != map.end() && it->second.kind_case() !=
-                                                     proto::Feature::KIND_NOT_SET
-                                  ? &it->second
-                                  : nullptr;
+    const proto::Feature *f =
+        it != map.end() &&
+                it->second.kind_case() != proto::Feature::KIND_NOT_SET
+            ? &it->second
+            : nullptr;
     DType dtype = std::visit([](const auto &s) { return s.dtype; }, spec);
     if (f && f->kind_case() != kindOf(dtype))
       return fail(name, std::string("is a ") + kindName(f->kind_case()) +
@@ -198,8 +202,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   proto::Example oracle;
   bool valid = oracle.ParseFromArray(data, static_cast<int>(size));
   for (const FeatureSpecs *specs :
-       {&optionalSpecs(), &requiredSpecs(), static_cast<const FeatureSpecs *>(
-                                                nullptr)}) {
+       {&optionalSpecs(), &requiredSpecs(),
+        static_cast<const FeatureSpecs *>(nullptr)}) {
     static const FeatureSpecs kNone;
     const FeatureSpecs &s = specs ? *specs : kNone;
     Element got;
