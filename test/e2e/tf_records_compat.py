@@ -283,51 +283,88 @@ def errors_agree(tf, args):
           flush=True)
 
 
+def criteo_like(rng, n):
+    """Examples like Criteo's: a label, 13 int64 and 26 bytes scalars, a
+    few of them missing (defaults)."""
+    out = []
+    for _ in range(n):
+        ex = {"label": ("int64", [rng.randrange(2)])}
+        for i in range(1, 14):
+            if rng.random() < 0.9:
+                ex["I%d" % i] = ("int64", [rng.randrange(1000)])
+        for i in range(1, 27):
+            if rng.random() < 0.9:
+                ex["C%d" % i] = ("bytes", [b"%08x" % rng.randrange(1 << 32)])
+        out.append(ex)
+    spec_json = {"label": {"kind": "fixed", "dtype": "int64", "shape": []}}
+    for i in range(1, 14):
+        spec_json["I%d" % i] = {"kind": "fixed", "dtype": "int64",
+                                "shape": [], "default": 0}
+    for i in range(1, 27):
+        spec_json["C%d" % i] = {"kind": "fixed", "dtype": "string",
+                                "shape": [], "default": ""}
+    return out, spec_json
+
+
+def criteo_tf_spec(tf):
+    spec = {"label": tf.io.FixedLenFeature([], tf.int64)}
+    for i in range(1, 14):
+        spec["I%d" % i] = tf.io.FixedLenFeature([], tf.int64, default_value=0)
+    for i in range(1, 27):
+        spec["C%d" % i] = tf.io.FixedLenFeature([], tf.string, default_value="")
+    return spec
+
+
 def bench(tf, args, rng):
-    """records/s of estc's parse_example and TF's (tf.data, batched)."""
-    examples = random_examples(rng, 2048)
-    for ex in examples:  # dense, as in a typical input pipeline
-        ex.setdefault("score", ("float", [0.0, 0.0]))
-    serialized = [to_tf_example(tf, ex).SerializeToString() for ex in examples]
-    path = os.path.join(args.work, "bench.tfrecord")
-    tf_write(tf, path, "", serialized)
+    """records/s of estc's parse_example and TF's (tf.data, batched; and
+    the op alone), one thread each, on two kinds of Examples."""
+    mixed = random_examples(rng, 2048)
+    criteo, criteo_spec = criteo_like(rng, 2048)
+    cases = [("mixed (every spec kind)", mixed, SPEC_JSON, tf_spec(tf)),
+             ("Criteo-like (40 scalars)", criteo, criteo_spec,
+              criteo_tf_spec(tf))]
     batch = 256
-    out = json.loads(run_tool(args.tool, "--mode=bench", "--batch_size=%d" % batch,
-                              "--seconds=3", "--spec=" + json.dumps(SPEC_JSON),
-                              path).stdout)
-    spec = tf_spec(tf)
-    ds = tf.data.TFRecordDataset(path).batch(batch).cache()
-    ds = ds.map(lambda s: tf.io.parse_example(s, spec),
-                num_parallel_calls=1, deterministic=True)
-    options = tf.data.Options()
-    options.threading.private_threadpool_size = 1
-    ds = ds.with_options(options)
-    for _ in ds:  # warm the cache and the graph
-        pass
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < 3:
-        for _ in ds:
-            n += len(serialized)
-    tf_rate = n / (time.perf_counter() - start)
-    # The parse op alone, outside tf.data.
-    parse = tf.function(lambda s: tf.io.parse_example(s, spec))
-    batches = [tf.constant(serialized[i:i + batch])
-               for i in range(0, len(serialized), batch)]
-    for b in batches:
-        parse(b)
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < 3:
+    for title, examples, spec_json, spec in cases:
+        serialized = [to_tf_example(tf, ex).SerializeToString()
+                      for ex in examples]
+        path = os.path.join(args.work, "bench-%d.tfrecord" % len(spec_json))
+        tf_write(tf, path, "", serialized)
+        out = json.loads(run_tool(
+            args.tool, "--mode=bench", "--batch_size=%d" % batch,
+            "--seconds=3", "--spec=" + json.dumps(spec_json), path).stdout)
+        ds = tf.data.TFRecordDataset(path).batch(batch).cache()
+        ds = ds.map(lambda s: tf.io.parse_example(s, spec),
+                    num_parallel_calls=1, deterministic=True)
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = 1
+        ds = ds.with_options(options)
+        for _ in ds:  # warm the cache and the graph
+            pass
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 3:
+            for _ in ds:
+                n += batch
+        tf_rate = n / (time.perf_counter() - start)
+        parse = tf.function(lambda s: tf.io.parse_example(s, spec))
+        batches = [tf.constant(serialized[i:i + batch])
+                   for i in range(0, len(serialized), batch)]
         for b in batches:
             parse(b)
-            n += int(b.shape[0])
-    op_rate = n / (time.perf_counter() - start)
-    print("bench: %d Examples of %d bytes on average, batches of %d, 1 thread"
-          % (len(serialized), sum(map(len, serialized)) // len(serialized), batch))
-    print("bench: estc parse_example      %10.0f records/s" % out["records_per_s"])
-    print("bench: TF tf.data map(parse)   %10.0f records/s  (estc %.1fx)"
-          % (tf_rate, out["records_per_s"] / tf_rate))
-    print("bench: TF parse_example op     %10.0f records/s  (estc %.1fx)"
-          % (op_rate, out["records_per_s"] / op_rate), flush=True)
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 3:
+            for b in batches:
+                parse(b)
+                n += int(b.shape[0])
+        op_rate = n / (time.perf_counter() - start)
+        print("bench: %s: %d Examples of %d bytes on average, batches of %d"
+              % (title, len(serialized),
+                 sum(map(len, serialized)) // len(serialized), batch))
+        print("bench:   estc parse_example      %9.0f records/s"
+              % out["records_per_s"])
+        print("bench:   TF tf.data map(parse)   %9.0f records/s  (estc %.1fx)"
+              % (tf_rate, out["records_per_s"] / tf_rate))
+        print("bench:   TF parse_example op     %9.0f records/s  (estc %.1fx)"
+              % (op_rate, out["records_per_s"] / op_rate), flush=True)
 
 
 def main():

@@ -372,6 +372,47 @@ TEST(ExampleTest, ProtobufMergeRules) {
   EXPECT_EQ(oracle.features().feature().at("f").float_list().value_size(), 1);
 }
 
+TEST(ExampleTest, ALaterEntryReplacesWhatAnEarlierOneDecoded) {
+  // Values are decoded as soon as an entry ends; a later entry of the same
+  // name must undo them, in the middle of a batch.
+  FeatureSpecs specs = {
+      {"fix", FixedLenFeature{{2},
+                              DType::Int64,
+                              TensorValue::of<int64_t>({2}, {-1, -1})}},
+      {"var", VarLenFeature{DType::String}},
+      {"seq", FixedLenSequenceFeature{{}, DType::Float32, true, {}}}};
+  std::vector<std::string> records = {
+      exampleOf({{"var", bytesList({"a", "b"})}, {"seq", floatList({1, 2})}}),
+      exampleOf({{"fix", int64List({1, 2})},
+                 {"var", bytesList({"x", "y", "z"})},
+                 {"seq", floatList({3, 4, 5})},
+                 {"fix", int64List({3, 4})},
+                 {"var", bytesList({"w"})},
+                 {"seq", ""}}), // the last "seq" has no list: missing
+      exampleOf({{"var", bytesList({"c"})}, {"seq", floatList({6})}}),
+  };
+  Element e = parse_example(views(records), specs);
+  EXPECT_EQ(tensor(e["fix"]).values<int64_t>(),
+            (std::vector<int64_t>{-1, -1, 3, 4, -1, -1}));
+  EXPECT_EQ(sparse(e["var"]).values.strings,
+            (std::vector<std::string>{"a", "b", "w", "c"}));
+  EXPECT_EQ(sparse(e["var"]).index_values(),
+            (std::vector<int64_t>{0, 0, 0, 1, 1, 0, 2, 0}));
+  EXPECT_EQ(tensor(e["seq"]).values<float>(),
+            (std::vector<float>{1, 2, 0, 0, 6, 0}));
+  // Only the last entry is held against the spec...
+  std::string wrongFirst =
+      exampleOf({{"fix", floatList({1, 2})}, {"fix", int64List({5, 6})}});
+  EXPECT_EQ(
+      tensor(parse_single_example(wrongFirst, specs)["fix"]).values<int64_t>(),
+      (std::vector<int64_t>{5, 6}));
+  // ...whatever the earlier ones were.
+  std::string wrongLast =
+      exampleOf({{"fix", int64List({5, 6})}, {"fix", int64List({7})}});
+  EXPECT_EQ(errorOf([&] { parse_single_example(wrongLast, specs); }),
+            "record 0: feature 'fix' has 1 values, expected 2 for shape [2]");
+}
+
 TEST(ExampleTest, FeatureWithoutAListIsMissing) {
   // TF skips a Feature whose oneof is not set: the default applies.
   std::string record = exampleOf({{"a", ""}, {"b", ""}});
