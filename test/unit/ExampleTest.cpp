@@ -563,7 +563,8 @@ proto::Example randomExample(std::mt19937 &rng) {
     case 1:
       for (int j = 0; j < count; ++j)
         f.mutable_int64_list()->add_value(
-            static_cast<int64_t>(rng()) * (rng() % 2 ? -1 : 1) << (rng() % 30));
+            static_cast<int64_t>(static_cast<uint64_t>(rng()) << (rng() % 30)) *
+            (rng() % 2 ? -1 : 1));
       if (!count)
         f.mutable_int64_list();
       break;
