@@ -1,18 +1,18 @@
 //===- Example.cpp - tf.train.Example: parsing and building -----------===//
 //
-// The parser reads each record twice:
+// The parser makes one pass over each record, checking all of it as
+// protobuf's parser checks it (tags, varints, lengths within their
+// message, wire types, groups, nesting depth, packed lengths) and
+// following protobuf's merge rules: a map entry seen again replaces the
+// earlier one; a Feature's list fields of one kind append, a field of
+// another kind starts over (oneof); repeated Features messages merge.
+// When the map entry of a spec feature is complete, its list is checked
+// (counted) and, if it fits the spec, decoded straight into the output
+// column; a later entry of the same name undoes that. After the pass, each
+// spec feature's final entry (or its absence) is settled against the spec:
+// defaults, or the errors of a wrong kind, count or a missing feature.
 //
-//  1. scan: the whole record is checked as protobuf's parser checks it
-//     (tags, varints, lengths within their message, wire types, groups,
-//     nesting depth, packed lengths), and for each feature of the spec the
-//     scan notes where its final list is and how many values it has,
-//     following protobuf's merge rules: a map entry seen again replaces the
-//     earlier one; a Feature's list fields of one kind append, a field of
-//     another kind starts over (oneof); repeated Features messages merge.
-//  2. decode: each spec feature's values are checked against the spec
-//     (kind, count) and decoded into the output tensor, in place.
-//
-// Only a record that scans is decoded, so "not a valid tf.train.Example"
+// Only a record that scans is settled, so "not a valid tf.train.Example"
 // is exactly protobuf's ParseFromString failing, and every other error is
 // about a record protobuf reads.
 //
@@ -106,10 +106,18 @@ struct Span {
   const Byte *end;
 };
 
-/// A tag: at most 5 bytes, bits beyond 32 dropped (as protobuf does).
-inline uint32_t readTag(const Byte *&p, const Byte *end) {
-  if (p < end && *p < 0x80)
-    return *p++;
+/// Appends {begin, end} member by member: GCC builds a Span argument on
+/// the stack with two 8-byte stores and copies it with one 16-byte load,
+/// which cannot be forwarded from the stores (a stall that was a quarter
+/// of the parse time).
+inline void append(std::vector<Span> &spans, const Byte *begin,
+                   const Byte *end) {
+  spans.emplace_back();
+  spans.back().begin = begin;
+  spans.back().end = end;
+}
+
+[[gnu::noinline]] uint32_t readTagSlow(const Byte *&p, const Byte *end) {
   const Byte *start = p;
   uint32_t v = 0;
   for (int i = 0; i < 5; ++i) {
@@ -123,10 +131,15 @@ inline uint32_t readTag(const Byte *&p, const Byte *end) {
   malformed("tag longer than 5 bytes", start);
 }
 
-/// A varint of at most 10 bytes (bits beyond 64 dropped).
-inline uint64_t readVarint(const Byte *&p, const Byte *end) {
+/// A tag: at most 5 bytes, bits beyond 32 dropped (as protobuf does).
+[[gnu::always_inline]] inline uint32_t readTag(const Byte *&p,
+                                               const Byte *end) {
   if (p < end && *p < 0x80)
     return *p++;
+  return readTagSlow(p, end);
+}
+
+[[gnu::noinline]] uint64_t readVarintSlow(const Byte *&p, const Byte *end) {
   const Byte *start = p;
   uint64_t v = 0;
   for (int i = 0; i < 10; ++i) {
@@ -140,29 +153,38 @@ inline uint64_t readVarint(const Byte *&p, const Byte *end) {
   malformed("varint longer than 10 bytes", start);
 }
 
-/// The length of a length-delimited field: at most 5 bytes, below 2 GiB,
-/// within the enclosing message.
-inline size_t readSize(const Byte *&p, const Byte *end) {
+/// A varint of at most 10 bytes (bits beyond 64 dropped).
+[[gnu::always_inline]] inline uint64_t readVarint(const Byte *&p,
+                                                  const Byte *end) {
+  if (p < end && *p < 0x80)
+    return *p++;
+  return readVarintSlow(p, end);
+}
+
+[[gnu::noinline]] size_t readSizeSlow(const Byte *&p, const Byte *end) {
   const Byte *start = p;
-  uint32_t v;
-  if (p < end && *p < 0x80) {
-    v = *p++;
-  } else {
-    v = 0;
-    for (int i = 0;; ++i) {
-      if (p == end)
-        malformed("truncated length", start);
-      Byte b = *p++;
-      if (i == 4 && b >= 8)
-        malformed("length of 2 GiB or more", start);
-      v |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
-      if (b < 0x80)
-        break;
-    }
+  uint32_t v = 0;
+  for (int i = 0;; ++i) {
+    if (p == end)
+      malformed("truncated length", start);
+    Byte b = *p++;
+    if (i == 4 && b >= 8)
+      malformed("length of 2 GiB or more", start);
+    v |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
+    if (b < 0x80)
+      break;
   }
   if (v > static_cast<size_t>(end - p))
     malformed("length past the end of its message", start);
   return v;
+}
+
+/// The length of a length-delimited field: at most 5 bytes, below 2 GiB,
+/// within the enclosing message.
+[[gnu::always_inline]] inline size_t readSize(const Byte *&p, const Byte *end) {
+  if (p < end && *p < 0x80 && *p <= end - p - 1)
+    return *p++;
+  return readSizeSlow(p, end);
 }
 
 inline void need(const Byte *p, const Byte *end, size_t n, const Byte *at) {
@@ -230,9 +252,29 @@ void skipGroup(uint32_t field, const Byte *&p, const Byte *end, int depth,
 }
 
 /// Checks a packed int64_list's varints; returns how many there are.
+/// Eight bytes at a time: a varint ends at each byte below 0x80, and no
+/// varint may have more than 9 bytes with the high bit set before its end.
 uint64_t countPackedVarints(const Byte *p, const Byte *end) {
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
   uint64_t count = 0;
   int run = 0; // bytes of the varint so far, all with the high bit set
+  for (; end - p >= 8; p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    uint64_t stops = ~w & kHigh; // the last bytes of varints
+    if (stops == 0) {
+      run += 8;
+      if (run >= 10)
+        malformed("varint longer than 10 bytes", p + 8 - run);
+      continue;
+    }
+    // Little-endian: the word's first bytes are its low ones.
+    int lead = __builtin_ctzll(stops) / 8;
+    if (run + lead >= 10)
+      malformed("varint longer than 10 bytes", p - run);
+    count += static_cast<uint64_t>(__builtin_popcountll(stops));
+    run = __builtin_clzll(stops) / 8;
+  }
   for (; p < end; ++p) {
     if (*p < 0x80) {
       ++count;
@@ -371,7 +413,7 @@ std::string *decodeBytes(Span list, std::string *out) {
   return out;
 }
 
-// --- The spec -----------------------------------------------------------------
+// --- The spec ----------------------------------------------------------------
 
 enum class SpecKind { Fixed, Var, Sequence };
 
@@ -422,15 +464,14 @@ void checkDefault(const Feature &f, int64_t want, const char *what) {
     throw std::invalid_argument("feature '" + printable(f.name) +
                                 "': default_value is " + d.spec().str() +
                                 ", the feature is " + dtype_name(f.dtype));
-  int64_t have = d.dtype == DType::String
-                     ? static_cast<int64_t>(d.strings.size())
-                     : static_cast<int64_t>(d.data.size() /
-                                            dtype_size(d.dtype));
+  int64_t have =
+      d.dtype == DType::String
+          ? static_cast<int64_t>(d.strings.size())
+          : static_cast<int64_t>(d.data.size() / dtype_size(d.dtype));
   if (have != d.num_elements() || have != want)
-    throw std::invalid_argument("feature '" + printable(f.name) +
-                                "': default_value " + d.spec().str() +
-                                " must have " + std::to_string(want) +
-                                " elements (" + what + ")");
+    throw std::invalid_argument(
+        "feature '" + printable(f.name) + "': default_value " + d.spec().str() +
+        " must have " + std::to_string(want) + " elements (" + what + ")");
 }
 
 Feature compile(const std::string &name, const FeatureSpec &spec) {
@@ -455,9 +496,9 @@ Feature compile(const std::string &name, const FeatureSpec &spec) {
   f.kind = kindOf(f.dtype, name);
   f.stride = checkedElements(f.shape, name);
   if (f.spec == SpecKind::Sequence && f.stride == 0)
-    throw std::invalid_argument("feature '" + printable(name) + "': shape " +
-                                shapeString(f.shape) +
-                                " of a FixedLenSequenceFeature has no elements");
+    throw std::invalid_argument(
+        "feature '" + printable(name) + "': shape " + shapeString(f.shape) +
+        " of a FixedLenSequenceFeature has no elements");
   if (f.defaultValue) {
     if (f.spec == SpecKind::Fixed)
       checkDefault(f, f.stride, ("shape " + shapeString(f.shape)).c_str());
@@ -468,177 +509,93 @@ Feature compile(const std::string &name, const FeatureSpec &spec) {
 }
 
 /// Spec feature names to their index: open addressing, as the scan looks
-/// up every name of every record.
+/// up every name of every record. Names of up to 16 bytes (nearly all)
+/// are hashed and compared as two 8-byte words, without a call. (Guessing
+/// from the last record's order does not pay: TF's Python writes a map in
+/// hash order, different from record to record.)
 class NameTable {
 public:
   void build(const std::vector<Feature> &features) {
-    size_t size = 8;
+    size_t size = 16;
     while (size < 2 * features.size())
       size *= 2;
     mask_ = size - 1;
-    slots_.assign(size, -1);
+    table_.assign(size, -1);
     names_.clear();
-    for (const Feature &f : features)
-      names_.push_back(f.name);
-    for (size_t i = 0; i < names_.size(); ++i) {
-      size_t h = hash(names_[i]);
-      while (slots_[h] >= 0)
+    for (size_t i = 0; i < features.size(); ++i) {
+      const std::string &name = features[i].name;
+      names_.push_back({words(name), name.size()});
+      size_t h = hash(name.size(), names_.back().words);
+      while (table_[h] >= 0)
         h = (h + 1) & mask_;
-      slots_[h] = static_cast<int>(i);
+      table_[h] = static_cast<int>(i);
     }
+    longNames_.clear();
+    for (const Feature &f : features)
+      longNames_.push_back(f.name);
   }
   int find(std::string_view key) const {
-    for (size_t h = hash(key);; h = (h + 1) & mask_) {
-      int i = slots_[h];
-      if (i < 0 || names_[i] == key)
+    Words w = words(key);
+    for (size_t h = hash(key.size(), w);; h = (h + 1) & mask_) {
+      int i = table_[h];
+      if (i < 0 || is(i, key, w))
         return i;
     }
   }
 
 private:
-  size_t hash(std::string_view s) const {
-    return std::hash<std::string_view>()(s) & mask_;
+  /// Two words that, with the size, are the whole of a name of up to 16
+  /// bytes: overlapping loads from both ends, in registers (bytes copied
+  /// to the stack and loaded as a word stall the load).
+  struct Words {
+    uint64_t first = 0, last = 0;
+  };
+  static Words words(std::string_view s) {
+    const char *p = s.data();
+    size_t n = s.size();
+    auto load = [](const char *q, auto word) {
+      std::memcpy(&word, q, sizeof(word));
+      return static_cast<uint64_t>(word);
+    };
+    if (n >= 8)
+      return {load(p, uint64_t{}), load(p + n - 8, uint64_t{})};
+    if (n >= 4)
+      return {load(p, uint32_t{}) | load(p + n - 4, uint32_t{}) << 32, 0};
+    if (n > 0)
+      return {
+          static_cast<uint64_t>(static_cast<unsigned char>(p[0])) |
+              static_cast<uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
+              static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16,
+          0};
+    return {};
   }
-  std::vector<int> slots_;
-  std::vector<std::string> names_;
+  size_t hash(size_t size, Words w) const {
+    uint64_t h = (w.first ^ (w.last * 0x9e3779b97f4a7c15ull) ^ size) *
+                 0xff51afd7ed558ccdull;
+    return static_cast<size_t>(h ^ (h >> 29)) & mask_;
+  }
+  bool is(int i, std::string_view key, Words w) const {
+    const Name &n = names_[static_cast<size_t>(i)];
+    return n.size == key.size() && n.words.first == w.first &&
+           n.words.last == w.last &&
+           (key.size() <= 16 || longNames_[static_cast<size_t>(i)] == key);
+  }
+  struct Name {
+    Words words;
+    size_t size = 0;
+  };
+  std::vector<int> table_;  // feature index or -1
+  std::vector<Name> names_; // by feature index
+  std::vector<std::string> longNames_;
   size_t mask_ = 0;
 };
 
-// --- Scanning a record --------------------------------------------------------
+// --- Output columns ----------------------------------------------------------
 
-/// Where a spec feature's final list is in the current record.
-struct Slot {
-  uint64_t record = 0; // scan number of the record that has it; 0: none
-  Kind kind = kNone;
-  uint64_t count = 0;
-  size_t listBegin = 0, listEnd = 0; // in Scan::lists
-};
-
-struct Scan {
-  const NameTable *table = nullptr;
-  std::vector<Slot> slots;
-  std::vector<Span> lists;  // list messages of the spec features
-  std::vector<Span> values; // the Feature messages of one map entry
-  uint64_t record = 0;      // incremented per record
-
-  /// The Feature of one map entry: every value field of the entry is
-  /// parsed into the same message (merged); `slot` is null for a feature
-  /// outside the spec, which is only checked.
-  void feature(int depth, Slot *slot) {
-    Kind kind = kNone;
-    uint64_t count = 0;
-    size_t listBegin = lists.size();
-    for (Span v : values) {
-      const Byte *p = v.begin, *end = v.end;
-      if (depth < 0)
-        malformed("nested more than 100 deep", p);
-      while (p < end) {
-        const Byte *at = p;
-        uint32_t tag = readTag(p, end);
-        uint32_t field = tag >> 3;
-        if ((tag & 7) == 2 && field >= 1 && field <= 3) {
-          size_t n = readSize(p, end);
-          Span list{p, p + n};
-          p += n;
-          auto k = static_cast<Kind>(field);
-          if (k != kind) { // oneof: another kind clears the list
-            kind = k;
-            count = 0;
-            if (slot)
-              lists.resize(listBegin);
-          }
-          count += checkList(k, list, depth - 1);
-          if (slot)
-            lists.push_back(list);
-          continue;
-        }
-        checkFieldTag(tag, at);
-        skipField(tag, at, p, end, depth);
-      }
-    }
-    if (slot) {
-      slot->record = record;
-      slot->kind = kind;
-      slot->count = count;
-      slot->listBegin = listBegin;
-      slot->listEnd = lists.size();
-    }
-  }
-
-  /// One entry of Features' map: key (field 1) and value (field 2).
-  void entry(const Byte *p, const Byte *end, int depth) {
-    if (depth < 0)
-      malformed("nested more than 100 deep", p);
-    std::string_view key;
-    values.clear();
-    while (p < end) {
-      const Byte *at = p;
-      uint32_t tag = readTag(p, end);
-      if (tag == kLengthDelimited1) {
-        size_t n = readSize(p, end);
-        key = {reinterpret_cast<const char *>(p), n};
-        p += n;
-      } else if (tag == kEntryValue) {
-        size_t n = readSize(p, end);
-        values.push_back({p, p + n});
-        p += n;
-      } else {
-        checkFieldTag(tag, at);
-        skipField(tag, at, p, end, depth);
-      }
-    }
-    int index = table->find(key);
-    feature(depth - 1, index >= 0 ? &slots[static_cast<size_t>(index)]
-                                  : nullptr);
-  }
-
-  void features(const Byte *p, const Byte *end, int depth) {
-    if (depth < 0)
-      malformed("nested more than 100 deep", p);
-    while (p < end) {
-      const Byte *at = p;
-      uint32_t tag = readTag(p, end);
-      if (tag == kLengthDelimited1) {
-        size_t n = readSize(p, end);
-        entry(p, p + n, depth - 1);
-        p += n;
-        continue;
-      }
-      checkFieldTag(tag, at);
-      skipField(tag, at, p, end, depth);
-    }
-  }
-
-  /// Scans one serialized Example; Malformed when protobuf would not parse
-  /// it.
-  void example(std::string_view record_bytes) {
-    ++record;
-    lists.clear();
-    const auto *p = reinterpret_cast<const Byte *>(record_bytes.data());
-    const Byte *end = p + record_bytes.size();
-    if (record_bytes.size() > static_cast<size_t>(INT_MAX))
-      malformed("larger than 2 GiB", p);
-    while (p < end) {
-      const Byte *at = p;
-      uint32_t tag = readTag(p, end);
-      if (tag == kLengthDelimited1) {
-        size_t n = readSize(p, end);
-        features(p, p + n, kRecursionLimit - 1);
-        p += n;
-        continue;
-      }
-      checkFieldTag(tag, at);
-      skipField(tag, at, p, end, kRecursionLimit);
-    }
-  }
-};
-
-// --- Output -------------------------------------------------------------------
-
-/// A growing column of values (VarLen and sequence features).
+/// One spec feature's output while a batch is parsed.
 struct Column {
-  TensorValue dense;           // FixedLen: the output, [B, shape...]
-  std::string data;            // Var/Sequence numeric values
+  TensorValue dense;                // FixedLen: the output, [B, shape...]
+  std::string data;                 // Var/Sequence numeric values
   std::vector<std::string> strings; // Var/Sequence string values
   std::vector<int64_t> counts; // values (Var) or steps (Sequence) per record
 };
@@ -647,10 +604,10 @@ size_t elementSize(DType dtype) {
   return dtype == DType::String ? 0 : dtype_size(dtype);
 }
 
-/// Decodes lists[begin, end) of `kind` to `num` (numeric) or `str`.
-void decodeLists(Kind kind, const Span *begin, const Span *end, char *num,
+/// Decodes the checked lists[0, n) of `kind` to `num` (numeric) or `str`.
+void decodeLists(Kind kind, const Span *lists, size_t n, char *num,
                  std::string *str) {
-  for (const Span *l = begin; l != end; ++l) {
+  for (const Span *l = lists; l != lists + n; ++l) {
     if (kind == kFloat)
       num = decodeFloats(*l, num);
     else if (kind == kInt64)
@@ -677,9 +634,216 @@ void pad(const Feature &f, char *num, std::string *str, size_t n) {
     std::memcpy(num + i * es, f.defaultValue->data.data(), es);
 }
 
+// --- Scanning a record -------------------------------------------------------
+
+/// Spans, the first one without a heap vector: nearly every map entry has
+/// one value and nearly every Feature one list.
+class Spans {
+public:
+  void clear() {
+    n_ = 0;
+    more_.clear();
+  }
+  void add(const Byte *begin, const Byte *end) {
+    if (n_ == 0) {
+      one_.begin = begin;
+      one_.end = end;
+    } else {
+      if (n_ == 1)
+        append(more_, one_.begin, one_.end);
+      append(more_, begin, end);
+    }
+    ++n_;
+  }
+  const Span *data() const { return n_ <= 1 ? &one_ : more_.data(); }
+  size_t size() const { return n_; }
+
+private:
+  Span one_{nullptr, nullptr};
+  size_t n_ = 0;
+  std::vector<Span> more_;
+};
+
+/// What the current record has of a spec feature: its final map entry.
+struct Slot {
+  uint64_t record = 0;   // scan number of the record that has it; 0: none
+  Kind kind = kNone;     // of the final entry's Feature (kNone: no list)
+  uint64_t count = 0;    // values in its lists
+  bool decoded = false;  // its values are in the output
+  bool appended = false; // ... appended to a Var/Sequence column
+  size_t appendedFrom = 0;
+};
+
+/// Scans the records of a batch, decoding each spec feature's values
+/// into its column as soon as its map entry is complete and fits the spec.
+/// A later entry of the same name replaces them (protobuf's map keeps the
+/// last), and whatever does not fit is decided after the scan, when the
+/// final entry is known.
+struct Scan {
+  const std::vector<Feature> *features = nullptr;
+  const NameTable *table = nullptr;
+  std::vector<Column> *cols = nullptr;
+  std::vector<Slot> slots;
+  Spans values;        // the Feature messages of one map entry
+  Spans lists;         // the lists of the entry's final kind
+  uint64_t record = 0; // incremented per record
+  size_t row = 0;      // the record's index in the batch
+
+  /// The final entry of spec feature `i` in this record: its lists are
+  /// `lists`, of `kind`, `count` values.
+  void commit(size_t i, Kind kind, uint64_t count) {
+    const Feature &f = (*features)[i];
+    Column &col = (*cols)[i];
+    Slot &s = slots[i];
+    size_t es = elementSize(f.dtype);
+    if (s.record == record && s.appended) {
+      // An earlier entry of this name: its values go.
+      if (es)
+        col.data.resize(s.appendedFrom);
+      else
+        col.strings.resize(s.appendedFrom);
+    }
+    s.record = record;
+    s.kind = kind;
+    s.count = count;
+    s.decoded = s.appended = false;
+    if (kind != f.kind)
+      return; // none (missing) or the wrong kind: after the scan
+    if (f.spec == SpecKind::Fixed) {
+      if (count != static_cast<uint64_t>(f.stride))
+        return; // the wrong count: after the scan
+      size_t at = row * static_cast<size_t>(f.stride);
+      decodeLists(kind, lists.data(), lists.size(),
+                  es ? col.dense.data.data() + at * es : nullptr,
+                  es ? nullptr : col.dense.strings.data() + at);
+      s.decoded = true;
+      return;
+    }
+    if (f.spec == SpecKind::Sequence &&
+        count % static_cast<uint64_t>(f.stride) != 0)
+      return; // not whole steps: after the scan
+    s.decoded = s.appended = true;
+    if (es) {
+      s.appendedFrom = col.data.size();
+      col.data.resize(s.appendedFrom + count * es);
+      decodeLists(kind, lists.data(), lists.size(),
+                  col.data.data() + s.appendedFrom, nullptr);
+    } else {
+      s.appendedFrom = col.strings.size();
+      col.strings.resize(s.appendedFrom + count);
+      decodeLists(kind, lists.data(), lists.size(), nullptr,
+                  col.strings.data() + s.appendedFrom);
+    }
+  }
+
+  /// The Feature of one map entry: every value field of the entry is
+  /// parsed into the same message (merged). `index`: the spec feature, or
+  /// -1 for a name outside the spec (only checked).
+  void feature(int depth, int index) {
+    Kind kind = kNone;
+    uint64_t count = 0;
+    lists.clear();
+    const Span *v = values.data();
+    for (size_t k = 0; k < values.size(); ++k) {
+      const Byte *p = v[k].begin, *end = v[k].end;
+      if (depth < 0)
+        malformed("nested more than 100 deep", p);
+      while (p < end) {
+        const Byte *at = p;
+        uint32_t tag = readTag(p, end);
+        uint32_t field = tag >> 3;
+        if ((tag & 7) == 2 && field >= 1 && field <= 3) {
+          size_t n = readSize(p, end);
+          const Byte *list = p;
+          p += n;
+          auto listKind = static_cast<Kind>(field);
+          if (listKind != kind) { // oneof: another kind clears the list
+            kind = listKind;
+            count = 0;
+            lists.clear();
+          }
+          count += checkList(listKind, Span{list, p}, depth - 1);
+          lists.add(list, p);
+          continue;
+        }
+        checkFieldTag(tag, at);
+        skipField(tag, at, p, end, depth);
+      }
+    }
+    if (index >= 0)
+      commit(static_cast<size_t>(index), kind, count);
+  }
+
+  /// One entry of Features' map: key (field 1) and value (field 2).
+  void entry(const Byte *p, const Byte *end, int depth) {
+    if (depth < 0)
+      malformed("nested more than 100 deep", p);
+    std::string_view key;
+    values.clear();
+    while (p < end) {
+      const Byte *at = p;
+      uint32_t tag = readTag(p, end);
+      if (tag == kLengthDelimited1) {
+        size_t n = readSize(p, end);
+        key = {reinterpret_cast<const char *>(p), n};
+        p += n;
+      } else if (tag == kEntryValue) {
+        size_t n = readSize(p, end);
+        values.add(p, p + n);
+        p += n;
+      } else {
+        checkFieldTag(tag, at);
+        skipField(tag, at, p, end, depth);
+      }
+    }
+    int index = table->find(key);
+    feature(depth - 1, index);
+  }
+
+  void features_(const Byte *p, const Byte *end, int depth) {
+    if (depth < 0)
+      malformed("nested more than 100 deep", p);
+    while (p < end) {
+      const Byte *at = p;
+      uint32_t tag = readTag(p, end);
+      if (tag == kLengthDelimited1) {
+        size_t n = readSize(p, end);
+        entry(p, p + n, depth - 1);
+        p += n;
+        continue;
+      }
+      checkFieldTag(tag, at);
+      skipField(tag, at, p, end, depth);
+    }
+  }
+
+  /// Scans one serialized Example (record `r` of the batch); Malformed
+  /// when protobuf would not parse it.
+  void example(std::string_view bytes, size_t r) {
+    ++record;
+    row = r;
+    const auto *p = reinterpret_cast<const Byte *>(bytes.data());
+    const Byte *end = p + bytes.size();
+    if (bytes.size() > static_cast<size_t>(INT_MAX))
+      malformed("larger than 2 GiB", p);
+    while (p < end) {
+      const Byte *at = p;
+      uint32_t tag = readTag(p, end);
+      if (tag == kLengthDelimited1) {
+        size_t n = readSize(p, end);
+        features_(p, p + n, kRecursionLimit - 1);
+        p += n;
+        continue;
+      }
+      checkFieldTag(tag, at);
+      skipField(tag, at, p, end, kRecursionLimit);
+    }
+  }
+};
+
 } // namespace
 
-// --- ExampleParser ------------------------------------------------------------
+// --- ExampleParser -----------------------------------------------------------
 
 struct ExampleParser::Impl {
   FeatureSpecs specs;
@@ -687,8 +851,8 @@ struct ExampleParser::Impl {
   NameTable table;
 
   std::vector<Value> parse(const std::vector<std::string_view> &records) const;
-  void take(const Feature &f, Column &col, const Slot &slot, bool present,
-            const Scan &scan, size_t r) const;
+  void settle(const Feature &f, Column &col, const Slot &slot, bool present,
+              size_t r) const;
   Value finish(const Feature &f, Column &col, size_t batch) const;
 };
 
@@ -698,70 +862,52 @@ struct ExampleParser::Impl {
                   printable(f.name) + "' " + what);
 }
 
-void ExampleParser::Impl::take(const Feature &f, Column &col, const Slot &slot,
-                               bool present, const Scan &scan,
-                               size_t r) const {
+/// After record r's scan: the spec feature's final entry (or none) against
+/// the spec; its values were decoded during the scan when they fit.
+void ExampleParser::Impl::settle(const Feature &f, Column &col,
+                                 const Slot &slot, bool present,
+                                 size_t r) const {
   if (present && slot.kind != f.kind)
     recordError(r, f,
                 std::string("is a ") + kindName(slot.kind) + ", expected " +
                     kindName(f.kind));
-  const Span *lists = scan.lists.data();
-  size_t es = elementSize(f.dtype);
   switch (f.spec) {
   case SpecKind::Fixed: {
-    size_t stride = static_cast<size_t>(f.stride);
-    char *num = es ? col.dense.data.data() + r * stride * es : nullptr;
-    std::string *str = es ? nullptr : col.dense.strings.data() + r * stride;
-    if (!present) {
-      if (!f.defaultValue)
-        recordError(r, f, "is required but missing (no default_value)");
-      if (es)
-        std::memcpy(num, f.defaultValue->data.data(), stride * es);
-      else
-        std::copy(f.defaultValue->strings.begin(),
-                  f.defaultValue->strings.end(), str);
+    if (present && slot.decoded)
       return;
-    }
-    if (slot.count != static_cast<uint64_t>(f.stride))
+    if (present)
       recordError(r, f,
                   "has " + std::to_string(slot.count) + " values, expected " +
                       std::to_string(f.stride) + " for shape " +
                       shapeString(f.shape));
-    decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd, num,
-                str);
+    if (!f.defaultValue)
+      recordError(r, f, "is required but missing (no default_value)");
+    size_t at = r * static_cast<size_t>(f.stride);
+    if (f.dtype == DType::String)
+      std::copy(f.defaultValue->strings.begin(), f.defaultValue->strings.end(),
+                col.dense.strings.begin() + static_cast<ptrdiff_t>(at));
+    else
+      std::memcpy(col.dense.data.data() + at * dtype_size(f.dtype),
+                  f.defaultValue->data.data(), f.defaultValue->data.size());
     return;
   }
   case SpecKind::Var:
-  case SpecKind::Sequence: {
-    uint64_t count = present ? slot.count : 0;
-    if (f.spec == SpecKind::Sequence) {
-      if (!present && !f.allowMissing)
-        recordError(r, f, "is required but missing (allow_missing is false)");
-      if (count % static_cast<uint64_t>(f.stride) != 0)
-        recordError(r, f,
-                    "has " + std::to_string(count) +
-                        " values, not a multiple of " +
-                        std::to_string(f.stride) + " (steps of shape " +
-                        shapeString(f.shape) + ")");
-      col.counts[r] = static_cast<int64_t>(count / f.stride);
-    } else {
-      col.counts[r] = static_cast<int64_t>(count);
-    }
-    if (count == 0)
-      return;
-    if (es) {
-      size_t old = col.data.size();
-      col.data.resize(old + count * es);
-      decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd,
-                  col.data.data() + old, nullptr);
-    } else {
-      size_t old = col.strings.size();
-      col.strings.resize(old + count);
-      decodeLists(f.kind, lists + slot.listBegin, lists + slot.listEnd,
-                  nullptr, col.strings.data() + old);
-    }
+    col.counts[r] = present ? static_cast<int64_t>(slot.count) : 0;
     return;
-  }
+  case SpecKind::Sequence:
+    if (!present) {
+      if (!f.allowMissing)
+        recordError(r, f, "is required but missing (allow_missing is false)");
+      col.counts[r] = 0;
+      return;
+    }
+    if (!slot.decoded)
+      recordError(r, f,
+                  "has " + std::to_string(slot.count) +
+                      " values, not a multiple of " + std::to_string(f.stride) +
+                      " (steps of shape " + shapeString(f.shape) + ")");
+    col.counts[r] = static_cast<int64_t>(slot.count) / f.stride;
+    return;
   }
 }
 
@@ -841,8 +987,7 @@ ExampleParser::Impl::parse(const std::vector<std::string_view> &records) const {
     if (f.spec == SpecKind::Fixed) {
       c.dense.dtype = f.dtype;
       c.dense.shape = {static_cast<int64_t>(batch)};
-      c.dense.shape.insert(c.dense.shape.end(), f.shape.begin(),
-                           f.shape.end());
+      c.dense.shape.insert(c.dense.shape.end(), f.shape.begin(), f.shape.end());
       size_t n = batch * static_cast<size_t>(f.stride);
       if (f.dtype == DType::String)
         c.dense.strings.resize(n);
@@ -853,11 +998,13 @@ ExampleParser::Impl::parse(const std::vector<std::string_view> &records) const {
     }
   }
   Scan scan;
+  scan.features = &features;
   scan.table = &table;
+  scan.cols = &cols;
   scan.slots.resize(features.size());
   for (size_t r = 0; r < batch; ++r) {
     try {
-      scan.example(records[r]);
+      scan.example(records[r], r);
     } catch (const Malformed &m) {
       auto begin = reinterpret_cast<const Byte *>(records[r].data());
       throw DataError("record " + std::to_string(r) +
@@ -867,7 +1014,7 @@ ExampleParser::Impl::parse(const std::vector<std::string_view> &records) const {
     for (size_t i = 0; i < features.size(); ++i) {
       const Slot &slot = scan.slots[i];
       bool present = slot.record == scan.record && slot.kind != kNone;
-      take(features[i], cols[i], slot, present, scan, r);
+      settle(features[i], cols[i], slot, present, r);
     }
   }
   std::vector<Value> out;
@@ -971,7 +1118,7 @@ Element parse_single_example(std::string_view serialized,
   return ExampleParser(specs).parse_single_example(serialized);
 }
 
-// --- ExampleBuilder -----------------------------------------------------------
+// --- ExampleBuilder ----------------------------------------------------------
 
 ExampleBuilder::ExampleBuilder()
     : example_(std::make_unique<proto::Example>()) {}
@@ -992,15 +1139,19 @@ static proto::Feature &featureNamed(proto::Example &example,
 
 ExampleBuilder &ExampleBuilder::add_float(const std::string &name,
                                           std::vector<float> values) {
-  featureNamed(*example_, name).mutable_float_list()->mutable_value()->Add(
-      values.begin(), values.end());
+  featureNamed(*example_, name)
+      .mutable_float_list()
+      ->mutable_value()
+      ->Add(values.begin(), values.end());
   return *this;
 }
 
 ExampleBuilder &ExampleBuilder::add_int64(const std::string &name,
                                           std::vector<int64_t> values) {
-  featureNamed(*example_, name).mutable_int64_list()->mutable_value()->Add(
-      values.begin(), values.end());
+  featureNamed(*example_, name)
+      .mutable_int64_list()
+      ->mutable_value()
+      ->Add(values.begin(), values.end());
   return *this;
 }
 

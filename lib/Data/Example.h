@@ -127,8 +127,7 @@ public:
   ExampleBuilder(const ExampleBuilder &other);
   ExampleBuilder &operator=(const ExampleBuilder &other);
 
-  ExampleBuilder &add_float(const std::string &name,
-                            std::vector<float> values);
+  ExampleBuilder &add_float(const std::string &name, std::vector<float> values);
   ExampleBuilder &add_int64(const std::string &name,
                             std::vector<int64_t> values);
   ExampleBuilder &add_bytes(const std::string &name,

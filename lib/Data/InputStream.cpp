@@ -166,19 +166,18 @@ bool InputStream::fillCompressed() {
       s.z.next_in = s.in.get();
       s.z.avail_in = static_cast<uInt>(n);
     }
-    if (s.z.avail_in == 0) {
-      // The end of the file: between gzip members (or before the first)
-      // is the end of the stream; inside one, a truncated file.
-      if (!s.zlibEnded && s.z.total_in > 0)
-        s.pendingError = std::string("truncated ") + format + " stream";
-      break;
-    }
     if (s.zlibEnded) {
-      s.pendingError = "trailing bytes after the ZLIB stream at byte " +
-                       std::to_string(s.compressedOffset());
-      break;
+      if (s.z.avail_in > 0) {
+        s.pendingError = "trailing bytes after the ZLIB stream at byte " +
+                         std::to_string(s.compressedOffset());
+      }
+      break; // the end of the file (else more input was read above)
     }
-    uint64_t at = s.compressedOffset();
+    // The end of the file before a gzip member (or the stream) started is
+    // the end of the stream; inside one, inflate may still have output
+    // to give (a long match): it says Z_BUF_ERROR when it has none.
+    if (s.z.avail_in == 0 && s.fileEof && s.z.total_in == 0)
+      break;
     int ret = inflate(&s.z, Z_NO_FLUSH);
     if (ret == Z_STREAM_END) {
       // Another gzip member may follow (cat a.gz b.gz): TF and gzip(1)
@@ -189,18 +188,22 @@ bool InputStream::fillCompressed() {
         s.zlibEnded = true;
       continue;
     }
+    if (ret == Z_BUF_ERROR && s.z.avail_in == 0 && s.fileEof) {
+      s.pendingError = std::string("truncated ") + format + " stream";
+      break;
+    }
     // Z_BUF_ERROR: no progress possible without more input; read on.
     if (ret == Z_OK || ret == Z_BUF_ERROR)
       continue;
-    std::string why = s.z.msg                ? s.z.msg
-                      : ret == Z_NEED_DICT   ? "needs a preset dictionary"
-                      : ret == Z_MEM_ERROR   ? "out of memory"
-                                             : "zlib error " +
-                                                 std::to_string(ret);
+    std::string why = s.z.msg              ? s.z.msg
+                      : ret == Z_NEED_DICT ? "needs a preset dictionary"
+                      : ret == Z_MEM_ERROR
+                          ? "out of memory"
+                          : "zlib error " + std::to_string(ret);
     // inflate stops at the byte at fault or a little after it.
     s.pendingError = std::string("corrupt ") + format + " data at byte " +
-                     std::to_string(std::max(at, s.compressedOffset())) +
-                     ": " + printable(why);
+                     std::to_string(s.compressedOffset()) + ": " +
+                     printable(why);
     break;
   }
   bufferEnd_ = produced();

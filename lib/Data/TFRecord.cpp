@@ -12,7 +12,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -80,13 +79,17 @@ bool TFRecordReader::read(std::string &record) {
   if (crc32c::mask(crc32c::value(header, 8)) !=
       static_cast<uint32_t>(getLE(header + 8, 4)))
     fail("corrupt " + at + ": length CRC mismatch");
-  std::optional<uint64_t> size = stream_.known_size();
-  if (size) {
+  if (stream_.compression() == Compression::None) {
     // A length beyond the file is a corrupt header with a matching CRC;
-    // checked before allocating it.
-    if (length > *size)
-      fail("corrupt " + at + ": length " + std::to_string(length) +
-           " is larger than the file (" + std::to_string(*size) + " bytes)");
+    // checked before allocating it. The size is asked for (fstat) only
+    // when a length exceeds the last one seen: the file may be growing.
+    if (length > fileSize_) {
+      fileSize_ = stream_.known_size().value_or(0);
+      if (length > fileSize_)
+        fail("corrupt " + at + ": length " + std::to_string(length) +
+             " is larger than the file (" + std::to_string(fileSize_) +
+             " bytes)");
+    }
     record.resize(static_cast<size_t>(length));
     got = stream_.read(record.data(), record.size());
   } else {

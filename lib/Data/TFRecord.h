@@ -63,6 +63,7 @@ private:
   [[noreturn]] void fail(const std::string &what) const;
   InputStream stream_;
   uint64_t offset_ = 0;
+  uint64_t fileSize_ = 0; // plain files: the size when last asked
 };
 
 /// Writes records in TF's framing (tf.io.TFRecordWriter). The file is

@@ -5,7 +5,9 @@
 // Writes the seeds of the targets whose files estc itself writes, with
 // estc's own writers: checkpoints (Saver), the state file, event files
 // (SummaryWriter), binary graphs (GraphIO, from corpus/graph_text/*.pbtxt),
-// and IDX files (the format's bytes; gzip through zlib). Deterministic:
+// IDX files (the format's bytes; gzip through zlib), TFRecord files
+// (TFRecordWriter; the first byte picks the compression) and serialized
+// tf.train.Examples (ExampleBuilder). Deterministic:
 // fixed clocks and values, so rerunning it changes nothing. The JSON,
 // TF_CONFIG, flags and text-graph seeds are written by hand (real inputs
 // from the tests and docs).
@@ -13,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Data/Example.h"
+#include "lib/Data/TFRecord.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Summary/Summary.h"
 #include "lib/Support/FileIO.h"
@@ -161,6 +165,61 @@ void idxFiles(const std::string &out) {
   std::cout << out << "/idx/ (3 plain files)\n";
 }
 
+/// Examples with the names the `example` target's specs use (f, i, s, a,
+/// c, q; b, r, w) and some it does not.
+std::vector<std::pair<std::string, std::string>> examples() {
+  using data::ExampleBuilder;
+  return {
+      {"all_kinds", ExampleBuilder()
+                        .add_float("f", {1.5f, -2})
+                        .add_int64("i", {1, -1, 1LL << 40})
+                        .add_bytes("s", {"x", ""})
+                        .add_float("a", {3, 4})
+                        .add_bytes("c", {"cat"})
+                        .add_int64("q", {1, 2, 3, 4})
+                        .serialize()},
+      {"required", ExampleBuilder()
+                       .add_int64("b", {9})
+                       .add_float("r", {0.25f, 0.5f})
+                       .add_bytes("w", {"a", "b", "c"})
+                       .serialize()},
+      {"other_names", ExampleBuilder()
+                          .add_float("age", {29})
+                          .add_bytes("movie", {"The Shawshank Redemption"})
+                          .add_int64("f", {})
+                          .serialize()},
+      {"empty", ExampleBuilder().serialize()},
+  };
+}
+
+void tfrecordFiles(const std::string &out) {
+  std::string dir = scratchDir("tfrecord");
+  const char *names[] = {"plain", "gzip", "zlib"};
+  const data::Compression kinds[] = {data::Compression::None,
+                                     data::Compression::Gzip,
+                                     data::Compression::Zlib};
+  for (int k = 0; k < 3; ++k) {
+    std::string file = dir + "/" + names[k];
+    data::TFRecordWriter w(file, kinds[k]);
+    for (const auto &[name, bytes] : examples())
+      w.write(bytes);
+    w.write("");
+    w.close();
+    // The first byte: the compression (low bits) and a buffer of 16 bytes.
+    std::string key(1, static_cast<char>(k | (15 << 2)));
+    fileio::writeFileAtomically(out + "/tfrecord/" + names[k],
+                                key + fileio::readFile(file));
+    std::cout << out << "/tfrecord/" << names[k] << "\n";
+  }
+}
+
+void exampleRecords(const std::string &out) {
+  for (const auto &[name, bytes] : examples()) {
+    fileio::writeFileAtomically(out + "/example/" + name + ".pb", bytes);
+    std::cout << out << "/example/" << name << ".pb\n";
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -171,12 +230,14 @@ int main(int argc, char **argv) {
   std::string out = argv[1];
   try {
     for (const char *target : {"checkpoint", "checkpoint_state", "event_file",
-                               "graph_binary", "idx"})
+                               "graph_binary", "idx", "tfrecord", "example"})
       fileio::makeDirs(out + "/" + target);
     checkpoints(out);
     events(out);
     graphs(out);
     idxFiles(out);
+    tfrecordFiles(out);
+    exampleRecords(out);
   } catch (const std::exception &e) {
     std::cerr << "make_fuzz_corpus: error: " << e.what() << "\n";
     std::filesystem::remove_all(scratchRoot());

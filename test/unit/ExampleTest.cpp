@@ -60,8 +60,8 @@ std::string fixed32(float f) {
   return s;
 }
 /// An Example with the given map entries (each key, then Feature bytes).
-std::string exampleOf(
-    const std::vector<std::pair<std::string, std::string>> &entries) {
+std::string
+exampleOf(const std::vector<std::pair<std::string, std::string>> &entries) {
   std::string features;
   for (const auto &[key, feature] : entries)
     features += delimited(1, delimited(1, key) + delimited(2, feature));
@@ -133,11 +133,14 @@ TEST(ExampleTest, DefaultsFillMissingFeatures) {
   };
   FeatureSpecs specs = {
       // A default of another shape with as many elements (TF reshapes it).
-      {"v", FixedLenFeature{{2, 2}, DType::Float32,
+      {"v", FixedLenFeature{{2, 2},
+                            DType::Float32,
                             TensorValue::of<float>({4}, {9, 8, 7, 6})}},
-      {"s", FixedLenFeature{{}, DType::String,
+      {"s", FixedLenFeature{{},
+                            DType::String,
                             TensorValue::of_strings({}, {"dflt"})}},
-      {"i", FixedLenFeature{{2}, DType::Int64,
+      {"i", FixedLenFeature{{2},
+                            DType::Int64,
                             TensorValue::of<int64_t>({2}, {-1, -2})}},
   };
   Element e = parse_example(views(records), specs);
@@ -162,9 +165,8 @@ TEST(ExampleTest, MissingRequiredFeature) {
 }
 
 TEST(ExampleTest, WrongType) {
-  std::vector<std::string> records(3, ExampleBuilder()
-                                          .add_int64("age", {1})
-                                          .serialize());
+  std::vector<std::string> records(
+      3, ExampleBuilder().add_int64("age", {1}).serialize());
   records.push_back(ExampleBuilder().add_float("age", {1.5f}).serialize());
   FeatureSpecs specs = {{"age", FixedLenFeature{{}, DType::Int64, {}}}};
   EXPECT_EQ(errorOf([&] { parse_example(views(records), specs); }),
@@ -189,7 +191,8 @@ TEST(ExampleTest, WrongNumberOfValues) {
   // A scalar wants exactly one value; an empty list is not missing.
   std::string none = ExampleBuilder().add_int64("k", {}).serialize();
   FeatureSpecs scalar = {
-      {"k", FixedLenFeature{{}, DType::Int64, TensorValue::of<int64_t>({}, {7})}}};
+      {"k",
+       FixedLenFeature{{}, DType::Int64, TensorValue::of<int64_t>({}, {7})}}};
   EXPECT_EQ(errorOf([&] { parse_single_example(none, scalar); }),
             "record 0: feature 'k' has 0 values, expected 1 for shape []");
 }
@@ -229,7 +232,7 @@ TEST(ExampleTest, VarLenFeatures) {
   std::vector<std::string> records = {
       ExampleBuilder().add_bytes("tags", {"a", "b"}).serialize(),
       ExampleBuilder().add_bytes("tags", {}).serialize(), // empty list
-      ExampleBuilder().serialize(),                        // missing
+      ExampleBuilder().serialize(),                       // missing
       ExampleBuilder().add_bytes("tags", {"c", "", "e"}).serialize(),
   };
   FeatureSpecs specs = {{"tags", VarLenFeature{DType::String}},
@@ -264,8 +267,8 @@ TEST(ExampleTest, FixedLenSequenceFeatures) {
       ExampleBuilder().add_float("xy", {5, 6}).serialize(),
   };
   FeatureSpecs specs = {
-      {"xy", FixedLenSequenceFeature{{2}, DType::Float32, true,
-                                     TensorValue::of<float>({}, {-1})}}};
+      {"xy", FixedLenSequenceFeature{
+                 {2}, DType::Float32, true, TensorValue::of<float>({}, {-1})}}};
   Element e = parse_example(views(records), specs);
   const TensorValue &xy = tensor(e["xy"]);
   EXPECT_EQ(xy.spec().str(), "F32[3,2,2]");
@@ -318,11 +321,13 @@ TEST(ExampleTest, EmptyBatch) {
 TEST(ExampleTest, ProtobufMergeRules) {
   FeatureSpecs specs = {{"f", VarLenFeature{DType::Float32}}};
   auto values = [&](const std::string &record) {
-    return sparse(parse_single_example(record, specs)["f"]).values.values<float>();
+    return sparse(parse_single_example(record, specs)["f"])
+        .values.values<float>();
   };
   // A name given twice: the last entry is the map's value.
-  EXPECT_EQ(values(exampleOf({{"f", floatList({1})}, {"f", floatList({2, 3})}})),
-            (std::vector<float>{2, 3}));
+  EXPECT_EQ(
+      values(exampleOf({{"f", floatList({1})}, {"f", floatList({2, 3})}})),
+      (std::vector<float>{2, 3}));
   // Two Features messages merge (their entries, the last one winning).
   EXPECT_EQ(values(exampleOf({{"f", floatList({1})}}) +
                    exampleOf({{"g", floatList({9})}})),
@@ -362,16 +367,58 @@ TEST(ExampleTest, ProtobufMergeRules) {
             (std::vector<float>{6}));
   // Every one of these parses the same with protobuf.
   proto::Example oracle;
-  ASSERT_TRUE(oracle.ParseFromString(exampleOf(
-      {{"f", floatList({1}) + int64List({5}) + floatList({2})}})));
+  ASSERT_TRUE(oracle.ParseFromString(
+      exampleOf({{"f", floatList({1}) + int64List({5}) + floatList({2})}})));
   EXPECT_EQ(oracle.features().feature().at("f").float_list().value_size(), 1);
+}
+
+TEST(ExampleTest, ALaterEntryReplacesWhatAnEarlierOneDecoded) {
+  // Values are decoded as soon as an entry ends; a later entry of the same
+  // name must undo them, in the middle of a batch.
+  FeatureSpecs specs = {
+      {"fix", FixedLenFeature{{2},
+                              DType::Int64,
+                              TensorValue::of<int64_t>({2}, {-1, -1})}},
+      {"var", VarLenFeature{DType::String}},
+      {"seq", FixedLenSequenceFeature{{}, DType::Float32, true, {}}}};
+  std::vector<std::string> records = {
+      exampleOf({{"var", bytesList({"a", "b"})}, {"seq", floatList({1, 2})}}),
+      exampleOf({{"fix", int64List({1, 2})},
+                 {"var", bytesList({"x", "y", "z"})},
+                 {"seq", floatList({3, 4, 5})},
+                 {"fix", int64List({3, 4})},
+                 {"var", bytesList({"w"})},
+                 {"seq", ""}}), // the last "seq" has no list: missing
+      exampleOf({{"var", bytesList({"c"})}, {"seq", floatList({6})}}),
+  };
+  Element e = parse_example(views(records), specs);
+  EXPECT_EQ(tensor(e["fix"]).values<int64_t>(),
+            (std::vector<int64_t>{-1, -1, 3, 4, -1, -1}));
+  EXPECT_EQ(sparse(e["var"]).values.strings,
+            (std::vector<std::string>{"a", "b", "w", "c"}));
+  EXPECT_EQ(sparse(e["var"]).index_values(),
+            (std::vector<int64_t>{0, 0, 0, 1, 1, 0, 2, 0}));
+  EXPECT_EQ(tensor(e["seq"]).values<float>(),
+            (std::vector<float>{1, 2, 0, 0, 6, 0}));
+  // Only the last entry is held against the spec...
+  std::string wrongFirst =
+      exampleOf({{"fix", floatList({1, 2})}, {"fix", int64List({5, 6})}});
+  EXPECT_EQ(
+      tensor(parse_single_example(wrongFirst, specs)["fix"]).values<int64_t>(),
+      (std::vector<int64_t>{5, 6}));
+  // ...whatever the earlier ones were.
+  std::string wrongLast =
+      exampleOf({{"fix", int64List({5, 6})}, {"fix", int64List({7})}});
+  EXPECT_EQ(errorOf([&] { parse_single_example(wrongLast, specs); }),
+            "record 0: feature 'fix' has 1 values, expected 2 for shape [2]");
 }
 
 TEST(ExampleTest, FeatureWithoutAListIsMissing) {
   // TF skips a Feature whose oneof is not set: the default applies.
   std::string record = exampleOf({{"a", ""}, {"b", ""}});
   FeatureSpecs specs = {
-      {"a", FixedLenFeature{{}, DType::Int64, TensorValue::of<int64_t>({}, {3})}},
+      {"a",
+       FixedLenFeature{{}, DType::Int64, TensorValue::of<int64_t>({}, {3})}},
       {"b", VarLenFeature{DType::Int64}}};
   Element e = parse_single_example(record, specs);
   EXPECT_EQ(tensor(e["a"]).values<int64_t>(), std::vector<int64_t>{3});
@@ -388,11 +435,12 @@ TEST(ExampleTest, Int64Extremes) {
   EXPECT_EQ(tensor(parse_single_example(record, specs)["i"]).values<int64_t>(),
             v);
   // Unpacked varints too, one of them 10 bytes long with a padded end.
-  std::string list = tag(1, 0) + varint(5) + tag(1, 0) +
-                     std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
+  std::string list =
+      tag(1, 0) + varint(5) + tag(1, 0) +
+      std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
   FeatureSpecs two = {{"i", FixedLenFeature{{2}, DType::Int64, {}}}};
-  EXPECT_EQ(tensor(parse_single_example(
-                       exampleOf({{"i", delimited(3, list)}}), two)["i"])
+  EXPECT_EQ(tensor(parse_single_example(exampleOf({{"i", delimited(3, list)}}),
+                                        two)["i"])
                 .values<int64_t>(),
             (std::vector<int64_t>{5, -1}));
 }
@@ -410,33 +458,38 @@ TEST(ExampleTest, SpecErrors) {
                   record, {{"d", FixedLenFeature{{2, -1}, DType::Int64, {}}}});
             }),
             "feature 'd': shape [2,-1] has a negative dimension");
-  EXPECT_EQ(invalidArgumentOf([&] {
-              parse_single_example(
-                  record, {{"d", FixedLenFeature{{3}, DType::Int64,
-                                                 TensorValue::of<int64_t>(
-                                                     {2}, {1, 2})}}});
-            }),
-            "feature 'd': default_value I64[2] must have 3 elements (shape "
-            "[3])");
-  EXPECT_EQ(invalidArgumentOf([&] {
-              parse_single_example(
-                  record,
-                  {{"d", FixedLenFeature{{}, DType::Int64,
-                                         TensorValue::of<float>({}, {1})}}});
-            }),
-            "feature 'd': default_value is F32[], the feature is I64");
+  EXPECT_EQ(
+      invalidArgumentOf([&] {
+        parse_single_example(
+            record,
+            {{"d", FixedLenFeature{{3},
+                                   DType::Int64,
+                                   TensorValue::of<int64_t>({2}, {1, 2})}}});
+      }),
+      "feature 'd': default_value I64[2] must have 3 elements (shape "
+      "[3])");
+  EXPECT_EQ(
+      invalidArgumentOf([&] {
+        parse_single_example(
+            record,
+            {{"d", FixedLenFeature{
+                       {}, DType::Int64, TensorValue::of<float>({}, {1})}}});
+      }),
+      "feature 'd': default_value is F32[], the feature is I64");
   EXPECT_EQ(invalidArgumentOf([&] {
               parse_single_example(
                   record, {{"d", FixedLenSequenceFeature{
-                                     {2}, DType::Int64, true,
+                                     {2},
+                                     DType::Int64,
+                                     true,
                                      TensorValue::of<int64_t>({2}, {1, 2})}}});
             }),
             "feature 'd': default_value I64[2] must have 1 elements (a scalar "
             "that pads the sequences)");
   EXPECT_EQ(invalidArgumentOf([&] {
-              parse_single_example(
-                  record, {{"d", FixedLenSequenceFeature{
-                                     {0}, DType::Int64, true, {}}}});
+              parse_single_example(record,
+                                   {{"d", FixedLenSequenceFeature{
+                                              {0}, DType::Int64, true, {}}}});
             }),
             "feature 'd': shape [0] of a FixedLenSequenceFeature has no "
             "elements");
@@ -450,21 +503,24 @@ TEST(ExampleTest, StringTensorInputAndElementSpec) {
   TensorValue batch = TensorValue::of_strings(
       {2}, {ExampleBuilder().add_int64("a", {1, 2}).serialize(),
             ExampleBuilder().add_int64("a", {3}).serialize()});
-  ExampleParser parser({{"a", VarLenFeature{DType::Int64}},
-                        {"b", FixedLenFeature{{2}, DType::Float32,
-                                              TensorValue::of<float>({2}, {0, 0})}},
-                        {"c", FixedLenSequenceFeature{{3}, DType::String, true, {}}}});
+  ExampleParser parser(
+      {{"a", VarLenFeature{DType::Int64}},
+       {"b", FixedLenFeature{{2},
+                             DType::Float32,
+                             TensorValue::of<float>({2}, {0, 0})}},
+       {"c", FixedLenSequenceFeature{{3}, DType::String, true, {}}}});
   Element e = parser.parse_example(batch);
   EXPECT_EQ(sparse(e["a"]).values.values<int64_t>(),
             (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(to_string(parser.element_spec(true)),
-            to_string(spec_of(e).map([](const std::string &, const ValueSpec &s) {
-              ValueSpec v = s;
-              v.shape[0] = -1;
-              if (v.sparse || v.shape.size() > 2)
-                v.shape[1] = -1;
-              return v;
-            })));
+  EXPECT_EQ(
+      to_string(parser.element_spec(true)),
+      to_string(spec_of(e).map([](const std::string &, const ValueSpec &s) {
+        ValueSpec v = s;
+        v.shape[0] = -1;
+        if (v.sparse || v.shape.size() > 2)
+          v.shape[1] = -1;
+        return v;
+      })));
   EXPECT_EQ(to_string(parser.element_spec(false)),
             "{a: sparse I64[-1], b: F32[2], c: STRING[-1,3]}");
 }
@@ -479,7 +535,9 @@ TEST(ExampleTest, BuilderReplacesAndIsDeterministic) {
   ASSERT_TRUE(parsed.ParseFromString(bytes));
   EXPECT_EQ(parsed.features().feature().at("z").int64_list().value_size(), 2);
   // Sorted by name: "a" first.
-  EXPECT_EQ(bytes.find("\x0a\x01" "a"), 4u);
+  EXPECT_EQ(bytes.find("\x0a\x01"
+                       "a"),
+            4u);
   EXPECT_EQ(ExampleBuilder().serialize(), "");
 }
 
@@ -504,14 +562,16 @@ proto::Example randomExample(std::mt19937 &rng) {
       break;
     case 1:
       for (int j = 0; j < count; ++j)
-        f.mutable_int64_list()->add_value(static_cast<int64_t>(rng()) *
-                                          (rng() % 2 ? -1 : 1) << (rng() % 30));
+        f.mutable_int64_list()->add_value(
+            static_cast<int64_t>(static_cast<uint64_t>(rng()) << (rng() % 30)) *
+            (rng() % 2 ? -1 : 1));
       if (!count)
         f.mutable_int64_list();
       break;
     case 2:
       for (int j = 0; j < count; ++j)
-        f.mutable_bytes_list()->add_value(std::string(rng() % 4, 'a' + rng() % 26));
+        f.mutable_bytes_list()->add_value(
+            std::string(rng() % 4, 'a' + rng() % 26));
       if (!count)
         f.mutable_bytes_list();
       break;

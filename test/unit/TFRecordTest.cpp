@@ -6,16 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Data/InputStream.h"
 #include "lib/Data/TFRecord.h"
+#include "lib/Data/InputStream.h"
 #include "lib/Support/Crc32c.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <unistd.h>
@@ -250,10 +250,10 @@ TEST_F(TFRecordTest, TruncatedCompressedFiles) {
       got.pop_back();
       ASSERT_LE(got.size(), records.size());
       EXPECT_TRUE(std::equal(got.begin(), got.end(), records.begin()));
-      EXPECT_TRUE(last == "ERROR: " + p + ": truncated " +
-                             compression_name(c) + " stream" ||
-                  last.rfind("ERROR: " + p + ": truncated record at byte ",
-                             0) == 0)
+      EXPECT_TRUE(
+          last == "ERROR: " + p + ": truncated " + compression_name(c) +
+                      " stream" ||
+          last.rfind("ERROR: " + p + ": truncated record at byte ", 0) == 0)
           << compression_name(c) << " length " << len << ": " << last;
     }
   }
@@ -273,7 +273,8 @@ std::string headerOf(uint64_t length) {
 TEST_F(TFRecordTest, LengthLargerThanTheFile) {
   // Only the header's own CRC vouches for the length: 2^40 passes it.
   ASSERT_EQ(headerOf(5), frame_tfrecord("hello").substr(0, 12));
-  std::string bytes = frame_tfrecord("ok") + headerOf(uint64_t{1} << 40) + "data";
+  std::string bytes =
+      frame_tfrecord("ok") + headerOf(uint64_t{1} << 40) + "data";
   std::string p = writeBytes("forged", bytes);
   EXPECT_EQ(readAll(p, Compression::None),
             (std::vector<std::string>{
@@ -341,8 +342,8 @@ TEST_F(TFRecordTest, SeekResumesAtSavedOffsets) {
       std::string rec;
       while (r.read(rec))
         rest.push_back(rec);
-      EXPECT_EQ(rest, std::vector<std::string>(records.begin() + i,
-                                               records.end()));
+      EXPECT_EQ(rest,
+                std::vector<std::string>(records.begin() + i, records.end()));
     }
     // The end is a valid position; past it is an error.
     TFRecordReader r(p, c);
@@ -359,7 +360,8 @@ TEST_F(TFRecordTest, SeekResumesAtSavedOffsets) {
 }
 
 TEST_F(TFRecordTest, ConcatenatedGzipMembersReadAsOneStream) {
-  std::string a = readBytes(writeRecords("a", {"one", "two"}, Compression::Gzip));
+  std::string a =
+      readBytes(writeRecords("a", {"one", "two"}, Compression::Gzip));
   std::string b = readBytes(writeRecords("b", {"three"}, Compression::Gzip));
   std::string p = writeBytes("ab.gz", a + b);
   for (size_t buffer : {size_t{1}, size_t{5}, size_t{1} << 18})
@@ -400,9 +402,28 @@ TEST_F(TFRecordTest, CorruptAndTrailingCompressedData) {
   std::string t = writeBytes("trailing.z", z + "junk");
   EXPECT_EQ(readAll(t, Compression::Zlib),
             (std::vector<std::string>{
-                "x", "ERROR: " + t + ": trailing bytes after the ZLIB stream "
-                                     "at byte " +
+                "x", "ERROR: " + t +
+                         ": trailing bytes after the ZLIB stream "
+                         "at byte " +
                          std::to_string(z.size())}));
+}
+
+TEST_F(TFRecordTest, CorruptionFoundAfterTheInputEndsIsNotTruncation) {
+  // The fuzzer's find (regressions/tfrecord/zlib-error-after-output-buffer-
+  // fills): a 21-byte ZLIB stream whose last match reaches before the
+  // start. With a 16-byte buffer, zlib had read all the input before it
+  // had room to make that match: the reader took the end of the file for a
+  // truncation instead of asking zlib for the rest.
+  std::string z = unhex("789ccb6780801cc3c67b5cb91f8b0800825c8c893d");
+  std::string p = writeBytes("far-back.z", z);
+  for (size_t buffer : {size_t{1}, size_t{16}, size_t{1} << 18}) {
+    InputStream in(p, Compression::Zlib, buffer);
+    std::string bytes;
+    EXPECT_EQ(errorOf([&] { in.read(1000, bytes); }),
+              p + ": corrupt ZLIB data at byte 21: invalid distance too far "
+                  "back")
+        << buffer;
+  }
 }
 
 TEST_F(TFRecordTest, OpenErrorsNameTheFile) {
@@ -412,8 +433,11 @@ TEST_F(TFRecordTest, OpenErrorsNameTheFile) {
   std::string nodir = path("no/such/dir/out.tfrecord");
   EXPECT_EQ(errorOf([&] { TFRecordWriter w(nodir); }),
             nodir + ": cannot open for writing: No such file or directory");
-  EXPECT_EQ(errorOf([&] { TFRecordReader r(dir_.string()); std::string s;
-                          r.read(s); }),
+  EXPECT_EQ(errorOf([&] {
+              TFRecordReader r(dir_.string());
+              std::string s;
+              r.read(s);
+            }),
             dir_.string() + ": cannot read: Is a directory");
 }
 
@@ -462,8 +486,7 @@ TEST_F(TFRecordTest, FlushMakesRecordsReadable) {
                                 compression_name(c) + " stream");
     w.write("three");
     w.close();
-    EXPECT_EQ(readAll(p, c),
-              (std::vector<std::string>{"one", "two", "three"}));
+    EXPECT_EQ(readAll(p, c), (std::vector<std::string>{"one", "two", "three"}));
   }
 }
 
@@ -487,8 +510,8 @@ TEST_F(TFRecordTest, LinesAndOffsetsAcrossBuffers) {
   gzFile f = gzopen(g.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
   gzclose(f);
-  for (auto [file, c] : {std::pair{p, Compression::None},
-                         std::pair{g, Compression::Gzip}}) {
+  for (auto [file, c] :
+       {std::pair{p, Compression::None}, std::pair{g, Compression::Gzip}}) {
     for (size_t buffer : {size_t{1}, size_t{3}, size_t{64}}) {
       InputStream in(file, c, buffer);
       std::vector<std::string> lines;
@@ -498,9 +521,9 @@ TEST_F(TFRecordTest, LinesAndOffsetsAcrossBuffers) {
         lines.push_back(line);
         offsets.push_back(in.offset());
       }
-      EXPECT_EQ(lines, (std::vector<std::string>{"alpha\n", "\n",
-                                                 "beta gamma\n",
-                                                 "last without newline"}));
+      EXPECT_EQ(lines,
+                (std::vector<std::string>{"alpha\n", "\n", "beta gamma\n",
+                                          "last without newline"}));
       EXPECT_EQ(offsets, (std::vector<uint64_t>{6, 7, 18, text.size()}));
       in.seek(7);
       ASSERT_TRUE(in.read_line(line));
