@@ -101,7 +101,7 @@ struct TensorValue {
       if constexpr (std::is_same_v<T, bool>) {
         for (size_t i = 0; i < out.size(); ++i)
           out[i] = data[i] != 0;
-      } else {
+      } else if (!out.empty()) {
         std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
       }
       return out;
