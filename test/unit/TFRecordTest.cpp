@@ -291,22 +291,35 @@ TEST_F(TFRecordTest, LengthLargerThanTheFile) {
                 "ok", "ERROR: " + g + ": truncated record at byte 18"}));
 }
 
-TEST_F(TFRecordTest, AfterAnErrorTheReaderStaysOnTheRecord) {
-  std::string bytes = frame_tfrecord("a") + frame_tfrecord("b");
+TEST_F(TFRecordTest, AfterADataCrcErrorTheReaderGoesOn) {
+  std::string bytes =
+      frame_tfrecord("a") + frame_tfrecord("b") + frame_tfrecord("c");
   bytes[17 + 12] ^= 0x40; // the data of "b"
   std::string p = writeBytes("bad", bytes);
   TFRecordReader r(p);
   std::string rec;
   ASSERT_TRUE(r.read(rec));
-  uint64_t bad = r.offset();
-  EXPECT_EQ(bad, 17u);
-  std::string first = errorOf([&] { r.read(rec); });
-  EXPECT_EQ(first, p + ": corrupt record at byte 17: data CRC mismatch");
-  EXPECT_EQ(r.offset(), bad);
-  EXPECT_EQ(errorOf([&] { r.read(rec); }), first);
-  // Skipping it: the end of the file.
-  r.seek(bytes.size());
+  EXPECT_EQ(r.offset(), 17u);
+  EXPECT_EQ(errorOf([&] { r.read(rec); }),
+            p + ": corrupt record at byte 17: data CRC mismatch");
+  // The framing is intact: the next read gives the record after it.
+  EXPECT_EQ(r.offset(), 34u);
+  ASSERT_TRUE(r.read(rec));
+  EXPECT_EQ(rec, "c");
   EXPECT_FALSE(r.read(rec));
+}
+
+TEST_F(TFRecordTest, AfterAHeaderErrorTheReaderStaysOnTheRecord) {
+  std::string bytes = frame_tfrecord("a") + frame_tfrecord("b");
+  bytes[17 + 3] ^= 0x40; // the length of "b"
+  std::string p = writeBytes("badlen", bytes);
+  TFRecordReader r(p);
+  std::string rec;
+  ASSERT_TRUE(r.read(rec));
+  std::string first = errorOf([&] { r.read(rec); });
+  EXPECT_EQ(first, p + ": corrupt record at byte 17: length CRC mismatch");
+  EXPECT_EQ(r.offset(), 17u);
+  EXPECT_EQ(errorOf([&] { r.read(rec); }), first);
 }
 
 TEST_F(TFRecordTest, SeekResumesAtSavedOffsets) {
