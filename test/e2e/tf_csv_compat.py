@@ -38,7 +38,6 @@ import sys
 tf = None  # imported in main(), so a missing TF is a visible SKIP
 
 
-
 def tf_message(e):
     """The first line of a TF error, without its "{{function_node ...}}"."""
     return re.sub(r"^\{\{function_node [^}]*\}\}\s*", "",
