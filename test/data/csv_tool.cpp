@@ -257,35 +257,53 @@ void readDataset(const json::Value &spec, Columns &out, int64_t &count,
   }
 }
 
-/// TextLineDataset + decode_csv (on all lines at once, or "batch" at a
-/// time), or decode_csv on the spec's records.
+/// TextLineDataset + decode_csv: the lines of the file decoded "batch" at
+/// a time (0: all at once, as one decode_csv call, so that one bad line
+/// fails them all as in TF), or decode_csv on the spec's records.
 void readDecode(const json::Value &spec, Columns &out, int64_t &count,
                 bool keep) {
   std::vector<ColumnDefault> defaults = defaultsOf(spec);
   CsvOptions options = optionsOf(spec);
   out.values.resize(defaults.size());
-  std::vector<std::string> lines;
-  if (spec.find("records")) {
-    lines = strings(spec, "records");
-  } else {
-    TextLineReader reader(fileOf(spec), compressionOf(spec), bufferOf(spec));
-    std::string line;
-    while (reader.read(line))
-      lines.push_back(line);
-  }
-  size_t batch = static_cast<size_t>(integer(spec, "batch", 0));
-  if (batch == 0)
-    batch = std::max<size_t>(lines.size(), 1);
-  std::vector<std::string_view> views;
-  for (size_t begin = 0; begin < lines.size(); begin += batch) {
-    views.assign(lines.begin() + begin,
-                 lines.begin() + std::min(lines.size(), begin + batch));
+  auto decode = [&](const std::vector<std::string_view> &views) {
     std::vector<TensorValue> columns = decode_csv(views, defaults, options);
     count += static_cast<int64_t>(views.size());
     if (keep)
       for (size_t c = 0; c < columns.size(); ++c)
         for (size_t i = 0; i < views.size(); ++i)
           out.add(c, element(columns[c], i));
+  };
+  std::vector<std::string_view> views;
+  if (spec.find("records")) {
+    std::vector<std::string> records = strings(spec, "records");
+    views.assign(records.begin(), records.end());
+    decode(views);
+    return;
+  }
+  size_t batch = static_cast<size_t>(integer(spec, "batch", 0));
+  TextLineReader reader(fileOf(spec), compressionOf(spec), bufferOf(spec));
+  if (batch == 0) {
+    std::vector<std::string> lines;
+    std::string line;
+    while (reader.read(line))
+      lines.push_back(line);
+    views.assign(lines.begin(), lines.end());
+    decode(views);
+    return;
+  }
+  // The lines' strings are reused from batch to batch, as a pipeline's
+  // buffers would be.
+  std::vector<std::string> lines(batch);
+  for (;;) {
+    size_t n = 0;
+    while (n < batch && reader.read(lines[n]))
+      ++n;
+    if (n == 0)
+      return;
+    views.assign(lines.begin(), lines.begin() + n);
+    decode(views);
+    if (n < batch)
+      return;
   }
 }
 

@@ -13,12 +13,16 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <unistd.h>
 
 using namespace estc;
@@ -227,6 +231,38 @@ TEST(CsvNumbers, Float64) {
   EXPECT_EQ(v, 5.373003642731685e+21);
   EXPECT_FALSE(parse_float64("1e", v));
   EXPECT_FALSE(parse_float64("infinity", v));
+}
+
+TEST(CsvNumbers, FastPathRoundsAsFromChars) {
+  // Short decimals take a shortcut (one exact division); every value must
+  // still be the correctly rounded one std::from_chars gives.
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 200000; ++i) {
+    int whole = static_cast<int>(rng() % 10), fraction = static_cast<int>(rng() % 21);
+    std::string text = (rng() % 2) ? "-" : "";
+    for (int d = 0; d < whole; ++d)
+      text += static_cast<char>('0' + rng() % 10);
+    if (fraction || whole == 0) {
+      text += '.';
+      for (int d = 0; d < std::max(fraction, 1); ++d)
+        text += static_cast<char>('0' + rng() % 10);
+    }
+    const char *begin = text.data() + (text[0] == '-');
+    float f = 0, wantF = 0;
+    double d = 0, wantD = 0;
+    std::from_chars(begin, text.data() + text.size(), wantF);
+    std::from_chars(begin, text.data() + text.size(), wantD);
+    if (text[0] == '-') {
+      wantF = -wantF;
+      wantD = -wantD;
+    }
+    if (wantF != 0 && std::fabs(wantF) < std::numeric_limits<float>::min())
+      wantF = std::copysign(0.0f, wantF);
+    ASSERT_TRUE(parse_float32(text, f)) << text;
+    ASSERT_TRUE(parse_float64(text, d)) << text;
+    ASSERT_EQ(std::memcmp(&f, &wantF, 4), 0) << text << ": " << f;
+    ASSERT_EQ(std::memcmp(&d, &wantD, 8), 0) << text << ": " << d;
+  }
 }
 
 // ---------------------------------------------------------------------------
