@@ -74,8 +74,8 @@ template <typename T> bool parseInteger(std::string_view s, T &out) {
     ++i;
   if (i != n)
     return false;
-  uint64_t limit = static_cast<uint64_t>(std::numeric_limits<T>::max()) +
-                   (negative ? 1 : 0);
+  uint64_t limit =
+      static_cast<uint64_t>(std::numeric_limits<T>::max()) + (negative ? 1 : 0);
   if (v > limit)
     return false;
   // -(v) without signed overflow for v == |min|.
@@ -132,10 +132,9 @@ inline bool fastDecimal(const char *p, const char *end, T &out) {
   constexpr uint64_t kMaxMantissa =
       std::is_same_v<T, float> ? (uint64_t(1) << 24) : (uint64_t(1) << 53);
   constexpr int kMaxFraction = std::is_same_v<T, float> ? 10 : 22;
-  static constexpr T kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,
-                                  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
-                                  1e18, 1e19, 1e20, 1e21, 1e22};
+  static constexpr T kPowers[] = {
+      1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   uint64_t m = 0;
   int digits = 0, fraction = 0;
   const char *q = p;
@@ -344,8 +343,8 @@ std::vector<Column> makeColumns(const char *who,
     Column &c = columns[i];
     c.dtype = d.dtype;
     c.file = static_cast<int64_t>(i);
-    std::string where = std::string(who) + ": record_defaults[" +
-                        std::to_string(i) + "]";
+    std::string where =
+        std::string(who) + ": record_defaults[" + std::to_string(i) + "]";
     if (d.dtype != DType::Float32 && d.dtype != DType::Float64 &&
         d.dtype != DType::Int32 && d.dtype != DType::Int64 &&
         d.dtype != DType::String)
@@ -573,8 +572,7 @@ public:
         columns_[i].file = options.select_cols[i];
   }
 
-  std::vector<TensorValue> run(size_t count,
-                               const std::vector<int64_t> &shape,
+  std::vector<TensorValue> run(size_t count, const std::vector<int64_t> &shape,
                                const std::string_view *records,
                                const std::string *strings) {
     std::vector<TensorValue> out = makeOutputs(columns_, shape, count);
@@ -585,8 +583,7 @@ public:
         countError();
       for (size_t i = 0; i < columns_.size(); ++i) {
         const DecodedField &f = fields_[i];
-        std::string_view text =
-            f.escaped ? unescape(f.text, scratch_) : f.text;
+        std::string_view text = f.escaped ? unescape(f.text, scratch_) : f.text;
         const Column &c = columns_[i];
         Conversion result =
             convert(c, text, options_.na_value,
@@ -803,8 +800,8 @@ public:
   /// The line field `i` starts on.
   int64_t fieldLine(size_t i) const {
     size_t begin = spans_[i].begin - (spans_[i].quoted ? 1 : 0);
-    return recordLine_ + std::count(buf_.begin() + recordBegin_,
-                                    buf_.begin() + begin, '\n');
+    return recordLine_ +
+           std::count(buf_.begin() + recordBegin_, buf_.begin() + begin, '\n');
   }
   Problem problem() const { return problem_; }
   size_t problemField() const { return problemField_; }
@@ -816,8 +813,9 @@ public:
       return col + "a quote inside an unquoted field (quote the field and "
                    "double the quote)";
     case Problem::UndoubledQuote:
-      return col + "a quote inside a quoted field must be doubled (\"\") "
-                   "and the closing quote followed by " +
+      return col +
+             "a quote inside a quoted field must be doubled (\"\") "
+             "and the closing quote followed by " +
              delimName(delim_) + " or a line break";
     case Problem::Unterminated:
       return col + "the quoted field is not closed before the end of the "
@@ -951,8 +949,8 @@ private:
         end = FieldEnd::EndOfFile;
         break;
       }
-      end = quoting_ && buf_[p] == '"' ? quotedField(p, lines)
-                                       : unquotedField(p);
+      end =
+          quoting_ && buf_[p] == '"' ? quotedField(p, lines) : unquotedField(p);
       if (end == FieldEnd::NeedMore)
         return Scan::NeedMore;
     } while (end == FieldEnd::Delimiter);
@@ -1008,8 +1006,7 @@ struct CsvReader::State {
   }
 
   [[noreturn]] void fail(int64_t line, const std::string &what) const {
-    throw DataError(scanner.path() + ":" + std::to_string(line) + ": " +
-                    what);
+    throw DataError(scanner.path() + ":" + std::to_string(line) + ": " + what);
   }
 
   std::string columnLabel(int64_t file) const {
@@ -1027,10 +1024,9 @@ struct CsvReader::State {
     size_t n = spans.size();
     if (selectAll) {
       if (n != columns.size())
-        fail(scanner.recordLine(), "expected " +
-                                       std::to_string(columns.size()) +
-                                       " fields but found " +
-                                       std::to_string(n));
+        fail(scanner.recordLine(),
+             "expected " + std::to_string(columns.size()) +
+                 " fields but found " + std::to_string(n));
       return;
     }
     outputs.clear();
@@ -1052,15 +1048,14 @@ struct CsvReader::State {
     if (outputs.size() == columns.size())
       return;
     if (!select.empty())
-      fail(scanner.recordLine(),
-           "found " + std::to_string(n) +
-               " fields, but select_cols needs column " +
-               std::to_string(select.back()));
+      fail(scanner.recordLine(), "found " + std::to_string(n) +
+                                     " fields, but select_cols needs column " +
+                                     std::to_string(select.back()));
     fail(scanner.recordLine(),
          "expected " + std::to_string(columns.size() + exclude.size()) +
              " fields (" + std::to_string(columns.size()) + " and " +
-             std::to_string(exclude.size()) +
-             " excluded) but found " + std::to_string(n));
+             std::to_string(exclude.size()) + " excluded) but found " +
+             std::to_string(n));
   }
 
   size_t spanOf(size_t column) const {
@@ -1347,8 +1342,7 @@ std::vector<std::string> read_csv_header(const std::vector<std::string> &files,
   for (size_t i = 0; i < files.size(); ++i) {
     RecordScanner s(files[i], options, compression, kInferenceBuffer);
     if (!s.next())
-      throw DataError(files[i] +
-                      ": cannot read the header: the file is empty");
+      throw DataError(files[i] + ": cannot read the header: the file is empty");
     if (s.problem() != RecordScanner::Problem::None)
       throw DataError(files[i] + ":" +
                       std::to_string(s.fieldLine(s.problemField())) +
@@ -1361,14 +1355,14 @@ std::vector<std::string> read_csv_header(const std::vector<std::string> &files,
         if (!seen.insert(n).second)
           duplicates.insert(n);
       if (!duplicates.empty())
-        throw DataError(
-            files[i] + ": the header names a column more than once: " +
-            joinNames(std::vector<std::string>(duplicates.begin(),
-                                               duplicates.end())));
+        throw DataError(files[i] +
+                        ": the header names a column more than once: " +
+                        joinNames(std::vector<std::string>(duplicates.begin(),
+                                                           duplicates.end())));
     } else if (these != names) {
       throw DataError(files[i] + ": its header (" + joinNames(these) +
-                      ") differs from " + files[0] + "'s (" +
-                      joinNames(names) + ")");
+                      ") differs from " + files[0] + "'s (" + joinNames(names) +
+                      ")");
     }
   }
   return names;

@@ -74,9 +74,7 @@ struct ColumnDefault {
   static ColumnDefault of(int32_t value);
   static ColumnDefault of(int64_t value);
   static ColumnDefault of(std::string value);
-  static ColumnDefault of(const char *value) {
-    return of(std::string(value));
-  }
+  static ColumnDefault of(const char *value) { return of(std::string(value)); }
   /// TF's default for an inferred column: 0 of the type, or "".
   static ColumnDefault zero(DType dtype);
 };
@@ -163,10 +161,10 @@ private:
 /// make_csv_dataset's column names: the first record of each file (all
 /// must be equal). DataError for an empty file, files whose headers
 /// differ, or duplicate names.
-std::vector<std::string> read_csv_header(const std::vector<std::string> &files,
-                                         const CsvOptions &options = {},
-                                         Compression compression =
-                                             Compression::None);
+std::vector<std::string>
+read_csv_header(const std::vector<std::string> &files,
+                const CsvOptions &options = {},
+                Compression compression = Compression::None);
 
 /// make_csv_dataset's record defaults when none are given: each selected
 /// column's type inferred from the first `num_rows_for_inference` records
@@ -185,7 +183,8 @@ infer_column_defaults(const std::vector<std::string> &files,
                       Compression compression = Compression::None);
 
 /// TF's numbers: what decode_csv and CsvReader accept in a field of each
-/// type (exposed for tests and the Dataset's string_to_number).
+/// type; false for anything else (tf.strings.to_number parses with the
+/// same functions).
 bool parse_int32(std::string_view text, int32_t &value);
 bool parse_int64(std::string_view text, int64_t &value);
 bool parse_float32(std::string_view text, float &value);

@@ -91,8 +91,8 @@ bool InputStream::read_line(std::string &out) {
     const char *begin = buffer_.data() + bufferPos_;
     size_t avail = buffer_.size() - bufferPos_;
     const void *newline = std::memchr(begin, '\n', avail);
-    size_t take = newline ? static_cast<const char *>(newline) - begin + 1
-                          : avail;
+    size_t take =
+        newline ? static_cast<const char *>(newline) - begin + 1 : avail;
     out.append(begin, take);
     bufferPos_ += take;
     offset_ += take;

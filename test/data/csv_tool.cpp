@@ -234,8 +234,8 @@ void readDataset(const json::Value &spec, Columns &out, int64_t &count,
                  bool keep) {
   std::vector<ColumnDefault> defaults = defaultsOf(spec);
   out.values.resize(defaults.size());
-  CsvReader reader(fileOf(spec), defaults, optionsOf(spec),
-                   compressionOf(spec), bufferOf(spec));
+  CsvReader reader(fileOf(spec), defaults, optionsOf(spec), compressionOf(spec),
+                   bufferOf(spec));
   int64_t batch = integer(spec, "batch", 0);
   if (batch > 0) {
     std::vector<TensorValue> columns;
@@ -321,10 +321,9 @@ std::string infer(const json::Value &spec) {
   std::vector<std::string> names = options.column_names;
   if (names.empty())
     names = read_csv_header(files, options, compressionOf(spec));
-  std::vector<ColumnDefault> defaults =
-      infer_column_defaults(files, names, integer(spec, "num_rows_for_inference",
-                                                  100),
-                            options, compressionOf(spec));
+  std::vector<ColumnDefault> defaults = infer_column_defaults(
+      files, names, integer(spec, "num_rows_for_inference", 100), options,
+      compressionOf(spec));
   std::string out = "{\"names\": [";
   for (size_t i = 0; i < names.size(); ++i)
     out += (i ? ", \"" : "\"") + hex(names[i]) + "\"";
@@ -404,8 +403,9 @@ void run(const json::Value &spec) {
   } catch (const std::invalid_argument &e) {
     error = std::string("invalid argument: ") + e.what();
   }
-  std::cout << "{\"columns\": " << columns.json() << ", \"error\": "
-            << (error.empty() ? "null" : json::quote(error)) << "}\n";
+  std::cout << "{\"columns\": " << columns.json()
+            << ", \"error\": " << (error.empty() ? "null" : json::quote(error))
+            << "}\n";
 }
 
 } // namespace

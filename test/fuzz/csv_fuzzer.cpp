@@ -141,8 +141,7 @@ Outcome readAll(CsvReader &reader, const std::string &path, size_t limit) {
   die("the reader does not get to the end of the file");
 }
 
-Outcome readBatches(CsvReader &reader, const std::string &path,
-                    size_t limit) {
+Outcome readBatches(CsvReader &reader, const std::string &path, size_t limit) {
   Outcome out;
   std::vector<TensorValue> columns;
   for (size_t step = 0; step < limit; ++step) {
@@ -200,8 +199,8 @@ void fuzzReader(const Config &c, const std::string &path, size_t size) {
                     c.smallBuffer);
   resumed.seek(a.positions[middle].first, a.positions[middle].second);
   Outcome rest = readAll(resumed, path, limit);
-  if (rest.results != std::vector<std::string>(a.results.begin() + middle,
-                                               a.results.end()))
+  if (rest.results !=
+      std::vector<std::string>(a.results.begin() + middle, a.results.end()))
     die("a reader seek()ed to a saved position reads differently");
 }
 
@@ -232,8 +231,8 @@ void fuzzDecode(const Config &c, const std::string &path) {
   bool eachOk = true;
   for (size_t r = 0; r < views.size(); ++r) {
     try {
-      std::vector<TensorValue> one = decode_csv({views[r]}, c.defaults,
-                                                options);
+      std::vector<TensorValue> one =
+          decode_csv({views[r]}, c.defaults, options);
       for (size_t i = 0; allOk && i < one.size(); ++i)
         if (render(one[i], 0) != render(all[i], r))
           die("decode_csv of one record differs from the batch's");

@@ -109,9 +109,12 @@ TEST(CsvNumbers, Int32) {
     EXPECT_TRUE(parse_int32(text, v)) << text;
     EXPECT_EQ(v, want) << text;
   }
-  for (std::string bad : Strings{"2147483648", "-2147483649", "+1", "0x10", "1e3",
-                          "1.0", "--1", "-", "- 1", "1 2", "", "  ",
-                          "99999999999999999999", std::string("1\0" "2", 3)})
+  for (std::string bad :
+       Strings{"2147483648", "-2147483649", "+1", "0x10", "1e3", "1.0", "--1",
+               "-", "- 1", "1 2", "", "  ", "99999999999999999999",
+               std::string("1\0"
+                           "2",
+                           3)})
     EXPECT_FALSE(parse_int32(bad, v)) << bad;
 }
 
@@ -126,28 +129,67 @@ TEST(CsvNumbers, Int64) {
   EXPECT_TRUE(parse_int64("-000000000000000000000000000042", v));
   EXPECT_EQ(v, -42);
   for (std::string bad : Strings{"9223372036854775808", "-9223372036854775809",
-                          "18446744073709551616", "+5", "5_000", "1e3"})
+                                 "18446744073709551616", "+5", "5_000", "1e3"})
     EXPECT_FALSE(parse_int64(bad, v)) << bad;
 }
 
 TEST(CsvNumbers, Float32Syntax) {
   float v = 0;
-  for (auto [text, want] : std::vector<std::pair<std::string, float>>{
-           {"1", 1},        {"+1", 1},        {"-1", -1},
-           {" 1.5 ", 1.5},  {"\t1.5\n", 1.5}, {"1.", 1},
-           {".5", 0.5},     {"+.5", 0.5},     {"1e3", 1000},
-           {"1E3", 1000},   {"1e+3", 1000},   {"1.e5", 1e5},
-           {"-.5e-2", -0.005f}, {"0x10", 16}, {"0X1f", 31},
-           {"-0x10", -16},  {"0x10e2", 4322}, {" 0x10 ", 16},
-           {"0.1", 0.1f},   {"  ", 0},        {"\t", 0}}) {
+  for (auto [text, want] :
+       std::vector<std::pair<std::string, float>>{{"1", 1},
+                                                  {"+1", 1},
+                                                  {"-1", -1},
+                                                  {" 1.5 ", 1.5},
+                                                  {"\t1.5\n", 1.5},
+                                                  {"1.", 1},
+                                                  {".5", 0.5},
+                                                  {"+.5", 0.5},
+                                                  {"1e3", 1000},
+                                                  {"1E3", 1000},
+                                                  {"1e+3", 1000},
+                                                  {"1.e5", 1e5},
+                                                  {"-.5e-2", -0.005f},
+                                                  {"0x10", 16},
+                                                  {"0X1f", 31},
+                                                  {"-0x10", -16},
+                                                  {"0x10e2", 4322},
+                                                  {" 0x10 ", 16},
+                                                  {"0.1", 0.1f},
+                                                  {"  ", 0},
+                                                  {"\t", 0}}) {
     EXPECT_TRUE(parse_float32(text, v)) << text;
     EXPECT_EQ(v, want) << text;
   }
-  for (std::string bad : Strings
-       {".", "1e", "1e+", "e3", "infinity", "Infinity", "-Infinity", "nan(1)",
-        "0x1.8", "0x1p3", "0x", "0xg", "0x-1", "1_000", "1,5", "1.5x", "1d3",
-        "1f", "1 .5", "+-1", "- 1", ".e5", "-.", "0x.1", "in", "na",
-        std::string("1\0" "2", 3), "１"})
+  for (std::string bad : Strings{".",
+                                 "1e",
+                                 "1e+",
+                                 "e3",
+                                 "infinity",
+                                 "Infinity",
+                                 "-Infinity",
+                                 "nan(1)",
+                                 "0x1.8",
+                                 "0x1p3",
+                                 "0x",
+                                 "0xg",
+                                 "0x-1",
+                                 "1_000",
+                                 "1,5",
+                                 "1.5x",
+                                 "1d3",
+                                 "1f",
+                                 "1 .5",
+                                 "+-1",
+                                 "- 1",
+                                 ".e5",
+                                 "-.",
+                                 "0x.1",
+                                 "in",
+                                 "na",
+                                 std::string("1\0"
+                                             "2",
+                                             3),
+                                 "１"})
     EXPECT_FALSE(parse_float32(bad, v)) << bad;
 }
 
@@ -238,7 +280,8 @@ TEST(CsvNumbers, FastPathRoundsAsFromChars) {
   // still be the correctly rounded one std::from_chars gives.
   std::mt19937_64 rng(42);
   for (int i = 0; i < 200000; ++i) {
-    int whole = static_cast<int>(rng() % 10), fraction = static_cast<int>(rng() % 21);
+    int whole = static_cast<int>(rng() % 10),
+        fraction = static_cast<int>(rng() % 21);
     std::string text = (rng() % 2) ? "-" : "";
     for (int d = 0; d < whole; ++d)
       text += static_cast<char>('0' + rng() % 10);
@@ -282,11 +325,10 @@ std::string decodeError(const std::vector<std::string_view> &records,
 }
 
 TEST(DecodeCsv, EachTypeOneColumnPerDefault) {
-  std::vector<TensorValue> out =
-      decode_csv({"1,2,3.5,4.25,x", "-1,9223372036854775807,1e3,-0,\"y z\""},
-                 {ColumnDefault::of(int32_t(0)), ColumnDefault::of(int64_t(0)),
-                  ColumnDefault::of(0.0f), ColumnDefault::of(0.0),
-                  ColumnDefault::of("")});
+  std::vector<TensorValue> out = decode_csv(
+      {"1,2,3.5,4.25,x", "-1,9223372036854775807,1e3,-0,\"y z\""},
+      {ColumnDefault::of(int32_t(0)), ColumnDefault::of(int64_t(0)),
+       ColumnDefault::of(0.0f), ColumnDefault::of(0.0), ColumnDefault::of("")});
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[0].dtype, DType::Int32);
   EXPECT_EQ(out[1].dtype, DType::Int64);
@@ -311,21 +353,20 @@ TEST(DecodeCsv, Quoting) {
   // Without quoting a quote is a character like another.
   CsvOptions plain;
   plain.use_quote_delim = false;
-  EXPECT_EQ(decode({"a\"b,\"c\""}, two, plain),
-            (Strings{"[a\"b]", "[\"c\"]"}));
+  EXPECT_EQ(decode({"a\"b,\"c\""}, two, plain), (Strings{"[a\"b]", "[\"c\"]"}));
 }
 
 TEST(DecodeCsv, DelimiterAndSpaces) {
   CsvOptions semicolon;
   semicolon.field_delim = ';';
-  EXPECT_EQ(decode({"1;2,5"}, {req(DType::Int32), req(DType::String)},
-                   semicolon),
-            (Strings{"[1]", "[2,5]"}));
+  EXPECT_EQ(
+      decode({"1;2,5"}, {req(DType::Int32), req(DType::String)}, semicolon),
+      (Strings{"[1]", "[2,5]"}));
   CsvOptions tab;
   tab.field_delim = '\t';
-  EXPECT_EQ(decode({"1\t\"a\tb\""}, {req(DType::Int32), req(DType::String)},
-                   tab),
-            (Strings{"[1]", "[a\tb]"}));
+  EXPECT_EQ(
+      decode({"1\t\"a\tb\""}, {req(DType::Int32), req(DType::String)}, tab),
+      (Strings{"[1]", "[a\tb]"}));
   // Numbers may have spaces around them; strings keep theirs.
   EXPECT_EQ(decode({" 1 ,\t2\t"}, {req(DType::Int32), req(DType::String)}),
             (Strings{"[1]", "[\t2\t]"}));
@@ -499,10 +540,9 @@ TEST(DecodeCsv, Misuse) {
   EXPECT_EQ(misuseOf([&] { decode_csv({"1"}, {req(DType::Bool)}); }),
             "decode_csv: record_defaults[0]: BOOL is not a CSV type "
             "(float32, float64, int32, int64, string)");
-  EXPECT_NE(misuseOf([&] {
-              decode_csv(TensorValue::of<float>({1}, {1.0f}), two);
-            }),
-            "");
+  EXPECT_NE(
+      misuseOf([&] { decode_csv(TensorValue::of<float>({1}, {1.0f}), two); }),
+      "");
 }
 
 // ---------------------------------------------------------------------------
@@ -539,8 +579,7 @@ protected:
   }
   Strings rows(const std::string &bytes,
                const std::vector<ColumnDefault> &defaults,
-               const CsvOptions &options = {},
-               size_t bufferSize = 256 * 1024) {
+               const CsvOptions &options = {}, size_t bufferSize = 256 * 1024) {
     CsvReader reader(write("f.csv", bytes), defaults, options,
                      Compression::None, bufferSize);
     return rowsOf(reader);
@@ -578,8 +617,7 @@ TEST_F(CsvReaderTest, EachType) {
 
 TEST_F(CsvReaderTest, LineEndings) {
   // "\n", "\r\n" and a lone "\r" all end a record; the last may have none.
-  EXPECT_EQ(rows("1,2\r3,4\r\n5,6", ints(2)),
-            (Strings{"1|2", "3|4", "5|6"}));
+  EXPECT_EQ(rows("1,2\r3,4\r\n5,6", ints(2)), (Strings{"1|2", "3|4", "5|6"}));
   EXPECT_EQ(rows("1,2\r\n3,4\r\n", ints(2)), (Strings{"1|2", "3|4"}));
   EXPECT_EQ(rows("x,\"abc\"\r\n", strings(2)), Strings{"x|abc"});
   EXPECT_EQ(rows("1\r", ints(1)), Strings{"1"});
@@ -617,17 +655,16 @@ TEST_F(CsvReaderTest, DefaultsRequiredAndNaValue) {
             Strings{"1|5"});
   CsvOptions na;
   na.na_value = "NA";
-  EXPECT_EQ(rows("1,NA,\"NA\"\n", {ColumnDefault::of(int32_t(0)),
-                                   ColumnDefault::of(7.5),
-                                   ColumnDefault::of("dflt")},
+  EXPECT_EQ(rows("1,NA,\"NA\"\n",
+                 {ColumnDefault::of(int32_t(0)), ColumnDefault::of(7.5),
+                  ColumnDefault::of("dflt")},
                  na),
             Strings{"1|7.5|dflt"});
   na.column_names = {"id", "age"};
-  EXPECT_EQ(readError("1,2\n3,NA\n",
-                      {req(DType::Int32), req(DType::Int64)}, na),
-            "f.csv:2: column 1 ('age') is required but has no value");
-  EXPECT_EQ(readError("1,2\n\"\",4\n",
-                      {req(DType::String), req(DType::Int64)}),
+  EXPECT_EQ(
+      readError("1,2\n3,NA\n", {req(DType::Int32), req(DType::Int64)}, na),
+      "f.csv:2: column 1 ('age') is required but has no value");
+  EXPECT_EQ(readError("1,2\n\"\",4\n", {req(DType::String), req(DType::Int64)}),
             "f.csv:2: column 0 is required but has no value");
 }
 
@@ -645,8 +682,7 @@ TEST_F(CsvReaderTest, SelectAndExcludeCols) {
             "f.csv:1: found 2 fields, but select_cols needs column 2");
   CsvOptions exclude;
   exclude.exclude_cols = {1};
-  EXPECT_EQ(rows("1,2,3\n4,5,6\n", ints(2), exclude),
-            (Strings{"1|3", "4|6"}));
+  EXPECT_EQ(rows("1,2,3\n4,5,6\n", ints(2), exclude), (Strings{"1|3", "4|6"}));
   EXPECT_EQ(readError("1,2,3,4\n", ints(2), exclude),
             "f.csv:1: expected 3 fields (2 and 1 excluded) but found 4");
   // Columns in messages are the file's.
@@ -763,8 +799,7 @@ TEST_F(CsvReaderTest, ReadBatchStopsBeforeABadRecord) {
   EXPECT_EQ(renderAll(columns), (Strings{"[1,2]", "[a,b]"}));
   EXPECT_EQ(reader.line_number(), 2);
   std::string m = errorOf([&] { reader.read_batch(10, columns); });
-  EXPECT_NE(m.find(":3: column 0: expected int32, got 'x'"),
-            std::string::npos)
+  EXPECT_NE(m.find(":3: column 0: expected int32, got 'x'"), std::string::npos)
       << m;
   EXPECT_EQ(reader.read_batch(10, columns), 1);
   EXPECT_EQ(renderAll(columns), (Strings{"[4]", "[d]"}));
@@ -781,11 +816,10 @@ TEST_F(CsvReaderTest, BufferBoundariesDoNotMatter) {
                       "5,plain,0x10";
   CsvOptions options;
   options.header = true;
-  std::vector<ColumnDefault> defaults = {req(DType::Int64),
-                                         ColumnDefault::of("-"),
-                                         ColumnDefault::of(9.0)};
-  Strings expected = {"1|a,b|2.5", "2|x\"y\"|-1000",
-                      "3|multi\nline\r\nfield|9", "4|-|9", "5|plain|16"};
+  std::vector<ColumnDefault> defaults = {
+      req(DType::Int64), ColumnDefault::of("-"), ColumnDefault::of(9.0)};
+  Strings expected = {"1|a,b|2.5", "2|x\"y\"|-1000", "3|multi\nline\r\nfield|9",
+                      "4|-|9", "5|plain|16"};
   for (size_t size : {1, 2, 3, 4, 5, 7, 11, 16, 64, 4096})
     EXPECT_EQ(rows(bytes, defaults, options, size), expected)
         << "buffer_size " << size;
@@ -796,8 +830,7 @@ TEST_F(CsvReaderTest, OffsetLineNumberAndSeek) {
       write("f.csv", "id,text\n1,\"two\nlines\"\n2,b\r\n3,c\n4,d");
   CsvOptions options;
   options.header = true;
-  std::vector<ColumnDefault> defaults = {req(DType::Int32),
-                                         req(DType::String)};
+  std::vector<ColumnDefault> defaults = {req(DType::Int32), req(DType::String)};
   CsvReader reader(path, defaults, options, Compression::None, 5);
   EXPECT_EQ(reader.offset(), 8u) << "after the header";
   EXPECT_EQ(reader.line_number(), 1);
@@ -921,11 +954,11 @@ TEST_F(CsvInferenceTest, TypesInTensorFlowsOrder) {
   std::string f = write("f.csv", "i32,i64,f32,f64,s,none,neg_inf,under\n"
                                  "1,3000000000,1.5,1e40,abc,,-inf,1_000\n"
                                  "-2,1,2,1,1,,-Infinity,2\n");
-  EXPECT_EQ(types({f}, {"i32", "i64", "f32", "f64", "s", "none", "neg_inf",
-                        "under"}),
-            (std::vector<DType>{DType::Int32, DType::Int64, DType::Float32,
-                                DType::Float64, DType::String, DType::String,
-                                DType::Float32, DType::Int32}));
+  EXPECT_EQ(
+      types({f}, {"i32", "i64", "f32", "f64", "s", "none", "neg_inf", "under"}),
+      (std::vector<DType>{DType::Int32, DType::Int64, DType::Float32,
+                          DType::Float64, DType::String, DType::String,
+                          DType::Float32, DType::Int32}));
   // "nan" and "inf" are not floats to numpy's `< np.inf` test; a value
   // beyond float64 is a string.
   std::string g = write("g.csv", "a,b,c,d\nnan,inf,1e400,0x10\n");

@@ -44,8 +44,7 @@ protected:
   }
   std::vector<std::string> lines(const std::string &bytes,
                                  size_t bufferSize = 256 * 1024) {
-    TextLineReader reader(write("f.txt", bytes), Compression::None,
-                          bufferSize);
+    TextLineReader reader(write("f.txt", bytes), Compression::None, bufferSize);
     return linesOf(reader);
   }
 
