@@ -1012,7 +1012,7 @@ struct CsvReader::State {
   std::string columnLabel(int64_t file) const {
     std::string label = "column " + std::to_string(file);
     if (file < static_cast<int64_t>(options.column_names.size()))
-      label += " ('" + options.column_names[file] + "')";
+      label += " (" + quoted(options.column_names[file]) + ")"; // one line
     return label;
   }
 

@@ -15,7 +15,8 @@
 //     one (the same values, or an error in both);
 //   - by read_csv_header + infer_column_defaults.
 //
-// The documented failures are DataError, one line, naming the file (the
+// With a header, its names are the column names in messages. The
+// documented failures are DataError, one line, naming the file (the
 // readers) or "decode_csv: "; std::invalid_argument never happens, as the
 // options are valid by construction.
 //
@@ -275,6 +276,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Config c = configOf(data);
   std::string path = scratch().write("data.csv", bytesOf(data + 4, size - 4));
   try {
+    // Names from the header go into the messages, as make_csv_dataset
+    // passes them.
+    if (c.options.header) {
+      try {
+        c.options.column_names = read_csv_header({path}, c.options);
+      } catch (const DataError &e) {
+        checkError(e.what(), path + ":");
+      }
+    }
     fuzzReader(c, path, size);
     fuzzDecode(c, path);
     fuzzInference(c, path);

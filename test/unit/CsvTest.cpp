@@ -738,6 +738,11 @@ TEST_F(CsvReaderTest, Errors) {
             "f.csv:1: column 1: a quote inside a quoted field must be "
             "doubled (\"\") and the closing quote followed by ',' or a line "
             "break");
+  // A column name from a header may hold anything; the message stays one
+  // line.
+  named.column_names[3] = "a\nge";
+  EXPECT_EQ(readError("2,b,1.5,abc\n", four, named),
+            "f.csv:1: column 3 ('a\\x0age'): expected int64, got 'abc'");
   std::string missing = (dir_ / "missing.csv").string();
   EXPECT_EQ(errorOf([&] { CsvReader r(missing, four); }),
             missing + ": cannot open: No such file or directory");
