@@ -710,3 +710,109 @@ TEST(FileDatasetTest, ParsedShuffledPipelineResumes) {
         .prefetch(2);
   });
 }
+
+TEST(FileDatasetTest, TextLinesAndCsvRecordsResume) {
+  TempDir dir;
+  std::string a = dir.file("a.csv"), b = dir.file("b.csv");
+  std::ofstream(a) << "id,name,score\r\n1,\"x, y\",0.5\r\n2,,1.5\r\n3,z,\r\n";
+  std::ofstream(b) << "id,name,score\n4,\"multi\nline\",2\n5,w,3\n";
+  EXPECT_EQ(strings(TextLineDataset({a})),
+            (std::vector<std::string>{"id,name,score", "1,\"x, y\",0.5",
+                                      "2,,1.5", "3,z,"}));
+  std::vector<ColumnDefault> defaults{ColumnDefault::required(DType::Int64),
+                                      ColumnDefault::of("?"),
+                                      ColumnDefault::of(-1.0f)};
+  CsvOptions o;
+  o.header = true;
+  std::vector<std::string> names;
+  std::vector<float> scores;
+  for (const Element &e : CsvDataset({a, b}, defaults, o)) {
+    names.push_back(tensor(e[1]).strings.at(0));
+    scores.push_back(tensor(e[2]).values<float>().at(0));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"x, y", "?", "z", "multi\nline",
+                                             "w"}));
+  EXPECT_EQ(scores, (std::vector<float>{0.5f, 1.5f, -1.f, 2.f, 3.f}));
+  expectResumesEverywhere([&] {
+    return CsvDataset(Dataset::list_files({dir.file("*.csv")}, true, 3),
+                      defaults, o)
+        .shuffle(3, 1)
+        .batch(2);
+  });
+  expectResumesEverywhere(
+      [&] { return TextLineDataset({a, b}, "", 7, 2).skip(1); });
+}
+
+TEST(FileDatasetTest, CsvErrorsNameFileLineAndColumn) {
+  TempDir dir;
+  std::string f = dir.file("bad.csv");
+  std::ofstream(f) << "id,age\n1,20\n2,abc\n3,40\n";
+  std::vector<ColumnDefault> defaults{ColumnDefault::required(DType::Int64),
+                                      ColumnDefault::required(DType::Int64)};
+  CsvOptions o;
+  o.header = true;
+  Iterator it = CsvDataset({f}, defaults, o).make_iterator();
+  it.next();
+  try {
+    it.next();
+    FAIL();
+  } catch (const DataError &e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find(f + ":3"), std::string::npos) << m;
+    EXPECT_NE(m.find("abc"), std::string::npos) << m;
+  }
+  EXPECT_EQ(tensor((*it.next())[0]).values<int64_t>()[0], 3);
+  int n = 0;
+  for (const Element &e : CsvDataset({f}, defaults, o).ignore_errors(0)) {
+    (void)e;
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+}
+
+TEST(FileDatasetTest, MakeCsvDatasetInfersAndSplitsTheLabel) {
+  TempDir dir;
+  std::string f = dir.file("t.csv");
+  std::ofstream(f) << "age,fare,sex,survived\n22,7.25,male,0\n38,71.2833,"
+                      "female,1\n26,7.925,female,1\n";
+  MakeCsvOptions o;
+  o.label_name = "survived";
+  o.num_epochs = 1;
+  o.shuffle = false;
+  std::vector<Element> batches;
+  for (const Element &e : make_csv_dataset({dir.file("*.csv")}, 2, o))
+    batches.push_back(e);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(to_string(spec_of(batches[0])),
+            "({age: I32[2], fare: F32[2], sex: STRING[2]}, I32[2])");
+  EXPECT_EQ(tensor(batches[1][1]).values<int32_t>(), (std::vector<int32_t>{1}));
+  o.label_name = "Survived";
+  try {
+    make_csv_dataset({f}, 2, o);
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "make_csv_dataset: label_name 'Survived' is not a column of the "
+              "files (age, fare, sex, survived)");
+  }
+}
+
+TEST(FileDatasetTest, TitanicThroughMakeCsvDataset) {
+  const char *dir = std::getenv("ESTC_DATA_DIR");
+  std::string base = dir ? dir : ESTC_DATASET_TEST_DATA_DIR;
+  std::string train = base + "/titanic/train.csv";
+  if (!std::filesystem::exists(train))
+    GTEST_SKIP() << "no " << train;
+  MakeCsvOptions o;
+  o.label_name = "Survived";
+  o.select_columns = {"Survived", "Pclass", "Sex", "Age", "Fare"};
+  o.num_epochs = 1;
+  o.shuffle_seed = 5;
+  int64_t rows = 0;
+  for (const Element &e : make_csv_dataset({train}, 64, o)) {
+    EXPECT_EQ(tensor(e[0]["Sex"]).dtype, DType::String);
+    EXPECT_EQ(tensor(e[0]["Age"]).dtype, DType::Float32);
+    rows += tensor(e[1]).shape[0];
+  }
+  EXPECT_GT(rows, 500);
+}
