@@ -98,8 +98,7 @@ TensorValue pack_bytes(const std::string &bytes) {
   words[0] = static_cast<int64_t>(bytes.size());
   if (!bytes.empty())
     std::memcpy(&words[1], bytes.data(), bytes.size());
-  return TensorValue::of<int64_t>({static_cast<int64_t>(words.size())},
-                                  words);
+  return TensorValue::of<int64_t>({static_cast<int64_t>(words.size())}, words);
 }
 
 std::string unpack_bytes(const TensorValue &t) {
@@ -340,8 +339,7 @@ public:
         std::vector<int64_t> rows;
         while (static_cast<int64_t>(rows.size()) < d_.options_.batch_size) {
           if (position_ == d_.examples_) {
-            if (d_.options_.num_epochs &&
-                epoch_ + 1 >= *d_.options_.num_epochs)
+            if (d_.options_.num_epochs && epoch_ + 1 >= *d_.options_.num_epochs)
               break;
             startEpoch(epoch_ + 1);
           }

@@ -37,15 +37,14 @@ int main(int argc, char **argv) {
                                     "as TFRecord files of tf.train.Example.");
   parser.add(flags::Flag("data_dir", &dataDir, "IDX files (train-*, t10k-*)")
                  .value_name("DIR"));
-  parser.add(flags::Flag("out_dir", &outDir,
-                         "where train-NNNNN-of-NNNNN.tfrecord go")
-                 .value_name("DIR"));
+  parser.add(
+      flags::Flag("out_dir", &outDir, "where train-NNNNN-of-NNNNN.tfrecord go")
+          .value_name("DIR"));
   parser.add(flags::Flag("eval_holdout", &evalHoldout,
                          "as fashion_mnist_*: train on t10k's first examples")
                  .min(0));
   parser.add(flags::Flag("shards", &shards, "files to write").min(1));
-  parser.add(flags::Flag("compression", &compression,
-                         "\"\", GZIP or ZLIB"));
+  parser.add(flags::Flag("compression", &compression, "\"\", GZIP or ZLIB"));
   parser.parse_or_exit(argc, argv);
   try {
     if (outDir.empty())
@@ -55,9 +54,9 @@ int main(int argc, char **argv) {
     if (evalHoldout > 0) {
       data::ImageDataset all = data::load_mnist(dataDir, "t10k");
       if (evalHoldout >= all.size())
-        throw std::invalid_argument("--eval_holdout=" +
-                                    std::to_string(evalHoldout) +
-                                    " leaves no training examples");
+        throw std::invalid_argument(
+            "--eval_holdout=" + std::to_string(evalHoldout) +
+            " leaves no training examples");
       set = all.slice(0, all.size() - evalHoldout);
     } else {
       set = data::load_mnist(dataDir, "train");

@@ -120,19 +120,17 @@ Value stackLeaf(const std::vector<const Value *> &values,
         if ((*padTo)[k] < 0)
           continue;
         if (shape[k] > (*padTo)[k])
-          throw DataError("padded_batch: an element" + at(path) +
-                          " has dimension " + std::to_string(k) + " of " +
-                          std::to_string(shape[k]) +
-                          ", larger than its padded size " +
-                          std::to_string((*padTo)[k]));
+          throw DataError(
+              "padded_batch: an element" + at(path) + " has dimension " +
+              std::to_string(k) + " of " + std::to_string(shape[k]) +
+              ", larger than its padded size " + std::to_string((*padTo)[k]));
         shape[k] = (*padTo)[k];
       }
     }
-    if (padValue && (padValue->dtype != t0->dtype ||
-                     padValue->num_elements() != 1))
+    if (padValue &&
+        (padValue->dtype != t0->dtype || padValue->num_elements() != 1))
       throw std::invalid_argument("padded_batch: padding value" + at(path) +
-                                  " must be a scalar " +
-                                  dtype_name(t0->dtype));
+                                  " must be a scalar " + dtype_name(t0->dtype));
     std::vector<int64_t> outShape{batch};
     outShape.insert(outShape.end(), shape.begin(), shape.end());
     TensorValue out = filled(t0->dtype, std::move(outShape), padValue);
@@ -190,13 +188,11 @@ Element stackNested(const std::vector<const Element *> &elements,
                       " has structure " + to_string(spec_of(*elements[i])) +
                       " but element 0 has " + to_string(spec_of(first)));
   auto child = [&](auto select, const std::string &sub,
-                   const Nest<std::vector<int64_t>> *p,
-                   const Element *v) {
+                   const Nest<std::vector<int64_t>> *p, const Element *v) {
     std::vector<const Element *> parts;
     for (const Element *e : elements)
       parts.push_back(&select(*e));
-    return stackNested(parts, path.empty() ? sub : path + "/" + sub, p, v,
-                       pad);
+    return stackNested(parts, path.empty() ? sub : path + "/" + sub, p, v, pad);
   };
   switch (first.kind()) {
   case Element::Kind::Leaf: {
@@ -212,10 +208,10 @@ Element stackNested(const std::vector<const Element *> &elements,
   case Element::Kind::Tuple: {
     std::vector<Element> items;
     for (size_t i = 0; i < first.items().size(); ++i)
-      items.push_back(child([i](const Element &e) -> const Element & {
-        return e.items()[i];
-      }, std::to_string(i), padTo ? &padTo->items().at(i) : nullptr,
-                            padValues ? &padValues->items().at(i) : nullptr));
+      items.push_back(child(
+          [i](const Element &e) -> const Element & { return e.items()[i]; },
+          std::to_string(i), padTo ? &padTo->items().at(i) : nullptr,
+          padValues ? &padValues->items().at(i) : nullptr));
     return Element::tuple(std::move(items));
   }
   case Element::Kind::Dict: {
@@ -223,11 +219,12 @@ Element stackNested(const std::vector<const Element *> &elements,
     for (const auto &[k, v] : first.fields()) {
       (void)v;
       const std::string &key = k;
-      fields.emplace(
-          k, child([&key](const Element &e) -> const Element & {
-            return e.fields().at(key);
-          }, k, padTo ? &padTo->fields().at(k) : nullptr,
-                   padValues ? &padValues->fields().at(k) : nullptr));
+      fields.emplace(k, child(
+                            [&key](const Element &e) -> const Element & {
+                              return e.fields().at(key);
+                            },
+                            k, padTo ? &padTo->fields().at(k) : nullptr,
+                            padValues ? &padValues->fields().at(k) : nullptr));
     }
     return Element::dict(std::move(fields));
   }
@@ -298,9 +295,10 @@ std::vector<Element> unstack_element(const Element &element) {
       throw std::invalid_argument("slicing: the value" + at(path) +
                                   " is a scalar; it has no rows");
     if (rows >= 0 && s.shape[0] != rows)
-      throw std::invalid_argument(
-          "slicing: the value" + at(path) + " has " + std::to_string(s.shape[0]) +
-          " rows but another has " + std::to_string(rows));
+      throw std::invalid_argument("slicing: the value" + at(path) + " has " +
+                                  std::to_string(s.shape[0]) +
+                                  " rows but another has " +
+                                  std::to_string(rows));
     rows = s.shape[0];
   });
   std::vector<Element> out;
@@ -320,16 +318,15 @@ public:
       : input_(std::move(in)), batchSize_(batchSize),
         dropRemainder_(dropRemainder), padding_(std::move(padding)) {}
   std::string describe() const override {
-    std::string s = input_->describe() +
-                    (padding_ ? ".padded_batch(" : ".batch(") +
-                    std::to_string(batchSize_) +
-                    (dropRemainder_ ? ",drop_remainder" : "");
+    std::string s =
+        input_->describe() + (padding_ ? ".padded_batch(" : ".batch(") +
+        std::to_string(batchSize_) + (dropRemainder_ ? ",drop_remainder" : "");
     if (padding_ && padding_->padded_shapes)
-      s += ",shapes=" + to_string(padding_->padded_shapes->map(
-                            [](const std::string &,
-                               const std::vector<int64_t> &shape) {
-                              return ValueSpec{DType::Int64, shape, false};
-                            }));
+      s += ",shapes=" +
+           to_string(padding_->padded_shapes->map(
+               [](const std::string &, const std::vector<int64_t> &shape) {
+                 return ValueSpec{DType::Int64, shape, false};
+               }));
     if (padding_ && padding_->padding_values)
       s += ",values=" + to_string(spec_of(*padding_->padding_values));
     return s + ")";
@@ -338,8 +335,7 @@ public:
     int64_t c = input_->cardinality();
     if (c < 0)
       return c;
-    return dropRemainder_ ? c / batchSize_
-                          : (c + batchSize_ - 1) / batchSize_;
+    return dropRemainder_ ? c / batchSize_ : (c + batchSize_ - 1) / batchSize_;
   }
   std::unique_ptr<IteratorImpl>
   make_iterator(const std::string &prefix) const override {
@@ -347,8 +343,8 @@ public:
     public:
       It(const std::string &p, const BatchDataset &d)
           : IteratorImpl(p), d_(d),
-            in_(d.input_->make_iterator(p + (d.padding_ ? "/padded_batch"
-                                                         : "/batch"))) {}
+            in_(d.input_->make_iterator(
+                p + (d.padding_ ? "/padded_batch" : "/batch"))) {}
       std::optional<Element> next() override {
         std::vector<Element> elements;
         elements.reserve(static_cast<size_t>(d_.batchSize_));
@@ -368,10 +364,9 @@ public:
         for (const Element &e : elements)
           ptrs.push_back(&e);
         const Dataset::Padding &p = *d_.padding_;
-        return stackNested(ptrs, "",
-                           p.padded_shapes ? &*p.padded_shapes : nullptr,
-                           p.padding_values ? &*p.padding_values : nullptr,
-                           true);
+        return stackNested(
+            ptrs, "", p.padded_shapes ? &*p.padded_shapes : nullptr,
+            p.padding_values ? &*p.padding_values : nullptr, true);
       }
       void save(IteratorState &s) override { in_->save(s); }
       void restore(const IteratorState &s) override { in_->restore(s); }
@@ -443,9 +438,8 @@ Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
     throw std::invalid_argument("Dataset::batch: batch_size must be "
                                 "positive, not " +
                                 std::to_string(batch_size));
-  return from_impl(std::make_shared<BatchDataset>(impl_, batch_size,
-                                                  drop_remainder,
-                                                  std::nullopt));
+  return from_impl(std::make_shared<BatchDataset>(
+      impl_, batch_size, drop_remainder, std::nullopt));
 }
 
 Dataset Dataset::padded_batch(int64_t batch_size, Padding padding,

@@ -293,8 +293,7 @@ private:
 class ElementsDataset : public DatasetImpl {
 public:
   ElementsDataset(std::vector<Element> elements, std::string description)
-      : elements_(std::move(elements)), description_(std::move(description)) {
-  }
+      : elements_(std::move(elements)), description_(std::move(description)) {}
   std::string describe() const override { return description_; }
   int64_t cardinality() const override {
     return static_cast<int64_t>(elements_.size());
@@ -412,8 +411,8 @@ Dataset Dataset::list_files(std::vector<std::string> patterns, bool shuffle,
         files.emplace_back(g.gl_pathv[i]);
     globfree(&g);
     if (rc != 0 && rc != GLOB_NOMATCH)
-      throw DataError("list_files: cannot read the directories of '" +
-                      pattern + "'");
+      throw DataError("list_files: cannot read the directories of '" + pattern +
+                      "'");
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -534,8 +533,8 @@ public:
         reshuffle_(reshuffle) {}
   int64_t cardinality() const override { return input_->cardinality(); }
   std::string params() const override {
-    return std::to_string(bufferSize_) + ",seed=" +
-           detail::describe_seed(seedSpec_) +
+    return std::to_string(bufferSize_) +
+           ",seed=" + detail::describe_seed(seedSpec_) +
            (reshuffle_ ? ",reshuffle" : "");
   }
   std::unique_ptr<IteratorImpl>
@@ -548,8 +547,8 @@ public:
       It(const std::string &p, const ShuffleDataset &d, int64_t iteration)
           : IteratorImpl(p), d_(d), in_(d.inputIterator(p)),
             iteration_(iteration),
-            rng_(detail::mix64(d.seed_ ^ detail::mix64(
-                                             static_cast<uint64_t>(iteration)))) {}
+            rng_(detail::mix64(
+                d.seed_ ^ detail::mix64(static_cast<uint64_t>(iteration)))) {}
       std::optional<Element> next() override {
         while (!inputDone_ &&
                static_cast<int64_t>(buffer_.size()) < d_.bufferSize_) {
@@ -682,8 +681,8 @@ private:
 class CountingDataset : public UnaryDataset {
 public:
   enum class Kind { Take, Skip, Shard };
-  CountingDataset(std::shared_ptr<const DatasetImpl> in, Kind kind,
-                  int64_t a, int64_t b)
+  CountingDataset(std::shared_ptr<const DatasetImpl> in, Kind kind, int64_t a,
+                  int64_t b)
       : UnaryDataset(std::move(in), kind == Kind::Take   ? "take"
                                     : kind == Kind::Skip ? "skip"
                                                          : "shard"),
@@ -814,8 +813,8 @@ public:
           } catch (const DataError &e) {
             ++skipped_;
             if (skipped_ <= d_.logFirst_ || skipped_ % 1000 == 0)
-              std::cerr << "ignore_errors: skipped a bad element ("
-                        << skipped_ << " so far): " << e.what() << "\n";
+              std::cerr << "ignore_errors: skipped a bad element (" << skipped_
+                        << " so far): " << e.what() << "\n";
           }
         }
       }
@@ -843,8 +842,7 @@ private:
 /// zip (all inputs in step) and concatenate (one after the other).
 class MultiDataset : public DatasetImpl {
 public:
-  MultiDataset(std::vector<std::shared_ptr<const DatasetImpl>> inputs,
-               bool zip)
+  MultiDataset(std::vector<std::shared_ptr<const DatasetImpl>> inputs, bool zip)
       : inputs_(std::move(inputs)), zip_(zip) {}
   std::string describe() const override {
     std::string s = zip_ ? "Zip(" : "Concatenate(";
@@ -1021,8 +1019,8 @@ private:
   }
 
   void finish() {
-    auto all = std::make_shared<const std::vector<Element>>(
-        std::move(recorded_));
+    auto all =
+        std::make_shared<const std::vector<Element>>(std::move(recorded_));
     recorded_.clear();
     if (!d_.filename_.empty())
       detail::write_cache_file(d_.filename_, *all);
@@ -1157,8 +1155,8 @@ Dataset Dataset::interleave(DatasetFn fn, int64_t cycle_length,
     requirePositive(num_parallel_calls,
                     "Dataset::interleave: num_parallel_calls");
   return Dataset(detail::make_interleave(
-      impl_, std::move(fn), cycle_length == AUTOTUNE ? autotune_threads()
-                                                     : cycle_length,
+      impl_, std::move(fn),
+      cycle_length == AUTOTUNE ? autotune_threads() : cycle_length,
       block_length, num_parallel_calls, deterministic));
 }
 

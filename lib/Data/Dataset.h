@@ -151,7 +151,7 @@ public:
   /// Elements from a generator that `make` creates anew for every
   /// iteration (as TF calls a Python generator function). Not resumable.
   static Dataset from_generator(std::function<Generator()> make,
-                               std::string name = "generator");
+                                std::string name = "generator");
   /// tf.data.Dataset.list_files: the files matching the glob patterns as
   /// string scalars, sorted, then shuffled when `shuffle` (from `seed`, or
   /// a random seed when nullopt). DataError when nothing matches.

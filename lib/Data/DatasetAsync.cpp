@@ -131,8 +131,8 @@ public:
       auto slot = std::make_shared<Slot>();
       slot->ready = true;
       if (errors[i] == '1')
-        slot->error = std::make_exception_ptr(
-            DataError(tensor(values[i]).strings.at(0)));
+        slot->error =
+            std::make_exception_ptr(DataError(tensor(values[i]).strings.at(0)));
       else
         slot->value = std::move(values[i]);
       slots_.push_back(std::move(slot));
@@ -228,7 +228,7 @@ private:
   bool inputEnded_ = false;
   bool stopping_ = false;
   int paused_ = 0;
-  int64_t busy_ = 0; // workers holding an element (reading or computing)
+  int64_t busy_ = 0;    // workers holding an element (reading or computing)
   size_t reserved_ = 0; // workers reading, whose slot is not queued yet
   std::vector<std::thread> threads_;
 };
@@ -291,9 +291,8 @@ public:
       : input_(std::move(in)), fn_(std::move(fn)), cycleLength_(cycleLength),
         blockLength_(blockLength), parallel_(parallel) {}
   std::string describe() const override {
-    return input_->describe() + ".interleave(" +
-           std::to_string(cycleLength_) + "," + std::to_string(blockLength_) +
-           ")";
+    return input_->describe() + ".interleave(" + std::to_string(cycleLength_) +
+           "," + std::to_string(blockLength_) + ")";
   }
   std::unique_ptr<IteratorImpl>
   make_iterator(const std::string &prefix) const override;
@@ -434,10 +433,9 @@ make_prefetch(std::shared_ptr<const DatasetImpl> input, int64_t buffer_size) {
 }
 
 std::shared_ptr<const DatasetImpl>
-make_interleave(std::shared_ptr<const DatasetImpl> input,
-                Dataset::DatasetFn fn, int64_t cycle_length,
-                int64_t block_length, int64_t num_parallel_calls,
-                bool /*deterministic*/) {
+make_interleave(std::shared_ptr<const DatasetImpl> input, Dataset::DatasetFn fn,
+                int64_t cycle_length, int64_t block_length,
+                int64_t num_parallel_calls, bool /*deterministic*/) {
   return std::make_shared<InterleaveDataset>(std::move(input), std::move(fn),
                                              cycle_length, block_length,
                                              num_parallel_calls);

@@ -49,10 +49,9 @@ make_parallel_map(std::shared_ptr<const DatasetImpl> input, Dataset::MapFn fn,
 std::shared_ptr<const DatasetImpl>
 make_prefetch(std::shared_ptr<const DatasetImpl> input, int64_t buffer_size);
 std::shared_ptr<const DatasetImpl>
-make_interleave(std::shared_ptr<const DatasetImpl> input,
-                Dataset::DatasetFn fn, int64_t cycle_length,
-                int64_t block_length, int64_t num_parallel_calls,
-                bool deterministic);
+make_interleave(std::shared_ptr<const DatasetImpl> input, Dataset::DatasetFn fn,
+                int64_t cycle_length, int64_t block_length,
+                int64_t num_parallel_calls, bool deterministic);
 
 /// cache(filename)'s file: nullptr when it does not exist; DataError when
 /// it exists but is not a complete, intact cache file.

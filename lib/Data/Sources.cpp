@@ -25,8 +25,8 @@ namespace {
 template <typename Reader, typename = void>
 struct HasLineNumber : std::false_type {};
 template <typename Reader>
-struct HasLineNumber<Reader,
-                     std::void_t<decltype(std::declval<Reader>().line_number())>>
+struct HasLineNumber<
+    Reader, std::void_t<decltype(std::declval<Reader>().line_number())>>
     : std::true_type {};
 
 /// The records of one file, read with Reader (TFRecordReader,
@@ -34,8 +34,8 @@ struct HasLineNumber<Reader,
 /// reader counts lines).
 template <typename Reader> class RecordFileDataset : public DatasetImpl {
 public:
-  RecordFileDataset(std::string kind, std::string path,
-                    Compression compression, size_t bufferSize)
+  RecordFileDataset(std::string kind, std::string path, Compression compression,
+                    size_t bufferSize)
       : kind_(std::move(kind)), path_(std::move(path)),
         compression_(compression), bufferSize_(bufferSize) {}
 
@@ -147,8 +147,7 @@ Dataset overFiles(const Dataset &filenames, const char *kind,
                   Compression compression, size_t bufferSize,
                   int64_t numParallelReads) {
   std::string k = kind;
-  Dataset::DatasetFn one = [k, compression,
-                            bufferSize](const Element &name) {
+  Dataset::DatasetFn one = [k, compression, bufferSize](const Element &name) {
     return Dataset::from_impl(std::make_shared<RecordFileDataset<Reader>>(
         k, fileName(name, k.c_str()), compression, bufferSize));
   };
@@ -163,15 +162,13 @@ Dataset overFiles(const Dataset &filenames, const char *kind,
 class CsvFileDataset : public DatasetImpl {
 public:
   CsvFileDataset(std::string path, std::vector<ColumnDefault> defaults,
-                 CsvOptions options, Compression compression,
-                 size_t bufferSize)
+                 CsvOptions options, Compression compression, size_t bufferSize)
       : path_(std::move(path)), defaults_(std::move(defaults)),
         options_(std::move(options)), compression_(compression),
         bufferSize_(bufferSize) {}
 
   std::string describe() const override {
-    std::string s = "Csv(" + path_ + "," + compression_name(compression_) +
-                    ",";
+    std::string s = "Csv(" + path_ + "," + compression_name(compression_) + ",";
     for (const ColumnDefault &d : defaults_)
       s += std::string(dtype_name(d.dtype)) + (d.value ? "=" : "!") + ";";
     return s + (options_.header ? "header" : "") + ")";
@@ -219,9 +216,9 @@ public:
     private:
       void open() {
         if (!reader_)
-          reader_ = std::make_unique<CsvReader>(d_.path_, d_.defaults_,
-                                                d_.options_, d_.compression_,
-                                                d_.bufferSize_);
+          reader_ =
+              std::make_unique<CsvReader>(d_.path_, d_.defaults_, d_.options_,
+                                          d_.compression_, d_.bufferSize_);
       }
       const CsvFileDataset &d_;
       std::unique_ptr<CsvReader> reader_;
@@ -285,11 +282,11 @@ Dataset CsvDataset(const Dataset &filenames,
     throw std::invalid_argument("CsvDataset: no record_defaults");
   Compression c = parse_compression(compression_type);
   size_t buffer = checkBuffer(buffer_size, "CsvDataset");
-  return filenames.flat_map([record_defaults, options, c,
-                             buffer](const Element &name) {
-    return Dataset::from_impl(std::make_shared<CsvFileDataset>(
-        fileName(name, "CsvDataset"), record_defaults, options, c, buffer));
-  });
+  return filenames.flat_map(
+      [record_defaults, options, c, buffer](const Element &name) {
+        return Dataset::from_impl(std::make_shared<CsvFileDataset>(
+            fileName(name, "CsvDataset"), record_defaults, options, c, buffer));
+      });
 }
 
 Dataset CsvDataset(std::vector<std::string> filenames,
@@ -358,8 +355,8 @@ Dataset make_csv_dataset(std::vector<std::string> file_pattern,
   }
   std::vector<ColumnDefault> defaults = o.column_defaults;
   if (defaults.empty())
-    defaults = infer_column_defaults(names, columns, o.num_rows_for_inference,
-                                     csv, c);
+    defaults =
+        infer_column_defaults(names, columns, o.num_rows_for_inference, csv, c);
   if (defaults.size() != selected.size())
     throw std::invalid_argument(
         "make_csv_dataset: " + std::to_string(defaults.size()) +

@@ -40,8 +40,8 @@ void SparseTensor::validate(const std::string &what) const {
       throw DataError(what + ": sparse index " + std::to_string(idx[i]) +
                       " of value " + std::to_string(i / r) +
                       " is outside dimension " +
-                      std::to_string(i % static_cast<size_t>(r)) +
-                      " of size " + std::to_string(d));
+                      std::to_string(i % static_cast<size_t>(r)) + " of size " +
+                      std::to_string(d));
   }
 }
 
@@ -133,9 +133,9 @@ ElementSpec compatible(const ElementSpec &a, const ElementSpec &b,
   case ElementSpec::Kind::Tuple: {
     std::vector<ElementSpec> items;
     for (size_t i = 0; i < a.items().size(); ++i)
-      items.push_back(compatible(a.items()[i], b.items()[i],
-                                 path + (path.empty() ? "" : "/") +
-                                     std::to_string(i)));
+      items.push_back(
+          compatible(a.items()[i], b.items()[i],
+                     path + (path.empty() ? "" : "/") + std::to_string(i)));
     return ElementSpec::tuple(std::move(items));
   }
   case ElementSpec::Kind::Dict: {

@@ -95,11 +95,11 @@ public:
   /// A leaf.
   Nest(LeafT leaf) // NOLINT: implicit, as a value is an element
       : kind_(Kind::Leaf), leaf_(std::make_shared<LeafT>(std::move(leaf))) {}
-  template <typename T,
-            typename = std::enable_if_t<std::is_constructible_v<LeafT, T> &&
-                                        !std::is_same_v<std::decay_t<T>, Nest>
-                                        && !std::is_same_v<std::decay_t<T>,
-                                                           LeafT>>>
+  template <typename T, typename = std::enable_if_t<
+                            std::is_constructible_v<LeafT, T> &&
+                            !std::is_same_v<std::decay_t<T>, Nest> &&
+                            !std::is_same_v<std::decay_t<T>,
+                                            LeafT>>>
   Nest(T &&value) // NOLINT: implicit, TensorValue -> Element
       : Nest(LeafT(std::forward<T>(value))) {}
 
@@ -160,8 +160,8 @@ public:
     const std::vector<Nest> &v = items();
     if (i >= v.size())
       throw std::invalid_argument("element: tuple index " + std::to_string(i) +
-                                  " out of range (" +
-                                  std::to_string(v.size()) + " items)");
+                                  " out of range (" + std::to_string(v.size()) +
+                                  " items)");
     return v[i];
   }
   /// A dict's field `key` (std::invalid_argument naming the key and the
@@ -193,9 +193,9 @@ public:
 
   /// The leaves in tf.nest.flatten order (tuples in order, dict keys
   /// sorted), each with its path ("", "0", "features/age").
-  void visit(const std::function<void(const std::string &path,
-                                      const LeafT &leaf)> &fn,
-             const std::string &path = "") const {
+  void visit(
+      const std::function<void(const std::string &path, const LeafT &leaf)> &fn,
+      const std::string &path = "") const {
     switch (kind_) {
     case Kind::Leaf:
       fn(path, *leaf_);
@@ -216,7 +216,8 @@ public:
     return out;
   }
   /// The same structure with fn applied to every leaf (fn gets the path).
-  template <typename Fn> auto map(Fn &&fn, const std::string &path = "") const
+  template <typename Fn>
+  auto map(Fn &&fn, const std::string &path = "") const
       -> Nest<std::decay_t<decltype(fn(path, std::declval<const LeafT &>()))>> {
     using Out = Nest<std::decay_t<decltype(fn(path, *leaf_))>>;
     switch (kind_) {
@@ -271,8 +272,9 @@ private:
                                   " but a " + kindName());
   }
   const char *kindName() const {
-    return kind_ == Kind::Leaf ? "leaf" : kind_ == Kind::Tuple ? "tuple"
-                                                               : "dict";
+    return kind_ == Kind::Leaf    ? "leaf"
+           : kind_ == Kind::Tuple ? "tuple"
+                                  : "dict";
   }
 
   Kind kind_;

@@ -27,9 +27,9 @@ TensorValue TensorValue::of_strings(std::vector<int64_t> shape,
   t.dtype = DType::String;
   t.shape = std::move(shape);
   if (t.num_elements() != static_cast<int64_t>(values.size()))
-    throw std::invalid_argument("TensorValue::of_strings: " +
-                                std::to_string(values.size()) +
-                                " values for shape " + t.spec().str());
+    throw std::invalid_argument(
+        "TensorValue::of_strings: " + std::to_string(values.size()) +
+        " values for shape " + t.spec().str());
   t.strings = std::move(values);
   return t;
 }

@@ -92,8 +92,7 @@ struct TensorValue {
                   "use element() for Float16/BFloat16");
     if (*detail::dtypeOf<T>() != dtype)
       throw std::invalid_argument(
-          std::string("TensorValue::values: tensor is ") +
-          dtype_name(dtype));
+          std::string("TensorValue::values: tensor is ") + dtype_name(dtype));
     if constexpr (std::is_same_v<T, std::string>) {
       return strings;
     } else {

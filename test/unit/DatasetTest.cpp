@@ -103,8 +103,8 @@ TEST(ElementTest, SparseValidateAndDense) {
       {0, 1, 1, 0}, TensorValue::of<float>({2}, {5, 6}), {2, 2});
   TensorValue d = sp.to_dense();
   EXPECT_EQ(d.values<float>(), (std::vector<float>{0, 5, 6, 0}));
-  SparseTensor bad = SparseTensor::make(
-      {0, 2}, TensorValue::of<float>({1}, {1}), {2, 2});
+  SparseTensor bad =
+      SparseTensor::make({0, 2}, TensorValue::of<float>({1}, {1}), {2, 2});
   try {
     bad.validate("feature 'ids'");
     FAIL();
@@ -125,18 +125,17 @@ TEST(DatasetTest, Range) {
 
 TEST(DatasetTest, FromTensorSlicesDictTupleSparse) {
   Element e = Element::tuple(
-      {Element::dict({{"a", Element(TensorValue::of<float>({3, 2},
-                                                           {1, 2, 3, 4, 5, 6}))},
-                      {"s", Element(SparseTensor::make(
-                                {0, 0, 2, 1}, TensorValue::of<int64_t>({2}, {7, 8}),
-                                {3, 4}))}}),
+      {Element::dict(
+           {{"a", Element(TensorValue::of<float>({3, 2}, {1, 2, 3, 4, 5, 6}))},
+            {"s", Element(SparseTensor::make(
+                      {0, 0, 2, 1}, TensorValue::of<int64_t>({2}, {7, 8}),
+                      {3, 4}))}}),
        Element(TensorValue::of_strings({3}, {"x", "y", "z"}))});
   std::vector<Element> got;
   for (const Element &x : Dataset::from_tensor_slices(e))
     got.push_back(x);
   ASSERT_EQ(got.size(), 3u);
-  EXPECT_EQ(tensor(got[1][0]["a"]).values<float>(),
-            (std::vector<float>{3, 4}));
+  EXPECT_EQ(tensor(got[1][0]["a"]).values<float>(), (std::vector<float>{3, 4}));
   EXPECT_EQ(tensor(got[2][1]).strings, (std::vector<std::string>{"z"}));
   EXPECT_EQ(sparse(got[0][0]["s"]).nnz(), 1);
   EXPECT_EQ(sparse(got[1][0]["s"]).nnz(), 0);
@@ -151,8 +150,8 @@ TEST(DatasetTest, FromTensorSlicesDictTupleSparse) {
 
   EXPECT_THROW(Dataset::from_tensor_slices(i64({}, {1})),
                std::invalid_argument);
-  EXPECT_THROW(Dataset::from_tensor_slices(Element::tuple(
-                   {i64({2}, {1, 2}), i64({3}, {1, 2, 3})})),
+  EXPECT_THROW(Dataset::from_tensor_slices(
+                   Element::tuple({i64({2}, {1, 2}), i64({3}, {1, 2, 3})})),
                std::invalid_argument);
 }
 
@@ -183,9 +182,9 @@ TEST(DatasetTest, ListFiles) {
       out.push_back(std::filesystem::path(tensor(e).strings.at(0)).filename());
     return out;
   };
-  EXPECT_EQ(names(Dataset::list_files({dir.file("*.tfrecord")}, false)),
-            (std::vector<std::string>{"a.tfrecord", "b.tfrecord",
-                                      "d.tfrecord"}));
+  EXPECT_EQ(
+      names(Dataset::list_files({dir.file("*.tfrecord")}, false)),
+      (std::vector<std::string>{"a.tfrecord", "b.tfrecord", "d.tfrecord"}));
   auto s1 = names(Dataset::list_files({dir.file("*")}, true, 7));
   auto s2 = names(Dataset::list_files({dir.file("*")}, true, 7));
   EXPECT_EQ(s1, s2);
@@ -303,10 +302,10 @@ TEST(DatasetTest, RepeatEdgeCases) {
 }
 
 TEST(DatasetTest, BatchStacksAndKeepsThePartialBatch) {
-  Element x = Element::dict(
-      {{"f", Element(TensorValue::of<float>({5, 2},
-                                            {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))},
-       {"y", i64({5}, {0, 1, 2, 3, 4})}});
+  Element x =
+      Element::dict({{"f", Element(TensorValue::of<float>(
+                               {5, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))},
+                     {"y", i64({5}, {0, 1, 2, 3, 4})}});
   std::vector<Element> batches;
   for (const Element &b : Dataset::from_tensor_slices(x).batch(2))
     batches.push_back(b);
@@ -323,9 +322,10 @@ TEST(DatasetTest, BatchStacksAndKeepsThePartialBatch) {
   }
   EXPECT_EQ(n, 2);
   // Different shapes: batch refuses, naming the leaf.
-  auto ragged = Dataset::range(1, 4).map(
-      [](Element e) { return Element(TensorValue::of<float>(
-                          {scalar(e)}, std::vector<float>(scalar(e), 1.f))); });
+  auto ragged = Dataset::range(1, 4).map([](Element e) {
+    return Element(TensorValue::of<float>({scalar(e)},
+                                          std::vector<float>(scalar(e), 1.f)));
+  });
   try {
     Iterator it = ragged.batch(3).make_iterator();
     it.next();
@@ -363,9 +363,9 @@ TEST(DatasetTest, BatchConcatenatesSparse) {
 TEST(DatasetTest, PaddedBatch) {
   auto ds = Dataset::range(1, 4).map([](Element e) {
     int64_t n = scalar(e);
-    return Element::tuple({Element(TensorValue::of<int64_t>(
-                               {n}, std::vector<int64_t>(n, n))),
-                           Element(TensorValue::of_strings({}, {"s"}))});
+    return Element::tuple(
+        {Element(TensorValue::of<int64_t>({n}, std::vector<int64_t>(n, n))),
+         Element(TensorValue::of_strings({}, {"s"}))});
   });
   Iterator it = ds.padded_batch(3).make_iterator();
   Element b = *it.next();
@@ -398,9 +398,9 @@ TEST(DatasetTest, ZipConcatenate) {
     z.push_back(scalar(e[1]));
   }
   EXPECT_EQ(z, (std::vector<int64_t>{0, 10, 1, 11, 2, 12}));
-  EXPECT_EQ(Dataset::zip({Dataset::range(3), Dataset::range(10, 20)})
-                .cardinality(),
-            3);
+  EXPECT_EQ(
+      Dataset::zip({Dataset::range(3), Dataset::range(10, 20)}).cardinality(),
+      3);
   EXPECT_EQ(ints(Dataset::range(2).concatenate(Dataset::range(5, 7))),
             (std::vector<int64_t>{0, 1, 5, 6}));
 }
@@ -634,22 +634,22 @@ std::vector<std::string> strings(const Dataset &ds) {
 TEST(FileDatasetTest, TFRecordFilesInTurnOrInterleaved) {
   TempDir dir;
   std::vector<std::string> files = writeRecordFiles(dir, {2, 0, 3});
-  EXPECT_EQ(strings(TFRecordDataset(files)),
-            (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1",
-                                      "f2-r2"}));
+  EXPECT_EQ(
+      strings(TFRecordDataset(files)),
+      (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1", "f2-r2"}));
   // Two files at a time, one record from each in turn (TF's order).
-  EXPECT_EQ(strings(TFRecordDataset(files, "", kDefaultReadBuffer, 2)),
-            (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1",
-                                      "f2-r2"}));
+  EXPECT_EQ(
+      strings(TFRecordDataset(files, "", kDefaultReadBuffer, 2)),
+      (std::vector<std::string>{"f0-r0", "f0-r1", "f2-r0", "f2-r1", "f2-r2"}));
   TempDir gzDir;
   std::vector<std::string> gz =
       writeRecordFiles(gzDir, {2, 2}, Compression::Gzip);
   EXPECT_EQ(strings(TFRecordDataset(gz, "GZIP", 16, 2)),
             (std::vector<std::string>{"f0-r0", "f1-r0", "f0-r1", "f1-r1"}));
-  EXPECT_EQ(strings(TFRecordDataset(
-                Dataset::list_files({gzDir.file("part-*.tfrecord")}, false),
-                "GZIP")),
-            strings(TFRecordDataset(gz, "GZIP")));
+  EXPECT_EQ(
+      strings(TFRecordDataset(
+          Dataset::list_files({gzDir.file("part-*.tfrecord")}, false), "GZIP")),
+      strings(TFRecordDataset(gz, "GZIP")));
   EXPECT_THROW(TFRecordDataset(files, "LZ4"), DataError);
 }
 
@@ -702,11 +702,7 @@ TEST(FileDatasetTest, ParsedShuffledPipelineResumes) {
                            "GZIP", 64, 2)
         .shuffle(6, 9)
         .batch(4)
-        .map(
-            [specs](Element e) {
-              return parse_example(tensor(e), specs);
-            },
-            2)
+        .map([specs](Element e) { return parse_example(tensor(e), specs); }, 2)
         .prefetch(2);
   });
 }
@@ -730,8 +726,8 @@ TEST(FileDatasetTest, TextLinesAndCsvRecordsResume) {
     names.push_back(tensor(e[1]).strings.at(0));
     scores.push_back(tensor(e[2]).values<float>().at(0));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"x, y", "?", "z", "multi\nline",
-                                             "w"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"x, y", "?", "z", "multi\nline", "w"}));
   EXPECT_EQ(scores, (std::vector<float>{0.5f, 1.5f, -1.f, 2.f, 3.f}));
   expectResumesEverywhere([&] {
     return CsvDataset(Dataset::list_files({dir.file("*.csv")}, true, 3),

@@ -1057,7 +1057,7 @@ TEST_F(EstimatorTest, DataPipelineResumesWhereTheCheckpointWas) {
                          }),
             logs_.end());
   for (const std::string &name : whole->get_variable_names())
-    EXPECT_EQ(whole->get_variable_value(name).data,  // input state included
+    EXPECT_EQ(whole->get_variable_value(name).data, // input state included
               second->get_variable_value(name).data)
         << name;
 }
@@ -1081,11 +1081,11 @@ TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
   auto sparseInput = [] {
     data::Element e = data::Element::tuple(
         {data::Element::dict(
-             {{"x", data::Element(TensorValue::of<float>({2, 4},
-                                                         std::vector<float>(8)))},
-              {"tags", data::Element(data::SparseTensor::make(
-                           {0, 0}, TensorValue::of<int64_t>({1}, {3}),
-                           {2, 5}))}}),
+             {{"x", data::Element(
+                        TensorValue::of<float>({2, 4}, std::vector<float>(8)))},
+              {"tags",
+               data::Element(data::SparseTensor::make(
+                   {0, 0}, TensorValue::of<int64_t>({1}, {3}), {2, 5}))}}),
          data::Element(TensorValue::of<int64_t>({2}, {0, 1}))});
     return data::Dataset::from_tensors(e);
   };
@@ -1095,12 +1095,13 @@ TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
             "estc does not have yet");
   auto stringInput = [] {
     return data::Dataset::from_tensors(data::Element::dict(
-        {{"x", data::Element(TensorValue::of<float>({1, 4},
-                                                    std::vector<float>(4)))},
+        {{"x",
+          data::Element(TensorValue::of<float>({1, 4}, std::vector<float>(4)))},
          {"name", data::Element(TensorValue::of_strings({1}, {"a"}))}}));
   };
-  EXPECT_NE(tiny::errorOf([&] { est->train(stringInput, {}, 1); })
-                .find("feature 'name' is a string tensor"),
+  EXPECT_NE(tiny::errorOf([&] {
+              est->train(stringInput, {}, 1);
+            }).find("feature 'name' is a string tensor"),
             std::string::npos);
 }
 
