@@ -212,8 +212,8 @@ public:
   /// and takes block_length elements from each in turn; a finished one is
   /// replaced by the next input element's. num_parallel_calls > 0 (or
   /// AUTOTUNE) reads the open datasets ahead on threads; the order is the
-  /// same unless deterministic is false. cycle_length AUTOTUNE: the number
-  /// of cores.
+  /// same (deterministic=false is accepted and changes nothing: the cycle
+  /// order is always kept). cycle_length AUTOTUNE: the number of cores.
   Dataset interleave(DatasetFn fn, int64_t cycle_length = AUTOTUNE,
                      int64_t block_length = 1, int64_t num_parallel_calls = 0,
                      bool deterministic = true) const;
@@ -232,8 +232,9 @@ public:
   // Iteration --------------------------------------------------------------
 
   Iterator make_iterator() const;
-  /// The spec of the first element (read from a fresh iterator); nullopt
-  /// for an empty dataset.
+  /// The spec of the first element (read from a fresh iterator, which
+  /// counts as an iteration for a reshuffling shuffle); nullopt for an
+  /// empty dataset.
   std::optional<ElementSpec> element_spec() const;
   /// Elements per iteration when known without iterating;
   /// INFINITE_CARDINALITY or UNKNOWN_CARDINALITY otherwise.
