@@ -278,21 +278,6 @@ ColumnDefault ColumnDefault::zero(DType dtype) {
 
 namespace {
 
-const char *typeName(DType dtype) {
-  switch (dtype) {
-  case DType::Float32:
-    return "float32";
-  case DType::Float64:
-    return "float64";
-  case DType::Int32:
-    return "int32";
-  case DType::Int64:
-    return "int64";
-  default:
-    return "string";
-  }
-}
-
 /// A field's text in a one-line message: quoted, bytes outside printable
 /// ASCII as \xHH, cut after 40 bytes.
 std::string quoted(std::string_view text) {
@@ -357,7 +342,7 @@ std::vector<Column> makeColumns(const char *who,
     const TensorValue &v = *d.value;
     if (v.dtype != d.dtype || v.num_elements() != 1 || v.shape.size() > 1)
       throw std::invalid_argument(where + ": the default must be one " +
-                                  typeName(d.dtype) + " value, not " +
+                                  tf_name(d.dtype) + " value, not " +
                                   v.spec().str());
     c.required = false;
     switch (d.dtype) {
@@ -595,7 +580,7 @@ public:
                           " has no value");
         if (result == Conversion::Invalid)
           throw DataError(where(c.file) + quoted(text) + " is not a valid " +
-                          typeName(c.dtype));
+                          tf_name(c.dtype));
       }
     }
     return out;
@@ -1076,8 +1061,7 @@ struct CsvReader::State {
       fail(scanner.fieldLine(f),
            columnLabel(file) + " is required but has no value");
     fail(scanner.fieldLine(f), columnLabel(file) + ": expected " +
-                                   typeName(c.dtype) + ", got " +
-                                   quoted(field));
+                                   tf_name(c.dtype) + ", got " + quoted(field));
   }
 };
 

@@ -14,11 +14,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace estc {
 namespace data {
 namespace detail {
+
+/// `s` with control characters as \xHH, so that a message stays one line.
+std::string printable(std::string_view s);
 
 /// splitmix64's finalizer.
 uint64_t mix64(uint64_t x);

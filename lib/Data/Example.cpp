@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Data/Example.h"
+#include "lib/Data/DatasetInternal.h"
 
 #include "lib/Data/example.pb.h"
 
@@ -65,22 +66,6 @@ constexpr uint32_t kLengthDelimited1 = (1 << 3) | 2; // features, entry, key..
 constexpr uint32_t kEntryValue = (2 << 3) | 2;
 constexpr uint32_t kInt64Varint = (1 << 3) | 0;
 constexpr uint32_t kFloatFixed32 = (1 << 3) | 5;
-
-/// `s` with control characters as \xHH, so that a message stays one line.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", u);
-      out += hex;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
@@ -438,7 +423,8 @@ Kind kindOf(DType dtype, const std::string &name) {
     return kBytes;
   default:
     throw std::invalid_argument(
-        "feature '" + printable(name) + "': dtype " + dtype_name(dtype) +
+        "feature '" + detail::printable(name) + "': dtype " +
+        dtype_name(dtype) +
         " is not one of tf.train.Example's (F32, I64, STRING)");
   }
 }
@@ -448,12 +434,13 @@ int64_t checkedElements(const std::vector<int64_t> &shape,
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0)
-      throw std::invalid_argument("feature '" + printable(name) + "': shape " +
-                                  shapeString(shape) +
+      throw std::invalid_argument("feature '" + detail::printable(name) +
+                                  "': shape " + shapeString(shape) +
                                   " has a negative dimension");
     if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 40))
-      throw std::invalid_argument("feature '" + printable(name) + "': shape " +
-                                  shapeString(shape) + " is too large");
+      throw std::invalid_argument("feature '" + detail::printable(name) +
+                                  "': shape " + shapeString(shape) +
+                                  " is too large");
   }
   return n;
 }
@@ -461,7 +448,7 @@ int64_t checkedElements(const std::vector<int64_t> &shape,
 void checkDefault(const Feature &f, int64_t want, const char *what) {
   const TensorValue &d = *f.defaultValue;
   if (d.dtype != f.dtype)
-    throw std::invalid_argument("feature '" + printable(f.name) +
+    throw std::invalid_argument("feature '" + detail::printable(f.name) +
                                 "': default_value is " + d.spec().str() +
                                 ", the feature is " + dtype_name(f.dtype));
   int64_t have =
@@ -469,9 +456,10 @@ void checkDefault(const Feature &f, int64_t want, const char *what) {
           ? static_cast<int64_t>(d.strings.size())
           : static_cast<int64_t>(d.data.size() / dtype_size(d.dtype));
   if (have != d.num_elements() || have != want)
-    throw std::invalid_argument(
-        "feature '" + printable(f.name) + "': default_value " + d.spec().str() +
-        " must have " + std::to_string(want) + " elements (" + what + ")");
+    throw std::invalid_argument("feature '" + detail::printable(f.name) +
+                                "': default_value " + d.spec().str() +
+                                " must have " + std::to_string(want) +
+                                " elements (" + what + ")");
 }
 
 Feature compile(const std::string &name, const FeatureSpec &spec) {
@@ -497,8 +485,8 @@ Feature compile(const std::string &name, const FeatureSpec &spec) {
   f.stride = checkedElements(f.shape, name);
   if (f.spec == SpecKind::Sequence && f.stride == 0)
     throw std::invalid_argument(
-        "feature '" + printable(name) + "': shape " + shapeString(f.shape) +
-        " of a FixedLenSequenceFeature has no elements");
+        "feature '" + detail::printable(name) + "': shape " +
+        shapeString(f.shape) + " of a FixedLenSequenceFeature has no elements");
   if (f.defaultValue) {
     if (f.spec == SpecKind::Fixed)
       checkDefault(f, f.stride, ("shape " + shapeString(f.shape)).c_str());
@@ -859,7 +847,7 @@ struct ExampleParser::Impl {
 [[noreturn]] static void recordError(size_t r, const Feature &f,
                                      const std::string &what) {
   throw DataError("record " + std::to_string(r) + ": feature '" +
-                  printable(f.name) + "' " + what);
+                  detail::printable(f.name) + "' " + what);
 }
 
 /// After record r's scan: the spec feature's final entry (or none) against

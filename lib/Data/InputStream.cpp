@@ -1,6 +1,7 @@
 //===- InputStream.cpp - Reading a data file, plain or compressed -------===//
 
 #include "lib/Data/InputStream.h"
+#include "lib/Data/DatasetInternal.h"
 
 #include <zlib.h>
 
@@ -18,22 +19,6 @@ namespace data {
 
 namespace {
 
-/// `s` with control characters as \xHH, so that a message stays one line.
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02X", u);
-      out += hex;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string lastError() { return std::strerror(errno); }
 
 } // namespace
@@ -45,7 +30,7 @@ Compression parse_compression(const std::string &type) {
     return Compression::Gzip;
   if (type == "ZLIB")
     return Compression::Zlib;
-  throw DataError("unknown compression type '" + printable(type) +
+  throw DataError("unknown compression type '" + detail::printable(type) +
                   "' (expected \"\", \"NONE\", \"GZIP\" or \"ZLIB\")");
 }
 
@@ -203,7 +188,7 @@ bool InputStream::fillCompressed() {
     // inflate stops at the byte at fault or a little after it.
     s.pendingError = std::string("corrupt ") + format + " data at byte " +
                      std::to_string(s.compressedOffset()) + ": " +
-                     printable(why);
+                     detail::printable(why);
     break;
   }
   bufferEnd_ = produced();

@@ -1,11 +1,28 @@
 //===- Value.cpp - Values and elements of input pipelines ---------------===//
 
 #include "lib/Data/Value.h"
+#include "lib/Data/DatasetInternal.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace estc {
 namespace data {
+
+std::string detail::printable(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02X", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 SparseTensor SparseTensor::make(std::vector<int64_t> indices,
                                 TensorValue values,

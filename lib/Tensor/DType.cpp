@@ -32,6 +32,30 @@ std::string to_string(DType d) {
   return "none";
 }
 
+const char *tf_name(DType d) {
+  switch (d) {
+  case DType::Float32:
+    return "float32";
+  case DType::Float64:
+    return "float64";
+  case DType::Int32:
+    return "int32";
+  case DType::Int64:
+    return "int64";
+  case DType::Bool:
+    return "bool";
+  case DType::Float16:
+    return "float16";
+  case DType::BFloat16:
+    return "bfloat16";
+  case DType::String:
+    return "string";
+  case DType::Invalid:
+    break;
+  }
+  return "invalid";
+}
+
 bool is_floating(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 ||
          d == DType::BFloat16;

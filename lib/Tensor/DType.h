@@ -42,6 +42,10 @@ std::string to_string(DType dtype);
 bool is_floating(DType dtype);
 bool is_integer(DType dtype);
 
+/// TF's name of the dtype: "float32", "float64", "int32", "int64", "bool",
+/// "float16", "bfloat16", "string" ("invalid" for Invalid).
+const char *tf_name(DType dtype);
+
 /// The safetensors names checkpoints use: "F32", "F64", "I32", "I64",
 /// "BOOL", "F16", "BF16"; std::invalid_argument for Invalid and String
 /// (checkpoints hold no strings).

@@ -99,21 +99,6 @@ DType dtypeOf(const std::string &name) {
   usage("unknown type " + name);
 }
 
-const char *nameOf(DType dtype) {
-  switch (dtype) {
-  case DType::Float32:
-    return "float32";
-  case DType::Float64:
-    return "float64";
-  case DType::Int32:
-    return "int32";
-  case DType::Int64:
-    return "int64";
-  default:
-    return "string";
-  }
-}
-
 std::vector<ColumnDefault> defaultsOf(const json::Value &spec) {
   std::vector<ColumnDefault> out;
   for (const json::Value &d : need(spec, "defaults").items) {
@@ -329,7 +314,7 @@ std::string infer(const json::Value &spec) {
     out += (i ? ", \"" : "\"") + hex(names[i]) + "\"";
   out += "], \"dtypes\": [";
   for (size_t i = 0; i < defaults.size(); ++i)
-    out += std::string(i ? ", \"" : "\"") + nameOf(defaults[i].dtype) + "\"";
+    out += std::string(i ? ", \"" : "\"") + tf_name(defaults[i].dtype) + "\"";
   return out + "], \"error\": null}";
 }
 
