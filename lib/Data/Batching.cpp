@@ -139,6 +139,10 @@ Value stackLeaf(const std::vector<const Value *> &values,
     return out;
   }
   // Sparse: concatenate with the row index prepended.
+  if (pad)
+    throw DataError("padded_batch: the value" + at(path) +
+                    " is sparse; padded_batch pads dense values only (batch "
+                    "concatenates sparse ones)");
   const auto &s0 = std::get<SparseTensor>(first);
   std::vector<int64_t> dense(s0.dense_shape);
   int64_t nnz = 0;
@@ -347,7 +351,8 @@ public:
                 p + (d.padding_ ? "/padded_batch" : "/batch"))) {}
       std::optional<Element> next() override {
         std::vector<Element> elements;
-        elements.reserve(static_cast<size_t>(d_.batchSize_));
+        elements.reserve(
+            static_cast<size_t>(std::min<int64_t>(d_.batchSize_, 4096)));
         while (static_cast<int64_t>(elements.size()) < d_.batchSize_) {
           std::optional<Element> e = in_->next();
           if (!e)
@@ -403,7 +408,12 @@ public:
           std::optional<Element> e = in_->next();
           if (!e)
             return std::nullopt;
-          rows_ = unstack_element(*e);
+          try {
+            rows_ = unstack_element(*e);
+          } catch (const std::invalid_argument &err) {
+            // In a pipeline, an element without rows is bad data.
+            throw DataError(std::string("unbatch: ") + err.what());
+          }
           pos_ = 0;
         }
         return std::move(rows_[pos_++]);

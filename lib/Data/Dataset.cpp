@@ -162,7 +162,15 @@ Iterator::Iterator(const Dataset &dataset)
       impl_(dataset.impl()->make_iterator(kRootPrefix)),
       description_(dataset.describe()) {}
 Iterator::Iterator(Iterator &&) noexcept = default;
-Iterator &Iterator::operator=(Iterator &&) noexcept = default;
+Iterator &Iterator::operator=(Iterator &&o) noexcept {
+  // The old stage iterators (and their threads) end before the definition
+  // they refer to may.
+  impl_.reset();
+  impl_ = std::move(o.impl_);
+  dataset_ = std::move(o.dataset_);
+  description_ = std::move(o.description_);
+  return *this;
+}
 Iterator::~Iterator() = default;
 
 std::optional<Element> Iterator::next() { return impl_->next(); }
@@ -425,18 +433,17 @@ Dataset Dataset::list_files(std::vector<std::string> patterns, bool shuffle,
   std::string description = "Files(";
   for (const std::string &f : files)
     description += f + ",";
-  if (shuffle) {
-    uint64_t s = detail::resolve_seed(seed);
-    detail::RandomStream rng(s);
-    for (size_t i = files.size(); i > 1; --i)
-      std::swap(files[i - 1], files[rng.next_below(i)]);
-    description += "shuffle=" + detail::describe_seed(seed);
-  }
   std::vector<Element> elements;
   for (std::string &f : files)
     elements.emplace_back(TensorValue::of_strings({}, {std::move(f)}));
-  return Dataset(std::make_shared<ElementsDataset>(std::move(elements),
+  size_t n = elements.size();
+  Dataset sorted(std::make_shared<ElementsDataset>(std::move(elements),
                                                    description + ")"));
+  // As TF: a shuffle stage over the sorted names (a new order each epoch
+  // under repeat; its seed is saved with the position).
+  if (shuffle)
+    return sorted.shuffle(static_cast<int64_t>(n), seed);
+  return sorted;
 }
 
 //===----------------------------------------------------------------------===//
@@ -548,7 +555,8 @@ public:
           : IteratorImpl(p), d_(d), in_(d.inputIterator(p)),
             iteration_(iteration),
             rng_(detail::mix64(
-                d.seed_ ^ detail::mix64(static_cast<uint64_t>(iteration)))) {}
+                d.seed_.load() ^
+                detail::mix64(static_cast<uint64_t>(iteration)))) {}
       std::optional<Element> next() override {
         while (!inputDone_ &&
                static_cast<int64_t>(buffer_.size()) < d_.bufferSize_) {
@@ -568,6 +576,8 @@ public:
         return out;
       }
       void save(IteratorState &s) override {
+        // The seed too: without one it was drawn at random in this process.
+        s.put_int(key("seed"), static_cast<int64_t>(d_.seed_.load()));
         s.put_int(key("iteration"), iteration_);
         s.put_int(key("rng"), static_cast<int64_t>(rng_.position()));
         s.put_int(key("input_done"), inputDone_);
@@ -576,8 +586,9 @@ public:
       }
       void restore(const IteratorState &s) override {
         iteration_ = s.get_int(key("iteration"));
+        d_.seed_.store(static_cast<uint64_t>(s.get_int(key("seed"))));
         rng_ = detail::RandomStream(
-            detail::mix64(d_.seed_ ^
+            detail::mix64(d_.seed_.load() ^
                           detail::mix64(static_cast<uint64_t>(iteration_))),
             static_cast<uint64_t>(s.get_int(key("rng"))));
         inputDone_ = s.get_int(key("input_done")) != 0;
@@ -603,7 +614,9 @@ public:
 private:
   int64_t bufferSize_;
   std::optional<uint64_t> seedSpec_;
-  uint64_t seed_;
+  // A restored iteration brings its seed (drawn at random when none was
+  // given) to the later iterations of this dataset.
+  mutable std::atomic<uint64_t> seed_;
   bool reshuffle_;
   mutable std::atomic<int64_t> iterations_{0};
 };
@@ -629,7 +642,12 @@ public:
     class It : public IteratorImpl {
     public:
       It(const std::string &p, const RepeatDataset &d)
-          : IteratorImpl(p), d_(d) {}
+          : IteratorImpl(p), d_(d) {
+        // The first pass's iterator exists from the start (as TF's), so
+        // that a state saved before the first element holds its seeds.
+        if (!d_.count_ || *d_.count_ > 0)
+          in_ = d_.inputIterator(prefix());
+      }
       std::optional<Element> next() override {
         while (!d_.count_ || epoch_ < *d_.count_) {
           if (!in_)
@@ -640,8 +658,10 @@ public:
           }
           in_.reset();
           ++epoch_;
-          // An empty pass would repeat forever without producing anything.
-          if (!sawElement_)
+          // An endless repeat of an empty pass would spin forever: it ends
+          // (TF ends only when the first pass is empty, and spins on a
+          // later one). A finite count goes on, as TF's.
+          if (!d_.count_ && !sawElement_)
             return std::nullopt;
           sawElement_ = false;
         }
@@ -715,11 +735,14 @@ public:
           : IteratorImpl(p), d_(d), in_(d.inputIterator(p)) {}
       std::optional<Element> next() override {
         switch (d_.kind_) {
-        case Kind::Take:
+        case Kind::Take: {
           if (d_.a_ >= 0 && seen_ >= d_.a_)
             return std::nullopt;
-          ++seen_;
-          return in_->next();
+          std::optional<Element> e = in_->next(); // an error counts not
+          if (e)
+            ++seen_;
+          return e;
+        }
         case Kind::Skip:
           while (d_.a_ < 0 || seen_ < d_.a_) {
             ++seen_;
@@ -852,20 +875,19 @@ public:
   }
   int64_t cardinality() const override {
     int64_t out = zip_ ? INFINITE_CARDINALITY : 0;
+    bool unknown = false, infinite = false;
     for (const auto &in : inputs_) {
       int64_t c = in->cardinality();
-      if (zip_) {
-        if (c == UNKNOWN_CARDINALITY)
-          return c;
-        if (c >= 0)
-          out = out < 0 ? c : std::min(out, c);
-      } else {
-        if (c < 0)
-          return c;
-        out += c;
-      }
+      unknown |= c == UNKNOWN_CARDINALITY;
+      infinite |= c == INFINITE_CARDINALITY;
+      if (c >= 0)
+        out = zip_ ? (out < 0 ? c : std::min(out, c)) : out + c;
     }
-    return out;
+    if (zip_) // TF: unknown when any is, else the shortest
+      return unknown ? UNKNOWN_CARDINALITY : out;
+    return infinite  ? INFINITE_CARDINALITY
+           : unknown ? UNKNOWN_CARDINALITY
+                     : out;
   }
   std::unique_ptr<IteratorImpl>
   make_iterator(const std::string &prefix) const override {
@@ -957,7 +979,7 @@ public:
     }
     std::optional<Element> e = in_->next();
     if (!e) {
-      finish();
+      finish(); // now replaying, at the end
       return std::nullopt;
     }
     ++pos_;
@@ -973,21 +995,26 @@ public:
     if (mode_ == Mode::Record) {
       s.put_element(key("recorded"), Element::tuple(recorded_));
       in_->save(s);
+    } else if (d_.filename_.empty()) {
+      // The in-memory cache goes with the state (as TF's): a new process
+      // could not rebuild the same one from a reshuffling input.
+      s.put_element(key("cache"), Element::tuple(*replay_));
     }
   }
 
   void restore(const IteratorState &s) override {
     pos_ = static_cast<size_t>(s.get_int(key("pos")));
     if (s.get_int(key("replay"))) {
-      start();
-      if (mode_ != Mode::Replay) {
-        // A new process: the in-memory cache is rebuilt from the input
-        // (deterministic, so it is the cache the saved iterator read).
-        while (std::optional<Element> e = in_->next())
-          recorded_.push_back(std::move(*e));
-        finish();
-        start();
+      if (d_.filename_.empty()) {
+        auto cache = std::make_shared<const std::vector<Element>>(
+            s.get_element(key("cache")).items());
+        std::lock_guard<std::mutex> lock(d_.mu_);
+        d_.memory_ = cache;
       }
+      start();
+      if (mode_ != Mode::Replay)
+        throw DataError("input pipeline state: the cache file " +
+                        d_.filename_ + " is gone; cannot resume in it");
       if (pos_ > replay_->size())
         throw DataError("input pipeline state: cache position " +
                         std::to_string(pos_) + " is past its " +
@@ -1018,15 +1045,23 @@ private:
     in_ = d_.inputIterator(prefix());
   }
 
+  /// The first pass is complete: keep it (and write the file), and stay at
+  /// its end in replay mode.
   void finish() {
     auto all =
         std::make_shared<const std::vector<Element>>(std::move(recorded_));
     recorded_.clear();
+    in_.reset();
     if (!d_.filename_.empty())
       detail::write_cache_file(d_.filename_, *all);
-    std::lock_guard<std::mutex> lock(d_.mu_);
-    if (!d_.memory_)
-      d_.memory_ = all;
+    {
+      std::lock_guard<std::mutex> lock(d_.mu_);
+      if (!d_.memory_)
+        d_.memory_ = all;
+    }
+    replay_ = all;
+    pos_ = all->size();
+    mode_ = Mode::Replay;
   }
 
   const CacheDataset &d_;

@@ -153,8 +153,9 @@ public:
   static Dataset from_generator(std::function<Generator()> make,
                                 std::string name = "generator");
   /// tf.data.Dataset.list_files: the files matching the glob patterns as
-  /// string scalars, sorted, then shuffled when `shuffle` (from `seed`, or
-  /// a random seed when nullopt). DataError when nothing matches.
+  /// string scalars, sorted, then (as TF) through a shuffle stage when
+  /// `shuffle` (from `seed`, or a random seed when nullopt; a new order for
+  /// each pass under repeat). DataError when nothing matches.
   static Dataset list_files(std::vector<std::string> patterns,
                             bool shuffle = true,
                             std::optional<uint64_t> seed = std::nullopt);
@@ -179,8 +180,9 @@ public:
   Dataset shuffle(int64_t buffer_size,
                   std::optional<uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
-  /// count passes; nullopt repeats forever (a dataset that is empty in a
-  /// pass ends the repetition, as in TF).
+  /// count passes; nullopt repeats forever (then a pass that gives
+  /// nothing ends it: TF ends when the first pass is empty and spins
+  /// forever on a later empty one).
   Dataset repeat(std::optional<int64_t> count = std::nullopt) const;
   /// Stacks batch_size elements (dense leaves: a new first dimension, every
   /// element the same shape; sparse leaves: concatenated with the batch
@@ -262,7 +264,7 @@ class Iterator {
 public:
   explicit Iterator(const Dataset &dataset);
   Iterator(Iterator &&) noexcept;
-  Iterator &operator=(Iterator &&) noexcept;
+  Iterator &operator=(Iterator &&other) noexcept;
   ~Iterator();
 
   /// The next element; nullopt at the end. DataError for bad input.

@@ -275,7 +275,10 @@ TensorValue decodeTensor(Decoder &d) {
   uint64_t n = 1;
   for (uint64_t i = 0; i < rank; ++i) {
     uint64_t dim = d.varint();
-    if (dim > (uint64_t(1) << 40) || (dim && n > (uint64_t(1) << 40) / dim))
+    // Every dimension bounded (a zero elsewhere must not let one be huge:
+    // unbatch makes a row per index of the first).
+    if (dim > (uint64_t(1) << 31) ||
+        (dim && n > (uint64_t(1) << 40) / dim))
       d.fail("dimension " + std::to_string(dim) + " too large");
     n *= dim;
     shape.push_back(static_cast<int64_t>(dim));
@@ -310,8 +313,12 @@ Element decode(Decoder &d, int depth) {
     uint64_t rank = d.varint();
     if (rank > 32)
       d.fail("sparse rank " + std::to_string(rank));
-    for (uint64_t i = 0; i < rank; ++i)
-      s.dense_shape.push_back(static_cast<int64_t>(d.varint()));
+    for (uint64_t i = 0; i < rank; ++i) {
+      uint64_t dim = d.varint();
+      if (dim > (uint64_t(1) << 31))
+        d.fail("sparse dimension " + std::to_string(dim) + " too large");
+      s.dense_shape.push_back(static_cast<int64_t>(dim));
+    }
     s.validate(d.what);
     return Element(std::move(s));
   }

@@ -812,3 +812,137 @@ TEST(FileDatasetTest, TitanicThroughMakeCsvDataset) {
   }
   EXPECT_GT(rows, 500);
 }
+
+//===----------------------------------------------------------------------===//
+// Regressions (review of the first version)
+//===----------------------------------------------------------------------===//
+
+TEST(DatasetRegressionTest, CacheFileIsNotOverwrittenAfterTheEnd) {
+  TempDir dir;
+  std::string file = dir.file("c.bin");
+  // batch calls its input again after the end.
+  int n = 0;
+  for (const Element &e : Dataset::range(5).cache(file).batch(2)) {
+    (void)e;
+    ++n;
+  }
+  EXPECT_EQ(n, 3);
+  EXPECT_EQ(ints(Dataset::range(99).take(0).cache(file)), iota(0, 5));
+}
+
+TEST(DatasetRegressionTest, MoveAssignEndsTheOldIteratorFirst) {
+  Iterator it = Dataset::range(100)
+                    .map([](Element e) { return e; }, 2)
+                    .prefetch(4)
+                    .make_iterator();
+  it.next();
+  it = Dataset::range(3).map([](Element e) { return e; }, 2).make_iterator();
+  EXPECT_EQ(scalar(*it.next()), 0);
+}
+
+/// For pipelines whose stream differs per build (unseeded shuffles): the
+/// rest after a restore into another build equals the saved iterator's own.
+void expectResumesIntoAnotherBuild(const std::function<Dataset()> &build) {
+  for (size_t k = 0; k < 12; ++k) {
+    Iterator first = build().make_iterator();
+    ASSERT_EQ(encoded(first, k).size(), k);
+    std::string state = first.save().serialize();
+    std::vector<std::string> rest = encoded(first);
+    Iterator second = build().make_iterator();
+    second.restore(IteratorState::parse(state));
+    ASSERT_EQ(encoded(second), rest) << "k=" << k;
+  }
+}
+
+TEST(DatasetRegressionTest, UnseededShufflesResumeInANewPipeline) {
+  // No seed: each build draws its own; the state carries it.
+  expectResumesIntoAnotherBuild(
+      [] { return Dataset::range(20).shuffle(6).repeat(2).batch(3); });
+  TempDir dir;
+  for (int i = 0; i < 4; ++i)
+    std::ofstream(dir.file("f" + std::to_string(i))) << "x";
+  expectResumesIntoAnotherBuild(
+      [&] { return Dataset::list_files({dir.file("f*")}).repeat(3); });
+}
+
+TEST(DatasetRegressionTest, ListFilesReshufflesEachEpoch) {
+  TempDir dir;
+  for (int i = 0; i < 8; ++i)
+    std::ofstream(dir.file("f" + std::to_string(i))) << "x";
+  std::vector<std::string> all;
+  for (const Element &e :
+       Dataset::list_files({dir.file("f*")}, true, 3).repeat(2))
+    all.push_back(tensor(e).strings.at(0));
+  ASSERT_EQ(all.size(), 16u);
+  EXPECT_NE(std::vector<std::string>(all.begin(), all.begin() + 8),
+            std::vector<std::string>(all.begin() + 8, all.end()));
+}
+
+TEST(DatasetRegressionTest, RestoredInMemoryCacheReplaysTheSameElements) {
+  expectResumesEverywhere(
+      [] { return Dataset::range(10).shuffle(10, 7).cache().repeat(3); });
+}
+
+TEST(DatasetRegressionTest, TakeCountsElementsNotErrors) {
+  auto failOn1 = [](Element e) {
+    if (scalar(e) == 1)
+      throw DataError("bad 1");
+    return e;
+  };
+  EXPECT_EQ(ints(Dataset::range(10).map(failOn1).take(3).ignore_errors(0)),
+            (std::vector<int64_t>{0, 2, 3}));
+}
+
+TEST(DatasetRegressionTest, CardinalitiesAsTf) {
+  Dataset unknown = Dataset::range(5).filter([](const Element &) {
+    return true;
+  });
+  EXPECT_EQ(unknown.concatenate(Dataset::range(2).repeat()).cardinality(),
+            INFINITE_CARDINALITY);
+  EXPECT_EQ(unknown.concatenate(Dataset::range(2)).cardinality(),
+            UNKNOWN_CARDINALITY);
+  EXPECT_EQ(Dataset::zip({unknown, Dataset::range(2)}).cardinality(),
+            UNKNOWN_CARDINALITY);
+  EXPECT_EQ(Dataset::zip({Dataset::range(2).repeat(), Dataset::range(4)})
+                .cardinality(),
+            4);
+}
+
+TEST(DatasetRegressionTest, FiniteRepeatGoesOnOverAnEmptyPass) {
+  // Pass 2 of 3 gives nothing (the filter keeps the odd passes' elements).
+  auto pass = std::make_shared<int>(0);
+  Dataset ds = Dataset::from_generator([pass] {
+    int p = (*pass)++;
+    auto n = std::make_shared<int>(0);
+    return [p, n]() -> std::optional<Element> {
+      if (p == 1 || *n >= 2)
+        return std::nullopt;
+      return i64({}, {p * 10 + (*n)++});
+    };
+  });
+  EXPECT_EQ(ints(ds.repeat(3)), (std::vector<int64_t>{0, 1, 20, 21}));
+}
+
+TEST(DatasetRegressionTest, HugeBatchSizesAndBadShapesAreNotCrashes) {
+  EXPECT_EQ(ints(Dataset::range(3).batch(int64_t(1) << 40).unbatch()),
+            iota(0, 3));
+  // A scalar element in unbatch is bad data, which ignore_errors drops.
+  EXPECT_EQ(ints(Dataset::range(3).unbatch().ignore_errors(0)),
+            std::vector<int64_t>{});
+  Dataset::Padding p;
+  auto sp = Dataset::range(2).map([](Element) {
+    return Element(
+        SparseTensor::make({0}, TensorValue::of<int64_t>({1}, {1}), {2}));
+  });
+  Iterator it = sp.padded_batch(2, p).make_iterator();
+  EXPECT_THROW(it.next(), DataError);
+  // A state whose element claims 2^40 rows of nothing is refused.
+  std::string bytes = "L";
+  bytes += static_cast<char>(DType::Int64);
+  bytes += '\x02';
+  for (char c : std::string("\x80\x80\x80\x80\x80\x80\x40", 6))
+    bytes += c;
+  bytes += '\x00';
+  size_t pos = 0;
+  EXPECT_THROW(decode_element(bytes, pos, "state"), DataError);
+}
