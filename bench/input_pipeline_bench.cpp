@@ -260,9 +260,9 @@ int main(int argc, char **argv) {
   parser.add(estc::flags::Flag("work_dir", &workDir,
                                "where the data files are (written by "
                                "--mode=prepare)"));
-  parser.add(estc::flags::Flag("mode", &mode, "what to run")
-                 .choices({"prepare", "tfrecord", "csv", "csv_dataset",
-                           "memory"}));
+  parser.add(
+      estc::flags::Flag("mode", &mode, "what to run")
+          .choices({"prepare", "tfrecord", "csv", "csv_dataset", "memory"}));
   parser.add(estc::flags::Flag("threads", &threads, "map's num_parallel_calls")
                  .min(1));
   parser.add(estc::flags::Flag("passes", &passes, "timed passes").min(1));
@@ -324,10 +324,9 @@ int main(int argc, char **argv) {
     if (mode == "csv_dataset") {
       data::CsvOptions options;
       options.header = true;
-      data::Dataset dataset =
-          data::CsvDataset({(dir / "census.csv").string()}, censusDefaults(),
-                           options)
-              .batch(batch);
+      data::Dataset dataset = data::CsvDataset({(dir / "census.csv").string()},
+                                               censusDefaults(), options)
+                                  .batch(batch);
       timeThroughput(mode, dataset, threads, passes);
       return 0;
     }
