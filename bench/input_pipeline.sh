@@ -15,7 +15,7 @@
 # column reads SKIP when `import tensorflow` fails.
 #
 # Environment: WORK_DIR, PASSES (3), BATCH (512), THREADS ("1 2"),
-# PYTHON (python3).
+# PIPELINES ("tfrecord csv csv_dataset"), PYTHON (python3).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ if [[ ! -x $bench ]]; then
   exit 1
 fi
 
-pipelines="tfrecord"
+pipelines=${PIPELINES:-tfrecord csv csv_dataset}
 
 cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 echo "CPU: $cpu ($(nproc) cores online), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -72,6 +72,7 @@ for pipeline in $pipelines; do
     case $pipeline in
     tfrecord) name="TFRecord -> batch($batch) -> parse_example (15 FixedLen)" ;;
     csv) name="TextLine -> skip(1) -> batch($batch) -> decode_csv (15 cols)" ;;
+    csv_dataset) name="CsvDataset(header) -> batch($batch) (15 cols; no map)" ;;
     esac
     echo "| $name | $t | $e | $f | $ratio |"
   done

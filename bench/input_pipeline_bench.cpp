@@ -14,6 +14,11 @@
 //             MiB of records with a 4 KiB bytes feature.
 //   tfrecord  TFRecordDataset -> batch(--batch) -> map(parse_example of the
 //             15 FixedLenFeatures, num_parallel_calls = --threads).
+//   csv       TextLineDataset(census.csv) -> skip(1) -> batch(--batch) ->
+//             map(decode_csv with the 15 columns' record_defaults,
+//             num_parallel_calls = --threads).
+//   csv_dataset  CsvDataset(census.csv, header) -> batch(--batch): TF's
+//             tf.data.experimental.CsvDataset, record by record.
 //   memory    big.tfrecord through TFRecordDataset -> prefetch(4): peak RSS
 //             (getrusage) against the file's size.
 //
@@ -24,10 +29,11 @@
 //   MEMORY <file bytes> <peak RSS bytes before> <peak RSS bytes after>
 //          <records> <seconds>
 // Run (input_pipeline.sh does): build/bin/input_pipeline_bench
-//   --work_dir=DIR --mode=prepare|tfrecord|memory [--threads=N]
+//   --work_dir=DIR --mode=prepare|tfrecord|csv|csv_dataset|memory [--threads=N]
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Data/Csv.h"
 #include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Readers.h"
@@ -189,12 +195,28 @@ data::FeatureSpecs censusSpecs() {
   return specs;
 }
 
-/// Rows in one pass over `dataset`; each element is a dict of [B] columns.
+/// The 15 columns as required record_defaults, in file order (as
+/// tf_data_peer.py's `tf.constant([], dtype)` defaults).
+std::vector<data::ColumnDefault> censusDefaults() {
+  std::vector<data::ColumnDefault> defaults;
+  for (size_t i = 0; i < kStringColumns.size(); ++i)
+    defaults.push_back(data::ColumnDefault::required(estc::DType::String));
+  for (size_t i = 0; i < std::size(kIntColumns); ++i)
+    defaults.push_back(data::ColumnDefault::required(estc::DType::Int64));
+  for (size_t i = 0; i < std::size(kFloatColumns); ++i)
+    defaults.push_back(data::ColumnDefault::required(estc::DType::Float32));
+  return defaults;
+}
+
+/// Rows in one pass over `dataset`; each element is a dict or a tuple of
+/// [B] columns, and the first one's length is the batch's.
 int64_t runPass(const data::Dataset &dataset) {
   int64_t rows = 0;
   data::Iterator it = dataset.make_iterator();
   while (std::optional<data::Element> batch = it.next())
-    rows += data::tensor(batch->fields().begin()->second).shape.at(0);
+    rows += data::tensor(batch->is_dict() ? batch->fields().begin()->second
+                                          : batch->items().front())
+                .shape.at(0);
   return rows;
 }
 
@@ -238,8 +260,9 @@ int main(int argc, char **argv) {
   parser.add(estc::flags::Flag("work_dir", &workDir,
                                "where the data files are (written by "
                                "--mode=prepare)"));
-  parser.add(estc::flags::Flag("mode", &mode, "what to run")
-                 .choices({"prepare", "tfrecord", "memory"}));
+  parser.add(
+      estc::flags::Flag("mode", &mode, "what to run")
+          .choices({"prepare", "tfrecord", "csv", "csv_dataset", "memory"}));
   parser.add(estc::flags::Flag("threads", &threads, "map's num_parallel_calls")
                  .min(1));
   parser.add(estc::flags::Flag("passes", &passes, "timed passes").min(1));
@@ -275,6 +298,35 @@ int main(int argc, char **argv) {
                     return parser->parse_example(data::tensor(records));
                   },
                   threads);
+      timeThroughput(mode, dataset, threads, passes);
+      return 0;
+    }
+    if (mode == "csv") {
+      auto defaults = std::make_shared<const std::vector<data::ColumnDefault>>(
+          censusDefaults());
+      data::Dataset dataset =
+          data::TextLineDataset({(dir / "census.csv").string()})
+              .skip(1)
+              .batch(batch)
+              .map(
+                  [defaults](data::Element lines) {
+                    std::vector<estc::TensorValue> columns =
+                        data::decode_csv(data::tensor(lines), *defaults);
+                    std::vector<data::Element> items(
+                        std::make_move_iterator(columns.begin()),
+                        std::make_move_iterator(columns.end()));
+                    return data::Element::tuple(std::move(items));
+                  },
+                  threads);
+      timeThroughput(mode, dataset, threads, passes);
+      return 0;
+    }
+    if (mode == "csv_dataset") {
+      data::CsvOptions options;
+      options.header = true;
+      data::Dataset dataset = data::CsvDataset({(dir / "census.csv").string()},
+                                               censusDefaults(), options)
+                                  .batch(batch);
       timeThroughput(mode, dataset, threads, passes);
       return 0;
     }

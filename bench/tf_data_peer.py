@@ -8,6 +8,7 @@ over the files that `input_pipeline_bench --mode=prepare` wrote:
             FixedLenFeatures, num_parallel_calls=threads)
   csv       TextLineDataset -> skip(1) -> batch -> map(tf.io.decode_csv,
             num_parallel_calls=threads)
+  csv_dataset  tf.data.experimental.CsvDataset(header=True) -> batch
   memory    big.tfrecord through TFRecordDataset -> prefetch(4): peak RSS
 
 TF gets `threads` inter-op and intra-op threads. One warm-up pass, then
@@ -41,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work_dir", required=True)
     ap.add_argument("--mode", required=True,
-                    choices=["tfrecord", "csv", "memory"])
+                    choices=["tfrecord", "csv", "csv_dataset", "memory"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--batch", type=int, default=512)
@@ -82,6 +83,14 @@ def main():
                    .batch(args.batch)
                    .map(lambda records: tf.io.parse_example(records, spec),
                         num_parallel_calls=args.threads))
+    elif args.mode == "csv_dataset":
+        # Required columns (a dtype as the default) of the file's types.
+        dtypes = ([tf.string] * len(STRING_COLUMNS) +
+                  [tf.int64] * len(INT_COLUMNS) +
+                  [tf.float32] * len(FLOAT_COLUMNS))
+        dataset = tf.data.experimental.CsvDataset(
+            [os.path.join(args.work_dir, "census.csv")], dtypes,
+            header=True).batch(args.batch)
     else:
         # Required columns (an empty default) of the file's types, in file
         # order.

@@ -29,6 +29,7 @@
 #define ESTC_COMPILER_CONVERSION_ESTTOLINALG_PATTERNS_H
 
 namespace mlir {
+class Operation;
 class RewritePatternSet;
 
 namespace est {
