@@ -20,6 +20,7 @@
 
 #include "lib/Data/DatasetInternal.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -61,8 +62,14 @@ public:
         if ((*it)->ready) {
           std::shared_ptr<Slot> slot = *it;
           slots_.erase(it);
+          // Workers are woken when the queue is down to half (not for every
+          // element taken): a read-ahead of many small records otherwise
+          // wakes a thread per record, and the wake-ups cost the compiled
+          // step its cores.
+          bool wake = slots_.size() + reserved_ <= capacity_ / 2;
           lock.unlock();
-          cv_.notify_all();
+          if (wake)
+            cv_.notify_all();
           if (slot->error)
             std::rethrow_exception(slot->error);
           return std::move(slot->value);
@@ -83,6 +90,7 @@ public:
     // to be: let them fill the queue to capacity (or to the end of the
     // input), so what is queued — and the input's position — is a function
     // of the consumer's position alone.
+    cv_.notify_all();
     cv_.wait(lock, [&] {
       return busy_ == 0 && (slots_.size() >= capacity_ || inputEnded_);
     });
@@ -388,10 +396,13 @@ private:
     slot.dataset = d_.fn_(source);
     const Dataset &ds = slot.dataset;
     std::string p = prefix() + "/interleave[" + std::to_string(index) + "]";
+    // Each open input reads ahead up to kReadAhead elements (at least a
+    // block), refilled when half are taken.
+    constexpr int64_t kReadAhead = 32;
     if (d_.parallel_ != 0)
       slot.it = std::make_unique<AsyncIterator>(
           p, ds.impl()->make_iterator(p + "/prefetch"), nullptr, 1,
-          d_.blockLength_, true);
+          std::max(d_.blockLength_, kReadAhead), true);
     else
       slot.it = ds.impl()->make_iterator(p);
     slot.source = std::move(source);
