@@ -424,7 +424,7 @@ public:
         in_->save(s);
       }
       void restore(const IteratorState &s) override {
-        rows_ = s.get_element(key("rows")).items();
+        rows_ = s.get_tuple(key("rows"));
         pos_ = 0;
         in_->restore(s);
       }

@@ -104,6 +104,13 @@ Element IteratorState::get_element(const std::string &key) const {
   return e;
 }
 
+std::vector<Element> IteratorState::get_tuple(const std::string &key) const {
+  Element e = get_element(key);
+  if (!e.is_tuple())
+    throw DataError("input pipeline state: entry '" + key + "' is not a tuple");
+  return e.items();
+}
+
 // magic, then per entry: u64 key size, key, u64 value size, value; then the
 // CRC-32C of everything before it (u64).
 std::string IteratorState::serialize() const {
@@ -183,10 +190,23 @@ IteratorState Iterator::save() {
 }
 
 void Iterator::restore(const IteratorState &state) {
-  if (state.get_bytes("pipeline") != description_)
+  const std::string &saved = state.get_bytes("pipeline");
+  if (saved != description_) {
+    // The saved description is data from a file: one line, bounded.
+    std::string shown = detail::printable(saved.substr(0, 300));
     throw DataError("input pipeline state: saved from another pipeline (" +
-                    state.get_bytes("pipeline") + "), not " + description_);
-  impl_->restore(state);
+                    shown + (saved.size() > 300 ? "..." : "") + "), not " +
+                    description_);
+  }
+  try {
+    impl_->restore(state);
+  } catch (const DataError &) {
+    throw;
+  } catch (const std::exception &e) {
+    // A stage that finds the state inconsistent (a wrong structure, an
+    // index out of range): the state is bad data.
+    throw DataError(std::string("input pipeline state: ") + e.what());
+  }
 }
 
 Dataset Dataset::from_impl(std::shared_ptr<const DatasetImpl> impl) {
@@ -592,7 +612,7 @@ public:
                           detail::mix64(static_cast<uint64_t>(iteration_))),
             static_cast<uint64_t>(s.get_int(key("rng"))));
         inputDone_ = s.get_int(key("input_done")) != 0;
-        buffer_ = s.get_element(key("buffer")).items();
+        buffer_ = s.get_tuple(key("buffer"));
         // Later iterations of this dataset continue the saved one's count
         // (whatever iterators were made to get here).
         if (d_.reshuffle_)
@@ -1007,14 +1027,14 @@ public:
     if (s.get_int(key("replay"))) {
       if (d_.filename_.empty()) {
         auto cache = std::make_shared<const std::vector<Element>>(
-            s.get_element(key("cache")).items());
+            s.get_tuple(key("cache")));
         std::lock_guard<std::mutex> lock(d_.mu_);
         d_.memory_ = cache;
       }
       start();
       if (mode_ != Mode::Replay)
-        throw DataError("input pipeline state: the cache file " +
-                        d_.filename_ + " is gone; cannot resume in it");
+        throw DataError("input pipeline state: the cache file " + d_.filename_ +
+                        " is gone; cannot resume in it");
       if (pos_ > replay_->size())
         throw DataError("input pipeline state: cache position " +
                         std::to_string(pos_) + " is past its " +
@@ -1022,7 +1042,7 @@ public:
       return;
     }
     mode_ = Mode::Record;
-    recorded_ = s.get_element(key("recorded")).items();
+    recorded_ = s.get_tuple(key("recorded"));
     in_ = d_.inputIterator(prefix());
     in_->restore(s);
   }

@@ -75,6 +75,8 @@ public:
   int64_t get_int(const std::string &key) const;
   const std::string &get_bytes(const std::string &key) const;
   Element get_element(const std::string &key) const;
+  /// A tuple entry's items (DataError when the entry is not a tuple).
+  std::vector<Element> get_tuple(const std::string &key) const;
 
   std::string serialize() const;
   /// DataError for bytes that serialize() did not write.
@@ -273,7 +275,8 @@ public:
   IteratorState save();
   /// Restores a state saved from an iterator of the same pipeline (a
   /// Dataset with the same describe()), before the first next(); DataError
-  /// when the state is of another pipeline or malformed.
+  /// when the state is of another pipeline or malformed (whatever a stage
+  /// finds wrong in it: the state is data from a file).
   void restore(const IteratorState &state);
   const std::string &description() const { return description_; }
 

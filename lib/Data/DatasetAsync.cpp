@@ -129,7 +129,7 @@ public:
 
   void restore(const IteratorState &s) override {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<Element> values = s.get_element(key("queued")).items();
+    std::vector<Element> values = s.get_tuple(key("queued"));
     const std::string &errors = s.get_bytes(key("queued_errors"));
     if (errors.size() != values.size())
       throw DataError("input pipeline state: '" + key("queued_errors") +

@@ -277,8 +277,7 @@ TensorValue decodeTensor(Decoder &d) {
     uint64_t dim = d.varint();
     // Every dimension bounded (a zero elsewhere must not let one be huge:
     // unbatch makes a row per index of the first).
-    if (dim > (uint64_t(1) << 31) ||
-        (dim && n > (uint64_t(1) << 40) / dim))
+    if (dim > (uint64_t(1) << 31) || (dim && n > (uint64_t(1) << 40) / dim))
       d.fail("dimension " + std::to_string(dim) + " too large");
     n *= dim;
     shape.push_back(static_cast<int64_t>(dim));

@@ -15,11 +15,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/TFRecord.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Summary/Summary.h"
 #include "lib/Support/FileIO.h"
+
+#include "test/fuzz/IteratorStatePipeline.h"
 
 #include <zlib.h>
 
@@ -222,6 +225,38 @@ void exampleRecords(const std::string &out) {
 
 } // namespace
 
+/// States of the iterator_state target's pipeline at a few positions
+/// (first byte 2: the framing is added back by the target), one state as
+/// it is (first byte 0) and one element encoding (first byte 1).
+void iteratorStates(const std::string &out) {
+  std::string dir = out + "/iterator_state";
+  fileio::makeDirs(dir);
+  const size_t magic = std::string("estc-iterator-state-1\n").size();
+  for (int k : {0, 3, 10, 25}) {
+    data::Iterator it = fuzz::iteratorStatePipeline().make_iterator();
+    for (int i = 0; i < k; ++i)
+      it.next();
+    std::string state = it.save().serialize();
+    std::string seed = "\x02" + state.substr(magic, state.size() - magic - 8);
+    std::string name = dir + "/restore-at-" + std::to_string(k);
+    fileio::writeFileAtomically(name, seed);
+    std::cout << name << "\n";
+    if (k == 3) {
+      fileio::writeFileAtomically(dir + "/state-at-3", "\x00" + state);
+      std::cout << dir << "/state-at-3\n";
+    }
+  }
+  std::string element = "\x01";
+  data::encode_element(
+      data::Element::tuple(
+          {data::Element::dict(
+               {{"x", data::Element(TensorValue::of<float>({2}, {1, 2}))}}),
+           data::Element(TensorValue::of_strings({1}, {"s"}))}),
+      element);
+  fileio::writeFileAtomically(dir + "/element", element);
+  std::cout << dir << "/element\n";
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     std::cerr << "usage: make_fuzz_corpus test/fuzz/corpus\n";
@@ -238,6 +273,7 @@ int main(int argc, char **argv) {
     idxFiles(out);
     tfrecordFiles(out);
     exampleRecords(out);
+    iteratorStates(out);
   } catch (const std::exception &e) {
     std::cerr << "make_fuzz_corpus: error: " << e.what() << "\n";
     std::filesystem::remove_all(scratchRoot());

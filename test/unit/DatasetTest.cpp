@@ -894,9 +894,8 @@ TEST(DatasetRegressionTest, TakeCountsElementsNotErrors) {
 }
 
 TEST(DatasetRegressionTest, CardinalitiesAsTf) {
-  Dataset unknown = Dataset::range(5).filter([](const Element &) {
-    return true;
-  });
+  Dataset unknown =
+      Dataset::range(5).filter([](const Element &) { return true; });
   EXPECT_EQ(unknown.concatenate(Dataset::range(2).repeat()).cardinality(),
             INFINITE_CARDINALITY);
   EXPECT_EQ(unknown.concatenate(Dataset::range(2)).cardinality(),
