@@ -29,16 +29,14 @@ size_t elementBytes(DType d) { return d == DType::String ? 0 : dtype_size(d); }
 
 /// Copies tensor `src` into row `row` of `dst` (shape [B, padded...]),
 /// placing src's elements at the same multi-index; the rest of the row is
-/// left as it is (the padding).
-void copyIntoRow(const TensorValue &src, TensorValue &dst, int64_t row) {
+/// left as it is (the padding). `rowElems`: elements per row of dst.
+void copyIntoRow(const TensorValue &src, TensorValue &dst, int64_t row,
+                 int64_t rowElems) {
   const std::vector<int64_t> &inner = src.shape;
-  std::vector<int64_t> outInner(dst.shape.begin() + 1, dst.shape.end());
-  int64_t rowElems = 1;
-  for (int64_t d : outInner)
-    rowElems *= d;
   size_t esize = elementBytes(src.dtype);
   int64_t n = src.num_elements();
-  if (inner == outInner) { // the common case: a contiguous block
+  // The common case, src as large as a row: one contiguous block.
+  if (n == rowElems) {
     if (src.dtype == DType::String)
       std::copy(src.strings.begin(), src.strings.end(),
                 dst.strings.begin() + row * rowElems);
@@ -47,6 +45,7 @@ void copyIntoRow(const TensorValue &src, TensorValue &dst, int64_t row) {
                   src.data.data(), static_cast<size_t>(n) * esize);
     return;
   }
+  const int64_t *outInner = dst.shape.data() + 1;
   std::vector<int64_t> idx(inner.size(), 0);
   for (int64_t i = 0; i < n; ++i) {
     int64_t flat = 0;
@@ -131,11 +130,14 @@ Value stackLeaf(const std::vector<const Value *> &values,
         (padValue->dtype != t0->dtype || padValue->num_elements() != 1))
       throw std::invalid_argument("padded_batch: padding value" + at(path) +
                                   " must be a scalar " + dtype_name(t0->dtype));
+    int64_t rowElems = 1;
+    for (int64_t d : shape)
+      rowElems *= d;
     std::vector<int64_t> outShape{batch};
     outShape.insert(outShape.end(), shape.begin(), shape.end());
     TensorValue out = filled(t0->dtype, std::move(outShape), padValue);
     for (int64_t i = 0; i < batch; ++i)
-      copyIntoRow(std::get<TensorValue>(*values[i]), out, i);
+      copyIntoRow(std::get<TensorValue>(*values[i]), out, i, rowElems);
     return out;
   }
   // Sparse: concatenate with the row index prepended.
