@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libeigen3-dev libprotobuf-dev protobuf-compiler
-  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
   clang-format-22
 )
 # Extra package groups, selected by flags.
