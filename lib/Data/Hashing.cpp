@@ -31,8 +31,7 @@ TensorValue string_to_hash_bucket_fast(const TensorValue &strings,
                                        int64_t num_buckets) {
   if (strings.dtype != DType::String)
     throw std::invalid_argument("string_to_hash_bucket_fast: a " +
-                                strings.spec().str() +
-                                " tensor, not strings");
+                                strings.spec().str() + " tensor, not strings");
   if (num_buckets < 1)
     throw std::invalid_argument("string_to_hash_bucket_fast: num_buckets "
                                 "must be at least 1, not " +
@@ -108,10 +107,10 @@ SparseTensor sparse_cross_hashed(const std::vector<Value> &inputs,
                       " rows but input 0 has " +
                       std::to_string(columns[0].rows.size()));
   }
-  uint64_t modulus = num_buckets > 0
-                         ? static_cast<uint64_t>(num_buckets)
-                         : static_cast<uint64_t>(
-                               std::numeric_limits<int64_t>::max());
+  uint64_t modulus =
+      num_buckets > 0
+          ? static_cast<uint64_t>(num_buckets)
+          : static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   int64_t batch = static_cast<int64_t>(columns[0].rows.size());
   std::vector<int64_t> indices;
   std::vector<int64_t> ids;
@@ -142,9 +141,8 @@ SparseTensor sparse_cross_hashed(const std::vector<Value> &inputs,
     widest = std::max(widest, j);
   }
   auto n = static_cast<int64_t>(ids.size());
-  return SparseTensor::make(std::move(indices),
-                            TensorValue::of<int64_t>({n}, ids),
-                            {batch, widest});
+  return SparseTensor::make(
+      std::move(indices), TensorValue::of<int64_t>({n}, ids), {batch, widest});
 }
 
 } // namespace data

@@ -41,9 +41,9 @@ TEST(HashingTest, CrossesAsTf) {
   EXPECT_EQ(sparse_cross_hashed({str({"a"}), str({"d"})}, 1000)
                 .values.values<int64_t>(),
             (std::vector<int64_t>{182}));
-  EXPECT_EQ(sparse_cross_hashed({i64({3}), i64({5})}, 1000)
-                .values.values<int64_t>(),
-            (std::vector<int64_t>{412}));
+  EXPECT_EQ(
+      sparse_cross_hashed({i64({3}), i64({5})}, 1000).values.values<int64_t>(),
+      (std::vector<int64_t>{412}));
   SparseTensor two = sparse_cross_hashed({str({"a", "b"}), i64({7})});
   EXPECT_EQ(two.values.values<int64_t>(),
             (std::vector<int64_t>{3509787333349122856, 443223928722139976}));
@@ -54,9 +54,8 @@ TEST(HashingTest, CrossesAsTf) {
 TEST(HashingTest, CrossOrderEmptyRowsAndErrors) {
   // Row 0: {a, b} x {x, y}: a-x, a-y, b-x, b-y (the last input fastest);
   // row 1 has no value in the first input: no crosses.
-  Value sp = SparseTensor::make({0, 0, 0, 1},
-                                TensorValue::of_strings({2}, {"a", "b"}),
-                                {2, 2});
+  Value sp = SparseTensor::make(
+      {0, 0, 0, 1}, TensorValue::of_strings({2}, {"a", "b"}), {2, 2});
   Value dense = TensorValue::of_strings({2, 2}, {"x", "y", "z", "w"});
   SparseTensor c = sparse_cross_hashed({sp, dense}, 0);
   ASSERT_EQ(c.nnz(), 4);
@@ -74,6 +73,73 @@ TEST(HashingTest, CrossOrderEmptyRowsAndErrors) {
   EXPECT_THROW(sparse_cross_hashed({sp}, -1), std::invalid_argument);
   Value oneRow = TensorValue::of_strings({1, 1}, {"q"});
   EXPECT_THROW(sparse_cross_hashed({sp, oneRow}), DataError);
-  EXPECT_THROW(sparse_cross_hashed({Value(TensorValue::of<float>({1, 1}, {1}))}),
+  EXPECT_THROW(
+      sparse_cross_hashed({Value(TensorValue::of<float>({1, 1}, {1}))}),
+      std::invalid_argument);
+}
+
+//===----------------------------------------------------------------------===//
+// Vocabularies. Expected ids from TF 2.15.1:
+//   lookup_ops.index_table_from_tensor(['a','b','c'], num_oov_buckets=5)
+//       .lookup(['a','c','zz','hello',''])                  -> [0 2 5 4 6]
+//   lookup_ops.index_table_from_tensor([10,20,30], num_oov_buckets=7,
+//       dtype=tf.int64).lookup([20,99,-5])                   -> [1 7 3]
+//   lookup_ops.index_table_from_tensor(['a','b'], default_value=-3)
+//       .lookup(['b','q'])                                   -> [1 -3]
+//===----------------------------------------------------------------------===//
+
+#include "lib/Data/Vocabulary.h"
+
+#include <cstdio>
+#include <fstream>
+
+TEST(VocabularyTest, IdsAsTf) {
+  VocabularyLookup s({"a", "b", "c"}, 5);
+  EXPECT_EQ(
+      s.lookup(TensorValue::of_strings({5}, {"a", "c", "zz", "hello", ""}))
+          .values<int64_t>(),
+      (std::vector<int64_t>{0, 2, 5, 4, 6}));
+  EXPECT_EQ(s.num_ids(), 8);
+  VocabularyLookup i = VocabularyLookup::of_ints({10, 20, 30}, 7);
+  EXPECT_EQ(
+      i.lookup(TensorValue::of<int64_t>({3}, {20, 99, -5})).values<int64_t>(),
+      (std::vector<int64_t>{1, 7, 3}));
+  VocabularyLookup d(std::vector<std::string>{"a", "b"}, 0, -3);
+  EXPECT_EQ(
+      d.lookup(TensorValue::of_strings({2}, {"b", "q"})).values<int64_t>(),
+      (std::vector<int64_t>{1, -3}));
+  EXPECT_THROW(VocabularyLookup(std::vector<std::string>{"a", "a"}),
                std::invalid_argument);
+  EXPECT_THROW(VocabularyLookup(std::vector<std::string>{"a"}, 2, 5),
+               std::invalid_argument);
+  EXPECT_THROW(s.lookup(TensorValue::of<int64_t>({1}, {1})),
+               std::invalid_argument);
+}
+
+TEST(VocabularyTest, FromFile) {
+  std::string path = ::testing::TempDir() + "/estc-vocab.txt";
+  std::ofstream(path) << "a\r\nb\nc\nd\n";
+  VocabularyLookup v = VocabularyLookup::from_file(path, 3, 5);
+  EXPECT_EQ(v.lookup(TensorValue::of_strings({3}, {"a", "c", "zz"}))
+                .values<int64_t>(),
+            (std::vector<int64_t>{0, 2, 5}));
+  EXPECT_EQ(v.lookup(TensorValue::of_strings({1}, {"d"})).values<int64_t>()[0],
+            3 + static_cast<int64_t>(fingerprint64("d") % 5));
+  try {
+    VocabularyLookup::from_file(path, 9);
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": vocabulary_size 9 but the file has 4 lines");
+  }
+  std::ofstream(path) << "x\ny\nx\n";
+  try {
+    VocabularyLookup::from_file(path);
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_EQ(std::string(e.what()), path + ":3: duplicate vocabulary key 'x'");
+  }
+  std::ofstream(path) << "1\n2\nthree\n";
+  EXPECT_THROW(VocabularyLookup::from_file(path, -1, 0, -1, true), DataError);
+  std::remove(path.c_str());
 }
