@@ -33,17 +33,16 @@ VocabularyLookup::VocabularyLookup(const std::vector<std::string> &vocabulary,
                                   "' in vocabulary_list");
 }
 
-VocabularyLookup VocabularyLookup::of_ints(const std::vector<int64_t> &vocabulary,
-                                           int64_t num_oov_buckets,
-                                           int64_t default_value) {
+VocabularyLookup
+VocabularyLookup::of_ints(const std::vector<int64_t> &vocabulary,
+                          int64_t num_oov_buckets, int64_t default_value) {
   VocabularyLookup v(num_oov_buckets, default_value, DType::Int64);
   if (vocabulary.empty())
     throw std::invalid_argument("vocabulary: empty vocabulary_list");
   for (int64_t key : vocabulary)
     if (!v.ints_.emplace(key, v.size_++).second)
       throw std::invalid_argument("vocabulary: duplicate key " +
-                                  std::to_string(key) +
-                                  " in vocabulary_list");
+                                  std::to_string(key) + " in vocabulary_list");
   return v;
 }
 

@@ -10,6 +10,8 @@
 
 #include "lib/Data/Csv.h"
 
+#include "FileTesting.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -67,23 +69,13 @@ Strings renderAll(const std::vector<TensorValue> &values) {
 }
 
 /// The DataError message `fn` throws ("" when it throws none).
-std::string errorOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const DataError &e) {
-    return e.what();
-  }
-  return "";
+template <typename F> std::string errorOf(F &&fn) {
+  return estc::testing::messageOf<DataError>(fn);
 }
 
 /// The std::invalid_argument message `fn` throws.
-std::string misuseOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument &e) {
-    return e.what();
-  }
-  return "";
+template <typename F> std::string misuseOf(F &&fn) {
+  return estc::testing::messageOf<std::invalid_argument>(fn);
 }
 
 ColumnDefault req(DType dtype) { return ColumnDefault::required(dtype); }
@@ -549,21 +541,9 @@ TEST(DecodeCsv, Misuse) {
 // CsvReader (CsvDataset)
 // ---------------------------------------------------------------------------
 
-class CsvReaderTest : public ::testing::Test {
+class CsvReaderTest : public estc::testing::FileTest {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("estc-csv-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string &name, const std::string &bytes) {
-    std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
+  CsvReaderTest() : FileTest("csv") {}
 
   /// Every row of the reader, each "a|b|c".
   static Strings rowsOf(CsvReader &reader) {
@@ -597,8 +577,6 @@ protected:
       m = "f.csv" + m.substr(path.size());
     return m;
   }
-
-  fs::path dir_;
 };
 
 std::vector<ColumnDefault> ints(size_t n) {

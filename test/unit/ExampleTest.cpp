@@ -11,6 +11,8 @@
 #include "lib/Data/Example.h"
 #include "lib/Data/example.pb.h"
 
+#include "FileTesting.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,22 +24,12 @@ using namespace estc::data;
 
 namespace {
 
-std::string errorOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const DataError &e) {
-    return e.what();
-  }
-  return "";
+template <typename F> std::string errorOf(F &&fn) {
+  return estc::testing::messageOf<DataError>(fn);
 }
 
-std::string invalidArgumentOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument &e) {
-    return e.what();
-  }
-  return "";
+template <typename F> std::string invalidArgumentOf(F &&fn) {
+  return estc::testing::messageOf<std::invalid_argument>(fn);
 }
 
 // Wire-format pieces for records protobuf accepts but no builder writes.

@@ -10,6 +10,8 @@
 #include "lib/Data/InputStream.h"
 #include "lib/Support/Crc32c.h"
 
+#include "FileTesting.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -25,25 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TFRecordTest : public ::testing::Test {
+class TFRecordTest : public estc::testing::FileTest {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("estc-tfrecord-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  TFRecordTest() : FileTest("tfrecord") {}
 
-  std::string path(const std::string &name) const {
-    return (dir_ / name).string();
-  }
-  std::string writeBytes(const std::string &name,
-                         const std::string &bytes) const {
-    std::string p = path(name);
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p;
-  }
   static std::string readBytes(const std::string &p) {
     std::ifstream in(p, std::ios::binary);
     return {std::istreambuf_iterator<char>(in),
@@ -59,8 +46,6 @@ protected:
     w.close();
     return p;
   }
-
-  fs::path dir_;
 };
 
 /// Every record of a file, or the error that stopped it (appended as
@@ -79,13 +64,8 @@ std::vector<std::string> readAll(const std::string &p, Compression c,
   return out;
 }
 
-std::string errorOf(const std::function<void()> &fn) {
-  try {
-    fn();
-  } catch (const DataError &e) {
-    return e.what();
-  }
-  return "";
+template <typename F> std::string errorOf(F &&fn) {
+  return estc::testing::messageOf<DataError>(fn);
 }
 
 std::vector<std::string> sampleRecords() {
@@ -118,7 +98,7 @@ TEST_F(TFRecordTest, WritesTheBytesTfWrites) {
 }
 
 TEST_F(TFRecordTest, ReadsTheBytesTfWrites) {
-  std::string p = writeBytes("tf.tfrecord", unhex(kTfHelloEmpty));
+  std::string p = write("tf.tfrecord", unhex(kTfHelloEmpty));
   EXPECT_EQ(readAll(p, Compression::None),
             (std::vector<std::string>{"hello", ""}));
 }
@@ -158,7 +138,7 @@ TEST_F(TFRecordTest, CompressedFilesAreGzipAndZlib) {
 }
 
 TEST_F(TFRecordTest, EmptyFilesHaveNoRecords) {
-  std::string p = writeBytes("empty", "");
+  std::string p = write("empty", "");
   for (Compression c :
        {Compression::None, Compression::Gzip, Compression::Zlib})
     EXPECT_TRUE(readAll(p, c).empty()) << compression_name(c);
@@ -198,7 +178,7 @@ TEST_F(TFRecordTest, EachCorruptFieldIsNamed) {
   for (const Case &c : cases) {
     std::string bad = good;
     bad[c.byte] = static_cast<char>(bad[c.byte] ^ 0x01);
-    std::string p = writeBytes("bad", bad);
+    std::string p = write("bad", bad);
     std::vector<std::string> got = readAll(p, Compression::None);
     ASSERT_EQ(got.size(), 2u) << c.byte;
     EXPECT_EQ(got[0], "ab");
@@ -217,7 +197,7 @@ TEST_F(TFRecordTest, TruncationAtEveryByte) {
   }
   starts.push_back(whole.size());
   for (size_t len = 0; len <= whole.size(); ++len) {
-    std::string p = writeBytes("cut", whole.substr(0, len));
+    std::string p = write("cut", whole.substr(0, len));
     std::vector<std::string> want;
     for (size_t i = 0; i < records.size(); ++i) {
       if (starts[i + 1] <= len) {
@@ -238,7 +218,7 @@ TEST_F(TFRecordTest, TruncatedCompressedFiles) {
   for (Compression c : {Compression::Gzip, Compression::Zlib}) {
     std::string whole = readBytes(writeRecords("w", records, c));
     for (size_t len = 0; len < whole.size(); ++len) {
-      std::string p = writeBytes("cut", whole.substr(0, len));
+      std::string p = write("cut", whole.substr(0, len));
       std::vector<std::string> got = readAll(p, c, 16);
       if (len == 0) { // an empty file is an empty stream
         EXPECT_TRUE(got.empty());
@@ -275,7 +255,7 @@ TEST_F(TFRecordTest, LengthLargerThanTheFile) {
   ASSERT_EQ(headerOf(5), frame_tfrecord("hello").substr(0, 12));
   std::string bytes =
       frame_tfrecord("ok") + headerOf(uint64_t{1} << 40) + "data";
-  std::string p = writeBytes("forged", bytes);
+  std::string p = write("forged", bytes);
   EXPECT_EQ(readAll(p, Compression::None),
             (std::vector<std::string>{
                 "ok", "ERROR: " + p +
@@ -295,7 +275,7 @@ TEST_F(TFRecordTest, AfterADataCrcErrorTheReaderGoesOn) {
   std::string bytes =
       frame_tfrecord("a") + frame_tfrecord("b") + frame_tfrecord("c");
   bytes[17 + 12] ^= 0x40; // the data of "b"
-  std::string p = writeBytes("bad", bytes);
+  std::string p = write("bad", bytes);
   TFRecordReader r(p);
   std::string rec;
   ASSERT_TRUE(r.read(rec));
@@ -312,7 +292,7 @@ TEST_F(TFRecordTest, AfterADataCrcErrorTheReaderGoesOn) {
 TEST_F(TFRecordTest, AfterAHeaderErrorTheReaderStaysOnTheRecord) {
   std::string bytes = frame_tfrecord("a") + frame_tfrecord("b");
   bytes[17 + 3] ^= 0x40; // the length of "b"
-  std::string p = writeBytes("badlen", bytes);
+  std::string p = write("badlen", bytes);
   TFRecordReader r(p);
   std::string rec;
   ASSERT_TRUE(r.read(rec));
@@ -376,7 +356,7 @@ TEST_F(TFRecordTest, ConcatenatedGzipMembersReadAsOneStream) {
   std::string a =
       readBytes(writeRecords("a", {"one", "two"}, Compression::Gzip));
   std::string b = readBytes(writeRecords("b", {"three"}, Compression::Gzip));
-  std::string p = writeBytes("ab.gz", a + b);
+  std::string p = write("ab.gz", a + b);
   for (size_t buffer : {size_t{1}, size_t{5}, size_t{1} << 18})
     EXPECT_EQ(readAll(p, Compression::Gzip, buffer),
               (std::vector<std::string>{"one", "two", "three"}));
@@ -397,7 +377,7 @@ TEST_F(TFRecordTest, CorruptAndTrailingCompressedData) {
   // how far zlib had read when it saw the fault: the end of the CRC.
   std::string bad = g;
   bad[bad.size() - 6] ^= 0x10;
-  std::string p = writeBytes("bad.gz", bad);
+  std::string p = write("bad.gz", bad);
   std::vector<std::string> got = readAll(p, Compression::Gzip);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0], std::string(5000, 'q'));
@@ -405,14 +385,14 @@ TEST_F(TFRecordTest, CorruptAndTrailingCompressedData) {
                         std::to_string(g.size() - 4) +
                         ": incorrect data check");
   // Not gzip at all.
-  std::string q = writeBytes("plain.gz", frame_tfrecord("x"));
+  std::string q = write("plain.gz", frame_tfrecord("x"));
   EXPECT_EQ(readAll(q, Compression::Gzip),
             (std::vector<std::string>{"ERROR: " + q +
                                       ": corrupt GZIP data at byte 2: "
                                       "incorrect header check"}));
   // Bytes after a ZLIB stream.
   std::string z = readBytes(writeRecords("z", {"x"}, Compression::Zlib));
-  std::string t = writeBytes("trailing.z", z + "junk");
+  std::string t = write("trailing.z", z + "junk");
   EXPECT_EQ(readAll(t, Compression::Zlib),
             (std::vector<std::string>{
                 "x", "ERROR: " + t +
@@ -428,7 +408,7 @@ TEST_F(TFRecordTest, CorruptionFoundAfterTheInputEndsIsNotTruncation) {
   // had room to make that match: the reader took the end of the file for a
   // truncation instead of asking zlib for the rest.
   std::string z = unhex("789ccb6780801cc3c67b5cb91f8b0800825c8c893d");
-  std::string p = writeBytes("far-back.z", z);
+  std::string p = write("far-back.z", z);
   for (size_t buffer : {size_t{1}, size_t{16}, size_t{1} << 18}) {
     InputStream in(p, Compression::Zlib, buffer);
     std::string bytes;
@@ -518,7 +498,7 @@ TEST(InputStreamTest, CompressionNames) {
 
 TEST_F(TFRecordTest, LinesAndOffsetsAcrossBuffers) {
   const std::string text = "alpha\n\nbeta gamma\nlast without newline";
-  std::string p = writeBytes("t.txt", text);
+  std::string p = write("t.txt", text);
   std::string g = path("t.txt.gz");
   gzFile f = gzopen(g.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));

@@ -7,6 +7,8 @@
 
 #include "lib/Data/TextLine.h"
 
+#include "FileTesting.h"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -20,21 +22,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TextLineTest : public ::testing::Test {
+class TextLineTest : public estc::testing::FileTest {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("estc-textline-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  TextLineTest() : FileTest("textline") {}
 
-  std::string write(const std::string &name, const std::string &bytes) {
-    std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
   static std::vector<std::string> linesOf(TextLineReader &reader) {
     std::vector<std::string> lines;
     std::string line;
@@ -47,8 +38,6 @@ protected:
     TextLineReader reader(write("f.txt", bytes), Compression::None, bufferSize);
     return linesOf(reader);
   }
-
-  fs::path dir_;
 };
 
 using Lines = std::vector<std::string>;
