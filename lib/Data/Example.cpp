@@ -102,18 +102,22 @@ inline void append(std::vector<Span> &spans, const Byte *begin,
   spans.back().end = end;
 }
 
-[[gnu::noinline]] uint32_t readTagSlow(const Byte *&p, const Byte *end) {
+/// A varint of at most MaxBytes bytes, bits beyond T's dropped (as
+/// protobuf does); the slow path of readTag and readVarint.
+template <typename T, int MaxBytes>
+[[gnu::noinline]] T readVarSlow(const Byte *&p, const Byte *end,
+                                const char *truncated, const char *tooLong) {
   const Byte *start = p;
-  uint32_t v = 0;
-  for (int i = 0; i < 5; ++i) {
+  T v = 0;
+  for (int i = 0; i < MaxBytes; ++i) {
     if (p == end)
-      malformed("truncated tag", start);
+      malformed(truncated, start);
     Byte b = *p++;
-    v |= static_cast<uint32_t>(b & 0x7f) << (7 * i);
+    v |= static_cast<T>(b & 0x7f) << (7 * i);
     if (b < 0x80)
       return v;
   }
-  malformed("tag longer than 5 bytes", start);
+  malformed(tooLong, start);
 }
 
 /// A tag: at most 5 bytes, bits beyond 32 dropped (as protobuf does).
@@ -121,21 +125,8 @@ inline void append(std::vector<Span> &spans, const Byte *begin,
                                                const Byte *end) {
   if (p < end && *p < 0x80)
     return *p++;
-  return readTagSlow(p, end);
-}
-
-[[gnu::noinline]] uint64_t readVarintSlow(const Byte *&p, const Byte *end) {
-  const Byte *start = p;
-  uint64_t v = 0;
-  for (int i = 0; i < 10; ++i) {
-    if (p == end)
-      malformed("truncated varint", start);
-    Byte b = *p++;
-    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
-    if (b < 0x80)
-      return v;
-  }
-  malformed("varint longer than 10 bytes", start);
+  return readVarSlow<uint32_t, 5>(p, end, "truncated tag",
+                                  "tag longer than 5 bytes");
 }
 
 /// A varint of at most 10 bytes (bits beyond 64 dropped).
@@ -143,7 +134,8 @@ inline void append(std::vector<Span> &spans, const Byte *begin,
                                                   const Byte *end) {
   if (p < end && *p < 0x80)
     return *p++;
-  return readVarintSlow(p, end);
+  return readVarSlow<uint64_t, 10>(p, end, "truncated varint",
+                                   "varint longer than 10 bytes");
 }
 
 [[gnu::noinline]] size_t readSizeSlow(const Byte *&p, const Byte *end) {
