@@ -191,8 +191,9 @@ public:
         }
         std::vector<Element> items;
         items.reserve(row_.size());
-        for (const TensorValue &t : row_)
-          items.emplace_back(t);
+        // Moved out: the reader refills the row's tensors either way.
+        for (TensorValue &t : row_)
+          items.emplace_back(std::move(t));
         return Element::tuple(std::move(items));
       }
       void save(IteratorState &s) override {
