@@ -140,22 +140,37 @@ size_t checkBuffer(int64_t bufferSize, const char *who) {
   return static_cast<size_t>(bufferSize);
 }
 
-/// filenames.flat_map(one file), or interleaved num_parallel_reads at a
-/// time with read-ahead threads.
-template <typename Reader>
-Dataset overFiles(const Dataset &filenames, const char *kind,
-                  Compression compression, size_t bufferSize,
+/// `one` over every file name: flat_map (numParallelReads 0), or
+/// numParallelReads files interleaved record by record with read-ahead
+/// threads (AUTOTUNE: one per core).
+Dataset readFiles(const Dataset &filenames, Dataset::DatasetFn one,
                   int64_t numParallelReads) {
-  std::string k = kind;
-  Dataset::DatasetFn one = [k, compression, bufferSize](const Element &name) {
-    return Dataset::from_impl(std::make_shared<RecordFileDataset<Reader>>(
-        k, fileName(name, k.c_str()), compression, bufferSize));
-  };
   if (numParallelReads == 0)
     return filenames.flat_map(std::move(one));
   int64_t cycle =
       numParallelReads == AUTOTUNE ? autotune_threads() : numParallelReads;
   return filenames.interleave(std::move(one), cycle, 1, cycle);
+}
+
+/// A file dataset read with Reader (TFRecordDataset, TextLineDataset):
+/// the arguments checked, then readFiles.
+template <typename Reader>
+Dataset recordFiles(const Dataset &filenames, const char *kind,
+                    const std::string &compressionType, int64_t bufferSize,
+                    int64_t numParallelReads) {
+  std::string k = kind;
+  if (numParallelReads < 0 && numParallelReads != AUTOTUNE)
+    throw std::invalid_argument(k + ": num_parallel_reads must be 0, "
+                                    "positive or AUTOTUNE");
+  Compression compression = parse_compression(compressionType);
+  size_t buffer = checkBuffer(bufferSize, kind);
+  return readFiles(
+      filenames,
+      [k, compression, buffer](const Element &name) {
+        return Dataset::from_impl(std::make_shared<RecordFileDataset<Reader>>(
+            k, fileName(name, k.c_str()), compression, buffer));
+      },
+      numParallelReads);
 }
 
 /// The records of one CSV file as tuples of scalars.
@@ -242,12 +257,9 @@ private:
 Dataset TFRecordDataset(const Dataset &filenames,
                         const std::string &compression_type,
                         int64_t buffer_size, int64_t num_parallel_reads) {
-  if (num_parallel_reads < 0 && num_parallel_reads != AUTOTUNE)
-    throw std::invalid_argument("TFRecordDataset: num_parallel_reads must be "
-                                "0, positive or AUTOTUNE");
-  return overFiles<TFRecordReader>(
-      filenames, "TFRecordDataset", parse_compression(compression_type),
-      checkBuffer(buffer_size, "TFRecordDataset"), num_parallel_reads);
+  return recordFiles<TFRecordReader>(filenames, "TFRecordDataset",
+                                     compression_type, buffer_size,
+                                     num_parallel_reads);
 }
 
 Dataset TFRecordDataset(std::vector<std::string> filenames,
@@ -260,12 +272,9 @@ Dataset TFRecordDataset(std::vector<std::string> filenames,
 Dataset TextLineDataset(const Dataset &filenames,
                         const std::string &compression_type,
                         int64_t buffer_size, int64_t num_parallel_reads) {
-  if (num_parallel_reads < 0 && num_parallel_reads != AUTOTUNE)
-    throw std::invalid_argument("TextLineDataset: num_parallel_reads must be "
-                                "0, positive or AUTOTUNE");
-  return overFiles<TextLineReader>(
-      filenames, "TextLineDataset", parse_compression(compression_type),
-      checkBuffer(buffer_size, "TextLineDataset"), num_parallel_reads);
+  return recordFiles<TextLineReader>(filenames, "TextLineDataset",
+                                     compression_type, buffer_size,
+                                     num_parallel_reads);
 }
 
 Dataset TextLineDataset(std::vector<std::string> filenames,
@@ -306,10 +315,15 @@ Dataset make_csv_dataset(std::vector<std::string> file_pattern,
                                 "positive, not " +
                                 std::to_string(batch_size));
   Compression c = parse_compression(o.compression_type);
-  Dataset files = Dataset::list_files(file_pattern, o.shuffle, o.shuffle_seed);
+  // Globbed once: the sorted names for the header and inference, and
+  // (what list_files(shuffle) is) a shuffle stage over them to read.
+  Dataset sorted = Dataset::list_files(file_pattern, false);
   std::vector<std::string> names;
-  for (const Element &f : Dataset::list_files(file_pattern, false))
+  for (const Element &f : sorted)
     names.push_back(tensor(f).strings.at(0));
+  Dataset files = o.shuffle ? sorted.shuffle(static_cast<int64_t>(names.size()),
+                                             o.shuffle_seed)
+                            : sorted;
 
   CsvOptions csv;
   csv.field_delim = o.field_delim;
@@ -374,8 +388,7 @@ Dataset make_csv_dataset(std::vector<std::string> file_pattern,
         fileName(name, "make_csv_dataset"), defaults, csv, c,
         static_cast<size_t>(kDefaultReadBuffer)));
   };
-  Dataset rows = reads == 1 ? files.flat_map(std::move(one))
-                            : files.interleave(std::move(one), reads, 1, reads);
+  Dataset rows = readFiles(files, std::move(one), reads == 1 ? 0 : reads);
   if (o.ignore_errors)
     rows = rows.ignore_errors();
   if (o.shuffle)
