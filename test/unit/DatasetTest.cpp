@@ -945,3 +945,39 @@ TEST(DatasetRegressionTest, HugeBatchSizesAndBadShapesAreNotCrashes) {
   size_t pos = 0;
   EXPECT_THROW(decode_element(bytes, pos, "state"), DataError);
 }
+
+TEST(FileDatasetTest, ArgumentErrorsAreNamed) {
+  TempDir dir;
+  std::string f = dir.file("n.csv");
+  std::ofstream(f) << "1,2\n";
+  try {
+    TFRecordDataset({f}, "", kDefaultReadBuffer, -5);
+    FAIL();
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "TFRecordDataset: num_parallel_reads must be 0, "
+                           "positive or AUTOTUNE");
+  }
+  EXPECT_THROW(TextLineDataset({f}, "", 0), std::invalid_argument);
+  MakeCsvOptions o;
+  o.header = false;
+  try {
+    make_csv_dataset({f}, 2, o);
+    FAIL();
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "make_csv_dataset: column_names are required "
+                           "when the files have no header");
+  }
+  EXPECT_THROW(make_csv_dataset({f}, 0, o), std::invalid_argument);
+  o.column_names = {"a", "b"};
+  o.num_parallel_reads = 0;
+  EXPECT_THROW(make_csv_dataset({f}, 2, o), std::invalid_argument);
+  o.num_parallel_reads = 1;
+  o.select_columns = {"c"};
+  try {
+    make_csv_dataset({f}, 2, o);
+    FAIL();
+  } catch (const DataError &e) {
+    EXPECT_STREQ(e.what(), "make_csv_dataset: select_columns entry 'c' is not "
+                           "a column of the files (a, b)");
+  }
+}

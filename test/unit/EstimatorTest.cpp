@@ -1076,6 +1076,28 @@ TEST_F(EstimatorTest, DataPipelineOfAnotherShapeStartsAfresh) {
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
 }
 
+TEST_F(EstimatorTest, AGeneratorInputIsLoggedAsNotResumable) {
+  auto est = make();
+  auto input = [] {
+    tiny::Data d = tiny::makeData(64, 1);
+    auto done = std::make_shared<bool>(false);
+    return Dataset::from_generator([d, done]() -> std::optional<Batch> {
+      if (*done)
+        return std::nullopt;
+      *done = true;
+      return Batch{d.x, d.y};
+    });
+  };
+  est->train(input, {}, 1);
+  int logged = 0;
+  for (const std::string &l : logs_)
+    logged += l == "The input pipeline's position is not saved with the "
+                   "checkpoints (a Dataset::from_generator of batches cannot "
+                   "save its position); a restarted train() starts input_fn "
+                   "afresh.";
+  EXPECT_EQ(logged, 1);
+}
+
 TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
   auto est = make();
   auto sparseInput = [] {
