@@ -60,8 +60,9 @@ DType toDType(rt::DType d, const std::string &what) {
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") +
-         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+    s += (i ? "," : "") + (shape[i] == rt::kValuesDim ? std::string("n")
+                           : shape[i] < 0             ? std::string("?")
+                                                      : std::to_string(shape[i]));
   return s + "]";
 }
 
@@ -78,11 +79,14 @@ bool startsWith(const std::string &s, const std::string &prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch) {
+std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch,
+                                   int64_t values = 0) {
   std::vector<int64_t> shape(t.shape, t.shape + t.rank);
   for (int64_t &d : shape)
     if (d == rt::kBatchDim)
       d = batch;
+    else if (d == rt::kValuesDim)
+      d = values;
   return shape;
 }
 
@@ -233,12 +237,17 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
                                     specString(spec));
       value = &*batch.labels;
     }
-    std::vector<int64_t> want = concreteShape(spec, n);
+    // A sparse input (feature-column ids) brings its number of values.
+    bool sparse = spec.rank > 0 && spec.shape[0] == rt::kValuesDim;
+    int64_t values = sparse && !value->shape.empty() ? value->shape[0] : 0;
+    std::vector<int64_t> want = concreteShape(spec, n, values);
     bool dtypeOk = to_string(value->dtype) == rt::dtypeName(spec.dtype);
     if (!dtypeOk || value->shape != want)
       throw std::invalid_argument(where + what + " is " + valueString(*value) +
                                   "; the model's " + f.name +
                                   " function takes " + specString(spec));
+    if (sparse)
+      m.set_values(fn, i, values);
     std::memcpy(m.input_data(fn, i), value->data.data(), value->data.size());
   }
 }
@@ -575,6 +584,15 @@ public:
   void train(const InputFn &input_fn, const Hooks &hooks,
              std::optional<int64_t> steps, std::optional<int64_t> max_steps,
              const Listeners &listeners);
+  /// input_fn's Dataset with the host transform installed.
+  Dataset input(const InputFn &input_fn) const {
+    Dataset data = input_fn();
+    if (transform)
+      data.set_transform(transform);
+    return data;
+  }
+  /// The model's host half (Estimator::set_host_transform).
+  std::shared_ptr<const HostTransform> transform;
   /// RunConfig's intra-op threads for the runtime, at the start of a call.
   void applyThreads() const {
     if (config_.intra_op_parallelism_threads() > 0)
@@ -798,7 +816,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   }
 
   applyThreads();
-  Dataset data = input_fn();
+  Dataset data = input(input_fn);
   prepareModel(backend_, ModeKeys::TRAIN, data, "Estimator.train");
   const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN);
   Hooks compiledFor = userHooks;
@@ -879,7 +897,7 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
                                 "given: " +
                                 std::to_string(*steps));
   applyThreads();
-  Dataset data = input_fn();
+  Dataset data = input(input_fn);
   prepareModel(backend_, ModeKeys::EVAL, data, "Estimator.evaluate");
   Hooks hooks = userHooks;
   if (const EstimatorSpec *spec = backend_.spec(ModeKeys::EVAL))
@@ -985,6 +1003,7 @@ struct Predictions::State {
   std::unique_ptr<MonitoredSession> loop;
   bool done = false;
   FetchValues batchValues; // by prediction key
+  std::shared_ptr<const HostTransform> transform;
   int64_t batchSize = 0, index = 0;
   Prediction current;
 
@@ -1048,6 +1067,8 @@ bool Predictions::advance() {
   for (auto &[fetch, value] : *values)
     s.batchValues[fetch.substr(std::string("predictions/").size())] =
         std::move(value);
+  if (s.transform)
+    s.transform->transform_predictions(s.batchValues);
   s.batchSize = s.step->batch_size();
   s.index = 0;
   if (s.single) {
@@ -1098,6 +1119,15 @@ RunConfig withModelDir(const RunConfig &config) {
 }
 } // namespace
 
+void Estimator::set_host_transform(
+    std::shared_ptr<const HostTransform> transform) {
+  runner_->transform = std::move(transform);
+}
+
+const HostTransform *Estimator::host_transform() const {
+  return runner_->transform.get();
+}
+
 Estimator::Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,
                      Params params,
                      std::optional<WarmStartSettings> warm_start_from)
@@ -1147,7 +1177,8 @@ Predictions Estimator::predict(const InputFn &input_fn,
                                const Hooks &userHooks,
                                const std::string &checkpoint_path,
                                bool yield_single_examples) {
-  auto state = std::make_unique<Predictions::State>(input_fn());
+  auto state = std::make_unique<Predictions::State>(runner_->input(input_fn));
+  state->transform = runner_->transform;
   Predictions::State &s = *state;
   runner_->applyThreads();
   prepareModel(*backend_, ModeKeys::PREDICT, s.data, "Estimator.predict");

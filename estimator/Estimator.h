@@ -215,6 +215,15 @@ public:
                       const std::string &checkpoint_path = "",
                       bool yield_single_examples = true);
 
+  /// Installs the model's host half (estimator/Input.h): applied to every
+  /// element of every input_fn from the next call on, and to predictions.
+  /// Canned estimators install their feature columns' and head's; a custom
+  /// model_fn over feature columns installs
+  /// feature_column::make_host_transform(columns).
+  void set_host_transform(std::shared_ptr<const HostTransform> transform);
+  /// The installed host transform, or null.
+  const HostTransform *host_transform() const;
+
   /// The latest valid checkpoint's prefix in model_dir, or nullopt.
   std::optional<std::string> latest_checkpoint() const;
   /// The variables of the latest checkpoint (sorted by name), and one's

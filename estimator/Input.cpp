@@ -62,6 +62,8 @@ int64_t Batch::size() const {
       throw std::invalid_argument("input: feature '" + key +
                                   "' is a scalar; features need a batch "
                                   "dimension");
+    if (values_features.count(key))
+      continue; // a number of sparse values, not the batch
     if (n < 0) {
       n = t.shape[0];
       first = key;
@@ -86,8 +88,10 @@ int64_t Batch::size() const {
 ElementSpec element_spec_of(const Batch &batch) {
   batch.size(); // checks the batch dimension
   ElementSpec spec;
-  for (const auto &[key, t] : batch.features)
+  for (const auto &[key, t] : batch.features) {
     spec.features.push_back(specOf(key, t));
+    spec.features.back().values_dim = batch.values_features.count(key) > 0;
+  }
   if (batch.labels)
     spec.labels = specOf("labels", *batch.labels);
   return spec;
@@ -158,6 +162,16 @@ Batch to_batch(const data::Element &element) {
   return batch;
 }
 
+data::Element to_element(const Batch &batch) {
+  std::map<std::string, data::Element> fields;
+  for (const auto &[key, t] : batch.features)
+    fields.emplace(key, data::Element(t));
+  data::Element features = data::Element::dict(std::move(fields));
+  if (!batch.labels)
+    return features;
+  return data::Element::tuple({std::move(features), data::Element(*batch.labels)});
+}
+
 struct Dataset::State {
   /// A legacy generator of batches (not resumable) ...
   Generator next;
@@ -172,15 +186,22 @@ struct Dataset::State {
   std::string notResumable;
   bool exhausted = false;
 
+  /// The Estimator's host half (feature columns, label vocabularies).
+  std::shared_ptr<const HostTransform> transform;
+
   std::optional<Batch> pull() {
-    if (!source)
-      return next();
+    if (!source) {
+      std::optional<Batch> batch = next();
+      if (batch && transform)
+        return transform->transform_input(to_element(*batch));
+      return batch;
+    }
     std::optional<data::Element> e = iterator->next();
     if (!e) {
       exhausted = true;
       return std::nullopt;
     }
-    return to_batch(*e);
+    return transform ? transform->transform_input(*e) : to_batch(*e);
   }
 };
 
@@ -204,6 +225,14 @@ Dataset Dataset::from_generator(Generator next,
   state->notResumable = "a Dataset::from_generator of batches cannot save "
                         "its position";
   return Dataset(std::move(state));
+}
+
+void Dataset::set_transform(std::shared_ptr<const HostTransform> transform) {
+  if (state_->peeked)
+    throw std::logic_error("Dataset::set_transform after reading a batch");
+  state_->transform = std::move(transform);
+  // A declared spec describes the raw elements, not the transformed ones.
+  state_->spec.reset();
 }
 
 std::optional<Batch> Dataset::next() {
@@ -296,7 +325,7 @@ Dataset Dataset::from_arrays(Features x, std::optional<TensorValue> y,
   if (x.empty())
     throw std::invalid_argument("numpy_input_fn: no features");
   checkArrayOptions(options);
-  auto all = std::make_shared<const Batch>(Batch{std::move(x), std::move(y)});
+  auto all = std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
   all->size(); // checks the features agree
   return fromSharedArrays(std::move(all), options);
 }
@@ -420,7 +449,7 @@ InputFn numpy_input_fn(Features x, std::optional<TensorValue> y,
   if (x.empty())
     throw std::invalid_argument("numpy_input_fn: no features");
   checkArrayOptions(options);
-  auto data = std::make_shared<const Batch>(Batch{std::move(x), std::move(y)});
+  auto data = std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
   data->size();
   return [data, options]() { return Dataset::fromSharedArrays(data, options); };
 }

@@ -39,18 +39,24 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace estc {
 namespace estimator {
 
-/// Features by name; every tensor's first dimension is the batch.
+/// Features by name; every tensor's first dimension is the batch (or, for
+/// the keys of Batch::values_features, a number of sparse values).
 using Features = std::map<std::string, TensorValue>;
 
 /// One batch of examples.
 struct Batch {
   Features features;
   std::optional<TensorValue> labels;
+  /// Features whose first dimension is a number of values (the ids, rows
+  /// and weights of a categorical feature column: docs/design/
+  /// feature-columns.md), not the batch.
+  std::set<std::string> values_features;
   /// The first dimension of the features (std::invalid_argument naming the
   /// tensor when a feature is a scalar or the features disagree).
   int64_t size() const;
@@ -60,8 +66,36 @@ struct Batch {
 /// (estc::InputSpec, as the graph builder takes it; labels keyed "labels").
 using ElementSpec = InputSpec;
 
-/// The element spec of one batch: its shapes with the first dimension -1.
+/// The element spec of one batch: its shapes with the first dimension -1
+/// (values_dim for the values features).
 ElementSpec element_spec_of(const Batch &batch);
+
+/// The host half of a model: what runs on each batch before the compiled
+/// step (feature columns: strings and sparse values to ids; heads: label
+/// vocabularies) and on its predictions after it (class ids to class
+/// names). Canned estimators install theirs; a custom model_fn over feature
+/// columns installs feature_column::Transformer's with
+/// Estimator::set_host_transform. One object serves train, evaluate,
+/// predict and (issue 14) the exported serving model.
+class HostTransform {
+public:
+  virtual ~HostTransform() = default;
+  /// The model's inputs for one element of an input_fn: a features dict or
+  /// a (features, labels) tuple; labels may be absent (predict). Bad data
+  /// throws data::DataError naming the feature and the batch row.
+  virtual Batch transform_input(const data::Element &element) const = 0;
+  /// The model's input spec when known before any data (placeholders for
+  /// export); nullopt: inferred from the first batch.
+  virtual std::optional<ElementSpec> input_spec(bool with_labels) const {
+    (void)with_labels;
+    return std::nullopt;
+  }
+  /// Rewrites one batch of predictions (key -> tensor, batch first) in
+  /// place, e.g. adds string `classes` from `class_ids`. Default: none.
+  virtual void transform_predictions(Features &predictions) const {
+    (void)predictions;
+  }
+};
 
 class Dataset;
 /// input_fn: called once per train / evaluate / predict call.
@@ -77,9 +111,11 @@ std::string unpack_bytes(const TensorValue &tensor);
 
 /// Converts a data pipeline's element to a Batch: a features dict, or a
 /// (features dict, labels tensor) tuple. std::invalid_argument naming the
-/// feature for what a model cannot take yet (sparse and string features:
-/// they reach the model through feature columns).
+/// feature for what a model cannot take without a HostTransform (sparse
+/// and string features: they reach the model through feature columns).
 Batch to_batch(const data::Element &element);
+/// A Batch as an element: (features dict, labels) or the features dict.
+data::Element to_element(const Batch &batch);
 
 /// What an input_fn returns: batches until nullopt. Move-only; cheap to
 /// move.
@@ -115,6 +151,10 @@ public:
   Dataset(Dataset &&) noexcept;
   Dataset &operator=(Dataset &&) noexcept;
   ~Dataset();
+
+  /// Applies `transform` to every element from now on (before any next()):
+  /// the Estimator installs its HostTransform here.
+  void set_transform(std::shared_ptr<const HostTransform> transform);
 
   /// The next batch, or nullopt when the input is exhausted.
   std::optional<Batch> next();

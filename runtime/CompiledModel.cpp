@@ -42,10 +42,13 @@ const char *dtypeName(DType dtype) {
   return "?";
 }
 
-int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch) {
+int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch,
+                    int64_t values) {
   int64_t n = 1;
   for (int32_t d = 0; d < rank; ++d)
-    n *= shape[d] == kBatchDim ? batch : shape[d];
+    n *= shape[d] == kBatchDim    ? batch
+         : shape[d] == kValuesDim ? values
+                                  : shape[d];
   return n;
 }
 
@@ -57,7 +60,9 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
   for (int32_t d = 0; d < rank; ++d) {
     if (d)
       s += ", ";
-    s += shape[d] == kBatchDim ? "batch" : std::to_string(shape[d]);
+    s += shape[d] == kBatchDim    ? std::string("batch")
+         : shape[d] == kValuesDim ? std::string("values")
+                                  : std::to_string(shape[d]);
   }
   return s + "]";
 }
@@ -69,7 +74,7 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 /// Fills a memref descriptor {allocated, aligned, offset, sizes, strides} for
 /// a row-major buffer.
 void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
-                    const int64_t *shape, int64_t batch) {
+                    const int64_t *shape, int64_t batch, int64_t values = 0) {
   desc.assign(3 + 2 * static_cast<size_t>(rank), 0);
   int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
   desc[0] = ptr;
@@ -77,7 +82,9 @@ void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
   desc[2] = 0;
   int64_t stride = 1;
   for (int32_t d = rank - 1; d >= 0; --d) {
-    int64_t size = shape[d] == kBatchDim ? batch : shape[d];
+    int64_t size = shape[d] == kBatchDim    ? batch
+                   : shape[d] == kValuesDim ? values
+                                            : shape[d];
     desc[3 + d] = size;
     desc[3 + rank + d] = stride;
     stride *= size;
@@ -98,6 +105,7 @@ CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries)
     const FunctionSpec &fn = spec.functions[f];
     FunctionState &state = functions_[f];
     state.inputs.resize(fn.numInputs);
+    state.values.assign(fn.numInputs, 0);
     state.outputs.resize(fn.numOutputs);
     size_t numArgs = 1 + spec.numVariables + fn.numInputs + fn.numOutputs;
     state.descriptors.resize(numArgs);
@@ -167,7 +175,8 @@ void CompiledModel::set_batch(int64_t batch) {
     const FunctionSpec &fn = spec_->functions[f];
     for (int32_t i = 0; i < fn.numInputs; ++i)
       reserve(functions_[f].inputs[i],
-              numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch) *
+              numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch,
+                          functions_[f].values[i]) *
                   dtypeBytes(fn.inputs[i].dtype));
     for (int32_t i = 0; i < fn.numOutputs; ++i)
       reserve(functions_[f].outputs[i],
@@ -177,11 +186,42 @@ void CompiledModel::set_batch(int64_t batch) {
   reserve(arena_, static_cast<size_t>(arena_bytes(batch)));
 }
 
-int64_t CompiledModel::arena_bytes(int64_t batch) const {
+void CompiledModel::set_values(int function, int input, int64_t n) {
+  if (function < 0 || function >= spec_->numFunctions)
+    fail("set_values(" + std::to_string(function) + "): no such function");
+  const FunctionSpec &fn = spec_->functions[function];
+  if (input < 0 || input >= fn.numInputs)
+    fail(std::string(fn.name) + ": set_values: no input " +
+         std::to_string(input));
+  const TensorSpec &t = fn.inputs[input];
+  if (t.rank == 0 || t.shape[0] != kValuesDim)
+    fail(std::string(fn.name) + ": input '" + t.key +
+         "' is not sparse (its dimension 0 is not a number of values)");
+  if (n < 0)
+    fail(std::string(fn.name) + ": input '" + t.key + "': " +
+         std::to_string(n) + " values");
+  FunctionState &state = functions_[function];
+  state.values[input] = n;
+  reserve(state.inputs[input],
+          numElements(t.rank, t.shape, std::max<int64_t>(batch_, 0), n) *
+              dtypeBytes(t.dtype));
+}
+
+int64_t CompiledModel::values(int function, int input) const {
+  return functions_.at(function).values.at(input);
+}
+
+int64_t CompiledModel::maxValues(int function) const {
+  const std::vector<int64_t> &values = functions_[function].values;
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+int64_t CompiledModel::arena_bytes(int64_t batch, int64_t values) const {
   int64_t bytes = 0;
   for (int32_t f = 0; f < spec_->numFunctions; ++f) {
     const FunctionSpec &fn = spec_->functions[f];
-    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch;
+    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch +
+                fn.arenaPerValue * values;
     if (b > bytes)
       bytes = b;
   }
@@ -285,7 +325,9 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
   const FunctionSpec &fn = spec_->functions[function];
   bool ok = static_cast<int32_t>(shape.size()) == tensor.rank;
   for (int32_t d = 0; ok && d < tensor.rank; ++d) {
-    if (tensor.shape[d] == kBatchDim)
+    if (tensor.shape[d] == kValuesDim)
+      ok = shape[d] >= 0;
+    else if (tensor.shape[d] == kBatchDim)
       ok = batch_ > 0 && shape[d] == batch_;
     else
       ok = shape[d] == tensor.shape[d];
@@ -301,8 +343,10 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
 
 void CompiledModel::bind_input(int function, int input, void *data,
                                const std::vector<int64_t> &shape) {
-  checkShape(function, spec_->functions[function].inputs[input], "input",
-             shape);
+  const TensorSpec &t = spec_->functions[function].inputs[input];
+  checkShape(function, t, "input", shape);
+  if (t.rank > 0 && t.shape[0] == kValuesDim)
+    functions_[function].values[input] = shape[0];
   functions_[function].inputs[input].data = data;
 }
 
@@ -313,8 +357,8 @@ void CompiledModel::bind_output(int function, int output, void *data,
   functions_[function].outputs[output].data = data;
 }
 
-void CompiledModel::checkBoundBuffersDisjoint(int function,
-                                              int64_t batch) const {
+void CompiledModel::checkBoundBuffersDisjoint(int function, int64_t batch,
+                                              int64_t values) const {
   const FunctionSpec &fn = spec_->functions[function];
   const FunctionState &state = functions_[function];
   enum Kind { Arena, Variable, Input, Output };
@@ -326,21 +370,21 @@ void CompiledModel::checkBoundBuffersDisjoint(int function,
     int32_t index;
   };
   std::vector<Range> ranges;
-  auto tensorBytes = [&](const TensorSpec &t) {
-    return static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
+  auto tensorBytes = [&](const TensorSpec &t, int64_t n) {
+    return static_cast<size_t>(numElements(t.rank, t.shape, batch, n)) *
            dtypeBytes(t.dtype);
   };
   auto add = [&](const Buffer &buffer, size_t bytes, Kind kind, int32_t i) {
     ranges.push_back({static_cast<const char *>(buffer.data), bytes,
                       buffer.data != buffer.owned.get(), kind, i});
   };
-  add(arena_, static_cast<size_t>(arena_bytes(batch)), Arena, 0);
+  add(arena_, static_cast<size_t>(arena_bytes(batch, values)), Arena, 0);
   for (int32_t i = 0; i < spec_->numVariables; ++i)
     add(variables_[i], static_cast<size_t>(variable_bytes(i)), Variable, i);
   for (int32_t i = 0; i < fn.numInputs; ++i)
-    add(state.inputs[i], tensorBytes(fn.inputs[i]), Input, i);
+    add(state.inputs[i], tensorBytes(fn.inputs[i], state.values[i]), Input, i);
   for (int32_t i = 0; i < fn.numOutputs; ++i)
-    add(state.outputs[i], tensorBytes(fn.outputs[i]), Output, i);
+    add(state.outputs[i], tensorBytes(fn.outputs[i], 0), Output, i);
   auto describe = [&](const Range &r) -> std::string {
     switch (r.kind) {
     case Arena:
@@ -377,12 +421,17 @@ void CompiledModel::run(int function) {
                            ": call set_batch() before running");
   int64_t batch = batch_ > 0 ? batch_ : 0;
   FunctionState &state = functions_[function];
+  // The arena grows with the sparse inputs' numbers of values.
+  int64_t values = maxValues(function);
+  int64_t arenaBytes = arena_bytes(batch, values);
+  if (values > 0)
+    reserve(arena_, static_cast<size_t>(arenaBytes));
   auto isBound = [](const Buffer &b) { return b.data != b.owned.get(); };
   if (std::any_of(state.inputs.begin(), state.inputs.end(), isBound) ||
       std::any_of(state.outputs.begin(), state.outputs.end(), isBound))
-    checkBoundBuffersDisjoint(function, batch);
+    checkBoundBuffersDisjoint(function, batch, values);
   size_t a = 0;
-  int64_t arenaSize[] = {arena_bytes(batch)};
+  int64_t arenaSize[] = {arenaBytes};
   fillDescriptor(state.descriptors[a++], arena_.data, 1, arenaSize, batch);
   for (int32_t i = 0; i < spec_->numVariables; ++i) {
     const VariableSpec &v = spec_->variables[i];
@@ -391,7 +440,8 @@ void CompiledModel::run(int function) {
   }
   for (int32_t i = 0; i < fn.numInputs; ++i)
     fillDescriptor(state.descriptors[a++], state.inputs[i].data,
-                   fn.inputs[i].rank, fn.inputs[i].shape, batch);
+                   fn.inputs[i].rank, fn.inputs[i].shape, batch,
+                   state.values[i]);
   for (int32_t i = 0; i < fn.numOutputs; ++i)
     fillDescriptor(state.descriptors[a++], state.outputs[i].data,
                    fn.outputs[i].rank, fn.outputs[i].shape, batch);

@@ -52,9 +52,13 @@ ESTC_RT_EXPORT const char *dtypeName(DType dtype);
 
 /// A dimension of this size is the batch.
 constexpr int64_t kBatchDim = -1;
+/// Dimension 0 of a sparse input (a feature column's ids, rows, weights) is
+/// its number of values, set per call (CompiledModel::set_values).
+constexpr int64_t kValuesDim = -2;
 
 /// A function input or output: its key ("features/x", "labels", "loss",
-/// "predictions/classes", ...), element type and shape (kBatchDim = batch).
+/// "predictions/classes", ...), element type and shape (kBatchDim = batch,
+/// kValuesDim = the input's number of values).
 struct TensorSpec {
   const char *key;
   DType dtype;
@@ -74,7 +78,9 @@ struct VariableSpec {
   bool local;
 };
 
-/// A compiled function and its arena formula: S + P * batch bytes. With
+/// A compiled function and its arena formula: S + P * batch + V * values
+/// bytes, `values` being the largest number of values of its sparse inputs
+/// in the call. With
 /// run-time checks (`hasChecks`), the function reports a failed check in
 /// the three int64 words at byte `statusOffset` of the arena: check index +
 /// 1 (0: none failed), flat position, value (docs/design/codegen-abi.md).
@@ -88,6 +94,7 @@ struct FunctionSpec {
   int64_t arenaPerBatch;
   bool hasChecks;
   int64_t statusOffset;
+  int64_t arenaPerValue;
 };
 
 /// A run-time check (est.check_range): every element of a tensor of `shape`
@@ -128,9 +135,10 @@ ESTC_RT_EXPORT std::string checkFailureMessage(const CheckSpec &check,
                                                int64_t position, int64_t value,
                                                int64_t batch);
 
-/// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch).
+/// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch)
+/// and `values` (kValuesDim dims).
 ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape,
-                                   int64_t batch);
+                                   int64_t batch, int64_t values = 0);
 
 /// `void f(void **descriptors)`.
 using EntryPoint = void (*)(void **);
@@ -151,8 +159,15 @@ public:
   /// The batch of the last set_batch(), or -1.
   int64_t batch() const { return batch_; }
 
-  /// Bytes of temporaries one step of any function needs at `batch`.
-  int64_t arena_bytes(int64_t batch) const;
+  /// Sizes a sparse input (one whose dimension 0 is kValuesDim) for `n`
+  /// values, n >= 0, until the next set_values of it (set_batch keeps it).
+  void set_values(int function, int input, int64_t n);
+  /// The number of values of a sparse input (0 until set_values).
+  int64_t values(int function, int input) const;
+
+  /// Bytes of temporaries one step of any function needs at `batch` (and
+  /// `values` for the sparse inputs).
+  int64_t arena_bytes(int64_t batch, int64_t values = 0) const;
   /// Bytes of all variables.
   int64_t variable_bytes() const;
   /// Bytes of one variable.
@@ -180,7 +195,8 @@ public:
   void *output_data(int function, int output);
 
   /// Uses the caller's buffer for an input or output until the next
-  /// set_batch(); `shape` is checked against the spec and the batch. The
+  /// set_batch(); `shape` is checked against the spec and the batch (a
+  /// sparse input's dimension 0 sets its number of values). The
   /// buffers of one call must not overlap: run() throws if a bound one
   /// overlaps another input, output, variable or the arena.
   void bind_input(int function, int input, void *data,
@@ -203,6 +219,7 @@ private:
   };
   struct FunctionState {
     std::vector<Buffer> inputs, outputs;
+    std::vector<int64_t> values; // per input: its number of values
     std::vector<std::vector<int64_t>> descriptors; // one per argument
     std::vector<void *> args;
   };
@@ -214,7 +231,10 @@ private:
   bool needsBatch(int function) const;
   /// Throws when a caller's buffer bound to `function` overlaps another
   /// buffer of the call (the compiled loops assume none do).
-  void checkBoundBuffersDisjoint(int function, int64_t batch) const;
+  void checkBoundBuffersDisjoint(int function, int64_t batch,
+                                 int64_t values) const;
+  /// The largest number of values of `function`'s sparse inputs.
+  int64_t maxValues(int function) const;
 
   const ModelSpec *spec_;
   const EntryPoint *entries_;

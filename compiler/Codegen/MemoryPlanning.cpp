@@ -3,22 +3,30 @@
 // Places every temporary buffer of a function in its `arena` argument (the
 // first one), so a compiled step performs no heap allocation.
 //
-// Each memref.alloc needs `s + p * batch` bytes: its dynamic sizes are
-// evaluated at batch 1, 2 and 3 (every dynamic dimension of an argument is
-// the batch) and must be linear in it. The arena is laid out as
+// A function has up to two run-time sizes: the batch, and `values`, the
+// largest number of values of its sparse inputs (arguments marked
+// `est.values_dim`: their dimension 0 is a count of ids, not the batch;
+// docs/design/feature-columns.md). Every other dynamic dimension of an
+// argument is the batch. Each memref.alloc needs `s + p * batch + v * n`
+// bytes, n being the number of values of the sparse input it derives from
+// (at most `values`): its dynamic sizes are evaluated at a few (batch,
+// values) points and must be linear in each, and no buffer may depend on
+// both. The arena is laid out as
 //
-//   [ static region: S bytes ][ per-example region: P * batch bytes ]
+//   [ static: S bytes ][ per-example: P * batch ][ per-value: V * values ]
 //
-// Allocations with p = 0 live in the static region at constant offsets; the
-// others in the per-example region at `S + o * batch`, with per-example size
-// q = round64(max(s, 0) + p) (enough for every batch >= 1). In each region
-// offsets come from a greedy best fit, largest buffer first, against the
-// buffers whose live intervals overlap (TFLite's arena planner). Sizes are
-// rounded to 64 bytes, so every offset is 64-byte aligned for every batch.
+// Allocations with p = v = 0 live in the static region at constant
+// offsets, the others in the region of their size at `S + o * batch` or
+// `S + P * batch + o * values`, with per-unit size q = round64(max(s, 0) +
+// p) (or + v: enough for every size >= 1). In each region offsets come from
+// a greedy best fit, largest buffer first, against the buffers whose live
+// intervals overlap (TFLite's arena planner). Sizes are rounded to 64
+// bytes, so every offset is 64-byte aligned for every batch and values.
 //
 // A function with run-time checks (est.check_fail_if) gets a 64-byte status
-// slot at the end of the static region (`estc.status_offset`; the module's
-// `estc.arena` entry is then [S, P, status offset] instead of [S, P]).
+// slot at the end of the static region (`estc.status_offset`). The module's
+// `estc.arena` entry is [S, P] or [S, P, status offset], and [S, P, status
+// offset or -1, V] when the function has per-value buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,20 +51,27 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
-/// A function's arena: `staticBytes + perExampleBytes * batch` bytes, and the
-/// byte offset of its run-time checks' status slot (-1: no checks).
+/// A function's arena: `staticBytes + perExampleBytes * batch +
+/// perValueBytes * values` bytes, and the byte offset of its run-time
+/// checks' status slot (-1: no checks).
 struct ArenaLayout {
-  int64_t staticBytes, perExampleBytes, statusOffset;
+  int64_t staticBytes, perExampleBytes, statusOffset, perValueBytes;
 };
+
+/// The attribute marking an argument whose dimension 0 is a number of
+/// sparse values (set by the importer from the placeholder's `values_dim`).
+constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
 
 int64_t roundUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-/// Evaluates index computations of a function at a given batch size.
+/// Evaluates index computations of a function at a given batch size and
+/// number of sparse values.
 class SizeEvaluator {
 public:
-  SizeEvaluator(func::FuncOp func, int64_t batch) : func(func), batch(batch) {}
+  SizeEvaluator(func::FuncOp func, int64_t batch, int64_t values)
+      : func(func), batch(batch), values(values) {}
 
   std::optional<int64_t> eval(Value value) {
     auto it = cache.find(value);
@@ -137,10 +152,12 @@ private:
     if (!type.isDynamicDim(index))
       return type.getDimSize(index);
     if (auto arg = dyn_cast<BlockArgument>(source)) {
-      // The arena's size is not the batch.
-      if (arg.getOwner() == &func.getBody().front() && arg.getArgNumber() != 0)
-        return batch;
-      return std::nullopt;
+      // The arena's size is neither the batch nor a number of values.
+      if (arg.getOwner() != &func.getBody().front() || arg.getArgNumber() == 0)
+        return std::nullopt;
+      if (index == 0 && func.getArgAttr(arg.getArgNumber(), kValuesDimAttr))
+        return values;
+      return batch;
     }
     Operation *op = source.getDefiningOp();
     if (auto alloc = dyn_cast<memref::AllocOp>(op))
@@ -177,7 +194,7 @@ private:
   }
 
   func::FuncOp func;
-  int64_t batch;
+  int64_t batch, values;
   llvm::DenseMap<Value, std::optional<int64_t>> cache;
 };
 
@@ -185,6 +202,7 @@ struct Buffer {
   memref::AllocOp alloc;
   int64_t staticBytes = 0;     // s
   int64_t perExampleBytes = 0; // p
+  int64_t perValueBytes = 0;   // v
   int64_t start = 0, end = 0;  // live interval (top-level op indices)
   int64_t size = 0;            // bytes (per example in that region)
   int64_t offset = 0;          // in its region
@@ -241,7 +259,8 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
   bool checked = false;
   func.walk([&](est::CheckFailIfOp) { checked = true; });
   if (allocs.empty())
-    return checked ? ArenaLayout{kAlignment, 0, 0} : ArenaLayout{0, 0, -1};
+    return checked ? ArenaLayout{kAlignment, 0, 0, 0}
+                   : ArenaLayout{0, 0, -1, 0};
 
   Block &body = func.getBody().front();
   auto arenaType = body.getNumArguments() == 0
@@ -264,7 +283,13 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     return position.lookup(body.findAncestorOpInBlock(*op));
   };
 
-  SizeEvaluator at1(func, 1), at2(func, 2), at3(func, 3);
+  // (batch, values) points: the base, each size alone doubled and tripled,
+  // and both doubled (which a term in batch * values would fail).
+  constexpr int64_t kPoints[][2] = {{1, 1}, {2, 1}, {1, 2},
+                                    {3, 1}, {1, 3}, {2, 2}};
+  std::vector<SizeEvaluator> evaluators;
+  for (auto [batchSize, valueCount] : kPoints)
+    evaluators.emplace_back(func, batchSize, valueCount);
   std::vector<Buffer> buffers(allocs.size());
   for (auto [buffer, alloc] : llvm::zip(buffers, allocs)) {
     buffer.alloc = alloc;
@@ -272,9 +297,8 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     int64_t bytes = elementBytes(type.getElementType());
     if (!bytes || !type.getLayout().isIdentity())
       return alloc.emitError("est-memory-planning: cannot place ") << type;
-    int64_t sizes[3];
-    for (auto [i, evaluator] :
-         llvm::enumerate(std::array<SizeEvaluator *, 3>{&at1, &at2, &at3})) {
+    int64_t sizes[std::size(kPoints)];
+    for (auto [i, evaluator] : llvm::enumerate(evaluators)) {
       int64_t elements = 1;
       unsigned dynamic = 0;
       for (int64_t dim : type.getShape()) {
@@ -283,7 +307,7 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
           continue;
         }
         std::optional<int64_t> size =
-            evaluator->eval(alloc.getDynamicSizes()[dynamic++]);
+            evaluator.eval(alloc.getDynamicSizes()[dynamic++]);
         if (!size || *size < 0)
           return alloc.emitError("est-memory-planning: the size of ")
                  << type << " is not a computation on the batch size";
@@ -291,13 +315,22 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
       }
       sizes[i] = elements * bytes;
     }
-    int64_t p = sizes[1] - sizes[0], s = sizes[0] - p;
-    if (sizes[2] != s + 3 * p || p < 0)
+    int64_t p = sizes[1] - sizes[0], v = sizes[2] - sizes[0];
+    int64_t s = sizes[0] - p - v;
+    if (sizes[3] != s + 3 * p + v || sizes[4] != s + p + 3 * v ||
+        sizes[5] != s + 2 * p + 2 * v || p < 0 || v < 0)
       return alloc.emitError("est-memory-planning: the size of ")
              << type << " is not linear in the batch size";
+    if (p != 0 && v != 0)
+      return alloc.emitError("est-memory-planning: the size of ")
+             << type
+             << " depends on both the batch and a number of sparse values";
     buffer.staticBytes = s;
     buffer.perExampleBytes = p;
-    buffer.size = p == 0 ? roundUp(s) : roundUp(std::max<int64_t>(s, 0) + p);
+    buffer.perValueBytes = v;
+    int64_t perUnit = p + v;
+    buffer.size =
+        perUnit == 0 ? roundUp(s) : roundUp(std::max<int64_t>(s, 0) + perUnit);
 
     // Live from the alloc to the last use of it or of any view of it.
     buffer.start = buffer.end = positionOf(alloc);
@@ -316,9 +349,11 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     }
   }
 
-  SmallVector<Buffer *> staticBuffers, perExampleBuffers;
+  SmallVector<Buffer *> staticBuffers, perExampleBuffers, perValueBuffers;
   for (Buffer &buffer : buffers)
-    (buffer.perExampleBytes == 0 ? staticBuffers : perExampleBuffers)
+    (buffer.perExampleBytes != 0 ? perExampleBuffers
+     : buffer.perValueBytes != 0 ? perValueBuffers
+                                 : staticBuffers)
         .push_back(&buffer);
   int64_t staticTotal = place(staticBuffers);
   // The status slot of the run-time checks ends the static region.
@@ -328,38 +363,70 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     staticTotal += kAlignment;
   }
   int64_t perExampleTotal = place(perExampleBuffers);
+  int64_t perValueTotal = place(perValueBuffers);
 
-  // The batch, for per-example offsets: a dynamic dim of an argument.
-  Value batch;
+  // The run-time sizes, for the offsets: the batch is a dynamic dimension
+  // of an argument that is not a sparse input's values; `values` the
+  // largest dimension 0 of the sparse inputs.
+  Value batch, values;
   OpBuilder b = OpBuilder::atBlockBegin(&body);
-  if (!perExampleBuffers.empty()) {
-    for (BlockArgument arg : body.getArguments().drop_front()) {
-      auto type = dyn_cast<MemRefType>(arg.getType());
-      if (!type || type.getNumDynamicDims() == 0)
+  Location loc = func.getLoc();
+  for (BlockArgument arg : body.getArguments().drop_front()) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || type.getNumDynamicDims() == 0)
+      continue;
+    bool sparse = func.getArgAttr(arg.getArgNumber(), kValuesDimAttr) &&
+                  type.isDynamicDim(0);
+    if (sparse) {
+      if (perValueBuffers.empty())
         continue;
-      int64_t dim = llvm::find_if(type.getShape(), ShapedType::isDynamic) -
-                    type.getShape().begin();
-      batch = memref::DimOp::create(b, func.getLoc(), arg, dim);
-      break;
+      Value count = memref::DimOp::create(b, loc, arg, 0);
+      values = values ? arith::MaxUIOp::create(b, loc, values, count) : count;
+      // Its other dynamic dimensions, if any, are the batch.
+      if (type.getNumDynamicDims() == 1)
+        continue;
     }
-    if (!batch)
-      return func.emitError("est-memory-planning: '")
-             << func.getSymName() << "' has batch-sized buffers but no "
-             << "argument with a dynamic dimension";
+    if (batch || perExampleBuffers.empty())
+      continue;
+    int64_t dim = llvm::find_if(type.getShape().drop_front(sparse ? 1 : 0),
+                                ShapedType::isDynamic) -
+                  type.getShape().begin();
+    batch = memref::DimOp::create(b, loc, arg, dim);
   }
+  if (!perExampleBuffers.empty() && !batch)
+    return func.emitError("est-memory-planning: '")
+           << func.getSymName() << "' has batch-sized buffers but no "
+           << "argument with a dynamic dimension";
+  if (!perValueBuffers.empty() && !values)
+    return func.emitError("est-memory-planning: '")
+           << func.getSymName() << "' has buffers sized by sparse values "
+           << "but no argument marked " << kValuesDimAttr;
 
   for (Buffer &buffer : buffers) {
     memref::AllocOp alloc = buffer.alloc;
     b.setInsertionPoint(alloc);
     Location loc = alloc.getLoc();
+    auto constant = [&](int64_t c) {
+      return arith::ConstantIndexOp::create(b, loc, c);
+    };
     Value offset;
-    if (buffer.perExampleBytes == 0) {
-      offset = arith::ConstantIndexOp::create(b, loc, buffer.offset);
+    if (buffer.perExampleBytes != 0) {
+      Value scaled =
+          arith::MulIOp::create(b, loc, batch, constant(buffer.offset));
+      offset = arith::AddIOp::create(b, loc, scaled, constant(staticTotal));
+    } else if (buffer.perValueBytes != 0) {
+      // S + P * batch + o * values. The batch of a function whose
+      // per-example region is empty does not matter.
+      Value base = constant(staticTotal);
+      if (perExampleTotal != 0)
+        base = arith::AddIOp::create(
+            b, loc, base,
+            arith::MulIOp::create(b, loc, batch, constant(perExampleTotal)));
+      Value scaled =
+          arith::MulIOp::create(b, loc, values, constant(buffer.offset));
+      offset = arith::AddIOp::create(b, loc, scaled, base);
     } else {
-      Value scaled = arith::MulIOp::create(
-          b, loc, batch, arith::ConstantIndexOp::create(b, loc, buffer.offset));
-      offset = arith::AddIOp::create(
-          b, loc, scaled, arith::ConstantIndexOp::create(b, loc, staticTotal));
+      offset = constant(buffer.offset);
     }
     auto view = memref::ViewOp::create(b, loc, alloc.getType(), arena, offset,
                                        alloc.getDynamicSizes());
@@ -369,7 +436,8 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     alloc.replaceAllUsesWith(view.getResult());
     alloc.erase();
   }
-  return ArenaLayout{staticTotal, perExampleTotal, statusOffset};
+  return ArenaLayout{staticTotal, perExampleTotal, statusOffset,
+                     perValueTotal};
 }
 
 void EstMemoryPlanning::runOnOperation() {
@@ -382,11 +450,12 @@ void EstMemoryPlanning::runOnOperation() {
     FailureOr<ArenaLayout> arena = plan(func);
     if (failed(arena))
       return signalPassFailure();
-    auto [s, p, status] = *arena;
+    auto [s, p, status, v] = *arena;
     arenas.push_back(NamedAttribute(
         func.getSymNameAttr(),
-        status < 0 ? DenseI64ArrayAttr::get(ctx, {s, p})
-                   : DenseI64ArrayAttr::get(ctx, {s, p, status})));
+        v != 0       ? DenseI64ArrayAttr::get(ctx, {s, p, status, v})
+        : status < 0 ? DenseI64ArrayAttr::get(ctx, {s, p})
+                     : DenseI64ArrayAttr::get(ctx, {s, p, status})));
     if (status >= 0)
       func->setAttr("estc.status_offset",
                     IntegerAttr::get(IntegerType::get(ctx, 64), status));

@@ -36,6 +36,7 @@ void registerImportDialects(DialectRegistry &registry) {
 namespace {
 
 constexpr llvm::StringLiteral kPlaceholderOp = "placeholder";
+constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
 constexpr llvm::StringLiteral kNameAttr = "est.name";
 // Attributes whose strings name variables (symbol references in MLIR).
 constexpr llvm::StringLiteral kVariableAttr = "variable";
@@ -608,6 +609,12 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
         tensorType(dtypeIt->second.type(), shapeIt->second.shape());
     if (failed(type))
       return failNode(node, "has an invalid dtype or shape");
+    auto valuesDim = node.attr().find("values_dim");
+    if (valuesDim != node.attr().end() && !valuesDim->second.has_b())
+      return failNode(node, "attribute 'values_dim' is not a bool");
+    if (valuesDim != node.attr().end() && valuesDim->second.b() &&
+        (type->getRank() == 0 || !type->isDynamicDim(0)))
+      return failNode(node, "has values_dim but dimension 0 is not -1");
     argTypes.push_back(*type);
     argNodes.push_back(*i);
   }
@@ -625,6 +632,12 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
   for (size_t k = 0; k < args.size(); ++k) {
     values[argNodes[k]] = entry->getArgument(k);
     func.setArgAttr(k, kNameAttr, builder_.getStringAttr(args[k].key));
+    // Dimension 0 is a sparse input's number of values, not the batch
+    // (memory planning sizes it separately).
+    const g::NodeDef &node = graph_.node(argNodes[k]);
+    auto valuesDim = node.attr().find("values_dim");
+    if (valuesDim != node.attr().end() && valuesDim->second.b())
+      func.setArgAttr(k, kValuesDimAttr, builder_.getUnitAttr());
   }
 
   builder_.setInsertionPointToEnd(entry);

@@ -48,12 +48,13 @@ const char *dtypeEnum(rt::DType dtype) {
   return "";
 }
 
-/// "f32[?, 784]" (? = batch).
+/// "f32[?, 784]" (? = batch; n = a sparse input's number of values).
 std::string typeText(rt::DType dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(rt::dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") +
-         (shape[i] == rt::kBatchDim ? "?" : std::to_string(shape[i]));
+    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim    ? std::string("?")
+                            : shape[i] == rt::kValuesDim ? std::string("n")
+                                                         : std::to_string(shape[i]));
   return s + "]";
 }
 
@@ -74,28 +75,39 @@ std::string arrayInit(const std::vector<int64_t> &shape) {
   return s + "}";
 }
 
-/// Elements and bytes of a tensor: fixed part and per-example part.
+/// Elements and bytes of a tensor: fixed part, per-example part and
+/// per-value part (a sparse input's ids).
 struct Size {
-  int64_t fixed = 0, perExample = 0;
+  int64_t fixed = 0, perExample = 0, perValue = 0;
+  Size &operator+=(const Size &o) {
+    fixed += o.fixed;
+    perExample += o.perExample;
+    perValue += o.perValue;
+    return *this;
+  }
 };
 Size bytesOf(rt::DType dtype, const std::vector<int64_t> &shape) {
   int64_t n = 1;
-  bool batch = false;
+  bool batch = false, values = false;
   for (int64_t d : shape) {
     if (d == rt::kBatchDim)
       batch = true;
+    else if (d == rt::kValuesDim)
+      values = true;
     else
       n *= d;
   }
   n *= static_cast<int64_t>(rt::dtypeBytes(dtype));
-  return batch ? Size{0, n} : Size{n, 0};
+  return values ? Size{0, 0, n} : batch ? Size{0, n, 0} : Size{n, 0, 0};
 }
 
-std::string formula(int64_t fixed, int64_t perExample) {
-  if (perExample == 0)
-    return std::to_string(fixed);
-  return std::to_string(fixed) + " + " + std::to_string(perExample) +
-         " * batch";
+std::string formula(int64_t fixed, int64_t perExample, int64_t perValue = 0) {
+  std::string s = std::to_string(fixed);
+  if (perExample != 0)
+    s += " + " + std::to_string(perExample) + " * batch";
+  if (perValue != 0)
+    s += " + " + std::to_string(perValue) + " * values";
+  return s;
 }
 
 /// Hands out unique C++ identifiers.
@@ -219,20 +231,14 @@ std::string generateHeader(const Manifest &m) {
   for (size_t f = 0; f < m.functions.size(); ++f) {
     const FunctionInfo &fn = m.functions[f];
     Size in, out;
-    for (const TensorInfo &t : fn.inputs) {
-      Size s = bytesOf(t.dtype, t.shape);
-      in.fixed += s.fixed;
-      in.perExample += s.perExample;
-    }
-    for (const TensorInfo &t : fn.outputs) {
-      Size s = bytesOf(t.dtype, t.shape);
-      out.fixed += s.fixed;
-      out.perExample += s.perExample;
-    }
+    for (const TensorInfo &t : fn.inputs)
+      in += bytesOf(t.dtype, t.shape);
+    for (const TensorInfo &t : fn.outputs)
+      out += bytesOf(t.dtype, t.shape);
     os << "//   " << fnNames[f] << ": inputs "
-       << formula(in.fixed, in.perExample) << ", outputs "
-       << formula(out.fixed, out.perExample) << ", arena "
-       << formula(fn.arenaStatic, fn.arenaPerBatch) << "\n";
+       << formula(in.fixed, in.perExample, in.perValue) << ", outputs "
+       << formula(out.fixed, out.perExample, out.perValue) << ", arena "
+       << formula(fn.arenaStatic, fn.arenaPerBatch, fn.arenaPerValue) << "\n";
   }
   os << "//   arena_bytes(batch) = the largest function arena (one arena, "
         "shared)\n"
@@ -294,7 +300,7 @@ std::string generateHeader(const Manifest &m) {
       for (size_t i = 0; i < ts.size(); ++i) {
         const TensorInfo &t = ts[i];
         Size s = bytesOf(t.dtype, t.shape);
-        int64_t count = (s.fixed + s.perExample) /
+        int64_t count = (s.fixed + s.perExample + s.perValue) /
                         static_cast<int64_t>(rt::dtypeBytes(t.dtype));
         os << "  // " << t.key << ": " << typeText(t.dtype, t.shape) << "\n"
            << "  " << cType(t.dtype) << " *" << ids[i]
@@ -366,10 +372,11 @@ std::string generateHeader(const Manifest &m) {
                               : "kOutputs" + std::to_string(f))
        << ", " << fn.arenaStatic << ", " << fn.arenaPerBatch << ", "
        << (fn.statusOffset >= 0 ? "true" : "false") << ", "
-       << std::max<int64_t>(fn.statusOffset, 0) << "},\n";
+       << std::max<int64_t>(fn.statusOffset, 0) << ", " << fn.arenaPerValue
+       << "},\n";
   }
   if (m.functions.empty())
-    os << "      {\"\", 0, nullptr, 0, nullptr, 0, 0, false, 0},\n";
+    os << "      {\"\", 0, nullptr, 0, nullptr, 0, 0, false, 0, 0},\n";
   os << "  };\n";
   // The run-time checks, for the runtime's error messages.
   for (size_t i = 0; i < m.checks.size(); ++i)

@@ -181,6 +181,10 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
                                      "@" + info.name + " input '" + t.key + "'",
                                      t.dtype, t.shape))
         return e;
+      // A sparse input's dimension 0 is its number of values.
+      if (func.getArgAttr(i, "est.values_dim") && !t.shape.empty() &&
+          t.shape[0] == rt::kBatchDim)
+        t.shape[0] = rt::kValuesDim;
       info.inputs.push_back(std::move(t));
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
@@ -223,12 +227,14 @@ llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest) {
     if (!entry)
       continue;
     auto sizes = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(entry);
-    if (!sizes || (sizes.size() != 2 && sizes.size() != 3))
+    if (!sizes || sizes.size() < 2 || sizes.size() > 4)
       return error("estc.arena entry for @" + f.name +
-                   " is not array<i64: S, P> or array<i64: S, P, status>");
+                   " is not array<i64: S, P>, array<i64: S, P, status> or "
+                   "array<i64: S, P, status, V>");
     f.arenaStatic = sizes[0];
     f.arenaPerBatch = sizes[1];
-    f.statusOffset = sizes.size() == 3 ? sizes[2] : -1;
+    f.statusOffset = sizes.size() >= 3 ? sizes[2] : -1;
+    f.arenaPerValue = sizes.size() == 4 ? sizes[3] : 0;
   }
   return llvm::Error::success();
 }
@@ -280,6 +286,8 @@ std::string toJson(const Manifest &m) {
     tensors("outputs", f.outputs);
     os << "      \"arena\": {\"static\": " << f.arenaStatic
        << ", \"per_batch\": " << f.arenaPerBatch;
+    if (f.arenaPerValue != 0)
+      os << ", \"per_value\": " << f.arenaPerValue;
     if (f.statusOffset >= 0)
       os << ", \"status\": " << f.statusOffset;
     os << "}\n    }";
@@ -377,6 +385,7 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
       if (const llvm::json::Object *arena = o->getObject("arena")) {
         f.arenaStatic = arena->getInteger("static").value_or(0);
         f.arenaPerBatch = arena->getInteger("per_batch").value_or(0);
+        f.arenaPerValue = arena->getInteger("per_value").value_or(0);
         f.statusOffset = arena->getInteger("status").value_or(-1);
       }
       m.functions.push_back(std::move(f));
@@ -439,7 +448,8 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
     s.functions.push_back(
         {f.name.c_str(), static_cast<int32_t>(f.inputs.size()), inputs,
          static_cast<int32_t>(f.outputs.size()), outputs, f.arenaStatic,
-         f.arenaPerBatch, f.statusOffset >= 0, f.statusOffset});
+         f.arenaPerBatch, f.statusOffset >= 0, f.statusOffset,
+         f.arenaPerValue});
   }
   for (const CheckInfo &c : m.checks)
     s.checks.push_back({c.node.c_str(), c.what.c_str(), c.lower, c.upper,

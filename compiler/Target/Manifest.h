@@ -50,7 +50,9 @@ namespace estc {
 struct TensorInfo {
   std::string key;
   rt::DType dtype = rt::DType::F32;
-  std::vector<int64_t> shape; // rt::kBatchDim for the batch
+  /// rt::kBatchDim for the batch, rt::kValuesDim for a sparse input's
+  /// number of values.
+  std::vector<int64_t> shape;
 };
 
 struct VariableInfo {
@@ -70,6 +72,8 @@ struct FunctionInfo {
   std::vector<TensorInfo> outputs;
   int64_t arenaStatic = 0;
   int64_t arenaPerBatch = 0;
+  /// Bytes per sparse value (rt::FunctionSpec::arenaPerValue).
+  int64_t arenaPerValue = 0;
   /// Byte offset of the run-time checks' status slot in the arena; -1 when
   /// the function has no checks.
   int64_t statusOffset = -1;

@@ -346,7 +346,7 @@ Tensor Graph::add_node(const std::string &name, const std::string &op,
 }
 
 Tensor Graph::placeholder(const std::string &name, DType dtype,
-                          const Dims &shape) {
+                          const Dims &shape, bool values_dim) {
   std::string node = unique_node_name(name);
   if (dtype == DType::Invalid)
     throw GraphError("placeholder '" + node + "': invalid dtype");
@@ -354,9 +354,14 @@ Tensor Graph::placeholder(const std::string &name, DType dtype,
     if (d < -1)
       throw GraphError("placeholder '" + node + "': invalid shape " +
                        shapeStr(shape));
-  return add_node(node, "placeholder", {},
-                  {{"dtype", attr_type(dtype)}, {"shape", attr_shape(shape)}},
-                  dtype, shape);
+  Attrs attrs = {{"dtype", attr_type(dtype)}, {"shape", attr_shape(shape)}};
+  if (values_dim) {
+    if (shape.empty() || shape[0] != -1)
+      throw GraphError("placeholder '" + node + "': a values_dim input needs "
+                       "shape [-1, ...], not " + shapeStr(shape));
+    attrs.push_back({"values_dim", attr_b(true)});
+  }
+  return add_node(node, "placeholder", {}, attrs, dtype, shape);
 }
 
 namespace {
@@ -693,7 +698,7 @@ void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
   auto scope = g.mode_scope(mode);
   TensorMap features;
   for (const TensorSpec &f : inputs.features)
-    features.set(f.key, g.placeholder(f.key, f.dtype, f.shape));
+    features.set(f.key, g.placeholder(f.key, f.dtype, f.shape, f.values_dim));
   Tensor labels;
   if (inputs.labels && mode != ModeKeys::PREDICT)
     labels = g.placeholder(inputs.labels->key, inputs.labels->dtype,

@@ -258,7 +258,12 @@ public:
   std::string unique_layer_name(const std::string &base);
 
   // --- Sources -------------------------------------------------------------
-  Tensor placeholder(const std::string &name, DType dtype, const Dims &shape);
+  /// A model input. With `values_dim`, dimension 0 (which must be -1) is a
+  /// run-time number of values of a sparse input, not the batch: compiled
+  /// code sizes it separately (docs/design/feature-columns.md; graph attr
+  /// `values_dim`).
+  Tensor placeholder(const std::string &name, DType dtype, const Dims &shape,
+                     bool values_dim = false);
   /// A scalar of `dtype` (the value must be representable).
   Tensor constant(double value, DType dtype = DType::Float32,
                   const std::string &name = "");
@@ -366,6 +371,9 @@ struct TensorSpec {
   std::string key;
   DType dtype = DType::Float32;
   Dims shape;
+  /// Dimension 0 is a run-time number of values (a sparse input's ids),
+  /// not the batch (Graph::placeholder).
+  bool values_dim = false;
 };
 
 /// The inputs of a model: feature placeholders (in order) and the labels

@@ -125,3 +125,71 @@ module {
     return
   }
 }
+
+// -----
+
+// Two run-time sizes: the batch (%x, %lengths) and the number of values of
+// the sparse inputs (%ids, %ids2: est.values_dim). A buffer of %ids' size
+// goes to the per-value region after the per-example one, at
+// S + P * batch + o * values, `values` being the largest dimension 0 of
+// the sparse inputs. Arena [S, P, status (-1: none), V] = [0, 64, -1, 128]:
+// per value, an f32 x 4 slot (16 -> 64 bytes) and an f32 x 8 one (32 -> 64),
+// both live at once.
+// CHECK: module attributes {estc.arena = {sparse = array<i64: 0, 64, -1, 128>}}
+// CHECK-LABEL: func.func @sparse(
+// CHECK-SAME: %[[ARENA:[^:]*]]: memref<?xi8>, %[[X:[^:]*]]: memref<?x4xf32>, %[[IDS:[^:]*]]: memref<?xi64> {est.values_dim}, %[[IDS2:[^:]*]]: memref<?xi64> {est.values_dim}
+// CHECK-NOT: memref.alloc
+// CHECK: %[[BATCH:.*]] = memref.dim %[[X]]
+// CHECK: %[[N1:.*]] = memref.dim %[[IDS]]
+// CHECK: %[[N2:.*]] = memref.dim %[[IDS2]]
+// CHECK: %[[VALUES:.*]] = arith.maxui %[[N1]], %[[N2]]
+// CHECK: memref.view %[[ARENA]]{{.*}} to memref<?x4xf32>
+// CHECK: %[[P:.*]] = arith.muli %[[BATCH]], %c64
+// CHECK: %[[BASE:.*]] = arith.addi %{{.*}}, %[[P]]
+// CHECK: %[[SCALED:.*]] = arith.muli %[[VALUES]], %{{.*}}
+// CHECK: %[[OFF:.*]] = arith.addi %[[SCALED]], %[[BASE]]
+// CHECK: memref.view %[[ARENA]][%[[OFF]]]{{.*}} to memref<?x4xf32>
+// CHECK: memref.view %[[ARENA]]{{.*}} to memref<?x8xf32>
+// CHECK-NOT: memref.alloc
+func.func @sparse(%arena: memref<?xi8>, %x: memref<?x4xf32>,
+                  %ids: memref<?xi64> {est.values_dim},
+                  %ids2: memref<?xi64> {est.values_dim}) {
+  %c0 = arith.constant 0 : index
+  %b = memref.dim %x, %c0 : memref<?x4xf32>
+  %n = memref.dim %ids, %c0 : memref<?xi64>
+  %a = memref.alloc(%b) : memref<?x4xf32>
+  %v = memref.alloc(%n) : memref<?x4xf32>
+  %w = memref.alloc(%n) : memref<?x8xf32>
+  "test.use"(%a, %v, %w) : (memref<?x4xf32>, memref<?x4xf32>, memref<?x8xf32>) -> ()
+  return
+}
+
+// -----
+
+// A buffer whose size is a product of the batch and a number of values has
+// no place in the arena.
+func.func @both(%arena: memref<?xi8>, %x: memref<?x4xf32>,
+                %ids: memref<?xi64> {est.values_dim}) {
+  %c0 = arith.constant 0 : index
+  %b = memref.dim %x, %c0 : memref<?x4xf32>
+  %n = memref.dim %ids, %c0 : memref<?xi64>
+  // expected-error @+1 {{is not linear in the batch size}}
+  %a = memref.alloc(%b, %n) : memref<?x?xf32>
+  "test.use"(%a) : (memref<?x?xf32>) -> ()
+  return
+}
+
+// -----
+
+// A buffer as large as the batch plus the values (a concat) is neither.
+func.func @sum(%arena: memref<?xi8>, %x: memref<?x4xf32>,
+               %ids: memref<?xi64> {est.values_dim}) {
+  %c0 = arith.constant 0 : index
+  %b = memref.dim %x, %c0 : memref<?x4xf32>
+  %n = memref.dim %ids, %c0 : memref<?xi64>
+  %s = arith.addi %b, %n : index
+  // expected-error @+1 {{depends on both the batch and a number of sparse values}}
+  %a = memref.alloc(%s) : memref<?xf32>
+  "test.use"(%a) : (memref<?xf32>) -> ()
+  return
+}

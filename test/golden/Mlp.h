@@ -281,11 +281,11 @@ private:
       {"predictions/probabilities", estc::rt::DType::F32, 2, kOutShape3_1},
   };
   static constexpr estc::rt::FunctionSpec kFunctions[] = {
-      {"train", 2, kInputs0, 1, kOutputs0, 0, 0, false, 0},
-      {"eval", 2, kInputs1, 1, kOutputs1, 0, 0, false, 0},
-      {"eval_metrics", 0, nullptr, 1, kOutputs2, 0, 0, false, 0},
-      {"predict", 1, kInputs3, 2, kOutputs3, 0, 0, false, 0},
-      {"init", 0, nullptr, 0, nullptr, 0, 0, false, 0},
+      {"train", 2, kInputs0, 1, kOutputs0, 0, 0, false, 0, 0},
+      {"eval", 2, kInputs1, 1, kOutputs1, 0, 0, false, 0, 0},
+      {"eval_metrics", 0, nullptr, 1, kOutputs2, 0, 0, false, 0, 0},
+      {"predict", 1, kInputs3, 2, kOutputs3, 0, 0, false, 0, 0},
+      {"init", 0, nullptr, 0, nullptr, 0, 0, false, 0, 0},
   };
   static constexpr int64_t kCheckShape0[] = {-1};
   static constexpr int64_t kCheckShape1[] = {-1};

@@ -1085,7 +1085,7 @@ TEST_F(EstimatorTest, AGeneratorInputIsLoggedAsNotResumable) {
       if (*done)
         return std::nullopt;
       *done = true;
-      return Batch{d.x, d.y};
+      return Batch{d.x, d.y, {}};
     });
   };
   est->train(input, {}, 1);
