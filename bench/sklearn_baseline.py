@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Accuracy baselines on sklearn's small CSV tables (iris, wine, breast_cancer).
+"""Accuracy baselines on sklearn's CSV tables (iris, wine, breast_cancer).
 
 Usage:
   python3 bench/sklearn_baseline.py [--data_dir DIR] [--tf] [--seeds 1,2,3]
