@@ -14,7 +14,9 @@ PACKAGES=(
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).
 if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev libopenblas0-pthread); fi
-if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist); fi
+# Data sets from Debian: Fashion-MNIST, and sklearn's small tables (iris,
+# wine, breast_cancer CSVs that bench/sklearn_baseline.py reads).
+if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist python3-sklearn); fi
 # clang and its compiler-rt (libFuzzer, sanitizers) for the fuzz preset
 # (docs/fuzzing.md).
 if [[ " $* " == *" --fuzz "* ]]; then PACKAGES+=(clang-22 libclang-rt-22-dev); fi
