@@ -61,8 +61,8 @@ std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? "," : "") + (shape[i] == rt::kValuesDim ? std::string("n")
-                           : shape[i] < 0             ? std::string("?")
-                                                      : std::to_string(shape[i]));
+                           : shape[i] < 0 ? std::string("?")
+                                          : std::to_string(shape[i]));
   return s + "]";
 }
 

@@ -169,7 +169,8 @@ data::Element to_element(const Batch &batch) {
   data::Element features = data::Element::dict(std::move(fields));
   if (!batch.labels)
     return features;
-  return data::Element::tuple({std::move(features), data::Element(*batch.labels)});
+  return data::Element::tuple(
+      {std::move(features), data::Element(*batch.labels)});
 }
 
 struct Dataset::State {
@@ -325,7 +326,8 @@ Dataset Dataset::from_arrays(Features x, std::optional<TensorValue> y,
   if (x.empty())
     throw std::invalid_argument("numpy_input_fn: no features");
   checkArrayOptions(options);
-  auto all = std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
+  auto all =
+      std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
   all->size(); // checks the features agree
   return fromSharedArrays(std::move(all), options);
 }
@@ -449,7 +451,8 @@ InputFn numpy_input_fn(Features x, std::optional<TensorValue> y,
   if (x.empty())
     throw std::invalid_argument("numpy_input_fn: no features");
   checkArrayOptions(options);
-  auto data = std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
+  auto data =
+      std::make_shared<const Batch>(Batch{std::move(x), std::move(y), {}});
   data->size();
   return [data, options]() { return Dataset::fromSharedArrays(data, options); };
 }

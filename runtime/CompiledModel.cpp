@@ -198,8 +198,8 @@ void CompiledModel::set_values(int function, int input, int64_t n) {
     fail(std::string(fn.name) + ": input '" + t.key +
          "' is not sparse (its dimension 0 is not a number of values)");
   if (n < 0)
-    fail(std::string(fn.name) + ": input '" + t.key + "': " +
-         std::to_string(n) + " values");
+    fail(std::string(fn.name) + ": input '" + t.key +
+         "': " + std::to_string(n) + " values");
   FunctionState &state = functions_[function];
   state.values[input] = n;
   reserve(state.inputs[input],
@@ -220,8 +220,8 @@ int64_t CompiledModel::arena_bytes(int64_t batch, int64_t values) const {
   int64_t bytes = 0;
   for (int32_t f = 0; f < spec_->numFunctions; ++f) {
     const FunctionSpec &fn = spec_->functions[f];
-    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch +
-                fn.arenaPerValue * values;
+    int64_t b =
+        fn.arenaStatic + fn.arenaPerBatch * batch + fn.arenaPerValue * values;
     if (b > bytes)
       bytes = b;
   }

@@ -436,8 +436,7 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     alloc.replaceAllUsesWith(view.getResult());
     alloc.erase();
   }
-  return ArenaLayout{staticTotal, perExampleTotal, statusOffset,
-                     perValueTotal};
+  return ArenaLayout{staticTotal, perExampleTotal, statusOffset, perValueTotal};
 }
 
 void EstMemoryPlanning::runOnOperation() {

@@ -52,9 +52,10 @@ const char *dtypeEnum(rt::DType dtype) {
 std::string typeText(rt::DType dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(rt::dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim    ? std::string("?")
-                            : shape[i] == rt::kValuesDim ? std::string("n")
-                                                         : std::to_string(shape[i]));
+    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim ? std::string("?")
+                            : shape[i] == rt::kValuesDim
+                                ? std::string("n")
+                                : std::to_string(shape[i]));
   return s + "]";
 }
 

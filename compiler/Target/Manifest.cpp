@@ -445,11 +445,11 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
     };
     const rt::TensorSpec *inputs = specs(f.inputs);
     const rt::TensorSpec *outputs = specs(f.outputs);
-    s.functions.push_back(
-        {f.name.c_str(), static_cast<int32_t>(f.inputs.size()), inputs,
-         static_cast<int32_t>(f.outputs.size()), outputs, f.arenaStatic,
-         f.arenaPerBatch, f.statusOffset >= 0, f.statusOffset,
-         f.arenaPerValue});
+    s.functions.push_back({f.name.c_str(),
+                           static_cast<int32_t>(f.inputs.size()), inputs,
+                           static_cast<int32_t>(f.outputs.size()), outputs,
+                           f.arenaStatic, f.arenaPerBatch, f.statusOffset >= 0,
+                           f.statusOffset, f.arenaPerValue});
   }
   for (const CheckInfo &c : m.checks)
     s.checks.push_back({c.node.c_str(), c.what.c_str(), c.lower, c.upper,

@@ -357,8 +357,10 @@ Tensor Graph::placeholder(const std::string &name, DType dtype,
   Attrs attrs = {{"dtype", attr_type(dtype)}, {"shape", attr_shape(shape)}};
   if (values_dim) {
     if (shape.empty() || shape[0] != -1)
-      throw GraphError("placeholder '" + node + "': a values_dim input needs "
-                       "shape [-1, ...], not " + shapeStr(shape));
+      throw GraphError("placeholder '" + node +
+                       "': a values_dim input needs "
+                       "shape [-1, ...], not " +
+                       shapeStr(shape));
     attrs.push_back({"values_dim", attr_b(true)});
   }
   return add_node(node, "placeholder", {}, attrs, dtype, shape);

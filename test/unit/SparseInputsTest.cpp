@@ -44,9 +44,8 @@ graph::GraphDef bagOfEmbeddings() {
                Tensor pooled =
                    scatter_add(zeros_like(f["x"]), f["rows"], embedded);
                Signature s;
-               s.predictions = {
-                   {"pooled", pooled},
-                   {"count", reduce_sum(ones_like(f["ids"]))}};
+               s.predictions = {{"pooled", pooled},
+                                {"count", reduce_sum(ones_like(f["ids"]))}};
                return s;
              });
   return graph.graph_def();
