@@ -37,6 +37,10 @@ namespace {
 
 constexpr llvm::StringLiteral kPlaceholderOp = "placeholder";
 constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
+// tf.group: a graph-only node naming effects (train ops, assignments, other
+// groups); a signature's train_op or metric update that is a group stands
+// for its inputs, recursively.
+constexpr llvm::StringLiteral kGroupOp = "group";
 constexpr llvm::StringLiteral kNameAttr = "est.name";
 // Attributes whose strings name variables (symbol references in MLIR).
 constexpr llvm::StringLiteral kVariableAttr = "variable";
@@ -102,6 +106,8 @@ private:
   LogicalResult importVariables(ModuleOp module);
   LogicalResult importSignature(ModuleOp module, const std::string &mode,
                                 const g::SignatureDef &signature);
+  /// Appends `name` to `effects`, or, for a group, its inputs (recursively).
+  void expandEffect(const std::string &name, std::vector<std::string> &effects);
 
   struct Output {
     std::string key;  // est.name of the function result
@@ -345,7 +351,7 @@ LogicalResult Importer::indexNodes() {
     const g::NodeDef &node = graph_.node(i);
     if (node.op().empty())
       return failNode(node, "has no op");
-    if (node.op() != kPlaceholderOp) {
+    if (node.op() != kPlaceholderOp && node.op() != kGroupOp) {
       std::optional<RegisteredOperationName> name =
           RegisteredOperationName::lookup("est." + node.op(), &context_);
       if (!name || node.op() == "variable" || node.op() == "constant_like")
@@ -457,6 +463,26 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
     if (failed(attr))
       return failure();
     state.addAttribute(key, *attr);
+  }
+
+  // An empty list has no element kind in the graph (convertAttr makes it an
+  // integer list): it takes the kind the op declares (`boundaries = []` of
+  // bucketize is an empty f64 list).
+  for (const std::string &key : keys) {
+    const g::AttrValue &value = node.attr().at(key);
+    if (!value.has_list() || value.list().i_size() != 0 ||
+        value.list().f_size() != 0 || value.list().s_size() != 0)
+      continue;
+    for (Attribute candidate : {Attribute(builder_.getDenseI64ArrayAttr({})),
+                                Attribute(builder_.getDenseF64ArrayAttr({})),
+                                Attribute(builder_.getArrayAttr({}))}) {
+      state.attributes.set(key, candidate);
+      Operation *trial = Operation::create(state);
+      std::optional<Attribute> inherent = trial->getInherentAttr(key);
+      trial->destroy();
+      if (inherent && *inherent)
+        break;
+    }
   }
 
   // Let the op infer its result types from a result-less probe (the
@@ -619,6 +645,12 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
     argNodes.push_back(*i);
   }
   for (int i = 0; i < graph_.node_size(); ++i)
+    if (needed[i] && graph_.node(i).op() == kGroupOp)
+      return failNode(graph_.node(i),
+                      "is needed as a value by signature '" + signatureName +
+                          "', but a group has none; it can only be a "
+                          "train_op, a metric update or an input of a group");
+  for (int i = 0; i < graph_.node_size(); ++i)
     if (needed[i] && graph_.node(i).op() == kPlaceholderOp &&
         std::find(argNodes.begin(), argNodes.end(), i) == argNodes.end())
       return failNode(graph_.node(i),
@@ -689,11 +721,11 @@ LogicalResult Importer::importSignature(ModuleOp module,
   for (const g::Binding &b : sig.tensors())
     outputs.push_back({"tensors/" + b.key(), b.node()});
   if (!sig.train_op().empty())
-    effects.push_back(sig.train_op());
+    expandEffect(sig.train_op(), effects);
   std::vector<Output> metricValues;
   for (const g::MetricBinding &m : sig.metrics()) {
     for (const std::string &update : m.update())
-      effects.push_back(update);
+      expandEffect(update, effects);
     if (!m.value().empty())
       metricValues.push_back({"metrics/" + m.key(), m.value()});
   }
@@ -713,6 +745,19 @@ LogicalResult Importer::importSignature(ModuleOp module,
   if (!metricValues.empty())
     return buildFunction(module, mode + "_metrics", mode, {}, metricValues, {});
   return success();
+}
+
+void Importer::expandEffect(const std::string &name,
+                            std::vector<std::string> &effects) {
+  auto it = nodeIndex_.find(name);
+  // An unknown name is reported by buildFunction; groups have no cycles
+  // (sortNodes).
+  if (it == nodeIndex_.end() || graph_.node(it->second).op() != kGroupOp) {
+    effects.push_back(name);
+    return;
+  }
+  for (int input : inputsOf_[it->second])
+    expandEffect(graph_.node(input).name(), effects);
 }
 
 OwningOpRef<ModuleOp> Importer::run() {

@@ -6,6 +6,13 @@
 // value is computed before the first assignment, so no op reads a variable
 // after it was written in the same step.
 //
+// A function with several apply_gradients (a train_op grouping two
+// optimizers' minimizes over disjoint var_lists, as DNNLinearCombined's)
+// steps global_step once: every apply_gradients of the function uses the
+// value read before the first one (adam's t), and only the first
+// increments it, as TF's canned estimators group their optimizers' updates
+// and then increment global_step once.
+//
 // The learning rate is the `learning_rate` operand when present (a scalar
 // computed in the step, e.g. a schedule of global_step, cast to each
 // variable's element type), else the hyperparameter. With the hyperparameter
@@ -86,10 +93,15 @@ namespace {
 /// Builds at `b` (set before `apply`): the update math in EstBuilder's ops.
 class Expander : EstBuilder {
 public:
-  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b)
-      : EstBuilder(b, apply.getLoc()), apply(apply), module(module) {}
+  /// `step`: global_step's value read for an earlier apply_gradients of the
+  /// same function (then this one does not increment it), or null.
+  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b, Value step)
+      : EstBuilder(b, apply.getLoc()), apply(apply), module(module),
+        sharedStep(step) {}
 
   LogicalResult run();
+  /// The global_step value this expansion used.
+  Value step() const { return usedStep; }
 
 private:
   double hp(StringRef name, double dflt) {
@@ -223,6 +235,7 @@ private:
 
   ApplyGradientsOp apply;
   ModuleOp module;
+  Value sharedStep, usedStep;
   /// While a sparse update applies a dense rule to rows: their indices.
   Value rowIndices;
   SmallVector<std::pair<std::string, Value>> assignments;
@@ -382,7 +395,8 @@ SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
 }
 
 LogicalResult Expander::run() {
-  Value step = globalStep();
+  Value step = sharedStep ? sharedStep : globalStep();
+  usedStep = step;
   SmallVector<Value> grads = llvm::to_vector(apply.getGradients());
   size_t numDense = grads.size();
   // Sparse rows take part in the global norm as values (TF's IndexedSlices).
@@ -428,7 +442,8 @@ LogicalResult Expander::run() {
         return failure();
     }
   }
-  assign("global_step", add(step, scalar(step, 1)));
+  if (!sharedStep)
+    assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
     AssignVariableOp::create(
         b, loc, FlatSymbolRefAttr::get(b.getContext(), name), value);
@@ -442,10 +457,15 @@ struct ExpandOptimizersPass
     ModuleOp module = getOperation();
     SmallVector<ApplyGradientsOp> applies;
     module.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
+    // global_step as read for the first apply_gradients of each function.
+    DenseMap<Operation *, Value> steps;
     for (ApplyGradientsOp op : applies) {
       OpBuilder b(op);
-      if (failed(Expander(op, module, b).run()))
+      Operation *function = op->getParentOp();
+      Expander expander(op, module, b, steps.lookup(function));
+      if (failed(expander.run()))
         return signalPassFailure();
+      steps[function] = expander.step();
     }
   }
 };

@@ -132,5 +132,96 @@ Tensor flatten(const Tensor &x, const std::string &name) {
   return reshape(x, {-1, n});
 }
 
+Tensor batch_normalization(const Tensor &x, bool training, int64_t axis,
+                           double momentum, double epsilon, bool center,
+                           bool scale, const std::string &name) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, "batch_normalization");
+  auto scope = g.name_scope(layer);
+  if (!x.has_value() || !is_floating(x.dtype()))
+    layerError("batch_normalization", layer, x,
+               "input must be a float tensor, got " + to_string(x.dtype()));
+  int64_t rank = x.rank();
+  std::optional<int64_t> a = shape::normalizeAxis(axis, rank);
+  if (!a)
+    layerError("batch_normalization", layer, x,
+               "axis " + std::to_string(axis) + " is out of range");
+  int64_t channels = x.shape()[*a];
+  if (channels == shape::kUnknownDim)
+    layerError("batch_normalization", layer, x,
+               "dimension " + std::to_string(*a) + " (axis) must be known");
+  if (!(epsilon > 0.0))
+    layerError("batch_normalization", layer, x,
+               "epsilon must be positive, got " + std::to_string(epsilon));
+  DType dtype = x.dtype();
+  Variable gamma, beta;
+  if (scale)
+    gamma = g.get_variable("gamma", dtype, {channels}, ones_initializer());
+  if (center)
+    beta = g.get_variable("beta", dtype, {channels}, zeros_initializer());
+  Variable movingMean =
+      g.get_variable("moving_mean", dtype, {channels}, zeros_initializer(),
+                     /*trainable=*/false);
+  Variable movingVariance =
+      g.get_variable("moving_variance", dtype, {channels}, ones_initializer(),
+                     /*trainable=*/false);
+
+  // [C] parameters broadcast along `axis`: [C, 1, ..., 1] unless it is last.
+  auto alongAxis = [&](const Tensor &v) {
+    if (*a == rank - 1)
+      return v;
+    Dims s(rank - *a, 1);
+    s[0] = channels;
+    return reshape(v, s);
+  };
+  Dims reduced;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *a)
+      reduced.push_back(d);
+  Tensor mean, variance;
+  if (training) {
+    // tf.nn.moments: the variance of x around the (constant) mean.
+    auto s = g.name_scope("moments");
+    Tensor m = reduce_mean(x, reduced, /*keep_dims=*/true, "mean");
+    Tensor v = reduce_mean(square(subtract(x, stop_gradient(m))), reduced,
+                           /*keep_dims=*/true, "variance");
+    mean = reshape(m, {channels}, "Squeeze");
+    variance = reshape(v, {channels}, "Squeeze_1");
+  } else {
+    mean = movingMean.read();
+    variance = movingVariance.read();
+  }
+  // tf.nn.batch_normalization: x * inv + (beta - mean * inv).
+  Tensor inv = rsqrt(add(variance, epsilon));
+  if (scale)
+    inv = multiply(inv, gamma.read());
+  Tensor shift = multiply(mean, inv);
+  shift = center ? subtract(beta.read(), shift) : negative(shift);
+  Tensor y = add(multiply(x, alongAxis(inv)), alongAxis(shift));
+
+  if (training) {
+    Tensor update = variance;
+    bool fused = (rank == 4 || rank == 5) && (*a == 1 || *a == rank - 1);
+    if (fused) {
+      // The fused kernel's unbiased variance: times n / max(n - 1, 1), n
+      // the elements per channel (a run-time count with a dynamic batch).
+      Tensor n = reduce_sum(ones_like(x), reduced, false, "count");
+      update = multiply(update, divide(n, maximum(subtract(n, 1.0), 1.0)));
+    }
+    auto assignMovingAverage = [&](const Variable &moving,
+                                   const Tensor &value) {
+      auto s = g.name_scope(g.unique_layer_name("AssignMovingAvg"));
+      Tensor current = moving.read();
+      Tensor delta =
+          multiply(subtract(current, value), g.constant(1.0 - momentum, dtype));
+      Operation op = assign(moving, subtract(current, delta));
+      g.add_to_collection("update_ops", op);
+    };
+    assignMovingAverage(movingMean, mean);
+    assignMovingAverage(movingVariance, update);
+  }
+  return y;
+}
+
 } // namespace layers
 } // namespace estc

@@ -78,6 +78,26 @@ Tensor average_pooling2d(const Tensor &x, const Dims &pool_size,
 Tensor dropout(const Tensor &x, double rate = 0.5, bool training = false,
                std::optional<int64_t> seed = {}, const std::string &name = "");
 
+/// tf.compat.v1.layers.batch_normalization: normalizes `x` over every
+/// dimension but `axis` (its size C must be known) with the variables
+/// (in this order, under the layer's name, "batch_normalization",
+/// "batch_normalization_1", ...) gamma [C] (ones, if `scale`), beta [C]
+/// (zeros, if `center`), moving_mean [C] (zeros) and moving_variance [C]
+/// (ones), the last two not trainable:
+///   y = (x - mean) * gamma / sqrt(variance + epsilon) + beta.
+/// `training` (a mode's bool; TF's argument, moved forward as in dropout):
+/// mean and variance are the batch's (biased variance), and the updates
+/// moving -= (moving - batch statistic) * (1 - momentum) (TF's
+/// assign_moving_average) are added to the mode's graph collection
+/// "update_ops" (tf.GraphKeys.UPDATE_OPS): group them into the train_op.
+/// For rank 4 and 5 inputs normalized over axis 1 or the last, TF uses its
+/// fused kernel, whose moving variance takes the unbiased batch variance
+/// (times n / (n - 1)); so does this. Not training: the moving statistics.
+Tensor batch_normalization(const Tensor &x, bool training = false,
+                           int64_t axis = -1, double momentum = 0.99,
+                           double epsilon = 1e-3, bool center = true,
+                           bool scale = true, const std::string &name = "");
+
 /// tf.layers.flatten: [batch, d1, d2, ...] -> [batch, d1*d2*...]; the
 /// non-batch dimensions must be known.
 Tensor flatten(const Tensor &x, const std::string &name = "");

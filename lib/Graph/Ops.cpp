@@ -547,6 +547,207 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
                    {"dtype", attr_type(dtype)}});
 }
 
+// --- Segments, buckets and sparse ids ---------------------------------------
+
+Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,
+                            const Tensor &num_segments_like,
+                            const std::string &name) {
+  OpBuilder o(nullptr, "unsorted_segment_sum", name, "UnsortedSegmentSum",
+              {data, segment_ids, num_segments_like});
+  o.requireNumeric(0);
+  o.requireInteger(1);
+  Dims out = o.check(shape::unsortedSegmentSum(
+      data.shape(), segment_ids.shape(), num_segments_like.shape()));
+  return o.finish(data.dtype(), out);
+}
+
+namespace {
+/// A composite op's name scope: `name`, else `base`, made unique.
+Scope compositeScope(Graph &g, const std::string &name, const char *base) {
+  return g.name_scope(g.unique_layer_name(name.empty() ? base : name));
+}
+
+/// `v` [k] reshaped to [k, 1, ...] of rank `rank`, to scale rows.
+Tensor asColumn(Tensor v, int64_t rank) {
+  for (int64_t d = 1; d < rank; ++d)
+    v = expand_dims(v, -1);
+  return v;
+}
+
+/// The segment sums divided by max(count, 1) (mean) or its square root
+/// (sqrt_n), count the number of ids of each segment, as TF's
+/// unsorted_segment_mean / _sqrt_n.
+Tensor segmentNormalized(const char *op, const char *base, bool sqrtN,
+                         const Tensor &data, const Tensor &segmentIds,
+                         const Tensor &like, const std::string &name) {
+  if (!data.valid())
+    throw GraphError(std::string(op) + ": data is an empty Tensor");
+  if (!data.has_value() || !is_floating(data.dtype()))
+    throw GraphError(std::string(op) + ": data '" + data.name() +
+                     "' must be a float tensor, got " +
+                     to_string(data.dtype()));
+  Graph &g = data.graph();
+  auto scope = compositeScope(g, name, base);
+  Tensor sum = unsorted_segment_sum(data, segmentIds, like);
+  Tensor count = unsorted_segment_sum(ones_like(segmentIds, data.dtype()),
+                                      segmentIds, like, "count");
+  count = maximum(count, 1.0);
+  if (sqrtN)
+    count = sqrt(count);
+  return divide(sum, asColumn(count, data.rank()));
+}
+
+/// Checks the tensors of `ids` (the ids, rows and row_lengths integer
+/// vectors, weights an optional float vector) and that they belong to
+/// `graph`.
+void checkSparseIds(const char *op, const SparseIds &ids, const Graph &graph) {
+  auto check = [&](const Tensor &t, const char *field, bool isFloat) {
+    std::string where = std::string(op) + ": SparseIds." + field;
+    if (!t.valid())
+      throw GraphError(where + " is an empty Tensor");
+    if (&t.graph() != &graph)
+      throw GraphError(where + " '" + t.name() + "' belongs to another graph");
+    bool kind = t.has_value() &&
+                (isFloat ? is_floating(t.dtype()) : is_integer(t.dtype()));
+    if (!kind || t.rank() != 1)
+      throw GraphError(where + " '" + t.name() + "' must be a rank-1 " +
+                       (isFloat ? "float" : "i32 or i64") + " tensor, got " +
+                       (t.has_value() ? to_string(t.dtype()) + " " +
+                                            shape::toString(t.shape())
+                                      : std::string("no value")));
+  };
+  check(ids.ids, "ids", false);
+  check(ids.rows, "rows", false);
+  check(ids.row_lengths, "row_lengths", false);
+  if (ids.weights.valid())
+    check(ids.weights, "weights", true);
+}
+
+/// tf.clip_by_norm of each row of `e` (the norm over all but dim 0), with
+/// TF's guard against the infinite gradient of sqrt at 0.
+Tensor clipRowsByNorm(const Tensor &e, double clipNorm) {
+  Graph &g = e.graph();
+  auto scope = g.name_scope(g.unique_layer_name("clip_by_norm"));
+  Dims axes;
+  for (int64_t d = 1; d < e.rank(); ++d)
+    axes.push_back(d);
+  Tensor l2sum = reduce_sum(square(e), axes, /*keep_dims=*/true);
+  Tensor positive = greater(l2sum, 0.0);
+  Tensor l2norm = where(positive, sqrt(where(positive, l2sum, 1.0)), l2sum);
+  return divide(multiply(e, clipNorm), maximum(l2norm, clipNorm));
+}
+} // namespace
+
+Tensor segment_mean(const Tensor &data, const Tensor &segment_ids,
+                    const Tensor &num_segments_like, const std::string &name) {
+  return segmentNormalized("segment_mean", "UnsortedSegmentMean", false, data,
+                           segment_ids, num_segments_like, name);
+}
+
+Tensor segment_sqrt_n(const Tensor &data, const Tensor &segment_ids,
+                      const Tensor &num_segments_like,
+                      const std::string &name) {
+  return segmentNormalized("segment_sqrt_n", "UnsortedSegmentSqrtN", true, data,
+                           segment_ids, num_segments_like, name);
+}
+
+Tensor bucketize(const Tensor &x, const std::vector<double> &boundaries,
+                 const std::string &name) {
+  OpBuilder o(nullptr, "bucketize", name, "Bucketize", {x});
+  o.requireNumeric(0);
+  graph::AttrValue list;
+  list.mutable_list();
+  for (size_t i = 0; i < boundaries.size(); ++i) {
+    if (std::isnan(boundaries[i]))
+      o.fail("boundary " + std::to_string(i) + " is NaN");
+    if (i > 0 && boundaries[i] < boundaries[i - 1])
+      o.fail("boundaries must be sorted ascending, but boundary " +
+             std::to_string(i) + " (" + formatNumber(boundaries[i]) +
+             ") < boundary " + std::to_string(i - 1) + " (" +
+             formatNumber(boundaries[i - 1]) + ")");
+    list.mutable_list()->add_f(boundaries[i]);
+  }
+  return o.finish(DType::Int64, x.shape(), {{"boundaries", list}});
+}
+
+Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
+                                    const std::string &combiner,
+                                    double max_norm, const std::string &name) {
+  const char *op = "safe_embedding_lookup_sparse";
+  if (!params.valid())
+    throw GraphError(std::string(op) + ": params is an empty Tensor");
+  if (!params.has_value() || !is_floating(params.dtype()) || params.rank() < 2)
+    throw GraphError(std::string(op) + ": params '" + params.name() +
+                     "' must be a float tensor of rank >= 2, got " +
+                     (params.has_value() ? to_string(params.dtype()) + " " +
+                                               shape::toString(params.shape())
+                                         : std::string("no value")));
+  if (combiner != "sum" && combiner != "mean" && combiner != "sqrtn")
+    throw GraphError(std::string(op) +
+                     ": combiner must be \"sum\", \"mean\" or \"sqrtn\", "
+                     "got \"" +
+                     combiner + "\"");
+  if (std::isnan(max_norm) || std::isinf(max_norm))
+    throw GraphError(std::string(op) + ": max_norm must be finite, got " +
+                     formatNumber(max_norm));
+  Graph &g = params.graph();
+  checkSparseIds(op, ids, g);
+  auto scope = compositeScope(g, name, "embedding_lookup");
+  int64_t rank = params.rank();
+  Tensor embeddings = gather(params, ids.ids);
+  if (max_norm > 0)
+    embeddings = clipRowsByNorm(embeddings, max_norm);
+  if (!ids.weights.valid()) {
+    // All weights 1: the divisor is the row's number of ids.
+    Tensor sum = unsorted_segment_sum(embeddings, ids.rows, ids.row_lengths);
+    if (combiner == "sum")
+      return sum;
+    Tensor count = maximum(cast(ids.row_lengths, params.dtype()), 1.0);
+    if (combiner == "sqrtn")
+      count = sqrt(count);
+    return divide(sum, asColumn(count, rank));
+  }
+  Tensor w = ids.weights.dtype() == params.dtype()
+                 ? ids.weights
+                 : cast(ids.weights, params.dtype());
+  // TF prunes the ids of weight <= 0 for mean and sqrtn (not for sum): a
+  // weight of 0 adds nothing to either sum.
+  if (combiner != "sum")
+    w = where(greater(w, 0.0), w, 0.0);
+  Tensor sum = unsorted_segment_sum(multiply(embeddings, asColumn(w, rank)),
+                                    ids.rows, ids.row_lengths);
+  if (combiner == "sum")
+    return sum;
+  Tensor divisor = unsorted_segment_sum(combiner == "mean" ? w : square(w),
+                                        ids.rows, ids.row_lengths);
+  if (combiner == "sqrtn")
+    divisor = sqrt(divisor);
+  // TF's div_no_nan: a row without (unpruned) ids has sum 0 and divisor 0.
+  divisor = where(greater(divisor, 0.0), divisor, 1.0);
+  return divide(sum, asColumn(divisor, rank));
+}
+
+Tensor sparse_to_indicator(const SparseIds &ids, int64_t depth,
+                           const std::string &name) {
+  const char *op = "sparse_to_indicator";
+  if (!ids.ids.valid())
+    throw GraphError(std::string(op) + ": SparseIds.ids is an empty Tensor");
+  Graph &g = ids.ids.graph();
+  checkSparseIds(op, ids, g);
+  if (depth < 1)
+    throw GraphError(std::string(op) + ": depth must be positive, got " +
+                     std::to_string(depth));
+  auto scope = compositeScope(g, name, "SparseToIndicator");
+  Tensor hot = one_hot(ids.ids, depth, 1.0, 0.0, -1, DType::Float32);
+  if (ids.weights.valid()) {
+    Tensor w = ids.weights.dtype() == DType::Float32
+                   ? ids.weights
+                   : cast(ids.weights, DType::Float32);
+    hot = multiply(hot, expand_dims(w, -1));
+  }
+  return unsorted_segment_sum(hot, ids.rows, ids.row_lengths);
+}
+
 // --- Misc --------------------------------------------------------------------
 
 Tensor stop_gradient(const Tensor &x, const std::string &name) {
@@ -595,6 +796,25 @@ Operation assign_add(const Variable &variable, const Tensor &value,
   auto scope =
       g.name_scope(g.unique_layer_name(name.empty() ? "AssignAdd" : name));
   return assign(variable, add(variable.read(), value));
+}
+
+Operation group(const std::vector<Operation> &ops, const std::string &name) {
+  if (ops.empty())
+    throw GraphError("group: needs at least one operation");
+  Graph *graph = nullptr;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].valid())
+      throw GraphError("group: operation " + std::to_string(i) +
+                       " is an empty Operation");
+    if (!graph)
+      graph = &ops[i].graph();
+    else if (&ops[i].graph() != graph)
+      throw GraphError("group: operation '" + ops[i].name() +
+                       "' belongs to another graph");
+  }
+  std::string node =
+      graph->unique_node_name(name.empty() ? "group_deps" : name);
+  return graph->add_node(node, "group", ops, {}, DType::Invalid, {});
 }
 
 // --- Random ------------------------------------------------------------------

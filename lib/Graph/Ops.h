@@ -163,6 +163,66 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
                double off_value = 0.0, int64_t axis = -1,
                DType dtype = DType::Float32, const std::string &name = "");
 
+// --- Segments, buckets and sparse ids (feature columns) ------------------
+// The graph half of docs/design/feature-columns.md: categorical ids arrive
+// as SparseIds, computed by the host half of the feature columns.
+
+/// A batch of categorical ids as compiled code sees them: the COO rows of
+/// TF's SparseTensor with invalid ids pruned (`<name>/ids`, `/rows`,
+/// `/row_lengths`, `/weights` of docs/design/feature-columns.md).
+struct SparseIds {
+  Tensor ids;         // I64 [n]: ids in [0, num_buckets)
+  Tensor rows;        // I64 [n]: the batch row of each id, non-decreasing
+  Tensor row_lengths; // I64 [batch]: the number of ids of each row
+  Tensor weights;     // F32 [n], or invalid (all weights 1)
+};
+
+/// tf.math.unsorted_segment_sum with num_segments = dim 0 of
+/// `num_segments_like` (only its shape is used: the batch of a
+/// row_lengths): data [N, ...] (float or int), segment_ids [N] (int) ->
+/// [B] + data[1:]; row s sums the rows of data whose id is s, in order;
+/// segments without rows are zero; ids outside [0, B) are dropped (TF's
+/// CPU kernel fails instead). Op `unsorted_segment_sum`; gradient:
+/// gather(output gradient, segment_ids).
+Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,
+                            const Tensor &num_segments_like,
+                            const std::string &name = "");
+/// tf.math.unsorted_segment_mean / unsorted_segment_sqrt_n, same operands
+/// (data float): the segment sums divided by the number of ids of the
+/// segment (mean) or its square root (sqrt_n); empty segments give zeros.
+Tensor segment_mean(const Tensor &data, const Tensor &segment_ids,
+                    const Tensor &num_segments_like,
+                    const std::string &name = "");
+Tensor segment_sqrt_n(const Tensor &data, const Tensor &segment_ids,
+                      const Tensor &num_segments_like,
+                      const std::string &name = "");
+/// tf.raw_ops.Bucketize: the bucket of each element of `x` (float or int),
+/// I64 (TF: int32; estc ids are I64) of x's shape: the number of boundaries
+/// <= x (NaN: all of them). `boundaries` sorted ascending, not NaN; as in
+/// TF (a list(float) attribute) they are rounded to f32 and x compared as
+/// f32 (f64 x as f64). Op `bucketize`; not differentiable.
+Tensor bucketize(const Tensor &x, const std::vector<double> &boundaries,
+                 const std::string &name = "");
+/// tf.nn.safe_embedding_lookup_sparse over SparseIds: params [vocab, dim...]
+/// (float) -> [batch, dim...], each row the `combiner` of the embeddings of
+/// its ids: "sum" sum(w e), "mean" sum(w e) / sum(w), "sqrtn"
+/// sum(w e) / sqrt(sum(w^2)) (w = 1 without weights: the divisor is the
+/// row's length); rows with no ids give zeros. As TF, mean and sqrtn prune
+/// ids of weight <= 0. `max_norm` > 0 clips each embedding's L2 norm to it
+/// before combining (embedding_lookup's max_norm, tf.clip_by_norm); <= 0:
+/// none. Differentiable in params (a gather of a variable's read: a sparse
+/// gradient, docs/autodiff.md).
+Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
+                                    const std::string &combiner = "mean",
+                                    double max_norm = 0,
+                                    const std::string &name = "");
+/// Multi-hot with counts (tf.sparse.to_indicator, tf.feature_column's
+/// indicator_column): F32 [batch, depth], element (r, i) the number of ids
+/// i in row r, or with weights their summed weights. Ids outside
+/// [0, depth) count nowhere.
+Tensor sparse_to_indicator(const SparseIds &ids, int64_t depth,
+                           const std::string &name = "");
+
 // --- Misc -----------------------------------------------------------------
 Tensor stop_gradient(const Tensor &x, const std::string &name = "");
 /// Tensors of zeros / ones with x's shape (ops `zeros_like` / `ones_like`;
@@ -177,6 +237,14 @@ Operation assign(const Variable &variable, const Tensor &value,
                  const std::string &name = "");
 Operation assign_add(const Variable &variable, const Tensor &value,
                      const std::string &name = "");
+/// tf.group: one operation that runs `ops` (minimize, assign, other
+/// groups, ...), e.g. a train_op of two optimizers' minimizes and the
+/// "update_ops" collection. Graph-only op `group` without a value: the
+/// importer replaces a train_op or metric update that is a group by its
+/// inputs (recursively). `ops` must not be empty (default name
+/// "group_deps", TF's).
+Operation group(const std::vector<Operation> &ops,
+                const std::string &name = "");
 
 // --- Random (counter = the current mode's global_step) ------------------
 // `seed` absent: derived from the graph seed and the node name.

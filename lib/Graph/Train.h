@@ -5,7 +5,10 @@
 // Optimizers are descriptions: `minimize(loss)` emits one `minimize` node
 // (attrs `optimizer`, `hyperparameters`, optional `var_list`) that the
 // compiler's training pass expands into gradients and updates; it also bumps
-// global_step. The metrics (tf.metrics) are in lib/Graph/Metrics.h.
+// global_step (once per step, however many minimizes a train_op groups:
+// `group(opt1.minimize(loss, a), opt2.minimize(loss, b))` trains both var
+// lists from the same gradients, as DNNLinearCombined does). The metrics
+// (tf.metrics) are in lib/Graph/Metrics.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_GRAPH_TRAIN_H

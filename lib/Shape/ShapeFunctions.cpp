@@ -513,6 +513,23 @@ ShapeOr scatter(const Dims &ref, const Dims &indices, const Dims &updates) {
   return ref;
 }
 
+ShapeOr unsortedSegmentSum(const Dims &data, const Dims &segmentIds,
+                           const Dims &numSegmentsLike) {
+  if (data.empty())
+    return fail("data must have rank >= 1, got a scalar");
+  if (segmentIds.size() != 1)
+    return fail("segment_ids must have rank 1, got ", toString(segmentIds));
+  if (segmentIds[0] != kUnknownDim && data[0] != kUnknownDim &&
+      segmentIds[0] != data[0])
+    return fail("segment_ids ", toString(segmentIds),
+                " must have one id per row of data ", toString(data));
+  if (numSegmentsLike.empty())
+    return fail("num_segments_like must have rank >= 1, got a scalar");
+  Dims out = data;
+  out[0] = numSegmentsLike[0];
+  return out;
+}
+
 ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis) {
   if (depth < 1)
     return fail("one_hot depth must be positive, got ", depth);

@@ -129,6 +129,10 @@ ShapeOr gather(const Dims &params, const Dims &indices, int64_t axis);
 /// scatter on axis 0 (the transpose of gather on axis 0): `updates` must be
 /// `indices + ref[1:]`; the result is `ref`.
 ShapeOr scatter(const Dims &ref, const Dims &indices, const Dims &updates);
+/// unsorted_segment_sum: data [N, ...], segment_ids [N] -> [B] + data[1:],
+/// B = dim 0 of `numSegmentsLike` (any rank >= 1).
+ShapeOr unsortedSegmentSum(const Dims &data, const Dims &segmentIds,
+                           const Dims &numSegmentsLike);
 /// Inserts `depth` at `axis` (-1 = last) of the indices' shape.
 ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis);
 

@@ -960,6 +960,64 @@ Value scatter(const OpContext &ctx) {
   return out;
 }
 
+/// Rows of data summed per segment in row order; ids outside [0, B) are
+/// dropped (docs/ops.md).
+Value unsortedSegmentSum(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  const Value &data = ctx.input(0), &ids = ctx.input(1), &like = ctx.input(2);
+  ctx.expectInteger(ids, "segment_ids");
+  if (data.dtype == g::DT_BOOL)
+    ctx.error("data must be a float or integer tensor, got i1");
+  Dims outShape =
+      ctx.check(shape::unsortedSegmentSum(data.shape, ids.shape, like.shape));
+  Value out = makeValue(data.dtype, outShape);
+  int64_t segments = outShape[0];
+  size_t rowSize =
+      static_cast<size_t>(product(Dims(outShape.begin() + 1, outShape.end())));
+  for (size_t i = 0; i < ids.data.size(); ++i) {
+    double id = ids.data[i];
+    if (id < 0 || id >= static_cast<double>(segments))
+      continue;
+    size_t dst = static_cast<size_t>(id) * rowSize;
+    for (size_t j = 0; j < rowSize; ++j)
+      out.data[dst + j] =
+          normalize(data.dtype, out.data[dst + j] + data.data[i * rowSize + j]);
+  }
+  return out;
+}
+
+/// TF's Bucketize: the number of boundaries b with !(x < b), boundaries
+/// rounded to float (TF's list(float)), x compared as float unless f64.
+Value bucketize(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  if (x.dtype == g::DT_BOOL)
+    ctx.error("x must be a float or integer tensor, got i1");
+  const g::AttrValue &attr = ctx.require("boundaries");
+  if (!attr.has_list() || attr.list().i_size() != 0 ||
+      attr.list().s_size() != 0)
+    ctx.error("attribute 'boundaries' must be a list of floats");
+  std::vector<double> bounds;
+  for (double b : attr.list().f()) {
+    if (std::isnan(b))
+      ctx.error("boundary " + std::to_string(bounds.size()) + " is NaN");
+    if (!bounds.empty() && static_cast<float>(b) < bounds.back())
+      ctx.error("boundaries must be sorted ascending");
+    bounds.push_back(static_cast<float>(b));
+  }
+  Value out = makeValue(g::DT_INT64, x.shape);
+  for (int64_t i = 0; i < x.numElements(); ++i) {
+    double v = x.dtype == g::DT_DOUBLE
+                   ? x.data[i]
+                   : static_cast<double>(static_cast<float>(x.data[i]));
+    int64_t count = 0;
+    for (double b : bounds)
+      count += !(v < b);
+    out.data[i] = static_cast<double>(count);
+  }
+  return out;
+}
+
 Value oneHot(const OpContext &ctx) {
   ctx.expectInputs(1, 1);
   const Value &indices = ctx.input(0);
@@ -1305,7 +1363,9 @@ const std::map<std::string, Kernel> &kernels() {
     // Indexing.
     t["gather"] = gather;
     t["scatter"] = scatter;
+    t["unsorted_segment_sum"] = unsortedSegmentSum;
     t["one_hot"] = oneHot;
+    t["bucketize"] = bucketize;
     // Neural-network ops and losses.
     t["softmax"] = [](const OpContext &c) { return softmax(c, false); };
     t["log_softmax"] = [](const OpContext &c) { return softmax(c, true); };
@@ -1353,7 +1413,7 @@ const std::map<std::string, Kernel> &kernels() {
 /// Ops the evaluator handles itself (no kernel).
 bool isSpecialOp(const std::string &op) {
   return op == "placeholder" || op == "read_variable" ||
-         op == "assign_variable" || op == "minimize";
+         op == "assign_variable" || op == "minimize" || op == "group";
 }
 
 /// "node:0" -> "node"; other output indices are errors (one output per node).
@@ -1526,6 +1586,12 @@ Value Evaluator::evaluateNode(int index,
       fail("node '" + node.name() + "' (read_variable) takes no inputs");
     return readVariable(node);
   }
+  if (op == "group") {
+    // Its inputs ran before it (they are its inputs); it has no value.
+    Value none;
+    none.dtype = g::DT_INVALID;
+    return none;
+  }
   if (op == "assign_variable") {
     if (inputs.size() != 1)
       fail("node '" + node.name() + "' (assign_variable) takes one input");
@@ -1565,7 +1631,7 @@ std::map<int, Value> Evaluator::execute(const std::vector<int> &targets,
     std::vector<const Value *> inputs;
     for (int input : inputsOf_[i]) {
       const Value &v = values.at(input);
-      if (v.dtype == g::DT_INVALID)
+      if (v.dtype == g::DT_INVALID && graph_.node(i).op() != "group")
         fail("node '" + graph_.node(i).name() + "' uses node '" +
              graph_.node(input).name() + "', which has no value");
       inputs.push_back(&v);

@@ -18,7 +18,8 @@
 // Every error (invalid or unsupported graph, missing feed or variable, bad
 // feed shape, out-of-range gather index) throws std::runtime_error with one
 // line starting "reference: ", naming the node or variable at fault.
-// `minimize` is not evaluated (gradients come later).
+// `minimize` is not evaluated (gradients come later). `group` (tf.group)
+// runs its inputs and has no value.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_TEST_REFERENCE_REFERENCEEVALUATOR_H

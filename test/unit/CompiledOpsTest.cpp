@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -546,6 +547,167 @@ TEST(CompiledOps, GatherOneHot) {
           [](Graph &, const TensorMap &x) {
             return one_hot(x["i"], 5, 1.0, 0.0, 1);
           });
+}
+
+//===----------------------------------------------------------------------===//
+// Segments, buckets and sparse ids (feature columns)
+//===----------------------------------------------------------------------===//
+
+TEST(CompiledOps, UnsortedSegmentSum) {
+  auto sum = [](Graph &, const TensorMap &x) {
+    return unsorted_segment_sum(x["d"], x["i"], x["l"]);
+  };
+  // N != B: 7 rows into 4 segments (the third operand's dim 0, not data's);
+  // ids in [-1, 5]: duplicates, empty segments, and -1, 4, 5 dropped.
+  checkOp({{"d", DType::Float32, {7, 3}},
+           {"i", DType::Int64, {7}, -1, 5},
+           {"l", DType::Int64, {4, 2}}},
+          sum, {1});
+  // A run-time number of rows (the batch) into 4 segments; i32 ids.
+  checkOp({{"d", DType::Float32, {-1, 2, 3}},
+           {"i", DType::Int32, {-1}, 0, 3},
+           {"l", DType::Float32, {4}}},
+          sum);
+  // A run-time number of segments (the batch) from 7 rows: at batch 1 most
+  // ids are dropped, at 17 most segments are empty.
+  checkOp({{"d", DType::Float32, {7, 3}},
+           {"i", DType::Int64, {7}, 0, 3},
+           {"l", DType::Int64, {-1}}},
+          sum);
+  // Integer data, rank 1.
+  checkOp({{"d", DType::Int32, {-1}, -5, 5},
+           {"i", DType::Int64, {-1}, 0, 2},
+           {"l", DType::Int64, {3}}},
+          sum);
+  // Mean and sqrt_n: divided by the count of ids (empty segments: zeros).
+  std::vector<Feature> f = {{"d", DType::Float32, {-1, 3}},
+                            {"i", DType::Int64, {-1}, 0, 5},
+                            {"l", DType::Int64, {6, 1}}};
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return segment_mean(x["d"], x["i"], x["l"]);
+  });
+  checkOp(f, [](Graph &, const TensorMap &x) {
+    return segment_sqrt_n(x["d"], x["i"], x["l"]);
+  });
+}
+
+TEST(CompiledOps, Bucketize) {
+  // Elements on a boundary, NaN, infinities, -0 and f32 0.7 (below the
+  // double 0.7, equal to the f32 boundary), then random ones.
+  auto edges = [](std::map<std::string, Value> &feeds) {
+    std::vector<double> &d = feeds.at("x").data;
+    const double special[] = {std::nan(""),
+                              std::numeric_limits<double>::infinity(),
+                              -std::numeric_limits<double>::infinity(),
+                              -0.0,
+                              static_cast<float>(0.7),
+                              1.5,
+                              -1.0};
+    for (size_t i = 0; i < d.size() && i < std::size(special); ++i)
+      d[i] = special[i];
+  };
+  std::vector<double> many;
+  for (int i = 0; i < 40; ++i)
+    many.push_back(-2.0 + 0.1 * i);
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 7}, -2.5, 2.5},
+                            {"i", DType::Int64, {-1}, -3, 3}};
+  g::GraphDef graph = predictGraph(f, [&](Graph &, const TensorMap &x) {
+    return TensorMap{{"few", bucketize(x["x"], {-1.0, 0.0, 0.7, 1.5})},
+                     {"ties", bucketize(x["x"], {0.0, 0.0, 1.5})},
+                     {"none", bucketize(x["x"], {})},
+                     {"many", bucketize(x["x"], many)},
+                     {"f64", bucketize(cast(x["x"], DType::Float64), many)},
+                     {"int", bucketize(x["i"], {-1.5, 0.0, 0.0, 2.0})}};
+  });
+  expectMatchesReference(graph, f, {1, 3, 17}, 0.0, {}, edges);
+}
+
+namespace {
+/// 9 ids in 5 batch rows (row 2 has none), as the host half makes them.
+SparseIds constantSparseIds(Graph &g, const TensorMap &x) {
+  SparseIds sp;
+  sp.ids = x["ids"];
+  sp.rows = g.constant({0, 0, 0, 1, 3, 3, 4, 4, 4}, {9}, DType::Int64);
+  sp.row_lengths = g.constant({3, 1, 0, 2, 3}, {5}, DType::Int64);
+  return sp;
+}
+} // namespace
+
+TEST(CompiledOps, SafeEmbeddingLookupSparse) {
+  // Duplicate ids in a row, an empty row, negative and zero weights (pruned
+  // by mean and sqrtn, not by sum), max_norm.
+  std::vector<Feature> f = {{"params", DType::Float32, {10, 4}, -1.5, 1.5},
+                            {"ids", DType::Int64, {9}, 0, 9},
+                            {"w", DType::Float32, {9}, -0.5, 2.0}};
+  auto zeroWeight = [](std::map<std::string, Value> &feeds) {
+    feeds.at("w").data[1] = 0.0;
+    feeds.at("ids").data[4] = feeds.at("ids").data[5]; // a duplicate
+  };
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &x) {
+    TensorMap out;
+    SparseIds plain = constantSparseIds(g, x);
+    SparseIds weighted = plain;
+    weighted.weights = x["w"];
+    for (const char *combiner : {"sum", "mean", "sqrtn"})
+      for (double maxNorm : {0.0, 0.8}) {
+        std::string key = std::string(combiner) + (maxNorm > 0 ? "_clip" : "");
+        out.set(key, safe_embedding_lookup_sparse(x["params"], plain, combiner,
+                                                  maxNorm));
+        out.set(key + "_w", safe_embedding_lookup_sparse(x["params"], weighted,
+                                                         combiner, maxNorm));
+      }
+    return out;
+  });
+  expectMatchesReference(graph, f, {1}, 1e-5, {}, zeroWeight);
+
+  // Run-time sizes: n = the batch ids into 4 rows (rows unsorted).
+  std::vector<Feature> g2 = {{"ids", DType::Int64, {-1}, 0, 9},
+                             {"rows", DType::Int64, {-1}, 0, 3},
+                             {"w", DType::Float32, {-1}, 0.1, 2.0}};
+  g::GraphDef dynamic = predictGraph(g2, [](Graph &g, const TensorMap &x) {
+    SparseIds sp{x["ids"], x["rows"],
+                 g.constant({0, 0, 0, 0}, {4}, DType::Int64), x["w"]};
+    return TensorMap{{"y", safe_embedding_lookup_sparse(
+                               constant(g, {10, 3}, 11), sp, "sqrtn", 0.5)}};
+  });
+  expectMatchesReference(dynamic, g2);
+}
+
+TEST(CompiledOps, SparseToIndicator) {
+  // Ids up to 11 with depth 10: 10 and 11 count nowhere.
+  std::vector<Feature> f = {{"ids", DType::Int64, {9}, 0, 11},
+                            {"w", DType::Float32, {9}, -1.0, 2.0}};
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &x) {
+    SparseIds plain = constantSparseIds(g, x);
+    SparseIds weighted = plain;
+    weighted.weights = x["w"];
+    return TensorMap{{"counts", sparse_to_indicator(plain, 10)},
+                     {"weights", sparse_to_indicator(weighted, 10)}};
+  });
+  expectMatchesReference(graph, f, {1});
+}
+
+TEST(CompiledOps, BatchNormalization) {
+  // Training: the batch's statistics (rank 2 and the fused rank-4 case);
+  // not training: the moving statistics, set here.
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 3}, -3, 3},
+                            {"img", DType::Float32, {-1, 2, 2, 3}, -3, 3}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &x) {
+    return TensorMap{
+        {"train", layers::batch_normalization(x["x"], /*training=*/true)},
+        {"infer", layers::batch_normalization(x["x"], /*training=*/false)},
+        {"img", layers::batch_normalization(x["img"], /*training=*/true, 1)}};
+  });
+  std::map<std::string, Value> variables;
+  std::mt19937 rng(5);
+  for (const g::VariableDef &v : graph.variable()) {
+    Dims shape(v.shape().dim().begin(), v.shape().dim().end());
+    bool positive = v.name().find("variance") != std::string::npos ||
+                    v.name().find("gamma") != std::string::npos;
+    variables[v.name()] = randomValue(
+        {v.name(), DType::Float32, shape, positive ? 0.5 : -1.0, 2.0}, 1, rng);
+  }
+  expectMatchesReference(graph, f, {2, 3, 17}, 1e-4, variables);
 }
 
 //===----------------------------------------------------------------------===//

@@ -262,6 +262,76 @@ GRADIENT_TEST(GatherSparseAndDense, -2, 2,
 
 GRADIENT_TEST(Dropout, -2, 2, nn::dropout(square(x), 0.5, 5))
 
+// Segments: x [4, 3] rows into 3 segments (segment 1 empty, duplicates in
+// 0 and 2); the gradient of data is gather(g, ids).
+Tensor segmentIds(Graph &g) {
+  return g.constant({2, 0, 2, 0}, {4}, DType::Int64);
+}
+Tensor threeSegments(Graph &g) {
+  return g.constant({0, 0, 0}, {3}, DType::Int64);
+}
+#define SEGMENT_TEST(name, expr)                                               \
+  TEST(GradientCheckTest, name) {                                              \
+    checkGradient(                                                             \
+        [](Graph &g, const Tensor &x, const Tensor &a) {                       \
+          (void)a;                                                             \
+          return expr;                                                         \
+        },                                                                     \
+        -2, 2, 2e-3, {4, 3});                                                  \
+  }
+SEGMENT_TEST(UnsortedSegmentSum,
+             unsorted_segment_sum(multiply(x, a), segmentIds(g),
+                                  threeSegments(g)))
+SEGMENT_TEST(SegmentMean,
+             segment_mean(square(x), segmentIds(g), threeSegments(g)))
+SEGMENT_TEST(SegmentSqrtN,
+             segment_sqrt_n(multiply(x, a), segmentIds(g), threeSegments(g)))
+
+// safe_embedding_lookup_sparse: 7 ids in 4 rows (row 2 empty), duplicates,
+// weights (one negative: pruned by mean and sqrtn); params the trained
+// variable (a gather of its read: a sparse gradient) or a dense function
+// of it (the dense gather gradient).
+SparseIds lookupIds(Graph &g, bool weighted) {
+  SparseIds sp{g.constant({1, 3, 1, 0, 2, 3, 3}, {7}, DType::Int64),
+               g.constant({0, 0, 0, 1, 3, 3, 3}, {7}, DType::Int64),
+               g.constant({3, 1, 0, 3}, {4}, DType::Int64), Tensor()};
+  if (weighted)
+    sp.weights =
+        g.constant({0.5, 2.0, 1.0, 1.5, -1.0, 0.25, 3.0}, {7}, DType::Float32);
+  return sp;
+}
+#define LOOKUP_TEST(name, params, weighted, combiner, maxNorm)                 \
+  TEST(GradientCheckTest, name) {                                              \
+    checkGradient(                                                             \
+        [](Graph &g, const Tensor &x, const Tensor &a) {                       \
+          (void)a;                                                             \
+          return safe_embedding_lookup_sparse(params, lookupIds(g, weighted),  \
+                                              combiner, maxNorm);              \
+        },                                                                     \
+        -2, 2, 2e-3, {4, 3});                                                  \
+  }
+LOOKUP_TEST(EmbeddingLookupSum, x, false, "sum", 0.0)
+LOOKUP_TEST(EmbeddingLookupMean, x, false, "mean", 0.0)
+LOOKUP_TEST(EmbeddingLookupSqrtn, x, false, "sqrtn", 0.0)
+LOOKUP_TEST(EmbeddingLookupWeightedSum, x, true, "sum", 0.0)
+LOOKUP_TEST(EmbeddingLookupWeightedMean, x, true, "mean", 0.0)
+LOOKUP_TEST(EmbeddingLookupWeightedSqrtn, x, true, "sqrtn", 0.0)
+LOOKUP_TEST(EmbeddingLookupMaxNorm, x, true, "mean", 1.5)
+LOOKUP_TEST(EmbeddingLookupDenseParams, multiply(x, a), true, "sqrtn", 0.0)
+LOOKUP_TEST(EmbeddingLookupDenseParamsMaxNorm, square(x), false, "sum", 1.0)
+
+// Batch normalization in training: x [4, 3] normalized with the batch's
+// statistics (gamma left out: the other variables are zero here).
+TEST(GradientCheckTest, BatchNormalizationTraining) {
+  checkGradient(
+      [](Graph &, const Tensor &x, const Tensor &a) {
+        return layers::batch_normalization(multiply(x, a), /*training=*/true,
+                                           -1, 0.99, 1e-3, /*center=*/true,
+                                           /*scale=*/false);
+      },
+      -2, 2, 5e-3, {4, 3});
+}
+
 /// The gradient check of a window op at a run-time batch: the feature `a`
 /// has a dynamic batch (`aShape[0] == -1`), the variable x a static shape,
 /// and loss = reduce_sum(fn(x, a) * c), c of fn's shape without the batch.

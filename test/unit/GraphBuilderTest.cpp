@@ -9,6 +9,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 using namespace estc;
@@ -506,6 +507,166 @@ TEST(GraphBuilder, IndexingAndNN) {
   EXPECT_EQ(stop_gradient(z).op(), "stop_gradient");
   expectGraphError([&] { nn::bias_add(logits, logits); },
                    {"bias_add", "rank 1"});
+}
+
+TEST(GraphBuilder, SegmentsAndBuckets) {
+  Graph g;
+  Tensor data = g.placeholder("data", DType::Float32, {7, 3});
+  Tensor ids = g.placeholder("ids", DType::Int64, {7});
+  Tensor like = g.placeholder("like", DType::Int64, {4, 2});
+  // The number of segments is dim 0 of the third operand.
+  Tensor s = unsorted_segment_sum(data, ids, like);
+  EXPECT_EQ(s.op(), "unsorted_segment_sum");
+  EXPECT_EQ(s.name(), "UnsortedSegmentSum");
+  EXPECT_EQ(s.shape(), (Dims{4, 3}));
+  EXPECT_EQ(s.dtype(), DType::Float32);
+  Tensor batch = g.placeholder("batch", DType::Int64, {U});
+  EXPECT_EQ(unsorted_segment_sum(data, ids, batch).shape(), (Dims{U, 3}));
+  expectGraphError([&] { unsorted_segment_sum(data, data, like); },
+                   {"unsorted_segment_sum", "'data'", "i32 or i64"});
+  expectGraphError(
+      [&] {
+        unsorted_segment_sum(data, g.placeholder("six", DType::Int64, {6}),
+                             like);
+      },
+      {"unsorted_segment_sum", "one id per row of data [7,3]"});
+  Tensor mean = segment_mean(data, ids, like);
+  EXPECT_EQ(mean.shape(), (Dims{4, 3}));
+  EXPECT_EQ(mean.name().rfind("UnsortedSegmentMean/", 0), 0u) << mean.name();
+  EXPECT_EQ(segment_sqrt_n(data, ids, batch).shape(), (Dims{U, 3}));
+  expectGraphError([&] { segment_mean(ids, ids, like); },
+                   {"segment_mean", "'ids'", "must be a float tensor"});
+
+  Tensor x = g.placeholder("x", DType::Float32, {U, 2});
+  Tensor b = bucketize(x, {0.0, 1.0, 1.0, 2.5});
+  EXPECT_EQ(b.op(), "bucketize");
+  EXPECT_EQ(b.dtype(), DType::Int64);
+  EXPECT_EQ(b.shape(), (Dims{U, 2}));
+  const auto &f = attr(b, "boundaries").list().f();
+  EXPECT_EQ(std::vector<double>(f.begin(), f.end()),
+            (std::vector<double>{0.0, 1.0, 1.0, 2.5}));
+  EXPECT_EQ(bucketize(ids, {}).shape(), Dims{7});
+  expectGraphError([&] { bucketize(x, {0.0, 2.0, 1.0}); },
+                   {"bucketize", "sorted ascending", "boundary 2 (1)"});
+  expectGraphError([&] { bucketize(x, {0.0, std::nan("")}); },
+                   {"bucketize", "boundary 1 is NaN"});
+  expectGraphError(
+      [&] { bucketize(g.placeholder("flag", DType::Bool, {U}), {0.0}); },
+      {"bucketize", "float or integer"});
+}
+
+TEST(GraphBuilder, SparseIdsLookupsAndIndicator) {
+  Graph g;
+  SparseIds sp{g.placeholder("sex/ids", DType::Int64, {U}),
+               g.placeholder("sex/rows", DType::Int64, {U}),
+               g.placeholder("sex/row_lengths", DType::Int64, {U}), Tensor()};
+  Tensor params = g.placeholder("params", DType::Float32, {10, 4});
+  for (const char *combiner : {"sum", "mean", "sqrtn"}) {
+    SCOPED_TRACE(combiner);
+    Tensor e = safe_embedding_lookup_sparse(params, sp, combiner);
+    EXPECT_EQ(e.shape(), (Dims{U, 4}));
+    EXPECT_EQ(e.dtype(), DType::Float32);
+  }
+  Tensor clipped = safe_embedding_lookup_sparse(params, sp, "mean", 1.5);
+  EXPECT_EQ(clipped.name().rfind("embedding_lookup_3/", 0), 0u)
+      << clipped.name();
+  SparseIds weighted = sp;
+  weighted.weights = g.placeholder("sex/weights", DType::Float32, {U});
+  EXPECT_EQ(safe_embedding_lookup_sparse(params, weighted, "sqrtn").shape(),
+            (Dims{U, 4}));
+  expectGraphError([&] { safe_embedding_lookup_sparse(params, sp, "max"); },
+                   {"safe_embedding_lookup_sparse", "combiner", "\"max\""});
+  expectGraphError([&] { safe_embedding_lookup_sparse(sp.ids, sp); },
+                   {"safe_embedding_lookup_sparse", "params 'sex/ids'",
+                    "float tensor of rank >= 2"});
+  SparseIds noRows = sp;
+  noRows.rows = Tensor();
+  expectGraphError(
+      [&] { safe_embedding_lookup_sparse(params, noRows); },
+      {"safe_embedding_lookup_sparse", "SparseIds.rows", "empty Tensor"});
+  SparseIds intWeights = sp;
+  intWeights.weights = sp.ids;
+  expectGraphError(
+      [&] { sparse_to_indicator(intWeights, 3); },
+      {"sparse_to_indicator", "SparseIds.weights 'sex/ids'", "rank-1 float"});
+  Graph other;
+  SparseIds foreign = sp;
+  foreign.row_lengths = other.placeholder("n", DType::Int64, {U});
+  expectGraphError([&] { safe_embedding_lookup_sparse(params, foreign); },
+                   {"SparseIds.row_lengths 'n'", "another graph"});
+
+  Tensor hot = sparse_to_indicator(weighted, 5);
+  EXPECT_EQ(hot.shape(), (Dims{U, 5}));
+  EXPECT_EQ(hot.dtype(), DType::Float32);
+  expectGraphError([&] { sparse_to_indicator(sp, 0); },
+                   {"sparse_to_indicator", "depth must be positive"});
+}
+
+TEST(GraphBuilder, GroupAndBatchNormalization) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 3});
+  Operation none;
+  expectGraphError([&] { group({}); }, {"group", "at least one"});
+  expectGraphError([&] { group({none}); }, {"group", "empty Operation"});
+
+  // tf.compat.v1.layers.batch_normalization's variables, names and updates.
+  Tensor y = layers::batch_normalization(x, /*training=*/true);
+  EXPECT_EQ(y.shape(), (Dims{U, 3}));
+  layers::batch_normalization(x, /*training=*/false);
+  graph::GraphDef def = g.graph_def();
+  std::vector<std::string> names;
+  for (const auto &v : def.variable())
+    names.push_back(v.name() + (v.trainable() ? "" : " (not trainable)"));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "batch_normalization/gamma",
+                       "batch_normalization/beta",
+                       "batch_normalization/moving_mean (not trainable)",
+                       "batch_normalization/moving_variance (not trainable)",
+                       "batch_normalization_1/gamma",
+                       "batch_normalization_1/beta",
+                       "batch_normalization_1/moving_mean (not trainable)",
+                       "batch_normalization_1/moving_variance (not trainable)",
+                   }));
+  EXPECT_EQ(findVar(def, "batch_normalization/gamma")->initializer().type(),
+            "ones");
+  EXPECT_EQ(
+      findVar(def, "batch_normalization/moving_variance")->initializer().type(),
+      "ones");
+  // Only training adds the moving-average updates, two per layer.
+  std::vector<Tensor> updates = g.get_collection("update_ops");
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].op(), "assign_variable");
+  EXPECT_EQ(attr(updates[0], "variable").s(),
+            "batch_normalization/moving_mean");
+  EXPECT_EQ(attr(updates[1], "variable").s(),
+            "batch_normalization/moving_variance");
+  EXPECT_EQ(updates[0].name().rfind("batch_normalization/AssignMovingAvg/", 0),
+            0u)
+      << updates[0].name();
+
+  Operation train = group(updates, "train_op");
+  EXPECT_EQ(train.op(), "group");
+  EXPECT_FALSE(train.has_value());
+  EXPECT_EQ(g.node(train.name()).input_size(), 2);
+  EXPECT_EQ(group({train}).name(), "group_deps");
+  // A group has no value: it cannot be an input of a value op.
+  expectGraphError([&] { estc::negative(train); }, {"no value"});
+
+  Tensor img = g.placeholder("img", DType::Float32, {U, 4, 4, 2});
+  EXPECT_EQ(layers::batch_normalization(img, true, 1, 0.9, 1e-3, false, false)
+                .shape(),
+            (Dims{U, 4, 4, 2}));
+  EXPECT_TRUE(g.find_variable("batch_normalization_2/moving_mean"));
+  EXPECT_EQ(g.find_variable("batch_normalization_2/moving_mean")->shape(),
+            Dims{4});
+  EXPECT_FALSE(g.find_variable("batch_normalization_2/gamma"));
+  expectGraphError(
+      [&] {
+        layers::batch_normalization(g.placeholder("u", DType::Float32, {U, U}));
+      },
+      {"batch_normalization", "must be known"});
+  expectGraphError([&] { layers::batch_normalization(x, true, 2); },
+                   {"batch_normalization", "axis 2 is out of range"});
 }
 
 TEST(GraphBuilder, RandomOpsAndSeeds) {

@@ -716,6 +716,103 @@ TEST(UnusedVariablesTest, GetNoUpdateAndNoSlots) {
       3.0);
 }
 
+// --- Several optimizers in one train_op --------------------------------------
+// train_op = group(Ftrl.minimize(loss, {w}), group(Adagrad.minimize(loss,
+// {v}), Adam.minimize(loss, {u})), assign_add(calls, 1)), loss the sum of
+// c * (var - t)^2 over w, v and u: each variable follows its optimizer with
+// the gradient of the values before the step (as TF's group of minimizes
+// over disjoint var_lists, how DNNLinearCombined trains), the assignment
+// runs, and global_step goes up once per step (adam's t too).
+
+TEST(GroupedOptimizersTest, EachVarListFollowsItsOptimizer) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"t", DType::Float32, kShape});
+  build_mode(
+      graph, ModeKeys::TRAIN, inputs,
+      [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+        Tensor c = gr.constant(kC, kShape, DType::Float32);
+        std::vector<Variable> vars;
+        Tensor loss;
+        for (const char *name : {"w", "v", "u"}) {
+          vars.push_back(gr.get_variable(name, DType::Float32, kShape,
+                                         zeros_initializer()));
+          Tensor term = reduce_sum(multiply(
+              c, square(subtract(gr.read_variable(vars.back()), f["t"]))));
+          loss = loss.valid() ? add(loss, term) : term;
+        }
+        Variable calls = gr.get_variable("calls", DType::Float32, {},
+                                         zeros_initializer(), false);
+        Signature spec;
+        spec.loss = loss;
+        spec.train_op = group(
+            {train::FtrlOptimizer(0.2).minimize(loss, {vars[0]}),
+             group({train::AdagradOptimizer(0.1).minimize(loss, {vars[1]}),
+                    train::AdamOptimizer(0.05).minimize(loss, {vars[2]})}),
+             assign_add(calls, gr.constant(1.0))});
+        return spec;
+      });
+  std::unique_ptr<JitModel> model = jitCompileForTest(
+      graph.graph_def(), "Grouped", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(model);
+  JitModel &m = *model;
+  m.run("init");
+  Value start;
+  start.dtype = g::DT_FLOAT;
+  start.shape = kShape;
+  start.data = kW0;
+  for (const char *name : {"w", "v", "u"})
+    store(start, m.variable_data(m.variable_index(name)));
+  int trainFn = m.function_index("train");
+  int tIn = m.input_index(trainFn, "features/t");
+  ASSERT_GE(tIn, 0);
+
+  // One reference per variable, each naming its variable "w".
+  struct Ref {
+    const char *name;
+    RefStep step;
+    double lr;
+    RefState state;
+  };
+  std::vector<Ref> refs = {{"w", ftrlRef(-0.5, 0.1, 0.0, 0.0), 0.2, {}},
+                           {"v", adagradRef(0.1), 0.1, {}},
+                           {"u", adamRef(0.9, 0.999, 1e-8), 0.05, {}}};
+  for (Ref &r : refs)
+    r.state.vars["w"] = kW0;
+  for (int s = 0; s < kSteps; ++s) {
+    Value t;
+    t.dtype = g::DT_FLOAT;
+    t.shape = kShape;
+    t.data = kTargets[s % kTargets.size()];
+    store(t, m.input_data(trainFn, tIn));
+    m.run(trainFn);
+    for (Ref &r : refs) {
+      const std::vector<double> &w = r.state.vars["w"];
+      std::vector<double> grad(w.size());
+      for (size_t i = 0; i < w.size(); ++i)
+        grad[i] =
+            2.0f * (static_cast<float>(kC[i]) *
+                    (static_cast<float>(w[i]) - static_cast<float>(t.data[i])));
+      r.step(r.state, grad, r.lr);
+      ++r.state.step;
+      for (const auto &[refName, values] : r.state.vars) {
+        std::string name = r.name + refName.substr(1); // w/Adam -> u/Adam
+        int index = m.variable_index(name);
+        ASSERT_GE(index, 0) << name;
+        for (size_t i = 0; i < values.size(); ++i)
+          EXPECT_NEAR(load(g::DT_FLOAT, m.variable_data(index), i), values[i],
+                      1e-5 * std::max(1.0, std::abs(values[i])))
+              << name << "[" << i << "] after step " << s + 1;
+      }
+    }
+    EXPECT_EQ(
+        load(g::DT_INT64, m.variable_data(m.variable_index("global_step")), 0),
+        s + 1.0);
+    EXPECT_EQ(load(g::DT_FLOAT, m.variable_data(m.variable_index("calls")), 0),
+              s + 1.0);
+  }
+}
+
 // --- Sparse (gathered) gradients ---------------------------------------------
 // loss = sum(c * (gather(E, ids) - t)^2) with duplicate ids: E's gradient is
 // rows. The ids are the same every step, so on the gathered rows the sparse

@@ -635,6 +635,71 @@ TEST(ReferenceIndexing, OneHot) {
                    i32({2, 2}, {-1, -1, 5, -1})));
 }
 
+TEST(ReferenceIndexing, UnsortedSegmentSum) {
+  Value data = f32({6, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  // 5 segments from the third operand's dim 0 (not data's 6); segment 4 is
+  // empty; -1 and 5 are dropped; duplicates add up.
+  EXPECT_TRUE(
+      same(evalOp("unsorted_segment_sum", {data, i64({6}, {0, 2, 2, 1, 0, 3}),
+                                           i64({5, 1}, {9, 9, 9, 9, 9})}),
+           f32({5, 2}, {8, 10, 6, 7, 6, 8, 10, 11, 0, 0})));
+  EXPECT_TRUE(
+      same(evalOp("unsorted_segment_sum",
+                  {data, i32({6}, {-1, 1, 5, 1, 0, 1}), f32({2}, {0, 0})}),
+           f32({2, 2}, {8, 9, 18, 21})));
+  EXPECT_TRUE(
+      same(evalOp("unsorted_segment_sum",
+                  {i64({3}, {4, 5, 6}), i64({3}, {1, 1, 0}), i1({2}, {0, 1})}),
+           i64({2}, {6, 9})));
+  std::string error =
+      evalOpError("unsorted_segment_sum",
+                  {data, i64({5}, {0, 0, 0, 0, 0}), i64({2}, {0, 0})});
+  EXPECT_NE(error.find("node 'op' (unsorted_segment_sum): segment_ids [5] "
+                       "must have one id per row of data [6,2]"),
+            std::string::npos)
+      << error;
+}
+
+TEST(ReferenceIndexing, Bucketize) {
+  auto boundaries = [](std::vector<double> bounds) {
+    return [bounds](g::NodeDef &n) {
+      g::AttrValue::ListValue *list =
+          (*n.mutable_attr())["boundaries"].mutable_list();
+      for (double b : bounds)
+        list->add_f(b);
+    };
+  };
+  // TF 2.15's tf.raw_ops.Bucketize on the same numbers: a boundary equal to
+  // x counts; NaN counts them all; -0 equals 0.
+  EXPECT_TRUE(
+      same(evalOp("bucketize",
+                  {f32({10}, {-kInf, -1, 0, 0.5, 1, 1.5, 2, kNaN, kInf, -0.0})},
+                  boundaries({0, 1, 2})),
+           i64({10}, {0, 0, 1, 1, 2, 2, 3, 3, 3, 1})));
+  EXPECT_TRUE(
+      same(evalOp("bucketize", {f32({2}, {1, 2})}, boundaries({1, 1, 2})),
+           i64({2}, {2, 3})));
+  EXPECT_TRUE(same(evalOp("bucketize", {f32({2}, {-5, 5})}, boundaries({})),
+                   i64({2}, {0, 0})));
+  // Boundaries are f32 (TF's list(float)): 0.7 becomes 0.699999988, which
+  // f32 0.7 equals and f64 0.69999999 exceeds; integers compare as f32.
+  EXPECT_TRUE(same(evalOp("bucketize", {f32({1}, {static_cast<float>(0.7)})},
+                          boundaries({0.7})),
+                   i64({1}, {1})));
+  EXPECT_TRUE(same(evalOp("bucketize", {f64({2}, {0.69999999, 0.6999999})},
+                          boundaries({0.7})),
+                   i64({2}, {1, 0})));
+  EXPECT_TRUE(
+      same(evalOp("bucketize", {i64({3}, {16777217, 16777216, 16777215})},
+                  boundaries({16777217.0})),
+           i64({3}, {1, 1, 0})));
+  std::string error =
+      evalOpError("bucketize", {f32({1}, {0})}, boundaries({2, 1}));
+  EXPECT_NE(error.find("node 'op' (bucketize): boundaries must be sorted"),
+            std::string::npos)
+      << error;
+}
+
 // --- Neural-network ops and losses -----------------------------------------
 
 TEST(ReferenceNN, SoftmaxAndLogSoftmax) {
@@ -967,6 +1032,34 @@ TEST(ReferenceGraph, MinimizeIsNotEvaluated) {
   }
   // The loss alone can still be evaluated.
   EXPECT_TRUE(same(evaluator.evaluate({"loss"}).at(0), f32({}, {9})));
+}
+
+TEST(ReferenceGraph, GroupRunsItsInputs) {
+  // tf.group of two assignments (one through a nested group) as a metric
+  // update; a group has no value.
+  GraphMaker m;
+  m.variable("a", g::DT_INT64, {});
+  m.variable("b", g::DT_INT64, {});
+  m.constant("one", i64({}, {1}));
+  m.constant("two", i64({}, {2}));
+  m.assign("set_a", "a", "one");
+  m.assign("set_b", "b", "two");
+  m.node("inner", "group", {"set_b"});
+  m.node("both", "group", {"set_a", "inner"});
+  m.read("ra", "a");
+  g::SignatureDef &sig = m.signature("eval");
+  sig.set_loss("one");
+  g::MetricBinding *metric = sig.add_metrics();
+  metric->set_key("a");
+  metric->set_value("ra");
+  metric->add_update("both");
+  Evaluator evaluator(m.def());
+  evaluator.variables()["a"] = i64({}, {0});
+  evaluator.variables()["b"] = i64({}, {0});
+  std::map<std::string, Value> results = evaluator.run("eval", {});
+  EXPECT_TRUE(same(results.at("metrics/a"), i64({}, {1})));
+  EXPECT_TRUE(same(evaluator.variables().at("b"), i64({}, {2})));
+  EXPECT_EQ(evaluator.evaluate({"both"}).at(0).dtype, g::DT_INVALID);
 }
 
 TEST(ReferenceGraph, InvalidGraphsAreRejected) {

@@ -219,6 +219,16 @@ TEST(ShapeFunctions, Indexing) {
   expectDims(oneHot({U}, 10, 0), {10, U});
   expectError(oneHot({U}, 0, -1), "depth must be positive");
   expectError(oneHot({U}, 5, 2), "out of range");
+  // unsorted_segment_sum: dim 0 comes from the third operand, not from data.
+  expectDims(unsortedSegmentSum({7, 3}, {7}, {4, 2}), {4, 3});
+  expectDims(unsortedSegmentSum({U, 3, 2}, {U}, {5}), {5, 3, 2});
+  expectDims(unsortedSegmentSum({7}, {7}, {U, 9}), {U});
+  expectError(unsortedSegmentSum({}, {1}, {4}), "data must have rank >= 1");
+  expectError(unsortedSegmentSum({7, 3}, {7, 1}, {4}),
+              "segment_ids must have rank 1");
+  expectError(unsortedSegmentSum({7, 3}, {6}, {4}), "one id per row of data");
+  expectError(unsortedSegmentSum({7, 3}, {7}, {}),
+              "num_segments_like must have rank >= 1");
 }
 
 TEST(ShapeFunctions, Losses) {

@@ -1,5 +1,4 @@
-//===- Indexing.cpp - est gather, scatter and one_hot to linalg
-//------------===//
+//===- Indexing.cpp - est gather, scatter, one_hot, ... to linalg --------===//
 //
 //   gather       linalg.generic + tensor.extract; indices are clamped to
 //                [0, dim - 1] unless an est.check_range checked them
@@ -7,7 +6,14 @@
 //   scatter      an scf.for nest over the updates carrying the result
 //                through tensor.insert (in place after bufferization);
 //                indices clamped unless checked, as for gather
+//   unsorted_segment_sum
+//                zeros of [B] + data[1:], then an scf.for over data's rows in
+//                order (a deterministic sum) that adds each row whose id is
+//                in [0, B) into its segment (scf.if; others are dropped)
 //   one_hot      linalg.generic (out-of-range: all off_value, as in TF)
+//   bucketize    linalg.generic: up to 16 boundaries, a sum of comparisons
+//                (vectorizes, no loads); more, a branchless binary search
+//                over a constant table, log2(K) steps
 //   check_range  a linalg reduction to the first offending flat position,
 //                then est.check_fail_if with it and the value there
 //
@@ -148,6 +154,72 @@ struct ScatterOpLowering
   }
 };
 
+/// The sum in row order: an scf.for over the N rows of `data` carrying the
+/// result, each in-range row added into its segment by a loop nest over the
+/// row's elements (extract + add + insert, in place after bufferization).
+struct UnsortedSegmentSumOpLowering
+    : public LowerOpPattern<est::UnsortedSegmentSumOp,
+                            UnsortedSegmentSumOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::UnsortedSegmentSumOp op) {
+    Location loc = op.getLoc();
+    Value data = op.getData(), ids = op.getSegmentIds();
+    RankedTensorType outType = resultTypeOf(op);
+    int64_t rank = outType.getRank();
+    Type elt = outType.getElementType();
+    bool f = isFloat(elt);
+    // Dim 0 is the number of segments: the third operand's dim 0.
+    SmallVector<Value> dims = {dimValue(b, loc, op.getNumSegmentsLike(), 0)};
+    for (int64_t d = 1; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, data, d));
+    Value init =
+        filledTensor(b, loc, outType, dims, scalarConst(b, loc, elt, 0.0));
+    Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+    Value segments = dims[0];
+    SmallVector<Value> innerUbs(dims.begin() + 1, dims.end());
+    SmallVector<Value> innerLbs(innerUbs.size(), zero),
+        innerSteps(innerUbs.size(), one);
+    auto rows = scf::ForOp::create(
+        b, loc, zero, dimValue(b, loc, ids, 0), one, ValueRange{init},
+        [&](OpBuilder &rb, Location rl, Value i, ValueRange acc) {
+          Value raw = tensor::ExtractOp::create(rb, rl, ids, ValueRange{i});
+          Value s = arith::IndexCastOp::create(rb, rl, rb.getIndexType(), raw);
+          Value inRange = arith::AndIOp::create(
+              rb, rl,
+              arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::sge, s, zero),
+              arith::CmpIOp::create(rb, rl, arith::CmpIPredicate::slt, s,
+                                    segments));
+          auto ifOp = scf::IfOp::create(
+              rb, rl, inRange,
+              [&](OpBuilder &tb, Location tl) {
+                scf::LoopNest nest = scf::buildLoopNest(
+                    tb, tl, innerLbs, innerUbs, innerSteps, ValueRange{acc[0]},
+                    [&](OpBuilder &nb, Location nl, ValueRange ivs,
+                        ValueRange args) -> scf::ValueVector {
+                      SmallVector<Value> src = {i}, dst = {s};
+                      llvm::append_range(src, ivs);
+                      llvm::append_range(dst, ivs);
+                      Value v = tensor::ExtractOp::create(nb, nl, data, src);
+                      Value old =
+                          tensor::ExtractOp::create(nb, nl, args[0], dst);
+                      Value sum =
+                          f ? Value(arith::AddFOp::create(nb, nl, old, v))
+                            : Value(arith::AddIOp::create(nb, nl, old, v));
+                      return {
+                          tensor::InsertOp::create(nb, nl, sum, args[0], dst)};
+                    });
+                scf::YieldOp::create(tb, tl, nest.results);
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, acc[0]);
+              });
+          scf::YieldOp::create(rb, rl, ifOp.getResults());
+        });
+    return rows.getResult(0);
+  }
+};
+
 struct OneHotOpLowering
     : public LowerOpPattern<est::OneHotOp, OneHotOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -194,6 +266,87 @@ struct OneHotOpLowering
                  linalg::YieldOp::create(nb, nloc, v);
                })
         .getResult(0);
+  }
+};
+
+/// The bucket of each element: the number of boundaries b with !(x < b)
+/// (`uge`, so NaN counts every boundary, as TF's upper_bound). Boundaries are
+/// rounded to f32 (TF's list(float) attribute); x is compared as f32, or as
+/// f64 when it is f64, as TF's kernel compares T with float.
+struct BucketizeOpLowering
+    : public LowerOpPattern<est::BucketizeOp, BucketizeOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  /// Up to this many boundaries: one comparison each, summed.
+  static constexpr size_t kMaxLinear = 16;
+
+  static Value lower(OpBuilder &b, est::BucketizeOp op) {
+    Location loc = op.getLoc();
+    Value x = op.getX();
+    RankedTensorType outType = resultTypeOf(op);
+    Type xElt = tensorTypeOf(x).getElementType();
+    Type cmpType = xElt.isF64() ? Type(b.getF64Type()) : Type(b.getF32Type());
+    SmallVector<double> bounds;
+    for (double v : op.getBoundaries())
+      bounds.push_back(static_cast<double>(static_cast<float>(v)));
+    int64_t k = static_cast<int64_t>(bounds.size());
+    Type i64 = b.getI64Type();
+    // The table the binary search reads (captured by the loop body).
+    Value table;
+    if (bounds.size() > kMaxLinear) {
+      auto tableType = RankedTensorType::get({k}, cmpType);
+      table =
+          cmpType.isF64()
+              ? arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(tableType, ArrayRef<double>(bounds)))
+              : arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(
+                        tableType, ArrayRef<float>(llvm::to_vector(
+                                       llvm::map_range(bounds, [](double v) {
+                                         return static_cast<float>(v);
+                                       })))));
+    }
+    return buildElementwise(
+        b, loc, ValueRange{x}, outType,
+        [&](OpBuilder &nb, Location nl, ValueRange args) -> Value {
+          Value v = convertScalar(nb, nl, args[0], cmpType);
+          auto notLess = [&](Value bound) {
+            return arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UGE, v,
+                                         bound);
+          };
+          if (!table) {
+            Value count = intConst(nb, nl, i64, 0);
+            for (double bound : bounds) {
+              Value hit = notLess(scalarConst(nb, nl, cmpType, bound));
+              count = arith::AddIOp::create(
+                  nb, nl, count, arith::ExtUIOp::create(nb, nl, i64, hit));
+            }
+            return count;
+          }
+          // The longest prefix of boundaries with !(x < b), by binary
+          // lifting: the predicate holds on a prefix since they are sorted.
+          Value lo = indexConst(nb, nl, 0);
+          Value size = indexConst(nb, nl, k);
+          Value last = indexConst(nb, nl, k - 1);
+          for (int64_t step = int64_t(1) << (63 - __builtin_clzll(k));
+               step >= 1; step /= 2) {
+            Value next =
+                arith::AddIOp::create(nb, nl, lo, indexConst(nb, nl, step));
+            Value valid = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ule, next, size);
+            Value at = arith::MinUIOp::create(
+                nb, nl,
+                arith::SubIOp::create(nb, nl, next, indexConst(nb, nl, 1)),
+                last);
+            Value bound =
+                tensor::ExtractOp::create(nb, nl, table, ValueRange{at});
+            Value take = arith::AndIOp::create(nb, nl, valid, notLess(bound));
+            lo = arith::SelectOp::create(nb, nl, take, next, lo);
+          }
+          return arith::IndexCastOp::create(nb, nl, i64, lo);
+        });
   }
 };
 
@@ -306,6 +459,8 @@ void mlir::est::markCheckedIndices(Operation *root) {
 
 void mlir::est::populateEstToLinalgIndexingPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<GatherOpLowering, ScatterOpLowering, OneHotOpLowering,
-               CheckRangeOpLowering>(patterns.getContext());
+  patterns
+      .add<GatherOpLowering, ScatterOpLowering, UnsortedSegmentSumOpLowering,
+           OneHotOpLowering, BucketizeOpLowering, CheckRangeOpLowering>(
+          patterns.getContext());
 }

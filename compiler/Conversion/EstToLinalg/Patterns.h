@@ -14,7 +14,8 @@
 //                      max_pool_grad, avg_pool_grad)
 //   Shapes.cpp         reshape, transpose, concat, slice, pad, squeeze,
 //                      expand_dims
-//   Indexing.cpp       gather, scatter, one_hot
+//   Indexing.cpp       gather, scatter, unsorted_segment_sum, one_hot,
+//                      bucketize, check_range
 //   Random.cpp         dropout, random_uniform, random_normal,
 //                      truncated_normal
 //

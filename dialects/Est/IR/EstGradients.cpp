@@ -19,6 +19,9 @@
 //   the first maximum of each window (TF); avg_pool divides by the count of
 //   valid elements (TF's SAME).
 // - reduce_prod's rule is exact with zeros; gather (any axis) is dense here.
+// - unsorted_segment_sum's data gets gather(g, segment_ids).
+// - Ops with an integer result (argmax, bucketize, casts to integers) need
+//   no rule: the autodiff pass never makes an integer value active.
 // Not covered (the autodiff pass leaves the minimize with a warning naming
 // the op): one_hot, random ops (no differentiable operands anyway).
 //
@@ -698,6 +701,18 @@ LogicalResult gradient(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
   return success();
 }
 
+/// unsorted_segment_sum: each row of data gets its segment's gradient,
+/// gather(g, segment_ids) (TF's _UnsortedSegmentSumGrad). The gather clamps
+/// an id outside [0, B), whose row the forward op dropped; ids come from
+/// the host's feature transformation, which never makes one.
+LogicalResult gradient(UnsortedSegmentSumOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  G h = helper(b, op);
+  out.assign(std::initializer_list<Value>{h.gather(g, op.getSegmentIds()),
+                                          Value(), Value()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
@@ -802,7 +817,7 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
          ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp,
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
-         SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
+         UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp>(
       context);
 }

@@ -23,6 +23,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
 #include <sstream>
 
 using namespace mlir;
@@ -584,6 +585,24 @@ EST_INFER(ScatterOp) {
   return inf.result(inf.type(0));
 }
 
+EST_INFER(UnsortedSegmentSumOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(3)))
+    return failure();
+  return inf.result(
+      shape::unsortedSegmentSum(inf.dims(0), inf.dims(1), inf.dims(2)),
+      inf.elt(0));
+}
+
+EST_INFER(BucketizeOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getBoundariesAttr(), "boundaries")))
+    return failure();
+  return inf.result(RankedTensorType::get(inf.type(0).getShape(),
+                                          IntegerType::get(context, 64)));
+}
+
 EST_INFER(OneHotOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(1)) ||
@@ -719,6 +738,19 @@ LogicalResult CheckRangeOp::verify() {
   if (getLowerAttr().getInt() >= getUpperAttr().getInt())
     return emitOpError("range [") << getLowerAttr().getInt() << ", "
                                   << getUpperAttr().getInt() << ") is empty";
+  return success();
+}
+
+LogicalResult BucketizeOp::verify() {
+  ArrayRef<double> boundaries = getBoundaries();
+  for (size_t i = 0; i < boundaries.size(); ++i) {
+    if (std::isnan(boundaries[i]))
+      return emitOpError("boundary ") << i << " is NaN";
+    if (i > 0 && boundaries[i] < boundaries[i - 1])
+      return emitOpError("boundaries must be sorted ascending, but boundary ")
+             << i << " (" << boundaries[i] << ") < boundary " << i - 1 << " ("
+             << boundaries[i - 1] << ")";
+  }
   return success();
 }
 

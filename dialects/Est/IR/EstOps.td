@@ -567,6 +567,53 @@ def Est_OneHotOp : Est_InferOp<"one_hot", [Pure]> {
   let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
 }
 
+def Est_UnsortedSegmentSumOp
+    : Est_InferOp<"unsorted_segment_sum", [Pure]> {
+  let summary = "Sums of `data`'s rows per segment (tf.math.unsorted_segment_sum)";
+  let description = [{
+    `data [N, ...]`, `segment_ids [N]` and `num_segments_like [B, ...]` ->
+    `[B] + data[1:]`: row `s` of the result is the sum of the rows `i` of
+    `data` with `segment_ids[i] == s`, added in order of `i` (deterministic);
+    a segment without rows is zero. `B`, TF's `num_segments`, is dim 0 of
+    the third operand (only its shape is used, so it may be a run-time size
+    such as the batch). An id outside `[0, B)` is dropped (TF's CPU kernel
+    fails on one; here `B` may be known at run time only, and the ids come
+    from the host's feature transformation).
+
+    ```mlir
+    %s = est.unsorted_segment_sum %rows, %row_ids, %row_lengths : tensor<?x8xf32>, tensor<?xi64>, tensor<?xi64> -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$data, Est_IndexTensor:$segment_ids,
+                       Est_Tensor:$num_segments_like);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $segment_ids `,` $num_segments_like attr-dict `:` type($data)
+    `,` type($segment_ids) `,` type($num_segments_like) `->` type($result)
+  }];
+}
+
+def Est_BucketizeOp : Est_InferOp<"bucketize", [Pure]> {
+  let summary = "Bucket index of each element (tf.raw_ops.Bucketize)";
+  let description = [{
+    Each element `x` becomes the number of `boundaries` `b` with `!(x < b)`
+    (for numbers, the number of boundaries `<= x`; NaN counts them all, as
+    TF's `upper_bound`), as an `i64` (TF: int32) of `x`'s shape.
+    `boundaries` must be sorted ascending (ties allowed) and not NaN; as in
+    TF, whose attribute is `list(float)`, each is rounded to f32 and an `x`
+    that is not f64 is compared as f32 (f64 `x` as f64). An empty list puts
+    every element in bucket 0. Not differentiable (an integer result).
+
+    ```mlir
+    %b = est.bucketize %age {boundaries = array<f64: 18.0, 25.0, 30.0>} : tensor<?x1xf32> -> tensor<?x1xi64>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$x, DenseF64ArrayAttr:$boundaries);
+  let results = (outs Est_IndexTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//

@@ -413,6 +413,67 @@ func.func @scatter_bad_mode(%r: tensor<10x4xf32>, %i: tensor<3xi64>, %u: tensor<
 
 // -----
 
+func.func @segment_sum_bad_ids(%d: tensor<7x3xf32>, %i: tensor<6xi64>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{'est.unsorted_segment_sum' op segment_ids [6] must have one id per row of data [7,3]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.unsorted_segment_sum %d, %i, %l : tensor<7x3xf32>, tensor<6xi64>, tensor<4xi64> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @segment_sum_ids_rank(%d: tensor<7x3xf32>, %i: tensor<7x1xi64>, %l: tensor<4xi64>) {
+  // expected-error @+2 {{'est.unsorted_segment_sum' op segment_ids must have rank 1, got [7,1]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.unsorted_segment_sum %d, %i, %l : tensor<7x3xf32>, tensor<7x1xi64>, tensor<4xi64> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @segment_sum_scalar_like(%d: tensor<7x3xf32>, %i: tensor<7xi64>, %l: tensor<i64>) {
+  // expected-error @+2 {{'est.unsorted_segment_sum' op num_segments_like must have rank >= 1, got a scalar}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.unsorted_segment_sum %d, %i, %l : tensor<7x3xf32>, tensor<7xi64>, tensor<i64> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @segment_sum_rows_from_data(%d: tensor<7x3xf32>, %i: tensor<7xi64>, %l: tensor<4xi64>) {
+  // The number of segments is the third operand's dim 0, not data's.
+  // expected-error @+2 {{'est.unsorted_segment_sum' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<7x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = est.unsorted_segment_sum %d, %i, %l : tensor<7x3xf32>, tensor<7xi64>, tensor<4xi64> -> tensor<7x3xf32>
+  return
+}
+
+// -----
+
+func.func @bucketize_unsorted(%x: tensor<?xf32>) {
+  // expected-error @+1 {{'est.bucketize' op boundaries must be sorted ascending, but boundary 2 (1.000000e+00) < boundary 1 (2.000000e+00)}}
+  %0 = est.bucketize %x {boundaries = array<f64: 0.0, 2.0, 1.0>} : tensor<?xf32> -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @bucketize_nan(%x: tensor<?xf32>) {
+  // expected-error @+1 {{'est.bucketize' op boundary 1 is NaN}}
+  %0 = est.bucketize %x {boundaries = array<f64: 0.0, 0x7FF8000000000000>} : tensor<?xf32> -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @bucketize_bool(%x: tensor<?xi1>) {
+  // expected-error @+1 {{'est.bucketize' op operand #0 must be ranked tensor of}}
+  %0 = est.bucketize %x {boundaries = array<f64: 0.0>} : tensor<?xi1> -> tensor<?xi64>
+  return
+}
+
+// -----
+
 est.variable @emb : tensor<10x4xf32> {trainable}
 
 func.func @sparse_counts(%i: tensor<3xi64>, %u: tensor<3x4xf32>) {

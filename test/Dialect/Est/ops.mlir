@@ -130,6 +130,12 @@ func.func @nn(%x: tensor<?x784xf32>, %img: tensor<?x28x28x1xf32>, %w: tensor<5x5
   %21 = est.one_hot %labels {depth = 10 : i64} : tensor<?xi64> -> tensor<?x10xf32>
   // CHECK: est.one_hot %{{.*}} {axis = 0 : i64, depth = 10 : i64, dtype = f64, off_value = -1.000000e+00 : f64} : tensor<?xi64> -> tensor<10x?xf64>
   %22 = est.one_hot %labels {depth = 10 : i64, axis = 0 : i64, dtype = f64, off_value = -1.0 : f64} : tensor<?xi64> -> tensor<10x?xf64>
+  // CHECK: est.unsorted_segment_sum %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x256xf32>, tensor<?xi64>, tensor<?x10xf32> -> tensor<?x256xf32>
+  %uss = est.unsorted_segment_sum %20, %labels, %21 : tensor<?x256xf32>, tensor<?xi64>, tensor<?x10xf32> -> tensor<?x256xf32>
+  // CHECK: est.bucketize %{{.*}} {boundaries = array<f64: -1.000000e+00, 0.000000e+00, 2.500000e+00>} : tensor<?x784xf32> -> tensor<?x784xi64>
+  %bkt = est.bucketize %x {boundaries = array<f64: -1.0, 0.0, 2.5>} : tensor<?x784xf32> -> tensor<?x784xi64>
+  // CHECK: est.bucketize %{{.*}} {boundaries = array<f64>} : tensor<?xi64> -> tensor<?xi64>
+  %bkt2 = est.bucketize %labels {boundaries = array<f64>} : tensor<?xi64> -> tensor<?xi64>
   // CHECK: est.softmax %{{.*}} : tensor<?x10xf32>
   %23 = est.softmax %21 : tensor<?x10xf32>
   // CHECK: est.log_softmax %{{.*}} {axis = 0 : i64} : tensor<?x10xf32>
