@@ -109,10 +109,10 @@ Tensor addN(const std::string &who, const std::vector<Tensor> &losses) {
   for (const Tensor &l : losses) {
     requireTensor(who, l, "a regularization loss");
     if (!l.shape().empty() || !is_floating(l.dtype()))
-      throw std::invalid_argument(
-          who + ": regularization loss '" + l.name() +
-          "' must be a float scalar, got " + to_string(l.dtype()) + " " +
-          shapeString(l.shape()));
+      throw std::invalid_argument(who + ": regularization loss '" + l.name() +
+                                  "' must be a float scalar, got " +
+                                  to_string(l.dtype()) + " " +
+                                  shapeString(l.shape()));
     Tensor f = l.dtype() == DType::Float32 ? l : cast(l, DType::Float32);
     sum = sum.valid() ? add(sum, f) : f;
   }
@@ -164,8 +164,7 @@ Operation createTrainOp(const std::string &who, const Tensor &loss,
   } else if (train_op_fn) {
     trainOp = train_op_fn(loss);
     if (!trainOp.valid())
-      throw std::invalid_argument(who +
-                                  ": train_op_fn returned an invalid op");
+      throw std::invalid_argument(who + ": train_op_fn returned an invalid op");
   } else {
     throw std::invalid_argument(
         who + ": train_op_fn and optimizer cannot both be None");
@@ -201,8 +200,9 @@ void checkPredictionKeys(const std::string &who,
       std::string list;
       for (const std::string &v : valid)
         list += (list.empty() ? "" : ", ") + v;
-      throw std::invalid_argument(who + ": Prediction key must be in "
-                                        "PredictionKeys, given: '" +
+      throw std::invalid_argument(who +
+                                  ": Prediction key must be in "
+                                  "PredictionKeys, given: '" +
                                   key + "'. Valid prediction keys include " +
                                   list);
     }
@@ -234,9 +234,8 @@ TensorValue namesOf(const std::string &who, const TensorValue &ids,
                                   " is outside [0, " +
                                   std::to_string(n_classes) + ")");
     auto k = static_cast<int64_t>(id);
-    names.push_back(vocabulary.empty()
-                        ? std::to_string(k)
-                        : vocabulary[static_cast<size_t>(k)]);
+    names.push_back(vocabulary.empty() ? std::to_string(k)
+                                       : vocabulary[static_cast<size_t>(k)]);
   }
   return TensorValue::of_strings(ids.shape, std::move(names));
 }
@@ -287,11 +286,10 @@ TensorValue floatLabels(const std::string &who, const TensorValue &labels,
   for (int64_t i = 0; i < labels.num_elements(); ++i) {
     double v = labels.element(i);
     if (check && !(v >= lo && v <= hi))
-      throw data::DataError(who + ": label " + formatValue(v) +
-                            " at batch row " +
-                            std::to_string(batchRow(labels.shape, i)) +
-                            " is outside [" + formatValue(lo) + ", " +
-                            formatValue(hi) + "]" + why);
+      throw data::DataError(
+          who + ": label " + formatValue(v) + " at batch row " +
+          std::to_string(batchRow(labels.shape, i)) + " is outside [" +
+          formatValue(lo) + ", " + formatValue(hi) + "]" + why);
     values[static_cast<size_t>(i)] = static_cast<float>(v);
   }
   return TensorValue::of<float>(labels.shape, values);
@@ -367,7 +365,8 @@ TensorMap PredictOutput(const TensorMap &outputs) {
 
 } // namespace export_output
 
-// --- Head ----------------------------------------------------------------------
+// --- Head
+// ----------------------------------------------------------------------
 
 Head::Head(std::string name, Reduction loss_reduction)
     : name_(std::move(name)), lossReduction_(loss_reduction) {}
@@ -405,9 +404,8 @@ EstimatorSpec Head::create_estimator_spec(
     const std::vector<Tensor> &regularization_losses) const {
   requireTensor(describe(), logits, "logits");
   Graph &g = logits.graph();
-  auto scope =
-      g.name_scope(g.unique_layer_name(scopeName(name_.empty() ? "head"
-                                                               : name_)));
+  auto scope = g.name_scope(
+      g.unique_layer_name(scopeName(name_.empty() ? "head" : name_)));
   EstimatorSpec spec(mode);
   spec.predictions = predictions(logits);
   if (mode == ModeKeys::PREDICT) {
@@ -476,16 +474,16 @@ Tensor SingleHead::labelsMatchingLogits(const Tensor &labels,
     throw std::invalid_argument(
         describe() + ": Mismatched label shape. Expected labels dimension=" +
         std::to_string(expected_dimension) + ". Received " +
-        std::to_string(s.back()) + ". Check n_classes / label_dimension and "
-                                   "the shape of your labels");
+        std::to_string(s.back()) +
+        ". Check n_classes / label_dimension and "
+        "the shape of your labels");
   Dims expected = logits.shape();
   expected.back() = expected_dimension;
   if (!compatible(expected, s))
     throw std::invalid_argument(
         describe() + ": labels shape must be [D0, D1, ... DN, " +
-        std::to_string(expected_dimension) +
-        "], expected_labels_shape: " + shapeString(expected) +
-        ". labels_shape: " + shapeString(s));
+        std::to_string(expected_dimension) + "], expected_labels_shape: " +
+        shapeString(expected) + ". labels_shape: " + shapeString(s));
   return l;
 }
 
@@ -538,18 +536,19 @@ Tensor SingleHead::unweightedLoss(const Tensor &labels, const Tensor &logits,
   expected.back() = lossDimension();
   if (!is_floating(l.dtype()) || !compatible(expected, l.shape()))
     throw std::invalid_argument(
-        describe() + ": loss_fn must return a float Tensor of shape [D0, D1, "
-                     "... DN, " +
+        describe() +
+        ": loss_fn must return a float Tensor of shape [D0, D1, "
+        "... DN, " +
         std::to_string(lossDimension()) +
         "]. logits_shape: " + shapeString(logits.shape()) +
         ", loss: " + to_string(l.dtype()) + " " + shapeString(l.shape()));
   return l.dtype() == DType::Float32 ? l : cast(l, DType::Float32);
 }
 
-Tensor SingleHead::loss(const Tensor &labels, const Tensor &logits,
-                        const TensorMap &features, std::optional<ModeKeys> mode,
-                        const std::vector<Tensor> &regularization_losses)
-    const {
+Tensor
+SingleHead::loss(const Tensor &labels, const Tensor &logits,
+                 const TensorMap &features, std::optional<ModeKeys> mode,
+                 const std::vector<Tensor> &regularization_losses) const {
   (void)mode; // Unused, as in TF.
   Tensor lg = checkedLogits(logits);
   auto scope = lg.graph().name_scope("losses");
@@ -587,13 +586,14 @@ BinaryClassHead::BinaryClassHead(std::string weight_column,
       labelVocabulary_(std::move(label_vocabulary)) {
   for (double t : thresholds_)
     if (!(t > 0.0 && t < 1.0))
-      throw std::invalid_argument(describe() + ": thresholds not in (0, 1): " +
-                                  formatG(t));
+      throw std::invalid_argument(describe() +
+                                  ": thresholds not in (0, 1): " + formatG(t));
   validateReduction(describe(), loss_reduction);
   if (!labelVocabulary_.empty() && labelVocabulary_.size() != 2)
     throw std::invalid_argument(
-        describe() + ": label_vocabulary must have 2 entries (class 0, class "
-                     "1), got " +
+        describe() +
+        ": label_vocabulary must have 2 entries (class 0, class "
+        "1), got " +
         std::to_string(labelVocabulary_.size()));
   lookup_ = makeLookup(describe(), labelVocabulary_);
 }
@@ -615,8 +615,9 @@ Tensor BinaryClassHead::builtinLoss(const Tensor &labels,
   return nn::sigmoid_cross_entropy_with_logits(labels, logits);
 }
 
-TensorMap BinaryClassHead::predictions(
-    const Tensor &logits, const std::vector<std::string> &keys) const {
+TensorMap
+BinaryClassHead::predictions(const Tensor &logits,
+                             const std::vector<std::string> &keys) const {
   using K = PredictionKeys;
   checkPredictionKeys(describe(), keys,
                       {K::LOGITS, K::LOGISTIC, K::PROBABILITIES, K::CLASS_IDS,
@@ -640,15 +641,13 @@ TensorMap BinaryClassHead::predictions(
   return out;
 }
 
-NamedMetrics
-BinaryClassHead::metrics(const TensorMap &features, const Tensor &logits,
-                         const Tensor &labels,
-                         const std::vector<Tensor> &regularization_losses)
-    const {
+NamedMetrics BinaryClassHead::metrics(
+    const TensorMap &features, const Tensor &logits, const Tensor &labels,
+    const std::vector<Tensor> &regularization_losses) const {
   using K = MetricKeys;
   Tensor lg = checkedLogits(logits);
-  TensorMap preds = predictions(
-      lg, {PredictionKeys::LOGISTIC, PredictionKeys::CLASS_IDS});
+  TensorMap preds =
+      predictions(lg, {PredictionKeys::LOGISTIC, PredictionKeys::CLASS_IDS});
   Tensor classIdsT = preds[PredictionKeys::CLASS_IDS];
   Tensor logistic = preds[PredictionKeys::LOGISTIC];
   auto scope = lg.graph().name_scope("metrics");
@@ -673,24 +672,23 @@ BinaryClassHead::metrics(const TensorMap &features, const Tensor &logits,
                  Metric{head_metrics::accuracy_baseline(labelMean), {}});
   m.emplace_back(summary_key(K::AUC),
                  head_metrics::auc(K::AUC, l, logistic, w, /*pr_curve=*/false));
-  m.emplace_back(summary_key(K::AUC_PR), head_metrics::auc(K::AUC_PR, l,
-                                                           logistic, w,
-                                                           /*pr_curve=*/true));
+  m.emplace_back(summary_key(K::AUC_PR),
+                 head_metrics::auc(K::AUC_PR, l, logistic, w,
+                                   /*pr_curve=*/true));
   addRegularizationMetric(m, regularization_losses);
   for (double t : thresholds_) {
     std::string accuracyKey = formatKey(K::ACCURACY_AT_THRESHOLD, formatG(t));
-    std::string precisionKey =
-        formatKey(K::PRECISION_AT_THRESHOLD, formatG(t));
+    std::string precisionKey = formatKey(K::PRECISION_AT_THRESHOLD, formatG(t));
     std::string recallKey = formatKey(K::RECALL_AT_THRESHOLD, formatG(t));
     m.emplace_back(summary_key(accuracyKey),
                    head_metrics::binary_accuracy(scopeName(accuracyKey), l,
                                                  logistic, t, w));
-    m.emplace_back(summary_key(precisionKey),
-                   head_metrics::precision(scopeName(precisionKey), l,
-                                           logistic, t, w));
-    m.emplace_back(summary_key(recallKey),
-                   head_metrics::recall(scopeName(recallKey), l, logistic, t,
-                                        w));
+    m.emplace_back(
+        summary_key(precisionKey),
+        head_metrics::precision(scopeName(precisionKey), l, logistic, t, w));
+    m.emplace_back(
+        summary_key(recallKey),
+        head_metrics::recall(scopeName(recallKey), l, logistic, t, w));
   }
   return m;
 }
@@ -705,8 +703,8 @@ BinaryClassHead::export_outputs(const TensorMap &predictions) const {
       export_output::ClassificationOutput(probabilities, classes);
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
-          {REGRESS_SERVING_KEY, export_output::RegressionOutput(predictions.at(
-                                    PredictionKeys::LOGISTIC))},
+          {REGRESS_SERVING_KEY, export_output::RegressionOutput(
+                                    predictions.at(PredictionKeys::LOGISTIC))},
           {PREDICT_SERVING_KEY, export_output::PredictOutput(predictions)}};
 }
 
@@ -716,7 +714,8 @@ TensorValue BinaryClassHead::transform_labels(const TensorValue &labels) const {
       throw std::invalid_argument(
           describe() + ": labels must be strings of label_vocabulary, got " +
           std::string(dtype_name(labels.dtype)));
-    std::vector<int64_t> ids = vocabularyIds(describe(), *lookup_, labels, denseRows(labels));
+    std::vector<int64_t> ids =
+        vocabularyIds(describe(), *lookup_, labels, denseRows(labels));
     return TensorValue::of<float>(labels.shape,
                                   std::vector<float>(ids.begin(), ids.end()));
   }
@@ -751,9 +750,9 @@ MultiClassHead::MultiClassHead(int64_t n_classes, std::string weight_column,
         ", n_classes=" + std::to_string(n_classes));
   validateReduction(describe(), loss_reduction);
   if (n_classes <= 2)
-    throw std::invalid_argument(describe() + ": n_classes must be > 2: " +
-                                std::to_string(n_classes) +
-                                " (two classes: BinaryClassHead)");
+    throw std::invalid_argument(
+        describe() + ": n_classes must be > 2: " + std::to_string(n_classes) +
+        " (two classes: BinaryClassHead)");
   lookup_ = makeLookup(describe(), labelVocabulary_);
 }
 
@@ -766,8 +765,9 @@ Tensor MultiClassHead::processedLabels(const Tensor &logits,
   Tensor l = labelsMatchingLogits(labels, logits, 1);
   if (!is_integer(l.dtype()))
     throw std::invalid_argument(
-        describe() + ": Labels dtype should be integer (class ids). Instead "
-                     "got " +
+        describe() +
+        ": Labels dtype should be integer (class ids). Instead "
+        "got " +
         to_string(l.dtype()));
   return check_range(l, 0, nClasses_, "label", "check_label_range");
 }
@@ -802,11 +802,9 @@ MultiClassHead::predictions(const Tensor &logits,
   return out;
 }
 
-NamedMetrics
-MultiClassHead::metrics(const TensorMap &features, const Tensor &logits,
-                        const Tensor &labels,
-                        const std::vector<Tensor> &regularization_losses)
-    const {
+NamedMetrics MultiClassHead::metrics(
+    const TensorMap &features, const Tensor &logits, const Tensor &labels,
+    const std::vector<Tensor> &regularization_losses) const {
   using K = MetricKeys;
   Tensor lg = checkedLogits(logits);
   Tensor classIdsT = predictions(lg, {PredictionKeys::CLASS_IDS})
@@ -850,19 +848,19 @@ TensorValue MultiClassHead::transform_labels(const TensorValue &labels) const {
   } else {
     if (!is_integer(labels.dtype))
       throw std::invalid_argument(
-          describe() + ": Labels dtype should be integer (class ids). "
-                       "Instead got " +
+          describe() +
+          ": Labels dtype should be integer (class ids). "
+          "Instead got " +
           std::string(dtype_name(labels.dtype)) +
           (labels.dtype == DType::String ? " (give label_vocabulary)" : ""));
     ids.resize(static_cast<size_t>(labels.num_elements()));
     for (int64_t i = 0; i < labels.num_elements(); ++i) {
       double v = labels.element(i);
       if (v < 0 || v >= static_cast<double>(nClasses_))
-        throw data::DataError(describe() + ": label " + formatValue(v) +
-                              " at batch row " +
-                              std::to_string(batchRow(labels.shape, i)) +
-                              " is outside [0, " + std::to_string(nClasses_) +
-                              ")");
+        throw data::DataError(
+            describe() + ": label " + formatValue(v) + " at batch row " +
+            std::to_string(batchRow(labels.shape, i)) + " is outside [0, " +
+            std::to_string(nClasses_) + ")");
       ids[static_cast<size_t>(i)] = static_cast<int64_t>(v);
     }
   }
@@ -898,8 +896,8 @@ MultiLabelHead::MultiLabelHead(int64_t n_classes, std::string weight_column,
   for (double t : thresholds_)
     if (!(t > 0.0 && t < 1.0))
       throw std::invalid_argument(
-          describe() + ": thresholds must be in (0, 1) range. Given: " +
-          formatG(t));
+          describe() +
+          ": thresholds must be in (0, 1) range. Given: " + formatG(t));
   if (!labelVocabulary_.empty() &&
       static_cast<int64_t>(labelVocabulary_.size()) != n_classes)
     throw std::invalid_argument(
@@ -908,8 +906,7 @@ MultiLabelHead::MultiLabelHead(int64_t n_classes, std::string weight_column,
         "). Given: " + std::to_string(labelVocabulary_.size()));
   validateReduction(describe(), loss_reduction);
   lookup_ = makeLookup(describe(), labelVocabulary_);
-  for (const std::string &className :
-       classes_for_class_based_metrics.names()) {
+  for (const std::string &className : classes_for_class_based_metrics.names()) {
     if (labelVocabulary_.empty())
       throw std::invalid_argument(
           describe() + ": label_vocabulary must be provided when "
@@ -948,8 +945,8 @@ Tensor MultiLabelHead::builtinLoss(const Tensor &labels,
                                    const Tensor &logits) const {
   // tf.compat.v1.losses.sigmoid_cross_entropy(reduction=NONE): labels cast
   // to the logits' dtype; then the mean over the classes.
-  Tensor l = labels.dtype() == DType::Float32 ? labels
-                                              : cast(labels, DType::Float32);
+  Tensor l =
+      labels.dtype() == DType::Float32 ? labels : cast(labels, DType::Float32);
   Tensor perClass = nn::sigmoid_cross_entropy_with_logits(l, logits);
   return reduce_mean(perClass, Dims{perClass.rank() - 1}, /*keep_dims=*/true);
 }
@@ -971,11 +968,9 @@ MultiLabelHead::predictions(const Tensor &logits,
   return out;
 }
 
-NamedMetrics
-MultiLabelHead::metrics(const TensorMap &features, const Tensor &logits,
-                        const Tensor &labels,
-                        const std::vector<Tensor> &regularization_losses)
-    const {
+NamedMetrics MultiLabelHead::metrics(
+    const TensorMap &features, const Tensor &logits, const Tensor &labels,
+    const std::vector<Tensor> &regularization_losses) const {
   using K = MetricKeys;
   Tensor lg = checkedLogits(logits);
   Tensor probabilities = predictions(lg, {PredictionKeys::PROBABILITIES})
@@ -987,17 +982,16 @@ MultiLabelHead::metrics(const TensorMap &features, const Tensor &logits,
   NamedMetrics m;
   m.emplace_back(summary_key(K::LOSS_MEAN),
                  head_metrics::mean(K::LOSS_MEAN, unweighted, w).metric);
-  m.emplace_back(summary_key(K::AUC), head_metrics::auc(K::AUC, l,
-                                                        probabilities, w,
-                                                        /*pr_curve=*/false));
+  m.emplace_back(summary_key(K::AUC),
+                 head_metrics::auc(K::AUC, l, probabilities, w,
+                                   /*pr_curve=*/false));
   m.emplace_back(summary_key(K::AUC_PR),
                  head_metrics::auc(K::AUC_PR, l, probabilities, w,
                                    /*pr_curve=*/true));
   addRegularizationMetric(m, regularization_losses);
   for (double t : thresholds_) {
     std::string accuracyKey = formatKey(K::ACCURACY_AT_THRESHOLD, formatG(t));
-    std::string precisionKey =
-        formatKey(K::PRECISION_AT_THRESHOLD, formatG(t));
+    std::string precisionKey = formatKey(K::PRECISION_AT_THRESHOLD, formatG(t));
     std::string recallKey = formatKey(K::RECALL_AT_THRESHOLD, formatG(t));
     m.emplace_back(summary_key(accuracyKey),
                    head_metrics::binary_accuracy(scopeName(accuracyKey), l,
@@ -1005,9 +999,9 @@ MultiLabelHead::metrics(const TensorMap &features, const Tensor &logits,
     m.emplace_back(summary_key(precisionKey),
                    head_metrics::precision(scopeName(precisionKey), l,
                                            probabilities, t, w));
-    m.emplace_back(summary_key(recallKey),
-                   head_metrics::recall(scopeName(recallKey), l, probabilities,
-                                        t, w));
+    m.emplace_back(
+        summary_key(recallKey),
+        head_metrics::recall(scopeName(recallKey), l, probabilities, t, w));
   }
   for (int64_t c : classesForClassBasedMetrics_) {
     std::string probabilityKey, aucKey, aucPrKey;
@@ -1031,10 +1025,10 @@ MultiLabelHead::metrics(const TensorMap &features, const Tensor &logits,
     Tensor classLabels = slice(l, begin, size);
     // Scopes by class id: a vocabulary entry may hold any character.
     std::string suffix = "class" + std::to_string(c);
-    m.emplace_back(summary_key(probabilityKey),
-                   head_metrics::mean("probability_mean/" + suffix,
-                                      classProbabilities, w)
-                       .metric);
+    m.emplace_back(
+        summary_key(probabilityKey),
+        head_metrics::mean("probability_mean/" + suffix, classProbabilities, w)
+            .metric);
     m.emplace_back(summary_key(aucKey),
                    head_metrics::auc("auc/" + suffix, classLabels,
                                      classProbabilities, w,
@@ -1065,8 +1059,8 @@ TensorValue MultiLabelHead::transform_labels(const TensorValue &labels) const {
         "]; string labels go in a SparseTensor of vocabulary entries");
   const std::string why =
       " (labels must be an integer indicator Tensor with values in [0, 1])";
-  TensorValue values = floatLabels(describe(), labels, /*check=*/true, 0.0,
-                                   1.0, why);
+  TensorValue values =
+      floatLabels(describe(), labels, /*check=*/true, 0.0, 1.0, why);
   if (!is_integer(labels.dtype) && labels.dtype != DType::Bool)
     return values;
   std::vector<int64_t> ids(static_cast<size_t>(labels.num_elements()));
@@ -1079,15 +1073,16 @@ TensorValue
 MultiLabelHead::transform_labels(const data::SparseTensor &labels) const {
   if (labels.rank() != 2)
     throw std::invalid_argument(
-        describe() + ": sparse labels must be [batch, k] (each example's "
-                     "classes), got dense_shape " +
+        describe() +
+        ": sparse labels must be [batch, k] (each example's "
+        "classes), got dense_shape " +
         shapeString(labels.dense_shape));
   std::vector<int64_t> index = labels.index_values();
   std::vector<int64_t> ids;
   if (labels.values.dtype == DType::String) {
     if (!lookup_)
-      throw std::invalid_argument(
-          describe() + ": string labels need label_vocabulary");
+      throw std::invalid_argument(describe() +
+                                  ": string labels need label_vocabulary");
     ids = vocabularyIds(describe(), *lookup_, labels.values,
                         [&index](int64_t k) { return index[2 * k]; });
   } else {
@@ -1104,8 +1099,7 @@ MultiLabelHead::transform_labels(const data::SparseTensor &labels) const {
     if (ids[k] < 0 || ids[k] >= nClasses_)
       throw data::DataError(
           describe() + ": label " + std::to_string(ids[k]) + " at batch row " +
-          std::to_string(row) + " is outside [0, " +
-          std::to_string(nClasses_) +
+          std::to_string(row) + " is outside [0, " + std::to_string(nClasses_) +
           ") (labels must be an integer SparseTensor with values in [0, " +
           std::to_string(nClasses_) + "))");
     if (row < 0 || row >= batch)
@@ -1129,8 +1123,8 @@ void MultiLabelHead::complete_predictions(HostPrediction &prediction) const {
     return;
   const std::vector<int64_t> &shape = source->second.shape;
   if (shape.empty() || shape.back() != nClasses_)
-    throw std::invalid_argument(describe() + ": prediction '" +
-                                source->first + "' " + shapeString(shape) +
+    throw std::invalid_argument(describe() + ": prediction '" + source->first +
+                                "' " + shapeString(shape) +
                                 " does not end in n_classes " +
                                 std::to_string(nClasses_));
   std::vector<int64_t> ids(static_cast<size_t>(source->second.num_elements()));
@@ -1206,11 +1200,9 @@ RegressionHead::predictions(const Tensor &logits,
   return out;
 }
 
-NamedMetrics
-RegressionHead::metrics(const TensorMap &features, const Tensor &logits,
-                        const Tensor &labels,
-                        const std::vector<Tensor> &regularization_losses)
-    const {
+NamedMetrics RegressionHead::metrics(
+    const TensorMap &features, const Tensor &logits, const Tensor &labels,
+    const std::vector<Tensor> &regularization_losses) const {
   using K = MetricKeys;
   Tensor lg = checkedLogits(logits);
   Tensor predicted = predictions(lg, {PredictionKeys::PREDICTIONS})
@@ -1273,8 +1265,7 @@ LogisticRegressionHead::LogisticRegressionHead(std::string weight_column,
                                                Reduction loss_reduction,
                                                std::string name)
     : RegressionHead(
-          "LogisticRegressionHead", 1, std::move(weight_column),
-          loss_reduction,
+          "LogisticRegressionHead", 1, std::move(weight_column), loss_reduction,
           [](const Tensor &labels, const Tensor &logits, const TensorMap &) {
             return nn::sigmoid_cross_entropy_with_logits(labels, logits);
           },
@@ -1420,11 +1411,11 @@ Tensor MultiHead::loss(const TensorMap &labels, const Logits &logits,
   return add(merged, regularization, "regularized_training_loss");
 }
 
-Tensor MultiHead::loss(const Tensor & /*labels*/, const Tensor & /*logits*/,
-                       const TensorMap & /*features*/,
-                       std::optional<ModeKeys> /*mode*/,
-                       const std::vector<Tensor> & /*regularization_losses*/)
-    const {
+Tensor
+MultiHead::loss(const Tensor & /*labels*/, const Tensor & /*logits*/,
+                const TensorMap & /*features*/,
+                std::optional<ModeKeys> /*mode*/,
+                const std::vector<Tensor> & /*regularization_losses*/) const {
   throw std::invalid_argument(
       "MultiHead: labels must be a dict keyed by head name (a TensorMap)");
 }
@@ -1469,9 +1460,9 @@ MultiHead::metrics(const TensorMap &features, const Logits &logits,
     const Tensor &headLabels = labels.at(h->name());
     std::string lossKey = std::string(MetricKeys::LOSS) + "/" + h->name();
     Tensor headLoss = h->loss(headLabels, headLogits, features);
-    m.emplace_back(lossKey,
-                   head_metrics::mean(MetricKeys::LOSS, headLoss, Tensor())
-                       .metric);
+    m.emplace_back(
+        lossKey,
+        head_metrics::mean(MetricKeys::LOSS, headLoss, Tensor()).metric);
     for (auto &metric : h->metrics(features, headLogits, headLabels))
       headMetrics.push_back(std::move(metric));
   }
@@ -1479,11 +1470,10 @@ MultiHead::metrics(const TensorMap &features, const Logits &logits,
   return m;
 }
 
-NamedMetrics
-MultiHead::metrics(const TensorMap & /*features*/, const Tensor & /*logits*/,
-                   const Tensor & /*labels*/,
-                   const std::vector<Tensor> & /*regularization_losses*/)
-    const {
+NamedMetrics MultiHead::metrics(
+    const TensorMap & /*features*/, const Tensor & /*logits*/,
+    const Tensor & /*labels*/,
+    const std::vector<Tensor> & /*regularization_losses*/) const {
   throw std::invalid_argument(
       "MultiHead: labels must be a dict keyed by head name (a TensorMap)");
 }
@@ -1507,11 +1497,11 @@ EstimatorSpec MultiHead::create_estimator_spec(
     throw std::invalid_argument(
         "MultiHead: You must provide labels (by head name) in TRAIN and "
         "EVAL");
-  spec.loss = loss(labels, Logits(byHead), features, mode,
-                   regularization_losses);
+  spec.loss =
+      loss(labels, Logits(byHead), features, mode, regularization_losses);
   if (mode == ModeKeys::EVAL) {
-    spec.eval_metric_ops = metrics(features, Logits(byHead), labels,
-                                   regularization_losses);
+    spec.eval_metric_ops =
+        metrics(features, Logits(byHead), labels, regularization_losses);
     return spec;
   }
   loss_reduction(); // The heads must agree, as TF checks here.

@@ -154,9 +154,8 @@ public:
   /// binary and multi-label heads, I64 class ids [D0, ..., 1] for the
   /// multi-class head, float values for regression), float logits; returns
   /// the unweighted loss [D0, ..., DN, 1] (regression: [..., label_dimension]).
-  using LossFn = std::function<Tensor(const Tensor &labels,
-                                      const Tensor &logits,
-                                      const TensorMap &features)>;
+  using LossFn = std::function<Tensor(
+      const Tensor &labels, const Tensor &logits, const TensorMap &features)>;
   /// create_estimator_spec's train_op_fn: loss -> train op.
   using TrainOpFn = std::function<Operation(const Tensor &loss)>;
   /// A named streaming metric (EstimatorSpec::eval_metric_ops' element).
@@ -177,26 +176,25 @@ public:
   /// The regularized training loss (a float32 scalar): the per-example loss
   /// times the weights of `weight_column`, reduced by loss_reduction(), plus
   /// the sum of `regularization_losses`. `mode` is unused, as in TF.
-  virtual Tensor loss(const Tensor &labels, const Tensor &logits,
-                      const TensorMap &features = {},
-                      std::optional<ModeKeys> mode = std::nullopt,
-                      const std::vector<Tensor> &regularization_losses = {})
-      const = 0;
+  virtual Tensor
+  loss(const Tensor &labels, const Tensor &logits,
+       const TensorMap &features = {},
+       std::optional<ModeKeys> mode = std::nullopt,
+       const std::vector<Tensor> &regularization_losses = {}) const = 0;
 
   /// The predictions (all of the head's keys, or `keys`; an unknown key is
   /// std::invalid_argument). The string keys "classes" and "all_classes"
   /// are the host's: asking for them gives the tensors the host derives
   /// them from ("class_ids", "all_class_ids"; complete_predictions).
-  virtual TensorMap predictions(const Tensor &logits,
-                                const std::vector<std::string> &keys = {})
-      const = 0;
+  virtual TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const = 0;
 
   /// The evaluation metrics, by TF's metric keys in TF's order (TF's
   /// metrics() and update_metrics() in one: each Metric's update ops fold a
   /// batch in). Build them in EVAL (they create local variables).
   virtual NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const = 0;
 
   /// The EstimatorSpec of `mode`, as TF's create_estimator_spec: PREDICT:
@@ -257,11 +255,11 @@ class SingleHead : public Head {
 public:
   const std::string &weight_column() const { return weightColumn_; }
 
-  Tensor loss(const Tensor &labels, const Tensor &logits,
-              const TensorMap &features = {},
-              std::optional<ModeKeys> mode = std::nullopt,
-              const std::vector<Tensor> &regularization_losses = {})
-      const override;
+  Tensor
+  loss(const Tensor &labels, const Tensor &logits,
+       const TensorMap &features = {},
+       std::optional<ModeKeys> mode = std::nullopt,
+       const std::vector<Tensor> &regularization_losses = {}) const override;
 
 protected:
   SingleHead(std::string name, Reduction loss_reduction,
@@ -304,12 +302,11 @@ private:
 /// recall at each threshold on the logistic.
 class BinaryClassHead : public SingleHead {
 public:
-  explicit BinaryClassHead(std::string weight_column = "",
-                           std::vector<double> thresholds = {},
-                           std::vector<std::string> label_vocabulary = {},
-                           Reduction loss_reduction =
-                               Reduction::SUM_OVER_BATCH_SIZE,
-                           LossFn loss_fn = nullptr, std::string name = "");
+  explicit BinaryClassHead(
+      std::string weight_column = "", std::vector<double> thresholds = {},
+      std::vector<std::string> label_vocabulary = {},
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      LossFn loss_fn = nullptr, std::string name = "");
 
   int64_t logits_dimension() const override { return 1; }
   const std::vector<double> &thresholds() const { return thresholds_; }
@@ -318,12 +315,11 @@ public:
   }
 
   /// logits, logistic, probabilities, class_ids, all_class_ids.
-  TensorMap predictions(const Tensor &logits,
-                        const std::vector<std::string> &keys = {})
-      const override;
+  TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const override;
   NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
   std::map<std::string, TensorMap>
   export_outputs(const TensorMap &predictions) const override;
@@ -338,8 +334,7 @@ public:
 protected:
   Tensor processedLabels(const Tensor &logits,
                          const Tensor &labels) const override;
-  Tensor builtinLoss(const Tensor &labels,
-                     const Tensor &logits) const override;
+  Tensor builtinLoss(const Tensor &labels, const Tensor &logits) const override;
   std::string describe() const override;
 
 private:
@@ -353,11 +348,11 @@ private:
 /// (n_classes entries).
 class MultiClassHead : public SingleHead {
 public:
-  explicit MultiClassHead(int64_t n_classes, std::string weight_column = "",
-                          std::vector<std::string> label_vocabulary = {},
-                          Reduction loss_reduction =
-                              Reduction::SUM_OVER_BATCH_SIZE,
-                          LossFn loss_fn = nullptr, std::string name = "");
+  explicit MultiClassHead(
+      int64_t n_classes, std::string weight_column = "",
+      std::vector<std::string> label_vocabulary = {},
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      LossFn loss_fn = nullptr, std::string name = "");
 
   int64_t logits_dimension() const override { return nClasses_; }
   int64_t n_classes() const { return nClasses_; }
@@ -366,12 +361,11 @@ public:
   }
 
   /// logits, probabilities, class_ids, all_class_ids.
-  TensorMap predictions(const Tensor &logits,
-                        const std::vector<std::string> &keys = {})
-      const override;
+  TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const override;
   NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
   std::map<std::string, TensorMap>
   export_outputs(const TensorMap &predictions) const override;
@@ -385,8 +379,7 @@ public:
 protected:
   Tensor processedLabels(const Tensor &logits,
                          const Tensor &labels) const override;
-  Tensor builtinLoss(const Tensor &labels,
-                     const Tensor &logits) const override;
+  Tensor builtinLoss(const Tensor &labels, const Tensor &logits) const override;
   std::string describe() const override;
 
 private:
@@ -417,25 +410,23 @@ private:
 /// ids or vocabulary strings (transform_labels makes the indicator).
 class MultiLabelHead : public SingleHead {
 public:
-  explicit MultiLabelHead(int64_t n_classes, std::string weight_column = "",
-                          std::vector<double> thresholds = {},
-                          std::vector<std::string> label_vocabulary = {},
-                          Reduction loss_reduction =
-                              Reduction::SUM_OVER_BATCH_SIZE,
-                          LossFn loss_fn = nullptr,
-                          ClassList classes_for_class_based_metrics = {},
-                          std::string name = "");
+  explicit MultiLabelHead(
+      int64_t n_classes, std::string weight_column = "",
+      std::vector<double> thresholds = {},
+      std::vector<std::string> label_vocabulary = {},
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      LossFn loss_fn = nullptr, ClassList classes_for_class_based_metrics = {},
+      std::string name = "");
 
   int64_t logits_dimension() const override { return nClasses_; }
   int64_t n_classes() const { return nClasses_; }
 
   /// logits, probabilities ("classes" is the host's: every class name).
-  TensorMap predictions(const Tensor &logits,
-                        const std::vector<std::string> &keys = {})
-      const override;
+  TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const override;
   NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
   std::map<std::string, TensorMap>
   export_outputs(const TensorMap &predictions) const override;
@@ -445,8 +436,7 @@ public:
   TensorValue transform_labels(const TensorValue &labels) const override;
   /// Class ids or vocabulary strings [batch, k] -> I64 indicator [batch,
   /// n_classes].
-  TensorValue
-  transform_labels(const data::SparseTensor &labels) const override;
+  TensorValue transform_labels(const data::SparseTensor &labels) const override;
   using Head::transform_labels;
   TensorValue class_names(const TensorValue &class_ids) const;
   /// "classes": every class name, in the shape of "probabilities" (or
@@ -456,8 +446,7 @@ public:
 protected:
   Tensor processedLabels(const Tensor &logits,
                          const Tensor &labels) const override;
-  Tensor builtinLoss(const Tensor &labels,
-                     const Tensor &logits) const override;
+  Tensor builtinLoss(const Tensor &labels, const Tensor &logits) const override;
   std::string describe() const override;
 
 private:
@@ -477,23 +466,20 @@ class RegressionHead : public SingleHead {
 public:
   using InverseLinkFn = std::function<Tensor(const Tensor &logits)>;
 
-  explicit RegressionHead(int64_t label_dimension = 1,
-                          std::string weight_column = "",
-                          Reduction loss_reduction =
-                              Reduction::SUM_OVER_BATCH_SIZE,
-                          LossFn loss_fn = nullptr,
-                          InverseLinkFn inverse_link_fn = nullptr,
-                          std::string name = "");
+  explicit RegressionHead(
+      int64_t label_dimension = 1, std::string weight_column = "",
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      LossFn loss_fn = nullptr, InverseLinkFn inverse_link_fn = nullptr,
+      std::string name = "");
 
   int64_t logits_dimension() const override { return labelDimension_; }
 
   /// predictions (and logits with an inverse link).
-  TensorMap predictions(const Tensor &logits,
-                        const std::vector<std::string> &keys = {})
-      const override;
+  TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const override;
   NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
   std::map<std::string, TensorMap>
   export_outputs(const TensorMap &predictions) const override;
@@ -505,8 +491,7 @@ public:
 protected:
   Tensor processedLabels(const Tensor &logits,
                          const Tensor &labels) const override;
-  Tensor builtinLoss(const Tensor &labels,
-                     const Tensor &logits) const override;
+  Tensor builtinLoss(const Tensor &labels, const Tensor &logits) const override;
   int64_t lossDimension() const override { return labelDimension_; }
   bool allowPerLogitWeights() const override { return true; }
   std::string describe() const override;
@@ -527,22 +512,20 @@ private:
 /// exp(logits).
 class PoissonRegressionHead : public RegressionHead {
 public:
-  explicit PoissonRegressionHead(int64_t label_dimension = 1,
-                                 std::string weight_column = "",
-                                 Reduction loss_reduction =
-                                     Reduction::SUM_OVER_BATCH_SIZE,
-                                 bool compute_full_loss = true,
-                                 std::string name = "");
+  explicit PoissonRegressionHead(
+      int64_t label_dimension = 1, std::string weight_column = "",
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      bool compute_full_loss = true, std::string name = "");
 };
 
 /// tf.estimator.LogisticRegressionHead: sigmoid cross-entropy against labels
 /// in [0, 1]; predictions = sigmoid(logits), and logits.
 class LogisticRegressionHead : public RegressionHead {
 public:
-  explicit LogisticRegressionHead(std::string weight_column = "",
-                                  Reduction loss_reduction =
-                                      Reduction::SUM_OVER_BATCH_SIZE,
-                                  std::string name = "");
+  explicit LogisticRegressionHead(
+      std::string weight_column = "",
+      Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE,
+      std::string name = "");
 
   /// Float32 values, checked in [0, 1].
   TensorValue transform_labels(const TensorValue &labels) const override;
@@ -601,15 +584,15 @@ public:
               std::optional<ModeKeys> mode = std::nullopt,
               const std::vector<Tensor> &regularization_losses = {}) const;
   /// TF's MultiHead takes labels by head name only: std::invalid_argument.
-  Tensor loss(const Tensor &labels, const Tensor &logits,
-              const TensorMap &features = {},
-              std::optional<ModeKeys> mode = std::nullopt,
-              const std::vector<Tensor> &regularization_losses = {})
-      const override;
+  Tensor
+  loss(const Tensor &labels, const Tensor &logits,
+       const TensorMap &features = {},
+       std::optional<ModeKeys> mode = std::nullopt,
+       const std::vector<Tensor> &regularization_losses = {}) const override;
 
-  TensorMap predictions(const Tensor &logits,
-                        const std::vector<std::string> &keys = {})
-      const override;
+  TensorMap
+  predictions(const Tensor &logits,
+              const std::vector<std::string> &keys = {}) const override;
   TensorMap predictions(const Logits &logits) const;
 
   NamedMetrics
@@ -618,8 +601,7 @@ public:
           const std::vector<Tensor> &regularization_losses = {}) const;
   /// std::invalid_argument (labels must be by head name).
   NamedMetrics
-  metrics(const TensorMap &features, const Tensor &logits,
-          const Tensor &labels,
+  metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
 
   EstimatorSpec create_estimator_spec(

@@ -78,8 +78,7 @@ Metric ratioAtThreshold(const std::string &scope, const Tensor &labels,
   Operation updateOther = accumulate(other, count(otherCondition),
                                      precision ? "update_false_positives"
                                                : "update_false_negatives");
-  Tensor value =
-      divideNoNan(tp.read(), add(tp.read(), other.read()), "value");
+  Tensor value = divideNoNan(tp.read(), add(tp.read(), other.read()), "value");
   return Metric{value, {updateTp, updateOther}};
 }
 
@@ -114,8 +113,8 @@ Metric binary_accuracy(const std::string &scope, const Tensor &labels,
                        const Tensor &weights) {
   Graph &g = predictions.graph();
   Tensor preds = toFloat(predictions);
-  Tensor positive = cast(
-      greater(preds, g.constant(threshold, DType::Float32)), DType::Float32);
+  Tensor positive = cast(greater(preds, g.constant(threshold, DType::Float32)),
+                         DType::Float32);
   Tensor matches = cast(equal(toFloat(labels), positive), DType::Float32);
   // Keras: the mean over the last axis per example, then the weighted mean
   // of the examples (weights lose their trailing 1).
@@ -159,8 +158,8 @@ Metric auc(const std::string &scope, const Tensor &labels,
   Tensor thresholdIds =
       g.constant(ids, {1, T}, DType::Float32, "threshold_ids");
   Tensor above = cast(greater_equal(bucket, thresholdIds), DType::Float32);
-  Tensor y = reshape(cast(not_equal(toFloat(labels), 0.0), DType::Float32),
-                     {-1, 1});
+  Tensor y =
+      reshape(cast(not_equal(toFloat(labels), 0.0), DType::Float32), {-1, 1});
   Tensor trueLabels = y;
   Tensor falseLabels = subtract(1.0, y);
   if (w.valid()) {
@@ -192,17 +191,15 @@ Metric auc(const std::string &scope, const Tensor &labels,
     Tensor precSlope = divideNoNan(dtp, maximum(dp, 0.0));
     Tensor intercept =
         subtract(trailing(tp, T), multiply(precSlope, trailing(positives, T)));
-    Tensor safePRatio =
-        where(logical_and(greater(leading(positives, T), 0.0),
-                          greater(trailing(positives, T), 0.0)),
-              divideNoNan(leading(positives, T),
-                          maximum(trailing(positives, T), 0.0)),
-              ones_like(trailing(positives, T)));
+    Tensor safePRatio = where(logical_and(greater(leading(positives, T), 0.0),
+                                          greater(trailing(positives, T), 0.0)),
+                              divideNoNan(leading(positives, T),
+                                          maximum(trailing(positives, T), 0.0)),
+                              ones_like(trailing(positives, T)));
     Tensor increment = divideNoNan(
         multiply(precSlope, add(dtp, multiply(intercept, log(safePRatio)))),
         maximum(add(trailing(tp, T), trailing(fn, T)), 0.0));
-    return Metric{reduce_sum(increment, std::nullopt, false, "value"),
-                  updates};
+    return Metric{reduce_sum(increment, std::nullopt, false, "value"), updates};
   }
   Tensor recallCurve = divideNoNan(tp, add(tp, fn));
   Tensor fpRate = divideNoNan(fp, add(fp, tn));

@@ -64,8 +64,8 @@ TensorValue readFloats(std::istringstream &in) {
 std::shared_ptr<const Head> makeHead(const Case &c) {
   if (c.kind == "binary")
     return std::make_shared<BinaryClassHead>(c.weightColumn, c.thresholds,
-                                             c.vocabulary, c.reduction,
-                                             nullptr, c.name);
+                                             c.vocabulary, c.reduction, nullptr,
+                                             c.name);
   if (c.kind == "multiclass")
     return std::make_shared<MultiClassHead>(
         c.nClasses, c.weightColumn, c.vocabulary, c.reduction, nullptr, c.name);
@@ -81,8 +81,8 @@ std::shared_ptr<const Head> makeHead(const Case &c) {
     return std::make_shared<PoissonRegressionHead>(
         c.labelDimension, c.weightColumn, c.reduction, true, c.name);
   if (c.kind == "logistic")
-    return std::make_shared<LogisticRegressionHead>(c.weightColumn,
-                                                    c.reduction, c.name);
+    return std::make_shared<LogisticRegressionHead>(c.weightColumn, c.reduction,
+                                                    c.name);
   throw std::invalid_argument("unknown head '" + c.kind + "'");
 }
 
@@ -111,8 +111,8 @@ void run(const Case &c, const std::filesystem::path &dir) {
                       ModeKeys mode, const Params &, const RunConfig &) {
     Graph &g = get_default_graph();
     // A zero bias: TRAIN needs a variable to minimize; logits + 0 is exact.
-    Variable bias = g.get_variable("bias", DType::Float32, {},
-                                   zeros_initializer());
+    Variable bias =
+        g.get_variable("bias", DType::Float32, {}, zeros_initializer());
     Tensor logits = features["logits"] + bias.read();
     return head->create_estimator_spec(features, mode, logits, labels,
                                        train::GradientDescentOptimizer(0.1));

@@ -93,7 +93,8 @@ private:
   Scope scope_;
 };
 
-// --- Arguments -----------------------------------------------------------------
+// --- Arguments
+// -----------------------------------------------------------------
 
 TEST(HeadArgumentsTest, TfRejectsTheseArguments) {
   EXPECT_EQ(errorOf([] { BinaryClassHead("", {0.5, 1.0}); }),
@@ -121,21 +122,19 @@ TEST(HeadArgumentsTest, TfRejectsTheseArguments) {
   EXPECT_EQ(errorOf([] { MultiLabelHead(3, "", {}, {"a"}); }),
             "MultiLabelHead: Length of label_vocabulary must be n_classes (3). "
             "Given: 1");
-  EXPECT_EQ(
-      errorOf([] {
-        MultiLabelHead(3, "", {}, {}, Reduction::SUM_OVER_BATCH_SIZE, nullptr,
-                       std::vector<std::string>{"a"});
-      }),
-      "MultiLabelHead: label_vocabulary must be provided when "
-      "classes_for_class_based_metrics are strings");
-  EXPECT_EQ(
-      errorOf([] {
-        MultiLabelHead(3, "", {}, {"a", "b", "c"},
-                       Reduction::SUM_OVER_BATCH_SIZE, nullptr,
-                       std::vector<std::string>{"d"});
-      }),
-      "MultiLabelHead: classes_for_class_based_metrics: 'd' is not in "
-      "label_vocabulary");
+  EXPECT_EQ(errorOf([] {
+              MultiLabelHead(3, "", {}, {}, Reduction::SUM_OVER_BATCH_SIZE,
+                             nullptr, std::vector<std::string>{"a"});
+            }),
+            "MultiLabelHead: label_vocabulary must be provided when "
+            "classes_for_class_based_metrics are strings");
+  EXPECT_EQ(errorOf([] {
+              MultiLabelHead(3, "", {}, {"a", "b", "c"},
+                             Reduction::SUM_OVER_BATCH_SIZE, nullptr,
+                             std::vector<std::string>{"d"});
+            }),
+            "MultiLabelHead: classes_for_class_based_metrics: 'd' is not in "
+            "label_vocabulary");
   EXPECT_EQ(errorOf([] {
               MultiLabelHead(3, "", {}, {}, Reduction::SUM_OVER_BATCH_SIZE,
                              nullptr, std::vector<int64_t>{3}, "ml");
@@ -152,10 +151,9 @@ TEST(HeadArgumentsTest, TfRejectsTheseArguments) {
 }
 
 TEST(HeadArgumentsTest, MultiHeadRejectsTheseArguments) {
-  auto a = std::make_shared<BinaryClassHead>("", std::vector<double>{},
-                                             std::vector<std::string>{},
-                                             Reduction::SUM_OVER_BATCH_SIZE,
-                                             nullptr, "a");
+  auto a = std::make_shared<BinaryClassHead>(
+      "", std::vector<double>{}, std::vector<std::string>{},
+      Reduction::SUM_OVER_BATCH_SIZE, nullptr, "a");
   auto unnamed = std::make_shared<RegressionHead>();
   EXPECT_EQ(errorOf([] { MultiHead({}); }),
             "MultiHead: Must specify heads. Given: none");
@@ -183,9 +181,9 @@ TEST(HeadGraphTest, BinaryClassHeadPredictionsMetricsAndExports) {
   {
     GraphFixture f(ModeKeys::PREDICT, 1, DType::Float32, {-1, 1});
     TensorMap p = head.predictions(f.logits);
-    EXPECT_EQ(keysOf(p), (std::vector<std::string>{"logits", "logistic",
-                                                   "probabilities", "class_ids",
-                                                   "all_class_ids"}));
+    EXPECT_EQ(keysOf(p),
+              (std::vector<std::string>{"logits", "logistic", "probabilities",
+                                        "class_ids", "all_class_ids"}));
     EXPECT_EQ(p["probabilities"].shape(), (Dims{-1, 2}));
     EXPECT_EQ(p["class_ids"].dtype(), DType::Int64);
     EXPECT_EQ(p["class_ids"].shape(), (Dims{-1, 1}));
@@ -245,13 +243,13 @@ TEST(HeadGraphTest, MultiLabelAndRegressionKeys) {
                       std::vector<std::string>{"b c"});
   {
     GraphFixture f(ModeKeys::EVAL, 3, DType::Int64, {-1, 3});
-    EXPECT_EQ(keysOf(head.metrics(f.features, f.logits, f.labels)),
-              (std::vector<std::string>{
-                  "average_loss", "auc", "auc_precision_recall",
-                  "accuracy/positive_threshold_0.5",
-                  "precision/positive_threshold_0.5",
-                  "recall/positive_threshold_0.5", "probability_mean/b c",
-                  "auc/b c", "auc_precision_recall/b c"}));
+    EXPECT_EQ(
+        keysOf(head.metrics(f.features, f.logits, f.labels)),
+        (std::vector<std::string>{
+            "average_loss", "auc", "auc_precision_recall",
+            "accuracy/positive_threshold_0.5",
+            "precision/positive_threshold_0.5", "recall/positive_threshold_0.5",
+            "probability_mean/b c", "auc/b c", "auc_precision_recall/b c"}));
     EXPECT_EQ(keysOf(head.predictions(f.logits)),
               (std::vector<std::string>{"logits", "probabilities"}));
     auto exports = head.export_outputs(head.predictions(f.logits));
@@ -271,9 +269,8 @@ TEST(HeadGraphTest, MultiLabelAndRegressionKeys) {
                 slice(f.logits, {0, 0}, {-1, 1}))),
             (std::vector<std::string>{"predictions", "logits"}));
   auto exports = regression.export_outputs(regression.predictions(f.logits));
-  EXPECT_EQ(mapKeys(exports),
-            (std::vector<std::string>{"predict", "regression",
-                                      "serving_default"}));
+  EXPECT_EQ(mapKeys(exports), (std::vector<std::string>{"predict", "regression",
+                                                        "serving_default"}));
   EXPECT_EQ(keysOf(exports["serving_default"]),
             (std::vector<std::string>{"outputs"}));
 }
@@ -353,25 +350,25 @@ TEST(HeadGraphTest, MultiHeadSplitsLogitsAndMergesKeys) {
   auto a = std::make_shared<MultiLabelHead>(
       2, "", std::vector<double>{}, std::vector<std::string>{},
       Reduction::SUM_OVER_BATCH_SIZE, nullptr, ClassList(), "head1");
-  auto b = std::make_shared<MultiClassHead>(
-      3, "", std::vector<std::string>{}, Reduction::SUM_OVER_BATCH_SIZE,
-      nullptr, "head2");
+  auto b = std::make_shared<MultiClassHead>(3, "", std::vector<std::string>{},
+                                            Reduction::SUM_OVER_BATCH_SIZE,
+                                            nullptr, "head2");
   MultiHead multi({a, b});
   {
     GraphFixture f(ModeKeys::PREDICT, 5, DType::Float32, {-1});
     EstimatorSpec spec =
         multi.create_estimator_spec(f.features, ModeKeys::PREDICT, f.logits);
-    EXPECT_EQ(keysOf(spec.predictions),
-              (std::vector<std::string>{
-                  "head1/logits", "head1/probabilities", "head2/logits",
-                  "head2/probabilities", "head2/class_ids",
-                  "head2/all_class_ids"}));
+    EXPECT_EQ(
+        keysOf(spec.predictions),
+        (std::vector<std::string>{"head1/logits", "head1/probabilities",
+                                  "head2/logits", "head2/probabilities",
+                                  "head2/class_ids", "head2/all_class_ids"}));
     EXPECT_EQ(spec.predictions["head2/logits"].shape(), (Dims{-1, 3}));
     EXPECT_EQ(mapKeys(spec.export_outputs),
-              (std::vector<std::string>{
-                  "head1", "head1/classification", "head1/predict", "head2",
-                  "head2/classification", "head2/predict", "predict",
-                  "serving_default"}));
+              (std::vector<std::string>{"head1", "head1/classification",
+                                        "head1/predict", "head2",
+                                        "head2/classification", "head2/predict",
+                                        "predict", "serving_default"}));
     EXPECT_EQ(keysOf(spec.export_outputs["predict"]), keysOf(spec.predictions));
     EXPECT_EQ(keysOf(spec.export_outputs["serving_default"]),
               (std::vector<std::string>{"scores", "classes"}));
@@ -381,18 +378,19 @@ TEST(HeadGraphTest, MultiHeadSplitsLogitsAndMergesKeys) {
               "heads with individual logits dimensions: [2, 3]. The last "
               "dimension of the logits tensor should equal 5");
     EXPECT_EQ(errorOf([&] {
-                multi.predictions(MultiHead::Logits(TensorMap{
-                    {"head1", slice(f.logits, {0, 0}, {-1, 2})}}));
+                multi.predictions(MultiHead::Logits(
+                    TensorMap{{"head1", slice(f.logits, {0, 0}, {-1, 2})}}));
               }),
               "MultiHead: logits has missing values for head(s): head2");
   }
   GraphFixture f(ModeKeys::EVAL, 5, DType::Int64, {-1, 2});
   Tensor classLabels = f.feature("class", DType::Int64, {-1});
-  EXPECT_EQ(errorOf([&] {
-              multi.create_estimator_spec(f.features, ModeKeys::EVAL, f.logits,
-                                          f.labels);
-            }),
-            "MultiHead: labels must be a dict keyed by head name (a TensorMap)");
+  EXPECT_EQ(
+      errorOf([&] {
+        multi.create_estimator_spec(f.features, ModeKeys::EVAL, f.logits,
+                                    f.labels);
+      }),
+      "MultiHead: labels must be a dict keyed by head name (a TensorMap)");
   EXPECT_EQ(errorOf([&] {
               multi.create_estimator_spec(f.features, ModeKeys::EVAL, f.logits,
                                           TensorMap{{"head1", f.labels}});
@@ -422,27 +420,25 @@ TEST(HeadHostTest, BinaryLabels) {
             (std::vector<float>{0.25f, 1}));
   EXPECT_EQ(errorOf([&] { head.transform_labels(i64({3, 1}, {0, 2, 1})); }),
             "BinaryClassHead: label 2 at batch row 1 is outside [0, 1]");
-  EXPECT_THROW(head.transform_labels(i64({3, 1}, {0, -1, 1})),
-               data::DataError);
+  EXPECT_THROW(head.transform_labels(i64({3, 1}, {0, -1, 1})), data::DataError);
   EXPECT_EQ(errorOf([&] { head.transform_labels(strs({1}, {"yes"})); }),
             "BinaryClassHead: labels are strings; give label_vocabulary, or "
             "numeric labels");
   EXPECT_EQ(errorOf([&] {
-              head.transform_labels(data::Value(data::SparseTensor::make(
-                  {0, 0}, i64({1}, {1}), {1, 1})));
+              head.transform_labels(data::Value(
+                  data::SparseTensor::make({0, 0}, i64({1}, {1}), {1, 1})));
             }),
             "BinaryClassHead: SparseTensor labels are not supported; labels "
             "must be a dense tensor [D0, ..., DN, 1]");
 
   BinaryClassHead vocab("", {}, {"no", "yes"});
-  EXPECT_EQ(vocab.transform_labels(strs({3}, {"yes", "no", "yes"}))
-                .values<float>(),
-            (std::vector<float>{1, 0, 1}));
-  EXPECT_EQ(errorOf([&] {
-              vocab.transform_labels(strs({2, 1}, {"yes", "maybe"}));
-            }),
-            "BinaryClassHead: label 'maybe' at batch row 1 is not in "
-            "label_vocabulary");
+  EXPECT_EQ(
+      vocab.transform_labels(strs({3}, {"yes", "no", "yes"})).values<float>(),
+      (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(
+      errorOf([&] { vocab.transform_labels(strs({2, 1}, {"yes", "maybe"})); }),
+      "BinaryClassHead: label 'maybe' at batch row 1 is not in "
+      "label_vocabulary");
   EXPECT_THROW(vocab.transform_labels(strs({1}, {"maybe"})), data::DataError);
   EXPECT_EQ(errorOf([&] { vocab.transform_labels(i64({1}, {1})); }),
             "BinaryClassHead: labels must be strings of label_vocabulary, got "
@@ -482,10 +478,9 @@ TEST(HeadHostTest, MultiClassLabels) {
   EXPECT_EQ(vocab.transform_labels(strs({3, 1}, {"owl", "cat", "dog"}))
                 .values<int64_t>(),
             (std::vector<int64_t>{2, 0, 1}));
-  EXPECT_EQ(
-      errorOf([&] { vocab.transform_labels(strs({2}, {"cat", "cow"})); }),
-      "MultiClassHead 'pets': label 'cow' at batch row 1 is not in "
-      "label_vocabulary");
+  EXPECT_EQ(errorOf([&] { vocab.transform_labels(strs({2}, {"cat", "cow"})); }),
+            "MultiClassHead 'pets': label 'cow' at batch row 1 is not in "
+            "label_vocabulary");
   EXPECT_EQ(errorOf([&] { vocab.transform_labels(i64({1}, {1})); }),
             "MultiClassHead 'pets': Labels dtype should be string if there is "
             "a vocabulary. Instead got I64");
@@ -504,11 +499,10 @@ TEST(HeadHostTest, MultiLabelLabels) {
   MultiLabelHead head(3, "", {}, {"a", "b", "c"});
   TensorValue dense = head.transform_labels(i64({2, 3}, {1, 0, 1, 0, 0, 0}));
   EXPECT_EQ(dense.dtype, DType::Int64);
-  EXPECT_EQ(errorOf([&] {
-              head.transform_labels(i64({2, 3}, {1, 0, 1, 0, 2, 0}));
-            }),
-            "MultiLabelHead: label 2 at batch row 1 is outside [0, 1] (labels "
-            "must be an integer indicator Tensor with values in [0, 1])");
+  EXPECT_EQ(
+      errorOf([&] { head.transform_labels(i64({2, 3}, {1, 0, 1, 0, 2, 0})); }),
+      "MultiLabelHead: label 2 at batch row 1 is outside [0, 1] (labels "
+      "must be an integer indicator Tensor with values in [0, 1])");
   EXPECT_EQ(head.transform_labels(f32({1, 3}, {0.5f, 0, 1})).dtype,
             DType::Float32);
   // Sparse: each example's classes, as ids or vocabulary entries.
@@ -564,8 +558,8 @@ TEST(HeadHostTest, RegressionAndMultiHeadLabels) {
   EXPECT_EQ(labels["a"].values<int64_t>(), (std::vector<int64_t>{2, 0}));
   EXPECT_EQ(labels["b"].values<float>(), (std::vector<float>{4, 5}));
   EXPECT_EQ(errorOf([&] {
-              multi.transform_labels(std::map<std::string, TensorValue>{
-                  {"a", strs({1}, {"x"})}});
+              multi.transform_labels(
+                  std::map<std::string, TensorValue>{{"a", strs({1}, {"x"})}});
             }),
             "MultiHead: labels has missing values for head(s): b");
   EXPECT_EQ(errorOf([&] { multi.transform_labels(strs({1}, {"x"})); }),
@@ -578,7 +572,8 @@ TEST(HeadHostTest, RegressionAndMultiHeadLabels) {
   EXPECT_EQ(p["a/classes"].strings, (std::vector<std::string>{"y"}));
 }
 
-// --- Numbers, through the JIT Estimator ---------------------------------------
+// --- Numbers, through the JIT Estimator
+// ---------------------------------------
 
 /// Evaluates and predicts `head` on one batch whose logits are the feature
 /// "logits" (plus a zero bias, so TRAIN has a variable to minimize).
@@ -607,9 +602,9 @@ protected:
       std::vector<Tensor> reg;
       for (double r : regularization)
         reg.push_back(g.constant(r));
-      return head->create_estimator_spec(
-          features, mode, logits, labels, train::GradientDescentOptimizer(0.1),
-          {}, nullptr, {}, reg);
+      return head->create_estimator_spec(features, mode, logits, labels,
+                                         train::GradientDescentOptimizer(0.1),
+                                         {}, nullptr, {}, reg);
     };
     return std::make_unique<Estimator>(fn, RunConfig::from_tf_config("", o));
   }
@@ -626,8 +621,8 @@ protected:
     auto est = make(std::shared_ptr<const Head>(&head, [](const Head *) {}));
     HostPrediction out;
     for (const Prediction &p :
-         est->predict(numpy_input_fn(x, std::nullopt, {n, 1, false, 0}), {},
-                      {}, "", /*yield_single_examples=*/false))
+         est->predict(numpy_input_fn(x, std::nullopt, {n, 1, false, 0}), {}, {},
+                      "", /*yield_single_examples=*/false))
       out = p;
     head.complete_predictions(out);
     return out;
@@ -752,8 +747,7 @@ TEST_F(HeadNumbersTest, MultiClassHeadChecksLabelsInTheStep) {
   // Labels that skipped the host transform: the compiled step's own check.
   auto head = std::make_shared<MultiClassHead>(3);
   Features x = {{"logits", f32({2, 3}, {1, 0, 0, 0, 1, 0})}};
-  std::string error =
-      errorOf([&] { evaluate(head, x, i64({2, 1}, {1, 4})); });
+  std::string error = errorOf([&] { evaluate(head, x, i64({2, 1}, {1, 4})); });
   EXPECT_NE(error.find("node 'eval/head/losses/check_label_range' : label 4 "
                        "at batch row 1, index [1, 0] is outside [0, 3)"),
             std::string::npos)
@@ -764,10 +758,9 @@ TEST_F(HeadNumbersTest, MultiLabelHeadWithThresholdsAndClassMetrics) {
   auto head = std::make_shared<MultiLabelHead>(
       3, "", std::vector<double>{0.4}, std::vector<std::string>{},
       Reduction::SUM_OVER_BATCH_SIZE, nullptr, std::vector<int64_t>{0, 2});
-  Features x = {{"logits", f32({3, 3}, {-1, 1, 0.5f, -1.5f, 1.5f, -0.2f, 2,
-                                        -1, 0.1f})}};
-  EvalResults r =
-      evaluate(head, x, i64({3, 3}, {1, 0, 1, 1, 1, 0, 0, 0, 1}));
+  Features x = {
+      {"logits", f32({3, 3}, {-1, 1, 0.5f, -1.5f, 1.5f, -0.2f, 2, -1, 0.1f})}};
+  EvalResults r = evaluate(head, x, i64({3, 3}, {1, 0, 1, 1, 1, 0, 0, 0, 1}));
   expectMetrics(r, {{"loss", 0.9651280045509338},
                     {"average_loss", 0.9651280045509338},
                     {"auc", 0.375},
@@ -831,8 +824,8 @@ TEST_F(HeadNumbersTest, MultiHeadAsTfDocuments) {
   o.model_dir = (dir_ / "multi").string();
   // The Estimator gives one labels tensor: the heads' labels travel as
   // features.
-  ModelFn fn = [multi](const TensorMap &features, const Tensor &,
-                       ModeKeys mode, const Params &, const RunConfig &) {
+  ModelFn fn = [multi](const TensorMap &features, const Tensor &, ModeKeys mode,
+                       const Params &, const RunConfig &) {
     Graph &g = get_default_graph();
     Variable bias = g.get_variable("bias", DType::Float32, {},
                                    zeros_initializer(), true, true);
@@ -862,7 +855,8 @@ TEST_F(HeadNumbersTest, MultiHeadAsTfDocuments) {
                     {"global_step", 0}});
 }
 
-// --- End to end ----------------------------------------------------------------
+// --- End to end
+// ----------------------------------------------------------------
 
 class HeadEstimatorTest : public HeadNumbersTest {};
 
@@ -900,16 +894,16 @@ TEST_F(HeadEstimatorTest, MultiClassHeadWithStringLabelsLearns) {
             {}, 300);
   EvalResults after =
       est.evaluate(numpy_input_fn(eval.x, evalLabels, {64, 1, false, 0}));
-  EXPECT_EQ(mapKeys(after), (std::vector<std::string>{
-                                "accuracy", "average_loss", "global_step",
-                                "loss"}));
+  EXPECT_EQ(mapKeys(after),
+            (std::vector<std::string>{"accuracy", "average_loss", "global_step",
+                                      "loss"}));
   EXPECT_EQ(after.at("global_step"), 300);
   EXPECT_LT(after.at("average_loss"), before.at("average_loss"));
   EXPECT_GT(after.at("accuracy"), 0.85);
 
   int64_t n = 0, agree = 0;
-  for (Prediction p : est.predict(
-           numpy_input_fn(eval.x, std::nullopt, {64, 1, false, 0}))) {
+  for (Prediction p :
+       est.predict(numpy_input_fn(eval.x, std::nullopt, {64, 1, false, 0}))) {
     head.complete_predictions(p);
     int64_t id = p.at("class_ids").values<int64_t>()[0];
     ASSERT_EQ(p.at("classes").strings,
@@ -960,8 +954,8 @@ TEST_F(HeadEstimatorTest, BinaryClassHeadWithWeightsAndTrainOpFn) {
   for (size_t i = 0; i < 256; ++i)
     wy += w[i] * static_cast<double>(y[i]), ws += w[i];
   EXPECT_NEAR(r.at("label/mean"), wy / ws, 1e-6);
-  EXPECT_NEAR(r.at("accuracy_baseline"),
-              std::max(wy / ws, 1.0 - wy / ws), 1e-6);
+  EXPECT_NEAR(r.at("accuracy_baseline"), std::max(wy / ws, 1.0 - wy / ws),
+              1e-6);
 }
 
 } // namespace
