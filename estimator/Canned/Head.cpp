@@ -63,6 +63,15 @@ std::string scopeName(const std::string &key) {
   return out.empty() ? "_" : out;
 }
 
+/// A head's name scope: unique in the mode, one level ('/' becomes '_').
+Scope headScope(Graph &g, const std::string &name) {
+  std::string base = scopeName(name);
+  for (char &c : base)
+    if (c == '/')
+      c = '_';
+  return g.name_scope(g.unique_layer_name(base));
+}
+
 /// The batch row of element `i` of a tensor of `shape`.
 int64_t batchRow(const std::vector<int64_t> &shape, int64_t i) {
   if (shape.empty() || shape[0] == 0)
@@ -404,8 +413,7 @@ EstimatorSpec Head::create_estimator_spec(
     const std::vector<Tensor> &regularization_losses) const {
   requireTensor(describe(), logits, "logits");
   Graph &g = logits.graph();
-  auto scope = g.name_scope(
-      g.unique_layer_name(scopeName(name_.empty() ? "head" : name_)));
+  auto scope = headScope(g, name_.empty() ? "head" : name_);
   EstimatorSpec spec(mode);
   spec.predictions = predictions(logits);
   if (mode == ModeKeys::PREDICT) {
@@ -1432,7 +1440,7 @@ TensorMap MultiHead::predictions(const Logits &logits) const {
   auto scope = g.name_scope("merge_pred");
   TensorMap out;
   for (const auto &h : heads_) {
-    auto headScope = g.name_scope(scopeName(h->name()));
+    auto perHead = g.name_scope(scopeName(h->name()));
     for (const auto &[key, t] : h->predictions(byHead.at(h->name())))
       out.set(h->name() + "/" + key, t);
   }
@@ -1486,7 +1494,7 @@ EstimatorSpec MultiHead::create_estimator_spec(
     const std::vector<Tensor> &regularization_losses) const {
   TensorMap byHead = logitsByHead(logits);
   Graph &g = byHead.begin()->second.graph();
-  auto scope = g.name_scope(g.unique_layer_name(scopeName(name())));
+  auto scope = headScope(g, name());
   EstimatorSpec spec(mode);
   spec.predictions = predictions(Logits(byHead));
   if (mode == ModeKeys::PREDICT) {

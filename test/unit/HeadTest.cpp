@@ -235,6 +235,12 @@ TEST(HeadGraphTest, NamedHeadsSuffixTheirMetricKeys) {
             (std::vector<std::string>{"average_loss/animal",
                                       "regularization_loss/animal",
                                       "accuracy/animal"}));
+  // Any name: its node scope is made of the characters a node name takes.
+  RegressionHead odd(3, "", Reduction::SUM, nullptr, nullptr, "a/b c");
+  EstimatorSpec spec =
+      odd.create_estimator_spec(f.features, ModeKeys::EVAL, f.logits, f.logits);
+  EXPECT_EQ(spec.eval_metric_ops[0].first, "average_loss/a/b c");
+  EXPECT_EQ(spec.loss.name().rfind("eval/a_b_c/", 0), 0u) << spec.loss.name();
 }
 
 TEST(HeadGraphTest, MultiLabelAndRegressionKeys) {
