@@ -2,6 +2,7 @@
 
 #include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/Data/Hashing.h"
+#include "lib/Data/TextLine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -329,6 +330,15 @@ VocabularyFileCategoricalColumn::VocabularyFileCategoricalColumn(
                                         numOov_, default_,
                                         is_integer(dtype_)));
   vocabularySize_ = lookup_->size();
+  // TF's table initializer refuses an empty line among the keys it reads;
+  // VocabularyLookup takes it as the key "".
+  data::TextLineReader reader(file_);
+  std::string line;
+  while (reader.line_number() < vocabularySize_ && reader.read(line))
+    if (line.empty())
+      throw data::DataError(file_ + ":" + std::to_string(reader.line_number()) +
+                            ": empty line (" + what +
+                            "; TF refuses empty vocabulary keys)");
 }
 
 // --- crossed / weighted -----------------------------------------------------

@@ -358,6 +358,14 @@ TEST_F(VocabFileTest, VocabularyFileIdsAsTf) {
             (RowIds{{0, 5}, {1, 4}, {1, 5}}));
   EXPECT_THROW(categorical_column_with_vocabulary_file("x", path("missing")),
                DataError);
+  // TF refuses empty lines among the keys it reads.
+  std::string gap = write("gap.txt", "a\n\nb\n");
+  EXPECT_NE(messageOf<DataError>([&] {
+              categorical_column_with_vocabulary_file("x", gap);
+            }).find("gap.txt:2: empty line"),
+            std::string::npos);
+  EXPECT_EQ(categorical_column_with_vocabulary_file("x", gap, 1)->num_buckets(),
+            1);
   EXPECT_THROW(categorical_column_with_vocabulary_file("x", words, 5),
                DataError);
   EXPECT_THROW(categorical_column_with_vocabulary_file("x", words, 0),
