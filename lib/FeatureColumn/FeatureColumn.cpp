@@ -29,8 +29,8 @@ void requireKey(const std::string &fn, const std::string &key) {
 
 void requireStringOrInt(const std::string &what, DType dtype) {
   if (dtype != DType::String && !is_integer(dtype))
-    throw std::invalid_argument(what + ": dtype must be string or integer, not " +
-                                tf_name(dtype));
+    throw std::invalid_argument(
+        what + ": dtype must be string or integer, not " + tf_name(dtype));
 }
 
 /// A FixedLenFeature default of `dtype` and `shape` from doubles.
@@ -38,7 +38,8 @@ TensorValue defaultTensor(DType dtype, const Dims &shape,
                           const std::vector<double> &v) {
   switch (dtype) {
   case DType::Float32:
-    return TensorValue::of<float>(shape, std::vector<float>(v.begin(), v.end()));
+    return TensorValue::of<float>(shape,
+                                  std::vector<float>(v.begin(), v.end()));
   case DType::Float64:
     return TensorValue::of<double>(shape, v);
   case DType::Int32: {
@@ -92,8 +93,9 @@ std::string specStr(const data::FeatureSpec &s) {
 
 void requireCombiner(const std::string &what, const std::string &combiner) {
   if (combiner != "mean" && combiner != "sqrtn" && combiner != "sum")
-    throw std::invalid_argument(what + ": combiner must be 'mean', 'sqrtn' or "
-                                       "'sum', not '" +
+    throw std::invalid_argument(what +
+                                ": combiner must be 'mean', 'sqrtn' or "
+                                "'sum', not '" +
                                 combiner + "'");
 }
 
@@ -141,14 +143,16 @@ NumericColumn::NumericColumn(std::string key, Dims shape,
   int64_t n = 1;
   for (int64_t d : shape_) {
     if (d < 1)
-      throw std::invalid_argument(what + ": shape dimensions must be greater "
-                                         "than 0, not " +
+      throw std::invalid_argument(what +
+                                  ": shape dimensions must be greater "
+                                  "than 0, not " +
                                   dimsStr(shape_));
     n *= d;
   }
   if (!is_integer(dtype_) && !is_floating(dtype_))
-    throw std::invalid_argument(what + ": dtype must be convertible to float, "
-                                       "not " +
+    throw std::invalid_argument(what +
+                                ": dtype must be convertible to float, "
+                                "not " +
                                 tf_name(dtype_));
   if (!default_value.empty()) {
     if (default_value.size() != 1 &&
@@ -160,13 +164,14 @@ NumericColumn::NumericColumn(std::string key, Dims shape,
     for (double v : default_value)
       if (is_integer(dtype_) && v != std::floor(v))
         throw std::invalid_argument(what + ": default_value " +
-                                    std::to_string(v) + " is not an integer "
-                                                        "of dtype " +
+                                    std::to_string(v) +
+                                    " is not an integer "
+                                    "of dtype " +
                                     tf_name(dtype_));
-    defaultValue_ = default_value.size() == 1
-                        ? std::vector<double>(static_cast<size_t>(n),
-                                              default_value[0])
-                        : std::move(default_value);
+    defaultValue_ =
+        default_value.size() == 1
+            ? std::vector<double>(static_cast<size_t>(n), default_value[0])
+            : std::move(default_value);
   }
 }
 
@@ -188,8 +193,9 @@ BucketizedColumn::BucketizedColumn(
                                 "column generated with numeric_column()");
   std::string what = "bucketized_column '" + name() + "'";
   if (source_->shape().size() != 1)
-    throw std::invalid_argument(what + ": source_column must be "
-                                       "one-dimensional, not of shape " +
+    throw std::invalid_argument(what +
+                                ": source_column must be "
+                                "one-dimensional, not of shape " +
                                 dimsStr(source_->shape()));
   if (boundaries_.empty())
     throw std::invalid_argument(what + ": boundaries must not be empty");
@@ -228,10 +234,9 @@ IdentityCategoricalColumn::IdentityCategoricalColumn(
     throw std::invalid_argument(what + ": num_buckets " +
                                 std::to_string(numBuckets_) + " < 1");
   if (default_ && (*default_ < 0 || *default_ >= numBuckets_))
-    throw std::invalid_argument(what + ": default_value " +
-                                std::to_string(*default_) +
-                                " not in range [0, " +
-                                std::to_string(numBuckets_) + ")");
+    throw std::invalid_argument(
+        what + ": default_value " + std::to_string(*default_) +
+        " not in range [0, " + std::to_string(numBuckets_) + ")");
 }
 
 data::FeatureSpecs IdentityCategoricalColumn::parse_example_spec() const {
@@ -245,8 +250,9 @@ HashedCategoricalColumn::HashedCategoricalColumn(std::string key,
   requireKey("categorical_column_with_hash_bucket", key_);
   std::string what = "categorical_column_with_hash_bucket '" + key_ + "'";
   if (size_ < 1)
-    throw std::invalid_argument(what + ": hash_bucket_size must be at least "
-                                       "1, not " +
+    throw std::invalid_argument(what +
+                                ": hash_bucket_size must be at least "
+                                "1, not " +
                                 std::to_string(size_));
   requireStringOrInt(what, dtype_);
 }
@@ -293,8 +299,8 @@ VocabularyListCategoricalColumn::VocabularyListCategoricalColumn(
   requireStringOrInt(what, dtype_);
   if (is_integer(dtype_) != list_.is_int())
     throw std::invalid_argument(what + ": dtype " + tf_name(dtype_) +
-                                " and vocabulary dtype " +
-                                tf_name(vocabDtype) + " do not match");
+                                " and vocabulary dtype " + tf_name(vocabDtype) +
+                                " do not match");
   try {
     lookup_ = std::make_shared<const data::VocabularyLookup>(
         list_.is_int()
@@ -303,8 +309,7 @@ VocabularyListCategoricalColumn::VocabularyListCategoricalColumn(
   } catch (const std::invalid_argument &e) {
     // A duplicated key (the other problems were checked above).
     std::string msg = e.what();
-    throw std::invalid_argument(what + ": " +
-                                msg.substr(msg.find(": ") + 2));
+    throw std::invalid_argument(what + ": " + msg.substr(msg.find(": ") + 2));
   }
   vocabularySize_ = list_.size();
 }
@@ -327,8 +332,7 @@ VocabularyFileCategoricalColumn::VocabularyFileCategoricalColumn(
   requireStringOrInt(what, dtype_);
   lookup_ = std::make_shared<const data::VocabularyLookup>(
       data::VocabularyLookup::from_file(file_, vocabulary_size.value_or(-1),
-                                        numOov_, default_,
-                                        is_integer(dtype_)));
+                                        numOov_, default_, is_integer(dtype_)));
   vocabularySize_ = lookup_->size();
   // TF's table initializer refuses an empty line among the keys it reads;
   // VocabularyLookup takes it as the key "".
@@ -425,8 +429,7 @@ WeightedCategoricalColumn::WeightedCategoricalColumn(
                                 "categorical_column must be a categorical "
                                 "column");
   if (weightKey_.empty())
-    throw std::invalid_argument("weighted_categorical_column '" +
-                                cat_->name() +
+    throw std::invalid_argument("weighted_categorical_column '" + cat_->name() +
                                 "': weight_feature_key must be a non-empty "
                                 "string");
   if (!is_integer(dtype_) && !is_floating(dtype_))
@@ -442,9 +445,9 @@ std::string WeightedCategoricalColumn::name() const {
 data::FeatureSpecs WeightedCategoricalColumn::parse_example_spec() const {
   data::FeatureSpecs specs = cat_->parse_example_spec();
   if (specs.count(weightKey_))
-    throw std::invalid_argument("weighted_categorical_column '" + name() +
-                                "': parse config " + specStr(specs[weightKey_]) +
-                                " already exists for " + weightKey_);
+    throw std::invalid_argument(
+        "weighted_categorical_column '" + name() + "': parse config " +
+        specStr(specs[weightKey_]) + " already exists for " + weightKey_);
   specs.emplace(weightKey_, data::VarLenFeature{dtype_});
   return specs;
 }
@@ -474,8 +477,8 @@ EmbeddingColumn::EmbeddingColumn(CategoricalColumnPtr categorical_column,
                                 std::to_string(dimension_));
   requireCombiner(what, combiner_);
   requireMaxNorm(what, maxNorm_);
-  initializer_ = initializer ? *initializer
-                             : defaultEmbeddingInitializer(dimension_);
+  initializer_ =
+      initializer ? *initializer : defaultEmbeddingInitializer(dimension_);
 }
 
 SharedEmbeddingColumn::SharedEmbeddingColumn(
@@ -492,7 +495,8 @@ SharedEmbeddingColumn::SharedEmbeddingColumn(
   requireMaxNorm(what, maxNorm_);
 }
 
-// --- the functions ------------------------------------------------------------
+// --- the functions
+// ------------------------------------------------------------
 
 std::shared_ptr<const NumericColumn>
 numeric_column(const std::string &key, Dims shape,
@@ -546,9 +550,9 @@ categorical_column_with_vocabulary_file(const std::string &key,
       num_oov_buckets);
 }
 
-std::shared_ptr<const CrossedColumn> crossed_column(std::vector<CrossKey> keys,
-                                                    int64_t hash_bucket_size,
-                                                    std::optional<uint64_t> hash_key) {
+std::shared_ptr<const CrossedColumn>
+crossed_column(std::vector<CrossKey> keys, int64_t hash_bucket_size,
+               std::optional<uint64_t> hash_key) {
   return std::make_shared<const CrossedColumn>(std::move(keys),
                                                hash_bucket_size, hash_key);
 }
@@ -569,11 +573,12 @@ embedding_column(CategoricalColumnPtr categorical_column, int64_t dimension,
 }
 
 std::vector<std::shared_ptr<const SharedEmbeddingColumn>>
-shared_embedding_columns(const std::vector<CategoricalColumnPtr> &categorical_columns,
-                         int64_t dimension, const std::string &combiner,
-                         std::optional<Initializer> initializer,
-                         const std::string &shared_embedding_collection_name,
-                         std::optional<double> max_norm, bool trainable) {
+shared_embedding_columns(
+    const std::vector<CategoricalColumnPtr> &categorical_columns,
+    int64_t dimension, const std::string &combiner,
+    std::optional<Initializer> initializer,
+    const std::string &shared_embedding_collection_name,
+    std::optional<double> max_norm, bool trainable) {
   if (categorical_columns.empty())
     throw std::invalid_argument("shared_embedding_columns: "
                                 "categorical_columns must not be empty");
@@ -587,11 +592,11 @@ shared_embedding_columns(const std::vector<CategoricalColumnPtr> &categorical_co
   // Sorted, so that the default collection name does not depend on the
   // order the columns come in.
   std::vector<CategoricalColumnPtr> sorted = categorical_columns;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const CategoricalColumnPtr &a,
-                      const CategoricalColumnPtr &b) {
-                     return a->name() < b->name();
-                   });
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const CategoricalColumnPtr &a, const CategoricalColumnPtr &b) {
+        return a->name() < b->name();
+      });
   const CategoricalColumn &c0 = unweighted(*sorted[0]);
   for (size_t i = 1; i < sorted.size(); ++i) {
     const CategoricalColumn &c = unweighted(*sorted[i]);
@@ -605,8 +610,8 @@ shared_embedding_columns(const std::vector<CategoricalColumnPtr> &categorical_co
           "shared_embedding_columns: all categorical_columns must have the "
           "same number of buckets; '" +
           sorted[i]->name() + "' has " +
-          std::to_string(sorted[i]->num_buckets()) + ", '" +
-          sorted[0]->name() + "' " + std::to_string(sorted[0]->num_buckets()));
+          std::to_string(sorted[i]->num_buckets()) + ", '" + sorted[0]->name() +
+          "' " + std::to_string(sorted[0]->num_buckets()));
   }
   auto state = std::make_shared<SharedEmbeddingState>();
   state->collection_name = shared_embedding_collection_name;
@@ -647,8 +652,8 @@ make_parse_example_spec(const FeatureColumns &feature_columns) {
         throw std::invalid_argument(
             "make_parse_example_spec: feature_columns contain different "
             "parse_spec for key '" +
-            key + "': " + specStr(spec) + " (column '" + c->name() +
-            "') and " + specStr(it->second));
+            key + "': " + specStr(spec) + " (column '" + c->name() + "') and " +
+            specStr(it->second));
       out.insert_or_assign(key, spec);
     }
   }

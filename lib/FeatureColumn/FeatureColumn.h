@@ -86,9 +86,8 @@ using NormalizerFn = std::function<Tensor(const Tensor &)>;
 
 class NumericColumn final : public DenseColumn {
 public:
-  NumericColumn(std::string key, Dims shape,
-                std::vector<double> default_value, DType dtype,
-                NormalizerFn normalizer_fn);
+  NumericColumn(std::string key, Dims shape, std::vector<double> default_value,
+                DType dtype, NormalizerFn normalizer_fn);
   std::string name() const override { return key_; }
   data::FeatureSpecs parse_example_spec() const override;
   Dims variable_shape() const override { return shape_; }
@@ -192,9 +191,7 @@ class VocabularyCategoricalColumn : public CategoricalColumn {
 public:
   std::string name() const override { return key_; }
   data::FeatureSpecs parse_example_spec() const override;
-  int64_t num_buckets() const override {
-    return vocabularySize_ + numOov_;
-  }
+  int64_t num_buckets() const override { return vocabularySize_ + numOov_; }
   const std::string &key() const { return key_; }
   DType dtype() const { return dtype_; }
   int64_t default_value() const { return default_; }
@@ -459,12 +456,12 @@ embedding_column(CategoricalColumnPtr categorical_column, int64_t dimension,
 /// shared_embedding_collection_name (default: the columns' names, sorted,
 /// joined by "_", + "_shared_embedding"). Columns in the given order.
 std::vector<std::shared_ptr<const SharedEmbeddingColumn>>
-shared_embedding_columns(const std::vector<CategoricalColumnPtr> &categorical_columns,
-                         int64_t dimension, const std::string &combiner = "mean",
-                         std::optional<Initializer> initializer = {},
-                         const std::string &shared_embedding_collection_name = "",
-                         std::optional<double> max_norm = {},
-                         bool trainable = true);
+shared_embedding_columns(
+    const std::vector<CategoricalColumnPtr> &categorical_columns,
+    int64_t dimension, const std::string &combiner = "mean",
+    std::optional<Initializer> initializer = {},
+    const std::string &shared_embedding_collection_name = "",
+    std::optional<double> max_norm = {}, bool trainable = true);
 
 /// tf.feature_column.weighted_categorical_column: each id of
 /// categorical_column weighted by the value at the same position of
@@ -477,7 +474,8 @@ weighted_categorical_column(CategoricalColumnPtr categorical_column,
 /// tf.feature_column.make_parse_example_spec: every feature the columns
 /// read (std::invalid_argument when two columns want different specs of
 /// one key).
-data::FeatureSpecs make_parse_example_spec(const FeatureColumns &feature_columns);
+data::FeatureSpecs
+make_parse_example_spec(const FeatureColumns &feature_columns);
 
 /// The columns sorted by name (TF's order in a layer);
 /// std::invalid_argument for no columns, a null column or two columns of

@@ -42,15 +42,18 @@ template <typename T> const T *as(const FeatureColumn *c) {
 /// "categorical_column_with_identity 'item'": how errors name a column.
 std::string describe(const FeatureColumn &c) {
   const FeatureColumn *p = &c;
-  const char *fn = as<NumericColumn>(p)                     ? "numeric_column"
-                   : as<BucketizedColumn>(p)                ? "bucketized_column"
-                   : as<IdentityCategoricalColumn>(p)       ? "categorical_column_with_identity"
-                   : as<HashedCategoricalColumn>(p)         ? "categorical_column_with_hash_bucket"
-                   : as<VocabularyListCategoricalColumn>(p) ? "categorical_column_with_vocabulary_list"
-                   : as<VocabularyFileCategoricalColumn>(p) ? "categorical_column_with_vocabulary_file"
-                   : as<CrossedColumn>(p)                   ? "crossed_column"
-                   : as<WeightedCategoricalColumn>(p)       ? "weighted_categorical_column"
-                                                            : "feature column";
+  const char *fn =
+      as<NumericColumn>(p)               ? "numeric_column"
+      : as<BucketizedColumn>(p)          ? "bucketized_column"
+      : as<IdentityCategoricalColumn>(p) ? "categorical_column_with_identity"
+      : as<HashedCategoricalColumn>(p)   ? "categorical_column_with_hash_bucket"
+      : as<VocabularyListCategoricalColumn>(p)
+          ? "categorical_column_with_vocabulary_list"
+      : as<VocabularyFileCategoricalColumn>(p)
+          ? "categorical_column_with_vocabulary_file"
+      : as<CrossedColumn>(p)             ? "crossed_column"
+      : as<WeightedCategoricalColumn>(p) ? "weighted_categorical_column"
+                                         : "feature column";
   return std::string(fn) + " '" + c.name() + "'";
 }
 
@@ -130,7 +133,8 @@ data::SparseTensor toSparse(const Ids &ids) {
 
 } // namespace
 
-// --- The plan ------------------------------------------------------------------
+// --- The plan
+// ------------------------------------------------------------------
 
 struct Transformer::Impl {
   FeatureColumns columns;
@@ -162,7 +166,8 @@ struct Transformer::Impl {
   void emit(Batch &b, const CategoricalColumn &c, ModelInputs &out) const;
 };
 
-void Transformer::Impl::needDense(const std::shared_ptr<const NumericColumn> &c) {
+void Transformer::Impl::needDense(
+    const std::shared_ptr<const NumericColumn> &c) {
   auto [it, fresh] = dense.emplace(c->key(), c);
   if (!fresh && it->second->shape() != c->shape())
     throw std::invalid_argument(
@@ -273,8 +278,9 @@ std::vector<TensorSpec> Transformer::input_specs() const {
     if (as<WeightedCategoricalColumn>(c.get()))
       out.push_back({weights_key(name), DType::Float32, {-1}});
   }
-  std::sort(out.begin(), out.end(),
-            [](const TensorSpec &a, const TensorSpec &b) { return a.key < b.key; });
+  std::sort(
+      out.begin(), out.end(),
+      [](const TensorSpec &a, const TensorSpec &b) { return a.key < b.key; });
   return out;
 }
 
@@ -289,7 +295,8 @@ std::set<std::string> Transformer::values_inputs() const {
   return out;
 }
 
-// --- One batch ----------------------------------------------------------------
+// --- One batch
+// ----------------------------------------------------------------
 
 const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
                                   const std::string &key) const {
@@ -391,7 +398,8 @@ TensorValue Transformer::Impl::numeric(Batch &b, const NumericColumn &c) const {
   return TensorValue::of<float>(shape, v);
 }
 
-const Ids &Transformer::Impl::idsOf(Batch &b, const CategoricalColumn &c) const {
+const Ids &Transformer::Impl::idsOf(Batch &b,
+                                    const CategoricalColumn &c) const {
   auto it = b.ids.find(&c);
   if (it != b.ids.end())
     return it->second;
@@ -415,14 +423,15 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
                       (wantInt ? "integers" : "strings"));
     if (isInt != wantInt)
       throw DataError(what + ": feature '" + key + "' holds " +
-                      dtype_name(r.dtype()) + " values but the column's dtype "
-                                              "is " +
+                      dtype_name(r.dtype()) +
+                      " values but the column's dtype "
+                      "is " +
                       (wantInt ? "an integer" : "string"));
     out.batch = r.batch;
     out.width = r.width;
     for (size_t i = 0; i < r.size(); ++i) {
-      if (!r.sparse && (isInt ? intAt(r.values, i) == -1
-                              : r.values.strings[i].empty()))
+      if (!r.sparse &&
+          (isInt ? intAt(r.values, i) == -1 : r.values.strings[i].empty()))
         continue;
       out.rows.push_back(r.rows[i]);
       out.cols.push_back(r.cols[i]);
@@ -440,9 +449,10 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
   } else if (const auto *h = as<HashedCategoricalColumn>(&c)) {
     auto size = static_cast<uint64_t>(h->hash_bucket_size());
     fromRaw(h->key(), is_integer(h->dtype()), [&](const Raw &r, size_t i) {
-      uint64_t fp = r.dtype() == DType::String
-                        ? data::fingerprint64(r.values.strings[i])
-                        : data::fingerprint64(std::to_string(intAt(r.values, i)));
+      uint64_t fp =
+          r.dtype() == DType::String
+              ? data::fingerprint64(r.values.strings[i])
+              : data::fingerprint64(std::to_string(intAt(r.values, i)));
       return static_cast<int64_t>(fp % size);
     });
   } else if (const auto *v = as<VocabularyCategoricalColumn>(&c)) {
@@ -474,8 +484,8 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     out.width = k;
     for (size_t i = 0; i < xs.size(); ++i) {
       auto col = static_cast<int64_t>(i) % k;
-      int64_t bucket =
-          std::upper_bound(bounds.begin(), bounds.end(), xs[i]) - bounds.begin();
+      int64_t bucket = std::upper_bound(bounds.begin(), bounds.end(), xs[i]) -
+                       bounds.begin();
       out.rows.push_back(static_cast<int64_t>(i) / k);
       out.cols.push_back(col);
       out.ids.push_back(bucket + nb * col);
@@ -505,8 +515,8 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
         std::vector<int64_t> wide(r.size());
         for (size_t i = 0; i < wide.size(); ++i)
           wide[i] = intAt(r.values, i);
-        values = TensorValue::of<int64_t>({static_cast<int64_t>(r.size())},
-                                          wide);
+        values =
+            TensorValue::of<int64_t>({static_cast<int64_t>(r.size())}, wide);
       }
       (r.sparse ? sparseInputs : denseInputs)
           .push_back(data::SparseTensor::make(
@@ -549,21 +559,20 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
       if (rows[i] != out.rows[i] || cols[i] != out.cols[i])
         bad = i;
     if (bad < n || rows.size() != out.rows.size()) {
-      int64_t row = bad < n ? std::min(rows[bad], out.rows[bad])
+      int64_t row = bad < n           ? std::min(rows[bad], out.rows[bad])
                     : rows.size() > n ? rows[n]
                                       : out.rows[n];
-      throw DataError(what + ": the weights of feature '" +
-                      w->weight_feature_key() +
-                      "' do not line up with the ids at batch row " +
-                      std::to_string(row) +
-                      " (a weight is needed at each id's position; a dense "
-                      "weight of 0 counts as missing)");
+      throw DataError(
+          what + ": the weights of feature '" + w->weight_feature_key() +
+          "' do not line up with the ids at batch row " + std::to_string(row) +
+          " (a weight is needed at each id's position; a dense "
+          "weight of 0 counts as missing)");
     }
     out.weights = std::move(weights);
     out.weighted = true;
   } else {
-    throw std::invalid_argument("Transformer: unsupported categorical column '" +
-                                c.name() + "'");
+    throw std::invalid_argument(
+        "Transformer: unsupported categorical column '" + c.name() + "'");
   }
   return out;
 }
@@ -615,8 +624,8 @@ ModelInputs Transformer::transform(const data::Element &features) const {
   return out;
 }
 
-ModelInputs
-Transformer::transform(const std::map<std::string, TensorValue> &features) const {
+ModelInputs Transformer::transform(
+    const std::map<std::string, TensorValue> &features) const {
   std::map<std::string, data::Element> fields;
   for (const auto &[key, t] : features)
     fields.emplace(key, data::Element(t));

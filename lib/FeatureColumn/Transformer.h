@@ -69,7 +69,8 @@ public:
   /// The model inputs of one batch of raw features (a dict; other fields
   /// are ignored). DataError for bad or missing data.
   ModelInputs transform(const data::Element &features) const;
-  ModelInputs transform(const std::map<std::string, TensorValue> &features) const;
+  ModelInputs
+  transform(const std::map<std::string, TensorValue> &features) const;
 
   /// Every model input: key, dtype, shape with -1 for the batch and for the
   /// number of values n. In key order.

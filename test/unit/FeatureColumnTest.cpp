@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Hashing.h"
-#include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/FeatureColumn/Transformer.h"
 #include "test/unit/FileTesting.h"
 
@@ -38,10 +38,11 @@ std::map<std::string, data::Element> rawFeatures() {
   std::map<std::string, data::Element> f;
   f.emplace("s", TensorValue::of_strings(
                      {3, 2}, {"apple", "", "kiwi", "cherry", "", ""}));
-  f.emplace("sp", data::SparseTensor::make(
-                      {0, 0, 1, 0, 1, 1, 2, 0},
-                      TensorValue::of_strings({4}, {"apple", "", "zzz", "banana"}),
-                      {3, 2}));
+  f.emplace("sp",
+            data::SparseTensor::make(
+                {0, 0, 1, 0, 1, 1, 2, 0},
+                TensorValue::of_strings({4}, {"apple", "", "zzz", "banana"}),
+                {3, 2}));
   f.emplace("i", TensorValue::of<int64_t>({3, 2}, {3, -1, 7, 0, -1, -1}));
   f.emplace("age", TensorValue::of<float>({3, 1}, {17, 18, 65.5}));
   return f;
@@ -84,7 +85,8 @@ protected:
 
 } // namespace
 
-// --- Names, shapes, arguments -------------------------------------------------
+// --- Names, shapes, arguments
+// -------------------------------------------------
 
 TEST(FeatureColumnTest, NamesAsTf) {
   auto age = numeric_column("age");
@@ -176,8 +178,9 @@ TEST(FeatureColumnTest, ArgumentErrorsNameTheColumn) {
                   "v", std::vector<std::string>{});
             }),
             "");
-  EXPECT_NE(msg([] { categorical_column_with_vocabulary_list("v", {"a", "a"}); })
-                .find("'v'"),
+  EXPECT_NE(msg([] {
+              categorical_column_with_vocabulary_list("v", {"a", "a"});
+            }).find("'v'"),
             std::string::npos);
   EXPECT_NE(msg([] {
               categorical_column_with_vocabulary_list("v", {"a"}, {}, 3, 2);
@@ -225,12 +228,12 @@ TEST(FeatureColumnTest, ArgumentErrorsNameTheColumn) {
   EXPECT_NE(msg([&] { shared_embedding_columns({v}, 2, "avg"); }), "");
   EXPECT_NE(msg([&] { shared_embedding_columns({v, nullptr}, 2); }), "");
   // A weighted column shares with columns of its categorical's kind.
-  EXPECT_EQ(shared_embedding_columns(
-                {weighted_categorical_column(ident, "w"),
-                 categorical_column_with_identity("id2", 2)},
-                2)
-                .size(),
-            2u);
+  EXPECT_EQ(
+      shared_embedding_columns({weighted_categorical_column(ident, "w"),
+                                categorical_column_with_identity("id2", 2)},
+                               2)
+          .size(),
+      2u);
   EXPECT_NE(msg([] { sorted_by_name({}); }), "");
   EXPECT_NE(msg([&] { sorted_by_name({v, nullptr}); }), "");
   EXPECT_NE(msg([&] {
@@ -243,7 +246,8 @@ TEST(FeatureColumnTest, ArgumentErrorsNameTheColumn) {
   EXPECT_EQ(sorted[2]->name(), "v");
 }
 
-// --- make_parse_example_spec --------------------------------------------------
+// --- make_parse_example_spec
+// --------------------------------------------------
 
 TEST(FeatureColumnTest, ParseExampleSpec) {
   auto age = numeric_column("age", {1}, {-1.0});
@@ -274,27 +278,29 @@ TEST(FeatureColumnTest, ParseExampleSpec) {
   EXPECT_FALSE(std::get<data::FixedLenFeature>(
                    make_parse_example_spec({numeric_column("x", {2})}).at("x"))
                    .default_value.has_value());
-  EXPECT_EQ(std::get<data::FixedLenFeature>(
-                make_parse_example_spec(
-                    {numeric_column("x", {2}, {3}, DType::Int64)})
-                    .at("x"))
-                .default_value->values<int64_t>(),
-            (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(
+      std::get<data::FixedLenFeature>(
+          make_parse_example_spec({numeric_column("x", {2}, {3}, DType::Int64)})
+              .at("x"))
+          .default_value->values<int64_t>(),
+      (std::vector<int64_t>{3, 3}));
   // The same spec twice is fine; different ones are an error.
   EXPECT_EQ(make_parse_example_spec({age, bucketized_column(age, {3})}).size(),
             1u);
-  EXPECT_NE(messageOf<std::invalid_argument>([] {
-              make_parse_example_spec(
-                  {numeric_column("x"), categorical_column_with_identity("x", 3)});
-            }).find("'x'"),
-            std::string::npos);
+  EXPECT_NE(
+      messageOf<std::invalid_argument>([] {
+        make_parse_example_spec(
+            {numeric_column("x"), categorical_column_with_identity("x", 3)});
+      }).find("'x'"),
+      std::string::npos);
   // A weight key that the categorical column already parses.
   EXPECT_THROW(
       make_parse_example_spec({weighted_categorical_column(ids, "ids")}),
       std::invalid_argument);
 }
 
-// --- Host ids, as TF computes them ----------------------------------------------
+// --- Host ids, as TF computes them
+// ----------------------------------------------
 
 TEST(FeatureColumnTest, HashBucketIdsAsTf) {
   // Dense: "" is missing (dropped); sparse: "" is a value.
@@ -303,9 +309,10 @@ TEST(FeatureColumnTest, HashBucketIdsAsTf) {
   EXPECT_EQ(transformIds(categorical_column_with_hash_bucket("sp", 100), "sp"),
             (RowIds{{0, 1}, {1, 63}, {1, 80}, {2, 56}}));
   // Integers hash as their decimal strings; -1 is missing in a dense tensor.
-  EXPECT_EQ(transformIds(
-                categorical_column_with_hash_bucket("i", 50, DType::Int64), "i"),
-            (RowIds{{0, 21}, {1, 38}, {1, 35}}));
+  EXPECT_EQ(
+      transformIds(categorical_column_with_hash_bucket("i", 50, DType::Int64),
+                   "i"),
+      (RowIds{{0, 21}, {1, 38}, {1, 35}}));
 }
 
 TEST(FeatureColumnTest, VocabularyListIdsAsTf) {
@@ -330,8 +337,8 @@ TEST(FeatureColumnTest, VocabularyListIdsAsTf) {
                              "sp", {"apple", "banana", "cherry"}),
                          "sp"),
             (RowIds{{0, 0}, {2, 1}}));
-  EXPECT_EQ(transformIds(categorical_column_with_vocabulary_list(
-                             "i", {7, 3, 5}, {}, -1, 2),
+  EXPECT_EQ(transformIds(categorical_column_with_vocabulary_list("i", {7, 3, 5},
+                                                                 {}, -1, 2),
                          "i"),
             (RowIds{{0, 1}, {1, 0}, {1, 4}}));
 }
@@ -344,14 +351,14 @@ TEST_F(VocabFileTest, VocabularyFileIdsAsTf) {
   EXPECT_EQ(oov->vocabulary_size(), 3);
   EXPECT_EQ(oov->num_buckets(), 6);
   EXPECT_EQ(transformIds(oov, "sp"), (RowIds{{0, 0}, {1, 5}, {1, 3}, {2, 1}}));
-  auto two = categorical_column_with_vocabulary_file("s", words, 2,
-                                                     DType::String, 9);
+  auto two =
+      categorical_column_with_vocabulary_file("s", words, 2, DType::String, 9);
   EXPECT_EQ(two->num_buckets(), 2);
   // TF gives 9 (default_value) for kiwi and cherry, outside [0, 2): an
   // error once the ids reach the model.
-  EXPECT_NE(messageOf<DataError>([&] { transformIds(two, "s"); })
-                .find("batch row 1"),
-            std::string::npos);
+  EXPECT_NE(
+      messageOf<DataError>([&] { transformIds(two, "s"); }).find("batch row 1"),
+      std::string::npos);
   EXPECT_EQ(transformIds(categorical_column_with_vocabulary_file(
                              "i", numbers, {}, DType::Int64, {}, 2),
                          "i"),
@@ -376,9 +383,9 @@ TEST_F(VocabFileTest, VocabularyFileIdsAsTf) {
   EXPECT_THROW(categorical_column_with_vocabulary_file("x", words, {},
                                                        DType::String, {}, -1),
                std::invalid_argument);
-  EXPECT_THROW(categorical_column_with_vocabulary_file("x", words, {},
-                                                       DType::Float32),
-               std::invalid_argument);
+  EXPECT_THROW(
+      categorical_column_with_vocabulary_file("x", words, {}, DType::Float32),
+      std::invalid_argument);
 }
 
 TEST(FeatureColumnTest, IdentityIds) {
@@ -430,36 +437,36 @@ TEST(FeatureColumnTest, CrossIdsAsTf) {
                     {1, 9604},
                     {2, 2225},
                     {2, 2225}}));
-  EXPECT_EQ(transformIds(crossed_column({crossed_column({"s", "i"}, 100), "sp"},
-                                        500),
-                         "i_X_s_X_sp"),
-            (RowIds{{0, 78},
-                    {0, 196},
-                    {0, 267},
-                    {0, 340},
-                    {1, 69},
-                    {1, 164},
-                    {1, 433},
-                    {1, 32},
-                    {1, 334},
-                    {1, 78},
-                    {1, 218},
-                    {1, 55},
-                    {2, 455},
-                    {2, 455},
-                    {2, 455},
-                    {2, 455}}));
+  EXPECT_EQ(
+      transformIds(crossed_column({crossed_column({"s", "i"}, 100), "sp"}, 500),
+                   "i_X_s_X_sp"),
+      (RowIds{{0, 78},
+              {0, 196},
+              {0, 267},
+              {0, 340},
+              {1, 69},
+              {1, 164},
+              {1, 433},
+              {1, 32},
+              {1, 334},
+              {1, 78},
+              {1, 218},
+              {1, 55},
+              {2, 455},
+              {2, 455},
+              {2, 455},
+              {2, 455}}));
   // A bucketized source of two elements: ids bucket + 3 * element.
   std::map<std::string, data::Element> f;
   f.emplace("two", TensorValue::of<float>({2, 2}, {1, 40, 30, 29.999f}));
   f.emplace("k", TensorValue::of_strings({2, 1}, {"a", "b"}));
-  EXPECT_EQ(transformIds(
-                crossed_column(
-                    {bucketized_column(numeric_column("two", {2}), {10, 30}),
-                     "k"},
-                    100),
-                "k_X_two_bucketized", f),
-            (RowIds{{0, 95}, {0, 62}, {1, 49}, {1, 65}}));
+  EXPECT_EQ(
+      transformIds(
+          crossed_column(
+              {bucketized_column(numeric_column("two", {2}), {10, 30}), "k"},
+              100),
+          "k_X_two_bucketized", f),
+      (RowIds{{0, 95}, {0, 62}, {1, 49}, {1, 65}}));
   // Float raw keys cannot be crossed.
   EXPECT_NE(messageOf<DataError>([] {
               transformIds(crossed_column({"s", "age"}, 10), "age_X_s");
@@ -492,7 +499,8 @@ TEST(FeatureColumnTest, WeightedIdsAndWeights) {
             (std::vector<float>{1.5f, -2, 0}));
   // Weights that do not line up: TF fails in the lookup; here a DataError.
   f["w"] = TensorValue::of<float>({2, 2}, {0.5f, 0, 0, 3});
-  std::string m = messageOf<DataError>([&] { Transformer({w}).transform(dict(f)); });
+  std::string m =
+      messageOf<DataError>([&] { Transformer({w}).transform(dict(f)); });
   EXPECT_NE(m.find("'i_weighted_by_w'"), std::string::npos) << m;
   EXPECT_NE(m.find("batch row 1"), std::string::npos) << m;
   f["w"] = TensorValue::of<float>({2, 1}, {1, 2});
@@ -500,12 +508,14 @@ TEST(FeatureColumnTest, WeightedIdsAndWeights) {
   f["w"] = TensorValue::of_strings({2, 2}, {"a", "b", "c", "d"});
   EXPECT_THROW(Transformer({w}).transform(dict(f)), DataError);
   f.erase("w");
-  EXPECT_NE(messageOf<DataError>([&] { Transformer({w}).transform(dict(f)); })
-                .find("feature 'w' is missing"),
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({w}).transform(dict(f));
+            }).find("feature 'w' is missing"),
             std::string::npos);
 }
 
-// --- Numeric inputs, specs, errors ----------------------------------------------
+// --- Numeric inputs, specs, errors
+// ----------------------------------------------
 
 TEST(FeatureColumnTest, NumericInputs) {
   auto age = numeric_column("age");
@@ -546,13 +556,15 @@ TEST(FeatureColumnTest, NumericInputs) {
   std::map<std::string, data::Element> sp;
   sp.emplace("age", data::SparseTensor::make(
                         {0, 0}, TensorValue::of<float>({1}, {1}), {1, 1}));
-  EXPECT_NE(messageOf<DataError>([&] { Transformer({age}).transform(dict(sp)); })
-                .find("SparseTensor"),
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({age}).transform(dict(sp));
+            }).find("SparseTensor"),
             std::string::npos);
   // Features of different batch sizes.
   f["two"] = TensorValue::of<double>({2, 2}, {1, 2, 3, 4});
-  EXPECT_NE(messageOf<DataError>([&] { Transformer({age, two}).transform(f); })
-                .find("batch size"),
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({age, two}).transform(f);
+            }).find("batch size"),
             std::string::npos);
   // Not a dict.
   EXPECT_THROW(Transformer({age}).transform(
@@ -570,8 +582,9 @@ TEST(FeatureColumnTest, CategoricalInputErrors) {
       {"h", TensorValue::of_strings({2}, {"a", "b"})}};
   std::map<std::string, TensorValue> floats{
       {"h", TensorValue::of<float>({2}, {1, 2})}};
-  EXPECT_NE(messageOf<DataError>([&] { Transformer({h}).transform(ints); })
-                .find("categorical_column_with_hash_bucket 'h'"),
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({h}).transform(ints);
+            }).find("categorical_column_with_hash_bucket 'h'"),
             std::string::npos);
   EXPECT_THROW(Transformer({hi}).transform(strs), DataError);
   EXPECT_THROW(Transformer({hi}).transform(floats), DataError);
@@ -580,11 +593,12 @@ TEST(FeatureColumnTest, CategoricalInputErrors) {
             (RowIds{{0, 0}, {1, 1}}));
   // Sparse indices out of row-major order.
   std::map<std::string, data::Element> f;
-  f.emplace("h", data::SparseTensor::make(
-                     {1, 0, 0, 0}, TensorValue::of_strings({2}, {"a", "b"}),
-                     {2, 1}));
-  EXPECT_NE(messageOf<DataError>([&] { Transformer({h}).transform(dict(f)); })
-                .find("row-major"),
+  f.emplace(
+      "h", data::SparseTensor::make(
+               {1, 0, 0, 0}, TensorValue::of_strings({2}, {"a", "b"}), {2, 1}));
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({h}).transform(dict(f));
+            }).find("row-major"),
             std::string::npos);
   f["h"] = data::SparseTensor::make({0, 5}, TensorValue::of_strings({1}, {"a"}),
                                     {2, 1});
@@ -606,13 +620,13 @@ TEST(FeatureColumnTest, InputSpecsAndValuesInputs) {
   std::vector<std::string> keys;
   for (const TensorSpec &s : specs)
     keys.push_back(s.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "age", "age_bucketized_X_sex/ids",
-                      "age_bucketized_X_sex/row_lengths",
-                      "age_bucketized_X_sex/rows", "ids_weighted_by_wt/ids",
-                      "ids_weighted_by_wt/row_lengths",
-                      "ids_weighted_by_wt/rows", "ids_weighted_by_wt/weights",
-                      "sex/ids", "sex/row_lengths", "sex/rows"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{
+                "age", "age_bucketized_X_sex/ids",
+                "age_bucketized_X_sex/row_lengths", "age_bucketized_X_sex/rows",
+                "ids_weighted_by_wt/ids", "ids_weighted_by_wt/row_lengths",
+                "ids_weighted_by_wt/rows", "ids_weighted_by_wt/weights",
+                "sex/ids", "sex/row_lengths", "sex/rows"}));
   EXPECT_EQ(specs[0].shape, (Dims{-1, 2}));
   EXPECT_EQ(specs[0].dtype, DType::Float32);
   EXPECT_EQ(specs[1].shape, (Dims{-1}));
@@ -655,8 +669,9 @@ TEST(FeatureColumnTest, TransformerArgumentErrors) {
   auto a = categorical_column_with_vocabulary_list("a", {"x"});
   auto a2 = categorical_column_with_hash_bucket("a", 3);
   EXPECT_NE(msg([&] { Transformer({a, a2}); }).find("'a'"), std::string::npos);
-  EXPECT_NE(msg([&] { Transformer({indicator_column(a), embedding_column(a2, 2)}); })
-                .find("a/ids"),
+  EXPECT_NE(msg([&] {
+              Transformer({indicator_column(a), embedding_column(a2, 2)});
+            }).find("a/ids"),
             std::string::npos);
   EXPECT_NE(msg([] {
               Transformer({numeric_column("n"),
@@ -666,8 +681,8 @@ TEST(FeatureColumnTest, TransformerArgumentErrors) {
   auto scaled = numeric_column("x", {1}, {}, DType::Float32,
                                [](const Tensor &t) { return t * 2.0; });
   EXPECT_NE(msg([&] {
-              Transformer({crossed_column({bucketized_column(scaled, {1}), "k"},
-                                          10)});
+              Transformer(
+                  {crossed_column({bucketized_column(scaled, {1}), "k"}, 10)});
             }).find("normalizer_fn"),
             std::string::npos);
   // Directly, a bucketized column of a normalized source is fine (compiled).
@@ -679,7 +694,8 @@ TEST(FeatureColumnTest, ParseExampleThenTransform) {
   auto age = numeric_column("age", {1}, {30.0});
   auto sex = categorical_column_with_vocabulary_list("sex", {"m", "f"});
   auto tags = categorical_column_with_hash_bucket("tags", 100);
-  FeatureColumns columns = {age, indicator_column(sex), embedding_column(tags, 3)};
+  FeatureColumns columns = {age, indicator_column(sex),
+                            embedding_column(tags, 3)};
   data::ExampleParser parser(make_parse_example_spec(columns));
   std::string a = data::ExampleBuilder()
                       .add_float("age", {41})
@@ -687,8 +703,7 @@ TEST(FeatureColumnTest, ParseExampleThenTransform) {
                       .add_bytes("tags", {"x", "", "y"})
                       .serialize();
   std::string b = data::ExampleBuilder().add_bytes("sex", {"q"}).serialize();
-  ModelInputs in =
-      Transformer(columns).transform(parser.parse_example({a, b}));
+  ModelInputs in = Transformer(columns).transform(parser.parse_example({a, b}));
   EXPECT_EQ(in.at("age").values<float>(), (std::vector<float>{41, 30}));
   EXPECT_EQ(rowIds(in, "sex"), (RowIds{{0, 1}}));
   // A parsed VarLenFeature is sparse: "" is a value (hashed).
