@@ -690,6 +690,85 @@ TEST(FeatureColumnTest, TransformerArgumentErrors) {
             1u);
 }
 
+namespace {
+/// Columns of kinds the library does not know.
+struct ForeignColumn final : DenseColumn {
+  std::string name() const override { return "foreign"; }
+  data::FeatureSpecs parse_example_spec() const override { return {}; }
+  Dims variable_shape() const override { return {1}; }
+};
+struct ForeignCategorical final : CategoricalColumn {
+  std::string name() const override { return "foreign_ids"; }
+  data::FeatureSpecs parse_example_spec() const override { return {}; }
+  int64_t num_buckets() const override { return 3; }
+};
+} // namespace
+
+TEST(FeatureColumnTest, EveryFactoryChecksItsKey) {
+  EXPECT_THROW(categorical_column_with_identity("", 3), std::invalid_argument);
+  EXPECT_THROW(categorical_column_with_hash_bucket("", 3),
+               std::invalid_argument);
+  EXPECT_THROW(categorical_column_with_vocabulary_list("", {"a"}),
+               std::invalid_argument);
+  EXPECT_THROW(categorical_column_with_vocabulary_file("", "v.txt"),
+               std::invalid_argument);
+  EXPECT_THROW(
+      categorical_column_with_vocabulary_list("v", {"a"}, DType::Float32),
+      std::invalid_argument);
+  auto v = categorical_column_with_vocabulary_list("v", {"a", "b"});
+  EXPECT_THROW(shared_embedding_columns({v}, 2, "mean", {}, "", -1.0),
+               std::invalid_argument);
+  EXPECT_THROW(SharedEmbeddingColumn(nullptr, nullptr, "mean", {}),
+               std::invalid_argument);
+  EXPECT_THROW(make_parse_example_spec({v, nullptr}), std::invalid_argument);
+  // A null CrossKey column is no key.
+  EXPECT_THROW(
+      crossed_column({"a", std::shared_ptr<const CategoricalColumn>()}, 3),
+      std::invalid_argument);
+}
+
+TEST(FeatureColumnTest, ForeignColumnsAndOddFeatures) {
+  EXPECT_NE(messageOf<std::invalid_argument>([] {
+              Transformer({std::make_shared<const ForeignColumn>()});
+            }).find("'foreign'"),
+            std::string::npos);
+  Transformer t(
+      {indicator_column(std::make_shared<const ForeignCategorical>())});
+  EXPECT_NE(messageOf<std::invalid_argument>([&] {
+              t.transform(std::map<std::string, TensorValue>{});
+            }).find("'foreign_ids'"),
+            std::string::npos);
+  auto h = categorical_column_with_hash_bucket("h", 10);
+  std::map<std::string, data::Element> f;
+  f.emplace("h", data::Element::dict({}));
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({h}).transform(dict(f));
+            }).find("not a tensor"),
+            std::string::npos);
+  f.erase("h");
+  f.emplace("h",
+            data::SparseTensor::make({}, TensorValue::of_strings({0}, {}), {}));
+  EXPECT_NE(messageOf<DataError>([&] {
+              Transformer({h}).transform(dict(f));
+            }).find("sparse scalar"),
+            std::string::npos);
+  // A weighted bucketized column of a normalized source needs host
+  // bucketizing too.
+  auto scaled = numeric_column("x", {1}, {}, DType::Float32,
+                               [](const Tensor &x) { return x * 2.0; });
+  EXPECT_THROW(Transformer({weighted_categorical_column(
+                   bucketized_column(scaled, {1}), "w")}),
+               std::invalid_argument);
+  // Without a normalizer it works: bucket ids with their weights.
+  auto plain = weighted_categorical_column(
+      bucketized_column(numeric_column("x"), {1}), "w");
+  std::map<std::string, TensorValue> g = {
+      {"x", TensorValue::of<float>({2}, {0, 5})},
+      {"w", TensorValue::of<float>({2}, {0.5, 2})}};
+  ModelInputs in = Transformer({plain}).transform(g);
+  EXPECT_EQ(rowIds(in, "x_bucketized_weighted_by_w"), (RowIds{{0, 0}, {1, 1}}));
+}
+
 TEST(FeatureColumnTest, ParseExampleThenTransform) {
   auto age = numeric_column("age", {1}, {30.0});
   auto sex = categorical_column_with_vocabulary_list("sex", {"m", "f"});
