@@ -66,8 +66,9 @@ struct Raw {
   int64_t batch = 0;
   int64_t width = 0;
   std::vector<int64_t> rows, cols;
-  TensorValue values; // [entries]
-  DType dtype() const { return values.dtype; }
+  /// The feature's values (flat, row-major), in the batch's features.
+  const TensorValue *values = nullptr;
+  DType dtype() const { return values->dtype; }
   size_t size() const { return rows.size(); }
 };
 
@@ -326,8 +327,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
     r.width = 1;
     for (size_t d = 1; d < t->shape.size(); ++d)
       r.width *= t->shape[d];
-    r.values = *t;
-    r.values.shape = {r.batch * r.width};
+    r.values = t;
     r.rows.reserve(static_cast<size_t>(r.batch * r.width));
     r.cols.reserve(static_cast<size_t>(r.batch * r.width));
     for (int64_t i = 0; i < r.batch; ++i)
@@ -346,7 +346,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
     r.width = 1;
     for (int64_t d = 1; d < s.rank(); ++d)
       r.width *= s.dense_shape[d];
-    r.values = s.values;
+    r.values = &s.values;
     std::vector<int64_t> idx = s.index_values();
     int64_t rank = s.rank();
     for (int64_t v = 0; v < s.nnz(); ++v) {
@@ -392,7 +392,7 @@ TensorValue Transformer::Impl::numeric(Batch &b, const NumericColumn &c) const {
                     dimsStr(c.shape()));
   std::vector<float> v(r.size());
   for (size_t i = 0; i < v.size(); ++i)
-    v[i] = floatAt(r.values, i);
+    v[i] = floatAt(*r.values, i);
   Dims shape = {r.batch};
   shape.insert(shape.end(), c.shape().begin(), c.shape().end());
   return TensorValue::of<float>(shape, v);
@@ -431,7 +431,7 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     out.width = r.width;
     for (size_t i = 0; i < r.size(); ++i) {
       if (!r.sparse &&
-          (isInt ? intAt(r.values, i) == -1 : r.values.strings[i].empty()))
+          (isInt ? intAt(*r.values, i) == -1 : r.values->strings[i].empty()))
         continue;
       out.rows.push_back(r.rows[i]);
       out.cols.push_back(r.cols[i]);
@@ -443,7 +443,7 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     int64_t n = id->num_buckets();
     std::optional<int64_t> def = id->default_value();
     fromRaw(id->key(), true, [&](const Raw &r, size_t i) {
-      int64_t v = intAt(r.values, i);
+      int64_t v = intAt(*r.values, i);
       return def && (v < 0 || v >= n) ? *def : v;
     });
   } else if (const auto *h = as<HashedCategoricalColumn>(&c)) {
@@ -451,8 +451,8 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     fromRaw(h->key(), is_integer(h->dtype()), [&](const Raw &r, size_t i) {
       uint64_t fp =
           r.dtype() == DType::String
-              ? data::fingerprint64(r.values.strings[i])
-              : data::fingerprint64(std::to_string(intAt(r.values, i)));
+              ? data::fingerprint64(r.values->strings[i])
+              : data::fingerprint64(std::to_string(intAt(*r.values, i)));
       return static_cast<int64_t>(fp % size);
     });
   } else if (const auto *v = as<VocabularyCategoricalColumn>(&c)) {
@@ -461,9 +461,9 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     std::vector<int64_t> ints;
     fromRaw(v->key(), is_integer(v->dtype()), [&](const Raw &r, size_t i) {
       if (r.dtype() == DType::String)
-        strings.push_back(r.values.strings[i]);
+        strings.push_back(r.values->strings[i]);
       else
-        ints.push_back(intAt(r.values, i));
+        ints.push_back(intAt(*r.values, i));
       return int64_t{0};
     });
     auto n = static_cast<int64_t>(out.ids.size());
@@ -510,11 +510,12 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
         indices.push_back(r.rows[i]);
         indices.push_back(r.cols[i]);
       }
-      TensorValue values = r.values;
+      TensorValue values = *r.values;
+      values.shape = {static_cast<int64_t>(r.size())};
       if (r.dtype() == DType::Int32) {
         std::vector<int64_t> wide(r.size());
         for (size_t i = 0; i < wide.size(); ++i)
-          wide[i] = intAt(r.values, i);
+          wide[i] = intAt(*r.values, i);
         values =
             TensorValue::of<int64_t>({static_cast<int64_t>(r.size())}, wide);
       }
@@ -546,7 +547,7 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     std::vector<int64_t> rows, cols;
     std::vector<float> weights;
     for (size_t i = 0; i < r.size(); ++i) {
-      float v = floatAt(r.values, i);
+      float v = floatAt(*r.values, i);
       if (!r.sparse && v == 0.0f)
         continue;
       rows.push_back(r.rows[i]);
