@@ -1,0 +1,273 @@
+//===- FeatureLayers.cpp - The graph half of feature columns --------------===//
+//
+// A bucketized column is bucketized here, from its source's dense input;
+// as a categorical column (embedded, in a linear model) each example has
+// exactly source-elements ids of weight 1 (id i * (len(boundaries) + 1) +
+// bucket), so its lookup is a multi-hot [batch, num_buckets] times the
+// table, divided by the id count for "mean" and its square root for
+// "sqrtn": the same sums TF's sparse lookup makes, without a sparse input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/FeatureColumn/FeatureLayers.h"
+#include "lib/FeatureColumn/Transformer.h"
+
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+
+namespace estc {
+namespace feature_column {
+
+namespace {
+
+template <typename T> const T *as(const FeatureColumn *c) {
+  return dynamic_cast<const T *>(c);
+}
+
+/// TF's _sanitize_column_name_for_variable_scope.
+std::string scopeName(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ||
+          c == '-'))
+      c = '_';
+  return s;
+}
+
+Graph &graphOf(const TensorMap &features, const char *fn) {
+  if (features.empty())
+    throw std::invalid_argument(std::string(fn) + ": no features");
+  return features.begin()->second.graph();
+}
+
+void requireCombiner(const std::string &what, const std::string &combiner) {
+  if (combiner != "mean" && combiner != "sqrtn" && combiner != "sum")
+    throw std::invalid_argument(what +
+                                ": combiner must be 'mean', 'sqrtn' or "
+                                "'sum', not '" +
+                                combiner + "'");
+}
+
+/// Builds the columns' tensors of one layer call.
+class Builder {
+public:
+  Builder(const TensorMap &features, bool trainable, bool reuse)
+      : features_(features), trainable_(trainable), reuse_(reuse) {}
+
+  /// A dense column's value, [batch] + variable_shape.
+  Tensor dense(const DenseColumn &c);
+  /// The `combiner` of the rows of params [num_buckets, dim] that the ids
+  /// of `c` select: [batch, dim].
+  Tensor lookup(const Tensor &params, const CategoricalColumn &c,
+                const std::string &combiner, double maxNorm);
+
+private:
+  Tensor input(const std::string &key, const FeatureColumn &c);
+  Tensor numeric(const NumericColumn &c);
+  /// [batch, num_buckets]: one-hot of each source element's bucket.
+  Tensor bucketMultiHot(const BucketizedColumn &c);
+  Variable variable(const std::string &name, const Dims &shape,
+                    const Initializer &init, bool trainable, bool reuse);
+
+  const TensorMap &features_;
+  bool trainable_;
+  bool reuse_;
+};
+
+Tensor Builder::input(const std::string &key, const FeatureColumn &c) {
+  if (!features_.contains(key))
+    throw GraphError("feature column '" + c.name() + "': no model input '" +
+                     key +
+                     "' among the features (feed the Transformer's "
+                     "input_specs())");
+  return features_.at(key);
+}
+
+Tensor Builder::numeric(const NumericColumn &c) {
+  Tensor x = input(c.key(), c);
+  if (x.dtype() != DType::Float32)
+    throw GraphError("numeric_column '" + c.name() + "': model input '" +
+                     c.key() + "' is " + to_string(x.dtype()) +
+                     ", expected f32 (the Transformer's)");
+  return c.normalizer_fn() ? c.normalizer_fn()(x) : x;
+}
+
+Tensor Builder::bucketMultiHot(const BucketizedColumn &c) {
+  Tensor b = bucketize(numeric(*c.source_column()), c.boundaries());
+  auto depth = static_cast<int64_t>(c.boundaries().size()) + 1;
+  // [batch, k, depth] -> [batch, k * depth]: element i's bucket at
+  // i * depth + bucket, the bucketized column's ids.
+  return reshape(one_hot(b, depth), {-1, c.num_buckets()});
+}
+
+Variable Builder::variable(const std::string &name, const Dims &shape,
+                           const Initializer &init, bool trainable,
+                           bool reuse) {
+  Graph &g = graphOf(features_, "feature columns");
+  return g.get_variable(name, DType::Float32, shape, init,
+                        trainable && trainable_, reuse || reuse_);
+}
+
+Tensor Builder::lookup(const Tensor &params, const CategoricalColumn &c,
+                       const std::string &combiner, double maxNorm) {
+  if (const auto *b = as<BucketizedColumn>(&c)) {
+    Tensor table = params;
+    if (maxNorm > 0) {
+      // tf.clip_by_norm of every row (each looked-up embedding).
+      Tensor norm = sqrt(reduce_sum(square(table), Dims{1}, true));
+      table = table * (maxNorm / maximum(norm, maxNorm));
+    }
+    Tensor sum = matmul(bucketMultiHot(*b), table);
+    auto k = static_cast<double>(b->source_column()->num_elements());
+    if (combiner == "mean")
+      return sum / k;
+    if (combiner == "sqrtn")
+      return sum / std::sqrt(k);
+    return sum;
+  }
+  return safe_embedding_lookup_sparse(params, sparse_ids(features_, c),
+                                      combiner, maxNorm);
+}
+
+Tensor Builder::dense(const DenseColumn &c) {
+  if (const auto *n = as<NumericColumn>(&c))
+    return numeric(*n);
+  if (const auto *b = as<BucketizedColumn>(&c))
+    return one_hot(bucketize(numeric(*b->source_column()), b->boundaries()),
+                   static_cast<int64_t>(b->boundaries().size()) + 1);
+  if (const auto *i = as<IndicatorColumn>(&c)) {
+    const CategoricalColumn &cat = *i->categorical_column();
+    if (const auto *b = as<BucketizedColumn>(&cat))
+      return bucketMultiHot(*b);
+    return sparse_to_indicator(sparse_ids(features_, cat), cat.num_buckets());
+  }
+  if (const auto *e = as<EmbeddingColumn>(&c)) {
+    Variable table =
+        variable("embedding_weights",
+                 {e->categorical_column()->num_buckets(), e->dimension()},
+                 e->initializer(), e->trainable(), false);
+    return lookup(table, *e->categorical_column(), e->combiner(),
+                  e->max_norm().value_or(0));
+  }
+  if (const auto *s = as<SharedEmbeddingColumn>(&c)) {
+    // The first column of the collection creates the table, the others
+    // share it.
+    const SharedEmbeddingState &st = s->shared();
+    Variable table =
+        variable("embedding_weights", {st.num_buckets, st.dimension},
+                 st.initializer, st.trainable, true);
+    return lookup(table, *s->categorical_column(), s->combiner(),
+                  s->max_norm().value_or(0));
+  }
+  throw std::invalid_argument("feature column '" + c.name() +
+                              "' has no dense value");
+}
+
+/// The variable scope of a column in a layer (TF's _var_scope_name).
+std::string columnScope(const FeatureColumn &c) {
+  if (const auto *s = as<SharedEmbeddingColumn>(&c))
+    return scopeName(s->shared().collection_name);
+  return scopeName(c.name());
+}
+
+Tensor denseLayer(const TensorMap &features, const FeatureColumns &columns,
+                  bool trainable, const std::string &scope, bool reuse,
+                  const char *fn) {
+  Graph &g = graphOf(features, fn);
+  FeatureColumns sorted = sorted_by_name(columns);
+  for (const FeatureColumnPtr &c : sorted)
+    if (!as<DenseColumn>(c.get()))
+      throw std::invalid_argument(
+          std::string(fn) +
+          ": items of feature_columns must be dense "
+          "columns; wrap the categorical column '" +
+          c->name() + "' in an embedding_column or indicator_column");
+  Scope layer = g.name_scope(scope);
+  Builder builder(features, trainable, reuse);
+  std::vector<Tensor> outputs;
+  for (const FeatureColumnPtr &c : sorted) {
+    const auto &d = dynamic_cast<const DenseColumn &>(*c);
+    Scope column = g.name_scope(columnScope(d));
+    outputs.push_back(reshape(builder.dense(d), {-1, d.num_elements()}));
+  }
+  return outputs.size() == 1 ? outputs[0] : concat(outputs, 1);
+}
+
+} // namespace
+
+SparseIds sparse_ids(const TensorMap &features,
+                     const CategoricalColumn &categorical_column) {
+  std::string name = categorical_column.name();
+  auto get = [&](const std::string &key) {
+    if (!features.contains(key))
+      throw GraphError("feature column '" + name + "': no model input '" + key +
+                       "' among the features (feed the Transformer's "
+                       "input_specs())");
+    return features.at(key);
+  };
+  SparseIds ids;
+  ids.ids = get(ids_key(name));
+  ids.rows = get(rows_key(name));
+  ids.row_lengths = get(row_lengths_key(name));
+  if (as<WeightedCategoricalColumn>(&categorical_column))
+    ids.weights = get(weights_key(name));
+  return ids;
+}
+
+Tensor input_layer(const TensorMap &features,
+                   const FeatureColumns &feature_columns, bool trainable) {
+  Graph &g = graphOf(features, "input_layer");
+  return denseLayer(features, feature_columns, trainable,
+                    g.unique_layer_name("input_layer"), false, "input_layer");
+}
+
+DenseFeatures::DenseFeatures(FeatureColumns feature_columns, bool trainable,
+                             std::string name)
+    : columns_(std::move(feature_columns)), trainable_(trainable),
+      name_(std::move(name)) {
+  sorted_by_name(columns_); // checks: not empty, no nulls, unique names
+}
+
+Tensor DenseFeatures::operator()(const TensorMap &features) const {
+  return denseLayer(features, columns_, trainable_, name_, true,
+                    "DenseFeatures");
+}
+
+Tensor linear_model(const TensorMap &features,
+                    const FeatureColumns &feature_columns, int64_t units,
+                    const std::string &sparse_combiner, bool trainable) {
+  Graph &g = graphOf(features, "linear_model");
+  if (units < 1)
+    throw std::invalid_argument("linear_model: units must be >= 1, not " +
+                                std::to_string(units));
+  requireCombiner("linear_model: sparse_combiner", sparse_combiner);
+  FeatureColumns sorted = sorted_by_name(feature_columns);
+  Scope layer = g.name_scope(g.unique_layer_name("linear_model"));
+  Builder builder(features, trainable, false);
+  Tensor sum;
+  for (const FeatureColumnPtr &c : sorted) {
+    Scope column = g.name_scope(columnScope(*c));
+    Tensor part;
+    if (const auto *cat = dynamic_cast<const CategoricalColumn *>(c.get())) {
+      Variable w =
+          g.get_variable("weights", DType::Float32, {cat->num_buckets(), units},
+                         zeros_initializer(), trainable);
+      part = builder.lookup(w, *cat, sparse_combiner, 0);
+    } else {
+      const auto &d = dynamic_cast<const DenseColumn &>(*c);
+      Variable w =
+          g.get_variable("weights", DType::Float32, {d.num_elements(), units},
+                         zeros_initializer(), trainable);
+      part = matmul(reshape(builder.dense(d), {-1, d.num_elements()}), w, false,
+                    false, "weighted_sum");
+    }
+    sum = sum.valid() ? add(sum, part) : part;
+  }
+  Variable bias = g.get_variable("bias_weights", DType::Float32, {units},
+                                 zeros_initializer(), trainable);
+  return nn::bias_add(sum, bias, "weighted_sum");
+}
+
+} // namespace feature_column
+} // namespace estc

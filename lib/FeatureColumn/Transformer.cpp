@@ -1,0 +1,637 @@
+//===- Transformer.cpp - The host half of feature columns -----------------===//
+//
+// Each categorical column's ids are first computed as TF's get_sparse_tensors
+// has them (unpruned: a cross hashes a vocabulary column's -1 like any id),
+// as COO entries in row-major order; the ids that reach the model are then
+// pruned and range-checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/FeatureColumn/Transformer.h"
+#include "lib/Data/Hashing.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <typeinfo>
+
+namespace estc {
+namespace feature_column {
+
+std::string ids_key(const std::string &column_name) {
+  return column_name + "/ids";
+}
+std::string rows_key(const std::string &column_name) {
+  return column_name + "/rows";
+}
+std::string row_lengths_key(const std::string &column_name) {
+  return column_name + "/row_lengths";
+}
+std::string weights_key(const std::string &column_name) {
+  return column_name + "/weights";
+}
+
+namespace {
+
+using data::DataError;
+
+template <typename T> const T *as(const FeatureColumn *c) {
+  return dynamic_cast<const T *>(c);
+}
+
+/// "categorical_column_with_identity 'item'": how errors name a column.
+std::string describe(const FeatureColumn &c) {
+  const FeatureColumn *p = &c;
+  const char *fn =
+      as<NumericColumn>(p)               ? "numeric_column"
+      : as<BucketizedColumn>(p)          ? "bucketized_column"
+      : as<IdentityCategoricalColumn>(p) ? "categorical_column_with_identity"
+      : as<HashedCategoricalColumn>(p)   ? "categorical_column_with_hash_bucket"
+      : as<VocabularyListCategoricalColumn>(p)
+          ? "categorical_column_with_vocabulary_list"
+      : as<VocabularyFileCategoricalColumn>(p)
+          ? "categorical_column_with_vocabulary_file"
+      : as<CrossedColumn>(p)             ? "crossed_column"
+      : as<WeightedCategoricalColumn>(p) ? "weighted_categorical_column"
+                                         : "feature column";
+  return std::string(fn) + " '" + c.name() + "'";
+}
+
+/// One raw feature seen as a 2-D table [batch, width]: every cell of a
+/// dense tensor (row-major), or a sparse tensor's entries (its dimensions
+/// after the first flattened into the column).
+struct Raw {
+  std::string key;
+  bool sparse = false;
+  int64_t batch = 0;
+  int64_t width = 0;
+  std::vector<int64_t> rows, cols;
+  /// The feature's values (flat, row-major), in the batch's features.
+  const TensorValue *values = nullptr;
+  DType dtype() const { return values->dtype; }
+  size_t size() const { return rows.size(); }
+};
+
+int64_t intAt(const TensorValue &t, size_t i) {
+  if (t.dtype == DType::Int32) {
+    int32_t v;
+    std::memcpy(&v, t.data.data() + 4 * i, 4);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, t.data.data() + 8 * i, 8);
+  return v;
+}
+
+/// TF's cast of a number to float32 (exact conversions per source type).
+float floatAt(const TensorValue &t, size_t i) {
+  switch (t.dtype) {
+  case DType::Int32:
+  case DType::Int64:
+    return static_cast<float>(intAt(t, i));
+  case DType::Float64: {
+    double v;
+    std::memcpy(&v, t.data.data() + 8 * i, 8);
+    return static_cast<float>(v);
+  }
+  default:
+    return static_cast<float>(t.element(static_cast<int64_t>(i)));
+  }
+}
+
+std::string dimsStr(const Dims &d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+bool isNumber(DType d) {
+  return is_integer(d) || is_floating(d) || d == DType::Bool;
+}
+
+/// The ids of a categorical column for one batch, COO in row-major order.
+struct Ids {
+  int64_t batch = 0;
+  int64_t width = 0;
+  std::vector<int64_t> rows, cols, ids;
+  std::vector<float> weights; // weighted columns only
+  bool weighted = false;
+};
+
+data::SparseTensor toSparse(const Ids &ids) {
+  std::vector<int64_t> indices;
+  indices.reserve(ids.rows.size() * 2);
+  for (size_t i = 0; i < ids.rows.size(); ++i) {
+    indices.push_back(ids.rows[i]);
+    indices.push_back(ids.cols[i]);
+  }
+  auto n = static_cast<int64_t>(ids.ids.size());
+  return data::SparseTensor::make(std::move(indices),
+                                  TensorValue::of<int64_t>({n}, ids.ids),
+                                  {ids.batch, ids.width});
+}
+
+} // namespace
+
+// --- The plan
+// ------------------------------------------------------------------
+
+struct Transformer::Impl {
+  FeatureColumns columns;
+  /// Dense inputs by key (numeric columns, bucketized sources).
+  std::map<std::string, std::shared_ptr<const NumericColumn>> dense;
+  /// Categorical inputs by column name.
+  std::map<std::string, CategoricalColumnPtr> sparse;
+  std::set<std::string> featureKeys;
+
+  void need(const FeatureColumnPtr &c);
+  void needCategorical(const CategoricalColumnPtr &c);
+  void needDense(const std::shared_ptr<const NumericColumn> &c);
+  void checkHost(const CategoricalColumn &c, const std::string &user);
+  void collectKeys(const FeatureColumn &c);
+
+  /// State of one transform() call.
+  struct Batch {
+    const data::Element &features;
+    std::map<std::string, Raw> raws;
+    std::map<const CategoricalColumn *, Ids> ids;
+    std::string batchKey;
+    int64_t batch = -1;
+  };
+  const Raw &raw(Batch &b, const FeatureColumn &user,
+                 const std::string &key) const;
+  const Ids &idsOf(Batch &b, const CategoricalColumn &c) const;
+  Ids computeIds(Batch &b, const CategoricalColumn &c) const;
+  TensorValue numeric(Batch &b, const NumericColumn &c) const;
+  void emit(Batch &b, const CategoricalColumn &c, ModelInputs &out) const;
+};
+
+void Transformer::Impl::needDense(
+    const std::shared_ptr<const NumericColumn> &c) {
+  auto [it, fresh] = dense.emplace(c->key(), c);
+  if (!fresh && it->second->shape() != c->shape())
+    throw std::invalid_argument(
+        "feature columns: numeric columns of key '" + c->key() +
+        "' with different shapes need one model input '" + c->key() + "'");
+}
+
+void Transformer::Impl::needCategorical(const CategoricalColumnPtr &c) {
+  if (const auto *b = as<BucketizedColumn>(c.get())) {
+    // Bucketized in the compiled step, from the source's dense input.
+    needDense(b->source_column());
+    return;
+  }
+  checkHost(*c, c->name());
+  auto [it, fresh] = sparse.emplace(c->name(), c);
+  if (!fresh && it->second != c)
+    throw std::invalid_argument(
+        "feature columns: two different columns named '" + c->name() +
+        "' need the model input '" + ids_key(c->name()) +
+        "' (use one column object for both)");
+}
+
+void Transformer::Impl::checkHost(const CategoricalColumn &c,
+                                  const std::string &user) {
+  if (const auto *b = as<BucketizedColumn>(&c)) {
+    if (b->source_column()->normalizer_fn())
+      throw std::invalid_argument(
+          "feature columns: '" + user + "' needs the ids of '" + b->name() +
+          "' on the host, but its source '" + b->source_column()->name() +
+          "' has a normalizer_fn, which runs in the compiled step");
+  } else if (const auto *x = as<CrossedColumn>(&c)) {
+    for (const CrossKey &k : x->leaf_keys())
+      if (k.is_column())
+        checkHost(*k.column(), user);
+  } else if (const auto *w = as<WeightedCategoricalColumn>(&c)) {
+    checkHost(*w->categorical_column(), user);
+  }
+}
+
+void Transformer::Impl::need(const FeatureColumnPtr &c) {
+  if (!c)
+    throw std::invalid_argument("Transformer: a null feature column");
+  const FeatureColumn *p = c.get();
+  if (as<NumericColumn>(p))
+    needDense(std::dynamic_pointer_cast<const NumericColumn>(c));
+  else if (const auto *b = as<BucketizedColumn>(p))
+    needDense(b->source_column());
+  else if (const auto *i = as<IndicatorColumn>(p))
+    needCategorical(i->categorical_column());
+  else if (const auto *e = as<EmbeddingColumn>(p))
+    needCategorical(e->categorical_column());
+  else if (const auto *s = as<SharedEmbeddingColumn>(p))
+    needCategorical(s->categorical_column());
+  else if (auto cat = std::dynamic_pointer_cast<const CategoricalColumn>(c))
+    needCategorical(cat);
+  else
+    throw std::invalid_argument("Transformer: unsupported feature column '" +
+                                c->name() + "'");
+  collectKeys(*c);
+}
+
+void Transformer::Impl::collectKeys(const FeatureColumn &c) {
+  for (const auto &[key, spec] : c.parse_example_spec())
+    featureKeys.insert(key);
+}
+
+Transformer::Transformer(FeatureColumns feature_columns) {
+  if (feature_columns.empty())
+    throw std::invalid_argument("Transformer: feature_columns must not be "
+                                "empty");
+  auto impl = std::make_shared<Impl>();
+  std::map<std::string, FeatureColumnPtr> byName;
+  for (const FeatureColumnPtr &c : feature_columns) {
+    if (!c)
+      throw std::invalid_argument("Transformer: a null feature column");
+    auto [it, fresh] = byName.emplace(c->name(), c);
+    if (!fresh && it->second != c)
+      throw std::invalid_argument("Transformer: duplicate feature column "
+                                  "name '" +
+                                  c->name() + "'");
+    if (fresh) {
+      impl->columns.push_back(c);
+      impl->need(c);
+    }
+  }
+  impl_ = std::move(impl);
+}
+
+const FeatureColumns &Transformer::feature_columns() const {
+  return impl_->columns;
+}
+
+std::set<std::string> Transformer::feature_keys() const {
+  return impl_->featureKeys;
+}
+
+std::vector<TensorSpec> Transformer::input_specs() const {
+  std::vector<TensorSpec> out;
+  for (const auto &[key, c] : impl_->dense) {
+    Dims shape = {-1};
+    shape.insert(shape.end(), c->shape().begin(), c->shape().end());
+    out.push_back({key, DType::Float32, shape});
+  }
+  for (const auto &[name, c] : impl_->sparse) {
+    out.push_back({ids_key(name), DType::Int64, {-1}});
+    out.push_back({rows_key(name), DType::Int64, {-1}});
+    out.push_back({row_lengths_key(name), DType::Int64, {-1}});
+    if (as<WeightedCategoricalColumn>(c.get()))
+      out.push_back({weights_key(name), DType::Float32, {-1}});
+  }
+  std::sort(
+      out.begin(), out.end(),
+      [](const TensorSpec &a, const TensorSpec &b) { return a.key < b.key; });
+  return out;
+}
+
+std::set<std::string> Transformer::values_inputs() const {
+  std::set<std::string> out;
+  for (const auto &[name, c] : impl_->sparse) {
+    out.insert(ids_key(name));
+    out.insert(rows_key(name));
+    if (as<WeightedCategoricalColumn>(c.get()))
+      out.insert(weights_key(name));
+  }
+  return out;
+}
+
+// --- One batch
+// ----------------------------------------------------------------
+
+const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
+                                  const std::string &key) const {
+  auto cached = b.raws.find(key);
+  if (cached != b.raws.end())
+    return cached->second;
+  std::string what = describe(user);
+  if (!b.features.is_dict())
+    throw DataError(what + ": the features are not a dict");
+  if (!b.features.contains(key)) {
+    std::string keys;
+    for (const auto &[k, v] : b.features.fields())
+      keys += (keys.empty() ? "" : ", ") + k;
+    throw DataError(what + ": feature '" + key +
+                    "' is missing from the batch (features: " + keys + ")");
+  }
+  const data::Element &leaf = b.features[key];
+  if (!leaf.is_leaf())
+    throw DataError(what + ": feature '" + key + "' is not a tensor");
+  Raw r;
+  r.key = key;
+  if (const auto *t = std::get_if<TensorValue>(&leaf.leaf())) {
+    if (t->shape.empty())
+      throw DataError(what + ": feature '" + key + "' is a scalar (" +
+                      t->spec().str() + "); features need a batch dimension");
+    r.batch = t->shape[0];
+    r.width = 1;
+    for (size_t d = 1; d < t->shape.size(); ++d)
+      r.width *= t->shape[d];
+    r.values = t;
+    r.rows.reserve(static_cast<size_t>(r.batch * r.width));
+    r.cols.reserve(static_cast<size_t>(r.batch * r.width));
+    for (int64_t i = 0; i < r.batch; ++i)
+      for (int64_t j = 0; j < r.width; ++j) {
+        r.rows.push_back(i);
+        r.cols.push_back(j);
+      }
+  } else {
+    const data::SparseTensor &s = std::get<data::SparseTensor>(leaf.leaf());
+    s.validate(what + ": feature '" + key + "'");
+    if (s.rank() < 1)
+      throw DataError(what + ": feature '" + key +
+                      "' is a sparse scalar; features need a batch dimension");
+    r.sparse = true;
+    r.batch = s.dense_shape[0];
+    r.width = 1;
+    for (int64_t d = 1; d < s.rank(); ++d)
+      r.width *= s.dense_shape[d];
+    r.values = &s.values;
+    std::vector<int64_t> idx = s.index_values();
+    int64_t rank = s.rank();
+    for (int64_t v = 0; v < s.nnz(); ++v) {
+      int64_t row = idx[v * rank], col = 0;
+      for (int64_t d = 1; d < rank; ++d)
+        col = col * s.dense_shape[d] + idx[v * rank + d];
+      if (v > 0 && (row < r.rows.back() ||
+                    (row == r.rows.back() && col <= r.cols.back())))
+        throw DataError(what + ": feature '" + key +
+                        "': sparse indices are not in row-major order (value " +
+                        std::to_string(v) + " at batch row " +
+                        std::to_string(row) + ")");
+      r.rows.push_back(row);
+      r.cols.push_back(col);
+    }
+  }
+  if (b.batch < 0) {
+    b.batch = r.batch;
+    b.batchKey = key;
+  } else if (r.batch != b.batch) {
+    throw DataError(what + ": feature '" + key + "' has batch size " +
+                    std::to_string(r.batch) + " but feature '" + b.batchKey +
+                    "' has " + std::to_string(b.batch));
+  }
+  return b.raws.emplace(key, std::move(r)).first->second;
+}
+
+TensorValue Transformer::Impl::numeric(Batch &b, const NumericColumn &c) const {
+  std::string what = describe(c);
+  const Raw &r = raw(b, c, c.key());
+  if (r.sparse)
+    throw DataError(what + ": feature '" + c.key() +
+                    "' is a SparseTensor; a numeric column takes a dense "
+                    "tensor");
+  if (!isNumber(r.dtype()))
+    throw DataError(what + ": feature '" + c.key() + "' holds " +
+                    dtype_name(r.dtype()) +
+                    " values; a numeric column takes numbers");
+  if (r.width != c.num_elements())
+    throw DataError(what + ": feature '" + c.key() + "' has " +
+                    std::to_string(r.width) + " values per example, expected " +
+                    std::to_string(c.num_elements()) + " for shape " +
+                    dimsStr(c.shape()));
+  std::vector<float> v(r.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = floatAt(*r.values, i);
+  Dims shape = {r.batch};
+  shape.insert(shape.end(), c.shape().begin(), c.shape().end());
+  return TensorValue::of<float>(shape, v);
+}
+
+const Ids &Transformer::Impl::idsOf(Batch &b,
+                                    const CategoricalColumn &c) const {
+  auto it = b.ids.find(&c);
+  if (it != b.ids.end())
+    return it->second;
+  Ids ids = computeIds(b, c);
+  return b.ids.emplace(&c, std::move(ids)).first->second;
+}
+
+Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
+  std::string what = describe(c);
+  Ids out;
+
+  // The raw values of `key`, with TF's missing values of a dense tensor
+  // ("" and -1) dropped; `lookup` gives an entry's id.
+  auto fromRaw = [&](const std::string &key, bool wantInt, auto lookup) {
+    const Raw &r = raw(b, c, key);
+    bool isInt = is_integer(r.dtype());
+    if (r.dtype() != DType::String && !isInt)
+      throw DataError(what + ": feature '" + key + "' holds " +
+                      dtype_name(r.dtype()) +
+                      " values; a categorical column takes " +
+                      (wantInt ? "integers" : "strings"));
+    if (isInt != wantInt)
+      throw DataError(what + ": feature '" + key + "' holds " +
+                      dtype_name(r.dtype()) +
+                      " values but the column's dtype "
+                      "is " +
+                      (wantInt ? "an integer" : "string"));
+    out.batch = r.batch;
+    out.width = r.width;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (!r.sparse &&
+          (isInt ? intAt(*r.values, i) == -1 : r.values->strings[i].empty()))
+        continue;
+      out.rows.push_back(r.rows[i]);
+      out.cols.push_back(r.cols[i]);
+      out.ids.push_back(lookup(r, i));
+    }
+  };
+
+  if (const auto *id = as<IdentityCategoricalColumn>(&c)) {
+    int64_t n = id->num_buckets();
+    std::optional<int64_t> def = id->default_value();
+    fromRaw(id->key(), true, [&](const Raw &r, size_t i) {
+      int64_t v = intAt(*r.values, i);
+      return def && (v < 0 || v >= n) ? *def : v;
+    });
+  } else if (const auto *h = as<HashedCategoricalColumn>(&c)) {
+    auto size = static_cast<uint64_t>(h->hash_bucket_size());
+    fromRaw(h->key(), is_integer(h->dtype()), [&](const Raw &r, size_t i) {
+      uint64_t fp =
+          r.dtype() == DType::String
+              ? data::fingerprint64(r.values->strings[i])
+              : data::fingerprint64(std::to_string(intAt(*r.values, i)));
+      return static_cast<int64_t>(fp % size);
+    });
+  } else if (const auto *v = as<VocabularyCategoricalColumn>(&c)) {
+    // One lookup of the kept values (the table works on tensors).
+    std::vector<std::string> strings;
+    std::vector<int64_t> ints;
+    fromRaw(v->key(), is_integer(v->dtype()), [&](const Raw &r, size_t i) {
+      if (r.dtype() == DType::String)
+        strings.push_back(r.values->strings[i]);
+      else
+        ints.push_back(intAt(*r.values, i));
+      return int64_t{0};
+    });
+    auto n = static_cast<int64_t>(out.ids.size());
+    TensorValue keys = is_integer(v->dtype())
+                           ? TensorValue::of<int64_t>({n}, ints)
+                           : TensorValue::of_strings({n}, std::move(strings));
+    out.ids = v->lookup().lookup(keys).values<int64_t>();
+  } else if (const auto *bk = as<BucketizedColumn>(&c)) {
+    // Inside a cross or a weighted column: bucketized here, as TF's
+    // Bucketize does it (float32 value against float32 boundaries).
+    const NumericColumn &src = *bk->source_column();
+    TensorValue x = numeric(b, src);
+    std::vector<float> bounds(bk->boundaries().begin(), bk->boundaries().end());
+    auto nb = static_cast<int64_t>(bounds.size()) + 1;
+    int64_t k = src.num_elements();
+    std::vector<float> xs = x.values<float>();
+    out.batch = x.shape[0];
+    out.width = k;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      auto col = static_cast<int64_t>(i) % k;
+      int64_t bucket = std::upper_bound(bounds.begin(), bounds.end(), xs[i]) -
+                       bounds.begin();
+      out.rows.push_back(static_cast<int64_t>(i) / k);
+      out.cols.push_back(col);
+      out.ids.push_back(bucket + nb * col);
+    }
+  } else if (const auto *x = as<CrossedColumn>(&c)) {
+    // tf.sparse.cross_hashed crosses its sparse inputs first, then its
+    // dense ones (the op takes them as two lists): a raw key given as a
+    // dense tensor goes after the SparseTensors and the columns' ids.
+    std::vector<data::Value> sparseInputs, denseInputs;
+    for (const CrossKey &k : x->leaf_keys()) {
+      if (k.is_column()) {
+        sparseInputs.push_back(toSparse(idsOf(b, *k.column())));
+        continue;
+      }
+      const Raw &r = raw(b, c, k.key());
+      if (r.dtype() != DType::String && !is_integer(r.dtype()))
+        throw DataError(what + ": feature '" + k.key() + "' holds " +
+                        dtype_name(r.dtype()) +
+                        " values; crosses take strings or integers");
+      std::vector<int64_t> indices;
+      for (size_t i = 0; i < r.size(); ++i) {
+        indices.push_back(r.rows[i]);
+        indices.push_back(r.cols[i]);
+      }
+      TensorValue values = *r.values;
+      values.shape = {static_cast<int64_t>(r.size())};
+      if (r.dtype() == DType::Int32) {
+        std::vector<int64_t> wide(r.size());
+        for (size_t i = 0; i < wide.size(); ++i)
+          wide[i] = intAt(*r.values, i);
+        values =
+            TensorValue::of<int64_t>({static_cast<int64_t>(r.size())}, wide);
+      }
+      (r.sparse ? sparseInputs : denseInputs)
+          .push_back(data::SparseTensor::make(
+              std::move(indices), std::move(values), {r.batch, r.width}));
+    }
+    std::vector<data::Value> inputs = std::move(sparseInputs);
+    inputs.insert(inputs.end(), denseInputs.begin(), denseInputs.end());
+    data::SparseTensor crossed =
+        data::sparse_cross_hashed(inputs, x->hash_bucket_size(), x->hash_key());
+    out.batch = crossed.dense_shape[0];
+    out.width = crossed.dense_shape[1];
+    std::vector<int64_t> idx = crossed.index_values();
+    for (size_t i = 0; i < idx.size(); i += 2) {
+      out.rows.push_back(idx[i]);
+      out.cols.push_back(idx[i + 1]);
+    }
+    out.ids = crossed.values.values<int64_t>();
+  } else if (const auto *w = as<WeightedCategoricalColumn>(&c)) {
+    out = idsOf(b, *w->categorical_column());
+    const Raw &r = raw(b, c, w->weight_feature_key());
+    if (!isNumber(r.dtype()))
+      throw DataError(what + ": weight feature '" + w->weight_feature_key() +
+                      "' holds " + dtype_name(r.dtype()) +
+                      " values; weights are numbers");
+    // TF drops a dense weight tensor's zeros; the weights left must sit
+    // where the ids are.
+    std::vector<int64_t> rows, cols;
+    std::vector<float> weights;
+    for (size_t i = 0; i < r.size(); ++i) {
+      float v = floatAt(*r.values, i);
+      if (!r.sparse && v == 0.0f)
+        continue;
+      rows.push_back(r.rows[i]);
+      cols.push_back(r.cols[i]);
+      weights.push_back(v);
+    }
+    size_t n = std::min(rows.size(), out.rows.size());
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; ++i)
+      if (rows[i] != out.rows[i] || cols[i] != out.cols[i])
+        bad = i;
+    if (bad < n || rows.size() != out.rows.size()) {
+      int64_t row = bad < n           ? std::min(rows[bad], out.rows[bad])
+                    : rows.size() > n ? rows[n]
+                                      : out.rows[n];
+      throw DataError(
+          what + ": the weights of feature '" + w->weight_feature_key() +
+          "' do not line up with the ids at batch row " + std::to_string(row) +
+          " (a weight is needed at each id's position; a dense "
+          "weight of 0 counts as missing)");
+    }
+    out.weights = std::move(weights);
+    out.weighted = true;
+  } else {
+    throw std::invalid_argument(
+        "Transformer: unsupported categorical column '" + c.name() + "'");
+  }
+  return out;
+}
+
+void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
+                             ModelInputs &out) const {
+  const Ids &ids = idsOf(b, c);
+  int64_t numBuckets = c.num_buckets();
+  std::vector<int64_t> kept, rows, lengths(static_cast<size_t>(ids.batch), 0);
+  std::vector<float> weights;
+  for (size_t i = 0; i < ids.ids.size(); ++i) {
+    int64_t id = ids.ids[i];
+    if (id < 0)
+      continue;
+    if (id >= numBuckets) {
+      // An identity column without default_value, or a vocabulary's
+      // default_value outside the buckets (TF's lookups fail on these).
+      const CategoricalColumn *inner = &c;
+      while (const auto *w = as<WeightedCategoricalColumn>(inner))
+        inner = w->categorical_column().get();
+      const auto *identity = as<IdentityCategoricalColumn>(inner);
+      throw DataError(describe(*inner) + ": id " + std::to_string(id) +
+                      " at batch row " + std::to_string(ids.rows[i]) +
+                      " is outside [0, " + std::to_string(numBuckets) + ")" +
+                      (identity ? " (no default_value)" : ""));
+    }
+    kept.push_back(id);
+    rows.push_back(ids.rows[i]);
+    ++lengths[static_cast<size_t>(ids.rows[i])];
+    if (ids.weighted)
+      weights.push_back(ids.weights[i]);
+  }
+  auto n = static_cast<int64_t>(kept.size());
+  std::string name = c.name();
+  out[ids_key(name)] = TensorValue::of<int64_t>({n}, kept);
+  out[rows_key(name)] = TensorValue::of<int64_t>({n}, rows);
+  out[row_lengths_key(name)] = TensorValue::of<int64_t>({ids.batch}, lengths);
+  if (ids.weighted)
+    out[weights_key(name)] = TensorValue::of<float>({n}, weights);
+}
+
+ModelInputs Transformer::transform(const data::Element &features) const {
+  Impl::Batch b{features, {}, {}, {}, -1};
+  ModelInputs out;
+  for (const auto &[key, c] : impl_->dense)
+    out[key] = impl_->numeric(b, *c);
+  for (const auto &[name, c] : impl_->sparse)
+    impl_->emit(b, *c, out);
+  return out;
+}
+
+ModelInputs Transformer::transform(
+    const std::map<std::string, TensorValue> &features) const {
+  std::map<std::string, data::Element> fields;
+  for (const auto &[key, t] : features)
+    fields.emplace(key, data::Element(t));
+  return transform(data::Element::dict(std::move(fields)));
+}
+
+} // namespace feature_column
+} // namespace estc
