@@ -142,9 +142,7 @@ Tensor computeWeightedLoss(const Tensor &losses, const Tensor &weights,
 }
 
 /// tf.group(train_op, *update_ops): the one place a head groups its train
-/// op. The graph op `group` (tf.group; lib/Graph/Ops.h, issue 13) is not in
-/// this tree yet, so update ops are refused with one line until it is; the
-/// switch is `return group({train_op, update_ops...})` here.
+/// op (batch normalization's moving-statistics updates run with it).
 Operation groupTrainOp(const std::string &who, const Operation &train_op,
                        const std::vector<Operation> &update_ops) {
   if (update_ops.empty())
@@ -152,9 +150,9 @@ Operation groupTrainOp(const std::string &who, const Operation &train_op,
   for (const Operation &op : update_ops)
     if (!op.valid())
       throw std::invalid_argument(who + ": update_ops holds an invalid op");
-  throw std::invalid_argument(
-      who + ": update_ops need the graph op 'group' (tf.group), which this "
-            "build does not have yet");
+  std::vector<Operation> ops = {train_op};
+  ops.insert(ops.end(), update_ops.begin(), update_ops.end());
+  return group(ops);
 }
 
 /// TF's base_head.create_estimator_spec_train_op.

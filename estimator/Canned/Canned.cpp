@@ -1,0 +1,199 @@
+//===- Canned.cpp - What every canned estimator is made of ---------------===//
+
+#include "estimator/Canned/Canned.h"
+
+#include "estimator/EstimatorBackend.h"
+#include "lib/Data/Idx.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+namespace estc {
+namespace estimator {
+
+namespace fc = feature_column;
+
+train::Optimizer OptimizerSpec::get(double default_learning_rate) const {
+  if (optimizer_)
+    return *optimizer_;
+  double lr = learningRate_.value_or(default_learning_rate);
+  // TF's _OPTIMIZER_CLS_NAMES, instantiated with Keras' legacy defaults.
+  if (name_ == "Adagrad")
+    return train::AdagradOptimizer(lr, 0.1);
+  if (name_ == "Adam")
+    return train::AdamOptimizer(lr, 0.9, 0.999, 1e-7);
+  if (name_ == "Ftrl")
+    return train::FtrlOptimizer(lr, -0.5, 0.1, 0.0, 0.0);
+  if (name_ == "RMSProp")
+    return train::RMSPropOptimizer(lr, 0.9, 0.0, 1e-7);
+  if (name_ == "SGD")
+    return train::GradientDescentOptimizer(lr);
+  throw std::invalid_argument("optimizer '" + name_ +
+                              "' is not one of Adagrad, Adam, Ftrl, "
+                              "RMSProp, SGD (or give an optimizer object)");
+}
+
+TensorSpec head_label_spec(const Head &head) {
+  int64_t d = head.logits_dimension();
+  // Class-id heads take one id per example whatever their logits; the
+  // others d values.
+  std::vector<TensorValue> candidates;
+  for (int64_t width : {int64_t{1}, d}) {
+    candidates.push_back(TensorValue::of<int64_t>(
+        {1, width}, std::vector<int64_t>(static_cast<size_t>(width), 0)));
+    candidates.push_back(TensorValue::of<float>(
+        {1, width}, std::vector<float>(static_cast<size_t>(width), 0.0f)));
+  }
+  for (const TensorValue &raw : candidates) {
+    try {
+      TensorValue y = head.transform_labels(data::Value(raw));
+      Dims shape = y.shape;
+      shape[0] = -1;
+      return TensorSpec{"labels", y.dtype, shape};
+    } catch (const std::exception &) {
+      // Not this head's kind of labels: try the next.
+    }
+  }
+  // A head with a label vocabulary takes strings, as ids I64 [batch, 1].
+  return TensorSpec{"labels", DType::Int64, {-1, 1}};
+}
+
+namespace {
+
+/// The canned host half: the columns' Transformer for the features, the
+/// head's label transform, labels of rank 1 as [batch, 1] (as the heads
+/// expand them), and the head's class names in predictions.
+class CannedTransform final : public HostTransform {
+public:
+  CannedTransform(fc::Transformer transformer,
+                  std::shared_ptr<const Head> head)
+      : transformer_(std::move(transformer)), head_(std::move(head)),
+        values_(transformer_.values_inputs()) {}
+
+  Batch transform_input(const data::Element &element) const override {
+    const data::Element *features = &element;
+    const data::Element *labels = nullptr;
+    if (element.is_tuple()) {
+      if (element.size() < 1 || element.size() > 2)
+        throw std::invalid_argument(
+            "input: an element must be features or (features, labels), not "
+            "a tuple of " +
+            std::to_string(element.size()));
+      features = &element[0];
+      if (element.size() == 2)
+        labels = &element[1];
+    }
+    if (!features->is_dict())
+      throw std::invalid_argument("input: features must be a dict of named "
+                                  "tensors, not " +
+                                  data::to_string(data::spec_of(*features)));
+    Batch batch;
+    batch.features = transformer_.transform(*features);
+    batch.values_features = values_;
+    if (labels) {
+      if (!labels->is_leaf())
+        throw std::invalid_argument("input: the labels are a nested " +
+                                    data::to_string(data::spec_of(*labels)) +
+                                    "; they must be one tensor");
+      TensorValue y = head_ ? head_->transform_labels(labels->leaf())
+                            : data::tensor(*labels);
+      if (y.shape.size() == 1)
+        y.shape.push_back(1);
+      batch.labels = std::move(y);
+    }
+    return batch;
+  }
+
+  std::optional<ElementSpec> input_spec(bool with_labels) const override {
+    ElementSpec spec;
+    for (TensorSpec t : transformer_.input_specs()) {
+      t.values_dim = values_.count(t.key) > 0;
+      spec.features.push_back(std::move(t));
+    }
+    if (with_labels && head_)
+      spec.labels = head_label_spec(*head_);
+    return spec;
+  }
+
+  void transform_predictions(Features &predictions) const override {
+    if (head_)
+      head_->complete_predictions(predictions);
+  }
+
+private:
+  fc::Transformer transformer_;
+  std::shared_ptr<const Head> head_;
+  std::set<std::string> values_;
+};
+
+} // namespace
+
+std::shared_ptr<const HostTransform>
+make_host_transform(const FeatureColumns &feature_columns,
+                    std::shared_ptr<const Head> head,
+                    const std::string &weight_column) {
+  FeatureColumns columns = feature_columns;
+  if (!weight_column.empty()) {
+    bool present = std::any_of(
+        columns.begin(), columns.end(),
+        [&](const fc::FeatureColumnPtr &c) { return c->name() == weight_column; });
+    if (!present)
+      columns.push_back(fc::numeric_column(weight_column));
+  }
+  return std::make_shared<CannedTransform>(fc::Transformer(std::move(columns)),
+                                           std::move(head));
+}
+
+InputSpec CannedModel::input_spec(bool with_labels) const {
+  std::optional<ElementSpec> spec = transform->input_spec(with_labels);
+  if (!spec)
+    throw std::logic_error("CannedModel: the host transform has no input spec");
+  return *spec;
+}
+
+graph::GraphDef CannedModel::graph_def(int64_t seed,
+                                       const Params &params) const {
+  RunConfig config = RunConfig::from_tf_config("", {});
+  return build_graph_def(
+      input_spec(true),
+      [&](Graph &g, const TensorMap &features, const Tensor &labels,
+          ModeKeys mode) {
+        detail::DefaultGraphScope scope(g);
+        EstimatorSpec spec = model_fn(features, labels, mode, params, config);
+        spec.validate();
+        return spec.mode_signature();
+      },
+      seed);
+}
+
+std::shared_ptr<const Head>
+classifier_head(int64_t n_classes, const std::string &weight_column,
+                const std::vector<std::string> &label_vocabulary,
+                Reduction loss_reduction) {
+  if (n_classes < 2)
+    throw std::invalid_argument("n_classes must be > 1: " +
+                                std::to_string(n_classes));
+  if (n_classes == 2)
+    return std::make_shared<BinaryClassHead>(
+        weight_column, std::vector<double>{}, label_vocabulary, loss_reduction);
+  return std::make_shared<MultiClassHead>(n_classes, weight_column,
+                                          label_vocabulary, loss_reduction);
+}
+
+void check_feature_columns(const std::string &who,
+                           const FeatureColumns &feature_columns) {
+  if (feature_columns.empty())
+    throw std::invalid_argument(who + ": feature_columns must not be empty");
+  std::set<std::string> names;
+  for (const fc::FeatureColumnPtr &c : feature_columns) {
+    if (!c)
+      throw std::invalid_argument(who + ": a feature column is null");
+    if (!names.insert(c->name()).second)
+      throw std::invalid_argument(who + ": duplicate feature column name '" +
+                                  c->name() + "'");
+  }
+}
+
+} // namespace estimator
+} // namespace estc

@@ -1,0 +1,114 @@
+//===- Canned.h - What every canned estimator is made of -----------------===//
+//
+// A canned estimator (Linear.h, DNN.h, DNNLinearCombined.h, Baseline.h) is
+// three things, independent of how its graph is compiled:
+//
+//   - a head (Head.h): loss, predictions, metrics, train op, label
+//     vocabulary;
+//   - a model_fn (TF's _linear_model_fn_v2, _dnn_model_fn_v2, ...) that
+//     computes the logits from the feature columns' graph half and hands
+//     them to the head;
+//   - the host transform: the columns' Transformer (strings and sparse
+//     values to ids) plus the head's label transform and class names
+//     (docs/design/feature-columns.md).
+//
+// CannedModel holds the three. The JIT classes (LinearClassifier, ...)
+// are Estimators built from one; an ahead-of-time trainer writes
+// CannedModel::graph_def() with a small program, compiles it with
+// estc_add_model, and runs it with Estimator(std::make_unique<Generated>())
+// plus set_host_transform(model.transform): no LLVM.
+//
+// Optimizers are given as TF allows: by name ("Adagrad", "Adam", "Ftrl",
+// "RMSProp", "SGD"; the canned estimator's default learning rate), by name
+// with a learning rate, or as an optimizer object (lib/Graph/Train.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_CANNED_CANNED_H
+#define ESTC_ESTIMATOR_CANNED_CANNED_H
+
+#include "estimator/Canned/Head.h"
+#include "estimator/EstimatorSpec.h"
+#include "estimator/Input.h"
+#include "lib/FeatureColumn/FeatureColumn.h"
+#include "lib/FeatureColumn/Transformer.h"
+#include "lib/Graph/Train.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace estc {
+namespace estimator {
+
+using feature_column::FeatureColumns;
+
+/// An optimizer by name (with an optional learning rate) or as an object.
+class OptimizerSpec {
+public:
+  OptimizerSpec(const char *name) : name_(name) {} // NOLINT: as TF's 'Ftrl'
+  OptimizerSpec(std::string name, std::optional<double> learning_rate = {})
+      : name_(std::move(name)), learningRate_(learning_rate) {}
+  OptimizerSpec(train::Optimizer optimizer) // NOLINT: an object, as in TF
+      : optimizer_(std::move(optimizer)) {}
+
+  /// The optimizer: the object, or the named one with the learning rate
+  /// given or `default_learning_rate` (TF's canned defaults: Adagrad's
+  /// initial accumulator 0.1, Ftrl's learning_rate_power -0.5 and
+  /// accumulator 0.1, Adam's betas 0.9 / 0.999 and epsilon 1e-7 as Keras'
+  /// legacy optimizers). std::invalid_argument naming an unknown name.
+  train::Optimizer get(double default_learning_rate) const;
+
+private:
+  std::string name_;
+  std::optional<double> learningRate_;
+  std::optional<train::Optimizer> optimizer_;
+};
+
+/// The host half of a model over feature columns (and a head): what the
+/// Estimator applies to every batch before the compiled step, and to its
+/// predictions after. `weight_column` (the head's) is passed through as a
+/// numeric feature. Without a head the labels pass unchanged.
+std::shared_ptr<const HostTransform>
+make_host_transform(const FeatureColumns &feature_columns,
+                    std::shared_ptr<const Head> head = nullptr,
+                    const std::string &weight_column = "");
+
+/// The labels placeholder of a canned model with `head`: what
+/// transform_labels gives (I64 class ids, F32 values), [batch, 1] or
+/// [batch, d].
+TensorSpec head_label_spec(const Head &head);
+
+/// A canned estimator's parts (above).
+struct CannedModel {
+  std::shared_ptr<const Head> head;
+  ModelFn model_fn;
+  std::shared_ptr<const HostTransform> transform;
+  /// The raw feature keys the model reads, for parse specs and errors.
+  FeatureColumns feature_columns;
+
+  /// The model's input spec (placeholders), from the columns alone; labels
+  /// as the head takes them (absent without `with_labels`).
+  InputSpec input_spec(bool with_labels = true) const;
+  /// Every mode of the model's graph, for estc (ahead of time).
+  graph::GraphDef graph_def(int64_t seed = 0, const Params &params = {}) const;
+};
+
+/// TF's classifier head choice: BinaryClassHead for 2 classes, else
+/// MultiClassHead.
+std::shared_ptr<const Head>
+classifier_head(int64_t n_classes, const std::string &weight_column,
+                const std::vector<std::string> &label_vocabulary,
+                Reduction loss_reduction);
+
+/// TF's _check_no_sync_replicas / argument checks shared by the canned
+/// estimators: no feature columns, duplicate names. std::invalid_argument
+/// naming `who`.
+void check_feature_columns(const std::string &who,
+                           const FeatureColumns &feature_columns);
+
+} // namespace estimator
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_CANNED_CANNED_H
