@@ -273,11 +273,11 @@ std::vector<TensorSpec> Transformer::input_specs() const {
     out.push_back({key, DType::Float32, shape});
   }
   for (const auto &[name, c] : impl_->sparse) {
-    out.push_back({ids_key(name), DType::Int64, {-1}});
-    out.push_back({rows_key(name), DType::Int64, {-1}});
-    out.push_back({row_lengths_key(name), DType::Int64, {-1}});
+    out.push_back({ids_key(name), DType::Int64, {-1}, true});
+    out.push_back({rows_key(name), DType::Int64, {-1}, true});
+    out.push_back({row_lengths_key(name), DType::Int64, {-1}, false});
     if (as<WeightedCategoricalColumn>(c.get()))
-      out.push_back({weights_key(name), DType::Float32, {-1}});
+      out.push_back({weights_key(name), DType::Float32, {-1}, true});
   }
   std::sort(
       out.begin(), out.end(),

@@ -73,10 +73,10 @@ public:
   transform(const std::map<std::string, TensorValue> &features) const;
 
   /// Every model input: key, dtype, shape with -1 for the batch and for the
-  /// number of values n. In key order.
+  /// number of values n (those `values_dim`). In key order.
   std::vector<TensorSpec> input_specs() const;
   /// The keys whose first dimension is n, not the batch (ids, rows,
-  /// weights): their placeholders are `values_dim`.
+  /// weights): the `values_dim` ones (Batch::values_features).
   std::set<std::string> values_inputs() const;
   /// The raw feature keys the columns read.
   std::set<std::string> feature_keys() const;

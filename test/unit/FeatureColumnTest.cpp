@@ -650,6 +650,7 @@ TEST(FeatureColumnTest, InputSpecsAndValuesInputs) {
   ModelInputs in = t.transform(dict(f));
   EXPECT_EQ(in.size(), specs.size());
   for (const TensorSpec &s : specs) {
+    EXPECT_EQ(s.values_dim, t.values_inputs().count(s.key) == 1) << s.key;
     ASSERT_TRUE(in.count(s.key)) << s.key;
     EXPECT_EQ(in.at(s.key).dtype, s.dtype) << s.key;
     EXPECT_EQ(in.at(s.key).shape.size(), s.shape.size()) << s.key;
