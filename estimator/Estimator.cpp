@@ -1022,6 +1022,13 @@ TensorValue row(const TensorValue &t, int64_t index) {
   TensorValue out;
   out.dtype = t.dtype;
   out.shape.assign(t.shape.begin() + 1, t.shape.end());
+  if (t.dtype == DType::String) { // host predictions: class names
+    size_t n = t.strings.size() / static_cast<size_t>(t.shape[0]);
+    out.strings.assign(t.strings.begin() + static_cast<ptrdiff_t>(n * index),
+                       t.strings.begin() +
+                           static_cast<ptrdiff_t>(n * (index + 1)));
+    return out;
+  }
   size_t bytes = t.data.size() / static_cast<size_t>(t.shape[0]);
   out.data = t.data.substr(bytes * index, bytes);
   return out;

@@ -4,6 +4,7 @@
 
 #include "estimator/EstimatorBackend.h"
 #include "lib/Data/Idx.h"
+#include "lib/FeatureColumn/HostTransform.h"
 
 #include <algorithm>
 #include <set>
@@ -61,58 +62,34 @@ TensorSpec head_label_spec(const Head &head) {
 
 namespace {
 
-/// The canned host half: the columns' Transformer for the features, the
-/// head's label transform, labels of rank 1 as [batch, 1] (as the heads
-/// expand them), and the head's class names in predictions.
+/// The canned host half: the feature columns' (FeatureColumnHostTransform)
+/// for the features, the head's label transform with labels of rank 1 as
+/// [batch, 1] (as the heads expand them), and the head's class names in
+/// predictions.
 class CannedTransform final : public HostTransform {
 public:
-  CannedTransform(fc::Transformer transformer,
-                  std::shared_ptr<const Head> head)
-      : transformer_(std::move(transformer)), head_(std::move(head)),
-        values_(transformer_.values_inputs()) {}
+  CannedTransform(FeatureColumns columns, std::shared_ptr<const Head> head)
+      : features_(std::move(columns)), head_(std::move(head)) {}
 
   Batch transform_input(const data::Element &element) const override {
-    const data::Element *features = &element;
-    const data::Element *labels = nullptr;
-    if (element.is_tuple()) {
-      if (element.size() < 1 || element.size() > 2)
-        throw std::invalid_argument(
-            "input: an element must be features or (features, labels), not "
-            "a tuple of " +
-            std::to_string(element.size()));
-      features = &element[0];
-      if (element.size() == 2)
-        labels = &element[1];
-    }
-    if (!features->is_dict())
-      throw std::invalid_argument("input: features must be a dict of named "
-                                  "tensors, not " +
-                                  data::to_string(data::spec_of(*features)));
-    Batch batch;
-    batch.features = transformer_.transform(*features);
-    batch.values_features = values_;
-    if (labels) {
-      if (!labels->is_leaf())
-        throw std::invalid_argument("input: the labels are a nested " +
-                                    data::to_string(data::spec_of(*labels)) +
-                                    "; they must be one tensor");
-      TensorValue y = head_ ? head_->transform_labels(labels->leaf())
-                            : data::tensor(*labels);
-      if (y.shape.size() == 1)
-        y.shape.push_back(1);
-      batch.labels = std::move(y);
-    }
+    if (!element.is_tuple())
+      return features_.transform_input(element);
+    if (element.size() != 2 || !element[1].is_leaf())
+      throw data::DataError("input: an element must be a features dict or a "
+                            "(features dict, labels) tuple");
+    Batch batch = features_.transform_input(element[0]);
+    TensorValue y = head_ ? head_->transform_labels(element[1].leaf())
+                          : data::tensor(element[1]);
+    if (y.shape.size() == 1)
+      y.shape.push_back(1);
+    batch.labels = std::move(y);
     return batch;
   }
 
   std::optional<ElementSpec> input_spec(bool with_labels) const override {
-    ElementSpec spec;
-    for (TensorSpec t : transformer_.input_specs()) {
-      t.values_dim = values_.count(t.key) > 0;
-      spec.features.push_back(std::move(t));
-    }
-    if (with_labels && head_)
-      spec.labels = head_label_spec(*head_);
+    std::optional<ElementSpec> spec = features_.input_spec(false);
+    if (spec && with_labels && head_)
+      spec->labels = head_label_spec(*head_);
     return spec;
   }
 
@@ -122,9 +99,8 @@ public:
   }
 
 private:
-  fc::Transformer transformer_;
+  fc::FeatureColumnHostTransform features_;
   std::shared_ptr<const Head> head_;
-  std::set<std::string> values_;
 };
 
 } // namespace
@@ -135,14 +111,14 @@ make_host_transform(const FeatureColumns &feature_columns,
                     const std::string &weight_column) {
   FeatureColumns columns = feature_columns;
   if (!weight_column.empty()) {
-    bool present = std::any_of(
-        columns.begin(), columns.end(),
-        [&](const fc::FeatureColumnPtr &c) { return c->name() == weight_column; });
+    bool present = std::any_of(columns.begin(), columns.end(),
+                               [&](const fc::FeatureColumnPtr &c) {
+                                 return c->name() == weight_column;
+                               });
     if (!present)
       columns.push_back(fc::numeric_column(weight_column));
   }
-  return std::make_shared<CannedTransform>(fc::Transformer(std::move(columns)),
-                                           std::move(head));
+  return std::make_shared<CannedTransform>(std::move(columns), std::move(head));
 }
 
 InputSpec CannedModel::input_spec(bool with_labels) const {

@@ -55,16 +55,15 @@ Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
   }
   for (size_t i = 0; i < hidden_units.size(); ++i) {
     std::string name = "hiddenlayer_" + std::to_string(i);
-    net = layers::dense(net, hidden_units[i], activation, true,
-                        glorot_uniform_initializer(), zeros_initializer(),
-                        name);
+    net =
+        layers::dense(net, hidden_units[i], activation, true,
+                      glorot_uniform_initializer(), zeros_initializer(), name);
     if (dropout && training)
       net = layers::dropout(net, *dropout, true);
     if (batch_norm)
-      net = layers::batch_normalization(net, training, -1, 0.999, 1e-3, true,
-                                        true,
-                                        name + "/batchnorm_" +
-                                            std::to_string(i));
+      net = layers::batch_normalization(
+          net, training, -1, 0.999, 1e-3, true, true,
+          name + "/batchnorm_" + std::to_string(i));
   }
   return layers::dense(net, units, nullptr, true, glorot_uniform_initializer(),
                        zeros_initializer(), "logits");
@@ -81,8 +80,8 @@ void checkHiddenUnits(const std::string &who,
     throw std::invalid_argument(who + ": hidden_units must be given");
   for (int64_t u : hidden_units)
     if (u < 1)
-      throw std::invalid_argument(who + ": hidden_units must be positive, got " +
-                                  std::to_string(u));
+      throw std::invalid_argument(
+          who + ": hidden_units must be positive, got " + std::to_string(u));
 }
 
 void checkDropout(const std::string &who, std::optional<double> dropout) {
@@ -131,8 +130,8 @@ CannedModel linear_model(std::shared_ptr<const Head> head,
                                 "one of sum, mean, sqrtn; got '" +
                                 options.sparse_combiner + "'");
   // TF's _linear_learning_rate.
-  double lr =
-      std::min(0.2, 1.0 / std::sqrt(static_cast<double>(feature_columns.size())));
+  double lr = std::min(
+      0.2, 1.0 / std::sqrt(static_cast<double>(feature_columns.size())));
   ModelFn fn = [head, columns = feature_columns, options,
                 lr](const TensorMap &features, const Tensor &labels,
                     ModeKeys mode, const Params &, const RunConfig &) {
@@ -190,10 +189,11 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
     checkHiddenUnits(who, o.dnn_hidden_units);
   }
   checkDropout(who, o.dnn_dropout);
-  double linearLr = o.linear_feature_columns.empty()
-                        ? 0.005
-                        : std::min(0.005, 1.0 / std::sqrt(static_cast<double>(
-                                                o.linear_feature_columns.size())));
+  double linearLr =
+      o.linear_feature_columns.empty()
+          ? 0.005
+          : std::min(0.005, 1.0 / std::sqrt(static_cast<double>(
+                                      o.linear_feature_columns.size())));
   ModelFn fn = [head, o, linearLr](const TensorMap &features,
                                    const Tensor &labels, ModeKeys mode,
                                    const Params &, const RunConfig &) {
@@ -201,9 +201,9 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
     int64_t units = head->logits_dimension();
     Tensor dnn, linear;
     if (!o.dnn_feature_columns.empty())
-      dnn = dnnLogits(features, o.dnn_feature_columns, units,
-                      o.dnn_hidden_units, o.dnn_activation_fn, o.dnn_dropout,
-                      o.batch_norm, mode);
+      dnn =
+          dnnLogits(features, o.dnn_feature_columns, units, o.dnn_hidden_units,
+                    o.dnn_activation_fn, o.dnn_dropout, o.batch_norm, mode);
     if (!o.linear_feature_columns.empty())
       linear = linearLogits(features, o.linear_feature_columns, units,
                             o.linear_sparse_combiner);
@@ -318,9 +318,9 @@ CannedModel baseline_model(std::shared_ptr<const Head> head,
     Tensor logits;
     {
       Scope scope = g.name_scope("baseline");
-      Variable bias = g.get_variable("bias", DType::Float32,
-                                     {head->logits_dimension()},
-                                     zeros_initializer());
+      Variable bias =
+          g.get_variable("bias", DType::Float32, {head->logits_dimension()},
+                         zeros_initializer());
       // Every example gets the bias: [batch, 1] zeros + [d].
       logits = add(features.at(kBaselineBatchInput), g.read_variable(bias));
     }

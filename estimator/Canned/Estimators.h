@@ -97,9 +97,8 @@ public:
 
 class LinearClassifier : public LinearEstimator {
 public:
-  LinearClassifier(FeatureColumns feature_columns,
-                   ClassifierOptions head = {}, LinearOptions options = {},
-                   RunConfig config = RunConfig(),
+  LinearClassifier(FeatureColumns feature_columns, ClassifierOptions head = {},
+                   LinearOptions options = {}, RunConfig config = RunConfig(),
                    std::optional<WarmStartSettings> warm_start_from = {});
 };
 

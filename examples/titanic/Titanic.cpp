@@ -19,12 +19,12 @@ data::Dataset titanic_dataset(const std::string &csv_file, int64_t batch_size,
   o.select_columns = {"Survived", "Pclass", "Sex",   "Age",     "SibSp",
                       "Parch",    "Fare",   "Cabin", "Embarked"};
   // In the file's column order, as make_csv_dataset takes them.
-  o.column_defaults = {ColumnDefault::required(DType::Int64),  // Survived
-                       ColumnDefault::required(DType::Int64),  // Pclass
-                       ColumnDefault::required(DType::String), // Sex
-                       ColumnDefault::of(28.0f),               // Age
-                       ColumnDefault::required(DType::Int64),  // SibSp
-                       ColumnDefault::required(DType::Int64),  // Parch
+  o.column_defaults = {ColumnDefault::required(DType::Int64),   // Survived
+                       ColumnDefault::required(DType::Int64),   // Pclass
+                       ColumnDefault::required(DType::String),  // Sex
+                       ColumnDefault::of(28.0f),                // Age
+                       ColumnDefault::required(DType::Int64),   // SibSp
+                       ColumnDefault::required(DType::Int64),   // Parch
                        ColumnDefault::required(DType::Float32), // Fare
                        ColumnDefault::of(""),                   // Cabin
                        ColumnDefault::of("unknown")};           // Embarked
@@ -72,37 +72,42 @@ struct Columns {
   fc::CategoricalColumnPtr ageXSex;
 };
 
-Columns columns() {
-  Columns c;
-  c.sex = fc::categorical_column_with_vocabulary_list(
-      "sex", std::vector<std::string>{"male", "female"});
-  c.siblings = fc::categorical_column_with_identity("n_siblings_spouses", 9);
-  c.parch = fc::categorical_column_with_identity("parch", 7);
-  c.klass = fc::categorical_column_with_vocabulary_list(
-      "class", std::vector<int64_t>{1, 2, 3});
-  c.deck = fc::categorical_column_with_vocabulary_list(
-      "deck", std::vector<std::string>{"A", "B", "C", "D", "E", "F", "G", "T",
-                                       "unknown"});
-  c.embark = fc::categorical_column_with_vocabulary_list(
-      "embark_town", std::vector<std::string>{"C", "Q", "S", "unknown"});
-  c.alone = fc::categorical_column_with_identity("alone", 2);
-  c.age = fc::numeric_column("age");
-  c.fare = fc::numeric_column("fare");
-  c.ageBuckets = fc::bucketized_column(
-      c.age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
-  c.ageXSex = fc::crossed_column({fc::CrossKey(c.ageBuckets), "sex"}, 100);
-  return c;
+/// One set of column objects, shared by the linear and the deep part (a
+/// model's two uses of a column are the same object).
+const Columns &columns() {
+  static const Columns shared = [] {
+    Columns c;
+    c.sex = fc::categorical_column_with_vocabulary_list(
+        "sex", std::vector<std::string>{"male", "female"});
+    c.siblings = fc::categorical_column_with_identity("n_siblings_spouses", 9);
+    c.parch = fc::categorical_column_with_identity("parch", 7);
+    c.klass = fc::categorical_column_with_vocabulary_list(
+        "class", std::vector<int64_t>{1, 2, 3});
+    c.deck = fc::categorical_column_with_vocabulary_list(
+        "deck", std::vector<std::string>{"A", "B", "C", "D", "E", "F", "G", "T",
+                                         "unknown"});
+    c.embark = fc::categorical_column_with_vocabulary_list(
+        "embark_town", std::vector<std::string>{"C", "Q", "S", "unknown"});
+    c.alone = fc::categorical_column_with_identity("alone", 2);
+    c.age = fc::numeric_column("age");
+    c.fare = fc::numeric_column("fare");
+    c.ageBuckets =
+        fc::bucketized_column(c.age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
+    c.ageXSex = fc::crossed_column({fc::CrossKey(c.ageBuckets), "sex"}, 100);
+    return c;
+  }();
+  return shared;
 }
 } // namespace
 
 fc::FeatureColumns titanic_linear_columns() {
-  Columns c = columns();
-  return {c.sex,   c.siblings,   c.parch, c.klass, c.deck,
-          c.embark, c.alone, c.ageBuckets, c.fare, c.ageXSex};
+  const Columns &c = columns();
+  return {c.sex,    c.siblings, c.parch,      c.klass, c.deck,
+          c.embark, c.alone,    c.ageBuckets, c.fare,  c.ageXSex};
 }
 
 fc::FeatureColumns titanic_dnn_columns() {
-  Columns c = columns();
+  const Columns &c = columns();
   fc::FeatureColumns out;
   for (const fc::CategoricalColumnPtr &cat :
        {c.sex, c.siblings, c.parch, c.klass, c.deck, c.embark, c.alone,

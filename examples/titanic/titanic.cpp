@@ -71,9 +71,9 @@ int main(int argc, char **argv) {
       return examples::titanic_dataset(train, batchSize, epochs, true,
                                        static_cast<uint64_t>(seed));
     });
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     estimator::EvalResults r = estimator.evaluate([&] {
       return examples::titanic_dataset(test, batchSize, 1, false, 0);
     });

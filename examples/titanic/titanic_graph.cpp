@@ -1,0 +1,41 @@
+//===- titanic_graph.cpp - Writes a Titanic canned model's graph ---------===//
+//
+// The graph of every mode of the example's LinearClassifier or
+// DNNLinearCombinedClassifier (Titanic.h), for estc: the ahead-of-time form
+// (titanic_aot) compiles it at build time and links no LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "examples/titanic/Titanic.h"
+#include "lib/Graph/GraphIO.h"
+#include "lib/Support/Flags.h"
+
+#include <exception>
+#include <iostream>
+
+int main(int argc, char **argv) {
+  using estc::flags::Flag;
+  std::string output, model = "linear";
+  int64_t seed = 1;
+  estc::flags::FlagParser parser(
+      "titanic_graph", "Writes the graph of a Titanic canned estimator (every "
+                       "mode) for estc (text if FILE ends in .pbtxt).");
+  parser.add(
+      Flag("o", &output, "the graph file").value_name("FILE").required());
+  parser.add(Flag("model", &model, "linear or dnn_linear_combined"));
+  parser.add(Flag("seed", &seed, "the graph seed (initial weights)"));
+  parser.parse_or_exit(argc, argv);
+  try {
+    std::string error;
+    if (!estc::graph::writeGraph(
+            output, estc::examples::titanic_model(model).graph_def(seed),
+            error)) {
+      std::cerr << "titanic_graph: error: " << error << "\n";
+      return 1;
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "titanic_graph: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
