@@ -15,6 +15,24 @@
 namespace estc {
 namespace estimator {
 
+/// tf.estimator.VocabInfo: how a warm-started variable whose rows (axis 0)
+/// or columns (axis 1) follow a vocabulary is remapped from the old
+/// vocabulary's order to the new one's: each new entry found in the old
+/// vocabulary takes its old row; new entries and the num_oov_buckets OOV
+/// rows take backup_initializer (a constant; TF's default: zeros).
+struct VocabInfo {
+  /// The new vocabulary file (one entry per line) and how many of its
+  /// entries the variable has.
+  std::string new_vocab;
+  int64_t new_vocab_size = 0;
+  int64_t num_oov_buckets = 0;
+  /// The checkpoint's vocabulary file; old_vocab_size -1: all its lines.
+  std::string old_vocab;
+  int64_t old_vocab_size = -1;
+  double backup_initializer = 0.0;
+  int64_t axis = 0;
+};
+
 struct WarmStartSettings {
   /// A checkpoint file, a prefix, or a model_dir (its latest valid checkpoint).
   std::string ckpt_to_initialize_from;
@@ -23,6 +41,11 @@ struct WarmStartSettings {
   std::string vars_to_warm_start = ".*";
   /// New name -> name in the checkpoint, for renamed variables.
   std::map<std::string, std::string> var_name_to_prev_var_name;
+  /// Variables (F32, rank 2) remapped between vocabularies, e.g. an
+  /// embedding's "dnn/input_from_feature_columns/input_layer/
+  /// sex_embedding/embedding_weights" or a linear model's
+  /// "linear/linear_model/sex/weights".
+  std::map<std::string, VocabInfo> var_name_to_vocab_info;
 };
 
 /// The values of the current variables (`current`: name -> dtype and shape)
@@ -32,7 +55,12 @@ struct WarmStartSettings {
 /// in the checkpoint or its dtype or shape differs, and when a rename names
 /// a variable that is not current; std::invalid_argument for a bad regex.
 /// Pass only the variables that may be warm-started (TF considers trainable
-/// ones only): global_step and optimizer slots are usually left out.
+/// ones only): global_step and optimizer slots are usually left out. A
+/// variable with a VocabInfo is remapped (its checkpoint shape may differ
+/// along `axis`); DataError naming the file for a missing or short
+/// vocabulary file, CheckpointError for shapes that do not fit the
+/// vocabularies, std::invalid_argument for a VocabInfo of a variable that
+/// is not warm-started.
 train::VariableMap
 warm_start(const WarmStartSettings &settings,
            const std::map<std::string, VariableSpec> &current);

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "lib/Data/Idx.h"
+
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 using namespace estc;
@@ -116,4 +119,58 @@ TEST_F(WarmStartTest, SelectsRenamesAndChecks) {
   ws.ckpt_to_initialize_from = file("missing");
   expectError([&] { warm_start(ws, current); },
               {file("missing"), "cannot open"});
+}
+
+// tf.estimator.VocabInfo: an embedding's rows and an output layer's columns
+// follow their vocabularies from the old order to the new one; new words
+// and OOV buckets take the backup value.
+TEST_F(WarmStartTest, VocabInfoRemapsRowsAndColumns) {
+  auto writeLines = [&](const std::string &name, const std::string &text) {
+    std::ofstream(file(name)) << text;
+    return file(name);
+  };
+  std::string oldVocab = writeLines("old.txt", "apple\nbanana\ncherry\n");
+  std::string newVocab = writeLines("new.txt", "cherry\r\ndate\napple\n");
+  VariableMap old;
+  // 3 words + 1 OOV row, 2 columns.
+  old["emb"] = TensorValue::of<float>({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  // 2 rows, 3 class columns (a head over a vocabulary of classes).
+  old["out"] = TensorValue::of<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Saver(dir + "/old").save(old, 1);
+
+  std::map<std::string, VariableSpec> current = {
+      {"emb", {DType::Float32, {5, 2}}}, // 3 words + 2 OOV buckets
+      {"out", {DType::Float32, {2, 3}}},
+  };
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = dir + "/old";
+  ws.var_name_to_vocab_info["emb"] = {newVocab, 3, 2, oldVocab, -1, 0.5, 0};
+  ws.var_name_to_vocab_info["out"] = {newVocab, 3, 0, oldVocab, 3, 0.0, 1};
+  VariableMap loaded = warm_start(ws, current);
+  // cherry <- old row 2, date: new (backup), apple <- old row 0, OOV x2.
+  EXPECT_EQ(loaded.at("emb").values<float>(),
+            (std::vector<float>{5, 6, 0.5, 0.5, 1, 2, 0.5, 0.5, 0.5, 0.5}));
+  EXPECT_EQ(loaded.at("out").values<float>(),
+            (std::vector<float>{3, 0, 1, 6, 0, 4}));
+
+  // Shapes that do not fit the vocabularies, a short vocabulary file, and a
+  // VocabInfo for a variable not warm-started: one line each.
+  ws.var_name_to_vocab_info["emb"].num_oov_buckets = 1;
+  expectError([&] { warm_start(ws, current); },
+              {"variable 'emb'", "new_vocab_size 3", "do not fit"});
+  ws.var_name_to_vocab_info["emb"].num_oov_buckets = 2;
+  ws.var_name_to_vocab_info["emb"].new_vocab_size = 3;
+  ws.var_name_to_vocab_info["out"].old_vocab_size = 9;
+  try {
+    warm_start(ws, current);
+    ADD_FAILURE() << "a short old_vocab accepted";
+  } catch (const data::DataError &e) {
+    EXPECT_NE(std::string(e.what()).find("old.txt: old_vocab has 3 lines, "
+                                         "fewer than 9"),
+              std::string::npos)
+        << e.what();
+  }
+  ws.var_name_to_vocab_info["out"].old_vocab_size = 3;
+  ws.vars_to_warm_start = "emb";
+  EXPECT_THROW(warm_start(ws, current), std::invalid_argument);
 }
