@@ -219,7 +219,8 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
 /// Multi-hot with counts (tf.sparse.to_indicator, tf.feature_column's
 /// indicator_column): F32 [batch, depth], element (r, i) the number of ids
 /// i in row r, or with weights their summed weights. Ids outside
-/// [0, depth) count nowhere.
+/// [0, depth) count nowhere. Built as one_hot(ids, depth) (weighted) summed
+/// per row: O(n x depth) work and memory.
 Tensor sparse_to_indicator(const SparseIds &ids, int64_t depth,
                            const std::string &name = "");
 
