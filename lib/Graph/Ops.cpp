@@ -676,9 +676,11 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
   const char *op = "safe_embedding_lookup_sparse";
   if (!params.valid())
     throw GraphError(std::string(op) + ": params is an empty Tensor");
-  if (!params.has_value() || !is_floating(params.dtype()) || params.rank() < 2)
+  // Rank 2 only: TF's own lookup fails on higher-rank params (the select
+  // that zeroes empty rows).
+  if (!params.has_value() || !is_floating(params.dtype()) || params.rank() != 2)
     throw GraphError(std::string(op) + ": params '" + params.name() +
-                     "' must be a float tensor of rank >= 2, got " +
+                     "' must be a float matrix [vocab, dim], got " +
                      (params.has_value() ? to_string(params.dtype()) + " " +
                                                shape::toString(params.shape())
                                          : std::string("no value")));

@@ -203,8 +203,8 @@ Tensor segment_sqrt_n(const Tensor &data, const Tensor &segment_ids,
 /// f32 (f64 x as f64). Op `bucketize`; not differentiable.
 Tensor bucketize(const Tensor &x, const std::vector<double> &boundaries,
                  const std::string &name = "");
-/// tf.nn.safe_embedding_lookup_sparse over SparseIds: params [vocab, dim...]
-/// (float) -> [batch, dim...], each row the `combiner` of the embeddings of
+/// tf.nn.safe_embedding_lookup_sparse over SparseIds: params [vocab, dim]
+/// (float) -> [batch, dim], each row the `combiner` of the embeddings of
 /// its ids: "sum" sum(w e), "mean" sum(w e) / sum(w), "sqrtn"
 /// sum(w e) / sqrt(sum(w^2)) (w = 1 without weights: the divisor is the
 /// row's length); rows with no ids give zeros. As TF, mean and sqrtn prune
@@ -219,7 +219,8 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
 /// Multi-hot with counts (tf.sparse.to_indicator, tf.feature_column's
 /// indicator_column): F32 [batch, depth], element (r, i) the number of ids
 /// i in row r, or with weights their summed weights. Ids outside
-/// [0, depth) count nowhere.
+/// [0, depth) count nowhere. Built as one_hot(ids, depth) (weighted) summed
+/// per row: O(n x depth) work and memory.
 Tensor sparse_to_indicator(const SparseIds &ids, int64_t depth,
                            const std::string &name = "");
 

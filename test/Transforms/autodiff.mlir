@@ -164,3 +164,43 @@ func.func @embedding_dense(%ids: tensor<?xi64>) {
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return
 }
+
+// -----
+
+// A gather of a computed value (not a variable's read) is differentiated
+// densely: g's rows scatter-added into zeros of params' shape, O(ids x
+// row); along axis 1, with the axis moved to the front and back.
+// CHECK-LABEL: func.func @gather_dense
+// CHECK: %[[Z:.*]] = est.constant dense<0.000000e+00> : tensor<1000x4xf32>
+// CHECK: %[[S:.*]] = est.scatter %[[Z]], %{{.*}}, %{{.*}} : tensor<1000x4xf32>, tensor<?x2xi64>, tensor<?x2x4xf32> -> tensor<1000x4xf32>
+// CHECK-NOT: est.one_hot
+// CHECK-NOT: est.matmul
+// CHECK: est.apply_gradients
+est.variable @table : tensor<1000x4xf32> {trainable}
+
+func.func @gather_dense(%ids: tensor<?x2xi64>) {
+  %t = est.read_variable @table : tensor<1000x4xf32>
+  %p = est.mul %t, %t : tensor<1000x4xf32>, tensor<1000x4xf32> -> tensor<1000x4xf32>
+  %rows = est.gather %p, %ids : tensor<1000x4xf32>, tensor<?x2xi64> -> tensor<?x2x4xf32>
+  %loss = est.reduce_sum %rows : tensor<?x2x4xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_dense_axis1
+// CHECK: %[[G:.*]] = est.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<3x5xf32> -> tensor<5x3xf32>
+// CHECK: %[[Z:.*]] = est.constant dense<0.000000e+00> : tensor<8x3xf32>
+// CHECK: %[[S:.*]] = est.scatter %[[Z]], %{{.*}}, %[[G]] : tensor<8x3xf32>, tensor<5xi64>, tensor<5x3xf32> -> tensor<8x3xf32>
+// CHECK: est.transpose %[[S]] {perm = array<i64: 1, 0>} : tensor<8x3xf32> -> tensor<3x8xf32>
+est.variable @m : tensor<3x8xf32> {trainable}
+
+func.func @gather_dense_axis1(%ids: tensor<5xi64>) {
+  %t = est.read_variable @m : tensor<3x8xf32>
+  %p = est.mul %t, %t : tensor<3x8xf32>, tensor<3x8xf32> -> tensor<3x8xf32>
+  %cols = est.gather %p, %ids {axis = 1 : i64} : tensor<3x8xf32>, tensor<5xi64> -> tensor<3x5xf32>
+  %loss = est.reduce_sum %cols : tensor<3x5xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}

@@ -308,3 +308,35 @@ func.func @sparse_adam(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
   est.apply_gradients "adam" {learning_rate = 1.000000e-01 : f64} [] sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x4xf32>)
   return
 }
+
+// -----
+
+// Two apply_gradients in one function (a train_op grouping two optimizers'
+// minimizes): global_step is read once, before the first, and incremented
+// once; the second adam's t uses that value too. Another function steps it
+// on its own.
+// CHECK-LABEL: func.func @grouped
+// CHECK: %[[STEP:.*]] = est.read_variable @global_step
+// CHECK: est.assign_variable @w,
+// CHECK: est.assign_variable @global_step,
+// CHECK-NOT: est.read_variable @global_step
+// CHECK: %[[T:.*]] = est.add %[[STEP]], %{{.*}} : tensor<i64>
+// CHECK: est.cast %[[T]] to f32
+// CHECK: est.assign_variable @"v/Adam"
+// CHECK-NOT: est.assign_variable @global_step
+// CHECK-LABEL: func.func @other
+// CHECK: est.read_variable @global_step
+// CHECK: est.assign_variable @global_step,
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @v : tensor<3xf32> {trainable}
+
+func.func @grouped(%gw: tensor<3xf32>, %gv: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %gw : tensor<3xf32>
+  est.apply_gradients "adam" {learning_rate = 1.000000e-01 : f64} [@v] %gv : tensor<3xf32>
+  return
+}
+
+func.func @other(%gw: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %gw : tensor<3xf32>
+  return
+}

@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 RTOL = 1e-5
 ATOL = 1e-6
@@ -33,16 +34,23 @@ def main():
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    warnings.filterwarnings("ignore")  # TF's deprecation notices
     try:
         import numpy as np
         import tensorflow as tf
     except Exception as e:  # pylint: disable=broad-except
         print(f"SKIP: TensorFlow is not installed ({e})")
         return 77
+    tf.get_logger().setLevel("ERROR")
 
-    out = subprocess.run([args.tool, f"--seed={args.seed}"], check=True,
-                         stdout=subprocess.PIPE).stdout
-    cases = json.loads(out)
+    run = subprocess.run([args.tool, f"--seed={args.seed}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    if run.returncode != 0:
+        print(f"FAIL: {args.tool} exited {run.returncode}: "
+              f"{run.stderr.strip()}")
+        return 1
+    cases = json.loads(run.stdout)
     failures = []
     checks = 0
 

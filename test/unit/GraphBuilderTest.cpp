@@ -578,7 +578,7 @@ TEST(GraphBuilder, SparseIdsLookupsAndIndicator) {
                    {"safe_embedding_lookup_sparse", "combiner", "\"max\""});
   expectGraphError([&] { safe_embedding_lookup_sparse(sp.ids, sp); },
                    {"safe_embedding_lookup_sparse", "params 'sex/ids'",
-                    "float tensor of rank >= 2"});
+                    "float matrix [vocab, dim]"});
   SparseIds noRows = sp;
   noRows.rows = Tensor();
   expectGraphError(

@@ -18,7 +18,9 @@
 //   avg_pool_grad (any batch, static H and W): max_pool's gradient goes to
 //   the first maximum of each window (TF); avg_pool divides by the count of
 //   valid elements (TF's SAME).
-// - reduce_prod's rule is exact with zeros; gather (any axis) is dense here.
+// - reduce_prod's rule is exact with zeros; gather (any axis) is dense here:
+//   a scatter-add of g into zeros (O(indices x slice), not a one-hot
+//   matmul over every row).
 // - unsorted_segment_sum's data gets gather(g, segment_ids).
 // - Ops with an integer result (argmax, bucketize, casts to integers) need
 //   no rule: the autodiff pass never makes an integer value active.
@@ -629,7 +631,10 @@ LogicalResult gradient(PadOp op, OpBuilder &b, Value g, Grads &out) {
 // Indexing.
 //===----------------------------------------------------------------------===//
 
-/// Dense gradient of a gather along axis 0: one_hot(indices)^T . g.
+/// Dense gradient of a gather: g's slices scatter-added into zeros of
+/// params' shape (est.scatter, O(indices x slice), duplicates summed in
+/// index order). Along another axis, the axis is moved to the front of
+/// params and g's index dims to the front of g, and the result back.
 LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Location loc = op.getLoc();
@@ -661,19 +666,10 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
   SmallVector<int64_t> frontShape;
   for (int64_t d : toFront)
     frontShape.push_back(params.getDimSize(d));
-  int64_t rows = params.getDimSize(axis);
-  int64_t rowSize = params.getNumElements() / std::max<int64_t>(rows, 1);
-  Type elt = params.getElementType();
-  Value oneHot =
-      OneHotOp::create(b, loc, op.getIndices(), b.getI64IntegerAttr(rows),
-                       b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0),
-                       b.getI64IntegerAttr(-1), TypeAttr::get(elt));
-  Value hot2 = h.reshape(oneHot, {-1, rows});
-  Value g2 = h.reshape(g, {-1, rowSize});
-  Value dense = MatmulOp::create(b, loc, hot2, g2, true, false);
-  FailureOr<Value> r =
-      h.reshapeTo(dense, RankedTensorType::get(frontShape, elt));
-  Value result = *r;
+  Value zeros =
+      h.splat(RankedTensorType::get(frontShape, params.getElementType()), 0.0);
+  Value result = ScatterOp::create(b, loc, zeros, op.getIndices(), g,
+                                   b.getStringAttr("add"));
   if (axis != 0) {
     SmallVector<int64_t> inverse(rank);
     for (auto [i, p] : llvm::enumerate(toFront))
