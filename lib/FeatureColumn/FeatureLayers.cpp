@@ -243,6 +243,10 @@ Tensor linear_model(const TensorMap &features,
                                 std::to_string(units));
   requireCombiner("linear_model: sparse_combiner", sparse_combiner);
   FeatureColumns sorted = sorted_by_name(feature_columns);
+  for (const FeatureColumnPtr &c : sorted)
+    if (!as<DenseColumn>(c.get()) && !as<CategoricalColumn>(c.get()))
+      throw std::invalid_argument("linear_model: feature column '" + c->name() +
+                                  "' is neither dense nor categorical");
   Scope layer = g.name_scope(g.unique_layer_name("linear_model"));
   Builder builder(features, trainable, false);
   Tensor sum;

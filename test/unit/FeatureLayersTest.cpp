@@ -265,6 +265,52 @@ TEST(FeatureLayersTest, LinearModelWeightedSums) {
   }
 }
 
+namespace {
+/// Columns of kinds the library does not know.
+struct ForeignDense final : DenseColumn {
+  std::string name() const override { return "foreign"; }
+  data::FeatureSpecs parse_example_spec() const override { return {}; }
+  Dims variable_shape() const override { return {1}; }
+};
+struct ForeignColumn final : FeatureColumn {
+  std::string name() const override { return "alien"; }
+  data::FeatureSpecs parse_example_spec() const override { return {}; }
+};
+} // namespace
+
+TEST(FeatureLayersTest, ForeignColumnsAndInputs) {
+  auto age = numeric_column("age");
+  Transformer t({age});
+  auto foreign = std::make_shared<const ForeignDense>();
+  auto alien = std::make_shared<const ForeignColumn>();
+  EXPECT_NE(messageOf<std::invalid_argument>([&] {
+              layerGraph(t, [&](const TensorMap &f) {
+                return input_layer(f, {age, foreign});
+              });
+            }).find("'foreign'"),
+            std::string::npos);
+  EXPECT_NE(messageOf<std::invalid_argument>([&] {
+              layerGraph(t, [&](const TensorMap &f) {
+                return linear_model(f, {age, alien});
+              });
+            }).find("'alien'"),
+            std::string::npos);
+  // A numeric input that is not the Transformer's F32.
+  InputSpec spec;
+  spec.features.push_back({"age", DType::Int64, {-1, 1}});
+  Graph g;
+  EXPECT_NE(messageOf<GraphError>([&] {
+              build_mode(
+                  g, ModeKeys::PREDICT, spec,
+                  [&](Graph &, const TensorMap &f, const Tensor &, ModeKeys) {
+                    Signature sig;
+                    sig.predictions.set("out", input_layer(f, {age}));
+                    return sig;
+                  });
+            }).find("f32"),
+            std::string::npos);
+}
+
 TEST(FeatureLayersTest, Errors) {
   auto sex = categorical_column_with_vocabulary_list("sex", {"m", "f"});
   auto age = numeric_column("age");
