@@ -3,11 +3,11 @@
 // The whole path of docs/design/feature-columns.md: raw strings, ids and
 // numbers from a tf.data pipeline, the Transformer as the Estimator's host
 // half, placeholders with a run-time number of values, and a wide-and-deep
-// model_fn (linear_model over a crossed, a hashed and a bucketized column;
-// input_layer over an embedding, an indicator and a weighted embedding)
-// compiled by the JIT and trained. The compiled predictions equal the
-// reference evaluator's on the trained variables, and the checkpoint holds
-// TF's variable names.
+// model_fn (linear_model over a crossed, a hashed and a bucketized column,
+// trained by FTRL; input_layer over an embedding, an indicator and a
+// weighted embedding, by Adagrad) compiled by the JIT and trained. The compiled
+// predictions equal the reference evaluator's on the trained variables, and the
+// checkpoint holds TF's variable names.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,10 +78,14 @@ EstimatorSpec model_fn(const TensorMap &features, const Tensor &labels,
   if (mode == ModeKeys::PREDICT)
     return spec;
   spec.loss = losses::sigmoid_cross_entropy(labels, l);
-  // Adam: with Adagrad or FTRL (the canned estimators' defaults) the
-  // sparse gradient of an embedding lookup does not compile yet
-  // (est-memory-planning: "memref<?x?xf32> is not linear in the batch").
-  spec.train_op = train::AdamOptimizer(0.05).minimize(spec.loss);
+  // As TF's DNNLinearCombined: FTRL for the linear part, Adagrad for the
+  // rest, grouped.
+  std::vector<Variable> wide, deep;
+  for (const Variable &v : l.graph().trainable_variables())
+    (v.name().rfind("linear_model/", 0) == 0 ? wide : deep).push_back(v);
+  spec.train_op =
+      group({train::FtrlOptimizer(0.3).minimize(spec.loss, wide),
+             train::AdagradOptimizer(0.3).minimize(spec.loss, deep)});
   spec.eval_metric_ops = {
       {"accuracy",
        metrics::accuracy(labels, cast(greater(p, 0.5), DType::Float32))}};
