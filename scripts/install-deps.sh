@@ -17,6 +17,8 @@ if [[ " $* " == *" --bench "* ]]; then PACKAGES+=(libtorch-dev libopenblas0-pthr
 # Data sets from Debian: Fashion-MNIST, and sklearn's small tables (iris,
 # wine, breast_cancer CSVs that bench/sklearn_baseline.py reads).
 if [[ " $* " == *" --data "* ]]; then PACKAGES+=(dataset-fashion-mnist python3-sklearn); fi
+# sklearn's tables alone: the canned estimators' tests train on them.
+if [[ " $* " == *" --tables "* ]]; then PACKAGES+=(python3-sklearn); fi
 # clang and its compiler-rt (libFuzzer, sanitizers) for the fuzz preset
 # (docs/fuzzing.md).
 if [[ " $* " == *" --fuzz "* ]]; then PACKAGES+=(clang-22 libclang-rt-22-dev); fi

@@ -7,7 +7,7 @@
 # `fuzz` preset: clang-22, ASan+UBSan; docs/fuzzing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh --fuzz
+./scripts/install-deps.sh --fuzz --tables
 ./scripts/check-format.sh
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release -DESTC_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
