@@ -23,7 +23,7 @@
 // Sparse gradients (rows at indices, from gathers of a variable on axis 0),
 // TF 1.x's _apply_sparse: sgd scatters -lr rows into the variable
 // (duplicates add up). momentum, adagrad, rmsprop and ftrl first sum
-// duplicate rows (scattered into zeros and gathered back: TF's
+// duplicate rows (a fused compare-and-sum over the step's ids, TF's
 // _deduplicate_indexed_slices), then apply their dense rule to the gathered
 // rows of the variable and its slots and scatter the new rows back
 // ("update"; duplicates write identical rows): the other rows and their
@@ -218,7 +218,7 @@ private:
     return ScatterOp::create(b, loc, ref, indices, updates,
                              b.getStringAttr(mode));
   }
-  Value sumDuplicates(Value indices, Value rows, RankedTensorType var);
+  Value sumDuplicates(Value indices, Value rows);
   SmallVector<Value> clipByGlobalNorm(ArrayRef<Value> grads, double clipNorm);
 
   /// New variables go after the existing ones (in creation order), so the
@@ -322,14 +322,24 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
 }
 
 /// Each row replaced by the sum of the rows with the same index (so
-/// duplicates carry identical values): the rows scatter-added into a zero
-/// tensor of the variable's type, gathered back at their indices. Linear in
-/// the number of rows (plus one fill of the variable's size), where an
-/// [n, n] equality matrix would make the step quadratic in a sparse input's
-/// number of values, which memory planning cannot size.
-Value Expander::sumDuplicates(Value indices, Value rows, RankedTensorType var) {
-  Value summed = scatter(splat(var, 0.0), indices, rows, "add");
-  return GatherOp::create(b, loc, summed, indices, b.getI64IntegerAttr(0));
+/// duplicates carry identical values): sum_j [idx_i == idx_j] rows_j, as
+/// one reduction over j of an elementwise select that est-fusion folds into
+/// it, so neither an [n, n] matrix nor a tensor of the variable's size is
+/// built: n x row memory (which memory planning can size when n is a sparse
+/// input's number of values) for O(n^2 row) work, n being a step's ids.
+Value Expander::sumDuplicates(Value indices, Value rows) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  int64_t rowSize = 1;
+  for (int64_t d : type.getShape().drop_front())
+    rowSize *= d;
+  Value mine = reshape(indices, {-1, 1, 1});
+  Value theirs = reshape(indices, {1, -1, 1});
+  Value flat = reshape(rows, {1, -1, rowSize});
+  Value same = select(equal(mine, theirs), flat, scalar(rows, 0.0));
+  Value summed = reduceSum(same, {1}, false);
+  SmallVector<int64_t> shape = {-1};
+  llvm::append_range(shape, type.getShape().drop_front());
+  return reshape(summed, shape);
 }
 
 /// TF 1.x's _apply_sparse: sgd scatter-adds; adam applies its dense rule to
@@ -349,7 +359,7 @@ LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
     return update(var, type, v, scatter(splat(type, 0.0), indices, rows, "add"),
                   step);
   }
-  Value g = sumDuplicates(indices, rows, type);
+  Value g = sumDuplicates(indices, rows);
   Value vRows = gather(v, indices);
   rowIndices = indices;
   LogicalResult result = update(var, type, vRows, g, step);

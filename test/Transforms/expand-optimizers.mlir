@@ -231,14 +231,17 @@ func.func @sparse_sgd(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
 
 // -----
 
-// Sparse Adagrad (TF's _apply_sparse): duplicate rows summed first (an
-// equality matrix of the indices times the rows), then the dense rule on the
-// gathered rows of the variable and the accumulator, scattered back.
+// Sparse Adagrad (TF's _apply_sparse): duplicate rows summed first (the
+// rows with an equal index selected and summed, one fused reduction: no
+// [n, n] matrix, nothing of the variable's size), then the dense rule on
+// the gathered rows of the variable and the accumulator, scattered back.
 // CHECK-LABEL: func.func @sparse_adagrad
 // CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>, %[[ROWS:.*]]: tensor<?x4xf32>)
 // CHECK: %[[E:.*]] = est.read_variable @emb
-// CHECK: %[[EQ:.*]] = est.equal
-// CHECK: %[[SUM:.*]] = est.matmul
+// CHECK-NOT: tensor<1000x4xf32> ->
+// CHECK: %[[EQ:.*]] = est.equal {{.*}} -> tensor<?x?x1xi1>
+// CHECK: %[[SEL:.*]] = est.select %[[EQ]]
+// CHECK: %[[SUM:.*]] = est.reduce_sum %[[SEL]] {axes = array<i64: 1>}
 // CHECK: %[[EROWS:.*]] = est.gather %[[E]], %[[IDS]]
 // CHECK: %[[ACC:.*]] = est.read_variable @"emb/Adagrad"
 // CHECK: %[[ACCROWS:.*]] = est.gather %[[ACC]], %[[IDS]]
@@ -262,7 +265,7 @@ func.func @sparse_adagrad(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
 // CHECK-LABEL: func.func @sparse_momentum
 // CHECK-SAME: (%[[IDS:.*]]: tensor<?xi64>,
 // CHECK-NOT: tensor<1000x4xf32> ->
-// CHECK: est.matmul
+// CHECK: est.reduce_sum
 // CHECK: %[[A:.*]] = est.read_variable @"emb/Momentum"
 // CHECK: %[[AROWS:.*]] = est.gather %[[A]], %[[IDS]]
 // CHECK: est.scatter %{{.*}}, %[[IDS]], %{{.*}} {mode = "update"}
