@@ -145,13 +145,15 @@ Batch to_batch(const data::Element &element) {
       throw std::invalid_argument(
           "input: " + what +
           " is sparse (a SparseTensor); sparse and string features reach a "
-          "model through feature columns, which estc does not have yet");
+          "model through feature columns: use a canned estimator or "
+          "Estimator::set_host_transform");
     const TensorValue &t = data::tensor(e);
     if (t.dtype == DType::String)
       throw std::invalid_argument(
           "input: " + what +
           " is a string tensor; sparse and string features reach a model "
-          "through feature columns, which estc does not have yet");
+          "through feature columns: use a canned estimator or "
+          "Estimator::set_host_transform");
     return t;
   };
   Batch batch;

@@ -1113,8 +1113,8 @@ TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
   };
   EXPECT_EQ(tiny::errorOf([&] { est->train(sparseInput, {}, 1); }),
             "input: feature 'tags' is sparse (a SparseTensor); sparse and "
-            "string features reach a model through feature columns, which "
-            "estc does not have yet");
+            "string features reach a model through feature columns: use a "
+            "canned estimator or Estimator::set_host_transform");
   auto stringInput = [] {
     return data::Dataset::from_tensors(data::Element::dict(
         {{"x",
