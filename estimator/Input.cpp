@@ -28,13 +28,21 @@ TensorSpec specOf(const std::string &key, const TensorValue &t) {
   return spec;
 }
 
-/// Rows [begin, begin + count) of `t` along its first dimension, gathered
-/// by `rows`.
+/// The rows of `t` along its first dimension, gathered by `rows` (string
+/// tensors too: their values are `strings`, not bytes).
 TensorValue gatherRows(const TensorValue &t, const std::vector<int64_t> &rows) {
   TensorValue out;
   out.dtype = t.dtype;
   out.shape = t.shape;
   out.shape[0] = static_cast<int64_t>(rows.size());
+  if (t.dtype == DType::String) {
+    size_t width = t.shape[0] == 0 ? 0 : t.strings.size() / t.shape[0];
+    out.strings.reserve(width * rows.size());
+    for (int64_t row : rows)
+      out.strings.insert(out.strings.end(), t.strings.begin() + width * row,
+                         t.strings.begin() + width * (row + 1));
+    return out;
+  }
   size_t rowBytes = t.shape[0] == 0 ? 0 : t.data.size() / t.shape[0];
   out.data.resize(rowBytes * rows.size());
   for (size_t i = 0; i < rows.size(); ++i)

@@ -15,10 +15,13 @@ namespace estimator {
 
 namespace fc = feature_column;
 
-train::Optimizer OptimizerSpec::get(double default_learning_rate) const {
+train::Optimizer
+OptimizerSpec::get(std::optional<double> default_learning_rate) const {
   if (optimizer_)
     return *optimizer_;
-  double lr = learningRate_.value_or(default_learning_rate);
+  // Keras' legacy optimizers' own default rates.
+  double kerasRate = name_ == "SGD" ? 0.01 : 0.001;
+  double lr = learningRate_.value_or(default_learning_rate.value_or(kerasRate));
   // TF's _OPTIMIZER_CLS_NAMES, instantiated with Keras' legacy defaults.
   if (name_ == "Adagrad")
     return train::AdagradOptimizer(lr, 0.1);
@@ -65,19 +68,31 @@ namespace {
 /// The canned host half: the feature columns' (FeatureColumnHostTransform)
 /// for the features, the head's label transform with labels of rank 1 as
 /// [batch, 1] (as the heads expand them), and the head's class names in
-/// predictions.
+/// predictions. The head's weight column, when no feature column reads it,
+/// is one more numeric model input; prediction input need not have it (TF's
+/// heads read it in TRAIN and EVAL only): it is then ones, which PREDICT
+/// does not read.
 class CannedTransform final : public HostTransform {
 public:
-  CannedTransform(FeatureColumns columns, std::shared_ptr<const Head> head)
-      : features_(std::move(columns)), head_(std::move(head)) {}
+  CannedTransform(FeatureColumns columns, std::shared_ptr<const Head> head,
+                  const std::string &weight_column)
+      : features_(std::move(columns)), head_(std::move(head)),
+        weightColumn_(weight_column) {
+    if (!weight_column.empty())
+      weights_.emplace(FeatureColumns{fc::numeric_column(weight_column)});
+  }
 
   Batch transform_input(const data::Element &element) const override {
-    if (!element.is_tuple())
-      return features_.transform_input(element);
+    if (!element.is_tuple()) {
+      Batch batch = features_.transform_input(element);
+      addWeights(element, false, batch);
+      return batch;
+    }
     if (element.size() != 2 || !element[1].is_leaf())
       throw data::DataError("input: an element must be a features dict or a "
                             "(features dict, labels) tuple");
     Batch batch = features_.transform_input(element[0]);
+    addWeights(element[0], true, batch);
     TensorValue y = head_ ? head_->transform_labels(element[1].leaf())
                           : data::tensor(element[1]);
     if (y.shape.size() == 1)
@@ -88,6 +103,9 @@ public:
 
   std::optional<ElementSpec> input_spec(bool with_labels) const override {
     std::optional<ElementSpec> spec = features_.input_spec(false);
+    if (spec && weights_)
+      for (const TensorSpec &w : weights_->input_specs())
+        spec->features.push_back(w);
     if (spec && with_labels && head_)
       spec->labels = head_label_spec(*head_);
     return spec;
@@ -99,8 +117,26 @@ public:
   }
 
 private:
+  /// The weight column's input: the features' (required with labels), or
+  /// ones for prediction input without it.
+  void addWeights(const data::Element &features, bool labeled,
+                  Batch &batch) const {
+    if (!weights_)
+      return;
+    if (labeled || (features.is_dict() && features.contains(weightColumn_))) {
+      for (auto &[key, value] : weights_->transform(features))
+        batch.features[key] = std::move(value);
+      return;
+    }
+    int64_t n = batch.size();
+    batch.features[weightColumn_] = TensorValue::of<float>(
+        {n, 1}, std::vector<float>(static_cast<size_t>(n), 1.0f));
+  }
+
   fc::FeatureColumnHostTransform features_;
   std::shared_ptr<const Head> head_;
+  std::string weightColumn_;
+  std::optional<fc::Transformer> weights_;
 };
 
 } // namespace
@@ -109,16 +145,11 @@ std::shared_ptr<const HostTransform>
 make_host_transform(const FeatureColumns &feature_columns,
                     std::shared_ptr<const Head> head,
                     const std::string &weight_column) {
-  FeatureColumns columns = feature_columns;
-  if (!weight_column.empty()) {
-    bool present = std::any_of(columns.begin(), columns.end(),
-                               [&](const fc::FeatureColumnPtr &c) {
-                                 return c->name() == weight_column;
-                               });
-    if (!present)
-      columns.push_back(fc::numeric_column(weight_column));
-  }
-  return std::make_shared<CannedTransform>(std::move(columns), std::move(head));
+  bool read = std::any_of(
+      feature_columns.begin(), feature_columns.end(),
+      [&](const fc::FeatureColumnPtr &c) { return c->name() == weight_column; });
+  return std::make_shared<CannedTransform>(feature_columns, std::move(head),
+                                           read ? "" : weight_column);
 }
 
 InputSpec CannedModel::input_spec(bool with_labels) const {

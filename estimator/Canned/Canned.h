@@ -57,8 +57,17 @@ public:
   /// given or `default_learning_rate` (TF's canned defaults: Adagrad's
   /// initial accumulator 0.1, Ftrl's learning_rate_power -0.5 and
   /// accumulator 0.1, Adam's betas 0.9 / 0.999 and epsilon 1e-7 as Keras'
-  /// legacy optimizers). std::invalid_argument naming an unknown name.
-  train::Optimizer get(double default_learning_rate) const;
+  /// legacy optimizers). A `default_learning_rate` of nullopt is the Keras
+  /// optimizer's own (0.001; SGD 0.01): TF 2.15's DNN estimators pass
+  /// none. std::invalid_argument naming an unknown name.
+  ///
+  /// Known differences from Keras' legacy optimizers (the compiled rules
+  /// are TF 1.x's kernels, compiler/Transforms/ExpandOptimizers.cpp):
+  /// Adagrad has no epsilon (Keras adds 1e-7 to sqrt(accumulator), a
+  /// relative 3e-7 at most); RMSProp's mean square starts at one (Keras:
+  /// zero) with epsilon inside the square root (Keras, without momentum:
+  /// outside).
+  train::Optimizer get(std::optional<double> default_learning_rate) const;
 
 private:
   std::string name_;
@@ -69,7 +78,8 @@ private:
 /// The host half of a model over feature columns (and a head): what the
 /// Estimator applies to every batch before the compiled step, and to its
 /// predictions after. `weight_column` (the head's) is passed through as a
-/// numeric feature. Without a head the labels pass unchanged.
+/// numeric feature; prediction input need not have it, as in TF (it is
+/// then ones, unread). Without a head the labels pass unchanged.
 std::shared_ptr<const HostTransform>
 make_host_transform(const FeatureColumns &feature_columns,
                     std::shared_ptr<const Head> head = nullptr,

@@ -132,6 +132,8 @@ CannedModel linear_model(std::shared_ptr<const Head> head,
   // TF's _linear_learning_rate.
   double lr = std::min(
       0.2, 1.0 / std::sqrt(static_cast<double>(feature_columns.size())));
+  // An unknown optimizer name fails here, not at the first train().
+  options.optimizer.get(lr);
   ModelFn fn = [head, columns = feature_columns, options,
                 lr](const TensorMap &features, const Tensor &labels,
                     ModeKeys mode, const Params &, const RunConfig &) {
@@ -152,6 +154,9 @@ CannedModel dnn_model(std::shared_ptr<const Head> head,
   check_feature_columns("DNNEstimator", feature_columns);
   checkHiddenUnits("DNNEstimator", options.hidden_units);
   checkDropout("DNNEstimator", options.dropout);
+  // TF 2.15's _dnn_model_fn_v2 gives a named optimizer no learning rate:
+  // Keras' default (Adagrad 0.001), not the v1 estimator's 0.05.
+  options.optimizer.get(std::nullopt);
   ModelFn fn = [head, columns = feature_columns,
                 options](const TensorMap &features, const Tensor &labels,
                          ModeKeys mode, const Params &, const RunConfig &) {
@@ -162,7 +167,7 @@ CannedModel dnn_model(std::shared_ptr<const Head> head,
     std::optional<train::Optimizer> optimizer;
     std::vector<Operation> updates;
     if (mode == ModeKeys::TRAIN) {
-      optimizer = options.optimizer.get(0.05);
+      optimizer = options.optimizer.get(std::nullopt);
       updates = g.get_collection("update_ops");
     }
     return head->create_estimator_spec(features, mode, logits, labels,
@@ -194,6 +199,8 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
           ? 0.005
           : std::min(0.005, 1.0 / std::sqrt(static_cast<double>(
                                       o.linear_feature_columns.size())));
+  o.linear_optimizer.get(linearLr);
+  o.dnn_optimizer.get(0.001);
   ModelFn fn = [head, o, linearLr](const TensorMap &features,
                                    const Tensor &labels, ModeKeys mode,
                                    const Params &, const RunConfig &) {
@@ -274,12 +281,19 @@ public:
     Batch out;
     out.features[kBaselineBatchInput] = TensorValue::of<float>(
         {batch, 1}, std::vector<float>(static_cast<size_t>(batch), 0.0f));
+    bool labeled = element.is_tuple() && element.size() == 2;
     if (!weightColumn_.empty()) {
-      fc::Transformer weights({fc::numeric_column(weightColumn_)});
-      fc::ModelInputs w = weights.transform(features);
-      out.features[weightColumn_] = w.at(weightColumn_);
+      // Prediction input need not have the weights (PREDICT reads none).
+      if (labeled || features.contains(weightColumn_)) {
+        fc::Transformer weights({fc::numeric_column(weightColumn_)});
+        fc::ModelInputs w = weights.transform(features);
+        out.features[weightColumn_] = w.at(weightColumn_);
+      } else {
+        out.features[weightColumn_] = TensorValue::of<float>(
+            {batch, 1}, std::vector<float>(static_cast<size_t>(batch), 1.0f));
+      }
     }
-    if (element.is_tuple() && element.size() == 2) {
+    if (labeled) {
       TensorValue y = head_->transform_labels(element[1].leaf());
       if (y.shape.size() == 1)
         y.shape.push_back(1);
@@ -311,6 +325,7 @@ private:
 CannedModel baseline_model(std::shared_ptr<const Head> head,
                            OptimizerSpec optimizer) {
   checkHead("BaselineEstimator", head);
+  optimizer.get(0.3);
   ModelFn fn = [head, optimizer](const TensorMap &features,
                                  const Tensor &labels, ModeKeys mode,
                                  const Params &, const RunConfig &) {

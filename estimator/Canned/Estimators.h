@@ -12,7 +12,9 @@
 //       input_layer under "dnn/input_from_feature_columns", then
 //       "dnn/hiddenlayer_<i>" (activation_fn, dropout in TRAIN, batch norm
 //       "dnn/hiddenlayer_<i>/batchnorm_<i>" with momentum 0.999), then
-//       "dnn/logits"; Adagrad, learning rate 0.05.
+//       "dnn/logits"; Adagrad at Keras' default learning rate 0.001 (TF
+//       2.15's _dnn_model_fn_v2 passes a named optimizer no rate; the
+//       v1 estimator's 0.05 is not used).
 //   DNNLinearCombinedClassifier / Regressor / Estimator
 //       the two above summed; each part trained by its own optimizer on its
 //       own variables in one step (linear: Ftrl, min(0.005, 1/sqrt(n));
