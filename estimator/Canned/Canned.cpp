@@ -145,9 +145,10 @@ std::shared_ptr<const HostTransform>
 make_host_transform(const FeatureColumns &feature_columns,
                     std::shared_ptr<const Head> head,
                     const std::string &weight_column) {
-  bool read = std::any_of(
-      feature_columns.begin(), feature_columns.end(),
-      [&](const fc::FeatureColumnPtr &c) { return c->name() == weight_column; });
+  bool read = std::any_of(feature_columns.begin(), feature_columns.end(),
+                          [&](const fc::FeatureColumnPtr &c) {
+                            return c->name() == weight_column;
+                          });
   return std::make_shared<CannedTransform>(feature_columns, std::move(head),
                                            read ? "" : weight_column);
 }

@@ -185,9 +185,8 @@ int run() {
     LinearOptions lo;
     if (!optimizer.empty())
       lo.optimizer = OptimizerSpec(optimizer, rate);
-    est = std::make_unique<LinearClassifier>(linearColumns(),
-                                             ClassifierOptions{}, lo, config,
-                                             warm);
+    est = std::make_unique<LinearClassifier>(
+        linearColumns(), ClassifierOptions{}, lo, config, warm);
   } else if (model == "dnn") {
     DNNOptions dnn;
     dnn.hidden_units = hidden;
