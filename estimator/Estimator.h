@@ -169,7 +169,9 @@ public:
   explicit Estimator(std::unique_ptr<rt::CompiledModel> model,
                      RunConfig config = RunConfig(),
                      std::optional<WarmStartSettings> warm_start_from = {});
-  ~Estimator();
+  /// Virtual: the canned estimators (estimator/Canned/Estimators.h) are
+  /// Estimators, deleted through an Estimator pointer too.
+  virtual ~Estimator();
   Estimator(const Estimator &) = delete;
   Estimator &operator=(const Estimator &) = delete;
 
