@@ -161,9 +161,15 @@ struct Transformer::Impl {
   std::map<std::string, std::shared_ptr<const NumericColumn>> dense;
   /// Categorical inputs by column name.
   std::map<std::string, CategoricalColumnPtr> sparse;
-  /// Their model-input keys (ids, rows, row_lengths, weights), by name.
+  /// Every model-input key, sorted (transform() fills the map in this
+  /// order, each insertion at the end).
+  std::vector<std::string> outputKeys;
+  /// Where each dense input and each categorical column's inputs (ids,
+  /// rows, row_lengths, weights: -1 when unweighted) are in outputKeys.
+  std::map<std::string, size_t> denseSlot;
   struct SparseKeys {
-    std::string ids, rows, rowLengths, weights;
+    size_t ids, rows, rowLengths;
+    std::optional<size_t> weights;
   };
   std::map<std::string, SparseKeys> sparseKeys;
   std::set<std::string> featureKeys;
@@ -174,6 +180,8 @@ struct Transformer::Impl {
   void needDense(const std::shared_ptr<const NumericColumn> &c);
   void checkHost(const CategoricalColumn &c, const std::string &user);
   void collectKeys(const FeatureColumn &c);
+  /// Transformer::input_specs().
+  std::vector<TensorSpec> specs() const;
 
   /// State of one transform() call.
   struct Batch {
@@ -189,7 +197,7 @@ struct Transformer::Impl {
   Ids computeIds(Batch &b, const CategoricalColumn &c) const;
   TensorValue numeric(Batch &b, const NumericColumn &c) const;
   void emit(Batch &b, const CategoricalColumn &c, const SparseKeys &keys,
-            ModelInputs &out) const;
+            std::vector<TensorValue> &out) const;
 };
 
 void Transformer::Impl::needDense(
@@ -279,13 +287,27 @@ Transformer::Transformer(FeatureColumns feature_columns) {
       impl->need(c);
     }
   }
-  for (const auto &[name, c] : impl->sparse) {
-    impl->sparseKeys[name] = {ids_key(name), rows_key(name),
-                              row_lengths_key(name), weights_key(name)};
-    impl->valuesInputs.insert(ids_key(name));
-    impl->valuesInputs.insert(rows_key(name));
-    if (as<WeightedCategoricalColumn>(c.get()))
-      impl->valuesInputs.insert(weights_key(name));
+  // The output keys in map order, and where each input's value goes.
+  Impl &plan = *impl;
+  for (const TensorSpec &spec : plan.specs())
+    plan.outputKeys.push_back(spec.key);
+  auto slot = [&](const std::string &key) {
+    return static_cast<size_t>(std::lower_bound(plan.outputKeys.begin(),
+                                                plan.outputKeys.end(), key) -
+                               plan.outputKeys.begin());
+  };
+  for (const auto &[key, c] : plan.dense)
+    plan.denseSlot[key] = slot(key);
+  for (const auto &[name, c] : plan.sparse) {
+    bool weighted = as<WeightedCategoricalColumn>(c.get()) != nullptr;
+    plan.sparseKeys[name] = {
+        slot(ids_key(name)), slot(rows_key(name)), slot(row_lengths_key(name)),
+        weighted ? std::optional<size_t>(slot(weights_key(name)))
+                 : std::nullopt};
+    plan.valuesInputs.insert(ids_key(name));
+    plan.valuesInputs.insert(rows_key(name));
+    if (weighted)
+      plan.valuesInputs.insert(weights_key(name));
   }
   impl_ = std::move(impl);
 }
@@ -299,13 +321,17 @@ std::set<std::string> Transformer::feature_keys() const {
 }
 
 std::vector<TensorSpec> Transformer::input_specs() const {
+  return impl_->specs();
+}
+
+std::vector<TensorSpec> Transformer::Impl::specs() const {
   std::vector<TensorSpec> out;
-  for (const auto &[key, c] : impl_->dense) {
+  for (const auto &[key, c] : dense) {
     Dims shape = {-1};
     shape.insert(shape.end(), c->shape().begin(), c->shape().end());
     out.push_back({key, DType::Float32, shape});
   }
-  for (const auto &[name, c] : impl_->sparse) {
+  for (const auto &[name, c] : sparse) {
     out.push_back({ids_key(name), DType::Int64, {-1}, true});
     out.push_back({rows_key(name), DType::Int64, {-1}, true});
     out.push_back({row_lengths_key(name), DType::Int64, {-1}, false});
@@ -334,14 +360,15 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
   auto what = [&] { return describe(user); };
   if (!b.features.is_dict())
     throw DataError(what() + ": the features are not a dict");
-  if (!b.features.contains(key)) {
+  auto field = b.features.fields().find(key);
+  if (field == b.features.fields().end()) {
     std::string keys;
     for (const auto &[k, v] : b.features.fields())
       keys += (keys.empty() ? "" : ", ") + k;
     throw DataError(what() + ": feature '" + key +
                     "' is missing from the batch (features: " + keys + ")");
   }
-  const data::Element &leaf = b.features[key];
+  const data::Element &leaf = field->second;
   if (!leaf.is_leaf())
     throw DataError(what() + ": feature '" + key + "' is not a tensor");
   Raw r;
@@ -600,7 +627,8 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
 }
 
 void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
-                             const SparseKeys &keys, ModelInputs &out) const {
+                             const SparseKeys &keys,
+                             std::vector<TensorValue> &out) const {
   const Ids &ids = idsOf(b, c);
   int64_t numBuckets = c.num_buckets();
   std::vector<int64_t> kept, rows, lengths(static_cast<size_t>(ids.batch), 0);
@@ -632,18 +660,21 @@ void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
   out[keys.ids] = int64Tensor(kept);
   out[keys.rows] = int64Tensor(rows);
   out[keys.rowLengths] = int64Tensor(lengths);
-  if (ids.weighted)
-    out[keys.weights] = TensorValue::of<float>(
+  if (keys.weights)
+    out[*keys.weights] = TensorValue::of<float>(
         {static_cast<int64_t>(weights.size())}, weights);
 }
 
 ModelInputs Transformer::transform(const data::Element &features) const {
   Impl::Batch b{features, {}, {}, {}, -1};
-  ModelInputs out;
+  std::vector<TensorValue> values(impl_->outputKeys.size());
   for (const auto &[key, c] : impl_->dense)
-    out[key] = impl_->numeric(b, *c);
+    values[impl_->denseSlot.at(key)] = impl_->numeric(b, *c);
   for (const auto &[name, c] : impl_->sparse)
-    impl_->emit(b, *c, impl_->sparseKeys.at(name), out);
+    impl_->emit(b, *c, impl_->sparseKeys.at(name), values);
+  ModelInputs out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.emplace_hint(out.end(), impl_->outputKeys[i], std::move(values[i]));
   return out;
 }
 
