@@ -243,13 +243,12 @@ void feed(rt::CompiledModel &m, int fn, const FeedKeys &keys,
     found += k && batch.features.count(*k);
   if (found != batch.features.size())
     for (const auto &entry : batch.features)
-      if (std::find(keys.features.begin(), keys.features.end(),
-                    entry.first) == keys.features.end())
-        throw std::invalid_argument(where() + "input_fn feature '" +
-                                    entry.first +
-                                    "' is not an input of the model's " +
-                                    f.name + " function (features: " +
-                                    listKeys() + ")");
+      if (std::find(keys.features.begin(), keys.features.end(), entry.first) ==
+          keys.features.end())
+        throw std::invalid_argument(
+            where() + "input_fn feature '" + entry.first +
+            "' is not an input of the model's " + f.name +
+            " function (features: " + listKeys() + ")");
   int64_t n;
   try {
     n = batch.size();

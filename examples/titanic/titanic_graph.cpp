@@ -33,7 +33,8 @@ int main(int argc, char **argv) {
   try {
     std::string error;
     if (!estc::graph::writeGraph(
-            output, estc::examples::titanic_model(model, !defaultRates).graph_def(seed),
+            output,
+            estc::examples::titanic_model(model, !defaultRates).graph_def(seed),
             error)) {
       std::cerr << "titanic_graph: error: " << error << "\n";
       return 1;

@@ -278,8 +278,8 @@ public:
                   std::optional<int64_t> epochs, int64_t batchSize,
                   bool dropRemainder)
       : files_(std::move(files)), defaults_(std::move(defaults)),
-        layout_(defaults_), options_(std::move(options)), compression_(compression),
-        bufferSize_(bufferSize), shuffle_(shuffle),
+        layout_(defaults_), options_(std::move(options)),
+        compression_(compression), bufferSize_(bufferSize), shuffle_(shuffle),
         shuffleBuffer_(shuffleBuffer), seedSpec_(seed),
         seed_(detail::resolve_seed(seed)), epochs_(epochs),
         batchSize_(batchSize), dropRemainder_(dropRemainder) {
@@ -573,8 +573,8 @@ private:
     }
 
     void openReader() {
-      reader_ = std::make_unique<CsvReader>(
-          file_, d_.defaults_, d_.options_, d_.compression_, d_.bufferSize_);
+      reader_ = std::make_unique<CsvReader>(file_, d_.defaults_, d_.options_,
+                                            d_.compression_, d_.bufferSize_);
     }
 
     /// repeat's next(): the next row of this pass or of the next ones.
@@ -832,12 +832,12 @@ Dataset make_csv_dataset(std::vector<std::string> file_pattern,
     return Element::tuple({std::move(f), std::move(*labels)});
   };
   if (reads == 1 && !o.ignore_errors)
-    return Dataset::from_impl(
-               std::make_shared<CsvBatchDataset>(
-                   files.impl(), defaults, csv, c,
-                   static_cast<size_t>(kDefaultReadBuffer), o.shuffle,
-                   o.shuffle_buffer_size, o.shuffle_seed, o.num_epochs,
-                   batch_size, /*dropRemainder=*/!o.num_epochs))
+    return Dataset::from_impl(std::make_shared<CsvBatchDataset>(
+                                  files.impl(), defaults, csv, c,
+                                  static_cast<size_t>(kDefaultReadBuffer),
+                                  o.shuffle, o.shuffle_buffer_size,
+                                  o.shuffle_seed, o.num_epochs, batch_size,
+                                  /*dropRemainder=*/!o.num_epochs))
         .map(toDict)
         .prefetch(o.prefetch_buffer_size);
 

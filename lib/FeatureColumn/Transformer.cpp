@@ -292,9 +292,9 @@ Transformer::Transformer(FeatureColumns feature_columns) {
   for (const TensorSpec &spec : plan.specs())
     plan.outputKeys.push_back(spec.key);
   auto slot = [&](const std::string &key) {
-    return static_cast<size_t>(std::lower_bound(plan.outputKeys.begin(),
-                                                plan.outputKeys.end(), key) -
-                               plan.outputKeys.begin());
+    return static_cast<size_t>(
+        std::lower_bound(plan.outputKeys.begin(), plan.outputKeys.end(), key) -
+        plan.outputKeys.begin());
   };
   for (const auto &[key, c] : plan.dense)
     plan.denseSlot[key] = slot(key);
@@ -661,8 +661,8 @@ void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
   out[keys.rows] = int64Tensor(rows);
   out[keys.rowLengths] = int64Tensor(lengths);
   if (keys.weights)
-    out[*keys.weights] = TensorValue::of<float>(
-        {static_cast<int64_t>(weights.size())}, weights);
+    out[*keys.weights] =
+        TensorValue::of<float>({static_cast<int64_t>(weights.size())}, weights);
 }
 
 ModelInputs Transformer::transform(const data::Element &features) const {

@@ -891,11 +891,10 @@ TEST(FileDatasetTest, MakeCsvDatasetFusedStageMatchesTheGenericStages) {
           std::vector<std::string> fused =
               render(make_csv_dataset({pattern}, batch, o), 40);
           EXPECT_FALSE(fused.empty());
-          EXPECT_EQ(fused, render(make_csv_dataset({pattern}, batch, generic),
-                                  40))
-              << "shuffle " << shuffle << ", epochs "
-              << (epochs ? *epochs : -1) << ", batch " << batch
-              << ", buffer " << buffer;
+          EXPECT_EQ(fused,
+                    render(make_csv_dataset({pattern}, batch, generic), 40))
+              << "shuffle " << shuffle << ", epochs " << (epochs ? *epochs : -1)
+              << ", batch " << batch << ", buffer " << buffer;
         }
 }
 

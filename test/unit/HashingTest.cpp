@@ -152,9 +152,9 @@ TEST(VocabularyTest, FromFile) {
 TEST(HashingTest, CrossOfRowHashesAsSparseCrossHashed) {
   // The sparse input's indices are not in row-major order: its row 1
   // value comes first; crosses take each row's values in tensor order.
-  Value sp = SparseTensor::make(
-      {1, 0, 0, 0, 0, 1}, TensorValue::of_strings({3}, {"c", "a", "b"}),
-      {3, 2});
+  Value sp =
+      SparseTensor::make({1, 0, 0, 0, 0, 1},
+                         TensorValue::of_strings({3}, {"c", "a", "b"}), {3, 2});
   Value dense = TensorValue::of<int64_t>({3, 1}, {5, 6, 7});
   SparseTensor want = sparse_cross_hashed({sp, dense}, 50);
   std::vector<CrossInput> inputs(2);
