@@ -19,10 +19,14 @@
 #    seed 1) against titanic (JIT, empty cache) and titanic_aot, the same
 #    890 steps: train() wall time and test accuracy / AUC.
 #
+# Steps 2-3 run REPEAT times, alternating (this machine is shared: a rate
+# measured once can be off by 2x); the table shows the median of each cell
+# over the repeats, and the range of the steps/s.
 # Prints the CPU (lscpu), the load average before each side, the JSON lines
 # of both sides and one table per part with estc / TF ratios.
-# Environment: WORK, STEPS (2000), WARMUP (200), THREADS (1,2), TITANIC
-# (else $ESTC_DATA_DIR/titanic). estc's logs go to $WORK/results/*.log.
+# Environment: WORK, STEPS (2000), WARMUP (200), THREADS (1,2), REPEAT (3),
+# TITANIC (else $ESTC_DATA_DIR/titanic). estc's logs go to
+# $WORK/results/*.log.
 set -eu
 
 build=${1:-build}
@@ -31,6 +35,7 @@ work=${WORK:-/tmp/estc-canned}
 steps=${STEPS:-2000}
 warmup=${WARMUP:-200}
 threads=${THREADS:-1,2}
+repeat=${REPEAT:-3}
 titanic=${TITANIC:-${ESTC_DATA_DIR:-$here/../../shared/data}/titanic}
 
 bench="$build/bin/canned_bench"
@@ -50,11 +55,6 @@ eval_file="$work/census_eval_8192.csv"
 [ -f "$train" ] || python3 "$here/make_census_table.py" --rows 32768 --seed 1 --out "$train"
 [ -f "$eval_file" ] || python3 "$here/make_census_table.py" --rows 8192 --seed 2 --out "$eval_file"
 
-echo "load average before TF: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 "$here/tf_canned_bench.py" --work_dir "$work" --steps "$steps" \
-  --warmup "$warmup" --threads "$threads" | tee "$out/tf.jsonl"
-
-echo "load average before estc: $(cut -d' ' -f1-3 /proc/loadavg)"
 # run NAME TAG COMMAND...: the command's JSON lines, tagged, into
 # $out/NAME.jsonl (and on stdout); its stderr into $out/NAME.log. Stops the
 # script when the command fails.
@@ -69,14 +69,24 @@ run() {
   grep '^{' "$out/last.out" | sed "s/^{/{$tag, /" | tee -a "$out/$name.jsonl"
 }
 
-for t in $(echo "$threads" | tr ',' ' '); do
-  cache=$(mktemp -d "$work/jit-cache.XXXXXX")
-  for pass in cold warm; do
-    run estc "\"jit_cache\": \"$pass\"" env ESTC_CACHE_DIR="$cache" \
-      "$bench" --work_dir="$work" --steps="$steps" --warmup="$warmup" \
-      --threads="$t"
+r=1
+while [ "$r" -le "$repeat" ]; do
+  echo "repeat $r: load average before TF: $(cut -d' ' -f1-3 /proc/loadavg)"
+  python3 "$here/tf_canned_bench.py" --work_dir "$work" --steps "$steps" \
+    --warmup "$warmup" --threads "$threads" > "$out/last.out"
+  cat "$out/last.out"
+  grep '^{"peer"' "$out/last.out" >> "$out/tf.jsonl" || true
+  echo "repeat $r: load average before estc: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for t in $(echo "$threads" | tr ',' ' '); do
+    cache=$(mktemp -d "$work/jit-cache.XXXXXX")
+    for pass in cold warm; do
+      run estc "\"jit_cache\": \"$pass\"" env ESTC_CACHE_DIR="$cache" \
+        "$bench" --work_dir="$work" --steps="$steps" --warmup="$warmup" \
+        --threads="$t"
+    done
+    rm -rf "$cache"
   done
-  rm -rf "$cache"
+  r=$((r + 1))
 done
 
 if [ -f "$titanic/train.csv" ]; then
@@ -110,29 +120,49 @@ def lines(name):
 def ratio(a, b):
     return "%.1fx" % (a / b) if a and b else "-"
 
-tf = {(r["model"], r["threads"]): r for r in lines("tf.jsonl") if "peer" in r}
-estc = {}
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return (v[n // 2] + v[(n - 1) // 2]) / 2 if n else None
+
+def rate(runs):
+    """Median steps/s over the runs, and their range."""
+    v = [r["steps_per_sec"] for r in runs]
+    if not v:
+        return None, "-"
+    m = median(v)
+    return m, ("%.0f" % m) + (" (%.0f-%.0f)" % (min(v), max(v))
+                              if len(v) > 1 else "")
+
+tf, estc = {}, {}
+for r in lines("tf.jsonl"):
+    tf.setdefault((r["model"], r["threads"]), []).append(r)
 for r in lines("estc.jsonl"):
-    estc.setdefault((r["model"], r["threads"]), {})[r["jit_cache"]] = r
-print()
-print("Census table, batch 40, steps %s..%s timed" %
-      (next(iter(estc.values()))["cold"]["warmup"] if estc else "?",
-       next(iter(estc.values()))["cold"]["steps"] if estc else "?"))
-print("| model | threads | TF steps/s | estc steps/s | estc/TF | TF wall s | "
-      "estc wall s (cold JIT / warm) | TF acc / AUC | estc acc / AUC |")
-print("|---|---|---|---|---|---|---|---|---|")
+    estc.setdefault((r["model"], r["threads"]), {}).setdefault(
+        r["jit_cache"], []).append(r)
+if estc:
+    first = next(iter(estc.values()))["cold"][0]
+    print()
+    print("Census table, batch 40, steps %d..%d timed, median of %d runs "
+          "(range)" % (first["warmup"], first["steps"],
+                       len(next(iter(estc.values()))["cold"])))
+    print("| model | threads | TF steps/s | estc steps/s | estc/TF | "
+          "TF wall s | estc wall s (cold JIT / warm) | TF acc / AUC | "
+          "estc acc / AUC |")
+    print("|---|---|---|---|---|---|---|---|---|")
 for key in sorted(estc, key=lambda k: (k[1], k[0])):
-    e = estc[key]
-    cold, warm = e["cold"], e.get("warm", e["cold"])
-    t = tf.get(key)
-    print("| %s | %d | %s | %.0f | %s | %s | %.2f / %.2f | %s | %.4f / %.4f |" % (
-        key[0], key[1], "%.0f" % t["steps_per_sec"] if t else "-",
-        cold["steps_per_sec"], ratio(cold["steps_per_sec"],
-                                     t and t["steps_per_sec"]),
-        "%.2f" % t["wall_seconds"] if t else "-", cold["wall_seconds"],
-        warm["wall_seconds"],
-        "%.4f / %.4f" % (t["accuracy"], t["auc"]) if t else "-",
-        cold["accuracy"], cold["auc"]))
+    cold = estc[key]["cold"]
+    warm = estc[key].get("warm", cold)
+    t = tf.get(key, [])
+    tfRate, tfText = rate(t)
+    esRate, esText = rate(cold)
+    print("| %s | %d | %s | %s | %s | %s | %.2f / %.2f | %s | %.4f / %.4f |" % (
+        key[0], key[1], tfText, esText, ratio(esRate, tfRate),
+        "%.2f" % median([r["wall_seconds"] for r in t]) if t else "-",
+        median([r["wall_seconds"] for r in cold]),
+        median([r["wall_seconds"] for r in warm]),
+        "%.4f / %.4f" % (t[0]["accuracy"], t[0]["auc"]) if t else "-",
+        cold[0]["accuracy"], cold[0]["auc"]))
 
 ttf = {r["model"]: r for r in lines("titanic-tf.jsonl") if r.get("kind") == "run"}
 test = lines("titanic-estc.jsonl")
