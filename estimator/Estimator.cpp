@@ -181,56 +181,97 @@ void restoreSnapshot(rt::CompiledModel &m,
     std::memcpy(m.variable_data(i), snapshot[i].data(), snapshot[i].size());
 }
 
-/// Copies a batch into `fn`'s inputs after checking names, dtypes and
-/// shapes against the compiled function.
-void feed(rt::CompiledModel &m, int fn, const Batch &batch,
-          const std::string &call) {
-  const rt::FunctionSpec &f = m.spec().functions[fn];
-  std::string where = "Estimator." + call + ": ";
-  std::vector<std::string> featureKeys;
+/// What feed() needs of a function's inputs, worked out once: it runs
+/// every step, and string work per input and step was a good part of a
+/// small model's step.
+struct FeedKeys {
+  /// Per input: the feature key (without "features/"), or nullopt for the
+  /// labels.
+  std::vector<std::optional<std::string>> features;
+  /// Per input: the dtype's name as TensorValue's to_string() gives it.
+  std::vector<std::string> dtypes;
+  size_t numFeatures = 0;
+};
+
+FeedKeys feedKeys(const rt::FunctionSpec &f) {
+  FeedKeys k;
   for (int i = 0; i < f.numInputs; ++i) {
     std::string key = f.inputs[i].key;
-    if (startsWith(key, "features/"))
-      featureKeys.push_back(key.substr(9));
+    if (startsWith(key, "features/")) {
+      k.features.emplace_back(key.substr(9));
+      ++k.numFeatures;
+    } else {
+      k.features.emplace_back(std::nullopt);
+    }
+    k.dtypes.emplace_back(rt::dtypeName(f.inputs[i].dtype));
   }
+  return k;
+}
+
+/// Whether `shape` is `t`'s with the batch `batch` and `values` values.
+bool shapeMatches(const rt::TensorSpec &t, int64_t batch, int64_t values,
+                  const std::vector<int64_t> &shape) {
+  if (shape.size() != static_cast<size_t>(t.rank))
+    return false;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    int64_t want = t.shape[d] == rt::kBatchDim    ? batch
+                   : t.shape[d] == rt::kValuesDim ? values
+                                                  : t.shape[d];
+    if (shape[static_cast<size_t>(d)] != want)
+      return false;
+  }
+  return true;
+}
+
+/// Copies a batch into `fn`'s inputs after checking names, dtypes and
+/// shapes against the compiled function (`keys`: feedKeys of it).
+void feed(rt::CompiledModel &m, int fn, const FeedKeys &keys,
+          const Batch &batch, const std::string &call) {
+  const rt::FunctionSpec &f = m.spec().functions[fn];
+  auto where = [&] { return "Estimator." + call + ": "; };
   auto listKeys = [&] {
     std::string s;
-    for (const std::string &k : featureKeys)
-      s += (s.empty() ? "" : ", ") + k;
+    for (const std::optional<std::string> &k : keys.features)
+      if (k)
+        s += (s.empty() ? "" : ", ") + *k;
     return s;
   };
-  for (const auto &entry : batch.features)
-    if (std::find(featureKeys.begin(), featureKeys.end(), entry.first) ==
-        featureKeys.end())
-      throw std::invalid_argument(where + "input_fn feature '" + entry.first +
-                                  "' is not an input of the model's " + f.name +
-                                  " function (features: " + listKeys() + ")");
+  // Each input finds a distinct feature: the batch has no other feature
+  // when it has as many as the inputs found.
+  size_t found = 0;
+  for (const std::optional<std::string> &k : keys.features)
+    found += k && batch.features.count(*k);
+  if (found != batch.features.size())
+    for (const auto &entry : batch.features)
+      if (std::find(keys.features.begin(), keys.features.end(), entry.first) ==
+          keys.features.end())
+        throw std::invalid_argument(
+            where() + "input_fn feature '" + entry.first +
+            "' is not an input of the model's " + f.name +
+            " function (features: " + listKeys() + ")");
   int64_t n;
   try {
     n = batch.size();
   } catch (const std::invalid_argument &e) {
-    throw std::invalid_argument(where + e.what());
+    throw std::invalid_argument(where() + e.what());
   }
   if (n == 0)
-    throw std::invalid_argument(where + "input_fn gave an empty batch");
+    throw std::invalid_argument(where() + "input_fn gave an empty batch");
   m.set_batch(n);
   for (int i = 0; i < f.numInputs; ++i) {
     const rt::TensorSpec &spec = f.inputs[i];
-    std::string key = spec.key;
+    const std::optional<std::string> &feature = keys.features[i];
     const TensorValue *value = nullptr;
-    std::string what;
-    if (startsWith(key, "features/")) {
-      what = "feature '" + key.substr(9) + "'";
-      auto it = batch.features.find(key.substr(9));
+    if (feature) {
+      auto it = batch.features.find(*feature);
       if (it == batch.features.end())
-        throw std::invalid_argument(where + "input_fn gave no " + what +
-                                    "; the model's " + f.name +
+        throw std::invalid_argument(where() + "input_fn gave no feature '" +
+                                    *feature + "'; the model's " + f.name +
                                     " function takes " + specString(spec));
       value = &it->second;
     } else {
-      what = "labels";
       if (!batch.labels)
-        throw std::invalid_argument(where +
+        throw std::invalid_argument(where() +
                                     "input_fn gave no labels; the "
                                     "model's " +
                                     std::string(f.name) + " function takes " +
@@ -240,12 +281,12 @@ void feed(rt::CompiledModel &m, int fn, const Batch &batch,
     // A sparse input (feature-column ids) brings its number of values.
     bool sparse = spec.rank > 0 && spec.shape[0] == rt::kValuesDim;
     int64_t values = sparse && !value->shape.empty() ? value->shape[0] : 0;
-    std::vector<int64_t> want = concreteShape(spec, n, values);
-    bool dtypeOk = to_string(value->dtype) == rt::dtypeName(spec.dtype);
-    if (!dtypeOk || value->shape != want)
-      throw std::invalid_argument(where + what + " is " + valueString(*value) +
-                                  "; the model's " + f.name +
-                                  " function takes " + specString(spec));
+    if (to_string(value->dtype) != keys.dtypes[static_cast<size_t>(i)] ||
+        !shapeMatches(spec, n, values, value->shape))
+      throw std::invalid_argument(
+          where() + (feature ? "feature '" + *feature + "'" : "labels") +
+          " is " + valueString(*value) + "; the model's " + f.name +
+          " function takes " + specString(spec));
     if (sparse)
       m.set_values(fn, i, values);
     std::memcpy(m.input_data(fn, i), value->data.data(), value->data.size());
@@ -448,7 +489,7 @@ public:
   ModelStep(rt::CompiledModel &m, int fn, int metricsFn, Dataset &data,
             std::string call)
       : m_(m), fn_(fn), metricsFn_(metricsFn), data_(data),
-        call_(std::move(call)) {}
+        call_(std::move(call)), keys_(feedKeys(m.spec().functions[fn])) {}
 
   std::string function_name() const override {
     return m_.spec().functions[fn_].name;
@@ -458,7 +499,7 @@ public:
     std::optional<Batch> batch = data_.next();
     if (!batch)
       return false;
-    feed(m_, fn_, *batch, call_);
+    feed(m_, fn_, keys_, *batch, call_);
     batchSize_ = m_.batch();
     return true;
   }
@@ -520,6 +561,7 @@ private:
   int fn_, metricsFn_;
   Dataset &data_;
   std::string call_;
+  FeedKeys keys_;
   int64_t batchSize_ = 0;
   std::map<std::string, Item> cache_;
 };

@@ -64,22 +64,22 @@ uint64_t splitmix(uint64_t &state) {
 
 int64_t Batch::size() const {
   int64_t n = -1;
-  std::string first;
+  const std::string *first = nullptr;
   for (const auto &[key, t] : features) {
     if (t.shape.empty())
       throw std::invalid_argument("input: feature '" + key +
                                   "' is a scalar; features need a batch "
                                   "dimension");
-    if (values_features.count(key))
+    if (!values_features.empty() && values_features.count(key))
       continue; // a number of sparse values, not the batch
     if (n < 0) {
       n = t.shape[0];
-      first = key;
+      first = &key;
     } else if (t.shape[0] != n) {
       throw std::invalid_argument("input: feature '" + key + "' has " +
                                   std::to_string(t.shape[0]) + " examples " +
                                   shapeString(t.shape) + " but feature '" +
-                                  first + "' has " + std::to_string(n));
+                                  *first + "' has " + std::to_string(n));
     }
   }
   if (n < 0)
@@ -88,7 +88,7 @@ int64_t Batch::size() const {
     if (labels->shape.empty() || labels->shape[0] != n)
       throw std::invalid_argument(
           "input: labels " + shapeString(labels->shape) + " do not have " +
-          std::to_string(n) + " examples like feature '" + first + "'");
+          std::to_string(n) + " examples like feature '" + *first + "'");
   }
   return n;
 }

@@ -17,18 +17,24 @@ int main(int argc, char **argv) {
   using estc::flags::Flag;
   std::string output, model = "linear";
   int64_t seed = 1;
+  bool defaultRates = false;
   estc::flags::FlagParser parser(
       "titanic_graph", "Writes the graph of a Titanic canned estimator (every "
                        "mode) for estc (text if FILE ends in .pbtxt).");
   parser.add(
       Flag("o", &output, "the graph file").value_name("FILE").required());
-  parser.add(Flag("model", &model, "linear or dnn_linear_combined"));
+  parser.add(Flag("model", &model, "the canned estimator")
+                 .choices({"linear", "dnn_linear_combined"}));
   parser.add(Flag("seed", &seed, "the graph seed (initial weights)"));
+  parser.add(Flag("default_rates", &defaultRates,
+                  "dnn_linear_combined with TF's default learning rates "
+                  "(linear 0.005, dnn 0.001) instead of 0.2 / 0.05"));
   parser.parse_or_exit(argc, argv);
   try {
     std::string error;
     if (!estc::graph::writeGraph(
-            output, estc::examples::titanic_model(model).graph_def(seed),
+            output,
+            estc::examples::titanic_model(model, !defaultRates).graph_def(seed),
             error)) {
       std::cerr << "titanic_graph: error: " << error << "\n";
       return 1;

@@ -51,6 +51,25 @@ SparseTensor sparse_cross_hashed(const std::vector<Value> &inputs,
                                  int64_t num_buckets = 0,
                                  uint64_t hash_key = kDefaultCrossHashKey);
 
+/// One input of a hashed cross as its values' hashes (Fingerprint64 of a
+/// string, an int64 value itself), row by row: batch row r's are
+/// hashes[offsets[r]] .. hashes[offsets[r + 1] - 1] (offsets: batch + 1
+/// non-decreasing entries from 0). What feature columns build directly
+/// from a batch, without a SparseTensor per input.
+struct CrossInput {
+  std::vector<int64_t> offsets;
+  std::vector<uint64_t> hashes;
+};
+
+/// The crosses of sparse_cross_hashed over `inputs` (every input `batch`
+/// rows; std::invalid_argument otherwise), in its order: each cross's batch
+/// row, column and id appended to rows, cols and ids. Returns the most
+/// crosses of a row.
+int64_t cross_hashed(const std::vector<CrossInput> &inputs, int64_t batch,
+                     int64_t num_buckets, uint64_t hash_key,
+                     std::vector<int64_t> &rows, std::vector<int64_t> &cols,
+                     std::vector<int64_t> &ids);
+
 } // namespace data
 } // namespace estc
 

@@ -94,6 +94,16 @@ int64_t VocabularyLookup::oovId(const std::string &key) const {
                                       static_cast<uint64_t>(numOov_));
 }
 
+int64_t VocabularyLookup::id_of(const std::string &key) const {
+  auto it = strings_.find(key);
+  return it != strings_.end() ? it->second : oovId(key);
+}
+
+int64_t VocabularyLookup::id_of(int64_t key) const {
+  auto it = ints_.find(key);
+  return it != ints_.end() ? it->second : oovId(std::to_string(key));
+}
+
 TensorValue VocabularyLookup::lookup(const TensorValue &keys) const {
   if (keys.dtype != dtype_)
     throw std::invalid_argument("vocabulary: " + keys.spec().str() +
@@ -101,16 +111,12 @@ TensorValue VocabularyLookup::lookup(const TensorValue &keys) const {
                                 " vocabulary");
   std::vector<int64_t> ids(static_cast<size_t>(keys.num_elements()));
   if (dtype_ == DType::String) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      auto it = strings_.find(keys.strings[i]);
-      ids[i] = it != strings_.end() ? it->second : oovId(keys.strings[i]);
-    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = id_of(keys.strings[i]);
   } else {
     std::vector<int64_t> k = keys.values<int64_t>();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      auto it = ints_.find(k[i]);
-      ids[i] = it != ints_.end() ? it->second : oovId(std::to_string(k[i]));
-    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      ids[i] = id_of(k[i]);
   }
   return TensorValue::of<int64_t>(keys.shape, ids);
 }

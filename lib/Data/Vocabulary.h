@@ -48,6 +48,10 @@ public:
   /// The ids (I64, the keys' shape) of a String or Int64 tensor (the
   /// vocabulary's dtype; std::invalid_argument otherwise).
   TensorValue lookup(const TensorValue &keys) const;
+  /// One key's id, as lookup() gives it (no dtype check: a key of the
+  /// other kind is out of vocabulary).
+  int64_t id_of(const std::string &key) const;
+  int64_t id_of(int64_t key) const;
   /// Vocabulary size + num_oov_buckets: the number of ids there are.
   int64_t num_ids() const { return size_ + numOov_; }
   int64_t size() const { return size_; }

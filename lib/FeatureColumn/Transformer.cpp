@@ -58,18 +58,27 @@ std::string describe(const FeatureColumn &c) {
 }
 
 /// One raw feature seen as a 2-D table [batch, width]: every cell of a
-/// dense tensor (row-major), or a sparse tensor's entries (its dimensions
-/// after the first flattened into the column).
+/// dense tensor (row-major; its rows and columns implicit), or a sparse
+/// tensor's entries (its dimensions after the first flattened into the
+/// column).
 struct Raw {
-  std::string key;
   bool sparse = false;
   int64_t batch = 0;
   int64_t width = 0;
+  /// A sparse tensor's entries' rows and columns.
   std::vector<int64_t> rows, cols;
   /// The feature's values (flat, row-major), in the batch's features.
   const TensorValue *values = nullptr;
   DType dtype() const { return values->dtype; }
-  size_t size() const { return rows.size(); }
+  size_t size() const {
+    return sparse ? rows.size() : static_cast<size_t>(batch * width);
+  }
+  int64_t row(size_t i) const {
+    return sparse ? rows[i] : static_cast<int64_t>(i) / width;
+  }
+  int64_t col(size_t i) const {
+    return sparse ? cols[i] : static_cast<int64_t>(i) % width;
+  }
 };
 
 int64_t intAt(const TensorValue &t, size_t i) {
@@ -119,17 +128,26 @@ struct Ids {
   bool weighted = false;
 };
 
-data::SparseTensor toSparse(const Ids &ids) {
-  std::vector<int64_t> indices;
-  indices.reserve(ids.rows.size() * 2);
-  for (size_t i = 0; i < ids.rows.size(); ++i) {
-    indices.push_back(ids.rows[i]);
-    indices.push_back(ids.cols[i]);
-  }
-  auto n = static_cast<int64_t>(ids.ids.size());
-  return data::SparseTensor::make(std::move(indices),
-                                  TensorValue::of<int64_t>({n}, ids.ids),
-                                  {ids.batch, ids.width});
+/// The row offsets of `n` entries of rows `rows(i)` (non-decreasing)
+/// in a batch of `batch` rows: batch + 1 entries, as data::CrossInput.
+template <typename RowOf>
+std::vector<int64_t> rowOffsets(int64_t batch, size_t n, RowOf rows) {
+  std::vector<int64_t> offsets(static_cast<size_t>(batch) + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    ++offsets[static_cast<size_t>(rows(i)) + 1];
+  for (size_t r = 1; r < offsets.size(); ++r)
+    offsets[r] += offsets[r - 1];
+  return offsets;
+}
+
+/// An I64 [n] tensor of `values`, written in place (no vector copy).
+TensorValue int64Tensor(const std::vector<int64_t> &values) {
+  TensorValue t;
+  t.dtype = DType::Int64;
+  t.shape = {static_cast<int64_t>(values.size())};
+  t.data.assign(reinterpret_cast<const char *>(values.data()),
+                values.size() * sizeof(int64_t));
+  return t;
 }
 
 } // namespace
@@ -143,13 +161,27 @@ struct Transformer::Impl {
   std::map<std::string, std::shared_ptr<const NumericColumn>> dense;
   /// Categorical inputs by column name.
   std::map<std::string, CategoricalColumnPtr> sparse;
+  /// Every model-input key, sorted (transform() fills the map in this
+  /// order, each insertion at the end).
+  std::vector<std::string> outputKeys;
+  /// Where each dense input and each categorical column's inputs (ids,
+  /// rows, row_lengths, weights: -1 when unweighted) are in outputKeys.
+  std::map<std::string, size_t> denseSlot;
+  struct SparseKeys {
+    size_t ids, rows, rowLengths;
+    std::optional<size_t> weights;
+  };
+  std::map<std::string, SparseKeys> sparseKeys;
   std::set<std::string> featureKeys;
+  std::set<std::string> valuesInputs;
 
   void need(const FeatureColumnPtr &c);
   void needCategorical(const CategoricalColumnPtr &c);
   void needDense(const std::shared_ptr<const NumericColumn> &c);
   void checkHost(const CategoricalColumn &c, const std::string &user);
   void collectKeys(const FeatureColumn &c);
+  /// Transformer::input_specs().
+  std::vector<TensorSpec> specs() const;
 
   /// State of one transform() call.
   struct Batch {
@@ -164,7 +196,8 @@ struct Transformer::Impl {
   const Ids &idsOf(Batch &b, const CategoricalColumn &c) const;
   Ids computeIds(Batch &b, const CategoricalColumn &c) const;
   TensorValue numeric(Batch &b, const NumericColumn &c) const;
-  void emit(Batch &b, const CategoricalColumn &c, ModelInputs &out) const;
+  void emit(Batch &b, const CategoricalColumn &c, const SparseKeys &keys,
+            std::vector<TensorValue> &out) const;
 };
 
 void Transformer::Impl::needDense(
@@ -254,6 +287,28 @@ Transformer::Transformer(FeatureColumns feature_columns) {
       impl->need(c);
     }
   }
+  // The output keys in map order, and where each input's value goes.
+  Impl &plan = *impl;
+  for (const TensorSpec &spec : plan.specs())
+    plan.outputKeys.push_back(spec.key);
+  auto slot = [&](const std::string &key) {
+    return static_cast<size_t>(
+        std::lower_bound(plan.outputKeys.begin(), plan.outputKeys.end(), key) -
+        plan.outputKeys.begin());
+  };
+  for (const auto &[key, c] : plan.dense)
+    plan.denseSlot[key] = slot(key);
+  for (const auto &[name, c] : plan.sparse) {
+    bool weighted = as<WeightedCategoricalColumn>(c.get()) != nullptr;
+    plan.sparseKeys[name] = {
+        slot(ids_key(name)), slot(rows_key(name)), slot(row_lengths_key(name)),
+        weighted ? std::optional<size_t>(slot(weights_key(name)))
+                 : std::nullopt};
+    plan.valuesInputs.insert(ids_key(name));
+    plan.valuesInputs.insert(rows_key(name));
+    if (weighted)
+      plan.valuesInputs.insert(weights_key(name));
+  }
   impl_ = std::move(impl);
 }
 
@@ -266,13 +321,17 @@ std::set<std::string> Transformer::feature_keys() const {
 }
 
 std::vector<TensorSpec> Transformer::input_specs() const {
+  return impl_->specs();
+}
+
+std::vector<TensorSpec> Transformer::Impl::specs() const {
   std::vector<TensorSpec> out;
-  for (const auto &[key, c] : impl_->dense) {
+  for (const auto &[key, c] : dense) {
     Dims shape = {-1};
     shape.insert(shape.end(), c->shape().begin(), c->shape().end());
     out.push_back({key, DType::Float32, shape});
   }
-  for (const auto &[name, c] : impl_->sparse) {
+  for (const auto &[name, c] : sparse) {
     out.push_back({ids_key(name), DType::Int64, {-1}, true});
     out.push_back({rows_key(name), DType::Int64, {-1}, true});
     out.push_back({row_lengths_key(name), DType::Int64, {-1}, false});
@@ -285,15 +344,8 @@ std::vector<TensorSpec> Transformer::input_specs() const {
   return out;
 }
 
-std::set<std::string> Transformer::values_inputs() const {
-  std::set<std::string> out;
-  for (const auto &[name, c] : impl_->sparse) {
-    out.insert(ids_key(name));
-    out.insert(rows_key(name));
-    if (as<WeightedCategoricalColumn>(c.get()))
-      out.insert(weights_key(name));
-  }
-  return out;
+const std::set<std::string> &Transformer::values_inputs() const {
+  return impl_->valuesInputs;
 }
 
 // --- One batch
@@ -304,42 +356,36 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
   auto cached = b.raws.find(key);
   if (cached != b.raws.end())
     return cached->second;
-  std::string what = describe(user);
+  // The column's description only when an error needs it.
+  auto what = [&] { return describe(user); };
   if (!b.features.is_dict())
-    throw DataError(what + ": the features are not a dict");
-  if (!b.features.contains(key)) {
+    throw DataError(what() + ": the features are not a dict");
+  auto field = b.features.fields().find(key);
+  if (field == b.features.fields().end()) {
     std::string keys;
     for (const auto &[k, v] : b.features.fields())
       keys += (keys.empty() ? "" : ", ") + k;
-    throw DataError(what + ": feature '" + key +
+    throw DataError(what() + ": feature '" + key +
                     "' is missing from the batch (features: " + keys + ")");
   }
-  const data::Element &leaf = b.features[key];
+  const data::Element &leaf = field->second;
   if (!leaf.is_leaf())
-    throw DataError(what + ": feature '" + key + "' is not a tensor");
+    throw DataError(what() + ": feature '" + key + "' is not a tensor");
   Raw r;
-  r.key = key;
   if (const auto *t = std::get_if<TensorValue>(&leaf.leaf())) {
     if (t->shape.empty())
-      throw DataError(what + ": feature '" + key + "' is a scalar (" +
+      throw DataError(what() + ": feature '" + key + "' is a scalar (" +
                       t->spec().str() + "); features need a batch dimension");
     r.batch = t->shape[0];
     r.width = 1;
     for (size_t d = 1; d < t->shape.size(); ++d)
       r.width *= t->shape[d];
     r.values = t;
-    r.rows.reserve(static_cast<size_t>(r.batch * r.width));
-    r.cols.reserve(static_cast<size_t>(r.batch * r.width));
-    for (int64_t i = 0; i < r.batch; ++i)
-      for (int64_t j = 0; j < r.width; ++j) {
-        r.rows.push_back(i);
-        r.cols.push_back(j);
-      }
   } else {
     const data::SparseTensor &s = std::get<data::SparseTensor>(leaf.leaf());
-    s.validate(what + ": feature '" + key + "'");
+    s.validate(what() + ": feature '" + key + "'");
     if (s.rank() < 1)
-      throw DataError(what + ": feature '" + key +
+      throw DataError(what() + ": feature '" + key +
                       "' is a sparse scalar; features need a batch dimension");
     r.sparse = true;
     r.batch = s.dense_shape[0];
@@ -355,7 +401,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
         col = col * s.dense_shape[d] + idx[v * rank + d];
       if (v > 0 && (row < r.rows.back() ||
                     (row == r.rows.back() && col <= r.cols.back())))
-        throw DataError(what + ": feature '" + key +
+        throw DataError(what() + ": feature '" + key +
                         "': sparse indices are not in row-major order (value " +
                         std::to_string(v) + " at batch row " +
                         std::to_string(row) + ")");
@@ -367,7 +413,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
     b.batch = r.batch;
     b.batchKey = key;
   } else if (r.batch != b.batch) {
-    throw DataError(what + ": feature '" + key + "' has batch size " +
+    throw DataError(what() + ": feature '" + key + "' has batch size " +
                     std::to_string(r.batch) + " but feature '" + b.batchKey +
                     "' has " + std::to_string(b.batch));
   }
@@ -375,27 +421,35 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
 }
 
 TensorValue Transformer::Impl::numeric(Batch &b, const NumericColumn &c) const {
-  std::string what = describe(c);
+  auto what = [&] { return describe(c); };
   const Raw &r = raw(b, c, c.key());
   if (r.sparse)
-    throw DataError(what + ": feature '" + c.key() +
+    throw DataError(what() + ": feature '" + c.key() +
                     "' is a SparseTensor; a numeric column takes a dense "
                     "tensor");
   if (!isNumber(r.dtype()))
-    throw DataError(what + ": feature '" + c.key() + "' holds " +
+    throw DataError(what() + ": feature '" + c.key() + "' holds " +
                     dtype_name(r.dtype()) +
                     " values; a numeric column takes numbers");
   if (r.width != c.num_elements())
-    throw DataError(what + ": feature '" + c.key() + "' has " +
+    throw DataError(what() + ": feature '" + c.key() + "' has " +
                     std::to_string(r.width) + " values per example, expected " +
                     std::to_string(c.num_elements()) + " for shape " +
                     dimsStr(c.shape()));
-  std::vector<float> v(r.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = floatAt(*r.values, i);
-  Dims shape = {r.batch};
-  shape.insert(shape.end(), c.shape().begin(), c.shape().end());
-  return TensorValue::of<float>(shape, v);
+  TensorValue out;
+  out.dtype = DType::Float32;
+  out.shape = {r.batch};
+  out.shape.insert(out.shape.end(), c.shape().begin(), c.shape().end());
+  if (r.dtype() == DType::Float32) {
+    out.data = r.values->data;
+    return out;
+  }
+  out.data.resize(r.size() * sizeof(float));
+  for (size_t i = 0; i < r.size(); ++i) {
+    float v = floatAt(*r.values, i);
+    std::memcpy(&out.data[i * sizeof(float)], &v, sizeof(float));
+  }
+  return out;
 }
 
 const Ids &Transformer::Impl::idsOf(Batch &b,
@@ -408,7 +462,8 @@ const Ids &Transformer::Impl::idsOf(Batch &b,
 }
 
 Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
-  std::string what = describe(c);
+  // The column's description only when an error needs it.
+  auto what = [&] { return describe(c); };
   Ids out;
 
   // The raw values of `key`, with TF's missing values of a dense tensor
@@ -417,24 +472,28 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     const Raw &r = raw(b, c, key);
     bool isInt = is_integer(r.dtype());
     if (r.dtype() != DType::String && !isInt)
-      throw DataError(what + ": feature '" + key + "' holds " +
+      throw DataError(what() + ": feature '" + key + "' holds " +
                       dtype_name(r.dtype()) +
                       " values; a categorical column takes " +
                       (wantInt ? "integers" : "strings"));
     if (isInt != wantInt)
-      throw DataError(what + ": feature '" + key + "' holds " +
+      throw DataError(what() + ": feature '" + key + "' holds " +
                       dtype_name(r.dtype()) +
                       " values but the column's dtype "
                       "is " +
                       (wantInt ? "an integer" : "string"));
     out.batch = r.batch;
     out.width = r.width;
-    for (size_t i = 0; i < r.size(); ++i) {
+    size_t n = r.size();
+    out.rows.reserve(n);
+    out.cols.reserve(n);
+    out.ids.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
       if (!r.sparse &&
           (isInt ? intAt(*r.values, i) == -1 : r.values->strings[i].empty()))
         continue;
-      out.rows.push_back(r.rows[i]);
-      out.cols.push_back(r.cols[i]);
+      out.rows.push_back(r.row(i));
+      out.cols.push_back(r.col(i));
       out.ids.push_back(lookup(r, i));
     }
   };
@@ -456,21 +515,11 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
       return static_cast<int64_t>(fp % size);
     });
   } else if (const auto *v = as<VocabularyCategoricalColumn>(&c)) {
-    // One lookup of the kept values (the table works on tensors).
-    std::vector<std::string> strings;
-    std::vector<int64_t> ints;
+    const data::VocabularyLookup &table = v->lookup();
     fromRaw(v->key(), is_integer(v->dtype()), [&](const Raw &r, size_t i) {
-      if (r.dtype() == DType::String)
-        strings.push_back(r.values->strings[i]);
-      else
-        ints.push_back(intAt(*r.values, i));
-      return int64_t{0};
+      return r.dtype() == DType::String ? table.id_of(r.values->strings[i])
+                                        : table.id_of(intAt(*r.values, i));
     });
-    auto n = static_cast<int64_t>(out.ids.size());
-    TensorValue keys = is_integer(v->dtype())
-                           ? TensorValue::of<int64_t>({n}, ints)
-                           : TensorValue::of_strings({n}, std::move(strings));
-    out.ids = v->lookup().lookup(keys).values<int64_t>();
   } else if (const auto *bk = as<BucketizedColumn>(&c)) {
     // Inside a cross or a weighted column: bucketized here, as TF's
     // Bucketize does it (float32 value against float32 boundaries).
@@ -482,6 +531,9 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
     std::vector<float> xs = x.values<float>();
     out.batch = x.shape[0];
     out.width = k;
+    out.rows.reserve(xs.size());
+    out.cols.reserve(xs.size());
+    out.ids.reserve(xs.size());
     for (size_t i = 0; i < xs.size(); ++i) {
       auto col = static_cast<int64_t>(i) % k;
       int64_t bucket = std::upper_bound(bounds.begin(), bounds.end(), xs[i]) -
@@ -493,53 +545,49 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
   } else if (const auto *x = as<CrossedColumn>(&c)) {
     // tf.sparse.cross_hashed crosses its sparse inputs first, then its
     // dense ones (the op takes them as two lists): a raw key given as a
-    // dense tensor goes after the SparseTensors and the columns' ids.
-    std::vector<data::Value> sparseInputs, denseInputs;
+    // dense tensor goes after the SparseTensors and the columns' ids. Each
+    // input as its values' hashes, row by row (data::CrossInput): a
+    // column's ids (unpruned, as TF crosses them) and raw int64 values are
+    // their own hashes, strings their Fingerprint64.
+    std::vector<data::CrossInput> sparseInputs, denseInputs;
+    int64_t batch = -1;
     for (const CrossKey &k : x->leaf_keys()) {
+      data::CrossInput in;
       if (k.is_column()) {
-        sparseInputs.push_back(toSparse(idsOf(b, *k.column())));
+        const Ids &ids = idsOf(b, *k.column());
+        batch = ids.batch;
+        in.offsets = rowOffsets(ids.batch, ids.ids.size(),
+                                [&](size_t i) { return ids.rows[i]; });
+        in.hashes.assign(ids.ids.begin(), ids.ids.end());
+        sparseInputs.push_back(std::move(in));
         continue;
       }
       const Raw &r = raw(b, c, k.key());
       if (r.dtype() != DType::String && !is_integer(r.dtype()))
-        throw DataError(what + ": feature '" + k.key() + "' holds " +
+        throw DataError(what() + ": feature '" + k.key() + "' holds " +
                         dtype_name(r.dtype()) +
                         " values; crosses take strings or integers");
-      std::vector<int64_t> indices;
-      for (size_t i = 0; i < r.size(); ++i) {
-        indices.push_back(r.rows[i]);
-        indices.push_back(r.cols[i]);
-      }
-      TensorValue values = *r.values;
-      values.shape = {static_cast<int64_t>(r.size())};
-      if (r.dtype() == DType::Int32) {
-        std::vector<int64_t> wide(r.size());
-        for (size_t i = 0; i < wide.size(); ++i)
-          wide[i] = intAt(*r.values, i);
-        values =
-            TensorValue::of<int64_t>({static_cast<int64_t>(r.size())}, wide);
-      }
-      (r.sparse ? sparseInputs : denseInputs)
-          .push_back(data::SparseTensor::make(
-              std::move(indices), std::move(values), {r.batch, r.width}));
+      batch = r.batch;
+      in.offsets =
+          rowOffsets(r.batch, r.size(), [&](size_t i) { return r.row(i); });
+      in.hashes.resize(r.size());
+      for (size_t i = 0; i < r.size(); ++i)
+        in.hashes[i] = r.dtype() == DType::String
+                           ? data::fingerprint64(r.values->strings[i])
+                           : static_cast<uint64_t>(intAt(*r.values, i));
+      (r.sparse ? sparseInputs : denseInputs).push_back(std::move(in));
     }
-    std::vector<data::Value> inputs = std::move(sparseInputs);
-    inputs.insert(inputs.end(), denseInputs.begin(), denseInputs.end());
-    data::SparseTensor crossed =
-        data::sparse_cross_hashed(inputs, x->hash_bucket_size(), x->hash_key());
-    out.batch = crossed.dense_shape[0];
-    out.width = crossed.dense_shape[1];
-    std::vector<int64_t> idx = crossed.index_values();
-    for (size_t i = 0; i < idx.size(); i += 2) {
-      out.rows.push_back(idx[i]);
-      out.cols.push_back(idx[i + 1]);
-    }
-    out.ids = crossed.values.values<int64_t>();
+    std::vector<data::CrossInput> inputs = std::move(sparseInputs);
+    for (data::CrossInput &in : denseInputs)
+      inputs.push_back(std::move(in));
+    out.batch = batch;
+    out.width = data::cross_hashed(inputs, batch, x->hash_bucket_size(),
+                                   x->hash_key(), out.rows, out.cols, out.ids);
   } else if (const auto *w = as<WeightedCategoricalColumn>(&c)) {
     out = idsOf(b, *w->categorical_column());
     const Raw &r = raw(b, c, w->weight_feature_key());
     if (!isNumber(r.dtype()))
-      throw DataError(what + ": weight feature '" + w->weight_feature_key() +
+      throw DataError(what() + ": weight feature '" + w->weight_feature_key() +
                       "' holds " + dtype_name(r.dtype()) +
                       " values; weights are numbers");
     // TF drops a dense weight tensor's zeros; the weights left must sit
@@ -550,8 +598,8 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
       float v = floatAt(*r.values, i);
       if (!r.sparse && v == 0.0f)
         continue;
-      rows.push_back(r.rows[i]);
-      cols.push_back(r.cols[i]);
+      rows.push_back(r.row(i));
+      cols.push_back(r.col(i));
       weights.push_back(v);
     }
     size_t n = std::min(rows.size(), out.rows.size());
@@ -564,7 +612,7 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
                     : rows.size() > n ? rows[n]
                                       : out.rows[n];
       throw DataError(
-          what + ": the weights of feature '" + w->weight_feature_key() +
+          what() + ": the weights of feature '" + w->weight_feature_key() +
           "' do not line up with the ids at batch row " + std::to_string(row) +
           " (a weight is needed at each id's position; a dense "
           "weight of 0 counts as missing)");
@@ -579,11 +627,14 @@ Ids Transformer::Impl::computeIds(Batch &b, const CategoricalColumn &c) const {
 }
 
 void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
-                             ModelInputs &out) const {
+                             const SparseKeys &keys,
+                             std::vector<TensorValue> &out) const {
   const Ids &ids = idsOf(b, c);
   int64_t numBuckets = c.num_buckets();
   std::vector<int64_t> kept, rows, lengths(static_cast<size_t>(ids.batch), 0);
   std::vector<float> weights;
+  kept.reserve(ids.ids.size());
+  rows.reserve(ids.ids.size());
   for (size_t i = 0; i < ids.ids.size(); ++i) {
     int64_t id = ids.ids[i];
     if (id < 0)
@@ -606,22 +657,24 @@ void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
     if (ids.weighted)
       weights.push_back(ids.weights[i]);
   }
-  auto n = static_cast<int64_t>(kept.size());
-  std::string name = c.name();
-  out[ids_key(name)] = TensorValue::of<int64_t>({n}, kept);
-  out[rows_key(name)] = TensorValue::of<int64_t>({n}, rows);
-  out[row_lengths_key(name)] = TensorValue::of<int64_t>({ids.batch}, lengths);
-  if (ids.weighted)
-    out[weights_key(name)] = TensorValue::of<float>({n}, weights);
+  out[keys.ids] = int64Tensor(kept);
+  out[keys.rows] = int64Tensor(rows);
+  out[keys.rowLengths] = int64Tensor(lengths);
+  if (keys.weights)
+    out[*keys.weights] =
+        TensorValue::of<float>({static_cast<int64_t>(weights.size())}, weights);
 }
 
 ModelInputs Transformer::transform(const data::Element &features) const {
   Impl::Batch b{features, {}, {}, {}, -1};
-  ModelInputs out;
+  std::vector<TensorValue> values(impl_->outputKeys.size());
   for (const auto &[key, c] : impl_->dense)
-    out[key] = impl_->numeric(b, *c);
+    values[impl_->denseSlot.at(key)] = impl_->numeric(b, *c);
   for (const auto &[name, c] : impl_->sparse)
-    impl_->emit(b, *c, out);
+    impl_->emit(b, *c, impl_->sparseKeys.at(name), values);
+  ModelInputs out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.emplace_hint(out.end(), impl_->outputKeys[i], std::move(values[i]));
   return out;
 }
 

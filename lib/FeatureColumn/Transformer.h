@@ -77,7 +77,7 @@ public:
   std::vector<TensorSpec> input_specs() const;
   /// The keys whose first dimension is n, not the batch (ids, rows,
   /// weights): the `values_dim` ones (Batch::values_features).
-  std::set<std::string> values_inputs() const;
+  const std::set<std::string> &values_inputs() const;
   /// The raw feature keys the columns read.
   std::set<std::string> feature_keys() const;
   const FeatureColumns &feature_columns() const;

@@ -114,6 +114,11 @@ TEST(VocabularyTest, IdsAsTf) {
                std::invalid_argument);
   EXPECT_THROW(s.lookup(TensorValue::of<int64_t>({1}, {1})),
                std::invalid_argument);
+  // One key at a time, as lookup() gives them.
+  EXPECT_EQ(s.id_of(std::string("c")), 2);
+  EXPECT_EQ(s.id_of(std::string("hello")), 4);
+  EXPECT_EQ(i.id_of(int64_t{99}), 7);
+  EXPECT_EQ(d.id_of(std::string("q")), -3);
 }
 
 TEST(VocabularyTest, FromFile) {
@@ -142,4 +147,39 @@ TEST(VocabularyTest, FromFile) {
   std::ofstream(path) << "1\n2\nthree\n";
   EXPECT_THROW(VocabularyLookup::from_file(path, -1, 0, -1, true), DataError);
   std::remove(path.c_str());
+}
+
+TEST(HashingTest, CrossOfRowHashesAsSparseCrossHashed) {
+  // The sparse input's indices are not in row-major order: its row 1
+  // value comes first; crosses take each row's values in tensor order.
+  Value sp =
+      SparseTensor::make({1, 0, 0, 0, 0, 1},
+                         TensorValue::of_strings({3}, {"c", "a", "b"}), {3, 2});
+  Value dense = TensorValue::of<int64_t>({3, 1}, {5, 6, 7});
+  SparseTensor want = sparse_cross_hashed({sp, dense}, 50);
+  std::vector<CrossInput> inputs(2);
+  inputs[0].offsets = {0, 2, 3, 3};
+  inputs[0].hashes = {fingerprint64("a"), fingerprint64("b"),
+                      fingerprint64("c")};
+  inputs[1].offsets = {0, 1, 2, 3};
+  inputs[1].hashes = {5, 6, 7};
+  std::vector<int64_t> rows, cols, ids;
+  EXPECT_EQ(cross_hashed(inputs, 3, 50, kDefaultCrossHashKey, rows, cols, ids),
+            want.dense_shape[1]);
+  EXPECT_EQ(ids, want.values.values<int64_t>());
+  std::vector<int64_t> indices;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    indices.push_back(rows[i]);
+    indices.push_back(cols[i]);
+  }
+  EXPECT_EQ(indices, want.index_values());
+  EXPECT_EQ(rows, (std::vector<int64_t>{0, 0, 1}));
+  // An input with another number of rows.
+  inputs[1].offsets = {0, 1, 2};
+  try {
+    cross_hashed(inputs, 3, 50, kDefaultCrossHashKey, rows, cols, ids);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(), "cross_hashed: input 1 has 2 rows, not 3");
+  }
 }

@@ -1,0 +1,345 @@
+//===- canned_bench.cpp - estc's canned estimators on the census table ---===//
+//
+// The estc half of bench/canned.sh: bench/tf_canned_bench.py's measurement
+// with estc's canned estimators (the JIT classes, as a user writes them),
+// the same files, columns, models, settings and timing:
+//
+//   canned_bench [--work_dir=/tmp/estc-canned] [--train_rows=32768]
+//       [--eval_rows=8192] [--steps=2000] [--warmup=200] [--threads=1,2]
+//       [--models=linear,dnn,dnn_linear_combined] [--seed=1]
+//
+// Data: <work_dir>/census_train_<train_rows>.csv and
+// census_eval_<eval_rows>.csv as bench/make_census_table.py writes them
+// (seeds 1 and 2; bench/canned.sh or tf_canned_bench.py writes them), read
+// through estc's make_csv_dataset with TF's arguments: batch 40, every
+// column required (ints I64, floats F32, strings), label "label", training
+// repeated forever and shuffled (buffer 10000, shuffle seed --seed),
+// evaluation one pass in order. ESTC_DATA_THREADS is set to the thread
+// count (TF: a private tf.data threadpool of that size).
+//
+// Columns and models: those of tf_canned_bench.py's header (WIDE for the
+// linear part, DEEP for the dnn part, hidden units [100, 50], the
+// combined model's rates Ftrl 0.2 / Adagrad 0.05). RunConfig: tf_random_seed
+// --seed, intra-op threads, TF's defaults otherwise (checkpoints at step 0
+// and the end, summaries and the step counter every 100 steps).
+//
+// Timing, per (threads, model), in this process (the runtime's thread pool
+// is resized between runs): one train(steps=N) call; a hook stamps the time
+// after step --warmup and after step N:
+//   steps_per_sec       (N - warmup) / (t_N - t_warmup)
+//   wall_seconds        the whole train() call (graph building, JIT compile
+//                       or on-disk JIT cache load, checkpoints included)
+//   first_step_seconds  train() start to the end of step 1 (what of the
+//                       wall time is the graph, the compile and step 0)
+//   input_us, run_us    per timed step: the input phase (the CSV pipeline
+//                       and the host transform: vocabulary lookups, hashes,
+//                       crosses) and the compiled step, from the
+//                       MonitoredSession's step phases
+// then evaluate() over the eval file: accuracy, auc, eval_seconds.
+// Output: one JSON line per run,
+//   {"peer": "estc", "model", "threads", "batch", "steps", "warmup",
+//    "steps_per_sec", "wall_seconds", "accuracy", "auc", "eval_seconds",
+//    "first_step_seconds", "input_us", "run_us"}
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Canned/Estimators.h"
+#include "lib/Data/Idx.h"
+#include "lib/Data/Readers.h"
+#include "lib/Support/Flags.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace estc;
+namespace fc = estc::feature_column;
+
+namespace {
+
+constexpr int64_t kBatchSize = 40;
+constexpr int64_t kShuffleBuffer = 10000;
+const std::vector<std::string> kModels = {"linear", "dnn",
+                                          "dnn_linear_combined"};
+
+// make_census_table.py's vocabularies, in its order.
+const std::vector<std::string> kWorkclass = {
+    "Private",   "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
+    "Local-gov", "State-gov",        "Without-pay",  "Never-worked"};
+const std::vector<std::string> kEducation = {
+    "Preschool", "1st-4th",      "5th-6th",     "7th-8th",
+    "9th",       "10th",         "11th",        "12th",
+    "HS-grad",   "Some-college", "Assoc-voc",   "Assoc-acdm",
+    "Bachelors", "Masters",      "Prof-school", "Doctorate"};
+const std::vector<std::string> kMaritalStatus = {"Married-civ-spouse",
+                                                 "Divorced",
+                                                 "Married-spouse-absent",
+                                                 "Never-married",
+                                                 "Separated",
+                                                 "Married-AF-spouse",
+                                                 "Widowed"};
+const std::vector<std::string> kRelationship = {"Husband",   "Not-in-family",
+                                                "Wife",      "Own-child",
+                                                "Unmarried", "Other-relative"};
+const std::vector<std::string> kGender = {"Female", "Male"};
+
+/// make_census_table.py's columns, in file order, with their CSV types.
+const std::vector<std::pair<std::string, DType>> kHeader = {
+    {"age", DType::Int64},
+    {"workclass", DType::String},
+    {"education", DType::String},
+    {"education_num", DType::Int64},
+    {"marital_status", DType::String},
+    {"occupation", DType::String},
+    {"relationship", DType::String},
+    {"gender", DType::String},
+    {"capital_gain", DType::Float32},
+    {"capital_loss", DType::Float32},
+    {"hours_per_week", DType::Int64},
+    {"native_country", DType::String},
+    {"zip_code", DType::String},
+    {"label", DType::Int64}};
+
+data::Dataset censusDataset(const std::string &file, bool training,
+                            uint64_t seed) {
+  data::MakeCsvOptions o;
+  for (const auto &[name, dtype] : kHeader)
+    o.column_defaults.push_back(data::ColumnDefault::required(dtype));
+  o.label_name = "label";
+  if (!training)
+    o.num_epochs = 1;
+  o.shuffle = training;
+  o.shuffle_buffer_size = kShuffleBuffer;
+  o.shuffle_seed = seed;
+  o.num_parallel_reads = 1;
+  return data::make_csv_dataset({file}, kBatchSize, o);
+}
+
+/// tf_canned_bench.py's WIDE and DEEP column lists (one set of objects).
+struct CensusColumns {
+  fc::FeatureColumns wide, deep;
+};
+
+CensusColumns censusColumns() {
+  std::vector<fc::CategoricalColumnPtr> vocab = {
+      fc::categorical_column_with_vocabulary_list("workclass", kWorkclass),
+      fc::categorical_column_with_vocabulary_list("education", kEducation),
+      fc::categorical_column_with_vocabulary_list("marital_status",
+                                                  kMaritalStatus),
+      fc::categorical_column_with_vocabulary_list("relationship",
+                                                  kRelationship),
+      fc::categorical_column_with_vocabulary_list("gender", kGender)};
+  std::vector<fc::CategoricalColumnPtr> hashed = {
+      fc::categorical_column_with_hash_bucket("occupation", 100),
+      fc::categorical_column_with_hash_bucket("native_country", 100),
+      fc::categorical_column_with_hash_bucket("zip_code", 1000)};
+  auto age = fc::numeric_column("age");
+  auto educationNum = fc::numeric_column("education_num");
+  auto capitalGain = fc::numeric_column("capital_gain");
+  auto capitalLoss = fc::numeric_column("capital_loss");
+  auto hours = fc::numeric_column("hours_per_week");
+  auto ageBuckets =
+      fc::bucketized_column(age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
+  CensusColumns c;
+  for (const fc::CategoricalColumnPtr &v : vocab)
+    c.wide.push_back(v);
+  for (const fc::CategoricalColumnPtr &h : hashed)
+    c.wide.push_back(h);
+  c.wide.push_back(ageBuckets);
+  c.wide.push_back(fc::crossed_column({"education", "occupation"}, 1000));
+  c.wide.push_back(fc::crossed_column(
+      {fc::CrossKey(ageBuckets), "education", "occupation"}, 1000));
+  c.wide.insert(c.wide.end(), {educationNum, capitalGain, capitalLoss, hours});
+  c.deep = {age, educationNum, capitalGain, capitalLoss, hours};
+  for (const fc::CategoricalColumnPtr &v : vocab)
+    c.deep.push_back(fc::indicator_column(v));
+  for (const fc::CategoricalColumnPtr &h : hashed)
+    c.deep.push_back(fc::embedding_column(h, 8));
+  return c;
+}
+
+estimator::CannedModel censusModel(const std::string &kind) {
+  CensusColumns c = censusColumns();
+  auto head = estimator::classifier_head(estimator::ClassifierOptions{});
+  if (kind == "linear")
+    return estimator::linear_model(head, c.wide);
+  if (kind == "dnn") {
+    estimator::DNNOptions o;
+    o.hidden_units = {100, 50};
+    return estimator::dnn_model(head, c.deep, o);
+  }
+  estimator::DNNLinearCombinedOptions o;
+  o.linear_feature_columns = c.wide;
+  o.dnn_feature_columns = c.deep;
+  o.dnn_hidden_units = {100, 50};
+  o.linear_optimizer = estimator::OptimizerSpec("Ftrl", 0.2);
+  o.dnn_optimizer = estimator::OptimizerSpec("Adagrad", 0.05);
+  return estimator::dnn_linear_combined_model(head, o);
+}
+
+using Clock = std::chrono::steady_clock;
+
+/// tf_canned_bench.py's StepTimer, plus the step phases.
+class StepTimer : public estimator::SessionRunHook {
+public:
+  StepTimer(int64_t warmup, Clock::time_point start)
+      : warmup_(warmup), start_(start) {}
+
+  void after_run(estimator::SessionRunContext &,
+                 const estimator::SessionRunValues &values) override {
+    ++steps;
+    last = Clock::now();
+    if (steps == 1)
+      firstStepSeconds = std::chrono::duration<double>(last - start_).count();
+    if (steps == warmup_)
+      atWarmup = last;
+    if (steps <= warmup_)
+      return;
+    for (const estimator::StepPhase &p : values.phases) {
+      if (p.name == "input")
+        inputUs += p.duration_us;
+      else if (p.name.rfind("run:", 0) == 0)
+        runUs += p.duration_us;
+    }
+  }
+
+  int64_t steps = 0;
+  Clock::time_point atWarmup, last;
+  double firstStepSeconds = 0, inputUs = 0, runUs = 0;
+
+private:
+  int64_t warmup_;
+  Clock::time_point start_;
+};
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::vector<std::string> splitList(const std::string &s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    out.push_back(item);
+  return out;
+}
+
+void runOne(const std::string &model, int threads, int64_t steps,
+            int64_t warmup, int64_t seed, const std::string &trainFile,
+            const std::string &evalFile) {
+  // The tf.data private threadpool's size (read when pipelines start).
+  setenv("ESTC_DATA_THREADS", std::to_string(threads).c_str(), 1);
+  std::filesystem::path modelDir =
+      std::filesystem::temp_directory_path() /
+      ("estc_canned_bench_" + model + "_" + std::to_string(threads));
+  std::filesystem::remove_all(modelDir);
+  estimator::RunConfigOptions o;
+  o.model_dir = modelDir.string();
+  o.tf_random_seed = seed;
+  o.intra_op_parallelism_threads = threads;
+  estimator::CannedEstimator est(censusModel(model), estimator::RunConfig(o));
+
+  Clock::time_point start = Clock::now();
+  auto timer = std::make_shared<StepTimer>(warmup, start);
+  est.train(
+      [&] {
+        return censusDataset(trainFile, true, static_cast<uint64_t>(seed));
+      },
+      {timer}, steps);
+  double wall = secondsSince(start);
+  Clock::time_point evalStart = Clock::now();
+  estimator::EvalResults r =
+      est.evaluate([&] { return censusDataset(evalFile, false, 0); });
+  double evalSeconds = secondsSince(evalStart);
+  std::filesystem::remove_all(modelDir);
+
+  int64_t timed = timer->steps - warmup;
+  double timedSeconds =
+      std::chrono::duration<double>(timer->last - timer->atWarmup).count();
+  std::printf(
+      "{\"peer\": \"estc\", \"model\": \"%s\", \"threads\": %d, \"batch\": "
+      "%lld, \"steps\": %lld, \"warmup\": %lld, \"steps_per_sec\": %.1f, "
+      "\"wall_seconds\": %.2f, \"accuracy\": %.4f, \"auc\": %.4f, "
+      "\"eval_seconds\": %.2f, \"first_step_seconds\": %.2f, \"input_us\": "
+      "%.1f, \"run_us\": %.1f}\n",
+      model.c_str(), threads, static_cast<long long>(kBatchSize),
+      static_cast<long long>(timer->steps), static_cast<long long>(warmup),
+      timed / timedSeconds, wall, r.at("accuracy"), r.at("auc"), evalSeconds,
+      timer->firstStepSeconds, timer->inputUs / timed, timer->runUs / timed);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using flags::Flag;
+  std::string workDir = "/tmp/estc-canned", threadList = "1,2",
+              modelList = "linear,dnn,dnn_linear_combined";
+  int64_t trainRows = 32768, evalRows = 8192, steps = 2000, warmup = 200,
+          seed = 1;
+  flags::FlagParser parser(
+      "canned_bench", "estc's canned estimators on the census-like table "
+                      "(bench/make_census_table.py): steps/s, wall time and "
+                      "accuracy, as bench/tf_canned_bench.py measures TF's.");
+  parser.add(
+      Flag("work_dir", &workDir, "where the CSV files are").value_name("DIR"));
+  parser.add(
+      Flag("train_rows", &trainRows, "rows of the training file").positive());
+  parser.add(
+      Flag("eval_rows", &evalRows, "rows of the evaluation file").positive());
+  parser.add(Flag("steps", &steps, "training steps (N)").positive());
+  parser.add(
+      Flag("warmup", &warmup, "steps before the timing starts").positive());
+  parser.add(Flag("threads", &threadList, "thread counts, comma-separated")
+                 .value_name("N,..."));
+  parser.add(Flag("models", &modelList, "models, comma-separated")
+                 .value_name("linear,dnn,dnn_linear_combined"));
+  parser.add(Flag("seed", &seed, "graph seed and shuffle seed"));
+  parser.parse_or_exit(argc, argv);
+  if (warmup >= steps)
+    parser.fail("--warmup (" + std::to_string(warmup) +
+                ") must be below --steps (" + std::to_string(steps) + ")");
+  std::vector<int> threads;
+  for (const std::string &t : splitList(threadList)) {
+    char *end = nullptr;
+    long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1)
+      parser.fail("--threads=" + threadList + ": '" + t +
+                  "' is not a positive integer");
+    threads.push_back(static_cast<int>(v));
+  }
+  std::vector<std::string> models = splitList(modelList);
+  for (const std::string &m : models)
+    if (std::find(kModels.begin(), kModels.end(), m) == kModels.end())
+      parser.fail("--models=" + modelList + ": unknown model '" + m +
+                  "' (linear, dnn, dnn_linear_combined)");
+
+  std::string trainFile =
+      (std::filesystem::path(workDir) /
+       ("census_train_" + std::to_string(trainRows) + ".csv"))
+          .string();
+  std::string evalFile = (std::filesystem::path(workDir) /
+                          ("census_eval_" + std::to_string(evalRows) + ".csv"))
+                             .string();
+  try {
+    for (const std::string &f : {trainFile, evalFile})
+      if (!std::filesystem::exists(f))
+        throw data::DataError(f + ": no such file (bench/make_census_table.py "
+                                  "writes it; bench/canned.sh runs it)");
+    for (int t : threads)
+      for (const std::string &m : models)
+        runOne(m, t, steps, warmup, seed, trainFile, evalFile);
+  } catch (const std::exception &e) {
+    std::cerr << "canned_bench: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
