@@ -41,6 +41,14 @@
 //    "steps_per_sec", "wall_seconds", "accuracy", "auc", "eval_seconds",
 //    "first_step_seconds", "input_us", "run_us"}
 //
+// --parts measures the host side's CPU time per batch instead (CPU time:
+// a shared machine's load changes it less than wall time), one JSON line
+// per model, {"parts": model, "pipeline_cpu_us", "transform_cpu_us"}:
+// the training pipeline's (CSV, shuffle, batch, with its prefetch thread:
+// the process's CPU time over --steps batches) and the canned model's host
+// transform alone (this thread's CPU time over the same batches, held in
+// memory).
+//
 //===----------------------------------------------------------------------===//
 
 #include "estimator/Canned/Estimators.h"
@@ -52,6 +60,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -219,6 +228,38 @@ private:
   Clock::time_point start_;
 };
 
+double cpuSeconds(clockid_t clock) {
+  timespec t;
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+/// --parts: the host side's CPU time per batch (the header).
+void measureParts(const std::string &model, int64_t batches, int64_t seed,
+                  const std::string &trainFile) {
+  std::vector<data::Element> held;
+  held.reserve(static_cast<size_t>(batches));
+  data::Iterator it(
+      censusDataset(trainFile, true, static_cast<uint64_t>(seed)));
+  it.next(); // the shuffle buffer's first fill
+  double start = cpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+  for (int64_t i = 0; i < batches; ++i)
+    held.push_back(*it.next());
+  double pipeline = cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - start;
+  estimator::CannedModel m = censusModel(model);
+  size_t inputs = 0;
+  start = cpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+  for (const data::Element &e : held)
+    inputs += m.transform->transform_input(e).features.size();
+  double transform = cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - start;
+  std::printf("{\"parts\": \"%s\", \"batches\": %lld, \"model_inputs\": %zu, "
+              "\"pipeline_cpu_us\": %.1f, \"transform_cpu_us\": %.1f}\n",
+              model.c_str(), static_cast<long long>(batches),
+              inputs / held.size(), pipeline / batches * 1e6,
+              transform / batches * 1e6);
+  std::fflush(stdout);
+}
+
 double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -285,6 +326,7 @@ int main(int argc, char **argv) {
               modelList = "linear,dnn,dnn_linear_combined";
   int64_t trainRows = 32768, evalRows = 8192, steps = 2000, warmup = 200,
           seed = 1;
+  bool parts = false;
   flags::FlagParser parser(
       "canned_bench", "estc's canned estimators on the census-like table "
                       "(bench/make_census_table.py): steps/s, wall time and "
@@ -303,6 +345,9 @@ int main(int argc, char **argv) {
   parser.add(Flag("models", &modelList, "models, comma-separated")
                  .value_name("linear,dnn,dnn_linear_combined"));
   parser.add(Flag("seed", &seed, "graph seed and shuffle seed"));
+  parser.add(Flag("parts", &parts,
+                  "measure the input pipeline's and the host transform's "
+                  "CPU time per batch (over --steps batches), not training"));
   parser.parse_or_exit(argc, argv);
   if (warmup >= steps)
     parser.fail("--warmup (" + std::to_string(warmup) +
@@ -334,6 +379,11 @@ int main(int argc, char **argv) {
       if (!std::filesystem::exists(f))
         throw data::DataError(f + ": no such file (bench/make_census_table.py "
                                   "writes it; bench/canned.sh runs it)");
+    if (parts) {
+      for (const std::string &m : models)
+        measureParts(m, steps, seed, trainFile);
+      return 0;
+    }
     for (int t : threads)
       for (const std::string &m : models)
         runOne(m, t, steps, warmup, seed, trainFile, evalFile);
