@@ -38,6 +38,13 @@ OptimizerSpec::get(std::optional<double> default_learning_rate) const {
                               "RMSProp, SGD (or give an optimizer object)");
 }
 
+TensorValue head_labels(const Head &head, const data::Value &labels) {
+  TensorValue y = head.transform_labels(labels);
+  if (y.shape.size() == 1)
+    y.shape.push_back(1);
+  return y;
+}
+
 TensorSpec head_label_spec(const Head &head) {
   int64_t d = head.logits_dimension();
   // Class-id heads take one id per example whatever their logits; the
@@ -93,11 +100,10 @@ public:
                             "(features dict, labels) tuple");
     Batch batch = features_.transform_input(element[0]);
     addWeights(element[0], true, batch);
-    TensorValue y = head_ ? head_->transform_labels(element[1].leaf())
-                          : data::tensor(element[1]);
-    if (y.shape.size() == 1)
-      y.shape.push_back(1);
-    batch.labels = std::move(y);
+    batch.labels = head_ ? head_labels(*head_, element[1].leaf())
+                         : data::tensor(element[1]);
+    if (batch.labels->shape.size() == 1)
+      batch.labels->shape.push_back(1);
     return batch;
   }
 

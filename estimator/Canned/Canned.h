@@ -85,6 +85,10 @@ make_host_transform(const FeatureColumns &feature_columns,
                     std::shared_ptr<const Head> head = nullptr,
                     const std::string &weight_column = "");
 
+/// A batch's raw labels as a canned model takes them: the head's
+/// transform_labels, rank-1 labels as [batch, 1] (as the heads expand them).
+TensorValue head_labels(const Head &head, const data::Value &labels);
+
 /// The labels placeholder of a canned model with `head`: what
 /// transform_labels gives (I64 class ids, F32 values), [batch, 1] or
 /// [batch, d].

@@ -293,12 +293,8 @@ public:
             {batch, 1}, std::vector<float>(static_cast<size_t>(batch), 1.0f));
       }
     }
-    if (labeled) {
-      TensorValue y = head_->transform_labels(element[1].leaf());
-      if (y.shape.size() == 1)
-        y.shape.push_back(1);
-      out.labels = std::move(y);
-    }
+    if (labeled)
+      out.labels = head_labels(*head_, element[1].leaf());
     return out;
   }
 
