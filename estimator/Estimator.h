@@ -71,6 +71,7 @@
 #define ESTC_ESTIMATOR_ESTIMATOR_H
 
 #include "estimator/EstimatorSpec.h"
+#include "estimator/Export.h"
 #include "estimator/Input.h"
 #include "estimator/RunConfig.h"
 #include "estimator/SessionRunHook.h"
@@ -225,6 +226,40 @@ public:
   void set_host_transform(std::shared_ptr<const HostTransform> transform);
   /// The installed host transform, or null.
   const HostTransform *host_transform() const;
+
+  /// tf.estimator.Estimator.export_saved_model: writes the serving model
+  /// of `checkpoint_path` (default: the latest checkpoint; none:
+  /// std::invalid_argument) to export_dir_base/<timestamp>/ (written in a
+  /// temporary folder and renamed when complete) and returns that path:
+  /// the PREDICT function of model_fn on the receiver's features (through
+  /// the host transform) compiled for `target` into model.so, the
+  /// variables it reads, the signatures of export_outputs, the host
+  /// transform and its vocabulary files (assets/), `assets_extra` (name in
+  /// assets.extra/ -> source file) and saved_model.json
+  /// (docs/design/saved-model.md). `as_text`: saved_model.json indented
+  /// for reading (it is JSON either way). `experimental_mode`: PREDICT, or
+  /// EVAL (the eval function: loss and metrics of a labeled batch); TRAIN
+  /// is std::invalid_argument. Needs the model_fn (a JIT Estimator): an
+  /// AOT Estimator throws std::invalid_argument. Loaded by
+  /// serving::SavedModel (estimator/Serving/SavedModel.h).
+  std::string export_saved_model(
+      const std::string &export_dir_base,
+      const ServingInputReceiverFn &serving_input_receiver_fn,
+      const std::map<std::string, std::string> &assets_extra = {},
+      bool as_text = false, const std::string &checkpoint_path = "",
+      ModeKeys experimental_mode = ModeKeys::PREDICT,
+      const ExportTarget &target = {});
+
+  /// tf.estimator.Estimator.experimental_export_all_saved_models: one
+  /// export folder per mode of `input_receiver_fn_map` (PREDICT, EVAL), in
+  /// export_dir_base/<timestamp>/<mode>/ ("infer", "eval"); returns the
+  /// folder.
+  std::string experimental_export_all_saved_models(
+      const std::string &export_dir_base,
+      const std::map<ModeKeys, ServingInputReceiverFn> &input_receiver_fn_map,
+      const std::map<std::string, std::string> &assets_extra = {},
+      bool as_text = false, const std::string &checkpoint_path = "",
+      const ExportTarget &target = {});
 
   /// The latest valid checkpoint's prefix in model_dir, or nullopt.
   std::optional<std::string> latest_checkpoint() const;

@@ -113,7 +113,7 @@ void EstimatorSpec::validate() const {
   for (const auto &[name, outputs] : export_outputs) {
     if (name.empty())
       fail("an export output has an empty name");
-    if (outputs.empty())
+    if (outputs.outputs.empty())
       fail("export output '" + name + "' has no tensors");
   }
 }
@@ -163,6 +163,46 @@ Graph &get_default_graph() {
                            "Estimator runs");
   return *defaultGraph;
 }
+
+// --- Export outputs ------------------------------------------------------
+
+ExportOutput ClassificationOutput(const Tensor &scores, const Tensor &classes) {
+  if (!scores.valid() && !classes.valid())
+    throw std::invalid_argument(
+        "ClassificationOutput: Cannot create a ClassificationOutput with "
+        "empty arguments. At least one of scores and classes must be defined");
+  TensorMap out;
+  if (scores.valid()) {
+    if (!is_floating(scores.dtype()))
+      throw std::invalid_argument(
+          "ClassificationOutput: scores must be a float tensor; got " +
+          to_string(scores.dtype()));
+    out.set("scores", scores);
+  }
+  if (classes.valid()) {
+    if (!is_integer(classes.dtype()))
+      throw std::invalid_argument(
+          "ClassificationOutput: classes must be integer class ids (the host "
+          "maps them to strings); got " +
+          to_string(classes.dtype()));
+    out.set("classes", classes);
+  }
+  return {ExportOutput::Kind::Classification, out};
+}
+
+ExportOutput RegressionOutput(const Tensor &value) {
+  if (!value.valid() || !is_floating(value.dtype()))
+    throw std::invalid_argument(
+        "RegressionOutput: Regression output value must be a float tensor");
+  return {ExportOutput::Kind::Regression, TensorMap{{"outputs", value}}};
+}
+
+ExportOutput PredictOutput(const TensorMap &outputs) {
+  if (outputs.empty())
+    throw std::invalid_argument("PredictOutput: no outputs");
+  return {ExportOutput::Kind::Predict, outputs};
+}
+
 
 namespace detail {
 DefaultGraphScope::DefaultGraphScope(Graph &graph) : previous_(defaultGraph) {

@@ -112,10 +112,30 @@ template <>
 std::vector<std::string>
 Params::get<std::vector<std::string>>(const std::string &) const;
 
+/// tf.estimator.export.ClassificationOutput, RegressionOutput and
+/// PredictOutput: what a signature of the export returns (Export.h,
+/// docs/design/saved-model.md). `outputs` by TF's signature output names.
+struct ExportOutput {
+  enum class Kind { Classification, Regression, Predict };
+  Kind kind = Kind::Predict;
+  TensorMap outputs;
+};
+
+/// {"scores": float [batch, n], "classes": integer class ids [batch, n]
+/// (the export maps them to the head's class names, or decimal strings)};
+/// either may be an empty Tensor (left out), not both
+/// (std::invalid_argument).
+ExportOutput ClassificationOutput(const Tensor &scores, const Tensor &classes);
+/// {"outputs": value}, a float tensor [batch] or [batch, 1].
+ExportOutput RegressionOutput(const Tensor &value);
+/// The outputs as they are (at least one).
+ExportOutput PredictOutput(const TensorMap &outputs);
+
 /// tf.estimator.EstimatorSpec. `loss` is a float scalar; `train_op` the
 /// optimizer's minimize(); eval_metric_ops the streaming metrics by name
 /// (the Metric of lib/Graph/Train.h: value + update ops); export_outputs
-/// the signatures export_saved_model will write (name -> outputs).
+/// the signatures export_saved_model writes (serving key -> output; none:
+/// one PredictOutput of the predictions under "serving_default", as TF).
 struct EstimatorSpec {
   explicit EstimatorSpec(ModeKeys mode) : mode(mode) {}
 
@@ -124,7 +144,7 @@ struct EstimatorSpec {
   Tensor loss;
   Operation train_op;
   std::vector<std::pair<std::string, Metric>> eval_metric_ops;
-  std::map<std::string, TensorMap> export_outputs;
+  std::map<std::string, ExportOutput> export_outputs;
   Hooks training_hooks;
   Hooks training_chief_hooks;
   Hooks evaluation_hooks;

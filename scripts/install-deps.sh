@@ -10,6 +10,7 @@ PACKAGES=(
   libeigen3-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
   clang-format-22
+  libcpp-httplib-dev rapidjson-dev curl wrk
 )
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).

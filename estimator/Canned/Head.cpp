@@ -329,48 +329,6 @@ const char *reduction_name(Reduction reduction) {
   return "?";
 }
 
-// --- Export outputs ----------------------------------------------------------
-
-namespace export_output {
-
-TensorMap ClassificationOutput(const Tensor &scores, const Tensor &classes) {
-  if (!scores.valid() && !classes.valid())
-    throw std::invalid_argument(
-        "ClassificationOutput: Cannot create a ClassificationOutput with "
-        "empty arguments. At least one of scores and classes must be defined");
-  TensorMap out;
-  if (scores.valid()) {
-    if (!is_floating(scores.dtype()))
-      throw std::invalid_argument(
-          "ClassificationOutput: scores must be a float tensor; got " +
-          to_string(scores.dtype()));
-    out.set("scores", scores);
-  }
-  if (classes.valid()) {
-    if (!is_integer(classes.dtype()))
-      throw std::invalid_argument(
-          "ClassificationOutput: classes must be integer class ids (the host "
-          "maps them to strings); got " +
-          to_string(classes.dtype()));
-    out.set("classes", classes);
-  }
-  return out;
-}
-
-TensorMap RegressionOutput(const Tensor &value) {
-  if (!value.valid() || !is_floating(value.dtype()))
-    throw std::invalid_argument(
-        "RegressionOutput: Regression output value must be a float tensor");
-  return TensorMap{{"outputs", value}};
-}
-
-TensorMap PredictOutput(const TensorMap &outputs) {
-  if (outputs.empty())
-    throw std::invalid_argument("PredictOutput: no outputs");
-  return outputs;
-}
-
-} // namespace export_output
 
 // --- Head
 // ----------------------------------------------------------------------
@@ -699,19 +657,19 @@ NamedMetrics BinaryClassHead::metrics(
   return m;
 }
 
-std::map<std::string, TensorMap>
+std::map<std::string, ExportOutput>
 BinaryClassHead::export_outputs(const TensorMap &predictions) const {
   Tensor probabilities = predictions.at(PredictionKeys::PROBABILITIES);
   Tensor classes = predictions.contains(PredictionKeys::ALL_CLASS_IDS)
                        ? predictions.at(PredictionKeys::ALL_CLASS_IDS)
                        : allClassIds(probabilities, 2);
-  TensorMap classification =
-      export_output::ClassificationOutput(probabilities, classes);
+  ExportOutput classification =
+      ClassificationOutput(probabilities, classes);
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
-          {REGRESS_SERVING_KEY, export_output::RegressionOutput(
+          {REGRESS_SERVING_KEY, RegressionOutput(
                                     predictions.at(PredictionKeys::LOGISTIC))},
-          {PREDICT_SERVING_KEY, export_output::PredictOutput(predictions)}};
+          {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
 }
 
 TensorValue BinaryClassHead::transform_labels(const TensorValue &labels) const {
@@ -828,17 +786,17 @@ NamedMetrics MultiClassHead::metrics(
   return m;
 }
 
-std::map<std::string, TensorMap>
+std::map<std::string, ExportOutput>
 MultiClassHead::export_outputs(const TensorMap &predictions) const {
   Tensor probabilities = predictions.at(PredictionKeys::PROBABILITIES);
   Tensor classes = predictions.contains(PredictionKeys::ALL_CLASS_IDS)
                        ? predictions.at(PredictionKeys::ALL_CLASS_IDS)
                        : allClassIds(probabilities, nClasses_);
-  TensorMap classification =
-      export_output::ClassificationOutput(probabilities, classes);
+  ExportOutput classification =
+      ClassificationOutput(probabilities, classes);
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
-          {PREDICT_SERVING_KEY, export_output::PredictOutput(predictions)}};
+          {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
 }
 
 TensorValue MultiClassHead::transform_labels(const TensorValue &labels) const {
@@ -1047,14 +1005,14 @@ NamedMetrics MultiLabelHead::metrics(
   return m;
 }
 
-std::map<std::string, TensorMap>
+std::map<std::string, ExportOutput>
 MultiLabelHead::export_outputs(const TensorMap &predictions) const {
   Tensor probabilities = predictions.at(PredictionKeys::PROBABILITIES);
-  TensorMap classification = export_output::ClassificationOutput(
+  ExportOutput classification = ClassificationOutput(
       probabilities, allClassIds(probabilities, nClasses_));
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
-          {PREDICT_SERVING_KEY, export_output::PredictOutput(predictions)}};
+          {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
 }
 
 TensorValue MultiLabelHead::transform_labels(const TensorValue &labels) const {
@@ -1228,13 +1186,13 @@ NamedMetrics RegressionHead::metrics(
   return m;
 }
 
-std::map<std::string, TensorMap>
+std::map<std::string, ExportOutput>
 RegressionHead::export_outputs(const TensorMap &predictions) const {
-  TensorMap regression = export_output::RegressionOutput(
+  ExportOutput regression = RegressionOutput(
       predictions.at(PredictionKeys::PREDICTIONS));
   return {{DEFAULT_SERVING_KEY, regression},
           {REGRESS_SERVING_KEY, regression},
-          {PREDICT_SERVING_KEY, export_output::PredictOutput(predictions)}};
+          {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
 }
 
 TensorValue RegressionHead::transform_labels(const TensorValue &labels) const {
@@ -1530,10 +1488,10 @@ EstimatorSpec MultiHead::create_estimator_spec(
                                update_ops, regularization_losses);
 }
 
-std::map<std::string, TensorMap>
+std::map<std::string, ExportOutput>
 MultiHead::export_outputs(const TensorMap &predictions) const {
   // TF's _merge_predict_export_outputs.
-  std::map<std::string, TensorMap> out;
+  std::map<std::string, ExportOutput> out;
   TensorMap mergedPredict;
   for (size_t i = 0; i < heads_.size(); ++i) {
     const Head &h = *heads_[i];
@@ -1542,7 +1500,7 @@ MultiHead::export_outputs(const TensorMap &predictions) const {
     for (const auto &[key, t] : predictions)
       if (key.compare(0, prefix.size(), prefix) == 0)
         headPredictions.set(key.substr(prefix.size()), t);
-    std::map<std::string, TensorMap> headOutputs =
+    std::map<std::string, ExportOutput> headOutputs =
         h.export_outputs(headPredictions);
     if (i == 0) {
       if (headOutputs.size() == 1)
@@ -1557,11 +1515,11 @@ MultiHead::export_outputs(const TensorMap &predictions) const {
     for (const auto &[key, outputs] : headOutputs) {
       out[key == DEFAULT_SERVING_KEY ? h.name() : prefix + key] = outputs;
       if (key == PREDICT_SERVING_KEY)
-        for (const auto &[k, t] : outputs)
+        for (const auto &[k, t] : outputs.outputs)
           mergedPredict.set(prefix + k, t);
     }
   }
-  out[PREDICT_SERVING_KEY] = export_output::PredictOutput(mergedPredict);
+  out[PREDICT_SERVING_KEY] = PredictOutput(mergedPredict);
   return out;
 }
 

@@ -131,17 +131,6 @@ constexpr const char *CLASSIFY_SERVING_KEY = "classification";
 constexpr const char *REGRESS_SERVING_KEY = "regression";
 constexpr const char *PREDICT_SERVING_KEY = "predict";
 
-/// tf.estimator.export.*Output as EstimatorSpec::export_outputs holds them:
-/// TensorMaps keyed by TF's signature output names.
-namespace export_output {
-/// {"scores": float [batch, n], "classes": I64 class ids [batch, n]}; either
-/// may be invalid (left out), not both.
-TensorMap ClassificationOutput(const Tensor &scores, const Tensor &classes);
-/// {"outputs": value} (a float tensor).
-TensorMap RegressionOutput(const Tensor &value);
-/// The outputs as they are.
-TensorMap PredictOutput(const TensorMap &outputs);
-} // namespace export_output
 
 /// One prediction as the Estimator's predict() yields it (key -> value).
 using HostPrediction = std::map<std::string, TensorValue>;
@@ -214,7 +203,7 @@ public:
       const std::vector<Tensor> &regularization_losses = {}) const;
 
   /// The export outputs of PREDICT mode, from this head's predictions.
-  virtual std::map<std::string, TensorMap>
+  virtual std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const = 0;
 
   // --- Host half ---------------------------------------------------------
@@ -321,7 +310,7 @@ public:
   NamedMetrics
   metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
-  std::map<std::string, TensorMap>
+  std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const override;
 
   /// Float32 labels: vocabulary ids, or the values (checked in [0, 1]).
@@ -367,7 +356,7 @@ public:
   NamedMetrics
   metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
-  std::map<std::string, TensorMap>
+  std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const override;
 
   /// I64 class ids (vocabulary ids, or integers checked in [0, n_classes)).
@@ -428,7 +417,7 @@ public:
   NamedMetrics
   metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
-  std::map<std::string, TensorMap>
+  std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const override;
 
   /// A dense indicator (values checked in [0, 1]): I64 for integer labels,
@@ -481,7 +470,7 @@ public:
   NamedMetrics
   metrics(const TensorMap &features, const Tensor &logits, const Tensor &labels,
           const std::vector<Tensor> &regularization_losses = {}) const override;
-  std::map<std::string, TensorMap>
+  std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const override;
 
   /// Float32 values (numeric labels only).
@@ -626,7 +615,7 @@ public:
   /// The heads' export outputs merged as TF's: "serving_default" is the
   /// first head's default, "<head>" each head's default, "<head>/<key>"
   /// its others, "predict" every head's predictions as "<head>/<key>".
-  std::map<std::string, TensorMap>
+  std::map<std::string, ExportOutput>
   export_outputs(const TensorMap &predictions) const override;
 
   /// Each head's transform_labels, by head name (std::invalid_argument

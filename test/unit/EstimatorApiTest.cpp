@@ -78,7 +78,7 @@ TEST_F(SpecTest, TfValidationRules) {
             "EstimatorSpec (mode predict): Missing predictions");
   predict.predictions = {{"classes", classes}};
   EXPECT_EQ(errorOf([&] { predict.validate(); }), "no error");
-  predict.export_outputs["serving_default"] = TensorMap();
+  predict.export_outputs["serving_default"] = ExportOutput();
   EXPECT_EQ(errorOf([&] { predict.validate(); }),
             "EstimatorSpec (mode predict): export output 'serving_default' has "
             "no tensors");

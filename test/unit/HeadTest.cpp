@@ -55,6 +55,10 @@ std::vector<std::string> keysOf(const TensorMap &m) {
     out.push_back(k);
   return out;
 }
+std::vector<std::string> keysOf(const ExportOutput &m) {
+  return keysOf(m.outputs);
+}
+
 std::vector<std::string> keysOf(const Head::NamedMetrics &m) {
   std::vector<std::string> out;
   for (const auto &[k, metric] : m)
@@ -203,13 +207,17 @@ TEST(HeadGraphTest, BinaryClassHeadPredictionsMetricsAndExports) {
                                         "regression", "serving_default"}));
     EXPECT_EQ(keysOf(exports["serving_default"]),
               (std::vector<std::string>{"scores", "classes"}));
-    EXPECT_EQ(exports["classification"]["scores"].name(),
+    EXPECT_EQ(exports["serving_default"].kind,
+              ExportOutput::Kind::Classification);
+    EXPECT_EQ(exports["regression"].kind, ExportOutput::Kind::Regression);
+    EXPECT_EQ(exports["predict"].kind, ExportOutput::Kind::Predict);
+    EXPECT_EQ(exports["classification"].outputs["scores"].name(),
               p["probabilities"].name());
-    EXPECT_EQ(exports["classification"]["classes"].name(),
+    EXPECT_EQ(exports["classification"].outputs["classes"].name(),
               p["all_class_ids"].name());
     EXPECT_EQ(keysOf(exports["regression"]),
               (std::vector<std::string>{"outputs"}));
-    EXPECT_EQ(exports["regression"]["outputs"].name(), p["logistic"].name());
+    EXPECT_EQ(exports["regression"].outputs["outputs"].name(), p["logistic"].name());
     EXPECT_EQ(keysOf(exports["predict"]), keysOf(p));
   }
   GraphFixture f(ModeKeys::EVAL, 1, DType::Float32, {-1, 1});
@@ -262,7 +270,7 @@ TEST(HeadGraphTest, MultiLabelAndRegressionKeys) {
     EXPECT_EQ(mapKeys(exports),
               (std::vector<std::string>{"classification", "predict",
                                         "serving_default"}));
-    EXPECT_EQ(exports["classification"]["classes"].shape(), (Dims{-1, 3}));
+    EXPECT_EQ(exports["classification"].outputs["classes"].shape(), (Dims{-1, 3}));
   }
   RegressionHead regression(2);
   GraphFixture f(ModeKeys::EVAL, 2, DType::Float32, {-1, 2});
