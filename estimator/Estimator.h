@@ -237,9 +237,8 @@ public:
   /// transform and its vocabulary files (assets/), `assets_extra` (name in
   /// assets.extra/ -> source file) and saved_model.json
   /// (docs/design/saved-model.md). `as_text`: saved_model.json indented
-  /// for reading (it is JSON either way). `experimental_mode`: PREDICT, or
-  /// EVAL (the eval function: loss and metrics of a labeled batch); TRAIN
-  /// is std::invalid_argument. Needs the model_fn (a JIT Estimator): an
+  /// for reading (it is JSON either way). `experimental_mode`: PREDICT
+  /// (TRAIN and EVAL are std::invalid_argument). Needs the model_fn (a JIT Estimator): an
   /// AOT Estimator throws std::invalid_argument. Loaded by
   /// serving::SavedModel (estimator/Serving/SavedModel.h).
   std::string export_saved_model(
@@ -250,10 +249,10 @@ public:
       ModeKeys experimental_mode = ModeKeys::PREDICT,
       const ExportTarget &target = {});
 
-  /// tf.estimator.Estimator.experimental_export_all_saved_models: one
-  /// export folder per mode of `input_receiver_fn_map` (PREDICT, EVAL), in
-  /// export_dir_base/<timestamp>/<mode>/ ("infer", "eval"); returns the
-  /// folder.
+  /// tf.estimator.Estimator.experimental_export_all_saved_models. estc
+  /// exports the PREDICT mode (the serving model); TRAIN and EVAL in the
+  /// map are std::invalid_argument, one line (their artifact is the
+  /// checkpoint plus the model_fn). Returns export_saved_model's folder.
   std::string experimental_export_all_saved_models(
       const std::string &export_dir_base,
       const std::map<ModeKeys, ServingInputReceiverFn> &input_receiver_fn_map,

@@ -9,9 +9,12 @@
 #define ESTC_ESTIMATOR_ESTIMATORBACKEND_H
 
 #include "estimator/EstimatorSpec.h"
+#include "estimator/Export.h"
 #include "estimator/Input.h"
 
+#include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,31 @@ public:
 private:
   Graph *previous_;
 };
+
+/// The serving function of an export, compiled ahead of time
+/// (Backend::compile_serving).
+struct ServingCode {
+  /// Position-independent object defining
+  /// `<kServingModelName>_<function>_packed`.
+  std::string object;
+  /// The compiled model's manifest (compiler/Target/Manifest.h's JSON).
+  std::string manifest_json;
+  /// "predict" (or "eval").
+  std::string function;
+  /// What the code was generated for (LLVM names; features sorted).
+  std::string triple, cpu;
+  std::vector<std::string> features;
+  /// model_fn's export outputs, each output alias mapped to the compiled
+  /// output key holding it ("predictions/probabilities", ...).
+  std::map<std::string, ExportOutput::Kind> output_kinds;
+  std::map<std::string, std::map<std::string, std::string>> output_sources;
+  /// Every prediction key (PredictOutput of the predictions, TF's default
+  /// when model_fn gives no export_outputs).
+  std::vector<std::string> prediction_keys;
+};
+
+/// The symbol prefix of an exported model's entry points.
+constexpr const char *kServingModelName = "estc_saved_model";
 
 class Backend {
 public:
@@ -63,6 +91,18 @@ public:
   virtual rt::CompiledModel *current() = 0;
 
   virtual int compile_count() const { return 0; }
+
+  /// Compiles `mode`'s function (PREDICT) of model_fn on `inputs` for
+  /// `target` into an object (export_saved_model). AOT backends have no
+  /// model_fn: std::invalid_argument.
+  virtual ServingCode compile_serving(ModeKeys mode, const InputSpec &inputs,
+                                      const ExportTarget &target) {
+    (void)mode, (void)inputs, (void)target;
+    throw std::invalid_argument(
+        "Estimator.export_saved_model: needs the model_fn (an Estimator "
+        "built from model_fn, a JIT Estimator); this one runs a model "
+        "compiled ahead of time");
+  }
 
   /// The Estimator's config and params (model_fn gets them); set before any
   /// other call.

@@ -78,6 +78,63 @@ public:
   }
 
   rt::CompiledModel *current() override { return model_.get(); }
+
+  detail::ServingCode compile_serving(ModeKeys mode, const InputSpec &inputs,
+                              const ExportTarget &target) override {
+    if (mode != ModeKeys::PREDICT)
+      throw std::invalid_argument(
+          std::string("Estimator.export_saved_model: experimental_mode ") +
+          mode_key(mode) + " is not exported (estc exports PREDICT)");
+    detail::ServingCode code;
+    code.function = mode_key(mode);
+    Graph graph;
+    graph.set_seed(config_->tf_random_seed().value_or(0));
+    build_mode(graph, mode, inputs,
+               [&](Graph &g, const TensorMap &features, const Tensor &labels,
+                   ModeKeys m) {
+                 detail::DefaultGraphScope scope(g);
+                 EstimatorSpec es =
+                     modelFn_(features, labels, m, *params_, *config_);
+                 es.validate();
+                 Signature sig = es.mode_signature();
+                 for (const auto &[key, t] : es.predictions)
+                   code.prediction_keys.push_back(key);
+                 // Each export output tensor is read from the prediction
+                 // that holds it, or compiled as an extra output.
+                 std::map<std::string, std::string> byNode;
+                 for (const auto &[key, t] : es.predictions)
+                   byNode.emplace(t.name(), "predictions/" + key);
+                 for (const auto &[name, output] : es.export_outputs) {
+                   code.output_kinds[name] = output.kind;
+                   for (const auto &[alias, t] : output.outputs) {
+                     auto it = byNode.find(t.name());
+                     if (it == byNode.end()) {
+                       std::string key = "_export/" + name + "/" + alias;
+                       sig.predictions.set(key, t);
+                       it = byNode.emplace(t.name(), "predictions/" + key)
+                                .first;
+                     }
+                     code.output_sources[name][alias] = it->second;
+                   }
+                 }
+                 return sig;
+               });
+    TargetOptions options;
+    options.cpu = target.cpu;
+    options.features = target.features;
+    auto compiled = compileGraphToObject(
+        graph.graph_def(), detail::kServingModelName, options, /*runtimeChecks=*/true,
+        [](llvm::StringRef w) { log_info("warning: " + w.str()); });
+    if (!compiled)
+      throw std::invalid_argument("Estimator.export_saved_model: " +
+                                  llvm::toString(compiled.takeError()));
+    code.object = std::move(compiled->object);
+    code.manifest_json = toJson(compiled->manifest);
+    code.triple = compiled->target.triple;
+    code.cpu = compiled->target.cpu;
+    code.features = compiled->target.features;
+    return code;
+  }
   int compile_count() const override { return compiles_; }
 
 private:

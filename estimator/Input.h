@@ -95,6 +95,17 @@ public:
   virtual void transform_predictions(Features &predictions) const {
     (void)predictions;
   }
+  /// Returns the name a file is kept under in an export's assets/.
+  using AddAssetFn = std::function<std::string(const std::string &path)>;
+  /// This transform as data for an export: the JSON object of
+  /// saved_model.json's "transform" (docs/design/saved-model.md), files it
+  /// reads registered with `add_asset`. nullopt (the default): it cannot be
+  /// exported, and export_saved_model says so.
+  virtual std::optional<std::string>
+  serving_config(const AddAssetFn &add_asset) const {
+    (void)add_asset;
+    return std::nullopt;
+  }
 };
 
 class Dataset;

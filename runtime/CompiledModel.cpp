@@ -93,9 +93,17 @@ void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
 } // namespace
 
 CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries)
+    : CompiledModel(spec, entries, nullptr) {}
+
+CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries,
+                             void *const *variables)
     : spec_(&spec), entries_(entries) {
   variables_.resize(spec.numVariables);
   for (int32_t i = 0; i < spec.numVariables; ++i) {
+    if (variables) {
+      variables_[i].data = variables[i];
+      continue;
+    }
     size_t bytes = static_cast<size_t>(variable_bytes(i));
     reserve(variables_[i], bytes);
     std::memset(variables_[i].data, 0, bytes);

@@ -147,6 +147,13 @@ class ESTC_RT_EXPORT CompiledModel {
 public:
   /// `entries[i]` runs `spec.functions[i]`. Both must outlive the model.
   CompiledModel(const ModelSpec &spec, const EntryPoint *entries);
+  /// As above, with the variables in the caller's buffers
+  /// (`variables[i]` for variable i, 64-byte aligned, of variable_bytes(i)),
+  /// not owned and not zeroed: several models share one copy of read-only
+  /// variables (a served model's concurrent runners). They must outlive
+  /// the model; a function that assigns a variable writes them.
+  CompiledModel(const ModelSpec &spec, const EntryPoint *entries,
+                void *const *variables);
   virtual ~CompiledModel();
   CompiledModel(const CompiledModel &) = delete;
   CompiledModel &operator=(const CompiledModel &) = delete;

@@ -120,4 +120,37 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
   });
 }
 
+llvm::Expected<CompiledObject>
+compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
+                     const TargetOptions &target, bool runtimeChecks,
+                     WarningHandler warn) {
+  mlir::DialectRegistry registry;
+  registerCompilerDialects(registry);
+  mlir::MLIRContext context(registry);
+  std::string what = modelName.str() + " (graph)";
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      importGraph(graph, context, what, error);
+  if (!module)
+    return makeError(error);
+  if (!runtimeChecks)
+    disableRuntimeChecks(*module);
+  llvm::Expected<Manifest> manifest =
+      lowerToLLVMDialect(*module, modelName, what, warn);
+  if (!manifest)
+    return manifest.takeError();
+  std::vector<std::string> functions;
+  for (const FunctionInfo &f : manifest->functions)
+    functions.push_back(f.name);
+  llvm::Expected<TargetDescription> description = describeTarget(target);
+  if (!description)
+    return description.takeError();
+  llvm::Expected<std::string> object = compileModule(
+      *module, modelName, functions, target, CodeKind::Object);
+  if (!object)
+    return object.takeError();
+  return CompiledObject{std::move(*object), std::move(*manifest),
+                        std::move(*description)};
+}
+
 } // namespace estc

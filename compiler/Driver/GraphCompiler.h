@@ -12,6 +12,7 @@
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Target/Jit.h"
 #include "compiler/Target/Manifest.h"
+#include "compiler/Target/ObjectEmitter.h"
 #include "lib/Graph/graph.pb.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -64,6 +65,24 @@ llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
                                             llvm::StringRef modelName,
                                             llvm::StringRef what,
                                             WarningHandler warn);
+
+/// A graph compiled ahead of time in process: a position-independent
+/// object defining `<modelName>_<f>` and `<modelName>_<f>_packed` for every
+/// function of the manifest, the manifest (with arena sizes) and the
+/// target it was generated for. What an export links into its shared
+/// library.
+struct CompiledObject {
+  std::string object;
+  Manifest manifest;
+  TargetDescription target;
+};
+
+/// Imports, lowers and compiles `graph` for `target` (`runtimeChecks`:
+/// keep the run-time checks).
+llvm::Expected<CompiledObject>
+compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
+                     const TargetOptions &target, bool runtimeChecks,
+                     WarningHandler warn);
 
 /// Imports, lowers and JIT-compiles a graph; cached on disk by the graph's
 /// (deterministic) bytes, so an unchanged graph is compiled once.

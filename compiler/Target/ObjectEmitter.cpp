@@ -117,6 +117,25 @@ createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
+llvm::Expected<TargetDescription>
+describeTarget(const TargetOptions &options) {
+  auto machine = createTargetMachine(options); // checks CPU and features
+  if (!machine)
+    return machine.takeError();
+  const llvm::MCSubtargetInfo *sti = (*machine)->getMCSubtargetInfo();
+  TargetDescription d;
+  d.triple = resolvedTriple(options);
+  d.cpu = resolvedCPU(options);
+  // The machine's subtarget: the CPU's implied features plus the resolved
+  // ones (all of the host's for "native").
+  const llvm::MCSubtargetInfo &info = *sti;
+  for (const llvm::SubtargetFeatureKV &kv : info.getAllProcessorFeatures())
+    if (info.getFeatureBits().test(kv.Value))
+      d.features.push_back(kv.Key);
+  llvm::sort(d.features);
+  return d;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context) {
   mlir::registerBuiltinDialectTranslation(*module->getContext());

@@ -25,6 +25,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace estc {
 
@@ -38,6 +39,16 @@ struct TargetOptions {
   /// "native": part of the JIT cache key.
   std::string describe() const;
 };
+
+/// The target's resolved triple, CPU and every CPU feature enabled for it
+/// (LLVM's names, sorted): what an exported model records so a loader can
+/// refuse a CPU without them. Errors as createTargetMachine's.
+struct TargetDescription {
+  std::string triple;
+  std::string cpu;
+  std::vector<std::string> features;
+};
+llvm::Expected<TargetDescription> describeTarget(const TargetOptions &options);
 
 /// Resolves "native", checks the CPU and features against the target (one
 /// line: "--mcpu=bogus: unknown CPU for x86_64-pc-linux-gnu (...)").

@@ -112,6 +112,20 @@ std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<DType> dtype_from_abi_name(std::string_view name) {
+  if (name == "f32")
+    return DType::Float32;
+  if (name == "f64")
+    return DType::Float64;
+  if (name == "i32")
+    return DType::Int32;
+  if (name == "i64")
+    return DType::Int64;
+  if (name == "i1")
+    return DType::Bool;
+  return std::nullopt;
+}
+
 float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;

@@ -55,6 +55,9 @@ const char *safetensors_name(DType dtype);
 const char *dtype_name(DType dtype);
 /// The DType of a safetensors name; nullopt for a name estc does not read.
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
+/// The DType of a compiled model's ABI name (the manifest's "f32", "f64",
+/// "i32", "i64", "i1"); nullopt for others ("i8": no host dtype).
+std::optional<DType> dtype_from_abi_name(std::string_view name);
 /// Bytes per element (Bool: one byte, 0 or 1); std::invalid_argument for
 /// Invalid and String (no fixed size).
 size_t dtype_size(DType dtype);

@@ -1,0 +1,669 @@
+//===- Export.cpp - Receivers and Estimator::export_saved_model ----------===//
+//
+// Writes the export folder of docs/design/saved-model.md: the serving
+// function the backend compiles, linked into a shared library by the system
+// linker; the variables of the checkpoint it reads; the host transform and
+// its assets; the signatures of export_outputs with TF's rules; and
+// saved_model.json (RapidJSON). Everything goes into a temporary folder
+// renamed into place when complete.
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Export.h"
+#include "estimator/Estimator.h"
+#include "estimator/EstimatorBackend.h"
+#include "estimator/Logging.h"
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/FeatureColumn/Serialization.h"
+#include "lib/Support/FileIO.h"
+
+#include "rapidjson/document.h"
+#include "rapidjson/prettywriter.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <set>
+#include <spawn.h>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace estc {
+namespace estimator {
+
+// --- Receivers ---------------------------------------------------------------
+
+namespace {
+
+void validateReceiver(const ReceiverTensors &r, const std::string &what) {
+  if (r.tensors.empty())
+    throw std::invalid_argument(what + ": no receiver tensors");
+  std::set<std::string> seen;
+  for (const TensorSpec &t : r.tensors) {
+    if (t.key.empty())
+      throw std::invalid_argument(what + ": a receiver tensor has no name");
+    if (!seen.insert(t.key).second)
+      throw std::invalid_argument(what + ": receiver tensor '" + t.key +
+                                  "' is given twice");
+    if (t.shape.empty())
+      throw std::invalid_argument(what + ": receiver tensor '" + t.key +
+                                  "' must have a batch dimension");
+  }
+  if (r.parse_spec &&
+      (r.tensors.size() != 1 || r.tensors[0].dtype != DType::String ||
+       r.tensors[0].shape.size() != 1))
+    throw std::invalid_argument(
+        what + ": a parsing receiver takes one STRING tensor of rank 1 "
+               "(serialized tf.Example)");
+  if (r.parse_spec && r.parse_spec->empty())
+    throw std::invalid_argument(what + ": the parse spec is empty");
+}
+
+} // namespace
+
+void ServingInputReceiver::validate() const {
+  validateReceiver(*this, "ServingInputReceiver");
+  for (const auto &[name, r] : receiver_tensors_alternatives) {
+    if (name.empty())
+      throw std::invalid_argument(
+          "ServingInputReceiver: receiver_tensors_alternatives has an empty "
+          "name");
+    validateReceiver(r, "ServingInputReceiver: receiver_tensors_alternatives "
+                        "'" + name + "'");
+  }
+}
+
+ServingInputReceiverFn
+build_parsing_serving_input_receiver_fn(data::FeatureSpecs feature_spec,
+                                        std::optional<int64_t>
+                                            default_batch_size) {
+  if (feature_spec.empty())
+    throw std::invalid_argument(
+        "build_parsing_serving_input_receiver_fn: feature_spec is empty");
+  return [spec = std::move(feature_spec), default_batch_size] {
+    ServingInputReceiver r;
+    r.tensors.push_back(
+        {"examples", DType::String, {default_batch_size.value_or(-1)}});
+    r.parse_spec = spec;
+    return r;
+  };
+}
+
+ServingInputReceiverFn
+build_raw_serving_input_receiver_fn(std::vector<TensorSpec> features,
+                                    std::optional<int64_t>
+                                        default_batch_size) {
+  if (features.empty())
+    throw std::invalid_argument(
+        "build_raw_serving_input_receiver_fn: features is empty");
+  for (TensorSpec &f : features) {
+    if (f.shape.empty())
+      throw std::invalid_argument("build_raw_serving_input_receiver_fn: "
+                                  "feature '" +
+                                  f.key + "' needs a batch dimension");
+    f.shape[0] = default_batch_size.value_or(-1);
+  }
+  return [features = std::move(features)] {
+    ServingInputReceiver r;
+    r.tensors = features;
+    return r;
+  };
+}
+
+// --- export_saved_model ------------------------------------------------------
+
+namespace {
+
+using namespace fileio;
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+/// The signature a request without a signature name gets.
+constexpr const char *kDefaultServingKey = "serving_default";
+
+[[noreturn]] void fail(const std::string &message) {
+  throw std::invalid_argument("Estimator.export_saved_model: " + message);
+}
+
+/// Runs the system linker: `object` into the shared library `library`.
+/// $ESTC_LINKER names another linker (ld.lld, gold); "ld" by default, which
+/// every machine that builds C++ has.
+void linkSharedLibrary(const std::string &object, const std::string &library,
+                       const std::string &logFile) {
+  const char *env = std::getenv("ESTC_LINKER");
+  std::string linker = env && *env ? env : "ld";
+  std::vector<std::string> args = {linker,    "-shared",  "-z",
+                                   "noexecstack", "-o", library, object};
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, logFile.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, linker.c_str(), &actions, nullptr, argv.data(),
+                        environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    fail("cannot run the linker '" + linker + "' (" + std::strerror(rc) +
+         "; set ESTC_LINKER to a linker)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string log;
+    try {
+      log = readFile(logFile);
+    } catch (const std::exception &) {
+    }
+    size_t nl = log.find('\n');
+    fail("the linker '" + linker + "' failed: " +
+         (log.empty() ? "no output" : log.substr(0, nl)));
+  }
+}
+
+/// A signature output or input as saved_model.json writes it.
+struct SignatureTensor {
+  std::string name; // input: the receiver tensor; output: the source key
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  std::string lookup; // outputs: "class_names" or "decimal"
+};
+
+struct Signature {
+  std::string method;
+  std::string receiver;
+  std::map<std::string, SignatureTensor> inputs, outputs;
+};
+
+/// A compiled output's dtype and shape, from the manifest.
+struct OutputInfo {
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+std::map<std::string, OutputInfo>
+compiledOutputs(const rapidjson::Document &manifest,
+                const std::string &function) {
+  std::map<std::string, OutputInfo> out;
+  for (const auto &f : manifest["functions"].GetArray()) {
+    if (function != f["name"].GetString())
+      continue;
+    for (const auto &o : f["outputs"].GetArray()) {
+      std::optional<DType> dtype = dtype_from_abi_name(o["dtype"].GetString());
+      if (!dtype)
+        fail(std::string("output '") + o["key"].GetString() +
+             "' has an element type a signature cannot return (" +
+             o["dtype"].GetString() + ")");
+      std::vector<int64_t> shape;
+      for (const auto &d : o["shape"].GetArray())
+        shape.push_back(d.GetInt64() < 0 ? -1 : d.GetInt64());
+      out[o["key"].GetString()] = {*dtype, shape};
+    }
+  }
+  return out;
+}
+
+/// TF's build_all_signature_defs for one receiver: the signatures of every
+/// export output valid for it (the others logged as excluded).
+void addSignatures(const std::string &receiverName, const ReceiverTensors &r,
+                   const detail::ServingCode &code,
+                   const std::map<std::string, OutputInfo> &outputs,
+                   bool hasClassNames, std::map<std::string, Signature> &out) {
+  auto output = [&](const std::string &source) {
+    auto it = outputs.find(source);
+    if (it == outputs.end())
+      fail("no compiled output '" + source + "'");
+    return SignatureTensor{source, it->second.dtype, it->second.shape, ""};
+  };
+  // TF: classification and regression signatures take one string tensor
+  // (serialized tf.Example).
+  bool singleString =
+      r.tensors.size() == 1 && r.tensors[0].dtype == DType::String;
+  for (const auto &[key, kind] : code.output_kinds) {
+    std::string name = receiverName.empty() ? key : receiverName + ":" + key;
+    const std::map<std::string, std::string> &sources =
+        code.output_sources.at(key);
+    Signature sig;
+    sig.receiver = receiverName;
+    if (kind != ExportOutput::Kind::Predict) {
+      if (!singleString) {
+        log_info("export_saved_model: signature '" + name +
+                 "' excluded: " +
+                 (kind == ExportOutput::Kind::Classification
+                      ? "Classification"
+                      : "Regression") +
+                 " input must be a single string Tensor");
+        continue;
+      }
+      const TensorSpec &in = r.tensors[0];
+      sig.inputs["inputs"] = {in.key, DType::String, in.shape, ""};
+    } else {
+      for (const TensorSpec &t : r.tensors)
+        sig.inputs[t.key] = {t.key, t.dtype, t.shape, ""};
+    }
+    if (kind == ExportOutput::Kind::Classification) {
+      sig.method = "tensorflow/serving/classify";
+      if (sources.count("classes")) {
+        SignatureTensor classes = output(sources.at("classes"));
+        classes.dtype = DType::String;
+        classes.lookup = hasClassNames ? "class_names" : "decimal";
+        sig.outputs["classes"] = classes;
+      }
+      if (sources.count("scores"))
+        sig.outputs["scores"] = output(sources.at("scores"));
+    } else if (kind == ExportOutput::Kind::Regression) {
+      sig.method = "tensorflow/serving/regress";
+      sig.outputs["outputs"] = output(sources.at("outputs"));
+    } else {
+      sig.method = "tensorflow/serving/predict";
+      for (const auto &[alias, source] : sources)
+        sig.outputs[alias] = output(source);
+      // The string predictions a classifier's host half adds (TF computes
+      // them in the graph): "classes" from "class_ids", "all_classes" from
+      // "all_class_ids", under any head prefix.
+      if (hasClassNames)
+        for (const auto &[alias, source] : sources) {
+          for (const char *ids : {"class_ids", "all_class_ids"}) {
+            std::string suffix = ids;
+            if (alias.size() < suffix.size() ||
+                alias.compare(alias.size() - suffix.size(), suffix.size(),
+                              suffix) != 0)
+              continue;
+            std::string named =
+                alias.substr(0, alias.size() - suffix.size()) +
+                (suffix == "class_ids" ? "classes" : "all_classes");
+            if (sources.count(named))
+              continue;
+            SignatureTensor t = output(source);
+            t.dtype = DType::String;
+            t.lookup = "class_names";
+            sig.outputs[named] = t;
+          }
+        }
+    }
+    out[name] = std::move(sig);
+  }
+}
+
+void writeShape(JsonWriter &w, const std::vector<int64_t> &shape) {
+  w.StartArray();
+  for (int64_t d : shape)
+    w.Int64(d);
+  w.EndArray();
+}
+
+void writeReceiver(JsonWriter &w, const ReceiverTensors &r) {
+  w.StartObject();
+  w.Key("kind");
+  w.String(r.parse_spec ? "parsing" : "raw");
+  w.Key("tensors");
+  w.StartArray();
+  for (const TensorSpec &t : r.tensors) {
+    w.StartObject();
+    w.Key("name");
+    w.String(t.key.c_str());
+    w.Key("dtype");
+    w.String(dtype_name(t.dtype));
+    w.Key("shape");
+    writeShape(w, t.shape);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (r.parse_spec) {
+    w.Key("parse_spec");
+    std::string spec = feature_column::parse_spec_to_json(*r.parse_spec);
+    w.RawValue(spec.data(), spec.size(), rapidjson::kObjectType);
+  }
+  w.EndObject();
+}
+
+void writeTensor(JsonWriter &w, const SignatureTensor &t, bool input) {
+  w.StartObject();
+  w.Key(input ? "name" : "source");
+  w.String(t.name.c_str());
+  w.Key("dtype");
+  w.String(dtype_name(t.dtype));
+  w.Key("shape");
+  writeShape(w, t.shape);
+  if (!t.lookup.empty()) {
+    w.Key("lookup");
+    w.String(t.lookup.c_str());
+  }
+  w.EndObject();
+}
+
+/// The model inputs the serving function takes: the host transform's, or
+/// the receiver's features (raw tensors, or the parse spec's dense ones).
+InputSpec servingInputs(const HostTransform *transform,
+                        const ServingInputReceiver &receiver) {
+  if (transform) {
+    std::optional<ElementSpec> spec = transform->input_spec(false);
+    if (!spec)
+      fail("the host transform cannot say its model inputs before any data");
+    spec->labels.reset();
+    return *spec;
+  }
+  InputSpec inputs;
+  if (!receiver.parse_spec) {
+    for (const TensorSpec &t : receiver.tensors) {
+      if (t.dtype == DType::String)
+        fail("receiver tensor '" + t.key +
+             "' is a string: strings reach a model through feature columns "
+             "(Estimator::set_host_transform)");
+      TensorSpec f = t;
+      f.shape[0] = -1;
+      inputs.features.push_back(f);
+    }
+    return inputs;
+  }
+  for (const auto &[key, spec] : *receiver.parse_spec) {
+    const auto *fixed = std::get_if<data::FixedLenFeature>(&spec);
+    if (!fixed)
+      fail("parse spec feature '" + key +
+           "' is sparse: sparse features reach a model through feature "
+           "columns (Estimator::set_host_transform)");
+    if (fixed->dtype == DType::String)
+      fail("parse spec feature '" + key +
+           "' is a string: strings reach a model through feature columns "
+           "(Estimator::set_host_transform)");
+    TensorSpec f{key, fixed->dtype, {-1}};
+    f.shape.insert(f.shape.end(), fixed->shape.begin(), fixed->shape.end());
+    inputs.features.push_back(f);
+  }
+  return inputs;
+}
+
+std::string timestampFolder(const std::string &base, int64_t seconds) {
+  while (exists(joinPath(base, std::to_string(seconds))) ||
+         exists(joinPath(base, "temp-" + std::to_string(seconds))))
+    ++seconds;
+  return std::to_string(seconds);
+}
+
+void copyFile(const std::string &from, const std::string &to) {
+  std::string bytes;
+  try {
+    bytes = readFile(from);
+  } catch (const std::exception &e) {
+    fail(std::string("cannot read asset: ") + e.what());
+  }
+  writeFileAtomically(to, bytes);
+}
+
+void removeTree(const std::string &path) {
+  if (isDirectory(path)) {
+    for (const std::string &name : listDir(path))
+      removeTree(joinPath(path, name));
+    ::rmdir(path.c_str());
+  } else {
+    ::unlink(path.c_str());
+  }
+}
+
+} // namespace
+
+std::string Estimator::export_saved_model(
+    const std::string &export_dir_base,
+    const ServingInputReceiverFn &serving_input_receiver_fn,
+    const std::map<std::string, std::string> &assets_extra, bool as_text,
+    const std::string &checkpoint_path, ModeKeys experimental_mode,
+    const ExportTarget &target) {
+  if (experimental_mode == ModeKeys::TRAIN)
+    fail("experimental_mode TRAIN is not exported (a training job needs "
+         "the model_fn and a checkpoint, not an export)");
+  if (!serving_input_receiver_fn)
+    fail("serving_input_receiver_fn is empty");
+  if (export_dir_base.empty())
+    fail("export_dir_base is empty");
+  std::string checkpoint = checkpoint_path;
+  if (checkpoint.empty()) {
+    std::optional<std::string> latest = latest_checkpoint();
+    if (!latest)
+      fail("Couldn't find trained model at " + model_dir() + ".");
+    checkpoint = *latest;
+  }
+  train::CheckpointReader reader(checkpoint);
+  ServingInputReceiver receiver = serving_input_receiver_fn();
+  receiver.validate();
+
+  const HostTransform *transform = host_transform();
+  InputSpec inputs = servingInputs(transform, receiver);
+  backend_->bind(config_, params_);
+  detail::ServingCode code =
+      backend_->compile_serving(experimental_mode, inputs, target);
+  if (code.output_kinds.empty()) {
+    // TF's default: the predictions as one PredictOutput.
+    code.output_kinds[kDefaultServingKey] = ExportOutput::Kind::Predict;
+    for (const std::string &key : code.prediction_keys)
+      code.output_sources[kDefaultServingKey][key] = "predictions/" + key;
+  }
+
+  rapidjson::Document manifest;
+  manifest.Parse(code.manifest_json.c_str());
+  if (manifest.HasParseError() || !manifest.IsObject())
+    fail("the compiler's manifest is not JSON");
+  std::map<std::string, OutputInfo> outputs =
+      compiledOutputs(manifest, code.function);
+
+  makeDirs(export_dir_base);
+  int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::string folder = timestampFolder(export_dir_base, now);
+  std::string temp = joinPath(export_dir_base, "temp-" + folder);
+  std::string final = joinPath(export_dir_base, folder);
+  makeDirs(temp);
+  try {
+    // The code.
+    std::string object = joinPath(temp, "model.o");
+    writeFileAtomically(object, code.object);
+    linkSharedLibrary(object, joinPath(temp, "model.so"),
+                      joinPath(temp, "link.log"));
+    removeFile(object);
+    removeFile(joinPath(temp, "link.log"));
+
+    // The variables the serving function reads.
+    train::VariableMap variables;
+    for (const auto &v : manifest["variables"].GetArray()) {
+      std::string name = v["name"].GetString();
+      if (v["local"].GetBool())
+        continue;
+      if (!reader.has_tensor(name))
+        fail("checkpoint " + reader.path() + " has no variable '" + name +
+             "' that the serving function reads");
+      variables[name] = reader.get_tensor(name);
+    }
+    train::write_checkpoint(joinPath(temp, "variables.safetensors"),
+                            variables, reader.global_step());
+
+    // The host transform and its assets.
+    std::string transformJson;
+    bool hasClassNames = false;
+    if (transform) {
+      int assetCount = 0;
+      auto addAsset = [&](const std::string &path) {
+        std::string name =
+            std::to_string(assetCount++) + "_" + baseName(path);
+        makeDirs(joinPath(temp, "assets"));
+        copyFile(path, joinPath(joinPath(temp, "assets"), name));
+        return name;
+      };
+      std::optional<std::string> config = transform->serving_config(addAsset);
+      if (!config)
+        fail("the Estimator's host transform cannot be exported (its "
+             "serving_config gives nothing)");
+      transformJson = *config;
+      rapidjson::Document t;
+      t.Parse(transformJson.c_str());
+      if (t.HasParseError() || !t.IsObject())
+        fail("the host transform's serving_config is not a JSON object");
+      hasClassNames = t.HasMember("class_names");
+    }
+    if (!assets_extra.empty()) {
+      makeDirs(joinPath(temp, "assets.extra"));
+      for (const auto &[name, source] : assets_extra) {
+        if (name.empty() || name.find("..") != std::string::npos ||
+            name[0] == '/')
+          fail("assets_extra name '" + name +
+               "' must be a relative path inside assets.extra");
+        std::string to = joinPath(joinPath(temp, "assets.extra"), name);
+        makeDirs(dirName(to));
+        copyFile(source, to);
+      }
+    }
+
+    // Signatures.
+    std::map<std::string, Signature> signatures;
+    addSignatures("", receiver, code, outputs, hasClassNames, signatures);
+    for (const auto &[name, alt] : receiver.receiver_tensors_alternatives)
+      addSignatures(name, alt, code, outputs, hasClassNames, signatures);
+    if (signatures.empty())
+      fail("no valid signature: every export output needs a receiver of "
+           "one string tensor (classification, regression) or is not there");
+    if (!signatures.count(kDefaultServingKey))
+      log_info("export_saved_model: warning: export includes no default "
+               "signature (serving_default)");
+
+    // saved_model.json.
+    rapidjson::StringBuffer buffer;
+    JsonWriter w(buffer);
+    w.StartObject();
+    w.Key("format");
+    w.String("estc-saved-model-1");
+    w.Key("estc_version");
+    w.String(ESTC_VERSION_STRING);
+    w.Key("global_step");
+    w.Int64(reader.global_step());
+    w.Key("checkpoint");
+    w.String(baseName(checkpoint).c_str());
+    w.Key("mode");
+    w.String(mode_key(experimental_mode));
+    w.Key("target");
+    w.StartObject();
+    w.Key("arch");
+#if defined(__x86_64__)
+    w.String("x86_64");
+#elif defined(__aarch64__)
+    w.String("aarch64");
+#else
+    w.String("unknown");
+#endif
+    w.Key("triple");
+    w.String(code.triple.c_str());
+    w.Key("cpu");
+    w.String(code.cpu.c_str());
+    w.Key("features");
+    w.StartArray();
+    for (const std::string &f : code.features)
+      w.String(f.c_str());
+    w.EndArray();
+    w.EndObject();
+    w.Key("library");
+    w.String("model.so");
+    w.Key("function");
+    w.String(code.function.c_str());
+    w.Key("variables");
+    w.String("variables.safetensors");
+    w.Key("model");
+    w.RawValue(code.manifest_json.data(), code.manifest_json.size(),
+               rapidjson::kObjectType);
+    w.Key("receivers");
+    w.StartObject();
+    w.Key("");
+    writeReceiver(w, receiver);
+    for (const auto &[name, alt] : receiver.receiver_tensors_alternatives) {
+      w.Key(name.c_str());
+      writeReceiver(w, alt);
+    }
+    w.EndObject();
+    if (transform) {
+      w.Key("transform");
+      w.RawValue(transformJson.data(), transformJson.size(),
+                 rapidjson::kObjectType);
+    }
+    w.Key("signatures");
+    w.StartObject();
+    for (const auto &[name, sig] : signatures) {
+      w.Key(name.c_str());
+      w.StartObject();
+      w.Key("method_name");
+      w.String(sig.method.c_str());
+      w.Key("receiver");
+      w.String(sig.receiver.c_str());
+      w.Key("inputs");
+      w.StartObject();
+      for (const auto &[alias, t] : sig.inputs) {
+        w.Key(alias.c_str());
+        writeTensor(w, t, true);
+      }
+      w.EndObject();
+      w.Key("outputs");
+      w.StartObject();
+      for (const auto &[alias, t] : sig.outputs) {
+        w.Key(alias.c_str());
+        writeTensor(w, t, false);
+      }
+      w.EndObject();
+      w.EndObject();
+    }
+    w.EndObject();
+    w.EndObject();
+    std::string json = buffer.GetString();
+    if (as_text) {
+      rapidjson::Document doc;
+      doc.Parse(json.c_str());
+      rapidjson::StringBuffer pretty;
+      rapidjson::PrettyWriter<rapidjson::StringBuffer> pw(pretty);
+      pw.SetIndent(' ', 2);
+      doc.Accept(pw);
+      json = pretty.GetString();
+    }
+    json += "\n";
+    writeFileAtomically(joinPath(temp, "saved_model.json"), json);
+
+    if (std::rename(temp.c_str(), final.c_str()) != 0)
+      fail("cannot rename " + temp + " to " + final + ": " +
+           std::strerror(errno));
+  } catch (...) {
+    removeTree(temp);
+    throw;
+  }
+  log_info("Exported the serving model of " + baseName(checkpoint) + " to " +
+           final);
+  return final;
+}
+
+std::string Estimator::experimental_export_all_saved_models(
+    const std::string &export_dir_base,
+    const std::map<ModeKeys, ServingInputReceiverFn> &input_receiver_fn_map,
+    const std::map<std::string, std::string> &assets_extra, bool as_text,
+    const std::string &checkpoint_path, const ExportTarget &target) {
+  if (input_receiver_fn_map.empty())
+    fail("input_receiver_fn_map is empty");
+  for (const auto &[mode, fn] : input_receiver_fn_map)
+    if (mode != ModeKeys::PREDICT)
+      fail(std::string("experimental_export_all_saved_models: mode ") +
+           mode_key(mode) +
+           " is not exported (estc exports PREDICT; a TRAIN or EVAL "
+           "artifact is the checkpoint plus the model_fn)");
+  return export_saved_model(export_dir_base,
+                            input_receiver_fn_map.at(ModeKeys::PREDICT),
+                            assets_extra, as_text, checkpoint_path,
+                            ModeKeys::PREDICT, target);
+}
+
+} // namespace estimator
+} // namespace estc
