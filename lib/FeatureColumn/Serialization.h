@@ -19,7 +19,7 @@
 // documents. Reading untrusted JSON (a corrupt export) throws
 // std::invalid_argument, one line naming the column (by index and name) and
 // the field at fault; it never crashes (fuzz target
-// test/Fuzz/feature_column_json_fuzzer.cpp).
+// test/fuzz/feature_column_json_fuzzer.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_FEATURECOLUMN_SERIALIZATION_H
