@@ -105,6 +105,12 @@ const char *dtype_name(DType dtype) {
 }
 size_t dtype_size(DType dtype) { return info(dtype).size; }
 
+std::optional<DType> dtype_from_name(std::string_view name) {
+  if (name == "STRING")
+    return DType::String;
+  return dtype_from_safetensors_name(name);
+}
+
 std::optional<DType> dtype_from_safetensors_name(std::string_view name) {
   for (const SafetensorsDType &i : kSafetensorsDTypes)
     if (name == i.name)

@@ -53,6 +53,9 @@ const char *safetensors_name(DType dtype);
 /// The name in messages and specs: the safetensors name, "STRING" for
 /// String, "INVALID" for Invalid.
 const char *dtype_name(DType dtype);
+/// The DType of a dtype_name ("F32", "I64", "STRING", ...): how saved
+/// models and specs name dtypes; nullopt for "INVALID" and unknown names.
+std::optional<DType> dtype_from_name(std::string_view name);
 /// The DType of a safetensors name; nullopt for a name estc does not read.
 std::optional<DType> dtype_from_safetensors_name(std::string_view name);
 /// The DType of a compiled model's ABI name (the manifest's "f32", "f64",
