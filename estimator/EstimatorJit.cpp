@@ -123,7 +123,8 @@ public:
     options.cpu = target.cpu;
     options.features = target.features;
     auto compiled = compileGraphToObject(
-        graph.graph_def(), detail::kServingModelName, options, /*runtimeChecks=*/true,
+        graph.graph_def(), detail::kServingModelName, options,
+        /*runtimeChecks=*/true, {code.function},
         [](llvm::StringRef w) { log_info("warning: " + w.str()); });
     if (!compiled)
       throw std::invalid_argument("Estimator.export_saved_model: " +

@@ -484,7 +484,17 @@ std::string Estimator::export_saved_model(
       if (!reader.has_tensor(name))
         fail("checkpoint " + reader.path() + " has no variable '" + name +
              "' that the serving function reads");
-      variables[name] = reader.get_tensor(name);
+      TensorValue value = reader.get_tensor(name);
+      VariableSpec want;
+      want.dtype =
+          dtype_from_abi_name(v["dtype"].GetString()).value_or(DType::Invalid);
+      for (const auto &d : v["shape"].GetArray())
+        want.shape.push_back(d.GetInt64());
+      if (value.spec() != want)
+        fail("variable '" + name + "' is " + value.spec().str() +
+             " in the checkpoint, the serving function reads " + want.str() +
+             " (do the receiver's features differ from training's?)");
+      variables[name] = std::move(value);
     }
     train::write_checkpoint(joinPath(temp, "variables.safetensors"),
                             variables, reader.global_step());

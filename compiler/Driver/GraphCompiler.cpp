@@ -123,7 +123,7 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
 llvm::Expected<CompiledObject>
 compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      const TargetOptions &target, bool runtimeChecks,
-                     WarningHandler warn) {
+                     llvm::ArrayRef<std::string> keep, WarningHandler warn) {
   mlir::DialectRegistry registry;
   registerCompilerDialects(registry);
   mlir::MLIRContext context(registry);
@@ -139,6 +139,8 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
       lowerToLLVMDialect(*module, modelName, what, warn);
   if (!manifest)
     return manifest.takeError();
+  if (!keep.empty())
+    keepFunctions(*manifest, keep);
   std::vector<std::string> functions;
   for (const FunctionInfo &f : manifest->functions)
     functions.push_back(f.name);

@@ -78,10 +78,12 @@ struct CompiledObject {
 };
 
 /// Imports, lowers and compiles `graph` for `target` (`runtimeChecks`:
-/// keep the run-time checks).
+/// keep the run-time checks); only the functions named in `functions` when
+/// it is not empty (the others are left out of the manifest and the code).
 llvm::Expected<CompiledObject>
 compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      const TargetOptions &target, bool runtimeChecks,
+                     llvm::ArrayRef<std::string> functions,
                      WarningHandler warn);
 
 /// Imports, lowers and JIT-compiles a graph; cached on disk by the graph's

@@ -6,6 +6,10 @@
 #include "lib/Data/Idx.h"
 #include "lib/FeatureColumn/HostTransform.h"
 
+#include "rapidjson/document.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -70,6 +74,57 @@ TensorSpec head_label_spec(const Head &head) {
   return TensorSpec{"labels", DType::Int64, {-1, 1}};
 }
 
+std::vector<std::string> head_class_names(const Head &head) {
+  int64_t n = 0;
+  if (dynamic_cast<const BinaryClassHead *>(&head))
+    n = 2;
+  else if (const auto *m = dynamic_cast<const MultiClassHead *>(&head))
+    n = m->n_classes();
+  else if (const auto *l = dynamic_cast<const MultiLabelHead *>(&head))
+    n = l->n_classes();
+  if (n == 0)
+    return {};
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    ids[static_cast<size_t>(i)] = i;
+  TensorValue t = TensorValue::of<int64_t>({n}, ids);
+  if (const auto *b = dynamic_cast<const BinaryClassHead *>(&head))
+    return b->class_names(t).strings;
+  if (const auto *m = dynamic_cast<const MultiClassHead *>(&head))
+    return m->class_names(t).strings;
+  return dynamic_cast<const MultiLabelHead &>(head).class_names(t).strings;
+}
+
+std::string canned_serving_config(const std::string &columns_config,
+                                  const std::vector<std::string> &ones,
+                                  const std::string &batch_zeros,
+                                  const Head *head) {
+  rapidjson::Document doc;
+  doc.SetObject();
+  if (!columns_config.empty())
+    doc.Parse(columns_config.c_str());
+  auto &a = doc.GetAllocator();
+  auto strings = [&](const std::vector<std::string> &list) {
+    rapidjson::Value v(rapidjson::kArrayType);
+    for (const std::string &s : list)
+      v.PushBack(rapidjson::Value(s.c_str(), a), a);
+    return v;
+  };
+  if (!ones.empty())
+    doc.AddMember("ones", strings(ones), a);
+  if (!batch_zeros.empty())
+    doc.AddMember("batch_zeros", rapidjson::Value(batch_zeros.c_str(), a), a);
+  if (head) {
+    std::vector<std::string> names = head_class_names(*head);
+    if (!names.empty())
+      doc.AddMember("class_names", strings(names), a);
+  }
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  doc.Accept(w);
+  return buffer.GetString();
+}
+
 namespace {
 
 /// The canned host half: the feature columns' (FeatureColumnHostTransform)
@@ -120,6 +175,15 @@ public:
   void transform_predictions(Features &predictions) const override {
     if (head_)
       head_->complete_predictions(predictions);
+  }
+
+  std::optional<std::string>
+  serving_config(const AddAssetFn &add_asset) const override {
+    std::optional<std::string> columns = features_.serving_config(add_asset);
+    std::vector<std::string> ones;
+    if (weights_)
+      ones.push_back(weightColumn_);
+    return canned_serving_config(*columns, ones, "", head_.get());
   }
 
 private:

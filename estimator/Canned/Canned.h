@@ -94,6 +94,20 @@ TensorValue head_labels(const Head &head, const data::Value &labels);
 /// [batch, d].
 TensorSpec head_label_spec(const Head &head);
 
+/// The names of class ids 0..n-1 of a classification head (label
+/// vocabulary or decimal ids); empty for other heads.
+std::vector<std::string> head_class_names(const Head &head);
+
+/// A canned host transform as saved_model.json's "transform" object
+/// (docs/design/saved-model.md): `columns_config` (a feature column host
+/// transform's serving_config, or empty), the inputs fed as ones when a
+/// request lacks them, the [batch, 1] zeros input (the baseline's), and
+/// the head's class names.
+std::string canned_serving_config(const std::string &columns_config,
+                                  const std::vector<std::string> &ones,
+                                  const std::string &batch_zeros,
+                                  const Head *head);
+
 /// A canned estimator's parts (above).
 struct CannedModel {
   std::shared_ptr<const Head> head;

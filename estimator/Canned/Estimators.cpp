@@ -312,6 +312,14 @@ public:
     head_->complete_predictions(predictions);
   }
 
+  std::optional<std::string>
+  serving_config(const AddAssetFn &) const override {
+    std::vector<std::string> ones;
+    if (!weightColumn_.empty())
+      ones.push_back(weightColumn_);
+    return canned_serving_config("", ones, kBaselineBatchInput, head_.get());
+  }
+
 private:
   std::shared_ptr<const Head> head_;
   std::string weightColumn_;

@@ -1,6 +1,7 @@
 //===- HostTransform.cpp - Feature columns as the Estimator's host half ---===//
 
 #include "lib/FeatureColumn/HostTransform.h"
+#include "lib/FeatureColumn/Serialization.h"
 
 namespace estc {
 namespace feature_column {
@@ -56,6 +57,13 @@ make_host_transform(FeatureColumns feature_columns,
                     std::optional<TensorSpec> labels) {
   return std::make_shared<const FeatureColumnHostTransform>(
       std::move(feature_columns), std::move(labels));
+}
+
+std::optional<std::string>
+FeatureColumnHostTransform::serving_config(const AddAssetFn &add_asset) const {
+  return "{\"feature_columns\":" +
+         feature_columns_to_json(transformer_.feature_columns(), add_asset) +
+         "}";
 }
 
 } // namespace feature_column

@@ -40,6 +40,9 @@ public:
   /// spec was given.
   std::optional<estimator::ElementSpec>
   input_spec(bool with_labels) const override;
+  /// {"feature_columns": [...]} (Serialization.h), for an export.
+  std::optional<std::string>
+  serving_config(const AddAssetFn &add_asset) const override;
   const Transformer &transformer() const { return transformer_; }
 
 private:

@@ -1,0 +1,421 @@
+//===- SavedModelTest.cpp - export_saved_model -> SavedModel::load -> run ===//
+//
+// Real exports (a custom model_fn with a raw receiver, a LinearClassifier
+// with a parsing receiver and a raw alternative), loaded by
+// serving::SavedModel and run: outputs equal to Estimator::predict,
+// signatures as TF builds them, concurrent callers, and every refusal of a
+// bad export or a bad request as one line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Serving/SavedModel.h"
+#include "lib/Support/FileIO.h"
+#include "test/serving/TestExports.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace estc {
+namespace serving_test {
+namespace {
+
+namespace fs = std::filesystem;
+using serving::SavedModel;
+using tiny::errorOf;
+
+::testing::Environment *const jitCache = ::testing::AddGlobalTestEnvironment(
+    new tiny::JitCacheEnvironment("estc-savedmodel-test-cache-"));
+
+/// One folder for the whole suite: the exports are made once.
+class SavedModelTest : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() /
+            ("estc-savedmodel-test-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    tinyExport_ = export_tiny((root_ / "tiny_model").string(),
+                              (root_ / "tiny").string(), tiny_);
+    linearExport_ = export_linear((root_ / "linear_model").string(),
+                                  (root_ / "linear").string(), linear_);
+  }
+  static void TearDownTestSuite() {
+    tiny_.reset();
+    linear_.reset();
+    if (!std::getenv("ESTC_KEEP_TEST_EXPORTS"))
+      fs::remove_all(root_);
+  }
+
+  /// A copy of an export to break.
+  static std::string copyOf(const std::string &exported,
+                            const std::string &name) {
+    fs::path to = root_ / name;
+    fs::remove_all(to);
+    fs::copy(exported, to, fs::copy_options::recursive);
+    return to.string();
+  }
+  static void edit(const std::string &dir, const std::string &from,
+                   const std::string &to) {
+    std::string path = dir + "/saved_model.json";
+    std::string text = fileio::readFile(path);
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(path, std::ios::trunc) << text;
+  }
+
+  static fs::path root_;
+  static std::unique_ptr<Estimator> tiny_, linear_;
+  static std::string tinyExport_, linearExport_;
+};
+fs::path SavedModelTest::root_;
+std::unique_ptr<Estimator> SavedModelTest::tiny_, SavedModelTest::linear_;
+std::string SavedModelTest::tinyExport_, SavedModelTest::linearExport_;
+
+template <typename M> std::vector<std::string> keysOf(const M &m) {
+  std::vector<std::string> out;
+  for (const auto &[k, v] : m)
+    out.push_back(k);
+  return out;
+}
+
+TEST_F(SavedModelTest, ExportFolderLayout) {
+  fs::path dir(tinyExport_);
+  EXPECT_EQ(dir.parent_path(), root_ / "tiny");
+  std::string name = dir.filename().string();
+  EXPECT_TRUE(std::all_of(name.begin(), name.end(), ::isdigit)) << name;
+  for (const char *f : {"saved_model.json", "model.so", "variables.safetensors"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  EXPECT_FALSE(fs::exists(dir / "model.o"));
+  // No temporary folder is left.
+  for (const auto &e : fs::directory_iterator(root_ / "tiny"))
+    EXPECT_EQ(e.path().filename().string().rfind("temp-", 0),
+              std::string::npos);
+  // The linear export copies nothing (a vocabulary list) but has a transform.
+  std::string json = fileio::readFile(linearExport_ + "/saved_model.json");
+  EXPECT_NE(json.find("\"transform\""), std::string::npos);
+  EXPECT_NE(json.find("\"class_names\":[\"no\",\"yes\"]"), std::string::npos);
+  // A second export of the same checkpoint gets a later timestamp.
+  std::string again = tiny_->export_saved_model(
+      (root_ / "tiny").string(),
+      build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}}));
+  EXPECT_GT(fs::path(again).filename().string(), name);
+  auto versions = serving::list_versions((root_ / "tiny").string());
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[1].second, again);
+  fs::remove_all(again);
+}
+
+TEST_F(SavedModelTest, CustomModelFnEqualsPredict) {
+  auto model = SavedModel::load(tinyExport_);
+  EXPECT_EQ(model->global_step(), 30);
+  ASSERT_EQ(model->signatures().size(), 1u);
+  const serving::SignatureDef &sig = model->signature("serving_default");
+  EXPECT_EQ(sig.method_name, serving::kPredictMethodName);
+  ASSERT_EQ(sig.inputs.count("x"), 1u);
+  EXPECT_EQ(sig.inputs.at("x").shape, (std::vector<int64_t>{-1, 4}));
+  EXPECT_EQ(sig.outputs.at("probabilities").dtype, DType::Float32);
+  EXPECT_EQ(sig.outputs.at("probabilities").shape,
+            (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(sig.outputs.at("classes").dtype, DType::Int64);
+
+  tiny::Data d = tiny::makeData(50, 9);
+  serving::TensorMap out =
+      model->run("serving_default", {{"x", d.x.at("x")}});
+  std::vector<Prediction> expected;
+  for (const Prediction &p :
+       tiny_->predict(numpy_input_fn(d.x, std::nullopt, {50, 1, false, 0}),
+                      {}, {}, "", /*yield_single_examples=*/false))
+    expected.push_back(p);
+  ASSERT_EQ(expected.size(), 1u);
+  EXPECT_EQ(out.at("probabilities").shape, (std::vector<int64_t>{50, 3}));
+  EXPECT_EQ(out.at("probabilities").data,
+            expected[0].at("probabilities").data);
+  EXPECT_EQ(out.at("classes").data, expected[0].at("classes").data);
+
+  // Output filter; a batch of one; JSON-style I64 numbers converted.
+  serving::TensorMap one = model->run(
+      "serving_default",
+      {{"x", TensorValue::of<int64_t>({1, 4}, {1, 0, 0, 0})}}, {"classes"});
+  EXPECT_EQ(keysOf(one), (std::vector<std::string>{"classes"}));
+}
+
+TEST_F(SavedModelTest, ConcurrentCallersGetTheirOwnAnswers) {
+  auto model = SavedModel::load(tinyExport_);
+  std::vector<tiny::Data> inputs;
+  std::vector<serving::TensorMap> expected;
+  for (int t = 0; t < 8; ++t) {
+    inputs.push_back(tiny::makeData(1 + 7 * t, 100 + t));
+    expected.push_back(
+        model->run("serving_default", {{"x", inputs.back().x.at("x")}}));
+  }
+  std::vector<int> mismatches(8, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        serving::TensorMap out =
+            model->run("serving_default", {{"x", inputs[t].x.at("x")}});
+        mismatches[t] += out.at("probabilities").data !=
+                         expected[t].at("probabilities").data;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < 8; ++t)
+    EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_GT(model->variable_bytes(), 0);
+}
+
+TEST_F(SavedModelTest, CannedParsingReceiverClassifiesExamples) {
+  auto model = SavedModel::load(linearExport_);
+  std::vector<std::string> names;
+  for (const auto &[name, sig] : model->signatures())
+    names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "classification", "predict", "raw:predict",
+                       "regression", "serving_default"}));
+  const serving::SignatureDef &cls = model->signature("serving_default");
+  EXPECT_EQ(cls.method_name, serving::kClassifyMethodName);
+  EXPECT_EQ(keysOf(cls.inputs), (std::vector<std::string>{"inputs"}));
+  EXPECT_EQ(cls.inputs.at("inputs").name, "examples");
+  EXPECT_EQ(cls.inputs.at("inputs").dtype, DType::String);
+  EXPECT_EQ(cls.outputs.at("classes").dtype, DType::String);
+  EXPECT_EQ(model->signature("regression").method_name,
+            serving::kRegressMethodName);
+  EXPECT_EQ(keysOf(model->signature("predict").inputs),
+            (std::vector<std::string>{"examples"}));
+  EXPECT_EQ(keysOf(model->signature("raw:predict").inputs),
+            (std::vector<std::string>{"color", "x1", "x2"}));
+
+  LinearData d = linear_data(40, 5);
+  std::vector<std::string> examples = linear_examples(d, 0, 40);
+  TensorValue serialized = TensorValue::of_strings({40}, examples);
+  serving::TensorMap classified =
+      model->run("serving_default", {{"inputs", serialized}});
+  serving::TensorMap predicted =
+      model->run("predict", {{"examples", serialized}});
+  serving::TensorMap raw = model->run(
+      "raw:predict",
+      {{"x1", d.x.at("x1")}, {"x2", d.x.at("x2")}, {"color", d.x.at("color")}});
+  serving::TensorMap regressed =
+      model->run("regression", {{"inputs", serialized}});
+
+  std::vector<Prediction> expected;
+  for (const Prediction &p : linear_->predict(
+           numpy_input_fn(d.x, std::nullopt, {40, 1, false, 0}), {}, {}, "",
+           false))
+    expected.push_back(p);
+  ASSERT_EQ(expected.size(), 1u);
+  const Prediction &e = expected[0];
+  EXPECT_EQ(classified.at("scores").data, e.at("probabilities").data);
+  EXPECT_EQ(classified.at("classes").shape, (std::vector<int64_t>{40, 2}));
+  EXPECT_EQ(classified.at("classes").strings[0], "no");
+  EXPECT_EQ(classified.at("classes").strings[1], "yes");
+  EXPECT_EQ(regressed.at("outputs").data, e.at("logistic").data);
+  for (const char *key : {"logits", "probabilities", "class_ids"}) {
+    EXPECT_EQ(predicted.at(key).data, e.at(key).data) << key;
+    EXPECT_EQ(raw.at(key).data, e.at(key).data) << key;
+  }
+  EXPECT_EQ(predicted.at("classes").strings, e.at("classes").strings);
+  EXPECT_EQ(raw.at("all_classes").strings, e.at("all_classes").strings);
+}
+
+TEST_F(SavedModelTest, BadRequestsAreOneLine) {
+  auto model = SavedModel::load(tinyExport_);
+  auto x = [](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return TensorValue::of<float>(shape, std::vector<float>(n, 0.5f));
+  };
+  EXPECT_EQ(errorOf([&] { model->run("nope", {{"x", x({1, 4})}}); }),
+            "Serving signature name: \"nope\" not found in signature def");
+  EXPECT_EQ(errorOf([&] { model->run("serving_default", {}); }),
+            "signature 'serving_default' needs input 'x'");
+  EXPECT_EQ(
+      errorOf([&] {
+        model->run("serving_default", {{"x", x({1, 4})}, {"y", x({1, 4})}});
+      }),
+      "input 'y' is not an input of signature 'serving_default'");
+  EXPECT_EQ(errorOf([&] { model->run("serving_default", {{"x", x({2, 5})}}); }),
+            "input 'x' has shape [2,5], the signature takes [-1,4]");
+  EXPECT_EQ(errorOf([&] { model->run("serving_default", {{"x", x({0, 4})}}); }),
+            "signature 'serving_default': the batch is empty");
+  EXPECT_EQ(errorOf([&] {
+              model->run("serving_default",
+                         {{"x", TensorValue::of_strings({1, 4}, {"a", "b", "c",
+                                                                 "d"})}});
+            }),
+            "input 'x' must be F32, got STRING");
+  EXPECT_EQ(errorOf([&] {
+              model->run("serving_default", {{"x", x({1, 4})}}, {"logits"});
+            }),
+            "output 'logits' is not an output of signature 'serving_default'");
+
+  auto linear = SavedModel::load(linearExport_);
+  EXPECT_NE(errorOf([&] {
+              linear->run("serving_default",
+                          {{"inputs", TensorValue::of_strings(
+                                          {1}, {std::string("\x0a\xff", 2)})}});
+            }).find("xample"),
+            std::string::npos);
+  // A color outside the vocabulary is the OOV id (-1): TF's default_value.
+  std::string unknown = data::ExampleBuilder()
+                            .add_float("x1", {0.5f})
+                            .add_float("x2", {0.5f})
+                            .add_bytes("color", {"purple"})
+                            .serialize();
+  EXPECT_EQ(linear
+                ->run("serving_default",
+                      {{"inputs", TensorValue::of_strings({1}, {unknown})}})
+                .at("scores")
+                .shape,
+            (std::vector<int64_t>{1, 2}));
+  std::string missing =
+      data::ExampleBuilder().add_float("x1", {0.5f}).serialize();
+  EXPECT_NE(errorOf([&] {
+              linear->run("serving_default",
+                          {{"inputs", TensorValue::of_strings({1}, {missing})}});
+            }).find("x2"),
+            std::string::npos);
+}
+
+TEST_F(SavedModelTest, BadExportsAreRefusedWithOneLine) {
+  auto loadError = [](const std::string &dir) {
+    try {
+      SavedModel::load(dir);
+    } catch (const serving::LoadError &e) {
+      std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      return what;
+    }
+    return std::string("(loaded)");
+  };
+  std::string prefix = "SavedModel ";
+  EXPECT_EQ(loadError((root_ / "nowhere").string()).rfind(prefix, 0), 0u);
+  EXPECT_NE(loadError((root_ / "nowhere").string())
+                .find("cannot read saved_model.json"),
+            std::string::npos);
+
+  std::string d = copyOf(tinyExport_, "bad-json");
+  std::ofstream(d + "/saved_model.json", std::ios::trunc) << "{\"format\": ";
+  EXPECT_NE(loadError(d).find("saved_model.json is not JSON"),
+            std::string::npos);
+
+  d = copyOf(tinyExport_, "bad-format");
+  edit(d, "estc-saved-model-1", "estc-saved-model-9");
+  EXPECT_NE(loadError(d).find("format 'estc-saved-model-9' is not "
+                              "estc-saved-model-1"),
+            std::string::npos);
+
+  d = copyOf(tinyExport_, "no-library");
+  fs::remove(d + "/model.so");
+  EXPECT_NE(loadError(d).find("the library model.so is missing"),
+            std::string::npos);
+
+  d = copyOf(tinyExport_, "bad-library");
+  std::ofstream(d + "/model.so", std::ios::trunc) << "not an ELF file";
+  EXPECT_NE(loadError(d).find("cannot load model.so"), std::string::npos);
+
+  d = copyOf(tinyExport_, "truncated-variables");
+  fs::resize_file(d + "/variables.safetensors",
+                  fs::file_size(d + "/variables.safetensors") - 8);
+  EXPECT_NE(loadError(d).find("variables.safetensors"), std::string::npos);
+
+  d = copyOf(tinyExport_, "other-arch");
+  edit(d, "\"arch\":\"x86_64\"", "\"arch\":\"riscv64\"");
+  EXPECT_NE(loadError(d).find("compiled for riscv64"), std::string::npos);
+
+  d = copyOf(tinyExport_, "bad-signature");
+  edit(d, "\"source\":\"predictions/classes\"",
+       "\"source\":\"predictions/nothing\"");
+  EXPECT_NE(loadError(d).find("'predictions/nothing' is not an output"),
+            std::string::npos);
+
+  d = copyOf(tinyExport_, "bad-field");
+  edit(d, "\"global_step\":", "\"global_step\":\"x\",\"was\":");
+  EXPECT_NE(loadError(d).find("saved_model.json.global_step is not an "
+                              "integer"),
+            std::string::npos);
+}
+
+TEST_F(SavedModelTest, MissingCpuFeaturesAreRefused) {
+  // A feature this CPU lacks, from the loader's table.
+  std::string lacking;
+  for (const char *f : {"avx512fp16", "avx512vp2intersect", "avx512bf16",
+                        "avx512vbmi2", "avx512f", "sse4a", "avx2"}) {
+    std::string probe = copyOf(tinyExport_, std::string("cpu-") + f);
+    edit(probe, "\"features\":[", std::string("\"features\":[\"") + f + "\",");
+    try {
+      SavedModel::load(probe);
+    } catch (const serving::LoadError &e) {
+      lacking = f;
+      EXPECT_NE(std::string(e.what()).find(std::string("this CPU lacks ") + f),
+                std::string::npos)
+          << e.what();
+      serving::LoadOptions skip;
+      skip.skip_cpu_check = true;
+      EXPECT_NO_THROW(SavedModel::load(probe, skip));
+      break;
+    }
+  }
+  if (lacking.empty())
+    GTEST_SKIP() << "this CPU has every probed feature";
+}
+
+TEST_F(SavedModelTest, ExportErrors) {
+  EXPECT_EQ(errorOf([&] {
+              tiny_->export_saved_model(
+                  (root_ / "x").string(),
+                  build_raw_serving_input_receiver_fn(
+                      {{"x", DType::Float32, {-1, 4}}}),
+                  {}, false, "", ModeKeys::TRAIN);
+            }),
+            "Estimator.export_saved_model: experimental_mode TRAIN is not "
+            "exported (a training job needs the model_fn and a checkpoint, "
+            "not an export)");
+  Estimator fresh(tiny::classifier_fn,
+                  quietConfig((root_ / "untrained").string()));
+  EXPECT_EQ(errorOf([&] {
+              fresh.export_saved_model(
+                  (root_ / "x").string(),
+                  build_raw_serving_input_receiver_fn(
+                      {{"x", DType::Float32, {-1, 4}}}));
+            }),
+            "Estimator.export_saved_model: Couldn't find trained model at " +
+                (root_ / "untrained").string() + ".");
+  EXPECT_NE(errorOf([&] {
+              tiny_->export_saved_model(
+                  (root_ / "x").string(),
+                  build_raw_serving_input_receiver_fn(
+                      {{"x", DType::Float32, {-1, 5}}}));
+            }).find("Estimator.export_saved_model: "),
+            std::string::npos);
+  EXPECT_EQ(errorOf([&] {
+              tiny_->export_saved_model(
+                  (root_ / "x").string(),
+                  build_raw_serving_input_receiver_fn(
+                      {{"x", DType::String, {-1, 4}}}));
+            }),
+            "Estimator.export_saved_model: receiver tensor 'x' is a string: "
+            "strings reach a model through feature columns "
+            "(Estimator::set_host_transform)");
+  EXPECT_EQ(errorOf([&] {
+              ServingInputReceiver r;
+              r.tensors = {{"a", DType::Float32, {-1}},
+                           {"a", DType::Float32, {-1}}};
+              r.validate();
+            }),
+            "ServingInputReceiver: receiver tensor 'a' is given twice");
+  // Nothing is left behind by a failed export.
+  EXPECT_FALSE(fs::exists(root_ / "x") && !fs::is_empty(root_ / "x"));
+}
+
+} // namespace
+} // namespace serving_test
+} // namespace estc
