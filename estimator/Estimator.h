@@ -238,8 +238,8 @@ public:
   /// assets.extra/ -> source file) and saved_model.json
   /// (docs/design/saved-model.md). `as_text`: saved_model.json indented
   /// for reading (it is JSON either way). `experimental_mode`: PREDICT
-  /// (TRAIN and EVAL are std::invalid_argument). Needs the model_fn (a JIT Estimator): an
-  /// AOT Estimator throws std::invalid_argument. Loaded by
+  /// (TRAIN and EVAL are std::invalid_argument). Needs the model_fn (a JIT
+  /// Estimator): an AOT Estimator throws std::invalid_argument. Loaded by
   /// serving::SavedModel (estimator/Serving/SavedModel.h).
   std::string export_saved_model(
       const std::string &export_dir_base,

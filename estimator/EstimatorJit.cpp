@@ -80,7 +80,7 @@ public:
   rt::CompiledModel *current() override { return model_.get(); }
 
   detail::ServingCode compile_serving(ModeKeys mode, const InputSpec &inputs,
-                              const ExportTarget &target) override {
+                                      const ExportTarget &target) override {
     if (mode != ModeKeys::PREDICT)
       throw std::invalid_argument(
           std::string("Estimator.export_saved_model: experimental_mode ") +
@@ -111,8 +111,8 @@ public:
                      if (it == byNode.end()) {
                        std::string key = "_export/" + name + "/" + alias;
                        sig.predictions.set(key, t);
-                       it = byNode.emplace(t.name(), "predictions/" + key)
-                                .first;
+                       it =
+                           byNode.emplace(t.name(), "predictions/" + key).first;
                      }
                      code.output_sources[name][alias] = it->second;
                    }

@@ -203,7 +203,6 @@ ExportOutput PredictOutput(const TensorMap &outputs) {
   return {ExportOutput::Kind::Predict, outputs};
 }
 
-
 namespace detail {
 DefaultGraphScope::DefaultGraphScope(Graph &graph) : previous_(defaultGraph) {
   defaultGraph = &graph;

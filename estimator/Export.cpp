@@ -79,14 +79,14 @@ void ServingInputReceiver::validate() const {
           "ServingInputReceiver: receiver_tensors_alternatives has an empty "
           "name");
     validateReceiver(r, "ServingInputReceiver: receiver_tensors_alternatives "
-                        "'" + name + "'");
+                        "'" +
+                            name + "'");
   }
 }
 
-ServingInputReceiverFn
-build_parsing_serving_input_receiver_fn(data::FeatureSpecs feature_spec,
-                                        std::optional<int64_t>
-                                            default_batch_size) {
+ServingInputReceiverFn build_parsing_serving_input_receiver_fn(
+    data::FeatureSpecs feature_spec,
+    std::optional<int64_t> default_batch_size) {
   if (feature_spec.empty())
     throw std::invalid_argument(
         "build_parsing_serving_input_receiver_fn: feature_spec is empty");
@@ -101,8 +101,7 @@ build_parsing_serving_input_receiver_fn(data::FeatureSpecs feature_spec,
 
 ServingInputReceiverFn
 build_raw_serving_input_receiver_fn(std::vector<TensorSpec> features,
-                                    std::optional<int64_t>
-                                        default_batch_size) {
+                                    std::optional<int64_t> default_batch_size) {
   if (features.empty())
     throw std::invalid_argument(
         "build_raw_serving_input_receiver_fn: features is empty");
@@ -141,8 +140,8 @@ void linkSharedLibrary(const std::string &object, const std::string &library,
                        const std::string &logFile) {
   const char *env = std::getenv("ESTC_LINKER");
   std::string linker = env && *env ? env : "ld";
-  std::vector<std::string> args = {linker,    "-shared",  "-z",
-                                   "noexecstack", "-o", library, object};
+  std::vector<std::string> args = {linker, "-shared", "-z",  "noexecstack",
+                                   "-o",   library,   object};
   std::vector<char *> argv;
   for (std::string &a : args)
     argv.push_back(a.data());
@@ -169,8 +168,8 @@ void linkSharedLibrary(const std::string &object, const std::string &library,
     } catch (const std::exception &) {
     }
     size_t nl = log.find('\n');
-    fail("the linker '" + linker + "' failed: " +
-         (log.empty() ? "no output" : log.substr(0, nl)));
+    fail("the linker '" + linker +
+         "' failed: " + (log.empty() ? "no output" : log.substr(0, nl)));
   }
 }
 
@@ -240,11 +239,9 @@ void addSignatures(const std::string &receiverName, const ReceiverTensors &r,
     sig.receiver = receiverName;
     if (kind != ExportOutput::Kind::Predict) {
       if (!singleString) {
-        log_info("export_saved_model: signature '" + name +
-                 "' excluded: " +
-                 (kind == ExportOutput::Kind::Classification
-                      ? "Classification"
-                      : "Regression") +
+        log_info("export_saved_model: signature '" + name + "' excluded: " +
+                 (kind == ExportOutput::Kind::Classification ? "Classification"
+                                                             : "Regression") +
                  " input must be a single string Tensor");
         continue;
       }
@@ -496,8 +493,8 @@ std::string Estimator::export_saved_model(
              " (do the receiver's features differ from training's?)");
       variables[name] = std::move(value);
     }
-    train::write_checkpoint(joinPath(temp, "variables.safetensors"),
-                            variables, reader.global_step());
+    train::write_checkpoint(joinPath(temp, "variables.safetensors"), variables,
+                            reader.global_step());
 
     // The host transform and its assets.
     std::string transformJson;
@@ -505,8 +502,7 @@ std::string Estimator::export_saved_model(
     if (transform) {
       int assetCount = 0;
       auto addAsset = [&](const std::string &path) {
-        std::string name =
-            std::to_string(assetCount++) + "_" + baseName(path);
+        std::string name = std::to_string(assetCount++) + "_" + baseName(path);
         makeDirs(joinPath(temp, "assets"));
         copyFile(path, joinPath(joinPath(temp, "assets"), name));
         return name;
@@ -669,10 +665,9 @@ std::string Estimator::experimental_export_all_saved_models(
            mode_key(mode) +
            " is not exported (estc exports PREDICT; a TRAIN or EVAL "
            "artifact is the checkpoint plus the model_fn)");
-  return export_saved_model(export_dir_base,
-                            input_receiver_fn_map.at(ModeKeys::PREDICT),
-                            assets_extra, as_text, checkpoint_path,
-                            ModeKeys::PREDICT, target);
+  return export_saved_model(
+      export_dir_base, input_receiver_fn_map.at(ModeKeys::PREDICT),
+      assets_extra, as_text, checkpoint_path, ModeKeys::PREDICT, target);
 }
 
 } // namespace estimator

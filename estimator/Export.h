@@ -69,18 +69,16 @@ using ServingInputReceiverFn = std::function<ServingInputReceiver()>;
 /// tf.estimator.export.build_parsing_serving_input_receiver_fn: one STRING
 /// tensor "examples" ([default_batch_size] or [-1]) parsed with
 /// `feature_spec`.
-ServingInputReceiverFn
-build_parsing_serving_input_receiver_fn(data::FeatureSpecs feature_spec,
-                                        std::optional<int64_t>
-                                            default_batch_size = {});
+ServingInputReceiverFn build_parsing_serving_input_receiver_fn(
+    data::FeatureSpecs feature_spec,
+    std::optional<int64_t> default_batch_size = {});
 
 /// tf.estimator.export.build_raw_serving_input_receiver_fn: the features
 /// themselves (each spec's key is its name; dimension 0, the batch, becomes
 /// default_batch_size or -1).
-ServingInputReceiverFn
-build_raw_serving_input_receiver_fn(std::vector<TensorSpec> features,
-                                    std::optional<int64_t>
-                                        default_batch_size = {});
+ServingInputReceiverFn build_raw_serving_input_receiver_fn(
+    std::vector<TensorSpec> features,
+    std::optional<int64_t> default_batch_size = {});
 
 /// The code target of an export (the loading CPU must have its features).
 /// "native": the exporting machine's CPU with all its features; or an LLVM

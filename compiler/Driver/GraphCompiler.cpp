@@ -147,8 +147,8 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
   llvm::Expected<TargetDescription> description = describeTarget(target);
   if (!description)
     return description.takeError();
-  llvm::Expected<std::string> object = compileModule(
-      *module, modelName, functions, target, CodeKind::Object);
+  llvm::Expected<std::string> object =
+      compileModule(*module, modelName, functions, target, CodeKind::Object);
   if (!object)
     return object.takeError();
   return CompiledObject{std::move(*object), std::move(*manifest),

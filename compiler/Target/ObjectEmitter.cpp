@@ -117,8 +117,7 @@ createTargetMachine(const TargetOptions &options) {
   return machine;
 }
 
-llvm::Expected<TargetDescription>
-describeTarget(const TargetOptions &options) {
+llvm::Expected<TargetDescription> describeTarget(const TargetOptions &options) {
   auto machine = createTargetMachine(options); // checks CPU and features
   if (!machine)
     return machine.takeError();

@@ -312,8 +312,7 @@ public:
     head_->complete_predictions(predictions);
   }
 
-  std::optional<std::string>
-  serving_config(const AddAssetFn &) const override {
+  std::optional<std::string> serving_config(const AddAssetFn &) const override {
     std::vector<std::string> ones;
     if (!weightColumn_.empty())
       ones.push_back(weightColumn_);

@@ -329,7 +329,6 @@ const char *reduction_name(Reduction reduction) {
   return "?";
 }
 
-
 // --- Head
 // ----------------------------------------------------------------------
 
@@ -663,12 +662,11 @@ BinaryClassHead::export_outputs(const TensorMap &predictions) const {
   Tensor classes = predictions.contains(PredictionKeys::ALL_CLASS_IDS)
                        ? predictions.at(PredictionKeys::ALL_CLASS_IDS)
                        : allClassIds(probabilities, 2);
-  ExportOutput classification =
-      ClassificationOutput(probabilities, classes);
+  ExportOutput classification = ClassificationOutput(probabilities, classes);
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
-          {REGRESS_SERVING_KEY, RegressionOutput(
-                                    predictions.at(PredictionKeys::LOGISTIC))},
+          {REGRESS_SERVING_KEY,
+           RegressionOutput(predictions.at(PredictionKeys::LOGISTIC))},
           {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
 }
 
@@ -792,8 +790,7 @@ MultiClassHead::export_outputs(const TensorMap &predictions) const {
   Tensor classes = predictions.contains(PredictionKeys::ALL_CLASS_IDS)
                        ? predictions.at(PredictionKeys::ALL_CLASS_IDS)
                        : allClassIds(probabilities, nClasses_);
-  ExportOutput classification =
-      ClassificationOutput(probabilities, classes);
+  ExportOutput classification = ClassificationOutput(probabilities, classes);
   return {{DEFAULT_SERVING_KEY, classification},
           {CLASSIFY_SERVING_KEY, classification},
           {PREDICT_SERVING_KEY, PredictOutput(predictions)}};
@@ -1188,8 +1185,8 @@ NamedMetrics RegressionHead::metrics(
 
 std::map<std::string, ExportOutput>
 RegressionHead::export_outputs(const TensorMap &predictions) const {
-  ExportOutput regression = RegressionOutput(
-      predictions.at(PredictionKeys::PREDICTIONS));
+  ExportOutput regression =
+      RegressionOutput(predictions.at(PredictionKeys::PREDICTIONS));
   return {{DEFAULT_SERVING_KEY, regression},
           {REGRESS_SERVING_KEY, regression},
           {PREDICT_SERVING_KEY, PredictOutput(predictions)}};

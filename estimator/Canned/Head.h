@@ -131,7 +131,6 @@ constexpr const char *CLASSIFY_SERVING_KEY = "classification";
 constexpr const char *REGRESS_SERVING_KEY = "regression";
 constexpr const char *PREDICT_SERVING_KEY = "predict";
 
-
 /// One prediction as the Estimator's predict() yields it (key -> value).
 using HostPrediction = std::map<std::string, TensorValue>;
 

@@ -57,8 +57,7 @@ const Json &member(const Json &object, const char *key,
     throw FieldError(where + " has no \"" + key + "\"");
   return it->value;
 }
-std::string str(const Json &object, const char *key,
-                const std::string &where) {
+std::string str(const Json &object, const char *key, const std::string &where) {
   const Json &v = member(object, key, where);
   if (!v.IsString())
     throw FieldError(where + "." + key + " is not a string");
@@ -111,7 +110,8 @@ std::string toText(const Json &value) {
   return buffer.GetString();
 }
 
-// --- CPU features --------------------------------------------------------------
+// --- CPU features
+// --------------------------------------------------------------
 
 #if defined(__x86_64__)
 /// LLVM's name of an x86 feature and where cpuid reports it.
@@ -125,25 +125,44 @@ struct CpuFeature {
 /// and bit manipulation. Features outside this table (cache hints, system
 /// instructions) do not change what a compiled model executes.
 constexpr CpuFeature kCpuFeatures[] = {
-    {"sse3", 1, 0, 2, 0},          {"pclmul", 1, 0, 2, 1},
-    {"ssse3", 1, 0, 2, 9},         {"fma", 1, 0, 2, 12},
-    {"cx16", 1, 0, 2, 13},         {"sse4.1", 1, 0, 2, 19},
-    {"sse4.2", 1, 0, 2, 20},       {"movbe", 1, 0, 2, 22},
-    {"popcnt", 1, 0, 2, 23},       {"aes", 1, 0, 2, 25},
-    {"avx", 1, 0, 2, 28},          {"f16c", 1, 0, 2, 29},
-    {"sse", 1, 0, 3, 25},          {"sse2", 1, 0, 3, 26},
-    {"bmi", 7, 0, 1, 3},           {"avx2", 7, 0, 1, 5},
-    {"bmi2", 7, 0, 1, 8},          {"avx512f", 7, 0, 1, 16},
-    {"avx512dq", 7, 0, 1, 17},     {"adx", 7, 0, 1, 19},
-    {"avx512ifma", 7, 0, 1, 21},   {"avx512cd", 7, 0, 1, 28},
-    {"sha", 7, 0, 1, 29},          {"avx512bw", 7, 0, 1, 30},
-    {"avx512vl", 7, 0, 1, 31},     {"avx512vbmi", 7, 0, 2, 1},
-    {"avx512vbmi2", 7, 0, 2, 6},   {"gfni", 7, 0, 2, 8},
-    {"vaes", 7, 0, 2, 9},          {"vpclmulqdq", 7, 0, 2, 10},
-    {"avx512vnni", 7, 0, 2, 11},   {"avx512bitalg", 7, 0, 2, 12},
-    {"avx512vpopcntdq", 7, 0, 2, 14}, {"avx512fp16", 7, 0, 3, 23},
-    {"avxvnni", 7, 1, 0, 4},       {"avx512bf16", 7, 1, 0, 5},
-    {"lzcnt", 0x80000001, 0, 2, 5}, {"sse4a", 0x80000001, 0, 2, 6},
+    {"sse3", 1, 0, 2, 0},
+    {"pclmul", 1, 0, 2, 1},
+    {"ssse3", 1, 0, 2, 9},
+    {"fma", 1, 0, 2, 12},
+    {"cx16", 1, 0, 2, 13},
+    {"sse4.1", 1, 0, 2, 19},
+    {"sse4.2", 1, 0, 2, 20},
+    {"movbe", 1, 0, 2, 22},
+    {"popcnt", 1, 0, 2, 23},
+    {"aes", 1, 0, 2, 25},
+    {"avx", 1, 0, 2, 28},
+    {"f16c", 1, 0, 2, 29},
+    {"sse", 1, 0, 3, 25},
+    {"sse2", 1, 0, 3, 26},
+    {"bmi", 7, 0, 1, 3},
+    {"avx2", 7, 0, 1, 5},
+    {"bmi2", 7, 0, 1, 8},
+    {"avx512f", 7, 0, 1, 16},
+    {"avx512dq", 7, 0, 1, 17},
+    {"adx", 7, 0, 1, 19},
+    {"avx512ifma", 7, 0, 1, 21},
+    {"avx512cd", 7, 0, 1, 28},
+    {"sha", 7, 0, 1, 29},
+    {"avx512bw", 7, 0, 1, 30},
+    {"avx512vl", 7, 0, 1, 31},
+    {"avx512vbmi", 7, 0, 2, 1},
+    {"avx512vbmi2", 7, 0, 2, 6},
+    {"gfni", 7, 0, 2, 8},
+    {"vaes", 7, 0, 2, 9},
+    {"vpclmulqdq", 7, 0, 2, 10},
+    {"avx512vnni", 7, 0, 2, 11},
+    {"avx512bitalg", 7, 0, 2, 12},
+    {"avx512vpopcntdq", 7, 0, 2, 14},
+    {"avx512fp16", 7, 0, 3, 23},
+    {"avxvnni", 7, 1, 0, 4},
+    {"avx512bf16", 7, 1, 0, 5},
+    {"lzcnt", 0x80000001, 0, 2, 5},
+    {"sse4a", 0x80000001, 0, 2, 6},
 };
 
 bool hostHas(const CpuFeature &f) {
@@ -179,7 +198,8 @@ const char *hostArch() {
 #endif
 }
 
-// --- The compiled model's spec -------------------------------------------------
+// --- The compiled model's spec
+// -------------------------------------------------
 
 /// rt::ModelSpec from the manifest, with the storage it points into.
 struct SpecStorage {
@@ -682,8 +702,7 @@ TensorValue convertTo(const TensorValue &t, DType dtype,
   bool fromNumber = t.dtype != DType::String && t.dtype != DType::Invalid;
   bool toNumber = dtype != DType::String && dtype != DType::Invalid;
   if (!fromNumber || !toNumber || dtype == DType::Float16 ||
-      dtype == DType::BFloat16 ||
-      (is_integer(dtype) && is_floating(t.dtype)))
+      dtype == DType::BFloat16 || (is_integer(dtype) && is_floating(t.dtype)))
     throw std::invalid_argument(what + " must be " + dtype_name(dtype) +
                                 ", got " + dtype_name(t.dtype));
   int64_t n = t.num_elements();
@@ -777,9 +796,10 @@ TensorValue lookupNames(const TensorValue &ids,
 
 } // namespace
 
-TensorMap SavedModel::Impl::runCompiled(std::map<std::string, TensorValue> features,
-                                        const std::set<std::string> &valuesInputs,
-                                        int64_t batch) const {
+TensorMap
+SavedModel::Impl::runCompiled(std::map<std::string, TensorValue> features,
+                              const std::set<std::string> &valuesInputs,
+                              int64_t batch) const {
   std::unique_ptr<rt::CompiledModel> runner = acquire();
   struct Release {
     const Impl *impl;
@@ -825,10 +845,9 @@ TensorMap SavedModel::Impl::runCompiled(std::map<std::string, TensorValue> featu
       ok = t.shape[d] == expect;
     }
     if (!ok)
-      throw std::invalid_argument("feature '" + feature + "' has shape " +
-                                  t.spec().str() +
-                                  ", not what the model takes for batch " +
-                                  std::to_string(batch));
+      throw std::invalid_argument(
+          "feature '" + feature + "' has shape " + t.spec().str() +
+          ", not what the model takes for batch " + std::to_string(batch));
     if (!t.data.empty())
       std::memcpy(runner->input_data(function, i), t.data.data(),
                   t.data.size());
@@ -849,7 +868,7 @@ TensorMap SavedModel::Impl::runCompiled(std::map<std::string, TensorValue> featu
         rt::dtypeBytes(os.dtype);
     const char *p = static_cast<const char *>(runner->output_data(function, o));
     out[os.key] = TensorValue::from_bytes(*dtype, std::move(shape),
-                                            std::string(p, p + bytes));
+                                          std::string(p, p + bytes));
   }
   return out;
 }
@@ -883,14 +902,14 @@ TensorMap SavedModel::run(const std::string &signature_name,
       throw std::invalid_argument("signature '" + signature_name +
                                   "' needs input '" + alias + "'");
     std::string what = "input '" + alias + "'";
-    TensorValue t = conform(convertTo(it->second, info.dtype, what), info, what);
+    TensorValue t =
+        conform(convertTo(it->second, info.dtype, what), info, what);
     if (t.shape.empty())
       throw std::invalid_argument(what + " needs a batch dimension");
     if (batch >= 0 && t.shape[0] != batch)
-      throw std::invalid_argument(what + " has batch " +
-                                  std::to_string(t.shape[0]) +
-                                  ", another input has " +
-                                  std::to_string(batch));
+      throw std::invalid_argument(
+          what + " has batch " + std::to_string(t.shape[0]) +
+          ", another input has " + std::to_string(batch));
     batch = t.shape[0];
     received[info.name] = std::move(t);
   }

@@ -50,8 +50,8 @@ inline RunConfig quietConfig(const std::string &model_dir) {
 inline std::string export_tiny(const std::string &model_dir,
                                const std::string &export_base,
                                std::unique_ptr<Estimator> &holder) {
-  holder = std::make_unique<Estimator>(tiny::classifier_fn,
-                                       quietConfig(model_dir));
+  holder =
+      std::make_unique<Estimator>(tiny::classifier_fn, quietConfig(model_dir));
   holder->train(tiny::trainInput(), {}, /*steps=*/30);
   return holder->export_saved_model(
       export_base,
@@ -109,9 +109,8 @@ inline std::string export_linear(const std::string &model_dir,
                                  std::unique_ptr<Estimator> &holder) {
   ClassifierOptions head;
   head.label_vocabulary = {"no", "yes"};
-  holder = std::make_unique<LinearClassifier>(linear_columns(), head,
-                                              LinearOptions(),
-                                              quietConfig(model_dir));
+  holder = std::make_unique<LinearClassifier>(
+      linear_columns(), head, LinearOptions(), quietConfig(model_dir));
   LinearData train = linear_data(400, 1);
   holder->train(numpy_input_fn(train.x, train.y, {32, std::nullopt, true, 7}),
                 {}, /*steps=*/60);

@@ -217,7 +217,8 @@ TEST(HeadGraphTest, BinaryClassHeadPredictionsMetricsAndExports) {
               p["all_class_ids"].name());
     EXPECT_EQ(keysOf(exports["regression"]),
               (std::vector<std::string>{"outputs"}));
-    EXPECT_EQ(exports["regression"].outputs["outputs"].name(), p["logistic"].name());
+    EXPECT_EQ(exports["regression"].outputs["outputs"].name(),
+              p["logistic"].name());
     EXPECT_EQ(keysOf(exports["predict"]), keysOf(p));
   }
   GraphFixture f(ModeKeys::EVAL, 1, DType::Float32, {-1, 1});
@@ -270,7 +271,8 @@ TEST(HeadGraphTest, MultiLabelAndRegressionKeys) {
     EXPECT_EQ(mapKeys(exports),
               (std::vector<std::string>{"classification", "predict",
                                         "serving_default"}));
-    EXPECT_EQ(exports["classification"].outputs["classes"].shape(), (Dims{-1, 3}));
+    EXPECT_EQ(exports["classification"].outputs["classes"].shape(),
+              (Dims{-1, 3}));
   }
   RegressionHead regression(2);
   GraphFixture f(ModeKeys::EVAL, 2, DType::Float32, {-1, 2});

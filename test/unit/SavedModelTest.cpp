@@ -88,7 +88,8 @@ TEST_F(SavedModelTest, ExportFolderLayout) {
   EXPECT_EQ(dir.parent_path(), root_ / "tiny");
   std::string name = dir.filename().string();
   EXPECT_TRUE(std::all_of(name.begin(), name.end(), ::isdigit)) << name;
-  for (const char *f : {"saved_model.json", "model.so", "variables.safetensors"})
+  for (const char *f :
+       {"saved_model.json", "model.so", "variables.safetensors"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_FALSE(fs::exists(dir / "model.o"));
   // No temporary folder is left.
@@ -124,17 +125,15 @@ TEST_F(SavedModelTest, CustomModelFnEqualsPredict) {
   EXPECT_EQ(sig.outputs.at("classes").dtype, DType::Int64);
 
   tiny::Data d = tiny::makeData(50, 9);
-  serving::TensorMap out =
-      model->run("serving_default", {{"x", d.x.at("x")}});
+  serving::TensorMap out = model->run("serving_default", {{"x", d.x.at("x")}});
   std::vector<Prediction> expected;
   for (const Prediction &p :
-       tiny_->predict(numpy_input_fn(d.x, std::nullopt, {50, 1, false, 0}),
-                      {}, {}, "", /*yield_single_examples=*/false))
+       tiny_->predict(numpy_input_fn(d.x, std::nullopt, {50, 1, false, 0}), {},
+                      {}, "", /*yield_single_examples=*/false))
     expected.push_back(p);
   ASSERT_EQ(expected.size(), 1u);
   EXPECT_EQ(out.at("probabilities").shape, (std::vector<int64_t>{50, 3}));
-  EXPECT_EQ(out.at("probabilities").data,
-            expected[0].at("probabilities").data);
+  EXPECT_EQ(out.at("probabilities").data, expected[0].at("probabilities").data);
   EXPECT_EQ(out.at("classes").data, expected[0].at("classes").data);
 
   // Output filter; a batch of one; JSON-style I64 numbers converted.
@@ -176,9 +175,9 @@ TEST_F(SavedModelTest, CannedParsingReceiverClassifiesExamples) {
   std::vector<std::string> names;
   for (const auto &[name, sig] : model->signatures())
     names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "classification", "predict", "raw:predict",
-                       "regression", "serving_default"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"classification", "predict",
+                                             "raw:predict", "regression",
+                                             "serving_default"}));
   const serving::SignatureDef &cls = model->signature("serving_default");
   EXPECT_EQ(cls.method_name, serving::kClassifyMethodName);
   EXPECT_EQ(keysOf(cls.inputs), (std::vector<std::string>{"inputs"}));
@@ -206,9 +205,9 @@ TEST_F(SavedModelTest, CannedParsingReceiverClassifiesExamples) {
       model->run("regression", {{"inputs", serialized}});
 
   std::vector<Prediction> expected;
-  for (const Prediction &p : linear_->predict(
-           numpy_input_fn(d.x, std::nullopt, {40, 1, false, 0}), {}, {}, "",
-           false))
+  for (const Prediction &p :
+       linear_->predict(numpy_input_fn(d.x, std::nullopt, {40, 1, false, 0}),
+                        {}, {}, "", false))
     expected.push_back(p);
   ASSERT_EQ(expected.size(), 1u);
   const Prediction &e = expected[0];
@@ -237,19 +236,19 @@ TEST_F(SavedModelTest, BadRequestsAreOneLine) {
             "Serving signature name: \"nope\" not found in signature def");
   EXPECT_EQ(errorOf([&] { model->run("serving_default", {}); }),
             "signature 'serving_default' needs input 'x'");
-  EXPECT_EQ(
-      errorOf([&] {
-        model->run("serving_default", {{"x", x({1, 4})}, {"y", x({1, 4})}});
-      }),
-      "input 'y' is not an input of signature 'serving_default'");
+  EXPECT_EQ(errorOf([&] {
+              model->run("serving_default",
+                         {{"x", x({1, 4})}, {"y", x({1, 4})}});
+            }),
+            "input 'y' is not an input of signature 'serving_default'");
   EXPECT_EQ(errorOf([&] { model->run("serving_default", {{"x", x({2, 5})}}); }),
             "input 'x' has shape [2,5], the signature takes [-1,4]");
   EXPECT_EQ(errorOf([&] { model->run("serving_default", {{"x", x({0, 4})}}); }),
             "signature 'serving_default': the batch is empty");
   EXPECT_EQ(errorOf([&] {
               model->run("serving_default",
-                         {{"x", TensorValue::of_strings({1, 4}, {"a", "b", "c",
-                                                                 "d"})}});
+                         {{"x", TensorValue::of_strings(
+                                    {1, 4}, {"a", "b", "c", "d"})}});
             }),
             "input 'x' must be F32, got STRING");
   EXPECT_EQ(errorOf([&] {
@@ -279,8 +278,9 @@ TEST_F(SavedModelTest, BadRequestsAreOneLine) {
   std::string missing =
       data::ExampleBuilder().add_float("x1", {0.5f}).serialize();
   EXPECT_NE(errorOf([&] {
-              linear->run("serving_default",
-                          {{"inputs", TensorValue::of_strings({1}, {missing})}});
+              linear->run(
+                  "serving_default",
+                  {{"inputs", TensorValue::of_strings({1}, {missing})}});
             }).find("x2"),
             std::string::npos);
 }
@@ -370,11 +370,10 @@ TEST_F(SavedModelTest, MissingCpuFeaturesAreRefused) {
 
 TEST_F(SavedModelTest, ExportErrors) {
   EXPECT_EQ(errorOf([&] {
-              tiny_->export_saved_model(
-                  (root_ / "x").string(),
-                  build_raw_serving_input_receiver_fn(
-                      {{"x", DType::Float32, {-1, 4}}}),
-                  {}, false, "", ModeKeys::TRAIN);
+              tiny_->export_saved_model((root_ / "x").string(),
+                                        build_raw_serving_input_receiver_fn(
+                                            {{"x", DType::Float32, {-1, 4}}}),
+                                        {}, false, "", ModeKeys::TRAIN);
             }),
             "Estimator.export_saved_model: experimental_mode TRAIN is not "
             "exported (a training job needs the model_fn and a checkpoint, "
@@ -382,25 +381,22 @@ TEST_F(SavedModelTest, ExportErrors) {
   Estimator fresh(tiny::classifier_fn,
                   quietConfig((root_ / "untrained").string()));
   EXPECT_EQ(errorOf([&] {
-              fresh.export_saved_model(
-                  (root_ / "x").string(),
-                  build_raw_serving_input_receiver_fn(
-                      {{"x", DType::Float32, {-1, 4}}}));
+              fresh.export_saved_model((root_ / "x").string(),
+                                       build_raw_serving_input_receiver_fn(
+                                           {{"x", DType::Float32, {-1, 4}}}));
             }),
             "Estimator.export_saved_model: Couldn't find trained model at " +
                 (root_ / "untrained").string() + ".");
   EXPECT_NE(errorOf([&] {
-              tiny_->export_saved_model(
-                  (root_ / "x").string(),
-                  build_raw_serving_input_receiver_fn(
-                      {{"x", DType::Float32, {-1, 5}}}));
+              tiny_->export_saved_model((root_ / "x").string(),
+                                        build_raw_serving_input_receiver_fn(
+                                            {{"x", DType::Float32, {-1, 5}}}));
             }).find("Estimator.export_saved_model: "),
             std::string::npos);
   EXPECT_EQ(errorOf([&] {
-              tiny_->export_saved_model(
-                  (root_ / "x").string(),
-                  build_raw_serving_input_receiver_fn(
-                      {{"x", DType::String, {-1, 4}}}));
+              tiny_->export_saved_model((root_ / "x").string(),
+                                        build_raw_serving_input_receiver_fn(
+                                            {{"x", DType::String, {-1, 4}}}));
             }),
             "Estimator.export_saved_model: receiver tensor 'x' is a string: "
             "strings reach a model through feature columns "
