@@ -115,8 +115,7 @@ int estc_signature_num_tensors(const EstcSavedModel *model,
   const serving::SignatureDef *sig = findSignature(model, signature);
   if (!sig)
     return -1;
-  return static_cast<int>(is_output ? sig->outputs.size()
-                                    : sig->inputs.size());
+  return static_cast<int>(is_output ? sig->outputs.size() : sig->inputs.size());
 }
 
 const char *estc_signature_tensor(const EstcSavedModel *model,
@@ -139,13 +138,11 @@ const char *estc_signature_tensor(const EstcSavedModel *model,
   return it->first.c_str();
 }
 
-EstcStatus estc_saved_model_run(const EstcSavedModel *model,
-                                const char *signature,
-                                const char *const *input_names,
-                                EstcTensor *const *inputs, int num_inputs,
-                                const char *const *output_names,
-                                EstcTensor **outputs, int num_outputs,
-                                char **error) {
+EstcStatus
+estc_saved_model_run(const EstcSavedModel *model, const char *signature,
+                     const char *const *input_names, EstcTensor *const *inputs,
+                     int num_inputs, const char *const *output_names,
+                     EstcTensor **outputs, int num_outputs, char **error) {
   if (error)
     *error = nullptr;
   for (int i = 0; outputs && i < num_outputs; ++i)

@@ -86,13 +86,11 @@ const char *estc_signature_tensor(const EstcSavedModel *model,
 /* Runs `signature` on `num_inputs` tensors named by input alias and stores
  * the `num_outputs` outputs named in `output_names` in `outputs` (new
  * tensors the caller frees; all NULL on failure). */
-EstcStatus estc_saved_model_run(const EstcSavedModel *model,
-                                const char *signature,
-                                const char *const *input_names,
-                                EstcTensor *const *inputs, int num_inputs,
-                                const char *const *output_names,
-                                EstcTensor **outputs, int num_outputs,
-                                char **error);
+EstcStatus
+estc_saved_model_run(const EstcSavedModel *model, const char *signature,
+                     const char *const *input_names, EstcTensor *const *inputs,
+                     int num_inputs, const char *const *output_names,
+                     EstcTensor **outputs, int num_outputs, char **error);
 
 /* --- Tensors ------------------------------------------------------------ */
 /* A numeric tensor: `bytes` must be the element size times the elements

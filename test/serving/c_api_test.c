@@ -66,7 +66,8 @@ static void tiny(const char *dir) {
   if (s == ESTC_OK) {
     CHECK(estc_tensor_dtype(out[0]) == ESTC_FLOAT32);
     CHECK(estc_tensor_rank(out[0]) == 2);
-    CHECK(estc_tensor_shape(out[0])[0] == 3 && estc_tensor_shape(out[0])[1] == 3);
+    CHECK(estc_tensor_shape(out[0])[0] == 3 &&
+          estc_tensor_shape(out[0])[1] == 3);
     CHECK(estc_tensor_dtype(out[1]) == ESTC_INT64);
     const float *p = estc_tensor_data(out[0]);
     const int64_t *c = estc_tensor_data(out[1]);

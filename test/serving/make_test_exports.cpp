@@ -22,8 +22,8 @@ int main(int argc, char **argv) {
   std::string out = argv[1];
   try {
     std::unique_ptr<estc::estimator::Estimator> holder;
-    std::string tiny = estc::serving_test::export_tiny(
-        out + "/train/tiny", out + "/tiny", holder);
+    std::string tiny = estc::serving_test::export_tiny(out + "/train/tiny",
+                                                       out + "/tiny", holder);
     std::string linear = estc::serving_test::export_linear(
         out + "/train/linear", out + "/linear", holder);
     std::printf("%s\n%s\n", tiny.c_str(), linear.c_str());

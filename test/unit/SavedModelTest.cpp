@@ -18,6 +18,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <random>
 #include <thread>
 
 namespace estc {
@@ -410,6 +412,203 @@ TEST_F(SavedModelTest, ExportErrors) {
             "ServingInputReceiver: receiver tensor 'a' is given twice");
   // Nothing is left behind by a failed export.
   EXPECT_FALSE(fs::exists(root_ / "x") && !fs::is_empty(root_ / "x"));
+}
+
+/// Raw features of every kind the canned estimators' columns read: x1, x2
+/// F32, color / city / size strings, id I64; labels 0/1 (as F32 for
+/// regressors).
+struct MixedData {
+  Features x;
+  TensorValue classes, values;
+  std::vector<std::string> examples;
+};
+MixedData mixedData(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const char *colors[] = {"red", "green", "blue", "mauve"};
+  const char *cities[] = {"paris", "oslo", "lima", "pune", "kyiv"};
+  const char *sizes[] = {"small", "large", "huge"};
+  std::vector<float> x1(n), x2(n), value(n);
+  std::vector<std::string> color(n), city(n), size(n);
+  std::vector<int64_t> id(n), cls(n);
+  MixedData d;
+  for (int64_t i = 0; i < n; ++i) {
+    x1[i] = u(rng);
+    x2[i] = u(rng);
+    color[i] = colors[rng() % 4];
+    city[i] = cities[rng() % 5];
+    size[i] = sizes[rng() % 3];
+    id[i] = static_cast<int64_t>(rng() % 5);
+    value[i] = x1[i] - x2[i] + (color[i] == "red" ? 1.0f : 0.0f);
+    cls[i] = value[i] > 0;
+    d.examples.push_back(data::ExampleBuilder()
+                             .add_float("x1", {x1[i]})
+                             .add_float("x2", {x2[i]})
+                             .add_bytes("color", {color[i]})
+                             .add_bytes("city", {city[i]})
+                             .add_bytes("size", {size[i]})
+                             .add_int64("id", {id[i]})
+                             .serialize());
+  }
+  d.x = {{"x1", TensorValue::of<float>({n, 1}, x1)},
+         {"x2", TensorValue::of<float>({n, 1}, x2)},
+         {"color", TensorValue::of_strings({n, 1}, color)},
+         {"city", TensorValue::of_strings({n, 1}, city)},
+         {"size", TensorValue::of_strings({n, 1}, size)},
+         {"id", TensorValue::of<int64_t>({n, 1}, id)}};
+  d.classes = TensorValue::of<int64_t>({n}, cls);
+  d.values = TensorValue::of<float>({n}, value);
+  return d;
+}
+
+TEST_F(SavedModelTest, EveryCannedEstimatorServesWhatItPredicts) {
+  std::string vocab = (root_ / "sizes.txt").string();
+  std::ofstream(vocab) << "small\nlarge\n";
+  auto x1 = fc::numeric_column("x1");
+  auto x2 = fc::bucketized_column(fc::numeric_column("x2"), {-0.5, 0, 0.5});
+  auto color = fc::categorical_column_with_vocabulary_list(
+      "color", {"red", "green", "blue"}, {}, -1, 1);
+  auto city = fc::categorical_column_with_hash_bucket("city", 16);
+  auto size = fc::categorical_column_with_vocabulary_file("size", vocab);
+  auto id = fc::categorical_column_with_identity("id", 5);
+  fc::FeatureColumns wide = {
+      x1,
+      x2,
+      color,
+      city,
+      size,
+      id,
+      fc::crossed_column({fc::CrossKey(color), fc::CrossKey(x2)}, 32)};
+  fc::FeatureColumns deep = {
+      x1, fc::embedding_column(city, 3), fc::indicator_column(color),
+      fc::indicator_column(size), fc::embedding_column(id, 2, "sqrtn")};
+  fc::FeatureColumns all = wide;
+  all.insert(all.end(), deep.begin(), deep.end());
+
+  DNNOptions dnn;
+  dnn.hidden_units = {8, 4};
+  DNNLinearCombinedOptions combined;
+  combined.linear_feature_columns = wide;
+  combined.dnn_feature_columns = deep;
+  combined.dnn_hidden_units = {6};
+  struct Case {
+    std::string name;
+    std::function<std::unique_ptr<Estimator>(RunConfig)> make;
+    fc::FeatureColumns columns;
+    bool classifier;
+  };
+  std::vector<Case> cases = {
+      {"LinearClassifier",
+       [&](RunConfig c) {
+         return std::make_unique<LinearClassifier>(wide, ClassifierOptions(),
+                                                   LinearOptions(), c);
+       },
+       wide, true},
+      {"LinearRegressor",
+       [&](RunConfig c) {
+         return std::make_unique<LinearRegressor>(wide, RegressorOptions(),
+                                                  LinearOptions(), c);
+       },
+       wide, false},
+      {"DNNClassifier",
+       [&](RunConfig c) {
+         ClassifierOptions h;
+         h.n_classes = 3;
+         return std::make_unique<DNNClassifier>(deep, dnn, h, c);
+       },
+       deep, true},
+      {"DNNRegressor",
+       [&](RunConfig c) {
+         return std::make_unique<DNNRegressor>(deep, dnn, RegressorOptions(),
+                                               c);
+       },
+       deep, false},
+      {"DNNLinearCombinedClassifier",
+       [&](RunConfig c) {
+         return std::make_unique<DNNLinearCombinedClassifier>(
+             combined, ClassifierOptions(), c);
+       },
+       all, true},
+      {"DNNLinearCombinedRegressor",
+       [&](RunConfig c) {
+         return std::make_unique<DNNLinearCombinedRegressor>(
+             combined, RegressorOptions(), c);
+       },
+       all, false},
+      {"BaselineClassifier",
+       [&](RunConfig c) {
+         return std::make_unique<BaselineClassifier>(ClassifierOptions(),
+                                                     "Ftrl", c);
+       },
+       {x1},
+       true},
+      {"BaselineRegressor",
+       [&](RunConfig c) {
+         return std::make_unique<BaselineRegressor>(RegressorOptions(), "Ftrl",
+                                                    c);
+       },
+       {x1},
+       false},
+  };
+  MixedData train = mixedData(200, 3), test = mixedData(30, 4);
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::unique_ptr<Estimator> est =
+        c.make(quietConfig((root_ / ("canned-" + c.name)).string()));
+    est->train(numpy_input_fn(train.x,
+                              c.classifier ? train.classes : train.values,
+                              {32, std::nullopt, true, 7}),
+               {}, 20);
+    data::FeatureSpecs spec = fc::make_parse_example_spec(c.columns);
+    ServingInputReceiverFn fn = [&] {
+      ServingInputReceiver r = build_parsing_serving_input_receiver_fn(spec)();
+      ReceiverTensors raw;
+      for (const auto &[key, value] : test.x)
+        if (spec.count(key))
+          raw.tensors.push_back({key, value.dtype, {-1, 1}});
+      r.receiver_tensors_alternatives["raw"] = raw;
+      return r;
+    };
+    std::string dir =
+        est->export_saved_model((root_ / ("export-" + c.name)).string(), fn);
+    auto model = SavedModel::load(dir);
+
+    serving::TensorMap rawInputs;
+    for (const auto &[key, value] : test.x)
+      if (spec.count(key))
+        rawInputs[key] = value;
+    serving::TensorMap parsed = model->run(
+        "predict",
+        {{"examples", TensorValue::of_strings({30}, test.examples)}});
+    serving::TensorMap raw = model->run("raw:predict", rawInputs);
+    std::vector<Prediction> expected;
+    for (const Prediction &p :
+         est->predict(numpy_input_fn(test.x, std::nullopt, {30, 1, false, 0}),
+                      {}, {}, "", false))
+      expected.push_back(p);
+    ASSERT_EQ(expected.size(), 1u);
+    EXPECT_EQ(keysOf(parsed), keysOf(expected[0]));
+    for (const auto &[key, value] : expected[0]) {
+      SCOPED_TRACE(key);
+      ASSERT_TRUE(parsed.count(key));
+      EXPECT_EQ(parsed.at(key).shape, value.shape);
+      EXPECT_EQ(parsed.at(key).data, value.data);
+      EXPECT_EQ(parsed.at(key).strings, value.strings);
+      EXPECT_EQ(raw.at(key).data, value.data);
+      EXPECT_EQ(raw.at(key).strings, value.strings);
+    }
+    // Classifiers classify and regress tf.Examples; regressors regress.
+    TensorValue examples = TensorValue::of_strings({30}, test.examples);
+    if (c.classifier) {
+      serving::TensorMap cls =
+          model->run("serving_default", {{"inputs", examples}});
+      EXPECT_EQ(cls.at("scores").data, expected[0].at("probabilities").data);
+    } else {
+      serving::TensorMap reg =
+          model->run("serving_default", {{"inputs", examples}});
+      EXPECT_EQ(reg.at("outputs").data, expected[0].at("predictions").data);
+    }
+  }
 }
 
 } // namespace
