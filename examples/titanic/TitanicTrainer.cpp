@@ -61,6 +61,10 @@ int run_titanic(const char *program, int argc, char **argv,
                   "dnn_linear_combined with TF's default learning rates "
                   "(linear 0.005, dnn 0.001) instead of 0.2 / 0.05"));
   parser.add(Flag("predictions", &predictions, "test rows to print").min(0));
+  std::string exportDir;
+  parser.add(Flag("export_dir", &exportDir,
+                  "after training, export the serving model (a parsing "
+                  "receiver: serialized tf.Example) under this folder"));
   parser.parse_or_exit(argc, argv);
   try {
     std::string train = (std::filesystem::path(dataDir) / "train.csv").string();
@@ -107,6 +111,17 @@ int run_titanic(const char *program, int argc, char **argv,
                   static_cast<long long>(shown - 1),
                   p.at("classes").strings.at(0).c_str(),
                   p.at("probabilities").values<float>().at(1));
+    }
+    if (!exportDir.empty()) {
+      const auto *canned =
+          dynamic_cast<const estimator::CannedEstimator *>(estimator.get());
+      if (!canned)
+        throw std::invalid_argument("--export_dir: not a canned estimator");
+      std::string dir = estimator->export_saved_model(
+          exportDir, estimator::build_parsing_serving_input_receiver_fn(
+                         feature_column::make_parse_example_spec(
+                             canned->canned_model().feature_columns)));
+      std::printf("exported: %s\n", dir.c_str());
     }
   } catch (const std::exception &e) {
     std::cerr << program << ": error: " << e.what() << "\n";
