@@ -26,6 +26,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -93,6 +94,13 @@ std::string oneLine(std::string_view s) {
 
 std::string str(const rj::Value &v) {
   return std::string(v.GetString(), v.GetStringLength());
+}
+
+/// A number of the input in a message ("1e+300", "0.1").
+std::string numberStr(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
 }
 
 std::string dimsStr(const Dims &d) {
@@ -268,7 +276,7 @@ TensorValue readTensor(const rj::Value &v, const std::string &where) {
   auto asFloat = [&](const rj::Value &x) {
     double d = asDouble(x);
     if (!fitsDType(d, DType::Float32))
-      f.fail("values", std::to_string(d) + " is outside float32's range");
+      f.fail("values", numberStr(d) + " is outside float32's range");
     return static_cast<float>(d);
   };
   auto put = [&](const auto &x) {
@@ -487,7 +495,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     e.nameLength = static_cast<int64_t>(key.size());
     return key;
   };
-  const std::string &at = f.where();
+  const std::string at = f.where(); // the children's paths
   if (kind == "numeric_column") {
     std::string key = keyed();
     Dims shape = f.shape("shape", 1);
@@ -498,7 +506,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         if (!x.IsNumber())
           f.fail("default_value", "must be numbers");
         if (!fitsDType(x.GetDouble(), dtype))
-          f.fail("default_value", std::to_string(x.GetDouble()) +
+          f.fail("default_value", numberStr(x.GetDouble()) +
                                       " does not fit dtype " +
                                       dtype_name(dtype));
         defaults.push_back(x.GetDouble());
@@ -520,7 +528,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f.fail("boundaries", "must be numbers");
       // Compared in float32 (the Transformer casts them).
       if (!fitsDType(x.GetDouble(), DType::Float32))
-        f.fail("boundaries", std::to_string(x.GetDouble()) +
+        f.fail("boundaries", numberStr(x.GetDouble()) +
                                  " is outside float32's range");
       bounds.push_back(x.GetDouble());
     }
