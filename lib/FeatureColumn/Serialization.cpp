@@ -501,7 +501,17 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     Dims shape = f.shape("shape", 1);
     DType dtype = f.dtype("dtype");
     std::vector<double> defaults;
-    if (f.find("default_value"))
+    if (f.find("default_value")) {
+      // One per element, as written (numeric_column's single value would
+      // let a few bytes allocate kMaxElements).
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      if (static_cast<int64_t>(f.array("default_value").Size()) != n)
+        f.fail("default_value",
+               std::to_string(f.array("default_value").Size()) +
+                   " values, expected " + std::to_string(n) + " for shape " +
+                   dimsStr(shape));
       for (const rj::Value &x : f.array("default_value")) {
         if (!x.IsNumber())
           f.fail("default_value", "must be numbers");
@@ -511,6 +521,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
                                       dtype_name(dtype));
         defaults.push_back(x.GetDouble());
       }
+    }
     bool normalized = f.find("normalizer_fn") && f.boolean("normalizer_fn");
     auto c = construct(f, [&] {
       return numeric_column(key, shape, defaults, dtype, nullptr);

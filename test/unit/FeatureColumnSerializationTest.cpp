@@ -473,12 +473,17 @@ TEST(FeatureColumnSerializationErrors, Columns) {
           R"([{"kind":"numeric_column","key":"age","shape":[1],"dtype":"I32","default_value":[1e10]}])"),
       "feature_columns[0] (numeric_column 'age'): field 'default_value': "
       "1e+10 does not fit dtype I32");
-  // The constructors' own checks, under the column's place.
   EXPECT_EQ(
       columnsError(
           R"([{"kind":"numeric_column","key":"age","shape":[2],"dtype":"F32","default_value":[1,2,3]}])"),
+      "feature_columns[0] (numeric_column 'age'): field 'default_value': 3 "
+      "values, expected 2 for shape [2]");
+  // The constructors' own checks, under the column's place.
+  EXPECT_EQ(
+      columnsError(
+          R"([{"kind":"numeric_column","key":"age","shape":[1],"dtype":"I64","default_value":[1.5]}])"),
       "feature_columns[0] (numeric_column 'age'): numeric_column 'age': "
-      "default_value has 3 values, expected 1 or 2 for shape [2]");
+      "default_value 1.500000 is not an integer of dtype int64");
   EXPECT_EQ(
       columnsError(
           R"([{"kind":"categorical_column_with_hash_bucket","key":"c","hash_bucket_size":1099511627777,"dtype":"STRING"}])"),
