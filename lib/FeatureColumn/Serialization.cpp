@@ -61,8 +61,7 @@ constexpr unsigned kParseFlags = rj::kParseIterativeFlag |
                                  rj::kParseFullPrecisionFlag |
                                  rj::kParseNanAndInfFlag;
 
-const char *const kDTypeNames =
-    "F32, F64, I32, I64, BOOL, F16, BF16 or STRING";
+const char *const kDTypeNames = "F32, F64, I32, I64, BOOL, F16, BF16 or STRING";
 
 /// A string from the input, fit for a one-line message: control bytes
 /// escaped, at most 80 bytes.
@@ -215,8 +214,8 @@ public:
       fail(field, std::string("must be a dtype name (") + kDTypeNames + ")");
     std::optional<DType> d = dtype_from_name(str(f));
     if (!d)
-      fail(field, "unknown dtype '" + printable(str(f)) + "' (" +
-                      kDTypeNames + ")");
+      fail(field,
+           "unknown dtype '" + printable(str(f)) + "' (" + kDTypeNames + ")");
     return *d;
   }
   rj::Value::ConstArray array(const char *field) const {
@@ -249,10 +248,10 @@ private:
 void parseJson(rj::Document &doc, std::string_view json, const char *what) {
   doc.Parse<kParseFlags>(json.data(), json.size());
   if (doc.HasParseError())
-    throw std::invalid_argument(
-        std::string(what) + ": not valid JSON at byte " +
-        std::to_string(doc.GetErrorOffset()) + ": " +
-        rj::GetParseError_En(doc.GetParseError()));
+    throw std::invalid_argument(std::string(what) +
+                                ": not valid JSON at byte " +
+                                std::to_string(doc.GetErrorOffset()) + ": " +
+                                rj::GetParseError_En(doc.GetParseError()));
 }
 
 /// A TensorValue {"dtype", "shape", "values"} (a parse spec's default).
@@ -372,12 +371,10 @@ public:
 
 private:
   Entry readObject(Fields &f, const std::string &kind, int depth);
-  std::shared_ptr<const NumericColumn> numeric(const rj::Value &v,
-                                               const std::string &where,
-                                               int depth, Entry &e);
-  CategoricalColumnPtr categorical(const rj::Value &v,
-                                   const std::string &where, int depth,
-                                   Entry &e);
+  std::shared_ptr<const NumericColumn>
+  numeric(const rj::Value &v, const std::string &where, int depth, Entry &e);
+  CategoricalColumnPtr categorical(const rj::Value &v, const std::string &where,
+                                   int depth, Entry &e);
   /// The Transformer bucketizes a crossed or weighted bucketized column on
   /// the host, which a normalized source forbids (its normalizer_fn runs
   /// compiled, and the column read back has none).
@@ -448,7 +445,8 @@ ColumnReader::numeric(const rj::Value &v, const std::string &where, int depth,
   Entry child = read(v, where, depth + 1);
   auto n = std::dynamic_pointer_cast<const NumericColumn>(child.column);
   if (!n)
-    throw std::invalid_argument(where + ": '" + printable(child.column->name()) +
+    throw std::invalid_argument(where + ": '" +
+                                printable(child.column->name()) +
                                 "' is not a numeric_column");
   e.nameLength = child.nameLength;
   return n;
@@ -460,7 +458,8 @@ CategoricalColumnPtr ColumnReader::categorical(const rj::Value &v,
   Entry child = read(v, where, depth + 1);
   auto c = std::dynamic_pointer_cast<const CategoricalColumn>(child.column);
   if (!c)
-    throw std::invalid_argument(where + ": '" + printable(child.column->name()) +
+    throw std::invalid_argument(where + ": '" +
+                                printable(child.column->name()) +
                                 "' is not a categorical column");
   e.leaves = child.leaves;
   e.nameLength = child.nameLength;
@@ -539,8 +538,8 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f.fail("boundaries", "must be numbers");
       // Compared in float32 (the Transformer casts them).
       if (!fitsDType(x.GetDouble(), DType::Float32))
-        f.fail("boundaries", numberStr(x.GetDouble()) +
-                                 " is outside float32's range");
+        f.fail("boundaries",
+               numberStr(x.GetDouble()) + " is outside float32's range");
       bounds.push_back(x.GetDouble());
     }
     e.column = construct(f, [&] { return bucketized_column(src, bounds); });
@@ -625,13 +624,12 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     const rj::Value &h = f.get("hash_key");
     if (!h.IsUint64())
       f.fail("hash_key", "must be an unsigned 64-bit integer");
-    e.column = construct(
-        f, [&] { return crossed_column(keys, n, h.GetUint64()); });
+    e.column =
+        construct(f, [&] { return crossed_column(keys, n, h.GetUint64()); });
   } else if (kind == "weighted_categorical_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     requireHostIds(f, *c);
     std::string weight = f.string("weight_feature_key");
     DType dtype = f.dtype("dtype");
@@ -641,17 +639,15 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f, [&] { return weighted_categorical_column(c, weight, dtype); });
   } else if (kind == "indicator_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 10; // "_indicator"
     e.column = construct(f, [&] { return indicator_column(c); });
   } else if (kind == "embedding_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 10; // "_embedding"
     int64_t dimension = f.integer("dimension", 1, kMaxSize);
@@ -666,9 +662,8 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     });
   } else if (kind == "shared_embedding_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 17; // "_shared_embedding"
     std::string name = f.string("shared_embedding_collection_name");
@@ -695,8 +690,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
       if (f.find("trainable") && f.boolean("trainable") != state->trainable)
         f.fail("trainable", "differs from the collection's");
       if (c->num_buckets() != state->num_buckets)
-        f.fail("categorical_column", "has " +
-                                         std::to_string(c->num_buckets()) +
+        f.fail("categorical_column", "has " + std::to_string(c->num_buckets()) +
                                          " buckets, the collection " +
                                          std::to_string(state->num_buckets));
     }
@@ -751,8 +745,9 @@ private:
     if (const auto *b = dynamic_cast<const BucketizedColumn *>(&c))
       if (b->source_column()->normalizer_fn())
         throw std::invalid_argument(
-            "feature_columns_to_json: '" + user.name() + "' needs the ids of '" +
-            b->name() + "' on the host, but its source has a normalizer_fn "
+            "feature_columns_to_json: '" + user.name() +
+            "' needs the ids of '" + b->name() +
+            "' on the host, but its source has a normalizer_fn "
             "(which runs compiled; the Transformer refuses it too)");
   }
 
@@ -797,7 +792,8 @@ void ColumnWriter::write(const FeatureColumn &c) {
     integer("num_buckets", i->num_buckets());
     if (i->default_value())
       integer("default_value", *i->default_value());
-  } else if (const auto *h = dynamic_cast<const HashedCategoricalColumn *>(&c)) {
+  } else if (const auto *h =
+                 dynamic_cast<const HashedCategoricalColumn *>(&c)) {
     key("kind", "categorical_column_with_hash_bucket");
     key("key", h->key());
     integer("hash_bucket_size", h->hash_bucket_size());

@@ -284,25 +284,23 @@ void featureColumns(const std::string &out) {
   auto ifruit = categorical_column_with_vocabulary_file(
       "ifruit", dir + "/ivocab.txt", 3, DType::Int64, 0);
   auto cross = crossed_column({"city", ageB, color}, 100);
-  auto shared = shared_embedding_columns({item, item3}, 3, "sqrtn", {}, "",
-                                         1.5, false);
-  FeatureColumns all{age,
-                     height,
-                     ageB,
-                     indicator_column(color),
-                     embedding_column(color, 4),
-                     embedding_column(fruit, 2, "sum", {}, 2.0, false),
-                     indicator_column(ifruit),
-                     indicator_column(
-                         weighted_categorical_column(color, "color_w")),
-                     shared[0],
-                     shared[1],
-                     indicator_column(cross),
-                     embedding_column(crossed_column({cross, "fruit", code},
-                                                     37, 7),
-                                      5),
-                     indicator_column(zip),
-                     embedding_column(city, 3)};
+  auto shared =
+      shared_embedding_columns({item, item3}, 3, "sqrtn", {}, "", 1.5, false);
+  FeatureColumns all{
+      age,
+      height,
+      ageB,
+      indicator_column(color),
+      embedding_column(color, 4),
+      embedding_column(fruit, 2, "sum", {}, 2.0, false),
+      indicator_column(ifruit),
+      indicator_column(weighted_categorical_column(color, "color_w")),
+      shared[0],
+      shared[1],
+      indicator_column(cross),
+      embedding_column(crossed_column({cross, "fruit", code}, 37, 7), 5),
+      indicator_column(zip),
+      embedding_column(city, 3)};
   auto asset = [&](const std::string &path) {
     return std::filesystem::path(path).filename().string();
   };

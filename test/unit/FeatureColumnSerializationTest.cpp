@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/FeatureColumn/Serialization.h"
 #include "lib/Data/Example.h"
+#include "lib/FeatureColumn/Serialization.h"
 #include "lib/FeatureColumn/Transformer.h"
 #include "test/unit/FileTesting.h"
 
@@ -67,8 +67,7 @@ std::vector<std::string> names(const FeatureColumns &cs) {
 /// Random raw features of `batch` rows for the columns of allColumns().
 data::Element randomBatch(std::mt19937 &rng, int64_t batch) {
   auto pick = [&](const std::vector<std::string> &from) {
-    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(
-        rng)];
+    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng)];
   };
   auto uniform = [&](double lo, double hi) {
     return std::uniform_real_distribution<double>(lo, hi)(rng);
@@ -110,7 +109,8 @@ data::Element randomBatch(std::mt19937 &rng, int64_t batch) {
       }
     }
     return data::SparseTensor::make(
-        indices, TensorValue::of<T>({static_cast<int64_t>(values.size())}, values),
+        indices,
+        TensorValue::of<T>({static_cast<int64_t>(values.size())}, values),
         {batch, width});
   };
   std::map<std::string, data::Element> f;
@@ -138,9 +138,8 @@ data::Element randomBatch(std::mt19937 &rng, int64_t batch) {
 /// Every column kind, nested and shared as models use them.
 FeatureColumns allColumns(const std::string &vocab, const std::string &ivocab) {
   auto age = numeric_column("age", {1}, {-1.5});
-  auto height =
-      numeric_column("height", {2}, {1.25, 1.75}, DType::Float32,
-                     [](const Tensor &x) { return x; });
+  auto height = numeric_column("height", {2}, {1.25, 1.75}, DType::Float32,
+                               [](const Tensor &x) { return x; });
   auto ageB = bucketized_column(age, {18, 30.5, 50});
   auto item = categorical_column_with_identity("item", 10, 0);
   auto item3 = categorical_column_with_identity("item3", 10, 9);
@@ -153,13 +152,13 @@ FeatureColumns allColumns(const std::string &vocab, const std::string &ivocab) {
       DType::Int64, 1);
   auto fruit = categorical_column_with_vocabulary_file("fruit", vocab, {},
                                                        DType::String, {}, 1);
-  auto ifruit = categorical_column_with_vocabulary_file(
-      "ifruit", ivocab, 3, DType::Int64, 0);
+  auto ifruit = categorical_column_with_vocabulary_file("ifruit", ivocab, 3,
+                                                        DType::Int64, 0);
   auto cross = crossed_column({"city", ageB, color}, 100);
   auto cross2 = crossed_column({cross, "fruit", code}, 37, 7);
   auto weighted = weighted_categorical_column(color, "color_w");
-  auto shared = shared_embedding_columns({item, item3}, 3, "sqrtn", {},
-                                         "", 1.5, false);
+  auto shared =
+      shared_embedding_columns({item, item3}, 3, "sqrtn", {}, "", 1.5, false);
   return {age,
           height,
           ageB,
@@ -250,12 +249,12 @@ TEST_F(FeatureColumnSerializationTest, ExactNumbers) {
   FeatureColumns original{x, b, c};
   std::string json = feature_columns_to_json(original, identity);
   FeatureColumns read = feature_columns_from_json(json, identity);
-  EXPECT_EQ(std::dynamic_pointer_cast<const NumericColumn>(read[0])
-                ->default_value(),
-            x->default_value());
-  EXPECT_EQ(std::dynamic_pointer_cast<const BucketizedColumn>(read[1])
-                ->boundaries(),
-            b->boundaries());
+  EXPECT_EQ(
+      std::dynamic_pointer_cast<const NumericColumn>(read[0])->default_value(),
+      x->default_value());
+  EXPECT_EQ(
+      std::dynamic_pointer_cast<const BucketizedColumn>(read[1])->boundaries(),
+      b->boundaries());
   EXPECT_EQ(std::dynamic_pointer_cast<const CrossedColumn>(read[2])->hash_key(),
             UINT64_MAX);
   EXPECT_EQ(feature_columns_to_json(read, identity), json);
@@ -268,8 +267,8 @@ TEST_F(FeatureColumnSerializationTest, VocabularyFilesAreAssets) {
   std::filesystem::path assets = dir_ / "export" / "assets";
   std::filesystem::create_directories(assets);
   std::vector<std::string> added;
-  std::string json = feature_columns_to_json(
-      original, [&](const std::string &path) {
+  std::string json =
+      feature_columns_to_json(original, [&](const std::string &path) {
         std::string name = std::to_string(added.size()) + "_" +
                            std::filesystem::path(path).filename().string();
         std::filesystem::copy_file(path, assets / name);
@@ -331,8 +330,7 @@ void expectSameSpecs(const data::FeatureSpecs &a, const data::FeatureSpecs &b) {
       const auto &g = std::get<data::FixedLenFeature>(ib->second);
       EXPECT_EQ(f->shape, g.shape);
       EXPECT_EQ(f->dtype, g.dtype);
-      EXPECT_TRUE(sameOptional(f->default_value, g.default_value))
-          << ia->first;
+      EXPECT_TRUE(sameOptional(f->default_value, g.default_value)) << ia->first;
     } else if (const auto *v = std::get_if<data::VarLenFeature>(&ia->second)) {
       EXPECT_EQ(v->dtype, std::get<data::VarLenFeature>(ib->second).dtype);
     } else {
@@ -349,8 +347,7 @@ void expectSameSpecs(const data::FeatureSpecs &a, const data::FeatureSpecs &b) {
 TEST_F(FeatureColumnSerializationTest, ParseSpecRoundTrips) {
   std::string vocab = write("fruit.txt", "apple\nbanana\ncherry\n");
   std::string ivocab = write("ifruit.txt", "42\n7\n13\n99\n");
-  data::FeatureSpecs specs =
-      make_parse_example_spec(allColumns(vocab, ivocab));
+  data::FeatureSpecs specs = make_parse_example_spec(allColumns(vocab, ivocab));
   specs["name"] = data::FixedLenFeature{
       {2}, DType::String, TensorValue::of_strings({2}, {"a\"b", "\n\xff"})};
   specs["steps"] = data::FixedLenSequenceFeature{
@@ -372,11 +369,11 @@ TEST_F(FeatureColumnSerializationTest, ParseSpecRoundTrips) {
   odd["b"] = data::FixedLenFeature{
       {2}, DType::Bool, TensorValue::of<bool>({2}, {true, false})};
   odd["h"] = data::FixedLenFeature{
-      {1}, DType::Float16,
+      {1},
+      DType::Float16,
       TensorValue::from_bytes(DType::Float16, {1}, std::string("\x00\x3c", 2))};
   odd["nan"] = data::FixedLenFeature{
-      {2}, DType::Float32,
-      TensorValue::of<float>({2}, {NAN, -INFINITY})};
+      {2}, DType::Float32, TensorValue::of<float>({2}, {NAN, -INFINITY})};
   data::FeatureSpecs oddRead = parse_spec_from_json(parse_spec_to_json(odd));
   expectSameSpecs(oddRead, odd);
 
@@ -447,10 +444,13 @@ TEST(FeatureColumnSerializationErrors, Columns) {
             "feature_columns[0]: missing field 'kind'");
   EXPECT_EQ(columnsError(R"([{"kind":"magic_column"}])"),
             "feature_columns[0]: field 'kind': unknown kind 'magic_column'");
-  EXPECT_EQ(columnsError(R"([{"kind":"numeric_column","key":"age","shape":[1],"dtype":"F32","colour":1}])"),
-            "feature_columns[0]: unknown field 'colour'");
-  EXPECT_EQ(columnsError(R"([{"kind":"numeric_column","key":"age","key":"b"}])"),
-            "feature_columns[0]: field 'key' appears twice");
+  EXPECT_EQ(
+      columnsError(
+          R"([{"kind":"numeric_column","key":"age","shape":[1],"dtype":"F32","colour":1}])"),
+      "feature_columns[0]: unknown field 'colour'");
+  EXPECT_EQ(
+      columnsError(R"([{"kind":"numeric_column","key":"age","key":"b"}])"),
+      "feature_columns[0]: field 'key' appears twice");
   EXPECT_EQ(columnsError(R"([{"kind":"numeric_column","key":7}])"),
             "feature_columns[0]: field 'key': must be a string");
   EXPECT_EQ(
@@ -535,10 +535,12 @@ TEST(FeatureColumnSerializationErrors, Columns) {
       "feature_columns[0] (crossed_column): crossed_column: keys must be a "
       "list with length > 1, not 1");
   // A key with a newline stays one line.
-  EXPECT_EQ(columnsError(R"([{"kind":"numeric_column","key":"a\nb","shape":[1],"dtype":"X"}])"),
-            "feature_columns[0] (numeric_column 'a\\x0ab'): field 'dtype': "
-            "unknown dtype 'X' (F32, F64, I32, I64, BOOL, F16, BF16 or "
-            "STRING)");
+  EXPECT_EQ(
+      columnsError(
+          R"([{"kind":"numeric_column","key":"a\nb","shape":[1],"dtype":"X"}])"),
+      "feature_columns[0] (numeric_column 'a\\x0ab'): field 'dtype': "
+      "unknown dtype 'X' (F32, F64, I32, I64, BOOL, F16, BF16 or "
+      "STRING)");
   EXPECT_EQ(
       columnsError(
           R"([{"kind":"categorical_column_with_vocabulary_file","key":"f","vocabulary_file":"/nonexistent/v.txt","vocabulary_size":3,"dtype":"STRING","default_value":-1,"num_oov_buckets":1}])")
@@ -553,12 +555,14 @@ TEST(FeatureColumnSerializationErrors, Columns) {
   for (int i = 0; i < 40; ++i)
     deep = "{\"kind\":\"weighted_categorical_column\",\"categorical_column\":" +
            deep + ",\"weight_feature_key\":\"w\",\"dtype\":\"F32\"}";
-  EXPECT_NE(columnsError("[" + deep + "]").find("columns nested deeper than "
-                                                "32"),
+  EXPECT_NE(columnsError("[" + deep + "]")
+                .find("columns nested deeper than "
+                      "32"),
             std::string::npos);
-  std::string doubling = "[" + num + ",{\"kind\":\"categorical_column_with_"
-                                     "identity\",\"key\":\"i\","
-                                     "\"num_buckets\":3}";
+  std::string doubling = "[" + num +
+                         ",{\"kind\":\"categorical_column_with_"
+                         "identity\",\"key\":\"i\","
+                         "\"num_buckets\":3}";
   // Column 1 is the identity; each cross crosses the previous one twice.
   for (int i = 0; i < 12; ++i)
     doubling += ",{\"kind\":\"crossed_column\",\"keys\":[{\"ref\":" +
@@ -570,8 +574,10 @@ TEST(FeatureColumnSerializationErrors, Columns) {
 }
 
 TEST(FeatureColumnSerializationErrors, SharedAndNormalized) {
-  const std::string item = R"({"kind":"categorical_column_with_identity","key":"i","num_buckets":3})";
-  const std::string item4 = R"({"kind":"categorical_column_with_identity","key":"j","num_buckets":4})";
+  const std::string item =
+      R"({"kind":"categorical_column_with_identity","key":"i","num_buckets":3})";
+  const std::string item4 =
+      R"({"kind":"categorical_column_with_identity","key":"j","num_buckets":4})";
   auto shared = [](const std::string &cat, const std::string &more) {
     return R"({"kind":"shared_embedding_column","categorical_column":)" + cat +
            R"(,"shared_embedding_collection_name":"s","combiner":"mean")" +
@@ -580,16 +586,22 @@ TEST(FeatureColumnSerializationErrors, SharedAndNormalized) {
   EXPECT_EQ(columnsError("[" + shared(item, "") + "]"),
             "feature_columns[0] (shared_embedding_column): missing field "
             "'dimension'");
-  EXPECT_EQ(columnsError("[" + shared(item, R"(,"dimension":2,"trainable":true)") +
+  EXPECT_EQ(columnsError("[" +
+                         shared(item, R"(,"dimension":2,"trainable":true)") +
                          "," + shared(item4, "") + "]"),
             "feature_columns[1] (shared_embedding_column): field "
             "'categorical_column': has 4 buckets, the collection 3");
-  EXPECT_EQ(columnsError("[" + shared(item, R"(,"dimension":2,"trainable":true)") +
+  EXPECT_EQ(columnsError("[" +
+                         shared(item, R"(,"dimension":2,"trainable":true)") +
                          "," + shared(item, R"(,"dimension":3)") + "]"),
             "feature_columns[1] (shared_embedding_column): field 'dimension': "
             "differs from the collection's");
-  EXPECT_EQ(columnsError("[" + shared(item, R"(,"dimension":2,"trainable":true,"combiner":"max")") + "]"),
-            "feature_columns[0]: field 'combiner' appears twice");
+  EXPECT_EQ(
+      columnsError(
+          "[" +
+          shared(item, R"(,"dimension":2,"trainable":true,"combiner":"max")") +
+          "]"),
+      "feature_columns[0]: field 'combiner' appears twice");
 
   // A bucketized column of a normalized source cannot be crossed: the
   // Transformer would bucketize the raw value without the normalizer_fn.
@@ -622,33 +634,52 @@ TEST(FeatureColumnSerializationErrors, ParseSpecs) {
   EXPECT_EQ(specError("[]"), "parse_spec: must be a JSON object");
   EXPECT_EQ(specError("{\"a\":"),
             "parse_spec: not valid JSON at byte 5: Invalid value.");
-  EXPECT_EQ(specError(R"({"a":{"kind":"VarLenFeature","dtype":"F32"},"a":{"kind":"VarLenFeature","dtype":"F32"}})"),
-            "parse_spec['a']: the feature appears twice");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"VarLenFeature","dtype":"F32"},"a":{"kind":"VarLenFeature","dtype":"F32"}})"),
+      "parse_spec['a']: the feature appears twice");
   EXPECT_EQ(specError(R"({"a":{"kind":"DenseFeature"}})"),
             "parse_spec['a']: field 'kind': unknown kind 'DenseFeature' "
             "(FixedLenFeature, VarLenFeature or FixedLenSequenceFeature)");
-  EXPECT_EQ(specError(R"({"a":{"kind":"VarLenFeature","dtype":"F32","shape":[]}})"),
-            "parse_spec['a']: a VarLenFeature has only a dtype");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[2],"dtype":"F32","default_value":{"dtype":"F32","shape":[2],"values":[1]}}})"),
-            "parse_spec['a'].default_value: field 'values': 1 values for "
-            "shape [2]");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"F32","default_value":{"dtype":"F32","shape":[1],"values":[1e39]}}})"),
-            "parse_spec['a'].default_value: field 'values': "
-            "1e+39 is outside float32's range");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"I64","default_value":{"dtype":"I32","shape":[1],"values":[3000000000]}}})"),
-            "parse_spec['a'].default_value: field 'values': 3000000000 is "
-            "outside [-2147483648, 2147483647]");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"STRING","default_value":{"dtype":"STRING","shape":[1],"values":[1]}}})"),
-            "parse_spec['a'].default_value: field 'values': must be strings");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"INVALID"}})"),
-            "parse_spec['a']: field 'dtype': unknown dtype 'INVALID' (F32, "
-            "F64, I32, I64, BOOL, F16, BF16 or STRING)");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenSequenceFeature","shape":[],"dtype":"F32"}})"),
-            "parse_spec['a']: missing field 'allow_missing'");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[-1],"dtype":"F32"}})"),
-            "parse_spec['a']: field 'shape': -1 is outside [0, 16777216]");
-  EXPECT_EQ(specError(R"({"a":{"kind":"FixedLenFeature","shape":[16777216,2],"dtype":"F32"}})"),
-            "parse_spec['a']: field 'shape': more than 16777216 elements");
+  EXPECT_EQ(
+      specError(R"({"a":{"kind":"VarLenFeature","dtype":"F32","shape":[]}})"),
+      "parse_spec['a']: a VarLenFeature has only a dtype");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[2],"dtype":"F32","default_value":{"dtype":"F32","shape":[2],"values":[1]}}})"),
+      "parse_spec['a'].default_value: field 'values': 1 values for "
+      "shape [2]");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"F32","default_value":{"dtype":"F32","shape":[1],"values":[1e39]}}})"),
+      "parse_spec['a'].default_value: field 'values': "
+      "1e+39 is outside float32's range");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"I64","default_value":{"dtype":"I32","shape":[1],"values":[3000000000]}}})"),
+      "parse_spec['a'].default_value: field 'values': 3000000000 is "
+      "outside [-2147483648, 2147483647]");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"STRING","default_value":{"dtype":"STRING","shape":[1],"values":[1]}}})"),
+      "parse_spec['a'].default_value: field 'values': must be strings");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[1],"dtype":"INVALID"}})"),
+      "parse_spec['a']: field 'dtype': unknown dtype 'INVALID' (F32, "
+      "F64, I32, I64, BOOL, F16, BF16 or STRING)");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenSequenceFeature","shape":[],"dtype":"F32"}})"),
+      "parse_spec['a']: missing field 'allow_missing'");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[-1],"dtype":"F32"}})"),
+      "parse_spec['a']: field 'shape': -1 is outside [0, 16777216]");
+  EXPECT_EQ(
+      specError(
+          R"({"a":{"kind":"FixedLenFeature","shape":[16777216,2],"dtype":"F32"}})"),
+      "parse_spec['a']: field 'shape': more than 16777216 elements");
 }
 
 } // namespace
