@@ -179,6 +179,20 @@ FeatureColumns allColumns(const std::string &vocab, const std::string &ivocab) {
 void expectSameTransformer(const FeatureColumns &original,
                            const FeatureColumns &read) {
   EXPECT_EQ(names(read), names(original));
+  // What the graph half sizes its variables by.
+  for (size_t i = 0; i < read.size(); ++i) {
+    if (auto d = std::dynamic_pointer_cast<const DenseColumn>(original[i])) {
+      auto r = std::dynamic_pointer_cast<const DenseColumn>(read[i]);
+      ASSERT_TRUE(r) << d->name();
+      EXPECT_EQ(r->variable_shape(), d->variable_shape()) << d->name();
+    }
+    if (auto c =
+            std::dynamic_pointer_cast<const CategoricalColumn>(original[i])) {
+      auto r = std::dynamic_pointer_cast<const CategoricalColumn>(read[i]);
+      ASSERT_TRUE(r) << c->name();
+      EXPECT_EQ(r->num_buckets(), c->num_buckets()) << c->name();
+    }
+  }
   Transformer a(original), b(read);
   expectSameSpecs(b.input_specs(), a.input_specs());
   EXPECT_EQ(b.values_inputs(), a.values_inputs());
