@@ -26,6 +26,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -60,8 +61,7 @@ constexpr unsigned kParseFlags = rj::kParseIterativeFlag |
                                  rj::kParseFullPrecisionFlag |
                                  rj::kParseNanAndInfFlag;
 
-const char *const kDTypeNames =
-    "F32, F64, I32, I64, BOOL, F16, BF16 or STRING";
+const char *const kDTypeNames = "F32, F64, I32, I64, BOOL, F16, BF16 or STRING";
 
 /// A string from the input, fit for a one-line message: control bytes
 /// escaped, at most 80 bytes.
@@ -93,6 +93,13 @@ std::string oneLine(std::string_view s) {
 
 std::string str(const rj::Value &v) {
   return std::string(v.GetString(), v.GetStringLength());
+}
+
+/// A number of the input in a message ("1e+300", "0.1").
+std::string numberStr(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
 }
 
 std::string dimsStr(const Dims &d) {
@@ -207,8 +214,8 @@ public:
       fail(field, std::string("must be a dtype name (") + kDTypeNames + ")");
     std::optional<DType> d = dtype_from_name(str(f));
     if (!d)
-      fail(field, "unknown dtype '" + printable(str(f)) + "' (" +
-                      kDTypeNames + ")");
+      fail(field,
+           "unknown dtype '" + printable(str(f)) + "' (" + kDTypeNames + ")");
     return *d;
   }
   rj::Value::ConstArray array(const char *field) const {
@@ -241,10 +248,10 @@ private:
 void parseJson(rj::Document &doc, std::string_view json, const char *what) {
   doc.Parse<kParseFlags>(json.data(), json.size());
   if (doc.HasParseError())
-    throw std::invalid_argument(
-        std::string(what) + ": not valid JSON at byte " +
-        std::to_string(doc.GetErrorOffset()) + ": " +
-        rj::GetParseError_En(doc.GetParseError()));
+    throw std::invalid_argument(std::string(what) +
+                                ": not valid JSON at byte " +
+                                std::to_string(doc.GetErrorOffset()) + ": " +
+                                rj::GetParseError_En(doc.GetParseError()));
 }
 
 /// A TensorValue {"dtype", "shape", "values"} (a parse spec's default).
@@ -268,7 +275,7 @@ TensorValue readTensor(const rj::Value &v, const std::string &where) {
   auto asFloat = [&](const rj::Value &x) {
     double d = asDouble(x);
     if (!fitsDType(d, DType::Float32))
-      f.fail("values", std::to_string(d) + " is outside float32's range");
+      f.fail("values", numberStr(d) + " is outside float32's range");
     return static_cast<float>(d);
   };
   auto put = [&](const auto &x) {
@@ -364,12 +371,10 @@ public:
 
 private:
   Entry readObject(Fields &f, const std::string &kind, int depth);
-  std::shared_ptr<const NumericColumn> numeric(const rj::Value &v,
-                                               const std::string &where,
-                                               int depth, Entry &e);
-  CategoricalColumnPtr categorical(const rj::Value &v,
-                                   const std::string &where, int depth,
-                                   Entry &e);
+  std::shared_ptr<const NumericColumn>
+  numeric(const rj::Value &v, const std::string &where, int depth, Entry &e);
+  CategoricalColumnPtr categorical(const rj::Value &v, const std::string &where,
+                                   int depth, Entry &e);
   /// The Transformer bucketizes a crossed or weighted bucketized column on
   /// the host, which a normalized source forbids (its normalizer_fn runs
   /// compiled, and the column read back has none).
@@ -440,7 +445,8 @@ ColumnReader::numeric(const rj::Value &v, const std::string &where, int depth,
   Entry child = read(v, where, depth + 1);
   auto n = std::dynamic_pointer_cast<const NumericColumn>(child.column);
   if (!n)
-    throw std::invalid_argument(where + ": '" + printable(child.column->name()) +
+    throw std::invalid_argument(where + ": '" +
+                                printable(child.column->name()) +
                                 "' is not a numeric_column");
   e.nameLength = child.nameLength;
   return n;
@@ -452,7 +458,8 @@ CategoricalColumnPtr ColumnReader::categorical(const rj::Value &v,
   Entry child = read(v, where, depth + 1);
   auto c = std::dynamic_pointer_cast<const CategoricalColumn>(child.column);
   if (!c)
-    throw std::invalid_argument(where + ": '" + printable(child.column->name()) +
+    throw std::invalid_argument(where + ": '" +
+                                printable(child.column->name()) +
                                 "' is not a categorical column");
   e.leaves = child.leaves;
   e.nameLength = child.nameLength;
@@ -487,22 +494,33 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     e.nameLength = static_cast<int64_t>(key.size());
     return key;
   };
-  const std::string &at = f.where();
+  const std::string at = f.where(); // the children's paths
   if (kind == "numeric_column") {
     std::string key = keyed();
     Dims shape = f.shape("shape", 1);
     DType dtype = f.dtype("dtype");
     std::vector<double> defaults;
-    if (f.find("default_value"))
+    if (f.find("default_value")) {
+      // One per element, as written (numeric_column's single value would
+      // let a few bytes allocate kMaxElements).
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      if (static_cast<int64_t>(f.array("default_value").Size()) != n)
+        f.fail("default_value",
+               std::to_string(f.array("default_value").Size()) +
+                   " values, expected " + std::to_string(n) + " for shape " +
+                   dimsStr(shape));
       for (const rj::Value &x : f.array("default_value")) {
         if (!x.IsNumber())
           f.fail("default_value", "must be numbers");
         if (!fitsDType(x.GetDouble(), dtype))
-          f.fail("default_value", std::to_string(x.GetDouble()) +
+          f.fail("default_value", numberStr(x.GetDouble()) +
                                       " does not fit dtype " +
                                       dtype_name(dtype));
         defaults.push_back(x.GetDouble());
       }
+    }
     bool normalized = f.find("normalizer_fn") && f.boolean("normalizer_fn");
     auto c = construct(f, [&] {
       return numeric_column(key, shape, defaults, dtype, nullptr);
@@ -520,8 +538,8 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f.fail("boundaries", "must be numbers");
       // Compared in float32 (the Transformer casts them).
       if (!fitsDType(x.GetDouble(), DType::Float32))
-        f.fail("boundaries", std::to_string(x.GetDouble()) +
-                                 " is outside float32's range");
+        f.fail("boundaries",
+               numberStr(x.GetDouble()) + " is outside float32's range");
       bounds.push_back(x.GetDouble());
     }
     e.column = construct(f, [&] { return bucketized_column(src, bounds); });
@@ -606,13 +624,12 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     const rj::Value &h = f.get("hash_key");
     if (!h.IsUint64())
       f.fail("hash_key", "must be an unsigned 64-bit integer");
-    e.column = construct(
-        f, [&] { return crossed_column(keys, n, h.GetUint64()); });
+    e.column =
+        construct(f, [&] { return crossed_column(keys, n, h.GetUint64()); });
   } else if (kind == "weighted_categorical_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     requireHostIds(f, *c);
     std::string weight = f.string("weight_feature_key");
     DType dtype = f.dtype("dtype");
@@ -622,17 +639,15 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f, [&] { return weighted_categorical_column(c, weight, dtype); });
   } else if (kind == "indicator_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 10; // "_indicator"
     e.column = construct(f, [&] { return indicator_column(c); });
   } else if (kind == "embedding_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 10; // "_embedding"
     int64_t dimension = f.integer("dimension", 1, kMaxSize);
@@ -647,9 +662,8 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     });
   } else if (kind == "shared_embedding_column") {
     f.label(kind);
-    auto c =
-        categorical(f.get("categorical_column"), at + ".categorical_column",
-                    depth, e);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
     e.leaves = 1;
     e.nameLength += 17; // "_shared_embedding"
     std::string name = f.string("shared_embedding_collection_name");
@@ -676,8 +690,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
       if (f.find("trainable") && f.boolean("trainable") != state->trainable)
         f.fail("trainable", "differs from the collection's");
       if (c->num_buckets() != state->num_buckets)
-        f.fail("categorical_column", "has " +
-                                         std::to_string(c->num_buckets()) +
+        f.fail("categorical_column", "has " + std::to_string(c->num_buckets()) +
                                          " buckets, the collection " +
                                          std::to_string(state->num_buckets));
     }
@@ -732,8 +745,9 @@ private:
     if (const auto *b = dynamic_cast<const BucketizedColumn *>(&c))
       if (b->source_column()->normalizer_fn())
         throw std::invalid_argument(
-            "feature_columns_to_json: '" + user.name() + "' needs the ids of '" +
-            b->name() + "' on the host, but its source has a normalizer_fn "
+            "feature_columns_to_json: '" + user.name() +
+            "' needs the ids of '" + b->name() +
+            "' on the host, but its source has a normalizer_fn "
             "(which runs compiled; the Transformer refuses it too)");
   }
 
@@ -778,7 +792,8 @@ void ColumnWriter::write(const FeatureColumn &c) {
     integer("num_buckets", i->num_buckets());
     if (i->default_value())
       integer("default_value", *i->default_value());
-  } else if (const auto *h = dynamic_cast<const HashedCategoricalColumn *>(&c)) {
+  } else if (const auto *h =
+                 dynamic_cast<const HashedCategoricalColumn *>(&c)) {
     key("kind", "categorical_column_with_hash_bucket");
     key("key", h->key());
     integer("hash_bucket_size", h->hash_bucket_size());

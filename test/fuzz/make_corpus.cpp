@@ -6,8 +6,9 @@
 // estc's own writers: checkpoints (Saver), the state file, event files
 // (SummaryWriter), binary graphs (GraphIO, from corpus/graph_text/*.pbtxt),
 // IDX files (the format's bytes; gzip through zlib), TFRecord files
-// (TFRecordWriter; the first byte picks the compression) and serialized
-// tf.train.Examples (ExampleBuilder). Deterministic:
+// (TFRecordWriter; the first byte picks the compression), serialized
+// tf.train.Examples (ExampleBuilder) and feature columns and parse specs as
+// an export writes them (feature_column/Serialization.h). Deterministic:
 // fixed clocks and values, so rerunning it changes nothing. The JSON,
 // TF_CONFIG, flags and text-graph seeds are written by hand (real inputs
 // from the tests and docs).
@@ -18,6 +19,7 @@
 #include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/TFRecord.h"
+#include "lib/FeatureColumn/Serialization.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Summary/Summary.h"
 #include "lib/Support/FileIO.h"
@@ -257,6 +259,68 @@ void iteratorStates(const std::string &out) {
   std::cout << dir << "/element\n";
 }
 
+/// Every column kind, as an export writes them; the vocabulary assets are
+/// the names feature_column_json_fuzzer provides ("vocab.txt",
+/// "ivocab.txt").
+void featureColumns(const std::string &out) {
+  using namespace feature_column;
+  std::string dir = scratchDir("vocab");
+  fileio::writeFileAtomically(dir + "/vocab.txt", "apple\nbanana\ncherry\n");
+  fileio::writeFileAtomically(dir + "/ivocab.txt", "42\n7\n13\n99\n");
+  auto age = numeric_column("age", {1}, {-1.5});
+  auto height = numeric_column("height", {2}, {}, DType::Float32,
+                               [](const Tensor &x) { return x; });
+  auto ageB = bucketized_column(age, {18, 30.5, 50});
+  auto item = categorical_column_with_identity("item", 10, 0);
+  auto item3 = categorical_column_with_identity("item3", 10);
+  auto city = categorical_column_with_hash_bucket("city", 50);
+  auto zip = categorical_column_with_hash_bucket("zip", 20, DType::Int64);
+  auto color = categorical_column_with_vocabulary_list(
+      "color", {"red", "green", "blue"}, std::nullopt, -1, 2);
+  auto code = categorical_column_with_vocabulary_list(
+      "code", VocabularyList{int64_t(10), int64_t(20)}, DType::Int64, 1);
+  auto fruit = categorical_column_with_vocabulary_file(
+      "fruit", dir + "/vocab.txt", {}, DType::String, {}, 1);
+  auto ifruit = categorical_column_with_vocabulary_file(
+      "ifruit", dir + "/ivocab.txt", 3, DType::Int64, 0);
+  auto cross = crossed_column({"city", ageB, color}, 100);
+  auto shared =
+      shared_embedding_columns({item, item3}, 3, "sqrtn", {}, "", 1.5, false);
+  FeatureColumns all{
+      age,
+      height,
+      ageB,
+      indicator_column(color),
+      embedding_column(color, 4),
+      embedding_column(fruit, 2, "sum", {}, 2.0, false),
+      indicator_column(ifruit),
+      indicator_column(weighted_categorical_column(color, "color_w")),
+      shared[0],
+      shared[1],
+      indicator_column(cross),
+      embedding_column(crossed_column({cross, "fruit", code}, 37, 7), 5),
+      indicator_column(zip),
+      embedding_column(city, 3)};
+  auto asset = [&](const std::string &path) {
+    return std::filesystem::path(path).filename().string();
+  };
+  std::string target = out + "/feature_column_json";
+  fileio::makeDirs(target);
+  auto put = [&](const std::string &name, const std::string &text) {
+    fileio::writeFileAtomically(target + "/" + name, text);
+    std::cout << target << "/" << name << "\n";
+  };
+  put("columns_all.json", feature_columns_to_json(all, asset));
+  put("columns_wide.json",
+      feature_columns_to_json({ageB, indicator_column(color), cross}, asset));
+  data::FeatureSpecs specs = make_parse_example_spec(all);
+  specs["name"] = data::FixedLenFeature{
+      {2}, DType::String, TensorValue::of_strings({2}, {"a", ""})};
+  specs["steps"] = data::FixedLenSequenceFeature{
+      {2}, DType::Float32, true, TensorValue::of<float>({}, {0.5f})};
+  put("parse_spec.json", parse_spec_to_json(specs));
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     std::cerr << "usage: make_fuzz_corpus test/fuzz/corpus\n";
@@ -274,6 +338,7 @@ int main(int argc, char **argv) {
     tfrecordFiles(out);
     exampleRecords(out);
     iteratorStates(out);
+    featureColumns(out);
   } catch (const std::exception &e) {
     std::cerr << "make_fuzz_corpus: error: " << e.what() << "\n";
     std::filesystem::remove_all(scratchRoot());
