@@ -170,6 +170,26 @@ TEST_F(ExportersTest, LatestExporterExportsEveryEvaluationAndKeepsTheNewest) {
   EXPECT_TRUE(fs::exists(base / "notes.txt"));
 }
 
+TEST_F(ExportersTest, LatestExporterExportsWithinOneSecondKeepTheNewest) {
+  // An evaluation every step: several exports in one second get the next
+  // free seconds as versions; after garbage collection the newest export
+  // must still be the one kept (versions grow with every export).
+  RunConfigOptions every;
+  every.save_checkpoints_steps = 1;
+  Estimator est(classifier_fn, config().replace(every));
+  auto latest = std::make_shared<LatestExporter>(
+      "latest", rawReceiver(), std::map<std::string, std::string>{}, false, 1);
+  EvalSpec eval = evalSpec({latest});
+  eval.steps = 1;
+  auto [result, exports] =
+      train_and_evaluate(est, TrainSpec{trainInput(), 6}, eval);
+  fs::path base = fs::path(est.model_dir()) / "export" / "latest";
+  EXPECT_EQ(exportedSteps(base), std::vector<int64_t>{6});
+  ASSERT_EQ(exports.size(), 1u);
+  EXPECT_TRUE(fs::exists(fs::path(exports[0]) / "saved_model.json"))
+      << exports[0];
+}
+
 TEST_F(ExportersTest, LatestExporterWithoutExportsToKeepKeepsAll) {
   Estimator est(classifier_fn, config());
   auto latest = std::make_shared<LatestExporter>(
