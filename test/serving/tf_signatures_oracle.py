@@ -212,6 +212,9 @@ def main():
                     help="comma-separated <model>/<receiver> cases")
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # No stale output for signatures_compat when this run skips or fails.
+    if os.path.exists(args.out):
+        os.remove(args.out)
     try:
         import tensorflow as tf
         import tensorflow_estimator  # noqa: F401
