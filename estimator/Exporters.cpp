@@ -31,9 +31,9 @@ ServingInputReceiverFn checkReceiverFn(ServingInputReceiverFn fn,
 /// An export version: a folder name of exactly 10 digits (TF's
 /// _export_version_parser; export_saved_model's timestamps), else nullopt.
 std::optional<int64_t> exportVersion(const std::string &name) {
-  if (name.size() != 10 ||
-      !std::all_of(name.begin(), name.end(),
-                   [](char c) { return c >= '0' && c <= '9'; }))
+  if (name.size() != 10 || !std::all_of(name.begin(), name.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      }))
     return std::nullopt;
   return std::stoll(name);
 }
@@ -163,10 +163,10 @@ std::string BestExporter::export_model(Estimator &estimator,
   if (modelDir_ != estimator.model_dir() && !eventFilePattern_.empty()) {
     log_info("Loading best metric from event files.");
     modelDir_ = estimator.model_dir();
-    std::string pattern = eventFilePattern_.front() == '/'
-                              ? eventFilePattern_
-                              : (fs::path(*modelDir_) / eventFilePattern_)
-                                    .string();
+    std::string pattern =
+        eventFilePattern_.front() == '/'
+            ? eventFilePattern_
+            : (fs::path(*modelDir_) / eventFilePattern_).string();
     bestEvalResult_ = bestInEventFiles(pattern);
   }
   // TF 2.15 exports on an exporter's first call whatever the event files

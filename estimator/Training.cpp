@@ -63,10 +63,11 @@ void validate(const Estimator &estimator, const TrainSpec &train,
       throw std::invalid_argument(who + "exporter name '" + name +
                                   "' must be a directory name");
     if (!names.insert(name).second)
-      throw std::invalid_argument(who +
-                                  "`exporters` must have unique names. Such a "
-                                  "name cannot be `None`. All exporter names: " +
-                                  allNames);
+      throw std::invalid_argument(
+          who +
+          "`exporters` must have unique names. Such a "
+          "name cannot be `None`. All exporter names: " +
+          allNames);
   }
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)

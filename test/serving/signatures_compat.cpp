@@ -111,8 +111,8 @@ std::map<std::string, data::Element> features(bool withAge) {
   std::map<std::string, data::Element> f;
   if (withAge)
     f.emplace("age", TensorValue::of<float>({4, 1}, {25, 40, 61, 33}));
-  f.emplace("color", TensorValue::of_strings({4, 1}, {"red", "green", "blue",
-                                                      "red"}));
+  f.emplace("color",
+            TensorValue::of_strings({4, 1}, {"red", "green", "blue", "red"}));
   return f;
 }
 
@@ -168,27 +168,26 @@ FeatureColumns columns(bool withAge) {
 
 std::map<std::string, Model> models() {
   std::map<std::string, Model> m;
-  m["linear_binary"] = {
-      [](const RunConfig &config, bool withAge) {
-        return std::make_unique<LinearClassifier>(
-            columns(withAge), ClassifierOptions{}, LinearOptions{}, config);
-      },
-      TensorValue::of<int64_t>({4, 1}, {0, 1, 1, 0})};
-  m["linear_vocab3"] = {
-      [](const RunConfig &config, bool withAge) {
-        ClassifierOptions head;
-        head.n_classes = 3;
-        head.label_vocabulary = {"a", "b", "c"};
-        return std::make_unique<LinearClassifier>(columns(withAge), head,
-                                                  LinearOptions{}, config);
-      },
-      TensorValue::of_strings({4, 1}, {"a", "b", "c", "a"})};
-  m["linear_regressor"] = {
-      [](const RunConfig &config, bool withAge) {
-        return std::make_unique<LinearRegressor>(
-            columns(withAge), RegressorOptions{}, LinearOptions{}, config);
-      },
-      TensorValue::of<float>({4, 1}, {1, 2, 3, 4})};
+  m["linear_binary"] = {[](const RunConfig &config, bool withAge) {
+                          return std::make_unique<LinearClassifier>(
+                              columns(withAge), ClassifierOptions{},
+                              LinearOptions{}, config);
+                        },
+                        TensorValue::of<int64_t>({4, 1}, {0, 1, 1, 0})};
+  m["linear_vocab3"] = {[](const RunConfig &config, bool withAge) {
+                          ClassifierOptions head;
+                          head.n_classes = 3;
+                          head.label_vocabulary = {"a", "b", "c"};
+                          return std::make_unique<LinearClassifier>(
+                              columns(withAge), head, LinearOptions{}, config);
+                        },
+                        TensorValue::of_strings({4, 1}, {"a", "b", "c", "a"})};
+  m["linear_regressor"] = {[](const RunConfig &config, bool withAge) {
+                             return std::make_unique<LinearRegressor>(
+                                 columns(withAge), RegressorOptions{},
+                                 LinearOptions{}, config);
+                           },
+                           TensorValue::of<float>({4, 1}, {1, 2, 3, 4})};
   m["custom_predict"] = {
       [](const RunConfig &config, bool withAge) {
         auto est = std::make_unique<Estimator>(customModelFn, config);
@@ -316,12 +315,12 @@ int run(const std::string &tfPath, const fs::path &work) {
       std::unique_ptr<Estimator> est =
           m.make(RunConfig::from_tf_config("", o), withAge);
       est->train(inputFn(withAge, m.labels), {}, /*steps=*/1);
-      std::string exported = est->export_saved_model(
-          (dir / "export").string(), receiverFn(receiver));
+      std::string exported = est->export_saved_model((dir / "export").string(),
+                                                     receiverFn(receiver));
       rapidjson::Document saved;
       saved.Parse(readFile(fs::path(exported) / "saved_model.json").c_str());
-      diffs = compare(sigsOf(c.value["signatures"]),
-                      sigsOf(saved["signatures"]));
+      diffs =
+          compare(sigsOf(c.value["signatures"]), sigsOf(saved["signatures"]));
     } catch (const std::exception &e) {
       diffs.push_back(std::string("estc's export failed: ") + e.what());
     }

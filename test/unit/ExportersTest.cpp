@@ -114,8 +114,7 @@ protected:
     text << in.rdbuf();
     rapidjson::Document doc;
     doc.Parse(text.str().c_str());
-    if (doc.HasParseError() || !doc.IsObject() ||
-        !doc.HasMember("global_step"))
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("global_step"))
       return -1;
     return doc["global_step"].GetInt64();
   }
@@ -157,8 +156,8 @@ TEST_F(ExportersTest, LatestExporterExportsEveryEvaluationAndKeepsTheNewest) {
   std::ofstream(base / "notes.txt") << "kept";
   auto latest = std::make_shared<LatestExporter>(
       "latest", rawReceiver(), std::map<std::string, std::string>{}, false, 2);
-  auto [result, exports] = train_and_evaluate(
-      est, TrainSpec{trainInput(), 40}, evalSpec({latest}));
+  auto [result, exports] =
+      train_and_evaluate(est, TrainSpec{trainInput(), 40}, evalSpec({latest}));
   EXPECT_EQ(result.at("global_step"), 40);
   // Evaluations at 10, 20, 30, 40: four exports, the newest two kept.
   std::vector<std::string> kept = versions(base);
@@ -210,9 +209,9 @@ TEST_F(ExportersTest, BestExporterSkipsWorseEvaluations) {
   auto best = std::make_shared<BestExporter>("best_exporter", rawReceiver());
   // Evaluations alternate between the true labels and wrong ones: the
   // wrong ones (20, 40) have a higher loss than any true one.
-  EvalSpec eval = evalSpec(
-      {best}, inTurn({evalInput(128), wrongLabelsInput(), evalInput(128),
-                      wrongLabelsInput()}));
+  EvalSpec eval =
+      evalSpec({best}, inTurn({evalInput(128), wrongLabelsInput(),
+                               evalInput(128), wrongLabelsInput()}));
   auto [result, exports] =
       train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
   std::map<int64_t, double> loss = losses(est.eval_dir());
@@ -348,7 +347,8 @@ TEST_F(ExportersTest, BestExporterCustomCompareFn) {
         return current_eval_result.at("loss") > best_eval_result.at("loss");
       },
       std::map<std::string, std::string>{}, false, std::nullopt);
-  EvalSpec eval = evalSpec({best}, inTurn({evalInput(128), wrongLabelsInput()}));
+  EvalSpec eval =
+      evalSpec({best}, inTurn({evalInput(128), wrongLabelsInput()}));
   train_and_evaluate(est, TrainSpec{trainInput(), 40}, eval);
   std::map<int64_t, double> loss = losses(est.eval_dir());
   std::vector<int64_t> expected = {10};
@@ -418,16 +418,14 @@ TEST_F(ExportersTest, EveryNStepsExportsOnceAtTheEnd) {
 
 TEST_F(ExportersTest, BadArgumentsAreOneLine) {
   using Assets = std::map<std::string, std::string>;
-  EXPECT_EQ(errorOf([] {
-              LatestExporter("l", rawReceiver(), Assets{}, false, 0);
-            }),
-            "LatestExporter: `exports_to_keep`, if provided, must be positive "
-            "number, got 0");
-  EXPECT_EQ(errorOf([] {
-              LatestExporter("l", rawReceiver(), Assets{}, false, -3);
-            }),
-            "LatestExporter: `exports_to_keep`, if provided, must be positive "
-            "number, got -3");
+  EXPECT_EQ(
+      errorOf([] { LatestExporter("l", rawReceiver(), Assets{}, false, 0); }),
+      "LatestExporter: `exports_to_keep`, if provided, must be positive "
+      "number, got 0");
+  EXPECT_EQ(
+      errorOf([] { LatestExporter("l", rawReceiver(), Assets{}, false, -3); }),
+      "LatestExporter: `exports_to_keep`, if provided, must be positive "
+      "number, got -3");
   EXPECT_EQ(errorOf([] { LatestExporter("l", nullptr); }),
             "LatestExporter: serving_input_receiver_fn is empty");
   EXPECT_EQ(errorOf([] {
@@ -436,8 +434,9 @@ TEST_F(ExportersTest, BadArgumentsAreOneLine) {
             }),
             "BestExporter: `exports_to_keep`, if provided, must be a positive "
             "number. Got 0");
-  EXPECT_EQ(errorOf([] { BestExporter("b", rawReceiver(), "eval/*", nullptr); }),
-            "BestExporter: `compare_fn` must not be None.");
+  EXPECT_EQ(
+      errorOf([] { BestExporter("b", rawReceiver(), "eval/*", nullptr); }),
+      "BestExporter: `compare_fn` must not be None.");
   EXPECT_EQ(errorOf([] { BestExporter(); }),
             "BestExporter: serving_input_receiver_fn is empty");
   EXPECT_EQ(errorOf([] { FinalExporter("f", nullptr); }),
