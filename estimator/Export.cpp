@@ -22,6 +22,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -383,10 +384,20 @@ InputSpec servingInputs(const HostTransform *transform,
   return inputs;
 }
 
+/// The export's version: now, or one more than the newest version (or
+/// temporary folder) in `base`, so versions grow with every export as TF's
+/// (which waits for the next second): several exports in one second must
+/// not reuse a version the exporters' garbage collection freed, or it
+/// would keep an older export and delete the new one.
 std::string timestampFolder(const std::string &base, int64_t seconds) {
-  while (exists(joinPath(base, std::to_string(seconds))) ||
-         exists(joinPath(base, "temp-" + std::to_string(seconds))))
-    ++seconds;
+  for (std::string name : listDir(base)) {
+    if (name.rfind("temp-", 0) == 0)
+      name = name.substr(5);
+    if (name.empty() || name.size() > 18 ||
+        name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    seconds = std::max<int64_t>(seconds, std::stoll(name) + 1);
+  }
   return std::to_string(seconds);
 }
 

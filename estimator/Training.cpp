@@ -43,20 +43,31 @@ void validate(const Estimator &estimator, const TrainSpec &train,
     throw std::invalid_argument(who +
                                 "Must specify every_n_steps > 0, given: " +
                                 std::to_string(*eval.every_n_steps));
-  std::set<std::string> names;
+  // TF's messages list every name as a Python list does: ['a', 'b'].
+  std::string allNames;
   for (const ExporterPtr &e : eval.exporters) {
     if (!e)
       throw std::invalid_argument(who + "an exporter is null");
+    allNames += (allNames.empty() ? "'" : ", '") + e->name() + "'";
+  }
+  allNames = "[" + allNames + "]";
+  std::set<std::string> names;
+  for (const ExporterPtr &e : eval.exporters) {
     std::string name = e->name();
-    if (name.empty() || name.find('/') != std::string::npos)
+    if (name.empty())
+      throw std::invalid_argument(who +
+                                  "An Exporter cannot have a name that is "
+                                  "`None` or empty. All exporter names: " +
+                                  allNames);
+    if (name.find('/') != std::string::npos || name == "." || name == "..")
       throw std::invalid_argument(who + "exporter name '" + name +
-                                  "' must be a non-empty directory name");
+                                  "' must be a directory name");
     if (!names.insert(name).second)
       throw std::invalid_argument(
           who +
-          "`exporters` must have unique names. Such a name cannot be "
-          "`None`. " +
-          name + " already exists.");
+          "`exporters` must have unique names. Such a "
+          "name cannot be `None`. All exporter names: " +
+          allNames);
   }
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)

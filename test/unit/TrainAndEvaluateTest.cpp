@@ -194,7 +194,7 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
               train_and_evaluate(est, TrainSpec{trainInput(), 10}, twice);
             }),
             "train_and_evaluate: `exporters` must have unique names. Such a "
-            "name cannot be `None`. rec already exists.");
+            "name cannot be `None`. All exporter names: ['rec', 'rec']");
   RunConfigOptions none;
   none.save_checkpoints_steps = 0;
   none.save_checkpoints_secs = 0;
