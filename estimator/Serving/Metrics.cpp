@@ -56,8 +56,10 @@ void writeHistogram(std::string &out, const std::string &name,
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds.size(); ++i) {
     cumulative += counts[i];
-    out += name + "_bucket{" + labels + ",le=\"" +
-           (i < bounds.size() ? number(bounds[i]) : std::string("+Inf")) +
+    char le[32] = "+Inf";
+    if (i < bounds.size())
+      std::snprintf(le, sizeof le, "%g", bounds[i]);
+    out += name + "_bucket{" + labels + ",le=\"" + le +
            "\"} " + std::to_string(cumulative) + "\n";
   }
   out += name + "_sum{" + labels + "} " + number(sum) + "\n";

@@ -123,6 +123,7 @@ Server::Server(ServerOptions options, const ModelManager &models)
   // An idle keep-alive connection holds a pool thread; two seconds is long
   // enough for a client's next request and bounds a graceful shutdown.
   s.set_keep_alive_timeout(2);
+  s.set_keep_alive_max_count(1000);
   s.set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
 
   auto rest = [this](const httplib::Request &req, httplib::Response &res) {
