@@ -54,12 +54,11 @@ int64_t batchRows(const TensorMap &inputs) {
   for (const auto &[name, t] : inputs) {
     if (t.shape.empty() || t.shape[0] < 1 || t.dtype == DType::Invalid)
       return -1;
-    bool complete = t.dtype == DType::String
-                        ? static_cast<int64_t>(t.strings.size()) ==
-                              t.num_elements()
-                        : static_cast<int64_t>(t.data.size()) ==
-                              t.num_elements() *
-                                  static_cast<int64_t>(dtype_size(t.dtype));
+    bool complete =
+        t.dtype == DType::String
+            ? static_cast<int64_t>(t.strings.size()) == t.num_elements()
+            : static_cast<int64_t>(t.data.size()) ==
+                  t.num_elements() * static_cast<int64_t>(dtype_size(t.dtype));
     if (!complete || (rows >= 0 && rows != t.shape[0]))
       return -1;
     rows = t.shape[0];
@@ -107,12 +106,10 @@ TensorValue concat_rows(const std::vector<const TensorValue *> &parts) {
         !std::equal(p->shape.begin() + 1, p->shape.end(),
                     out.shape.begin() + 1))
       throw std::invalid_argument("concat_rows: " + p->spec().str() +
-                                  " does not match " +
-                                  parts[0]->spec().str());
+                                  " does not match " + parts[0]->spec().str());
     out.shape[0] += p->shape[0];
     out.data += p->data;
-    out.strings.insert(out.strings.end(), p->strings.begin(),
-                       p->strings.end());
+    out.strings.insert(out.strings.end(), p->strings.begin(), p->strings.end());
   }
   return out;
 }
@@ -188,8 +185,8 @@ TensorMap Batcher::run(const std::shared_ptr<const Servable> &servable,
   std::future<TensorMap> result = task.result.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto &queue = queues_[keyOf(servable.get(), signature, output_filter,
-                                inputs)];
+    auto &queue =
+        queues_[keyOf(servable.get(), signature, output_filter, inputs)];
     if (!queue)
       queue = std::make_unique<Queue>();
     auto &batches = queue->batches;
@@ -219,10 +216,9 @@ TensorMap Batcher::run(const std::shared_ptr<const Servable> &servable,
   return result.get();
 }
 
-std::shared_ptr<Batcher::Batch>
-Batcher::takeReady(Clock::time_point now, Clock::time_point &wake) {
-  const auto timeout =
-      std::chrono::microseconds(options_.batch_timeout_micros);
+std::shared_ptr<Batcher::Batch> Batcher::takeReady(Clock::time_point now,
+                                                   Clock::time_point &wake) {
+  const auto timeout = std::chrono::microseconds(options_.batch_timeout_micros);
   // The oldest batch that is full or has waited long enough.
   auto best = queues_.end();
   Clock::time_point bestOpened = Clock::time_point::max();

@@ -50,7 +50,8 @@ std::string number(double v) {
 }
 
 void writeHistogram(std::string &out, const std::string &name,
-                    const std::string &labels, const std::vector<double> &bounds,
+                    const std::string &labels,
+                    const std::vector<double> &bounds,
                     const std::vector<uint64_t> &counts, double sum,
                     uint64_t count) {
   uint64_t cumulative = 0;
@@ -59,8 +60,8 @@ void writeHistogram(std::string &out, const std::string &name,
     char le[32] = "+Inf";
     if (i < bounds.size())
       std::snprintf(le, sizeof le, "%g", bounds[i]);
-    out += name + "_bucket{" + labels + ",le=\"" + le +
-           "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{" + labels + ",le=\"" + le + "\"} " +
+           std::to_string(cumulative) + "\n";
   }
   out += name + "_sum{" + labels + "} " + number(sum) + "\n";
   out += name + "_count{" + labels + "} " + std::to_string(count) + "\n";
@@ -98,7 +99,8 @@ std::string Metrics::prometheus_text() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
   const std::string count = ":tensorflow:serving:request_count";
-  out += "# HELP " + count + " The number of requests by model, method and status.\n";
+  out += "# HELP " + count +
+         " The number of requests by model, method and status.\n";
   out += "# TYPE " + count + " counter\n";
   for (const auto &[key, n] : requests_) {
     const auto &[model, method, status] = key;
@@ -117,8 +119,8 @@ std::string Metrics::prometheus_text() const {
                    latencyBounds(), h.counts, h.sum, h.count);
   const std::string batch =
       ":tensorflow:serving:batching_session:processed_batch_size";
-  out += "# HELP " + batch +
-         " Examples per batch the server-side batcher ran.\n";
+  out +=
+      "# HELP " + batch + " Examples per batch the server-side batcher ran.\n";
   out += "# TYPE " + batch + " histogram\n";
   for (const auto &[key, h] : batches_)
     writeHistogram(out, batch,

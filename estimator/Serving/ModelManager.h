@@ -45,8 +45,9 @@ class Servable {
 public:
   virtual ~Servable() = default;
   virtual const std::map<std::string, SignatureDef> &signatures() const = 0;
-  virtual TensorMap run(const std::string &signature, const TensorMap &inputs,
-                        const std::vector<std::string> &output_filter) const = 0;
+  virtual TensorMap
+  run(const std::string &signature, const TensorMap &inputs,
+      const std::vector<std::string> &output_filter) const = 0;
 };
 
 /// How versions are found and loaded.
@@ -114,9 +115,9 @@ public:
   /// GET /v1/models/NAME: the served versions (AVAILABLE) and those that
   /// failed to load (END, the error); one version when given. RestError
   /// NotFound as TF Serving ("Could not find any versions of model m").
-  std::vector<VersionStatus> status(const std::string &model,
-                                    std::optional<int64_t> version,
-                                    const std::optional<std::string> &label) const;
+  std::vector<VersionStatus>
+  status(const std::string &model, std::optional<int64_t> version,
+         const std::optional<std::string> &label) const;
   /// The served version numbers of a model (tests, logs).
   std::vector<int64_t> served_versions(const std::string &model) const;
 

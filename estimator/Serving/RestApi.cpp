@@ -223,8 +223,7 @@ struct TensorFill {
       if (level != rank)
         invalid("JSON Value: " + debug(v) +
                 " found at incorrect level: " + std::to_string(level + 1) +
-                " in the JSON DOM. Expected at level: " +
-                std::to_string(rank));
+                " in the JSON DOM. Expected at level: " + std::to_string(rank));
       if (v.IsObject()) {
         if (dtype != DType::String)
           typeError(v, dtype);
@@ -236,8 +235,8 @@ struct TensorFill {
       return;
     }
     if (level >= rank)
-      invalid("Encountered list at unexpected level: " +
-              std::to_string(level) + " expected < " + std::to_string(rank));
+      invalid("Encountered list at unexpected level: " + std::to_string(level) +
+              " expected < " + std::to_string(rank));
     if (static_cast<int64_t>(v.Size()) != shape[level])
       invalid("Encountered list at unexpected size: " +
               std::to_string(v.Size()) + " at level: " + std::to_string(level) +
@@ -390,9 +389,8 @@ TensorMap inputsFromInstances(const rapidjson::Value &instances,
         try {
           addInstanceItem(m.value, name, infos, rows);
         } catch (const RestError &e) {
-          invalid(at + " key: " + name +
-                  " of 'instances' list. Error: " + code_name(e.code()) +
-                  ": " + e.what());
+          invalid(at + " key: " + name + " of 'instances' list. Error: " +
+                  code_name(e.code()) + ": " + e.what());
         }
       }
       if (keys != inputNames)
@@ -473,9 +471,9 @@ void checkKind(const Feature &f, Feature::KindCase kind,
 
 void addToFeature(const rapidjson::Value &v, const std::string &name,
                   Feature &f) {
-  const std::string unexpected = "Feature: " + name +
-                                 " has element with unexpected JSON type: " +
-                                 json_type_name(v);
+  const std::string unexpected =
+      "Feature: " + name +
+      " has element with unexpected JSON type: " + json_type_name(v);
   switch (v.GetType()) {
   case rapidjson::kNullType:
   case rapidjson::kArrayType:
@@ -597,8 +595,7 @@ void writeElement(JsonWriter &w, const TensorValue &t, int64_t i,
     writeString(w, t.strings[static_cast<size_t>(i)], asBytes);
     break;
   case DType::Invalid:
-    fail(Code::Internal,
-         "Failed to write JSON value for tensor type: INVALID");
+    fail(Code::Internal, "Failed to write JSON value for tensor type: INVALID");
   }
 }
 
@@ -618,8 +615,8 @@ void writeValues(JsonWriter &w, const TensorValue &t, bool asBytes, size_t dim,
 bool isBytesAlias(const std::string &name, const TensorValue &t) {
   static const std::string kSuffix = "_bytes";
   return t.dtype == DType::String && name.size() >= kSuffix.size() &&
-         name.compare(name.size() - kSuffix.size(), kSuffix.size(),
-                      kSuffix) == 0;
+         name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) ==
+             0;
 }
 
 void checkElements(const std::string &name, const TensorValue &t) {
@@ -751,9 +748,9 @@ const char *method_name(RestMethod method) {
 }
 
 Route parse_route(std::string_view http_method, std::string_view path) {
-  const std::string malformed = "Malformed request: " +
-                                std::string(http_method) + " " +
-                                std::string(path);
+  const std::string malformed =
+      "Malformed request: " + std::string(http_method) + " " +
+      std::string(path);
   const bool post = http_method == "POST";
   if (!post && http_method != "GET")
     invalid(malformed);
@@ -966,8 +963,8 @@ std::string write_predict_response(const TensorMap &outputs,
       if (t.shape.empty())
         invalid("Tensor name: " + name + " has no shape information ");
       if (batch >= 0 && batch != t.shape[0])
-        invalid("Tensor name: " + name + " has inconsistent batch size: " +
-                std::to_string(t.shape[0]) +
+        invalid("Tensor name: " + name +
+                " has inconsistent batch size: " + std::to_string(t.shape[0]) +
                 " expecting: " + std::to_string(batch));
       batch = t.shape[0];
     }
@@ -1016,8 +1013,8 @@ std::string write_classify_response(const TensorMap &outputs,
          "Classification signature has neither a 'classes' nor a 'scores' "
          "output");
   int64_t numClasses = -1;
-  for (auto [alias, t] : {std::pair{"classes", classes},
-                          std::pair{"scores", scores}}) {
+  for (auto [alias, t] :
+       {std::pair{"classes", classes}, std::pair{"scores", scores}}) {
     if (!t)
       continue;
     checkElements(alias, *t);
@@ -1073,8 +1070,9 @@ std::string write_regress_response(const TensorMap &outputs,
          "No output Tensor 'outputs' in the regression signature");
   const TensorValue &t = it->second;
   checkElements("outputs", t);
-  bool shapeOk = !t.shape.empty() && t.shape[0] == batch_size &&
-                 (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[1] == 1));
+  bool shapeOk =
+      !t.shape.empty() && t.shape[0] == batch_size &&
+      (t.shape.size() == 1 || (t.shape.size() == 2 && t.shape[1] == 1));
   if (!shapeOk)
     fail(Code::InvalidArgument,
          "Expected output Tensor shape to be either [batch_size] or "
@@ -1267,8 +1265,7 @@ template <typename T> std::string formatFloating(T value) {
   else
     back = std::strtod(buf, nullptr);
   if (back != value)
-    std::snprintf(buf, sizeof buf, "%.*g",
-                  std::numeric_limits<T>::max_digits10,
+    std::snprintf(buf, sizeof buf, "%.*g", std::numeric_limits<T>::max_digits10,
                   static_cast<double>(value));
   std::string s = buf;
   if (s.find('.') == std::string::npos && s.find('e') == std::string::npos)

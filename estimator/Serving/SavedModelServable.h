@@ -1,4 +1,5 @@
-//===- SavedModelServable.h - serving::SavedModel as estc-serve's servable -===//
+//===- SavedModelServable.h - serving::SavedModel as estc-serve's servable
+//-===//
 //
 // The Loader estc-serve serves exports with: versions are
 // serving::list_versions' all-digit folders, each loaded with

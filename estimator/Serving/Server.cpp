@@ -147,29 +147,28 @@ Server::Server(ServerOptions options, const ModelManager &models)
   s.Put(R"(/v1/.*)", notAllowed);
   s.Delete(R"(/v1/.*)", notAllowed);
   s.Patch(R"(/v1/.*)", notAllowed);
-  s.Get("/monitoring/prometheus/metrics",
-        [this](const httplib::Request &, httplib::Response &res) {
-          res.set_content(metrics_.prometheus_text(),
-                          "text/plain; version=0.0.4");
-        });
+  s.Get("/monitoring/prometheus/metrics", [this](const httplib::Request &,
+                                                 httplib::Response &res) {
+    res.set_content(metrics_.prometheus_text(), "text/plain; version=0.0.4");
+  });
   // httplib's own answers (404 for an unknown path, 413 for a body over
   // the limit, 400 for a malformed request) get a JSON error body too.
   httplib::Server::HandlerWithResponse errors =
       [this](const httplib::Request &req, httplib::Response &res) {
-    if (!res.body.empty())
-      return httplib::Server::HandlerResponse::Unhandled;
-    std::string message;
-    if (res.status == 413)
-      message = "Request body is larger than --max_request_bytes=" +
-                std::to_string(options_.max_request_bytes);
-    else if (res.status == 404)
-      message = "Not found: " + req.method + " " + req.path;
-    else
-      message = "HTTP status " + std::to_string(res.status) + " for " +
-                req.method + " " + req.path;
-    res.set_content(write_error(message), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  };
+        if (!res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        std::string message;
+        if (res.status == 413)
+          message = "Request body is larger than --max_request_bytes=" +
+                    std::to_string(options_.max_request_bytes);
+        else if (res.status == 404)
+          message = "Not found: " + req.method + " " + req.path;
+        else
+          message = "HTTP status " + std::to_string(res.status) + " for " +
+                    req.method + " " + req.path;
+        res.set_content(write_error(message), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
+      };
   s.set_error_handler(errors);
 }
 
@@ -177,11 +176,10 @@ Server::~Server() { stop(); }
 
 int Server::bind() {
   httplib::Server &s = http_->server;
-  int port = options_.port == 0
-                 ? s.bind_to_any_port(options_.host)
-                 : (s.bind_to_port(options_.host, options_.port)
-                        ? options_.port
-                        : -1);
+  int port =
+      options_.port == 0
+          ? s.bind_to_any_port(options_.host)
+          : (s.bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port < 0)
     throw std::runtime_error("cannot listen on " + options_.host + ":" +
                              std::to_string(options_.port));

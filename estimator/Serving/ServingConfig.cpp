@@ -43,8 +43,7 @@ std::vector<ModelConfig> parse_model_server_config(const std::string &text,
       throw std::invalid_argument(at + "no base_path");
     if (!c.model_platform().empty() && c.model_platform() != "tensorflow" &&
         c.model_platform() != "estc")
-      throw std::invalid_argument(at + "model_platform '" +
-                                  c.model_platform() +
+      throw std::invalid_argument(at + "model_platform '" + c.model_platform() +
                                   "' (estc-serve serves estc exports: "
                                   "\"tensorflow\" or \"estc\")");
     ModelConfig m;
@@ -93,12 +92,10 @@ BatchingOptions parse_batching_parameters(const std::string &text,
   };
   take(params.has_max_batch_size(), params.max_batch_size().value(),
        options.max_batch_size, "max_batch_size", 1);
-  take(params.has_batch_timeout_micros(),
-       params.batch_timeout_micros().value(), options.batch_timeout_micros,
-       "batch_timeout_micros", 0);
-  take(params.has_max_enqueued_batches(),
-       params.max_enqueued_batches().value(), options.max_enqueued_batches,
-       "max_enqueued_batches", 1);
+  take(params.has_batch_timeout_micros(), params.batch_timeout_micros().value(),
+       options.batch_timeout_micros, "batch_timeout_micros", 0);
+  take(params.has_max_enqueued_batches(), params.max_enqueued_batches().value(),
+       options.max_enqueued_batches, "max_enqueued_batches", 1);
   take(params.has_num_batch_threads(), params.num_batch_threads().value(),
        options.num_batch_threads, "num_batch_threads", 1);
   return options;

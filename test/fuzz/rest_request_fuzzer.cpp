@@ -50,11 +50,11 @@ const std::map<std::string, SignatureDef> &signatures() {
 
 void checkWhole(const std::string &name, const TensorValue &t) {
   int64_t n = t.num_elements();
-  bool whole = t.dtype == DType::String
-                   ? static_cast<int64_t>(t.strings.size()) == n &&
-                         t.data.empty()
-                   : static_cast<int64_t>(t.data.size()) ==
-                         n * static_cast<int64_t>(dtype_size(t.dtype));
+  bool whole =
+      t.dtype == DType::String
+          ? static_cast<int64_t>(t.strings.size()) == n && t.data.empty()
+          : static_cast<int64_t>(t.data.size()) ==
+                n * static_cast<int64_t>(dtype_size(t.dtype));
   if (!whole)
     die("input " + name + " " + t.spec().str() + " does not hold its elements");
 }
@@ -81,14 +81,14 @@ void checkRoundTrip(const PredictRequest &request) {
   if (written.rfind(prefix, 0) != 0)
     die("columnar response without outputs: " + written);
   std::string sig = request.signature_name;
-  std::string again = "{\"signature_name\":\"" + sig + "\",\"inputs\":" +
-                      written.substr(prefix.size());
+  std::string again = "{\"signature_name\":\"" + sig +
+                      "\",\"inputs\":" + written.substr(prefix.size());
   PredictRequest back;
   try {
     back = parse_predict_request(again, signatures());
   } catch (const RestError &e) {
-    die(std::string("written tensors do not parse back: ") + e.what() +
-        ": " + again);
+    die(std::string("written tensors do not parse back: ") + e.what() + ": " +
+        again);
   }
   for (const auto &[name, t] : request.inputs)
     if (!back.inputs.count(name) || !sameValues(t, back.inputs.at(name)))
@@ -100,12 +100,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view input = bytesOf(data, size);
   size_t eol = input.find('\n');
   std::string_view line = input.substr(0, eol);
-  std::string_view body =
-      eol == std::string_view::npos ? std::string_view() : input.substr(eol + 1);
+  std::string_view body = eol == std::string_view::npos ? std::string_view()
+                                                        : input.substr(eol + 1);
   size_t space = line.find(' ');
   std::string_view method = line.substr(0, space);
-  std::string_view path =
-      space == std::string_view::npos ? std::string_view() : line.substr(space + 1);
+  std::string_view path = space == std::string_view::npos
+                              ? std::string_view()
+                              : line.substr(space + 1);
   try {
     ParsedRequest parsed = parse_request(method, path, body, signatures());
     if (parsed.predict) {

@@ -122,11 +122,11 @@ TEST(RestApiTest, MalformedPathsAreTfServings400) {
   }
   EXPECT_EQ(errorOf([] { parse_route("GET", "/v1/models"); }).second,
             "Missing model name in request.");
-  EXPECT_EQ(
-      errorOf([] {
-        parse_route("POST", "/v1/models/x/versions/99999999999999999999:predict");
-      }).second,
-      "Failed to convert version: 99999999999999999999 to numeric.");
+  EXPECT_EQ(errorOf([] {
+              parse_route("POST",
+                          "/v1/models/x/versions/99999999999999999999:predict");
+            }).second,
+            "Failed to convert version: 99999999999999999999 to numeric.");
 }
 
 TEST(RestApiTest, HttpStatusOfCodes) {
@@ -139,7 +139,8 @@ TEST(RestApiTest, HttpStatusOfCodes) {
   EXPECT_EQ(http_status(Code::Unavailable), 503);
 }
 
-// --- predict requests ----------------------------------------------------------
+// --- predict requests
+// ----------------------------------------------------------
 
 TEST(RestApiTest, RowFormatOfTheDocumentedExample) {
   PredictRequest r = predict(R"({
@@ -183,8 +184,7 @@ TEST(RestApiTest, SingleInputPlainListsAndSignatureName) {
       predict(R"({"signature_name": "one", "instances": [1.0, 2, -3.5]})");
   EXPECT_EQ(r.signature_name, "one");
   EXPECT_EQ(r.inputs.at("x").shape, (std::vector<int64_t>{3}));
-  EXPECT_EQ(r.inputs.at("x").values<float>(),
-            (std::vector<float>{1, 2, -3.5}));
+  EXPECT_EQ(r.inputs.at("x").values<float>(), (std::vector<float>{1, 2, -3.5}));
   r = predict(R"({"signature_name": "one", "inputs": [0.5, 1]})");
   EXPECT_EQ(r.inputs.at("x").values<float>(), (std::vector<float>{0.5, 1}));
   // A scalar is a scalar (the servable refuses it: it has no batch).
@@ -195,16 +195,17 @@ TEST(RestApiTest, SingleInputPlainListsAndSignatureName) {
 TEST(RestApiTest, Base64Bytes) {
   PredictRequest r = predict(
       R"({"signature_name": "bytes", "instances": [{"b64": "aGVsbG8="}, {"b64": "AP8"}, "plain"]})");
-  EXPECT_EQ(r.inputs.at("b").strings,
-            (std::vector<std::string>{"hello", std::string("\0\xff", 2),
-                                      "plain"}));
+  EXPECT_EQ(
+      r.inputs.at("b").strings,
+      (std::vector<std::string>{"hello", std::string("\0\xff", 2), "plain"}));
   r = predict(R"({"signature_name": "bytes", "inputs": {"b64": "aGk="}})");
   EXPECT_TRUE(r.inputs.at("b").shape.empty());
   EXPECT_EQ(r.inputs.at("b").strings, (std::vector<std::string>{"hi"}));
-  EXPECT_EQ(predictError(
-                R"({"signature_name": "bytes", "instances": [{"b64": "a$=="}]})"),
-            "Failed to process element: 0 of 'instances' list. Error: "
-            "INVALID_ARGUMENT: Unable to base64 decode");
+  EXPECT_EQ(
+      predictError(
+          R"({"signature_name": "bytes", "instances": [{"b64": "a$=="}]})"),
+      "Failed to process element: 0 of 'instances' list. Error: "
+      "INVALID_ARGUMENT: Unable to base64 decode");
 }
 
 TEST(RestApiTest, IntegersAndBools) {
@@ -212,13 +213,13 @@ TEST(RestApiTest, IntegersAndBools) {
       R"({"signature_name": "i64", "instances": [{"n": 9007199254740993, "ok": true}, {"n": -1, "ok": false}]})");
   EXPECT_EQ(r.inputs.at("n").values<int64_t>(),
             (std::vector<int64_t>{9007199254740993LL, -1}));
-  EXPECT_EQ(r.inputs.at("ok").values<bool>(),
-            (std::vector<bool>{true, false}));
-  EXPECT_NE(predictError(
-                R"({"signature_name": "i64", "inputs": {"n": [1.5], "ok": [true]}})")
-                .find("JSON Value: 1.5 Type: Number is not of expected type: "
-                      "int64"),
-            std::string::npos);
+  EXPECT_EQ(r.inputs.at("ok").values<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_NE(
+      predictError(
+          R"({"signature_name": "i64", "inputs": {"n": [1.5], "ok": [true]}})")
+          .find("JSON Value: 1.5 Type: Number is not of expected type: "
+                "int64"),
+      std::string::npos);
   // int32: a number that does not fit is refused, as TF Serving's IsInt().
   EXPECT_NE(predictError(R"({"instances": [{"tag": "a", "signal": [1,2,3,4,5],
                                              "sensor": [[1, 2], [3, 4294967296]]}]})")
@@ -231,14 +232,17 @@ TEST(RestApiTest, RequestErrorsWithTfServingsMessages) {
   EXPECT_EQ(predictError("instances = [1, 2]"),
             "JSON Parse error: Invalid value. at offset: 0");
   EXPECT_EQ(predictError("[1]"), "JSON Value: [1] Is not object");
-  EXPECT_EQ(predictError(R"({"instances": [1], "inputs": [1]})"),
-            R"(JSON Value: {"instances":[1],"inputs":[1]} Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist )");
-  EXPECT_EQ(predictError(R"({"instances": 1})"),
-            R"(JSON Value: {"instances":1} Expecting 'instances' to be an list/array)");
+  EXPECT_EQ(
+      predictError(R"({"instances": [1], "inputs": [1]})"),
+      R"(JSON Value: {"instances":[1],"inputs":[1]} Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist )");
+  EXPECT_EQ(
+      predictError(R"({"instances": 1})"),
+      R"(JSON Value: {"instances":1} Expecting 'instances' to be an list/array)");
   EXPECT_EQ(predictError(R"({"instances": []})"),
             R"(JSON Value: {"instances":[]} No values in 'instances' array)");
-  EXPECT_EQ(predictError(R"({"signature_name": 1, "instances": [1]})"),
-            R"(JSON Value: {"signature_name":1,"instances":[1]} not formatted correctly. 'signature_name' key must be a string value.)");
+  EXPECT_EQ(
+      predictError(R"({"signature_name": 1, "instances": [1]})"),
+      R"(JSON Value: {"signature_name":1,"instances":[1]} not formatted correctly. 'signature_name' key must be a string value.)");
   EXPECT_EQ(predictError(R"({"signature_name": "nope", "instances": [1]})"),
             "Serving signature name: \"nope\" not found in signature def");
   EXPECT_EQ(predictError(R"({"foo": 1})"),
@@ -249,16 +253,19 @@ TEST(RestApiTest, RequestErrorsWithTfServingsMessages) {
   EXPECT_EQ(predictError(R"({"inputs": [1, 2]})"),
             "inputs is a plain value/list, but expecting an object as "
             "multiple input tensors required as per tensorinfo_map");
-  EXPECT_EQ(predictError(R"({"inputs": {"tag": ["a"], "signal": [[1,2,3,4,5]]}})"),
-            "Missing named input: sensor in 'inputs' object.");
+  EXPECT_EQ(
+      predictError(R"({"inputs": {"tag": ["a"], "signal": [[1,2,3,4,5]]}})"),
+      "Missing named input: sensor in 'inputs' object.");
   EXPECT_EQ(predictError(R"({"signature_name": "one", "instances": [1, [2]]})"),
             "Failed to process element: 1 of 'instances' list. Error: "
             "INVALID_ARGUMENT: Expecting shape [] but got: [1]");
-  EXPECT_EQ(predictError(R"({"signature_name": "one", "instances": [[1, 2], [3]]})"),
-            "Failed to process element: 1 of 'instances' list. Error: "
-            "INVALID_ARGUMENT: Expecting tensor size: 2 but got: 1");
-  EXPECT_EQ(predictError(R"({"signature_name": "one", "inputs": [[1, 2], [3]]})"),
-            "Encountered list at unexpected size: 1 at level: 1 expected size: 2");
+  EXPECT_EQ(
+      predictError(R"({"signature_name": "one", "instances": [[1, 2], [3]]})"),
+      "Failed to process element: 1 of 'instances' list. Error: "
+      "INVALID_ARGUMENT: Expecting tensor size: 2 but got: 1");
+  EXPECT_EQ(
+      predictError(R"({"signature_name": "one", "inputs": [[1, 2], [3]]})"),
+      "Encountered list at unexpected size: 1 at level: 1 expected size: 2");
   EXPECT_EQ(predictError(R"({"signature_name": "one", "inputs": [[1, 2], 3]})"),
             "JSON Value: 3 found at incorrect level: 2 in the JSON DOM. "
             "Expected at level: 2");
@@ -274,15 +281,17 @@ TEST(RestApiTest, RequestErrorsWithTfServingsMessages) {
   EXPECT_NE(predictError(R"({"instances": [{"tag": "a"}]})")
                 .find("keys must be equal to: sensor,signal,tag"),
             std::string::npos);
-  EXPECT_EQ(predictError(R"({"instances": [{"tag": "a", "signal": [1,2,3,4,5], "sensor": [[1,2],[3,4]]}, [1]]})"),
-            "Expecting object but got list at item 1 of input list");
+  EXPECT_EQ(
+      predictError(
+          R"({"instances": [{"tag": "a", "signal": [1,2,3,4,5], "sensor": [[1,2],[3,4]]}, [1]]})"),
+      "Expecting object but got list at item 1 of input list");
 }
 
 TEST(RestApiTest, DeepNestingIsRefusedNotRecursedInto) {
   std::string deep(100000, '[');
-  std::string message = predictError(
-      R"({"signature_name": "one", "instances": )" + deep + "1" +
-      std::string(100000, ']') + "}");
+  std::string message =
+      predictError(R"({"signature_name": "one", "instances": )" + deep + "1" +
+                   std::string(100000, ']') + "}");
   EXPECT_NE(message.find("nests lists deeper than 254"), std::string::npos);
   // Messages quote at most 256 bytes of the value.
   EXPECT_LT(message.size(), 700u);
@@ -298,7 +307,8 @@ TEST(RestApiTest, UnsupportedDtypeIsUnimplemented) {
   EXPECT_EQ(message, "Conversion of JSON Value: 1 to type: half");
 }
 
-// --- classify and regress ------------------------------------------------------
+// --- classify and regress
+// ------------------------------------------------------
 
 TEST(RestApiTest, ExamplesBecomeTfExamplesWithTheContext) {
   ExamplesRequest r = parse_examples_request(R"({
@@ -348,10 +358,12 @@ TEST(RestApiTest, ExamplesErrors) {
             "Feature: a has uint64_t element. Only int64_t is supported.");
   EXPECT_EQ(err(R"({"examples": [1]})"),
             "Example must be JSON object but got JSON Number");
-  EXPECT_EQ(err(R"({"context": {}})"),
-            R"(JSON Value: {"context":{}} When method is classify, key 'examples' is expected and was not found)");
-  EXPECT_EQ(err(R"({"examples": []})"),
-            R"(JSON Value: {"examples":[]} 'examples' value is an empty array)");
+  EXPECT_EQ(
+      err(R"({"context": {}})"),
+      R"(JSON Value: {"context":{}} When method is classify, key 'examples' is expected and was not found)");
+  EXPECT_EQ(
+      err(R"({"examples": []})"),
+      R"(JSON Value: {"examples":[]} 'examples' value is an empty array)");
   auto sigs = signatures();
   auto [code, message] = errorOf(
       [&] { examples_signature(RestMethod::Classify, "regress", sigs); });
@@ -366,7 +378,8 @@ TEST(RestApiTest, ExamplesErrors) {
             "tensorflow/serving/regress. Was: tensorflow/serving/predict");
 }
 
-// --- responses -----------------------------------------------------------------
+// --- responses
+// -----------------------------------------------------------------
 
 TEST(RestApiTest, PredictResponsesAsTfServingShapesThem) {
   TensorMap one;
@@ -378,21 +391,21 @@ TEST(RestApiTest, PredictResponsesAsTfServingShapesThem) {
   TensorMap two;
   two["classes"] = TensorValue::of<int64_t>({2}, {1, 0});
   two["probs"] = TensorValue::of<double>({2, 1}, {0.25, 0.75});
-  EXPECT_EQ(write_predict_response(two, PredictFormat::Row),
-            R"({"predictions":[{"classes":1,"probs":[0.25]},{"classes":0,"probs":[0.75]}]})");
+  EXPECT_EQ(
+      write_predict_response(two, PredictFormat::Row),
+      R"({"predictions":[{"classes":1,"probs":[0.25]},{"classes":0,"probs":[0.75]}]})");
   EXPECT_EQ(write_predict_response(two, PredictFormat::Columnar),
             R"({"outputs":{"classes":[1,0],"probs":[[0.25],[0.75]]}})");
   two["bad"] = TensorValue::of<float>({3}, {1, 2, 3});
-  EXPECT_EQ(errorOf([&] {
-              write_predict_response(two, PredictFormat::Row);
-            }).second,
-            "Tensor name: classes has inconsistent batch size: 2 expecting: 3");
+  EXPECT_EQ(
+      errorOf([&] { write_predict_response(two, PredictFormat::Row); }).second,
+      "Tensor name: classes has inconsistent batch size: 2 expecting: 3");
 }
 
 TEST(RestApiTest, StringOutputsAndBytes) {
   TensorMap out;
-  out["s"] = TensorValue::of_strings({3}, {"ok", std::string("\xff\xfe", 2),
-                                           "caf\xc3\xa9"});
+  out["s"] = TensorValue::of_strings(
+      {3}, {"ok", std::string("\xff\xfe", 2), "caf\xc3\xa9"});
   EXPECT_EQ(write_predict_response(out, PredictFormat::Columnar),
             "{\"outputs\":[\"ok\",{\"b64\":\"//4=\"},\"caf\xc3\xa9\"]}");
   TensorMap bytes;
@@ -417,8 +430,9 @@ TEST(RestApiTest, ClassifyAndRegressResults) {
   TensorMap out;
   out["classes"] = TensorValue::of_strings({2, 2}, {"no", "yes", "no", "yes"});
   out["scores"] = TensorValue::of<float>({2, 2}, {0.75f, 0.25f, 0.5f, 0.5f});
-  EXPECT_EQ(write_classify_response(out, 2),
-            R"({"results":[[["no",0.75],["yes",0.25]],[["no",0.5],["yes",0.5]]]})");
+  EXPECT_EQ(
+      write_classify_response(out, 2),
+      R"({"results":[[["no",0.75],["yes",0.25]],[["no",0.5],["yes",0.5]]]})");
   TensorMap scoresOnly;
   scoresOnly["scores"] = TensorValue::of<float>({1, 1}, {12});
   EXPECT_EQ(write_classify_response(scoresOnly, 1),
@@ -434,8 +448,9 @@ TEST(RestApiTest, ClassifyAndRegressResults) {
 }
 
 TEST(RestApiTest, StatusAndMetadataJson) {
-  EXPECT_EQ(write_model_status({{123, "AVAILABLE", Code::Ok, ""}}),
-            R"({"model_version_status":[{"version":"123","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}}]})");
+  EXPECT_EQ(
+      write_model_status({{123, "AVAILABLE", Code::Ok, ""}}),
+      R"({"model_version_status":[{"version":"123","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}}]})");
   std::string meta = write_model_metadata("m", 7, signatures());
   rapidjson::Document doc;
   doc.Parse(meta.c_str());

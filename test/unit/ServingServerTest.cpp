@@ -20,14 +20,14 @@
 #include <rapidjson/document.h>
 
 #include <arpa/inet.h>
-#include <cstring>
-#include <sys/time.h>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <thread>
 #include <unistd.h>
 
@@ -223,12 +223,15 @@ TEST_F(ServingServerTest, PredictEqualsTheServableRunInProcess) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
   // The same request parsed and run in process, written the same way.
   ModelManager::Handle h = models_->get("m", std::nullopt, std::nullopt);
-  PredictRequest req = parse_predict_request(kPredict, h.servable->signatures());
+  PredictRequest req =
+      parse_predict_request(kPredict, h.servable->signatures());
   TensorMap expected = h.servable->run("serving_default", req.inputs, {});
   EXPECT_EQ(res->body, write_predict_response(expected, PredictFormat::Row));
-  EXPECT_EQ(res->body,
-            R"({"predictions":[{"scale":2.0,"y":[2.0,4.0]},{"scale":2.0,"y":[6.0,-8.0]}]})");
-  res = post("/v1/models/m/versions/1:predict", R"({"inputs": {"x": [[1, 2]]}})");
+  EXPECT_EQ(
+      res->body,
+      R"({"predictions":[{"scale":2.0,"y":[2.0,4.0]},{"scale":2.0,"y":[6.0,-8.0]}]})");
+  res =
+      post("/v1/models/m/versions/1:predict", R"({"inputs": {"x": [[1, 2]]}})");
   EXPECT_EQ(res->body, R"({"outputs":{"scale":[2.0],"y":[[2.0,4.0]]}})");
   res = post("/v1/models/m/labels/stable:predict", R"({"inputs": [[1, 2]]})");
   EXPECT_EQ(res->status, 200) << res->body;
@@ -237,13 +240,16 @@ TEST_F(ServingServerTest, PredictEqualsTheServableRunInProcess) {
 TEST_F(ServingServerTest, ClassifyAndRegress) {
   addVersion(base_ / "m", 1, "0.5");
   start();
-  auto res = post("/v1/models/m:classify",
-                  R"({"signature_name": "classify", "examples": [{"x": 1.0}, {"x": 0.5}]})");
+  auto res = post(
+      "/v1/models/m:classify",
+      R"({"signature_name": "classify", "examples": [{"x": 1.0}, {"x": 0.5}]})");
   EXPECT_EQ(res->status, 200) << res->body;
-  EXPECT_EQ(res->body,
-            R"({"results":[[["neg",0.5],["pos",0.5]],[["neg",0.75],["pos",0.25]]]})");
-  res = post("/v1/models/m:regress",
-             R"({"signature_name": "regress", "context": {"x": 4.0}, "examples": [{}, {"x": 2.0}]})");
+  EXPECT_EQ(
+      res->body,
+      R"({"results":[[["neg",0.5],["pos",0.5]],[["neg",0.75],["pos",0.25]]]})");
+  res = post(
+      "/v1/models/m:regress",
+      R"({"signature_name": "regress", "context": {"x": 4.0}, "examples": [{}, {"x": 2.0}]})");
   EXPECT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(res->body, R"({"results":[2.0,1.0]})");
   // A bad tf.Example is the servable's DataError: 400.
@@ -263,8 +269,9 @@ TEST_F(ServingServerTest, StatusAndMetadata) {
   start({}, {VersionPolicy::Kind::All, 1, {}});
   auto res = client().Get("/v1/models/m");
   EXPECT_EQ(res->status, 200);
-  EXPECT_EQ(res->body,
-            R"({"model_version_status":[{"version":"2","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}},{"version":"1","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}}]})");
+  EXPECT_EQ(
+      res->body,
+      R"({"model_version_status":[{"version":"2","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}},{"version":"1","state":"AVAILABLE","status":{"error_code":"OK","error_message":""}}]})");
   res = client().Get("/v1/models/m/versions/1");
   EXPECT_NE(res->body.find(R"("version":"1")"), std::string::npos);
   res = client().Get("/v1/models/m/metadata");
@@ -290,7 +297,8 @@ TEST_F(ServingServerTest, ErrorsWithTfServingsStatusCodes) {
     EXPECT_NE(res->body.find(text), std::string::npos) << res->body;
     rapidjson::Document doc;
     doc.Parse(res->body.c_str());
-    EXPECT_TRUE(!doc.HasParseError() && doc.IsObject() && doc.HasMember("error"))
+    EXPECT_TRUE(!doc.HasParseError() && doc.IsObject() &&
+                doc.HasMember("error"))
         << res->body;
   };
   expect(post("/v1/models/nope:predict", kPredict), 404,
@@ -350,7 +358,8 @@ TEST_F(ServingServerTest, VersionSwapUnderLoadFailsNoRequest) {
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   addVersion(base_ / "m", 2, "3");
-  for (int i = 0; i < 200 && models_->served_versions("m") != std::vector<int64_t>{2}; ++i)
+  for (int i = 0;
+       i < 200 && models_->served_versions("m") != std::vector<int64_t>{2}; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   done = true;
@@ -380,10 +389,13 @@ TEST_F(ServingServerTest, CorruptNewVersionKeepsThePreviousServing) {
   std::string text = log();
   size_t first = text.find("version 2 failed to load: ");
   ASSERT_NE(first, std::string::npos) << text;
-  EXPECT_EQ(text.find("version 2 failed to load", first + 1), std::string::npos);
+  EXPECT_EQ(text.find("version 2 failed to load", first + 1),
+            std::string::npos);
   res = client().Get("/v1/models/m");
-  EXPECT_NE(res->body.find(R"({"version":"2","state":"END","status":{"error_code":"UNKNOWN","error_message":")"),
-            std::string::npos)
+  EXPECT_NE(
+      res->body.find(
+          R"({"version":"2","state":"END","status":{"error_code":"UNKNOWN","error_message":")"),
+      std::string::npos)
       << res->body;
 }
 
@@ -426,7 +438,9 @@ TEST_F(ServingServerTest, BatchingGivesTheUnbatchedResults) {
   // 14 requests, far fewer runs.
   EXPECT_LT(gRuns, 10);
   std::string metrics = client().Get("/monitoring/prometheus/metrics")->body;
-  EXPECT_NE(metrics.find(":tensorflow:serving:batching_session:processed_batch_size_count{model_name=\"m\",signature_name=\"serving_default\"}"),
+  EXPECT_NE(metrics.find(
+                ":tensorflow:serving:batching_session:processed_batch_size_"
+                "count{model_name=\"m\",signature_name=\"serving_default\"}"),
             std::string::npos)
       << metrics;
 }
@@ -440,7 +454,8 @@ TEST(BatcherTest, OneBadRequestFailsAlone) {
   bad["x"] = TensorValue::of<int64_t>({1, 2}, {1, 2});
   std::exception_ptr badError;
   TensorMap goodOut;
-  std::thread a([&] { goodOut = batcher.run(model, "m", "serving_default", good); });
+  std::thread a(
+      [&] { goodOut = batcher.run(model, "m", "serving_default", good); });
   std::thread b([&] {
     try {
       batcher.run(model, "m", "serving_default", bad);
@@ -520,10 +535,10 @@ TEST_F(ServingServerTest, StalledClientTimesOutAndDisconnectsAreHarmless) {
   // A client that sends a request and leaves before the answer.
   for (int i = 0; i < 4; ++i) {
     int gone = connectTo(port_);
-    std::string req = std::string("POST /v1/models/m:predict HTTP/1.1\r\n") +
-                      "Host: x\r\nContent-Length: " +
-                      std::to_string(std::strlen(kPredict)) + "\r\n\r\n" +
-                      kPredict;
+    std::string req =
+        std::string("POST /v1/models/m:predict HTTP/1.1\r\n") +
+        "Host: x\r\nContent-Length: " + std::to_string(std::strlen(kPredict)) +
+        "\r\n\r\n" + kPredict;
     ::send(gone, req.data(), req.size(), 0);
     ::close(gone);
   }
@@ -541,14 +556,19 @@ TEST_F(ServingServerTest, MetricsCountRequestsByModelMethodAndStatus) {
   post("/v1/models/m:predict", "{");
   auto res = client().Get("/monitoring/prometheus/metrics");
   EXPECT_EQ(res->status, 200);
-  EXPECT_NE(res->body.find(":tensorflow:serving:request_count{model_name=\"m\",method=\"predict\",status=\"OK\"} 2\n"),
+  EXPECT_NE(res->body.find(":tensorflow:serving:request_count{model_name=\"m\","
+                           "method=\"predict\",status=\"OK\"} 2\n"),
             std::string::npos)
       << res->body;
-  EXPECT_NE(res->body.find("status=\"INVALID_ARGUMENT\"} 1\n"), std::string::npos);
-  EXPECT_NE(res->body.find(":tensorflow:serving:request_latency_count{model_name=\"m\",API=\"predict\",entrypoint=\"REST\"} 3\n"),
+  EXPECT_NE(res->body.find("status=\"INVALID_ARGUMENT\"} 1\n"),
             std::string::npos);
-  EXPECT_NE(res->body.find("# TYPE :tensorflow:serving:request_latency histogram"),
-            std::string::npos);
+  EXPECT_NE(
+      res->body.find(":tensorflow:serving:request_latency_count{model_name="
+                     "\"m\",API=\"predict\",entrypoint=\"REST\"} 3\n"),
+      std::string::npos);
+  EXPECT_NE(
+      res->body.find("# TYPE :tensorflow:serving:request_latency histogram"),
+      std::string::npos);
 }
 
 TEST(ServingConfigTest, TfServingsTextProtos) {
@@ -580,8 +600,8 @@ TEST(ServingConfigTest, TfServingsTextProtos) {
   };
   EXPECT_EQ(error("model_config_list { config { name: \"a\" } }"),
             "f.config: model 'a': no base_path");
-  EXPECT_EQ(error("model_config_list { config { nme: \"a\" } }").rfind(
-                "f.config: line 1:", 0),
+  EXPECT_EQ(error("model_config_list { config { nme: \"a\" } }")
+                .rfind("f.config: line 1:", 0),
             0u);
   EXPECT_EQ(error("model_config_list { config { name: \"a\" base_path: \"/x\" "
                   "model_platform: \"pytorch\" } }"),

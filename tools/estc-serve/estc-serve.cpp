@@ -138,10 +138,10 @@ int main(int argc, char **argv) {
       configs.push_back(config);
     }
     if (enable_batching)
-      options.batching = batching_parameters_file.empty()
-                             ? BatchingOptions{}
-                             : read_batching_parameters_file(
-                                   batching_parameters_file);
+      options.batching =
+          batching_parameters_file.empty()
+              ? BatchingOptions{}
+              : read_batching_parameters_file(batching_parameters_file);
   } catch (const std::exception &e) {
     return fail(e.what());
   }
@@ -160,8 +160,7 @@ int main(int argc, char **argv) {
   try {
     ModelManager models(configs, saved_model_loader());
     models.poll();
-    models.start_polling(
-        std::chrono::seconds(file_system_poll_wait_seconds));
+    models.start_polling(std::chrono::seconds(file_system_poll_wait_seconds));
     Server server(options, models);
     int port = server.bind();
     std::cerr << "estc-serve: REST API at http://" << rest_api_host << ":"
