@@ -125,6 +125,10 @@ Server::Server(ServerOptions options, const ModelManager &models)
   s.set_keep_alive_timeout(2);
   s.set_keep_alive_max_count(1000);
   s.set_payload_max_length(static_cast<size_t>(options_.max_request_bytes));
+  // Small JSON answers must not wait for the client's delayed ACK: with
+  // Nagle's algorithm on (Debian's libcpp-httplib default), a keep-alive
+  // response's second segment waits ~40 ms on loopback.
+  s.set_tcp_nodelay(true);
 
   auto rest = [this](const httplib::Request &req, httplib::Response &res) {
     // The path as sent (percent-encoded): parse_route decodes the model

@@ -14,6 +14,8 @@ for tool in curl wrk; do
 done
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; [ -f "$work/serve.log" ] && cat "$work/serve.log"; exit 1; }
+# Never leave a server behind (ctest waits for its output pipe).
+trap '[ -n "${pid:-}" ] && kill -KILL $pid 2>/dev/null' EXIT
 
 "$exports" "$work" || fail "serve_test_exports"
 tiny=$(ls "$work/tiny"); linear=$(ls "$work/linear")
@@ -79,7 +81,7 @@ expect 413 POST /v1/models/tiny:predict "$work/big.json" 'max_request_bytes'
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = [[$(cat "$work/tiny_predict.json")]]
+wrk.body = [==[$(cat "$work/tiny_predict.json")]==]
 LUA
 new=$((tiny + 10))
 ( sleep 1; cp -r "$work/tiny/$tiny" "$work/tiny/temp-$new" && mv "$work/tiny/temp-$new" "$work/tiny/$new" ) &
@@ -114,7 +116,21 @@ wait
 [ $rc = 0 ] || fail "estc-serve exited $rc on SIGTERM"
 for i in 1 2 3 4; do
   [ "$(cat "$work/code$i")" = 200 ] || fail "request $i in flight: HTTP $(cat "$work/code$i")"
-  cmp -s "$work/inflight$i" "$work/tiny_predict.expected" || fail "request $i: batched answer differs"
+  # A batch of 12 rows runs other kernel blocks than one of 3: equal up to
+  # float32 rounding, not bit for bit.
+  python3 - "$work/inflight$i" "$work/tiny_predict.expected" <<'PY' || fail "request $i: batched answer differs"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+def close(x, y):
+    if isinstance(x, list):
+        return isinstance(y, list) and len(x) == len(y) and all(map(close, x, y))
+    if isinstance(x, dict):
+        return isinstance(y, dict) and x.keys() == y.keys() and all(close(x[k], y[k]) for k in x)
+    if isinstance(x, float) or isinstance(y, float):
+        return abs(x - y) <= 1e-5 * max(1.0, abs(y))
+    return x == y
+sys.exit(0 if close(a, b) else 1)
+PY
 done
 grep -q "SIGTERM: finishing the requests in flight" "$work/serve.log" || fail "no shutdown line"
 echo PASS
