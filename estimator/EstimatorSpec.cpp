@@ -110,6 +110,11 @@ void EstimatorSpec::validate() const {
     if (!metric.value.valid() || !metric.value.has_value())
       fail("metric '" + name + "' has no value tensor");
   }
+  if (export_outputs.size() > 1 && !export_outputs.count("serving_default"))
+    fail("Multiple export_outputs were provided, but none of them is "
+         "specified as the default. Do this by naming one of them with "
+         "signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY "
+         "(\"serving_default\")");
   for (const auto &[name, outputs] : export_outputs) {
     if (name.empty())
       fail("an export output has an empty name");

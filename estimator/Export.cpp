@@ -457,6 +457,12 @@ std::string Estimator::export_saved_model(
     code.output_kinds[kDefaultServingKey] = ExportOutput::Kind::Predict;
     for (const std::string &key : code.prediction_keys)
       code.output_sources[kDefaultServingKey][key] = "predictions/" + key;
+  } else if (code.output_kinds.size() == 1 &&
+             !code.output_kinds.count(kDefaultServingKey)) {
+    // TF's EstimatorSpec serves a lone export output by default too.
+    std::string only = code.output_kinds.begin()->first;
+    code.output_kinds[kDefaultServingKey] = code.output_kinds.at(only);
+    code.output_sources[kDefaultServingKey] = code.output_sources.at(only);
   }
 
   rapidjson::Document manifest;

@@ -186,8 +186,9 @@ Tensor allClassIds(const Tensor &like, int64_t n,
   std::vector<double> ids(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     ids[static_cast<size_t>(i)] = static_cast<double>(i);
-  Tensor iota = like.graph().constant(ids, {n}, DType::Int64, "class_range");
-  return add(zeros_like(like, DType::Int64), iota, name);
+  // TF tiles tf.range(n_classes): INT32.
+  Tensor iota = like.graph().constant(ids, {n}, DType::Int32, "class_range");
+  return add(zeros_like(like, DType::Int32), iota, name);
 }
 
 /// argmax over the last axis, as [D0, ..., 1] I64.

@@ -191,7 +191,7 @@ TEST(HeadGraphTest, BinaryClassHeadPredictionsMetricsAndExports) {
     EXPECT_EQ(p["probabilities"].shape(), (Dims{-1, 2}));
     EXPECT_EQ(p["class_ids"].dtype(), DType::Int64);
     EXPECT_EQ(p["class_ids"].shape(), (Dims{-1, 1}));
-    EXPECT_EQ(p["all_class_ids"].dtype(), DType::Int64);
+    EXPECT_EQ(p["all_class_ids"].dtype(), DType::Int32);
     EXPECT_EQ(p["all_class_ids"].shape(), (Dims{-1, 2}));
     // The string keys are the host's: asking gives their id tensors.
     EXPECT_EQ(keysOf(head.predictions(f.logits, {"classes", "logistic"})),
@@ -752,8 +752,8 @@ TEST_F(HeadNumbersTest, MultiClassHeadVocabularyWeighted) {
                     {"global_step", 0}});
   HostPrediction p = predict(*head, x);
   EXPECT_EQ(p["classes"].strings, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(p["all_class_ids"].values<int64_t>(),
-            (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(p["all_class_ids"].values<int32_t>(),
+            (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2}));
   EXPECT_NEAR(p["probabilities"].values<float>()[8], 0.6652408838272095, 1e-6);
 }
 
