@@ -945,7 +945,7 @@ TensorMap SavedModel::run(const std::string &signature_name,
     }
   }
   for (const std::string &key : impl_->ones)
-    if (!features.count(key) && !(element.is_dict() && element.contains(key)))
+    if (!features.count(key))
       features[key] = TensorValue::of<float>(
           {batch, 1}, std::vector<float>(static_cast<size_t>(batch), 1.0f));
   if (!impl_->batchZeros.empty())
