@@ -113,6 +113,40 @@ TEST_F(SavedModelTest, ExportFolderLayout) {
   fs::remove_all(again);
 }
 
+TEST_F(SavedModelTest, AssetsExtraTextAndAllModes) {
+  std::string readme = (root_ / "README.txt").string();
+  std::ofstream(readme) << "how to call this model\n";
+  ServingInputReceiverFn raw =
+      build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}});
+  std::string dir = tiny_->export_saved_model((root_ / "extra").string(), raw,
+                                              {{"docs/README.txt", readme}},
+                                              /*as_text=*/true);
+  EXPECT_EQ(fileio::readFile(dir + "/assets.extra/docs/README.txt"),
+            "how to call this model\n");
+  std::string json = fileio::readFile(dir + "/saved_model.json");
+  EXPECT_NE(json.find("\n  \"format\": \"estc-saved-model-1\""),
+            std::string::npos);
+  EXPECT_EQ(SavedModel::load(dir)->global_step(), 30);
+  EXPECT_EQ(errorOf([&] {
+              tiny_->export_saved_model((root_ / "extra").string(), raw,
+                                        {{"../escape", readme}});
+            }),
+            "Estimator.export_saved_model: assets_extra name '../escape' "
+            "must be a relative path inside assets.extra");
+
+  std::string all = tiny_->experimental_export_all_saved_models(
+      (root_ / "all").string(), {{ModeKeys::PREDICT, raw}});
+  EXPECT_NO_THROW(SavedModel::load(all));
+  EXPECT_EQ(errorOf([&] {
+              tiny_->experimental_export_all_saved_models(
+                  (root_ / "all").string(),
+                  {{ModeKeys::PREDICT, raw}, {ModeKeys::EVAL, raw}});
+            }),
+            "Estimator.export_saved_model: experimental_export_all_saved_"
+            "models: mode eval is not exported (estc exports PREDICT; a "
+            "TRAIN or EVAL artifact is the checkpoint plus the model_fn)");
+}
+
 TEST_F(SavedModelTest, CustomModelFnEqualsPredict) {
   auto model = SavedModel::load(tinyExport_);
   EXPECT_EQ(model->global_step(), 30);
@@ -572,6 +606,9 @@ TEST_F(SavedModelTest, EveryCannedEstimatorServesWhatItPredicts) {
     std::string dir =
         est->export_saved_model((root_ / ("export-" + c.name)).string(), fn);
     auto model = SavedModel::load(dir);
+    // The vocabulary file travels with the export.
+    EXPECT_EQ(fs::exists(fs::path(dir) / "assets" / "0_sizes.txt"),
+              spec.count("size") == 1);
 
     serving::TensorMap rawInputs;
     for (const auto &[key, value] : test.x)
