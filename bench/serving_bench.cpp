@@ -152,9 +152,9 @@ std::string exportMlp(const std::string &work, const std::string &base) {
                 {{"x", TensorValue::of<float>({n, kPixels}, x)}},
                 TensorValue::of<int64_t>({n}, y), {64, std::nullopt, true, 7}),
             {}, /*steps=*/100);
-  return est.export_saved_model(
-      base, estimator::build_raw_serving_input_receiver_fn(
-                {{"x", DType::Float32, {-1, kPixels}}}));
+  return est.export_saved_model(base,
+                                estimator::build_raw_serving_input_receiver_fn(
+                                    {{"x", DType::Float32, {-1, kPixels}}}));
 }
 
 // --- Wide & deep on the census-like table ----------------------------------
@@ -397,7 +397,8 @@ public:
     for (int i = 0; i < spec_.numVariables; ++i) {
       if (variables_[static_cast<size_t>(i)].local)
         continue;
-      TensorValue t = reader.get_tensor(variables_[static_cast<size_t>(i)].name);
+      TensorValue t =
+          reader.get_tensor(variables_[static_cast<size_t>(i)].name);
       std::memcpy(model_->variable_data(i), t.data.data(), t.data.size());
     }
   }
@@ -471,8 +472,7 @@ Latency timeCalls(const std::function<void()> &f, int64_t calls,
   for (double &t : us) {
     Clock::time_point start = Clock::now();
     f();
-    t = std::chrono::duration<double, std::micro>(Clock::now() - start)
-            .count();
+    t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   }
   double sum = 0;
   for (double t : us)
@@ -551,11 +551,111 @@ std::vector<int64_t> parseList(const std::string &s) {
   return out;
 }
 
+struct Settings {
+  std::string out, census;
+  int64_t calls, warmup;
+  std::vector<int64_t> batches;
+  double seconds;
+};
+
+void benchMlp(const Settings &s) {
+  const std::string &out = s.out;
+  const int64_t calls = s.calls, warmup = s.warmup;
+  // --- MLP.
+  std::string mlpDir = exportMlp(out + "/work/mlp", out + "/models/mlp");
+  auto mlp = serving::SavedModel::load(mlpDir);
+  std::vector<float> x = mlpInputs(256, 3);
+  serving::TensorMap one = {
+      {"x",
+       TensorValue::of<float>(
+           {1, kPixels}, std::vector<float>(x.begin(), x.begin() + kPixels))}};
+  const std::string sig = serving::kDefaultServingSignatureDefKey;
+  Latency l = timeCalls([&] { mlp->run(sig, one); }, calls, warmup);
+  CompiledStep mlpStep(mlpDir);
+  mlpStep.feed({{"x", one.at("x")}}, {}, 1);
+  Latency compiled = timeCalls([&] { mlpStep.run(); }, calls, warmup);
+  printLatency("mlp", mlpDir, l, calls, part("compiled", compiled));
+  for (int64_t b : s.batches) {
+    serving::TensorMap in = {
+        {"x", TensorValue::of<float>(
+                  {b, kPixels},
+                  std::vector<float>(x.begin(), x.begin() + b * kPixels))}};
+    printRate("mlp", b, callsPerSecond([&] { mlp->run(sig, in); }, s.seconds));
+  }
+  // The request and estc's answers for the TF peer.
+  writeText(out + "/mlp_predict.json",
+            "{\"instances\": [" + floats(x.data(), kPixels) + "]}\n");
+  serving::TensorMap eight = {
+      {"x", TensorValue::of<float>(
+                {8, kPixels},
+                std::vector<float>(x.begin(), x.begin() + 8 * kPixels))}};
+  TensorValue probs = mlp->run(sig, eight).at("probabilities");
+  std::vector<float> p = probs.values<float>();
+  std::string check = "{\"x\": [";
+  for (int64_t i = 0; i < 8; ++i)
+    check += (i ? ", " : "") + floats(x.data() + i * kPixels, kPixels);
+  check += "], \"probabilities\": [";
+  for (int64_t i = 0; i < 8; ++i)
+    check += (i ? ", " : "") + floats(p.data() + i * kClasses, kClasses);
+  writeText(out + "/mlp_check.json", check + "]}\n");
+}
+
+void benchWideDeep(const Settings &s) {
+  const std::string &out = s.out;
+  const int64_t calls = s.calls, warmup = s.warmup;
+  const std::string sig = serving::kDefaultServingSignatureDefKey;
+  // --- Wide & deep.
+  std::unique_ptr<estimator::Estimator> wdEst;
+  std::string wdDir = exportWideDeep(s.census, out + "/work/wide_deep",
+                                     out + "/models/wide_deep", wdEst);
+  auto wd = serving::SavedModel::load(wdDir);
+  std::vector<std::vector<std::string>> rows = censusRows(s.census, 256);
+  std::vector<std::string> examples;
+  for (const auto &r : rows)
+    examples.push_back(censusExample(r));
+  const serving::SignatureDef &wdSig = wd->signature(sig);
+  const std::string input = wdSig.inputs.begin()->first; // "inputs"
+  serving::TensorMap oneEx = {
+      {input, TensorValue::of_strings({1}, {examples[0]})}};
+  Latency l = timeCalls([&] { wd->run(sig, oneEx); }, calls, warmup);
+  // Its parts: the same library code, each step alone.
+  fc::FeatureColumns wide, deep;
+  censusColumns(wide, deep);
+  fc::FeatureColumns all = wide;
+  all.insert(all.end(), deep.begin(), deep.end());
+  data::ExampleParser parser(fc::make_parse_example_spec(all));
+  const TensorValue &serialized = oneEx.at(input);
+  Latency parse =
+      timeCalls([&] { parser.parse_example(serialized); }, calls, warmup);
+  data::Element parsed = parser.parse_example(serialized);
+  const estimator::HostTransform *transform = wdEst->host_transform();
+  Latency transformed =
+      timeCalls([&] { transform->transform_input(parsed); }, calls, warmup);
+  estimator::Batch modelInputs = transform->transform_input(parsed);
+  CompiledStep wdStep(wdDir);
+  wdStep.feed(modelInputs.features, modelInputs.values_features, 1);
+  Latency compiled = timeCalls([&] { wdStep.run(); }, calls, warmup);
+  printLatency("wide_deep", wdDir, l, calls,
+               part("parse", parse) + ", " + part("transform", transformed) +
+                   ", " + part("compiled", compiled));
+  for (int64_t b : s.batches) {
+    serving::TensorMap in = {
+        {input, TensorValue::of_strings(
+                    {b}, std::vector<std::string>(examples.begin(),
+                                                  examples.begin() + b))}};
+    printRate("wide_deep", b,
+              callsPerSecond([&] { wd->run(sig, in); }, s.seconds));
+  }
+  writeText(out + "/wide_deep_classify.json",
+            "{\"examples\": [" + censusExampleJson(rows[0]) + "]}\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   using flags::Flag;
-  std::string out, census, batchList = "1,2,4,8,16,32,64,128,256";
+  std::string out, census, batchList = "1,2,4,8,16,32,64,128,256",
+                           modelList = "mlp,wide_deep";
   int64_t calls = 20000, warmup = 2000;
   double seconds = 0.5;
   flags::FlagParser parser(
@@ -563,17 +663,21 @@ int main(int argc, char **argv) {
                        "times serving::SavedModel::run in process and writes "
                        "the requests bench/serving.sh sends to estc-serve");
   parser.add(Flag("out", &out, "the output folder").value_name("DIR"));
-  parser.add(Flag("census", &census,
-                  "a census CSV (bench/make_census_table.py)")
-                 .value_name("FILE"));
+  parser.add(
+      Flag("census", &census, "a census CSV (bench/make_census_table.py)")
+          .value_name("FILE"));
   parser.add(Flag("calls", &calls, "timed batch-1 calls").positive());
   parser.add(Flag("warmup", &warmup, "untimed calls first").positive());
   parser.add(Flag("batches", &batchList, "batch sizes for the throughput")
                  .value_name("N,..."));
   parser.add(Flag("seconds", &seconds, "time per throughput point"));
+  parser.add(Flag("models", &modelList, "the models to export and time")
+                 .value_name("mlp,wide_deep"));
   parser.parse_or_exit(argc, argv);
-  if (out.empty() || census.empty())
-    parser.fail("--out and --census are required");
+  if (out.empty())
+    parser.fail("--out is required");
+  if (census.empty() && modelList.find("wide_deep") != std::string::npos)
+    parser.fail("--census is required for wide_deep");
   std::vector<int64_t> batches = parseList(batchList);
 
   try {
@@ -581,89 +685,11 @@ int main(int argc, char **argv) {
     fs::remove_all(out);
     fs::create_directories(out + "/models");
 
-    // --- MLP.
-    std::string mlpDir = exportMlp(out + "/work/mlp", out + "/models/mlp");
-    auto mlp = serving::SavedModel::load(mlpDir);
-    std::vector<float> x = mlpInputs(256, 3);
-    serving::TensorMap one = {
-        {"x", TensorValue::of<float>(
-                  {1, kPixels}, std::vector<float>(x.begin(),
-                                                   x.begin() + kPixels))}};
-    const std::string sig = serving::kDefaultServingSignatureDefKey;
-    Latency l = timeCalls([&] { mlp->run(sig, one); }, calls, warmup);
-    CompiledStep mlpStep(mlpDir);
-    mlpStep.feed({{"x", one.at("x")}}, {}, 1);
-    Latency compiled = timeCalls([&] { mlpStep.run(); }, calls, warmup);
-    printLatency("mlp", mlpDir, l, calls, part("compiled", compiled));
-    for (int64_t b : batches) {
-      serving::TensorMap in = {
-          {"x", TensorValue::of<float>(
-                    {b, kPixels},
-                    std::vector<float>(x.begin(), x.begin() + b * kPixels))}};
-      printRate("mlp", b, callsPerSecond([&] { mlp->run(sig, in); }, seconds));
-    }
-    // The request and estc's answers for the TF peer.
-    writeText(out + "/mlp_predict.json",
-              "{\"instances\": [" + floats(x.data(), kPixels) + "]}\n");
-    serving::TensorMap eight = {
-        {"x", TensorValue::of<float>(
-                  {8, kPixels},
-                  std::vector<float>(x.begin(), x.begin() + 8 * kPixels))}};
-    TensorValue probs = mlp->run(sig, eight).at("probabilities");
-    std::vector<float> p = probs.values<float>();
-    std::string check = "{\"x\": [";
-    for (int64_t i = 0; i < 8; ++i)
-      check += (i ? ", " : "") + floats(x.data() + i * kPixels, kPixels);
-    check += "], \"probabilities\": [";
-    for (int64_t i = 0; i < 8; ++i)
-      check += (i ? ", " : "") + floats(p.data() + i * kClasses, kClasses);
-    writeText(out + "/mlp_check.json", check + "]}\n");
-
-    // --- Wide & deep.
-    std::unique_ptr<estimator::Estimator> wdEst;
-    std::string wdDir = exportWideDeep(census, out + "/work/wide_deep",
-                                       out + "/models/wide_deep", wdEst);
-    auto wd = serving::SavedModel::load(wdDir);
-    std::vector<std::vector<std::string>> rows = censusRows(census, 256);
-    std::vector<std::string> examples;
-    for (const auto &r : rows)
-      examples.push_back(censusExample(r));
-    const serving::SignatureDef &wdSig = wd->signature(sig);
-    const std::string input = wdSig.inputs.begin()->first; // "inputs"
-    serving::TensorMap oneEx = {
-        {input, TensorValue::of_strings({1}, {examples[0]})}};
-    l = timeCalls([&] { wd->run(sig, oneEx); }, calls, warmup);
-    // Its parts: the same library code, each step alone.
-    fc::FeatureColumns wide, deep;
-    censusColumns(wide, deep);
-    fc::FeatureColumns all = wide;
-    all.insert(all.end(), deep.begin(), deep.end());
-    data::ExampleParser parser(fc::make_parse_example_spec(all));
-    const TensorValue &serialized = oneEx.at(input);
-    Latency parse = timeCalls([&] { parser.parse_example(serialized); }, calls,
-                              warmup);
-    data::Element parsed = parser.parse_example(serialized);
-    const estimator::HostTransform *transform = wdEst->host_transform();
-    Latency transformed = timeCalls(
-        [&] { transform->transform_input(parsed); }, calls, warmup);
-    estimator::Batch modelInputs = transform->transform_input(parsed);
-    CompiledStep wdStep(wdDir);
-    wdStep.feed(modelInputs.features, modelInputs.values_features, 1);
-    compiled = timeCalls([&] { wdStep.run(); }, calls, warmup);
-    printLatency("wide_deep", wdDir, l, calls,
-                 part("parse", parse) + ", " + part("transform", transformed) +
-                     ", " + part("compiled", compiled));
-    for (int64_t b : batches) {
-      serving::TensorMap in = {
-          {input, TensorValue::of_strings(
-                      {b}, std::vector<std::string>(examples.begin(),
-                                                    examples.begin() + b))}};
-      printRate("wide_deep", b,
-                callsPerSecond([&] { wd->run(sig, in); }, seconds));
-    }
-    writeText(out + "/wide_deep_classify.json",
-              "{\"examples\": [" + censusExampleJson(rows[0]) + "]}\n");
-
+    Settings settings{out, census, calls, warmup, batches, seconds};
+    if (modelList.find("mlp") != std::string::npos)
+      benchMlp(settings);
+    if (modelList.find("wide_deep") != std::string::npos)
+      benchWideDeep(settings);
     writeText(out + "/models.config",
               "model_config_list {\n"
               "  config { name: \"mlp\" base_path: \"" +
