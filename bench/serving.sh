@@ -22,7 +22,9 @@
 #    tf.Example), keep-alive. --rest_api_num_threads is the largest N (an
 #    open keep-alive connection holds a thread). wrk runs on the same
 #    CPUs as the server. Each answer's HTTP status is checked once (curl)
-#    before wrk; wrk's non-2xx and socket errors are counted.
+#    before wrk; wrk's non-2xx and socket errors are counted. Without
+#    batching, also the HTTP floor: wrk -c1 GETs of the model status (no
+#    JSON parsed, no model run).
 # 5. bench/tf_serving_peer.py: TF's SavedModel of the same MLP with the
 #    same weights (outputs checked within 1e-5), and TF's own wide & deep
 #    (its weights), batch-1 signature call p50/p99. Without tensorflow
@@ -33,9 +35,12 @@
 #    lines and the tables: in process (estc, its parts, TF, TF/estc), the
 #    server (p50/p99 latency and requests/s = predictions/s per setting and
 #    concurrency, and the server overhead per request: estc-serve's p50 at
-#    c=1 without batching minus SavedModel::run's batch-1 p50).
+#    c=1 without batching minus SavedModel::run's batch-1 p50, split into
+#    the REST codec, RestHandler::handle in process minus run, and the
+#    rest: HTTP, loopback TCP and the scheduling of wrk's and the server's
+#    threads on the same CPUs).
 # Environment: WORK, DURATION (5s), CONNS (1,8,64), BATCHING
-# ("64:200 128:1000"), CALLS (20000, in-process timed calls).
+# ("64:200 64:1000 128:1000"), CALLS (20000, in-process timed calls).
 set -eu
 
 build=${1:-build}
@@ -43,7 +48,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${WORK:-/tmp/estc-serving}
 duration=${DURATION:-5s}
 conns=${CONNS:-1,8,64}
-batching=${BATCHING:-64:200 128:1000}
+batching=${BATCHING:-64:200 64:1000 128:1000}
 calls=${CALLS:-20000}
 
 if command -v ninja > /dev/null; then
@@ -91,7 +96,7 @@ serve() {
   "$build/bin/estc-serve" --model_config_file="$out/models.config" \
     --rest_api_host=127.0.0.1 --rest_api_port=0 --port_file="$work/port" \
     --file_system_poll_wait_seconds=0 --rest_api_num_threads="$max_conns" \
-    "$@" 2>> "$res/serve-$name.log" &
+    "$@" 2>> "$res/serve-$(echo "$name" | tr -c 'a-z0-9\n' -).log" &
   pid=$!
   for _ in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.05; done
   [ -s "$work/port" ] || { echo "serving.sh: estc-serve wrote no port" >&2; exit 1; }
@@ -143,11 +148,29 @@ LUA
   done
 }
 
+# floor: the HTTP server's own round trip at c=1, a GET of the model status
+# (no JSON parsed, no model run): httplib, loopback TCP and wrk.
+floor() {
+  cat > "$res/get.lua" <<LUA
+done = function(summary, latency, requests)
+  io.write(string.format('WRK {"p50_us": %d, "p99_us": %d, "requests": %d, "duration_us": %d, "errors": %d}\n',
+    latency:percentile(50), latency:percentile(99), summary.requests, summary.duration,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
+end
+LUA
+  wrk -t1 -c1 -d"$duration" --latency -s "$res/get.lua" "$url/v1/models/mlp" \
+    > "$res/wrk.txt" 2>&1 || { cat "$res/wrk.txt" >&2; exit 1; }
+  line=$(sed -n 's/^WRK {/{/p' "$res/wrk.txt")
+  echo "{\"model\": \"GET status\", \"setting\": \"none\", \"connections\": 1, ${line#\{}" \
+    | tee -a "$res/wrk.jsonl"
+}
+
 run_server() { # SETTING [FLAGS...]
   setting=$1
   shift
   echo "load average before estc-serve ($setting): $(cut -d' ' -f1-3 /proc/loadavg)"
   serve "$setting" "$@"
+  [ "$setting" = none ] && floor
   load mlp predict "$out/mlp_predict.json" "$setting"
   load wide_deep classify "$out/wide_deep_classify.json" "$setting"
   stop
@@ -196,6 +219,8 @@ def lines(name):
 
 estc = {r["model"]: r for r in lines("estc.jsonl") if "p50_us" in r}
 rates = [r for r in lines("estc.jsonl") if "examples_per_sec" in r]
+rest = {r["model"]: r for r in lines("estc.jsonl")
+        if "rest_handler_p50_us" in r}
 tf = {r["model"]: r for r in lines("tf.jsonl") if r.get("peer") == "tf"}
 wrk = lines("wrk.jsonl")
 
@@ -240,6 +265,8 @@ print("| model | setting | connections | p50 µs | p99 µs | requests/s | "
       "errors |")
 print("|---|---|---|---|---|---|---|")
 for r in wrk:
+    if r["model"] == "GET status":
+        continue
     print("| %s | %s | %d | %d | %d | %.0f | %d |" % (
         r["model"], r["setting"], r["connections"], r["p50_us"], r["p99_us"],
         r["requests"] / (r["duration_us"] / 1e6), r["errors"]))
@@ -254,9 +281,24 @@ for model in ("mlp", "wide_deep"):
     if w and e:
         print("  %s: %d - %.1f = %.1f µs" % (model, w["p50_us"], e["p50_us"],
                                               w["p50_us"] - e["p50_us"]))
+print("  split (p50): in process run | REST codec (RestHandler::handle in "
+      "process, minus run) | HTTP + TCP + scheduling (the rest)")
+floor = next((r for r in wrk if r["model"] == "GET status"), None)
+for model in ("mlp", "wide_deep"):
+    w = next((r for r in wrk if r["model"] == model and
+              r["setting"] == "none" and r["connections"] == 1), None)
+    e = estc.get(model)
+    h = rest.get(model)
+    if w and e and h:
+        print("  %s: %.1f | %.1f (%d-byte request) | %.1f" % (
+            model, e["p50_us"], h["rest_handler_p50_us"] - e["p50_us"],
+            h["request_bytes"], w["p50_us"] - h["rest_handler_p50_us"]))
+if floor:
+    print("  HTTP floor: GET of the model status at c=1, p50 %d µs" %
+          floor["p50_us"])
 best = max((r["requests"] / (r["duration_us"] / 1e6), r["setting"],
             r["connections"]) for r in wrk if r["model"] == "mlp") \
-    if wrk else None
+    if any(r["model"] == "mlp" for r in wrk) else None
 if best:
     print("Best MLP predictions/s: %.0f (%s, c=%d)" % best)
 EOF

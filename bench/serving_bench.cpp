@@ -29,7 +29,11 @@
 //                 parse spec), transform (the feature columns' host half),
 //                 compiled (the step on the transform's output).
 //    The rest of a run() is what SavedModel adds: checking the request,
-//    copying tensors in and out, mapping class ids to names.
+//    copying tensors in and out, mapping class ids to names. Last, the
+//    same request through estc-serve's handler in process
+//    (serving::RestHandler::handle: JSON parsed, run, JSON written; no
+//    HTTP, no socket), so the server's overhead splits into the REST codec
+//    and the HTTP server with its network round trip.
 // 3. Writes the files the rest of serving.sh reads:
 //      DIR/models.config              TF Serving's model_config_list
 //      DIR/mlp_predict.json           one instance, row format (:predict)
@@ -40,6 +44,7 @@
 // Output: one JSON line per model and measurement:
 //   {"model", "export_dir", "p50_us", "p99_us", "mean_us", "calls",
 //    "parts": {"compiled_p50_us", ...}}
+//   {"model", "rest_handler_p50_us", "rest_handler_p99_us", "request_bytes"}
 //   {"model", "batch", "examples_per_sec", "us_per_call"}
 //
 //===----------------------------------------------------------------------===//
@@ -47,6 +52,8 @@
 #include "estimator/Canned/Estimators.h"
 #include "estimator/Estimator.h"
 #include "estimator/Serving/SavedModel.h"
+#include "estimator/Serving/SavedModelServable.h"
+#include "estimator/Serving/Server.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Readers.h"
@@ -650,6 +657,36 @@ void benchWideDeep(const Settings &s) {
             "{\"examples\": [" + censusExampleJson(rows[0]) + "]}\n");
 }
 
+/// estc-serve's request handler in process (no HTTP, no socket): the JSON
+/// request parsed, SavedModel::run, the JSON answer written. What of the
+/// server's overhead is the REST codec.
+void benchRestHandler(const Settings &s, const std::string &model,
+                      const std::string &method, const std::string &request) {
+  std::ifstream in(s.out + "/" + request);
+  std::stringstream body;
+  body << in.rdbuf();
+  serving::ModelConfig config;
+  config.name = model;
+  config.base_path = s.out + "/models/" + model;
+  serving::ModelManager models({config}, serving::saved_model_loader(),
+                               [](const std::string &) {});
+  models.poll();
+  serving::Metrics metrics;
+  serving::RestHandler handler(models, nullptr, metrics);
+  const std::string path = "/v1/models/" + model + ":" + method;
+  const std::string text = body.str();
+  serving::RestHandler::Response r = handler.handle("POST", path, text);
+  if (r.status != 200)
+    throw std::runtime_error(path + ": HTTP " + std::to_string(r.status) + " " +
+                             r.body);
+  Latency l =
+      timeCalls([&] { handler.handle("POST", path, text); }, s.calls, s.warmup);
+  std::printf("{\"model\": \"%s\", \"rest_handler_p50_us\": %.2f, "
+              "\"rest_handler_p99_us\": %.2f, \"request_bytes\": %zu}\n",
+              model.c_str(), l.p50, l.p99, text.size());
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -686,10 +723,15 @@ int main(int argc, char **argv) {
     fs::create_directories(out + "/models");
 
     Settings settings{out, census, calls, warmup, batches, seconds};
-    if (modelList.find("mlp") != std::string::npos)
+    if (modelList.find("mlp") != std::string::npos) {
       benchMlp(settings);
-    if (modelList.find("wide_deep") != std::string::npos)
+      benchRestHandler(settings, "mlp", "predict", "mlp_predict.json");
+    }
+    if (modelList.find("wide_deep") != std::string::npos) {
       benchWideDeep(settings);
+      benchRestHandler(settings, "wide_deep", "classify",
+                       "wide_deep_classify.json");
+    }
     writeText(out + "/models.config",
               "model_config_list {\n"
               "  config { name: \"mlp\" base_path: \"" +
