@@ -4,6 +4,7 @@
 //
 //   serving_bench --out=DIR --census=FILE.csv [--calls=20000]
 //       [--warmup=2000] [--batches=1,2,4,...,256] [--seconds=0.5]
+//       [--models=mlp,wide_deep]
 //
 // 1. Trains briefly and exports, as an Estimator user would, two models into
 //    DIR/models/<name>/<version> (one `--model_config_file` serves both):
