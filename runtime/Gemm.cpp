@@ -109,6 +109,26 @@ template <typename T> void setZero(View2D<T> c) {
       c.at(i, j) = T(0);
 }
 
+/// c (1 x n) (+)= a (1 x k) * b (k x n) for a b whose rows are contiguous
+/// (b.cs == 1): one axpy per row of b, in order. A dense layer at batch 1:
+/// Eigen's GEMM would pack all of b (the weights) for the single row, which
+/// costs several times the product itself.
+template <typename T>
+void gemvRowMajor(View2D<const T> a, View2D<const T> b, View2D<T> c,
+                  bool accumulate) {
+  Index n = c.cols, k = a.cols;
+  T *__restrict acc = scratch<T>(Scratch::GemmResult, size_t(n));
+  std::memset(acc, 0, sizeof(T) * size_t(n));
+  for (Index p = 0; p < k; ++p) {
+    const T ap = a.at(0, p);
+    const T *__restrict row = b.data + p * b.rs;
+    for (Index j = 0; j < n; ++j)
+      acc[j] += ap * row[j];
+  }
+  for (Index j = 0; j < n; ++j)
+    c.at(0, j) = accumulate ? c.at(0, j) + acc[j] : acc[j];
+}
+
 } // namespace
 
 template <typename T>
@@ -121,6 +141,8 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
       setZero(c);
     return;
   }
+  if (m == 1 && (b.cs == 1 || n == 1))
+    return gemvRowMajor(a, b, c, accumulate);
 
   Index ld;
   if (asColMajor(c, ld)) {

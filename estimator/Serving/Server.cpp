@@ -6,6 +6,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
 #include <stdexcept>
 
@@ -103,6 +105,8 @@ RestHandler::Response RestHandler::handle(std::string_view http_method,
 
 struct Server::Http {
   httplib::Server server;
+  /// The listening socket, seen when httplib creates it (-1: none yet).
+  socket_t listenSocket = -1;
 };
 
 Server::Server(ServerOptions options, const ModelManager &models)
@@ -129,6 +133,15 @@ Server::Server(ServerOptions options, const ModelManager &models)
   // Nagle's algorithm on (Debian's libcpp-httplib default), a keep-alive
   // response's second segment waits ~40 ms on loopback.
   s.set_tcp_nodelay(true);
+  // Debian's httplib is a compiled library that listens with a backlog of
+  // 5 (CPPHTTPLIB_LISTEN_BACKLOG cannot change it): 64 clients connecting
+  // at once overflow it and each dropped SYN is retried a second later
+  // (bench/serving.sh: p99 1.1 s and timeouts at 64 connections). bind()
+  // listens again on the socket seen here with the system's backlog.
+  s.set_socket_options([http = http_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    http->listenSocket = sock;
+  });
 
   auto rest = [this](const httplib::Request &req, httplib::Response &res) {
     // The path as sent (percent-encoded): parse_route decodes the model
@@ -187,6 +200,9 @@ int Server::bind() {
   if (port < 0)
     throw std::runtime_error("cannot listen on " + options_.host + ":" +
                              std::to_string(options_.port));
+  // Linux takes a new backlog for a socket that is listening already.
+  if (http_->listenSocket >= 0)
+    ::listen(http_->listenSocket, SOMAXCONN);
   return port;
 }
 

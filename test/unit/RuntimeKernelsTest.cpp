@@ -211,6 +211,9 @@ std::vector<MatmulCase> matmulCases() {
       }
   // Large enough to be split into tiles and run on the pool.
   cases.push_back({1, 128, 256, 784, false, false, 1, 1, R, R, R});
+  // One row (a dense layer at batch 1: the row-times-matrix path), batched.
+  cases.push_back({1, 1, 256, 784, false, false, 1, 1, R, R, R});
+  cases.push_back({2, 1, 100, 33, false, false, 2, 1, R, Layout::Padded, R});
   cases.push_back({2, 300, 200, 100, true, true, 2, 1, R, Layout::Padded, R});
   cases.push_back({1, 0, 5, 7, false, false, 1, 1, R, R, R});
   cases.push_back({1, 5, 7, 0, false, false, 1, 1, R, R, R});
