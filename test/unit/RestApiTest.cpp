@@ -337,8 +337,10 @@ TEST(RestApiTest, ExamplesBecomeTfExamplesWithTheContext) {
   EXPECT_EQ(f1.at("country").bytes_list().value(0), "fr");
   EXPECT_EQ(f1.at("tags").bytes_list().value(1), "y");
 
+  // examples_signature returns a reference into the map: keep it alive.
+  auto sigs = signatures();
   const SignatureDef &sig =
-      examples_signature(RestMethod::Classify, r.signature_name, signatures());
+      examples_signature(RestMethod::Classify, r.signature_name, sigs);
   TensorMap inputs = examples_inputs(sig, r);
   EXPECT_EQ(inputs.at("inputs").shape, (std::vector<int64_t>{2}));
   EXPECT_EQ(inputs.at("inputs").strings, r.examples);
