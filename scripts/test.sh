@@ -3,7 +3,7 @@
 # warnings as errors, and runs every test: GoogleTest unit tests, the lit
 # suite, the end-to-end tests and the out-of-tree package test; then the unit
 # tests and the lit suite again under ASan+UBSan; then fuzzes
-# every parser of untrusted input for 20 s each (scripts/fuzz.sh, the
+# every parser of untrusted input for 15 s each (scripts/fuzz.sh, the
 # `fuzz` preset: clang-22, ASan+UBSan; docs/fuzzing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,5 +36,5 @@ ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --build build-asan-ubsa
 ctest --preset asan-ubsan -j"$(nproc)" \
   -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts)$'
 
-# Fuzzing: the checked-in corpora and regressions, then 20 s per target.
-./scripts/fuzz.sh --time=20 --parallel="$(nproc)"
+# Fuzzing: the checked-in corpora and regressions, then 15 s per target.
+./scripts/fuzz.sh --time=15 --parallel="$(nproc)"

@@ -38,8 +38,8 @@ namespace fs = std::filesystem;
 
 using namespace tiny;
 
-const auto *const kCacheEnvironment = ::testing::AddGlobalTestEnvironment(
-    new JitCacheEnvironment("estc-exporters-test-cache-"));
+// The JIT cache is the user's (ESTC_CACHE_DIR or ~/.cache/estc): ctest runs
+// every case in a process of its own, all compiling the same model.
 
 ServingInputReceiverFn rawReceiver() {
   return build_raw_serving_input_receiver_fn(

@@ -30,8 +30,9 @@ namespace fs = std::filesystem;
 using serving::SavedModel;
 using tiny::errorOf;
 
-::testing::Environment *const jitCache = ::testing::AddGlobalTestEnvironment(
-    new tiny::JitCacheEnvironment("estc-savedmodel-test-cache-"));
+// The JIT cache is the user's (ESTC_CACHE_DIR or ~/.cache/estc), not one
+// per process: ctest runs every case in a process of its own, and each
+// exports the same two models, so all but the first hit the cache.
 
 /// One folder for the whole suite: the exports are made once.
 class SavedModelTest : public ::testing::Test {
