@@ -51,6 +51,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/CensusTable.h"
 #include "estimator/Canned/Estimators.h"
 #include "lib/Data/Idx.h"
 #include "lib/Data/Readers.h"
@@ -70,6 +71,7 @@
 
 using namespace estc;
 namespace fc = estc::feature_column;
+using namespace estc::bench;
 
 namespace {
 
@@ -77,44 +79,6 @@ constexpr int64_t kBatchSize = 40;
 constexpr int64_t kShuffleBuffer = 10000;
 const std::vector<std::string> kModels = {"linear", "dnn",
                                           "dnn_linear_combined"};
-
-// make_census_table.py's vocabularies, in its order.
-const std::vector<std::string> kWorkclass = {
-    "Private",   "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
-    "Local-gov", "State-gov",        "Without-pay",  "Never-worked"};
-const std::vector<std::string> kEducation = {
-    "Preschool", "1st-4th",      "5th-6th",     "7th-8th",
-    "9th",       "10th",         "11th",        "12th",
-    "HS-grad",   "Some-college", "Assoc-voc",   "Assoc-acdm",
-    "Bachelors", "Masters",      "Prof-school", "Doctorate"};
-const std::vector<std::string> kMaritalStatus = {"Married-civ-spouse",
-                                                 "Divorced",
-                                                 "Married-spouse-absent",
-                                                 "Never-married",
-                                                 "Separated",
-                                                 "Married-AF-spouse",
-                                                 "Widowed"};
-const std::vector<std::string> kRelationship = {"Husband",   "Not-in-family",
-                                                "Wife",      "Own-child",
-                                                "Unmarried", "Other-relative"};
-const std::vector<std::string> kGender = {"Female", "Male"};
-
-/// make_census_table.py's columns, in file order, with their CSV types.
-const std::vector<std::pair<std::string, DType>> kHeader = {
-    {"age", DType::Int64},
-    {"workclass", DType::String},
-    {"education", DType::String},
-    {"education_num", DType::Int64},
-    {"marital_status", DType::String},
-    {"occupation", DType::String},
-    {"relationship", DType::String},
-    {"gender", DType::String},
-    {"capital_gain", DType::Float32},
-    {"capital_loss", DType::Float32},
-    {"hours_per_week", DType::Int64},
-    {"native_country", DType::String},
-    {"zip_code", DType::String},
-    {"label", DType::Int64}};
 
 data::Dataset censusDataset(const std::string &file, bool training,
                             uint64_t seed) {
@@ -129,49 +93,6 @@ data::Dataset censusDataset(const std::string &file, bool training,
   o.shuffle_seed = seed;
   o.num_parallel_reads = 1;
   return data::make_csv_dataset({file}, kBatchSize, o);
-}
-
-/// tf_canned_bench.py's WIDE and DEEP column lists (one set of objects).
-struct CensusColumns {
-  fc::FeatureColumns wide, deep;
-};
-
-CensusColumns censusColumns() {
-  std::vector<fc::CategoricalColumnPtr> vocab = {
-      fc::categorical_column_with_vocabulary_list("workclass", kWorkclass),
-      fc::categorical_column_with_vocabulary_list("education", kEducation),
-      fc::categorical_column_with_vocabulary_list("marital_status",
-                                                  kMaritalStatus),
-      fc::categorical_column_with_vocabulary_list("relationship",
-                                                  kRelationship),
-      fc::categorical_column_with_vocabulary_list("gender", kGender)};
-  std::vector<fc::CategoricalColumnPtr> hashed = {
-      fc::categorical_column_with_hash_bucket("occupation", 100),
-      fc::categorical_column_with_hash_bucket("native_country", 100),
-      fc::categorical_column_with_hash_bucket("zip_code", 1000)};
-  auto age = fc::numeric_column("age");
-  auto educationNum = fc::numeric_column("education_num");
-  auto capitalGain = fc::numeric_column("capital_gain");
-  auto capitalLoss = fc::numeric_column("capital_loss");
-  auto hours = fc::numeric_column("hours_per_week");
-  auto ageBuckets =
-      fc::bucketized_column(age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
-  CensusColumns c;
-  for (const fc::CategoricalColumnPtr &v : vocab)
-    c.wide.push_back(v);
-  for (const fc::CategoricalColumnPtr &h : hashed)
-    c.wide.push_back(h);
-  c.wide.push_back(ageBuckets);
-  c.wide.push_back(fc::crossed_column({"education", "occupation"}, 1000));
-  c.wide.push_back(fc::crossed_column(
-      {fc::CrossKey(ageBuckets), "education", "occupation"}, 1000));
-  c.wide.insert(c.wide.end(), {educationNum, capitalGain, capitalLoss, hours});
-  c.deep = {age, educationNum, capitalGain, capitalLoss, hours};
-  for (const fc::CategoricalColumnPtr &v : vocab)
-    c.deep.push_back(fc::indicator_column(v));
-  for (const fc::CategoricalColumnPtr &h : hashed)
-    c.deep.push_back(fc::embedding_column(h, 8));
-  return c;
 }
 
 estimator::CannedModel censusModel(const std::string &kind) {

@@ -50,6 +50,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/CensusTable.h"
 #include "estimator/Canned/Estimators.h"
 #include "estimator/Estimator.h"
 #include "estimator/Serving/SavedModel.h"
@@ -87,6 +88,7 @@
 
 using namespace estc;
 namespace fc = estc::feature_column;
+using namespace estc::bench;
 
 namespace {
 
@@ -167,81 +169,6 @@ std::string exportMlp(const std::string &work, const std::string &base) {
 
 // --- Wide & deep on the census-like table ----------------------------------
 
-// make_census_table.py's vocabularies, in its order.
-const std::vector<std::string> kWorkclass = {
-    "Private",   "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
-    "Local-gov", "State-gov",        "Without-pay",  "Never-worked"};
-const std::vector<std::string> kEducation = {
-    "Preschool", "1st-4th",      "5th-6th",     "7th-8th",
-    "9th",       "10th",         "11th",        "12th",
-    "HS-grad",   "Some-college", "Assoc-voc",   "Assoc-acdm",
-    "Bachelors", "Masters",      "Prof-school", "Doctorate"};
-const std::vector<std::string> kMaritalStatus = {"Married-civ-spouse",
-                                                 "Divorced",
-                                                 "Married-spouse-absent",
-                                                 "Never-married",
-                                                 "Separated",
-                                                 "Married-AF-spouse",
-                                                 "Widowed"};
-const std::vector<std::string> kRelationship = {"Husband",   "Not-in-family",
-                                                "Wife",      "Own-child",
-                                                "Unmarried", "Other-relative"};
-const std::vector<std::string> kGender = {"Female", "Male"};
-
-/// make_census_table.py's columns, in file order, with their CSV types.
-const std::vector<std::pair<std::string, DType>> kHeader = {
-    {"age", DType::Int64},
-    {"workclass", DType::String},
-    {"education", DType::String},
-    {"education_num", DType::Int64},
-    {"marital_status", DType::String},
-    {"occupation", DType::String},
-    {"relationship", DType::String},
-    {"gender", DType::String},
-    {"capital_gain", DType::Float32},
-    {"capital_loss", DType::Float32},
-    {"hours_per_week", DType::Int64},
-    {"native_country", DType::String},
-    {"zip_code", DType::String},
-    {"label", DType::Int64}};
-
-/// tf_canned_bench.py's WIDE and DEEP columns (as bench/canned_bench.cpp).
-void censusColumns(fc::FeatureColumns &wide, fc::FeatureColumns &deep) {
-  std::vector<fc::CategoricalColumnPtr> vocab = {
-      fc::categorical_column_with_vocabulary_list("workclass", kWorkclass),
-      fc::categorical_column_with_vocabulary_list("education", kEducation),
-      fc::categorical_column_with_vocabulary_list("marital_status",
-                                                  kMaritalStatus),
-      fc::categorical_column_with_vocabulary_list("relationship",
-                                                  kRelationship),
-      fc::categorical_column_with_vocabulary_list("gender", kGender)};
-  std::vector<fc::CategoricalColumnPtr> hashed = {
-      fc::categorical_column_with_hash_bucket("occupation", 100),
-      fc::categorical_column_with_hash_bucket("native_country", 100),
-      fc::categorical_column_with_hash_bucket("zip_code", 1000)};
-  auto age = fc::numeric_column("age");
-  auto educationNum = fc::numeric_column("education_num");
-  auto capitalGain = fc::numeric_column("capital_gain");
-  auto capitalLoss = fc::numeric_column("capital_loss");
-  auto hours = fc::numeric_column("hours_per_week");
-  auto ageBuckets =
-      fc::bucketized_column(age, {18, 25, 30, 35, 40, 45, 50, 55, 60, 65});
-  for (const fc::CategoricalColumnPtr &v : vocab)
-    wide.push_back(v);
-  for (const fc::CategoricalColumnPtr &h : hashed)
-    wide.push_back(h);
-  wide.push_back(ageBuckets);
-  wide.push_back(fc::crossed_column({"education", "occupation"}, 1000));
-  wide.push_back(fc::crossed_column(
-      {fc::CrossKey(ageBuckets), "education", "occupation"}, 1000));
-  wide.insert(wide.end(), {educationNum, capitalGain, capitalLoss, hours});
-  deep = {age, educationNum, capitalGain, capitalLoss, hours};
-  for (const fc::CategoricalColumnPtr &v : vocab)
-    deep.push_back(fc::indicator_column(v));
-  for (const fc::CategoricalColumnPtr &h : hashed)
-    deep.push_back(fc::embedding_column(h, 8));
-}
-
 /// The first `n` data rows of a census CSV, as the fields of each line
 /// (make_census_table.py never quotes).
 std::vector<std::vector<std::string>> censusRows(const std::string &file,
@@ -309,8 +236,7 @@ data::Dataset censusDataset(const std::string &file) {
 std::string exportWideDeep(const std::string &census, const std::string &work,
                            const std::string &base,
                            std::unique_ptr<estimator::Estimator> &holder) {
-  fc::FeatureColumns wide, deep;
-  censusColumns(wide, deep);
+  auto [wide, deep] = censusColumns();
   estimator::DNNLinearCombinedOptions o;
   o.linear_feature_columns = wide;
   o.dnn_feature_columns = deep;
@@ -627,8 +553,7 @@ void benchWideDeep(const Settings &s) {
       {input, TensorValue::of_strings({1}, {examples[0]})}};
   Latency l = timeCalls([&] { wd->run(sig, oneEx); }, calls, warmup);
   // Its parts: the same library code, each step alone.
-  fc::FeatureColumns wide, deep;
-  censusColumns(wide, deep);
+  auto [wide, deep] = censusColumns();
   fc::FeatureColumns all = wide;
   all.insert(all.end(), deep.begin(), deep.end());
   data::ExampleParser parser(fc::make_parse_example_spec(all));
