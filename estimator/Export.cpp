@@ -13,6 +13,7 @@
 #include "estimator/Estimator.h"
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Logging.h"
+#include "estimator/Serving/SavedModel.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/Support/FileIO.h"
@@ -30,6 +31,7 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <filesystem>
 #include <set>
 #include <spawn.h>
 #include <stdexcept>
@@ -127,8 +129,7 @@ namespace {
 using namespace fileio;
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
-/// The signature a request without a signature name gets.
-constexpr const char *kDefaultServingKey = "serving_default";
+using serving::kDefaultServingSignatureDefKey;
 
 [[noreturn]] void fail(const std::string &message) {
   throw std::invalid_argument("Estimator.export_saved_model: " + message);
@@ -253,7 +254,7 @@ void addSignatures(const std::string &receiverName, const ReceiverTensors &r,
         sig.inputs[t.key] = {t.key, t.dtype, t.shape, ""};
     }
     if (kind == ExportOutput::Kind::Classification) {
-      sig.method = "tensorflow/serving/classify";
+      sig.method = serving::kClassifyMethodName;
       if (sources.count("classes")) {
         SignatureTensor classes = output(sources.at("classes"));
         classes.dtype = DType::String;
@@ -263,10 +264,10 @@ void addSignatures(const std::string &receiverName, const ReceiverTensors &r,
       if (sources.count("scores"))
         sig.outputs["scores"] = output(sources.at("scores"));
     } else if (kind == ExportOutput::Kind::Regression) {
-      sig.method = "tensorflow/serving/regress";
+      sig.method = serving::kRegressMethodName;
       sig.outputs["outputs"] = output(sources.at("outputs"));
     } else {
-      sig.method = "tensorflow/serving/predict";
+      sig.method = serving::kPredictMethodName;
       for (const auto &[alias, source] : sources)
         sig.outputs[alias] = output(source);
       // The string predictions a classifier's host half adds (TF computes
@@ -393,10 +394,8 @@ std::string timestampFolder(const std::string &base, int64_t seconds) {
   for (std::string name : listDir(base)) {
     if (name.rfind("temp-", 0) == 0)
       name = name.substr(5);
-    if (name.empty() || name.size() > 18 ||
-        name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    seconds = std::max<int64_t>(seconds, std::stoll(name) + 1);
+    if (std::optional<int64_t> version = serving::version_of(name))
+      seconds = std::max<int64_t>(seconds, *version + 1);
   }
   return std::to_string(seconds);
 }
@@ -409,16 +408,6 @@ void copyFile(const std::string &from, const std::string &to) {
     fail(std::string("cannot read asset: ") + e.what());
   }
   writeFileAtomically(to, bytes);
-}
-
-void removeTree(const std::string &path) {
-  if (isDirectory(path)) {
-    for (const std::string &name : listDir(path))
-      removeTree(joinPath(path, name));
-    ::rmdir(path.c_str());
-  } else {
-    ::unlink(path.c_str());
-  }
 }
 
 } // namespace
@@ -454,15 +443,19 @@ std::string Estimator::export_saved_model(
       backend_->compile_serving(experimental_mode, inputs, target);
   if (code.output_kinds.empty()) {
     // TF's default: the predictions as one PredictOutput.
-    code.output_kinds[kDefaultServingKey] = ExportOutput::Kind::Predict;
+    code.output_kinds[kDefaultServingSignatureDefKey] =
+        ExportOutput::Kind::Predict;
     for (const std::string &key : code.prediction_keys)
-      code.output_sources[kDefaultServingKey][key] = "predictions/" + key;
+      code.output_sources[kDefaultServingSignatureDefKey][key] =
+          "predictions/" + key;
   } else if (code.output_kinds.size() == 1 &&
-             !code.output_kinds.count(kDefaultServingKey)) {
+             !code.output_kinds.count(kDefaultServingSignatureDefKey)) {
     // TF's EstimatorSpec serves a lone export output by default too.
     std::string only = code.output_kinds.begin()->first;
-    code.output_kinds[kDefaultServingKey] = code.output_kinds.at(only);
-    code.output_sources[kDefaultServingKey] = code.output_sources.at(only);
+    code.output_kinds[kDefaultServingSignatureDefKey] =
+        code.output_kinds.at(only);
+    code.output_sources[kDefaultServingSignatureDefKey] =
+        code.output_sources.at(only);
   }
 
   rapidjson::Document manifest;
@@ -556,7 +549,7 @@ std::string Estimator::export_saved_model(
     if (signatures.empty())
       fail("no valid signature: every export output needs a receiver of "
            "one string tensor (classification, regression) or is not there");
-    if (!signatures.count(kDefaultServingKey))
+    if (!signatures.count(kDefaultServingSignatureDefKey))
       log_info("export_saved_model: warning: export includes no default "
                "signature (serving_default)");
 
@@ -661,7 +654,8 @@ std::string Estimator::export_saved_model(
       fail("cannot rename " + temp + " to " + final + ": " +
            std::strerror(errno));
   } catch (...) {
-    removeTree(temp);
+    std::error_code ignored; // the export's own error is the one to report
+    std::filesystem::remove_all(temp, ignored);
     throw;
   }
   log_info("Exported the serving model of " + baseName(checkpoint) + " to " +

@@ -977,13 +977,10 @@ list_versions(const std::string &base_path) {
   if (!fileio::isDirectory(base_path))
     return out;
   for (const std::string &name : fileio::listDir(base_path)) {
-    if (name.empty() || name.size() > 18 ||
-        !std::all_of(name.begin(), name.end(),
-                     [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
+    std::optional<int64_t> version = version_of(name);
     std::string path = joinPath(base_path, name);
-    if (fileio::isDirectory(path))
-      out.emplace_back(std::stoll(name), path);
+    if (version && fileio::isDirectory(path))
+      out.emplace_back(*version, path);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -132,9 +133,19 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// The export folders under `base_path` whose names are all digits (the
-/// versions TF Serving serves), sorted by number; a missing base path is
-/// empty.
+/// The version a folder name stands for: 1 to 18 digits (TF Serving's
+/// numbered version folders; export_saved_model's timestamps), else
+/// nullopt. Header-only: the exporter (estimator/Export.cpp) picks new
+/// names by the same rule without linking the loader.
+inline std::optional<int64_t> version_of(const std::string &folder_name) {
+  if (folder_name.empty() || folder_name.size() > 18 ||
+      folder_name.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(folder_name);
+}
+
+/// The export folders under `base_path` whose names are versions
+/// (version_of), sorted by number; a missing base path is empty.
 std::vector<std::pair<int64_t, std::string>>
 list_versions(const std::string &base_path);
 
