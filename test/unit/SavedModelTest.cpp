@@ -445,6 +445,20 @@ TEST_F(SavedModelTest, ExportErrors) {
               r.validate();
             }),
             "ServingInputReceiver: receiver tensor 'a' is given twice");
+  // The linker cannot run: one line, and no folder.
+  ::setenv("ESTC_LINKER", "/nonexistent/ld", 1);
+  std::string linkError = errorOf([&] {
+    tiny_->export_saved_model(
+        (root_ / "x").string(),
+        build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}}));
+  });
+  ::unsetenv("ESTC_LINKER");
+  EXPECT_EQ(linkError.rfind("Estimator.export_saved_model: cannot run the "
+                            "linker '/nonexistent/ld'",
+                            0),
+            0u)
+      << linkError;
+  EXPECT_EQ(linkError.find('\n'), std::string::npos);
   // Nothing is left behind by a failed export.
   EXPECT_FALSE(fs::exists(root_ / "x") && !fs::is_empty(root_ / "x"));
 }
