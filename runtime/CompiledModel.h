@@ -109,6 +109,10 @@ struct CheckSpec {
   const int64_t *shape;
 };
 
+/// Where a model's compiled code runs (docs/design/gpu.md): on the host CPU,
+/// or on a CUDA GPU, where its variables and arena are device memory.
+enum class Device : int32_t { Cpu, Cuda };
+
 /// Everything a CompiledModel needs to know about a model. Generated headers
 /// keep it in constexpr tables; the JIT builds it from the manifest.
 struct ModelSpec {
@@ -119,6 +123,7 @@ struct ModelSpec {
   const FunctionSpec *functions;
   int32_t numChecks;
   const CheckSpec *checks;
+  Device device = Device::Cpu;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,
