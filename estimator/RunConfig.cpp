@@ -143,6 +143,23 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
       fail("intra_op_parallelism_threads should be >= 0");
     intra_op_threads_ = *o.intra_op_parallelism_threads;
   }
+  if (o.device) {
+    const std::string &d = *o.device;
+    const std::string prefix = "cuda:";
+    bool digits = d.size() > prefix.size() && d.size() <= prefix.size() + 4 &&
+                  d.compare(0, prefix.size(), prefix) == 0 &&
+                  std::all_of(d.begin() + prefix.size(), d.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
+    if (d == "cpu") {
+      device_ = d;
+      cudaIndex_ = -1;
+    } else if (d == "cuda" || digits) {
+      cudaIndex_ = d == "cuda" ? 0 : std::stoi(d.substr(prefix.size()));
+      device_ = prefix + std::to_string(cudaIndex_);
+    } else {
+      fail("device '" + d + "' should be \"cpu\", \"cuda\" or \"cuda:N\"");
+    }
+  }
 }
 
 void RunConfig::parseTfConfig(const std::string &text) {

@@ -68,6 +68,10 @@ struct RunConfigOptions {
   /// TF's session_config.intra_op_parallelism_threads: the runtime's thread
   /// pool size (estc_runtime_set_num_threads); 0 leaves it as it is.
   std::optional<int> intra_op_parallelism_threads;
+  /// Where the model runs (docs/design/gpu.md): "cpu" (the default),
+  /// "cuda" (= "cuda:0") or "cuda:N", the N-th CUDA device. A JIT Estimator
+  /// compiles model_fn for it; an AOT model must have been compiled for it.
+  std::optional<std::string> device;
 };
 
 /// tf.train.ClusterSpec as a plain map: job name -> task addresses.
@@ -96,6 +100,11 @@ public:
   }
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
   int intra_op_parallelism_threads() const { return intra_op_threads_; }
+  /// "cpu" or "cuda:N" (a plain "cuda" is stored as "cuda:0").
+  const std::string &device() const { return device_; }
+  bool on_cuda() const { return device_ != "cpu"; }
+  /// N of "cuda:N"; -1 on the CPU.
+  int cuda_device_index() const { return cudaIndex_; }
 
   // --- Cluster (TF_CONFIG) ---------------------------------------------------
   const ClusterSpec &cluster_spec() const { return cluster_spec_; }
@@ -125,6 +134,8 @@ private:
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
   int intra_op_threads_ = 0;
+  std::string device_ = "cpu";
+  int cudaIndex_ = -1;
 
   ClusterSpec cluster_spec_;
   std::string task_type_ = TaskType::WORKER;

@@ -156,6 +156,9 @@ TEST(RunConfigTest, DefaultsAreTfs) {
   EXPECT_EQ(c.keep_checkpoint_every_n_hours(), 10000);
   EXPECT_EQ(c.log_step_count_steps(), 100);
   EXPECT_EQ(c.intra_op_parallelism_threads(), 0);
+  EXPECT_EQ(c.device(), "cpu");
+  EXPECT_FALSE(c.on_cuda());
+  EXPECT_EQ(c.cuda_device_index(), -1);
   EXPECT_TRUE(c.is_chief());
   EXPECT_EQ(c.task_type(), "worker");
   EXPECT_EQ(c.task_id(), 0);
@@ -235,6 +238,33 @@ TEST(RunConfigTest, ReplaceKeepsOtherFieldsAndValidates) {
   EXPECT_EQ(
       bad([](RunConfigOptions &x) { x.intra_op_parallelism_threads = -2; }),
       "RunConfig: intra_op_parallelism_threads should be >= 0");
+  for (const char *device : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU",
+                             "cuda:123456", "/device:GPU:0"})
+    EXPECT_EQ(bad([&](RunConfigOptions &x) { x.device = device; }),
+              std::string("RunConfig: device '") + device +
+                  "' should be \"cpu\", \"cuda\" or \"cuda:N\"")
+        << device;
+}
+
+TEST(RunConfigTest, Device) {
+  RunConfigOptions o;
+  o.device = "cuda";
+  RunConfig cuda = RunConfig::from_tf_config("", o);
+  EXPECT_EQ(cuda.device(), "cuda:0");
+  EXPECT_TRUE(cuda.on_cuda());
+  EXPECT_EQ(cuda.cuda_device_index(), 0);
+  o.device = "cuda:3";
+  RunConfig third = cuda.replace(o);
+  EXPECT_EQ(third.device(), "cuda:3");
+  EXPECT_EQ(third.cuda_device_index(), 3);
+  EXPECT_EQ(cuda.device(), "cuda:0"); // immutable
+  o.device = "cpu";
+  RunConfig cpu = third.replace(o);
+  EXPECT_FALSE(cpu.on_cuda());
+  EXPECT_EQ(cpu.cuda_device_index(), -1);
+  RunConfigOptions other;
+  other.save_summary_steps = 5;
+  EXPECT_EQ(third.replace(other).device(), "cuda:3"); // kept by replace()
 }
 
 const char *kCluster =
