@@ -391,6 +391,7 @@ ShapeOr concat(const std::vector<Dims> &inputs, int64_t axis) {
   if (!a)
     return fail("axis ", axis, " is out of range for rank ", rank);
   Dims out = inputs[0];
+  bool runTimeAxis = false;
   for (size_t k = 1; k < inputs.size(); ++k) {
     const Dims &s = inputs[k];
     if (static_cast<int64_t>(s.size()) != rank)
@@ -398,6 +399,7 @@ ShapeOr concat(const std::vector<Dims> &inputs, int64_t axis) {
                   " and ", toString(s));
     for (int64_t i = 0; i < rank; ++i) {
       if (i == *a) {
+        runTimeAxis |= !known(out[i]) || !known(s[i]);
         out[i] = known(out[i]) && known(s[i]) ? out[i] + s[i] : kUnknownDim;
       } else if (known(out[i]) && known(s[i]) && out[i] != s[i]) {
         return fail("concat inputs differ outside axis ", *a, ": ",
@@ -407,6 +409,12 @@ ShapeOr concat(const std::vector<Dims> &inputs, int64_t axis) {
       }
     }
   }
+  // A run-time dimension is the batch (or a number of values); a sum of
+  // one with anything is neither, and nothing could size the result.
+  if (runTimeAxis)
+    return fail("concat along axis ", *a,
+                ", a dimension of run-time size (the batch): the result's "
+                "size there would not be the batch");
   return out;
 }
 

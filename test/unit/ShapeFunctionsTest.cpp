@@ -179,7 +179,9 @@ TEST(ShapeFunctions, ReshapeTranspose) {
 
 TEST(ShapeFunctions, ConcatSlicePad) {
   expectDims(concat({{U, 1}, {U, 1}, {U, 2}}, 1), {U, 4});
-  expectDims(concat({{2, 3}, {U, 3}}, 0), {U, 3});
+  expectError(concat({{2, 3}, {U, 3}}, 0), "run-time size (the batch)");
+  expectError(concat({{U, 3}, {U, 3}}, 0), "run-time size (the batch)");
+  expectDims(concat({{U, 3}}, 0), {U, 3});
   expectDims(concat({{U, 3}, {4, 3}}, 1), {4, 6});
   expectError(concat({}, 0), "at least one");
   expectError(concat({{2, 3}}, 2), "out of range");
