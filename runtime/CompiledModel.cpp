@@ -490,9 +490,8 @@ void CompiledModel::throwCheckFailure(int function, const int64_t *status,
                                       int64_t batch) const {
   int64_t check = status[0] - 1;
   if (check < 0 || check >= spec_->numChecks)
-    fail(std::string(spec_->functions[function].name) +
-         ": run-time check " + std::to_string(check) +
-         " failed, but the model has no such check");
+    fail(std::string(spec_->functions[function].name) + ": run-time check " +
+         std::to_string(check) + " failed, but the model has no such check");
   throw InvalidArgumentError(
       checkFailureMessage(spec_->checks[check], status[1], status[2], batch));
 }

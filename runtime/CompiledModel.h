@@ -260,7 +260,7 @@ private:
   [[noreturn]] void fail(const std::string &message) const;
   /// Throws the InvalidArgumentError of the failed check in `status`.
   [[noreturn]] void throwCheckFailure(int function, const int64_t *status,
-                                     int64_t batch) const;
+                                      int64_t batch) const;
   void checkShape(int function, const TensorSpec &tensor, const char *what,
                   const std::vector<int64_t> &shape) const;
   bool needsBatch(int function) const;

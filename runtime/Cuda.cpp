@@ -50,8 +50,8 @@ std::string cuda_library_versions() {
   blas.cublasGetProperty(MAJOR_VERSION, &major);
   blas.cublasGetProperty(MINOR_VERSION, &minor);
   blas.cublasGetProperty(PATCH_LEVEL, &patch);
-  return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) +
-         "." + std::to_string(patch) + " (" + blas.path + "), cuDNN " +
+  return "cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(patch) + " (" + blas.path + "), cuDNN " +
          std::to_string(dnn.cudnnGetVersion()) + " (" + dnn.path + ")";
 }
 
@@ -131,8 +131,9 @@ ContextScope::~ContextScope() {
 }
 
 CUcontext primaryContext(int device, const std::string &who) {
-  static std::mutex mutex;
-  static std::map<int, CUcontext> contexts;
+  // Never destroyed (see CudaLibraries.cpp): used until the process ends.
+  static std::mutex &mutex = *new std::mutex;
+  static std::map<int, CUcontext> &contexts = *new std::map<int, CUcontext>;
   const DriverApi &d = driver(who);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = contexts.find(device);
@@ -234,7 +235,8 @@ CUdeviceptr StreamContext::reserveWorkspace(size_t bytes) {
     if (capturing) {
       retired.push_back(workspace);
     } else {
-      if (!check(d.cuStreamSynchronize(stream), ESTC_CUDA_STR(cuStreamSynchronize)))
+      if (!check(d.cuStreamSynchronize(stream),
+                 ESTC_CUDA_STR(cuStreamSynchronize)))
         return 0;
       d.cuMemFree(workspace);
     }
@@ -384,11 +386,11 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
       CUmodule handle = nullptr;
       if (m->ptx) {
         CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-        void *values[] = {reinterpret_cast<void *>(
-            static_cast<intptr_t>(m->optLevel))};
-        if (!s->check(d.cuModuleLoadDataEx(&handle, m->data, 1, options,
-                                           values),
-                      "cuModuleLoadDataEx"))
+        void *values[] = {
+            reinterpret_cast<void *>(static_cast<intptr_t>(m->optLevel))};
+        if (!s->check(
+                d.cuModuleLoadDataEx(&handle, m->data, 1, options, values),
+                "cuModuleLoadDataEx"))
           return nullptr;
       } else if (!s->check(d.cuModuleLoadData(&handle, m->data),
                            "cuModuleLoadData")) {
@@ -432,8 +434,8 @@ void mgpuStreamDestroy(void * /*stream*/) {}
 
 void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                       int64_t gridZ, int64_t blockX, int64_t blockY,
-                      int64_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, int64_t /*paramsCount*/) {
+                      int64_t blockZ, int32_t smem, void *stream, void **params,
+                      void **extra, int64_t /*paramsCount*/) {
   StreamContext *s = currentStream();
   // After a failure in this step, nothing else runs: the step's outputs are
   // garbage anyway, and run() throws the first error.

@@ -79,16 +79,12 @@ ESTC_RT_EXPORT void mgpuLaunchKernel(void *function, int64_t gridX,
 
 /// Batched matmul with cuBLAS (strided batched GEMM; batch 1 of A or B is
 /// broadcast). Each matrix needs a unit stride in one of its two dimensions.
-ESTC_RT_EXPORT void
-_mlir_ciface_estc_cuda_matmul_f32(estc::rt::MemRef<float, 3> *a,
-                                  estc::rt::MemRef<float, 3> *b,
-                                  estc::rt::MemRef<float, 3> *c,
-                                  int64_t transpose_a, int64_t transpose_b);
-ESTC_RT_EXPORT void
-_mlir_ciface_estc_cuda_matmul_f64(estc::rt::MemRef<double, 3> *a,
-                                  estc::rt::MemRef<double, 3> *b,
-                                  estc::rt::MemRef<double, 3> *c,
-                                  int64_t transpose_a, int64_t transpose_b);
+ESTC_RT_EXPORT void _mlir_ciface_estc_cuda_matmul_f32(
+    estc::rt::MemRef<float, 3> *a, estc::rt::MemRef<float, 3> *b,
+    estc::rt::MemRef<float, 3> *c, int64_t transpose_a, int64_t transpose_b);
+ESTC_RT_EXPORT void _mlir_ciface_estc_cuda_matmul_f64(
+    estc::rt::MemRef<double, 3> *a, estc::rt::MemRef<double, 3> *b,
+    estc::rt::MemRef<double, 3> *c, int64_t transpose_a, int64_t transpose_b);
 
 /// Convolutions with cuDNN: NHWC activations, HWIO filter (contiguous),
 /// symmetric padding (pad_top above and below, pad_left left and right: the

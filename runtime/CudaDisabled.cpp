@@ -88,8 +88,7 @@ void _mlir_ciface_estc_cuda_matmul_f32(MemRef<float, 3> *, MemRef<float, 3> *,
                                        MemRef<float, 3> *, int64_t, int64_t) {
   noCuda();
 }
-void _mlir_ciface_estc_cuda_matmul_f64(MemRef<double, 3> *,
-                                       MemRef<double, 3> *,
+void _mlir_ciface_estc_cuda_matmul_f64(MemRef<double, 3> *, MemRef<double, 3> *,
                                        MemRef<double, 3> *, int64_t, int64_t) {
   noCuda();
 }

@@ -43,7 +43,9 @@ std::string dims(const int64_t *sizes, int n) {
 
 bool fitsInt(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-CUdeviceptr devicePtr(const void *p) { return reinterpret_cast<CUdeviceptr>(p); }
+CUdeviceptr devicePtr(const void *p) {
+  return reinterpret_cast<CUdeviceptr>(p);
+}
 
 /// Whether `m` is row-major contiguous (dimensions of size 1 have any
 /// stride).
@@ -139,8 +141,9 @@ cublasStatus_t gemmStridedBatched(const CublasApi &api, cublasHandle_t h,
 }
 
 template <typename T>
-void cudaMatmul(const char *kernel, const MemRef<T, 3> &a, const MemRef<T, 3> &b,
-                const MemRef<T, 3> &c, bool transposeA, bool transposeB) {
+void cudaMatmul(const char *kernel, const MemRef<T, 3> &a,
+                const MemRef<T, 3> &b, const MemRef<T, 3> &c, bool transposeA,
+                bool transposeB) {
   StreamContext &s = *currentStream();
   if (s.failed())
     return;
@@ -184,9 +187,8 @@ void cudaMatmul(const char *kernel, const MemRef<T, 3> &a, const MemRef<T, 3> &b
     GemmOperand opA, opB;
     if (!gemmOperand(a.sizes, a.strides, transposeA, opA) ||
         !gemmOperand(b.sizes, b.strides, transposeB, opB)) {
-      const MemRef<T, 3> &x = gemmOperand(a.sizes, a.strides, transposeA, opA)
-                                  ? b
-                                  : a;
+      const MemRef<T, 3> &x =
+          gemmOperand(a.sizes, a.strides, transposeA, opA) ? b : a;
       s.fail(std::string(kernel) + ": operand " + dims(x.sizes, 3) +
              " with strides " + dims(x.strides, 3) +
              " has no unit stride in its last two dimensions");
@@ -304,18 +306,18 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
     int64_t n = x.sizes[0], c = x.sizes[3];
     int64_t kh = w.sizes[0], kw = w.sizes[1], o = w.sizes[3];
     if (w.sizes[2] != c || y.sizes[3] != o || y.sizes[0] != n) {
-      s.fail(std::string(kernel) + ": input " + dims(x.sizes, 4) +
-             ", filter " + dims(w.sizes, 4) + " and output " +
-             dims(y.sizes, 4) + " do not agree");
+      s.fail(std::string(kernel) + ": input " + dims(x.sizes, 4) + ", filter " +
+             dims(w.sizes, 4) + " and output " + dims(y.sizes, 4) +
+             " do not agree");
       return;
     }
-    if (p.strideH < 1 || p.strideW < 1 || p.dilationH < 1 ||
-        p.dilationW < 1 || p.padTop < 0 || p.padLeft < 0) {
+    if (p.strideH < 1 || p.strideW < 1 || p.dilationH < 1 || p.dilationW < 1 ||
+        p.padTop < 0 || p.padLeft < 0) {
       s.fail(std::string(kernel) + ": strides, dilations and paddings must "
                                    "be positive (pads: non-negative)");
       return;
     }
-    const MemRef<float, 4> &result = kind == ConvKind::Forward ? y
+    const MemRef<float, 4> &result = kind == ConvKind::Forward         ? y
                                      : kind == ConvKind::BackpropInput ? x
                                                                        : w;
     if (elements(result) == 0)
@@ -383,7 +385,7 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
       return;
     }
 
-    std::vector<int64_t> key = {int64_t(kind), p.strideH,  p.strideW,
+    std::vector<int64_t> key = {int64_t(kind), p.strideH,   p.strideW,
                                 p.dilationH,   p.dilationW, p.padTop,
                                 p.padLeft};
     for (const MemRef<float, 4> *m : {&x, &w, &y})
@@ -436,20 +438,20 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
                          perf),
                      "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
           return;
-        found =
-            pickAlgorithm(perf, returned, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
-                          algo) &&
-            s.check(api.cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                        dnn, d.x, d.y, d.conv, d.w,
-                        cudnnConvolutionBwdFilterAlgo_t(algo.algorithm),
-                        &algo.workspaceBytes),
-                    "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+        found = pickAlgorithm(perf, returned,
+                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, algo) &&
+                s.check(api.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                            dnn, d.x, d.y, d.conv, d.w,
+                            cudnnConvolutionBwdFilterAlgo_t(algo.algorithm),
+                            &algo.workspaceBytes),
+                        "cudnnGetConvolutionBackwardFilterWorkspaceSize");
       }
       if (s.failed())
         return;
       if (!found) {
-        s.fail(std::string(kernel) + ": cuDNN has no deterministic FP32 "
-                                     "algorithm for input " +
+        s.fail(std::string(kernel) +
+               ": cuDNN has no deterministic FP32 "
+               "algorithm for input " +
                dims(x.sizes, 4) + " and filter " + dims(w.sizes, 4));
         return;
       }
@@ -513,10 +515,8 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
 
 extern "C" {
 
-void _mlir_ciface_estc_cuda_matmul_f32(MemRef<float, 3> *a,
-                                       MemRef<float, 3> *b,
-                                       MemRef<float, 3> *c,
-                                       int64_t transpose_a,
+void _mlir_ciface_estc_cuda_matmul_f32(MemRef<float, 3> *a, MemRef<float, 3> *b,
+                                       MemRef<float, 3> *c, int64_t transpose_a,
                                        int64_t transpose_b) {
   cudaMatmul<float>("estc_cuda_matmul_f32", *a, *b, *c, transpose_a != 0,
                     transpose_b != 0);
@@ -535,8 +535,8 @@ void _mlir_ciface_estc_cuda_conv2d_nhwc_hwio_f32(
     MemRef<float, 4> *input, MemRef<float, 4> *filter, MemRef<float, 4> *output,
     int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
     int64_t pad_top, int64_t pad_left) {
-  cudaConv(ConvKind::Forward, "estc_cuda_conv2d_nhwc_hwio_f32", *input,
-           *filter, *output,
+  cudaConv(ConvKind::Forward, "estc_cuda_conv2d_nhwc_hwio_f32", *input, *filter,
+           *output,
            {stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left});
 }
 

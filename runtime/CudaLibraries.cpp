@@ -47,14 +47,17 @@ template <typename Api> struct Loaded {
   std::string failure; // empty: loaded
 };
 
-const DriverApi *gDriverTable = nullptr; // set once its symbols resolved
+/// The driver's table as soon as its symbols resolve (before cuInit), so
+/// that cuInit's own error can be named.
+const DriverApi *gDriverTable = nullptr;
 
 Loaded<DriverApi> loadDriver() {
   Loaded<DriverApi> out;
   const char *env = std::getenv("ESTC_CUDA_DRIVER");
   bool custom = env && *env;
   std::string error;
-  void *handle = openFirst({custom ? env : "libcuda.so.1"}, out.api.path, error);
+  void *handle =
+      openFirst({custom ? env : "libcuda.so.1"}, out.api.path, error);
   if (!handle) {
     out.failure = (custom ? std::string(env) + " ($ESTC_CUDA_DRIVER)"
                           : std::string("libcuda.so.1")) +
@@ -73,13 +76,11 @@ Loaded<DriverApi> loadDriver() {
                   "(CUDA 12 or newer)";
     return out;
   }
-  static DriverApi resolved;
-  resolved = out.api;
-  gDriverTable = &resolved;
+  gDriverTable = new DriverApi(out.api); // for driverErrorText; never freed
   CUresult init = out.api.cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE) {
-    out.failure = "there is no CUDA device (" +
-                  driverErrorText("cuInit", init) + ")";
+    out.failure =
+        "there is no CUDA device (" + driverErrorText("cuInit", init) + ")";
     return out;
   }
   if (init != CUDA_SUCCESS) {
@@ -147,21 +148,27 @@ void throwDeviceError(const std::string &message) {
 }
 
 const DriverApi &driver(const std::string &who) {
-  static const Loaded<DriverApi> loaded = loadDriver();
+  // Never destroyed: global destructors of compiled objects
+  // (mgpuModuleUnload) may run after this function's statics would be.
+  static const Loaded<DriverApi> &loaded = *new Loaded<DriverApi>(loadDriver());
   if (!loaded.failure.empty())
     throwDeviceError(who + loaded.failure);
   return loaded.api;
 }
 
 const CublasApi &cublas(const std::string &who) {
-  static const Loaded<CublasApi> loaded = loadCublas();
+  // Never destroyed: global destructors of compiled objects
+  // (mgpuModuleUnload) may run after this function's statics would be.
+  static const Loaded<CublasApi> &loaded = *new Loaded<CublasApi>(loadCublas());
   if (!loaded.failure.empty())
     throwDeviceError(who + loaded.failure);
   return loaded.api;
 }
 
 const CudnnApi &cudnn(const std::string &who) {
-  static const Loaded<CudnnApi> loaded = loadCudnn();
+  // Never destroyed: global destructors of compiled objects
+  // (mgpuModuleUnload) may run after this function's statics would be.
+  static const Loaded<CudnnApi> &loaded = *new Loaded<CudnnApi>(loadCudnn());
   if (!loaded.failure.empty())
     throwDeviceError(who + loaded.failure);
   return loaded.api;

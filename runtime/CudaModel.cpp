@@ -193,8 +193,8 @@ void CompiledModel::initCuda(void *const *variables) {
   cuda_ = std::unique_ptr<CudaState, void (*)(CudaState *)>(new CudaState,
                                                             destroyCudaState);
   CudaState &st = *cuda_;
-  st.name = "model '" + std::string(spec_->name) + "' on cuda:" +
-            std::to_string(device);
+  st.name = "model '" + std::string(spec_->name) +
+            "' on cuda:" + std::to_string(device);
   st.device = device;
   st.context = context;
   st.graphsEnabled = graphsEnabledByEnvironment();
@@ -244,8 +244,8 @@ void CompiledModel::reserveCudaHost(Buffer &buffer, size_t bytes) {
   st.check(d.cuMemHostAlloc(&p, rounded, CU_MEMHOSTALLOC_PORTABLE),
            "cuMemHostAlloc");
   std::memset(p, 0, rounded);
-  buffer.owned =
-      std::unique_ptr<char, void (*)(void *)>(static_cast<char *>(p), freePinned);
+  buffer.owned = std::unique_ptr<char, void (*)(void *)>(static_cast<char *>(p),
+                                                         freePinned);
   buffer.capacity = rounded;
   buffer.data = p;
 }
@@ -300,8 +300,7 @@ void CompiledModel::runCuda(int function, int64_t batch) {
 
   // Where each input is copied from and each output to: the pinned buffer
   // the model owns, or the staging buffer of a bound one.
-  std::vector<int64_t> key = {batch, values, arenaBytes,
-                              int64_t(st.arena.ptr),
+  std::vector<int64_t> key = {batch, values, arenaBytes, int64_t(st.arena.ptr),
                               int64_t(st.stream->generation)};
   std::vector<const void *> inputSrc(fn.numInputs);
   std::vector<size_t> inputBytes(fn.numInputs);
@@ -328,9 +327,8 @@ void CompiledModel::runCuda(int function, int64_t batch) {
   std::vector<size_t> outputBytes(fn.numOutputs);
   for (int32_t i = 0; i < fn.numOutputs; ++i) {
     const TensorSpec &t = fn.outputs[i];
-    size_t bytes =
-        static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
-        dtypeBytes(t.dtype);
+    size_t bytes = static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
+                   dtypeBytes(t.dtype);
     st.reserve(dev.outputs[i], bytes);
     const Buffer &host = state.outputs[i];
     if (host.data != host.owned.get()) {
@@ -388,8 +386,9 @@ void CompiledModel::runCuda(int function, int64_t batch) {
     state.args[i] = state.descriptors[i].data();
 
   StreamContext &sc = *st.stream;
-  CUdeviceptr statusPtr = st.arena.ptr + static_cast<CUdeviceptr>(
-                                             fn.hasChecks ? fn.statusOffset : 0);
+  CUdeviceptr statusPtr =
+      st.arena.ptr +
+      static_cast<CUdeviceptr>(fn.hasChecks ? fn.statusOffset : 0);
   // One step on the stream; every call's error is recorded in `sc`.
   auto step = [&] {
     for (int32_t i = 0; i < fn.numInputs; ++i)
@@ -427,15 +426,13 @@ void CompiledModel::runCuda(int function, int64_t batch) {
     }
   }
   if (useGraph && graph.exec) {
-    sc.check(d.cuGraphLaunch(graph.exec, stream),
-             ESTC_CUDA_STR(cuGraphLaunch));
+    sc.check(d.cuGraphLaunch(graph.exec, stream), ESTC_CUDA_STR(cuGraphLaunch));
   } else if (useGraph && graph.runs >= 3) {
     // Relaxed: the step may load a module or grow the workspace; nothing
     // in it synchronizes.
     uint64_t generation = sc.generation;
     bool captured = false;
-    if (sc.check(d.cuStreamBeginCapture(stream,
-                                        CU_STREAM_CAPTURE_MODE_RELAXED),
+    if (sc.check(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED),
                  ESTC_CUDA_STR(cuStreamBeginCapture))) {
       step();
       CUgraph g = nullptr;

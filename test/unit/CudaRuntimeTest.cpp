@@ -60,7 +60,8 @@ std::vector<std::string> neededLibraries(const std::string &path) {
     if (sh.sh_type != SHT_DYNAMIC)
       continue;
     Elf64_Shdr strtab;
-    std::memcpy(&strtab, bytes.data() + eh.e_shoff + sh.sh_link * eh.e_shentsize,
+    std::memcpy(&strtab,
+                bytes.data() + eh.e_shoff + sh.sh_link * eh.e_shentsize,
                 sizeof strtab);
     for (size_t off = 0; off + sizeof(Elf64_Dyn) <= sh.sh_size;
          off += sizeof(Elf64_Dyn)) {
@@ -153,11 +154,11 @@ public:
       : name_(std::move(name)), inputs_(std::move(inputs)),
         outputs_(std::move(outputs)), variables_(std::move(variables)) {
     for (const Tensor &t : inputs_)
-      inputSpecs_.push_back({t.key.c_str(), t.dtype, int32_t(t.shape.size()),
-                             t.shape.data()});
+      inputSpecs_.push_back(
+          {t.key.c_str(), t.dtype, int32_t(t.shape.size()), t.shape.data()});
     for (const Tensor &t : outputs_)
-      outputSpecs_.push_back({t.key.c_str(), t.dtype, int32_t(t.shape.size()),
-                              t.shape.data()});
+      outputSpecs_.push_back(
+          {t.key.c_str(), t.dtype, int32_t(t.shape.size()), t.shape.data()});
     for (const Variable &v : variables_)
       variableSpecs_.push_back({v.name.c_str(), DType::F32,
                                 int32_t(v.shape.size()), v.shape.data(), true,
@@ -208,13 +209,14 @@ std::vector<float> randomFloats(size_t n, unsigned seed) {
   return v;
 }
 
-// --- Everywhere: linking and the errors without a GPU -------------------------
+// --- Everywhere: linking and the errors without a GPU
+// -------------------------
 
 TEST(CudaRuntime, LinksNoCudaLibrary) {
   Dl_info info{};
   ASSERT_NE(dladdr(reinterpret_cast<void *>(&cuda_built), &info), 0);
-  for (std::string file : {std::string(info.dli_fname),
-                           std::string("/proc/self/exe")}) {
+  for (std::string file :
+       {std::string(info.dli_fname), std::string("/proc/self/exe")}) {
     std::vector<std::string> needed = neededLibraries(file);
     ASSERT_FALSE(needed.empty()) << file;
     for (const std::string &lib : needed)
@@ -338,12 +340,10 @@ TEST(CudaRuntime, EntryPointsWithoutDriver) {
       makeRowMajor<double, 3>(reinterpret_cast<double *>(data), {1, 1, 2});
   MemRef<float, 4> m4 = makeRowMajor<float, 4>(data, {1, 2, 2, 1});
   MemRef<float, 4> f4 = makeRowMajor<float, 4>(data, {1, 1, 1, 1});
-  EXPECT_ABORT_LINE(kNoDriver,
-                    _mlir_ciface_estc_cuda_matmul_f32(&m3, &m3, &m3, 0, 0),
-                    kLine);
-  EXPECT_ABORT_LINE(kNoDriver,
-                    _mlir_ciface_estc_cuda_matmul_f64(&d3, &d3, &d3, 0, 1),
-                    kLine);
+  EXPECT_ABORT_LINE(
+      kNoDriver, _mlir_ciface_estc_cuda_matmul_f32(&m3, &m3, &m3, 0, 0), kLine);
+  EXPECT_ABORT_LINE(
+      kNoDriver, _mlir_ciface_estc_cuda_matmul_f64(&d3, &d3, &d3, 0, 1), kLine);
   EXPECT_ABORT_LINE(kNoDriver,
                     _mlir_ciface_estc_cuda_conv2d_nhwc_hwio_f32(
                         &m4, &f4, &m4, 1, 1, 1, 1, 0, 0),
@@ -419,8 +419,10 @@ template <typename T> void checkMatmul(const MatmulCase &c) {
   std::memcpy(got.data(), model.output_data(0, 0), got.size() * sizeof(T));
 
   std::vector<T> want(got.size(), T(-1));
-  MemRef<T, 3> ma = makeRowMajor<T, 3>(a.data(), {aShape[0], aShape[1], aShape[2]});
-  MemRef<T, 3> mb = makeRowMajor<T, 3>(b.data(), {bShape[0], bShape[1], bShape[2]});
+  MemRef<T, 3> ma =
+      makeRowMajor<T, 3>(a.data(), {aShape[0], aShape[1], aShape[2]});
+  MemRef<T, 3> mb =
+      makeRowMajor<T, 3>(b.data(), {bShape[0], bShape[1], bShape[2]});
   MemRef<T, 3> mc = makeRowMajor<T, 3>(want.data(), {c.batch, c.m, c.n});
   if constexpr (sizeof(T) == 4)
     _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, c.ta, c.tb);
@@ -449,7 +451,7 @@ TEST(CudaRuntimeGpu, MatmulAgainstCpu) {
            {3, 17, 33, 9, 3, 3, false, false},
            {3, 17, 33, 9, 3, 3, true, false},
            {3, 17, 33, 9, 3, 3, false, true},
-           {4, 16, 8, 31, 1, 4, true, true}, // A broadcast
+           {4, 16, 8, 31, 1, 4, true, true},  // A broadcast
            {4, 16, 8, 31, 4, 1, false, true}, // B broadcast
            {2, 3, 0, 5, 2, 2, false, false},  // empty sum: zeros
        }) {
@@ -479,8 +481,8 @@ TEST(CudaRuntimeGpu, MatmulShapeErrorIsRecorded) {
 }
 
 struct ConvCase {
-  int64_t n, h, w, c, kh, kw, o, strideH, strideW, dilationH, dilationW,
-      padTop, padLeft;
+  int64_t n, h, w, c, kh, kw, o, strideH, strideW, dilationH, dilationW, padTop,
+      padLeft;
   int64_t oh() const {
     return (h + 2 * padTop - dilationH * (kh - 1) - 1) / strideH + 1;
   }
@@ -554,15 +556,13 @@ TEST(CudaRuntimeGpu, ConvolutionsAgainstCpu) {
            {2, 9, 8, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0},
            {2, 9, 8, 3, 3, 2, 4, 2, 2, 2, 2, 2, 1},
            {3, 12, 12, 5, 5, 5, 7, 1, 1, 1, 1, 2, 2}, // SAME, odd filter
-           {1, 6, 6, 2, 3, 3, 3, 2, 2, 1, 1, 0, 0},   // VALID, stride drops a row
+           {1, 6, 6, 2, 3, 3, 3, 2, 2, 1, 1, 0, 0}, // VALID, stride drops a row
        }) {
-    SCOPED_TRACE(testing::Message() << "conv " << c.h << "x" << c.w << " k "
-                                    << c.kh << "x" << c.kw << " stride "
-                                    << c.strideH << " dilation "
-                                    << c.dilationH);
+    SCOPED_TRACE(testing::Message()
+                 << "conv " << c.h << "x" << c.w << " k " << c.kh << "x" << c.kw
+                 << " stride " << c.strideH << " dilation " << c.dilationH);
     gConv = c;
-    std::vector<int64_t> xs = {c.n, c.h, c.w, c.c},
-                         ws = {c.kh, c.kw, c.c, c.o},
+    std::vector<int64_t> xs = {c.n, c.h, c.w, c.c}, ws = {c.kh, c.kw, c.c, c.o},
                          ys = {c.n, c.oh(), c.ow(), c.o};
     std::vector<float> x = randomFloats(size_t(c.n * c.h * c.w * c.c), 3);
     std::vector<float> w = randomFloats(size_t(c.kh * c.kw * c.c * c.o), 4);
@@ -571,12 +571,18 @@ TEST(CudaRuntimeGpu, ConvolutionsAgainstCpu) {
     double tolerance = 1e-5 * double(c.kh * c.kw * std::max(c.c, c.o) + 1);
 
     std::vector<float> y(dy.size()), dx(x.size()), dw(w.size());
-    MemRef<float, 4> mx = makeRowMajor<float, 4>(x.data(), {xs[0], xs[1], xs[2], xs[3]});
-    MemRef<float, 4> mw = makeRowMajor<float, 4>(w.data(), {ws[0], ws[1], ws[2], ws[3]});
-    MemRef<float, 4> mdy = makeRowMajor<float, 4>(dy.data(), {ys[0], ys[1], ys[2], ys[3]});
-    MemRef<float, 4> my = makeRowMajor<float, 4>(y.data(), {ys[0], ys[1], ys[2], ys[3]});
-    MemRef<float, 4> mdx = makeRowMajor<float, 4>(dx.data(), {xs[0], xs[1], xs[2], xs[3]});
-    MemRef<float, 4> mdw = makeRowMajor<float, 4>(dw.data(), {ws[0], ws[1], ws[2], ws[3]});
+    MemRef<float, 4> mx =
+        makeRowMajor<float, 4>(x.data(), {xs[0], xs[1], xs[2], xs[3]});
+    MemRef<float, 4> mw =
+        makeRowMajor<float, 4>(w.data(), {ws[0], ws[1], ws[2], ws[3]});
+    MemRef<float, 4> mdy =
+        makeRowMajor<float, 4>(dy.data(), {ys[0], ys[1], ys[2], ys[3]});
+    MemRef<float, 4> my =
+        makeRowMajor<float, 4>(y.data(), {ys[0], ys[1], ys[2], ys[3]});
+    MemRef<float, 4> mdx =
+        makeRowMajor<float, 4>(dx.data(), {xs[0], xs[1], xs[2], xs[3]});
+    MemRef<float, 4> mdw =
+        makeRowMajor<float, 4>(dw.data(), {ws[0], ws[1], ws[2], ws[3]});
     _mlir_ciface_estc_conv2d_nhwc_hwio_f32(&mx, &mw, &my, CONV_ARGS);
     _mlir_ciface_estc_conv2d_backprop_input_f32(&mw, &mdy, &mdx, CONV_ARGS);
     _mlir_ciface_estc_conv2d_backprop_filter_f32(&mx, &mdy, &mdw, CONV_ARGS);
@@ -586,8 +592,7 @@ TEST(CudaRuntimeGpu, ConvolutionsAgainstCpu) {
     expectClose(runCudaConv(convBackpropInputEntry, ws, w, ys, dy, xs), dx,
                 tolerance, "backprop input");
     expectClose(runCudaConv(convBackpropFilterEntry, xs, x, ys, dy, ws), dw,
-                tolerance * double(c.n * c.oh() * c.ow()) /
-                    double(c.kh * c.kw),
+                tolerance * double(c.n * c.oh() * c.ow()) / double(c.kh * c.kw),
                 "backprop filter");
   }
 }
@@ -719,7 +724,9 @@ void *deviceAddress(void *descriptor, size_t elementBytes) {
   auto *d = static_cast<int64_t *>(descriptor);
   return reinterpret_cast<void *>(d[1] + d[2] * int64_t(elementBytes));
 }
-int64_t size0(void *descriptor) { return static_cast<int64_t *>(descriptor)[3]; }
+int64_t size0(void *descriptor) {
+  return static_cast<int64_t *>(descriptor)[3];
+}
 
 /// Launches `kernel` over n threads with two pointers and n, as generated
 /// host code does: GetFunction, StreamCreate, LaunchKernel, Synchronize,
@@ -865,8 +872,9 @@ TEST(CudaRuntimeGpu, RunTimeChecksThroughGraphs) {
       model.run(0);
       ADD_FAILURE() << "run " << run << " did not fail its check";
     } catch (const InvalidArgumentError &e) {
-      EXPECT_STREQ(e.what(),
-                   "node 'labels' : label -3 at batch row 0 is outside [0, 10)");
+      EXPECT_STREQ(
+          e.what(),
+          "node 'labels' : label -3 at batch row 0 is outside [0, 10)");
     }
   }
 }
