@@ -98,6 +98,9 @@ CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries)
 CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries,
                              void *const *variables)
     : spec_(&spec), entries_(entries) {
+  // A CUDA model's host buffers are pinned, so the driver comes first.
+  if (spec.device == Device::Cuda)
+    initCuda(variables);
   variables_.resize(spec.numVariables);
   for (int32_t i = 0; i < spec.numVariables; ++i) {
     if (variables) {
@@ -130,7 +133,8 @@ CompiledModel::CompiledModel(const ModelSpec &spec, const EntryPoint *entries,
                     dtypeBytes(fn.outputs[i].dtype));
     }
   }
-  reserve(arena_, static_cast<size_t>(arena_bytes(0)));
+  if (!cuda_)
+    reserve(arena_, static_cast<size_t>(arena_bytes(0)));
 }
 
 CompiledModel::~CompiledModel() = default;
@@ -138,6 +142,10 @@ CompiledModel::~CompiledModel() = default;
 void CompiledModel::reserve(Buffer &buffer, size_t bytes) {
   if (bytes <= buffer.capacity && buffer.owned) {
     buffer.data = buffer.owned.get();
+    return;
+  }
+  if (cuda_) {
+    reserveCudaHost(buffer, bytes);
     return;
   }
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -191,7 +199,8 @@ void CompiledModel::set_batch(int64_t batch) {
               numElements(fn.outputs[i].rank, fn.outputs[i].shape, batch) *
                   dtypeBytes(fn.outputs[i].dtype));
   }
-  reserve(arena_, static_cast<size_t>(arena_bytes(batch)));
+  if (!cuda_)
+    reserve(arena_, static_cast<size_t>(arena_bytes(batch)));
 }
 
 void CompiledModel::set_values(int function, int input, int64_t n) {
@@ -309,10 +318,16 @@ int CompiledModel::output_index(int function, const std::string &key) const {
 }
 
 void *CompiledModel::variable_data(int variable) {
+  if (cuda_)
+    return cudaVariableData(variable);
   return variables_.at(variable).data;
 }
 
 void CompiledModel::reset_local_variables() {
+  if (cuda_) {
+    cudaResetLocalVariables();
+    return;
+  }
   for (int32_t i = 0; i < spec_->numVariables; ++i)
     if (spec_->variables[i].local)
       std::memset(variables_[i].data, 0,
@@ -428,6 +443,10 @@ void CompiledModel::run(int function) {
     throw std::logic_error(std::string(spec_->name) + ": " + fn.name +
                            ": call set_batch() before running");
   int64_t batch = batch_ > 0 ? batch_ : 0;
+  if (cuda_) {
+    runCuda(function, batch);
+    return;
+  }
   FunctionState &state = functions_[function];
   // The arena grows with the sparse inputs' numbers of values.
   int64_t values = maxValues(function);
@@ -464,10 +483,15 @@ void CompiledModel::run(int function) {
   entries_[function](state.args.data());
   if (!status || status[0] == 0)
     return;
+  throwCheckFailure(function, status, batch);
+}
+
+void CompiledModel::throwCheckFailure(int function, const int64_t *status,
+                                      int64_t batch) const {
   int64_t check = status[0] - 1;
   if (check < 0 || check >= spec_->numChecks)
-    fail(std::string(fn.name) + ": run-time check " + std::to_string(check) +
-         " failed, but the model has no such check");
+    fail(std::string(spec_->functions[function].name) + ": run-time check " +
+         std::to_string(check) + " failed, but the model has no such check");
   throw InvalidArgumentError(
       checkFailureMessage(spec_->checks[check], status[1], status[2], batch));
 }

@@ -113,6 +113,22 @@ struct CheckSpec {
 /// or on a CUDA GPU, where its variables and arena are device memory.
 enum class Device : int32_t { Cpu, Cuda };
 
+/// A CUDA model or kernel cannot run: no NVIDIA driver, no device, a device
+/// index out of range, a missing cuBLAS/cuDNN, a runtime built without CUDA,
+/// or a CUDA, cuBLAS or cuDNN call that failed (named with the library's
+/// message). what() is one line starting "estc runtime: ".
+class ESTC_RT_EXPORT DeviceError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The CUDA device (`cuda:N`) that CUDA models constructed afterwards run on,
+/// for the whole process; 0 by default. Each model uses the device's primary
+/// context. A negative index throws std::invalid_argument; one the machine
+/// does not have throws DeviceError when a model is constructed.
+ESTC_RT_EXPORT void set_cuda_device(int device);
+ESTC_RT_EXPORT int get_cuda_device();
+
 /// Everything a CompiledModel needs to know about a model. Generated headers
 /// keep it in constexpr tables; the JIT builds it from the manifest.
 struct ModelSpec {
@@ -236,8 +252,15 @@ private:
     std::vector<void *> args;
   };
 
-  static void reserve(Buffer &buffer, size_t bytes);
+  struct CudaState; // runtime/CudaModel.cpp
+
+  /// Grows `buffer` to `bytes` (64-byte aligned, zero-filled); a CUDA
+  /// model's host buffers are pinned (reserveCudaHost).
+  void reserve(Buffer &buffer, size_t bytes);
   [[noreturn]] void fail(const std::string &message) const;
+  /// Throws the InvalidArgumentError of the failed check in `status`.
+  [[noreturn]] void throwCheckFailure(int function, const int64_t *status,
+                                      int64_t batch) const;
   void checkShape(int function, const TensorSpec &tensor, const char *what,
                   const std::vector<int64_t> &shape) const;
   bool needsBatch(int function) const;
@@ -248,12 +271,24 @@ private:
   /// The largest number of values of `function`'s sparse inputs.
   int64_t maxValues(int function) const;
 
+  // The CUDA path (docs/design/gpu.md, "Memory"): runtime/CudaModel.cpp, or
+  // runtime/CudaDisabled.cpp in a runtime built without CUDA.
+  void initCuda(void *const *variables);
+  void reserveCudaHost(Buffer &buffer, size_t bytes);
+  void runCuda(int function, int64_t batch);
+  void *cudaVariableData(int variable);
+  void cudaResetLocalVariables();
+  static void destroyCudaState(CudaState *state);
+
   const ModelSpec *spec_;
   const EntryPoint *entries_;
   int64_t batch_ = -1;
   std::vector<Buffer> variables_;
-  Buffer arena_;
+  Buffer arena_; // CPU only: a CUDA model's arena is device memory
   std::vector<FunctionState> functions_;
+  /// Set for a CUDA model. Destroyed first (last member), before the pinned
+  /// host buffers above.
+  std::unique_ptr<CudaState, void (*)(CudaState *)> cuda_{nullptr, nullptr};
 };
 
 } // namespace estc::rt

@@ -1,0 +1,129 @@
+//===- runtime/CudaInternal.h - Streams, errors and contexts (internal) ---===//
+//
+// What the mgpu* entry points, the estc_cuda_* kernels and CompiledModel's
+// CUDA path share:
+//   - StreamContext: one CUDA stream and what runs on it: the cuBLAS and
+//     cuDNN handles (bound to that stream once, at creation), the kernels'
+//     device workspace, the cuDNN algorithm choices, and the first error of
+//     the current step. A CUDA CompiledModel owns one; a thread calling
+//     kernels outside any run gets its own on the default stream.
+//   - the calling thread's current StreamContext, which CompiledModel::run
+//     sets (CurrentStream) for the duration of the step;
+//   - contexts: the primary context of the device rt::set_cuda_device chose.
+// Internal to EstcRuntime; only built with ESTC_ENABLE_CUDA.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_RUNTIME_CUDAINTERNAL_H
+#define ESTC_RUNTIME_CUDAINTERNAL_H
+
+#include "runtime/CudaLibraries.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace estc::rt::cuda {
+
+/// A cuDNN algorithm picked for one convolution shape, and its workspace.
+struct ConvAlgorithm {
+  int algorithm;
+  cudnnMathType_t mathType;
+  size_t workspaceBytes;
+};
+
+struct StreamContext {
+  CUcontext context = nullptr;
+  CUstream stream = nullptr; // null: the legacy default stream
+  /// Inside CompiledModel::run: keep the step's first error in `error` (and
+  /// skip every later launch) instead of aborting.
+  bool recordErrors = false;
+  std::string error;
+
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  CUdeviceptr cublasWorkspace = 0;
+  /// The kernels' scratch (transposed filters, cuDNN's workspace); grows.
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 0;
+  /// Workspaces replaced while the stream was being captured into a graph
+  /// (the captured nodes may still use them): freed at the next growth
+  /// outside a capture, or with the context.
+  std::vector<CUdeviceptr> retired;
+  /// Bumped whenever `workspace` moves: a CUDA graph captured before uses
+  /// the old address and must not be replayed.
+  uint64_t generation = 0;
+  std::map<std::vector<int64_t>, ConvAlgorithm> convAlgorithms;
+
+  StreamContext() = default;
+  StreamContext(const StreamContext &) = delete;
+  StreamContext &operator=(const StreamContext &) = delete;
+  /// Destroys the handles and frees the workspaces (not the stream), in
+  /// `context`.
+  ~StreamContext();
+
+  /// Reports `message` (one line, without "estc runtime: "): kept as the
+  /// step's error when recordErrors (the first one wins), else printed on
+  /// stderr before aborting.
+  void fail(const std::string &message);
+  /// fail() with the message of `e` (a DeviceError from a library loader).
+  void fail(const std::exception &e);
+  bool failed() const { return !error.empty(); }
+  /// Checks a driver call: false after fail() when it did not succeed.
+  bool check(CUresult result, const char *call);
+  bool check(cublasStatus_t status, const char *call);
+  bool check(cudnnStatus_t status, const char *call);
+
+  /// At least `bytes` of workspace (256-byte aligned), or 0 after fail().
+  CUdeviceptr reserveWorkspace(size_t bytes);
+  /// The stream's handles, created (and bound to the stream, FP32 math
+  /// without TF32) on first use; null after fail().
+  cublasHandle_t cublasHandle();
+  cudnnHandle_t cudnnHandle();
+};
+
+/// The calling thread's current StreamContext: the running model's, else the
+/// thread's own on the default stream of the current context (the selected
+/// device's primary context is made current first if the thread has none;
+/// when that fails, outside a run, the process stops with one line).
+StreamContext *currentStream();
+/// The running model's StreamContext, or null outside CompiledModel::run.
+StreamContext *runningStream();
+
+/// Makes `stream` the calling thread's current one for its lifetime.
+class CurrentStream {
+public:
+  explicit CurrentStream(StreamContext *stream);
+  ~CurrentStream();
+  CurrentStream(const CurrentStream &) = delete;
+  CurrentStream &operator=(const CurrentStream &) = delete;
+
+private:
+  StreamContext *previous_;
+};
+
+/// Pushes `context` onto the calling thread's context stack for its lifetime.
+class ContextScope {
+public:
+  explicit ContextScope(CUcontext context);
+  ~ContextScope();
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+};
+
+/// The primary context of `device`, retained for the process (so models
+/// constructed and destroyed in turn do not tear it down). Throws
+/// DeviceError `estc runtime: <who>device cuda:3 does not exist (2
+/// devices)` or the driver's error.
+CUcontext primaryContext(int device, const std::string &who);
+
+/// Whether `stream` is being captured into a CUDA graph.
+bool isCapturing(CUstream stream);
+
+/// "estc runtime: " is the prefix of every DeviceError; the recorded errors
+/// are kept without it.
+std::string withoutPrefix(const char *what);
+
+} // namespace estc::rt::cuda
+
+#endif // ESTC_RUNTIME_CUDAINTERNAL_H
