@@ -404,8 +404,9 @@ void checkTraining(rt::CompiledModel &cpu, rt::CompiledModel &gpu,
     double tolerance = step == 1 ? 1e-4 : 1e-3;
     EXPECT_LE(std::fabs(got - want), tolerance * std::max(1.0f, std::fabs(want)))
         << "loss: gpu " << got << ", cpu " << want;
-    if (step == 1)
+    if (step == 1) {
       EXPECT_TRUE(withinBound(cpu, gpu, initial, {1e-6, 1e-3, 1e-4}));
+    }
   }
   EXPECT_TRUE(withinBound(cpu, gpu, initial, {1e-5, 1e-2, 1e-3}));
   int step = cpu.variable_index("global_step");
