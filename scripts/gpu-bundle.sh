@@ -41,7 +41,7 @@ fi
 isa=$(sed -n 's/^ESTC_KERNEL_ISA:[A-Z]*=//p' "$build/CMakeCache.txt")
 if [ "$isa" != avx2 ] && [ "$isa" != generic ]; then
   echo "gpu-bundle: warning: $build builds the runtime's kernels with" \
-       "ESTC_KERNEL_ISA=$isa; the CPU half of GpuTest stops on a GPU machine" \
+       "ESTC_KERNEL_ISA=$isa (auto: the build machine's best); the CPU half of GpuTest stops on a GPU machine" \
        "whose CPU lacks that ISA (configure with -DESTC_KERNEL_ISA=avx2)"
 fi
 

@@ -82,7 +82,8 @@ phase() {
   cat "$out/$name.log"
   echo "$name: exit $rc, $(( $(date +%s) - t0 )) s" | tee -a "$summary"
 }
-run_bundled() { LD_LIBRARY_PATH=$libs "$@"; }
+# timeout runs programs, not shell functions: our binaries go through env.
+bundled=(env LD_LIBRARY_PATH="$libs")
 
 device_info() {
   nvidia-smi -L
@@ -92,18 +93,19 @@ device_info() {
   nproc
   grep -m1 'model name' /proc/cpuinfo
 }
-phase device 15 device_info
+export -f device_info
+phase device 15 bash -c device_info
 cp "$out/device.log" "$out/device.txt" 2>/dev/null
 
-phase test 90 run_bundled "$bundle/bin/GpuTest" --gtest_color=no \
+phase test 90 "${bundled[@]}" "$bundle/bin/GpuTest" --gtest_color=no \
       --gtest_output=xml:"$out/gputest.xml"
 
-phase bench 60 run_bundled "$bundle/bin/gpu_step_bench" \
+phase bench 60 "${bundled[@]}" "$bundle/bin/gpu_step_bench" \
       --batches=128,1024 --warmup=20 --steps=200 \
       --json="$out/gpu_step_bench.json"
 
 model_dir=$(mktemp -d /tmp/fashion_mnist_cuda.XXXXXX)
-phase fashion 150 run_bundled "$bundle/bin/fashion_mnist_aot_cuda" \
+phase fashion 150 "${bundled[@]}" "$bundle/bin/fashion_mnist_aot_cuda" \
       --device=cuda:0 --data_dir="$bundle/data/fashion-mnist" \
       --model_dir="$model_dir" --epochs="${FASHION_EPOCHS:-15}" \
       --min_accuracy=0.90 --log_step_count_steps=500

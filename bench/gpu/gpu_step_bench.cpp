@@ -69,8 +69,9 @@ Result bench(rt::CompiledModel &model, const std::string &name, int64_t batch,
   model.run("init");
   int train = model.function_index("train");
   model.set_batch(batch);
-  const rt::TensorSpec &x =
-      model.spec().functions[train].inputs[model.input_index(train, "features/x")];
+  const rt::TensorSpec &x = model.spec()
+                                .functions[train]
+                                .inputs[model.input_index(train, "features/x")];
   float *images = static_cast<float *>(
       model.input_data(train, model.input_index(train, "features/x")));
   int64_t *labels = static_cast<int64_t *>(
@@ -91,12 +92,11 @@ Result bench(rt::CompiledModel &model, const std::string &name, int64_t batch,
   start = Clock::now();
   for (int64_t i = 0; i < steps; ++i)
     model.run(train);
-  double seconds =
-      std::chrono::duration<double>(Clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   float loss = *static_cast<const float *>(
       model.output_data(train, model.output_index(train, "loss")));
-  return {name, batch, steps / seconds, 1000.0 * seconds / steps, firstMs,
-          loss};
+  return {name,    batch, steps / seconds, 1000.0 * seconds / steps,
+          firstMs, loss};
 }
 
 } // namespace
@@ -160,8 +160,7 @@ int main(int argc, char **argv) {
          << "\", \"batch\": " << r.batch
          << ", \"steps_per_sec\": " << r.stepsPerSec
          << ", \"ms_per_step\": " << r.msPerStep
-         << ", \"first_step_ms\": " << r.firstStepMs
-         << ", \"final_loss\": "
+         << ", \"first_step_ms\": " << r.firstStepMs << ", \"final_loss\": "
          << (std::isfinite(r.finalLoss) ? std::to_string(r.finalLoss)
                                         : std::string("null"))
          << "}";

@@ -54,8 +54,8 @@ using Bytes = std::vector<char>;
 #define REQUIRE_CUDA_DEVICE()                                                  \
   do {                                                                         \
     if (gpu_test::probeCuda().devices == 0)                                    \
-      GTEST_SKIP() << "SKIP: no CUDA device ("                                 \
-                   << gpu_test::probeCuda().reason << ")";                     \
+      GTEST_SKIP() << "SKIP: no CUDA device (" << gpu_test::probeCuda().reason \
+                   << ")";                                                     \
   } while (false)
 
 //===----------------------------------------------------------------------===//
@@ -155,8 +155,8 @@ bool isFloat(rt::DType dtype) {
   return ::testing::AssertionFailure()
          << bad << " of " << n << " elements differ; first: element " << first
          << ": gpu " << elementAt(dtype, gpu, first) << ", cpu "
-         << elementAt(dtype, cpu, first) << "; largest relative error "
-         << worst << " (tolerance " << tolerance << ")";
+         << elementAt(dtype, cpu, first) << "; largest relative error " << worst
+         << " (tolerance " << tolerance << ")";
 }
 
 /// Copies every variable of `from` into `to` (the same graph's variables,
@@ -260,8 +260,8 @@ TEST(AllOps, CpuModelRunsOnRandomInputs) {
         predict, cpu.output_index(predict, "predictions/exact_relu")));
     for (int64_t i = 0; i < batch * 17; ++i)
       ASSERT_EQ(relu[i], std::max(x[i], 0.0f)) << "element " << i;
-    const float *table =
-        static_cast<const float *>(cpu.variable_data(cpu.variable_index("table")));
+    const float *table = static_cast<const float *>(
+        cpu.variable_data(cpu.variable_index("table")));
     const float *gathered = static_cast<const float *>(cpu.output_data(
         predict, cpu.output_index(predict, "predictions/exact_gather")));
     for (int64_t b = 0; b < batch; ++b)
@@ -289,10 +289,10 @@ TEST(AllOps, CudaMatchesCpu) {
     gpu.run(predict);
     for (int o = 0; o < fn.numOutputs; ++o) {
       const rt::TensorSpec &t = fn.outputs[o];
-      EXPECT_TRUE(matches(t.dtype, cpu.output_data(predict, o),
-                          gpu.output_data(predict, gpu.output_index(predict, t.key)),
-                          elementsOf(t, batch),
-                          gpu_test::allOpsTolerance(t.key)))
+      EXPECT_TRUE(
+          matches(t.dtype, cpu.output_data(predict, o),
+                  gpu.output_data(predict, gpu.output_index(predict, t.key)),
+                  elementsOf(t, batch), gpu_test::allOpsTolerance(t.key)))
           << t.key;
     }
   }
@@ -308,8 +308,9 @@ void setTrainBatch(const std::vector<rt::CompiledModel *> &models,
                    int64_t batch, int step, std::mt19937 &rng) {
   rt::CompiledModel &first = *models[0];
   int train = first.function_index("train");
-  const rt::TensorSpec &x =
-      first.spec().functions[train].inputs[first.input_index(train, "features/x")];
+  const rt::TensorSpec &x = first.spec()
+                                .functions[train]
+                                .inputs[first.input_index(train, "features/x")];
   Bytes images = randomBytes(x.dtype, elementsOf(x, batch), 0, 1, rng);
   std::vector<int64_t> labels(batch);
   for (int64_t i = 0; i < batch; ++i)
@@ -358,8 +359,10 @@ struct TrainingBound {
     int64_t outliers = 0, worstAt = -1;
     double worst = 0;
     for (int64_t i = 0; i < n; ++i) {
-      double want = elementAt(var.dtype, c, i), got = elementAt(var.dtype, g, i);
-      double moved = std::fabs(want - elementAt(var.dtype, initial[v].data(), i));
+      double want = elementAt(var.dtype, c, i),
+             got = elementAt(var.dtype, g, i);
+      double moved =
+          std::fabs(want - elementAt(var.dtype, initial[v].data(), i));
       double allowed = bound.atol + bound.rtol * moved;
       double err = std::fabs(got - want);
       if (!(err <= allowed)) { // NaN fails
@@ -402,7 +405,8 @@ void checkTraining(rt::CompiledModel &cpu, rt::CompiledModel &gpu,
     gpu.run("train");
     float want = lossOf(cpu), got = lossOf(gpu);
     double tolerance = step == 1 ? 1e-4 : 1e-3;
-    EXPECT_LE(std::fabs(got - want), tolerance * std::max(1.0f, std::fabs(want)))
+    EXPECT_LE(std::fabs(got - want),
+              tolerance * std::max(1.0f, std::fabs(want)))
         << "loss: gpu " << got << ", cpu " << want;
     if (step == 1) {
       EXPECT_TRUE(withinBound(cpu, gpu, initial, {1e-6, 1e-3, 1e-4}));
@@ -463,7 +467,8 @@ TEST(Determinism, AllOpsRunsAreBitIdentical) {
   for (int run = 0; run < 4; ++run) {
     first.run(predict);
     for (int o = 0; o < fn.numOutputs; ++o) {
-      const char *out = static_cast<const char *>(first.output_data(predict, o));
+      const char *out =
+          static_cast<const char *>(first.output_data(predict, o));
       Bytes bytes(out, out + elementsOf(fn.outputs[o], batch) *
                                  rt::dtypeBytes(fn.outputs[o].dtype));
       if (run == 0)
@@ -522,7 +527,8 @@ TEST(RuntimeChecks, LabelOutOfRangeOnCudaChangesNoVariable) {
   int train = gpu.function_index("train");
   for (rt::CompiledModel *m : {static_cast<rt::CompiledModel *>(&cpu),
                                static_cast<rt::CompiledModel *>(&gpu)})
-    static_cast<int64_t *>(m->input_data(train, m->input_index(train, "labels")))[2] = 10;
+    static_cast<int64_t *>(
+        m->input_data(train, m->input_index(train, "labels")))[2] = 10;
   std::vector<Bytes> before = snapshotVariables(gpu);
   std::string cpuError, gpuError;
   try {
@@ -546,7 +552,8 @@ TEST(RuntimeChecks, LabelOutOfRangeOnCudaChangesNoVariable) {
     EXPECT_TRUE(before[v] == after[v])
         << gpu.spec().variables[v].name << " changed in a failed step";
   // A good batch trains: the failed check does not stick.
-  static_cast<int64_t *>(gpu.input_data(train, gpu.input_index(train, "labels")))[2] = 3;
+  static_cast<int64_t *>(
+      gpu.input_data(train, gpu.input_index(train, "labels")))[2] = 3;
   ASSERT_NO_THROW(gpu.run(train));
   EXPECT_EQ(*static_cast<const int64_t *>(
                 gpu.variable_data(gpu.variable_index("global_step"))),
@@ -591,9 +598,9 @@ TEST(Device, MissingDeviceIsOneLineDeviceError) {
     message = e.what();
   }
   rt::set_cuda_device(0);
-  EXPECT_NE(message.find("device cuda:" + std::to_string(count) +
-                         " does not exist"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find("device cuda:" + std::to_string(count) + " does not exist"),
+      std::string::npos)
       << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   MlpCuda model; // device 0 again

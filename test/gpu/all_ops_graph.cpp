@@ -47,8 +47,8 @@ DType dtypeOf(FeatureType type) {
 InputSpec allOpsInputs() {
   InputSpec inputs;
   for (const FeatureDef &f : gpu_test::kAllOpsFeatures)
-    inputs.features.push_back(TensorSpec{
-        f.key, dtypeOf(f.type), Dims(f.shape, f.shape + f.rank)});
+    inputs.features.push_back(
+        TensorSpec{f.key, dtypeOf(f.type), Dims(f.shape, f.shape + f.rank)});
   return inputs;
 }
 
@@ -221,8 +221,7 @@ void shapes(Graph &g, const TensorMap &f, Outputs &out) {
 
 void indexing(Graph &g, const TensorMap &f, Outputs &out) {
   Tensor ids = f["ids"], ids32 = f["ids32"], q = f["q"], x = f["x"];
-  Tensor table =
-      variable(g, "table", {gpu_test::kIds, 4}).read(); // embeddings
+  Tensor table = variable(g, "table", {gpu_test::kIds, 4}).read(); // embeddings
   Tensor patch = variable(g, "patch", {1, 4}).read();
   out.add("exact_gather", gather(table, ids));
   out.add("exact_gather_2d_i32", gather(table, ids32));
@@ -267,8 +266,8 @@ void randomness(Graph &g, const TensorMap &f, Outputs &out) {
   out.add("exact_random_uniform", random_uniform(g, {4, 5}));
   out.add("exact_random_uniform_f64",
           random_uniform(g, {3}, DType::Float64, -2.0, 2.0));
-  out.add("transc_random_normal", random_normal(g, {3, 4}, DType::Float32,
-                                                1.0, 2.0));
+  out.add("transc_random_normal",
+          random_normal(g, {3, 4}, DType::Float32, 1.0, 2.0));
   out.add("transc_truncated_normal", truncated_normal(g, {6}));
 }
 
