@@ -1186,10 +1186,31 @@ Estimator::Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,
   runner_ = std::make_unique<detail::Runner>(config_, warmStart_, *backend_);
 }
 
+namespace {
+/// An AOT model runs where it was compiled for: RunConfig.device must say
+/// the same (one line naming both, before anything runs).
+std::unique_ptr<rt::CompiledModel>
+checkDevice(std::unique_ptr<rt::CompiledModel> model, const RunConfig &config) {
+  if (!model)
+    return model;
+  bool cuda = model->spec().device == rt::Device::Cuda;
+  if (cuda != config.on_cuda())
+    throw std::invalid_argument(
+        std::string("Estimator: the compiled model ") + model->spec().name +
+        " runs on " + (cuda ? "CUDA" : "the CPU") +
+        ", but RunConfig.device is \"" + config.device() +
+        "\" (compile it with estc --target=" + (cuda ? "cpu" : "cuda") +
+        ", or set RunConfigOptions::device)");
+  return model;
+}
+} // namespace
+
 Estimator::Estimator(std::unique_ptr<rt::CompiledModel> model, RunConfig config,
                      std::optional<WarmStartSettings> warm_start_from)
-    : Estimator(detail::makeAotBackend(std::move(model)), std::move(config),
-                Params{}, std::move(warm_start_from)) {}
+    // `config` copied, not moved: the arguments' order of evaluation is
+    // unspecified, and checkDevice reads it.
+    : Estimator(detail::makeAotBackend(checkDevice(std::move(model), config)),
+                config, Params{}, std::move(warm_start_from)) {}
 
 Estimator::~Estimator() = default;
 

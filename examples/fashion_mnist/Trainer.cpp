@@ -42,11 +42,14 @@ struct Flags {
   std::string train_files;
   std::string compression;
   int64_t shuffle_buffer = 2048;
+  std::string device;
 };
 
-Flags parseFlags(const char *program, int argc, char **argv) {
+Flags parseFlags(const char *program, int argc, char **argv,
+                 const std::string &default_device) {
   using flags::Flag;
   Flags f;
+  f.device = default_device;
   flags::FlagParser parser(program,
                            "Trains the MNIST ConvNet with the Estimator "
                            "(train_and_evaluate) and prints the final "
@@ -74,6 +77,9 @@ Flags parseFlags(const char *program, int argc, char **argv) {
   parser.add(Flag("log_step_count_steps", &f.log_step_count_steps,
                   "log the loss and global_step/sec every N steps")
                  .min(1));
+  parser.add(Flag("device", &f.device,
+                  "cpu, cuda or cuda:N (RunConfig.device; the model must "
+                  "be compiled for it)"));
   parser.add(Flag("threads", &f.threads, "kernel threads")
                  .min(1)
                  .default_text("the runtime's"));
@@ -174,8 +180,9 @@ InputFn tfrecordInput(const Flags &f) {
 } // namespace
 
 int run_trainer(const char *program, int argc, char **argv,
-                const EstimatorFactory &make_estimator) {
-  Flags flags = parseFlags(program, argc, argv);
+                const EstimatorFactory &make_estimator,
+                const std::string &default_device) {
+  Flags flags = parseFlags(program, argc, argv, default_device);
   try {
     auto start = std::chrono::steady_clock::now();
     data::ImageDataset trainSet, evalSet;
@@ -210,6 +217,7 @@ int run_trainer(const char *program, int argc, char **argv,
     o.log_step_count_steps = flags.log_step_count_steps;
     if (flags.threads > 0)
       o.intra_op_parallelism_threads = flags.threads;
+    o.device = flags.device;
     RunConfig config = RunConfig::from_tf_config("", o);
     std::unique_ptr<Estimator> estimator = make_estimator(config);
 

@@ -11,6 +11,7 @@
 #include "estimator/Estimator.h"
 
 #include <functional>
+#include <string>
 #include <memory>
 
 namespace estc {
@@ -24,8 +25,11 @@ using EstimatorFactory = std::function<std::unique_ptr<estimator::Estimator>(
 /// status: 0, or 1 for a failed run (bad data, accuracy below
 /// --min_accuracy). A bad flag exits the process with status 2
 /// (lib/Support/Flags.h). Errors are one line on stderr.
+/// `default_device` is --device's default: "cpu", or "cuda:0" for a
+/// trainer whose model was compiled for CUDA.
 int run_trainer(const char *program, int argc, char **argv,
-                const EstimatorFactory &make_estimator);
+                const EstimatorFactory &make_estimator,
+                const std::string &default_device = "cpu");
 
 } // namespace examples
 } // namespace estc

@@ -108,6 +108,22 @@ TEST_F(EstimatorAotTest, TrainsEvaluatesPredicts) {
   }
 }
 
+// An AOT model runs on the device it was compiled for; RunConfig.device
+// must agree, before anything runs.
+TEST_F(EstimatorAotTest, DeviceMustMatchTheCompiledModel) {
+  RunConfigOptions o;
+  o.device = "cuda:1";
+  try {
+    Estimator est(std::make_unique<Mlp>(), config().replace(o));
+    FAIL() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_STREQ(e.what(),
+                 "Estimator: the compiled model Mlp runs on the CPU, but "
+                 "RunConfig.device is \"cuda:1\" (compile it with estc "
+                 "--target=cuda, or set RunConfigOptions::device)");
+  }
+}
+
 } // namespace
 } // namespace estimator
 } // namespace estc
