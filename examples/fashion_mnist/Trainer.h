@@ -11,8 +11,8 @@
 #include "estimator/Estimator.h"
 
 #include <functional>
-#include <string>
 #include <memory>
+#include <string>
 
 namespace estc {
 namespace examples {
