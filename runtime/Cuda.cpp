@@ -43,6 +43,28 @@ int cuda_device_count() {
   return count;
 }
 
+std::string cuda_device_arch(int device) {
+  const cuda::DriverApi &d = cuda::driver();
+  int count = cuda_device_count();
+  if (device < 0 || device >= count)
+    cuda::throwDeviceError("device cuda:" + std::to_string(device) +
+                           " does not exist (" + std::to_string(count) +
+                           (count == 1 ? " device)" : " devices)"));
+  CUdevice handle = 0;
+  CUresult r = d.cuDeviceGet(&handle, device);
+  if (r != CUDA_SUCCESS)
+    cuda::throwDeviceError(cuda::driverErrorText("cuDeviceGet", r));
+  int major = 0, minor = 0;
+  r = d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                             handle);
+  if (r == CUDA_SUCCESS)
+    r = d.cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle);
+  if (r != CUDA_SUCCESS)
+    cuda::throwDeviceError(cuda::driverErrorText("cuDeviceGetAttribute", r));
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
 std::string cuda_library_versions() {
   const cuda::CublasApi &blas = cuda::cublas();
   const cuda::CudnnApi &dnn = cuda::cudnn();

@@ -37,6 +37,12 @@ ESTC_RT_EXPORT bool cuda_built();
 /// loaded or started, or when there is none ("there is no CUDA device").
 ESTC_RT_EXPORT int cuda_device_count();
 
+/// The architecture of device `device` as estc --gpu-arch names it
+/// ("sm_90" for compute capability 9.0): what the JIT compiles kernels for.
+/// Throws DeviceError as cuda_device_count(), or when the device does not
+/// exist.
+ESTC_RT_EXPORT std::string cuda_device_arch(int device);
+
 /// Opens cuBLAS and cuDNN and resolves every entry point the kernels use;
 /// returns "cuBLAS 13.0.2 (libcublas.so.13), cuDNN 91400 (libcudnn.so.9)".
 /// Needs no driver or device. Throws DeviceError naming the library that

@@ -44,6 +44,10 @@ int cuda_device_count() {
   throw DeviceError(std::string("estc runtime: ") + kNoCuda);
 }
 
+std::string cuda_device_arch(int) {
+  throw DeviceError(std::string("estc runtime: ") + kNoCuda);
+}
+
 std::string cuda_library_versions() {
   throw DeviceError(std::string("estc runtime: ") + kNoCuda);
 }

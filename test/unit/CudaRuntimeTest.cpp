@@ -35,6 +35,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -275,6 +276,9 @@ TEST(CudaRuntime, ModelWithoutDriver) {
                       "model 'Tiny' is compiled for CUDA, but .* no NVIDIA "
                       "driver\n$");
   EXPECT_DEVICE_ERROR(kNoDriver, cuda_device_count(),
+                      "^estc runtime: /nonexistent/libcuda.so.1 .*cannot be "
+                      "loaded .*: this machine has no NVIDIA driver\n$");
+  EXPECT_DEVICE_ERROR(kNoDriver, cuda_device_arch(0),
                       "^estc runtime: /nonexistent/libcuda.so.1 .*cannot be "
                       "loaded .*: this machine has no NVIDIA driver\n$");
   // Without the variable, the driver's own name, where there is none.
@@ -905,6 +909,17 @@ TEST(CudaRuntimeGpu, DeviceOutOfRange) {
   REQUIRE_CUDA_DEVICE();
   std::string why;
   int count = deviceCount(why);
+  // What the JIT compiles for: the device's compute capability.
+  EXPECT_TRUE(std::regex_match(cuda_device_arch(0), std::regex("sm_[0-9]+")))
+      << cuda_device_arch(0);
+  try {
+    cuda_device_arch(count);
+    ADD_FAILURE() << "no error";
+  } catch (const DeviceError &e) {
+    EXPECT_NE(std::string(e.what()).find(" does not exist ("),
+              std::string::npos)
+        << e.what();
+  }
   set_cuda_device(count);
   TestSpec t("Tiny", Device::Cuda, {}, {{"y", DType::F32, {4}}});
   try {
