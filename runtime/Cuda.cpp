@@ -55,8 +55,8 @@ std::string cuda_device_arch(int device) {
   if (r != CUDA_SUCCESS)
     cuda::throwDeviceError(cuda::driverErrorText("cuDeviceGet", r));
   int major = 0, minor = 0;
-  r = d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                             handle);
+  r = d.cuDeviceGetAttribute(
+      &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle);
   if (r == CUDA_SUCCESS)
     r = d.cuDeviceGetAttribute(
         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle);
