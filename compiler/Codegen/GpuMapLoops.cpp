@@ -28,6 +28,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -111,13 +112,29 @@ struct EstGpuMapLoops
   void runOnOperation() override;
 
 private:
+  /// The buffers (their roots) `op`, a host op between a host read and the
+  /// kernel that recomputes it, may write; None: anything.
+  std::optional<SmallVector<Value>> writtenRoots(Operation *op);
+
   LogicalResult mapFunction(func::FuncOp func);
   gpu::LaunchOp mapLinalgOp(linalg::LinalgOp op, Value status);
   gpu::LaunchOp mapCheck(est::CheckFailIfOp check, Value status, bool guard);
   LogicalResult sinkDeviceScalars(gpu::LaunchOp launch);
 
   DeviceScalars deviceScalars;
+  /// What each launch made here writes: the linalg op's outputs, the
+  /// status slot.
+  llvm::DenseMap<Operation *, SmallVector<Value>> launchWrites;
 };
+
+/// The buffer `value` views: through memref.view, subviews, reshapes and
+/// casts, to a function argument (the arena, a variable, an input or an
+/// output: distinct memory, docs/design/codegen-abi.md).
+Value rootOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
@@ -216,10 +233,15 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, count);
   guardBody(b, loc, status, inBounds);
 
-  // Row-major: the last thread dimension varies fastest.
+  // Row-major: the last thread dimension varies fastest; the first needs
+  // no remainder (the bounds guard keeps it below its size).
   SmallVector<Value> ivs(numLoops);
   Value rest = id;
   for (unsigned d : llvm::reverse(threadDims)) {
+    if (d == threadDims.front()) {
+      ivs[d] = rest;
+      break;
+    }
     ivs[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
     rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
   }
@@ -374,12 +396,22 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
       return def->emitError("est-gpu-map-loops: a value read from device "
                             "memory on the host is used by a kernel in "
                             "another block");
+    // The buffers it reads, which nothing up to the launch may write (an
+    // arena buffer whose last read this was may have been reused).
+    SmallVector<Value> read;
+    def->walk([&](memref::LoadOp load) {
+      read.push_back(rootOf(load.getMemRef()));
+    });
     for (Operation *between = def->getNextNode(); between != launch;
-         between = between->getNextNode())
-      if (isa<gpu::LaunchOp, func::CallOp>(between))
+         between = between->getNextNode()) {
+      std::optional<SmallVector<Value>> written = writtenRoots(between);
+      if (!written || llvm::any_of(*written, [&](Value w) {
+            return llvm::is_contained(read, w);
+          }))
         return def->emitError("est-gpu-map-loops: a value read from device "
                               "memory on the host is used by a kernel after "
                               "another kernel may have overwritten it");
+    }
     for (Value operand : DeviceScalars::capturedOperands(def))
       if (failed(sink(operand)))
         return failure();
@@ -396,9 +428,41 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
   return success();
 }
 
+std::optional<SmallVector<Value>>
+EstGpuMapLoops::writtenRoots(Operation *op) {
+  SmallVector<Value> roots;
+  if (auto it = launchWrites.find(op); it != launchWrites.end()) {
+    for (Value v : it->second)
+      roots.push_back(rootOf(v));
+    return roots;
+  }
+  if (isa<func::CallOp>(op)) {
+    // A kernel call: any buffer it is given.
+    for (Value v : op->getOperands())
+      if (isa<MemRefType>(v.getType()))
+        roots.push_back(rootOf(v));
+    return roots;
+  }
+  if (isMemoryEffectFree(op) || isa<memref::LoadOp>(op))
+    return roots;
+  if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>()) {
+    bool writes = false;
+    op->walk([&](Operation *inner) {
+      if (inner != op && !isMemoryEffectFree(inner) &&
+          !isa<memref::LoadOp>(inner) &&
+          !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        writes = true;
+    });
+    if (!writes)
+      return roots;
+  }
+  return std::nullopt;
+}
+
 LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
   // Answers are keyed by op, and the previous function's were erased.
   deviceScalars.clear();
+  launchWrites.clear();
   SmallVector<Operation *> work;
   func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
@@ -436,6 +500,7 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
     gpu::LaunchOp launch;
     if (auto check = dyn_cast<est::CheckFailIfOp>(op)) {
       launch = mapCheck(check, status, afterCheck);
+      launchWrites[launch] = {status};
       afterCheck = true;
     } else {
       auto linalgOp = cast<linalg::LinalgOp>(op);
@@ -444,6 +509,7 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
                << op->getName() << "' is not on buffers (run bufferization "
                << "first)";
       launch = mapLinalgOp(linalgOp, afterCheck ? status : Value());
+      launchWrites[launch] = SmallVector<Value>(linalgOp.getDpsInits());
     }
     if (failed(sinkDeviceScalars(launch)))
       return failure();
