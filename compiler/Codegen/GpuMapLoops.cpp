@@ -119,6 +119,7 @@ private:
   LogicalResult mapFunction(func::FuncOp func);
   gpu::LaunchOp mapLinalgOp(linalg::LinalgOp op, Value status);
   gpu::LaunchOp mapCheck(est::CheckFailIfOp check, Value status, bool guard);
+  gpu::LaunchOp mapSerial(Operation *op, Value status);
   LogicalResult sinkDeviceScalars(gpu::LaunchOp launch);
 
   DeviceScalars deviceScalars;
@@ -371,6 +372,35 @@ gpu::LaunchOp EstGpuMapLoops::mapCheck(est::CheckFailIfOp check, Value status,
   return launch;
 }
 
+/// One thread runs `op`, a loop nest the earlier stages left on buffers
+/// (scatter, unsorted_segment_sum: iterations that may write one element
+/// run in order), moved into the kernel as it is.
+gpu::LaunchOp EstGpuMapLoops::mapSerial(Operation *op, Value status) {
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Value one = constantIndex(b, loc, 1);
+  gpu::LaunchOp launch = createLaunch(b, loc, one, one);
+  guardBody(b, loc, status, Value());
+  op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+  return launch;
+}
+
+/// Whether `op` writes a buffer itself, not through a linalg op nested in
+/// it (which becomes a kernel of its own).
+bool storesDirectly(Operation *op) {
+  bool stores = false;
+  op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+    if (isa<linalg::LinalgOp>(inner))
+      return WalkResult::skip();
+    if (isa<memref::StoreOp>(inner)) {
+      stores = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return stores;
+}
+
 /// Recomputes inside `launch` every host value it uses that comes from
 /// device memory (with the values that one needs in turn). The host
 /// computation must not have been separated from the launch by anything
@@ -471,6 +501,11 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
     }
     if (isa<est::CheckFailIfOp>(op))
       work.push_back(op);
+    // A loop nest on buffers (scalar loads and stores): one thread.
+    if (op != func && op->getNumRegions() > 0 && storesDirectly(op)) {
+      work.push_back(op);
+      return WalkResult::skip();
+    }
     return WalkResult::advance();
   });
 
@@ -498,6 +533,21 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
   bool afterCheck = false;
   for (Operation *op : work) {
     gpu::LaunchOp launch;
+    if (!isa<linalg::LinalgOp, est::CheckFailIfOp>(op)) {
+      if (op->getNumResults() != 0)
+        return op->emitError("est-gpu-map-loops: a loop nest that writes "
+                             "buffers on the host returns values");
+      launch = mapSerial(op, afterCheck ? status : Value());
+      if (failed(sinkDeviceScalars(launch)))
+        return failure();
+      // What it writes: any buffer it uses.
+      SmallVector<Value> written;
+      op->walk([&](memref::StoreOp store) {
+        written.push_back(store.getMemRef());
+      });
+      launchWrites[launch] = written;
+      continue;
+    }
     if (auto check = dyn_cast<est::CheckFailIfOp>(op)) {
       launch = mapCheck(check, status, afterCheck);
       launchWrites[launch] = {status};

@@ -258,6 +258,8 @@ void addGpuLoweringPasses(mlir::OpPassManager &pm,
   // The kernels: loops to branches, then NVVM (math ops become libdevice
   // calls, which gpu-module-to-binary links from the toolkit).
   mlir::OpPassManager &kernelPm = pm.nest<mlir::gpu::GPUModuleOp>();
+  // (A linalg op inside a loop nest a kernel runs whole.)
+  kernelPm.addPass(mlir::createConvertLinalgToLoopsPass());
   kernelPm.addPass(mlir::createLowerAffinePass());
   kernelPm.addPass(mlir::createSCFToControlFlowPass());
   kernelPm.addPass(mlir::memref::createExpandStridedMetadataPass());

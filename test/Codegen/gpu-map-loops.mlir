@@ -215,3 +215,38 @@ func.func @diagonal_sums(%x: memref<3x4xf32>, %y: memref<6xf32>) {
   }
   return
 }
+
+// -----
+
+// A loop nest the earlier stages left on buffers (unsorted_segment_sum:
+// rows may add into one segment) runs whole, in order, in one thread.
+// CHECK-LABEL: func.func @segment_sum(
+// CHECK-SAME: %[[DATA:.*]]: memref<7x3xf32>, %[[IDS:.*]]: memref<7xi64>, %[[OUT:.*]]: memref<4x3xf32>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, {{.*}}) threads({{.*}}) in (%{{.*}} = %c1{{[_0-9]*}},
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[IDS]]
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @segment_sum(%data: memref<7x3xf32>, %ids: memref<7xi64>, %out: memref<4x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c7 = arith.constant 7 : index
+  scf.for %i = %c0 to %c7 step %c1 {
+    %id = memref.load %ids[%i] : memref<7xi64>
+    %s = arith.index_cast %id : i64 to index
+    %lt = arith.cmpi slt, %s, %c4 : index
+    scf.if %lt {
+      scf.for %j = %c0 to %c3 step %c1 {
+        %v = memref.load %data[%i, %j] : memref<7x3xf32>
+        %o = memref.load %out[%s, %j] : memref<4x3xf32>
+        %a = arith.addf %o, %v : f32
+        memref.store %a, %out[%s, %j] : memref<4x3xf32>
+      }
+    }
+  }
+  return
+}
