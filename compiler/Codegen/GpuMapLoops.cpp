@@ -28,8 +28,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -107,8 +107,7 @@ private:
   llvm::DenseMap<Operation *, bool> known;
 };
 
-struct EstGpuMapLoops
-    : public est::impl::EstGpuMapLoopsBase<EstGpuMapLoops> {
+struct EstGpuMapLoops : public est::impl::EstGpuMapLoopsBase<EstGpuMapLoops> {
   void runOnOperation() override;
 
 private:
@@ -146,7 +145,8 @@ Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
 gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value blocks,
                            Value threads) {
   Value one = constantIndex(b, loc, 1);
-  auto launch = gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
   b.setInsertionPointToEnd(&launch.getBody().front());
   auto terminator = gpu::TerminatorOp::create(b, loc);
   b.setInsertionPoint(terminator);
@@ -163,9 +163,9 @@ void guardBody(OpBuilder &b, Location loc, Value status, Value extra) {
     Value zero = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0);
     Value ok =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, word, zero);
-    condition = condition ? arith::AndIOp::create(b, loc, ok, condition)
-                                .getResult()
-                          : ok;
+    condition = condition
+                    ? arith::AndIOp::create(b, loc, ok, condition).getResult()
+                    : ok;
   }
   if (!condition)
     return;
@@ -183,9 +183,7 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
 }
 
 /// Whether the expression reads loop `dim`.
-bool usesDim(AffineMap map, unsigned dim) {
-  return map.isFunctionOfDim(dim);
-}
+bool usesDim(AffineMap map, unsigned dim) { return map.isFunctionOfDim(dim); }
 
 } // namespace
 
@@ -290,11 +288,12 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
       Value arg = body.getArgument(init.getOperandNumber());
       bool needed = !arg.use_empty() || (registers && !serialDims.empty());
       values.push_back(
-          needed ? memref::LoadOp::create(
-                       nb, loc, init.get(),
-                       indicesAt(nb, loc, op.getMatchingIndexingMap(&init), ivs))
-                       .getResult()
-                 : Value());
+          needed
+              ? memref::LoadOp::create(
+                    nb, loc, init.get(),
+                    indicesAt(nb, loc, op.getMatchingIndexingMap(&init), ivs))
+                    .getResult()
+              : Value());
     }
     return values;
   };
@@ -429,9 +428,8 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
     // The buffers it reads, which nothing up to the launch may write (an
     // arena buffer whose last read this was may have been reused).
     SmallVector<Value> read;
-    def->walk([&](memref::LoadOp load) {
-      read.push_back(rootOf(load.getMemRef()));
-    });
+    def->walk(
+        [&](memref::LoadOp load) { read.push_back(rootOf(load.getMemRef())); });
     for (Operation *between = def->getNextNode(); between != launch;
          between = between->getNextNode()) {
       std::optional<SmallVector<Value>> written = writtenRoots(between);
@@ -458,8 +456,7 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
   return success();
 }
 
-std::optional<SmallVector<Value>>
-EstGpuMapLoops::writtenRoots(Operation *op) {
+std::optional<SmallVector<Value>> EstGpuMapLoops::writtenRoots(Operation *op) {
   SmallVector<Value> roots;
   if (auto it = launchWrites.find(op); it != launchWrites.end()) {
     for (Value v : it->second)
@@ -542,9 +539,8 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
         return failure();
       // What it writes: any buffer it uses.
       SmallVector<Value> written;
-      op->walk([&](memref::StoreOp store) {
-        written.push_back(store.getMemRef());
-      });
+      op->walk(
+          [&](memref::StoreOp store) { written.push_back(store.getMemRef()); });
       launchWrites[launch] = written;
       continue;
     }

@@ -396,9 +396,9 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module,
     int64_t top = 0, left = 0;
     if (auto pad = peekZeroPad(input, conv))
       std::tie(interior, top, left) = *pad;
-    if (!symmetricPadding(interior, conv.getInputs()[1], conv.getOutputs()[0],
-                          {strides[0], strides[1], dilations[0], dilations[1],
-                           top, left}))
+    if (!symmetricPadding(
+            interior, conv.getInputs()[1], conv.getOutputs()[0],
+            {strides[0], strides[1], dilations[0], dilations[1], top, left}))
       return failure();
   }
   int64_t padTop = 0, padLeft = 0;
@@ -457,8 +457,8 @@ LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module,
     }
   }
   OpBuilder b(generic);
-  emitKernelCall(b, generic, module, kernelName(kernel, cuda), inputs,
-                 gradient, 4, scalars.asArrayRef());
+  emitKernelCall(b, generic, module, kernelName(kernel, cuda), inputs, gradient,
+                 4, scalars.asArrayRef());
   return success();
 }
 

@@ -87,8 +87,8 @@ void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
   manifest.device =
       options.device == Device::Cuda ? rt::Device::Cuda : rt::Device::Cpu;
   manifest.gpuArch = options.device == Device::Cuda ? options.gpuArch : "";
-  module->setAttr("estc.manifest", mlir::StringAttr::get(module.getContext(),
-                                                         toJson(manifest)));
+  module->setAttr("estc.manifest",
+                  mlir::StringAttr::get(module.getContext(), toJson(manifest)));
 }
 
 llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
@@ -101,9 +101,8 @@ llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
   if (!manifest)
     return manifest.takeError();
   setManifestDevice(module, *manifest, options);
-  if (llvm::Error e =
-          runStages(module, Stage::LLVM, what, /*applyCLOptions=*/false,
-                    options))
+  if (llvm::Error e = runStages(module, Stage::LLVM, what,
+                                /*applyCLOptions=*/false, options))
     return e;
   if (llvm::Error e = readArenaSizes(module, *manifest))
     return makeError(what.str() + ": " + llvm::toString(std::move(e)));

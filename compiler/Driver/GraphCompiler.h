@@ -64,11 +64,10 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
 /// after; its device and GPU architecture from `options`), then every
 /// remaining stage for the target in `options`. On failure, the error is
 /// one line naming `what` (the input file) and the op at fault.
-llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
-                                            llvm::StringRef modelName,
-                                            llvm::StringRef what,
-                                            WarningHandler warn,
-                                            const PipelineOptions &options = {});
+llvm::Expected<Manifest>
+lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
+                   llvm::StringRef what, WarningHandler warn,
+                   const PipelineOptions &options = {});
 
 /// Sets the manifest's device fields for the target in `options`, in
 /// `manifest` and in the module's `estc.manifest`.

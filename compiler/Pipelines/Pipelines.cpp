@@ -62,8 +62,8 @@ std::string checkGpuArch(llvm::StringRef arch) {
   std::string names;
   for (llvm::StringRef name : supportedGpuArchs())
     names += (names.empty() ? "" : ", ") + name.str();
-  return "--gpu-arch=" + arch.str() + ": unsupported GPU architecture (one of " +
-         names + ")";
+  return "--gpu-arch=" + arch.str() +
+         ": unsupported GPU architecture (one of " + names + ")";
 }
 
 std::string checkCudaToolkit(llvm::StringRef cudaPath) {

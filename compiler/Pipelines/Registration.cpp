@@ -49,15 +49,14 @@
 namespace estc {
 
 void registerCompilerDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::est::EstDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::math::MathDialect,
-                  mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect,
-                  mlir::bufferization::BufferizationDialect,
-                  mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
-                  mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
-                  mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect,
-                  mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect,
-                  mlir::ub::UBDialect>();
+  registry.insert<
+      mlir::est::EstDialect, mlir::func::FuncDialect, mlir::arith::ArithDialect,
+      mlir::math::MathDialect, mlir::tensor::TensorDialect,
+      mlir::linalg::LinalgDialect, mlir::bufferization::BufferizationDialect,
+      mlir::memref::MemRefDialect, mlir::scf::SCFDialect,
+      mlir::cf::ControlFlowDialect, mlir::affine::AffineDialect,
+      mlir::vector::VectorDialect, mlir::LLVM::LLVMDialect,
+      mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect, mlir::ub::UBDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);

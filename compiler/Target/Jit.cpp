@@ -182,11 +182,10 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
       functions.push_back(f.name);
     // ORC runs no constructors of an object file: a CUDA model's kernel
     // loading is called explicitly below.
-    llvm::Expected<std::string> code =
-        compileModule(*lowered->module, modelName, functions, options_.target,
-                      CodeKind::Object,
-                      /*exportInitializers=*/options_.target.device ==
-                          Device::Cuda);
+    llvm::Expected<std::string> code = compileModule(
+        *lowered->module, modelName, functions, options_.target,
+        CodeKind::Object,
+        /*exportInitializers=*/options_.target.device == Device::Cuda);
     if (!code)
       return code.takeError();
     ++stats_.codegenRuns;

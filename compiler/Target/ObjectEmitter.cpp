@@ -218,9 +218,8 @@ void exportInitializerList(llvm::Module &module, llvm::StringRef listName,
       if (priority && function)
         calls.emplace_back(priority->getZExtValue(), function);
     }
-  llvm::stable_sort(calls, [](const auto &a, const auto &b) {
-    return a.first < b.first;
-  });
+  llvm::stable_sort(
+      calls, [](const auto &a, const auto &b) { return a.first < b.first; });
   llvm::LLVMContext &context = module.getContext();
   auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), false);
   llvm::Function *function = llvm::Function::Create(
@@ -377,7 +376,8 @@ llvm::Expected<std::string> kernelAssembly(mlir::ModuleOp module) {
   for (auto binary : module.getOps<mlir::gpu::BinaryOp>())
     for (mlir::Attribute attr : binary.getObjects()) {
       auto object = llvm::dyn_cast<mlir::gpu::ObjectAttr>(attr);
-      if (!object || object.getFormat() != mlir::gpu::CompilationTarget::Assembly)
+      if (!object ||
+          object.getFormat() != mlir::gpu::CompilationTarget::Assembly)
         return error("gpu.binary @" + binary.getName() +
                      ": not PTX (lower with the gpu stage's format=isa)");
       text += "// gpu.binary @" + binary.getName().str() + "\n";

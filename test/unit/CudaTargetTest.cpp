@@ -94,9 +94,9 @@ ObjectContents contentsOf(const std::string &bytes) {
 TEST(CudaTarget, ObjectEmbedsKernelsAndCallsTheRuntime) {
   if (!haveToolkit())
     GTEST_SKIP() << "SKIP: no CUDA toolkit (ESTC_CUDA_TOOLKIT)";
-  llvm::Expected<CompiledObject> compiled = compileGraphToObject(
-      models::build_mlp(42), "Mlp", cudaTarget("sm_80"),
-      /*runtimeChecks=*/true, {}, noWarnings);
+  llvm::Expected<CompiledObject> compiled =
+      compileGraphToObject(models::build_mlp(42), "Mlp", cudaTarget("sm_80"),
+                           /*runtimeChecks=*/true, {}, noWarnings);
   ASSERT_TRUE(static_cast<bool>(compiled))
       << llvm::toString(compiled.takeError());
   EXPECT_EQ(compiled->manifest.device, rt::Device::Cuda);
@@ -138,13 +138,13 @@ TEST(CudaTarget, JitObjectExportsItsConstructors) {
     SCOPED_TRACE(exported ? "exported" : "constructors");
     mlir::MLIRContext context(registry);
     std::string error;
-    mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(
-        models::build_linear(1), context, "linear (graph)", error);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        importGraph(models::build_linear(1), context, "linear (graph)", error);
     ASSERT_TRUE(module) << error;
     TargetOptions target = cudaTarget("sm_90");
-    llvm::Expected<Manifest> manifest = lowerToLLVMDialect(
-        *module, "Linear", "linear (graph)", noWarnings,
-        target.pipelineOptions());
+    llvm::Expected<Manifest> manifest =
+        lowerToLLVMDialect(*module, "Linear", "linear (graph)", noWarnings,
+                           target.pipelineOptions());
     ASSERT_TRUE(static_cast<bool>(manifest))
         << llvm::toString(manifest.takeError());
     std::vector<std::string> functions;

@@ -319,7 +319,8 @@ int main(int argc, char **argv) {
   }
   std::optional<estc::Device> device = estc::parseDevice(target);
   if (!device)
-    return flagError("--target=" + target + ": unknown target (one of cpu, "
+    return flagError("--target=" + target +
+                     ": unknown target (one of cpu, "
                      "cuda)");
   bool cuda = *device == estc::Device::Cuda;
   if (!cuda && !gpuArch.empty())
@@ -334,8 +335,10 @@ int main(int argc, char **argv) {
                      "has no kernels)");
   if (lastStage == estc::Stage::LLVM && !compileTo.empty() &&
       compileTo != estc::stageName(estc::Stage::LLVM, *device))
-    return flagError("--compile-to=" + compileTo + ": the last stage of "
-                     "--target=" + target + " is " +
+    return flagError("--compile-to=" + compileTo +
+                     ": the last stage of "
+                     "--target=" +
+                     target + " is " +
                      estc::stageName(estc::Stage::LLVM, *device).str());
   if (!isIdentifier(modelName))
     return flagError("--name=" + modelName + ": not a C++ identifier");
