@@ -1,5 +1,6 @@
 # estc_add_model(<target> NAME <Name> GRAPH <file.pb|file.pbtxt|file.mlir>
-#                [MCPU <cpu>] [MATTR <features>])
+#                [MCPU <cpu>] [MATTR <features>]
+#                [TARGET cpu|cuda] [GPU_ARCH <sm_XX>])
 #
 # Compiles a model graph ahead of time with estc (like tfcompile's
 # tf_library): at build time it runs
@@ -12,12 +13,26 @@
 # defaults to x86-64-v2 for portable binaries; pass MCPU native to tune for
 # the build host.
 #
+# TARGET cuda (docs/design/gpu.md) compiles the loops to GPU kernels for
+# GPU_ARCH (default sm_90) with the CUDA toolkit of $ESTC_CUDA_PATH, else
+# /usr/local/cuda, at build time; the host code is still compiled for MCPU.
+# The object links no CUDA library: estc::runtime loads the driver.
+#
 # The estc that runs is the target estc::estc: in estc's own tree the one it
 # builds, in a project that did find_package(estc) the installed one.
 function(estc_add_model target)
-  cmake_parse_arguments(ARG "" "NAME;GRAPH;MCPU;MATTR" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;GRAPH;MCPU;MATTR;TARGET;GPU_ARCH" ""
+                        ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_GRAPH)
     message(FATAL_ERROR "estc_add_model(${target}): NAME and GRAPH are required")
+  endif()
+  if(ARG_TARGET AND NOT ARG_TARGET MATCHES "^(cpu|cuda)$")
+    message(FATAL_ERROR
+            "estc_add_model(${target}): TARGET ${ARG_TARGET}: not cpu or cuda")
+  endif()
+  if(ARG_GPU_ARCH AND NOT ARG_TARGET STREQUAL "cuda")
+    message(FATAL_ERROR
+            "estc_add_model(${target}): GPU_ARCH only with TARGET cuda")
   endif()
   if(NOT ARG_MCPU)
     set(ARG_MCPU x86-64-v2)
@@ -29,6 +44,12 @@ function(estc_add_model target)
   set(_flags --emit=obj --name=${ARG_NAME} -o ${_dir} --mcpu=${ARG_MCPU})
   if(ARG_MATTR)
     list(APPEND _flags --mattr=${ARG_MATTR})
+  endif()
+  if(ARG_TARGET)
+    list(APPEND _flags --target=${ARG_TARGET})
+  endif()
+  if(ARG_GPU_ARCH)
+    list(APPEND _flags --gpu-arch=${ARG_GPU_ARCH})
   endif()
   # COMMAND estc::estc: built first (in tree); DEPENDS on its file: the model
   # is compiled again when estc changes.

@@ -18,3 +18,9 @@ config.substitutions.append(("%shared_data", config.shared_data_dir))
 # bench/model_bench is built only where libtorch is installed.
 if os.path.exists(os.path.join(config.estc_tools_dir, "model_bench")):
     config.available_features.add("model_bench")
+# The CUDA target's tests need the toolkit's ptxas (ESTC_CUDA_TOOLKIT, found
+# by CMake); without it they are reported UNSUPPORTED.
+if config.cuda_toolkit:
+    config.available_features.add("cuda-toolkit")
+    config.environment["ESTC_CUDA_PATH"] = config.cuda_toolkit
+    config.substitutions.append(("%ptxas", os.path.join(config.cuda_toolkit, "bin", "ptxas")))

@@ -16,6 +16,11 @@
 // est-fuse-epilogues, which runs next, fuses an elementwise act(C + bias)
 // after an f32 kernel into it.
 //
+// With device=cuda the same calls name the CUDA kernels (estc_cuda_*,
+// docs/design/gpu.md), and a convolution cuDNN cannot pad (its padding not
+// the same on both sides) stays a loop nest, which the gpu stage makes a
+// kernel.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/KernelCalls.h"
@@ -109,8 +114,44 @@ linalg::TransposeOp transposeFeeding(Value operand, Operation *op) {
 struct EstLinalgToRuntimeCalls
     : public mlir::est::impl::EstLinalgToRuntimeCallsBase<
           EstLinalgToRuntimeCalls> {
+  using Base::Base;
   void runOnOperation() override;
 };
+
+/// The kernel's name for the device: "estc_cuda_matmul_f32" for
+/// "estc_matmul_f32" on CUDA.
+std::string kernelName(StringRef cpuName, bool cuda) {
+  if (!cuda)
+    return cpuName.str();
+  return ("estc_cuda_" + cpuName.drop_front(StringRef("estc_").size())).str();
+}
+
+/// Whether a convolution of an `in`-sized spatial dimension with a window
+/// of `window` taps (dilation applied), stride `stride` and `pad` leading
+/// zeros, producing `out` positions, is one cuDNN computes with `pad` zeros
+/// on both sides: the same output size, so every window it reads lies
+/// within `in + 2 * pad`. Dynamic sizes: not known to be.
+bool symmetricPadding(int64_t in, int64_t window, int64_t dilation,
+                      int64_t stride, int64_t pad, int64_t out) {
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(window) ||
+      ShapedType::isDynamic(out) || stride <= 0)
+    return false;
+  int64_t effective = (window - 1) * dilation + 1;
+  int64_t extent = in + 2 * pad - effective;
+  return extent >= 0 && extent / stride + 1 == out;
+}
+
+/// The same for the two spatial dimensions (1 and 2) of NHWC `input` and
+/// `output` and HWxx `filter` buffers.
+bool symmetricPadding(Value input, Value filter, Value output,
+                      ArrayRef<int64_t> conv) {
+  auto in = cast<MemRefType>(input.getType()).getShape();
+  auto k = cast<MemRefType>(filter.getType()).getShape();
+  auto out = cast<MemRefType>(output.getType()).getShape();
+  // conv: [sh, sw, dh, dw, pad_top, pad_left]
+  return symmetricPadding(in[1], k[0], conv[2], conv[0], conv[4], out[1]) &&
+         symmetricPadding(in[2], k[1], conv[3], conv[1], conv[5], out[2]);
+}
 
 /// Emits the kernel call writing `output`: drops a zero fill before `op`,
 /// or computes into a temporary and adds it to the initial value.
@@ -169,7 +210,7 @@ void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
 }
 
 /// linalg.matmul / batch_matmul -> estc_matmul_<type>.
-LogicalResult rewriteMatmul(linalg::LinalgOp op, ModuleOp module) {
+LogicalResult rewriteMatmul(linalg::LinalgOp op, ModuleOp module, bool cuda) {
   Type element = getElementTypeOrSelf(op->getOperand(0).getType());
   if (!op.hasPureBufferSemantics() ||
       llvm::any_of(op->getOperands(), [&](Value v) {
@@ -231,7 +272,7 @@ LogicalResult rewriteMatmul(linalg::LinalgOp op, ModuleOp module) {
   }
   Value c = op.getDpsInitOperand(0)->get();
   OpBuilder builder(op);
-  emitKernelCall(builder, op, module, kernel, {a, b}, c, 3,
+  emitKernelCall(builder, op, module, kernelName(kernel, cuda), {a, b}, c, 3,
                  {transposeA, transposeB});
   for (Operation *t : deadTransposes) {
     Value init = cast<linalg::TransposeOp>(t).getInit();
@@ -308,8 +349,38 @@ foldZeroPad(Value padded, Operation *conv) {
   return std::make_tuple(input, offsets[1], offsets[2]);
 }
 
+/// Whether `padded` is a bufferized zero tensor.pad foldZeroPad can fold,
+/// with the interior and pads it would fold to (nothing is erased).
+std::optional<std::tuple<Value, int64_t, int64_t>>
+peekZeroPad(Value padded, Operation *conv) {
+  auto alloc = padded.getDefiningOp<memref::AllocOp>();
+  if (!alloc || alloc->getBlock() != conv->getBlock())
+    return std::nullopt;
+  Operation *fill = nullptr;
+  memref::SubViewOp interior;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == conv)
+      continue;
+    if (!fill && isZeroFill(user, padded))
+      fill = user;
+    else if (auto subview = dyn_cast<memref::SubViewOp>(user);
+             subview && !interior)
+      interior = subview;
+    else
+      return std::nullopt;
+  }
+  if (!fill || !interior)
+    return std::nullopt;
+  SmallVector<int64_t> offsets(interior.getStaticOffsets());
+  if (offsets.size() != 4 || ShapedType::isDynamic(offsets[1]) ||
+      ShapedType::isDynamic(offsets[2]))
+    return std::nullopt;
+  return std::make_tuple(interior.getResult(), offsets[1], offsets[2]);
+}
+
 /// linalg.conv_2d_nhwc_hwcf (f32) -> estc_conv2d_nhwc_hwio_f32.
-LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
+LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module,
+                          bool cuda) {
   if (!conv.hasPureBufferSemantics() ||
       llvm::any_of(conv->getOperands(), [](Value v) {
         return !getElementTypeOrSelf(v.getType()).isF32();
@@ -318,6 +389,18 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
   auto strides = llvm::to_vector(conv.getStrides().getValues<int64_t>());
   auto dilations = llvm::to_vector(conv.getDilations().getValues<int64_t>());
   Value input = conv.getInputs()[0];
+  if (cuda) {
+    // cuDNN pads both sides alike: a convolution padded otherwise stays a
+    // loop nest.
+    Value interior = input;
+    int64_t top = 0, left = 0;
+    if (auto pad = peekZeroPad(input, conv))
+      std::tie(interior, top, left) = *pad;
+    if (!symmetricPadding(
+            interior, conv.getInputs()[1], conv.getOutputs()[0],
+            {strides[0], strides[1], dilations[0], dilations[1], top, left}))
+      return failure();
+  }
   int64_t padTop = 0, padLeft = 0;
   Value padded = input;
   if (auto folded = foldZeroPad(input, conv))
@@ -325,7 +408,7 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
   OpBuilder b(conv);
   Value output = conv.getOutputs()[0];
   emitKernelCall(
-      b, conv, module, "estc_conv2d_nhwc_hwio_f32",
+      b, conv, module, kernelName("estc_conv2d_nhwc_hwio_f32", cuda),
       {input, conv.getInputs()[1]}, output, 4,
       {strides[0], strides[1], dilations[0], dilations[1], padTop, padLeft});
   if (padded != input && padded.use_empty())
@@ -339,7 +422,8 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module) {
 /// its body; its one input operand is the filter / grad_output and its
 /// output the gradient. "estc.conv" holds [sh, sw, dh, dw, pad_top,
 /// pad_left].
-LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module) {
+LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module,
+                                  bool cuda) {
   StringRef kernel = *generic.getLibraryCall();
   bool input = kernel == "estc_conv2d_backprop_input_f32";
   if (!input && kernel != "estc_conv2d_backprop_filter_f32")
@@ -358,8 +442,22 @@ LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module) {
   // (input, grad_output, grad_filter).
   SmallVector<Value> inputs = input ? SmallVector<Value>{operand, windowed}
                                     : SmallVector<Value>{windowed, operand};
+  Value gradient = generic.getDpsInits()[0];
+  if (cuda) {
+    // (input, filter, output) of the forward convolution.
+    Value forwardInput = input ? gradient : windowed;
+    Value filter = input ? operand : gradient;
+    Value gradOutput = input ? windowed : operand;
+    if (!symmetricPadding(forwardInput, filter, gradOutput,
+                          scalars.asArrayRef())) {
+      // A loop nest, which the gpu stage makes a kernel.
+      generic.removeLibraryCallAttr();
+      generic->removeAttr("estc.conv");
+      return success();
+    }
+  }
   OpBuilder b(generic);
-  emitKernelCall(b, generic, module, kernel, inputs, generic.getDpsInits()[0],
+  emitKernelCall(b, generic, module, kernelName(kernel, cuda), inputs, gradient,
                  4, scalars.asArrayRef());
   return success();
 }
@@ -376,14 +474,20 @@ void EstLinalgToRuntimeCalls::runOnOperation() {
     if (generic.getLibraryCall())
       candidates.push_back(generic);
   });
+  if (device != "cpu" && device != "cuda") {
+    module.emitError("est-linalg-to-runtime-calls: device=")
+        << device << ": unknown device (cpu or cuda)";
+    return signalPassFailure();
+  }
+  bool cuda = device == "cuda";
   for (Operation *op : candidates) {
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      if (failed(rewriteConvBackprop(generic, module)))
+      if (failed(rewriteConvBackprop(generic, module, cuda)))
         return signalPassFailure();
     } else if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op))
-      (void)rewriteConv(conv, module);
+      (void)rewriteConv(conv, module, cuda);
     else
-      (void)rewriteMatmul(cast<linalg::LinalgOp>(op), module);
+      (void)rewriteMatmul(cast<linalg::LinalgOp>(op), module, cuda);
   }
   // Buffers that are only zero-filled any more (their readers were copies
   // into kernel outputs) are dead.

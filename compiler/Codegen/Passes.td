@@ -81,7 +81,17 @@ def EstLinalgToRuntimeCalls : Pass<"est-linalg-to-runtime-calls", "ModuleOp"> {
 
     Epilogues are fused by est-fuse-epilogues, which runs next. Other
     linalg ops are left for loops.
+
+    With `device=cuda` the calls are the CUDA kernels' (`estc_cuda_*`,
+    docs/design/gpu.md; same operands), and a convolution whose padding is
+    not the same on both sides (pad_bottom != pad_top or pad_right !=
+    pad_left, from the shapes) stays a loop nest: cuDNN pads both sides
+    equally.
   }];
+  let options = [
+    Option<"device", "device", "std::string", /*default=*/"\"cpu\"",
+           "The kernels' device: cpu (estc_*) or cuda (estc_cuda_*)">
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect",
@@ -306,6 +316,44 @@ def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {
     error when the marker's body is missing or their signatures differ.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def EstGpuMapLoops : Pass<"est-gpu-map-loops", "ModuleOp"> {
+  let summary = "Every linalg op on buffers and every run-time check to a gpu.launch";
+  let description = [{
+    CUDA's gpu stage (docs/design/gpu.md). In every function, each linalg
+    op on buffers becomes one `gpu.launch` over its parallel iterations —
+    those whose loop every output indexes directly, so two threads never
+    write one element — linearized to one dimension: 256 threads a block,
+    `ceil(n / 256)` blocks (at least one), a bounds guard, the index
+    delinearized row-major (the last loop fastest, so neighbouring threads
+    touch neighbouring elements). The other iterations (reductions) run as
+    `scf.for` loops inside the thread, in the op's order, so a result does
+    not depend on the launch shape; an accumulator whose output element
+    does not move with them is kept in registers (`iter_args`) and stored
+    once. An op without parallel iterations is one thread.
+
+    `est.check_fail_if %failed, %position, %value {check = k}` becomes a
+    one-thread kernel that, when `%failed`, writes `k + 1`, `%position` and
+    `%value` into the status slot (byte `estc.status_offset` of the arena).
+    Every kernel launched after a function's first check begins with
+    `if (status[0] != 0) return`, so the step's later kernels (its variable
+    updates) do nothing once a check has failed, without the host waiting
+    for the device.
+
+    Host code must never read or write a buffer (every buffer is device
+    memory): a scalar a kernel uses that the host computed from buffers
+    (`memref.load` and the arithmetic on it) is recomputed inside the
+    kernel, and a `memref.load` or `memref.store` still on the host
+    afterwards is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect"
+  ];
 }
 
 def EstNoAliasToLLVM : Pass<"est-noalias-to-llvm", "ModuleOp"> {

@@ -24,7 +24,12 @@ llvm::Error makeError(const std::string &message) {
 } // namespace
 
 llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
-                      bool applyCLOptions) {
+                      bool applyCLOptions, const PipelineOptions &options) {
+  if (options.device == Device::Cuda && last == Stage::LLVM) {
+    std::string problem = checkCudaToolkit(options.cudaPath);
+    if (!problem.empty())
+      return makeError(problem);
+  }
   mlir::MLIRContext *context = module.getContext();
   std::string message;
   mlir::ScopedDiagnosticHandler handler(context, [&](mlir::Diagnostic &diag) {
@@ -36,7 +41,7 @@ llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
   mlir::PassManager pm(context);
   if (applyCLOptions && mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return makeError("invalid pass manager options");
-  buildPipeline(pm, last);
+  buildPipeline(pm, last, options);
   if (mlir::failed(pm.run(module)))
     return makeError(message.empty() ? what.str() + ": compilation failed"
                                      : message);
@@ -77,15 +82,27 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
   return manifest;
 }
 
+void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
+                       const PipelineOptions &options) {
+  manifest.device =
+      options.device == Device::Cuda ? rt::Device::Cuda : rt::Device::Cpu;
+  manifest.gpuArch = options.device == Device::Cuda ? options.gpuArch : "";
+  module->setAttr("estc.manifest",
+                  mlir::StringAttr::get(module.getContext(), toJson(manifest)));
+}
+
 llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
                                             llvm::StringRef modelName,
                                             llvm::StringRef what,
-                                            WarningHandler warn) {
+                                            WarningHandler warn,
+                                            const PipelineOptions &options) {
   llvm::Expected<Manifest> manifest =
       prepareForLowering(module, modelName, what, warn);
   if (!manifest)
     return manifest.takeError();
-  if (llvm::Error e = runStages(module, Stage::LLVM, what))
+  setManifestDevice(module, *manifest, options);
+  if (llvm::Error e = runStages(module, Stage::LLVM, what,
+                                /*applyCLOptions=*/false, options))
     return e;
   if (llvm::Error e = readArenaSizes(module, *manifest))
     return makeError(what.str() + ": " + llvm::toString(std::move(e)));
@@ -112,7 +129,8 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
     if (!jit.options().runtimeChecks)
       disableRuntimeChecks(*lowered.module);
     llvm::Expected<Manifest> manifest =
-        lowerToLLVMDialect(*lowered.module, modelName, what, warn);
+        lowerToLLVMDialect(*lowered.module, modelName, what, warn,
+                           jit.options().target.pipelineOptions());
     if (!manifest)
       return manifest.takeError();
     lowered.manifest = std::move(*manifest);
@@ -135,8 +153,8 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
     return makeError(error);
   if (!runtimeChecks)
     disableRuntimeChecks(*module);
-  llvm::Expected<Manifest> manifest =
-      lowerToLLVMDialect(*module, modelName, what, warn);
+  llvm::Expected<Manifest> manifest = lowerToLLVMDialect(
+      *module, modelName, what, warn, target.pipelineOptions());
   if (!manifest)
     return manifest.takeError();
   if (!keep.empty())

@@ -32,12 +32,14 @@ namespace estc {
 /// Receives the driver's warnings (one line each, without "estc: warning:").
 using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
 
-/// Runs the pipeline stages up to `last`. The first error is one line naming
-/// `what` (the input file) and the op at fault. `applyCLOptions`: also apply
-/// the pass-manager command-line options (--mlir-print-ir-after-all, ...), for
-/// tools that registered them.
+/// Runs the pipeline stages up to `last` for the target in `options`. The
+/// first error is one line naming `what` (the input file) and the op at
+/// fault. `applyCLOptions`: also apply the pass-manager command-line options
+/// (--mlir-print-ir-after-all, ...), for tools that registered them. CUDA's
+/// last stage first checks the toolkit (one line naming the path).
 llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
-                      bool applyCLOptions = false);
+                      bool applyCLOptions = false,
+                      const PipelineOptions &options = {});
 
 /// Compiles `module` without run-time checks (est-insert-runtime-checks
 /// erases them; gather and scatter clamp their indices instead).
@@ -59,12 +61,18 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
 
 /// Lowers an imported module to the LLVM dialect: the est stage, the @train
 /// rule above, the manifest (extracted before lowering, arena sizes read
-/// after), then every remaining stage. On failure, the error is one line
-/// naming `what` (the input file) and the op at fault.
-llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
-                                            llvm::StringRef modelName,
-                                            llvm::StringRef what,
-                                            WarningHandler warn);
+/// after; its device and GPU architecture from `options`), then every
+/// remaining stage for the target in `options`. On failure, the error is
+/// one line naming `what` (the input file) and the op at fault.
+llvm::Expected<Manifest>
+lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
+                   llvm::StringRef what, WarningHandler warn,
+                   const PipelineOptions &options = {});
+
+/// Sets the manifest's device fields for the target in `options`, in
+/// `manifest` and in the module's `estc.manifest`.
+void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
+                       const PipelineOptions &options);
 
 /// A graph compiled ahead of time in process: a position-independent
 /// object defining `<modelName>_<f>` and `<modelName>_<f>_packed` for every
@@ -86,8 +94,9 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      llvm::ArrayRef<std::string> functions,
                      WarningHandler warn);
 
-/// Imports, lowers and JIT-compiles a graph; cached on disk by the graph's
-/// (deterministic) bytes, so an unchanged graph is compiled once.
+/// Imports, lowers and JIT-compiles a graph for the JIT's target (CPU or
+/// CUDA); cached on disk by the graph's (deterministic) bytes, so an
+/// unchanged graph is compiled once.
 llvm::Expected<std::unique_ptr<JitModel>>
 jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
                 llvm::StringRef modelName, WarningHandler warn);

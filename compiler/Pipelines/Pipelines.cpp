@@ -13,6 +13,8 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -21,6 +23,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 namespace estc {
 
@@ -33,7 +38,47 @@ constexpr Stage kAllStages[] = {
     Stage::Bufferize, Stage::MemPlan, Stage::LLVM};
 } // namespace
 
-llvm::StringRef stageName(Stage stage) {
+llvm::StringRef deviceName(Device device) {
+  return device == Device::Cuda ? "cuda" : "cpu";
+}
+
+std::optional<Device> parseDevice(llvm::StringRef name) {
+  if (name == "cpu")
+    return Device::Cpu;
+  if (name == "cuda")
+    return Device::Cuda;
+  return std::nullopt;
+}
+
+llvm::ArrayRef<llvm::StringRef> supportedGpuArchs() {
+  static const llvm::StringRef archs[] = {"sm_80", "sm_86",  "sm_89",
+                                          "sm_90", "sm_90a", "sm_100"};
+  return archs;
+}
+
+std::string checkGpuArch(llvm::StringRef arch) {
+  if (llvm::is_contained(supportedGpuArchs(), arch))
+    return "";
+  std::string names;
+  for (llvm::StringRef name : supportedGpuArchs())
+    names += (names.empty() ? "" : ", ") + name.str();
+  return "--gpu-arch=" + arch.str() +
+         ": unsupported GPU architecture (one of " + names + ")";
+}
+
+std::string checkCudaToolkit(llvm::StringRef cudaPath) {
+  std::string root = cudaPath.empty() ? defaultCudaPath() : cudaPath.str();
+  for (const char *tool : {"ptxas", "fatbinary"}) {
+    llvm::SmallString<256> path(root);
+    llvm::sys::path::append(path, "bin", tool);
+    if (!llvm::sys::fs::can_execute(path))
+      return "CUDA toolkit not found: " + std::string(path) +
+             " does not exist (set ESTC_CUDA_PATH to the toolkit)";
+  }
+  return "";
+}
+
+llvm::StringRef stageName(Stage stage, Device device) {
   switch (stage) {
   case Stage::Import:
     return "import";
@@ -52,12 +97,14 @@ llvm::StringRef stageName(Stage stage) {
   case Stage::MemPlan:
     return "memplan";
   case Stage::LLVM:
-    return "llvm";
+    return device == Device::Cuda ? "gpu" : "llvm";
   }
   return "";
 }
 
 std::optional<Stage> parseStage(llvm::StringRef name) {
+  if (name == "gpu")
+    return Stage::LLVM;
   for (Stage stage : kAllStages)
     if (stageName(stage) == name)
       return stage;
@@ -122,16 +169,24 @@ void addFusionPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::createCSEPass());
 }
 
-void addBufferizationPasses(mlir::OpPassManager &pm) {
+void addBufferizationPasses(mlir::OpPassManager &pm,
+                            const PipelineOptions &options) {
   // Variables, inputs and outputs become buffer arguments (the C ABI).
   pm.addPass(mlir::est::createEstFunctionAbi());
   // Results computed directly in the output buffers, then in-place
   // bufferization of the bodies (the signatures are buffers already).
   pm.addPass(mlir::bufferization::createEmptyTensorEliminationPass());
   pm.addPass(mlir::bufferization::createOneShotBufferizePass());
-  pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
-  // act(C + bias) after a kernel call into the call.
-  pm.addPass(mlir::est::createEstFuseEpilogues());
+  if (options.device == Device::Cuda) {
+    // cuBLAS / cuDNN calls; the epilogues stay fused elementwise kernels.
+    mlir::est::EstLinalgToRuntimeCallsOptions calls;
+    calls.device = "cuda";
+    pm.addPass(mlir::est::createEstLinalgToRuntimeCalls(calls));
+  } else {
+    pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
+    // act(C + bias) after a kernel call into the call.
+    pm.addPass(mlir::est::createEstFuseEpilogues());
+  }
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
 }
@@ -182,53 +237,162 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::est::createEstNoAliasToLLVM());
 }
 
+void addGpuLoweringPasses(mlir::OpPassManager &pm,
+                          const PipelineOptions &options) {
+  // As on the CPU, minus est-load-scalar-operands: host code never reads a
+  // buffer (every buffer is device memory).
+  mlir::OpPassManager &prepPm = pm.nest<mlir::func::FuncOp>();
+  prepPm.addPass(mlir::est::createEstMemrefCopyToLinalg());
+  prepPm.addPass(mlir::est::createEstCollapseLoopDims());
+  prepPm.addPass(mlir::createCSEPass());
+  // Every loop nest and run-time check a gpu.launch.
+  pm.addPass(mlir::est::createEstGpuMapLoops());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createGpuKernelOutliningPass());
+  mlir::GpuNVVMAttachTargetOptions nvvm;
+  nvvm.chip = options.gpuArch;
+  // The PTX ISA every accepted architecture has (sm_100 needs 8.6).
+  nvvm.features = options.gpuArch == "sm_100" ? "+ptx86" : "+ptx80";
+  nvvm.optLevel = 3;
+  pm.addPass(mlir::createGpuNVVMAttachTarget(nvvm));
+  // The kernels: loops to branches, then NVVM (math ops become libdevice
+  // calls, which gpu-module-to-binary links from the toolkit).
+  mlir::OpPassManager &kernelPm = pm.nest<mlir::gpu::GPUModuleOp>();
+  // (A linalg op inside a loop nest a kernel runs whole.)
+  kernelPm.addPass(mlir::createConvertLinalgToLoopsPass());
+  kernelPm.addPass(mlir::createLowerAffinePass());
+  kernelPm.addPass(mlir::createSCFToControlFlowPass());
+  kernelPm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  kernelPm.addPass(mlir::createLowerAffinePass());
+  kernelPm.addPass(mlir::createConvertGpuOpsToNVVMOps());
+  kernelPm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  // The host: the entry points' descriptor arithmetic, kernel calls and
+  // launches, to the LLVM dialect.
+  mlir::OpPassManager &hostPm = pm.nest<mlir::func::FuncOp>();
+  hostPm.addPass(mlir::createLowerAffinePass());
+  hostPm.addPass(mlir::createSCFToControlFlowPass());
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createGpuToLLVMConversionPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  // ptxas and fatbinary from the toolkit: a cubin for the arch and its PTX.
+  mlir::GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath =
+      options.cudaPath.empty() ? defaultCudaPath() : options.cudaPath;
+  binary.compilationTarget = options.gpuFormat;
+  pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
+}
+
 namespace {
 /// Each stage after import: the function that adds its passes and what it
 /// does, for its registered pass pipeline.
 struct StagePasses {
   Stage stage;
-  void (*add)(mlir::OpPassManager &);
+  void (*add)(mlir::OpPassManager &, const PipelineOptions &);
   const char *summary;
 };
+
+/// The add*Passes functions that do not depend on the target.
+template <void (*Add)(mlir::OpPassManager &)>
+void anyTarget(mlir::OpPassManager &pm, const PipelineOptions &) {
+  Add(pm);
+}
+
+void addLastStagePasses(mlir::OpPassManager &pm,
+                        const PipelineOptions &options) {
+  if (options.device == Device::Cuda)
+    addGpuLoweringPasses(pm, options);
+  else
+    addLLVMLoweringPasses(pm);
+}
+
 constexpr StagePasses kStagePasses[] = {
-    {Stage::Est, addEstOptimizationPasses,
+    {Stage::Est, anyTarget<addEstOptimizationPasses>,
      "The est stage: shape inference, canonicalization, CSE, DCE, @init"},
-    {Stage::Autodiff, addAutodiffPasses,
+    {Stage::Autodiff, anyTarget<addAutodiffPasses>,
      "The autodiff stage: est.minimize to gradients and optimizer updates"},
-    {Stage::Decompose, addDecompositionPasses,
+    {Stage::Decompose, anyTarget<addDecompositionPasses>,
      "The decompose stage: composite est ops to primitives"},
-    {Stage::Linalg, addLinalgLoweringPasses,
+    {Stage::Linalg, anyTarget<addLinalgLoweringPasses>,
      "The linalg stage: est to linalg / tensor / arith / math on tensors"},
-    {Stage::Fusion, addFusionPasses,
+    {Stage::Fusion, anyTarget<addFusionPasses>,
      "The fusion stage: elementwise and reduction fusion on linalg"},
     {Stage::Bufferize, addBufferizationPasses,
      "The bufferize stage: buffer ABI, one-shot bufferization, runtime "
      "kernel calls"},
-    {Stage::MemPlan, addMemoryPlanningPasses,
+    {Stage::MemPlan, anyTarget<addMemoryPlanningPasses>,
      "The memplan stage: every temporary of a step in the arena"},
-    {Stage::LLVM, addLLVMLoweringPasses,
+    {Stage::LLVM, addLastStagePasses,
      "The llvm stage: loops (large ones on the thread pool), then the LLVM "
      "dialect"},
 };
+
+/// The registered stage pipelines' options (PipelineOptions).
+struct StagePipelineOptions
+    : public mlir::PassPipelineOptions<StagePipelineOptions> {
+  Option<std::string> device{*this, "device",
+                             llvm::cl::desc("cpu or cuda (default cpu)"),
+                             llvm::cl::init("cpu")};
+  Option<std::string> gpuArch{*this, "gpu-arch",
+                              llvm::cl::desc("CUDA: the GPU architecture"),
+                              llvm::cl::init("sm_90")};
+  Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA: the toolkit (default $ESTC_CUDA_PATH, else "
+                     "/usr/local/cuda)"),
+      llvm::cl::init("")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("CUDA: the kernels as fatbin (default) or isa (PTX)"),
+      llvm::cl::init("fatbin")};
+
+  PipelineOptions toPipelineOptions(Device fixed) const {
+    PipelineOptions options;
+    options.device = fixed == Device::Cuda
+                         ? Device::Cuda
+                         : parseDevice(device).value_or(Device::Cpu);
+    options.gpuArch = gpuArch;
+    options.cudaPath = cudaPath;
+    options.gpuFormat = format;
+    return options;
+  }
+};
 } // namespace
 
-void buildPipeline(mlir::OpPassManager &pm, Stage last) {
+void buildPipeline(mlir::OpPassManager &pm, Stage last,
+                   const PipelineOptions &options) {
   for (const StagePasses &entry : kStagePasses) {
     if (static_cast<int>(entry.stage) > static_cast<int>(last) ||
         !parseStage(stageName(entry.stage)))
       return;
-    entry.add(pm);
+    entry.add(pm, options);
   }
 }
 
-std::string stagePipelineName(Stage stage) {
-  return ("estc-" + stageName(stage) + "-stage").str();
+std::string stagePipelineName(Stage stage, Device device) {
+  return ("estc-" + stageName(stage, device) + "-stage").str();
 }
 
 void registerStagePipelines() {
-  for (const StagePasses &entry : kStagePasses)
-    mlir::PassPipelineRegistration<>(stagePipelineName(entry.stage),
-                                     entry.summary, entry.add);
+  for (const StagePasses &entry : kStagePasses) {
+    auto add = entry.add;
+    mlir::PassPipelineRegistration<StagePipelineOptions>(
+        stagePipelineName(entry.stage), entry.summary,
+        [add](mlir::OpPassManager &pm, const StagePipelineOptions &options) {
+          add(pm, options.toPipelineOptions(Device::Cpu));
+        });
+  }
+  mlir::PassPipelineRegistration<StagePipelineOptions>(
+      stagePipelineName(Stage::LLVM, Device::Cuda),
+      "The gpu stage (CUDA's last): every loop nest a GPU kernel, the host "
+      "in the LLVM dialect, the kernels serialized",
+      [](mlir::OpPassManager &pm, const StagePipelineOptions &options) {
+        addGpuLoweringPasses(pm, options.toPipelineOptions(Device::Cuda));
+      });
 }
 
 } // namespace estc

@@ -402,7 +402,9 @@ std::string generateHeader(const Manifest &m) {
   os << "  };\n"
      << "  static constexpr estc::rt::ModelSpec kSpec = {" << cString(cls)
      << ", " << m.variables.size() << ", kVariables, " << m.functions.size()
-     << ", kFunctions, " << m.checks.size() << ", kChecks};\n"
+     << ", kFunctions, " << m.checks.size() << ", kChecks"
+     << (m.device == rt::Device::Cuda ? ", estc::rt::Device::Cuda" : "")
+     << "};\n"
      << "};\n\n#endif // " << guard << "\n";
   return text;
 }

@@ -76,7 +76,13 @@ std::optional<std::string> readFile(const std::string &path) {
 } // namespace
 
 struct JitModel::Parts {
+  ~Parts() {
+    // A CUDA model's kernels are unloaded before its code goes.
+    if (finalize)
+      finalize();
+  }
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  void (*finalize)() = nullptr;
   Manifest manifest;
   std::shared_ptr<ModelSpecStorage> storage;
   rt::ModelSpec spec;
@@ -174,9 +180,12 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     std::vector<std::string> functions;
     for (const FunctionInfo &f : m.functions)
       functions.push_back(f.name);
-    llvm::Expected<std::string> code =
-        compileModule(*lowered->module, modelName, functions, options_.target,
-                      CodeKind::Object);
+    // ORC runs no constructors of an object file: a CUDA model's kernel
+    // loading is called explicitly below.
+    llvm::Expected<std::string> code = compileModule(
+        *lowered->module, modelName, functions, options_.target,
+        CodeKind::Object,
+        /*exportInitializers=*/options_.target.device == Device::Cuda);
     if (!code)
       return code.takeError();
     ++stats_.codegenRuns;
@@ -211,6 +220,17 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
           llvm::MemoryBuffer::getMemBufferCopy(object, *key + ".o")))
     return error("JIT: " + llvm::toString(std::move(e)));
   parts->manifest = std::move(*manifest);
+  if (parts->manifest.device == rt::Device::Cuda) {
+    // The constructors (the kernels' mgpuModuleLoad) and destructors.
+    auto init = parts->jit->lookup(initializerSymbol(modelName));
+    if (!init)
+      return error("JIT: " + llvm::toString(init.takeError()));
+    auto fini = parts->jit->lookup(finalizerSymbol(modelName));
+    if (!fini)
+      return error("JIT: " + llvm::toString(fini.takeError()));
+    init->toPtr<void (*)()>()();
+    parts->finalize = fini->toPtr<void (*)()>();
+  }
   for (const FunctionInfo &f : parts->manifest.functions) {
     auto packed = parts->jit->lookup(packedEntrySymbol(modelName, f.name));
     if (!packed)

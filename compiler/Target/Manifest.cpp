@@ -248,8 +248,10 @@ void keepFunctions(Manifest &manifest, llvm::ArrayRef<std::string> names) {
 std::string toJson(const Manifest &m) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << "{\n  \"format\": \"estc-manifest-1\",\n  \"name\": " << quote(m.name)
-     << ",\n  \"variables\": [";
+  os << "{\n  \"format\": \"estc-manifest-1\",\n  \"name\": " << quote(m.name);
+  if (m.device == rt::Device::Cuda)
+    os << ",\n  \"device\": \"cuda\",\n  \"gpu_arch\": " << quote(m.gpuArch);
+  os << ",\n  \"variables\": [";
   for (size_t i = 0; i < m.variables.size(); ++i) {
     const VariableInfo &v = m.variables[i];
     os << (i ? ",\n" : "\n") << "    {\"name\": " << quote(v.name)
@@ -317,6 +319,14 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
     return error("manifest: not an estc-manifest-1 document");
   Manifest m;
   m.name = root->getString("name").value_or("").str();
+  if (std::optional<llvm::StringRef> device = root->getString("device")) {
+    if (*device == "cuda")
+      m.device = rt::Device::Cuda;
+    else if (*device != "cpu")
+      return error("manifest: device '" + *device +
+                   "' is not one of cpu, cuda");
+  }
+  m.gpuArch = root->getString("gpu_arch").value_or("").str();
   auto readShape = [](const llvm::json::Object &o,
                       std::vector<int64_t> &shape) {
     const llvm::json::Array *a = o.getArray("shape");
@@ -457,7 +467,7 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   return {m.name.c_str(),     static_cast<int32_t>(s.variables.size()),
           s.variables.data(), static_cast<int32_t>(s.functions.size()),
           s.functions.data(), static_cast<int32_t>(s.checks.size()),
-          s.checks.data()};
+          s.checks.data(),    m.device};
 }
 
 } // namespace estc

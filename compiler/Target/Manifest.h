@@ -28,6 +28,9 @@
 //     ]
 //   }
 //
+// A model compiled for CUDA also has `"device": "cuda", "gpu_arch": "sm_90"`
+// after its name (absent: the CPU).
+//
 // Shapes use -1 for the batch dimension. Entry point `f` of model `Name` is
 // `Name_f` (typed C interface) and `Name_f_packed` (void(void **)).
 //
@@ -90,6 +93,8 @@ struct CheckInfo {
 
 struct Manifest {
   std::string name; // the C++ class name (--name)
+  rt::Device device = rt::Device::Cpu;
+  std::string gpuArch; // CUDA: "sm_90"; empty on the CPU
   std::vector<VariableInfo> variables;
   std::vector<FunctionInfo> functions;
   std::vector<CheckInfo> checks; // indexed by est.check_range's `check`

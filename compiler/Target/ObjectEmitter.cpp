@@ -4,11 +4,16 @@
 
 #include "compiler/Target/Manifest.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/Constants.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
@@ -70,12 +75,30 @@ std::string resolvedFeatures(const TargetOptions &options) {
 } // namespace
 
 std::string TargetOptions::describe() const {
-  return resolvedTriple(*this) + "/" + resolvedCPU(*this) + "/" +
-         resolvedFeatures(*this);
+  std::string host = resolvedTriple(*this) + "/" + resolvedCPU(*this) + "/" +
+                     resolvedFeatures(*this);
+  if (device == Device::Cpu)
+    return host;
+  return host + "/" + deviceName(device).str() + "/" + gpuArch;
+}
+
+PipelineOptions TargetOptions::pipelineOptions() const {
+  PipelineOptions options;
+  options.device = device;
+  options.gpuArch = gpuArch;
+  options.cudaPath = cudaPath;
+  return options;
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options) {
+  if (options.device == Device::Cuda) {
+    std::string problem = checkGpuArch(options.gpuArch);
+    if (problem.empty())
+      problem = checkCudaToolkit(options.cudaPath);
+    if (!problem.empty())
+      return error(problem);
+  }
   initializeNativeTarget();
   llvm::Triple triple(resolvedTriple(options));
   std::string lookupError;
@@ -109,6 +132,9 @@ createTargetMachine(const TargetOptions &options) {
                    name + "' for " + triple.str());
   }
   llvm::TargetOptions targetOptions;
+  // A CUDA model's constructors (its kernels' loading) in .init_array, as
+  // every current toolchain expects (LLVM's default is .ctors).
+  targetOptions.UseInitArray = true;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, resolvedFeatures(options), targetOptions, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
@@ -139,6 +165,14 @@ llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context) {
   mlir::registerBuiltinDialectTranslation(*module->getContext());
   mlir::registerLLVMDialectTranslation(*module->getContext());
+  // A CUDA module's gpu.binary ops and launches (the kernels themselves
+  // are already serialized).
+  mlir::DialectRegistry gpuTranslations;
+  mlir::registerGPUDialectTranslation(gpuTranslations);
+  mlir::registerNVVMDialectTranslation(gpuTranslations);
+  mlir::gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(
+      gpuTranslations);
+  module->getContext()->appendDialectRegistry(gpuTranslations);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context, "estc");
   if (!llvmModule)
@@ -155,8 +189,53 @@ std::vector<std::string> cInterfaceFunctions(llvm::Module &module) {
   return names;
 }
 
+std::string initializerSymbol(llvm::StringRef model) {
+  return model.str() + "__estc_init";
+}
+
+std::string finalizerSymbol(llvm::StringRef model) {
+  return model.str() + "__estc_fini";
+}
+
+namespace {
+/// Replaces the constructor (or destructor) list `listName` by an external
+/// function `symbol` calling its functions in priority order (none: an
+/// empty function, so a loader can always call it).
+void exportInitializerList(llvm::Module &module, llvm::StringRef listName,
+                           const std::string &symbol) {
+  llvm::GlobalVariable *list =
+      module.getGlobalVariable(listName, /*AllowInternal=*/true);
+  std::vector<std::pair<uint64_t, llvm::Function *>> calls;
+  if (auto *array = list ? llvm::dyn_cast_or_null<llvm::ConstantArray>(
+                               list->getInitializer())
+                         : nullptr)
+    for (llvm::Value *element : array->operands()) {
+      auto *entry = llvm::dyn_cast<llvm::ConstantStruct>(element);
+      if (!entry)
+        continue;
+      auto *priority = llvm::dyn_cast<llvm::ConstantInt>(entry->getOperand(0));
+      auto *function = llvm::dyn_cast<llvm::Function>(entry->getOperand(1));
+      if (priority && function)
+        calls.emplace_back(priority->getZExtValue(), function);
+    }
+  llvm::stable_sort(
+      calls, [](const auto &a, const auto &b) { return a.first < b.first; });
+  llvm::LLVMContext &context = module.getContext();
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), false);
+  llvm::Function *function = llvm::Function::Create(
+      type, llvm::GlobalValue::ExternalLinkage, symbol, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", function));
+  for (auto &call : calls)
+    b.CreateCall(call.second);
+  b.CreateRetVoid();
+  if (list)
+    list->eraseFromParent();
+}
+} // namespace
+
 llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
-                               llvm::ArrayRef<std::string> functions) {
+                               llvm::ArrayRef<std::string> functions,
+                               bool exportInitializers) {
   std::vector<llvm::Function *> entries;
   for (const std::string &name : functions) {
     llvm::Function *f = module.getFunction((kCInterfacePrefix + name).str());
@@ -171,13 +250,19 @@ llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
     entries.push_back(f);
   }
   // Everything but the entry points becomes internal: the inliner can then
-  // fold the C interface wrappers, and two models never clash.
+  // fold the C interface wrappers, and two models never clash. The
+  // constructor lists (appending) stay what they are.
   for (llvm::Function &f : module)
     if (!f.isDeclaration() && !llvm::is_contained(entries, &f))
       f.setLinkage(llvm::GlobalValue::InternalLinkage);
   for (llvm::GlobalVariable &g : module.globals())
-    if (!g.isDeclaration())
+    if (!g.isDeclaration() && !g.hasAppendingLinkage())
       g.setLinkage(llvm::GlobalValue::InternalLinkage);
+  if (exportInitializers) {
+    exportInitializerList(module, "llvm.global_ctors",
+                          initializerSymbol(model));
+    exportInitializerList(module, "llvm.global_dtors", finalizerSymbol(model));
+  }
 
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(context);
@@ -261,7 +346,8 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
                                           llvm::StringRef model,
                                           llvm::ArrayRef<std::string> functions,
                                           const TargetOptions &target,
-                                          CodeKind kind) {
+                                          CodeKind kind,
+                                          bool exportInitializers) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(target);
   if (!machine)
@@ -271,7 +357,8 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
       translateToLLVMIR(module, context);
   if (!llvmModule)
     return llvmModule.takeError();
-  if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions))
+  if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions,
+                                         exportInitializers))
     return e;
   if (llvm::Error e = optimizeModule(**llvmModule, **machine))
     return e;
@@ -282,6 +369,23 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
     return text;
   }
   return emitCode(**llvmModule, **machine, kind);
+}
+
+llvm::Expected<std::string> kernelAssembly(mlir::ModuleOp module) {
+  std::string text;
+  for (auto binary : module.getOps<mlir::gpu::BinaryOp>())
+    for (mlir::Attribute attr : binary.getObjects()) {
+      auto object = llvm::dyn_cast<mlir::gpu::ObjectAttr>(attr);
+      if (!object ||
+          object.getFormat() != mlir::gpu::CompilationTarget::Assembly)
+        return error("gpu.binary @" + binary.getName() +
+                     ": not PTX (lower with the gpu stage's format=isa)");
+      text += "// gpu.binary @" + binary.getName().str() + "\n";
+      text += object.getObject().getValue().str();
+      if (!text.empty() && text.back() != '\n')
+        text += "\n";
+    }
+  return text;
 }
 
 llvm::Expected<std::string> makeStaticLibrary(llvm::StringRef memberName,

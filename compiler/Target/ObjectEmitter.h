@@ -11,9 +11,16 @@
 //                         SLP vectorizers see the real vector width)
 //     --emitCode--> `.s` text or `.o` bytes (position independent)
 //
+// For CUDA (TargetOptions::device) the module comes from the gpu stage: the
+// host code is compiled as above, the kernels are already serialized in
+// gpu.binary ops, which the translation embeds with the global constructors
+// that load them (docs/design/gpu.md).
+//
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_COMPILER_TARGET_OBJECTEMITTER_H
 #define ESTC_COMPILER_TARGET_OBJECTEMITTER_H
+
+#include "compiler/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -30,14 +37,23 @@
 namespace estc {
 
 /// What to generate code for. "native" = the host CPU and all its features.
+/// On CUDA the host code (entry points, launches) is still compiled for
+/// `cpu` / `features`.
 struct TargetOptions {
   std::string cpu = "native";
   std::string features; // "+avx2,-avx512f", added to the CPU's
   std::string triple;   // empty = the host triple
+  Device device = Device::Cpu;
+  /// CUDA: the kernels' architecture (checkGpuArch: sm_80 ... sm_100).
+  std::string gpuArch = "sm_90";
+  /// CUDA: the toolkit holding ptxas and fatbinary.
+  std::string cudaPath = defaultCudaPath();
 
   /// "x86_64-pc-linux-gnu/skylake-avx512/+avx2,..." after resolving
-  /// "native": part of the JIT cache key.
+  /// "native", then "/cuda/sm_90" on CUDA: part of the JIT cache key.
   std::string describe() const;
+  /// The pipeline's view of the target.
+  PipelineOptions pipelineOptions() const;
 };
 
 /// The target's resolved triple, CPU and every CPU feature enabled for it
@@ -51,7 +67,9 @@ struct TargetDescription {
 llvm::Expected<TargetDescription> describeTarget(const TargetOptions &options);
 
 /// Resolves "native", checks the CPU and features against the target (one
-/// line: "--mcpu=bogus: unknown CPU for x86_64-pc-linux-gnu (...)").
+/// line: "--mcpu=bogus: unknown CPU for x86_64-pc-linux-gnu (...)") and, on
+/// CUDA, the GPU architecture and the toolkit ("--gpu-arch=sm_75: ...",
+/// "CUDA toolkit not found: /opt/cuda/bin/ptxas does not exist (...)").
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
@@ -60,9 +78,20 @@ llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context);
 
 /// Renames each `_mlir_ciface_<f>` of `functions` to entrySymbol(model, f),
-/// adds its packed form, and makes every other definition internal.
+/// adds its packed form, and makes every other definition internal (the
+/// global constructor and destructor lists excepted: a CUDA model's load
+/// its kernels). `exportInitializers` (the JIT, whose object loader runs
+/// no constructors): the constructors and destructors are instead called by
+/// `initializerSymbol(model)` / `finalizerSymbol(model)`, which the loader
+/// calls.
 llvm::Error prepareEntryPoints(llvm::Module &module, llvm::StringRef model,
-                               llvm::ArrayRef<std::string> functions);
+                               llvm::ArrayRef<std::string> functions,
+                               bool exportInitializers = false);
+
+/// "<model>__estc_init" and "<model>__estc_fini": defined by an object
+/// compiled with exportInitializers when the module has constructors.
+std::string initializerSymbol(llvm::StringRef model);
+std::string finalizerSymbol(llvm::StringRef model);
 
 /// The functions that have a `_mlir_ciface_` entry point, in module order.
 std::vector<std::string> cInterfaceFunctions(llvm::Module &module);
@@ -83,7 +112,13 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
                                           llvm::StringRef model,
                                           llvm::ArrayRef<std::string> functions,
                                           const TargetOptions &target,
-                                          CodeKind kind);
+                                          CodeKind kind,
+                                          bool exportInitializers = false);
+
+/// The PTX of every kernel of a module lowered by the gpu stage with
+/// format "isa" (PipelineOptions::gpuFormat): each gpu.binary's text,
+/// headed by a comment naming it.
+llvm::Expected<std::string> kernelAssembly(mlir::ModuleOp module);
 
 /// A static library (ar, GNU format) holding one object `memberName`.
 llvm::Expected<std::string> makeStaticLibrary(llvm::StringRef memberName,

@@ -6,11 +6,16 @@
 // 1000), broadcasting corner cases, NaN/Inf, and partial batches (one
 // compiled function run at several batch sizes). Relative error <= 1e-5.
 //
+// With ESTC_DUMP_GRAPHS=DIR every graph compiled here is also written to
+// DIR (`<suite>.<test>.<n>.pbtxt`): test/cuda/ops_ptx.sh compiles each of
+// them for CUDA.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "examples/models/Models.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "test/reference/ReferenceEvaluator.h"
@@ -21,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
@@ -52,6 +58,20 @@ g::GraphDef predictGraph(const std::vector<Feature> &features, const Body &body,
   return graph.graph_def();
 }
 
+/// Writes `graph` into $ESTC_DUMP_GRAPHS, when set (see the file comment).
+void dumpGraph(const g::GraphDef &graph) {
+  const char *dir = std::getenv("ESTC_DUMP_GRAPHS");
+  if (!dir || !*dir)
+    return;
+  static int count = 0;
+  const ::testing::TestInfo *test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string path = std::string(dir) + "/" + test->test_suite_name() + "." +
+                     test->name() + "." + std::to_string(count++) + ".pbtxt";
+  std::string error;
+  EXPECT_TRUE(g::writeGraph(path, graph, error)) << error;
+}
+
 /// Compiles `graph` once and checks its predict function against the
 /// reference at every batch size, with `variables` set on both sides.
 void expectMatchesReference(
@@ -59,6 +79,7 @@ void expectMatchesReference(
     std::vector<int64_t> batches = {1, 3, 17}, double tolerance = 1e-5,
     const std::map<std::string, Value> &variables = {},
     const std::function<void(std::map<std::string, Value> &)> &edit = {}) {
+  dumpGraph(graph);
   std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Test");
   if (!model)
     return;
@@ -224,6 +245,7 @@ TEST(CompiledOps, ScalarOperandValues) {
                      {"isub", subtract(10, i)},
                      {"ieq", equal(i, 2)}};
   });
+  dumpGraph(graph);
   std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Scalars");
   if (!model)
     return;

@@ -1,7 +1,8 @@
 //===- estc.cpp - The estc compiler driver ------------------------------===//
 //
-//   estc model.pb [--emit=mlir|llvm|asm|obj|lib|header] [--compile-to=<stage>]
-//        [-o FILE|DIR] [--name NAME] [--target=cpu] [--mcpu=CPU]
+//   estc model.pb [--emit=mlir|llvm|asm|obj|lib|header|ptx]
+//        [--compile-to=<stage>] [-o FILE|DIR] [--name NAME]
+//        [--target=cpu|cuda] [--gpu-arch=sm_XX] [--mcpu=CPU]
 //        [--mattr=FEATURES]
 //
 // Reads a model graph (binary .pb or text .pbtxt) or an MLIR module (.mlir:
@@ -15,6 +16,11 @@
 //   lib     -o DIR: libNAME.a, NAME.h, NAME.manifest.json
 //   header  -o DIR: NAME.h and NAME.manifest.json only (no code generation;
 //           arena sizes 0)
+//   ptx     --target=cuda: the PTX of every kernel (text; -o FILE or stdout)
+//
+// --target=cuda (docs/design/gpu.md) compiles the loops to GPU kernels for
+// --gpu-arch (sm_90 by default) with the toolkit at $ESTC_CUDA_PATH, else
+// /usr/local/cuda; the host code is still compiled for --mcpu/--mattr.
 //
 // The manifest (compiler/Target/Manifest.h) is read from the `est`-level
 // module before lowering and attached to it as `estc.manifest` (JSON), so a
@@ -38,6 +44,7 @@
 #include "lib/Support/Flags.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -62,7 +69,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { MLIR, LLVM, Asm, Obj, Lib, Header };
+enum class Emit { MLIR, LLVM, Asm, Obj, Lib, Header, PTX };
 
 cl::OptionCategory estcCategory("estc options");
 
@@ -104,7 +111,9 @@ cl::opt<Emit, false, EmitParser> emit(
                clEnumValN(Emit::Lib, "lib",
                           "libNAME.a, NAME.h, NAME.manifest.json (-o DIR)"),
                clEnumValN(Emit::Header, "header",
-                          "NAME.h and NAME.manifest.json only (-o DIR)")),
+                          "NAME.h and NAME.manifest.json only (-o DIR)"),
+               clEnumValN(Emit::PTX, "ptx",
+                          "--target=cuda: every kernel's PTX (-o FILE)")),
     cl::init(Emit::MLIR), cl::cat(estcCategory));
 
 // Its help, which names the stages, is set in main.
@@ -125,9 +134,17 @@ cl::opt<std::string>
               cl::value_desc("NAME"), cl::init("Model"), cl::cat(estcCategory));
 
 cl::opt<std::string> target("target",
-                            cl::desc("Code generation target (default: cpu)"),
-                            cl::value_desc("cpu"), cl::init("cpu"),
+                            cl::desc("Code generation target: cpu (default) "
+                                     "or cuda (GPU kernels; the host code for "
+                                     "--mcpu)"),
+                            cl::value_desc("cpu|cuda"), cl::init("cpu"),
                             cl::cat(estcCategory));
+
+cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("With --target=cuda: the GPU architecture (default "
+                     "sm_90; sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100)"),
+            cl::value_desc("sm_XX"), cl::init(""), cl::cat(estcCategory));
 
 cl::opt<std::string>
     mcpu("mcpu", cl::desc("Target CPU (default: native; x86-64-v2, ...)"),
@@ -170,6 +187,8 @@ const char *emitName(Emit kind) {
     return "lib";
   case Emit::Header:
     return "header";
+  case Emit::PTX:
+    return "ptx";
   }
   return "?";
 }
@@ -184,11 +203,18 @@ bool isIdentifier(const std::string &s) {
   return true;
 }
 
+/// Whether `op` is ready for translation: in the LLVM dialect, or a CUDA
+/// module's serialized kernels.
+bool isTranslatable(mlir::Operation &op) {
+  return llvm::isa<mlir::gpu::BinaryOp>(op) ||
+         (op.getDialect() && op.getDialect()->getNamespace() == "llvm");
+}
+
 /// True when every op of the module is in the LLVM dialect (ready for
 /// translation).
 bool isLLVMDialect(mlir::ModuleOp module) {
   for (mlir::Operation &op : module.getBody()->getOperations())
-    if (op.getDialect() == nullptr || op.getDialect()->getNamespace() != "llvm")
+    if (!isTranslatable(op))
       return false;
   return true;
 }
@@ -197,7 +223,7 @@ bool isLLVMDialect(mlir::ModuleOp module) {
 /// op outside the LLVM dialect.
 std::string describeUnlowered(mlir::ModuleOp module) {
   for (mlir::Operation &op : module.getBody()->getOperations()) {
-    if (op.getDialect() && op.getDialect()->getNamespace() == "llvm")
+    if (isTranslatable(op))
       continue;
     std::string where, what = op.getName().getStringRef().str();
     if (auto func = llvm::dyn_cast<mlir::func::FuncOp>(op)) {
@@ -291,10 +317,29 @@ int main(int argc, char **argv) {
                        ": unknown stage (one of " + estc::allStageNames() +
                        ")");
   }
-  if (target != "cpu")
+  std::optional<estc::Device> device = estc::parseDevice(target);
+  if (!device)
     return flagError("--target=" + target +
-                     ": unknown or unavailable target (this build supports: "
-                     "cpu)");
+                     ": unknown target (one of cpu, "
+                     "cuda)");
+  bool cuda = *device == estc::Device::Cuda;
+  if (!cuda && !gpuArch.empty())
+    return flagError("--gpu-arch=" + gpuArch + ": only with --target=cuda");
+  if (cuda && !gpuArch.empty()) {
+    std::string problem = estc::checkGpuArch(gpuArch);
+    if (!problem.empty())
+      return flagError(problem);
+  }
+  if (!cuda && emit == Emit::PTX)
+    return flagError("--emit=ptx: only with --target=cuda (the CPU target "
+                     "has no kernels)");
+  if (lastStage == estc::Stage::LLVM && !compileTo.empty() &&
+      compileTo != estc::stageName(estc::Stage::LLVM, *device))
+    return flagError("--compile-to=" + compileTo +
+                     ": the last stage of "
+                     "--target=" +
+                     target + " is " +
+                     estc::stageName(estc::Stage::LLVM, *device).str());
   if (!isIdentifier(modelName))
     return flagError("--name=" + modelName + ": not a C++ identifier");
   if (emit != Emit::MLIR && !compileTo.empty())
@@ -303,8 +348,8 @@ int main(int argc, char **argv) {
                      "whole pipeline)");
   // mlir, llvm and asm write one file; a directory is what obj, lib and
   // header write into.
-  bool textOutput =
-      emit == Emit::MLIR || emit == Emit::LLVM || emit == Emit::Asm;
+  bool textOutput = emit == Emit::MLIR || emit == Emit::LLVM ||
+                    emit == Emit::Asm || emit == Emit::PTX;
   if (textOutput && outputFile != "-" &&
       (llvm::sys::fs::is_directory(outputFile.getValue()) ||
        llvm::StringRef(outputFile).ends_with("/")))
@@ -316,8 +361,14 @@ int main(int argc, char **argv) {
   estc::TargetOptions targetOptions;
   targetOptions.cpu = mcpu;
   targetOptions.features = mattr;
+  targetOptions.device = *device;
+  if (!gpuArch.empty())
+    targetOptions.gpuArch = gpuArch;
+  estc::PipelineOptions pipelineOptions = targetOptions.pipelineOptions();
+  if (emit == Emit::PTX)
+    pipelineOptions.gpuFormat = "isa";
   if (emit == Emit::LLVM || emit == Emit::Asm || emit == Emit::Obj ||
-      emit == Emit::Lib) {
+      emit == Emit::Lib || emit == Emit::PTX) {
     auto machine = estc::createTargetMachine(targetOptions);
     if (!machine)
       return flagError(llvm::toString(machine.takeError()));
@@ -361,7 +412,8 @@ int main(int argc, char **argv) {
   // Run the pipeline; pass failures are reported as one line too.
   // Pipeline failures are one line too (estc::runStages).
   auto runPipeline = [&](estc::Stage last) -> llvm::Error {
-    return estc::runStages(*module, last, inputFile, /*applyCLOptions=*/true);
+    return estc::runStages(*module, last, inputFile, /*applyCLOptions=*/true,
+                           pipelineOptions);
   };
   auto writeText = [&](llvm::StringRef text) {
     std::string openError;
@@ -401,6 +453,7 @@ int main(int argc, char **argv) {
     if (!prepared)
       return userError(llvm::toString(prepared.takeError()));
     manifest = std::move(*prepared);
+    estc::setManifestDevice(*module, *manifest, pipelineOptions);
   } else if (auto json =
                  (*module)->getAttrOfType<mlir::StringAttr>("estc.manifest")) {
     auto parsed = estc::manifestFromJson(json.getValue());
@@ -440,6 +493,13 @@ int main(int argc, char **argv) {
           " (pipeline stages in this build: " + estc::allStageNames() +
           "); --emit=header writes the header and manifest "
           "only");
+  }
+
+  if (emit == Emit::PTX) {
+    auto ptx = estc::kernelAssembly(*module);
+    if (!ptx)
+      return userError(inputFile + ": " + llvm::toString(ptx.takeError()));
+    return writeText(*ptx);
   }
 
   std::vector<std::string> functions;
