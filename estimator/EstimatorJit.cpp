@@ -12,6 +12,7 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/Cuda.h"
 
 #include <cstring>
 #include <set>
@@ -200,7 +201,16 @@ private:
       }
     }
     ++compiles_;
-    JitCompiler jit;
+    JitOptions options;
+    if (config_->on_cuda()) {
+      // Kernels for this device's architecture; the model's buffers on it.
+      // Without a GPU: one line (rt::DeviceError), before any compiling.
+      int device = config_->cuda_device_index();
+      options.target.device = Device::Cuda;
+      options.target.gpuArch = rt::cuda_device_arch(device);
+      rt::set_cuda_device(device);
+    }
+    JitCompiler jit(options);
     auto compiled = jitCompileGraph(jit, def, "Model", [](llvm::StringRef w) {
       log_info("warning: " + w.str());
     });

@@ -13,6 +13,7 @@
 #include "TinyClassifier.h"
 
 #include "estimator/Estimator.h"
+#include "runtime/Cuda.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
 #include "examples/models/Models.h"
@@ -915,6 +916,37 @@ TEST_F(EstimatorTest, DeterministicAcrossRunsAndThreadCounts) {
   EXPECT_EQ(losses[0], losses[2]);
   EXPECT_EQ(checkpoints[0], checkpoints[1]);
   EXPECT_EQ(checkpoints[0], checkpoints[2]);
+}
+
+// RunConfig.device = "cuda": the JIT compiles model_fn for the device's
+// architecture and trains there. Without a GPU (CI), one line from the
+// runtime before anything is compiled; with one, the losses of the CPU run.
+TEST_F(EstimatorTest, TrainsOnTheConfiguredDevice) {
+  RunConfigOptions o;
+  o.device = "cuda:0";
+  Estimator gpu(classifier_fn, config("gpu").replace(o), Params{{"hidden", 8}});
+  std::vector<std::string> calls;
+  auto gpuHook = std::make_shared<RecordingHook>(&calls);
+  std::string noDevice;
+  try {
+    rt::cuda_device_count();
+  } catch (const rt::DeviceError &e) {
+    noDevice = e.what();
+  }
+  if (!noDevice.empty()) {
+    EXPECT_EQ(errorOf([&] { gpu.train(trainInput(), {}, 1); }), noDevice);
+    EXPECT_FALSE(gpu.latest_checkpoint()); // nothing ran, nothing written
+    return;
+  }
+  gpu.train(trainInput(), {gpuHook}, 20);
+  Estimator cpu(classifier_fn, config("cpu"), Params{{"hidden", 8}});
+  auto cpuHook = std::make_shared<RecordingHook>(&calls);
+  cpu.train(trainInput(), {cpuHook}, 20);
+  ASSERT_EQ(gpuHook->losses.size(), cpuHook->losses.size());
+  for (size_t i = 0; i < cpuHook->losses.size(); ++i)
+    EXPECT_NEAR(gpuHook->losses[i], cpuHook->losses[i],
+                1e-4 * std::max(1.0, std::abs(cpuHook->losses[i])))
+        << "step " << i;
 }
 
 // --- Warm start --------------------------------------------------------------
