@@ -13,7 +13,6 @@
 #include "TinyClassifier.h"
 
 #include "estimator/Estimator.h"
-#include "runtime/Cuda.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
 #include "examples/models/Models.h"
@@ -21,6 +20,7 @@
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 #include "lib/Summary/Summary.h"
+#include "runtime/Cuda.h"
 #include "runtime/Kernels.h"
 
 #include <gtest/gtest.h>
