@@ -247,7 +247,8 @@ void addGpuLoweringPasses(mlir::OpPassManager &pm,
   prepPm.addPass(mlir::createCSEPass());
   // Every loop nest and run-time check a gpu.launch.
   pm.addPass(mlir::est::createEstGpuMapLoops());
-  pm.addPass(mlir::createCSEPass());
+  // (No CSE before outlining: it would replace a kernel's constants by the
+  // host's, which then become kernel arguments.)
   pm.addPass(mlir::createGpuKernelOutliningPass());
   mlir::GpuNVVMAttachTargetOptions nvvm;
   nvvm.chip = options.gpuArch;
@@ -260,6 +261,8 @@ void addGpuLoweringPasses(mlir::OpPassManager &pm,
   mlir::OpPassManager &kernelPm = pm.nest<mlir::gpu::GPUModuleOp>();
   // (A linalg op inside a loop nest a kernel runs whole.)
   kernelPm.addPass(mlir::createConvertLinalgToLoopsPass());
+  kernelPm.addPass(mlir::createCanonicalizerPass());
+  kernelPm.addPass(mlir::createCSEPass());
   kernelPm.addPass(mlir::createLowerAffinePass());
   kernelPm.addPass(mlir::createSCFToControlFlowPass());
   kernelPm.addPass(mlir::memref::createExpandStridedMetadataPass());
@@ -334,9 +337,11 @@ constexpr StagePasses kStagePasses[] = {
 /// The registered stage pipelines' options (PipelineOptions).
 struct StagePipelineOptions
     : public mlir::PassPipelineOptions<StagePipelineOptions> {
-  Option<std::string> device{*this, "device",
-                             llvm::cl::desc("cpu or cuda (default cpu)"),
-                             llvm::cl::init("cpu")};
+  Option<Device> device{
+      *this, "device", llvm::cl::desc("What the code runs on (default cpu)"),
+      llvm::cl::init(Device::Cpu),
+      llvm::cl::values(clEnumValN(Device::Cpu, "cpu", "the host CPU"),
+                       clEnumValN(Device::Cuda, "cuda", "a CUDA GPU"))};
   Option<std::string> gpuArch{*this, "gpu-arch",
                               llvm::cl::desc("CUDA: the GPU architecture"),
                               llvm::cl::init("sm_90")};
@@ -352,9 +357,7 @@ struct StagePipelineOptions
 
   PipelineOptions toPipelineOptions(Device fixed) const {
     PipelineOptions options;
-    options.device = fixed == Device::Cuda
-                         ? Device::Cuda
-                         : parseDevice(device).value_or(Device::Cpu);
+    options.device = fixed == Device::Cuda ? Device::Cuda : device.getValue();
     options.gpuArch = gpuArch;
     options.cudaPath = cudaPath;
     options.gpuFormat = format;
