@@ -386,7 +386,7 @@ gpu::LaunchOp EstGpuMapLoops::mapSerial(Operation *op, Value status) {
 
 /// Whether `op` writes a buffer itself, not through a linalg op nested in
 /// it (which becomes a kernel of its own).
-bool storesDirectly(Operation *op) {
+static bool storesDirectly(Operation *op) {
   bool stores = false;
   op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
     if (isa<linalg::LinalgOp>(inner))
@@ -400,16 +400,27 @@ bool storesDirectly(Operation *op) {
   return stores;
 }
 
+/// Whether `value` is (a view of) a constant global: host memory, which a
+/// kernel must reference itself (gpu-kernel-outlining then copies the
+/// global into the kernel's module).
+static bool isConstantView(Value value) {
+  return static_cast<bool>(rootOf(value).getDefiningOp<memref::GetGlobalOp>());
+}
+
 /// Recomputes inside `launch` every host value it uses that comes from
-/// device memory (with the values that one needs in turn). The host
-/// computation must not have been separated from the launch by anything
-/// that writes memory, or the kernel would read newer data.
+/// device memory (with the values that one needs in turn), and takes in the
+/// constant globals it reads. The host computation must not have been
+/// separated from the launch by anything that writes memory, or the kernel
+/// would read newer data.
 LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
   llvm::SetVector<Value> above;
   getUsedValuesDefinedAbove(launch.getBody(), above);
+  auto needsSinking = [&](Value v) {
+    return deviceScalars.fromDevice(v) || isConstantView(v);
+  };
   SmallVector<Value> toSink;
   for (Value v : above)
-    if (deviceScalars.fromDevice(v))
+    if (needsSinking(v))
       toSink.push_back(v);
   if (toSink.empty())
     return success();
@@ -418,9 +429,19 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
   OpBuilder b(&entry, entry.begin());
   IRMapping mapping;
   std::function<LogicalResult(Value)> sink = [&](Value v) -> LogicalResult {
-    if (mapping.contains(v) || !deviceScalars.fromDevice(v))
+    if (mapping.contains(v) || !needsSinking(v))
       return success();
     Operation *def = v.getDefiningOp();
+    if (!deviceScalars.fromDevice(v)) {
+      // A constant: nothing writes it.
+      for (Value operand : def->getOperands())
+        if (failed(sink(operand)))
+          return failure();
+      Operation *clone = b.clone(*def, mapping);
+      for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
+        mapping.map(from, to);
+      return success();
+    }
     if (def->getBlock() != launch->getBlock())
       return def->emitError("est-gpu-map-loops: a value read from device "
                             "memory on the host is used by a kernel in "
@@ -573,7 +594,8 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
   });
   for (Operation *op : llvm::reverse(hostOps))
     if (op->use_empty() && op->getNumResults() > 0 &&
-        deviceScalars.fromDevice(op->getResult(0)))
+        (deviceScalars.fromDevice(op->getResult(0)) ||
+         isConstantView(op->getResult(0))))
       op->erase();
 
   // Host code never touches a buffer.
@@ -584,6 +606,15 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
       op->emitError("est-gpu-map-loops: '")
           << func.getSymName() << "': host code " << op->getName()
           << " of a buffer (every buffer is device memory)";
+      return WalkResult::interrupt();
+    }
+    if (isa<func::CallOp>(op) && llvm::any_of(op->getOperands(), [](Value v) {
+          return isa<MemRefType>(v.getType()) && isConstantView(v);
+        })) {
+      op->emitError("est-gpu-map-loops: '")
+          << func.getSymName()
+          << "': a kernel call reads a constant in host memory (copy it "
+             "into a buffer first: est-linalg-to-runtime-calls device=cuda)";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

@@ -30,6 +30,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir {
 namespace est {
@@ -153,6 +154,28 @@ bool symmetricPadding(Value input, Value filter, Value output,
          symmetricPadding(in[2], k[1], conv[3], conv[1], conv[5], out[2]);
 }
 
+/// `buffer`, or, when it is (a view of) a constant global and the kernel
+/// runs on a GPU, a copy of it in a temporary the memplan stage places in
+/// the arena (device memory; the copy becomes a kernel that reads the
+/// constant from the kernel's own module).
+Value deviceReadable(OpBuilder &b, Location loc, Value buffer, bool cuda) {
+  Value root = buffer;
+  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+    root = view.getViewSource();
+  if (!cuda || !root.getDefiningOp<memref::GetGlobalOp>())
+    return buffer;
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(memref::DimOp::create(b, loc, buffer, i));
+  Value copy = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+      dynamicSizes);
+  memref::CopyOp::create(b, loc, buffer, copy);
+  return copy;
+}
+
 /// Emits the kernel call writing `output`: drops a zero fill before `op`,
 /// or computes into a temporary and adds it to the initial value.
 void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
@@ -160,6 +183,7 @@ void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
                     int64_t rank, ArrayRef<int64_t> scalars) {
   Location loc = op->getLoc();
   b.setInsertionPoint(op);
+  bool cuda = kernel.starts_with("estc_cuda_");
   Value target = output;
   bool accumulate = false;
   if (Operation *fill = findZeroInit(op, output)) {
@@ -177,7 +201,9 @@ void emitKernelCall(OpBuilder &b, Operation *op, ModuleOp module,
   }
   SmallVector<Value> args;
   SmallVector<Type> argTypes;
-  SmallVector<Value> buffers(inputs.begin(), inputs.end());
+  SmallVector<Value> buffers;
+  for (Value input : inputs)
+    buffers.push_back(deviceReadable(b, loc, input, cuda));
   buffers.push_back(target);
   for (Value buffer : buffers) {
     args.push_back(asKernelArg(b, loc, buffer, rank));

@@ -49,3 +49,14 @@ func.func @on_tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = linalg.copy ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+memref.global "private" constant @w : memref<4xf32> = dense<1.0>
+func.func private @estc_cuda_kernel(memref<4xf32>)
+func.func @call_reads_constant() {
+  %w = memref.get_global @w : memref<4xf32>
+  // expected-error @below {{est-gpu-map-loops: 'call_reads_constant': a kernel call reads a constant in host memory (copy it into a buffer first: est-linalg-to-runtime-calls device=cuda)}}
+  func.call @estc_cuda_kernel(%w) : (memref<4xf32>) -> ()
+  return
+}

@@ -250,3 +250,28 @@ func.func @segment_sum(%data: memref<7x3xf32>, %ids: memref<7xi64>, %out: memref
   }
   return
 }
+
+// -----
+
+// A constant global is host memory: the kernel takes the global itself
+// (gpu-kernel-outlining copies it into the kernel's module), through the
+// same views.
+// CHECK-LABEL: func.func @add_constant(
+// CHECK-NOT: memref.get_global
+// CHECK: gpu.launch
+// CHECK: %[[G:.*]] = memref.get_global @bias : memref<4xf32>
+// CHECK: %[[V:.*]] = memref.expand_shape %[[G]]
+// CHECK: memref.load %[[V]]
+memref.global "private" constant @bias : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @add_constant(%x: memref<1x4xf32>, %y: memref<1x4xf32>) {
+  %g = memref.get_global @bias : memref<4xf32>
+  %b = memref.expand_shape %g [[0, 1]] output_shape [1, 4] : memref<4xf32> into memref<1x4xf32>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : memref<1x4xf32>, memref<1x4xf32>) outs(%y : memref<1x4xf32>) {
+  ^bb0(%in: f32, %c: f32, %out: f32):
+    %s = arith.addf %in, %c : f32
+    linalg.yield %s : f32
+  }
+  return
+}

@@ -110,3 +110,22 @@ func.func @conv_backprops(%x: memref<?x5x5x2xf32>, %w: memref<3x3x2x4xf32>, %dy:
   }
   return
 }
+
+// -----
+
+// A constant operand is host memory: on CUDA the kernel reads a copy of it
+// in a temporary (which est-memory-planning puts in the arena).
+// CHECK-LABEL: func.func @matmul_by_constant(
+// CHECK: %[[G:.*]] = memref.get_global @w : memref<3x4xf32>
+// CHECK: %[[COPY:.*]] = memref.alloc() : memref<3x4xf32>
+// CHECK: memref.copy %[[G]], %[[COPY]]
+// CHECK: memref.expand_shape %[[COPY]]
+// CHECK: call @estc_cuda_matmul_f32(
+memref.global "private" constant @w : memref<3x4xf32> = dense<1.0>
+func.func @matmul_by_constant(%a: memref<?x3xf32>, %c: memref<?x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %w = memref.get_global @w : memref<3x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x4xf32>)
+  linalg.matmul ins(%a, %w : memref<?x3xf32>, memref<3x4xf32>) outs(%c : memref<?x4xf32>)
+  return
+}
