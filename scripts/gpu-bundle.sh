@@ -4,7 +4,8 @@
 # Builds what the GPU machine runs (it has the NVIDIA driver, PyTorch and its
 # CUDA wheels, but no LLVM/MLIR and no estc build: docs/design/gpu.md,
 # "Tests") and gathers it into gpu-bundle/ at the repository root:
-#   bin/          GpuTest, gpu_step_bench, fashion_mnist_aot_cuda
+#   bin/          GpuTest, CudaRuntimeTest, gpu_step_bench,
+#                 fashion_mnist_aot_cuda
 #   lib/          every shared library they load that is not the system's
 #                 (ldd: libEstcRuntime.so, libprotobuf, ...; not libc, libm,
 #                 libstdc++, libgcc_s, the loader)
@@ -28,7 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-gpu}
 bundle=$root/gpu-bundle
 data=${ESTC_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-targets=(GpuTest gpu_step_bench fashion_mnist_aot_cuda)
+targets=(GpuTest CudaRuntimeTest gpu_step_bench fashion_mnist_aot_cuda)
 
 fail() { echo "gpu-bundle: error: $*" >&2; exit 1; }
 

@@ -7,6 +7,7 @@
 # each under its own time limit (the whole script ends within 8 minutes):
 #   device   nvidia-smi -L and the GPU's name, driver and memory      15 s
 #   test     GpuTest (gtest output; XML too)                          90 s
+#   runtime  CudaRuntimeTest (the runtime's own GPU tests)            60 s
 #   bench    gpu_step_bench: steps/s at batch 128 and 1024            60 s
 #   fashion  fashion_mnist_aot_cuda, 15 epochs, --min_accuracy=0.90  150 s
 #   torch    torch_peer.py: eager and torch.compile (budget 110 s)   150 s
@@ -20,7 +21,7 @@ set -uo pipefail
 root=$(pwd)
 bundle=$root/gpu-bundle
 out=${OUT:-$root/gpu-out}
-phases=${PHASES:-device test bench fashion torch}
+phases=${PHASES:-device test runtime bench fashion torch}
 mkdir -p "$out"
 [ -x "$bundle/bin/GpuTest" ] || {
   echo "gpu-check: error: $bundle/bin/GpuTest not found: run scripts/gpu-bundle.sh first and carry gpu-bundle/" >&2
@@ -99,6 +100,8 @@ cp "$out/device.log" "$out/device.txt" 2>/dev/null
 
 phase test 90 "${bundled[@]}" "$bundle/bin/GpuTest" --gtest_color=no \
       --gtest_output=xml:"$out/gputest.xml"
+
+phase runtime 60 "${bundled[@]}" "$bundle/bin/CudaRuntimeTest" --gtest_color=no
 
 phase bench 60 "${bundled[@]}" "$bundle/bin/gpu_step_bench" \
       --batches=128,1024 --warmup=20 --steps=200 \

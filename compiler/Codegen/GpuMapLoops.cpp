@@ -527,6 +527,25 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
     return WalkResult::advance();
   });
 
+  // A check on the operands of an earlier one in its block (CSE made two
+  // checks of one tensor one condition) can never be the first to fail,
+  // as on the CPU, where the earlier one returns first; dropped, so its
+  // kernel does not recompute the shared scalars after other kernels.
+  SmallVector<est::CheckFailIfOp> kept;
+  llvm::erase_if(work, [&](Operation *op) {
+    auto check = dyn_cast<est::CheckFailIfOp>(op);
+    if (!check)
+      return false;
+    for (est::CheckFailIfOp earlier : kept)
+      if (earlier->getBlock() == check->getBlock() &&
+          llvm::equal(earlier->getOperands(), check->getOperands())) {
+        check->erase();
+        return true;
+      }
+    kept.push_back(check);
+    return false;
+  });
+
   // The status slot, when the function has checks.
   Value status;
   bool hasChecks = llvm::any_of(

@@ -166,6 +166,59 @@ func.func @checked(%arena: memref<?xi8>, %ids: memref<4xi64>, %out: memref<4xi64
 
 // -----
 
+// Two checks on one condition (CSE made the checks of one tensor one
+// condition): only the first can fail first, so the second is dropped and
+// its scalars are not recomputed after the kernels in between.
+// CHECK-LABEL: func.func @duplicate_checks(
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: arith.constant 1 : i64
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: arith.constant 2 : i64
+// CHECK-NOT: gpu.launch
+// CHECK: return
+#dup_in = affine_map<(d0) -> (d0)>
+#dup_out = affine_map<(d0) -> ()>
+func.func @duplicate_checks(%arena: memref<?xi8>, %ids: memref<4xi64>, %more: memref<4xi64>) attributes {estc.status_offset = 64 : i64} {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c5 = arith.constant 5 : i64
+  %max = arith.constant 9223372036854775807 : i64
+  %first = memref.view %arena[%c0][] : memref<?xi8> to memref<i64>
+  %second = memref.view %arena[%c8][] : memref<?xi8> to memref<i64>
+  linalg.generic {indexing_maps = [#dup_in, #dup_out], iterator_types = ["reduction"]}
+      ins(%ids : memref<4xi64>) outs(%first : memref<i64>) {
+  ^bb0(%v: i64, %acc: i64):
+    %bad = arith.cmpi sge, %v, %c5 : i64
+    %i = linalg.index 0 : index
+    %pos = arith.index_cast %i : index to i64
+    %cand = arith.select %bad, %pos, %max : i64
+    %m = arith.minsi %acc, %cand : i64
+    linalg.yield %m : i64
+  }
+  %pos = memref.load %first[] : memref<i64>
+  %failed = arith.cmpi ne, %pos, %max : i64
+  est.check_fail_if %failed, %pos, %pos {check = 0 : i64}
+  linalg.generic {indexing_maps = [#dup_in, #dup_out], iterator_types = ["reduction"]}
+      ins(%more : memref<4xi64>) outs(%second : memref<i64>) {
+  ^bb0(%v: i64, %acc: i64):
+    %bad = arith.cmpi sge, %v, %c5 : i64
+    %i = linalg.index 0 : index
+    %pos2 = arith.index_cast %i : index to i64
+    %cand = arith.select %bad, %pos2, %max : i64
+    %m = arith.minsi %acc, %cand : i64
+    linalg.yield %m : i64
+  }
+  %pos2 = memref.load %second[] : memref<i64>
+  %failed2 = arith.cmpi ne, %pos2, %max : i64
+  est.check_fail_if %failed2, %pos2, %pos2 {check = 1 : i64}
+  est.check_fail_if %failed, %pos, %pos {check = 2 : i64}
+  return
+}
+
+// -----
+
 // A parallel loop an output does not index (d0 here: every row adds into
 // the same 4 elements) runs inside the thread, so no two threads write one
 // element: 4 threads, 3 iterations each, in order.
