@@ -117,6 +117,10 @@ private:
 
   LogicalResult mapFunction(func::FuncOp func);
   gpu::LaunchOp mapLinalgOp(linalg::LinalgOp op, Value status);
+  gpu::LaunchOp mapBlockReduction(linalg::LinalgOp op, Value status,
+                                  ArrayRef<unsigned> threadDims,
+                                  ArrayRef<unsigned> serialDims,
+                                  ArrayRef<Value> sizes);
   gpu::LaunchOp mapCheck(est::CheckFailIfOp check, Value status, bool guard);
   gpu::LaunchOp mapSerial(Operation *op, Value status);
   LogicalResult sinkDeviceScalars(gpu::LaunchOp launch);
@@ -190,6 +194,179 @@ bool usesDim(AffineMap map, unsigned dim) { return map.isFunctionOfDim(dim); }
 /// One thread per parallel iteration (those every output indexes directly:
 /// no two threads write one element); the others run in order inside the
 /// thread.
+/// The addition that accumulates `op`'s single f32 output: the yield of
+/// `arith.addf` of the output's block argument (its only use) and a term.
+static arith::AddFOp sumOf(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || !op.getDpsInits()[0].getType() ||
+      !isa<MemRefType>(op.getDpsInits()[0].getType()))
+    return {};
+  Block &body = *op.getBlock();
+  BlockArgument out = body.getArgument(op.getNumDpsInputs());
+  if (!out.getType().isF32() || !out.hasOneUse())
+    return {};
+  auto add = dyn_cast<arith::AddFOp>(*out.getUsers().begin());
+  Operation *yield = body.getTerminator();
+  if (!add || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != add.getResult())
+    return {};
+  return add;
+}
+
+/// Whether `op` is a sum of a run-time number of terms (the batch), or of
+/// at least kBlockSize, into at most kMaxBlockReductionOutputs elements
+/// known at compile time: then one block of kBlockSize threads per output
+/// element reduces it (mapBlockReduction). The thread-per-element form
+/// would leave most of the GPU idle while each thread walks its terms.
+static bool blockReducible(linalg::LinalgOp op, ArrayRef<unsigned> threadDims,
+                           ArrayRef<unsigned> serialDims) {
+  constexpr int64_t kMaxBlockReductionOutputs = 65536;
+  if (serialDims.empty() || !sumOf(op))
+    return false;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  AffineMap outMap = op.getMatchingIndexingMap(&op.getDpsInitsMutable()[0]);
+  SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+  int64_t outputs = 1, terms = 1;
+  for (unsigned d : threadDims) {
+    if (ShapedType::isDynamic(bounds[d]))
+      return false;
+    outputs *= bounds[d];
+  }
+  for (unsigned d : serialDims) {
+    // A serial parallel loop writes several outputs from one thread.
+    if (iterators[d] != utils::IteratorType::reduction || usesDim(outMap, d))
+      return false;
+    terms = ShapedType::isDynamic(bounds[d]) || ShapedType::isDynamic(terms)
+                ? ShapedType::kDynamic
+                : terms * bounds[d];
+  }
+  return outputs > 0 && outputs <= kMaxBlockReductionOutputs &&
+         (ShapedType::isDynamic(terms) || terms >= kBlockSize);
+}
+
+/// A block per output element: thread t adds terms t, t + kBlockSize, ...
+/// in order (from -0.0, the sum's identity), the block's kBlockSize
+/// partial sums are added in a fixed tree in shared memory, and thread 0
+/// adds the total to the output's initial value. The order depends only on
+/// kBlockSize, never on the GPU or the launch, so repeated runs are
+/// bit-identical; it differs from the CPU's left-to-right order by
+/// rounding.
+gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
+                                                Value status,
+                                                ArrayRef<unsigned> threadDims,
+                                                ArrayRef<unsigned> serialDims,
+                                                ArrayRef<Value> sizes) {
+  Location loc = op.getLoc();
+  OpBuilder b(op);
+  Type f32 = b.getF32Type();
+  Value count = constantIndex(b, loc, 1);
+  for (unsigned d : threadDims)
+    count = arith::MulIOp::create(b, loc, count, sizes[d]);
+  Value terms = constantIndex(b, loc, 1);
+  for (unsigned d : serialDims)
+    terms = arith::MulIOp::create(b, loc, terms, sizes[d]);
+  Value one = constantIndex(b, loc, 1);
+  Value threads = constantIndex(b, loc, kBlockSize);
+  auto shared = MemRefType::get(
+      {kBlockSize}, f32, MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(b.getContext(),
+                                 gpu::AddressSpace::Workgroup));
+  auto launch = gpu::LaunchOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, count, one), one, one, threads,
+      one, one, /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, /*workgroupAttributions=*/TypeRange{shared});
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  auto terminator = gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPoint(terminator);
+  Value partial = launch.getWorkgroupAttributions().front();
+  Value tid = launch.getThreadIds().x;
+  // Every thread of a block sees the same status word, so the barriers
+  // below are reached by all or none.
+  guardBody(b, loc, status, Value());
+
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<Value> ivs(numLoops);
+  Value rest = launch.getBlockIds().x;
+  for (unsigned d : llvm::reverse(threadDims)) {
+    if (d == threadDims.front()) {
+      ivs[d] = rest;
+      break;
+    }
+    ivs[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
+    rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
+  }
+
+  Block &body = *op.getBlock();
+  unsigned numInputs = op.getNumDpsInputs();
+  Value identity =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, -0.0));
+  auto loop = scf::ForOp::create(
+      b, loc, tid, terms, threads, ValueRange{identity},
+      [&](OpBuilder &lb, Location, Value term, ValueRange acc) {
+        Value left = term;
+        for (unsigned d : llvm::reverse(serialDims)) {
+          if (d == serialDims.front()) {
+            ivs[d] = left;
+            break;
+          }
+          ivs[d] = arith::RemUIOp::create(lb, loc, left, sizes[d]);
+          left = arith::DivUIOp::create(lb, loc, left, sizes[d]);
+        }
+        IRMapping mapping;
+        for (OpOperand *input : op.getDpsInputOperands()) {
+          Value value = input->get();
+          if (isa<MemRefType>(value.getType()))
+            value = memref::LoadOp::create(
+                lb, loc, value,
+                indicesAt(lb, loc, op.getMatchingIndexingMap(input), ivs));
+          mapping.map(body.getArgument(input->getOperandNumber()), value);
+        }
+        mapping.map(body.getArgument(numInputs), acc.front());
+        for (Operation &inner : body.without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            mapping.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          lb.clone(inner, mapping);
+        }
+        scf::YieldOp::create(
+            lb, loc, mapping.lookup(body.getTerminator()->getOperand(0)));
+      });
+  memref::StoreOp::create(b, loc, loop.getResult(0), partial, ValueRange{tid});
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t stride = kBlockSize / 2; stride > 0; stride /= 2) {
+    Value s = constantIndex(b, loc, stride);
+    Value lower =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, s);
+    auto ifOp = scf::IfOp::create(b, loc, lower, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value mine = memref::LoadOp::create(b, loc, partial, ValueRange{tid});
+      Value theirs = memref::LoadOp::create(
+          b, loc, partial,
+          ValueRange{arith::AddIOp::create(b, loc, tid, s).getResult()});
+      memref::StoreOp::create(
+          b, loc, arith::AddFOp::create(b, loc, mine, theirs).getResult(),
+          partial, ValueRange{tid});
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      constantIndex(b, loc, 0));
+  auto store = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  OpOperand &init = op.getDpsInitsMutable()[0];
+  SmallVector<Value> at =
+      indicesAt(b, loc, op.getMatchingIndexingMap(&init), ivs);
+  Value initial = memref::LoadOp::create(b, loc, init.get(), at);
+  Value total = memref::LoadOp::create(b, loc, partial,
+                                       ValueRange{constantIndex(b, loc, 0)});
+  memref::StoreOp::create(
+      b, loc, arith::AddFOp::create(b, loc, initial, total).getResult(),
+      init.get(), at);
+  return launch;
+}
+
 gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
   Location loc = op.getLoc();
   OpBuilder b(op);
@@ -214,6 +391,11 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
   Value count = constantIndex(b, loc, 1);
   for (unsigned d : threadDims)
     count = arith::MulIOp::create(b, loc, count, sizes[d]);
+  // A sum over many elements into few (a bias gradient: 20 channels, each
+  // the sum of batch x 24 x 24 terms) is a block per output element, not
+  // one thread walking every term; see blockReducible.
+  if (blockReducible(op, threadDims, serialDims))
+    return mapBlockReduction(op, status, threadDims, serialDims, sizes);
   Value threads = constantIndex(b, loc, kBlockSize);
   // At least one block: CUDA refuses a grid of none.
   Value blocks = arith::MaxUIOp::create(
