@@ -268,8 +268,7 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
   Value threads = constantIndex(b, loc, kBlockSize);
   auto shared = MemRefType::get(
       {kBlockSize}, f32, MemRefLayoutAttrInterface(),
-      gpu::AddressSpaceAttr::get(b.getContext(),
-                                 gpu::AddressSpace::Workgroup));
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   auto launch = gpu::LaunchOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, count, one), one, one, threads,
       one, one, /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
@@ -297,8 +296,7 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
 
   Block &body = *op.getBlock();
   unsigned numInputs = op.getNumDpsInputs();
-  Value identity =
-      arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, -0.0));
+  Value identity = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, -0.0));
   auto loop = scf::ForOp::create(
       b, loc, tid, terms, threads, ValueRange{identity},
       [&](OpBuilder &lb, Location, Value term, ValueRange acc) {
