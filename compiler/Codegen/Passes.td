@@ -331,7 +331,14 @@ def EstGpuMapLoops : Pass<"est-gpu-map-loops", "ModuleOp"> {
     `scf.for` loops inside the thread, in the op's order, so a result does
     not depend on the launch shape; an accumulator whose output element
     does not move with them is kept in registers (`iter_args`) and stored
-    once. An op without parallel iterations is one thread.
+    once. An op without parallel iterations is one thread. A sum (the
+    body yields `arith.addf` of the f32 output and a term) of a run-time
+    number of terms, or of at least 256, into at most 65536 elements known
+    at compile time (a bias gradient, a loss) is instead one block per
+    output element: each of its 256 threads adds every 256th term in order,
+    then the partial sums are added in a fixed tree in shared memory, so
+    the GPU is not left idle while few threads walk the batch, and the
+    order still depends only on the block size.
 
     `est.check_fail_if %failed, %position, %value {check = k}` becomes a
     one-thread kernel that, when `%failed`, writes `k + 1`, `%position` and
@@ -354,6 +361,21 @@ def EstGpuMapLoops : Pass<"est-gpu-map-loops", "ModuleOp"> {
     "::mlir::arith::ArithDialect",
     "::mlir::affine::AffineDialect"
   ];
+}
+
+def EstGpuMergeKernelModules : Pass<"est-gpu-merge-kernel-modules", "ModuleOp"> {
+  let summary = "Every outlined kernel into one gpu.module, estc_kernels";
+  let description = [{
+    CUDA's gpu stage, after gpu-kernel-outlining, which gives each kernel a
+    gpu.module of its own: moves every kernel and the constant globals
+    outlining copied next to it into one module, `estc_kernels` (a global
+    copied into several kernels' modules is kept once; two different
+    definitions of one name are an error), and points every
+    `gpu.launch_func` at it. One module is one ptxas and fatbinary run at
+    compile time and one image to load at run time, where a module per
+    kernel cost a run per kernel (about a hundred for a ConvNet's step).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def EstNoAliasToLLVM : Pass<"est-noalias-to-llvm", "ModuleOp"> {

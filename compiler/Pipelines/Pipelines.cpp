@@ -250,6 +250,8 @@ void addGpuLoweringPasses(mlir::OpPassManager &pm,
   // (No CSE before outlining: it would replace a kernel's constants by the
   // host's, which then become kernel arguments.)
   pm.addPass(mlir::createGpuKernelOutliningPass());
+  // One gpu.module for all the kernels: one ptxas run, one image to load.
+  pm.addPass(mlir::est::createEstGpuMergeKernelModules());
   mlir::GpuNVVMAttachTargetOptions nvvm;
   nvvm.chip = options.gpuArch;
   // The PTX ISA every accepted architecture has (sm_100 needs 8.6).

@@ -1,6 +1,6 @@
 // REQUIRES: cuda-toolkit
-// CUDA's last stage on a memplan-level function: every loop nest a kernel
-// in a gpu.binary of its own (format=isa: PTX for the arch, math through
+// CUDA's last stage on a memplan-level function: every loop nest a kernel,
+// all in one gpu.binary, estc_kernels (format=isa: PTX for the arch, math through
 // libdevice, linked in), the host in the LLVM dialect launching them through
 // the runtime's mgpu* ABI, kernel calls as calls of estc_cuda_* kernels.
 // RUN: estc-opt --estc-gpu-stage='gpu-arch=sm_80 format=isa' %s | FileCheck %s
@@ -10,19 +10,21 @@
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: llvm.func @step(
-// CHECK: gpu.launch_func @step_kernel::@step_kernel blocks
+// CHECK: gpu.launch_func @estc_kernels::@step_kernel blocks
 // CHECK: llvm.call @estc_cuda_matmul_f32(
-// CHECK: gpu.launch_func @step_kernel_0::@step_kernel
+// CHECK: gpu.launch_func @estc_kernels::@step_kernel_0
 // CHECK: llvm.func @_mlir_ciface_step(
-// CHECK: gpu.binary @step_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">, {{.*}}assembly = "{{.*}}.target sm_80
+// CHECK: gpu.binary @estc_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">, {{.*}}assembly = "{{.*}}.target sm_80
+// CHECK-SAME: .entry step_kernel(
+// CHECK-SAME: .entry step_kernel_0(
 // CHECK-NOT: __nv_expf
 // CHECK-SAME: ">]
-// CHECK: gpu.binary @step_kernel_0
+// CHECK-NOT: gpu.binary
 // CHECK-NOT: gpu.module
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
 
-// FATBIN: gpu.binary @step_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "P\EDU\BA
+// FATBIN: gpu.binary @estc_kernels [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, properties = {{.*}}, "P\EDU\BA
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @step(%arena: memref<?xi8>, %x: memref<?x4xf32>, %w: memref<4x4xf32>, %y: memref<?x4xf32>) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
