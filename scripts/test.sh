@@ -29,12 +29,14 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 # the served Titanic, the docs' compile-only check, the bench smoke runs and
 # the out-of-tree package build (nothing the sanitizers see that the unit
 # tests do not), and the every-canned-estimator export round trip (the
-# other SavedModelTest cases and serving.estc_serve_e2e run the same code). allow_user_poisoning=0: instrumented inline LLVM allocator code
+# other SavedModelTest cases and serving.estc_serve_e2e run the same code),
+# and the CUDA PTX of every op (the compiler's GPU passes run under the
+# sanitizers in the lit suite and CudaTargetTest). allow_user_poisoning=0: instrumented inline LLVM allocator code
 # and the uninstrumented libMLIR share allocators (docs/conventions.md).
 ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --preset asan-ubsan >/dev/null
 ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --build build-asan-ubsan -j"$(nproc)"
 ctest --preset asan-ubsan -j"$(nproc)" \
-  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts)$'
+  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
 
 # Fuzzing: the checked-in corpora and regressions, then 15 s per target.
 ./scripts/fuzz.sh --time=15 --parallel="$(nproc)"
