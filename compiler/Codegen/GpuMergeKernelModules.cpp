@@ -29,8 +29,7 @@ namespace {
 constexpr llvm::StringLiteral kMergedName = "estc_kernels";
 
 struct EstGpuMergeKernelModules
-    : public est::impl::EstGpuMergeKernelModulesBase<
-          EstGpuMergeKernelModules> {
+    : public est::impl::EstGpuMergeKernelModulesBase<EstGpuMergeKernelModules> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernelModules(
@@ -58,8 +57,7 @@ struct EstGpuMergeKernelModules
         StringAttr name =
             funcs.size() == 1
                 ? kernels.getSymNameAttr()
-                : b.getStringAttr(kernels.getSymName() + "__" +
-                                  func.getName());
+                : b.getStringAttr(kernels.getSymName() + "__" + func.getName());
         renamed[std::make_pair(kernels.getSymNameAttr(), func.getNameAttr())] =
             name;
         func.setName(name);
@@ -90,17 +88,15 @@ struct EstGpuMergeKernelModules
       }
     }
     WalkResult result = module.walk([&](gpu::LaunchFuncOp launch) {
-      auto it =
-          renamed.find(std::make_pair(launch.getKernelModuleName(),
-                                   launch.getKernelName()));
+      auto it = renamed.find(
+          std::make_pair(launch.getKernelModuleName(), launch.getKernelName()));
       if (it == renamed.end()) {
         launch.emitError("est-gpu-merge-kernel-modules: the launched kernel "
                          "is in no kernel module");
         return WalkResult::interrupt();
       }
-      launch.setKernelAttr(
-          SymbolRefAttr::get(b.getStringAttr(kMergedName),
-                             {FlatSymbolRefAttr::get(it->second)}));
+      launch.setKernelAttr(SymbolRefAttr::get(
+          b.getStringAttr(kMergedName), {FlatSymbolRefAttr::get(it->second)}));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())
