@@ -84,14 +84,15 @@ std::string formatReport(const ProfileTable &t) {
   };
   std::string out;
   appendf(out,
-          "estc CUDA profile: %lld steps, %.3f ms of GPU time in them "
-          "(%.3f ms a step, first to last work, gaps included)\n",
-          static_cast<long long>(t.steps), t.stepMs,
+          "estc CUDA profile: %lld step%s, %.3f ms of GPU time from each "
+          "step's first to last work (%.3f ms a step)\n",
+          static_cast<long long>(t.steps), t.steps == 1 ? "" : "s", t.stepMs,
           t.stepMs / double(t.steps));
   appendf(out,
-          "estc CUDA profile: %.3f ms (%.3f ms a step) in %zu kinds of "
-          "work, by total time:\n",
-          profiledMs, profiledMs / double(t.steps), rows.size());
+          "estc CUDA profile: %.3f ms of it (%.3f ms a step, %.1f%%) in the "
+          "%zu kinds of work below; the rest is the GPU idle between them\n",
+          profiledMs, profiledMs / double(t.steps),
+          t.stepMs > 0 ? 100.0 * profiledMs / t.stepMs : 0.0, rows.size());
   appendf(out, "%12s %9s %11s %7s  %s\n", "total ms", "calls", "mean us", "%",
           "name");
   size_t shown = std::min(rows.size(), kReportRows);
