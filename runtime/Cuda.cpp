@@ -360,8 +360,7 @@ void StreamContext::markProfiledStep(bool last) {
   if (failed())
     return;
   if (CUevent event = profileEvent(last ? 1 : 0))
-    check(driver().cuEventRecord(event, stream),
-          ESTC_CUDA_STR(cuEventRecord));
+    check(driver().cuEventRecord(event, stream), ESTC_CUDA_STR(cuEventRecord));
 }
 
 void StreamContext::collectProfile() {

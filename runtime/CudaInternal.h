@@ -9,7 +9,9 @@
 //     kernels outside any run gets its own on the default stream.
 //   - the calling thread's current StreamContext, which CompiledModel::run
 //     sets (CurrentStream) for the duration of the step;
-//   - contexts: the primary context of the device rt::set_cuda_device chose.
+//   - contexts: the primary context of the device rt::set_cuda_device chose;
+//   - profiling (ESTC_CUDA_PROFILE): the stream's event pool and the step's
+//     samples, and ProfiledRange, which brackets one call with two events.
 // Internal to EstcRuntime; only built with ESTC_ENABLE_CUDA.
 //
 //===----------------------------------------------------------------------===//

@@ -506,7 +506,8 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
     if (range) {
       std::string shape;
       auto tensor = [&](const char *name, const MemRef<float, 4> &m) {
-        shape += std::string(shape.empty() ? "" : " ") + name + dims(m.sizes, 4);
+        shape +=
+            std::string(shape.empty() ? "" : " ") + name + dims(m.sizes, 4);
       };
       auto pair = [&](const char *name, int64_t a, int64_t b, int64_t plain) {
         if (a != plain || b != plain)
@@ -530,8 +531,8 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
       pair("stride", p.strideH, p.strideW, 1);
       pair("dilation", p.dilationH, p.dilationW, 1);
       pair("pad", p.padTop, p.padLeft, 0);
-      range.begin(s.stream, "cudnn conv %s NHWC %s algo %d",
-                  kWhat[int(kind)], shape.c_str(), algo.algorithm);
+      range.begin(s.stream, "cudnn conv %s NHWC %s algo %d", kWhat[int(kind)],
+                  shape.c_str(), algo.algorithm);
     }
     switch (kind) {
     case ConvKind::Forward:

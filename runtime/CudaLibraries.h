@@ -67,7 +67,7 @@
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
-  X(cuLaunchKernel)                                                             \
+  X(cuLaunchKernel)                                                            \
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \
   X(cuEventElapsedTime)                                                        \

@@ -433,6 +433,7 @@ void CompiledModel::runCuda(int function, int64_t batch) {
 
   // Read once per run, so that a step is profiled whole or not at all.
   sc.profiling = cuda_profiling();
+  sc.profileCount = 0;
   Graph &graph = dev.graph;
   bool useGraph = st.graphsEnabled && !graph.disabled && !sc.profiling;
   if (useGraph) {

@@ -110,8 +110,8 @@ std::string formatReport(const ProfileTable &t) {
       rest.calls += rows[i].second.calls;
     }
     appendf(out, "%12.3f %9lld %11s %6.2f%%  (%zu more kinds of work)\n",
-            rest.ms, static_cast<long long>(rest.calls), "",
-            percent(rest.ms), rows.size() - shown);
+            rest.ms, static_cast<long long>(rest.calls), "", percent(rest.ms),
+            rows.size() - shown);
   }
   return out;
 }
@@ -139,8 +139,7 @@ std::string cuda_profile_report() {
   ProfileTable &t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
   std::string report = formatReport(t);
-  return report.empty() ? "estc CUDA profile: no CUDA work profiled\n"
-                        : report;
+  return report.empty() ? "estc CUDA profile: no CUDA work profiled\n" : report;
 }
 
 void cuda_profile_reset() {

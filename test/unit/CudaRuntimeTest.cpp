@@ -401,11 +401,11 @@ TEST(CudaRuntime, ProfilingSwitchFromEnvironment) {
   // process (gtest's threadsafe death tests re-execute this binary) sees it.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   setenv("ESTC_CUDA_PROFILE", "1", 1);
-  EXPECT_EXIT(std::exit(cuda_profiling() ? 0 : 1),
-              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::exit(cuda_profiling() ? 0 : 1), ::testing::ExitedWithCode(0),
+              "");
   setenv("ESTC_CUDA_PROFILE", "0", 1);
-  EXPECT_EXIT(std::exit(cuda_profiling() ? 1 : 0),
-              ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(std::exit(cuda_profiling() ? 1 : 0), ::testing::ExitedWithCode(0),
+              "");
   unsetenv("ESTC_CUDA_PROFILE");
 }
 
@@ -979,7 +979,8 @@ TEST(CudaRuntimeGpu, KernelsOutsideARun) {
                "\\[1,3,2\\] -> \\[1,2,2\\] do not agree\n$");
 }
 
-// --- On a GPU: the profiler ---------------------------------------------------
+// --- On a GPU: the profiler
+// ---------------------------------------------------
 
 /// args: arena, x [2,9,8,3], w [3,3,3,4], dy [2,9,8,4], a [2,5,7], b [2,7,3],
 /// y [2,9,8,4], dx [2,9,8,3], dw [3,3,3,4], c [2,5,3], z [16]: each kind of
@@ -1060,8 +1061,7 @@ TEST(CudaRuntimeGpu, ProfileNamesEveryKernel) {
   std::string report = cuda_profile_report();
   SCOPED_TRACE(report);
   EXPECT_EQ(report.rfind("estc CUDA profile: 4 steps, ", 0), 0u);
-  EXPECT_NE(report.find(" in the 17 kinds of work below; "),
-            std::string::npos);
+  EXPECT_NE(report.find(" in the 17 kinds of work below; "), std::string::npos);
   double percentSum = 0;
   std::map<std::string, int64_t> rows = profileRows(report, percentSum);
   EXPECT_EQ(rows.size(), 17u);
