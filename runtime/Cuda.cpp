@@ -10,12 +10,14 @@
 #include "runtime/CudaInternal.h"
 
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 namespace estc::rt {
 
@@ -199,6 +201,8 @@ StreamContext::~StreamContext() {
     if (dnn)
       cudnn().cudnnDestroy(dnn);
     const DriverApi &d = driver();
+    for (CUevent e : profileEvents)
+      d.cuEventDestroy(e);
     for (CUdeviceptr p : retired)
       d.cuMemFree(p);
     if (workspace)
@@ -339,6 +343,81 @@ cudnnHandle_t StreamContext::cudnnHandle() {
   return dnn;
 }
 
+// --- Profiling ---------------------------------------------------------------
+
+CUevent StreamContext::profileEvent(size_t i) {
+  const DriverApi &d = driver();
+  while (profileEvents.size() <= i) {
+    CUevent event = nullptr;
+    if (!check(d.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate"))
+      return nullptr;
+    profileEvents.push_back(event);
+  }
+  return profileEvents[i];
+}
+
+void StreamContext::markProfiledStep(bool last) {
+  if (failed())
+    return;
+  if (CUevent event = profileEvent(last ? 1 : 0))
+    check(driver().cuEventRecord(event, stream), ESTC_CUDA_STR(cuEventRecord));
+}
+
+void StreamContext::collectProfile() {
+  size_t count = profileCount;
+  profileCount = 0;
+  profiling = false;
+  // A failed step's events may not all have been recorded; it is not
+  // counted.
+  if (failed() || profileEvents.size() < 2 + 2 * count)
+    return;
+  const DriverApi &d = driver();
+  float stepMs = 0;
+  if (!check(d.cuEventElapsedTime(&stepMs, profileEvents[0], profileEvents[1]),
+             ESTC_CUDA_STR(cuEventElapsedTime)))
+    return;
+  for (size_t i = 0; i < count; ++i)
+    if (!check(d.cuEventElapsedTime(&profileSamples[i].ms,
+                                    profileEvents[2 + 2 * i],
+                                    profileEvents[3 + 2 * i]),
+               ESTC_CUDA_STR(cuEventElapsedTime)))
+      return;
+  addProfiledStep(stepMs, profileSamples.data(), count);
+}
+
+void ProfiledRange::begin(CUstream stream, const char *format, ...) {
+  StreamContext &s = *s_;
+  if (open_ || s.failed())
+    return;
+  size_t sample = s.profileCount;
+  CUevent first = s.profileEvent(2 + 2 * sample);
+  if (!first || !s.profileEvent(3 + 2 * sample))
+    return;
+  if (s.profileSamples.size() <= sample)
+    s.profileSamples.resize(sample + 1);
+  // Assigned into the pooled sample's string: no allocation once its
+  // storage has grown.
+  char name[320];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(name, sizeof name, format, args);
+  va_end(args);
+  s.profileSamples[sample].name.assign(name);
+  if (!s.check(driver().cuEventRecord(first, stream),
+               ESTC_CUDA_STR(cuEventRecord)))
+    return;
+  s.profileCount = sample + 1;
+  stream_ = stream;
+  sample_ = sample;
+  open_ = true;
+}
+
+void ProfiledRange::finish() {
+  open_ = false;
+  s_->check(driver().cuEventRecord(s_->profileEvents[3 + 2 * sample_], stream_),
+            ESTC_CUDA_STR(cuEventRecord));
+}
+
 // --- Modules -----------------------------------------------------------------
 
 namespace {
@@ -357,6 +436,29 @@ struct GpuModule {
   std::mutex mutex;
   std::vector<Loaded> loaded;
 };
+
+/// Each kernel's name (what mgpuModuleGetFunction was asked for), for the
+/// profile's launches. Never destroyed, like the modules' handles.
+struct KernelNames {
+  std::mutex mutex;
+  std::unordered_map<CUfunction, std::string> names;
+};
+
+KernelNames &kernelNames() {
+  static KernelNames &names = *new KernelNames;
+  return names;
+}
+
+/// The name of `function` into `out` ("kernel 0x..." if it has none).
+void kernelName(CUfunction function, char *out, size_t size) {
+  KernelNames &k = kernelNames();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  auto it = k.names.find(function);
+  if (it != k.names.end())
+    std::snprintf(out, size, "%s", it->second.c_str());
+  else
+    std::snprintf(out, size, "kernel %p", static_cast<void *>(function));
+}
 
 } // namespace
 } // namespace estc::rt::cuda
@@ -432,6 +534,11 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
       return nullptr;
     }
     loaded->functions.emplace_back(name, fn);
+    {
+      KernelNames &k = kernelNames();
+      std::lock_guard<std::mutex> namesLock(k.mutex);
+      k.names.insert_or_assign(fn, name);
+    }
     return fn;
   } catch (const std::exception &e) {
     s->fail(e);
@@ -480,6 +587,16 @@ void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
             std::to_string(blockY) + "x" + std::to_string(blockZ) +
             " threads is out of range");
     return;
+  }
+  ProfiledRange range(*s);
+  if (range) {
+    char name[256];
+    kernelName(static_cast<CUfunction>(function), name, sizeof name);
+    range.begin(static_cast<CUstream>(stream),
+                "%s grid %lldx%lldx%lld block %lldx%lldx%lld", name,
+                static_cast<long long>(gridX), static_cast<long long>(gridY),
+                static_cast<long long>(gridZ), static_cast<long long>(blockX),
+                static_cast<long long>(blockY), static_cast<long long>(blockZ));
   }
   s->check(driver().cuLaunchKernel(
                static_cast<CUfunction>(function), unsigned(gridX),

@@ -49,6 +49,26 @@ ESTC_RT_EXPORT std::string cuda_device_arch(int device);
 /// cannot be loaded or lacks an entry point.
 ESTC_RT_EXPORT std::string cuda_library_versions();
 
+// --- Profiling (runtime/README.md, "CUDA", profiling) -----------------------
+
+/// Turns the per-kernel profiler on or off for the CUDA runs that start
+/// afterwards. Its initial value is $ESTC_CUDA_PROFILE (set and not "0"),
+/// read once when the runtime is loaded. While it is on, CUDA graphs are not
+/// used, and every kernel launch, cuBLAS/cuDNN call and input/output copy of
+/// a CompiledModel::run is timed with a pair of CUDA events.
+ESTC_RT_EXPORT void set_cuda_profiling(bool on);
+ESTC_RT_EXPORT bool cuda_profiling();
+
+/// The profile of every CUDA run profiled since the start (or the last
+/// cuda_profile_reset()): the steps and their GPU time, then the 40 kinds
+/// of work (name and shape) with the most GPU time: total ms, calls, mean
+/// microseconds, share of the profiled total. "estc CUDA profile: no CUDA
+/// work profiled" when there is none. Needs no driver. The same text is
+/// printed on stderr at exit when anything was profiled.
+ESTC_RT_EXPORT std::string cuda_profile_report();
+/// Forgets everything profiled so far (a benchmark's warmup, say).
+ESTC_RT_EXPORT void cuda_profile_reset();
+
 } // namespace estc::rt
 
 extern "C" {

@@ -9,7 +9,9 @@
 //     kernels outside any run gets its own on the default stream.
 //   - the calling thread's current StreamContext, which CompiledModel::run
 //     sets (CurrentStream) for the duration of the step;
-//   - contexts: the primary context of the device rt::set_cuda_device chose.
+//   - contexts: the primary context of the device rt::set_cuda_device chose;
+//   - profiling (ESTC_CUDA_PROFILE): the stream's event pool and the step's
+//     samples, and ProfiledRange, which brackets one call with two events.
 // Internal to EstcRuntime; only built with ESTC_ENABLE_CUDA.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +19,7 @@
 #define ESTC_RUNTIME_CUDAINTERNAL_H
 
 #include "runtime/CudaLibraries.h"
+#include "runtime/CudaProfile.h"
 
 #include <cstdint>
 #include <map>
@@ -55,6 +58,18 @@ struct StreamContext {
   uint64_t generation = 0;
   std::map<std::vector<int64_t>, ConvAlgorithm> convAlgorithms;
 
+  /// ESTC_CUDA_PROFILE: set by CompiledModel::run for one step, when
+  /// rt::cuda_profiling() is on (never outside a run). The one branch the
+  /// launches and kernels take when it is off.
+  bool profiling = false;
+  /// The event pool, reused step after step: the step's first and last
+  /// events, then two per sample. Destroyed with the context.
+  std::vector<CUevent> profileEvents;
+  /// The step's samples are the first profileCount (the rest keep their
+  /// strings' storage for the next steps).
+  std::vector<ProfileSample> profileSamples;
+  size_t profileCount = 0;
+
   StreamContext() = default;
   StreamContext(const StreamContext &) = delete;
   StreamContext &operator=(const StreamContext &) = delete;
@@ -80,6 +95,49 @@ struct StreamContext {
   /// without TF32) on first use; null after fail().
   cublasHandle_t cublasHandle();
   cudnnHandle_t cudnnHandle();
+
+  /// Pooled event `i` (created on first use, in the current context), or
+  /// null after fail().
+  CUevent profileEvent(size_t i);
+  /// Records the step's first (`last` false) or last event on the stream.
+  void markProfiledStep(bool last);
+  /// After the stream's synchronization: the step's times, unless it
+  /// failed, go to the process table (addProfiledStep). Ends the step's
+  /// profile either way.
+  void collectProfile();
+};
+
+/// Brackets the GPU work a call enqueues with two events while its stream
+/// is profiled. Off, constructing it is one branch and begin() is never
+/// called:
+///   ProfiledRange range(s);
+///   if (range)
+///     range.begin(s.stream, "cublas matmul ...", ...);
+///   ... enqueue ...
+///   range.end(); // or at the end of the scope
+class ProfiledRange {
+public:
+  explicit ProfiledRange(StreamContext &s) : s_(s.profiling ? &s : nullptr) {}
+  ~ProfiledRange() { end(); }
+  ProfiledRange(const ProfiledRange &) = delete;
+  ProfiledRange &operator=(const ProfiledRange &) = delete;
+  explicit operator bool() const { return s_ != nullptr; }
+  /// Names the sample (printf-style) and records its first event on
+  /// `stream`; nothing after a failure in the step.
+  void begin(CUstream stream, const char *format, ...)
+      __attribute__((format(printf, 3, 4)));
+  /// Records the sample's last event (once; nothing when not begun).
+  void end() {
+    if (open_)
+      finish();
+  }
+
+private:
+  void finish();
+  StreamContext *s_;
+  CUstream stream_ = nullptr;
+  size_t sample_ = 0;
+  bool open_ = false;
 };
 
 /// The calling thread's current StreamContext: the running model's, else the

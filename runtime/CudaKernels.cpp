@@ -75,6 +75,10 @@ void zeroFill(StreamContext &s, const MemRef<T, N> &m, const char *kernel) {
            " with strides " + dims(m.strides, N) + " is not contiguous");
     return;
   }
+  ProfiledRange range(s);
+  if (range)
+    range.begin(s.stream, "memset zeros %s (%s)", dims(m.sizes, N).c_str(),
+                kernel);
   s.check(driver().cuMemsetD8Async(devicePtr(m.data()), 0,
                                    size_t(elements(m)) * sizeof(T), s.stream),
           ESTC_CUDA_STR(cuMemsetD8Async));
@@ -176,6 +180,11 @@ void cudaMatmul(const char *kernel, const MemRef<T, 3> &a,
     long long strideC = batch > 1 ? c.strides[0] : 0;
     if (k == 0) {
       // An empty sum: C = 0, one 2-D memset per matrix.
+      ProfiledRange range(s);
+      if (range)
+        range.begin(s.stream, "memset zeros %lldx%lld batch %lld (%s, K=0)",
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    static_cast<long long>(batch), kernel);
       for (int64_t i = 0; i < batch; ++i)
         if (!s.check(driver().cuMemsetD2D32Async(
                          devicePtr(c.data() + i * strideC), ldc * sizeof(T), 0,
@@ -203,6 +212,13 @@ void cudaMatmul(const char *kernel, const MemRef<T, 3> &a,
     cublasHandle_t h = s.cublasHandle();
     if (!h)
       return;
+    ProfiledRange range(s);
+    if (range)
+      range.begin(s.stream, "cublas matmul %s %lldx%lldx%lld batch %lld%s%s",
+                  sizeof(T) == 4 ? "f32" : "f64", static_cast<long long>(m),
+                  static_cast<long long>(n), static_cast<long long>(k),
+                  static_cast<long long>(batch), transposeA ? " A^T" : "",
+                  transposeB ? " B^T" : "");
     s.check(gemmStridedBatched(cublas(), h, opB.op, opA.op, int(n), int(m),
                                int(k), b.data(), int(opB.ld), opB.batchStride,
                                a.data(), int(opA.ld), opA.batchStride, c.data(),
@@ -473,12 +489,51 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
                         : nullptr;
     int hwi = int(kh * kw * c);
     const float one = 1, zero = 0;
-    if (kind != ConvKind::BackpropFilter &&
-        !s.check(blas.cublasSgeam(bh, CUBLAS_OP_T, CUBLAS_OP_N, hwi, int(o),
-                                  &one, w.data(), int(o), &zero, krsc, hwi,
-                                  krsc, hwi),
-                 "cublasSgeam"))
-      return;
+    if (kind != ConvKind::BackpropFilter) {
+      ProfiledRange range(s);
+      if (range)
+        range.begin(s.stream, "geam transpose filter HWIO %s -> KRSC",
+                    dims(w.sizes, 4).c_str());
+      if (!s.check(blas.cublasSgeam(bh, CUBLAS_OP_T, CUBLAS_OP_N, hwi, int(o),
+                                    &one, w.data(), int(o), &zero, krsc, hwi,
+                                    krsc, hwi),
+                   "cublasSgeam"))
+        return;
+    }
+    // "x[1024,28,28,1] w[5,5,1,32] y[1024,28,28,32] algo 1", with the
+    // strides, dilations and paddings that are not 1, 1 and 0.
+    ProfiledRange range(s);
+    if (range) {
+      std::string shape;
+      auto tensor = [&](const char *name, const MemRef<float, 4> &m) {
+        shape +=
+            std::string(shape.empty() ? "" : " ") + name + dims(m.sizes, 4);
+      };
+      auto pair = [&](const char *name, int64_t a, int64_t b, int64_t plain) {
+        if (a != plain || b != plain)
+          shape += std::string(" ") + name + " " + std::to_string(a) + "x" +
+                   std::to_string(b);
+      };
+      static const char *const kWhat[] = {"fwd", "bwd data", "bwd filter"};
+      if (kind == ConvKind::Forward) {
+        tensor("x", x);
+        tensor("w", w);
+        tensor("y", y);
+      } else if (kind == ConvKind::BackpropInput) {
+        tensor("dy", y);
+        tensor("w", w);
+        tensor("dx", x);
+      } else {
+        tensor("x", x);
+        tensor("dy", y);
+        tensor("dw", w);
+      }
+      pair("stride", p.strideH, p.strideW, 1);
+      pair("dilation", p.dilationH, p.dilationW, 1);
+      pair("pad", p.padTop, p.padLeft, 0);
+      range.begin(s.stream, "cudnn conv %s NHWC %s algo %d", kWhat[int(kind)],
+                  shape.c_str(), algo.algorithm);
+    }
     switch (kind) {
     case ConvKind::Forward:
       s.check(api.cudnnConvolutionForward(
@@ -499,11 +554,17 @@ void cudaConv(ConvKind kind, const char *kernel, const MemRef<float, 4> &x,
                       dnn, &one, d.x, x.data(), d.y, y.data(), d.conv,
                       cudnnConvolutionBwdFilterAlgo_t(algo.algorithm), cudnnWs,
                       algo.workspaceBytes, &zero, d.w, krsc),
-                  "cudnnConvolutionBackwardFilter"))
+                  "cudnnConvolutionBackwardFilter")) {
+        range.end();
+        ProfiledRange back(s);
+        if (back)
+          back.begin(s.stream, "geam transpose filter grad KRSC -> HWIO %s",
+                     dims(w.sizes, 4).c_str());
         s.check(blas.cublasSgeam(bh, CUBLAS_OP_T, CUBLAS_OP_N, int(o), hwi,
                                  &one, krsc, hwi, &zero, w.data(), int(o),
                                  w.data(), int(o)),
                 "cublasSgeam");
+      }
       break;
     }
   } catch (const std::exception &e) {

@@ -67,7 +67,11 @@
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                            \
+  X(cuEventCreate)                                                             \
+  X(cuEventRecord)                                                             \
+  X(cuEventElapsedTime)                                                        \
+  X(cuEventDestroy)
 
 #define ESTC_CUBLAS_FUNCTIONS(X)                                               \
   X(cublasGetStatusName)                                                       \

@@ -19,6 +19,9 @@
 //     at that key replay it (one cuGraphLaunch instead of every launch's
 //     host work). Anything else invalidates it; ESTC_CUDA_GRAPHS=0 turns it
 //     off.
+//   - profiling (rt::cuda_profiling(), ESTC_CUDA_PROFILE): no graph (events
+//     cannot be recorded inside a capture); the step, its copies, launches
+//     and kernels are bracketed by events, read after the synchronization.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CompiledModel.h"
@@ -391,11 +394,18 @@ void CompiledModel::runCuda(int function, int64_t batch) {
       static_cast<CUdeviceptr>(fn.hasChecks ? fn.statusOffset : 0);
   // One step on the stream; every call's error is recorded in `sc`.
   auto step = [&] {
+    if (sc.profiling)
+      sc.markProfiledStep(/*last=*/false);
     for (int32_t i = 0; i < fn.numInputs; ++i)
-      if (inputBytes[i])
+      if (inputBytes[i]) {
+        ProfiledRange range(sc);
+        if (range)
+          range.begin(stream, "copy input '%s' host->device %zu bytes",
+                      fn.inputs[i].key, inputBytes[i]);
         sc.check(d.cuMemcpyHtoDAsync(dev.inputs[i].ptr, inputSrc[i],
                                      inputBytes[i], stream),
                  ESTC_CUDA_STR(cuMemcpyHtoDAsync));
+      }
     if (fn.hasChecks)
       sc.check(d.cuMemsetD8Async(statusPtr, 0, sizeof(int64_t), stream),
                ESTC_CUDA_STR(cuMemsetD8Async));
@@ -404,18 +414,28 @@ void CompiledModel::runCuda(int function, int64_t batch) {
       entries_[function](state.args.data());
     }
     for (int32_t i = 0; i < fn.numOutputs; ++i)
-      if (outputBytes[i])
+      if (outputBytes[i]) {
+        ProfiledRange range(sc);
+        if (range)
+          range.begin(stream, "copy output '%s' device->host %zu bytes",
+                      fn.outputs[i].key, outputBytes[i]);
         sc.check(d.cuMemcpyDtoHAsync(outputDst[i], dev.outputs[i].ptr,
                                      outputBytes[i], stream),
                  ESTC_CUDA_STR(cuMemcpyDtoHAsync));
+      }
     if (fn.hasChecks)
       sc.check(d.cuMemcpyDtoHAsync(st.status, statusPtr, 3 * sizeof(int64_t),
                                    stream),
                ESTC_CUDA_STR(cuMemcpyDtoHAsync));
+    if (sc.profiling)
+      sc.markProfiledStep(/*last=*/true);
   };
 
+  // Read once per run, so that a step is profiled whole or not at all.
+  sc.profiling = cuda_profiling();
+  sc.profileCount = 0;
   Graph &graph = dev.graph;
-  bool useGraph = st.graphsEnabled && !graph.disabled;
+  bool useGraph = st.graphsEnabled && !graph.disabled && !sc.profiling;
   if (useGraph) {
     if (graph.key == key) {
       ++graph.runs;
@@ -463,6 +483,8 @@ void CompiledModel::runCuda(int function, int64_t batch) {
     step();
   }
   sc.check(d.cuStreamSynchronize(stream), ESTC_CUDA_STR(cuStreamSynchronize));
+  if (sc.profiling)
+    sc.collectProfile();
   st.hostValid = false;
   st.throwStepError();
   for (int32_t i = 0; i < fn.numOutputs; ++i)

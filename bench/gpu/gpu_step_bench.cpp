@@ -16,6 +16,12 @@
 // Prints a table and one JSON line. No CUDA device: "SKIP: ..." and exit
 // status 77. A bad flag: one line, status 2.
 //
+// ESTC_CUDA_PROFILE=1: the runtime's per-kernel profile of each model's
+// timed steps (the warmup's is dropped) on stderr after that model, and the
+// profile emptied, so the runtime has nothing left to print at exit. The
+// steps/s are then those of profiled steps: no CUDA graphs, two events
+// around every launch.
+//
 //===----------------------------------------------------------------------===//
 
 #include "test/gpu/CudaProbe.h"
@@ -25,6 +31,7 @@
 
 #include "lib/Support/Flags.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/Cuda.h"
 
 #include <chrono>
 #include <cmath>
@@ -89,6 +96,8 @@ Result bench(rt::CompiledModel &model, const std::string &name, int64_t batch,
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   for (int64_t i = 1; i < warmup; ++i)
     model.run(train);
+  if (rt::cuda_profiling())
+    rt::cuda_profile_reset();
   start = Clock::now();
   for (int64_t i = 0; i < steps; ++i)
     model.run(train);
@@ -137,6 +146,13 @@ int main(int argc, char **argv) {
         // Progress, in case a time limit stops the run.
         std::cerr << "gpu_step_bench: " << names[m] << " batch " << batch
                   << ": " << results.back().stepsPerSec << " steps/s\n";
+        if (rt::cuda_profiling()) {
+          std::cerr << "gpu_step_bench: " << names[m] << " batch " << batch
+                    << ", its " << steps
+                    << " timed steps, profiled (no CUDA graphs):\n"
+                    << rt::cuda_profile_report();
+          rt::cuda_profile_reset();
+        }
       }
     }
   } catch (const std::exception &e) {

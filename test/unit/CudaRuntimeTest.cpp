@@ -33,9 +33,11 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -377,6 +379,34 @@ TEST(CudaRuntime, LibrariesLoadWithoutDriver) {
   }
   EXPECT_NE(versions.find("cuBLAS 13."), std::string::npos) << versions;
   EXPECT_NE(versions.find("cuDNN 9"), std::string::npos) << versions;
+}
+
+TEST(CudaRuntime, ProfileReportWithNothingProfiled) {
+  // Nothing profiled (no CUDA run in this test): the report says so, and
+  // making it needs no driver.
+  cuda_profile_reset();
+  const std::string nothing = "estc CUDA profile: no CUDA work profiled\n";
+  EXPECT_EQ(cuda_profile_report(), nothing);
+  bool was = cuda_profiling();
+  set_cuda_profiling(true);
+  EXPECT_TRUE(cuda_profiling());
+  EXPECT_EQ(cuda_profile_report(), nothing);
+  set_cuda_profiling(false);
+  EXPECT_FALSE(cuda_profiling());
+  set_cuda_profiling(was);
+}
+
+TEST(CudaRuntime, ProfilingSwitchFromEnvironment) {
+  // $ESTC_CUDA_PROFILE is read once, when the runtime is loaded: a fresh
+  // process (gtest's threadsafe death tests re-execute this binary) sees it.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv("ESTC_CUDA_PROFILE", "1", 1);
+  EXPECT_EXIT(std::exit(cuda_profiling() ? 0 : 1), ::testing::ExitedWithCode(0),
+              "");
+  setenv("ESTC_CUDA_PROFILE", "0", 1);
+  EXPECT_EXIT(std::exit(cuda_profiling() ? 1 : 0), ::testing::ExitedWithCode(0),
+              "");
+  unsetenv("ESTC_CUDA_PROFILE");
 }
 
 // --- On a GPU: kernels against the CPU's ------------------------------------
@@ -947,6 +977,127 @@ TEST(CudaRuntimeGpu, KernelsOutsideARun) {
   EXPECT_DEATH(_mlir_ciface_estc_cuda_matmul_f32(&a, &b, &a, 0, 0),
                "^estc runtime: estc_cuda_matmul_f32: shapes \\[1,2,2\\] x "
                "\\[1,3,2\\] -> \\[1,2,2\\] do not agree\n$");
+}
+
+// --- On a GPU: the profiler
+// ---------------------------------------------------
+
+/// args: arena, x [2,9,8,3], w [3,3,3,4], dy [2,9,8,4], a [2,5,7], b [2,7,3],
+/// y [2,9,8,4], dx [2,9,8,3], dw [3,3,3,4], c [2,5,3], z [16]: each kind of
+/// kernel once, and add_one (z = a[:16] + 1) launched through the mgpu ABI.
+void profiledStepEntry(void **args) {
+  auto m4 = [&](int i) { return static_cast<MemRef<float, 4> *>(args[i]); };
+  auto m3 = [&](int i) { return static_cast<MemRef<float, 3> *>(args[i]); };
+  _mlir_ciface_estc_cuda_conv2d_nhwc_hwio_f32(m4(1), m4(2), m4(6), CONV_ARGS);
+  _mlir_ciface_estc_cuda_conv2d_backprop_input_f32(m4(2), m4(3), m4(7),
+                                                   CONV_ARGS);
+  _mlir_ciface_estc_cuda_conv2d_backprop_filter_f32(m4(1), m4(3), m4(8),
+                                                    CONV_ARGS);
+  _mlir_ciface_estc_cuda_matmul_f32(m3(4), m3(5), m3(9), 0, 0);
+  launch("add_one", deviceAddress(args[4], 4), deviceAddress(args[10], 4), 16);
+}
+
+/// A report's rows: name -> calls (and their percentages' sum).
+std::map<std::string, int64_t> profileRows(const std::string &report,
+                                           double &percentSum) {
+  static const std::regex row(
+      "^ *([0-9.]+) +([0-9]+) +([0-9.]+) +([0-9.]+)% +(.*)$");
+  std::map<std::string, int64_t> rows;
+  percentSum = 0;
+  std::istringstream in(report);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_match(line, m, row)) {
+      rows[m[5]] = std::stoll(m[2]);
+      percentSum += std::stod(m[4]);
+    }
+  return rows;
+}
+
+/// The calls of the one row whose name starts with `prefix` (-1: none, -2:
+/// several).
+int64_t callsOf(const std::map<std::string, int64_t> &rows,
+                const std::string &prefix) {
+  int64_t calls = -1;
+  for (const auto &[name, n] : rows)
+    if (name.compare(0, prefix.size(), prefix) == 0)
+      calls = calls == -1 ? n : -2;
+  return calls;
+}
+
+TEST(CudaRuntimeGpu, ProfileNamesEveryKernel) {
+  REQUIRE_CUDA_DEVICE();
+  gConv = {2, 9, 8, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1}; // SAME, 3x3
+  TestSpec t("Profiled", Device::Cuda,
+             {{"x", DType::F32, {2, 9, 8, 3}},
+              {"w", DType::F32, {3, 3, 3, 4}},
+              {"dy", DType::F32, {2, 9, 8, 4}},
+              {"a", DType::F32, {2, 5, 7}},
+              {"b", DType::F32, {2, 7, 3}}},
+             {{"y", DType::F32, {2, 9, 8, 4}},
+              {"dx", DType::F32, {2, 9, 8, 3}},
+              {"dw", DType::F32, {3, 3, 3, 4}},
+              {"c", DType::F32, {2, 5, 3}},
+              {"z", DType::F32, {16}}});
+  static const EntryPoint entries[] = {profiledStepEntry};
+  CompiledModel model(t.spec(), entries);
+  auto *a = static_cast<float *>(model.input_data(0, 3));
+  for (int i = 0; i < 70; ++i)
+    a[i] = float(i);
+
+  // Four profiled runs: no graph (the third and fourth would otherwise be
+  // a capture and a replay, calling no entry point), every call timed.
+  bool was = cuda_profiling();
+  cuda_profile_reset();
+  set_cuda_profiling(true);
+  for (int run = 0; run < 4; ++run)
+    model.run(0);
+  set_cuda_profiling(false);
+  model.run(0); // not profiled
+  set_cuda_profiling(was);
+  EXPECT_EQ(static_cast<const float *>(model.output_data(0, 4))[15], 16.f);
+
+  std::string report = cuda_profile_report();
+  SCOPED_TRACE(report);
+  EXPECT_EQ(report.rfind("estc CUDA profile: 4 steps, ", 0), 0u);
+  EXPECT_NE(report.find(" in the 17 kinds of work below; "), std::string::npos);
+  double percentSum = 0;
+  std::map<std::string, int64_t> rows = profileRows(report, percentSum);
+  EXPECT_EQ(rows.size(), 17u);
+  EXPECT_NEAR(percentSum, 100.0, 0.2);
+  EXPECT_EQ(callsOf(rows, "cudnn conv fwd NHWC x[2,9,8,3] w[3,3,3,4] "
+                          "y[2,9,8,4] pad 1x1 algo "),
+            4);
+  EXPECT_EQ(callsOf(rows, "cudnn conv bwd data NHWC dy[2,9,8,4] w[3,3,3,4] "
+                          "dx[2,9,8,3] pad 1x1 algo "),
+            4);
+  EXPECT_EQ(callsOf(rows, "cudnn conv bwd filter NHWC x[2,9,8,3] "
+                          "dy[2,9,8,4] dw[3,3,3,4] pad 1x1 algo "),
+            4);
+  EXPECT_EQ(rows["geam transpose filter HWIO [3,3,3,4] -> KRSC"], 8);
+  EXPECT_EQ(rows["geam transpose filter grad KRSC -> HWIO [3,3,3,4]"], 4);
+  EXPECT_EQ(rows["cublas matmul f32 5x3x7 batch 2"], 4);
+  EXPECT_EQ(rows["add_one grid 1x1x1 block 256x1x1"], 4);
+  EXPECT_EQ(rows["copy input 'x' host->device 1728 bytes"], 4);
+  EXPECT_EQ(rows["copy input 'b' host->device 168 bytes"], 4);
+  EXPECT_EQ(rows["copy output 'z' device->host 64 bytes"], 4);
+
+  // The same report is printed on stderr at exit.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        cuda_profile_reset();
+        set_cuda_profiling(true);
+        model.run(0);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "estc CUDA profile: 1 step, .*add_one grid 1x1x1 block 256x1x1");
+
+  cuda_profile_reset();
+  EXPECT_EQ(cuda_profile_report(),
+            "estc CUDA profile: no CUDA work profiled\n");
 }
 
 } // namespace
