@@ -48,6 +48,10 @@ namespace {
 
 /// Threads per block of every loop kernel.
 constexpr int64_t kBlockSize = 256;
+/// Threads per block of a block sum (mapBlockReduction): its blocks are few
+/// (one per output element) and each thread's loads wait on memory, so
+/// more threads keep more loads in flight.
+constexpr int64_t kSumBlockSize = 1024;
 
 /// Host values that come from device memory: a memref.load, or an op
 /// without writes (an scf.if around a load, arithmetic) that uses one. Such
@@ -214,9 +218,10 @@ static arith::AddFOp sumOf(linalg::LinalgOp op) {
 
 /// Whether `op` is a sum of a run-time number of terms (the batch), or of
 /// at least kBlockSize, into at most kMaxBlockReductionOutputs elements
-/// known at compile time: then one block of kBlockSize threads per output
+/// known at compile time: then one block of kSumBlockSize threads per output
 /// element reduces it (mapBlockReduction). The thread-per-element form
 /// would leave most of the GPU idle while each thread walks its terms.
+/// (kBlockSize terms at least: fewer are as fast in one thread.)
 static bool blockReducible(linalg::LinalgOp op, ArrayRef<unsigned> threadDims,
                            ArrayRef<unsigned> serialDims) {
   constexpr int64_t kMaxBlockReductionOutputs = 65536;
@@ -243,11 +248,11 @@ static bool blockReducible(linalg::LinalgOp op, ArrayRef<unsigned> threadDims,
          (ShapedType::isDynamic(terms) || terms >= kBlockSize);
 }
 
-/// A block per output element: thread t adds terms t, t + kBlockSize, ...
-/// in order (from -0.0, the sum's identity), the block's kBlockSize
+/// A block per output element: thread t adds terms t, t + kSumBlockSize,
+/// ... in order (from -0.0, the sum's identity), the block's kSumBlockSize
 /// partial sums are added in a fixed tree in shared memory, and thread 0
 /// adds the total to the output's initial value. The order depends only on
-/// kBlockSize, never on the GPU or the launch, so repeated runs are
+/// kSumBlockSize, never on the GPU or the launch, so repeated runs are
 /// bit-identical; it differs from the CPU's left-to-right order by
 /// rounding.
 gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
@@ -265,9 +270,9 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
   for (unsigned d : serialDims)
     terms = arith::MulIOp::create(b, loc, terms, sizes[d]);
   Value one = constantIndex(b, loc, 1);
-  Value threads = constantIndex(b, loc, kBlockSize);
+  Value threads = constantIndex(b, loc, kSumBlockSize);
   auto shared = MemRefType::get(
-      {kBlockSize}, f32, MemRefLayoutAttrInterface(),
+      {kSumBlockSize}, f32, MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   auto launch = gpu::LaunchOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, count, one), one, one, threads,
@@ -331,7 +336,7 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
       });
   memref::StoreOp::create(b, loc, loop.getResult(0), partial, ValueRange{tid});
   gpu::BarrierOp::create(b, loc);
-  for (int64_t stride = kBlockSize / 2; stride > 0; stride /= 2) {
+  for (int64_t stride = kSumBlockSize / 2; stride > 0; stride /= 2) {
     Value s = constantIndex(b, loc, stride);
     Value lower =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, s);

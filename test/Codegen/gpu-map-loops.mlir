@@ -246,22 +246,22 @@ func.func @column_sum(%x: memref<3x4xf32>, %y: memref<4xf32>) {
 // -----
 
 // A sum of a run-time number of terms (the batch) into few elements (a
-// bias gradient): a block of 256 threads per output element, each thread
-// adding every 256th term in order from -0.0, then a fixed tree of the
-// 256 partial sums in shared memory, and thread 0 adding the total to the
+// bias gradient): a block of 1024 threads per output element, each thread
+// adding every 1024th term in order from -0.0, then a fixed tree of the
+// 1024 partial sums in shared memory, and thread 0 adding the total to the
 // output's initial value.
 // CHECK-LABEL: func.func @bias_gradient(
 // CHECK-SAME: %[[X:.*]]: memref<?x20xf32>, %[[Y:.*]]: memref<20xf32>)
 // CHECK-DAG: %[[C20:.*]] = arith.constant 20 : index
-// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
-// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) workgroup(%[[SHARED:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK-DAG: %[[C1024:.*]] = arith.constant 1024 : index
+// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C1024]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) workgroup(%[[SHARED:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>)
 // CHECK: %[[NEG0:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK: %[[SUM:.*]] = scf.for %[[R:.*]] = %[[T]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[NEG0]]) -> (f32) {
 // CHECK: %[[V:.*]] = memref.load %[[X]][%[[R]], %[[B]]]
 // CHECK: arith.addf %[[ACC]], %[[V]] : f32
 // CHECK: memref.store %[[SUM]], %[[SHARED]][%[[T]]]
 // CHECK: gpu.barrier
-// CHECK: arith.constant 128 : index
+// CHECK: arith.constant 512 : index
 // CHECK: gpu.barrier
 // CHECK: arith.constant 1 : index
 // CHECK: gpu.barrier
