@@ -282,9 +282,7 @@ bool setTensor(StreamContext &s, const CudnnApi &api,
 }
 
 /// The first supported deterministic non-tensor-core algorithm in the
-/// order of cuDNN's heuristic (its guess of the fastest first). A fixed
-/// preference (BWD_FILTER_ALGO_1) cost the ConvNet's filter gradients
-/// 0.7 ms a step at batch 128 on an H200 (docs/results.md, "GPU"); the
+/// order of cuDNN's heuristic (its guess of the fastest first). The
 /// heuristic's order depends only on the GPU, cuDNN's version and the
 /// shape, so the choice (and the results) stay the same from run to run.
 template <typename Perf>
