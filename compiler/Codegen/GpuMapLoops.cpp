@@ -193,6 +193,53 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
 /// Whether the expression reads loop `dim`.
 bool usesDim(AffineMap map, unsigned dim) { return map.isFunctionOfDim(dim); }
 
+/// Sets `ivs[d]` for the loops `dims` from the linear index `linear`,
+/// row-major (the last loop varies fastest); the first loop takes what is
+/// left, with no remainder (a bounds guard keeps it below its size).
+void delinearize(OpBuilder &b, Location loc, Value linear,
+                 ArrayRef<unsigned> dims, ArrayRef<Value> sizes,
+                 SmallVectorImpl<Value> &ivs) {
+  for (unsigned d : llvm::reverse(dims)) {
+    if (d == dims.front()) {
+      ivs[d] = linear;
+      return;
+    }
+    ivs[d] = arith::RemUIOp::create(b, loc, linear, sizes[d]);
+    linear = arith::DivUIOp::create(b, loc, linear, sizes[d]);
+  }
+}
+
+/// `op`'s body at loop indices `ivs`, its inputs loaded there and its
+/// outputs' block arguments bound to `outputs` (a null value: unused);
+/// returns what it yields.
+SmallVector<Value> emitBody(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                            ArrayRef<Value> ivs, ValueRange outputs) {
+  Block &body = *op.getBlock();
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value value = input->get();
+    if (isa<MemRefType>(value.getType()))
+      value = memref::LoadOp::create(
+          b, loc, value,
+          indicesAt(b, loc, op.getMatchingIndexingMap(input), ivs));
+    mapping.map(body.getArgument(input->getOperandNumber()), value);
+  }
+  for (auto [i, value] : llvm::enumerate(outputs))
+    if (value)
+      mapping.map(body.getArgument(op.getNumDpsInputs() + i), value);
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  return results;
+}
+
 } // namespace
 
 /// One thread per parallel iteration (those every output indexes directly:
@@ -287,52 +334,14 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
   // below are reached by all or none.
   guardBody(b, loc, status, Value());
 
-  unsigned numLoops = op.getNumLoops();
-  SmallVector<Value> ivs(numLoops);
-  Value rest = launch.getBlockIds().x;
-  for (unsigned d : llvm::reverse(threadDims)) {
-    if (d == threadDims.front()) {
-      ivs[d] = rest;
-      break;
-    }
-    ivs[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
-    rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
-  }
-
-  Block &body = *op.getBlock();
-  unsigned numInputs = op.getNumDpsInputs();
+  SmallVector<Value> ivs(op.getNumLoops());
+  delinearize(b, loc, launch.getBlockIds().x, threadDims, sizes, ivs);
   Value identity = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, -0.0));
   auto loop = scf::ForOp::create(
       b, loc, tid, terms, threads, ValueRange{identity},
       [&](OpBuilder &lb, Location, Value term, ValueRange acc) {
-        Value left = term;
-        for (unsigned d : llvm::reverse(serialDims)) {
-          if (d == serialDims.front()) {
-            ivs[d] = left;
-            break;
-          }
-          ivs[d] = arith::RemUIOp::create(lb, loc, left, sizes[d]);
-          left = arith::DivUIOp::create(lb, loc, left, sizes[d]);
-        }
-        IRMapping mapping;
-        for (OpOperand *input : op.getDpsInputOperands()) {
-          Value value = input->get();
-          if (isa<MemRefType>(value.getType()))
-            value = memref::LoadOp::create(
-                lb, loc, value,
-                indicesAt(lb, loc, op.getMatchingIndexingMap(input), ivs));
-          mapping.map(body.getArgument(input->getOperandNumber()), value);
-        }
-        mapping.map(body.getArgument(numInputs), acc.front());
-        for (Operation &inner : body.without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-            mapping.map(index.getResult(), ivs[index.getDim()]);
-            continue;
-          }
-          lb.clone(inner, mapping);
-        }
-        scf::YieldOp::create(
-            lb, loc, mapping.lookup(body.getTerminator()->getOperand(0)));
+        delinearize(lb, loc, term, serialDims, sizes, ivs);
+        scf::YieldOp::create(lb, loc, emitBody(lb, loc, op, ivs, acc));
       });
   memref::StoreOp::create(b, loc, loop.getResult(0), partial, ValueRange{tid});
   gpu::BarrierOp::create(b, loc);
@@ -417,21 +426,10 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id, count);
   guardBody(b, loc, status, inBounds);
 
-  // Row-major: the last thread dimension varies fastest; the first needs
-  // no remainder (the bounds guard keeps it below its size).
   SmallVector<Value> ivs(numLoops);
-  Value rest = id;
-  for (unsigned d : llvm::reverse(threadDims)) {
-    if (d == threadDims.front()) {
-      ivs[d] = rest;
-      break;
-    }
-    ivs[d] = arith::RemUIOp::create(b, loc, rest, sizes[d]);
-    rest = arith::DivUIOp::create(b, loc, rest, sizes[d]);
-  }
+  delinearize(b, loc, id, threadDims, sizes, ivs);
 
   Block &body = *op.getBlock();
-  unsigned numInputs = op.getNumDpsInputs();
   auto inits = op.getDpsInitsMutable();
   // The accumulators stay in registers unless an output element moves with
   // a serial loop.
@@ -441,32 +439,6 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
                         [&](unsigned d) { return usesDim(map, d); });
   });
 
-  // The body at `ivs` with the outputs' current values; returns the yield.
-  auto emitBody = [&](OpBuilder &nb, ValueRange outputs) {
-    IRMapping mapping;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      Value value = input->get();
-      if (isa<MemRefType>(value.getType()))
-        value = memref::LoadOp::create(
-            nb, loc, value,
-            indicesAt(nb, loc, op.getMatchingIndexingMap(input), ivs));
-      mapping.map(body.getArgument(input->getOperandNumber()), value);
-    }
-    for (auto [i, value] : llvm::enumerate(outputs))
-      if (value)
-        mapping.map(body.getArgument(numInputs + i), value);
-    for (Operation &inner : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-        mapping.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      nb.clone(inner, mapping);
-    }
-    SmallVector<Value> results;
-    for (Value v : body.getTerminator()->getOperands())
-      results.push_back(mapping.lookupOrDefault(v));
-    return results;
-  };
   auto loadOutputs = [&](OpBuilder &nb) {
     SmallVector<Value> values;
     for (OpOperand &init : inits) {
@@ -490,7 +462,7 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
   };
 
   if (serialDims.empty()) {
-    storeOutputs(b, emitBody(b, loadOutputs(b)));
+    storeOutputs(b, emitBody(b, loc, op, ivs, loadOutputs(b)));
   } else if (registers) {
     // Output indices do not depend on the serial loops: load once, carry
     // the accumulators through the loops, store once.
@@ -500,7 +472,7 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
         [&](OpBuilder &nb, unsigned level,
             ValueRange accumulators) -> SmallVector<Value> {
       if (level == serialDims.size())
-        return emitBody(nb, accumulators);
+        return emitBody(nb, loc, op, ivs, accumulators);
       unsigned d = serialDims[level];
       auto loop = scf::ForOp::create(
           nb, loc, zero, sizes[d], one, accumulators,
@@ -519,7 +491,7 @@ gpu::LaunchOp EstGpuMapLoops::mapLinalgOp(linalg::LinalgOp op, Value status) {
     std::function<void(OpBuilder &, unsigned)> nest = [&](OpBuilder &nb,
                                                           unsigned level) {
       if (level == serialDims.size()) {
-        storeOutputs(nb, emitBody(nb, loadOutputs(nb)));
+        storeOutputs(nb, emitBody(nb, loc, op, ivs, loadOutputs(nb)));
         return;
       }
       unsigned d = serialDims[level];
