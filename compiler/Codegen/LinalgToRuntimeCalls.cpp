@@ -324,12 +324,16 @@ bool sameSize(OpFoldResult a, OpFoldResult b) {
          isEqualConstantIntOrValue(opA.getIndex(), opB.getIndex());
 }
 
-/// The unpadded interior of a bufferized zero tensor.pad: `padded` is an
-/// alloc written by a zero fill and, through one subview at static offsets
-/// [0, top, left, 0], by the input. Returns the interior and the pads, and
-/// erases the fill (and the copy, when the interior is read from its source).
-std::optional<std::tuple<Value, int64_t, int64_t>>
-foldZeroPad(Value padded, Operation *conv) {
+/// A bufferized zero tensor.pad: `padded` is an alloc written by a zero
+/// fill (before `conv`) and, through one subview at static offsets
+/// [0, top, left, 0] with unit strides, by the input.
+struct ZeroPad {
+  Operation *fill;
+  memref::SubViewOp interior;
+  int64_t top, left;
+};
+
+std::optional<ZeroPad> matchZeroPad(Value padded, Operation *conv) {
   auto alloc = padded.getDefiningOp<memref::AllocOp>();
   if (!alloc || alloc->getBlock() != conv->getBlock())
     return std::nullopt;
@@ -358,7 +362,18 @@ foldZeroPad(Value padded, Operation *conv) {
   for (unsigned i : {0u, 3u})
     if (!sameSize(allocSizes[i], interiorSizes[i]))
       return std::nullopt;
+  return ZeroPad{fill, interior, offsets[1], offsets[2]};
+}
 
+/// The unpadded interior of a bufferized zero tensor.pad (matchZeroPad),
+/// with the pads; erases the fill (and the copy, when the interior is read
+/// from its source).
+std::optional<std::tuple<Value, int64_t, int64_t>>
+foldZeroPad(Value padded, Operation *conv) {
+  std::optional<ZeroPad> pad = matchZeroPad(padded, conv);
+  if (!pad)
+    return std::nullopt;
+  memref::SubViewOp interior = pad->interior;
   Value input = interior.getResult();
   // A copy of the input into the interior: read the input itself.
   if (interior->hasOneUse()) {
@@ -371,37 +386,18 @@ foldZeroPad(Value padded, Operation *conv) {
       interior->erase();
     }
   }
-  fill->erase();
-  return std::make_tuple(input, offsets[1], offsets[2]);
+  pad->fill->erase();
+  return std::make_tuple(input, pad->top, pad->left);
 }
 
-/// Whether `padded` is a bufferized zero tensor.pad foldZeroPad can fold,
-/// with the interior and pads it would fold to (nothing is erased).
+/// The interior and pads foldZeroPad would fold `padded` to (nothing is
+/// erased).
 std::optional<std::tuple<Value, int64_t, int64_t>>
 peekZeroPad(Value padded, Operation *conv) {
-  auto alloc = padded.getDefiningOp<memref::AllocOp>();
-  if (!alloc || alloc->getBlock() != conv->getBlock())
+  std::optional<ZeroPad> pad = matchZeroPad(padded, conv);
+  if (!pad)
     return std::nullopt;
-  Operation *fill = nullptr;
-  memref::SubViewOp interior;
-  for (Operation *user : alloc->getUsers()) {
-    if (user == conv)
-      continue;
-    if (!fill && isZeroFill(user, padded))
-      fill = user;
-    else if (auto subview = dyn_cast<memref::SubViewOp>(user);
-             subview && !interior)
-      interior = subview;
-    else
-      return std::nullopt;
-  }
-  if (!fill || !interior)
-    return std::nullopt;
-  SmallVector<int64_t> offsets(interior.getStaticOffsets());
-  if (offsets.size() != 4 || ShapedType::isDynamic(offsets[1]) ||
-      ShapedType::isDynamic(offsets[2]))
-    return std::nullopt;
-  return std::make_tuple(interior.getResult(), offsets[1], offsets[2]);
+  return std::make_tuple(pad->interior.getResult(), pad->top, pad->left);
 }
 
 /// linalg.conv_2d_nhwc_hwcf (f32) -> estc_conv2d_nhwc_hwio_f32.
