@@ -185,6 +185,20 @@ int run_trainer(const char *program, int argc, char **argv,
   Flags flags = parseFlags(program, argc, argv, default_device);
   try {
     auto start = std::chrono::steady_clock::now();
+    // The Estimator first: a bad device or a model compiled for another
+    // one is one line before the data is read.
+    RunConfigOptions o;
+    o.model_dir = flags.model_dir;
+    o.tf_random_seed = flags.seed;
+    o.save_checkpoints_steps = flags.save_checkpoints_steps;
+    o.save_summary_steps = flags.save_summary_steps;
+    o.log_step_count_steps = flags.log_step_count_steps;
+    if (flags.threads > 0)
+      o.intra_op_parallelism_threads = flags.threads;
+    o.device = flags.device;
+    RunConfig config = RunConfig::from_tf_config("", o);
+    std::unique_ptr<Estimator> estimator = make_estimator(config);
+
     data::ImageDataset trainSet, evalSet;
     if (flags.eval_holdout > 0) {
       data::ImageDataset all = data::load_mnist(flags.data_dir, "t10k");
@@ -208,18 +222,6 @@ int run_trainer(const char *program, int argc, char **argv,
     std::cerr << program << ": " << trainSet.size() << " training and "
               << evalSet.size() << " evaluation examples from "
               << flags.data_dir << "; training to step " << maxSteps << "\n";
-
-    RunConfigOptions o;
-    o.model_dir = flags.model_dir;
-    o.tf_random_seed = flags.seed;
-    o.save_checkpoints_steps = flags.save_checkpoints_steps;
-    o.save_summary_steps = flags.save_summary_steps;
-    o.log_step_count_steps = flags.log_step_count_steps;
-    if (flags.threads > 0)
-      o.intra_op_parallelism_threads = flags.threads;
-    o.device = flags.device;
-    RunConfig config = RunConfig::from_tf_config("", o);
-    std::unique_ptr<Estimator> estimator = make_estimator(config);
 
     Dataset::ArrayOptions trainOptions;
     trainOptions.batch_size = flags.batch_size;
