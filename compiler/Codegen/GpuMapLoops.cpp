@@ -52,6 +52,8 @@ constexpr int64_t kBlockSize = 256;
 /// (one per output element) and each thread's loads wait on memory, so
 /// more threads keep more loads in flight.
 constexpr int64_t kSumBlockSize = 1024;
+/// Independent sums per thread of a block sum: loads in flight per thread.
+constexpr int64_t kSumUnroll = 4;
 
 /// Host values that come from device memory: a memref.load, or an op
 /// without writes (an scf.if around a load, arithmetic) that uses one. Such
@@ -295,12 +297,14 @@ static bool blockReducible(linalg::LinalgOp op, ArrayRef<unsigned> threadDims,
          (ShapedType::isDynamic(terms) || terms >= kBlockSize);
 }
 
-/// A block per output element: thread t adds terms t, t + kSumBlockSize,
-/// ... in order (from -0.0, the sum's identity), the block's kSumBlockSize
-/// partial sums are added in a fixed tree in shared memory, and thread 0
-/// adds the total to the output's initial value. The order depends only on
-/// kSumBlockSize, never on the GPU or the launch, so repeated runs are
-/// bit-identical; it differs from the CPU's left-to-right order by
+/// A block per output element: thread t keeps kSumUnroll sums (from -0.0,
+/// the sum's identity), the k-th adding terms t + k * kSumBlockSize,
+/// t + (k + kSumUnroll) * kSumBlockSize, ... in order (the first also the
+/// terms after the last whole group), then adds them in a fixed tree; the
+/// block's kSumBlockSize partial sums are added in a fixed tree in shared
+/// memory, and thread 0 adds the total to the output's initial value. The order
+/// depends only on kSumBlockSize, never on the GPU or the launch, so repeated
+/// runs are bit-identical; it differs from the CPU's left-to-right order by
 /// rounding.
 gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
                                                 Value status,
@@ -337,13 +341,60 @@ gpu::LaunchOp EstGpuMapLoops::mapBlockReduction(linalg::LinalgOp op,
   SmallVector<Value> ivs(op.getNumLoops());
   delinearize(b, loc, launch.getBlockIds().x, threadDims, sizes, ivs);
   Value identity = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, -0.0));
-  auto loop = scf::ForOp::create(
-      b, loc, tid, terms, threads, ValueRange{identity},
+  // kSumUnroll sums per thread, each over every (kSumUnroll *
+  // kSumBlockSize)-th term, so that a thread has kSumUnroll loads in flight
+  // instead of one; the terms past the last whole group go to the first.
+  Value group = constantIndex(b, loc, kSumUnroll * kSumBlockSize);
+  Value zero = constantIndex(b, loc, 0);
+  Value groupsEnd = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(
+          b, loc, terms,
+          constantIndex(b, loc, (kSumUnroll - 1) * kSumBlockSize)),
+      zero);
+  SmallVector<Value> identities(kSumUnroll, identity);
+  auto groups = scf::ForOp::create(
+      b, loc, tid, groupsEnd, group, identities,
+      [&](OpBuilder &lb, Location, Value first, ValueRange acc) {
+        SmallVector<Value> next;
+        for (int64_t k = 0; k < kSumUnroll; ++k) {
+          Value term = arith::AddIOp::create(
+              lb, loc, first, constantIndex(lb, loc, k * kSumBlockSize));
+          delinearize(lb, loc, term, serialDims, sizes, ivs);
+          next.push_back(emitBody(lb, loc, op, ivs, acc[k]).front());
+        }
+        scf::YieldOp::create(lb, loc, next);
+      });
+  // The first term no group took: tid + ceil((groupsEnd - tid) / group) *
+  // group, or tid when there was no group.
+  Value grouped =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, groupsEnd, tid);
+  Value groupCount = arith::SelectOp::create(
+      b, loc, grouped,
+      arith::CeilDivUIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, groupsEnd, tid), group),
+      zero);
+  Value restStart = arith::AddIOp::create(
+      b, loc, tid, arith::MulIOp::create(b, loc, groupCount, group));
+  auto rest = scf::ForOp::create(
+      b, loc, restStart, terms, threads, ValueRange{groups.getResult(0)},
       [&](OpBuilder &lb, Location, Value term, ValueRange acc) {
         delinearize(lb, loc, term, serialDims, sizes, ivs);
         scf::YieldOp::create(lb, loc, emitBody(lb, loc, op, ivs, acc));
       });
-  memref::StoreOp::create(b, loc, loop.getResult(0), partial, ValueRange{tid});
+  // The thread's sums in a fixed tree: (s0 + s1) + (s2 + s3).
+  SmallVector<Value> sums = {rest.getResult(0)};
+  for (int64_t k = 1; k < kSumUnroll; ++k)
+    sums.push_back(groups.getResult(k));
+  while (sums.size() > 1) {
+    SmallVector<Value> pairs;
+    for (size_t i = 0; i + 1 < sums.size(); i += 2)
+      pairs.push_back(arith::AddFOp::create(b, loc, sums[i], sums[i + 1]));
+    if (sums.size() % 2)
+      pairs.push_back(sums.back());
+    sums = pairs;
+  }
+  memref::StoreOp::create(b, loc, sums.front(), partial, ValueRange{tid});
   gpu::BarrierOp::create(b, loc);
   for (int64_t stride = kSumBlockSize / 2; stride > 0; stride /= 2) {
     Value s = constantIndex(b, loc, stride);

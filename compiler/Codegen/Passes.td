@@ -335,7 +335,8 @@ def EstGpuMapLoops : Pass<"est-gpu-map-loops", "ModuleOp"> {
     body yields `arith.addf` of the f32 output and a term) of a run-time
     number of terms, or of at least 256, into at most 65536 elements known
     at compile time (a bias gradient, a loss) is instead one block per
-    output element: each of its 1024 threads adds every 1024th term in order,
+    output element: each of its 1024 threads keeps 4 sums (4 loads in
+    flight), each over every 4096th term in order, and adds them,
     then the partial sums are added in a fixed tree in shared memory, so
     the GPU is not left idle while few threads walk the batch, and the
     order still depends only on the block size.

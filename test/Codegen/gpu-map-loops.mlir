@@ -246,19 +246,33 @@ func.func @column_sum(%x: memref<3x4xf32>, %y: memref<4xf32>) {
 // -----
 
 // A sum of a run-time number of terms (the batch) into few elements (a
-// bias gradient): a block of 1024 threads per output element, each thread
-// adding every 1024th term in order from -0.0, then a fixed tree of the
-// 1024 partial sums in shared memory, and thread 0 adding the total to the
-// output's initial value.
+// bias gradient): a block of 1024 threads per output element. Each thread
+// keeps 4 sums (4 loads in flight), the k-th adding terms t + 1024 k,
+// t + 1024 (k + 4), ... in order from -0.0, the terms after the last whole
+// group of 4096 going to the first; then (s0 + s1) + (s2 + s3), a fixed
+// tree of the 1024 partial sums in shared memory, and thread 0 adding the
+// total to the output's initial value.
 // CHECK-LABEL: func.func @bias_gradient(
 // CHECK-SAME: %[[X:.*]]: memref<?x20xf32>, %[[Y:.*]]: memref<20xf32>)
-// CHECK-DAG: %[[C20:.*]] = arith.constant 20 : index
+// CHECK: %[[DIM:.*]] = memref.dim %[[X]]
+// CHECK: %[[ROWS:.*]] = arith.muli %{{.*}}, %[[DIM]] : index
 // CHECK-DAG: %[[C1024:.*]] = arith.constant 1024 : index
 // CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C1024]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) workgroup(%[[SHARED:.*]] : memref<1024xf32, #gpu.address_space<workgroup>>)
 // CHECK: %[[NEG0:.*]] = arith.constant -0.000000e+00 : f32
-// CHECK: %[[SUM:.*]] = scf.for %[[R:.*]] = %[[T]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[NEG0]]) -> (f32) {
-// CHECK: %[[V:.*]] = memref.load %[[X]][%[[R]], %[[B]]]
-// CHECK: arith.addf %[[ACC]], %[[V]] : f32
+// CHECK: %[[C4096:.*]] = arith.constant 4096 : index
+// CHECK: %[[C3072:.*]] = arith.constant 3072 : index
+// CHECK: %[[LAST:.*]] = arith.subi %[[ROWS]], %[[C3072]] : index
+// CHECK: %[[END:.*]] = arith.maxsi %[[LAST]], %{{.*}} : index
+// CHECK: %[[SUMS:.*]]:4 = scf.for %[[R:.*]] = %[[T]] to %[[END]] step %[[C4096]] iter_args(%[[A0:.*]] = %[[NEG0]], %[[A1:.*]] = %[[NEG0]], %[[A2:.*]] = %[[NEG0]], %[[A3:.*]] = %[[NEG0]]) -> (f32, f32, f32, f32) {
+// CHECK: %[[V0:.*]] = memref.load %[[X]][%{{.*}}, %[[B]]]
+// CHECK: arith.addf %[[A0]], %[[V0]] : f32
+// CHECK: arith.addf %[[A1]]
+// CHECK: arith.addf %[[A2]]
+// CHECK: arith.addf %[[A3]]
+// CHECK: %[[TAIL:.*]] = scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step %{{.*}} iter_args(%[[A:.*]] = %[[SUMS]]#0) -> (f32) {
+// CHECK: %[[P01:.*]] = arith.addf %[[TAIL]], %[[SUMS]]#1 : f32
+// CHECK: %[[P23:.*]] = arith.addf %[[SUMS]]#2, %[[SUMS]]#3 : f32
+// CHECK: %[[SUM:.*]] = arith.addf %[[P01]], %[[P23]] : f32
 // CHECK: memref.store %[[SUM]], %[[SHARED]][%[[T]]]
 // CHECK: gpu.barrier
 // CHECK: arith.constant 512 : index
