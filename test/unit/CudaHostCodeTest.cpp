@@ -75,10 +75,12 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t sharedMemory, void *stream,
                       void **params, void **extra, size_t numParams) {
   ++recorded.launches;
+  // 256 threads a block, or 1024 for a block sum (est-gpu-map-loops).
   bool ok = function && gridX >= 1 && gridY == 1 && gridZ == 1 &&
-            (blockX == 256 || (blockX == 1 && gridX == 1)) && blockY == 1 &&
-            blockZ == 1 && sharedMemory == 0 && stream == &recorded &&
-            extra == nullptr && (numParams == 0 || params != nullptr);
+            (blockX == 256 || blockX == 1024 || (blockX == 1 && gridX == 1)) &&
+            blockY == 1 && blockZ == 1 && sharedMemory == 0 &&
+            stream == &recorded && extra == nullptr &&
+            (numParams == 0 || params != nullptr);
   if (!ok)
     ++recorded.badLaunches;
 }
