@@ -8,3 +8,8 @@ for threads in 1 2; do
   build/bin/model_bench --threads="$threads"
   echo
 done
+# TF 2.15's own Estimator on the same models (issue 15's peer; prints SKIP
+# without tensorflow: pip install tensorflow-cpu==2.15.1
+# tensorflow-estimator==2.15.0 "numpy<2").
+python3 bench/tf_estimator_peer.py --threads 1,2
+
