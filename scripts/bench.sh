@@ -10,6 +10,8 @@ for threads in 1 2; do
 done
 # TF 2.15's own Estimator on the same models (issue 15's peer; prints SKIP
 # without tensorflow: pip install tensorflow-cpu==2.15.1
-# tensorflow-estimator==2.15.0 "numpy<2").
+# tensorflow-estimator==2.15.0 "numpy<2"), then estc's Estimator on them:
+# the same table.
 python3 bench/tf_estimator_peer.py --threads 1,2
+build/bin/estimator_bench --threads=1,2
 

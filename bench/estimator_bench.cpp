@@ -1,0 +1,237 @@
+//===- estimator_bench.cpp - The seed models through Estimator.train -----===//
+//
+//   estimator_bench [--models=mlp,convnet,iris] [--threads=1,2]
+//                   [--warmup=20] [--steps=200] [--json=FILE]
+//
+// estc's half of issue 15's side-by-side with TF 2.15's own Estimator
+// (bench/tf_estimator_peer.py builds the same networks as tf.estimator
+// model_fns): each model is an Estimator model_fn compiled by the JIT
+// (examples/models: the MLP 784-256-256-10 and the MNIST ConvNet, batch
+// 128; an iris-sized 4-10-10-3 net, batch 32; Adam 0.002), trained with
+// Estimator::train on random in-memory data (numpy_input_fn, repeated)
+// with RunConfig's intra_op_parallelism_threads and checkpoints and
+// summaries off but for the final checkpoint. Steps/s are measured by a
+// hook from the end of step `warmup` to the end of the last step, so
+// compiling, initializing and the final checkpoint are left out, as in the
+// peer. Each (model, threads) runs in a child process of its own, whose
+// peak resident memory (getrusage) is reported. Prints the peer's table;
+// a bad flag is one line and exit status 2 (lib/Support/Flags.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Estimator.h"
+#include "estimator/Logging.h"
+#include "examples/models/Models.h"
+#include "lib/Graph/Layers.h"
+#include "lib/Support/Flags.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace estc;
+using namespace estc::estimator;
+
+struct ModelInfo {
+  const char *name;
+  std::vector<int64_t> shape; // one example
+  int64_t classes;
+  int64_t batch;
+};
+const std::vector<ModelInfo> kModels = {
+    {"mlp", {784}, 10, 128},
+    {"convnet", {28, 28, 1}, 10, 128},
+    {"iris", {4}, 3, 32},
+};
+
+ModelFn modelFnOf(const std::string &model) {
+  return [model](const TensorMap &f, const Tensor &l, ModeKeys mode,
+                 const Params &, const RunConfig &) {
+    Graph &g = get_default_graph();
+    if (model == "mlp")
+      return EstimatorSpec::from_signature(mode,
+                                           models::mlp_model_fn(g, f, l, mode));
+    if (model == "convnet")
+      return EstimatorSpec::from_signature(
+          mode, models::convnet_model_fn(g, f, l, mode));
+    Tensor net = layers::dense(f["x"], 10, nn::relu);
+    net = layers::dense(net, 10, nn::relu);
+    return EstimatorSpec::from_signature(
+        mode, models::multi_class_head(layers::dense(net, 3), l, mode, 0.002));
+  };
+}
+
+/// The end of every step.
+struct Clock : SessionRunHook {
+  std::vector<std::chrono::steady_clock::time_point> times;
+  void after_run(SessionRunContext &, const SessionRunValues &) override {
+    times.push_back(std::chrono::steady_clock::now());
+  }
+};
+
+/// Trains `info` with `threads` threads; returns its JSON object.
+std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
+                   int64_t steps) {
+  int64_t n = 4096, size = 1;
+  for (int64_t d : info.shape)
+    size *= d;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> uniform(0.f, 1.f);
+  std::vector<float> xs(n * size);
+  for (float &v : xs)
+    v = uniform(rng);
+  std::vector<int64_t> ys(n);
+  for (int64_t &y : ys)
+    y = static_cast<int64_t>(rng() % info.classes);
+  std::vector<int64_t> shape = {n};
+  shape.insert(shape.end(), info.shape.begin(), info.shape.end());
+  Features x{{"x", TensorValue::of<float>(shape, xs)}};
+  TensorValue y = TensorValue::of<int64_t>({n}, ys);
+
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("estc-estimator-bench-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  RunConfigOptions o;
+  o.model_dir = dir.string();
+  o.tf_random_seed = 1;
+  o.save_checkpoints_steps = 1000000000;
+  o.save_summary_steps = 0;
+  o.log_step_count_steps = 1000000000;
+  o.intra_op_parallelism_threads = threads;
+  ScopedLogSink quiet([](const std::string &) {});
+  Estimator estimator(modelFnOf(info.name), RunConfig::from_tf_config("", o));
+  auto clock = std::make_shared<Clock>();
+  estimator.train(numpy_input_fn(x, y, {info.batch, std::nullopt, false, 0}),
+                  {clock}, warmup + steps);
+  std::filesystem::remove_all(dir);
+  double seconds = std::chrono::duration<double>(clock->times.back() -
+                                                 clock->times[warmup - 1])
+                       .count();
+  double perSec = static_cast<double>(steps) / seconds;
+  struct rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::ostringstream json;
+  json << "{\"peer\": \"estc\", \"model\": \"" << info.name
+       << "\", \"batch\": " << info.batch << ", \"threads\": " << threads
+       << ", \"steps_per_sec\": " << perSec
+       << ", \"us_per_step\": " << 1e6 / perSec
+       << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
+  std::printf("%-8s %5lld %7d %10.1f %10.1f %13.1f\n", info.name,
+              static_cast<long long>(info.batch), threads, perSec, 1e6 / perSec,
+              usage.ru_maxrss / 1024.0);
+  std::fflush(stdout);
+  return json.str();
+}
+
+std::vector<std::string> splitList(const std::string &list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    out.push_back(item);
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using flags::Flag;
+  std::string modelList = "mlp,convnet,iris", threadList = "1,2", jsonFile;
+  int64_t warmup = 20, steps = 200;
+  flags::FlagParser parser(
+      "estimator_bench",
+      "The seed models trained through Estimator::train (JIT): steps/s and "
+      "peak resident memory, the table bench/tf_estimator_peer.py prints "
+      "for TF 2.15's Estimator.");
+  parser.add(Flag("models", &modelList, "models, comma-separated")
+                 .value_name("mlp,convnet,iris"));
+  parser.add(Flag("threads", &threadList, "thread counts, comma-separated")
+                 .value_name("N,..."));
+  parser.add(
+      Flag("warmup", &warmup, "steps before the timing starts").positive());
+  parser.add(Flag("steps", &steps, "timed steps").positive());
+  parser.add(Flag("json", &jsonFile, "also write the results here")
+                 .value_name("FILE"));
+  parser.parse_or_exit(argc, argv);
+  std::vector<const ModelInfo *> models;
+  for (const std::string &m : splitList(modelList)) {
+    auto it = std::find_if(kModels.begin(), kModels.end(),
+                           [&](const ModelInfo &i) { return m == i.name; });
+    if (it == kModels.end())
+      parser.fail("--models=" + modelList + ": unknown model '" + m +
+                  "' (mlp, convnet, iris)");
+    models.push_back(&*it);
+  }
+  std::vector<int> threads;
+  for (const std::string &t : splitList(threadList)) {
+    char *end = nullptr;
+    long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1)
+      parser.fail("--threads=" + threadList + ": '" + t +
+                  "' is not a positive integer");
+    threads.push_back(static_cast<int>(v));
+  }
+
+  std::printf("%-8s %5s %7s %10s %10s %13s\n", "model", "batch", "threads",
+              "steps/s", "us/step", "peak RSS MiB");
+  std::fflush(stdout);
+  std::vector<std::string> results;
+  bool failed = false;
+  for (const ModelInfo *info : models)
+    for (int t : threads) {
+      // A child per run: its own thread pool and its own peak memory.
+      int fds[2];
+      if (pipe(fds) != 0) {
+        std::perror("estimator_bench: error: pipe");
+        return 1;
+      }
+      pid_t child = fork();
+      if (child == 0) {
+        close(fds[0]);
+        try {
+          std::string json = runOne(*info, t, warmup, steps);
+          ssize_t written = write(fds[1], json.data(), json.size());
+          _exit(written == static_cast<ssize_t>(json.size()) ? 0 : 1);
+        } catch (const std::exception &e) {
+          std::fprintf(stderr, "estimator_bench: error: %s: %s\n", info->name,
+                       e.what());
+          _exit(1);
+        }
+      }
+      close(fds[1]);
+      std::string json;
+      char buffer[4096];
+      for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
+        json.append(buffer, static_cast<size_t>(got));
+      close(fds[0]);
+      int status = 0;
+      waitpid(child, &status, 0);
+      if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+          json.empty()) {
+        failed = true;
+        continue;
+      }
+      results.push_back(json);
+    }
+  if (!jsonFile.empty()) {
+    std::ofstream out(jsonFile);
+    out << "[";
+    for (size_t i = 0; i < results.size(); ++i)
+      out << (i ? ",\n " : "") << results[i];
+    out << "]\n";
+  }
+  return failed ? 1 : 0;
+}
