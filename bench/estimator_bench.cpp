@@ -13,8 +13,9 @@
 // summaries off but for the final checkpoint. Steps/s are measured by a
 // hook from the end of step `warmup` to the end of the last step, so
 // compiling, initializing and the final checkpoint are left out, as in the
-// peer. Each (model, threads) runs in a child process of its own, whose
-// peak resident memory (getrusage) is reported. Prints the peer's table;
+// peer. Each (model, threads) runs in a child process of its own, pinned
+// to `threads` cores as the peer's are, whose peak resident memory
+// (getrusage) is reported. Prints the peer's table;
 // a bad flag is one line and exit status 2 (lib/Support/Flags.h).
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +26,7 @@
 #include "lib/Graph/Layers.h"
 #include "lib/Support/Flags.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -201,6 +203,12 @@ int main(int argc, char **argv) {
       pid_t child = fork();
       if (child == 0) {
         close(fds[0]);
+        cpu_set_t cores;
+        CPU_ZERO(&cores);
+        for (int c = 0; c < t && c < CPU_SETSIZE; ++c)
+          CPU_SET(c, &cores);
+        if (t <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
+          sched_setaffinity(0, sizeof cores, &cores);
         try {
           std::string json = runOne(*info, t, warmup, steps);
           ssize_t written = write(fds[1], json.data(), json.size());
