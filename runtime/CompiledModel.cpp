@@ -3,11 +3,28 @@
 #include "runtime/CompiledModel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace estc::rt {
+
+namespace {
+/// The device CUDA models constructed next run on (runtime/Cuda.h): kept
+/// here, beside the models, in runtimes built with or without CUDA.
+std::atomic<int> gCudaDevice{0};
+} // namespace
+
+void set_cuda_device(int device) {
+  if (device < 0)
+    throw std::invalid_argument("set_cuda_device(" + std::to_string(device) +
+                                "): a CUDA device index is 0 or more");
+  gCudaDevice.store(device);
+}
+
+int get_cuda_device() { return gCudaDevice.load(); }
 
 size_t dtypeBytes(DType dtype) {
   switch (dtype) {

@@ -9,7 +9,6 @@
 #include "runtime/Cuda.h"
 #include "runtime/CudaInternal.h"
 
-#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -20,19 +19,6 @@
 #include <unordered_map>
 
 namespace estc::rt {
-
-namespace {
-std::atomic<int> gCudaDevice{0};
-} // namespace
-
-void set_cuda_device(int device) {
-  if (device < 0)
-    throw std::invalid_argument("set_cuda_device(" + std::to_string(device) +
-                                "): a CUDA device index is 0 or more");
-  gCudaDevice.store(device);
-}
-
-int get_cuda_device() { return gCudaDevice.load(); }
 
 bool cuda_built() { return true; }
 
@@ -47,17 +33,9 @@ int cuda_device_count() {
 
 std::string cuda_device_arch(int device) {
   const cuda::DriverApi &d = cuda::driver();
-  int count = cuda_device_count();
-  if (device < 0 || device >= count)
-    cuda::throwDeviceError("device cuda:" + std::to_string(device) +
-                           " does not exist (" + std::to_string(count) +
-                           (count == 1 ? " device)" : " devices)"));
-  CUdevice handle = 0;
-  CUresult r = d.cuDeviceGet(&handle, device);
-  if (r != CUDA_SUCCESS)
-    cuda::throwDeviceError(cuda::driverErrorText("cuDeviceGet", r));
+  CUdevice handle = cuda::deviceHandle(device, "");
   int major = 0, minor = 0;
-  r = d.cuDeviceGetAttribute(
+  CUresult r = d.cuDeviceGetAttribute(
       &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle);
   if (r == CUDA_SUCCESS)
     r = d.cuDeviceGetAttribute(
@@ -154,6 +132,23 @@ ContextScope::~ContextScope() {
   driver().cuCtxPopCurrent(&popped);
 }
 
+CUdevice deviceHandle(int device, const std::string &who) {
+  const DriverApi &d = driver(who);
+  int count = 0;
+  CUresult r = d.cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS)
+    throwDeviceError(who + driverErrorText("cuDeviceGetCount", r));
+  if (device < 0 || device >= count)
+    throwDeviceError(who + "device cuda:" + std::to_string(device) +
+                     " does not exist (" + std::to_string(count) +
+                     (count == 1 ? " device)" : " devices)"));
+  CUdevice handle = 0;
+  r = d.cuDeviceGet(&handle, device);
+  if (r != CUDA_SUCCESS)
+    throwDeviceError(who + driverErrorText("cuDeviceGet", r));
+  return handle;
+}
+
 CUcontext primaryContext(int device, const std::string &who) {
   // Never destroyed (see CudaLibraries.cpp): used until the process ends.
   static std::mutex &mutex = *new std::mutex;
@@ -163,20 +158,9 @@ CUcontext primaryContext(int device, const std::string &who) {
   auto it = contexts.find(device);
   if (it != contexts.end())
     return it->second;
-  int count = 0;
-  CUresult r = d.cuDeviceGetCount(&count);
-  if (r != CUDA_SUCCESS)
-    throwDeviceError(who + driverErrorText("cuDeviceGetCount", r));
-  if (device >= count)
-    throwDeviceError(who + "device cuda:" + std::to_string(device) +
-                     " does not exist (" + std::to_string(count) +
-                     (count == 1 ? " device)" : " devices)"));
-  CUdevice handle = 0;
-  r = d.cuDeviceGet(&handle, device);
-  if (r != CUDA_SUCCESS)
-    throwDeviceError(who + driverErrorText("cuDeviceGet", r));
+  CUdevice handle = deviceHandle(device, who);
   CUcontext context = nullptr;
-  r = d.cuDevicePrimaryCtxRetain(&context, handle);
+  CUresult r = d.cuDevicePrimaryCtxRetain(&context, handle);
   if (r != CUDA_SUCCESS)
     throwDeviceError(who + driverErrorText("cuDevicePrimaryCtxRetain", r));
   contexts[device] = context;

@@ -10,7 +10,6 @@
 #include "runtime/CompiledModel.h"
 #include "runtime/Cuda.h"
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -19,8 +18,6 @@ namespace {
 
 constexpr const char *kNoCuda = "this estc runtime was built without CUDA";
 
-std::atomic<int> gCudaDevice{0};
-
 [[noreturn]] void noCuda() {
   std::fprintf(stderr, "estc runtime: %s\n", kNoCuda);
   std::fflush(stderr);
@@ -28,15 +25,6 @@ std::atomic<int> gCudaDevice{0};
 }
 
 } // namespace
-
-void set_cuda_device(int device) {
-  if (device < 0)
-    throw std::invalid_argument("set_cuda_device(" + std::to_string(device) +
-                                "): a CUDA device index is 0 or more");
-  gCudaDevice.store(device);
-}
-
-int get_cuda_device() { return gCudaDevice.load(); }
 
 bool cuda_built() { return false; }
 

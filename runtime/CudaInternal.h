@@ -169,6 +169,10 @@ public:
   ContextScope &operator=(const ContextScope &) = delete;
 };
 
+/// The driver's handle of `device`. Throws DeviceError `estc runtime:
+/// <who>device cuda:3 does not exist (2 devices)` or the driver's error.
+CUdevice deviceHandle(int device, const std::string &who);
+
 /// The primary context of `device`, retained for the process (so models
 /// constructed and destroyed in turn do not tear it down). Throws
 /// DeviceError `estc runtime: <who>device cuda:3 does not exist (2
