@@ -100,45 +100,49 @@ Loaded<DriverApi> loadDriver() {
   return out;
 }
 
-Loaded<CublasApi> loadCublas() {
-  Loaded<CublasApi> out;
+/// Opens the first of `names` and resolves every entry point of `Api`
+/// (`resolveAll(handle, api, missing)`); `unavailable` says what to install
+/// when none of the names can be opened.
+template <typename Api, typename ResolveAll>
+Loaded<Api> loadLibrary(std::initializer_list<const char *> names,
+                        const char *unavailable, ResolveAll resolveAll) {
+  Loaded<Api> out;
   std::string error;
-  void *handle =
-      openFirst({"libcublas.so.13", "libcublas.so"}, out.api.path, error);
+  void *handle = openFirst(names, out.api.path, error);
   if (!handle) {
-    out.failure = "libcublas.so.13 cannot be loaded (" + error +
-                  "): install cuBLAS for CUDA 13 or add its folder to "
-                  "LD_LIBRARY_PATH";
+    out.failure = std::string(*names.begin()) + " cannot be loaded (" + error +
+                  "): " + unavailable;
     return out;
   }
   std::string missing;
-#define ESTC_CUDA_RESOLVE(name)                                                \
-  resolve(handle, out.api.name, ESTC_CUDA_STR(name), missing);
-  ESTC_CUBLAS_FUNCTIONS(ESTC_CUDA_RESOLVE)
-#undef ESTC_CUDA_RESOLVE
+  resolveAll(handle, out.api, missing);
   if (!missing.empty())
     out.failure = out.api.path + " has no " + missing;
   return out;
 }
 
-Loaded<CudnnApi> loadCudnn() {
-  Loaded<CudnnApi> out;
-  std::string error;
-  void *handle =
-      openFirst({"libcudnn.so.9", "libcudnn.so"}, out.api.path, error);
-  if (!handle) {
-    out.failure = "libcudnn.so.9 cannot be loaded (" + error +
-                  "): install cuDNN 9 or add its folder to LD_LIBRARY_PATH";
-    return out;
-  }
-  std::string missing;
+Loaded<CublasApi> loadCublas() {
+  return loadLibrary<CublasApi>(
+      {"libcublas.so.13", "libcublas.so"},
+      "install cuBLAS for CUDA 13 or add its folder to LD_LIBRARY_PATH",
+      [](void *handle, CublasApi &api, std::string &missing) {
 #define ESTC_CUDA_RESOLVE(name)                                                \
-  resolve(handle, out.api.name, ESTC_CUDA_STR(name), missing);
-  ESTC_CUDNN_FUNCTIONS(ESTC_CUDA_RESOLVE)
+  resolve(handle, api.name, ESTC_CUDA_STR(name), missing);
+        ESTC_CUBLAS_FUNCTIONS(ESTC_CUDA_RESOLVE)
 #undef ESTC_CUDA_RESOLVE
-  if (!missing.empty())
-    out.failure = out.api.path + " has no " + missing;
-  return out;
+      });
+}
+
+Loaded<CudnnApi> loadCudnn() {
+  return loadLibrary<CudnnApi>(
+      {"libcudnn.so.9", "libcudnn.so"},
+      "install cuDNN 9 or add its folder to LD_LIBRARY_PATH",
+      [](void *handle, CudnnApi &api, std::string &missing) {
+#define ESTC_CUDA_RESOLVE(name)                                                \
+  resolve(handle, api.name, ESTC_CUDA_STR(name), missing);
+        ESTC_CUDNN_FUNCTIONS(ESTC_CUDA_RESOLVE)
+#undef ESTC_CUDA_RESOLVE
+      });
 }
 
 } // namespace
