@@ -51,6 +51,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/BenchFlags.h"
 #include "bench/CensusTable.h"
 #include "estimator/Canned/Estimators.h"
 #include "lib/Data/Idx.h"
@@ -185,15 +186,6 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::vector<std::string> splitList(const std::string &s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    out.push_back(item);
-  return out;
-}
-
 void runOne(const std::string &model, int threads, int64_t steps,
             int64_t warmup, int64_t seed, const std::string &trainFile,
             const std::string &evalFile) {
@@ -273,16 +265,8 @@ int main(int argc, char **argv) {
   if (warmup >= steps)
     parser.fail("--warmup (" + std::to_string(warmup) +
                 ") must be below --steps (" + std::to_string(steps) + ")");
-  std::vector<int> threads;
-  for (const std::string &t : splitList(threadList)) {
-    char *end = nullptr;
-    long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || v < 1)
-      parser.fail("--threads=" + threadList + ": '" + t +
-                  "' is not a positive integer");
-    threads.push_back(static_cast<int>(v));
-  }
-  std::vector<std::string> models = splitList(modelList);
+  std::vector<int> threads = bench::parseThreadList(parser, threadList);
+  std::vector<std::string> models = bench::splitList(modelList);
   for (const std::string &m : models)
     if (std::find(kModels.begin(), kModels.end(), m) == kModels.end())
       parser.fail("--models=" + modelList + ": unknown model '" + m +

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/BenchFlags.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
 #include "examples/models/Models.h"
@@ -139,14 +140,6 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
   return json.str();
 }
 
-std::vector<std::string> splitList(const std::string &list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    out.push_back(item);
-  return out;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -169,7 +162,7 @@ int main(int argc, char **argv) {
                  .value_name("FILE"));
   parser.parse_or_exit(argc, argv);
   std::vector<const ModelInfo *> models;
-  for (const std::string &m : splitList(modelList)) {
+  for (const std::string &m : bench::splitList(modelList)) {
     auto it = std::find_if(kModels.begin(), kModels.end(),
                            [&](const ModelInfo &i) { return m == i.name; });
     if (it == kModels.end())
@@ -177,15 +170,7 @@ int main(int argc, char **argv) {
                   "' (mlp, convnet, iris)");
     models.push_back(&*it);
   }
-  std::vector<int> threads;
-  for (const std::string &t : splitList(threadList)) {
-    char *end = nullptr;
-    long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || v < 1)
-      parser.fail("--threads=" + threadList + ": '" + t +
-                  "' is not a positive integer");
-    threads.push_back(static_cast<int>(v));
-  }
+  std::vector<int> threads = bench::parseThreadList(parser, threadList);
 
   std::printf("%-8s %5s %7s %10s %10s %13s\n", "model", "batch", "threads",
               "steps/s", "us/step", "peak RSS MiB");

@@ -1,0 +1,47 @@
+//===- BenchFlags.h - The benchmarks' comma-separated flags -----*- C++ -*-===//
+//
+// What canned_bench and estimator_bench both parse: a comma-separated list
+// (--models) and a list of thread counts (--threads), with the one-line
+// flag errors of lib/Support/Flags.h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_BENCH_BENCHFLAGS_H
+#define ESTC_BENCH_BENCHFLAGS_H
+
+#include "lib/Support/Flags.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace estc::bench {
+
+/// "a,b,,c" -> {"a", "b", "", "c"}.
+inline std::vector<std::string> splitList(const std::string &list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    out.push_back(item);
+  return out;
+}
+
+/// --threads=LIST as positive integers; anything else fails `parser` with
+/// `--threads=1,0: '0' is not a positive integer` (exit status 2).
+inline std::vector<int> parseThreadList(const flags::FlagParser &parser,
+                                        const std::string &list) {
+  std::vector<int> threads;
+  for (const std::string &t : splitList(list)) {
+    char *end = nullptr;
+    long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1)
+      parser.fail("--threads=" + list + ": '" + t +
+                  "' is not a positive integer");
+    threads.push_back(static_cast<int>(v));
+  }
+  return threads;
+}
+
+} // namespace estc::bench
+
+#endif // ESTC_BENCH_BENCHFLAGS_H
