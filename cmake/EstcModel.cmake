@@ -1,6 +1,6 @@
 # estc_add_model(<target> NAME <Name> GRAPH <file.pb|file.pbtxt|file.mlir>
 #                [MCPU <cpu>] [MATTR <features>]
-#                [TARGET cpu|cuda] [GPU_ARCH <sm_XX>])
+#                [TARGET cpu|cuda] [GPU_ARCH <sm_XX>] [TRAIN_LOOP])
 #
 # Compiles a model graph ahead of time with estc (like tfcompile's
 # tf_library): at build time it runs
@@ -18,10 +18,13 @@
 # /usr/local/cuda, at build time; the host code is still compiled for MCPU.
 # The object links no CUDA library: estc::runtime loads the driver.
 #
+# TRAIN_LOOP (estc --train-loop) also compiles `train_loop`, N training
+# steps in one call, which RunConfig::iterations_per_loop uses.
+#
 # The estc that runs is the target estc::estc: in estc's own tree the one it
 # builds, in a project that did find_package(estc) the installed one.
 function(estc_add_model target)
-  cmake_parse_arguments(ARG "" "NAME;GRAPH;MCPU;MATTR;TARGET;GPU_ARCH" ""
+  cmake_parse_arguments(ARG "TRAIN_LOOP" "NAME;GRAPH;MCPU;MATTR;TARGET;GPU_ARCH" ""
                         ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_GRAPH)
     message(FATAL_ERROR "estc_add_model(${target}): NAME and GRAPH are required")
@@ -50,6 +53,9 @@ function(estc_add_model target)
   endif()
   if(ARG_GPU_ARCH)
     list(APPEND _flags --gpu-arch=${ARG_GPU_ARCH})
+  endif()
+  if(ARG_TRAIN_LOOP)
+    list(APPEND _flags --train-loop)
   endif()
   # COMMAND estc::estc: built first (in tree); DEPENDS on its file: the model
   # is compiled again when estc changes.

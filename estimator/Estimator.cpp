@@ -24,6 +24,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unistd.h>
@@ -528,7 +530,7 @@ public:
     return {};
   }
 
-private:
+protected:
   enum class Kind { Output, Metric, Variable };
   struct Item {
     Kind kind;
@@ -564,6 +566,106 @@ private:
   FeedKeys keys_;
   int64_t batchSize_ = 0;
   std::map<std::string, Item> cache_;
+};
+
+/// RunConfig::iterations_per_loop = N > 1: a step of the MonitoredSession
+/// (so one round of hooks) is up to N training steps. With the model's
+/// compiled `train_loop` (`loopFn`), the N batches are staged in its inputs
+/// and run in one call; without one (an AOT model compiled without
+/// --train-loop, a model with sparse inputs), the steps run one call each.
+/// A loop stops short at `lastStep` (max_steps / steps), when the input runs
+/// out, and before a batch of another size (which then starts the next).
+class LoopStep : public ModelStep {
+public:
+  LoopStep(rt::CompiledModel &m, int stepFn, int loopFn, Dataset &data,
+           const Session &session, int64_t iterations,
+           const std::optional<int64_t> &lastStep)
+      : ModelStep(m, loopFn >= 0 ? loopFn : stepFn, /*metricsFn=*/-1, data,
+                  "train"),
+        stepFn_(stepFn), loopFn_(loopFn), session_(session),
+        iterations_(iterations), lastStep_(lastStep),
+        stepKeys_(feedKeys(m.spec().functions[stepFn])) {}
+
+  bool next_batch() override {
+    int64_t want = iterations_;
+    if (lastStep_)
+      want = std::clamp<int64_t>(*lastStep_ - session_.global_step(), 1,
+                                 iterations_);
+    staged_.clear();
+    steps_ = 0;
+    while (steps_ < want) {
+      std::optional<Batch> batch = std::move(pending_);
+      pending_.reset();
+      if (!batch)
+        batch = data_.next();
+      if (!batch)
+        break;
+      if (steps_ > 0 && sizeOf(*batch) != batchSize_) {
+        pending_ = std::move(batch);
+        break;
+      }
+      if (loopFn_ < 0) {
+        batchSize_ = batch->size();
+        staged_.push_back(std::move(*batch));
+      } else {
+        stage(*batch, want);
+      }
+      ++steps_;
+    }
+    return steps_ > 0;
+  }
+
+  void run(const std::vector<std::string> &fetches) override {
+    for (const std::string &fetch : fetches)
+      resolve(fetch); // an unknown fetch fails before any step
+    if (loopFn_ >= 0) {
+      m_.set_steps(loopFn_, steps_);
+      m_.run(loopFn_);
+      return;
+    }
+    for (const Batch &batch : staged_) {
+      feed(m_, stepFn_, stepKeys_, batch, call_);
+      m_.run(stepFn_);
+    }
+  }
+
+private:
+  /// The batch's size; -1 when it has none (feed() then says why).
+  static int64_t sizeOf(const Batch &batch) {
+    try {
+      return batch.size();
+    } catch (const std::invalid_argument &) {
+      return -1;
+    }
+  }
+
+  /// Copies `batch` into row block steps_ of train_loop's inputs (feed()
+  /// checks it against the step function first).
+  void stage(const Batch &batch, int64_t want) {
+    feed(m_, stepFn_, stepKeys_, batch, call_);
+    batchSize_ = m_.batch();
+    if (steps_ == 0)
+      m_.set_steps(loopFn_, want);
+    const rt::FunctionSpec &f = m_.spec().functions[stepFn_];
+    for (int i = 0; i < f.numInputs; ++i) {
+      const rt::TensorSpec &t = f.inputs[i];
+      size_t bytes =
+          static_cast<size_t>(rt::numElements(t.rank, t.shape, batchSize_)) *
+          rt::dtypeBytes(t.dtype);
+      std::memcpy(static_cast<char *>(m_.input_data(loopFn_, i)) +
+                      static_cast<size_t>(steps_) * bytes,
+                  m_.input_data(stepFn_, i), bytes);
+    }
+  }
+
+  int stepFn_, loopFn_;
+  const Session &session_;
+  int64_t iterations_;
+  const std::optional<int64_t> &lastStep_;
+  FeedKeys stepKeys_;
+  int64_t steps_ = 0;
+  std::vector<Batch> staged_;    // the host loop's batches
+  std::optional<Batch> pending_; // a batch of another size, for the next loop
 };
 
 /// While it lives (and the bar is drawn at all), every log line first
@@ -889,8 +991,24 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   // The session: the latest valid checkpoint, or @init + warm start.
   ModelSession session(m, modelDir);
   session.save_input_state(data);
-  ModelStep step(m, fn, /*metricsFn=*/-1, data, "train");
-  MonitoredSession loop(session, step, hooks, [&] {
+  // iterations_per_loop: up to N steps between two rounds of hooks.
+  std::optional<int64_t> lastStep;
+  std::unique_ptr<ModelStep> step;
+  if (int64_t iterations = config_.iterations_per_loop(); iterations > 1) {
+    int loopFn = m.find_function("train_loop");
+    if (loopFn < 0)
+      log_info("iterations_per_loop=" + std::to_string(iterations) +
+               ": the model has no compiled train_loop (" +
+               (config_.on_cuda() ? "a CUDA model"
+                                  : "sparse inputs, or an AOT model compiled "
+                                    "without estc --train-loop") +
+               "); each step of a loop is one call");
+    step = std::make_unique<LoopStep>(m, fn, loopFn, data, session, iterations,
+                                      lastStep);
+  } else {
+    step = std::make_unique<ModelStep>(m, fn, /*metricsFn=*/-1, data, "train");
+  }
+  MonitoredSession loop(session, *step, hooks, [&] {
     std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
     if (restored) {
       loadVariables(m, restored->variables,
@@ -903,7 +1021,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   });
 
   int64_t first = session.global_step();
-  std::optional<int64_t> lastStep = max_steps;
+  lastStep = max_steps;
   if (steps)
     lastStep = first + *steps;
   ProgressBar progress(first, lastStep.value_or(first));

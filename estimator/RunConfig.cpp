@@ -143,6 +143,12 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
       fail("intra_op_parallelism_threads should be >= 0");
     intra_op_threads_ = *o.intra_op_parallelism_threads;
   }
+  if (o.iterations_per_loop) {
+    if (*o.iterations_per_loop <= 0)
+      fail("iterations_per_loop should be > 0, given: " +
+           std::to_string(*o.iterations_per_loop));
+    iterations_per_loop_ = *o.iterations_per_loop;
+  }
   if (o.device) {
     const std::string &d = *o.device;
     const std::string prefix = "cuda:";

@@ -72,6 +72,14 @@ struct RunConfigOptions {
   /// "cuda" (= "cuda:0") or "cuda:N", the N-th CUDA device. A JIT Estimator
   /// compiles model_fn for it; an AOT model must have been compiled for it.
   std::optional<std::string> device;
+  /// TPUEstimator's iterations_per_loop, on the CPU: train() runs up to N
+  /// training steps per call of the compiled model (`train_loop`, N
+  /// batches staged in one buffer) and calls the hooks once per loop, at
+  /// its boundaries (the global step then advances by the loop's steps).
+  /// The last loop is cut short at max_steps / steps, when the input runs
+  /// out or when the batch size changes. Results are those of N single
+  /// steps. Default 1 (a step a call); must be > 0.
+  std::optional<int64_t> iterations_per_loop;
 };
 
 /// tf.train.ClusterSpec as a plain map: job name -> task addresses.
@@ -105,6 +113,7 @@ public:
   bool on_cuda() const { return device_ != "cpu"; }
   /// N of "cuda:N"; -1 on the CPU.
   int cuda_device_index() const { return cudaIndex_; }
+  int64_t iterations_per_loop() const { return iterations_per_loop_; }
 
   // --- Cluster (TF_CONFIG) ---------------------------------------------------
   const ClusterSpec &cluster_spec() const { return cluster_spec_; }
@@ -136,6 +145,7 @@ private:
   int intra_op_threads_ = 0;
   std::string device_ = "cpu";
   int cudaIndex_ = -1;
+  int64_t iterations_per_loop_ = 1;
 
   ClusterSpec cluster_spec_;
   std::string task_type_ = TaskType::WORKER;

@@ -60,11 +60,12 @@ const char *dtypeName(DType dtype) {
 }
 
 int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch,
-                    int64_t values) {
+                    int64_t values, int64_t steps) {
   int64_t n = 1;
   for (int32_t d = 0; d < rank; ++d)
     n *= shape[d] == kBatchDim    ? batch
          : shape[d] == kValuesDim ? values
+         : shape[d] == kStepsDim  ? steps
                                   : shape[d];
   return n;
 }
@@ -79,6 +80,7 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
       s += ", ";
     s += shape[d] == kBatchDim    ? std::string("batch")
          : shape[d] == kValuesDim ? std::string("values")
+         : shape[d] == kStepsDim  ? std::string("steps")
                                   : std::to_string(shape[d]);
   }
   return s + "]";
@@ -91,7 +93,8 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 /// Fills a memref descriptor {allocated, aligned, offset, sizes, strides} for
 /// a row-major buffer.
 void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
-                    const int64_t *shape, int64_t batch, int64_t values = 0) {
+                    const int64_t *shape, int64_t batch, int64_t values = 0,
+                    int64_t steps = 1) {
   desc.assign(3 + 2 * static_cast<size_t>(rank), 0);
   int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
   desc[0] = ptr;
@@ -101,6 +104,7 @@ void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
   for (int32_t d = rank - 1; d >= 0; --d) {
     int64_t size = shape[d] == kBatchDim    ? batch
                    : shape[d] == kValuesDim ? values
+                   : shape[d] == kStepsDim  ? steps
                                             : shape[d];
     desc[3 + d] = size;
     desc[3 + rank + d] = stride;
@@ -182,6 +186,13 @@ void CompiledModel::fail(const std::string &message) const {
   throw std::invalid_argument(std::string(spec_->name) + ": " + message);
 }
 
+bool isStepLoop(const FunctionSpec &fn) {
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    if (fn.inputs[i].rank > 0 && fn.inputs[i].shape[0] == kStepsDim)
+      return true;
+  return false;
+}
+
 bool CompiledModel::needsBatch(int function) const {
   const FunctionSpec &fn = spec_->functions[function];
   auto dynamic = [](const TensorSpec &t) {
@@ -209,7 +220,7 @@ void CompiledModel::set_batch(int64_t batch) {
     for (int32_t i = 0; i < fn.numInputs; ++i)
       reserve(functions_[f].inputs[i],
               numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch,
-                          functions_[f].values[i]) *
+                          functions_[f].values[i], functions_[f].steps) *
                   dtypeBytes(fn.inputs[i].dtype));
     for (int32_t i = 0; i < fn.numOutputs; ++i)
       reserve(functions_[f].outputs[i],
@@ -243,6 +254,30 @@ void CompiledModel::set_values(int function, int input, int64_t n) {
 
 int64_t CompiledModel::values(int function, int input) const {
   return functions_.at(function).values.at(input);
+}
+
+void CompiledModel::set_steps(int function, int64_t n) {
+  if (function < 0 || function >= spec_->numFunctions)
+    fail("set_steps(" + std::to_string(function) + "): no such function");
+  const FunctionSpec &fn = spec_->functions[function];
+  if (!isStepLoop(fn))
+    fail(std::string(fn.name) +
+         ": set_steps: not a multi-step loop (no input's dimension 0 is its "
+         "number of steps)");
+  if (n < 1)
+    fail(std::string(fn.name) + ": set_steps(" + std::to_string(n) +
+         "): a loop runs at least one step");
+  FunctionState &state = functions_[function];
+  state.steps = n;
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    reserve(state.inputs[i],
+            numElements(fn.inputs[i].rank, fn.inputs[i].shape,
+                        std::max<int64_t>(batch_, 0), state.values[i], n) *
+                dtypeBytes(fn.inputs[i].dtype));
+}
+
+int64_t CompiledModel::steps(int function) const {
+  return functions_.at(function).steps;
 }
 
 int64_t CompiledModel::maxValues(int function) const {
@@ -367,6 +402,8 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
   for (int32_t d = 0; ok && d < tensor.rank; ++d) {
     if (tensor.shape[d] == kValuesDim)
       ok = shape[d] >= 0;
+    else if (tensor.shape[d] == kStepsDim)
+      ok = shape[d] == functions_[function].steps;
     else if (tensor.shape[d] == kBatchDim)
       ok = batch_ > 0 && shape[d] == batch_;
     else
@@ -411,7 +448,8 @@ void CompiledModel::checkBoundBuffersDisjoint(int function, int64_t batch,
   };
   std::vector<Range> ranges;
   auto tensorBytes = [&](const TensorSpec &t, int64_t n) {
-    return static_cast<size_t>(numElements(t.rank, t.shape, batch, n)) *
+    return static_cast<size_t>(
+               numElements(t.rank, t.shape, batch, n, state.steps)) *
            dtypeBytes(t.dtype);
   };
   auto add = [&](const Buffer &buffer, size_t bytes, Kind kind, int32_t i) {
@@ -485,7 +523,7 @@ void CompiledModel::run(int function) {
   for (int32_t i = 0; i < fn.numInputs; ++i)
     fillDescriptor(state.descriptors[a++], state.inputs[i].data,
                    fn.inputs[i].rank, fn.inputs[i].shape, batch,
-                   state.values[i]);
+                   state.values[i], state.steps);
   for (int32_t i = 0; i < fn.numOutputs; ++i)
     fillDescriptor(state.descriptors[a++], state.outputs[i].data,
                    fn.outputs[i].rank, fn.outputs[i].shape, batch);
@@ -506,11 +544,18 @@ void CompiledModel::run(int function) {
 void CompiledModel::throwCheckFailure(int function, const int64_t *status,
                                       int64_t batch) const {
   int64_t check = status[0] - 1;
+  const FunctionSpec &fn = spec_->functions[function];
   if (check < 0 || check >= spec_->numChecks)
-    fail(std::string(spec_->functions[function].name) + ": run-time check " +
-         std::to_string(check) + " failed, but the model has no such check");
-  throw InvalidArgumentError(
-      checkFailureMessage(spec_->checks[check], status[1], status[2], batch));
+    fail(std::string(fn.name) + ": run-time check " + std::to_string(check) +
+         " failed, but the model has no such check");
+  std::string message =
+      checkFailureMessage(spec_->checks[check], status[1], status[2], batch);
+  // A multi-step loop wrote the step that failed into the slot's 4th word.
+  if (isStepLoop(fn))
+    message += " (in step " + std::to_string(status[3] + 1) + " of " +
+               std::to_string(functions_[function].steps) + " of " + fn.name +
+               "; the steps before it were applied)";
+  throw InvalidArgumentError(message);
 }
 
 std::string checkFailureMessage(const CheckSpec &check, int64_t position,

@@ -55,10 +55,14 @@ constexpr int64_t kBatchDim = -1;
 /// Dimension 0 of a sparse input (a feature column's ids, rows, weights) is
 /// its number of values, set per call (CompiledModel::set_values).
 constexpr int64_t kValuesDim = -2;
+/// Dimension 0 of a multi-step loop's staged input (a function compiled as
+/// RunConfig::iterations_per_loop steps of another, `train_loop`): the
+/// number of steps of the call, set per call (CompiledModel::set_steps).
+constexpr int64_t kStepsDim = -3;
 
 /// A function input or output: its key ("features/x", "labels", "loss",
 /// "predictions/classes", ...), element type and shape (kBatchDim = batch,
-/// kValuesDim = the input's number of values).
+/// kValuesDim = the input's number of values, kStepsDim = a loop's steps).
 struct TensorSpec {
   const char *key;
   DType dtype;
@@ -156,10 +160,14 @@ ESTC_RT_EXPORT std::string checkFailureMessage(const CheckSpec &check,
                                                int64_t position, int64_t value,
                                                int64_t batch);
 
-/// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch)
-/// and `values` (kValuesDim dims).
+/// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch),
+/// `values` (kValuesDim dims) and `steps` (kStepsDim dims).
 ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape,
-                                   int64_t batch, int64_t values = 0);
+                                   int64_t batch, int64_t values = 0,
+                                   int64_t steps = 1);
+
+/// Whether `fn` is a multi-step loop: an input's dimension 0 is kStepsDim.
+ESTC_RT_EXPORT bool isStepLoop(const FunctionSpec &fn);
 
 /// `void f(void **descriptors)`.
 using EntryPoint = void (*)(void **);
@@ -192,6 +200,17 @@ public:
   void set_values(int function, int input, int64_t n);
   /// The number of values of a sparse input (0 until set_values).
   int64_t values(int function, int input) const;
+
+  /// Sizes the staged inputs of a multi-step loop (a function whose inputs'
+  /// dimension 0 is kStepsDim, e.g. `train_loop`) for `n` steps, n >= 1,
+  /// until the next set_steps (set_batch keeps it). A call of the loop runs
+  /// its step function n times, step i on row block i of every staged input;
+  /// its outputs are the last step's. A failed run-time check stops the
+  /// loop before that step's updates: steps before it keep theirs, and the
+  /// error names the step.
+  void set_steps(int function, int64_t n);
+  /// The steps of a multi-step loop's next call (1 until set_steps).
+  int64_t steps(int function) const;
 
   /// Bytes of temporaries one step of any function needs at `batch` (and
   /// `values` for the sparse inputs).
@@ -248,6 +267,7 @@ private:
   struct FunctionState {
     std::vector<Buffer> inputs, outputs;
     std::vector<int64_t> values; // per input: its number of values
+    int64_t steps = 1;           // a multi-step loop's steps (kStepsDim)
     std::vector<std::vector<int64_t>> descriptors; // one per argument
     std::vector<void *> args;
   };

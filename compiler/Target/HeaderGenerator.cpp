@@ -48,13 +48,15 @@ const char *dtypeEnum(rt::DType dtype) {
   return "";
 }
 
-/// "f32[?, 784]" (? = batch; n = a sparse input's number of values).
+/// "f32[?, 784]" (? = batch; n = a sparse input's number of values; steps =
+/// a multi-step loop's).
 std::string typeText(rt::DType dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(rt::dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim ? std::string("?")
-                            : shape[i] == rt::kValuesDim
-                                ? std::string("n")
+    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim    ? std::string("?")
+                            : shape[i] == rt::kValuesDim ? std::string("n")
+                            : shape[i] == rt::kStepsDim
+                                ? std::string("steps")
                                 : std::to_string(shape[i]));
   return s + "]";
 }
@@ -93,6 +95,8 @@ Size bytesOf(rt::DType dtype, const std::vector<int64_t> &shape) {
   for (int64_t d : shape) {
     if (d == rt::kBatchDim)
       batch = true;
+    else if (d == rt::kStepsDim)
+      continue; // a loop's staged input: its bytes per step
     else if (d == rt::kValuesDim)
       values = true;
     else
@@ -237,7 +241,8 @@ std::string generateHeader(const Manifest &m) {
     for (const TensorInfo &t : fn.outputs)
       out += bytesOf(t.dtype, t.shape);
     os << "//   " << fnNames[f] << ": inputs "
-       << formula(in.fixed, in.perExample, in.perValue) << ", outputs "
+       << formula(in.fixed, in.perExample, in.perValue)
+       << (fn.loopOf.empty() ? "" : " per step") << ", outputs "
        << formula(out.fixed, out.perExample, out.perValue) << ", arena "
        << formula(fn.arenaStatic, fn.arenaPerBatch, fn.arenaPerValue) << "\n";
   }

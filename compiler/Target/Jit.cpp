@@ -136,6 +136,7 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
   field(LLVM_VERSION_STRING);
   field(options_.target.describe());
   field(options_.runtimeChecks ? "runtime-checks" : "no-runtime-checks");
+  field(options_.trainLoop ? "train-loop" : "no-train-loop");
   field(modelName);
   field(source);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);
@@ -177,6 +178,11 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     m.name = modelName.str();
     if (llvm::Error e = readArenaSizes(*lowered->module, m))
       return e;
+    if (options_.trainLoop && m.findFunction("train") &&
+        options_.target.device == Device::Cpu)
+      // A sparse input makes it fail: such a model has no train_loop, and
+      // its caller (the Estimator) runs the loop's steps one call each.
+      llvm::consumeError(addStepLoop(m, "train"));
     std::vector<std::string> functions;
     for (const FunctionInfo &f : m.functions)
       functions.push_back(f.name);
@@ -185,7 +191,8 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     llvm::Expected<std::string> code = compileModule(
         *lowered->module, modelName, functions, options_.target,
         CodeKind::Object,
-        /*exportInitializers=*/options_.target.device == Device::Cuda);
+        /*exportInitializers=*/options_.target.device == Device::Cuda,
+        stepLoops(m));
     if (!code)
       return code.takeError();
     ++stats_.codegenRuns;

@@ -50,6 +50,10 @@ struct JitOptions {
   /// Compile the run-time checks of labels and indices (estc
   /// --runtime-checks); off: out-of-range ids are clamped, labels unchecked.
   bool runtimeChecks = true;
+  /// Also compile `train_loop` (Manifest's addStepLoop; RunConfig::
+  /// iterations_per_loop) when the model has a `train` function with dense
+  /// inputs only; without one the model is compiled as it is.
+  bool trainLoop = false;
 };
 
 /// What the lowering callback returns: the LLVM-dialect module and the

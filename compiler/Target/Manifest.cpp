@@ -239,6 +239,25 @@ llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest) {
   return llvm::Error::success();
 }
 
+llvm::Error addStepLoop(Manifest &manifest, llvm::StringRef step) {
+  const FunctionInfo *f = manifest.findFunction(step);
+  if (!f)
+    return error("a multi-step loop of @" + step.str() +
+                 ": the model has no compiled @" + step.str());
+  FunctionInfo loop = *f;
+  loop.name = (step + "_loop").str();
+  loop.loopOf = step.str();
+  for (TensorInfo &t : loop.inputs) {
+    if (llvm::is_contained(t.shape, rt::kValuesDim))
+      return error("a multi-step loop of @" + step.str() + ": input '" + t.key +
+                   "' is sparse (its number of values changes from step to "
+                   "step); such a model runs its steps one call each");
+    t.shape.insert(t.shape.begin(), rt::kStepsDim);
+  }
+  manifest.functions.push_back(std::move(loop));
+  return llvm::Error::success();
+}
+
 void keepFunctions(Manifest &manifest, llvm::ArrayRef<std::string> names) {
   llvm::erase_if(manifest.functions, [&](const FunctionInfo &f) {
     return !llvm::is_contained(names, f.name);
@@ -284,6 +303,8 @@ std::string toJson(const Manifest &m) {
     const FunctionInfo &f = m.functions[i];
     os << (i ? ",\n" : "\n") << "    {\n      \"name\": " << quote(f.name)
        << ",\n";
+    if (!f.loopOf.empty())
+      os << "      \"loop_of\": " << quote(f.loopOf) << ",\n";
     tensors("inputs", f.inputs);
     tensors("outputs", f.outputs);
     os << "      \"arena\": {\"static\": " << f.arenaStatic
@@ -377,6 +398,7 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
         return error("manifest: malformed function entry");
       FunctionInfo f;
       f.name = o->getString("name")->str();
+      f.loopOf = o->getString("loop_of").value_or("").str();
       for (auto [field, list] :
            {std::pair{"inputs", &f.inputs}, std::pair{"outputs", &f.outputs}}) {
         if (const llvm::json::Array *ts = o->getArray(field)) {

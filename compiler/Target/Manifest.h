@@ -80,6 +80,9 @@ struct FunctionInfo {
   /// Byte offset of the run-time checks' status slot in the arena; -1 when
   /// the function has no checks.
   int64_t statusOffset = -1;
+  /// A multi-step loop (addStepLoop): the function it runs once per step;
+  /// empty for the others.
+  std::string loopOf = "";
 };
 
 /// A run-time check (rt::CheckSpec), from the module's estc.runtime_checks.
@@ -111,6 +114,15 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
 /// Fills each function's arena formula from the lowered module's
 /// `estc.arena = {f = array<i64: S, P>}` attribute (absent: left at 0).
 llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest);
+
+/// Adds `<step>_loop` (e.g. `train_loop`), a multi-step loop of function
+/// `step` (RunConfig::iterations_per_loop, docs/design/codegen-abi.md
+/// "Multi-step loops"): step's inputs with a leading rt::kStepsDim (row block
+/// i is step i's input), step's outputs (the last step's), its arena and
+/// status slot. Call after readArenaSizes. One error line when `step` is
+/// not compiled or has a sparse input (a number of values that differs from
+/// step to step).
+llvm::Error addStepLoop(Manifest &manifest, llvm::StringRef step);
 
 /// Keeps only the named functions, in their manifest order.
 void keepFunctions(Manifest &manifest, llvm::ArrayRef<std::string> names);

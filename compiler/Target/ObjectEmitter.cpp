@@ -342,12 +342,11 @@ emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind) {
   return std::string(code.begin(), code.end());
 }
 
-llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
-                                          llvm::StringRef model,
-                                          llvm::ArrayRef<std::string> functions,
-                                          const TargetOptions &target,
-                                          CodeKind kind,
-                                          bool exportInitializers) {
+llvm::Expected<std::string>
+compileModule(mlir::ModuleOp module, llvm::StringRef model,
+              llvm::ArrayRef<std::string> functions,
+              const TargetOptions &target, CodeKind kind,
+              bool exportInitializers, llvm::ArrayRef<StepLoop> loops) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(target);
   if (!machine)
@@ -357,6 +356,8 @@ llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
       translateToLLVMIR(module, context);
   if (!llvmModule)
     return llvmModule.takeError();
+  if (llvm::Error e = buildStepLoops(**llvmModule, loops))
+    return e;
   if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions,
                                          exportInitializers))
     return e;

@@ -21,6 +21,7 @@
 #define ESTC_COMPILER_TARGET_OBJECTEMITTER_H
 
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Target/StepLoops.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -105,15 +106,17 @@ enum class CodeKind { LLVMIR, Assembly, Object };
 llvm::Expected<std::string>
 emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind);
 
-/// The whole back end: translate, prepare the entry points of `functions`
-/// for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
+/// The whole back end: translate, build the multi-step `loops`
+/// (StepLoops.h), prepare the entry points of `functions` (the loops' among
+/// them) for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
 /// optimized IR as text). What both `estc --emit=...` and the JIT run.
 llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
                                           llvm::StringRef model,
                                           llvm::ArrayRef<std::string> functions,
                                           const TargetOptions &target,
                                           CodeKind kind,
-                                          bool exportInitializers = false);
+                                          bool exportInitializers = false,
+                                          llvm::ArrayRef<StepLoop> loops = {});
 
 /// The PTX of every kernel of a module lowered by the gpu stage with
 /// format "isa" (PipelineOptions::gpuFormat): each gpu.binary's text,

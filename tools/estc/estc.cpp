@@ -3,7 +3,7 @@
 //   estc model.pb [--emit=mlir|llvm|asm|obj|lib|header|ptx]
 //        [--compile-to=<stage>] [-o FILE|DIR] [--name NAME]
 //        [--target=cpu|cuda] [--gpu-arch=sm_XX] [--mcpu=CPU]
-//        [--mattr=FEATURES]
+//        [--mattr=FEATURES] [--train-loop]
 //
 // Reads a model graph (binary .pb or text .pbtxt) or an MLIR module (.mlir:
 // `est` level, or already in the LLVM dialect), imports it into the `est`
@@ -21,6 +21,10 @@
 // --target=cuda (docs/design/gpu.md) compiles the loops to GPU kernels for
 // --gpu-arch (sm_90 by default) with the toolkit at $ESTC_CUDA_PATH, else
 // /usr/local/cuda; the host code is still compiled for --mcpu/--mattr.
+//
+// --train-loop adds `train_loop`, RunConfig::iterations_per_loop's N
+// training steps in one call (docs/design/codegen-abi.md, "Multi-step
+// loops").
 //
 // The manifest (compiler/Target/Manifest.h) is read from the `est`-level
 // module before lowering and attached to it as `estc.manifest` (JSON), so a
@@ -155,6 +159,12 @@ cl::opt<bool> runtimeChecks(
     cl::desc("Check labels and indices at run time: a label or id out of "
              "range stops the step with an error (default true; false: ids "
              "are clamped, labels unchecked)"),
+    cl::cat(estcCategory));
+cl::opt<bool> trainLoop(
+    "train-loop", cl::init(false),
+    cl::desc("Also compile train_loop: N training steps in one call over N "
+             "staged batches (RunConfig::iterations_per_loop; the CPU only, "
+             "dense inputs only)"),
     cl::cat(estcCategory));
 cl::opt<std::string> mattr("mattr",
                            cl::desc("Target features (+avx512f,-avx2,...)"),
@@ -330,6 +340,9 @@ int main(int argc, char **argv) {
     if (!problem.empty())
       return flagError(problem);
   }
+  if (cuda && trainLoop)
+    return flagError("--train-loop: only with --target=cpu (a CUDA model "
+                     "runs one step a call)");
   if (!cuda && emit == Emit::PTX)
     return flagError("--emit=ptx: only with --target=cuda (the CPU target "
                      "has no kernels)");
@@ -480,8 +493,17 @@ int main(int argc, char **argv) {
            writeFile(join(outDir, modelName + ".manifest.json"),
                      estc::toJson(*manifest), error);
   };
-  if (emit == Emit::Header)
+  // --train-loop: train_loop, after the arena sizes it copies from train.
+  auto addTrainLoop = [&]() -> llvm::Error {
+    if (!trainLoop || !manifest || manifest->findFunction("train_loop"))
+      return llvm::Error::success();
+    return estc::addStepLoop(*manifest, "train");
+  };
+  if (emit == Emit::Header) {
+    if (llvm::Error e = addTrainLoop())
+      return userError(inputFile + ": " + llvm::toString(std::move(e)));
     return writeHeaderAndManifest() ? 0 : userError(error);
+  }
 
   // Lower to the LLVM dialect.
   if (!lowered) {
@@ -506,6 +528,8 @@ int main(int argc, char **argv) {
   if (manifest) {
     if (llvm::Error e = estc::readArenaSizes(*module, *manifest))
       return userError(inputFile + ": " + llvm::toString(std::move(e)));
+    if (llvm::Error e = addTrainLoop())
+      return userError(inputFile + ": " + llvm::toString(std::move(e)));
     for (const estc::FunctionInfo &f : manifest->functions)
       functions.push_back(f.name);
   } else {
@@ -521,8 +545,10 @@ int main(int argc, char **argv) {
   estc::CodeKind kind = emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
                         : emit == Emit::Asm ? estc::CodeKind::Assembly
                                             : estc::CodeKind::Object;
-  auto code =
-      estc::compileModule(*module, modelName, functions, targetOptions, kind);
+  auto code = estc::compileModule(
+      *module, modelName, functions, targetOptions, kind,
+      /*exportInitializers=*/false,
+      manifest ? estc::stepLoops(*manifest) : std::vector<estc::StepLoop>{});
   if (!code)
     return userError(inputFile + ": " + llvm::toString(code.takeError()));
   if (emit == Emit::LLVM || emit == Emit::Asm)
