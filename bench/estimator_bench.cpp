@@ -1,7 +1,8 @@
 //===- estimator_bench.cpp - The seed models through Estimator.train -----===//
 //
 //   estimator_bench [--models=mlp,convnet,iris] [--threads=1,2]
-//                   [--warmup=20] [--steps=200] [--json=FILE]
+//                   [--warmup=20] [--steps=200] [--iterations_per_loop=1,...]
+//                   [--json=FILE]
 //
 // estc's half of issue 15's side-by-side with TF 2.15's own Estimator
 // (bench/tf_estimator_peer.py builds the same networks as tf.estimator
@@ -13,7 +14,10 @@
 // summaries off but for the final checkpoint. Steps/s are measured by a
 // hook from the end of step `warmup` to the end of the last step, so
 // compiling, initializing and the final checkpoint are left out, as in the
-// peer. Each (model, threads) runs in a child process of its own, pinned
+// peer. --iterations_per_loop=N trains N steps per call of compiled code
+// (RunConfig::iterations_per_loop; the hook then runs once per loop, and
+// steps/s count steps, not loops). Each (model, threads, N) runs in a child
+// process of its own, pinned
 // to `threads` cores as the peer's are, whose peak resident memory
 // (getrusage) is reported. Prints the peer's table;
 // a bad flag is one line and exit status 2 (lib/Support/Flags.h).
@@ -35,6 +39,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -77,17 +82,21 @@ ModelFn modelFnOf(const std::string &model) {
   };
 }
 
-/// The end of every step.
+/// The end of every step (of every loop, with iterations_per_loop), and the
+/// global step there.
 struct Clock : SessionRunHook {
   std::vector<std::chrono::steady_clock::time_point> times;
-  void after_run(SessionRunContext &, const SessionRunValues &) override {
+  std::vector<int64_t> steps;
+  void after_run(SessionRunContext &context,
+                 const SessionRunValues &) override {
     times.push_back(std::chrono::steady_clock::now());
+    steps.push_back(context.session().global_step());
   }
 };
 
 /// Trains `info` with `threads` threads; returns its JSON object.
-std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
-                   int64_t steps) {
+std::string runOne(const ModelInfo &info, int threads, int64_t iterations,
+                   int64_t warmup, int64_t steps) {
   int64_t n = 4096, size = 1;
   for (int64_t d : info.shape)
     size *= d;
@@ -115,26 +124,35 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
   o.save_summary_steps = 0;
   o.log_step_count_steps = 1000000000;
   o.intra_op_parallelism_threads = threads;
+  o.iterations_per_loop = iterations;
   ScopedLogSink quiet([](const std::string &) {});
   Estimator estimator(modelFnOf(info.name), RunConfig::from_tf_config("", o));
   auto clock = std::make_shared<Clock>();
   estimator.train(numpy_input_fn(x, y, {info.batch, std::nullopt, false, 0}),
                   {clock}, warmup + steps);
   std::filesystem::remove_all(dir);
-  double seconds = std::chrono::duration<double>(clock->times.back() -
-                                                 clock->times[warmup - 1])
-                       .count();
-  double perSec = static_cast<double>(steps) / seconds;
+  // From the first loop end at or past `warmup` to the last.
+  size_t first = static_cast<size_t>(
+      std::lower_bound(clock->steps.begin(), clock->steps.end(), warmup) -
+      clock->steps.begin());
+  first = std::min(first, clock->steps.size() - 1);
+  double seconds =
+      std::chrono::duration<double>(clock->times.back() - clock->times[first])
+          .count();
+  double perSec =
+      static_cast<double>(clock->steps.back() - clock->steps[first]) / seconds;
   struct rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::ostringstream json;
   json << "{\"peer\": \"estc\", \"model\": \"" << info.name
        << "\", \"batch\": " << info.batch << ", \"threads\": " << threads
+       << ", \"iterations_per_loop\": " << iterations
        << ", \"steps_per_sec\": " << perSec
        << ", \"us_per_step\": " << 1e6 / perSec
        << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
-  std::printf("%-8s %5lld %7d %10.1f %10.1f %13.1f\n", info.name,
-              static_cast<long long>(info.batch), threads, perSec, 1e6 / perSec,
+  std::printf("%-8s %5lld %7d %6lld %10.1f %10.2f %13.1f\n", info.name,
+              static_cast<long long>(info.batch), threads,
+              static_cast<long long>(iterations), perSec, 1e6 / perSec,
               usage.ru_maxrss / 1024.0);
   std::fflush(stdout);
   return json.str();
@@ -144,7 +162,8 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
 
 int main(int argc, char **argv) {
   using flags::Flag;
-  std::string modelList = "mlp,convnet,iris", threadList = "1,2", jsonFile;
+  std::string modelList = "mlp,convnet,iris", threadList = "1,2",
+              loopList = "1", jsonFile;
   int64_t warmup = 20, steps = 200;
   flags::FlagParser parser(
       "estimator_bench",
@@ -158,6 +177,9 @@ int main(int argc, char **argv) {
   parser.add(
       Flag("warmup", &warmup, "steps before the timing starts").positive());
   parser.add(Flag("steps", &steps, "timed steps").positive());
+  parser.add(Flag("iterations_per_loop", &loopList,
+                  "RunConfig::iterations_per_loop values, comma-separated")
+                 .value_name("N,..."));
   parser.add(Flag("json", &jsonFile, "also write the results here")
                  .value_name("FILE"));
   parser.parse_or_exit(argc, argv);
@@ -171,54 +193,64 @@ int main(int argc, char **argv) {
     models.push_back(&*it);
   }
   std::vector<int> threads = bench::parseThreadList(parser, threadList);
+  std::vector<int64_t> loops;
+  for (const std::string &item : bench::splitList(loopList)) {
+    char *end = nullptr;
+    long long n = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n <= 0)
+      parser.fail("--iterations_per_loop=" + loopList + ": '" + item +
+                  "' is not a positive integer");
+    loops.push_back(n);
+  }
 
-  std::printf("%-8s %5s %7s %10s %10s %13s\n", "model", "batch", "threads",
-              "steps/s", "us/step", "peak RSS MiB");
+  std::printf("%-8s %5s %7s %6s %10s %10s %13s\n", "model", "batch", "threads",
+              "loop", "steps/s", "us/step", "peak RSS MiB");
   std::fflush(stdout);
   std::vector<std::string> results;
   bool failed = false;
   for (const ModelInfo *info : models)
-    for (int t : threads) {
-      // A child per run: its own thread pool and its own peak memory.
-      int fds[2];
-      if (pipe(fds) != 0) {
-        std::perror("estimator_bench: error: pipe");
-        return 1;
-      }
-      pid_t child = fork();
-      if (child == 0) {
-        close(fds[0]);
-        cpu_set_t cores;
-        CPU_ZERO(&cores);
-        for (int c = 0; c < t && c < CPU_SETSIZE; ++c)
-          CPU_SET(c, &cores);
-        if (t <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
-          sched_setaffinity(0, sizeof cores, &cores);
-        try {
-          std::string json = runOne(*info, t, warmup, steps);
-          ssize_t written = write(fds[1], json.data(), json.size());
-          _exit(written == static_cast<ssize_t>(json.size()) ? 0 : 1);
-        } catch (const std::exception &e) {
-          std::fprintf(stderr, "estimator_bench: error: %s: %s\n", info->name,
-                       e.what());
-          _exit(1);
+    for (int t : threads)
+      for (int64_t n : loops) {
+        // A child per run: its own thread pool and its own peak memory.
+        int fds[2];
+        if (pipe(fds) != 0) {
+          std::perror("estimator_bench: error: pipe");
+          return 1;
         }
+        pid_t child = fork();
+        if (child == 0) {
+          close(fds[0]);
+          cpu_set_t cores;
+          CPU_ZERO(&cores);
+          for (int c = 0; c < t && c < CPU_SETSIZE; ++c)
+            CPU_SET(c, &cores);
+          if (t <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
+            sched_setaffinity(0, sizeof cores, &cores);
+          try {
+            std::string json = runOne(*info, t, n, warmup, steps);
+            ssize_t written = write(fds[1], json.data(), json.size());
+            _exit(written == static_cast<ssize_t>(json.size()) ? 0 : 1);
+          } catch (const std::exception &e) {
+            std::fprintf(stderr, "estimator_bench: error: %s: %s\n", info->name,
+                         e.what());
+            _exit(1);
+          }
+        }
+        close(fds[1]);
+        std::string json;
+        char buffer[4096];
+        for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
+          json.append(buffer, static_cast<size_t>(got));
+        close(fds[0]);
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+            json.empty()) {
+          failed = true;
+          continue;
+        }
+        results.push_back(json);
       }
-      close(fds[1]);
-      std::string json;
-      char buffer[4096];
-      for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
-        json.append(buffer, static_cast<size_t>(got));
-      close(fds[0]);
-      int status = 0;
-      waitpid(child, &status, 0);
-      if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-          json.empty()) {
-        failed = true;
-        continue;
-      }
-      results.push_back(json);
-    }
   if (!jsonFile.empty()) {
     std::ofstream out(jsonFile);
     out << "[";

@@ -13,7 +13,9 @@
 #include <Eigen/Core>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace estc::rt {
 namespace {
@@ -129,6 +131,57 @@ void gemvRowMajor(View2D<const T> a, View2D<const T> b, View2D<T> c,
     c.at(0, j) = accumulate ? c.at(0, j) + acc[j] : acc[j];
 }
 
+/// c (m x n) (+)= a (m x k) * b (k x n), float, for products of at most
+/// kSmallGemm multiply-adds (an iris-sized layer: 32 x 10 x 10), where
+/// Eigen's packing and blocking cost several times the product. b is copied
+/// to a [k, n rounded up to 8] panel padded with zeros; then each block of 8
+/// rows of c by 8 columns is 8 vector accumulators in registers, one FMA per
+/// row and element of the depth. Each element of c is its k products added
+/// in order from 0: the same for any thread count and operand layout,
+/// though not the order of Eigen's kernel (results differ from it in the
+/// last bits).
+void gemmSmall(View2D<const float> a, View2D<const float> b, View2D<float> c,
+               bool accumulate) {
+  typedef float Vec __attribute__((vector_size(32)));
+  constexpr Index kRows = 8, kCols = 8;
+  Index m = c.rows, n = c.cols, k = a.cols;
+  Index panelCols = (n + kCols - 1) / kCols * kCols;
+  float *panel = scratch<float>(Scratch::GemmRhs, size_t(k * panelCols));
+  for (Index p = 0; p < k; ++p) {
+    float *row = panel + p * panelCols;
+    for (Index j = 0; j < n; ++j)
+      row[j] = b.at(p, j);
+    for (Index j = n; j < panelCols; ++j)
+      row[j] = 0.f;
+  }
+  for (Index i0 = 0; i0 < m; i0 += kRows) {
+    // Rows past m repeat the last one; their sums are not stored.
+    const float *rows[kRows];
+    for (Index r = 0; r < kRows; ++r)
+      rows[r] = a.data + std::min(i0 + r, m - 1) * a.rs;
+    Index numRows = std::min(kRows, m - i0);
+    for (Index j0 = 0; j0 < panelCols; j0 += kCols) {
+      Vec acc[kRows] = {};
+      for (Index p = 0; p < k; ++p) {
+        Vec bp;
+        std::memcpy(&bp, panel + p * panelCols + j0, sizeof bp);
+#pragma GCC unroll 8
+        for (Index r = 0; r < kRows; ++r)
+          acc[r] += rows[r][p * a.cs] * bp;
+      }
+      Index numCols = std::min(kCols, n - j0);
+      for (Index r = 0; r < numRows; ++r) {
+        float sums[kCols];
+        std::memcpy(sums, &acc[r], sizeof sums);
+        for (Index j = 0; j < numCols; ++j) {
+          float &out = c.at(i0 + r, j0 + j);
+          out = accumulate ? out + sums[j] : sums[j];
+        }
+      }
+    }
+  }
+}
+
 } // namespace
 
 template <typename T>
@@ -143,6 +196,9 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
   }
   if (m == 1 && (b.cs == 1 || n == 1))
     return gemvRowMajor(a, b, c, accumulate);
+  if constexpr (std::is_same_v<T, float>)
+    if (m * n * k <= kSmallGemm)
+      return gemmSmall(a, b, c, accumulate);
 
   Index ld;
   if (asColMajor(c, ld)) {

@@ -25,6 +25,10 @@ template <typename T> struct View2D {
   operator View2D<const T>() const { return {data, rows, cols, rs, cs}; }
 };
 
+/// Products of at most this many multiply-adds (m * n * k) skip Eigen's
+/// blocked GEMM for a direct loop (runtime/Gemm.cpp, gemmSmall).
+constexpr int64_t kSmallGemm = 32 * 32 * 32;
+
 /// c = a * b, or c += a * b when `accumulate`. Runs on the calling thread and
 /// uses its scratch (Scratch::Gemm*); never allocates after warm-up.
 /// Operands with a unit stride in either dimension are used in place; others

@@ -79,11 +79,23 @@ void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
           (long long)b.sizes[2], transposeB ? "^T" : "", (long long)batch,
           (long long)m, (long long)n);
 
+  View2D<T> cAll{c.data(), m, n, c.strides[1], c.strides[2]};
+  if (batch * m * n * k <= kSmallGemm) {
+    // Tiny products (an iris-sized layer): one tile each, on this thread.
+    for (int64_t i = 0; i < batch; ++i) {
+      View2D<T> cTile = cAll;
+      cTile.data += i * c.strides[0];
+      gemm<T>(matrixOf(a, i, transposeA), matrixOf(b, i, transposeB), cTile,
+              false);
+      if constexpr (std::is_same_v<T, float>)
+        applyEpilogue(cTile, epilogue, 0);
+    }
+    return;
+  }
   TilePlan plan = planTiles(m, n, k);
   int64_t tilesPerBatch = plan.mTiles * plan.nTiles;
   double flopsPerTile =
       2.0 * double(plan.mBlock) * double(plan.nBlock) * double(k);
-  View2D<T> cAll{c.data(), m, n, c.strides[1], c.strides[2]};
   parallelFor(batch * tilesPerBatch, flopsPerTile, [&](int64_t task) {
     int64_t i = task / tilesPerBatch, tile = task % tilesPerBatch;
     int64_t r0 = (tile / plan.nTiles) * plan.mBlock;

@@ -108,8 +108,26 @@ int64_t IdxArray::num_elements() const {
   return n;
 }
 
-IdxArray read_idx(const std::string &path) {
-  std::string bytes = readMaybeGzip(path);
+namespace {
+/// An IDX file's bytes with its header checked against them: the elements
+/// start at `header`, `width` bytes each (big-endian).
+struct IdxBytes {
+  std::string bytes;
+  IdxType type = IdxType::U8;
+  std::vector<int64_t> dims;
+  size_t header = 0;
+  int width = 0;
+  uint64_t count = 0;
+  const unsigned char *element(uint64_t i) const {
+    return reinterpret_cast<const unsigned char *>(bytes.data()) + header +
+           i * static_cast<uint64_t>(width);
+  }
+};
+
+IdxBytes readIdxBytes(const std::string &path) {
+  IdxBytes idx;
+  idx.bytes = readMaybeGzip(path);
+  const std::string &bytes = idx.bytes;
   const auto *p = reinterpret_cast<const unsigned char *>(bytes.data());
   if (bytes.size() < 4)
     fail(path,
@@ -129,12 +147,11 @@ IdxArray read_idx(const std::string &path) {
   if (bytes.size() < header)
     fail(path, "truncated IDX header (rank " + std::to_string(rank) + ", " +
                    std::to_string(bytes.size()) + " bytes)");
-  IdxArray array;
-  array.type = static_cast<IdxType>(p[2]);
+  idx.type = static_cast<IdxType>(p[2]);
   uint64_t count = 1;
   for (int i = 0; i < rank; ++i) {
     uint64_t d = bigEndian(p + 4 + 4 * i, 4);
-    array.dims.push_back(static_cast<int64_t>(d));
+    idx.dims.push_back(static_cast<int64_t>(d));
     // Checked at every step: a product that wraps past 2^64 (to 0, say)
     // would pass a check made at the end.
     if (__builtin_mul_overflow(count, d, &count) || count > (uint64_t{1} << 40))
@@ -147,9 +164,21 @@ IdxArray read_idx(const std::string &path) {
   if (bytes.size() > expected)
     fail(path, std::to_string(bytes.size() - expected) +
                    " trailing bytes after the IDX data");
-  array.values.resize(count);
-  for (uint64_t i = 0; i < count; ++i)
-    array.values[i] = decode(array.type, p + header + i * width);
+  idx.header = header;
+  idx.width = width;
+  idx.count = count;
+  return idx;
+}
+} // namespace
+
+IdxArray read_idx(const std::string &path) {
+  IdxBytes idx = readIdxBytes(path);
+  IdxArray array;
+  array.type = idx.type;
+  array.dims = idx.dims;
+  array.values.resize(idx.count);
+  for (uint64_t i = 0; i < idx.count; ++i)
+    array.values[i] = decode(array.type, idx.element(i));
   return array;
 }
 
@@ -184,8 +213,10 @@ std::string findFile(const std::string &dir, const std::string &name) {
 ImageDataset load_mnist(const std::string &dir, const std::string &split) {
   std::string imagesPath = findFile(dir, split + "-images-idx3-ubyte");
   std::string labelsPath = findFile(dir, split + "-labels-idx1-ubyte");
-  IdxArray images = read_idx(imagesPath);
-  IdxArray labels = read_idx(labelsPath);
+  // The u8 elements are read in place: no array of doubles (8 bytes a
+  // pixel) on the way to the floats.
+  IdxBytes images = readIdxBytes(imagesPath);
+  IdxBytes labels = readIdxBytes(labelsPath);
   if (images.type != IdxType::U8 || images.dims.size() != 3)
     fail(imagesPath, "expected u8 images of rank 3");
   if (labels.type != IdxType::U8 || labels.dims.size() != 1)
@@ -197,12 +228,14 @@ ImageDataset load_mnist(const std::string &dir, const std::string &split) {
   ImageDataset out;
   out.rows = images.dims[1];
   out.cols = images.dims[2];
-  out.images.resize(images.values.size());
-  for (size_t i = 0; i < images.values.size(); ++i)
-    out.images[i] = static_cast<float>(images.values[i] / 255.0);
-  out.labels.resize(labels.values.size());
-  for (size_t i = 0; i < labels.values.size(); ++i)
-    out.labels[i] = static_cast<int64_t>(labels.values[i]);
+  out.images.resize(images.count);
+  const unsigned char *pixels = images.element(0);
+  for (uint64_t i = 0; i < images.count; ++i)
+    out.images[i] = static_cast<float>(static_cast<double>(pixels[i]) / 255.0);
+  out.labels.resize(labels.count);
+  const unsigned char *classes = labels.element(0);
+  for (uint64_t i = 0; i < labels.count; ++i)
+    out.labels[i] = static_cast<int64_t>(classes[i]);
   return out;
 }
 
