@@ -12,8 +12,8 @@
 
 #include <Eigen/Core>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
