@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Time to accuracy on Fashion-MNIST (issue 15): estc's Estimator
+# (fashion_mnist_aot --target_accuracy) beside TF 2.15's
+# (bench/tf_fashion_peer.py), the same ConvNet, batch 128, Adam 0.002,
+# shuffled every epoch, evaluated on the 10,000 test images after every
+# epoch (469 steps) and stopped at the first evaluation at or above the
+# target. Each run is a process of its own pinned to `threads` cores (the
+# peer pins itself; estc's trainer runs under taskset), TF first, then estc,
+# from an empty model_dir. Prints each side's line, then one table:
+# seconds to the target (data loading apart), TF / estc, steps, accuracy,
+# peak RSS and estc / TF.
+#
+#   bench/fashion_tta.sh [--build DIR] [--trainer aot|jit] [--threads "1 2"]
+#                        [--target 0.90] [--max-epochs 30] [--data-dir DIR]
+#
+# Without the data set: SKIP and exit 0 (apt-get install
+# dataset-fashion-mnist); without tensorflow the peer prints SKIP and the
+# table has estc's column only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build trainer=aot threads="1 2" target=0.90 max_epochs=30
+data_dir=/usr/share/datasets/fashion-mnist
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2 ;;
+    --trainer) trainer=$2 ;;
+    --threads) threads=$2 ;;
+    --target) target=$2 ;;
+    --max-epochs) max_epochs=$2 ;;
+    --data-dir) data_dir=$2 ;;
+    *) echo "fashion_tta.sh: error: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+bin=$build/bin/fashion_mnist_$trainer
+[ -x "$bin" ] || { echo "fashion_tta.sh: error: $bin: not built" >&2; exit 2; }
+if [ ! -e "$data_dir/train-images-idx3-ubyte.gz" ] &&
+   [ ! -e "$data_dir/train-images-idx3-ubyte" ]; then
+  echo "SKIP fashion_tta.sh: no Fashion-MNIST in $data_dir (apt-get install dataset-fashion-mnist)"
+  exit 0
+fi
+# One epoch of the 60,000 training images in batches of 128.
+every=469
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "time to accuracy $target on Fashion-MNIST; $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for t in $threads; do
+  python3 bench/tf_fashion_peer.py --data-dir "$data_dir" --threads "$t" \
+    --target-accuracy "$target" --max-epochs "$max_epochs" \
+    --save-checkpoints-steps "$every" --json "$work/tf-$t.json" |
+    sed "s/^/TF   /"
+  taskset -c "0-$((t - 1))" "$bin" --data_dir="$data_dir" --threads="$t" \
+    --target_accuracy="$target" --epochs="$max_epochs" \
+    --save_checkpoints_steps="$every" --model_dir="$work/estc-$t" \
+    --json="$work/estc-$t.json" 2>"$work/estc-$t.log" |
+    grep -E '^(did not )?reach' | sed "s/^/estc /" ||
+    { tail -1 "$work/estc-$t.log" >&2; exit 1; }
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$work" $threads <<'EOF'
+import json, os, sys
+work, threads = sys.argv[1], sys.argv[2:]
+def load(name):
+    path = os.path.join(work, name)
+    return json.load(open(path)) if os.path.exists(path) else None
+def secs(r):
+    return f"{r['seconds']:.1f}" if r["reached"] else f">{r['seconds']:.0f} (not reached)"
+print()
+print("| threads | TF s to target | estc s to target | TF / estc | TF steps | estc steps "
+      "| TF acc | estc acc | TF peak RSS MiB | estc peak RSS MiB | estc / TF RSS |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for t in threads:
+    tf, es = load(f"tf-{t}.json"), load(f"estc-{t}.json")
+    if es is None:
+        continue
+    if tf is None:
+        print(f"| {t} | - | {secs(es)} | - | - | {es['global_step']} | - | "
+              f"{es['accuracy']:.4f} | - | {es['peak_rss_mib']:.0f} | - |")
+        continue
+    speed = (f"{tf['seconds'] / es['seconds']:.2f}x"
+             if tf["reached"] and es["reached"] else "-")
+    print(f"| {t} | {secs(tf)} | {secs(es)} | {speed} | {tf['global_step']} | "
+          f"{es['global_step']} | {tf['accuracy']:.4f} | {es['accuracy']:.4f} | "
+          f"{tf['peak_rss_mib']:.0f} | {es['peak_rss_mib']:.0f} | "
+          f"{es['peak_rss_mib'] / tf['peak_rss_mib']:.2f} |")
+EOF
