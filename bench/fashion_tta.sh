@@ -10,48 +10,60 @@
 # seconds to the target (data loading apart), TF / estc, steps, accuracy,
 # peak RSS and estc / TF.
 #
-#   bench/fashion_tta.sh [--build DIR] [--trainer aot|jit] [--threads "1 2"]
+#   bench/fashion_tta.sh [--build DIR | --bin FILE] [--trainer aot|jit]
+#                        [--threads "1 2"]
 #                        [--target 0.90] [--max-epochs 30] [--data-dir DIR]
+#                        [--eval-holdout N --every K]
+#
+# --eval-holdout N trains on the first images of DIR's t10k split and
+# evaluates on its last N (the shared mnist-t10k set, for the smoke test);
+# --every K evaluates every K steps instead of every epoch (469 steps).
 #
 # Without the data set: SKIP and exit 0 (apt-get install
 # dataset-fashion-mnist); without tensorflow the peer prints SKIP and the
 # table has estc's column only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build trainer=aot threads="1 2" target=0.90 max_epochs=30
-data_dir=/usr/share/datasets/fashion-mnist
+build=build bin= trainer=aot threads="1 2" target=0.90 max_epochs=30
+data_dir=/usr/share/datasets/fashion-mnist eval_holdout=0
+# One epoch of the 60,000 training images in batches of 128.
+every=469
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || { echo "fashion_tta.sh: error: $1 needs a value" >&2; exit 2; }
   case "$1" in
     --build) build=$2 ;;
+    --bin) bin=$2 ;;
     --trainer) trainer=$2 ;;
     --threads) threads=$2 ;;
     --target) target=$2 ;;
     --max-epochs) max_epochs=$2 ;;
     --data-dir) data_dir=$2 ;;
+    --eval-holdout) eval_holdout=$2 ;;
+    --every) every=$2 ;;
     *) echo "fashion_tta.sh: error: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift 2
 done
-bin=$build/bin/fashion_mnist_$trainer
+[ -n "$bin" ] || bin=$build/bin/fashion_mnist_$trainer
 [ -x "$bin" ] || { echo "fashion_tta.sh: error: $bin: not built" >&2; exit 2; }
-if [ ! -e "$data_dir/train-images-idx3-ubyte.gz" ] &&
-   [ ! -e "$data_dir/train-images-idx3-ubyte" ]; then
-  echo "SKIP fashion_tta.sh: no Fashion-MNIST in $data_dir (apt-get install dataset-fashion-mnist)"
+split=train
+[ "$eval_holdout" -gt 0 ] && split=t10k
+if [ ! -e "$data_dir/$split-images-idx3-ubyte.gz" ] &&
+   [ ! -e "$data_dir/$split-images-idx3-ubyte" ]; then
+  echo "SKIP fashion_tta.sh: no $data_dir/$split-images-idx3-ubyte[.gz] (Fashion-MNIST: apt-get install dataset-fashion-mnist)"
   exit 0
 fi
-# One epoch of the 60,000 training images in batches of 128.
-every=469
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "time to accuracy $target on Fashion-MNIST; $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "time to accuracy $target on $data_dir; $(nproc) cores; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for t in $threads; do
   python3 bench/tf_fashion_peer.py --data-dir "$data_dir" --threads "$t" \
     --target-accuracy "$target" --max-epochs "$max_epochs" \
-    --save-checkpoints-steps "$every" --json "$work/tf-$t.json" |
+    --save-checkpoints-steps "$every" --eval-holdout "$eval_holdout" --json "$work/tf-$t.json" |
     sed "s/^/TF   /"
   taskset -c "0-$((t - 1))" "$bin" --data_dir="$data_dir" --threads="$t" \
     --target_accuracy="$target" --epochs="$max_epochs" \
-    --save_checkpoints_steps="$every" --model_dir="$work/estc-$t" \
+    --save_checkpoints_steps="$every" --eval_holdout="$eval_holdout" --model_dir="$work/estc-$t" \
     --json="$work/estc-$t.json" 2>"$work/estc-$t.log" |
     grep -E '^(did not )?reach' | sed "s/^/estc /" ||
     { tail -1 "$work/estc-$t.log" >&2; exit 1; }

@@ -97,9 +97,11 @@ def load_split(data_dir, split):
     if labels.shape != images.shape[:1]:
         raise DataError(f"{data_dir}: {labels.shape[0]} labels for "
                         f"{images.shape[0]} {split} images")
-    # In double, then rounded to float, as estc's load_mnist does.
-    scaled = (images.astype(np.float64) / 255.0).astype(np.float32)
-    return scaled.reshape(-1, 28, 28, 1), labels.astype(np.int64)
+    # p / 255 in double, rounded to float, as estc's load_mnist computes it;
+    # through a table of the 256 values, so that no float64 copy of the
+    # images adds to the peak memory.
+    table = (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)
+    return table[images].reshape(-1, 28, 28, 1), labels.astype(np.int64)
 
 
 def array_input(tf, images, labels, batch_size, shuffle_seed=None):
@@ -149,16 +151,9 @@ def model_fn(features, labels, mode, params):
             "accuracy": tf.compat.v1.metrics.accuracy(labels, classes)})
 
 
-def run(args, import_seconds):
-    """Trains to the target in this process; returns the result as a dict."""
-    import resource
-
-    import tensorflow as tf
-
-    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
-    # tf.compat.v1.layers' deprecation notes, one per layer.
-    warnings.filterwarnings("ignore", message=".* is deprecated")
-    start = time.perf_counter()
+def load(args):
+    """((train images, labels), (test images, labels)) as --data-dir and
+    --eval-holdout say."""
     if args.eval_holdout > 0:
         images, labels = load_split(args.data_dir, "t10k")
         if args.eval_holdout >= len(labels):
@@ -170,8 +165,19 @@ def run(args, import_seconds):
     else:
         train = load_split(args.data_dir, "train")
         test = load_split(args.data_dir, "t10k")
-    load_seconds = time.perf_counter() - start
+    return train, test
 
+
+def run(args, train, test):
+    """Trains to the target in this process; returns the result as a dict
+    (less load_seconds and import_seconds)."""
+    import resource
+
+    import tensorflow as tf
+
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
+    # tf.compat.v1.layers' deprecation notes, one per layer.
+    warnings.filterwarnings("ignore", message=".* is deprecated")
     steps_per_epoch = -(-len(train[1]) // args.batch_size)
     every = args.save_checkpoints_steps or steps_per_epoch
     train_fn, train_hook = array_input(tf, *train, args.batch_size, args.seed)
@@ -226,7 +232,6 @@ def run(args, import_seconds):
         "global_step": step, "epochs": step / steps_per_epoch,
         "evaluations": listener.evaluations,
         "seconds": seconds, "eval_seconds": listener.eval_seconds,
-        "load_seconds": load_seconds, "import_seconds": import_seconds,
         "peak_rss_mib":
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     }
@@ -280,18 +285,29 @@ def main():
             os.listdir(args.model_dir):
         return fail(f"--model-dir={args.model_dir}: not empty (time to "
                     "accuracy starts from an untrained model)")
-    # Pinned before TF starts any thread: later threads inherit the mask.
+    # Pinned before numpy or TF start a thread: later threads inherit the
+    # mask.
     pin_to_cores(args.threads)
+    try:
+        import numpy  # noqa: F401
+    except Exception as e:  # pylint: disable=broad-except
+        print(f"SKIP numpy cannot be imported: {e}")
+        return 0
+    # The data first: a missing file is one line before TF's long import.
     start = time.perf_counter()
+    try:
+        train, test = load(args)
+    except (DataError, OSError) as e:
+        return fail(str(e))
+    load_seconds = time.perf_counter() - start
     try:
         import tensorflow  # noqa: F401
     except Exception as e:  # pylint: disable=broad-except
         print(f"SKIP tensorflow cannot be imported: {e}")
         return 0
-    try:
-        result = run(args, time.perf_counter() - start)
-    except (DataError, OSError) as e:
-        return fail(str(e))
+    import_seconds = time.perf_counter() - start - load_seconds
+    result = run(args, train, test)
+    result.update(load_seconds=load_seconds, import_seconds=import_seconds)
     print(describe(result), flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

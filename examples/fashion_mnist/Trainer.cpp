@@ -18,9 +18,9 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -209,8 +209,7 @@ double secondsSince(Clock::time_point start) {
 class EvaluateUntilAccuracy : public CheckpointSaverListener {
 public:
   EvaluateUntilAccuracy(Estimator &estimator, InputFn input_fn, double target)
-      : estimator_(estimator), inputFn_(std::move(input_fn)), target_(target) {
-  }
+      : estimator_(estimator), inputFn_(std::move(input_fn)), target_(target) {}
 
   bool after_save(Session &session, int64_t global_step) override {
     (void)session;
@@ -270,11 +269,11 @@ struct RunReport {
   /// tf_fashion_peer.py's line (its describe()).
   std::string line() const {
     std::ostringstream os;
-    os << std::fixed << (reached ? "reached" : "did not reach")
-       << " accuracy " << std::defaultfloat << *flags->target_accuracy
-       << std::fixed << ": accuracy " << std::setprecision(4) << accuracy()
-       << " at step " << globalStep() << " (" << std::setprecision(2)
-       << epochs() << " epochs, " << evaluations << " evaluations) in "
+    os << std::fixed << (reached ? "reached" : "did not reach") << " accuracy "
+       << std::defaultfloat << *flags->target_accuracy << std::fixed
+       << ": accuracy " << std::setprecision(4) << accuracy() << " at step "
+       << globalStep() << " (" << std::setprecision(2) << epochs()
+       << " epochs, " << evaluations << " evaluations) in "
        << std::setprecision(1) << seconds << " s (evaluations " << evalSeconds
        << " s); data loading " << loadSeconds << " s; threads "
        << flags->threads << "; peak RSS " << peakRssMiB << " MiB";
@@ -302,7 +301,7 @@ struct RunReport {
 };
 
 double peakRssMiB() {
-  struct rusage usage {};
+  struct rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
@@ -380,6 +379,10 @@ int run_trainer(const char *program, int argc, char **argv,
         numpy_input_fn(imagesOf(evalSet), labelsOf(evalSet), evalOptions);
     evalSpec.steps = std::nullopt;
     evalSpec.throttle_secs = 0;
+    // The input_fns hold copies of their own: keeping the loaded sets would
+    // double the memory the data takes for the whole run.
+    trainSet = data::ImageDataset();
+    evalSet = data::ImageDataset();
     RunReport report;
     report.program = program;
     report.flags = &flags;
