@@ -7,7 +7,8 @@
 # target. Each run is a process of its own pinned to `threads` cores (the
 # peer pins itself; estc's trainer runs under taskset), TF first, then estc,
 # from an empty model_dir. Prints each side's line, then one table:
-# seconds to the target (data loading apart), TF / estc, steps, accuracy,
+# seconds to the target (data loading apart), TF / estc, the CPU seconds
+# of that span (all threads; less moved by other load), steps, accuracy,
 # peak RSS and estc / TF.
 #
 #   bench/fashion_tta.sh [--build DIR | --bin FILE] [--trainer aot|jit]
@@ -78,20 +79,23 @@ def load(name):
 def secs(r):
     return f"{r['seconds']:.1f}" if r["reached"] else f">{r['seconds']:.0f} (not reached)"
 print()
-print("| threads | TF s to target | estc s to target | TF / estc | TF steps | estc steps "
-      "| TF acc | estc acc | TF peak RSS MiB | estc peak RSS MiB | estc / TF RSS |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| threads | TF s to target | estc s to target | TF / estc | CPU s TF / estc "
+      "| TF steps | estc steps | TF acc | estc acc | TF peak RSS MiB "
+      "| estc peak RSS MiB | estc / TF RSS |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for t in threads:
     tf, es = load(f"tf-{t}.json"), load(f"estc-{t}.json")
     if es is None:
         continue
     if tf is None:
-        print(f"| {t} | - | {secs(es)} | - | - | {es['global_step']} | - | "
+        print(f"| {t} | - | {secs(es)} | - | - / {es['cpu_seconds']:.1f} | - | "
+              f"{es['global_step']} | - | "
               f"{es['accuracy']:.4f} | - | {es['peak_rss_mib']:.0f} | - |")
         continue
     speed = (f"{tf['seconds'] / es['seconds']:.2f}x"
              if tf["reached"] and es["reached"] else "-")
-    print(f"| {t} | {secs(tf)} | {secs(es)} | {speed} | {tf['global_step']} | "
+    print(f"| {t} | {secs(tf)} | {secs(es)} | {speed} | "
+          f"{tf['cpu_seconds']:.1f} / {es['cpu_seconds']:.1f} | {tf['global_step']} | "
           f"{es['global_step']} | {tf['accuracy']:.4f} | {es['accuracy']:.4f} | "
           f"{tf['peak_rss_mib']:.0f} | {es['peak_rss_mib']:.0f} | "
           f"{es['peak_rss_mib'] / tf['peak_rss_mib']:.2f} |")
