@@ -44,13 +44,37 @@ MODELS = {
 }
 
 
-def run_one(model, threads, warmup, steps):
-    """Trains `model` in this process; returns its result as a dict."""
-    # On `threads` cores: intra_op_parallelism_threads = 1 alone still let
-    # TF's ConvNet use both cores of the 2-core machine (72.8 steps/s,
-    # 47.1 when pinned to one).
+def pin_to_cores(threads):
+    """Holds this process to cores 0 .. threads - 1 (before TF starts its
+    thread pools)."""
+    # intra_op_parallelism_threads = 1 alone still let TF's ConvNet use both
+    # cores of the 2-core machine (72.8 steps/s, 47.1 when pinned to one).
     if hasattr(os, "sched_setaffinity") and threads <= os.cpu_count():
         os.sched_setaffinity(0, set(range(threads)))
+
+
+def convnet_logits(x, training, classes=10):
+    """The seeds' MNIST ConvNet (examples/models, examples/fashion_mnist's
+    ConvNetModel.cpp) on x [batch, 28, 28, 1]: its logits [batch, classes].
+    tf.compat.v1.layers' defaults: Glorot uniform kernels, zero biases."""
+    import tensorflow as tf
+
+    layers = tf.compat.v1.layers
+    net = layers.conv2d(x, 20, 5, activation=tf.nn.relu)
+    net = layers.max_pooling2d(net, 2, 2)
+    net = layers.conv2d(net, 40, 5, activation=tf.nn.relu)
+    net = layers.max_pooling2d(net, 2, 2)
+    net = layers.flatten(net)
+    net = layers.dense(net, 256, activation=tf.nn.relu)
+    net = layers.dropout(net, 0.5, training=training)
+    net = layers.dense(net, 256, activation=tf.nn.relu)
+    net = layers.dropout(net, 0.5, training=training)
+    return layers.dense(net, classes)
+
+
+def run_one(model, threads, warmup, steps):
+    """Trains `model` in this process; returns its result as a dict."""
+    pin_to_cores(threads)
     import resource
     import tempfile
     import time
@@ -66,21 +90,13 @@ def run_one(model, threads, warmup, steps):
         x = features["x"]
         training = mode == tf.estimator.ModeKeys.TRAIN
         if model == "convnet":
-            net = layers.conv2d(x, 20, 5, activation=tf.nn.relu)
-            net = layers.max_pooling2d(net, 2, 2)
-            net = layers.conv2d(net, 40, 5, activation=tf.nn.relu)
-            net = layers.max_pooling2d(net, 2, 2)
-            net = layers.flatten(net)
-            net = layers.dense(net, 256, activation=tf.nn.relu)
-            net = layers.dropout(net, 0.5, training=training)
-            net = layers.dense(net, 256, activation=tf.nn.relu)
-            net = layers.dropout(net, 0.5, training=training)
+            logits = convnet_logits(x, training, spec["classes"])
         else:
             units = [256, 256] if model == "mlp" else [10, 10]
             net = x
             for n in units:
                 net = layers.dense(net, n, activation=tf.nn.relu)
-        logits = layers.dense(net, spec["classes"])
+            logits = layers.dense(net, spec["classes"])
         loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
         train_op = tf.compat.v1.train.AdamOptimizer(0.002).minimize(
             loss, global_step=tf.compat.v1.train.get_global_step())

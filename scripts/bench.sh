@@ -14,4 +14,7 @@ done
 # the same table.
 python3 bench/tf_estimator_peer.py --threads 1,2
 build/bin/estimator_bench --threads=1,2
-
+# Time to 0.90 test accuracy on Fashion-MNIST and each process's peak
+# memory, TF's Estimator beside estc's (the same ConvNet, batch, optimizer
+# and evaluation schedule; a few minutes per thread count).
+bench/fashion_tta.sh --build build --threads "1 2"

@@ -8,13 +8,20 @@
 #include "lib/Data/Readers.h"
 #include "lib/Support/Flags.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +45,8 @@ struct Flags {
   int threads = 0;
   int64_t seed = 1;
   double min_accuracy = 0;
+  std::optional<double> target_accuracy;
+  std::string json;
   bool step_indexed_input = false;
   std::string train_files;
   std::string compression;
@@ -89,6 +98,17 @@ Flags parseFlags(const char *program, int argc, char **argv,
                   "exit 1 when the final accuracy is below X")
                  .min(0)
                  .max(1));
+  parser.add(Flag("target_accuracy", &f.target_accuracy,
+                  "time to accuracy: evaluate after every checkpoint but\n"
+                  "the first and stop at the first evaluation whose\n"
+                  "accuracy reaches X (--epochs / --train_steps at most;\n"
+                  "needs an empty --model_dir)")
+                 .min(0)
+                 .max(1));
+  parser.add(Flag("json", &f.json,
+                  "also write the result (accuracy, steps, seconds, peak\n"
+                  "RSS; bench/tf_fashion_peer.py's fields) to FILE")
+                 .value_name("FILE"));
   parser.add(Flag("train_files", &f.train_files,
                   "train from these TFRecord files of tf.train.Examples\n"
                   "(fashion_mnist_to_tfrecord writes them) through a\n"
@@ -177,6 +197,128 @@ InputFn tfrecordInput(const Flags &f) {
   };
 }
 
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// CPU time of the process, all threads: unlike wall time, barely moved
+/// by other processes on a shared machine.
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+/// --target_accuracy's schedule: train_and_evaluate's local one with
+/// throttle_secs = 0 (an evaluation of every checkpoint but the one training
+/// starts from), as a saving listener of one train() call, so that training
+/// stops right at the first evaluation that reaches the target. The same
+/// schedule as bench/tf_fashion_peer.py's listener on TF's Estimator.
+class EvaluateUntilAccuracy : public CheckpointSaverListener {
+public:
+  EvaluateUntilAccuracy(Estimator &estimator, InputFn input_fn, double target)
+      : estimator_(estimator), inputFn_(std::move(input_fn)), target_(target) {}
+
+  bool after_save(Session &session, int64_t global_step) override {
+    (void)session;
+    if (global_step == 0)
+      return false; // the untrained model (--model_dir is empty)
+    auto start = Clock::now();
+    results_ = estimator_.evaluate(inputFn_);
+    reachedAt_ = Clock::now();
+    reachedCpu_ = processCpuSeconds();
+    evalSeconds_ += secondsSince(start);
+    ++evaluations_;
+    return reached();
+  }
+
+  bool reached() const {
+    auto it = results_.find("accuracy");
+    return it != results_.end() && it->second >= target_;
+  }
+  const EvalResults &results() const { return results_; }
+  int64_t evaluations() const { return evaluations_; }
+  double evalSeconds() const { return evalSeconds_; }
+  /// When the evaluation that reached the target ended.
+  Clock::time_point reachedAt() const { return reachedAt_; }
+  double reachedCpuSeconds() const { return reachedCpu_; }
+
+private:
+  Estimator &estimator_;
+  InputFn inputFn_;
+  double target_;
+  EvalResults results_;
+  int64_t evaluations_ = 0;
+  double evalSeconds_ = 0;
+  Clock::time_point reachedAt_;
+  double reachedCpu_ = 0;
+};
+
+/// What a run reports; with --json, as bench/tf_fashion_peer.py writes it.
+struct RunReport {
+  std::string program;
+  const Flags *flags = nullptr;
+  EvalResults results;
+  bool reached = false;
+  int64_t stepsPerEpoch = 1;
+  int64_t evaluations = 0;
+  double seconds = 0, cpuSeconds = 0, evalSeconds = 0, loadSeconds = 0;
+  double peakRssMiB = 0;
+
+  int64_t globalStep() const {
+    auto it = results.find("global_step");
+    return it == results.end() ? 0 : static_cast<int64_t>(it->second);
+  }
+  double accuracy() const {
+    auto it = results.find("accuracy");
+    return it == results.end() ? 0 : it->second;
+  }
+  double epochs() const {
+    return static_cast<double>(globalStep()) / stepsPerEpoch;
+  }
+
+  /// tf_fashion_peer.py's line (its describe()).
+  std::string line() const {
+    std::ostringstream os;
+    os << std::fixed << (reached ? "reached" : "did not reach") << " accuracy "
+       << std::defaultfloat << *flags->target_accuracy << std::fixed
+       << ": accuracy " << std::setprecision(4) << accuracy() << " at step "
+       << globalStep() << " (" << std::setprecision(2) << epochs()
+       << " epochs, " << evaluations << " evaluations) in "
+       << std::setprecision(1) << seconds << " s (evaluations " << evalSeconds
+       << " s); data loading " << loadSeconds << " s; threads "
+       << flags->threads << "; peak RSS " << peakRssMiB << " MiB";
+    return os.str();
+  }
+
+  std::string json() const {
+    std::ostringstream os;
+    os << std::setprecision(10) << "{\n \"peer\": \"estc\",\n \"trainer\": \""
+       << program << "\",\n \"threads\": " << flags->threads
+       << ",\n \"batch\": " << flags->batch_size;
+    if (flags->target_accuracy)
+      os << ",\n \"target_accuracy\": " << *flags->target_accuracy
+         << ",\n \"reached\": " << (reached ? "true" : "false");
+    os << ",\n \"accuracy\": " << accuracy()
+       << ",\n \"global_step\": " << globalStep()
+       << ",\n \"epochs\": " << epochs()
+       << ",\n \"evaluations\": " << evaluations
+       << ",\n \"seconds\": " << seconds
+       << ",\n \"cpu_seconds\": " << cpuSeconds
+       << ",\n \"eval_seconds\": " << evalSeconds
+       << ",\n \"load_seconds\": " << loadSeconds
+       << ",\n \"peak_rss_mib\": " << peakRssMiB << "\n}\n";
+    return os.str();
+  }
+};
+
+double peakRssMiB() {
+  struct rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
 } // namespace
 
 int run_trainer(const char *program, int argc, char **argv,
@@ -184,7 +326,13 @@ int run_trainer(const char *program, int argc, char **argv,
                 const std::string &default_device) {
   Flags flags = parseFlags(program, argc, argv, default_device);
   try {
-    auto start = std::chrono::steady_clock::now();
+    auto start = Clock::now();
+    double startCpu = processCpuSeconds();
+    if (flags.target_accuracy && std::filesystem::exists(flags.model_dir) &&
+        !std::filesystem::is_empty(flags.model_dir))
+      throw std::invalid_argument(
+          "--target_accuracy: --model_dir=" + flags.model_dir +
+          " is not empty (time to accuracy starts from an untrained model)");
     // The Estimator first: a bad device or a model compiled for another
     // one is one line before the data is read.
     RunConfigOptions o;
@@ -199,6 +347,8 @@ int run_trainer(const char *program, int argc, char **argv,
     RunConfig config = RunConfig::from_tf_config("", o);
     std::unique_ptr<Estimator> estimator = make_estimator(config);
 
+    auto loadStart = Clock::now();
+    double loadStartCpu = processCpuSeconds();
     data::ImageDataset trainSet, evalSet;
     if (flags.eval_holdout > 0) {
       data::ImageDataset all = data::load_mnist(flags.data_dir, "t10k");
@@ -216,6 +366,8 @@ int run_trainer(const char *program, int argc, char **argv,
       throw std::invalid_argument(
           flags.data_dir + ": images are " + std::to_string(trainSet.rows) +
           "x" + std::to_string(trainSet.cols) + ", the model takes 28x28");
+    double loadSeconds = secondsSince(loadStart);
+    double loadCpuSeconds = processCpuSeconds() - loadStartCpu;
     int64_t stepsPerEpoch =
         (trainSet.size() + flags.batch_size - 1) / flags.batch_size;
     int64_t maxSteps = flags.train_steps.value_or(flags.epochs * stepsPerEpoch);
@@ -243,17 +395,57 @@ int run_trainer(const char *program, int argc, char **argv,
         numpy_input_fn(imagesOf(evalSet), labelsOf(evalSet), evalOptions);
     evalSpec.steps = std::nullopt;
     evalSpec.throttle_secs = 0;
-    EvalResults results =
-        train_and_evaluate(*estimator, trainSpec, evalSpec).eval_result;
+    // The input_fns hold copies of their own: keeping the loaded sets would
+    // double the memory the data takes for the whole run.
+    trainSet = data::ImageDataset();
+    evalSet = data::ImageDataset();
+    RunReport report;
+    report.program = program;
+    report.flags = &flags;
+    report.stepsPerEpoch = stepsPerEpoch;
+    report.loadSeconds = loadSeconds;
+    if (flags.target_accuracy) {
+      auto listener = std::make_shared<EvaluateUntilAccuracy>(
+          *estimator, evalSpec.input_fn, *flags.target_accuracy);
+      estimator->train(trainSpec.input_fn, {}, {}, maxSteps, {listener});
+      report.results = listener->results();
+      report.reached = listener->reached();
+      report.evaluations = listener->evaluations();
+      report.evalSeconds = listener->evalSeconds();
+      // From the start to the end of the evaluation that reached the target
+      // (or of training), less the data loading; wall and CPU time.
+      report.cpuSeconds = (report.reached ? listener->reachedCpuSeconds()
+                                          : processCpuSeconds()) -
+                          startCpu - loadCpuSeconds;
+      report.seconds =
+          std::chrono::duration<double>(
+              (report.reached ? listener->reachedAt() : Clock::now()) - start)
+              .count() -
+          loadSeconds;
+    } else {
+      report.results =
+          train_and_evaluate(*estimator, trainSpec, evalSpec).eval_result;
+      report.seconds = secondsSince(start) - loadSeconds;
+      report.cpuSeconds = processCpuSeconds() - startCpu - loadCpuSeconds;
+    }
+    if (report.results.empty())
+      throw std::runtime_error("no evaluation: training did not run a step");
+    report.peakRssMiB = peakRssMiB();
 
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
     std::cout << "final evaluation:";
-    for (const auto &[name, value] : results)
+    for (const auto &[name, value] : report.results)
       std::cout << " " << name << " = " << value;
-    std::cout << "\nwall time: " << seconds << " s\n";
-    double accuracy = results.at("accuracy");
+    std::cout << "\nwall time: " << secondsSince(start) << " s\n";
+    if (flags.target_accuracy)
+      std::cout << report.line() << "\n";
+    if (!flags.json.empty()) {
+      std::ofstream out(flags.json);
+      out << report.json();
+      if (!out.flush())
+        throw std::invalid_argument("--json=" + flags.json +
+                                    ": cannot write the file");
+    }
+    double accuracy = report.accuracy();
     if (accuracy < flags.min_accuracy) {
       std::cerr << program << ": error: accuracy " << accuracy
                 << " is below --min_accuracy=" << flags.min_accuracy << "\n";

@@ -21,8 +21,12 @@ using EstimatorFactory = std::function<std::unique_ptr<estimator::Estimator>(
     const estimator::RunConfig &config)>;
 
 /// Runs the trainer: parses argv (see --help), trains with
-/// train_and_evaluate and prints the final evaluation. Returns the exit
-/// status: 0, or 1 for a failed run (bad data, accuracy below
+/// train_and_evaluate and prints the final evaluation. With
+/// --target_accuracy=X it measures the time to accuracy instead: one
+/// train() whose checkpoints are evaluated until one reaches X, then one
+/// line of accuracy, steps, seconds and peak RSS (bench/tf_fashion_peer.py
+/// prints the same for TF's Estimator; --json writes them). Returns the
+/// exit status: 0, or 1 for a failed run (bad data, accuracy below
 /// --min_accuracy). A bad flag exits the process with status 2
 /// (lib/Support/Flags.h). Errors are one line on stderr.
 /// `default_device` is --device's default: "cpu", or "cuda:0" for a
