@@ -149,8 +149,11 @@ void gemmSmall(View2D<const float> a, View2D<const float> b, View2D<float> c,
   float *panel = scratch<float>(Scratch::GemmRhs, size_t(k * panelCols));
   for (Index p = 0; p < k; ++p) {
     float *row = panel + p * panelCols;
-    for (Index j = 0; j < n; ++j)
-      row[j] = b.at(p, j);
+    if (b.cs == 1)
+      std::memcpy(row, b.data + p * b.rs, sizeof(float) * size_t(n));
+    else
+      for (Index j = 0; j < n; ++j)
+        row[j] = b.at(p, j);
     for (Index j = n; j < panelCols; ++j)
       row[j] = 0.f;
   }
