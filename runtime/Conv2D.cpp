@@ -1,51 +1,63 @@
 //===- runtime/Conv2D.cpp - 2-D convolution and its two gradients --------===//
 //
-// All three are GEMMs over im2col patches (NHWC input, HWIO filter):
+// NHWC activations, HWIO filters. With P counting output pixels (n, oh, ow)
+// and R = KH * KW * C the filter taps (kh, kw, c):
 //
-//   forward         out[P x O]   = patches[P x R] * filter[R x O]
-//   backprop input  patches[P x R] = grad_out[P x O] * filter^T, then each
-//                   patch is added back into grad_input (col2im)
-//   backprop filter grad_filter[R x O] = patches^T[R x P] * grad_out[P x O]
+//   forward         out[p][o]    = sum over r of x[p + tap r] * w[r][o]
+//   backprop input  dx[p + tap (kh, kw)][c] += sum over o of dy[p][o] * w[kh, kw, c, o]
+//   backprop filter dw[r][o]     = sum over p of x[p + tap r] * dy[p][o]
 //
-// where P counts output pixels (n, oh, ow) and R = KH * KW * C counts filter
-// taps (kh, kw, c). Patches are built a tile of output pixels at a time in a
-// per-thread scratch buffer; the tile size depends on R only.
+// All three are direct convolutions on register tiles (runtime/ConvTiles.h):
+// the input is read where it lies, through a table of tap offsets, so there
+// is no im2col matrix, no GEMM packing of it, and no col2im. Only the filter
+// is repacked, once per call (its channel padded to whole vectors). Inputs
+// that the taps cannot read in place -- padding, a strided channel -- are
+// first copied into a zero-padded NHWC buffer; backprop input then
+// accumulates into such a buffer and copies its interior out. A 1x1
+// convolution without stride or padding is a plain matrix product, left to
+// the blocked GEMM (runtime/Gemm.h).
 //
 // Determinism: every split below is a function of the shapes, never of the
 // thread count, and every reduction runs in a fixed order within one task:
-//   forward         one task per pixel tile (tiles may span images);
-//   backprop input  one task per image; its pixel tiles are added in order;
-//   backprop filter the pixel tiles form G groups (G from the shapes); a task
-//                   sums one group's tiles in order into its own partial
+//   forward         one task per block of output pixels; each output is one
+//                   FMA chain over the taps in order;
+//   backprop input  one task per image; each input pixel receives its
+//                   contributions in the order (pixel tile, tap), each a
+//                   chain over the output channels in order;
+//   backprop filter the pixels form G groups (G from the shapes); a task
+//                   sums one group's pixels in order into its own partial
 //                   grad_filter, and the G partials are then added in order.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/ConvTiles.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelImpl.h"
 #include "runtime/Parallel.h"
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace estc::rt {
 namespace {
 
 using Tensor4 = MemRef<float, 4>;
+using conv::kVec;
 
-/// Patch tiles hold about this many floats (512 KiB, half an L2 of a recent
-/// x86 core; measured faster than 128 KiB on the ConvNet's convolutions).
-constexpr int64_t kPatchTileFloats = 128 * 1024;
+/// Forward: output pixels per task (a multiple of every tile height 1-8
+/// but 7, so that only the last block has a short tile).
+constexpr int64_t kForwardBlock = 120;
 /// Backprop filter: work per partial-sum group, and the most groups.
 constexpr double kMinGroupFlops = 8e6;
 constexpr int64_t kMaxGroups = 16;
+/// Backprop filter: packed grad_output rows per chunk hold about this many
+/// floats (16 KiB: half an L1, beside the input pixels they meet).
+constexpr int64_t kChunkFloats = 4096;
+/// 1x1 convolutions: pixels per GEMM tile.
+constexpr int64_t kPointwiseTile = 256;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// Output pixels per patch tile for patches of r floats.
-int64_t pixelTile(int64_t r) {
-  return std::clamp<int64_t>(
-      kPatchTileFloats / std::max<int64_t>(r, 1) / 16 * 16, 16, 1024);
-}
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 /// Whether dims [first, last] of x flatten into one index stepping by `step`
 /// elements (dims of size 1 may have any stride).
@@ -69,8 +81,20 @@ struct Geometry {
   int64_t n, h, w, c; // input
   int64_t kh, kw, o;  // filter (kh, kw, c, o)
   int64_t oh, ow;     // output
-  int64_t r;          // kh * kw * c: patch length
+  int64_t r;          // kh * kw * c: taps
   ConvParams p;
+
+  int64_t pixels() const { return n * oh * ow; }
+  /// Rows and columns of the input that the taps span, from padded row and
+  /// column 0 (0 when there is nothing to read).
+  int64_t spanH() const {
+    return oh > 0 && kh > 0 ? (oh - 1) * p.strideH + (kh - 1) * p.dilationH + 1
+                            : 0;
+  }
+  int64_t spanW() const {
+    return ow > 0 && kw > 0 ? (ow - 1) * p.strideW + (kw - 1) * p.dilationW + 1
+                            : 0;
+  }
 };
 
 Geometry geometry(const char *kernel, const Tensor4 &input,
@@ -102,100 +126,95 @@ Geometry geometry(const char *kernel, const Tensor4 &input,
     fatal("%s: strides (%lld, %lld) and dilations (%lld, %lld) must be >= 1",
           kernel, (long long)p.strideH, (long long)p.strideW,
           (long long)p.dilationH, (long long)p.dilationW);
+  if (p.padTop < 0 || p.padLeft < 0)
+    fatal("%s: padding (%lld, %lld) must be >= 0", kernel,
+          (long long)p.padTop, (long long)p.padLeft);
   return g;
 }
 
-/// The filter as an R x O matrix, in place when (kh, kw, c) flatten, else
-/// copied into the calling thread's scratch.
-View2D<const float> filterMatrix(const Tensor4 &f, const Geometry &g) {
-  int64_t step;
-  if (flattens(f, 0, 2, step))
-    return {f.data(), g.r, g.o, step, f.strides[3]};
-  float *copy = scratch<float>(Scratch::SharedFilter, size_t(g.r * g.o));
-  for (int64_t kh = 0, row = 0; kh < g.kh; ++kh)
-    for (int64_t kw = 0; kw < g.kw; ++kw)
-      for (int64_t c = 0; c < g.c; ++c, ++row)
-        for (int64_t o = 0; o < g.o; ++o)
-          copy[row * g.o + o] = f.data()[kh * f.strides[0] + kw * f.strides[1] +
-                                         c * f.strides[2] + o * f.strides[3]];
-  return {copy, g.r, g.o, g.o, 1};
+// --- Layouts the tiles read ---------------------------------------------------
+
+/// NHWC images with channel stride 1: pixel (n, y, x) of the padded frame
+/// (input row y - pad_top, column x - pad_left) starts at
+/// data + n * image + y * row + x * pixel.
+struct Images {
+  float *data;
+  int64_t image, row, pixel;
+  bool copy; // a zero-padded copy in Scratch::SharedPadded
+};
+
+/// The padded frame: every row and column a tap reads, and all of the input.
+int64_t frameH(const Geometry &g) {
+  return std::max(g.spanH(), g.p.padTop + g.h);
+}
+int64_t frameW(const Geometry &g) {
+  return std::max(g.spanW(), g.p.padLeft + g.w);
 }
 
-/// Address of pixel p (flattened over n, h, w) of x.
-float *pixel(const Tensor4 &x, int64_t p) {
-  int64_t hw = x.sizes[1] * x.sizes[2];
-  int64_t n = p / hw, h = (p % hw) / x.sizes[2], w = p % x.sizes[2];
-  return x.data() + n * x.strides[0] + h * x.strides[1] + w * x.strides[2];
+/// Whether the taps can read x (input or grad_input) in place: no padding,
+/// every tap inside, channels contiguous.
+bool inPlace(const Geometry &g, const Tensor4 &x) {
+  return g.p.padTop == 0 && g.p.padLeft == 0 && g.spanH() <= g.h &&
+         g.spanW() <= g.w && (g.c == 1 || x.strides[3] == 1);
 }
 
-/// Rows [p0, p0 + rows) of x viewed as a pixels x channels matrix: in place
-/// when the pixel dims [first, 2] flatten, else gathered into PixelTile
-/// scratch. With first == 1, p0 counts pixels within image `image`.
-View2D<const float> pixelRows(const Tensor4 &x, int first, int64_t image,
-                              int64_t p0, int64_t rows) {
-  int64_t ch = x.sizes[3], cs = x.strides[3], step;
-  float *base = x.data() + image * x.strides[0];
-  if (flattens(x, first, 2, step))
-    return {base + p0 * step, rows, ch, step, cs};
-  float *tile = scratch<float>(Scratch::PixelTile, size_t(rows * ch));
-  int64_t offset = image * x.sizes[1] * x.sizes[2];
-  for (int64_t i = 0; i < rows; ++i) {
-    const float *src = pixel(x, offset + p0 + i);
-    for (int64_t c = 0; c < ch; ++c)
-      tile[i * ch + c] = src[c * cs];
-  }
-  return {tile, rows, ch, ch, 1};
+/// x in place, or a zero frame for it in SharedPadded (filled by
+/// copyIntoFrame / read back by copyFromFrame, one image at a time).
+Images imagesOf(const Geometry &g, const Tensor4 &x) {
+  if (inPlace(g, x))
+    return {x.data(), x.strides[0], x.strides[1], x.strides[2], false};
+  int64_t fh = frameH(g), fw = frameW(g);
+  float *buf =
+      scratch<float>(Scratch::SharedPadded, size_t(g.n * fh * fw * g.c));
+  return {buf, fh * fw * g.c, fw * g.c, g.c, true};
 }
 
-/// Patches of output pixels [p0, p0 + rows) (flattened over n, oh, ow) into
-/// dst, one row of g.r floats per pixel, zeros where taps fall outside.
-void im2col(const Geometry &g, const Tensor4 &input, int64_t p0, int64_t rows,
-            float *dst) {
-  const int64_t s0 = input.strides[0], s1 = input.strides[1],
-                s2 = input.strides[2], s3 = input.strides[3];
-  const int64_t c = g.c, kwc = g.kw * g.c;
-  const bool contiguousTaps = (s3 == 1 || c == 1) &&
-                              (g.p.dilationW == 1 || g.kw == 1) &&
-                              (s2 == c || g.kw == 1);
-  int64_t n = p0 / (g.oh * g.ow), oh = (p0 / g.ow) % g.oh, ow = p0 % g.ow;
-  for (int64_t i = 0; i < rows; ++i) {
-    float *row = dst + i * g.r;
-    int64_t ih0 = oh * g.p.strideH - g.p.padTop;
-    int64_t iw0 = ow * g.p.strideW - g.p.padLeft;
-    for (int64_t kh = 0; kh < g.kh; ++kh) {
-      float *seg = row + kh * kwc;
-      int64_t ih = ih0 + kh * g.p.dilationH;
-      if (ih < 0 || ih >= g.h) {
-        std::memset(seg, 0, sizeof(float) * size_t(kwc));
-        continue;
-      }
-      const float *inRow = input.data() + n * s0 + ih * s1;
-      // Taps of one filter row that are all inside and adjacent in memory
-      // (dilation 1, contiguous pixels): one copy of KW * C floats.
-      if (contiguousTaps && iw0 >= 0 && iw0 + g.kw <= g.w) {
-        const float *src = inRow + iw0 * s2;
-        for (int64_t k = 0; k < kwc; ++k)
-          seg[k] = src[k];
-        continue;
-      }
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
-        float *d = seg + kw * c;
-        int64_t iw = iw0 + kw * g.p.dilationW;
-        if (iw < 0 || iw >= g.w) {
-          std::fill(d, d + c, 0.0f);
-        } else {
-          const float *src = inRow + iw * s2;
-          if (s3 == 1 && c >= 16)
-            std::memcpy(d, src, sizeof(float) * size_t(c));
-          else if (s3 == 1)
-            for (int64_t k = 0; k < c; ++k)
-              d[k] = src[k];
-          else
-            for (int64_t k = 0; k < c; ++k)
-              d[k] = src[k * s3];
-        }
-      }
+/// Image n of x into its zero-padded frame.
+void copyIntoFrame(const Geometry &g, const Tensor4 &x, const Images &f,
+                   int64_t n) {
+  float *dst = f.data + n * f.image;
+  std::memset(dst, 0, sizeof(float) * size_t(f.image));
+  const float *src = x.data() + n * x.strides[0];
+  for (int64_t ih = 0; ih < g.h; ++ih)
+    for (int64_t iw = 0; iw < g.w; ++iw) {
+      const float *s = src + ih * x.strides[1] + iw * x.strides[2];
+      float *d = dst + (ih + g.p.padTop) * f.row + (iw + g.p.padLeft) * f.pixel;
+      for (int64_t c = 0; c < g.c; ++c)
+        d[c] = s[c * x.strides[3]];
     }
+}
+
+/// The input part of image n's frame into x.
+void copyFromFrame(const Geometry &g, const Images &f, const Tensor4 &x,
+                   int64_t n) {
+  const float *src = f.data + n * f.image;
+  float *dst = x.data() + n * x.strides[0];
+  for (int64_t ih = 0; ih < g.h; ++ih)
+    for (int64_t iw = 0; iw < g.w; ++iw) {
+      const float *s =
+          src + (ih + g.p.padTop) * f.row + (iw + g.p.padLeft) * f.pixel;
+      float *d = dst + ih * x.strides[1] + iw * x.strides[2];
+      for (int64_t c = 0; c < g.c; ++c)
+        d[c * x.strides[3]] = s[c];
+    }
+}
+
+/// Offsets in `x` of the R taps (kh, kw, c), in that order (c fastest).
+int64_t *tapOffsets(const Geometry &g, const Images &x) {
+  int64_t *tap = scratch<int64_t>(Scratch::SharedTaps, size_t(g.r));
+  for (int64_t kh = 0, r = 0; kh < g.kh; ++kh)
+    for (int64_t kw = 0; kw < g.kw; ++kw)
+      for (int64_t c = 0; c < g.c; ++c, ++r)
+        tap[r] = kh * g.p.dilationH * x.row + kw * g.p.dilationW * x.pixel + c;
+  return tap;
+}
+
+/// Output pixels (n, oh, ow) in order from a flat index, without a
+/// division per pixel.
+struct PixelWalk {
+  PixelWalk(const Geometry &g, int64_t p)
+      : n(p / (g.oh * g.ow)), oh(p / g.ow % g.oh), ow(p % g.ow), g(g) {}
+  void next() {
     if (++ow == g.ow) {
       ow = 0;
       if (++oh == g.oh) {
@@ -204,44 +223,131 @@ void im2col(const Geometry &g, const Tensor4 &input, int64_t p0, int64_t rows,
       }
     }
   }
+  /// Where this pixel reads tap 0 in x.
+  const float *tapBase(const Images &x) const {
+    return x.data + n * x.image + oh * g.p.strideH * x.row +
+           ow * g.p.strideW * x.pixel;
+  }
+  /// This pixel of an output-shaped tensor.
+  float *at(const Tensor4 &y) const {
+    return y.data() + n * y.strides[0] + oh * y.strides[1] + ow * y.strides[2];
+  }
+  int64_t n, oh, ow;
+  const Geometry &g;
+};
+
+/// Address of pixel p (flattened over n, h, w) of x.
+float *pixel(const Tensor4 &x, int64_t p) {
+  int64_t hw = x.sizes[1] * x.sizes[2];
+  int64_t n = p / hw, h = (p % hw) / x.sizes[2], w = p % x.sizes[2];
+  return x.data() + n * x.strides[0] + h * x.strides[1] + w * x.strides[2];
 }
 
-/// Adds patches of output pixels [p0, p0 + rows) of image n back into
-/// gradInput: the transpose of im2col.
-void col2imAdd(const Geometry &g, const Tensor4 &gradInput, int64_t n,
-               int64_t p0, int64_t rows, const float *col) {
-  const int64_t s1 = gradInput.strides[1], s2 = gradInput.strides[2],
-                s3 = gradInput.strides[3];
-  float *image = gradInput.data() + n * gradInput.strides[0];
-  int64_t oh = p0 / g.ow, ow = p0 % g.ow;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float *row = col + i * g.r;
-    int64_t ih0 = oh * g.p.strideH - g.p.padTop;
-    int64_t iw0 = ow * g.p.strideW - g.p.padLeft;
-    for (int64_t kh = 0; kh < g.kh; ++kh) {
-      int64_t ih = ih0 + kh * g.p.dilationH;
-      if (ih < 0 || ih >= g.h)
-        continue;
-      for (int64_t kw = 0; kw < g.kw; ++kw) {
-        int64_t iw = iw0 + kw * g.p.dilationW;
-        if (iw < 0 || iw >= g.w)
-          continue;
-        const float *src = row + (kh * g.kw + kw) * g.c;
-        float *dst = image + ih * s1 + iw * s2;
-        if (s3 == 1)
-          for (int64_t c = 0; c < g.c; ++c)
-            dst[c] += src[c];
-        else
-          for (int64_t c = 0; c < g.c; ++c)
-            dst[c * s3] += src[c];
-      }
-    }
-    if (++ow == g.ow) {
-      ow = 0;
-      ++oh;
-    }
+/// Channel blocks of at most conv::kMaxVectors vectors, as even as
+/// possible: `first` channel and vector count of each.
+struct ChannelBlocks {
+  int count = 0;
+  int64_t first[64];
+  int vectors[64];
+};
+ChannelBlocks channelBlocks(int64_t channels) {
+  ChannelBlocks b;
+  int64_t v = ceilDiv(channels, kVec);
+  // Beyond 64 blocks (channels > 64 * 40) the blocks just grow; their
+  // vector count is capped where the tiles are dispatched.
+  int64_t count = std::clamp<int64_t>(ceilDiv(v, conv::kMaxVectors), 1, 64);
+  b.count = int(count);
+  for (int64_t i = 0, first = 0; i < count; ++i) {
+    int64_t vectors = v / count + (i < v % count ? 1 : 0);
+    b.first[i] = first;
+    b.vectors[i] = int(vectors);
+    first += vectors * kVec;
+  }
+  return b;
+}
+
+/// Calls f(std::integral_constant<int, VB>) for vb in [1, kMaxVectors].
+template <typename F> void withVectors(int vb, F &&f) {
+  switch (vb) {
+  case 1:
+    return f(std::integral_constant<int, 1>{});
+  case 2:
+    return f(std::integral_constant<int, 2>{});
+  case 3:
+    return f(std::integral_constant<int, 3>{});
+#if defined(__AVX512VL__)
+  case 4:
+    return f(std::integral_constant<int, 4>{});
+  case 5:
+    return f(std::integral_constant<int, 5>{});
+#endif
+  default:
+    fatal("conv: %d vectors per tile", vb);
   }
 }
+
+/// Splits a block of `vectors` (as channelBlocks gives, possibly more than
+/// kMaxVectors for huge channel counts) into tiles the dispatcher takes.
+template <typename F>
+void forEachVectorTile(int64_t first, int vectors, F &&f) {
+  while (vectors > 0) {
+    int vb = std::min(vectors, conv::kMaxVectors);
+    f(first, vb);
+    first += int64_t(vb) * kVec;
+    vectors -= vb;
+  }
+}
+
+/// The filter as [R][stride] with stride = O rounded up to whole vectors,
+/// zeros in the padding, in SharedFilter; the packed bias (or zeros) after
+/// it.
+struct PackedFilter {
+  const float *w, *bias;
+  int64_t stride;
+};
+PackedFilter packForward(const Tensor4 &f, const Geometry &g,
+                         const Epilogue &e) {
+  int64_t stride = roundUp(std::max<int64_t>(g.o, 1), kVec);
+  float *w = scratch<float>(Scratch::SharedFilter, size_t((g.r + 1) * stride));
+  const int64_t *s = f.strides;
+  for (int64_t kh = 0, r = 0; kh < g.kh; ++kh)
+    for (int64_t kw = 0; kw < g.kw; ++kw)
+      for (int64_t c = 0; c < g.c; ++c, ++r) {
+        const float *src = f.data() + kh * s[0] + kw * s[1] + c * s[2];
+        float *dst = w + r * stride;
+        for (int64_t o = 0; o < g.o; ++o)
+          dst[o] = src[o * s[3]];
+        std::fill(dst + g.o, dst + stride, 0.0f);
+      }
+  float *bias = w + g.r * stride;
+  std::fill(bias, bias + stride, 0.0f);
+  if (e.bias)
+    for (int64_t o = 0; o < g.o; ++o)
+      bias[o] = e.bias[o * e.biasStride];
+  return {w, bias, stride};
+}
+
+/// The filter as [KH * KW][O][stride] (stride = C rounded up to whole
+/// vectors): for each tap (kh, kw), the O x C matrix the input gradient
+/// multiplies.
+PackedFilter packTransposed(const Tensor4 &f, const Geometry &g) {
+  int64_t stride = roundUp(std::max<int64_t>(g.c, 1), kVec);
+  float *w = scratch<float>(Scratch::SharedFilter,
+                            size_t(g.kh * g.kw * g.o * stride));
+  const int64_t *s = f.strides;
+  for (int64_t kh = 0, t = 0; kh < g.kh; ++kh)
+    for (int64_t kw = 0; kw < g.kw; ++kw, ++t)
+      for (int64_t o = 0; o < g.o; ++o) {
+        const float *src = f.data() + kh * s[0] + kw * s[1] + o * s[3];
+        float *dst = w + (t * g.o + o) * stride;
+        for (int64_t c = 0; c < g.c; ++c)
+          dst[c] = src[c * s[2]];
+        std::fill(dst + g.c, dst + stride, 0.0f);
+      }
+  return {w, nullptr, stride};
+}
+
+// --- 1x1 convolutions: the blocked GEMM ---------------------------------------
 
 /// A 1x1, stride-1, unpadded convolution whose input pixels flatten: the
 /// input itself is the patch matrix.
@@ -252,100 +358,264 @@ bool isPointwise(const Geometry &g, const Tensor4 &input) {
          flattens(input, 0, 2, step);
 }
 
-/// Patch rows for output pixels [p0, p0 + rows).
-View2D<const float> patches(const Geometry &g, const Tensor4 &input,
-                            bool pointwise, int64_t p0, int64_t rows) {
-  if (pointwise)
-    return pixelRows(input, 0, 0, p0, rows);
-  float *col = scratch<float>(Scratch::Im2col, size_t(rows * g.r));
-  im2col(g, input, p0, rows, col);
-  return {col, rows, g.r, g.r, 1};
+/// Rows [p0, p0 + rows) of x viewed as a pixels x channels matrix: in place
+/// when the pixel dims flatten, else gathered into PixelTile scratch.
+View2D<const float> pixelRows(const Tensor4 &x, int64_t p0, int64_t rows) {
+  int64_t ch = x.sizes[3], cs = x.strides[3], step;
+  if (flattens(x, 0, 2, step))
+    return {x.data() + p0 * step, rows, ch, step, cs};
+  float *tile = scratch<float>(Scratch::PixelTile, size_t(rows * ch));
+  for (int64_t i = 0; i < rows; ++i) {
+    const float *src = pixel(x, p0 + i);
+    for (int64_t c = 0; c < ch; ++c)
+      tile[i * ch + c] = src[c * cs];
+  }
+  return {tile, rows, ch, ch, 1};
+}
+
+/// The filter of a 1x1 convolution as a C x O matrix.
+View2D<const float> pointwiseFilter(const Tensor4 &f, const Geometry &g) {
+  return {f.data(), g.c, g.o, f.strides[2], f.strides[3]};
+}
+
+/// out = rows of `a` times b, a tile of kPointwiseTile pixels per task, with
+/// the epilogue.
+void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
+                      const Tensor4 &out, const Epilogue &epilogue) {
+  int64_t pixels = out.sizes[0] * out.sizes[1] * out.sizes[2], outStep;
+  bool outFlat = flattens(out, 0, 2, outStep);
+  int64_t n = out.sizes[3];
+  parallelFor(ceilDiv(pixels, kPointwiseTile),
+              2.0 * double(kPointwiseTile * b.rows * n), [&](int64_t t) {
+                int64_t p0 = t * kPointwiseTile;
+                int64_t rows = std::min(kPointwiseTile, pixels - p0);
+                View2D<const float> lhs = pixelRows(a, p0, rows);
+                if (outFlat) {
+                  View2D<float> o{out.data() + p0 * outStep, rows, n, outStep,
+                                  out.strides[3]};
+                  gemm<float>(lhs, b, o, false);
+                  applyEpilogue(o, epilogue, 0);
+                  return;
+                }
+                // Not PixelTile (it may hold lhs) nor a Gemm* slot.
+                float *res = scratch<float>(Scratch::ConvPointers,
+                                            size_t(rows * n));
+                gemm<float>(lhs, b, {res, rows, n, n, 1}, false);
+                applyEpilogue({res, rows, n, n, 1}, epilogue, 0);
+                for (int64_t i = 0; i < rows; ++i) {
+                  float *dst = pixel(out, p0 + i);
+                  for (int64_t c = 0; c < n; ++c)
+                    dst[c * out.strides[3]] = res[i * n + c];
+                }
+              });
 }
 
 } // namespace
 
+// --- Forward ------------------------------------------------------------------
+
 void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
             const ConvParams &p, const Epilogue &epilogue) {
   Geometry g = geometry("estc_conv2d_nhwc_hwio", input, filter, output, p);
-  View2D<const float> f = filterMatrix(filter, g);
-  bool pointwise = isPointwise(g, input);
-  int64_t pixels = g.n * g.oh * g.ow, tile = pixelTile(g.r), outStep;
-  bool outFlat = flattens(output, 0, 2, outStep);
-  parallelFor(ceilDiv(pixels, tile), 2.0 * tile * g.r * g.o, [&](int64_t t) {
-    int64_t p0 = t * tile, rows = std::min(tile, pixels - p0);
-    View2D<const float> a = patches(g, input, pointwise, p0, rows);
-    if (outFlat) {
-      View2D<float> out{output.data() + p0 * outStep, rows, g.o, outStep,
-                        output.strides[3]};
-      gemm<float>(a, f, out, false);
-      applyEpilogue(out, epilogue, 0);
-      return;
-    }
-    float *out = scratch<float>(Scratch::PixelTile, size_t(rows * g.o));
-    gemm<float>(a, f, {out, rows, g.o, g.o, 1}, false);
-    applyEpilogue({out, rows, g.o, g.o, 1}, epilogue, 0);
-    for (int64_t i = 0; i < rows; ++i) {
-      float *dst = pixel(output, p0 + i);
-      for (int64_t o = 0; o < g.o; ++o)
-        dst[o * output.strides[3]] = out[i * g.o + o];
-    }
-  });
+  if (isPointwise(g, input))
+    return pointwiseProduct(input, pointwiseFilter(filter, g), output,
+                            epilogue);
+  int64_t pixels = g.pixels();
+  if (pixels == 0 || g.o == 0)
+    return;
+  PackedFilter w = packForward(filter, g, epilogue);
+  Images x = imagesOf(g, input);
+  if (x.copy)
+    parallelFor(g.n, double(x.image),
+                [&](int64_t n) { copyIntoFrame(g, input, x, n); });
+  const int64_t *tap = tapOffsets(g, x);
+  ChannelBlocks blocks = channelBlocks(g.o);
+  conv::VecEpilogue e{epilogue.bias ? w.bias : nullptr, epilogue.activation};
+
+  parallelFor(ceilDiv(pixels, kForwardBlock),
+              2.0 * double(kForwardBlock * g.r * g.o), [&](int64_t task) {
+                int64_t p0 = task * kForwardBlock;
+                int rows = int(std::min(kForwardBlock, pixels - p0));
+                auto **ptr = scratch<float *>(Scratch::ConvPointers,
+                                              size_t(2 * kForwardBlock));
+                const float **xs = const_cast<const float **>(ptr);
+                float **outs = ptr + kForwardBlock;
+                PixelWalk walk(g, p0);
+                for (int i = 0; i < rows; ++i, walk.next()) {
+                  xs[i] = walk.tapBase(x);
+                  outs[i] = walk.at(output);
+                }
+                conv::Lanes lanes{0, g.o, output.strides[3]};
+                for (int b = 0; b < blocks.count; ++b)
+                  forEachVectorTile(blocks.first[b], blocks.vectors[b],
+                                    [&](int64_t first, int vb) {
+                    lanes.first = first;
+                    withVectors(vb, [&](auto vbc) {
+                      constexpr int VB = decltype(vbc)::value;
+                      constexpr int P = conv::tileRows(VB);
+                      for (int i = 0; i < rows; i += P)
+                        conv::forwardTile<P, VB>(
+                            xs + i, std::min(P, rows - i), tap, g.r,
+                            w.w + first, w.stride, outs + i, lanes, e,
+                            w.bias + first);
+                    });
+                  });
+              });
 }
+
+// --- Backprop input -------------------------------------------------------------
 
 void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
                          const Tensor4 &gradInput, const ConvParams &p) {
   Geometry g =
       geometry("estc_conv2d_backprop_input", gradInput, filter, gradOutput, p);
-  View2D<const float> fT = filterMatrix(filter, g).transposed();
-  int64_t pixels = g.oh * g.ow;
-  int64_t tile = std::min(pixelTile(g.r), std::max<int64_t>(pixels, 1));
-  const int64_t *s = gradInput.strides;
-  parallelFor(g.n, 2.0 * pixels * g.r * g.o, [&](int64_t n) {
-    float *image = gradInput.data() + n * s[0];
-    for (int64_t h = 0; h < g.h; ++h)
-      for (int64_t w = 0; w < g.w; ++w)
-        for (int64_t c = 0; c < g.c; ++c)
-          image[h * s[1] + w * s[2] + c * s[3]] = 0.0f;
-    for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
-      int64_t rows = std::min(tile, pixels - p0);
-      View2D<const float> dy = pixelRows(gradOutput, 1, n, p0, rows);
-      float *col = scratch<float>(Scratch::Im2col, size_t(rows * g.r));
-      gemm<float>(dy, fT, {col, rows, g.r, g.r, 1}, false);
-      col2imAdd(g, gradInput, n, p0, rows, col);
+  if (isPointwise(g, gradInput)) {
+    // dx = dy * w^T, a matrix product over pixels.
+    pointwiseProduct(gradOutput, pointwiseFilter(filter, g).transposed(),
+                     gradInput, {});
+    return;
+  }
+  if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0)
+    return;
+  PackedFilter wT = packTransposed(filter, g);
+  Images dx = imagesOf(g, gradInput);
+  int64_t taps = g.kh * g.kw;
+  int64_t *tap = scratch<int64_t>(Scratch::SharedTaps, size_t(taps));
+  for (int64_t kh = 0, t = 0; kh < g.kh; ++kh)
+    for (int64_t kw = 0; kw < g.kw; ++kw, ++t)
+      tap[t] = kh * g.p.dilationH * dx.row + kw * g.p.dilationW * dx.pixel;
+  ChannelBlocks blocks = channelBlocks(g.c);
+  int64_t imagePixels = g.oh * g.ow;
+  const int64_t *dys = gradOutput.strides;
+
+  parallelFor(g.n, 2.0 * double(imagePixels * g.r * g.o), [&](int64_t n) {
+    float *image = dx.data + n * dx.image;
+    if (dx.copy) {
+      std::memset(image, 0, sizeof(float) * size_t(dx.image));
+    } else {
+      for (int64_t ih = 0; ih < g.h; ++ih)
+        for (int64_t iw = 0; iw < g.w; ++iw)
+          std::memset(image + ih * dx.row + iw * dx.pixel, 0,
+                      sizeof(float) * size_t(g.c));
     }
+    auto **ptr = scratch<float *>(Scratch::ConvPointers, 32);
+    const float **dy = const_cast<const float **>(ptr);
+    float **base = ptr + 8, **dst = ptr + 16;
+    for (int b = 0; b < blocks.count; ++b)
+      forEachVectorTile(blocks.first[b], blocks.vectors[b],
+                        [&](int64_t first, int vb) {
+        conv::Lanes lanes{first, g.c, 1};
+        withVectors(vb, [&](auto vbc) {
+          constexpr int VB = decltype(vbc)::value;
+          constexpr int P = conv::tileRows(VB);
+          for (int64_t i = 0; i < imagePixels; i += P) {
+            int rows = int(std::min<int64_t>(P, imagePixels - i));
+            for (int j = 0; j < rows; ++j) {
+              int64_t oh = (i + j) / g.ow, ow = (i + j) % g.ow;
+              dy[j] = gradOutput.data() + n * dys[0] + oh * dys[1] +
+                      ow * dys[2];
+              base[j] = image + oh * g.p.strideH * dx.row +
+                        ow * g.p.strideW * dx.pixel;
+            }
+            for (int64_t t = 0; t < taps; ++t) {
+              for (int j = 0; j < rows; ++j)
+                dst[j] = base[j] + tap[t];
+              conv::inputGradTile<P, VB>(dy, rows, dys[3], g.o,
+                                         wT.w + t * g.o * wT.stride + first,
+                                         wT.stride, dst, lanes);
+            }
+          }
+        });
+      });
+    if (dx.copy)
+      copyFromFrame(g, dx, gradInput, n);
   });
 }
+
+// --- Backprop filter ------------------------------------------------------------
 
 void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
                           const Tensor4 &gradFilter, const ConvParams &p) {
   Geometry g =
       geometry("estc_conv2d_backprop_filter", input, gradFilter, gradOutput, p);
   bool pointwise = isPointwise(g, input);
-  int64_t pixels = g.n * g.oh * g.ow, tile = pixelTile(g.r);
-  int64_t tiles = ceilDiv(pixels, tile);
+  int64_t pixels = g.pixels();
   double flops = 2.0 * double(pixels) * double(g.r) * double(g.o);
-  int64_t groups =
-      std::clamp<int64_t>(int64_t(flops / kMinGroupFlops), 1,
-                          std::min(kMaxGroups, std::max<int64_t>(tiles, 1)));
-  int64_t filterSize = g.r * g.o;
+  int64_t groups = std::clamp<int64_t>(
+      int64_t(flops / kMinGroupFlops), 1,
+      std::min(kMaxGroups, std::max<int64_t>(pixels, 1)));
+  int64_t stride = roundUp(std::max<int64_t>(g.o, 1), kVec);
+  int64_t filterSize = g.r * stride;
   float *partials =
       scratch<float>(Scratch::SharedPartials, size_t(groups * filterSize));
+  Images x{};
+  const int64_t *tap = nullptr;
+  if (!pointwise) {
+    x = imagesOf(g, input);
+    if (x.copy)
+      parallelFor(g.n, double(x.image),
+                  [&](int64_t n) { copyIntoFrame(g, input, x, n); });
+    tap = tapOffsets(g, x);
+  }
+  ChannelBlocks blocks = channelBlocks(g.o);
+  int64_t chunk = std::clamp<int64_t>(kChunkFloats / stride, 16, 256);
 
   parallelFor(groups, flops / double(groups), [&](int64_t group) {
-    View2D<float> sum{partials + group * filterSize, g.r, g.o, g.o, 1};
-    std::fill(sum.data, sum.data + filterSize, 0.0f);
-    for (int64_t t = group * tiles / groups; t < (group + 1) * tiles / groups;
-         ++t) {
-      int64_t p0 = t * tile, rows = std::min(tile, pixels - p0);
-      View2D<const float> a = patches(g, input, pointwise, p0, rows);
-      View2D<const float> dy = pixelRows(gradOutput, 0, 0, p0, rows);
-      gemm<float>(a.transposed(), dy, sum, true);
+    float *sum = partials + group * filterSize;
+    std::fill(sum, sum + filterSize, 0.0f);
+    int64_t q0 = group * pixels / groups, q1 = (group + 1) * pixels / groups;
+    if (pointwise) {
+      // dw += x^T dy over the group's pixels, a tile at a time.
+      for (int64_t q = q0; q < q1; q += kPointwiseTile) {
+        int64_t rows = std::min(kPointwiseTile, q1 - q);
+        View2D<const float> a = pixelRows(input, q, rows);
+        // pixelRows may gather into PixelTile: gather dy after a is used.
+        float *d = scratch<float>(Scratch::ConvPointers, size_t(rows * stride));
+        for (int64_t i = 0; i < rows; ++i) {
+          const float *src = pixel(gradOutput, q + i);
+          for (int64_t o = 0; o < g.o; ++o)
+            d[i * stride + o] = src[o * gradOutput.strides[3]];
+        }
+        gemm<float>(a.transposed(), {d, rows, g.o, stride, 1},
+                    {sum, g.r, g.o, stride, 1}, true);
+      }
+      return;
+    }
+    auto *dyPacked = scratch<float>(Scratch::PixelTile, size_t(chunk * stride));
+    auto **xs = scratch<const float *>(Scratch::ConvPointers, size_t(chunk));
+    for (int64_t c0 = q0; c0 < q1; c0 += chunk) {
+      int64_t rows = std::min(chunk, q1 - c0);
+      PixelWalk walk(g, c0);
+      for (int64_t i = 0; i < rows; ++i, walk.next()) {
+        xs[i] = walk.tapBase(x);
+        const float *src = walk.at(gradOutput);
+        float *dst = dyPacked + i * stride;
+        for (int64_t o = 0; o < g.o; ++o)
+          dst[o] = src[o * gradOutput.strides[3]];
+        std::fill(dst + g.o, dst + stride, 0.0f);
+      }
+      for (int b = 0; b < blocks.count; ++b)
+        forEachVectorTile(blocks.first[b], blocks.vectors[b],
+                          [&](int64_t first, int vb) {
+          withVectors(vb, [&](auto vbc) {
+            constexpr int VB = decltype(vbc)::value;
+            constexpr int T = conv::tileRows(VB);
+            // Tap tiles of T or T - 1 taps: as few and as even as possible.
+            int64_t tiles = ceilDiv(g.r, T);
+            for (int64_t k = 0; k < tiles; ++k) {
+              int64_t r0 = k * g.r / tiles, r1 = (k + 1) * g.r / tiles;
+              conv::filterGradTile<T, VB>(xs, rows, tap + r0, int(r1 - r0),
+                                          dyPacked + first, stride,
+                                          sum + r0 * stride + first, stride);
+            }
+          });
+        });
     }
   });
 
   // grad_filter = partial[0] + partial[1] + ..., in that order.
   const int64_t *s = gradFilter.strides;
-  int64_t rowsPerTask = std::max<int64_t>(1, 4096 / std::max<int64_t>(g.o, 1));
+  int64_t rowsPerTask = std::max<int64_t>(1, 4096 / stride);
   parallelFor(ceilDiv(g.r, rowsPerTask), double(rowsPerTask * g.o * groups),
               [&](int64_t t) {
                 int64_t r1 = std::min(g.r, (t + 1) * rowsPerTask);
@@ -355,9 +625,9 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
                   float *dst =
                       gradFilter.data() + kh * s[0] + kw * s[1] + c * s[2];
                   for (int64_t o = 0; o < g.o; ++o) {
-                    float v = partials[r * g.o + o];
+                    float v = partials[r * stride + o];
                     for (int64_t j = 1; j < groups; ++j)
-                      v += partials[j * filterSize + r * g.o + o];
+                      v += partials[j * filterSize + r * stride + o];
                     dst[o * s[3]] = v;
                   }
                 }

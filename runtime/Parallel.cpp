@@ -151,7 +151,8 @@ void *scratchBytes(Scratch slot, size_t bytes) {
 static const char *const kIsa = "avx512";
 static bool cpuHasIsa() {
   return __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
          __builtin_cpu_supports("fma");
 }
 #elif defined(ESTC_KERNEL_ISA_AVX2)

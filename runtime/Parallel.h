@@ -55,9 +55,11 @@ enum class Scratch {
   GemmLhs,   // a gemm operand copied because neither stride was 1
   GemmRhs,
   GemmResult,     // a gemm result computed contiguously, then copied out
-  Im2col,         // conv: patches of a tile of output pixels
   PixelTile,      // conv: a tile of pixels gathered or to be scattered
-  SharedFilter,   // conv: the filter repacked to a [KH*KW*C, O] matrix
+  ConvPointers,   // conv: the pixels of a task, as pointers
+  SharedFilter,   // conv: the filter (and bias) repacked for the kernel
+  SharedTaps,     // conv: offsets of the filter taps in the input
+  SharedPadded,   // conv: a zero-padded copy of the input or grad_input
   SharedPartials, // conv backprop filter: per-group partial sums
   Count
 };
