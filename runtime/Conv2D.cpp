@@ -209,32 +209,38 @@ int64_t *tapOffsets(const Geometry &g, const Images &x) {
   return tap;
 }
 
-/// Output pixels (n, oh, ow) in order from a flat index, without a
-/// division per pixel.
-struct PixelWalk {
-  PixelWalk(const Geometry &g, int64_t p)
-      : n(p / (g.oh * g.ow)), oh(p / g.ow % g.oh), ow(p % g.ow), g(g) {}
-  void next() {
+/// ptr[i] = base + n * image + oh * row + ow * pixel for the `count`
+/// output pixels (n, oh, ow) from flat index p0 on, in order (one division
+/// per call, not per pixel).
+template <typename T>
+void walkPixels(const Geometry &g, int64_t p0, int64_t count, T *base,
+                int64_t image, int64_t row, int64_t pixel, T **ptr) {
+  int64_t n = p0 / (g.oh * g.ow), oh = p0 / g.ow % g.oh, ow = p0 % g.ow;
+  T *rowStart = base + n * image + oh * row;
+  for (int64_t i = 0; i < count; ++i) {
+    ptr[i] = rowStart + ow * pixel;
     if (++ow == g.ow) {
       ow = 0;
       if (++oh == g.oh) {
         oh = 0;
         ++n;
       }
+      rowStart = base + n * image + oh * row;
     }
   }
-  /// Where this pixel reads tap 0 in x.
-  const float *tapBase(const Images &x) const {
-    return x.data + n * x.image + oh * g.p.strideH * x.row +
-           ow * g.p.strideW * x.pixel;
-  }
-  /// This pixel of an output-shaped tensor.
-  float *at(const Tensor4 &y) const {
-    return y.data() + n * y.strides[0] + oh * y.strides[1] + ow * y.strides[2];
-  }
-  int64_t n, oh, ow;
-  const Geometry &g;
-};
+}
+/// Where each output pixel reads tap 0 in x.
+void tapBases(const Geometry &g, const Images &x, int64_t p0, int64_t count,
+              const float **ptr) {
+  walkPixels<const float>(g, p0, count, x.data, x.image,
+                          g.p.strideH * x.row, g.p.strideW * x.pixel, ptr);
+}
+/// The output pixels of an output-shaped tensor y.
+void outputPixels(const Geometry &g, const Tensor4 &y, int64_t p0,
+                  int64_t count, float **ptr) {
+  walkPixels<float>(g, p0, count, y.data(), y.strides[0], y.strides[1],
+                    y.strides[2], ptr);
+}
 
 /// Address of pixel p (flattened over n, h, w) of x.
 float *pixel(const Tensor4 &x, int64_t p) {
@@ -440,11 +446,8 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
                                               size_t(2 * kForwardBlock));
                 const float **xs = const_cast<const float **>(ptr);
                 float **outs = ptr + kForwardBlock;
-                PixelWalk walk(g, p0);
-                for (int i = 0; i < rows; ++i, walk.next()) {
-                  xs[i] = walk.tapBase(x);
-                  outs[i] = walk.at(output);
-                }
+                tapBases(g, x, p0, rows, xs);
+                outputPixels(g, output, p0, rows, outs);
                 conv::Lanes lanes{0, g.o, output.strides[3]};
                 for (int b = 0; b < blocks.count; ++b)
                   forEachVectorTile(blocks.first[b], blocks.vectors[b],
@@ -559,6 +562,9 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   }
   ChannelBlocks blocks = channelBlocks(g.o);
   int64_t chunk = std::clamp<int64_t>(kChunkFloats / stride, 16, 256);
+  int64_t dyStep;
+  bool dyInPlace = g.o == stride && gradOutput.strides[3] == 1 &&
+                   flattens(gradOutput, 0, 2, dyStep) && dyStep == stride;
 
   parallelFor(groups, flops / double(groups), [&](int64_t group) {
     float *sum = partials + group * filterSize;
@@ -582,17 +588,29 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
       return;
     }
     auto *dyPacked = scratch<float>(Scratch::PixelTile, size_t(chunk * stride));
-    auto **xs = scratch<const float *>(Scratch::ConvPointers, size_t(chunk));
+    auto **xs = scratch<const float *>(Scratch::ConvPointers, size_t(2 * chunk));
+    float **dyRows = const_cast<float **>(xs) + chunk;
     for (int64_t c0 = q0; c0 < q1; c0 += chunk) {
       int64_t rows = std::min(chunk, q1 - c0);
-      PixelWalk walk(g, c0);
-      for (int64_t i = 0; i < rows; ++i, walk.next()) {
-        xs[i] = walk.tapBase(x);
-        const float *src = walk.at(gradOutput);
-        float *dst = dyPacked + i * stride;
-        for (int64_t o = 0; o < g.o; ++o)
-          dst[o] = src[o * gradOutput.strides[3]];
-        std::fill(dst + g.o, dst + stride, 0.0f);
+      tapBases(g, x, c0, rows, xs);
+      // grad_output rows as the tiles read them: in place when they already
+      // are whole vectors apart, else packed with zero padding.
+      const float *dy = dyPacked;
+      if (dyInPlace) {
+        dy = gradOutput.data() + c0 * dyStep;
+      } else {
+        float **src = dyRows;
+        outputPixels(g, gradOutput, c0, rows, src);
+        for (int64_t i = 0; i < rows; ++i) {
+          float *dst = dyPacked + i * stride;
+          if (gradOutput.strides[3] == 1) {
+            conv::packRow(dst, src[i], g.o);
+          } else {
+            for (int64_t o = 0; o < g.o; ++o)
+              dst[o] = src[i][o * gradOutput.strides[3]];
+            std::fill(dst + g.o, dst + stride, 0.0f);
+          }
+        }
       }
       for (int b = 0; b < blocks.count; ++b)
         forEachVectorTile(blocks.first[b], blocks.vectors[b],
@@ -605,7 +623,7 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
             for (int64_t k = 0; k < tiles; ++k) {
               int64_t r0 = k * g.r / tiles, r1 = (k + 1) * g.r / tiles;
               conv::filterGradTile<T, VB>(xs, rows, tap + r0, int(r1 - r0),
-                                          dyPacked + first, stride,
+                                          dy + first, stride,
                                           sum + r0 * stride + first, stride);
             }
           });
@@ -613,23 +631,26 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
     }
   });
 
-  // grad_filter = partial[0] + partial[1] + ..., in that order.
+  // grad_filter = partial[0] + partial[1] + ..., in that order, into
+  // partial[0], then out.
   const int64_t *s = gradFilter.strides;
   int64_t rowsPerTask = std::max<int64_t>(1, 4096 / stride);
   parallelFor(ceilDiv(g.r, rowsPerTask), double(rowsPerTask * g.o * groups),
               [&](int64_t t) {
                 int64_t r1 = std::min(g.r, (t + 1) * rowsPerTask);
                 for (int64_t r = t * rowsPerTask; r < r1; ++r) {
+                  float *sum = partials + r * stride;
+                  for (int64_t j = 1; j < groups; ++j) {
+                    const float *part = sum + j * filterSize;
+                    for (int64_t o = 0; o < g.o; ++o)
+                      sum[o] += part[o];
+                  }
                   int64_t kh = r / (g.kw * g.c), kw = (r / g.c) % g.kw,
                           c = r % g.c;
                   float *dst =
                       gradFilter.data() + kh * s[0] + kw * s[1] + c * s[2];
-                  for (int64_t o = 0; o < g.o; ++o) {
-                    float v = partials[r * stride + o];
-                    for (int64_t j = 1; j < groups; ++j)
-                      v += partials[j * filterSize + r * stride + o];
-                    dst[o * s[3]] = v;
-                  }
+                  for (int64_t o = 0; o < g.o; ++o)
+                    dst[o * s[3]] = sum[o];
                 }
               });
 }

@@ -175,6 +175,14 @@ inline Vec vmin6(Vec x) {
 
 #endif
 
+/// dst[0, roundUp(n, kVec)) = src[0, n) followed by zeros.
+inline void packRow(float *dst, const float *src, int64_t n) {
+  for (; n >= kVec; n -= kVec, src += kVec, dst += kVec)
+    vstore(dst, vload(src));
+  if (n > 0)
+    vstore(dst, vloadPartial(src, int(n)));
+}
+
 /// Pixels (or taps) per tile for tiles VB vectors wide.
 constexpr int tileRows(int vb) {
   int rows = kAccumulators / vb;
