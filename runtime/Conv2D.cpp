@@ -333,23 +333,29 @@ PackedFilter packForward(const Tensor4 &f, const Geometry &g,
   return {w, bias, stride};
 }
 
-/// The filter as [KH * KW][O][stride] (stride = C rounded up to whole
-/// vectors): for each tap (kh, kw), the O x C matrix the input gradient
-/// multiplies.
-PackedFilter packTransposed(const Tensor4 &f, const Geometry &g) {
-  int64_t stride = roundUp(std::max<int64_t>(g.c, 1), kVec);
-  float *w = scratch<float>(Scratch::SharedFilter,
-                            size_t(g.kh * g.kw * g.o * stride));
+/// The filter for the input gradient: for each segment of `segTaps`
+/// adjacent taps (kh, kw0 .. kw0 + segTaps - 1), the O x (segTaps * C)
+/// matrix that maps one output pixel's gradient to the segTaps * C input
+/// values those taps touch, [segment][O][stride] with stride = segTaps * C
+/// rounded up to whole vectors.
+PackedFilter packTransposed(const Tensor4 &f, const Geometry &g,
+                            int64_t segTaps) {
+  int64_t len = segTaps * g.c, stride = roundUp(std::max<int64_t>(len, 1), kVec);
+  int64_t segments = g.kh * (g.kw / segTaps);
+  float *w =
+      scratch<float>(Scratch::SharedFilter, size_t(segments * g.o * stride));
   const int64_t *s = f.strides;
-  for (int64_t kh = 0, t = 0; kh < g.kh; ++kh)
-    for (int64_t kw = 0; kw < g.kw; ++kw, ++t)
-      for (int64_t o = 0; o < g.o; ++o) {
-        const float *src = f.data() + kh * s[0] + kw * s[1] + o * s[3];
-        float *dst = w + (t * g.o + o) * stride;
+  for (int64_t seg = 0; seg < segments; ++seg) {
+    int64_t kh = seg / (g.kw / segTaps), kw0 = seg % (g.kw / segTaps) * segTaps;
+    for (int64_t o = 0; o < g.o; ++o) {
+      float *dst = w + (seg * g.o + o) * stride;
+      for (int64_t k = 0; k < segTaps; ++k)
         for (int64_t c = 0; c < g.c; ++c)
-          dst[c] = src[c * s[2]];
-        std::fill(dst + g.c, dst + stride, 0.0f);
-      }
+          dst[k * g.c + c] =
+              f.data()[kh * s[0] + (kw0 + k) * s[1] + c * s[2] + o * s[3]];
+      std::fill(dst + len, dst + stride, 0.0f);
+    }
+  }
   return {w, nullptr, stride};
 }
 
@@ -480,14 +486,21 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
   }
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0)
     return;
-  PackedFilter wT = packTransposed(filter, g);
   Images dx = imagesOf(g, gradInput);
-  int64_t taps = g.kh * g.kw;
-  int64_t *tap = scratch<int64_t>(Scratch::SharedTaps, size_t(taps));
-  for (int64_t kh = 0, t = 0; kh < g.kh; ++kh)
-    for (int64_t kw = 0; kw < g.kw; ++kw, ++t)
-      tap[t] = kh * g.p.dilationH * dx.row + kw * g.p.dilationW * dx.pixel;
-  ChannelBlocks blocks = channelBlocks(g.c);
+  // The taps of one filter row touch KW * C adjacent floats of a row of
+  // grad_input when the pixels there are adjacent (dilation 1, channels
+  // packed): one segment, vectorized whole, so the channel count need not
+  // fill vectors (20 channels x 5 taps: 100 floats in 13 vectors, where 20
+  // channels alone take 3 vectors for each tap). Else a segment per tap.
+  int64_t segTaps = g.p.dilationW == 1 && dx.pixel == g.c ? g.kw : 1;
+  int64_t segLen = segTaps * g.c, segments = g.kh * (g.kw / segTaps);
+  PackedFilter wT = packTransposed(filter, g, segTaps);
+  int64_t *segOffset = scratch<int64_t>(Scratch::SharedTaps, size_t(segments));
+  for (int64_t seg = 0; seg < segments; ++seg) {
+    int64_t kh = seg / (g.kw / segTaps), kw0 = seg % (g.kw / segTaps) * segTaps;
+    segOffset[seg] = kh * g.p.dilationH * dx.row + kw0 * g.p.dilationW * dx.pixel;
+  }
+  ChannelBlocks blocks = channelBlocks(segLen);
   int64_t imagePixels = g.oh * g.ow;
   const int64_t *dys = gradOutput.strides;
 
@@ -501,33 +514,37 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
           std::memset(image + ih * dx.row + iw * dx.pixel, 0,
                       sizeof(float) * size_t(g.c));
     }
-    auto **ptr = scratch<float *>(Scratch::ConvPointers, 32);
+    // The image's pixels column by column: the P pixels of a tile then lie
+    // in different rows (when OH >= P), so their segments do not overlap,
+    // and no add reads memory that a pending store of the same tile wrote
+    // (a load spanning two recent stores waits for both to retire).
+    auto **ptr =
+        scratch<float *>(Scratch::ConvPointers, size_t(2 * imagePixels + 8));
     const float **dy = const_cast<const float **>(ptr);
-    float **base = ptr + 8, **dst = ptr + 16;
+    float **base = ptr + imagePixels, **dst = ptr + 2 * imagePixels;
+    for (int64_t ow = 0, i = 0; ow < g.ow; ++ow)
+      for (int64_t oh = 0; oh < g.oh; ++oh, ++i) {
+        dy[i] = gradOutput.data() + n * dys[0] + oh * dys[1] + ow * dys[2];
+        base[i] =
+            image + oh * g.p.strideH * dx.row + ow * g.p.strideW * dx.pixel;
+      }
+    // Segment by segment, so that its slice of the filter stays in L1.
     for (int b = 0; b < blocks.count; ++b)
       forEachVectorTile(blocks.first[b], blocks.vectors[b],
                         [&](int64_t first, int vb) {
-        conv::Lanes lanes{first, g.c, 1};
+        conv::Lanes lanes{first, segLen, 1};
         withVectors(vb, [&](auto vbc) {
           constexpr int VB = decltype(vbc)::value;
           constexpr int P = conv::tileRows(VB);
-          for (int64_t i = 0; i < imagePixels; i += P) {
-            int rows = int(std::min<int64_t>(P, imagePixels - i));
-            for (int j = 0; j < rows; ++j) {
-              int64_t oh = (i + j) / g.ow, ow = (i + j) % g.ow;
-              dy[j] = gradOutput.data() + n * dys[0] + oh * dys[1] +
-                      ow * dys[2];
-              base[j] = image + oh * g.p.strideH * dx.row +
-                        ow * g.p.strideW * dx.pixel;
-            }
-            for (int64_t t = 0; t < taps; ++t) {
+          for (int64_t seg = 0; seg < segments; ++seg)
+            for (int64_t i = 0; i < imagePixels; i += P) {
+              int rows = int(std::min<int64_t>(P, imagePixels - i));
               for (int j = 0; j < rows; ++j)
-                dst[j] = base[j] + tap[t];
-              conv::inputGradTile<P, VB>(dy, rows, dys[3], g.o,
-                                         wT.w + t * g.o * wT.stride + first,
+                dst[j] = base[i + j] + segOffset[seg];
+              conv::inputGradTile<P, VB>(dy + i, rows, dys[3], g.o,
+                                         wT.w + seg * g.o * wT.stride + first,
                                          wT.stride, dst, lanes);
             }
-          }
         });
       });
     if (dx.copy)

@@ -7,7 +7,7 @@
 // the other operand straight from the NHWC tensor:
 //
 //   forwardTile     out[P pixels][VB vectors of O]  += x[pixel + tap] * w[tap]
-//   inputGradTile   part[P pixels][VB vectors of C] += dy[pixel][o] * wT[o]
+//   inputGradTile   part[P pixels][VB vectors of a segment] += dy[pixel][o] * wT[o]
 //   filterGradTile  dw[T taps][VB vectors of O]     += x[pixel + tap] * dy[pixel]
 //
 // Vectors are 8 floats (256 bits) in every build. On Zen 4 a 512-bit FMA
@@ -279,10 +279,12 @@ void forwardTile(const float *const *x, int rows, const int64_t *tap,
 }
 
 /// One input-gradient tile: for P output pixels with gradients dy[j]
-/// (channel stride dyStride) and VB vectors of input channels,
+/// (channel stride dyStride) and VB vectors of a segment of grad_input (the
+/// channels one tap, or one row of taps, reaches from a pixel),
 ///   part[j] = sum over o in order of dy[j][o] * wT[o]
-/// (wT: the filter at one tap, [O][wStride], advanced to the tile's first
-/// channel), then dx[j] += part[j]. Rows j >= rows are not added.
+/// (wT: the filter for that segment, [O][wStride], advanced to the tile's
+/// first vector), then dx[j] += part[j], for j in order: the segments of
+/// neighbouring pixels may overlap. Rows j >= rows are not added.
 template <int P, int VB>
 void inputGradTile(const float *const *dy, int rows, int64_t dyStride,
                    int64_t outChannels, const float *wT, int64_t wStride,
