@@ -561,9 +561,11 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   bool pointwise = isPointwise(g, input);
   int64_t pixels = g.pixels();
   double flops = 2.0 * double(pixels) * double(g.r) * double(g.o);
-  int64_t groups = std::clamp<int64_t>(
-      int64_t(flops / kMinGroupFlops), 1,
-      std::min(kMaxGroups, std::max<int64_t>(pixels, 1)));
+  // A multiple of 4 once there is more than one, so that 2 or 4 threads
+  // get the same number of groups (9 would keep one of 2 threads 11% longer).
+  int64_t groups = int64_t(flops / kMinGroupFlops);
+  groups = std::clamp<int64_t>(groups > 1 ? roundUp(groups, 4) : 1, 1,
+                               std::min(kMaxGroups, std::max<int64_t>(pixels, 1)));
   int64_t stride = roundUp(std::max<int64_t>(g.o, 1), kVec);
   int64_t filterSize = g.r * stride;
   float *partials =
