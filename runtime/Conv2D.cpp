@@ -35,6 +35,7 @@
 #include "runtime/Parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -140,7 +141,8 @@ Geometry geometry(const char *kernel, const Tensor4 &input,
 struct Images {
   float *data;
   int64_t image, row, pixel;
-  bool copy; // a zero-padded copy in Scratch::SharedPadded
+  int64_t cols; // pixels in a row
+  bool copy;    // a zero-padded copy in Scratch::SharedPadded
 };
 
 /// The padded frame: every row and column a tap reads, and all of the input.
@@ -162,11 +164,11 @@ bool inPlace(const Geometry &g, const Tensor4 &x) {
 /// copyIntoFrame / read back by copyFromFrame, one image at a time).
 Images imagesOf(const Geometry &g, const Tensor4 &x) {
   if (inPlace(g, x))
-    return {x.data(), x.strides[0], x.strides[1], x.strides[2], false};
+    return {x.data(), x.strides[0], x.strides[1], x.strides[2], g.w, false};
   int64_t fh = frameH(g), fw = frameW(g);
   float *buf =
       scratch<float>(Scratch::SharedPadded, size_t(g.n * fh * fw * g.c));
-  return {buf, fh * fw * g.c, fw * g.c, g.c, true};
+  return {buf, fh * fw * g.c, fw * g.c, g.c, fw, true};
 }
 
 /// Image n of x into its zero-padded frame.
@@ -422,6 +424,449 @@ void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
               });
 }
 
+// --- Winograd along the rows --------------------------------------------------
+//
+// A forward convolution with stride and dilation 1 along W computes each row
+// of 4 outputs from 3 + KW inputs with Winograd's minimal filtering
+// F(4, KW) (Toom-Cook at the points 0, 1, -1, 2, -2, 1/2, -1/2 and
+// infinity): per output row, filter row and channel, alpha = 3 + KW
+// products instead of 4 * KW (8 instead of 20 for KW = 5), direct along H.
+// With V = B^T d (each input row segment, per channel) and U = G g (each
+// filter row, per channel and output channel):
+//
+//   out[oh][4t + j][o] = sum over xi of A^T[j][xi] *
+//                        (sum over (kh, c) of V[oh + kh][t][xi][c] * U[xi][kh][c][o])
+//
+// The inner sum is a direct convolution with R = KH * C taps for each of
+// the alpha points, which forwardTile computes. The float rounding differs
+// from the direct kernel's (the transforms add and scale before the
+// products): measured on random data at the ConvNet's second layer, the
+// error against an exact sum is about twice the direct kernel's.
+
+constexpr int kWinoOut = 4; // outputs per row tile
+constexpr int kWinoMaxAlpha = 8;
+
+struct WinogradMatrices {
+  float bt[kWinoMaxAlpha][kWinoMaxAlpha] = {};
+  float g[kWinoMaxAlpha][5] = {};
+  float at[kWinoOut][kWinoMaxAlpha] = {};
+};
+
+/// B^T, G and A^T of F(4, kw), computed in double at compile time.
+constexpr WinogradMatrices makeWinogradMatrices(int kw) {
+  WinogradMatrices m;
+  const double points[] = {0, 1, -1, 2, -2, 0.5, -0.5};
+  const int alpha = kWinoOut + kw - 1, finite = alpha - 1;
+  // coef = prod over finite l != skip of (x - p_l), lowest power first.
+  auto product = [&](int skip, double *coef) {
+    int degree = 0;
+    coef[0] = 1;
+    for (int l = 0; l < finite; ++l) {
+      if (l == skip)
+        continue;
+      coef[degree + 1] = 0;
+      for (int d = degree + 1; d > 0; --d)
+        coef[d] = coef[d - 1] - points[l] * coef[d];
+      coef[0] *= -points[l];
+      ++degree;
+    }
+  };
+  for (int i = 0; i < finite; ++i) {
+    double den = 1, power = 1;
+    for (int l = 0; l < finite; ++l)
+      if (l != i)
+        den *= points[i] - points[l];
+    for (int q = 0; q < kw; ++q, power *= points[i])
+      m.g[i][q] = float(power / den);
+    double coef[kWinoMaxAlpha + 1] = {};
+    product(i, coef);
+    for (int q = 0; q < alpha; ++q)
+      m.bt[i][q] = float(coef[q]);
+    power = 1;
+    for (int j = 0; j < kWinoOut; ++j, power *= points[i])
+      m.at[j][i] = float(power);
+  }
+  double coef[kWinoMaxAlpha + 1] = {};
+  product(-1, coef);
+  for (int q = 0; q < alpha; ++q)
+    m.bt[finite][q] = float(coef[q]);
+  m.g[finite][kw - 1] = 1;
+  m.at[kWinoOut - 1][finite] = 1;
+  return m;
+}
+
+/// The transforms of F(4, KW), unrolled, with the matrices' zeros skipped.
+template <int KW> struct Winograd {
+  static constexpr int alpha = kWinoOut + KW - 1;
+  static constexpr WinogradMatrices m = makeWinogradMatrices(KW);
+
+  /// v[xi * stride] = sum over k of B^T[xi][k] * d[k], for `valid` lanes.
+  static void input(const conv::Vec *d, float *v, int64_t stride, int valid) {
+    ESTC_UNROLL
+    for (int xi = 0; xi < alpha; ++xi) {
+      conv::Vec acc = conv::vzero();
+      ESTC_UNROLL
+      for (int k = 0; k < alpha; ++k)
+        if (m.bt[xi][k] != 0.0f)
+          acc = conv::vfma(conv::vbroadcast(&m.bt[xi][k]), d[k], acc);
+      if (valid == kVec)
+        conv::vstore(v + xi * stride, acc);
+      else
+        conv::vstorePartial(v + xi * stride, acc, valid);
+    }
+  }
+  /// Output J of a tile from the alpha products mq[xi * stride].
+  template <int J>
+  static conv::Vec output(const float *mq, int64_t stride) {
+    conv::Vec y = conv::vzero();
+    ESTC_UNROLL
+    for (int xi = 0; xi < alpha; ++xi)
+      if (m.at[J][xi] != 0.0f)
+        y = conv::vfma(conv::vbroadcast(&m.at[J][xi]),
+                       conv::vload(mq + xi * stride), y);
+    return y;
+  }
+};
+
+/// Whether the forward convolution takes the Winograd path: unit stride and
+/// dilation along W, a filter 3 to 5 wide, and enough channels that the
+/// transforms (per input and output value) are cheap beside the products
+/// (per input value times output channel).
+bool useWinograd(const Geometry &g) {
+  return g.p.strideW == 1 && g.p.dilationW == 1 && g.kw >= 3 && g.kw <= 5 &&
+         g.c >= 8 && g.o >= 8 && g.ow >= kWinoOut;
+}
+
+/// The input gradient as a Winograd correlation of grad_output with the
+/// filter flipped along W: unit strides, unit dilation along W, and
+/// grad_output's channels contiguous.
+bool useWinogradInputGrad(const Geometry &g, const Tensor4 &gradOutput) {
+  return g.p.strideH == 1 && g.p.strideW == 1 && g.p.dilationW == 1 &&
+         g.kw >= 3 && g.kw <= 5 && g.c >= 8 && g.o >= 8 &&
+         g.w >= kWinoOut && (gradOutput.strides[3] == 1 || g.o == 1);
+}
+
+/// A convolution computed row by row with F(4, KW) along W:
+///
+///   out[n][r][col][co] = epilogue(sum over kh valid for r, kw, ci of
+///       in[n][r * rowStep + rowBase + kh * khStep][col + kw - colShift][ci]
+///       * w[kh][kw][ci][co])
+///
+/// where an input row outside [0, inRows) has no taps (kh is not valid) and
+/// an input column outside [0, inCols) reads 0. The forward convolution is
+/// (rowStep, rowBase, khStep, colShift) = (stride_h, 0, dilation_h, 0) on
+/// the input or its padded frame; the input gradient is (1, pad_top,
+/// -dilation_h, KW - 1 - pad_left) on grad_output with the filter flipped
+/// along W and its two channel dimensions swapped.
+struct RowConv {
+  const float *in;
+  int64_t inImage, inRow, inPixel, inRows, inCols, ci;
+  int64_t rowStep, rowBase, khStep, colShift;
+  int64_t n, kh, co;
+  const Tensor4 *out; // [n, outRows, outCols, co]
+  /// u[xi][kh][ci][opad]: the filter rows transformed by G.
+  const float *u;
+  const float *bias; // opad floats (zeros without a bias)
+  conv::VecEpilogue epilogue;
+};
+
+template <int KW> void rowWinograd(const RowConv &p) {
+  using W = Winograd<KW>;
+  constexpr int alpha = W::alpha;
+  const int64_t outRows = p.out->sizes[1], outCols = p.out->sizes[2];
+  const int64_t tiles = ceilDiv(outCols, kWinoOut);
+  const int64_t opad = roundUp(p.co, kVec);
+  const int64_t vRow = tiles * alpha * p.ci;
+  const int64_t cVecs = ceilDiv(p.ci, kVec);
+  const int64_t *os = p.out->strides;
+
+  // Taps of each point, relative to the first valid kh of an output row:
+  // V[row of that kh + k * khStep][tile][xi][ci].
+  int64_t *tap = scratch<int64_t>(Scratch::SharedTaps, size_t(p.kh * p.ci));
+  for (int64_t k = 0; k < p.kh; ++k)
+    for (int64_t c = 0; c < p.ci; ++c)
+      tap[k * p.ci + c] = k * p.khStep * vRow + c;
+  // The valid kh of output row r: [first, last).
+  auto validTaps = [&](int64_t r, int64_t &first, int64_t &last) {
+    first = p.kh;
+    last = 0;
+    for (int64_t k = 0; k < p.kh; ++k) {
+      int64_t y = r * p.rowStep + p.rowBase + k * p.khStep;
+      if (y >= 0 && y < p.inRows) {
+        first = std::min(first, k);
+        last = k + 1;
+      }
+    }
+    if (first >= last)
+      first = last = 0;
+  };
+
+  // A task: a block of output rows of a block of images, about 64 row
+  // tiles (the pixels of the per-point convolutions) in all.
+  ChannelBlocks blocks = channelBlocks(p.co);
+  const int64_t perImage = outRows * tiles;
+  int64_t imagesPer = 1, rowsPer = outRows;
+  if (perImage >= 64) {
+    rowsPer = std::max<int64_t>(1, ceilDiv(64, tiles));
+  } else {
+    // Small images: several per task. A row whose valid taps differ from
+    // its neighbours' (the input gradient's top and bottom rows) is a
+    // per-point convolution of images * tiles pixels on its own, so take
+    // the image count, up to 8x the least, whose row of tiles fills whole
+    // register tiles best.
+    int64_t least = ceilDiv(64, perImage);
+    int64_t rowsOfTile = conv::tileRows(
+        std::min(blocks.vectors[0], conv::kMaxVectors));
+    double bestWaste = 2;
+    for (int64_t k = least; k <= 8 * least; ++k) {
+      int64_t px = k * tiles;
+      double waste = double(roundUp(px, rowsOfTile) - px) / double(px);
+      if (waste < bestWaste - 1e-9) {
+        bestWaste = waste;
+        imagesPer = k;
+      }
+    }
+  }
+  imagesPer = std::min(imagesPer, std::max<int64_t>(p.n, 1));
+  const int64_t imageBlocks = ceilDiv(p.n, imagesPer);
+  const int64_t rowBlocks = ceilDiv(outRows, rowsPer);
+
+  parallelFor(
+      imageBlocks * rowBlocks,
+      2.0 * double(imagesPer * rowsPer * tiles * alpha * p.kh * p.ci * p.co),
+      [&](int64_t task) {
+        int64_t n0 = task / rowBlocks * imagesPer;
+        int64_t nb = std::min(imagesPer, p.n - n0);
+        int64_t r0 = task % rowBlocks * rowsPer;
+        int64_t rows = std::min(rowsPer, outRows - r0);
+        // The input rows the task's output rows read: [y0, y1).
+        int64_t y0 = p.inRows, y1 = 0;
+        for (int64_t r = r0; r < r0 + rows; ++r) {
+          int64_t first, last;
+          validTaps(r, first, last);
+          if (first < last) {
+            int64_t a = r * p.rowStep + p.rowBase + first * p.khStep;
+            int64_t b = r * p.rowStep + p.rowBase + (last - 1) * p.khStep;
+            y0 = std::min({y0, a, b});
+            y1 = std::max({y1, a + 1, b + 1});
+          }
+        }
+        int64_t yRows = std::max<int64_t>(y1 - y0, 0);
+        float *v = scratch<float>(Scratch::WinogradInput,
+                                  size_t(nb * yRows * vRow + 1));
+        int64_t pixels = nb * rows * tiles;
+        float *mbuf = scratch<float>(Scratch::WinogradProducts,
+                                     size_t(pixels * alpha * opad));
+
+        // Input transform, a vector of channels at a time.
+        for (int64_t i = 0; i < nb; ++i)
+          for (int64_t y = 0; y < yRows; ++y) {
+            const float *row = p.in + (n0 + i) * p.inImage + (y0 + y) * p.inRow;
+            float *vr = v + (i * yRows + y) * vRow;
+            for (int64_t t = 0; t < tiles; ++t)
+              for (int64_t cv = 0; cv < cVecs; ++cv) {
+                int valid = int(std::min<int64_t>(kVec, p.ci - cv * kVec));
+                conv::Vec d[alpha];
+                ESTC_UNROLL
+                for (int k = 0; k < alpha; ++k) {
+                  int64_t col = t * kWinoOut + k - p.colShift;
+                  const float *src = row + col * p.inPixel + cv * kVec;
+                  d[k] = col < 0 || col >= p.inCols ? conv::vzero()
+                         : valid == kVec            ? conv::vload(src)
+                                          : conv::vloadPartial(src, valid);
+                }
+                W::input(d, vr + t * alpha * p.ci + cv * kVec, p.ci, valid);
+              }
+          }
+
+        // The products: for each point, a direct convolution over (kh, ci)
+        // for each run of output rows with the same valid taps.
+        auto **ptr =
+            scratch<float *>(Scratch::ConvPointers, size_t(2 * pixels));
+        const float **xs = const_cast<const float **>(ptr);
+        float **outs = ptr + pixels;
+        conv::VecEpilogue none;
+        for (int64_t ra = 0; ra < rows;) {
+          int64_t first, last;
+          validTaps(r0 + ra, first, last);
+          int64_t rb = ra + 1;
+          for (int64_t f, l; rb < rows; ++rb) {
+            validTaps(r0 + rb, f, l);
+            if (f != first || l != last)
+              break;
+          }
+          int64_t count = nb * (rb - ra) * tiles, taps = (last - first) * p.ci;
+          for (int xi = 0; xi < alpha; ++xi) {
+            int64_t q = 0;
+            for (int64_t i = 0; i < nb; ++i)
+              for (int64_t r = ra; r < rb; ++r)
+                for (int64_t t = 0; t < tiles; ++t, ++q) {
+                  int64_t y = (r0 + r) * p.rowStep + p.rowBase +
+                              first * p.khStep - y0;
+                  // Rows without taps point at row 0 and read nothing.
+                  xs[q] = v + (i * yRows + (taps > 0 ? y : 0)) * vRow +
+                          (t * alpha + xi) * p.ci;
+                  outs[q] =
+                      mbuf + (((i * rows + r) * tiles + t) * alpha + xi) * opad;
+                }
+            const float *uxi = p.u + (xi * p.kh + first) * p.ci * opad;
+            for (int b = 0; b < blocks.count; ++b)
+              forEachVectorTile(blocks.first[b], blocks.vectors[b],
+                                [&](int64_t firstLane, int vb) {
+                conv::Lanes lanes{firstLane, opad, 1};
+                withVectors(vb, [&](auto vbc) {
+                  constexpr int VB = decltype(vbc)::value;
+                  constexpr int P = conv::tileRows(VB);
+                  for (int64_t j = 0; j < count; j += P)
+                    conv::forwardTile<P, VB>(
+                        xs + j, int(std::min<int64_t>(P, count - j)), tap,
+                        taps, uxi + firstLane, opad, outs + j, lanes, none,
+                        p.bias + firstLane);
+                });
+              });
+          }
+          ra = rb;
+        }
+
+        // Output transform and epilogue.
+        auto store = [&](auto jc, const float *mq, float *out) {
+          constexpr int J = decltype(jc)::value;
+          conv::Lanes lanes{0, p.co, os[3]};
+          for (int64_t ov = 0; ov < opad / kVec; ++ov)
+            conv::storeLanes(
+                out + ov * kVec * os[3],
+                p.epilogue.apply(W::template output<J>(mq + ov * kVec, opad),
+                                 p.bias + ov * kVec),
+                lanes.valid(int(ov)), os[3]);
+        };
+        for (int64_t i = 0, q = 0; i < nb; ++i)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t t = 0; t < tiles; ++t, ++q) {
+              const float *mq = mbuf + q * alpha * opad;
+              int64_t col = t * kWinoOut;
+              float *out = p.out->data() + (n0 + i) * os[0] +
+                           (r0 + r) * os[1] + col * os[2];
+              store(std::integral_constant<int, 0>{}, mq, out);
+              if (col + 1 < outCols)
+                store(std::integral_constant<int, 1>{}, mq, out + os[2]);
+              if (col + 2 < outCols)
+                store(std::integral_constant<int, 2>{}, mq, out + 2 * os[2]);
+              if (col + 3 < outCols)
+                store(std::integral_constant<int, 3>{}, mq, out + 3 * os[2]);
+            }
+      });
+}
+
+void rowWinograd(int64_t kw, const RowConv &p) {
+  if (kw == 3)
+    return rowWinograd<3>(p);
+  if (kw == 4)
+    return rowWinograd<4>(p);
+  return rowWinograd<5>(p);
+}
+
+/// u[xi][kh][ci][opad] = sum over kw of G[xi][kw] * w(kh, kw, ci, co), in
+/// SharedFilter, followed by opad floats for the bias.
+template <typename Weight>
+float *transformFilter(int64_t kwidth, int64_t kh, int64_t ci, int64_t co,
+                       const Weight &weight) {
+  const WinogradMatrices &m = kwidth == 3   ? Winograd<3>::m
+                              : kwidth == 4 ? Winograd<4>::m
+                                            : Winograd<5>::m;
+  int64_t alpha = kWinoOut + kwidth - 1, opad = roundUp(co, kVec);
+  float *u = scratch<float>(Scratch::SharedFilter,
+                            size_t((alpha * kh * ci + 1) * opad));
+  for (int64_t xi = 0; xi < alpha; ++xi)
+    for (int64_t h = 0; h < kh; ++h)
+      for (int64_t c = 0; c < ci; ++c) {
+        float *dst = u + ((xi * kh + h) * ci + c) * opad;
+        for (int64_t o = 0; o < co; ++o) {
+          double sum = 0;
+          for (int64_t w = 0; w < kwidth; ++w)
+            sum += double(m.g[xi][w]) * double(weight(h, w, c, o));
+          dst[o] = float(sum);
+        }
+        std::fill(dst + co, dst + opad, 0.0f);
+      }
+  std::fill(u + alpha * kh * ci * opad, u + (alpha * kh * ci + 1) * opad,
+            0.0f);
+  return u;
+}
+
+void winogradForward(const Geometry &g, const Tensor4 &input,
+                     const Tensor4 &filter, const Tensor4 &output,
+                     const Epilogue &epilogue) {
+  const int64_t *fs = filter.strides;
+  const float *f = filter.data();
+  float *u = transformFilter(g.kw, g.kh, g.c, g.o,
+                             [&](int64_t h, int64_t w, int64_t c, int64_t o) {
+                               return f[h * fs[0] + w * fs[1] + c * fs[2] +
+                                        o * fs[3]];
+                             });
+  int64_t opad = roundUp(g.o, kVec);
+  float *bias = u + (kWinoOut + g.kw - 1) * g.kh * g.c * opad;
+  if (epilogue.bias)
+    for (int64_t o = 0; o < g.o; ++o)
+      bias[o] = epilogue.bias[o * epilogue.biasStride];
+  Images x = imagesOf(g, input);
+  if (x.copy)
+    parallelFor(g.n, double(x.image),
+                [&](int64_t n) { copyIntoFrame(g, input, x, n); });
+  RowConv p{x.data,
+            x.image,
+            x.row,
+            x.pixel,
+            x.copy ? frameH(g) : g.h,
+            x.cols,
+            g.c,
+            g.p.strideH,
+            0,
+            g.p.dilationH,
+            0,
+            g.n,
+            g.kh,
+            g.o,
+            &output,
+            u,
+            bias,
+            {epilogue.bias ? bias : nullptr, epilogue.activation}};
+  rowWinograd(g.kw, p);
+}
+
+void winogradInputGrad(const Geometry &g, const Tensor4 &filter,
+                       const Tensor4 &gradOutput, const Tensor4 &gradInput) {
+  const int64_t *fs = filter.strides;
+  const float *f = filter.data();
+  int64_t kw = g.kw;
+  // The filter flipped along W, channels swapped: w(h, w, o, c).
+  float *u = transformFilter(kw, g.kh, g.o, g.c,
+                             [&](int64_t h, int64_t w, int64_t o, int64_t c) {
+                               return f[h * fs[0] + (kw - 1 - w) * fs[1] +
+                                        c * fs[2] + o * fs[3]];
+                             });
+  float *bias = u + (kWinoOut + kw - 1) * g.kh * g.o * roundUp(g.c, kVec);
+  const int64_t *ds = gradOutput.strides;
+  RowConv p{gradOutput.data(),
+            ds[0],
+            ds[1],
+            ds[2],
+            g.oh,
+            g.ow,
+            g.o,
+            1,
+            g.p.padTop,
+            -g.p.dilationH,
+            kw - 1 - g.p.padLeft,
+            g.n,
+            g.kh,
+            g.c,
+            &gradInput,
+            u,
+            bias,
+            {}};
+  rowWinograd(kw, p);
+}
+
 } // namespace
 
 // --- Forward ------------------------------------------------------------------
@@ -435,6 +880,8 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
   int64_t pixels = g.pixels();
   if (pixels == 0 || g.o == 0)
     return;
+  if (useWinograd(g))
+    return winogradForward(g, input, filter, output, epilogue);
   PackedFilter w = packForward(filter, g, epilogue);
   Images x = imagesOf(g, input);
   if (x.copy)
@@ -486,6 +933,8 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
   }
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0)
     return;
+  if (useWinogradInputGrad(g, gradOutput))
+    return winogradInputGrad(g, filter, gradOutput, gradInput);
   Images dx = imagesOf(g, gradInput);
   // The taps of one filter row touch KW * C adjacent floats of a row of
   // grad_input when the pixels there are adjacent (dilation 1, channels

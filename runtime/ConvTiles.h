@@ -89,6 +89,10 @@ inline Vec vloadPartial(const float *p, int n) {
 }
 /// Stores lanes [0, n) of v (n in [0, 8]); no other memory is written.
 inline void vstorePartial(float *p, Vec v, int n) {
+  if (n >= kVec) {
+    _mm256_storeu_ps(p, v);
+    return;
+  }
   __m128 part = _mm256_castps256_ps128(v);
   if (n >= 4) {
     _mm_storeu_ps(p, part);

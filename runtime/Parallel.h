@@ -61,6 +61,8 @@ enum class Scratch {
   SharedTaps,     // conv: offsets of the filter taps in the input
   SharedPadded,   // conv: a zero-padded copy of the input or grad_input
   SharedPartials, // conv backprop filter: per-group partial sums
+  WinogradInput,  // conv (Winograd): transformed input rows
+  WinogradProducts, // conv (Winograd): per-point products
   Count
 };
 void *scratchBytes(Scratch slot, size_t bytes);
