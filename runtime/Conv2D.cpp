@@ -449,14 +449,15 @@ constexpr int kWinoMaxAlpha = 8;
 struct WinogradMatrices {
   float bt[kWinoMaxAlpha][kWinoMaxAlpha] = {};
   float g[kWinoMaxAlpha][5] = {};
-  float at[kWinoOut][kWinoMaxAlpha] = {};
+  float at[5][kWinoMaxAlpha] = {};
 };
 
-/// B^T, G and A^T of F(4, kw), computed in double at compile time.
-constexpr WinogradMatrices makeWinogradMatrices(int kw) {
+/// B^T, G and A^T of F(outs, taps) (outs + taps - 1 <= 8, both <= 5),
+/// computed in double at compile time.
+constexpr WinogradMatrices makeWinogradMatrices(int outs, int taps) {
   WinogradMatrices m;
   const double points[] = {0, 1, -1, 2, -2, 0.5, -0.5};
-  const int alpha = kWinoOut + kw - 1, finite = alpha - 1;
+  const int alpha = outs + taps - 1, finite = alpha - 1;
   // coef = prod over finite l != skip of (x - p_l), lowest power first.
   auto product = [&](int skip, double *coef) {
     int degree = 0;
@@ -476,29 +477,30 @@ constexpr WinogradMatrices makeWinogradMatrices(int kw) {
     for (int l = 0; l < finite; ++l)
       if (l != i)
         den *= points[i] - points[l];
-    for (int q = 0; q < kw; ++q, power *= points[i])
+    for (int q = 0; q < taps; ++q, power *= points[i])
       m.g[i][q] = float(power / den);
     double coef[kWinoMaxAlpha + 1] = {};
     product(i, coef);
     for (int q = 0; q < alpha; ++q)
       m.bt[i][q] = float(coef[q]);
     power = 1;
-    for (int j = 0; j < kWinoOut; ++j, power *= points[i])
+    for (int j = 0; j < outs; ++j, power *= points[i])
       m.at[j][i] = float(power);
   }
   double coef[kWinoMaxAlpha + 1] = {};
   product(-1, coef);
   for (int q = 0; q < alpha; ++q)
     m.bt[finite][q] = float(coef[q]);
-  m.g[finite][kw - 1] = 1;
-  m.at[kWinoOut - 1][finite] = 1;
+  m.g[finite][taps - 1] = 1;
+  m.at[outs - 1][finite] = 1;
   return m;
 }
 
-/// The transforms of F(4, KW), unrolled, with the matrices' zeros skipped.
-template <int KW> struct Winograd {
-  static constexpr int alpha = kWinoOut + KW - 1;
-  static constexpr WinogradMatrices m = makeWinogradMatrices(KW);
+/// The transforms of F(OUTS, TAPS), unrolled, with the matrices' zeros
+/// skipped.
+template <int OUTS, int TAPS> struct Winograd {
+  static constexpr int alpha = OUTS + TAPS - 1;
+  static constexpr WinogradMatrices m = makeWinogradMatrices(OUTS, TAPS);
 
   /// v[xi * stride] = sum over k of B^T[xi][k] * d[k], for `valid` lanes.
   static void input(const conv::Vec *d, float *v, int64_t stride, int valid) {
@@ -513,6 +515,18 @@ template <int KW> struct Winograd {
         conv::vstore(v + xi * stride, acc);
       else
         conv::vstorePartial(v + xi * stride, acc, valid);
+    }
+  }
+  /// u[xi * stride] = sum over q of G[xi][q] * d[q] (d: TAPS vectors).
+  static void filter(const conv::Vec *d, float *u, int64_t stride) {
+    ESTC_UNROLL
+    for (int xi = 0; xi < alpha; ++xi) {
+      conv::Vec acc = conv::vzero();
+      ESTC_UNROLL
+      for (int q = 0; q < TAPS; ++q)
+        if (m.g[xi][q] != 0.0f)
+          acc = conv::vfma(conv::vbroadcast(&m.g[xi][q]), d[q], acc);
+      conv::vstore(u + xi * stride, acc);
     }
   }
   /// Output J of a tile from the alpha products mq[xi * stride].
@@ -571,7 +585,7 @@ struct RowConv {
 };
 
 template <int KW> void rowWinograd(const RowConv &p) {
-  using W = Winograd<KW>;
+  using W = Winograd<kWinoOut, KW>;
   constexpr int alpha = W::alpha;
   const int64_t outRows = p.out->sizes[1], outCols = p.out->sizes[2];
   const int64_t tiles = ceilDiv(outCols, kWinoOut);
@@ -770,9 +784,9 @@ void rowWinograd(int64_t kw, const RowConv &p) {
 template <typename Weight>
 float *transformFilter(int64_t kwidth, int64_t kh, int64_t ci, int64_t co,
                        const Weight &weight) {
-  const WinogradMatrices &m = kwidth == 3   ? Winograd<3>::m
-                              : kwidth == 4 ? Winograd<4>::m
-                                            : Winograd<5>::m;
+  const WinogradMatrices &m = kwidth == 3   ? Winograd<kWinoOut, 3>::m
+                              : kwidth == 4 ? Winograd<kWinoOut, 4>::m
+                                            : Winograd<kWinoOut, 5>::m;
   int64_t alpha = kWinoOut + kwidth - 1, opad = roundUp(co, kVec);
   float *u = scratch<float>(Scratch::SharedFilter,
                             size_t((alpha * kh * ci + 1) * opad));
@@ -865,6 +879,192 @@ void winogradInputGrad(const Geometry &g, const Tensor4 &filter,
             bias,
             {}};
   rowWinograd(kw, p);
+}
+
+/// The filter gradient with F(KW, 4) along W: for each row of 4 output
+/// pixels, the KW taps of a filter row get their sums over those pixels
+/// from 3 + KW products instead of 4 * KW. With VX = B^T x (input row
+/// segments of 3 + KW pixels, per channel) and UY = G dy (grad_output row
+/// segments of 4 pixels, per output channel):
+///
+///   dw[kh][kw][c][o] = sum over xi of A^T[kw][xi] *
+///       (sum over (n, oh, tile) of VX[n][oh + kh][tile][xi][c] * UY[n][oh][tile][xi][o])
+///
+/// The inner sums run on filterGradTile over the (n, oh, tile) of G groups
+/// of images, each into its own partial sums, which are added in group
+/// order before A^T.
+bool useWinogradFilterGrad(const Geometry &g) {
+  return g.p.strideW == 1 && g.p.dilationW == 1 && g.kw >= 3 && g.kw <= 5 &&
+         g.c >= 8 && g.o >= 8 && g.ow >= kWinoOut;
+}
+
+template <int KW>
+void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
+                        const Tensor4 &gradOutput, const Tensor4 &gradFilter) {
+  using W = Winograd<KW, kWinoOut>;
+  constexpr int alpha = W::alpha;
+  const int64_t tiles = ceilDiv(g.ow, kWinoOut);
+  const int64_t opad = roundUp(g.o, kVec);
+  const int64_t vRow = tiles * alpha * g.c;
+  const int64_t cVecs = ceilDiv(g.c, kVec), oVecs = opad / kVec;
+  const int64_t partialSize = g.kh * alpha * g.c * opad;
+
+  Images x = imagesOf(g, input);
+  if (x.copy)
+    parallelFor(g.n, double(x.image),
+                [&](int64_t n) { copyIntoFrame(g, input, x, n); });
+  int64_t *tap = scratch<int64_t>(Scratch::SharedTaps, size_t(g.c));
+  for (int64_t c = 0; c < g.c; ++c)
+    tap[c] = c;
+
+  // Groups of images, a multiple of 4 of them (as the direct kernel's), at
+  // most 8: each holds a partial sum of KH * alpha * C * O floats.
+  double flops = 2.0 * double(g.n * g.oh * tiles * g.kh * alpha * g.c * g.o);
+  int64_t groups = int64_t(flops / kMinGroupFlops);
+  groups = std::clamp<int64_t>(groups > 1 ? roundUp(groups, 4) : 1, 1,
+                               std::min<int64_t>(8, std::max<int64_t>(g.n, 1)));
+  float *partials =
+      scratch<float>(Scratch::SharedPartials, size_t(groups * partialSize));
+  // Chunks of about 64 row tiles: a block of rows of one image, or whole
+  // images.
+  const int64_t perImage = g.oh * tiles;
+  const int64_t rowsPer =
+      perImage >= 64 ? std::max<int64_t>(1, ceilDiv(64, tiles)) : g.oh;
+  const int64_t imagesPer = perImage >= 64 ? 1 : ceilDiv(64, perImage);
+  ChannelBlocks blocks = channelBlocks(g.o);
+  const int64_t *ds = gradOutput.strides;
+
+  parallelFor(groups, flops / double(groups), [&](int64_t group) {
+    float *sum = partials + group * partialSize;
+    std::fill(sum, sum + partialSize, 0.0f);
+    int64_t nEnd = (group + 1) * g.n / groups;
+    for (int64_t n0 = group * g.n / groups; n0 < nEnd; n0 += imagesPer)
+      for (int64_t r0 = 0; r0 < g.oh; r0 += rowsPer) {
+        int64_t nb = std::min(imagesPer, nEnd - n0);
+        int64_t rows = std::min(rowsPer, g.oh - r0);
+        int64_t y0 = r0 * g.p.strideH;
+        int64_t yRows =
+            (rows - 1) * g.p.strideH + (g.kh - 1) * g.p.dilationH + 1;
+        int64_t pixels = nb * rows * tiles;
+        float *v = scratch<float>(Scratch::WinogradInput,
+                                  size_t(nb * yRows * vRow));
+        float *uy = scratch<float>(Scratch::WinogradProducts,
+                                   size_t(alpha * pixels * opad));
+
+        // VX = B^T x, per input row.
+        for (int64_t i = 0; i < nb; ++i)
+          for (int64_t y = 0; y < yRows; ++y) {
+            const float *row = x.data + (n0 + i) * x.image + (y0 + y) * x.row;
+            float *vr = v + (i * yRows + y) * vRow;
+            for (int64_t t = 0; t < tiles; ++t)
+              for (int64_t cv = 0; cv < cVecs; ++cv) {
+                int valid = int(std::min<int64_t>(kVec, g.c - cv * kVec));
+                conv::Vec d[alpha];
+                ESTC_UNROLL
+                for (int k = 0; k < alpha; ++k) {
+                  int64_t col = t * kWinoOut + k;
+                  const float *src = row + col * x.pixel + cv * kVec;
+                  d[k] = col >= x.cols      ? conv::vzero()
+                         : valid == kVec ? conv::vload(src)
+                                         : conv::vloadPartial(src, valid);
+                }
+                W::input(d, vr + t * alpha * g.c + cv * kVec, g.c, valid);
+              }
+          }
+        // UY = G dy, per grad_output row tile: [xi][pixel][opad].
+        for (int64_t i = 0, q = 0; i < nb; ++i)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t t = 0; t < tiles; ++t, ++q) {
+              const float *row =
+                  gradOutput.data() + (n0 + i) * ds[0] + (r0 + r) * ds[1];
+              for (int64_t ov = 0; ov < oVecs; ++ov) {
+                int valid = int(std::min<int64_t>(kVec, g.o - ov * kVec));
+                conv::Vec d[kWinoOut];
+                ESTC_UNROLL
+                for (int j = 0; j < kWinoOut; ++j) {
+                  int64_t col = t * kWinoOut + j;
+                  const float *src = row + col * ds[2] + ov * kVec * ds[3];
+                  if (col >= g.ow) {
+                    d[j] = conv::vzero();
+                  } else if (ds[3] == 1) {
+                    d[j] = valid == kVec ? conv::vload(src)
+                                         : conv::vloadPartial(src, valid);
+                  } else {
+                    alignas(32) float tmp[kVec] = {};
+                    for (int l = 0; l < valid; ++l)
+                      tmp[l] = src[l * ds[3]];
+                    d[j] = conv::vload(tmp);
+                  }
+                }
+                W::filter(d, uy + q * opad + ov * kVec, pixels * opad);
+              }
+            }
+
+        // The products, summed over the chunk's row tiles in order.
+        auto **xs = scratch<const float *>(Scratch::ConvPointers,
+                                           size_t(pixels));
+        for (int64_t kh = 0; kh < g.kh; ++kh)
+          for (int xi = 0; xi < alpha; ++xi) {
+            for (int64_t i = 0, q = 0; i < nb; ++i)
+              for (int64_t r = 0; r < rows; ++r)
+                for (int64_t t = 0; t < tiles; ++t, ++q)
+                  xs[q] = v +
+                          (i * yRows + r * g.p.strideH + kh * g.p.dilationH) *
+                              vRow +
+                          (t * alpha + xi) * g.c;
+            float *dw = sum + (kh * alpha + xi) * g.c * opad;
+            const float *dy = uy + xi * pixels * opad;
+            for (int b = 0; b < blocks.count; ++b)
+              forEachVectorTile(blocks.first[b], blocks.vectors[b],
+                                [&](int64_t first, int vb) {
+                withVectors(vb, [&](auto vbc) {
+                  constexpr int VB = decltype(vbc)::value;
+                  constexpr int T = conv::tileRows(VB);
+                  int64_t tapTiles = ceilDiv(g.c, T);
+                  for (int64_t k = 0; k < tapTiles; ++k) {
+                    int64_t c0 = k * g.c / tapTiles,
+                            c1 = (k + 1) * g.c / tapTiles;
+                    conv::filterGradTile<T, VB>(
+                        xs, pixels, tap + c0, int(c1 - c0), dy + first, opad,
+                        dw + c0 * opad + first, opad);
+                  }
+                });
+              });
+          }
+      }
+  });
+
+  // dw[kh][kw][c] = sum over xi of A^T[kw][xi] * (partial[0] + partial[1]
+  // + ...)[kh][xi][c], the partials added in group order.
+  const int64_t *fs = gradFilter.strides;
+  parallelFor(g.kh * g.c, double(groups * alpha * opad), [&](int64_t task) {
+    int64_t kh = task / g.c, c = task % g.c;
+    float *total = partials + (kh * alpha * g.c + c) * opad; // group 0's
+    for (int xi = 0; xi < alpha; ++xi) {
+      float *t = total + xi * g.c * opad;
+      for (int64_t j = 1; j < groups; ++j) {
+        const float *part = t + j * partialSize;
+        for (int64_t o = 0; o < g.o; ++o)
+          t[o] += part[o];
+      }
+    }
+    auto store = [&](auto kwc) {
+      constexpr int J = decltype(kwc)::value;
+      float *dst = gradFilter.data() + kh * fs[0] + J * fs[1] + c * fs[2];
+      conv::Lanes lanes{0, g.o, fs[3]};
+      for (int64_t ov = 0; ov < oVecs; ++ov)
+        conv::storeLanes(dst + ov * kVec * fs[3],
+                         W::template output<J>(total + ov * kVec, g.c * opad),
+                         lanes.valid(int(ov)), fs[3]);
+    };
+    store(std::integral_constant<int, 0>{});
+    store(std::integral_constant<int, 1>{});
+    store(std::integral_constant<int, 2>{});
+    if constexpr (KW > 3)
+      store(std::integral_constant<int, 3>{});
+    if constexpr (KW > 4)
+      store(std::integral_constant<int, 4>{});
+  });
 }
 
 } // namespace
@@ -1008,6 +1208,13 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   Geometry g =
       geometry("estc_conv2d_backprop_filter", input, gradFilter, gradOutput, p);
   bool pointwise = isPointwise(g, input);
+  if (!pointwise && g.n > 0 && useWinogradFilterGrad(g)) {
+    if (g.kw == 3)
+      return winogradFilterGrad<3>(g, input, gradOutput, gradFilter);
+    if (g.kw == 4)
+      return winogradFilterGrad<4>(g, input, gradOutput, gradFilter);
+    return winogradFilterGrad<5>(g, input, gradOutput, gradFilter);
+  }
   int64_t pixels = g.pixels();
   double flops = 2.0 * double(pixels) * double(g.r) * double(g.o);
   // A multiple of 4 once there is more than one, so that 2 or 4 threads
