@@ -1240,9 +1240,15 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   }
   ChannelBlocks blocks = channelBlocks(g.o);
   int64_t chunk = std::clamp<int64_t>(kChunkFloats / stride, 16, 256);
+  // grad_output read in place when its pixels are contiguous rows of O
+  // floats. With O not a multiple of the vector, a tile's last vector of a
+  // row also reads the next row's first channels: lanes past O, whose sums
+  // land in the partials' padding and are never used. Only the chunk whose
+  // last row would read past the tensor is packed.
   int64_t dyStep;
-  bool dyInPlace = g.o == stride && gradOutput.strides[3] == 1 &&
-                   flattens(gradOutput, 0, 2, dyStep) && dyStep == stride;
+  bool dyRows = gradOutput.strides[3] == 1 &&
+                flattens(gradOutput, 0, 2, dyStep) && dyStep == g.o;
+  int64_t dyInPlaceEnd = dyRows ? pixels - ceilDiv(stride - g.o, std::max<int64_t>(g.o, 1)) : 0;
 
   parallelFor(groups, flops / double(groups), [&](int64_t group) {
     float *sum = partials + group * filterSize;
@@ -1267,17 +1273,17 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
     }
     auto *dyPacked = scratch<float>(Scratch::PixelTile, size_t(chunk * stride));
     auto **xs = scratch<const float *>(Scratch::ConvPointers, size_t(2 * chunk));
-    float **dyRows = const_cast<float **>(xs) + chunk;
+    float **srcRows = const_cast<float **>(xs) + chunk;
     for (int64_t c0 = q0; c0 < q1; c0 += chunk) {
       int64_t rows = std::min(chunk, q1 - c0);
       tapBases(g, x, c0, rows, xs);
-      // grad_output rows as the tiles read them: in place when they already
-      // are whole vectors apart, else packed with zero padding.
       const float *dy = dyPacked;
-      if (dyInPlace) {
-        dy = gradOutput.data() + c0 * dyStep;
+      int64_t dyStride = stride;
+      if (c0 + rows <= dyInPlaceEnd) {
+        dy = gradOutput.data() + c0 * g.o;
+        dyStride = g.o;
       } else {
-        float **src = dyRows;
+        float **src = srcRows;
         outputPixels(g, gradOutput, c0, rows, src);
         for (int64_t i = 0; i < rows; ++i) {
           float *dst = dyPacked + i * stride;
@@ -1301,7 +1307,7 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
             for (int64_t k = 0; k < tiles; ++k) {
               int64_t r0 = k * g.r / tiles, r1 = (k + 1) * g.r / tiles;
               conv::filterGradTile<T, VB>(xs, rows, tap + r0, int(r1 - r0),
-                                          dy + first, stride,
+                                          dy + first, dyStride,
                                           sum + r0 * stride + first, stride);
             }
           });
