@@ -4,8 +4,9 @@
 // and R = KH * KW * C the filter taps (kh, kw, c):
 //
 //   forward         out[p][o]    = sum over r of x[p + tap r] * w[r][o]
-//   backprop input  dx[p + tap (kh, kw)][c] += sum over o of dy[p][o] * w[kh, kw, c, o]
-//   backprop filter dw[r][o]     = sum over p of x[p + tap r] * dy[p][o]
+//   backprop input  dx[p + tap (kh, kw)][c] += sum over o of dy[p][o] * w[kh,
+//   kw, c, o] backprop filter dw[r][o]     = sum over p of x[p + tap r] *
+//   dy[p][o]
 //
 // All three are direct convolutions on register tiles (runtime/ConvTiles.h):
 // the input is read where it lies, through a table of tap offsets, so there
@@ -128,12 +129,13 @@ Geometry geometry(const char *kernel, const Tensor4 &input,
           kernel, (long long)p.strideH, (long long)p.strideW,
           (long long)p.dilationH, (long long)p.dilationW);
   if (p.padTop < 0 || p.padLeft < 0)
-    fatal("%s: padding (%lld, %lld) must be >= 0", kernel,
-          (long long)p.padTop, (long long)p.padLeft);
+    fatal("%s: padding (%lld, %lld) must be >= 0", kernel, (long long)p.padTop,
+          (long long)p.padLeft);
   return g;
 }
 
-// --- Layouts the tiles read ---------------------------------------------------
+// --- Layouts the tiles read
+// ---------------------------------------------------
 
 /// NHWC images with channel stride 1: pixel (n, y, x) of the padded frame
 /// (input row y - pad_top, column x - pad_left) starts at
@@ -234,8 +236,8 @@ void walkPixels(const Geometry &g, int64_t p0, int64_t count, T *base,
 /// Where each output pixel reads tap 0 in x.
 void tapBases(const Geometry &g, const Images &x, int64_t p0, int64_t count,
               const float **ptr) {
-  walkPixels<const float>(g, p0, count, x.data, x.image,
-                          g.p.strideH * x.row, g.p.strideW * x.pixel, ptr);
+  walkPixels<const float>(g, p0, count, x.data, x.image, g.p.strideH * x.row,
+                          g.p.strideW * x.pixel, ptr);
 }
 /// The output pixels of an output-shaped tensor y.
 void outputPixels(const Geometry &g, const Tensor4 &y, int64_t p0,
@@ -342,7 +344,8 @@ PackedFilter packForward(const Tensor4 &f, const Geometry &g,
 /// rounded up to whole vectors.
 PackedFilter packTransposed(const Tensor4 &f, const Geometry &g,
                             int64_t segTaps) {
-  int64_t len = segTaps * g.c, stride = roundUp(std::max<int64_t>(len, 1), kVec);
+  int64_t len = segTaps * g.c,
+          stride = roundUp(std::max<int64_t>(len, 1), kVec);
   int64_t segments = g.kh * (g.kw / segTaps);
   float *w =
       scratch<float>(Scratch::SharedFilter, size_t(segments * g.o * stride));
@@ -361,7 +364,8 @@ PackedFilter packTransposed(const Tensor4 &f, const Geometry &g,
   return {w, nullptr, stride};
 }
 
-// --- 1x1 convolutions: the blocked GEMM ---------------------------------------
+// --- 1x1 convolutions: the blocked GEMM
+// ---------------------------------------
 
 /// A 1x1, stride-1, unpadded convolution whose input pixels flatten: the
 /// input itself is the patch matrix.
@@ -412,8 +416,8 @@ void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
                   return;
                 }
                 // Not PixelTile (it may hold lhs) nor a Gemm* slot.
-                float *res = scratch<float>(Scratch::ConvPointers,
-                                            size_t(rows * n));
+                float *res =
+                    scratch<float>(Scratch::ConvPointers, size_t(rows * n));
                 gemm<float>(lhs, b, {res, rows, n, n, 1}, false);
                 applyEpilogue({res, rows, n, n, 1}, epilogue, 0);
                 for (int64_t i = 0; i < rows; ++i) {
@@ -424,7 +428,8 @@ void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
               });
 }
 
-// --- Winograd along the rows --------------------------------------------------
+// --- Winograd along the rows
+// --------------------------------------------------
 //
 // A forward convolution with stride and dilation 1 along W computes each row
 // of 4 outputs from 3 + KW inputs with Winograd's minimal filtering
@@ -435,7 +440,8 @@ void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
 // filter row, per channel and output channel):
 //
 //   out[oh][4t + j][o] = sum over xi of A^T[j][xi] *
-//                        (sum over (kh, c) of V[oh + kh][t][xi][c] * U[xi][kh][c][o])
+//                        (sum over (kh, c) of V[oh + kh][t][xi][c] *
+//                        U[xi][kh][c][o])
 //
 // The inner sum is a direct convolution with R = KH * C taps for each of
 // the alpha points, which forwardTile computes. The float rounding differs
@@ -504,10 +510,10 @@ template <int OUTS, int TAPS> struct Winograd {
 
   /// v[xi * stride] = sum over k of B^T[xi][k] * d[k], for `valid` lanes.
   static void input(const conv::Vec *d, float *v, int64_t stride, int valid) {
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int xi = 0; xi < alpha; ++xi) {
       conv::Vec acc = conv::vzero();
-      ESTC_UNROLL
+#pragma GCC unroll 8
       for (int k = 0; k < alpha; ++k)
         if (m.bt[xi][k] != 0.0f)
           acc = conv::vfma(conv::vbroadcast(&m.bt[xi][k]), d[k], acc);
@@ -519,10 +525,10 @@ template <int OUTS, int TAPS> struct Winograd {
   }
   /// u[xi * stride] = sum over q of G[xi][q] * d[q] (d: TAPS vectors).
   static void filter(const conv::Vec *d, float *u, int64_t stride) {
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int xi = 0; xi < alpha; ++xi) {
       conv::Vec acc = conv::vzero();
-      ESTC_UNROLL
+#pragma GCC unroll 8
       for (int q = 0; q < TAPS; ++q)
         if (m.g[xi][q] != 0.0f)
           acc = conv::vfma(conv::vbroadcast(&m.g[xi][q]), d[q], acc);
@@ -530,10 +536,9 @@ template <int OUTS, int TAPS> struct Winograd {
     }
   }
   /// Output J of a tile from the alpha products mq[xi * stride].
-  template <int J>
-  static conv::Vec output(const float *mq, int64_t stride) {
+  template <int J> static conv::Vec output(const float *mq, int64_t stride) {
     conv::Vec y = conv::vzero();
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int xi = 0; xi < alpha; ++xi)
       if (m.at[J][xi] != 0.0f)
         y = conv::vfma(conv::vbroadcast(&m.at[J][xi]),
@@ -556,8 +561,8 @@ bool useWinograd(const Geometry &g) {
 /// grad_output's channels contiguous.
 bool useWinogradInputGrad(const Geometry &g, const Tensor4 &gradOutput) {
   return g.p.strideH == 1 && g.p.strideW == 1 && g.p.dilationW == 1 &&
-         g.kw >= 3 && g.kw <= 5 && g.c >= 8 && g.o >= 8 &&
-         g.w >= kWinoOut && (gradOutput.strides[3] == 1 || g.o == 1);
+         g.kw >= 3 && g.kw <= 5 && g.c >= 8 && g.o >= 8 && g.w >= kWinoOut &&
+         (gradOutput.strides[3] == 1 || g.o == 1);
 }
 
 /// A convolution computed row by row with F(4, KW) along W:
@@ -629,8 +634,8 @@ template <int KW> void rowWinograd(const RowConv &p) {
     // the image count, up to 8x the least, whose row of tiles fills whole
     // register tiles best.
     int64_t least = ceilDiv(64, perImage);
-    int64_t rowsOfTile = conv::tileRows(
-        std::min(blocks.vectors[0], conv::kMaxVectors));
+    int64_t rowsOfTile =
+        conv::tileRows(std::min(blocks.vectors[0], conv::kMaxVectors));
     double bestWaste = 2;
     for (int64_t k = least; k <= 8 * least; ++k) {
       int64_t px = k * tiles;
@@ -681,13 +686,13 @@ template <int KW> void rowWinograd(const RowConv &p) {
               for (int64_t cv = 0; cv < cVecs; ++cv) {
                 int valid = int(std::min<int64_t>(kVec, p.ci - cv * kVec));
                 conv::Vec d[alpha];
-                ESTC_UNROLL
+#pragma GCC unroll 8
                 for (int k = 0; k < alpha; ++k) {
                   int64_t col = t * kWinoOut + k - p.colShift;
                   const float *src = row + col * p.inPixel + cv * kVec;
                   d[k] = col < 0 || col >= p.inCols ? conv::vzero()
-                         : valid == kVec            ? conv::vload(src)
-                                          : conv::vloadPartial(src, valid);
+                         : valid == kVec ? conv::vload(src)
+                                         : conv::vloadPartial(src, valid);
                 }
                 W::input(d, vr + t * alpha * p.ci + cv * kVec, p.ci, valid);
               }
@@ -715,8 +720,8 @@ template <int KW> void rowWinograd(const RowConv &p) {
             for (int64_t i = 0; i < nb; ++i)
               for (int64_t r = ra; r < rb; ++r)
                 for (int64_t t = 0; t < tiles; ++t, ++q) {
-                  int64_t y = (r0 + r) * p.rowStep + p.rowBase +
-                              first * p.khStep - y0;
+                  int64_t y =
+                      (r0 + r) * p.rowStep + p.rowBase + first * p.khStep - y0;
                   // Rows without taps point at row 0 and read nothing.
                   xs[q] = v + (i * yRows + (taps > 0 ? y : 0)) * vRow +
                           (t * alpha + xi) * p.ci;
@@ -725,19 +730,20 @@ template <int KW> void rowWinograd(const RowConv &p) {
                 }
             const float *uxi = p.u + (xi * p.kh + first) * p.ci * opad;
             for (int b = 0; b < blocks.count; ++b)
-              forEachVectorTile(blocks.first[b], blocks.vectors[b],
-                                [&](int64_t firstLane, int vb) {
-                conv::Lanes lanes{firstLane, opad, 1};
-                withVectors(vb, [&](auto vbc) {
-                  constexpr int VB = decltype(vbc)::value;
-                  constexpr int P = conv::tileRows(VB);
-                  for (int64_t j = 0; j < count; j += P)
-                    conv::forwardTile<P, VB>(
-                        xs + j, int(std::min<int64_t>(P, count - j)), tap,
-                        taps, uxi + firstLane, opad, outs + j, lanes, none,
-                        p.bias + firstLane);
-                });
-              });
+              forEachVectorTile(
+                  blocks.first[b], blocks.vectors[b],
+                  [&](int64_t firstLane, int vb) {
+                    conv::Lanes lanes{firstLane, opad, 1};
+                    withVectors(vb, [&](auto vbc) {
+                      constexpr int VB = decltype(vbc)::value;
+                      constexpr int P = conv::tileRows(VB);
+                      for (int64_t j = 0; j < count; j += P)
+                        conv::forwardTile<P, VB>(
+                            xs + j, int(std::min<int64_t>(P, count - j)), tap,
+                            taps, uxi + firstLane, opad, outs + j, lanes, none,
+                            p.bias + firstLane);
+                    });
+                  });
           }
           ra = rb;
         }
@@ -758,8 +764,8 @@ template <int KW> void rowWinograd(const RowConv &p) {
             for (int64_t t = 0; t < tiles; ++t, ++q) {
               const float *mq = mbuf + q * alpha * opad;
               int64_t col = t * kWinoOut;
-              float *out = p.out->data() + (n0 + i) * os[0] +
-                           (r0 + r) * os[1] + col * os[2];
+              float *out = p.out->data() + (n0 + i) * os[0] + (r0 + r) * os[1] +
+                           col * os[2];
               store(std::integral_constant<int, 0>{}, mq, out);
               if (col + 1 < outCols)
                 store(std::integral_constant<int, 1>{}, mq, out + os[2]);
@@ -805,8 +811,7 @@ float *transformFilter(int64_t kwidth, int64_t kh, int64_t ci, int64_t co,
       std::fill(dst + co, dst + opad, 0.0f);
     }
   });
-  std::fill(u + alpha * kh * ci * opad, u + (alpha * kh * ci + 1) * opad,
-            0.0f);
+  std::fill(u + alpha * kh * ci * opad, u + (alpha * kh * ci + 1) * opad, 0.0f);
   return u;
 }
 
@@ -815,11 +820,10 @@ void winogradForward(const Geometry &g, const Tensor4 &input,
                      const Epilogue &epilogue) {
   const int64_t *fs = filter.strides;
   const float *f = filter.data();
-  float *u = transformFilter(g.kw, g.kh, g.c, g.o,
-                             [&](int64_t h, int64_t w, int64_t c, int64_t o) {
-                               return f[h * fs[0] + w * fs[1] + c * fs[2] +
-                                        o * fs[3]];
-                             });
+  float *u = transformFilter(
+      g.kw, g.kh, g.c, g.o, [&](int64_t h, int64_t w, int64_t c, int64_t o) {
+        return f[h * fs[0] + w * fs[1] + c * fs[2] + o * fs[3]];
+      });
   int64_t opad = roundUp(g.o, kVec);
   float *bias = u + (kWinoOut + g.kw - 1) * g.kh * g.c * opad;
   if (epilogue.bias)
@@ -856,11 +860,10 @@ void winogradInputGrad(const Geometry &g, const Tensor4 &filter,
   const float *f = filter.data();
   int64_t kw = g.kw;
   // The filter flipped along W, channels swapped: w(h, w, o, c).
-  float *u = transformFilter(kw, g.kh, g.o, g.c,
-                             [&](int64_t h, int64_t w, int64_t o, int64_t c) {
-                               return f[h * fs[0] + (kw - 1 - w) * fs[1] +
-                                        c * fs[2] + o * fs[3]];
-                             });
+  float *u = transformFilter(
+      kw, g.kh, g.o, g.c, [&](int64_t h, int64_t w, int64_t o, int64_t c) {
+        return f[h * fs[0] + (kw - 1 - w) * fs[1] + c * fs[2] + o * fs[3]];
+      });
   float *bias = u + (kWinoOut + kw - 1) * g.kh * g.o * roundUp(g.c, kVec);
   const int64_t *ds = gradOutput.strides;
   RowConv p{gradOutput.data(),
@@ -891,7 +894,8 @@ void winogradInputGrad(const Geometry &g, const Tensor4 &filter,
 /// segments of 4 pixels, per output channel):
 ///
 ///   dw[kh][kw][c][o] = sum over xi of A^T[kw][xi] *
-///       (sum over (n, oh, tile) of VX[n][oh + kh][tile][xi][c] * UY[n][oh][tile][xi][o])
+///       (sum over (n, oh, tile) of VX[n][oh + kh][tile][xi][c] *
+///       UY[n][oh][tile][xi][o])
 ///
 /// The inner sums run on filterGradTile over the (n, oh, tile) of G groups
 /// of images, each into its own partial sums, which are added in group
@@ -949,8 +953,8 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
         int64_t yRows =
             (rows - 1) * g.p.strideH + (g.kh - 1) * g.p.dilationH + 1;
         int64_t pixels = nb * rows * tiles;
-        float *v = scratch<float>(Scratch::WinogradInput,
-                                  size_t(nb * yRows * vRow));
+        float *v =
+            scratch<float>(Scratch::WinogradInput, size_t(nb * yRows * vRow));
         float *uy = scratch<float>(Scratch::WinogradProducts,
                                    size_t(alpha * pixels * opad));
 
@@ -963,11 +967,11 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
               for (int64_t cv = 0; cv < cVecs; ++cv) {
                 int valid = int(std::min<int64_t>(kVec, g.c - cv * kVec));
                 conv::Vec d[alpha];
-                ESTC_UNROLL
+#pragma GCC unroll 8
                 for (int k = 0; k < alpha; ++k) {
                   int64_t col = t * kWinoOut + k;
                   const float *src = row + col * x.pixel + cv * kVec;
-                  d[k] = col >= x.cols      ? conv::vzero()
+                  d[k] = col >= x.cols   ? conv::vzero()
                          : valid == kVec ? conv::vload(src)
                                          : conv::vloadPartial(src, valid);
                 }
@@ -983,7 +987,7 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
               for (int64_t ov = 0; ov < oVecs; ++ov) {
                 int valid = int(std::min<int64_t>(kVec, g.o - ov * kVec));
                 conv::Vec d[kWinoOut];
-                ESTC_UNROLL
+#pragma GCC unroll 8
                 for (int j = 0; j < kWinoOut; ++j) {
                   int64_t col = t * kWinoOut + j;
                   const float *src = row + col * ds[2] + ov * kVec * ds[3];
@@ -1004,8 +1008,8 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
             }
 
         // The products, summed over the chunk's row tiles in order.
-        auto **xs = scratch<const float *>(Scratch::ConvPointers,
-                                           size_t(pixels));
+        auto **xs =
+            scratch<const float *>(Scratch::ConvPointers, size_t(pixels));
         for (int64_t kh = 0; kh < g.kh; ++kh)
           for (int xi = 0; xi < alpha; ++xi) {
             for (int64_t i = 0, q = 0; i < nb; ++i)
@@ -1020,19 +1024,20 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
             for (int b = 0; b < blocks.count; ++b)
               forEachVectorTile(blocks.first[b], blocks.vectors[b],
                                 [&](int64_t first, int vb) {
-                withVectors(vb, [&](auto vbc) {
-                  constexpr int VB = decltype(vbc)::value;
-                  constexpr int T = conv::tileRows(VB);
-                  int64_t tapTiles = ceilDiv(g.c, T);
-                  for (int64_t k = 0; k < tapTiles; ++k) {
-                    int64_t c0 = k * g.c / tapTiles,
-                            c1 = (k + 1) * g.c / tapTiles;
-                    conv::filterGradTile<T, VB>(
-                        xs, pixels, tap + c0, int(c1 - c0), dy + first, opad,
-                        dw + c0 * opad + first, opad);
-                  }
-                });
-              });
+                                  withVectors(vb, [&](auto vbc) {
+                                    constexpr int VB = decltype(vbc)::value;
+                                    constexpr int T = conv::tileRows(VB);
+                                    int64_t tapTiles = ceilDiv(g.c, T);
+                                    for (int64_t k = 0; k < tapTiles; ++k) {
+                                      int64_t c0 = k * g.c / tapTiles,
+                                              c1 = (k + 1) * g.c / tapTiles;
+                                      conv::filterGradTile<T, VB>(
+                                          xs, pixels, tap + c0, int(c1 - c0),
+                                          dy + first, opad,
+                                          dw + c0 * opad + first, opad);
+                                    }
+                                  });
+                                });
           }
       }
   });
@@ -1072,7 +1077,8 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
 
 } // namespace
 
-// --- Forward ------------------------------------------------------------------
+// --- Forward
+// ------------------------------------------------------------------
 
 void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
             const ConvParams &p, const Epilogue &epilogue) {
@@ -1094,35 +1100,36 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
   ChannelBlocks blocks = channelBlocks(g.o);
   conv::VecEpilogue e{epilogue.bias ? w.bias : nullptr, epilogue.activation};
 
-  parallelFor(ceilDiv(pixels, kForwardBlock),
-              2.0 * double(kForwardBlock * g.r * g.o), [&](int64_t task) {
-                int64_t p0 = task * kForwardBlock;
-                int rows = int(std::min(kForwardBlock, pixels - p0));
-                auto **ptr = scratch<float *>(Scratch::ConvPointers,
-                                              size_t(2 * kForwardBlock));
-                const float **xs = const_cast<const float **>(ptr);
-                float **outs = ptr + kForwardBlock;
-                tapBases(g, x, p0, rows, xs);
-                outputPixels(g, output, p0, rows, outs);
-                conv::Lanes lanes{0, g.o, output.strides[3]};
-                for (int b = 0; b < blocks.count; ++b)
-                  forEachVectorTile(blocks.first[b], blocks.vectors[b],
-                                    [&](int64_t first, int vb) {
-                    lanes.first = first;
-                    withVectors(vb, [&](auto vbc) {
-                      constexpr int VB = decltype(vbc)::value;
-                      constexpr int P = conv::tileRows(VB);
-                      for (int i = 0; i < rows; i += P)
-                        conv::forwardTile<P, VB>(
-                            xs + i, std::min(P, rows - i), tap, g.r,
-                            w.w + first, w.stride, outs + i, lanes, e,
-                            w.bias + first);
-                    });
-                  });
+  parallelFor(
+      ceilDiv(pixels, kForwardBlock), 2.0 * double(kForwardBlock * g.r * g.o),
+      [&](int64_t task) {
+        int64_t p0 = task * kForwardBlock;
+        int rows = int(std::min(kForwardBlock, pixels - p0));
+        auto **ptr =
+            scratch<float *>(Scratch::ConvPointers, size_t(2 * kForwardBlock));
+        const float **xs = const_cast<const float **>(ptr);
+        float **outs = ptr + kForwardBlock;
+        tapBases(g, x, p0, rows, xs);
+        outputPixels(g, output, p0, rows, outs);
+        conv::Lanes lanes{0, g.o, output.strides[3]};
+        for (int b = 0; b < blocks.count; ++b)
+          forEachVectorTile(
+              blocks.first[b], blocks.vectors[b], [&](int64_t first, int vb) {
+                lanes.first = first;
+                withVectors(vb, [&](auto vbc) {
+                  constexpr int VB = decltype(vbc)::value;
+                  constexpr int P = conv::tileRows(VB);
+                  for (int i = 0; i < rows; i += P)
+                    conv::forwardTile<P, VB>(
+                        xs + i, std::min(P, rows - i), tap, g.r, w.w + first,
+                        w.stride, outs + i, lanes, e, w.bias + first);
+                });
               });
+      });
 }
 
-// --- Backprop input -------------------------------------------------------------
+// --- Backprop input
+// -------------------------------------------------------------
 
 void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
                          const Tensor4 &gradInput, const ConvParams &p) {
@@ -1150,7 +1157,8 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
   int64_t *segOffset = scratch<int64_t>(Scratch::SharedTaps, size_t(segments));
   for (int64_t seg = 0; seg < segments; ++seg) {
     int64_t kh = seg / (g.kw / segTaps), kw0 = seg % (g.kw / segTaps) * segTaps;
-    segOffset[seg] = kh * g.p.dilationH * dx.row + kw0 * g.p.dilationW * dx.pixel;
+    segOffset[seg] =
+        kh * g.p.dilationH * dx.row + kw0 * g.p.dilationW * dx.pixel;
   }
   ChannelBlocks blocks = channelBlocks(segLen);
   int64_t imagePixels = g.oh * g.ow;
@@ -1182,29 +1190,31 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
       }
     // Segment by segment, so that its slice of the filter stays in L1.
     for (int b = 0; b < blocks.count; ++b)
-      forEachVectorTile(blocks.first[b], blocks.vectors[b],
-                        [&](int64_t first, int vb) {
-        conv::Lanes lanes{first, segLen, 1};
-        withVectors(vb, [&](auto vbc) {
-          constexpr int VB = decltype(vbc)::value;
-          constexpr int P = conv::tileRows(VB);
-          for (int64_t seg = 0; seg < segments; ++seg)
-            for (int64_t i = 0; i < imagePixels; i += P) {
-              int rows = int(std::min<int64_t>(P, imagePixels - i));
-              for (int j = 0; j < rows; ++j)
-                dst[j] = base[i + j] + segOffset[seg];
-              conv::inputGradTile<P, VB>(dy + i, rows, dys[3], g.o,
-                                         wT.w + seg * g.o * wT.stride + first,
-                                         wT.stride, dst, lanes);
-            }
-        });
-      });
+      forEachVectorTile(
+          blocks.first[b], blocks.vectors[b], [&](int64_t first, int vb) {
+            conv::Lanes lanes{first, segLen, 1};
+            withVectors(vb, [&](auto vbc) {
+              constexpr int VB = decltype(vbc)::value;
+              constexpr int P = conv::tileRows(VB);
+              for (int64_t seg = 0; seg < segments; ++seg)
+                for (int64_t i = 0; i < imagePixels; i += P) {
+                  int rows = int(std::min<int64_t>(P, imagePixels - i));
+                  for (int j = 0; j < rows; ++j)
+                    dst[j] = base[i + j] + segOffset[seg];
+                  conv::inputGradTile<P, VB>(dy + i, rows, dys[3], g.o,
+                                             wT.w + seg * g.o * wT.stride +
+                                                 first,
+                                             wT.stride, dst, lanes);
+                }
+            });
+          });
     if (dx.copy)
       copyFromFrame(g, dx, gradInput, n);
   });
 }
 
-// --- Backprop filter ------------------------------------------------------------
+// --- Backprop filter
+// ------------------------------------------------------------
 
 void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
                           const Tensor4 &gradFilter, const ConvParams &p) {
@@ -1223,8 +1233,9 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   // A multiple of 4 once there is more than one, so that 2 or 4 threads
   // get the same number of groups (9 would keep one of 2 threads 11% longer).
   int64_t groups = int64_t(flops / kMinGroupFlops);
-  groups = std::clamp<int64_t>(groups > 1 ? roundUp(groups, 4) : 1, 1,
-                               std::min(kMaxGroups, std::max<int64_t>(pixels, 1)));
+  groups =
+      std::clamp<int64_t>(groups > 1 ? roundUp(groups, 4) : 1, 1,
+                          std::min(kMaxGroups, std::max<int64_t>(pixels, 1)));
   int64_t stride = roundUp(std::max<int64_t>(g.o, 1), kVec);
   int64_t filterSize = g.r * stride;
   float *partials =
@@ -1248,7 +1259,8 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   int64_t dyStep;
   bool dyRows = gradOutput.strides[3] == 1 &&
                 flattens(gradOutput, 0, 2, dyStep) && dyStep == g.o;
-  int64_t dyInPlaceEnd = dyRows ? pixels - ceilDiv(stride - g.o, std::max<int64_t>(g.o, 1)) : 0;
+  int64_t dyInPlaceEnd =
+      dyRows ? pixels - ceilDiv(stride - g.o, std::max<int64_t>(g.o, 1)) : 0;
 
   parallelFor(groups, flops / double(groups), [&](int64_t group) {
     float *sum = partials + group * filterSize;
@@ -1272,7 +1284,8 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
       return;
     }
     auto *dyPacked = scratch<float>(Scratch::PixelTile, size_t(chunk * stride));
-    auto **xs = scratch<const float *>(Scratch::ConvPointers, size_t(2 * chunk));
+    auto **xs =
+        scratch<const float *>(Scratch::ConvPointers, size_t(2 * chunk));
     float **srcRows = const_cast<float **>(xs) + chunk;
     for (int64_t c0 = q0; c0 < q1; c0 += chunk) {
       int64_t rows = std::min(chunk, q1 - c0);
@@ -1297,21 +1310,21 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
         }
       }
       for (int b = 0; b < blocks.count; ++b)
-        forEachVectorTile(blocks.first[b], blocks.vectors[b],
-                          [&](int64_t first, int vb) {
-          withVectors(vb, [&](auto vbc) {
-            constexpr int VB = decltype(vbc)::value;
-            constexpr int T = conv::tileRows(VB);
-            // Tap tiles of T or T - 1 taps: as few and as even as possible.
-            int64_t tiles = ceilDiv(g.r, T);
-            for (int64_t k = 0; k < tiles; ++k) {
-              int64_t r0 = k * g.r / tiles, r1 = (k + 1) * g.r / tiles;
-              conv::filterGradTile<T, VB>(xs, rows, tap + r0, int(r1 - r0),
-                                          dy + first, dyStride,
-                                          sum + r0 * stride + first, stride);
-            }
-          });
-        });
+        forEachVectorTile(
+            blocks.first[b], blocks.vectors[b], [&](int64_t first, int vb) {
+              withVectors(vb, [&](auto vbc) {
+                constexpr int VB = decltype(vbc)::value;
+                constexpr int T = conv::tileRows(VB);
+                // Tap tiles of T or T - 1 taps: as few and as even as possible.
+                int64_t tiles = ceilDiv(g.r, T);
+                for (int64_t k = 0; k < tiles; ++k) {
+                  int64_t r0 = k * g.r / tiles, r1 = (k + 1) * g.r / tiles;
+                  conv::filterGradTile<T, VB>(
+                      xs, rows, tap + r0, int(r1 - r0), dy + first, dyStride,
+                      sum + r0 * stride + first, stride);
+                }
+              });
+            });
     }
   });
 

@@ -6,9 +6,10 @@
 // that is contiguous in memory and in the (repacked) filter, and broadcasts
 // the other operand straight from the NHWC tensor:
 //
-//   forwardTile     out[P pixels][VB vectors of O]  += x[pixel + tap] * w[tap]
-//   inputGradTile   part[P pixels][VB vectors of a segment] += dy[pixel][o] * wT[o]
-//   filterGradTile  dw[T taps][VB vectors of O]     += x[pixel + tap] * dy[pixel]
+//   forwardTile     out[P pixels][VB vectors of O] += x[pixel + tap] * w[tap]
+//   inputGradTile   part[P pixels][VB vectors of a segment]
+//                                                  += dy[pixel][o] * wT[o]
+//   filterGradTile  dw[T taps][VB vectors of O] += x[pixel + tap] * dy[pixel]
 //
 // Vectors are 8 floats (256 bits) in every build. On Zen 4 a 512-bit FMA
 // costs two 256-bit ones, so the narrower vector loses nothing there and
@@ -36,11 +37,10 @@
 
 namespace estc::rt::conv {
 
-/// Before every loop over a tile's rows or vectors: fully unrolled, the
-/// accumulators stay in registers. (GCC 12 unrolls only some of them by
-/// itself and then keeps the whole tile in memory, storing it on every
-/// step.)
-#define ESTC_UNROLL _Pragma("GCC unroll 8")
+// Every loop over a tile's rows or vectors is marked `#pragma GCC unroll 8`:
+// fully unrolled, the accumulators stay in registers. (GCC 12 unrolls only
+// some of them by itself and then keeps the whole tile in memory, storing
+// it on every step.)
 
 /// Floats per vector.
 constexpr int kVec = 8;
@@ -248,38 +248,38 @@ void forwardTile(const float *const *x, int rows, const int64_t *tap,
                  float *const *out, const Lanes &lanes, const VecEpilogue &e,
                  const float *bias) {
   const float *px[P];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
     px[j] = x[j < rows ? j : rows - 1];
   Vec acc[P][VB];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       acc[j][v] = vzero();
   for (int64_t r = 0; r < taps; ++r) {
     const float *wr = w + r * wStride;
     Vec wv[VB];
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       wv[v] = vload(wr + v * kVec);
     const int64_t t = tap[r];
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int j = 0; j < P; ++j) {
       Vec xj = vbroadcast(px[j] + t);
-      ESTC_UNROLL
+#pragma GCC unroll 8
       for (int v = 0; v < VB; ++v)
         acc[j][v] = vfma(xj, wv[v], acc[j][v]);
     }
   }
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       if (j < rows)
         storeLanes(out[j] + (lanes.first + v * kVec) * lanes.stride,
-                 e.apply(acc[j][v], bias + v * kVec), lanes.valid(v),
-                 lanes.stride);
+                   e.apply(acc[j][v], bias + v * kVec), lanes.valid(v),
+                   lanes.stride);
 }
 
 /// One input-gradient tile: for P output pixels with gradients dy[j]
@@ -294,32 +294,32 @@ void inputGradTile(const float *const *dy, int rows, int64_t dyStride,
                    int64_t outChannels, const float *wT, int64_t wStride,
                    float *const *dx, const Lanes &lanes) {
   const float *pdy[P];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
     pdy[j] = dy[j < rows ? j : rows - 1];
   Vec acc[P][VB];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       acc[j][v] = vzero();
   for (int64_t o = 0; o < outChannels; ++o) {
     const float *wo = wT + o * wStride;
     Vec wv[VB];
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       wv[v] = vload(wo + v * kVec);
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int j = 0; j < P; ++j) {
       Vec g = vbroadcast(pdy[j] + o * dyStride);
-      ESTC_UNROLL
+#pragma GCC unroll 8
       for (int v = 0; v < VB; ++v)
         acc[j][v] = vfma(g, wv[v], acc[j][v]);
     }
   }
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int j = 0; j < P; ++j)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v) {
       if (j >= rows)
         continue;
@@ -344,33 +344,33 @@ void filterGradTile(const float *const *x, int64_t pixels, const int64_t *tap,
                     int taps, const float *dy, int64_t dyStride, float *dw,
                     int64_t dwStride) {
   int64_t off[T];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
     off[t] = tap[t < taps ? t : taps - 1];
   Vec acc[T][VB];
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       acc[t][v] = vload(dw + (t < taps ? t : 0) * dwStride + v * kVec);
   for (int64_t q = 0; q < pixels; ++q) {
     const float *xq = x[q];
     const float *dq = dy + q * dyStride;
     Vec d[VB];
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       d[v] = vload(dq + v * kVec);
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       Vec xt = vbroadcast(xq + off[t]);
-      ESTC_UNROLL
+#pragma GCC unroll 8
       for (int v = 0; v < VB; ++v)
         acc[t][v] = vfma(xt, d[v], acc[t][v]);
     }
   }
-  ESTC_UNROLL
+#pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
-    ESTC_UNROLL
+#pragma GCC unroll 8
     for (int v = 0; v < VB; ++v)
       if (t < taps)
         vstore(dw + t * dwStride + v * kVec, acc[t][v]);
