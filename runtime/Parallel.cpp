@@ -56,7 +56,13 @@ constexpr auto kSpin = std::chrono::microseconds(100);
 /// parallelFor from there runs inline.
 thread_local bool insideRegion = false;
 
-void cpuRelax() {
+/// A spin-wait step: the first iterations pause, later ones yield the core
+/// (about the first 10 us spin: waits inside a step are usually shorter).
+void relaxOrYield(int spins) {
+  if (spins >= 256) {
+    std::this_thread::yield();
+    return;
+  }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
@@ -97,8 +103,11 @@ public:
     insideRegion = true;
     work(gen);
     insideRegion = false;
-    while (done.load(std::memory_order_acquire) < numTasks)
-      cpuRelax();
+    // A helper still running a task: spin a little, then yield, which
+    // lets it run if the two share a core (a busy machine).
+    for (int spins = 0; done.load(std::memory_order_acquire) < numTasks;
+         ++spins)
+      relaxOrYield(spins);
     return true;
   }
 
@@ -150,7 +159,7 @@ private:
             return;
           spinStart = std::chrono::steady_clock::now();
         }
-        cpuRelax();
+        relaxOrYield(spins);
       }
       seen = gen;
       work(gen);
