@@ -648,6 +648,12 @@ template <int KW> void rowWinograd(const RowConv &p) {
   }
   imagesPer = std::min(imagesPer, std::max<int64_t>(p.n, 1));
   const int64_t imageBlocks = ceilDiv(p.n, imagesPer);
+  // At least 32 tasks where the rows allow: the caller waits at the end of
+  // the region for the last task a helper took (about half a task).
+  if (imageBlocks * ceilDiv(outRows, rowsPer) < 32)
+    rowsPer = std::min(
+        rowsPer,
+        std::max<int64_t>(1, ceilDiv(outRows, ceilDiv(32, imageBlocks))));
   const int64_t rowBlocks = ceilDiv(outRows, rowsPer);
 
   parallelFor(
@@ -925,11 +931,11 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
     tap[c] = c;
 
   // Groups of images, a multiple of 4 of them (as the direct kernel's), at
-  // most 8: each holds a partial sum of KH * alpha * C * O floats.
+  // most 16: each holds a partial sum of KH * alpha * C * O floats.
   double flops = 2.0 * double(g.n * g.oh * tiles * g.kh * alpha * g.c * g.o);
   int64_t groups = int64_t(flops / kMinGroupFlops);
   groups = std::clamp<int64_t>(groups > 1 ? roundUp(groups, 4) : 1, 1,
-                               std::min<int64_t>(8, std::max<int64_t>(g.n, 1)));
+                               std::min(kMaxGroups, std::max<int64_t>(g.n, 1)));
   float *partials =
       scratch<float>(Scratch::SharedPartials, size_t(groups * partialSize));
   // Chunks of about 64 row tiles: a block of rows of one image, or whole
