@@ -791,45 +791,66 @@ void rowWinograd(int64_t kw, const RowConv &p) {
   return rowWinograd<5>(p);
 }
 
-/// u[xi][kh][ci][opad] = sum over kw of G[xi][kw] * w(kh, kw, ci, co), in
-/// SharedFilter, followed by opad floats for the bias.
-template <typename Weight>
-float *transformFilter(int64_t kwidth, int64_t kh, int64_t ci, int64_t co,
-                       const Weight &weight) {
-  const WinogradMatrices &m = kwidth == 3   ? Winograd<kWinoOut, 3>::m
-                              : kwidth == 4 ? Winograd<kWinoOut, 4>::m
-                                            : Winograd<kWinoOut, 5>::m;
-  int64_t alpha = kWinoOut + kwidth - 1, opad = roundUp(co, kVec);
-  float *u = scratch<float>(Scratch::SharedFilter,
-                            size_t((alpha * kh * ci + 1) * opad));
+/// A filter as the Winograd paths read it: element (h, w, ci, co) at
+/// data + h * sh + w * sw + ci * sci + co * sco, with w counted from the
+/// other end when `flipW` (the input gradient's correlation).
+struct FilterView {
+  const float *data;
+  int64_t kh, kw, ci, co;
+  int64_t sh, sw, sci, sco;
+  bool flipW;
+};
+
+/// u[xi][kh][ci][opad] = sum over kw of G[xi][kw] * w(kh, kw, ci, co) (FMAs
+/// in kw order), in SharedFilter, followed by opad floats for the bias
+/// (zeros).
+template <int KW> float *transformFilter(const FilterView &f) {
+  using W = Winograd<kWinoOut, KW>;
+  const int64_t opad = roundUp(f.co, kVec), uPoint = f.kh * f.ci * opad;
+  float *u =
+      scratch<float>(Scratch::SharedFilter, size_t(W::alpha * uPoint + opad));
   // On the pool: with 2 threads this serial part would otherwise be a few
   // percent of the ConvNet's step.
-  parallelFor(alpha * kh, double(ci * co * kwidth * 4), [&](int64_t task) {
-    int64_t xi = task / kh, h = task % kh;
-    for (int64_t c = 0; c < ci; ++c) {
-      float *dst = u + ((xi * kh + h) * ci + c) * opad;
-      for (int64_t o = 0; o < co; ++o) {
-        double sum = 0;
-        for (int64_t w = 0; w < kwidth; ++w)
-          sum += double(m.g[xi][w]) * double(weight(h, w, c, o));
-        dst[o] = float(sum);
+  parallelFor(f.kh, double(f.ci * opad * W::alpha * KW * 2), [&](int64_t h) {
+    for (int64_t c = 0; c < f.ci; ++c)
+      for (int64_t ov = 0; ov < opad / kVec; ++ov) {
+        int valid = int(std::min<int64_t>(kVec, f.co - ov * kVec));
+        conv::Vec d[KW];
+        for (int w = 0; w < KW; ++w) {
+          const float *src = f.data + h * f.sh +
+                             (f.flipW ? KW - 1 - w : w) * f.sw + c * f.sci +
+                             ov * kVec * f.sco;
+          if (f.sco == 1) {
+            d[w] = valid == kVec ? conv::vload(src)
+                                 : conv::vloadPartial(src, valid);
+          } else {
+            alignas(32) float tmp[kVec] = {};
+            for (int l = 0; l < valid; ++l)
+              tmp[l] = src[l * f.sco];
+            d[w] = conv::vload(tmp);
+          }
+        }
+        W::filter(d, u + (h * f.ci + c) * opad + ov * kVec, uPoint);
       }
-      std::fill(dst + co, dst + opad, 0.0f);
-    }
   });
-  std::fill(u + alpha * kh * ci * opad, u + (alpha * kh * ci + 1) * opad, 0.0f);
+  std::fill(u + W::alpha * uPoint, u + W::alpha * uPoint + opad, 0.0f);
   return u;
+}
+
+float *transformFilter(const FilterView &f) {
+  if (f.kw == 3)
+    return transformFilter<3>(f);
+  if (f.kw == 4)
+    return transformFilter<4>(f);
+  return transformFilter<5>(f);
 }
 
 void winogradForward(const Geometry &g, const Tensor4 &input,
                      const Tensor4 &filter, const Tensor4 &output,
                      const Epilogue &epilogue) {
   const int64_t *fs = filter.strides;
-  const float *f = filter.data();
   float *u = transformFilter(
-      g.kw, g.kh, g.c, g.o, [&](int64_t h, int64_t w, int64_t c, int64_t o) {
-        return f[h * fs[0] + w * fs[1] + c * fs[2] + o * fs[3]];
-      });
+      {filter.data(), g.kh, g.kw, g.c, g.o, fs[0], fs[1], fs[2], fs[3], false});
   int64_t opad = roundUp(g.o, kVec);
   float *bias = u + (kWinoOut + g.kw - 1) * g.kh * g.c * opad;
   if (epilogue.bias)
@@ -863,13 +884,10 @@ void winogradForward(const Geometry &g, const Tensor4 &input,
 void winogradInputGrad(const Geometry &g, const Tensor4 &filter,
                        const Tensor4 &gradOutput, const Tensor4 &gradInput) {
   const int64_t *fs = filter.strides;
-  const float *f = filter.data();
   int64_t kw = g.kw;
-  // The filter flipped along W, channels swapped: w(h, w, o, c).
+  // The filter flipped along W, its channels swapped: w(h, w, o, c).
   float *u = transformFilter(
-      kw, g.kh, g.o, g.c, [&](int64_t h, int64_t w, int64_t o, int64_t c) {
-        return f[h * fs[0] + (kw - 1 - w) * fs[1] + c * fs[2] + o * fs[3]];
-      });
+      {filter.data(), g.kh, g.kw, g.o, g.c, fs[0], fs[1], fs[3], fs[2], true});
   float *bias = u + (kWinoOut + kw - 1) * g.kh * g.o * roundUp(g.c, kVec);
   const int64_t *ds = gradOutput.strides;
   RowConv p{gradOutput.data(),
