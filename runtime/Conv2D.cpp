@@ -1,33 +1,38 @@
 //===- runtime/Conv2D.cpp - 2-D convolution and its two gradients --------===//
 //
-// NHWC activations, HWIO filters. With P counting output pixels (n, oh, ow)
-// and R = KH * KW * C the filter taps (kh, kw, c):
+// NHWC activations, HWIO filters. With p counting output pixels (n, oh, ow)
+// and r the filter taps (kh, kw, c), R = KH * KW * C of them:
 //
-//   forward         out[p][o]    = sum over r of x[p + tap r] * w[r][o]
-//   backprop input  dx[p + tap (kh, kw)][c] += sum over o of dy[p][o] * w[kh,
-//   kw, c, o] backprop filter dw[r][o]     = sum over p of x[p + tap r] *
-//   dy[p][o]
+//   forward          out[p][o] = sum over r of x[p + tap r] * w[r][o]
+//   backprop input   dx[p + tap (kh, kw)][c] +=
+//                        sum over o of dy[p][o] * w[kh][kw][c][o]
+//   backprop filter  dw[r][o] = sum over p of x[p + tap r] * dy[p][o]
 //
 // All three are direct convolutions on register tiles (runtime/ConvTiles.h):
 // the input is read where it lies, through a table of tap offsets, so there
 // is no im2col matrix, no GEMM packing of it, and no col2im. Only the filter
 // is repacked, once per call (its channel padded to whole vectors). Inputs
 // that the taps cannot read in place -- padding, a strided channel -- are
-// first copied into a zero-padded NHWC buffer; backprop input then
-// accumulates into such a buffer and copies its interior out. A 1x1
-// convolution without stride or padding is a plain matrix product, left to
-// the blocked GEMM (runtime/Gemm.h).
+// first copied into a zero-padded NHWC frame; backprop input then
+// accumulates into such a frame and copies its interior out. Where stride
+// and dilation along W are 1 (and the filter is 3 to 5 wide, the channels
+// 8 or more), all three use Winograd's minimal filtering along W instead
+// (section "Winograd along the rows"). A 1x1 convolution without stride or
+// padding is a plain matrix product, left to the blocked GEMM
+// (runtime/Gemm.h).
 //
 // Determinism: every split below is a function of the shapes, never of the
 // thread count, and every reduction runs in a fixed order within one task:
 //   forward         one task per block of output pixels; each output is one
 //                   FMA chain over the taps in order;
-//   backprop input  one task per image; each input pixel receives its
-//                   contributions in the order (pixel tile, tap), each a
-//                   chain over the output channels in order;
+//   backprop input  one task per image; each input value receives its
+//                   contributions in the order (segment, pixel tile), each
+//                   a chain over the output channels in order;
 //   backprop filter the pixels form G groups (G from the shapes); a task
 //                   sums one group's pixels in order into its own partial
-//                   grad_filter, and the G partials are then added in order.
+//                   grad_filter, and the G partials are then added in order;
+//   Winograd        tasks over blocks of images (or output rows), filter
+//                   gradient over G groups of images, likewise.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/ConvTiles.h"
@@ -134,8 +139,7 @@ Geometry geometry(const char *kernel, const Tensor4 &input,
   return g;
 }
 
-// --- Layouts the tiles read
-// ---------------------------------------------------
+// --- Layouts the tiles read --------------------------------------------------
 
 /// NHWC images with channel stride 1: pixel (n, y, x) of the padded frame
 /// (input row y - pad_top, column x - pad_left) starts at
@@ -364,8 +368,7 @@ PackedFilter packTransposed(const Tensor4 &f, const Geometry &g,
   return {w, nullptr, stride};
 }
 
-// --- 1x1 convolutions: the blocked GEMM
-// ---------------------------------------
+// --- 1x1 convolutions: the blocked GEMM --------------------------------------
 
 /// A 1x1, stride-1, unpadded convolution whose input pixels flatten: the
 /// input itself is the patch matrix.
@@ -428,8 +431,7 @@ void pointwiseProduct(const Tensor4 &a, View2D<const float> b,
               });
 }
 
-// --- Winograd along the rows
-// --------------------------------------------------
+// --- Winograd along the rows -------------------------------------------------
 //
 // A forward convolution with stride and dilation 1 along W computes each row
 // of 4 outputs from 3 + KW inputs with Winograd's minimal filtering
@@ -1101,8 +1103,7 @@ void winogradFilterGrad(const Geometry &g, const Tensor4 &input,
 
 } // namespace
 
-// --- Forward
-// ------------------------------------------------------------------
+// --- Forward -----------------------------------------------------------------
 
 void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
             const ConvParams &p, const Epilogue &epilogue) {
@@ -1152,8 +1153,7 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
       });
 }
 
-// --- Backprop input
-// -------------------------------------------------------------
+// --- Backprop input ----------------------------------------------------------
 
 void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
                          const Tensor4 &gradInput, const ConvParams &p) {
@@ -1237,8 +1237,7 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
   });
 }
 
-// --- Backprop filter
-// ------------------------------------------------------------
+// --- Backprop filter ---------------------------------------------------------
 
 void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
                           const Tensor4 &gradFilter, const ConvParams &p) {
