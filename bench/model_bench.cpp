@@ -244,10 +244,17 @@ int main(int argc, char **argv) {
   const int64_t b = opt.batch;
   double roofline = sgemmRoofline(512, opt.seconds);
 
+  // Every estc measurement before libtorch runs anything: libtorch's OpenMP
+  // workers keep spinning for a while after each of its parallel regions
+  // and would take the cores estc's pool uses (on 2 cores, estc's 2-thread
+  // ConvNet step measured 11-15 ms after libtorch's forward pass, 8.5 ms
+  // before it).
   Mlp mlp;
   ConvNet convnet;
   double estcMlp = estcPredict(mlp, b, 784, opt.seconds);
   double estcConv = estcPredict(convnet, b, 28 * 28, opt.seconds);
+  double estcMlpTrain = estcTrain(mlp, b, 784, opt.seconds);
+  double estcConvTrain = estcTrain(convnet, b, 28 * 28, opt.seconds);
 
   estc::bench::TorchMlp torchMlp;
   estc::bench::TorchConvNet torchConv;
@@ -258,8 +265,6 @@ int main(int argc, char **argv) {
       *torchConv, [&](torch::Tensor x) { return torchConv->forward(x); },
       torch::rand({b, 28, 28, 1}), opt.seconds);
 
-  double estcMlpTrain = estcTrain(mlp, b, 784, opt.seconds);
-  double estcConvTrain = estcTrain(convnet, b, 28 * 28, opt.seconds);
   estc::bench::TorchTrainer<estc::bench::TorchMlp> torchMlpTrainer(
       estc::bench::TorchMlp(), 0.002);
   estc::bench::TorchTrainer<estc::bench::TorchConvNet> torchConvTrainer(

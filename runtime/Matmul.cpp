@@ -96,10 +96,35 @@ void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
   int64_t tilesPerBatch = plan.mTiles * plan.nTiles;
   double flopsPerTile =
       2.0 * double(plan.mBlock) * double(plan.nBlock) * double(k);
+  // Tasks are claimed in index order, so the edge tiles (narrower or
+  // shorter: m or n not a multiple of the block) go last: the last task a
+  // thread takes is then a small one, and the others wait less for it at
+  // the end of the region. Which tile a task computes does not change what
+  // it computes.
+  const int64_t fullRows = std::min(plan.mTiles, m / plan.mBlock);
+  const int64_t fullCols = std::min(plan.nTiles, n / plan.nBlock);
+  auto tileAt = [&](int64_t t, int64_t &row, int64_t &col) {
+    if (t < fullRows * fullCols) { // the full tiles
+      row = t / fullCols;
+      col = t % fullCols;
+      return;
+    }
+    t -= fullRows * fullCols;
+    if (fullCols < plan.nTiles && t < fullRows) { // the narrow last column
+      row = t;
+      col = plan.nTiles - 1;
+      return;
+    }
+    if (fullCols < plan.nTiles)
+      t -= fullRows;
+    row = plan.mTiles - 1; // the short last row
+    col = t;
+  };
   parallelFor(batch * tilesPerBatch, flopsPerTile, [&](int64_t task) {
-    int64_t i = task / tilesPerBatch, tile = task % tilesPerBatch;
-    int64_t r0 = (tile / plan.nTiles) * plan.mBlock;
-    int64_t c0 = (tile % plan.nTiles) * plan.nBlock;
+    int64_t i = task / tilesPerBatch, row, col;
+    tileAt(task % tilesPerBatch, row, col);
+    int64_t r0 = row * plan.mBlock;
+    int64_t c0 = col * plan.nBlock;
     int64_t rows = std::min(plan.mBlock, m - r0);
     int64_t cols = std::min(plan.nBlock, n - c0);
     View2D<const T> opA = matrixOf(a, i, transposeA).block(r0, 0, rows, k);

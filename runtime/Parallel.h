@@ -54,11 +54,15 @@ enum class Scratch {
   GemmPackB, // Eigen's packed rhs panel
   GemmLhs,   // a gemm operand copied because neither stride was 1
   GemmRhs,
-  GemmResult,     // a gemm result computed contiguously, then copied out
-  Im2col,         // conv: patches of a tile of output pixels
-  PixelTile,      // conv: a tile of pixels gathered or to be scattered
-  SharedFilter,   // conv: the filter repacked to a [KH*KW*C, O] matrix
-  SharedPartials, // conv backprop filter: per-group partial sums
+  GemmResult,       // a gemm result computed contiguously, then copied out
+  PixelTile,        // conv: a tile of pixels gathered or to be scattered
+  ConvPointers,     // conv: the pixels of a task, as pointers
+  SharedFilter,     // conv: the filter (and bias) repacked for the kernel
+  SharedTaps,       // conv: offsets of the filter taps in the input
+  SharedPadded,     // conv: a zero-padded copy of the input or grad_input
+  SharedPartials,   // conv backprop filter: per-group partial sums
+  WinogradInput,    // conv (Winograd): transformed input rows
+  WinogradProducts, // conv (Winograd): per-point products
   Count
 };
 void *scratchBytes(Scratch slot, size_t bytes);

@@ -408,6 +408,14 @@ std::vector<ConvCase> convCases() {
       {2, 9, 7, 17, 1, 1, 100, 1, 1, 1, 1, false, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 2, 2, 1, 1, true, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 1, 1, 1, 1, false, P, R, P},
+      // Winograd along W (stride and dilation 1 along W, 3 to 5 taps wide,
+      // 8 or more channels): widths not multiples of 4, SAME, strides and
+      // dilations along H (the input gradient then goes direct).
+      {2, 13, 11, 9, 3, 3, 12, 1, 1, 1, 1, true, R, R, R},
+      {2, 10, 14, 16, 5, 4, 9, 2, 1, 2, 1, false, R, R, R},
+      {2, 9, 10, 8, 4, 5, 8, 1, 1, 3, 1, true, P, P, P},
+      {1, 6, 7, 10, 3, 5, 11, 1, 1, 1, 1, true, S, R, S},
+      {3, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, true, R, R, R},
       // Strided descriptors everywhere.
       {2, 11, 10, 3, 3, 3, 5, 1, 1, 1, 1, true, P, R, R},
       {2, 11, 10, 3, 3, 3, 5, 1, 1, 1, 1, true, R, P, R},
@@ -453,6 +461,7 @@ TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
       {16, 28, 28, 1, 5, 5, 20, 1, 1, 1, 1, false, R, R, R},
       {16, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, false, R, R, R},
       {4, 17, 17, 8, 3, 3, 16, 2, 2, 1, 1, true, R, R, R},
+      {6, 30, 29, 9, 3, 4, 10, 1, 1, 1, 1, true, R, R, R},
       {8, 16, 16, 32, 1, 1, 64, 1, 1, 1, 1, false, R, R, R},
   };
   for (const ConvCase &t : cases) {
