@@ -63,11 +63,13 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
 /// rule above, the manifest (extracted before lowering, arena sizes read
 /// after; its device and GPU architecture from `options`), then every
 /// remaining stage for the target in `options`. On failure, the error is
-/// one line naming `what` (the input file) and the op at fault.
+/// one line naming `what` (the input file) and the op at fault. `timer`:
+/// the phases est (through autodiff) and lower are timed there.
 llvm::Expected<Manifest>
 lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
                    llvm::StringRef what, WarningHandler warn,
-                   const PipelineOptions &options = {});
+                   const PipelineOptions &options = {},
+                   CompileTimer *timer = nullptr);
 
 /// Sets the manifest's device fields for the target in `options`, in
 /// `manifest` and in the module's `estc.manifest`.
@@ -88,15 +90,17 @@ struct CompiledObject {
 /// Imports, lowers and compiles `graph` for `target` (`runtimeChecks`:
 /// keep the run-time checks); only the functions named in `functions` when
 /// it is not empty (the others are left out of the manifest and the code).
+/// `timer`: every phase, import to codegen, is timed there.
 llvm::Expected<CompiledObject>
 compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      const TargetOptions &target, bool runtimeChecks,
-                     llvm::ArrayRef<std::string> functions,
-                     WarningHandler warn);
+                     llvm::ArrayRef<std::string> functions, WarningHandler warn,
+                     CompileTimer *timer = nullptr);
 
 /// Imports, lowers and JIT-compiles a graph for the JIT's target (CPU or
 /// CUDA); cached on disk by the graph's (deterministic) bytes, so an
-/// unchanged graph is compiled once.
+/// unchanged graph is compiled once. The JIT's timer (JitOptions::timer)
+/// times every phase, import to load.
 llvm::Expected<std::unique_ptr<JitModel>>
 jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
                 llvm::StringRef modelName, WarningHandler warn);

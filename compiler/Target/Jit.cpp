@@ -185,7 +185,8 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     llvm::Expected<std::string> code = compileModule(
         *lowered->module, modelName, functions, options_.target,
         CodeKind::Object,
-        /*exportInitializers=*/options_.target.device == Device::Cuda);
+        /*exportInitializers=*/options_.target.device == Device::Cuda,
+        options_.timer);
     if (!code)
       return code.takeError();
     ++stats_.codegenRuns;
@@ -202,6 +203,7 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
 
   // Load the object into its own LLJIT; runtime kernels and libc resolve
   // from the process.
+  CompileTimer::Scope loading(options_.timer, "load");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto parts = std::make_unique<JitModel::Parts>();

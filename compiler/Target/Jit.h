@@ -50,6 +50,9 @@ struct JitOptions {
   /// Compile the run-time checks of labels and indices (estc
   /// --runtime-checks); off: out-of-range ids are clamped, labels unchecked.
   bool runtimeChecks = true;
+  /// Where a compile's phases are timed (CompileTimer.h); null: not timed.
+  /// The lowering callback may time its own phases there too.
+  CompileTimer *timer = nullptr;
 };
 
 /// What the lowering callback returns: the LLVM-dialect module and the

@@ -21,6 +21,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -316,7 +317,13 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
   tuning.LoopUnrolling = true;
-  llvm::PassBuilder pb(&machine, tuning);
+  // LLVM's own instrumentation: --time-passes, --print-after-all, ... in
+  // tools that parse LLVM's options (estc).
+  llvm::PassInstrumentationCallbacks instrumentation;
+  llvm::StandardInstrumentations standard(module.getContext(),
+                                          /*DebugLogging=*/false);
+  standard.registerCallbacks(instrumentation, &mam);
+  llvm::PassBuilder pb(&machine, tuning, std::nullopt, &instrumentation);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -342,33 +349,41 @@ emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind) {
   return std::string(code.begin(), code.end());
 }
 
-llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
-                                          llvm::StringRef model,
-                                          llvm::ArrayRef<std::string> functions,
-                                          const TargetOptions &target,
-                                          CodeKind kind,
-                                          bool exportInitializers) {
+llvm::Expected<std::string>
+compileModule(mlir::ModuleOp module, llvm::StringRef model,
+              llvm::ArrayRef<std::string> functions,
+              const TargetOptions &target, CodeKind kind,
+              bool exportInitializers, CompileTimer *timer) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(target);
   if (!machine)
     return machine.takeError();
   llvm::LLVMContext context;
-  llvm::Expected<std::unique_ptr<llvm::Module>> llvmModule =
-      translateToLLVMIR(module, context);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions,
-                                         exportInitializers))
-    return e;
-  if (llvm::Error e = optimizeModule(**llvmModule, **machine))
-    return e;
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    CompileTimer::Scope phase(timer, "translate");
+    llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+        translateToLLVMIR(module, context);
+    if (!translated)
+      return translated.takeError();
+    llvmModule = std::move(*translated);
+    if (llvm::Error e = prepareEntryPoints(*llvmModule, model, functions,
+                                           exportInitializers))
+      return e;
+  }
+  {
+    CompileTimer::Scope phase(timer, "optimize");
+    if (llvm::Error e = optimizeModule(*llvmModule, **machine))
+      return e;
+  }
   if (kind == CodeKind::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    (*llvmModule)->print(os, nullptr);
+    llvmModule->print(os, nullptr);
     return text;
   }
-  return emitCode(**llvmModule, **machine, kind);
+  CompileTimer::Scope phase(timer, "codegen");
+  return emitCode(*llvmModule, **machine, kind);
 }
 
 llvm::Expected<std::string> kernelAssembly(mlir::ModuleOp module) {

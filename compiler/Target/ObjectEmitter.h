@@ -21,6 +21,7 @@
 #define ESTC_COMPILER_TARGET_OBJECTEMITTER_H
 
 #include "compiler/Pipelines/Pipelines.h"
+#include "compiler/Target/CompileTimer.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -108,12 +109,12 @@ emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind);
 /// The whole back end: translate, prepare the entry points of `functions`
 /// for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
 /// optimized IR as text). What both `estc --emit=...` and the JIT run.
-llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
-                                          llvm::StringRef model,
-                                          llvm::ArrayRef<std::string> functions,
-                                          const TargetOptions &target,
-                                          CodeKind kind,
-                                          bool exportInitializers = false);
+/// `timer`: the phases translate, optimize and codegen are timed there.
+llvm::Expected<std::string>
+compileModule(mlir::ModuleOp module, llvm::StringRef model,
+              llvm::ArrayRef<std::string> functions,
+              const TargetOptions &target, CodeKind kind,
+              bool exportInitializers = false, CompileTimer *timer = nullptr);
 
 /// The PTX of every kernel of a module lowered by the gpu stage with
 /// format "isa" (PipelineOptions::gpuFormat): each gpu.binary's text,

@@ -30,6 +30,10 @@
 // bad file or graph. --help lists estc's own options; the MLIR debugging
 // flags (--mlir-print-ir-after-all, ...) work too (--help-hidden).
 //
+// Compile time: --time-phases prints the wall and CPU seconds of each phase
+// (import, est, lower, translate, optimize, codegen) to stderr;
+// --mlir-timing breaks the MLIR passes down and --time-passes LLVM's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
@@ -156,6 +160,11 @@ cl::opt<bool> runtimeChecks(
              "range stops the step with an error (default true; false: ids "
              "are clamped, labels unchecked)"),
     cl::cat(estcCategory));
+cl::opt<bool> timePhases(
+    "time-phases", cl::init(false),
+    cl::desc("Print the wall and CPU seconds of each compile phase to stderr "
+             "(--mlir-timing: each MLIR pass; --time-passes: each LLVM pass)"),
+    cl::cat(estcCategory));
 cl::opt<std::string> mattr("mattr",
                            cl::desc("Target features (+avx512f,-avx2,...)"),
                            cl::value_desc("features"), cl::init(""),
@@ -277,6 +286,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   // --help shows estc's options only (LLVM's and MLIR's stay usable).
   cl::HideUnrelatedOptions(estcCategory);
   static const std::string compileToHelp =
@@ -375,6 +385,8 @@ int main(int argc, char **argv) {
   }
 
   // Read the input: a graph to import, or an MLIR module.
+  estc::CompileTimer timer;
+  estc::CompileTimer *phaseTimer = timePhases ? &timer : nullptr;
   std::string error;
   mlir::DialectRegistry registry;
   estc::registerCompilerDialects(registry);
@@ -401,6 +413,7 @@ int main(int argc, char **argv) {
     estc::graph::GraphDef graph;
     if (!estc::graph::readGraph(inputFile, graph, error))
       return userError(error);
+    estc::CompileTimer::Scope phase(phaseTimer, "import");
     module = estc::importGraph(graph, context, inputFile, error);
     if (!module)
       return userError(error);
@@ -447,9 +460,11 @@ int main(int argc, char **argv) {
   // from the `estc.manifest` attribute of an already lowered module.
   std::optional<estc::Manifest> manifest;
   if (!lowered) {
-    auto prepared =
-        estc::prepareForLowering(*module, modelName, inputFile, printWarning,
-                                 /*applyCLOptions=*/true);
+    auto prepared = [&] {
+      estc::CompileTimer::Scope phase(phaseTimer, "est");
+      return estc::prepareForLowering(*module, modelName, inputFile,
+                                      printWarning, /*applyCLOptions=*/true);
+    }();
     if (!prepared)
       return userError(llvm::toString(prepared.takeError()));
     manifest = std::move(*prepared);
@@ -485,6 +500,7 @@ int main(int argc, char **argv) {
 
   // Lower to the LLVM dialect.
   if (!lowered) {
+    estc::CompileTimer::Scope phase(phaseTimer, "lower");
     if (llvm::Error e = runPipeline(estc::Stage::LLVM))
       return userError(llvm::toString(std::move(e)));
     if (!isLLVMDialect(*module))
@@ -521,10 +537,15 @@ int main(int argc, char **argv) {
   estc::CodeKind kind = emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
                         : emit == Emit::Asm ? estc::CodeKind::Assembly
                                             : estc::CodeKind::Object;
-  auto code =
-      estc::compileModule(*module, modelName, functions, targetOptions, kind);
+  auto code = estc::compileModule(*module, modelName, functions, targetOptions,
+                                  kind, /*exportInitializers=*/false,
+                                  phaseTimer);
   if (!code)
     return userError(inputFile + ": " + llvm::toString(code.takeError()));
+  if (phaseTimer) {
+    llvm::errs() << "estc: compile phases (wall, process CPU):\n";
+    timer.print(llvm::errs());
+  }
   if (emit == Emit::LLVM || emit == Emit::Asm)
     return writeText(*code);
 
