@@ -5,6 +5,7 @@
 #include "compiler/Target/Manifest.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -71,6 +72,30 @@ std::string resolvedFeatures(const TargetOptions &options) {
   for (llvm::StringRef f : extra)
     features.push_back(f.trim().str());
   return llvm::join(features, ",");
+}
+
+/// Drops the `est.name` / `est.variable` argument attributes of the entry
+/// points. The translation warns about every attribute it does not know,
+/// and each warning prints the whole function into its diagnostic: 0.1 s
+/// of the ConvNet's compile, for warnings nobody sees.
+void dropEstArgumentAttributes(mlir::ModuleOp module) {
+  for (auto func : module.getOps<mlir::LLVM::LLVMFuncOp>()) {
+    mlir::ArrayAttr all = func.getArgAttrsAttr();
+    if (!all)
+      continue;
+    bool changed = false;
+    llvm::SmallVector<mlir::Attribute> kept;
+    for (mlir::Attribute attrs : all) {
+      llvm::SmallVector<mlir::NamedAttribute> keep;
+      for (mlir::NamedAttribute attr : llvm::cast<mlir::DictionaryAttr>(attrs))
+        if (!attr.getName().strref().starts_with("est."))
+          keep.push_back(attr);
+      changed |= keep.size() != llvm::cast<mlir::DictionaryAttr>(attrs).size();
+      kept.push_back(mlir::DictionaryAttr::get(module.getContext(), keep));
+    }
+    if (changed)
+      func.setArgAttrsAttr(mlir::ArrayAttr::get(module.getContext(), kept));
+  }
 }
 
 } // namespace
@@ -174,6 +199,7 @@ translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context) {
   mlir::gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(
       gpuTranslations);
   module->getContext()->appendDialectRegistry(gpuTranslations);
+  dropEstArgumentAttributes(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context, "estc");
   if (!llvmModule)

@@ -74,7 +74,9 @@ llvm::Expected<TargetDescription> describeTarget(const TargetOptions &options);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Translates an LLVM-dialect module to LLVM IR.
+/// Translates an LLVM-dialect module to LLVM IR. The functions' `est.*`
+/// argument attributes (the ABI's names, which the manifest already holds)
+/// are dropped from `module` first.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context);
 
