@@ -36,10 +36,14 @@ using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
 /// first error is one line naming `what` (the input file) and the op at
 /// fault. `applyCLOptions`: also apply the pass-manager command-line options
 /// (--mlir-print-ir-after-all, ...), for tools that registered them. CUDA's
-/// last stage first checks the toolkit (one line naming the path).
+/// last stage first checks the toolkit (one line naming the path). The
+/// module is verified once at the end, or after every pass with
+/// `verifyEachPass` and in builds with assertions (compile time: the
+/// verifier after every pass costs as much as the passes themselves).
 llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
                       bool applyCLOptions = false,
-                      const PipelineOptions &options = {});
+                      const PipelineOptions &options = {},
+                      bool verifyEachPass = false);
 
 /// Compiles `module` without run-time checks (est-insert-runtime-checks
 /// erases them; gather and scatter clamp their indices instead).

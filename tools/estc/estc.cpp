@@ -165,6 +165,11 @@ cl::opt<bool> timePhases(
     cl::desc("Print the wall and CPU seconds of each compile phase to stderr "
              "(--mlir-timing: each MLIR pass; --time-passes: each LLVM pass)"),
     cl::cat(estcCategory));
+cl::opt<bool> verifyEach(
+    "verify-each", cl::init(false),
+    cl::desc("Verify the module after every pass (default: once, after the "
+             "last; with assertions: after every pass)"),
+    cl::cat(estcCategory));
 cl::opt<std::string> mattr("mattr",
                            cl::desc("Target features (+avx512f,-avx2,...)"),
                            cl::value_desc("features"), cl::init(""),
@@ -426,7 +431,7 @@ int main(int argc, char **argv) {
   // Pipeline failures are one line too (estc::runStages).
   auto runPipeline = [&](estc::Stage last) -> llvm::Error {
     return estc::runStages(*module, last, inputFile, /*applyCLOptions=*/true,
-                           pipelineOptions);
+                           pipelineOptions, verifyEach);
   };
   auto writeText = [&](llvm::StringRef text) {
     std::string openError;
