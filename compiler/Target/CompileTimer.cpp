@@ -21,6 +21,17 @@ double CompileTimer::cpuNow() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+double CompileTimer::threadCpuNow() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void CompileTimer::addTask(llvm::StringRef name, double wallSeconds,
+                           double cpuSeconds) {
+  tasks_.push_back({name.str(), wallSeconds, cpuSeconds});
+}
+
 CompileTimer::Scope::Scope(CompileTimer *timer, llvm::StringRef phase)
     : timer_(timer) {
   if (!timer_)
@@ -60,6 +71,8 @@ void CompileTimer::print(llvm::raw_ostream &os) const {
                        p.wallSeconds, p.cpuSeconds);
   };
   for (const Phase &p : phases_)
+    line(p);
+  for (const Phase &p : tasks_)
     line(p);
   line(total());
 }

@@ -50,18 +50,27 @@ public:
 
   /// The phases in the order they first ran.
   const std::vector<Phase> &phases() const { return phases_; }
+  /// Work a phase ran on threads of its own (SplitCodegen's parts): wall
+  /// and CPU seconds of each thread, not counted in total() (the phase
+  /// that ran them holds their time).
+  void addTask(llvm::StringRef name, double wallSeconds, double cpuSeconds);
+  const std::vector<Phase> &tasks() const { return tasks_; }
   /// Wall and CPU seconds of every phase together.
   Phase total() const;
-  /// One line per phase and a total: "  <name>  <wall> s  <cpu> s cpu".
+  /// One line per phase, one per task and a total:
+  /// "  <name>  <wall> s  <cpu> s cpu".
   void print(llvm::raw_ostream &os) const;
 
-  /// The monotonic wall clock and the process's CPU clock, in seconds.
+  /// The monotonic wall clock, the process's CPU clock and the calling
+  /// thread's CPU clock, in seconds.
   static double wallNow();
   static double cpuNow();
+  static double threadCpuNow();
 
 private:
   void add(llvm::StringRef phase, double wall, double cpu);
   std::vector<Phase> phases_;
+  std::vector<Phase> tasks_;
 };
 
 } // namespace estc

@@ -7,7 +7,7 @@
 //                             packed `<Name>_f_packed(void **)` added, every
 //                             other definition internal (so several models
 //                             link into one binary)
-//     --optimizeModule--> O3 with the target's TargetMachine (the loop and
+//     --optimizeModule--> O2 with the target's TargetMachine (the loop and
 //                         SLP vectorizers see the real vector width)
 //     --emitCode--> `.s` text or `.o` bytes (position independent)
 //
@@ -100,7 +100,7 @@ std::string finalizerSymbol(llvm::StringRef model);
 std::vector<std::string> cInterfaceFunctions(llvm::Module &module);
 
 /// Sets the data layout, triple and per-function CPU/features of the target,
-/// then runs the O3 pipeline.
+/// then runs the O2 pipeline.
 llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
 enum class CodeKind { LLVMIR, Assembly, Object };
