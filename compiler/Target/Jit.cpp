@@ -13,10 +13,10 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
-#include <thread>
 
 #ifndef ESTC_VERSION
 #define ESTC_VERSION "unknown"
@@ -75,7 +75,8 @@ std::optional<std::string> readFile(const std::string &path) {
 }
 
 /// JitOptions::compileThreads, else $ESTC_COMPILE_THREADS, else one per
-/// core.
+/// core this process may run on (its affinity mask: a process pinned to one
+/// core compiles on one thread).
 llvm::Expected<unsigned> compileThreads(unsigned requested) {
   if (requested)
     return requested;
@@ -87,7 +88,7 @@ llvm::Expected<unsigned> compileThreads(unsigned requested) {
                    ": not a thread count (1 to 1024)");
     return static_cast<unsigned>(n);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, llvm::hardware_concurrency().compute_thread_count());
 }
 
 } // namespace

@@ -57,7 +57,8 @@ struct JitOptions {
   /// The lowering callback may time its own phases there too.
   CompileTimer *timer = nullptr;
   /// Threads the back end may use (SplitCodegen.h: the entry points in
-  /// groups, an object each); 0: $ESTC_COMPILE_THREADS, else one per core.
+  /// groups, an object each); 0: $ESTC_COMPILE_THREADS, else one per core
+  /// the process may run on.
   unsigned compileThreads = 0;
 };
 
