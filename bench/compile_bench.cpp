@@ -8,16 +8,22 @@
 // Estimator's JIT compiles them), phase by phase (compiler/Target/
 // CompileTimer.h): import, est (the est and autodiff stages), lower (to
 // the LLVM dialect), translate (to LLVM IR), split (the back end's groups,
-// SplitCodegen.h), optimize (LLVM O3), codegen (machine code) and, for the
-// JIT, load (linking into ORC). With several compile threads optimize and
-// codegen run together on every thread, as one phase, whose threads are
-// listed too (each one's wall and its own CPU seconds: on an idle machine
-// the phase takes as long as its slowest thread).
+// SplitCodegen.h), optimize (LLVM O2), link (aot: the optimized groups in
+// one module), codegen (machine code) and, for the JIT, load (linking into
+// ORC). With several compile threads the JIT's optimize and codegen run
+// together, as one phase; the threads of a phase are listed too (each
+// one's wall and its own CPU seconds: on an idle machine the phase takes
+// as long as its slowest thread).
 //
-//   jit  jitCompileGraph (the Estimator's path), cache off, its back end on
-//        --compile_threads threads (0: one per core)
+//   jit  jitCompileGraph (the Estimator's path), cache off: an object per
+//        group of functions, each optimized and compiled on a thread of
+//        its own
 //   aot  compileGraphToObject (exports; `estc --emit=obj` runs the same
-//        phases): one object, one thread
+//        phases): one object; the groups optimized on threads of their
+//        own, linked, then compiled on one
+//
+// each with --compile_threads threads (ESTC_COMPILE_THREADS; 0: one per
+// core).
 //
 // Each compile runs in a child process of its own (a first compile in a
 // fresh process, as the Estimator's is), and the runs alternate between
@@ -53,12 +59,10 @@ using namespace estc;
 struct Config {
   std::string model;
   std::string path; // jit or aot
-  int threads = 0;  // the JIT's compile threads (0: one per core)
+  int threads = 0;  // compile threads (0: one per core)
   std::string label() const {
-    std::string l = model + " " + path;
-    if (path == "jit")
-      l += threads ? " threads=" + std::to_string(threads) : " threads=cores";
-    return l;
+    return model + " " + path +
+           (threads ? " threads=" + std::to_string(threads) : " threads=cores");
   }
 };
 
@@ -73,13 +77,17 @@ graph::GraphDef buildModel(const std::string &model) {
 /// Compiles `config` once in this process; "phase wall cpu" lines.
 std::string compileOnce(const Config &config) {
   graph::GraphDef graph = buildModel(config.model);
+  // Both paths take their thread count from the environment.
+  if (config.threads)
+    setenv("ESTC_COMPILE_THREADS", std::to_string(config.threads).c_str(), 1);
+  else
+    unsetenv("ESTC_COMPILE_THREADS");
   CompileTimer timer;
   auto quiet = [](llvm::StringRef) {};
   if (config.path == "jit") {
     JitOptions options;
     options.useCache = false;
     options.timer = &timer;
-    options.compileThreads = static_cast<unsigned>(config.threads);
     JitCompiler jit(options);
     auto model = jitCompileGraph(jit, graph, "Model", quiet);
     if (!model)
@@ -208,14 +216,9 @@ int main(int argc, char **argv) {
 
   std::vector<Config> configs;
   for (const std::string &m : models)
-    for (const std::string &p : paths) {
-      if (p == "aot") {
-        configs.push_back({m, p, 1});
-        continue;
-      }
+    for (const std::string &p : paths)
       for (int t : threads)
         configs.push_back({m, p, t});
-    }
 
   std::vector<std::vector<Run>> results(configs.size());
   try {

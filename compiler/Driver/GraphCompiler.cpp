@@ -201,9 +201,12 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
   llvm::Expected<TargetDescription> description = describeTarget(target);
   if (!description)
     return description.takeError();
+  llvm::Expected<unsigned> threads = compileThreadCount(0);
+  if (!threads)
+    return threads.takeError();
   llvm::Expected<std::string> object =
-      compileModule(*module, modelName, functions, target, CodeKind::Object,
-                    /*exportInitializers=*/false, timer);
+      compileModuleOnThreads(*module, modelName, functions, target,
+                             CodeKind::Object, *threads, timer);
   if (!object)
     return object.takeError();
   return CompiledObject{std::move(*object), std::move(*manifest),

@@ -94,7 +94,9 @@ struct CompiledObject {
 /// Imports, lowers and compiles `graph` for `target` (`runtimeChecks`:
 /// keep the run-time checks); only the functions named in `functions` when
 /// it is not empty (the others are left out of the manifest and the code).
-/// `timer`: every phase, import to codegen, is timed there.
+/// LLVM's optimizer runs on compileThreadCount(0) threads
+/// (SplitCodegen.h). `timer`: every phase, import to codegen, is timed
+/// there.
 llvm::Expected<CompiledObject>
 compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      const TargetOptions &target, bool runtimeChecks,

@@ -13,7 +13,6 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
@@ -72,23 +71,6 @@ std::optional<std::string> readFile(const std::string &path) {
   if (!buffer)
     return std::nullopt;
   return (*buffer)->getBuffer().str();
-}
-
-/// JitOptions::compileThreads, else $ESTC_COMPILE_THREADS, else one per
-/// core this process may run on (its affinity mask: a process pinned to one
-/// core compiles on one thread).
-llvm::Expected<unsigned> compileThreads(unsigned requested) {
-  if (requested)
-    return requested;
-  if (const char *env = std::getenv("ESTC_COMPILE_THREADS"); env && *env) {
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (*end != '\0' || n < 1 || n > 1024)
-      return error(llvm::Twine("ESTC_COMPILE_THREADS=") + env +
-                   ": not a thread count (1 to 1024)");
-    return static_cast<unsigned>(n);
-  }
-  return std::max(1u, llvm::hardware_concurrency().compute_thread_count());
 }
 
 } // namespace
@@ -165,7 +147,7 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
   llvm::Expected<std::string> key = cacheKey(source, modelName);
   if (!key)
     return key.takeError();
-  llvm::Expected<unsigned> threads = compileThreads(options_.compileThreads);
+  llvm::Expected<unsigned> threads = compileThreadCount(options_.compileThreads);
   if (!threads)
     return threads.takeError();
   llvm::SmallString<256> objectPath(cacheDir_), archivePath(cacheDir_),

@@ -9,10 +9,13 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Threading.h"
 
+#include <cstdlib>
 #include <thread>
 
 namespace estc {
@@ -99,11 +102,12 @@ void restrictTo(llvm::Module &module, llvm::ArrayRef<std::string> entries) {
   }
 }
 
-/// Optimizes and compiles one part: `bitcode` parsed in a context of its
-/// own, restricted to `entries`.
-llvm::Expected<std::string> compilePart(llvm::MemoryBufferRef bitcode,
-                                        llvm::ArrayRef<std::string> entries,
-                                        const TargetOptions &target) {
+/// One part: `bitcode` parsed in a context of its own and restricted to
+/// `entries`, optimized, then compiled to an object (`compile`) or written
+/// back as bitcode (to be linked with the other parts).
+llvm::Expected<std::string> runPart(llvm::MemoryBufferRef bitcode,
+                                    llvm::ArrayRef<std::string> entries,
+                                    const TargetOptions &target, bool compile) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(target);
   if (!machine)
@@ -116,7 +120,115 @@ llvm::Expected<std::string> compilePart(llvm::MemoryBufferRef bitcode,
   restrictTo(**module, entries);
   if (llvm::Error e = optimizeModule(**module, **machine))
     return e;
-  return emitCode(**module, **machine, CodeKind::Object);
+  if (compile)
+    return emitCode(**module, **machine, CodeKind::Object);
+  std::string optimized;
+  llvm::raw_string_ostream os(optimized);
+  llvm::WriteBitcodeToFile(**module, os);
+  return optimized;
+}
+
+/// A module translated, prepared and split: one group (compile it as it
+/// is) or several (`bitcode` holds the prepared module).
+struct Split {
+  std::unique_ptr<llvm::LLVMContext> context =
+      std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> module;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::vector<std::vector<std::string>> groups;
+  std::string bitcode;
+};
+
+llvm::Expected<Split> translateAndSplit(mlir::ModuleOp module,
+                                        llvm::StringRef model,
+                                        llvm::ArrayRef<std::string> functions,
+                                        const TargetOptions &target,
+                                        unsigned parts, bool exportInitializers,
+                                        CompileTimer *timer) {
+  Split split;
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(target);
+  if (!machine)
+    return machine.takeError();
+  split.machine = std::move(*machine);
+  {
+    CompileTimer::Scope phase(timer, "translate");
+    llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+        translateToLLVMIR(module, *split.context);
+    if (!translated)
+      return translated.takeError();
+    split.module = std::move(*translated);
+    if (llvm::Error e = prepareEntryPoints(*split.module, model, functions,
+                                           exportInitializers))
+      return e;
+  }
+  // Constructors (a CUDA model's kernel loading) would run once per part.
+  bool constructors = split.module->getNamedGlobal("llvm.global_ctors") ||
+                      split.module->getNamedGlobal("llvm.global_dtors");
+  CompileTimer::Scope phase(timer, "split");
+  if (parts > 1 && !constructors)
+    split.groups = splitEntryPoints(*split.module, parts);
+  if (split.groups.size() > 1) {
+    llvm::raw_string_ostream os(split.bitcode);
+    llvm::WriteBitcodeToFile(*split.module, os);
+    split.module.reset();
+  }
+  return split;
+}
+
+/// runPart for every group, group 0 on this thread and each other on a
+/// thread of its own; each thread's wall and CPU seconds as a task.
+llvm::Expected<std::vector<std::string>>
+runParts(const Split &split, llvm::StringRef model, const TargetOptions &target,
+         bool compile, CompileTimer *timer) {
+  size_t n = split.groups.size();
+  llvm::MemoryBufferRef buffer(split.bitcode, model);
+  std::vector<std::string> outputs(n), errors(n);
+  std::vector<std::pair<double, double>> times(n);
+  auto run = [&](size_t i) {
+    double wall = CompileTimer::wallNow(), cpu = CompileTimer::threadCpuNow();
+    llvm::Expected<std::string> output =
+        runPart(buffer, split.groups[i], target, compile);
+    if (output)
+      outputs[i] = std::move(*output);
+    else
+      errors[i] = llvm::toString(output.takeError());
+    times[i] = {CompileTimer::wallNow() - wall,
+                CompileTimer::threadCpuNow() - cpu};
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n; ++i)
+    threads.emplace_back(run, i);
+  run(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  if (timer)
+    for (size_t i = 0; i < n; ++i)
+      timer->addTask("part " + std::to_string(i) + " (" +
+                         llvm::join(split.groups[i], ",") + ")",
+                     times[i].first, times[i].second);
+  for (const std::string &message : errors)
+    if (!message.empty())
+      return error(message);
+  return outputs;
+}
+
+/// compileModule's back end on one thread, for a module in one group.
+llvm::Expected<std::string> compileWhole(llvm::Module &module,
+                                         llvm::TargetMachine &machine,
+                                         CodeKind kind, CompileTimer *timer) {
+  {
+    CompileTimer::Scope phase(timer, "optimize");
+    if (llvm::Error e = optimizeModule(module, machine))
+      return e;
+  }
+  CompileTimer::Scope phase(timer, "codegen");
+  if (kind != CodeKind::LLVMIR)
+    return emitCode(module, machine, kind);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
 }
 
 } // namespace
@@ -202,83 +314,79 @@ compileModuleInParts(mlir::ModuleOp module, llvm::StringRef model,
                      llvm::ArrayRef<std::string> functions,
                      const TargetOptions &target, unsigned parts,
                      bool exportInitializers, CompileTimer *timer) {
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(target);
-  if (!machine)
-    return machine.takeError();
-  llvm::LLVMContext context;
-  std::unique_ptr<llvm::Module> llvmModule;
-  {
-    CompileTimer::Scope phase(timer, "translate");
-    llvm::Expected<std::unique_ptr<llvm::Module>> translated =
-        translateToLLVMIR(module, context);
-    if (!translated)
-      return translated.takeError();
-    llvmModule = std::move(*translated);
-    if (llvm::Error e = prepareEntryPoints(*llvmModule, model, functions,
-                                           exportInitializers))
-      return e;
-  }
-
-  // Constructors (a CUDA model's kernel loading) would run once per part.
-  bool constructors = llvmModule->getNamedGlobal("llvm.global_ctors") ||
-                      llvmModule->getNamedGlobal("llvm.global_dtors");
-  std::vector<std::vector<std::string>> groups;
-  std::string bitcode;
-  {
-    CompileTimer::Scope phase(timer, "split");
-    if (parts > 1 && !constructors)
-      groups = splitEntryPoints(*llvmModule, parts);
-    if (groups.size() > 1) {
-      llvm::raw_string_ostream os(bitcode);
-      llvm::WriteBitcodeToFile(*llvmModule, os);
-    }
-  }
-  if (groups.size() <= 1) {
-    // compileModule's back end, on this thread.
-    {
-      CompileTimer::Scope phase(timer, "optimize");
-      if (llvm::Error e = optimizeModule(*llvmModule, **machine))
-        return e;
-    }
-    CompileTimer::Scope phase(timer, "codegen");
-    llvm::Expected<std::string> object =
-        emitCode(*llvmModule, **machine, CodeKind::Object);
+  llvm::Expected<Split> split = translateAndSplit(
+      module, model, functions, target, parts, exportInitializers, timer);
+  if (!split)
+    return split.takeError();
+  if (split->module) {
+    llvm::Expected<std::string> object = compileWhole(
+        *split->module, *split->machine, CodeKind::Object, timer);
     if (!object)
       return object.takeError();
     return std::vector<std::string>{std::move(*object)};
   }
-  llvmModule.reset();
-
   CompileTimer::Scope phase(timer, "optimize+codegen");
-  llvm::MemoryBufferRef buffer(bitcode, model);
-  std::vector<std::string> objects(groups.size()), errors(groups.size());
-  std::vector<std::pair<double, double>> times(groups.size());
-  auto run = [&](size_t i) {
-    double wall = CompileTimer::wallNow(), cpu = CompileTimer::threadCpuNow();
-    llvm::Expected<std::string> object = compilePart(buffer, groups[i], target);
-    if (object)
-      objects[i] = std::move(*object);
-    else
-      errors[i] = llvm::toString(object.takeError());
-    times[i] = {CompileTimer::wallNow() - wall,
-                CompileTimer::threadCpuNow() - cpu};
-  };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < groups.size(); ++i)
-    threads.emplace_back(run, i);
-  run(0);
-  for (std::thread &thread : threads)
-    thread.join();
-  if (timer)
-    for (size_t i = 0; i < groups.size(); ++i)
-      timer->addTask("part " + std::to_string(i) + " (" +
-                         llvm::join(groups[i], ",") + ")",
-                     times[i].first, times[i].second);
-  for (const std::string &message : errors)
-    if (!message.empty())
-      return error(message);
-  return objects;
+  return runParts(*split, model, target, /*compile=*/true, timer);
+}
+
+llvm::Expected<std::string>
+compileModuleOnThreads(mlir::ModuleOp module, llvm::StringRef model,
+                       llvm::ArrayRef<std::string> functions,
+                       const TargetOptions &target, CodeKind kind,
+                       unsigned threads, CompileTimer *timer) {
+  llvm::Expected<Split> split =
+      translateAndSplit(module, model, functions, target, threads,
+                        /*exportInitializers=*/false, timer);
+  if (!split)
+    return split.takeError();
+  if (split->module)
+    return compileWhole(*split->module, *split->machine, kind, timer);
+  llvm::Expected<std::vector<std::string>> parts = [&] {
+    CompileTimer::Scope phase(timer, "optimize");
+    return runParts(*split, model, target, /*compile=*/false, timer);
+  }();
+  if (!parts)
+    return parts.takeError();
+  // The optimized parts back in one module (a part's copies of the
+  // internal functions it shares with another are renamed, not merged).
+  std::unique_ptr<llvm::Module> linked;
+  {
+    CompileTimer::Scope phase(timer, "link");
+    for (const std::string &part : *parts) {
+      llvm::Expected<std::unique_ptr<llvm::Module>> parsed =
+          llvm::parseBitcodeFile(llvm::MemoryBufferRef(part, model),
+                                 *split->context);
+      if (!parsed)
+        return parsed.takeError();
+      if (!linked) {
+        linked = std::move(*parsed);
+        continue;
+      }
+      if (llvm::Linker::linkModules(*linked, std::move(*parsed)))
+        return error("@" + model + ": the optimized parts do not link");
+    }
+  }
+  CompileTimer::Scope phase(timer, "codegen");
+  if (kind != CodeKind::LLVMIR)
+    return emitCode(*linked, *split->machine, kind);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  linked->print(os, nullptr);
+  return text;
+}
+
+llvm::Expected<unsigned> compileThreadCount(unsigned requested) {
+  if (requested)
+    return requested;
+  if (const char *env = std::getenv("ESTC_COMPILE_THREADS"); env && *env) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > 1024)
+      return error(llvm::Twine("ESTC_COMPILE_THREADS=") + env +
+                   ": not a thread count (1 to 1024)");
+    return static_cast<unsigned>(n);
+  }
+  return std::max(1u, llvm::hardware_concurrency().compute_thread_count());
 }
 
 llvm::Expected<std::string> archiveObjects(llvm::StringRef name,

@@ -54,6 +54,25 @@ compileModuleInParts(mlir::ModuleOp module, llvm::StringRef model,
                      bool exportInitializers = false,
                      CompileTimer *timer = nullptr);
 
+/// compileModule's output (one object, assembly or the optimized IR) with
+/// the optimizer on up to `threads` threads: the groups of
+/// splitEntryPoints optimized in parallel, linked back into one module,
+/// then compiled on this thread (one object needs one code generator).
+/// One group gives compileModule's very output. What `estc` and exports
+/// run. `timer`: the phases translate, split, optimize (each thread a
+/// task), link and codegen.
+llvm::Expected<std::string>
+compileModuleOnThreads(mlir::ModuleOp module, llvm::StringRef model,
+                       llvm::ArrayRef<std::string> functions,
+                       const TargetOptions &target, CodeKind kind,
+                       unsigned threads, CompileTimer *timer = nullptr);
+
+/// JitOptions::compileThreads-style thread counts: `requested`, else
+/// $ESTC_COMPILE_THREADS (not a count from 1 to 1024: an error naming it),
+/// else one per core this process may run on (its affinity mask: a process
+/// pinned to one core compiles on one thread).
+llvm::Expected<unsigned> compileThreadCount(unsigned requested);
+
 /// Objects as one static library (members `<name>.<i>.o`), and back: how a
 /// model compiled in parts is cached, and how `estc --emit=lib` ships it.
 llvm::Expected<std::string> archiveObjects(llvm::StringRef name,

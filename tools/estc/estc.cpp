@@ -30,9 +30,11 @@
 // bad file or graph. --help lists estc's own options; the MLIR debugging
 // flags (--mlir-print-ir-after-all, ...) work too (--help-hidden).
 //
-// Compile time: --time-phases prints the wall and CPU seconds of each phase
-// (import, est, lower, translate, optimize, codegen) to stderr;
-// --mlir-timing breaks the MLIR passes down and --time-passes LLVM's.
+// Compile time: LLVM's optimizer runs on --compile-threads threads (the
+// functions in groups, compiler/Target/SplitCodegen.h); --time-phases
+// prints the wall and CPU seconds of each phase (import, est, lower,
+// translate, split, optimize, link, codegen) to stderr; --mlir-timing
+// breaks the MLIR passes down and --time-passes LLVM's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +45,7 @@
 #include "compiler/Target/HeaderGenerator.h"
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/ObjectEmitter.h"
+#include "compiler/Target/SplitCodegen.h"
 #include "dialects/Est/IR/EstOps.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Support/Flags.h"
@@ -165,6 +168,12 @@ cl::opt<bool> timePhases(
     cl::desc("Print the wall and CPU seconds of each compile phase to stderr "
              "(--mlir-timing: each MLIR pass; --time-passes: each LLVM pass)"),
     cl::cat(estcCategory));
+cl::opt<unsigned> compileThreads(
+    "compile-threads", cl::init(0),
+    cl::desc("Threads LLVM's optimizer may use (the functions in groups, "
+             "one per thread; default 0: $ESTC_COMPILE_THREADS, else one per "
+             "core)"),
+    cl::value_desc("N"), cl::cat(estcCategory));
 cl::opt<bool> verifyEach(
     "verify-each", cl::init(false),
     cl::desc("Verify the module after every pass (default: once, after the "
@@ -373,6 +382,9 @@ int main(int argc, char **argv) {
         " writes one file; add --emit=obj (or lib, header) to write " +
         modelName + ".o, " + modelName + ".h and " + modelName +
         ".manifest.json into it");
+  llvm::Expected<unsigned> threads = estc::compileThreadCount(compileThreads);
+  if (!threads)
+    return flagError(llvm::toString(threads.takeError()));
   estc::TargetOptions targetOptions;
   targetOptions.cpu = mcpu;
   targetOptions.features = mattr;
@@ -542,9 +554,8 @@ int main(int argc, char **argv) {
   estc::CodeKind kind = emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
                         : emit == Emit::Asm ? estc::CodeKind::Assembly
                                             : estc::CodeKind::Object;
-  auto code = estc::compileModule(*module, modelName, functions, targetOptions,
-                                  kind, /*exportInitializers=*/false,
-                                  phaseTimer);
+  auto code = estc::compileModuleOnThreads(
+      *module, modelName, functions, targetOptions, kind, *threads, phaseTimer);
   if (!code)
     return userError(inputFile + ": " + llvm::toString(code.takeError()));
   if (phaseTimer) {
