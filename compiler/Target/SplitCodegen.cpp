@@ -9,6 +9,7 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Instructions.h"
+#include "llvm/Pass.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ArchiveWriter.h"
@@ -162,9 +163,12 @@ llvm::Expected<Split> translateAndSplit(mlir::ModuleOp module,
                                            exportInitializers))
       return e;
   }
-  // Constructors (a CUDA model's kernel loading) would run once per part.
+  // Constructors (a CUDA model's kernel loading) would run once per part;
+  // LLVM's --time-passes timers are not made for several threads.
   bool constructors = split.module->getNamedGlobal("llvm.global_ctors") ||
                       split.module->getNamedGlobal("llvm.global_dtors");
+  if (llvm::TimePassesIsEnabled)
+    parts = 1;
   CompileTimer::Scope phase(timer, "split");
   if (parts > 1 && !constructors)
     split.groups = splitEntryPoints(*split.module, parts);
@@ -252,6 +256,20 @@ std::vector<std::vector<std::string>> splitEntryPoints(llvm::Module &module,
     for (size_t j = 0; j < entries.size(); ++j)
       if (i != j && reach[i].contains(entries[j]))
         clusters.unionSets(i, j);
+  // A part gets a copy of every internal global it reaches: a constant may
+  // be copied, state may not (a CUDA model's loaded kernels: @init of the
+  // kernels and every launch must see one handle). Entry points that reach
+  // the same mutable global stay together.
+  llvm::DenseMap<const llvm::GlobalValue *, size_t> firstUser;
+  for (size_t i = 0; i < entries.size(); ++i)
+    for (const llvm::GlobalValue *global : reach[i]) {
+      auto *variable = llvm::dyn_cast<llvm::GlobalVariable>(global);
+      if (!variable || variable->isConstant())
+        continue;
+      auto [it, added] = firstUser.try_emplace(variable, i);
+      if (!added)
+        clusters.unionSets(it->second, i);
+    }
 
   struct Cluster {
     std::vector<size_t> members; // entry indices, in module order

@@ -35,7 +35,9 @@ namespace estc {
 /// `parts` groups, greedily balanced by the instructions each group
 /// compiles: an entry point's own and those of every internal definition
 /// it reaches (shared ones count in every group that reaches them). Entry
-/// points that reach one another (`<f>_packed` calls `<f>`) stay together.
+/// points that reach one another (`<f>_packed` calls `<f>`) or the same
+/// mutable global (each group gets its own copy of what it reaches) stay
+/// together.
 /// Deterministic: groups ordered by their first entry point's position in
 /// the module.
 std::vector<std::vector<std::string>> splitEntryPoints(llvm::Module &module,

@@ -67,11 +67,11 @@ define void @c(ptr %p) {
 }
 )";
 
-Groups split(unsigned parts) {
+Groups split(unsigned parts, const char *text = kModule) {
   llvm::LLVMContext context;
   llvm::SMDiagnostic diagnostic;
   std::unique_ptr<llvm::Module> module =
-      llvm::parseAssemblyString(kModule, diagnostic, context);
+      llvm::parseAssemblyString(text, diagnostic, context);
   EXPECT_TRUE(module) << diagnostic.getMessage().str();
   return module ? estc::splitEntryPoints(*module, parts) : Groups{};
 }
@@ -85,6 +85,36 @@ TEST(SplitEntryPointsTest, GroupsStayTogetherAndBalance) {
   EXPECT_EQ(split(16), split(3));
   EXPECT_EQ(split(1), (Groups{{"a", "a_packed", "big", "c"}}));
   EXPECT_EQ(split(0), split(1));
+}
+
+TEST(SplitEntryPointsTest, StateIsNeverCopied) {
+  // @load and @launch share a mutable global (as a CUDA model's kernel
+  // loading and its launches do): one group, whatever the parts. A
+  // constant may be copied into both.
+  constexpr const char *kState = R"(
+@handle = internal global ptr null
+@table = internal constant i32 7
+define void @load(ptr %p) {
+  store ptr %p, ptr @handle
+  ret void
+}
+define void @launch(ptr %p) {
+  %h = load ptr, ptr @handle
+  store ptr %h, ptr %p
+  ret void
+}
+define void @read(ptr %p) {
+  %t = load i32, ptr @table
+  store i32 %t, ptr %p
+  ret void
+}
+define void @read2(ptr %p) {
+  %t = load i32, ptr @table
+  store i32 %t, ptr %p
+  ret void
+}
+)";
+  EXPECT_EQ(split(4, kState), (Groups{{"load", "launch"}, {"read"}, {"read2"}}));
 }
 
 TEST(SplitEntryPointsTest, ArchiveRoundTrip) {
