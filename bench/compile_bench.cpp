@@ -93,26 +93,26 @@ std::string compileOnce(const Config &config) {
     if (!model)
       throw std::runtime_error(llvm::toString(model.takeError()));
   } else {
-    auto object = compileGraphToObject(graph, "Model", TargetOptions{},
-                                       /*runtimeChecks=*/true, {}, quiet,
-                                       &timer);
+    auto object =
+        compileGraphToObject(graph, "Model", TargetOptions{},
+                             /*runtimeChecks=*/true, {}, quiet, &timer);
     if (!object)
       throw std::runtime_error(llvm::toString(object.takeError()));
   }
   std::ostringstream out;
   for (const CompileTimer::Phase &p : timer.phases())
-    out << "phase\t" << p.name << "\t" << p.wallSeconds << "\t"
-        << p.cpuSeconds << "\n";
+    out << "phase\t" << p.name << "\t" << p.wallSeconds << "\t" << p.cpuSeconds
+        << "\n";
   for (const CompileTimer::Phase &p : timer.tasks())
-    out << "task\t" << p.name << "\t" << p.wallSeconds << "\t"
-        << p.cpuSeconds << "\n";
+    out << "task\t" << p.name << "\t" << p.wallSeconds << "\t" << p.cpuSeconds
+        << "\n";
   return out.str();
 }
 
 struct Run {
   std::vector<CompileTimer::Phase> phases;
   std::vector<CompileTimer::Phase> tasks; // a phase's threads
-  double childCpu = 0; // user + sys of the whole child
+  double childCpu = 0;                    // user + sys of the whole child
 };
 
 /// One compile in a child process.
@@ -233,7 +233,8 @@ int main(int argc, char **argv) {
   std::printf("Compile seconds, median of %d runs: wall / CPU (user + sys, "
               "all threads)\n\n",
               runs);
-  std::printf("| configuration | phase | wall s | CPU s |\n|---|---|---|---|\n");
+  std::printf(
+      "| configuration | phase | wall s | CPU s |\n|---|---|---|---|\n");
   for (size_t c = 0; c < configs.size(); ++c) {
     // The phases in the order they ran, then the threads of a phase that
     // ran several (their time is the phase's).
@@ -252,9 +253,8 @@ int main(int argc, char **argv) {
               wall.push_back(p.wallSeconds);
               cpu.push_back(p.cpuSeconds);
             }
-        std::printf("| %s | %s%s | %.3f | %.3f |\n",
-                    configs[c].label().c_str(), indent, name.c_str(),
-                    median(wall), median(cpu));
+        std::printf("| %s | %s%s | %.3f | %.3f |\n", configs[c].label().c_str(),
+                    indent, name.c_str(), median(wall), median(cpu));
       }
     };
     rows(&Run::phases, "");

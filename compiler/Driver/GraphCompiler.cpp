@@ -115,12 +115,10 @@ void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
                   mlir::StringAttr::get(module.getContext(), toJson(manifest)));
 }
 
-llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
-                                            llvm::StringRef modelName,
-                                            llvm::StringRef what,
-                                            WarningHandler warn,
-                                            const PipelineOptions &options,
-                                            CompileTimer *timer) {
+llvm::Expected<Manifest>
+lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
+                   llvm::StringRef what, WarningHandler warn,
+                   const PipelineOptions &options, CompileTimer *timer) {
   llvm::Expected<Manifest> manifest = [&] {
     CompileTimer::Scope phase(timer, "est");
     return prepareForLowering(module, modelName, what, warn);
@@ -204,9 +202,8 @@ compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
   llvm::Expected<unsigned> threads = compileThreadCount(0);
   if (!threads)
     return threads.takeError();
-  llvm::Expected<std::string> object =
-      compileModuleOnThreads(*module, modelName, functions, target,
-                             CodeKind::Object, *threads, timer);
+  llvm::Expected<std::string> object = compileModuleOnThreads(
+      *module, modelName, functions, target, CodeKind::Object, *threads, timer);
   if (!object)
     return object.takeError();
   return CompiledObject{std::move(*object), std::move(*manifest),

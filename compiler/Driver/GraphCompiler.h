@@ -69,11 +69,12 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
 /// remaining stage for the target in `options`. On failure, the error is
 /// one line naming `what` (the input file) and the op at fault. `timer`:
 /// the phases est (through autodiff) and lower are timed there.
-llvm::Expected<Manifest>
-lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
-                   llvm::StringRef what, WarningHandler warn,
-                   const PipelineOptions &options = {},
-                   CompileTimer *timer = nullptr);
+llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn,
+                                            const PipelineOptions &options = {},
+                                            CompileTimer *timer = nullptr);
 
 /// Sets the manifest's device fields for the target in `options`, in
 /// `manifest` and in the module's `estc.manifest`.

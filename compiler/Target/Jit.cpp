@@ -147,7 +147,8 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
   llvm::Expected<std::string> key = cacheKey(source, modelName);
   if (!key)
     return key.takeError();
-  llvm::Expected<unsigned> threads = compileThreadCount(options_.compileThreads);
+  llvm::Expected<unsigned> threads =
+      compileThreadCount(options_.compileThreads);
   if (!threads)
     return threads.takeError();
   llvm::SmallString<256> objectPath(cacheDir_), archivePath(cacheDir_),
@@ -220,8 +221,8 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
           llvm::consumeError(archive.takeError());
         }
       }
-      if (stored && writeAtomically(std::string(manifestPath),
-                                    toJson(*manifest)))
+      if (stored &&
+          writeAtomically(std::string(manifestPath), toJson(*manifest)))
         ++stats_.cacheStores;
     }
   }
@@ -244,8 +245,8 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     return error("JIT: " + llvm::toString(generator.takeError()));
   parts->jit->getMainJITDylib().addGenerator(std::move(*generator));
   for (size_t i = 0; i < objects.size(); ++i)
-    if (llvm::Error e = parts->jit->addObjectFile(
-            llvm::MemoryBuffer::getMemBufferCopy(
+    if (llvm::Error e =
+            parts->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
                 objects[i], *key + "." + std::to_string(i) + ".o")))
       return error("JIT: " + llvm::toString(std::move(e)));
   parts->manifest = std::move(*manifest);

@@ -3,7 +3,8 @@
 // The JIT runs the same back end as the AOT driver (ObjectEmitter.h: O2 for
 // the host, position-independent object code), on one thread per core
 // (SplitCodegen.h: the entry points in groups, an object per group), and
-// loads the objects with ORC LLJIT. Objects are cached on disk under a content hash of
+// loads the objects with ORC LLJIT. Objects are cached on disk under a content
+// hash of
 //
 //   (the source: graph bytes or module text, the model name, the target
 //    triple/CPU/features, the estc and LLVM versions)

@@ -9,10 +9,10 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Instructions.h"
-#include "llvm/Pass.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ArchiveWriter.h"
+#include "llvm/Pass.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Threading.h"
 
@@ -337,8 +337,8 @@ compileModuleInParts(mlir::ModuleOp module, llvm::StringRef model,
   if (!split)
     return split.takeError();
   if (split->module) {
-    llvm::Expected<std::string> object = compileWhole(
-        *split->module, *split->machine, CodeKind::Object, timer);
+    llvm::Expected<std::string> object =
+        compileWhole(*split->module, *split->machine, CodeKind::Object, timer);
     if (!object)
       return object.takeError();
     return std::vector<std::string>{std::move(*object)};
@@ -407,8 +407,8 @@ llvm::Expected<unsigned> compileThreadCount(unsigned requested) {
   return std::max(1u, llvm::hardware_concurrency().compute_thread_count());
 }
 
-llvm::Expected<std::string> archiveObjects(llvm::StringRef name,
-                                           llvm::ArrayRef<std::string> objects) {
+llvm::Expected<std::string>
+archiveObjects(llvm::StringRef name, llvm::ArrayRef<std::string> objects) {
   std::vector<std::string> names;
   for (size_t i = 0; i < objects.size(); ++i)
     names.push_back(name.str() + "." + std::to_string(i) + ".o");

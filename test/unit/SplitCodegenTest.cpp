@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver/GraphCompiler.h"
 #include "compiler/Target/SplitCodegen.h"
+#include "compiler/Driver/GraphCompiler.h"
 #include "examples/models/Models.h"
 
 #include "llvm/AsmParser/Parser.h"
@@ -114,7 +114,8 @@ define void @read2(ptr %p) {
   ret void
 }
 )";
-  EXPECT_EQ(split(4, kState), (Groups{{"load", "launch"}, {"read"}, {"read2"}}));
+  EXPECT_EQ(split(4, kState),
+            (Groups{{"load", "launch"}, {"read"}, {"read2"}}));
 }
 
 TEST(SplitEntryPointsTest, ArchiveRoundTrip) {
@@ -150,7 +151,8 @@ protected:
     options.compileThreads = threads;
     options.timer = timer;
     estc::JitCompiler jit(options);
-    auto model = estc::jitCompileGraph(jit, graph, "Mlp", [](llvm::StringRef) {});
+    auto model =
+        estc::jitCompileGraph(jit, graph, "Mlp", [](llvm::StringRef) {});
     if (!model) {
       ADD_FAILURE() << llvm::toString(model.takeError());
       return nullptr;
@@ -168,8 +170,8 @@ protected:
     const estc::rt::FunctionSpec &spec = model.spec().functions[f];
     std::mt19937 rng(3);
     for (int i = 0; i < spec.numInputs; ++i) {
-      int64_t n = estc::rt::numElements(spec.inputs[i].rank,
-                                        spec.inputs[i].shape, 16);
+      int64_t n =
+          estc::rt::numElements(spec.inputs[i].rank, spec.inputs[i].shape, 16);
       void *data = model.input_data(f, i);
       for (int64_t k = 0; k < n; ++k) {
         if (spec.inputs[i].dtype == estc::rt::DType::F32)
@@ -242,9 +244,9 @@ TEST_F(SplitJitTest, OneThreadIsOneObject) {
   std::vector<std::string> phases;
   for (const CompileTimer::Phase &p : timer.phases())
     phases.push_back(p.name);
-  EXPECT_EQ(phases, (std::vector<std::string>{"import", "est", "lower",
-                                              "translate", "split", "optimize",
-                                              "codegen", "load"}));
+  EXPECT_EQ(phases,
+            (std::vector<std::string>{"import", "est", "lower", "translate",
+                                      "split", "optimize", "codegen", "load"}));
 }
 
 TEST_F(SplitJitTest, BadCompileThreadsVariableIsOneLine) {
