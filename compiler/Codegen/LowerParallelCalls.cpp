@@ -61,15 +61,30 @@ struct EstLowerParallelCalls
       symbols.insert(runtime);
     }
 
+    // Every use of every marker in one walk of the module (a walk per
+    // marker made the pass quadratic: a second of the ConvNet's compile).
+    DenseMap<StringAttr, SmallVector<Operation *>> uses;
+    for (LLVM::LLVMFuncOp marker : markers)
+      uses[marker.getSymNameAttr()];
+    if (std::optional<SymbolTable::UseRange> all =
+            SymbolTable::getSymbolUses(&module.getBodyRegion()))
+      for (const SymbolTable::SymbolUse &use : *all) {
+        auto it = uses.find(use.getSymbolRef().getRootReference());
+        if (it != uses.end())
+          it->second.push_back(use.getUser());
+      }
+
     for (LLVM::LLVMFuncOp marker : markers) {
-      if (failed(lowerMarker(marker, runtime, symbols)))
+      if (failed(lowerMarker(marker, uses[marker.getSymNameAttr()], runtime,
+                             symbols)))
         return signalPassFailure();
       marker.erase();
     }
   }
 
-  LogicalResult lowerMarker(LLVM::LLVMFuncOp marker, LLVM::LLVMFuncOp runtime,
-                            SymbolTable &symbols) {
+  LogicalResult lowerMarker(LLVM::LLVMFuncOp marker,
+                            ArrayRef<Operation *> users,
+                            LLVM::LLVMFuncOp runtime, SymbolTable &symbols) {
     MLIRContext *ctx = marker.getContext();
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     Type i64 = IntegerType::get(ctx, 64);
@@ -115,12 +130,10 @@ struct EstLowerParallelCalls
       LLVM::ReturnOp::create(b, body.getLoc(), ValueRange{});
     }
 
-    std::optional<SymbolTable::UseRange> uses =
-        SymbolTable::getSymbolUses(marker, marker->getParentOp());
-    for (const SymbolTable::SymbolUse &use : *uses) {
-      auto call = dyn_cast<LLVM::CallOp>(use.getUser());
+    for (Operation *user : users) {
+      auto call = dyn_cast<LLVM::CallOp>(user);
       if (!call)
-        return use.getUser()->emitError("est-lower-parallel-calls: @")
+        return user->emitError("est-lower-parallel-calls: @")
                << marker.getName() << " may only be called";
       auto caller = call->getParentOfType<LLVM::LLVMFuncOp>();
       Location loc = call.getLoc();

@@ -36,10 +36,14 @@ using WarningHandler = llvm::function_ref<void(llvm::StringRef)>;
 /// first error is one line naming `what` (the input file) and the op at
 /// fault. `applyCLOptions`: also apply the pass-manager command-line options
 /// (--mlir-print-ir-after-all, ...), for tools that registered them. CUDA's
-/// last stage first checks the toolkit (one line naming the path).
+/// last stage first checks the toolkit (one line naming the path). The
+/// module is verified once at the end, or after every pass with
+/// `verifyEachPass` and in builds with assertions (compile time: the
+/// verifier after every pass costs as much as the passes themselves).
 llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
                       bool applyCLOptions = false,
-                      const PipelineOptions &options = {});
+                      const PipelineOptions &options = {},
+                      bool verifyEachPass = false);
 
 /// Compiles `module` without run-time checks (est-insert-runtime-checks
 /// erases them; gather and scatter clamp their indices instead).
@@ -63,11 +67,14 @@ llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
 /// rule above, the manifest (extracted before lowering, arena sizes read
 /// after; its device and GPU architecture from `options`), then every
 /// remaining stage for the target in `options`. On failure, the error is
-/// one line naming `what` (the input file) and the op at fault.
-llvm::Expected<Manifest>
-lowerToLLVMDialect(mlir::ModuleOp module, llvm::StringRef modelName,
-                   llvm::StringRef what, WarningHandler warn,
-                   const PipelineOptions &options = {});
+/// one line naming `what` (the input file) and the op at fault. `timer`:
+/// the phases est (through autodiff) and lower are timed there.
+llvm::Expected<Manifest> lowerToLLVMDialect(mlir::ModuleOp module,
+                                            llvm::StringRef modelName,
+                                            llvm::StringRef what,
+                                            WarningHandler warn,
+                                            const PipelineOptions &options = {},
+                                            CompileTimer *timer = nullptr);
 
 /// Sets the manifest's device fields for the target in `options`, in
 /// `manifest` and in the module's `estc.manifest`.
@@ -88,15 +95,19 @@ struct CompiledObject {
 /// Imports, lowers and compiles `graph` for `target` (`runtimeChecks`:
 /// keep the run-time checks); only the functions named in `functions` when
 /// it is not empty (the others are left out of the manifest and the code).
+/// LLVM's optimizer runs on compileThreadCount(0) threads
+/// (SplitCodegen.h). `timer`: every phase, import to codegen, is timed
+/// there.
 llvm::Expected<CompiledObject>
 compileGraphToObject(const graph::GraphDef &graph, llvm::StringRef modelName,
                      const TargetOptions &target, bool runtimeChecks,
-                     llvm::ArrayRef<std::string> functions,
-                     WarningHandler warn);
+                     llvm::ArrayRef<std::string> functions, WarningHandler warn,
+                     CompileTimer *timer = nullptr);
 
 /// Imports, lowers and JIT-compiles a graph for the JIT's target (CPU or
 /// CUDA); cached on disk by the graph's (deterministic) bytes, so an
-/// unchanged graph is compiled once.
+/// unchanged graph is compiled once. The JIT's timer (JitOptions::timer)
+/// times every phase, import to load.
 llvm::Expected<std::unique_ptr<JitModel>>
 jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
                 llvm::StringRef modelName, WarningHandler warn);

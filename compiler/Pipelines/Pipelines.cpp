@@ -219,13 +219,17 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::createSCFToControlFlowPass());
   // The run-time checks' early returns, now that the body is in cf form.
   funcPm.addPass(mlir::est::createEstLowerRuntimeChecks());
-  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
-  pm.addPass(mlir::createLowerAffinePass());
-  pm.addPass(mlir::math::createMathExpandOpsPass());
+  // The conversions that touch one function at a time run on each function
+  // (in parallel, on the context's threads); those that add declarations
+  // to the module (libm, the function signatures) on the module.
+  funcPm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  funcPm.addPass(mlir::createLowerAffinePass());
+  funcPm.addPass(mlir::math::createMathExpandOpsPass());
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.nest<mlir::func::FuncOp>().addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertMathToLibmPass());
-  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.nest<mlir::func::FuncOp>().addPass(
+      mlir::createArithToLLVMConversionPass());
   pm.addPass(mlir::createConvertFuncToLLVMPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());

@@ -148,20 +148,37 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
   llvm::Expected<std::string> key = cacheKey(source, modelName);
   if (!key)
     return key.takeError();
-  llvm::SmallString<256> objectPath(cacheDir_), manifestPath(cacheDir_);
+  llvm::Expected<unsigned> threads =
+      compileThreadCount(options_.compileThreads);
+  if (!threads)
+    return threads.takeError();
+  llvm::SmallString<256> objectPath(cacheDir_), archivePath(cacheDir_),
+      manifestPath(cacheDir_);
   llvm::sys::path::append(objectPath, *key + ".o");
+  llvm::sys::path::append(archivePath, *key + ".a");
   llvm::sys::path::append(manifestPath, *key + ".manifest.json");
 
-  std::string object;
+  std::vector<std::string> objects;
   std::optional<Manifest> manifest;
   if (options_.useCache) {
-    std::optional<std::string> cachedObject = readFile(std::string(objectPath));
     std::optional<std::string> cachedManifest =
         readFile(std::string(manifestPath));
-    if (cachedObject && cachedManifest) {
+    std::optional<std::vector<std::string>> cachedObjects;
+    if (std::optional<std::string> object = readFile(std::string(objectPath)))
+      cachedObjects = std::vector<std::string>{std::move(*object)};
+    else if (std::optional<std::string> archive =
+                 readFile(std::string(archivePath))) {
+      llvm::Expected<std::vector<std::string>> members =
+          unarchiveObjects(*archive);
+      if (members)
+        cachedObjects = std::move(*members);
+      else
+        llvm::consumeError(members.takeError()); // damaged: compile again
+    }
+    if (cachedObjects && cachedManifest) {
       llvm::Expected<Manifest> parsed = manifestFromJson(*cachedManifest);
       if (parsed) {
-        object = std::move(*cachedObject);
+        objects = std::move(*cachedObjects);
         manifest = std::move(*parsed);
         ++stats_.cacheHits;
       } else {
@@ -179,36 +196,51 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
     if (llvm::Error e = readArenaSizes(*lowered->module, m))
       return e;
     if (options_.trainLoop && m.findFunction("train") &&
-        options_.target.device == Device::Cpu)
+        options_.target.device == Device::Cpu) {
       // A sparse input makes it fail: such a model has no train_loop, and
       // its caller (the Estimator) runs the loop's steps one call each.
       llvm::consumeError(addStepLoop(m, "train"));
+      // The translation builds the loops the module's manifest lists.
+      lowered->module->getOperation()->setAttr(
+          "estc.manifest",
+          mlir::StringAttr::get(lowered->module->getContext(), toJson(m)));
+    }
     std::vector<std::string> functions;
     for (const FunctionInfo &f : m.functions)
       functions.push_back(f.name);
     // ORC runs no constructors of an object file: a CUDA model's kernel
     // loading is called explicitly below.
-    llvm::Expected<std::string> code = compileModule(
-        *lowered->module, modelName, functions, options_.target,
-        CodeKind::Object,
+    llvm::Expected<std::vector<std::string>> code = compileModuleInParts(
+        *lowered->module, modelName, functions, options_.target, *threads,
         /*exportInitializers=*/options_.target.device == Device::Cuda,
-        stepLoops(m));
+        options_.timer);
     if (!code)
       return code.takeError();
     ++stats_.codegenRuns;
-    object = std::move(*code);
+    objects = std::move(*code);
     manifest = std::move(m);
     if (options_.useCache) {
       // A cache that cannot be written only costs time, not correctness.
-      if (!llvm::sys::fs::create_directories(cacheDir_) &&
-          writeAtomically(std::string(objectPath), object) &&
+      bool stored = false;
+      if (!llvm::sys::fs::create_directories(cacheDir_)) {
+        if (objects.size() == 1) {
+          stored = writeAtomically(std::string(objectPath), objects[0]);
+        } else if (llvm::Expected<std::string> archive =
+                       archiveObjects(*key, objects)) {
+          stored = writeAtomically(std::string(archivePath), *archive);
+        } else {
+          llvm::consumeError(archive.takeError());
+        }
+      }
+      if (stored &&
           writeAtomically(std::string(manifestPath), toJson(*manifest)))
         ++stats_.cacheStores;
     }
   }
 
-  // Load the object into its own LLJIT; runtime kernels and libc resolve
+  // Load the objects into their own LLJIT; runtime kernels and libc resolve
   // from the process.
+  CompileTimer::Scope loading(options_.timer, "load");
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto parts = std::make_unique<JitModel::Parts>();
@@ -223,9 +255,11 @@ JitCompiler::compile(llvm::StringRef source, llvm::StringRef modelName,
   if (!generator)
     return error("JIT: " + llvm::toString(generator.takeError()));
   parts->jit->getMainJITDylib().addGenerator(std::move(*generator));
-  if (llvm::Error e = parts->jit->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(object, *key + ".o")))
-    return error("JIT: " + llvm::toString(std::move(e)));
+  for (size_t i = 0; i < objects.size(); ++i)
+    if (llvm::Error e =
+            parts->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+                objects[i], *key + "." + std::to_string(i) + ".o")))
+      return error("JIT: " + llvm::toString(std::move(e)));
   parts->manifest = std::move(*manifest);
   if (parts->manifest.device == rt::Device::Cuda) {
     // The constructors (the kernels' mgpuModuleLoad) and destructors.

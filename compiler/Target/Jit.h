@@ -1,13 +1,16 @@
 //===- Jit.h - In-process compilation with an on-disk object cache --------===//
 //
-// The JIT runs the same back end as the AOT driver (ObjectEmitter.h: O3 for
-// the host, position-independent object code) and loads the object with ORC
-// LLJIT. Objects are cached on disk under a content hash of
+// The JIT runs the same back end as the AOT driver (ObjectEmitter.h: O2 for
+// the host, position-independent object code), on one thread per core
+// (SplitCodegen.h: the entry points in groups, an object per group), and
+// loads the objects with ORC LLJIT. Objects are cached on disk under a content
+// hash of
 //
 //   (the source: graph bytes or module text, the model name, the target
 //    triple/CPU/features, the estc and LLVM versions)
 //
-// in $ESTC_CACHE_DIR, else ~/.cache/estc: `<hash>.o` and
+// in $ESTC_CACHE_DIR, else ~/.cache/estc: `<hash>.o` (or `<hash>.a`, the
+// objects of a model compiled in parts: SplitCodegen.h) and
 // `<hash>.manifest.json`. A cache hit loads those two files and never calls
 // the lowering callback, so the same graph is never compiled twice (the
 // counters in JitStats say what happened).
@@ -26,6 +29,7 @@
 
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/ObjectEmitter.h"
+#include "compiler/Target/SplitCodegen.h"
 #include "runtime/CompiledModel.h"
 
 #include "mlir/IR/OwningOpRef.h"
@@ -54,6 +58,13 @@ struct JitOptions {
   /// iterations_per_loop) when the model has a `train` function with dense
   /// inputs only; without one the model is compiled as it is.
   bool trainLoop = false;
+  /// Where a compile's phases are timed (CompileTimer.h); null: not timed.
+  /// The lowering callback may time its own phases there too.
+  CompileTimer *timer = nullptr;
+  /// Threads the back end may use (SplitCodegen.h: the entry points in
+  /// groups, an object each); 0: $ESTC_COMPILE_THREADS, else one per core
+  /// the process may run on.
+  unsigned compileThreads = 0;
 };
 
 /// What the lowering callback returns: the LLVM-dialect module and the

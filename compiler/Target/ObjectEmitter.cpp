@@ -3,8 +3,10 @@
 #include "compiler/Target/ObjectEmitter.h"
 
 #include "compiler/Target/Manifest.h"
+#include "compiler/Target/StepLoops.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -21,6 +23,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -70,6 +73,30 @@ std::string resolvedFeatures(const TargetOptions &options) {
   for (llvm::StringRef f : extra)
     features.push_back(f.trim().str());
   return llvm::join(features, ",");
+}
+
+/// Drops the `est.name` / `est.variable` argument attributes of the entry
+/// points. The translation warns about every attribute it does not know,
+/// and each warning prints the whole function into its diagnostic: 0.1 s
+/// of the ConvNet's compile, for warnings nobody sees.
+void dropEstArgumentAttributes(mlir::ModuleOp module) {
+  for (auto func : module.getOps<mlir::LLVM::LLVMFuncOp>()) {
+    mlir::ArrayAttr all = func.getArgAttrsAttr();
+    if (!all)
+      continue;
+    bool changed = false;
+    llvm::SmallVector<mlir::Attribute> kept;
+    for (mlir::Attribute attrs : all) {
+      llvm::SmallVector<mlir::NamedAttribute> keep;
+      for (mlir::NamedAttribute attr : llvm::cast<mlir::DictionaryAttr>(attrs))
+        if (!attr.getName().strref().starts_with("est."))
+          keep.push_back(attr);
+      changed |= keep.size() != llvm::cast<mlir::DictionaryAttr>(attrs).size();
+      kept.push_back(mlir::DictionaryAttr::get(module.getContext(), keep));
+    }
+    if (changed)
+      func.setArgAttrsAttr(mlir::ArrayAttr::get(module.getContext(), kept));
+  }
 }
 
 } // namespace
@@ -173,11 +200,21 @@ translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context) {
   mlir::gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(
       gpuTranslations);
   module->getContext()->appendDialectRegistry(gpuTranslations);
+  dropEstArgumentAttributes(module);
   std::unique_ptr<llvm::Module> llvmModule =
       mlir::translateModuleToLLVMIR(module, context, "estc");
   if (!llvmModule)
     return error("the module is not in the LLVM dialect (translation to "
                  "LLVM IR failed)");
+  // The multi-step loops its manifest lists (RunConfig::iterations_per_loop,
+  // StepLoops.h), around their steps' C interfaces.
+  if (auto json = module->getAttrOfType<mlir::StringAttr>("estc.manifest")) {
+    llvm::Expected<Manifest> manifest = manifestFromJson(json.getValue());
+    if (!manifest)
+      return manifest.takeError();
+    if (llvm::Error e = buildStepLoops(*llvmModule, stepLoops(*manifest)))
+      return e;
+  }
   return llvmModule;
 }
 
@@ -316,14 +353,24 @@ llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
   tuning.LoopUnrolling = true;
-  llvm::PassBuilder pb(&machine, tuning);
+  // LLVM's own instrumentation: --time-passes, --print-after-all, ... in
+  // tools that parse LLVM's options (estc).
+  llvm::PassInstrumentationCallbacks instrumentation;
+  llvm::StandardInstrumentations standard(module.getContext(),
+                                          /*DebugLogging=*/false);
+  standard.registerCallbacks(instrumentation, &mam);
+  llvm::PassBuilder pb(&machine, tuning, std::nullopt, &instrumentation);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  // O2, not O3: the generated code is mostly calls into the runtime's
+  // kernels and elementwise loops, which O2 vectorizes just the same (the
+  // seed models' steps ran as fast); O3's extra unrolling, inlining and
+  // loop unswitching only made the ConvNet's compile 15% slower.
   llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.run(module, mam);
   return llvm::Error::success();
 }
@@ -346,30 +393,37 @@ llvm::Expected<std::string>
 compileModule(mlir::ModuleOp module, llvm::StringRef model,
               llvm::ArrayRef<std::string> functions,
               const TargetOptions &target, CodeKind kind,
-              bool exportInitializers, llvm::ArrayRef<StepLoop> loops) {
+              bool exportInitializers, CompileTimer *timer) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(target);
   if (!machine)
     return machine.takeError();
   llvm::LLVMContext context;
-  llvm::Expected<std::unique_ptr<llvm::Module>> llvmModule =
-      translateToLLVMIR(module, context);
-  if (!llvmModule)
-    return llvmModule.takeError();
-  if (llvm::Error e = buildStepLoops(**llvmModule, loops))
-    return e;
-  if (llvm::Error e = prepareEntryPoints(**llvmModule, model, functions,
-                                         exportInitializers))
-    return e;
-  if (llvm::Error e = optimizeModule(**llvmModule, **machine))
-    return e;
+  std::unique_ptr<llvm::Module> llvmModule;
+  {
+    CompileTimer::Scope phase(timer, "translate");
+    llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+        translateToLLVMIR(module, context);
+    if (!translated)
+      return translated.takeError();
+    llvmModule = std::move(*translated);
+    if (llvm::Error e = prepareEntryPoints(*llvmModule, model, functions,
+                                           exportInitializers))
+      return e;
+  }
+  {
+    CompileTimer::Scope phase(timer, "optimize");
+    if (llvm::Error e = optimizeModule(*llvmModule, **machine))
+      return e;
+  }
   if (kind == CodeKind::LLVMIR) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    (*llvmModule)->print(os, nullptr);
+    llvmModule->print(os, nullptr);
     return text;
   }
-  return emitCode(**llvmModule, **machine, kind);
+  CompileTimer::Scope phase(timer, "codegen");
+  return emitCode(*llvmModule, **machine, kind);
 }
 
 llvm::Expected<std::string> kernelAssembly(mlir::ModuleOp module) {

@@ -7,7 +7,7 @@
 //                             packed `<Name>_f_packed(void **)` added, every
 //                             other definition internal (so several models
 //                             link into one binary)
-//     --optimizeModule--> O3 with the target's TargetMachine (the loop and
+//     --optimizeModule--> O2 with the target's TargetMachine (the loop and
 //                         SLP vectorizers see the real vector width)
 //     --emitCode--> `.s` text or `.o` bytes (position independent)
 //
@@ -21,7 +21,7 @@
 #define ESTC_COMPILER_TARGET_OBJECTEMITTER_H
 
 #include "compiler/Pipelines/Pipelines.h"
-#include "compiler/Target/StepLoops.h"
+#include "compiler/Target/CompileTimer.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -74,7 +74,10 @@ llvm::Expected<TargetDescription> describeTarget(const TargetOptions &options);
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
-/// Translates an LLVM-dialect module to LLVM IR.
+/// Translates an LLVM-dialect module to LLVM IR, with the multi-step loops
+/// (StepLoops.h) of the manifest in its `estc.manifest` attribute. The functions' `est.*`
+/// argument attributes (the ABI's names, which the manifest already holds)
+/// are dropped from `module` first.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context);
 
@@ -98,7 +101,7 @@ std::string finalizerSymbol(llvm::StringRef model);
 std::vector<std::string> cInterfaceFunctions(llvm::Module &module);
 
 /// Sets the data layout, triple and per-function CPU/features of the target,
-/// then runs the O3 pipeline.
+/// then runs the O2 pipeline.
 llvm::Error optimizeModule(llvm::Module &module, llvm::TargetMachine &machine);
 
 enum class CodeKind { LLVMIR, Assembly, Object };
@@ -106,17 +109,15 @@ enum class CodeKind { LLVMIR, Assembly, Object };
 llvm::Expected<std::string>
 emitCode(llvm::Module &module, llvm::TargetMachine &machine, CodeKind kind);
 
-/// The whole back end: translate, build the multi-step `loops`
-/// (StepLoops.h), prepare the entry points of `functions` (the loops' among
-/// them) for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
+/// The whole back end: translate, prepare the entry points of `functions`
+/// for model `model`, optimize for `target`, emit `kind` (LLVMIR: the
 /// optimized IR as text). What both `estc --emit=...` and the JIT run.
-llvm::Expected<std::string> compileModule(mlir::ModuleOp module,
-                                          llvm::StringRef model,
-                                          llvm::ArrayRef<std::string> functions,
-                                          const TargetOptions &target,
-                                          CodeKind kind,
-                                          bool exportInitializers = false,
-                                          llvm::ArrayRef<StepLoop> loops = {});
+/// `timer`: the phases translate, optimize and codegen are timed there.
+llvm::Expected<std::string>
+compileModule(mlir::ModuleOp module, llvm::StringRef model,
+              llvm::ArrayRef<std::string> functions,
+              const TargetOptions &target, CodeKind kind,
+              bool exportInitializers = false, CompileTimer *timer = nullptr);
 
 /// The PTX of every kernel of a module lowered by the gpu stage with
 /// format "isa" (PipelineOptions::gpuFormat): each gpu.binary's text,

@@ -34,6 +34,12 @@
 // bad file or graph. --help lists estc's own options; the MLIR debugging
 // flags (--mlir-print-ir-after-all, ...) work too (--help-hidden).
 //
+// Compile time: LLVM's optimizer runs on --compile-threads threads (the
+// functions in groups, compiler/Target/SplitCodegen.h); --time-phases
+// prints the wall and CPU seconds of each phase (import, est, lower,
+// translate, split, optimize, link, codegen) to stderr; --mlir-timing
+// breaks the MLIR passes down and --time-passes LLVM's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
@@ -43,6 +49,7 @@
 #include "compiler/Target/HeaderGenerator.h"
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/ObjectEmitter.h"
+#include "compiler/Target/SplitCodegen.h"
 #include "dialects/Est/IR/EstOps.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Support/Flags.h"
@@ -159,6 +166,22 @@ cl::opt<bool> runtimeChecks(
     cl::desc("Check labels and indices at run time: a label or id out of "
              "range stops the step with an error (default true; false: ids "
              "are clamped, labels unchecked)"),
+    cl::cat(estcCategory));
+cl::opt<bool> timePhases(
+    "time-phases", cl::init(false),
+    cl::desc("Print the wall and CPU seconds of each compile phase to stderr "
+             "(--mlir-timing: each MLIR pass; --time-passes: each LLVM pass)"),
+    cl::cat(estcCategory));
+cl::opt<unsigned> compileThreads(
+    "compile-threads", cl::init(0),
+    cl::desc("Threads LLVM's optimizer may use (the functions in groups, "
+             "one per thread; default 0: $ESTC_COMPILE_THREADS, else one per "
+             "core)"),
+    cl::value_desc("N"), cl::cat(estcCategory));
+cl::opt<bool> verifyEach(
+    "verify-each", cl::init(false),
+    cl::desc("Verify the module after every pass (default: once, after the "
+             "last; with assertions: after every pass)"),
     cl::cat(estcCategory));
 cl::opt<bool> trainLoop(
     "train-loop", cl::init(false),
@@ -287,6 +310,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   // --help shows estc's options only (LLVM's and MLIR's stay usable).
   cl::HideUnrelatedOptions(estcCategory);
   static const std::string compileToHelp =
@@ -371,6 +395,9 @@ int main(int argc, char **argv) {
         " writes one file; add --emit=obj (or lib, header) to write " +
         modelName + ".o, " + modelName + ".h and " + modelName +
         ".manifest.json into it");
+  llvm::Expected<unsigned> threads = estc::compileThreadCount(compileThreads);
+  if (!threads)
+    return flagError(llvm::toString(threads.takeError()));
   estc::TargetOptions targetOptions;
   targetOptions.cpu = mcpu;
   targetOptions.features = mattr;
@@ -388,6 +415,8 @@ int main(int argc, char **argv) {
   }
 
   // Read the input: a graph to import, or an MLIR module.
+  estc::CompileTimer timer;
+  estc::CompileTimer *phaseTimer = timePhases ? &timer : nullptr;
   std::string error;
   mlir::DialectRegistry registry;
   estc::registerCompilerDialects(registry);
@@ -414,6 +443,7 @@ int main(int argc, char **argv) {
     estc::graph::GraphDef graph;
     if (!estc::graph::readGraph(inputFile, graph, error))
       return userError(error);
+    estc::CompileTimer::Scope phase(phaseTimer, "import");
     module = estc::importGraph(graph, context, inputFile, error);
     if (!module)
       return userError(error);
@@ -426,7 +456,7 @@ int main(int argc, char **argv) {
   // Pipeline failures are one line too (estc::runStages).
   auto runPipeline = [&](estc::Stage last) -> llvm::Error {
     return estc::runStages(*module, last, inputFile, /*applyCLOptions=*/true,
-                           pipelineOptions);
+                           pipelineOptions, verifyEach);
   };
   auto writeText = [&](llvm::StringRef text) {
     std::string openError;
@@ -460,9 +490,11 @@ int main(int argc, char **argv) {
   // from the `estc.manifest` attribute of an already lowered module.
   std::optional<estc::Manifest> manifest;
   if (!lowered) {
-    auto prepared =
-        estc::prepareForLowering(*module, modelName, inputFile, printWarning,
-                                 /*applyCLOptions=*/true);
+    auto prepared = [&] {
+      estc::CompileTimer::Scope phase(phaseTimer, "est");
+      return estc::prepareForLowering(*module, modelName, inputFile,
+                                      printWarning, /*applyCLOptions=*/true);
+    }();
     if (!prepared)
       return userError(llvm::toString(prepared.takeError()));
     manifest = std::move(*prepared);
@@ -493,11 +525,16 @@ int main(int argc, char **argv) {
            writeFile(join(outDir, modelName + ".manifest.json"),
                      estc::toJson(*manifest), error);
   };
-  // --train-loop: train_loop, after the arena sizes it copies from train.
+  // --train-loop: train_loop, after the arena sizes it copies from train;
+  // the manifest attribute lists it for the translation, which builds it.
   auto addTrainLoop = [&]() -> llvm::Error {
     if (!trainLoop || !manifest || manifest->findFunction("train_loop"))
       return llvm::Error::success();
-    return estc::addStepLoop(*manifest, "train");
+    if (llvm::Error e = estc::addStepLoop(*manifest, "train"))
+      return e;
+    (*module)->setAttr("estc.manifest",
+                       mlir::StringAttr::get(&context, estc::toJson(*manifest)));
+    return llvm::Error::success();
   };
   if (emit == Emit::Header) {
     if (llvm::Error e = addTrainLoop())
@@ -507,6 +544,7 @@ int main(int argc, char **argv) {
 
   // Lower to the LLVM dialect.
   if (!lowered) {
+    estc::CompileTimer::Scope phase(phaseTimer, "lower");
     if (llvm::Error e = runPipeline(estc::Stage::LLVM))
       return userError(llvm::toString(std::move(e)));
     if (!isLLVMDialect(*module))
@@ -545,12 +583,14 @@ int main(int argc, char **argv) {
   estc::CodeKind kind = emit == Emit::LLVM  ? estc::CodeKind::LLVMIR
                         : emit == Emit::Asm ? estc::CodeKind::Assembly
                                             : estc::CodeKind::Object;
-  auto code = estc::compileModule(
-      *module, modelName, functions, targetOptions, kind,
-      /*exportInitializers=*/false,
-      manifest ? estc::stepLoops(*manifest) : std::vector<estc::StepLoop>{});
+  auto code = estc::compileModuleOnThreads(
+      *module, modelName, functions, targetOptions, kind, *threads, phaseTimer);
   if (!code)
     return userError(inputFile + ": " + llvm::toString(code.takeError()));
+  if (phaseTimer) {
+    llvm::errs() << "estc: compile phases (wall, process CPU):\n";
+    timer.print(llvm::errs());
+  }
   if (emit == Emit::LLVM || emit == Emit::Asm)
     return writeText(*code);
 
