@@ -49,8 +49,14 @@ void fatal(const char *fmt, ...) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 /// How long helpers spin for the next region before they sleep.
 constexpr auto kSpin = std::chrono::microseconds(100);
+/// A wait at the end of a region this long means a helper lost its core;
+/// regions then run inline for kBackoff.
+constexpr auto kPreempted = std::chrono::microseconds(300);
+constexpr auto kBackoff = std::chrono::milliseconds(20);
 
 /// Set on helper threads and while the caller runs a region's tasks: a
 /// parallelFor from there runs inline.
@@ -91,6 +97,9 @@ public:
     std::unique_lock<std::mutex> owner(region, std::try_to_lock);
     if (!owner.owns_lock())
       return false;
+    Clock::time_point start = Clock::now();
+    if (start < inlineUntil)
+      return false;
     uint64_t gen = (state.load(std::memory_order_relaxed) >> 32) + 1;
     current.store(&task, std::memory_order_relaxed);
     count.store(numTasks, std::memory_order_relaxed);
@@ -103,11 +112,21 @@ public:
     insideRegion = true;
     work(gen);
     insideRegion = false;
+    Clock::time_point worked = Clock::now();
     // A helper still running a task: spin a little, then yield, which
     // lets it run if the two share a core (a busy machine).
     for (int spins = 0; done.load(std::memory_order_acquire) < numTasks;
          ++spins)
       relaxOrYield(spins);
+    // A helper that took a task and then lost its core to another process
+    // keeps the caller waiting for a scheduler slice (milliseconds): on a
+    // machine that busy, 2 threads ran the ConvNet's step slower than 1.
+    // Such a wait -- long, and longer than the caller's own share of the
+    // work -- sends the regions of the next kBackoff inline. Which thread
+    // runs a task never changes its result.
+    Clock::duration waited = Clock::now() - worked;
+    if (waited > kPreempted && waited > 2 * (worked - start))
+      inlineUntil = Clock::now() + kBackoff;
     return true;
   }
 
@@ -140,14 +159,13 @@ private:
     insideRegion = true;
     uint64_t seen = 0;
     for (;;) {
-      auto spinStart = std::chrono::steady_clock::now();
+      auto spinStart = Clock::now();
       uint64_t gen;
       for (int spins = 0;; ++spins) {
         gen = state.load(std::memory_order_acquire) >> 32;
         if (gen != seen)
           break;
-        if (spins % 64 == 63 &&
-            std::chrono::steady_clock::now() - spinStart > kSpin) {
+        if (spins % 64 == 63 && Clock::now() - spinStart > kSpin) {
           std::unique_lock<std::mutex> lock(mutex);
           sleepers.fetch_add(1, std::memory_order_seq_cst);
           wake.wait(lock, [&] {
@@ -157,7 +175,7 @@ private:
           sleepers.fetch_sub(1, std::memory_order_relaxed);
           if (stop)
             return;
-          spinStart = std::chrono::steady_clock::now();
+          spinStart = Clock::now();
         }
         relaxOrYield(spins);
       }
@@ -167,7 +185,8 @@ private:
   }
 
   std::vector<std::thread> helpers;
-  std::mutex region; // held by the caller of the running region
+  std::mutex region;             // held by the caller of the running region
+  Clock::time_point inlineUntil; // guarded by region
   // The claimed word and the completion count on lines of their own: every
   // claim and every completion moves one of them between cores.
   alignas(64) std::atomic<uint64_t> state{0};
