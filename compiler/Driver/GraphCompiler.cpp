@@ -90,12 +90,12 @@ void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   train.erase();
 }
 
-llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
-                                            llvm::StringRef modelName,
-                                            llvm::StringRef what,
-                                            WarningHandler warn,
-                                            bool applyCLOptions) {
-  if (llvm::Error e = runStages(module, Stage::Autodiff, what, applyCLOptions))
+llvm::Expected<Manifest>
+prepareForLowering(mlir::ModuleOp module, llvm::StringRef modelName,
+                   llvm::StringRef what, WarningHandler warn,
+                   bool applyCLOptions, bool verifyEachPass) {
+  if (llvm::Error e = runStages(module, Stage::Autodiff, what, applyCLOptions,
+                                /*options=*/{}, verifyEachPass))
     return e;
   dropUncompilableTrain(module, warn);
   llvm::Expected<Manifest> manifest = extractManifest(module, modelName);

@@ -55,13 +55,12 @@ void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn);
 
 /// Runs the stages through `autodiff`, applies the @train rule above, and
 /// extracts the manifest (attached to the module as `estc.manifest`): what
-/// the header needs, before any lowering. `applyCLOptions` as for
-/// runStages.
-llvm::Expected<Manifest> prepareForLowering(mlir::ModuleOp module,
-                                            llvm::StringRef modelName,
-                                            llvm::StringRef what,
-                                            WarningHandler warn,
-                                            bool applyCLOptions = false);
+/// the header needs, before any lowering. `applyCLOptions` and
+/// `verifyEachPass` as for runStages.
+llvm::Expected<Manifest>
+prepareForLowering(mlir::ModuleOp module, llvm::StringRef modelName,
+                   llvm::StringRef what, WarningHandler warn,
+                   bool applyCLOptions = false, bool verifyEachPass = false);
 
 /// Lowers an imported module to the LLVM dialect: the est stage, the @train
 /// rule above, the manifest (extracted before lowering, arena sizes read

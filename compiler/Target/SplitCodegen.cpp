@@ -15,6 +15,7 @@
 #include "llvm/Pass.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Threading.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 
 #include <cstdlib>
 #include <thread>
@@ -170,6 +171,11 @@ llvm::Expected<Split> translateAndSplit(mlir::ModuleOp module,
   if (llvm::TimePassesIsEnabled)
     parts = 1;
   CompileTimer::Scope phase(timer, "split");
+  // @train, @eval and @predict outline the same loop nests (the forward
+  // pass; @init's random fills): identical functions compiled once (71 of
+  // the ConvNet's 248; 2.6% fewer instructions for its whole back end).
+  // Before the split, so that the groups' sizes count it.
+  llvm::MergeFunctionsPass::runOnModule(*split.module);
   if (parts > 1 && !constructors)
     split.groups = splitEntryPoints(*split.module, parts);
   if (split.groups.size() > 1) {

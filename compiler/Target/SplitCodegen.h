@@ -14,10 +14,16 @@
 // it reaches).
 //
 //   LLVM-dialect module --translate, prepareEntryPoints--> llvm::Module
+//     --MergeFunctions--> identical functions (the loop nests @train,
+//                         @eval and @predict share) once
 //     --splitEntryPoints--> groups of entry points, by instruction count
 //     --bitcode--> one llvm::Module per group, in its own LLVMContext,
 //                  other groups' entry points declared only
 //     --optimizeModule, emitCode (a thread per group)--> objects
+//
+// compileModuleOnThreads (estc, exports: one object) optimizes the groups
+// on their threads the same way, links them back into one module and
+// emits it on one thread.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_COMPILER_TARGET_SPLITCODEGEN_H
@@ -46,7 +52,9 @@ std::vector<std::vector<std::string>> splitEntryPoints(llvm::Module &module,
 /// compileModule's back end (CodeKind::Object) on up to `parts` threads:
 /// one object per group of splitEntryPoints. One group (a module with one
 /// entry point, `parts` <= 1, or a module with constructors, as a CUDA
-/// model's) gives compileModule's very object. `timer`: the phases
+/// model's) is compiled on this thread, as compileModule does but for the
+/// merged functions (compileModuleOnThreads gives the same object: the
+/// JIT's and estc's agree). `timer`: the phases
 /// translate, split and optimize+codegen (both phases at once, on several
 /// threads; optimize and codegen with one group).
 llvm::Expected<std::vector<std::string>>
@@ -60,9 +68,9 @@ compileModuleInParts(mlir::ModuleOp module, llvm::StringRef model,
 /// the optimizer on up to `threads` threads: the groups of
 /// splitEntryPoints optimized in parallel, linked back into one module,
 /// then compiled on this thread (one object needs one code generator).
-/// One group gives compileModule's very output. What `estc` and exports
-/// run. `timer`: the phases translate, split, optimize (each thread a
-/// task), link and codegen.
+/// One group: compileModuleInParts's object. What `estc` and exports run.
+/// `timer`: the phases translate, split, optimize (each thread a task),
+/// link and codegen.
 llvm::Expected<std::string>
 compileModuleOnThreads(mlir::ModuleOp module, llvm::StringRef model,
                        llvm::ArrayRef<std::string> functions,

@@ -493,7 +493,8 @@ int main(int argc, char **argv) {
     auto prepared = [&] {
       estc::CompileTimer::Scope phase(phaseTimer, "est");
       return estc::prepareForLowering(*module, modelName, inputFile,
-                                      printWarning, /*applyCLOptions=*/true);
+                                      printWarning, /*applyCLOptions=*/true,
+                                      verifyEach);
     }();
     if (!prepared)
       return userError(llvm::toString(prepared.takeError()));
