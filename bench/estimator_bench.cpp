@@ -15,7 +15,9 @@
 // compiling, initializing and the final checkpoint are left out, as in the
 // peer. Each (model, threads) runs in a child process of its own, pinned
 // to `threads` cores as the peer's are, whose peak resident memory
-// (getrusage) is reported. Prints the peer's table;
+// (getrusage) is reported. The JSON also has run_us_per_step: the mean
+// time of the step's compiled function (its "run:train" phase); the rest of
+// us_per_step is the loop's (hooks, input, fetches). Prints the peer's table;
 // a bad flag is one line and exit status 2 (lib/Support/Flags.h).
 //
 //===----------------------------------------------------------------------===//
@@ -77,11 +79,14 @@ ModelFn modelFnOf(const std::string &model) {
   };
 }
 
-/// The end of every step.
+/// The end of every step, and how long its compiled function ran (the
+/// step's "run:train" phase).
 struct Clock : SessionRunHook {
   std::vector<std::chrono::steady_clock::time_point> times;
-  void after_run(SessionRunContext &, const SessionRunValues &) override {
+  std::vector<double> runMicros;
+  void after_run(SessionRunContext &, const SessionRunValues &v) override {
     times.push_back(std::chrono::steady_clock::now());
+    runMicros.push_back(v.phases.empty() ? 0.0 : v.phases.back().duration_us);
   }
 };
 
@@ -120,6 +125,7 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
   auto clock = std::make_shared<Clock>();
   // Reserved: the measuring hook itself copies no vector while it measures.
   clock->times.reserve(static_cast<size_t>(warmup + steps));
+  clock->runMicros.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(numpy_input_fn(x, y, {info.batch, std::nullopt, false, 0}),
                   {clock}, warmup + steps);
   std::filesystem::remove_all(dir);
@@ -127,6 +133,13 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
                                                  clock->times[warmup - 1])
                        .count();
   double perSec = static_cast<double>(steps) / seconds;
+  // The part of a step spent in the compiled function (the rest is the
+  // loop's: hooks, input, fetches).
+  double runMicros = 0;
+  for (size_t i = static_cast<size_t>(warmup); i < clock->runMicros.size(); ++i)
+    runMicros += clock->runMicros[i];
+  runMicros /= static_cast<double>(clock->runMicros.size() -
+                                   static_cast<size_t>(warmup));
   struct rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::ostringstream json;
@@ -134,6 +147,7 @@ std::string runOne(const ModelInfo &info, int threads, int64_t warmup,
        << "\", \"batch\": " << info.batch << ", \"threads\": " << threads
        << ", \"steps_per_sec\": " << perSec
        << ", \"us_per_step\": " << 1e6 / perSec
+       << ", \"run_us_per_step\": " << runMicros
        << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
   std::printf("%-8s %5lld %7d %10.1f %10.1f %13.1f\n", info.name,
               static_cast<long long>(info.batch), threads, perSec, 1e6 / perSec,
