@@ -19,7 +19,9 @@
 // steps/s count steps, not loops). Each (model, threads, N) runs in a child
 // process of its own, pinned
 // to `threads` cores as the peer's are, whose peak resident memory
-// (getrusage) is reported. Prints the peer's table;
+// (getrusage) is reported. The JSON also has run_us_per_step: the mean
+// time of the step's compiled function (its "run:train" phase); the rest of
+// us_per_step is the loop's (hooks, input, fetches). Prints the peer's table;
 // a bad flag is one line and exit status 2 (lib/Support/Flags.h).
 //
 //===----------------------------------------------------------------------===//
@@ -82,15 +84,18 @@ ModelFn modelFnOf(const std::string &model) {
   };
 }
 
-/// The end of every step (of every loop, with iterations_per_loop), and the
-/// global step there.
+/// The end of every step (of every loop, with iterations_per_loop), the
+/// global step there, and how long its compiled function ran (the step's
+/// "run:..." phase).
 struct Clock : SessionRunHook {
   std::vector<std::chrono::steady_clock::time_point> times;
   std::vector<int64_t> steps;
+  std::vector<double> runMicros;
   void after_run(SessionRunContext &context,
-                 const SessionRunValues &) override {
+                 const SessionRunValues &v) override {
     times.push_back(std::chrono::steady_clock::now());
     steps.push_back(context.session().global_step());
+    runMicros.push_back(v.phases.empty() ? 0.0 : v.phases.back().duration_us);
   }
 };
 
@@ -128,6 +133,9 @@ std::string runOne(const ModelInfo &info, int threads, int64_t iterations,
   ScopedLogSink quiet([](const std::string &) {});
   Estimator estimator(modelFnOf(info.name), RunConfig::from_tf_config("", o));
   auto clock = std::make_shared<Clock>();
+  // Reserved: the measuring hook itself copies no vector while it measures.
+  clock->times.reserve(static_cast<size_t>(warmup + steps));
+  clock->runMicros.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(numpy_input_fn(x, y, {info.batch, std::nullopt, false, 0}),
                   {clock}, warmup + steps);
   std::filesystem::remove_all(dir);
@@ -139,8 +147,14 @@ std::string runOne(const ModelInfo &info, int threads, int64_t iterations,
   double seconds =
       std::chrono::duration<double>(clock->times.back() - clock->times[first])
           .count();
-  double perSec =
-      static_cast<double>(clock->steps.back() - clock->steps[first]) / seconds;
+  int64_t timedSteps = clock->steps.back() - clock->steps[first];
+  double perSec = static_cast<double>(timedSteps) / seconds;
+  // The part of a step spent in the compiled function (the rest is the
+  // loop's: hooks, input, fetches).
+  double runMicros = 0;
+  for (size_t i = first + 1; i < clock->runMicros.size(); ++i)
+    runMicros += clock->runMicros[i];
+  runMicros /= static_cast<double>(std::max<int64_t>(timedSteps, 1));
   struct rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::ostringstream json;
@@ -149,6 +163,7 @@ std::string runOne(const ModelInfo &info, int threads, int64_t iterations,
        << ", \"iterations_per_loop\": " << iterations
        << ", \"steps_per_sec\": " << perSec
        << ", \"us_per_step\": " << 1e6 / perSec
+       << ", \"run_us_per_step\": " << runMicros
        << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
   std::printf("%-8s %5lld %7d %6lld %10.1f %10.2f %13.1f\n", info.name,
               static_cast<long long>(info.batch), threads,

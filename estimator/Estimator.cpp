@@ -190,10 +190,16 @@ struct FeedKeys {
   /// Per input: the feature key (without "features/"), or nullopt for the
   /// labels.
   std::vector<std::optional<std::string>> features;
-  /// Per input: the dtype's name as TensorValue's to_string() gives it.
-  std::vector<std::string> dtypes;
+  /// Per input: the host dtype a fed tensor must have (Invalid for i8,
+  /// which no host tensor is).
+  std::vector<DType> dtypes;
   size_t numFeatures = 0;
 };
+
+/// The host dtype of an input of the runtime's `d`, Invalid for none.
+DType hostDType(rt::DType d) {
+  return d == rt::DType::I8 ? DType::Invalid : toDType(d, "");
+}
 
 FeedKeys feedKeys(const rt::FunctionSpec &f) {
   FeedKeys k;
@@ -205,7 +211,7 @@ FeedKeys feedKeys(const rt::FunctionSpec &f) {
     } else {
       k.features.emplace_back(std::nullopt);
     }
-    k.dtypes.emplace_back(rt::dtypeName(f.inputs[i].dtype));
+    k.dtypes.push_back(hostDType(f.inputs[i].dtype));
   }
   return k;
 }
@@ -283,7 +289,8 @@ void feed(rt::CompiledModel &m, int fn, const FeedKeys &keys,
     // A sparse input (feature-column ids) brings its number of values.
     bool sparse = spec.rank > 0 && spec.shape[0] == rt::kValuesDim;
     int64_t values = sparse && !value->shape.empty() ? value->shape[0] : 0;
-    if (to_string(value->dtype) != keys.dtypes[static_cast<size_t>(i)] ||
+    DType want = keys.dtypes[static_cast<size_t>(i)];
+    if (want == DType::Invalid || value->dtype != want ||
         !shapeMatches(spec, n, values, value->shape))
       throw std::invalid_argument(
           where() + (feature ? "feature '" + *feature + "'" : "labels") +
@@ -292,6 +299,81 @@ void feed(rt::CompiledModel &m, int fn, const FeedKeys &keys,
     if (sparse)
       m.set_values(fn, i, values);
     std::memcpy(m.input_data(fn, i), value->data.data(), value->data.size());
+  }
+}
+
+/// numpy_input_fn's arrays fed straight into a function's inputs, each
+/// batch's rows gathered from the arrays into the input buffers: no Batch
+/// is built. Worked out once for the arrays; `ok` only when every batch of
+/// them passes feed()'s checks (otherwise feed() reads them, and throws
+/// what it throws).
+struct ArrayFeed {
+  const Batch *arrays = nullptr;
+  bool ok = false;
+  /// Per input: the array's bytes and the bytes of one of its rows.
+  std::vector<std::pair<const char *, size_t>> sources;
+};
+
+ArrayFeed arrayFeed(const rt::FunctionSpec &f, const FeedKeys &keys,
+                    const Batch &arrays) {
+  ArrayFeed feed;
+  feed.arrays = &arrays;
+  size_t found = 0;
+  for (const std::optional<std::string> &k : keys.features)
+    found += k && arrays.features.count(*k);
+  if (found != arrays.features.size() || !arrays.values_features.empty())
+    return feed;
+  for (int i = 0; i < f.numInputs; ++i) {
+    const rt::TensorSpec &spec = f.inputs[i];
+    const std::optional<std::string> &feature = keys.features[i];
+    const TensorValue *value = nullptr;
+    if (feature) {
+      auto it = arrays.features.find(*feature);
+      if (it == arrays.features.end())
+        return feed;
+      value = &it->second;
+    } else {
+      if (!arrays.labels)
+        return feed;
+      value = &*arrays.labels;
+    }
+    // Every batch has the arrays' shape but for dimension 0, the batch.
+    if (value->dtype != keys.dtypes[static_cast<size_t>(i)] || spec.rank < 1 ||
+        spec.shape[0] != rt::kBatchDim ||
+        value->shape.size() != static_cast<size_t>(spec.rank))
+      return feed;
+    for (int32_t d = 1; d < spec.rank; ++d)
+      if (spec.shape[d] < 0 || value->shape[static_cast<size_t>(d)] != spec.shape[d])
+        return feed;
+    size_t rowBytes =
+        value->shape[0] > 0
+            ? value->data.size() / static_cast<size_t>(value->shape[0])
+            : 0;
+    feed.sources.emplace_back(value->data.data(), rowBytes);
+  }
+  feed.ok = true;
+  return feed;
+}
+
+/// Gathers `rows` of each of `feed`'s arrays into `fn`'s inputs (what
+/// feed() does with the batch those rows make).
+void feedRows(rt::CompiledModel &m, int fn, const ArrayFeed &feed,
+              const std::vector<int64_t> &rows) {
+  m.set_batch(static_cast<int64_t>(rows.size()));
+  for (size_t i = 0; i < feed.sources.size(); ++i) {
+    auto [source, rowBytes] = feed.sources[i];
+    char *to = static_cast<char *>(m.input_data(fn, static_cast<int>(i)));
+    // Consecutive rows (every batch unless shuffled) in one copy.
+    for (size_t r = 0; r < rows.size();) {
+      size_t run = 1;
+      while (r + run < rows.size() &&
+             rows[r + run] == rows[r] + static_cast<int64_t>(run))
+        ++run;
+      std::memcpy(to + r * rowBytes,
+                  source + static_cast<size_t>(rows[r]) * rowBytes,
+                  run * rowBytes);
+      r += run;
+    }
   }
 }
 
@@ -435,6 +517,14 @@ public:
   int64_t global_step() const override {
     if (globalStep_ < 0)
       return 0;
+    // Read every step (the progress bar): the i64 scalar it nearly always
+    // is without a TensorValue.
+    const rt::VariableSpec &v = model_.spec().variables[globalStep_];
+    if (v.dtype == rt::DType::I64 && v.rank == 0) {
+      int64_t step;
+      std::memcpy(&step, model_.variable_data(globalStep_), sizeof step);
+      return step;
+    }
     return static_cast<int64_t>(readVariable(model_, globalStep_).element(0));
   }
   std::vector<std::string> variable_names() const override {
@@ -498,6 +588,18 @@ public:
   }
 
   bool next_batch() override {
+    if (const Batch *arrays = data_.arrays()) {
+      if (arrayFeed_.arrays != arrays)
+        arrayFeed_ = arrayFeed(m_.spec().functions[fn_], keys_, *arrays);
+      if (arrayFeed_.ok) {
+        data_.next_rows(rows_);
+        if (rows_.empty())
+          return false;
+        feedRows(m_, fn_, arrayFeed_, rows_);
+        batchSize_ = m_.batch();
+        return true;
+      }
+    }
     std::optional<Batch> batch = data_.next();
     if (!batch)
       return false;
@@ -509,16 +611,24 @@ public:
   int64_t batch_size() const { return batchSize_; }
 
   void run(const std::vector<std::string> &fetches) override {
+    // The fetches are nearly always the last step's: resolved once.
+    if (fetches != lastFetches_) {
+      std::vector<Item> items;
+      for (const std::string &fetch : fetches)
+        items.push_back(resolve(fetch));
+      lastFetches_ = fetches;
+      lastItems_ = std::move(items);
+    }
     bool metrics = false;
-    for (const std::string &fetch : fetches)
-      metrics |= resolve(fetch).kind == Kind::Metric;
+    for (const Item &item : lastItems_)
+      metrics |= item.kind == Kind::Metric;
     m_.run(fn_);
     if (metrics)
       m_.run(metricsFn_);
   }
 
   TensorValue value(const std::string &fetch) override {
-    Item item = resolve(fetch);
+    Item item = lastItem(fetch);
     switch (item.kind) {
     case Kind::Output:
       return readOutput(m_, fn_, item.index);
@@ -536,6 +646,13 @@ protected:
     Kind kind;
     int index;
   };
+  /// `fetch` resolved, from the last run() when it was one of its fetches.
+  Item lastItem(const std::string &fetch) {
+    for (size_t i = 0; i < lastFetches_.size(); ++i)
+      if (lastFetches_[i] == fetch)
+        return lastItems_[i];
+    return resolve(fetch);
+  }
   Item resolve(const std::string &fetch) {
     auto it = cache_.find(fetch);
     if (it != cache_.end())
@@ -564,8 +681,12 @@ protected:
   Dataset &data_;
   std::string call_;
   FeedKeys keys_;
+  ArrayFeed arrayFeed_;
+  std::vector<int64_t> rows_;
   int64_t batchSize_ = 0;
   std::map<std::string, Item> cache_;
+  std::vector<std::string> lastFetches_;
+  std::vector<Item> lastItems_;
 };
 
 /// RunConfig::iterations_per_loop = N > 1: a step of the MonitoredSession

@@ -60,6 +60,14 @@ uint64_t splitmix(uint64_t &state) {
   return z ^ (z >> 31);
 }
 
+/// numpy_input_fn's iterator as Dataset::next_rows reads it: the rows of
+/// the next batch instead of the batch.
+class ArrayRows {
+public:
+  virtual ~ArrayRows() = default;
+  virtual void next_rows(std::vector<int64_t> &rows) = 0;
+};
+
 } // namespace
 
 int64_t Batch::size() const {
@@ -200,6 +208,15 @@ struct Dataset::State {
   /// The Estimator's host half (feature columns, label vocabularies).
   std::shared_ptr<const HostTransform> transform;
 
+  /// from_arrays / numpy_input_fn: the arrays, and the iterator's rows.
+  std::shared_ptr<const Batch> arrays;
+  ArrayRows *arrayRows = nullptr;
+  /// Points arrayRows at the current iterator (a new one after a restore).
+  void findArrayRows() {
+    arrayRows =
+        arrays ? dynamic_cast<ArrayRows *>(&iterator->root()) : nullptr;
+  }
+
   std::optional<Batch> pull() {
     if (!source) {
       std::optional<Batch> batch = next();
@@ -256,6 +273,20 @@ std::optional<Batch> Dataset::next() {
   return state_->pull();
 }
 
+const Batch *Dataset::arrays() const {
+  const State &s = *state_;
+  return s.arrayRows && !s.transform && !s.peeked ? s.arrays.get() : nullptr;
+}
+
+void Dataset::next_rows(std::vector<int64_t> &rows) {
+  if (!arrays())
+    throw std::logic_error("Dataset::next_rows: not a dataset of in-memory "
+                           "arrays without a transform");
+  state_->arrayRows->next_rows(rows);
+  if (rows.empty())
+    state_->exhausted = true;
+}
+
 std::optional<ElementSpec> Dataset::element_spec() {
   if (state_->spec)
     return state_->spec;
@@ -307,6 +338,7 @@ bool Dataset::restore_state(const std::string &bytes, std::string *why) {
     auto fresh = std::make_unique<data::Iterator>(*s.source);
     fresh->restore(data::IteratorState::parse(bytes));
     s.iterator = std::move(fresh);
+    s.findArrayRows();
     s.peeked.reset();
     s.statePeeked.reset();
     s.exhausted = false;
@@ -368,16 +400,16 @@ public:
 
   std::unique_ptr<data::detail::IteratorImpl>
   make_iterator(const std::string &prefix) const override {
-    class It : public data::detail::IteratorImpl {
+    class It : public data::detail::IteratorImpl, public ArrayRows {
     public:
       It(const std::string &p, const ArrayBatchesDataset &d)
           : IteratorImpl(p), d_(d) {
         startEpoch(0);
       }
-      std::optional<data::Element> next() override {
+      void next_rows(std::vector<int64_t> &rows) override {
+        rows.clear();
         if (d_.examples_ == 0)
-          return std::nullopt;
-        std::vector<int64_t> rows;
+          return;
         while (static_cast<int64_t>(rows.size()) < d_.options_.batch_size) {
           if (position_ == d_.examples_) {
             if (d_.options_.num_epochs && epoch_ + 1 >= *d_.options_.num_epochs)
@@ -386,6 +418,10 @@ public:
           }
           rows.push_back(order_[position_++]);
         }
+      }
+      std::optional<data::Element> next() override {
+        std::vector<int64_t> rows;
+        next_rows(rows);
         if (rows.empty())
           return std::nullopt;
         std::map<std::string, data::Element> features;
@@ -450,8 +486,10 @@ Dataset Dataset::fromSharedArrays(std::shared_ptr<const Batch> all,
                                   const ArrayOptions &options) {
   ElementSpec spec = element_spec_of(*all);
   Dataset out(data::Dataset::from_impl(
-      std::make_shared<ArrayBatchesDataset>(std::move(all), options)));
+      std::make_shared<ArrayBatchesDataset>(all, options)));
   out.state_->spec = std::move(spec);
+  out.state_->arrays = std::move(all);
+  out.state_->findArrayRows();
   return out;
 }
 

@@ -169,6 +169,18 @@ public:
 
   /// The next batch, or nullopt when the input is exhausted.
   std::optional<Batch> next();
+  /// In-memory arrays read straight into a consumer's buffers (the
+  /// Estimator's input path for from_arrays / numpy_input_fn, which then
+  /// gathers no Batch per step): the arrays themselves, or null when this
+  /// dataset is of another kind, has a transform, or holds a batch that
+  /// element_spec() read ahead. While it is not null, next_rows() may stand
+  /// in for next().
+  const Batch *arrays() const;
+  /// The rows of arrays() that next() would have gathered into the next
+  /// batch, in order, into `rows` (left empty: the input ran out); the
+  /// position moves on as next() moves it. std::logic_error when arrays()
+  /// is null.
+  void next_rows(std::vector<int64_t> &rows);
   /// The element spec (may read and keep the first batch); nullopt for an
   /// empty dataset without a declared spec.
   std::optional<ElementSpec> element_spec();

@@ -27,16 +27,58 @@ double MonitoredSession::microsSinceStart(SteadyClock::time_point t) const {
   return std::chrono::duration<double, std::micro>(t - start_).count();
 }
 
+bool MonitoredSession::sameFetchesAsLastStep(
+    const std::vector<std::string> &fetches) {
+  if (fetchesBuilt_ && fetches == lastCallerFetches_ &&
+      lastHookFetches_.size() == args_.size()) {
+    bool same = true;
+    for (size_t i = 0; i < args_.size() && same; ++i)
+      same = args_[i].fetches == lastHookFetches_[i];
+    if (same)
+      return true;
+  }
+  lastCallerFetches_ = fetches;
+  lastHookFetches_.resize(args_.size());
+  for (size_t i = 0; i < args_.size(); ++i)
+    lastHookFetches_[i] = args_[i].fetches;
+  fetchesBuilt_ = true;
+  return false;
+}
+
+void MonitoredSession::rebuildFetches() {
+  std::set<std::string> all(lastCallerFetches_.begin(),
+                            lastCallerFetches_.end());
+  for (const SessionRunArgs &a : args_)
+    all.insert(a.fetches.begin(), a.fetches.end());
+  allFetches_.assign(all.begin(), all.end());
+  values_.clear();
+  valueSlots_.clear();
+  for (const std::string &fetch : allFetches_) {
+    auto it = values_.emplace(fetch, TensorValue{}).first;
+    valueSlots_.emplace_back(&it->first, &it->second);
+  }
+  hookValues_.resize(hooks_.size());
+  hookCopies_.resize(hooks_.size());
+  for (size_t i = 0; i < hooks_.size(); ++i) {
+    hookValues_[i].results.clear();
+    hookCopies_[i].clear();
+    for (const std::string &fetch : args_[i].fetches) {
+      auto [it, inserted] = hookValues_[i].results.emplace(fetch, TensorValue{});
+      if (inserted)
+        hookCopies_[i].emplace_back(&it->second, &values_.at(fetch));
+    }
+  }
+}
+
 std::optional<FetchValues>
 MonitoredSession::run(const std::vector<std::string> &fetches) {
   if (stop_ || closed_)
     throw std::logic_error("MonitoredSession: run() after the loop stopped");
   SessionRunContext context(*session_);
   SteadyClock::time_point t0 = SteadyClock::now();
-  std::vector<SessionRunArgs> args;
-  args.reserve(hooks_.size());
-  for (const HookPtr &h : hooks_)
-    args.push_back(h->before_run(context));
+  args_.resize(hooks_.size());
+  for (size_t i = 0; i < hooks_.size(); ++i)
+    args_[i] = hooks_[i]->before_run(context);
   SteadyClock::time_point t1 = SteadyClock::now();
   if (!step_->next_batch()) {
     // TF's OutOfRangeError: the step does not run, end() still will.
@@ -44,39 +86,46 @@ MonitoredSession::run(const std::vector<std::string> &fetches) {
     return std::nullopt;
   }
   SteadyClock::time_point t2 = SteadyClock::now();
-  std::set<std::string> all(fetches.begin(), fetches.end());
-  for (const SessionRunArgs &a : args)
-    all.insert(a.fetches.begin(), a.fetches.end());
-  std::vector<std::string> allFetches(all.begin(), all.end());
-  step_->run(allFetches);
+  if (!sameFetchesAsLastStep(fetches))
+    rebuildFetches();
+  step_->run(allFetches_);
   SteadyClock::time_point t3 = SteadyClock::now();
   ++stepsRun_;
 
   // Every fetch is read once, right after the step (as TF fetches them in
   // the step's own session.run): a hook's after_run cannot change what the
   // next hook sees.
-  FetchValues values;
-  for (const std::string &fetch : allFetches)
-    values.emplace(fetch, step_->value(fetch));
-  auto phase = [&](std::string name, SteadyClock::time_point from,
-                   SteadyClock::time_point to) {
-    return StepPhase{
-        std::move(name), microsSinceStart(from),
-        std::chrono::duration<double, std::micro>(to - from).count()};
-  };
-  std::vector<StepPhase> phases{phase("before_run", t0, t1),
-                                phase("input", t1, t2),
-                                phase("run:" + step_->function_name(), t2, t3)};
+  for (auto &[fetch, value] : valueSlots_)
+    *value = step_->value(*fetch);
+  // The phases' names are set once (and when the function changes).
+  std::string function = step_->function_name();
+  bool renamed = runFunction_ != function;
+  if (renamed)
+    runFunction_ = function;
+  const SteadyClock::time_point times[] = {t0, t1, t2, t3};
+  double start[3], duration[3];
+  for (size_t p = 0; p < 3; ++p) {
+    start[p] = microsSinceStart(times[p]);
+    duration[p] = std::chrono::duration<double, std::micro>(times[p + 1] -
+                                                            times[p])
+                      .count();
+  }
   for (size_t i = 0; i < hooks_.size(); ++i) {
-    SessionRunValues hookValues;
-    for (const std::string &fetch : args[i].fetches)
-      hookValues.results[fetch] = values.at(fetch);
-    hookValues.phases = phases;
+    SessionRunValues &hookValues = hookValues_[i];
+    for (auto &[to, from] : hookCopies_[i])
+      *to = *from;
+    std::vector<StepPhase> &phases = hookValues.phases;
+    if (renamed || phases.size() != 3)
+      phases = {{"before_run"}, {"input"}, {"run:" + function}};
+    for (size_t p = 0; p < 3; ++p) {
+      phases[p].start_us = start[p];
+      phases[p].duration_us = duration[p];
+    }
     hooks_[i]->after_run(context, hookValues);
   }
   FetchValues out;
   for (const std::string &fetch : fetches)
-    out[fetch] = values.at(fetch);
+    out[fetch] = values_.at(fetch);
   if (context.stop_requested())
     stop_ = true;
   return out;

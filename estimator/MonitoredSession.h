@@ -100,6 +100,10 @@ public:
 
 private:
   double microsSinceStart(std::chrono::steady_clock::time_point t) const;
+  /// Whether this step's fetches (the caller's, each hook's) are the last
+  /// step's; if not, remembers them and rebuilds what is kept per step.
+  bool sameFetchesAsLastStep(const std::vector<std::string> &fetches);
+  void rebuildFetches();
 
   Session *session_;
   StepRunner *step_;
@@ -108,6 +112,23 @@ private:
   bool stop_ = false;
   bool closed_ = false;
   int64_t stepsRun_ = 0;
+
+  // Kept from step to step, so that a step whose fetches are the last
+  // step's (nearly every step) allocates nothing here: what the hooks'
+  // before_run gave, the fetches it was all built for, the union of the
+  // fetches in the order StepRunner::run gets them, their values, and each
+  // hook's SessionRunValues with where each of its values comes from.
+  std::vector<SessionRunArgs> args_;
+  std::vector<std::string> lastCallerFetches_;
+  std::vector<std::vector<std::string>> lastHookFetches_;
+  bool fetchesBuilt_ = false;
+  std::vector<std::string> allFetches_;
+  FetchValues values_;
+  std::vector<std::pair<const std::string *, TensorValue *>> valueSlots_;
+  std::vector<SessionRunValues> hookValues_;
+  std::vector<std::vector<std::pair<TensorValue *, const TensorValue *>>>
+      hookCopies_;
+  std::string runFunction_;
 };
 
 } // namespace estimator

@@ -162,9 +162,12 @@ CompiledModel::~CompiledModel() = default;
 
 void CompiledModel::reserve(Buffer &buffer, size_t bytes) {
   if (bytes <= buffer.capacity && buffer.owned) {
+    if (buffer.data != buffer.owned.get())
+      ++layout_; // a bound caller buffer is unbound
     buffer.data = buffer.owned.get();
     return;
   }
+  ++layout_;
   if (cuda_) {
     reserveCudaHost(buffer, bytes);
     return;
@@ -214,7 +217,12 @@ void CompiledModel::set_batch(int64_t batch) {
   if (batch <= 0)
     fail("set_batch(" + std::to_string(batch) +
          "): the batch must be positive");
+  // Every buffer already has this batch's size (sparse inputs grow in
+  // set_values, the arena in run()): nothing to do, step after step.
+  if (batch == batch_ && !anyBound_)
+    return;
   batch_ = batch;
+  anyBound_ = false;
   for (int32_t f = 0; f < spec_->numFunctions; ++f) {
     const FunctionSpec &fn = spec_->functions[f];
     for (int32_t i = 0; i < fn.numInputs; ++i)
@@ -246,6 +254,8 @@ void CompiledModel::set_values(int function, int input, int64_t n) {
     fail(std::string(fn.name) + ": input '" + t.key +
          "': " + std::to_string(n) + " values");
   FunctionState &state = functions_[function];
+  if (state.values[input] != n)
+    ++layout_;
   state.values[input] = n;
   reserve(state.inputs[input],
           numElements(t.rank, t.shape, std::max<int64_t>(batch_, 0), n) *
@@ -268,6 +278,8 @@ void CompiledModel::set_steps(int function, int64_t n) {
     fail(std::string(fn.name) + ": set_steps(" + std::to_string(n) +
          "): a loop runs at least one step");
   FunctionState &state = functions_[function];
+  if (state.steps != n)
+    ++layout_; // the staged inputs' descriptors change
   state.steps = n;
   for (int32_t i = 0; i < fn.numInputs; ++i)
     reserve(state.inputs[i],
@@ -425,6 +437,8 @@ void CompiledModel::bind_input(int function, int input, void *data,
   if (t.rank > 0 && t.shape[0] == kValuesDim)
     functions_[function].values[input] = shape[0];
   functions_[function].inputs[input].data = data;
+  anyBound_ = true;
+  ++layout_;
 }
 
 void CompiledModel::bind_output(int function, int output, void *data,
@@ -432,6 +446,8 @@ void CompiledModel::bind_output(int function, int output, void *data,
   checkShape(function, spec_->functions[function].outputs[output], "output",
              shape);
   functions_[function].outputs[output].data = data;
+  anyBound_ = true;
+  ++layout_;
 }
 
 void CompiledModel::checkBoundBuffersDisjoint(int function, int64_t batch,
@@ -512,23 +528,32 @@ void CompiledModel::run(int function) {
   if (std::any_of(state.inputs.begin(), state.inputs.end(), isBound) ||
       std::any_of(state.outputs.begin(), state.outputs.end(), isBound))
     checkBoundBuffersDisjoint(function, batch, values);
-  size_t a = 0;
-  int64_t arenaSize[] = {arenaBytes};
-  fillDescriptor(state.descriptors[a++], arena_.data, 1, arenaSize, batch);
-  for (int32_t i = 0; i < spec_->numVariables; ++i) {
-    const VariableSpec &v = spec_->variables[i];
-    fillDescriptor(state.descriptors[a++], variables_[i].data, v.rank, v.shape,
-                   batch);
+  // The descriptors depend on the buffers' addresses, the batch, the
+  // sparse inputs' numbers of values and the arena's size: the same as at
+  // the last call (the common case, step after step), they still hold.
+  if (state.filledLayout != layout_ || state.filledBatch != batch ||
+      state.filledArenaBytes != arenaBytes) {
+    size_t a = 0;
+    int64_t arenaSize[] = {arenaBytes};
+    fillDescriptor(state.descriptors[a++], arena_.data, 1, arenaSize, batch);
+    for (int32_t i = 0; i < spec_->numVariables; ++i) {
+      const VariableSpec &v = spec_->variables[i];
+      fillDescriptor(state.descriptors[a++], variables_[i].data, v.rank,
+                     v.shape, batch);
+    }
+    for (int32_t i = 0; i < fn.numInputs; ++i)
+      fillDescriptor(state.descriptors[a++], state.inputs[i].data,
+                     fn.inputs[i].rank, fn.inputs[i].shape, batch,
+                     state.values[i], state.steps);
+    for (int32_t i = 0; i < fn.numOutputs; ++i)
+      fillDescriptor(state.descriptors[a++], state.outputs[i].data,
+                     fn.outputs[i].rank, fn.outputs[i].shape, batch);
+    for (size_t i = 0; i < state.args.size(); ++i)
+      state.args[i] = state.descriptors[i].data();
+    state.filledLayout = layout_;
+    state.filledBatch = batch;
+    state.filledArenaBytes = arenaBytes;
   }
-  for (int32_t i = 0; i < fn.numInputs; ++i)
-    fillDescriptor(state.descriptors[a++], state.inputs[i].data,
-                   fn.inputs[i].rank, fn.inputs[i].shape, batch,
-                   state.values[i], state.steps);
-  for (int32_t i = 0; i < fn.numOutputs; ++i)
-    fillDescriptor(state.descriptors[a++], state.outputs[i].data,
-                   fn.outputs[i].rank, fn.outputs[i].shape, batch);
-  for (size_t i = 0; i < state.args.size(); ++i)
-    state.args[i] = state.descriptors[i].data();
   int64_t *status =
       fn.hasChecks ? reinterpret_cast<int64_t *>(
                          static_cast<char *>(arena_.data) + fn.statusOffset)

@@ -270,6 +270,11 @@ private:
     int64_t steps = 1;           // a multi-step loop's steps (kStepsDim)
     std::vector<std::vector<int64_t>> descriptors; // one per argument
     std::vector<void *> args;
+    /// What the CPU path last filled `descriptors` for: run() refills them
+    /// only when the batch, the arena's size or the layout changed (a
+    /// small model's step is short enough for the filling to show).
+    int64_t filledBatch = -1, filledArenaBytes = -1;
+    uint64_t filledLayout = 0;
   };
 
   struct CudaState; // runtime/CudaModel.cpp
@@ -303,6 +308,13 @@ private:
   const ModelSpec *spec_;
   const EntryPoint *entries_;
   int64_t batch_ = -1;
+  /// Changes whenever a buffer moves (grows, is bound or unbound) or a
+  /// sparse input's number of values changes: the descriptors filled
+  /// before are then stale.
+  uint64_t layout_ = 1;
+  /// Whether a caller's buffer is bound (set_batch() then unbinds it, so
+  /// it cannot skip a batch it already has).
+  bool anyBound_ = false;
   std::vector<Buffer> variables_;
   Buffer arena_; // CPU only: a CUDA model's arena is device memory
   std::vector<FunctionState> functions_;

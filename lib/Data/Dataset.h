@@ -279,6 +279,11 @@ public:
   /// finds wrong in it: the state is data from a file).
   void restore(const IteratorState &state);
   const std::string &description() const { return description_; }
+  /// The last stage's own iterator, for a consumer that knows that stage and
+  /// reads it in a faster way than element by element (the Estimator's
+  /// in-memory arrays, estimator/Input.cpp); next() and save() see the
+  /// position it leaves.
+  detail::IteratorImpl &root() { return *impl_; }
 
 private:
   // The definition the stage iterators refer to, kept alive with them.

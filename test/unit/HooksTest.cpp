@@ -401,6 +401,66 @@ TEST(MonitoredSession, HooksGetTheirFetchesTheCallerGetsItsOwn) {
   EXPECT_EQ(fake.stepsRun, 1);
 }
 
+TEST(MonitoredSession, FetchesThatChangeFromStepToStep) {
+  // MonitoredSession keeps the fetch lists and values of the last step; a
+  // step that asks for others must get exactly its own, fresh.
+  std::vector<std::string> calls;
+  FakeLoop fake;
+  FakeLoop::Step step(fake);
+  auto a = std::make_shared<RecordingHook>(&calls, "a");
+  auto b = std::make_shared<RecordingHook>(&calls, "b");
+  b->wants = {"global_step"};
+  struct PhaseNames : SessionRunHook {
+    std::vector<std::string> names;
+    void after_run(SessionRunContext &, const SessionRunValues &v) override {
+      for (const StepPhase &p : v.phases)
+        names.push_back(p.name);
+    }
+  };
+  auto phases = std::make_shared<PhaseNames>();
+  MonitoredSession loop(fake.session, step, {a, b, phases}, nullptr);
+  struct Want {
+    std::vector<std::string> a, caller;
+  };
+  const std::vector<Want> wants = {{{"loss"}, {}},
+                                   {{"loss"}, {}},
+                                   {{"loss", "w"}, {"loss"}},
+                                   {{}, {"w"}},
+                                   {{"w", "w"}, {"w"}},
+                                   {{"loss"}, {}}};
+  std::vector<std::string> outs;
+  for (const Want &w : wants) {
+    a->wants = w.a;
+    std::optional<FetchValues> out = loop.run(w.caller);
+    ASSERT_TRUE(out);
+    std::string got;
+    for (const auto &[fetch, value] : *out)
+      got += " " + fetch + "=" + format_tensor(value);
+    outs.push_back(got);
+  }
+  std::vector<std::string> afterRuns;
+  for (const std::string &c : calls)
+    if (c.find(".after_run") != std::string::npos)
+      afterRuns.push_back(c);
+  EXPECT_EQ(afterRuns,
+            (std::vector<std::string>{
+                "a.after_run loss=1.0", "b.after_run global_step=1",
+                "a.after_run loss=0.5", "b.after_run global_step=2",
+                "a.after_run loss=0.33333334 w=[3.0 -3.0]",
+                "b.after_run global_step=3", "a.after_run",
+                "b.after_run global_step=4", "a.after_run w=[5.0 -5.0]",
+                "b.after_run global_step=5", "a.after_run loss=0.16666667",
+                "b.after_run global_step=6"}));
+  EXPECT_EQ(outs, (std::vector<std::string>{"", "", " loss=0.33333334",
+                                            " w=[4.0 -4.0]", " w=[5.0 -5.0]",
+                                            ""}));
+  ASSERT_EQ(phases->names.size(), 18u);
+  for (size_t i = 0; i < phases->names.size(); i += 3)
+    EXPECT_EQ(std::vector<std::string>(phases->names.begin() + i,
+                                       phases->names.begin() + i + 3),
+              (std::vector<std::string>{"before_run", "input", "run:train"}));
+}
+
 TEST(MonitoredSession, AnExceptionPropagatesAndSkipsEnd) {
   struct Throws : SessionRunHook {
     void after_run(SessionRunContext &, const SessionRunValues &) override {
