@@ -213,8 +213,7 @@ struct Dataset::State {
   ArrayRows *arrayRows = nullptr;
   /// Points arrayRows at the current iterator (a new one after a restore).
   void findArrayRows() {
-    arrayRows =
-        arrays ? dynamic_cast<ArrayRows *>(&iterator->root()) : nullptr;
+    arrayRows = arrays ? dynamic_cast<ArrayRows *>(&iterator->root()) : nullptr;
   }
 
   std::optional<Batch> pull() {

@@ -75,9 +75,9 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const TargetOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR, with the multi-step loops
-/// (StepLoops.h) of the manifest in its `estc.manifest` attribute. The functions' `est.*`
-/// argument attributes (the ABI's names, which the manifest already holds)
-/// are dropped from `module` first.
+/// (StepLoops.h) of the manifest in its `estc.manifest` attribute. The
+/// functions' `est.*` argument attributes (the ABI's names, which the manifest
+/// already holds) are dropped from `module` first.
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context);
 

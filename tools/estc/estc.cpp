@@ -533,8 +533,8 @@ int main(int argc, char **argv) {
       return llvm::Error::success();
     if (llvm::Error e = estc::addStepLoop(*manifest, "train"))
       return e;
-    (*module)->setAttr("estc.manifest",
-                       mlir::StringAttr::get(&context, estc::toJson(*manifest)));
+    (*module)->setAttr("estc.manifest", mlir::StringAttr::get(
+                                            &context, estc::toJson(*manifest)));
     return llvm::Error::success();
   };
   if (emit == Emit::Header) {
