@@ -341,7 +341,8 @@ ArrayFeed arrayFeed(const rt::FunctionSpec &f, const FeedKeys &keys,
         value->shape.size() != static_cast<size_t>(spec.rank))
       return feed;
     for (int32_t d = 1; d < spec.rank; ++d)
-      if (spec.shape[d] < 0 || value->shape[static_cast<size_t>(d)] != spec.shape[d])
+      if (spec.shape[d] < 0 ||
+          value->shape[static_cast<size_t>(d)] != spec.shape[d])
         return feed;
     size_t rowBytes =
         value->shape[0] > 0

@@ -214,8 +214,7 @@ struct Dataset::State {
   ArrayRows *arrayRows = nullptr;
   /// Points arrayRows at the current iterator (a new one after a restore).
   void findArrayRows() {
-    arrayRows =
-        arrays ? dynamic_cast<ArrayRows *>(&iterator->root()) : nullptr;
+    arrayRows = arrays ? dynamic_cast<ArrayRows *>(&iterator->root()) : nullptr;
   }
 
   std::optional<Batch> pull() {
@@ -418,10 +417,9 @@ public:
             startEpoch(epoch_ + 1);
           }
           // The rest of the batch, or of the epoch, at once.
-          int64_t take =
-              std::min(d_.options_.batch_size -
-                           static_cast<int64_t>(rows.size()),
-                       d_.examples_ - position_);
+          int64_t take = std::min(d_.options_.batch_size -
+                                      static_cast<int64_t>(rows.size()),
+                                  d_.examples_ - position_);
           rows.insert(rows.end(), order_.begin() + position_,
                       order_.begin() + position_ + take);
           position_ += take;

@@ -63,7 +63,8 @@ void MonitoredSession::rebuildFetches() {
     hookValues_[i].results.clear();
     hookCopies_[i].clear();
     for (const std::string &fetch : args_[i].fetches) {
-      auto [it, inserted] = hookValues_[i].results.emplace(fetch, TensorValue{});
+      auto [it, inserted] =
+          hookValues_[i].results.emplace(fetch, TensorValue{});
       if (inserted)
         hookCopies_[i].emplace_back(&it->second, &values_.at(fetch));
     }
@@ -106,9 +107,9 @@ MonitoredSession::run(const std::vector<std::string> &fetches) {
   double start[3], duration[3];
   for (size_t p = 0; p < 3; ++p) {
     start[p] = microsSinceStart(times[p]);
-    duration[p] = std::chrono::duration<double, std::micro>(times[p + 1] -
-                                                            times[p])
-                      .count();
+    duration[p] =
+        std::chrono::duration<double, std::micro>(times[p + 1] - times[p])
+            .count();
   }
   for (size_t i = 0; i < hooks_.size(); ++i) {
     SessionRunValues &hookValues = hookValues_[i];

@@ -151,8 +151,9 @@ struct LossRecorder : SessionRunHook {
     return {{"global_step", "loss"}};
   }
   void after_run(SessionRunContext &, const SessionRunValues &v) override {
-    seen.emplace_back(static_cast<int64_t>(v.results.at("global_step").element(0)),
-                      static_cast<float>(v.results.at("loss").element(0)));
+    seen.emplace_back(
+        static_cast<int64_t>(v.results.at("global_step").element(0)),
+        static_cast<float>(v.results.at("loss").element(0)));
   }
 };
 

@@ -422,12 +422,9 @@ TEST(MonitoredSession, FetchesThatChangeFromStepToStep) {
   struct Want {
     std::vector<std::string> a, caller;
   };
-  const std::vector<Want> wants = {{{"loss"}, {}},
-                                   {{"loss"}, {}},
-                                   {{"loss", "w"}, {"loss"}},
-                                   {{}, {"w"}},
-                                   {{"w", "w"}, {"w"}},
-                                   {{"loss"}, {}}};
+  const std::vector<Want> wants = {
+      {{"loss"}, {}}, {{"loss"}, {}},      {{"loss", "w"}, {"loss"}},
+      {{}, {"w"}},    {{"w", "w"}, {"w"}}, {{"loss"}, {}}};
   std::vector<std::string> outs;
   for (const Want &w : wants) {
     a->wants = w.a;
@@ -451,9 +448,9 @@ TEST(MonitoredSession, FetchesThatChangeFromStepToStep) {
                 "b.after_run global_step=4", "a.after_run w=[5.0 -5.0]",
                 "b.after_run global_step=5", "a.after_run loss=0.16666667",
                 "b.after_run global_step=6"}));
-  EXPECT_EQ(outs, (std::vector<std::string>{"", "", " loss=0.33333334",
-                                            " w=[4.0 -4.0]", " w=[5.0 -5.0]",
-                                            ""}));
+  EXPECT_EQ(outs,
+            (std::vector<std::string>{"", "", " loss=0.33333334",
+                                      " w=[4.0 -4.0]", " w=[5.0 -5.0]", ""}));
   ASSERT_EQ(phases->names.size(), 18u);
   for (size_t i = 0; i < phases->names.size(); i += 3)
     EXPECT_EQ(std::vector<std::string>(phases->names.begin() + i,
