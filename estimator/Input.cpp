@@ -2,6 +2,7 @@
 
 #include "estimator/Input.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -415,7 +416,13 @@ public:
               break;
             startEpoch(epoch_ + 1);
           }
-          rows.push_back(order_[position_++]);
+          // The rest of the batch, or of the epoch, at once.
+          int64_t take = std::min(d_.options_.batch_size -
+                                      static_cast<int64_t>(rows.size()),
+                                  d_.examples_ - position_);
+          rows.insert(rows.end(), order_.begin() + position_,
+                      order_.begin() + position_ + take);
+          position_ += take;
         }
       }
       std::optional<data::Element> next() override {
