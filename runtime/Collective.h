@@ -79,9 +79,13 @@ public:
 /// until the last; clears a recorded error.
 ESTC_RT_EXPORT void setCollective(Collective *c);
 ESTC_RT_EXPORT Collective *collective();
+/// As setCollective, for the calling thread alone (its error and counters
+/// too): replicas that are threads of one process, as in tests of compiled
+/// code. Null returns the thread to the process's group.
+ESTC_RT_EXPORT void setThreadCollective(Collective *c);
 
-/// Time and bytes the collectives of compiled code took in this process
-/// since the last reset (for the compute / communication split in bench/).
+/// Time and bytes the collectives of compiled code took in this process (or
+/// thread, after setThreadCollective) since the last reset (for the compute / communication split in bench/).
 struct CollectiveStats {
   int64_t calls = 0;
   int64_t bytes = 0; ///< this replica's contribution, summed over calls

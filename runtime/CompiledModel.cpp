@@ -1,6 +1,7 @@
 //===- runtime/CompiledModel.cpp - What a compiled model runs on ----------===//
 
 #include "runtime/CompiledModel.h"
+#include "runtime/Collective.h"
 
 #include <algorithm>
 #include <atomic>
@@ -561,6 +562,10 @@ void CompiledModel::run(int function) {
   if (status)
     status[0] = 0;
   entries_[function](state.args.data());
+  // A collective of the step failed (a lost replica): its results are not
+  // the step's, whatever else happened.
+  if (const char *lost = estc_collective_error())
+    throw CollectiveError(lost);
   if (!status || status[0] == 0)
     return;
   throwCheckFailure(function, status, batch);

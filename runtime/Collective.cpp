@@ -1,0 +1,257 @@
+//===- runtime/Collective.cpp - Collectives of compiled code --------------===//
+//
+// The C entry points compiled code calls for data-parallel training, over
+// whatever rt::Collective the process installed (runtime/Collective.h).
+// Without one, or with a group of one, each is the identity.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/Collective.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace estc::rt {
+
+Collective::~Collective() = default;
+
+namespace {
+
+/// The installed group, its first error and its counters. The error is
+/// written once (under the mutex) and then only read.
+struct Slot {
+  std::atomic<Collective *> group{nullptr};
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  std::string error;
+  CollectiveStats stats;
+};
+
+/// The process's slot, unless this thread installed its own.
+thread_local std::unique_ptr<Slot> threadSlot;
+Slot &slot() {
+  static Slot process;
+  return threadSlot ? *threadSlot : process;
+}
+
+/// Times one collective of compiled code and records its failure; a group
+/// that failed once is not called again (its peers are gone or out of
+/// step), so every later collective is a no-op until setCollective().
+template <typename Fn> bool guarded(size_t bytes, Fn &&fn) {
+  Slot &s = slot();
+  Collective *c = s.group.load(std::memory_order_acquire);
+  if (!c || s.failed.load(std::memory_order_acquire))
+    return false;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    fn(*c);
+  } catch (const std::exception &e) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.failed.load(std::memory_order_relaxed)) {
+      s.error = e.what();
+      s.failed.store(true, std::memory_order_release);
+    }
+    return false;
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.calls += 1;
+  s.stats.bytes += static_cast<int64_t>(bytes);
+  s.stats.seconds += seconds;
+  return true;
+}
+
+int64_t groupSize() {
+  Collective *c = slot().group.load(std::memory_order_acquire);
+  return c ? c->size() : 1;
+}
+
+/// The elements of a rank-N view in row-major order, gathered into `out`
+/// (or scattered back from it): compiled code usually passes contiguous
+/// buffers, but the ABI allows any strides.
+template <typename T, int N> bool contiguous(const MemRef<T, N> &m) {
+  int64_t stride = 1;
+  for (int d = N - 1; d >= 0; --d) {
+    if (m.sizes[d] != 1 && m.strides[d] != stride)
+      return false;
+    stride *= m.sizes[d];
+  }
+  return true;
+}
+template <typename T, int N> int64_t elements(const MemRef<T, N> &m) {
+  int64_t n = 1;
+  for (int d = 0; d < N; ++d)
+    n *= m.sizes[d];
+  return n;
+}
+template <typename T, int N>
+void copyView(const MemRef<T, N> &m, T *flat, bool toFlat) {
+  int64_t n = elements(m);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, at = m.offset;
+    for (int d = N - 1; d >= 0; --d) {
+      at += (rest % m.sizes[d]) * m.strides[d];
+      rest /= m.sizes[d];
+    }
+    if (toFlat)
+      flat[i] = m.aligned[at];
+    else
+      m.aligned[at] = flat[i];
+  }
+}
+
+template <typename T> void allReduceMean(MemRef<T, 1> *buf) {
+  int64_t n = buf->sizes[0];
+  if (n <= 0 || groupSize() == 1)
+    return;
+  std::vector<T> copy;
+  T *data = buf->data();
+  if (!contiguous(*buf)) {
+    copy.resize(static_cast<size_t>(n));
+    copyView(*buf, copy.data(), true);
+    data = copy.data();
+  }
+  bool ok = guarded(sizeof(T) * static_cast<size_t>(n), [&](Collective &c) {
+    c.allReduceSum(data, static_cast<size_t>(n));
+    T scale = static_cast<T>(c.size());
+    for (int64_t i = 0; i < n; ++i)
+      data[i] /= scale;
+  });
+  if (ok && !copy.empty())
+    copyView(*buf, copy.data(), false);
+}
+
+/// out := every replica's rows of `in`, in rank order (the mean's
+/// division applied when `mean`). On a failed or absent group, `in` is
+/// copied to the front of `out` and the rest is zero: the step's results
+/// are then discarded (CompiledModel throws the recorded error).
+template <typename T, int N>
+void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean) {
+  int64_t rowElements = 1;
+  for (int d = 1; d < N; ++d)
+    rowElements *= in->sizes[d];
+  int64_t rows = in->sizes[0], outRows = out->sizes[0];
+  std::vector<T> src(static_cast<size_t>(rows * rowElements));
+  copyView(*in, src.data(), true);
+  std::vector<T> dst(static_cast<size_t>(outRows * rowElements), T(0));
+  bool ok = false;
+  if (groupSize() > 1) {
+    ok = guarded(src.size() * sizeof(T), [&](Collective &c) {
+      std::vector<int64_t> counts(static_cast<size_t>(c.size()), 0);
+      counts[static_cast<size_t>(c.rank())] = rows;
+      c.allReduceSum(counts.data(), counts.size());
+      int64_t total = 0;
+      for (int64_t k : counts)
+        total += k;
+      if (total != outRows)
+        throw CollectiveError(
+            "all_gather: the replicas have " + std::to_string(total) +
+            " rows in all, but the output has room for " +
+            std::to_string(outRows) + " (replicas out of step)");
+      std::vector<size_t> bytes(counts.size());
+      for (size_t r = 0; r < counts.size(); ++r)
+        bytes[r] = static_cast<size_t>(counts[r] * rowElements) * sizeof(T);
+      c.allGatherV(src.data(), dst.data(), bytes.data());
+      if (mean) {
+        T scale = static_cast<T>(c.size());
+        for (T &v : dst)
+          v /= scale;
+      }
+    });
+  }
+  if (!ok)
+    std::copy_n(src.begin(), std::min(src.size(), dst.size()), dst.begin());
+  copyView(*out, dst.data(), false);
+}
+
+} // namespace
+
+void setCollective(Collective *c) {
+  Slot &s = slot();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.group.store(c, std::memory_order_release);
+  s.error.clear();
+  s.failed.store(false, std::memory_order_release);
+  s.stats = {};
+}
+
+void setThreadCollective(Collective *c) {
+  if (!c) {
+    threadSlot.reset();
+    return;
+  }
+  threadSlot = std::make_unique<Slot>();
+  threadSlot->group.store(c, std::memory_order_release);
+}
+
+Collective *collective() {
+  return slot().group.load(std::memory_order_acquire);
+}
+
+CollectiveStats collectiveStats() {
+  Slot &s = slot();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.stats;
+}
+
+void resetCollectiveStats() {
+  Slot &s = slot();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats = {};
+}
+
+} // namespace estc::rt
+
+using namespace estc::rt;
+
+extern "C" {
+
+int64_t estc_collective_size(void) { return groupSize(); }
+
+void _mlir_ciface_estc_all_reduce_mean_f32(MemRef<float, 1> *buf) {
+  allReduceMean(buf);
+}
+
+void _mlir_ciface_estc_all_reduce_mean_f64(MemRef<double, 1> *buf) {
+  allReduceMean(buf);
+}
+
+int64_t estc_all_reduce_count(int64_t n) {
+  if (groupSize() == 1)
+    return n;
+  int64_t total = n;
+  if (!guarded(sizeof(int64_t),
+               [&](Collective &c) { c.allReduceSum(&total, 1); }))
+    return n;
+  return total;
+}
+
+void _mlir_ciface_estc_all_gather_i64(MemRef<int64_t, 1> *in,
+                                      MemRef<int64_t, 1> *out) {
+  allGather(in, out, /*mean=*/false);
+}
+
+void _mlir_ciface_estc_all_gather_f32(MemRef<float, 2> *in,
+                                      MemRef<float, 2> *out, int64_t mean) {
+  allGather(in, out, mean != 0);
+}
+
+void _mlir_ciface_estc_all_gather_f64(MemRef<double, 2> *in,
+                                      MemRef<double, 2> *out, int64_t mean) {
+  allGather(in, out, mean != 0);
+}
+
+const char *estc_collective_error(void) {
+  Slot &s = slot();
+  if (!s.failed.load(std::memory_order_acquire))
+    return nullptr;
+  return s.error.c_str();
+}
+
+} // extern "C"
