@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "estimator/Estimator.h"
+#include "estimator/Distributed.h"
 
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Hooks.h"
@@ -546,6 +547,12 @@ public:
     for (int i = 0; i < model_.spec().numVariables; ++i)
       if (!isLocal(model_.spec().variables[i]))
         out[model_.spec().variables[i].name] = readVariable(model_, i);
+    // The other replicas' input positions, when they were gathered for
+    // this very step (DistributedStep).
+    if (replicaStatesStep_ == global_step())
+      for (const auto &[rank, state] : replicaStates_)
+        if (rank > 0)
+          out[detail::replicaInputStateTensor(rank)] = pack_bytes(state);
     if (input_) {
       std::string why;
       if (std::optional<std::string> state = input_->save_state(&why)) {
@@ -561,6 +568,13 @@ public:
   }
   /// Saves `data`'s position with every checkpoint (train()).
   void save_input_state(Dataset &data) { input_ = &data; }
+  /// The other replicas' input positions at global step `step` (rank ->
+  /// position), saved with a checkpoint of that step.
+  void set_replica_input_states(std::map<int, std::string> states,
+                                int64_t step) {
+    replicaStates_ = std::move(states);
+    replicaStatesStep_ = step;
+  }
   const std::string &model_dir() const override { return modelDir_; }
   rt::CompiledModel &model() const { return model_; }
 
@@ -570,6 +584,8 @@ private:
   int globalStep_;
   Dataset *input_ = nullptr;
   mutable bool warnedInput_ = false;
+  std::map<int, std::string> replicaStates_;
+  int64_t replicaStatesStep_ = -1;
 };
 
 /// One step of a compiled function on an input_fn's batches (the
@@ -610,6 +626,8 @@ public:
   }
   /// The size of the last batch read.
   int64_t batch_size() const { return batchSize_; }
+  /// Training steps the batch next_batch() read makes (a loop's: several).
+  virtual int64_t steps_in_batch() const { return 1; }
 
   void run(const std::vector<std::string> &fetches) override {
     // The fetches are nearly always the last step's: resolved once.
@@ -736,6 +754,7 @@ public:
     }
     return steps_ > 0;
   }
+  int64_t steps_in_batch() const override { return steps_; }
 
   void run(const std::vector<std::string> &fetches) override {
     for (const std::string &fetch : fetches)
@@ -788,6 +807,66 @@ private:
   int64_t steps_ = 0;
   std::vector<Batch> staged_;    // the host loop's batches
   std::optional<Batch> pending_; // a batch of another size, for the next loop
+};
+
+/// A replica's step in a MultiWorkerMirroredStrategy job: before each step
+/// the replicas agree (one all-reduce of two words) on whether every one of
+/// them has a batch -- a replica whose input ran out stops them all, where
+/// it would otherwise leave the others waiting in the step's collectives --
+/// and on whether the chief's checkpoint saver will save after it; then
+/// every replica's input position is gathered for that checkpoint.
+class DistributedStep : public StepRunner {
+public:
+  DistributedStep(ModelStep &inner, detail::ReplicaGroup &group,
+                  ModelSession &session, Dataset &data,
+                  CheckpointSaverHook *saver,
+                  const std::optional<int64_t> &lastStep)
+      : inner_(inner), group_(group), session_(session), data_(data),
+        saver_(saver), lastStep_(lastStep) {}
+
+  std::string function_name() const override {
+    return inner_.function_name();
+  }
+  bool next_batch() override {
+    bool have = inner_.next_batch();
+    int64_t after = session_.global_step() + (have ? inner_.steps_in_batch() : 0);
+    int64_t flags[2] = {have ? 0 : 1, 0};
+    if (group_.rank() == 0 && have && saver_)
+      flags[1] = saver_->will_save_at(after) || (lastStep_ && after >= *lastStep_);
+    group_.collective().allReduceSum(flags, 2);
+    if (flags[0] > 0) {
+      if (have)
+        log_info("The input of " + std::to_string(flags[0]) +
+                 " other replica(s) ran out: every replica stops.");
+      return false;
+    }
+    if (flags[1] > 0) {
+      std::string mine;
+      if (std::optional<std::string> state = data_.save_state())
+        mine = *state;
+      std::vector<std::string> all = group_.all_gather(mine);
+      std::map<int, std::string> states;
+      for (size_t r = 1; r < all.size(); ++r)
+        if (!all[r].empty())
+          states[static_cast<int>(r)] = std::move(all[r]);
+      session_.set_replica_input_states(std::move(states), after);
+    }
+    return true;
+  }
+  void run(const std::vector<std::string> &fetches) override {
+    inner_.run(fetches);
+  }
+  TensorValue value(const std::string &fetch) override {
+    return inner_.value(fetch);
+  }
+
+private:
+  ModelStep &inner_;
+  detail::ReplicaGroup &group_;
+  ModelSession &session_;
+  Dataset &data_;
+  CheckpointSaverHook *saver_;
+  const std::optional<int64_t> &lastStep_;
 };
 
 /// While it lives (and the bar is drawn at all), every log line first
@@ -850,9 +929,12 @@ public:
   void train(const InputFn &input_fn, const Hooks &hooks,
              std::optional<int64_t> steps, std::optional<int64_t> max_steps,
              const Listeners &listeners);
-  /// input_fn's Dataset with the host transform installed.
-  Dataset input(const InputFn &input_fn) const {
+  /// input_fn's Dataset with the host transform installed; a replica's
+  /// share of it when `shard` (train_distribute's auto_shard).
+  Dataset input(const InputFn &input_fn, bool shard = false) const {
     Dataset data = input_fn();
+    if (shard && group_)
+      data = data.shard(group_->size(), group_->rank());
     if (transform)
       data.set_transform(transform);
     return data;
@@ -875,6 +957,13 @@ public:
                            const std::string &call);
   summary::SummaryWriter &writer(const std::string &logdir) {
     return *sharedWriter(logdir);
+  }
+  /// This Estimator's replica group, joined at its first distributed
+  /// train() and kept for the next ones.
+  ReplicaGroup &group() {
+    if (!group_)
+      group_ = std::make_unique<ReplicaGroup>(config_);
+    return *group_;
   }
   std::string evalDir(const std::string &name) const {
     return (fs::path(config_.model_dir()) /
@@ -1068,21 +1157,41 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                                 "given: " +
                                 std::to_string(*max_steps));
   const std::string &modelDir = config_.model_dir();
+  checkTrainingCluster(config_, "Estimator.train");
+  // One replica of a MultiWorkerMirroredStrategy job: the chief alone reads
+  // model_dir and tells the others.
+  ReplicaGroup *group = config_.distributed() ? &this->group() : nullptr;
+  bool chief = !group || group->rank() == 0;
   if (max_steps) {
-    if (std::optional<std::string> latest = checkpoints_.latest()) {
-      int64_t saved = train::CheckpointReader(train::checkpoint_file(*latest))
-                          .global_step();
-      if (saved >= *max_steps) {
-        log_info("Skipping training since max_steps has already saved (" +
-                 std::to_string(saved) + " >= " + std::to_string(*max_steps) +
-                 ").");
-        return;
-      }
+    int64_t saved = -1;
+    if (chief)
+      if (std::optional<std::string> latest = checkpoints_.latest())
+        saved = train::CheckpointReader(train::checkpoint_file(*latest))
+                    .global_step();
+    if (group)
+      group->collective().broadcast(&saved, sizeof saved, 0);
+    if (saved >= *max_steps) {
+      log_info("Skipping training since max_steps has already saved (" +
+               std::to_string(saved) + " >= " + std::to_string(*max_steps) +
+               ").");
+      return;
     }
   }
+  // Compiled code reaches the group while train() runs.
+  struct CollectiveScope {
+    explicit CollectiveScope(ReplicaGroup *g) : on(g != nullptr) {
+      if (on)
+        rt::setCollective(&g->collective());
+    }
+    ~CollectiveScope() {
+      if (on)
+        rt::setCollective(nullptr);
+    }
+    bool on;
+  } collectiveScope(group);
 
   applyThreads();
-  Dataset data = input(input_fn);
+  Dataset data = input(input_fn, group && config_.train_distribute()->auto_shard);
   prepareModel(backend_, ModeKeys::TRAIN, data, "Estimator.train");
   const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN);
   Hooks compiledFor = userHooks;
@@ -1098,6 +1207,13 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     throw std::invalid_argument("Estimator.train: the compiled model " +
                                 std::string(m.spec().name) +
                                 " has no train function");
+  if (group && !m.spec().distributed)
+    throw std::invalid_argument(
+        "Estimator.train: the compiled model " + std::string(m.spec().name) +
+        " was compiled for one replica, but train_distribute runs " +
+        std::to_string(group->size()) +
+        " (compile it with estc --distributed, or estc_add_model(... "
+        "DISTRIBUTED))");
   bool hasLoss = m.find_output(fn, "loss") >= 0;
   Hooks hooks =
       trainingHooks(userHooks, spec, hasLoss, steps, max_steps, listeners);
@@ -1130,15 +1246,56 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   } else {
     step = std::make_unique<ModelStep>(m, fn, /*metricsFn=*/-1, data, "train");
   }
-  MonitoredSession loop(session, *step, hooks, [&] {
-    std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
+  std::unique_ptr<DistributedStep> replicaStep;
+  if (group)
+    replicaStep = std::make_unique<DistributedStep>(
+        *step, *group, session, data, findSaverHook(hooks), lastStep);
+  MonitoredSession loop(session, replicaStep ? static_cast<StepRunner &>(*replicaStep) : *step, hooks, [&] {
+    std::optional<train::RestoredCheckpoint> restored;
+    if (chief)
+      restored = checkpoints_.restore();
     if (restored) {
       loadVariables(m, restored->variables,
                     train::checkpoint_file(restored->path));
       log_info("Restoring parameters from " + restored->path);
       restoreInput(data, *restored);
-    } else {
+    } else if (chief) {
       initialize(m);
+    } else {
+      m.run(m.find_function("init")); // the chief's values follow
+    }
+    if (!group)
+      return;
+    // Every replica starts from the chief's variables (restored or not) and
+    // continues its input where the chief's checkpoint saved it.
+    group->broadcast_variables(m);
+    std::map<int, std::string> states;
+    if (restored)
+      for (int r = 1; r < group->size(); ++r) {
+        auto it = restored->variables.find(replicaInputStateTensor(r));
+        if (it != restored->variables.end())
+          states[r] = unpack_bytes(it->second);
+      }
+    std::string mine = group->broadcast_input_states(states);
+    if (chief) {
+      session.set_replica_input_states(states, session.global_step());
+    } else if (!mine.empty()) {
+      std::string why;
+      bool ok = false;
+      try {
+        ok = data.restore_state(mine, &why);
+      } catch (const data::DataError &e) {
+        why = e.what();
+      }
+      if (ok)
+        log_info("Restored the input pipeline's position from the chief's "
+                 "checkpoint");
+      else
+        log_info("Not restoring the input pipeline's position from the "
+                 "chief's checkpoint (" + why + "); input_fn starts afresh.");
+    } else if (session.global_step() > 0) {
+      log_info("The chief's checkpoint has no input position for " +
+               group->task_name(group->rank()) + "; input_fn starts afresh.");
     }
   });
 

@@ -218,6 +218,12 @@ public:
     return options_.listeners;
   }
 
+  /// Whether after_run will save when the global step reaches `step` (a
+  /// distributed job's replicas gather their input positions then).
+  bool will_save_at(int64_t step) const {
+    return timer_.should_trigger_for_step(step);
+  }
+
   /// The Saver (after begin()).
   const std::shared_ptr<train::Saver> &saver() const { return saver_; }
 

@@ -80,6 +80,7 @@ RunConfig::RunConfig(const RunConfigOptions &options,
                      const std::string &tf_config) {
   apply(options, /*constructing=*/true);
   parseTfConfig(tf_config);
+  applyMpiWorld();
 }
 
 RunConfig RunConfig::replace(const RunConfigOptions &changes) const {
@@ -149,6 +150,19 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
            std::to_string(*o.iterations_per_loop));
     iterations_per_loop_ = *o.iterations_per_loop;
   }
+  if (o.train_distribute) {
+    const MultiWorkerMirroredStrategy &d = *o.train_distribute;
+    if (d.communication != "auto" && d.communication != "gloo" &&
+        d.communication != "mpi")
+      fail("train_distribute: communication '" + d.communication +
+           "' should be \"auto\", \"gloo\" or \"mpi\"");
+    if (!(d.timeout_secs > 0))
+      fail("train_distribute: timeout_secs should be > 0, given: " +
+           std::to_string(d.timeout_secs));
+    train_distribute_ = d;
+    if (!constructing)
+      applyMpiWorld();
+  }
   if (o.device) {
     const std::string &d = *o.device;
     const std::string prefix = "cuda:";
@@ -166,6 +180,44 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
       fail("device '" + d + "' should be \"cpu\", \"cuda\" or \"cuda:N\"");
     }
   }
+}
+
+namespace {
+/// An integer environment variable, or -1.
+int64_t envInt(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return -1;
+  char *end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  return *end == 0 && n >= 0 ? n : -1;
+}
+} // namespace
+
+void RunConfig::applyMpiWorld() {
+  if (!train_distribute_ || train_distribute_->communication == "gloo" ||
+      !cluster_spec_.empty() || task_type_ == TaskType::EVALUATOR)
+    return;
+  // Open MPI's variables, then PMI's (MPICH, Slurm).
+  int64_t rank = envInt("OMPI_COMM_WORLD_RANK");
+  int64_t size = envInt("OMPI_COMM_WORLD_SIZE");
+  if (rank < 0 || size < 0) {
+    rank = envInt("PMI_RANK");
+    size = envInt("PMI_SIZE");
+  }
+  if (rank < 0 || size <= 1 || rank >= size)
+    return;
+  cluster_spec_.clear();
+  cluster_spec_[TaskType::CHIEF] = {"mpi:0"};
+  for (int64_t r = 1; r < size; ++r)
+    cluster_spec_[TaskType::WORKER].push_back("mpi:" + std::to_string(r));
+  task_type_ = rank == 0 ? TaskType::CHIEF : TaskType::WORKER;
+  task_id_ = rank == 0 ? 0 : rank - 1;
+  is_chief_ = rank == 0;
+  num_worker_replicas_ = size;
+  num_ps_replicas_ = 0;
+  global_id_in_cluster_ = rank;
+  master_.clear();
 }
 
 void RunConfig::parseTfConfig(const std::string &text) {

@@ -54,6 +54,28 @@ inline constexpr const char *CHIEF = "chief";
 inline constexpr const char *EVALUATOR = "evaluator";
 } // namespace TaskType
 
+/// tf.distribute.MultiWorkerMirroredStrategy, for RunConfig's
+/// train_distribute (docs/design/distributed.md): synchronous data-parallel
+/// training over the chief and workers of TF_CONFIG (or the processes of
+/// mpirun). Every worker runs the same steps on its own share of the input;
+/// the compiled step averages the gradients over the workers before the
+/// optimizer applies them, so N workers with batch B train as one with batch
+/// N*B; the chief starts everyone from its variables and alone writes
+/// checkpoints and summaries.
+struct MultiWorkerMirroredStrategy {
+  /// The collective engine: "gloo" (TCP; rendezvous at the chief's TF_CONFIG
+  /// address), "mpi" (the processes of mpirun) or "auto" (MPI when mpirun
+  /// started this process, else Gloo): TF's CommunicationImplementation.
+  std::string communication = "auto";
+  /// Bound on joining the group and on every collective: a lost or
+  /// unreachable worker stops the others within it, with one line naming it.
+  double timeout_secs = 60;
+  /// Each worker reads every num_worker_replicas-th element of input_fn's
+  /// dataset, starting at its global_id_in_cluster (tf.data's AutoShardPolicy
+  /// DATA, applied to the batches). false: input_fn shards the input itself.
+  bool auto_shard = true;
+};
+
 /// The replaceable fields of a RunConfig; unset fields keep their value
 /// (the defaults, for a new RunConfig).
 struct RunConfigOptions {
@@ -80,6 +102,12 @@ struct RunConfigOptions {
   /// out or when the batch size changes. Results are those of N single
   /// steps. Default 1 (a step a call); must be > 0.
   std::optional<int64_t> iterations_per_loop;
+  /// TF's train_distribute: train() (and train_and_evaluate's chief and
+  /// workers) run as replicas of one synchronous job. Unset, a TF_CONFIG
+  /// cluster with workers is refused. Under mpirun (communication "auto" or
+  /// "mpi") and without a TF_CONFIG cluster, rank 0 is the chief and rank r
+  /// the worker r - 1.
+  std::optional<MultiWorkerMirroredStrategy> train_distribute;
 };
 
 /// tf.train.ClusterSpec as a plain map: job name -> task addresses.
@@ -114,6 +142,14 @@ public:
   /// N of "cuda:N"; -1 on the CPU.
   int cuda_device_index() const { return cudaIndex_; }
   int64_t iterations_per_loop() const { return iterations_per_loop_; }
+  const std::optional<MultiWorkerMirroredStrategy> &train_distribute() const {
+    return train_distribute_;
+  }
+  /// Whether train() runs as one of several replicas: train_distribute set
+  /// and more than one worker replica (chief included).
+  bool distributed() const {
+    return train_distribute_.has_value() && num_worker_replicas_ > 1;
+  }
 
   // --- Cluster (TF_CONFIG) ---------------------------------------------------
   const ClusterSpec &cluster_spec() const { return cluster_spec_; }
@@ -133,6 +169,9 @@ private:
   RunConfig(const RunConfigOptions &options, const std::string &tf_config);
   void apply(const RunConfigOptions &changes, bool constructing);
   void parseTfConfig(const std::string &tf_config);
+  /// The chief and workers of mpirun's processes, when train_distribute
+  /// may use MPI and TF_CONFIG has no cluster.
+  void applyMpiWorld();
 
   std::string model_dir_;
   std::optional<int64_t> tf_random_seed_;
@@ -146,6 +185,7 @@ private:
   std::string device_ = "cpu";
   int cudaIndex_ = -1;
   int64_t iterations_per_loop_ = 1;
+  std::optional<MultiWorkerMirroredStrategy> train_distribute_;
 
   ClusterSpec cluster_spec_;
   std::string task_type_ = TaskType::WORKER;

@@ -2,6 +2,7 @@
 
 #include "estimator/Training.h"
 
+#include "estimator/Distributed.h"
 #include "estimator/Logging.h"
 #include "lib/Support/FileIO.h"
 
@@ -84,12 +85,7 @@ void validate(const Estimator &estimator, const TrainSpec &train,
               "save_checkpoints_steps or save_checkpoints_secs (or "
               "EvalSpec.every_n_steps, or a CheckpointSaverHook in "
               "TrainSpec.hooks)");
-  if (!estimator.config().cluster_spec().empty())
-    throw std::invalid_argument(
-        who + "RunConfig has a cluster (TF_CONFIG, task type '" +
-        estimator.config().task_type() +
-        "'): distributed training is not supported yet (only the "
-        "'evaluator' task runs); unset TF_CONFIG");
+  detail::checkTrainingCluster(config, "train_and_evaluate");
 }
 
 /// TF's _Evaluator: evaluates the latest checkpoint once, then exports.
@@ -316,6 +312,17 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)
     return runEvaluator(estimator, train_spec, eval_spec);
+  if (config.distributed()) {
+    // TF's run_chief / run_worker: the replicas train; the evaluator task
+    // evaluates the chief's checkpoints (and exports), and the training
+    // tasks return no evaluation.
+    log_info("Start distributed training as " + config.task_type() + ":" +
+             std::to_string(config.task_id()) +
+             "; the evaluator task evaluates the chief's checkpoints.");
+    estimator.train(train_spec.input_fn, train_spec.hooks, std::nullopt,
+                    train_spec.max_steps, train_spec.saving_listeners);
+    return {};
+  }
   Evaluator evaluator(estimator, eval_spec, train_spec.max_steps);
   Hooks hooks = train_spec.hooks;
   Listeners listeners = train_spec.saving_listeners;

@@ -112,9 +112,11 @@ struct TrainAndEvaluateResult {
 /// cluster: TF's continuous evaluation of a model_dir another process
 /// trains — wait start_delay_secs, then evaluate each new checkpoint (at
 /// most one evaluation per throttle_secs), until one at or past
-/// TrainSpec::max_steps (forever without max_steps). Other tasks of a
-/// cluster (chief, worker, ps) need the distributed runtime, not built yet:
-/// std::invalid_argument. A bad spec is a std::invalid_argument with TF's
+/// TrainSpec::max_steps (forever without max_steps). The chief and workers
+/// of a cluster with RunConfig's train_distribute train as the replicas of
+/// one job (docs/design/distributed.md) and return an empty result (TF's
+/// None): the evaluator task evaluates and exports. A "ps" job, or workers
+/// without train_distribute: std::invalid_argument. A bad spec is a std::invalid_argument with TF's
 /// one-line message. The result is the last evaluation's, with its exports
 /// (when training did nothing because max_steps was already reached: an
 /// evaluation of the latest checkpoint).
