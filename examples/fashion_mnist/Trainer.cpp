@@ -52,6 +52,7 @@ struct Flags {
   std::string compression;
   int64_t shuffle_buffer = 2048;
   std::string device;
+  std::string distribute;
 };
 
 Flags parseFlags(const char *program, int argc, char **argv,
@@ -123,7 +124,14 @@ Flags parseFlags(const char *program, int argc, char **argv,
                   "the batch of each step is a pure function of the\n"
                   "global step (a restart after a crash sees the data\n"
                   "an uninterrupted run would)"));
+  parser.add(Flag("distribute", &f.distribute,
+                  "train as a replica of a synchronous job\n"
+                  "(MultiWorkerMirroredStrategy) with this communication;\n"
+                  "the cluster comes from TF_CONFIG or mpirun")
+                 .choices({"auto", "gloo", "mpi"}));
   parser.parse_or_exit(argc, argv);
+  if (!f.distribute.empty() && f.target_accuracy)
+    parser.fail("--target_accuracy runs on one machine; drop --distribute");
   return f;
 }
 
@@ -344,7 +352,12 @@ int run_trainer(const char *program, int argc, char **argv,
     if (flags.threads > 0)
       o.intra_op_parallelism_threads = flags.threads;
     o.device = flags.device;
-    RunConfig config = RunConfig::from_tf_config("", o);
+    // TF_CONFIG (and mpirun's ranks) only for a distributed run.
+    if (!flags.distribute.empty())
+      o.train_distribute = MultiWorkerMirroredStrategy{flags.distribute};
+    RunConfig config = flags.distribute.empty()
+                           ? RunConfig::from_tf_config("", o)
+                           : RunConfig(o);
     std::unique_ptr<Estimator> estimator = make_estimator(config);
 
     auto loadStart = Clock::now();
@@ -425,6 +438,15 @@ int run_trainer(const char *program, int argc, char **argv,
     } else {
       report.results =
           train_and_evaluate(*estimator, trainSpec, evalSpec).eval_result;
+      // A replica of a distributed job trains only; the chief then
+      // evaluates its last checkpoint, the workers report nothing.
+      if (report.results.empty() && config.distributed()) {
+        if (!config.is_chief()) {
+          std::cout << "worker " << config.task_id() << " done\n";
+          return 0;
+        }
+        report.results = estimator->evaluate(evalSpec.input_fn);
+      }
       report.seconds = secondsSince(start) - loadSeconds;
       report.cpuSeconds = processCpuSeconds() - startCpu - loadCpuSeconds;
     }
