@@ -12,6 +12,8 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -26,20 +28,41 @@ inline std::vector<std::string> splitList(const std::string &list) {
   return out;
 }
 
-/// --threads=LIST as positive integers; anything else fails `parser` with
+/// --<flag>=LIST as positive integers; anything else fails `parser` with
 /// `--threads=1,0: '0' is not a positive integer` (exit status 2).
+inline std::vector<int64_t> parseIntList(const flags::FlagParser &parser,
+                                         const std::string &flag,
+                                         const std::string &list) {
+  std::vector<int64_t> values;
+  for (const std::string &t : splitList(list)) {
+    char *end = nullptr;
+    long long v = std::strtoll(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 1)
+      parser.fail("--" + flag + "=" + list + ": '" + t +
+                  "' is not a positive integer");
+    values.push_back(static_cast<int64_t>(v));
+  }
+  return values;
+}
+
 inline std::vector<int> parseThreadList(const flags::FlagParser &parser,
                                         const std::string &list) {
   std::vector<int> threads;
-  for (const std::string &t : splitList(list)) {
-    char *end = nullptr;
-    long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || v < 1)
-      parser.fail("--threads=" + list + ": '" + t +
-                  "' is not a positive integer");
+  for (int64_t v : parseIntList(parser, "threads", list))
     threads.push_back(static_cast<int>(v));
-  }
   return threads;
+}
+
+/// The CPU's model name (/proc/cpuinfo), for the header of a table.
+inline std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return line.substr(colon + 2);
+    }
+  return "unknown CPU";
 }
 
 } // namespace estc::bench
