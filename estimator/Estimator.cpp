@@ -934,7 +934,7 @@ public:
   Dataset input(const InputFn &input_fn, bool shard = false) const {
     Dataset data = input_fn();
     if (shard && group_)
-      data = data.shard(group_->size(), group_->rank());
+      data = std::move(data).shard(group_->size(), group_->rank());
     if (transform)
       data.set_transform(transform);
     return data;
@@ -999,6 +999,7 @@ private:
   std::vector<std::shared_ptr<summary::SummaryWriter>> writers_;
   train::CheckpointIndex checkpoints_;
   bool training_ = false;
+  std::unique_ptr<ReplicaGroup> group_;
 };
 
 std::shared_ptr<summary::SummaryWriter>

@@ -255,6 +255,38 @@ Dataset Dataset::from_generator(Generator next,
   return Dataset(std::move(state));
 }
 
+Dataset Dataset::shard(int64_t num_shards, int64_t index) && {
+  if (num_shards < 1 || index < 0 || index >= num_shards)
+    throw std::invalid_argument(
+        "Dataset::shard: index " + std::to_string(index) +
+        " is not in [0, num_shards = " + std::to_string(num_shards) + ")");
+  State &s = *state_;
+  if (s.peeked || s.transform)
+    throw std::logic_error("Dataset::shard after reading a batch or "
+                           "installing a transform");
+  if (num_shards == 1)
+    return std::move(*this);
+  if (!s.source) {
+    // A generator: skip the other shards' batches.
+    auto next = std::make_shared<Generator>(std::move(s.next));
+    auto seen = std::make_shared<int64_t>(0);
+    Dataset out = from_generator(
+        [next, seen, num_shards, index]() -> std::optional<Batch> {
+          while (std::optional<Batch> b = (*next)())
+            if ((*seen)++ % num_shards == index)
+              return b;
+          return std::nullopt;
+        },
+        std::move(s.spec));
+    return out;
+  }
+  // A pipeline: its shard. In-memory arrays lose next_rows(), which would
+  // read past the shard.
+  Dataset out(s.source->shard(num_shards, index));
+  out.state_->spec = std::move(s.spec);
+  return out;
+}
+
 void Dataset::set_transform(std::shared_ptr<const HostTransform> transform) {
   if (state_->peeked)
     throw std::logic_error("Dataset::set_transform after reading a batch");

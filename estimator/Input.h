@@ -163,6 +163,12 @@ public:
   Dataset &operator=(Dataset &&) noexcept;
   ~Dataset();
 
+  /// Every num_shards-th batch, from the index-th (tf.data's shard, on the
+  /// batches): a replica's share of the input under
+  /// MultiWorkerMirroredStrategy. Before any next(); std::invalid_argument
+  /// for num_shards < 1 or index outside [0, num_shards).
+  Dataset shard(int64_t num_shards, int64_t index) &&;
+
   /// Applies `transform` to every element from now on (before any next()):
   /// the Estimator installs its HostTransform here.
   void set_transform(std::shared_ptr<const HostTransform> transform);
