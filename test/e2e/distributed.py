@@ -261,77 +261,77 @@ def case_relaunch(args):
     flags = ["--train_steps=40", "--save_checkpoints_steps=4",
              "--timeout_secs=20", "--batch_size=8"]
     whole = run_job(args, "whole", n, flags)
-    job = Job(args.work, "killed")
-    model_dir = os.path.join(job.dir, "model")
+    model_dir = os.path.join(args.work, "killed-model")
     ports = free_ports(n)
-    slow = flags + ["--step_sleep_ms=150"]
-
-    def start_all(job, ports):
+    # SIGKILL a worker once the chief has saved step 12, then the chief once
+    # it has saved step 24 (a step of 150 ms: each kill lands mid-step);
+    # relaunch the whole job after each, then let it finish.
+    rounds = [("worker-%d" % (n - 2), "worker:%d" % (n - 2), 12),
+              ("chief-0", "chief:0", 24), (None, None, None)]
+    for attempt, (victim, name, at) in enumerate(rounds):
+        job = Job(args.work, "attempt-%d" % attempt)
         for rank in range(n):
             task, index = ("chief", 0) if rank == 0 else ("worker", rank - 1)
             job.start("%s-%d" % (task, index),
-                      trainer_argv(args, model_dir, slow),
+                      trainer_argv(args, model_dir,
+                                   flags + (["--step_sleep_ms=150"]
+                                            if victim else [])),
                       tf_config(n, task, index, ports))
-
-    start_all(job, ports)
-    # Kill the last worker once the chief has saved step 12.
-    deadline = time.monotonic() + DEADLINE
-    while not os.path.exists(os.path.join(model_dir,
-                                          "model.ckpt-12.safetensors")):
-        if time.monotonic() > deadline:
-            fail("no checkpoint 12 within %d s" % DEADLINE)
-        time.sleep(0.05)
-    victim = "worker-%d" % (n - 2)
-    job.procs[victim][0].send_signal(signal.SIGKILL)
-    killed_at = time.monotonic()
-    for task, (p, _) in job.procs.items():
-        if task == victim:
-            p.wait()
-            continue
-        try:
-            code = p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            for q, _ in job.procs.values():
-                q.kill()
-            fail("%s did not stop within 30 s of %s's death" % (task, victim))
-        took = time.monotonic() - killed_at
-        lines = [l for l in job.log(task).splitlines()
-                 if "error" in l.lower()]
-        if code == 0 or not lines:
-            fail("%s exited %d after %s died, without an error line:\n%s" %
-                 (task, code, victim, job.log(task)[-2000:]))
-        name = "worker:%d" % (n - 2)
-        print("%s stopped %.1f s after %s died: %s" %
-              (task, took, victim, lines[-1]), flush=True)
-        if name not in lines[-1] and "lost" not in lines[-1]:
-            fail("%s's error does not name the lost task: %s" %
-                 (task, lines[-1]))
-    # Relaunch the whole job: it resumes from the chief's last checkpoint.
-    again = Job(args.work, "relaunched")
-    for rank in range(n):
-        task, index = ("chief", 0) if rank == 0 else ("worker", rank - 1)
-        again.start("%s-%d" % (task, index),
-                    trainer_argv(args, model_dir, flags),
-                    tf_config(n, task, index, ports))
-    codes = again.wait()
-    for task, code in codes.items():
-        if code != 0:
-            fail("relaunched %s exited %d:\n%s" %
-                 (task, code, again.log(task)[-3000:]))
-    if "Restoring parameters from" not in again.log("chief-0"):
-        fail("the relaunched chief did not restore a checkpoint")
-    for rank in range(1, n):
-        log = again.log("worker-%d" % (rank - 1))
-        if "Restored the input pipeline's position" not in log:
-            fail("relaunched worker-%d did not continue its input:\n%s" %
-                 (rank - 1, log[-2000:]))
+        if victim is None:
+            codes = job.wait()
+            for task, code in codes.items():
+                if code != 0:
+                    fail("relaunched %s exited %d:\n%s" %
+                         (task, code, job.log(task)[-3000:]))
+        else:
+            deadline = time.monotonic() + DEADLINE
+            ckpt = os.path.join(model_dir, "model.ckpt-%d.safetensors" % at)
+            while not os.path.exists(ckpt):
+                if time.monotonic() > deadline:
+                    fail("no checkpoint %d within %d s" % (at, DEADLINE))
+                time.sleep(0.05)
+            job.procs[victim][0].send_signal(signal.SIGKILL)
+            killed_at = time.monotonic()
+            for task, (p, _) in job.procs.items():
+                if task == victim:
+                    p.wait()
+                    continue
+                try:
+                    code = p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    for q, _ in job.procs.values():
+                        q.kill()
+                    fail("%s did not stop within 30 s of %s's death" %
+                         (task, victim))
+                errors = [l for l in job.log(task).splitlines()
+                          if "error" in l.lower()]
+                if code == 0 or len(errors) != 1:
+                    fail("%s exited %d after %s died, with %d error lines:"
+                         "\n%s" % (task, code, victim, len(errors),
+                                   job.log(task)[-2000:]))
+                print("%s stopped %.1f s after %s died: %s" %
+                      (task, time.monotonic() - killed_at, victim,
+                       errors[0]), flush=True)
+                if name not in errors[0]:
+                    fail("%s's error does not name %s: %s" %
+                         (task, name, errors[0]))
+        if attempt > 0:
+            if "Restoring parameters from" not in job.log("chief-0"):
+                fail("relaunch %d: the chief did not restore a checkpoint" %
+                     attempt)
+            for rank in range(1, n):
+                log = job.log("worker-%d" % (rank - 1))
+                if "Restored the input pipeline's position" not in log:
+                    fail("relaunch %d: worker-%d did not continue its "
+                         "input:\n%s" % (attempt, rank - 1, log[-2000:]))
     final = "model.ckpt-40.safetensors"
     a = checkpoint_digests(whole.model_dir).get(final)
     b = checkpoint_digests(model_dir).get(final)
     if a is None or a != b:
         fail("the relaunched job's %s differs from the uninterrupted "
              "job's (%s vs %s)" % (final, b, a))
-    print("relaunched job: %s identical to the uninterrupted job's" % final)
+    print("killed twice, relaunched: %s identical to the uninterrupted "
+          "job's" % final)
 
 
 def expect_error(args, name, env_tf_config, extra, want):
