@@ -144,6 +144,9 @@ struct ModelSpec {
   int32_t numChecks;
   const CheckSpec *checks;
   Device device = Device::Cpu;
+  /// Compiled for data-parallel replicas (estc --distributed): the training
+  /// step averages its gradients through runtime/Collective.h.
+  bool distributed = false;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,
