@@ -27,6 +27,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 namespace estc::rt::distribute {
@@ -34,12 +35,6 @@ namespace estc::rt::distribute {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
 
 /// gloo::rendezvous::Store over the chief's store.
 class Store : public gloo::rendezvous::Store {
@@ -50,9 +45,12 @@ public:
     client_.set(key, std::string(data.begin(), data.end()));
   }
   std::vector<char> get(const std::string &key) override {
-    std::string v = client_.get(key, deadline());
+    std::string v = getNamed(key, deadline());
     return std::vector<char>(v.begin(), v.end());
   }
+  /// Gloo's keys end in the rank whose address they hold: a missing one
+  /// names that replica.
+  std::function<std::string(int)> describe;
   void wait(const std::vector<std::string> &keys) override {
     wait(keys, std::chrono::milliseconds(
                    static_cast<int64_t>(timeout_ * 1000)));
@@ -61,10 +59,30 @@ public:
             const std::chrono::milliseconds &timeout) override {
     auto end = SteadyClock::now() + timeout;
     for (const std::string &key : keys)
-      client_.get(key, end);
+      if (!client_.has(key))
+        getNamed(key, end);
   }
 
 private:
+  std::string getNamed(const std::string &key, SteadyClock::time_point end) {
+    try {
+      return client_.get(key, end);
+    } catch (const CollectiveError &e) {
+      size_t slash = key.rfind('/');
+      std::string tail = slash == std::string::npos ? "" : key.substr(slash + 1);
+      if (tail.empty() || tail.size() > 7 ||
+          tail.find_first_not_of("0123456789") != std::string::npos ||
+          !describe)
+        throw;
+      throw CollectiveError(describe(std::stoi(tail)) + " did not join within " +
+                            timeoutText() + " s (" + e.what() + ")");
+    }
+  }
+  std::string timeoutText() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", timeout_);
+    return buf;
+  }
   SteadyClock::time_point deadline() const {
     return SteadyClock::now() +
            std::chrono::milliseconds(static_cast<int64_t>(timeout_ * 1000));
@@ -93,6 +111,7 @@ public:
       attr.hostname = o.host;
       auto device = gloo::transport::tcp::CreateDevice(attr);
       Store store(*client_, o.timeout_secs);
+      store.describe = [this](int r) { return described(r); };
       gloo::rendezvous::PrefixStore prefixed(
           "estc-" + std::to_string(client_->session()), store);
       context_ = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);

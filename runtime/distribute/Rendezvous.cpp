@@ -536,8 +536,8 @@ std::string StoreClient::get(const std::string &key,
       return value;
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      throw CollectiveError("timed out at the rendezvous waiting for '" + key +
-                            "' (task " + who_ + "): a replica did not join");
+      throw CollectiveError("the rendezvous of task " + who_ +
+                            " timed out waiting for '" + key + "'");
     std::this_thread::sleep_for(std::chrono::milliseconds(polls < 100 ? 5 : 50));
   }
 }
