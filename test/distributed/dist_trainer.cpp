@@ -169,6 +169,7 @@ int run(const Options &o) {
     Features evalX = features(1024, o.seed + 1, &evalLabels);
     eval.input_fn = numpy_input_fn(evalX, evalLabels, evalInput);
     eval.throttle_secs = 0;
+    eval.start_delay_secs = 0;
     TrainAndEvaluateResult r = train_and_evaluate(estimator, train, eval);
     if (!r.eval_result.empty())
       std::cout << "evaluation: accuracy = " << r.eval_result.at("accuracy")
