@@ -263,7 +263,7 @@ int main(int argc, char **argv) {
       parser.fail("--models: unknown model '" + m + "' (one of mlp, convnet)");
   for (int64_t w : workers)
     if (w < 1 || w > 16)
-      parser.fail("--workers: " + std::to_string(w) + " is not in [1, 16]");
+      parser.fail("--workers: " + std::to_string(w) + " is not between 1 and 16");
   try {
     if (replica)
       return runReplica(models.at(0), batch, threads, warmup, steps,
