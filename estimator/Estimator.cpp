@@ -1208,13 +1208,16 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     throw std::invalid_argument("Estimator.train: the compiled model " +
                                 std::string(m.spec().name) +
                                 " has no train function");
-  if (group && !m.spec().distributed)
+  if (group && m.spec().replicas != group->size())
     throw std::invalid_argument(
         "Estimator.train: the compiled model " + std::string(m.spec().name) +
-        " was compiled for one replica, but train_distribute runs " +
-        std::to_string(group->size()) +
-        " (compile it with estc --distributed, or estc_add_model(... "
-        "DISTRIBUTED))");
+        " was compiled for " +
+        (m.spec().replicas > 1 ? std::to_string(m.spec().replicas) + " replicas"
+                               : std::string("one replica")) +
+        ", but the job has " + std::to_string(group->size()) +
+        " (compile it with estc --replicas=" + std::to_string(group->size()) +
+        ", or estc_add_model(... REPLICAS " + std::to_string(group->size()) +
+        "))");
   bool hasLoss = m.find_output(fn, "loss") >= 0;
   Hooks hooks =
       trainingHooks(userHooks, spec, hasLoss, steps, max_steps, listeners);

@@ -206,7 +206,8 @@ private:
     options.trainLoop =
         config_->iterations_per_loop() > 1 && !config_->on_cuda();
     // The training step averages its gradients over the replicas.
-    options.distributed = config_->distributed();
+    if (config_->distributed())
+      options.replicas = static_cast<int>(config_->num_worker_replicas());
     if (config_->on_cuda()) {
       // Kernels for this device's architecture; the model's buffers on it.
       // Without a GPU: one line (rt::DeviceError), before any compiling.

@@ -128,11 +128,13 @@ template <typename T> void allReduceMean(MemRef<T, 1> *buf) {
 }
 
 /// out := every replica's rows of `in`, in rank order (the mean's
-/// division applied when `mean`). On a failed or absent group, `in` is
-/// copied to the front of `out` and the rest is zero: the step's results
-/// are then discarded (CompiledModel throws the recorded error).
+/// division applied when `mean`), then, up to out's rows, padding: the
+/// first gathered row when `padWithFirst` (indices), else zeros. On a
+/// failed or absent group, `in` is copied to the front of `out`: the step's
+/// results are then discarded (CompiledModel throws the recorded error).
 template <typename T, int N>
-void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean) {
+void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean,
+               bool padWithFirst) {
   int64_t rowElements = 1;
   for (int d = 1; d < N; ++d)
     rowElements *= in->sizes[d];
@@ -149,11 +151,13 @@ void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean) {
       int64_t total = 0;
       for (int64_t k : counts)
         total += k;
-      if (total != outRows)
+      if (total > outRows)
         throw CollectiveError(
-            "all_gather: the replicas have " + std::to_string(total) +
-            " rows in all, but the output has room for " +
-            std::to_string(outRows) + " (replicas out of step)");
+            "all_gather: the replicas' sparse gradients have " +
+            std::to_string(total) + " rows in all, more than the " +
+            std::to_string(outRows) + " (replicas x this replica's " +
+            std::to_string(rows) +
+            ") the step holds: the replicas' sparse inputs differ in size");
       std::vector<size_t> bytes(counts.size());
       for (size_t r = 0; r < counts.size(); ++r)
         bytes[r] = static_cast<size_t>(counts[r] * rowElements) * sizeof(T);
@@ -163,6 +167,10 @@ void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean) {
         for (T &v : dst)
           v /= scale;
       }
+      if (padWithFirst && total > 0)
+        for (size_t i = static_cast<size_t>(total * rowElements);
+             i < dst.size(); ++i)
+          dst[i] = dst[i % static_cast<size_t>(rowElements)];
     });
   }
   if (!ok)
@@ -234,17 +242,17 @@ int64_t estc_all_reduce_count(int64_t n) {
 
 void _mlir_ciface_estc_all_gather_i64(MemRef<int64_t, 1> *in,
                                       MemRef<int64_t, 1> *out) {
-  allGather(in, out, /*mean=*/false);
+  allGather(in, out, /*mean=*/false, /*padWithFirst=*/true);
 }
 
 void _mlir_ciface_estc_all_gather_f32(MemRef<float, 2> *in,
                                       MemRef<float, 2> *out, int64_t mean) {
-  allGather(in, out, mean != 0);
+  allGather(in, out, mean != 0, /*padWithFirst=*/false);
 }
 
 void _mlir_ciface_estc_all_gather_f64(MemRef<double, 2> *in,
                                       MemRef<double, 2> *out, int64_t mean) {
-  allGather(in, out, mean != 0);
+  allGather(in, out, mean != 0, /*padWithFirst=*/false);
 }
 
 const char *estc_collective_error(void) {

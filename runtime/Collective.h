@@ -114,10 +114,13 @@ _mlir_ciface_estc_all_reduce_mean_f64(estc::rt::MemRef<double, 1> *buf);
 /// The sum over replicas of `n` (the rows est.all_gather returns).
 ESTC_RT_EXPORT int64_t estc_all_reduce_count(int64_t n);
 
-/// out := the rows of every replica's `in`, in rank order; out has the
-/// total of every replica's rows (estc_all_reduce_count of in's rows).
-/// Float rows are divided by the replica count when `mean` is non-zero
-/// (sparse gradients, as the dense mean above).
+/// out := the rows of every replica's `in`, in rank order (a sparse
+/// gradient's indices and rows). out has room for at least the total of
+/// every replica's rows (compiled code gives it replicas x its own); the
+/// rows past the total are padding: copies of the first gathered index,
+/// zero rows (which add nothing to a row that is updated anyway). More rows
+/// than out holds is a CollectiveError. Float rows are divided by the
+/// replica count when `mean` is non-zero (as the dense mean above).
 ESTC_RT_EXPORT void
 _mlir_ciface_estc_all_gather_i64(estc::rt::MemRef<int64_t, 1> *in,
                                  estc::rt::MemRef<int64_t, 1> *out);

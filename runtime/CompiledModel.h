@@ -144,9 +144,10 @@ struct ModelSpec {
   int32_t numChecks;
   const CheckSpec *checks;
   Device device = Device::Cpu;
-  /// Compiled for data-parallel replicas (estc --distributed): the training
-  /// step averages its gradients through runtime/Collective.h.
-  bool distributed = false;
+  /// The replicas the training step was compiled for (estc --replicas=N;
+  /// RunConfig's train_distribute): it averages its gradients over them
+  /// through runtime/Collective.h. 0: one replica, no collectives.
+  int32_t replicas = 0;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,

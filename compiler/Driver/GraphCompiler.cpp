@@ -77,6 +77,14 @@ void disableRuntimeChecks(mlir::ModuleOp module) {
                   mlir::UnitAttr::get(module.getContext()));
 }
 
+void setReplicas(mlir::ModuleOp module, int replicas) {
+  if (replicas > 1)
+    module->setAttr("estc.replicas",
+                    mlir::IntegerAttr::get(
+                        mlir::IntegerType::get(module.getContext(), 64),
+                        replicas));
+}
+
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
   if (!train)
@@ -158,6 +166,7 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
       return makeError(error);
     if (!jit.options().runtimeChecks)
       disableRuntimeChecks(*lowered.module);
+    setReplicas(*lowered.module, jit.options().replicas);
     llvm::Expected<Manifest> manifest =
         lowerToLLVMDialect(*lowered.module, modelName, what, warn,
                            jit.options().target.pipelineOptions(), timer);

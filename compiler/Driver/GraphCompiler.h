@@ -48,6 +48,10 @@ llvm::Error runStages(mlir::ModuleOp module, Stage last, llvm::StringRef what,
 /// Compiles `module` without run-time checks (est-insert-runtime-checks
 /// erases them; gather and scatter clamp their indices instead).
 void disableRuntimeChecks(mlir::ModuleOp module);
+/// Compiles the module's training step for `replicas` data-parallel
+/// replicas (the `estc.replicas` attribute est-insert-collectives reads);
+/// nothing for replicas <= 1.
+void setReplicas(mlir::ModuleOp module, int replicas);
 
 /// Drops @train while it holds est.minimize (the training pass expands it;
 /// until then @train cannot be lowered), with one warning.

@@ -138,6 +138,9 @@ void addEstOptimizationPasses(mlir::OpPassManager &pm) {
 void addAutodiffPasses(mlir::OpPassManager &pm) {
   pm.addPass(mlir::est::createEstAutodiff());
   pm.nest<mlir::func::FuncOp>().addPass(mlir::est::createShapeInferencePass());
+  // A module compiled for data-parallel replicas averages the gradients
+  // (and the loss) over them before the update.
+  pm.addPass(mlir::est::createEstInsertCollectives());
   pm.addPass(mlir::est::createEstExpandOptimizers());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::createCanonicalizerPass());

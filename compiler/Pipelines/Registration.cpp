@@ -1,6 +1,7 @@
 //===- Registration.cpp - Dialects and passes the compiler uses ---------===//
 
 #include "compiler/Pipelines/Registration.h"
+#include "compiler/Codegen/CollectiveBufferization.h"
 
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Conversion/EstToLinalg/Passes.h"
@@ -61,6 +62,7 @@ void registerCompilerDialects(mlir::DialectRegistry &registry) {
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::est::registerCollectiveBufferization(registry);
   mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
   // CUDA's gpu stage: convert-gpu-to-nvvm and gpu-to-llvm lower every

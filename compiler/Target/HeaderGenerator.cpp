@@ -408,7 +408,11 @@ std::string generateHeader(const Manifest &m) {
      << "  static constexpr estc::rt::ModelSpec kSpec = {" << cString(cls)
      << ", " << m.variables.size() << ", kVariables, " << m.functions.size()
      << ", kFunctions, " << m.checks.size() << ", kChecks"
-     << (m.device == rt::Device::Cuda ? ", estc::rt::Device::Cuda" : "")
+     << (m.device == rt::Device::Cuda || m.replicas > 1
+             ? m.device == rt::Device::Cuda ? ", estc::rt::Device::Cuda"
+                                            : ", estc::rt::Device::Cpu"
+             : "")
+     << (m.replicas > 1 ? ", " + std::to_string(m.replicas) : std::string())
      << "};\n"
      << "};\n\n#endif // " << guard << "\n";
   return text;

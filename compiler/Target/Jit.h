@@ -58,10 +58,10 @@ struct JitOptions {
   /// iterations_per_loop) when the model has a `train` function with dense
   /// inputs only; without one the model is compiled as it is.
   bool trainLoop = false;
-  /// Compile the training step for data-parallel replicas (estc
-  /// --distributed; RunConfig's train_distribute): its gradients are
-  /// averaged over the replicas before the optimizer update.
-  bool distributed = false;
+  /// Compile the training step for this many data-parallel replicas (estc
+  /// --replicas; RunConfig's train_distribute): its gradients are averaged
+  /// over them before the optimizer update. 0 or 1: one replica.
+  int replicas = 0;
   /// Where a compile's phases are timed (CompileTimer.h); null: not timed.
   /// The lowering callback may time its own phases there too.
   CompileTimer *timer = nullptr;

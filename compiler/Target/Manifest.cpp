@@ -139,6 +139,9 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
                                          llvm::StringRef name) {
   Manifest manifest;
   manifest.name = name.str();
+  if (auto replicas = module->getAttrOfType<mlir::IntegerAttr>("estc.replicas"))
+    if (replicas.getInt() > 1)
+      manifest.replicas = static_cast<int32_t>(replicas.getInt());
   for (mlir::Operation &op : module.getBody()->getOperations()) {
     if (auto var = llvm::dyn_cast<mlir::est::VariableOp>(op)) {
       VariableInfo info;
@@ -270,6 +273,8 @@ std::string toJson(const Manifest &m) {
   os << "{\n  \"format\": \"estc-manifest-1\",\n  \"name\": " << quote(m.name);
   if (m.device == rt::Device::Cuda)
     os << ",\n  \"device\": \"cuda\",\n  \"gpu_arch\": " << quote(m.gpuArch);
+  if (m.replicas > 1)
+    os << ",\n  \"replicas\": " << m.replicas;
   os << ",\n  \"variables\": [";
   for (size_t i = 0; i < m.variables.size(); ++i) {
     const VariableInfo &v = m.variables[i];
@@ -348,6 +353,12 @@ llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json) {
                    "' is not one of cpu, cuda");
   }
   m.gpuArch = root->getString("gpu_arch").value_or("").str();
+  if (std::optional<int64_t> replicas = root->getInteger("replicas")) {
+    if (*replicas < 2 || *replicas > (1 << 20))
+      return error("manifest: replicas " + std::to_string(*replicas) +
+                   " is not in 2..1048576");
+    m.replicas = static_cast<int32_t>(*replicas);
+  }
   auto readShape = [](const llvm::json::Object &o,
                       std::vector<int64_t> &shape) {
     const llvm::json::Array *a = o.getArray("shape");
@@ -489,7 +500,8 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   return {m.name.c_str(),     static_cast<int32_t>(s.variables.size()),
           s.variables.data(), static_cast<int32_t>(s.functions.size()),
           s.functions.data(), static_cast<int32_t>(s.checks.size()),
-          s.checks.data(),    m.device};
+          s.checks.data(),    m.device,
+          m.replicas};
 }
 
 } // namespace estc

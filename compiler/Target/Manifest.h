@@ -98,6 +98,8 @@ struct Manifest {
   std::string name; // the C++ class name (--name)
   rt::Device device = rt::Device::Cpu;
   std::string gpuArch; // CUDA: "sm_90"; empty on the CPU
+  /// Data-parallel replicas the step averages over (estc.replicas); 0: none.
+  int32_t replicas = 0;
   std::vector<VariableInfo> variables;
   std::vector<FunctionInfo> functions;
   std::vector<CheckInfo> checks; // indexed by est.check_range's `check`

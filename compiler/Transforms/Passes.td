@@ -85,6 +85,23 @@ def EstAutodiff : Pass<"est-autodiff", "ModuleOp"> {
   let dependentDialects = ["::mlir::est::EstDialect"];
 }
 
+def EstInsertCollectives : Pass<"est-insert-collectives", "ModuleOp"> {
+  let summary = "Average a data-parallel step's gradients over the replicas";
+  let description = [{
+    For a module compiled for data-parallel replicas (the module attribute
+    `estc.replicas = N`, N > 1; without it the pass does nothing): in every
+    function with `est.apply_gradients`, all dense gradients of one element
+    type are flattened into one buffer, averaged over the replicas by one
+    `est.all_reduce "mean"` and sliced back (one collective per step and
+    element type, as Horovod's tensor fusion); each sparse gradient goes
+    through `est.all_gather {mean}`; and the function's `loss` result is
+    averaged too, so what the chief logs is the global loss. Runs before
+    est-expand-optimizers: gradient clipping and the update rules see the
+    averaged gradients.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect"];
+}
+
 def EstExpandOptimizers : Pass<"est-expand-optimizers", "ModuleOp"> {
   let summary = "Expand est.apply_gradients into TF 1.x optimizer updates";
   let description = [{

@@ -189,6 +189,12 @@ cl::opt<bool> trainLoop(
              "staged batches (RunConfig::iterations_per_loop; the CPU only, "
              "dense inputs only)"),
     cl::cat(estcCategory));
+cl::opt<int> replicas(
+    "replicas", cl::init(0),
+    cl::desc("Compile the training step for N data-parallel replicas: its "
+             "gradients and loss are averaged over them through the runtime's "
+             "collectives (RunConfig's train_distribute; the CPU only)"),
+    cl::value_desc("N"), cl::cat(estcCategory));
 cl::opt<std::string> mattr("mattr",
                            cl::desc("Target features (+avx512f,-avx2,...)"),
                            cl::value_desc("features"), cl::init(""),
@@ -364,6 +370,12 @@ int main(int argc, char **argv) {
     if (!problem.empty())
       return flagError(problem);
   }
+  if (replicas < 0 || replicas > (1 << 20))
+    return flagError("--replicas=" + std::to_string(replicas) +
+                     ": not in 0..1048576");
+  if (cuda && replicas > 1)
+    return flagError("--replicas: only with --target=cpu (NCCL for CUDA "
+                     "replicas is not built yet)");
   if (cuda && trainLoop)
     return flagError("--train-loop: only with --target=cpu (a CUDA model "
                      "runs one step a call)");
@@ -451,6 +463,7 @@ int main(int argc, char **argv) {
   bool lowered = isLLVMDialect(*module);
   if (!runtimeChecks)
     estc::disableRuntimeChecks(*module);
+  estc::setReplicas(*module, replicas);
 
   // Run the pipeline; pass failures are reported as one line too.
   // Pipeline failures are one line too (estc::runStages).

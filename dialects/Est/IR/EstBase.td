@@ -63,6 +63,9 @@ def Est_IndexTypeAttr : TypeAttrBase<"::mlir::Type",
 
 /// The state of all `est.variable`s, read and written by the state ops.
 def Est_VariableResource : Resource<"::mlir::est::VariableResource">;
+/// The replica group of a data-parallel step: every collective reads and
+/// writes it, so collectives keep their order and are never removed.
+def Est_CollectiveResource : Resource<"::mlir::est::CollectiveResource">;
 
 //===----------------------------------------------------------------------===//
 // Base op classes.

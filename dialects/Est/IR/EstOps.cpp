@@ -810,6 +810,36 @@ LogicalResult MinimizeOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getReduction() != "mean")
+    return emitOpError() << "reduction '" << getReduction()
+                         << "' is not supported (\"mean\")";
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  auto rows = cast<RankedTensorType>(getRows().getType());
+  auto outIndices = cast<RankedTensorType>(getGatheredIndices().getType());
+  auto outRows = cast<RankedTensorType>(getGatheredRows().getType());
+  int64_t replicas = static_cast<int64_t>(getReplicas());
+  if (replicas < 1)
+    return emitOpError() << "replicas must be >= 1, not " << replicas;
+  int64_t n = indices.getDimSize(0), m = rows.getDimSize(0);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(m) && n != m)
+    return emitOpError() << n << " indices but " << m << " rows";
+  if (outRows.getElementType() != rows.getElementType() ||
+      outRows.getDimSize(1) != rows.getDimSize(1))
+    return emitOpError() << "gathered rows " << outRows << " do not match "
+                         << rows;
+  for (int64_t size : {outIndices.getDimSize(0), outRows.getDimSize(0)})
+    if (!ShapedType::isDynamic(size) && !ShapedType::isDynamic(n) &&
+        size != n * replicas)
+      return emitOpError() << "gathered " << size << " rows, not replicas x "
+                           << n;
+  return success();
+}
+
 LogicalResult ApplyGradientsOp::verify() {
   if (getVariables().size() != getGradients().size())
     return emitOpError() << getVariables().size() << " variables but "

@@ -21,6 +21,13 @@ struct VariableResource : public SideEffects::Resource::Base<VariableResource> {
   StringRef getName() final { return "est.variables"; }
 };
 
+/// The replica group the collectives of a data-parallel step talk to
+/// (`est.all_reduce`, `est.all_gather`).
+struct CollectiveResource
+    : public SideEffects::Resource::Base<CollectiveResource> {
+  StringRef getName() final { return "est.collectives"; }
+};
+
 /// Relaxed result-type compatibility of every est op: each declared type has
 /// the inferred element type and rank, and each declared dimension equals the
 /// inferred one or is dynamic.

@@ -979,4 +979,62 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives of data-parallel training (docs/design/distributed.md).
+//===----------------------------------------------------------------------===//
+
+def Est_AllReduceOp : Est_Op<"all_reduce", [
+    SameOperandsAndResultType,
+    MemoryEffects<[MemRead<Est_CollectiveResource>,
+                   MemWrite<Est_CollectiveResource>]>]> {
+  let summary = "The mean of a buffer over the replicas";
+  let description = [{
+    Every replica of a data-parallel step passes its own `x`; each gets the
+    elementwise mean over the replicas (the runtime's
+    `estc_all_reduce_mean_*`, runtime/Collective.h): the same bits on every
+    replica. One replica alone gets `x`. `est-insert-collectives` puts one
+    before the optimizer update, on all of a step's dense gradients of one
+    element type flattened into one buffer, and one on the loss.
+
+    ```mlir
+    %g = est.all_reduce "mean" %flat : tensor<1034xf32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[F32, F64], [1]>:$x, StrAttr:$reduction);
+  let results = (outs TensorRankOf<[F32, F64], [1]>:$result);
+  let assemblyFormat = "$reduction $x attr-dict `:` type($x)";
+  let hasVerifier = 1;
+}
+
+def Est_AllGatherOp : Est_Op<"all_gather", [
+    MemoryEffects<[MemRead<Est_CollectiveResource>,
+                   MemWrite<Est_CollectiveResource>]>]> {
+  let summary = "Every replica's rows (a sparse gradient) on every replica";
+  let description = [{
+    A sparse gradient -- `rows[i]` for row `indices[i]` of a variable -- of
+    every replica, concatenated in rank order, with the rows divided by the
+    replica count when `mean` is set (the mean of the replicas' gradients,
+    as `est.all_reduce "mean"` of the dense ones; duplicate indices sum when
+    the update applies them). The results hold `replicas` times this
+    replica's rows: the gathered rows, then, when other replicas had fewer,
+    zero rows at the first gathered index (adding zero to a row that is
+    updated anyway changes nothing). A replica group of another size, or
+    more rows in all than that, is a run-time error.
+
+    ```mlir
+    %ids, %rows = est.all_gather %i, %r {mean, replicas = 2 : i64} : tensor<?xi64>, tensor<?x16xf32> -> tensor<?xi64>, tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[I64], [1]>:$indices,
+                       TensorRankOf<[F32, F64], [2]>:$rows,
+                       I64Attr:$replicas, UnitAttr:$mean);
+  let results = (outs TensorRankOf<[I64], [1]>:$gathered_indices,
+                      TensorRankOf<[F32, F64], [2]>:$gathered_rows);
+  let assemblyFormat = [{
+    $indices `,` $rows attr-dict `:` type($indices) `,` type($rows) `->`
+    type($gathered_indices) `,` type($gathered_rows)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // EST_OPS_TD

@@ -1,0 +1,199 @@
+//===- InsertCollectives.cpp - est-insert-collectives --------------------===//
+//
+// Data-parallel training (docs/design/distributed.md, "Compiler"): a module
+// compiled for N replicas (`estc.replicas = N`) averages, in every function
+// that applies gradients, what the replicas computed, before the optimizer
+// uses it:
+//
+//   dense   every gradient of one element type, flattened and concatenated
+//           into one buffer -> est.all_reduce "mean" -> sliced and reshaped
+//           back. One collective a step (per element type): small
+//           gradients (biases) ride with the large ones instead of paying a
+//           round trip each.
+//   sparse  (indices, rows) -> est.all_gather {mean}: every replica's rows,
+//           divided by N, applied by the sparse update rules (duplicates
+//           sum), so a step still touches only the rows some replica used.
+//   loss    the function's `loss` result -> est.all_reduce "mean": the
+//           global loss, what the chief logs and summarizes.
+//
+// Runs after est-autodiff, before est-expand-optimizers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Transforms/Passes.h"
+#include "dialects/Est/IR/EstBuilder.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir {
+namespace est {
+#define GEN_PASS_DEF_ESTINSERTCOLLECTIVES
+#include "compiler/Transforms/Passes.h.inc"
+} // namespace est
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::est;
+
+namespace {
+
+int64_t numElements(RankedTensorType t) {
+  int64_t n = 1;
+  for (int64_t d : t.getShape())
+    n *= d;
+  return n;
+}
+
+/// Replaces the dense gradients of `applies` (one function's) by their
+/// mean over the replicas: one fused buffer per element type, reduced
+/// before the first apply.
+LogicalResult reduceDense(ArrayRef<ApplyGradientsOp> applies,
+                          DominanceInfo &dominance) {
+  // Operands by element type, in order.
+  llvm::MapVector<Type, SmallVector<OpOperand *>> byType;
+  for (ApplyGradientsOp apply : applies)
+    for (OpOperand &operand : apply.getGradientsMutable()) {
+      auto type = cast<RankedTensorType>(operand.get().getType());
+      if (!type.hasStaticShape())
+        return apply.emitOpError()
+               << "est-insert-collectives: a gradient of dynamic shape "
+               << type;
+      byType[type.getElementType()].push_back(&operand);
+    }
+  Operation *first = applies.front();
+  for (ApplyGradientsOp apply : applies)
+    if (apply->isBeforeInBlock(first))
+      first = apply;
+  for (auto &[element, operands] : byType) {
+    for (OpOperand *o : operands)
+      if (!dominance.properlyDominates(o->get(), first))
+        return first->emitOpError()
+               << "est-insert-collectives: a gradient is computed after the "
+                  "first optimizer update";
+    OpBuilder b(first);
+    EstBuilder e(b, first->getLoc());
+    SmallVector<Value> flats;
+    int64_t total = 0;
+    for (OpOperand *o : operands) {
+      int64_t n = numElements(cast<RankedTensorType>(o->get().getType()));
+      flats.push_back(e.reshape(o->get(), {n}));
+      total += n;
+    }
+    auto flatType = RankedTensorType::get({total}, element);
+    Value all = flats.size() == 1
+                    ? flats.front()
+                    : Value(ConcatOp::create(b, e.loc, flatType, flats,
+                                             b.getI64IntegerAttr(0)));
+    Value mean =
+        AllReduceOp::create(b, e.loc, flatType, all, b.getStringAttr("mean"));
+    int64_t offset = 0;
+    for (OpOperand *o : operands) {
+      auto type = cast<RankedTensorType>(o->get().getType());
+      int64_t n = numElements(type);
+      Value part = mean;
+      if (flats.size() > 1)
+        part = SliceOp::create(b, e.loc, RankedTensorType::get({n}, element),
+                               mean, b.getDenseI64ArrayAttr({offset}),
+                               b.getDenseI64ArrayAttr({n}));
+      o->set(ReshapeOp::create(b, e.loc, type, part,
+                               b.getDenseI64ArrayAttr(type.getShape())));
+      offset += n;
+    }
+  }
+  return success();
+}
+
+/// Gathers every sparse gradient of `apply` from the replicas.
+void gatherSparse(ApplyGradientsOp apply, int64_t replicas) {
+  OpBuilder b(apply);
+  EstBuilder e(b, apply.getLoc());
+  auto indices = apply.getSparseIndicesMutable();
+  auto values = apply.getSparseValuesMutable();
+  for (unsigned i = 0; i < indices.size(); ++i) {
+    Value ids = indices[i].get(), rows = values[i].get();
+    auto idsType = cast<RankedTensorType>(ids.getType());
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    int64_t width = 1;
+    for (int64_t d : rowsType.getShape().drop_front())
+      width *= d;
+    Type i64 = b.getI64Type();
+    if (idsType.getElementType() != i64)
+      ids = e.castTo(ids, i64);
+    Value flatRows = rowsType.getRank() == 2 ? rows : e.reshape(rows, {-1, width});
+    int64_t dyn = ShapedType::kDynamic;
+    auto gather = AllGatherOp::create(
+        b, e.loc, RankedTensorType::get({dyn}, i64),
+        RankedTensorType::get({dyn, width}, rowsType.getElementType()), ids,
+        flatRows, b.getI64IntegerAttr(replicas), b.getUnitAttr());
+    Value outIds = gather.getGatheredIndices();
+    Value outRows = gather.getGatheredRows();
+    if (idsType.getElementType() != i64)
+      outIds = e.castTo(outIds, idsType.getElementType());
+    if (rowsType.getRank() != 2) {
+      SmallVector<int64_t> shape{-1};
+      llvm::append_range(shape, rowsType.getShape().drop_front());
+      outRows = e.reshape(outRows, shape);
+    }
+    indices[i].set(outIds);
+    values[i].set(outRows);
+  }
+}
+
+/// The function's `loss` result, averaged.
+void reduceLoss(func::FuncOp func) {
+  func.walk([&](func::ReturnOp ret) {
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "est.name");
+      if (!name || name.getValue() != "loss")
+        continue;
+      Value loss = ret.getOperand(i);
+      auto type = cast<RankedTensorType>(loss.getType());
+      if (!type.hasStaticShape() ||
+          !isa<Float32Type, Float64Type>(type.getElementType()))
+        continue;
+      OpBuilder b(ret);
+      EstBuilder e(b, ret.getLoc());
+      Value flat = e.reshape(loss, {numElements(type)});
+      Value mean = AllReduceOp::create(b, e.loc, flat.getType(), flat,
+                                       b.getStringAttr("mean"));
+      ret->setOperand(i, ReshapeOp::create(
+                             b, e.loc, type, mean,
+                             b.getDenseI64ArrayAttr(type.getShape())));
+    }
+  });
+}
+
+struct InsertCollectivesPass
+    : public est::impl::EstInsertCollectivesBase<InsertCollectivesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto attr = module->getAttrOfType<IntegerAttr>("estc.replicas");
+    if (!attr || attr.getInt() <= 1)
+      return;
+    int64_t replicas = attr.getInt();
+    DominanceInfo dominance(module);
+    for (func::FuncOp func : module.getOps<func::FuncOp>()) {
+      SmallVector<ApplyGradientsOp> applies;
+      func.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
+      if (applies.empty())
+        continue;
+      for (ApplyGradientsOp apply : applies)
+        if (apply->getBlock() != applies.front()->getBlock()) {
+          apply.emitOpError("est-insert-collectives: optimizer updates in "
+                            "different blocks");
+          return signalPassFailure();
+        }
+      if (failed(reduceDense(applies, dominance)))
+        return signalPassFailure();
+      for (ApplyGradientsOp apply : applies)
+        gatherSparse(apply, replicas);
+      reduceLoss(func);
+    }
+  }
+};
+
+} // namespace
