@@ -186,7 +186,8 @@ void setCollective(Collective *c) {
   s.group.store(c, std::memory_order_release);
   s.error.clear();
   s.failed.store(false, std::memory_order_release);
-  s.stats = {};
+  if (c) // the counters stay readable after the group is uninstalled
+    s.stats = {};
 }
 
 void setThreadCollective(Collective *c) {

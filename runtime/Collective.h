@@ -76,7 +76,7 @@ public:
 
 /// The group compiled code of this process uses: `c` (not owned; null
 /// restores "one replica"). Set it before the first step and keep it alive
-/// until the last; clears a recorded error.
+/// until the last; clears a recorded error, and a new group's counters.
 ESTC_RT_EXPORT void setCollective(Collective *c);
 ESTC_RT_EXPORT Collective *collective();
 /// As setCollective, for the calling thread alone (its error and counters

@@ -231,9 +231,9 @@ def case_equivalence(args):
              (len(events), events))
     # The loss the chief logs is the global mean: the single replica's.
     chief_loss = [l for l in job.log("chief-0").splitlines()
-                  if l.startswith("Loss for final step")]
+                  if "Loss for final step" in l]
     single_loss = [l for l in single.log("chief").splitlines()
-                   if l.startswith("Loss for final step")]
+                   if "Loss for final step" in l]
     print("final loss: job %s; one replica %s" % (chief_loss, single_loss))
     if not chief_loss or not single_loss:
         fail("no 'Loss for final step' line")
