@@ -1,6 +1,7 @@
 # estc_add_model(<target> NAME <Name> GRAPH <file.pb|file.pbtxt|file.mlir>
 #                [MCPU <cpu>] [MATTR <features>]
-#                [TARGET cpu|cuda] [GPU_ARCH <sm_XX>] [TRAIN_LOOP])
+#                [TARGET cpu|cuda] [GPU_ARCH <sm_XX>] [TRAIN_LOOP]
+#                [REPLICAS <N>])
 #
 # Compiles a model graph ahead of time with estc (like tfcompile's
 # tf_library): at build time it runs
@@ -21,10 +22,14 @@
 # TRAIN_LOOP (estc --train-loop) also compiles `train_loop`, N training
 # steps in one call, which RunConfig::iterations_per_loop uses.
 #
+# REPLICAS N (estc --replicas=N) compiles the training step for N
+# data-parallel replicas (RunConfig's train_distribute with N workers): it
+# averages the gradients and the loss over them (docs/design/distributed.md).
+#
 # The estc that runs is the target estc::estc: in estc's own tree the one it
 # builds, in a project that did find_package(estc) the installed one.
 function(estc_add_model target)
-  cmake_parse_arguments(ARG "TRAIN_LOOP" "NAME;GRAPH;MCPU;MATTR;TARGET;GPU_ARCH" ""
+  cmake_parse_arguments(ARG "TRAIN_LOOP" "NAME;GRAPH;MCPU;MATTR;TARGET;GPU_ARCH;REPLICAS" ""
                         ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_GRAPH)
     message(FATAL_ERROR "estc_add_model(${target}): NAME and GRAPH are required")
@@ -56,6 +61,13 @@ function(estc_add_model target)
   endif()
   if(ARG_TRAIN_LOOP)
     list(APPEND _flags --train-loop)
+  endif()
+  if(ARG_REPLICAS)
+    if(NOT ARG_REPLICAS MATCHES "^[0-9]+$")
+      message(FATAL_ERROR
+        "estc_add_model(${target}): REPLICAS must be a number, not '${ARG_REPLICAS}'")
+    endif()
+    list(APPEND _flags --replicas=${ARG_REPLICAS})
   endif()
   # COMMAND estc::estc: built first (in tree); DEPENDS on its file: the model
   # is compiled again when estc changes.

@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
   clang-format-22
   libcpp-httplib-dev rapidjson-dev curl wrk
+  libgloo-dev libopenmpi-dev openmpi-bin
 )
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).
