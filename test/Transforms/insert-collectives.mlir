@@ -1,0 +1,52 @@
+// RUN: estc-opt %s --split-input-file --est-insert-collectives | FileCheck %s
+
+// Dense gradients of one element type: one fused buffer, one mean all-reduce,
+// sliced back; the sparse gradient (i32 ids, rank-3 rows) is gathered; the
+// loss is averaged.
+module attributes {estc.replicas = 3 : i64} {
+  est.variable @w : tensor<4x3xf32> {trainable}
+  est.variable @b : tensor<3xf32> {trainable}
+  est.variable @emb : tensor<10x2x2xf32> {trainable}
+
+  // CHECK-LABEL: func.func @train
+  func.func @train(%gw: tensor<4x3xf32>, %gb: tensor<3xf32>, %ids: tensor<?xi32>, %rows: tensor<?x2x2xf32>, %loss: tensor<f32>) -> (tensor<f32> {est.name = "loss"}) {
+    // CHECK: %[[W:.*]] = est.reshape %arg0 {shape = array<i64: 12>}
+    // CHECK: %[[B:.*]] = est.reshape %arg1 {shape = array<i64: 3>}
+    // CHECK: %[[ALL:.*]] = est.concat %[[W]], %[[B]] {axis = 0 : i64} : (tensor<12xf32>, tensor<3xf32>) -> tensor<15xf32>
+    // CHECK: %[[MEAN:.*]] = est.all_reduce "mean" %[[ALL]] : tensor<15xf32>
+    // CHECK: est.slice %[[MEAN]] {begin = array<i64: 0>, size = array<i64: 12>}
+    // CHECK: est.slice %[[MEAN]] {begin = array<i64: 12>, size = array<i64: 3>}
+    // CHECK: %[[IDS:.*]] = est.cast %arg2 {{.*}} -> tensor<?xi64>
+    // CHECK: %[[ROWS:.*]] = est.reshape %arg3 {shape = array<i64: -1, 4>}
+    // CHECK: %[[GI:.*]], %[[GR:.*]] = est.all_gather %[[IDS]], %[[ROWS]] {mean, replicas = 3 : i64} : tensor<?xi64>, tensor<?x4xf32> -> tensor<?xi64>, tensor<?x4xf32>
+    // CHECK: est.cast %[[GI]] {{.*}} -> tensor<?xi32>
+    // CHECK: est.reshape %[[GR]] {shape = array<i64: -1, 2, 2>}
+    // CHECK: est.apply_gradients "adagrad"
+    est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32> sparse [@emb] indices(%ids : tensor<?xi32>) values(%rows : tensor<?x2x2xf32>)
+    // CHECK: %[[L:.*]] = est.reshape %arg4 {shape = array<i64: 1>}
+    // CHECK: %[[LM:.*]] = est.all_reduce "mean" %[[L]] : tensor<1xf32>
+    // CHECK: %[[LOSS:.*]] = est.reshape %[[LM]] {shape = array<i64>}
+    // CHECK: return %[[LOSS]]
+    return %loss : tensor<f32>
+  }
+
+  // A function without updates is left alone.
+  // CHECK-LABEL: func.func @eval
+  // CHECK-NOT: est.all_reduce
+  // CHECK: return
+  func.func @eval(%loss: tensor<f32>) -> (tensor<f32> {est.name = "loss"}) {
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// Without estc.replicas (or with 1) the pass does nothing.
+// CHECK-LABEL: func.func @one_replica
+// CHECK-NOT: est.all_reduce
+// CHECK: est.apply_gradients
+est.variable @v : tensor<3xf32> {trainable}
+func.func @one_replica(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+  return
+}
