@@ -13,6 +13,8 @@ cases:
                with batch N*B; only the chief writes checkpoints and event
                files; the loss it logs is the global one
   determinism  the same N-replica job twice: bit-identical checkpoints
+               (--iterations_per_loop=N: compiled loops of N steps, each
+               step reducing)
   relaunch     a worker SIGKILLed mid-step: the others stop within a bounded
                time with one line naming it; relaunching the job resumes
                from the chief's last checkpoint and ends with the same
@@ -179,7 +181,8 @@ def checkpoint_digests(model_dir):
 
 def common_flags(args):
     return ["--train_steps=%d" % args.steps, "--save_checkpoints_steps=5",
-            "--timeout_secs=20"]
+            "--timeout_secs=20",
+            "--iterations_per_loop=%d" % args.iterations_per_loop]
 
 
 def case_equivalence(args):
@@ -447,14 +450,16 @@ def main():
                         choices=["mlp", "embedding"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--iterations_per_loop", type=int, default=1,
+                        help="RunConfig.iterations_per_loop of every job")
     parser.add_argument("--fashion", default="")
     parser.add_argument("--data_dir", default="")
     parser.add_argument("--min_accuracy", type=float, default=0.9)
     args = parser.parse_args()
     if args.workers < 2:
         parser.error("--workers: at least 2")
-    work = os.path.join(args.work, "%s-%s-%d" % (args.case, args.model,
-                                                 args.workers))
+    work = os.path.join(args.work, "%s-%s-%d-%d" % (
+        args.case, args.model, args.workers, args.iterations_per_loop))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     args.work = work
