@@ -170,6 +170,7 @@ std::string runJob(const char *self, const std::string &model, int workers,
   std::filesystem::remove_all(dir);
   std::string out = (dir.string() + ".json");
   std::vector<pid_t> pids;
+  std::fflush(stdout); // the children must not print the parent's buffer
   for (int r = 0; r < workers; ++r) {
     std::string task = r == 0 ? "chief" : "worker";
     std::string tfConfig =

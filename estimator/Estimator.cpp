@@ -833,7 +833,9 @@ public:
     int64_t flags[2] = {have ? 0 : 1, 0};
     if (group_.rank() == 0 && have && saver_)
       flags[1] = saver_->will_save_at(after) || (lastStep_ && after >= *lastStep_);
+    auto start = SteadyClock::now();
     group_.collective().allReduceSum(flags, 2);
+    rt::recordCollective(secondsSince(start), sizeof flags);
     if (flags[0] > 0) {
       if (have)
         log_info("The input of " + std::to_string(flags[0]) +

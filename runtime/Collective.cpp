@@ -209,6 +209,14 @@ CollectiveStats collectiveStats() {
   return s.stats;
 }
 
+void recordCollective(double seconds, int64_t bytes) {
+  Slot &s = slot();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats.calls += 1;
+  s.stats.bytes += bytes;
+  s.stats.seconds += seconds;
+}
+
 void resetCollectiveStats() {
   Slot &s = slot();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -92,6 +92,9 @@ struct CollectiveStats {
   double seconds = 0;
 };
 ESTC_RT_EXPORT CollectiveStats collectiveStats();
+/// Adds a collective the host code made itself (the Estimator's agreement
+/// before each step) to the counters.
+ESTC_RT_EXPORT void recordCollective(double seconds, int64_t bytes);
 ESTC_RT_EXPORT void resetCollectiveStats();
 
 } // namespace estc::rt
