@@ -404,6 +404,91 @@ TEST(RunConfigTest, ReadsTheEnvironment) {
   EXPECT_TRUE(RunConfig().is_chief());
 }
 
+TEST(RunConfigTest, TrainDistribute) {
+  RunConfigOptions o;
+  o.train_distribute = MultiWorkerMirroredStrategy{};
+  const char *tf = R"({"cluster": {"chief": ["c:1"], "worker": ["w:1", "v:1"]},
+                       "task": {"type": "worker", "index": 1}})";
+  RunConfig w = RunConfig::from_tf_config(tf, o);
+  EXPECT_TRUE(w.distributed());
+  EXPECT_EQ(w.num_worker_replicas(), 3);
+  EXPECT_EQ(w.global_id_in_cluster(), 2);
+  EXPECT_EQ(w.train_distribute()->communication, "auto");
+  // Without a cluster, or without the strategy: not distributed.
+  EXPECT_FALSE(RunConfig::from_tf_config("", o).distributed());
+  EXPECT_FALSE(RunConfig::from_tf_config(tf).distributed());
+
+  auto message = [](const std::function<void()> &fn) -> std::string {
+    try {
+      fn();
+    } catch (const std::invalid_argument &e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  RunConfigOptions bad;
+  bad.train_distribute = MultiWorkerMirroredStrategy{"nccl"};
+  EXPECT_EQ(message([&] { RunConfig::from_tf_config("", bad); }),
+            "RunConfig: train_distribute: communication 'nccl' should be "
+            "\"auto\", \"gloo\" or \"mpi\"");
+  bad.train_distribute = MultiWorkerMirroredStrategy{"gloo", 0};
+  EXPECT_EQ(message([&] { RunConfig::from_tf_config("", bad); }),
+            "RunConfig: train_distribute: timeout_secs should be > 0, given: "
+            "0.000000");
+}
+
+TEST(RunConfigTest, MpirunRanksMakeTheCluster) {
+  ::setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  RunConfigOptions o;
+  o.train_distribute = MultiWorkerMirroredStrategy{"mpi"};
+  RunConfig c = RunConfig::from_tf_config("", o);
+  EXPECT_TRUE(c.distributed());
+  EXPECT_EQ(c.task_type(), "worker");
+  EXPECT_EQ(c.task_id(), 1);
+  EXPECT_FALSE(c.is_chief());
+  EXPECT_EQ(c.num_worker_replicas(), 4);
+  EXPECT_EQ(c.global_id_in_cluster(), 2);
+  // Gloo ignores mpirun's variables; so does a config without the strategy.
+  o.train_distribute = MultiWorkerMirroredStrategy{"gloo"};
+  EXPECT_FALSE(RunConfig::from_tf_config("", o).distributed());
+  EXPECT_EQ(RunConfig::from_tf_config("").num_worker_replicas(), 1);
+  ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+  o.train_distribute = MultiWorkerMirroredStrategy{};
+  EXPECT_TRUE(RunConfig::from_tf_config("", o).is_chief());
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+}
+
+TEST(DatasetTest, ShardTakesEveryNthBatch) {
+  std::vector<float> v(10);
+  for (int i = 0; i < 10; ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(i);
+  Features x{{"x", TensorValue::of<float>({10, 1}, v)}};
+  auto firstOfBatches = [](Dataset d) {
+    std::vector<float> out;
+    while (std::optional<Batch> b = d.next())
+      out.push_back(b->features.at("x").values<float>()[0]);
+    return out;
+  };
+  InputFn input = numpy_input_fn(x, std::nullopt, {2, 1, false, 0});
+  EXPECT_EQ(firstOfBatches(input().shard(2, 1)), (std::vector<float>{2, 6}));
+  EXPECT_EQ(firstOfBatches(input().shard(3, 0)), (std::vector<float>{0, 6}));
+  EXPECT_EQ(firstOfBatches(input().shard(1, 0)),
+            (std::vector<float>{0, 2, 4, 6, 8}));
+  int calls = 0;
+  Dataset gen = Dataset::from_generator([&]() -> std::optional<Batch> {
+    if (calls == 5)
+      return std::nullopt;
+    Batch b;
+    b.features["x"] = TensorValue::of<float>({1, 1}, {float(calls++)});
+    return b;
+  });
+  EXPECT_EQ(firstOfBatches(std::move(gen).shard(2, 0)),
+            (std::vector<float>{0, 2, 4}));
+  EXPECT_THROW(input().shard(2, 2), std::invalid_argument);
+}
+
 // --- Input -------------------------------------------------------------------
 
 Features range(int64_t n) {

@@ -218,9 +218,21 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
               train_and_evaluate(distributed, TrainSpec{trainInput(), 10},
                                  eval);
             }),
-            "train_and_evaluate: RunConfig has a cluster (TF_CONFIG, task type "
-            "'worker'): distributed training is not supported yet (only the "
-            "'evaluator' task runs); unset TF_CONFIG");
+            "train_and_evaluate: TF_CONFIG has 2 training tasks (chief and "
+            "workers), but RunConfig has no train_distribute: set "
+            "RunConfigOptions::train_distribute = "
+            "MultiWorkerMirroredStrategy{} to train them as one job");
+  Estimator withPs(
+      classifier_fn, RunConfig::from_tf_config(
+                         R"({"cluster": {"chief": ["h0:1"], "ps": ["h1:1"]},
+              "task": {"type": "chief", "index": 0}})",
+                         o));
+  EXPECT_EQ(errorOf([&] {
+              train_and_evaluate(withPs, TrainSpec{trainInput(), 10}, eval);
+            }),
+            "train_and_evaluate: TF_CONFIG has a 'ps' job: parameter-server "
+            "training is not supported; use train_distribute = "
+            "MultiWorkerMirroredStrategy with 'chief' and 'worker' jobs only");
   EXPECT_FALSE(fs::exists(dir_ / "model" / "checkpoint")); // nothing ran
 }
 
