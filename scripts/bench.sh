@@ -18,3 +18,11 @@ build/bin/estimator_bench --threads=1,2
 # memory, TF's Estimator beside estc's (the same ConvNet, batch, optimizer
 # and evaluation schedule; a few minutes per thread count).
 bench/fashion_tta.sh --build build --threads "1 2"
+# Distributed training on loopback: Gloo's all-reduce against the link in the
+# same run, the split of a 2-worker step into compute and communication, and
+# the scaling model of 8-64 workers from both (docs/results.md,
+# "Distributed training").
+build/bin/allreduce_bench --json=build/allreduce.json
+build/bin/distributed_bench --json=build/distributed.json
+python3 bench/scaling_model.py --allreduce_json=build/allreduce.json \
+    --distributed_json=build/distributed.json
