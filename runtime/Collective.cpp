@@ -72,24 +72,9 @@ int64_t groupSize() {
   return c ? c->size() : 1;
 }
 
-/// The elements of a rank-N view in row-major order, gathered into `out`
+/// The elements of a rank-N view in row-major order, gathered into `flat`
 /// (or scattered back from it): compiled code usually passes contiguous
 /// buffers, but the ABI allows any strides.
-template <typename T, int N> bool contiguous(const MemRef<T, N> &m) {
-  int64_t stride = 1;
-  for (int d = N - 1; d >= 0; --d) {
-    if (m.sizes[d] != 1 && m.strides[d] != stride)
-      return false;
-    stride *= m.sizes[d];
-  }
-  return true;
-}
-template <typename T, int N> int64_t elements(const MemRef<T, N> &m) {
-  int64_t n = 1;
-  for (int d = 0; d < N; ++d)
-    n *= m.sizes[d];
-  return n;
-}
 template <typename T, int N>
 void copyView(const MemRef<T, N> &m, T *flat, bool toFlat) {
   int64_t n = elements(m);
@@ -112,7 +97,7 @@ template <typename T> void allReduceMean(MemRef<T, 1> *buf) {
     return;
   std::vector<T> copy;
   T *data = buf->data();
-  if (!contiguous(*buf)) {
+  if (!isContiguous(*buf)) {
     copy.resize(static_cast<size_t>(n));
     copyView(*buf, copy.data(), true);
     data = copy.data();

@@ -46,25 +46,6 @@ CUdeviceptr devicePtr(const void *p) {
   return reinterpret_cast<CUdeviceptr>(p);
 }
 
-/// Whether `m` is row-major contiguous (dimensions of size 1 have any
-/// stride).
-template <typename T, int N> bool isContiguous(const MemRef<T, N> &m) {
-  int64_t stride = 1;
-  for (int d = N - 1; d >= 0; --d) {
-    if (m.sizes[d] != 1 && m.strides[d] != stride)
-      return false;
-    stride *= m.sizes[d];
-  }
-  return true;
-}
-
-template <typename T, int N> int64_t elements(const MemRef<T, N> &m) {
-  int64_t n = 1;
-  for (int d = 0; d < N; ++d)
-    n *= m.sizes[d];
-  return n;
-}
-
 /// Zero-fills a contiguous tensor on the stream (a product over an empty
 /// dimension).
 template <typename T, int N>

@@ -38,6 +38,26 @@ static_assert(offsetof(MemRef4f, sizes) == 24 &&
                   offsetof(MemRef4f, strides) == 56,
               "MemRef<T, 4> must match StridedMemRefType<T, 4>");
 
+/// Whether `m` is row-major contiguous (dimensions of size 1 have any
+/// stride).
+template <typename T, int N> bool isContiguous(const MemRef<T, N> &m) {
+  int64_t stride = 1;
+  for (int d = N - 1; d >= 0; --d) {
+    if (m.sizes[d] != 1 && m.strides[d] != stride)
+      return false;
+    stride *= m.sizes[d];
+  }
+  return true;
+}
+
+/// The number of elements `m` views.
+template <typename T, int N> int64_t elements(const MemRef<T, N> &m) {
+  int64_t n = 1;
+  for (int d = 0; d < N; ++d)
+    n *= m.sizes[d];
+  return n;
+}
+
 /// Fills `m` as an owned-elsewhere row-major (contiguous) view of `data`.
 template <typename T, int N>
 MemRef<T, N> makeRowMajor(T *data, const int64_t (&sizes)[N]) {
