@@ -10,10 +10,10 @@
 
 #include "lib/Support/Flags.h"
 
-#include <cstdlib>
-#include <sstream>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 

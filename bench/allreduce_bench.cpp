@@ -113,8 +113,8 @@ std::pair<double, double> measureLink(double seconds) {
     uint64_t total = 0;
     readFull(c, &total, sizeof total);
     for (uint64_t got = 0; got < total;) {
-      ssize_t k = ::read(c, buf.data(),
-                         std::min<uint64_t>(buf.size(), total - got));
+      ssize_t k =
+          ::read(c, buf.data(), std::min<uint64_t>(buf.size(), total - got));
       if (k <= 0)
         ::_exit(1);
       got += static_cast<uint64_t>(k);
@@ -189,7 +189,8 @@ std::vector<Row> measureAllReduce(int n, const std::vector<size_t> &sizes,
           c->barrier();
           auto t = Clock::now();
           c->allReduceSum(data.data(), data.size());
-          int64_t reps = static_cast<int64_t>(seconds / std::max(1e-6, since(t)));
+          int64_t reps =
+              static_cast<int64_t>(seconds / std::max(1e-6, since(t)));
           reps = std::max<int64_t>(3, std::min<int64_t>(reps, 100000));
           c->broadcast(&reps, sizeof reps, 0);
           c->barrier();
@@ -251,7 +252,8 @@ int main(int argc, char **argv) {
       bench::parseIntList(parser, "replicas", replicaList);
   for (int64_t n : replicas)
     if (n < 2 || n > 16)
-      parser.fail("--replicas: " + std::to_string(n) + " is not between 2 and 16");
+      parser.fail("--replicas: " + std::to_string(n) +
+                  " is not between 2 and 16");
   if (maxBytes < minBytes)
     parser.fail("--max_bytes=" + std::to_string(maxBytes) +
                 " is below --min_bytes=" + std::to_string(minBytes));
@@ -274,8 +276,8 @@ int main(int argc, char **argv) {
       for (const Row &r :
            measureAllReduce(static_cast<int>(n), sizes, seconds)) {
         double alg = static_cast<double>(r.bytes) / r.seconds;
-        double bus = alg * 2.0 * static_cast<double>(n - 1) /
-                     static_cast<double>(n);
+        double bus =
+            alg * 2.0 * static_cast<double>(n - 1) / static_cast<double>(n);
         std::printf("%8d %12zu %12.1f %12.3f %12.3f %8.0f%%\n", r.replicas,
                     r.bytes, r.seconds * 1e6, alg / 1e9, bus / 1e9,
                     100 * bus / link);

@@ -29,9 +29,9 @@
 #include "lib/Support/Flags.h"
 #include "runtime/Collective.h"
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -77,8 +77,8 @@ struct Clock : SessionRunHook {
 
 /// One replica (TF_CONFIG set by the parent): prints its JSON line.
 int runReplica(const std::string &model, int64_t batch, int threads,
-               int64_t warmup, int64_t steps,
-               const std::string &communication, const std::string &dir) {
+               int64_t warmup, int64_t steps, const std::string &communication,
+               const std::string &dir) {
   int64_t n = 2048, size = 1;
   for (int64_t d : exampleShape(model))
     size *= d;
@@ -115,18 +115,20 @@ int runReplica(const std::string &model, int64_t batch, int threads,
   clock->stats.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(numpy_input_fn(x, y, {batch, std::nullopt, false, 0}),
                   {clock}, warmup + steps);
-  size_t first = static_cast<size_t>(warmup) - 1, last = clock->times.size() - 1;
+  size_t first = static_cast<size_t>(warmup) - 1,
+         last = clock->times.size() - 1;
   double seconds =
       std::chrono::duration<double>(clock->times[last] - clock->times[first])
           .count();
   double timed = static_cast<double>(last - first);
   const rt::CollectiveStats &a = clock->stats[first], &b = clock->stats[last];
-  std::cout << "{\"model\": \"" << model << "\", \"rank\": "
-            << config.global_id_in_cluster().value_or(0)
+  std::cout << "{\"model\": \"" << model
+            << "\", \"rank\": " << config.global_id_in_cluster().value_or(0)
             << ", \"workers\": " << config.num_worker_replicas()
             << ", \"batch\": " << batch << ", \"threads\": " << threads
             << ", \"ms_per_step\": " << 1e3 * seconds / timed
-            << ", \"comm_ms_per_step\": " << 1e3 * (b.seconds - a.seconds) / timed
+            << ", \"comm_ms_per_step\": "
+            << 1e3 * (b.seconds - a.seconds) / timed
             << ", \"comm_calls_per_step\": "
             << static_cast<double>(b.calls - a.calls) / timed
             << ", \"comm_bytes_per_step\": "
@@ -154,13 +156,13 @@ std::string runJob(const char *self, const std::string &model, int workers,
   std::vector<int> ports;
   for (int i = 0; i < workers; ++i)
     ports.push_back(freePort());
-  std::string cluster = "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) +
-                        "\"]";
+  std::string cluster =
+      "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) + "\"]";
   if (workers > 1) {
     cluster += ", \"worker\": [";
     for (int i = 1; i < workers; ++i)
-      cluster += std::string(i > 1 ? ", " : "") + "\"127.0.0.1:" +
-                 std::to_string(ports[i]) + "\"";
+      cluster += std::string(i > 1 ? ", " : "") +
+                 "\"127.0.0.1:" + std::to_string(ports[i]) + "\"";
     cluster += "]";
   }
   cluster += "}";
@@ -264,7 +266,8 @@ int main(int argc, char **argv) {
       parser.fail("--models: unknown model '" + m + "' (one of mlp, convnet)");
   for (int64_t w : workers)
     if (w < 1 || w > 16)
-      parser.fail("--workers: " + std::to_string(w) + " is not between 1 and 16");
+      parser.fail("--workers: " + std::to_string(w) +
+                  " is not between 1 and 16");
   try {
     if (replica)
       return runReplica(models.at(0), batch, threads, warmup, steps,

@@ -72,13 +72,12 @@ ReplicaGroup::ReplicaGroup(const RunConfig &config) {
   addresses.push_back(cluster.at(chief).at(0));
   if (auto w = cluster.find(TaskType::WORKER); w != cluster.end())
     for (size_t i = 0; i < w->second.size(); ++i) {
-      names_.push_back(std::string(TaskType::WORKER) + ":" +
-                       std::to_string(i));
+      names_.push_back(std::string(TaskType::WORKER) + ":" + std::to_string(i));
       addresses.push_back(w->second[i]);
     }
-  bool mpi = strategy.communication == "mpi" ||
-             (strategy.communication == "auto" &&
-              rt::distribute::launched_by_mpirun());
+  bool mpi =
+      strategy.communication == "mpi" || (strategy.communication == "auto" &&
+                                          rt::distribute::launched_by_mpirun());
   if (mpi) {
     collective_ = rt::distribute::connect_mpi(strategy.timeout_secs);
     if (collective_->size() != size || collective_->rank() != rank)

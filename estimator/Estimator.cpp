@@ -824,15 +824,15 @@ public:
       : inner_(inner), group_(group), session_(session), data_(data),
         saver_(saver), lastStep_(lastStep) {}
 
-  std::string function_name() const override {
-    return inner_.function_name();
-  }
+  std::string function_name() const override { return inner_.function_name(); }
   bool next_batch() override {
     bool have = inner_.next_batch();
-    int64_t after = session_.global_step() + (have ? inner_.steps_in_batch() : 0);
+    int64_t after =
+        session_.global_step() + (have ? inner_.steps_in_batch() : 0);
     int64_t flags[2] = {have ? 0 : 1, 0};
     if (group_.rank() == 0 && have && saver_)
-      flags[1] = saver_->will_save_at(after) || (lastStep_ && after >= *lastStep_);
+      flags[1] =
+          saver_->will_save_at(after) || (lastStep_ && after >= *lastStep_);
     auto start = SteadyClock::now();
     group_.collective().allReduceSum(flags, 2);
     rt::recordCollective(secondsSince(start), sizeof flags);
@@ -1194,7 +1194,8 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   } collectiveScope(group);
 
   applyThreads();
-  Dataset data = input(input_fn, group && config_.train_distribute()->auto_shard);
+  Dataset data =
+      input(input_fn, group && config_.train_distribute()->auto_shard);
   prepareModel(backend_, ModeKeys::TRAIN, data, "Estimator.train");
   const EstimatorSpec *spec = backend_.spec(ModeKeys::TRAIN);
   Hooks compiledFor = userHooks;
@@ -1256,54 +1257,58 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   if (group)
     replicaStep = std::make_unique<DistributedStep>(
         *step, *group, session, data, findSaverHook(hooks), lastStep);
-  MonitoredSession loop(session, replicaStep ? static_cast<StepRunner &>(*replicaStep) : *step, hooks, [&] {
-    std::optional<train::RestoredCheckpoint> restored;
-    if (chief)
-      restored = checkpoints_.restore();
-    if (restored) {
-      loadVariables(m, restored->variables,
-                    train::checkpoint_file(restored->path));
-      log_info("Restoring parameters from " + restored->path);
-      restoreInput(data, *restored);
-    } else if (chief) {
-      initialize(m);
-    } else {
-      m.run(m.find_function("init")); // the chief's values follow
-    }
-    if (!group)
-      return;
-    // Every replica starts from the chief's variables (restored or not) and
-    // continues its input where the chief's checkpoint saved it.
-    group->broadcast_variables(m);
-    std::map<int, std::string> states;
-    if (restored)
-      for (int r = 1; r < group->size(); ++r) {
-        auto it = restored->variables.find(replicaInputStateTensor(r));
-        if (it != restored->variables.end())
-          states[r] = unpack_bytes(it->second);
-      }
-    std::string mine = group->broadcast_input_states(states);
-    if (chief) {
-      session.set_replica_input_states(states, session.global_step());
-    } else if (!mine.empty()) {
-      std::string why;
-      bool ok = false;
-      try {
-        ok = data.restore_state(mine, &why);
-      } catch (const data::DataError &e) {
-        why = e.what();
-      }
-      if (ok)
-        log_info("Restored the input pipeline's position from the chief's "
-                 "checkpoint");
-      else
-        log_info("Not restoring the input pipeline's position from the "
-                 "chief's checkpoint (" + why + "); input_fn starts afresh.");
-    } else if (session.global_step() > 0) {
-      log_info("The chief's checkpoint has no input position for " +
-               group->task_name(group->rank()) + "; input_fn starts afresh.");
-    }
-  });
+  MonitoredSession loop(
+      session, replicaStep ? static_cast<StepRunner &>(*replicaStep) : *step,
+      hooks, [&] {
+        std::optional<train::RestoredCheckpoint> restored;
+        if (chief)
+          restored = checkpoints_.restore();
+        if (restored) {
+          loadVariables(m, restored->variables,
+                        train::checkpoint_file(restored->path));
+          log_info("Restoring parameters from " + restored->path);
+          restoreInput(data, *restored);
+        } else if (chief) {
+          initialize(m);
+        } else {
+          m.run(m.find_function("init")); // the chief's values follow
+        }
+        if (!group)
+          return;
+        // Every replica starts from the chief's variables (restored or not) and
+        // continues its input where the chief's checkpoint saved it.
+        group->broadcast_variables(m);
+        std::map<int, std::string> states;
+        if (restored)
+          for (int r = 1; r < group->size(); ++r) {
+            auto it = restored->variables.find(replicaInputStateTensor(r));
+            if (it != restored->variables.end())
+              states[r] = unpack_bytes(it->second);
+          }
+        std::string mine = group->broadcast_input_states(states);
+        if (chief) {
+          session.set_replica_input_states(states, session.global_step());
+        } else if (!mine.empty()) {
+          std::string why;
+          bool ok = false;
+          try {
+            ok = data.restore_state(mine, &why);
+          } catch (const data::DataError &e) {
+            why = e.what();
+          }
+          if (ok)
+            log_info("Restored the input pipeline's position from the chief's "
+                     "checkpoint");
+          else
+            log_info("Not restoring the input pipeline's position from the "
+                     "chief's checkpoint (" +
+                     why + "); input_fn starts afresh.");
+        } else if (session.global_step() > 0) {
+          log_info("The chief's checkpoint has no input position for " +
+                   group->task_name(group->rank()) +
+                   "; input_fn starts afresh.");
+        }
+      });
 
   int64_t first = session.global_step();
   lastStep = max_steps;

@@ -116,10 +116,10 @@ struct TrainAndEvaluateResult {
 /// of a cluster with RunConfig's train_distribute train as the replicas of
 /// one job (docs/design/distributed.md) and return an empty result (TF's
 /// None): the evaluator task evaluates and exports. A "ps" job, or workers
-/// without train_distribute: std::invalid_argument. A bad spec is a std::invalid_argument with TF's
-/// one-line message. The result is the last evaluation's, with its exports
-/// (when training did nothing because max_steps was already reached: an
-/// evaluation of the latest checkpoint).
+/// without train_distribute: std::invalid_argument. A bad spec is a
+/// std::invalid_argument with TF's one-line message. The result is the last
+/// evaluation's, with its exports (when training did nothing because max_steps
+/// was already reached: an evaluation of the latest checkpoint).
 TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
                                           const TrainSpec &train_spec,
                                           const EvalSpec &eval_spec);

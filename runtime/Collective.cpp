@@ -57,9 +57,9 @@ template <typename Fn> bool guarded(size_t bytes, Fn &&fn) {
     }
     return false;
   }
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.stats.calls += 1;
   s.stats.bytes += static_cast<int64_t>(bytes);

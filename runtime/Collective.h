@@ -85,7 +85,8 @@ ESTC_RT_EXPORT Collective *collective();
 ESTC_RT_EXPORT void setThreadCollective(Collective *c);
 
 /// Time and bytes the collectives of compiled code took in this process (or
-/// thread, after setThreadCollective) since the last reset (for the compute / communication split in bench/).
+/// thread, after setThreadCollective) since the last reset (for the compute /
+/// communication split in bench/).
 struct CollectiveStats {
   int64_t calls = 0;
   int64_t bytes = 0; ///< this replica's contribution, summed over calls
@@ -129,8 +130,7 @@ _mlir_ciface_estc_all_gather_i64(estc::rt::MemRef<int64_t, 1> *in,
                                  estc::rt::MemRef<int64_t, 1> *out);
 ESTC_RT_EXPORT void
 _mlir_ciface_estc_all_gather_f32(estc::rt::MemRef<float, 2> *in,
-                                 estc::rt::MemRef<float, 2> *out,
-                                 int64_t mean);
+                                 estc::rt::MemRef<float, 2> *out, int64_t mean);
 ESTC_RT_EXPORT void
 _mlir_ciface_estc_all_gather_f64(estc::rt::MemRef<double, 2> *in,
                                  estc::rt::MemRef<double, 2> *out,

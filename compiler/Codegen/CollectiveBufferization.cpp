@@ -75,9 +75,8 @@ struct AllReduceModel
     if (failed(buffer))
       return failure();
     Type element = cast<MemRefType>(buffer->getType()).getElementType();
-    callKernel(rewriter, op,
-               ("estc_all_reduce_mean_" + suffix(element)).str(), {*buffer},
-               {1}, {});
+    callKernel(rewriter, op, ("estc_all_reduce_mean_" + suffix(element)).str(),
+               {*buffer}, {1}, {});
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }
@@ -105,7 +104,8 @@ struct AllGatherModel
     auto gather = cast<est::AllGatherOp>(op);
     FailureOr<Value> ids =
         getBuffer(rewriter, gather.getIndices(), options, state);
-    FailureOr<Value> rows = getBuffer(rewriter, gather.getRows(), options, state);
+    FailureOr<Value> rows =
+        getBuffer(rewriter, gather.getRows(), options, state);
     if (failed(ids) || failed(rows))
       return failure();
     Location loc = op->getLoc();
@@ -114,7 +114,8 @@ struct AllGatherModel
     Value replicas = arith::ConstantIndexOp::create(
         rewriter, loc, static_cast<int64_t>(gather.getReplicas()));
     Value capacity = arith::MulIOp::create(rewriter, loc, n, replicas);
-    auto idsType = cast<RankedTensorType>(gather.getGatheredIndices().getType());
+    auto idsType =
+        cast<RankedTensorType>(gather.getGatheredIndices().getType());
     auto rowsType = cast<RankedTensorType>(gather.getGatheredRows().getType());
     Value outIds = memref::AllocOp::create(
         rewriter, loc,
@@ -124,8 +125,7 @@ struct AllGatherModel
         rewriter, loc,
         MemRefType::get(rowsType.getShape(), rowsType.getElementType()),
         ValueRange{capacity});
-    callKernel(rewriter, op, "estc_all_gather_i64", {*ids, outIds}, {1, 1},
-               {});
+    callKernel(rewriter, op, "estc_all_gather_i64", {*ids, outIds}, {1, 1}, {});
     callKernel(rewriter, op,
                ("estc_all_gather_" + suffix(rowsType.getElementType())).str(),
                {*rows, outRows}, {2, 2}, {gather.getMean() ? 1 : 0});

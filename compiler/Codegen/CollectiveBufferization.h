@@ -1,4 +1,5 @@
-//===- CollectiveBufferization.h - est collectives to runtime calls -*- C++ -*-===//
+//===- CollectiveBufferization.h - est collectives to runtime calls -*- C++
+//-*-===//
 //
 // Registers One-Shot Bufferize's model of est.all_reduce and est.all_gather
 // (calls of runtime/Collective.h's functions on buffers).

@@ -79,10 +79,10 @@ void disableRuntimeChecks(mlir::ModuleOp module) {
 
 void setReplicas(mlir::ModuleOp module, int replicas) {
   if (replicas > 1)
-    module->setAttr("estc.replicas",
-                    mlir::IntegerAttr::get(
-                        mlir::IntegerType::get(module.getContext(), 64),
-                        replicas));
+    module->setAttr(
+        "estc.replicas",
+        mlir::IntegerAttr::get(mlir::IntegerType::get(module.getContext(), 64),
+                               replicas));
 }
 
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {

@@ -137,8 +137,8 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
   field(options_.target.describe());
   field(options_.runtimeChecks ? "runtime-checks" : "no-runtime-checks");
   field(options_.trainLoop ? "train-loop" : "no-train-loop");
-  field("replicas=" + std::to_string(options_.replicas > 1 ? options_.replicas
-                                                            : 0));
+  field("replicas=" +
+        std::to_string(options_.replicas > 1 ? options_.replicas : 0));
   field(modelName);
   field(source);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);

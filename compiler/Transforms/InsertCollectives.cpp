@@ -123,7 +123,8 @@ void gatherSparse(ApplyGradientsOp apply, int64_t replicas) {
     Type i64 = b.getI64Type();
     if (idsType.getElementType() != i64)
       ids = e.castTo(ids, i64);
-    Value flatRows = rowsType.getRank() == 2 ? rows : e.reshape(rows, {-1, width});
+    Value flatRows =
+        rowsType.getRank() == 2 ? rows : e.reshape(rows, {-1, width});
     int64_t dyn = ShapedType::kDynamic;
     auto gather = AllGatherOp::create(
         b, e.loc, RankedTensorType::get({dyn}, i64),
@@ -160,9 +161,9 @@ void reduceLoss(func::FuncOp func) {
       Value flat = e.reshape(loss, {numElements(type)});
       Value mean = AllReduceOp::create(b, e.loc, flat.getType(), flat,
                                        b.getStringAttr("mean"));
-      ret->setOperand(i, ReshapeOp::create(
-                             b, e.loc, type, mean,
-                             b.getDenseI64ArrayAttr(type.getShape())));
+      ret->setOperand(
+          i, ReshapeOp::create(b, e.loc, type, mean,
+                               b.getDenseI64ArrayAttr(type.getShape())));
     }
   });
 }

@@ -52,8 +52,8 @@ public:
   /// names that replica.
   std::function<std::string(int)> describe;
   void wait(const std::vector<std::string> &keys) override {
-    wait(keys, std::chrono::milliseconds(
-                   static_cast<int64_t>(timeout_ * 1000)));
+    wait(keys,
+         std::chrono::milliseconds(static_cast<int64_t>(timeout_ * 1000)));
   }
   void wait(const std::vector<std::string> &keys,
             const std::chrono::milliseconds &timeout) override {
@@ -69,13 +69,15 @@ private:
       return client_.get(key, end);
     } catch (const CollectiveError &e) {
       size_t slash = key.rfind('/');
-      std::string tail = slash == std::string::npos ? "" : key.substr(slash + 1);
+      std::string tail =
+          slash == std::string::npos ? "" : key.substr(slash + 1);
       if (tail.empty() || tail.size() > 7 ||
           tail.find_first_not_of("0123456789") != std::string::npos ||
           !describe)
         throw;
-      throw CollectiveError(describe(std::stoi(tail)) + " did not join within " +
-                            timeoutText() + " s (" + e.what() + ")");
+      throw CollectiveError(describe(std::stoi(tail)) +
+                            " did not join within " + timeoutText() + " s (" +
+                            e.what() + ")");
     }
   }
   std::string timeoutText() const {
@@ -98,14 +100,13 @@ public:
       throw CollectiveError("gloo: rank " + std::to_string(o.rank) +
                             " is not in [0, " + std::to_string(o.size) + ")");
     auto [host, port] = splitAddress(o.rendezvous, "the chief's address");
-    auto timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(o.timeout_secs * 1000));
+    auto timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.timeout_secs * 1000));
     auto deadline = SteadyClock::now() + timeout;
     if (o.rank == 0)
       server_ = std::make_unique<StoreServer>(host, port, o.size, task(0));
-    client_ = std::make_unique<StoreClient>(host, port, o.rank, o.size,
-                                            deadline, o.timeout_secs,
-                                            task(o.rank));
+    client_ = std::make_unique<StoreClient>(
+        host, port, o.rank, o.size, deadline, o.timeout_secs, task(o.rank));
     try {
       gloo::transport::tcp::attr attr;
       attr.hostname = o.host;
@@ -120,9 +121,9 @@ public:
     } catch (const CollectiveError &) {
       throw;
     } catch (const std::exception &e) {
-      throw CollectiveError("gloo: " + task(o.rank) +
-                            " could not connect to the other replicas: " +
-                            firstLine(e.what()));
+      throw CollectiveError(
+          "gloo: " + task(o.rank) +
+          " could not connect to the other replicas: " + firstLine(e.what()));
     }
   }
 
@@ -161,7 +162,9 @@ public:
       gloo::AllgathervOptions opts(context_);
       // Gloo wants a non-null input pointer even for zero bytes.
       char dummy = 0;
-      const char *src = counts[static_cast<size_t>(rank())] ? static_cast<const char *>(in) : &dummy;
+      const char *src = counts[static_cast<size_t>(rank())]
+                            ? static_cast<const char *>(in)
+                            : &dummy;
       opts.setInput(const_cast<char *>(src),
                     counts[static_cast<size_t>(rank())]);
       opts.setOutput(static_cast<char *>(out), counts);
@@ -266,7 +269,8 @@ private:
     if (lost.empty())
       return std::string(what) + " failed on " + described(rank()) +
              " (no replica is known to have died: one is frozen, or the "
-             "network is down): " + text;
+             "network is down): " +
+             text;
     std::string names;
     for (int r : lost)
       names += (names.empty() ? "" : ", ") + described(r);

@@ -96,10 +96,9 @@ private:
       T sum = 0;
       for (int r = 0; r < size(); ++r) {
         T v;
-        std::memcpy(&v,
-                    shared_->staged[static_cast<size_t>(r)].data() +
-                        i * sizeof(T),
-                    sizeof(T));
+        std::memcpy(
+            &v, shared_->staged[static_cast<size_t>(r)].data() + i * sizeof(T),
+            sizeof(T));
         sum = r == 0 ? v : sum + v;
       }
       data[i] = sum;
@@ -137,12 +136,8 @@ std::vector<std::unique_ptr<Collective>> make_local_group(int size) {
   return group;
 }
 
-int mpi_rank_from_env() {
-  return envInt("OMPI_COMM_WORLD_RANK", "PMI_RANK");
-}
-int mpi_size_from_env() {
-  return envInt("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
-}
+int mpi_rank_from_env() { return envInt("OMPI_COMM_WORLD_RANK", "PMI_RANK"); }
+int mpi_size_from_env() { return envInt("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"); }
 bool launched_by_mpirun() {
   return mpi_rank_from_env() >= 0 && mpi_size_from_env() > 0;
 }

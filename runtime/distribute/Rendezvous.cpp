@@ -20,7 +20,8 @@
 
 namespace estc::rt::distribute {
 
-// --- Frames and requests ------------------------------------------------------
+// --- Frames and requests
+// ------------------------------------------------------
 
 void putU32(std::string &out, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -188,7 +189,8 @@ std::pair<std::string, int> splitAddress(const std::string &address,
   return {host, p};
 }
 
-// --- Sockets ------------------------------------------------------------------
+// --- Sockets
+// ------------------------------------------------------------------
 
 namespace {
 
@@ -241,8 +243,8 @@ StoreServer::StoreServer(const std::string &host, int port, int size,
                           error + " (" + who + ")");
   int lastErrno = 0;
   for (addrinfo *a = addrs; a && listenFd_ < 0; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol);
+    int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0)
       continue;
     int one = 1;
@@ -406,7 +408,8 @@ bool StoreServer::handle(Connection &c, const std::string &payload,
   return writeAll(c.fd, frame(reply));
 }
 
-// --- The client ---------------------------------------------------------------
+// --- The client
+// ---------------------------------------------------------------
 
 StoreClient::StoreClient(const std::string &host, int port, int rank, int size,
                          std::chrono::steady_clock::time_point deadline,
@@ -418,8 +421,8 @@ StoreClient::StoreClient(const std::string &host, int port, int rank, int size,
   for (;;) {
     addrinfo *addrs = resolve(host, port, false, &error);
     for (addrinfo *a = addrs; a && fd_ < 0; a = a->ai_next) {
-      int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                        a->ai_protocol);
+      int fd =
+          ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
       if (fd < 0)
         continue;
       if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
@@ -434,9 +437,8 @@ StoreClient::StoreClient(const std::string &host, int port, int rank, int size,
     if (fd_ >= 0)
       break;
     if (std::chrono::steady_clock::now() >= deadline)
-      throw CollectiveError("cannot reach the chief at " + where_ +
-                            " within " + secs + " s (task " + who + "): " +
-                            error);
+      throw CollectiveError("cannot reach the chief at " + where_ + " within " +
+                            secs + " s (task " + who + "): " + error);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   int one = 1;
@@ -445,7 +447,8 @@ StoreClient::StoreClient(const std::string &host, int port, int rank, int size,
   // hang us: every read is bounded by the timeout.
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeoutSecs);
-  tv.tv_usec = static_cast<suseconds_t>((timeoutSecs - double(tv.tv_sec)) * 1e6);
+  tv.tv_usec =
+      static_cast<suseconds_t>((timeoutSecs - double(tv.tv_sec)) * 1e6);
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string hello;
   hello.push_back(static_cast<char>(Op::Hello));
@@ -495,11 +498,11 @@ std::string StoreClient::call(const std::string &payload) {
       continue;
     std::string error;
     if (n <= 0 || !reader.append(buf, static_cast<size_t>(n), &error))
-      throw CollectiveError(
-          "lost the connection to the chief at " + where_ + " (task " + who_ +
-          "): " +
-          (n == 0 ? std::string("closed")
-                  : n < 0 ? errnoText() : error));
+      throw CollectiveError("lost the connection to the chief at " + where_ +
+                            " (task " + who_ + "): " +
+                            (n == 0  ? std::string("closed")
+                             : n < 0 ? errnoText()
+                                     : error));
   }
 }
 
@@ -538,7 +541,8 @@ std::string StoreClient::get(const std::string &key,
     if (std::chrono::steady_clock::now() >= deadline)
       throw CollectiveError("the rendezvous of task " + who_ +
                             " timed out waiting for '" + key + "'");
-    std::this_thread::sleep_for(std::chrono::milliseconds(polls < 100 ? 5 : 50));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(polls < 100 ? 5 : 50));
   }
 }
 

@@ -28,13 +28,13 @@ using namespace estc::rt;
 namespace {
 
 float value(int rank, int round, size_t i) {
-  uint64_t s = (uint64_t(rank) * 1000003u + uint64_t(round)) * 0x9E3779B97F4A7C15ull +
-               i * 0xBF58476D1CE4E5B9ull;
+  uint64_t s =
+      (uint64_t(rank) * 1000003u + uint64_t(round)) * 0x9E3779B97F4A7C15ull +
+      i * 0xBF58476D1CE4E5B9ull;
   s ^= s >> 31;
   s *= 0x94D049BB133111EBull;
   s ^= s >> 29;
-  return static_cast<float>(static_cast<int64_t>(s % 2000001) - 1000000) /
-         1e5f;
+  return static_cast<float>(static_cast<int64_t>(s % 2000001) - 1000000) / 1e5f;
 }
 
 struct Digest {
@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
           fail("broadcast from " + std::to_string(root) + " is wrong");
       c->barrier();
     }
-    std::printf("rank %d of %d (%s): digest %016llx\n", rank, size,
-                c->engine(), static_cast<unsigned long long>(digest.h));
+    std::printf("rank %d of %d (%s): digest %016llx\n", rank, size, c->engine(),
+                static_cast<unsigned long long>(digest.h));
     std::fflush(stdout);
     return 0;
   } catch (const std::exception &e) {

@@ -201,8 +201,8 @@ int main(int argc, char **argv) {
                  .choices({"auto", "gloo", "mpi"}));
   parser.add(Flag("no_distribute", &o.no_distribute,
                   "leave RunConfig's train_distribute unset"));
-  parser.add(Flag("timeout_secs", &o.timeout_secs, "the strategy's timeout")
-                 .min(0.1));
+  parser.add(
+      Flag("timeout_secs", &o.timeout_secs, "the strategy's timeout").min(0.1));
   parser.add(Flag("dump", &o.dump, "write the final variables to FILE")
                  .value_name("FILE"));
   parser.add(Flag("optimizer", &o.optimizer, "SGD, Adagrad, Adam, ..."));
@@ -216,9 +216,8 @@ int main(int argc, char **argv) {
                  .min(1));
   parser.add(Flag("examples", &o.examples, "synthetic examples").min(1));
   parser.add(Flag("seed", &o.seed, "data and tf_random_seed").min(0));
-  parser.add(Flag("step_sleep_ms", &o.step_sleep_ms,
-                  "sleep after every step")
-                 .min(0));
+  parser.add(
+      Flag("step_sleep_ms", &o.step_sleep_ms, "sleep after every step").min(0));
   parser.add(Flag("train_and_evaluate", &o.train_and_evaluate,
                   "train_and_evaluate instead of train"));
   parser.parse_or_exit(argc, argv);

@@ -137,9 +137,8 @@ TEST(Collective, GatherRowsOfEveryReplicaInRankOrder) {
     rows[static_cast<size_t>(r)] = vout;
   });
   EXPECT_EQ(ids[0], (std::vector<int64_t>{0, 10, 10, 20, 20, 20}));
-  std::vector<float> want = {1.f / 3, 1.f / 3, 2.f / 3, 2.f / 3, 2.f / 3,
-                             2.f / 3, 1,       1,       1,       1,
-                             1,       1};
+  std::vector<float> want = {
+      1.f / 3, 1.f / 3, 2.f / 3, 2.f / 3, 2.f / 3, 2.f / 3, 1, 1, 1, 1, 1, 1};
   EXPECT_EQ(rows[0], want);
   EXPECT_EQ(ids[2], ids[0]);
   EXPECT_EQ(rows[1], rows[0]);

@@ -222,11 +222,11 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
             "workers), but RunConfig has no train_distribute: set "
             "RunConfigOptions::train_distribute = "
             "MultiWorkerMirroredStrategy{} to train them as one job");
-  Estimator withPs(
-      classifier_fn, RunConfig::from_tf_config(
-                         R"({"cluster": {"chief": ["h0:1"], "ps": ["h1:1"]},
+  Estimator withPs(classifier_fn,
+                   RunConfig::from_tf_config(
+                       R"({"cluster": {"chief": ["h0:1"], "ps": ["h1:1"]},
               "task": {"type": "chief", "index": 0}})",
-                         o));
+                       o));
   EXPECT_EQ(errorOf([&] {
               train_and_evaluate(withPs, TrainSpec{trainInput(), 10}, eval);
             }),
