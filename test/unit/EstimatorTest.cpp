@@ -776,8 +776,10 @@ TEST_F(EstimatorTest, SpecHooksAndChiefOnlyWork) {
   EXPECT_EQ(count("eval.after_run"), 2);
   EXPECT_EQ(predictHook->runs, 2);
 
-  // A worker that is not the chief: no chief hooks, no checkpoints, no
-  // summaries.
+  // A worker of a cluster trains only as a replica of a distributed job
+  // (train_distribute; test/e2e/distributed.py checks that its replicas
+  // run no chief hooks and write nothing): without the strategy, one line
+  // and nothing runs.
   calls.clear();
   RunConfigOptions o;
   o.model_dir = (dir_ / "worker").string();
@@ -786,9 +788,17 @@ TEST_F(EstimatorTest, SpecHooksAndChiefOnlyWork) {
           "task": {"type": "worker", "index": 0}})",
       o);
   Estimator w(fn, worker, Params{{"hidden", 8}});
-  w.train(trainInput(), {}, 2);
-  EXPECT_EQ(count("train.after_run"), 2);
-  EXPECT_EQ(count("chief.after_run"), 0);
+  try {
+    w.train(trainInput(), {}, 2);
+    ADD_FAILURE() << "a worker without train_distribute trained";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Estimator.train: TF_CONFIG has 2 training tasks (chief and "
+              "workers), but RunConfig has no train_distribute: set "
+              "RunConfigOptions::train_distribute = "
+              "MultiWorkerMirroredStrategy{} to train them as one job");
+  }
+  EXPECT_EQ(count("train.after_run"), 0);
   EXPECT_FALSE(w.latest_checkpoint());
   EXPECT_TRUE(summary::list_event_files(w.model_dir()).empty());
 }
