@@ -13,8 +13,10 @@
 //   sparse  (indices, rows) -> est.all_gather {mean}: every replica's rows,
 //           divided by N, applied by the sparse update rules (duplicates
 //           sum), so a step still touches only the rows some replica used.
-//   loss    the function's `loss` result -> est.all_reduce "mean": the
-//           global loss, what the chief logs and summarizes.
+//   loss    the function's `loss` result, averaged: the global loss, what
+//           the chief logs and summarizes. It rides in the fused buffer of
+//           its element type (it is computed before the updates), so a
+//           float32 model makes one collective a step.
 //
 // Runs after est-autodiff, before est-expand-optimizers.
 //
@@ -50,9 +52,11 @@ int64_t numElements(RankedTensorType t) {
 
 /// Replaces the dense gradients of `applies` (one function's) by their
 /// mean over the replicas: one fused buffer per element type, reduced
-/// before the first apply.
+/// before the first apply. `loss` (the return's operand), when it is
+/// computed before that point, rides in the same buffer: one collective a
+/// step for a float32 model; it is cleared when it does.
 LogicalResult reduceDense(ArrayRef<ApplyGradientsOp> applies,
-                          DominanceInfo &dominance) {
+                          DominanceInfo &dominance, OpOperand *&loss) {
   // Operands by element type, in order.
   llvm::MapVector<Type, SmallVector<OpOperand *>> byType;
   for (ApplyGradientsOp apply : applies)
@@ -68,6 +72,14 @@ LogicalResult reduceDense(ArrayRef<ApplyGradientsOp> applies,
   for (ApplyGradientsOp apply : applies)
     if (apply->isBeforeInBlock(first))
       first = apply;
+  if (loss && dominance.properlyDominates(loss->get(), first)) {
+    auto type = cast<RankedTensorType>(loss->get().getType());
+    auto group = byType.find(type.getElementType());
+    if (group != byType.end()) {
+      group->second.push_back(loss);
+      loss = nullptr;
+    }
+  }
   for (auto &[element, operands] : byType) {
     for (OpOperand *o : operands)
       if (!dominance.properlyDominates(o->get(), first))
@@ -144,28 +156,33 @@ void gatherSparse(ApplyGradientsOp apply, int64_t replicas) {
   }
 }
 
-/// The function's `loss` result, averaged.
-void reduceLoss(func::FuncOp func) {
+/// The function's `loss` result (the return's operand), when it is a float
+/// tensor of static shape; null otherwise.
+OpOperand *lossOperand(func::FuncOp func) {
+  OpOperand *found = nullptr;
   func.walk([&](func::ReturnOp ret) {
     for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
       auto name = func.getResultAttrOfType<StringAttr>(i, "est.name");
-      if (!name || name.getValue() != "loss")
-        continue;
-      Value loss = ret.getOperand(i);
-      auto type = cast<RankedTensorType>(loss.getType());
-      if (!type.hasStaticShape() ||
-          !isa<Float32Type, Float64Type>(type.getElementType()))
-        continue;
-      OpBuilder b(ret);
-      EstBuilder e(b, ret.getLoc());
-      Value flat = e.reshape(loss, {numElements(type)});
-      Value mean = AllReduceOp::create(b, e.loc, flat.getType(), flat,
-                                       b.getStringAttr("mean"));
-      ret->setOperand(
-          i, ReshapeOp::create(b, e.loc, type, mean,
-                               b.getDenseI64ArrayAttr(type.getShape())));
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      if (name && name.getValue() == "loss" && type.hasStaticShape() &&
+          isa<Float32Type, Float64Type>(type.getElementType()))
+        found = &ret->getOpOperand(i);
     }
   });
+  return found;
+}
+
+/// `loss` averaged on its own, right before the return.
+void reduceLoss(OpOperand &loss) {
+  Operation *ret = loss.getOwner();
+  auto type = cast<RankedTensorType>(loss.get().getType());
+  OpBuilder b(ret);
+  EstBuilder e(b, ret->getLoc());
+  Value flat = e.reshape(loss.get(), {numElements(type)});
+  Value mean = AllReduceOp::create(b, e.loc, flat.getType(), flat,
+                                   b.getStringAttr("mean"));
+  loss.set(ReshapeOp::create(b, e.loc, type, mean,
+                             b.getDenseI64ArrayAttr(type.getShape())));
 }
 
 struct InsertCollectivesPass
@@ -188,11 +205,13 @@ struct InsertCollectivesPass
                             "different blocks");
           return signalPassFailure();
         }
-      if (failed(reduceDense(applies, dominance)))
+      OpOperand *loss = lossOperand(func);
+      if (failed(reduceDense(applies, dominance, loss)))
         return signalPassFailure();
       for (ApplyGradientsOp apply : applies)
         gatherSparse(apply, replicas);
-      reduceLoss(func);
+      if (loss)
+        reduceLoss(*loss);
     }
   }
 };
