@@ -411,7 +411,7 @@ void StoreServer::loop() {
           keep = handle(c, *payload, conns);
         else
           break;
-      closing[i] = !keep;
+      closing[i] = !keep || !c.reader.valid();
     }
     for (size_t i = conns.size(); i-- > 0;) {
       if (!closing[i])

@@ -95,9 +95,10 @@ public:
   std::optional<std::string> next();
   /// The longest payload accepted (kMaxFrame unless lowered).
   void setLimit(uint32_t limit) { limit_ = limit; }
+  /// False (with `error`) when the next frame is longer than the limit.
+  bool valid(std::string *error = nullptr) const { return !tooLong(error); }
 
 private:
-  /// Whether the frame at at_ (if its length has arrived) is too long.
   bool tooLong(std::string *error) const;
   std::string buffer_;
   size_t at_ = 0;
