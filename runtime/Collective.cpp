@@ -130,19 +130,26 @@ void allGather(MemRef<T, N> *in, MemRef<T, N> *out, bool mean,
   bool ok = false;
   if (groupSize() > 1) {
     ok = guarded(src.size() * sizeof(T), [&](Collective &c) {
-      std::vector<int64_t> counts(static_cast<size_t>(c.size()), 0);
+      // Every replica's rows and room: a gather that does not fit one
+      // replica fails on all of them alike (one that went on alone would
+      // wait in allGatherV for the others until the engine's timeout).
+      size_t n = static_cast<size_t>(c.size());
+      std::vector<int64_t> counts(2 * n, 0);
       counts[static_cast<size_t>(c.rank())] = rows;
+      counts[n + static_cast<size_t>(c.rank())] = outRows;
       c.allReduceSum(counts.data(), counts.size());
       int64_t total = 0;
-      for (int64_t k : counts)
-        total += k;
-      if (total > outRows)
-        throw CollectiveError(
-            "all_gather: the replicas' sparse gradients have " +
-            std::to_string(total) + " rows in all, more than the " +
-            std::to_string(outRows) + " (replicas x this replica's " +
-            std::to_string(rows) +
-            ") the step holds: the replicas' sparse inputs differ in size");
+      for (size_t r = 0; r < n; ++r)
+        total += counts[r];
+      for (size_t r = 0; r < n; ++r)
+        if (total > counts[n + r])
+          throw CollectiveError(
+              "all_gather: the replicas' sparse gradients have " +
+              std::to_string(total) + " rows in all, more than the " +
+              std::to_string(counts[n + r]) + " (replicas x its own " +
+              std::to_string(counts[r]) + ") replica " + std::to_string(r) +
+              "'s step holds: the replicas' sparse inputs differ in size");
+      counts.resize(n);
       std::vector<size_t> bytes(counts.size());
       for (size_t r = 0; r < counts.size(); ++r)
         bytes[r] = static_cast<size_t>(counts[r] * rowElements) * sizeof(T);

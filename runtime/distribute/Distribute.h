@@ -47,19 +47,26 @@ struct GlooOptions {
 std::unique_ptr<Collective> connect_gloo(const GlooOptions &options);
 
 /// The MPI_COMM_WORLD of the processes mpirun started (MPI_Init_thread on
-/// first use, MPI_Finalize at exit). CollectiveError when estc was built
-/// without MPI.
+/// first use, MPI_Finalize at exit), with MPI_ERRORS_RETURN: a failed call
+/// throws CollectiveError with MPI's error string. MPI has no timeout of
+/// its own: a collective still waiting after `timeout_secs` (a frozen
+/// rank) ends this process with one line on stderr, and mpirun then ends
+/// the job. CollectiveError when estc was built without MPI.
 std::unique_ptr<Collective> connect_mpi(double timeout_secs = 60);
 
-/// Whether an MPI launcher started this process (Open MPI's or PMI's rank
-/// in the environment), and its rank and size there (-1 when unknown).
+/// Whether an MPI launcher started this process (OMPI_COMM_WORLD_SIZE,
+/// PMI_SIZE or PMIX_RANK in the environment), and its rank and size there
+/// (-1 when unknown: PMIx puts no size in the environment).
 bool launched_by_mpirun();
 int mpi_rank_from_env();
 int mpi_size_from_env();
 
 /// `size` replicas that are threads of one process ("local"): replica r is
-/// group[r], to be used from one thread each.
-std::vector<std::unique_ptr<Collective>> make_local_group(int size);
+/// group[r], to be used from one thread each. A replica that waits more
+/// than `timeout_secs` for the others breaks the group: every call then
+/// throws CollectiveError (a test fails instead of hanging).
+std::vector<std::unique_ptr<Collective>>
+make_local_group(int size, double timeout_secs = 60);
 
 } // namespace estc::rt::distribute
 

@@ -9,8 +9,9 @@
 //
 // A failed collective (Gloo's IoException: a closed connection, a timeout)
 // is named after the replica that was lost: the chief's store knows which
-// replica's connection closed without a goodbye; the others ask it. A
-// chief that cannot be asked is itself the lost one.
+// replica's connection closed without a goodbye (it died) and which
+// stopped its heartbeat (it froze); the others ask it. A chief that cannot
+// be asked is itself the lost one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -125,12 +127,15 @@ public:
           "gloo: " + task(o.rank) +
           " could not connect to the other replicas: " + firstLine(e.what()));
     }
+    if (o.rank != 0) // the chief's store knows the chief is alive
+      client_->startHeartbeat(heartbeat());
   }
 
   ~GlooCollective() override {
-    // A clean exit: the chief must not report this replica as lost.
+    // A clean exit: the chief must not report this replica as lost. A
+    // chief that does not answer is not waited for long.
     if (client_)
-      client_->bye();
+      client_->bye(SteadyClock::now() + queryWait());
     context_.reset();
     client_.reset();
     server_.reset();
@@ -244,37 +249,62 @@ private:
     }
   }
 
+  /// How often a replica tells the chief it is alive, and how long a
+  /// replica may be silent before the chief calls it frozen: long against
+  /// the beat, so a busy machine is not mistaken for a frozen replica, and
+  /// short against the timeout, which a frozen replica's peers wait out
+  /// before they ask.
+  std::chrono::milliseconds heartbeat() const {
+    double secs = std::clamp(options_.timeout_secs / 10, 0.05, 1.0);
+    return std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+  }
+  std::chrono::milliseconds silence() const {
+    return std::max(3 * heartbeat(),
+                    std::chrono::milliseconds(static_cast<int64_t>(
+                        options_.timeout_secs * 500)));
+  }
+  /// How long a replica waits for the chief's answer after a failure.
+  std::chrono::milliseconds queryWait() const {
+    double secs = std::clamp(options_.timeout_secs / 2, 1.0, 5.0);
+    return std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+  }
+
   /// "lost task worker:1 (127.0.0.1:2223) during all_reduce: <gloo's
-  /// text>": the chief's store says which replica's connection closed; it
-  /// may learn it a moment after the collective failed, so it is asked
-  /// for up to two seconds.
+  /// text>": the chief's store says which replica's connection closed (or
+  /// which stopped its heartbeat); it may learn of a closed one a moment
+  /// after the collective failed, so it is asked for up to two seconds.
   std::string lostMessage(const char *what, const std::string &text) {
-    std::set<int> lost;
-    bool chiefReachable = true;
+    std::set<int> dead, silent;
+    const char *frozen = " (it stopped answering: frozen, or its host or "
+                         "network is down)";
     auto end = SteadyClock::now() + std::chrono::seconds(2);
-    while (lost.empty() && SteadyClock::now() < end) {
+    for (;;) {
       if (server_) {
-        lost = server_->dead();
+        dead = server_->dead();
+        silent = server_->silent(silence());
       } else {
-        lost = client_->dead(&chiefReachable);
-        if (!chiefReachable) {
-          lost.insert(0);
-          break;
-        }
+        StoreClient::Answer a = client_->lost(
+            silence(), SteadyClock::now() + queryWait(), &dead, &silent);
+        if (a != StoreClient::Answer::Answered)
+          return "lost " + described(0) + " during " + what + ": " + text +
+                 (a == StoreClient::Answer::Silent ? frozen : "");
       }
-      if (lost.empty())
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      dead.erase(rank());
+      silent.erase(rank());
+      if (!dead.empty() || !silent.empty() || SteadyClock::now() >= end)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    lost.erase(rank());
-    if (lost.empty())
+    if (dead.empty() && silent.empty())
       return std::string(what) + " failed on " + described(rank()) +
-             " (no replica is known to have died: one is frozen, or the "
-             "network is down): " +
+             " (no replica is known to have died or frozen: the network "
+             "may be down): " +
              text;
     std::string names;
-    for (int r : lost)
+    for (int r : dead.empty() ? silent : dead)
       names += (names.empty() ? "" : ", ") + described(r);
-    return "lost " + names + " during " + what + ": " + text;
+    return "lost " + names + " during " + what + ": " + text +
+           (dead.empty() ? frozen : "");
   }
 
   GlooOptions options_;

@@ -4,7 +4,10 @@
 // MPI_COMM_WORLD, with MPI_ERRORS_RETURN so a failure is an error status
 // turned into a CollectiveError, not an abort inside the library. A replica
 // that dies is normally noticed by mpirun itself, which then stops the job
-// with its own message. Built only with ESTC_ENABLE_MPI (MpiDisabled.cpp
+// with its own message. A replica that freezes is not: MPI has no timeout,
+// so a watchdog thread ends a process whose collective has waited longer
+// than the timeout (one line on stderr, exit status 1), and mpirun, seeing
+// it, ends the job. Built only with ESTC_ENABLE_MPI (MpiDisabled.cpp
 // otherwise).
 //
 // The sums are MPI_Allreduce's. Open MPI's algorithm for a given message
@@ -18,9 +21,15 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace estc::rt::distribute {
@@ -65,17 +74,87 @@ int asCount(size_t n, const char *what) {
   return static_cast<int>(n);
 }
 
+/// Ends the process when one collective waits longer than the timeout: it
+/// cannot throw from its thread, and the collective cannot be cancelled.
+/// It makes no MPI call (the thread level is MPI_THREAD_SERIALIZED).
+class Watchdog {
+public:
+  Watchdog(double timeoutSecs, int rank, int size)
+      : timeout_(std::chrono::milliseconds(
+            static_cast<int64_t>(timeoutSecs * 1000))),
+        timeoutSecs_(timeoutSecs), rank_(rank), size_(size),
+        thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void begin(const char *what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what_ = what;
+    started_ = Clock::now();
+    ++calls_;
+    active_ = true;
+    cv_.notify_all();
+  }
+  void end() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active_ = false;
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      if (!active_) {
+        cv_.wait(lock);
+        continue;
+      }
+      uint64_t call = calls_;
+      if (cv_.wait_until(lock, started_ + timeout_, [&] {
+            return stop_ || !active_ || calls_ != call;
+          }))
+        continue;
+      std::fprintf(stderr,
+                   "%s: error: mpi: %s did not complete within %g s on rank "
+                   "%d of %d (a rank is frozen, or the network is down; MPI "
+                   "cannot say which): ending the job\n",
+                   program_invocation_short_name, what_, timeoutSecs_, rank_,
+                   size_);
+      std::fflush(stderr);
+      ::_exit(1); // MPI_Finalize would wait for the frozen rank
+    }
+  }
+  const std::chrono::milliseconds timeout_;
+  const double timeoutSecs_;
+  const int rank_, size_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false, active_ = false;
+  const char *what_ = "";
+  Clock::time_point started_;
+  uint64_t calls_ = 0;
+  std::thread thread_; // last: starts once the rest is set
+};
+
 class MpiCollective : public Collective {
 public:
-  MpiCollective() {
+  explicit MpiCollective(double timeoutSecs) {
     initialize();
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN),
           "MPI_Comm_set_errhandler");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    if (timeoutSecs > 0 && size_ > 1)
+      watchdog_ = std::make_unique<Watchdog>(timeoutSecs, rank_, size_);
   }
   ~MpiCollective() override {
+    watchdog_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -106,40 +185,55 @@ public:
       displs[r] = asCount(at, "all_gather");
       at += bytesPerRank[r];
     }
-    check(MPI_Allgatherv(in, counts[static_cast<size_t>(rank_)], MPI_BYTE, out,
-                         counts.data(), displs.data(), MPI_BYTE, comm_),
-          "all_gather (MPI_Allgatherv)");
+    guarded("all_gather", [&] {
+      return MPI_Allgatherv(in, counts[static_cast<size_t>(rank_)], MPI_BYTE,
+                            out, counts.data(), displs.data(), MPI_BYTE,
+                            comm_);
+    });
   }
 
   void broadcast(void *data, size_t bytes, int root) override {
     if (bytes == 0)
       return;
-    check(MPI_Bcast(data, asCount(bytes, "broadcast"), MPI_BYTE, root, comm_),
-          "broadcast (MPI_Bcast)");
+    int count = asCount(bytes, "broadcast");
+    guarded("broadcast",
+            [&] { return MPI_Bcast(data, count, MPI_BYTE, root, comm_); });
   }
 
-  void barrier() override { check(MPI_Barrier(comm_), "barrier"); }
+  void barrier() override {
+    guarded("barrier", [&] { return MPI_Barrier(comm_); });
+  }
 
 private:
   void reduce(void *data, size_t n, MPI_Datatype type) {
     if (n == 0 || size_ == 1)
       return;
-    check(MPI_Allreduce(MPI_IN_PLACE, data, asCount(n, "all_reduce"), type,
-                        MPI_SUM, comm_),
-          "all_reduce (MPI_Allreduce)");
+    int count = asCount(n, "all_reduce");
+    guarded("all_reduce", [&] {
+      return MPI_Allreduce(MPI_IN_PLACE, data, count, type, MPI_SUM, comm_);
+    });
+  }
+
+  /// Runs one MPI collective under the watchdog; its error status becomes
+  /// a CollectiveError with MPI's text.
+  template <typename Fn> void guarded(const char *what, Fn &&fn) {
+    if (watchdog_)
+      watchdog_->begin(what);
+    int rc = fn();
+    if (watchdog_)
+      watchdog_->end();
+    check(rc, what);
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  std::unique_ptr<Watchdog> watchdog_;
 };
 
 } // namespace
 
 std::unique_ptr<Collective> connect_mpi(double timeout_secs) {
-  // Open MPI bounds nothing itself; mpirun ends the job when a process
-  // dies, which is the bound a lost replica gets under MPI.
-  (void)timeout_secs;
-  return std::make_unique<MpiCollective>();
+  return std::make_unique<MpiCollective>(timeout_secs);
 }
 
 } // namespace estc::rt::distribute

@@ -7,7 +7,8 @@
 // double-precision sum, gathers and broadcasts exactly), and prints one
 // digest of every result's bytes: the driver compares digests across ranks
 // and runs. --die_at=K makes rank --victim SIGKILL itself in round K (or
-// --freeze: SIGSTOP), for the fault tests. Errors: one line, exit 1.
+// --freeze: SIGSTOP), for the fault tests; --addresses are the ranks'
+// TF_CONFIG addresses the errors name. Errors: one line, exit 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,7 +56,7 @@ struct Digest {
 
 int main(int argc, char **argv) {
   using flags::Flag;
-  std::string engine = "gloo", rendezvous;
+  std::string engine = "gloo", rendezvous, addresses;
   int rank = 0, size = 1, iterations = 5, dieAt = -1, victim = -1;
   double timeout = 10;
   bool freeze = false;
@@ -65,6 +66,8 @@ int main(int argc, char **argv) {
   parser.add(Flag("rank", &rank, "this replica (gloo)").min(0));
   parser.add(Flag("size", &size, "replicas (gloo)").min(1));
   parser.add(Flag("rendezvous", &rendezvous, "the chief's host:port (gloo)"));
+  parser.add(Flag("addresses", &addresses,
+                  "every rank's address, comma-separated, for errors (gloo)"));
   parser.add(Flag("timeout_secs", &timeout, "the engine's timeout").min(0.1));
   parser.add(Flag("iterations", &iterations, "rounds").min(1));
   parser.add(Flag("die_at", &dieAt, "round in which --victim dies"));
@@ -82,6 +85,11 @@ int main(int argc, char **argv) {
       o.task_names.push_back("chief:0");
       for (int r = 1; r < size; ++r)
         o.task_names.push_back("worker:" + std::to_string(r - 1));
+      for (size_t at = 0; !addresses.empty() && at != std::string::npos;) {
+        size_t comma = addresses.find(',', at);
+        o.addresses.push_back(addresses.substr(at, comma - at));
+        at = comma == std::string::npos ? comma : comma + 1;
+      }
       c = distribute::connect_gloo(o);
     } else {
       c = distribute::connect_mpi(timeout);

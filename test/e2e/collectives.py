@@ -9,13 +9,20 @@ cases:
              on every rank (the same bits), and the same digest on a second
              run
   killed     a replica SIGKILLs itself mid-loop: every other replica exits 1
-             within 10 s with one line naming it ("lost task worker:K")
-  frozen     a replica stops (SIGSTOP): the others exit 1 after the
-             timeout, with one line, not a hang
-  rendezvous an unreachable chief, a replica that never joins, two
-             processes with one rank: one line each, within the timeout
+             within 10 s with one line naming it and its address ("lost
+             task worker:K (localhost:P) during ..."); then the same with the
+             chief killed
+  frozen     a replica stops (SIGSTOP): the others exit 1 after the timeout
+             (plus the chief's answer), one line naming it, not a hang; then
+             the same with the chief frozen
+  rendezvous an unreachable chief (refused; SYNs dropped; a listener that
+             never answers), a replica that never joins, two processes with
+             one rank, a second chief, a replica with another size, a rank
+             out of range: one line each, within the timeout
   mpi        mpirun -np N: every rank's digest equal; with 2 ranks, equal to
-             Gloo's (a + b is one rounding either way)
+             Gloo's (a + b is one rounding either way); a killed rank ends
+             the job (mpirun); a frozen one too, after the timeout (the
+             watchdog's one line)
 """
 import argparse
 import os
@@ -61,11 +68,22 @@ def finish(procs, deadline):
     return out
 
 
-def gloo_job(args, size, extra=(), ranks=None):
-    port = free_port()
+def addresses(port, size):
+    """TF_CONFIG-like addresses: the chief's is the rendezvous."""
+    return ["127.0.0.1:%d" % port] + ["localhost:%d" % (port + r)
+                                      for r in range(1, size)]
+
+
+def task(rank):
+    return "chief:0" if rank == 0 else "worker:%d" % (rank - 1)
+
+
+def gloo_job(args, size, extra=(), ranks=None, port=None):
+    port = port or free_port()
     ranks = list(range(size)) if ranks is None else ranks
     return [start([args.worker, "--engine=gloo", "--rank=%d" % r,
-                   "--size=%d" % size, "--rendezvous=127.0.0.1:%d" % port] +
+                   "--size=%d" % size, "--rendezvous=127.0.0.1:%d" % port,
+                   "--addresses=" + ",".join(addresses(port, size))] +
                   list(extra)) for r in ranks]
 
 
@@ -98,64 +116,134 @@ def case_gloo(args):
     print("%d replicas, two runs: digest %s on every rank" % (args.size, a[0]))
 
 
+def lost_line(r, results, victim, port, size, bound, frozen):
+    """Checks a survivor's one line names the victim and its address."""
+    code, o, e, took = results
+    line = one_line(e)
+    print("rank %d: exit %d after %.1f s: %s" % (r, code, took, line))
+    want = "lost task %s (%s) during " % (task(victim),
+                                          addresses(port, size)[victim])
+    if code == 0 or want not in line:
+        fail("rank %d did not name the lost %s: want %r" %
+             (r, task(victim), want))
+    if frozen and "stopped answering" not in line:
+        fail("rank %d did not say the lost one stopped answering" % r)
+    if took > bound:
+        fail("rank %d took %.1f s to stop (bound %.1f s)" % (r, took, bound))
+
+
 def case_killed(args):
     n = args.size
-    results = finish(gloo_job(args, n, ["--iterations=100", "--die_at=3",
-                                         "--victim=%d" % (n - 1),
-                                         "--timeout_secs=30"]), 60)
-    name = "worker:%d" % (n - 2)
-    for r, (code, o, e, took) in enumerate(results):
-        if r == n - 1:
-            continue
-        line = one_line(e)
-        print("rank %d: exit %d after %.1f s: %s" % (r, code, took, line))
-        if code == 0 or name not in line or "lost" not in line:
-            fail("rank %d did not name the lost %s" % (r, name))
-        if took > 10:
-            fail("rank %d took %.1f s to stop (bound 10 s)" % (r, took))
+    for victim in (n - 1, 0):
+        port = free_port()
+        results = finish(gloo_job(args, n, ["--iterations=100", "--die_at=3",
+                                             "--victim=%d" % victim,
+                                             "--timeout_secs=30"], port=port),
+                         60)
+        for r in range(n):
+            if r != victim:
+                lost_line(r, results[r], victim, port, n, 10, False)
 
 
 def case_frozen(args):
-    n = args.size
-    procs = gloo_job(args, n, ["--iterations=100", "--die_at=3",
-                               "--victim=%d" % (n - 1), "--freeze",
-                               "--timeout_secs=3"])
-    others = procs[:-1]
-    try:
-        results = finish(others, 30)
-    finally:
-        procs[-1].kill()
-        procs[-1].wait()
-    for r, (code, o, e, took) in enumerate(results):
-        line = one_line(e)
-        print("rank %d: exit %d after %.1f s: %s" % (r, code, took, line))
-        if code == 0 or "Timed out" not in line:
-            fail("rank %d did not time out with one line" % r)
+    n, timeout = args.size, 3
+    # The bound: the timeout, then the chief's answer (at most half the
+    # timeout when the chief is the frozen one), and slack for a loaded
+    # machine.
+    bound = timeout * 1.5 + 3
+    for victim in (n - 1, 0):
+        port = free_port()
+        procs = gloo_job(args, n, ["--iterations=100", "--die_at=3",
+                                   "--victim=%d" % victim, "--freeze",
+                                   "--timeout_secs=%d" % timeout], port=port)
+        others = [p for r, p in enumerate(procs) if r != victim]
+        try:
+            results = finish(others, 30)
+        finally:
+            procs[victim].kill()
+            procs[victim].wait()
+        for r, res in zip([r for r in range(n) if r != victim], results):
+            lost_line(r, res, victim, port, n, bound, True)
+
+
+def alone(args, rank, size, port, timeout=2):
+    """One replica against a chief at `port`: (exit code, line, seconds)."""
+    t = time.monotonic()
+    r = finish([start([args.worker, "--rank=%d" % rank, "--size=%d" % size,
+                       "--rendezvous=127.0.0.1:%d" % port,
+                       "--timeout_secs=%d" % timeout])], 30)[0]
+    return r[0], one_line(r[2]), time.monotonic() - t
 
 
 def case_rendezvous(args):
+    # Nothing listens: refused, retried until the timeout.
     port = free_port()
-    t = time.monotonic()
-    r = finish([start([args.worker, "--rank=1", "--size=2",
-                       "--rendezvous=127.0.0.1:%d" % port,
-                       "--timeout_secs=2"])], 30)[0]
-    line = one_line(r[2])
-    print("unreachable chief: exit %d after %.1f s: %s" %
-          (r[0], time.monotonic() - t, line))
-    if r[0] == 0 or "cannot reach the chief at 127.0.0.1:%d" % port not in line:
+    code, line, took = alone(args, 1, 2, port)
+    print("unreachable chief: exit %d after %.1f s: %s" % (code, took, line))
+    if code == 0 or ("cannot reach the chief at 127.0.0.1:%d within 2 s "
+                     "(task worker:0): Connection refused" % port) not in line:
         fail("unreachable chief: wrong line")
+    # A listener whose accept queue is full drops the SYNs: connect() would
+    # wait about two minutes; the timeout bounds it.
+    black = socket.socket()
+    black.bind(("127.0.0.1", 0))
+    black.listen(0)
+    filler = socket.create_connection(black.getsockname())
+    code, line, took = alone(args, 1, 2, black.getsockname()[1])
+    print("dropped SYNs: exit %d after %.1f s: %s" % (code, took, line))
+    if code == 0 or "within 2 s (task worker:0): no answer to the connection" \
+            not in line or took > 5:
+        fail("dropped SYNs: wrong line or too slow")
+    filler.close()
+    black.close()
+    # A listener that never answers HELLO (not an estc chief, or frozen).
+    mute = socket.socket()
+    mute.bind(("127.0.0.1", 0))
+    mute.listen(8)
+    code, line, took = alone(args, 1, 2, mute.getsockname()[1])
+    print("a mute chief: exit %d after %.1f s: %s" % (code, took, line))
+    if code == 0 or "it accepted the connection but did not answer" \
+            not in line or took > 6:
+        fail("a mute chief: wrong line or too slow")
+    mute.close()
+    # Rank 2 (worker:1) never starts.
     results = finish(gloo_job(args, 3, ["--timeout_secs=2"], ranks=[0, 1]), 30)
     for code, o, e, took in results:
         line = one_line(e)
         print("missing replica: exit %d after %.1f s: %s" % (code, took, line))
-        if code == 0 or "task worker:1 did not join within 2 s" not in line:
+        if code == 0 or "task worker:1 (localhost:" not in line or \
+                "did not join within 2 s" not in line:
             fail("missing replica: wrong line")
     results = finish(gloo_job(args, 3, ["--timeout_secs=2"],
                               ranks=[0, 1, 1]), 30)
     lines = [one_line(e) for code, o, e, took in results]
     print("duplicate rank:\n  " + "\n  ".join(lines))
-    if not any("rank 1 has joined already" in l for l in lines):
+    if not any("refused task worker:0: rank 1 has joined already" in l
+               for l in lines):
         fail("duplicate rank: no replica was refused")
+    # Two chiefs: the second cannot serve the rendezvous.
+    port = free_port()
+    results = finish(gloo_job(args, 2, ["--timeout_secs=2"], ranks=[0, 0],
+                              port=port), 30)
+    lines = [one_line(e) for code, o, e, took in results]
+    print("two chiefs:\n  " + "\n  ".join(lines))
+    if not any(("cannot serve the rendezvous at 127.0.0.1:%d: Address "
+                "already in use (chief:0; another process serves it: a "
+                "second chief?)" % port) in l for l in lines):
+        fail("two chiefs: no chief was refused")
+    # A replica that says the job has another size; a rank out of range.
+    port = free_port()
+    chief = gloo_job(args, 2, ["--timeout_secs=3"], ranks=[0], port=port)
+    code, line, took = alone(args, 1, 3, port)
+    print("another size: exit %d after %.1f s: %s" % (code, took, line))
+    if code == 0 or ("refused task worker:0: this job has 2 replicas, the "
+                     "replica says 3") not in line:
+        fail("another size: wrong line")
+    finish(chief, 30)
+    code, line, took = alone(args, 3, 3, free_port())
+    print("rank out of range: exit %d: %s" % (code, line))
+    if code == 0 or "gloo: rank 3 is not in [0, 3)" not in line:
+        fail("rank out of range: wrong line")
 
 
 def case_mpi(args):
@@ -183,8 +271,24 @@ def case_mpi(args):
                               "--die_at=3", "--victim=1"])], 60)[0]
     took = time.monotonic() - t
     print("a killed rank: mpirun exited %d after %.1f s" % (r[0], took))
-    if r[0] == 0 or "signal 9" not in r[1] + r[2]:
+    if r[0] == 0 or "signal 9" not in r[1] + r[2] or took > 30:
         fail("mpirun did not report the killed rank:\n%s" % (r[1] + r[2]))
+    # A frozen rank: MPI has no timeout; the others' watchdogs end them
+    # with one line after --timeout_secs, and mpirun ends the job.
+    t = time.monotonic()
+    r = finish([start(base + ["-np", str(args.size), args.worker,
+                              "--engine=mpi", "--iterations=1000",
+                              "--die_at=3", "--victim=1", "--freeze",
+                              "--timeout_secs=3"])], 60)[0]
+    took = time.monotonic() - t
+    line = re.search(r"collective_worker: error: mpi: \w+ did not complete "
+                     r"within 3 s on rank \d of %d[^\n]*" % args.size,
+                     r[1] + r[2])
+    print("a frozen rank: mpirun exited %d after %.1f s: %s" %
+          (r[0], took, line.group(0) if line else None))
+    if r[0] == 0 or not line or took > 15:
+        fail("a frozen rank did not end the job in time:\n%s" %
+             (r[1] + r[2]))
 
 
 def main():

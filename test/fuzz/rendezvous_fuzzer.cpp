@@ -1,9 +1,11 @@
 //===- rendezvous_fuzzer.cpp - The chief's rendezvous store protocol -----===//
 //
 // What the chief's store (runtime/distribute/Rendezvous.h) reads from any
-// TCP peer: the byte stream split into frames (FrameReader), each parsed as
-// a request (parseRequest). Neither may crash, hang or read out of bounds;
-// an accepted request re-encodes to the same payload.
+// TCP peer: the byte stream split into frames (FrameReader, with the
+// limit of a connection before HELLO when the second byte is odd), each
+// parsed as a request (parseRequest). Neither may crash, hang or read out
+// of bounds; no payload is longer than the limit; an accepted request
+// re-encodes to the same payload.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,9 @@ std::string encode(const Request &r) {
   case Op::Get:
     putBytes(out, r.key);
     break;
+  case Op::Dead:
+    putU32(out, r.silentMs);
+    break;
   default:
     break;
   }
@@ -38,6 +43,8 @@ std::string encode(const Request &r) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The stream, in two reads split at a point the first byte picks.
   FrameReader reader;
+  uint32_t limit = size > 1 && (data[1] & 1) ? kMaxHello : kMaxFrame;
+  reader.setLimit(limit);
   std::string error;
   size_t split = size ? data[0] % (size + 1) : 0;
   const char *bytes = reinterpret_cast<const char *>(data);
@@ -47,6 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::optional<std::string> payload = reader.next();
     if (!payload)
       break;
+    if (payload->size() > limit)
+      std::abort();
     if (std::optional<Request> r = parseRequest(*payload, &error))
       if (encode(*r) != *payload)
         std::abort();

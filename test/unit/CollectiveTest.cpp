@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,8 +22,9 @@ using namespace estc::rt;
 namespace {
 
 /// Runs fn(rank) on `size` threads, each with its replica installed.
-void onReplicas(int size, const std::function<void(int)> &fn) {
-  auto group = distribute::make_local_group(size);
+void onReplicas(int size, const std::function<void(int)> &fn,
+                double timeoutSecs = 30) {
+  auto group = distribute::make_local_group(size, timeoutSecs);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)
     threads.emplace_back([&, r] {
@@ -142,6 +144,108 @@ TEST(Collective, GatherRowsOfEveryReplicaInRankOrder) {
   EXPECT_EQ(rows[0], want);
   EXPECT_EQ(ids[2], ids[0]);
   EXPECT_EQ(rows[1], rows[0]);
+}
+
+/// A view of `rows` x `width` floats in `v`.
+MemRef<float, 2> rowsView(std::vector<float> &v, int64_t rows, int64_t width) {
+  MemRef<float, 2> m{};
+  m.allocated = m.aligned = v.data();
+  m.sizes[0] = rows;
+  m.sizes[1] = width;
+  m.strides[0] = width;
+  m.strides[1] = 1;
+  return m;
+}
+
+TEST(Collective, GatherPadsTheRowsPastTheTotal) {
+  std::vector<std::vector<int64_t>> ids(2);
+  std::vector<std::vector<float>> rows(2);
+  onReplicas(2, [&](int r) {
+    // Replicas of 1 and 2 rows, each with room for 6.
+    std::vector<int64_t> in(static_cast<size_t>(r + 1), 7 + r), out(6, -1);
+    MemRef<int64_t, 1> a = view(in), b = view(out);
+    _mlir_ciface_estc_all_gather_i64(&a, &b);
+    std::vector<float> vin(static_cast<size_t>(r + 1), 2.f), vout(6, -1.f);
+    MemRef<float, 2> c = rowsView(vin, r + 1, 1), d = rowsView(vout, 6, 1);
+    _mlir_ciface_estc_all_gather_f32(&c, &d, /*mean=*/0);
+    EXPECT_EQ(estc_collective_error(), nullptr);
+    ids[static_cast<size_t>(r)] = out;
+    rows[static_cast<size_t>(r)] = vout;
+  });
+  // Past the 3 gathered rows: the first index again, and zero rows.
+  EXPECT_EQ(ids[0], (std::vector<int64_t>{7, 8, 8, 7, 7, 7}));
+  EXPECT_EQ(rows[0], (std::vector<float>{2, 2, 2, 0, 0, 0}));
+  EXPECT_EQ(ids[1], ids[0]);
+  EXPECT_EQ(rows[1], rows[0]);
+}
+
+TEST(Collective, AGatherThatDoesNotFitOneReplicaFailsOnEvery) {
+  std::vector<std::string> errors(2);
+  std::vector<std::vector<int64_t>> outs(2);
+  // A short timeout: a replica left waiting would fail the test quickly
+  // with another message.
+  onReplicas(
+      2,
+      [&](int r) {
+        // Replica 0 has 1 row (room for 2), replica 1 has 3: 4 in all.
+        int64_t n = r == 0 ? 1 : 3;
+        std::vector<int64_t> in(static_cast<size_t>(n), 5), out(2 * n, -1);
+        MemRef<int64_t, 1> a = view(in), b = view(out);
+        _mlir_ciface_estc_all_gather_i64(&a, &b);
+        const char *e = estc_collective_error();
+        errors[static_cast<size_t>(r)] = e ? e : "(none)";
+        outs[static_cast<size_t>(r)] = out;
+      },
+      5);
+  std::string want =
+      "all_gather: the replicas' sparse gradients have 4 rows in all, more "
+      "than the 2 (replicas x its own 1) replica 0's step holds: the "
+      "replicas' sparse inputs differ in size";
+  EXPECT_EQ(errors[0], want);
+  EXPECT_EQ(errors[1], want);
+  // The step's results are discarded, but the buffers are defined: the
+  // replica's own rows first.
+  EXPECT_EQ(outs[0], (std::vector<int64_t>{5, 0}));
+}
+
+TEST(Collective, ALocalGroupTimesOutInsteadOfHanging) {
+  auto group = distribute::make_local_group(2, 0.2);
+  std::string want = "local: 1 of 2 replicas did not reach barrier within "
+                     "0.2 s (replica 0 waited)";
+  try {
+    group[0]->barrier(); // replica 1 never comes
+    FAIL() << "no error";
+  } catch (const CollectiveError &e) {
+    EXPECT_EQ(std::string(e.what()), want);
+  }
+  // The group stays broken, for every replica.
+  float x = 1;
+  try {
+    group[1]->allReduceSum(&x, 1);
+    FAIL() << "no error";
+  } catch (const CollectiveError &e) {
+    EXPECT_EQ(std::string(e.what()), want);
+  }
+}
+
+TEST(Collective, ALocalGroupFailsAsOneOnMismatchedSizes) {
+  auto group = distribute::make_local_group(2, 5);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      std::vector<float> v(static_cast<size_t>(3 - r), 1.f);
+      try {
+        group[static_cast<size_t>(r)]->allReduceSum(v.data(), v.size());
+      } catch (const CollectiveError &e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(errors[0].rfind("local: replica ", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find(" elements, replica "), std::string::npos);
+  EXPECT_EQ(errors[1], errors[0]);
 }
 
 TEST(Collective, AFailureIsRecordedOnceAndLaterCallsDoNothing) {
