@@ -155,6 +155,15 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
   mlir::MLIRContext context(registry);
   std::string what = modelName.str() + " (graph)";
   CompileTimer *timer = jit.options().timer;
+  // As estc --replicas: a count the manifest can hold, on the CPU only.
+  int replicas = jit.options().replicas;
+  std::string replicasOption =
+      modelName.str() + ": JitOptions::replicas = " + std::to_string(replicas);
+  if (replicas < 0 || replicas > (1 << 20))
+    return makeError(replicasOption + ": not in 0..1048576");
+  if (replicas > 1 && jit.options().target.device == Device::Cuda)
+    return makeError(replicasOption + ": only for the CPU target (NCCL for "
+                                      "CUDA replicas is not built yet)");
   return jit.compile(bytes, modelName, [&]() -> llvm::Expected<LoweredModule> {
     std::string error;
     LoweredModule lowered;

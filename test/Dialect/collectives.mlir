@@ -40,3 +40,27 @@ func.func @bad_width(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
   %i, %r = est.all_gather %ids, %rows {replicas = 2 : i64} : tensor<?xi64>, tensor<?x4xf32> -> tensor<?xi64>, tensor<?x5xf32>
   return
 }
+
+// -----
+
+func.func @bad_replicas(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  // expected-error @+1 {{replicas must be >= 1, not 0}}
+  %i, %r = est.all_gather %ids, %rows {replicas = 0 : i64} : tensor<?xi64>, tensor<?x4xf32> -> tensor<?xi64>, tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_gathered_size(%ids: tensor<3xi64>, %rows: tensor<3x4xf32>) {
+  // expected-error @+1 {{gathered 5 rows, not replicas x 3}}
+  %i, %r = est.all_gather %ids, %rows {replicas = 2 : i64} : tensor<3xi64>, tensor<3x4xf32> -> tensor<5xi64>, tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_element(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
+  // expected-error @+1 {{gathered rows 'tensor<?x4xf64>' do not match 'tensor<?x4xf32>'}}
+  %i, %r = est.all_gather %ids, %rows {replicas = 2 : i64} : tensor<?xi64>, tensor<?x4xf32> -> tensor<?xi64>, tensor<?x4xf64>
+  return
+}
