@@ -16,6 +16,8 @@
 //   (d) the loss every replica returns is the global batch's;
 //   (e) train_loop (iterations_per_loop) under replicas is its single steps,
 //       bit for bit;
+//   (e') the seed MLP compiled ahead of time for 2 replicas
+//       (estc_add_model(... REPLICAS 2)) trains as the JIT's, bit for bit;
 //   (f) the one-line errors: replicas on CUDA, a bad count, sparse inputs
 //       whose gathered rows do not fit (every replica fails, none hangs).
 // Models: an MLP (sgd, momentum, adam, clipping: dense gradients only), an
@@ -25,8 +27,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MlpReplicas.h"
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
@@ -577,6 +581,63 @@ TEST(DistributedStep, TrainLoopIsItsSingleSteps) {
     EXPECT_EQ(loopStats[static_cast<size_t>(r)].calls, 2 * kSteps);
     EXPECT_EQ(singleStats[static_cast<size_t>(r)].calls, 2 * kSteps);
   }
+}
+
+// --- Ahead of time
+// -------------------------------------------------------------
+
+TEST(DistributedStep, AotReplicasAreTheJitsBitForBit) {
+  // estc_add_model(estc_test_mlp_replicas ... REPLICAS 2): the generated
+  // ModelSpec records the count, and the generated step calls the same
+  // collectives as the JIT's (the same CPU: what estc_add_model compiles
+  // for).
+  EXPECT_EQ(MlpReplicas::model_spec().replicas, 2);
+  graph::GraphDef def;
+  std::string error;
+  ASSERT_TRUE(graph::readGraph(ESTC_MLP_GRAPH, def, error)) << error;
+  JitOptions options;
+  options.replicas = 2;
+  options.target.cpu = "x86-64-v2";
+  auto jit = compileReplicas(def, 2, options);
+  ASSERT_FALSE(jit.empty());
+  MlpReplicas aot[2];
+  std::mt19937 rng(14);
+  std::uniform_real_distribution<double> u(0, 1);
+  Shards shards(2);
+  for (auto &step : shards)
+    for (int r = 0; r < 2; ++r) {
+      Batch b;
+      b.batch = 4;
+      Column x{"features/x", true, 784, false, false, {}};
+      Column labels{"labels", false, 1, false, false, {}};
+      for (int i = 0; i < 4 * 784; ++i)
+        x.values.push_back(static_cast<float>(u(rng)));
+      for (int i = 0; i < 4; ++i)
+        labels.values.push_back(static_cast<double>(rng() % 10));
+      b.columns = {x, labels};
+      step.push_back(b);
+    }
+  for (MlpReplicas &m : aot)
+    m.run("init");
+  std::map<std::string, std::string> initial = variables(aot[0]);
+  ASSERT_EQ(initial, variables(*jit[0]));
+  for (bool ahead : {true, false}) {
+    auto errors = onReplicas(2, [&](int r) {
+      rt::CompiledModel &m = ahead ? static_cast<rt::CompiledModel &>(aot[r])
+                                   : *jit[static_cast<size_t>(r)];
+      for (const auto &step : shards) {
+        feed(m, m.function_index("train"), step[static_cast<size_t>(r)]);
+        m.run("train");
+      }
+    });
+    for (int r = 0; r < 2; ++r)
+      ASSERT_EQ(errors[static_cast<size_t>(r)], "");
+  }
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(variables(aot[r]), variables(*jit[static_cast<size_t>(r)]))
+        << "replica " << r;
+  EXPECT_EQ(variables(aot[0]), variables(aot[1]));
+  EXPECT_NE(variables(aot[0]), initial) << "nothing trained";
 }
 
 // --- (f) Errors
