@@ -123,9 +123,8 @@ ESTC_RT_EXPORT int64_t estc_all_reduce_count(int64_t n);
 /// every replica's rows (compiled code gives it replicas x its own); the
 /// rows past the total are padding: copies of the first gathered index,
 /// zero rows (which add nothing to a row that is updated anyway). More rows
-/// than any replica's out holds is a CollectiveError on every replica (each
-/// learns every replica's room with the counts). Float rows are divided by
-/// the replica count when `mean` is non-zero (as the dense mean above).
+/// than out holds is a CollectiveError. Float rows are divided by the
+/// replica count when `mean` is non-zero (as the dense mean above).
 ESTC_RT_EXPORT void
 _mlir_ciface_estc_all_gather_i64(estc::rt::MemRef<int64_t, 1> *in,
                                  estc::rt::MemRef<int64_t, 1> *out);

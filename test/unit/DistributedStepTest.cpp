@@ -451,8 +451,8 @@ TEST(DistributedStep, BagOfIdsUnequalCountsFailOnEveryReplica) {
   for (int r = 0; r < 3; ++r)
     EXPECT_EQ(errors[static_cast<size_t>(r)],
               "all_gather: the replicas' sparse gradients have 30 rows in all, "
-              "more than the 18 replica 2 holds (3 x its 6): the replicas' "
-              "sparse inputs differ in size")
+              "more than the 18 (replicas x its own 6) replica 2's step "
+              "holds: the replicas' sparse inputs differ in size")
         << "replica " << r;
 }
 
@@ -577,9 +577,9 @@ TEST(DistributedStep, TrainLoopIsItsSingleSteps) {
     EXPECT_EQ(loopLoss[static_cast<size_t>(r)],
               singleLoss[static_cast<size_t>(r)]);
     // Each step of the loop reduced: as many collectives as single steps
-    // (the gradients and the loss: 2 a step).
-    EXPECT_EQ(loopStats[static_cast<size_t>(r)].calls, 2 * kSteps);
-    EXPECT_EQ(singleStats[static_cast<size_t>(r)].calls, 2 * kSteps);
+    // (the gradients and the loss in one buffer: 1 a step).
+    EXPECT_EQ(loopStats[static_cast<size_t>(r)].calls, kSteps);
+    EXPECT_EQ(singleStats[static_cast<size_t>(r)].calls, kSteps);
   }
 }
 
@@ -688,8 +688,8 @@ TEST(DistributedStep, GatheredRowsThatDoNotFitFailOnEveryReplica) {
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(errors[static_cast<size_t>(r)],
               "all_gather: the replicas' sparse gradients have 24 rows in all, "
-              "more than the 12 replica 0 holds (2 x its 6): the replicas' "
-              "sparse inputs differ in size")
+              "more than the 12 (replicas x its own 6) replica 0's step "
+              "holds: the replicas' sparse inputs differ in size")
         << "replica " << r;
 }
 
