@@ -591,10 +591,42 @@ StoreClient::~StoreClient() {
     ::close(fd_);
 }
 
+bool StoreClient::acquire(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(useMutex_);
+  if (!useCv_.wait_until(lock, deadline, [&] { return !inUse_; }))
+    return false;
+  inUse_ = true;
+  return true;
+}
+
+void StoreClient::release() {
+  {
+    std::lock_guard<std::mutex> lock(useMutex_);
+    inUse_ = false;
+  }
+  useCv_.notify_one();
+}
+
+/// The connection acquired for one request, released on every way out.
+class StoreClient::Use {
+public:
+  Use(StoreClient &c, Clock::time_point deadline)
+      : c_(c), held_(c.acquire(deadline)) {}
+  ~Use() {
+    if (held_)
+      c_.release();
+  }
+  explicit operator bool() const { return held_; }
+
+private:
+  StoreClient &c_;
+  bool held_;
+};
+
 std::optional<std::string> StoreClient::call(const std::string &payload,
                                              Clock::time_point deadline) {
-  std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_until(deadline))
+  Use use(*this, deadline);
+  if (!use)
     return std::nullopt; // another request waits for a chief that is silent
   auto lostConnection = [&](const std::string &why) {
     if (fd_ >= 0)
@@ -736,8 +768,8 @@ void StoreClient::startHeartbeat(std::chrono::milliseconds interval) {
     while (!beatCv_.wait_for(lock, interval, [&] { return stopBeat_; })) {
       // PING has no reply: it only has to be sent. Skipped while another
       // request holds the connection (that one is seen too).
-      std::unique_lock<std::timed_mutex> send(mutex_, std::defer_lock);
-      if (send.try_lock_for(interval) && fd_ >= 0 && !writeAll(fd_, ping)) {
+      Use use(*this, Clock::now() + interval);
+      if (use && fd_ >= 0 && !writeAll(fd_, ping)) {
         ::close(fd_);
         fd_ = -1;
       }
