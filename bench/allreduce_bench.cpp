@@ -336,8 +336,7 @@ int main(int argc, char **argv) {
                   "' is not gloo or mpi");
 #ifndef ESTC_MPIEXEC
     if (e == "mpi")
-      parser.fail("--engines=" + engineList +
-                  ": estc was built without MPI");
+      parser.fail("--engines=" + engineList + ": estc was built without MPI");
 #endif
   }
   if (maxBytes < minBytes)

@@ -101,6 +101,10 @@ public:
     if (o.size < 1 || o.rank < 0 || o.rank >= o.size)
       throw CollectiveError("gloo: rank " + std::to_string(o.rank) +
                             " is not in [0, " + std::to_string(o.size) + ")");
+    if (!(o.timeout_secs > 0 && o.timeout_secs < 1e7))
+      throw CollectiveError("gloo: timeout_secs " +
+                            std::to_string(o.timeout_secs) +
+                            " is not a positive number of seconds");
     auto [host, port] = splitAddress(o.rendezvous, "the chief's address");
     auto timeout =
         std::chrono::milliseconds(static_cast<int64_t>(o.timeout_secs * 1000));
@@ -260,8 +264,8 @@ private:
   }
   std::chrono::milliseconds silence() const {
     return std::max(3 * heartbeat(),
-                    std::chrono::milliseconds(static_cast<int64_t>(
-                        options_.timeout_secs * 500)));
+                    std::chrono::milliseconds(
+                        static_cast<int64_t>(options_.timeout_secs * 500)));
   }
   /// How long a replica waits for the chief's answer after a failure.
   std::chrono::milliseconds queryWait() const {

@@ -14,12 +14,12 @@
 #include "runtime/distribute/Distribute.h"
 
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
-#include <climits>
 #include <cstdlib>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 

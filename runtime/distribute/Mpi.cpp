@@ -115,9 +115,8 @@ private:
         continue;
       }
       uint64_t call = calls_;
-      if (cv_.wait_until(lock, started_ + timeout_, [&] {
-            return stop_ || !active_ || calls_ != call;
-          }))
+      if (cv_.wait_until(lock, started_ + timeout_,
+                         [&] { return stop_ || !active_ || calls_ != call; }))
         continue;
       std::fprintf(stderr,
                    "%s: error: mpi: %s did not complete within %g s on rank "
@@ -187,8 +186,7 @@ public:
     }
     guarded("all_gather", [&] {
       return MPI_Allgatherv(in, counts[static_cast<size_t>(rank_)], MPI_BYTE,
-                            out, counts.data(), displs.data(), MPI_BYTE,
-                            comm_);
+                            out, counts.data(), displs.data(), MPI_BYTE, comm_);
     });
   }
 

@@ -22,8 +22,7 @@
 
 namespace estc::rt::distribute {
 
-// --- Frames and requests
-// ------------------------------------------------------
+// --- Frames and requests -----------------------------------------------------
 
 void putU32(std::string &out, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -200,8 +199,7 @@ std::pair<std::string, int> splitAddress(const std::string &address,
   return {host, p};
 }
 
-// --- Sockets
-// ------------------------------------------------------------------
+// --- Sockets -----------------------------------------------------------------
 
 namespace {
 
@@ -302,8 +300,7 @@ int connectBefore(const addrinfo *a, Clock::time_point deadline,
 
 } // namespace
 
-// --- The chief's store
-// --------------------------------------------------------
+// --- The chief's store -------------------------------------------------------
 
 StoreServer::StoreServer(const std::string &host, int port, int size,
                          const std::string &who)
@@ -319,9 +316,9 @@ StoreServer::StoreServer(const std::string &host, int port, int size,
                           error + " (" + who + ")");
   int lastErrno = 0;
   for (addrinfo *a = addrs; a && listenFd_ < 0; a = a->ai_next) {
-    int fd = ::socket(a->ai_family,
-                      a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                      a->ai_protocol);
+    int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                 a->ai_protocol);
     if (fd < 0)
       continue;
     // A relaunched chief binds again while the last job's connections are
@@ -397,15 +394,16 @@ void StoreServer::loop() {
     for (size_t i = 0; i < conns.size(); ++i) {
       Connection &c = conns[i];
       if (!fds[i + 2].revents) {
-        closing[i] = c.rank < 0 && now - c.accepted >
-                                       std::chrono::seconds(kHelloSeconds);
+        closing[i] = c.rank < 0 &&
+                     now - c.accepted > std::chrono::seconds(kHelloSeconds);
         continue;
       }
       char buf[65536];
       ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
       if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
         continue;
-      bool keep = n > 0 && c.reader.append(buf, static_cast<size_t>(n), nullptr);
+      bool keep =
+          n > 0 && c.reader.append(buf, static_cast<size_t>(n), nullptr);
       while (keep)
         if (std::optional<std::string> payload = c.reader.next())
           keep = handle(c, *payload, conns);
@@ -538,8 +536,7 @@ bool StoreServer::handle(Connection &c, const std::string &payload,
   return writeAll(c.fd, frame(reply));
 }
 
-// --- The client
-// ---------------------------------------------------------------
+// --- The client --------------------------------------------------------------
 
 StoreClient::StoreClient(const std::string &host, int port, int rank, int size,
                          Clock::time_point deadline, double timeoutSecs,
@@ -594,10 +591,42 @@ StoreClient::~StoreClient() {
     ::close(fd_);
 }
 
+bool StoreClient::acquire(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(useMutex_);
+  if (!useCv_.wait_until(lock, deadline, [&] { return !inUse_; }))
+    return false;
+  inUse_ = true;
+  return true;
+}
+
+void StoreClient::release() {
+  {
+    std::lock_guard<std::mutex> lock(useMutex_);
+    inUse_ = false;
+  }
+  useCv_.notify_one();
+}
+
+/// The connection acquired for one request, released on every way out.
+class StoreClient::Use {
+public:
+  Use(StoreClient &c, Clock::time_point deadline)
+      : c_(c), held_(c.acquire(deadline)) {}
+  ~Use() {
+    if (held_)
+      c_.release();
+  }
+  explicit operator bool() const { return held_; }
+
+private:
+  StoreClient &c_;
+  bool held_;
+};
+
 std::optional<std::string> StoreClient::call(const std::string &payload,
                                              Clock::time_point deadline) {
-  std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_until(deadline))
+  Use use(*this, deadline);
+  if (!use)
     return std::nullopt; // another request waits for a chief that is silent
   auto lostConnection = [&](const std::string &why) {
     if (fd_ >= 0)
@@ -705,8 +734,8 @@ StoreClient::Answer StoreClient::lost(std::chrono::milliseconds silence,
                                       std::set<int> *dead,
                                       std::set<int> *silent) {
   std::string p(1, static_cast<char>(Op::Dead));
-  putU32(p, static_cast<uint32_t>(
-                std::min<int64_t>(silence.count(), UINT32_MAX)));
+  putU32(p,
+         static_cast<uint32_t>(std::min<int64_t>(silence.count(), UINT32_MAX)));
   std::optional<std::string> reply;
   try {
     reply = call(p, deadline);
@@ -739,8 +768,8 @@ void StoreClient::startHeartbeat(std::chrono::milliseconds interval) {
     while (!beatCv_.wait_for(lock, interval, [&] { return stopBeat_; })) {
       // PING has no reply: it only has to be sent. Skipped while another
       // request holds the connection (that one is seen too).
-      std::unique_lock<std::timed_mutex> send(mutex_, std::defer_lock);
-      if (send.try_lock_for(interval) && fd_ >= 0 && !writeAll(fd_, ping)) {
+      Use use(*this, Clock::now() + interval);
+      if (use && fd_ >= 0 && !writeAll(fd_, ping)) {
         ::close(fd_);
         fd_ = -1;
       }

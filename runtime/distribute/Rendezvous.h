@@ -201,7 +201,14 @@ private:
   std::string where_, who_, timeoutText_;
   double timeoutSecs_;
   uint64_t session_ = 0;
-  std::timed_mutex mutex_; ///< one request at a time on fd_
+  /// fd_ is used by one request at a time: whoever acquire()d it until
+  /// release() (a flag under a mutex, as the waits have deadlines).
+  bool acquire(Clock::time_point deadline);
+  void release();
+  class Use;
+  std::mutex useMutex_;
+  std::condition_variable useCv_;
+  bool inUse_ = false;
   std::mutex beatMutex_;
   std::condition_variable beatCv_;
   bool stopBeat_ = false;

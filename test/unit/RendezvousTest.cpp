@@ -11,6 +11,7 @@
 #include "runtime/distribute/Rendezvous.h"
 
 #include "runtime/Collective.h"
+#include "runtime/distribute/Distribute.h"
 
 #include <gtest/gtest.h>
 
@@ -212,7 +213,8 @@ TEST(Rendezvous, ReplicasJoinAndShareValues) {
   EXPECT_EQ(worker->get("late", Clock::now() + std::chrono::seconds(5)), "x");
   later.join();
   EXPECT_EQ(refusal([&] {
-              worker->get("never", Clock::now() + std::chrono::milliseconds(50));
+              worker->get("never",
+                          Clock::now() + std::chrono::milliseconds(50));
             }),
             "the rendezvous of task worker:0 timed out waiting for 'never'");
 }
@@ -228,11 +230,12 @@ TEST(Rendezvous, TheChiefRefusesAnotherSizeAndATakenRank) {
             where + " refused task worker:0: rank 1 has joined already (two "
                     "tasks with one TF_CONFIG task?)");
   // Two chiefs: the port is taken.
-  EXPECT_EQ(refusal([&] { StoreServer second("127.0.0.1", store.port, 2, "chief:0"); }),
-            "cannot serve the rendezvous at 127.0.0.1:" +
-                std::to_string(store.port) +
-                ": Address already in use (chief:0; another process serves "
-                "it: a second chief?)");
+  EXPECT_EQ(
+      refusal(
+          [&] { StoreServer second("127.0.0.1", store.port, 2, "chief:0"); }),
+      "cannot serve the rendezvous at 127.0.0.1:" + std::to_string(store.port) +
+          ": Address already in use (chief:0; another process serves "
+          "it: a second chief?)");
 }
 
 TEST(Rendezvous, DeadAndSilentReplicas) {
@@ -314,4 +317,23 @@ TEST(Rendezvous, APeerBreakingTheProtocolIsAnsweredAndClosed) {
   auto chief = store.join(0);
   chief->set("k", "v");
   EXPECT_TRUE(chief->has("k"));
+}
+
+TEST(Rendezvous, ConnectGlooRefusesBadOptionsInOneLine) {
+  auto error = [](distribute::GlooOptions o) {
+    return refusal([&] { distribute::connect_gloo(o); });
+  };
+  distribute::GlooOptions o;
+  o.rendezvous = "127.0.0.1:1";
+  o.rank = 2;
+  o.size = 2;
+  EXPECT_EQ(error(o), "gloo: rank 2 is not in [0, 2)");
+  o.rank = 0;
+  o.timeout_secs = 0;
+  EXPECT_EQ(error(o),
+            "gloo: timeout_secs 0.000000 is not a positive number of seconds");
+  o.timeout_secs = 1;
+  o.rendezvous = "chief";
+  EXPECT_EQ(error(o), "the chief's address 'chief' is not host:port (a port "
+                      "in 1..65535)");
 }
