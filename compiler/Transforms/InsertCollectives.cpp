@@ -18,7 +18,10 @@
 //           its element type (it is computed before the updates), so a
 //           float32 model makes one collective a step.
 //
-// Runs after est-autodiff, before est-expand-optimizers.
+// Runs after est-autodiff, before est-expand-optimizers. The gradients of
+// a step's later optimizers (DNNLinearCombined's two), which est-autodiff
+// computes after the first update, move before it when they read no
+// variable.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +32,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir {
 namespace est {
@@ -48,6 +53,34 @@ int64_t numElements(RankedTensorType t) {
   for (int64_t d : t.getShape())
     n *= d;
   return n;
+}
+
+/// Moves the ops that compute `value` after `first`, in its block, to just
+/// before it, when none has a memory effect (a variable read after an
+/// update would read the new value). est-autodiff emits the gradients of a
+/// step's second optimizer (`group(opt1.minimize(loss, a),
+/// opt2.minimize(loss, b))`, DNNLinearCombined's) after the first one's
+/// update, from values computed before it; the fused reduction needs them
+/// all before the first update.
+bool hoistBefore(Value value, Operation *first) {
+  Block *block = first->getBlock();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work{value};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!op || op->getBlock() != block || op->isBeforeInBlock(first) ||
+        !slice.insert(op))
+      continue;
+    if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+      return false;
+    llvm::append_range(work, op->getOperands());
+  }
+  SmallVector<Operation *> ops(slice.begin(), slice.end());
+  llvm::sort(ops,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *op : ops)
+    op->moveBefore(first);
+  return true;
 }
 
 /// Replaces the dense gradients of `applies` (one function's) by their
@@ -82,10 +115,13 @@ LogicalResult reduceDense(ArrayRef<ApplyGradientsOp> applies,
   }
   for (auto &[element, operands] : byType) {
     for (OpOperand *o : operands)
-      if (!dominance.properlyDominates(o->get(), first))
+      if (!dominance.properlyDominates(o->get(), first) &&
+          (!hoistBefore(o->get(), first) ||
+           !dominance.properlyDominates(o->get(), first)))
         return first->emitOpError()
                << "est-insert-collectives: a gradient is computed after the "
-                  "first optimizer update";
+                  "first optimizer update and cannot move before it (it reads "
+                  "a variable)";
     OpBuilder b(first);
     EstBuilder e(b, first->getLoc());
     SmallVector<Value> flats;

@@ -33,20 +33,6 @@ module attributes {estc.replicas = 2 : i64} {
 
 module attributes {estc.replicas = 2 : i64} {
   est.variable @v : tensor<3xf32> {trainable}
-  est.variable @u : tensor<3xf32> {trainable}
-  func.func @late_gradient(%g: tensor<3xf32>, %h: tensor<3xf32>) {
-    // expected-error @+1 {{est-insert-collectives: a gradient is computed after the first optimizer update}}
-    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
-    %late = est.add %h, %h : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
-    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@u] %late : tensor<3xf32>
-    return
-  }
-}
-
-// -----
-
-module attributes {estc.replicas = 2 : i64} {
-  est.variable @v : tensor<3xf32> {trainable}
   func.func @dynamic_gradient(%g: tensor<?xf32>) {
     // expected-error @+1 {{est-insert-collectives: a gradient of dynamic shape 'tensor<?xf32>'}}
     est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<?xf32>

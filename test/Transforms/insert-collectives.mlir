@@ -66,3 +66,27 @@ func.func @one_replica(%g: tensor<3xf32>) {
   est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
   return
 }
+
+// -----
+
+// Two optimizers in one step (DNNLinearCombined's): est-autodiff computes
+// the second one's gradient after the first update, from values computed
+// before it. It moves before the first update, into the one fused buffer.
+module attributes {estc.replicas = 2 : i64} {
+  est.variable @a : tensor<3xf32> {trainable}
+  est.variable @b : tensor<2xf32> {trainable}
+
+  // CHECK-LABEL: func.func @two_optimizers
+  func.func @two_optimizers(%ga: tensor<3xf32>, %x: tensor<2xf32>, %s: tensor<f32>) {
+    // CHECK: %[[GB:.*]] = est.mul %arg1, %arg2
+    // CHECK: est.concat
+    // CHECK: est.all_reduce "mean" %{{.*}} : tensor<5xf32>
+    // CHECK: est.apply_gradients "sgd"
+    // CHECK-NOT: est.mul
+    // CHECK: est.apply_gradients "adagrad"
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@a] %ga : tensor<3xf32>
+    %gb = est.mul %x, %s : tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+    est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [@b] %gb : tensor<2xf32>
+    return
+  }
+}
