@@ -132,15 +132,29 @@ int run(const Options &o) {
   RunConfig config(c); // TF_CONFIG from the environment
 
   fc::FeatureColumns columns{fc::numeric_column("x", {kFeatures})};
-  if (o.model == "embedding")
-    columns.push_back(fc::embedding_column(
-        fc::categorical_column_with_identity("id", kIds), 8));
-  DNNOptions dnn;
-  dnn.hidden_units = {32, 16};
-  dnn.optimizer = OptimizerSpec(o.optimizer, 0.05);
+  auto ids = fc::categorical_column_with_identity("id", kIds);
+  if (o.model != "mlp")
+    columns.push_back(fc::embedding_column(ids, 8));
   ClassifierOptions head;
   head.n_classes = kClasses;
-  DNNClassifier estimator(columns, dnn, head, config);
+  std::unique_ptr<Estimator> made;
+  if (o.model == "wide_deep") {
+    // Two optimizers in one step (the linear part's FTRL over the id's
+    // sparse weights, the DNN's): one fused reduction, two gathers.
+    DNNLinearCombinedOptions wd;
+    wd.linear_feature_columns = {ids};
+    wd.linear_optimizer = OptimizerSpec("Ftrl", 0.05);
+    wd.dnn_feature_columns = columns;
+    wd.dnn_hidden_units = {32, 16};
+    wd.dnn_optimizer = OptimizerSpec(o.optimizer, 0.05);
+    made = std::make_unique<DNNLinearCombinedClassifier>(wd, head, config);
+  } else {
+    DNNOptions dnn;
+    dnn.hidden_units = {32, 16};
+    dnn.optimizer = OptimizerSpec(o.optimizer, 0.05);
+    made = std::make_unique<DNNClassifier>(columns, dnn, head, config);
+  }
+  Estimator &estimator = *made;
 
   TensorValue labels;
   Features x = features(o.examples, o.seed, &labels);
@@ -193,8 +207,8 @@ int main(int argc, char **argv) {
       "dist_trainer", "One replica of a distributed DNNClassifier job (the "
                       "distributed tests' trainer; TF_CONFIG from the "
                       "environment).");
-  parser.add(Flag("model", &o.model, "mlp or embedding")
-                 .choices({"mlp", "embedding"}));
+  parser.add(Flag("model", &o.model, "mlp, embedding or wide_deep")
+                 .choices({"mlp", "embedding", "wide_deep"}));
   parser.add(Flag("model_dir", &o.model_dir, "checkpoints").value_name("DIR"));
   parser.add(Flag("distribute", &o.distribute,
                   "MultiWorkerMirroredStrategy's communication")

@@ -447,7 +447,7 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--mpirun", default="")
     parser.add_argument("--model", default="mlp",
-                        choices=["mlp", "embedding"])
+                        choices=["mlp", "embedding", "wide_deep"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--iterations_per_loop", type=int, default=1,
