@@ -20,10 +20,10 @@
 //       (estc_add_model(... REPLICAS 2)) trains as the JIT's, bit for bit;
 //   (f) the one-line errors: replicas on CUDA, a bad count, sparse inputs
 //       whose gathered rows do not fit (every replica fails, none hangs).
-// Models: an MLP (sgd, momentum, adam, clipping: dense gradients only), an
-// embedding of one id per example (a sparse gradient; adagrad, momentum,
-// adam) and a bag of ids per example (values_dim inputs; the replicas must
-// have as many ids each).
+// Models: an MLP (sgd, momentum, adam, clipping, two optimizers, f32 and
+// f64 gradients: dense gradients only), an embedding of one id per example
+// (a sparse gradient; adagrad, momentum, adam) and a bag of ids per example
+// (values_dim inputs; the replicas must have as many ids each).
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,6 +124,57 @@ graph::GraphDef bag(const train::Optimizer &opt) {
                Tensor pooled = unsorted_segment_sum(
                    gather(g.read_variable(table), f["ids"]), f["rows"], f["x"]);
                Tensor logits = layers::dense(add(f["x"], pooled), 3);
+               Signature s;
+               s.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+               s.train_op = opt.minimize(s.loss);
+               return s;
+             });
+  return graph.graph_def();
+}
+
+/// The MLP with its first layer trained by `first` and the other by
+/// `second`: two est.apply_gradients in one step (DNNLinearCombined's
+/// group of two minimizes), whose gradients est-insert-collectives reduces
+/// in one buffer before the first update.
+graph::GraphDef mlpTwoOptimizers(const train::Optimizer &first,
+                                 const train::Optimizer &second) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back({"x", DType::Float32, {-1, 4}});
+  inputs.labels = TensorSpec{"labels", DType::Int64, {-1}};
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &g, const TensorMap &f, const Tensor &labels, ModeKeys) {
+               Tensor hidden = layers::dense(f["x"], 8, nn::relu);
+               size_t firstLayer = g.trainable_variables().size();
+               Tensor logits = layers::dense(hidden, 3);
+               std::vector<Variable> vars = g.trainable_variables();
+               std::vector<Variable> a(vars.begin(), vars.begin() + firstLayer),
+                   b(vars.begin() + firstLayer, vars.end());
+               Signature s;
+               s.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+               s.train_op = group(
+                   {first.minimize(s.loss, a), second.minimize(s.loss, b)});
+               return s;
+             });
+  return graph.graph_def();
+}
+
+/// Logits from an f32 layer plus an f64 one: gradients of two element
+/// types, one fused buffer each (the loss rides in the f32 one).
+graph::GraphDef mlpF32AndF64(const train::Optimizer &opt) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back({"x", DType::Float32, {-1, 4}});
+  inputs.labels = TensorSpec{"labels", DType::Int64, {-1}};
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &g, const TensorMap &f, const Tensor &labels, ModeKeys) {
+               Variable w =
+                   g.get_variable("w64", DType::Float64, {4, 3},
+                                  random_uniform_initializer(-1, 1, 9));
+               Tensor wide =
+                   matmul(cast(f["x"], DType::Float64), g.read_variable(w));
+               Tensor logits =
+                   add(layers::dense(f["x"], 3), cast(wide, DType::Float32));
                Signature s;
                s.loss = losses::sparse_softmax_cross_entropy(labels, logits);
                s.train_op = opt.minimize(s.loss);
@@ -245,27 +296,32 @@ std::map<std::string, std::string> variables(rt::CompiledModel &m) {
   return out;
 }
 
-/// The largest, over the float variables, of max |a - b| / max |b|; the
-/// other variables (global_step) must be equal.
+/// The largest, over the float variables (f32, f64), of max |a - b| /
+/// max |b|; the other variables (global_step) must be equal.
 double maxRelativeDifference(rt::CompiledModel &a, rt::CompiledModel &b,
                              std::string &where) {
   double worst = 0;
   for (int i = 0; i < b.spec().numVariables; ++i) {
     const rt::VariableSpec &v = b.spec().variables[i];
     int j = a.variable_index(v.name);
-    if (v.dtype != rt::DType::F32) {
+    if (v.dtype != rt::DType::F32 && v.dtype != rt::DType::F64) {
       EXPECT_EQ(std::memcmp(a.variable_data(j), b.variable_data(i),
                             static_cast<size_t>(b.variable_bytes(i))),
                 0)
           << v.name;
       continue;
     }
-    const auto *x = static_cast<const float *>(a.variable_data(j));
-    const auto *y = static_cast<const float *>(b.variable_data(i));
+    auto at = [&](rt::CompiledModel &m, int index, int64_t k) {
+      if (v.dtype == rt::DType::F64)
+        return static_cast<const double *>(m.variable_data(index))[k];
+      return double(static_cast<const float *>(m.variable_data(index))[k]);
+    };
     double diff = 0, scale = 0;
-    for (int64_t k = 0; k < b.variable_bytes(i) / 4; ++k) {
-      diff = std::max(diff, std::abs(double(x[k]) - double(y[k])));
-      scale = std::max(scale, std::abs(double(y[k])));
+    int64_t n =
+        b.variable_bytes(i) / static_cast<int64_t>(rt::dtypeBytes(v.dtype));
+    for (int64_t k = 0; k < n; ++k) {
+      diff = std::max(diff, std::abs(at(a, j, k) - at(b, i, k)));
+      scale = std::max(scale, std::abs(at(b, i, k)));
     }
     double rel = scale > 0 ? diff / scale : diff;
     if (rel >= worst) {
@@ -320,9 +376,10 @@ compileReplicas(const graph::GraphDef &def, int n, JitOptions options) {
 }
 
 /// (a), (b), (d): `replicas` replicas against one replica of the
-/// concatenated batches.
+/// concatenated batches; with `callsPerStep` >= 0, also the collectives
+/// each replica's step made.
 void checkAgainstOneReplica(const graph::GraphDef &def, int replicas,
-                            const Shards &shards) {
+                            const Shards &shards, int callsPerStep = -1) {
   JitOptions options;
   options.replicas = replicas;
   auto models = compileReplicas(def, replicas, options);
@@ -334,17 +391,26 @@ void checkAgainstOneReplica(const graph::GraphDef &def, int replicas,
   ASSERT_EQ(variables(*models[0]), variables(*one)); // the same @init
 
   std::vector<std::vector<float>> losses(replicas);
-  std::vector<std::string> errors = onReplicas(replicas, [&](int r) {
-    JitModel &m = *models[static_cast<size_t>(r)];
-    int fn = m.function_index("train");
-    for (int s = 0; s < kSteps; ++s) {
-      feed(m, fn, shards[s][static_cast<size_t>(r)]);
-      m.run(fn);
-      losses[static_cast<size_t>(r)].push_back(lossOf(m, fn));
-    }
-  });
-  for (int r = 0; r < replicas; ++r)
+  std::vector<rt::CollectiveStats> stats;
+  std::vector<std::string> errors = onReplicas(
+      replicas,
+      [&](int r) {
+        JitModel &m = *models[static_cast<size_t>(r)];
+        int fn = m.function_index("train");
+        for (int s = 0; s < kSteps; ++s) {
+          feed(m, fn, shards[s][static_cast<size_t>(r)]);
+          m.run(fn);
+          losses[static_cast<size_t>(r)].push_back(lossOf(m, fn));
+        }
+      },
+      &stats);
+  for (int r = 0; r < replicas; ++r) {
     ASSERT_EQ(errors[static_cast<size_t>(r)], "") << "replica " << r;
+    if (callsPerStep >= 0) {
+      EXPECT_EQ(stats[static_cast<size_t>(r)].calls, callsPerStep * kSteps)
+          << "replica " << r;
+    }
+  }
 
   std::vector<float> oneLosses;
   int fn = one->function_index("train");
@@ -404,6 +470,19 @@ TEST(DistributedStep, MlpClippedGradients) {
       mlp(train::GradientDescentOptimizer(0.5).clip_gradients_by_global_norm(
           0.05)),
       2, makeShards("mlp", 2, 4));
+}
+
+TEST(DistributedStep, TwoOptimizersOneBuffer) {
+  // sgd on the first layer, adagrad on the other: both optimizers'
+  // gradients and the loss in one collective a step.
+  checkAgainstOneReplica(mlpTwoOptimizers(train::GradientDescentOptimizer(0.5),
+                                          train::AdagradOptimizer(0.3)),
+                         2, makeShards("mlp", 2, 15), /*callsPerStep=*/1);
+}
+
+TEST(DistributedStep, F32AndF64GradientsOneBufferEach) {
+  checkAgainstOneReplica(mlpF32AndF64(train::AdamOptimizer(0.05)), 2,
+                         makeShards("mlp", 2, 16), /*callsPerStep=*/2);
 }
 
 TEST(DistributedStep, EmbeddingAdagrad2And3Replicas) {
