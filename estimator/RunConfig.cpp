@@ -4,6 +4,7 @@
 
 #include "estimator/Logging.h"
 #include "lib/Support/Json.h"
+#include "runtime/distribute/Launcher.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -182,29 +183,13 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
   }
 }
 
-namespace {
-/// An integer environment variable, or -1.
-int64_t envInt(const char *name) {
-  const char *v = std::getenv(name);
-  if (!v || !*v)
-    return -1;
-  char *end = nullptr;
-  long long n = std::strtoll(v, &end, 10);
-  return *end == 0 && n >= 0 ? n : -1;
-}
-} // namespace
-
 void RunConfig::applyMpiWorld() {
   if (!train_distribute_ || train_distribute_->communication == "gloo" ||
       !cluster_spec_.empty() || task_type_ == TaskType::EVALUATOR)
     return;
-  // Open MPI's variables, then PMI's (MPICH, Slurm).
-  int64_t rank = envInt("OMPI_COMM_WORLD_RANK");
-  int64_t size = envInt("OMPI_COMM_WORLD_SIZE");
-  if (rank < 0 || size < 0) {
-    rank = envInt("PMI_RANK");
-    size = envInt("PMI_SIZE");
-  }
+  // What the launcher put in the environment, as the MPI engine reads it.
+  int64_t rank = rt::distribute::mpi_rank_from_env();
+  int64_t size = rt::distribute::mpi_size_from_env();
   if (rank < 0 || size <= 1 || rank >= size)
     return;
   cluster_spec_.clear();

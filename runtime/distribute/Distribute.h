@@ -18,6 +18,7 @@
 #define ESTC_RUNTIME_DISTRIBUTE_DISTRIBUTE_H
 
 #include "runtime/Collective.h"
+#include "runtime/distribute/Launcher.h"
 
 #include <memory>
 #include <string>
@@ -54,12 +55,8 @@ std::unique_ptr<Collective> connect_gloo(const GlooOptions &options);
 /// the job. CollectiveError when estc was built without MPI.
 std::unique_ptr<Collective> connect_mpi(double timeout_secs = 60);
 
-/// Whether an MPI launcher started this process (OMPI_COMM_WORLD_SIZE,
-/// PMI_SIZE or PMIX_RANK in the environment), and its rank and size there
-/// (-1 when unknown: PMIx puts no size in the environment).
-bool launched_by_mpirun();
-int mpi_rank_from_env();
-int mpi_size_from_env();
+// launched_by_mpirun(), mpi_rank_from_env(), mpi_size_from_env():
+// runtime/distribute/Launcher.h.
 
 /// `size` replicas that are threads of one process ("local"): replica r is
 /// group[r], to be used from one thread each. A replica that waits more

@@ -1,4 +1,4 @@
-//===- runtime/distribute/Local.cpp - Replicas as threads; the launchers -===//
+//===- runtime/distribute/Local.cpp - Replicas as threads ---------------===//
 //
 // make_local_group: replicas that are threads of one process (tests of
 // compiled collectives without sockets). Each collective stages every
@@ -7,19 +7,15 @@
 // does not arrive within the timeout breaks the group: every waiting and
 // later call throws, so a test fails instead of hanging.
 //
-// And what the MPI launchers put in the environment.
-//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/distribute/Distribute.h"
 
 #include <chrono>
-#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <mutex>
 #include <vector>
 
@@ -167,20 +163,6 @@ private:
   int rank_;
 };
 
-/// The first of `names` set to a non-negative integer, or -1.
-int envInt(std::initializer_list<const char *> names) {
-  for (const char *name : names) {
-    const char *v = std::getenv(name);
-    if (v && *v) {
-      char *end = nullptr;
-      long n = std::strtol(v, &end, 10);
-      if (*end == 0 && n >= 0 && n <= INT_MAX)
-        return static_cast<int>(n);
-    }
-  }
-  return -1;
-}
-
 } // namespace
 
 std::vector<std::unique_ptr<Collective>> make_local_group(int size,
@@ -195,12 +177,5 @@ std::vector<std::unique_ptr<Collective>> make_local_group(int size,
   return group;
 }
 
-int mpi_rank_from_env() {
-  return envInt({"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"});
-}
-int mpi_size_from_env() { return envInt({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}); }
-bool launched_by_mpirun() {
-  return mpi_size_from_env() > 0 || envInt({"PMIX_RANK"}) >= 0;
-}
 
 } // namespace estc::rt::distribute
