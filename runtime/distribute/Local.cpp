@@ -177,5 +177,4 @@ std::vector<std::unique_ptr<Collective>> make_local_group(int size,
   return group;
 }
 
-
 } // namespace estc::rt::distribute
