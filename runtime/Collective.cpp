@@ -231,16 +231,6 @@ void _mlir_ciface_estc_all_reduce_mean_f64(MemRef<double, 1> *buf) {
   allReduceMean(buf);
 }
 
-int64_t estc_all_reduce_count(int64_t n) {
-  if (groupSize() == 1)
-    return n;
-  int64_t total = n;
-  if (!guarded(sizeof(int64_t),
-               [&](Collective &c) { c.allReduceSum(&total, 1); }))
-    return n;
-  return total;
-}
-
 void _mlir_ciface_estc_all_gather_i64(MemRef<int64_t, 1> *in,
                                       MemRef<int64_t, 1> *out) {
   allGather(in, out, /*mean=*/false, /*padWithFirst=*/true);

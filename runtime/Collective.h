@@ -115,9 +115,6 @@ _mlir_ciface_estc_all_reduce_mean_f32(estc::rt::MemRef<float, 1> *buf);
 ESTC_RT_EXPORT void
 _mlir_ciface_estc_all_reduce_mean_f64(estc::rt::MemRef<double, 1> *buf);
 
-/// The sum over replicas of `n` (the rows est.all_gather returns).
-ESTC_RT_EXPORT int64_t estc_all_reduce_count(int64_t n);
-
 /// out := the rows of every replica's `in`, in rank order (a sparse
 /// gradient's indices and rows). out has room for at least the total of
 /// every replica's rows (compiled code gives it replicas x its own); the
