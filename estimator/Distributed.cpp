@@ -139,29 +139,27 @@ std::vector<std::string> ReplicaGroup::all_gather(const std::string &mine) {
 std::string
 ReplicaGroup::broadcast_input_states(const std::map<int, std::string> &states) {
   size_t n = static_cast<size_t>(size());
-  // Lengths (-1: none), then the states back to back.
-  std::vector<int64_t> lengths(n, -1);
+  // Every replica's length (0: none), then the states back to back, in
+  // rank order (the map's).
+  std::vector<int64_t> lengths(n, 0);
   std::string all;
   if (rank() == 0)
     for (const auto &[r, state] : states)
       if (r >= 0 && static_cast<size_t>(r) < n) {
         lengths[static_cast<size_t>(r)] = static_cast<int64_t>(state.size());
+        all += state;
       }
-  if (rank() == 0)
-    for (size_t r = 0; r < n; ++r)
-      if (lengths[r] >= 0)
-        all += states.at(static_cast<int>(r));
   collective_->broadcast(lengths.data(), n * sizeof(int64_t), 0);
-  size_t total = 0;
-  for (int64_t l : lengths)
-    total += l > 0 ? static_cast<size_t>(l) : 0;
+  size_t total = 0, at = 0;
+  for (size_t r = 0; r < n; ++r) {
+    if (r == static_cast<size_t>(rank()))
+      at = total;
+    total += static_cast<size_t>(lengths[r]);
+  }
   all.resize(total);
   collective_->broadcast(all.data(), total, 0);
-  size_t at = 0;
-  for (size_t r = 0; r < static_cast<size_t>(rank()); ++r)
-    at += lengths[r] > 0 ? static_cast<size_t>(lengths[r]) : 0;
-  int64_t mine = lengths[static_cast<size_t>(rank())];
-  return mine > 0 ? all.substr(at, static_cast<size_t>(mine)) : std::string();
+  return all.substr(at,
+                    static_cast<size_t>(lengths[static_cast<size_t>(rank())]));
 }
 
 std::string replicaInputStateTensor(int rank) {
