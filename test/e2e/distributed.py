@@ -24,6 +24,9 @@ cases:
   evaluator    chief + worker + evaluator (train_and_evaluate): the
                evaluator evaluates the chief's checkpoints up to max_steps
   mpi          the job under mpirun -np N: the variables of the Gloo job
+  aot_one_replica
+               fashion_mnist_aot (--fashion=PATH, a model compiled for one
+               replica) as a 2-worker job: one line on every worker
   fashion      the fashion_mnist example (--fashion=PATH, --data_dir=DIR)
                with N workers reaches --min_accuracy on the chief
 """
@@ -405,6 +408,53 @@ def case_mpi(args):
         fail("MPI's checkpoints differ from Gloo's")
     print("mpirun -np %d: the Gloo job's variables and checkpoints, bit for "
           "bit" % args.workers)
+    # mpirun's processes against a TF_CONFIG of another cluster: one line on
+    # every rank, naming both.
+    job = Job(args.work, "mpi-mismatch")
+    job.start("mpirun", [args.mpirun, "--allow-run-as-root", "--oversubscribe",
+                         "-np", "2"] + trainer_argv(
+                             args, os.path.join(job.dir, "model"),
+                             flags + ["--distribute=mpi"]),
+              tf_config(3, "chief", 0, free_ports(3)))
+    code = job.wait(deadline=120)["mpirun"]
+    errors = [l for l in job.log("mpirun").splitlines()
+              if l.startswith("dist_trainer: error:")]
+    want = ("train_distribute: mpirun started 2 processes and this is rank "
+            "%d, but TF_CONFIG makes it chief:0 (rank 0) of 3 replicas")
+    if code == 0 or sorted(errors) != sorted(
+            ["dist_trainer: error: " + want % r for r in range(2)]):
+        fail("mpirun against another TF_CONFIG: exit %d, lines:\n%s" %
+             (code, job.log("mpirun")[-2000:]))
+    print("mpirun against another TF_CONFIG: exit %d, %s" % (code, errors[0]))
+
+
+def case_aot_one_replica(args):
+    """An AOT trainer whose model was compiled for one replica, started as
+    a 2-worker job: every worker stops with one line saying how to compile
+    it (--fashion names fashion_mnist_aot)."""
+    needs = os.path.join(args.data_dir, "t10k-images-idx3-ubyte.gz")
+    if not os.path.exists(needs):
+        print("SKIP: not found: %s (set ESTC_DATA_DIR)" % needs)
+        sys.exit(77)
+    job = Job(args.work, "aot")
+    ports = free_ports(2)
+    for rank in range(2):
+        task, index = ("chief", 0) if rank == 0 else ("worker", 0)
+        job.start("%s-%d" % (task, index), [
+            args.fashion, "--data_dir=" + args.data_dir,
+            "--eval_holdout=2000", "--train_steps=5", "--threads=1",
+            "--distribute=gloo",
+            "--model_dir=" + os.path.join(job.dir, "model")],
+            tf_config(2, task, index, ports))
+    want = ("was compiled for one replica, but the job has 2 (compile it "
+            "with estc --replicas=2, or estc_add_model(... REPLICAS 2))")
+    for task, code in job.wait(deadline=120).items():
+        errors = [l for l in job.log(task).splitlines()
+                  if "error" in l.lower()]
+        if code == 0 or len(errors) != 1 or want not in errors[0]:
+            fail("%s: exit %d, expected one line with '%s':\n%s" %
+                 (task, code, want, job.log(task)[-2000:]))
+        print("%s: exit %d: %s" % (task, code, errors[0]))
 
 
 def case_fashion(args):
@@ -442,7 +492,8 @@ def main():
     parser = argparse.ArgumentParser(usage=__doc__)
     parser.add_argument("case", choices=["equivalence", "determinism",
                                          "relaunch", "faults", "evaluator",
-                                         "mpi", "fashion"])
+                                         "mpi", "fashion",
+                                         "aot_one_replica"])
     parser.add_argument("--trainer", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--mpirun", default="")
