@@ -62,6 +62,12 @@ inline void vstore(float *p, Vec v) { _mm256_storeu_ps(p, v); }
 inline Vec vbroadcast(const float *p) { return _mm256_broadcast_ss(p); }
 inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 inline Vec vadd(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+/// Two floats at p into lanes 0 and 1, the others 0. p need only be
+/// float-aligned: _mm_loadu_si64 is the unaligned 64-bit load (_mm_load_sd
+/// through a double* would claim 8-byte alignment, which UBSan reports).
+inline __m128 loadPair(const float *p) {
+  return _mm_castsi128_ps(_mm_loadu_si64(p));
+}
 /// Lanes [0, n) of p (n in [0, 4]), the others 0; no other memory is read.
 inline __m128 loadPartial4(const float *p, int n) {
   switch (n) {
@@ -70,11 +76,9 @@ inline __m128 loadPartial4(const float *p, int n) {
   case 1:
     return _mm_load_ss(p);
   case 2:
-    return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(p)));
+    return loadPair(p);
   case 3:
-    return _mm_movelh_ps(
-        _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double *>(p))),
-        _mm_load_ss(p + 2));
+    return _mm_movelh_ps(loadPair(p), _mm_load_ss(p + 2));
   default:
     return _mm_loadu_ps(p);
   }
@@ -101,7 +105,7 @@ inline void vstorePartial(float *p, Vec v, int n) {
     n -= 4;
   }
   if (n >= 2) {
-    _mm_storel_pi(reinterpret_cast<__m64 *>(p), part);
+    _mm_storeu_si64(p, _mm_castps_si128(part)); // unaligned, as loadPair
     part = _mm_movehl_ps(part, part);
     p += 2;
     n -= 2;

@@ -469,13 +469,15 @@ int run_trainer(const char *program, int argc, char **argv,
     }
     double accuracy = report.accuracy();
     if (accuracy < flags.min_accuracy) {
-      std::cerr << program << ": error: accuracy " << accuracy
-                << " is below --min_accuracy=" << flags.min_accuracy << "\n";
+      std::ostringstream what;
+      what << "accuracy " << accuracy
+           << " is below --min_accuracy=" << flags.min_accuracy;
+      estc::flags::print_error_line(program, what.str());
       return 1;
     }
     return 0;
   } catch (const std::exception &e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
+    estc::flags::print_error_line(program, e.what());
     return 1;
   }
 }

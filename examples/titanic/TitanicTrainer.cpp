@@ -124,7 +124,7 @@ int run_titanic(const char *program, int argc, char **argv,
       std::printf("exported: %s\n", dir.c_str());
     }
   } catch (const std::exception &e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
+    estc::flags::print_error_line(program, e.what());
     return 1;
   }
   return 0;

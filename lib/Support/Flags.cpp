@@ -339,9 +339,15 @@ void FlagParser::parse_or_exit(int argc, const char *const *argv) {
   }
 }
 
-void FlagParser::fail(const std::string &message) const {
+void print_error_line(const std::string &program, const std::string &message) {
   std::cout.flush();
-  std::cerr << program_ << ": error: " << message << "\n";
+  std::string line = program + ": error: " + message + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+}
+
+void FlagParser::fail(const std::string &message) const {
+  print_error_line(program_, message);
   std::exit(kExitBadCommandLine);
 }
 

@@ -157,6 +157,12 @@ private:
   std::vector<std::string> set_;
 };
 
+/// Writes "<program>: error: <message>\n" to stderr in one write, so the
+/// line stays whole when several processes share the stream (the ranks of
+/// an mpirun job, whose output mpirun forwards in the chunks it reads).
+/// Flushes stdout first, as every error path of estc's programs does.
+void print_error_line(const std::string &program, const std::string &message);
+
 } // namespace flags
 } // namespace estc
 

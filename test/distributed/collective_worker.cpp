@@ -48,7 +48,7 @@ struct Digest {
 };
 
 [[noreturn]] void fail(const std::string &what) {
-  std::cerr << "collective_worker: error: " << what << std::endl;
+  estc::flags::print_error_line("collective_worker", what);
   std::exit(1);
 }
 

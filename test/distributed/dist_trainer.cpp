@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
   try {
     return run(o);
   } catch (const std::exception &e) {
-    std::cerr << "dist_trainer: error: " << e.what() << std::endl;
+    estc::flags::print_error_line("dist_trainer", e.what());
     return 1;
   }
 }

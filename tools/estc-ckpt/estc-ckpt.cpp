@@ -32,7 +32,7 @@ using namespace estc::train;
 
 namespace {
 int fail(const std::string &message) {
-  std::cerr << "estc-ckpt: error: " << message << "\n";
+  estc::flags::print_error_line("estc-ckpt", message);
   return 1;
 }
 

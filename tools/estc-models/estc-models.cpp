@@ -19,7 +19,7 @@
 
 namespace {
 int fail(const std::string &message) {
-  std::cerr << "estc-models: error: " << message << "\n";
+  estc::flags::print_error_line("estc-models", message);
   return 1;
 }
 } // namespace

@@ -33,7 +33,7 @@ using namespace estc::serving;
 
 namespace {
 int fail(const std::string &message) {
-  std::cerr << "estc-serve: error: " << message << std::endl;
+  estc::flags::print_error_line("estc-serve", message);
   return 1;
 }
 
