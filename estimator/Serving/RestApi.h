@@ -32,6 +32,7 @@
 #define ESTC_ESTIMATOR_SERVING_RESTAPI_H
 
 #include "estimator/Serving/SavedModel.h"
+#include "lib/Support/Printable.h"
 
 #include <cstdint>
 #include <map>
@@ -70,8 +71,10 @@ int http_status(Code code);
 /// A request that cannot be served: the code and one line.
 class RestError : public std::runtime_error {
 public:
+  /// Messages quote the request (a key, a model or signature name): their
+  /// control characters are escaped, so the error stays one line.
   RestError(Code code, const std::string &message)
-      : std::runtime_error(message), code_(code) {}
+      : std::runtime_error(escape_control_chars(message)), code_(code) {}
   Code code() const { return code_; }
 
 private:

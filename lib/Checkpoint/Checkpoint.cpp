@@ -6,6 +6,7 @@
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Json.h"
+#include "lib/Support/Printable.h"
 #include "lib/Support/TextProto.h"
 
 #include <google/protobuf/text_format.h>
@@ -206,22 +207,7 @@ std::optional<int64_t> parseInt64(const std::string &s) {
 // characters escaped (\n, \x01): an error stays one line whatever the file
 // holds.
 std::string printable(const std::string &text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c < 0x20 || c == 0x7f) {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else
-      out += static_cast<char>(c);
-  }
-  return out;
+  return escape_control_chars(text);
 }
 
 std::string quoted(const std::string &name) {

@@ -274,6 +274,17 @@ TEST_F(FeatureColumnSerializationTest, ExactNumbers) {
   EXPECT_EQ(feature_columns_to_json(read, identity), json);
 }
 
+TEST_F(FeatureColumnSerializationTest, ZeroDigitsWithALargeExponentAreZero) {
+  // "0e221" and "0.00e-400" are zeros (RapidJSON 1.1.0 normalized a zero
+  // significand, undefined behaviour: cmake/EstcRapidJSON.cmake).
+  FeatureColumns read = feature_columns_from_json(
+      R"([{"kind":"bucketized_column","source_column":{"kind":"numeric_column","key":"a","shape":[1],"dtype":"F32"},"boundaries":[0e221,1,2.00e0]}])",
+      identity);
+  EXPECT_EQ(
+      std::dynamic_pointer_cast<const BucketizedColumn>(read[0])->boundaries(),
+      (std::vector<double>{0.0, 1.0, 2.0}));
+}
+
 TEST_F(FeatureColumnSerializationTest, VocabularyFilesAreAssets) {
   std::string vocab = write("fruit.txt", "apple\nbanana\ncherry\n");
   std::string ivocab = write("ifruit.txt", "42\n7\n13\n99\n");
@@ -452,6 +463,17 @@ TEST(FeatureColumnSerializationErrors, Columns) {
   EXPECT_EQ(columnsError("[1,"),
             "feature_columns: not valid JSON at byte 3: Invalid value.");
   EXPECT_EQ(columnsError("{}"), "feature_columns: must be a JSON array");
+  // NaN and Inf take no fraction or exponent (RapidJSON 1.1.0 parsed one,
+  // reading before its buffer: cmake/EstcRapidJSON.cmake).
+  EXPECT_EQ(columnsError("[Infe0]"),
+            "feature_columns: not valid JSON at byte 4: Missing a comma or "
+            "']' after an array element.");
+  EXPECT_EQ(columnsError("[-Inf.5]"),
+            "feature_columns: not valid JSON at byte 5: Missing a comma or "
+            "']' after an array element.");
+  EXPECT_EQ(columnsError("[NaN.2e2]"),
+            "feature_columns: not valid JSON at byte 4: Missing a comma or "
+            "']' after an array element.");
   EXPECT_EQ(columnsError("[" + num + ", 3]"),
             "feature_columns[1]: must be a JSON object");
   EXPECT_EQ(columnsError(R"([{"key":"a"}])"),

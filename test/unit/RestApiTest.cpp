@@ -232,6 +232,16 @@ TEST(RestApiTest, RequestErrorsWithTfServingsMessages) {
   EXPECT_EQ(predictError("instances = [1, 2]"),
             "JSON Parse error: Invalid value. at offset: 0");
   EXPECT_EQ(predictError("[1]"), "JSON Value: [1] Is not object");
+  // A key with a line break: the message quotes it escaped, on one line.
+  EXPECT_EQ(predictError("{\"instances\": [{\"a\\nb\": 1}]}"),
+            "Failed to process element: 0 key: a\\nb of 'instances' list. "
+            "Error: INVALID_ARGUMENT: JSON object: does not have named "
+            "input: a\\nb");
+  // NaN and Inf are numbers here (TF Serving's codec reads them), but take
+  // no fraction or exponent (cmake/EstcRapidJSON.cmake).
+  EXPECT_EQ(predictError(R"({"instances": [Infe0]})"),
+            "JSON Parse error: Missing a comma or ']' after an array "
+            "element. at offset: 18");
   EXPECT_EQ(
       predictError(R"({"instances": [1], "inputs": [1]})"),
       R"(JSON Value: {"instances":[1],"inputs":[1]} Not formatted correctly expecting only one of 'inputs' or 'instances' keys to exist )");
