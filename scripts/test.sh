@@ -26,7 +26,8 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 # (MNIST, Titanic), crash safety and determinism, single and distributed
 # (they run above; under ASan they take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat, the signatures; TF's
 # side is Python, estc's side runs under the sanitizers in the unit tests),
-# the served Titanic, the docs' compile-only check, the bench smoke runs and
+# the served Titanic, the docs' compile-only check, the bench smoke runs (the
+# preset does not even build bench/: ESTC_BUILD_BENCHMARKS=OFF) and
 # the out-of-tree package build (nothing the sanitizers see that the unit
 # tests do not), and the every-canned-estimator export round trip (the
 # other SavedModelTest cases and serving.estc_serve_e2e run the same code),
