@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ python3 lld
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libeigen3-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
