@@ -14,6 +14,7 @@
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/FeatureColumn/Transformer.h"
 #include "lib/Support/FileIO.h"
+#include "lib/Support/Printable.h"
 #include "runtime/CompiledModel.h"
 
 #include "rapidjson/document.h"
@@ -43,9 +44,12 @@ using Json = rapidjson::Value;
 constexpr const char *kFormat = "estc-saved-model-1";
 constexpr const char *kModelName = "estc_saved_model";
 
-/// A malformed field of saved_model.json (becomes a LoadError).
+/// A malformed field of saved_model.json (becomes a LoadError). Messages
+/// quote the file (a receiver's name, a kind): its control characters are
+/// escaped, so the error stays one line.
 struct FieldError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit FieldError(const std::string &message)
+      : std::runtime_error(escape_control_chars(message)) {}
 };
 
 const Json &member(const Json &object, const char *key,

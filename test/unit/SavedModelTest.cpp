@@ -350,6 +350,13 @@ TEST_F(SavedModelTest, BadExportsAreRefusedWithOneLine) {
                               "estc-saved-model-1"),
             std::string::npos);
 
+  // A line break in a quoted field is escaped: the error stays one line.
+  d = copyOf(tinyExport_, "format-with-a-line-break");
+  edit(d, "estc-saved-model-1", "estc\\nsaved");
+  EXPECT_NE(loadError(d).find("format 'estc\\nsaved' is not "
+                              "estc-saved-model-1"),
+            std::string::npos);
+
   d = copyOf(tinyExport_, "no-library");
   fs::remove(d + "/model.so");
   EXPECT_NE(loadError(d).find("the library model.so is missing"),
