@@ -28,9 +28,8 @@
 #include "examples/models/Models.h"
 #include "lib/Support/Flags.h"
 #include "runtime/Collective.h"
+#include "test/distributed/LoopbackPort.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -137,25 +136,13 @@ int runReplica(const std::string &model, int64_t batch, int threads,
   return 0;
 }
 
-int freePort() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr *>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
-
 /// Runs a job of `workers` replicas of this program; the chief's JSON.
 std::string runJob(const char *self, const std::string &model, int workers,
                    int64_t batch, int threads, int64_t warmup, int64_t steps,
                    const std::string &communication) {
   std::vector<int> ports;
   for (int i = 0; i < workers; ++i)
-    ports.push_back(freePort());
+    ports.push_back(estc::test::free_loopback_port());
   std::string cluster =
       "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) + "\"]";
   if (workers > 1) {

@@ -12,6 +12,7 @@
 
 #include "runtime/Collective.h"
 #include "runtime/distribute/Distribute.h"
+#include "test/distributed/LoopbackPort.h"
 
 #include <gtest/gtest.h>
 
@@ -40,18 +41,6 @@ std::string parseError(const std::string &payload) {
   std::string error;
   EXPECT_FALSE(parseRequest(payload, &error).has_value());
   return error;
-}
-
-int freePort() {
-  int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr *>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
 }
 
 /// A raw TCP connection to the store, for what a client never sends.
@@ -97,7 +86,8 @@ std::string errorFrame(const std::string &text) {
 
 struct Store {
   explicit Store(int size = 2)
-      : port(freePort()), server("127.0.0.1", port, size, "chief:0") {}
+      : port(estc::test::free_loopback_port()),
+        server("127.0.0.1", port, size, "chief:0") {}
   std::unique_ptr<StoreClient> join(int rank, int size = 2) {
     return std::make_unique<StoreClient>(
         "127.0.0.1", port, rank, size, Clock::now() + std::chrono::seconds(5),
@@ -270,7 +260,7 @@ TEST(Rendezvous, DeadAndSilentReplicas) {
 }
 
 TEST(Rendezvous, AChiefThatIsGoneIsLost) {
-  int port = freePort();
+  int port = estc::test::free_loopback_port();
   auto server = std::make_unique<StoreServer>("127.0.0.1", port, 2, "chief:0");
   StoreClient worker("127.0.0.1", port, 1, 2,
                      Clock::now() + std::chrono::seconds(5), 5.0, "worker:0");
