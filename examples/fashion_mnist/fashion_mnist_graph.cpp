@@ -12,7 +12,6 @@
 #include "lib/Support/Flags.h"
 
 #include <exception>
-#include <iostream>
 
 int main(int argc, char **argv) {
   using estc::flags::Flag;
@@ -30,11 +29,11 @@ int main(int argc, char **argv) {
     std::string error;
     if (!estc::graph::writeGraph(
             output, estc::examples::build_convnet_graph(seed), error)) {
-      std::cerr << "fashion_mnist_graph: error: " << error << "\n";
+      estc::flags::print_error_line("fashion_mnist_graph", error);
       return 1;
     }
   } catch (const std::exception &e) {
-    std::cerr << "fashion_mnist_graph: error: " << e.what() << "\n";
+    estc::flags::print_error_line("fashion_mnist_graph", e.what());
     return 1;
   }
   return 0;

@@ -11,7 +11,6 @@
 #include "lib/Support/Flags.h"
 
 #include <exception>
-#include <iostream>
 
 int main(int argc, char **argv) {
   using estc::flags::Flag;
@@ -36,11 +35,11 @@ int main(int argc, char **argv) {
             output,
             estc::examples::titanic_model(model, !defaultRates).graph_def(seed),
             error)) {
-      std::cerr << "titanic_graph: error: " << error << "\n";
+      estc::flags::print_error_line("titanic_graph", error);
       return 1;
     }
   } catch (const std::exception &e) {
-    std::cerr << "titanic_graph: error: " << e.what() << "\n";
+    estc::flags::print_error_line("titanic_graph", e.what());
     return 1;
   }
   return 0;
