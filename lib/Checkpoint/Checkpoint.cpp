@@ -203,15 +203,11 @@ std::optional<int64_t> parseInt64(const std::string &s) {
   return s[0] == '-' ? -v : v;
 }
 
-// Text from the file (tensor names, metadata keys) with its control
+// A tensor name or metadata key from the file, quoted, its control
 // characters escaped (\n, \x01): an error stays one line whatever the file
 // holds.
-std::string printable(const std::string &text) {
-  return escape_control_chars(text);
-}
-
 std::string quoted(const std::string &name) {
-  return "'" + printable(name) + "'";
+  return "'" + escape_control_chars(name) + "'";
 }
 } // namespace
 
@@ -225,7 +221,7 @@ CheckpointReader::CheckpointReader(const std::string &path) {
   const std::string &f = path_;
   // Everything wrong with the bytes themselves is data loss.
   auto fail = [&f](const std::string &what) -> DataLossError {
-    return DataLossError(f + ": " + printable(what));
+    return DataLossError(f + ": " + escape_control_chars(what));
   };
 
   Fd fd(path_);
