@@ -207,7 +207,7 @@ void runOne(const std::string &model, int threads, int64_t steps,
       [&] {
         return censusDataset(trainFile, true, static_cast<uint64_t>(seed));
       },
-      {timer}, steps);
+      {.hooks = {timer}, .steps = steps});
   double wall = secondsSince(start);
   Clock::time_point evalStart = Clock::now();
   estimator::EvalResults r =

@@ -38,7 +38,7 @@
 
 #include "bench/BenchFlags.h"
 #include "compiler/Driver/GraphCompiler.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
 
 #include <sys/resource.h>

@@ -25,7 +25,7 @@
 #include "bench/BenchFlags.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
 #include "runtime/Collective.h"
 #include "test/distributed/LoopbackPort.h"
@@ -113,7 +113,7 @@ int runReplica(const std::string &model, int64_t batch, int threads,
   clock->times.reserve(static_cast<size_t>(warmup + steps));
   clock->stats.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(numpy_input_fn(x, y, {batch, std::nullopt, false, 0}),
-                  {clock}, warmup + steps);
+                  {.hooks = {clock}, .steps = warmup + steps});
   size_t first = static_cast<size_t>(warmup) - 1,
          last = clock->times.size() - 1;
   double seconds =

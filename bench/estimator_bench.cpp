@@ -29,8 +29,8 @@
 #include "bench/BenchFlags.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
-#include "examples/models/Models.h"
 #include "lib/Graph/Layers.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
 
 #include <sched.h>
@@ -137,7 +137,7 @@ std::string runOne(const ModelInfo &info, int threads, int64_t iterations,
   clock->times.reserve(static_cast<size_t>(warmup + steps));
   clock->runMicros.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(numpy_input_fn(x, y, {info.batch, std::nullopt, false, 0}),
-                  {clock}, warmup + steps);
+                  {.hooks = {clock}, .steps = warmup + steps});
   std::filesystem::remove_all(dir);
   // From the first loop end at or past `warmup` to the last.
   size_t first = static_cast<size_t>(

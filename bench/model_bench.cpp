@@ -30,9 +30,9 @@
 #include "TorchModels.h"
 
 #include "compiler/Driver/GraphCompiler.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/MemRef.h"
 
 #include <algorithm>

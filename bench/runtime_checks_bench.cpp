@@ -12,9 +12,9 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "compiler/Target/Jit.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <chrono>

@@ -6,7 +6,7 @@
 //   build-rt/bin/runtime_kernels_bench
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <benchmark/benchmark.h>
 

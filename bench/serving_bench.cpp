@@ -53,9 +53,6 @@
 #include "bench/CensusTable.h"
 #include "estimator/Canned/Estimators.h"
 #include "estimator/Estimator.h"
-#include "estimator/Serving/SavedModel.h"
-#include "estimator/Serving/SavedModelServable.h"
-#include "estimator/Serving/Server.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Readers.h"
@@ -65,6 +62,9 @@
 #include "lib/Graph/Train.h"
 #include "lib/Support/Flags.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/serving/SavedModel.h"
+#include "tools/estc-serve/SavedModelServable.h"
+#include "tools/estc-serve/Server.h"
 
 #include <rapidjson/document.h>
 
@@ -161,7 +161,7 @@ std::string exportMlp(const std::string &work, const std::string &base) {
   est.train(estimator::numpy_input_fn(
                 {{"x", TensorValue::of<float>({n, kPixels}, x)}},
                 TensorValue::of<int64_t>({n}, y), {64, std::nullopt, true, 7}),
-            {}, /*steps=*/100);
+            {.steps = 100});
   return est.export_saved_model(base,
                                 estimator::build_raw_serving_input_receiver_fn(
                                     {{"x", DType::Float32, {-1, kPixels}}}));
@@ -245,7 +245,7 @@ std::string exportWideDeep(const std::string &census, const std::string &work,
   o.dnn_optimizer = estimator::OptimizerSpec("Adagrad", 0.05);
   holder = std::make_unique<estimator::DNNLinearCombinedClassifier>(
       o, estimator::ClassifierOptions{}, quietConfig(work));
-  holder->train([&] { return censusDataset(census); }, {}, /*steps=*/200);
+  holder->train([&] { return censusDataset(census); }, {.steps = 200});
   fc::FeatureColumns all = wide;
   all.insert(all.end(), deep.begin(), deep.end());
   return holder->export_saved_model(

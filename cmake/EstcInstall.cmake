@@ -1,38 +1,49 @@
 # estc as a package. `cmake --install build --prefix P` installs
 #
-#   P/bin/                   estc, estc-opt, estc-ckpt, estc-models
-#   P/include/estc/          the public headers, spelled as in the tree
-#                            ("estimator/Estimator.h", "lib/Graph/Layers.h",
-#                            "runtime/CompiledModel.h"), and the generated
-#                            protobuf headers they include
-#                            ("lib/Graph/graph.pb.h")
-#   P/lib/                   libEstcRuntime.so and the static libraries
-#   P/lib/cmake/estc/        estcConfig.cmake, estcConfigVersion.cmake, the
-#                            exported targets, EstcModel.cmake
+#   P/bin/                   estc, estc-opt, estc-ckpt, estc-models,
+#                            estc-serve
+#   P/include/estc/estc/     the public headers users include, with the one
+#                            prefix "estc/": estc/estimator.h (the umbrella),
+#                            estc/graph.h, data.h, feature_column.h,
+#                            canned.h, runtime.h, serving.h, flags.h, c_api.h
+#                            (estimator/include/estc in the tree)
+#   P/include/estc/          the headers those include, spelled as in the
+#                            tree ("estimator/Estimator.h"), and the
+#                            generated protobuf headers ("lib/Graph/graph.pb.h")
+#   P/lib/                   libEstcRuntime.so, libestc_c.so, the static
+#                            libraries; pkgconfig/estc-c.pc (the C API)
+#   P/lib/cmake/estc/        estcConfig.cmake, estcConfigVersion.cmake, one
+#                            targets file per component, EstcModel.cmake
 #
 # and a project outside the tree writes (examples/out-of-tree):
 #
-#   find_package(estc CONFIG REQUIRED)       # CMAKE_PREFIX_PATH=P
+#   find_package(estc CONFIG REQUIRED COMPONENTS jit canned)  # P on CMAKE_PREFIX_PATH
 #   target_link_libraries(app PRIVATE estc::estimator)      # AOT, no LLVM
 #   target_link_libraries(app PRIVATE estc::estimator_jit)  # + the compiler
+#   target_link_libraries(app PRIVATE estc::canned)         # canned estimators
 #   estc_add_model(my_model NAME MyModel GRAPH my_model.pb) # runs P/bin/estc
 #
-# Exported targets (namespace estc::):
-#   estc::estimator      the Estimator for models compiled ahead of time:
-#                        runtime, graph builder, checkpoints, summaries,
-#                        hooks, Estimator, train_and_evaluate. No LLVM.
-#   estc::estimator_jit  estc::estimator plus Estimator(model_fn, ...), the
-#                        in-process compiler (links libMLIR.so, libLLVM.so;
-#                        the package finds MLIR 22 for it).
-#   estc::runtime        what compiled code calls (estc_add_model links it).
-#   estc::estc           the compiler, an imported executable.
-#   estc::<Target>       each library under its CMake name (estc::EstcGraph,
-#                        estc::EstcCheckpoint, ...), estc::EstcData (IDX).
+# Components (`cmake --install build --component NAME` installs one;
+# find_package(estc ... COMPONENTS ...) says in one line which is missing):
+#   estimator    always: estc::estimator (the Estimator for models compiled
+#                ahead of time: runtime, graph builder, data, feature
+#                columns, checkpoints, summaries, hooks, export's receivers,
+#                train_and_evaluate, distribute; no LLVM), estc::runtime,
+#                estc::data, estc::feature_column, the tools, the headers
+#   jit          estc::estimator_jit: + Estimator(model_fn, ...), the
+#                in-process compiler (libMLIR.so, libLLVM.so: the package
+#                finds MLIR 22 for it)
+#   canned       estc::canned: the canned estimators and heads (needs jit)
+#   saved_model  estc::saved_model: serving::SavedModel, the loader (no LLVM)
+#   c_api        estc::c_api: libestc_c.so, and pkg-config's estc-c
+#   serving      estc::serving: estc-serve's libraries (REST API, batching,
+#                model versions), and the estc-serve program
+# Every library is also exported under its CMake name (estc::EstcGraph, ...).
 #
-# Nothing here lists source files or headers: libraries are exported by
-# computing the link closure of the two umbrella targets, headers are
-# installed by folder. Files and libraries can move between folders without
-# a change here.
+# Nothing here lists source files or headers: a component's libraries are
+# the link closure of its umbrella targets less the components before it,
+# headers are installed by folder. Files and libraries can move between
+# folders without a change here.
 
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -41,28 +52,36 @@ set(ESTC_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/estc)
 set(ESTC_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/estc)
 # Source folders whose headers are public, and the generated headers under
 # the same folders of the build tree.
-set(ESTC_PUBLIC_HEADER_DIRS lib estimator runtime)
-# The tools a user runs.
+set(ESTC_PUBLIC_HEADER_DIRS lib estimator runtime tools/estc-serve)
+# The tools a user runs (estc-serve: the serving component).
 set(ESTC_INSTALLED_TOOLS estc estc-opt estc-ckpt estc-models)
 
+
 # --- The targets users link ---------------------------------------------------
-add_library(estc_estimator INTERFACE)
-target_link_libraries(estc_estimator INTERFACE
+function(_estc_umbrella name export_name)
+  add_library(${name} INTERFACE)
+  target_link_libraries(${name} INTERFACE ${ARGN})
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${export_name})
+  add_library(estc::${export_name} ALIAS ${name})
+endfunction()
+_estc_umbrella(estc_estimator estimator
   EstcTraining EstcEstimator EstcHooks EstcSummary EstcCheckpoint EstcGraph
   EstcRuntime)
-add_library(estc::estimator ALIAS estc_estimator)
-
-add_library(estc_estimator_jit INTERFACE)
-target_link_libraries(estc_estimator_jit INTERFACE estc_estimator
-                      EstcEstimatorJit)
-add_library(estc::estimator_jit ALIAS estc_estimator_jit)
+_estc_umbrella(estc_estimator_jit estimator_jit estc_estimator EstcEstimatorJit)
+_estc_umbrella(estc_canned canned estc_estimator_jit EstcCanned EstcCannedJit)
+_estc_umbrella(estc_saved_model saved_model EstcSavedModel)
+_estc_umbrella(estc_c_api c_api EstcC)
+_estc_umbrella(estc_serving serving EstcServingSavedModel)
+# Users' code includes C++20 (the options structs' designated initializers).
+target_compile_features(estc_estimator INTERFACE cxx_std_20)
+target_compile_features(estc_saved_model INTERFACE cxx_std_20)
 
 # estc_add_model runs estc::estc, in the tree and out of it.
 add_executable(estc::estc ALIAS estc)
 
-set_target_properties(estc_estimator PROPERTIES EXPORT_NAME estimator)
-set_target_properties(estc_estimator_jit PROPERTIES EXPORT_NAME estimator_jit)
 set_target_properties(EstcRuntime PROPERTIES EXPORT_NAME runtime)
+set_target_properties(EstcData PROPERTIES EXPORT_NAME data)
+set_target_properties(EstcFeatureColumn PROPERTIES EXPORT_NAME feature_column)
 set_target_properties(estc PROPERTIES EXPORT_NAME estc)
 
 # _estc_link_closure(<out> <targets>...): the targets of this project that
@@ -95,13 +114,27 @@ function(_estc_link_closure out)
   set(${out} ${seen} PARENT_SCOPE)
 endfunction()
 
-_estc_link_closure(_estc_core_targets estc_estimator EstcData)
-_estc_link_closure(_estc_jit_targets estc_estimator_jit)
-list(REMOVE_ITEM _estc_jit_targets ${_estc_core_targets})
+# Each component: the closure of its umbrella targets, less every component
+# before it (whose export it then names, as estc::<target>).
+set(ESTC_COMPONENTS estimator saved_model c_api jit canned serving)
+set(_estc_umbrellas_estimator estc_estimator EstcData)
+set(_estc_umbrellas_saved_model estc_saved_model)
+set(_estc_umbrellas_c_api estc_c_api)
+set(_estc_umbrellas_jit estc_estimator_jit)
+set(_estc_umbrellas_canned estc_canned)
+set(_estc_umbrellas_serving estc_serving)
+set(_estc_taken)
+foreach(_c IN LISTS ESTC_COMPONENTS)
+  _estc_link_closure(_estc_targets_${_c} ${_estc_umbrellas_${_c}})
+  if(_estc_taken)
+    list(REMOVE_ITEM _estc_targets_${_c} ${_estc_taken})
+  endif()
+  list(APPEND _estc_taken ${_estc_targets_${_c}})
+endforeach()
 
 # In the tree, targets include from the source and build roots; installed,
 # from P/include/estc (install(TARGETS ... INCLUDES DESTINATION) adds it).
-foreach(_t IN LISTS _estc_core_targets _estc_jit_targets)
+foreach(_t IN LISTS _estc_taken)
   get_target_property(_dirs ${_t} INTERFACE_INCLUDE_DIRECTORIES)
   if(NOT _dirs)
     continue()
@@ -119,45 +152,61 @@ foreach(_t IN LISTS _estc_core_targets _estc_jit_targets)
   set_property(TARGET ${_t} PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${_wrapped}")
 endforeach()
 
-# Installed programs find libEstcRuntime.so next door and LLVM/MLIR where
-# they were linked from.
-foreach(_t EstcRuntime ${ESTC_INSTALLED_TOOLS})
+# Installed programs and shared libraries find libEstcRuntime.so next door
+# and LLVM/MLIR where they were linked from.
+foreach(_t EstcRuntime EstcC estc-serve ${ESTC_INSTALLED_TOOLS})
   set_target_properties(${_t} PROPERTIES
     INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
     INSTALL_RPATH_USE_LINK_PATH ON)
 endforeach()
+set_target_properties(EstcC PROPERTIES INSTALL_RPATH "$ORIGIN")
 
 # --- Install rules ------------------------------------------------------------
-set(_estc_destinations
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${ESTC_INSTALL_INCLUDEDIR})
-install(TARGETS ${_estc_core_targets}
-        EXPORT estcTargets ${_estc_destinations})
-install(TARGETS ${ESTC_INSTALLED_TOOLS}
-        EXPORT estcTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ${_estc_jit_targets}
-        EXPORT estcJitTargets ${_estc_destinations})
-install(EXPORT estcTargets NAMESPACE estc::
-        DESTINATION ${ESTC_INSTALL_CMAKEDIR})
-install(EXPORT estcJitTargets NAMESPACE estc::
-        DESTINATION ${ESTC_INSTALL_CMAKEDIR})
+foreach(_c IN LISTS ESTC_COMPONENTS)
+  install(TARGETS ${_estc_targets_${_c}}
+          EXPORT estc_${_c}_targets COMPONENT ${_c}
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+          INCLUDES DESTINATION ${ESTC_INSTALL_INCLUDEDIR})
+endforeach()
+install(TARGETS ${ESTC_INSTALLED_TOOLS} EXPORT estc_estimator_targets
+        COMPONENT estimator RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS estc-serve COMPONENT serving
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(_c IN LISTS ESTC_COMPONENTS)
+  install(EXPORT estc_${_c}_targets NAMESPACE estc:: COMPONENT ${_c}
+          FILE estc-${_c}-targets.cmake DESTINATION ${ESTC_INSTALL_CMAKEDIR})
+endforeach()
 
 foreach(_dir IN LISTS ESTC_PUBLIC_HEADER_DIRS)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/
-          DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/${_dir}
+          DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/${_dir} COMPONENT estimator
           FILES_MATCHING PATTERN "*.h" PATTERN "*.proto"
+          # The public prefix goes to P/include/estc/estc (below).
+          PATTERN "include" EXCLUDE
           # The runtime's internals (runtime/README.md).
-          REGEX "/runtime/(Gemm|KernelImpl|Parallel)\\.h$" EXCLUDE)
+          REGEX "/runtime/cpu/(Gemm|KernelImpl|Parallel|ConvTiles)\\.h$" EXCLUDE)
   install(DIRECTORY ${PROJECT_BINARY_DIR}/${_dir}/
-          DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/${_dir} OPTIONAL
+          DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/${_dir} COMPONENT estimator
+          OPTIONAL
           FILES_MATCHING PATTERN "*.pb.h" PATTERN "CMakeFiles" EXCLUDE)
 endforeach()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/estimator/include/estc/
+        DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/estc COMPONENT estimator)
+
+# pkg-config for C programs: relocatable (paths from the .pc file's folder).
+set(_estc_pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+file(RELATIVE_PATH ESTC_PC_TO_PREFIX /P/${_estc_pc_dir} /P)
+string(REGEX REPLACE "/$" "" ESTC_PC_TO_PREFIX "${ESTC_PC_TO_PREFIX}")
+configure_file(cmake/estc-c.pc.in ${PROJECT_BINARY_DIR}/estc-c.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/estc-c.pc DESTINATION ${_estc_pc_dir}
+        COMPONENT c_api)
 
 # The MLIR the JIT was built against: "22.1" (its version file matches major
 # and minor).
 set(ESTC_MLIR_VERSION "${LLVM_VERSION_MAJOR}.${LLVM_VERSION_MINOR}")
+string(REPLACE ";" " " ESTC_COMPONENTS_TEXT "${ESTC_COMPONENTS}")
 configure_package_config_file(cmake/estcConfig.cmake.in
   ${PROJECT_BINARY_DIR}/estcConfig.cmake
   INSTALL_DESTINATION ${ESTC_INSTALL_CMAKEDIR})
@@ -167,4 +216,4 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/estcConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/estcConfig.cmake
               ${PROJECT_BINARY_DIR}/estcConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/EstcModel.cmake
-        DESTINATION ${ESTC_INSTALL_CMAKEDIR})
+        DESTINATION ${ESTC_INSTALL_CMAKEDIR} COMPONENT estimator)

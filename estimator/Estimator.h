@@ -25,9 +25,15 @@
 // Usage:
 //   estimator::Estimator est(my_model_fn, estimator::RunConfig(o));
 //   est.train(estimator::numpy_input_fn(x, y, {128, std::nullopt, true, 7}),
-//             {}, /*steps=*/std::nullopt, /*max_steps=*/2000);
+//             {.max_steps = 2000});
 //   auto metrics = est.evaluate(eval_input_fn);      // {"accuracy", "loss",
 //                                                    //  "global_step"}
+//   est.evaluate(eval_input_fn, {.steps = 10, .name = "holdout"});
+//
+// The optional arguments are TF's keyword arguments, by the same names, in
+// an options struct (TrainOptions, EvalOptions, ...) written with C++20
+// designated initializers: {.steps = 10, .name = "holdout"} (the fields in
+// declaration order; any may be left out).
 //   for (const estimator::Prediction &p : est.predict(test_input_fn))
 //     use(p.at("classes").values<int64_t>()[0]);
 //
@@ -113,6 +119,74 @@ using EvalResults = std::map<std::string, double>;
 /// batch's) values by prediction key.
 using Prediction = std::map<std::string, TensorValue>;
 
+// The options structs: TF's keyword arguments by their names, for C++20
+// designated initializers ({.steps = 10, .name = "holdout"}). Every member
+// has a default member initializer, so that leaving members out does not
+// warn (-Wmissing-field-initializers).
+
+/// train()'s keyword arguments (tf.estimator.Estimator.train).
+struct TrainOptions {
+  Hooks hooks{};
+  /// This many steps more than the latest checkpoint's global_step.
+  std::optional<int64_t> steps{};
+  /// Up to this global_step. Not both with `steps`.
+  std::optional<int64_t> max_steps{};
+  Listeners saving_listeners{};
+};
+
+/// evaluate()'s keyword arguments (tf.estimator.Estimator.evaluate).
+struct EvalOptions {
+  /// Batches to evaluate; unset: until the input runs out.
+  std::optional<int64_t> steps{};
+  Hooks hooks{};
+  /// Default: the latest checkpoint.
+  std::string checkpoint_path{};
+  /// Results go to eval_dir(name).
+  std::string name{};
+};
+
+/// evaluate_in_memory()'s: evaluate()'s but checkpoint_path (it reads none).
+struct InMemoryEvalOptions {
+  std::optional<int64_t> steps{};
+  Hooks hooks{};
+  std::string name{};
+};
+
+/// predict()'s keyword arguments (tf.estimator.Estimator.predict).
+struct PredictOptions {
+  /// A subset of the prediction keys; empty: all.
+  std::vector<std::string> predict_keys{};
+  Hooks hooks{};
+  /// Default: the latest checkpoint.
+  std::string checkpoint_path{};
+  /// One element per example (batch dimension removed), or per batch.
+  bool yield_single_examples = true;
+};
+
+/// export_saved_model()'s keyword arguments
+/// (tf.estimator.Estimator.export_saved_model), and estc's `target`.
+struct ExportOptions {
+  /// Name in assets.extra/ -> source file.
+  std::map<std::string, std::string> assets_extra{};
+  /// saved_model.json indented for reading.
+  bool as_text = false;
+  /// Default: the latest checkpoint.
+  std::string checkpoint_path{};
+  /// PREDICT only (TRAIN and EVAL: std::invalid_argument).
+  ModeKeys experimental_mode = ModeKeys::PREDICT;
+  /// What model.so is compiled for.
+  ExportTarget target{};
+};
+
+/// experimental_export_all_saved_models()'s: export_saved_model()'s but
+/// experimental_mode (the modes are the map's keys).
+struct ExportAllOptions {
+  std::map<std::string, std::string> assets_extra{};
+  bool as_text = false;
+  std::string checkpoint_path{};
+  ExportTarget target{};
+};
+
 class Estimator;
 
 /// The lazy range predict() returns: each batch is read and run when the
@@ -176,47 +250,40 @@ public:
   Estimator(const Estimator &) = delete;
   Estimator &operator=(const Estimator &) = delete;
 
-  /// Trains: `steps` more steps than the latest checkpoint's global_step,
-  /// or up to global_step `max_steps` (nothing to do, with one log line,
-  /// when the latest checkpoint is already there), or, with neither, until
-  /// the input runs out or a hook requests a stop. Both: an error.
-  /// `saving_listeners` are called around each checkpoint of the
-  /// CheckpointSaverHook (the first among `hooks` and the EstimatorSpec's,
-  /// which keeps them, as TF's does; else the built-in one); with neither
-  /// that hook nor RunConfig checkpoints: std::invalid_argument. A NaN loss
-  /// throws NanLossDuringTrainingError (Hooks.h).
-  Estimator &train(const InputFn &input_fn, const Hooks &hooks = {},
-                   std::optional<int64_t> steps = {},
-                   std::optional<int64_t> max_steps = {},
-                   const Listeners &saving_listeners = {});
+  /// Trains (options: TrainOptions): `steps` more steps than the latest
+  /// checkpoint's global_step, or up to global_step `max_steps` (nothing to
+  /// do, with one log line, when the latest checkpoint is already there),
+  /// or, with neither, until the input runs out or a hook requests a stop.
+  /// Both: an error. `saving_listeners` are called around each checkpoint
+  /// of the CheckpointSaverHook (the first among `hooks` and the
+  /// EstimatorSpec's, which keeps them, as TF's does; else the built-in
+  /// one); with neither that hook nor RunConfig checkpoints:
+  /// std::invalid_argument. A NaN loss throws NanLossDuringTrainingError
+  /// (Hooks.h).
+  ///   est.train(input_fn, {.max_steps = 2000});
+  Estimator &train(const InputFn &input_fn, const TrainOptions &options = {});
 
   /// Evaluates `checkpoint_path` (default: the latest checkpoint; none: the
   /// initialized model, with a log line) on `steps` batches (default: until
   /// the input runs out). The metrics' local state is reset first. Results
   /// are logged and written as event-file scalars under eval_dir(name).
+  ///   est.evaluate(input_fn, {.steps = 10, .name = "holdout"});
   EvalResults evaluate(const InputFn &input_fn,
-                       std::optional<int64_t> steps = {},
-                       const Hooks &hooks = {},
-                       const std::string &checkpoint_path = "",
-                       const std::string &name = "");
+                       const EvalOptions &options = {});
 
   /// As evaluate(), on the variables as they are in memory now (no
   /// checkpoint read): from a hook inside train(), the training variables
   /// of this very step. For in-memory evaluator hooks.
   EvalResults evaluate_in_memory(const InputFn &input_fn,
-                                 std::optional<int64_t> steps = {},
-                                 const Hooks &hooks = {},
-                                 const std::string &name = "");
+                                 const InMemoryEvalOptions &options = {});
 
   /// Predictions, lazily: a range whose iteration reads and runs one batch
   /// at a time. `predict_keys`: a subset of the prediction keys (default
   /// all; an unknown key is an error, thrown here). `yield_single_examples`:
   /// one element per example (batch dimension removed) or per batch.
+  ///   est.predict(input_fn, {.predict_keys = {"classes"}});
   Predictions predict(const InputFn &input_fn,
-                      const std::vector<std::string> &predict_keys = {},
-                      const Hooks &hooks = {},
-                      const std::string &checkpoint_path = "",
-                      bool yield_single_examples = true);
+                      const PredictOptions &options = {});
 
   /// Installs the model's host half (estimator/Input.h): applied to every
   /// element of every input_fn from the next call on, and to predictions.
@@ -240,14 +307,12 @@ public:
   /// for reading (it is JSON either way). `experimental_mode`: PREDICT
   /// (TRAIN and EVAL are std::invalid_argument). Needs the model_fn (a JIT
   /// Estimator): an AOT Estimator throws std::invalid_argument. Loaded by
-  /// serving::SavedModel (estimator/Serving/SavedModel.h).
-  std::string export_saved_model(
-      const std::string &export_dir_base,
-      const ServingInputReceiverFn &serving_input_receiver_fn,
-      const std::map<std::string, std::string> &assets_extra = {},
-      bool as_text = false, const std::string &checkpoint_path = "",
-      ModeKeys experimental_mode = ModeKeys::PREDICT,
-      const ExportTarget &target = {});
+  /// serving::SavedModel (runtime/serving/SavedModel.h).
+  ///   est.export_saved_model(dir, receiver_fn, {.as_text = true});
+  std::string
+  export_saved_model(const std::string &export_dir_base,
+                     const ServingInputReceiverFn &serving_input_receiver_fn,
+                     const ExportOptions &options = {});
 
   /// tf.estimator.Estimator.experimental_export_all_saved_models. estc
   /// exports the PREDICT mode (the serving model); TRAIN and EVAL in the
@@ -256,9 +321,7 @@ public:
   std::string experimental_export_all_saved_models(
       const std::string &export_dir_base,
       const std::map<ModeKeys, ServingInputReceiverFn> &input_receiver_fn_map,
-      const std::map<std::string, std::string> &assets_extra = {},
-      bool as_text = false, const std::string &checkpoint_path = "",
-      const ExportTarget &target = {});
+      const ExportAllOptions &options = {});
 
   /// The latest valid checkpoint's prefix in model_dir, or nullopt.
   std::optional<std::string> latest_checkpoint() const;

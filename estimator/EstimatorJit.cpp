@@ -12,7 +12,7 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "runtime/CompiledModel.h"
-#include "runtime/Cuda.h"
+#include "runtime/cuda/Cuda.h"
 
 #include <cstring>
 #include <set>

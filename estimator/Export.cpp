@@ -4,7 +4,7 @@
 // function the backend compiles, linked into a shared library by the system
 // linker; the variables of the checkpoint it reads; the host transform and
 // its assets; the signatures of export_outputs with TF's rules; and
-// saved_model.json (RapidJSON). Everything goes into a temporary folder
+// saved_model.json (lib/ModelFormat). Everything goes into a temporary folder
 // renamed into place when complete.
 //
 //===----------------------------------------------------------------------===//
@@ -13,15 +13,14 @@
 #include "estimator/Estimator.h"
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Logging.h"
-#include "estimator/Serving/SavedModel.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/FeatureColumn/Serialization.h"
+#include "lib/ModelFormat/ModelFormat.h"
 #include "lib/Support/FileIO.h"
+#include "lib/Support/Printable.h"
+#include "runtime/serving/SavedModel.h"
 
 #include "rapidjson/document.h"
-#include "rapidjson/prettywriter.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,7 +126,6 @@ build_raw_serving_input_receiver_fn(std::vector<TensorSpec> features,
 namespace {
 
 using namespace fileio;
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
 using serving::kDefaultServingSignatureDefKey;
 
@@ -297,51 +295,15 @@ void addSignatures(const std::string &receiverName, const ReceiverTensors &r,
   }
 }
 
-void writeShape(JsonWriter &w, const std::vector<int64_t> &shape) {
-  w.StartArray();
-  for (int64_t d : shape)
-    w.Int64(d);
-  w.EndArray();
-}
-
-void writeReceiver(JsonWriter &w, const ReceiverTensors &r) {
-  w.StartObject();
-  w.Key("kind");
-  w.String(r.parse_spec ? "parsing" : "raw");
-  w.Key("tensors");
-  w.StartArray();
-  for (const TensorSpec &t : r.tensors) {
-    w.StartObject();
-    w.Key("name");
-    w.String(t.key.c_str());
-    w.Key("dtype");
-    w.String(dtype_name(t.dtype));
-    w.Key("shape");
-    writeShape(w, t.shape);
-    w.EndObject();
-  }
-  w.EndArray();
-  if (r.parse_spec) {
-    w.Key("parse_spec");
-    std::string spec = feature_column::parse_spec_to_json(*r.parse_spec);
-    w.RawValue(spec.data(), spec.size(), rapidjson::kObjectType);
-  }
-  w.EndObject();
-}
-
-void writeTensor(JsonWriter &w, const SignatureTensor &t, bool input) {
-  w.StartObject();
-  w.Key(input ? "name" : "source");
-  w.String(t.name.c_str());
-  w.Key("dtype");
-  w.String(dtype_name(t.dtype));
-  w.Key("shape");
-  writeShape(w, t.shape);
-  if (!t.lookup.empty()) {
-    w.Key("lookup");
-    w.String(t.lookup.c_str());
-  }
-  w.EndObject();
+/// A receiver as saved_model.json writes it.
+modelformat::Receiver receiverOf(const ReceiverTensors &r) {
+  modelformat::Receiver out;
+  out.kind = r.parse_spec ? "parsing" : "raw";
+  for (const TensorSpec &t : r.tensors)
+    out.tensors.push_back({t.key, t.dtype, t.shape, ""});
+  if (r.parse_spec)
+    out.parseSpec = feature_column::parse_spec_to_json(*r.parse_spec);
+  return out;
 }
 
 /// The model inputs the serving function takes: the host transform's, or
@@ -385,6 +347,48 @@ InputSpec servingInputs(const HostTransform *transform,
   return inputs;
 }
 
+/// The raw features a receiver gives the model: its parse spec's keys, or
+/// its tensors' names.
+std::set<std::string> receiverFeatures(const ReceiverTensors &r) {
+  std::set<std::string> keys;
+  if (r.parse_spec) {
+    for (const auto &[key, spec] : *r.parse_spec)
+      keys.insert(key);
+  } else {
+    for (const TensorSpec &t : r.tensors)
+      keys.insert(t.key);
+  }
+  return keys;
+}
+
+/// TF fails at export time when model_fn meets a receiver's features that
+/// lack one it reads; so does estc, before anything is compiled or written:
+/// one line naming the receiver and the features it lacks. `needed`: the
+/// host transform's feature keys, or (no transform) the features the
+/// serving function was compiled for, which every alternative must give.
+void checkReceiverFeatures(const std::set<std::string> &needed,
+                           const ServingInputReceiver &receiver) {
+  auto check = [&](const ReceiverTensors &r, const std::string &name) {
+    std::set<std::string> given = receiverFeatures(r);
+    std::string missing;
+    for (const std::string &key : needed)
+      if (!given.count(key))
+        missing += (missing.empty() ? "" : ", ") + escape_control_chars(key);
+    if (missing.empty())
+      return;
+    std::string have;
+    for (const std::string &key : given)
+      have += (have.empty() ? "" : ", ") + escape_control_chars(key);
+    fail(name + " does not provide the features the model reads: " + missing +
+         " (it " + (r.parse_spec ? "parses" : "takes") + " " +
+         (have.empty() ? "none" : have) + ")");
+  };
+  check(receiver, "the serving input receiver");
+  for (const auto &[name, alt] : receiver.receiver_tensors_alternatives)
+    check(alt,
+          "receiver_tensors_alternatives '" + escape_control_chars(name) + "'");
+}
+
 /// The export's version: now, or one more than the newest version (or
 /// temporary folder) in `base`, so versions grow with every export as TF's
 /// (which waits for the next second): several exports in one second must
@@ -415,9 +419,12 @@ void copyFile(const std::string &from, const std::string &to) {
 std::string Estimator::export_saved_model(
     const std::string &export_dir_base,
     const ServingInputReceiverFn &serving_input_receiver_fn,
-    const std::map<std::string, std::string> &assets_extra, bool as_text,
-    const std::string &checkpoint_path, ModeKeys experimental_mode,
-    const ExportTarget &target) {
+    const ExportOptions &options) {
+  const std::map<std::string, std::string> &assets_extra = options.assets_extra;
+  const bool as_text = options.as_text;
+  const std::string &checkpoint_path = options.checkpoint_path;
+  const ModeKeys experimental_mode = options.experimental_mode;
+  const ExportTarget &target = options.target;
   if (experimental_mode == ModeKeys::TRAIN)
     fail("experimental_mode TRAIN is not exported (a training job needs "
          "the model_fn and a checkpoint, not an export)");
@@ -438,6 +445,15 @@ std::string Estimator::export_saved_model(
 
   const HostTransform *transform = host_transform();
   InputSpec inputs = servingInputs(transform, receiver);
+  if (std::optional<std::set<std::string>> keys =
+          transform ? transform->feature_keys() : std::nullopt) {
+    checkReceiverFeatures(*keys, receiver);
+  } else if (!transform) {
+    std::set<std::string> compiled;
+    for (const TensorSpec &t : inputs.features)
+      compiled.insert(t.key);
+    checkReceiverFeatures(compiled, receiver);
+  }
   backend_->bind(config_, params_);
   detail::ServingCode code =
       backend_->compile_serving(experimental_mode, inputs, target);
@@ -554,100 +570,31 @@ std::string Estimator::export_saved_model(
                "signature (serving_default)");
 
     // saved_model.json.
-    rapidjson::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    w.Key("format");
-    w.String("estc-saved-model-1");
-    w.Key("estc_version");
-    w.String(ESTC_VERSION_STRING);
-    w.Key("global_step");
-    w.Int64(reader.global_step());
-    w.Key("checkpoint");
-    w.String(baseName(checkpoint).c_str());
-    w.Key("mode");
-    w.String(mode_key(experimental_mode));
-    w.Key("target");
-    w.StartObject();
-    w.Key("arch");
-#if defined(__x86_64__)
-    w.String("x86_64");
-#elif defined(__aarch64__)
-    w.String("aarch64");
-#else
-    w.String("unknown");
-#endif
-    w.Key("triple");
-    w.String(code.triple.c_str());
-    w.Key("cpu");
-    w.String(code.cpu.c_str());
-    w.Key("features");
-    w.StartArray();
-    for (const std::string &f : code.features)
-      w.String(f.c_str());
-    w.EndArray();
-    w.EndObject();
-    w.Key("library");
-    w.String("model.so");
-    w.Key("function");
-    w.String(code.function.c_str());
-    w.Key("variables");
-    w.String("variables.safetensors");
-    w.Key("model");
-    w.RawValue(code.manifest_json.data(), code.manifest_json.size(),
-               rapidjson::kObjectType);
-    w.Key("receivers");
-    w.StartObject();
-    w.Key("");
-    writeReceiver(w, receiver);
-    for (const auto &[name, alt] : receiver.receiver_tensors_alternatives) {
-      w.Key(name.c_str());
-      writeReceiver(w, alt);
-    }
-    w.EndObject();
+    modelformat::SavedModelFile file;
+    file.estcVersion = ESTC_VERSION_STRING;
+    file.globalStep = reader.global_step();
+    file.checkpoint = baseName(checkpoint);
+    file.mode = mode_key(experimental_mode);
+    file.target = {modelformat::hostArch(), code.triple, code.cpu,
+                   code.features};
+    file.function = code.function;
+    file.modelJson = code.manifest_json;
+    file.receivers.emplace_back("", receiverOf(receiver));
+    for (const auto &[name, alt] : receiver.receiver_tensors_alternatives)
+      file.receivers.emplace_back(name, receiverOf(alt));
     if (transform) {
-      w.Key("transform");
-      w.RawValue(transformJson.data(), transformJson.size(),
-                 rapidjson::kObjectType);
+      file.transform.emplace();
+      file.transform->json = transformJson;
     }
-    w.Key("signatures");
-    w.StartObject();
     for (const auto &[name, sig] : signatures) {
-      w.Key(name.c_str());
-      w.StartObject();
-      w.Key("method_name");
-      w.String(sig.method.c_str());
-      w.Key("receiver");
-      w.String(sig.receiver.c_str());
-      w.Key("inputs");
-      w.StartObject();
-      for (const auto &[alias, t] : sig.inputs) {
-        w.Key(alias.c_str());
-        writeTensor(w, t, true);
-      }
-      w.EndObject();
-      w.Key("outputs");
-      w.StartObject();
-      for (const auto &[alias, t] : sig.outputs) {
-        w.Key(alias.c_str());
-        writeTensor(w, t, false);
-      }
-      w.EndObject();
-      w.EndObject();
+      modelformat::Signature out{sig.method, sig.receiver, {}, {}};
+      for (const auto &[alias, t] : sig.inputs)
+        out.inputs[alias] = {t.name, t.dtype, t.shape, t.lookup};
+      for (const auto &[alias, t] : sig.outputs)
+        out.outputs[alias] = {t.name, t.dtype, t.shape, t.lookup};
+      file.signatures.emplace_back(name, std::move(out));
     }
-    w.EndObject();
-    w.EndObject();
-    std::string json = buffer.GetString();
-    if (as_text) {
-      rapidjson::Document doc;
-      doc.Parse(json.c_str());
-      rapidjson::StringBuffer pretty;
-      rapidjson::PrettyWriter<rapidjson::StringBuffer> pw(pretty);
-      pw.SetIndent(' ', 2);
-      doc.Accept(pw);
-      json = pretty.GetString();
-    }
-    json += "\n";
+    std::string json = modelformat::writeSavedModel(file, as_text);
     writeFileAtomically(joinPath(temp, "saved_model.json"), json);
 
     if (std::rename(temp.c_str(), final.c_str()) != 0)
@@ -666,8 +613,7 @@ std::string Estimator::export_saved_model(
 std::string Estimator::experimental_export_all_saved_models(
     const std::string &export_dir_base,
     const std::map<ModeKeys, ServingInputReceiverFn> &input_receiver_fn_map,
-    const std::map<std::string, std::string> &assets_extra, bool as_text,
-    const std::string &checkpoint_path, const ExportTarget &target) {
+    const ExportAllOptions &options) {
   if (input_receiver_fn_map.empty())
     fail("input_receiver_fn_map is empty");
   for (const auto &[mode, fn] : input_receiver_fn_map)
@@ -676,9 +622,13 @@ std::string Estimator::experimental_export_all_saved_models(
            mode_key(mode) +
            " is not exported (estc exports PREDICT; a TRAIN or EVAL "
            "artifact is the checkpoint plus the model_fn)");
-  return export_saved_model(
-      export_dir_base, input_receiver_fn_map.at(ModeKeys::PREDICT),
-      assets_extra, as_text, checkpoint_path, ModeKeys::PREDICT, target);
+  return export_saved_model(export_dir_base,
+                            input_receiver_fn_map.at(ModeKeys::PREDICT),
+                            {.assets_extra = options.assets_extra,
+                             .as_text = options.as_text,
+                             .checkpoint_path = options.checkpoint_path,
+                             .experimental_mode = ModeKeys::PREDICT,
+                             .target = options.target});
 }
 
 } // namespace estimator

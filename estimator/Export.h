@@ -86,7 +86,7 @@ ServingInputReceiverFn build_raw_serving_input_receiver_fn(
 /// ("+avx2,-avx512f").
 struct ExportTarget {
   std::string cpu = "native";
-  std::string features;
+  std::string features{};
 };
 
 } // namespace estimator

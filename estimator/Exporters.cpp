@@ -122,8 +122,11 @@ std::string LatestExporter::export_model(Estimator &estimator,
                                          bool is_the_final_export) {
   (void)eval_result;
   (void)is_the_final_export;
-  std::string exported = estimator.export_saved_model(
-      export_path, receiverFn_, assetsExtra_, asText_, checkpoint_path);
+  std::string exported =
+      estimator.export_saved_model(export_path, receiverFn_,
+                                   {.assets_extra = assetsExtra_,
+                                    .as_text = asText_,
+                                    .checkpoint_path = checkpoint_path});
   garbageCollectExports(export_path, exportsToKeep_);
   return exported;
 }
@@ -176,8 +179,11 @@ std::string BestExporter::export_model(Estimator &estimator,
     return "";
   log_info("Performing best model export.");
   bestEvalResult_ = eval_result;
-  std::string exported = estimator.export_saved_model(
-      export_path, receiverFn_, assetsExtra_, asText_, checkpoint_path);
+  std::string exported =
+      estimator.export_saved_model(export_path, receiverFn_,
+                                   {.assets_extra = assetsExtra_,
+                                    .as_text = asText_,
+                                    .checkpoint_path = checkpoint_path});
   garbageCollectExports(export_path, exportsToKeep_);
   hasExported_ = true;
   return exported;
@@ -222,8 +228,10 @@ std::string FinalExporter::export_model(Estimator &estimator,
   if (!is_the_final_export)
     return "";
   log_info("Performing the final export in the end of training.");
-  return estimator.export_saved_model(export_path, receiverFn_, assetsExtra_,
-                                      asText_, checkpoint_path);
+  return estimator.export_saved_model(export_path, receiverFn_,
+                                      {.assets_extra = assetsExtra_,
+                                       .as_text = asText_,
+                                       .checkpoint_path = checkpoint_path});
 }
 
 } // namespace estimator

@@ -4,7 +4,7 @@
 // exporter.py) that train_and_evaluate calls after each evaluation with the
 // evaluated checkpoint (estimator/Training.h). Each one writes
 // Estimator::export_saved_model(export_path, serving_input_receiver_fn,
-// assets_extra, as_text, checkpoint_path) into model_dir/export/<name>/ and
+// {assets_extra, as_text, checkpoint_path}) into model_dir/export/<name>/ and
 // returns the export folder, or "" when it exported nothing:
 //
 //   - LatestExporter: after every evaluation; then deletes all but the

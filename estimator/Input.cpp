@@ -12,13 +12,6 @@ namespace estimator {
 
 namespace {
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 TensorSpec specOf(const std::string &key, const TensorValue &t) {
   TensorSpec spec;
   spec.key = key;
@@ -87,7 +80,7 @@ int64_t Batch::size() const {
     } else if (t.shape[0] != n) {
       throw std::invalid_argument("input: feature '" + key + "' has " +
                                   std::to_string(t.shape[0]) + " examples " +
-                                  shapeString(t.shape) + " but feature '" +
+                                  shape_string(t.shape) + " but feature '" +
                                   *first + "' has " + std::to_string(n));
     }
   }
@@ -96,7 +89,7 @@ int64_t Batch::size() const {
   if (labels) {
     if (labels->shape.empty() || labels->shape[0] != n)
       throw std::invalid_argument(
-          "input: labels " + shapeString(labels->shape) + " do not have " +
+          "input: labels " + shape_string(labels->shape) + " do not have " +
           std::to_string(n) + " examples like feature '" + *first + "'");
   }
   return n;

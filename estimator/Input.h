@@ -90,6 +90,12 @@ public:
     (void)with_labels;
     return std::nullopt;
   }
+  /// The raw features transform_input reads to make a prediction's model
+  /// inputs (feature keys); nullopt (the default): not known.
+  /// export_saved_model refuses a receiver that lacks one of them.
+  virtual std::optional<std::set<std::string>> feature_keys() const {
+    return std::nullopt;
+  }
   /// Rewrites one batch of predictions (key -> tensor, batch first) in
   /// place, e.g. adds string `classes` from `class_ids`. Default: none.
   virtual void transform_predictions(Features &predictions) const {

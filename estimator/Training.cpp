@@ -111,8 +111,11 @@ public:
     }
     previousCheckpoint_ = latest;
     TrainAndEvaluateResult result;
-    result.eval_result = estimator_.evaluate(spec_.input_fn, spec_.steps,
-                                             spec_.hooks, *latest, spec_.name);
+    result.eval_result =
+        estimator_.evaluate(spec_.input_fn, {.steps = spec_.steps,
+                                             .hooks = spec_.hooks,
+                                             .checkpoint_path = *latest,
+                                             .name = spec_.name});
     result.export_results = exportModel(*latest, result.eval_result);
     return result;
   }
@@ -129,7 +132,8 @@ public:
   /// The variables in memory (from a training hook).
   EvalResults evaluateInMemory() {
     EvalResults result = estimator_.evaluate_in_memory(
-        spec_.input_fn, spec_.steps, spec_.hooks, spec_.name);
+        spec_.input_fn,
+        {.steps = spec_.steps, .hooks = spec_.hooks, .name = spec_.name});
     return result;
   }
 
@@ -319,8 +323,10 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
     log_info("Start distributed training as " + config.task_type() + ":" +
              std::to_string(config.task_id()) +
              "; the evaluator task evaluates the chief's checkpoints.");
-    estimator.train(train_spec.input_fn, train_spec.hooks, std::nullopt,
-                    train_spec.max_steps, train_spec.saving_listeners);
+    estimator.train(train_spec.input_fn,
+                    {.hooks = train_spec.hooks,
+                     .max_steps = train_spec.max_steps,
+                     .saving_listeners = train_spec.saving_listeners});
     return {};
   }
   Evaluator evaluator(estimator, eval_spec, train_spec.max_steps);
@@ -335,8 +341,9 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
     auto everyN = std::make_shared<EvaluateEveryNSteps>(
         evaluator, *eval_spec.every_n_steps);
     hooks.push_back(everyN);
-    estimator.train(train_spec.input_fn, hooks, std::nullopt,
-                    train_spec.max_steps, listeners);
+    estimator.train(train_spec.input_fn, {.hooks = hooks,
+                                          .max_steps = train_spec.max_steps,
+                                          .saving_listeners = listeners});
     if (std::optional<EvalResults> inMemory = everyN->result()) {
       result = TrainAndEvaluateResult{*inMemory, {}};
       if (std::optional<std::string> latest = estimator.latest_checkpoint())
@@ -356,8 +363,9 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
     auto listener =
         std::make_shared<EvaluateAfterCheckpoint>(evaluator, eval_spec);
     listeners.insert(listeners.begin(), listener);
-    estimator.train(train_spec.input_fn, hooks, std::nullopt,
-                    train_spec.max_steps, listeners);
+    estimator.train(train_spec.input_fn, {.hooks = hooks,
+                                          .max_steps = train_spec.max_steps,
+                                          .saving_listeners = listeners});
     result = listener->result();
     if (!result) // training had nothing to do: the latest checkpoint
       result = evaluator.evaluateLatest();
@@ -423,8 +431,8 @@ void InMemoryEvaluatorHook::end(Session &session) {
 }
 
 void InMemoryEvaluatorHook::evaluate() {
-  results_.push_back(
-      estimator_.evaluate_in_memory(inputFn_, steps_, hooks_, name_));
+  results_.push_back(estimator_.evaluate_in_memory(
+      inputFn_, {.steps = steps_, .hooks = hooks_, .name = name_}));
   timer_.update_last_triggered_step(iterCount_);
 }
 

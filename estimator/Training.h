@@ -40,21 +40,15 @@
 namespace estc {
 namespace estimator {
 
-/// tf.estimator.TrainSpec.
+/// tf.estimator.TrainSpec(input_fn, max_steps=None, hooks=(),
+/// saving_listeners=()), an aggregate: TrainSpec{input_fn, 1000} or, by
+/// name as TrainOptions, TrainSpec{.input_fn = input_fn, .max_steps = 1000}.
 struct TrainSpec {
-  TrainSpec() = default;
-  /// TF's TrainSpec(input_fn, max_steps=None, hooks=(), saving_listeners=()).
-  TrainSpec(InputFn input_fn, std::optional<int64_t> max_steps = {},
-            Hooks hooks = {}, Listeners saving_listeners = {})
-      : input_fn(std::move(input_fn)), max_steps(max_steps),
-        hooks(std::move(hooks)), saving_listeners(std::move(saving_listeners)) {
-  }
-
-  InputFn input_fn;
+  InputFn input_fn{};
   /// The global step to train to; unset: until the input runs out.
-  std::optional<int64_t> max_steps;
-  Hooks hooks;
-  Listeners saving_listeners;
+  std::optional<int64_t> max_steps{};
+  Hooks hooks{};
+  Listeners saving_listeners{};
 };
 
 /// tf.estimator.Exporter: called after each evaluation of
@@ -76,13 +70,13 @@ using ExporterPtr = std::shared_ptr<Exporter>;
 
 /// tf.estimator.EvalSpec (TF's defaults).
 struct EvalSpec {
-  InputFn input_fn;
+  InputFn input_fn{};
   /// Batches per evaluation; unset: until the input runs out.
   std::optional<int64_t> steps = 100;
   /// Evaluations go to model_dir/eval_<name> ("eval" when empty).
-  std::string name;
-  Hooks hooks;
-  std::vector<ExporterPtr> exporters;
+  std::string name{};
+  Hooks hooks{};
+  std::vector<ExporterPtr> exporters{};
   /// For a distributed evaluator only; ignored in local mode (as TF does).
   double start_delay_secs = 120;
   /// At least this many seconds between two evaluations (0: every
@@ -90,12 +84,12 @@ struct EvalSpec {
   double throttle_secs = 600;
   /// estc: evaluate every this many global steps, in memory, instead of
   /// after checkpoints (throttle_secs is then not used).
-  std::optional<int64_t> every_n_steps;
+  std::optional<int64_t> every_n_steps{};
   /// Seconds for throttle_secs (monotonic when empty); for tests.
-  Clock clock;
+  Clock clock{};
   /// Sleeps that many seconds (the evaluator task's waits);
   /// std::this_thread::sleep_for when empty; for tests.
-  std::function<void(double)> sleep;
+  std::function<void(double)> sleep{};
 };
 
 /// What train_and_evaluate returns: TF 2.15's (eval_result, export_results).

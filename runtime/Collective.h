@@ -23,7 +23,7 @@
 #ifndef ESTC_RUNTIME_COLLECTIVE_H
 #define ESTC_RUNTIME_COLLECTIVE_H
 
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -13,7 +13,7 @@
 namespace estc::rt {
 
 namespace {
-/// The device CUDA models constructed next run on (runtime/Cuda.h): kept
+/// The device CUDA models constructed next run on (runtime/cuda/Cuda.h): kept
 /// here, beside the models, in runtimes built with or without CUDA.
 std::atomic<int> gCudaDevice{0};
 } // namespace

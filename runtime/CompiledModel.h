@@ -29,6 +29,8 @@
 #ifndef ESTC_RUNTIME_COMPILEDMODEL_H
 #define ESTC_RUNTIME_COMPILEDMODEL_H
 
+#include "lib/Support/Device.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -113,9 +115,8 @@ struct CheckSpec {
   const int64_t *shape;
 };
 
-/// Where a model's compiled code runs (docs/design/gpu.md): on the host CPU,
-/// or on a CUDA GPU, where its variables and arena are device memory.
-enum class Device : int32_t { Cpu, Cuda };
+/// Where a model's compiled code runs: estc's one Device (lib/Support/Device.h).
+using Device = ::estc::Device;
 
 /// A CUDA model or kernel cannot run: no NVIDIA driver, no device, a device
 /// index out of range, a missing cuBLAS/cuDNN, a runtime built without CUDA,
@@ -281,7 +282,7 @@ private:
     uint64_t filledLayout = 0;
   };
 
-  struct CudaState; // runtime/CudaModel.cpp
+  struct CudaState; // runtime/cuda/CudaModel.cpp
 
   /// Grows `buffer` to `bytes` (64-byte aligned, zero-filled); a CUDA
   /// model's host buffers are pinned (reserveCudaHost).
@@ -300,8 +301,8 @@ private:
   /// The largest number of values of `function`'s sparse inputs.
   int64_t maxValues(int function) const;
 
-  // The CUDA path (docs/design/gpu.md, "Memory"): runtime/CudaModel.cpp, or
-  // runtime/CudaDisabled.cpp in a runtime built without CUDA.
+  // The CUDA path (docs/design/gpu.md, "Memory"): runtime/cuda/CudaModel.cpp, or
+  // runtime/cuda/CudaDisabled.cpp in a runtime built without CUDA.
   void initCuda(void *const *variables);
   void reserveCudaHost(Buffer &buffer, size_t bytes);
   void runCuda(int function, int64_t batch);

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --fuzz --tables
 ./scripts/check-format.sh
-cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release -DESTC_WERROR=ON >/dev/null
+./scripts/configure.sh
 cmake --build build -j"$(nproc)"
 # Independent readers of our file formats, used as cross-checks by the tests
 # (Python's safetensors and TensorBoard, from PyPI). Optional: the tests that

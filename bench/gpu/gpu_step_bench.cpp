@@ -31,7 +31,7 @@
 
 #include "lib/Support/Flags.h"
 #include "runtime/CompiledModel.h"
-#include "runtime/Cuda.h"
+#include "runtime/cuda/Cuda.h"
 
 #include <chrono>
 #include <cmath>

@@ -11,7 +11,7 @@
 //
 // with `void body_trampoline(ptr ctx, i64 lo, i64 hi)` loading the captures
 // and calling `body(lo, hi, captures...)`. The runtime entry has the fixed C
-// signature of runtime/Kernels.h whatever the loop captures.
+// signature of runtime/cpu/Kernels.h whatever the loop captures.
 //
 //===----------------------------------------------------------------------===//
 

@@ -117,7 +117,7 @@ prepareForLowering(mlir::ModuleOp module, llvm::StringRef modelName,
 void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
                        const PipelineOptions &options) {
   manifest.device =
-      options.device == Device::Cuda ? rt::Device::Cuda : rt::Device::Cpu;
+      options.device;
   manifest.gpuArch = options.device == Device::Cuda ? options.gpuArch : "";
   module->setAttr("estc.manifest",
                   mlir::StringAttr::get(module.getContext(), toJson(manifest)));

@@ -34,6 +34,8 @@
 #ifndef ESTC_COMPILER_PIPELINES_PIPELINES_H
 #define ESTC_COMPILER_PIPELINES_PIPELINES_H
 
+#include "lib/Support/Device.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -59,8 +61,9 @@ enum class Stage {
   LLVM,
 };
 
-/// What the compiled code runs on.
-enum class Device { Cpu, Cuda };
+/// What the compiled code runs on: lib/Support/Device.h (the runtime's
+/// rt::Device too).
+using ::estc::Device;
 
 /// "cpu", "cuda".
 llvm::StringRef deviceName(Device device);

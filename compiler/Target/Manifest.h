@@ -38,6 +38,7 @@
 #ifndef ESTC_COMPILER_TARGET_MANIFEST_H
 #define ESTC_COMPILER_TARGET_MANIFEST_H
 
+#include "lib/ModelFormat/ModelFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/CompiledModel.h"
 
@@ -50,62 +51,15 @@
 
 namespace estc {
 
-struct TensorInfo {
-  std::string key;
-  rt::DType dtype = rt::DType::F32;
-  /// rt::kBatchDim for the batch, rt::kValuesDim for a sparse input's
-  /// number of values.
-  std::vector<int64_t> shape;
-};
-
-struct VariableInfo {
-  std::string name;
-  rt::DType dtype = rt::DType::F32;
-  std::vector<int64_t> shape;
-  bool trainable = false;
-  bool local = false; // metric state: not checkpointed, reset by evaluate()
-  std::string initializer; // "" if none
-  /// Initializer parameters as (name, printed value), sorted by name.
-  std::vector<std::pair<std::string, std::string>> initializerParams;
-};
-
-struct FunctionInfo {
-  std::string name;
-  std::vector<TensorInfo> inputs;
-  std::vector<TensorInfo> outputs;
-  int64_t arenaStatic = 0;
-  int64_t arenaPerBatch = 0;
-  /// Bytes per sparse value (rt::FunctionSpec::arenaPerValue).
-  int64_t arenaPerValue = 0;
-  /// Byte offset of the run-time checks' status slot in the arena; -1 when
-  /// the function has no checks.
-  int64_t statusOffset = -1;
-  /// A multi-step loop (addStepLoop): the function it runs once per step;
-  /// empty for the others.
-  std::string loopOf = "";
-};
-
-/// A run-time check (rt::CheckSpec), from the module's estc.runtime_checks.
-struct CheckInfo {
-  std::string node;
-  std::string what;
-  int64_t lower = 0;
-  int64_t upper = 0;
-  std::vector<int64_t> shape; // rt::kBatchDim for the batch
-};
-
-struct Manifest {
-  std::string name; // the C++ class name (--name)
-  rt::Device device = rt::Device::Cpu;
-  std::string gpuArch; // CUDA: "sm_90"; empty on the CPU
-  /// Data-parallel replicas the step averages over (estc.replicas); 0: none.
-  int32_t replicas = 0;
-  std::vector<VariableInfo> variables;
-  std::vector<FunctionInfo> functions;
-  std::vector<CheckInfo> checks; // indexed by est.check_range's `check`
-
-  const FunctionInfo *findFunction(llvm::StringRef name) const;
-};
+// The schema is lib/ModelFormat's (no LLVM), which reads and writes the
+// file; this header adds what the compiler makes of a module.
+using modelformat::CheckInfo;
+using modelformat::FunctionInfo;
+using modelformat::Manifest;
+using modelformat::ModelSpecStorage;
+using modelformat::TensorInfo;
+using modelformat::toModelSpec;
+using modelformat::VariableInfo;
 
 /// Reads the manifest from an `est`-level module (est.variable symbols and
 /// func.func signatures with {est.name} argument/result attributes). One
@@ -138,15 +92,11 @@ std::string sanitizeIdentifier(llvm::StringRef name);
 std::string entrySymbol(llvm::StringRef model, llvm::StringRef function);
 std::string packedEntrySymbol(llvm::StringRef model, llvm::StringRef function);
 
-/// JSON text, deterministic (fixed key order, 2-space indent, final newline).
+/// JSON text, deterministic (fixed key order, 2-space indent, final newline):
+/// modelformat::writeManifest.
 std::string toJson(const Manifest &manifest);
+/// modelformat::readManifest; its FormatError as an llvm::Error.
 llvm::Expected<Manifest> manifestFromJson(llvm::StringRef json);
-
-/// The manifest as a runtime ModelSpec. The spec points into `storage`,
-/// which must outlive it.
-struct ModelSpecStorage;
-rt::ModelSpec toModelSpec(const Manifest &manifest,
-                          std::shared_ptr<ModelSpecStorage> &storage);
 
 } // namespace estc
 

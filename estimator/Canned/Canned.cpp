@@ -2,9 +2,10 @@
 
 #include "estimator/Canned/Canned.h"
 
+#include "estimator/Canned/CannedInternal.h"
 #include "estimator/EstimatorBackend.h"
+#include "estimator/FeatureColumnTransform.h"
 #include "lib/Data/Idx.h"
-#include "lib/FeatureColumn/HostTransform.h"
 
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
@@ -259,6 +260,16 @@ classifier_head(int64_t n_classes, const std::string &weight_column,
                                           label_vocabulary, loss_reduction);
 }
 
+std::shared_ptr<const Head> regressor_head(const RegressorOptions &o) {
+  return std::make_shared<RegressionHead>(o.label_dimension, o.weight_column,
+                                          o.loss_reduction);
+}
+
+std::shared_ptr<const Head> classifier_head(const ClassifierOptions &o) {
+  return classifier_head(o.n_classes, o.weight_column, o.label_vocabulary,
+                         o.loss_reduction);
+}
+
 void check_feature_columns(const std::string &who,
                            const FeatureColumns &feature_columns) {
   if (feature_columns.empty())
@@ -272,6 +283,32 @@ void check_feature_columns(const std::string &who,
                                   c->name() + "'");
   }
 }
+
+namespace detail {
+
+void checkHead(const std::string &who, const std::shared_ptr<const Head> &h) {
+  if (!h)
+    throw std::invalid_argument(who + ": head is null");
+}
+
+/// The head's weight column, for the host transform (SingleHead keeps it).
+std::string weightColumnOf(const Head &head) {
+  if (auto *single = dynamic_cast<const SingleHead *>(&head))
+    return single->weight_column();
+  return "";
+}
+
+CannedModel makeModel(std::shared_ptr<const Head> head, ModelFn fn,
+                      FeatureColumns columns) {
+  CannedModel m;
+  m.transform = make_host_transform(columns, head, weightColumnOf(*head));
+  m.head = std::move(head);
+  m.model_fn = std::move(fn);
+  m.feature_columns = std::move(columns);
+  return m;
+}
+
+} // namespace detail
 
 } // namespace estimator
 } // namespace estc

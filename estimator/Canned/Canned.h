@@ -1,7 +1,8 @@
 //===- Canned.h - What every canned estimator is made of -----------------===//
 //
-// A canned estimator (Linear.h, DNN.h, DNNLinearCombined.h, Baseline.h) is
-// three things, independent of how its graph is compiled:
+// A canned estimator (Linear.h, Dnn.h, DnnLinearCombined.h, Baseline.h;
+// Estimators.h includes the four) is three things, independent of how its
+// graph is compiled:
 //
 //   - a head (Head.h): loss, predictions, metrics, train op, label
 //     vocabulary;
@@ -13,10 +14,11 @@
 //     (docs/design/feature-columns.md).
 //
 // CannedModel holds the three. The JIT classes (LinearClassifier, ...)
-// are Estimators built from one; an ahead-of-time trainer writes
-// CannedModel::graph_def() with a small program, compiles it with
-// estc_add_model, and runs it with Estimator(std::make_unique<Generated>())
-// plus set_host_transform(model.transform): no LLVM.
+// are Estimators built from one (CannedEstimator.h); an ahead-of-time
+// trainer writes CannedModel::graph_def() with a small program, compiles
+// it with estc_add_model, and runs it with
+// Estimator(std::make_unique<Generated>()) plus
+// set_host_transform(model.transform): no LLVM.
 //
 // Optimizers are given as TF allows: by name ("Adagrad", "Adam", "Ftrl",
 // "RMSProp", "SGD"; the canned estimator's default learning rate), by name
@@ -129,6 +131,26 @@ std::shared_ptr<const Head>
 classifier_head(int64_t n_classes, const std::string &weight_column,
                 const std::vector<std::string> &label_vocabulary,
                 Reduction loss_reduction);
+
+/// The head arguments of the canned classifiers.
+struct ClassifierOptions {
+  int64_t n_classes = 2;
+  std::string weight_column;
+  std::vector<std::string> label_vocabulary;
+  Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE;
+};
+
+/// The head arguments of the canned regressors.
+struct RegressorOptions {
+  int64_t label_dimension = 1;
+  std::string weight_column;
+  Reduction loss_reduction = Reduction::SUM_OVER_BATCH_SIZE;
+};
+
+/// TF's regressor head: RegressionHead(label_dimension, weight_column,
+/// loss_reduction).
+std::shared_ptr<const Head> regressor_head(const RegressorOptions &options);
+std::shared_ptr<const Head> classifier_head(const ClassifierOptions &options);
 
 /// TF's _check_no_sync_replicas / argument checks shared by the canned
 /// estimators: no feature columns, duplicate names. std::invalid_argument

@@ -3,6 +3,10 @@
 // Each class is an Estimator over its CannedModel's model_fn (compiled in
 // process, estimator/EstimatorJit.cpp) with the model's host transform
 // installed. Library EstcCannedJit: the only canned code linking LLVM.
+// One file for the four families (Linear.h, Dnn.h, DnnLinearCombined.h,
+// Baseline.h), unlike their models (Linear.cpp, ...): each constructor
+// only forwards its family's `*_model` to CannedEstimator, and keeping the
+// JIT boundary to one translation unit keeps EstcCannedJit one source.
 //
 //===----------------------------------------------------------------------===//
 

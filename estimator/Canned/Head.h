@@ -275,6 +275,25 @@ protected:
   /// check_dense_labels_match_logits_and_reshape).
   Tensor labelsMatchingLogits(const Tensor &labels, const Tensor &logits,
                               int64_t expected_dimension) const;
+  /// What every head's metrics() starts from (TF's update_metrics
+  /// preamble): the checked logits; the predictions of `prediction_keys`
+  /// (outside the "metrics" name scope); then, in the "metrics" scope,
+  /// which stays open while the result lives, the processed labels, the
+  /// weights, and the metrics begun with "average_loss" (the weighted mean
+  /// of the unweighted loss).
+  struct MetricInputs {
+    Tensor logits;
+    TensorMap predictions;
+    Tensor labels;
+    /// Invalid when there is no weight column (weight 1).
+    Tensor weights;
+    NamedMetrics metrics;
+    Scope scope;
+  };
+  MetricInputs
+  metricInputs(const TensorMap &features, const Tensor &logits,
+               const Tensor &labels,
+               const std::vector<std::string> &prediction_keys) const;
   /// "regularization_loss" when there are regularization losses.
   void addRegularizationMetric(NamedMetrics &metrics,
                                const std::vector<Tensor> &losses) const;

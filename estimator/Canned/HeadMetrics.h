@@ -9,8 +9,8 @@
 // whose state lives in local variables under `scope` (a name scope opened
 // for the metric; "total", "count", "true_positives", ...).
 //
-// Internal to EstcCanned (estimator/Canned/Head.cpp); tested through the
-// heads (HeadTest, heads.tf_compat).
+// Internal to EstcCanned (the heads' sources, estimator/Canned/*Head.cpp);
+// tested through the heads (HeadTest, heads.tf_compat).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_ESTIMATOR_CANNED_HEADMETRICS_H

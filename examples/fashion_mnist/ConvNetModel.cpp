@@ -2,8 +2,7 @@
 
 #include "examples/fashion_mnist/ConvNetModel.h"
 
-#include "lib/Graph/Layers.h"
-#include "lib/Graph/Train.h"
+#include "estc/graph.h"
 
 namespace estc {
 namespace examples {

@@ -14,8 +14,7 @@
 #ifndef ESTC_EXAMPLES_FASHION_MNIST_CONVNETMODEL_H
 #define ESTC_EXAMPLES_FASHION_MNIST_CONVNETMODEL_H
 
-#include "estimator/EstimatorSpec.h"
-#include "lib/Graph/graph.pb.h"
+#include "estc/estimator.h"
 
 namespace estc {
 namespace examples {

@@ -2,11 +2,8 @@
 
 #include "examples/fashion_mnist/Trainer.h"
 
-#include "estimator/Training.h"
-#include "lib/Data/Example.h"
-#include "lib/Data/Idx.h"
-#include "lib/Data/Readers.h"
-#include "lib/Support/Flags.h"
+#include "estc/estimator.h"
+#include "estc/flags.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -420,7 +417,8 @@ int run_trainer(const char *program, int argc, char **argv,
     if (flags.target_accuracy) {
       auto listener = std::make_shared<EvaluateUntilAccuracy>(
           *estimator, evalSpec.input_fn, *flags.target_accuracy);
-      estimator->train(trainSpec.input_fn, {}, {}, maxSteps, {listener});
+      estimator->train(trainSpec.input_fn,
+                       {.max_steps = maxSteps, .saving_listeners = {listener}});
       report.results = listener->results();
       report.reached = listener->reached();
       report.evaluations = listener->evaluations();

@@ -8,7 +8,7 @@
 #ifndef ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
 #define ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
 
-#include "estimator/Estimator.h"
+#include "estc/estimator.h"
 
 #include <functional>
 #include <memory>

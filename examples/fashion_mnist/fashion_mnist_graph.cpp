@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "estc/flags.h"
+#include "estc/graph.h"
 #include "examples/fashion_mnist/ConvNetModel.h"
-#include "lib/Graph/GraphIO.h"
-#include "lib/Support/Flags.h"
 
 #include <exception>
 

@@ -12,14 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Data/Example.h"
-#include "lib/Data/Idx.h"
-#include "lib/Data/InputStream.h"
-#include "lib/Data/TFRecord.h"
-#include "lib/Support/FileIO.h"
-#include "lib/Support/Flags.h"
+#include "estc/data.h"
+#include "estc/flags.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -61,14 +58,14 @@ int main(int argc, char **argv) {
     } else {
       set = data::load_mnist(dataDir, "train");
     }
-    fileio::makeDirs(outDir);
+    std::filesystem::create_directories(outDir);
     std::vector<std::unique_ptr<data::TFRecordWriter>> writers;
     char name[64];
     for (int64_t s = 0; s < shards; ++s) {
       std::snprintf(name, sizeof name, "train-%05lld-of-%05lld.tfrecord",
                     static_cast<long long>(s), static_cast<long long>(shards));
       writers.push_back(std::make_unique<data::TFRecordWriter>(
-          fileio::joinPath(outDir, name), c));
+          (std::filesystem::path(outDir) / name).string(), c));
     }
     int64_t pixels = set.rows * set.cols;
     for (int64_t i = 0; i < set.size(); ++i) {

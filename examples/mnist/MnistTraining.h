@@ -15,8 +15,8 @@
 #ifndef ESTC_EXAMPLES_MNIST_MNISTTRAINING_H
 #define ESTC_EXAMPLES_MNIST_MNISTTRAINING_H
 
-#include "lib/Data/Idx.h"
-#include "runtime/CompiledModel.h"
+#include "estc/data.h"
+#include "estc/runtime.h"
 
 #include <cstdint>
 #include <functional>

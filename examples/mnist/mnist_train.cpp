@@ -20,9 +20,9 @@
 #include "ConvNet.h"
 #include "Mlp.h"
 
+#include "estc/flags.h"
+#include "estc/runtime.h"
 #include "examples/mnist/MnistTraining.h"
-#include "lib/Support/Flags.h"
-#include "runtime/Kernels.h"
 
 #include <chrono>
 #include <cstdio>

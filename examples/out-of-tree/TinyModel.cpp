@@ -2,9 +2,7 @@
 
 #include "TinyModel.h"
 
-#include "lib/Graph/Layers.h"
-#include "lib/Graph/Ops.h"
-#include "lib/Graph/Train.h"
+#include "estc/graph.h"
 
 #include <unistd.h>
 
@@ -93,7 +91,7 @@ int train_and_check(const char *name,
     o.tf_random_seed = kSeed;
     std::unique_ptr<estimator::Estimator> est = make(estimator::RunConfig(o));
     estimator::EvalResults before = est->evaluate(input_fn(256, 2, false));
-    est->train(input_fn(512, 1, true), {}, steps);
+    est->train(input_fn(512, 1, true), {.steps = steps});
     estimator::EvalResults after = est->evaluate(input_fn(256, 2, false));
     fs::remove_all(dir);
     std::cout << name << ": before training loss " << before.at("loss")

@@ -9,8 +9,7 @@
 #ifndef ESTC_OUT_OF_TREE_TINYMODEL_H
 #define ESTC_OUT_OF_TREE_TINYMODEL_H
 
-#include "estimator/Estimator.h"
-#include "lib/Graph/graph.pb.h"
+#include "estc/estimator.h"
 
 #include <cstdint>
 #include <functional>

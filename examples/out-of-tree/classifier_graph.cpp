@@ -7,7 +7,7 @@
 
 #include "TinyModel.h"
 
-#include "lib/Graph/GraphIO.h"
+#include "estc/graph.h"
 
 #include <iostream>
 #include <string>

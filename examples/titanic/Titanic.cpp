@@ -2,7 +2,7 @@
 
 #include "examples/titanic/Titanic.h"
 
-#include "lib/Data/Readers.h"
+#include "estc/data.h"
 
 #include <stdexcept>
 

@@ -21,8 +21,8 @@
 #ifndef ESTC_EXAMPLES_TITANIC_TITANIC_H
 #define ESTC_EXAMPLES_TITANIC_TITANIC_H
 
-#include "estimator/Canned/Estimators.h"
-#include "lib/Data/Dataset.h"
+#include "estc/canned.h"
+#include "estc/data.h"
 
 #include <cstdint>
 #include <string>

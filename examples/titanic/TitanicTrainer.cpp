@@ -2,9 +2,9 @@
 
 #include "examples/titanic/TitanicTrainer.h"
 
+#include "estc/data.h"
+#include "estc/flags.h"
 #include "examples/titanic/Titanic.h"
-#include "lib/Data/Idx.h"
-#include "lib/Support/Flags.h"
 
 #include <chrono>
 #include <cstdio>
@@ -89,7 +89,7 @@ int run_titanic(const char *program, int argc, char **argv,
           return titanic_dataset(train, batchSize, epochs, true,
                                  static_cast<uint64_t>(seed));
         },
-        {finalLoss});
+        {.hooks = {finalLoss}});
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();

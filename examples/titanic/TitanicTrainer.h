@@ -9,7 +9,7 @@
 #ifndef ESTC_EXAMPLES_TITANIC_TITANICTRAINER_H
 #define ESTC_EXAMPLES_TITANIC_TITANICTRAINER_H
 
-#include "estimator/Estimator.h"
+#include "estc/estimator.h"
 
 #include <functional>
 #include <memory>

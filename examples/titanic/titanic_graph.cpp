@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "estc/flags.h"
+#include "estc/graph.h"
 #include "examples/titanic/Titanic.h"
-#include "lib/Graph/GraphIO.h"
-#include "lib/Support/Flags.h"
 
 #include <exception>
 

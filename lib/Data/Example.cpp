@@ -67,13 +67,6 @@ constexpr uint32_t kEntryValue = (2 << 3) | 2;
 constexpr uint32_t kInt64Varint = (1 << 3) | 0;
 constexpr uint32_t kFloatFixed32 = (1 << 3) | 5;
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 // --- The wire format ------------------------------------------------------
 
 /// A record that is not a valid Example: what is wrong, and where.
@@ -427,11 +420,11 @@ int64_t checkedElements(const std::vector<int64_t> &shape,
   for (int64_t d : shape) {
     if (d < 0)
       throw std::invalid_argument("feature '" + detail::printable(name) +
-                                  "': shape " + shapeString(shape) +
+                                  "': shape " + shape_string(shape) +
                                   " has a negative dimension");
     if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 40))
       throw std::invalid_argument("feature '" + detail::printable(name) +
-                                  "': shape " + shapeString(shape) +
+                                  "': shape " + shape_string(shape) +
                                   " is too large");
   }
   return n;
@@ -478,10 +471,11 @@ Feature compile(const std::string &name, const FeatureSpec &spec) {
   if (f.spec == SpecKind::Sequence && f.stride == 0)
     throw std::invalid_argument(
         "feature '" + detail::printable(name) + "': shape " +
-        shapeString(f.shape) + " of a FixedLenSequenceFeature has no elements");
+        shape_string(f.shape) +
+        " of a FixedLenSequenceFeature has no elements");
   if (f.defaultValue) {
     if (f.spec == SpecKind::Fixed)
-      checkDefault(f, f.stride, ("shape " + shapeString(f.shape)).c_str());
+      checkDefault(f, f.stride, ("shape " + shape_string(f.shape)).c_str());
     else
       checkDefault(f, 1, "a scalar that pads the sequences");
   }
@@ -859,7 +853,7 @@ void ExampleParser::Impl::settle(const Feature &f, Column &col,
       recordError(r, f,
                   "has " + std::to_string(slot.count) + " values, expected " +
                       std::to_string(f.stride) + " for shape " +
-                      shapeString(f.shape));
+                      shape_string(f.shape));
     if (!f.defaultValue)
       recordError(r, f, "is required but missing (no default_value)");
     size_t at = r * static_cast<size_t>(f.stride);
@@ -885,7 +879,7 @@ void ExampleParser::Impl::settle(const Feature &f, Column &col,
       recordError(r, f,
                   "has " + std::to_string(slot.count) +
                       " values, not a multiple of " + std::to_string(f.stride) +
-                      " (steps of shape " + shapeString(f.shape) + ")");
+                      " (steps of shape " + shape_string(f.shape) + ")");
     col.counts[r] = static_cast<int64_t>(slot.count) / f.stride;
     return;
   }

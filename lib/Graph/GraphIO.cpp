@@ -2,6 +2,7 @@
 
 #include "lib/Graph/GraphIO.h"
 
+#include "lib/Support/Text.h"
 #include "lib/Support/TextProto.h"
 
 #include <google/protobuf/descriptor.h>
@@ -25,38 +26,6 @@ bool endsWith(const std::string &s, const std::string &suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// RFC 3629 UTF-8, as protobuf checks proto3 strings.
-bool isUtf8(const std::string &s) {
-  const auto *p = reinterpret_cast<const unsigned char *>(s.data());
-  size_t n = s.size(), i = 0;
-  auto continuation = [&](size_t k, unsigned char lo = 0x80,
-                          unsigned char hi = 0xBF) {
-    return i + k < n && p[i + k] >= lo && p[i + k] <= hi;
-  };
-  while (i < n) {
-    unsigned char c = p[i];
-    size_t len = 0;
-    if (c < 0x80)
-      len = 1;
-    else if (c >= 0xC2 && c <= 0xDF)
-      len = continuation(1) ? 2 : 0;
-    else if (c >= 0xE0 && c <= 0xEF)
-      len = continuation(1, c == 0xE0 ? 0xA0 : 0x80, c == 0xED ? 0x9F : 0xBF) &&
-                    continuation(2)
-                ? 3
-                : 0;
-    else if (c >= 0xF0 && c <= 0xF4)
-      len = continuation(1, c == 0xF0 ? 0x90 : 0x80, c == 0xF4 ? 0x8F : 0xBF) &&
-                    continuation(2) && continuation(3)
-                ? 4
-                : 0;
-    if (len == 0)
-      return false;
-    i += len;
-  }
-  return true;
-}
-
 // The first string field of `m` (recursively, map keys and values
 // included) that is not UTF-8, as "signature.key"; "" when there is none.
 // The binary reader rejects such strings (proto3), the text parser does
@@ -74,7 +43,7 @@ std::string firstNonUtf8Field(const google::protobuf::Message &m) {
         const std::string &v =
             f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
                              : r->GetStringReference(m, f, &scratch);
-        if (!isUtf8(v))
+        if (!text::is_valid_utf8(v))
           return f->name();
       } else if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
         std::string inner =

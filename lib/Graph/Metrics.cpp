@@ -65,7 +65,7 @@ public:
       l = squeeze(l, Dims{-1});
     else if (p.rank() == l.rank() + 1 && p.shape().back() == 1)
       p = squeeze(p, Dims{-1});
-    if (!compatible(l.shape(), p.shape()))
+    if (!shape::isCompatible(l.shape(), p.shape()))
       fail("labels " + describe(labels) + " and predictions " +
            describe(predictions) + " must have the same shape");
     labels = l;
@@ -118,16 +118,6 @@ public:
   }
 
 private:
-  static bool compatible(const Dims &a, const Dims &b) {
-    if (a.size() != b.size())
-      return false;
-    for (size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i] && a[i] != shape::kUnknownDim &&
-          b[i] != shape::kUnknownDim)
-        return false;
-    return true;
-  }
-
   Graph &g_;
   Scope scope_;
   std::string where_;

@@ -61,6 +61,15 @@ bool isFullyKnown(const Dims &dims) {
   return std::all_of(dims.begin(), dims.end(), known);
 }
 
+bool isCompatible(const Dims &a, const Dims &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i] && known(a[i]) && known(b[i]))
+      return false;
+  return true;
+}
+
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return std::nullopt;

@@ -51,6 +51,9 @@ std::string toString(const Dims &dims);
 /// Number of elements, or kUnknownDim when any dimension is unknown.
 int64_t numElements(const Dims &dims);
 bool isFullyKnown(const Dims &dims);
+/// Same rank, and each dimension equal or unknown in either (TF's
+/// TensorShape.is_compatible_with).
+bool isCompatible(const Dims &a, const Dims &b);
 
 /// Maps a possibly negative axis into [0, rank); nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);

@@ -14,11 +14,15 @@ int64_t VariableSpec::num_elements() const {
   return n;
 }
 
-std::string VariableSpec::str() const {
-  std::string s = std::string(dtype_name(dtype)) + "[";
+std::string shape_string(const std::vector<int64_t> &shape) {
+  std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string VariableSpec::str() const {
+  return dtype_name(dtype) + shape_string(shape);
 }
 
 TensorValue TensorValue::of_strings(std::vector<int64_t> shape,

@@ -20,6 +20,10 @@
 
 namespace estc {
 
+/// A shape as messages write it: "[2,3]", "[]" for a scalar (every
+/// dimension as a number, -1 too).
+std::string shape_string(const std::vector<int64_t> &shape);
+
 /// A tensor's type: dtype and shape (an empty shape is a scalar).
 struct VariableSpec {
   DType dtype = DType::Float32;

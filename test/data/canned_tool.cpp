@@ -199,8 +199,8 @@ int run() {
     throw std::invalid_argument("unknown model '" + model + "'");
   }
   auto losses = std::make_shared<LossHook>();
-  est->train(numpy_input_fn(x, labels, {batchSize, 1, false, 0}), {losses},
-             steps);
+  est->train(numpy_input_fn(x, labels, {batchSize, 1, false, 0}),
+             {.hooks = {losses}, .steps = steps});
   char buffer[40];
   for (size_t i = 0; i < losses->losses.size(); ++i) {
     std::snprintf(buffer, sizeof(buffer), "%.9g", losses->losses[i]);

@@ -129,9 +129,8 @@ void run(const Case &c, const std::filesystem::path &dir) {
     std::snprintf(buffer, sizeof(buffer), "%.9g", value);
     std::cout << "metric " << key << " " << buffer << "\n";
   }
-  for (Prediction p :
-       est.predict(numpy_input_fn(x, std::nullopt, {batch, 1}), {}, {}, "",
-                   /*yield_single_examples=*/false)) {
+  for (Prediction p : est.predict(numpy_input_fn(x, std::nullopt, {batch, 1}),
+                                  {.yield_single_examples = false})) {
     head->complete_predictions(p);
     for (const auto &[key, value] : p)
       printValue(key, value);

@@ -190,7 +190,7 @@ int run(const Options &o) {
                 << " global_step = " << r.eval_result.at("global_step")
                 << std::endl;
   } else {
-    estimator.train(input_fn, hooks, std::nullopt, o.train_steps);
+    estimator.train(input_fn, {.hooks = hooks, .max_steps = o.train_steps});
   }
   rt::CollectiveStats stats = rt::collectiveStats();
   std::cout << "done: " << config.task_type() << ":" << config.task_id()

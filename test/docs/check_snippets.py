@@ -21,6 +21,11 @@ comment right before the block (invisible on a rendered page):
 other block is compiled; a block that is not C++ should not be fenced as
 cpp.
 
+User code includes the public headers: a quoted #include with a '/' must
+start with "estc/" ("estc/estimator.h"; "MyModel.h", <vector> are fine).
+Any other, even in a skipped block, fails with one line naming the file
+and line.
+
 usage: check_snippets.py --cxx CXX --flags-file FILE [--keep DIR] [-j N]
                          FILE.md...
 Exit status 0 when every block compiles, 1 otherwise (each failure names the
@@ -40,6 +45,20 @@ DIRECTIVE = re.compile(r"^<!--\s*snippet:\s*(.*?)\s*-->\s*$")
 CONTROL = re.compile(r"^(if|for|while|switch|do|else|return|try)\b")
 DEFINITION_START = re.compile(r"^(template\s*<.*>\s*)?(struct|class|enum|namespace|union)\b")
 SIGNATURE_END = re.compile(r"\)\s*(const\s*)?(noexcept\s*)?(override\s*)?$")
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def private_includes(path, line, code):
+    """'file:line: ...' for each quoted #include of `code` (a block whose
+    fence is at `line`) that is not a public header."""
+    out = []
+    for k, text in enumerate(code.split("\n")):
+        m = QUOTED_INCLUDE.match(text)
+        if m and "/" in m.group(1) and not m.group(1).startswith("estc/"):
+            out.append('%s:%d: #include "%s" is not a public header: user '
+                       'code includes "estc/..." (estimator/include/estc)'
+                       % (path, line + 1 + k, m.group(1)))
+    return out
 
 
 def blocks(path):
@@ -161,9 +180,10 @@ def main():
 
     workdir = opts.keep or tempfile.mkdtemp(prefix="estc-snippets-")
     os.makedirs(workdir, exist_ok=True)
-    jobs, skipped = [], 0
+    jobs, skipped, private = [], 0, []
     for path in opts.files:
         for line, directive, code in blocks(path):
+            private += private_includes(path, line, code)
             where = "%s:%d" % (os.path.basename(path), line)
             if directive is not None and directive.split()[0:1] == ["skip"]:
                 skipped += 1
@@ -178,7 +198,9 @@ def main():
         return job, subprocess.run([opts.cxx, "-fsyntax-only", *flags, source],
                                    capture_output=True, text=True)
 
-    failures = 0
+    failures = len(private)
+    for message in private:
+        print("FAIL: %s" % message)
     with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
         for (where, code, source), r in pool.map(compile_one, jobs):
             if r.returncode == 0:
@@ -189,8 +211,8 @@ def main():
             print("FAIL: %s: the ```cpp block starting '%s' does not compile "
                   "(%s):" % (where, first.strip(), source))
             print(r.stderr)
-    print("%d blocks compiled, %d failed, %d skipped"
-          % (len(jobs), failures, skipped))
+    print("%d blocks compiled, %d failed, %d skipped, %d private includes"
+          % (len(jobs), failures - len(private), skipped, len(private)))
     return 1 if failures else 0
 
 

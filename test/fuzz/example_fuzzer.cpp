@@ -69,13 +69,6 @@ const char *kindName(proto::Feature::KindCase k) {
   }
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 /// A feature's values as a rank-1 tensor of `dtype` (empty when absent).
 TensorValue valuesOf(const proto::Feature *f, DType dtype) {
   TensorValue t;
@@ -148,7 +141,7 @@ Expected expect(const proto::Example &ex, const FeatureSpecs &specs) {
       } else if (count != stride) {
         return fail(name, "has " + std::to_string(count) +
                               " values, expected " + std::to_string(stride) +
-                              " for shape " + shapeString(fixed->shape));
+                              " for shape " + shape_string(fixed->shape));
       }
       values.shape = fixed->shape;
       fields.emplace(name, Element(values));
@@ -168,7 +161,7 @@ Expected expect(const proto::Example &ex, const FeatureSpecs &specs) {
         return fail(name, "has " + std::to_string(count) +
                               " values, not a multiple of " +
                               std::to_string(stride) + " (steps of shape " +
-                              shapeString(seq.shape) + ")");
+                              shape_string(seq.shape) + ")");
       values.shape = {count / stride};
       values.shape.insert(values.shape.end(), seq.shape.begin(),
                           seq.shape.end());

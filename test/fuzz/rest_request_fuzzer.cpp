@@ -1,6 +1,6 @@
 //===- rest_request_fuzzer.cpp - estc-serve's REST request parsing ------===//
 //
-// serving::parse_request (estimator/Serving/RestApi.h) on "METHOD PATH\n"
+// serving::parse_request (tools/estc-serve/RestApi.h) on "METHOD PATH\n"
 // and a body, against fixed signatures of every input dtype. The
 // documented failure is RestError with one line. A predict request that
 // parses must hold whole tensors, and its tensors written as a columnar
@@ -11,7 +11,7 @@
 
 #include "test/fuzz/FuzzSupport.h"
 
-#include "estimator/Serving/RestApi.h"
+#include "tools/estc-serve/RestApi.h"
 
 #include <cmath>
 #include <cstring>

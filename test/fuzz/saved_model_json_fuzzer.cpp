@@ -14,7 +14,7 @@
 
 #include "test/fuzz/FuzzSupport.h"
 
-#include "estimator/Serving/SavedModel.h"
+#include "runtime/serving/SavedModel.h"
 
 using namespace estc;
 using namespace estc::fuzz;

@@ -7,8 +7,14 @@
 # CMAKE_PREFIX_PATH pointing at estc, and checks that
 #   - the installed programs and the example use the installed
 #     libEstcRuntime.so, not the build tree's,
-#   - the AOT trainer links no LLVM/MLIR,
-#   - both trainers learn (each exits 0 only when it does).
+#   - the AOT trainer and the serving programs link no LLVM/MLIR,
+#   - both custom model_fn trainers learn (each exits 0 only when it does),
+#   - the canned estimator learns from its CSV files and exports; its export
+#     answers as the Estimator predicted from C++ (serving::SavedModel),
+#     from C (the C API found with pkg-config) and over HTTP (the installed
+#     estc-serve on a loopback port, TF Serving's :classify with curl),
+#   - a component that is not installed, or that does not exist, stops
+#     find_package with one line naming it.
 set -euo pipefail
 build=$1 example=$2 work=$3 generator=$4 cxx=$5 launcher=$6 build_type=$7
 cxx_flags=$8
@@ -48,3 +54,68 @@ aot=$work/build/classifier_aot jit=$work/build/classifier_jit
 export ESTC_CACHE_DIR=$work/jit-cache
 "$jit"
 "$aot"
+
+# The canned estimator, its export, and the export served three ways.
+census=$work/census
+mkdir -p "$census"
+"$work/build/census_canned" "$census"
+export_dir=$(ls -d "$census"/export/[0-9]* | sort | tail -1)
+for bin in census_serve census_c_api; do
+  ! ldd "$work/build/$bin" | grep -E 'lib(LLVM|MLIR)' || fail "$bin links LLVM/MLIR"
+done
+"$work/build/census_serve" "$census"
+"$work/build/census_c_api" "$census" "$export_dir"
+
+# estc-serve from the install: TF Serving's REST :classify, answered as the
+# Estimator predicted (the first row's probability of >50K and class).
+serve=$prefix/bin/estc-serve
+[[ $(runtime_of "$serve") == "$prefix"/lib*/libEstcRuntime.so ]] ||
+  fail "estc-serve does not load the installed runtime: $(runtime_of "$serve")"
+"$serve" --model_name=census --model_base_path="$census/export" \
+  --rest_api_port=0 --rest_api_host=127.0.0.1 --port_file="$work/port" \
+  >"$work/serve.log" 2>&1 &
+serve_pid=$!
+trap 'kill $serve_pid 2>/dev/null || true' EXIT
+for _ in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.05; done
+[ -s "$work/port" ] || { cat "$work/serve.log"; fail "estc-serve wrote no port file"; }
+first=$(sed -n 2p "$census/served.csv")
+IFS=, read -r age education occupation hours _ <<<"$first"
+request='{"examples": [{"age": '$age', "education": "'$education'", "occupation": "'$occupation'", "hours": '$hours'}]}'
+reply=$(curl -s --max-time 30 -X POST -H 'Content-Type: application/json' \
+  -d "$request" "http://127.0.0.1:$(cat "$work/port")/v1/models/census:classify") ||
+  fail "curl could not reach estc-serve"
+read -r want_p want_class < "$census/expected_predictions.txt"
+python3 - "$reply" "$want_p" "$want_class" <<'PY' || fail "estc-serve's :classify: $reply"
+import json, sys
+reply, want_p, want_class = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+pairs = dict(reply["results"][0])
+assert abs(pairs[">50K"] - want_p) <= 1e-6, (pairs, want_p)
+assert max(pairs, key=pairs.get) == want_class, (pairs, want_class)
+print("estc-serve :classify", pairs)
+PY
+kill -TERM $serve_pid
+wait $serve_pid || fail "estc-serve exited $? on SIGTERM"
+trap - EXIT
+
+# Components: one that is not installed, and one that does not exist, are
+# each one line. The c_api component alone is removed from a copy of the
+# install (its targets file and pkg-config file).
+partial=$work/partial
+cp -a "$prefix" "$partial"
+rm "$partial"/lib*/cmake/estc/estc-c_api-targets*.cmake
+mkdir -p "$work/components"
+cat >"$work/components/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(components LANGUAGES CXX)
+find_package(estc CONFIG REQUIRED COMPONENTS ${WANT})
+CM
+component_error() {
+  ! cmake -S "$work/components" -B "$work/components/build-$1" \
+    -DCMAKE_PREFIX_PATH="$2" -DWANT="$1" >"$work/components/$1.log" 2>&1 ||
+    fail "find_package(estc COMPONENTS $1) did not fail"
+  grep -F "$3" "$work/components/$1.log" >/dev/null ||
+    { cat "$work/components/$1.log"; fail "no line '$3' for component $1"; }
+}
+component_error c_api "$partial" "estc: component 'c_api' is not installed in"
+component_error nope "$prefix" "estc: no component 'nope' (components: estimator saved_model c_api jit canned serving)"
+echo "package: every component found, the missing ones named"

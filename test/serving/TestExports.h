@@ -52,7 +52,7 @@ inline std::string export_tiny(const std::string &model_dir,
                                std::unique_ptr<Estimator> &holder) {
   holder =
       std::make_unique<Estimator>(tiny::classifier_fn, quietConfig(model_dir));
-  holder->train(tiny::trainInput(), {}, /*steps=*/30);
+  holder->train(tiny::trainInput(), {.steps = 30});
   return holder->export_saved_model(
       export_base,
       build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}}));
@@ -113,7 +113,7 @@ inline std::string export_linear(const std::string &model_dir,
       linear_columns(), head, LinearOptions(), quietConfig(model_dir));
   LinearData train = linear_data(400, 1);
   holder->train(numpy_input_fn(train.x, train.y, {32, std::nullopt, true, 7}),
-                {}, /*steps=*/60);
+                {.steps = 60});
   ServingInputReceiverFn parsing = build_parsing_serving_input_receiver_fn(
       fc::make_parse_example_spec(linear_columns()));
   ServingInputReceiverFn withRaw = [parsing] {

@@ -2,14 +2,14 @@
  *
  *   c_api_test TINY_EXPORT LINEAR_EXPORT
  *
- * Loads the two exports of make_test_exports through estimator/Serving/
+ * Loads the two exports of make_test_exports through tools/estc-serve/
  * c_api.h, lists signatures, runs them and checks what a C caller sees:
  * shapes, dtypes, probabilities that sum to 1 with the class at their
  * argmax, class name strings, and each error status with its message.
  * Exits non-zero on the first failed check, naming it.
  *
  *===----------------------------------------------------------------------===*/
-#include "estimator/Serving/c_api.h"
+#include "runtime/serving/c_api.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -3,8 +3,9 @@
 # port, real exports (serve_test_exports), curl and wrk as clients.
 #   estc_serve_e2e.sh ESTC_SERVE SERVE_TEST_EXPORTS WORK_DIR
 # Checks: answers equal to in-process SavedModel::run, status, metadata,
-# errors with TF Serving's status codes, 413 over --max_request_bytes, a
-# version swap under wrk load (zero non-2xx and socket errors), a corrupt
+# errors with TF Serving's status codes, a JSON body over 8 KiB sent as
+# curl -d sends it (application/x-www-form-urlencoded), 413 over
+# --max_request_bytes and only then, a version swap under wrk load (zero non-2xx and socket errors), a corrupt
 # new version (the previous keeps serving), SIGTERM with requests in flight
 # (all answered, exit 0). Exit 77 (ctest SKIP) without curl or wrk.
 set -u
@@ -76,6 +77,19 @@ expect 400 POST /v1/models/tiny:predict "$work/broken.json" 'JSON Parse error'
 expect 404 GET /v2/nothing "" '"error"'
 head -c 200000 /dev/zero | tr '\0' ' ' > "$work/big.json"
 expect 413 POST /v1/models/tiny:predict "$work/big.json" 'max_request_bytes'
+# curl -d's Content-Type (application/x-www-form-urlencoded, as TF Serving's
+# examples send requests): a JSON body over 8 KiB is served, one over
+# --max_request_bytes is 413 with the limit.
+{ head -c 20000 /dev/zero | tr '\0' ' '; cat "$work/tiny_predict.json"; } > "$work/padded.json"
+got=$(curl -s -o "$work/body" -w '%{http_code}' --data-binary @"$work/padded.json" \
+  "$url/v1/models/tiny:predict")
+[ "$got" = 200 ] || fail "form-urlencoded predict: HTTP $got: $(cat "$work/body")"
+cmp -s "$work/body" "$work/tiny_predict.expected" ||
+  fail "form-urlencoded predict: $(cat "$work/body") != $(cat "$work/tiny_predict.expected")"
+got=$(curl -s -o "$work/body" -w '%{http_code}' --data-binary @"$work/big.json" \
+  "$url/v1/models/tiny:predict")
+[ "$got" = 413 ] && grep -q -- '--max_request_bytes=100000' "$work/body" ||
+  fail "form-urlencoded over the limit: HTTP $got: $(cat "$work/body")"
 
 # A new version copied in under load: no failed request.
 cat > "$work/post.lua" <<LUA

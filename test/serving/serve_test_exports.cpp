@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Serving/RestApi.h"
-#include "estimator/Serving/SavedModel.h"
+#include "tools/estc-serve/RestApi.h"
+#include "runtime/serving/SavedModel.h"
 #include "test/serving/TestExports.h"
 
 #include <filesystem>

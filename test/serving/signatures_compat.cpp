@@ -22,10 +22,10 @@
 #include "estimator/Canned/Estimators.h"
 #include "estimator/Estimator.h"
 #include "estimator/Export.h"
+#include "estimator/FeatureColumnTransform.h"
 #include "lib/Data/Dataset.h"
 #include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
-#include "lib/FeatureColumn/HostTransform.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
@@ -310,7 +310,7 @@ int run(const std::string &tfPath, const fs::path &work) {
       const Model &m = all.at(model);
       std::unique_ptr<Estimator> est =
           m.make(RunConfig::from_tf_config("", o), withAge);
-      est->train(inputFn(withAge, m.labels), {}, /*steps=*/1);
+      est->train(inputFn(withAge, m.labels), {.steps = 1});
       std::string exported = est->export_saved_model((dir / "export").string(),
                                                      receiverFn(receiver));
       rapidjson::Document saved;

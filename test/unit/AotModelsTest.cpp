@@ -14,7 +14,7 @@
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphIO.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 #include "test/unit/ModelTesting.h"
 
 #include <gtest/gtest.h>

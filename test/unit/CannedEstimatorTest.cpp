@@ -244,7 +244,7 @@ TEST_F(CannedTest, LinearClassifierBinaryVocabularyAndWeightColumn) {
   LinearClassifier est(
       {fc::numeric_column("x1"), fc::numeric_column("x2"), color}, head, {},
       config("linear"));
-  est.train(trainInput(train.x, train.y), {}, 300);
+  est.train(trainInput(train.x, train.y), {.steps = 300});
 
   EXPECT_EQ(modelVariables(est),
             (std::vector<std::string>{"linear/linear_model/bias_weights",
@@ -331,7 +331,7 @@ TEST_F(CannedTest, LinearClassifierThreeClassesVocabularyAndWeightColumn) {
   linear.optimizer = OptimizerSpec("Ftrl", 0.5); // by name and rate
   LinearClassifier est({fc::numeric_column("x", {4})}, head, linear,
                        config("linear3"));
-  est.train(trainInput(train.x, train.y), {}, 300);
+  est.train(trainInput(train.x, train.y), {.steps = 300});
   EXPECT_EQ(est.get_variable_value("linear/linear_model/x/weights").shape,
             (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(est.get_variable_value("linear/linear_model/bias_weights").shape,
@@ -387,7 +387,7 @@ TEST_F(CannedTest, LinearRegressorRecoversKnownWeights) {
   linear.optimizer = OptimizerSpec("Ftrl", 1.0);
   LinearRegressor est({fc::numeric_column("x1"), fc::numeric_column("x2")}, {},
                       linear, config("regressor"));
-  est.train(trainInput(x, f32({n}, y)), {}, 400);
+  est.train(trainInput(x, f32({n}, y)), {.steps = 400});
   auto value = [&](const std::string &name) {
     return est.get_variable_value("linear/linear_model/" + name)
         .values<float>()
@@ -424,7 +424,7 @@ TEST_F(CannedTest, LinearEstimatorWithACustomHead) {
   linear.optimizer = train::AdagradOptimizer(0.3); // an object
   LinearEstimator est(std::make_shared<PoissonRegressionHead>(),
                       {fc::numeric_column("x")}, linear, config("poisson"));
-  est.train(trainInput(features, f32({n}, y)), {}, 400);
+  est.train(trainInput(features, f32({n}, y)), {.steps = 400});
   EXPECT_NEAR(est.get_variable_value("linear/linear_model/x/weights")
                   .values<float>()[0],
               0.3, 0.02);
@@ -567,7 +567,7 @@ TEST_F(CannedTest, DNNClassifierBatchNormStatisticsInTrainAndEval) {
   plain.batch_norm = true;
   DNNClassifier a({fc::numeric_column("x", {3})}, plain, {}, config("plain"));
   auto hook = std::make_shared<FirstStepHook>();
-  a.train(inOrder, {hook}, 1);
+  a.train(inOrder, {.hooks = {hook}, .steps = 1});
   std::vector<double> mean, var;
   std::vector<double> logits =
       dnnByHand(hook->before, xs0, batch, units, true, &mean, &var);
@@ -591,13 +591,13 @@ TEST_F(CannedTest, DNNClassifierBatchNormStatisticsInTrainAndEval) {
   o.optimizer = OptimizerSpec("Adam", 0.02); // by name and rate
   DNNClassifier b({fc::numeric_column("x", {3})}, o, {}, config("dropout"));
   auto dropped = std::make_shared<FirstStepHook>();
-  b.train(inOrder, {dropped}, 1);
+  b.train(inOrder, {.hooks = {dropped}, .steps = 1});
   EXPECT_GT(
       std::abs(dropped->loss -
                meanSigmoidCrossEntropy(
                    dnnByHand(dropped->before, xs0, batch, units, true), ids0)),
       1e-4);
-  b.train(trainInput(train.x, train.y), {}, 300);
+  b.train(trainInput(train.x, train.y), {.steps = 300});
   EXPECT_EQ(modelVariables(b),
             (std::vector<std::string>{
                 "dnn/hiddenlayer_0/batchnorm_0/beta",
@@ -648,7 +648,7 @@ TEST_F(CannedTest, DNNRegressorLearnsACurve) {
   o.optimizer = OptimizerSpec("Adam", 0.02);
   DNNRegressor est({fc::numeric_column("x", {2})}, o, {}, config("dnnreg"));
   EvalResults before = est.evaluate(evalInput(x, f32({n}, y)));
-  est.train(trainInput(x, f32({n}, y)), {}, 400);
+  est.train(trainInput(x, f32({n}, y)), {.steps = 400});
   EXPECT_EQ(modelVariables(est),
             (std::vector<std::string>{
                 "dnn/hiddenlayer_0/bias", "dnn/hiddenlayer_0/kernel",
@@ -690,7 +690,7 @@ TEST_F(CannedTest, DNNLinearCombinedClassifierTrainsEachPartByItsOptimizer) {
   ClassifierOptions head;
   head.label_vocabulary = {"no", "yes"};
   DNNLinearCombinedClassifier est(o, head, config("combined"));
-  est.train(trainInput(train.x, train.y), {}, 200);
+  est.train(trainInput(train.x, train.y), {.steps = 200});
 
   std::vector<std::string> names = est.get_variable_names();
   std::vector<std::string> model = modelVariables(est);
@@ -739,7 +739,7 @@ TEST_F(CannedTest, DNNLinearCombinedRegressorTrainsBothParts) {
   o.dnn_optimizer = OptimizerSpec("Adam", 0.02);
   DNNLinearCombinedRegressor est(o, {}, config("combined_regressor"));
   EvalResults before = est.evaluate(evalInput(x, f32({n}, y)));
-  est.train(trainInput(x, f32({n}, y)), {}, 300);
+  est.train(trainInput(x, f32({n}, y)), {.steps = 300});
   std::map<std::string, TensorValue> start = checkpointAt(est.model_dir(), 0);
   for (const std::string &name : modelVariables(est))
     EXPECT_TRUE(changed(start.at(name), est.get_variable_value(name))) << name;
@@ -761,7 +761,7 @@ TEST_F(CannedTest, BaselineClassifierBiasIsTheLabelLogOdds) {
   Features x = {{"x", f32({n}, std::vector<float>(n, 0.5f))}};
   BaselineClassifier est({}, "Ftrl", config("baseline"));
   // Every batch is the whole data: the bias converges, not wanders.
-  est.train(trainInput(x, i64({n}, y), n), {}, 500);
+  est.train(trainInput(x, i64({n}, y), n), {.steps = 500});
   EXPECT_EQ(est.get_variable_names(),
             (std::vector<std::string>{kInputStateTensor, "baseline/bias",
                                       "baseline/bias/Ftrl",
@@ -788,7 +788,7 @@ TEST_F(CannedTest, BaselineClassifierThreeClassesGivesTheFrequencies) {
   head.n_classes = 3;
   head.label_vocabulary = names;
   BaselineClassifier est(head, OptimizerSpec("SGD", 1.0), config("baseline3"));
-  est.train(trainInput(x, strs({n}, y), n), {}, 300);
+  est.train(trainInput(x, strs({n}, y), n), {.steps = 300});
   std::vector<float> bias =
       est.get_variable_value("baseline/bias").values<float>();
   ASSERT_EQ(bias.size(), 3u);
@@ -815,7 +815,7 @@ TEST_F(CannedTest, BaselineRegressorBiasIsTheLabelMean) {
   RegressorOptions head;
   head.label_dimension = 2;
   BaselineRegressor est(head, "Ftrl", config("baseline_regressor"));
-  est.train(trainInput(x, f32({n, 2}, y), n), {}, 500);
+  est.train(trainInput(x, f32({n, 2}, y), n), {.steps = 500});
   std::vector<float> bias =
       est.get_variable_value("baseline/bias").values<float>();
   ASSERT_EQ(bias.size(), 2u);
@@ -922,8 +922,8 @@ TEST_F(CannedTest, LabelNotInTheVocabulary) {
   LinearClassifier est({fc::numeric_column("x")}, head, {}, config("vocab"));
   Features x = {{"x", f32({3}, {1, 2, 3})}};
   InputFn input = evalInput(x, strs({3}, {"no", "yes", "maybe"}));
-  EXPECT_THROW(est.train(input, {}, 1), data::DataError);
-  EXPECT_EQ(errorOf([&] { est.train(input, {}, 1); }),
+  EXPECT_THROW(est.train(input, {.steps = 1}), data::DataError);
+  EXPECT_EQ(errorOf([&] { est.train(input, {.steps = 1}); }),
             "BinaryClassHead: label 'maybe' at batch row 2 is not in "
             "label_vocabulary");
 }
@@ -933,8 +933,8 @@ TEST_F(CannedTest, MissingFeature) {
                        {}, config("missing"));
   Features x = {{"x", f32({3}, {1, 2, 3})}};
   InputFn input = evalInput(x, i64({3}, {0, 1, 1}));
-  EXPECT_THROW(est.train(input, {}, 1), data::DataError);
-  EXPECT_EQ(errorOf([&] { est.train(input, {}, 1); }),
+  EXPECT_THROW(est.train(input, {.steps = 1}), data::DataError);
+  EXPECT_EQ(errorOf([&] { est.train(input, {.steps = 1}); }),
             "numeric_column 'z': feature 'z' is missing from the batch "
             "(features: x)");
 }
@@ -1044,7 +1044,7 @@ TEST_P(SklearnTablesTest, LinearAndDNNClassifiersReachLogisticRegression) {
   InputFn trainFn = trainInput(t->trainX, t->trainY, 32, 1);
 
   LinearClassifier linear(columns, head, {}, config("linear"));
-  linear.train(trainFn, {}, steps);
+  linear.train(trainFn, {.steps = steps});
   double linearAccuracy =
       linear.evaluate(evalInput(t->testX, t->testY, 32)).at("accuracy");
 
@@ -1055,7 +1055,7 @@ TEST_P(SklearnTablesTest, LinearAndDNNClassifiersReachLogisticRegression) {
   // epochs; bench/sklearn_baseline.py).
   o.optimizer = "Adam";
   DNNClassifier dnn(columns, o, head, config("dnn"));
-  dnn.train(trainFn, {}, steps);
+  dnn.train(trainFn, {.steps = steps});
   double dnnAccuracy =
       dnn.evaluate(evalInput(t->testX, t->testY, 32)).at("accuracy");
 

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"

@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CompiledModel.h"
-#include "runtime/Cuda.h"
-#include "runtime/Kernels.h"
+#include "runtime/cuda/Cuda.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
 

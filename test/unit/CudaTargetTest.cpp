@@ -13,7 +13,7 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Registration.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"

@@ -71,7 +71,7 @@ TEST_F(EstimatorAotTest, TrainsEvaluatesPredicts) {
     Estimator est(std::make_unique<Mlp>(), config());
     EXPECT_EQ(est.compile_count(), 0);
     EvalResults before = est.evaluate(evalInput);
-    est.train(trainInput, {}, 60);
+    est.train(trainInput, {.steps = 60});
     EvalResults after = est.evaluate(evalInput);
     EXPECT_EQ(after.at("global_step"), 60);
     EXPECT_LT(after.at("loss"), before.at("loss") * 0.5);
@@ -79,12 +79,13 @@ TEST_F(EstimatorAotTest, TrainsEvaluatesPredicts) {
   }
   // A new process resumes from the checkpoint.
   Estimator est(std::make_unique<Mlp>(), config());
-  est.train(trainInput, {}, std::nullopt, /*max_steps=*/80);
+  est.train(trainInput, {.max_steps = 80});
   EXPECT_EQ(est.get_variable_value("global_step").values<int64_t>()[0], 80);
 
   int64_t correct = 0, n = 0;
   std::vector<int64_t> labels = eval.y.values<int64_t>();
-  for (const Prediction &p : est.predict(evalInput, {"classes"})) {
+  for (const Prediction &p :
+       est.predict(evalInput, {.predict_keys = {"classes"}})) {
     correct += p.at("classes").values<int64_t>()[0] == labels[n];
     ++n;
   }
@@ -98,7 +99,7 @@ TEST_F(EstimatorAotTest, TrainsEvaluatesPredicts) {
     }
   };
   try {
-    est.train(trainInput, {std::make_shared<Fetch>()}, 1);
+    est.train(trainInput, {.hooks = {std::make_shared<Fetch>()}, .steps = 1});
     FAIL() << "no error";
   } catch (const std::invalid_argument &e) {
     EXPECT_STREQ(e.what(),

@@ -130,7 +130,7 @@ struct AllocationProbe : SessionRunHook {
 TEST_F(EstimatorStepTest, ASteadyStateStepAllocatesOnlyWhatTheHookApiNeeds) {
   auto est = make();
   auto probe = std::make_shared<AllocationProbe>(300);
-  est->train(trainInput(), {probe}, 300);
+  est->train(trainInput(), {.hooks = {probe}, .steps = 300});
   ASSERT_EQ(probe->counts.size(), 300u);
   // Steps 101..300: compiled, warmed up, the fetches the same every step.
   double perStep =
@@ -173,8 +173,8 @@ TEST_F(EstimatorStepTest, ArraysFedDirectlyTrainAsTheirBatches) {
   auto viaBatches = make("batches");
   auto directLosses = std::make_shared<LossRecorder>();
   auto batchLosses = std::make_shared<LossRecorder>();
-  direct->train(arrays, {directLosses});
-  viaBatches->train(throughGenerator(arrays), {batchLosses});
+  direct->train(arrays, {.hooks = {directLosses}});
+  viaBatches->train(throughGenerator(arrays), {.hooks = {batchLosses}});
   ASSERT_EQ(directLosses->seen.size(), 10u);
   EXPECT_EQ(directLosses->seen, batchLosses->seen);
   for (const std::string &name : viaBatches->get_variable_names())
@@ -188,13 +188,13 @@ TEST_F(EstimatorStepTest, ArraysFedDirectlyTrainAsTheirBatches) {
 
 TEST_F(EstimatorStepTest, ArraysResumeWhereTheCheckpointWas) {
   auto whole = make("whole");
-  whole->train(trainInput(100, 32), {}, 25);
+  whole->train(trainInput(100, 32), {.steps = 25});
   {
     auto first = make("parts");
-    first->train(trainInput(100, 32), {}, 10);
+    first->train(trainInput(100, 32), {.steps = 10});
   }
   auto second = make("parts");
-  second->train(trainInput(100, 32), {}, 15);
+  second->train(trainInput(100, 32), {.steps = 15});
   for (const std::string &name : whole->get_variable_names())
     EXPECT_EQ(whole->get_variable_value(name).data, // the input's position too
               second->get_variable_value(name).data)

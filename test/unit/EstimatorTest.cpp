@@ -15,13 +15,13 @@
 #include "estimator/Estimator.h"
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
-#include "examples/models/Models.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
+#include "lib/Models/Models.h"
 #include "lib/Summary/Summary.h"
-#include "runtime/Cuda.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cuda/Cuda.h"
 
 #include <gtest/gtest.h>
 
@@ -117,7 +117,7 @@ TEST_F(EstimatorTest, TrainReducesLossAndEvaluates) {
   auto est = make();
   EvalResults before = est->evaluate(evalInput());
   EXPECT_EQ(before.at("global_step"), 0);
-  est->train(trainInput(), {}, /*steps=*/200);
+  est->train(trainInput(), {.steps = 200});
   EvalResults after = est->evaluate(evalInput());
   EXPECT_EQ(after.at("global_step"), 200);
   EXPECT_LT(after.at("loss"), before.at("loss") * 0.6);
@@ -181,7 +181,7 @@ TEST_F(EstimatorTest, TrainInstallsTheBuiltInHooksAsTf) {
   auto est = make();
   std::vector<std::string> calls;
   auto losses = std::make_shared<RecordingHook>(&calls);
-  est->train(trainInput(), {losses}, 25);
+  est->train(trainInput(), {.hooks = {losses}, .steps = 25});
   auto lossText = [&](int64_t step) {
     return format_tensor(TensorValue::of<float>(
         {}, {static_cast<float>(losses->losses.at(step - 1))}));
@@ -237,7 +237,7 @@ TEST_F(EstimatorTest, TrainInstallsTheBuiltInHooksAsTf) {
   // CheckpointSaverHook.after_create_session), the input's position
   // included; its first line is step 26.
   logs_.clear();
-  est->train(trainInput(), {}, 1);
+  est->train(trainInput(), {.steps = 1});
   EXPECT_EQ(logs_.at(1), "Restored the input pipeline's position from " +
                              prefix.substr(0, prefix.size() - 1) + "-25");
   EXPECT_EQ(logs_.at(2), "Calling checkpoint listeners before saving "
@@ -249,16 +249,16 @@ TEST_F(EstimatorTest, TrainInstallsTheBuiltInHooksAsTf) {
 TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
   {
     auto est = make();
-    est->train(trainInput(), {}, /*steps=*/15);
+    est->train(trainInput(), {.steps = 15});
     EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
-    est->train(trainInput(), {}, /*steps=*/5);
+    est->train(trainInput(), {.steps = 5});
     EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 20);
   }
   // A new Estimator (a restarted process) resumes at the saved step.
   auto est = make();
   std::vector<std::string> calls;
   auto hook = std::make_shared<RecordingHook>(&calls);
-  est->train(trainInput(), {hook}, std::nullopt, /*max_steps=*/25);
+  est->train(trainInput(), {.hooks = {hook}, .max_steps = 25});
   EXPECT_EQ(calls.at(1), "h.after_create_session@20");
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 25);
   EXPECT_EQ(hook->losses.size(), 5u);
@@ -266,7 +266,7 @@ TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
   // Already there: skipped with a log line, no hook called.
   logs_.clear();
   calls.clear();
-  est->train(trainInput(), {hook}, std::nullopt, /*max_steps=*/25);
+  est->train(trainInput(), {.hooks = {hook}, .max_steps = 25});
   EXPECT_TRUE(calls.empty());
   ASSERT_FALSE(logs_.empty());
   EXPECT_NE(logs_.back().find("Skipping training since max_steps has already "
@@ -276,7 +276,7 @@ TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
   EXPECT_THROW(
       {
         try {
-          est->train(trainInput(), {}, 5, 10);
+          est->train(trainInput(), {.steps = 5, .max_steps = 10});
         } catch (const std::invalid_argument &e) {
           EXPECT_STREQ(e.what(), "Estimator.train: Can not provide both steps "
                                  "and max_steps.");
@@ -284,8 +284,8 @@ TEST_F(EstimatorTest, StepsAddMaxStepsIsAbsoluteAndResumes) {
         }
       },
       std::invalid_argument);
-  EXPECT_THROW(est->train(trainInput(), {}, 0), std::invalid_argument);
-  EXPECT_THROW(est->train(trainInput(), {}, std::nullopt, -3),
+  EXPECT_THROW(est->train(trainInput(), {.steps = 0}), std::invalid_argument);
+  EXPECT_THROW(est->train(trainInput(), {.max_steps = -3}),
                std::invalid_argument);
 }
 
@@ -294,7 +294,7 @@ TEST_F(EstimatorTest, HooksOrderRequestStopAndInputExhaustion) {
   std::vector<std::string> calls;
   auto a = std::make_shared<RecordingHook>(&calls, "a");
   auto b = std::make_shared<RecordingHook>(&calls, "b", /*stopAt=*/2);
-  est->train(trainInput(), {a, b});
+  est->train(trainInput(), {.hooks = {a, b}});
   std::vector<std::string> want = {"a.begin",
                                    "b.begin",
                                    "a.after_create_session@0",
@@ -318,7 +318,7 @@ TEST_F(EstimatorTest, HooksOrderRequestStopAndInputExhaustion) {
   // is called.
   calls.clear();
   auto c = std::make_shared<RecordingHook>(&calls, "c");
-  est->train(trainInput(70, 32, 1), {c});
+  est->train(trainInput(70, 32, 1), {.hooks = {c}});
   int before = 0, after = 0;
   for (const std::string &s : calls) {
     before += s == "c.before_run";
@@ -346,7 +346,7 @@ TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
   };
   auto est = make();
   auto listener = std::make_shared<Listener>();
-  est->train(trainInput(), {}, 100, std::nullopt, {listener});
+  est->train(trainInput(), {.steps = 100, .saving_listeners = {listener}});
   std::vector<std::string> want = {
       "begin",         "before_save@0",  "after_save@0",  "before_save@10",
       "after_save@10", "before_save@20", "after_save@20", "end@20"};
@@ -357,12 +357,14 @@ TEST_F(EstimatorTest, SavingListenersAndStopFromListener) {
   off.save_checkpoints_steps = 0;
   Estimator noCkpt(classifier_fn, config("nockpt").replace(off));
   EXPECT_EQ(
-      errorOf(
-          [&] { noCkpt.train(trainInput(), {}, 5, std::nullopt, {listener}); }),
+      errorOf([&] {
+        noCkpt.train(trainInput(),
+                     {.steps = 5, .saving_listeners = {listener}});
+      }),
       "Estimator.train: There should be a CheckpointSaverHook to use "
       "saving_listeners. Please set one of the "
       "RunConfig.save_checkpoints_steps or RunConfig.save_checkpoints_secs.");
-  noCkpt.train(trainInput(), {}, 5);
+  noCkpt.train(trainInput(), {.steps = 5});
   EXPECT_FALSE(noCkpt.latest_checkpoint());
 }
 
@@ -392,10 +394,10 @@ TEST_F(EstimatorTest, EvaluateLossIsTheMeanOfBatchLossesAndTakesSteps) {
   };
   EXPECT_EQ(rowEst.evaluate(batches(200)).at("loss"), 99.5);
   EXPECT_EQ(rowEst.evaluate(batches(64)).at("loss"), 120.5);
-  EXPECT_EQ(rowEst.evaluate(batches(64), /*steps=*/2).at("loss"), 63.5);
+  EXPECT_EQ(rowEst.evaluate(batches(64), {.steps = 2}).at("loss"), 63.5);
 
   auto est = make();
-  est->train(trainInput(), {}, 30);
+  est->train(trainInput(), {.steps = 30});
   // steps: the first batch only, as a batch of 64 alone gives.
   Data d = makeData(200, 2);
   Features first{
@@ -403,7 +405,7 @@ TEST_F(EstimatorTest, EvaluateLossIsTheMeanOfBatchLossesAndTakesSteps) {
                                     d.x.at("x").data.substr(0, 64 * 16))}};
   TensorValue firstLabels =
       TensorValue::from_bytes(DType::Int64, {64}, d.y.data.substr(0, 64 * 8));
-  EvalResults one = est->evaluate(evalInput(200, 64), /*steps=*/1);
+  EvalResults one = est->evaluate(evalInput(200, 64), {.steps = 1});
   EvalResults alone =
       est->evaluate(numpy_input_fn(first, firstLabels, {64, 1, false, 0}));
   EXPECT_EQ(one, alone);
@@ -427,7 +429,7 @@ TEST_F(EstimatorTest, NonScalarMetricsGiveOneResultPerElement) {
     return spec;
   };
   Estimator est(fn, config(), Params{{"hidden", 8}});
-  est.train(trainInput(), {}, 20);
+  est.train(trainInput(), {.steps = 20});
   EvalResults r = est.evaluate(evalInput(200, 64));
   ASSERT_EQ(r.count("tp"), 0u);
   Data d = makeData(200, 2);
@@ -448,18 +450,19 @@ TEST_F(EstimatorTest, NonScalarMetricsGiveOneResultPerElement) {
 
 TEST_F(EstimatorTest, EvaluatesAGivenCheckpointUnderAName) {
   auto est = make();
-  est->train(trainInput(), {}, 20);
+  est->train(trainInput(), {.steps = 20});
   std::string at10 = (fs::path(est->model_dir()) / "model.ckpt-10").string();
-  EvalResults r = est->evaluate(evalInput(), std::nullopt, {}, at10, "ten");
+  EvalResults r =
+      est->evaluate(evalInput(), {.checkpoint_path = at10, .name = "ten"});
   EXPECT_EQ(r.at("global_step"), 10);
   EXPECT_EQ(summary::list_event_files(est->eval_dir("ten")).size(), 1u);
-  EXPECT_THROW(
-      est->evaluate(evalInput(), std::nullopt, {}, (dir_ / "missing").string()),
-      train::CheckpointError);
+  EXPECT_THROW(est->evaluate(evalInput(),
+                             {.checkpoint_path = (dir_ / "missing").string()}),
+               train::CheckpointError);
 }
 
 TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
-  make()->train(trainInput(), {}, 20);
+  make()->train(trainInput(), {.steps = 20});
   std::string latest = (dir_ / "model" / "model.ckpt-20.safetensors").string();
   {
     std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
@@ -474,7 +477,7 @@ TEST_F(EstimatorTest, RestoreSkipsACorruptCheckpoint) {
               (dir_ / "model" / "model.ckpt-10").string());
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 10);
   EXPECT_EQ(est->evaluate(evalInput()).at("global_step"), 10);
-  est->train(trainInput(), {}, std::nullopt, /*max_steps=*/15);
+  est->train(trainInput(), {.max_steps = 15});
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_NE(err.find("model.ckpt-20.safetensors"), std::string::npos) << err;
@@ -494,7 +497,7 @@ TEST_F(EstimatorTest, EvaluationsFromAHookDuringTraining) {
     }
     void after_run(SessionRunContext &, const SessionRunValues &v) override {
       if (v.results.at("global_step").element(0) == 10) {
-        inMemory = est->evaluate_in_memory(input, std::nullopt, {}, "mem");
+        inMemory = est->evaluate_in_memory(input, {.name = "mem"});
         fromCheckpoint = est->evaluate(input);
       }
     }
@@ -505,20 +508,21 @@ TEST_F(EstimatorTest, EvaluationsFromAHookDuringTraining) {
   hook->input = evalInput();
   std::vector<std::string> calls;
   auto losses = std::make_shared<RecordingHook>(&calls);
-  est->train(trainInput(), {hook, losses}, 20);
+  est->train(trainInput(), {.hooks = {hook, losses}, .steps = 20});
   ASSERT_TRUE(hook->inMemory);
   EXPECT_EQ(hook->inMemory->at("global_step"), 10);
-  EXPECT_EQ(
-      *hook->inMemory,
-      est->evaluate(evalInput(), std::nullopt, {},
-                    (fs::path(est->model_dir()) / "model.ckpt-10").string()));
+  EXPECT_EQ(*hook->inMemory,
+            est->evaluate(
+                evalInput(),
+                {.checkpoint_path =
+                     (fs::path(est->model_dir()) / "model.ckpt-10").string()}));
   EXPECT_EQ(hook->fromCheckpoint->at("global_step"), 10);
 
   // The same training without the evaluations: the same losses.
   auto plain = make("plain");
   std::vector<std::string> calls2;
   auto losses2 = std::make_shared<RecordingHook>(&calls2);
-  plain->train(trainInput(), {losses2}, 20);
+  plain->train(trainInput(), {.hooks = {losses2}, .steps = 20});
   EXPECT_EQ(losses->losses, losses2->losses);
 }
 
@@ -535,7 +539,7 @@ TEST_F(EstimatorTest, NanLossRaisesNanLossDuringTrainingError) {
     xs[i] = std::nanf(""); // the second batch of 4
   Features nan{{"x", TensorValue::of<float>({8, 4}, xs)}};
   try {
-    est.train(numpy_input_fn(nan, d.y, {4, 1, false, 0}), {}, 5);
+    est.train(numpy_input_fn(nan, d.y, {4, 1, false, 0}), {.steps = 5});
     FAIL() << "no error";
   } catch (const NanLossDuringTrainingError &e) {
     EXPECT_STREQ(e.what(),
@@ -555,7 +559,7 @@ TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
   CheckpointSaverHook::Options o;
   o.save_steps = 4;
   auto saver = std::make_shared<CheckpointSaverHook>(est->model_dir(), o);
-  est->train(trainInput(), {saver}, 9);
+  est->train(trainInput(), {.hooks = {saver}, .steps = 9});
   // The hook's schedule (0, 4, 8, 9), not the built-in one (0, then 10).
   auto state = train::get_checkpoint_state(est->model_dir());
   ASSERT_TRUE(state);
@@ -572,11 +576,13 @@ TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
     }
   };
   auto listener = std::make_shared<Listener>();
-  est->train(trainInput(), {saver}, 5, std::nullopt, {listener});
+  est->train(trainInput(),
+             {.hooks = {saver}, .steps = 5, .saving_listeners = {listener}});
   // At the start (the state at 9, as TF's after_create_session), every 4
   // steps from there, at the end.
   EXPECT_EQ(listener->saves, (std::vector<int64_t>{9, 13, 14}));
-  est->train(trainInput(), {saver}, 1, std::nullopt, {listener});
+  est->train(trainInput(),
+             {.hooks = {saver}, .steps = 1, .saving_listeners = {listener}});
   EXPECT_EQ(saver->listeners().size(), 1u);
   EXPECT_EQ(listener->saves, (std::vector<int64_t>{9, 13, 14, 14, 15}));
 }
@@ -585,7 +591,7 @@ TEST_F(EstimatorTest, ACheckpointSaverHookReplacesTheBuiltInSaving) {
 
 TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
   auto est = make();
-  est->train(trainInput(), {}, 50);
+  est->train(trainInput(), {.steps = 50});
   Data d = makeData(10, 3);
   int batchesRead = 0;
   auto input = [&]() {
@@ -625,14 +631,16 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
 
   // predict_keys and whole batches.
   std::vector<int64_t> sizes;
-  for (const Prediction &p : est->predict(input, {"classes"}, {}, "", false)) {
+  for (const Prediction &p :
+       est->predict(input, {.predict_keys = {"classes"},
+                            .yield_single_examples = false})) {
     ASSERT_EQ(p.size(), 1u);
     sizes.push_back(p.at("classes").shape.at(0));
   }
   EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
 
   try {
-    est->predict(input, {"logits"});
+    est->predict(input, {.predict_keys = {"logits"}});
     FAIL() << "no error";
   } catch (const std::invalid_argument &e) {
     EXPECT_STREQ(e.what(), "Estimator.predict: predict_keys 'logits' is not a "
@@ -657,7 +665,7 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
   auto hook = std::make_shared<PredictHook>();
   hook->calls = &calls;
   int n = 0;
-  for (const Prediction &p : est->predict(input, {}, {hook})) {
+  for (const Prediction &p : est->predict(input, {.hooks = {hook}})) {
     (void)p;
     ++n;
   }
@@ -671,13 +679,13 @@ TEST_F(EstimatorTest, PredictIsLazyWithKeysAndSingleExamples) {
 TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
   auto est = make();
   EXPECT_EQ(est->compile_count(), 0);
-  est->train(trainInput(), {}, 5);
+  est->train(trainInput(), {.steps = 5});
   EXPECT_EQ(est->compile_count(), 1);
   est->evaluate(evalInput());
-  est->train(trainInput(), {}, 5);
+  est->train(trainInput(), {.steps = 5});
   for (const Prediction &p : est->predict(evalInput()))
     (void)p;
-  est->evaluate(evalInput(), 1);
+  est->evaluate(evalInput(), {.steps = 1});
   EXPECT_EQ(est->compile_count(), 1);
 
   // A hook that fetches a graph tensor not yet an output: one recompile,
@@ -695,11 +703,11 @@ TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
     std::vector<int64_t> shape;
   };
   auto hook = std::make_shared<ActivationHook>();
-  est->train(trainInput(), {hook}, 5);
+  est->train(trainInput(), {.hooks = {hook}, .steps = 5});
   EXPECT_EQ(est->compile_count(), 2);
   EXPECT_EQ(hook->shape, (std::vector<int64_t>{32, 8}));
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 15);
-  est->train(trainInput(), {hook}, 5);
+  est->train(trainInput(), {.hooks = {hook}, .steps = 5});
   EXPECT_EQ(est->compile_count(), 2);
 
   struct BadFetch : SessionRunHook {
@@ -708,7 +716,8 @@ TEST_F(EstimatorTest, CompilesOnceAcrossCalls) {
     }
   };
   try {
-    est->train(trainInput(), {std::make_shared<BadFetch>()}, 1);
+    est->train(trainInput(),
+               {.hooks = {std::make_shared<BadFetch>()}, .steps = 1});
     FAIL() << "no error";
   } catch (const std::invalid_argument &e) {
     EXPECT_STREQ(e.what(), "Estimator: hook graph fetch 'no/such/node': no "
@@ -734,7 +743,7 @@ TEST_F(EstimatorTest, PredictFirstThenTrainRebuildsWithLabels) {
     initLine |=
         l.find("running initialization to predict") != std::string::npos;
   EXPECT_TRUE(initLine);
-  est->train(trainInput(), {}, 3);
+  est->train(trainInput(), {.steps = 3});
   EXPECT_EQ(est->compile_count(), 2);
   EXPECT_EQ(est->evaluate(evalInput()).at("global_step"), 3);
   EXPECT_EQ(est->compile_count(), 2);
@@ -762,7 +771,7 @@ TEST_F(EstimatorTest, SpecHooksAndChiefOnlyWork) {
     return spec;
   };
   Estimator est(fn, config(), Params{{"hidden", 8}});
-  est.train(trainInput(), {}, 2);
+  est.train(trainInput(), {.steps = 2});
   est.evaluate(evalInput(200, 100));
   for (const Prediction &p : est.predict(evalInput(10, 5)))
     (void)p;
@@ -789,7 +798,7 @@ TEST_F(EstimatorTest, SpecHooksAndChiefOnlyWork) {
       o);
   Estimator w(fn, worker, Params{{"hidden", 8}});
   try {
-    w.train(trainInput(), {}, 2);
+    w.train(trainInput(), {.steps = 2});
     ADD_FAILURE() << "a worker without train_distribute trained";
   } catch (const std::invalid_argument &e) {
     EXPECT_EQ(std::string(e.what()),
@@ -807,7 +816,7 @@ TEST_F(EstimatorTest, ProgressBarOnlyOnATerminal) {
   auto est = make();
   // stderr is not a terminal here: no bar.
   ::testing::internal::CaptureStderr();
-  est->train(trainInput(), {}, 5);
+  est->train(trainInput(), {.steps = 5});
   EXPECT_EQ(::testing::internal::GetCapturedStderr().find('\r'),
             std::string::npos);
 
@@ -816,7 +825,7 @@ TEST_F(EstimatorTest, ProgressBarOnlyOnATerminal) {
   ASSERT_EQ(::openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
   int saved = ::dup(STDERR_FILENO);
   ::dup2(slave, STDERR_FILENO);
-  est->train(trainInput(), {}, 20);
+  est->train(trainInput(), {.steps = 20});
   std::fflush(stderr);
   ::dup2(saved, STDERR_FILENO);
   ::close(saved);
@@ -878,7 +887,8 @@ TEST_F(EstimatorTest, JitAndAotRunTheSameModel) {
             : std::make_unique<Estimator>(mlp, c);
     std::vector<std::string> calls;
     auto hook = std::make_shared<RecordingHook>(&calls);
-    est->train(numpy_input_fn(x, y, {32, std::nullopt, false, 0}), {hook}, 9);
+    est->train(numpy_input_fn(x, y, {32, std::nullopt, false, 0}),
+               {.hooks = {hook}, .steps = 9});
     losses.push_back(hook->losses);
     results.push_back(est->evaluate(numpy_input_fn(x, y, {48, 1, false, 0})));
   }
@@ -915,7 +925,7 @@ TEST_F(EstimatorTest, DeterministicAcrossRunsAndThreadCounts) {
                   Params{{"hidden", 8}});
     std::vector<std::string> calls;
     auto hook = std::make_shared<RecordingHook>(&calls);
-    est.train(trainInput(), {hook}, 30);
+    est.train(trainInput(), {.hooks = {hook}, .steps = 30});
     losses.push_back(hook->losses);
     checkpoints.push_back(
         fileBytes(train::checkpoint_file(*est.latest_checkpoint())));
@@ -944,14 +954,15 @@ TEST_F(EstimatorTest, TrainsOnTheConfiguredDevice) {
     noDevice = e.what();
   }
   if (!noDevice.empty()) {
-    EXPECT_EQ(errorOf([&] { gpu.train(trainInput(), {}, 1); }), noDevice);
+    EXPECT_EQ(errorOf([&] { gpu.train(trainInput(), {.steps = 1}); }),
+              noDevice);
     EXPECT_FALSE(gpu.latest_checkpoint()); // nothing ran, nothing written
     return;
   }
-  gpu.train(trainInput(), {gpuHook}, 20);
+  gpu.train(trainInput(), {.hooks = {gpuHook}, .steps = 20});
   Estimator cpu(classifier_fn, config("cpu"), Params{{"hidden", 8}});
   auto cpuHook = std::make_shared<RecordingHook>(&calls);
-  cpu.train(trainInput(), {cpuHook}, 20);
+  cpu.train(trainInput(), {.hooks = {cpuHook}, .steps = 20});
   ASSERT_EQ(gpuHook->losses.size(), cpuHook->losses.size());
   for (size_t i = 0; i < cpuHook->losses.size(); ++i)
     EXPECT_NEAR(gpuHook->losses[i], cpuHook->losses[i],
@@ -963,12 +974,12 @@ TEST_F(EstimatorTest, TrainsOnTheConfiguredDevice) {
 
 TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
   auto source = make("source");
-  source->train(trainInput(), {}, 20);
+  source->train(trainInput(), {.steps = 20});
   WarmStartSettings ws;
   ws.ckpt_to_initialize_from = source->model_dir();
   ws.vars_to_warm_start = "dense/.*";
   Estimator est(classifier_fn, config("warm"), Params{{"hidden", 8}}, ws);
-  est.train(trainInput(), {}, 1);
+  est.train(trainInput(), {.steps = 1});
   // Started from the source's weights, at step 0 (global_step is not warm
   // started).
   EXPECT_EQ(est.get_variable_value("global_step").values<int64_t>()[0], 1);
@@ -986,7 +997,7 @@ TEST_F(EstimatorTest, AnEmptyInputWithoutSpecCannotBuildTheModel) {
   };
   const std::string why = ": the input_fn's dataset is empty and declares no "
                           "element spec, so the model cannot be built";
-  EXPECT_EQ(errorOf([&] { est->train(empty, {}, 1); }),
+  EXPECT_EQ(errorOf([&] { est->train(empty, {.steps = 1}); }),
             "Estimator.train" + why);
   EXPECT_EQ(errorOf([&] { est->evaluate(empty); }), "Estimator.evaluate" + why);
   EXPECT_EQ(errorOf([&] { est->predict(empty); }), "Estimator.predict" + why);
@@ -994,12 +1005,12 @@ TEST_F(EstimatorTest, AnEmptyInputWithoutSpecCannotBuildTheModel) {
 
 TEST_F(EstimatorTest, BadInputsAreOneLine) {
   auto est = make();
-  est->train(trainInput(), {}, 1);
+  est->train(trainInput(), {.steps = 1});
   Data d = makeData(8, 1);
   Features wrongName{{"z", d.x.at("x")}};
   EXPECT_EQ(errorOf([&] {
-              est->train(numpy_input_fn(wrongName, d.y, {4, 1, false, 0}), {},
-                         1);
+              est->train(numpy_input_fn(wrongName, d.y, {4, 1, false, 0}),
+                         {.steps = 1});
             }),
             "Estimator.train: input_fn feature 'z' is not an input of the "
             "model's train function (features: x)");
@@ -1013,14 +1024,14 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
   TensorValue wrongLabels =
       TensorValue::of<int32_t>({8}, std::vector<int32_t>(8, 0));
   EXPECT_EQ(errorOf([&] {
-              est->train(numpy_input_fn(d.x, wrongLabels, {4, 1, false, 0}), {},
-                         1);
+              est->train(numpy_input_fn(d.x, wrongLabels, {4, 1, false, 0}),
+                         {.steps = 1});
             }),
             "Estimator.train: labels is i32[4]; the model's train function "
             "takes i64[?]");
   EXPECT_EQ(errorOf([&] {
               est->train(numpy_input_fn(d.x, std::nullopt, {4, 1, false, 0}),
-                         {}, 1);
+                         {.steps = 1});
             }),
             "Estimator.train: input_fn gave no labels; the model's train "
             "function takes i64[?]");
@@ -1036,7 +1047,7 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
                           return b;
                         });
                   },
-                  {}, 1);
+                  {.steps = 1});
             }),
             "Estimator.train: input_fn gave an empty batch");
 
@@ -1049,7 +1060,7 @@ TEST_F(EstimatorTest, BadInputsAreOneLine) {
         return spec;
       },
       config("bad"));
-  EXPECT_EQ(errorOf([&] { noTrainOp.train(trainInput(), {}, 1); }),
+  EXPECT_EQ(errorOf([&] { noTrainOp.train(trainInput(), {.steps = 1}); }),
             "EstimatorSpec (mode train): Missing train_op");
 }
 
@@ -1083,14 +1094,14 @@ TEST_F(EstimatorTest, DataPipelineResumesWhereTheCheckpointWas) {
   // 20 by a new one over the same model_dir (a restarted process). The
   // second must see the batches the first run saw at steps 11..30.
   auto whole = make("whole");
-  whole->train(pipelineInput(), {}, 30);
+  whole->train(pipelineInput(), {.steps = 30});
   {
     auto first = make("parts");
-    first->train(pipelineInput(), {}, 10);
+    first->train(pipelineInput(), {.steps = 10});
   }
   logs_.clear();
   auto second = make("parts");
-  second->train(pipelineInput(), {}, 20);
+  second->train(pipelineInput(), {.steps = 20});
   EXPECT_NE(std::find_if(logs_.begin(), logs_.end(),
                          [](const std::string &l) {
                            return l.rfind("Restored the input pipeline's "
@@ -1106,9 +1117,9 @@ TEST_F(EstimatorTest, DataPipelineResumesWhereTheCheckpointWas) {
 
 TEST_F(EstimatorTest, DataPipelineOfAnotherShapeStartsAfresh) {
   auto est = make();
-  est->train(pipelineInput(), {}, 10);
+  est->train(pipelineInput(), {.steps = 10});
   logs_.clear();
-  est->train(tiny::trainInput(), {}, 5);
+  est->train(tiny::trainInput(), {.steps = 5});
   bool logged = false;
   for (const std::string &l : logs_)
     logged |= l.find("Not restoring the input pipeline's position") !=
@@ -1130,7 +1141,7 @@ TEST_F(EstimatorTest, AGeneratorInputIsLoggedAsNotResumable) {
       return Batch{d.x, d.y, {}};
     });
   };
-  est->train(input, {}, 1);
+  est->train(input, {.steps = 1});
   int logged = 0;
   for (const std::string &l : logs_)
     logged += l == "The input pipeline's position is not saved with the "
@@ -1153,7 +1164,7 @@ TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
          data::Element(TensorValue::of<int64_t>({2}, {0, 1}))});
     return data::Dataset::from_tensors(e);
   };
-  EXPECT_EQ(tiny::errorOf([&] { est->train(sparseInput, {}, 1); }),
+  EXPECT_EQ(tiny::errorOf([&] { est->train(sparseInput, {.steps = 1}); }),
             "input: feature 'tags' is sparse (a SparseTensor); sparse and "
             "string features reach a model through feature columns: use a "
             "canned estimator or Estimator::set_host_transform");
@@ -1164,7 +1175,7 @@ TEST_F(EstimatorTest, SparseAndStringFeaturesAreNamed) {
          {"name", data::Element(TensorValue::of_strings({1}, {"a"}))}}));
   };
   EXPECT_NE(tiny::errorOf([&] {
-              est->train(stringInput, {}, 1);
+              est->train(stringInput, {.steps = 1});
             }).find("feature 'name' is a string tensor"),
             std::string::npos);
 }

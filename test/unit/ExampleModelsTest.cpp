@@ -1,6 +1,6 @@
 //===- ExampleModelsTest.cpp - The seed models and graph files ----------===//
 
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Graph/GraphIO.h"
 
 #include <google/protobuf/util/message_differencer.h>

@@ -14,9 +14,9 @@
 #include "TinyClassifier.h"
 
 #include "estimator/Estimator.h"
+#include "estimator/FeatureColumnTransform.h"
 #include "lib/Data/Dataset.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
-#include "lib/FeatureColumn/HostTransform.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Train.h"
@@ -158,7 +158,7 @@ TEST_F(FeatureColumnEstimatorTest, WideAndDeepTrainsAndMatchesReference) {
   est.set_host_transform(fc::make_host_transform(columns().all));
 
   EvalResults before = est.evaluate(evalInput());
-  est.train(trainInput(), {}, /*steps=*/300);
+  est.train(trainInput(), {.steps = 300});
   EvalResults after = est.evaluate(evalInput());
   EXPECT_LT(after.at("loss"), before.at("loss") * 0.6);
   EXPECT_GT(after.at("accuracy"), 0.9);

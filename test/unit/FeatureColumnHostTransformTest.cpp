@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Data/Dataset.h"
-#include "lib/FeatureColumn/HostTransform.h"
+#include "estimator/FeatureColumnTransform.h"
 #include "test/unit/FileTesting.h"
 
 #include <gtest/gtest.h>

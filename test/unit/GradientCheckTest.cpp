@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"

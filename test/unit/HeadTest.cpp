@@ -635,8 +635,8 @@ protected:
     auto est = make(std::shared_ptr<const Head>(&head, [](const Head *) {}));
     HostPrediction out;
     for (const Prediction &p :
-         est->predict(numpy_input_fn(x, std::nullopt, {n, 1, false, 0}), {}, {},
-                      "", /*yield_single_examples=*/false))
+         est->predict(numpy_input_fn(x, std::nullopt, {n, 1, false, 0}),
+                      {.yield_single_examples = false}))
       out = p;
     head.complete_predictions(out);
     return out;
@@ -905,7 +905,7 @@ TEST_F(HeadEstimatorTest, MultiClassHeadWithStringLabelsLearns) {
   EvalResults before =
       est.evaluate(numpy_input_fn(eval.x, evalLabels, {64, 1, false, 0}));
   est.train(numpy_input_fn(train.x, trainLabels, {32, std::nullopt, true, 7}),
-            {}, 300);
+            {.steps = 300});
   EvalResults after =
       est.evaluate(numpy_input_fn(eval.x, evalLabels, {64, 1, false, 0}));
   EXPECT_EQ(mapKeys(after),
@@ -956,7 +956,8 @@ TEST_F(HeadEstimatorTest, BinaryClassHeadWithWeightsAndTrainOpFn) {
         });
   };
   Estimator est(fn, RunConfig::from_tf_config("", o));
-  est.train(numpy_input_fn(x, labels, {32, std::nullopt, true, 1}), {}, 200);
+  est.train(numpy_input_fn(x, labels, {32, std::nullopt, true, 1}),
+            {.steps = 200});
   EvalResults r = est.evaluate(numpy_input_fn(x, labels, {64, 1, false, 0}));
   EXPECT_EQ(r.at("global_step"), 200);
   EXPECT_GT(r.at("accuracy"), 0.9);

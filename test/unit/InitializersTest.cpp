@@ -12,7 +12,7 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Ops.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
 

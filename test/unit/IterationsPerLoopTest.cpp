@@ -22,7 +22,7 @@
 #include "compiler/Target/Manifest.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "runtime/CompiledModel.h"
 
 #include <gtest/gtest.h>
@@ -252,7 +252,7 @@ TEST_F(IterationsPerLoopTest, SameCheckpointsAsSingleStepsHooksAtBoundaries) {
     Estimator est(classifier_fn, config(n, "n" + std::to_string(n)),
                   Params{{"hidden", 8}});
     auto hook = std::make_shared<BoundaryHook>();
-    est.train(trainInput(), {hook}, /*steps=*/std::nullopt, /*max_steps=*/23);
+    est.train(trainInput(), {.hooks = {hook}, .max_steps = 23});
     hooks.push_back(hook);
     ASSERT_EQ(fs::path(*est.latest_checkpoint()).filename(), "model.ckpt-23");
     checkpoints.push_back(
@@ -280,7 +280,7 @@ TEST_F(IterationsPerLoopTest, ALoopEndsWithTheInputAndBeforeASmallerBatch) {
     Estimator est(classifier_fn, config(n, "n" + std::to_string(n)),
                   Params{{"hidden", 8}});
     auto hook = std::make_shared<BoundaryHook>();
-    est.train(trainInput(70, 32, 1), {hook});
+    est.train(trainInput(70, 32, 1), {.hooks = {hook}});
     steps.push_back(hook->steps);
     checkpoints.push_back(
         fileBytes(train::checkpoint_file(*est.latest_checkpoint())));
@@ -332,8 +332,7 @@ TEST_F(IterationsPerLoopTest, AotLoopAndHostLoopMatchSingleSteps) {
     else
       model = std::make_unique<Mlp>();
     Estimator est(std::move(model), c);
-    est.train(numpy_input_fn(x, y, {32, std::nullopt, false, 0}), {},
-              /*steps=*/7);
+    est.train(numpy_input_fn(x, y, {32, std::nullopt, false, 0}), {.steps = 7});
     EXPECT_EQ(logged("iterations_per_loop=3: the model has no compiled "
                      "train_loop"),
               run.iterations == 3 && !run.compiledLoop);

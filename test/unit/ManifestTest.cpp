@@ -12,7 +12,7 @@
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Pipelines.h"
 #include "compiler/Pipelines/Registration.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -18,7 +18,7 @@
 
 #include "examples/mnist/MnistTraining.h"
 #include "lib/Data/Idx.h"
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
 

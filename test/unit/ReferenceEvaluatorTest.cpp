@@ -7,7 +7,7 @@
 
 #include "test/reference/ReferenceEvaluator.h"
 
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Random/Philox.h"
 
 #include <gtest/gtest.h>

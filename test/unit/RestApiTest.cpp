@@ -1,14 +1,15 @@
 //===- RestApiTest.cpp - TF Serving's REST API codec, no network --------===//
 //
-// estimator/Serving/RestApi.h against TF Serving's documented requests
-// (tensorflow_serving/g3doc/api_rest.md) and the exact formats and messages
-// of tensorflow_serving/util/json_tensor.cc: paths, row and columnar
-// predict requests, {"b64": ...}, tf.Example from JSON with context,
-// responses, status and metadata JSON, and the errors with their codes.
+// tools/estc-serve/RestApi.h and RestCodec.h against TF Serving's
+// documented requests (tensorflow_serving/g3doc/api_rest.md) and the exact
+// formats and messages of tensorflow_serving/util/json_tensor.cc: paths, row
+// and columnar predict requests, {"b64": ...}, tf.Example from JSON with
+// context, responses, status and metadata JSON, and the errors with their
+// codes. The text utilities they use (base64, decimals) are TextTest's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Serving/RestApi.h"
+#include "tools/estc-serve/RestApi.h"
 
 #include "lib/Data/example.pb.h"
 
@@ -426,18 +427,6 @@ TEST(RestApiTest, StringOutputsAndBytes) {
             R"({"predictions":[{"b64":"aGk="}]})");
 }
 
-TEST(RestApiTest, DecimalsRoundTripWithTheFewestDigits) {
-  EXPECT_EQ(format_decimal(0.5f), "0.5");
-  EXPECT_EQ(format_decimal(3.0f), "3.0");
-  EXPECT_EQ(format_decimal(0.1f), "0.1");
-  EXPECT_EQ(format_decimal(1.0f / 3), "0.333333343");
-  EXPECT_EQ(format_decimal(1.0 / 3), "0.33333333333333331");
-  EXPECT_EQ(format_decimal(9000000.0f), "9e+06");
-  EXPECT_EQ(format_decimal(std::numeric_limits<float>::quiet_NaN()), "NaN");
-  EXPECT_EQ(format_decimal(-std::numeric_limits<float>::infinity()),
-            "-Infinity");
-}
-
 TEST(RestApiTest, ClassifyAndRegressResults) {
   TensorMap out;
   out["classes"] = TensorValue::of_strings({2, 2}, {"no", "yes", "no", "yes"});
@@ -484,22 +473,6 @@ TEST(RestApiTest, StatusAndMetadataJson) {
 TEST(RestApiTest, ErrorBodyIsOneLineOfValidJson) {
   std::string body = write_error("bad \"x\"\nline\xff");
   EXPECT_EQ(body, R"({"error":"bad \"x\" line?"})");
-}
-
-TEST(RestApiTest, Base64) {
-  for (std::string s : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
-    std::string enc = base64_encode(s);
-    EXPECT_EQ(base64_decode(enc), s);
-    // Without padding too, as absl::Base64Unescape.
-    while (!enc.empty() && enc.back() == '=')
-      enc.pop_back();
-    EXPECT_EQ(base64_decode(enc), s);
-  }
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_FALSE(base64_decode("Zm9v!"));
-  EXPECT_FALSE(base64_decode("Z"));
-  EXPECT_FALSE(base64_decode("Zm8==="));
 }
 
 TEST(RestApiTest, ParseRequestCombinesRouteAndBody) {

@@ -12,9 +12,9 @@
 #include "ModelTesting.h"
 #include "TinyClassifier.h"
 
-#include "examples/models/Models.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Models/Models.h"
 #include "runtime/CompiledModel.h"
 
 #include <gtest/gtest.h>
@@ -240,7 +240,8 @@ TEST(RuntimeChecksTest, EstimatorTrainingStopsOnTheFirstBadBatch) {
   std::map<std::string, std::string> beforeFailedStep;
   auto hook = std::make_shared<SnapshotHook>(dir, 2, &beforeFailedStep);
   try {
-    est.train(numpy_input_fn(d.x, bad, {4, 1, false, 0}), {hook}, 10);
+    est.train(numpy_input_fn(d.x, bad, {4, 1, false, 0}),
+              {.hooks = {hook}, .steps = 10});
     FAIL() << "no error";
   } catch (const rt::InvalidArgumentError &e) {
     EXPECT_STREQ(e.what(), "node 'train/sparse_softmax_cross_entropy_loss/"

@@ -6,7 +6,7 @@
 // bit-identical for 1, 2 and 4 threads.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/Kernels.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <gtest/gtest.h>
 

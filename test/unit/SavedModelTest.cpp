@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Serving/SavedModel.h"
+#include "runtime/serving/SavedModel.h"
 #include "lib/Support/FileIO.h"
 #include "test/serving/TestExports.h"
 
@@ -119,9 +119,9 @@ TEST_F(SavedModelTest, AssetsExtraTextAndAllModes) {
   std::ofstream(readme) << "how to call this model\n";
   ServingInputReceiverFn raw =
       build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}});
-  std::string dir = tiny_->export_saved_model((root_ / "extra").string(), raw,
-                                              {{"docs/README.txt", readme}},
-                                              /*as_text=*/true);
+  std::string dir = tiny_->export_saved_model(
+      (root_ / "extra").string(), raw,
+      {.assets_extra = {{"docs/README.txt", readme}}, .as_text = true});
   EXPECT_EQ(fileio::readFile(dir + "/assets.extra/docs/README.txt"),
             "how to call this model\n");
   std::string json = fileio::readFile(dir + "/saved_model.json");
@@ -129,8 +129,9 @@ TEST_F(SavedModelTest, AssetsExtraTextAndAllModes) {
             std::string::npos);
   EXPECT_EQ(SavedModel::load(dir)->global_step(), 30);
   EXPECT_EQ(errorOf([&] {
-              tiny_->export_saved_model((root_ / "extra").string(), raw,
-                                        {{"../escape", readme}});
+              tiny_->export_saved_model(
+                  (root_ / "extra").string(), raw,
+                  {.assets_extra = {{"../escape", readme}}});
             }),
             "Estimator.export_saved_model: assets_extra name '../escape' "
             "must be a relative path inside assets.extra");
@@ -165,8 +166,8 @@ TEST_F(SavedModelTest, CustomModelFnEqualsPredict) {
   serving::TensorMap out = model->run("serving_default", {{"x", d.x.at("x")}});
   std::vector<Prediction> expected;
   for (const Prediction &p :
-       tiny_->predict(numpy_input_fn(d.x, std::nullopt, {50, 1, false, 0}), {},
-                      {}, "", /*yield_single_examples=*/false))
+       tiny_->predict(numpy_input_fn(d.x, std::nullopt, {50, 1, false, 0}),
+                      {.yield_single_examples = false}))
     expected.push_back(p);
   ASSERT_EQ(expected.size(), 1u);
   EXPECT_EQ(out.at("probabilities").shape, (std::vector<int64_t>{50, 3}));
@@ -244,7 +245,7 @@ TEST_F(SavedModelTest, CannedParsingReceiverClassifiesExamples) {
   std::vector<Prediction> expected;
   for (const Prediction &p :
        linear_->predict(numpy_input_fn(d.x, std::nullopt, {40, 1, false, 0}),
-                        {}, {}, "", false))
+                        {.yield_single_examples = false}))
     expected.push_back(p);
   ASSERT_EQ(expected.size(), 1u);
   const Prediction &e = expected[0];
@@ -417,7 +418,7 @@ TEST_F(SavedModelTest, ExportErrors) {
               tiny_->export_saved_model((root_ / "x").string(),
                                         build_raw_serving_input_receiver_fn(
                                             {{"x", DType::Float32, {-1, 4}}}),
-                                        {}, false, "", ModeKeys::TRAIN);
+                                        {.experimental_mode = ModeKeys::TRAIN});
             }),
             "Estimator.export_saved_model: experimental_mode TRAIN is not "
             "exported (a training job needs the model_fn and a checkpoint, "
@@ -614,7 +615,7 @@ TEST_F(SavedModelTest, EveryCannedEstimatorServesWhatItPredicts) {
     est->train(numpy_input_fn(train.x,
                               c.classifier ? train.classes : train.values,
                               {32, std::nullopt, true, 7}),
-               {}, 20);
+               {.steps = 20});
     data::FeatureSpecs spec = fc::make_parse_example_spec(c.columns);
     ServingInputReceiverFn fn = [&] {
       ServingInputReceiver r = build_parsing_serving_input_receiver_fn(spec)();
@@ -643,7 +644,7 @@ TEST_F(SavedModelTest, EveryCannedEstimatorServesWhatItPredicts) {
     std::vector<Prediction> expected;
     for (const Prediction &p :
          est->predict(numpy_input_fn(test.x, std::nullopt, {30, 1, false, 0}),
-                      {}, {}, "", false))
+                      {.yield_single_examples = false}))
       expected.push_back(p);
     ASSERT_EQ(expected.size(), 1u);
     EXPECT_EQ(keysOf(parsed), keysOf(expected[0]));

@@ -1,6 +1,6 @@
 //===- ServingServerTest.cpp - estc-serve's server over loopback HTTP ---===//
 //
-// The server library (estimator/Serving: Server, ModelManager, Batcher,
+// The server library (tools/estc-serve: Server, ModelManager, Batcher,
 // Metrics) in process, on a free loopback port, talked to with httplib's
 // client and raw sockets. What it serves is ScaleModel, a servable loaded
 // from a version folder holding a "scale" file (no "scale": a corrupt
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Serving/Server.h"
-#include "estimator/Serving/ServingConfig.h"
+#include "tools/estc-serve/Server.h"
+#include "tools/estc-serve/ServingConfig.h"
 
 #include "lib/Data/Example.h"
 
@@ -329,6 +329,113 @@ TEST_F(ServingServerTest, ErrorsWithTfServingsStatusCodes) {
   EXPECT_EQ(res->status, 200);
 }
 
+namespace {
+int connectTo(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+  return fd;
+}
+} // namespace
+
+// TF Serving reads the body as JSON whatever its Content-Type: curl -d
+// sends application/x-www-form-urlencoded, which httplib's regular handlers
+// form-decode and refuse over 8 KiB with 413 (its
+// CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH). Bodies of any type are
+// served up to --max_request_bytes, and 413 means only that limit, with a
+// Content-Length or chunked.
+TEST_F(ServingServerTest, JsonBodyOfAnyContentTypeUpToTheLimit) {
+  ServerOptions options;
+  options.max_request_bytes = 100000;
+  addVersion(base_ / "m", 1, "2");
+  start(options);
+  std::string big = R"({"instances": [)";
+  for (int i = 0; i < 1000; ++i)
+    big += (i ? ", [" : "[") + std::to_string(i) + ", " + std::to_string(i) +
+           ".5]";
+  big += "]}";
+  ASSERT_GT(big.size(), 8192u);
+  ASSERT_LT(big.size(), 100000u);
+  ModelManager::Handle h = models_->get("m", std::nullopt, std::nullopt);
+  PredictRequest req = parse_predict_request(big, h.servable->signatures());
+  const std::string expected = write_predict_response(
+      h.servable->run("serving_default", req.inputs, {}), PredictFormat::Row);
+  for (const char *type : {"application/x-www-form-urlencoded", "text/plain",
+                           "application/octet-stream", "application/json"}) {
+    auto res = client().Post("/v1/models/m:predict", big, type);
+    ASSERT_TRUE(res) << type;
+    EXPECT_EQ(res->status, 200) << type << ": " << res->body.substr(0, 200);
+    EXPECT_EQ(res->body, expected) << type;
+  }
+  // Chunked (no Content-Length): the same answer.
+  auto chunked = [&](const std::string &body, const char *type) {
+    return client().Post(
+        "/v1/models/m:predict",
+        [&body](size_t offset, httplib::DataSink &sink) {
+          size_t n = std::min<size_t>(4096, body.size() - offset);
+          sink.write(body.data() + offset, n);
+          if (offset + n == body.size())
+            sink.done();
+          return true;
+        },
+        type);
+  };
+  auto res = chunked(big, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body.substr(0, 200);
+  EXPECT_EQ(res->body, expected);
+  // A form-urlencoded body that is not JSON: the JSON error, not 413.
+  res = client().Post("/v1/models/m:predict", std::string(9000, 'a') + "=b",
+                      "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("JSON Parse error"), std::string::npos) << res->body;
+  // Over the limit, whatever the type and framing: 413 with the limit.
+  const std::string tooBig = big + std::string(100000, ' ');
+  const std::string limit =
+      R"({"error":"Request body is larger than --max_request_bytes=100000"})";
+  for (const char *type : {"application/x-www-form-urlencoded",
+                           "application/json", "text/plain"}) {
+    res = client().Post("/v1/models/m:predict", tooBig, type);
+    ASSERT_TRUE(res) << type;
+    EXPECT_EQ(res->status, 413) << type;
+    EXPECT_EQ(res->body, limit) << type;
+  }
+  res = chunked(tooBig, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_EQ(res->body, limit);
+  // Other methods and paths read their body the same way.
+  res = client().Put("/v1/models/m", big, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405) << res->body;
+  res = client().Post("/v2/m", big, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404) << res->body;
+  // A method no handler reads (PRI) with a big form body: httplib's 400,
+  // not a 413 that names the limit.
+  int fd = connectTo(port_);
+  std::string pri = "PRI /v1/models/m HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Type: application/x-www-form-urlencoded\r\n"
+                    "Content-Length: 9000\r\nConnection: close\r\n\r\n" +
+                    std::string(9000, 'a');
+  ASSERT_EQ(::send(fd, pri.data(), pri.size(), 0),
+            static_cast<ssize_t>(pri.size()));
+  std::string answer;
+  char buf[512];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    answer.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400 ", 0), 0u) << answer;
+  // The server still serves.
+  res = post("/v1/models/m:predict", kPredict);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
 TEST_F(ServingServerTest, NoVersionLoadedIs503) {
   start();
   auto res = post("/v1/models/m:predict", kPredict);
@@ -499,18 +606,6 @@ TEST_F(ServingServerTest, StopLetsTheRequestsInFlightFinish) {
   EXPECT_EQ(answer, "200");
   EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
 }
-
-namespace {
-int connectTo(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
-  return fd;
-}
-} // namespace
 
 TEST_F(ServingServerTest, StalledClientTimesOutAndDisconnectsAreHarmless) {
   addVersion(base_ / "m", 1, "1", /*delayMs=*/100);

@@ -11,7 +11,7 @@
 
 #include "compiler/Target/SplitCodegen.h"
 #include "compiler/Driver/GraphCompiler.h"
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/LLVMContext.h"

@@ -160,7 +160,7 @@ TEST_F(TrainAndEvaluateTest, EveryNStepsEvaluatesInMemory) {
             (std::vector<std::string>{"model.ckpt-0", "model.ckpt-40"}));
   // In memory at 40 is the final checkpoint.
   EvalSpec check = evalSpec();
-  EvalResults fromCheckpoint = est.evaluate(check.input_fn, 2);
+  EvalResults fromCheckpoint = est.evaluate(check.input_fn, {.steps = 2});
   EXPECT_EQ(fromCheckpoint.at("accuracy"), r.at("accuracy"));
   EXPECT_EQ(fromCheckpoint.at("loss"), r.at("loss"));
 }
@@ -241,7 +241,7 @@ TEST_F(TrainAndEvaluateTest,
   // Another "process" trains the model_dir; here, each wait of the
   // evaluator lets it train 10 more steps, except every second one.
   Estimator trainer(classifier_fn, config(10));
-  trainer.train(trainInput(), {}, std::nullopt, 10);
+  trainer.train(trainInput(), {.max_steps = 10});
   RunConfigOptions o;
   o.model_dir = trainer.model_dir();
   Estimator est(classifier_fn,
@@ -260,7 +260,7 @@ TEST_F(TrainAndEvaluateTest,
     now += secs;
     if (sleeps.size() % 2 == 1 &&
         trainer.get_variable_value("global_step").values<int64_t>()[0] < 30)
-      trainer.train(trainInput(), {}, 10);
+      trainer.train(trainInput(), {.steps = 10});
   };
   EvalResults r =
       train_and_evaluate(est, TrainSpec{trainInput(), 30}, eval).eval_result;
@@ -395,7 +395,7 @@ TEST_F(TrainAndEvaluateTest, InMemoryEvaluatorHookUsesTheTrainingVariables) {
   Estimator est(classifier_fn, config(10));
   auto hook = std::make_shared<InMemoryEvaluatorHook>(est, evalInput(128), 2,
                                                       Hooks{}, "mem", 10);
-  est.train(trainInput(), {hook}, /*steps=*/25);
+  est.train(trainInput(), {.hooks = {hook}, .steps = 25});
   // Before training, every 10 iterations, and at the end.
   ASSERT_EQ(hook->results().size(), 4u);
   std::vector<double> steps;
@@ -409,7 +409,8 @@ TEST_F(TrainAndEvaluateTest, InMemoryEvaluatorHookUsesTheTrainingVariables) {
     std::string ckpt =
         est.model_dir() + "/model.ckpt-" +
         std::to_string(int64_t(hook->results()[i].at("global_step")));
-    EvalResults fromCheckpoint = est.evaluate(evalInput(128), 2, {}, ckpt);
+    EvalResults fromCheckpoint =
+        est.evaluate(evalInput(128), {.steps = 2, .checkpoint_path = ckpt});
     EXPECT_EQ(fromCheckpoint.at("loss"), hook->results()[i].at("loss"));
     EXPECT_EQ(fromCheckpoint.at("accuracy"), hook->results()[i].at("accuracy"));
   }
@@ -444,7 +445,8 @@ TEST_F(TrainAndEvaluateTest, BuiltInHooksUnderTheEstimator) {
   auto final = std::make_shared<FinalOpsHook>(
       std::vector<std::string>{"global_step", "loss", "tensors/dense/Relu"});
   auto stop = std::make_shared<StopAtStepHook>(std::nullopt, 6);
-  est.train(trainInput(), {logging, profiler, summaries, final, stop});
+  est.train(trainInput(),
+            {.hooks = {logging, profiler, summaries, final, stop}});
 
   EXPECT_EQ(final->final_ops_values().at("global_step").element(0), 6);
   EXPECT_EQ(final->final_ops_values().at("loss").num_elements(), 1);
@@ -483,9 +485,9 @@ TEST_F(TrainAndEvaluateTest, HooksAndTheEstimatorShareOneEventFile) {
   o.save_steps = 3;
   o.output_dir = est.model_dir();
   est.train(trainInput(),
-            {std::make_shared<SummarySaverHook>(
-                std::map<std::string, std::string>{{"my_loss", "loss"}}, o)},
-            6);
+            {.hooks = {std::make_shared<SummarySaverHook>(
+                 std::map<std::string, std::string>{{"my_loss", "loss"}}, o)},
+             .steps = 6});
   ASSERT_EQ(summary::list_event_files(est.model_dir()).size(), 1u);
   std::map<std::string, std::vector<int64_t>> steps;
   for (const auto &e :

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "examples/models/Models.h"
+#include "lib/Models/Models.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Support/Flags.h"
 

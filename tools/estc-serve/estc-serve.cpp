@@ -16,9 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/Serving/SavedModelServable.h"
-#include "estimator/Serving/Server.h"
-#include "estimator/Serving/ServingConfig.h"
+#include "tools/estc-serve/SavedModelServable.h"
+#include "tools/estc-serve/Server.h"
+#include "tools/estc-serve/ServingConfig.h"
 #include "lib/Support/Flags.h"
 
 #include <csignal>

@@ -1,0 +1,61 @@
+//===- CannedInternal.h - What the canned families' sources share --------===//
+//
+// Internal to estimator/Canned: the argument checks and the CannedModel
+// assembly every family uses (Canned.cpp), and the logits builders that
+// DNNLinearCombined shares with its parts, as TF's dnn_linear_combined.py
+// imports them from linear.py (Linear.cpp) and dnn.py (Dnn.cpp). Not part
+// of the API: include Estimators.h or a family's header.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_ESTIMATOR_CANNED_CANNEDINTERNAL_H
+#define ESTC_ESTIMATOR_CANNED_CANNEDINTERNAL_H
+
+#include "estimator/Canned/Canned.h"
+#include "lib/Graph/Layers.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace estc {
+namespace estimator {
+namespace detail {
+
+// --- Canned.cpp --------------------------------------------------------------
+
+/// std::invalid_argument naming `who` for a null head.
+void checkHead(const std::string &who, const std::shared_ptr<const Head> &h);
+/// The head's weight column, for the host transform (SingleHead keeps it).
+std::string weightColumnOf(const Head &head);
+/// The CannedModel of `head` and `fn` over `columns`, with the columns' host
+/// transform.
+CannedModel makeModel(std::shared_ptr<const Head> head, ModelFn fn,
+                      FeatureColumns columns);
+
+// --- Linear.cpp --------------------------------------------------------------
+
+/// TF's _linear_model_fn_builder_v2: the linear logits under "linear".
+Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
+                    int64_t units, const std::string &sparse_combiner);
+
+// --- Dnn.cpp -----------------------------------------------------------------
+
+/// TF's _dnn_model_fn_builder_v2: the DNN logits under "dnn", and the batch
+/// norm updates of TRAIN.
+Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
+                 int64_t units, const std::vector<int64_t> &hidden_units,
+                 const Activation &activation, std::optional<double> dropout,
+                 bool batch_norm, ModeKeys mode);
+/// std::invalid_argument naming `who` for no or non-positive hidden units.
+void checkHiddenUnits(const std::string &who,
+                      const std::vector<int64_t> &hidden_units);
+/// std::invalid_argument naming `who` for a dropout outside [0, 1).
+void checkDropout(const std::string &who, std::optional<double> dropout);
+
+} // namespace detail
+} // namespace estimator
+} // namespace estc
+
+#endif // ESTC_ESTIMATOR_CANNED_CANNEDINTERNAL_H

@@ -1,0 +1,120 @@
+//===- ModelSession.cpp - The session hooks see over a compiled model --===//
+
+#include "estimator/ModelSession.h"
+
+#include "estimator/Distributed.h"
+#include "estimator/Logging.h"
+#include "runtime/CompiledModel.h"
+#include "runtime/binding/TensorBinding.h"
+
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+
+namespace estc {
+namespace estimator {
+namespace detail {
+
+namespace {
+/// Metric state, which evaluation resets and checkpoints leave out.
+bool isLocal(const rt::VariableSpec &v) { return v.local; }
+} // namespace
+
+void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
+                   const std::string &source) {
+  const rt::ModelSpec &spec = m.spec();
+  for (int i = 0; i < spec.numVariables; ++i) {
+    const rt::VariableSpec &v = spec.variables[i];
+    if (isLocal(v))
+      continue;
+    auto it = variables.find(v.name);
+    VariableSpec want = binding::variableSpec(v);
+    if (it == variables.end())
+      throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
+                                   want.str() + ") is not in the checkpoint");
+    if (it->second.spec() != want)
+      throw train::CheckpointError(
+          source + ": variable '" + v.name + "' is " + it->second.spec().str() +
+          " in the checkpoint but " + want.str() + " in the model");
+    std::memcpy(m.variable_data(i), it->second.data.data(),
+                it->second.data.size());
+  }
+}
+
+std::vector<std::string> snapshotVariables(rt::CompiledModel &m) {
+  std::vector<std::string> out;
+  for (int i = 0; i < m.spec().numVariables; ++i)
+    out.emplace_back(static_cast<const char *>(m.variable_data(i)),
+                     static_cast<size_t>(m.variable_bytes(i)));
+  return out;
+}
+
+void restoreSnapshot(rt::CompiledModel &m,
+                     const std::vector<std::string> &snapshot) {
+  for (int i = 0; i < m.spec().numVariables; ++i)
+    std::memcpy(m.variable_data(i), snapshot[i].data(), snapshot[i].size());
+}
+
+ModelSession::ModelSession(rt::CompiledModel &model,
+                           const std::string &modelDir)
+    : model_(model), modelDir_(modelDir),
+      globalStep_(model.find_variable("global_step")) {}
+
+int64_t ModelSession::global_step() const {
+  if (globalStep_ < 0)
+    return 0;
+  // Read every step (the progress bar): the i64 scalar it nearly always
+  // is without a TensorValue.
+  const rt::VariableSpec &v = model_.spec().variables[globalStep_];
+  if (v.dtype == rt::DType::I64 && v.rank == 0) {
+    int64_t step;
+    std::memcpy(&step, model_.variable_data(globalStep_), sizeof step);
+    return step;
+  }
+  return static_cast<int64_t>(
+      binding::readVariable(model_, globalStep_).element(0));
+}
+
+std::vector<std::string> ModelSession::variable_names() const {
+  std::vector<std::string> names;
+  for (int i = 0; i < model_.spec().numVariables; ++i)
+    names.push_back(model_.spec().variables[i].name);
+  return names;
+}
+
+TensorValue ModelSession::variable_value(const std::string &name) const {
+  int index = model_.find_variable(name);
+  if (index < 0)
+    throw std::invalid_argument("Session: no variable '" + name +
+                                "' in the model");
+  return binding::readVariable(model_, index);
+}
+
+train::VariableMap ModelSession::checkpoint_variables() const {
+  train::VariableMap out;
+  for (int i = 0; i < model_.spec().numVariables; ++i)
+    if (!isLocal(model_.spec().variables[i]))
+      out[model_.spec().variables[i].name] = binding::readVariable(model_, i);
+  // The other replicas' input positions, when they were gathered for
+  // this very step (DistributedStep).
+  if (replicaStatesStep_ == global_step())
+    for (const auto &[rank, state] : replicaStates_)
+      if (rank > 0)
+        out[replicaInputStateTensor(rank)] = pack_bytes(state);
+  if (input_) {
+    std::string why;
+    if (std::optional<std::string> state = input_->save_state(&why)) {
+      out[kInputStateTensor] = pack_bytes(*state);
+    } else if (!warnedInput_ && why != "the input ran out") {
+      log_info("The input pipeline's position is not saved with the "
+               "checkpoints (" +
+               why + "); a restarted train() starts input_fn afresh.");
+      warnedInput_ = true;
+    }
+  }
+  return out;
+}
+
+} // namespace detail
+} // namespace estimator
+} // namespace estc

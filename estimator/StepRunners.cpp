@@ -1,0 +1,238 @@
+//===- StepRunners.cpp - One step of a compiled function on the input --===//
+
+#include "estimator/StepRunners.h"
+
+#include "estimator/Distributed.h"
+#include "estimator/Hooks.h"
+#include "estimator/Logging.h"
+#include "estimator/ModelSession.h"
+#include "estimator/ProgressBar.h"
+#include "runtime/Collective.h"
+#include "runtime/CompiledModel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace estc {
+namespace estimator {
+namespace detail {
+
+namespace {
+std::string outputList(rt::CompiledModel &m, int fn) {
+  const rt::FunctionSpec &f = m.spec().functions[fn];
+  std::string s;
+  for (int i = 0; i < f.numOutputs; ++i)
+    s += (i ? ", " : "") + std::string(f.outputs[i].key);
+  return s;
+}
+} // namespace
+
+// --- ModelStep ---------------------------------------------------------------
+
+ModelStep::ModelStep(rt::CompiledModel &m, int fn, int metricsFn, Dataset &data,
+                     std::string call)
+    : m_(m), fn_(fn), metricsFn_(metricsFn), data_(data),
+      call_(std::move(call)), inputs_(m, fn) {}
+
+std::string ModelStep::function_name() const {
+  return m_.spec().functions[fn_].name;
+}
+
+bool ModelStep::next_batch() {
+  if (const Batch *arrays = data_.arrays()) {
+    if (arrayFeed_.arrays != arrays)
+      arrayFeed_ = arrayFeed(inputs_, *arrays);
+    if (arrayFeed_.ok) {
+      data_.next_rows(rows_);
+      if (rows_.empty())
+        return false;
+      feedRows(m_, fn_, arrayFeed_, rows_);
+      batchSize_ = m_.batch();
+      return true;
+    }
+  }
+  std::optional<Batch> batch = data_.next();
+  if (!batch)
+    return false;
+  feed(m_, inputs_, *batch, call_);
+  batchSize_ = m_.batch();
+  return true;
+}
+
+void ModelStep::run(const std::vector<std::string> &fetches) {
+  // The fetches are nearly always the last step's: resolved once.
+  if (fetches != lastFetches_) {
+    std::vector<Item> items;
+    for (const std::string &fetch : fetches)
+      items.push_back(resolve(fetch));
+    lastFetches_ = fetches;
+    lastItems_ = std::move(items);
+  }
+  bool metrics = false;
+  for (const Item &item : lastItems_)
+    metrics |= item.kind == Kind::Metric;
+  m_.run(fn_);
+  if (metrics)
+    m_.run(metricsFn_);
+}
+
+TensorValue ModelStep::value(const std::string &fetch) {
+  Item item = lastItem(fetch);
+  switch (item.kind) {
+  case Kind::Output:
+    return binding::readOutput(m_, fn_, item.index);
+  case Kind::Metric:
+    return binding::readOutput(m_, metricsFn_, item.index);
+  case Kind::Variable:
+    return binding::readVariable(m_, item.index);
+  }
+  return {};
+}
+
+ModelStep::Item ModelStep::lastItem(const std::string &fetch) {
+  for (size_t i = 0; i < lastFetches_.size(); ++i)
+    if (lastFetches_[i] == fetch)
+      return lastItems_[i];
+  return resolve(fetch);
+}
+
+ModelStep::Item ModelStep::resolve(const std::string &fetch) {
+  auto it = cache_.find(fetch);
+  if (it != cache_.end())
+    return it->second;
+  Item item{Kind::Output, m_.find_output(fn_, fetch)};
+  if (item.index < 0 && metricsFn_ >= 0)
+    item = {Kind::Metric, m_.find_output(metricsFn_, fetch)};
+  if (item.index < 0)
+    item = {Kind::Variable, m_.find_variable(fetch)};
+  if (item.index < 0) {
+    std::string outputs = outputList(m_, fn_);
+    if (metricsFn_ >= 0)
+      outputs += (outputs.empty() ? "" : ", ") + outputList(m_, metricsFn_);
+    throw std::invalid_argument("Estimator: hook fetch '" + fetch +
+                                "' is neither an output of the "
+                                "model's " +
+                                m_.spec().functions[fn_].name + " function (" +
+                                outputs + ") nor a variable");
+  }
+  cache_.emplace(fetch, item);
+  return item;
+}
+
+// --- LoopStep ----------------------------------------------------------------
+
+LoopStep::LoopStep(rt::CompiledModel &m, int stepFn, int loopFn, Dataset &data,
+                   const Session &session, int64_t iterations,
+                   const std::optional<int64_t> &lastStep)
+    : ModelStep(m, loopFn >= 0 ? loopFn : stepFn, /*metricsFn=*/-1, data,
+                "train"),
+      stepFn_(stepFn), loopFn_(loopFn), session_(session),
+      iterations_(iterations), lastStep_(lastStep), stepInputs_(m, stepFn) {}
+
+namespace {
+/// The batch's size; -1 when it has none (feed() then says why).
+int64_t sizeOf(const Batch &batch) {
+  try {
+    return batch.size();
+  } catch (const std::invalid_argument &) {
+    return -1;
+  }
+}
+} // namespace
+
+bool LoopStep::next_batch() {
+  int64_t want = iterations_;
+  if (lastStep_)
+    want = std::clamp<int64_t>(*lastStep_ - session_.global_step(), 1,
+                               iterations_);
+  staged_.clear();
+  steps_ = 0;
+  while (steps_ < want) {
+    std::optional<Batch> batch = std::move(pending_);
+    pending_.reset();
+    if (!batch)
+      batch = data_.next();
+    if (!batch)
+      break;
+    if (steps_ > 0 && sizeOf(*batch) != batchSize_) {
+      pending_ = std::move(batch);
+      break;
+    }
+    if (loopFn_ < 0) {
+      batchSize_ = batch->size();
+      staged_.push_back(std::move(*batch));
+    } else {
+      stage(*batch, want);
+    }
+    ++steps_;
+  }
+  return steps_ > 0;
+}
+
+void LoopStep::run(const std::vector<std::string> &fetches) {
+  for (const std::string &fetch : fetches)
+    resolve(fetch); // an unknown fetch fails before any step
+  if (loopFn_ >= 0) {
+    m_.set_steps(loopFn_, steps_);
+    m_.run(loopFn_);
+    return;
+  }
+  for (const Batch &batch : staged_) {
+    feed(m_, stepInputs_, batch, call_);
+    m_.run(stepFn_);
+  }
+}
+
+void LoopStep::stage(const Batch &batch, int64_t want) {
+  feed(m_, stepInputs_, batch, call_);
+  batchSize_ = m_.batch();
+  if (steps_ == 0)
+    m_.set_steps(loopFn_, want);
+  const rt::FunctionSpec &f = m_.spec().functions[stepFn_];
+  for (int i = 0; i < f.numInputs; ++i) {
+    const rt::TensorSpec &t = f.inputs[i];
+    size_t bytes =
+        static_cast<size_t>(rt::numElements(t.rank, t.shape, batchSize_)) *
+        rt::dtypeBytes(t.dtype);
+    std::memcpy(static_cast<char *>(m_.input_data(loopFn_, i)) +
+                    static_cast<size_t>(steps_) * bytes,
+                m_.input_data(stepFn_, i), bytes);
+  }
+}
+
+// --- DistributedStep ---------------------------------------------------------
+
+bool DistributedStep::next_batch() {
+  bool have = inner_.next_batch();
+  int64_t after = session_.global_step() + (have ? inner_.steps_in_batch() : 0);
+  int64_t flags[2] = {have ? 0 : 1, 0};
+  if (group_.rank() == 0 && have && saver_)
+    flags[1] =
+        saver_->will_save_at(after) || (lastStep_ && after >= *lastStep_);
+  auto start = SteadyClock::now();
+  group_.collective().allReduceSum(flags, 2);
+  rt::recordCollective(secondsSince(start), sizeof flags);
+  if (flags[0] > 0) {
+    if (have)
+      log_info("The input of " + std::to_string(flags[0]) +
+               " other replica(s) ran out: every replica stops.");
+    return false;
+  }
+  if (flags[1] > 0) {
+    std::string mine;
+    if (std::optional<std::string> state = data_.save_state())
+      mine = *state;
+    std::vector<std::string> all = group_.all_gather(mine);
+    std::map<int, std::string> states;
+    for (size_t r = 1; r < all.size(); ++r)
+      if (!all[r].empty())
+        states[static_cast<int>(r)] = std::move(all[r]);
+    session_.set_replica_input_states(std::move(states), after);
+  }
+  return true;
+}
+
+} // namespace detail
+} // namespace estimator
+} // namespace estc

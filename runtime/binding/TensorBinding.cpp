@@ -1,0 +1,173 @@
+//===- TensorBinding.cpp - Host tensors in and out of a CompiledModel ---===//
+
+#include "runtime/binding/TensorBinding.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+
+namespace estc {
+namespace binding {
+
+namespace {
+
+/// A compiled shape in messages: "[?,n,3]" (? for the batch, n for a sparse
+/// input's number of values).
+std::string dimsString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + (shape[i] == rt::kValuesDim ? std::string("n")
+                           : shape[i] < 0 ? std::string("?")
+                                          : std::to_string(shape[i]));
+  return s + "]";
+}
+
+TensorValue fromBytes(DType dtype, std::vector<int64_t> shape, const void *data,
+                      size_t bytes) {
+  const char *p = static_cast<const char *>(data);
+  return TensorValue::from_bytes(dtype, std::move(shape),
+                                 std::string(p, bytes));
+}
+
+} // namespace
+
+// --- Types -------------------------------------------------------------------
+
+std::optional<DType> hostDType(rt::DType d) {
+  switch (d) {
+  case rt::DType::F32:
+    return DType::Float32;
+  case rt::DType::F64:
+    return DType::Float64;
+  case rt::DType::I32:
+    return DType::Int32;
+  case rt::DType::I64:
+    return DType::Int64;
+  case rt::DType::Bool:
+    return DType::Bool;
+  case rt::DType::I8:
+    break;
+  }
+  return std::nullopt;
+}
+
+DType toHostDType(rt::DType d, const std::string &what) {
+  if (std::optional<DType> dtype = hostDType(d))
+    return *dtype;
+  throw std::invalid_argument(what + ": i8 tensors cannot be checkpointed or "
+                                     "returned");
+}
+
+VariableSpec variableSpec(const rt::VariableSpec &v) {
+  return {toHostDType(v.dtype, v.name),
+          std::vector<int64_t>(v.shape, v.shape + v.rank)};
+}
+
+std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch,
+                                   int64_t values) {
+  std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+  for (int64_t &d : shape)
+    if (d == rt::kBatchDim)
+      d = batch;
+    else if (d == rt::kValuesDim)
+      d = values;
+  return shape;
+}
+
+bool shapeMatches(const rt::TensorSpec &t, int64_t batch, int64_t values,
+                  const std::vector<int64_t> &shape) {
+  if (shape.size() != static_cast<size_t>(t.rank))
+    return false;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    int64_t want = t.shape[d] == rt::kBatchDim    ? batch
+                   : t.shape[d] == rt::kValuesDim ? values
+                                                  : t.shape[d];
+    if (shape[static_cast<size_t>(d)] != want)
+      return false;
+  }
+  return true;
+}
+
+std::string specString(const rt::TensorSpec &t) {
+  return std::string(rt::dtypeName(t.dtype)) +
+         dimsString(std::vector<int64_t>(t.shape, t.shape + t.rank));
+}
+
+std::string valueString(const TensorValue &t) {
+  return to_string(t.dtype) + dimsString(t.shape);
+}
+
+// --- Inputs ------------------------------------------------------------------
+
+InputBinding::InputBinding(const rt::CompiledModel &m, int fn) : fn_(fn) {
+  const rt::FunctionSpec &f = m.spec().functions[fn];
+  constexpr std::string_view kFeatures = "features/";
+  for (int i = 0; i < f.numInputs; ++i) {
+    Input in;
+    in.spec = &f.inputs[i];
+    std::string_view key = in.spec->key;
+    if (key.starts_with(kFeatures)) {
+      in.feature = std::string(key.substr(kFeatures.size()));
+      ++numFeatures_;
+    }
+    in.dtype = hostDType(in.spec->dtype);
+    in.values = in.spec->rank > 0 && in.spec->shape[0] == rt::kValuesDim;
+    inputs_.push_back(std::move(in));
+  }
+}
+
+int64_t InputBinding::values_of(size_t i, const TensorValue &value) const {
+  return inputs_[i].values && !value.shape.empty() ? value.shape[0] : 0;
+}
+
+bool InputBinding::shape_fits(size_t i, const TensorValue &value,
+                              int64_t batch) const {
+  return shapeMatches(*inputs_[i].spec, batch, values_of(i, value),
+                      value.shape);
+}
+
+bool InputBinding::accepts(size_t i, const TensorValue &value,
+                           int64_t batch) const {
+  const Input &in = inputs_[i];
+  return in.dtype && value.dtype == *in.dtype && shape_fits(i, value, batch);
+}
+
+void InputBinding::write(rt::CompiledModel &m, size_t i,
+                         const TensorValue &value) const {
+  int input = static_cast<int>(i);
+  if (inputs_[i].values)
+    m.set_values(fn_, input, values_of(i, value));
+  if (!value.data.empty())
+    std::memcpy(m.input_data(fn_, input), value.data.data(), value.data.size());
+}
+
+// --- Outputs and variables ---------------------------------------------------
+
+TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
+  const rt::TensorSpec &t = m.spec().functions[fn].outputs[output];
+  size_t bytes =
+      static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch())) *
+      rt::dtypeBytes(t.dtype);
+  return fromBytes(toHostDType(t.dtype, t.key), concreteShape(t, m.batch()),
+                   m.output_data(fn, output), bytes);
+}
+
+std::map<std::string, TensorValue> readOutputs(rt::CompiledModel &m, int fn) {
+  std::map<std::string, TensorValue> out;
+  const rt::FunctionSpec &f = m.spec().functions[fn];
+  for (int o = 0; o < f.numOutputs; ++o)
+    if (hostDType(f.outputs[o].dtype))
+      out[f.outputs[o].key] = readOutput(m, fn, o);
+  return out;
+}
+
+TensorValue readVariable(rt::CompiledModel &m, int index) {
+  const rt::VariableSpec &v = m.spec().variables[index];
+  return fromBytes(toHostDType(v.dtype, v.name),
+                   std::vector<int64_t>(v.shape, v.shape + v.rank),
+                   m.variable_data(index),
+                   static_cast<size_t>(m.variable_bytes(index)));
+}
+
+} // namespace binding
+} // namespace estc

@@ -1,0 +1,241 @@
+//===- runtime/cpu/Gemm.cpp - Single-threaded strided GEMM on Eigen -----------===//
+//
+// Calls Eigen's blocked GEMM (general_matrix_matrix_product, the routine
+// behind `C.noalias() += A * B`) directly, so that strides need no Map types
+// and its packing buffers come from our per-thread scratch instead of the
+// heap. Eigen's blocking sizes depend only on the matrix sizes and the CPU's
+// cache sizes (we pass one thread), so results do not depend on threads.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/Parallel.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+namespace estc::rt {
+namespace {
+
+using Eigen::Index;
+namespace ei = Eigen::internal;
+
+/// Eigen's blocking, with the packing panels in our scratch.
+template <typename T> class ScratchBlocking : public ei::level3_blocking<T, T> {
+public:
+  ScratchBlocking(Index rows, Index cols, Index depth) {
+    this->m_mc = rows;
+    this->m_nc = cols;
+    this->m_kc = depth;
+    ei::computeProductBlockingSizes<T, T, 1, Index>(this->m_kc, this->m_mc,
+                                                    this->m_nc, Index(1));
+    this->m_blockA =
+        scratch<T>(Scratch::GemmPackA, size_t(this->m_kc * this->m_mc));
+    this->m_blockB =
+        scratch<T>(Scratch::GemmPackB, size_t(this->m_kc * this->m_nc));
+  }
+};
+
+/// A matrix Eigen can read in place: storage order and leading dimension.
+template <typename T> struct Operand {
+  const T *data;
+  bool rowMajor;
+  Index ld;
+};
+
+/// Column-major in place when rows step by 1, row-major when columns do
+/// (a dimension of size 1 steps by anything).
+template <typename T> bool asColMajor(const View2D<T> &v, Index &ld) {
+  if (v.rows > 1 && v.rs != 1)
+    return false;
+  ld = v.cols > 1 ? v.cs : v.rows;
+  return ld >= v.rows || v.cols == 1;
+}
+template <typename T> bool asRowMajor(const View2D<T> &v, Index &ld) {
+  return asColMajor(v.transposed(), ld);
+}
+
+template <typename T> Operand<T> operand(View2D<const T> v, Scratch slot) {
+  Index ld;
+  if (asColMajor(v, ld))
+    return {v.data, false, ld};
+  if (asRowMajor(v, ld))
+    return {v.data, true, ld};
+  T *copy = scratch<T>(slot, size_t(v.rows * v.cols));
+  for (Index j = 0; j < v.cols; ++j)
+    for (Index i = 0; i < v.rows; ++i)
+      copy[i + j * v.rows] = v.at(i, j);
+  return {copy, false, v.rows};
+}
+
+template <typename T, int LhsOrder, int RhsOrder>
+void run(Index m, Index n, Index k, const Operand<T> &lhs,
+         const Operand<T> &rhs, T *res, Index ldRes) {
+  ScratchBlocking<T> blocking(m, n, k);
+  ei::general_matrix_matrix_product<Index, T, LhsOrder, false, T, RhsOrder,
+                                    false, Eigen::ColMajor, 1>::run(m, n, k,
+                                                                    lhs.data,
+                                                                    lhs.ld,
+                                                                    rhs.data,
+                                                                    rhs.ld, res,
+                                                                    1, ldRes,
+                                                                    T(1),
+                                                                    blocking,
+                                                                    nullptr);
+}
+
+/// res (column-major, m x n, leading dimension ldRes) += lhs * rhs.
+template <typename T>
+void gemmColMajor(View2D<const T> a, View2D<const T> b, T *res, Index ldRes) {
+  Index m = a.rows, n = b.cols, k = a.cols;
+  Operand<T> lhs = operand(a, Scratch::GemmLhs);
+  Operand<T> rhs = operand(b, Scratch::GemmRhs);
+  constexpr int R = Eigen::RowMajor, C = Eigen::ColMajor;
+  if (lhs.rowMajor)
+    rhs.rowMajor ? run<T, R, R>(m, n, k, lhs, rhs, res, ldRes)
+                 : run<T, R, C>(m, n, k, lhs, rhs, res, ldRes);
+  else
+    rhs.rowMajor ? run<T, C, R>(m, n, k, lhs, rhs, res, ldRes)
+                 : run<T, C, C>(m, n, k, lhs, rhs, res, ldRes);
+}
+
+/// Sets a matrix to zero, walking memory in order.
+template <typename T> void setZero(View2D<T> c) {
+  if (std::abs(c.rs) < std::abs(c.cs))
+    c = c.transposed();
+  for (Index i = 0; i < c.rows; ++i)
+    for (Index j = 0; j < c.cols; ++j)
+      c.at(i, j) = T(0);
+}
+
+/// c (1 x n) (+)= a (1 x k) * b (k x n) for a b whose rows are contiguous
+/// (b.cs == 1): one axpy per row of b, in order. A dense layer at batch 1:
+/// Eigen's GEMM would pack all of b (the weights) for the single row, which
+/// costs several times the product itself.
+template <typename T>
+void gemvRowMajor(View2D<const T> a, View2D<const T> b, View2D<T> c,
+                  bool accumulate) {
+  Index n = c.cols, k = a.cols;
+  T *__restrict acc = scratch<T>(Scratch::GemmResult, size_t(n));
+  std::memset(acc, 0, sizeof(T) * size_t(n));
+  for (Index p = 0; p < k; ++p) {
+    const T ap = a.at(0, p);
+    const T *__restrict row = b.data + p * b.rs;
+    for (Index j = 0; j < n; ++j)
+      acc[j] += ap * row[j];
+  }
+  for (Index j = 0; j < n; ++j)
+    c.at(0, j) = accumulate ? c.at(0, j) + acc[j] : acc[j];
+}
+
+/// c (m x n) (+)= a (m x k) * b (k x n), float, for products of at most
+/// kSmallGemm multiply-adds (an iris-sized layer: 32 x 10 x 10), where
+/// Eigen's packing and blocking cost several times the product. b is copied
+/// to a [k, n rounded up to 8] panel padded with zeros; then each block of 8
+/// rows of c by 8 columns is 8 vector accumulators in registers, one FMA per
+/// row and element of the depth. Each element of c is its k products added
+/// in order from 0: the same for any thread count and operand layout,
+/// though not the order of Eigen's kernel (results differ from it in the
+/// last bits).
+void gemmSmall(View2D<const float> a, View2D<const float> b, View2D<float> c,
+               bool accumulate) {
+  typedef float Vec __attribute__((vector_size(32)));
+  constexpr Index kRows = 8, kCols = 8;
+  Index m = c.rows, n = c.cols, k = a.cols;
+  Index panelCols = (n + kCols - 1) / kCols * kCols;
+  float *panel = scratch<float>(Scratch::GemmRhs, size_t(k * panelCols));
+  for (Index p = 0; p < k; ++p) {
+    float *row = panel + p * panelCols;
+    if (b.cs == 1)
+      std::memcpy(row, b.data + p * b.rs, sizeof(float) * size_t(n));
+    else
+      for (Index j = 0; j < n; ++j)
+        row[j] = b.at(p, j);
+    for (Index j = n; j < panelCols; ++j)
+      row[j] = 0.f;
+  }
+  for (Index i0 = 0; i0 < m; i0 += kRows) {
+    // Rows past m repeat the last one; their sums are not stored.
+    const float *rows[kRows];
+    for (Index r = 0; r < kRows; ++r)
+      rows[r] = a.data + std::min(i0 + r, m - 1) * a.rs;
+    Index numRows = std::min(kRows, m - i0);
+    for (Index j0 = 0; j0 < panelCols; j0 += kCols) {
+      Vec acc[kRows] = {};
+      for (Index p = 0; p < k; ++p) {
+        Vec bp;
+        std::memcpy(&bp, panel + p * panelCols + j0, sizeof bp);
+#pragma GCC unroll 8
+        for (Index r = 0; r < kRows; ++r)
+          acc[r] += rows[r][p * a.cs] * bp;
+      }
+      Index numCols = std::min(kCols, n - j0);
+      for (Index r = 0; r < numRows; ++r) {
+        float sums[kCols];
+        std::memcpy(sums, &acc[r], sizeof sums);
+        for (Index j = 0; j < numCols; ++j) {
+          float &out = c.at(i0 + r, j0 + j);
+          out = accumulate ? out + sums[j] : sums[j];
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
+  Index m = c.rows, n = c.cols, k = a.cols;
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (!accumulate)
+      setZero(c);
+    return;
+  }
+  if (m == 1 && (b.cs == 1 || n == 1))
+    return gemvRowMajor(a, b, c, accumulate);
+  if constexpr (std::is_same_v<T, float>)
+    if (m * n * k <= kSmallGemm)
+      return gemmSmall(a, b, c, accumulate);
+
+  Index ld;
+  if (asColMajor(c, ld)) {
+    if (!accumulate)
+      setZero(c);
+    return gemmColMajor(a, b, c.data, ld);
+  }
+  if (asRowMajor(c, ld)) { // c^T = b^T a^T, column-major
+    if (!accumulate)
+      setZero(c);
+    return gemmColMajor(b.transposed(), a.transposed(), c.data, ld);
+  }
+  T *tmp = scratch<T>(Scratch::GemmResult, size_t(m * n));
+  View2D<T> t{tmp, m, n, 1, m};
+  if (accumulate)
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < m; ++i)
+        t.at(i, j) = c.at(i, j);
+  else
+    std::memset(tmp, 0, sizeof(T) * size_t(m * n));
+  gemmColMajor(a, b, tmp, m);
+  if (std::abs(c.rs) < std::abs(c.cs))
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < m; ++i)
+        c.at(i, j) = t.at(i, j);
+  else
+    for (Index i = 0; i < m; ++i)
+      for (Index j = 0; j < n; ++j)
+        c.at(i, j) = t.at(i, j);
+}
+
+template void gemm<float>(View2D<const float>, View2D<const float>,
+                          View2D<float>, bool);
+template void gemm<double>(View2D<const double>, View2D<const double>,
+                           View2D<double>, bool);
+
+} // namespace estc::rt
