@@ -194,6 +194,11 @@ foreach(_dir IN LISTS ESTC_PUBLIC_HEADER_DIRS)
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/estimator/include/estc/
         DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/estc COMPONENT estimator)
+# The compiler's headers, for estc/compiler.h (a graph compiled in process;
+# LLVM's and MLIR's headers come from the MLIR the jit component finds).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/compiler/
+        DESTINATION ${ESTC_INSTALL_INCLUDEDIR}/compiler COMPONENT jit
+        FILES_MATCHING PATTERN "*.h")
 
 # pkg-config for C programs: relocatable (paths from the .pc file's folder).
 set(_estc_pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -4,7 +4,7 @@
 // function the backend compiles, linked into a shared library by the system
 // linker; the variables of the checkpoint it reads; the host transform and
 // its assets; the signatures of export_outputs with TF's rules; and
-// saved_model.json (lib/ModelFormat). Everything goes into a temporary folder
+// saved_model.json (runtime/format). Everything goes into a temporary folder
 // renamed into place when complete.
 //
 //===----------------------------------------------------------------------===//
@@ -15,7 +15,7 @@
 #include "estimator/Logging.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/FeatureColumn/Serialization.h"
-#include "lib/ModelFormat/ModelFormat.h"
+#include "runtime/format/ModelFormat.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
 #include "runtime/serving/SavedModel.h"
@@ -194,23 +194,23 @@ struct OutputInfo {
 };
 
 std::map<std::string, OutputInfo>
-compiledOutputs(const rapidjson::Document &manifest,
+compiledOutputs(const modelformat::Manifest &manifest,
                 const std::string &function) {
   std::map<std::string, OutputInfo> out;
-  for (const auto &f : manifest["functions"].GetArray()) {
-    if (function != f["name"].GetString())
-      continue;
-    for (const auto &o : f["outputs"].GetArray()) {
-      std::optional<DType> dtype = dtype_from_abi_name(o["dtype"].GetString());
-      if (!dtype)
-        fail(std::string("output '") + o["key"].GetString() +
-             "' has an element type a signature cannot return (" +
-             o["dtype"].GetString() + ")");
-      std::vector<int64_t> shape;
-      for (const auto &d : o["shape"].GetArray())
-        shape.push_back(d.GetInt64() < 0 ? -1 : d.GetInt64());
-      out[o["key"].GetString()] = {*dtype, shape};
-    }
+  const modelformat::FunctionInfo *f = manifest.findFunction(function);
+  if (!f)
+    return out;
+  for (const modelformat::TensorInfo &o : f->outputs) {
+    const char *abiName = modelformat::elementTypeName(o.dtype);
+    std::optional<DType> dtype = dtype_from_abi_name(abiName);
+    if (!dtype)
+      fail("output '" + o.key +
+           "' has an element type a signature cannot return (" + abiName +
+           ")");
+    std::vector<int64_t> shape;
+    for (int64_t d : o.shape)
+      shape.push_back(d < 0 ? -1 : d);
+    out[o.key] = {*dtype, shape};
   }
   return out;
 }
@@ -474,10 +474,12 @@ std::string Estimator::export_saved_model(
         code.output_sources.at(only);
   }
 
-  rapidjson::Document manifest;
-  manifest.Parse(code.manifest_json.c_str());
-  if (manifest.HasParseError() || !manifest.IsObject())
-    fail("the compiler's manifest is not JSON");
+  modelformat::Manifest manifest;
+  try {
+    manifest = modelformat::readManifest(code.manifest_json);
+  } catch (const modelformat::FormatError &e) {
+    fail(std::string("the compiler's ") + e.what());
+  }
   std::map<std::string, OutputInfo> outputs =
       compiledOutputs(manifest, code.function);
 
@@ -500,19 +502,18 @@ std::string Estimator::export_saved_model(
 
     // The variables the serving function reads.
     train::VariableMap variables;
-    for (const auto &v : manifest["variables"].GetArray()) {
-      std::string name = v["name"].GetString();
-      if (v["local"].GetBool())
+    for (const modelformat::VariableInfo &v : manifest.variables) {
+      const std::string &name = v.name;
+      if (v.local)
         continue;
       if (!reader.has_tensor(name))
         fail("checkpoint " + reader.path() + " has no variable '" + name +
              "' that the serving function reads");
       TensorValue value = reader.get_tensor(name);
       VariableSpec want;
-      want.dtype =
-          dtype_from_abi_name(v["dtype"].GetString()).value_or(DType::Invalid);
-      for (const auto &d : v["shape"].GetArray())
-        want.shape.push_back(d.GetInt64());
+      want.dtype = dtype_from_abi_name(modelformat::elementTypeName(v.dtype))
+                       .value_or(DType::Invalid);
+      want.shape = v.shape;
       if (value.spec() != want)
         fail("variable '" + name + "' is " + value.spec().str() +
              " in the checkpoint, the serving function reads " + want.str() +

@@ -38,7 +38,7 @@
 #ifndef ESTC_COMPILER_TARGET_MANIFEST_H
 #define ESTC_COMPILER_TARGET_MANIFEST_H
 
-#include "lib/ModelFormat/ModelFormat.h"
+#include "runtime/format/ModelFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/CompiledModel.h"
 
@@ -51,7 +51,7 @@
 
 namespace estc {
 
-// The schema is lib/ModelFormat's (no LLVM), which reads and writes the
+// The schema is runtime/format's (no LLVM), which reads and writes the
 // file; this header adds what the compiler makes of a module.
 using modelformat::CheckInfo;
 using modelformat::FunctionInfo;

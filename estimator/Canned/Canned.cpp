@@ -173,6 +173,12 @@ public:
     return spec;
   }
 
+  /// The columns' feature keys: what a prediction reads (the weight
+  /// column only in TRAIN and EVAL).
+  std::optional<std::set<std::string>> feature_keys() const override {
+    return features_.feature_keys();
+  }
+
   void transform_predictions(Features &predictions) const override {
     if (head_)
       head_->complete_predictions(predictions);

@@ -24,7 +24,7 @@
 //   auto sex = feature_column::categorical_column_with_vocabulary_list(
 //       "sex", {"male", "female"});
 //   estimator::LinearClassifier model({age, sex});
-//   model.train(train_input_fn, {}, std::nullopt, 1000);
+//   model.train(train_input_fn, {.max_steps = 1000});
 //   estimator::EvalResults r = model.evaluate(eval_input_fn);  // accuracy,
 //                                                      // auc, average_loss...
 //

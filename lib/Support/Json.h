@@ -1,9 +1,10 @@
-//===- Json.h - The small JSON subset a safetensors header needs (internal)
-//-===//
+//===- Json.h - JSON values read with RapidJSON (internal) ----------------===//
 //
-// A strict RFC 8259 parser (objects keep their key order; duplicate keys are
-// an error; nesting is limited to 32 levels) and a string quoter. Numbers
-// keep their text so that 64-bit offsets are read exactly.
+// json::parse reads a safetensors header or TF_CONFIG with RapidJSON's SAX
+// reader: strict RFC 8259, UTF-8 checked; objects keep their key order;
+// duplicate keys are an error; nesting is limited to 32 levels. Numbers keep
+// their text so that 64-bit offsets are read exactly. json::quote writes a
+// string literal.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_LIB_SUPPORT_JSON_H

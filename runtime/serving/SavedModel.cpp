@@ -1,7 +1,7 @@
 //===- SavedModel.cpp - Load and run an exported estc model -------------===//
 //
 // saved_model.json is untrusted input (a corrupt or hand-edited export):
-// lib/ModelFormat reads it, with errors naming the field, which become one
+// runtime/format reads it, with errors naming the field, which become one
 // LoadError line naming the folder; this file makes the host's checks (its
 // hooks) and loads the library, the variables and the transform.
 //
@@ -14,17 +14,17 @@
 #include "lib/Data/Idx.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/FeatureColumn/Transformer.h"
-#include "lib/ModelFormat/ModelFormat.h"
+#include "runtime/format/ModelFormat.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/binding/TensorBinding.h"
 
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -318,7 +318,8 @@ SavedModel::load(const std::string &export_dir, const LoadOptions &options) {
 
     // The compiled function (the model's only one).
     impl->spec = std::make_unique<SpecStorage>();
-    impl->spec->spec = modelformat::toModelSpec(file.model, impl->spec->storage);
+    impl->spec->spec =
+        modelformat::toModelSpec(file.model, impl->spec->storage);
     impl->function = 0;
     const rt::ModelSpec &spec = impl->spec->spec;
 

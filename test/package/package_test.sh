@@ -55,6 +55,17 @@ export ESTC_CACHE_DIR=$work/jit-cache
 "$jit"
 "$aot"
 
+# Every public header compiles on its own against the install (estc/compiler.h
+# with MLIR's headers, estc/c_api.h as C).
+for header in "$prefix"/include/estc/estc/*.h; do
+  name=estc/$(basename "$header")
+  lang=c++ std=-std=c++20
+  [[ $name == estc/c_api.h ]] && lang=c std=-std=c11
+  echo "#include \"$name\"" | "$cxx" -x "$lang" "$std" -fsyntax-only \
+    -I"$prefix/include/estc" -isystem /usr/lib/llvm-22/include - ||
+    fail "$name does not compile on its own against the install"
+done
+
 # The canned estimator, its export, and the export served three ways.
 census=$work/census
 mkdir -p "$census"

@@ -471,6 +471,61 @@ TEST_F(SavedModelTest, ExportErrors) {
   EXPECT_FALSE(fs::exists(root_ / "x") && !fs::is_empty(root_ / "x"));
 }
 
+// A receiver that lacks a feature the model reads is refused at export time,
+// as TF's export fails when model_fn meets the receiver's features, before
+// anything is compiled or written: one line naming the receiver and what it
+// lacks. (Before, such an export was written and could never answer: every
+// request failed with "feature 'color' is missing from the batch".)
+TEST_F(SavedModelTest, ReceiverWithoutAFeatureTheModelReadsIsRefused) {
+  // The canned model's columns read x1, x2 and color (a wide & deep
+  // model's parse spec made from its dnn columns alone lacks the linear
+  // ones the same way).
+  data::FeatureSpecs spec = fc::make_parse_example_spec(linear_columns());
+  spec.erase("color");
+  fs::path base = root_ / "lacking";
+  EXPECT_EQ(errorOf([&] {
+              linear_->export_saved_model(
+                  base.string(), build_parsing_serving_input_receiver_fn(spec));
+            }),
+            "Estimator.export_saved_model: the serving input receiver does "
+            "not provide the features the model reads: color (it parses x1, "
+            "x2)");
+  // An alternative that lacks one is refused the same way.
+  ServingInputReceiverFn rawWithoutX2 = [] {
+    ServingInputReceiver r = build_parsing_serving_input_receiver_fn(
+        fc::make_parse_example_spec(linear_columns()))();
+    ReceiverTensors raw;
+    raw.tensors = {{"x1", DType::Float32, {-1, 1}},
+                   {"color", DType::String, {-1, 1}}};
+    r.receiver_tensors_alternatives["raw"] = raw;
+    return r;
+  };
+  EXPECT_EQ(errorOf([&] {
+              linear_->export_saved_model(base.string(), rawWithoutX2);
+            }),
+            "Estimator.export_saved_model: receiver_tensors_alternatives "
+            "'raw' does not provide the features the model reads: x2 (it "
+            "takes color, x1)");
+  // Without a host transform, every alternative must give the features
+  // the serving function is compiled for (the main receiver's).
+  ServingInputReceiverFn tinyAlt = [] {
+    ServingInputReceiver r =
+        build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}})();
+    ReceiverTensors other;
+    other.tensors = {{"y", DType::Float32, {-1, 4}}};
+    r.receiver_tensors_alternatives["other"] = other;
+    return r;
+  };
+  EXPECT_EQ(errorOf([&] {
+              tiny_->export_saved_model(base.string(), tinyAlt);
+            }),
+            "Estimator.export_saved_model: receiver_tensors_alternatives "
+            "'other' does not provide the features the model reads: x (it "
+            "takes y)");
+  // Nothing was written.
+  EXPECT_FALSE(fs::exists(base));
+}
+
 /// Raw features of every kind the canned estimators' columns read: x1, x2
 /// F32, color / city / size strings, id I64; labels 0/1 (as F32 for
 /// regressors).

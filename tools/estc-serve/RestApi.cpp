@@ -1,8 +1,8 @@
 //===- RestApi.cpp - TF Serving's REST API: routes -----------------------===//
 //
-// TF Serving's paths (model_servers/http_rest_api_handler.cc's regular
-// expressions, matched by hand) and what a route runs: the body's codec is
-// RestCodec.cpp.
+// TF Serving's paths (model_servers/http_rest_api_handler.cc), parsed by
+// hand, and what a route parses and runs; the bodies' JSON <-> tensor codec
+// is RestCodec.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -158,29 +158,32 @@ Server::Server(ServerOptions options, const ModelManager &models)
     bool tooLarge = false;
     bool ok;
     if (req.is_multipart_form_data()) {
-      // httplib parses a multipart body into parts whatever the receivers:
-      // they are dropped and the body is empty, as before.
+      // httplib parses a multipart/form-data body into its parts whatever
+      // the receivers: they are dropped and the body is empty, as with
+      // httplib's regular handlers.
       ok = reader([](const httplib::MultipartFormData &) { return true; },
                   [](const char *, size_t) { return true; });
     } else {
       ok = reader([&](const char *data, size_t n) {
-        // httplib checks Content-Length against the limit; this checks the
-        // body as received (chunked, or as decompressed).
-        if (n > maxBody - body.size()) {
+        // httplib checks a Content-Length against the limit; this checks
+        // the body as received (chunked, or decompressed). Past the limit
+        // the rest is read and dropped, as httplib skips a body whose
+        // Content-Length is over it: the answer is a 413, not a reset.
+        if (tooLarge || n > maxBody - body.size()) {
           tooLarge = true;
-          return false;
+          std::string().swap(body);
+          return true;
         }
         body.append(data, n);
         return true;
       });
     }
-    if (tooLarge) {
-      // The rest of the body is still on the connection.
+    if (ok && tooLarge) {
       res.status = 413;
-      res.set_header("Connection", "close");
+      return false;
     }
-    // Otherwise httplib set the status of a failed read (413 over the
-    // limit, 400 for a malformed body); the error handler writes the body.
+    // A failed read: httplib set its status (413 over the limit, 400 for a
+    // malformed body); the error handler writes the body.
     return ok;
   };
   auto respond = [this](const httplib::Request &req, httplib::Response &res,

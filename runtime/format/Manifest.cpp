@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/ModelFormat/JsonText.h"
-#include "lib/ModelFormat/ModelFormat.h"
+#include "runtime/format/JsonText.h"
+#include "runtime/format/ModelFormat.h"
 
 #include "lib/Support/Printable.h"
 

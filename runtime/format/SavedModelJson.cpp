@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/ModelFormat/ModelFormat.h"
+#include "runtime/format/ModelFormat.h"
 
 #include "rapidjson/document.h"
 #include "rapidjson/prettywriter.h"

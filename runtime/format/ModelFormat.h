@@ -18,8 +18,8 @@
 // LLVM: library EstcModelFormat, on RapidJSON (linked privately).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_LIB_MODELFORMAT_MODELFORMAT_H
-#define ESTC_LIB_MODELFORMAT_MODELFORMAT_H
+#ifndef ESTC_RUNTIME_FORMAT_MODELFORMAT_H
+#define ESTC_RUNTIME_FORMAT_MODELFORMAT_H
 
 #include "lib/Tensor/DType.h"
 #include "runtime/CompiledModel.h"
@@ -238,4 +238,4 @@ SavedModelFile readSavedModel(std::string_view json,
 } // namespace modelformat
 } // namespace estc
 
-#endif // ESTC_LIB_MODELFORMAT_MODELFORMAT_H
+#endif // ESTC_RUNTIME_FORMAT_MODELFORMAT_H

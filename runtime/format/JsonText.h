@@ -1,7 +1,7 @@
-//===- JsonText.h - RapidJSON helpers of lib/ModelFormat (internal)
+//===- JsonText.h - RapidJSON helpers of runtime/format (internal)
 //--------===//
-#ifndef ESTC_LIB_MODELFORMAT_JSONTEXT_H
-#define ESTC_LIB_MODELFORMAT_JSONTEXT_H
+#ifndef ESTC_RUNTIME_FORMAT_JSONTEXT_H
+#define ESTC_RUNTIME_FORMAT_JSONTEXT_H
 
 #include "rapidjson/document.h"
 
@@ -19,4 +19,4 @@ std::string compactJson(const rapidjson::Value &value);
 } // namespace modelformat
 } // namespace estc
 
-#endif // ESTC_LIB_MODELFORMAT_JSONTEXT_H
+#endif // ESTC_RUNTIME_FORMAT_JSONTEXT_H
