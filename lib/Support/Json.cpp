@@ -21,6 +21,8 @@
 namespace estc {
 namespace json {
 
+Value::Value() = default;
+
 std::optional<int64_t> Value::asNonNegativeInt() const {
   if (kind != Kind::Number || text.empty() || text.size() > 18)
     return std::nullopt;

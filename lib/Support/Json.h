@@ -35,6 +35,10 @@ struct Value {
   std::vector<Value> items; // Array
   std::vector<std::pair<std::string, Value>> fields; // Object, in file order
 
+  // Out of line: clang with libstdc++ 12 refuses an implicit one (it checks
+  // std::pair<std::string, Value> while that is incomplete).
+  Value();
+
   bool isObject() const { return kind == Kind::Object; }
   bool isArray() const { return kind == Kind::Array; }
   bool isString() const { return kind == Kind::String; }

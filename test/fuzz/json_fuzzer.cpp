@@ -1,4 +1,4 @@
-//===- json_fuzzer.cpp - The strict JSON parser (lib/Support/Json) -------===//
+//===- json_fuzzer.cpp - json::parse on RapidJSON (lib/Support/Json) ------===//
 //
 // json::parse reads safetensors headers and TF_CONFIG. The documented
 // failure is json::ParseError, one line "at byte N: <problem>". A value that
