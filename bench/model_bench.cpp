@@ -32,8 +32,8 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
-#include "runtime/cpu/Kernels.h"
 #include "runtime/MemRef.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <chrono>

@@ -15,9 +15,9 @@
 #include "estimator/Logging.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/FeatureColumn/Serialization.h"
-#include "runtime/format/ModelFormat.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
+#include "runtime/format/ModelFormat.h"
 #include "runtime/serving/SavedModel.h"
 
 #include "rapidjson/document.h"
@@ -205,8 +205,7 @@ compiledOutputs(const modelformat::Manifest &manifest,
     std::optional<DType> dtype = dtype_from_abi_name(abiName);
     if (!dtype)
       fail("output '" + o.key +
-           "' has an element type a signature cannot return (" + abiName +
-           ")");
+           "' has an element type a signature cannot return (" + abiName + ")");
     std::vector<int64_t> shape;
     for (int64_t d : o.shape)
       shape.push_back(d < 0 ? -1 : d);

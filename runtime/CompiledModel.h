@@ -115,7 +115,8 @@ struct CheckSpec {
   const int64_t *shape;
 };
 
-/// Where a model's compiled code runs: estc's one Device (lib/Support/Device.h).
+/// Where a model's compiled code runs: estc's one Device
+/// (lib/Support/Device.h).
 using Device = ::estc::Device;
 
 /// A CUDA model or kernel cannot run: no NVIDIA driver, no device, a device
@@ -301,8 +302,8 @@ private:
   /// The largest number of values of `function`'s sparse inputs.
   int64_t maxValues(int function) const;
 
-  // The CUDA path (docs/design/gpu.md, "Memory"): runtime/cuda/CudaModel.cpp, or
-  // runtime/cuda/CudaDisabled.cpp in a runtime built without CUDA.
+  // The CUDA path (docs/design/gpu.md, "Memory"): runtime/cuda/CudaModel.cpp,
+  // or runtime/cuda/CudaDisabled.cpp in a runtime built without CUDA.
   void initCuda(void *const *variables);
   void reserveCudaHost(Buffer &buffer, size_t bytes);
   void runCuda(int function, int64_t batch);

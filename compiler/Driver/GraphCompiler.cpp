@@ -116,8 +116,7 @@ prepareForLowering(mlir::ModuleOp module, llvm::StringRef modelName,
 
 void setManifestDevice(mlir::ModuleOp module, Manifest &manifest,
                        const PipelineOptions &options) {
-  manifest.device =
-      options.device;
+  manifest.device = options.device;
   manifest.gpuArch = options.device == Device::Cuda ? options.gpuArch : "";
   module->setAttr("estc.manifest",
                   mlir::StringAttr::get(module.getContext(), toJson(manifest)));

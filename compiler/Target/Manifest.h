@@ -38,9 +38,9 @@
 #ifndef ESTC_COMPILER_TARGET_MANIFEST_H
 #define ESTC_COMPILER_TARGET_MANIFEST_H
 
-#include "runtime/format/ModelFormat.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/format/ModelFormat.h"
 
 #include "llvm/Support/Error.h"
 

@@ -31,8 +31,8 @@ bool write_csv(const std::string &path, const std::vector<Row> &rows) {
   std::ofstream out(path);
   out << "age,education,occupation,hours,income\n";
   for (const Row &r : rows)
-    out << r.age << ',' << r.education << ',' << r.occupation << ','
-        << r.hours << ',' << r.income << '\n';
+    out << r.age << ',' << r.education << ',' << r.occupation << ',' << r.hours
+        << ',' << r.income << '\n';
   return static_cast<bool>(out.flush());
 }
 

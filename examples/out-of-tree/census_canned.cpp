@@ -8,9 +8,9 @@
 // make_csv_dataset over CSV files it writes into WORK_DIR, evaluation, then
 // export_saved_model (a parsing receiver, with a raw alternative) into
 // WORK_DIR/export. It writes the Estimator's own predictions of the served
-// rows (WORK_DIR/served.csv) to WORK_DIR/expected_predictions.txt, for census_serve, census_c_api
-// and estc-serve to compare with. Exit 0 when accuracy is above 0.8 and the
-// export exists; 1 otherwise, with one line.
+// rows (WORK_DIR/served.csv) to WORK_DIR/expected_predictions.txt, for
+// census_serve, census_c_api and estc-serve to compare with. Exit 0 when
+// accuracy is above 0.8 and the export exists; 1 otherwise, with one line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,8 +62,7 @@ int run(const std::string &work) {
   estimator::DNNLinearCombinedClassifier model(o, head,
                                                estimator::RunConfig(config));
 
-  auto input = [&work](const std::string &file,
-                       std::optional<int64_t> epochs) {
+  auto input = [&work](const std::string &file, std::optional<int64_t> epochs) {
     return [file = work + "/" + file, epochs] {
       data::MakeCsvOptions csv;
       csv.label_name = "income";
@@ -117,8 +116,8 @@ int run(const std::string &work) {
       {"education", TensorValue::of_strings({n, 1}, educations)},
       {"occupation", TensorValue::of_strings({n, 1}, occupations)}};
   std::ofstream expected(work + "/" + census::kExpectedFile);
-  for (const estimator::Prediction &p :
-       model.predict(estimator::numpy_input_fn(x, std::nullopt, {n, 1, false, 0}))) {
+  for (const estimator::Prediction &p : model.predict(
+           estimator::numpy_input_fn(x, std::nullopt, {n, 1, false, 0}))) {
     char line[64];
     std::snprintf(line, sizeof line, "%.9g %s\n",
                   p.at("probabilities").values<float>()[1],

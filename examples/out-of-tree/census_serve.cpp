@@ -82,15 +82,15 @@ int run(const std::string &work) {
                                std::string(census::kExpectedFile));
     if (std::fabs(scores[2 * i + 1] - p) > 1e-6 ||
         std::fabs(probabilities[2 * i + 1] - p) > 1e-6) {
-      std::printf("row %lld: served %.9g / %.9g, the Estimator predicted %.9g\n",
-                  static_cast<long long>(i), scores[2 * i + 1],
-                  probabilities[2 * i + 1], p);
+      std::printf(
+          "row %lld: served %.9g / %.9g, the Estimator predicted %.9g\n",
+          static_cast<long long>(i), scores[2 * i + 1],
+          probabilities[2 * i + 1], p);
       ++bad;
     }
-    const std::string &top =
-        scores[2 * i + 1] > scores[2 * i]
-            ? classified.at("classes").strings[2 * i + 1]
-            : classified.at("classes").strings[2 * i];
+    const std::string &top = scores[2 * i + 1] > scores[2 * i]
+                                 ? classified.at("classes").strings[2 * i + 1]
+                                 : classified.at("classes").strings[2 * i];
     if (top != cls) {
       std::printf("row %lld: served class %s, the Estimator predicted %s\n",
                   static_cast<long long>(i), top.c_str(), cls.c_str());

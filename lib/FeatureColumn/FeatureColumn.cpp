@@ -3,6 +3,7 @@
 #include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/Data/Hashing.h"
 #include "lib/Data/TextLine.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,13 +15,6 @@ namespace estc {
 namespace feature_column {
 
 namespace {
-
-std::string dimsStr(const Dims &d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i)
-    s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
 
 void requireKey(const std::string &fn, const std::string &key) {
   if (key.empty())
@@ -84,7 +78,7 @@ bool sameSpec(const data::FeatureSpec &a, const data::FeatureSpec &b) {
 
 std::string specStr(const data::FeatureSpec &s) {
   if (const auto *f = std::get_if<data::FixedLenFeature>(&s))
-    return std::string("FixedLenFeature(") + dimsStr(f->shape) + ", " +
+    return std::string("FixedLenFeature(") + shape_string(f->shape) + ", " +
            tf_name(f->dtype) + (f->default_value ? ", default" : "") + ")";
   if (const auto *f = std::get_if<data::VarLenFeature>(&s))
     return std::string("VarLenFeature(") + tf_name(f->dtype) + ")";
@@ -146,7 +140,7 @@ NumericColumn::NumericColumn(std::string key, Dims shape,
       throw std::invalid_argument(what +
                                   ": shape dimensions must be greater "
                                   "than 0, not " +
-                                  dimsStr(shape_));
+                                  shape_string(shape_));
     n *= d;
   }
   if (!is_integer(dtype_) && !is_floating(dtype_))
@@ -160,7 +154,7 @@ NumericColumn::NumericColumn(std::string key, Dims shape,
       throw std::invalid_argument(
           what + ": default_value has " + std::to_string(default_value.size()) +
           " values, expected 1 or " + std::to_string(n) + " for shape " +
-          dimsStr(shape_));
+          shape_string(shape_));
     for (double v : default_value)
       if (is_integer(dtype_) && v != std::floor(v))
         throw std::invalid_argument(what + ": default_value " +
@@ -196,7 +190,7 @@ BucketizedColumn::BucketizedColumn(
     throw std::invalid_argument(what +
                                 ": source_column must be "
                                 "one-dimensional, not of shape " +
-                                dimsStr(source_->shape()));
+                                shape_string(source_->shape()));
   if (boundaries_.empty())
     throw std::invalid_argument(what + ": boundaries must not be empty");
   for (size_t i = 0; i + 1 < boundaries_.size(); ++i)

@@ -18,6 +18,7 @@
 
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/Data/Idx.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -100,13 +101,6 @@ std::string numberStr(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", x);
   return buf;
-}
-
-std::string dimsStr(const Dims &d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i)
-    s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
 }
 
 /// Whether NumericColumn's parse spec (and the Transformer) can convert x
@@ -266,7 +260,7 @@ TensorValue readTensor(const rj::Value &v, const std::string &where) {
   const auto values = f.array("values");
   if (static_cast<int64_t>(values.Size()) != n)
     f.fail("values", std::to_string(values.Size()) + " values for shape " +
-                         dimsStr(t.shape));
+                         shape_string(t.shape));
   auto asDouble = [&](const rj::Value &x) {
     if (!x.IsNumber())
       f.fail("values", "must be numbers");
@@ -510,7 +504,7 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
         f.fail("default_value",
                std::to_string(f.array("default_value").Size()) +
                    " values, expected " + std::to_string(n) + " for shape " +
-                   dimsStr(shape));
+                   shape_string(shape));
       for (const rj::Value &x : f.array("default_value")) {
         if (!x.IsNumber())
           f.fail("default_value", "must be numbers");

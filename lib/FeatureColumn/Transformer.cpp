@@ -9,6 +9,7 @@
 
 #include "lib/FeatureColumn/Transformer.h"
 #include "lib/Data/Hashing.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <algorithm>
 #include <cstring>
@@ -106,13 +107,6 @@ float floatAt(const TensorValue &t, size_t i) {
   default:
     return static_cast<float>(t.element(static_cast<int64_t>(i)));
   }
-}
-
-std::string dimsStr(const Dims &d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i)
-    s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
 }
 
 bool isNumber(DType d) {
@@ -435,7 +429,7 @@ TensorValue Transformer::Impl::numeric(Batch &b, const NumericColumn &c) const {
     throw DataError(what() + ": feature '" + c.key() + "' has " +
                     std::to_string(r.width) + " values per example, expected " +
                     std::to_string(c.num_elements()) + " for shape " +
-                    dimsStr(c.shape()));
+                    shape_string(c.shape()));
   TensorValue out;
   out.dtype = DType::Float32;
   out.shape = {r.batch};

@@ -1,4 +1,5 @@
-//===- runtime/cpu/Conv2D.cpp - 2-D convolution and its two gradients --------===//
+//===- runtime/cpu/Conv2D.cpp - 2-D convolution and its two gradients
+//--------===//
 //
 // NHWC activations, HWIO filters. With p counting output pixels (n, oh, ow)
 // and r the filter taps (kh, kw, c), R = KH * KW * C of them:
@@ -8,17 +9,17 @@
 //                        sum over o of dy[p][o] * w[kh][kw][c][o]
 //   backprop filter  dw[r][o] = sum over p of x[p + tap r] * dy[p][o]
 //
-// All three are direct convolutions on register tiles (runtime/cpu/ConvTiles.h):
-// the input is read where it lies, through a table of tap offsets, so there
-// is no im2col matrix, no GEMM packing of it, and no col2im. Only the filter
-// is repacked, once per call (its channel padded to whole vectors). Inputs
-// that the taps cannot read in place -- padding, a strided channel -- are
-// first copied into a zero-padded NHWC frame; backprop input then
-// accumulates into such a frame and copies its interior out. Where stride
-// and dilation along W are 1 (and the filter is 3 to 5 wide, the channels
-// 8 or more), all three use Winograd's minimal filtering along W instead
-// (section "Winograd along the rows"). A 1x1 convolution without stride or
-// padding is a plain matrix product, left to the blocked GEMM
+// All three are direct convolutions on register tiles
+// (runtime/cpu/ConvTiles.h): the input is read where it lies, through a table
+// of tap offsets, so there is no im2col matrix, no GEMM packing of it, and no
+// col2im. Only the filter is repacked, once per call (its channel padded to
+// whole vectors). Inputs that the taps cannot read in place -- padding, a
+// strided channel -- are first copied into a zero-padded NHWC frame; backprop
+// input then accumulates into such a frame and copies its interior out. Where
+// stride and dilation along W are 1 (and the filter is 3 to 5 wide, the
+// channels 8 or more), all three use Winograd's minimal filtering along W
+// instead (section "Winograd along the rows"). A 1x1 convolution without stride
+// or padding is a plain matrix product, left to the blocked GEMM
 // (runtime/cpu/Gemm.h).
 //
 // Determinism: every split below is a function of the shapes, never of the

@@ -1,4 +1,5 @@
-//===- runtime/cpu/ConvTiles.h - Register tiles of the direct convolutions ---===//
+//===- runtime/cpu/ConvTiles.h - Register tiles of the direct convolutions
+//---===//
 //
 // Internal to runtime/cpu/Conv2D.cpp (built for ESTC_KERNEL_ISA). The three
 // convolution kernels are direct: no im2col matrix and no GEMM packing. Each

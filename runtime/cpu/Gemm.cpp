@@ -1,4 +1,5 @@
-//===- runtime/cpu/Gemm.cpp - Single-threaded strided GEMM on Eigen -----------===//
+//===- runtime/cpu/Gemm.cpp - Single-threaded strided GEMM on Eigen
+//-----------===//
 //
 // Calls Eigen's blocked GEMM (general_matrix_matrix_product, the routine
 // behind `C.noalias() += A * B`) directly, so that strides need no Map types

@@ -1,4 +1,5 @@
-//===- runtime/cpu/Gemm.h - Single-threaded strided GEMM ----------------------===//
+//===- runtime/cpu/Gemm.h - Single-threaded strided GEMM
+//----------------------===//
 //
 // Internal to the runtime. The one place that calls Eigen's GEMM; matmul and
 // the convolutions split work into tiles and call this per tile.

@@ -1,14 +1,15 @@
-//===- runtime/cpu/KernelImpl.h - Kernels behind the C entry points ----------===//
+//===- runtime/cpu/KernelImpl.h - Kernels behind the C entry points
+//----------===//
 //
-// Internal to the runtime. runtime/cpu/Kernels.cpp (built for any x86-64) checks
-// the CPU, then calls these (built for ESTC_KERNEL_ISA).
+// Internal to the runtime. runtime/cpu/Kernels.cpp (built for any x86-64)
+// checks the CPU, then calls these (built for ESTC_KERNEL_ISA).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_RUNTIME_CPU_KERNELIMPL_H
 #define ESTC_RUNTIME_CPU_KERNELIMPL_H
 
-#include "runtime/cpu/Gemm.h"
 #include "runtime/MemRef.h"
+#include "runtime/cpu/Gemm.h"
 
 #include <cstdint>
 

@@ -1,4 +1,5 @@
-//===- runtime/cpu/Kernels.cpp - C entry points of the kernels ----------------===//
+//===- runtime/cpu/Kernels.cpp - C entry points of the kernels
+//----------------===//
 //
 // Built without the kernel ISA flags, so the CPU check runs before any
 // instruction the CPU might lack.

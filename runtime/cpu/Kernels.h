@@ -1,4 +1,5 @@
-//===- runtime/cpu/Kernels.h - Kernels compiled code calls --------------------===//
+//===- runtime/cpu/Kernels.h - Kernels compiled code calls
+//--------------------===//
 //
 // The heavy ops of a compiled model (matmul, convolutions) are calls into
 // this library, as in XLA's CPU backend. Every kernel follows MLIR's

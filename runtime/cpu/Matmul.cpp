@@ -1,4 +1,5 @@
-//===- runtime/cpu/Matmul.cpp - Batched matmul -------------------------------===//
+//===- runtime/cpu/Matmul.cpp - Batched matmul
+//-------------------------------===//
 //
 // Each batch's C is cut into a grid of tiles chosen from (M, N, K) alone; one
 // task computes one tile with a single-threaded GEMM over the whole K. So

@@ -1,4 +1,5 @@
-//===- runtime/cpu/Parallel.cpp - Thread pool, scratch memory, errors --------===//
+//===- runtime/cpu/Parallel.cpp - Thread pool, scratch memory, errors
+//--------===//
 //
 // Built without the kernel ISA flags: this is where the ISA check runs.
 //

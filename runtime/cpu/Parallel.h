@@ -1,4 +1,5 @@
-//===- runtime/cpu/Parallel.h - Thread pool, scratch memory, errors ----------===//
+//===- runtime/cpu/Parallel.h - Thread pool, scratch memory, errors
+//----------===//
 //
 // Internal to the runtime (not installed for compiled code). No Eigen here:
 // kernels include this from translation units built for the kernel ISA.

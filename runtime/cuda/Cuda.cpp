@@ -1,4 +1,5 @@
-//===- runtime/cuda/Cuda.cpp - Streams, contexts and MLIR's GPU runtime ABI ----===//
+//===- runtime/cuda/Cuda.cpp - Streams, contexts and MLIR's GPU runtime ABI
+//----===//
 //
 // The mgpu* functions compiled host code calls, and the per-stream state
 // they and the kernels share. Nothing here may throw into compiled code: an

@@ -1,4 +1,5 @@
-//===- runtime/cuda/Cuda.h - What CUDA-compiled code calls ---------------------===//
+//===- runtime/cuda/Cuda.h - What CUDA-compiled code calls
+//---------------------===//
 //
 // The CUDA half of EstcRuntime (docs/design/gpu.md, "Runtime"): the mgpu*
 // functions the host code of a `--target=cuda` model calls (the names and

@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaDisabled.cpp - The CUDA symbols of a CPU-only runtime --===//
+//===- runtime/cuda/CudaDisabled.cpp - The CUDA symbols of a CPU-only runtime
+//--===//
 //
 // Built instead of the runtime/Cuda*.cpp files when ESTC_ENABLE_CUDA is OFF
 // (no CUDA headers at build time): every symbol runtime/cuda/Cuda.h declares

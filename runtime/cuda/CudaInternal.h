@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaInternal.h - Streams, errors and contexts (internal) ---===//
+//===- runtime/cuda/CudaInternal.h - Streams, errors and contexts (internal)
+//---===//
 //
 // What the mgpu* entry points, the estc_cuda_* kernels and CompiledModel's
 // CUDA path share:

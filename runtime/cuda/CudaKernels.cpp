@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaKernels.cpp - Matmul on cuBLAS, convolutions on cuDNN --===//
+//===- runtime/cuda/CudaKernels.cpp - Matmul on cuBLAS, convolutions on cuDNN
+//--===//
 //
 // The estc_cuda_* kernels: the CPU kernels' semantics (runtime/README.md) on
 // device memory, on the calling thread's current stream.

@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaLibraries.cpp - The CUDA libraries, opened with dlopen -===//
+//===- runtime/cuda/CudaLibraries.cpp - The CUDA libraries, opened with dlopen
+//-===//
 //
 // Each library is opened once per process, from a function-local static (so
 // concurrent first uses are safe); the outcome, a table or the one-line reason

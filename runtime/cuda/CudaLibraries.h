@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaLibraries.h - The CUDA libraries, opened with dlopen ---===//
+//===- runtime/cuda/CudaLibraries.h - The CUDA libraries, opened with dlopen
+//---===//
 //
 // EstcRuntime never links a CUDA library (docs/design/gpu.md, "Loading"): the
 // driver (libcuda.so.1), cuBLAS and cuDNN are opened with dlopen the first

@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaModel.cpp - CompiledModel on a CUDA device -------------===//
+//===- runtime/cuda/CudaModel.cpp - CompiledModel on a CUDA device
+//-------------===//
 //
 // The CUDA half of CompiledModel (docs/design/gpu.md, "Memory"):
 //   - variables and the arena are device memory (cuMemAlloc, 256-byte

@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaProfile.cpp - The CUDA profile's switch, table, report -===//
+//===- runtime/cuda/CudaProfile.cpp - The CUDA profile's switch, table, report
+//-===//
 //
 // The switch (ESTC_CUDA_PROFILE, read once when the library loads, and
 // rt::set_cuda_profiling), the process-wide table the CUDA runs add their

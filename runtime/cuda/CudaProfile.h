@@ -1,4 +1,5 @@
-//===- runtime/cuda/CudaProfile.h - The CUDA profile's process table (internal) ===//
+//===- runtime/cuda/CudaProfile.h - The CUDA profile's process table (internal)
+//===//
 //
 // ESTC_CUDA_PROFILE=1 (runtime/README.md, "CUDA", profiling): CompiledModel's
 // CUDA run brackets each piece of a step's GPU work (a kernel launch, a cuBLAS

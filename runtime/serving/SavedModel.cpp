@@ -14,11 +14,11 @@
 #include "lib/Data/Idx.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/FeatureColumn/Transformer.h"
-#include "runtime/format/ModelFormat.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/binding/TensorBinding.h"
+#include "runtime/format/ModelFormat.h"
 
 #include <algorithm>
 #include <cstdlib>

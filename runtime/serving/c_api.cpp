@@ -2,9 +2,9 @@
 
 #include "runtime/serving/c_api.h"
 
-#include "runtime/serving/SavedModel.h"
 #include "lib/Data/Idx.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/serving/SavedModel.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/estc-serve/RestApi.h"
 #include "runtime/serving/SavedModel.h"
 #include "test/serving/TestExports.h"
+#include "tools/estc-serve/RestApi.h"
 
 #include <filesystem>
 #include <fstream>

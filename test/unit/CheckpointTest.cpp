@@ -139,6 +139,20 @@ TEST_F(CheckpointTest, RoundTripEveryDType) {
       {"model.ckpt-200.safetensors: no tensor 'nope' in the checkpoint"});
 }
 
+// A name that is not UTF-8 cannot be in the JSON header: the writer refuses
+// it (one line) and writes nothing, rather than a file no reader accepts.
+TEST_F(CheckpointTest, NameThatIsNotUtf8IsRefused) {
+  VariableMap vars = {{std::string("w\xff"), TensorValue::of<float>({1}, {1})}};
+  try {
+    write_checkpoint(file("u.safetensors"), vars, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "checkpoint: tensor name 'w\\xff' is not valid UTF-8");
+  }
+  EXPECT_FALSE(std::filesystem::exists(file("u.safetensors")));
+}
+
 TEST_F(CheckpointTest, EmptyCheckpoint) {
   write_checkpoint(file("e.safetensors"), {}, 0);
   CheckpointReader reader(file("e.safetensors"));

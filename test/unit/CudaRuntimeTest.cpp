@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CompiledModel.h"
-#include "runtime/cuda/Cuda.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cuda/Cuda.h"
 
 #include <gtest/gtest.h>
 

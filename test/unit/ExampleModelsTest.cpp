@@ -1,7 +1,7 @@
 //===- ExampleModelsTest.cpp - The seed models and graph files ----------===//
 
-#include "lib/Models/Models.h"
 #include "lib/Graph/GraphIO.h"
+#include "lib/Models/Models.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>

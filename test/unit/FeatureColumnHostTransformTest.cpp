@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Data/Dataset.h"
 #include "estimator/FeatureColumnTransform.h"
+#include "lib/Data/Dataset.h"
 #include "test/unit/FileTesting.h"
 
 #include <gtest/gtest.h>

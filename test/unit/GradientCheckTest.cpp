@@ -14,11 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
-#include "lib/Models/Models.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
+#include "lib/Models/Models.h"
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
 

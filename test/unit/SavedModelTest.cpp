@@ -516,9 +516,7 @@ TEST_F(SavedModelTest, ReceiverWithoutAFeatureTheModelReadsIsRefused) {
     r.receiver_tensors_alternatives["other"] = other;
     return r;
   };
-  EXPECT_EQ(errorOf([&] {
-              tiny_->export_saved_model(base.string(), tinyAlt);
-            }),
+  EXPECT_EQ(errorOf([&] { tiny_->export_saved_model(base.string(), tinyAlt); }),
             "Estimator.export_saved_model: receiver_tensors_alternatives "
             "'other' does not provide the features the model reads: x (it "
             "takes y)");

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "lib/Models/Models.h"
 #include "lib/Graph/GraphIO.h"
+#include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
 
 #include <iostream>

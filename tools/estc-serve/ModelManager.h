@@ -20,8 +20,8 @@
 #ifndef ESTC_ESTIMATOR_SERVING_MODELMANAGER_H
 #define ESTC_ESTIMATOR_SERVING_MODELMANAGER_H
 
-#include "tools/estc-serve/RestApi.h"
 #include "runtime/serving/SavedModel.h"
+#include "tools/estc-serve/RestApi.h"
 
 #include <condition_variable>
 #include <cstdint>

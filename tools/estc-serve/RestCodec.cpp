@@ -11,6 +11,7 @@
 
 #include "lib/Data/example.pb.h"
 #include "lib/Support/Text.h"
+#include "lib/Tensor/TensorValue.h"
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
@@ -264,13 +265,6 @@ std::vector<int64_t> denseShape(const rapidjson::Value &v) {
   return shape;
 }
 
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 void parseJson(std::string_view body, rapidjson::Document &doc) {
   if (body.empty())
     invalid("JSON Parse error: The document is empty");
@@ -331,8 +325,8 @@ void addInstanceItem(const rapidjson::Value &item, const std::string &name,
     invalid("Expecting tensor size: " + std::to_string(row.itemSize) +
             " but got: " + std::to_string(one.count));
   } else if (row.itemShape != shape) {
-    invalid("Expecting shape " + shapeString(row.itemShape) +
-            " but got: " + shapeString(shape));
+    invalid("Expecting shape " + shape_string(row.itemShape) +
+            " but got: " + shape_string(shape));
   }
   row.fill->data += one.data;
   for (auto &s : one.strings)

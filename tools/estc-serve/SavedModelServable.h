@@ -9,8 +9,8 @@
 #ifndef ESTC_ESTIMATOR_SERVING_SAVEDMODELSERVABLE_H
 #define ESTC_ESTIMATOR_SERVING_SAVEDMODELSERVABLE_H
 
-#include "tools/estc-serve/ModelManager.h"
 #include "runtime/serving/SavedModel.h"
+#include "tools/estc-serve/ModelManager.h"
 
 namespace estc {
 namespace serving {

@@ -2,9 +2,9 @@
 
 #include "tools/estc-serve/ServingConfig.h"
 
-#include "tools/estc-serve/serving_config.pb.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/TextProto.h"
+#include "tools/estc-serve/serving_config.pb.h"
 
 #include <stdexcept>
 

@@ -16,10 +16,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Support/Flags.h"
 #include "tools/estc-serve/SavedModelServable.h"
 #include "tools/estc-serve/Server.h"
 #include "tools/estc-serve/ServingConfig.h"
-#include "lib/Support/Flags.h"
 
 #include <csignal>
 #include <cstdio>

@@ -11,12 +11,10 @@
 #ifndef ESTC_PUBLIC_ESTIMATOR_H
 #define ESTC_PUBLIC_ESTIMATOR_H
 
-#include "estc/graph.h"
+#include "estc/canned.h"
 #include "estc/data.h"
 #include "estc/feature_column.h"
-#include "estc/canned.h"
-#include "lib/Checkpoint/Checkpoint.h"
-#include "lib/Summary/Summary.h"
+#include "estc/graph.h"
 #include "estimator/EarlyStopping.h"
 #include "estimator/Estimator.h"
 #include "estimator/EstimatorSpec.h"
@@ -29,5 +27,7 @@
 #include "estimator/SessionRunHook.h"
 #include "estimator/Training.h"
 #include "estimator/WarmStart.h"
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Summary/Summary.h"
 
 #endif // ESTC_PUBLIC_ESTIMATOR_H

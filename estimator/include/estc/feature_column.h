@@ -8,10 +8,10 @@
 #ifndef ESTC_PUBLIC_FEATURE_COLUMN_H
 #define ESTC_PUBLIC_FEATURE_COLUMN_H
 
+#include "estimator/FeatureColumnTransform.h"
 #include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/FeatureColumn/Transformer.h"
-#include "estimator/FeatureColumnTransform.h"
 
 #endif // ESTC_PUBLIC_FEATURE_COLUMN_H
