@@ -58,7 +58,7 @@ int run(const std::string &work) {
   estimator::RunConfigOptions config;
   config.model_dir = work + "/model";
   config.tf_random_seed = 1;
-  config.log_step_count_steps = 0;
+  config.log_step_count_steps = 1000;
   estimator::DNNLinearCombinedClassifier model(o, head,
                                                estimator::RunConfig(config));
 

@@ -41,7 +41,7 @@ std::string newestExport(const std::string &base) {
 
 int run(const std::string &work) {
   std::string dir = newestExport(work + "/export");
-  std::unique_ptr<serving::SavedModel> model = serving::SavedModel::load(dir);
+  auto model = serving::SavedModel::load(dir);
 
   std::vector<census::Row> rows =
       census::make_rows(census::kServedRows, census::kServedSeed);
