@@ -9,15 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh --fuzz --tables
 ./scripts/check-format.sh
-./scripts/configure.sh
-cmake --build build -j"$(nproc)"
 # Independent readers of our file formats, used as cross-checks by the tests
 # (Python's safetensors and TensorBoard, from PyPI). Optional: the tests that
 # use them print SKIP when they are missing.
 # TF 2.15 (and numpy < 2, which it needs) is the oracle of the input
 # pipeline's compatibility tests (records.tf_compat, data.tf_csv_compat).
+# Downloaded while the Release leg compiles (the network, not the cores).
 python3 -m pip install -q --disable-pip-version-check safetensors tensorboard \
-  tensorflow-cpu==2.15.1 "numpy<2" >/dev/null 2>&1 ||
+  tensorflow-cpu==2.15.1 "numpy<2" >/dev/null 2>&1 &
+pip_pid=$!
+./scripts/configure.sh
+cmake --build build -j"$(nproc)"
+wait "$pip_pid" ||
   echo "test.sh: safetensors/tensorboard/tensorflow unavailable; their cross-checks will be skipped"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
