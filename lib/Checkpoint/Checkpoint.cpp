@@ -59,19 +59,10 @@ std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
                                   "'");
     // The header is JSON, which holds UTF-8 text only: a name that is not
     // would make a checkpoint no reader (estc's, safetensors') accepts.
-    if (!text::is_valid_utf8(*name)) {
-      std::string shown;
-      for (unsigned char c : *name) {
-        static constexpr char kHex[] = "0123456789abcdef";
-        if (c < 0x80)
-          shown += escape_control_chars(
-              std::string_view(reinterpret_cast<const char *>(&c), 1));
-        else
-          shown += std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
-      }
-      throw std::invalid_argument("checkpoint: tensor name '" + shown +
+    if (!text::is_valid_utf8(*name))
+      throw std::invalid_argument("checkpoint: tensor name '" +
+                                  escape_control_chars(*name, true) +
                                   "' is not valid UTF-8");
-    }
     size_t want = static_cast<size_t>(t->num_elements()) * dtype_size(t->dtype);
     if (t->data.size() != want)
       throw std::invalid_argument("checkpoint: tensor '" + *name + "' has " +

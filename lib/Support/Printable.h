@@ -15,8 +15,10 @@
 
 namespace estc {
 
-/// `text` with its control characters (< 0x20, 0x7f) escaped.
-inline std::string escape_control_chars(std::string_view text) {
+/// `text` with its control characters (< 0x20, 0x7f) escaped; with
+/// `non_ascii`, bytes >= 0x80 too (\xNN), for text that may not be UTF-8.
+inline std::string escape_control_chars(std::string_view text,
+                                        bool non_ascii = false) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
@@ -27,7 +29,7 @@ inline std::string escape_control_chars(std::string_view text) {
       out += "\\r";
     } else if (c == '\t') {
       out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
+    } else if (c < 0x20 || c == 0x7f || (non_ascii && c >= 0x80)) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
