@@ -19,7 +19,9 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -36,6 +38,19 @@ void registerImportDialects(DialectRegistry &registry) {
 namespace {
 
 constexpr llvm::StringLiteral kPlaceholderOp = "placeholder";
+// A control-flow node's result (attr `index`); graph.proto FunctionDef.
+constexpr llvm::StringLiteral kOutputOp = "output";
+bool isControlFlowOp(const std::string &op) {
+  return op == "scan" || op == "if" || op == "while";
+}
+
+/// Deletes a detached block whose ops may use each other and outer values.
+void discardBlock(Block *block) {
+  block->dropAllDefinedValueUses();
+  for (Operation &op : *block)
+    op.dropAllReferences();
+  delete block;
+}
 constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
 // tf.group: a graph-only node naming effects (train ops, assignments, other
 // groups); a signature's train_op or metric update that is a group stands
@@ -122,8 +137,22 @@ private:
                               const std::vector<Argument> &args,
                               const std::vector<Output> &outputs,
                               const std::vector<std::string> &effects);
-  FailureOr<Value> emitNode(const g::NodeDef &node,
-                            llvm::DenseMap<int, Value> &values);
+  /// Emits `node` at the builder's insertion point with `operands` (its
+  /// inputs' values, null for an input without one). A control-flow node
+  /// (scan, if, while) has no value: it is recorded in controlFlowOps_ under
+  /// `scope` + its name, where its "output" nodes find it.
+  FailureOr<Value> emitNode(const g::NodeDef &node, ArrayRef<Value> operands,
+                            const std::string &scope = "");
+  FailureOr<Value> emitControlFlow(const g::NodeDef &node,
+                                   ArrayRef<Value> operands,
+                                   const std::string &scope);
+  /// Imports function `name` (graph.proto FunctionDef) into a new block
+  /// with arguments `argTypes`; its "arg" nodes are the block arguments,
+  /// then `captures`. Ends the block with est.yield of its outputs.
+  FailureOr<Block *> importFunction(const std::string &name,
+                                    const g::NodeDef &caller,
+                                    TypeRange argTypes,
+                                    ArrayRef<Value> captures);
 
   const g::GraphDef &graph_;
   MLIRContext &context_;
@@ -135,6 +164,9 @@ private:
   std::vector<std::vector<int>> inputsOf_; // node -> input node indices
   std::vector<int> topoOrder_;
   llvm::StringMap<RankedTensorType> variableTypes_;
+  llvm::StringMap<const g::FunctionDef *> functions_;
+  llvm::StringSet<> functionsInProgress_;
+  llvm::StringMap<Operation *> controlFlowOps_;
 };
 
 FailureOr<Type> Importer::elementType(g::DataType dtype) {
@@ -351,10 +383,15 @@ LogicalResult Importer::indexNodes() {
     const g::NodeDef &node = graph_.node(i);
     if (node.op().empty())
       return failNode(node, "has no op");
-    if (node.op() != kPlaceholderOp && node.op() != kGroupOp) {
+    if (node.op() == "arg")
+      return failNode(node, "an \"arg\" node belongs to a function, not "
+                            "to the graph");
+    if (node.op() != kPlaceholderOp && node.op() != kGroupOp &&
+        node.op() != kOutputOp) {
       std::optional<RegisteredOperationName> name =
           RegisteredOperationName::lookup("est." + node.op(), &context_);
-      if (!name || node.op() == "variable" || node.op() == "constant_like")
+      if (!name || node.op() == "variable" || node.op() == "constant_like" ||
+          node.op() == "yield")
         return failNode(node, "unknown op '" + node.op() +
                                   "' (see docs/ops.md for the est op set)");
     }
@@ -444,12 +481,38 @@ LogicalResult Importer::importVariables(ModuleOp module) {
 }
 
 FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
-                                    llvm::DenseMap<int, Value> &values) {
+                                    ArrayRef<Value> operands,
+                                    const std::string &scope) {
   Location loc = nodeLoc(node.name());
+  if (node.op() == kOutputOp) {
+    Operation *op =
+        node.input_size() == 1
+            ? controlFlowOps_.lookup(scope + "|" + parseInputName(node.input(0)).first)
+            : nullptr;
+    if (!op) {
+      (void)failNode(node, "needs one input, a scan, if or while node");
+      return failure();
+    }
+    auto index = node.attr().find("index");
+    if (index == node.attr().end() || !index->second.has_i() ||
+        index->second.i() < 0 ||
+        index->second.i() >= static_cast<int64_t>(op->getNumResults())) {
+      (void)failNode(node, "attribute 'index' must be an int in [0, " +
+                               std::to_string(op->getNumResults()) + ")");
+      return failure();
+    }
+    return op->getResult(index->second.i());
+  }
+  for (auto [k, operand] : llvm::enumerate(operands))
+    if (!operand) {
+      (void)failNode(node, "input #" + std::to_string(k) + " '" +
+                               node.input(k) + "' has no value");
+      return failure();
+    }
+  if (isControlFlowOp(node.op()))
+    return emitControlFlow(node, operands, scope);
   OperationState state(loc, "est." + node.op());
-  int index = nodeIndex_.lookup(node.name());
-  for (int input : inputsOf_[index])
-    state.addOperands(values.lookup(input));
+  state.addOperands(operands);
 
   // Attributes in a stable order (protobuf maps have none).
   std::vector<std::string> keys;
@@ -568,6 +631,278 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
   return op->getNumResults() ? op->getResult(0) : Value();
 }
 
+FailureOr<Block *> Importer::importFunction(const std::string &name,
+                                            const g::NodeDef &caller,
+                                            TypeRange argTypes,
+                                            ArrayRef<Value> captures) {
+  const g::FunctionDef *fn = functions_.lookup(name);
+  if (!fn) {
+    (void)failNode(caller, "calls function '" + name +
+                               "', which the graph does not define");
+    return failure();
+  }
+  if (!functionsInProgress_.insert(name).second) {
+    (void)failNode(caller, "calls function '" + name + "' from inside itself");
+    return failure();
+  }
+  auto done = llvm::scope_exit([&] { functionsInProgress_.erase(name); });
+  std::string where = "function '" + name + "': ";
+  const int n = fn->node_size();
+  llvm::StringMap<int> index;
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = fn->node(i);
+    if (node.name().empty())
+      return (fail(where + "node #" + std::to_string(i) + " (" +
+                          node.op() + ") has no name"));
+    if (!index.try_emplace(node.name(), i).second)
+      return (fail(where + "node '" + node.name() +
+                          "' is defined twice"));
+    if (node.op() == kPlaceholderOp || node.op() == kGroupOp ||
+        node.op() == "read_variable" || node.op() == "assign_variable" ||
+        node.op() == "minimize")
+      return (failNode(node, "cannot be inside function '" + name +
+                                        "' (a loop body or branch): model "
+                                        "inputs, variables and train ops "
+                                        "belong to the graph"));
+    if (node.op() != "arg" && node.op() != kOutputOp &&
+        (node.op() == "yield" || node.op() == "variable" ||
+         node.op() == "constant_like" ||
+         !RegisteredOperationName::lookup("est." + node.op(), &context_)))
+      return (failNode(node, "unknown op '" + node.op() +
+                                        "' (see docs/ops.md for the est op "
+                                        "set)"));
+  }
+  std::vector<std::vector<int>> inputsOf(n);
+  for (int i = 0; i < n; ++i) {
+    const g::NodeDef &node = fn->node(i);
+    for (int k = 0; k < node.input_size(); ++k) {
+      auto [source, output] = parseInputName(node.input(k));
+      auto it = index.find(source);
+      if (it == index.end() || output != 0)
+        return (failNode(
+            node, "input #" + std::to_string(k) + " '" + node.input(k) +
+                      "' is not a node of function '" + name +
+                      "' (a value from outside is passed in as a capture)"));
+      inputsOf[i].push_back(it->second);
+    }
+  }
+  std::vector<int> cycle;
+  std::vector<int> order = g::topologicalOrder(inputsOf, &cycle);
+  if (order.size() != static_cast<size_t>(n))
+    return (failNode(fn->node(cycle.front()),
+                            "is part of a cycle in function '" + name + "'"));
+
+  auto *block = new Block();
+  for (Type t : argTypes)
+    block->addArgument(t, nodeLoc(caller.name()));
+  SmallVector<Value> params(block->getArguments());
+  llvm::append_range(params, captures);
+  OpBuilder::InsertionGuard guard(builder_);
+  builder_.setInsertionPointToEnd(block);
+  auto cleanup = llvm::scope_exit([&] {
+    if (block)
+      discardBlock(block);
+  });
+  std::vector<Value> values(n);
+  std::vector<char> hasArg(params.size(), 0);
+  for (int i : order) {
+    const g::NodeDef &node = fn->node(i);
+    if (node.op() == "arg") {
+      auto idx = node.attr().find("index");
+      if (idx == node.attr().end() || !idx->second.has_i() ||
+          idx->second.i() < 0 ||
+          idx->second.i() >= static_cast<int64_t>(params.size()))
+        return (failNode(
+            node, "attribute 'index' must be an int in [0, " +
+                      std::to_string(params.size()) + ") for function '" +
+                      name + "' as node '" + caller.name() + "' calls it"));
+      Value param = params[idx->second.i()];
+      auto type = cast<RankedTensorType>(param.getType());
+      FailureOr<RankedTensorType> declared =
+          tensorType(node.dtype(), node.shape());
+      if (failed(declared) ||
+          declared->getElementType() != type.getElementType() ||
+          declared->getRank() != type.getRank()) {
+        std::string actual;
+        llvm::raw_string_ostream(actual) << type;
+        return (failNode(node, "declares parameter #" +
+                                          std::to_string(idx->second.i()) +
+                                          " of a type that differs from " +
+                                          actual + ", what '" + caller.name() +
+                                          "' passes"));
+      }
+      values[i] = param;
+      continue;
+    }
+    SmallVector<Value> operands;
+    for (int input : inputsOf[i])
+      operands.push_back(values[input]);
+    FailureOr<Value> value = emitNode(node, operands, name);
+    if (failed(value))
+      return failure();
+    values[i] = *value;
+  }
+  SmallVector<Value> outputs;
+  for (const std::string &out : fn->output()) {
+    auto it = index.find(parseInputName(out).first);
+    if (it == index.end() || !values[it->second])
+      return (fail(where + "output '" + out +
+                          "' is not a node of the function with a value"));
+    outputs.push_back(values[it->second]);
+  }
+  est::YieldOp::create(builder_, nodeLoc(caller.name()), outputs);
+  Block *result = block;
+  block = nullptr; // owned by the caller now
+  return result;
+}
+
+FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
+                                           ArrayRef<Value> operands,
+                                           const std::string &scope) {
+  Location loc = nodeLoc(node.name());
+  auto intAttr = [&](const char *key, bool required,
+                     int64_t fallback) -> FailureOr<int64_t> {
+    auto it = node.attr().find(key);
+    if (it == node.attr().end() && !required)
+      return fallback;
+    if (it == node.attr().end() || !it->second.has_i() || it->second.i() < 0)
+      return (failNode(node, std::string("requires attribute '") + key +
+                                        "' (a non-negative int)"));
+    return it->second.i();
+  };
+  auto strAttr = [&](const char *key) -> FailureOr<std::string> {
+    auto it = node.attr().find(key);
+    if (it == node.attr().end() || !it->second.has_s())
+      return (failNode(node, std::string("requires attribute '") + key +
+                                        "' (a function name)"));
+    return it->second.s();
+  };
+  auto types = [](ArrayRef<Value> values) {
+    SmallVector<Type> t;
+    for (Value v : values)
+      t.push_back(v.getType());
+    return t;
+  };
+  auto yieldTypes = [](Block *block) {
+    return SmallVector<Type>(block->getTerminator()->getOperandTypes());
+  };
+  // Diagnostics of the op's verifier name the node (the location).
+  auto finish = [&](Operation *op) -> FailureOr<Value> {
+    controlFlowOps_[scope + "|" + node.name()] = op;
+    if (failed(verify(op))) {
+      (void)fail("");
+      return failure();
+    }
+    return Value();
+  };
+  size_t total = operands.size();
+
+  if (node.op() == "scan") {
+    FailureOr<int64_t> nc = intAttr("num_carried", true, 0);
+    FailureOr<int64_t> ns = intAttr("num_sequences", true, 0);
+    FailureOr<std::string> body = strAttr("body");
+    if (failed(nc) || failed(ns) || failed(body))
+      return failure();
+    if (static_cast<size_t>(*nc + *ns) > total || *ns == 0)
+      return (failNode(
+          node, "has " + std::to_string(total) + " inputs for " +
+                    std::to_string(*nc) + " carried values and " +
+                    std::to_string(*ns) + " sequences (at least one)"));
+    auto reverseIt = node.attr().find("reverse");
+    bool reverse = reverseIt != node.attr().end() && reverseIt->second.b();
+    ArrayRef<Value> inits = operands.take_front(*nc);
+    ArrayRef<Value> seqs = operands.slice(*nc, *ns);
+    SmallVector<Type> argTypes = types(inits);
+    int64_t length = ShapedType::kDynamic;
+    for (Value seq : seqs) {
+      auto type = cast<RankedTensorType>(seq.getType());
+      if (type.getRank() == 0)
+        return (failNode(node, "sequence '" + node.input(*nc) +
+                                          "' is a scalar"));
+      argTypes.push_back(est::ScanOp::sliceType(type));
+      if (!type.isDynamicDim(0))
+        length = type.getDimSize(0);
+    }
+    FailureOr<Block *> block = importFunction(*body, node, argTypes,
+                                              operands.drop_front(*nc + *ns));
+    if (failed(block))
+      return failure();
+    SmallVector<Type> resultTypes;
+    for (auto [i, t] : llvm::enumerate(yieldTypes(*block)))
+      resultTypes.push_back(
+          static_cast<int64_t>(i) < *nc
+              ? (i < inits.size() ? inits[i].getType() : t)
+              : Type(est::ScanOp::stackedType(cast<RankedTensorType>(t),
+                                              length)));
+    auto op = est::ScanOp::create(builder_, loc, resultTypes, inits, seqs,
+                                  reverse);
+    op.getBody().push_back(*block);
+    return finish(op);
+  }
+  if (node.op() == "if") {
+    FailureOr<int64_t> nt = intAttr("num_then_captures", false, 0);
+    FailureOr<std::string> thenName = strAttr("then_branch");
+    FailureOr<std::string> elseName = strAttr("else_branch");
+    if (failed(nt) || failed(thenName) || failed(elseName))
+      return failure();
+    if (total < 1 || static_cast<size_t>(*nt) > total - 1)
+      return (failNode(node, "needs a condition input and " +
+                                        std::to_string(*nt) +
+                                        " captures of its true branch"));
+    auto condType = cast<RankedTensorType>(operands[0].getType());
+    if (condType.getRank() != 0 || !condType.getElementType().isInteger(1))
+      return (failNode(node, "the condition '" + node.input(0) +
+                                        "' must be a bool scalar"));
+    FailureOr<Block *> thenBlock = importFunction(
+        *thenName, node, {}, operands.slice(1, *nt));
+    if (failed(thenBlock))
+      return failure();
+    FailureOr<Block *> elseBlock = importFunction(
+        *elseName, node, {}, operands.drop_front(1 + *nt));
+    if (failed(elseBlock)) {
+      discardBlock(*thenBlock);
+      return failure();
+    }
+    auto op = est::IfOp::create(builder_, loc, yieldTypes(*thenBlock),
+                                operands[0]);
+    op.getThenRegion().push_back(*thenBlock);
+    op.getElseRegion().push_back(*elseBlock);
+    return finish(op);
+  }
+  // while
+  FailureOr<int64_t> nc = intAttr("num_carried", true, 0);
+  FailureOr<int64_t> ncc = intAttr("num_cond_captures", false, 0);
+  FailureOr<int64_t> maxIter = intAttr("maximum_iterations", false, -1);
+  FailureOr<std::string> condName = strAttr("cond");
+  FailureOr<std::string> bodyName = strAttr("body");
+  if (failed(nc) || failed(ncc) || failed(maxIter) || failed(condName) ||
+      failed(bodyName))
+    return failure();
+  if (*nc == 0 || static_cast<size_t>(*nc + *ncc) > total)
+    return (failNode(node, "has " + std::to_string(total) +
+                                      " inputs for " + std::to_string(*nc) +
+                                      " loop variables (at least one) and " +
+                                      std::to_string(*ncc) +
+                                      " captures of its condition"));
+  ArrayRef<Value> inits = operands.take_front(*nc);
+  FailureOr<Block *> condBlock = importFunction(
+      *condName, node, types(inits), operands.slice(*nc, *ncc));
+  if (failed(condBlock))
+    return failure();
+  FailureOr<Block *> bodyBlock = importFunction(
+      *bodyName, node, types(inits), operands.drop_front(*nc + *ncc));
+  if (failed(bodyBlock)) {
+    discardBlock(*condBlock);
+    return failure();
+  }
+  auto op = est::WhileOp::create(
+      builder_, loc, types(inits), inits,
+      *maxIter < 0 ? IntegerAttr() : builder_.getI64IntegerAttr(*maxIter));
+  op.getCondRegion().push_back(*condBlock);
+  op.getBodyRegion().push_back(*bodyBlock);
+  return finish(op);
+}
+
 LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
                                       const std::string &signatureName,
                                       const std::vector<Argument> &args,
@@ -676,7 +1011,10 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
   for (int i : topoOrder_) {
     if (!needed[i] || graph_.node(i).op() == kPlaceholderOp)
       continue;
-    FailureOr<Value> value = emitNode(graph_.node(i), values);
+    SmallVector<Value> operands;
+    for (int input : inputsOf_[i])
+      operands.push_back(values.lookup(input));
+    FailureOr<Value> value = emitNode(graph_.node(i), operands);
     if (failed(value))
       return failure();
     values[i] = *value;
@@ -762,6 +1100,13 @@ void Importer::expandEffect(const std::string &name,
 
 OwningOpRef<ModuleOp> Importer::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  for (const g::FunctionDef &fn : graph_.function())
+    if (fn.name().empty() || !functions_.try_emplace(fn.name(), &fn).second) {
+      (void)fail(fn.name().empty() ? std::string("a function has no name")
+                                   : "function '" + fn.name() +
+                                         "' is defined twice");
+      return nullptr;
+    }
   if (failed(indexNodes()) || failed(sortNodes()) ||
       failed(importVariables(*module)))
     return nullptr;

@@ -35,8 +35,11 @@
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -65,6 +68,431 @@ std::string describe(Value loss) {
   if (Operation *op = loss.getDefiningOp())
     return "'" + op->getName().getStringRef().str() + "'";
   return "the loss";
+}
+
+/// Values defined above `op`'s regions that they use, in first-use order.
+SmallVector<Value> capturesOf(Operation *op) {
+  llvm::SetVector<Value> captures;
+  for (Region &region : op->getRegions())
+    region.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (!op->isAncestor(v.getParentRegion()->getParentOp()))
+          captures.insert(v);
+    });
+  return captures.takeVector();
+}
+
+/// Whether an operand of `op`, or a value its regions capture, is active.
+bool hasActiveInput(Operation *op, const DenseSet<Value> &active) {
+  if (llvm::any_of(op->getOperands(),
+                   [&](Value v) { return active.contains(v); }))
+    return true;
+  if (op->getNumRegions() == 0)
+    return false;
+  return llvm::any_of(capturesOf(op),
+                      [&](Value v) { return active.contains(v); });
+}
+
+/// Reverse-mode sweep over the ops of one block, from a given op back to
+/// the block's start: each op with an active input and a result gradient
+/// builds its inputs' gradients (GradientOpInterface; est.scan here).
+/// Gradients are built at the builder's insertion point.
+struct Sweep {
+  Sweep(OpBuilder &b, Location loc, DenseSet<Value> &active,
+        const DenseSet<Value> *readValues)
+      : b(b), loc(loc), active(active), readValues(readValues) {}
+
+  void accumulate(Value v, Value g) {
+    Value &slot = grads[v];
+    slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
+  }
+
+  /// Visits `last` and every op before it; ops in `skip` are not visited.
+  LogicalResult run(Operation *last, const DenseSet<Operation *> *skip) {
+    for (Operation *op = last, *prev; op; op = prev) {
+      prev = op->getPrevNode();
+      if (skip && skip->contains(op))
+        continue;
+      if (!hasActiveInput(op, active))
+        continue;
+      if (auto scan = dyn_cast<ScanOp>(op)) {
+        if (llvm::any_of(scan.getResults(),
+                         [&](Value r) { return grads.lookup(r); }) &&
+            failed(differentiateScan(scan)))
+          return failure();
+        continue;
+      }
+      if (op->getNumRegions() != 0) {
+        why = "no gradient rule for '" + op->getName().getStringRef().str() +
+              "' (only est.scan loops are differentiated)";
+        return failure();
+      }
+      if (op->getNumResults() != 1)
+        continue;
+      Value g = grads.lookup(op->getResult(0));
+      if (!g)
+        continue;
+      if (auto gather = dyn_cast<GatherOp>(op); gather && readValues) {
+        Value params = gather.getParams();
+        auto pType = cast<RankedTensorType>(params.getType());
+        int64_t axis = gather.getAxisAttr().getInt();
+        if (readValues->contains(params) &&
+            (axis == 0 || axis == -pType.getRank()) && pType.hasStaticShape()) {
+          Value indices = gather.getIndices();
+          Value rows = g;
+          if (cast<RankedTensorType>(indices.getType()).getRank() != 1) {
+            indices = ReshapeOp::create(b, loc, indices,
+                                        b.getDenseI64ArrayAttr({-1}));
+            SmallVector<int64_t> shape = {-1};
+            llvm::append_range(shape, pType.getShape().drop_front());
+            rows =
+                ReshapeOp::create(b, loc, rows, b.getDenseI64ArrayAttr(shape));
+          }
+          sparse[params].push_back({indices, rows});
+          continue;
+        }
+      }
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule) {
+        why = "no gradient rule for '" + op->getName().getStringRef().str() +
+              "'";
+        return failure();
+      }
+      SmallVector<Value> operandGrads;
+      std::string error;
+      LogicalResult built = success();
+      {
+        // A rule that does not cover its op's shapes or attributes reports
+        // an error; it becomes the warning of an undifferentiated minimize.
+        ScopedDiagnosticHandler capture(b.getContext(), [&](Diagnostic &diag) {
+          if (diag.getSeverity() != DiagnosticSeverity::Error)
+            return failure();
+          if (error.empty())
+            error = diag.str();
+          return success();
+        });
+        built = rule.buildGradients(b, g, operandGrads);
+      }
+      if (failed(built)) {
+        why = "the gradient of '" + op->getName().getStringRef().str() +
+              "' failed: " + error;
+        return failure();
+      }
+      for (auto [operand, og] :
+           llvm::zip_equal(op->getOperands(), operandGrads))
+        if (og && active.contains(operand))
+          accumulate(operand, og);
+    }
+    return success();
+  }
+
+  LogicalResult differentiateScan(ScanOp scan);
+
+  OpBuilder &b;
+  Location loc;
+  DenseSet<Value> &active;
+  const DenseSet<Value> *readValues;
+  DenseMap<Value, Value> grads;
+  // Rows of a variable read's gradient from gathers on axis 0: (indices
+  // [n], rows [n] + var[1:]).
+  DenseMap<Value, SmallVector<std::pair<Value, Value>>> sparse;
+  std::string why;
+};
+
+// The gradient of a scan is a scan in the other direction over the steps
+// (docs/design/control-flow.md):
+//   carried   the gradients of the carried values (seeded with those of the
+//             final ones), and one sum per active captured value;
+//   per step  the gradients of the per-step outputs, and the forward
+//             values the step's gradient rules read;
+//   outputs   the gradients of the sequences' slices.
+// The reverse body is built from a copy of the forward body, whose values
+// the gradient rules read; each copied value such a rule reads is then
+// replaced by the forward pass's own, which the forward scan stores as an
+// extra per-step output (the carried values at the step's start, the gates
+// of an LSTM), and the copies are erased. A sequence's slice needs no
+// storing: the reverse scan takes the sequence itself.
+LogicalResult Sweep::differentiateScan(ScanOp scan) {
+  OpBuilder::InsertPoint outerIp = b.saveInsertionPoint();
+  Block &body = scan.getBody().front();
+  size_t numCarried = scan.getInits().size();
+  SmallVector<Value> captures = capturesOf(scan);
+  SmallVector<Value> activeCaptures;
+  for (Value c : captures)
+    if (active.contains(c))
+      activeCaptures.push_back(c);
+  // Carried float values take gradients (conservatively all of them).
+  SmallVector<unsigned> gradCarried;
+  for (unsigned k = 0; k < numCarried; ++k)
+    if (isFloatTensor(body.getArgument(k)))
+      gradCarried.push_back(k);
+
+  // The reverse body: carried gradients, capture sums, then slices.
+  auto *rb = new Block();
+  auto discard = llvm::scope_exit([&] {
+    if (rb) {
+      rb->dropAllDefinedValueUses();
+      for (Operation &op : *rb)
+        op.dropAllReferences();
+      delete rb;
+    }
+  });
+  for (unsigned k : gradCarried)
+    rb->addArgument(body.getArgument(k).getType(), loc);
+  for (Value c : activeCaptures)
+    rb->addArgument(c.getType(), loc);
+  // Per-step output gradients that exist.
+  SmallVector<std::pair<unsigned, Value>> outputGrads; // (output j, stack)
+  for (auto [j, r] : llvm::enumerate(scan.getStackedResults()))
+    if (Value g = grads.lookup(r))
+      outputGrads.push_back({static_cast<unsigned>(j), g});
+  SmallVector<BlockArgument> outputGradArgs;
+  for (auto [j, g] : outputGrads)
+    outputGradArgs.push_back(rb->addArgument(
+        ScanOp::sliceType(cast<RankedTensorType>(g.getType())), loc));
+  // Copies of the forward body's arguments and ops.
+  IRMapping map;
+  SmallVector<BlockArgument> argCopies;
+  for (BlockArgument arg : body.getArguments()) {
+    argCopies.push_back(rb->addArgument(arg.getType(), loc));
+    map.map(arg, argCopies.back());
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(rb);
+  DenseSet<Operation *> copies;
+  DenseMap<Value, Value> original; // copy -> forward value
+  Operation *lastCopy = nullptr;
+  for (Operation &op : body.without_terminator()) {
+    lastCopy = b.clone(op, map);
+    copies.insert(lastCopy);
+    for (auto [from, to] :
+         llvm::zip_equal(op.getResults(), lastCopy->getResults()))
+      original[to] = from;
+  }
+  for (auto [arg, copy] : llvm::zip_equal(body.getArguments(), argCopies))
+    original[copy] = arg;
+
+  // Activity inside the body.
+  DenseSet<Value> bodyActive(active.begin(), active.end());
+  for (unsigned k : gradCarried)
+    bodyActive.insert(argCopies[k]);
+  for (auto [j, seq] : llvm::enumerate(scan.getSequences()))
+    if (active.contains(seq))
+      bodyActive.insert(argCopies[numCarried + j]);
+  for (Operation *op = rb->empty() ? nullptr : &rb->front(); op;
+       op = op->getNextNode())
+    if (copies.contains(op) && hasActiveInput(op, bodyActive))
+      for (Value r : op->getResults())
+        if (isFloatTensor(r))
+          bodyActive.insert(r);
+
+  Sweep inner(b, loc, bodyActive, nullptr);
+  YieldOp yield = scan.getYield();
+  auto copyOf = [&](Value v) { return map.lookupOrDefault(v); };
+  for (auto [i, k] : llvm::enumerate(gradCarried))
+    if (bodyActive.contains(copyOf(yield.getValues()[k])))
+      inner.accumulate(copyOf(yield.getValues()[k]), rb->getArgument(i));
+  for (auto [arg, pair] : llvm::zip_equal(outputGradArgs, outputGrads)) {
+    Value v = copyOf(yield.getValues()[numCarried + pair.first]);
+    if (bodyActive.contains(v))
+      inner.accumulate(v, arg);
+  }
+  if (lastCopy && failed(inner.run(lastCopy, nullptr))) {
+    why = inner.why;
+    return failure();
+  }
+  // The reverse step's results: the carried gradients, the capture sums,
+  // the slices' gradients.
+  SmallVector<Value> next;
+  for (unsigned k : gradCarried) {
+    Value g = inner.grads.lookup(argCopies[k]);
+    next.push_back(g ? g : Value(ZerosLikeOp::create(b, loc, argCopies[k])));
+  }
+  for (auto [m, c] : llvm::enumerate(activeCaptures)) {
+    Value sum = rb->getArgument(gradCarried.size() + m);
+    if (Value g = inner.grads.lookup(c))
+      sum = AddOp::create(b, loc, sum, g);
+    next.push_back(sum);
+  }
+  SmallVector<unsigned> sliceGrads; // sequences whose slices get gradients
+  for (auto [j, seq] : llvm::enumerate(scan.getSequences()))
+    if (active.contains(seq)) {
+      Value g = inner.grads.lookup(argCopies[numCarried + j]);
+      next.push_back(g ? g
+                       : Value(ZerosLikeOp::create(
+                             b, loc, argCopies[numCarried + j])));
+      sliceGrads.push_back(j);
+    }
+  YieldOp::create(b, loc, next);
+
+  // Forward values the gradient ops read: stored per step by the forward
+  // scan (its body arguments and op results), unless a constant (copied).
+  SmallVector<Value> stored;          // forward values to store
+  SmallVector<Value> storedArgs;      // the reverse body's arguments for them
+  // Loop-invariant copies (constants, a transposed capture) are recomputed
+  // instead: storing them would cost one copy per step.
+  DenseSet<Value> variant(argCopies.begin(), argCopies.end());
+  for (Operation &op : *rb)
+    if (copies.contains(&op) && hasActiveInput(&op, variant))
+      variant.insert(op.result_begin(), op.result_end());
+  SmallVector<OpOperand *> reads;
+  for (Operation &op : *rb)
+    if (!copies.contains(&op))
+      op.walk([&](Operation *nested) {
+        for (OpOperand &use : nested->getOpOperands())
+          reads.push_back(&use);
+      });
+  for (OpOperand *usePtr : reads) {
+    OpOperand &use = *usePtr;
+    {
+      auto it = original.find(use.get());
+      if (it == original.end())
+        continue;
+      if (!variant.contains(use.get()))
+        continue; // loop-invariant: keep the copy
+      if (isa<BlockArgument>(use.get()))
+        continue; // a copied argument: stays an argument
+      auto pos = llvm::find(stored, it->second);
+      if (pos == stored.end()) {
+        stored.push_back(it->second);
+        storedArgs.push_back(rb->addArgument(use.get().getType(), loc));
+        pos = stored.end() - 1;
+      }
+      use.set(storedArgs[pos - stored.begin()]);
+    }
+  }
+  // Erase the copies nothing reads any more (a constant may stay).
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*rb)))
+    if (copies.contains(&op) && op.use_empty())
+      op.erase();
+
+  // The stacks the reverse scan reads, slice argument by argument: output
+  // gradients, the body arguments' copies (sequences, stored carried
+  // values), the stored values. Arguments nothing reads are dropped.
+  SmallVector<Value> extraOutputs; // forward values the forward scan stacks
+  unsigned firstSlice = gradCarried.size() + activeCaptures.size();
+  SmallVector<Value> sequences;
+  SmallVector<int64_t> extraIndex(rb->getNumArguments(), -1);
+  for (unsigned i = firstSlice; i < rb->getNumArguments(); ++i) {
+    if (i < firstSlice + outputGradArgs.size()) {
+      sequences.push_back(outputGrads[i - firstSlice].second);
+      continue;
+    }
+    unsigned a = i - firstSlice - outputGradArgs.size();
+    if (a < argCopies.size()) {
+      if (a >= numCarried) {
+        sequences.push_back(scan.getSequences()[a - numCarried]);
+        continue;
+      }
+      extraIndex[i] = extraOutputs.size();
+      extraOutputs.push_back(body.getArgument(a));
+      sequences.push_back(Value());
+      continue;
+    }
+    extraIndex[i] = extraOutputs.size();
+    extraOutputs.push_back(stored[a - argCopies.size()]);
+    sequences.push_back(Value());
+  }
+
+  // The forward scan again, stacking the stored values too.
+  b.setInsertionPoint(scan);
+  // Unread copied carried values need no stack: drop them first.
+  // A value the scan already stacks (a per-step output) is read from that
+  // stack: keptIndex < 0 - 1 - j names stacked result j.
+  SmallVector<Value> keptExtras;
+  SmallVector<int64_t> keptIndex(extraOutputs.size(), -1);
+  ValueRange perStep = scan.getYield().getValues().drop_front(numCarried);
+  for (unsigned i = firstSlice; i < rb->getNumArguments(); ++i) {
+    if (extraIndex[i] < 0 || rb->getArgument(i).use_empty())
+      continue;
+    Value v = extraOutputs[extraIndex[i]];
+    auto existing = llvm::find(perStep, v);
+    if (existing != perStep.end()) {
+      keptIndex[extraIndex[i]] = -2 - (existing - perStep.begin());
+      continue;
+    }
+    keptIndex[extraIndex[i]] = keptExtras.size();
+    keptExtras.push_back(v);
+  }
+  SmallVector<Type> types(scan.getResultTypes());
+  for (Value v : keptExtras)
+    types.push_back(ScanOp::stackedType(cast<RankedTensorType>(v.getType()),
+                                        scan.getStaticLength()));
+  auto forward = ScanOp::create(b, scan.getLoc(), types, scan.getInits(),
+                                scan.getSequences(), scan.getReverse());
+  forward.getBody().takeBody(scan.getBody());
+  {
+    YieldOp y = forward.getYield();
+    SmallVector<Value> values(y.getValues());
+    llvm::append_range(values, keptExtras);
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPoint(y);
+    YieldOp::create(b, y.getLoc(), values);
+    y.erase();
+  }
+  for (auto [from, to] : llvm::zip(scan.getResults(), forward.getResults())) {
+    if (active.contains(from))
+      active.insert(to);
+    if (Value g = grads.lookup(from))
+      grads[to] = g;
+    from.replaceAllUsesWith(to);
+  }
+  // Resolve the stacks of stored values, then drop unread arguments.
+  for (unsigned i = firstSlice; i < rb->getNumArguments(); ++i) {
+    if (extraIndex[i] < 0)
+      continue;
+    int64_t k = keptIndex[extraIndex[i]];
+    if (k >= 0)
+      sequences[i - firstSlice] =
+          forward.getResult(scan.getNumResults() + k);
+    else if (k <= -2)
+      sequences[i - firstSlice] = forward.getStackedResults()[-2 - k];
+  }
+  SmallVector<Value> reverseSequences;
+  llvm::BitVector erase(rb->getNumArguments());
+  for (unsigned i = firstSlice; i < rb->getNumArguments(); ++i) {
+    if (rb->getArgument(i).use_empty()) {
+      erase.set(i);
+      continue;
+    }
+    reverseSequences.push_back(sequences[i - firstSlice]);
+  }
+  if (reverseSequences.empty()) {
+    // A scan needs a sequence for its length: keep the first one.
+    unsigned i = firstSlice + outputGradArgs.size() + numCarried;
+    erase.reset(i);
+    reverseSequences.push_back(scan.getSequences().front());
+  }
+  rb->eraseArguments(erase);
+
+  // The reverse scan, after the gradients of the scan's results.
+  b.restoreInsertionPoint(outerIp);
+  SmallVector<Value> inits;
+  for (unsigned k : gradCarried) {
+    Value g = grads.lookup(forward.getResult(k));
+    inits.push_back(g ? g : Value(ZerosLikeOp::create(b, loc,
+                                                      forward.getResult(k))));
+  }
+  for (Value c : activeCaptures)
+    inits.push_back(ZerosLikeOp::create(b, loc, c));
+  SmallVector<Type> reverseTypes(ValueRange(inits).getTypes());
+  for (unsigned j : sliceGrads)
+    reverseTypes.push_back(scan.getSequences()[j].getType());
+  auto backward = ScanOp::create(b, loc, reverseTypes, inits, reverseSequences,
+                                 !scan.getReverse());
+  backward.getBody().push_back(rb);
+  rb = nullptr;
+  scan.erase();
+
+  for (auto [i, k] : llvm::enumerate(gradCarried))
+    if (active.contains(forward.getInits()[k]))
+      accumulate(forward.getInits()[k], backward.getResult(i));
+  for (auto [m, c] : llvm::enumerate(activeCaptures))
+    accumulate(c, backward.getResult(gradCarried.size() + m));
+  for (auto [n, j] : llvm::enumerate(sliceGrads))
+    accumulate(forward.getSequences()[j],
+               backward.getResult(inits.size() + n));
+  return success();
 }
 
 LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
@@ -99,8 +527,7 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
       }
       continue;
     }
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return active.contains(v); }))
+    if (hasActiveInput(&op, active))
       for (Value r : op.getResults())
         if (isFloatTensor(r))
           active.insert(r);
@@ -109,85 +536,27 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   // 3. Backward.
   OpBuilder b(minimize);
   Location loc = minimize.getLoc();
-  DenseMap<Value, Value> grads;
-  // Rows of a variable read's gradient from gathers on axis 0: (indices
-  // [n], rows [n] + var[1:]).
-  DenseMap<Value, SmallVector<std::pair<Value, Value>>> sparse;
-  auto accumulate = [&](Value v, Value g) {
-    Value &slot = grads[v];
-    slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
-  };
+  Sweep sweep(b, loc, active, &readValues);
   Value loss = minimize.getLoss();
   if (active.contains(loss)) {
     auto lossType = cast<RankedTensorType>(loss.getType());
-    accumulate(loss, ConstantOp::create(
-                         b, loc,
-                         DenseElementsAttr::get(
-                             lossType,
-                             b.getFloatAttr(lossType.getElementType(), 1.0))));
-    // Reverse program order: every use of a value is visited before it.
-    for (Operation *op = minimize->getPrevNode(); op; op = op->getPrevNode()) {
-      if (op->getNumResults() != 1)
-        continue;
-      Value g = grads.lookup(op->getResult(0));
-      if (!g || !llvm::any_of(op->getOperands(),
-                              [&](Value v) { return active.contains(v); }))
-        continue;
-      if (auto gather = dyn_cast<GatherOp>(op)) {
-        Value params = gather.getParams();
-        auto pType = cast<RankedTensorType>(params.getType());
-        int64_t axis = gather.getAxisAttr().getInt();
-        if (readValues.contains(params) &&
-            (axis == 0 || axis == -pType.getRank()) && pType.hasStaticShape()) {
-          Value indices = gather.getIndices();
-          Value rows = g;
-          if (cast<RankedTensorType>(indices.getType()).getRank() != 1) {
-            indices = ReshapeOp::create(b, loc, indices,
-                                        b.getDenseI64ArrayAttr({-1}));
-            SmallVector<int64_t> shape = {-1};
-            llvm::append_range(shape, pType.getShape().drop_front());
-            rows =
-                ReshapeOp::create(b, loc, rows, b.getDenseI64ArrayAttr(shape));
-          }
-          sparse[params].push_back({indices, rows});
-          continue;
-        }
-      }
-      auto rule = dyn_cast<GradientOpInterface>(op);
-      if (!rule) {
-        // Left for the driver to drop @train with a warning: a model whose
-        // training needs an op without a rule still compiles eval/predict.
-        minimize.emitWarning("not differentiated: no gradient rule for '")
-            << op->getName() << "' (needed to train on the loss "
-            << describe(loss) << ")";
-        return success();
-      }
-      SmallVector<Value> operandGrads;
-      std::string why;
-      LogicalResult built = success();
-      {
-        // A rule that does not cover its op's shapes or attributes reports
-        // an error; it becomes the warning of an undifferentiated minimize.
-        ScopedDiagnosticHandler capture(b.getContext(), [&](Diagnostic &diag) {
-          if (diag.getSeverity() != DiagnosticSeverity::Error)
-            return failure();
-          if (why.empty())
-            why = diag.str();
-          return success();
-        });
-        built = rule.buildGradients(b, g, operandGrads);
-      }
-      if (failed(built)) {
-        minimize.emitWarning("not differentiated: the gradient of '")
-            << op->getName() << "' failed: " << why;
-        return success();
-      }
-      for (auto [operand, og] :
-           llvm::zip_equal(op->getOperands(), operandGrads))
-        if (og && active.contains(operand))
-          accumulate(operand, og);
+    sweep.accumulate(loss, ConstantOp::create(
+                               b, loc,
+                               DenseElementsAttr::get(
+                                   lossType, b.getFloatAttr(
+                                                 lossType.getElementType(),
+                                                 1.0))));
+    if (failed(sweep.run(minimize->getPrevNode(), nullptr))) {
+      // Left for the driver to drop @train with a warning: a model whose
+      // training needs an op without a rule still compiles eval/predict.
+      minimize.emitWarning("not differentiated: ")
+          << sweep.why << " (needed to train on the loss " << describe(loss)
+          << ")";
+      return success();
     }
   }
+  DenseMap<Value, Value> &grads = sweep.grads;
+  auto &sparse = sweep.sparse;
 
   // 4. apply_gradients for the variables the loss depends on.
   SmallVector<Attribute> variables;

@@ -324,7 +324,53 @@ const graph::NodeDef &Graph::node(const std::string &name) const {
   auto it = nodeIndex_.find(name);
   if (it == nodeIndex_.end())
     throw GraphError("no node named '" + name + "' in the graph");
-  return def_.node(it->second);
+  const NodeRef &ref = it->second;
+  return ref.function < 0 ? def_.node(ref.index)
+                          : def_.function(ref.function).node(ref.index);
+}
+
+graph::NodeDef &Graph::mutableNode(const NodeRef &ref) {
+  return ref.function < 0
+             ? *def_.mutable_node(ref.index)
+             : *def_.mutable_function(ref.function)->mutable_node(ref.index);
+}
+
+std::string Graph::resolveIn(int frame, const Tensor &t) {
+  const NodeRef &ref = nodeIndex_.at(t.name());
+  int function = frame < 0 ? -1 : frames_[frame].function;
+  if (ref.function == function)
+    return t.name();
+  // Visible here only if it belongs to an enclosing graph: capture it
+  // through every function in between.
+  bool enclosing = ref.function < 0;
+  for (int f = 0; f < frame && !enclosing; ++f)
+    enclosing = frames_[f].function == ref.function;
+  if (frame < 0 || !enclosing)
+    throw GraphError("tensor '" + t.name() + "' was built inside the body of '" +
+                     def_.function(ref.function).name() +
+                     "' and cannot be used outside it (return it from the "
+                     "body instead)");
+  std::string outer = resolveIn(frame - 1, t);
+  Frame &f = frames_[frame];
+  auto it = f.captureParams.find(outer);
+  if (it != f.captureParams.end())
+    return it->second;
+  graph::FunctionDef *fn = def_.mutable_function(f.function);
+  int index = f.numParams + static_cast<int>(f.captures.size());
+  std::string name = fn->name() + "/capture_" + std::to_string(index);
+  graph::NodeDef *n = fn->add_node();
+  n->set_name(name);
+  n->set_op("arg");
+  const graph::NodeDef &source = node(t.name());
+  (*n->mutable_attr())["index"] = attr_i(index);
+  (*n->mutable_attr())["dtype"] = attr_type(from_proto(source.dtype()));
+  (*n->mutable_attr())["shape"] = attr_shape(getDims(source.shape()));
+  n->set_dtype(source.dtype());
+  *n->mutable_shape() = source.shape();
+  nodeIndex_[name] = {f.function, fn->node_size() - 1};
+  f.captureParams[outer] = name;
+  f.captures.push_back(outer);
+  return name;
 }
 
 Tensor Graph::add_node(const std::string &name, const std::string &op,
@@ -332,22 +378,88 @@ Tensor Graph::add_node(const std::string &name, const std::string &op,
                        DType dtype, const Dims &shape) {
   if (nodeIndex_.count(name))
     throw GraphError(op + " '" + name + "': a node with this name exists");
-  graph::NodeDef *n = def_.add_node();
+  int frame = static_cast<int>(frames_.size()) - 1;
+  std::vector<std::string> resolved;
+  for (const Tensor &t : inputs) {
+    checkOwn(t, op + " '" + name + "'");
+    resolved.push_back(resolveIn(frame, t));
+  }
+  graph::NodeDef *n =
+      frame < 0 ? def_.add_node()
+                : def_.mutable_function(frames_[frame].function)->add_node();
   n->set_name(name);
   n->set_op(op);
-  for (const Tensor &t : inputs)
-    n->add_input(t.name());
+  for (const std::string &input : resolved)
+    n->add_input(input);
   for (const auto &kv : attrs)
     (*n->mutable_attr())[kv.first] = kv.second;
   n->set_dtype(to_proto(dtype));
   setDims(n->mutable_shape(), shape);
-  nodeIndex_[name] = def_.node_size() - 1;
+  nodeIndex_[name] =
+      frame < 0 ? NodeRef{-1, def_.node_size() - 1}
+                : NodeRef{frames_[frame].function,
+                          def_.function(frames_[frame].function).node_size() -
+                              1};
   return Tensor(this, name);
+}
+
+std::vector<Tensor>
+Graph::begin_function(const std::string &name,
+                      const std::vector<std::pair<DType, Dims>> &params) {
+  for (const graph::FunctionDef &f : def_.function())
+    if (f.name() == name)
+      throw GraphError("function '" + name + "' exists");
+  graph::FunctionDef *fn = def_.add_function();
+  fn->set_name(name);
+  Frame frame;
+  frame.function = def_.function_size() - 1;
+  frame.numParams = static_cast<int>(params.size());
+  frames_.push_back(frame);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto [dtype, shape] = params[i];
+    std::string arg = name + "/arg_" + std::to_string(i);
+    args.push_back(add_node(arg, "arg", {},
+                            {{"index", attr_i(static_cast<int64_t>(i))},
+                             {"dtype", attr_type(dtype)},
+                             {"shape", attr_shape(shape)}},
+                            dtype, shape));
+  }
+  return args;
+}
+
+std::vector<Tensor> Graph::end_function(const std::vector<Tensor> &outputs) {
+  if (frames_.empty())
+    throw GraphError("end_function: no function is being built");
+  int frame = static_cast<int>(frames_.size()) - 1;
+  std::vector<std::string> names;
+  for (const Tensor &t : outputs) {
+    checkOwn(t, "output of function '" +
+                    def_.function(frames_[frame].function).name() + "'");
+    if (!t.has_value())
+      throw GraphError("output of function '" +
+                       def_.function(frames_[frame].function).name() +
+                       "': node '" + t.name() + "' (" + t.op() +
+                       ") has no value");
+    names.push_back(resolveIn(frame, t));
+  }
+  graph::FunctionDef *fn = def_.mutable_function(frames_[frame].function);
+  for (const std::string &n : names)
+    fn->add_output(n);
+  std::vector<Tensor> captures;
+  for (const std::string &c : frames_[frame].captures)
+    captures.emplace_back(this, c);
+  frames_.pop_back();
+  return captures;
 }
 
 Tensor Graph::placeholder(const std::string &name, DType dtype,
                           const Dims &shape, bool values_dim) {
   std::string node = unique_node_name(name);
+  if (in_function())
+    throw GraphError("placeholder '" + node +
+                     "': a model input cannot be created inside a loop body "
+                     "or branch");
   if (dtype == DType::Invalid)
     throw GraphError("placeholder '" + node + "': invalid dtype");
   for (int64_t d : shape)
@@ -556,9 +668,14 @@ Tensor Graph::read_variable(const Variable &variable) {
   std::string name = modePrefix() + v.name() + "/read";
   for (int i = 1; nodeIndex_.count(name); ++i)
     name = modePrefix() + v.name() + "/read_" + std::to_string(i);
+  // Reads belong to the graph itself (a loop body captures them): compiled
+  // code reads a variable once per step.
+  std::vector<Frame> frames;
+  frames.swap(frames_);
   Tensor t =
       add_node(name, "read_variable", {}, {{"variable", attr_s(v.name())}},
                from_proto(v.dtype()), getDims(v.shape()));
+  frames_.swap(frames);
   readCache_[key] = name;
   return t;
 }
@@ -609,6 +726,10 @@ graph::Binding Graph::binding(const std::string &key, const Tensor &t,
   if (key.empty())
     throw GraphError(what + ": empty key");
   checkOwn(t, what + " '" + key + "'");
+  if (nodeIndex_.at(t.name()).function >= 0)
+    throw GraphError(what + " '" + key + "': node '" + t.name() +
+                     "' is inside a loop body or branch; bind what the "
+                     "control-flow op returns");
   if (!t.has_value())
     throw GraphError(what + " '" + key + "': node '" + t.name() + "' (" +
                      t.op() + ") has no value");

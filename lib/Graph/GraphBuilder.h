@@ -322,6 +322,22 @@ public:
   bool has_node(const std::string &name) const;
   const graph::NodeDef &node(const std::string &name) const;
 
+  // --- Functions (bodies of control-flow nodes; lib/Graph/ControlFlow.h) ---
+  /// Starts building the function `name` (a loop body, a branch): nodes
+  /// added until end_function belong to it, and `params` become its first
+  /// parameters (nodes of op "arg"). A tensor of an enclosing graph used by
+  /// one of its nodes becomes a further parameter (a capture); variable
+  /// reads are placed in the outermost graph and captured.
+  std::vector<Tensor> begin_function(
+      const std::string &name,
+      const std::vector<std::pair<DType, Dims>> &params);
+  /// Ends the innermost function with `outputs` (tensors of it or of an
+  /// enclosing graph, captured then). Returns the tensors it captured, in
+  /// parameter order: the control-flow node passes them in after `params`.
+  std::vector<Tensor> end_function(const std::vector<Tensor> &outputs);
+  /// Whether a function is being built.
+  bool in_function() const { return !frames_.empty(); }
+
   // --- Signatures and result ----------------------------------------------
   /// Records what `mode` computes. Each mode's signature is set once.
   void set_signature(ModeKeys mode, const Signature &signature);
@@ -337,8 +353,28 @@ private:
   graph::Binding binding(const std::string &key, const Tensor &t,
                          const std::string &what) const;
 
+  /// Where a node is: the function (-1: the graph itself) and its index.
+  struct NodeRef {
+    int function = -1;
+    int index = 0;
+  };
+  /// A function being built: its index in def_.function(), how many
+  /// declared parameters it has, and its captures (outer tensor name ->
+  /// parameter node) in parameter order.
+  struct Frame {
+    int function = 0;
+    int numParams = 0;
+    std::map<std::string, std::string> captureParams;
+    std::vector<std::string> captures;
+  };
+  /// `t` as seen from frame `frame` (-1: the graph): itself when it is a
+  /// node there, else the parameter capturing it (created on first use).
+  std::string resolveIn(int frame, const Tensor &t);
+  graph::NodeDef &mutableNode(const NodeRef &ref);
+
   graph::GraphDef def_;
-  std::map<std::string, int> nodeIndex_;
+  std::map<std::string, NodeRef> nodeIndex_;
+  std::vector<Frame> frames_;
   std::map<std::string, int> variableIndex_;
   std::vector<std::string> scopes_;
   std::optional<ModeKeys> mode_;

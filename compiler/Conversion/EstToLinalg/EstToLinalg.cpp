@@ -41,6 +41,7 @@ void mlir::est::populateEstToLinalgPatterns(RewritePatternSet &patterns) {
   populateEstToLinalgShapePatterns(patterns);
   populateEstToLinalgIndexingPatterns(patterns);
   populateEstToLinalgRandomPatterns(patterns);
+  populateEstToLinalgControlFlowPatterns(patterns);
 }
 
 namespace {

@@ -18,6 +18,8 @@
 //                      bucketize, check_range
 //   Random.cpp         dropout, random_uniform, random_normal,
 //                      truncated_normal
+//   ControlFlow.cpp    scan, if, while (to scf, their regions lowered
+//                      first)
 //
 // Each pattern replaces its op by linalg / tensor / arith / math ops on
 // tensors, built right before it. When an op cannot be lowered (a dynamic
@@ -47,6 +49,7 @@ void populateEstToLinalgIndexingPatterns(RewritePatternSet &patterns);
 /// checks.
 void markCheckedIndices(Operation *root);
 void populateEstToLinalgRandomPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgControlFlowPatterns(RewritePatternSet &patterns);
 
 /// Every family's patterns: what convert-est-to-linalg applies.
 void populateEstToLinalgPatterns(RewritePatternSet &patterns);

@@ -876,3 +876,203 @@ LogicalResult MinimizeOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   }
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Control flow: est.scan, est.if, est.while.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Same element type and rank, and equal sizes where both are static: the
+/// two may describe the same run-time tensor (shape inference refines `?`).
+bool mayBeSameTensor(Type a, Type b) {
+  return areRelaxedCompatible(a, b) || areRelaxedCompatible(b, a);
+}
+
+/// The region's values must not touch variables: they are threaded through
+/// the step by est-function-abi, outside any loop.
+LogicalResult verifyNoVariableAccess(Operation *parent, Region &region) {
+  WalkResult result = region.walk([&](Operation *op) {
+    if (isa<ReadVariableOp, AssignVariableOp, MinimizeOp, ApplyGradientsOp>(
+            op)) {
+      parent->emitOpError("cannot contain ")
+          << op->getName() << ": read variables before the loop and pass "
+          << "the values in";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// The yield ending `region`, checked against `expected` types.
+LogicalResult verifyYield(Operation *parent, Region &region, StringRef what,
+                          TypeRange expected) {
+  auto yield = dyn_cast<YieldOp>(region.front().getTerminator());
+  if (!yield)
+    return parent->emitOpError() << what << " must end with est.yield";
+  if (yield.getValues().size() != expected.size())
+    return parent->emitOpError()
+           << what << " yields " << yield.getValues().size()
+           << " values, expected " << expected.size();
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip_equal(yield.getValues(), expected))) {
+    auto [value, type] = pair;
+    if (!mayBeSameTensor(value.getType(), type))
+      return parent->emitOpError()
+             << what << " yields " << value.getType() << " as value #" << i
+             << ", expected " << type;
+  }
+  return success();
+}
+
+} // namespace
+
+YieldOp ScanOp::getYield() {
+  return cast<YieldOp>(getBody().front().getTerminator());
+}
+
+RankedTensorType ScanOp::sliceType(RankedTensorType type) {
+  return RankedTensorType::get(type.getShape().drop_front(),
+                               type.getElementType());
+}
+
+RankedTensorType ScanOp::stackedType(RankedTensorType type, int64_t length) {
+  SmallVector<int64_t> shape = {length};
+  llvm::append_range(shape, type.getShape());
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+int64_t ScanOp::getStaticLength() {
+  for (Value seq : getSequences()) {
+    int64_t n = cast<RankedTensorType>(seq.getType()).getDimSize(0);
+    if (!ShapedType::isDynamic(n))
+      return n;
+  }
+  return ShapedType::kDynamic;
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  if (getSequences().empty())
+    return emitOpError("needs at least one sequence (its dimension 0 is the "
+                       "number of steps)");
+  int64_t length = ShapedType::kDynamic;
+  for (auto [i, seq] : llvm::enumerate(getSequences())) {
+    auto type = cast<RankedTensorType>(seq.getType());
+    if (type.getRank() == 0)
+      return emitOpError("sequence #") << i << " is a scalar; a sequence has "
+                                       << "its steps in dimension 0";
+    int64_t n = type.getDimSize(0);
+    if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(length) &&
+        n != length)
+      return emitOpError("sequences have ")
+             << length << " and " << n << " steps; all need the same";
+    if (!ShapedType::isDynamic(n))
+      length = n;
+  }
+  Block &block = getBody().front();
+  size_t numCarried = getInits().size();
+  if (block.getNumArguments() != numCarried + getSequences().size())
+    return emitOpError("body has ")
+           << block.getNumArguments() << " arguments, expected "
+           << numCarried + getSequences().size()
+           << " (the carried values, then one slice per sequence)";
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip_equal(getInits(), getCarriedArgs()))) {
+    auto [init, arg] = pair;
+    if (!mayBeSameTensor(init.getType(), arg.getType()))
+      return emitOpError("carried value #")
+             << i << " is " << init.getType() << " but the body takes "
+             << arg.getType();
+  }
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip_equal(getSequences(), getSliceArgs()))) {
+    auto [seq, arg] = pair;
+    auto expected = sliceType(cast<RankedTensorType>(seq.getType()));
+    if (!mayBeSameTensor(expected, arg.getType()))
+      return emitOpError("the slice of sequence #")
+             << i << " is " << expected << " but the body takes "
+             << arg.getType();
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with est.yield");
+  if (yield.getValues().size() < numCarried)
+    return emitOpError("body yields ")
+           << yield.getValues().size() << " values but carries "
+           << numCarried;
+  SmallVector<Type> expected(getInits().getTypes());
+  for (Value v : yield.getValues().drop_front(numCarried))
+    expected.push_back(v.getType());
+  if (failed(verifyYield(*this, getBody(), "body", expected)))
+    return failure();
+  if (getResults().size() != yield.getValues().size())
+    return emitOpError("has ")
+           << getResults().size() << " results but its body yields "
+           << yield.getValues().size();
+  for (auto [i, pair] : llvm::enumerate(
+           llvm::zip_equal(getResults(), yield.getValues().getTypes()))) {
+    auto [result, type] = pair;
+    Type want = i < numCarried
+                    ? type
+                    : Type(stackedType(cast<RankedTensorType>(type), length));
+    if (!mayBeSameTensor(result.getType(), want))
+      return emitOpError("result #")
+             << i << " is " << result.getType() << ", expected " << want;
+  }
+  return verifyNoVariableAccess(*this, getBody());
+}
+
+YieldOp IfOp::getThenYield() {
+  return cast<YieldOp>(getThenRegion().front().getTerminator());
+}
+YieldOp IfOp::getElseYield() {
+  return cast<YieldOp>(getElseRegion().front().getTerminator());
+}
+
+LogicalResult IfOp::verifyRegions() {
+  for (Region *region : {&getThenRegion(), &getElseRegion()}) {
+    if (region->front().getNumArguments() != 0)
+      return emitOpError("regions take no arguments");
+    if (failed(verifyYield(*this, *region,
+                           region == &getThenRegion() ? "then" : "else",
+                           getResultTypes())) ||
+        failed(verifyNoVariableAccess(*this, *region)))
+      return failure();
+  }
+  return success();
+}
+
+YieldOp WhileOp::getCondYield() {
+  return cast<YieldOp>(getCondRegion().front().getTerminator());
+}
+YieldOp WhileOp::getBodyYield() {
+  return cast<YieldOp>(getBodyRegion().front().getTerminator());
+}
+
+LogicalResult WhileOp::verifyRegions() {
+  if (IntegerAttr max = getMaximumIterationsAttr(); max && max.getInt() < 0)
+    return emitOpError("maximum_iterations must be >= 0, got ")
+           << max.getInt();
+  if (!areRelaxedCompatible(getResultTypes(), getInits().getTypes()) &&
+      !areRelaxedCompatible(getInits().getTypes(), getResultTypes()))
+    return emitOpError("results must have the types of the carried values");
+  for (Region *region : {&getCondRegion(), &getBodyRegion()}) {
+    Block &block = region->front();
+    StringRef what = region == &getCondRegion() ? "cond" : "body";
+    if (block.getNumArguments() != getInits().size())
+      return emitOpError()
+             << what << " has " << block.getNumArguments()
+             << " arguments, expected " << getInits().size();
+    for (auto [init, arg] : llvm::zip_equal(getInits(), block.getArguments()))
+      if (!mayBeSameTensor(init.getType(), arg.getType()))
+        return emitOpError() << what << " takes " << arg.getType()
+                             << " for a carried " << init.getType();
+    if (failed(verifyNoVariableAccess(*this, *region)))
+      return failure();
+  }
+  Type i1 = RankedTensorType::get({}, IntegerType::get(getContext(), 1));
+  if (failed(verifyYield(*this, getCondRegion(), "cond", {i1})))
+    return failure();
+  return verifyYield(*this, getBodyRegion(), "body", getInits().getTypes());
+}

@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -32,6 +33,9 @@ struct CollectiveResource
 /// the inferred element type and rank, and each declared dimension equals the
 /// inferred one or is dynamic.
 bool areRelaxedCompatible(TypeRange inferred, TypeRange declared);
+
+/// The terminator of the control-flow ops' regions (declared before them).
+class YieldOp;
 
 } // namespace est
 } // namespace mlir

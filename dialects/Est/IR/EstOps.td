@@ -12,6 +12,7 @@ include "dialects/Est/IR/EstBase.td"
 include "dialects/Est/IR/EstAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // Sources.
@@ -1035,6 +1036,153 @@ def Est_AllGatherOp : Est_Op<"all_gather", [
     type($gathered_indices) `,` type($gathered_rows)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Structured control flow (docs/design/control-flow.md).
+//===----------------------------------------------------------------------===//
+
+def Est_ScanOp : Est_Op<"scan", [
+    AttrSizedOperandSegments, SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A loop over the leading axis of sequences, with carried values";
+  let description = [{
+    Runs `body` once per index `t` of dimension 0 of `sequences` (all the
+    same length, known at run time: a padded batch's longest sequence, time
+    major), in increasing order, or decreasing with `reverse`
+    (jax.lax.scan, tf.scan). The body's arguments are the carried values
+    (first `inits`, then what the previous step yielded) and each sequence's
+    slice `t`; it yields the new carried values, then one value per step
+    that the scan stacks along a new dimension 0. The results are the final
+    carried values, then the stacked per-step values (`[T] + shape`). The
+    body may use values defined above it (weights, masks); it cannot read or
+    assign variables.
+
+    ```mlir
+    %h, %ys = est.scan inits(%h0 : tensor<?x4xf32>) over(%xs : tensor<?x?x4xf32>) -> (tensor<?x4xf32>, tensor<?x?x4xf32>) {
+    ^bb0(%hp: tensor<?x4xf32>, %x: tensor<?x4xf32>):
+      %s = est.add %hp, %x : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+      %n = est.tanh %s : tensor<?x4xf32> -> tensor<?x4xf32>
+      est.yield %n, %n : tensor<?x4xf32>, tensor<?x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Est_Tensor>:$inits,
+                       Variadic<Est_Tensor>:$sequences, UnitAttr:$reverse);
+  let results = (outs Variadic<Est_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`inits` `(` $inits^ `:` type($inits) `)`)? `over` `(` $sequences `:`
+    type($sequences) `)` attr-dict `->` `(` type($results) `)` $body
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The body's terminator.
+    YieldOp getYield();
+    /// The final carried values (one per init).
+    ::mlir::ResultRange getCarriedResults() {
+      return getResults().take_front(getInits().size());
+    }
+    /// The stacked per-step values.
+    ::mlir::ResultRange getStackedResults() {
+      return getResults().drop_front(getInits().size());
+    }
+    /// The body's arguments: carried values, then sequence slices.
+    ::mlir::Block::BlockArgListType getCarriedArgs() {
+      return getBody().front().getArguments().take_front(getInits().size());
+    }
+    ::mlir::Block::BlockArgListType getSliceArgs() {
+      return getBody().front().getArguments().drop_front(getInits().size());
+    }
+    /// The type of one step's slice of a sequence of `type`.
+    static ::mlir::RankedTensorType sliceType(::mlir::RankedTensorType type);
+    /// The type a per-step value of `type` is stacked into, `length` steps
+    /// (ShapedType::kDynamic when known at run time only).
+    static ::mlir::RankedTensorType stackedType(::mlir::RankedTensorType type,
+                                                int64_t length);
+    /// The number of steps when static, else ShapedType::kDynamic.
+    int64_t getStaticLength();
+  }];
+}
+
+def Est_IfOp : Est_Op<"if", [RecursiveMemoryEffects]> {
+  let summary = "Runs one of two regions on a boolean scalar";
+  let description = [{
+    Runs `then_region` when `cond` is true, else `else_region` (tf.cond).
+    Both yield values of the result types; they may use values defined
+    above them and cannot read or assign variables.
+
+    ```mlir
+    %r = est.if %c : tensor<i1> -> (tensor<f32>) {
+      est.yield %a : tensor<f32>
+    } else {
+      est.yield %b : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I1]>:$cond);
+  let results = (outs Variadic<Est_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$then_region,
+                        SizedRegion<1>:$else_region);
+  let assemblyFormat = [{
+    $cond attr-dict `:` type($cond) `->` `(` type($results) `)` $then_region
+    `else` $else_region
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    YieldOp getThenYield();
+    YieldOp getElseYield();
+  }];
+}
+
+def Est_WhileOp : Est_Op<"while", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A loop with carried values and a run-time trip count";
+  let description = [{
+    tf.while_loop: the carried values start as `inits`; while `cond_region`
+    (given the carried values) yields true, `body_region` (given the same)
+    yields the next ones. The results are the last carried values. With
+    `maximum_iterations`, the loop stops after that many steps whatever
+    `cond` says (TF's semantics) -- and only then can it be differentiated:
+    the reverse pass keeps one slot per possible iteration.
+
+    ```mlir
+    %r = est.while inits(%i0 : tensor<i32>) -> (tensor<i32>) cond {
+    ^bb0(%i: tensor<i32>):
+      %c = est.less %i, %n : tensor<i32>, tensor<i32> -> tensor<i1>
+      est.yield %c : tensor<i1>
+    } do {
+    ^bb0(%i: tensor<i32>):
+      %j = est.add %i, %one : tensor<i32>, tensor<i32> -> tensor<i32>
+      est.yield %j : tensor<i32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Est_Tensor>:$inits,
+                       OptionalAttr<I64Attr>:$maximum_iterations);
+  let results = (outs Variadic<Est_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$cond_region,
+                        SizedRegion<1>:$body_region);
+  let assemblyFormat = [{
+    `inits` `(` $inits `:` type($inits) `)` attr-dict `->` `(` type($results)
+    `)` `cond` $cond_region `do` $body_region
+  }];
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    YieldOp getCondYield();
+    YieldOp getBodyYield();
+  }];
+}
+
+def Est_YieldOp : Est_Op<"yield", [
+    Pure, ReturnLike, Terminator,
+    ParentOneOf<["ScanOp", "IfOp", "WhileOp"]>]> {
+  let summary = "Ends a region of est.scan, est.if or est.while";
+  let description = [{
+    ```mlir
+    est.yield %h, %y : tensor<?x4xf32>, tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Est_Tensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
 #endif // EST_OPS_TD

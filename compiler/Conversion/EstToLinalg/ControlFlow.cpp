@@ -1,0 +1,405 @@
+//===- ControlFlow.cpp - est.scan / est.if / est.while -> scf -----------===//
+//
+// The control-flow ops become scf loops and conditionals on tensors; their
+// regions were lowered already (the walk visits an op's regions first), so
+// the bodies are linalg / tensor ops that are moved into the scf op.
+//
+// est.scan -> scf.for over the steps, destination style. Each carried value
+// lives in a stack of T + 1 slots: step t reads slot t and writes slot t + 1
+// (reversed: reads t + 1, writes t), so a step never overwrites what it
+// reads, one-shot bufferization updates every stack in place and no buffer
+// is allocated per step; the final value is the last slot. Per-step outputs
+// are written into their [T] stacks. The stacks' sizes are known before the
+// loop: their dynamic dimensions are traced back through the body (the
+// destinations of its linalg ops, tensor.empty sizes, tensor.dim) to the
+// scan's operands and captures. (The stored carried values are also what a
+// reverse pass reads: est-autodiff yields them as per-step outputs.)
+//
+// est.if -> scf.if. est.while -> scf.while, with an iteration counter when
+// it has maximum_iterations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/EstToLinalg/Patterns.h"
+#include "compiler/Conversion/EstToLinalg/Utils.h"
+#include "dialects/Est/IR/EstOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+using namespace mlir::est::lowering;
+
+namespace {
+
+/// Rebuilds outside `body` the index value `v` computed in it from shapes:
+/// constants, tensor.dim of values whose shapes are known outside, and
+/// index arithmetic on those. `argDim(arg, d)` gives dimension d of a body
+/// argument outside it.
+class SizeTracer {
+public:
+  SizeTracer(OpBuilder &outside, Region &body,
+             function_ref<Value(BlockArgument, int64_t)> argDim)
+      : b(outside), body(body), argDim(argDim) {}
+
+  /// Dimension `d` of tensor `v`, outside the body; null if unknown.
+  Value dim(Value v, int64_t d) {
+    auto type = cast<RankedTensorType>(v.getType());
+    Location loc = v.getLoc();
+    if (!type.isDynamicDim(d))
+      return arith::ConstantIndexOp::create(b, loc, type.getDimSize(d));
+    if (!body.isAncestor(v.getParentRegion()))
+      return tensor::DimOp::create(b, loc, v, d);
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      return arg.getOwner()->getParent() == &body ? argDim(arg, d) : Value();
+    Operation *op = v.getDefiningOp();
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+      return dim(dps.getDpsInitOperand(cast<OpResult>(v).getResultNumber())
+                     ->get(),
+                 d);
+    if (auto empty = dyn_cast<tensor::EmptyOp>(op))
+      return index(empty.getDynamicSize(d));
+    if (auto cast = dyn_cast<tensor::CastOp>(op))
+      return dim(cast.getSource(), d);
+    if (auto reshape = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      OpFoldResult size = reshape.getMixedOutputShape()[d];
+      if (auto attr = dyn_cast<Attribute>(size))
+        return arith::ConstantIndexOp::create(b, loc,
+                                              cast<IntegerAttr>(attr).getInt());
+      return index(cast<Value>(size));
+    }
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      Value product;
+      for (int64_t src : collapse.getReassociationIndices()[d]) {
+        Value s = dim(collapse.getSrc(), src);
+        if (!s)
+          return Value();
+        product = product ? arith::MulIOp::create(b, loc, product, s) : s;
+      }
+      return product;
+    }
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // The result's dimension d is the d-th size that is not dropped.
+      llvm::SmallBitVector dropped = slice.getDroppedDims();
+      int64_t k = -1;
+      for (auto [i, size] : llvm::enumerate(slice.getMixedSizes())) {
+        if (dropped.test(i))
+          continue;
+        if (++k != d)
+          continue;
+        if (auto attr = dyn_cast<Attribute>(size))
+          return arith::ConstantIndexOp::create(
+              b, loc, cast<IntegerAttr>(attr).getInt());
+        return index(cast<Value>(size));
+      }
+    }
+    return Value();
+  }
+
+  /// The index value `v` (computed in the body or outside), outside.
+  Value index(Value v) {
+    if (!body.isAncestor(v.getParentRegion()))
+      return v;
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return Value();
+    Location loc = op->getLoc();
+    if (auto c = dyn_cast<arith::ConstantIndexOp>(op))
+      return arith::ConstantIndexOp::create(b, loc, c.value());
+    if (auto d = dyn_cast<tensor::DimOp>(op)) {
+      std::optional<int64_t> i = d.getConstantIndex();
+      return i ? dim(d.getSource(), *i) : Value();
+    }
+    if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
+            arith::DivUIOp, arith::CeilDivSIOp, arith::MaxSIOp,
+            arith::MinSIOp>(op)) {
+      Value lhs = index(op->getOperand(0)), rhs = index(op->getOperand(1));
+      if (!lhs || !rhs)
+        return Value();
+      IRMapping map;
+      map.map(op->getOperand(0), lhs);
+      map.map(op->getOperand(1), rhs);
+      return b.clone(*op, map)->getResult(0);
+    }
+    return Value();
+  }
+
+private:
+  OpBuilder &b;
+  Region &body;
+  function_ref<Value(BlockArgument, int64_t)> argDim;
+};
+
+/// The sizes of `type`'s dimensions after a leading `lead` one, for
+/// tensor.empty: the dynamic ones from `dimOf`.
+SmallVector<Value> dynamicSizes(RankedTensorType type, Value lead,
+                                function_ref<Value(int64_t)> dimOf) {
+  SmallVector<Value> sizes;
+  if (type.isDynamicDim(0))
+    sizes.push_back(lead);
+  for (int64_t d = 1; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(dimOf(d - 1));
+  return sizes;
+}
+
+/// Slot `index` of `stack` (dimension 0 dropped), as `type`.
+Value readSlot(OpBuilder &b, Location loc, Value stack, Value index,
+               Type type) {
+  auto stackType = cast<RankedTensorType>(stack.getType());
+  int64_t rank = stackType.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+  offsets[0] = index;
+  sizes.push_back(b.getIndexAttr(1));
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(tensor::getMixedSize(b, loc, stack, d));
+  auto sliceType = RankedTensorType::get(stackType.getShape().drop_front(),
+                                         stackType.getElementType());
+  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, stack,
+                                               offsets, sizes, strides);
+  return slice.getType() == type
+             ? slice
+             : Value(tensor::CastOp::create(b, loc, type, slice));
+}
+
+/// `stack` with `value` written to slot `index`.
+Value writeSlot(OpBuilder &b, Location loc, Value value, Value stack,
+                Value index) {
+  auto stackType = cast<RankedTensorType>(stack.getType());
+  int64_t rank = stackType.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
+  offsets[0] = index;
+  sizes.push_back(b.getIndexAttr(1));
+  for (int64_t d = 1; d < rank; ++d)
+    sizes.push_back(tensor::getMixedSize(b, loc, stack, d));
+  auto sliceType = RankedTensorType::get(stackType.getShape().drop_front(),
+                                         stackType.getElementType());
+  if (value.getType() != sliceType)
+    value = tensor::CastOp::create(b, loc, sliceType, value);
+  return tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes,
+                                       strides);
+}
+
+/// `values` as `types`, casting where they differ (static vs dynamic).
+SmallVector<Value> castTo(OpBuilder &b, Location loc, ValueRange values,
+                          TypeRange types) {
+  SmallVector<Value> out;
+  for (auto [v, t] : llvm::zip_equal(values, types))
+    out.push_back(v.getType() == t ? v
+                                   : Value(tensor::CastOp::create(b, loc, t, v)));
+  return out;
+}
+
+struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::ScanOp scan,
+                                PatternRewriter &rewriter) const override {
+    Location loc = scan.getLoc();
+    Block &body = scan.getBody().front();
+    size_t numCarried = scan.getInits().size();
+    bool reverse = scan.getReverse();
+    Value seq0 = scan.getSequences().front();
+    int64_t staticLength = scan.getStaticLength();
+    Value length = ShapedType::isDynamic(staticLength)
+                       ? Value(tensor::DimOp::create(rewriter, loc, seq0, 0))
+                       : arith::ConstantIndexOp::create(rewriter, loc,
+                                                        staticLength);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value slots = arith::AddIOp::create(rewriter, loc, length, c1);
+
+    // Body arguments' dimensions, outside the loop.
+    auto argDim = [&](BlockArgument arg, int64_t d) -> Value {
+      unsigned i = arg.getArgNumber();
+      if (i < numCarried)
+        return dimValue(rewriter, loc, scan.getInits()[i], d);
+      return dimValue(rewriter, loc, scan.getSequences()[i - numCarried],
+                      d + 1);
+    };
+    SizeTracer tracer(rewriter, scan.getBody(), argDim);
+
+    SmallVector<Value> stacks;
+    auto yield = scan.getYield();
+    for (auto [k, init] : llvm::enumerate(scan.getInits())) {
+      auto type = ScanOp_stack(init.getType(), ShapedType::kDynamic);
+      SmallVector<Value> sizes = dynamicSizes(
+          type, slots, [&](int64_t d) { return dimValue(rewriter, loc, init, d); });
+      Value empty = tensor::EmptyOp::create(rewriter, loc, type, sizes);
+      stacks.push_back(writeSlot(rewriter, loc, init, empty,
+                                 reverse ? length : c0));
+    }
+    for (auto [j, value] :
+         llvm::enumerate(yield.getValues().drop_front(numCarried))) {
+      auto type = cast<RankedTensorType>(
+          scan.getStackedResults()[j].getType());
+      SmallVector<Value> sizes;
+      if (type.isDynamicDim(0))
+        sizes.push_back(length);
+      for (int64_t d = 1; d < type.getRank(); ++d) {
+        if (!type.isDynamicDim(d))
+          continue;
+        Value size = tracer.dim(value, d - 1);
+        if (!size)
+          return rewriter.notifyMatchFailure(
+              scan, "cannot size per-step output #" + std::to_string(j) +
+                        " before the loop (its dimension " +
+                        std::to_string(d - 1) +
+                        " is not computed from the shapes of the scan's "
+                        "operands)");
+        sizes.push_back(size);
+      }
+      stacks.push_back(tensor::EmptyOp::create(rewriter, loc, type, sizes));
+    }
+
+    auto loop = scf::ForOp::create(rewriter, loc, c0, length, c1, stacks);
+    Block *loopBody = loop.getBody();
+    rewriter.setInsertionPointToStart(loopBody);
+    Value i = loop.getInductionVar();
+    Value t = i, in = i, out;
+    if (reverse) {
+      Value last = arith::SubIOp::create(rewriter, loc, length, c1);
+      t = arith::SubIOp::create(rewriter, loc, last, i);
+      in = arith::AddIOp::create(rewriter, loc, t, c1);
+      out = t;
+    } else {
+      out = arith::AddIOp::create(rewriter, loc, t, c1);
+    }
+    SmallVector<Value> args;
+    for (size_t k = 0; k < numCarried; ++k)
+      args.push_back(readSlot(rewriter, loc, loop.getRegionIterArgs()[k], in,
+                              body.getArgument(k).getType()));
+    for (auto [j, seq] : llvm::enumerate(scan.getSequences()))
+      args.push_back(readSlot(rewriter, loc, seq, t,
+                              body.getArgument(numCarried + j).getType()));
+    rewriter.inlineBlockBefore(&body, loopBody, loopBody->end(), args);
+    auto inlinedYield = cast<est::YieldOp>(loopBody->back());
+    rewriter.setInsertionPoint(inlinedYield);
+    SmallVector<Value> next;
+    for (auto [k, value] : llvm::enumerate(inlinedYield.getValues()))
+      next.push_back(writeSlot(rewriter, loc, value,
+                               loop.getRegionIterArgs()[k],
+                               k < numCarried ? out : t));
+    rewriter.replaceOpWithNewOp<scf::YieldOp>(inlinedYield, next);
+
+    rewriter.setInsertionPointAfter(loop);
+    SmallVector<Value> results;
+    for (size_t k = 0; k < numCarried; ++k)
+      results.push_back(readSlot(rewriter, loc, loop.getResult(k),
+                                 reverse ? c0 : length,
+                                 scan.getResult(k).getType()));
+    for (size_t j = numCarried; j < scan.getNumResults(); ++j)
+      results.push_back(loop.getResult(j));
+    rewriter.replaceOp(scan, results);
+    return success();
+  }
+
+  /// The stack of a carried value of `type`: a leading dimension of
+  /// `slots` (dynamic here).
+  static RankedTensorType ScanOp_stack(Type type, int64_t slots) {
+    return est::ScanOp::stackedType(cast<RankedTensorType>(type), slots);
+  }
+};
+
+struct IfOpLowering : public OpRewritePattern<est::IfOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::IfOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cond = tensor::ExtractOp::create(rewriter, loc, op.getCond(),
+                                           ValueRange{});
+    auto branch = scf::IfOp::create(rewriter, loc, op.getResultTypes(), cond,
+                                    /*withElseRegion=*/true);
+    for (auto [from, to] : {std::pair(&op.getThenRegion(),
+                                      &branch.getThenRegion()),
+                            std::pair(&op.getElseRegion(),
+                                      &branch.getElseRegion())}) {
+      Block *target = &to->front();
+      rewriter.eraseOp(target->getTerminator());
+      rewriter.inlineBlockBefore(&from->front(), target, target->end());
+      auto yield = cast<est::YieldOp>(target->back());
+      rewriter.setInsertionPoint(yield);
+      rewriter.replaceOpWithNewOp<scf::YieldOp>(
+          yield, castTo(rewriter, loc, yield.getValues(), op.getResultTypes()));
+    }
+    rewriter.replaceOp(op, branch.getResults());
+    return success();
+  }
+};
+
+struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::WhileOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    std::optional<int64_t> max;
+    if (IntegerAttr attr = op.getMaximumIterationsAttr())
+      max = attr.getInt();
+    SmallVector<Value> inits =
+        castTo(rewriter, loc, op.getInits(), op.getResultTypes());
+    SmallVector<Type> types(op.getResultTypes());
+    if (max) {
+      inits.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
+      types.push_back(rewriter.getIndexType());
+    }
+    SmallVector<Location> locs(types.size(), loc);
+    auto loop = scf::WhileOp::create(rewriter, loc, types, inits);
+    size_t n = op.getInits().size();
+
+    Block *before = rewriter.createBlock(&loop.getBefore(), {}, types, locs);
+    rewriter.setInsertionPointToStart(before);
+    SmallVector<Value> condArgs = castTo(
+        rewriter, loc, before->getArguments().take_front(n),
+        op.getCondRegion().front().getArgumentTypes());
+    rewriter.inlineBlockBefore(&op.getCondRegion().front(), before,
+                               before->end(), condArgs);
+    auto condYield = cast<est::YieldOp>(before->back());
+    rewriter.setInsertionPoint(condYield);
+    Value cond = tensor::ExtractOp::create(
+        rewriter, loc, condYield.getValues().front(), ValueRange{});
+    if (max) {
+      Value limit = arith::ConstantIndexOp::create(rewriter, loc, *max);
+      Value below = arith::CmpIOp::create(rewriter, loc,
+                                          arith::CmpIPredicate::slt,
+                                          before->getArguments().back(), limit);
+      cond = arith::AndIOp::create(rewriter, loc, cond, below);
+    }
+    rewriter.replaceOpWithNewOp<scf::ConditionOp>(condYield, cond,
+                                                  before->getArguments());
+
+    Block *after = rewriter.createBlock(&loop.getAfter(), {}, types, locs);
+    rewriter.setInsertionPointToStart(after);
+    SmallVector<Value> bodyArgs = castTo(
+        rewriter, loc, after->getArguments().take_front(n),
+        op.getBodyRegion().front().getArgumentTypes());
+    rewriter.inlineBlockBefore(&op.getBodyRegion().front(), after,
+                               after->end(), bodyArgs);
+    auto bodyYield = cast<est::YieldOp>(after->back());
+    rewriter.setInsertionPoint(bodyYield);
+    SmallVector<Value> next = castTo(rewriter, loc, bodyYield.getValues(),
+                                     TypeRange(types).take_front(n));
+    if (max)
+      next.push_back(arith::AddIOp::create(
+          rewriter, loc, after->getArguments().back(),
+          arith::ConstantIndexOp::create(rewriter, loc, 1)));
+    rewriter.replaceOpWithNewOp<scf::YieldOp>(bodyYield, next);
+
+    rewriter.replaceOp(op, loop.getResults().take_front(n));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::est::populateEstToLinalgControlFlowPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<ScanOpLowering, IfOpLowering, WhileOpLowering>(
+      patterns.getContext());
+}
