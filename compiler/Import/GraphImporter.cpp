@@ -789,7 +789,9 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
   // Diagnostics of the op's verifier name the node (the location).
   auto finish = [&](Operation *op) -> FailureOr<Value> {
     controlFlowOps_[scope + "|" + node.name()] = op;
-    if (failed(verify(op))) {
+    // A nested op is verified with the outermost one, once its enclosing
+    // blocks are attached (dominance needs them).
+    if (scope.empty() && failed(verify(op))) {
       (void)fail("");
       return failure();
     }

@@ -75,9 +75,12 @@ SmallVector<Value> capturesOf(Operation *op) {
   llvm::SetVector<Value> captures;
   for (Region &region : op->getRegions())
     region.walk([&](Operation *inner) {
-      for (Value v : inner->getOperands())
-        if (!op->isAncestor(v.getParentRegion()->getParentOp()))
+      for (Value v : inner->getOperands()) {
+        // A block being built (a reverse body) has no parent op yet.
+        Operation *owner = v.getParentBlock()->getParentOp();
+        if (!owner || !op->isAncestor(owner))
           captures.insert(v);
+      }
     });
   return captures.takeVector();
 }

@@ -1413,7 +1413,8 @@ const std::map<std::string, Kernel> &kernels() {
 /// Ops the evaluator handles itself (no kernel).
 bool isSpecialOp(const std::string &op) {
   return op == "placeholder" || op == "read_variable" ||
-         op == "assign_variable" || op == "minimize" || op == "group";
+         op == "assign_variable" || op == "minimize" || op == "group" ||
+         op == "scan" || op == "if" || op == "while" || op == "output";
 }
 
 /// "node:0" -> "node"; other output indices are errors (one output per node).
@@ -1600,8 +1601,189 @@ Value Evaluator::evaluateNode(int index,
     none.dtype = g::DT_INVALID;
     return none;
   }
+  if (op == "scan" || op == "if" || op == "while") {
+    std::vector<Value> args;
+    for (const Value *v : inputs)
+      args.push_back(*v);
+    results_[node.name()] = runControlFlow(node, args);
+    Value none;
+    none.dtype = g::DT_INVALID;
+    return none;
+  }
+  if (op == "output")
+    return outputOf(node);
   OpContext ctx{node, inputs};
   return kernels().at(op)(ctx);
+}
+
+Value Evaluator::outputOf(const g::NodeDef &node) {
+  auto it = node.input_size() == 1
+                ? results_.find(inputNodeName(node, node.input(0)))
+                : results_.end();
+  if (it == results_.end())
+    fail("node '" + node.name() + "' (output): its input is not a scan, if "
+         "or while node");
+  int64_t index = node.attr().count("index") ? node.attr().at("index").i() : 0;
+  if (index < 0 || index >= static_cast<int64_t>(it->second.size()))
+    fail("node '" + node.name() + "' (output): index " +
+         std::to_string(index) + " out of range");
+  return it->second[index];
+}
+
+std::vector<Value> Evaluator::callFunction(const std::string &name,
+                                           const std::vector<Value> &params) {
+  const g::FunctionDef *fn = nullptr;
+  for (const g::FunctionDef &f : graph_.function())
+    if (f.name() == name)
+      fn = &f;
+  if (!fn)
+    fail("function '" + name + "' is not defined");
+  std::map<std::string, int> index;
+  for (int i = 0; i < fn->node_size(); ++i)
+    index[fn->node(i).name()] = i;
+  std::vector<std::vector<int>> inputsOf(fn->node_size());
+  for (int i = 0; i < fn->node_size(); ++i)
+    for (const std::string &input : fn->node(i).input()) {
+      auto it = index.find(inputNodeName(fn->node(i), input));
+      if (it == index.end())
+        fail("function '" + name + "': node '" + fn->node(i).name() +
+             "': input '" + input + "' is not a node of the function");
+      inputsOf[i].push_back(it->second);
+    }
+  std::vector<int> cycle;
+  std::vector<int> order = g::topologicalOrder(inputsOf, &cycle);
+  if (order.size() != inputsOf.size())
+    fail("function '" + name + "' has a cycle");
+  std::vector<Value> values(fn->node_size());
+  for (int i : order) {
+    const g::NodeDef &node = fn->node(i);
+    if (node.op() == "arg") {
+      int64_t k = node.attr().at("index").i();
+      if (k < 0 || k >= static_cast<int64_t>(params.size()))
+        fail("function '" + name + "': arg index " + std::to_string(k) +
+             " out of range");
+      values[i] = params[k];
+      continue;
+    }
+    std::vector<const Value *> inputs;
+    for (int input : inputsOf[i])
+      inputs.push_back(&values[input]);
+    if (node.op() == "scan" || node.op() == "if" || node.op() == "while") {
+      std::vector<Value> args;
+      for (const Value *v : inputs)
+        args.push_back(*v);
+      results_[node.name()] = runControlFlow(node, args);
+      values[i].dtype = g::DT_INVALID;
+      continue;
+    }
+    if (node.op() == "output") {
+      values[i] = outputOf(node);
+      continue;
+    }
+    if (!kernels().count(node.op()))
+      fail("function '" + name + "': node '" + node.name() +
+           "': unknown op '" + node.op() + "'");
+    OpContext ctx{node, inputs};
+    values[i] = kernels().at(node.op())(ctx);
+  }
+  std::vector<Value> outputs;
+  for (const std::string &out : fn->output())
+    outputs.push_back(values.at(index.at(inputNodeName(fn->node(0), out))));
+  return outputs;
+}
+
+namespace {
+/// Row `t` of `v` (dimension 0 dropped).
+Value rowOf(const Value &v, int64_t t) {
+  Value r;
+  r.dtype = v.dtype;
+  r.shape.assign(v.shape.begin() + 1, v.shape.end());
+  int64_t n = 1;
+  for (int64_t d : r.shape)
+    n *= d;
+  r.data.assign(v.data.begin() + t * n, v.data.begin() + (t + 1) * n);
+  return r;
+}
+} // namespace
+
+std::vector<Value> Evaluator::runControlFlow(const g::NodeDef &node,
+                                             const std::vector<Value> &args) {
+  auto attrI = [&](const char *key, int64_t fallback) {
+    auto it = node.attr().find(key);
+    return it == node.attr().end() ? fallback : it->second.i();
+  };
+  auto attrS = [&](const char *key) {
+    auto it = node.attr().find(key);
+    if (it == node.attr().end())
+      fail("node '" + node.name() + "' (" + node.op() +
+           "): requires attribute '" + key + "'");
+    return it->second.s();
+  };
+  if (node.op() == "scan") {
+    size_t nc = attrI("num_carried", 0), ns = attrI("num_sequences", 1);
+    bool reverse = node.attr().count("reverse") && node.attr().at("reverse").b();
+    std::vector<Value> carried(args.begin(), args.begin() + nc);
+    std::vector<Value> captures(args.begin() + nc + ns, args.end());
+    int64_t length = args.at(nc).shape.at(0);
+    for (size_t j = 1; j < ns; ++j)
+      if (args[nc + j].shape.at(0) != length)
+        fail("node '" + node.name() + "' (scan): sequences of " +
+             std::to_string(length) + " and " +
+             std::to_string(args[nc + j].shape[0]) + " steps");
+    std::vector<std::vector<Value>> steps(length);
+    for (int64_t i = 0; i < length; ++i) {
+      int64_t t = reverse ? length - 1 - i : i;
+      std::vector<Value> params = carried;
+      for (size_t j = 0; j < ns; ++j)
+        params.push_back(rowOf(args[nc + j], t));
+      params.insert(params.end(), captures.begin(), captures.end());
+      std::vector<Value> out = callFunction(attrS("body"), params);
+      carried.assign(out.begin(), out.begin() + nc);
+      steps[t].assign(out.begin() + nc, out.end());
+    }
+    std::vector<Value> results = carried;
+    const g::FunctionDef *body = nullptr;
+    for (const g::FunctionDef &f : graph_.function())
+      if (f.name() == attrS("body"))
+        body = &f;
+    size_t ny = body ? body->output_size() - nc : 0;
+    for (size_t j = 0; j < ny; ++j) {
+      Value stacked;
+      if (length > 0) {
+        stacked = steps[0][j];
+        stacked.shape.insert(stacked.shape.begin(), length);
+        for (int64_t t = 1; t < length; ++t)
+          stacked.data.insert(stacked.data.end(), steps[t][j].data.begin(),
+                              steps[t][j].data.end());
+      }
+      results.push_back(stacked);
+    }
+    return results;
+  }
+  if (node.op() == "if") {
+    size_t nt = attrI("num_then_captures", 0);
+    bool cond = args.at(0).data.at(0) != 0;
+    std::vector<Value> captures =
+        cond ? std::vector<Value>(args.begin() + 1, args.begin() + 1 + nt)
+             : std::vector<Value>(args.begin() + 1 + nt, args.end());
+    return callFunction(attrS(cond ? "then_branch" : "else_branch"), captures);
+  }
+  // while
+  size_t nc = attrI("num_carried", 0), ncc = attrI("num_cond_captures", 0);
+  int64_t maxIterations = attrI("maximum_iterations", -1);
+  std::vector<Value> vars(args.begin(), args.begin() + nc);
+  std::vector<Value> condCaptures(args.begin() + nc, args.begin() + nc + ncc);
+  std::vector<Value> bodyCaptures(args.begin() + nc + ncc, args.end());
+  for (int64_t i = 0; maxIterations < 0 || i < maxIterations; ++i) {
+    std::vector<Value> params = vars;
+    params.insert(params.end(), condCaptures.begin(), condCaptures.end());
+    if (callFunction(attrS("cond"), params).at(0).data.at(0) == 0)
+      break;
+    params = vars;
+    params.insert(params.end(), bodyCaptures.begin(), bodyCaptures.end());
+    vars = callFunction(attrS("body"), params);
+  }
+  return vars;
 }
 
 std::map<int, Value> Evaluator::execute(const std::vector<int> &targets,
@@ -1631,7 +1813,8 @@ std::map<int, Value> Evaluator::execute(const std::vector<int> &targets,
     std::vector<const Value *> inputs;
     for (int input : inputsOf_[i]) {
       const Value &v = values.at(input);
-      if (v.dtype == g::DT_INVALID && graph_.node(i).op() != "group")
+      if (v.dtype == g::DT_INVALID && graph_.node(i).op() != "group" &&
+          graph_.node(i).op() != "output")
         fail("node '" + graph_.node(i).name() + "' uses node '" +
              graph_.node(input).name() + "', which has no value");
       inputs.push_back(&v);

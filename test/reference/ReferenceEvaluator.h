@@ -106,6 +106,14 @@ private:
   std::map<int, Value> execute(const std::vector<int> &targets,
                                const std::map<int, Value> &feeds);
   Value evaluateNode(int index, const std::vector<const Value *> &inputs);
+  /// Control flow (scan, if, while): the node's results, computed by
+  /// calling its functions (graph.proto FunctionDef) step by step.
+  std::vector<Value> runControlFlow(const graph::NodeDef &node,
+                                    const std::vector<Value> &args);
+  std::vector<Value> callFunction(const std::string &name,
+                                  const std::vector<Value> &params);
+  /// An "output" node: result `index` of its control-flow node.
+  Value outputOf(const graph::NodeDef &node);
   const Value &readVariable(const graph::NodeDef &node);
   void assignVariable(const graph::NodeDef &node, const Value &value);
 
@@ -115,6 +123,7 @@ private:
   std::vector<int> topoOrder_;
   std::map<std::string, int> variableIndex_;
   std::map<std::string, Value> variables_;
+  std::map<std::string, std::vector<Value>> results_; // control-flow nodes
 };
 
 } // namespace reference

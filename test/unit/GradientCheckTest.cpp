@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
+#include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
@@ -153,6 +154,16 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
                            model->variable_data(xIndex), tolerance);
 }
 
+#define GRADIENT_TEST_SHAPED(name, lo, hi, shape, expr)                        \
+  TEST(GradientCheckTest, name) {                                              \
+    checkGradient(                                                             \
+        [](Graph &, const Tensor &x, const Tensor &a) {                        \
+          (void)a;                                                             \
+          return expr;                                                         \
+        },                                                                     \
+        lo, hi, 2e-3, shape);                                                  \
+  }
+
 #define GRADIENT_TEST(name, lo, hi, expr)                                      \
   TEST(GradientCheckTest, name) {                                              \
     checkGradient(                                                             \
@@ -162,6 +173,55 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
         },                                                                     \
         lo, hi);                                                               \
   }
+
+// --- Through loops (est.scan): the reverse scan over stored values --------
+//
+// x and a are [3, 3]. An RNN over a's rows (3 steps of [3]) with x as the
+// recurrent weight, captured by the body: h' = tanh(h x + a_t), from zeros;
+// the loss reads every step's output (stacked) and the final state.
+Tensor rnn(const Tensor &x, const Tensor &a, bool reverse) {
+  Graph &g = x.graph();
+  Tensor h0 = g.constant(std::vector<double>(3, 0.0), {1, 3});
+  ScanResult r = scan(
+      [&](const std::vector<Tensor> &carried, const std::vector<Tensor> &in) {
+        Tensor h = tanh(add(matmul(carried[0], x), in[0]));
+        return ScanStep{{h}, {multiply(h, h)}};
+      },
+      {h0}, {a}, reverse);
+  return add(reshape(r.stacked[0], {3, 3}), r.carried[0]);
+}
+GRADIENT_TEST_SHAPED(ScanRnnCapturedWeight, -1, 1, (std::vector<int64_t>{3, 3}), rnn(x, a, false))
+GRADIENT_TEST_SHAPED(ScanRnnReverse, -1, 1, (std::vector<int64_t>{3, 3}), rnn(x, a, true))
+// The gradient into the scanned sequence (x's rows) and the initial carried
+// value (a's first row), through two carried values.
+GRADIENT_TEST_SHAPED(ScanSequenceAndInit, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
+  Tensor init = slice(a, {0, 0}, {1, 3});
+  ScanResult r = scan(
+      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+        Tensor h = add(multiply(c[0], in[0]), sin(c[1]));
+        Tensor s = add(c[1], square(in[0]));
+        return ScanStep{{h, s}, {multiply(h, s)}};
+      },
+      {init, init}, {x});
+  return add(reshape(r.stacked[0], {3, 3}), r.carried[0]);
+}()))
+// A scan inside a scan: the inner loop's gradients inside the outer
+// reverse body.
+GRADIENT_TEST_SHAPED(NestedScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
+  Tensor h0 = x.graph().constant(std::vector<double>(3, 0.0), {3});
+  ScanResult r = scan(
+      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+        ScanResult inner = scan(
+            [&](const std::vector<Tensor> &ci, const std::vector<Tensor> &xi) {
+              Tensor h = tanh(add(multiply(ci[0], xi[0]), in[0]));
+              return ScanStep{{h}, {}};
+            },
+            {c[0]}, {x});
+        return ScanStep{inner.carried, {inner.carried[0]}};
+      },
+      {h0}, {a});
+  return r.stacked[0];
+}()))
 
 GRADIENT_TEST(Add, -2, 2, add(x, a))
 GRADIENT_TEST(Sub, -2, 2, subtract(a, x))
