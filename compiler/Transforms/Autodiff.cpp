@@ -125,9 +125,32 @@ struct Sweep {
           return failure();
         continue;
       }
+      if (auto branch = dyn_cast<IfOp>(op)) {
+        if (llvm::any_of(branch.getResults(),
+                         [&](Value r) { return grads.lookup(r); }) &&
+            failed(differentiateIf(branch)))
+          return failure();
+        continue;
+      }
+      if (auto loop = dyn_cast<WhileOp>(op)) {
+        if (!llvm::any_of(loop.getResults(),
+                          [&](Value r) { return grads.lookup(r); }))
+          continue;
+        if (!loop.getMaximumIterationsAttr()) {
+          why = "est.while without maximum_iterations cannot be "
+                "differentiated (its reverse pass needs a bound on the "
+                "iterations to store; set maximum_iterations, as TF needs "
+                "for XLA)";
+          return failure();
+        }
+        ScanOp scan = whileAsScan(loop);
+        if (failed(differentiateScan(scan)))
+          return failure();
+        continue;
+      }
       if (op->getNumRegions() != 0) {
         why = "no gradient rule for '" + op->getName().getStringRef().str() +
-              "' (only est.scan loops are differentiated)";
+              "'";
         return failure();
       }
       if (op->getNumResults() != 1)
@@ -190,6 +213,8 @@ struct Sweep {
   }
 
   LogicalResult differentiateScan(ScanOp scan);
+  LogicalResult differentiateIf(IfOp op);
+  ScanOp whileAsScan(WhileOp loop);
 
   OpBuilder &b;
   Location loc;
@@ -496,6 +521,161 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
     accumulate(forward.getSequences()[j],
                backward.getResult(inits.size() + n));
   return success();
+}
+
+// The gradient of an est.if is an est.if on the same condition whose
+// branches recompute their forward branch (a copy, so the gradient rules
+// read values of their own region; at most one branch runs, so nothing is
+// stored) and then its gradients; it yields the gradients of the values the
+// branches capture.
+LogicalResult Sweep::differentiateIf(IfOp op) {
+  SmallVector<Value> activeCaptures;
+  for (Value c : capturesOf(op))
+    if (active.contains(c))
+      activeCaptures.push_back(c);
+  SmallVector<Block *> blocks;
+  auto discard = llvm::scope_exit([&] {
+    for (Block *block : blocks) {
+      block->dropAllDefinedValueUses();
+      for (Operation &inner : *block)
+        inner.dropAllReferences();
+      delete block;
+    }
+  });
+  OpBuilder::InsertPoint outerIp = b.saveInsertionPoint();
+  for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
+    auto *block = new Block();
+    blocks.push_back(block);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(block);
+    IRMapping map;
+    DenseSet<Value> bodyActive(active.begin(), active.end());
+    Operation *lastCopy = nullptr;
+    for (Operation &forward : region->front().without_terminator()) {
+      lastCopy = b.clone(forward, map);
+      if (hasActiveInput(lastCopy, bodyActive))
+        for (Value r : lastCopy->getResults())
+          if (isFloatTensor(r))
+            bodyActive.insert(r);
+    }
+    Sweep inner(b, loc, bodyActive, nullptr);
+    auto yield = cast<YieldOp>(region->front().getTerminator());
+    for (auto [result, value] :
+         llvm::zip_equal(op.getResults(), yield.getValues())) {
+      Value g = grads.lookup(result);
+      Value v = map.lookupOrDefault(value);
+      if (g && bodyActive.contains(v))
+        inner.accumulate(v, g);
+    }
+    if (lastCopy && failed(inner.run(lastCopy, nullptr))) {
+      why = inner.why;
+      return failure();
+    }
+    SmallVector<Value> values;
+    for (Value c : activeCaptures) {
+      Value g = inner.grads.lookup(c);
+      values.push_back(g ? g : Value(ZerosLikeOp::create(b, loc, c)));
+    }
+    YieldOp::create(b, loc, values);
+  }
+  b.restoreInsertionPoint(outerIp);
+  SmallVector<Type> types;
+  for (Value c : activeCaptures)
+    types.push_back(c.getType());
+  auto backward = IfOp::create(b, loc, types, op.getCond());
+  backward.getThenRegion().push_back(blocks[0]);
+  backward.getElseRegion().push_back(blocks[1]);
+  blocks.clear();
+  for (auto [c, g] : llvm::zip_equal(activeCaptures, backward.getResults()))
+    accumulate(c, g);
+  return success();
+}
+
+// A bounded est.while as a scan over its maximum_iterations steps (what the
+// reverse pass can store), replacing it: the carried values and whether
+// the loop still runs; a step whose condition fails (or that comes after
+// one that did) passes the values through.
+//   scan inits(vars, true) over(zeros[M]) {
+//     %c = est.if %running { cond(vars) } else { false }
+//     %v = est.if %c { body(vars) } else { vars }
+//     est.yield %v, %c
+//   }
+ScanOp Sweep::whileAsScan(WhileOp loop) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop);
+  Location l = loop.getLoc();
+  int64_t steps = loop.getMaximumIterationsAttr().getInt();
+  auto boolType = RankedTensorType::get({}, b.getI1Type());
+  Value running = ConstantOp::create(
+      b, l, DenseElementsAttr::get(boolType, b.getBoolAttr(true)));
+  auto stepsType = RankedTensorType::get({steps}, b.getI32Type());
+  Value sequence = ConstantOp::create(
+      b, l, DenseElementsAttr::get(stepsType, b.getI32IntegerAttr(0)));
+  SmallVector<Value> inits(loop.getInits());
+  inits.push_back(running);
+  SmallVector<Type> types(loop.getResultTypes());
+  types.push_back(boolType);
+  auto scan = ScanOp::create(b, l, types, inits, ValueRange{sequence}, false);
+  auto *body = new Block();
+  scan.getBody().push_back(body);
+  SmallVector<Value> vars;
+  for (Value v : loop.getInits())
+    vars.push_back(body->addArgument(v.getType(), l));
+  Value isRunning = body->addArgument(boolType, l);
+  body->addArgument(RankedTensorType::get({}, b.getI32Type()), l);
+  b.setInsertionPointToEnd(body);
+  // Copies `region`'s ops on `vars` into `block`; returns what it yields.
+  auto inlineRegion = [&](Region &region, Block *block) {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(block);
+    IRMapping map;
+    map.map(region.front().getArguments(), vars);
+    for (Operation &op : region.front().without_terminator())
+      b.clone(op, map);
+    SmallVector<Value> out;
+    for (Value v : region.front().getTerminator()->getOperands())
+      out.push_back(map.lookupOrDefault(v));
+    return out;
+  };
+  auto check = IfOp::create(b, l, TypeRange{boolType}, isRunning);
+  {
+    auto *thenBlock = new Block();
+    check.getThenRegion().push_back(thenBlock);
+    SmallVector<Value> c = inlineRegion(loop.getCondRegion(), thenBlock);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(thenBlock);
+    YieldOp::create(b, l, c);
+    auto *elseBlock = new Block();
+    check.getElseRegion().push_back(elseBlock);
+    b.setInsertionPointToEnd(elseBlock);
+    YieldOp::create(b, l, ValueRange{isRunning});
+  }
+  Value goOn = check.getResult(0);
+  auto step = IfOp::create(b, l, loop.getResultTypes(), goOn);
+  {
+    auto *thenBlock = new Block();
+    step.getThenRegion().push_back(thenBlock);
+    SmallVector<Value> next = inlineRegion(loop.getBodyRegion(), thenBlock);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToEnd(thenBlock);
+    YieldOp::create(b, l, next);
+    auto *elseBlock = new Block();
+    step.getElseRegion().push_back(elseBlock);
+    b.setInsertionPointToEnd(elseBlock);
+    YieldOp::create(b, l, vars);
+  }
+  SmallVector<Value> yielded(step.getResults());
+  yielded.push_back(goOn);
+  YieldOp::create(b, l, yielded);
+  for (auto [from, to] : llvm::zip(loop.getResults(), scan.getResults())) {
+    if (active.contains(from))
+      active.insert(to);
+    if (Value g = grads.lookup(from))
+      grads[to] = g;
+    from.replaceAllUsesWith(to);
+  }
+  loop.erase();
+  return scan;
 }
 
 LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {

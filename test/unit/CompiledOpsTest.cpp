@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
+#include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
@@ -574,6 +575,80 @@ TEST(CompiledOps, GatherOneHot) {
 //===----------------------------------------------------------------------===//
 // Segments, buckets and sparse ids (feature columns)
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Control flow: scan, cond, while_loop (est.scan / est.if / est.while)
+//===----------------------------------------------------------------------===//
+
+/// An RNN over x [batch, 5, 4] (time major inside), forward or reversed:
+/// the final state and every step's output, at every batch.
+TEST(CompiledOps, ScanRecurrence) {
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    checkOp({{"x", DType::Float32, {-1, 5, 4}}},
+            [&](Graph &g, const TensorMap &x) {
+              Tensor w = constant(g, {4, 4}, 7);
+              Tensor steps = transpose(x["x"], {1, 0, 2});
+              Tensor h0 = zeros_like(reduce_sum(x["x"], Dims{1}));
+              ScanResult r = scan(
+                  [&](const std::vector<Tensor> &c,
+                      const std::vector<Tensor> &in) {
+                    Tensor h = tanh(add(matmul(c[0], w), in[0]));
+                    return ScanStep{{h}, {sigmoid(h)}};
+                  },
+                  {h0}, {steps}, reverse);
+              // [5, batch, 4] -> [batch, 5 * 4], then the final state.
+              Tensor ys = reshape(transpose(r.stacked[0], {1, 0, 2}), {-1, 20});
+              return concat({ys, r.carried[0]}, 1);
+            });
+  }
+}
+
+/// est.if on a run-time predicate: each batch takes the branch its data
+/// selects (the edit makes batch 3's sum negative, the others positive).
+TEST(CompiledOps, CondOnData) {
+  std::vector<Feature> features = {{"x", DType::Float32, {-1, 4}, 0.1, 2.0}};
+  g::GraphDef graph = predictGraph(features, [&](Graph &g, const TensorMap &x) {
+    Tensor w = constant(g, {4, 4}, 3);
+    std::vector<Tensor> out = cond(
+        greater(reduce_sum(x["x"]), 0.0),
+        [&] { return std::vector<Tensor>{tanh(matmul(x["x"], w))}; },
+        [&] { return std::vector<Tensor>{square(x["x"])}; });
+    return TensorMap{{"y", out[0]}};
+  });
+  expectMatchesReference(graph, features, {1, 3, 17}, 1e-5, {},
+                         [](std::map<std::string, Value> &feeds) {
+                           Value &x = feeds.at("x");
+                           if (x.shape[0] == 3)
+                             for (double &v : x.data)
+                               v = -v;
+                         });
+}
+
+/// est.while with a data-dependent trip count (until the sum passes a
+/// bound, at most 6 steps, or with maximum_iterations 2).
+TEST(CompiledOps, WhileLoop) {
+  for (std::optional<int64_t> max : {std::optional<int64_t>(),
+                                     std::optional<int64_t>(2)}) {
+    SCOPED_TRACE(max ? "maximum_iterations 2" : "unbounded");
+    checkOp({{"x", DType::Float32, {-1, 4}, 0.0, 1.0}},
+            [&](Graph &g, const TensorMap &x) {
+              std::vector<Tensor> out = while_loop(
+                  [&](const std::vector<Tensor> &v) {
+                    return logical_and(
+                        less(v[0], g.constant(6, DType::Int32)),
+                        less(reduce_sum(v[1]), 40.0));
+                  },
+                  [&](const std::vector<Tensor> &v) {
+                    return std::vector<Tensor>{
+                        add(v[0], g.constant(1, DType::Int32)),
+                        add(multiply(v[1], 1.5), 1.0)};
+                  },
+                  {g.constant(0, DType::Int32), x["x"]}, max);
+              return add(out[1], cast(out[0], DType::Float32));
+            });
+  }
+}
 
 TEST(CompiledOps, UnsortedSegmentSum) {
   auto sum = [](Graph &, const TensorMap &x) {

@@ -16,6 +16,7 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
@@ -26,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
 
@@ -114,6 +116,16 @@ void checkGradient(const UnaryFn &fn, double lo = -2.0, double hi = 2.0,
                return spec;
              });
   g::GraphDef def = graph.graph_def();
+  // ESTC_DUMP_GRAPHS=DIR writes the graph for estc (debugging).
+  if (const char *dir = std::getenv("ESTC_DUMP_GRAPHS"); dir && *dir) {
+    std::string error;
+    EXPECT_TRUE(g::writeGraph(
+        std::string(dir) + "/" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+            ".pbtxt",
+        def, error))
+        << error;
+  }
   std::unique_ptr<JitModel> model =
       jitCompileForTest(def, "Grad", {}, /*warningsFail=*/true);
   ASSERT_TRUE(model);
@@ -221,6 +233,46 @@ GRADIENT_TEST_SHAPED(NestedScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
       },
       {h0}, {a});
   return r.stacked[0];
+}()))
+
+// --- Through conditionals and bounded while loops -------------------------
+// est.if: the gradient flows through the branch that ran (both are tried).
+GRADIENT_TEST(CondTrueBranch, -2, 2,
+              cond(greater(reduce_sum(square(a)), 0.0),
+                   [&] { return std::vector<Tensor>{multiply(x, x)}; },
+                   [&] { return std::vector<Tensor>{sin(x)}; })[0])
+GRADIENT_TEST(CondFalseBranch, -2, 2,
+              cond(less(reduce_sum(square(a)), 0.0),
+                   [&] { return std::vector<Tensor>{multiply(x, x)}; },
+                   [&] { return std::vector<Tensor>{multiply(sin(x), a)}; })[0])
+// A conditional inside a scan: per step, on the step's slice.
+GRADIENT_TEST_SHAPED(CondInScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
+  Tensor h0 = x.graph().constant(std::vector<double>(3, 0.5), {3});
+  ScanResult r = scan(
+      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+        Tensor h = cond(
+            greater(reduce_sum(in[0]), 0.0),
+            [&] { return std::vector<Tensor>{tanh(multiply(c[0], in[0]))}; },
+            [&] { return std::vector<Tensor>{add(c[0], in[0])}; })[0];
+        return ScanStep{{h}, {h}};
+      },
+      {h0}, {x});
+  return multiply(r.stacked[0], a);
+}()))
+// A while loop with a run-time trip count (3 here: 2 + [sum(a^2) > 0]),
+// bounded by maximum_iterations = 6, through its carried values.
+GRADIENT_TEST(WhileRuntimeTripCount, -1, 1, ([&] {
+  Graph &g = x.graph();
+  Tensor n = add(cast(greater(reduce_sum(square(a)), 0.0), DType::Int32),
+                 g.constant(2, DType::Int32));
+  std::vector<Tensor> out = while_loop(
+      [&](const std::vector<Tensor> &v) { return less(v[0], n); },
+      [&](const std::vector<Tensor> &v) {
+        return std::vector<Tensor>{add(v[0], g.constant(1, DType::Int32)),
+                                   tanh(add(multiply(v[1], x), a))};
+      },
+      {g.constant(0, DType::Int32), a}, 6);
+  return out[1];
 }()))
 
 GRADIENT_TEST(Add, -2, 2, add(x, a))
@@ -423,6 +475,16 @@ void checkBatchedGradient(const UnaryFn &fn, const Dims &xShape,
                return spec;
              });
   g::GraphDef def = graph.graph_def();
+  // ESTC_DUMP_GRAPHS=DIR writes the graph for estc (debugging).
+  if (const char *dir = std::getenv("ESTC_DUMP_GRAPHS"); dir && *dir) {
+    std::string error;
+    EXPECT_TRUE(g::writeGraph(
+        std::string(dir) + "/" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+            ".pbtxt",
+        def, error))
+        << error;
+  }
   std::unique_ptr<JitModel> model =
       jitCompileForTest(def, "Grad", {}, /*warningsFail=*/true);
   ASSERT_TRUE(model);

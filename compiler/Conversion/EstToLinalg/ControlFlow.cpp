@@ -15,8 +15,8 @@
 // scan's operands and captures. (The stored carried values are also what a
 // reverse pass reads: est-autodiff yields them as per-step outputs.)
 //
-// est.if -> scf.if. est.while -> scf.while, with an iteration counter when
-// it has maximum_iterations.
+// est.if -> scf.if writing results made before it; est.while -> scf.while
+// over two slots per carried value (both below).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,8 @@
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
@@ -146,6 +148,15 @@ SmallVector<Value> dynamicSizes(RankedTensorType type, Value lead,
   return sizes;
 }
 
+/// A new buffer of `type`: the stacks and results of the control-flow ops.
+/// bufferization.alloc_tensor rather than tensor.empty, which CSE would
+/// merge with another of the same shape (two stacks in one buffer: one
+/// would be copied on every write).
+Value newBuffer(OpBuilder &b, Location loc, RankedTensorType type,
+                ValueRange dynamicSizes) {
+  return bufferization::AllocTensorOp::create(b, loc, type, dynamicSizes);
+}
+
 /// Slot `index` of `stack` (dimension 0 dropped), as `type`.
 Value readSlot(OpBuilder &b, Location loc, Value stack, Value index,
                Type type) {
@@ -185,16 +196,6 @@ Value writeSlot(OpBuilder &b, Location loc, Value value, Value stack,
                                        strides);
 }
 
-/// `values` as `types`, casting where they differ (static vs dynamic).
-SmallVector<Value> castTo(OpBuilder &b, Location loc, ValueRange values,
-                          TypeRange types) {
-  SmallVector<Value> out;
-  for (auto [v, t] : llvm::zip_equal(values, types))
-    out.push_back(v.getType() == t ? v
-                                   : Value(tensor::CastOp::create(b, loc, t, v)));
-  return out;
-}
-
 struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -230,7 +231,7 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
       auto type = ScanOp_stack(init.getType(), ShapedType::kDynamic);
       SmallVector<Value> sizes = dynamicSizes(
           type, slots, [&](int64_t d) { return dimValue(rewriter, loc, init, d); });
-      Value empty = tensor::EmptyOp::create(rewriter, loc, type, sizes);
+      Value empty = newBuffer(rewriter, loc, type, sizes);
       stacks.push_back(writeSlot(rewriter, loc, init, empty,
                                  reverse ? length : c0));
     }
@@ -254,7 +255,7 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
                         "operands)");
         sizes.push_back(size);
       }
-      stacks.push_back(tensor::EmptyOp::create(rewriter, loc, type, sizes));
+      stacks.push_back(newBuffer(rewriter, loc, type, sizes));
     }
 
     auto loop = scf::ForOp::create(rewriter, loc, c0, length, c1, stacks);
@@ -306,12 +307,49 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
   }
 };
 
+/// A whole tensor written into `dest` (destination style: the value is
+/// computed in, or copied into, the buffer of `dest`). A linalg.copy, not a
+/// full tensor.insert_slice, which folds away into its source.
+Value writeWhole(OpBuilder &b, Location loc, Value value, Value dest) {
+  auto type = cast<RankedTensorType>(dest.getType());
+  if (value.getType() != type)
+    value = tensor::CastOp::create(b, loc, type, value);
+  return linalg::CopyOp::create(b, loc, value, dest).getResult(0);
+}
+
+// est.if -> scf.if in destination style: each result has a buffer made
+// before the branch (its sizes traced out of the branches), which the
+// branch that runs writes. A branch yielding a tensor of its own would
+// yield a buffer allocated inside it, which memory planning cannot place.
 struct IfOpLowering : public OpRewritePattern<est::IfOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(est::IfOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    auto noArgs = [](BlockArgument, int64_t) { return Value(); };
+    SizeTracer thenSizes(rewriter, op.getThenRegion(), noArgs);
+    SizeTracer elseSizes(rewriter, op.getElseRegion(), noArgs);
+    SmallVector<Value> dests;
+    for (auto [k, result] : llvm::enumerate(op.getResults())) {
+      auto type = cast<RankedTensorType>(result.getType());
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        if (!type.isDynamicDim(d))
+          continue;
+        Value size = thenSizes.dim(op.getThenYield().getValues()[k], d);
+        if (!size)
+          size = elseSizes.dim(op.getElseYield().getValues()[k], d);
+        if (!size)
+          return rewriter.notifyMatchFailure(
+              op, "cannot size result #" + std::to_string(k) +
+                      " before the branch (its dimension " +
+                      std::to_string(d) +
+                      " is not computed from shapes known outside it)");
+        sizes.push_back(size);
+      }
+      dests.push_back(newBuffer(rewriter, loc, type, sizes));
+    }
     Value cond = tensor::ExtractOp::create(rewriter, loc, op.getCond(),
                                            ValueRange{});
     auto branch = scf::IfOp::create(rewriter, loc, op.getResultTypes(), cond,
@@ -320,19 +358,31 @@ struct IfOpLowering : public OpRewritePattern<est::IfOp> {
                                       &branch.getThenRegion()),
                             std::pair(&op.getElseRegion(),
                                       &branch.getElseRegion())}) {
+      // The builder adds blocks with a terminator only when there are no
+      // results.
+      if (to->empty())
+        rewriter.createBlock(to);
       Block *target = &to->front();
-      rewriter.eraseOp(target->getTerminator());
+      if (!target->empty())
+        rewriter.eraseOp(&target->back());
       rewriter.inlineBlockBefore(&from->front(), target, target->end());
       auto yield = cast<est::YieldOp>(target->back());
       rewriter.setInsertionPoint(yield);
-      rewriter.replaceOpWithNewOp<scf::YieldOp>(
-          yield, castTo(rewriter, loc, yield.getValues(), op.getResultTypes()));
+      SmallVector<Value> written;
+      for (auto [value, dest] : llvm::zip_equal(yield.getValues(), dests))
+        written.push_back(writeWhole(rewriter, loc, value, dest));
+      rewriter.replaceOpWithNewOp<scf::YieldOp>(yield, written);
     }
     rewriter.replaceOp(op, branch.getResults());
     return success();
   }
 };
 
+// est.while -> scf.while over two slots per carried value (ping-pong):
+// iteration i reads slot i % 2 and writes slot (i + 1) % 2, so the carried
+// values stay in buffers made before the loop (as est.scan's stacks) and
+// nothing is allocated per iteration; the iteration count is carried too
+// (it also enforces maximum_iterations).
 struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -342,22 +392,40 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
     std::optional<int64_t> max;
     if (IntegerAttr attr = op.getMaximumIterationsAttr())
       max = attr.getInt();
-    SmallVector<Value> inits =
-        castTo(rewriter, loc, op.getInits(), op.getResultTypes());
-    SmallVector<Type> types(op.getResultTypes());
-    if (max) {
-      inits.push_back(arith::ConstantIndexOp::create(rewriter, loc, 0));
-      types.push_back(rewriter.getIndexType());
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value c2 = arith::ConstantIndexOp::create(rewriter, loc, 2);
+    SmallVector<Value> inits;
+    for (auto [init, resultType] :
+         llvm::zip_equal(op.getInits(), op.getResultTypes())) {
+      auto type = est::ScanOp::stackedType(cast<RankedTensorType>(resultType),
+                                           2);
+      SmallVector<Value> sizes = dynamicSizes(type, c2, [&](int64_t d) {
+        return dimValue(rewriter, loc, init, d);
+      });
+      Value empty = newBuffer(rewriter, loc, type, sizes);
+      inits.push_back(writeSlot(rewriter, loc, init, empty, c0));
     }
+    inits.push_back(c0);
+    SmallVector<Type> types = llvm::to_vector(ValueRange(inits).getTypes());
     SmallVector<Location> locs(types.size(), loc);
     auto loop = scf::WhileOp::create(rewriter, loc, types, inits);
     size_t n = op.getInits().size();
+    // The carried values of iteration `i` (slot i % 2 of each stack).
+    auto current = [&](Block *block, TypeRange argTypes) {
+      Value i = block->getArguments().back();
+      Value slot = arith::RemUIOp::create(rewriter, loc, i, c2);
+      SmallVector<Value> vars;
+      for (auto [stack, type] :
+           llvm::zip_equal(block->getArguments().take_front(n), argTypes))
+        vars.push_back(readSlot(rewriter, loc, stack, slot, type));
+      return vars;
+    };
 
     Block *before = rewriter.createBlock(&loop.getBefore(), {}, types, locs);
     rewriter.setInsertionPointToStart(before);
-    SmallVector<Value> condArgs = castTo(
-        rewriter, loc, before->getArguments().take_front(n),
-        op.getCondRegion().front().getArgumentTypes());
+    SmallVector<Value> condArgs =
+        current(before, op.getCondRegion().front().getArgumentTypes());
     rewriter.inlineBlockBefore(&op.getCondRegion().front(), before,
                                before->end(), condArgs);
     auto condYield = cast<est::YieldOp>(before->back());
@@ -376,22 +444,30 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
 
     Block *after = rewriter.createBlock(&loop.getAfter(), {}, types, locs);
     rewriter.setInsertionPointToStart(after);
-    SmallVector<Value> bodyArgs = castTo(
-        rewriter, loc, after->getArguments().take_front(n),
-        op.getBodyRegion().front().getArgumentTypes());
+    SmallVector<Value> bodyArgs =
+        current(after, op.getBodyRegion().front().getArgumentTypes());
     rewriter.inlineBlockBefore(&op.getBodyRegion().front(), after,
                                after->end(), bodyArgs);
     auto bodyYield = cast<est::YieldOp>(after->back());
     rewriter.setInsertionPoint(bodyYield);
-    SmallVector<Value> next = castTo(rewriter, loc, bodyYield.getValues(),
-                                     TypeRange(types).take_front(n));
-    if (max)
-      next.push_back(arith::AddIOp::create(
-          rewriter, loc, after->getArguments().back(),
-          arith::ConstantIndexOp::create(rewriter, loc, 1)));
+    Value i = after->getArguments().back();
+    Value nextI = arith::AddIOp::create(rewriter, loc, i, c1);
+    Value nextSlot = arith::RemUIOp::create(rewriter, loc, nextI, c2);
+    SmallVector<Value> next;
+    for (auto [value, stack] : llvm::zip_equal(
+             bodyYield.getValues(), after->getArguments().take_front(n)))
+      next.push_back(writeSlot(rewriter, loc, value, stack, nextSlot));
+    next.push_back(nextI);
     rewriter.replaceOpWithNewOp<scf::YieldOp>(bodyYield, next);
 
-    rewriter.replaceOp(op, loop.getResults().take_front(n));
+    rewriter.setInsertionPointAfter(loop);
+    Value last = arith::RemUIOp::create(rewriter, loc, loop.getResults().back(),
+                                        c2);
+    SmallVector<Value> results;
+    for (auto [stack, type] :
+         llvm::zip_equal(loop.getResults().take_front(n), op.getResultTypes()))
+      results.push_back(readSlot(rewriter, loc, stack, last, type));
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

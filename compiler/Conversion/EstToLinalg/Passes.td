@@ -22,7 +22,7 @@ def ConvertEstToLinalg : Pass<"convert-est-to-linalg", "func::FuncOp"> {
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect", "::mlir::bufferization::BufferizationDialect"
   ];
 }
 
