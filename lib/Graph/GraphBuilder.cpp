@@ -347,6 +347,14 @@ Tensor Graph::add_node(const std::string &name, const std::string &op,
 
 Tensor Graph::placeholder(const std::string &name, DType dtype,
                           const Dims &shape, bool values_dim) {
+  return placeholder(name, dtype, shape,
+                     PlaceholderOptions{.values_dim = values_dim});
+}
+
+Tensor Graph::placeholder(const std::string &name, DType dtype,
+                          const Dims &shape,
+                          const PlaceholderOptions &options) {
+  bool values_dim = options.values_dim;
   std::string node = unique_node_name(name);
   if (dtype == DType::Invalid)
     throw GraphError("placeholder '" + node + "': invalid dtype");
@@ -362,6 +370,27 @@ Tensor Graph::placeholder(const std::string &name, DType dtype,
                        "shape [-1, ...], not " +
                        shapeStr(shape));
     attrs.push_back({"values_dim", attr_b(true)});
+  }
+  if (options.max_sequence_length < 0)
+    throw GraphError("placeholder '" + node + "': max_sequence_length " +
+                     std::to_string(options.max_sequence_length) +
+                     " is negative");
+  if (options.max_sequence_length != 0 && !options.sequence_dim)
+    throw GraphError("placeholder '" + node +
+                     "': max_sequence_length needs sequence_dim");
+  if (options.sequence_dim) {
+    if (values_dim)
+      throw GraphError("placeholder '" + node +
+                       "': sequence_dim and values_dim cannot be combined");
+    if (shape.size() < 2 || shape[0] != -1 || shape[1] != -1)
+      throw GraphError("placeholder '" + node +
+                       "': a sequence_dim input needs shape [-1, -1, ...], "
+                       "not " +
+                       shapeStr(shape));
+    attrs.push_back({"sequence_dim", attr_b(true)});
+    if (options.max_sequence_length > 0)
+      attrs.push_back(
+          {"max_sequence_length", attr_i(options.max_sequence_length)});
   }
   return add_node(node, "placeholder", {}, attrs, dtype, shape);
 }
@@ -700,7 +729,12 @@ void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
   auto scope = g.mode_scope(mode);
   TensorMap features;
   for (const TensorSpec &f : inputs.features)
-    features.set(f.key, g.placeholder(f.key, f.dtype, f.shape, f.values_dim));
+    features.set(f.key, g.placeholder(
+                            f.key, f.dtype, f.shape,
+                            Graph::PlaceholderOptions{
+                                .values_dim = f.values_dim,
+                                .sequence_dim = f.sequence_dim,
+                                .max_sequence_length = f.max_sequence_length}));
   Tensor labels;
   if (inputs.labels && mode != ModeKeys::PREDICT)
     labels = g.placeholder(inputs.labels->key, inputs.labels->dtype,
