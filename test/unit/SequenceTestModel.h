@@ -31,8 +31,12 @@ constexpr int64_t kFeatures = 4, kClasses = 3, kUnits = 5, kMaxLength = 64;
 
 inline InputSpec inputs() {
   InputSpec in;
-  in.features.push_back({"tokens", DType::Float32, {-1, -1, kFeatures}, false,
-                         /*sequence_dim=*/true, kMaxLength});
+  in.features.push_back({"tokens",
+                         DType::Float32,
+                         {-1, -1, kFeatures},
+                         false,
+                         /*sequence_dim=*/true,
+                         kMaxLength});
   in.features.push_back(
       {"weights", DType::Float32, {-1, -1}, false, /*sequence_dim=*/true});
   return in;
@@ -45,11 +49,11 @@ inline TensorMap predictions(const TensorMap &f) {
   Tensor logits = layers::dense(pooled, kClasses);
   Tensor stepMean = reduce_mean(tokens, Dims{0});
   Tensor centered = reduce_sum(tokens - stepMean, Dims{1});
-  Tensor steps = softmax(layers::dense(tokens, kUnits));
+  Tensor steps = nn::softmax(layers::dense(tokens, kUnits));
   return {{"logits", logits}, {"centered", centered}, {"steps", steps}};
 }
 
-inline graph::GraphDef graph() {
+inline graph::GraphDef graph_def() {
   Graph g;
   build_mode(g, ModeKeys::PREDICT, inputs(),
              [](Graph &, const TensorMap &f, const Tensor &, ModeKeys) {
@@ -79,9 +83,9 @@ struct Weights {
 struct Reference {
   std::vector<double> logits, centered, steps;
 };
-inline Reference reference(const Weights &w, int64_t batch, int64_t length,
-                           const std::vector<float> &tokens,
-                           const std::vector<float> &weights) {
+inline Reference host_reference(const Weights &w, int64_t batch, int64_t length,
+                                const std::vector<float> &tokens,
+                                const std::vector<float> &weights) {
   Reference r;
   auto at = [&](int64_t b, int64_t t, int64_t f) {
     return static_cast<double>(tokens[(b * length + t) * kFeatures + f]);

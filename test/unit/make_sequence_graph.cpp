@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string error;
-  if (!estc::graph::writeGraph(argv[1], estc::sequence_model::graph(),
+  if (!estc::graph::writeGraph(argv[1], estc::sequence_model::graph_def(),
                                error)) {
     std::cerr << "make_sequence_graph: error: " << error << "\n";
     return 1;
