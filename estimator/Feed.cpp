@@ -49,6 +49,28 @@ void feed(rt::CompiledModel &m, const binding::InputBinding &inputs,
   if (n == 0)
     throw std::invalid_argument(where() + "input_fn gave an empty batch");
   m.set_batch(n);
+  // The sequence inputs bring the call's sequence length (all the same).
+  std::vector<const TensorValue *> fed(inputs.size());
+  bool sequences = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    sequences |= inputs[i].sequence;
+    if (inputs[i].feature) {
+      auto it = batch.features.find(*inputs[i].feature);
+      fed[i] = it == batch.features.end() ? nullptr : &it->second;
+    } else if (batch.labels) {
+      fed[i] = &*batch.labels;
+    }
+  }
+  if (sequences) {
+    int64_t length;
+    try {
+      length = inputs.sequence_length(fed);
+    } catch (const std::invalid_argument &e) {
+      throw std::invalid_argument(where() + e.what());
+    }
+    if (length > 0)
+      m.set_sequence_length(length);
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const rt::TensorSpec &spec = *inputs[i].spec;
     const std::optional<std::string> &feature = inputs[i].feature;

@@ -61,14 +61,32 @@ const char *dtypeName(DType dtype) {
 }
 
 int64_t numElements(int32_t rank, const int64_t *shape, int64_t batch,
-                    int64_t values, int64_t steps) {
+                    int64_t values, int64_t steps, int64_t length) {
   int64_t n = 1;
   for (int32_t d = 0; d < rank; ++d)
-    n *= shape[d] == kBatchDim    ? batch
-         : shape[d] == kValuesDim ? values
-         : shape[d] == kStepsDim  ? steps
-                                  : shape[d];
+    n *= shape[d] == kBatchDim      ? batch
+         : shape[d] == kValuesDim   ? values
+         : shape[d] == kStepsDim    ? steps
+         : shape[d] == kSequenceDim ? length
+                                    : shape[d];
   return n;
+}
+
+bool hasSequenceDim(const TensorSpec &t) {
+  for (int32_t d = 0; d < t.rank; ++d)
+    if (t.shape[d] == kSequenceDim)
+      return true;
+  return false;
+}
+
+bool hasSequenceDim(const FunctionSpec &fn) {
+  for (int32_t i = 0; i < fn.numInputs; ++i)
+    if (hasSequenceDim(fn.inputs[i]))
+      return true;
+  for (int32_t i = 0; i < fn.numOutputs; ++i)
+    if (hasSequenceDim(fn.outputs[i]))
+      return true;
+  return fn.arenaPerStep != 0 || fn.arenaPerBatchStep != 0;
 }
 
 namespace {
@@ -79,10 +97,11 @@ std::string shapeString(int32_t rank, const int64_t *shape) {
   for (int32_t d = 0; d < rank; ++d) {
     if (d)
       s += ", ";
-    s += shape[d] == kBatchDim    ? std::string("batch")
-         : shape[d] == kValuesDim ? std::string("values")
-         : shape[d] == kStepsDim  ? std::string("steps")
-                                  : std::to_string(shape[d]);
+    s += shape[d] == kBatchDim      ? std::string("batch")
+         : shape[d] == kValuesDim   ? std::string("values")
+         : shape[d] == kStepsDim    ? std::string("steps")
+         : shape[d] == kSequenceDim ? std::string("length")
+                                    : std::to_string(shape[d]);
   }
   return s + "]";
 }
@@ -95,7 +114,7 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 /// a row-major buffer.
 void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
                     const int64_t *shape, int64_t batch, int64_t values = 0,
-                    int64_t steps = 1) {
+                    int64_t steps = 1, int64_t length = 0) {
   desc.assign(3 + 2 * static_cast<size_t>(rank), 0);
   int64_t ptr = static_cast<int64_t>(reinterpret_cast<intptr_t>(data));
   desc[0] = ptr;
@@ -103,10 +122,11 @@ void fillDescriptor(std::vector<int64_t> &desc, void *data, int32_t rank,
   desc[2] = 0;
   int64_t stride = 1;
   for (int32_t d = rank - 1; d >= 0; --d) {
-    int64_t size = shape[d] == kBatchDim    ? batch
-                   : shape[d] == kValuesDim ? values
-                   : shape[d] == kStepsDim  ? steps
-                                            : shape[d];
+    int64_t size = shape[d] == kBatchDim      ? batch
+                   : shape[d] == kValuesDim   ? values
+                   : shape[d] == kStepsDim    ? steps
+                   : shape[d] == kSequenceDim ? length
+                                              : shape[d];
     desc[3 + d] = size;
     desc[3 + rank + d] = stride;
     stride *= size;
@@ -229,15 +249,65 @@ void CompiledModel::set_batch(int64_t batch) {
     for (int32_t i = 0; i < fn.numInputs; ++i)
       reserve(functions_[f].inputs[i],
               numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch,
-                          functions_[f].values[i], functions_[f].steps) *
+                          functions_[f].values[i], functions_[f].steps,
+                          length_) *
                   dtypeBytes(fn.inputs[i].dtype));
     for (int32_t i = 0; i < fn.numOutputs; ++i)
       reserve(functions_[f].outputs[i],
-              numElements(fn.outputs[i].rank, fn.outputs[i].shape, batch) *
+              numElements(fn.outputs[i].rank, fn.outputs[i].shape, batch, 0, 1,
+                          length_) *
                   dtypeBytes(fn.outputs[i].dtype));
   }
   if (!cuda_)
-    reserve(arena_, static_cast<size_t>(arena_bytes(batch)));
+    reserve(arena_, static_cast<size_t>(arena_bytes(batch, 0, length_)));
+}
+
+void CompiledModel::set_sequence_length(int64_t length) {
+  if (length < 1)
+    fail("set_sequence_length(" + std::to_string(length) +
+         "): a sequence length must be positive (an empty sequence has no "
+         "steps to compute)");
+  if (length == length_)
+    return;
+  length_ = length;
+  ++layout_; // the descriptors of the sequence tensors change
+  int64_t batch = std::max<int64_t>(batch_, 0);
+  for (int32_t f = 0; f < spec_->numFunctions; ++f) {
+    const FunctionSpec &fn = spec_->functions[f];
+    FunctionState &state = functions_[f];
+    // A bound caller buffer of a sequence tensor has the old length: it
+    // goes back to the model's own buffer, as set_batch does.
+    for (int32_t i = 0; i < fn.numInputs; ++i)
+      if (hasSequenceDim(fn.inputs[i]))
+        reserve(state.inputs[i],
+                numElements(fn.inputs[i].rank, fn.inputs[i].shape, batch,
+                            state.values[i], state.steps, length) *
+                    dtypeBytes(fn.inputs[i].dtype));
+    for (int32_t i = 0; i < fn.numOutputs; ++i)
+      if (hasSequenceDim(fn.outputs[i]))
+        reserve(state.outputs[i],
+                numElements(fn.outputs[i].rank, fn.outputs[i].shape, batch, 0,
+                            1, length) *
+                    dtypeBytes(fn.outputs[i].dtype));
+  }
+  if (!cuda_)
+    reserve(arena_, static_cast<size_t>(arena_bytes(batch, 0, length)));
+}
+
+void CompiledModel::checkSequenceLength(int function) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  if (!hasSequenceDim(fn))
+    return;
+  if (length_ < 1)
+    throw std::logic_error(std::string(spec_->name) + ": " + fn.name +
+                           ": call set_sequence_length() before running");
+  for (int32_t i = 0; i < fn.numInputs; ++i) {
+    const TensorSpec &t = fn.inputs[i];
+    if (t.maxSequenceLength > 0 && length_ > t.maxSequenceLength)
+      fail(std::string(fn.name) + ": input '" + t.key + "': sequence length " +
+           std::to_string(length_) + " exceeds the maximum " +
+           std::to_string(t.maxSequenceLength) + " the model declares");
+  }
 }
 
 void CompiledModel::set_values(int function, int input, int64_t n) {
@@ -259,7 +329,8 @@ void CompiledModel::set_values(int function, int input, int64_t n) {
     ++layout_;
   state.values[input] = n;
   reserve(state.inputs[input],
-          numElements(t.rank, t.shape, std::max<int64_t>(batch_, 0), n) *
+          numElements(t.rank, t.shape, std::max<int64_t>(batch_, 0), n, 1,
+                      length_) *
               dtypeBytes(t.dtype));
 }
 
@@ -283,10 +354,10 @@ void CompiledModel::set_steps(int function, int64_t n) {
     ++layout_; // the staged inputs' descriptors change
   state.steps = n;
   for (int32_t i = 0; i < fn.numInputs; ++i)
-    reserve(state.inputs[i],
-            numElements(fn.inputs[i].rank, fn.inputs[i].shape,
-                        std::max<int64_t>(batch_, 0), state.values[i], n) *
-                dtypeBytes(fn.inputs[i].dtype));
+    reserve(state.inputs[i], numElements(fn.inputs[i].rank, fn.inputs[i].shape,
+                                         std::max<int64_t>(batch_, 0),
+                                         state.values[i], n, length_) *
+                                 dtypeBytes(fn.inputs[i].dtype));
 }
 
 int64_t CompiledModel::steps(int function) const {
@@ -298,12 +369,14 @@ int64_t CompiledModel::maxValues(int function) const {
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
 
-int64_t CompiledModel::arena_bytes(int64_t batch, int64_t values) const {
+int64_t CompiledModel::arena_bytes(int64_t batch, int64_t values,
+                                   int64_t length) const {
   int64_t bytes = 0;
   for (int32_t f = 0; f < spec_->numFunctions; ++f) {
     const FunctionSpec &fn = spec_->functions[f];
-    int64_t b =
-        fn.arenaStatic + fn.arenaPerBatch * batch + fn.arenaPerValue * values;
+    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch +
+                fn.arenaPerValue * values + fn.arenaPerStep * length +
+                fn.arenaPerBatchStep * batch * length;
     if (b > bytes)
       bytes = b;
   }
@@ -417,6 +490,8 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
       ok = shape[d] >= 0;
     else if (tensor.shape[d] == kStepsDim)
       ok = shape[d] == functions_[function].steps;
+    else if (tensor.shape[d] == kSequenceDim)
+      ok = length_ > 0 && shape[d] == length_;
     else if (tensor.shape[d] == kBatchDim)
       ok = batch_ > 0 && shape[d] == batch_;
     else
@@ -425,6 +500,8 @@ void CompiledModel::checkShape(int function, const TensorSpec &tensor,
   if (!ok) {
     std::string batch =
         batch_ > 0 ? " with batch " + std::to_string(batch_) : "";
+    if (length_ > 0 && hasSequenceDim(tensor))
+      batch += " and sequence length " + std::to_string(length_);
     fail(std::string(fn.name) + ": " + what + " '" + tensor.key +
          "': expected shape " + shapeString(tensor.rank, tensor.shape) + batch +
          ", got " + shapeString(shape));
@@ -466,14 +543,15 @@ void CompiledModel::checkBoundBuffersDisjoint(int function, int64_t batch,
   std::vector<Range> ranges;
   auto tensorBytes = [&](const TensorSpec &t, int64_t n) {
     return static_cast<size_t>(
-               numElements(t.rank, t.shape, batch, n, state.steps)) *
+               numElements(t.rank, t.shape, batch, n, state.steps, length_)) *
            dtypeBytes(t.dtype);
   };
   auto add = [&](const Buffer &buffer, size_t bytes, Kind kind, int32_t i) {
     ranges.push_back({static_cast<const char *>(buffer.data), bytes,
                       buffer.data != buffer.owned.get(), kind, i});
   };
-  add(arena_, static_cast<size_t>(arena_bytes(batch, values)), Arena, 0);
+  add(arena_, static_cast<size_t>(arena_bytes(batch, values, length_)), Arena,
+      0);
   for (int32_t i = 0; i < spec_->numVariables; ++i)
     add(variables_[i], static_cast<size_t>(variable_bytes(i)), Variable, i);
   for (int32_t i = 0; i < fn.numInputs; ++i)
@@ -515,15 +593,17 @@ void CompiledModel::run(int function) {
     throw std::logic_error(std::string(spec_->name) + ": " + fn.name +
                            ": call set_batch() before running");
   int64_t batch = batch_ > 0 ? batch_ : 0;
+  checkSequenceLength(function);
   if (cuda_) {
     runCuda(function, batch);
     return;
   }
   FunctionState &state = functions_[function];
-  // The arena grows with the sparse inputs' numbers of values.
+  // The arena grows with the sparse inputs' numbers of values (set_batch
+  // and set_sequence_length size it for the rest).
   int64_t values = maxValues(function);
-  int64_t arenaBytes = arena_bytes(batch, values);
-  if (values > 0)
+  int64_t arenaBytes = arena_bytes(batch, values, length_);
+  if (values > 0 || length_ > 0)
     reserve(arena_, static_cast<size_t>(arenaBytes));
   auto isBound = [](const Buffer &b) { return b.data != b.owned.get(); };
   if (std::any_of(state.inputs.begin(), state.inputs.end(), isBound) ||
@@ -545,10 +625,11 @@ void CompiledModel::run(int function) {
     for (int32_t i = 0; i < fn.numInputs; ++i)
       fillDescriptor(state.descriptors[a++], state.inputs[i].data,
                      fn.inputs[i].rank, fn.inputs[i].shape, batch,
-                     state.values[i], state.steps);
+                     state.values[i], state.steps, length_);
     for (int32_t i = 0; i < fn.numOutputs; ++i)
       fillDescriptor(state.descriptors[a++], state.outputs[i].data,
-                     fn.outputs[i].rank, fn.outputs[i].shape, batch);
+                     fn.outputs[i].rank, fn.outputs[i].shape, batch, 0, 1,
+                     length_);
     for (size_t i = 0; i < state.args.size(); ++i)
       state.args[i] = state.descriptors[i].data();
     state.filledLayout = layout_;

@@ -11,7 +11,8 @@
 //   - one buffer per function input and output, sized for the batch given to
 //     set_batch() (or a caller's buffer bound with bind_input/bind_output),
 //   - the arena, the temporaries of a step: max over functions of
-//     S + P * batch bytes (codegen-abi.md, `estc.arena`),
+//     S + P * batch (+ V * values + Q * T + R * batch * T for sparse and
+//     sequence inputs) bytes (codegen-abi.md, `estc.arena`),
 // all 64-byte aligned, and calls a function's entry point with the memref
 // descriptors of docs/design/codegen-abi.md: arena, every variable, inputs,
 // outputs.
@@ -20,6 +21,10 @@
 // the i-th memref descriptor (runtime/MemRef.h layout). estc emits one per
 // compiled function, `<Name>_<function>_packed`, next to the typed C
 // interface `<Name>_<function>`.
+//
+// The run-time sizes (docs/design/run-time-dimensions.md): the batch
+// (set_batch), a sparse input's number of values (set_values) and the
+// sequence length of a padded batch (set_sequence_length).
 //
 // User errors (unknown name, wrong shape, no batch) throw
 // std::invalid_argument / std::logic_error with a one-line message naming the
@@ -61,15 +66,23 @@ constexpr int64_t kValuesDim = -2;
 /// RunConfig::iterations_per_loop steps of another, `train_loop`): the
 /// number of steps of the call, set per call (CompiledModel::set_steps).
 constexpr int64_t kStepsDim = -3;
+/// Dimension 1 of a sequence input (a padded batch of sequences: [batch,
+/// length, ...]) and the dimensions of outputs that keep it: the sequence
+/// length of the call, the same for every sequence input
+/// (CompiledModel::set_sequence_length).
+constexpr int64_t kSequenceDim = -4;
 
 /// A function input or output: its key ("features/x", "labels", "loss",
 /// "predictions/classes", ...), element type and shape (kBatchDim = batch,
-/// kValuesDim = the input's number of values, kStepsDim = a loop's steps).
+/// kValuesDim = the input's number of values, kStepsDim = a loop's steps,
+/// kSequenceDim = the sequence length). A sequence input may declare the
+/// longest sequence it accepts (`maxSequenceLength`, 0: none).
 struct TensorSpec {
   const char *key;
   DType dtype;
   int32_t rank;
   const int64_t *shape;
+  int64_t maxSequenceLength = 0;
 };
 
 /// A module variable, static shape. `local` variables are TF's
@@ -84,9 +97,11 @@ struct VariableSpec {
   bool local;
 };
 
-/// A compiled function and its arena formula: S + P * batch + V * values
-/// bytes, `values` being the largest number of values of its sparse inputs
-/// in the call. With
+/// A compiled function and its arena formula: S + P * batch + V * values +
+/// Q * length + R * batch * length bytes, `values` being the largest number
+/// of values of its sparse inputs in the call and `length` its sequence
+/// length (arenaPerStep, arenaPerBatchStep: 0 without sequence inputs;
+/// last, so that headers generated before them still compile). With
 /// run-time checks (`hasChecks`), the function reports a failed check in
 /// the three int64 words at byte `statusOffset` of the arena: check index +
 /// 1 (0: none failed), flat position, value (docs/design/codegen-abi.md).
@@ -101,6 +116,8 @@ struct FunctionSpec {
   bool hasChecks;
   int64_t statusOffset;
   int64_t arenaPerValue;
+  int64_t arenaPerStep = 0;
+  int64_t arenaPerBatchStep = 0;
 };
 
 /// A run-time check (est.check_range): every element of a tensor of `shape`
@@ -167,13 +184,19 @@ ESTC_RT_EXPORT std::string checkFailureMessage(const CheckSpec &check,
                                                int64_t batch);
 
 /// Elements of a tensor of `shape` for `batch` (kBatchDim dims = batch),
-/// `values` (kValuesDim dims) and `steps` (kStepsDim dims).
+/// `values` (kValuesDim dims), `steps` (kStepsDim dims) and `length`
+/// (kSequenceDim dims).
 ESTC_RT_EXPORT int64_t numElements(int32_t rank, const int64_t *shape,
                                    int64_t batch, int64_t values = 0,
-                                   int64_t steps = 1);
+                                   int64_t steps = 1, int64_t length = 0);
 
 /// Whether `fn` is a multi-step loop: an input's dimension 0 is kStepsDim.
 ESTC_RT_EXPORT bool isStepLoop(const FunctionSpec &fn);
+
+/// Whether `t` has a kSequenceDim dimension.
+ESTC_RT_EXPORT bool hasSequenceDim(const TensorSpec &t);
+/// Whether an input or output of `fn` has a kSequenceDim dimension.
+ESTC_RT_EXPORT bool hasSequenceDim(const FunctionSpec &fn);
 
 /// `void f(void **descriptors)`.
 using EntryPoint = void (*)(void **);
@@ -207,6 +230,16 @@ public:
   /// The number of values of a sparse input (0 until set_values).
   int64_t values(int function, int input) const;
 
+  /// Sizes every sequence input and output (a kSequenceDim dimension) and
+  /// the arena for sequences of `length` steps, length >= 1, until the next
+  /// set_sequence_length (set_batch keeps it): the longest sequence of the
+  /// padded batch, the same for every sequence input of a call. run() of a
+  /// function with sequence inputs needs it, and refuses a length over an
+  /// input's declared maximum (TensorSpec::maxSequenceLength).
+  void set_sequence_length(int64_t length);
+  /// The length of the last set_sequence_length(), or 0.
+  int64_t sequence_length() const { return length_; }
+
   /// Sizes the staged inputs of a multi-step loop (a function whose inputs'
   /// dimension 0 is kStepsDim, e.g. `train_loop`) for `n` steps, n >= 1,
   /// until the next set_steps (set_batch keeps it). A call of the loop runs
@@ -219,8 +252,9 @@ public:
   int64_t steps(int function) const;
 
   /// Bytes of temporaries one step of any function needs at `batch` (and
-  /// `values` for the sparse inputs).
-  int64_t arena_bytes(int64_t batch, int64_t values = 0) const;
+  /// `values` for the sparse inputs, `length` for the sequence inputs).
+  int64_t arena_bytes(int64_t batch, int64_t values = 0,
+                      int64_t length = 0) const;
   /// Bytes of all variables.
   int64_t variable_bytes() const;
   /// Bytes of one variable.
@@ -311,9 +345,14 @@ private:
   void cudaResetLocalVariables();
   static void destroyCudaState(CudaState *state);
 
+  /// Throws when `function` has sequence inputs and no length is set, or
+  /// the length is over an input's declared maximum.
+  void checkSequenceLength(int function) const;
+
   const ModelSpec *spec_;
   const EntryPoint *entries_;
   int64_t batch_ = -1;
+  int64_t length_ = 0; // the sequence length (kSequenceDim); 0: not set
   /// Changes whenever a buffer moves (grows, is bound or unbound) or a
   /// sparse input's number of values changes: the descriptors filled
   /// before are then stale.

@@ -3,30 +3,48 @@
 // Places every temporary buffer of a function in its `arena` argument (the
 // first one), so a compiled step performs no heap allocation.
 //
-// A function has up to two run-time sizes: the batch, and `values`, the
-// largest number of values of its sparse inputs (arguments marked
-// `est.values_dim`: their dimension 0 is a count of ids, not the batch;
-// docs/design/feature-columns.md). Every other dynamic dimension of an
-// argument is the batch. Each memref.alloc needs `s + p * batch + v * n`
-// bytes, n being the number of values of the sparse input it derives from
-// (at most `values`): its dynamic sizes are evaluated at a few (batch,
-// values) points and must be linear in each, and no buffer may depend on
-// both. The arena is laid out as
+// A function has up to three run-time sizes (docs/design/
+// run-time-dimensions.md): the batch; `values`, the largest number of values
+// of its sparse inputs (arguments marked `est.values_dim`: their dimension 0
+// is a count of ids, not the batch; docs/design/feature-columns.md); and
+// `length`, the sequence length of a padded batch (dimension 1 of an
+// argument marked `est.sequence_dim`, and the dimensions an output argument
+// lists in `est.sequence_dims`; every sequence input of a call has the same
+// length). Every other dynamic dimension of an argument is the batch. Each
+// memref.alloc needs `s + p * batch + v * n + q * length + r * batch *
+// length` bytes, n being the number of values of the sparse input it
+// derives from (at most `values`): its dynamic sizes are evaluated at a few
+// (batch, values, length) points, the coefficients fitted and checked at
+// more points, and no buffer may depend on both values and the batch or the
+// length. The arena is laid out as
 //
-//   [ static: S bytes ][ per-example: P * batch ][ per-value: V * values ]
+//   [ static: S ][ per-example: P * batch ][ per-value: V * values ]
+//   [ per-step: Q * length ][ per-example-step: R * batch * length ]
 //
-// Allocations with p = v = 0 live in the static region at constant
-// offsets, the others in the region of their size at `S + o * batch` or
-// `S + P * batch + o * values`, with per-unit size q = round64(max(s, 0) +
-// p) (or + v: enough for every size >= 1). In each region offsets come from
-// a greedy best fit, largest buffer first, against the buffers whose live
-// intervals overlap (TFLite's arena planner). Sizes are rounded to 64
-// bytes, so every offset is 64-byte aligned for every batch and values.
+// Allocations with p = v = q = r = 0 live in the static region at constant
+// offsets, the others in the highest region their size needs (r != 0 or
+// both p and q: per-example-step; q: per-step; v: per-value; p:
+// per-example) at the region's start plus `o * unit` (unit = batch,
+// values, length or batch * length), with a size per unit of
+// round64(max(s, 0) + p + v + q + r): enough for every batch and length >=
+// 1, as batch * length is at least the batch and the length. In each
+// region offsets come from a greedy best fit, largest buffer first, against
+// the buffers whose live intervals overlap (TFLite's arena planner). Sizes
+// are rounded to 64 bytes, so every offset is 64-byte aligned for every
+// batch, values and length.
+//
+// Live intervals are in positions of the function body's top-level ops: an
+// allocation inside a region (an scf.for or scf.if body) and its uses count
+// as the top-level op that holds them, so the buffer is live for that whole
+// op (conservative: every iteration of a loop reuses the same bytes, and
+// nothing else is placed there while the loop runs).
 //
 // A function with run-time checks (est.check_fail_if) gets a 64-byte status
 // slot at the end of the static region (`estc.status_offset`). The module's
-// `estc.arena` entry is [S, P] or [S, P, status offset], and [S, P, status
-// offset or -1, V] when the function has per-value buffers.
+// `estc.arena` entry is [S, P] or [S, P, status offset], [S, P, status
+// offset or -1, V] when the function has per-value buffers, and [S, P,
+// status offset or -1, V, Q, R] when it has per-step or per-example-step
+// ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,26 +70,46 @@ namespace {
 constexpr int64_t kAlignment = 64;
 
 /// A function's arena: `staticBytes + perExampleBytes * batch +
-/// perValueBytes * values` bytes, and the byte offset of its run-time
-/// checks' status slot (-1: no checks).
+/// perValueBytes * values + perStepBytes * length + perExampleStepBytes *
+/// batch * length` bytes, and the byte offset of its run-time checks'
+/// status slot (-1: no checks).
 struct ArenaLayout {
   int64_t staticBytes, perExampleBytes, statusOffset, perValueBytes;
+  int64_t perStepBytes = 0, perExampleStepBytes = 0;
 };
 
 /// The attribute marking an argument whose dimension 0 is a number of
 /// sparse values (set by the importer from the placeholder's `values_dim`).
 constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
+/// The attribute marking an input whose dimension 1 is the sequence length
+/// (the importer's, from the placeholder's `sequence_dim`), and the one
+/// listing an output's dimensions that are (from the importer's
+/// `est.sequence_dims` result attribute, kept by est-function-abi).
+constexpr llvm::StringLiteral kSequenceDimAttr = "est.sequence_dim";
+constexpr llvm::StringLiteral kSequenceDimsAttr = "est.sequence_dims";
+
+/// Whether dimension `index` of argument `arg` of `func` is the sequence
+/// length.
+bool isSequenceDim(func::FuncOp func, unsigned arg, int64_t index) {
+  if (index == 1 && func.getArgAttr(arg, kSequenceDimAttr))
+    return true;
+  if (auto dims =
+          func.getArgAttrOfType<DenseI64ArrayAttr>(arg, kSequenceDimsAttr))
+    return llvm::is_contained(dims.asArrayRef(), index);
+  return false;
+}
 
 int64_t roundUp(int64_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-/// Evaluates index computations of a function at a given batch size and
-/// number of sparse values.
+/// Evaluates index computations of a function at a given batch size,
+/// number of sparse values and sequence length.
 class SizeEvaluator {
 public:
-  SizeEvaluator(func::FuncOp func, int64_t batch, int64_t values)
-      : func(func), batch(batch), values(values) {}
+  SizeEvaluator(func::FuncOp func, int64_t batch, int64_t values,
+                int64_t length)
+      : func(func), batch(batch), values(values), length(length) {}
 
   std::optional<int64_t> eval(Value value) {
     auto it = cache.find(value);
@@ -157,6 +195,8 @@ private:
         return std::nullopt;
       if (index == 0 && func.getArgAttr(arg.getArgNumber(), kValuesDimAttr))
         return values;
+      if (isSequenceDim(func, arg.getArgNumber(), index))
+        return length;
       return batch;
     }
     Operation *op = source.getDefiningOp();
@@ -194,18 +234,20 @@ private:
   }
 
   func::FuncOp func;
-  int64_t batch, values;
+  int64_t batch, values, length;
   llvm::DenseMap<Value, std::optional<int64_t>> cache;
 };
 
 struct Buffer {
   memref::AllocOp alloc;
-  int64_t staticBytes = 0;     // s
-  int64_t perExampleBytes = 0; // p
-  int64_t perValueBytes = 0;   // v
-  int64_t start = 0, end = 0;  // live interval (top-level op indices)
-  int64_t size = 0;            // bytes (per example in that region)
-  int64_t offset = 0;          // in its region
+  int64_t staticBytes = 0;         // s
+  int64_t perExampleBytes = 0;     // p
+  int64_t perValueBytes = 0;       // v
+  int64_t perStepBytes = 0;        // q
+  int64_t perExampleStepBytes = 0; // r
+  int64_t start = 0, end = 0;      // live interval (top-level op indices)
+  int64_t size = 0;                // bytes (per example in that region)
+  int64_t offset = 0;              // in its region
 };
 
 int64_t elementBytes(Type type) {
@@ -283,13 +325,16 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     return position.lookup(body.findAncestorOpInBlock(*op));
   };
 
-  // (batch, values) points: the base, each size alone doubled and tripled,
-  // and both doubled (which a term in batch * values would fail).
-  constexpr int64_t kPoints[][2] = {{1, 1}, {2, 1}, {1, 2},
-                                    {3, 1}, {1, 3}, {2, 2}};
+  // (batch, values, length) points: the base, each size alone doubled,
+  // batch and length both doubled (the batch * length term), then checks:
+  // each size alone tripled, pairs doubled, and all three at other sizes
+  // (which a term in batch * values or length squared would fail).
+  constexpr int64_t kPoints[][3] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {1, 1, 2},
+                                    {2, 1, 2}, {3, 1, 1}, {1, 3, 1}, {1, 1, 3},
+                                    {2, 2, 1}, {1, 2, 2}, {3, 2, 3}, {3, 1, 5}};
   std::vector<SizeEvaluator> evaluators;
-  for (auto [batchSize, valueCount] : kPoints)
-    evaluators.emplace_back(func, batchSize, valueCount);
+  for (auto [batchSize, valueCount, length] : kPoints)
+    evaluators.emplace_back(func, batchSize, valueCount, length);
   std::vector<Buffer> buffers(allocs.size());
   for (auto [buffer, alloc] : llvm::zip(buffers, allocs)) {
     buffer.alloc = alloc;
@@ -315,20 +360,41 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
       }
       sizes[i] = elements * bytes;
     }
-    int64_t p = sizes[1] - sizes[0], v = sizes[2] - sizes[0];
-    int64_t s = sizes[0] - p - v;
-    if (sizes[3] != s + 3 * p + v || sizes[4] != s + p + 3 * v ||
-        sizes[5] != s + 2 * p + 2 * v || p < 0 || v < 0)
+    // sizes = s + p * batch + v * values + q * length + r * batch * length.
+    int64_t r = sizes[4] - sizes[1] - sizes[3] + sizes[0];
+    int64_t p = sizes[1] - sizes[0] - r, v = sizes[2] - sizes[0];
+    int64_t q = sizes[3] - sizes[0] - r;
+    int64_t s = sizes[0] - p - v - q - r;
+    bool fits = p >= 0 && v >= 0 && q >= 0 && r >= 0;
+    for (auto [point, size] : llvm::zip(kPoints, sizes)) {
+      auto [batchSize, valueCount, length] = point;
+      fits &= size == s + p * batchSize + v * valueCount + q * length +
+                          r * batchSize * length;
+    }
+    if (!fits)
       return alloc.emitError("est-memory-planning: the size of ")
              << type << " is not linear in the batch size";
     if (p != 0 && v != 0)
       return alloc.emitError("est-memory-planning: the size of ")
              << type
              << " depends on both the batch and a number of sparse values";
+    if (v != 0 && (q != 0 || r != 0))
+      return alloc.emitError("est-memory-planning: the size of ")
+             << type
+             << " depends on both the sequence length and a number of "
+                "sparse values";
     buffer.staticBytes = s;
     buffer.perExampleBytes = p;
     buffer.perValueBytes = v;
-    int64_t perUnit = p + v;
+    buffer.perStepBytes = q;
+    buffer.perExampleStepBytes = r;
+    // In the highest region the size needs: batch and length together
+    // (r, or both p and q) go per example and step.
+    if (r != 0 || (p != 0 && q != 0)) {
+      buffer.perExampleStepBytes = p + q + r;
+      buffer.perExampleBytes = buffer.perStepBytes = 0;
+    }
+    int64_t perUnit = p + v + q + r;
     buffer.size =
         perUnit == 0 ? roundUp(s) : roundUp(std::max<int64_t>(s, 0) + perUnit);
 
@@ -349,11 +415,14 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     }
   }
 
-  SmallVector<Buffer *> staticBuffers, perExampleBuffers, perValueBuffers;
+  SmallVector<Buffer *> staticBuffers, perExampleBuffers, perValueBuffers,
+      perStepBuffers, perExampleStepBuffers;
   for (Buffer &buffer : buffers)
-    (buffer.perExampleBytes != 0 ? perExampleBuffers
-     : buffer.perValueBytes != 0 ? perValueBuffers
-                                 : staticBuffers)
+    (buffer.perExampleStepBytes != 0 ? perExampleStepBuffers
+     : buffer.perStepBytes != 0      ? perStepBuffers
+     : buffer.perExampleBytes != 0   ? perExampleBuffers
+     : buffer.perValueBytes != 0     ? perValueBuffers
+                                     : staticBuffers)
         .push_back(&buffer);
   int64_t staticTotal = place(staticBuffers);
   // The status slot of the run-time checks ends the static region.
@@ -364,43 +433,66 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
   }
   int64_t perExampleTotal = place(perExampleBuffers);
   int64_t perValueTotal = place(perValueBuffers);
+  int64_t perStepTotal = place(perStepBuffers);
+  int64_t perExampleStepTotal = place(perExampleStepBuffers);
+  bool needsBatch = !perExampleBuffers.empty() ||
+                    !perExampleStepBuffers.empty() ||
+                    (perExampleTotal != 0 &&
+                     (!perValueBuffers.empty() || !perStepBuffers.empty()));
+  bool needsValues = !perValueBuffers.empty() ||
+                     (perValueTotal != 0 && (!perStepBuffers.empty() ||
+                                             !perExampleStepBuffers.empty()));
+  bool needsLength = !perStepBuffers.empty() || !perExampleStepBuffers.empty();
 
   // The run-time sizes, for the offsets: the batch is a dynamic dimension
-  // of an argument that is not a sparse input's values; `values` the
-  // largest dimension 0 of the sparse inputs.
-  Value batch, values;
+  // of an argument that is not a sparse input's values nor a sequence
+  // length; `values` the largest dimension 0 of the sparse inputs; `length`
+  // dimension 1 of the first sequence input (all have the same).
+  Value batch, values, length;
   OpBuilder b = OpBuilder::atBlockBegin(&body);
   Location loc = func.getLoc();
   for (BlockArgument arg : body.getArguments().drop_front()) {
     auto type = dyn_cast<MemRefType>(arg.getType());
     if (!type || type.getNumDynamicDims() == 0)
       continue;
-    bool sparse = func.getArgAttr(arg.getArgNumber(), kValuesDimAttr) &&
-                  type.isDynamicDim(0);
+    unsigned argNumber = arg.getArgNumber();
+    if (!length && needsLength &&
+        func.getArgAttr(argNumber, kSequenceDimAttr) && type.getRank() > 1 &&
+        type.isDynamicDim(1))
+      length = memref::DimOp::create(b, loc, arg, 1);
+    bool sparse =
+        func.getArgAttr(argNumber, kValuesDimAttr) && type.isDynamicDim(0);
     if (sparse) {
-      if (perValueBuffers.empty())
+      if (!needsValues)
         continue;
       Value count = memref::DimOp::create(b, loc, arg, 0);
       values = values ? arith::MaxUIOp::create(b, loc, values, count) : count;
-      // Its other dynamic dimensions, if any, are the batch.
       if (type.getNumDynamicDims() == 1)
         continue;
     }
-    if (batch || perExampleBuffers.empty())
+    if (batch || !needsBatch)
       continue;
-    int64_t dim = llvm::find_if(type.getShape().drop_front(sparse ? 1 : 0),
-                                ShapedType::isDynamic) -
-                  type.getShape().begin();
-    batch = memref::DimOp::create(b, loc, arg, dim);
+    // Its first dynamic dimension that is neither a number of values nor a
+    // sequence length, if any, is the batch.
+    for (int64_t d = sparse ? 1 : 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d) || isSequenceDim(func, argNumber, d))
+        continue;
+      batch = memref::DimOp::create(b, loc, arg, d);
+      break;
+    }
   }
-  if (!perExampleBuffers.empty() && !batch)
+  if (needsBatch && !batch)
     return func.emitError("est-memory-planning: '")
            << func.getSymName() << "' has batch-sized buffers but no "
            << "argument with a dynamic dimension";
-  if (!perValueBuffers.empty() && !values)
+  if (needsValues && !values)
     return func.emitError("est-memory-planning: '")
            << func.getSymName() << "' has buffers sized by sparse values "
            << "but no argument marked " << kValuesDimAttr;
+  if (needsLength && !length)
+    return func.emitError("est-memory-planning: '")
+           << func.getSymName() << "' has buffers sized by a sequence "
+           << "length but no argument marked " << kSequenceDimAttr;
 
   for (Buffer &buffer : buffers) {
     memref::AllocOp alloc = buffer.alloc;
@@ -425,6 +517,26 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
       Value scaled =
           arith::MulIOp::create(b, loc, values, constant(buffer.offset));
       offset = arith::AddIOp::create(b, loc, scaled, base);
+    } else if (buffer.perStepBytes != 0 || buffer.perExampleStepBytes != 0) {
+      // S + P * batch + V * values + o * length, or that + Q * length + o *
+      // batch * length; empty regions before it add nothing.
+      Value base = constant(staticTotal);
+      auto addScaled = [&](Value size, int64_t bytes) {
+        if (bytes != 0)
+          base = arith::AddIOp::create(
+              b, loc, base,
+              arith::MulIOp::create(b, loc, size, constant(bytes)));
+      };
+      addScaled(batch, perExampleTotal);
+      addScaled(values, perValueTotal);
+      Value unit = length;
+      if (buffer.perExampleStepBytes != 0) {
+        addScaled(length, perStepTotal);
+        unit = arith::MulIOp::create(b, loc, batch, length);
+      }
+      Value scaled =
+          arith::MulIOp::create(b, loc, unit, constant(buffer.offset));
+      offset = arith::AddIOp::create(b, loc, scaled, base);
     } else {
       offset = constant(buffer.offset);
     }
@@ -436,7 +548,8 @@ FailureOr<ArenaLayout> EstMemoryPlanning::plan(func::FuncOp func) {
     alloc.replaceAllUsesWith(view.getResult());
     alloc.erase();
   }
-  return ArenaLayout{staticTotal, perExampleTotal, statusOffset, perValueTotal};
+  return ArenaLayout{staticTotal,   perExampleTotal, statusOffset,
+                     perValueTotal, perStepTotal,    perExampleStepTotal};
 }
 
 void EstMemoryPlanning::runOnOperation() {
@@ -449,12 +562,13 @@ void EstMemoryPlanning::runOnOperation() {
     FailureOr<ArenaLayout> arena = plan(func);
     if (failed(arena))
       return signalPassFailure();
-    auto [s, p, status, v] = *arena;
+    auto [s, p, status, v, q, r] = *arena;
     arenas.push_back(NamedAttribute(
         func.getSymNameAttr(),
-        v != 0       ? DenseI64ArrayAttr::get(ctx, {s, p, status, v})
-        : status < 0 ? DenseI64ArrayAttr::get(ctx, {s, p})
-                     : DenseI64ArrayAttr::get(ctx, {s, p, status})));
+        q != 0 || r != 0 ? DenseI64ArrayAttr::get(ctx, {s, p, status, v, q, r})
+        : v != 0         ? DenseI64ArrayAttr::get(ctx, {s, p, status, v})
+        : status < 0     ? DenseI64ArrayAttr::get(ctx, {s, p})
+                         : DenseI64ArrayAttr::get(ctx, {s, p, status})));
     if (status >= 0)
       func->setAttr("estc.status_offset",
                     IntegerAttr::get(IntegerType::get(ctx, 64), status));

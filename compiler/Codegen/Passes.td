@@ -302,6 +302,24 @@ def EstLowerRuntimeChecks
   ];
 }
 
+def EstExpandShapeToReinterpretCast
+    : Pass<"est-expand-shape-to-reinterpret-cast", "func::FuncOp"> {
+  let summary = "memref.expand_shape splitting a dimension into several run-time ones, as a reinterpret_cast";
+  let description = [{
+    A `memref.expand_shape` of a row-major buffer that splits one dimension
+    into several dynamic ones (`[batch * T, H]` into `[batch, T, H]`, what a
+    matmul over a sequence input's steps gives back) becomes a
+    `memref.reinterpret_cast` of the same buffer with the output shape and
+    its row-major strides. MLIR 22's `expand-strided-metadata` crashes on
+    such an expand_shape (a null stride attribute in
+    `memref::ReinterpretCastOp::build`); the reinterpret_cast, which it
+    handles, is the same view. Runs right before it. Expansions with at
+    most one dynamic dimension per group, or of strided buffers, are left
+    alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {
   let summary = "Calls of est-parallelize-loops markers to estc_parallel_for";
   let description = [{

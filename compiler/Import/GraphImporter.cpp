@@ -52,6 +52,10 @@ void discardBlock(Block *block) {
   delete block;
 }
 constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
+constexpr llvm::StringLiteral kSequenceDimAttr = "est.sequence_dim";
+constexpr llvm::StringLiteral kMaxSequenceLengthAttr =
+    "est.max_sequence_length";
+constexpr llvm::StringLiteral kSequenceDimsAttr = "est.sequence_dims";
 // tf.group: a graph-only node naming effects (train ops, assignments, other
 // groups); a signature's train_op or metric update that is a group stands
 // for its inputs, recursively.
@@ -153,6 +157,11 @@ private:
                                     const g::NodeDef &caller,
                                     TypeRange argTypes,
                                     ArrayRef<Value> captures);
+  /// Marks the result dimensions of `func` that are the run-time sequence
+  /// length (`est.sequence_dims`), when it has sequence inputs.
+  LogicalResult markSequenceResultDims(func::FuncOp func,
+                                       const std::string &signatureName,
+                                       const std::vector<Output> &outputs);
 
   const g::GraphDef &graph_;
   MLIRContext &context_;
@@ -905,6 +914,88 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
   return finish(op);
 }
 
+/// The result shapes of `func` when every dynamic dimension of its
+/// arguments is known: dimension 0 of an `est.values_dim` argument
+/// kProbeValues, dimension 1 of an `est.sequence_dim` one `length`, every
+/// other one kProbeBatch. A copy of the function is re-inferred in order
+/// (est::inferShapes, as est-shape-inference) and erased; a dimension no op
+/// could infer stays dynamic.
+constexpr int64_t kProbeBatch = 2, kProbeValues = 3;
+SmallVector<SmallVector<int64_t>> probeResultShapes(func::FuncOp func,
+                                                    int64_t length) {
+  OpBuilder b(func);
+  auto probe = cast<func::FuncOp>(b.clone(*func));
+  probe.setSymName((func.getSymName() + "__estc_sequence_probe").str());
+  for (BlockArgument arg : probe.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      continue;
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      if (!ShapedType::isDynamic(size))
+        continue;
+      unsigned i = arg.getArgNumber();
+      size = d == 0 && probe.getArgAttr(i, kValuesDimAttr)     ? kProbeValues
+             : d == 1 && probe.getArgAttr(i, kSequenceDimAttr) ? length
+                                                               : kProbeBatch;
+    }
+    arg.setType(type.clone(shape));
+  }
+  // As est-shape-inference, through control-flow regions too; an op whose
+  // inference fails keeps its types.
+  (void)est::inferShapes(probe.getBody().front());
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value v : probe.getBody().back().getTerminator()->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    shapes.emplace_back(type ? SmallVector<int64_t>(type.getShape())
+                             : SmallVector<int64_t>());
+  }
+  probe.erase();
+  return shapes;
+}
+
+LogicalResult
+Importer::markSequenceResultDims(func::FuncOp func,
+                                 const std::string &signatureName,
+                                 const std::vector<Output> &outputs) {
+  bool sequence = false;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    sequence |= bool(func.getArgAttr(i, kSequenceDimAttr));
+  if (!sequence)
+    return success();
+  // A result dimension is the sequence length when it is that length at two
+  // different lengths (the batch and the values fixed at other sizes).
+  constexpr int64_t kLengths[2] = {5, 7};
+  SmallVector<SmallVector<int64_t>> first =
+      probeResultShapes(func, kLengths[0]);
+  SmallVector<SmallVector<int64_t>> second =
+      probeResultShapes(func, kLengths[1]);
+  for (auto [k, type] : llvm::enumerate(func.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || first[k].size() != static_cast<size_t>(tensor.getRank()) ||
+        second[k].size() != first[k].size())
+      continue;
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < tensor.getRank(); ++d) {
+      if (!tensor.isDynamicDim(d))
+        continue;
+      int64_t a = first[k][d], b = second[k][d];
+      if (a == kLengths[0] && b == kLengths[1])
+        dims.push_back(d);
+      else if (a != b && !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b))
+        return fail("signature '" + signatureName + "': output '" +
+                    outputs[k].key + "': dimension " + std::to_string(d) +
+                    " changes with the sequence length but is not it (a "
+                    "run-time output dimension is the batch or the sequence "
+                    "length)");
+    }
+    if (!dims.empty())
+      func.setResultAttr(k, kSequenceDimsAttr,
+                         builder_.getDenseI64ArrayAttr(dims));
+  }
+  return success();
+}
+
 LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
                                       const std::string &signatureName,
                                       const std::vector<Argument> &args,
@@ -978,6 +1069,26 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
     if (valuesDim != node.attr().end() && valuesDim->second.b() &&
         (type->getRank() == 0 || !type->isDynamicDim(0)))
       return failNode(node, "has values_dim but dimension 0 is not -1");
+    auto sequenceDim = node.attr().find("sequence_dim");
+    auto maxLength = node.attr().find("max_sequence_length");
+    bool sequence = sequenceDim != node.attr().end() && sequenceDim->second.b();
+    if (sequenceDim != node.attr().end() && !sequenceDim->second.has_b())
+      return failNode(node, "attribute 'sequence_dim' is not a bool");
+    if (maxLength != node.attr().end() && !maxLength->second.has_i())
+      return failNode(node, "attribute 'max_sequence_length' is not an int");
+    if (maxLength != node.attr().end() && maxLength->second.i() < 0)
+      return failNode(node, "max_sequence_length " +
+                                std::to_string(maxLength->second.i()) +
+                                " is negative");
+    if (maxLength != node.attr().end() && maxLength->second.i() > 0 &&
+        !sequence)
+      return failNode(node, "has max_sequence_length but no sequence_dim");
+    if (sequence && valuesDim != node.attr().end() && valuesDim->second.b())
+      return failNode(node, "has both sequence_dim and values_dim");
+    if (sequence && (type->getRank() < 2 || !type->isDynamicDim(0) ||
+                     !type->isDynamicDim(1)))
+      return failNode(node, "has sequence_dim but dimensions 0 and 1 are not "
+                            "both -1");
     argTypes.push_back(*type);
     argNodes.push_back(*i);
   }
@@ -1007,6 +1118,16 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
     auto valuesDim = node.attr().find("values_dim");
     if (valuesDim != node.attr().end() && valuesDim->second.b())
       func.setArgAttr(k, kValuesDimAttr, builder_.getUnitAttr());
+    // Dimension 1 is the run-time sequence length (memory planning sizes
+    // it separately; the runtime checks the declared maximum).
+    auto sequenceDim = node.attr().find("sequence_dim");
+    if (sequenceDim != node.attr().end() && sequenceDim->second.b()) {
+      func.setArgAttr(k, kSequenceDimAttr, builder_.getUnitAttr());
+      auto maxLength = node.attr().find("max_sequence_length");
+      if (maxLength != node.attr().end() && maxLength->second.i() > 0)
+        func.setArgAttr(k, kMaxSequenceLengthAttr,
+                        builder_.getI64IntegerAttr(maxLength->second.i()));
+    }
   }
 
   builder_.setInsertionPointToEnd(entry);
@@ -1035,6 +1156,8 @@ LogicalResult Importer::buildFunction(ModuleOp module, const std::string &name,
       builder_.getFunctionType(argTypes, ValueRange(results).getTypes()));
   for (size_t k = 0; k < outputs.size(); ++k)
     func.setResultAttr(k, kNameAttr, builder_.getStringAttr(outputs[k].key));
+  if (failed(markSequenceResultDims(func, signatureName, outputs)))
+    return failure();
   return success();
 }
 

@@ -225,6 +225,7 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   // The conversions that touch one function at a time run on each function
   // (in parallel, on the context's threads); those that add declarations
   // to the module (libm, the function signatures) on the module.
+  funcPm.addPass(mlir::est::createEstExpandShapeToReinterpretCast());
   funcPm.addPass(mlir::memref::createExpandStridedMetadataPass());
   funcPm.addPass(mlir::createLowerAffinePass());
   funcPm.addPass(mlir::math::createMathExpandOpsPass());
@@ -283,6 +284,7 @@ void addGpuLoweringPasses(mlir::OpPassManager &pm,
   mlir::OpPassManager &hostPm = pm.nest<mlir::func::FuncOp>();
   hostPm.addPass(mlir::createLowerAffinePass());
   hostPm.addPass(mlir::createSCFToControlFlowPass());
+  hostPm.addPass(mlir::est::createEstExpandShapeToReinterpretCast());
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::createGpuToLLVMConversionPass());

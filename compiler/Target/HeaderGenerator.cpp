@@ -49,12 +49,13 @@ const char *dtypeEnum(rt::DType dtype) {
 }
 
 /// "f32[?, 784]" (? = batch; n = a sparse input's number of values; steps =
-/// a multi-step loop's).
+/// a multi-step loop's; T = the sequence length).
 std::string typeText(rt::DType dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(rt::dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim    ? std::string("?")
-                            : shape[i] == rt::kValuesDim ? std::string("n")
+    s += (i ? ", " : "") + (shape[i] == rt::kBatchDim      ? std::string("?")
+                            : shape[i] == rt::kValuesDim   ? std::string("n")
+                            : shape[i] == rt::kSequenceDim ? std::string("T")
                             : shape[i] == rt::kStepsDim
                                 ? std::string("steps")
                                 : std::to_string(shape[i]));
@@ -78,20 +79,27 @@ std::string arrayInit(const std::vector<int64_t> &shape) {
   return s + "}";
 }
 
-/// Elements and bytes of a tensor: fixed part, per-example part and
-/// per-value part (a sparse input's ids).
+/// Elements and bytes of a tensor: fixed part, per-example part, per-value
+/// part (a sparse input's ids), per-step part (the sequence length T) and
+/// per-example-step part (batch * T).
 struct Size {
-  int64_t fixed = 0, perExample = 0, perValue = 0;
+  int64_t fixed = 0, perExample = 0, perValue = 0, perStep = 0,
+          perExampleStep = 0;
   Size &operator+=(const Size &o) {
     fixed += o.fixed;
     perExample += o.perExample;
     perValue += o.perValue;
+    perStep += o.perStep;
+    perExampleStep += o.perExampleStep;
     return *this;
+  }
+  int64_t total() const {
+    return fixed + perExample + perValue + perStep + perExampleStep;
   }
 };
 Size bytesOf(rt::DType dtype, const std::vector<int64_t> &shape) {
   int64_t n = 1;
-  bool batch = false, values = false;
+  bool batch = false, values = false, length = false;
   for (int64_t d : shape) {
     if (d == rt::kBatchDim)
       batch = true;
@@ -99,20 +107,33 @@ Size bytesOf(rt::DType dtype, const std::vector<int64_t> &shape) {
       continue; // a loop's staged input: its bytes per step
     else if (d == rt::kValuesDim)
       values = true;
+    else if (d == rt::kSequenceDim)
+      length = true;
     else
       n *= d;
   }
   n *= static_cast<int64_t>(rt::dtypeBytes(dtype));
+  if (length)
+    return batch ? Size{0, 0, 0, 0, n} : Size{0, 0, 0, n, 0};
   return values ? Size{0, 0, n} : batch ? Size{0, n, 0} : Size{n, 0, 0};
 }
 
-std::string formula(int64_t fixed, int64_t perExample, int64_t perValue = 0) {
+std::string formula(int64_t fixed, int64_t perExample, int64_t perValue = 0,
+                    int64_t perStep = 0, int64_t perExampleStep = 0) {
   std::string s = std::to_string(fixed);
   if (perExample != 0)
     s += " + " + std::to_string(perExample) + " * batch";
   if (perValue != 0)
     s += " + " + std::to_string(perValue) + " * values";
+  if (perStep != 0)
+    s += " + " + std::to_string(perStep) + " * T";
+  if (perExampleStep != 0)
+    s += " + " + std::to_string(perExampleStep) + " * batch * T";
   return s;
+}
+std::string formula(const Size &size) {
+  return formula(size.fixed, size.perExample, size.perValue, size.perStep,
+                 size.perExampleStep);
 }
 
 /// Hands out unique C++ identifiers.
@@ -123,7 +144,8 @@ public:
          {"spec", "set_batch", "batch", "arena_bytes", "variable_bytes",
           "function_index", "variable_index", "input_index", "output_index",
           "variable_data", "input_data", "output_data", "bind_input",
-          "bind_output", "run", "reserve", "fail"})
+          "bind_output", "run", "reserve", "fail", "set_sequence_length",
+          "sequence_length"})
       used.insert(reserved);
   }
   std::string get(llvm::StringRef wanted) {
@@ -240,11 +262,12 @@ std::string generateHeader(const Manifest &m) {
       in += bytesOf(t.dtype, t.shape);
     for (const TensorInfo &t : fn.outputs)
       out += bytesOf(t.dtype, t.shape);
-    os << "//   " << fnNames[f] << ": inputs "
-       << formula(in.fixed, in.perExample, in.perValue)
-       << (fn.loopOf.empty() ? "" : " per step") << ", outputs "
-       << formula(out.fixed, out.perExample, out.perValue) << ", arena "
-       << formula(fn.arenaStatic, fn.arenaPerBatch, fn.arenaPerValue) << "\n";
+    os << "//   " << fnNames[f] << ": inputs " << formula(in)
+       << (fn.loopOf.empty() ? "" : " per step") << ", outputs " << formula(out)
+       << ", arena "
+       << formula(fn.arenaStatic, fn.arenaPerBatch, fn.arenaPerValue,
+                  fn.arenaPerStep, fn.arenaPerBatchStep)
+       << "\n";
   }
   os << "//   arena_bytes(batch) = the largest function arena (one arena, "
         "shared)\n"
@@ -306,8 +329,8 @@ std::string generateHeader(const Manifest &m) {
       for (size_t i = 0; i < ts.size(); ++i) {
         const TensorInfo &t = ts[i];
         Size s = bytesOf(t.dtype, t.shape);
-        int64_t count = (s.fixed + s.perExample + s.perValue) /
-                        static_cast<int64_t>(rt::dtypeBytes(t.dtype));
+        int64_t count =
+            s.total() / static_cast<int64_t>(rt::dtypeBytes(t.dtype));
         os << "  // " << t.key << ": " << typeText(t.dtype, t.shape) << "\n"
            << "  " << cType(t.dtype) << " *" << ids[i]
            << "() { return static_cast<" << cType(t.dtype) << " *>(" << getter
@@ -361,8 +384,10 @@ std::string generateHeader(const Manifest &m) {
            << t.shape.size() << ", "
            << shapeRef("k" + std::string(kind) + "Shape" + std::to_string(f) +
                            "_" + std::to_string(i),
-                       t.shape)
-           << "},\n";
+                       t.shape);
+        if (t.maxSequenceLength > 0)
+          os << ", " << t.maxSequenceLength;
+        os << "},\n";
       }
       os << "  };\n";
     }
@@ -378,8 +403,12 @@ std::string generateHeader(const Manifest &m) {
                               : "kOutputs" + std::to_string(f))
        << ", " << fn.arenaStatic << ", " << fn.arenaPerBatch << ", "
        << (fn.statusOffset >= 0 ? "true" : "false") << ", "
-       << std::max<int64_t>(fn.statusOffset, 0) << ", " << fn.arenaPerValue
-       << "},\n";
+       << std::max<int64_t>(fn.statusOffset, 0) << ", " << fn.arenaPerValue;
+    // The sequence length's terms (0 by default: left out, so a model
+    // without sequence inputs has the header it always had).
+    if (fn.arenaPerStep != 0 || fn.arenaPerBatchStep != 0)
+      os << ", " << fn.arenaPerStep << ", " << fn.arenaPerBatchStep;
+    os << "},\n";
   }
   if (m.functions.empty())
     os << "      {\"\", 0, nullptr, 0, nullptr, 0, 0, false, 0, 0},\n";

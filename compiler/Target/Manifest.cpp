@@ -153,6 +153,14 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
       if (func.getArgAttr(i, "est.values_dim") && !t.shape.empty() &&
           t.shape[0] == rt::kBatchDim)
         t.shape[0] = rt::kValuesDim;
+      // A sequence input's dimension 1 is the sequence length.
+      if (func.getArgAttr(i, "est.sequence_dim") && t.shape.size() > 1 &&
+          t.shape[1] == rt::kBatchDim) {
+        t.shape[1] = rt::kSequenceDim;
+        if (auto max = func.getArgAttrOfType<mlir::IntegerAttr>(
+                i, "est.max_sequence_length"))
+          t.maxSequenceLength = max.getInt();
+      }
       info.inputs.push_back(std::move(t));
     }
     for (unsigned i = 0; i < type.getNumResults(); ++i) {
@@ -162,6 +170,13 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
               type.getResult(i), "@" + info.name + " output '" + t.key + "'",
               t.dtype, t.shape))
         return e;
+      // The dimensions that keep the sequence length (the importer's).
+      if (auto dims = func.getResultAttrOfType<mlir::DenseI64ArrayAttr>(
+              i, "est.sequence_dims"))
+        for (int64_t d : dims.asArrayRef())
+          if (d >= 0 && d < static_cast<int64_t>(t.shape.size()) &&
+              t.shape[d] == rt::kBatchDim)
+            t.shape[d] = rt::kSequenceDim;
       info.outputs.push_back(std::move(t));
     }
     manifest.functions.push_back(std::move(info));
@@ -195,14 +210,17 @@ llvm::Error readArenaSizes(mlir::ModuleOp llvmModule, Manifest &manifest) {
     if (!entry)
       continue;
     auto sizes = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(entry);
-    if (!sizes || sizes.size() < 2 || sizes.size() > 4)
+    if (!sizes || sizes.size() < 2 || sizes.size() == 5 || sizes.size() > 6)
       return error("estc.arena entry for @" + f.name +
-                   " is not array<i64: S, P>, array<i64: S, P, status> or "
-                   "array<i64: S, P, status, V>");
+                   " is not array<i64: S, P>, array<i64: S, P, status>, "
+                   "array<i64: S, P, status, V> or array<i64: S, P, status, "
+                   "V, Q, R>");
     f.arenaStatic = sizes[0];
     f.arenaPerBatch = sizes[1];
     f.statusOffset = sizes.size() >= 3 ? sizes[2] : -1;
-    f.arenaPerValue = sizes.size() == 4 ? sizes[3] : 0;
+    f.arenaPerValue = sizes.size() >= 4 ? sizes[3] : 0;
+    f.arenaPerStep = sizes.size() == 6 ? sizes[4] : 0;
+    f.arenaPerBatchStep = sizes.size() == 6 ? sizes[5] : 0;
   }
   return llvm::Error::success();
 }
@@ -220,6 +238,10 @@ llvm::Error addStepLoop(Manifest &manifest, llvm::StringRef step) {
       return error("a multi-step loop of @" + step.str() + ": input '" + t.key +
                    "' is sparse (its number of values changes from step to "
                    "step); such a model runs its steps one call each");
+    if (llvm::is_contained(t.shape, rt::kSequenceDim))
+      return error("a multi-step loop of @" + step.str() + ": input '" + t.key +
+                   "' is a sequence (its length changes from step to step); "
+                   "such a model runs its steps one call each");
     t.shape.insert(t.shape.begin(), rt::kStepsDim);
   }
   manifest.functions.push_back(std::move(loop));

@@ -551,8 +551,10 @@ LogicalResult Sweep::differentiateIf(IfOp op) {
     IRMapping map;
     DenseSet<Value> bodyActive(active.begin(), active.end());
     Operation *lastCopy = nullptr;
+    SmallVector<Operation *> copies;
     for (Operation &forward : region->front().without_terminator()) {
       lastCopy = b.clone(forward, map);
+      copies.push_back(lastCopy);
       if (hasActiveInput(lastCopy, bodyActive))
         for (Value r : lastCopy->getResults())
           if (isFloatTensor(r))
@@ -577,6 +579,12 @@ LogicalResult Sweep::differentiateIf(IfOp op) {
       values.push_back(g ? g : Value(ZerosLikeOp::create(b, loc, c)));
     }
     YieldOp::create(b, loc, values);
+    // Erase the recomputed ops no gradient reads (an integer counter's
+    // increment): inside a scan they would read values the forward scan
+    // would then store per step for nothing.
+    for (Operation *copy : llvm::reverse(copies))
+      if (copy->use_empty())
+        copy->erase();
   }
   b.restoreInsertionPoint(outerIp);
   SmallVector<Type> types;

@@ -61,6 +61,8 @@ constexpr double kTruncatedNormalStddev = .87962566103423978;
 struct InitPlan {
   enum Kind { Constant, Uniform, Normal, TruncatedNormal } kind = Constant;
   double a = 0.0, b = 0.0; // value | minval, maxval | mean, stddev
+  /// Constant: every element (tf.constant_initializer of a list), when set.
+  SmallVector<double> values;
   int64_t seed = 0;
 };
 
@@ -115,6 +117,18 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
     if (failed(value))
       return failure();
     plan.a = *value;
+    if (Attribute list = params ? params.get("values") : Attribute()) {
+      auto values = dyn_cast<DenseF64ArrayAttr>(list);
+      auto type = cast<RankedTensorType>(var.getType());
+      if (kind != "constant" || !values)
+        return fail("parameter 'values' must be a list of numbers of a "
+                    "constant initializer");
+      if (static_cast<int64_t>(values.size()) != type.getNumElements())
+        return fail("has " + Twine(values.size()) + " values for " +
+                    Twine(type.getNumElements()) + " elements");
+      plan.values.assign(values.asArrayRef().begin(),
+                         values.asArrayRef().end());
+    }
     return plan;
   }
 
@@ -219,7 +233,20 @@ void emitInitializer(OpBuilder &b, est::VariableOp var, const InitPlan &plan,
   Location loc = var.getLoc();
   auto type = cast<RankedTensorType>(var.getType());
   Value value;
-  if (plan.kind == InitPlan::Constant) {
+  if (plan.kind == InitPlan::Constant && !plan.values.empty()) {
+    Type elt = type.getElementType();
+    SmallVector<Attribute> elements;
+    for (double v : plan.values)
+      elements.push_back(
+          isa<FloatType>(elt)
+              ? Attribute(FloatAttr::get(elt, v))
+              : elt.isInteger(1)
+                    ? Attribute(BoolAttr::get(b.getContext(), v != 0.0))
+                    : Attribute(IntegerAttr::get(elt, int64_t(v))));
+    value = est::ConstantOp::create(
+        b, loc, type,
+        cast<ElementsAttr>(DenseElementsAttr::get(type, elements)));
+  } else if (plan.kind == InitPlan::Constant) {
     value = est::ConstantOp::create(b, loc, type,
                                     cast<ElementsAttr>(splat(type, plan.a)));
   } else {

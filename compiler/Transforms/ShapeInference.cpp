@@ -32,78 +32,9 @@ bool isRefinementOf(Type refined, Type type) {
 
 struct ShapeInferencePass
     : public est::impl::EstShapeInferenceBase<ShapeInferencePass> {
-  /// Sets `value`'s type to `type` when that refines it.
-  static void refine(Value value, Type type) {
-    if (isRefinementOf(type, value.getType()))
-      value.setType(type);
-  }
-
-  LogicalResult inferBlock(Block &block) {
-    for (Operation &op : block) {
-      if (auto scan = dyn_cast<ScanOp>(op)) {
-        for (auto [init, arg] :
-             llvm::zip_equal(scan.getInits(), scan.getCarriedArgs()))
-          refine(arg, init.getType());
-        for (auto [seq, arg] :
-             llvm::zip_equal(scan.getSequences(), scan.getSliceArgs()))
-          refine(arg, ScanOp::sliceType(cast<RankedTensorType>(seq.getType())));
-        if (failed(inferBlock(scan.getBody().front())))
-          return failure();
-        size_t numCarried = scan.getInits().size();
-        for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(
-                 scan.getResults(), scan.getYield().getValues()))) {
-          auto [result, yielded] = pair;
-          refine(result,
-                 i < numCarried
-                     ? scan.getInits()[i].getType()
-                     : Type(ScanOp::stackedType(
-                           cast<RankedTensorType>(yielded.getType()),
-                           scan.getStaticLength())));
-        }
-        continue;
-      }
-      if (auto branch = dyn_cast<IfOp>(op)) {
-        if (failed(inferBlock(branch.getThenRegion().front())) ||
-            failed(inferBlock(branch.getElseRegion().front())))
-          return failure();
-        for (auto [result, a, b] : llvm::zip_equal(
-                 branch.getResults(), branch.getThenYield().getValues(),
-                 branch.getElseYield().getValues()))
-          if (a.getType() == b.getType())
-            refine(result, a.getType());
-        continue;
-      }
-      if (auto loop = dyn_cast<WhileOp>(op)) {
-        for (Region *region : {&loop.getCondRegion(), &loop.getBodyRegion()}) {
-          for (auto [init, arg] : llvm::zip_equal(
-                   loop.getInits(), region->front().getArguments()))
-            refine(arg, init.getType());
-          if (failed(inferBlock(region->front())))
-            return failure();
-        }
-        for (auto [result, init] :
-             llvm::zip_equal(loop.getResults(), loop.getInits()))
-          refine(result, init.getType());
-        continue;
-      }
-      auto infer = dyn_cast<InferTypeOpInterface>(op);
-      if (!infer)
-        continue;
-      SmallVector<Type> inferred;
-      if (failed(infer.inferReturnTypes(
-              op.getContext(), op.getLoc(), op.getOperands(),
-              op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
-              op.getRegions(), inferred)))
-        return failure();
-      for (auto [result, type] : llvm::zip_equal(op.getResults(), inferred))
-        refine(result, type);
-    }
-    return success();
-  }
-
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    if (!func.isExternal() && failed(inferBlock(func.getBody().front())))
+    if (!func.isExternal() && failed(inferShapes(func.getBody().front())))
       return signalPassFailure();
 
     // The function returns what its return operands now are.

@@ -133,31 +133,34 @@ bool Initializer::is_random() const {
          type == "glorot_normal" || type == "variance_scaling";
 }
 
-Initializer zeros_initializer() { return Initializer{"zeros", {}, {}, {}}; }
-Initializer ones_initializer() { return Initializer{"ones", {}, {}, {}}; }
+Initializer zeros_initializer() { return Initializer{"zeros", {}, {}, {}, {}}; }
+Initializer ones_initializer() { return Initializer{"ones", {}, {}, {}, {}}; }
 Initializer constant_initializer(double value) {
-  return Initializer{"constant", {{"value", value}}, {}, {}};
+  return Initializer{"constant", {{"value", value}}, {}, {}, {}};
+}
+Initializer constant_initializer(const std::vector<double> &values) {
+  return Initializer{"constant", {}, {}, {}, values};
 }
 Initializer random_uniform_initializer(double minval, double maxval,
                                        std::optional<int64_t> seed) {
   return Initializer{
-      "random_uniform", {{"minval", minval}, {"maxval", maxval}}, {}, seed};
+      "random_uniform", {{"minval", minval}, {"maxval", maxval}}, {}, seed, {}};
 }
 Initializer random_normal_initializer(double mean, double stddev,
                                       std::optional<int64_t> seed) {
   return Initializer{
-      "random_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed};
+      "random_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed, {}};
 }
 Initializer truncated_normal_initializer(double mean, double stddev,
                                          std::optional<int64_t> seed) {
   return Initializer{
-      "truncated_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed};
+      "truncated_normal", {{"mean", mean}, {"stddev", stddev}}, {}, seed, {}};
 }
 Initializer glorot_uniform_initializer(std::optional<int64_t> seed) {
-  return Initializer{"glorot_uniform", {}, {}, seed};
+  return Initializer{"glorot_uniform", {}, {}, seed, {}};
 }
 Initializer glorot_normal_initializer(std::optional<int64_t> seed) {
-  return Initializer{"glorot_normal", {}, {}, seed};
+  return Initializer{"glorot_normal", {}, {}, seed, {}};
 }
 Initializer variance_scaling_initializer(double scale, const std::string &mode,
                                          const std::string &distribution,
@@ -165,7 +168,8 @@ Initializer variance_scaling_initializer(double scale, const std::string &mode,
   return Initializer{"variance_scaling",
                      {{"scale", scale}},
                      {{"mode", mode}, {"distribution", distribution}},
-                     seed};
+                     seed,
+                     {}};
 }
 
 // --- Tensor / Variable -------------------------------------------------------
@@ -455,6 +459,14 @@ std::vector<Tensor> Graph::end_function(const std::vector<Tensor> &outputs) {
 
 Tensor Graph::placeholder(const std::string &name, DType dtype,
                           const Dims &shape, bool values_dim) {
+  return placeholder(name, dtype, shape,
+                     PlaceholderOptions{.values_dim = values_dim});
+}
+
+Tensor Graph::placeholder(const std::string &name, DType dtype,
+                          const Dims &shape,
+                          const PlaceholderOptions &options) {
+  bool values_dim = options.values_dim;
   std::string node = unique_node_name(name);
   if (in_function())
     throw GraphError("placeholder '" + node +
@@ -474,6 +486,27 @@ Tensor Graph::placeholder(const std::string &name, DType dtype,
                        "shape [-1, ...], not " +
                        shapeStr(shape));
     attrs.push_back({"values_dim", attr_b(true)});
+  }
+  if (options.max_sequence_length < 0)
+    throw GraphError("placeholder '" + node + "': max_sequence_length " +
+                     std::to_string(options.max_sequence_length) +
+                     " is negative");
+  if (options.max_sequence_length != 0 && !options.sequence_dim)
+    throw GraphError("placeholder '" + node +
+                     "': max_sequence_length needs sequence_dim");
+  if (options.sequence_dim) {
+    if (values_dim)
+      throw GraphError("placeholder '" + node +
+                       "': sequence_dim and values_dim cannot be combined");
+    if (shape.size() < 2 || shape[0] != -1 || shape[1] != -1)
+      throw GraphError("placeholder '" + node +
+                       "': a sequence_dim input needs shape [-1, -1, ...], "
+                       "not " +
+                       shapeStr(shape));
+    attrs.push_back({"sequence_dim", attr_b(true)});
+    if (options.max_sequence_length > 0)
+      attrs.push_back(
+          {"max_sequence_length", attr_i(options.max_sequence_length)});
   }
   return add_node(node, "placeholder", {}, attrs, dtype, shape);
 }
@@ -603,6 +636,17 @@ Variable Graph::get_variable(const std::string &name, DType dtype,
     (*init->mutable_attr())[kv.first] = attr_f(kv.second);
   for (const auto &kv : initializer.strings)
     (*init->mutable_attr())[kv.first] = attr_s(kv.second);
+  if (!initializer.values.empty()) {
+    if (static_cast<int64_t>(initializer.values.size()) !=
+        shape::numElements(shape))
+      throw GraphError("variable '" + full + "': constant initializer has " +
+                       std::to_string(initializer.values.size()) +
+                       " values for shape " + shapeStr(shape));
+    graph::AttrValue list;
+    for (double v : initializer.values)
+      list.mutable_list()->add_f(v);
+    (*init->mutable_attr())["values"] = list;
+  }
   if (initializer.is_random())
     (*init->mutable_attr())["seed"] =
         attr_i(derive_seed(full, initializer.seed));
@@ -821,7 +865,12 @@ void build_mode(Graph &g, ModeKeys mode, const InputSpec &inputs,
   auto scope = g.mode_scope(mode);
   TensorMap features;
   for (const TensorSpec &f : inputs.features)
-    features.set(f.key, g.placeholder(f.key, f.dtype, f.shape, f.values_dim));
+    features.set(f.key, g.placeholder(
+                            f.key, f.dtype, f.shape,
+                            Graph::PlaceholderOptions{
+                                .values_dim = f.values_dim,
+                                .sequence_dim = f.sequence_dim,
+                                .max_sequence_length = f.max_sequence_length}));
   Tensor labels;
   if (inputs.labels && mode != ModeKeys::PREDICT)
     labels = g.placeholder(inputs.labels->key, inputs.labels->dtype,

@@ -111,6 +111,9 @@ struct Initializer {
   std::map<std::string, double> floats; // value, minval, maxval, mean, ...
   std::map<std::string, std::string> strings; // mode, distribution
   std::optional<int64_t> seed;
+  /// "constant" with every element given (row major): tf.constant_initializer
+  /// of a list (graph attr `values`).
+  std::vector<double> values;
 
   bool is_random() const;
 };
@@ -118,6 +121,8 @@ struct Initializer {
 Initializer zeros_initializer();
 Initializer ones_initializer();
 Initializer constant_initializer(double value);
+/// Every element, row major (the variable must have values.size() of them).
+Initializer constant_initializer(const std::vector<double> &values);
 Initializer random_uniform_initializer(double minval = -0.05,
                                        double maxval = 0.05,
                                        std::optional<int64_t> seed = {});
@@ -264,6 +269,22 @@ public:
   /// `values_dim`).
   Tensor placeholder(const std::string &name, DType dtype, const Dims &shape,
                      bool values_dim = false);
+  /// What else a placeholder's dimensions mean (run-time sizes besides the
+  /// batch; docs/design/run-time-dimensions.md).
+  struct PlaceholderOptions {
+    /// Dimension 0 is a sparse input's number of values (above).
+    bool values_dim = false;
+    /// Dimension 1 (which must be -1, after the batch -1) is the sequence
+    /// length of a padded batch: the longest sequence of the batch, set per
+    /// call; every sequence input of one call has the same length (graph
+    /// attr `sequence_dim`).
+    bool sequence_dim = false;
+    /// The longest sequence the model accepts (graph attr
+    /// `max_sequence_length`); 0: no maximum. Only with sequence_dim.
+    int64_t max_sequence_length = 0;
+  };
+  Tensor placeholder(const std::string &name, DType dtype, const Dims &shape,
+                     const PlaceholderOptions &options);
   /// A scalar of `dtype` (the value must be representable).
   Tensor constant(double value, DType dtype = DType::Float32,
                   const std::string &name = "");
@@ -410,6 +431,11 @@ struct TensorSpec {
   /// Dimension 0 is a run-time number of values (a sparse input's ids),
   /// not the batch (Graph::placeholder).
   bool values_dim = false;
+  /// Dimension 1 is the run-time sequence length of a padded batch
+  /// (Graph::PlaceholderOptions::sequence_dim); shape [-1, -1, ...].
+  bool sequence_dim = false;
+  /// The longest sequence the model accepts; 0: none.
+  int64_t max_sequence_length = 0; // 0: none
 };
 
 /// The inputs of a model: feature placeholders (in order) and the labels

@@ -547,6 +547,56 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value,
                    {"dtype", attr_type(dtype)}});
 }
 
+Tensor sequence_mask(const Tensor &lengths, const Tensor &maxlen_like,
+                     int64_t axis, const std::string &name) {
+  OpBuilder o(nullptr, "sequence_mask", name, "SequenceMask",
+              {lengths, maxlen_like});
+  o.requireInteger(0);
+  Dims like = maxlen_like.shape();
+  std::optional<int64_t> a = shape::normalizeAxis(axis, like.size());
+  if (!a)
+    o.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(like.size()));
+  Dims out = lengths.shape();
+  out.push_back(like[*a]);
+  return o.finish(DType::Bool, out, {{"axis", attr_i(axis)}});
+}
+
+Tensor sequence_mask(const Tensor &lengths, int64_t maxlen,
+                     const std::string &name) {
+  OpBuilder o(nullptr, "sequence_mask", name, "SequenceMask", {lengths});
+  o.requireInteger(0);
+  if (maxlen < 0)
+    o.fail("maxlen must be >= 0, got " + std::to_string(maxlen));
+  Dims out = lengths.shape();
+  out.push_back(maxlen);
+  return o.finish(DType::Bool, out, {{"maxlen", attr_i(maxlen)}});
+}
+
+Tensor reverse_sequence(const Tensor &x, const Tensor &lengths,
+                        int64_t seq_axis, int64_t batch_axis,
+                        const std::string &name) {
+  OpBuilder o(nullptr, "reverse_sequence", name, "ReverseSequence",
+              {x, lengths});
+  o.requireInteger(1);
+  Dims s = x.shape();
+  std::optional<int64_t> seq = shape::normalizeAxis(seq_axis, s.size());
+  std::optional<int64_t> batch = shape::normalizeAxis(batch_axis, s.size());
+  if (!seq || !batch || *seq == *batch)
+    o.fail("seq_axis " + std::to_string(seq_axis) + " and batch_axis " +
+           std::to_string(batch_axis) +
+           " must be distinct axes of the input");
+  Dims l = lengths.shape();
+  if (l.size() != 1)
+    o.fail("lengths must have rank 1");
+  if (l[0] >= 0 && s[*batch] >= 0 && l[0] != s[*batch])
+    o.fail("lengths has " + std::to_string(l[0]) + " entries for a batch of " +
+           std::to_string(s[*batch]));
+  return o.finish(x.dtype(), s,
+                  {{"seq_axis", attr_i(seq_axis)},
+                   {"batch_axis", attr_i(batch_axis)}});
+}
+
 // --- Segments, buckets and sparse ids ---------------------------------------
 
 Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,

@@ -138,6 +138,19 @@ Tensor squeeze(const Tensor &x, std::optional<Dims> axes = std::nullopt,
                const std::string &name = "");
 Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name = "");
 
+/// tf.sequence_mask: `result[i..., j] = j < lengths[i...]` (bool), the new
+/// last dimension as long as dimension `axis` of `maxlen_like` (a padded
+/// batch: its run-time length) or `maxlen`.
+Tensor sequence_mask(const Tensor &lengths, const Tensor &maxlen_like,
+                     int64_t axis = 1, const std::string &name = "");
+Tensor sequence_mask(const Tensor &lengths, int64_t maxlen,
+                     const std::string &name = "");
+/// tf.reverse_sequence: reverses the first lengths[b] elements along
+/// `seq_axis` of each batch entry b (along `batch_axis`); padding stays.
+Tensor reverse_sequence(const Tensor &x, const Tensor &lengths,
+                        int64_t seq_axis, int64_t batch_axis = 0,
+                        const std::string &name = "");
+
 // --- Indexing -------------------------------------------------------------
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis = 0,
               const std::string &name = "");

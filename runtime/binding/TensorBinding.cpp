@@ -11,12 +11,13 @@ namespace binding {
 
 namespace {
 
-/// A compiled shape in messages: "[?,n,3]" (? for the batch, n for a sparse
-/// input's number of values).
+/// A compiled shape in messages: "[?,n,3]", "[?,T,3]" (? for the batch, n
+/// for a sparse input's number of values, T for the sequence length).
 std::string dimsString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? "," : "") + (shape[i] == rt::kValuesDim ? std::string("n")
+    s += (i ? "," : "") + (shape[i] == rt::kValuesDim     ? std::string("n")
+                           : shape[i] == rt::kSequenceDim ? std::string("T")
                            : shape[i] < 0 ? std::string("?")
                                           : std::to_string(shape[i]));
   return s + "]";
@@ -64,24 +65,27 @@ VariableSpec variableSpec(const rt::VariableSpec &v) {
 }
 
 std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch,
-                                   int64_t values) {
+                                   int64_t values, int64_t length) {
   std::vector<int64_t> shape(t.shape, t.shape + t.rank);
   for (int64_t &d : shape)
     if (d == rt::kBatchDim)
       d = batch;
     else if (d == rt::kValuesDim)
       d = values;
+    else if (d == rt::kSequenceDim)
+      d = length;
   return shape;
 }
 
 bool shapeMatches(const rt::TensorSpec &t, int64_t batch, int64_t values,
-                  const std::vector<int64_t> &shape) {
+                  const std::vector<int64_t> &shape, int64_t length) {
   if (shape.size() != static_cast<size_t>(t.rank))
     return false;
   for (int32_t d = 0; d < t.rank; ++d) {
-    int64_t want = t.shape[d] == rt::kBatchDim    ? batch
-                   : t.shape[d] == rt::kValuesDim ? values
-                                                  : t.shape[d];
+    int64_t want = t.shape[d] == rt::kBatchDim      ? batch
+                   : t.shape[d] == rt::kValuesDim   ? values
+                   : t.shape[d] == rt::kSequenceDim ? length
+                                                    : t.shape[d];
     if (shape[static_cast<size_t>(d)] != want)
       return false;
   }
@@ -112,6 +116,7 @@ InputBinding::InputBinding(const rt::CompiledModel &m, int fn) : fn_(fn) {
     }
     in.dtype = hostDType(in.spec->dtype);
     in.values = in.spec->rank > 0 && in.spec->shape[0] == rt::kValuesDim;
+    in.sequence = in.spec->rank > 1 && in.spec->shape[1] == rt::kSequenceDim;
     inputs_.push_back(std::move(in));
   }
 }
@@ -120,10 +125,48 @@ int64_t InputBinding::values_of(size_t i, const TensorValue &value) const {
   return inputs_[i].values && !value.shape.empty() ? value.shape[0] : 0;
 }
 
+int64_t InputBinding::length_of(size_t i, const TensorValue &value) const {
+  return inputs_[i].sequence && value.shape.size() > 1 ? value.shape[1] : 0;
+}
+
 bool InputBinding::shape_fits(size_t i, const TensorValue &value,
                               int64_t batch) const {
-  return shapeMatches(*inputs_[i].spec, batch, values_of(i, value),
-                      value.shape);
+  return shapeMatches(*inputs_[i].spec, batch, values_of(i, value), value.shape,
+                      length_of(i, value));
+}
+
+int64_t InputBinding::sequence_length(
+    const std::vector<const TensorValue *> &values) const {
+  int64_t length = 0;
+  const Input *first = nullptr;
+  for (size_t i = 0; i < inputs_.size() && i < values.size(); ++i) {
+    const Input &in = inputs_[i];
+    // A tensor of the wrong rank is left to shape_fits to report.
+    if (!in.sequence || !values[i] || values[i]->shape.size() < 2)
+      continue;
+    int64_t n = values[i]->shape[1];
+    std::string key = in.spec->key;
+    if (n == 0)
+      throw std::invalid_argument("input '" + key +
+                                  "': an empty sequence (length 0; a "
+                                  "sequence input needs at least one step)");
+    if (in.spec->maxSequenceLength > 0 && n > in.spec->maxSequenceLength)
+      throw std::invalid_argument("input '" + key + "': sequence length " +
+                                  std::to_string(n) + " exceeds the maximum " +
+                                  std::to_string(in.spec->maxSequenceLength) +
+                                  " the model declares");
+    if (first && n != length)
+      throw std::invalid_argument(
+          "inputs '" + std::string(first->spec->key) + "' and '" + key +
+          "' have sequence lengths " + std::to_string(length) + " and " +
+          std::to_string(n) +
+          " (the sequence inputs of one call must have the same length)");
+    if (!first) {
+      first = &in;
+      length = n;
+    }
+  }
+  return length;
 }
 
 bool InputBinding::accepts(size_t i, const TensorValue &value,
@@ -145,10 +188,12 @@ void InputBinding::write(rt::CompiledModel &m, size_t i,
 
 TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
   const rt::TensorSpec &t = m.spec().functions[fn].outputs[output];
-  size_t bytes =
-      static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch())) *
-      rt::dtypeBytes(t.dtype);
-  return fromBytes(toHostDType(t.dtype, t.key), concreteShape(t, m.batch()),
+  int64_t length = m.sequence_length();
+  size_t bytes = static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch(),
+                                                     0, 1, length)) *
+                 rt::dtypeBytes(t.dtype);
+  return fromBytes(toHostDType(t.dtype, t.key),
+                   concreteShape(t, m.batch(), 0, length),
                    m.output_data(fn, output), bytes);
 }
 

@@ -38,17 +38,19 @@ DType toHostDType(rt::DType d, const std::string &what);
 /// A compiled variable's type, as checkpoints write it (toHostDType).
 VariableSpec variableSpec(const rt::VariableSpec &v);
 
-/// `t`'s shape with its batch dimensions `batch` and its number of values
-/// (dimension 0 of a sparse input) `values`.
+/// `t`'s shape with its batch dimensions `batch`, its number of values
+/// (dimension 0 of a sparse input) `values` and its sequence length
+/// dimensions `length`.
 std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch,
-                                   int64_t values = 0);
+                                   int64_t values = 0, int64_t length = 0);
 
-/// Whether `shape` is concreteShape(t, batch, values).
+/// Whether `shape` is concreteShape(t, batch, values, length).
 bool shapeMatches(const rt::TensorSpec &t, int64_t batch, int64_t values,
-                  const std::vector<int64_t> &shape);
+                  const std::vector<int64_t> &shape, int64_t length = 0);
 
-/// `t`'s dtype and shape as messages write them: "f32[?,3]", "i64[n]" (? for
-/// the batch, n for a sparse input's number of values).
+/// `t`'s dtype and shape as messages write them: "f32[?,3]", "i64[n]",
+/// "f32[?,T,8]" (? for the batch, n for a sparse input's number of values, T
+/// for the sequence length).
 std::string specString(const rt::TensorSpec &t);
 
 /// A host tensor's dtype and shape in the same words: "f32[2,3]".
@@ -72,6 +74,9 @@ public:
     /// A sparse input: dimension 0 is its number of values, which the fed
     /// tensor brings.
     bool values = false;
+    /// A sequence input: dimension 1 is the sequence length, which the fed
+    /// tensor brings (the same for every sequence input of a call).
+    bool sequence = false;
   };
 
   InputBinding() = default;
@@ -88,15 +93,26 @@ public:
   /// The number of values `value` brings to input `i`: its dimension 0 when
   /// the input is sparse, else 0.
   int64_t values_of(size_t i, const TensorValue &value) const;
+  /// The sequence length `value` brings to input `i`: its dimension 1 when
+  /// the input is a sequence, else 0.
+  int64_t length_of(size_t i, const TensorValue &value) const;
   /// Whether `value` has input `i`'s shape for the batch `batch` (and the
-  /// values it brings).
+  /// values or sequence length it brings).
   bool shape_fits(size_t i, const TensorValue &value, int64_t batch) const;
+
+  /// The sequence length of a call fed `values` (values[i] for input i;
+  /// null for one not fed), or 0 when no fed input is a sequence. Throws
+  /// std::invalid_argument, one line naming the inputs, when two sequence
+  /// inputs have different lengths, one is empty (length 0), or the length
+  /// is over an input's declared maximum (`input 'features/tokens':
+  /// sequence length 70 exceeds the maximum 64 the model declares`).
+  int64_t sequence_length(const std::vector<const TensorValue *> &values) const;
   /// Whether `value` has input `i`'s dtype and shape_fits.
   bool accepts(size_t i, const TensorValue &value, int64_t batch) const;
 
   /// Copies `value` into input `i` of `m`, sizing a sparse input for the
-  /// values it brings first. The model's batch is set and `value` checked
-  /// (accepts) by the caller.
+  /// values it brings first. The model's batch and sequence length
+  /// (sequence_length) are set and `value` checked (accepts) by the caller.
   void write(rt::CompiledModel &m, size_t i, const TensorValue &value) const;
 
 private:
@@ -107,8 +123,8 @@ private:
 
 // --- Outputs and variables ---------------------------------------------------
 
-/// Output `output` of `fn` for the model's current batch (toHostDType: an i8
-/// output throws, naming it).
+/// Output `output` of `fn` for the model's current batch and sequence length
+/// (toHostDType: an i8 output throws, naming it).
 TensorValue readOutput(rt::CompiledModel &m, int fn, int output);
 
 /// Every output of `fn` a host tensor can hold (i8 ones are left out), by

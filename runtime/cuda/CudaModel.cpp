@@ -16,10 +16,10 @@
 //     device->host; one cuStreamSynchronize; then the step's first CUDA error
 //     or failed check is thrown.
 //   - CUDA graphs: the third run of a function at the same batch, values,
-//     buffers and workspace captures the step into a graph, and later runs
-//     at that key replay it (one cuGraphLaunch instead of every launch's
-//     host work). Anything else invalidates it; ESTC_CUDA_GRAPHS=0 turns it
-//     off.
+//     sequence length, buffers and workspace captures the step into a
+//     graph, and later runs at that key replay it (one cuGraphLaunch
+//     instead of every launch's host work). Anything else invalidates it;
+//     ESTC_CUDA_GRAPHS=0 turns it off.
 //   - profiling (rt::cuda_profiling(), ESTC_CUDA_PROFILE): no graph (events
 //     cannot be recorded inside a capture); the step, its copies, launches
 //     and kernels are bracketed by events, read after the synchronization.
@@ -299,19 +299,24 @@ void CompiledModel::runCuda(int function, int64_t batch) {
   CUstream stream = st.rawStream;
 
   int64_t values = maxValues(function);
-  int64_t arenaBytes = arena_bytes(batch, values);
+  int64_t length = length_; // the sequence length (kSequenceDim dims)
+  int64_t arenaBytes = arena_bytes(batch, values, length);
   st.reserve(st.arena, static_cast<size_t>(arenaBytes));
 
   // Where each input is copied from and each output to: the pinned buffer
   // the model owns, or the staging buffer of a bound one.
-  std::vector<int64_t> key = {batch, values, arenaBytes, int64_t(st.arena.ptr),
+  std::vector<int64_t> key = {batch,
+                              values,
+                              length,
+                              arenaBytes,
+                              int64_t(st.arena.ptr),
                               int64_t(st.stream->generation)};
   std::vector<const void *> inputSrc(fn.numInputs);
   std::vector<size_t> inputBytes(fn.numInputs);
   for (int32_t i = 0; i < fn.numInputs; ++i) {
     const TensorSpec &t = fn.inputs[i];
-    size_t bytes = static_cast<size_t>(
-                       numElements(t.rank, t.shape, batch, state.values[i])) *
+    size_t bytes = static_cast<size_t>(numElements(
+                       t.rank, t.shape, batch, state.values[i], 1, length)) *
                    dtypeBytes(t.dtype);
     st.reserve(dev.inputs[i], bytes);
     const Buffer &host = state.inputs[i];
@@ -331,8 +336,9 @@ void CompiledModel::runCuda(int function, int64_t batch) {
   std::vector<size_t> outputBytes(fn.numOutputs);
   for (int32_t i = 0; i < fn.numOutputs; ++i) {
     const TensorSpec &t = fn.outputs[i];
-    size_t bytes = static_cast<size_t>(numElements(t.rank, t.shape, batch)) *
-                   dtypeBytes(t.dtype);
+    size_t bytes =
+        static_cast<size_t>(numElements(t.rank, t.shape, batch, 0, 1, length)) *
+        dtypeBytes(t.dtype);
     st.reserve(dev.outputs[i], bytes);
     const Buffer &host = state.outputs[i];
     if (host.data != host.owned.get()) {
@@ -358,15 +364,17 @@ void CompiledModel::runCuda(int function, int64_t batch) {
   }
 
   // The descriptors hold device pointers.
-  auto fill = [](std::vector<int64_t> &desc, CUdeviceptr data, int32_t rank,
-                 const int64_t *shape, int64_t batch, int64_t values) {
+  auto fill = [length](std::vector<int64_t> &desc, CUdeviceptr data,
+                       int32_t rank, const int64_t *shape, int64_t batch,
+                       int64_t values) {
     desc.assign(3 + 2 * static_cast<size_t>(rank), 0);
     desc[0] = desc[1] = static_cast<int64_t>(data);
     int64_t stride = 1;
     for (int32_t dim = rank - 1; dim >= 0; --dim) {
-      int64_t size = shape[dim] == kBatchDim    ? batch
-                     : shape[dim] == kValuesDim ? values
-                                                : shape[dim];
+      int64_t size = shape[dim] == kBatchDim      ? batch
+                     : shape[dim] == kValuesDim   ? values
+                     : shape[dim] == kSequenceDim ? length
+                                                  : shape[dim];
       desc[3 + dim] = size;
       desc[3 + rank + dim] = stride;
       stride *= size;

@@ -308,7 +308,12 @@ std::string writeManifest(const Manifest &m) {
       os += (i ? ",\n" : "\n") + std::string("        {\"key\": ") +
             quoteString(ts[i].key) + ", \"dtype\": \"" +
             elementTypeName(ts[i].dtype) +
-            "\", \"shape\": " + shapeJson(ts[i].shape) + "}";
+            "\", \"shape\": " + shapeJson(ts[i].shape) +
+            (ts[i].maxSequenceLength > 0
+                 ? ", \"max_sequence_length\": " +
+                       std::to_string(ts[i].maxSequenceLength)
+                 : std::string()) +
+            "}";
     os += ts.empty() ? "],\n" : "\n      ],\n";
   };
   for (size_t i = 0; i < m.functions.size(); ++i) {
@@ -323,6 +328,10 @@ std::string writeManifest(const Manifest &m) {
           ", \"per_batch\": " + std::to_string(f.arenaPerBatch);
     if (f.arenaPerValue != 0)
       os += ", \"per_value\": " + std::to_string(f.arenaPerValue);
+    if (f.arenaPerStep != 0)
+      os += ", \"per_step\": " + std::to_string(f.arenaPerStep);
+    if (f.arenaPerBatchStep != 0)
+      os += ", \"per_batch_step\": " + std::to_string(f.arenaPerBatchStep);
     if (f.statusOffset >= 0)
       os += ", \"status\": " + std::to_string(f.statusOffset);
     os += "}\n    }";
@@ -343,6 +352,47 @@ std::string writeManifest(const Manifest &m) {
   }
   os += "\n}\n";
   return os;
+}
+
+std::string checkSequenceDims(const Manifest &m) {
+  auto sequenceAt = [](const std::vector<int64_t> &shape) {
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] == rt::kSequenceDim)
+        return static_cast<int64_t>(d);
+    return int64_t(-1);
+  };
+  for (const VariableInfo &v : m.variables)
+    if (sequenceAt(v.shape) >= 0)
+      return "variable '" + v.name +
+             "': a sequence length dimension (-4) in a variable's shape";
+  for (const CheckInfo &c : m.checks)
+    if (sequenceAt(c.shape) >= 0)
+      return "check of node '" + c.node +
+             "': a sequence length dimension (-4) in a check's shape";
+  for (const FunctionInfo &f : m.functions) {
+    for (const TensorInfo &t : f.inputs) {
+      std::string where = "@" + f.name + " input '" + t.key + "': ";
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        if (t.shape[d] != rt::kSequenceDim)
+          continue;
+        // [batch, length, ...], or a loop's [steps, batch, length, ...].
+        size_t at = !t.shape.empty() && t.shape[0] == rt::kStepsDim ? 2 : 1;
+        if (d != at || t.shape[at - 1] != rt::kBatchDim)
+          return where + "the sequence length (-4) is dimension " +
+                 std::to_string(d) +
+                 "; it can only be dimension 1, after the batch";
+      }
+      if (t.maxSequenceLength < 0)
+        return where + "max_sequence_length " +
+               std::to_string(t.maxSequenceLength) + " is negative";
+      if (t.maxSequenceLength > 0 && sequenceAt(t.shape) < 0)
+        return where + "max_sequence_length without a sequence length "
+                       "dimension (-4)";
+    }
+    if (f.arenaPerStep < 0 || f.arenaPerBatchStep < 0)
+      return "@" + f.name + ": a negative per-step arena size";
+  }
+  return "";
 }
 
 Manifest readManifest(std::string_view json) {
@@ -440,6 +490,8 @@ Manifest readManifest(std::string_view json) {
                 !readDType(to, t.dtype) || !readShape(to, t.shape))
               throw error("@" + f.name + ": malformed " + name + " entry");
             t.key = *stringField(to, "key");
+            t.maxSequenceLength =
+                integerField(to, "max_sequence_length").value_or(0);
             list->push_back(std::move(t));
           }
         }
@@ -448,6 +500,9 @@ Manifest readManifest(std::string_view json) {
         f.arenaStatic = integerField(*arena, "static").value_or(0);
         f.arenaPerBatch = integerField(*arena, "per_batch").value_or(0);
         f.arenaPerValue = integerField(*arena, "per_value").value_or(0);
+        f.arenaPerStep = integerField(*arena, "per_step").value_or(0);
+        f.arenaPerBatchStep =
+            integerField(*arena, "per_batch_step").value_or(0);
         f.statusOffset = integerField(*arena, "status").value_or(-1);
       }
       m.functions.push_back(std::move(f));
@@ -467,6 +522,9 @@ Manifest readManifest(std::string_view json) {
       m.checks.push_back(std::move(c));
     }
   }
+  std::string sequenceError = checkSequenceDims(m);
+  if (!sequenceError.empty())
+    throw error(sequenceError);
   for (const FunctionInfo &f : m.functions)
     if (f.statusOffset >= 0 && m.checks.empty())
       throw error("@" + f.name +
@@ -499,17 +557,18 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
       std::vector<rt::TensorSpec> out;
       for (const TensorInfo &t : ts)
         out.push_back({t.key.c_str(), t.dtype,
-                       static_cast<int32_t>(t.shape.size()), t.shape.data()});
+                       static_cast<int32_t>(t.shape.size()), t.shape.data(),
+                       t.maxSequenceLength});
       s.tensors.push_back(std::move(out));
       return s.tensors.back().data();
     };
     const rt::TensorSpec *inputs = specs(f.inputs);
     const rt::TensorSpec *outputs = specs(f.outputs);
-    s.functions.push_back({f.name.c_str(),
-                           static_cast<int32_t>(f.inputs.size()), inputs,
-                           static_cast<int32_t>(f.outputs.size()), outputs,
-                           f.arenaStatic, f.arenaPerBatch, f.statusOffset >= 0,
-                           f.statusOffset, f.arenaPerValue});
+    s.functions.push_back(
+        {f.name.c_str(), static_cast<int32_t>(f.inputs.size()), inputs,
+         static_cast<int32_t>(f.outputs.size()), outputs, f.arenaStatic,
+         f.arenaPerBatch, f.statusOffset >= 0, f.statusOffset, f.arenaPerValue,
+         f.arenaPerStep, f.arenaPerBatchStep});
   }
   for (const CheckInfo &c : m.checks)
     s.checks.push_back({c.node.c_str(), c.what.c_str(), c.lower, c.upper,

@@ -52,8 +52,12 @@ struct TensorInfo {
   std::string key;
   rt::DType dtype = rt::DType::F32;
   /// rt::kBatchDim for the batch, rt::kValuesDim for a sparse input's
-  /// number of values.
+  /// number of values, rt::kSequenceDim for the sequence length (dimension
+  /// 1 of a sequence input; any dimension of an output).
   std::vector<int64_t> shape;
+  /// A sequence input's declared maximum length ("max_sequence_length");
+  /// 0: none.
+  int64_t maxSequenceLength = 0;
 };
 
 struct VariableInfo {
@@ -75,6 +79,11 @@ struct FunctionInfo {
   int64_t arenaPerBatch = 0;
   /// Bytes per sparse value (rt::FunctionSpec::arenaPerValue).
   int64_t arenaPerValue = 0;
+  /// Bytes per step of the sequence length, and per example and step
+  /// (rt::FunctionSpec::arenaPerStep, arenaPerBatchStep; "per_step",
+  /// "per_batch_step").
+  int64_t arenaPerStep = 0;
+  int64_t arenaPerBatchStep = 0;
   /// Byte offset of the run-time checks' status slot in the arena; -1 when
   /// the function has no checks.
   int64_t statusOffset = -1;
@@ -116,6 +125,12 @@ std::string writeManifest(const Manifest &manifest);
 /// Reads the compiler's manifest.json. Throws FormatError, one line
 /// starting "manifest: ".
 Manifest readManifest(std::string_view json);
+
+/// Where a manifest misuses the sequence length (rt::kSequenceDim): in a
+/// variable's or check's shape, anywhere in an input but dimension 1 after
+/// the batch, a negative or stray max_sequence_length, a negative per-step
+/// arena size. One line naming it, or "" when it is consistent.
+std::string checkSequenceDims(const Manifest &manifest);
 
 /// JSON text as manifest.json writes it (LLVM's JSON writer): a string
 /// (quotes and escapes; invalid UTF-8 replaced by U+FFFD) and a double

@@ -145,9 +145,16 @@ Manifest modelOf(const Json &manifest) {
       for (rapidjson::SizeType j = 0; j < list.Size(); ++j) {
         std::string w = where + "." + side + "[" + std::to_string(j) + "]";
         TensorInfo t;
-        t.shape = shapeOf(list[j], "shape", w, -2);
+        t.shape = shapeOf(list[j], "shape", w, rt::kSequenceDim);
+        // A multi-step loop's steps (-3) are never exported.
+        if (std::find(t.shape.begin(), t.shape.end(), rt::kStepsDim) !=
+            t.shape.end())
+          throw FormatError(w + ".shape has a bad dimension");
         t.key = str(list[j], "key", w);
         t.dtype = abiDType(str(list[j], "dtype", w), w);
+        t.maxSequenceLength = list[j].HasMember("max_sequence_length")
+                                  ? int64(list[j], "max_sequence_length", w)
+                                  : 0;
         out.push_back(std::move(t));
       }
     }
@@ -157,13 +164,22 @@ Manifest modelOf(const Json &manifest) {
     info.arenaPerValue = arena.HasMember("per_value")
                              ? int64(arena, "per_value", where + ".arena")
                              : 0;
+    info.arenaPerStep = arena.HasMember("per_step")
+                            ? int64(arena, "per_step", where + ".arena")
+                            : 0;
+    info.arenaPerBatchStep =
+        arena.HasMember("per_batch_step")
+            ? int64(arena, "per_batch_step", where + ".arena")
+            : 0;
     bool hasChecks = arena.HasMember("status");
     info.statusOffset =
         hasChecks ? int64(arena, "status", where + ".arena") : -1;
     if (info.arenaStatic < 0 || info.arenaPerBatch < 0 ||
         info.arenaPerValue < 0 || info.arenaStatic > (int64_t(1) << 40) ||
         info.arenaPerBatch > (int64_t(1) << 32) ||
-        info.arenaPerValue > (int64_t(1) << 32) ||
+        info.arenaPerValue > (int64_t(1) << 32) || info.arenaPerStep < 0 ||
+        info.arenaPerStep > (int64_t(1) << 32) || info.arenaPerBatchStep < 0 ||
+        info.arenaPerBatchStep > (int64_t(1) << 32) ||
         (hasChecks &&
          (info.statusOffset < 0 || info.statusOffset + 24 > info.arenaStatic)))
       throw FormatError(where + ".arena has a bad size or status offset");
@@ -181,6 +197,9 @@ Manifest modelOf(const Json &manifest) {
       info.upper = int64(c, "upper", where);
       m.checks.push_back(std::move(info));
     }
+  std::string sequenceError = checkSequenceDims(m);
+  if (!sequenceError.empty())
+    throw FormatError("model: " + sequenceError);
   return m;
 }
 

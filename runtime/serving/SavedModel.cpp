@@ -434,6 +434,14 @@ SavedModel::Impl::runCompiled(std::map<std::string, TensorValue> features,
   } release{this, runner};
   runner->set_batch(batch);
   binding::InputBinding inputs(*runner, function);
+  // The request's sequence inputs size the sequence length (all the same).
+  std::vector<const TensorValue *> fed(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto it = features.find(inputs[i].feature.value_or(inputs[i].spec->key));
+    fed[i] = inputs[i].sequence && it != features.end() ? &it->second : nullptr;
+  }
+  if (int64_t length = inputs.sequence_length(fed))
+    runner->set_sequence_length(length);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const binding::InputBinding::Input &in = inputs[i];
     std::string feature = in.feature.value_or(in.spec->key);

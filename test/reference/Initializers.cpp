@@ -80,6 +80,16 @@ Value initialValue(const g::VariableDef &var) {
                                  : number(init, "value", 0);
     for (double &x : out.data)
       x = cast(var.dtype(), v);
+    auto values = init.attr().find("values");
+    if (values != init.attr().end()) {
+      if (values->second.list().f_size() != count)
+        fail(var.name(), "constant initializer has " +
+                             std::to_string(values->second.list().f_size()) +
+                             " values for " + std::to_string(count) +
+                             " elements");
+      for (int64_t i = 0; i < count; ++i)
+        out.data[i] = cast(var.dtype(), values->second.list().f(i));
+    }
     return out;
   }
   bool f64 = var.dtype() == g::DT_DOUBLE;

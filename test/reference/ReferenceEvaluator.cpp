@@ -1042,6 +1042,48 @@ Value oneHot(const OpContext &ctx) {
   return out;
 }
 
+Value sequenceMask(const OpContext &ctx) {
+  ctx.expectInputs(1, 2);
+  const Value &lengths = ctx.input(0);
+  ctx.expectInteger(lengths, "lengths");
+  int64_t maxlen;
+  if (ctx.inputs.size() == 2) {
+    const Value &like = ctx.input(1);
+    int64_t axis = ctx.axis(ctx.getInt("axis", 1),
+                            static_cast<int64_t>(like.shape.size()));
+    maxlen = like.shape[axis];
+  } else {
+    maxlen = ctx.getInt("maxlen", -1);
+    if (maxlen < 0)
+      ctx.error("needs maxlen_like or maxlen >= 0");
+  }
+  Dims outShape = lengths.shape;
+  outShape.push_back(maxlen);
+  Value out = makeValue(g::DT_BOOL, outShape);
+  for (int64_t i = 0; i < lengths.numElements(); ++i)
+    for (int64_t j = 0; j < maxlen; ++j)
+      out.data[i * maxlen + j] = j < lengths.data[i] ? 1.0 : 0.0;
+  return out;
+}
+
+Value reverseSequence(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &x = ctx.input(0), &lengths = ctx.input(1);
+  ctx.expectInteger(lengths, "lengths");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t seq = ctx.axis(ctx.getInt("seq_axis"), rank);
+  int64_t batch = ctx.axis(ctx.getInt("batch_axis", 0), rank);
+  Dims strides = stridesOf(x.shape);
+  Value out = x;
+  forEachIndex(x.shape, [&](const Dims &o, int64_t linear) {
+    int64_t len = static_cast<int64_t>(lengths.data.at(o[batch]));
+    len = std::clamp<int64_t>(len, 0, x.shape[seq]);
+    int64_t s = o[seq] < len ? len - 1 - o[seq] : o[seq];
+    out.data[linear] = x.data[linear + (s - o[seq]) * strides[seq]];
+  });
+  return out;
+}
+
 // --- Neural-network ops and losses -----------------------------------------
 
 /// log_softmax along `axis` (stable: the max is subtracted first).
@@ -1365,6 +1407,8 @@ const std::map<std::string, Kernel> &kernels() {
     t["scatter"] = scatter;
     t["unsorted_segment_sum"] = unsortedSegmentSum;
     t["one_hot"] = oneHot;
+    t["sequence_mask"] = sequenceMask;
+    t["reverse_sequence"] = reverseSequence;
     t["bucketize"] = bucketize;
     // Neural-network ops and losses.
     t["softmax"] = [](const OpContext &c) { return softmax(c, false); };

@@ -220,6 +220,101 @@ struct UnsortedSegmentSumOpLowering
   }
 };
 
+/// sequence_mask: one linalg.generic over [lengths..., maxlen], each
+/// element `index(last) < lengths[...]`.
+struct SequenceMaskOpLowering
+    : public LowerOpPattern<est::SequenceMaskOp, SequenceMaskOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::SequenceMaskOp op) {
+    Location loc = op.getLoc();
+    Value lengths = op.getLengths();
+    RankedTensorType outType = resultTypeOf(op);
+    int64_t rank = outType.getRank();
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      dims.push_back(dimValue(b, loc, lengths, d));
+    if (Value like = op.getMaxlenLike()) {
+      int64_t axis = op.getAxisAttr().getInt();
+      if (axis < 0)
+        axis += tensorTypeOf(like).getRank();
+      dims.push_back(dimValue(b, loc, like, axis));
+    } else {
+      dims.push_back(indexConst(b, loc, op.getMaxlenAttr().getInt()));
+    }
+    Value init = emptyTensor(b, loc, outType, dims);
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, exprs, ctx),
+                                   b.getMultiDimIdentityMap(rank)};
+    Type elt = tensorTypeOf(lengths).getElementType();
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{outType}, ValueRange{lengths},
+               ValueRange{init}, maps, parallel(rank),
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 Value j = linalg::IndexOp::create(nb, nl, rank - 1);
+                 j = arith::IndexCastOp::create(nb, nl, elt, j);
+                 Value valid = arith::CmpIOp::create(
+                     nb, nl, arith::CmpIPredicate::slt, j, args[0]);
+                 linalg::YieldOp::create(nb, nl, valid);
+               })
+        .getResult(0);
+  }
+};
+
+/// reverse_sequence: one linalg.generic over the result, reading the
+/// input at the mirrored position along seq_axis inside the valid prefix
+/// (lengths clamped to [0, the sequence dimension]).
+struct ReverseSequenceOpLowering
+    : public LowerOpPattern<est::ReverseSequenceOp, ReverseSequenceOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::ReverseSequenceOp op) {
+    Location loc = op.getLoc();
+    Value input = op.getInput(), lengths = op.getLengths();
+    RankedTensorType type = resultTypeOf(op);
+    int64_t rank = type.getRank();
+    int64_t seq = op.getSeqAxisAttr().getInt();
+    int64_t batch = op.getBatchAxisAttr().getInt();
+    seq = seq < 0 ? seq + rank : seq;
+    batch = batch < 0 ? batch + rank : batch;
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, input, d));
+    Value init = emptyTensor(b, loc, type, dims);
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, {getAffineDimExpr(batch, ctx)}, ctx),
+        b.getMultiDimIdentityMap(rank)};
+    Value seqSize = dims[seq];
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{lengths}, ValueRange{init},
+               maps, parallel(rank),
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 Value length = arith::IndexCastOp::create(
+                     nb, nl, nb.getIndexType(), args[0]);
+                 Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+                 Value one = arith::ConstantIndexOp::create(nb, nl, 1);
+                 length = arith::MaxSIOp::create(nb, nl, length, zero);
+                 length = arith::MinSIOp::create(nb, nl, length, seqSize);
+                 SmallVector<Value> at;
+                 for (int64_t d = 0; d < rank; ++d)
+                   at.push_back(linalg::IndexOp::create(nb, nl, d));
+                 Value s = at[seq];
+                 Value inside = arith::CmpIOp::create(
+                     nb, nl, arith::CmpIPredicate::slt, s, length);
+                 Value mirrored = arith::SubIOp::create(
+                     nb, nl, arith::SubIOp::create(nb, nl, length, one), s);
+                 at[seq] = arith::SelectOp::create(nb, nl, inside, mirrored, s);
+                 Value v = tensor::ExtractOp::create(nb, nl, input, at);
+                 linalg::YieldOp::create(nb, nl, v);
+               })
+        .getResult(0);
+  }
+};
+
 struct OneHotOpLowering
     : public LowerOpPattern<est::OneHotOp, OneHotOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -461,6 +556,7 @@ void mlir::est::populateEstToLinalgIndexingPatterns(
     RewritePatternSet &patterns) {
   patterns
       .add<GatherOpLowering, ScatterOpLowering, UnsortedSegmentSumOpLowering,
-           OneHotOpLowering, BucketizeOpLowering, CheckRangeOpLowering>(
+           OneHotOpLowering, BucketizeOpLowering, CheckRangeOpLowering,
+           SequenceMaskOpLowering, ReverseSequenceOpLowering>(
           patterns.getContext());
 }

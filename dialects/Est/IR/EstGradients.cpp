@@ -709,6 +709,17 @@ LogicalResult gradient(UnsortedSegmentSumOp op, OpBuilder &b, Value g,
   return success();
 }
 
+/// reverse_sequence reverses each valid prefix, so its gradient is the same
+/// reversal of g (lengths get none).
+LogicalResult gradient(ReverseSequenceOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  Value r = ReverseSequenceOp::create(b, op.getLoc(), g, op.getLengths(),
+                                      op.getSeqAxisAttr(),
+                                      op.getBatchAxisAttr());
+  out.assign(std::initializer_list<Value>{r, Value()});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
@@ -814,6 +825,7 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp,
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
-         SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp>(
+         SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
+         ReverseSequenceOp>(
       context);
 }

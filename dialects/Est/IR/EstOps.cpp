@@ -603,6 +603,60 @@ EST_INFER(BucketizeOp) {
                                           IntegerType::get(context, 64)));
 }
 
+EST_INFER(SequenceMaskOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1, 2)))
+    return failure();
+  RankedTensorType lengths = inf.type(0);
+  if (!isa<IntegerType>(lengths.getElementType()) ||
+      lengths.getElementType().isInteger(1))
+    return inf.fail("lengths must be integers");
+  int64_t maxlen = intOr(adaptor.getMaxlenAttr(), -1);
+  int64_t size;
+  if (adaptor.getOperands().size() == 2) {
+    RankedTensorType like = inf.type(1);
+    int64_t axis = intOr(adaptor.getAxisAttr(), 1);
+    std::optional<int64_t> a = shape::normalizeAxis(axis, like.getRank());
+    if (!a)
+      return inf.fail("axis " + Twine(axis) + " is out of range for rank " +
+                      Twine(like.getRank()));
+    size = like.getDimSize(*a);
+  } else {
+    if (maxlen < 0)
+      return inf.fail("needs maxlen_like or a maxlen >= 0");
+    size = maxlen;
+  }
+  SmallVector<int64_t> shape(lengths.getShape());
+  shape.push_back(size);
+  return inf.result(
+      RankedTensorType::get(shape, IntegerType::get(context, 1)));
+}
+
+EST_INFER(ReverseSequenceOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)))
+    return failure();
+  RankedTensorType input = inf.type(0), lengths = inf.type(1);
+  int64_t rank = input.getRank();
+  int64_t seq = intOr(adaptor.getSeqAxisAttr(), 1);
+  int64_t batch = intOr(adaptor.getBatchAxisAttr(), 0);
+  if (!adaptor.getSeqAxisAttr())
+    return inf.fail("requires attribute 'seq_axis'");
+  std::optional<int64_t> s = shape::normalizeAxis(seq, rank);
+  std::optional<int64_t> bt = shape::normalizeAxis(batch, rank);
+  if (!s || !bt || *s == *bt)
+    return inf.fail("seq_axis and batch_axis must be distinct axes of the "
+                    "rank-" + Twine(rank) + " input");
+  batch = *bt;
+  if (lengths.getRank() != 1)
+    return inf.fail("lengths must have rank 1");
+  int64_t n = lengths.getDimSize(0), b = input.getDimSize(batch);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(b) && n != b)
+    return inf.fail("lengths has " + Twine(n) + " entries for a batch of " +
+                    Twine(b));
+  return inf.result(input);
+}
+
 EST_INFER(OneHotOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(1)) ||
@@ -1076,3 +1130,78 @@ LogicalResult WhileOp::verifyRegions() {
     return failure();
   return verifyYield(*this, getBodyRegion(), "body", getInits().getTypes());
 }
+
+//===----------------------------------------------------------------------===//
+// Shape inference through a block (est-shape-inference, the importer).
+//===----------------------------------------------------------------------===//
+
+/// Sets `value`'s type to `type` when that refines it (same tensor, some
+/// dynamic dimensions now known).
+static void refineType(Value value, Type type) {
+  if (type != value.getType() && areRelaxedCompatible(type, value.getType()))
+    value.setType(type);
+}
+
+LogicalResult mlir::est::inferShapes(Block &block) {
+  for (Operation &op : block) {
+    if (auto scan = dyn_cast<ScanOp>(op)) {
+      for (auto [init, arg] :
+           llvm::zip_equal(scan.getInits(), scan.getCarriedArgs()))
+        refineType(arg, init.getType());
+      for (auto [seq, arg] :
+           llvm::zip_equal(scan.getSequences(), scan.getSliceArgs()))
+        refineType(arg, ScanOp::sliceType(cast<RankedTensorType>(seq.getType())));
+      if (failed(inferShapes(scan.getBody().front())))
+        return failure();
+      size_t numCarried = scan.getInits().size();
+      for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(
+               scan.getResults(), scan.getYield().getValues()))) {
+        auto [result, yielded] = pair;
+        refineType(result,
+               i < numCarried
+                   ? scan.getInits()[i].getType()
+                   : Type(ScanOp::stackedType(
+                         cast<RankedTensorType>(yielded.getType()),
+                         scan.getStaticLength())));
+      }
+      continue;
+    }
+    if (auto branch = dyn_cast<IfOp>(op)) {
+      if (failed(inferShapes(branch.getThenRegion().front())) ||
+          failed(inferShapes(branch.getElseRegion().front())))
+        return failure();
+      for (auto [result, a, b] : llvm::zip_equal(
+               branch.getResults(), branch.getThenYield().getValues(),
+               branch.getElseYield().getValues()))
+        if (a.getType() == b.getType())
+          refineType(result, a.getType());
+      continue;
+    }
+    if (auto loop = dyn_cast<WhileOp>(op)) {
+      for (Region *region : {&loop.getCondRegion(), &loop.getBodyRegion()}) {
+        for (auto [init, arg] : llvm::zip_equal(
+                 loop.getInits(), region->front().getArguments()))
+          refineType(arg, init.getType());
+        if (failed(inferShapes(region->front())))
+          return failure();
+      }
+      for (auto [result, init] :
+           llvm::zip_equal(loop.getResults(), loop.getInits()))
+        refineType(result, init.getType());
+      continue;
+    }
+    auto infer = dyn_cast<InferTypeOpInterface>(op);
+    if (!infer)
+      continue;
+    SmallVector<Type> inferred;
+    if (failed(infer.inferReturnTypes(
+            op.getContext(), op.getLoc(), op.getOperands(),
+            op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
+            op.getRegions(), inferred)))
+      return failure();
+    for (auto [result, type] : llvm::zip_equal(op.getResults(), inferred))
+      refineType(result, type);
+  }
+  return success();
+}
+

@@ -34,6 +34,13 @@ struct CollectiveResource
 /// inferred one or is dynamic.
 bool areRelaxedCompatible(TypeRange inferred, TypeRange declared);
 
+/// Re-infers the result types of `block`'s ops in order, so static
+/// dimensions flow from its arguments to its results; a control-flow op's
+/// region arguments are refined from its operands, its regions inferred,
+/// then its results from what they yield. Fails when an op's inference
+/// does.
+LogicalResult inferShapes(Block &block);
+
 /// The terminator of the control-flow ops' regions (declared before them).
 class YieldOp;
 

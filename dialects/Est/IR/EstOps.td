@@ -568,6 +568,50 @@ def Est_OneHotOp : Est_InferOp<"one_hot", [Pure]> {
   let assemblyFormat = "$indices attr-dict `:` type($indices) `->` type($result)";
 }
 
+def Est_SequenceMaskOp : Est_InferOp<"sequence_mask", [Pure]> {
+  let summary = "tf.sequence_mask: which positions of each sequence are valid";
+  let description = [{
+    `result[i..., j] = j < lengths[i...]`: a new last dimension whose size
+    is dimension `axis` of `maxlen_like` (the padded batch's run-time
+    length) or, without it, the attribute `maxlen`.
+
+    ```mlir
+    %m = est.sequence_mask %len, %x {axis = 1 : i64} : tensor<?xi32>, tensor<?x?x8xf32> -> tensor<?x?xi1>
+    %m = est.sequence_mask %len {maxlen = 5 : i64} : tensor<?xi32> -> tensor<?x5xi1>
+    ```
+  }];
+  let arguments = (ins Est_IndexTensor:$lengths,
+                       Optional<Est_Tensor>:$maxlen_like,
+                       DefaultValuedAttr<I64Attr, "1">:$axis,
+                       DefaultValuedAttr<I64Attr, "-1">:$maxlen);
+  let results = (outs Est_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lengths (`,` $maxlen_like^)? attr-dict `:` type($lengths)
+    (`,` type($maxlen_like)^)? `->` type($result)
+  }];
+}
+
+def Est_ReverseSequenceOp : Est_InferOp<"reverse_sequence", [Pure]> {
+  let summary = "tf.reverse_sequence: reverses each sequence's valid prefix";
+  let description = [{
+    For each `b` along `batch_axis`, the first `lengths[b]` elements along
+    `seq_axis` are reversed and the rest (padding) stays in place. A length
+    past the sequence dimension is clamped to it (TF reports an error).
+
+    ```mlir
+    %r = est.reverse_sequence %x, %len {seq_axis = 1 : i64, batch_axis = 0 : i64} : tensor<?x?x8xf32>, tensor<?xi64> -> tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$input, Est_IndexTensor:$lengths,
+                       I64Attr:$seq_axis,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_axis);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $lengths attr-dict `:` type($input) `,` type($lengths) `->`
+    type($result)
+  }];
+}
+
 def Est_UnsortedSegmentSumOp
     : Est_InferOp<"unsorted_segment_sum", [Pure]> {
   let summary = "Sums of `data`'s rows per segment (tf.math.unsorted_segment_sum)";

@@ -1,0 +1,115 @@
+//===- Recurrent.h - Keras recurrent layers for the graph builder -------===//
+//
+// tf.keras.layers.SimpleRNN, LSTM, GRU and Bidirectional with Keras's
+// semantics and TF's variable names, built on `scan` (lib/Graph/
+// ControlFlow.h), so the graph does not grow with the sequence length and
+// the length may be known at run time only (a padded batch's longest).
+//
+//   x [batch, T, features] (batch major, as Keras)
+//     -> x W + b for every step at once: one GEMM over [T, batch, features]
+//     -> scan over T: z_t + h U (one GEMM per step) and the gates (one
+//        fused elementwise loop), carried h (and c)
+//
+// Masking: `lengths` ([batch] integers) masks steps t >= lengths[b] as
+// Keras's mask does: the state is carried through them unchanged and the
+// output repeats the last valid one (zero_output_for_mask is false for
+// Keras's LSTM, GRU and SimpleRNN).
+//
+// Variables, as Keras creates them in a TF graph:
+//   <layer>/<cell>/kernel            [features, gates * units]
+//   <layer>/<cell>/recurrent_kernel  [units, gates * units]
+//   <layer>/<cell>/bias              [gates * units] ([2, 3 * units] for GRU
+//                                    with reset_after)
+// with <layer> "simple_rnn", "lstm", "gru" (then "_1", ...) and <cell>
+// "simple_rnn_cell", "lstm_cell", "gru_cell"; Bidirectional puts
+// "forward_<layer>" and "backward_<layer>" under "bidirectional". Gate
+// order: LSTM i, f, c, o; GRU z, r, h.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ESTC_LIB_GRAPH_RECURRENT_H
+#define ESTC_LIB_GRAPH_RECURRENT_H
+
+#include "lib/Graph/Layers.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace estc {
+namespace layers {
+
+/// The arguments Keras's recurrent layers share (their defaults).
+struct RecurrentOptions {
+  Activation activation = Activation(tanh);
+  /// LSTM and GRU gates.
+  Activation recurrent_activation = Activation(sigmoid);
+  bool use_bias = true;
+  Initializer kernel_initializer = glorot_uniform_initializer();
+  /// Keras uses Orthogonal; estc's graph initializers have no orthogonal
+  /// one yet, so glorot_uniform (set your own to match a TF run exactly).
+  Initializer recurrent_initializer = glorot_uniform_initializer();
+  Initializer bias_initializer = zeros_initializer();
+  /// LSTM: the forget gate's bias starts at 1.
+  bool unit_forget_bias = true;
+  /// GRU: the reset gate applied after the recurrent matmul (TF 2's
+  /// default, cuDNN's) or before it (TF 1's).
+  bool reset_after = true;
+  /// Fraction of the inputs / of the recurrent state dropped while
+  /// training; one mask per sequence, the same at every step (Keras).
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  bool return_sequences = false;
+  bool return_state = false;
+  /// Processes the sequence from its end (Keras: the padded sequence
+  /// reversed; with return_sequences the outputs are in that order).
+  bool go_backwards = false;
+  /// Whether dropout applies (the mode is TRAIN).
+  bool training = false;
+  std::optional<int64_t> seed;
+  std::string name;
+};
+
+/// A recurrent layer's result: `output` ([batch, units], or
+/// [batch, T, units] with return_sequences) and, with return_state, the
+/// final states (h; for LSTM h and c, Keras's order). Bidirectional with
+/// merge_mode "" leaves the outputs unmerged: `output` is the forward one,
+/// `backward_output` the backward one.
+struct RecurrentOutput {
+  Tensor output;
+  std::vector<Tensor> states;
+  Tensor backward_output;
+};
+
+/// `lengths` ([batch] i32/i64, optional): the valid steps of each sequence.
+/// `initial_state`: h (and c for LSTM), [batch, units]; zeros when empty.
+RecurrentOutput simple_rnn(const Tensor &x, int64_t units,
+                           const RecurrentOptions &options = {},
+                           const Tensor &lengths = Tensor(),
+                           const std::vector<Tensor> &initial_state = {});
+RecurrentOutput lstm(const Tensor &x, int64_t units,
+                     const RecurrentOptions &options = {},
+                     const Tensor &lengths = Tensor(),
+                     const std::vector<Tensor> &initial_state = {});
+RecurrentOutput gru(const Tensor &x, int64_t units,
+                    const RecurrentOptions &options = {},
+                    const Tensor &lengths = Tensor(),
+                    const std::vector<Tensor> &initial_state = {});
+
+/// One of the layers above, by kind.
+enum class CellType { SimpleRNN, LSTM, GRU };
+
+/// tf.keras.layers.Bidirectional(layer(units, options)): a forward and a
+/// backward (go_backwards) copy under "bidirectional", the backward
+/// outputs put back in time order, merged by `merge_mode`: "concat",
+/// "sum", "mul", "ave" (or "" for both: output is the forward one and
+/// states hold the backward output first, then each direction's states).
+RecurrentOutput bidirectional(CellType cell, const Tensor &x, int64_t units,
+                              const RecurrentOptions &options = {},
+                              const std::string &merge_mode = "concat",
+                              const Tensor &lengths = Tensor(),
+                              const std::string &name = "");
+
+} // namespace layers
+} // namespace estc
+
+#endif // ESTC_LIB_GRAPH_RECURRENT_H

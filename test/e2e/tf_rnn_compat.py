@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""lib/Graph/Recurrent.h against TensorFlow 2.15's Keras recurrent layers.
+
+For each case: a Keras layer (LSTM, GRU with reset_after true and false,
+SimpleRNN, Bidirectional with each merge mode) and estc's (rnn_tool: the
+layer on a run-time sequence length, through the JIT) start from the same
+weights and see the same batch of ragged sequences (a mask from lengths, as
+Keras's sequence_mask / mask_zero gives). Both train 20 steps of SGD on
+loss = sum(output * c). Checked: the output before training, the loss of
+every step, and the final weights, to float32 tolerance.
+
+usage: tf_rnn_compat.py --tool=build/bin/rnn_tool [--seed=S]
+Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=20)
+    args = ap.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        import numpy as np
+        import tensorflow as tf
+    except Exception as e:  # pylint: disable=broad-except
+        print(f"SKIP: TensorFlow is not installed ({e})")
+        return 77
+    rng = np.random.default_rng(args.seed)
+    K = tf.keras.layers
+
+    # (name, cell, units, flags, ragged)
+    cases = [
+        ("lstm_sequences_ragged", "lstm", 5, ["return_sequences"], True),
+        ("lstm_last_full", "lstm", 4, [], False),
+        ("lstm_backwards_ragged", "lstm", 4, ["go_backwards"], True),
+        ("gru_sequences_ragged", "gru", 5, ["return_sequences"], True),
+        ("gru_reset_before_ragged", "gru", 4, ["reset_before"], True),
+        ("simple_rnn_backwards_sequences", "simple_rnn", 3,
+         ["go_backwards", "return_sequences"], True),
+        ("bidirectional_lstm_concat", "lstm", 3,
+         ["bidirectional_concat", "return_sequences"], True),
+        ("bidirectional_gru_sum", "gru", 3, ["bidirectional_sum"], True),
+        ("bidirectional_simple_rnn_ave", "simple_rnn", 3,
+         ["bidirectional_ave", "return_sequences"], True),
+        ("bidirectional_lstm_mul", "lstm", 2, ["bidirectional_mul"], True),
+    ]
+    batch, time, features, lr = 4, 6, 3, 0.05
+    failures = 0
+    for name, cell, units, flags, ragged in cases:
+        seqs = "return_sequences" in flags
+        kwargs = dict(return_sequences=seqs,
+                      go_backwards="go_backwards" in flags)
+        if cell == "gru":
+            kwargs["reset_after"] = "reset_before" not in flags
+        make = {"lstm": K.LSTM, "gru": K.GRU, "simple_rnn": K.SimpleRNN}[cell]
+        merge = next((f.split("_", 1)[1] for f in flags
+                      if f.startswith("bidirectional_")), None)
+        layer = make(units, **kwargs)
+        if merge:
+            layer = K.Bidirectional(layer, merge_mode=merge)
+        x = rng.uniform(-1, 1, (batch, time, features)).astype(np.float32)
+        lengths = (np.array([time, time - 2, 1, time - 3], np.int32)
+                   if ragged else np.full(batch, time, np.int32))
+        mask = tf.sequence_mask(lengths, time) if ragged else None
+        layer(x, mask=mask)  # builds the weights
+        weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32)
+                   for w in layer.get_weights()]
+        layer.set_weights(weights)
+        y0 = layer(x, mask=mask).numpy()
+        c = rng.uniform(-1, 1, y0.shape).astype(np.float32)
+        losses = []
+        for _ in range(args.steps):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(layer(x, mask=mask) * c)
+            grads = tape.gradient(loss, layer.trainable_weights)
+            losses.append(float(loss))
+            for w, g in zip(layer.trainable_weights, grads):
+                w.assign_sub(lr * g)
+        final = [w.numpy() for w in layer.trainable_weights]
+
+        # estc's variable names for Keras's weights, in Keras's order.
+        cell_name = {"lstm": "lstm_cell", "gru": "gru_cell",
+                     "simple_rnn": "simple_rnn_cell"}[cell]
+        parts = ["kernel", "recurrent_kernel", "bias"]
+        if merge:
+            names = [f"bidirectional/{d}_{cell}/{cell_name}/{p}"
+                     for d in ("forward", "backward") for p in parts]
+        else:
+            names = [f"{cell}/{cell_name}/{p}" for p in parts]
+
+        def words(a):
+            return " ".join(repr(float(v)) for v in np.asarray(a).reshape(-1))
+
+        lines = [f"cell {cell}", f"units {units}", f"batch {batch}",
+                 f"time {time}", f"features {features}",
+                 f"flags {' '.join(flags)}", f"steps {args.steps}",
+                 f"lr {lr}", f"x {words(x)}", f"c {words(c)}"]
+        if ragged:
+            lines.append(f"lengths {words(lengths)}")
+        lines += [f"var {n} {words(w)}" for n, w in zip(names, weights)]
+        with tempfile.NamedTemporaryFile("w", suffix=".case",
+                                         delete=False) as f:
+            f.write("\n".join(lines) + "\n")
+            path = f.name
+        run = subprocess.run([args.tool, path], capture_output=True,
+                             text=True, check=False)
+        os.unlink(path)
+        if run.returncode != 0:
+            print(f"FAIL {name}: rnn_tool exited {run.returncode}: "
+                  f"{run.stderr.strip()}")
+            failures += 1
+            continue
+        got = {"loss": []}
+        for line in run.stdout.splitlines():
+            head, *rest = line.split()
+            if head == "var":
+                got[rest[0]] = np.array(rest[1:], np.float64)
+            elif head == "loss":
+                got["loss"].append(float(rest[0]))
+            else:
+                got[head] = np.array(rest, np.float64)
+
+        def close(what, want, have, tol):
+            want = np.asarray(want, np.float64).reshape(-1)
+            have = np.asarray(have, np.float64).reshape(-1)
+            if want.shape != have.shape:
+                return f"{what}: {have.size} values, TF has {want.size}"
+            err = np.abs(want - have) / np.maximum(1.0, np.abs(want))
+            if err.max() > tol:
+                i = int(err.argmax())
+                return (f"{what}: element {i} is {have[i]!r}, TF "
+                        f"{want[i]!r} (relative error {err[i]:.2e})")
+            return None
+
+        problems = [close("output", y0, got.get("output", []), 2e-5),
+                    close("losses", losses, got["loss"], 2e-4)]
+        problems += [close(n, w, got.get(n, []), 2e-4)
+                     for n, w in zip(names, final)]
+        problems = [p for p in problems if p]
+        if problems:
+            failures += 1
+            print(f"FAIL {name}: " + "; ".join(problems))
+        else:
+            print(f"ok   {name}: output, {args.steps} losses "
+                  f"({losses[0]:.4f} -> {losses[-1]:.4f}) and weights "
+                  "match TF")
+    if failures:
+        print(f"{failures} of {len(cases)} cases differ from TF")
+        return 1
+    print(f"all {len(cases)} cases match TF 2.15")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
