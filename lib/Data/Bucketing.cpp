@@ -93,9 +93,9 @@ public:
           "bucket_by_sequence_length: bucket " + std::to_string(b) +
           ", the last, has elements; with pad_to_bucket_boundary every "
           "element length must be below the last bucket boundary" +
-          (boundaries_.empty() ? std::string(" (there is none)")
-                               : " (" + std::to_string(boundaries_.back()) +
-                                     ")"));
+          (boundaries_.empty()
+               ? std::string(" (there is none)")
+               : " (" + std::to_string(boundaries_.back()) + ")"));
   }
 
   /// Bucket b's batch of `group`.
@@ -216,14 +216,14 @@ Dataset Dataset::bucket_by_sequence_length(
     throw std::invalid_argument(
         std::string(what) + "len(bucket_batch_sizes) must equal " +
         "len(bucket_boundaries) + 1, but bucket_batch_sizes has " +
-        std::to_string(bucket_batch_sizes.size()) +
-        " and bucket_boundaries " + std::to_string(bucket_boundaries.size()));
+        std::to_string(bucket_batch_sizes.size()) + " and bucket_boundaries " +
+        std::to_string(bucket_boundaries.size()));
   for (size_t b = 0; b < bucket_batch_sizes.size(); ++b)
     if (bucket_batch_sizes[b] < 1)
-      throw std::invalid_argument(
-          std::string(what) + "bucket_batch_sizes[" + std::to_string(b) +
-          "] is " + std::to_string(bucket_batch_sizes[b]) +
-          "; a batch size must be at least 1");
+      throw std::invalid_argument(std::string(what) + "bucket_batch_sizes[" +
+                                  std::to_string(b) + "] is " +
+                                  std::to_string(bucket_batch_sizes[b]) +
+                                  "; a batch size must be at least 1");
   if (pad_to_bucket_boundary && !no_padding && !padding.padded_shapes)
     throw std::invalid_argument(
         std::string(what) +
@@ -232,8 +232,8 @@ Dataset Dataset::bucket_by_sequence_length(
         "e.g. a parser's element_spec(false) shapes)");
   return from_impl(std::make_shared<BucketDataset>(
       impl_, std::move(element_length_func), std::move(bucket_boundaries),
-      std::move(bucket_batch_sizes), std::move(padding),
-      pad_to_bucket_boundary, no_padding, drop_remainder));
+      std::move(bucket_batch_sizes), std::move(padding), pad_to_bucket_boundary,
+      no_padding, drop_remainder));
 }
 
 } // namespace data

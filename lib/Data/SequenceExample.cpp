@@ -133,8 +133,7 @@ struct Column {
 
 [[noreturn]] void recordError(size_t r, const Feature &f,
                               const std::string &what) {
-  throw DataError("record " + std::to_string(r) + ": " + f.what() + " " +
-                  what);
+  throw DataError("record " + std::to_string(r) + ": " + f.what() + " " + what);
 }
 
 std::string expected(const Feature &f) {
@@ -286,8 +285,7 @@ Value finish(const Feature &f, Column &col, size_t batch) {
     size_t n = static_cast<size_t>(col.counts[row] * f.stride);
     size_t at = row * rowElems;
     if (es && n)
-      std::memcpy(t.data.data() + at * es, col.data.data() + from * es,
-                  n * es);
+      std::memcpy(t.data.data() + at * es, col.data.data() + from * es, n * es);
     else if (!es)
       std::move(col.strings.begin() + static_cast<ptrdiff_t>(from),
                 col.strings.begin() + static_cast<ptrdiff_t>(from + n),
@@ -318,8 +316,8 @@ Value unbatched(Value v) {
 
 std::invalid_argument specError(const std::string &name,
                                 const std::string &what) {
-  return std::invalid_argument("feature '" + detail::printable(name) + "': " +
-                               what);
+  return std::invalid_argument("feature '" + detail::printable(name) +
+                               "': " + what);
 }
 
 Feature compile(const std::string &name, const FeatureSpec &spec,
@@ -449,9 +447,8 @@ Element SequenceExampleParser::parse_sequence_example(
     const Feature &f = impl_->sequence[i];
     Column &col = cols[impl_->context.size() + i];
     if (f.spec == SpecKind::Sequence)
-      lengths.emplace(f.name,
-                      Element(TensorValue::of<int64_t>(
-                          {static_cast<int64_t>(batch)}, col.counts)));
+      lengths.emplace(f.name, Element(TensorValue::of<int64_t>(
+                                  {static_cast<int64_t>(batch)}, col.counts)));
     lists.emplace(f.name, Element(finish(f, col, batch)));
   }
   return Element::tuple({Element::dict(std::move(context)),
@@ -474,9 +471,7 @@ Element SequenceExampleParser::parse_sequence_example(
 Element SequenceExampleParser::parse_single_sequence_example(
     std::string_view serialized) const {
   Element batched = parse_sequence_example({serialized});
-  auto strip = [](const std::string &, const Value &v) {
-    return unbatched(v);
-  };
+  auto strip = [](const std::string &, const Value &v) { return unbatched(v); };
   return Element::tuple({batched[0].map(strip), batched[1].map(strip)});
 }
 

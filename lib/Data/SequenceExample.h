@@ -40,11 +40,12 @@
 // refusing it; a name repeated in a map is its last entry, as protobuf
 // has it. Errors with the data throw DataError, one line naming the record
 // (its index in the batch) and the feature, and nothing is returned:
-//   "record 3: context feature 'age' is required but missing (no default_value)"
-//   "record 3: feature list 'tokens' is required but missing (allow_missing is false)"
-//   "record 3: feature list 'tokens' step 2 is a float_list, expected int64_list"
-//   "record 3: feature list 'tokens' step 2 has 3 values, expected 2 for shape [2]"
-//   "record 3: not a valid tf.train.SequenceExample"
+//   "record 3: context feature 'age' is required but missing (no
+//   default_value)" "record 3: feature list 'tokens' is required but missing
+//   (allow_missing is false)" "record 3: feature list 'tokens' step 2 is a
+//   float_list, expected int64_list" "record 3: feature list 'tokens' step 2
+//   has 3 values, expected 2 for shape [2]" "record 3: not a valid
+//   tf.train.SequenceExample"
 // A bad spec (no features at all, a kind that does not belong in its dict,
 // a dtype other than F32/I64/STRING, a shape with no elements for a
 // sequence feature, a default_value that does not fit) is

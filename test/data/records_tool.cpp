@@ -22,8 +22,9 @@
 //       Dataset::bucket_by_sequence_length over elements of the lengths
 //       "lengths" (element i: {"length": L, "tokens": I64[n] 1000*i+k,
 //       "feats": F32[n,2] (i+k/4, -k), "name": STRING[] "e<i>"}, n = L
-//       clamped to [0, 64]; its length is L), with "boundaries", "batch_sizes", "pad_to_bucket_boundary",
-//       "no_padding", "drop_remainder" and "padding" (padded_shapes
+//       clamped to [0, 64]; its length is L), with "boundaries", "batch_sizes",
+//       "pad_to_bucket_boundary", "no_padding", "drop_remainder" and "padding"
+//       (padded_shapes
 //       [-1]/[-1,2]/[] and padding values -1/0.5/"pad"); one batch a line.
 //
 // --spec: {"name": {"kind": "fixed"|"var"|"seq", "dtype":
@@ -336,8 +337,8 @@ void bucket(const std::string &text) {
     std::map<std::string, Element> e;
     e.emplace("tokens", Element(TensorValue::of<int64_t>({n}, tokens)));
     e.emplace("feats", Element(TensorValue::of<float>({n, 2}, feats)));
-    e.emplace("name", Element(TensorValue::of_strings(
-                          {}, {"e" + std::to_string(i)})));
+    e.emplace("name",
+              Element(TensorValue::of_strings({}, {"e" + std::to_string(i)})));
     e.emplace("length", Element(TensorValue::of<int64_t>({}, {lengths[i]})));
     elements.push_back(Element::dict(std::move(e)));
   }
@@ -382,8 +383,7 @@ void bucket(const std::string &text) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string mode, compression, spec, examples, file, sequenceSpec,
-      bucketJson;
+  std::string mode, compression, spec, examples, file, sequenceSpec, bucketJson;
   bool single = false;
   int64_t batch = 256;
   double seconds = 2;
@@ -391,8 +391,7 @@ int main(int argc, char **argv) {
                            "TFRecord files and tf.train.Examples for the TF "
                            "compatibility test.");
   parser.add(flags::Flag("mode", &mode, "what to do")
-                 .choices({"read", "write", "bench", "read_sequence",
-                           "bucket"})
+                 .choices({"read", "write", "bench", "read_sequence", "bucket"})
                  .required());
   parser.add(
       flags::Flag("compression", &compression, "\"\", NONE, GZIP or ZLIB"));
@@ -400,8 +399,8 @@ int main(int argc, char **argv) {
   parser.add(flags::Flag("examples", &examples, "the Examples (JSON)"));
   parser.add(flags::Flag("sequence_spec", &sequenceSpec,
                          "read_sequence: the sequence features (JSON)"));
-  parser.add(flags::Flag("single", &single,
-                         "read_sequence: each record alone"));
+  parser.add(
+      flags::Flag("single", &single, "read_sequence: each record alone"));
   parser.add(flags::Flag("bucket", &bucketJson,
                          "bucket: lengths and arguments (JSON)"));
   parser.add(
@@ -426,8 +425,7 @@ int main(int argc, char **argv) {
     }
     if (mode == "read_sequence") {
       readSequence(records, specsOf(spec.empty() ? "{}" : spec),
-                   specsOf(sequenceSpec.empty() ? "{}" : sequenceSpec),
-                   single);
+                   specsOf(sequenceSpec.empty() ? "{}" : sequenceSpec), single);
       return 0;
     }
     std::vector<std::string_view> views(records.begin(), records.end());
