@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Data/Dataset.h"
+#include "lib/Data/DatasetInternal.h"
 
 #include <algorithm>
 #include <cstring>
@@ -291,6 +292,18 @@ Element stack_elements(const std::vector<Element> &elements) {
   for (const Element &e : elements)
     ptrs.push_back(&e);
   return stackNested(ptrs, "", nullptr, nullptr, false);
+}
+
+Element detail::stack_padded(const std::vector<Element> &elements,
+                             const Dataset::Padding &padding) {
+  if (elements.empty())
+    throw std::invalid_argument("stack_padded: no elements");
+  std::vector<const Element *> ptrs;
+  for (const Element &e : elements)
+    ptrs.push_back(&e);
+  return stackNested(
+      ptrs, "", padding.padded_shapes ? &*padding.padded_shapes : nullptr,
+      padding.padding_values ? &*padding.padding_values : nullptr, true);
 }
 
 std::vector<Element> unstack_element(const Element &element) {

@@ -201,6 +201,31 @@ public:
   /// given; DataError when an element is larger than its padded shape).
   Dataset padded_batch(int64_t batch_size, Padding padding = {},
                        bool drop_remainder = false) const;
+  /// An element's length, for bucket_by_sequence_length.
+  using LengthFn = std::function<int64_t(const Element &)>;
+  /// tf.data.Dataset.bucket_by_sequence_length (TF 2.15): element i goes to
+  /// the first bucket b with lower <= length < upper, the bounds being
+  /// [INT32_MIN] + bucket_boundaries and bucket_boundaries + [INT32_MAX]
+  /// (TF does not ask the boundaries to increase; neither does this); a
+  /// bucket that holds bucket_batch_sizes[b] elements becomes one
+  /// padded_batch of them (with `padding`; batch when no_padding), and when
+  /// the input ends, the partial buckets follow in bucket order (none when
+  /// drop_remainder). pad_to_bucket_boundary pads the -1 dimensions of
+  /// padding.padded_shapes to boundary[b] - 1 instead of the batch's
+  /// largest (estc's datasets have no static shapes: padded_shapes, e.g.
+  /// from a parser's element_spec(false), says which dimensions TF would
+  /// find unknown, so it is required); a batch of the last bucket is then
+  /// a DataError. std::invalid_argument: len(bucket_batch_sizes) !=
+  /// len(bucket_boundaries) + 1, a batch size below 1 (TF: when that
+  /// bucket is first used), pad_to_bucket_boundary without padded_shapes.
+  /// DataError: a length in no bucket (>= INT32_MAX or < INT32_MIN).
+  Dataset bucket_by_sequence_length(LengthFn element_length_func,
+                                    std::vector<int64_t> bucket_boundaries,
+                                    std::vector<int64_t> bucket_batch_sizes,
+                                    Padding padding = {},
+                                    bool pad_to_bucket_boundary = false,
+                                    bool no_padding = false,
+                                    bool drop_remainder = false) const;
   /// The inverse of batch: one element per row of the first dimension.
   Dataset unbatch() const;
   /// Computes up to buffer_size elements ahead on a background thread

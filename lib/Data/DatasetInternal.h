@@ -57,6 +57,12 @@ make_interleave(std::shared_ptr<const DatasetImpl> input, Dataset::DatasetFn fn,
                 int64_t cycle_length, int64_t block_length,
                 int64_t num_parallel_calls, bool deterministic);
 
+/// padded_batch's stacking of `elements` (at least one): dense leaves
+/// padded to `padding`'s shapes (-1: the largest of the elements) with its
+/// values (0 or "" without); DataError as padded_batch's.
+Element stack_padded(const std::vector<Element> &elements,
+                     const Dataset::Padding &padding);
+
 /// cache(filename)'s file: nullptr when it does not exist; DataError when
 /// it exists but is not a complete, intact cache file.
 std::shared_ptr<const std::vector<Element>>

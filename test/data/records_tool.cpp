@@ -11,6 +11,21 @@
 //   records_tool --mode=bench --spec=JSON --batch_size=B FILE
 //       parses FILE's records in batches of B, repeatedly for about
 //       --seconds; prints records per second.
+//   records_tool --mode=read_sequence --spec=JSON --sequence_spec=JSON
+//                [--single] FILE
+//       FILE's records as tf.train.SequenceExamples, context features
+//       --spec and sequence features --sequence_spec: one batch
+//       (parse_sequence_example: {"context", "feature_lists", "lengths"}),
+//       or with --single each record alone (parse_single_sequence_example),
+//       one JSON object a line.
+//   records_tool --mode=bucket --bucket=JSON
+//       Dataset::bucket_by_sequence_length over elements of the lengths
+//       "lengths" (element i: {"length": L, "tokens": I64[n] 1000*i+k,
+//       "feats": F32[n,2] (i+k/4, -k), "name": STRING[] "e<i>"}, n = L
+//       clamped to [0, 64]; its length is L), with "boundaries", "batch_sizes",
+//       "pad_to_bucket_boundary", "no_padding", "drop_remainder" and "padding"
+//       (padded_shapes
+//       [-1]/[-1,2]/[] and padding values -1/0.5/"pad"); one batch a line.
 //
 // --spec: {"name": {"kind": "fixed"|"var"|"seq", "dtype":
 // "float"|"int64"|"string", "shape": [..], "default": value or list,
@@ -22,11 +37,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
+#include "lib/Data/SequenceExample.h"
 #include "lib/Data/TFRecord.h"
 #include "lib/Support/Flags.h"
 #include "lib/Support/Json.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -271,29 +289,131 @@ void bench(const std::vector<std::string> &records, const FeatureSpecs &specs,
               static_cast<long long>(parsed), elapsed, parsed / elapsed);
 }
 
+void readSequence(const std::vector<std::string> &records,
+                  const FeatureSpecs &context, const FeatureSpecs &sequence,
+                  bool single) {
+  SequenceExampleParser parser(context, sequence);
+  if (single) {
+    for (const std::string &r : records) {
+      Element e = parser.parse_single_sequence_example(r);
+      std::string line = "{\"context\": " + elementJson(e[0]) +
+                         ", \"feature_lists\": " + elementJson(e[1]) + "}";
+      std::replace(line.begin(), line.end(), '\n', ' ');
+      std::cout << line << "\n";
+    }
+    return;
+  }
+  std::vector<std::string_view> views(records.begin(), records.end());
+  Element e = parser.parse_sequence_example(views);
+  std::cout << "{\"context\": " << elementJson(e[0])
+            << ", \"feature_lists\": " << elementJson(e[1])
+            << ", \"lengths\": " << elementJson(e[2]) << "}\n";
+}
+
+void bucket(const std::string &text) {
+  json::Value root = json::parse(text);
+  auto ints = [&](const char *name) {
+    std::vector<int64_t> v;
+    if (const json::Value *a = root.find(name))
+      for (const json::Value &x : a->items)
+        v.push_back(std::stoll(x.text));
+    return v;
+  };
+  auto flag = [&](const char *name) {
+    const json::Value *b = root.find(name);
+    return b && b->boolean;
+  };
+  std::vector<Element> elements;
+  std::vector<int64_t> lengths = ints("lengths");
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    int64_t n = std::clamp<int64_t>(lengths[i], 0, 64);
+    std::vector<int64_t> tokens;
+    std::vector<float> feats;
+    for (int64_t k = 0; k < n; ++k) {
+      tokens.push_back(1000 * static_cast<int64_t>(i) + k);
+      feats.push_back(static_cast<float>(i) + static_cast<float>(k) / 4);
+      feats.push_back(-static_cast<float>(k));
+    }
+    std::map<std::string, Element> e;
+    e.emplace("tokens", Element(TensorValue::of<int64_t>({n}, tokens)));
+    e.emplace("feats", Element(TensorValue::of<float>({n, 2}, feats)));
+    e.emplace("name",
+              Element(TensorValue::of_strings({}, {"e" + std::to_string(i)})));
+    e.emplace("length", Element(TensorValue::of<int64_t>({}, {lengths[i]})));
+    elements.push_back(Element::dict(std::move(e)));
+  }
+  Dataset::Padding padding;
+  if (flag("padding")) {
+    std::map<std::string, Nest<std::vector<int64_t>>> shapes{
+        {"tokens", Nest<std::vector<int64_t>>(std::vector<int64_t>{-1})},
+        {"feats", Nest<std::vector<int64_t>>(std::vector<int64_t>{-1, 2})},
+        {"name", Nest<std::vector<int64_t>>(std::vector<int64_t>{})},
+        {"length", Nest<std::vector<int64_t>>(std::vector<int64_t>{})}};
+    padding.padded_shapes = Nest<std::vector<int64_t>>::dict(shapes);
+    std::map<std::string, Element> values;
+    values.emplace("tokens", Element(TensorValue::of<int64_t>({}, {-1})));
+    values.emplace("feats", Element(TensorValue::of<float>({}, {0.5f})));
+    values.emplace("name", Element(TensorValue::of_strings({}, {"pad"})));
+    values.emplace("length", Element(TensorValue::of<int64_t>({}, {0})));
+    padding.padding_values = Element::dict(std::move(values));
+  }
+  // Elements one by one from a generator: the dataset's order is theirs.
+  auto shared = std::make_shared<std::vector<Element>>(std::move(elements));
+  Dataset ds = Dataset::from_generator([shared]() -> Dataset::Generator {
+    auto pos = std::make_shared<size_t>(0);
+    return [shared, pos]() -> std::optional<Element> {
+      if (*pos == shared->size())
+        return std::nullopt;
+      return (*shared)[(*pos)++];
+    };
+  });
+  Dataset bucketed = ds.bucket_by_sequence_length(
+      [](const Element &e) { return tensor(e["length"]).values<int64_t>()[0]; },
+      ints("boundaries"), ints("batch_sizes"), padding,
+      flag("pad_to_bucket_boundary"), flag("no_padding"),
+      flag("drop_remainder"));
+  Iterator it = bucketed.make_iterator();
+  while (std::optional<Element> batch = it.next()) {
+    std::string line = elementJson(*batch);
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::cout << line << std::endl;
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string mode, compression, spec, examples, file;
+  std::string mode, compression, spec, examples, file, sequenceSpec, bucketJson;
+  bool single = false;
   int64_t batch = 256;
   double seconds = 2;
   flags::FlagParser parser("records_tool",
                            "TFRecord files and tf.train.Examples for the TF "
                            "compatibility test.");
   parser.add(flags::Flag("mode", &mode, "what to do")
-                 .choices({"read", "write", "bench"})
+                 .choices({"read", "write", "bench", "read_sequence", "bucket"})
                  .required());
   parser.add(
       flags::Flag("compression", &compression, "\"\", NONE, GZIP or ZLIB"));
   parser.add(flags::Flag("spec", &spec, "the feature spec (JSON)"));
   parser.add(flags::Flag("examples", &examples, "the Examples (JSON)"));
+  parser.add(flags::Flag("sequence_spec", &sequenceSpec,
+                         "read_sequence: the sequence features (JSON)"));
+  parser.add(
+      flags::Flag("single", &single, "read_sequence: each record alone"));
+  parser.add(flags::Flag("bucket", &bucketJson,
+                         "bucket: lengths and arguments (JSON)"));
   parser.add(
       flags::Flag("batch_size", &batch, "bench: records per batch").min(1));
   parser.add(flags::Flag("seconds", &seconds, "bench: how long").positive());
-  parser.positional("FILE", &file, "the TFRecord file");
+  parser.positional("FILE", &file, "the TFRecord file", /*required=*/false);
   parser.parse_or_exit(argc, argv);
   try {
     Compression c = parse_compression(compression);
+    if (mode == "bucket") {
+      bucket(bucketJson);
+      return 0;
+    }
     if (mode == "write") {
       writeExamples(file, c, examples);
       return 0;
@@ -301,6 +421,11 @@ int main(int argc, char **argv) {
     std::vector<std::string> records = readRecords(file, c);
     if (mode == "bench") {
       bench(records, specsOf(spec), batch, seconds);
+      return 0;
+    }
+    if (mode == "read_sequence") {
+      readSequence(records, specsOf(spec.empty() ? "{}" : spec),
+                   specsOf(sequenceSpec.empty() ? "{}" : sequenceSpec), single);
       return 0;
     }
     std::vector<std::string_view> views(records.begin(), records.end());

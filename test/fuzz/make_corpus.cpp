@@ -7,7 +7,8 @@
 // (SummaryWriter), binary graphs (GraphIO, from corpus/graph_text/*.pbtxt),
 // IDX files (the format's bytes; gzip through zlib), TFRecord files
 // (TFRecordWriter; the first byte picks the compression), serialized
-// tf.train.Examples (ExampleBuilder) and feature columns and parse specs as
+// tf.train.Examples (ExampleBuilder), tf.train.SequenceExamples
+// (SequenceExampleBuilder) and feature columns and parse specs as
 // an export writes them (feature_column/Serialization.h). Deterministic:
 // fixed clocks and values, so rerunning it changes nothing. The JSON,
 // TF_CONFIG, flags and text-graph seeds are written by hand (real inputs
@@ -18,6 +19,7 @@
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
+#include "lib/Data/SequenceExample.h"
 #include "lib/Data/TFRecord.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/Graph/GraphIO.h"
@@ -225,6 +227,50 @@ void exampleRecords(const std::string &out) {
   }
 }
 
+/// SequenceExamples with the names the `sequence_example` target's specs
+/// use (context c, d, v; b; lists q, w, f, s; r, i), each seed one or two
+/// records: byte 0 the first one's length (0xff: one record).
+void sequenceExampleRecords(const std::string &out) {
+  using data::SequenceExampleBuilder;
+  std::string allKinds = SequenceExampleBuilder()
+                             .add_context_float("c", {1.5f, -2})
+                             .add_context_bytes("d", {"dog"})
+                             .add_context_int64("v", {1, -1, 1LL << 40})
+                             .add_feature_list_int64("q", {{1, 2}, {3, 4}})
+                             .add_feature_list_bytes("w", {{"a"}, {""}, {"c"}})
+                             .add_feature_list_float("f", {{0.5f}, {}, {1, 2}})
+                             .add_feature_list_bytes("s", {{"x", "y"}})
+                             .serialize();
+  std::string required = SequenceExampleBuilder()
+                             .add_context_int64("b", {9})
+                             .add_feature_list_float("r", {{0.25f}, {0.5f}})
+                             .add_feature_list_int64("i", {{}, {7, 8}})
+                             .serialize();
+  std::string other = SequenceExampleBuilder()
+                          .add_context_float("age", {29})
+                          .add_feature_list_int64("q", {{1, 2, 3}})
+                          .serialize();
+  std::string empty = SequenceExampleBuilder().serialize();
+  auto one = [](const std::string &r) { return std::string(1, '\xff') + r; };
+  auto two = [](const std::string &a, const std::string &b) {
+    if (a.size() >= 0xff)
+      throw std::runtime_error("a first record of 255 bytes or more");
+    return std::string(1, static_cast<char>(a.size())) + a + b;
+  };
+  std::pair<const char *, std::string> seeds[] = {
+      {"all_kinds", one(allKinds)},
+      {"required", one(required)},
+      {"all_kinds_and_required", two(allKinds, required)},
+      {"other_and_empty", two(other, empty)},
+      {"empty", one(empty)},
+  };
+  fileio::makeDirs(out + "/sequence_example");
+  for (const auto &[name, bytes] : seeds) {
+    fileio::writeFileAtomically(out + "/sequence_example/" + name, bytes);
+    std::cout << out << "/sequence_example/" << name << "\n";
+  }
+}
+
 } // namespace
 
 /// States of the iterator_state target's pipeline at a few positions
@@ -337,6 +383,7 @@ int main(int argc, char **argv) {
     idxFiles(out);
     tfrecordFiles(out);
     exampleRecords(out);
+    sequenceExampleRecords(out);
     iteratorStates(out);
     featureColumns(out);
   } catch (const std::exception &e) {

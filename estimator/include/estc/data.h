@@ -2,7 +2,8 @@
 //
 // The input pipeline (docs/input-pipeline.md): sources, transformations and
 // iterators; CSV, TFRecord, text and IDX files, plain or compressed
-// (data::Compression); tf.train.Example; host tensors (TensorValue).
+// (data::Compression); tf.train.Example and SequenceExample; host tensors
+// (TensorValue).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_PUBLIC_DATA_H
@@ -14,6 +15,7 @@
 #include "lib/Data/Idx.h"
 #include "lib/Data/InputStream.h"
 #include "lib/Data/Readers.h"
+#include "lib/Data/SequenceExample.h"
 #include "lib/Data/TFRecord.h"
 #include "lib/Data/TextLine.h"
 #include "lib/Data/Value.h"
