@@ -26,11 +26,13 @@
 
 #include "mlir/Dialect/Affine/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -829,6 +831,20 @@ LogicalResult EstGpuMapLoops::mapFunction(func::FuncOp func) {
   WalkResult result = func.walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (isa<gpu::LaunchOp>(op))
       return WalkResult::skip();
+    SetVector<Operation *> uses;
+    if (isa<memref::LoadOp>(op))
+      getForwardSlice(op, &uses);
+    if (llvm::any_of(uses, [](Operation *user) {
+          return isa<scf::IfOp, scf::ConditionOp>(user);
+        })) {
+      // The host would need the condition's value from device memory.
+      op->emitError("est-gpu-map-loops: '")
+          << func.getSymName()
+          << "': a run-time condition (est.if, est.while) is not supported "
+             "on the CUDA target yet (its value is in device memory); "
+             "compile for the CPU";
+      return WalkResult::interrupt();
+    }
     if (isa<memref::LoadOp, memref::StoreOp>(op)) {
       op->emitError("est-gpu-map-loops: '")
           << func.getSymName() << "': host code " << op->getName()

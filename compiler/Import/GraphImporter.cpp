@@ -494,10 +494,10 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
                                     const std::string &scope) {
   Location loc = nodeLoc(node.name());
   if (node.op() == kOutputOp) {
-    Operation *op =
-        node.input_size() == 1
-            ? controlFlowOps_.lookup(scope + "|" + parseInputName(node.input(0)).first)
-            : nullptr;
+    Operation *op = node.input_size() == 1
+                        ? controlFlowOps_.lookup(
+                              scope + "|" + parseInputName(node.input(0)).first)
+                        : nullptr;
     if (!op) {
       (void)failNode(node, "needs one input, a scan, if or while node");
       return failure();
@@ -661,25 +661,24 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
   for (int i = 0; i < n; ++i) {
     const g::NodeDef &node = fn->node(i);
     if (node.name().empty())
-      return (fail(where + "node #" + std::to_string(i) + " (" +
-                          node.op() + ") has no name"));
+      return (fail(where + "node #" + std::to_string(i) + " (" + node.op() +
+                   ") has no name"));
     if (!index.try_emplace(node.name(), i).second)
-      return (fail(where + "node '" + node.name() +
-                          "' is defined twice"));
+      return (fail(where + "node '" + node.name() + "' is defined twice"));
     if (node.op() == kPlaceholderOp || node.op() == kGroupOp ||
         node.op() == "read_variable" || node.op() == "assign_variable" ||
         node.op() == "minimize")
       return (failNode(node, "cannot be inside function '" + name +
-                                        "' (a loop body or branch): model "
-                                        "inputs, variables and train ops "
-                                        "belong to the graph"));
+                                 "' (a loop body or branch): model "
+                                 "inputs, variables and train ops "
+                                 "belong to the graph"));
     if (node.op() != "arg" && node.op() != kOutputOp &&
         (node.op() == "yield" || node.op() == "variable" ||
          node.op() == "constant_like" ||
          !RegisteredOperationName::lookup("est." + node.op(), &context_)))
       return (failNode(node, "unknown op '" + node.op() +
-                                        "' (see docs/ops.md for the est op "
-                                        "set)"));
+                                 "' (see docs/ops.md for the est op "
+                                 "set)"));
   }
   std::vector<std::vector<int>> inputsOf(n);
   for (int i = 0; i < n; ++i) {
@@ -699,7 +698,7 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
   std::vector<int> order = g::topologicalOrder(inputsOf, &cycle);
   if (order.size() != static_cast<size_t>(n))
     return (failNode(fn->node(cycle.front()),
-                            "is part of a cycle in function '" + name + "'"));
+                     "is part of a cycle in function '" + name + "'"));
 
   auto *block = new Block();
   for (Type t : argTypes)
@@ -721,10 +720,10 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
       if (idx == node.attr().end() || !idx->second.has_i() ||
           idx->second.i() < 0 ||
           idx->second.i() >= static_cast<int64_t>(params.size()))
-        return (failNode(
-            node, "attribute 'index' must be an int in [0, " +
-                      std::to_string(params.size()) + ") for function '" +
-                      name + "' as node '" + caller.name() + "' calls it"));
+        return (failNode(node, "attribute 'index' must be an int in [0, " +
+                                   std::to_string(params.size()) +
+                                   ") for function '" + name + "' as node '" +
+                                   caller.name() + "' calls it"));
       Value param = params[idx->second.i()];
       auto type = cast<RankedTensorType>(param.getType());
       FailureOr<RankedTensorType> declared =
@@ -735,10 +734,9 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
         std::string actual;
         llvm::raw_string_ostream(actual) << type;
         return (failNode(node, "declares parameter #" +
-                                          std::to_string(idx->second.i()) +
-                                          " of a type that differs from " +
-                                          actual + ", what '" + caller.name() +
-                                          "' passes"));
+                                   std::to_string(idx->second.i()) +
+                                   " of a type that differs from " + actual +
+                                   ", what '" + caller.name() + "' passes"));
       }
       values[i] = param;
       continue;
@@ -756,7 +754,7 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
     auto it = index.find(parseInputName(out).first);
     if (it == index.end() || !values[it->second])
       return (fail(where + "output '" + out +
-                          "' is not a node of the function with a value"));
+                   "' is not a node of the function with a value"));
     outputs.push_back(values[it->second]);
   }
   est::YieldOp::create(builder_, nodeLoc(caller.name()), outputs);
@@ -776,14 +774,14 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
       return fallback;
     if (it == node.attr().end() || !it->second.has_i() || it->second.i() < 0)
       return (failNode(node, std::string("requires attribute '") + key +
-                                        "' (a non-negative int)"));
+                                 "' (a non-negative int)"));
     return it->second.i();
   };
   auto strAttr = [&](const char *key) -> FailureOr<std::string> {
     auto it = node.attr().find(key);
     if (it == node.attr().end() || !it->second.has_s())
       return (failNode(node, std::string("requires attribute '") + key +
-                                        "' (a function name)"));
+                                 "' (a function name)"));
     return it->second.s();
   };
   auto types = [](ArrayRef<Value> values) {
@@ -815,10 +813,10 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
     if (failed(nc) || failed(ns) || failed(body))
       return failure();
     if (static_cast<size_t>(*nc + *ns) > total || *ns == 0)
-      return (failNode(
-          node, "has " + std::to_string(total) + " inputs for " +
-                    std::to_string(*nc) + " carried values and " +
-                    std::to_string(*ns) + " sequences (at least one)"));
+      return (failNode(node, "has " + std::to_string(total) + " inputs for " +
+                                 std::to_string(*nc) + " carried values and " +
+                                 std::to_string(*ns) +
+                                 " sequences (at least one)"));
     auto reverseIt = node.attr().find("reverse");
     bool reverse = reverseIt != node.attr().end() && reverseIt->second.b();
     ArrayRef<Value> inits = operands.take_front(*nc);
@@ -828,25 +826,24 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
     for (Value seq : seqs) {
       auto type = cast<RankedTensorType>(seq.getType());
       if (type.getRank() == 0)
-        return (failNode(node, "sequence '" + node.input(*nc) +
-                                          "' is a scalar"));
+        return (
+            failNode(node, "sequence '" + node.input(*nc) + "' is a scalar"));
       argTypes.push_back(est::ScanOp::sliceType(type));
       if (!type.isDynamicDim(0))
         length = type.getDimSize(0);
     }
-    FailureOr<Block *> block = importFunction(*body, node, argTypes,
-                                              operands.drop_front(*nc + *ns));
+    FailureOr<Block *> block =
+        importFunction(*body, node, argTypes, operands.drop_front(*nc + *ns));
     if (failed(block))
       return failure();
     SmallVector<Type> resultTypes;
     for (auto [i, t] : llvm::enumerate(yieldTypes(*block)))
-      resultTypes.push_back(
-          static_cast<int64_t>(i) < *nc
-              ? (i < inits.size() ? inits[i].getType() : t)
-              : Type(est::ScanOp::stackedType(cast<RankedTensorType>(t),
-                                              length)));
-    auto op = est::ScanOp::create(builder_, loc, resultTypes, inits, seqs,
-                                  reverse);
+      resultTypes.push_back(static_cast<int64_t>(i) < *nc
+                                ? (i < inits.size() ? inits[i].getType() : t)
+                                : Type(est::ScanOp::stackedType(
+                                      cast<RankedTensorType>(t), length)));
+    auto op =
+        est::ScanOp::create(builder_, loc, resultTypes, inits, seqs, reverse);
     op.getBody().push_back(*block);
     return finish(op);
   }
@@ -858,24 +855,24 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
       return failure();
     if (total < 1 || static_cast<size_t>(*nt) > total - 1)
       return (failNode(node, "needs a condition input and " +
-                                        std::to_string(*nt) +
-                                        " captures of its true branch"));
+                                 std::to_string(*nt) +
+                                 " captures of its true branch"));
     auto condType = cast<RankedTensorType>(operands[0].getType());
     if (condType.getRank() != 0 || !condType.getElementType().isInteger(1))
       return (failNode(node, "the condition '" + node.input(0) +
-                                        "' must be a bool scalar"));
-    FailureOr<Block *> thenBlock = importFunction(
-        *thenName, node, {}, operands.slice(1, *nt));
+                                 "' must be a bool scalar"));
+    FailureOr<Block *> thenBlock =
+        importFunction(*thenName, node, {}, operands.slice(1, *nt));
     if (failed(thenBlock))
       return failure();
-    FailureOr<Block *> elseBlock = importFunction(
-        *elseName, node, {}, operands.drop_front(1 + *nt));
+    FailureOr<Block *> elseBlock =
+        importFunction(*elseName, node, {}, operands.drop_front(1 + *nt));
     if (failed(elseBlock)) {
       discardBlock(*thenBlock);
       return failure();
     }
-    auto op = est::IfOp::create(builder_, loc, yieldTypes(*thenBlock),
-                                operands[0]);
+    auto op =
+        est::IfOp::create(builder_, loc, yieldTypes(*thenBlock), operands[0]);
     op.getThenRegion().push_back(*thenBlock);
     op.getElseRegion().push_back(*elseBlock);
     return finish(op);
@@ -890,14 +887,13 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
       failed(bodyName))
     return failure();
   if (*nc == 0 || static_cast<size_t>(*nc + *ncc) > total)
-    return (failNode(node, "has " + std::to_string(total) +
-                                      " inputs for " + std::to_string(*nc) +
-                                      " loop variables (at least one) and " +
-                                      std::to_string(*ncc) +
-                                      " captures of its condition"));
+    return (failNode(
+        node, "has " + std::to_string(total) + " inputs for " +
+                  std::to_string(*nc) + " loop variables (at least one) and " +
+                  std::to_string(*ncc) + " captures of its condition"));
   ArrayRef<Value> inits = operands.take_front(*nc);
-  FailureOr<Block *> condBlock = importFunction(
-      *condName, node, types(inits), operands.slice(*nc, *ncc));
+  FailureOr<Block *> condBlock =
+      importFunction(*condName, node, types(inits), operands.slice(*nc, *ncc));
   if (failed(condBlock))
     return failure();
   FailureOr<Block *> bodyBlock = importFunction(
@@ -1227,9 +1223,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
   for (const g::FunctionDef &fn : graph_.function())
     if (fn.name().empty() || !functions_.try_emplace(fn.name(), &fn).second) {
-      (void)fail(fn.name().empty() ? std::string("a function has no name")
-                                   : "function '" + fn.name() +
-                                         "' is defined twice");
+      (void)fail(fn.name().empty()
+                     ? std::string("a function has no name")
+                     : "function '" + fn.name() + "' is defined twice");
       return nullptr;
     }
   if (failed(indexNodes()) || failed(sortNodes()) ||

@@ -35,8 +35,8 @@
 #include "dialects/Est/IR/EstOps.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -149,8 +149,8 @@ struct Sweep {
         continue;
       }
       if (op->getNumRegions() != 0) {
-        why = "no gradient rule for '" + op->getName().getStringRef().str() +
-              "'";
+        why =
+            "no gradient rule for '" + op->getName().getStringRef().str() + "'";
         return failure();
       }
       if (op->getNumResults() != 1)
@@ -180,8 +180,8 @@ struct Sweep {
       }
       auto rule = dyn_cast<GradientOpInterface>(op);
       if (!rule) {
-        why = "no gradient rule for '" + op->getName().getStringRef().str() +
-              "'";
+        why =
+            "no gradient rule for '" + op->getName().getStringRef().str() + "'";
         return failure();
       }
       SmallVector<Value> operandGrads;
@@ -346,17 +346,17 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
   for (auto [j, seq] : llvm::enumerate(scan.getSequences()))
     if (active.contains(seq)) {
       Value g = inner.grads.lookup(argCopies[numCarried + j]);
-      next.push_back(g ? g
-                       : Value(ZerosLikeOp::create(
-                             b, loc, argCopies[numCarried + j])));
+      next.push_back(
+          g ? g
+            : Value(ZerosLikeOp::create(b, loc, argCopies[numCarried + j])));
       sliceGrads.push_back(j);
     }
   YieldOp::create(b, loc, next);
 
   // Forward values the gradient ops read: stored per step by the forward
   // scan (its body arguments and op results), unless a constant (copied).
-  SmallVector<Value> stored;          // forward values to store
-  SmallVector<Value> storedArgs;      // the reverse body's arguments for them
+  SmallVector<Value> stored;     // forward values to store
+  SmallVector<Value> storedArgs; // the reverse body's arguments for them
   // Loop-invariant copies (constants, a transposed capture) are recomputed
   // instead: storing them would cost one copy per step.
   DenseSet<Value> variant(argCopies.begin(), argCopies.end());
@@ -471,8 +471,7 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
       continue;
     int64_t k = keptIndex[extraIndex[i]];
     if (k >= 0)
-      sequences[i - firstSlice] =
-          forward.getResult(scan.getNumResults() + k);
+      sequences[i - firstSlice] = forward.getResult(scan.getNumResults() + k);
     else if (k <= -2)
       sequences[i - firstSlice] = forward.getStackedResults()[-2 - k];
   }
@@ -498,8 +497,8 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
   SmallVector<Value> inits;
   for (unsigned k : gradCarried) {
     Value g = grads.lookup(forward.getResult(k));
-    inits.push_back(g ? g : Value(ZerosLikeOp::create(b, loc,
-                                                      forward.getResult(k))));
+    inits.push_back(
+        g ? g : Value(ZerosLikeOp::create(b, loc, forward.getResult(k))));
   }
   for (Value c : activeCaptures)
     inits.push_back(ZerosLikeOp::create(b, loc, c));
@@ -518,8 +517,7 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
   for (auto [m, c] : llvm::enumerate(activeCaptures))
     accumulate(c, backward.getResult(gradCarried.size() + m));
   for (auto [n, j] : llvm::enumerate(sliceGrads))
-    accumulate(forward.getSequences()[j],
-               backward.getResult(inits.size() + n));
+    accumulate(forward.getSequences()[j], backward.getResult(inits.size() + n));
   return success();
 }
 
@@ -731,12 +729,12 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   Value loss = minimize.getLoss();
   if (active.contains(loss)) {
     auto lossType = cast<RankedTensorType>(loss.getType());
-    sweep.accumulate(loss, ConstantOp::create(
-                               b, loc,
-                               DenseElementsAttr::get(
-                                   lossType, b.getFloatAttr(
-                                                 lossType.getElementType(),
-                                                 1.0))));
+    sweep.accumulate(
+        loss,
+        ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(
+                lossType, b.getFloatAttr(lossType.getElementType(), 1.0))));
     if (failed(sweep.run(minimize->getPrevNode(), nullptr))) {
       // Left for the driver to drop @train with a warning: a model whose
       // training needs an op without a rule still compiles eval/predict.

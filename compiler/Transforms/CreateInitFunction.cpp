@@ -238,11 +238,10 @@ void emitInitializer(OpBuilder &b, est::VariableOp var, const InitPlan &plan,
     SmallVector<Attribute> elements;
     for (double v : plan.values)
       elements.push_back(
-          isa<FloatType>(elt)
-              ? Attribute(FloatAttr::get(elt, v))
-              : elt.isInteger(1)
-                    ? Attribute(BoolAttr::get(b.getContext(), v != 0.0))
-                    : Attribute(IntegerAttr::get(elt, int64_t(v))));
+          isa<FloatType>(elt) ? Attribute(FloatAttr::get(elt, v))
+          : elt.isInteger(1)
+              ? Attribute(BoolAttr::get(b.getContext(), v != 0.0))
+              : Attribute(IntegerAttr::get(elt, int64_t(v))));
     value = est::ConstantOp::create(
         b, loc, type,
         cast<ElementsAttr>(DenseElementsAttr::get(type, elements)));

@@ -56,7 +56,8 @@ void requireMatching(const std::vector<Tensor> &got,
                        shapeStr(want[i].shape()));
 }
 
-std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor> &b) {
+std::vector<Tensor> concat(std::vector<Tensor> a,
+                           const std::vector<Tensor> &b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -97,9 +98,9 @@ ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
                        "dimension 0");
     if (s[0] >= 0 && length >= 0 && s[0] != length)
       throw GraphError("scan '" + node + "': sequences have " +
-                       std::to_string(length) + " and " +
-                       std::to_string(s[0]) + " steps ('" + seq.name() +
-                       "' " + shapeStr(s) + "); all need the same");
+                       std::to_string(length) + " and " + std::to_string(s[0]) +
+                       " steps ('" + seq.name() + "' " + shapeStr(s) +
+                       "); all need the same");
     if (s[0] >= 0)
       length = s[0];
     params.push_back({seq.dtype(), Dims(s.begin() + 1, s.end())});
@@ -110,10 +111,9 @@ ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
   {
     auto scope = g.name_scope(node.substr(node.rfind('/') + 1));
     try {
-      step = body(std::vector<Tensor>(args.begin(),
-                                       args.begin() + initial.size()),
-                  std::vector<Tensor>(args.begin() + initial.size(),
-                                      args.end()));
+      step =
+          body(std::vector<Tensor>(args.begin(), args.begin() + initial.size()),
+               std::vector<Tensor>(args.begin() + initial.size(), args.end()));
     } catch (...) {
       g.end_function({});
       throw;
@@ -211,12 +211,13 @@ std::vector<Tensor> cond(const Tensor &pred, const Branch &true_fn,
   requireValues(thenValues, "cond", node);
   requireValues(elseValues, "cond", node);
   requireMatching(elseValues, thenValues, "cond's false branch", node);
-  Tensor condNode = g.add_node(
-      node, "if", concat(concat({pred}, thenCaptures), elseCaptures),
-      {{"then_branch", attr_s(node + "/then")},
-       {"else_branch", attr_s(node + "/else")},
-       {"num_then_captures", attr_i(static_cast<int64_t>(thenCaptures.size()))}},
-      DType::Invalid, {});
+  Tensor condNode =
+      g.add_node(node, "if", concat(concat({pred}, thenCaptures), elseCaptures),
+                 {{"then_branch", attr_s(node + "/then")},
+                  {"else_branch", attr_s(node + "/else")},
+                  {"num_then_captures",
+                   attr_i(static_cast<int64_t>(thenCaptures.size()))}},
+                 DType::Invalid, {});
   Params types;
   for (const Tensor &t : thenValues)
     types.push_back({t.dtype(), t.shape()});
@@ -266,8 +267,10 @@ std::vector<Tensor> while_loop(const LoopCond &cond_fn, const LoopBody &body_fn,
         return std::vector<Tensor>{cond_fn(a)};
       });
   if (condValues[0].dtype() != DType::Bool || !condValues[0].shape().empty())
-    throw GraphError("while_loop '" + node + "': the condition must be a bool "
-                     "scalar, got " + to_string(condValues[0].dtype()) + " " +
+    throw GraphError("while_loop '" + node +
+                     "': the condition must be a bool "
+                     "scalar, got " +
+                     to_string(condValues[0].dtype()) + " " +
                      shapeStr(condValues[0].shape()));
   auto [bodyValues, bodyCaptures] =
       build(node + "/body", base + "/body",

@@ -350,7 +350,8 @@ std::string Graph::resolveIn(int frame, const Tensor &t) {
   for (int f = 0; f < frame && !enclosing; ++f)
     enclosing = frames_[f].function == ref.function;
   if (frame < 0 || !enclosing)
-    throw GraphError("tensor '" + t.name() + "' was built inside the body of '" +
+    throw GraphError("tensor '" + t.name() +
+                     "' was built inside the body of '" +
                      def_.function(ref.function).name() +
                      "' and cannot be used outside it (return it from the "
                      "body instead)");
@@ -400,10 +401,10 @@ Tensor Graph::add_node(const std::string &name, const std::string &op,
   n->set_dtype(to_proto(dtype));
   setDims(n->mutable_shape(), shape);
   nodeIndex_[name] =
-      frame < 0 ? NodeRef{-1, def_.node_size() - 1}
-                : NodeRef{frames_[frame].function,
-                          def_.function(frames_[frame].function).node_size() -
-                              1};
+      frame < 0
+          ? NodeRef{-1, def_.node_size() - 1}
+          : NodeRef{frames_[frame].function,
+                    def_.function(frames_[frame].function).node_size() - 1};
   return Tensor(this, name);
 }
 

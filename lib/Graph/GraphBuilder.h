@@ -349,9 +349,9 @@ public:
   /// parameters (nodes of op "arg"). A tensor of an enclosing graph used by
   /// one of its nodes becomes a further parameter (a capture); variable
   /// reads are placed in the outermost graph and captured.
-  std::vector<Tensor> begin_function(
-      const std::string &name,
-      const std::vector<std::pair<DType, Dims>> &params);
+  std::vector<Tensor>
+  begin_function(const std::string &name,
+                 const std::vector<std::pair<DType, Dims>> &params);
   /// Ends the innermost function with `outputs` (tensors of it or of an
   /// enclosing graph, captured then). Returns the tensors it captured, in
   /// parameter order: the control-flow node passes them in after `params`.

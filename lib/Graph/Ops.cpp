@@ -584,17 +584,16 @@ Tensor reverse_sequence(const Tensor &x, const Tensor &lengths,
   std::optional<int64_t> batch = shape::normalizeAxis(batch_axis, s.size());
   if (!seq || !batch || *seq == *batch)
     o.fail("seq_axis " + std::to_string(seq_axis) + " and batch_axis " +
-           std::to_string(batch_axis) +
-           " must be distinct axes of the input");
+           std::to_string(batch_axis) + " must be distinct axes of the input");
   Dims l = lengths.shape();
   if (l.size() != 1)
     o.fail("lengths must have rank 1");
   if (l[0] >= 0 && s[*batch] >= 0 && l[0] != s[*batch])
     o.fail("lengths has " + std::to_string(l[0]) + " entries for a batch of " +
            std::to_string(s[*batch]));
-  return o.finish(x.dtype(), s,
-                  {{"seq_axis", attr_i(seq_axis)},
-                   {"batch_axis", attr_i(batch_axis)}});
+  return o.finish(
+      x.dtype(), s,
+      {{"seq_axis", attr_i(seq_axis)}, {"batch_axis", attr_i(batch_axis)}});
 }
 
 // --- Segments, buckets and sparse ids ---------------------------------------

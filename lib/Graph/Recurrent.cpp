@@ -77,14 +77,17 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
   if (!is_floating(x.dtype()))
     fail(base, layer, x, "input must be a float tensor");
   if (units < 1)
-    fail(base, layer, x, "units must be positive, got " + std::to_string(units));
+    fail(base, layer, x,
+         "units must be positive, got " + std::to_string(units));
   if (lengths.valid() &&
       (lengths.rank() != 1 ||
        (lengths.dtype() != DType::Int32 && lengths.dtype() != DType::Int64)))
     fail(base, layer, x,
-         "lengths '" + lengths.name() + "' must be [batch] int32 or int64, "
-         "got " + to_string(lengths.dtype()) + " " +
-         shape::toString(lengths.shape()));
+         "lengths '" + lengths.name() +
+             "' must be [batch] int32 or int64, "
+             "got " +
+             to_string(lengths.dtype()) + " " +
+             shape::toString(lengths.shape()));
   size_t numStates = cell == CellType::LSTM ? 2 : 1;
   if (!initial_state.empty() && initial_state.size() != numStates)
     fail(base, layer, x,
@@ -125,8 +128,8 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
   // Time major, the input projection of every step in one GEMM.
   Tensor xs = transpose(x, {1, 0, 2});
   if (o.training && o.dropout > 0) {
-    Tensor keep = nn::dropout(ones_like(reduce_sum(x, Dims{1})), o.dropout,
-                              o.seed);
+    Tensor keep =
+        nn::dropout(ones_like(reduce_sum(x, Dims{1})), o.dropout, o.seed);
     xs = multiply(xs, keep);
   }
   Tensor projected = matmul(xs, kernel);
@@ -134,14 +137,13 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
     projected = add(projected, bias);
   std::vector<Tensor> sequences = {projected};
   if (lengths.valid())
-    sequences.push_back(expand_dims(
-        transpose(sequence_mask(lengths, x, 1), {1, 0}), 2));
+    sequences.push_back(
+        expand_dims(transpose(sequence_mask(lengths, x, 1), {1, 0}), 2));
 
   std::vector<Tensor> init = initial_state;
   if (init.empty()) {
-    Tensor zeros =
-        zeros_like(reshape(slice(projected, {0, 0, 0}, {1, -1, units}),
-                           {-1, units}));
+    Tensor zeros = zeros_like(
+        reshape(slice(projected, {0, 0, 0}, {1, -1, units}), {-1, units}));
     init.assign(numStates, zeros);
   }
   Tensor recurrentKeep;
@@ -184,8 +186,8 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
             hh = o.activation(add(gate(xz, 2, units),
                                   multiply(rGate, gate(inner, 2, units))));
           } else {
-            Tensor inner = matmul(
-                hIn, slice(recurrentKernel, {0, 0}, {units, 2 * units}));
+            Tensor inner =
+                matmul(hIn, slice(recurrentKernel, {0, 0}, {units, 2 * units}));
             zGate = o.recurrent_activation(
                 add(gate(xz, 0, units), gate(inner, 0, units)));
             rGate = o.recurrent_activation(
@@ -239,7 +241,8 @@ RecurrentOutput layer(CellType cell, const Tensor &x, int64_t units,
                       const RecurrentOptions &options, const Tensor &lengths,
                       const std::vector<Tensor> &initial_state) {
   if (!x.valid())
-    throw GraphError(std::string(baseName(cell)) + ": input is an empty Tensor");
+    throw GraphError(std::string(baseName(cell)) +
+                     ": input is an empty Tensor");
   std::string name = layerNameOf(x.graph(), options.name, baseName(cell));
   return recurrent(cell, x, units, options, lengths, initial_state, name,
                    false);
@@ -278,8 +281,7 @@ RecurrentOutput bidirectional(CellType cell, const Tensor &x, int64_t units,
     throw GraphError("bidirectional: merge_mode '" + merge_mode +
                      "' (expected concat, sum, mul, ave or \"\")");
   // The wrapped layer's own name ("lstm", "lstm_1") names both halves.
-  std::string wrapped =
-      layerNameOf(g, options.name, baseName(cell));
+  std::string wrapped = layerNameOf(g, options.name, baseName(cell));
   std::string layer = layerNameOf(g, name, "bidirectional");
   auto scope = g.name_scope(layer);
   RecurrentOptions forward = options, backward = options;
@@ -310,4 +312,263 @@ RecurrentOutput bidirectional(CellType cell, const Tensor &x, int64_t units,
 }
 
 } // namespace layers
+} // namespace estc
+
+namespace estc {
+namespace nn {
+namespace rnn_cell {
+
+Cell BasicRNNCell(int64_t num_units, Activation activation) {
+  Cell c;
+  c.kind = Cell::BasicRNN;
+  c.num_units = num_units;
+  c.activation = std::move(activation);
+  return c;
+}
+
+Cell LSTMCell(int64_t num_units, double forget_bias, Activation activation) {
+  Cell c;
+  c.kind = Cell::LSTM;
+  c.num_units = num_units;
+  c.forget_bias = forget_bias;
+  c.activation = std::move(activation);
+  return c;
+}
+
+Cell GRUCell(int64_t num_units, Activation activation) {
+  Cell c;
+  c.kind = Cell::GRU;
+  c.num_units = num_units;
+  c.activation = std::move(activation);
+  return c;
+}
+
+Cell MultiRNNCell(std::vector<Cell> cells) {
+  Cell c;
+  c.kind = Cell::Multi;
+  c.cells = std::move(cells);
+  return c;
+}
+
+} // namespace rnn_cell
+
+namespace {
+
+using rnn_cell::Cell;
+
+size_t stateCount(const Cell &cell) {
+  if (cell.kind != Cell::Multi)
+    return cell.kind == Cell::LSTM ? 2 : 1;
+  size_t n = 0;
+  for (const Cell &c : cell.cells)
+    n += stateCount(c);
+  return n;
+}
+
+/// Columns [k * units, (k + 1) * units) of a [batch, n] tensor.
+Tensor part(const Tensor &z, int64_t k, int64_t units) {
+  return slice(z, {0, k * units}, {-1, units});
+}
+
+/// The [in + units, n] kernel of a TF 1 cell split into its input rows and
+/// its state rows: [x, h] W = x W_x + h W_h, so x W_x is computed for every
+/// step at once, before the loop.
+std::pair<Tensor, Tensor> splitKernel(Graph &g, int64_t in, int64_t units,
+                                      int64_t n, DType dtype) {
+  Tensor kernel = g.get_variable("kernel", dtype, {in + units, n});
+  return {slice(kernel, {0, 0}, {in, n}), slice(kernel, {in, 0}, {units, n})};
+}
+
+/// One (non-stacked) cell over time-major `xs` [T, batch, in] in the
+/// current variable scope; appends its final state(s) to `state` and
+/// returns its outputs [T, batch, units].
+Tensor runCell(Graph &g, const Cell &cell, const Tensor &xs, const Tensor &mask,
+               std::vector<Tensor> initial, std::vector<Tensor> &state) {
+  const int64_t units = cell.num_units;
+  const int64_t depth = xs.shape()[2];
+  DType dtype = xs.dtype();
+  if (units < 1)
+    throw GraphError("dynamic_rnn: a cell has num_units " +
+                     std::to_string(units) + "; it must be positive");
+  std::vector<Tensor> sequences;
+  Tensor wh, gateWh, candidateWh;
+  const char *scopeName = cell.kind == Cell::LSTM  ? "lstm_cell"
+                          : cell.kind == Cell::GRU ? "gru_cell"
+                                                   : "basic_rnn_cell";
+  {
+    auto s = g.name_scope(scopeName);
+    if (cell.kind == Cell::GRU) {
+      {
+        auto gs = g.name_scope("gates");
+        auto [wx, h] = splitKernel(g, depth, units, 2 * units, dtype);
+        Tensor bias = g.get_variable("bias", dtype, {2 * units},
+                                     constant_initializer(1.0));
+        gateWh = h;
+        sequences.push_back(add(matmul(xs, wx), bias));
+      }
+      auto cs = g.name_scope("candidate");
+      auto [wx, h] = splitKernel(g, depth, units, units, dtype);
+      Tensor bias = g.get_variable("bias", dtype, {units}, zeros_initializer());
+      candidateWh = h;
+      sequences.push_back(add(matmul(xs, wx), bias));
+    } else {
+      int64_t n = cell.kind == Cell::LSTM ? 4 * units : units;
+      auto [wx, h] = splitKernel(g, depth, units, n, dtype);
+      Tensor bias = g.get_variable("bias", dtype, {n}, zeros_initializer());
+      wh = h;
+      sequences.push_back(add(matmul(xs, wx), bias));
+    }
+  }
+  bool masked = mask.valid();
+  if (masked)
+    sequences.push_back(mask);
+  size_t numStates = cell.kind == Cell::LSTM ? 2 : 1;
+  if (initial.empty()) {
+    Tensor zeros = zeros_like(
+        reshape(slice(sequences[0], {0, 0, 0}, {1, -1, units}), {-1, units}));
+    initial.assign(numStates, zeros);
+  }
+  ScanResult r = scan(
+      [&](const std::vector<Tensor> &carried, const std::vector<Tensor> &in) {
+        std::vector<Tensor> next;
+        Tensor h = carried.back();
+        switch (cell.kind) {
+        case Cell::BasicRNN:
+          next = {cell.activation(add(in[0], matmul(h, wh)))};
+          break;
+        case Cell::LSTM: {
+          // LSTMStateTuple (c, h); gates i, j, f, o.
+          Tensor z = add(in[0], matmul(h, wh));
+          Tensor c = add(
+              multiply(carried[0],
+                       estc::sigmoid(add(part(z, 2, units), cell.forget_bias))),
+              multiply(estc::sigmoid(part(z, 0, units)),
+                       cell.activation(part(z, 1, units))));
+          next = {c, multiply(cell.activation(c),
+                              estc::sigmoid(part(z, 3, units)))};
+          break;
+        }
+        case Cell::GRU: {
+          Tensor value = estc::sigmoid(add(in[0], matmul(h, gateWh)));
+          Tensor r = part(value, 0, units), u = part(value, 1, units);
+          Tensor candidate =
+              cell.activation(add(in[1], matmul(multiply(r, h), candidateWh)));
+          next = {add(multiply(u, h), multiply(subtract(1.0, u), candidate))};
+          break;
+        }
+        case Cell::Multi:
+          break;
+        }
+        Tensor output = next.back();
+        if (masked) {
+          const Tensor &m = in.back();
+          for (size_t k = 0; k < next.size(); ++k)
+            next[k] = where(m, next[k], carried[k]);
+          output = where(m, output, zeros_like(output));
+        }
+        return ScanStep{next, {output}};
+      },
+      initial, sequences, false, "while");
+  state.insert(state.end(), r.carried.begin(), r.carried.end());
+  return r.stacked[0];
+}
+
+/// dynamic_rnn in the current variable scope; returns time-major outputs.
+Tensor dynamicRnn(Graph &g, const Cell &cell, const Tensor &xs,
+                  const Tensor &mask, const std::vector<Tensor> &initial,
+                  std::vector<Tensor> &state) {
+  if (cell.kind != Cell::Multi)
+    return runCell(g, cell, xs, mask, initial, state);
+  if (cell.cells.empty())
+    throw GraphError("dynamic_rnn: MultiRNNCell has no cells");
+  auto s = g.name_scope("multi_rnn_cell");
+  Tensor ys = xs;
+  size_t next = 0;
+  for (size_t k = 0; k < cell.cells.size(); ++k) {
+    auto cs = g.name_scope("cell_" + std::to_string(k));
+    size_t n = stateCount(cell.cells[k]);
+    std::vector<Tensor> init;
+    if (!initial.empty())
+      init.assign(initial.begin() + next, initial.begin() + next + n);
+    next += n;
+    ys = dynamicRnn(g, cell.cells[k], ys, mask, init, state);
+  }
+  return ys;
+}
+
+void checkInputs(const std::string &op, const Tensor &inputs,
+                 const Tensor &lengths) {
+  if (!inputs.valid())
+    throw GraphError(op + ": inputs is an empty Tensor");
+  if (inputs.rank() != 3 || inputs.shape()[2] < 0 ||
+      !is_floating(inputs.dtype()))
+    throw GraphError(op + ": inputs '" + inputs.name() + "' " +
+                     shape::toString(inputs.shape()) +
+                     " must be float [batch, time, features] with known "
+                     "features");
+  if (lengths.valid() &&
+      (lengths.rank() != 1 ||
+       (lengths.dtype() != DType::Int32 && lengths.dtype() != DType::Int64)))
+    throw GraphError(op + ": sequence_length '" + lengths.name() +
+                     "' must be [batch] int32 or int64");
+}
+
+/// The time-major [T, batch, 1] mask of `lengths` over `inputs`.
+Tensor stepMask(const Tensor &inputs, const Tensor &lengths) {
+  return expand_dims(transpose(sequence_mask(lengths, inputs, 1), {1, 0}), 2);
+}
+
+} // namespace
+
+DynamicRNNOutput dynamic_rnn(const Cell &cell, const Tensor &inputs,
+                             const Tensor &sequence_length,
+                             const std::vector<Tensor> &initial_state,
+                             const std::string &scope) {
+  checkInputs("dynamic_rnn", inputs, sequence_length);
+  if (!initial_state.empty() && initial_state.size() != stateCount(cell))
+    throw GraphError("dynamic_rnn: initial_state has " +
+                     std::to_string(initial_state.size()) +
+                     " tensors, the cell " + std::to_string(stateCount(cell)));
+  Graph &g = inputs.graph();
+  auto s = g.name_scope(scope);
+  Tensor mask =
+      sequence_length.valid() ? stepMask(inputs, sequence_length) : Tensor();
+  DynamicRNNOutput out;
+  Tensor ys = dynamicRnn(g, cell, transpose(inputs, {1, 0, 2}), mask,
+                         initial_state, out.state);
+  out.outputs = transpose(ys, {1, 0, 2});
+  return out;
+}
+
+BidirectionalDynamicRNNOutput
+bidirectional_dynamic_rnn(const Cell &cell_fw, const Cell &cell_bw,
+                          const Tensor &inputs, const Tensor &sequence_length,
+                          const std::string &scope) {
+  checkInputs("bidirectional_dynamic_rnn", inputs, sequence_length);
+  Graph &g = inputs.graph();
+  auto s = g.name_scope(scope);
+  Tensor lengths = sequence_length.valid()
+                       ? sequence_length
+                       : reduce_sum(cast(ones_like(reduce_sum(inputs, Dims{2})),
+                                         DType::Int32),
+                                    Dims{1});
+  Tensor mask =
+      sequence_length.valid() ? stepMask(inputs, sequence_length) : Tensor();
+  BidirectionalDynamicRNNOutput out;
+  {
+    auto fw = g.name_scope("fw");
+    out.output_fw =
+        transpose(dynamicRnn(g, cell_fw, transpose(inputs, {1, 0, 2}), mask, {},
+                             out.state_fw),
+                  {1, 0, 2});
+  }
+  auto bw = g.name_scope("bw");
+  Tensor reversed = reverse_sequence(inputs, lengths, 1, 0);
+  Tensor ys = dynamicRnn(g, cell_bw, transpose(reversed, {1, 0, 2}), mask, {},
+                         out.state_bw);
+  out.output_bw = reverse_sequence(transpose(ys, {1, 0, 2}), lengths, 1, 0);
+  return out;
+}
+
+} // namespace nn
 } // namespace estc

@@ -110,6 +110,70 @@ RecurrentOutput bidirectional(CellType cell, const Tensor &x, int64_t units,
                               const std::string &name = "");
 
 } // namespace layers
+
+// --- tf.compat.v1.nn: dynamic_rnn and its cells ---------------------------
+//
+// TF 1's RNN API, as tf.compat.v1 keeps it: cells whose kernel acts on
+// [input, h] concatenated, under the variable scope of the call
+// ("rnn/lstm_cell/kernel", "rnn/multi_rnn_cell/cell_0/gru_cell/gates/
+// kernel", "bidirectional_rnn/fw/lstm_cell/bias"). With sequence_length,
+// steps past a sequence's length output zeros and carry the state through
+// (so the final state is the one at its last valid step), as dynamic_rnn.
+namespace nn {
+namespace rnn_cell {
+
+/// A cell description (tf.compat.v1.nn.rnn_cell.*).
+struct Cell {
+  enum Kind { BasicRNN, LSTM, GRU, Multi } kind = BasicRNN;
+  int64_t num_units = 0;
+  /// LSTMCell: added to the forget gate's pre-activation.
+  double forget_bias = 1.0;
+  Activation activation = Activation(estc::tanh);
+  /// MultiRNNCell: the stacked cells, bottom first.
+  std::vector<Cell> cells;
+};
+
+Cell BasicRNNCell(int64_t num_units,
+                  Activation activation = Activation(estc::tanh));
+/// LSTMCell / BasicLSTMCell (no peepholes or projection): gates i, j, f, o.
+Cell LSTMCell(int64_t num_units, double forget_bias = 1.0,
+              Activation activation = Activation(estc::tanh));
+/// GRUCell: gates/ (r, u; bias initialized to 1) and candidate/.
+Cell GRUCell(int64_t num_units, Activation activation = Activation(estc::tanh));
+Cell MultiRNNCell(std::vector<Cell> cells);
+
+} // namespace rnn_cell
+
+/// dynamic_rnn's outputs ([batch, T, units] of the top cell) and final
+/// state, flattened: per cell, LSTM's (c, h) (LSTMStateTuple order), h
+/// for the others.
+struct DynamicRNNOutput {
+  Tensor outputs;
+  std::vector<Tensor> state;
+};
+
+/// tf.compat.v1.nn.dynamic_rnn(cell, inputs, sequence_length, initial_state,
+/// scope) for batch-major `inputs` [batch, T, features].
+DynamicRNNOutput dynamic_rnn(const rnn_cell::Cell &cell, const Tensor &inputs,
+                             const Tensor &sequence_length = Tensor(),
+                             const std::vector<Tensor> &initial_state = {},
+                             const std::string &scope = "rnn");
+
+struct BidirectionalDynamicRNNOutput {
+  Tensor output_fw, output_bw;
+  std::vector<Tensor> state_fw, state_bw;
+};
+
+/// tf.compat.v1.nn.bidirectional_dynamic_rnn: the backward cell runs on
+/// each sequence reversed within its length (reverse_sequence) under
+/// "<scope>/bw", its outputs reversed back.
+BidirectionalDynamicRNNOutput
+bidirectional_dynamic_rnn(const rnn_cell::Cell &cell_fw,
+                          const rnn_cell::Cell &cell_bw, const Tensor &inputs,
+                          const Tensor &sequence_length = Tensor(),
+                          const std::string &scope = "bidirectional_rnn");
+
+} // namespace nn
 } // namespace estc
 
 #endif // ESTC_LIB_GRAPH_RECURRENT_H

@@ -54,6 +54,13 @@ for arch in sm_80 sm_90; do
     out="$work/ptx/$name.$arch.ptx"
     if ! "$bin/estc" "$graph" --target=cuda --gpu-arch=$arch --emit=ptx \
         -o "$out" 2> "$work/error.txt"; then
+      # Data-dependent control flow runs on the CPU only for now: the
+      # refusal must be the one clear line (docs/design/control-flow.md).
+      case "$name" in CompiledOps.CondOnData.*|CompiledOps.WhileLoop.*)
+        if grep -q "a run-time condition (est.if, est.while) is not supported on the CUDA target" "$work/error.txt"; then
+          continue
+        fi;;
+      esac
       echo "FAIL: $name --gpu-arch=$arch: $(cat "$work/error.txt")"
       failures=$((failures + 1))
       continue

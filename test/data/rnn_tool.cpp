@@ -11,7 +11,9 @@
 // usage: rnn_tool CASE_FILE
 // CASE_FILE lines: `cell lstm|gru|simple_rnn`, `units N`, `batch B`,
 // `time T`, `features F`, `flags NAME...` (return_sequences go_backwards
-// reset_before bidirectional_<merge>), `steps N`, `lr X`,
+// reset_before bidirectional_<merge>; v1: tf.compat.v1.nn.dynamic_rnn with
+// LSTMCell / GRUCell / BasicRNNCell, then multi2: a MultiRNNCell of two,
+// bidirectional_dynamic), `steps N`, `lr X`,
 // `lengths L...` (optional), `x V...`, `c V...`, `var NAME V...`.
 //
 //===----------------------------------------------------------------------===//
@@ -116,12 +118,12 @@ int main(int argc, char **argv) {
   if (argc != 2)
     die("usage: rnn_tool CASE_FILE");
   Case k = readCase(argv[1]);
-  layers::CellType cell = k.cell == "lstm"  ? layers::CellType::LSTM
-                          : k.cell == "gru" ? layers::CellType::GRU
-                          : k.cell == "simple_rnn"
-                              ? layers::CellType::SimpleRNN
-                              : (die("unknown cell " + k.cell),
-                                 layers::CellType::LSTM);
+  layers::CellType cell =
+      k.cell == "lstm"  ? layers::CellType::LSTM
+      : k.cell == "gru" ? layers::CellType::GRU
+      : k.cell == "simple_rnn"
+          ? layers::CellType::SimpleRNN
+          : (die("unknown cell " + k.cell), layers::CellType::LSTM);
   std::string merge;
   bool bidirectional = false;
   for (const std::string &f : k.flags)
@@ -137,17 +139,52 @@ int main(int argc, char **argv) {
   inputs.features.push_back(x);
   if (ragged)
     inputs.features.push_back(TensorSpec{"lengths", DType::Int32, {-1}});
-  int64_t outUnits = bidirectional && merge == "concat" ? 2 * k.units : k.units;
+  int64_t outUnits = (bidirectional && merge == "concat") ||
+                             k.flags.count("bidirectional_dynamic")
+                         ? 2 * k.units
+                         : k.units;
   bool sequences = k.flags.count("return_sequences") != 0;
   std::string lossNode;
   graph::GraphDef def = build_graph_def(
-      inputs,
-      [&](Graph &g, const TensorMap &f, const Tensor &, ModeKeys mode) {
+      inputs, [&](Graph &g, const TensorMap &f, const Tensor &, ModeKeys mode) {
         layers::RecurrentOptions o;
         o.return_sequences = sequences;
         o.go_backwards = k.flags.count("go_backwards") != 0;
         o.reset_after = k.flags.count("reset_before") == 0;
         Tensor lengths = ragged ? f["lengths"] : Tensor();
+        if (k.flags.count("v1")) {
+          auto one = [&] {
+            return cell == layers::CellType::LSTM
+                       ? nn::rnn_cell::LSTMCell(k.units)
+                   : cell == layers::CellType::GRU
+                       ? nn::rnn_cell::GRUCell(k.units)
+                       : nn::rnn_cell::BasicRNNCell(k.units);
+          };
+          nn::rnn_cell::Cell c =
+              k.flags.count("multi2")
+                  ? nn::rnn_cell::MultiRNNCell({one(), one()})
+                  : one();
+          Tensor y;
+          if (k.flags.count("bidirectional_dynamic")) {
+            auto r = nn::bidirectional_dynamic_rnn(c, c, f["x"], lengths);
+            y = sequences ? concat({r.output_fw, r.output_bw}, 2)
+                          : concat({r.state_fw.back(), r.state_bw.back()}, 1);
+          } else {
+            auto r = nn::dynamic_rnn(c, f["x"], lengths);
+            y = sequences ? r.outputs : r.state.back();
+          }
+          Signature s;
+          s.predictions.set("y", y);
+          if (mode != ModeKeys::PREDICT) {
+            s.loss = reduce_sum(multiply(
+                y, g.constant(k.c, sequences ? Dims{k.batch, k.time, outUnits}
+                                             : Dims{k.batch, outUnits})));
+            if (mode == ModeKeys::TRAIN)
+              s.train_op =
+                  train::GradientDescentOptimizer(k.lr).minimize(s.loss);
+          }
+          return s;
+        }
         Tensor y = bidirectional
                        ? layers::bidirectional(cell, f["x"], k.units, o, merge,
                                                lengths)
@@ -168,8 +205,7 @@ int main(int argc, char **argv) {
           s.loss = reduce_sum(multiply(y, c));
           lossNode = s.loss.name();
           if (mode == ModeKeys::TRAIN)
-            s.train_op =
-                train::GradientDescentOptimizer(k.lr).minimize(s.loss);
+            s.train_op = train::GradientDescentOptimizer(k.lr).minimize(s.loss);
         }
         return s;
       });
@@ -216,8 +252,9 @@ int main(int argc, char **argv) {
   feed(predict);
   model.run(predict);
   int64_t outCount = k.batch * outUnits * (sequences ? k.time : 1);
-  print("output", static_cast<const float *>(model.output_data(
-                      predict, model.output_index(predict, "predictions/y"))),
+  print("output",
+        static_cast<const float *>(model.output_data(
+            predict, model.output_index(predict, "predictions/y"))),
         outCount);
   int train = model.function_index("train");
   if (train < 0)
@@ -225,8 +262,9 @@ int main(int argc, char **argv) {
   for (int64_t step = 0; step < k.steps; ++step) {
     feed(train);
     model.run(train);
-    print("loss", static_cast<const float *>(model.output_data(
-                      train, model.output_index(train, "loss"))),
+    print("loss",
+          static_cast<const float *>(
+              model.output_data(train, model.output_index(train, "loss"))),
           1);
   }
   for (const auto &[name, values] : k.vars) {

@@ -19,6 +19,58 @@ import sys
 import tempfile
 
 
+class V1Layer:
+    """tf.compat.v1.nn.dynamic_rnn (or bidirectional_dynamic_rnn) over
+    LSTMCell / GRUCell / BasicRNNCell (two in a MultiRNNCell with multi2),
+    called like a Keras layer: the outputs with return_sequences, else the
+    top cell's final h (both directions concatenated)."""
+
+    def __init__(self, tf, cell, units, flags, lengths):
+        self.tf, self.flags, self.lengths = tf, flags, lengths
+        v1 = tf.compat.v1.nn.rnn_cell
+        make = {"lstm": v1.LSTMCell, "gru": v1.GRUCell,
+                "simple_rnn": v1.BasicRNNCell}[cell]
+
+        def one():
+            if "multi2" in flags:
+                return v1.MultiRNNCell([make(units), make(units)])
+            return make(units)
+        self.cells = [one(), one()] if "bidirectional_dynamic" in flags \
+            else [one()]
+
+    @staticmethod
+    def _h(state):
+        while isinstance(state, tuple) and not hasattr(state, "h"):
+            state = state[-1]
+        return state.h if hasattr(state, "h") else state
+
+    def __call__(self, x, mask=None):  # pylint: disable=unused-argument
+        tf = self.tf
+        seqs = "return_sequences" in self.flags
+        if "bidirectional_dynamic" in self.flags:
+            (fw, bw), (sf, sb) = tf.compat.v1.nn.bidirectional_dynamic_rnn(
+                self.cells[0], self.cells[1], x,
+                sequence_length=self.lengths, dtype=tf.float32)
+            return (tf.concat([fw, bw], 2) if seqs else
+                    tf.concat([self._h(sf), self._h(sb)], 1))
+        out, state = tf.compat.v1.nn.dynamic_rnn(
+            self.cells[0], x, sequence_length=self.lengths, dtype=tf.float32)
+        return out if seqs else self._h(state)
+
+    @property
+    def weights(self):
+        return [w for c in self.cells for w in c.weights]
+
+    trainable_weights = weights
+
+    def get_weights(self):
+        return [w.numpy() for w in self.weights]
+
+    def set_weights(self, values):
+        for w, v in zip(self.weights, values):
+            w.assign(v)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -50,6 +102,15 @@ def main():
         ("bidirectional_simple_rnn_ave", "simple_rnn", 3,
          ["bidirectional_ave", "return_sequences"], True),
         ("bidirectional_lstm_mul", "lstm", 2, ["bidirectional_mul"], True),
+        # tf.compat.v1.nn.dynamic_rnn and its cells.
+        ("dynamic_rnn_lstm_cell", "lstm", 4, ["v1", "return_sequences"], True),
+        ("dynamic_rnn_gru_cell_state", "gru", 3, ["v1"], True),
+        ("dynamic_rnn_basic_rnn_cell", "simple_rnn", 3,
+         ["v1", "return_sequences"], False),
+        ("dynamic_rnn_multi_rnn_cell", "lstm", 3,
+         ["v1", "multi2", "return_sequences"], True),
+        ("bidirectional_dynamic_rnn", "gru", 3,
+         ["v1", "bidirectional_dynamic", "return_sequences"], True),
     ]
     batch, time, features, lr = 4, 6, 3, 0.05
     failures = 0
@@ -61,14 +122,19 @@ def main():
             kwargs["reset_after"] = "reset_before" not in flags
         make = {"lstm": K.LSTM, "gru": K.GRU, "simple_rnn": K.SimpleRNN}[cell]
         merge = next((f.split("_", 1)[1] for f in flags
-                      if f.startswith("bidirectional_")), None)
-        layer = make(units, **kwargs)
-        if merge:
-            layer = K.Bidirectional(layer, merge_mode=merge)
+                      if f.startswith("bidirectional_")
+                      and f != "bidirectional_dynamic"), None)
         x = rng.uniform(-1, 1, (batch, time, features)).astype(np.float32)
         lengths = (np.array([time, time - 2, 1, time - 3], np.int32)
                    if ragged else np.full(batch, time, np.int32))
         mask = tf.sequence_mask(lengths, time) if ragged else None
+        if "v1" in flags:
+            layer = V1Layer(tf, cell, units, flags,
+                            lengths if ragged else None)
+        else:
+            layer = make(units, **kwargs)
+            if merge:
+                layer = K.Bidirectional(layer, merge_mode=merge)
         layer(x, mask=mask)  # builds the weights
         weights = [rng.uniform(-0.5, 0.5, w.shape).astype(np.float32)
                    for w in layer.get_weights()]
@@ -89,7 +155,9 @@ def main():
         cell_name = {"lstm": "lstm_cell", "gru": "gru_cell",
                      "simple_rnn": "simple_rnn_cell"}[cell]
         parts = ["kernel", "recurrent_kernel", "bias"]
-        if merge:
+        if "v1" in flags:
+            names = [w.name.split(":")[0] for w in layer.weights]
+        elif merge:
             names = [f"bidirectional/{d}_{cell}/{cell_name}/{p}"
                      for d in ("forward", "backward") for p in parts]
         else:

@@ -1665,12 +1665,13 @@ Value Evaluator::outputOf(const g::NodeDef &node) {
                 ? results_.find(inputNodeName(node, node.input(0)))
                 : results_.end();
   if (it == results_.end())
-    fail("node '" + node.name() + "' (output): its input is not a scan, if "
+    fail("node '" + node.name() +
+         "' (output): its input is not a scan, if "
          "or while node");
   int64_t index = node.attr().count("index") ? node.attr().at("index").i() : 0;
   if (index < 0 || index >= static_cast<int64_t>(it->second.size()))
-    fail("node '" + node.name() + "' (output): index " +
-         std::to_string(index) + " out of range");
+    fail("node '" + node.name() + "' (output): index " + std::to_string(index) +
+         " out of range");
   return it->second[index];
 }
 
@@ -1725,8 +1726,8 @@ std::vector<Value> Evaluator::callFunction(const std::string &name,
       continue;
     }
     if (!kernels().count(node.op()))
-      fail("function '" + name + "': node '" + node.name() +
-           "': unknown op '" + node.op() + "'");
+      fail("function '" + name + "': node '" + node.name() + "': unknown op '" +
+           node.op() + "'");
     OpContext ctx{node, inputs};
     values[i] = kernels().at(node.op())(ctx);
   }
@@ -1765,7 +1766,8 @@ std::vector<Value> Evaluator::runControlFlow(const g::NodeDef &node,
   };
   if (node.op() == "scan") {
     size_t nc = attrI("num_carried", 0), ns = attrI("num_sequences", 1);
-    bool reverse = node.attr().count("reverse") && node.attr().at("reverse").b();
+    bool reverse =
+        node.attr().count("reverse") && node.attr().at("reverse").b();
     std::vector<Value> carried(args.begin(), args.begin() + nc);
     std::vector<Value> captures(args.begin() + nc + ns, args.end());
     int64_t length = args.at(nc).shape.at(0);

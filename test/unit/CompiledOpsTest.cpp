@@ -585,22 +585,21 @@ TEST(CompiledOps, GatherOneHot) {
 TEST(CompiledOps, ScanRecurrence) {
   for (bool reverse : {false, true}) {
     SCOPED_TRACE(reverse ? "reverse" : "forward");
-    checkOp({{"x", DType::Float32, {-1, 5, 4}}},
-            [&](Graph &g, const TensorMap &x) {
-              Tensor w = constant(g, {4, 4}, 7);
-              Tensor steps = transpose(x["x"], {1, 0, 2});
-              Tensor h0 = zeros_like(reduce_sum(x["x"], Dims{1}));
-              ScanResult r = scan(
-                  [&](const std::vector<Tensor> &c,
-                      const std::vector<Tensor> &in) {
-                    Tensor h = tanh(add(matmul(c[0], w), in[0]));
-                    return ScanStep{{h}, {sigmoid(h)}};
-                  },
-                  {h0}, {steps}, reverse);
-              // [5, batch, 4] -> [batch, 5 * 4], then the final state.
-              Tensor ys = reshape(transpose(r.stacked[0], {1, 0, 2}), {-1, 20});
-              return concat({ys, r.carried[0]}, 1);
-            });
+    checkOp(
+        {{"x", DType::Float32, {-1, 5, 4}}}, [&](Graph &g, const TensorMap &x) {
+          Tensor w = constant(g, {4, 4}, 7);
+          Tensor steps = transpose(x["x"], {1, 0, 2});
+          Tensor h0 = zeros_like(reduce_sum(x["x"], Dims{1}));
+          ScanResult r = scan(
+              [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+                Tensor h = tanh(add(matmul(c[0], w), in[0]));
+                return ScanStep{{h}, {sigmoid(h)}};
+              },
+              {h0}, {steps}, reverse);
+          // [5, batch, 4] -> [batch, 5 * 4], then the final state.
+          Tensor ys = reshape(transpose(r.stacked[0], {1, 0, 2}), {-1, 20});
+          return concat({ys, r.carried[0]}, 1);
+        });
   }
 }
 
@@ -628,16 +627,15 @@ TEST(CompiledOps, CondOnData) {
 /// est.while with a data-dependent trip count (until the sum passes a
 /// bound, at most 6 steps, or with maximum_iterations 2).
 TEST(CompiledOps, WhileLoop) {
-  for (std::optional<int64_t> max : {std::optional<int64_t>(),
-                                     std::optional<int64_t>(2)}) {
+  for (std::optional<int64_t> max :
+       {std::optional<int64_t>(), std::optional<int64_t>(2)}) {
     SCOPED_TRACE(max ? "maximum_iterations 2" : "unbounded");
     checkOp({{"x", DType::Float32, {-1, 4}, 0.0, 1.0}},
             [&](Graph &g, const TensorMap &x) {
               std::vector<Tensor> out = while_loop(
                   [&](const std::vector<Tensor> &v) {
-                    return logical_and(
-                        less(v[0], g.constant(6, DType::Int32)),
-                        less(reduce_sum(v[1]), 40.0));
+                    return logical_and(less(v[0], g.constant(6, DType::Int32)),
+                                       less(reduce_sum(v[1]), 40.0));
                   },
                   [&](const std::vector<Tensor> &v) {
                     return std::vector<Tensor>{

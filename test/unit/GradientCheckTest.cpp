@@ -202,78 +202,93 @@ Tensor rnn(const Tensor &x, const Tensor &a, bool reverse) {
       {h0}, {a}, reverse);
   return add(reshape(r.stacked[0], {3, 3}), r.carried[0]);
 }
-GRADIENT_TEST_SHAPED(ScanRnnCapturedWeight, -1, 1, (std::vector<int64_t>{3, 3}), rnn(x, a, false))
-GRADIENT_TEST_SHAPED(ScanRnnReverse, -1, 1, (std::vector<int64_t>{3, 3}), rnn(x, a, true))
+GRADIENT_TEST_SHAPED(ScanRnnCapturedWeight, -1, 1, (std::vector<int64_t>{3, 3}),
+                     rnn(x, a, false))
+GRADIENT_TEST_SHAPED(ScanRnnReverse, -1, 1, (std::vector<int64_t>{3, 3}),
+                     rnn(x, a, true))
 // The gradient into the scanned sequence (x's rows) and the initial carried
 // value (a's first row), through two carried values.
-GRADIENT_TEST_SHAPED(ScanSequenceAndInit, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
-  Tensor init = slice(a, {0, 0}, {1, 3});
-  ScanResult r = scan(
-      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
-        Tensor h = add(multiply(c[0], in[0]), sin(c[1]));
-        Tensor s = add(c[1], square(in[0]));
-        return ScanStep{{h, s}, {multiply(h, s)}};
-      },
-      {init, init}, {x});
-  return add(reshape(r.stacked[0], {3, 3}), r.carried[0]);
-}()))
+GRADIENT_TEST_SHAPED(ScanSequenceAndInit, -1, 1, (std::vector<int64_t>{3, 3}),
+                     ([&] {
+                       Tensor init = slice(a, {0, 0}, {1, 3});
+                       ScanResult r = scan(
+                           [&](const std::vector<Tensor> &c,
+                               const std::vector<Tensor> &in) {
+                             Tensor h = add(multiply(c[0], in[0]), sin(c[1]));
+                             Tensor s = add(c[1], square(in[0]));
+                             return ScanStep{{h, s}, {multiply(h, s)}};
+                           },
+                           {init, init}, {x});
+                       return add(reshape(r.stacked[0], {3, 3}), r.carried[0]);
+                     }()))
 // A scan inside a scan: the inner loop's gradients inside the outer
 // reverse body.
 GRADIENT_TEST_SHAPED(NestedScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
-  Tensor h0 = x.graph().constant(std::vector<double>(3, 0.0), {3});
-  ScanResult r = scan(
-      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
-        ScanResult inner = scan(
-            [&](const std::vector<Tensor> &ci, const std::vector<Tensor> &xi) {
-              Tensor h = tanh(add(multiply(ci[0], xi[0]), in[0]));
-              return ScanStep{{h}, {}};
-            },
-            {c[0]}, {x});
-        return ScanStep{inner.carried, {inner.carried[0]}};
-      },
-      {h0}, {a});
-  return r.stacked[0];
-}()))
+                       Tensor h0 =
+                           x.graph().constant(std::vector<double>(3, 0.0), {3});
+                       ScanResult r = scan(
+                           [&](const std::vector<Tensor> &c,
+                               const std::vector<Tensor> &in) {
+                             ScanResult inner = scan(
+                                 [&](const std::vector<Tensor> &ci,
+                                     const std::vector<Tensor> &xi) {
+                                   Tensor h =
+                                       tanh(add(multiply(ci[0], xi[0]), in[0]));
+                                   return ScanStep{{h}, {}};
+                                 },
+                                 {c[0]}, {x});
+                             return ScanStep{inner.carried, {inner.carried[0]}};
+                           },
+                           {h0}, {a});
+                       return r.stacked[0];
+                     }()))
 
 // --- Through conditionals and bounded while loops -------------------------
 // est.if: the gradient flows through the branch that ran (both are tried).
 GRADIENT_TEST(CondTrueBranch, -2, 2,
-              cond(greater(reduce_sum(square(a)), 0.0),
-                   [&] { return std::vector<Tensor>{multiply(x, x)}; },
-                   [&] { return std::vector<Tensor>{sin(x)}; })[0])
+              cond(
+                  greater(reduce_sum(square(a)), 0.0),
+                  [&] { return std::vector<Tensor>{multiply(x, x)}; },
+                  [&] { return std::vector<Tensor>{sin(x)}; })[0])
 GRADIENT_TEST(CondFalseBranch, -2, 2,
-              cond(less(reduce_sum(square(a)), 0.0),
-                   [&] { return std::vector<Tensor>{multiply(x, x)}; },
-                   [&] { return std::vector<Tensor>{multiply(sin(x), a)}; })[0])
+              cond(
+                  less(reduce_sum(square(a)), 0.0),
+                  [&] { return std::vector<Tensor>{multiply(x, x)}; },
+                  [&] { return std::vector<Tensor>{multiply(sin(x), a)}; })[0])
 // A conditional inside a scan: per step, on the step's slice.
-GRADIENT_TEST_SHAPED(CondInScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
-  Tensor h0 = x.graph().constant(std::vector<double>(3, 0.5), {3});
-  ScanResult r = scan(
-      [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
-        Tensor h = cond(
-            greater(reduce_sum(in[0]), 0.0),
-            [&] { return std::vector<Tensor>{tanh(multiply(c[0], in[0]))}; },
-            [&] { return std::vector<Tensor>{add(c[0], in[0])}; })[0];
-        return ScanStep{{h}, {h}};
-      },
-      {h0}, {x});
-  return multiply(r.stacked[0], a);
-}()))
+GRADIENT_TEST_SHAPED(
+    CondInScan, -1, 1, (std::vector<int64_t>{3, 3}), ([&] {
+      Tensor h0 = x.graph().constant(std::vector<double>(3, 0.5), {3});
+      ScanResult r = scan(
+          [&](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+            Tensor h = cond(
+                greater(reduce_sum(in[0]), 0.0),
+                [&] {
+                  return std::vector<Tensor>{tanh(multiply(c[0], in[0]))};
+                },
+                [&] { return std::vector<Tensor>{add(c[0], in[0])}; })[0];
+            return ScanStep{{h}, {h}};
+          },
+          {h0}, {x});
+      return multiply(r.stacked[0], a);
+    }()))
 // A while loop with a run-time trip count (3 here: 2 + [sum(a^2) > 0]),
 // bounded by maximum_iterations = 6, through its carried values.
 GRADIENT_TEST(WhileRuntimeTripCount, -1, 1, ([&] {
-  Graph &g = x.graph();
-  Tensor n = add(cast(greater(reduce_sum(square(a)), 0.0), DType::Int32),
-                 g.constant(2, DType::Int32));
-  std::vector<Tensor> out = while_loop(
-      [&](const std::vector<Tensor> &v) { return less(v[0], n); },
-      [&](const std::vector<Tensor> &v) {
-        return std::vector<Tensor>{add(v[0], g.constant(1, DType::Int32)),
-                                   tanh(add(multiply(v[1], x), a))};
-      },
-      {g.constant(0, DType::Int32), a}, 6);
-  return out[1];
-}()))
+                Graph &g = x.graph();
+                Tensor n =
+                    add(cast(greater(reduce_sum(square(a)), 0.0), DType::Int32),
+                        g.constant(2, DType::Int32));
+                std::vector<Tensor> out = while_loop(
+                    [&](const std::vector<Tensor> &v) { return less(v[0], n); },
+                    [&](const std::vector<Tensor> &v) {
+                      return std::vector<Tensor>{
+                          add(v[0], g.constant(1, DType::Int32)),
+                          tanh(add(multiply(v[1], x), a))};
+                    },
+                    {g.constant(0, DType::Int32), a}, 6);
+                return out[1];
+              }()))
 
 GRADIENT_TEST(Add, -2, 2, add(x, a))
 GRADIENT_TEST(Sub, -2, 2, subtract(a, x))

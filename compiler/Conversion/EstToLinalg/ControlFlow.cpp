@@ -29,8 +29,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 using namespace mlir;
 using namespace mlir::est::lowering;
@@ -59,9 +59,8 @@ public:
       return arg.getOwner()->getParent() == &body ? argDim(arg, d) : Value();
     Operation *op = v.getDefiningOp();
     if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
-      return dim(dps.getDpsInitOperand(cast<OpResult>(v).getResultNumber())
-                     ->get(),
-                 d);
+      return dim(
+          dps.getDpsInitOperand(cast<OpResult>(v).getResultNumber())->get(), d);
     if (auto empty = dyn_cast<tensor::EmptyOp>(op))
       return index(empty.getDynamicSize(d));
     if (auto cast = dyn_cast<tensor::CastOp>(op))
@@ -116,8 +115,8 @@ public:
       return i ? dim(d.getSource(), *i) : Value();
     }
     if (isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivSIOp,
-            arith::DivUIOp, arith::CeilDivSIOp, arith::MaxSIOp,
-            arith::MinSIOp>(op)) {
+            arith::DivUIOp, arith::CeilDivSIOp, arith::MaxSIOp, arith::MinSIOp>(
+            op)) {
       Value lhs = index(op->getOperand(0)), rhs = index(op->getOperand(1));
       if (!lhs || !rhs)
         return Value();
@@ -207,10 +206,10 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     bool reverse = scan.getReverse();
     Value seq0 = scan.getSequences().front();
     int64_t staticLength = scan.getStaticLength();
-    Value length = ShapedType::isDynamic(staticLength)
-                       ? Value(tensor::DimOp::create(rewriter, loc, seq0, 0))
-                       : arith::ConstantIndexOp::create(rewriter, loc,
-                                                        staticLength);
+    Value length =
+        ShapedType::isDynamic(staticLength)
+            ? Value(tensor::DimOp::create(rewriter, loc, seq0, 0))
+            : arith::ConstantIndexOp::create(rewriter, loc, staticLength);
     Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
     Value slots = arith::AddIOp::create(rewriter, loc, length, c1);
@@ -229,16 +228,16 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     auto yield = scan.getYield();
     for (auto [k, init] : llvm::enumerate(scan.getInits())) {
       auto type = ScanOp_stack(init.getType(), ShapedType::kDynamic);
-      SmallVector<Value> sizes = dynamicSizes(
-          type, slots, [&](int64_t d) { return dimValue(rewriter, loc, init, d); });
+      SmallVector<Value> sizes = dynamicSizes(type, slots, [&](int64_t d) {
+        return dimValue(rewriter, loc, init, d);
+      });
       Value empty = newBuffer(rewriter, loc, type, sizes);
-      stacks.push_back(writeSlot(rewriter, loc, init, empty,
-                                 reverse ? length : c0));
+      stacks.push_back(
+          writeSlot(rewriter, loc, init, empty, reverse ? length : c0));
     }
     for (auto [j, value] :
          llvm::enumerate(yield.getValues().drop_front(numCarried))) {
-      auto type = cast<RankedTensorType>(
-          scan.getStackedResults()[j].getType());
+      auto type = cast<RankedTensorType>(scan.getStackedResults()[j].getType());
       SmallVector<Value> sizes;
       if (type.isDynamicDim(0))
         sizes.push_back(length);
@@ -343,21 +342,19 @@ struct IfOpLowering : public OpRewritePattern<est::IfOp> {
         if (!size)
           return rewriter.notifyMatchFailure(
               op, "cannot size result #" + std::to_string(k) +
-                      " before the branch (its dimension " +
-                      std::to_string(d) +
+                      " before the branch (its dimension " + std::to_string(d) +
                       " is not computed from shapes known outside it)");
         sizes.push_back(size);
       }
       dests.push_back(newBuffer(rewriter, loc, type, sizes));
     }
-    Value cond = tensor::ExtractOp::create(rewriter, loc, op.getCond(),
-                                           ValueRange{});
+    Value cond =
+        tensor::ExtractOp::create(rewriter, loc, op.getCond(), ValueRange{});
     auto branch = scf::IfOp::create(rewriter, loc, op.getResultTypes(), cond,
                                     /*withElseRegion=*/true);
-    for (auto [from, to] : {std::pair(&op.getThenRegion(),
-                                      &branch.getThenRegion()),
-                            std::pair(&op.getElseRegion(),
-                                      &branch.getElseRegion())}) {
+    for (auto [from, to] :
+         {std::pair(&op.getThenRegion(), &branch.getThenRegion()),
+          std::pair(&op.getElseRegion(), &branch.getElseRegion())}) {
       // The builder adds blocks with a terminator only when there are no
       // results.
       if (to->empty())
@@ -398,8 +395,8 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
     SmallVector<Value> inits;
     for (auto [init, resultType] :
          llvm::zip_equal(op.getInits(), op.getResultTypes())) {
-      auto type = est::ScanOp::stackedType(cast<RankedTensorType>(resultType),
-                                           2);
+      auto type =
+          est::ScanOp::stackedType(cast<RankedTensorType>(resultType), 2);
       SmallVector<Value> sizes = dynamicSizes(type, c2, [&](int64_t d) {
         return dimValue(rewriter, loc, init, d);
       });
@@ -434,9 +431,9 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
         rewriter, loc, condYield.getValues().front(), ValueRange{});
     if (max) {
       Value limit = arith::ConstantIndexOp::create(rewriter, loc, *max);
-      Value below = arith::CmpIOp::create(rewriter, loc,
-                                          arith::CmpIPredicate::slt,
-                                          before->getArguments().back(), limit);
+      Value below =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt,
+                                before->getArguments().back(), limit);
       cond = arith::AndIOp::create(rewriter, loc, cond, below);
     }
     rewriter.replaceOpWithNewOp<scf::ConditionOp>(condYield, cond,
@@ -446,8 +443,8 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
     rewriter.setInsertionPointToStart(after);
     SmallVector<Value> bodyArgs =
         current(after, op.getBodyRegion().front().getArgumentTypes());
-    rewriter.inlineBlockBefore(&op.getBodyRegion().front(), after,
-                               after->end(), bodyArgs);
+    rewriter.inlineBlockBefore(&op.getBodyRegion().front(), after, after->end(),
+                               bodyArgs);
     auto bodyYield = cast<est::YieldOp>(after->back());
     rewriter.setInsertionPoint(bodyYield);
     Value i = after->getArguments().back();
@@ -461,8 +458,8 @@ struct WhileOpLowering : public OpRewritePattern<est::WhileOp> {
     rewriter.replaceOpWithNewOp<scf::YieldOp>(bodyYield, next);
 
     rewriter.setInsertionPointAfter(loop);
-    Value last = arith::RemUIOp::create(rewriter, loc, loop.getResults().back(),
-                                        c2);
+    Value last =
+        arith::RemUIOp::create(rewriter, loc, loop.getResults().back(), c2);
     SmallVector<Value> results;
     for (auto [stack, type] :
          llvm::zip_equal(loop.getResults().take_front(n), op.getResultTypes()))

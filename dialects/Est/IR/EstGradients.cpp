@@ -713,9 +713,9 @@ LogicalResult gradient(UnsortedSegmentSumOp op, OpBuilder &b, Value g,
 /// reversal of g (lengths get none).
 LogicalResult gradient(ReverseSequenceOp op, OpBuilder &b, Value g,
                        Grads &out) {
-  Value r = ReverseSequenceOp::create(b, op.getLoc(), g, op.getLengths(),
-                                      op.getSeqAxisAttr(),
-                                      op.getBatchAxisAttr());
+  Value r =
+      ReverseSequenceOp::create(b, op.getLoc(), g, op.getLengths(),
+                                op.getSeqAxisAttr(), op.getBatchAxisAttr());
   out.assign(std::initializer_list<Value>{r, Value()});
   return success();
 }
@@ -826,6 +826,5 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
-         ReverseSequenceOp>(
-      context);
+         ReverseSequenceOp>(context);
 }

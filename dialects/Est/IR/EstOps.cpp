@@ -628,8 +628,7 @@ EST_INFER(SequenceMaskOp) {
   }
   SmallVector<int64_t> shape(lengths.getShape());
   shape.push_back(size);
-  return inf.result(
-      RankedTensorType::get(shape, IntegerType::get(context, 1)));
+  return inf.result(RankedTensorType::get(shape, IntegerType::get(context, 1)));
 }
 
 EST_INFER(ReverseSequenceOp) {
@@ -646,7 +645,8 @@ EST_INFER(ReverseSequenceOp) {
   std::optional<int64_t> bt = shape::normalizeAxis(batch, rank);
   if (!s || !bt || *s == *bt)
     return inf.fail("seq_axis and batch_axis must be distinct axes of the "
-                    "rank-" + Twine(rank) + " input");
+                    "rank-" +
+                    Twine(rank) + " input");
   batch = *bt;
   if (lengths.getRank() != 1)
     return inf.fail("lengths must have rank 1");
@@ -1053,8 +1053,7 @@ LogicalResult ScanOp::verifyRegions() {
     return emitOpError("body must end with est.yield");
   if (yield.getValues().size() < numCarried)
     return emitOpError("body yields ")
-           << yield.getValues().size() << " values but carries "
-           << numCarried;
+           << yield.getValues().size() << " values but carries " << numCarried;
   SmallVector<Type> expected(getInits().getTypes());
   for (Value v : yield.getValues().drop_front(numCarried))
     expected.push_back(v.getType());
@@ -1106,8 +1105,7 @@ YieldOp WhileOp::getBodyYield() {
 
 LogicalResult WhileOp::verifyRegions() {
   if (IntegerAttr max = getMaximumIterationsAttr(); max && max.getInt() < 0)
-    return emitOpError("maximum_iterations must be >= 0, got ")
-           << max.getInt();
+    return emitOpError("maximum_iterations must be >= 0, got ") << max.getInt();
   if (!areRelaxedCompatible(getResultTypes(), getInits().getTypes()) &&
       !areRelaxedCompatible(getInits().getTypes(), getResultTypes()))
     return emitOpError("results must have the types of the carried values");
@@ -1115,9 +1113,8 @@ LogicalResult WhileOp::verifyRegions() {
     Block &block = region->front();
     StringRef what = region == &getCondRegion() ? "cond" : "body";
     if (block.getNumArguments() != getInits().size())
-      return emitOpError()
-             << what << " has " << block.getNumArguments()
-             << " arguments, expected " << getInits().size();
+      return emitOpError() << what << " has " << block.getNumArguments()
+                           << " arguments, expected " << getInits().size();
     for (auto [init, arg] : llvm::zip_equal(getInits(), block.getArguments()))
       if (!mayBeSameTensor(init.getType(), arg.getType()))
         return emitOpError() << what << " takes " << arg.getType()
@@ -1150,19 +1147,19 @@ LogicalResult mlir::est::inferShapes(Block &block) {
         refineType(arg, init.getType());
       for (auto [seq, arg] :
            llvm::zip_equal(scan.getSequences(), scan.getSliceArgs()))
-        refineType(arg, ScanOp::sliceType(cast<RankedTensorType>(seq.getType())));
+        refineType(arg,
+                   ScanOp::sliceType(cast<RankedTensorType>(seq.getType())));
       if (failed(inferShapes(scan.getBody().front())))
         return failure();
       size_t numCarried = scan.getInits().size();
       for (auto [i, pair] : llvm::enumerate(llvm::zip_equal(
                scan.getResults(), scan.getYield().getValues()))) {
         auto [result, yielded] = pair;
-        refineType(result,
-               i < numCarried
-                   ? scan.getInits()[i].getType()
-                   : Type(ScanOp::stackedType(
-                         cast<RankedTensorType>(yielded.getType()),
-                         scan.getStaticLength())));
+        refineType(result, i < numCarried
+                               ? scan.getInits()[i].getType()
+                               : Type(ScanOp::stackedType(
+                                     cast<RankedTensorType>(yielded.getType()),
+                                     scan.getStaticLength())));
       }
       continue;
     }
@@ -1179,8 +1176,8 @@ LogicalResult mlir::est::inferShapes(Block &block) {
     }
     if (auto loop = dyn_cast<WhileOp>(op)) {
       for (Region *region : {&loop.getCondRegion(), &loop.getBodyRegion()}) {
-        for (auto [init, arg] : llvm::zip_equal(
-                 loop.getInits(), region->front().getArguments()))
+        for (auto [init, arg] :
+             llvm::zip_equal(loop.getInits(), region->front().getArguments()))
           refineType(arg, init.getType());
         if (failed(inferShapes(region->front())))
           return failure();
@@ -1204,4 +1201,3 @@ LogicalResult mlir::est::inferShapes(Block &block) {
   }
   return success();
 }
-
