@@ -184,6 +184,7 @@ struct Transformer::Impl {
   std::map<std::string, SparseKeys> sparseKeys;
   std::set<std::string> featureKeys;
   std::set<std::string> valuesInputs;
+  std::set<std::string> sequenceInputs;
 
   void need(const FeatureColumnPtr &c);
   void needCategorical(const CategoricalColumnPtr &c);
@@ -364,6 +365,9 @@ Transformer::Transformer(FeatureColumns feature_columns) {
     if (weighted)
       plan.valuesInputs.insert(weights_key(name));
   }
+  for (const TensorSpec &spec : plan.specs())
+    if (spec.sequence_dim)
+      plan.sequenceInputs.insert(spec.key);
   impl_ = std::move(impl);
 }
 
@@ -412,6 +416,10 @@ std::vector<TensorSpec> Transformer::Impl::specs() const {
 
 const std::set<std::string> &Transformer::values_inputs() const {
   return impl_->valuesInputs;
+}
+
+const std::set<std::string> &Transformer::sequence_inputs() const {
+  return impl_->sequenceInputs;
 }
 
 // --- One batch

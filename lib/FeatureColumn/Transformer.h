@@ -91,6 +91,9 @@ public:
   /// The keys whose first dimension is n, not the batch (ids, rows,
   /// weights): the `values_dim` ones (Batch::values_features).
   const std::set<std::string> &values_inputs() const;
+  /// The keys whose second dimension is the sequence length T (the
+  /// `sequence_dim` ones: Batch::sequence_features).
+  const std::set<std::string> &sequence_inputs() const;
   /// The raw feature keys the columns read.
   std::set<std::string> feature_keys() const;
   const FeatureColumns &feature_columns() const;

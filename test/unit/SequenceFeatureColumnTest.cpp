@@ -89,6 +89,7 @@ TEST(SequenceFeatureColumnTest, TransformerPadsIdsAndCountsLengths) {
   EXPECT_TRUE(specs[0].sequence_dim);
   EXPECT_EQ(specs[1].key, "tok/sequence_length");
   EXPECT_FALSE(specs[1].sequence_dim);
+  EXPECT_EQ(t.sequence_inputs(), (std::set<std::string>{"tok/ids"}));
   ModelInputs in = t.transform(dict({{"tok", sparseIds()}}));
   EXPECT_EQ(in.at("tok/ids").shape, (Dims{4, 5}));
   // TF: a step without an id looks up zeros; lengths [3, 0, 2, 0].
