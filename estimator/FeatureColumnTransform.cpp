@@ -31,6 +31,7 @@ estimator::Batch FeatureColumnHostTransform::transform_input(
   estimator::Batch batch;
   batch.features = transformer_.transform(*features);
   batch.values_features = transformer_.values_inputs();
+  batch.sequence_features = transformer_.sequence_inputs();
   if (labels) {
     const auto *t = std::get_if<TensorValue>(&labels->leaf());
     if (!t)

@@ -107,7 +107,8 @@ ArrayFeed arrayFeed(const binding::InputBinding &inputs, const Batch &arrays) {
   size_t found = 0;
   for (const binding::InputBinding::Input &in : inputs.inputs())
     found += in.feature && arrays.features.count(*in.feature);
-  if (found != arrays.features.size() || !arrays.values_features.empty())
+  if (found != arrays.features.size() || !arrays.values_features.empty() ||
+      !arrays.sequence_features.empty())
     return feed;
   for (const binding::InputBinding::Input &in : inputs.inputs()) {
     const rt::TensorSpec &spec = *in.spec;

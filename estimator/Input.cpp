@@ -101,6 +101,10 @@ ElementSpec element_spec_of(const Batch &batch) {
   for (const auto &[key, t] : batch.features) {
     spec.features.push_back(specOf(key, t));
     spec.features.back().values_dim = batch.values_features.count(key) > 0;
+    if (batch.sequence_features.count(key) && t.shape.size() >= 2) {
+      spec.features.back().sequence_dim = true;
+      spec.features.back().shape[1] = -1;
+    }
   }
   if (batch.labels)
     spec.labels = specOf("labels", *batch.labels);

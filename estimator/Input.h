@@ -57,6 +57,10 @@ struct Batch {
   /// and weights of a categorical feature column: docs/design/
   /// feature-columns.md), not the batch.
   std::set<std::string> values_features;
+  /// Features whose second dimension is the run-time sequence length (a
+  /// sequence feature column's padded ids or values: docs/
+  /// feature-columns.md, "Sequence columns"), which varies by batch.
+  std::set<std::string> sequence_features = {};
   /// The first dimension of the features (std::invalid_argument naming the
   /// tensor when a feature is a scalar or the features disagree).
   int64_t size() const;

@@ -18,7 +18,11 @@
 // variable's element type), else the hyperparameter. With the hyperparameter
 // `clip_gradients_by_global_norm` = c, every gradient is first multiplied by
 // c / max(global_norm, c), global_norm = sqrt(sum of all squared gradient
-// elements) (tf.clip_by_global_norm).
+// elements) (tf.clip_by_global_norm). With `clip_gradients_by_norm` = c
+// (Keras' clipnorm), each gradient g becomes g * c / max(norm(g), c) on its
+// own (tf.clip_by_norm; a sparse gradient's norm is that of its rows with
+// duplicate ids summed, as TF's embedding lookups' gradients hold one row
+// per id).
 //
 // Sparse gradients (rows at indices, from gathers of a variable on axis 0),
 // TF 1.x's _apply_sparse: sgd scatters -lr rows into the variable
@@ -220,6 +224,10 @@ private:
   }
   Value sumDuplicates(Value indices, Value rows);
   SmallVector<Value> clipByGlobalNorm(ArrayRef<Value> grads, double clipNorm);
+  /// tf.clip_by_norm of `g` whose squared norm is `sumSq` (f32 scalar).
+  Value clipByNorm(Value g, Value sumSq, double clipNorm);
+  /// The f32 sum of the squares of `g`'s elements.
+  Value sumSquares(Value g);
 
   /// New variables go after the existing ones (in creation order), so the
   /// indices of the model's variables stay as they were.
@@ -396,6 +404,28 @@ SmallVector<Value> Expander::clipByGlobalNorm(ArrayRef<Value> grads,
   return clipped;
 }
 
+Value Expander::sumSquares(Value g) {
+  auto type = cast<RankedTensorType>(g.getType());
+  SmallVector<int64_t> axes =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  Value s = reduceSum(square(g), axes, /*keepDims=*/false);
+  return type.getElementType() == b.getF32Type() ? s
+                                                 : castTo(s, b.getF32Type());
+}
+
+Value Expander::clipByNorm(Value g, Value sumSq, double clipNorm) {
+  // tf.clip_by_norm: t * clip / maximum(norm, clip), in that order.
+  Type f32 = b.getF32Type();
+  Value clip = splat(RankedTensorType::get({}, f32), clipNorm);
+  Value denominator = MaximumOp::create(b, loc, sqrt(sumSq), clip);
+  Type elt = cast<RankedTensorType>(g.getType()).getElementType();
+  if (elt != f32) {
+    clip = castTo(clip, elt);
+    denominator = castTo(denominator, elt);
+  }
+  return div(mul(g, clip), denominator);
+}
+
 LogicalResult Expander::run() {
   Value step = sharedStep ? sharedStep : globalStep();
   usedStep = step;
@@ -411,6 +441,30 @@ LogicalResult Expander::run() {
                              "positive number, got ")
              << clip;
     grads = clipByGlobalNorm(grads, norm);
+  }
+  if (Attribute clip =
+          apply.getHyperparameters().get("clip_gradients_by_norm")) {
+    double norm = hp("clip_gradients_by_norm", 0.0);
+    if (!isa<FloatAttr, IntegerAttr>(clip) || !(norm > 0.0))
+      return apply.emitError("clip_gradients_by_norm must be a positive "
+                             "number, got ")
+             << clip;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      Value g = grads[i];
+      Value sumSq;
+      if (i < numDense) {
+        sumSq = sumSquares(g);
+      } else {
+        Value indices = apply.getSparseIndices()[i - numDense];
+        auto type = cast<RankedTensorType>(g.getType());
+        SmallVector<int64_t> axes =
+            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+        sumSq = reduceSum(mul(g, sumDuplicates(indices, g)), axes, false);
+        if (type.getElementType() != b.getF32Type())
+          sumSq = castTo(sumSq, b.getF32Type());
+      }
+      grads[i] = clipByNorm(g, sumSq, norm);
+    }
   }
   SmallVector<Value> sparseRows(grads.begin() + numDense, grads.end());
   grads.resize(numDense);

@@ -70,6 +70,9 @@ public:
   /// zero) with epsilon inside the square root (Keras, without momentum:
   /// outside).
   train::Optimizer get(std::optional<double> default_learning_rate) const;
+  /// Whether the optimizer was given by name (RNN estimators then add
+  /// TF's default clipnorm).
+  bool is_name() const { return !optimizer_; }
 
 private:
   std::string name_;

@@ -12,8 +12,10 @@
 //                        Estimator (dnn_linear_combined.py)
 //   Baseline.h           BaselineClassifier / BaselineRegressor /
 //                        BaselineEstimator (baseline.py)
+//   Rnn.h                RNNClassifier / RNNEstimator (rnn.py,
+//                        tf.estimator.experimental)
 //
-// This header includes the four. Each family has a `*_model` function
+// This header includes the five. Each family has a `*_model` function
 // giving its CannedModel (Canned.h: head + model_fn + host transform; no
 // LLVM, for ahead-of-time graphs; library EstcCanned) and JIT classes,
 // CannedEstimators built from it (CannedEstimator.h; link EstcCannedJit).
@@ -36,5 +38,6 @@
 #include "estimator/Canned/Dnn.h"
 #include "estimator/Canned/DnnLinearCombined.h"
 #include "estimator/Canned/Linear.h"
+#include "estimator/Canned/Rnn.h"
 
 #endif // ESTC_ESTIMATOR_CANNED_ESTIMATORS_H

@@ -99,5 +99,21 @@ BaselineRegressor::BaselineRegressor(RegressorOptions head,
     : BaselineEstimator(regressor_head(head), std::move(optimizer),
                         std::move(config)) {}
 
+RNNEstimator::RNNEstimator(std::shared_ptr<const Head> head,
+                           FeatureColumns sequence_feature_columns,
+                           RNNOptions options, RunConfig config,
+                           std::optional<WarmStartSettings> warm)
+    : CannedEstimator(rnn_model(std::move(head),
+                                std::move(sequence_feature_columns),
+                                std::move(options)),
+                      std::move(config), std::move(warm)) {}
+
+RNNClassifier::RNNClassifier(FeatureColumns sequence_feature_columns,
+                             RNNOptions options, RNNClassifierOptions head,
+                             RunConfig config,
+                             std::optional<WarmStartSettings> warm)
+    : RNNEstimator(classifier_head(head), std::move(sequence_feature_columns),
+                   std::move(options), std::move(config), std::move(warm)) {}
+
 } // namespace estimator
 } // namespace estc

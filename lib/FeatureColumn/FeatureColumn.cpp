@@ -489,6 +489,75 @@ SharedEmbeddingColumn::SharedEmbeddingColumn(
   requireMaxNorm(what, maxNorm_);
 }
 
+// --- sequence columns -------------------------------------------------------
+
+SequenceCategoricalColumn::SequenceCategoricalColumn(
+    CategoricalColumnPtr categorical_column)
+    : cat_(std::move(categorical_column)) {
+  const FeatureColumn *c = cat_.get();
+  if (!dynamic_cast<const IdentityCategoricalColumn *>(c) &&
+      !dynamic_cast<const HashedCategoricalColumn *>(c) &&
+      !dynamic_cast<const VocabularyCategoricalColumn *>(c))
+    throw std::invalid_argument(
+        "sequence categorical column: categorical_column must be an identity, "
+        "hash bucket or vocabulary column" +
+        (cat_ ? ", not '" + cat_->name() + "'" : std::string()));
+}
+
+const std::string &SequenceCategoricalColumn::key() const {
+  const FeatureColumn *c = cat_.get();
+  if (const auto *i = dynamic_cast<const IdentityCategoricalColumn *>(c))
+    return i->key();
+  if (const auto *h = dynamic_cast<const HashedCategoricalColumn *>(c))
+    return h->key();
+  return dynamic_cast<const VocabularyCategoricalColumn &>(*c).key();
+}
+
+SequenceNumericColumn::SequenceNumericColumn(std::string key, Dims shape,
+                                             double default_value, DType dtype,
+                                             NormalizerFn normalizer_fn)
+    : key_(std::move(key)), shape_(std::move(shape)),
+      defaultValue_(default_value), dtype_(dtype),
+      normalizer_(std::move(normalizer_fn)) {
+  requireKey("sequence_numeric_column", key_);
+  std::string what = "sequence_numeric_column '" + key_ + "'";
+  if (shape_.empty())
+    throw std::invalid_argument(what + ": shape must have a dimension");
+  for (int64_t d : shape_)
+    if (d < 1)
+      throw std::invalid_argument(what +
+                                  ": shape dimensions must be greater "
+                                  "than 0, not " +
+                                  shape_string(shape_));
+  if (!is_integer(dtype_) && !is_floating(dtype_))
+    throw std::invalid_argument(what +
+                                ": dtype must be convertible to float, "
+                                "not " +
+                                tf_name(dtype_));
+}
+
+int64_t SequenceNumericColumn::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape_)
+    n *= d;
+  return n;
+}
+
+data::FeatureSpecs SequenceNumericColumn::parse_example_spec() const {
+  return {{key_, data::VarLenFeature{dtype_}}};
+}
+
+bool is_sequence_column(const FeatureColumn &c) {
+  if (dynamic_cast<const SequenceNumericColumn *>(&c) ||
+      dynamic_cast<const SequenceCategoricalColumn *>(&c))
+    return true;
+  if (const auto *e = dynamic_cast<const EmbeddingColumn *>(&c))
+    return is_sequence_column(*e->categorical_column());
+  if (const auto *i = dynamic_cast<const IndicatorColumn *>(&c))
+    return is_sequence_column(*i->categorical_column());
+  return false;
+}
+
 // --- the functions
 // ------------------------------------------------------------
 
@@ -632,6 +701,53 @@ weighted_categorical_column(CategoricalColumnPtr categorical_column,
                             DType dtype) {
   return std::make_shared<const WeightedCategoricalColumn>(
       std::move(categorical_column), weight_feature_key, dtype);
+}
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_identity(
+    const std::string &key, int64_t num_buckets,
+    std::optional<int64_t> default_value) {
+  return std::make_shared<const SequenceCategoricalColumn>(
+      categorical_column_with_identity(key, num_buckets, default_value));
+}
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_hash_bucket(const std::string &key,
+                                             int64_t hash_bucket_size,
+                                             DType dtype) {
+  return std::make_shared<const SequenceCategoricalColumn>(
+      categorical_column_with_hash_bucket(key, hash_bucket_size, dtype));
+}
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_vocabulary_list(const std::string &key,
+                                                 VocabularyList vocabulary_list,
+                                                 std::optional<DType> dtype,
+                                                 int64_t default_value,
+                                                 int64_t num_oov_buckets) {
+  return std::make_shared<const SequenceCategoricalColumn>(
+      categorical_column_with_vocabulary_list(key, std::move(vocabulary_list),
+                                              dtype, default_value,
+                                              num_oov_buckets));
+}
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_vocabulary_file(
+    const std::string &key, const std::string &vocabulary_file,
+    std::optional<int64_t> vocabulary_size, int64_t num_oov_buckets,
+    std::optional<int64_t> default_value, DType dtype) {
+  return std::make_shared<const SequenceCategoricalColumn>(
+      categorical_column_with_vocabulary_file(key, vocabulary_file,
+                                              vocabulary_size, dtype,
+                                              default_value, num_oov_buckets));
+}
+
+std::shared_ptr<const SequenceNumericColumn>
+sequence_numeric_column(const std::string &key, Dims shape,
+                        double default_value, DType dtype,
+                        NormalizerFn normalizer_fn) {
+  return std::make_shared<const SequenceNumericColumn>(
+      key, std::move(shape), default_value, dtype, std::move(normalizer_fn));
 }
 
 data::FeatureSpecs

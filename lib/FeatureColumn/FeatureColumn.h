@@ -376,6 +376,58 @@ private:
   std::optional<double> maxNorm_;
 };
 
+/// TF's SequenceCategoricalColumn: the ids of `categorical_column`
+/// (identity, hash bucket, vocabulary list or file), one per step of a
+/// sequence: a feature [batch, T] (a SparseTensor, or dense with TF's
+/// missing values) gives ids [batch, T] and each example's length (its last
+/// step with an id, plus one). Used through embedding_column or
+/// indicator_column in SequenceFeatures (FeatureLayers.h).
+class SequenceCategoricalColumn final : public CategoricalColumn {
+public:
+  explicit SequenceCategoricalColumn(CategoricalColumnPtr categorical_column);
+  /// The wrapped column's name (TF's).
+  std::string name() const override { return cat_->name(); }
+  data::FeatureSpecs parse_example_spec() const override {
+    return cat_->parse_example_spec();
+  }
+  int64_t num_buckets() const override { return cat_->num_buckets(); }
+  const CategoricalColumnPtr &categorical_column() const { return cat_; }
+  /// The raw feature the ids come from.
+  const std::string &key() const;
+
+private:
+  CategoricalColumnPtr cat_;
+};
+
+/// TF's SequenceNumericColumn: a value of `shape` per step; the feature is
+/// a SparseTensor [batch, T * num_elements] (or [batch, T, num_elements]),
+/// missing values become default_value.
+class SequenceNumericColumn final : public FeatureColumn {
+public:
+  SequenceNumericColumn(std::string key, Dims shape, double default_value,
+                        DType dtype, NormalizerFn normalizer_fn);
+  std::string name() const override { return key_; }
+  data::FeatureSpecs parse_example_spec() const override;
+  const std::string &key() const { return key_; }
+  /// One step's value (TF's variable_shape).
+  const Dims &shape() const { return shape_; }
+  int64_t num_elements() const;
+  double default_value() const { return defaultValue_; }
+  DType dtype() const { return dtype_; }
+  const NormalizerFn &normalizer_fn() const { return normalizer_; }
+
+private:
+  std::string key_;
+  Dims shape_;
+  double defaultValue_;
+  DType dtype_;
+  NormalizerFn normalizer_;
+};
+
+/// Whether `c` is a sequence column: sequence_numeric_column, a
+/// SequenceCategoricalColumn, or an embedding / indicator column of one.
+bool is_sequence_column(const FeatureColumn &c);
+
 // --- tf.feature_column ------------------------------------------------------
 
 /// tf.feature_column.numeric_column: a dense feature of `shape` per example
@@ -470,6 +522,42 @@ std::shared_ptr<const WeightedCategoricalColumn>
 weighted_categorical_column(CategoricalColumnPtr categorical_column,
                             const std::string &weight_feature_key,
                             DType dtype = DType::Float32);
+
+// --- tf.feature_column.sequence_* -------------------------------------------
+// Arguments, defaults and checks are those of the non-sequence functions
+// (TF's sequence functions call them).
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_identity(
+    const std::string &key, int64_t num_buckets,
+    std::optional<int64_t> default_value = {});
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_hash_bucket(const std::string &key,
+                                             int64_t hash_bucket_size,
+                                             DType dtype = DType::String);
+
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_vocabulary_list(
+    const std::string &key, VocabularyList vocabulary_list,
+    std::optional<DType> dtype = {}, int64_t default_value = -1,
+    int64_t num_oov_buckets = 0);
+
+/// TF's argument order: num_oov_buckets before default_value and dtype.
+std::shared_ptr<const SequenceCategoricalColumn>
+sequence_categorical_column_with_vocabulary_file(
+    const std::string &key, const std::string &vocabulary_file,
+    std::optional<int64_t> vocabulary_size = {}, int64_t num_oov_buckets = 0,
+    std::optional<int64_t> default_value = {}, DType dtype = DType::String);
+
+/// tf.feature_column.sequence_numeric_column: `shape` per step (the model
+/// input is F32, whatever `dtype`, which is what parse_example reads);
+/// default_value fills the steps and elements a sequence lacks;
+/// normalizer_fn runs in the compiled step on the values given (not on
+/// the padding), as TF applies it to the SparseTensor's values.
+std::shared_ptr<const SequenceNumericColumn> sequence_numeric_column(
+    const std::string &key, Dims shape = {1}, double default_value = 0.0,
+    DType dtype = DType::Float32, NormalizerFn normalizer_fn = nullptr);
 
 /// tf.feature_column.make_parse_example_spec: every feature the columns
 /// read (std::invalid_argument when two columns want different specs of

@@ -57,6 +57,8 @@ public:
 
   /// A dense column's value, [batch] + variable_shape.
   Tensor dense(const DenseColumn &c);
+  /// A sequence column's value, [batch, T, per-step size], and its lengths.
+  Tensor sequence(const FeatureColumn &c, Tensor &length);
   /// The `combiner` of the rows of params [num_buckets, dim] that the ids
   /// of `c` select: [batch, dim].
   Tensor lookup(const Tensor &params, const CategoricalColumn &c,
@@ -164,6 +166,50 @@ Tensor Builder::dense(const DenseColumn &c) {
                               "' has no dense value");
 }
 
+Tensor Builder::sequence(const FeatureColumn &c, Tensor &length) {
+  if (const auto *n = as<SequenceNumericColumn>(&c)) {
+    length = input(sequence_length_key(n->key()), c);
+    Tensor x = input(n->key(), c);
+    if (n->normalizer_fn()) {
+      // TF normalizes the SparseTensor's values; the padding keeps
+      // default_value.
+      Tensor given = greater(input(mask_key(n->key()), c), 0.5);
+      x = where(given, n->normalizer_fn()(x), x);
+    }
+    return x;
+  }
+  const CategoricalColumn *cat = nullptr;
+  if (const auto *e = as<EmbeddingColumn>(&c))
+    cat = e->categorical_column().get();
+  else if (const auto *i = as<IndicatorColumn>(&c))
+    cat = i->categorical_column().get();
+  const auto *seq = as<SequenceCategoricalColumn>(cat);
+  if (!seq)
+    throw std::invalid_argument(
+        "SequenceFeatures: feature column '" + c.name() +
+        "' is not a sequence column (sequence_numeric_column, or "
+        "embedding_column / indicator_column of a "
+        "sequence_categorical_column_*)");
+  length = input(sequence_length_key(seq->name()), c);
+  Tensor ids = input(ids_key(seq->name()), c);
+  if (as<IndicatorColumn>(&c))
+    return one_hot(ids, seq->num_buckets()); // -1: a row of zeros
+  const auto &e = dynamic_cast<const EmbeddingColumn &>(c);
+  Variable table =
+      variable("embedding_weights", {seq->num_buckets(), e.dimension()},
+               e.initializer(), e.trainable(), false);
+  // One id per step: every combiner gives its embedding; a step without
+  // an id (-1) gives zeros, as safe_embedding_lookup_sparse does.
+  Tensor valid = greater_equal(ids, 0.0);
+  Tensor rows = gather(table, where(valid, ids, 0.0));
+  if (e.max_norm()) {
+    double m = *e.max_norm();
+    Tensor norm = sqrt(reduce_sum(square(rows), Dims{2}, true));
+    rows = rows * (m / maximum(norm, m));
+  }
+  return rows * expand_dims(cast(valid, DType::Float32), 2);
+}
+
 /// The variable scope of a column in a layer (TF's _var_scope_name).
 std::string columnScope(const FeatureColumn &c) {
   if (const auto *s = as<SharedEmbeddingColumn>(&c))
@@ -176,6 +222,11 @@ Tensor denseLayer(const TensorMap &features, const FeatureColumns &columns,
                   const char *fn) {
   Graph &g = graphOf(features, fn);
   FeatureColumns sorted = sorted_by_name(columns);
+  for (const FeatureColumnPtr &c : sorted)
+    if (is_sequence_column(*c))
+      throw std::invalid_argument(
+          std::string(fn) + ": feature column '" + c->name() +
+          "' is a sequence column; use SequenceFeatures for it");
   for (const FeatureColumnPtr &c : sorted)
     if (!as<DenseColumn>(c.get()))
       throw std::invalid_argument(
@@ -244,6 +295,11 @@ Tensor linear_model(const TensorMap &features,
   requireCombiner("linear_model: sparse_combiner", sparse_combiner);
   FeatureColumns sorted = sorted_by_name(feature_columns);
   for (const FeatureColumnPtr &c : sorted)
+    if (is_sequence_column(*c))
+      throw std::invalid_argument(
+          "linear_model: feature column '" + c->name() +
+          "' is a sequence column; use SequenceFeatures for it");
+  for (const FeatureColumnPtr &c : sorted)
     if (!as<DenseColumn>(c.get()) && !as<CategoricalColumn>(c.get()))
       throw std::invalid_argument("linear_model: feature column '" + c->name() +
                                   "' is neither dense nor categorical");
@@ -271,6 +327,57 @@ Tensor linear_model(const TensorMap &features,
   Variable bias = g.get_variable("bias_weights", DType::Float32, {units},
                                  zeros_initializer(), trainable);
   return nn::bias_add(sum, bias, "weighted_sum");
+}
+
+SequenceFeatures::SequenceFeatures(FeatureColumns feature_columns,
+                                   bool trainable, std::string name)
+    : columns_(sorted_by_name(feature_columns)), trainable_(trainable),
+      name_(std::move(name)) {
+  for (const FeatureColumnPtr &c : columns_)
+    if (!is_sequence_column(*c) || as<SequenceCategoricalColumn>(c.get()))
+      throw std::invalid_argument(
+          "SequenceFeatures: feature column '" + c->name() +
+          "' is not a sequence dense column (sequence_numeric_column, or "
+          "embedding_column / indicator_column of a "
+          "sequence_categorical_column_*)");
+}
+
+SequenceInput SequenceFeatures::operator()(const TensorMap &features) const {
+  Graph &g = graphOf(features, "SequenceFeatures");
+  Scope layer = g.name_scope(name_);
+  Builder builder(features, trainable_, true);
+  std::vector<Tensor> outputs;
+  SequenceInput out;
+  for (const FeatureColumnPtr &c : columns_) {
+    Scope column = g.name_scope(columnScope(*c));
+    Tensor length;
+    outputs.push_back(builder.sequence(*c, length));
+    if (!out.sequence_length.valid())
+      out.sequence_length = length;
+  }
+  out.input = outputs.size() == 1 ? outputs[0] : concat(outputs, 2);
+  return out;
+}
+
+Tensor concatenate_context_input(const Tensor &context_input,
+                                 const Tensor &sequence_input) {
+  if (sequence_input.rank() != 3)
+    throw std::invalid_argument(
+        "concatenate_context_input: sequence_input must have rank 3, got " +
+        std::to_string(sequence_input.rank()));
+  if (context_input.rank() != 2)
+    throw std::invalid_argument(
+        "concatenate_context_input: context_input must have rank 2, got " +
+        std::to_string(context_input.rank()));
+  if (context_input.dtype() != DType::Float32 ||
+      sequence_input.dtype() != DType::Float32)
+    throw std::invalid_argument("concatenate_context_input: inputs must be "
+                                "float32");
+  // [batch, d] -> [batch, T, d]: zeros of the sequence's [batch, T, 1]
+  // plus the context.
+  Tensor steps = zeros_like(slice(sequence_input, {0, 0, 0}, {-1, -1, 1}));
+  Tensor tiled = steps + expand_dims(context_input, 1);
+  return concat({sequence_input, tiled}, 2);
 }
 
 } // namespace feature_column

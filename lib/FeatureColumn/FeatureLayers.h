@@ -22,6 +22,10 @@
 // (TF 2's DenseFeatures puts a shared embedding at the top level, under
 // the collection name alone; here it is under the layer, as in TF 1.)
 //
+// Sequence columns go to SequenceFeatures only (input_layer,
+// DenseFeatures and linear_model refuse them, as TF's do):
+//   SequenceFeatures <name>/<column>/embedding_weights
+//
 // Misuse (a categorical column where a dense one is needed, a missing
 // input, bad units or combiner) throws std::invalid_argument or GraphError
 // naming the column or input.
@@ -74,6 +78,42 @@ Tensor linear_model(const TensorMap &features,
                     const FeatureColumns &feature_columns, int64_t units = 1,
                     const std::string &sparse_combiner = "sum",
                     bool trainable = true);
+
+/// What SequenceFeatures gives: the columns' values, [batch, T, sum of
+/// their per-step sizes], and each example's length, I64 [batch].
+struct SequenceInput {
+  Tensor input;
+  Tensor sequence_length;
+};
+
+/// tf.keras.experimental.SequenceFeatures: the sequence columns'
+/// (sequence_numeric_column; embedding_column and indicator_column of a
+/// sequence_categorical_column_*) values per step, concatenated in name
+/// order along the last axis, and the sequence lengths (equal for every
+/// column: the Transformer refuses a batch where they differ, where TF's
+/// layer asserts at run time). An embedding looks up each step's id
+/// (`<name>/<column>/embedding_weights`, shared by every call); a step
+/// without an id is zeros, as an indicator is. std::invalid_argument for a
+/// column that is not a sequence column.
+class SequenceFeatures {
+public:
+  explicit SequenceFeatures(FeatureColumns feature_columns,
+                            bool trainable = true,
+                            std::string name = "sequence_features");
+  SequenceInput operator()(const TensorMap &features) const;
+  const std::string &name() const { return name_; }
+
+private:
+  FeatureColumns columns_;
+  bool trainable_;
+  std::string name_;
+};
+
+/// TF's concatenate_context_input: context [batch, d] repeated at every
+/// step after the sequence input's features: [batch, T, F + d].
+/// std::invalid_argument for ranks other than 3 and 2.
+Tensor concatenate_context_input(const Tensor &context_input,
+                                 const Tensor &sequence_input);
 
 /// The model inputs of a categorical column whose ids the host computes
 /// (GraphError naming the missing input).

@@ -522,6 +522,27 @@ Entry ColumnReader::readObject(Fields &f, const std::string &kind, int depth) {
     if (normalized)
       normalized_.insert(c.get());
     e.column = c;
+  } else if (kind == "sequence_numeric_column") {
+    std::string key = keyed();
+    Dims shape = f.shape("shape", 1);
+    DType dtype = f.dtype("dtype");
+    double defaultValue = f.number("default_value");
+    // The host half only needs to know there is one (it feeds the mask
+    // of the given values then); the compiled code holds the function.
+    NormalizerFn normalizer;
+    if (f.find("normalizer_fn") && f.boolean("normalizer_fn"))
+      normalizer = [](const Tensor &x) { return x; };
+    e.column = construct(f, [&] {
+      return sequence_numeric_column(key, shape, defaultValue, dtype,
+                                     normalizer);
+    });
+  } else if (kind == "sequence_categorical_column") {
+    f.label(kind);
+    auto c = categorical(f.get("categorical_column"),
+                         at + ".categorical_column", depth, e);
+    e.column = construct(f, [&] {
+      return std::make_shared<const SequenceCategoricalColumn>(c);
+    });
   } else if (kind == "bucketized_column") {
     f.label(kind);
     auto src = numeric(f.get("source_column"), at + ".source_column", depth, e);
@@ -775,6 +796,25 @@ void ColumnWriter::write(const FeatureColumn &c) {
       w_.Key("normalizer_fn");
       w_.Bool(true);
     }
+  } else if (const auto *q = dynamic_cast<const SequenceNumericColumn *>(&c)) {
+    key("kind", "sequence_numeric_column");
+    key("key", q->key());
+    w_.Key("shape");
+    w_.StartArray();
+    for (int64_t d : q->shape())
+      w_.Int64(d);
+    w_.EndArray();
+    w_.Key("default_value");
+    w_.Double(q->default_value());
+    dtype(q->dtype());
+    if (q->normalizer_fn()) {
+      w_.Key("normalizer_fn");
+      w_.Bool(true);
+    }
+  } else if (const auto *sc =
+                 dynamic_cast<const SequenceCategoricalColumn *>(&c)) {
+    key("kind", "sequence_categorical_column");
+    child("categorical_column", *sc->categorical_column());
   } else if (const auto *b = dynamic_cast<const BucketizedColumn *>(&c)) {
     key("kind", "bucketized_column");
     child("source_column", *b->source_column());

@@ -31,6 +31,12 @@ std::string row_lengths_key(const std::string &column_name) {
 std::string weights_key(const std::string &column_name) {
   return column_name + "/weights";
 }
+std::string sequence_length_key(const std::string &column_name) {
+  return column_name + "/sequence_length";
+}
+std::string mask_key(const std::string &column_name) {
+  return column_name + "/mask";
+}
 
 namespace {
 
@@ -54,7 +60,10 @@ std::string describe(const FeatureColumn &c) {
           ? "categorical_column_with_vocabulary_file"
       : as<CrossedColumn>(p)             ? "crossed_column"
       : as<WeightedCategoricalColumn>(p) ? "weighted_categorical_column"
+      : as<SequenceNumericColumn>(p)     ? "sequence_numeric_column"
                                          : "feature column";
+  if (const auto *q = as<SequenceCategoricalColumn>(p))
+    return "sequence_" + describe(*q->categorical_column());
   return std::string(fn) + " '" + c.name() + "'";
 }
 
@@ -66,6 +75,8 @@ struct Raw {
   bool sparse = false;
   int64_t batch = 0;
   int64_t width = 0;
+  /// The dense tensor's shape, or the sparse tensor's dense_shape.
+  Dims shape;
   /// A sparse tensor's entries' rows and columns.
   std::vector<int64_t> rows, cols;
   /// The feature's values (flat, row-major), in the batch's features.
@@ -155,6 +166,11 @@ struct Transformer::Impl {
   std::map<std::string, std::shared_ptr<const NumericColumn>> dense;
   /// Categorical inputs by column name.
   std::map<std::string, CategoricalColumnPtr> sparse;
+  /// Sequence columns: categorical by name, numeric by key.
+  std::map<std::string, std::shared_ptr<const SequenceCategoricalColumn>>
+      sequenceIds;
+  std::map<std::string, std::shared_ptr<const SequenceNumericColumn>>
+      sequenceValues;
   /// Every model-input key, sorted (transform() fills the map in this
   /// order, each insertion at the end).
   std::vector<std::string> outputKeys;
@@ -168,10 +184,12 @@ struct Transformer::Impl {
   std::map<std::string, SparseKeys> sparseKeys;
   std::set<std::string> featureKeys;
   std::set<std::string> valuesInputs;
+  std::set<std::string> sequenceInputs;
 
   void need(const FeatureColumnPtr &c);
   void needCategorical(const CategoricalColumnPtr &c);
   void needDense(const std::shared_ptr<const NumericColumn> &c);
+  void needSequence(const std::shared_ptr<const SequenceNumericColumn> &c);
   void checkHost(const CategoricalColumn &c, const std::string &user);
   void collectKeys(const FeatureColumn &c);
   /// Transformer::input_specs().
@@ -192,6 +210,22 @@ struct Transformer::Impl {
   TensorValue numeric(Batch &b, const NumericColumn &c) const;
   void emit(Batch &b, const CategoricalColumn &c, const SparseKeys &keys,
             std::vector<TensorValue> &out) const;
+
+  /// One sequence column of a batch: its values at (row, position in the
+  /// row) before padding, the row's length, the padded length it needs.
+  struct Sequence {
+    std::string name;
+    const FeatureColumn *column = nullptr;
+    int64_t steps = 0;
+    int64_t width = 1; // values per step
+    std::vector<int64_t> rows, cols, ids;
+    std::vector<float> values;
+    std::vector<int64_t> lengths;
+  };
+  Sequence sequenceIdsOf(Batch &b, const SequenceCategoricalColumn &c) const;
+  Sequence sequenceValuesOf(Batch &b, const SequenceNumericColumn &c) const;
+  /// Every sequence column's inputs, padded to one length.
+  void emitSequences(Batch &b, ModelInputs &out) const;
 };
 
 void Transformer::Impl::needDense(
@@ -203,7 +237,26 @@ void Transformer::Impl::needDense(
         "' with different shapes need one model input '" + c->key() + "'");
 }
 
+void Transformer::Impl::needSequence(
+    const std::shared_ptr<const SequenceNumericColumn> &c) {
+  auto [it, fresh] = sequenceValues.emplace(c->key(), c);
+  if (!fresh && it->second != c)
+    throw std::invalid_argument(
+        "feature columns: two different sequence_numeric_columns of key '" +
+        c->key() + "' need the model input '" + c->key() +
+        "' (use one column object for both)");
+}
+
 void Transformer::Impl::needCategorical(const CategoricalColumnPtr &c) {
+  if (auto q = std::dynamic_pointer_cast<const SequenceCategoricalColumn>(c)) {
+    auto [it, fresh] = sequenceIds.emplace(q->name(), q);
+    if (!fresh && it->second != q)
+      throw std::invalid_argument(
+          "feature columns: two different sequence columns named '" +
+          q->name() + "' need the model input '" + ids_key(q->name()) +
+          "' (use one column object for both)");
+    return;
+  }
   if (const auto *b = as<BucketizedColumn>(c.get())) {
     // Bucketized in the compiled step, from the source's dense input.
     needDense(b->source_column());
@@ -241,6 +294,8 @@ void Transformer::Impl::need(const FeatureColumnPtr &c) {
   const FeatureColumn *p = c.get();
   if (as<NumericColumn>(p))
     needDense(std::dynamic_pointer_cast<const NumericColumn>(c));
+  else if (as<SequenceNumericColumn>(p))
+    needSequence(std::dynamic_pointer_cast<const SequenceNumericColumn>(c));
   else if (const auto *b = as<BucketizedColumn>(p))
     needDense(b->source_column());
   else if (const auto *i = as<IndicatorColumn>(p))
@@ -283,8 +338,15 @@ Transformer::Transformer(FeatureColumns feature_columns) {
   }
   // The output keys in map order, and where each input's value goes.
   Impl &plan = *impl;
-  for (const TensorSpec &spec : plan.specs())
+  for (const TensorSpec &spec : plan.specs()) {
+    if (!plan.outputKeys.empty() && plan.outputKeys.back() == spec.key)
+      throw std::invalid_argument("feature columns: two columns need the "
+                                  "model input '" +
+                                  spec.key +
+                                  "' (a sequence and a non-sequence column "
+                                  "of one name)");
     plan.outputKeys.push_back(spec.key);
+  }
   auto slot = [&](const std::string &key) {
     return static_cast<size_t>(
         std::lower_bound(plan.outputKeys.begin(), plan.outputKeys.end(), key) -
@@ -303,6 +365,9 @@ Transformer::Transformer(FeatureColumns feature_columns) {
     if (weighted)
       plan.valuesInputs.insert(weights_key(name));
   }
+  for (const TensorSpec &spec : plan.specs())
+    if (spec.sequence_dim)
+      plan.sequenceInputs.insert(spec.key);
   impl_ = std::move(impl);
 }
 
@@ -332,6 +397,17 @@ std::vector<TensorSpec> Transformer::Impl::specs() const {
     if (as<WeightedCategoricalColumn>(c.get()))
       out.push_back({weights_key(name), DType::Float32, {-1}, true});
   }
+  for (const auto &[name, c] : sequenceIds) {
+    out.push_back({ids_key(name), DType::Int64, {-1, -1}, false, true});
+    out.push_back({sequence_length_key(name), DType::Int64, {-1}});
+  }
+  for (const auto &[key, c] : sequenceValues) {
+    Dims shape = {-1, -1, c->num_elements()};
+    out.push_back({key, DType::Float32, shape, false, true});
+    out.push_back({sequence_length_key(key), DType::Int64, {-1}});
+    if (c->normalizer_fn())
+      out.push_back({mask_key(key), DType::Float32, shape, false, true});
+  }
   std::sort(
       out.begin(), out.end(),
       [](const TensorSpec &a, const TensorSpec &b) { return a.key < b.key; });
@@ -340,6 +416,10 @@ std::vector<TensorSpec> Transformer::Impl::specs() const {
 
 const std::set<std::string> &Transformer::values_inputs() const {
   return impl_->valuesInputs;
+}
+
+const std::set<std::string> &Transformer::sequence_inputs() const {
+  return impl_->sequenceInputs;
 }
 
 // --- One batch
@@ -371,6 +451,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
       throw DataError(what() + ": feature '" + key + "' is a scalar (" +
                       t->spec().str() + "); features need a batch dimension");
     r.batch = t->shape[0];
+    r.shape = t->shape;
     r.width = 1;
     for (size_t d = 1; d < t->shape.size(); ++d)
       r.width *= t->shape[d];
@@ -383,6 +464,7 @@ const Raw &Transformer::Impl::raw(Batch &b, const FeatureColumn &user,
                       "' is a sparse scalar; features need a batch dimension");
     r.sparse = true;
     r.batch = s.dense_shape[0];
+    r.shape = s.dense_shape;
     r.width = 1;
     for (int64_t d = 1; d < s.rank(); ++d)
       r.width *= s.dense_shape[d];
@@ -659,6 +741,144 @@ void Transformer::Impl::emit(Batch &b, const CategoricalColumn &c,
         TensorValue::of<float>({static_cast<int64_t>(weights.size())}, weights);
 }
 
+// --- Sequences
+// ----------------------------------------------------------------
+
+Transformer::Impl::Sequence
+Transformer::Impl::sequenceIdsOf(Batch &b,
+                                 const SequenceCategoricalColumn &c) const {
+  auto what = [&] { return describe(c); };
+  const Ids &ids = idsOf(b, *c.categorical_column());
+  const Raw &r = raw(b, c, c.key());
+  Sequence s;
+  s.name = c.name();
+  s.column = &c;
+  s.steps = r.shape.size() >= 2 ? r.shape[1] : 1;
+  if (s.steps > 0 && r.width != s.steps)
+    throw DataError(what() + ": feature '" + c.key() + "' of shape " +
+                    shape_string(r.shape) + " has " +
+                    std::to_string(r.width / s.steps) +
+                    " ids per step; a sequence column takes one id per step, "
+                    "[batch, T]");
+  s.lengths.assign(static_cast<size_t>(ids.batch), 0);
+  int64_t numBuckets = c.num_buckets();
+  for (size_t i = 0; i < ids.ids.size(); ++i) {
+    int64_t id = ids.ids[i];
+    if (id >= numBuckets) {
+      const auto *identity =
+          as<IdentityCategoricalColumn>(c.categorical_column().get());
+      throw DataError(what() + ": id " + std::to_string(id) + " at batch row " +
+                      std::to_string(ids.rows[i]) + " is outside [0, " +
+                      std::to_string(numBuckets) + ")" +
+                      (identity ? " (no default_value)" : ""));
+    }
+    // Pruned ids (< 0) still count for the length, as TF's sequence
+    // length is taken from the ids' SparseTensor before the lookup prunes.
+    s.rows.push_back(ids.rows[i]);
+    s.cols.push_back(ids.cols[i]);
+    s.ids.push_back(id < 0 ? -1 : id);
+    auto row = static_cast<size_t>(ids.rows[i]);
+    s.lengths[row] = std::max(s.lengths[row], ids.cols[i] + 1);
+  }
+  return s;
+}
+
+Transformer::Impl::Sequence
+Transformer::Impl::sequenceValuesOf(Batch &b,
+                                    const SequenceNumericColumn &c) const {
+  auto what = [&] { return describe(c); };
+  const Raw &r = raw(b, c, c.key());
+  if (!r.sparse)
+    throw DataError(what() + ": feature '" + c.key() +
+                    "' is a dense tensor; a sequence_numeric_column takes a "
+                    "SparseTensor (as TF's)");
+  if (!isNumber(r.dtype()))
+    throw DataError(what() + ": feature '" + c.key() + "' holds " +
+                    dtype_name(r.dtype()) +
+                    " values; a numeric column takes numbers");
+  if (r.shape.size() < 2)
+    throw DataError(what() + ": feature '" + c.key() + "' of dense_shape " +
+                    shape_string(r.shape) + " has no step dimension");
+  Sequence s;
+  s.name = c.key();
+  s.column = &c;
+  s.width = c.num_elements();
+  // [batch, T * k] or [batch, T, k]: the row's position p is step p / k,
+  // element p % k either way.
+  int64_t steps = r.shape.size() == 2 ? r.width / s.width : r.shape[1];
+  if (steps * s.width != r.width)
+    throw DataError(what() + ": feature '" + c.key() + "' of dense_shape " +
+                    shape_string(r.shape) + " does not hold whole steps of " +
+                    std::to_string(s.width) + " values (shape " +
+                    shape_string(c.shape()) + ")");
+  s.steps = steps;
+  s.lengths.assign(static_cast<size_t>(r.batch), 0);
+  for (size_t i = 0; i < r.size(); ++i) {
+    s.rows.push_back(r.row(i));
+    s.cols.push_back(r.col(i));
+    s.values.push_back(floatAt(*r.values, i));
+    auto row = static_cast<size_t>(r.row(i));
+    s.lengths[row] = std::max(s.lengths[row], r.col(i) / s.width + 1);
+  }
+  return s;
+}
+
+void Transformer::Impl::emitSequences(Batch &b, ModelInputs &out) const {
+  if (sequenceIds.empty() && sequenceValues.empty())
+    return;
+  std::vector<Sequence> seqs;
+  for (const auto &[name, c] : sequenceIds)
+    seqs.push_back(sequenceIdsOf(b, *c));
+  for (const auto &[key, c] : sequenceValues)
+    seqs.push_back(sequenceValuesOf(b, *c));
+  // One padded length for every sequence input of the step (at least 1:
+  // a compiled step needs one), and one length per example.
+  int64_t steps = 1;
+  for (const Sequence &s : seqs)
+    steps = std::max(steps, s.steps);
+  const Sequence &first = seqs[0];
+  for (const Sequence &s : seqs)
+    for (size_t row = 0; row < s.lengths.size(); ++row)
+      if (s.lengths[row] != first.lengths[row])
+        throw DataError(
+            "sequence feature columns: '" + first.name + "' and '" + s.name +
+            "' have different sequence lengths at batch row " +
+            std::to_string(row) + " (" + std::to_string(first.lengths[row]) +
+            " and " + std::to_string(s.lengths[row]) +
+            "); the sequence columns of a model must have equal lengths");
+  for (Sequence &s : seqs) {
+    auto batch = static_cast<int64_t>(s.lengths.size());
+    out[sequence_length_key(s.name)] = int64Tensor(s.lengths);
+    int64_t rowSize = steps * s.width;
+    auto at = [&](size_t i) {
+      return static_cast<size_t>(s.rows[i] * rowSize + s.cols[i]);
+    };
+    if (const auto *n = as<SequenceNumericColumn>(s.column)) {
+      std::vector<float> values(static_cast<size_t>(batch * rowSize),
+                                static_cast<float>(n->default_value()));
+      std::vector<float> mask;
+      if (n->normalizer_fn())
+        mask.assign(values.size(), 0.0f);
+      for (size_t i = 0; i < s.values.size(); ++i) {
+        values[at(i)] = s.values[i];
+        if (!mask.empty())
+          mask[at(i)] = 1.0f;
+      }
+      out[s.name] = TensorValue::of<float>({batch, steps, s.width}, values);
+      if (!mask.empty())
+        out[mask_key(s.name)] =
+            TensorValue::of<float>({batch, steps, s.width}, mask);
+      continue;
+    }
+    std::vector<int64_t> ids(static_cast<size_t>(batch * rowSize), -1);
+    for (size_t i = 0; i < s.ids.size(); ++i)
+      ids[at(i)] = s.ids[i];
+    TensorValue t = int64Tensor(ids);
+    t.shape = {batch, steps};
+    out[ids_key(s.name)] = std::move(t);
+  }
+}
+
 ModelInputs Transformer::transform(const data::Element &features) const {
   Impl::Batch b{features, {}, {}, {}, -1};
   std::vector<TensorValue> values(impl_->outputKeys.size());
@@ -668,7 +888,9 @@ ModelInputs Transformer::transform(const data::Element &features) const {
     impl_->emit(b, *c, impl_->sparseKeys.at(name), values);
   ModelInputs out;
   for (size_t i = 0; i < values.size(); ++i)
-    out.emplace_hint(out.end(), impl_->outputKeys[i], std::move(values[i]));
+    if (!values[i].shape.empty())
+      out.emplace_hint(out.end(), impl_->outputKeys[i], std::move(values[i]));
+  impl_->emitSequences(b, out);
   return out;
 }
 

@@ -13,6 +13,16 @@
 //       <name>/row_lengths   I64 [batch]  ids per row
 //       <name>/weights       F32 [n]      weighted_categorical_column only
 //
+//   a sequence column (docs/feature-columns.md, "Sequence columns"), padded
+//   to the batch's longest sequence T (a run-time sequence dimension, the
+//   same T for every sequence column of the batch):
+//       <name>/ids              I64 [batch, T]     -1 where a step has no id
+//       <key>                   F32 [batch, T, k]  sequence_numeric_column:
+//                                                  k values per step
+//       <key>/mask              F32 [batch, T, k]  1 where a value was given
+//                                                  (with a normalizer_fn)
+//       <name>/sequence_length  I64 [batch]
+//
 // n varies from batch to batch (values_inputs()). The ids are TF's for the
 // same data, bit for bit: hash buckets and crosses (lib/Data/Hashing.h),
 // vocabularies with OOV buckets or default_value, identity ranges, crosses
@@ -54,6 +64,8 @@ std::string ids_key(const std::string &column_name);
 std::string rows_key(const std::string &column_name);
 std::string row_lengths_key(const std::string &column_name);
 std::string weights_key(const std::string &column_name);
+std::string sequence_length_key(const std::string &column_name);
+std::string mask_key(const std::string &column_name);
 
 /// The model inputs, by key.
 using ModelInputs = std::map<std::string, TensorValue>;
@@ -72,12 +84,16 @@ public:
   ModelInputs
   transform(const std::map<std::string, TensorValue> &features) const;
 
-  /// Every model input: key, dtype, shape with -1 for the batch and for the
-  /// number of values n (those `values_dim`). In key order.
+  /// Every model input: key, dtype, shape with -1 for the batch, for the
+  /// number of values n (those `values_dim`) and for the sequence length T
+  /// (those `sequence_dim`). In key order.
   std::vector<TensorSpec> input_specs() const;
   /// The keys whose first dimension is n, not the batch (ids, rows,
   /// weights): the `values_dim` ones (Batch::values_features).
   const std::set<std::string> &values_inputs() const;
+  /// The keys whose second dimension is the sequence length T (the
+  /// `sequence_dim` ones: Batch::sequence_features).
+  const std::set<std::string> &sequence_inputs() const;
   /// The raw feature keys the columns read.
   std::set<std::string> feature_keys() const;
   const FeatureColumns &feature_columns() const;

@@ -102,7 +102,8 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
   DType dtype = x.dtype();
   Tensor kernel, recurrentKernel, bias, recurrentBias;
   {
-    auto cellScope = g.name_scope(std::string(base) + "_cell");
+    auto cellScope = g.name_scope(
+        o.cell_name.empty() ? std::string(base) + "_cell" : o.cell_name);
     kernel = g.get_variable("kernel", dtype, {features, gates * units},
                             o.kernel_initializer);
     recurrentKernel =

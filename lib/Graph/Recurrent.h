@@ -67,6 +67,10 @@ struct RecurrentOptions {
   bool training = false;
   std::optional<int64_t> seed;
   std::string name;
+  /// The variables' scope under the layer's: "<kind>_cell" when empty
+  /// ("lstm_cell"); Keras's RNN over StackedRNNCells has
+  /// "stacked_rnn_cells/lstm_cell", "stacked_rnn_cells/lstm_cell_1", ...
+  std::string cell_name;
 };
 
 /// A recurrent layer's result: `output` ([batch, units], or

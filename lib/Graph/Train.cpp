@@ -218,6 +218,16 @@ Optimizer Optimizer::clip_gradients_by_global_norm(double clip_norm) const {
   return copy;
 }
 
+Optimizer Optimizer::clip_gradients_by_norm(double clip_norm) const {
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw GraphError("clip_gradients_by_norm: clip_norm must be a finite "
+                     "number > 0, got " +
+                     std::to_string(clip_norm));
+  Optimizer copy = *this;
+  copy.hyperparameters_["clip_gradients_by_norm"] = attr_f(clip_norm);
+  return copy;
+}
+
 namespace {
 std::map<std::string, graph::AttrValue>
 hp(std::initializer_list<std::pair<const std::string, double>> values) {

@@ -108,6 +108,10 @@ public:
   /// update (tf.clip_by_global_norm; the hyperparameter
   /// clip_gradients_by_global_norm). clip_norm > 0.
   Optimizer clip_gradients_by_global_norm(double clip_norm) const;
+  /// A copy that clips each gradient by its own norm before the update
+  /// (Keras' clipnorm: tf.clip_by_norm per variable; the hyperparameter
+  /// clip_gradients_by_norm). clip_norm > 0.
+  Optimizer clip_gradients_by_norm(double clip_norm) const;
 
   /// Emits the train op. `var_list` empty: all trainable variables.
   Operation minimize(const Tensor &loss,

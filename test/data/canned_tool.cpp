@@ -1,10 +1,10 @@
 //===- canned_tool.cpp - Canned estimators for tf_canned_compat.py --------===//
 //
-// Trains a LinearClassifier or a DNNClassifier (the JIT Estimator) on the
-// batches it reads from stdin, in order, and prints each step's loss and
-// the final variables, for test/e2e/tf_canned_compat.py to compare with TF
-// 2.15's estimator on the same batches. The feature columns are fixed here
-// and in the script (keep them equal):
+// Trains a LinearClassifier, a DNNClassifier or an RNNClassifier (the JIT
+// Estimator) on the batches it reads from stdin, in order, and prints each
+// step's loss and the final variables, for test/e2e/tf_canned_compat.py to
+// compare with TF 2.15's estimator on the same batches. The feature columns are
+// fixed here and in the script (keep them equal):
 //
 //   linear  numeric_column("age"); bucketized_column(age, [25, 40, 60]);
 //           categorical_column_with_vocabulary_list("sex", ["m", "f"]);
@@ -13,6 +13,9 @@
 //           crossed_column([age_bucketized, "sex"], 20)
 //   dnn     numeric_column("age"); indicator_column(sex);
 //           embedding_column(city, 3); indicator_column(n)
+//   rnn     sequence: embedding_column(
+//             sequence_categorical_column_with_identity("tok", 7), 3),
+//             sequence_numeric_column("x"); context: numeric_column("age")
 //
 // Input (one case):
 //   model linear|dnn
@@ -25,6 +28,12 @@
 //   i KEY V...                an int64 feature
 //   s KEY V...                a string feature (space-free values)
 //   labels V...               int64 class ids
+//   rnn: cell C; units U...; n_classes N; then per batch, in order:
+//   batch B T                 a new batch of B sequences of T steps
+//   tok V...                  B * T ids, -1 where a step has none
+//   x V...                    B * T values, nan where a step has none
+//                             (a SparseTensor of the others)
+//   age V...                  B values; labels V...: B class ids
 //   init NAME D,D V...        a variable's starting value (warm start; TF's
 //                             initial variables for the dnn)
 // Output: "loss STEP VALUE" per step, then "var NAME V..." for every
@@ -37,6 +46,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -57,6 +67,39 @@ public:
     losses.push_back(v.results.at("loss").values<float>().at(0));
   }
   std::vector<float> losses;
+};
+
+FeatureColumns rnnSequenceColumns() {
+  return {fc::embedding_column(
+              fc::sequence_categorical_column_with_identity("tok", 7), 3),
+          fc::sequence_numeric_column("x")};
+}
+
+/// The rnn batches: features tok (dense, -1 missing), x (sparse), age.
+struct RnnBatch {
+  int64_t batch = 0, steps = 0;
+  std::vector<int64_t> tok, labels;
+  std::vector<float> x, age;
+  data::Element element() const {
+    std::vector<int64_t> indices;
+    std::vector<float> values;
+    for (int64_t i = 0; i < batch * steps; ++i)
+      if (!std::isnan(x[static_cast<size_t>(i)])) {
+        indices.push_back(i / steps);
+        indices.push_back(i % steps);
+        values.push_back(x[static_cast<size_t>(i)]);
+      }
+    auto n = static_cast<int64_t>(values.size());
+    std::map<std::string, data::Element> f;
+    f.emplace("tok", TensorValue::of<int64_t>({batch, steps}, tok));
+    f.emplace("x", data::Element(data::SparseTensor::make(
+                       indices, TensorValue::of<float>({n}, values),
+                       {batch, steps})));
+    f.emplace("age", TensorValue::of<float>({batch, 1}, age));
+    return data::Element::tuple(
+        {data::Element::dict(std::move(f)),
+         data::Element(TensorValue::of<int64_t>({batch, 1}, labels))});
+  }
 };
 
 FeatureColumns linearColumns() {
@@ -99,6 +142,16 @@ int run() {
   Features x;
   std::optional<TensorValue> labels;
   train::VariableMap init;
+  std::string cell = "simple_rnn";
+  std::vector<int64_t> units;
+  int64_t nClasses = 2;
+  std::vector<RnnBatch> rnnBatches;
+  auto floats = [](std::istringstream &in) {
+    std::vector<float> v;
+    for (std::string w; in >> w;)
+      v.push_back(w == "nan" ? std::nanf("") : std::stof(w));
+    return v;
+  };
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);
@@ -106,6 +159,26 @@ int run() {
     in >> op;
     if (op == "model") {
       in >> model;
+    } else if (op == "cell") {
+      in >> cell;
+    } else if (op == "units") {
+      for (int64_t u; in >> u;)
+        units.push_back(u);
+    } else if (op == "n_classes") {
+      in >> nClasses;
+    } else if (op == "batch") {
+      rnnBatches.emplace_back();
+      in >> rnnBatches.back().batch >> rnnBatches.back().steps;
+    } else if (!rnnBatches.empty() && op == "tok") {
+      for (int64_t i; in >> i;)
+        rnnBatches.back().tok.push_back(i);
+    } else if (!rnnBatches.empty() && op == "x") {
+      rnnBatches.back().x = floats(in);
+    } else if (!rnnBatches.empty() && op == "age") {
+      rnnBatches.back().age = floats(in);
+    } else if (!rnnBatches.empty() && op == "labels") {
+      for (int64_t i; in >> i;)
+        rnnBatches.back().labels.push_back(i);
     } else if (op == "hidden") {
       for (int64_t u; in >> u;)
         hidden.push_back(u);
@@ -159,7 +232,7 @@ int run() {
       throw std::invalid_argument("unknown line '" + op + "'");
     }
   }
-  if (!labels)
+  if (!labels && rnnBatches.empty())
     throw std::invalid_argument("no labels");
 
   auto dir = std::filesystem::temp_directory_path() /
@@ -195,12 +268,35 @@ int run() {
       dnn.optimizer = OptimizerSpec(optimizer, rate);
     est = std::make_unique<DNNClassifier>(dnnColumns(), dnn,
                                           ClassifierOptions{}, config, warm);
+  } else if (model == "rnn") {
+    RNNOptions ro;
+    ro.context_feature_columns = {fc::numeric_column("age")};
+    ro.units = units;
+    ro.cell_type = cell;
+    if (!optimizer.empty())
+      ro.optimizer = OptimizerSpec(optimizer, rate);
+    RNNClassifierOptions head;
+    head.n_classes = nClasses;
+    est = std::make_unique<RNNClassifier>(rnnSequenceColumns(), ro, head,
+                                          config, warm);
   } else {
     throw std::invalid_argument("unknown model '" + model + "'");
   }
   auto losses = std::make_shared<LossHook>();
-  est->train(numpy_input_fn(x, labels, {batchSize, 1, false, 0}),
-             {.hooks = {losses}, .steps = steps});
+  if (model == "rnn") {
+    auto batches = std::make_shared<std::vector<RnnBatch>>(rnnBatches);
+    InputFn input = [batches]() -> Dataset {
+      return data::Dataset::range(static_cast<int64_t>(batches->size()))
+          .map([batches](data::Element e) {
+            int64_t i = data::tensor(e).values<int64_t>()[0];
+            return (*batches)[static_cast<size_t>(i)].element();
+          });
+    };
+    est->train(input, {.hooks = {losses}, .steps = steps});
+  } else {
+    est->train(numpy_input_fn(x, labels, {batchSize, 1, false, 0}),
+               {.hooks = {losses}, .steps = steps});
+  }
   char buffer[40];
   for (size_t i = 0; i < losses->losses.size(); ++i) {
     std::snprintf(buffer, sizeof(buffer), "%.9g", losses->losses[i]);

@@ -19,14 +19,18 @@
 //   "weight_feature_key"} | {"type": "indicator", "categorical"} |
 //   {"type": "embedding", "categorical", "dimension", "combiner",
 //   "max_norm"?} | {"type": "shared", "categoricals", "dimension",
-//   "combiner"} (one column per categorical). Equal COLUMN texts are one
-//   column object.
+//   "combiner"} (one column per categorical) | {"type": "seq_<T>", ...}: a
+//   sequence_categorical_column_with_* of the categorical type T (identity,
+//   hash, vocab_list, vocab_file; T's fields) | {"type": "seq_numeric",
+//   "key", "shape", "default_value", "normalizer": "times3"?}. Equal
+//   COLUMN texts are one column object.
 // FEATURE: {"dtype": "string"|"int64"|"int32"|"float32"|"float64",
 //   "shape": [...], "values": [...]} (dense) or the same with "indices":
 //   [[...]...] (sparse; shape is its dense_shape).
-// With a layer, the PREDICT graph of input_layer / linear_model over the
-// Transformer's inputs is evaluated by the reference evaluator with the
-// given variable values.
+// With a layer, the PREDICT graph of input_layer / linear_model /
+// sequence_features (SequenceFeatures: "output" and "sequence_length")
+// over the Transformer's inputs is evaluated by the reference evaluator
+// with the given variable values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -153,6 +157,22 @@ private:
     };
     if (type == "numeric")
       return numeric_column(str(field(v, "key")), ints(field(v, "shape")));
+    if (type == "seq_numeric") {
+      NormalizerFn normalizer;
+      if (has(v, "normalizer"))
+        normalizer = [](const Tensor &x) { return x * 3.0; };
+      return sequence_numeric_column(
+          str(field(v, "key")), ints(field(v, "shape")),
+          number(field(v, "default_value")), DType::Float32, normalizer);
+    }
+    if (type.rfind("seq_", 0) == 0) {
+      json::Value inner = v;
+      for (auto &[k, f] : inner.fields)
+        if (k == "type")
+          f.text = type.substr(4);
+      return std::make_shared<const SequenceCategoricalColumn>(
+          categorical(inner));
+    }
     if (type == "bucketized")
       return bucketized_column(std::dynamic_pointer_cast<const NumericColumn>(
                                    column(field(v, "source"))),
@@ -319,10 +339,16 @@ std::string answer(const json::Value &request) {
         g, ModeKeys::PREDICT, spec,
         [&](Graph &, const TensorMap &features, const Tensor &, ModeKeys) {
           Signature sig;
-          sig.predictions.set(
-              "output", layer == "input_layer"
-                            ? input_layer(features, cols)
-                            : linear_model(features, cols, units, combiner));
+          if (layer == "sequence_features") {
+            SequenceInput in = SequenceFeatures(cols)(features);
+            sig.predictions.set("output", in.input);
+            sig.predictions.set("sequence_length", in.sequence_length);
+          } else {
+            sig.predictions.set(
+                "output", layer == "input_layer"
+                              ? input_layer(features, cols)
+                              : linear_model(features, cols, units, combiner));
+          }
           return sig;
         });
     reference::Evaluator eval(g.graph_def());
@@ -335,16 +361,22 @@ std::string answer(const json::Value &request) {
     std::map<std::string, reference::Value> feeds;
     for (const auto &[key, t] : inputs)
       feeds[key] = refValue(t);
-    reference::Value o = eval.run("predict", feeds).at("predictions/output");
+    auto results = eval.run("predict", feeds);
     std::ostringstream s;
     s.precision(9);
-    s << ",\"output\":{\"shape\":[";
-    for (size_t i = 0; i < o.shape.size(); ++i)
-      s << (i ? "," : "") << o.shape[i];
-    s << "],\"values\":[";
-    for (size_t i = 0; i < o.data.size(); ++i)
-      s << (i ? "," : "") << o.data[i];
-    s << "]}";
+    for (const char *name : {"output", "sequence_length"}) {
+      auto it = results.find(std::string("predictions/") + name);
+      if (it == results.end())
+        continue;
+      const reference::Value &o = it->second;
+      s << ",\"" << name << "\":{\"shape\":[";
+      for (size_t i = 0; i < o.shape.size(); ++i)
+        s << (i ? "," : "") << o.shape[i];
+      s << "],\"values\":[";
+      for (size_t i = 0; i < o.data.size(); ++i)
+        s << (i ? "," : "") << o.data[i];
+      s << "]}";
+    }
     out += s.str();
   }
   return out + "}";

@@ -82,6 +82,23 @@ public:
       }
       return product;
     }
+    if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+      // The source's size plus the padding on both sides (the gradients
+      // of slices: an LSTM's or GRU's gates).
+      Value size = dim(pad.getSource(), d);
+      for (OpFoldResult side :
+           {pad.getMixedLowPad()[d], pad.getMixedHighPad()[d]}) {
+        if (!size)
+          return Value();
+        Value amount =
+            isa<Attribute>(side)
+                ? arith::ConstantIndexOp::create(
+                      b, loc, cast<IntegerAttr>(cast<Attribute>(side)).getInt())
+                : index(cast<Value>(side));
+        size = amount ? arith::AddIOp::create(b, loc, size, amount) : Value();
+      }
+      return size;
+    }
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
       // The result's dimension d is the d-th size that is not dropped.
       llvm::SmallBitVector dropped = slice.getDroppedDims();
