@@ -59,7 +59,8 @@ constexpr double kTruncatedNormalStddev = .87962566103423978;
 
 /// What computes a variable's first value.
 struct InitPlan {
-  enum Kind { Constant, Uniform, Normal, TruncatedNormal } kind = Constant;
+  enum Kind { Constant, Uniform, Normal, TruncatedNormal, Orthogonal } kind =
+      Constant;
   double a = 0.0, b = 0.0; // value | minval, maxval | mean, stddev
   /// Constant: every element (tf.constant_initializer of a list), when set.
   SmallVector<double> values;
@@ -135,10 +136,11 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
   // Random initializers: a float variable and a seed.
   if (kind != "random_uniform" && kind != "random_normal" &&
       kind != "truncated_normal" && kind != "glorot_uniform" &&
-      kind != "glorot_normal" && kind != "variance_scaling")
+      kind != "glorot_normal" && kind != "variance_scaling" &&
+      kind != "orthogonal")
     return fail("is unknown (expected zeros, ones, constant, random_uniform, "
                 "random_normal, truncated_normal, glorot_uniform, "
-                "glorot_normal or variance_scaling)");
+                "glorot_normal, variance_scaling or orthogonal)");
   auto type = cast<RankedTensorType>(var.getType());
   if (!isa<FloatType>(type.getElementType()))
     return fail("needs a float variable");
@@ -148,6 +150,16 @@ FailureOr<InitPlan> planInitializer(est::VariableOp var) {
     return fail("requires an integer parameter 'seed'");
   plan.seed = seed.getInt();
 
+  if (kind == "orthogonal") {
+    FailureOr<double> gain = number("gain", 1.0);
+    if (failed(gain))
+      return failure();
+    if (type.getRank() < 2 || !type.getElementType().isF32())
+      return fail("needs an f32 variable of rank >= 2");
+    plan.kind = InitPlan::Orthogonal;
+    plan.a = *gain;
+    return plan;
+  }
   if (kind == "random_uniform") {
     FailureOr<double> lo = number("minval", -0.05), hi = number("maxval", 0.05);
     if (failed(lo) || failed(hi))
@@ -227,6 +239,85 @@ Attribute splat(RankedTensorType type, double value) {
       type, IntegerAttr::get(elt, static_cast<int64_t>(value)));
 }
 
+/// tf.keras.initializers.Orthogonal for an f32 `type` (rank >= 2): with
+/// rows = prod(shape[:-1]) and cols = shape[-1], a standard normal
+/// [max, min] matrix A; its QR factorization with diag(R) > 0, as TF makes
+/// it, is Gram-Schmidt's Q; Q, or Q transposed when rows < cols, reshaped
+/// to `type`, times `gain`. Gram-Schmidt is one est.scan over A's columns,
+/// each orthogonalized twice against the rows of Q built so far (zeros
+/// before they are set; "twice is enough" keeps it orthogonal in f32).
+Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
+                 Value counter, IntegerAttr seed, double gain) {
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t rows = 1;
+  for (int64_t d : shape.drop_back())
+    rows *= d;
+  int64_t cols = shape.back();
+  int64_t m = std::max(rows, cols), n = std::min(rows, cols);
+  Type f32 = b.getF32Type();
+  auto matrix = [&](int64_t r, int64_t c) {
+    return RankedTensorType::get({r, c}, f32);
+  };
+  Value normal = est::RandomNormalOp::create(
+      b, loc, matrix(m, n), counter, b.getDenseI64ArrayAttr({m, n}),
+      TypeAttr(), seed, b.getF64FloatAttr(0.0), b.getF64FloatAttr(1.0));
+  // Column j of A is row j of A^T: the scan's sequence.
+  Value columns = est::TransposeOp::create(b, loc, normal,
+                                           b.getDenseI64ArrayAttr({1, 0}));
+  SmallVector<Attribute> eye;
+  for (int64_t i = 0; i < n * n; ++i)
+    eye.push_back(b.getF32FloatAttr(i % (n + 1) == 0 ? 1.0f : 0.0f));
+  Value identity = est::ConstantOp::create(
+      b, loc, cast<ElementsAttr>(DenseElementsAttr::get(matrix(n, n), eye)));
+  Value zeros = est::ConstantOp::create(
+      b, loc, cast<ElementsAttr>(splat(matrix(n, m), 0.0)));
+  auto scan = est::ScanOp::create(b, loc, TypeRange{matrix(n, m)},
+                                  ValueRange{zeros},
+                                  ValueRange{columns, identity}, false);
+  Block *body = new Block();
+  scan.getBody().push_back(body);
+  Value q = body->addArgument(matrix(n, m), loc);
+  Value column = body->addArgument(RankedTensorType::get({m}, f32), loc);
+  Value unit = body->addArgument(RankedTensorType::get({n}, f32), loc);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    auto reshape = [&](Value x, ArrayRef<int64_t> to) -> Value {
+      return est::ReshapeOp::create(b, loc, x, b.getDenseI64ArrayAttr(to));
+    };
+    // v - Q^T (Q v): v without its components along Q's rows.
+    auto project = [&](Value v) -> Value {
+      Value coefficients = est::MatmulOp::create(b, loc, q, v, false, false);
+      Value along =
+          est::MatmulOp::create(b, loc, q, coefficients, true, false);
+      return est::SubOp::create(b, loc, v, along);
+    };
+    Value v = project(project(reshape(column, {m, 1})));
+    Value norm2 = est::ReduceSumOp::create(
+        b, loc, est::MulOp::create(b, loc, v, v), DenseI64ArrayAttr(), false);
+    Value normalized =
+        est::MulOp::create(b, loc, v, est::RsqrtOp::create(b, loc, norm2));
+    Value row = est::MatmulOp::create(b, loc, reshape(unit, {n, 1}),
+                                      reshape(normalized, {1, m}), false,
+                                      false);
+    est::YieldOp::create(b, loc,
+                         ValueRange{est::AddOp::create(b, loc, q, row)});
+  }
+  Value result = scan.getResult(0); // [n, m], orthonormal rows
+  if (rows >= cols)
+    result = est::TransposeOp::create(b, loc, result,
+                                      b.getDenseI64ArrayAttr({1, 0}));
+  result = est::ReshapeOp::create(b, loc, result,
+                                  b.getDenseI64ArrayAttr(shape));
+  if (gain != 1.0)
+    result = est::MulOp::create(
+        b, loc, result,
+        est::ConstantOp::create(
+            b, loc,
+            cast<ElementsAttr>(splat(RankedTensorType::get({}, f32), gain))));
+  return result;
+}
+
 /// Emits the ops computing `plan` for `var` and the assignment.
 void emitInitializer(OpBuilder &b, est::VariableOp var, const InitPlan &plan,
                      Value &counter) {
@@ -260,6 +351,12 @@ void emitInitializer(OpBuilder &b, est::VariableOp var, const InitPlan &plan,
                          : TypeAttr::get(type.getElementType());
     IntegerAttr seed = b.getI64IntegerAttr(plan.seed);
     FloatAttr a = b.getF64FloatAttr(plan.a), c = b.getF64FloatAttr(plan.b);
+    if (plan.kind == InitPlan::Orthogonal) {
+      value = orthogonal(b, loc, type, counter, seed, plan.a);
+      est::AssignVariableOp::create(
+          b, loc, FlatSymbolRefAttr::get(var.getSymNameAttr()), value);
+      return;
+    }
     switch (plan.kind) {
     case InitPlan::Uniform:
       value = est::RandomUniformOp::create(b, loc, type, counter, shape, dtype,

@@ -130,7 +130,8 @@ graph::AttrValue attr_strings(const std::vector<std::string> &v) {
 bool Initializer::is_random() const {
   return type == "random_uniform" || type == "random_normal" ||
          type == "truncated_normal" || type == "glorot_uniform" ||
-         type == "glorot_normal" || type == "variance_scaling";
+         type == "glorot_normal" || type == "variance_scaling" ||
+         type == "orthogonal";
 }
 
 Initializer zeros_initializer() { return Initializer{"zeros", {}, {}, {}, {}}; }
@@ -158,6 +159,9 @@ Initializer truncated_normal_initializer(double mean, double stddev,
 }
 Initializer glorot_uniform_initializer(std::optional<int64_t> seed) {
   return Initializer{"glorot_uniform", {}, {}, seed, {}};
+}
+Initializer orthogonal_initializer(double gain, std::optional<int64_t> seed) {
+  return Initializer{"orthogonal", {{"gain", gain}}, {}, seed, {}};
 }
 Initializer glorot_normal_initializer(std::optional<int64_t> seed) {
   return Initializer{"glorot_normal", {}, {}, seed, {}};

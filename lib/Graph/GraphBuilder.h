@@ -132,6 +132,11 @@ Initializer truncated_normal_initializer(double mean = 0.0, double stddev = 1.0,
                                          std::optional<int64_t> seed = {});
 Initializer glorot_uniform_initializer(std::optional<int64_t> seed = {});
 Initializer glorot_normal_initializer(std::optional<int64_t> seed = {});
+/// tf.keras.initializers.Orthogonal (the recurrent kernels' default): an
+/// f32 variable of rank >= 2 whose [prod(shape[:-1]), shape[-1]] matrix has
+/// orthonormal rows or columns (whichever are fewer), times `gain`.
+Initializer orthogonal_initializer(double gain = 1.0,
+                                   std::optional<int64_t> seed = {});
 /// mode: fan_in / fan_out / fan_avg; distribution: truncated_normal /
 /// untruncated_normal / uniform.
 Initializer variance_scaling_initializer(

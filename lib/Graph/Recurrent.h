@@ -45,9 +45,7 @@ struct RecurrentOptions {
   Activation recurrent_activation = Activation(sigmoid);
   bool use_bias = true;
   Initializer kernel_initializer = glorot_uniform_initializer();
-  /// Keras uses Orthogonal; estc's graph initializers have no orthogonal
-  /// one yet, so glorot_uniform (set your own to match a TF run exactly).
-  Initializer recurrent_initializer = glorot_uniform_initializer();
+  Initializer recurrent_initializer = orthogonal_initializer();
   Initializer bias_initializer = zeros_initializer();
   /// LSTM: the forget gate's bias starts at 1.
   bool unit_forget_bias = true;

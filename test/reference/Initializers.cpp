@@ -100,6 +100,48 @@ Value initialValue(const g::VariableDef &var) {
     fail(var.name(), "'" + type + "' has no seed");
   int64_t seed = init.attr().at("seed").i();
 
+  if (type == "orthogonal") {
+    // TF's Orthogonal: QR (diag(R) > 0, i.e. Gram-Schmidt, here in double,
+    // orthogonalizing twice as the compiled @init does) of a standard
+    // normal [max(rows, cols), min(rows, cols)] matrix; Q or Q^T.
+    if (shape.size() < 2)
+      fail(var.name(), "'orthogonal' needs a rank >= 2 variable");
+    int64_t rows = count / shape.back(), cols = shape.back();
+    int64_t m = std::max(rows, cols), n = std::min(rows, cols);
+    Value a(g::DT_FLOAT, {m, n}, std::vector<double>(size_t(m * n), 0.0));
+    draw<float>(a, Draw::Normal, seed, 0.0, 1.0);
+    std::vector<std::vector<double>> q; // rows, orthonormal
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<double> v(m);
+      for (int64_t i = 0; i < m; ++i)
+        v[i] = a.data[i * n + j];
+      for (int pass = 0; pass < 2; ++pass) {
+        std::vector<double> along(m, 0.0);
+        for (const std::vector<double> &row : q) {
+          double dot = 0;
+          for (int64_t i = 0; i < m; ++i)
+            dot += row[i] * v[i];
+          for (int64_t i = 0; i < m; ++i)
+            along[i] += row[i] * dot;
+        }
+        for (int64_t i = 0; i < m; ++i)
+          v[i] -= along[i];
+      }
+      double norm = 0;
+      for (double x : v)
+        norm += x * x;
+      for (double &x : v)
+        x /= std::sqrt(norm);
+      q.push_back(v);
+    }
+    double gain = number(init, "gain", 1.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out.data[r * cols + c] =
+            gain * (rows < cols ? q[r][c] : q[c][r]); // Q [n, m] or Q^T
+    return out;
+  }
+
   Draw kind;
   double a = 0.0, b = 0.0;
   if (type == "random_uniform") {

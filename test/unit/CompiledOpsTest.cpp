@@ -648,6 +648,29 @@ TEST(CompiledOps, WhileLoop) {
   }
 }
 
+/// sequence_mask (from a run-time length's tensor and from maxlen) and
+/// reverse_sequence, with lengths 0, 1, mid and full (and one past the
+/// length, clamped).
+TEST(CompiledOps, SequenceMaskAndReverseSequence) {
+  std::vector<Feature> features = {{"x", DType::Float32, {-1, 5, 2}},
+                                   {"len", DType::Int32, {-1}, 0, 7}};
+  g::GraphDef graph = predictGraph(features, [&](Graph &, const TensorMap &x) {
+    Tensor mask = cast(sequence_mask(x["len"], x["x"], 1), DType::Float32);
+    Tensor mask3 = cast(sequence_mask(x["len"], 3), DType::Float32);
+    return TensorMap{{"mask", mask},
+                     {"mask3", mask3},
+                     {"reversed", reverse_sequence(x["x"], x["len"], 1, 0)},
+                     {"time_major", reverse_sequence(transpose(x["x"], {1, 0, 2}),
+                                                     x["len"], 0, 1)}};
+  });
+  expectMatchesReference(graph, features, {1, 3, 17}, 1e-6, {},
+                         [](std::map<std::string, Value> &feeds) {
+                           Value &len = feeds.at("len");
+                           for (double &v : len.data)
+                             v = std::floor(v);
+                         });
+}
+
 TEST(CompiledOps, UnsortedSegmentSum) {
   auto sum = [](Graph &, const TensorMap &x) {
     return unsorted_segment_sum(x["d"], x["i"], x["l"]);

@@ -81,6 +81,21 @@ std::vector<Var> testVariables() {
        variance_scaling_initializer(3.0, "fan_in", "uniform")},
       {"glorot_f64", DType::Float64, {10, 20}, glorot_uniform_initializer()},
       {"seeded", DType::Float32, {50}, random_uniform_initializer(0, 1, 99)},
+      // Orthogonal: wide (a recurrent kernel [units, 4 units]: orthonormal
+      // rows), tall with a gain (orthonormal columns), and rank 3.
+      {"orthogonal_wide", DType::Float32, {16, 64}, orthogonal_initializer()},
+      {"orthogonal_tall",
+       DType::Float32,
+       {40, 12},
+       orthogonal_initializer(2.0)},
+      {"orthogonal_rank3",
+       DType::Float32,
+       {2, 3, 6},
+       orthogonal_initializer()},
+      {"constant_list",
+       DType::Float32,
+       {2, 2},
+       constant_initializer(std::vector<double>{1, -2, 3.5, 0})},
   };
 }
 
@@ -168,6 +183,27 @@ TEST(Initializers, MatchReference) {
     EXPECT_TRUE(outputMatches(
         want, model->variable_data(model->variable_index(name)), 1e-5));
   }
+  // Orthogonal: W W^T = I for the wide one (rows), W^T W = 4 I for the tall
+  // one with gain 2 (columns), in f32.
+  auto gram = [&](const char *name, int64_t rows, int64_t cols, bool ofRows,
+                  double expected) {
+    std::vector<double> w = values(*model, name);
+    int64_t n = ofRows ? rows : cols, len = ofRows ? cols : rows;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t k = 0; k < len; ++k)
+          dot += ofRows ? w[i * cols + k] * w[j * cols + k]
+                        : w[k * cols + i] * w[k * cols + j];
+        EXPECT_NEAR(dot, i == j ? expected : 0.0, 1e-5)
+            << name << " (" << i << ", " << j << ")";
+      }
+  };
+  gram("orthogonal_wide", 16, 64, true, 1.0);
+  gram("orthogonal_tall", 40, 12, false, 4.0);
+  gram("orthogonal_rank3", 6, 6, true, 1.0);
+  EXPECT_EQ(values(*model, "constant_list"),
+            (std::vector<double>{1, -2, 3.5, 0}));
   // Spot checks of the constants.
   EXPECT_EQ(values(*model, "ones")[4], 1.0);
   EXPECT_EQ(values(*model, "constant")[5], 2.5);
