@@ -59,8 +59,13 @@ constexpr double kTruncatedNormalStddev = .87962566103423978;
 
 /// What computes a variable's first value.
 struct InitPlan {
-  enum Kind { Constant, Uniform, Normal, TruncatedNormal, Orthogonal } kind =
-      Constant;
+  enum Kind {
+    Constant,
+    Uniform,
+    Normal,
+    TruncatedNormal,
+    Orthogonal
+  } kind = Constant;
   double a = 0.0, b = 0.0; // value | minval, maxval | mean, stddev
   /// Constant: every element (tf.constant_initializer of a list), when set.
   SmallVector<double> values;
@@ -259,11 +264,11 @@ Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
     return RankedTensorType::get({r, c}, f32);
   };
   Value normal = est::RandomNormalOp::create(
-      b, loc, matrix(m, n), counter, b.getDenseI64ArrayAttr({m, n}),
-      TypeAttr(), seed, b.getF64FloatAttr(0.0), b.getF64FloatAttr(1.0));
+      b, loc, matrix(m, n), counter, b.getDenseI64ArrayAttr({m, n}), TypeAttr(),
+      seed, b.getF64FloatAttr(0.0), b.getF64FloatAttr(1.0));
   // Column j of A is row j of A^T: the scan's sequence.
-  Value columns = est::TransposeOp::create(b, loc, normal,
-                                           b.getDenseI64ArrayAttr({1, 0}));
+  Value columns =
+      est::TransposeOp::create(b, loc, normal, b.getDenseI64ArrayAttr({1, 0}));
   SmallVector<Attribute> eye;
   for (int64_t i = 0; i < n * n; ++i)
     eye.push_back(b.getF32FloatAttr(i % (n + 1) == 0 ? 1.0f : 0.0f));
@@ -271,9 +276,9 @@ Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
       b, loc, cast<ElementsAttr>(DenseElementsAttr::get(matrix(n, n), eye)));
   Value zeros = est::ConstantOp::create(
       b, loc, cast<ElementsAttr>(splat(matrix(n, m), 0.0)));
-  auto scan = est::ScanOp::create(b, loc, TypeRange{matrix(n, m)},
-                                  ValueRange{zeros},
-                                  ValueRange{columns, identity}, false);
+  auto scan =
+      est::ScanOp::create(b, loc, TypeRange{matrix(n, m)}, ValueRange{zeros},
+                          ValueRange{columns, identity}, false);
   Block *body = new Block();
   scan.getBody().push_back(body);
   Value q = body->addArgument(matrix(n, m), loc);
@@ -288,8 +293,7 @@ Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
     // v - Q^T (Q v): v without its components along Q's rows.
     auto project = [&](Value v) -> Value {
       Value coefficients = est::MatmulOp::create(b, loc, q, v, false, false);
-      Value along =
-          est::MatmulOp::create(b, loc, q, coefficients, true, false);
+      Value along = est::MatmulOp::create(b, loc, q, coefficients, true, false);
       return est::SubOp::create(b, loc, v, along);
     };
     Value v = project(project(reshape(column, {m, 1})));
@@ -297,9 +301,9 @@ Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
         b, loc, est::MulOp::create(b, loc, v, v), DenseI64ArrayAttr(), false);
     Value normalized =
         est::MulOp::create(b, loc, v, est::RsqrtOp::create(b, loc, norm2));
-    Value row = est::MatmulOp::create(b, loc, reshape(unit, {n, 1}),
-                                      reshape(normalized, {1, m}), false,
-                                      false);
+    Value row =
+        est::MatmulOp::create(b, loc, reshape(unit, {n, 1}),
+                              reshape(normalized, {1, m}), false, false);
     est::YieldOp::create(b, loc,
                          ValueRange{est::AddOp::create(b, loc, q, row)});
   }
@@ -307,8 +311,8 @@ Value orthogonal(OpBuilder &b, Location loc, RankedTensorType type,
   if (rows >= cols)
     result = est::TransposeOp::create(b, loc, result,
                                       b.getDenseI64ArrayAttr({1, 0}));
-  result = est::ReshapeOp::create(b, loc, result,
-                                  b.getDenseI64ArrayAttr(shape));
+  result =
+      est::ReshapeOp::create(b, loc, result, b.getDenseI64ArrayAttr(shape));
   if (gain != 1.0)
     result = est::MulOp::create(
         b, loc, result,

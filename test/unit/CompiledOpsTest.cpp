@@ -657,11 +657,12 @@ TEST(CompiledOps, SequenceMaskAndReverseSequence) {
   g::GraphDef graph = predictGraph(features, [&](Graph &, const TensorMap &x) {
     Tensor mask = cast(sequence_mask(x["len"], x["x"], 1), DType::Float32);
     Tensor mask3 = cast(sequence_mask(x["len"], 3), DType::Float32);
-    return TensorMap{{"mask", mask},
-                     {"mask3", mask3},
-                     {"reversed", reverse_sequence(x["x"], x["len"], 1, 0)},
-                     {"time_major", reverse_sequence(transpose(x["x"], {1, 0, 2}),
-                                                     x["len"], 0, 1)}};
+    return TensorMap{
+        {"mask", mask},
+        {"mask3", mask3},
+        {"reversed", reverse_sequence(x["x"], x["len"], 1, 0)},
+        {"time_major",
+         reverse_sequence(transpose(x["x"], {1, 0, 2}), x["len"], 0, 1)}};
   });
   expectMatchesReference(graph, features, {1, 3, 17}, 1e-6, {},
                          [](std::map<std::string, Value> &feeds) {

@@ -62,8 +62,7 @@ void feed(rt::CompiledModel &m, int fn, const Batch &b) {
               b.lengths.data(), b.lengths.size() * 4);
   int labels = m.find_input(fn, "labels");
   if (labels >= 0)
-    std::memcpy(m.input_data(fn, labels), b.labels.data(),
-                b.labels.size() * 4);
+    std::memcpy(m.input_data(fn, labels), b.labels.data(), b.labels.size() * 4);
 }
 
 void expectSameVariables(rt::CompiledModel &a, rt::CompiledModel &b) {
