@@ -29,3 +29,14 @@ func.func @two_copies(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>) {
   memref.copy %b, %c : memref<?xf32> to memref<?xf32>
   return
 }
+
+// A copy of a buffer onto itself (a scan's stack slot that bufferization
+// wrote in place) is dropped.
+// CHECK-LABEL: func.func @self_copy(
+// CHECK-NOT: copy
+// CHECK: return
+func.func @self_copy(%a: memref<5x?x4xf32>, %t: index, %n: index) {
+  %s = memref.subview %a[%t, 0, 0] [1, %n, 4] [1, 1, 1] : memref<5x?x4xf32> to memref<?x4xf32, strided<[4, 1], offset: ?>>
+  memref.copy %s, %s : memref<?x4xf32, strided<[4, 1], offset: ?>> to memref<?x4xf32, strided<[4, 1], offset: ?>>
+  return
+}
