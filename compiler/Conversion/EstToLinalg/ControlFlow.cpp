@@ -252,8 +252,21 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
       stacks.push_back(
           writeSlot(rewriter, loc, init, empty, reverse ? length : c0));
     }
+    // A per-step output that is a carried value at its step's start (what
+    // est-autodiff stores for the reverse pass) is a view of that value's
+    // stack after the loop, not a stack of its own: -1 or the carried index.
+    SmallVector<int64_t> carriedOutput;
+    for (Value value : yield.getValues().drop_front(numCarried)) {
+      auto arg = dyn_cast<BlockArgument>(value);
+      carriedOutput.push_back(arg && arg.getOwner() == &body &&
+                                      arg.getArgNumber() < numCarried
+                                  ? int64_t(arg.getArgNumber())
+                                  : -1);
+    }
     for (auto [j, value] :
          llvm::enumerate(yield.getValues().drop_front(numCarried))) {
+      if (carriedOutput[j] >= 0)
+        continue;
       auto type = cast<RankedTensorType>(scan.getStackedResults()[j].getType());
       SmallVector<Value> sizes;
       if (type.isDynamicDim(0))
@@ -298,10 +311,13 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     auto inlinedYield = cast<est::YieldOp>(loopBody->back());
     rewriter.setInsertionPoint(inlinedYield);
     SmallVector<Value> next;
-    for (auto [k, value] : llvm::enumerate(inlinedYield.getValues()))
+    for (auto [k, value] : llvm::enumerate(inlinedYield.getValues())) {
+      if (k >= numCarried && carriedOutput[k - numCarried] >= 0)
+        continue;
       next.push_back(writeSlot(rewriter, loc, value,
-                               loop.getRegionIterArgs()[k],
+                               loop.getRegionIterArgs()[next.size()],
                                k < numCarried ? out : t));
+    }
     rewriter.replaceOpWithNewOp<scf::YieldOp>(inlinedYield, next);
 
     rewriter.setInsertionPointAfter(loop);
@@ -310,8 +326,32 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
       results.push_back(readSlot(rewriter, loc, loop.getResult(k),
                                  reverse ? c0 : length,
                                  scan.getResult(k).getType()));
-    for (size_t j = numCarried; j < scan.getNumResults(); ++j)
-      results.push_back(loop.getResult(j));
+    unsigned stack = numCarried;
+    for (auto [j, k] : llvm::enumerate(carriedOutput)) {
+      Value result = scan.getStackedResults()[j];
+      if (k < 0) {
+        results.push_back(loop.getResult(stack++));
+        continue;
+      }
+      // Slots [0, T) hold the value at each step's start (reversed:
+      // [1, T + 1)).
+      Value carried = loop.getResult(k);
+      auto stackType = cast<RankedTensorType>(carried.getType());
+      int64_t rank = stackType.getRank();
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = {length};
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      if (reverse)
+        offsets[0] = rewriter.getIndexAttr(1);
+      for (int64_t d = 1; d < rank; ++d)
+        sizes.push_back(tensor::getMixedSize(rewriter, loc, carried, d));
+      Value view = tensor::ExtractSliceOp::create(rewriter, loc, carried,
+                                                  offsets, sizes, strides);
+      results.push_back(view.getType() == result.getType()
+                            ? view
+                            : Value(tensor::CastOp::create(
+                                  rewriter, loc, result.getType(), view)));
+    }
     rewriter.replaceOp(scan, results);
     return success();
   }
