@@ -253,15 +253,26 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
           writeSlot(rewriter, loc, init, empty, reverse ? length : c0));
     }
     // A per-step output that is a carried value at its step's start (what
-    // est-autodiff stores for the reverse pass) is a view of that value's
-    // stack after the loop, not a stack of its own: -1 or the carried index.
+    // est-autodiff stores for the reverse pass) or at its end (an RNN's
+    // outputs are its new states) is a view of that value's stack after the
+    // loop, not a stack of its own: the carried index (-1: none), and
+    // whether it is the value at the step's start.
     SmallVector<int64_t> carriedOutput;
+    SmallVector<bool> atStart;
     for (Value value : yield.getValues().drop_front(numCarried)) {
       auto arg = dyn_cast<BlockArgument>(value);
-      carriedOutput.push_back(arg && arg.getOwner() == &body &&
-                                      arg.getArgNumber() < numCarried
-                                  ? int64_t(arg.getArgNumber())
-                                  : -1);
+      int64_t k = -1;
+      bool start = false;
+      if (arg && arg.getOwner() == &body && arg.getArgNumber() < numCarried) {
+        k = arg.getArgNumber();
+        start = true;
+      } else {
+        for (size_t c = 0; c < numCarried && k < 0; ++c)
+          if (yield.getValues()[c] == value)
+            k = static_cast<int64_t>(c);
+      }
+      carriedOutput.push_back(k);
+      atStart.push_back(start);
     }
     for (auto [j, value] :
          llvm::enumerate(yield.getValues().drop_front(numCarried))) {
@@ -333,15 +344,15 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
         results.push_back(loop.getResult(stack++));
         continue;
       }
-      // Slots [0, T) hold the value at each step's start (reversed:
-      // [1, T + 1)).
+      // Slots [0, T) hold the value at each step's start, [1, T + 1) at
+      // its end (reversed: the other way round).
       Value carried = loop.getResult(k);
       auto stackType = cast<RankedTensorType>(carried.getType());
       int64_t rank = stackType.getRank();
       SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
       SmallVector<OpFoldResult> sizes = {length};
       SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-      if (reverse)
+      if (reverse == atStart[j])
         offsets[0] = rewriter.getIndexAttr(1);
       for (int64_t d = 1; d < rank; ++d)
         sizes.push_back(tensor::getMixedSize(rewriter, loc, carried, d));

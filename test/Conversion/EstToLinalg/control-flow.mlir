@@ -26,11 +26,11 @@
 // CHECK: %[[HP:.*]] = tensor.extract_slice %[[HS]][%[[I]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
 // CHECK: %[[X:.*]] = tensor.extract_slice %[[XS]][%[[I]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
 // CHECK: linalg.matmul ins(%[[HP]], %[[W]] : tensor<?x4xf32>, tensor<4x4xf32>)
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[X]] :
+// CHECK: %[[S:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[X]] :
 // CHECK: %[[H:.*]] = linalg.generic
 // CHECK: math.tanh
 // CHECK: %[[HS2:.*]] = tensor.insert_slice %[[H]] into %[[HS]][%[[NEXT]], 0, 0]
-// CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[H]] into %[[OUT]][%[[I]], 0, 0]
+// CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[S]] into %[[OUT]][%[[I]], 0, 0]
 // CHECK: scf.yield %[[HS2]], %[[OUT2]] : tensor<?x?x4xf32>, tensor<?x?x4xf32>
 // CHECK: }
 // CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[T]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
@@ -41,7 +41,7 @@ func.func @rnn(%h0: tensor<?x4xf32>, %xs: tensor<?x?x4xf32>, %w: tensor<4x4xf32>
     %m = est.matmul %hp, %w : tensor<?x4xf32>, tensor<4x4xf32> -> tensor<?x4xf32>
     %s = est.add %m, %x : tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
     %n = est.tanh %s : tensor<?x4xf32>
-    est.yield %n, %n : tensor<?x4xf32>, tensor<?x4xf32>
+    est.yield %n, %s : tensor<?x4xf32>, tensor<?x4xf32>
   }
   return %h, %ys : tensor<?x4xf32>, tensor<?x?x4xf32>
 }
@@ -70,7 +70,7 @@ func.func @rnn(%h0: tensor<?x4xf32>, %xs: tensor<?x?x4xf32>, %w: tensor<4x4xf32>
 // CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[HP]], %[[X]] :
 // CHECK: arith.mulf
 // CHECK: %[[HS2:.*]] = tensor.insert_slice %[[H]] into %[[HS]][%[[T]], 0] [1, 3] [1, 1]
-// CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[H]] into %[[OUT]][%[[T]], 0] [1, 3] [1, 1]
+// CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[X]] into %[[OUT]][%[[T]], 0] [1, 3] [1, 1]
 // CHECK: scf.yield %[[HS2]], %[[OUT2]]
 // CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[C0]], 0] [1, 3] [1, 1]
 // CHECK: return %[[FINAL]], %[[LOOP]]#1 : tensor<3xf32>, tensor<5x3xf32>
@@ -78,9 +78,46 @@ func.func @reverse(%h0: tensor<3xf32>, %xs: tensor<5x3xf32>) -> (tensor<3xf32>, 
   %h, %ys = est.scan inits(%h0 : tensor<3xf32>) over(%xs : tensor<5x3xf32>) {reverse} -> (tensor<3xf32>, tensor<5x3xf32>) {
   ^bb0(%hp: tensor<3xf32>, %x: tensor<3xf32>):
     %s = est.mul %hp, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
-    est.yield %s, %s : tensor<3xf32>, tensor<3xf32>
+    est.yield %s, %x : tensor<3xf32>, tensor<3xf32>
   }
   return %h, %ys : tensor<3xf32>, tensor<5x3xf32>
+}
+
+// -----
+
+// Per-step outputs that are carried values, at the step's end (an RNN's
+// outputs, its new states) and at its start (what est-autodiff stores), get
+// no stack of their own: after the loop they are views of the carried
+// value's T + 1 slots, [1, T + 1) and [0, T) (reversed: the other way
+// round), and nothing is written for them in the loop.
+// CHECK-LABEL: func.func @outputs_as_views
+// CHECK: %[[LOOP:.*]] = scf.for {{.*}} -> (tensor<?x3xf32>) {
+// CHECK: scf.yield %{{.*}} : tensor<?x3xf32>
+// CHECK: }
+// CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]][%{{.*}}, 0] [1, 3] [1, 1]
+// CHECK: %[[END:.*]] = tensor.extract_slice %[[LOOP]][1, 0] [%{{.*}}, 3] [1, 1] : tensor<?x3xf32> to tensor<?x3xf32>
+// CHECK: %[[START:.*]] = tensor.extract_slice %[[LOOP]][0, 0] [%{{.*}}, 3] [1, 1] : tensor<?x3xf32> to tensor<?x3xf32>
+// CHECK: return %[[FINAL]], %[[END]], %[[START]]
+// CHECK-LABEL: func.func @outputs_as_views_reversed
+// CHECK: %[[LOOP:.*]] = scf.for {{.*}} -> (tensor<?x3xf32>) {
+// CHECK: %[[END:.*]] = tensor.extract_slice %[[LOOP]][0, 0] [%{{.*}}, 3] [1, 1]
+// CHECK: %[[START:.*]] = tensor.extract_slice %[[LOOP]][1, 0] [%{{.*}}, 3] [1, 1]
+// CHECK: return %{{.*}}, %[[END]], %[[START]]
+func.func @outputs_as_views(%h0: tensor<3xf32>, %xs: tensor<?x3xf32>) -> (tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
+  %h, %end, %start = est.scan inits(%h0 : tensor<3xf32>) over(%xs : tensor<?x3xf32>) -> (tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
+  ^bb0(%hp: tensor<3xf32>, %x: tensor<3xf32>):
+    %s = est.mul %hp, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+    est.yield %s, %s, %hp : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  }
+  return %h, %end, %start : tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>
+}
+func.func @outputs_as_views_reversed(%h0: tensor<3xf32>, %xs: tensor<?x3xf32>) -> (tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
+  %h, %end, %start = est.scan inits(%h0 : tensor<3xf32>) over(%xs : tensor<?x3xf32>) {reverse} -> (tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>) {
+  ^bb0(%hp: tensor<3xf32>, %x: tensor<3xf32>):
+    %s = est.mul %hp, %x : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+    est.yield %s, %s, %hp : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  }
+  return %h, %end, %start : tensor<3xf32>, tensor<?x3xf32>, tensor<?x3xf32>
 }
 
 // -----
