@@ -21,12 +21,14 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Recurrent.h"
 #include "lib/Graph/Train.h"
 
 #include "llvm/Support/FileSystem.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -210,6 +212,12 @@ int main(int argc, char **argv) {
         return s;
       });
 
+  // RNN_TOOL_GRAPH=FILE writes the graph (for estc --compile-to=...).
+  if (const char *path = std::getenv("RNN_TOOL_GRAPH"); path && *path) {
+    std::string error;
+    if (!graph::writeGraph(path, def, error))
+      die(error);
+  }
   llvm::SmallString<128> cache;
   llvm::sys::fs::createUniqueDirectory("estc-rnn-tool", cache);
   JitOptions options;
