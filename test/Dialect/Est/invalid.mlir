@@ -481,3 +481,30 @@ func.func @sparse_counts(%i: tensor<3xi64>, %u: tensor<3x4xf32>) {
   est.apply_gradients "sgd" {} [] sparse [@emb, @emb] indices(%i : tensor<3xi64>) values(%u : tensor<3x4xf32>)
   return
 }
+
+// -----
+
+func.func @sequence_mask_without_maxlen(%len: tensor<?xi32>) -> tensor<?x?xi1> {
+  // expected-error @+2 {{needs maxlen_like or a maxlen >= 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %m = est.sequence_mask %len : tensor<?xi32> -> tensor<?x?xi1>
+  return %m : tensor<?x?xi1>
+}
+
+// -----
+
+func.func @reverse_sequence_same_axes(%x: tensor<4x5xf32>, %len: tensor<4xi64>) -> tensor<4x5xf32> {
+  // expected-error @+2 {{seq_axis and batch_axis must be distinct axes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.reverse_sequence %x, %len {seq_axis = 0 : i64, batch_axis = 0 : i64} : tensor<4x5xf32>, tensor<4xi64> -> tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @reverse_sequence_batch_mismatch(%x: tensor<4x5xf32>, %len: tensor<3xi64>) -> tensor<4x5xf32> {
+  // expected-error @+2 {{lengths has 3 entries for a batch of 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.reverse_sequence %x, %len {seq_axis = 1 : i64} : tensor<4x5xf32>, tensor<3xi64> -> tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
