@@ -5,10 +5,12 @@
 // the bodies are linalg / tensor ops that are moved into the scf op.
 //
 // est.scan -> scf.for over the steps, destination style. Each carried value
-// lives in a stack of T + 1 slots: step t reads slot t and writes slot t + 1
-// (reversed: reads t + 1, writes t), so a step never overwrites what it
-// reads, one-shot bufferization updates every stack in place and no buffer
-// is allocated per step; the final value is the last slot. Per-step outputs
+// lives in a stack of T + 1 slots when a per-step output reads it (step t
+// reads slot t and writes slot t + 1; reversed: reads t + 1, writes t; the
+// output is then a view of the stack), else in two slots (ping-pong:
+// iteration i reads slot i % 2, writes (i + 1) % 2). Either way a step
+// never overwrites what it reads, one-shot bufferization updates the slots
+// in place and no buffer is allocated per step. Per-step outputs
 // are written into their [T] stacks. The stacks' sizes are known before the
 // loop: their dynamic dimensions are traced back through the body (the
 // destinations of its linalg ops, tensor.empty sizes, tensor.dim) to the
@@ -243,15 +245,6 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
 
     SmallVector<Value> stacks;
     auto yield = scan.getYield();
-    for (auto [k, init] : llvm::enumerate(scan.getInits())) {
-      auto type = ScanOp_stack(init.getType(), ShapedType::kDynamic);
-      SmallVector<Value> sizes = dynamicSizes(type, slots, [&](int64_t d) {
-        return dimValue(rewriter, loc, init, d);
-      });
-      Value empty = newBuffer(rewriter, loc, type, sizes);
-      stacks.push_back(
-          writeSlot(rewriter, loc, init, empty, reverse ? length : c0));
-    }
     // A per-step output that is a carried value at its step's start (what
     // est-autodiff stores for the reverse pass) or at its end (an RNN's
     // outputs are its new states) is a view of that value's stack after the
@@ -273,6 +266,29 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
       }
       carriedOutput.push_back(k);
       atStart.push_back(start);
+    }
+    // A carried value that a per-step output views keeps every step's value:
+    // T + 1 slots (the init in slot 0, step t reads t and writes t + 1;
+    // reversed: the init in slot T, step t reads t + 1 and writes t). The
+    // others need only two (ping-pong: iteration i reads slot i % 2 and
+    // writes (i + 1) % 2, as est.while's): nothing reads their earlier
+    // values after the loop.
+    SmallVector<bool> everyStep(numCarried, false);
+    for (int64_t k : carriedOutput)
+      if (k >= 0)
+        everyStep[k] = true;
+    Value c2 = arith::ConstantIndexOp::create(rewriter, loc, 2);
+    for (auto [k, init] : llvm::enumerate(scan.getInits())) {
+      auto type = ScanOp_stack(init.getType(), everyStep[k]
+                                                   ? ShapedType::kDynamic
+                                                   : 2);
+      SmallVector<Value> sizes =
+          dynamicSizes(type, everyStep[k] ? slots : c2, [&](int64_t d) {
+            return dimValue(rewriter, loc, init, d);
+          });
+      Value empty = newBuffer(rewriter, loc, type, sizes);
+      stacks.push_back(writeSlot(rewriter, loc, init, empty,
+                                 everyStep[k] && reverse ? length : c0));
     }
     for (auto [j, value] :
          llvm::enumerate(yield.getValues().drop_front(numCarried))) {
@@ -302,6 +318,8 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     Block *loopBody = loop.getBody();
     rewriter.setInsertionPointToStart(loopBody);
     Value i = loop.getInductionVar();
+    // t: the step (the sequences' slice); in / out: the carried values'
+    // slots, of a T + 1 stack and of two slots.
     Value t = i, in = i, out;
     if (reverse) {
       Value last = arith::SubIOp::create(rewriter, loc, length, c1);
@@ -311,9 +329,16 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     } else {
       out = arith::AddIOp::create(rewriter, loc, t, c1);
     }
+    Value pingIn, pingOut;
+    if (llvm::is_contained(everyStep, false)) {
+      pingIn = arith::RemUIOp::create(rewriter, loc, i, c2);
+      pingOut = arith::RemUIOp::create(
+          rewriter, loc, arith::AddIOp::create(rewriter, loc, i, c1), c2);
+    }
     SmallVector<Value> args;
     for (size_t k = 0; k < numCarried; ++k)
-      args.push_back(readSlot(rewriter, loc, loop.getRegionIterArgs()[k], in,
+      args.push_back(readSlot(rewriter, loc, loop.getRegionIterArgs()[k],
+                              everyStep[k] ? in : pingIn,
                               body.getArgument(k).getType()));
     for (auto [j, seq] : llvm::enumerate(scan.getSequences()))
       args.push_back(readSlot(rewriter, loc, seq, t,
@@ -325,17 +350,22 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     for (auto [k, value] : llvm::enumerate(inlinedYield.getValues())) {
       if (k >= numCarried && carriedOutput[k - numCarried] >= 0)
         continue;
-      next.push_back(writeSlot(rewriter, loc, value,
-                               loop.getRegionIterArgs()[next.size()],
-                               k < numCarried ? out : t));
+      next.push_back(writeSlot(
+          rewriter, loc, value, loop.getRegionIterArgs()[next.size()],
+          k >= numCarried ? t : everyStep[k] ? out : pingOut));
     }
     rewriter.replaceOpWithNewOp<scf::YieldOp>(inlinedYield, next);
 
     rewriter.setInsertionPointAfter(loop);
     SmallVector<Value> results;
+    Value lastPing;
+    if (llvm::is_contained(everyStep, false))
+      lastPing = arith::RemUIOp::create(rewriter, loc, length, c2);
     for (size_t k = 0; k < numCarried; ++k)
       results.push_back(readSlot(rewriter, loc, loop.getResult(k),
-                                 reverse ? c0 : length,
+                                 !everyStep[k] ? lastPing
+                                 : reverse     ? c0
+                                               : length,
                                  scan.getResult(k).getType()));
     unsigned stack = numCarried;
     for (auto [j, k] : llvm::enumerate(carriedOutput)) {
