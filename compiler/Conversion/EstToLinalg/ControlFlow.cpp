@@ -279,9 +279,8 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
         everyStep[k] = true;
     Value c2 = arith::ConstantIndexOp::create(rewriter, loc, 2);
     for (auto [k, init] : llvm::enumerate(scan.getInits())) {
-      auto type = ScanOp_stack(init.getType(), everyStep[k]
-                                                   ? ShapedType::kDynamic
-                                                   : 2);
+      auto type =
+          ScanOp_stack(init.getType(), everyStep[k] ? ShapedType::kDynamic : 2);
       SmallVector<Value> sizes =
           dynamicSizes(type, everyStep[k] ? slots : c2, [&](int64_t d) {
             return dimValue(rewriter, loc, init, d);
@@ -350,9 +349,11 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     for (auto [k, value] : llvm::enumerate(inlinedYield.getValues())) {
       if (k >= numCarried && carriedOutput[k - numCarried] >= 0)
         continue;
-      next.push_back(writeSlot(
-          rewriter, loc, value, loop.getRegionIterArgs()[next.size()],
-          k >= numCarried ? t : everyStep[k] ? out : pingOut));
+      next.push_back(writeSlot(rewriter, loc, value,
+                               loop.getRegionIterArgs()[next.size()],
+                               k >= numCarried ? t
+                               : everyStep[k]  ? out
+                                               : pingOut));
     }
     rewriter.replaceOpWithNewOp<scf::YieldOp>(inlinedYield, next);
 
