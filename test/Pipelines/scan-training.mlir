@@ -14,21 +14,21 @@
 // MEMPLAN: module attributes {estc.arena = {init = array<i64: {{[0-9]+}}, 0>, train = array<i64: {{[0-9]+}}, {{[1-9][0-9]*}}>}
 // MEMPLAN-LABEL: func.func @train(
 // MEMPLAN-SAME: %[[ARENA:[^:]*]]: memref<?xi8> {est.name = "arena"}
-// The forward scan: the carried h in a stack of T + 1 = 6 slots, the
-// per-step outputs (the stacked h and the carried value at each step's
-// start, stored for the reverse pass) in stacks of 5, all views of the
-// arena made before the loop.
-// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<6x?x4xf32>
+// The forward scan: the carried h in 2 slots (ping-pong), the per-step
+// outputs (the stacked h and the carried value at each step's start,
+// stored for the reverse pass) in stacks of 5, all views of the arena made
+// before the loop.
+// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<2x?x4xf32>
 // MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<5x?x4xf32>
 // MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<5x?x4xf32>
 // MEMPLAN: scf.for %{{.*}} = %c0 to %c5 step %c1 {
 // MEMPLAN: func.call @estc_matmul_f32(
 // MEMPLAN: math.tanh
 // MEMPLAN: }
-// The reverse scan: the gradient of h in 6 slots, the sum of the weight's
-// gradient over the steps (a static 6 x 4 x 4 stack).
-// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<6x?x4xf32>
-// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][] : memref<?xi8> to memref<6x4x4xf32>
+// The reverse scan: the gradient of h in 2 slots, the sum of the weight's
+// gradient over the steps in 2 slots of 4 x 4.
+// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][%{{.*}}] : memref<?xi8> to memref<2x?x4xf32>
+// MEMPLAN: memref.view %[[ARENA]][%{{.*}}][] : memref<?xi8> to memref<2x4x4xf32>
 // MEMPLAN: scf.for %{{.*}} = %c0 to %c5 step %c1 {
 // MEMPLAN: }
 // MEMPLAN-LABEL: func.func @init(

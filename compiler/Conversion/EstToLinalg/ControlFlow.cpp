@@ -5,15 +5,17 @@
 // the bodies are linalg / tensor ops that are moved into the scf op.
 //
 // est.scan -> scf.for over the steps, destination style. Each carried value
-// lives in a stack of T + 1 slots: step t reads slot t and writes slot t + 1
-// (reversed: reads t + 1, writes t), so a step never overwrites what it
-// reads, one-shot bufferization updates every stack in place and no buffer
-// is allocated per step; the final value is the last slot. Per-step outputs
+// lives in two slots (ping-pong, as est.while's): iteration i (in either
+// direction) reads slot i % 2 and writes slot (i + 1) % 2, so a step never
+// overwrites what it reads, one-shot bufferization updates the slots in
+// place and no buffer is allocated per step; the final value is slot T % 2.
+// Nothing reads a carried value of an earlier step after the loop (a
+// reverse pass reads the ones est-autodiff yields as per-step outputs), so
+// the carried values take 2 slots of memory, not T + 1. Per-step outputs
 // are written into their [T] stacks. The stacks' sizes are known before the
 // loop: their dynamic dimensions are traced back through the body (the
 // destinations of its linalg ops, tensor.empty sizes, tensor.dim) to the
-// scan's operands and captures. (The stored carried values are also what a
-// reverse pass reads: est-autodiff yields them as per-step outputs.)
+// scan's operands and captures.
 //
 // est.if -> scf.if writing results made before it; est.while -> scf.while
 // over two slots per carried value (both below).
@@ -229,7 +231,7 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
             : arith::ConstantIndexOp::create(rewriter, loc, staticLength);
     Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
-    Value slots = arith::AddIOp::create(rewriter, loc, length, c1);
+    Value c2 = arith::ConstantIndexOp::create(rewriter, loc, 2);
 
     // Body arguments' dimensions, outside the loop.
     auto argDim = [&](BlockArgument arg, int64_t d) -> Value {
@@ -244,13 +246,12 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     SmallVector<Value> stacks;
     auto yield = scan.getYield();
     for (auto [k, init] : llvm::enumerate(scan.getInits())) {
-      auto type = ScanOp_stack(init.getType(), ShapedType::kDynamic);
-      SmallVector<Value> sizes = dynamicSizes(type, slots, [&](int64_t d) {
+      auto type = ScanOp_stack(init.getType(), 2);
+      SmallVector<Value> sizes = dynamicSizes(type, c2, [&](int64_t d) {
         return dimValue(rewriter, loc, init, d);
       });
       Value empty = newBuffer(rewriter, loc, type, sizes);
-      stacks.push_back(
-          writeSlot(rewriter, loc, init, empty, reverse ? length : c0));
+      stacks.push_back(writeSlot(rewriter, loc, init, empty, c0));
     }
     for (auto [j, value] :
          llvm::enumerate(yield.getValues().drop_front(numCarried))) {
@@ -278,15 +279,16 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     Block *loopBody = loop.getBody();
     rewriter.setInsertionPointToStart(loopBody);
     Value i = loop.getInductionVar();
-    Value t = i, in = i, out;
+    // t: the step (the sequences' slice); in / out: the carried values'
+    // slots.
+    Value t = i;
     if (reverse) {
       Value last = arith::SubIOp::create(rewriter, loc, length, c1);
       t = arith::SubIOp::create(rewriter, loc, last, i);
-      in = arith::AddIOp::create(rewriter, loc, t, c1);
-      out = t;
-    } else {
-      out = arith::AddIOp::create(rewriter, loc, t, c1);
     }
+    Value in = arith::RemUIOp::create(rewriter, loc, i, c2);
+    Value out = arith::RemUIOp::create(
+        rewriter, loc, arith::AddIOp::create(rewriter, loc, i, c1), c2);
     SmallVector<Value> args;
     for (size_t k = 0; k < numCarried; ++k)
       args.push_back(readSlot(rewriter, loc, loop.getRegionIterArgs()[k], in,
@@ -306,9 +308,9 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
 
     rewriter.setInsertionPointAfter(loop);
     SmallVector<Value> results;
+    Value final = arith::RemUIOp::create(rewriter, loc, length, c2);
     for (size_t k = 0; k < numCarried; ++k)
-      results.push_back(readSlot(rewriter, loc, loop.getResult(k),
-                                 reverse ? c0 : length,
+      results.push_back(readSlot(rewriter, loc, loop.getResult(k), final,
                                  scan.getResult(k).getType()));
     for (size_t j = numCarried; j < scan.getNumResults(); ++j)
       results.push_back(loop.getResult(j));
@@ -316,8 +318,8 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
     return success();
   }
 
-  /// The stack of a carried value of `type`: a leading dimension of
-  /// `slots` (dynamic here).
+  /// The slots of a carried value of `type`: a leading dimension of
+  /// `slots`.
   static RankedTensorType ScanOp_stack(Type type, int64_t slots) {
     return est::ScanOp::stackedType(cast<RankedTensorType>(type), slots);
   }

@@ -4,26 +4,29 @@
 // (compiler/Conversion/EstToLinalg/ControlFlow.cpp,
 // docs/design/control-flow.md "Lowering").
 
-// A scan becomes an scf.for over the steps. The carried value lives in a
-// stack of T + 1 slots made before the loop (bufferization.alloc_tensor,
-// not tensor.empty, which CSE could merge with the other stack); the init
-// is written to slot 0, step t reads slot t and writes slot t + 1, and the
-// final value is slot T. The per-step output has a stack of T slots,
-// written at t. The body's linalg ops are moved into the loop.
+// A scan becomes an scf.for over the steps. The carried value lives in
+// two slots made before the loop (bufferization.alloc_tensor, not
+// tensor.empty, which CSE could merge with the other stack); the init is
+// written to slot 0, iteration i reads slot i % 2 and writes slot
+// (i + 1) % 2, and the final value is slot T % 2. The per-step output has a
+// stack of T slots, written at t. The body's linalg ops are moved into the
+// loop.
 // CHECK-LABEL: func.func @rnn
 // CHECK-SAME: (%[[H0:.*]]: tensor<?x4xf32>, %[[XS:.*]]: tensor<?x?x4xf32>, %[[W:.*]]: tensor<4x4xf32>)
 // CHECK: %[[T:.*]] = tensor.dim %[[XS]], %{{.*}} : tensor<?x?x4xf32>
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
 // CHECK: %[[C1:.*]] = arith.constant 1 : index
-// CHECK: %[[SLOTS:.*]] = arith.addi %[[T]], %[[C1]] : index
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: %[[B:.*]] = tensor.dim %[[H0]], %{{.*}} : tensor<?x4xf32>
-// CHECK: %[[STACK:.*]] = bufferization.alloc_tensor(%[[SLOTS]], %[[B]]) : tensor<?x?x4xf32>
+// CHECK: %[[STACK:.*]] = bufferization.alloc_tensor(%[[B]]) : tensor<2x?x4xf32>
 // CHECK: %[[FIRST:.*]] = tensor.insert_slice %[[H0]] into %[[STACK]][%[[C0]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1]
 // CHECK: %[[YS:.*]] = bufferization.alloc_tensor(%[[T]], %{{.*}}) : tensor<?x?x4xf32>
 // CHECK-NOT: tensor.empty
-// CHECK: %[[LOOP:.*]]:2 = scf.for %[[I:.*]] = %[[C0]] to %[[T]] step %[[C1]] iter_args(%[[HS:.*]] = %[[FIRST]], %[[OUT:.*]] = %[[YS]]) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
-// CHECK: %[[NEXT:.*]] = arith.addi %[[I]], %[[C1]] : index
-// CHECK: %[[HP:.*]] = tensor.extract_slice %[[HS]][%[[I]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
+// CHECK: %[[LOOP:.*]]:2 = scf.for %[[I:.*]] = %[[C0]] to %[[T]] step %[[C1]] iter_args(%[[HS:.*]] = %[[FIRST]], %[[OUT:.*]] = %[[YS]]) -> (tensor<2x?x4xf32>, tensor<?x?x4xf32>) {
+// CHECK: %[[IN:.*]] = arith.remui %[[I]], %[[C2]] : index
+// CHECK: %[[I1:.*]] = arith.addi %[[I]], %[[C1]] : index
+// CHECK: %[[NEXT:.*]] = arith.remui %[[I1]], %[[C2]] : index
+// CHECK: %[[HP:.*]] = tensor.extract_slice %[[HS]][%[[IN]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<2x?x4xf32> to tensor<?x4xf32>
 // CHECK: %[[X:.*]] = tensor.extract_slice %[[XS]][%[[I]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
 // CHECK: linalg.matmul ins(%[[HP]], %[[W]] : tensor<?x4xf32>, tensor<4x4xf32>)
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[X]] :
@@ -31,9 +34,10 @@
 // CHECK: math.tanh
 // CHECK: %[[HS2:.*]] = tensor.insert_slice %[[H]] into %[[HS]][%[[NEXT]], 0, 0]
 // CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[H]] into %[[OUT]][%[[I]], 0, 0]
-// CHECK: scf.yield %[[HS2]], %[[OUT2]] : tensor<?x?x4xf32>, tensor<?x?x4xf32>
+// CHECK: scf.yield %[[HS2]], %[[OUT2]] : tensor<2x?x4xf32>, tensor<?x?x4xf32>
 // CHECK: }
-// CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[T]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<?x?x4xf32> to tensor<?x4xf32>
+// CHECK: %[[LAST:.*]] = arith.remui %[[T]], %[[C2]] : index
+// CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[LAST]], 0, 0] [1, %{{.*}}, 4] [1, 1, 1] : tensor<2x?x4xf32> to tensor<?x4xf32>
 // CHECK: return %[[FINAL]], %[[LOOP]]#1 : tensor<?x4xf32>, tensor<?x?x4xf32>
 func.func @rnn(%h0: tensor<?x4xf32>, %xs: tensor<?x?x4xf32>, %w: tensor<4x4xf32>) -> (tensor<?x4xf32>, tensor<?x?x4xf32>) {
   %h, %ys = est.scan inits(%h0 : tensor<?x4xf32>) over(%xs : tensor<?x?x4xf32>) -> (tensor<?x4xf32>, tensor<?x?x4xf32>) {
@@ -48,31 +52,34 @@ func.func @rnn(%h0: tensor<?x4xf32>, %xs: tensor<?x?x4xf32>, %w: tensor<4x4xf32>
 
 // -----
 
-// Reversed, with 5 static steps: the init goes to slot T, iteration i runs
-// step t = T - 1 - i, reads slot t + 1 and writes slot t, and the final
-// value is slot 0. Per-step outputs are still written at t (step t at
-// index t).
+// Reversed, with 5 static steps: iteration i runs step t = T - 1 - i
+// (its sequence slice and its per-step output at index t); the carried
+// value's slots are the same as forward: init in slot 0, iteration i reads
+// slot i % 2 and writes (i + 1) % 2, the final value is slot T % 2.
 // CHECK-LABEL: func.func @reverse
 // CHECK-SAME: (%[[H0:.*]]: tensor<3xf32>, %[[XS:.*]]: tensor<5x3xf32>)
 // CHECK-DAG: %[[C5:.*]] = arith.constant 5 : index
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
-// CHECK: %[[SLOTS:.*]] = arith.addi %[[C5]], %[[C1]] : index
-// CHECK: %[[STACK:.*]] = bufferization.alloc_tensor(%[[SLOTS]]) : tensor<?x3xf32>
-// CHECK: %[[FIRST:.*]] = tensor.insert_slice %[[H0]] into %[[STACK]][%[[C5]], 0] [1, 3] [1, 1]
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[STACK:.*]] = bufferization.alloc_tensor() : tensor<2x3xf32>
+// CHECK: %[[FIRST:.*]] = tensor.insert_slice %[[H0]] into %[[STACK]][%[[C0]], 0] [1, 3] [1, 1]
 // CHECK: %[[YS:.*]] = bufferization.alloc_tensor() : tensor<5x3xf32>
 // CHECK: %[[LOOP:.*]]:2 = scf.for %[[I:.*]] = %[[C0]] to %[[C5]] step %[[C1]] iter_args(%[[HS:.*]] = %[[FIRST]], %[[OUT:.*]] = %[[YS]])
 // CHECK: %[[LAST:.*]] = arith.subi %[[C5]], %[[C1]] : index
 // CHECK: %[[T:.*]] = arith.subi %[[LAST]], %[[I]] : index
-// CHECK: %[[IN:.*]] = arith.addi %[[T]], %[[C1]] : index
-// CHECK: %[[HP:.*]] = tensor.extract_slice %[[HS]][%[[IN]], 0] [1, 3] [1, 1] : tensor<?x3xf32> to tensor<3xf32>
+// CHECK: %[[IN:.*]] = arith.remui %[[I]], %[[C2]] : index
+// CHECK: %[[I1:.*]] = arith.addi %[[I]], %[[C1]] : index
+// CHECK: %[[NEXT:.*]] = arith.remui %[[I1]], %[[C2]] : index
+// CHECK: %[[HP:.*]] = tensor.extract_slice %[[HS]][%[[IN]], 0] [1, 3] [1, 1] : tensor<2x3xf32> to tensor<3xf32>
 // CHECK: %[[X:.*]] = tensor.extract_slice %[[XS]][%[[T]], 0] [1, 3] [1, 1] : tensor<5x3xf32> to tensor<3xf32>
 // CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%[[HP]], %[[X]] :
 // CHECK: arith.mulf
-// CHECK: %[[HS2:.*]] = tensor.insert_slice %[[H]] into %[[HS]][%[[T]], 0] [1, 3] [1, 1]
+// CHECK: %[[HS2:.*]] = tensor.insert_slice %[[H]] into %[[HS]][%[[NEXT]], 0] [1, 3] [1, 1]
 // CHECK: %[[OUT2:.*]] = tensor.insert_slice %[[H]] into %[[OUT]][%[[T]], 0] [1, 3] [1, 1]
 // CHECK: scf.yield %[[HS2]], %[[OUT2]]
-// CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[C0]], 0] [1, 3] [1, 1]
+// CHECK: %[[END:.*]] = arith.remui %[[C5]], %[[C2]] : index
+// CHECK: %[[FINAL:.*]] = tensor.extract_slice %[[LOOP]]#0[%[[END]], 0] [1, 3] [1, 1]
 // CHECK: return %[[FINAL]], %[[LOOP]]#1 : tensor<3xf32>, tensor<5x3xf32>
 func.func @reverse(%h0: tensor<3xf32>, %xs: tensor<5x3xf32>) -> (tensor<3xf32>, tensor<5x3xf32>) {
   %h, %ys = est.scan inits(%h0 : tensor<3xf32>) over(%xs : tensor<5x3xf32>) {reverse} -> (tensor<3xf32>, tensor<5x3xf32>) {
