@@ -34,8 +34,9 @@ struct TokenData {
 inline TokenData readTokenData(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::runtime_error(path + ": cannot open (write it with "
-                                    "bench/make_sst2_like.py --out " +
+    throw std::runtime_error(path +
+                             ": cannot open (write it with "
+                             "bench/make_sst2_like.py --out " +
                              path + ")");
   char magic[8];
   TokenData d;
@@ -53,8 +54,7 @@ inline TokenData readTokenData(const std::string &path) {
   d.ids.resize(d.examples * d.maxLength);
   in.read(reinterpret_cast<char *>(d.lengths.data()), d.examples * 8);
   in.read(reinterpret_cast<char *>(d.labels.data()), d.examples * 8);
-  in.read(reinterpret_cast<char *>(d.ids.data()),
-          d.examples * d.maxLength * 4);
+  in.read(reinterpret_cast<char *>(d.ids.data()), d.examples * d.maxLength * 4);
   if (!in)
     throw std::runtime_error(path + ": truncated");
   return d;

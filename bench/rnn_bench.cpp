@@ -26,8 +26,9 @@
 //   call the compiled step makes) timed alone at each recurrent GEMM's
 //   shape (h U forward; dz U^T and h^T dz backward) and on a 1024^3 square
 //   (the roofline), so the per-timestep time splits into recurrent GEMMs,
-//   input-projection GEMMs (one [T*64, 512] x [512, 2048] product and its
-//   two gradients, per step) and the rest.
+//   input-projection GEMMs (one [T*64, 512] x [512, 2048] product and the
+//   kernel's gradient, per step; x is an input, so no gradient of it) and
+//   the rest. --clock=cpu (1 thread) times with the thread's CPU time.
 // memory: the sst2 model's compiled @train arena at batch 64 and T
 //   (CompiledModel::arena_bytes and its formula S + P b + V v + Q T +
 //   R b T) against the bytes of the activations its forward pass computes,
@@ -61,6 +62,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -80,9 +82,9 @@ constexpr int64_t kEmbedding = 128, kUnits = 128, kBatch = 64;
 /// bench/RnnModels.h's sst2 model; `vocab` rows of embeddings.
 Signature sst2ModelFn(Graph &g, int64_t vocab, const TensorMap &f,
                       const Tensor &labels, ModeKeys mode) {
-  Tensor embeddings = g.get_variable(
-      "embedding/embeddings", DType::Float32, {vocab, kEmbedding},
-      random_uniform_initializer(-0.05, 0.05));
+  Tensor embeddings = g.get_variable("embedding/embeddings", DType::Float32,
+                                     {vocab, kEmbedding},
+                                     random_uniform_initializer(-0.05, 0.05));
   Tensor x = gather(embeddings, f["ids"]);
   Tensor h = layers::lstm(x, kUnits, {}, f["lengths"]).output;
   return models::multi_class_head(layers::dense(h, 2), labels, mode, 0.002);
@@ -157,9 +159,8 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
           });
     });
   };
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("estc-rnn-bench-" + std::to_string(::getpid()));
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("estc-rnn-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   RunConfigOptions o;
   o.model_dir = dir.string();
@@ -196,8 +197,9 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
   getrusage(RUSAGE_SELF, &usage);
   std::ostringstream json;
   json << "{\"peer\": \"estc\", \"part\": \"sst2\", \"threads\": " << threads
-       << ", \"batch\": " << kBatch << ", \"mean_padded_length\": "
-       << meanLength << ", \"steps_per_sec\": " << perSec
+       << ", \"batch\": " << kBatch
+       << ", \"mean_padded_length\": " << meanLength
+       << ", \"steps_per_sec\": " << perSec
        << ", \"us_per_step\": " << 1e6 / perSec
        << ", \"run_us_per_step\": " << runMicros
        << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
@@ -241,23 +243,38 @@ std::string inChild(int threads, const std::function<std::string()> &fn) {
   return json;
 }
 
-// --- lstm512: the compiled step against the sgemm roofline --------------------
+// --- lstm512: the compiled step against the sgemm roofline
+// --------------------
+
+/// Whether timeIt reads the calling thread's CPU time (--clock=cpu, one
+/// thread: a machine shared with other jobs inflates it far less than the
+/// wall clock) rather than the steady clock.
+bool gCpuClock = false;
+
+double now() {
+  if (gCpuClock) {
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) +
+           1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
 
 /// Median seconds per call of `fn` over 5 rounds of about seconds / 5.
 double timeIt(const std::function<void()> &fn, double seconds) {
   for (int i = 0; i < 2; ++i)
     fn();
-  auto start = Clock::now();
+  double start = now();
   fn();
-  double once = std::chrono::duration<double>(Clock::now() - start).count();
+  double once = now() - start;
   int iterations = std::max(1, static_cast<int>(seconds / 5 / once));
   std::vector<double> rounds;
   for (int r = 0; r < 5; ++r) {
-    auto t0 = Clock::now();
+    double t0 = now();
     for (int i = 0; i < iterations; ++i)
       fn();
-    rounds.push_back(
-        std::chrono::duration<double>(Clock::now() - t0).count() / iterations);
+    rounds.push_back((now() - t0) / iterations);
   }
   std::sort(rounds.begin(), rounds.end());
   return rounds[2];
@@ -277,13 +294,21 @@ double sgemmSeconds(int64_t m, int64_t k, int64_t n, bool ta, bool tb,
   std::vector<float> a(m * k), b(k * n), c(m * n);
   fillRandom(a, 1);
   fillRandom(b, 2);
-  rt::MemRef<float, 3> ma{a.data(), a.data(), 0, {1, ta ? k : m, ta ? m : k},
+  rt::MemRef<float, 3> ma{a.data(),
+                          a.data(),
+                          0,
+                          {1, ta ? k : m, ta ? m : k},
                           {m * k, ta ? m : k, 1}};
-  rt::MemRef<float, 3> mb{b.data(), b.data(), 0, {1, tb ? n : k, tb ? k : n},
+  rt::MemRef<float, 3> mb{b.data(),
+                          b.data(),
+                          0,
+                          {1, tb ? n : k, tb ? k : n},
                           {k * n, tb ? k : n, 1}};
   rt::MemRef<float, 3> mc{c.data(), c.data(), 0, {1, m, n}, {m * n, n, 1}};
   return timeIt(
-      [&] { _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, ta ? 1 : 0, tb ? 1 : 0); },
+      [&] {
+        _mlir_ciface_estc_matmul_f32(&ma, &mb, &mc, ta ? 1 : 0, tb ? 1 : 0);
+      },
       seconds);
 }
 
@@ -313,8 +338,8 @@ void runLstm512(int threads, const std::vector<int64_t> &lengths,
     fillRandom(x, 3);
     for (int f : {train, predict})
       std::copy(x.begin(), x.end(),
-                static_cast<float *>(model->input_data(
-                    f, model->input_index(f, "features/x"))));
+                static_cast<float *>(
+                    model->input_data(f, model->input_index(f, "features/x"))));
     auto *labels = static_cast<int64_t *>(
         model->input_data(train, model->input_index(train, "labels")));
     for (int64_t i = 0; i < batch; ++i)
@@ -355,14 +380,12 @@ void runLstm512(int threads, const std::vector<int64_t> &lengths,
   double bwdU = sgemmSeconds(units, batch, g, true, false, seconds);
   double flop = 2.0 * batch * units * g;
   int64_t tMid = lengths[lengths.size() / 2];
-  // The input projection at T = tMid: [T * 64, 512] x [512, 2048] and its
-  // two gradients, per step.
+  // The input projection at T = tMid: [T * 64, 512] x [512, 2048] and the
+  // kernel's gradient [512, T * 64] x [T * 64, 2048], per step (x is an
+  // input, not trained: no gradient of it).
   double proj = sgemmSeconds(tMid * batch, features, g, false, false, seconds);
-  double projDx =
-      sgemmSeconds(tMid * batch, g, features, false, true, seconds);
-  double projDw =
-      sgemmSeconds(features, tMid * batch, g, true, false, seconds);
-  double projPerStep = (proj + projDx + projDw) / static_cast<double>(tMid);
+  double projDw = sgemmSeconds(features, tMid * batch, g, true, false, seconds);
+  double projPerStep = (proj + projDw) / static_cast<double>(tMid);
 
   std::printf("LSTM 512 (input 512), batch %lld, %d thread(s); sgemm "
               "roofline (Eigen, 1024^3): %.1f GFLOP/s\n\n",
@@ -389,9 +412,8 @@ void runLstm512(int threads, const std::vector<int64_t> &lengths,
   std::printf("\n@train per timestep %.3f ms = recurrent GEMMs %.3f (%.0f%%) "
               "+ input-projection GEMMs %.3f (%.0f%%) + the rest %.3f "
               "(%.0f%%)\n",
-              trainSlope * 1e3, recurrent * 1e3,
-              100 * recurrent / trainSlope, projPerStep * 1e3,
-              100 * projPerStep / trainSlope, rest * 1e3,
+              trainSlope * 1e3, recurrent * 1e3, 100 * recurrent / trainSlope,
+              projPerStep * 1e3, 100 * projPerStep / trainSlope, rest * 1e3,
               100 * rest / trainSlope);
   std::printf("@predict per timestep %.3f ms = forward GEMM %.3f + input "
               "projection %.3f + the rest %.3f\n",
@@ -429,17 +451,17 @@ void runMemory(int64_t length, int64_t vocab) {
                   train.arenaPerValue * values + train.arenaPerStep * t +
                   train.arenaPerBatchStep * b * t;
   // Forward activations, f32, counted op by op (Recurrent.cpp's lowering):
-  int64_t embedded = b * t * e * 4;          // gather -> [b, T, 128]
-  int64_t transposed = embedded;             // time major [T, b, 128]
-  int64_t projected = t * b * 4 * u * 4;     // x W + b [T, b, 512]
-  int64_t mask = t * b * 1;                  // sequence mask [T, b, 1] (i1)
+  int64_t embedded = b * t * e * 4;      // gather -> [b, T, 128]
+  int64_t transposed = embedded;         // time major [T, b, 128]
+  int64_t projected = t * b * 4 * u * 4; // x W + b [T, b, 512]
+  int64_t mask = t * b * 1;              // sequence mask [T, b, 1] (i1)
   // Per step: z = xz + h U [b, 512]; i, f, g, o [b, 128] each;
   // f c, i g, c, tanh(c), h; the masked h and c (where): 14 x [b, 128].
   int64_t perStep = b * 4 * u * 4 * 2 + b * u * 4 * 10;
   int64_t recurrent = perStep * t;
   int64_t head = b * 2 * 4 * 3; // logits, softmax, loss terms
-  int64_t activations = embedded + transposed + projected + mask + recurrent +
-                        head;
+  int64_t activations =
+      embedded + transposed + projected + mask + recurrent + head;
   // What a reverse pass needs stored: h_{t-1}, c_{t-1}, i, f, g, o and
   // tanh(c) per step ([b, 128] each), and the mask.
   int64_t minimal = t * b * u * 4 * 7 + mask + embedded;
@@ -495,6 +517,7 @@ int main(int argc, char **argv) {
   int64_t warmup = 20, steps = 200, length = 50, vocab = 16384;
   double seconds = 2;
   bool kernels = true;
+  std::string clockName = "wall";
   flags::FlagParser parser(
       "rnn_bench", "Recurrent training steps (issue 27): the SST-2-shaped "
                    "LSTM through Estimator::train, an LSTM 512 against the "
@@ -510,11 +533,15 @@ int main(int argc, char **argv) {
   parser.add(Flag("steps", &steps, "timed steps").positive());
   parser.add(Flag("lengths", &lengthList, "lstm512: T values, comma-separated")
                  .value_name("T,..."));
-  parser.add(Flag("seconds", &seconds, "lstm512: time per measurement")
-                 .positive());
+  parser.add(
+      Flag("seconds", &seconds, "lstm512: time per measurement").positive());
   parser.add(Flag("kernels", &kernels,
                   "lstm512: also time the GEMM kernels alone (false: the "
                   "compiled steps only, e.g. under perf)"));
+  parser.add(Flag("clock", &clockName,
+                  "lstm512: wall (the steady clock) or cpu (the calling "
+                  "thread's CPU time; --threads=1 only)")
+                 .choices({"wall", "cpu"}));
   parser.add(Flag("length", &length, "memory: T").positive());
   parser.add(Flag("vocab", &vocab, "memory: embedding rows").positive());
   parser.parse_or_exit(argc, argv);
@@ -523,6 +550,10 @@ int main(int argc, char **argv) {
       bench::parseIntList(parser, "lengths", lengthList);
   if (part == "sst2" && dataFile.empty())
     parser.fail("--part=sst2 needs --data=FILE (bench/make_sst2_like.py)");
+  gCpuClock = clockName == "cpu";
+  if (gCpuClock && (threads.size() != 1 || threads[0] != 1))
+    parser.fail("--clock=cpu needs --threads=1 (it measures the calling "
+                "thread's CPU time)");
   if (part == "lstm512" && lengths.size() < 2)
     parser.fail("--lengths=" + lengthList + ": at least two T values");
 
@@ -532,8 +563,8 @@ int main(int argc, char **argv) {
   try {
     if (part == "sst2") {
       for (int t : threads) {
-        std::string json = inChild(
-            t, [&] { return runSst2(dataFile, t, warmup, steps); });
+        std::string json =
+            inChild(t, [&] { return runSst2(dataFile, t, warmup, steps); });
         if (json.empty())
           failed = true;
         else

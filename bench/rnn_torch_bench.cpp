@@ -42,8 +42,8 @@ namespace {
 
 struct Sst2Impl : torch::nn::Module {
   explicit Sst2Impl(int64_t vocab)
-      : embedding(register_module("embedding",
-                                  torch::nn::Embedding(vocab, 128))),
+      : embedding(
+            register_module("embedding", torch::nn::Embedding(vocab, 128))),
         lstm(register_module(
             "lstm", torch::nn::LSTM(
                         torch::nn::LSTMOptions(128, 128).batch_first(true)))),
@@ -61,8 +61,8 @@ struct Sst2Impl : torch::nn::Module {
       h = std::get<0>(std::get<1>(lstm->forward_with_packed_input(input)))[0];
     } else {
       torch::Tensor out = std::get<0>(lstm->forward(x)); // [b, T, 128]
-      torch::Tensor last = (lengths - 1).view({-1, 1, 1}).expand(
-          {out.size(0), 1, out.size(2)});
+      torch::Tensor last =
+          (lengths - 1).view({-1, 1, 1}).expand({out.size(0), 1, out.size(2)});
       h = out.gather(1, last).squeeze(1);
     }
     return dense->forward(h);
@@ -123,11 +123,11 @@ int main(int argc, char **argv) {
   using estc::flags::Flag;
   std::string file, threadList = "1,2", forms = "packed,padded";
   int64_t warmup = 20, steps = 200;
-  estc::flags::FlagParser parser(
-      "rnn_torch_bench", "The SST-2-shaped LSTM trained with libtorch "
-                         "(issue 27's peer): steps/s.");
-  parser.add(Flag("data", &file, "bench/make_sst2_like.py's file")
-                 .value_name("FILE"));
+  estc::flags::FlagParser parser("rnn_torch_bench",
+                                 "The SST-2-shaped LSTM trained with libtorch "
+                                 "(issue 27's peer): steps/s.");
+  parser.add(
+      Flag("data", &file, "bench/make_sst2_like.py's file").value_name("FILE"));
   parser.add(Flag("threads", &threadList, "thread counts, comma-separated")
                  .value_name("N,..."));
   parser.add(Flag("forms", &forms, "packed, padded, or both")
