@@ -17,11 +17,12 @@
 #    median of each cell and shows the range).
 # 3. An LSTM 512, batch 64: estc's compiled step at T = 25, 50, 100 and its
 #    recurrent GEMMs against the sgemm roofline (rnn_bench --part=lstm512,
-#    1 thread, then LSTM512_THREADS).
+#    1 thread timed in CPU time, then LSTM512_THREADS on the wall clock).
 # 4. The reverse pass's memory: the SST-2 model's @train arena at batch 64,
 #    T = 50 against its forward activations (rnn_bench --part=memory).
 # Prints the CPU (lscpu), the load average before each run, every JSON
-# line and the table of part 2 with estc / TF and estc / libtorch.
+# line and the tables of part 2 with estc / TF and estc / libtorch, on the
+# wall clock and in CPU time per step.
 # Environment: WORK, THREADS (1,2), REPEAT (3), WARMUP (20), STEPS (200),
 # LSTM512_THREADS (2; empty: none).
 set -eu
@@ -89,34 +90,57 @@ def peer(name, t, form=None):
             and (form is None or r.get("form") == form)]
 
 threads = sorted({r["threads"] for r in rows})
+rounds = len(peer("estc", threads[0]))
 print()
 print("SST-2-shaped LSTM (embedding 128, LSTM 128 masked, dense 2, Adam), "
-      "batch 64, padded per batch (mean T %.1f): train steps/s, median of "
-      "%d rounds (range)" % (rows[0]["mean_padded_length"],
-                             len(peer("estc", threads[0]))))
-print("| threads | TF Estimator | estc Estimator | estc / TF | estc compiled "
-      "step ms | libtorch packed | libtorch padded | estc / libtorch (best) "
-      "| TF / estc / libtorch peak RSS MiB |")
-print("|---|---|---|---|---|---|---|---|---|")
+      "batch 64, padded per batch (mean T %.1f), median of %d rounds "
+      "(range)" % (rows[0]["mean_padded_length"], rounds))
+print()
+print("Train steps/s (wall clock):")
+print("| threads | TF Estimator | estc Estimator | estc / TF | libtorch "
+      "packed | libtorch padded | estc / libtorch (faster form) |")
+print("|---|---|---|---|---|---|---|")
 for t in threads:
     tf, tfText = cell(peer("tf_estimator", t))
     es, esText = cell(peer("estc", t))
     pk, pkText = cell(peer("libtorch", t, "packed"))
     pd, pdText = cell(peer("libtorch", t, "padded"))
     best = max([x for x in (pk, pd) if x] or [0])
+    print("| %d | %s | %s | %s | %s | %s | %s |" % (
+        t, tfText, esText, "%.2fx" % (es / tf) if es and tf else "-",
+        pkText, pdText, "%.2fx" % (es / best) if es and best else "-"))
+print()
+print("CPU ms per step (the process's CPU time: all its threads, tf.data's "
+      "included; steadier than the wall clock on a shared machine), and "
+      "estc's compiled function alone (wall), peak RSS:")
+print("| threads | TF | estc | TF / estc | libtorch packed | libtorch padded "
+      "| libtorch (faster) / estc | estc compiled step ms (wall) | peak RSS "
+      "MiB TF / estc / libtorch |")
+print("|---|---|---|---|---|---|---|---|---|")
+def cpu(runs):
+    v = [r["cpu_ms_per_step"] for r in runs if "cpu_ms_per_step" in r]
+    if not v:
+        return None, "-"
+    m = median(v)
+    return m, "%.1f" % m + (" (%.1f-%.1f)" % (min(v), max(v)) if len(v) > 1 else "")
+for t in threads:
+    tf, tfText = cpu(peer("tf_estimator", t))
+    es, esText = cpu(peer("estc", t))
+    pk, pkText = cpu(peer("libtorch", t, "packed"))
+    pd, pdText = cpu(peer("libtorch", t, "padded"))
+    best = min([x for x in (pk, pd) if x] or [0])
     run = median([r["run_us_per_step"] for r in peer("estc", t)])
     rss = lambda runs: "%.0f" % median([r["peak_rss_mib"] for r in runs]) if runs else "-"
-    print("| %d | %s | %s | %s | %.1f | %s | %s | %s | %s / %s / %s |" % (
-        t, tfText, esText, "%.2fx" % (es / tf) if es and tf else "-",
-        run / 1e3, pkText, pdText,
-        "%.2fx" % (es / best) if es and best else "-",
-        rss(peer("tf_estimator", t)), rss(peer("estc", t)),
-        rss(peer("libtorch", t))))
+    print("| %d | %s | %s | %s | %s | %s | %s | %.1f | %s / %s / %s |" % (
+        t, tfText, esText, "%.2fx" % (tf / es) if es and tf else "-",
+        pkText, pdText, "%.2fx" % (best / es) if es and best else "-",
+        run / 1e3 if run else 0, rss(peer("tf_estimator", t)),
+        rss(peer("estc", t)), rss(peer("libtorch", t))))
 EOF
 
 echo
 load "lstm512 (1 thread)"
-"$bench" --part=lstm512 --threads=1
+"$bench" --part=lstm512 --threads=1 --clock=cpu
 if [ -n "$lstm512_threads" ]; then
   load "lstm512 ($lstm512_threads threads)"
   "$bench" --part=lstm512 --threads="$lstm512_threads"

@@ -18,7 +18,9 @@
 //   seed models: a child process per thread count, pinned to `threads`
 //   cores, RunConfig::intra_op_parallelism_threads = threads, steps/s
 //   between the end of step `warmup` and the end of the last, the compiled
-//   function's own time per step ("run_us_per_step"), peak RSS.
+//   function's own time per step ("run_us_per_step"), the process's CPU
+//   time per step ("cpu_ms_per_step": on a machine shared with other jobs,
+//   with 1 thread, far steadier than the wall clock), peak RSS.
 // lstm512: an LSTM 512 over x [64, T, 512] (dense 2 and the same head on
 //   its last h), the compiled @train and @predict steps (CompiledModel::run,
 //   no Estimator) at several T: the slope over T is the cost of one
@@ -129,9 +131,14 @@ struct SequenceIds : HostTransform {
 /// The end of every step, and the compiled function's time in it.
 struct StepClock : SessionRunHook {
   std::vector<Clock::time_point> times;
+  std::vector<double> cpuSeconds; // the process's CPU time
   std::vector<double> runMicros;
   void after_run(SessionRunContext &, const SessionRunValues &v) override {
     times.push_back(Clock::now());
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    cpuSeconds.push_back(static_cast<double>(t.tv_sec) +
+                         1e-9 * static_cast<double>(t.tv_nsec));
     runMicros.push_back(v.phases.empty() ? 0.0 : v.phases.back().duration_us);
   }
 };
@@ -182,6 +189,7 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
   auto clock = std::make_shared<StepClock>();
   clock->times.reserve(static_cast<size_t>(warmup + steps));
   clock->runMicros.reserve(static_cast<size_t>(warmup + steps));
+  clock->cpuSeconds.reserve(static_cast<size_t>(warmup + steps));
   estimator.train(input_fn, {.hooks = {clock}, .steps = warmup + steps});
   std::filesystem::remove_all(dir);
   size_t first = static_cast<size_t>(warmup) - 1;
@@ -189,6 +197,8 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
       std::chrono::duration<double>(clock->times.back() - clock->times[first])
           .count();
   double perSec = static_cast<double>(steps) / seconds;
+  double cpuMs = (clock->cpuSeconds.back() - clock->cpuSeconds[first]) /
+                 static_cast<double>(steps) * 1e3;
   double runMicros = 0;
   for (size_t i = first + 1; i < clock->runMicros.size(); ++i)
     runMicros += clock->runMicros[i];
@@ -202,6 +212,7 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
        << ", \"steps_per_sec\": " << perSec
        << ", \"us_per_step\": " << 1e6 / perSec
        << ", \"run_us_per_step\": " << runMicros
+       << ", \"cpu_ms_per_step\": " << cpuMs
        << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
   return json.str();
 }
@@ -557,6 +568,14 @@ int main(int argc, char **argv) {
   if (part == "lstm512" && lengths.size() < 2)
     parser.fail("--lengths=" + lengthList + ": at least two T values");
 
+  if (part == "sst2") { // a missing or bad file: one line, before anything
+    try {
+      bench::readTokenData(dataFile);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "rnn_bench: error: %s\n", e.what());
+      return 1;
+    }
+  }
   std::printf("CPU: %s\n", bench::cpuName().c_str());
   std::fflush(stdout);
   bool failed = false;

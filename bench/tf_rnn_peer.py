@@ -18,7 +18,8 @@ Each thread count runs in a process of its own pinned to `threads` cores,
 with intra_op_parallelism_threads = threads and inter_op = 1 (as
 bench/tf_estimator_peer.py); steps/s between the end of step `warmup` and
 the end of the last step (graph building, initialization and the final
-checkpoint left out); peak RSS from getrusage. Prints one JSON line per
+checkpoint left out), the process's CPU time per step over the same steps
+(tf.data's threads included), peak RSS from getrusage. Prints one JSON line per
 run ({"peer": "tf_estimator", ...}); `SKIP <reason>` and exit 0 when
 tensorflow cannot be imported.
 """
@@ -87,9 +88,11 @@ def run_one(data, threads, warmup, steps):
     class Clock(tf.estimator.SessionRunHook):
         def __init__(self):
             self.times = []
+            self.cpu = []
 
         def after_run(self, run_context, run_values):
             self.times.append(time.perf_counter())
+            self.cpu.append(time.process_time())
 
     session = tf.compat.v1.ConfigProto(
         intra_op_parallelism_threads=threads, inter_op_parallelism_threads=1)
@@ -107,7 +110,10 @@ def run_one(data, threads, warmup, steps):
     return {"peer": "tf_estimator", "tensorflow": tf.__version__,
             "part": "sst2", "threads": threads, "batch": BATCH,
             "mean_padded_length": float(padded), "steps_per_sec": per_sec,
-            "us_per_step": 1e6 / per_sec, "peak_rss_mib": rss_mib}
+            "us_per_step": 1e6 / per_sec,
+            "cpu_ms_per_step": (clock.cpu[-1] - clock.cpu[warmup - 1])
+            / steps * 1e3,
+            "peak_rss_mib": rss_mib}
 
 
 def main():
