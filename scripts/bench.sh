@@ -26,3 +26,7 @@ build/bin/allreduce_bench --json=build/allreduce.json
 build/bin/distributed_bench --json=build/distributed.json
 python3 bench/scaling_model.py --allreduce_json=build/allreduce.json \
     --distributed_json=build/distributed.json
+# Recurrent training (issue 27): the SST-2-shaped LSTM through TF 2.15's
+# Estimator, estc's Estimator and libtorch, an LSTM 512 against the sgemm
+# roofline, the reverse pass's arena (docs/results.md, "Recurrent training").
+bench/rnn.sh build

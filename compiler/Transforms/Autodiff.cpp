@@ -107,7 +107,64 @@ struct Sweep {
 
   void accumulate(Value v, Value g) {
     Value &slot = grads[v];
-    slot = slot ? Value(AddOp::create(b, loc, slot, g)) : g;
+    if (!slot) {
+      slot = g;
+      return;
+    }
+    Value merged = concatAdjacentPads(slot, g);
+    slot = merged ? merged : Value(AddOp::create(b, loc, slot, g));
+  }
+
+  /// slot + g when both are zero pads of one value's gradient (slices of
+  /// it: an LSTM's four gates, a GRU's three) covering adjacent ranges of
+  /// the same axis: one pad of their concatenation (a concat of all four
+  /// gates once they all arrived), so the gradient is written once instead
+  /// of zero-filled per slice and summed. Null when they are not.
+  Value concatAdjacentPads(Value slot, Value g) {
+    auto pa = slot.getDefiningOp<PadOp>(), pb = g.getDefiningOp<PadOp>();
+    if (!pa || !pb || slot.getType() != g.getType() ||
+        pa.getConstantValue().convertToDouble() != 0.0 ||
+        pb.getConstantValue().convertToDouble() != 0.0)
+      return Value();
+    ArrayRef<int64_t> a = pa.getPaddings(), c = pb.getPaddings();
+    auto type = cast<RankedTensorType>(slot.getType());
+    int64_t axis = -1;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (a[2 * d] || a[2 * d + 1] || c[2 * d] || c[2 * d + 1]) {
+        if (axis >= 0)
+          return Value();
+        axis = d;
+      }
+    if (axis < 0 || type.isDynamicDim(axis))
+      return Value();
+    int64_t total = type.getDimSize(axis);
+    Value first, second;
+    int64_t lo, hi;
+    if (total - a[2 * axis + 1] == c[2 * axis]) {
+      first = pa.getX(), second = pb.getX();
+      lo = a[2 * axis], hi = c[2 * axis + 1];
+    } else if (total - c[2 * axis + 1] == a[2 * axis]) {
+      first = pb.getX(), second = pa.getX();
+      lo = c[2 * axis], hi = a[2 * axis + 1];
+    } else {
+      return Value();
+    }
+    SmallVector<Value> parts;
+    for (Value part : {first, second}) {
+      auto concat = part.getDefiningOp<ConcatOp>();
+      if (concat && static_cast<int64_t>(concat.getAxis()) == axis)
+        llvm::append_range(parts, concat.getXs());
+      else
+        parts.push_back(part);
+    }
+    Value joined = ConcatOp::create(b, loc, parts, axis);
+    if (lo == 0 && hi == 0)
+      return joined;
+    SmallVector<int64_t> paddings(2 * type.getRank(), 0);
+    paddings[2 * axis] = lo;
+    paddings[2 * axis + 1] = hi;
+    return PadOp::create(b, loc, joined, b.getDenseI64ArrayAttr(paddings),
+                         b.getF64FloatAttr(0.0));
   }
 
   /// Visits `last` and every op before it; ops in `skip` are not visited.

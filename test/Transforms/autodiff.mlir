@@ -204,3 +204,54 @@ func.func @gather_dense_axis1(%ids: tensor<5xi64>) {
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return
 }
+
+// -----
+
+// A 2-D weight applied to every row of a batched input (a recurrent
+// layer's input projection over [T, batch, features]): the weight's
+// gradient is one GEMM over the rows collapsed, not a batched product
+// summed over T.
+// CHECK-LABEL: func.func @projection
+// CHECK-SAME: (%[[X:.*]]: tensor<?x?x4xf32>)
+// CHECK-DAG: %[[ROWS:.*]] = est.reshape %[[X]] {shape = array<i64: -1, 4>} : tensor<?x?x4xf32> -> tensor<?x4xf32>
+// CHECK-DAG: %[[GROWS:.*]] = est.reshape %{{.*}} {shape = array<i64: -1, 3>} : tensor<?x?x3xf32> -> tensor<?x3xf32>
+// CHECK: %[[GW:.*]] = est.matmul %[[ROWS]], %[[GROWS]] {transpose_a = true} : tensor<?x4xf32>, tensor<?x3xf32> -> tensor<4x3xf32>
+// CHECK-NOT: est.reduce_sum
+// CHECK: est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %[[GW]] : tensor<4x3xf32>
+est.variable @w : tensor<4x3xf32> {trainable}
+
+func.func @projection(%x: tensor<?x?x4xf32>) -> tensor<f32> {
+  %w = est.read_variable @w : tensor<4x3xf32>
+  %0 = est.matmul %x, %w : tensor<?x?x4xf32>, tensor<4x3xf32> -> tensor<?x?x3xf32>
+  %loss = est.reduce_sum %0 : tensor<?x?x3xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Slices of one value (an LSTM's gates) each with a gradient: the zero
+// pads of the slices' gradients, adjacent along the sliced axis, sum into
+// one concatenation (written once) instead of pads added together.
+// CHECK-LABEL: func.func @gates
+// CHECK-NOT: est.pad
+// CHECK: %[[GZ:.*]] = est.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
+// CHECK-NOT: est.pad
+// CHECK: est.matmul %{{.*}}, %[[GZ]] {transpose_a = true}
+est.variable @w : tensor<4x6xf32> {trainable}
+
+func.func @gates(%x: tensor<?x4xf32>) -> tensor<f32> {
+  %w = est.read_variable @w : tensor<4x6xf32>
+  %z = est.matmul %x, %w : tensor<?x4xf32>, tensor<4x6xf32> -> tensor<?x6xf32>
+  %i = est.slice %z {begin = array<i64: 0, 0>, size = array<i64: -1, 2>} : tensor<?x6xf32> -> tensor<?x2xf32>
+  %f = est.slice %z {begin = array<i64: 0, 2>, size = array<i64: -1, 2>} : tensor<?x6xf32> -> tensor<?x2xf32>
+  %o = est.slice %z {begin = array<i64: 0, 4>, size = array<i64: -1, 2>} : tensor<?x6xf32> -> tensor<?x2xf32>
+  %si = est.sigmoid %i : tensor<?x2xf32>
+  %tf = est.tanh %f : tensor<?x2xf32>
+  %so = est.sigmoid %o : tensor<?x2xf32>
+  %a = est.mul %si, %tf : tensor<?x2xf32>, tensor<?x2xf32> -> tensor<?x2xf32>
+  %b = est.mul %a, %so : tensor<?x2xf32>, tensor<?x2xf32> -> tensor<?x2xf32>
+  %loss = est.reduce_sum %b : tensor<?x2xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -380,6 +380,24 @@ LogicalResult gradient(MatmulOp op, OpBuilder &b, Value g, Grads &out) {
     return MatmulOp::create(b, loc, x, y, tx, ty);
   };
   Value da, db;
+  // A 2-D weight applied to every row of a batched a [..., M, K] (a
+  // recurrent layer's input projection over [T, batch, features]): its
+  // gradient is one GEMM over the rows collapsed, [rows, K]^T x [rows, N],
+  // not a batched product [..., K, N] summed over the batch afterwards
+  // (T small GEMMs and a [T, K, N] temporary).
+  auto aType = tensorType(a), mType = tensorType(m);
+  if (!ta && aType.getRank() > 2 && mType.getRank() == 2 &&
+      !aType.isDynamicDim(aType.getRank() - 1) &&
+      !tensorType(g).isDynamicDim(aType.getRank() - 1)) {
+    int64_t k = aType.getDimSize(aType.getRank() - 1);
+    int64_t n = tensorType(g).getDimSize(aType.getRank() - 1);
+    Value rows = ReshapeOp::create(b, loc, a, b.getDenseI64ArrayAttr({-1, k}));
+    Value gRows = ReshapeOp::create(b, loc, g, b.getDenseI64ArrayAttr({-1, n}));
+    da = tb ? mm(g, m, false, false) : mm(g, m, false, true);
+    db = tb ? mm(gRows, rows, true, false) : mm(rows, gRows, true, false);
+    out.assign(std::initializer_list<Value>{h.reduceTo(da, a), db});
+    return success();
+  }
   if (!ta && !tb) {
     da = mm(g, m, false, true);
     db = mm(a, g, true, false);
