@@ -44,13 +44,6 @@ bool isControlFlowOp(const std::string &op) {
   return op == "scan" || op == "if" || op == "while";
 }
 
-/// Deletes a detached block whose ops may use each other and outer values.
-void discardBlock(Block *block) {
-  block->dropAllDefinedValueUses();
-  for (Operation &op : *block)
-    op.dropAllReferences();
-  delete block;
-}
 constexpr llvm::StringLiteral kValuesDimAttr = "est.values_dim";
 constexpr llvm::StringLiteral kSequenceDimAttr = "est.sequence_dim";
 constexpr llvm::StringLiteral kMaxSequenceLengthAttr =
@@ -709,7 +702,7 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
   builder_.setInsertionPointToEnd(block);
   auto cleanup = llvm::scope_exit([&] {
     if (block)
-      discardBlock(block);
+      est::eraseDetachedBlock(block);
   });
   std::vector<Value> values(n);
   std::vector<char> hasArg(params.size(), 0);
@@ -868,7 +861,7 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
     FailureOr<Block *> elseBlock =
         importFunction(*elseName, node, {}, operands.drop_front(1 + *nt));
     if (failed(elseBlock)) {
-      discardBlock(*thenBlock);
+      est::eraseDetachedBlock(*thenBlock);
       return failure();
     }
     auto op =
@@ -899,7 +892,7 @@ FailureOr<Value> Importer::emitControlFlow(const g::NodeDef &node,
   FailureOr<Block *> bodyBlock = importFunction(
       *bodyName, node, types(inits), operands.drop_front(*nc + *ncc));
   if (failed(bodyBlock)) {
-    discardBlock(*condBlock);
+    est::eraseDetachedBlock(*condBlock);
     return failure();
   }
   auto op = est::WhileOp::create(

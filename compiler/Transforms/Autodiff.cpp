@@ -315,12 +315,8 @@ LogicalResult Sweep::differentiateScan(ScanOp scan) {
   // The reverse body: carried gradients, capture sums, then slices.
   auto *rb = new Block();
   auto discard = llvm::scope_exit([&] {
-    if (rb) {
-      rb->dropAllDefinedValueUses();
-      for (Operation &op : *rb)
-        op.dropAllReferences();
-      delete rb;
-    }
+    if (rb)
+      eraseDetachedBlock(rb);
   });
   for (unsigned k : gradCarried)
     rb->addArgument(body.getArgument(k).getType(), loc);
@@ -590,12 +586,8 @@ LogicalResult Sweep::differentiateIf(IfOp op) {
       activeCaptures.push_back(c);
   SmallVector<Block *> blocks;
   auto discard = llvm::scope_exit([&] {
-    for (Block *block : blocks) {
-      block->dropAllDefinedValueUses();
-      for (Operation &inner : *block)
-        inner.dropAllReferences();
-      delete block;
-    }
+    for (Block *block : blocks)
+      eraseDetachedBlock(block);
   });
   OpBuilder::InsertPoint outerIp = b.saveInsertionPoint();
   for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {

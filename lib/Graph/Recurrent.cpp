@@ -5,6 +5,37 @@
 #include "lib/Graph/ControlFlow.h"
 
 namespace estc {
+
+namespace {
+
+/// Whether `lengths` is a valid sequence-length vector: [batch] int32/int64.
+bool isLengthVector(const Tensor &lengths) {
+  return lengths.rank() == 1 &&
+         (lengths.dtype() == DType::Int32 || lengths.dtype() == DType::Int64);
+}
+
+/// The time-major [T, batch, 1] mask of `lengths` over batch-major
+/// `inputs` [batch, T, ...]: a scan's per-step mask sequence.
+Tensor stepMask(const Tensor &inputs, const Tensor &lengths) {
+  return expand_dims(transpose(sequence_mask(lengths, inputs, 1), {1, 0}), 2);
+}
+
+/// [batch] int32 lengths of T for every sequence of `x` [batch, T, ...]
+/// (reverse_sequence over whole sequences, with T known at run time only).
+Tensor fullLengths(const Tensor &x) {
+  return reduce_sum(cast(ones_like(reduce_sum(x, Dims{2})), DType::Int32),
+                    Dims{1});
+}
+
+/// A zero state [batch, units], its batch taken from the time-major
+/// projection [T, batch, n] of the inputs.
+Tensor zeroState(const Tensor &projected, int64_t units) {
+  return zeros_like(
+      reshape(slice(projected, {0, 0, 0}, {1, -1, units}), {-1, units}));
+}
+
+} // namespace
+
 namespace layers {
 
 namespace {
@@ -79,9 +110,7 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
   if (units < 1)
     fail(base, layer, x,
          "units must be positive, got " + std::to_string(units));
-  if (lengths.valid() &&
-      (lengths.rank() != 1 ||
-       (lengths.dtype() != DType::Int32 && lengths.dtype() != DType::Int64)))
+  if (lengths.valid() && !isLengthVector(lengths))
     fail(base, layer, x,
          "lengths '" + lengths.name() +
              "' must be [batch] int32 or int64, "
@@ -138,14 +167,11 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
     projected = add(projected, bias);
   std::vector<Tensor> sequences = {projected};
   if (lengths.valid())
-    sequences.push_back(
-        expand_dims(transpose(sequence_mask(lengths, x, 1), {1, 0}), 2));
+    sequences.push_back(stepMask(x, lengths));
 
   std::vector<Tensor> init = initial_state;
   if (init.empty()) {
-    Tensor zeros = zeros_like(
-        reshape(slice(projected, {0, 0, 0}, {1, -1, units}), {-1, units}));
-    init.assign(numStates, zeros);
+    init.assign(numStates, zeroState(projected, units));
   }
   Tensor recurrentKeep;
   if (o.training && o.recurrent_dropout > 0)
@@ -227,9 +253,7 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
     out.output = transpose(r.stacked[0], {1, 0, 2});
     if (o.go_backwards && !wrapped) {
       // Keras returns a backward layer's outputs in processing order.
-      Tensor full = reduce_sum(
-          cast(ones_like(reduce_sum(x, Dims{2})), DType::Int32), Dims{1});
-      out.output = reverse_sequence(out.output, full, 1, 0);
+      out.output = reverse_sequence(out.output, fullLengths(x), 1, 0);
     }
   } else {
     out.output = r.carried[0];
@@ -431,9 +455,7 @@ Tensor runCell(Graph &g, const Cell &cell, const Tensor &xs, const Tensor &mask,
     sequences.push_back(mask);
   size_t numStates = cell.kind == Cell::LSTM ? 2 : 1;
   if (initial.empty()) {
-    Tensor zeros = zeros_like(
-        reshape(slice(sequences[0], {0, 0, 0}, {1, -1, units}), {-1, units}));
-    initial.assign(numStates, zeros);
+    initial.assign(numStates, zeroState(sequences[0], units));
   }
   ScanResult r = scan(
       [&](const std::vector<Tensor> &carried, const std::vector<Tensor> &in) {
@@ -514,16 +536,9 @@ void checkInputs(const std::string &op, const Tensor &inputs,
                      shape::toString(inputs.shape()) +
                      " must be float [batch, time, features] with known "
                      "features");
-  if (lengths.valid() &&
-      (lengths.rank() != 1 ||
-       (lengths.dtype() != DType::Int32 && lengths.dtype() != DType::Int64)))
+  if (lengths.valid() && !isLengthVector(lengths))
     throw GraphError(op + ": sequence_length '" + lengths.name() +
                      "' must be [batch] int32 or int64");
-}
-
-/// The time-major [T, batch, 1] mask of `lengths` over `inputs`.
-Tensor stepMask(const Tensor &inputs, const Tensor &lengths) {
-  return expand_dims(transpose(sequence_mask(lengths, inputs, 1), {1, 0}), 2);
 }
 
 } // namespace
@@ -555,11 +570,8 @@ bidirectional_dynamic_rnn(const Cell &cell_fw, const Cell &cell_bw,
   checkInputs("bidirectional_dynamic_rnn", inputs, sequence_length);
   Graph &g = inputs.graph();
   auto s = g.name_scope(scope);
-  Tensor lengths = sequence_length.valid()
-                       ? sequence_length
-                       : reduce_sum(cast(ones_like(reduce_sum(inputs, Dims{2})),
-                                         DType::Int32),
-                                    Dims{1});
+  Tensor lengths =
+      sequence_length.valid() ? sequence_length : fullLengths(inputs);
   Tensor mask =
       sequence_length.valid() ? stepMask(inputs, sequence_length) : Tensor();
   BidirectionalDynamicRNNOutput out;

@@ -176,20 +176,35 @@ Value newBuffer(OpBuilder &b, Location loc, RankedTensorType type,
 }
 
 /// Slot `index` of `stack` (dimension 0 dropped), as `type`.
+/// The offsets, sizes and strides of `count` slots of `stack` from slot
+/// `first` (dimension 0; every other dimension whole).
+struct SlotRange {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+SlotRange slotRange(OpBuilder &b, Location loc, Value stack, OpFoldResult first,
+                    OpFoldResult count) {
+  int64_t rank = cast<RankedTensorType>(stack.getType()).getRank();
+  SlotRange r{SmallVector<OpFoldResult>(rank, b.getIndexAttr(0)),
+              {count},
+              SmallVector<OpFoldResult>(rank, b.getIndexAttr(1))};
+  r.offsets[0] = first;
+  for (int64_t d = 1; d < rank; ++d)
+    r.sizes.push_back(tensor::getMixedSize(b, loc, stack, d));
+  return r;
+}
+
+/// The type of one slot of `stack`.
+RankedTensorType slotType(Value stack) {
+  auto type = cast<RankedTensorType>(stack.getType());
+  return RankedTensorType::get(type.getShape().drop_front(),
+                               type.getElementType());
+}
+
 Value readSlot(OpBuilder &b, Location loc, Value stack, Value index,
                Type type) {
-  auto stackType = cast<RankedTensorType>(stack.getType());
-  int64_t rank = stackType.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
-  offsets[0] = index;
-  sizes.push_back(b.getIndexAttr(1));
-  for (int64_t d = 1; d < rank; ++d)
-    sizes.push_back(tensor::getMixedSize(b, loc, stack, d));
-  auto sliceType = RankedTensorType::get(stackType.getShape().drop_front(),
-                                         stackType.getElementType());
-  Value slice = tensor::ExtractSliceOp::create(b, loc, sliceType, stack,
-                                               offsets, sizes, strides);
+  SlotRange r = slotRange(b, loc, stack, index, b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, slotType(stack), stack,
+                                               r.offsets, r.sizes, r.strides);
   return slice.getType() == type
              ? slice
              : Value(tensor::CastOp::create(b, loc, type, slice));
@@ -198,20 +213,12 @@ Value readSlot(OpBuilder &b, Location loc, Value stack, Value index,
 /// `stack` with `value` written to slot `index`.
 Value writeSlot(OpBuilder &b, Location loc, Value value, Value stack,
                 Value index) {
-  auto stackType = cast<RankedTensorType>(stack.getType());
-  int64_t rank = stackType.getRank();
-  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes, strides(rank, b.getIndexAttr(1));
-  offsets[0] = index;
-  sizes.push_back(b.getIndexAttr(1));
-  for (int64_t d = 1; d < rank; ++d)
-    sizes.push_back(tensor::getMixedSize(b, loc, stack, d));
-  auto sliceType = RankedTensorType::get(stackType.getShape().drop_front(),
-                                         stackType.getElementType());
-  if (value.getType() != sliceType)
-    value = tensor::CastOp::create(b, loc, sliceType, value);
-  return tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes,
-                                       strides);
+  SlotRange r = slotRange(b, loc, stack, index, b.getIndexAttr(1));
+  RankedTensorType type = slotType(stack);
+  if (value.getType() != type)
+    value = tensor::CastOp::create(b, loc, type, value);
+  return tensor::InsertSliceOp::create(b, loc, value, stack, r.offsets, r.sizes,
+                                       r.strides);
 }
 
 struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
@@ -378,17 +385,11 @@ struct ScanOpLowering : public OpRewritePattern<est::ScanOp> {
       // Slots [0, T) hold the value at each step's start, [1, T + 1) at
       // its end (reversed: the other way round).
       Value carried = loop.getResult(k);
-      auto stackType = cast<RankedTensorType>(carried.getType());
-      int64_t rank = stackType.getRank();
-      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-      SmallVector<OpFoldResult> sizes = {length};
-      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
-      if (reverse == atStart[j])
-        offsets[0] = rewriter.getIndexAttr(1);
-      for (int64_t d = 1; d < rank; ++d)
-        sizes.push_back(tensor::getMixedSize(rewriter, loc, carried, d));
-      Value view = tensor::ExtractSliceOp::create(rewriter, loc, carried,
-                                                  offsets, sizes, strides);
+      SlotRange r =
+          slotRange(rewriter, loc, carried,
+                    rewriter.getIndexAttr(reverse == atStart[j]), length);
+      Value view = tensor::ExtractSliceOp::create(
+          rewriter, loc, carried, r.offsets, r.sizes, r.strides);
       results.push_back(view.getType() == result.getType()
                             ? view
                             : Value(tensor::CastOp::create(

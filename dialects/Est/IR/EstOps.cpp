@@ -982,6 +982,13 @@ LogicalResult verifyYield(Operation *parent, Region &region, StringRef what,
 
 } // namespace
 
+void mlir::est::eraseDetachedBlock(Block *block) {
+  block->dropAllDefinedValueUses();
+  for (Operation &op : *block)
+    op.dropAllReferences();
+  delete block;
+}
+
 YieldOp ScanOp::getYield() {
   return cast<YieldOp>(getBody().front().getTerminator());
 }

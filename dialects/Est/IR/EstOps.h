@@ -41,6 +41,10 @@ bool areRelaxedCompatible(TypeRange inferred, TypeRange declared);
 /// does.
 LogicalResult inferShapes(Block &block);
 
+/// Deletes a block not (yet) in a region whose ops may use each other and
+/// values outside it: a control-flow body built and then given up.
+void eraseDetachedBlock(Block *block);
+
 /// The terminator of the control-flow ops' regions (declared before them).
 class YieldOp;
 
