@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchFlags.h"
+#include "bench/PinnedChild.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
 #include "lib/Graph/Layers.h"
@@ -227,40 +228,16 @@ int main(int argc, char **argv) {
     for (int t : threads)
       for (int64_t n : loops) {
         // A child per run: its own thread pool and its own peak memory.
-        int fds[2];
-        if (pipe(fds) != 0) {
+        std::string json;
+        try {
+          json = bench::runPinnedChild(
+              t, [&] { return runOne(*info, t, n, warmup, steps); },
+              std::string("estimator_bench: error: ") + info->name + ": ");
+        } catch (const std::runtime_error &) {
           std::perror("estimator_bench: error: pipe");
           return 1;
         }
-        pid_t child = fork();
-        if (child == 0) {
-          close(fds[0]);
-          cpu_set_t cores;
-          CPU_ZERO(&cores);
-          for (int c = 0; c < t && c < CPU_SETSIZE; ++c)
-            CPU_SET(c, &cores);
-          if (t <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
-            sched_setaffinity(0, sizeof cores, &cores);
-          try {
-            std::string json = runOne(*info, t, n, warmup, steps);
-            ssize_t written = write(fds[1], json.data(), json.size());
-            _exit(written == static_cast<ssize_t>(json.size()) ? 0 : 1);
-          } catch (const std::exception &e) {
-            std::fprintf(stderr, "estimator_bench: error: %s: %s\n", info->name,
-                         e.what());
-            _exit(1);
-          }
-        }
-        close(fds[1]);
-        std::string json;
-        char buffer[4096];
-        for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
-          json.append(buffer, static_cast<size_t>(got));
-        close(fds[0]);
-        int status = 0;
-        waitpid(child, &status, 0);
-        if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-            json.empty()) {
+        if (json.empty()) {
           failed = true;
           continue;
         }

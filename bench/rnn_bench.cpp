@@ -42,6 +42,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchFlags.h"
+#include "bench/PinnedChild.h"
 #include "bench/RnnModels.h"
 #include "compiler/Driver/GraphCompiler.h"
 #include "estimator/Estimator.h"
@@ -220,38 +221,7 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
 /// Runs `fn` in a child process pinned to cores 0 .. threads - 1; returns
 /// the JSON it wrote, or "" when it failed.
 std::string inChild(int threads, const std::function<std::string()> &fn) {
-  int fds[2];
-  if (pipe(fds) != 0)
-    throw std::runtime_error("pipe failed");
-  pid_t child = fork();
-  if (child == 0) {
-    close(fds[0]);
-    cpu_set_t cores;
-    CPU_ZERO(&cores);
-    for (int c = 0; c < threads && c < CPU_SETSIZE; ++c)
-      CPU_SET(c, &cores);
-    if (threads <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
-      sched_setaffinity(0, sizeof cores, &cores);
-    try {
-      std::string json = fn();
-      ssize_t written = write(fds[1], json.data(), json.size());
-      _exit(written == static_cast<ssize_t>(json.size()) ? 0 : 1);
-    } catch (const std::exception &e) {
-      std::fprintf(stderr, "rnn_bench: error: %s\n", e.what());
-      _exit(1);
-    }
-  }
-  close(fds[1]);
-  std::string json;
-  char buffer[4096];
-  for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
-    json.append(buffer, static_cast<size_t>(got));
-  close(fds[0]);
-  int status = 0;
-  waitpid(child, &status, 0);
-  if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return "";
-  return json;
+  return bench::runPinnedChild(threads, fn, "rnn_bench: error: ");
 }
 
 // --- lstm512: the compiled step against the sgemm roofline

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/BenchFlags.h"
+#include "bench/PinnedChild.h"
 #include "bench/RnnModels.h"
 #include "lib/Support/Flags.h"
 
@@ -161,37 +162,15 @@ int main(int argc, char **argv) {
   bool failed = false;
   for (bool packed : packedForms)
     for (int t : threads) {
-      int fds[2];
-      if (pipe(fds) != 0)
-        return 1;
-      pid_t child = fork();
-      if (child == 0) {
-        close(fds[0]);
-        cpu_set_t cores;
-        CPU_ZERO(&cores);
-        for (int c = 0; c < t && c < CPU_SETSIZE; ++c)
-          CPU_SET(c, &cores);
-        if (t <= static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)))
-          sched_setaffinity(0, sizeof cores, &cores);
-        try {
-          std::string json = runOne(file, t, packed, warmup, steps);
-          ssize_t n = write(fds[1], json.data(), json.size());
-          _exit(n == static_cast<ssize_t>(json.size()) ? 0 : 1);
-        } catch (const std::exception &e) {
-          std::fprintf(stderr, "rnn_torch_bench: error: %s\n", e.what());
-          _exit(1);
-        }
-      }
-      close(fds[1]);
       std::string json;
-      char buffer[4096];
-      for (ssize_t got; (got = read(fds[0], buffer, sizeof buffer)) > 0;)
-        json.append(buffer, static_cast<size_t>(got));
-      close(fds[0]);
-      int status = 0;
-      waitpid(child, &status, 0);
-      if (child < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-          json.empty()) {
+      try {
+        json = estc::bench::runPinnedChild(
+            t, [&] { return runOne(file, t, packed, warmup, steps); },
+            "rnn_torch_bench: error: ");
+      } catch (const std::runtime_error &) {
+        return 1; // no pipe
+      }
+      if (json.empty()) {
         failed = true;
         continue;
       }
