@@ -73,6 +73,23 @@ std::vector<Tensor> outputs(Graph &g, const Tensor &node,
   return out;
 }
 
+/// Discards the functions a control-flow builder began unless it commits:
+/// a builder that throws leaves the graph as it was.
+class FunctionsGuard {
+public:
+  explicit FunctionsGuard(Graph &g) : g_(g), mark_(g.function_count()) {}
+  ~FunctionsGuard() {
+    if (!committed_)
+      g_.discard_functions(mark_);
+  }
+  void commit() { committed_ = true; }
+
+private:
+  Graph &g_;
+  int mark_;
+  bool committed_ = false;
+};
+
 } // namespace
 
 ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
@@ -106,37 +123,25 @@ ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
     params.push_back({seq.dtype(), Dims(s.begin() + 1, s.end())});
   }
 
+  FunctionsGuard guard(g);
   std::vector<Tensor> args = g.begin_function(node + "/body", params);
   ScanStep step;
   {
     auto scope = g.name_scope(node.substr(node.rfind('/') + 1));
-    try {
-      step =
-          body(std::vector<Tensor>(args.begin(), args.begin() + initial.size()),
-               std::vector<Tensor>(args.begin() + initial.size(), args.end()));
-    } catch (...) {
-      g.end_function({});
-      throw;
-    }
+    step =
+        body(std::vector<Tensor>(args.begin(), args.begin() + initial.size()),
+             std::vector<Tensor>(args.begin() + initial.size(), args.end()));
   }
-  if (step.carried.size() != initial.size()) {
-    g.end_function({});
+  if (step.carried.size() != initial.size())
     throw GraphError("scan '" + node + "': the body returns " +
                      std::to_string(step.carried.size()) +
                      " carried values for " + std::to_string(initial.size()) +
                      " initial ones");
-  }
-  std::vector<Tensor> captures;
-  try {
-    requireValues(step.carried, "scan", node);
-    requireValues(step.outputs, "scan", node);
-    requireMatching(step.carried, initial, "scan body's carried", node);
-    captures = g.end_function(concat(step.carried, step.outputs));
-  } catch (...) {
-    if (g.in_function())
-      g.end_function({});
-    throw;
-  }
+  requireValues(step.carried, "scan", node);
+  requireValues(step.outputs, "scan", node);
+  requireMatching(step.carried, initial, "scan body's carried", node);
+  std::vector<Tensor> captures =
+      g.end_function(concat(step.carried, step.outputs));
 
   Tensor scanNode = g.add_node(
       node, "scan", concat(concat(initial, sequences), captures),
@@ -145,6 +150,7 @@ ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
        {"num_sequences", attr_i(static_cast<int64_t>(sequences.size()))},
        {"reverse", attr_b(reverse)}},
       DType::Invalid, {});
+  guard.commit();
   Params types;
   for (const Tensor &t : initial)
     types.push_back({t.dtype(), t.shape()});
@@ -169,21 +175,12 @@ buildBranch(Graph &g, const std::string &function, const Branch &fn,
             const std::string &scope) {
   g.begin_function(function, {});
   std::vector<Tensor> values;
-  try {
+  {
     auto s = g.name_scope(scope);
     values = fn();
-  } catch (...) {
-    g.end_function({});
-    throw;
   }
-  try {
-    std::vector<Tensor> captures = g.end_function(values);
-    return {values, captures};
-  } catch (...) {
-    if (g.in_function())
-      g.end_function({});
-    throw;
-  }
+  std::vector<Tensor> captures = g.end_function(values);
+  return {values, captures};
 }
 
 } // namespace
@@ -199,6 +196,7 @@ std::vector<Tensor> cond(const Tensor &pred, const Branch &true_fn,
                      "' must be a bool scalar, got " + to_string(pred.dtype()) +
                      " " + shapeStr(pred.shape()));
   std::string base = node.substr(node.rfind('/') + 1);
+  FunctionsGuard guard(g);
   auto [thenValues, thenCaptures] =
       buildBranch(g, node + "/then", true_fn, base + "/then");
   auto [elseValues, elseCaptures] =
@@ -218,6 +216,7 @@ std::vector<Tensor> cond(const Tensor &pred, const Branch &true_fn,
                   {"num_then_captures",
                    attr_i(static_cast<int64_t>(thenCaptures.size()))}},
                  DType::Invalid, {});
+  guard.commit();
   Params types;
   for (const Tensor &t : thenValues)
     types.push_back({t.dtype(), t.shape()});
@@ -242,25 +241,17 @@ std::vector<Tensor> while_loop(const LoopCond &cond_fn, const LoopBody &body_fn,
     params.push_back({t.dtype(), t.shape()});
   std::string base = node.substr(node.rfind('/') + 1);
 
+  FunctionsGuard guard(g);
   auto build = [&](const std::string &function, const std::string &scope,
                    auto &&fn) {
     std::vector<Tensor> args = g.begin_function(function, params);
     std::vector<Tensor> values;
-    try {
+    {
       auto s = g.name_scope(scope);
       values = fn(args);
-    } catch (...) {
-      g.end_function({});
-      throw;
     }
-    try {
-      requireValues(values, "while_loop", node);
-      return std::make_pair(values, g.end_function(values));
-    } catch (...) {
-      if (g.in_function())
-        g.end_function({});
-      throw;
-    }
+    requireValues(values, "while_loop", node);
+    return std::make_pair(values, g.end_function(values));
   };
   auto [condValues, condCaptures] =
       build(node + "/cond", base + "/cond", [&](const std::vector<Tensor> &a) {
@@ -290,6 +281,7 @@ std::vector<Tensor> while_loop(const LoopCond &cond_fn, const LoopBody &body_fn,
   Tensor loop = g.add_node(
       node, "while", concat(concat(loop_vars, condCaptures), bodyCaptures),
       attrs, DType::Invalid, {});
+  guard.commit();
   Params types;
   for (const Tensor &t : loop_vars)
     types.push_back({t.dtype(), t.shape()});

@@ -437,6 +437,15 @@ Graph::begin_function(const std::string &name,
   return args;
 }
 
+void Graph::discard_functions(int mark) {
+  while (!frames_.empty() && frames_.back().function >= mark)
+    frames_.pop_back();
+  for (auto it = nodeIndex_.begin(); it != nodeIndex_.end();)
+    it = it->second.function >= mark ? nodeIndex_.erase(it) : std::next(it);
+  if (mark < def_.function_size())
+    def_.mutable_function()->DeleteSubrange(mark, def_.function_size() - mark);
+}
+
 std::vector<Tensor> Graph::end_function(const std::vector<Tensor> &outputs) {
   if (frames_.empty())
     throw GraphError("end_function: no function is being built");

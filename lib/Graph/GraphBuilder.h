@@ -363,6 +363,12 @@ public:
   std::vector<Tensor> end_function(const std::vector<Tensor> &outputs);
   /// Whether a function is being built.
   bool in_function() const { return !frames_.empty(); }
+  /// The number of functions begun so far: a mark for discard_functions.
+  int function_count() const { return def_.function_size(); }
+  /// Forgets every function begun since `mark` (being built or ended) and
+  /// their nodes: a control-flow node whose building failed leaves the
+  /// graph as it was (variable reads it placed in the graph stay).
+  void discard_functions(int mark);
 
   // --- Signatures and result ----------------------------------------------
   /// Records what `mode` computes. Each mode's signature is set once.
