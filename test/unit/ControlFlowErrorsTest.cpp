@@ -74,11 +74,9 @@ TEST(ControlFlowErrors, BuildersNameTheNodeAndTheMistake) {
       "scan 'predict/scan': sequences have 4 and 5 steps ('predict/z' [5,3]); "
       "all need the same");
   EXPECT_EQ(errorOf([&] {
-              scan(
-                  [](const std::vector<Tensor> &, const std::vector<Tensor> &) {
-                    return ScanStep{};
-                  },
-                  {zero}, {x});
+              scan([](const std::vector<Tensor> &,
+                      const std::vector<Tensor> &) { return ScanStep{}; },
+                   {zero}, {x});
             }),
             "scan 'predict/scan': the body returns 0 carried values for 1 "
             "initial ones");
@@ -92,18 +90,18 @@ TEST(ControlFlowErrors, BuildersNameTheNodeAndTheMistake) {
       }),
       "scan body's carried 'predict/scan': value #0 is f32 [] but must be f32 "
       "[3]");
-  EXPECT_EQ(errorOf([&] {
-              g.placeholder("inner", DType::Float32, {3});
-              scan(
-                  [&](const std::vector<Tensor> &c,
-                      const std::vector<Tensor> &) {
-                    g.placeholder("p", DType::Float32, {3});
-                    return ScanStep{c, {}};
-                  },
-                  {zero}, {x});
-            }),
-            "placeholder 'predict/scan/p': a model input cannot be created "
-            "inside a loop body or branch");
+  EXPECT_EQ(
+      errorOf([&] {
+        g.placeholder("inner", DType::Float32, {3});
+        scan(
+            [&](const std::vector<Tensor> &c, const std::vector<Tensor> &) {
+              g.placeholder("p", DType::Float32, {3});
+              return ScanStep{c, {}};
+            },
+            {zero}, {x});
+      }),
+      "placeholder 'predict/scan/p': a model input cannot be created "
+      "inside a loop body or branch");
   // A failed builder leaves the graph as it was: the next scan gets the
   // name (and body function) the failed ones would have had. A tensor of a
   // finished body cannot be used outside it.
