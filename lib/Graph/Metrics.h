@@ -208,10 +208,11 @@ Metric recall_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
 /// labels >= 0, k) (labels [batch] or [batch, num_labels]; ids >=
 /// num_classes become -1 first, as TF; an example without labels gives NaN,
 /// as TF). The weighted mean of that over examples: state "<name>/total"
-/// and "<name>/max" (the weight sum), f64; the value is 0 before any
-/// weight. Default name "average_precision_at_<k>". The ranks come from
-/// score comparisons ([batch, num_classes, num_classes] of them).
-/// sparse_average_precision_at_k is TF's deprecated alias.
+/// and "<name>/max" (the weight sum; TF's is "max_1", a name-scope
+/// artifact), f64; the value is 0 before any weight. Default name
+/// "average_precision_at_<k>". The ranks come from score comparisons ([batch,
+/// num_classes, num_classes] of them). sparse_average_precision_at_k is TF's
+/// deprecated alias.
 Metric average_precision_at_k(const Tensor &labels, const Tensor &predictions,
                               int64_t k, const Tensor &weights = {},
                               const std::string &name = "");

@@ -734,6 +734,30 @@ TEST(MetricsHandWorked, TopKAndMeans) {
                       : static_cast<const float *>(data)[i]);
     return v;
   };
+  // The state: local variables named like TF's.
+  std::map<std::string, const rt::VariableSpec *> vars;
+  for (int32_t i = 0; i < model->spec().numVariables; ++i)
+    vars[model->spec().variables[i].name] = &model->spec().variables[i];
+  for (const char *name :
+       {"average_precision_at_2/max", "average_precision_at_2/total",
+        "precision_at_2/true_positive_at_2",
+        "precision_at_2/false_positive_at_2", "recall_at_2/false_negative_at_2",
+        "precision_at_k/true_positive_at_k",
+        "precision_at_k/false_positive_at_k", "recall_at_k/false_negative_at_k",
+        "precision_at_2_class0/true_positive_at_2_class0",
+        "recall_at_2_class0/false_negative_at_2_class0",
+        "mean_cosine_distance/total", "mean_relative_error/count",
+        "mean/total_tensor", "mean/count_tensor",
+        "percentage_below_threshold/total",
+        "sensitivity_at_specificity/true_positives",
+        "specificity_at_sensitivity/false_positives"}) {
+    ASSERT_TRUE(vars.count(name)) << name;
+    EXPECT_TRUE(vars[name]->local) << name;
+  }
+  EXPECT_EQ(vars["average_precision_at_2/max"]->dtype, rt::DType::F64);
+  EXPECT_EQ(vars["mean/total_tensor"]->shape[0], 2);
+  EXPECT_EQ(vars["sensitivity_at_specificity/true_positives"]->shape[0], 3);
+
   // Before any batch: the ratios NaN, the means 0 (cosine distance 1).
   EXPECT_TRUE(std::isnan(value("ptk")[0]));
   expectNear(value("ap2"), {0.0}, "ap2");
