@@ -389,34 +389,50 @@ Tensor memberOf(const Tensor &a, const Tensor &set) {
   return anyLast(equal(expand_dims(a, 2), expand_dims(set, 1)));
 }
 
-/// Integer labels [B] or [B, num_labels] as i64 [B, num_labels], checked
-/// against `predictions` [B, X] (rank 2, checked by the caller).
-Tensor labelMatrix(const Builder &b, const Tensor &labels,
-                   const Tensor &predictions, const char *predictionsWhat) {
+/// The examples of an _at_k metric, flattened: labels as i64 [M,
+/// num_labels], predictions [M, X] (X: classes or k) and the weights as f64
+/// [M] (or empty), M the product of the leading dimensions D1 ... DN.
+struct Examples {
+  Tensor ids, predictions, weights;
+};
+
+/// Integer labels [D1, ..., DN] or [D1, ..., DN, num_labels] against
+/// `predictions` [D1, ..., DN, X] (rank >= 2 and X known, checked by the
+/// caller); weights of rank 0 or N broadcast to [D1, ..., DN].
+Examples flattenExamples(const Builder &b, const Tensor &labels,
+                         const Tensor &predictions, const char *predictionsWhat,
+                         const Tensor &weights) {
   b.requireValue(labels, "labels");
   b.requireInteger(labels, "labels");
+  int64_t rank = predictions.rank();
   Tensor l = labels;
-  if (l.rank() == 1)
-    l = expand_dims(l, 1);
-  if (l.rank() != 2)
-    b.fail("labels " + describe(labels) +
-           " must be [batch] or [batch, num_labels] class ids");
-  if (l.shape()[1] == shape::kUnknownDim)
+  if (l.rank() == rank - 1)
+    l = expand_dims(l, -1);
+  if (l.rank() != rank)
+    b.fail("labels " + describe(labels) + " must be [D1, ..., DN] or [D1, " +
+           "..., DN, num_labels] class ids for " + predictionsWhat + " " +
+           describe(predictions));
+  int64_t L = l.shape().back(), X = predictions.shape().back();
+  if (L == shape::kUnknownDim)
     b.fail("labels " + describe(labels) +
            " must have a known number of labels per example");
-  int64_t lb = l.shape()[0], pb = predictions.shape()[0];
-  if (lb != shape::kUnknownDim && pb != shape::kUnknownDim && lb != pb)
-    b.fail("labels " + describe(labels) + " and " + predictionsWhat + " " +
-           describe(predictions) + " must have the same batch size");
-  return l.dtype() == DType::Int64 ? l : cast(l, DType::Int64);
-}
-
-/// `weights` as f64 broadcast to the examples [B] of `like`.
-Tensor exampleWeights(const Builder &b, const Tensor &like,
-                      const Tensor &weights) {
-  Tensor perExample = reduce_sum(cast(like, DType::Float32), Dims{1});
-  Tensor w = b.weightsFor(perExample, weights);
-  return w.valid() ? f64(w) : w;
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    int64_t ld = l.shape()[i], pd = predictions.shape()[i];
+    if (ld != shape::kUnknownDim && pd != shape::kUnknownDim && ld != pd)
+      b.fail("labels " + describe(labels) + " and " + predictionsWhat + " " +
+             describe(predictions) + " must have the same leading dimensions");
+  }
+  Examples out;
+  out.ids = l.dtype() == DType::Int64 ? l : cast(l, DType::Int64);
+  Tensor perExample = reduce_sum(cast(out.ids, DType::Float32), Dims{rank - 1});
+  if (Tensor w = b.weightsFor(perExample, weights); w.valid())
+    out.weights = f64(rank == 2 ? w : reshape(w, {-1}));
+  out.predictions = predictions;
+  if (rank > 2) {
+    out.ids = reshape(out.ids, {-1, L});
+    out.predictions = reshape(predictions, {-1, X});
+  }
+  return out;
 }
 
 /// Whether class `ids` (i64, broadcasting against `iota`) of each example is
@@ -439,14 +455,15 @@ Tensor classIota(Graph &g, int64_t C, const Dims &shape) {
   return g.constant(values, shape, DType::Int64, "class_ids");
 }
 
-/// Scores [B, num_classes] (float) of the *_at_k metrics; checks k.
+/// Scores [D1, ..., DN, num_classes] (float) of the *_at_k metrics; checks
+/// k.
 int64_t checkScores(const Builder &b, const Tensor &predictions, int64_t k) {
   b.requireValue(predictions, "predictions");
   b.requireFloat(predictions, "predictions");
-  if (predictions.rank() != 2)
+  if (predictions.rank() < 2)
     b.fail("predictions " + describe(predictions) +
-           " must be [batch, num_classes]");
-  int64_t C = predictions.shape()[1];
+           " must be [batch, num_classes] (or [D1, ..., DN, num_classes])");
+  int64_t C = predictions.shape().back();
   if (C == shape::kUnknownDim)
     b.fail("predictions " + describe(predictions) +
            " must have a known number of classes");
@@ -454,6 +471,24 @@ int64_t checkScores(const Builder &b, const Tensor &predictions, int64_t k) {
     b.fail("k must be in [1, " + std::to_string(C) + "], got " +
            std::to_string(k));
   return C;
+}
+
+/// The rank (f32 [B, L]) of each label's class among `predictions` [B, C]
+/// in tf.nn.top_k's order: the classes that score higher, or equally with a
+/// lower id (meaningless for an id outside [0, C): callers mask those).
+Tensor labelRanks(const Tensor &predictions, const Tensor &ids) {
+  Graph &g = predictions.graph();
+  int64_t C = predictions.shape()[1];
+  Tensor label = expand_dims(ids, 2);          // [B, L, 1]
+  Tensor scores = expand_dims(predictions, 1); // [B, 1, C]
+  Tensor iota = classIota(g, C, {1, 1, C});
+  Tensor zero = scalar(predictions, 0.0);
+  Tensor labelScore = reduce_sum(where(equal(iota, label), scores, zero),
+                                 Dims{2}, /*keep_dims=*/true); // [B, L, 1]
+  Tensor ahead =
+      logical_or(greater(scores, labelScore),
+                 logical_and(equal(scores, labelScore), less(iota, label)));
+  return reduce_sum(cast(ahead, DType::Float32), Dims{2});
 }
 
 /// precision_at_k / recall_at_k: the top k of `predictions` by rank, without
@@ -467,35 +502,30 @@ TopK topK(const Builder &b, const Tensor &labels, const Tensor &predictions,
   if (class_id && (*class_id < 0 || *class_id >= C))
     b.fail("class_id must be in [0, " + std::to_string(C) + "), got " +
            std::to_string(*class_id));
-  Tensor ids = labelMatrix(b, labels, predictions, "predictions"); // [B, L]
+  Examples ex = flattenExamples(b, labels, predictions, "predictions", weights);
+  Tensor ids = ex.ids, scores = ex.predictions; // [B, L], [B, C]
   Graph &g = b.graph();
   TopK out;
-  out.weights = exampleWeights(b, ids, weights);
+  out.weights = ex.weights;
   if (class_id) {
     // Binary in class_id: is it a label, is it in the top k.
     Tensor c = g.constant(static_cast<double>(*class_id), DType::Int64);
-    Tensor score = slice(predictions, {0, *class_id}, {-1, 1}); // [B, 1]
-    Tensor in = classInTopK(predictions, classIota(g, C, {1, C}),
-                            reshape(c, {1, 1}), score, k); // [B]
+    Tensor score = slice(scores, {0, *class_id}, {-1, 1}); // [B, 1]
+    Tensor in = classInTopK(scores, classIota(g, C, {1, C}), reshape(c, {1, 1}),
+                            score, k); // [B]
     Tensor isClass = anyLast(equal(ids, c));
     out.tp = f64(cast(logical_and(isClass, in), DType::Float32));
     out.fp = f64(cast(logical_and(logical_not(isClass), in), DType::Float32));
     out.fn = f64(cast(logical_and(isClass, logical_not(in)), DType::Float32));
     return out;
   }
-  Tensor label = expand_dims(ids, 2);          // [B, L, 1]
-  Tensor scores = expand_dims(predictions, 1); // [B, 1, C]
-  Tensor iota = classIota(g, C, {1, 1, C});
-  Tensor zero = scalar(predictions, 0.0);
-  Tensor labelScore = reduce_sum(where(equal(iota, label), scores, zero),
-                                 Dims{2}, /*keep_dims=*/true); // [B, L, 1]
   Tensor valid =
       logical_and(greater_equal(ids, g.constant(0.0, DType::Int64)),
                   less(ids, g.constant(static_cast<double>(C), DType::Int64)));
   Tensor distinct = logical_not(repeatsEarlier(ids)); // [B, L]
-  Tensor in =
-      logical_and(logical_and(distinct, valid),
-                  classInTopK(scores, iota, label, labelScore, k)); // [B, L]
+  Tensor in = logical_and(
+      logical_and(distinct, valid),
+      less(labelRanks(scores, ids), static_cast<double>(k))); // [B, L]
   out.tp = countRow(in);
   out.fp = subtract(g.constant(static_cast<double>(k), DType::Float64), out.tp);
   out.fn = subtract(countRow(distinct), out.tp);
@@ -508,19 +538,22 @@ TopK topKOnIds(const Builder &b, const Tensor &labels,
                std::optional<int64_t> class_id, const Tensor &weights) {
   b.requireValue(predictions_idx, "predictions_idx");
   b.requireInteger(predictions_idx, "predictions_idx");
-  if (predictions_idx.rank() != 2 ||
-      predictions_idx.shape()[1] == shape::kUnknownDim)
+  if (predictions_idx.rank() < 2 ||
+      predictions_idx.shape().back() == shape::kUnknownDim)
     b.fail("predictions_idx " + describe(predictions_idx) +
-           " must be [batch, k] class ids with a known k");
+           " must be [batch, k] (or [D1, ..., DN, k]) class ids with a known "
+           "k");
   if (k && *k < 1)
     b.fail("k must be >= 1, got " + std::to_string(*k));
-  Tensor ids = labelMatrix(b, labels, predictions_idx, "predictions_idx");
-  Tensor top = predictions_idx.dtype() == DType::Int64
-                   ? predictions_idx
-                   : cast(predictions_idx, DType::Int64);
+  Examples ex =
+      flattenExamples(b, labels, predictions_idx, "predictions_idx", weights);
+  Tensor ids = ex.ids;
+  Tensor top = ex.predictions.dtype() == DType::Int64
+                   ? ex.predictions
+                   : cast(ex.predictions, DType::Int64);
   Graph &g = b.graph();
   TopK out;
-  out.weights = exampleWeights(b, ids, weights);
+  out.weights = ex.weights;
   auto count = [](const Tensor &t) { return f64(cast(t, DType::Float32)); };
   if (class_id) {
     Tensor c = g.constant(static_cast<double>(*class_id), DType::Int64);
@@ -928,43 +961,30 @@ Metric averagePrecisionAtK(const char *metric, const Tensor &labels,
     b.fail("k must be >= 1, got " + std::to_string(k));
   int64_t C = checkScores(b, predictions, k);
   Graph &g = b.graph();
-  Tensor ids = labelMatrix(b, labels, predictions, "predictions"); // [B, L]
+  Examples ex = flattenExamples(b, labels, predictions, "predictions", weights);
+  Tensor ids = ex.ids; // [B, L]
   // TF's _clean_out_of_range_indices: ids >= num_classes become -1.
   Tensor numClasses = g.constant(static_cast<double>(C), DType::Int64);
   ids = where(greater_equal(ids, numClasses), g.constant(-1.0, DType::Int64),
               ids);
-  // rank[b, c]: the classes ahead of c in tf.nn.top_k's order.
-  Tensor mine = expand_dims(predictions, 2);   // [B, C, 1]: class c
-  Tensor others = expand_dims(predictions, 1); // [B, 1, C]: class c'
-  Tensor ahead = logical_or(
-      greater(others, mine),
-      logical_and(equal(others, mine), less(classIota(g, C, {1, 1, C}),
-                                            classIota(g, C, {1, C, 1}))));
-  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{2}); // [B, C]
-  Tensor isLabel = cast(memberOf(classIota(g, C, {1, C}), ids),
-                        DType::Float32); // [B, C]: class c is a label
-  // atPosition[b, j, c]: class c is the j-th of the top k.
-  std::vector<double> positions(k);
-  for (int64_t j = 0; j < k; ++j)
-    positions[j] = static_cast<double>(j);
-  Tensor atPosition =
-      cast(equal(expand_dims(rank, 1), g.constant(positions, {1, k, 1})),
-           DType::Float32);
-  Tensor relevant = reduce_sum(multiply(atPosition, expand_dims(isLabel, 1)),
-                               Dims{2}); // [B, k]
-  // tp_per_k = cumsum(relevant): relevant x upper-triangular ones.
-  std::vector<double> upTo(k * k, 0.0); // [j', j] = j' <= j
-  for (int64_t j = 0; j < k; ++j)
-    for (int64_t jj = 0; jj <= j; ++jj)
-      upTo[jj * k + j] = 1.0;
-  Tensor tpPerK = matmul(relevant, g.constant(upTo, {k, k}));
-  std::vector<double> retrieved(k);
-  for (int64_t j = 0; j < k; ++j)
-    retrieved[j] = static_cast<double>(j + 1);
-  Tensor precisionPerK = divide(
-      f64(tpPerK), g.constant(retrieved, {1, k}, DType::Float64)); // [B, k]
+  // The j-th of the top k is relevant when it is a label: the distinct
+  // labels (ids >= 0 after the cleaning are classes) of rank < k. At the
+  // position of such a label, precision@j = (the relevant labels of rank
+  // <= its rank) / (its rank + 1); precision_sum adds those.
+  Tensor rank = labelRanks(ex.predictions, ids); // [B, L]
+  Tensor relevant =
+      cast(logical_and(
+               logical_and(logical_not(repeatsEarlier(ids)),
+                           greater_equal(ids, g.constant(0.0, DType::Int64))),
+               less(rank, static_cast<double>(k))),
+           DType::Float32); // [B, L]
+  Tensor upTo = cast(less_equal(expand_dims(rank, 1), expand_dims(rank, 2)),
+                     DType::Float32); // [B, l, l']: rank l' <= rank l
+  Tensor tpUpTo =
+      reduce_sum(multiply(upTo, expand_dims(relevant, 1)), Dims{2}); // [B, L]
+  Tensor precisionAt = divide(f64(tpUpTo), f64(rank + 1.0));
   Tensor precisionSum =
-      reduce_sum(multiply(precisionPerK, f64(relevant)), Dims{1}); // [B]
+      reduce_sum(multiply(precisionAt, f64(relevant)), Dims{1}); // [B]
   // TF's _num_relevant: min(number of ids >= 0, k), duplicates included.
   Tensor numLabels = reduce_sum(
       cast(greater_equal(ids, g.constant(0.0, DType::Int64)), DType::Float32),
@@ -972,7 +992,7 @@ Metric averagePrecisionAtK(const char *metric, const Tensor &labels,
   Tensor numRelevant =
       f64(minimum(numLabels, g.constant(static_cast<double>(k))));
   Tensor average = divide(precisionSum, numRelevant); // NaN without labels
-  Tensor w = exampleWeights(b, ids, weights);
+  Tensor w = ex.weights;
   Tensor batchMax;
   if (w.valid()) {
     average = multiply(average, w);

@@ -154,7 +154,9 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
 
 /// Sparse labels [batch] or [batch, num_labels] of class ids (a set per
 /// example: a repeated id counts once), predictions [batch, num_classes] of
-/// scores. The top k are tf.nn.top_k's: higher score first, equal scores by
+/// scores (or [D1, ..., DN] / [D1, ..., DN, num_labels] labels against [D1,
+/// ..., DN, num_classes], weights of rank 0 or N: every leading position an
+/// example). The top k are tf.nn.top_k's: higher score first, equal scores by
 /// lower class id first, so a class is in the top k when fewer than k
 /// classes have a higher score or an equal score and a lower id. Per
 /// example, as TF's set arithmetic on the labels and the top k: tp = labels
@@ -185,12 +187,12 @@ Metric sparse_precision_at_k(const Tensor &labels, const Tensor &predictions,
                              const std::string &name = "");
 
 /// precision_at_k / recall_at_k on given top-k class ids: `predictions_idx`
-/// [batch, k] (integer, any ids; a repeated id counts once), `labels`
-/// [batch] or [batch, num_labels] integer ids. Per example, as TF's set
-/// arithmetic: tp = |top ∩ labels|, fp = |top − labels|, fn = |labels −
-/// top|; with `class_id` c both sets are first cut down to {c}. `k` only
-/// names the metric ("precision_at_<k>", or "precision_at_k" without it) and
-/// must be >= 1 when given. f64 values, NaN before anything is counted.
+/// [batch, k] (integer, any ids; a repeated id counts once; or [D1, ...,
+/// DN, k]), `labels` [batch] or [batch, num_labels] integer ids. Per example,
+/// as TF's set arithmetic: tp = |top ∩ labels|, fp = |top − labels|, fn =
+/// |labels − top|; with `class_id` c both sets are first cut down to {c}. `k`
+/// only names the metric ("precision_at_<k>", or "precision_at_k" without it)
+/// and must be >= 1 when given. f64 values, NaN before anything is counted.
 Metric precision_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
                           std::optional<int64_t> k = std::nullopt,
                           std::optional<int64_t> class_id = std::nullopt,
@@ -210,9 +212,10 @@ Metric recall_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
 /// as TF). The weighted mean of that over examples: state "<name>/total"
 /// and "<name>/max" (the weight sum; TF's is "max_1", a name-scope
 /// artifact), f64; the value is 0 before any weight. Default name
-/// "average_precision_at_<k>". The ranks come from score comparisons ([batch,
-/// num_classes, num_classes] of them). sparse_average_precision_at_k is TF's
-/// deprecated alias.
+/// "average_precision_at_<k>". Leading dimensions as precision_at_k's. The
+/// labels' ranks come from score comparisons ([batch, num_labels,
+/// num_classes] of them). sparse_average_precision_at_k is TF's deprecated
+/// alias.
 Metric average_precision_at_k(const Tensor &labels, const Tensor &predictions,
                               int64_t k, const Tensor &weights = {},
                               const std::string &name = "");

@@ -14,6 +14,8 @@
 //   batch N              then one line per feature, N rows each:
 //   labels V...  multi V...  scores V...  idx V...  bin V...  p V...
 //   y V...  yhat V...  norm V...  w V...
+//   multi3 V...  scores3 V...  idx3 V...  w3 V...   ([N, 2, ...]: two
+//                        examples per row)
 //   end                  runs the batch
 // Output, per batch: "step I", then "metric KEY V..." lines (%.17g; nan).
 //
@@ -93,6 +95,17 @@ std::vector<std::pair<std::string, Metric>> buildMetrics(Graph &g,
         metrics::average_precision_at_k(multi, scores, 3, w));
     add("sparse_average_precision_at_2",
         metrics::sparse_average_precision_at_k(multi, scores, 2, w));
+    // Two examples per row: [B, 2, ...] (weights [B, 2]).
+    Tensor w3 = weighted ? f["w3"] : Tensor();
+    add("precision_at_2_3d", metrics::precision_at_k(f["multi3"], f["scores3"],
+                                                     2, std::nullopt, w3));
+    add("recall_at_top_k_3d",
+        metrics::recall_at_top_k(f["multi3"], f["idx3"], std::nullopt,
+                                 std::nullopt, w3));
+    add("precision_at_top_k_3d_class0",
+        metrics::precision_at_top_k(f["multi3"], f["idx3"], s.K, 0, w3));
+    add("average_precision_at_2_3d",
+        metrics::average_precision_at_k(f["multi3"], f["scores3"], 2, w3));
     add("mean_cosine_distance",
         metrics::mean_cosine_distance(f["y"], f["yhat"], 1,
                                       weighted ? expand_dims(w, 1) : w));
@@ -122,12 +135,19 @@ graph::GraphDef buildGraph(const Sizes &s, std::vector<std::string> &keys) {
   Graph graph;
   InputSpec inputs;
   const int64_t B = -1;
-  inputs.features = {
-      {"multi", DType::Int64, {B, s.L}},  {"scores", DType::Float32, {B, s.C}},
-      {"idx", DType::Int64, {B, s.K}},    {"bin", DType::Int64, {B}},
-      {"p", DType::Float32, {B}},         {"y", DType::Float32, {B, s.D}},
-      {"yhat", DType::Float32, {B, s.D}}, {"norm", DType::Float32, {B, s.D}},
-      {"w", DType::Float32, {B}}};
+  inputs.features = {{"multi", DType::Int64, {B, s.L}},
+                     {"scores", DType::Float32, {B, s.C}},
+                     {"idx", DType::Int64, {B, s.K}},
+                     {"bin", DType::Int64, {B}},
+                     {"p", DType::Float32, {B}},
+                     {"y", DType::Float32, {B, s.D}},
+                     {"yhat", DType::Float32, {B, s.D}},
+                     {"norm", DType::Float32, {B, s.D}},
+                     {"w", DType::Float32, {B}},
+                     {"multi3", DType::Int64, {B, 2, s.L}},
+                     {"scores3", DType::Float32, {B, 2, s.C}},
+                     {"idx3", DType::Int64, {B, 2, s.K}},
+                     {"w3", DType::Float32, {B, 2}}};
   inputs.labels = TensorSpec{"labels", DType::Int64, {B}};
   build_mode(graph, ModeKeys::EVAL, inputs,
              [&](Graph &g, const TensorMap &f, const Tensor &labels, ModeKeys) {
@@ -224,16 +244,21 @@ int main(int argc, char **argv) {
       if (!model)
         die("'end' before 'sizes'");
       model->set_batch(n);
-      const std::map<std::string, int64_t> widths = {{"labels", 1},
-                                                     {"features/multi", s.L},
-                                                     {"features/scores", s.C},
-                                                     {"features/idx", s.K},
-                                                     {"features/bin", 1},
-                                                     {"features/p", 1},
-                                                     {"features/y", s.D},
-                                                     {"features/yhat", s.D},
-                                                     {"features/norm", s.D},
-                                                     {"features/w", 1}};
+      const std::map<std::string, int64_t> widths = {
+          {"labels", 1},
+          {"features/multi", s.L},
+          {"features/scores", s.C},
+          {"features/idx", s.K},
+          {"features/bin", 1},
+          {"features/p", 1},
+          {"features/y", s.D},
+          {"features/yhat", s.D},
+          {"features/norm", s.D},
+          {"features/w", 1},
+          {"features/multi3", 2 * s.L},
+          {"features/scores3", 2 * s.C},
+          {"features/idx3", 2 * s.K},
+          {"features/w3", 2}};
       for (const auto &[input, width] : widths) {
         std::string name =
             input == "labels" ? input : input.substr(std::strlen("features/"));

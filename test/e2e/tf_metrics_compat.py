@@ -3,7 +3,8 @@
 
 For each case (sizes and a seed): random batches of class ids (with
 duplicates, -1 and ids >= num_classes), scores with ties, given top-k ids
-(with repeats and unknown ids), binary labels, probabilities on a grid
+(with repeats and unknown ids), the same with two examples per row
+([batch, 2, ...]), binary labels, probabilities on a grid
 (ties, exactly 0 and 1), regression values with zero normalizers, and
 example weights (0 included). metrics_tool (the JIT) runs every metric of
 its list, unweighted and weighted, over the batches in turn (streaming,
@@ -61,6 +62,17 @@ def tf_metrics(tf, f, labels, K):
             m.average_precision_at_k(multi, scores, 3, weights=w))
         add("sparse_average_precision_at_2",
             m.sparse_average_precision_at_k(multi, scores, 2, weights=w))
+        w3 = f["w3"] if weighted else None
+        add("precision_at_2_3d",
+            m.precision_at_k(f["multi3"], f["scores3"], 2, weights=w3))
+        add("recall_at_top_k_3d",
+            m.recall_at_top_k(f["multi3"], f["idx3"], weights=w3))
+        add("precision_at_top_k_3d_class0",
+            m.precision_at_top_k(f["multi3"], f["idx3"], k=K, class_id=0,
+                                 weights=w3))
+        add("average_precision_at_2_3d",
+            m.average_precision_at_k(f["multi3"], f["scores3"], 2,
+                                     weights=w3))
         add("mean_cosine_distance",
             m.mean_cosine_distance(f["y"], f["yhat"], 1,
                                    weights=None if w is None
@@ -87,7 +99,7 @@ def tf_metrics(tf, f, labels, K):
     return out
 
 
-def make_batch(np, rng, n, C, L, K, D):
+def make_batch(np, rng, n, C, L, K, D, rows=None):
     """One batch of every feature (numpy arrays)."""
     # Mostly class ids, sometimes -1 or an id >= C; the first label of
     # `multi` is always a class (average precision divides by the labels).
@@ -110,7 +122,7 @@ def make_batch(np, rng, n, C, L, K, D):
         idx[rep, 1] = idx[rep, 0]
     idx = np.where(rng.random((n, K)) < 0.1, C + 1, idx)
     norm = rng.integers(-4, 5, size=(n, D)).astype(np.float32) * 0.5
-    return {
+    batch = {
         "labels": ids((n,)),
         "multi": multi,
         "scores": scores,
@@ -122,6 +134,12 @@ def make_batch(np, rng, n, C, L, K, D):
         "norm": norm,
         "w": rng.choice([0.0, 0.5, 1.0, 2.0, 0.3], size=n).astype(np.float32),
     }
+    if rows is not None:
+        return batch
+    two = make_batch(np, rng, 2 * n, C, L, K, D, rows=2)
+    for key in ("multi", "scores", "idx", "w"):  # [n, 2, ...]
+        batch[key + "3"] = two[key].reshape((n, 2) + two[key].shape[1:])
+    return batch
 
 
 def fmt(a):
@@ -163,11 +181,12 @@ def run_case(np, tf, tool, seed, C, L, K, D, sizes):
     with g.as_default():
         dtypes = {"labels": tf.int64, "multi": tf.int64, "idx": tf.int64,
                   "bin": tf.int64}
-        widths = {"multi": L, "scores": C, "idx": K, "y": D, "yhat": D,
-                  "norm": D}
+        dtypes.update({"multi3": tf.int64, "idx3": tf.int64})
+        shapes = {"multi": [L], "scores": [C], "idx": [K], "y": [D],
+                  "yhat": [D], "norm": [D], "multi3": [2, L],
+                  "scores3": [2, C], "idx3": [2, K], "w3": [2]}
         ph = {k: tf.compat.v1.placeholder(
-            dtypes.get(k, tf.float32),
-            [None, widths[k]] if k in widths else [None], name=k)
+            dtypes.get(k, tf.float32), [None] + shapes.get(k, []), name=k)
             for k in batches[0]}
         metrics = tf_metrics(tf, ph, ph["labels"], K)
         updates = [u for _, (_, u) in metrics]

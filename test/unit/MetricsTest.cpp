@@ -900,14 +900,15 @@ TEST(MetricsErrors, TopKAverageAndRateMetrics) {
               {"average_precision_at_k", "predictions 'eval/idx' i64 [?,2] "
                                          "must be float"});
   // Shape mismatches.
-  expectError([&] { metrics::recall_at_top_k(labels, cube); },
-              {"predictions_idx 'eval/cube' i64 [?,2,2] must be [batch, k]"});
+  expectError([&] { metrics::recall_at_top_k(labels, ids); },
+              {"predictions_idx 'eval/ids' i64 [?] must be [batch, k]"});
   expectError([&] { metrics::precision_at_top_k(cube, idx); },
-              {"labels 'eval/cube' i64 [?,2,2] must be [batch] or [batch, "
-               "num_labels] class ids"});
+              {"labels 'eval/cube' i64 [?,2,2] must be [D1, ..., DN] or [D1, "
+               "..., DN, num_labels] class ids for predictions_idx 'eval/idx' "
+               "i64 [?,2]"});
   expectError([&] { metrics::precision_at_top_k(four, three); },
               {"labels 'eval/four' i64 [4] and predictions_idx 'eval/three' "
-               "i64 [3,2] must have the same batch size"});
+               "i64 [3,2] must have the same leading dimensions"});
   expectError([&] { metrics::mean_cosine_distance(wide, wider, 1); },
               {"metrics::mean_cosine_distance 'mean_cosine_distance'",
                "'eval/wide' f32 [?,3]", "'eval/wider' f32 [?,4]",
