@@ -5,8 +5,8 @@ batches, 20 training steps, the losses and the final weights.
 resnet: examples/fashion_mnist/ResNetModel.h (conv + batch norm residual
 blocks, global average pooling, momentum with weight decay on a piecewise
 schedule, the batch norm moving averages updated by the train_op), written
-here with tf.compat.v1.layers in graph mode, variables named as estc names
-them. model_parity_tool (test/data/model_parity_tool.cpp) trains estc's.
+with tf.compat.v1.layers in bench/tf_toolbox_models.py (the benchmark's TF
+peer runs the same definition), variables named as estc names them. model_parity_tool (test/data/model_parity_tool.cpp) trains estc's.
 
 usage: tf_model_parity.py --tool=build/bin/model_parity_tool [--steps=N]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
@@ -17,48 +17,9 @@ import subprocess
 import sys
 import tempfile
 
-
-def resnet_tf(tf, x, labels, opts, boundaries, values):
-    """The model of examples/fashion_mnist/ResNetModel.cpp in TF: the
-    layers in the same order (so the same default names)."""
-    L = tf.compat.v1.layers
-    init = tf.compat.v1.variance_scaling_initializer(2.0, "fan_out")
-
-    def conv(h, filters, kernel, stride):
-        return L.conv2d(h, filters, kernel, stride, padding="same",
-                        use_bias=False, kernel_initializer=init)
-
-    def bn(h):
-        return L.batch_normalization(h, axis=-1,
-                                     momentum=opts["batch_norm_momentum"],
-                                     epsilon=1e-5, training=True)
-
-    def block(h, filters, stride):
-        shortcut = h
-        if stride != 1 or h.shape[-1] != filters:
-            shortcut = bn(conv(h, filters, 1, stride))
-        y = tf.nn.relu(bn(conv(h, filters, 3, stride)))
-        y = bn(conv(y, filters, 3, 1))
-        return tf.nn.relu(y + shortcut)
-
-    width, blocks = int(opts["width"]), int(opts["blocks_per_stage"])
-    net = tf.nn.relu(bn(conv(x, width, 3, 1)))
-    for stage in range(3):
-        for b in range(blocks):
-            net = block(net, width << stage, 2 if stage > 0 and b == 0 else 1)
-    net = tf.reduce_mean(net, axis=[1, 2])
-    logits = L.dense(net, 10)
-    loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(labels, logits)
-    decay = [tf.nn.l2_loss(v) for v in tf.compat.v1.trainable_variables()
-             if "kernel" in v.name]
-    loss = loss + tf.add_n(decay) * opts["weight_decay"]
-    step = tf.compat.v1.train.get_or_create_global_step()
-    lr = tf.compat.v1.train.piecewise_constant(step, boundaries, values)
-    opt = tf.compat.v1.train.MomentumOptimizer(lr, opts["momentum"])
-    updates = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS)
-    with tf.control_dependencies(updates):
-        train_op = opt.minimize(loss, global_step=step)
-    return loss, train_op
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench"))
+from tf_toolbox_models import resnet_tf  # noqa: E402
 
 
 def main():
