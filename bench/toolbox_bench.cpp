@@ -89,9 +89,9 @@ std::string runResNet(int threads, int64_t batch, int64_t warmup,
                   {.hooks = {clock}, .steps = warmup + steps});
   std::filesystem::remove_all(dir);
   std::ostringstream json;
-  json << "{\"peer\": \"estc\", \"part\": \"resnet\", \"threads\": "
-       << threads << ", \"batch\": " << batch << ", "
-       << clock->json_fields(warmup, steps) << "}";
+  json << "{\"peer\": \"estc\", \"part\": \"resnet\", \"threads\": " << threads
+       << ", \"batch\": " << batch << ", " << clock->json_fields(warmup, steps)
+       << "}";
   return json.str();
 }
 
@@ -101,9 +101,9 @@ int main(int argc, char **argv) {
   using flags::Flag;
   std::string part = "resnet", threadList = "1,2";
   int64_t warmup = 5, steps = 30, batch = 128;
-  flags::FlagParser parser(
-      "toolbox_bench", "Issue 28's models through Estimator::train: the "
-                       "ResNet-style Fashion-MNIST model.");
+  flags::FlagParser parser("toolbox_bench",
+                           "Issue 28's models through Estimator::train: the "
+                           "ResNet-style Fashion-MNIST model.");
   parser.add(Flag("part", &part, "what to measure").choices({"resnet"}));
   parser.add(Flag("threads", &threadList, "thread counts, comma-separated")
                  .value_name("N,..."));

@@ -38,8 +38,8 @@ Tensor resnet_logits(const Tensor &images, bool training,
   for (int64_t stage = 0; stage < 3; ++stage) {
     int64_t filters = o.width << stage;
     for (int64_t block = 0; block < o.blocks_per_stage; ++block)
-      net = basicBlock(net, filters, stage > 0 && block == 0 ? 2 : 1,
-                       training, o);
+      net = basicBlock(net, filters, stage > 0 && block == 0 ? 2 : 1, training,
+                       o);
   }
   net = reduce_mean(net, Dims{1, 2}); // global average pooling
   return layers::dense(net, o.n_classes);

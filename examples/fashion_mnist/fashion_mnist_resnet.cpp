@@ -47,16 +47,16 @@ int main(int argc, char **argv) {
   std::string boundaries = "3752,5628", values = "0.1,0.01,0.001";
   auto modelFlags = [&](flags::FlagParser &parser) {
     using flags::Flag;
-    parser.add(Flag("width", &options.width, "channels of the first stage")
-                   .min(1));
+    parser.add(
+        Flag("width", &options.width, "channels of the first stage").min(1));
     parser.add(Flag("blocks_per_stage", &options.blocks_per_stage,
                     "basic blocks in each of the 3 stages")
                    .min(1));
     parser.add(Flag("weight_decay", &options.weight_decay,
                     "times the kernels' l2_loss, added to the loss")
                    .min(0));
-    parser.add(Flag("momentum", &options.momentum, "the optimizer's momentum")
-                   .min(0));
+    parser.add(
+        Flag("momentum", &options.momentum, "the optimizer's momentum").min(0));
     parser.add(Flag("lr_boundaries", &boundaries,
                     "the schedule's step boundaries, comma-separated"));
     parser.add(Flag("lr_values", &values,

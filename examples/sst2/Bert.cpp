@@ -29,9 +29,9 @@ Tensor layerNorm(const Tensor &x) {
   Tensor mean = reduce_mean(x, Dims{-1}, true);
   Tensor centered = subtract(x, mean);
   Tensor variance = reduce_mean(square(centered), Dims{-1}, true);
-  return add(multiply(multiply(centered, rsqrt(add(variance, 1e-12))),
-                      gamma.read()),
-             beta.read());
+  return add(
+      multiply(multiply(centered, rsqrt(add(variance, 1e-12))), gamma.read()),
+      beta.read());
 }
 
 /// modeling.py's gelu: the tanh approximation.
@@ -66,8 +66,8 @@ Tensor attentionLayer(const Tensor &x, const Tensor &bias, bool training,
   Tensor q = splitHeads(dense(x, o.hidden_size, "query", o), o);
   Tensor k = splitHeads(dense(x, o.hidden_size, "key", o), o);
   Tensor v = splitHeads(dense(x, o.hidden_size, "value", o), o);
-  double scale = 1.0 / std::sqrt(static_cast<double>(o.hidden_size /
-                                                     o.num_heads));
+  double scale =
+      1.0 / std::sqrt(static_cast<double>(o.hidden_size / o.num_heads));
   Tensor scores = add(multiply(matmul(q, k, false, true), scale), bias);
   Tensor probs = dropout(nn::softmax(scores), o.attention_dropout, training);
   Tensor context = transpose(matmul(probs, v), {0, 2, 1, 3});
@@ -91,9 +91,9 @@ Tensor bert_pooled_output(const Tensor &input_ids, const Tensor &lengths,
   Tensor x;
   {
     auto scope = g.name_scope("embeddings");
-    Variable words = g.get_variable("word_embeddings", DType::Float32,
-                                    {o.vocab_size, o.hidden_size}, weights(o),
-                                    true, true);
+    Variable words =
+        g.get_variable("word_embeddings", DType::Float32,
+                       {o.vocab_size, o.hidden_size}, weights(o), true, true);
     Variable types = g.get_variable("token_type_embeddings", DType::Float32,
                                     {o.type_vocab_size, o.hidden_size},
                                     weights(o), true, true);
@@ -121,8 +121,8 @@ Tensor bert_pooled_output(const Tensor &input_ids, const Tensor &lengths,
         Tensor context = attentionLayer(x, bias, training, o);
         auto out = g.name_scope("output");
         attention = dense(context, o.hidden_size, "dense", o);
-        attention = layerNorm(
-            add(dropout(attention, o.hidden_dropout, training), x));
+        attention =
+            layerNorm(add(dropout(attention, o.hidden_dropout, training), x));
       }
       Tensor intermediate;
       {
@@ -143,10 +143,9 @@ Tensor bert_logits(const Tensor &input_ids, const Tensor &lengths,
                    bool training, const BertOptions &o) {
   Tensor pooled = bert_pooled_output(input_ids, lengths, training, o);
   Graph &g = input_ids.graph();
-  Variable w = g.get_variable("output_weights", DType::Float32,
-                              {o.num_classes, o.hidden_size},
-                              truncated_normal_initializer(0.0, 0.02), true,
-                              true);
+  Variable w = g.get_variable(
+      "output_weights", DType::Float32, {o.num_classes, o.hidden_size},
+      truncated_normal_initializer(0.0, 0.02), true, true);
   Variable b = g.get_variable("output_bias", DType::Float32, {o.num_classes},
                               zeros_initializer(), true, true);
   pooled = dropout(pooled, o.hidden_dropout, training);
@@ -183,8 +182,8 @@ data::Dataset bert_dataset(std::shared_ptr<const Sentences> sentences,
         std::map<std::string, data::Element> features;
         features.emplace("input_ids", data::Element(TensorValue::of<int64_t>(
                                           {seq_length}, tokens)));
-        features.emplace("lengths", data::Element(
-                                        TensorValue::of<int64_t>({}, {length})));
+        features.emplace("lengths",
+                         data::Element(TensorValue::of<int64_t>({}, {length})));
         return data::Element::tuple(
             {data::Element::dict(std::move(features)),
              data::Element(TensorValue::of<int64_t>({}, {s.label}))});

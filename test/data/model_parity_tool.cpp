@@ -114,8 +114,8 @@ graph::GraphDef resnetGraph(const Case &k) {
                    TensorSpec{"labels", DType::Int64, {-1}}};
   Graph g;
   build_mode(g, ModeKeys::TRAIN, inputs,
-             [&](Graph &graph, const TensorMap &features,
-                 const Tensor &labels, ModeKeys) {
+             [&](Graph &graph, const TensorMap &features, const Tensor &labels,
+                 ModeKeys) {
                Tensor logits = examples::resnet_logits(features["x"], true, o);
                Signature s;
                s.loss = examples::resnet_loss(graph, labels, logits, o);
@@ -173,8 +173,8 @@ int main(int argc, char **argv) {
       y[i] = static_cast<int64_t>(ys[i]);
     model.run(train);
     std::cout << "loss " << step << " "
-              << *static_cast<const float *>(
-                     model.output_data(train, model.output_index(train, "loss")))
+              << *static_cast<const float *>(model.output_data(
+                     train, model.output_index(train, "loss")))
               << "\n";
   }
   for (const auto &[name, values] : k.vars) {
