@@ -1,8 +1,10 @@
 //===- Metrics.cpp - Streaming metrics (tf.compat.v1.metrics) -----------===//
 //
 // Each metric is built from est ops only: comparisons, casts, one_hot,
-// reduce_sum and matmul compute one batch's counts; read_variable + add +
-// assign_variable fold them into local variables.
+// reduce_sum and matmul compute one batch's counts (top-k ranks and set
+// arithmetic by broadcast comparisons, no sort; argmin / gather pick a
+// threshold); read_variable + add + assign_variable fold them into local
+// variables.
 //
 //===----------------------------------------------------------------------===//
 

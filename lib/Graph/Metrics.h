@@ -176,10 +176,8 @@ Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
                    std::optional<int64_t> class_id = std::nullopt,
                    const Tensor &weights = {}, const std::string &name = "");
 
-/// Labels as for precision_at_k, or several per example: [batch,
-/// num_labels] class ids, a set per example (duplicates count once, TF's
-/// tf.sets on dense ids). sparse_precision_at_k is TF's deprecated alias of
-/// precision_at_k: the same metric, the same names.
+/// TF's deprecated alias of precision_at_k: the same metric, the same names
+/// (errors name metrics::sparse_precision_at_k).
 Metric sparse_precision_at_k(const Tensor &labels, const Tensor &predictions,
                              int64_t k,
                              std::optional<int64_t> class_id = std::nullopt,
