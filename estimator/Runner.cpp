@@ -189,6 +189,19 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       SummarySaverHook::Options summaries;
       summaries.save_steps = config_.save_summary_steps();
       summaries.summary_writer = events;
+      // model_fn's summaries (TF's Scaffold summary_op, merge_all()), then
+      // the loss, which TF's Estimator adds to them.
+      for (const graph::SummaryDef &s : backend_.summaries(ModeKeys::TRAIN)) {
+        summary::ModelSummary ms;
+        ms.tag = s.tag();
+        ms.kind = s.kind();
+        if (!s.node().empty())
+          ms.fetch = "summaries/" + s.tag();
+        ms.max_outputs = s.max_outputs();
+        ms.text.assign(s.text().begin(), s.text().end());
+        ms.text_shape.assign(s.text_shape().begin(), s.text_shape().end());
+        summaries.summaries.push_back(std::move(ms));
+      }
       hooks.push_back(std::make_shared<SummarySaverHook>(
           std::map<std::string, std::string>{{"loss", "loss"}}, summaries));
     }
@@ -322,6 +335,8 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   } else {
     step = std::make_unique<ModelStep>(m, fn, /*metricsFn=*/-1, data, "train");
   }
+  // The steps whose summaries are written run it instead of @train.
+  step->set_summaries_function(m.find_function("train_summaries"));
   std::unique_ptr<DistributedStep> replicaStep;
   if (group)
     replicaStep = std::make_unique<DistributedStep>(
