@@ -14,10 +14,11 @@ std::string describe(const Tensor &t) {
          shape::toString(t.shape()) + ")";
 }
 
-/// TF's summary_scope: the name scope "<scope>/<family>/<name>" made
-/// unique (an existing node or summary of that name gets "_1", "_2", ...);
-/// the tag is that scope without the mode prefix, with "<family>/" before
-/// it when a family is given.
+/// TF's summary_scope: "<scope>/<family>/<name>" made unique among the
+/// mode's summaries ("acc", then "acc_1", ...), without the mode prefix;
+/// with a family, "<family>/" before it. (TF also steps past names of ops
+/// and name scopes; an Estimator's model_fn rarely names a summary after
+/// one, and its features are not placeholders named by their keys there.)
 std::string uniqueTag(Graph &g, const char *kind, const std::string &name,
                       const std::string &family) {
   std::string where = std::string("summary.") + kind + " '" + name + "'";
@@ -32,17 +33,13 @@ std::string uniqueTag(Graph &g, const char *kind, const std::string &name,
     throw GraphError(where + ": invalid summary name (letters, digits, '_', "
                              "'-', '.', '/')");
   }
-  std::string modePrefix =
-      g.mode() ? std::string(mode_key(*g.mode())) + "/" : std::string();
   std::string scope = g.current_scope();
   for (int i = 0;; ++i) {
     std::string candidate = i ? base + "_" + std::to_string(i) : base;
     std::string tag = scope.empty() ? candidate : scope + "/" + candidate;
     if (!family.empty())
       tag = family + "/" + tag;
-    if (!g.has_node(modePrefix + (scope.empty() ? "" : scope + "/") +
-                    candidate) &&
-        !g.has_summary(tag))
+    if (!g.has_summary(tag))
       return tag;
   }
 }

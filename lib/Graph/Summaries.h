@@ -10,8 +10,9 @@
 //
 // Each call records a graph::SummaryDef in the current mode's summaries
 // (TF's SUMMARIES collection; merge_all() lists them). The tag is TF's: the
-// name in the current name scope (without the mode prefix), made unique as
-// TF's name scopes make it ("accuracy", then "accuracy_1"); with `family`,
+// name in the current name scope (without the mode prefix), made unique
+// among the mode's summaries as TF's name scopes make it ("accuracy", then
+// "accuracy_1"); with `family`,
 // "<family>/<family>/<name>" as tf.compat.v1.summary writes it. Graph::
 // set_signature records the mode's summaries in its signature.
 //

@@ -84,7 +84,7 @@ TEST(SummariesTest, BadSummariesAreOneLineErrors) {
             "summary.scalar 'loss_x': tensor 'train/x' (f32 [?,4]) is not a "
             "scalar of a float or integer type");
   EXPECT_EQ(errorOf([&] { summary::scalar("flag", flag); }),
-            "summary.scalar 'flag_1': tensor 'train/flag' (i1 []) is not a "
+            "summary.scalar 'flag': tensor 'train/flag' (i1 []) is not a "
             "scalar of a float or integer type");
   EXPECT_EQ(errorOf([&] { summary::histogram("h", flag); }),
             "summary.histogram 'h': values 'train/flag' (i1 []) are not of a "
