@@ -15,10 +15,10 @@
 //              (save_summary_steps 1: @train_summaries, the histograms and
 //              PNGs made and written each step).
 //
-// Time per step is measured by a hook from the end of step `warmup` to the
-// end of the last step; the configurations alternate, `repeats` times, and
-// the median is printed. "defined" against "none" is what defining
-// summaries costs the steps that do not write them
+// Wall and process CPU time per step are measured by a hook from the end of
+// step `warmup` to the end of the last step; the configurations alternate,
+// `repeats` times, and the medians are printed. "defined" against "none" is
+// what defining summaries costs the steps that do not write them
 // (docs/design/summaries.md; docs/results.md has a run). A bad flag is one
 // line and exit status 2.
 //
@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -73,24 +74,41 @@ EstimatorSpec mlp(const TensorMap &features, const Tensor &labels,
   return spec;
 }
 
-/// Seconds from the end of step `warmup` to the end of the last step.
+/// Wall and process CPU seconds from the end of step `warmup` to the end of
+/// the last step (CPU time is what a loaded machine distorts least).
 struct Timer : SessionRunHook {
   int64_t warmup, seen = 0;
   std::chrono::steady_clock::time_point start, end;
+  double cpuStart = 0, cpuEnd = 0;
   explicit Timer(int64_t w) : warmup(w) {}
+  static double cpu() {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) +
+           1e-9 * static_cast<double>(t.tv_nsec);
+  }
   void after_run(SessionRunContext &, const SessionRunValues &) override {
     auto now = std::chrono::steady_clock::now();
-    if (++seen == warmup)
+    double c = cpu();
+    if (++seen == warmup) {
       start = now;
+      cpuStart = c;
+    }
     end = now;
+    cpuEnd = c;
   }
   double seconds() const {
     return std::chrono::duration<double>(end - start).count();
   }
+  double cpuSeconds() const { return cpuEnd - cpuStart; }
 };
 
-double usPerStep(const std::string &config, int64_t steps, int64_t warmup,
-                 int64_t threads, const InputFn &input) {
+struct Times {
+  double wall, cpu; // us per step
+};
+
+Times usPerStep(const std::string &config, int64_t steps, int64_t warmup,
+                int64_t threads, const InputFn &input) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() /
                  ("estc-summaries-bench-" + std::to_string(::getpid()));
@@ -112,7 +130,8 @@ double usPerStep(const std::string &config, int64_t steps, int64_t warmup,
   est.train(input, train);
   summary::SummaryWriterCache::clear();
   fs::remove_all(dir);
-  return timer->seconds() / static_cast<double>(steps - warmup) * 1e6;
+  double n = static_cast<double>(steps - warmup);
+  return {timer->seconds() / n * 1e6, timer->cpuSeconds() / n * 1e6};
 }
 
 } // namespace
@@ -152,19 +171,26 @@ int main(int argc, char **argv) {
                                  TensorValue::of<int64_t>({n}, ys),
                                  {128, std::nullopt, true, 7});
   std::vector<std::string> configs = {"none", "defined", "every"};
-  std::vector<std::vector<double>> times(configs.size());
+  std::vector<std::vector<double>> wall(configs.size()), cpu(configs.size());
   for (int64_t r = 0; r < repeats; ++r)
-    for (size_t c = 0; c < configs.size(); ++c)
-      times[c].push_back(usPerStep(configs[c], steps, warmup, threads, input));
-  std::printf("%-8s %12s  (median of %lld runs of %lld steps, %lld thread%s)\n",
-              "config", "us/step", static_cast<long long>(repeats),
-              static_cast<long long>(steps), static_cast<long long>(threads),
-              threads == 1 ? "" : "s");
+    for (size_t c = 0; c < configs.size(); ++c) {
+      Times t = usPerStep(configs[c], steps, warmup, threads, input);
+      wall[c].push_back(t.wall);
+      cpu[c].push_back(t.cpu);
+    }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("%-8s %14s %14s  (medians of %lld runs of %lld steps, %lld "
+              "thread%s)\n",
+              "config", "wall us/step", "CPU us/step",
+              static_cast<long long>(repeats), static_cast<long long>(steps),
+              static_cast<long long>(threads), threads == 1 ? "" : "s");
   for (size_t c = 0; c < configs.size(); ++c) {
-    std::vector<double> t = times[c];
-    std::sort(t.begin(), t.end());
-    std::printf("%-8s %12.1f  (runs:", configs[c].c_str(), t[t.size() / 2]);
-    for (double v : times[c])
+    std::printf("%-8s %14.1f %14.1f  (CPU:", configs[c].c_str(),
+                median(wall[c]), median(cpu[c]));
+    for (double v : cpu[c])
       std::printf(" %.1f", v);
     std::printf(")\n");
   }
