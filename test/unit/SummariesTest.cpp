@@ -15,6 +15,7 @@
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Registration.h"
 #include "estimator/Logging.h"
+#include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/Summaries.h"
 #include "lib/Summary/Summary.h"
 
@@ -110,6 +111,22 @@ TEST(SummariesTest, BadSummariesAreOneLineErrors) {
       "given (rank 1 or 2)");
   EXPECT_EQ(errorOf([&] { summary::scalar("s", Tensor()); }),
             "summary.scalar 's': no tensor");
+  // In a loop body: the summary would be a value of one step.
+  Tensor seq = g.placeholder("seq", DType::Float32, {4, 3});
+  std::string inBody = errorOf([&] {
+    scan(
+        [](const std::vector<Tensor> &c, const std::vector<Tensor> &in) {
+          summary::scalar("step_sum", reduce_sum(in[0]));
+          return ScanStep{{add(c[0], in[0])}, {}};
+        },
+        {g.constant(std::vector<double>(3, 0.0), {3})}, {seq});
+  });
+  EXPECT_NE(inBody.find("summary.scalar 'step_sum': a summary inside a "
+                        "control-flow body (scan, cond, while_loop) is not "
+                        "supported"),
+            std::string::npos)
+      << inBody;
+  EXPECT_EQ(inBody.find('\n'), std::string::npos) << inBody;
   // Nothing was recorded by the failed calls.
   EXPECT_TRUE(summary::merge_all(g).empty());
 }
