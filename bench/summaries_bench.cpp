@@ -16,8 +16,10 @@
 //              PNGs made and written each step).
 //
 // Wall and process CPU time per step are measured by a hook from the end of
-// step `warmup` to the end of the last step; the configurations alternate,
-// `repeats` times, and the medians are printed. "defined" against "none" is
+// step `warmup` to the end of the last step, and the wall time from train()
+// to the end of the first step (compiling, with a fresh JIT cache each
+// run, and initializing); the configurations alternate, `repeats` times,
+// and the medians are printed. "defined" against "none" is
 // what defining summaries costs the steps that do not write them
 // (docs/design/summaries.md; docs/results.md has a run). A bad flag is one
 // line and exit status 2.
@@ -34,6 +36,8 @@
 #include "lib/Support/Flags.h"
 
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <chrono>
@@ -78,7 +82,7 @@ EstimatorSpec mlp(const TensorMap &features, const Tensor &labels,
 /// the last step (CPU time is what a loaded machine distorts least).
 struct Timer : SessionRunHook {
   int64_t warmup, seen = 0;
-  std::chrono::steady_clock::time_point start, end;
+  std::chrono::steady_clock::time_point first, start, end;
   double cpuStart = 0, cpuEnd = 0;
   explicit Timer(int64_t w) : warmup(w) {}
   static double cpu() {
@@ -90,7 +94,9 @@ struct Timer : SessionRunHook {
   void after_run(SessionRunContext &, const SessionRunValues &) override {
     auto now = std::chrono::steady_clock::now();
     double c = cpu();
-    if (++seen == warmup) {
+    if (++seen == 1)
+      first = now;
+    if (seen == warmup) {
       start = now;
       cpuStart = c;
     }
@@ -105,6 +111,7 @@ struct Timer : SessionRunHook {
 
 struct Times {
   double wall, cpu; // us per step
+  double firstStep; // s from train() to the end of the first step
 };
 
 Times usPerStep(const std::string &config, int64_t steps, int64_t warmup,
@@ -113,6 +120,11 @@ Times usPerStep(const std::string &config, int64_t steps, int64_t warmup,
   fs::path dir = fs::temp_directory_path() /
                  ("estc-summaries-bench-" + std::to_string(::getpid()));
   fs::remove_all(dir);
+  // A fresh JIT cache: every run compiles, so the first step's time
+  // includes compiling @train (and @train_summaries).
+  fs::path cache = dir.string() + "-cache";
+  fs::remove_all(cache);
+  ::setenv("ESTC_CACHE_DIR", cache.c_str(), 1);
   RunConfigOptions o;
   o.model_dir = dir.string();
   o.tf_random_seed = 1;
@@ -127,11 +139,14 @@ Times usPerStep(const std::string &config, int64_t steps, int64_t warmup,
   TrainOptions train;
   train.steps = steps;
   train.hooks = {timer};
+  auto begin = std::chrono::steady_clock::now();
   est.train(input, train);
   summary::SummaryWriterCache::clear();
   fs::remove_all(dir);
+  fs::remove_all(cache);
   double n = static_cast<double>(steps - warmup);
-  return {timer->seconds() / n * 1e6, timer->cpuSeconds() / n * 1e6};
+  return {timer->seconds() / n * 1e6, timer->cpuSeconds() / n * 1e6,
+          std::chrono::duration<double>(timer->first - begin).count()};
 }
 
 } // namespace
@@ -171,25 +186,27 @@ int main(int argc, char **argv) {
                                  TensorValue::of<int64_t>({n}, ys),
                                  {128, std::nullopt, true, 7});
   std::vector<std::string> configs = {"none", "defined", "every"};
-  std::vector<std::vector<double>> wall(configs.size()), cpu(configs.size());
+  std::vector<std::vector<double>> wall(configs.size()), cpu(configs.size()),
+      first(configs.size());
   for (int64_t r = 0; r < repeats; ++r)
     for (size_t c = 0; c < configs.size(); ++c) {
       Times t = usPerStep(configs[c], steps, warmup, threads, input);
       wall[c].push_back(t.wall);
       cpu[c].push_back(t.cpu);
+      first[c].push_back(t.firstStep);
     }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("%-8s %14s %14s  (medians of %lld runs of %lld steps, %lld "
-              "thread%s)\n",
-              "config", "wall us/step", "CPU us/step",
+  std::printf("%-8s %14s %14s %13s  (medians of %lld runs of %lld steps, "
+              "%lld thread%s)\n",
+              "config", "wall us/step", "CPU us/step", "1st step s",
               static_cast<long long>(repeats), static_cast<long long>(steps),
               static_cast<long long>(threads), threads == 1 ? "" : "s");
   for (size_t c = 0; c < configs.size(); ++c) {
-    std::printf("%-8s %14.1f %14.1f  (CPU:", configs[c].c_str(),
-                median(wall[c]), median(cpu[c]));
+    std::printf("%-8s %14.1f %14.1f %13.2f  (CPU:", configs[c].c_str(),
+                median(wall[c]), median(cpu[c]), median(first[c]));
     for (double v : cpu[c])
       std::printf(" %.1f", v);
     std::printf(")\n");
