@@ -37,11 +37,10 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <random>
