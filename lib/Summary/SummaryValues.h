@@ -61,14 +61,14 @@ private:
 /// One summary a model defines (a graph::SummaryDef, lib/Graph/
 /// Summaries.h, as the hooks see it without the graph library).
 struct ModelSummary {
-  std::string tag;
+  std::string tag{};
   /// "scalar", "histogram", "image" or "text".
-  std::string kind;
+  std::string kind{};
   /// The fetch with its value ("summaries/<tag>"); empty for text.
-  std::string fetch;
+  std::string fetch{};
   int64_t max_outputs = 3;
-  std::vector<std::string> text;
-  std::vector<int64_t> text_shape;
+  std::vector<std::string> text{};
+  std::vector<int64_t> text_shape{};
 };
 
 /// The Summary.Values of `summary`, whose fetched value is `value` (unused
