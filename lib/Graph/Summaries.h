@@ -12,9 +12,9 @@
 // (TF's SUMMARIES collection; merge_all() lists them). The tag is TF's: the
 // name in the current name scope (without the mode prefix), made unique
 // among the mode's summaries as TF's name scopes make it ("accuracy", then
-// "accuracy_1"); with `family`,
-// "<family>/<family>/<name>" as tf.compat.v1.summary writes it. Graph::
-// set_signature records the mode's summaries in its signature.
+// "accuracy_1"); with `family`, "<family>/<family>/<name>" as
+// tf.compat.v1.summary writes it. Graph::set_signature records the mode's
+// summaries in its signature.
 //
 // Where the values are computed (docs/design/summaries.md): a train
 // signature with summaries also compiles to `train_summaries`, the train
