@@ -320,7 +320,8 @@ public:
     std::shared_ptr<summary::SummaryWriter> summary_writer;
     Clock clock;
     /// The model's summaries (lib/Graph/Summaries.h), written before the
-    /// scalars.
+    /// scalars: summary_hook_summaries(summary::merge_all(graph))
+    /// (EstimatorSpec.h) in a model_fn.
     std::vector<summary::ModelSummary> summaries;
   };
   /// Tag -> fetch name; the tag is what TensorBoard shows ("loss").

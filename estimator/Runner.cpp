@@ -191,17 +191,8 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       summaries.summary_writer = events;
       // model_fn's summaries (TF's Scaffold summary_op, merge_all()), then
       // the loss, which TF's Estimator adds to them.
-      for (const graph::SummaryDef &s : backend_.summaries(ModeKeys::TRAIN)) {
-        summary::ModelSummary ms;
-        ms.tag = s.tag();
-        ms.kind = s.kind();
-        if (!s.node().empty())
-          ms.fetch = "summaries/" + s.tag();
-        ms.max_outputs = s.max_outputs();
-        ms.text.assign(s.text().begin(), s.text().end());
-        ms.text_shape.assign(s.text_shape().begin(), s.text_shape().end());
-        summaries.summaries.push_back(std::move(ms));
-      }
+      summaries.summaries =
+          summary_hook_summaries(backend_.summaries(ModeKeys::TRAIN));
       hooks.push_back(std::make_shared<SummarySaverHook>(
           std::map<std::string, std::string>{{"loss", "loss"}}, summaries));
     }

@@ -14,6 +14,7 @@
 
 #include "compiler/Import/GraphImporter.h"
 #include "compiler/Pipelines/Registration.h"
+#include "estimator/Hooks.h"
 #include "estimator/Logging.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/Summaries.h"
@@ -326,6 +327,48 @@ TEST_F(SummariesEstimatorTest, ALoopsLastStepWritesTheSummaries) {
   EXPECT_EQ(steps["x"], steps["loss"]);
   EXPECT_EQ(steps["x_image/image/1"], steps["loss"]);
   EXPECT_EQ(est.get_variable_value("global_step").element(0), 9);
+}
+
+TEST_F(SummariesEstimatorTest, AModelFnHookWritesMergeAllOnItsOwnSteps) {
+  // TF's SummarySaverHook(save_steps=2, summary_op=merge_all()) as a
+  // training hook, with the Estimator's own summaries off.
+  std::string hookDir = (dir_ / "every2").string();
+  estimator::ModelFn fn = [hookDir](const TensorMap &features,
+                                    const Tensor &labels, ModeKeys mode,
+                                    const estimator::Params &params,
+                                    const estimator::RunConfig &config) {
+    estimator::EstimatorSpec spec =
+        summarizedClassifier(features, labels, mode, params, config);
+    if (mode == ModeKeys::TRAIN) {
+      estimator::SummarySaverHook::Options o;
+      o.save_steps = 2;
+      o.output_dir = hookDir;
+      o.summaries = estimator::summary_hook_summaries(
+          summary::merge_all(estimator::get_default_graph()));
+      spec.training_hooks = {std::make_shared<estimator::SummarySaverHook>(
+          std::vector<std::string>{}, o)};
+    }
+    return spec;
+  };
+  estimator::RunConfigOptions o;
+  o.model_dir = (dir_ / "model").string();
+  o.tf_random_seed = 3;
+  o.save_summary_steps = 0;
+  o.log_step_count_steps = 1000000;
+  estimator::Estimator est(fn, estimator::RunConfig::from_tf_config("", o), {});
+  estimator::TrainOptions train;
+  train.steps = 5;
+  est.train(estimator::tiny::trainInput(), train);
+  summary::SummaryWriterCache::clear();
+  std::map<std::string, std::vector<int64_t>> steps;
+  for (const std::string &file : summary::list_event_files(hookDir))
+    for (const summary::Event &e : summary::read_events(file))
+      for (const auto &v : e.summary().value())
+        steps[v.tag()].push_back(e.step());
+  EXPECT_EQ(steps["x"], (std::vector<int64_t>{1, 3, 5}));
+  EXPECT_EQ(steps["notes"], steps["x"]);
+  EXPECT_EQ(steps["x_image/image/0"], steps["x"]);
+  EXPECT_FALSE(steps.count("loss"));
 }
 
 TEST_F(SummariesEstimatorTest, NoSummaryStepsTrainTheSameVariables) {
