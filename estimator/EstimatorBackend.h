@@ -80,6 +80,13 @@ public:
     return nullptr;
   }
 
+  /// The summaries model_fn defined for `mode` (lib/Graph/Summaries.h),
+  /// which the model's `train_summaries` computes; none for AOT models.
+  virtual std::vector<graph::SummaryDef> summaries(ModeKeys mode) const {
+    (void)mode;
+    return {};
+  }
+
   /// The compiled model, with `graph_fetches` (node names without the mode
   /// prefix) compiled as outputs "tensors/<name>" of `mode`'s function. The
   /// JIT recompiles when one is new (carrying the variables' values over);

@@ -59,6 +59,13 @@ public:
     return it == specs_.end() ? nullptr : &it->second;
   }
 
+  std::vector<graph::SummaryDef> summaries(ModeKeys mode) const override {
+    auto it = def_.signature().find(mode_key(mode));
+    if (it == def_.signature().end())
+      return {};
+    return {it->second.summaries().begin(), it->second.summaries().end()};
+  }
+
   rt::CompiledModel &model(ModeKeys mode,
                            const std::vector<std::string> &fetches) override {
     std::set<std::string> &compiled = fetches_[mode];

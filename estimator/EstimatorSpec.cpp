@@ -3,6 +3,7 @@
 #include "estimator/EstimatorSpec.h"
 
 #include "estimator/EstimatorBackend.h"
+#include "lib/Summary/SummaryValues.h"
 
 #include <climits>
 #include <set>
@@ -214,6 +215,24 @@ DefaultGraphScope::DefaultGraphScope(Graph &graph) : previous_(defaultGraph) {
 }
 DefaultGraphScope::~DefaultGraphScope() { defaultGraph = previous_; }
 } // namespace detail
+
+std::vector<summary::ModelSummary>
+summary_hook_summaries(const std::vector<graph::SummaryDef> &defs) {
+  std::vector<summary::ModelSummary> out;
+  for (const graph::SummaryDef &s : defs) {
+    summary::ModelSummary ms;
+    ms.tag = s.tag();
+    ms.kind = s.kind();
+    // The output of @train_summaries that holds its value.
+    if (!s.node().empty())
+      ms.fetch = "summaries/" + s.tag();
+    ms.max_outputs = s.max_outputs();
+    ms.text.assign(s.text().begin(), s.text().end());
+    ms.text_shape.assign(s.text_shape().begin(), s.text_shape().end());
+    out.push_back(std::move(ms));
+  }
+  return out;
+}
 
 } // namespace estimator
 } // namespace estc

@@ -43,6 +43,9 @@
 #include <vector>
 
 namespace estc {
+namespace summary {
+struct ModelSummary;
+} // namespace summary
 namespace estimator {
 
 using estc::ModeKeys;
@@ -179,6 +182,14 @@ using ModelFn = std::function<EstimatorSpec(
 /// The Graph the Estimator is building (during a model_fn call); throws
 /// std::logic_error outside one.
 Graph &get_default_graph();
+
+/// What a SummarySaverHook (Hooks.h, Options::summaries) writes for the
+/// model's summaries `defs` (summary::merge_all(graph), lib/Graph/
+/// Summaries.h): TF's SummarySaverHook(summary_op=merge_all()). A
+/// training hook of model_fn's writes them on its own steps, as the one
+/// the Estimator installs does every save_summary_steps.
+std::vector<summary::ModelSummary>
+summary_hook_summaries(const std::vector<graph::SummaryDef> &defs);
 
 } // namespace estimator
 } // namespace estc

@@ -573,7 +573,7 @@ SummarySaverHook::SummarySaverHook(std::map<std::string, std::string> scalars,
     : scalars_(std::move(scalars)), options_(std::move(options)),
       timer_(makeTimer("SummarySaverHook", "save_secs", options_.save_secs,
                        "save_steps", options_.save_steps, options_.clock)) {
-  if (scalars_.empty())
+  if (scalars_.empty() && options_.summaries.empty())
     throw std::invalid_argument("SummarySaverHook: no scalars to save");
   if (options_.output_dir.empty() && !options_.summary_writer)
     throw std::invalid_argument(
@@ -613,9 +613,13 @@ SessionRunArgs SummarySaverHook::before_run(SessionRunContext &context) {
   (void)context;
   requestSummary_ = !nextStep_ || timer_.should_trigger_for_step(*nextStep_);
   SessionRunArgs args{{kGlobalStepFetch}};
-  if (requestSummary_)
+  if (requestSummary_) {
     for (const auto &entry : scalars_)
       args.fetches.push_back(entry.second);
+    for (const summary::ModelSummary &s : options_.summaries)
+      if (!s.fetch.empty())
+        args.fetches.push_back(s.fetch);
+  }
   return args;
 }
 
@@ -625,16 +629,27 @@ void SummarySaverHook::after_run(SessionRunContext &context,
   int64_t step = fetchedStep(values, "SummarySaverHook");
   if (requestSummary_) {
     timer_.update_last_triggered_step(step);
-    std::vector<std::pair<std::string, double>> scalars;
+    summary::Event event;
+    event.set_step(step);
+    tensorboard::Summary *out = event.mutable_summary();
+    for (const summary::ModelSummary &s : options_.summaries) {
+      TensorValue none;
+      const TensorValue &v =
+          s.fetch.empty() ? none : fetched(values, s.fetch, "SummarySaverHook");
+      for (summary::SummaryValue &value : summary::summary_values(s, v))
+        *out->add_value() = std::move(value);
+    }
     for (const auto &[tag, fetch] : scalars_) {
       const TensorValue &v = fetched(values, fetch, "SummarySaverHook");
       if (v.num_elements() != 1)
         throw std::invalid_argument("SummarySaverHook: fetch '" + fetch +
                                     "' is " + v.spec().str() +
                                     ", not a scalar");
-      scalars.emplace_back(tag, v.element(0));
+      tensorboard::Summary::Value *value = out->add_value();
+      value->set_tag(tag);
+      value->set_simple_value(static_cast<float>(v.element(0)));
     }
-    writer_->add_scalars(scalars, step);
+    writer_->add_event(std::move(event));
   }
   nextStep_ = step + 1;
 }

@@ -9,7 +9,8 @@
 //                         CheckpointSaverListeners
 //   StepCounterHook       "global_step/sec" to the log and an event file
 //   NanTensorHook         a NaN loss fails the run, or stops it
-//   SummarySaverHook      scalar fetches into the model_dir event file
+//   SummarySaverHook      scalar fetches and the model's summaries into
+//                         the model_dir event file
 //   FinalOpsHook          values read when the loop ends
 //   GlobalStepWaiterHook  waits until the global step reaches a value
 //   ProfilerHook          Chrome trace (timeline-<step>.json) of a step's
@@ -36,6 +37,7 @@
 #include "estimator/SessionRunHook.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Summary/Summary.h"
+#include "lib/Summary/SummaryValues.h"
 
 #include <cstdint>
 #include <functional>
@@ -301,11 +303,14 @@ private:
 // SummarySaverHook
 //===----------------------------------------------------------------------===//
 
-/// tf.estimator.SummarySaverHook for scalar summaries: on the first step and
-/// then every save_steps steps or save_secs seconds, the scalar fetches are
-/// written at the global step to output_dir's event file (the cached writer
-/// of SummaryWriterCache unless one is given). A fetch that is not a scalar
-/// is a one-line std::invalid_argument.
+/// tf.estimator.SummarySaverHook: on the first step and then every
+/// save_steps steps or save_secs seconds, the scalar fetches and the
+/// model's summaries (TF's summary_op, merge_all()) are written at the
+/// global step, in one Event, to output_dir's event file (the cached writer
+/// of SummaryWriterCache unless one is given). Only those steps fetch the
+/// summaries' values ("summaries/<tag>"), so only they run the model's
+/// `train_summaries` function. A scalar fetch that is not a scalar is a
+/// one-line std::invalid_argument.
 class SummarySaverHook : public SessionRunHook {
 public:
   struct Options {
@@ -314,6 +319,10 @@ public:
     std::string output_dir;
     std::shared_ptr<summary::SummaryWriter> summary_writer;
     Clock clock;
+    /// The model's summaries (lib/Graph/Summaries.h), written before the
+    /// scalars: summary_hook_summaries(summary::merge_all(graph))
+    /// (EstimatorSpec.h) in a model_fn.
+    std::vector<summary::ModelSummary> summaries;
   };
   /// Tag -> fetch name; the tag is what TensorBoard shows ("loss").
   SummarySaverHook(std::map<std::string, std::string> scalars, Options options);

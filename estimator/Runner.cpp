@@ -189,6 +189,10 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       SummarySaverHook::Options summaries;
       summaries.save_steps = config_.save_summary_steps();
       summaries.summary_writer = events;
+      // model_fn's summaries (TF's Scaffold summary_op, merge_all()), then
+      // the loss, which TF's Estimator adds to them.
+      summaries.summaries =
+          summary_hook_summaries(backend_.summaries(ModeKeys::TRAIN));
       hooks.push_back(std::make_shared<SummarySaverHook>(
           std::map<std::string, std::string>{{"loss", "loss"}}, summaries));
     }
@@ -322,6 +326,8 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   } else {
     step = std::make_unique<ModelStep>(m, fn, /*metricsFn=*/-1, data, "train");
   }
+  // The steps whose summaries are written run it instead of @train.
+  step->set_summaries_function(m.find_function("train_summaries"));
   std::unique_ptr<DistributedStep> replicaStep;
   if (group)
     replicaStep = std::make_unique<DistributedStep>(

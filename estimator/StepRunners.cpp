@@ -36,7 +36,7 @@ ModelStep::ModelStep(rt::CompiledModel &m, int fn, int metricsFn, Dataset &data,
       call_(std::move(call)), inputs_(m, fn) {}
 
 std::string ModelStep::function_name() const {
-  return m_.spec().functions[fn_].name;
+  return m_.spec().functions[ranSummaries_ ? summariesFn_ : fn_].name;
 }
 
 bool ModelStep::next_batch() {
@@ -69,19 +69,53 @@ void ModelStep::run(const std::vector<std::string> &fetches) {
     lastFetches_ = fetches;
     lastItems_ = std::move(items);
   }
-  bool metrics = false;
-  for (const Item &item : lastItems_)
+  bool metrics = false, summaries = false;
+  for (const Item &item : lastItems_) {
     metrics |= item.kind == Kind::Metric;
-  m_.run(fn_);
+    summaries |= item.kind == Kind::Summary;
+  }
+  ranSummaries_ = summaries;
+  if (summaries)
+    runSummaries(fn_);
+  else
+    m_.run(fn_);
   if (metrics)
     m_.run(metricsFn_);
+}
+
+void ModelStep::runSummaries(int from) {
+  // The same inputs as the step function's: `train_summaries` is the train
+  // signature with more outputs.
+  const rt::FunctionSpec &f = m_.spec().functions[from];
+  for (int i = 0; i < f.numInputs; ++i) {
+    const rt::TensorSpec &t = f.inputs[i];
+    int64_t values = m_.values(from, i);
+    bool sparse = false;
+    for (int d = 0; d < t.rank; ++d)
+      sparse |= t.shape[d] == rt::kValuesDim;
+    if (sparse)
+      m_.set_values(summariesFn_, i, values);
+    std::vector<int64_t> shape =
+        binding::concreteShape(t, m_.batch(), values, m_.sequence_length());
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::memcpy(m_.input_data(summariesFn_, i), m_.input_data(from, i),
+                static_cast<size_t>(n) * rt::dtypeBytes(t.dtype));
+  }
+  m_.run(summariesFn_);
 }
 
 TensorValue ModelStep::value(const std::string &fetch) {
   Item item = lastItem(fetch);
   switch (item.kind) {
   case Kind::Output:
+    if (ranSummaries_)
+      return binding::readOutput(m_, summariesFn_,
+                                 m_.output_index(summariesFn_, fetch));
     return binding::readOutput(m_, fn_, item.index);
+  case Kind::Summary:
+    return binding::readOutput(m_, summariesFn_, item.index);
   case Kind::Metric:
     return binding::readOutput(m_, metricsFn_, item.index);
   case Kind::Variable:
@@ -104,6 +138,8 @@ ModelStep::Item ModelStep::resolve(const std::string &fetch) {
   Item item{Kind::Output, m_.find_output(fn_, fetch)};
   if (item.index < 0 && metricsFn_ >= 0)
     item = {Kind::Metric, m_.find_output(metricsFn_, fetch)};
+  if (item.index < 0 && summariesFn_ >= 0)
+    item = {Kind::Summary, m_.find_output(summariesFn_, fetch)};
   if (item.index < 0)
     item = {Kind::Variable, m_.find_variable(fetch)};
   if (item.index < 0) {
@@ -171,16 +207,27 @@ bool LoopStep::next_batch() {
 }
 
 void LoopStep::run(const std::vector<std::string> &fetches) {
-  for (const std::string &fetch : fetches)
-    resolve(fetch); // an unknown fetch fails before any step
+  bool summaries = false;
+  for (const std::string &fetch : fetches) // an unknown fetch fails first
+    summaries |= resolve(fetch).kind == Kind::Summary;
+  // The summaries are the last step's: it runs as `train_summaries`.
+  ranSummaries_ = summaries;
   if (loopFn_ >= 0) {
-    m_.set_steps(loopFn_, steps_);
-    m_.run(loopFn_);
+    if (!summaries || steps_ > 1) {
+      m_.set_steps(loopFn_, summaries ? steps_ - 1 : steps_);
+      m_.run(loopFn_);
+    }
+    // The step function's inputs still hold the last batch staged.
+    if (summaries)
+      runSummaries(stepFn_);
     return;
   }
-  for (const Batch &batch : staged_) {
-    feed(m_, stepInputs_, batch, call_);
-    m_.run(stepFn_);
+  for (size_t k = 0; k < staged_.size(); ++k) {
+    feed(m_, stepInputs_, staged_[k], call_);
+    if (summaries && k + 1 == staged_.size())
+      runSummaries(stepFn_);
+    else
+      m_.run(stepFn_);
   }
 }
 

@@ -41,6 +41,7 @@ public:
   ModelStep(rt::CompiledModel &m, int fn, int metricsFn, Dataset &data,
             std::string call);
 
+  /// The function the last step ran (`train_summaries` on a summary step).
   std::string function_name() const override;
   bool next_batch() override;
   /// The size of the last batch read.
@@ -50,8 +51,14 @@ public:
   void run(const std::vector<std::string> &fetches) override;
   TensorValue value(const std::string &fetch) override;
 
+  /// The function with the summaries' values (`train_summaries`, or -1):
+  /// a step with a fetch only it has ("summaries/<tag>") runs it instead of
+  /// the step function, on the same inputs, and every output fetch of that
+  /// step is read from it.
+  void set_summaries_function(int fn) { summariesFn_ = fn; }
+
 protected:
-  enum class Kind { Output, Metric, Variable };
+  enum class Kind { Output, Metric, Variable, Summary };
   struct Item {
     Kind kind;
     int index;
@@ -60,8 +67,14 @@ protected:
   Item lastItem(const std::string &fetch);
   Item resolve(const std::string &fetch);
 
+  /// Runs summariesFn_ on the inputs fed to function `from` (the step
+  /// function).
+  void runSummaries(int from);
+
   rt::CompiledModel &m_;
   int fn_, metricsFn_;
+  int summariesFn_ = -1;
+  bool ranSummaries_ = false;
   Dataset &data_;
   std::string call_;
   binding::InputBinding inputs_;

@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build ccache g++ python3 lld
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libeigen3-dev libprotobuf-dev protobuf-compiler
+  libeigen3-dev libprotobuf-dev protobuf-compiler libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
   clang-format-22
   libcpp-httplib-dev rapidjson-dev curl wrk

@@ -1194,6 +1194,19 @@ LogicalResult Importer::importSignature(ModuleOp module,
 
   if (failed(buildFunction(module, mode, mode, args, outputs, effects)))
     return failure();
+  // The train step with the summaries' values as outputs besides: the
+  // Estimator runs it instead of @train on the steps whose summaries it
+  // writes, so @train computes none of them (an eval or predict signature's
+  // summaries are not written, as TF's Estimator writes none).
+  if (mode == "train" && sig.summaries_size() > 0) {
+    std::vector<Output> withSummaries = outputs;
+    for (const g::SummaryDef &s : sig.summaries())
+      if (!s.node().empty())
+        withSummaries.push_back({"summaries/" + s.tag(), s.node()});
+    if (failed(buildFunction(module, mode + "_summaries", mode, args,
+                             withSummaries, effects)))
+      return failure();
+  }
   if (!metricValues.empty())
     return buildFunction(module, mode + "_metrics", mode, {}, metricValues, {});
   return success();

@@ -6,7 +6,9 @@
 //     arguments are the signature's features then labels, and whose body holds
 //     the nodes the signature's outputs need, in a topological order;
 //   - the eval signature's metric values become `@eval_metrics`, which reads
-//     the metric state after `@eval` updated it.
+//     the metric state after `@eval` updated it;
+//   - a train signature with summaries also becomes `@train_summaries`: the
+//     train step plus an output "summaries/<tag>" per summary value.
 //
 // The import is generic: a node `op: "matmul"` becomes `est.matmul` with the
 // node's attributes, and the op infers its own result type (the dialect's

@@ -763,6 +763,30 @@ std::vector<Tensor> Graph::get_collection(const std::string &key) const {
   return it == collections_.end() ? std::vector<Tensor>() : it->second;
 }
 
+// --- Summaries ---------------------------------------------------------------
+
+void Graph::add_summary(const graph::SummaryDef &summary) {
+  if (has_summary(summary.tag()))
+    throw GraphError("summary '" + summary.tag() + "': tag already used in " +
+                     (mode_ ? mode_key(*mode_) : "this graph"));
+  if (!summary.node().empty() && !has_node(summary.node()))
+    throw GraphError("summary '" + summary.tag() + "': no node '" +
+                     summary.node() + "'");
+  summaries_[modePrefix()].push_back(summary);
+}
+
+std::vector<graph::SummaryDef> Graph::summaries() const {
+  auto it = summaries_.find(modePrefix());
+  return it == summaries_.end() ? std::vector<graph::SummaryDef>() : it->second;
+}
+
+bool Graph::has_summary(const std::string &tag) const {
+  for (const graph::SummaryDef &s : summaries())
+    if (s.tag() == tag)
+      return true;
+  return false;
+}
+
 // --- Signatures --------------------------------------------------------------
 
 bool Graph::has_signature(ModeKeys mode) const {
@@ -847,6 +871,10 @@ void Graph::set_signature(ModeKeys mode, const Signature &sig) {
   checkUnique(def.features(), "feature");
   checkUnique(def.labels(), "label");
   checkUnique(def.predictions(), "prediction");
+  auto summaries = summaries_.find(std::string(mode_key(mode)) + "/");
+  if (summaries != summaries_.end())
+    for (const graph::SummaryDef &s : summaries->second)
+      *def.add_summaries() = s;
   (*def_.mutable_signature())[mode_key(mode)] = def;
 }
 

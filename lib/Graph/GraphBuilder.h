@@ -337,6 +337,16 @@ public:
   void add_to_collection(const std::string &key, const Tensor &value);
   std::vector<Tensor> get_collection(const std::string &key) const;
 
+  // --- Summaries (lib/Graph/Summaries.h) -----------------------------------
+  /// Adds `summary` to the current mode's summaries (TF's SUMMARIES
+  /// collection); set_signature records them in the mode's signature. Its
+  /// tag must be new in the mode (GraphError).
+  void add_summary(const graph::SummaryDef &summary);
+  /// The current mode's summaries, in the order they were added.
+  std::vector<graph::SummaryDef> summaries() const;
+  /// Whether the current mode has a summary tagged `tag`.
+  bool has_summary(const std::string &tag) const;
+
   // --- Nodes ---------------------------------------------------------------
   /// A unique node name for `base` in the current mode and name scope.
   std::string unique_node_name(const std::string &base) const;
@@ -414,6 +424,7 @@ private:
   std::set<std::string> createdInContext_;
   std::map<std::string, std::string> readCache_;           // mode|var -> node
   std::map<std::string, std::vector<Tensor>> collections_; // mode|key
+  std::map<std::string, std::vector<graph::SummaryDef>> summaries_; // mode
 };
 
 // --- Arithmetic operators (add / sub / mul / div, broadcasting) ----------

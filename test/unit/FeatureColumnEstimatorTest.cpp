@@ -19,6 +19,7 @@
 #include "lib/FeatureColumn/FeatureLayers.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Metrics.h"
+#include "lib/Graph/Summaries.h"
 #include "lib/Graph/Train.h"
 #include "test/reference/ReferenceEvaluator.h"
 
@@ -213,6 +214,35 @@ TEST_F(FeatureColumnEstimatorTest, WideAndDeepTrainsAndMatchesReference) {
     ++i;
   }
   EXPECT_EQ(i, 64);
+}
+
+TEST_F(FeatureColumnEstimatorTest, SummaryStepsFeedTheSparseInputsToo) {
+  // save_summary_steps 1: every step runs @train_summaries on the inputs
+  // fed to @train (sparse ids with their number of values, strings made
+  // ids by the host transform): the same updates as without summaries.
+  auto lossAfter = [&](bool summaries, const std::string &sub) {
+    RunConfigOptions o;
+    o.model_dir = (dir_ / sub).string();
+    o.tf_random_seed = 5;
+    o.save_summary_steps = 1;
+    o.log_step_count_steps = 1000;
+    ModelFn fn = [summaries](const TensorMap &features, const Tensor &labels,
+                             ModeKeys mode, const Params &params,
+                             const RunConfig &config) {
+      EstimatorSpec spec = model_fn(features, labels, mode, params, config);
+      if (summaries) {
+        summary::histogram("logistic", spec.predictions["logistic"]);
+        summary::scalar("mean_logistic",
+                        reduce_mean(spec.predictions["logistic"]));
+      }
+      return spec;
+    };
+    Estimator est(fn, RunConfig::from_tf_config("", o));
+    est.set_host_transform(fc::make_host_transform(columns().all));
+    est.train(trainInput(), {.steps = 20});
+    return est.evaluate(evalInput()).at("loss");
+  };
+  EXPECT_EQ(lossAfter(true, "with"), lossAfter(false, "without"));
 }
 
 } // namespace

@@ -840,6 +840,57 @@ TEST_F(HooksTest, SummarySaverHookEveryNSecsAndTags) {
   EXPECT_EQ(std::get<0>(s[2]), 7);
 }
 
+TEST_F(HooksTest, SummarySaverHookWritesModelSummariesOnlyOnItsSteps) {
+  FakeLoop loop;
+  loop.maxSteps = 5;
+  loop.outputs = [](int64_t step) {
+    float f = float(step);
+    return std::map<std::string, TensorValue>{
+        {"loss", TensorValue::of<float>({}, {1.0f / f})},
+        {"summaries/acc", TensorValue::of<float>({}, {f / 10})},
+        {"summaries/w", TensorValue::of<float>({3}, {-1, 0, f})},
+        {"summaries/img", TensorValue::of<float>({2, 1, 2, 1}, {0, 1, 2, 3})}};
+  };
+  SummarySaverHook::Options o;
+  o.save_steps = 3;
+  o.output_dir = dir;
+  o.summaries = {{"acc", "scalar", "summaries/acc"},
+                 {"w", "histogram", "summaries/w"},
+                 {"img", "image", "summaries/img", 1},
+                 {"notes", "text", "", 3, {"hi"}, {}}};
+  loop.run({std::make_shared<SummarySaverHook>(std::vector<std::string>{"loss"},
+                                               o)});
+  // Steps 1 and 4 fetch global_step, the summaries with values and the
+  // loss; the others only global_step.
+  ASSERT_EQ(loop.fetches.size(), 5u);
+  std::vector<size_t> counts;
+  for (const auto &step : loop.fetches)
+    counts.push_back(step[0].size());
+  EXPECT_EQ(counts, (std::vector<size_t>{5, 1, 1, 5, 1}));
+  SummaryWriterCache::clear();
+  std::vector<summary::Event> events =
+      summary::read_events(summary::list_event_files(dir).at(0));
+  std::vector<std::pair<int64_t, std::vector<std::string>>> written;
+  for (const summary::Event &e : events) {
+    if (!e.has_summary())
+      continue;
+    std::vector<std::string> tags;
+    for (const auto &v : e.summary().value())
+      tags.push_back(v.tag());
+    written.emplace_back(e.step(), tags);
+  }
+  // One Event per summary step: model_fn's summaries, then the scalars.
+  std::vector<std::string> tags = {"acc", "w", "img/image", "notes", "loss"};
+  EXPECT_EQ(written, (std::vector<std::pair<int64_t, std::vector<std::string>>>{
+                         {1, tags}, {4, tags}}));
+  const auto &last = events.back().summary();
+  EXPECT_FLOAT_EQ(last.value(0).simple_value(), 0.4f);
+  EXPECT_EQ(last.value(1).histo().num(), 3);
+  EXPECT_EQ(last.value(1).histo().max(), 4);
+  EXPECT_EQ(last.value(2).image().width(), 2);
+  EXPECT_EQ(last.value(3).tensor().string_val(0), "hi");
+}
+
 TEST_F(HooksTest, SummarySaverHookRejectsNonScalars) {
   FakeLoop loop;
   SummarySaverHook::Options o;

@@ -3,7 +3,8 @@
 // What a model_fn builds its graph with: tf's ops (Ops.h), tf.layers
 // (Layers.h), loops (ControlFlow.h), Keras recurrent layers (Recurrent.h),
 // losses, optimizers and learning-rate schedules (Train.h),
-// tf.compat.v1.metrics (Metrics.h), and reading or writing graph files.
+// tf.compat.v1.metrics (Metrics.h), tf.compat.v1.summary (Summaries.h), and
+// reading or writing graph files.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_PUBLIC_GRAPH_H
@@ -16,6 +17,7 @@
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Recurrent.h"
+#include "lib/Graph/Summaries.h"
 #include "lib/Graph/Train.h"
 
 #endif // ESTC_PUBLIC_GRAPH_H
