@@ -205,8 +205,7 @@ std::vector<Tensor> split(const Tensor &value, int64_t num_or_size_splits,
   if (n % num_or_size_splits)
     c.fail("dimension " + str(a) + " of size " + str(n) +
            " does not split into " + str(num_or_size_splits) + " equal parts");
-  return splitSizes(value, Dims(num_or_size_splits, n / num_or_size_splits),
-                    a);
+  return splitSizes(value, Dims(num_or_size_splits, n / num_or_size_splits), a);
 }
 
 std::vector<Tensor> split(const Tensor &value, const Dims &size_splits,
@@ -256,15 +255,13 @@ Tensor range(Graph &graph, double start, double limit, double delta,
   std::string what = "range(" + number(start) + ", " + number(limit) + ", " +
                      number(delta) + ")";
   if (!is_integer(dtype) && !is_floating(dtype))
-    throw GraphError(what + ": dtype must be numeric, got " +
-                     to_string(dtype));
+    throw GraphError(what + ": dtype must be numeric, got " + to_string(dtype));
   if (delta == 0)
     throw GraphError(what + ": delta must not be 0");
   if (delta > 0 ? start > limit : start < limit)
-    throw GraphError(what + ": requires start " +
-                     std::string(delta > 0 ? "<=" : ">=") +
-                     " limit when delta is " +
-                     (delta > 0 ? "positive" : "negative"));
+    throw GraphError(
+        what + ": requires start " + std::string(delta > 0 ? "<=" : ">=") +
+        " limit when delta is " + (delta > 0 ? "positive" : "negative"));
   std::vector<double> values;
   if (is_integer(dtype)) {
     for (double v : {start, limit, delta})
@@ -312,7 +309,8 @@ Tensor size(const Tensor &input, DType out_type, const std::string &name) {
   return reduce_prod(shape_of(input, out_type));
 }
 
-// --- strided_slice -------------------------------------------------------------
+// --- strided_slice
+// -------------------------------------------------------------
 
 Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
                      const Dims &strides, int64_t begin_mask, int64_t end_mask,
@@ -367,8 +365,7 @@ Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
     int64_t bit = int64_t(1) << i;
     if (ellipsis & bit) {
       int64_t next = std::min(
-          rank - static_cast<int64_t>(sparse - i) + 1 + addAfterEllipsis,
-          rank);
+          rank - static_cast<int64_t>(sparse - i) + 1 + addAfterEllipsis, rank);
       for (; full < next; ++full)
         layout.push_back(full);
     } else if (new_axis_mask & bit) {
@@ -474,7 +471,8 @@ Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
   for (int64_t d = 0; d < rank; ++d) {
     sliceBegin[d] = starts[d];
     sliceSize[d] = sizes[d] < 0 ? -1 : (sizes[d] - 1) * steps[d] + 1;
-    sliced |= starts[d] != 0 || (sliceSize[d] != -1 && sliceSize[d] != shape[d]);
+    sliced |=
+        starts[d] != 0 || (sliceSize[d] != -1 && sliceSize[d] != shape[d]);
   }
   if (sliced)
     t = slice(t, sliceBegin, sliceSize);
@@ -484,8 +482,7 @@ Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
     std::vector<double> picks;
     for (int64_t i = 0; i < sizes[d]; ++i)
       picks.push_back(static_cast<double>(i * steps[d]));
-    t = gather(t,
-               c.graph().constant(picks, {sizes[d]}, DType::Int64, "stride"),
+    t = gather(t, c.graph().constant(picks, {sizes[d]}, DType::Int64, "stride"),
                d);
   }
   Dims shrunk;
@@ -587,9 +584,8 @@ Tensor scatterNd(const Composite &c, const char *mode, const Tensor &ref,
   Dims rs = ref.shape(), is = indices.shape(), us = updates.shape();
   int64_t k = indexDepth(c, indices, ref.rank(), refWhat);
   if (updates.dtype() != ref.dtype())
-    c.fail(std::string("updates must have the dtype of the ") + refWhat +
-           ", " + to_string(ref.dtype()) + ", got " +
-           to_string(updates.dtype()));
+    c.fail(std::string("updates must have the dtype of the ") + refWhat + ", " +
+           to_string(ref.dtype()) + ", got " + to_string(updates.dtype()));
   Dims expected(is.begin(), is.end() - 1);
   expected.insert(expected.end(), rs.begin() + k, rs.end());
   if (!shape::isCompatible(us, expected))
@@ -617,8 +613,8 @@ Tensor scatterNd(const Composite &c, const char *mode, const Tensor &ref,
   if (!flat)
     c.fail(std::string("more than one dimension of the ") + refWhat +
            " past the indexed ones is known only at run time");
-  Tensor r = scatterMode(reshape(ref, *flat),
-                         flatIndex(c.graph(), indices, rs, 0, k));
+  Tensor r =
+      scatterMode(reshape(ref, *flat), flatIndex(c.graph(), indices, rs, 0, k));
   return reshape(r, rs);
 }
 
@@ -746,7 +742,8 @@ Equation parseEquation(const Composite &c, const std::string &equation,
     if (ch != ' ')
       e += ch;
   size_t arrow = e.find("->");
-  if (arrow != std::string::npos && e.find("->", arrow + 2) != std::string::npos)
+  if (arrow != std::string::npos &&
+      e.find("->", arrow + 2) != std::string::npos)
     fail("more than one '->'");
   auto parseTerm = [&](const std::string &text, const std::string &what) {
     Term t;
@@ -882,11 +879,19 @@ Tensor contract(Tensor a, Labels la, Tensor b, Labels lb, const Labels &out) {
   auto nfa = static_cast<int64_t>(freeA.size()),
        nc = static_cast<int64_t>(contr.size()),
        nfb = static_cast<int64_t>(freeB.size());
-  bool ta = la == cat({&batch, &contr, &freeA}) && la != cat({&batch, &freeA, &contr});
-  bool tb = lb == cat({&batch, &freeB, &contr}) && lb != cat({&batch, &contr, &freeB});
-  Labels orderA = ta ? cat({&batch, &contr, &freeA}) : cat({&batch, &freeA, &contr});
-  Labels orderB = tb ? cat({&batch, &freeB, &contr}) : cat({&batch, &contr, &freeB});
+  bool ta = la == cat({&batch, &contr, &freeA}) &&
+            la != cat({&batch, &freeA, &contr});
+  bool tb = lb == cat({&batch, &freeB, &contr}) &&
+            lb != cat({&batch, &contr, &freeB});
+  Labels orderA =
+      ta ? cat({&batch, &contr, &freeA}) : cat({&batch, &freeA, &contr});
+  Labels orderB =
+      tb ? cat({&batch, &freeB, &contr}) : cat({&batch, &contr, &freeB});
   Tensor pa = permute(a, la, orderA), pb = permute(b, lb, orderB);
+  // [free..., K] x [K, N] (a projection): est.matmul takes any number of
+  // leading (run-time) dims as rows, no reshape needed.
+  if (nb == 0 && nc == 1 && nfb == 1 && nfa >= 1 && !ta)
+    return permute(matmul(pa, pb, false, tb), cat({&freeA, &freeB}), out);
   // The matmul's result [batch..., M, N] back to [batch..., freeA, freeB]:
   // its static sizes (the batch dims broadcast).
   Dims outDims;
@@ -899,9 +904,9 @@ Tensor contract(Tensor a, Labels la, Tensor b, Labels lb, const Labels &out) {
   for (int64_t i = 0; i < nfb; ++i)
     outDims.push_back(pb.shape()[tb ? nb + i : nb + nc + i]);
   bool outReshape = !(nfa == 1 && nfb == 1);
-  bool outFits =
-      !outReshape || std::count(outDims.begin(), outDims.end(), -1) <= 1 ||
-      (nfa <= 1 && nfb <= 1);
+  bool outFits = !outReshape ||
+                 std::count(outDims.begin(), outDims.end(), -1) <= 1 ||
+                 (nfa <= 1 && nfb <= 1);
   if (grouped(pa, nb, ta ? nc : nfa, ta ? nfa : nc, false) &&
       grouped(pb, nb, tb ? nfb : nc, tb ? nc : nfb, false) && outFits) {
     Tensor ga = *grouped(pa, nb, ta ? nc : nfa, ta ? nfa : nc, true);

@@ -496,7 +496,8 @@ Tensor shape_of(const Tensor &input, DType out_type, const std::string &name) {
   OpBuilder o(nullptr, "shape", name, "Shape", {input});
   if (out_type != DType::Int32 && out_type != DType::Int64)
     o.fail("out_type must be i32 or i64, got " + to_string(out_type));
-  return o.finish(out_type, {input.rank()}, {{"out_type", attr_type(out_type)}});
+  return o.finish(out_type, {input.rank()},
+                  {{"out_type", attr_type(out_type)}});
 }
 
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis,

@@ -63,28 +63,27 @@ TEST_F(ArrayOpsTest, Shapes) {
   // x[..., ::2] and batch[:, -1]
   EXPECT_EQ(strided_slice(x, {0, 0}, {0, 0}, {1, 2}, 0b10, 0b10, 0b01).shape(),
             (Dims{2, 3, 2}));
-  EXPECT_EQ(strided_slice(batch, {0, -1}, {0, 0}, {1, 1}, 0b01, 0b01, 0, 0,
-                          0b10)
-                .shape(),
-            (Dims{-1}));
+  EXPECT_EQ(
+      strided_slice(batch, {0, -1}, {0, 0}, {1, 1}, 0b01, 0b01, 0, 0, 0b10)
+          .shape(),
+      (Dims{-1}));
   EXPECT_EQ(gather_nd(x, ids).shape(), (Dims{5, 4}));
-  EXPECT_EQ(gather_nd(x, g.constant({1, 0, 2, 1}, {2, 2}, DType::Int64), 1)
-                .shape(),
-            (Dims{2}));
+  EXPECT_EQ(
+      gather_nd(x, g.constant({1, 0, 2, 1}, {2, 2}, DType::Int64), 1).shape(),
+      (Dims{2}));
   EXPECT_EQ(scatter_nd(ids, g.constant({1.0}, {5, 4}), {2, 3, 4}).shape(),
             (Dims{2, 3, 4}));
-  EXPECT_EQ(
-      tensor_scatter_nd_max(x, ids, g.constant({1.0}, {5, 4})).shape(),
-      (Dims{2, 3, 4}));
+  EXPECT_EQ(tensor_scatter_nd_max(x, ids, g.constant({1.0}, {5, 4})).shape(),
+            (Dims{2, 3, 4}));
   Tensor a = g.placeholder("a", DType::Float32, {-1, 5, 2, 8});
   Tensor b = g.placeholder("b", DType::Float32, {-1, 7, 2, 8});
   EXPECT_EQ(einsum("bqhd,bkhd->bhqk", {a, b}).shape(), (Dims{-1, 2, 5, 7}));
   EXPECT_EQ(einsum("...ij,jk", {x, g.constant({1.0}, {4, 6})}).shape(),
             (Dims{2, 3, 6}));
   EXPECT_EQ(einsum("ijk->", {x}).shape(), (Dims{}));
-  EXPECT_EQ(einsum("ij,jk,kl->il", {g.constant({1.0}, {2, 3}),
-                                      g.constant({1.0}, {3, 4}),
-                                      g.constant({1.0}, {4, 5})})
+  EXPECT_EQ(einsum("ij,jk,kl->il",
+                   {g.constant({1.0}, {2, 3}), g.constant({1.0}, {3, 4}),
+                    g.constant({1.0}, {4, 5})})
                 .shape(),
             (Dims{2, 5}));
   EXPECT_EQ(linalg::matmul(g.constant({1.0}, {2, 1, 4, 5}),
@@ -103,126 +102,162 @@ TEST_F(ArrayOpsTest, ErrorLines) {
   Tensor n = g.placeholder("n", DType::Float32, {4, 5});
   const Case cases[] = {
       {[&] { tile(x, {2, 2}); },
-       "tile 'predict/Tile': input 'predict/x' [2,3,4]: multiples has 2 entries for a rank-3 "
+       "tile 'predict/Tile': input 'predict/x' [2,3,4]: multiples has 2 "
+       "entries for a rank-3 "
        "input"},
-      {[&] { tile(x, {1, 0, 1}); },
-       "tile 'predict/Tile_1': input 'predict/x' [2,3,4]: multiples[1] is 0: must be >= 1 "
-       "(empty tensors are not supported)"},
+      {[&] { tile(x, {1, 0, 1}); }, "tile 'predict/Tile_1': input 'predict/x' "
+                                    "[2,3,4]: multiples[1] is 0: must be >= 1 "
+                                    "(empty tensors are not supported)"},
       {[&] { stack({x, m}); },
-       "stack 'predict/stack': inputs 'predict/x' [2,3,4] and 'predict/m' [2,3]: values 0 and 1 have "
+       "stack 'predict/stack': inputs 'predict/x' [2,3,4] and 'predict/m' "
+       "[2,3]: values 0 and 1 have "
        "different shapes [2,3,4] and [2,3]"},
       {[&] { stack({m, m}, 3); },
-       "stack 'predict/stack_1': inputs 'predict/m' [2,3] and 'predict/m' [2,3]: axis 3 is out of "
+       "stack 'predict/stack_1': inputs 'predict/m' [2,3] and 'predict/m' "
+       "[2,3]: axis 3 is out of "
        "range for rank 3"},
       {[&] { unstack(batch, 0); },
-       "unstack 'predict/unstack': input 'predict/batch' [?,3]: dimension 0 is known only at "
+       "unstack 'predict/unstack': input 'predict/batch' [?,3]: dimension 0 is "
+       "known only at "
        "run time: unstack needs its size"},
-      {[&] { split(x, 3, 2); },
-       "split 'predict/split': input 'predict/x' [2,3,4]: dimension 2 of size 4 does not "
-       "split into 3 equal parts"},
+      {[&] { split(x, 3, 2); }, "split 'predict/split': input 'predict/x' "
+                                "[2,3,4]: dimension 2 of size 4 does not "
+                                "split into 3 equal parts"},
       {[&] { split(x, Dims{1, 2}, 2); },
-       "split 'predict/split_1': input 'predict/x' [2,3,4]: size_splits [1,2] add up to 3, "
+       "split 'predict/split_1': input 'predict/x' [2,3,4]: size_splits [1,2] "
+       "add up to 3, "
        "not to dimension 2 of size 4"},
       {[&] { split(x, Dims{-1, -1}, 2); },
-       "split 'predict/split_2': input 'predict/x' [2,3,4]: size_splits[1] is -1: sizes must "
+       "split 'predict/split_2': input 'predict/x' [2,3,4]: size_splits[1] is "
+       "-1: sizes must "
        "be >= 1 (one may be -1: the rest; empty tensors are not supported)"},
       {[&] { split(x, Dims{4, -1}, 2); },
-       "split 'predict/split_3': input 'predict/x' [2,3,4]: size_splits [4,-1] leave nothing "
+       "split 'predict/split_3': input 'predict/x' [2,3,4]: size_splits [4,-1] "
+       "leave nothing "
        "for the -1 of dimension 2 of size 4"},
-      {[&] { split(x, 2, 3); },
-       "split 'predict/split_4': input 'predict/x' [2,3,4]: axis 3 is out of range for rank "
-       "3"},
+      {[&] { split(x, 2, 3); }, "split 'predict/split_4': input 'predict/x' "
+                                "[2,3,4]: axis 3 is out of range for rank "
+                                "3"},
       {[&] { range(g, 0, 5, 0); }, "range(0, 5, 0): delta must not be 0"},
       {[&] { range(g, 5, 0, 1); },
        "range(5, 0, 1): requires start <= limit when delta is positive"},
       {[&] { range(g, 0, 2.5, 1); },
        "range(0, 2.5, 1): 2.5 is not an integer but dtype is i32"},
       {[&] { shape_of(x, DType::Float32); },
-       "shape 'predict/Shape': input 'predict/x' [2,3,4]: out_type must be i32 or i64, got "
+       "shape 'predict/Shape': input 'predict/x' [2,3,4]: out_type must be i32 "
+       "or i64, got "
        "f32"},
       {[&] { reverse(x, {0, 3}); },
-       "reverse 'predict/ReverseV2': input 'predict/x' [2,3,4]: axis 3 is out of range for "
+       "reverse 'predict/ReverseV2': input 'predict/x' [2,3,4]: axis 3 is out "
+       "of range for "
        "rank 3"},
       {[&] { reverse(x, {1, -2}); },
-       "reverse 'predict/ReverseV2_1': input 'predict/x' [2,3,4]: axis -2 is repeated"},
+       "reverse 'predict/ReverseV2_1': input 'predict/x' [2,3,4]: axis -2 is "
+       "repeated"},
       {[&] { strided_slice(x, {0, 0}, {1}, {1, 1}); },
-       "strided_slice 'predict/StridedSlice': input 'predict/x' [2,3,4]: begin, end and "
+       "strided_slice 'predict/StridedSlice': input 'predict/x' [2,3,4]: "
+       "begin, end and "
        "strides must have one length, got 2, 1 and 2"},
       {[&] { strided_slice(x, {0, 0}, {1, 1}, {1, 1}, 0, 0, 0b11); },
-       "strided_slice 'predict/StridedSlice_1': input 'predict/x' [2,3,4]: ellipsis_mask 3 "
+       "strided_slice 'predict/StridedSlice_1': input 'predict/x' [2,3,4]: "
+       "ellipsis_mask 3 "
        "has more than one bit set: multiple ellipses in slice spec are not "
        "allowed"},
       {[&] { strided_slice(x, {0}, {1}, {0}); },
-       "strided_slice 'predict/StridedSlice_2': input 'predict/x' [2,3,4]: stride of "
+       "strided_slice 'predict/StridedSlice_2': input 'predict/x' [2,3,4]: "
+       "stride of "
        "dimension 0 is 0"},
       {[&] { strided_slice(x, {5}, {0}, {1}, 0, 0, 0, 0, 1); },
-       "strided_slice 'predict/StridedSlice_3': input 'predict/x' [2,3,4]: index 5 is out of "
+       "strided_slice 'predict/StridedSlice_3': input 'predict/x' [2,3,4]: "
+       "index 5 is out of "
        "bounds for dimension 0 of size 2"},
       {[&] { strided_slice(x, {0, 0, 0, 0}, {1, 1, 1, 1}); },
-       "strided_slice 'predict/StridedSlice_4': input 'predict/x' [2,3,4]: slice entry 3 is "
+       "strided_slice 'predict/StridedSlice_4': input 'predict/x' [2,3,4]: "
+       "slice entry 3 is "
        "past the input's 3 dimensions"},
       {[&] { strided_slice(x, {1}, {1}); },
-       "strided_slice 'predict/StridedSlice_5': input 'predict/x' [2,3,4]: the slice of "
+       "strided_slice 'predict/StridedSlice_5': input 'predict/x' [2,3,4]: the "
+       "slice of "
        "dimension 0 is empty (empty tensors are not supported)"},
       {[&] { strided_slice(batch, {-1}, {0}, {1}, 0, 0, 0, 0, 1); },
-       "strided_slice 'predict/StridedSlice_6': input 'predict/batch' [?,3]: dimension 0 is "
+       "strided_slice 'predict/StridedSlice_6': input 'predict/batch' [?,3]: "
+       "dimension 0 is "
        "known only at run time: index -1 from its end needs its size"},
       {[&] { strided_slice(batch, {0}, {2}); },
-       "strided_slice 'predict/StridedSlice_7': input 'predict/batch' [?,3]: dimension 0 is "
+       "strided_slice 'predict/StridedSlice_7': input 'predict/batch' [?,3]: "
+       "dimension 0 is "
        "known only at run time: it takes a full range (stride 1 or -1), a "
        "stride-1 range from begin >= 0 to the end, or an index >= 0"},
       {[&] { gather_nd(x, m); },
-       "gather_nd 'predict/GatherNd': inputs 'predict/x' [2,3,4] and 'predict/m' [2,3]: indices must "
+       "gather_nd 'predict/GatherNd': inputs 'predict/x' [2,3,4] and "
+       "'predict/m' [2,3]: indices must "
        "be an i32 or i64 tensor, got f32"},
-      {[&] { gather_nd(x, g.constant({0}, {1, 4}, DType::Int64)); },
-       "gather_nd 'predict/GatherNd_1': inputs 'predict/x' [2,3,4] and 'predict/Const' [1,4]: indices "
+      {[&] { gather_nd(x, g.constant({0.0}, {1, 4}, DType::Int64)); },
+       "gather_nd 'predict/GatherNd_1': inputs 'predict/x' [2,3,4] and "
+       "'predict/Const' [1,4]: indices "
        "index 4 dimensions, but params has 3"},
       {[&] { gather_nd(x, ids, 2); },
-       "gather_nd 'predict/GatherNd_2': inputs 'predict/x' [2,3,4] and 'predict/ids' [5,2]: "
+       "gather_nd 'predict/GatherNd_2': inputs 'predict/x' [2,3,4] and "
+       "'predict/ids' [5,2]: "
        "batch_dims 2 must be in [0, rank(indices) - 1] and at most "
        "rank(params)"},
-      {[&] { gather_nd(x, g.constant({0}, {3, 1}, DType::Int64), 1); },
-       "gather_nd 'predict/GatherNd_3': inputs 'predict/x' [2,3,4] and 'predict/Const_1' [3,1]: "
+      {[&] { gather_nd(x, g.constant({0.0}, {3, 1}, DType::Int64), 1); },
+       "gather_nd 'predict/GatherNd_3': inputs 'predict/x' [2,3,4] and "
+       "'predict/Const_1' [3,1]: "
        "batch dimension 0 is 2 in params and 3 in indices"},
       {[&] { scatter_nd(ids, m, {2, 3, 4}); },
-       "scatter_nd 'predict/ScatterNd': inputs 'predict/ids' [5,2] and 'predict/m' [2,3]: updates "
+       "scatter_nd 'predict/ScatterNd': inputs 'predict/ids' [5,2] and "
+       "'predict/m' [2,3]: updates "
        "must have shape indices[:-1] + shape[2:] = [5,4], got [2,3]"},
       {[&] { scatter_nd(ids, m, {2, -1}); },
-       "scatter_nd 'predict/ScatterNd_1': inputs 'predict/ids' [5,2] and 'predict/m' [2,3]: shape "
+       "scatter_nd 'predict/ScatterNd_1': inputs 'predict/ids' [5,2] and "
+       "'predict/m' [2,3]: shape "
        "[2,?] must be static with every dimension >= 1"},
       {[&] { tensor_scatter_nd_update(x, ids, ints); },
-       "tensor_scatter_nd_update 'predict/TensorScatterUpdate': inputs 'predict/x' [2,3,4], "
-       "'predict/ids' [5,2] and 'predict/ints' [3]: updates must have the dtype of the "
+       "tensor_scatter_nd_update 'predict/TensorScatterUpdate': inputs "
+       "'predict/x' [2,3,4], "
+       "'predict/ids' [5,2] and 'predict/ints' [3]: updates must have the "
+       "dtype of the "
        "tensor, f32, got i32"},
       {[&] { einsum("ij,jk->ik", {m, n}); },
-       "einsum 'predict/Einsum': inputs 'predict/m' [2,3] and 'predict/n' [4,5]: equation "
+       "einsum 'predict/Einsum': inputs 'predict/m' [2,3] and 'predict/n' "
+       "[4,5]: equation "
        "'ij,jk->ik': index 'j' is 3 in operand 0 and 4 in operand 1"},
       {[&] { einsum("ij,jk->ik", {m}); },
-       "einsum 'predict/Einsum_1': input 'predict/m' [2,3]: equation 'ij,jk->ik': has 2 "
+       "einsum 'predict/Einsum_1': input 'predict/m' [2,3]: equation "
+       "'ij,jk->ik': has 2 "
        "operand terms for 1 inputs"},
       {[&] { einsum("ijk->ik", {m}); },
-       "einsum 'predict/Einsum_2': input 'predict/m' [2,3]: equation 'ijk->ik': operand 0 has "
+       "einsum 'predict/Einsum_2': input 'predict/m' [2,3]: equation "
+       "'ijk->ik': operand 0 has "
        "rank 2 but its term names 3 dimensions"},
       {[&] { einsum("ii->i", {m}); },
-       "einsum 'predict/Einsum_3': input 'predict/m' [2,3]: equation 'ii->i': index 'i' is "
+       "einsum 'predict/Einsum_3': input 'predict/m' [2,3]: equation 'ii->i': "
+       "index 'i' is "
        "repeated in operand 0 (traces and diagonals are not supported)"},
       {[&] { einsum("ij->ik", {m}); },
-       "einsum 'predict/Einsum_4': input 'predict/m' [2,3]: equation 'ij->ik': output index "
+       "einsum 'predict/Einsum_4': input 'predict/m' [2,3]: equation 'ij->ik': "
+       "output index "
        "'k' appears in no operand"},
       {[&] { einsum("i2->i", {m}); },
-       "einsum 'predict/Einsum_5': input 'predict/m' [2,3]: equation 'i2->i': invalid "
+       "einsum 'predict/Einsum_5': input 'predict/m' [2,3]: equation 'i2->i': "
+       "invalid "
        "character '2' in operand 0's term"},
       {[&] { einsum("i.j->i", {m}); },
-       "einsum 'predict/Einsum_6': input 'predict/m' [2,3]: equation 'i.j->i': a '.' in "
+       "einsum 'predict/Einsum_6': input 'predict/m' [2,3]: equation 'i.j->i': "
+       "a '.' in "
        "operand 0's term that is not part of '...'"},
       {[&] { einsum("ij->i->j", {m}); },
-       "einsum 'predict/Einsum_7': input 'predict/m' [2,3]: equation 'ij->i->j': more than "
+       "einsum 'predict/Einsum_7': input 'predict/m' [2,3]: equation "
+       "'ij->i->j': more than "
        "one '->'"},
       {[&] { einsum("...j->j", {x}); },
-       "einsum 'predict/Einsum_8': input 'predict/x' [2,3,4]: equation '...j->j': the "
+       "einsum 'predict/Einsum_8': input 'predict/x' [2,3,4]: equation "
+       "'...j->j': the "
        "operands have '...' dimensions but the output does not"},
       {[&] { einsum("ij,jk", {m, ints}); },
-       "einsum 'predict/Einsum_9': inputs 'predict/m' [2,3] and 'predict/ints' [3]: equation "
+       "einsum 'predict/Einsum_9': inputs 'predict/m' [2,3] and 'predict/ints' "
+       "[3]: equation "
        "'ij,jk': operands have different element types f32 and i32"},
   };
   for (const Case &c : cases)

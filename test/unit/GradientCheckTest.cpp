@@ -391,8 +391,8 @@ GRADIENT_TEST(Split, -2, 2, ([&] {
 GRADIENT_TEST(Reverse, -2, 2, multiply(reverse(square(x), {0, -1}), a))
 // x[::-1, ::-2] and x[-1, 1:]
 GRADIENT_TEST(StridedSlice, -2, 2,
-              concat({reshape(strided_slice(square(x), {0, 0}, {0, 0},
-                                            {-1, -2}, 0b11, 0b11),
+              concat({reshape(strided_slice(square(x), {0, 0}, {0, 0}, {-1, -2},
+                                            0b11, 0b11),
                               {4}),
                       strided_slice(x, {-1, 1}, {0, 0}, {1, 1}, 0, 0b10, 0, 0,
                                     0b01)},
@@ -403,7 +403,8 @@ GRADIENT_TEST(GatherNd, -2, 2,
 GRADIENT_TEST(GatherNdBatchDims, -2, 2,
               gather_nd(x, a.graph().constant({2, 0}, {2, 1}, DType::Int32), 1))
 GRADIENT_TEST(ScatterNd, -2, 2,
-              scatter_nd(a.graph().constant({1, 2, 0, 0, 1, 2, 0, 1, 1, 1, 0, 2},
+              scatter_nd(a.graph().constant({1, 2, 0, 0, 1, 2, 0, 1, 1, 1, 0,
+                                             2},
                                             {6, 2}, DType::Int64),
                          reshape(square(x), {6}), {2, 3}))
 Tensor ndIndices(Graph &g) {
@@ -415,10 +416,10 @@ Tensor ndUpdates(const Tensor &x) {
 // Without duplicates: an overwritten update gets g all the same, as in TF,
 // where finite differences see none.
 GRADIENT_TEST(TensorScatterNdUpdate, -2, 2,
-              tensor_scatter_nd_update(
-                  square(x),
-                  a.graph().constant({1, 2, 0, 0, 1, 0}, {3, 2}, DType::Int64),
-                  ndUpdates(x)))
+              tensor_scatter_nd_update(square(x),
+                                       a.graph().constant({1, 2, 0, 0, 1, 0},
+                                                          {3, 2}, DType::Int64),
+                                       ndUpdates(x)))
 GRADIENT_TEST(TensorScatterNdAdd, -2, 2,
               tensor_scatter_nd_add(multiply(x, a), ndIndices(a.graph()),
                                     ndUpdates(x)))
@@ -445,9 +446,9 @@ GRADIENT_TEST(MatmulBroadcastBatchA, -2, 2,
               matmul(reshape(x, {2, 1, 1, 3}),
                      reshape(concat({a, square(a), a}, 0), {3, 3, 2})))
 GRADIENT_TEST(MatmulBroadcastBatchB, -2, 2,
-              matmul(a.graph().constant({0.5, -1.0, 2.0, 1.5, 0.25, -0.75,
-                                         1.0, 0.5, -0.5, 2.0, 1.0, -1.5, 0.75,
-                                         0.25, -2.0, 1.25},
+              matmul(a.graph().constant({0.5, -1.0, 2.0, 1.5, 0.25, -0.75, 1.0,
+                                         0.5, -0.5, 2.0, 1.0, -1.5, 0.75, 0.25,
+                                         -2.0, 1.25},
                                         {2, 1, 4, 2}),
                      reshape(x, {3, 2, 1})))
 

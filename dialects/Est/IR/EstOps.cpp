@@ -569,8 +569,7 @@ EST_INFER(ReverseOp) {
       failed(inf.require(adaptor.getAxesAttr(), "axes")))
     return failure();
   return inf.result(
-      shape::reverse(inf.dims(0), attrDims(adaptor.getAxesAttr())),
-      inf.elt(0));
+      shape::reverse(inf.dims(0), attrDims(adaptor.getAxesAttr())), inf.elt(0));
 }
 
 EST_INFER(ShapeOfOp) {
