@@ -784,14 +784,6 @@ bool contains(const Labels &labels, int l) {
   return std::find(labels.begin(), labels.end(), l) != labels.end();
 }
 
-Labels without(const Labels &labels, const Labels &removed) {
-  Labels out;
-  for (int l : labels)
-    if (!contains(removed, l))
-      out.push_back(l);
-  return out;
-}
-
 /// `x` (dims labelled `from`) transposed to the order `to` (a permutation).
 Tensor permute(const Tensor &x, const Labels &from, const Labels &to) {
   if (from == to)
