@@ -873,6 +873,15 @@ Value broadcastTo(const OpContext &ctx) {
   const Value &x = ctx.input(0);
   Dims target = ctx.getInts("shape");
   Dims outShape = ctx.check(shape::broadcastTo(x.shape, target));
+  // A -1 is x's dimension there (a run-time one), as the lowering reads it.
+  size_t offset = outShape.size() - x.shape.size();
+  for (size_t i = 0; i < outShape.size(); ++i)
+    if (outShape[i] < 0) {
+      if (i < offset)
+        ctx.error("shape " + shape::toString(target) + " has a -1 before " +
+                  "x's dimensions");
+      outShape[i] = x.shape[i - offset];
+    }
   std::vector<int64_t> offsets = broadcastOffsets(x.shape, outShape);
   Value out = makeValue(x.dtype, outShape);
   for (int64_t i = 0; i < out.numElements(); ++i)
