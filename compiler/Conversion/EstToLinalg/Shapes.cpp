@@ -5,8 +5,8 @@
 //   transpose                    linalg.transpose
 //   concat slice pad             tensor.insert_slice / extract_slice / pad
 //   reverse                      linalg.generic reading the mirrored element
-//   shape                        tensor.dim of each dimension,
-//                                tensor.from_elements
+//   shape                        linalg.generic: element i is
+//                                tensor.dim i
 //
 //===----------------------------------------------------------------------===//
 
@@ -316,7 +316,10 @@ struct ReverseOpLowering
   }
 };
 
-/// The dims (run-time ones read with tensor.dim) as a rank-1 tensor.
+/// The dims (run-time ones read with tensor.dim) as a rank-1 tensor: one
+/// linalg.generic selecting dim i for element i, which the CUDA target maps
+/// like any other (tensor.from_elements would be host stores into device
+/// memory).
 struct ShapeOfOpLowering
     : public LowerOpPattern<est::ShapeOfOp, ShapeOfOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -325,11 +328,28 @@ struct ShapeOfOpLowering
     Location loc = op.getLoc();
     Value x = op.getX();
     RankedTensorType type = resultTypeOf(op);
-    SmallVector<Value> elements;
-    for (int64_t d = 0; d < tensorTypeOf(x).getRank(); ++d)
-      elements.push_back(arith::IndexCastOp::create(
-          b, loc, type.getElementType(), dimValue(b, loc, x, d)));
-    return tensor::FromElementsOp::create(b, loc, type, elements);
+    Type elt = type.getElementType();
+    int64_t rank = tensorTypeOf(x).getRank();
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, x, d));
+    Value init = emptyTensor(b, loc, type, {});
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+               SmallVector<AffineMap>{b.getMultiDimIdentityMap(1)}, parallel(1),
+               [&](OpBuilder &nb, Location nl, ValueRange) {
+                 Value i = linalg::IndexOp::create(nb, nl, 0);
+                 Value v = dims.empty() ? i : dims.back();
+                 for (int64_t d = rank - 2; d >= 0; --d) {
+                   Value isD = arith::CmpIOp::create(
+                       nb, nl, arith::CmpIPredicate::eq, i,
+                       arith::ConstantIndexOp::create(nb, nl, d));
+                   v = arith::SelectOp::create(nb, nl, isD, dims[d], v);
+                 }
+                 linalg::YieldOp::create(
+                     nb, nl, Value(arith::IndexCastOp::create(nb, nl, elt, v)));
+               })
+        .getResult(0);
   }
 };
 

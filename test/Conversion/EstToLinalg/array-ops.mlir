@@ -20,13 +20,17 @@ func.func @reverse(%x: tensor<?x7xf32>) -> tensor<?x7xf32> {
 
 // -----
 
-// shape: the run-time batch read with tensor.dim, the static dims constants.
+// shape: one generic over the [rank] result, element i the run-time
+// tensor.dim i (a select over the dims), as the CUDA target maps it.
 // CHECK-LABEL: func.func @shape
 // CHECK-SAME: (%[[X:.*]]: tensor<?x7xf32>)
 // CHECK: %[[B:.*]] = tensor.dim %[[X]], %c0 : tensor<?x7xf32>
-// CHECK: %[[BI:.*]] = arith.index_cast %[[B]] : index to i64
-// CHECK: %[[S:.*]] = tensor.from_elements %[[BI]], %c7_i64 : tensor<2xi64>
-// CHECK: return %[[S]]
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[IS0:.*]] = arith.cmpi eq, %[[I]], %c0 : index
+// CHECK: %[[D:.*]] = arith.select %[[IS0]], %[[B]], %c7 : index
+// CHECK: %[[V:.*]] = arith.index_cast %[[D]] : index to i64
+// CHECK: linalg.yield %[[V]] : i64
 func.func @shape(%x: tensor<?x7xf32>) -> tensor<2xi64> {
   %s = est.shape %x {out_type = i64} : tensor<?x7xf32> -> tensor<2xi64>
   return %s : tensor<2xi64>
