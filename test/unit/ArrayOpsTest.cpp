@@ -9,10 +9,12 @@
 
 #include "lib/Graph/ArrayOps.h"
 #include "lib/Graph/Ops.h"
+#include "test/reference/ReferenceEvaluator.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 
 namespace estc {
 namespace {
@@ -92,6 +94,35 @@ TEST_F(ArrayOpsTest, Shapes) {
                            g.constant({1.0}, {3, 5, 6}))
                 .shape(),
             (Dims{2, 3, 4, 6}));
+}
+
+/// einsum where a reshape would need two run-time sizes (the batch b and
+/// s, merged with t into M): the broadcast multiply + reduce_sum path,
+/// against the same contraction as a broadcasting batch matmul (reference
+/// evaluator).
+TEST_F(ArrayOpsTest, EinsumWithoutMatmul) {
+  Tensor a = g.placeholder("a", DType::Float32, {-1, -1, 2, 4});
+  Tensor b = g.placeholder("b", DType::Float32, {-1, 4, 3});
+  Tensor viaBroadcast = einsum("bstc,bcd->bstd", {a, b});
+  EXPECT_EQ(viaBroadcast.shape(), (Dims{-1, -1, 2, 3}));
+  EXPECT_EQ(viaBroadcast.op(), "reduce_sum");
+  Tensor viaMatmul = matmul(a, expand_dims(b, 1));
+  reference::Evaluator evaluator(g.graph_def());
+  std::mt19937 rng(5);
+  auto random = [&](const Dims &shape) {
+    reference::Value v;
+    v.shape = shape;
+    for (int64_t i = 0; i < shape::numElements(shape); ++i)
+      v.data.push_back(std::uniform_real_distribution<double>(-1, 1)(rng));
+    return v;
+  };
+  std::vector<reference::Value> out = evaluator.evaluate(
+      {viaBroadcast.name(), viaMatmul.name()},
+      {{a.name(), random({2, 5, 2, 4})}, {b.name(), random({2, 4, 3})}});
+  EXPECT_EQ(out[0].shape, (Dims{2, 5, 2, 3}));
+  ASSERT_EQ(out[0].data.size(), out[1].data.size());
+  for (size_t i = 0; i < out[0].data.size(); ++i)
+    EXPECT_NEAR(out[0].data[i], out[1].data[i], 1e-5) << i;
 }
 
 TEST_F(ArrayOpsTest, ErrorLines) {
