@@ -502,6 +502,40 @@ Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
   return t;
 }
 
+Tensor getitem(const Tensor &input, const std::vector<SliceIndex> &spec,
+               const std::string &name) {
+  // As TF's _slice_helper: each entry one bit of the masks.
+  Dims begin, end, strides;
+  int64_t beginMask = 0, endMask = 0, ellipsisMask = 0, newAxisMask = 0,
+          shrinkMask = 0;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t bit = int64_t(1) << std::min<size_t>(i, 62);
+    int64_t b = 0, e = 0, s = 1;
+    if (const auto *index = std::get_if<int64_t>(&spec[i])) {
+      b = *index;
+      e = *index + 1;
+      shrinkMask |= bit;
+    } else if (const auto *range = std::get_if<Slice>(&spec[i])) {
+      b = range->start.value_or(0);
+      e = range->stop.value_or(0);
+      s = range->step;
+      if (!range->start)
+        beginMask |= bit;
+      if (!range->stop)
+        endMask |= bit;
+    } else if (std::holds_alternative<NewAxis>(spec[i])) {
+      newAxisMask |= bit;
+    } else {
+      ellipsisMask |= bit;
+    }
+    begin.push_back(b);
+    end.push_back(e);
+    strides.push_back(s);
+  }
+  return strided_slice(input, begin, end, strides, beginMask, endMask,
+                       ellipsisMask, newAxisMask, shrinkMask, name);
+}
+
 // --- gather_nd, scatter_nd, tensor_scatter_nd_* ------------------------------
 
 namespace {

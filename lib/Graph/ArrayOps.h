@@ -17,7 +17,9 @@
 
 #include "lib/Graph/GraphBuilder.h"
 
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace estc {
@@ -68,6 +70,27 @@ Tensor strided_slice(const Tensor &input, const Dims &begin, const Dims &end,
                      int64_t end_mask = 0, int64_t ellipsis_mask = 0,
                      int64_t new_axis_mask = 0, int64_t shrink_axis_mask = 0,
                      const std::string &name = "");
+
+/// One entry of a Python-style slice spec for getitem below:
+/// `Slice{.start = 1}` is `1:`, `Slice{.step = -1}` is `::-1`, an integer
+/// `i` is an index (the dimension is removed), `newaxis` and `ellipsis`
+/// are tf.newaxis and `...`.
+struct Slice {
+  std::optional<int64_t> start = std::nullopt;
+  std::optional<int64_t> stop = std::nullopt;
+  int64_t step = 1;
+};
+struct NewAxis {};
+struct Ellipsis {};
+inline constexpr NewAxis newaxis{};
+inline constexpr Ellipsis ellipsis{};
+using SliceIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
+/// `input[spec...]`: the strided_slice TF's Python indexing builds
+/// (tf.Tensor.__getitem__): getitem(x, {Slice{.start = 1},
+/// Slice{.step = -1}, newaxis, ellipsis, 0}) is x[1:, ::-1, tf.newaxis,
+/// ..., 0].
+Tensor getitem(const Tensor &input, const std::vector<SliceIndex> &spec,
+               const std::string &name = "");
 
 /// tf.gather_nd: `indices` [..., K] picks params[batch..., i0, ..., iK-1]
 /// (the first `batch_dims` dimensions shared); the result is

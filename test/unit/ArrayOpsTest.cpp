@@ -71,6 +71,12 @@ TEST_F(ArrayOpsTest, Shapes) {
       strided_slice(batch, {0, -1}, {0, 0}, {1, 1}, 0b01, 0b01, 0, 0, 0b10)
           .shape(),
       (Dims{-1}));
+  // x[1:, ::-1, tf.newaxis, ..., 0] and batch[..., -1]
+  EXPECT_EQ(
+      getitem(x, {Slice{.start = 1}, Slice{.step = -1}, newaxis, ellipsis, 0})
+          .shape(),
+      (Dims{1, 3, 1}));
+  EXPECT_EQ(getitem(batch, {ellipsis, -1}).shape(), (Dims{-1}));
   EXPECT_EQ(gather_nd(x, ids).shape(), (Dims{5, 4}));
   EXPECT_EQ(
       gather_nd(x, g.constant({1, 0, 2, 1}, {2, 2}, DType::Int64), 1).shape(),

@@ -64,6 +64,15 @@ ESTC_OP_CASE(strided_slice_clamped, [](Graph &, const Inputs &in) {
   return Outputs{strided_slice(in[0], {-10, 1, 7}, {10, 100, -10}, {1, 2, -2})};
 });
 
+ESTC_OP_CASE(strided_slice_spec, [](Graph &, const Inputs &in) {
+  return Outputs{getitem(
+      in[0], {Slice{.start = 1}, Slice{.step = -1}, newaxis, ellipsis, 0})};
+});
+ESTC_OP_CASE(strided_slice_spec_negative_index, [](Graph &, const Inputs &in) {
+  return Outputs{
+      getitem(in[0], {-1, ellipsis, Slice{.start = 1, .stop = 4, .step = 2}})};
+});
+
 ESTC_OP_CASE(gather_nd, [](Graph &, const Inputs &in) {
   return Outputs{gather_nd(in[0], in[1])};
 });

@@ -62,6 +62,12 @@ CASES = [
     OpCase("strided_slice_clamped",
            _ss([-10, 1, 7], [10, 100, -10], [1, 2, -2]),
            [Input("f32", [2, 3, 4])]),
+    # The C++ slice-spec form: Python's indexing.
+    OpCase("strided_slice_spec",
+           lambda tf, x: x[1:, ::-1, tf.newaxis, ..., 0],
+           [Input("f32", [3, 4, 2, 5])]),
+    OpCase("strided_slice_spec_negative_index",
+           lambda tf, x: x[-1, ..., 1:4:2], [Input("f32", [3, 4, 2, 5])]),
     # The *_nd ops.
     OpCase("gather_nd", lambda tf, p, i: tf.gather_nd(p, i),
            [Input("f32", [4, 3, 2]), Input("i64", [3, 2], values=IDX)]),
