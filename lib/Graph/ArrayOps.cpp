@@ -952,6 +952,42 @@ Tensor contract(Tensor a, Labels la, Tensor b, Labels lb, const Labels &out) {
     }
     return permute(r, cat({&batch, &freeA, &freeB}), out);
   }
+  if (nc <= 1) {
+    // No reshape: the free indices but the last of each side become batch
+    // dims that the other side broadcasts (size 1):
+    //   A [batch, headA, 1.., M, K] x B [batch, 1.., headB, K, N]
+    //   -> [batch, headA, headB, M, N]
+    // (an empty M, K or N is a size-1 dim).
+    Labels headA(freeA.begin(), freeA.end() - (nfa ? 1 : 0));
+    Labels headB(freeB.begin(), freeB.end() - (nfb ? 1 : 0));
+    Labels lastA(freeA.end() - (nfa ? 1 : 0), freeA.end());
+    Labels lastB(freeB.end() - (nfb ? 1 : 0), freeB.end());
+    auto ha = static_cast<int64_t>(headA.size()),
+         hb = static_cast<int64_t>(headB.size());
+    Tensor ba = permute(a, la, cat({&batch, &headA, &lastA, &contr}));
+    for (int64_t i = 0; i < hb; ++i)
+      ba = expand_dims(ba, nb + ha);
+    if (nfa == 0)
+      ba = expand_dims(ba, nb + ha + hb);
+    if (nc == 0)
+      ba = expand_dims(ba, ba.rank());
+    Tensor bb = permute(b, lb, cat({&batch, &headB, &contr, &lastB}));
+    for (int64_t i = 0; i < ha; ++i)
+      bb = expand_dims(bb, nb);
+    if (nc == 0)
+      bb = expand_dims(bb, nb + ha + hb);
+    if (nfb == 0)
+      bb = expand_dims(bb, bb.rank());
+    Tensor r = matmul(ba, bb);
+    Dims unit;
+    if (nfa == 0)
+      unit.push_back(nb + ha + hb);
+    if (nfb == 0)
+      unit.push_back(nb + ha + hb + 1);
+    if (!unit.empty())
+      r = squeeze(r, unit);
+    return permute(r, cat({&batch, &headA, &headB, &lastA, &lastB}), out);
+  }
   // Broadcast multiply over [batch, freeA, freeB, contr] and sum contr.
   Labels all = cat({&batch, &freeA, &freeB, &contr});
   auto spread = [&](Tensor x, const Labels &lx) {

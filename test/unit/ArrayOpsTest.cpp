@@ -103,17 +103,37 @@ TEST_F(ArrayOpsTest, Shapes) {
 }
 
 /// einsum where a reshape would need two run-time sizes (the batch b and
-/// s, merged with t into M): the broadcast multiply + reduce_sum path,
-/// against the same contraction as a broadcasting batch matmul (reference
-/// evaluator).
-TEST_F(ArrayOpsTest, EinsumWithoutMatmul) {
-  Tensor a = g.placeholder("a", DType::Float32, {-1, -1, 2, 4});
-  Tensor b = g.placeholder("b", DType::Float32, {-1, 4, 3});
-  Tensor viaBroadcast = einsum("bstc,bcd->bstd", {a, b});
-  EXPECT_EQ(viaBroadcast.shape(), (Dims{-1, -1, 2, 3}));
-  EXPECT_EQ(viaBroadcast.op(), "reduce_sum");
-  Tensor viaMatmul = matmul(a, expand_dims(b, 1));
-  reference::Evaluator evaluator(g.graph_def());
+/// s, or b and t): one matmul whose extra free indices are broadcast batch
+/// dims (one contracted index), else a broadcast multiply + reduce_sum (two
+/// contracted indices); both against the same equations over static
+/// shapes (reshapes and one matmul), in the reference evaluator.
+TEST_F(ArrayOpsTest, EinsumWithoutReshape) {
+  struct Case {
+    const char *equation;
+    Dims a, b, aFed, bFed;
+    const char *op;
+  };
+  const Case cases[] = {
+      {"bstc,bcd->bstd",
+       {-1, -1, 2, 4},
+       {-1, 4, 3},
+       {2, 5, 2, 4},
+       {2, 4, 3},
+       "matmul"},
+      {"abc,cde->abde",
+       {-1, -1, 4},
+       {4, 2, 3},
+       {2, 5, 4},
+       {4, 2, 3},
+       "transpose"},
+      {"btc,bd->btcd", {-1, -1, 4}, {-1, 3}, {2, 5, 4}, {2, 3}, "matmul"},
+      {"bsxy,bxyd->bsd",
+       {-1, -1, 2, 3},
+       {-1, 2, 3, 4},
+       {2, 5, 2, 3},
+       {2, 2, 3, 4},
+       "reduce_sum"},
+  };
   std::mt19937 rng(5);
   auto random = [&](const Dims &shape) {
     reference::Value v;
@@ -122,13 +142,27 @@ TEST_F(ArrayOpsTest, EinsumWithoutMatmul) {
       v.data.push_back(std::uniform_real_distribution<double>(-1, 1)(rng));
     return v;
   };
-  std::vector<reference::Value> out = evaluator.evaluate(
-      {viaBroadcast.name(), viaMatmul.name()},
-      {{a.name(), random({2, 5, 2, 4})}, {b.name(), random({2, 4, 3})}});
-  EXPECT_EQ(out[0].shape, (Dims{2, 5, 2, 3}));
-  ASSERT_EQ(out[0].data.size(), out[1].data.size());
-  for (size_t i = 0; i < out[0].data.size(); ++i)
-    EXPECT_NEAR(out[0].data[i], out[1].data[i], 1e-5) << i;
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.equation);
+    Graph graph;
+    auto m = graph.mode_scope(ModeKeys::PREDICT);
+    Tensor a = graph.placeholder("a", DType::Float32, c.a);
+    Tensor b = graph.placeholder("b", DType::Float32, c.b);
+    Tensor sa = graph.placeholder("sa", DType::Float32, c.aFed);
+    Tensor sb = graph.placeholder("sb", DType::Float32, c.bFed);
+    Tensor dynamic = einsum(c.equation, {a, b});
+    Tensor fixed = einsum(c.equation, {sa, sb});
+    EXPECT_EQ(dynamic.op(), c.op);
+    reference::Evaluator evaluator(graph.graph_def());
+    reference::Value av = random(c.aFed), bv = random(c.bFed);
+    std::vector<reference::Value> out = evaluator.evaluate(
+        {dynamic.name(), fixed.name()},
+        {{a.name(), av}, {b.name(), bv}, {sa.name(), av}, {sb.name(), bv}});
+    EXPECT_EQ(out[0].shape, out[1].shape);
+    ASSERT_EQ(out[0].data.size(), out[1].data.size());
+    for (size_t i = 0; i < out[0].data.size(); ++i)
+      EXPECT_NEAR(out[0].data[i], out[1].data[i], 1e-5) << i;
+  }
 }
 
 TEST_F(ArrayOpsTest, ErrorLines) {
