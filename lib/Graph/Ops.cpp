@@ -485,6 +485,21 @@ Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name) {
 
 // --- Indexing ----------------------------------------------------------------
 
+Tensor reverse(const Tensor &tensor, const Dims &axis,
+               const std::string &name) {
+  OpBuilder o(nullptr, "reverse", name, "ReverseV2", {tensor});
+  Dims out = o.check(shape::reverse(tensor.shape(), axis));
+  return o.finish(tensor.dtype(), out, {{"axes", attr_list(axis)}});
+}
+
+Tensor shape_of(const Tensor &input, DType out_type, const std::string &name) {
+  OpBuilder o(nullptr, "shape", name, "Shape", {input});
+  if (out_type != DType::Int32 && out_type != DType::Int64)
+    o.fail("out_type must be i32 or i64, got " + to_string(out_type));
+  return o.finish(out_type, {input.rank()},
+                  {{"out_type", attr_type(out_type)}});
+}
+
 Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis,
               const std::string &name) {
   OpBuilder o(nullptr, "gather", name, "Gather", {params, indices});
@@ -516,6 +531,16 @@ Tensor scatter_add(const Tensor &ref, const Tensor &indices,
 Tensor scatter_update(const Tensor &ref, const Tensor &indices,
                       const Tensor &updates, const std::string &name) {
   return scatter("update", "ScatterUpdate", ref, indices, updates, name);
+}
+
+Tensor scatter_min(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name) {
+  return scatter("min", "ScatterMin", ref, indices, updates, name);
+}
+
+Tensor scatter_max(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name) {
+  return scatter("max", "ScatterMax", ref, indices, updates, name);
 }
 
 Tensor check_range(const Tensor &x, int64_t lower, int64_t upper,

@@ -137,6 +137,15 @@ Tensor broadcast_to(const Tensor &x, const Dims &shape,
 Tensor squeeze(const Tensor &x, std::optional<Dims> axes = std::nullopt,
                const std::string &name = "");
 Tensor expand_dims(const Tensor &x, int64_t axis, const std::string &name = "");
+/// tf.reverse: the order of each axis in `axis` reversed (distinct axes,
+/// may be negative; a run-time dimension too).
+Tensor reverse(const Tensor &tensor, const Dims &axis,
+               const std::string &name = "");
+/// tf.shape: `input`'s dimensions as a rank-1 tensor of `out_type` (i32 or
+/// i64); a dimension known at run time only (the batch) gives its run-time
+/// size. Named shape_of in C++: `shape` is lib/Shape's namespace.
+Tensor shape_of(const Tensor &input, DType out_type = DType::Int32,
+                const std::string &name = "");
 
 /// tf.sequence_mask: `result[i..., j] = j < lengths[i...]` (bool), the new
 /// last dimension as long as dimension `axis` of `maxlen_like` (a padded
@@ -159,8 +168,15 @@ Tensor gather(const Tensor &params, const Tensor &indices, int64_t axis = 0,
 /// ref's shape (tf.tensor_scatter_nd_add/update with row indices).
 Tensor scatter_add(const Tensor &ref, const Tensor &indices,
                    const Tensor &updates, const std::string &name = "");
+/// scatter_update: for duplicate indices the last update (in the order of
+/// `indices`) wins, as TF's CPU kernel.
 Tensor scatter_update(const Tensor &ref, const Tensor &indices,
                       const Tensor &updates, const std::string &name = "");
+/// The minimum / maximum of each row of `ref` and the updates with its index.
+Tensor scatter_min(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name = "");
+Tensor scatter_max(const Tensor &ref, const Tensor &indices,
+                   const Tensor &updates, const std::string &name = "");
 /// A run-time check (tf.debugging.assert_greater_equal + assert_less on
 /// class ids): forwards integer `x` when every element is in
 /// [lower, upper); otherwise the compiled step stops before any variable

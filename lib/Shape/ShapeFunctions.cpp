@@ -492,6 +492,13 @@ ShapeOr squeeze(const Dims &input, const std::optional<Dims> &axes) {
   return out;
 }
 
+ShapeOr reverse(const Dims &input, const Dims &axes) {
+  Dims norm;
+  if (auto e = normalizeAxes(axes, static_cast<int64_t>(input.size()), norm))
+    return ShapeOr::error(*e);
+  return input;
+}
+
 ShapeOr expandDims(const Dims &input, int64_t axis) {
   int64_t rank = static_cast<int64_t>(input.size());
   auto a = normalizeAxis(axis, rank + 1);

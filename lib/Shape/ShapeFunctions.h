@@ -125,6 +125,8 @@ ShapeOr pad(const Dims &input, const Dims &paddings);
 ShapeOr squeeze(const Dims &input, const std::optional<Dims> &axes);
 /// Inserts a size-1 dim at `axis` in [-(rank+1), rank].
 ShapeOr expandDims(const Dims &input, int64_t axis);
+/// tf.reverse: the input's shape; `axes` distinct and in range.
+ShapeOr reverse(const Dims &input, const Dims &axes);
 
 // --- Indexing --------------------------------------------------------------
 /// params[:axis] + indices + params[axis+1:].

@@ -873,6 +873,15 @@ Value broadcastTo(const OpContext &ctx) {
   const Value &x = ctx.input(0);
   Dims target = ctx.getInts("shape");
   Dims outShape = ctx.check(shape::broadcastTo(x.shape, target));
+  // A -1 is x's dimension there (a run-time one), as the lowering reads it.
+  size_t offset = outShape.size() - x.shape.size();
+  for (size_t i = 0; i < outShape.size(); ++i)
+    if (outShape[i] < 0) {
+      if (i < offset)
+        ctx.error("shape " + shape::toString(target) + " has a -1 before " +
+                  "x's dimensions");
+      outShape[i] = x.shape[i - offset];
+    }
   std::vector<int64_t> offsets = broadcastOffsets(x.shape, outShape);
   Value out = makeValue(x.dtype, outShape);
   for (int64_t i = 0; i < out.numElements(); ++i)
@@ -938,8 +947,9 @@ Value scatter(const OpContext &ctx) {
     ctx.error("ref and updates have different dtypes");
   ctx.check(shape::scatter(ref.shape, indices.shape, updates.shape));
   std::string mode = ctx.find("mode") ? ctx.getString("mode") : "add";
-  if (mode != "add" && mode != "update")
-    ctx.error("mode must be \"add\" or \"update\", got \"" + mode + "\"");
+  if (mode != "add" && mode != "update" && mode != "min" && mode != "max")
+    ctx.error("mode must be \"add\", \"update\", \"min\" or \"max\", got \"" +
+              mode + "\"");
   int64_t rows = ref.shape[0];
   size_t rowSize = rows ? ref.data.size() / static_cast<size_t>(rows) : 0;
   Value out = ref;
@@ -953,10 +963,51 @@ Value scatter(const OpContext &ctx) {
       ctx.error(os.str());
     }
     size_t dst = static_cast<size_t>(index) * rowSize;
-    for (size_t j = 0; j < rowSize; ++j)
-      out.data[dst + j] = (mode == "add" ? out.data[dst + j] : 0.0) +
-                          updates.data[i * rowSize + j];
+    for (size_t j = 0; j < rowSize; ++j) {
+      double &o = out.data[dst + j];
+      double u = updates.data[i * rowSize + j];
+      if (mode == "add")
+        o += u;
+      else if (mode == "update")
+        o = u;
+      else if (std::isnan(o) || std::isnan(u))
+        o = std::numeric_limits<double>::quiet_NaN();
+      else
+        o = mode == "min" ? std::min(o, u) : std::max(o, u);
+    }
   }
+  return out;
+}
+
+/// tf.reverse: element i along each axis in `axes` is element n - 1 - i.
+Value reverse(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Dims axes = ctx.getInts("axes");
+  ctx.check(shape::reverse(x.shape, axes));
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<bool> reversed(rank, false);
+  for (int64_t a : axes)
+    reversed[ctx.axis(a, rank)] = true;
+  Dims strides = stridesOf(x.shape);
+  Value out = makeValue(x.dtype, x.shape);
+  forEachIndex(x.shape, [&](const Dims &o, int64_t linear) {
+    int64_t source = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      source += (reversed[d] ? x.shape[d] - 1 - o[d] : o[d]) * strides[d];
+    out.data[linear] = x.data[source];
+  });
+  return out;
+}
+
+/// tf.shape: the dims as a rank-1 i32 (or `out_type`) tensor.
+Value shapeOf(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  Value out = makeValue(ctx.getType("out_type", g::DT_INT32),
+                        {static_cast<int64_t>(x.shape.size())});
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    out.data[d] = static_cast<double>(x.shape[d]);
   return out;
 }
 
@@ -1402,6 +1453,8 @@ const std::map<std::string, Kernel> &kernels() {
     t["broadcast_to"] = broadcastTo;
     t["squeeze"] = squeeze;
     t["expand_dims"] = expandDims;
+    t["reverse"] = reverse;
+    t["shape"] = shapeOf;
     // Indexing.
     t["gather"] = gather;
     t["scatter"] = scatter;

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
+#include "lib/Graph/ArrayOps.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
@@ -531,6 +532,162 @@ TEST(CompiledOps, ShapeOps) {
   checkOp({{"x", DType::Float32, {-1, 3}}}, [](Graph &g, const TensorMap &x) {
     return x["x"] + broadcast_to(constant(g, {3}, 9), {2, 1, 3});
   });
+}
+
+/// lib/Graph/ArrayOps.h over a run-time batch: tile and reverse along it,
+/// shape_of / size giving its run-time value, strided_slice with each mask.
+TEST(CompiledOps, ArrayOps) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 3, 4}}};
+  g::GraphDef graph = predictGraph(f, [&](Graph &g, const TensorMap &in) {
+    Tensor x = in["x"];
+    return TensorMap{
+        {"tile", tile(x, {1, 2, 3})},
+        {"stack", stack({x, x * 2.0}, 1)},
+        {"unstack", unstack(x, 2)[3]},
+        {"split", split(x, Dims{1, -1}, 1)[1]},
+        {"range",
+         x * cast(range(g, 0, 2, 0.5, DType::Float64), DType::Float32)},
+        {"shape", shape_of(x)},
+        {"size", size(x, DType::Int64)},
+        {"reverse", reverse(x, {0, 2})},
+        // x[:, ::-2, 1:3], x[..., -1], x[:, tf.newaxis, 2, ::3],
+        // x[::-1, -2:0:-1, 3:0:-2]
+        {"ss_negative",
+         strided_slice(x, {0, 0, 1}, {0, 0, 3}, {1, -2, 1}, 0b011, 0b011)},
+        {"ss_ellipsis_shrink",
+         strided_slice(x, {0, -1}, {0, 0}, {1, 1}, 0, 0, 0b01, 0, 0b10)},
+        {"ss_new_axis",
+         strided_slice(x, {0, 0, 2, 0}, {0, 0, 0, 0}, {1, 1, 1, 3}, 0b1011,
+                       0b1011, 0, 0b0010, 0b0100)},
+        {"ss_clamped",
+         strided_slice(x, {0, -2, 3}, {0, 0, 0}, {-1, -1, -2}, 0b001, 0b001)}};
+  });
+  expectMatchesReference(graph, f);
+}
+
+/// gather_nd / scatter_nd / tensor_scatter_nd_* with duplicate indices
+/// (summed; min / max combined; update: the last one), index depths 1 and
+/// 2, batch_dims, and a run-time number of index tuples.
+TEST(CompiledOps, NdIndexing) {
+  std::vector<Feature> f = {{"p", DType::Float32, {4, 3, 2}},
+                            {"u", DType::Float32, {3, 2}},
+                            {"i", DType::Int64, {-1, 2}, 0, 2}};
+  g::GraphDef graph = predictGraph(f, [&](Graph &g, const TensorMap &in) {
+    Tensor p = in["p"], u = in["u"];
+    Tensor idx = g.constant({1, 2, 3, 0, 1, 2}, {3, 2}, DType::Int64);
+    Tensor rows = g.constant({3, 0, 3}, {3, 1}, DType::Int32);
+    return TensorMap{
+        {"gather_nd", gather_nd(p, idx)},
+        {"gather_nd_rows", gather_nd(p, rows)},
+        {"gather_nd_runtime", gather_nd(p, in["i"])},
+        {"gather_nd_batch",
+         gather_nd(p, g.constant({2, 0, 1, 2}, {4, 1}, DType::Int64), 1)},
+        {"scatter_nd", scatter_nd(idx, u, {4, 3, 2})},
+        {"update", tensor_scatter_nd_update(p, idx, u)},
+        {"add", tensor_scatter_nd_add(p, idx, u)},
+        {"sub", tensor_scatter_nd_sub(p, idx, u)},
+        {"min", tensor_scatter_nd_min(p, idx, u)},
+        {"max", tensor_scatter_nd_max(p, idx, u)},
+        {"update_rows",
+         tensor_scatter_nd_update(p, rows,
+                                  g.constant({1.0, 2.0, 3.0}, {3, 1, 1}) *
+                                      broadcast_to(u, {3, 3, 2}))}};
+  });
+  expectMatchesReference(graph, f, {1, 5});
+}
+
+/// einsum as one (batch) matmul between transposes and reshapes (attention
+/// scores, batched products, a projection, implicit output, broadcast
+/// ellipsis), as a reduction, an outer product and a chain of three.
+TEST(CompiledOps, Einsum) {
+  std::vector<Feature> f = {{"q", DType::Float32, {-1, 5, 2, 8}},
+                            {"k", DType::Float32, {-1, 7, 2, 8}},
+                            {"x", DType::Float32, {-1, 3, 4}},
+                            {"e", DType::Float32, {2, 1, 3, 4}}};
+  g::GraphDef graph = predictGraph(f, [&](Graph &g, const TensorMap &in) {
+    Tensor x = in["x"];
+    Tensor w = constant(g, {4, 6}, 11), v = constant(g, {6, 5}, 12);
+    return TensorMap{
+        {"attention", einsum("bqhd,bkhd->bhqk", {in["q"], in["k"]})},
+        {"values",
+         einsum("bhqk,bkhd->bqhd",
+                {nn::softmax(einsum("bqhd,bkhd->bhqk", {in["q"], in["k"]})),
+                 in["k"]})},
+        {"batched", einsum("bij,bkj->bik", {x, x})},
+        {"projection", einsum("abc,cd->abd", {x, w})},
+        {"implicit", einsum("ij,jk", {w, v})},
+        {"ellipsis", einsum("...ij,...jk->...ik", {in["e"], w})},
+        {"broadcast_batch",
+         einsum("...ij,...kj->...ik", {in["e"], constant(g, {3, 5, 4}, 13)})},
+        {"sum", einsum("bij->j", {x})},
+        {"transpose", einsum("bij->jib", {x})},
+        {"outer",
+         einsum("i,j->ij", {constant(g, {3}, 14), constant(g, {4}, 15)})},
+        {"dot", einsum("bij,bij->b", {x, x})},
+        {"chain", einsum("bi,ij,jk->bk",
+                         {reshape(x, {-1, 12}), constant(g, {12, 4}, 16), w})},
+        {"matmul_broadcast",
+         linalg::matmul(in["e"], constant(g, {3, 4, 5}, 17))}};
+  });
+  expectMatchesReference(graph, f, {1, 3}, 1e-5);
+}
+
+/// einsum over a batch and a run-time sequence length (two run-time dims no
+/// reshape can merge): the matmul whose extra free indices are broadcast
+/// batch dims (`abc,cde->abde`, `bstc,bcd->bstd`: Keras's multi-head
+/// projections), compiled, against the reference at several batches and
+/// lengths.
+TEST(CompiledOps, EinsumOverBatchAndSequence) {
+  Graph graph;
+  graph.set_seed(7);
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{.key = "x",
+                                       .dtype = DType::Float32,
+                                       .shape = {-1, -1, 4},
+                                       .sequence_dim = true});
+  inputs.features.push_back(
+      TensorSpec{.key = "m", .dtype = DType::Float32, .shape = {-1, 4, 3}});
+  build_mode(
+      graph, ModeKeys::PREDICT, inputs,
+      [&](Graph &g, const TensorMap &x, const Tensor &, ModeKeys) {
+        Signature spec;
+        spec.predictions.set(
+            "heads",
+            einsum("abc,cde->abde", {x["x"], constant(g, {4, 2, 3}, 21)}));
+        spec.predictions.set(
+            "per_example",
+            einsum("bsc,bcd->bsd", {x["x"], x["m"]}) +
+                reduce_sum(einsum("bsc,bcd->bscd", {x["x"], x["m"]}), Dims{2}));
+        return spec;
+      });
+  g::GraphDef def = graph.graph_def();
+  dumpGraph(def);
+  std::unique_ptr<JitModel> model = jitCompileForTest(def, "Test");
+  ASSERT_TRUE(model);
+  reference::Evaluator evaluator(def);
+  int predict = model->function_index("predict");
+  std::mt19937 rng(3);
+  for (auto [batch, length] :
+       {std::pair<int64_t, int64_t>{1, 5}, {3, 2}, {2, 7}}) {
+    SCOPED_TRACE("batch " + std::to_string(batch) + ", length " +
+                 std::to_string(length));
+    std::map<std::string, Value> feeds = {
+        {"x", randomValue({"x", DType::Float32, {batch, length, 4}}, 1, rng)},
+        {"m", randomValue({"m", DType::Float32, {batch, 4, 3}}, 1, rng)}};
+    std::map<std::string, Value> expected = evaluator.run("predict", feeds);
+    model->set_batch(batch);
+    model->set_sequence_length(length);
+    for (const auto &[key, value] : feeds)
+      store(value, model->input_data(predict, model->input_index(
+                                                  predict, "features/" + key)));
+    model->run(predict);
+    for (const auto &[key, want] : expected) {
+      SCOPED_TRACE(key);
+      EXPECT_TRUE(outputMatches(
+          want, model->output_data(predict, model->output_index(predict, key)),
+          1e-5));
+    }
+  }
 }
 
 TEST(CompiledOps, Scatter) {

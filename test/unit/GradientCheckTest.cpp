@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
+#include "lib/Graph/ArrayOps.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
@@ -379,6 +380,78 @@ GRADIENT_TEST(ScatterUpdate, -2, 2,
                              a.graph().constant({1}, {1}, DType::Int64),
                              multiply(slice(x, {0, 0}, {1, 3}),
                                       slice(a, {1, 0}, {1, 3}))))
+// --- lib/Graph/ArrayOps.h (compositions) and est.reverse ------------------
+GRADIENT_TEST(Tile, -2, 2, multiply(tile(square(x), {2, 3}), tile(a, {2, 3})))
+GRADIENT_TEST(Stack, -2, 2, stack({x, square(x), a}, 1))
+GRADIENT_TEST(Unstack, -2, 2, multiply(unstack(x, 1)[0], unstack(x, 1)[2]))
+GRADIENT_TEST(Split, -2, 2, ([&] {
+                std::vector<Tensor> p = split(x, Dims{1, -1}, 1);
+                return multiply(p[0], reduce_sum(square(p[1]), Dims{1}, true));
+              }()))
+GRADIENT_TEST(Reverse, -2, 2, multiply(reverse(square(x), {0, -1}), a))
+// x[::-1, ::-2] and x[-1, 1:]
+GRADIENT_TEST(StridedSlice, -2, 2,
+              concat({reshape(strided_slice(square(x), {0, 0}, {0, 0}, {-1, -2},
+                                            0b11, 0b11),
+                              {4}),
+                      strided_slice(x, {-1, 1}, {0, 0}, {1, 1}, 0, 0b10, 0, 0,
+                                    0b01)},
+                     0))
+GRADIENT_TEST(GatherNd, -2, 2,
+              gather_nd(x, a.graph().constant({1, 2, 0, 0, 1, 2}, {3, 2},
+                                              DType::Int64)))
+GRADIENT_TEST(GatherNdBatchDims, -2, 2,
+              gather_nd(x, a.graph().constant({2, 0}, {2, 1}, DType::Int32), 1))
+GRADIENT_TEST(ScatterNd, -2, 2,
+              scatter_nd(a.graph().constant({1, 2, 0, 0, 1, 2, 0, 1, 1, 1, 0,
+                                             2},
+                                            {6, 2}, DType::Int64),
+                         reshape(square(x), {6}), {2, 3}))
+Tensor ndIndices(Graph &g) {
+  return g.constant({1, 2, 0, 0, 1, 2}, {3, 2}, DType::Int64);
+}
+Tensor ndUpdates(const Tensor &x) {
+  return multiply(reshape(slice(x, {0, 0}, {1, 3}), {3}), 1.5);
+}
+// Without duplicates: an overwritten update gets g all the same, as in TF,
+// where finite differences see none.
+GRADIENT_TEST(TensorScatterNdUpdate, -2, 2,
+              tensor_scatter_nd_update(square(x),
+                                       a.graph().constant({1, 2, 0, 0, 1, 0},
+                                                          {3, 2}, DType::Int64),
+                                       ndUpdates(x)))
+GRADIENT_TEST(TensorScatterNdAdd, -2, 2,
+              tensor_scatter_nd_add(multiply(x, a), ndIndices(a.graph()),
+                                    ndUpdates(x)))
+GRADIENT_TEST(TensorScatterNdSub, -2, 2,
+              tensor_scatter_nd_sub(multiply(x, a), ndIndices(a.graph()),
+                                    ndUpdates(x)))
+GRADIENT_TEST(TensorScatterNdMin, -2, 2,
+              tensor_scatter_nd_min(multiply(x, a), ndIndices(a.graph()),
+                                    ndUpdates(x)))
+GRADIENT_TEST(TensorScatterNdMax, -2, 2,
+              tensor_scatter_nd_max(multiply(x, a), ndIndices(a.graph()),
+                                    ndUpdates(x)))
+GRADIENT_TEST(EinsumMatmul, -2, 2, einsum("ij,kj->ik", {x, square(a)}))
+GRADIENT_TEST(EinsumOuterAndSum, -2, 2,
+              einsum("ij,k->ik", {x, reshape(a, {6})}))
+GRADIENT_TEST(EinsumChain, -2, 2,
+              einsum("ij,jk,kl->il",
+                     {x, transpose(a, {1, 0}), multiply(x, 0.5)}))
+GRADIENT_TEST_SHAPED(EinsumAttention, -1, 1, (std::vector<int64_t>{2, 3, 4}),
+                     einsum("bqd,bkd->bqk", {x, square(a)}))
+// The gradient of a broadcast batch dimension is summed over it: a
+// [2,1,1,3] x [3,3,2] and [2,1,4,2] x b [3,2,1].
+GRADIENT_TEST(MatmulBroadcastBatchA, -2, 2,
+              matmul(reshape(x, {2, 1, 1, 3}),
+                     reshape(concat({a, square(a), a}, 0), {3, 3, 2})))
+GRADIENT_TEST(MatmulBroadcastBatchB, -2, 2,
+              matmul(a.graph().constant({0.5, -1.0, 2.0, 1.5, 0.25, -0.75, 1.0,
+                                         0.5, -0.5, 2.0, 1.0, -1.5, 0.75, 0.25,
+                                         -2.0, 1.25},
+                                        {2, 1, 4, 2}),
+                     reshape(x, {3, 2, 1})))
+
 // A gather of the trained variable on axis 0 gets a sparse gradient (rows);
 // SGD scatters them.
 GRADIENT_TEST(GatherSparse, -2, 2,

@@ -64,6 +64,10 @@ TEST(ShapeFunctions, Matmul) {
               "inner dimensions differ");
   expectError(matmul({3}, {3, 4}, false, false), "rank >= 2");
   expectError(matmul({2, 2, 3}, {4, 3, 4}, false, false), "batch dimensions");
+  // Batch dims broadcast: [2,1,M,K] x [3,K,N] -> [2,3,M,N].
+  expectDims(matmul({2, 1, 4, 5}, {3, 5, 6}, false, false), {2, 3, 4, 6});
+  expectDims(matmul({U, 1, 4, 5}, {3, 6, 5}, false, true), {U, 3, 4, 6});
+  expectDims(matmul({4, 5}, {2, 3, 5, 6}, false, false), {2, 3, 4, 6});
 }
 
 TEST(ShapeFunctions, Conv2dAndPool) {
@@ -210,6 +214,10 @@ TEST(ShapeFunctions, SqueezeExpand) {
   expectDims(expandDims({U, 3}, -1), {U, 3, 1});
   expectDims(expandDims({}, 0), {1});
   expectError(expandDims({U, 3}, 3), "out of range");
+  expectDims(reverse({U, 3, 4}, {0, -1}), {U, 3, 4});
+  expectDims(reverse({U, 3}, {}), {U, 3});
+  expectError(reverse({U, 3}, {2}), "axis 2 is out of range for rank 2");
+  expectError(reverse({U, 3}, {1, -1}), "axis -1 is repeated");
 }
 
 TEST(ShapeFunctions, Indexing) {

@@ -3,8 +3,9 @@
 //   gather       linalg.generic + tensor.extract; indices are clamped to
 //                [0, dim - 1] unless an est.check_range checked them
 //                (`est.indices_checked`, set by the pass)
-//   scatter      an scf.for nest over the updates carrying the result
-//                through tensor.insert (in place after bufferization);
+//   scatter      an scf.for nest over the updates, in order, carrying the
+//                result through tensor.insert (in place after
+//                bufferization; "update" keeps the last write);
 //                indices clamped unless checked, as for gather
 //   unsorted_segment_sum
 //                zeros of [B] + data[1:], then an scf.for over data's rows in
@@ -113,7 +114,7 @@ struct ScatterOpLowering
           updates = scatter.getUpdates();
     RankedTensorType rType = tensorTypeOf(ref);
     int64_t q = tensorTypeOf(indices).getRank(), rank = rType.getRank();
-    bool add = scatter.getMode() == "add";
+    StringRef mode = scatter.getMode();
     bool checked = scatter->hasAttr(kIndicesChecked);
     bool f = isFloat(rType.getElementType());
     Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
@@ -140,10 +141,17 @@ struct ScatterOpLowering
           SmallVector<Value> dst = {row};
           llvm::append_range(dst, ivs.drop_front(q));
           Value u = tensor::ExtractOp::create(nb, nl, updates, ivs);
-          if (add) {
+          if (mode != "update") {
             Value old = tensor::ExtractOp::create(nb, nl, args[0], dst);
-            u = f ? Value(arith::AddFOp::create(nb, nl, old, u))
-                  : Value(arith::AddIOp::create(nb, nl, old, u));
+            if (mode == "add")
+              u = f ? Value(arith::AddFOp::create(nb, nl, old, u))
+                    : Value(arith::AddIOp::create(nb, nl, old, u));
+            else if (mode == "min")
+              u = f ? Value(arith::MinimumFOp::create(nb, nl, old, u))
+                    : Value(arith::MinSIOp::create(nb, nl, old, u));
+            else
+              u = f ? Value(arith::MaximumFOp::create(nb, nl, old, u))
+                    : Value(arith::MaxSIOp::create(nb, nl, old, u));
           }
           return {tensor::InsertOp::create(nb, nl, u, args[0], dst)};
         });

@@ -4,6 +4,9 @@
 //   reshape squeeze expand_dims  tensor.collapse_shape / expand_shape
 //   transpose                    linalg.transpose
 //   concat slice pad             tensor.insert_slice / extract_slice / pad
+//   reverse                      linalg.generic reading the mirrored element
+//   shape                        linalg.generic: element i is
+//                                tensor.dim i
 //
 //===----------------------------------------------------------------------===//
 
@@ -273,10 +276,88 @@ struct ExpandDimsOpLowering : public OpRewritePattern<est::ExpandDimsOp> {
   }
 };
 
+/// One linalg.generic over the result: element i along each reversed axis
+/// reads element n - 1 - i of the input (tensor.extract).
+struct ReverseOpLowering
+    : public LowerOpPattern<est::ReverseOp, ReverseOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::ReverseOp op) {
+    Location loc = op.getLoc();
+    Value x = op.getX();
+    RankedTensorType type = resultTypeOf(op);
+    int64_t rank = type.getRank();
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, x, d));
+    SmallVector<bool> reversed(rank, false);
+    for (int64_t a : op.getAxes())
+      reversed[a < 0 ? a + rank : a] = true;
+    Value init = emptyTensor(b, loc, type, dims);
+    SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank)};
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{}, ValueRange{init}, maps,
+               parallel(rank),
+               [&](OpBuilder &nb, Location nl, ValueRange) {
+                 Value one = arith::ConstantIndexOp::create(nb, nl, 1);
+                 SmallVector<Value> at;
+                 for (int64_t d = 0; d < rank; ++d) {
+                   Value i = linalg::IndexOp::create(nb, nl, d);
+                   if (reversed[d])
+                     i = arith::SubIOp::create(
+                         nb, nl, arith::SubIOp::create(nb, nl, dims[d], one),
+                         i);
+                   at.push_back(i);
+                 }
+                 Value v = tensor::ExtractOp::create(nb, nl, x, at);
+                 linalg::YieldOp::create(nb, nl, v);
+               })
+        .getResult(0);
+  }
+};
+
+/// The dims (run-time ones read with tensor.dim) as a rank-1 tensor: one
+/// linalg.generic selecting dim i for element i, which the CUDA target maps
+/// like any other (tensor.from_elements would be host stores into device
+/// memory).
+struct ShapeOfOpLowering
+    : public LowerOpPattern<est::ShapeOfOp, ShapeOfOpLowering> {
+  using LowerOpPattern::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, est::ShapeOfOp op) {
+    Location loc = op.getLoc();
+    Value x = op.getX();
+    RankedTensorType type = resultTypeOf(op);
+    Type elt = type.getElementType();
+    int64_t rank = tensorTypeOf(x).getRank();
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, x, d));
+    Value init = emptyTensor(b, loc, type, {});
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{type}, ValueRange{}, ValueRange{init},
+               SmallVector<AffineMap>{b.getMultiDimIdentityMap(1)}, parallel(1),
+               [&](OpBuilder &nb, Location nl, ValueRange) {
+                 Value i = linalg::IndexOp::create(nb, nl, 0);
+                 Value v = dims.empty() ? i : dims.back();
+                 for (int64_t d = rank - 2; d >= 0; --d) {
+                   Value isD = arith::CmpIOp::create(
+                       nb, nl, arith::CmpIPredicate::eq, i,
+                       arith::ConstantIndexOp::create(nb, nl, d));
+                   v = arith::SelectOp::create(nb, nl, isD, dims[d], v);
+                 }
+                 linalg::YieldOp::create(
+                     nb, nl, Value(arith::IndexCastOp::create(nb, nl, elt, v)));
+               })
+        .getResult(0);
+  }
+};
+
 } // namespace
 
 void mlir::est::populateEstToLinalgShapePatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeOpLowering, TransposeOpLowering, ConcatOpLowering,
                SliceOpLowering, PadOpLowering, SqueezeOpLowering,
-               ExpandDimsOpLowering>(patterns.getContext());
+               ExpandDimsOpLowering, ReverseOpLowering, ShapeOfOpLowering>(
+      patterns.getContext());
 }

@@ -384,3 +384,16 @@ OpFoldResult ZerosLikeOp::fold(FoldAdaptor) {
 OpFoldResult OnesLikeOp::fold(FoldAdaptor) {
   return foldFillLike(getType(), 1);
 }
+
+/// A static shape is a constant.
+OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
+  auto xType = dyn_cast<RankedTensorType>(getX().getType());
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!xType || !type || !xType.hasStaticShape() || !type.hasStaticShape())
+    return {};
+  auto intType = cast<IntegerType>(type.getElementType());
+  SmallVector<APInt> dims;
+  for (int64_t d : xType.getShape())
+    dims.push_back(APInt(intType.getWidth(), d));
+  return DenseElementsAttr::get(type, dims);
+}

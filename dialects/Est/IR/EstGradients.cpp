@@ -705,6 +705,22 @@ LogicalResult gradient(GatherOp op, OpBuilder &b, Value g, Grads &out) {
 LogicalResult gradient(ScatterOp op, OpBuilder &b, Value g, Grads &out) {
   G h = helper(b, op);
   Location loc = op.getLoc();
+  if (op.getMode() == "min" || op.getMode() == "max") {
+    // TF's _TensorScatterMinOrMaxGrad: g goes to every element equal to the
+    // result (ref's and the updates'), divided among the ties.
+    Value ref = op.getRef(), updates = op.getUpdates(), y = op.getResult();
+    Type elt = tensorType(g).getElementType();
+    Value refHit = h.castTo(h.equal(ref, y), elt);
+    Value updateHit =
+        h.castTo(h.equal(updates, h.gather(y, op.getIndices())), elt);
+    Value hits = ScatterOp::create(b, loc, refHit, op.getIndices(), updateHit,
+                                   b.getStringAttr("add"));
+    Value share = h.div(g, hits);
+    out.assign(std::initializer_list<Value>{
+        h.mul(share, refHit), Value(),
+        h.mul(h.gather(share, op.getIndices()), updateHit)});
+    return success();
+  }
   Value rows = h.gather(g, op.getIndices());
   Value refGrad = g;
   if (op.getMode() != "add")
@@ -724,6 +740,13 @@ LogicalResult gradient(UnsortedSegmentSumOp op, OpBuilder &b, Value g,
   G h = helper(b, op);
   out.assign(std::initializer_list<Value>{h.gather(g, op.getSegmentIds()),
                                           Value(), Value()});
+  return success();
+}
+
+/// reverse is its own transpose.
+LogicalResult gradient(ReverseOp op, OpBuilder &b, Value g, Grads &out) {
+  Value r = ReverseOp::create(b, op.getLoc(), g, op.getAxesAttr());
+  out.assign(std::initializer_list<Value>{r});
   return success();
 }
 
@@ -844,5 +867,5 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
-         ReverseSequenceOp>(context);
+         ReverseSequenceOp, ReverseOp>(context);
 }

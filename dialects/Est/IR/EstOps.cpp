@@ -563,6 +563,24 @@ EST_INFER(ExpandDimsOp) {
       inf.elt(0));
 }
 
+EST_INFER(ReverseOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getAxesAttr(), "axes")))
+    return failure();
+  return inf.result(
+      shape::reverse(inf.dims(0), attrDims(adaptor.getAxesAttr())), inf.elt(0));
+}
+
+EST_INFER(ShapeOfOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)))
+    return failure();
+  return inf.result(
+      shape::Dims{inf.type(0).getRank()},
+      typeOr(adaptor.getOutTypeAttr(), IntegerType::get(context, 32)));
+}
+
 EST_INFER(GatherOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)))
@@ -578,8 +596,10 @@ EST_INFER(ScatterOp) {
     return failure();
   StringRef mode = adaptor.getModeAttr() ? adaptor.getModeAttr().getValue()
                                          : StringRef("add");
-  if (mode != "add" && mode != "update")
-    return inf.fail("mode must be \"add\" or \"update\", got \"" + mode + "\"");
+  if (mode != "add" && mode != "update" && mode != "min" && mode != "max")
+    return inf.fail("mode must be \"add\", \"update\", \"min\" or \"max\", "
+                    "got \"" +
+                    mode + "\"");
   if (ShapeOr s = shape::scatter(inf.dims(0), inf.dims(1), inf.dims(2)); !s)
     return inf.fail(s.message());
   return inf.result(inf.type(0));

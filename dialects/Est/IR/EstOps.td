@@ -501,6 +501,37 @@ def Est_ExpandDimsOp : Est_ShapeOp<"expand_dims"> {
   let hasCanonicalizer = 1;
 }
 
+def Est_ReverseOp : Est_ShapeOp<"reverse"> {
+  let summary = "tf.reverse: the order of `axes` reversed";
+  let description = [{
+    Element `i` along each axis in `axes` (distinct, may be negative) reads
+    element `n - 1 - i`; the other axes are unchanged.
+
+    ```mlir
+    %y = est.reverse %x {axes = array<i64: 1>} : tensor<?x7xf32> -> tensor<?x7xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x, DenseI64ArrayAttr:$axes);
+}
+
+def Est_ShapeOfOp : Est_InferOp<"shape", [Pure]> {
+  let summary = "tf.shape: the dimensions of `x` as a rank-1 integer tensor";
+  let description = [{
+    A dimension known at run time only (the batch, a padded sequence's
+    length) gives its run-time size; the op folds to a constant when `x`'s
+    shape is static. `out_type` is i32 (the default, as TF) or i64.
+
+    ```mlir
+    %s = est.shape %x : tensor<?x7xf32> -> tensor<2xi32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$x,
+                       OptionalAttr<Est_IndexTypeAttr>:$out_type);
+  let results = (outs Est_IndexTensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Indexing.
 //===----------------------------------------------------------------------===//
@@ -529,7 +560,9 @@ def Est_ScatterOp : Est_InferOp<"scatter", [Pure]> {
     The transpose of `est.gather` on axis 0: `updates` has the shape
     `indices + ref[1:]`. `mode = "add"`: row `indices[i]` of the result is
     `ref[indices[i]]` plus every update with that index (duplicates summed);
-    `mode = "update"`: the update (for duplicate indices, one of them).
+    `mode = "update"`: the update (for duplicate indices the last one, in
+    the order of `indices`, as TF's CPU kernel); `mode = "min"` / `"max"`:
+    the minimum / maximum of the row and every update with its index.
     Out-of-range indices are clamped into [0, rows - 1], as est.gather does.
     Lowered to loops over the updates that insert into `ref`, so a scatter
     of a variable's value assigned back to it updates the variable's buffer

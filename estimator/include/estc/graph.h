@@ -1,8 +1,8 @@
 //===- estc/graph.h - The graph builder: ops, layers, losses, optimizers --===//
 //
-// What a model_fn builds its graph with: tf's ops (Ops.h), tf.layers
-// (Layers.h), loops (ControlFlow.h), Keras recurrent layers (Recurrent.h),
-// losses, optimizers and learning-rate schedules (Train.h),
+// What a model_fn builds its graph with: tf's ops (Ops.h, ArrayOps.h),
+// tf.layers (Layers.h), loops (ControlFlow.h), Keras recurrent layers
+// (Recurrent.h), losses, optimizers and learning-rate schedules (Train.h),
 // tf.compat.v1.metrics (Metrics.h), tf.compat.v1.summary (Summaries.h), and
 // reading or writing graph files.
 //
@@ -10,6 +10,7 @@
 #ifndef ESTC_PUBLIC_GRAPH_H
 #define ESTC_PUBLIC_GRAPH_H
 
+#include "lib/Graph/ArrayOps.h"
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"

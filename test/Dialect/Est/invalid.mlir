@@ -405,9 +405,9 @@ func.func @scatter_bad_updates(%r: tensor<10x4xf32>, %i: tensor<3xi64>, %u: tens
 // -----
 
 func.func @scatter_bad_mode(%r: tensor<10x4xf32>, %i: tensor<3xi64>, %u: tensor<3x4xf32>) {
-  // expected-error @+2 {{'est.scatter' op mode must be "add" or "update", got "max"}}
+  // expected-error @+2 {{'est.scatter' op mode must be "add", "update", "min" or "max", got "mul"}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = est.scatter %r, %i, %u {mode = "max"} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
+  %0 = est.scatter %r, %i, %u {mode = "mul"} : tensor<10x4xf32>, tensor<3xi64>, tensor<3x4xf32> -> tensor<10x4xf32>
   return
 }
 
