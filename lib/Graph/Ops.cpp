@@ -1045,12 +1045,18 @@ SampledValues log_uniform_candidate_sampler(const Tensor &true_classes,
     std::vector<double> slots(s);
     for (int64_t k = 0; k < s; ++k)
       slots[k] = static_cast<double>(k);
-    Tensor slot = logical_and(
-        equal(expand_dims(rank, 1), g.constant(slots, {1, s}, DType::Int64)),
-        equal(expand_dims(isNew, 1), 1));
+    // Both results read the checked count (min(distinct, s) is s once the
+    // check passed), so the check runs whichever of them is used.
+    Tensor limit = minimum(distinct, s);
+    Tensor taken = less(rank, limit);
+    Tensor slot =
+        logical_and(logical_and(equal(expand_dims(rank, 1),
+                                      g.constant(slots, {1, s}, DType::Int64)),
+                                expand_dims(taken, 1)),
+                    equal(expand_dims(isNew, 1), 1));
     sampled = reduce_sum(cast(slot, DType::Int64) * expand_dims(values, 1),
                          Dims{0}, false, "sampled_candidates");
-    tries = reduce_sum(cast(less(rank, minimum(distinct, s)), DType::Float64));
+    tries = reduce_sum(cast(taken, DType::Float64));
   } else {
     sampled = values;
     tries = g.constant(static_cast<double>(s), DType::Float64);

@@ -379,6 +379,37 @@ TEST(CompiledOps, CandidateSamplerAndSampledSoftmax) {
         << "label " << k;
 }
 
+// All 200 classes of range 200 are not among the 928 draws a step makes
+// (class 199 has P = 0.00094): the step stops with the check's one line
+// rather than return fewer classes.
+TEST(CompiledOps, CandidateSamplerTooFewDistinctDraws) {
+  std::vector<Feature> f = {{"labels", DType::Int64, {-1, 1}, 0, 9}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &in) {
+    return TensorMap{{"sampled", log_uniform_candidate_sampler(
+                                     in["labels"], 1, 200, true, 200, 1)
+                                     .sampled_candidates}};
+  });
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "TooFew");
+  ASSERT_TRUE(model);
+  store(Value::scalar(0, g::DT_INT64),
+        model->variable_data(model->variable_index("global_step")));
+  int predict = model->function_index("predict");
+  model->set_batch(1);
+  std::vector<int64_t> labels = {3};
+  std::memcpy(model->input_data(predict,
+                                model->input_index(predict, "features/labels")),
+              labels.data(), sizeof(int64_t));
+  try {
+    model->run(predict);
+    ADD_FAILURE() << "expected rt::InvalidArgumentError";
+  } catch (const rt::InvalidArgumentError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("distinct sampled classes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("outside [200, 929)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
 TEST(CompiledOps, CompareLogicSelectCast) {
   std::vector<Feature> f = {{"a", DType::Float32, {-1, 4}},
                             {"b", DType::Float32, {4}}};

@@ -98,11 +98,10 @@ ESTC_OP_CASE(log_poisson_loss_full, [](Graph &, const Inputs &in) {
 ESTC_OP_CASE(weighted_cross_entropy, [](Graph &, const Inputs &in) {
   return Outputs{nn::weighted_cross_entropy_with_logits(in[0], in[1], 3.0)};
 });
-ESTC_OP_CASE(weighted_cross_entropy_tensor_weight,
-             [](Graph &, const Inputs &in) {
-               return Outputs{
-                   nn::weighted_cross_entropy_with_logits(in[0], in[1], in[2])};
-             });
+ESTC_OP_CASE(weighted_cross_entropy_tensor_weight, [](Graph &,
+                                                      const Inputs &in) {
+  return Outputs{nn::weighted_cross_entropy_with_logits(in[0], in[1], in[2])};
+});
 
 // The same sampled values on both sides (TF's sampler draws other numbers).
 ESTC_OP_CASE(sampled_softmax_loss, [](Graph &, const Inputs &in) {
