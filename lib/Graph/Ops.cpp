@@ -1327,8 +1327,8 @@ Tensor softsign(const Tensor &features, const std::string &name) {
 Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis, double epsilon,
                     const std::string &name) {
   requireFloatTensor("l2_normalize", "x", x);
-  if (!(epsilon > 0))
-    throw GraphError("l2_normalize: epsilon must be > 0, got " +
+  if (!(epsilon >= 0))
+    throw GraphError("l2_normalize: epsilon must be >= 0, got " +
                      formatNumber(epsilon));
   auto scope = compositeScope(x.graph(), name, "l2_normalize");
   Tensor sum = reduce_sum(square(x), axis, /*keep_dims=*/true);
@@ -1338,13 +1338,11 @@ Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis, double epsilon,
 Moments moments(const Tensor &x, const Dims &axes, bool keepdims,
                 const std::string &name) {
   requireFloatTensor("moments", "x", x);
-  if (axes.empty())
-    throw GraphError("moments: axes must not be empty");
   auto scope = compositeScope(x.graph(), name, "moments");
   Tensor mean = reduce_mean(x, axes, /*keep_dims=*/true, "mean");
   Tensor variance = reduce_mean(square(x - stop_gradient(mean)), axes,
                                 /*keep_dims=*/true, "variance");
-  if (!keepdims) {
+  if (!keepdims && !axes.empty()) {
     mean = squeeze(mean, axes);
     variance = squeeze(variance, axes);
   }

@@ -403,11 +403,12 @@ Tensor swish(const Tensor &features, double beta = 1.0,
 /// tf.nn.softsign: x / (1 + |x|).
 Tensor softsign(const Tensor &features, const std::string &name = "");
 /// tf.math.l2_normalize: x * rsqrt(max(sum(x^2 over axis), epsilon));
-/// `axis` absent: over every axis.
+/// `axis` absent: over every axis; epsilon >= 0.
 Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis = std::nullopt,
                     double epsilon = 1e-12, const std::string &name = "");
 /// tf.nn.moments: the mean and variance over `axes` (the variance's mean
 /// through stop_gradient, as TF's); `keepdims` keeps the reduced axes.
+/// Empty `axes`: x itself and zeros.
 struct Moments {
   Tensor mean;
   Tensor variance;

@@ -89,6 +89,10 @@ ESTC_OP_CASE(moments_keepdims, [](Graph &, const Inputs &in) {
   nn::Moments m = nn::moments(in[0], {1}, true);
   return Outputs{m.mean, m.variance};
 });
+ESTC_OP_CASE(moments_no_axes, [](Graph &, const Inputs &in) {
+  nn::Moments m = nn::moments(in[0], {});
+  return Outputs{m.mean, m.variance};
+});
 ESTC_OP_CASE(log_poisson_loss, [](Graph &, const Inputs &in) {
   return Outputs{nn::log_poisson_loss(in[0], in[1])};
 });

@@ -67,6 +67,8 @@ CASES = [
     OpCase("moments_keepdims",
            lambda tf, x: tf.nn.moments(x, axes=[1], keepdims=True),
            [Input("f32", [4, 6], low=-2, high=2)]),
+    OpCase("moments_no_axes", lambda tf, x: tf.nn.moments(x, axes=[]),
+           [Input("f32", [3, 2], low=-2, high=2)]),
     OpCase("log_poisson_loss",
            lambda tf, t, x: tf.nn.log_poisson_loss(t, x),
            [Input("f32", [4, 5], low=0, high=4), Input("f32", [4, 5])]),
