@@ -1278,10 +1278,13 @@ Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed,
 
 Tensor leaky_relu(const Tensor &features, double alpha,
                   const std::string &name) {
-  requireFloatTensor("leaky_relu", "features", features);
+  requireFloatOrInt("leaky_relu", "features", features);
   auto scope = compositeScope(features.graph(), name, "LeakyRelu");
+  // As TF, integers are cast to f32 first.
+  Tensor x =
+      is_integer(features.dtype()) ? cast(features, DType::Float32) : features;
   // TF's LeakyRelu kernel, any alpha: x > 0 ? x : alpha x.
-  return where(greater(features, 0.0), features, features * alpha);
+  return where(greater(x, 0.0), x, x * alpha);
 }
 
 Tensor selu(const Tensor &features, const std::string &name) {

@@ -385,7 +385,8 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor &labels,
                                          const std::string &name = "");
 
 /// Activations built from the elementwise ops (they fuse), float only.
-/// tf.nn.leaky_relu: x > 0 ? x : alpha * x.
+/// tf.nn.leaky_relu: x > 0 ? x : alpha * x (integers: cast to f32 first,
+/// as TF).
 Tensor leaky_relu(const Tensor &features, double alpha = 0.2,
                   const std::string &name = "");
 /// tf.nn.selu: scale * (x > 0 ? x : alpha * (e^x - 1)) with TF's alpha and

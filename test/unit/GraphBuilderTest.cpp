@@ -457,9 +457,10 @@ TEST(GraphBuilder, MathActivationsAndCumulative) {
   EXPECT_EQ(m.mean.shape(), Dims{4});
   EXPECT_EQ(m.variance.shape(), Dims{4});
   EXPECT_EQ(nn::moments(x, {1}, true).variance.shape(), (Dims{U, 1}));
-  expectGraphError(
-      [&] { nn::leaky_relu(i); },
-      {"leaky_relu: features 'i'", "must be a float tensor", "i32"});
+  EXPECT_EQ(nn::leaky_relu(i).dtype(), DType::Float32); // TF casts ints
+  expectGraphError([&] { nn::leaky_relu(flag); },
+                   {"leaky_relu: features 'flag'",
+                    "must be a float or integer tensor", "i1"});
   expectGraphError([&] { nn::selu(i); }, {"selu: features 'i'"});
   expectGraphError([&] { nn::gelu(i, true); }, {"gelu: features 'i'"});
   expectGraphError([&] { nn::silu(i); }, {"silu: features 'i'"});

@@ -54,6 +54,9 @@ ESTC_OP_CASE(leaky_relu, [](Graph &, const Inputs &in) {
 ESTC_OP_CASE(leaky_relu_alpha2, [](Graph &, const Inputs &in) {
   return Outputs{nn::leaky_relu(in[0], 2.0)};
 });
+ESTC_OP_CASE(leaky_relu_int, [](Graph &, const Inputs &in) {
+  return Outputs{nn::leaky_relu(in[0], 0.25)};
+});
 ESTC_OP_CASE(selu, [](Graph &, const Inputs &in) {
   return Outputs{nn::selu(in[0])};
 });

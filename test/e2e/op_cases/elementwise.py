@@ -43,6 +43,8 @@ CASES = [
            [Input("f32", [4, 5], low=-3, high=3)]),
     OpCase("leaky_relu_alpha2", lambda tf, x: tf.nn.leaky_relu(x, alpha=2.0),
            [Input("f32", [4, 5], low=-3, high=3)]),
+    OpCase("leaky_relu_int", lambda tf, x: tf.nn.leaky_relu(x, alpha=0.25),
+           [Input("i32", [3, 4], low=-5, high=5)]),
     OpCase("selu", lambda tf, x: tf.nn.selu(x),
            [Input("f32", [4, 5], low=-4, high=4)]),
     OpCase("gelu", lambda tf, x: tf.nn.gelu(x),
