@@ -159,9 +159,8 @@ graph::GraphDef buildModel(std::vector<Case> &all,
   for (size_t ci : which) {
     Case &c = all[ci];
     for (size_t i = 0; i < c.inputs.size(); ++i) {
-      spec.features.push_back(
-          {prefix(ci) + "_x" + std::to_string(i), c.inputs[i].dtype,
-           c.inputs[i].shape});
+      spec.features.push_back({prefix(ci) + "_x" + std::to_string(i),
+                               c.inputs[i].dtype, c.inputs[i].shape});
       trains = trains || c.grad[i];
     }
     for (const auto &[k, w] : c.weights)
@@ -336,9 +335,8 @@ bool run(std::vector<Case> &all, const std::vector<size_t> &which,
       for (int64_t d : shape)
         os << ' ' << d;
       os << " :";
-      int index =
-          model.output_index(predict, "predictions/" + prefix(ci) + "_o" +
-                                          std::to_string(k));
+      int index = model.output_index(predict, "predictions/" + prefix(ci) +
+                                                  "_o" + std::to_string(k));
       printValues(os, dtype, model.output_data(predict, index), count(shape));
       os << "\n";
     }
@@ -397,8 +395,8 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string line = caseError.substr(0, caseError.find('\n'));
-    std::cout << "case " << cases[i].name << "\nerror does not compile: "
-              << line << "\nend\n";
+    std::cout << "case " << cases[i].name
+              << "\nerror does not compile: " << line << "\nend\n";
   }
   return 0;
 }
