@@ -119,6 +119,33 @@ std::string formatNumber(double v) {
   return os.str();
 }
 
+/// Checks that `t` (argument `what` of composite `op`) is a tensor with a
+/// value of a float (or, with `allowInt`, integer) dtype.
+void requireTensorOf(const char *op, const char *what, const Tensor &t,
+                     bool allowInt) {
+  std::string where = std::string(op) + ": " + what;
+  if (!t.valid())
+    throw GraphError(where + " is an empty Tensor");
+  if (!t.has_value())
+    throw GraphError(where + " '" + t.name() + "' (" + t.op() +
+                     ") has no value");
+  if (!is_floating(t.dtype()) && !(allowInt && is_integer(t.dtype())))
+    throw GraphError(where + " '" + t.name() + "' must be a " +
+                     (allowInt ? "float or integer" : "float") +
+                     " tensor, got " + to_string(t.dtype()));
+}
+void requireFloatTensor(const char *op, const char *what, const Tensor &t) {
+  requireTensorOf(op, what, t, false);
+}
+void requireFloatOrInt(const char *op, const char *what, const Tensor &t) {
+  requireTensorOf(op, what, t, true);
+}
+
+/// The name scope of a composite op: `name`, or `base`, made unique.
+Scope compositeScope(Graph &g, const std::string &name, const char *base) {
+  return g.name_scope(g.unique_layer_name(name.empty() ? base : name));
+}
+
 /// The tensor of `operand`; a number becomes a scalar constant of `like`'s
 /// dtype (the other operand's), as TF converts a Python scalar.
 Tensor tensorOf(const char *op, const char *base, const Operand &operand,
@@ -316,8 +343,47 @@ Tensor cos(const Tensor &x, const std::string &name) {
 Tensor floor(const Tensor &x, const std::string &name) {
   return unary("floor", "Floor", Kind::Float, x, name);
 }
+Tensor ceil(const Tensor &x, const std::string &name) {
+  return unary("ceil", "Ceil", Kind::Float, x, name);
+}
+Tensor round(const Tensor &x, const std::string &name) {
+  return unary("round", "Round", Kind::Numeric, x, name);
+}
+Tensor sign(const Tensor &x, const std::string &name) {
+  return unary("sign", "Sign", Kind::Numeric, x, name);
+}
+Tensor erf(const Tensor &x, const std::string &name) {
+  return unary("erf", "Erf", Kind::Float, x, name);
+}
+Tensor log1p(const Tensor &x, const std::string &name) {
+  return unary("log1p", "Log1p", Kind::Float, x, name);
+}
+Tensor expm1(const Tensor &x, const std::string &name) {
+  return unary("expm1", "Expm1", Kind::Float, x, name);
+}
 Tensor sigmoid(const Tensor &x, const std::string &name) {
   return unary("sigmoid", "Sigmoid", Kind::Float, x, name);
+}
+
+Tensor clip_by_value(const Tensor &t, const Operand &clip_value_min,
+                     const Operand &clip_value_max, const std::string &name) {
+  requireFloatOrInt("clip_by_value", "t", t);
+  if (clip_value_min.is_number() && clip_value_max.is_number() &&
+      clip_value_min.number() > clip_value_max.number())
+    throw GraphError("clip_by_value: clip_value_min " +
+                     formatNumber(clip_value_min.number()) +
+                     " is greater than clip_value_max " +
+                     formatNumber(clip_value_max.number()));
+  auto scope = compositeScope(t.graph(), name, "clip_by_value");
+  Tensor upper = minimum(t, clip_value_max);
+  Tensor clipped = maximum(upper, clip_value_min);
+  if (clipped.shape().size() != t.shape().size() ||
+      !shape::isCompatible(clipped.shape(), t.shape()))
+    throw GraphError("clip_by_value: clip values broadcast t '" + t.name() +
+                     "' " + shape::toString(t.shape()) + " to " +
+                     shape::toString(clipped.shape()) +
+                     " (they must broadcast to t's shape)");
+  return clipped;
 }
 
 Tensor equal(const Operand &a, const Operand &b, const std::string &name) {
@@ -413,6 +479,31 @@ Tensor argmax(const Tensor &x, int64_t axis, DType output_type,
 Tensor argmin(const Tensor &x, int64_t axis, DType output_type,
               const std::string &name) {
   return argReduce("argmin", "ArgMin", x, axis, output_type, name);
+}
+
+namespace {
+Tensor cumulative(const char *op, const char *base, const Tensor &x,
+                  int64_t axis, bool exclusive, bool reverse,
+                  const std::string &name) {
+  OpBuilder o(nullptr, op, name, base, {x});
+  o.requireNumeric(0);
+  if (!shape::normalizeAxis(axis, x.rank()))
+    o.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+           std::to_string(x.rank()));
+  return o.finish(x.dtype(), x.shape(),
+                  {{"axis", attr_i(axis)},
+                   {"exclusive", attr_b(exclusive)},
+                   {"reverse", attr_b(reverse)}});
+}
+} // namespace
+
+Tensor cumsum(const Tensor &x, int64_t axis, bool exclusive, bool reverse,
+              const std::string &name) {
+  return cumulative("cumsum", "Cumsum", x, axis, exclusive, reverse, name);
+}
+Tensor cumprod(const Tensor &x, int64_t axis, bool exclusive, bool reverse,
+               const std::string &name) {
+  return cumulative("cumprod", "Cumprod", x, axis, exclusive, reverse, name);
 }
 
 // --- Shapes ------------------------------------------------------------------
@@ -637,10 +728,6 @@ Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,
 
 namespace {
 /// A composite op's name scope: `name`, else `base`, made unique.
-Scope compositeScope(Graph &g, const std::string &name, const char *base) {
-  return g.name_scope(g.unique_layer_name(name.empty() ? base : name));
-}
-
 /// `v` [k] reshaped to [k, 1, ...] of rank `rank`, to scale rows.
 Tensor asColumn(Tensor v, int64_t rank) {
   for (int64_t d = 1; d < rank; ++d)
@@ -914,6 +1001,109 @@ Tensor truncated_normal(Graph &g, const Dims &shape, DType dtype, double mean,
                   "mean", mean, "stddev", stddev, seed, name);
 }
 
+SampledValues log_uniform_candidate_sampler(const Tensor &true_classes,
+                                            int64_t num_true,
+                                            int64_t num_sampled, bool unique,
+                                            int64_t range_max,
+                                            std::optional<int64_t> seed,
+                                            const std::string &name) {
+  const char *op = "log_uniform_candidate_sampler";
+  std::string at = std::string(op) + ": true_classes";
+  if (!true_classes.valid())
+    throw GraphError(at + " is an empty Tensor");
+  if (!true_classes.has_value() || !is_integer(true_classes.dtype()) ||
+      true_classes.rank() != 2)
+    throw GraphError(at + " '" + true_classes.name() +
+                     "' must be a rank-2 i32 or i64 tensor [batch, "
+                     "num_true], got " +
+                     (true_classes.has_value()
+                          ? to_string(true_classes.dtype()) + " " +
+                                shape::toString(true_classes.shape())
+                          : std::string("no value")));
+  if (num_true < 1 || num_sampled < 1 || range_max < 1)
+    throw GraphError(std::string(op) +
+                     ": num_true, num_sampled and range_max must be >= 1, "
+                     "got " +
+                     std::to_string(num_true) + ", " +
+                     std::to_string(num_sampled) + " and " +
+                     std::to_string(range_max));
+  if (int64_t n = true_classes.shape()[1];
+      n != shape::kUnknownDim && n != num_true)
+    throw GraphError(at + " '" + true_classes.name() + "' " +
+                     shape::toString(true_classes.shape()) + " has " +
+                     std::to_string(n) + " classes per row, num_true is " +
+                     std::to_string(num_true));
+  if (unique && num_sampled > range_max)
+    throw GraphError(
+        std::string(op) + ": cannot sample " + std::to_string(num_sampled) +
+        " unique candidates from range_max " + std::to_string(range_max));
+  Graph &g = true_classes.graph();
+  auto scope = compositeScope(g, name, "LogUniformCandidateSampler");
+  const int64_t s = num_sampled;
+  const int64_t draws = unique ? 4 * s + 128 : s;
+  const double logRange = std::log1p(static_cast<double>(range_max));
+  // TF's LogUniformSampler::Sample: floor(exp(u log(range + 1))) - 1.
+  Tensor u = random_uniform(g, {draws}, DType::Float64, 0.0, 1.0, seed);
+  Tensor values = cast(minimum(estc::floor(estc::exp(u * logRange)) - 1.0,
+                               static_cast<double>(range_max - 1)),
+                       DType::Int64, "values");
+  Tensor sampled, tries;
+  if (unique) {
+    // The first s distinct values in draw order: a draw is new when no
+    // earlier draw equals it; its rank among the new ones is an exclusive
+    // cumsum; `tries` counts the draws up to the one completing the set.
+    std::vector<double> positions(draws);
+    for (int64_t i = 0; i < draws; ++i)
+      positions[i] = static_cast<double>(i);
+    Tensor order = g.constant(positions, {draws}, DType::Int64);
+    // before[i, j]: draw j precedes draw i.
+    Tensor before = less(expand_dims(order, 0), expand_dims(order, 1));
+    Tensor repeat = reduce_max(
+        cast(logical_and(equal(expand_dims(values, 1), expand_dims(values, 0)),
+                         before),
+             DType::Int64),
+        Dims{1});
+    Tensor isNew = subtract(1, repeat);
+    Tensor rank = cumsum(isNew, 0, /*exclusive=*/true);
+    Tensor distinct = check_range(reduce_sum(isNew), s, draws + 1,
+                                  "distinct sampled classes");
+    std::vector<double> slots(s);
+    for (int64_t k = 0; k < s; ++k)
+      slots[k] = static_cast<double>(k);
+    // Both results read the checked count (min(distinct, s) is s once the
+    // check passed), so the check runs whichever of them is used.
+    Tensor limit = minimum(distinct, s);
+    Tensor taken = less(rank, limit);
+    Tensor slot =
+        logical_and(logical_and(equal(expand_dims(rank, 1),
+                                      g.constant(slots, {1, s}, DType::Int64)),
+                                expand_dims(taken, 1)),
+                    equal(expand_dims(isNew, 1), 1));
+    sampled = reduce_sum(cast(slot, DType::Int64) * expand_dims(values, 1),
+                         Dims{0}, false, "sampled_candidates");
+    tries = reduce_sum(cast(taken, DType::Float64));
+  } else {
+    sampled = values;
+    tries = g.constant(static_cast<double>(s), DType::Float64);
+  }
+  // TF's ExpectedCountHelper of P(c) = log1p(1 / (c + 1)) / log(range + 1).
+  auto expected = [&](const Tensor &classes, const std::string &what) {
+    Tensor c = cast(classes, DType::Float64);
+    Tensor p = estc::log1p(1.0 / (c + 1.0)) * (1.0 / logRange);
+    Tensor once = p * static_cast<double>(s);
+    Tensor count =
+        unique ? where(equal(tries, static_cast<double>(s)), once,
+                       negative(estc::expm1(tries * estc::log1p(negative(p)))))
+               : once;
+    return cast(count, DType::Float32, what);
+  };
+  SampledValues out;
+  out.sampled_candidates = sampled;
+  out.true_expected_count = expected(true_classes, "true_expected_count");
+  out.sampled_expected_count = expected(sampled, "sampled_expected_count");
+  return out;
+}
+
 // --- nn ----------------------------------------------------------------------
 
 namespace nn {
@@ -1109,6 +1299,244 @@ Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed,
       x.dtype(), x.shape(),
       {{"rate", attr_f(rate)}, {"seed", attr_i(g.derive_seed(key, seed))}});
 }
+// --- Activations and losses built from elementwise ops --------------------
+
+Tensor leaky_relu(const Tensor &features, double alpha,
+                  const std::string &name) {
+  requireFloatOrInt("leaky_relu", "features", features);
+  auto scope = compositeScope(features.graph(), name, "LeakyRelu");
+  // As TF, integers are cast to f32 first.
+  Tensor x =
+      is_integer(features.dtype()) ? cast(features, DType::Float32) : features;
+  // TF's LeakyRelu kernel, any alpha: x > 0 ? x : alpha x.
+  return where(greater(x, 0.0), x, x * alpha);
+}
+
+Tensor selu(const Tensor &features, const std::string &name) {
+  requireFloatTensor("selu", "features", features);
+  auto scope = compositeScope(features.graph(), name, "Selu");
+  constexpr double kAlpha = 1.6732632423543772848170429916717;
+  constexpr double kScale = 1.0507009873554804934193349852946;
+  // elu, not expm1, on the negative side: its gradient stays finite where
+  // the positive branch is chosen.
+  return multiply(
+      where(greater(features, 0.0), features, elu(features) * kAlpha), kScale);
+}
+
+Tensor gelu(const Tensor &features, bool approximate, const std::string &name) {
+  requireFloatTensor("gelu", "features", features);
+  auto scope = compositeScope(features.graph(), name, "Gelu");
+  const Tensor &x = features;
+  Tensor inner;
+  if (approximate) {
+    Tensor cube = x * x * x;
+    inner = estc::tanh((x + cube * 0.044715) * 0.7978845608028654);
+  } else {
+    inner = erf(x * (1.0 / 1.4142135623730951));
+  }
+  return x * 0.5 * (inner + 1.0);
+}
+
+Tensor silu(const Tensor &features, double beta, const std::string &name) {
+  requireFloatTensor("silu", "features", features);
+  auto scope = compositeScope(features.graph(), name, "silu");
+  return features * estc::sigmoid(beta == 1.0 ? features : features * beta);
+}
+Tensor swish(const Tensor &features, double beta, const std::string &name) {
+  return silu(features, beta, name);
+}
+
+Tensor softsign(const Tensor &features, const std::string &name) {
+  requireFloatTensor("softsign", "features", features);
+  auto scope = compositeScope(features.graph(), name, "Softsign");
+  return features / (estc::abs(features) + 1.0);
+}
+
+Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis, double epsilon,
+                    const std::string &name) {
+  requireFloatTensor("l2_normalize", "x", x);
+  if (!(epsilon >= 0))
+    throw GraphError("l2_normalize: epsilon must be >= 0, got " +
+                     formatNumber(epsilon));
+  auto scope = compositeScope(x.graph(), name, "l2_normalize");
+  Tensor sum = reduce_sum(square(x), axis, /*keep_dims=*/true);
+  return x * rsqrt(maximum(sum, epsilon));
+}
+
+Moments moments(const Tensor &x, const Dims &axes, bool keepdims,
+                const std::string &name) {
+  requireFloatTensor("moments", "x", x);
+  auto scope = compositeScope(x.graph(), name, "moments");
+  Tensor mean = reduce_mean(x, axes, /*keep_dims=*/true, "mean");
+  Tensor variance = reduce_mean(square(x - stop_gradient(mean)), axes,
+                                /*keep_dims=*/true, "variance");
+  if (!keepdims && !axes.empty()) {
+    mean = squeeze(mean, axes);
+    variance = squeeze(variance, axes);
+  }
+  return {mean, variance};
+}
+
+namespace {
+/// Checks that the two operands of a loss have compatible shapes (TF's
+/// assert_is_compatible_with) and the same float dtype.
+void requireSameShape(const char *op, const char *aWhat, const Tensor &a,
+                      const char *bWhat, const Tensor &b) {
+  requireFloatTensor(op, aWhat, a);
+  requireFloatTensor(op, bWhat, b);
+  if (!shape::isCompatible(a.shape(), b.shape()))
+    throw GraphError(std::string(op) + ": " + aWhat + " '" + a.name() + "' " +
+                     shape::toString(a.shape()) + " and " + bWhat + " '" +
+                     b.name() + "' " + shape::toString(b.shape()) +
+                     " must have the same shape");
+  if (a.dtype() != b.dtype())
+    throw GraphError(std::string(op) + ": " + aWhat + " '" + a.name() +
+                     "' is " + to_string(a.dtype()) + " but " + bWhat + " '" +
+                     b.name() + "' is " + to_string(b.dtype()));
+}
+} // namespace
+
+Tensor log_poisson_loss(const Tensor &targets, const Tensor &log_input,
+                        bool compute_full_loss, const std::string &name) {
+  requireSameShape("log_poisson_loss", "targets", targets, "log_input",
+                   log_input);
+  auto scope = compositeScope(targets.graph(), name, "log_poisson_loss");
+  Tensor result = estc::exp(log_input) - log_input * targets;
+  if (!compute_full_loss)
+    return result;
+  // Stirling's approximation of log(targets!), where targets > 1.
+  constexpr double kTwoPi = 6.283185307179586;
+  Tensor stirling = targets * estc::log(targets) - targets +
+                    estc::log(targets * kTwoPi) * 0.5;
+  Tensor small =
+      logical_and(greater_equal(targets, 0.0), less_equal(targets, 1.0));
+  return result + where(small, zeros_like(targets), stirling);
+}
+
+Tensor weighted_cross_entropy_with_logits(const Tensor &labels,
+                                          const Tensor &logits,
+                                          const Operand &pos_weight,
+                                          const std::string &name) {
+  requireSameShape("weighted_cross_entropy_with_logits", "labels", labels,
+                   "logits", logits);
+  auto scope = compositeScope(labels.graph(), name, "logistic_loss");
+  Tensor w = pos_weight.is_number()
+                 ? labels.graph().constant(pos_weight.number(), labels.dtype())
+                 : pos_weight.tensor();
+  Tensor logWeight = (w - 1.0) * labels + 1.0;
+  return (1.0 - labels) * logits +
+         logWeight * (estc::log1p(estc::exp(negative(estc::abs(logits)))) +
+                      relu(negative(logits)));
+}
+
+Tensor sampled_softmax_loss(const Tensor &weights, const Tensor &biases,
+                            const Tensor &labels, const Tensor &inputs,
+                            int64_t num_sampled, int64_t num_classes,
+                            int64_t num_true,
+                            const std::optional<SampledValues> &sampled_values,
+                            bool remove_accidental_hits,
+                            std::optional<int64_t> seed,
+                            const std::string &name) {
+  const char *op = "sampled_softmax_loss";
+  requireFloatTensor(op, "weights", weights);
+  requireFloatTensor(op, "biases", biases);
+  requireFloatTensor(op, "inputs", inputs);
+  auto fail = [&](const std::string &problem) {
+    throw GraphError(std::string(op) + ": " + problem);
+  };
+  auto describe = [](const char *what, const Tensor &t) {
+    return std::string(what) + " '" + t.name() + "' " +
+           shape::toString(t.shape());
+  };
+  if (weights.rank() != 2 || biases.rank() != 1 || inputs.rank() != 2)
+    fail(describe("weights", weights) + ", " + describe("biases", biases) +
+         " and " + describe("inputs", inputs) +
+         " must be [num_classes, dim], [num_classes] and [batch, dim]");
+  if (weights.dtype() != biases.dtype() || weights.dtype() != inputs.dtype())
+    fail("weights, biases and inputs must have one dtype, got " +
+         to_string(weights.dtype()) + ", " + to_string(biases.dtype()) +
+         " and " + to_string(inputs.dtype()));
+  if (!shape::isCompatible({weights.shape()[1]}, {inputs.shape()[1]}))
+    fail(describe("weights", weights) + " and " + describe("inputs", inputs) +
+         " differ in dim");
+  if (!labels.valid() || !labels.has_value() || !is_integer(labels.dtype()) ||
+      labels.rank() != 2)
+    fail("labels must be a rank-2 i32 or i64 tensor [batch, num_true]" +
+         (labels.valid() && labels.has_value()
+              ? ", got " + to_string(labels.dtype()) + " " +
+                    describe("", labels).substr(1)
+              : std::string()));
+  if (num_true < 1 || num_sampled < 1 || num_classes < 1)
+    fail("num_true, num_sampled and num_classes must be >= 1, got " +
+         std::to_string(num_true) + ", " + std::to_string(num_sampled) +
+         " and " + std::to_string(num_classes));
+  if (int64_t n = labels.shape()[1]; n != shape::kUnknownDim && n != num_true)
+    fail(describe("labels", labels) + " has " + std::to_string(n) +
+         " classes per row, num_true is " + std::to_string(num_true));
+  Graph &g = weights.graph();
+  auto scope = compositeScope(g, name, op);
+  Tensor labels64 =
+      labels.dtype() == DType::Int64 ? labels : cast(labels, DType::Int64);
+  Tensor labelsFlat = reshape(labels64, {-1});
+  SampledValues sv =
+      sampled_values
+          ? *sampled_values
+          : log_uniform_candidate_sampler(labels64, num_true, num_sampled, true,
+                                          num_classes, seed);
+  if (!sv.sampled_candidates.valid() || !sv.true_expected_count.valid() ||
+      !sv.sampled_expected_count.valid())
+    fail("sampled_values has an empty Tensor");
+  Tensor sampled = stop_gradient(sv.sampled_candidates);
+  if (!is_integer(sampled.dtype()) || sampled.rank() != 1)
+    fail("sampled_values.sampled_candidates must be a rank-1 i32 or i64 "
+         "tensor, got " +
+         describe("", sampled).substr(1));
+  if (sampled.dtype() != DType::Int64)
+    sampled = cast(sampled, DType::Int64);
+  DType dtype = weights.dtype();
+  auto asDtype = [&](const Tensor &t) {
+    return t.dtype() == dtype ? t : cast(t, dtype);
+  };
+  Tensor trueExpected = asDtype(stop_gradient(sv.true_expected_count));
+  Tensor sampledExpected = asDtype(stop_gradient(sv.sampled_expected_count));
+  int64_t dim = weights.shape()[1];
+  // The true classes' logits: row-wise dots with their weights.
+  Tensor trueW = gather(weights, labelsFlat);
+  Tensor trueB = gather(biases, labelsFlat);
+  Tensor trueLogits =
+      reduce_sum(expand_dims(inputs, 1) * reshape(trueW, {-1, num_true, dim}),
+                 Dims{2}) +
+      reshape(trueB, {-1, num_true});
+  // The sampled classes' logits: one matmul.
+  Tensor sampledLogits = matmul(inputs, gather(weights, sampled), false, true) +
+                         gather(biases, sampled);
+  if (remove_accidental_hits) {
+    Tensor hit = reduce_max(
+        cast(equal(expand_dims(labels64, 2), reshape(sampled, {1, 1, -1})),
+             DType::Int32),
+        Dims{1});
+    sampledLogits = where(
+        greater(hit, 0),
+        sampledLogits + -static_cast<double>(std::numeric_limits<float>::max()),
+        sampledLogits);
+  }
+  trueLogits = trueLogits - estc::log(trueExpected);
+  sampledLogits = sampledLogits - estc::log(sampledExpected);
+  Tensor logits = concat({trueLogits, sampledLogits}, 1);
+  Tensor targets = stop_gradient(concat(
+      {ones_like(trueLogits) * (1.0 / num_true), zeros_like(sampledLogits)},
+      1));
+  return softmax_cross_entropy_with_logits(targets, logits);
+}
+
 } // namespace nn
+
+namespace activations {
+Tensor hard_sigmoid(const Tensor &x, const std::string &name) {
+  requireFloatTensor("hard_sigmoid", "x", x);
+  auto scope = compositeScope(x.graph(), name, "hard_sigmoid");
+  return clip_by_value(x * 0.2 + 0.5, 0.0, 1.0);
+}
+} // namespace activations
 
 } // namespace estc

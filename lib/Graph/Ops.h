@@ -73,7 +73,23 @@ Tensor tanh(const Tensor &x, const std::string &name = "");
 Tensor sin(const Tensor &x, const std::string &name = "");
 Tensor cos(const Tensor &x, const std::string &name = "");
 Tensor floor(const Tensor &x, const std::string &name = "");
+Tensor ceil(const Tensor &x, const std::string &name = "");
+/// tf.math.round: the nearest integer, halves to even (0.5 -> 0, 1.5 -> 2,
+/// -2.5 -> -2); an integer tensor is returned unchanged (float or int).
+Tensor round(const Tensor &x, const std::string &name = "");
+/// tf.math.sign: -1, 0 or 1 of x's dtype (float or int); NaN stays NaN.
+Tensor sign(const Tensor &x, const std::string &name = "");
+Tensor erf(const Tensor &x, const std::string &name = "");
+/// log(1 + x) and e^x - 1, accurate near 0.
+Tensor log1p(const Tensor &x, const std::string &name = "");
+Tensor expm1(const Tensor &x, const std::string &name = "");
 Tensor sigmoid(const Tensor &x, const std::string &name = "");
+/// tf.clip_by_value: minimum(t, clip_value_max), then maximum with
+/// clip_value_min (numbers or tensors that broadcast to t's shape). Two
+/// numbers with min > max are a GraphError.
+Tensor clip_by_value(const Tensor &t, const Operand &clip_value_min,
+                     const Operand &clip_value_max,
+                     const std::string &name = "");
 
 // --- Comparison and logic (result i1) --------------------------------------
 Tensor equal(const Operand &a, const Operand &b, const std::string &name = "");
@@ -118,6 +134,15 @@ Tensor argmax(const Tensor &x, int64_t axis, DType output_type = DType::Int64,
               const std::string &name = "");
 Tensor argmin(const Tensor &x, int64_t axis, DType output_type = DType::Int64,
               const std::string &name = "");
+/// tf.math.cumsum / tf.math.cumprod: the running sum / product along
+/// `axis` (float or int). `exclusive`: element i combines the elements
+/// before i (the first is 0 / 1); `reverse`: runs from the end. Ops
+/// `cumsum` / `cumprod`; cumprod's gradient divides by x, as TF's (inexact
+/// where x has zeros).
+Tensor cumsum(const Tensor &x, int64_t axis = 0, bool exclusive = false,
+              bool reverse = false, const std::string &name = "");
+Tensor cumprod(const Tensor &x, int64_t axis = 0, bool exclusive = false,
+               bool reverse = false, const std::string &name = "");
 
 // --- Shapes ---------------------------------------------------------------
 Tensor reshape(const Tensor &x, const Dims &shape,
@@ -291,6 +316,35 @@ Tensor truncated_normal(Graph &graph, const Dims &shape,
                         double stddev = 1.0, std::optional<int64_t> seed = {},
                         const std::string &name = "");
 
+/// What a candidate sampler returns (TF's sampled_values triple):
+/// sampled_candidates [num_sampled] (i64 class ids), true_expected_count
+/// [batch, num_true] and sampled_expected_count [num_sampled] (f32).
+struct SampledValues {
+  Tensor sampled_candidates;
+  Tensor true_expected_count;
+  Tensor sampled_expected_count;
+};
+/// tf.random.log_uniform_candidate_sampler: num_sampled classes from the
+/// log-uniform (Zipfian) distribution over [0, range_max),
+/// P(c) = log((c + 2) / (c + 1)) / log(range_max + 1), drawn as TF's
+/// sampler draws them (floor(exp(u log(range_max + 1))) - 1, u uniform):
+/// with `unique` the first num_sampled distinct classes of the draws, and
+/// the expected counts TF reports for them and for `true_classes` [batch,
+/// num_true] (int): P(c) num_sampled without repeats, else
+/// -expm1(tries log1p(-P(c))) after `tries` draws. The uniforms are a
+/// random_uniform of this step (seed: as random_uniform's): deterministic
+/// per seed and step, not TF's numbers. With `unique`, a step draws at
+/// most 4 num_sampled + 128 values; if they hold fewer than num_sampled
+/// distinct classes (possible only when num_sampled is close to
+/// range_max), the step stops with the run-time error of check_range
+/// ("distinct sampled classes").
+SampledValues log_uniform_candidate_sampler(const Tensor &true_classes,
+                                            int64_t num_true,
+                                            int64_t num_sampled, bool unique,
+                                            int64_t range_max,
+                                            std::optional<int64_t> seed = {},
+                                            const std::string &name = "");
+
 namespace nn {
 Tensor relu(const Tensor &x, const std::string &name = "");
 Tensor relu6(const Tensor &x, const std::string &name = "");
@@ -346,11 +400,80 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor &labels,
                                          const Tensor &logits,
                                          const std::string &name = "");
 
+/// Activations built from the elementwise ops (they fuse), float only.
+/// tf.nn.leaky_relu: x > 0 ? x : alpha * x (integers: cast to f32 first,
+/// as TF).
+Tensor leaky_relu(const Tensor &features, double alpha = 0.2,
+                  const std::string &name = "");
+/// tf.nn.selu: scale * (x > 0 ? x : alpha * (e^x - 1)) with TF's alpha and
+/// scale (1.6732632..., 1.0507009...).
+Tensor selu(const Tensor &features, const std::string &name = "");
+/// tf.nn.gelu: 0.5 x (1 + erf(x / sqrt(2))); `approximate`: the tanh form
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor &features, bool approximate = false,
+            const std::string &name = "");
+/// tf.nn.silu (tf.nn.swish): x * sigmoid(beta * x).
+Tensor silu(const Tensor &features, double beta = 1.0,
+            const std::string &name = "");
+Tensor swish(const Tensor &features, double beta = 1.0,
+             const std::string &name = "");
+/// tf.nn.softsign: x / (1 + |x|).
+Tensor softsign(const Tensor &features, const std::string &name = "");
+/// tf.math.l2_normalize: x * rsqrt(max(sum(x^2 over axis), epsilon));
+/// `axis` absent: over every axis; epsilon >= 0.
+Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis = std::nullopt,
+                    double epsilon = 1e-12, const std::string &name = "");
+/// tf.nn.moments: the mean and variance over `axes` (the variance's mean
+/// through stop_gradient, as TF's); `keepdims` keeps the reduced axes.
+/// Empty `axes`: x itself and zeros.
+struct Moments {
+  Tensor mean;
+  Tensor variance;
+};
+Moments moments(const Tensor &x, const Dims &axes, bool keepdims = false,
+                const std::string &name = "");
+/// tf.nn.log_poisson_loss: exp(log_input) - targets * log_input, plus
+/// with `compute_full_loss` Stirling's approximation of log(targets!)
+/// where targets > 1. Shapes must be compatible.
+Tensor log_poisson_loss(const Tensor &targets, const Tensor &log_input,
+                        bool compute_full_loss = false,
+                        const std::string &name = "");
+/// tf.nn.weighted_cross_entropy_with_logits (TF 2's argument order):
+/// (1 - labels) * logits + (1 + (pos_weight - 1) * labels) *
+/// (log1p(exp(-|logits|)) + relu(-logits)). Shapes must be compatible.
+Tensor weighted_cross_entropy_with_logits(const Tensor &labels,
+                                          const Tensor &logits,
+                                          const Operand &pos_weight,
+                                          const std::string &name = "");
+
+/// tf.nn.sampled_softmax_loss: per example [batch], the softmax
+/// cross-entropy of the true classes (labels [batch, num_true], int; each
+/// weighted 1 / num_true) against num_sampled sampled classes, logits
+/// inputs [batch, dim] . weights[c] [num_classes, dim] + biases[c]
+/// [num_classes] minus log(expected count) (TF's subtract_log_q). Without
+/// `sampled_values`, log_uniform_candidate_sampler(labels, num_true,
+/// num_sampled, unique = true, num_classes, seed). With
+/// `remove_accidental_hits` a sampled class equal to one of the row's
+/// labels gets -FLT_MAX added to its logit. Gradients reach weights and
+/// biases (sparse: gathers), and inputs; none the sampled values.
+Tensor sampled_softmax_loss(
+    const Tensor &weights, const Tensor &biases, const Tensor &labels,
+    const Tensor &inputs, int64_t num_sampled, int64_t num_classes,
+    int64_t num_true = 1,
+    const std::optional<SampledValues> &sampled_values = std::nullopt,
+    bool remove_accidental_hits = true, std::optional<int64_t> seed = {},
+    const std::string &name = "");
+
 /// Drops elements with probability `rate` and scales the rest by
 /// 1 / (1 - rate). Always applied; layers::dropout adds the training switch.
 Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed = {},
                const std::string &name = "");
 } // namespace nn
+
+namespace activations {
+/// tf.keras.activations.hard_sigmoid (Keras 2.15): clip(0.2 x + 0.5, 0, 1).
+Tensor hard_sigmoid(const Tensor &x, const std::string &name = "");
+} // namespace activations
 
 } // namespace estc
 

@@ -255,3 +255,26 @@ func.func @gates(%x: tensor<?x4xf32>) -> tensor<f32> {
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// cumsum's gradient is the cumsum of g the other way round (same axis and
+// exclusive); cumprod's is TF's cumsum(cumprod(x) g, reversed) / x.
+// CHECK-LABEL: func.func @train
+// CHECK: %[[W:.*]] = est.read_variable @cw
+// CHECK: %[[P:.*]] = est.cumprod %[[W]] {axis = 1 : i64, exclusive = true}
+// CHECK: %[[S:.*]] = est.cumsum %[[P]] {reverse = true}
+// CHECK: %[[GS:.*]] = est.cumsum %{{.*}} : tensor<2x3xf32>
+// CHECK: %[[PG:.*]] = est.mul %[[P]], %[[GS]]
+// CHECK: %[[R:.*]] = est.cumsum %[[PG]] {axis = 1 : i64, exclusive = true, reverse = true}
+// CHECK: est.div %[[R]], %[[W]]
+est.variable @cw : tensor<2x3xf32> {trainable}
+
+func.func @train() -> tensor<f32> {
+  %w = est.read_variable @cw : tensor<2x3xf32>
+  %p = est.cumprod %w {axis = 1 : i64, exclusive = true} : tensor<2x3xf32>
+  %s = est.cumsum %p {axis = 0 : i64, reverse = true} : tensor<2x3xf32>
+  %loss = est.reduce_sum %s : tensor<2x3xf32> -> tensor<f32>
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return %loss : tensor<f32>
+}

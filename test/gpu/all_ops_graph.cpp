@@ -110,6 +110,19 @@ void elementwise(Graph &g, const TensorMap &f, Outputs &out) {
   out.add("exact_relu6", nn::relu6(x * 4.0));
   out.add("transc_elu", nn::elu(x));
   out.add("transc_softplus", nn::softplus(x * 10.0));
+  out.add("exact_ceil", estc::ceil(x * 2.0));
+  out.add("exact_round", estc::round(estc::floor(x * 4.0) * 0.5)); // halves
+  out.add("exact_sign", estc::sign(estc::floor(x)));
+  out.add("exact_int_sign_round", estc::sign(k) + estc::round(k));
+  out.add("transc_erf", estc::erf(x));
+  out.add("transc_log1p", estc::log1p(p - 0.05));
+  out.add("transc_expm1", estc::expm1(x));
+  out.add("transc_gelu", nn::gelu(x));
+  // Running sums and products along the columns, the batch and backwards.
+  out.add("arith_cumsum", cumsum(x, 1));
+  out.add("arith_cumsum_batch_exclusive", cumsum(x, 0, true));
+  out.add("arith_cumprod_reverse", cumprod(p * 0.5 + 0.5, -1, false, true));
+  out.add("exact_int_cumsum", cumsum(k, 1, false, true));
   // Integers (i32 and i64): arithmetic, division, neg/abs/square.
   out.add("exact_int_arith", maximum(k * k - k, k));
   out.add("exact_int_div", divide(estc::abs(k), 3.0));

@@ -735,6 +735,39 @@ Value reduce(const OpContext &ctx, Reduction kind) {
 
 /// argmax / argmin: the first index of the extreme value; a NaN counts as
 /// the extreme (the first NaN wins), like NumPy.
+/// cumsum / cumprod along `axis`, in the compiled code's order (each step
+/// rounded to the dtype).
+Value cumulative(const OpContext &ctx, bool isSum) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = ctx.axis(ctx.getInt("axis", 0), rank);
+  bool exclusive = ctx.getBool("exclusive", false);
+  bool reverse = ctx.getBool("reverse", false);
+  Dims strides = stridesOf(x.shape);
+  int64_t n = x.shape[axis], stride = strides[axis];
+  double identity = isSum ? 0.0 : 1.0;
+  Value out = makeValue(x.dtype, x.shape);
+  forEachIndex(x.shape, [&](const Dims &o, int64_t linear) {
+    if (o[axis] != 0)
+      return;
+    // One line along the axis, from its first element (`linear`).
+    double acc = identity;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t at = linear + (reverse ? n - 1 - k : k) * stride;
+      double v = x.data[at];
+      if (exclusive) {
+        out.data[at] = acc;
+        acc = normalize(x.dtype, isSum ? acc + v : acc * v);
+      } else {
+        acc = normalize(x.dtype, isSum ? acc + v : acc * v);
+        out.data[at] = acc;
+      }
+    }
+  });
+  return out;
+}
+
 Value argReduce(const OpContext &ctx, bool isMax) {
   ctx.expectInputs(1, 1);
   const Value &x = ctx.input(0);
@@ -1361,6 +1394,25 @@ const std::map<std::string, Kernel> &kernels() {
     t["floor"] = [](const OpContext &c) {
       return floatUnary(c, [](double x) { return std::floor(x); });
     };
+    t["ceil"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::ceil(x); });
+    };
+    // Halves to even: nearbyint in the default rounding mode.
+    t["round"] = [](const OpContext &c) {
+      return unary(c, [](double x) { return std::nearbyint(x); });
+    };
+    t["sign"] = [](const OpContext &c) {
+      return unary(c, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; });
+    };
+    t["erf"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::erf(x); });
+    };
+    t["log1p"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::log1p(x); });
+    };
+    t["expm1"] = [](const OpContext &c) {
+      return floatUnary(c, [](double x) { return std::expm1(x); });
+    };
     t["sigmoid"] = [](const OpContext &c) {
       return floatUnary(c, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
     };
@@ -1444,6 +1496,8 @@ const std::map<std::string, Kernel> &kernels() {
     };
     t["argmax"] = [](const OpContext &c) { return argReduce(c, true); };
     t["argmin"] = [](const OpContext &c) { return argReduce(c, false); };
+    t["cumsum"] = [](const OpContext &c) { return cumulative(c, true); };
+    t["cumprod"] = [](const OpContext &c) { return cumulative(c, false); };
     // Shapes.
     t["reshape"] = reshape;
     t["transpose"] = transpose;

@@ -34,6 +34,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <set>
 
 namespace estc {
 namespace {
@@ -186,18 +187,227 @@ TEST(CompiledOps, IntegerArithmetic) {
 TEST(CompiledOps, Unary) {
   using UnaryFn = Tensor (*)(const Tensor &, const std::string &);
   const std::tuple<const char *, UnaryFn, double, double> ops[] = {
-      {"negative", negative, -2, 2}, {"abs", estc::abs, -2, 2},
-      {"square", square, -2, 2},     {"exp", estc::exp, -5, 5},
-      {"log", estc::log, 0.01, 5},   {"sqrt", estc::sqrt, 0, 5},
-      {"rsqrt", rsqrt, 0.01, 5},     {"tanh", estc::tanh, -5, 5},
-      {"sin", estc::sin, -7, 7},     {"cos", estc::cos, -7, 7},
-      {"floor", estc::floor, -5, 5}, {"sigmoid", sigmoid, -9, 9},
-      {"relu", nn::relu, -2, 2},     {"relu6", nn::relu6, -9, 9},
-      {"elu", nn::elu, -5, 5},       {"softplus", nn::softplus, -30, 30}};
+      {"negative", negative, -2, 2},
+      {"abs", estc::abs, -2, 2},
+      {"square", square, -2, 2},
+      {"exp", estc::exp, -5, 5},
+      {"log", estc::log, 0.01, 5},
+      {"sqrt", estc::sqrt, 0, 5},
+      {"rsqrt", rsqrt, 0.01, 5},
+      {"tanh", estc::tanh, -5, 5},
+      {"sin", estc::sin, -7, 7},
+      {"cos", estc::cos, -7, 7},
+      {"floor", estc::floor, -5, 5},
+      {"sigmoid", sigmoid, -9, 9},
+      {"relu", nn::relu, -2, 2},
+      {"relu6", nn::relu6, -9, 9},
+      {"elu", nn::elu, -5, 5},
+      {"softplus", nn::softplus, -30, 30},
+      {"ceil", estc::ceil, -5, 5},
+      {"round", estc::round, -5, 5},
+      {"sign", estc::sign, -2, 2},
+      {"erf", estc::erf, -4, 4},
+      {"log1p", estc::log1p, -0.9, 5},
+      {"expm1", estc::expm1, -5, 5},
+      {"selu", nn::selu, -5, 5},
+      {"softsign", nn::softsign, -5, 5},
+      {"hard_sigmoid", activations::hard_sigmoid, -4, 4}};
   for (auto [name, fn, lo, hi] : ops) {
     SCOPED_TRACE(name);
     checkOp({{"x", DType::Float32, {-1, 17}, lo, hi}},
             [fn = fn](Graph &, const TensorMap &x) { return fn(x["x"], ""); });
+  }
+}
+
+// round's halves go to even (multiples of 0.5 hit every case), sign keeps
+// zeros; both, and round's identity, on integers.
+TEST(CompiledOps, RoundSignHalvesZerosIntegers) {
+  checkOp({{"x", DType::Float32, {-1, 17}, -5, 5}},
+          [](Graph &, const TensorMap &x) {
+            Tensor halves = estc::floor(x["x"] * 2.0) * 0.5;
+            return estc::round(halves) + estc::sign(estc::floor(x["x"])) * 10.0;
+          });
+  for (DType dtype : {DType::Int32, DType::Int64})
+    checkOp({{"i", dtype, {-1, 5}, -3, 3}}, [](Graph &, const TensorMap &x) {
+      return estc::sign(x["i"]) * 10 + estc::round(x["i"]);
+    });
+}
+
+// The activations with arguments, built from elementwise ops, and
+// clip_by_value with number and tensor bounds.
+TEST(CompiledOps, CompositeActivations) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 17}, -6, 6}};
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &in) {
+    Tensor x = in["x"];
+    Tensor lo = constant(g, {17}, 3); // in [-1, 1]
+    return TensorMap{{"leaky_relu", nn::leaky_relu(x)},
+                     {"leaky_relu_2", nn::leaky_relu(x, 2.0)},
+                     {"gelu", nn::gelu(x)},
+                     {"gelu_tanh", nn::gelu(x, true)},
+                     {"silu", nn::silu(x)},
+                     {"swish_beta", nn::swish(x, 1.5)},
+                     {"clip", clip_by_value(x, -1.0, 2.0)},
+                     {"clip_tensor", clip_by_value(x, lo, 1.0)},
+                     {"l2_normalize", nn::l2_normalize(x, Dims{1})},
+                     {"l2_normalize_all", nn::l2_normalize(x)}};
+  });
+  expectMatchesReference(graph, f);
+}
+
+TEST(CompiledOps, MomentsAndLosses) {
+  std::vector<Feature> f = {{"x", DType::Float32, {-1, 3, 5}, -2, 2},
+                            {"t", DType::Float32, {-1, 3, 5}, 0, 4}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &in) {
+    Tensor x = in["x"], t = in["t"];
+    nn::Moments m = nn::moments(x, {0, 2});
+    nn::Moments k = nn::moments(x, {1}, true);
+    return TensorMap{{"mean", m.mean},
+                     {"variance", m.variance},
+                     {"mean_keep", k.mean},
+                     {"variance_keep", k.variance},
+                     {"log_poisson", nn::log_poisson_loss(t, x)},
+                     {"log_poisson_full", nn::log_poisson_loss(t, x, true)},
+                     {"weighted_ce",
+                      nn::weighted_cross_entropy_with_logits(
+                          cast(greater(t, 2.0), DType::Float32), x * 5.0, 3.0)},
+                     {"weighted_ce_tensor",
+                      nn::weighted_cross_entropy_with_logits(t * 0.25, x, t)}};
+  });
+  expectMatchesReference(graph, f, {1, 3, 17}, 1e-5);
+}
+
+// cumsum / cumprod on every axis, exclusive and reversed, float and int,
+// with a long axis (1000) and a run-time one (the batch).
+TEST(CompiledOps, CumsumCumprod) {
+  for (int64_t axis : {0, 1, -1})
+    for (bool exclusive : {false, true})
+      for (bool reverse : {false, true}) {
+        SCOPED_TRACE("axis " + std::to_string(axis) +
+                     (exclusive ? " exclusive" : "") +
+                     (reverse ? " reverse" : ""));
+        checkOp({{"x", DType::Float32, {-1, 3, 4}, -2, 2}},
+                [=](Graph &, const TensorMap &x) {
+                  return cumsum(x["x"], axis, exclusive, reverse);
+                });
+        checkOp({{"x", DType::Float32, {-1, 3, 4}, 0.5, 1.5}},
+                [=](Graph &, const TensorMap &x) {
+                  return cumprod(x["x"], axis, exclusive, reverse);
+                });
+        checkOp({{"i", DType::Int64, {-1, 5}, -3, 3}}, [=](Graph &,
+                                                           const TensorMap &x) {
+          return cumsum(x["i"], axis == 1 ? 1 : -1, exclusive, reverse) +
+                 cumprod(x["i"], 0, exclusive, reverse);
+        });
+      }
+  checkOp({{"x", DType::Float32, {-1, 1000}, -1, 1}},
+          [](Graph &, const TensorMap &x) { return cumsum(x["x"], 1); });
+  checkOp({{"x", DType::Float32, {7}, -1, 1}},
+          [](Graph &, const TensorMap &x) { return cumprod(x["x"], 0, true); });
+}
+
+// The log-uniform sampler (unique and not) against the reference, which
+// draws the same Philox numbers, at two steps; then properties of the
+// compiled samples: distinct ids in range, expected counts TF's formula of
+// one number of tries. sampled_softmax_loss with its own sampler and with
+// given values.
+TEST(CompiledOps, CandidateSamplerAndSampledSoftmax) {
+  std::vector<Feature> f = {{"labels", DType::Int64, {-1, 2}, 0, 49},
+                            {"x", DType::Float32, {-1, 6}, -1, 1}};
+  g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &in) {
+    SampledValues u =
+        log_uniform_candidate_sampler(in["labels"], 2, 20, true, 50, 5);
+    SampledValues r =
+        log_uniform_candidate_sampler(in["labels"], 2, 6, false, 50, 6);
+    Tensor w = constant(g, {50, 6}, 11), b = constant(g, {50}, 12);
+    Tensor given = g.constant({3, 17, 0}, {3}, DType::Int64);
+    Tensor ones = g.constant(0.5, DType::Float32);
+    return TensorMap{
+        {"unique", u.sampled_candidates},
+        {"unique_true", u.true_expected_count},
+        {"unique_sampled", u.sampled_expected_count},
+        {"repeats", r.sampled_candidates},
+        {"repeats_true", r.true_expected_count},
+        {"repeats_sampled", r.sampled_expected_count},
+        {"loss", nn::sampled_softmax_loss(w, b, in["labels"], in["x"], 20, 50,
+                                          2, std::nullopt, true, 7)},
+        {"loss_given",
+         nn::sampled_softmax_loss(
+             w, b, in["labels"], in["x"], 3, 50, 2,
+             SampledValues{given, ones_like(in["labels"], DType::Float32) * 0.3,
+                           broadcast_to(ones, {3})})}};
+  });
+  for (int64_t step : {0, 41}) {
+    SCOPED_TRACE("global_step " + std::to_string(step));
+    expectMatchesReference(graph, f, {1, 3, 17}, 1e-5,
+                           {{"global_step", Value::scalar(step, g::DT_INT64)}});
+  }
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Sampler");
+  ASSERT_TRUE(model);
+  store(Value::scalar(5, g::DT_INT64),
+        model->variable_data(model->variable_index("global_step")));
+  int predict = model->function_index("predict");
+  model->set_batch(3);
+  std::vector<int64_t> labels = {0, 1, 2, 3, 49, 10};
+  std::memcpy(model->input_data(predict,
+                                model->input_index(predict, "features/labels")),
+              labels.data(), labels.size() * sizeof(int64_t));
+  model->run(predict);
+  auto out = [&](const char *key) {
+    return model->output_data(
+        predict,
+        model->output_index(predict, std::string("predictions/") + key));
+  };
+  const auto *ids = static_cast<const int64_t *>(out("unique"));
+  const auto *expected = static_cast<const float *>(out("unique_sampled"));
+  const auto *trueExpected = static_cast<const float *>(out("unique_true"));
+  std::set<int64_t> seen(ids, ids + 20);
+  EXPECT_EQ(seen.size(), 20u);
+  EXPECT_GE(*seen.begin(), 0);
+  EXPECT_LT(*seen.rbegin(), 50);
+  auto p = [](double c) { return std::log1p(1.0 / (c + 1)) / std::log(51.0); };
+  // The number of tries from class 0's count, or 20 when p * 20 fits.
+  auto countOf = [&](double c, double tries) {
+    return tries == 20 ? p(c) * 20 : -std::expm1(tries * std::log1p(-p(c)));
+  };
+  double tries = 20;
+  while (tries < 20 * 4 + 128 &&
+         std::abs(countOf(ids[0], tries) - expected[0]) > 1e-5 * expected[0])
+    ++tries;
+  for (int k = 0; k < 20; ++k)
+    EXPECT_NEAR(expected[k], countOf(ids[k], tries), 1e-5) << "sample " << k;
+  for (int k = 0; k < 6; ++k)
+    EXPECT_NEAR(trueExpected[k], countOf(labels[k], tries), 1e-5)
+        << "label " << k;
+}
+
+// All 200 classes of range 200 are not among the 928 draws a step makes
+// (class 199 has P = 0.00094): the step stops with the check's one line
+// rather than return fewer classes.
+TEST(CompiledOps, CandidateSamplerTooFewDistinctDraws) {
+  std::vector<Feature> f = {{"labels", DType::Int64, {-1, 1}, 0, 9}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &in) {
+    return TensorMap{{"sampled", log_uniform_candidate_sampler(
+                                     in["labels"], 1, 200, true, 200, 1)
+                                     .sampled_candidates}};
+  });
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "TooFew");
+  ASSERT_TRUE(model);
+  store(Value::scalar(0, g::DT_INT64),
+        model->variable_data(model->variable_index("global_step")));
+  int predict = model->function_index("predict");
+  model->set_batch(1);
+  std::vector<int64_t> labels = {3};
+  std::memcpy(model->input_data(predict,
+                                model->input_index(predict, "features/labels")),
+              labels.data(), sizeof(int64_t));
+  try {
+    model->run(predict);
+    ADD_FAILURE() << "expected rt::InvalidArgumentError";
+  } catch (const rt::InvalidArgumentError &e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("distinct sampled classes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("outside [200, 929)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
 }
 

@@ -309,6 +309,45 @@ GRADIENT_TEST(Tanh, -2, 2, tanh(x))
 GRADIENT_TEST(Sin, -4, 4, sin(x))
 GRADIENT_TEST(Cos, -4, 4, cos(x))
 GRADIENT_TEST(Floor, -4, 4, add(floor(x), square(x)))
+GRADIENT_TEST(CeilRoundSign, -4, 4,
+              add(add(ceil(x), estc::round(x)), multiply(sign(x), square(x))))
+GRADIENT_TEST(Erf, -2, 2, erf(x))
+GRADIENT_TEST(Log1p, -0.5, 2, log1p(x))
+GRADIENT_TEST(Expm1, -2, 2, expm1(x))
+GRADIENT_TEST(LeakyRelu, -2, 2, nn::leaky_relu(x))
+GRADIENT_TEST(Selu, -2, 2, nn::selu(x))
+GRADIENT_TEST(Gelu, -3, 3, nn::gelu(x))
+GRADIENT_TEST(GeluApproximate, -3, 3, nn::gelu(x, true))
+GRADIENT_TEST(Silu, -3, 3, nn::silu(x))
+GRADIENT_TEST(Softsign, -3, 3, nn::softsign(x))
+GRADIENT_TEST(HardSigmoid, -4, 4, activations::hard_sigmoid(x))
+GRADIENT_TEST(ClipByValue, -2, 2, clip_by_value(x, -1.0, a))
+GRADIENT_TEST(L2Normalize, -2, 2, nn::l2_normalize(x, Dims{1}))
+GRADIENT_TEST(MomentsMean, -2, 2, nn::moments(x, {1}, true).mean *x)
+GRADIENT_TEST(MomentsVariance, -2, 2, nn::moments(x, {0, 1}).variance)
+GRADIENT_TEST(LogPoissonLoss, -2, 2,
+              nn::log_poisson_loss(abs(a) * 3.0, x, true))
+GRADIENT_TEST(WeightedCrossEntropy, -2, 2,
+              nn::weighted_cross_entropy_with_logits(sigmoid(a), x, 2.5))
+GRADIENT_TEST(WeightedCrossEntropyLabels, -2, 2,
+              nn::weighted_cross_entropy_with_logits(sigmoid(x), a, 0.5))
+// weights x [4 classes, dim 3], inputs a [4 examples, 3]; a sampled class
+// (1) is row 3's label: an accidental hit.
+GRADIENT_TEST_SHAPED(
+    SampledSoftmaxLoss, -1, 1, (std::vector<int64_t>{4, 3}), ([&] {
+      Graph &g = x.graph();
+      Tensor labels = g.constant({0, 2, 3, 1}, {4, 1}, DType::Int64);
+      Tensor sampled = g.constant({1, 3}, {2}, DType::Int64);
+      return nn::sampled_softmax_loss(
+          x, g.constant({0.1, -0.2, 0.3, 0.0}, {4}), labels, a, 2, 4, 1,
+          SampledValues{sampled, g.constant({0.5, 0.2, 0.7, 0.9}, {4, 1}),
+                        g.constant({0.4, 0.6}, {2})});
+    }()))
+GRADIENT_TEST(Cumsum, -2, 2, cumsum(x, 1))
+GRADIENT_TEST(CumsumExclusiveReverse, -2, 2, cumsum(x, 0, true, true))
+GRADIENT_TEST(Cumprod, 0.5, 1.5, cumprod(x, 1))
+GRADIENT_TEST(CumprodExclusive, 0.5, 1.5, cumprod(x, -1, true))
+GRADIENT_TEST(CumprodReverse, -1.5, -0.5, cumprod(x, 0, false, true))
 GRADIENT_TEST(Sigmoid, -2, 2, sigmoid(x))
 GRADIENT_TEST(Relu, -2, 2, nn::relu(x))
 GRADIENT_TEST(Elu, -2, 2, nn::elu(x))

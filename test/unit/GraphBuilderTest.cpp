@@ -416,6 +416,147 @@ TEST(GraphBuilder, ReductionsAndArgmax) {
   expectGraphError([&] { argmax(x, 1, DType::Float32); }, {"output_type"});
 }
 
+// The elementwise ops of issue 28 and cumsum / cumprod: ops, attributes,
+// TF's default names, and every argument error as one line.
+TEST(GraphBuilder, MathActivationsAndCumulative) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+  Tensor i = g.placeholder("i", DType::Int32, {U, 4});
+  Tensor flag = g.placeholder("flag", DType::Bool, {U});
+  EXPECT_EQ(estc::erf(x).name(), "Erf");
+  EXPECT_EQ(ceil(x).op(), "ceil");
+  EXPECT_EQ(log1p(x).op(), "log1p");
+  EXPECT_EQ(expm1(x).op(), "expm1");
+  EXPECT_EQ(sign(i).dtype(), DType::Int32);
+  EXPECT_EQ(estc::round(i).op(), "round");
+  expectGraphError([&] { estc::erf(i); },
+                   {"erf 'Erf", "input 'i' [?,4]", "must be a float tensor"});
+  expectGraphError([&] { ceil(i); }, {"ceil 'Ceil", "float"});
+  expectGraphError([&] { sign(flag); },
+                   {"sign 'Sign", "float or integer", "i1"});
+
+  Tensor c = cumsum(x, 1, true, false);
+  EXPECT_EQ(c.op(), "cumsum");
+  EXPECT_EQ(c.name(), "Cumsum");
+  EXPECT_EQ(c.shape(), (Dims{U, 4}));
+  EXPECT_EQ(attr(c, "axis").i(), 1);
+  EXPECT_TRUE(attr(c, "exclusive").b());
+  EXPECT_FALSE(attr(c, "reverse").b());
+  EXPECT_EQ(cumprod(i, -1, false, true).dtype(), DType::Int32);
+  expectGraphError([&] { cumsum(x, 2); },
+                   {"cumsum 'Cumsum", "input 'x' [?,4]",
+                    "axis 2 is out of range for rank 2"});
+  expectGraphError([&] { cumprod(flag); }, {"cumprod 'Cumprod", "i1"});
+
+  // Composites: a name scope with TF's name, ops inside it.
+  Tensor l = nn::leaky_relu(x);
+  EXPECT_EQ(l.name().rfind("LeakyRelu/", 0), 0u) << l.name();
+  EXPECT_EQ(nn::gelu(x).shape(), (Dims{U, 4}));
+  EXPECT_EQ(nn::l2_normalize(x, Dims{1}).shape(), (Dims{U, 4}));
+  nn::Moments m = nn::moments(x, {0});
+  EXPECT_EQ(m.mean.shape(), Dims{4});
+  EXPECT_EQ(m.variance.shape(), Dims{4});
+  EXPECT_EQ(nn::moments(x, {1}, true).variance.shape(), (Dims{U, 1}));
+  EXPECT_EQ(nn::leaky_relu(i).dtype(), DType::Float32); // TF casts ints
+  expectGraphError([&] { nn::leaky_relu(flag); },
+                   {"leaky_relu: features 'flag'",
+                    "must be a float or integer tensor", "i1"});
+  expectGraphError([&] { nn::selu(i); }, {"selu: features 'i'"});
+  expectGraphError([&] { nn::gelu(i, true); }, {"gelu: features 'i'"});
+  expectGraphError([&] { nn::silu(i); }, {"silu: features 'i'"});
+  expectGraphError([&] { nn::softsign(i); }, {"softsign: features 'i'"});
+  expectGraphError([&] { activations::hard_sigmoid(i); },
+                   {"hard_sigmoid: x 'i'"});
+  expectGraphError([&] { nn::l2_normalize(i); }, {"l2_normalize: x 'i'"});
+  expectGraphError([&] { nn::l2_normalize(x, Dims{1}, -1.0); },
+                   {"l2_normalize: epsilon must be >= 0, got -1"});
+  expectGraphError([&] { nn::l2_normalize(x, Dims{3}); },
+                   {"reduce_sum", "out of range"});
+  EXPECT_EQ(nn::moments(x, {}).variance.shape(), (Dims{U, 4}));
+  expectGraphError([&] { nn::moments(x, {2}); },
+                   {"reduce_mean", "out of range"});
+  expectGraphError([&] { clip_by_value(x, 1.0, -1.0); },
+                   {"clip_by_value: clip_value_min 1 is greater than "
+                    "clip_value_max -1"});
+  expectGraphError([&] { clip_by_value(flag, 0.0, 1.0); },
+                   {"clip_by_value: t 'flag'", "float or integer"});
+  Tensor big = g.placeholder("big", DType::Float32, {U, 3, 4});
+  expectGraphError(
+      [&] { clip_by_value(x, big, 1.0); },
+      {"clip_by_value", "'x' [?,4] to [?,3,4]", "must broadcast to t's shape"});
+  Tensor y = g.placeholder("y", DType::Float32, {U, 5});
+  Tensor d = g.placeholder("d", DType::Float64, {U, 4});
+  expectGraphError([&] { nn::log_poisson_loss(x, y); },
+                   {"log_poisson_loss: targets 'x' [?,4] and log_input 'y' "
+                    "[?,5] must have the same shape"});
+  expectGraphError([&] { nn::log_poisson_loss(x, d); },
+                   {"log_poisson_loss: targets 'x' is f32 but log_input 'd' "
+                    "is f64"});
+  expectGraphError(
+      [&] { nn::weighted_cross_entropy_with_logits(x, y, 2.0); },
+      {"weighted_cross_entropy_with_logits: labels 'x' [?,4] and logits "
+       "'y' [?,5]"});
+  expectGraphError([&] { nn::weighted_cross_entropy_with_logits(i, x, 2.0); },
+                   {"weighted_cross_entropy_with_logits: labels 'i'", "float"});
+}
+
+TEST(GraphBuilder, CandidateSamplerAndSampledSoftmaxErrors) {
+  Graph g;
+  Tensor labels = g.placeholder("labels", DType::Int64, {U, 2});
+  Tensor flat = g.placeholder("flat", DType::Int64, {U});
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+  Tensor w = g.placeholder("w", DType::Float32, {10, 4});
+  Tensor b = g.placeholder("b", DType::Float32, {10});
+  SampledValues s = log_uniform_candidate_sampler(labels, 2, 5, true, 10, 3);
+  EXPECT_EQ(s.sampled_candidates.shape(), Dims{5});
+  EXPECT_EQ(s.sampled_candidates.dtype(), DType::Int64);
+  EXPECT_EQ(s.true_expected_count.shape(), (Dims{U, 2}));
+  EXPECT_EQ(s.sampled_expected_count.dtype(), DType::Float32);
+  Tensor loss = nn::sampled_softmax_loss(w, b, labels, x, 5, 10, 2);
+  EXPECT_EQ(loss.shape(), Dims{U});
+  expectGraphError([&] { log_uniform_candidate_sampler(flat, 1, 5, true, 10); },
+                   {"log_uniform_candidate_sampler: true_classes 'flat'",
+                    "rank-2 i32 or i64", "i64 [?]"});
+  expectGraphError(
+      [&] { log_uniform_candidate_sampler(labels, 1, 5, true, 10); },
+      {"true_classes 'labels' [?,2] has 2 classes per row, num_true is 1"});
+  expectGraphError(
+      [&] { log_uniform_candidate_sampler(labels, 2, 11, true, 10); },
+      {"cannot sample 11 unique candidates from range_max 10"});
+  expectGraphError(
+      [&] { log_uniform_candidate_sampler(labels, 2, 0, false, 10); },
+      {"num_true, num_sampled and range_max must be >= 1, got 2, 0 and 10"});
+  expectGraphError([&] { nn::sampled_softmax_loss(w, b, labels, x, 5, 10); },
+                   {"sampled_softmax_loss: labels 'labels' [?,2] has 2 "
+                    "classes per row, num_true is 1"});
+  expectGraphError(
+      [&] { nn::sampled_softmax_loss(w, b, flat, x, 5, 10); },
+      {"sampled_softmax_loss: labels must be a rank-2 i32 or i64 tensor"});
+  expectGraphError(
+      [&] { nn::sampled_softmax_loss(w, x, labels, x, 5, 10, 2); },
+      {"sampled_softmax_loss: weights 'w' [10,4], biases 'x' [?,4] and "
+       "inputs 'x' [?,4] must be [num_classes, dim], [num_classes] and "
+       "[batch, dim]"});
+  Tensor x3 = g.placeholder("x3", DType::Float32, {U, 3});
+  expectGraphError(
+      [&] { nn::sampled_softmax_loss(w, b, labels, x3, 5, 10, 2); },
+      {"weights 'w' [10,4] and inputs 'x3' [?,3] differ in dim"});
+  expectGraphError(
+      [&] { nn::sampled_softmax_loss(w, b, labels, labels, 5, 10, 2); },
+      {"sampled_softmax_loss: inputs 'labels'", "must be a float tensor"});
+  expectGraphError(
+      [&] { nn::sampled_softmax_loss(w, b, labels, x, 11, 10, 2); },
+      {"cannot sample 11 unique candidates from range_max 10"});
+  expectGraphError(
+      [&] {
+        nn::sampled_softmax_loss(
+            w, b, labels, x, 5, 10, 2,
+            SampledValues{x, s.true_expected_count, s.sampled_expected_count});
+      },
+      {"sampled_values.sampled_candidates must be a rank-1 i32 or i64 "
+       "tensor"});
+}
+
 TEST(GraphBuilder, ShapeOps) {
   Graph g;
   Tensor x = g.placeholder("x", DType::Float32, {U, 4, 4, 40});

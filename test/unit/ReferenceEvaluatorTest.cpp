@@ -503,6 +503,54 @@ TEST(ReferenceReduce, SumMeanMaxMinProd) {
                    f32({2}, {0, 0})));
 }
 
+// Hand-computed values: round's halves to even, sign's zeros, ceil, erf,
+// log1p / expm1; cumsum / cumprod along each axis, exclusive, reversed.
+TEST(ReferenceElementwise, RoundSignCeilErfLog1pExpm1) {
+  Value h = f32({6}, {-2.5, -1.5, -0.5, 0.5, 1.5, 2.6});
+  EXPECT_TRUE(same(evalOp("round", {h}), f32({6}, {-2, -2, -0, 0, 2, 3})));
+  EXPECT_TRUE(same(evalOp("round", {i32({2}, {-3, 4})}), i32({2}, {-3, 4})));
+  EXPECT_TRUE(same(evalOp("ceil", {h}), f32({6}, {-2, -1, -0, 1, 2, 3})));
+  EXPECT_TRUE(same(evalOp("sign", {f32({4}, {-2, 0, 0.5, kNaN})}),
+                   f32({4}, {-1, 0, 1, kNaN})));
+  EXPECT_TRUE(
+      same(evalOp("sign", {i64({3}, {-7, 0, 9})}), i64({3}, {-1, 0, 1})));
+  EXPECT_TRUE(same(evalOp("erf", {f64({2}, {0, 1})}),
+                   f64({2}, {0, 0.8427007929497149})));
+  EXPECT_TRUE(
+      same(evalOp("log1p", {f64({2}, {0, 1e-10})}), f64({2}, {0, 1e-10})));
+  EXPECT_TRUE(
+      same(evalOp("expm1", {f64({2}, {0, 1e-10})}), f64({2}, {0, 1e-10})));
+  EXPECT_NE(evalOpError("erf", {i32({1}, {1})}).find("must be a float"),
+            std::string::npos);
+}
+
+TEST(ReferenceReduce, CumsumCumprod) {
+  Value x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto attrs = [](int64_t axis, bool exclusive, bool reverse) {
+    return [=](g::NodeDef &n) {
+      M::setInt(n, "axis", axis);
+      M::setBool(n, "exclusive", exclusive);
+      M::setBool(n, "reverse", reverse);
+    };
+  };
+  EXPECT_TRUE(same(evalOp("cumsum", {x}), f32({2, 3}, {1, 2, 3, 5, 7, 9})));
+  EXPECT_TRUE(same(evalOp("cumsum", {x}, attrs(1, false, false)),
+                   f32({2, 3}, {1, 3, 6, 4, 9, 15})));
+  EXPECT_TRUE(same(evalOp("cumsum", {x}, attrs(-1, true, false)),
+                   f32({2, 3}, {0, 1, 3, 0, 4, 9})));
+  EXPECT_TRUE(same(evalOp("cumsum", {x}, attrs(1, false, true)),
+                   f32({2, 3}, {6, 5, 3, 15, 11, 6})));
+  EXPECT_TRUE(same(evalOp("cumsum", {x}, attrs(1, true, true)),
+                   f32({2, 3}, {5, 3, 0, 11, 6, 0})));
+  EXPECT_TRUE(same(evalOp("cumprod", {x}, attrs(1, false, false)),
+                   f32({2, 3}, {1, 2, 6, 4, 20, 120})));
+  EXPECT_TRUE(same(evalOp("cumprod", {x}, attrs(0, true, true)),
+                   f32({2, 3}, {4, 5, 6, 1, 1, 1})));
+  EXPECT_TRUE(
+      same(evalOp("cumprod", {i32({3}, {2, -3, 4})}, attrs(0, true, false)),
+           i32({3}, {1, 2, -6})));
+}
+
 TEST(ReferenceReduce, ArgmaxArgmin) {
   Value x = f32({2, 4}, {1, 3, 3, 0, 2, 2, 1, 2});
   auto axis = [](int64_t a) {

@@ -45,9 +45,13 @@ struct Scalars {
                      : IntOp::create(b, loc, args[0], args[1]);
   }
   Value compare(arith::CmpFPredicate fp, arith::CmpIPredicate ip) {
+    return compare(fp, ip, args[0], args[1]);
+  }
+  Value compare(arith::CmpFPredicate fp, arith::CmpIPredicate ip, Value x,
+                Value y) {
     if (isFloat())
-      return arith::CmpFOp::create(b, loc, fp, args[0], args[1]);
-    return arith::CmpIOp::create(b, loc, ip, args[0], args[1]);
+      return arith::CmpFOp::create(b, loc, fp, x, y);
+    return arith::CmpIOp::create(b, loc, ip, x, y);
   }
 };
 
@@ -141,6 +145,35 @@ Value scalarOf(est::CosOp, Scalars &s) {
 }
 Value scalarOf(est::FloorOp, Scalars &s) {
   return math::FloorOp::create(s.b, s.loc, s.args[0]);
+}
+Value scalarOf(est::CeilOp, Scalars &s) {
+  return math::CeilOp::create(s.b, s.loc, s.args[0]);
+}
+Value scalarOf(est::RoundOp, Scalars &s) {
+  // Halves to even, as TF's Round; an integer is its own rounding.
+  if (!s.isFloat())
+    return s.args[0];
+  return math::RoundEvenOp::create(s.b, s.loc, s.args[0]);
+}
+Value scalarOf(est::SignOp, Scalars &s) {
+  // x > 0 ? 1 : (x < 0 ? -1 : x): zeros and NaN stay as they are.
+  OpBuilder &b = s.b;
+  Location loc = s.loc;
+  Value x = s.args[0];
+  Value positive = s.compare(CF::OGT, CI::sgt, x, s.zero());
+  Value negative = s.compare(CF::OLT, CI::slt, x, s.zero());
+  Value r = arith::SelectOp::create(b, loc, negative,
+                                    scalarConst(b, loc, s.elt(), -1), x);
+  return arith::SelectOp::create(b, loc, positive, s.one(), r);
+}
+Value scalarOf(est::ErfOp, Scalars &s) {
+  return math::ErfOp::create(s.b, s.loc, s.args[0]);
+}
+Value scalarOf(est::Log1pOp, Scalars &s) {
+  return math::Log1pOp::create(s.b, s.loc, s.args[0]);
+}
+Value scalarOf(est::Expm1Op, Scalars &s) {
+  return math::ExpM1Op::create(s.b, s.loc, s.args[0]);
 }
 Value scalarOf(est::SigmoidOp, Scalars &s) {
   // 1 / (1 + exp(-x)).
@@ -284,7 +317,10 @@ void mlir::est::populateEstToLinalgElementwisePatterns(
       ElementwiseOpLowering<LogOp>, ElementwiseOpLowering<SqrtOp>,
       ElementwiseOpLowering<RsqrtOp>, ElementwiseOpLowering<TanhOp>,
       ElementwiseOpLowering<SinOp>, ElementwiseOpLowering<CosOp>,
-      ElementwiseOpLowering<FloorOp>, ElementwiseOpLowering<SigmoidOp>,
+      ElementwiseOpLowering<FloorOp>, ElementwiseOpLowering<CeilOp>,
+      ElementwiseOpLowering<RoundOp>, ElementwiseOpLowering<SignOp>,
+      ElementwiseOpLowering<ErfOp>, ElementwiseOpLowering<Log1pOp>,
+      ElementwiseOpLowering<Expm1Op>, ElementwiseOpLowering<SigmoidOp>,
       ElementwiseOpLowering<ReluOp>, ElementwiseOpLowering<Relu6Op>,
       ElementwiseOpLowering<EluOp>, ElementwiseOpLowering<SoftplusOp>,
       // Constants and fills.

@@ -7,7 +7,7 @@
 //                      broadcast_to; constant, zeros_like, ones_like,
 //                      stop_gradient
 //   Reductions.cpp     reduce_sum / _mean / _max / _min / _prod, argmax,
-//                      argmin
+//                      argmin, cumsum, cumprod
 //   LinearAlgebra.cpp  matmul, conv2d
 //   Windows.cpp        max_pool, avg_pool and the gradients of conv2d and
 //                      pooling (conv2d_backprop_input / _filter,

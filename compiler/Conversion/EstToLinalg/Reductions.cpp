@@ -7,6 +7,11 @@
 //                   map results; reduce_mean then divides by the count
 //   argmax argmin   one linalg.generic, two outputs (value, index); first
 //                   index on ties, a NaN wins
+//   cumsum cumprod  an scf.for along the axis (backwards with reverse)
+//                   carrying the result; inside, a loop nest over the other
+//                   dims combines the previous position's result with the
+//                   input element (tensor.extract / tensor.insert, in place
+//                   after bufferization): O(elements), no quadratic sums
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +19,7 @@
 #include "compiler/Conversion/EstToLinalg/Utils.h"
 #include "dialects/Est/IR/EstOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -237,6 +243,86 @@ struct ArgReduceOpLowering : public OpRewritePattern<OpTy> {
   }
 };
 
+/// cumsum / cumprod (see the file comment). Position k of the loop is
+/// p = k (n - 1 - k with reverse); its predecessor q = p - 1 (p + 1). The
+/// result at p is result[q] op x[p], or with `exclusive` result[q] op
+/// x[q]; at k = 0 the identity op x[p], or the identity itself.
+template <typename OpTy, bool IsSum>
+struct CumulativeOpLowering
+    : public LowerOpPattern<OpTy, CumulativeOpLowering<OpTy, IsSum>> {
+  using LowerOpPattern<OpTy, CumulativeOpLowering<OpTy, IsSum>>::LowerOpPattern;
+
+  static Value lower(OpBuilder &b, OpTy op) {
+    Location loc = op.getLoc();
+    Value x = op.getX();
+    RankedTensorType type = resultTypeOf(op);
+    int64_t rank = type.getRank();
+    int64_t axis = op.getAxis();
+    if (axis < 0)
+      axis += rank;
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    Type elt = type.getElementType();
+    bool f = isFloat(elt);
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(dimValue(b, loc, x, d));
+    Value init = filledTensor(b, loc, type, dims, scalarConst(b, loc, elt, 0));
+    Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+    Value n = dims[axis];
+    SmallVector<Value> ubs;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis)
+        ubs.push_back(dims[d]);
+    SmallVector<Value> lbs(ubs.size(), zero), steps(ubs.size(), one);
+    auto combine = [&](OpBuilder &nb, Location nl, Value a, Value c) -> Value {
+      if (IsSum)
+        return f ? Value(arith::AddFOp::create(nb, nl, a, c))
+                 : Value(arith::AddIOp::create(nb, nl, a, c));
+      return f ? Value(arith::MulFOp::create(nb, nl, a, c))
+               : Value(arith::MulIOp::create(nb, nl, a, c));
+    };
+    auto loop = scf::ForOp::create(
+        b, loc, zero, n, one, ValueRange{init},
+        [&](OpBuilder &kb, Location kl, Value k, ValueRange acc) {
+          Value last = arith::SubIOp::create(kb, kl, n, one);
+          Value p = reverse ? Value(arith::SubIOp::create(kb, kl, last, k)) : k;
+          Value q = reverse ? Value(arith::AddIOp::create(kb, kl, p, one))
+                            : Value(arith::SubIOp::create(kb, kl, p, one));
+          Value first =
+              arith::CmpIOp::create(kb, kl, arith::CmpIPredicate::eq, k, zero);
+          // At k = 0 the predecessor is not read (selected away): p itself.
+          q = arith::SelectOp::create(kb, kl, first, p, q);
+          Value identity = scalarConst(kb, kl, elt, IsSum ? 0 : 1);
+          scf::LoopNest nest = scf::buildLoopNest(
+              kb, kl, lbs, ubs, steps, ValueRange{acc[0]},
+              [&](OpBuilder &nb, Location nl, ValueRange ivs,
+                  ValueRange args) -> scf::ValueVector {
+                SmallVector<Value> at, before;
+                for (int64_t d = 0, i = 0; d < rank; ++d) {
+                  at.push_back(d == axis ? p : ivs[i]);
+                  before.push_back(d == axis ? q : ivs[i]);
+                  if (d != axis)
+                    ++i;
+                }
+                Value prev = tensor::ExtractOp::create(nb, nl, args[0], before);
+                prev = arith::SelectOp::create(nb, nl, first, identity, prev);
+                Value term;
+                if (exclusive) {
+                  Value xq = tensor::ExtractOp::create(nb, nl, x, before);
+                  term = arith::SelectOp::create(nb, nl, first, identity, xq);
+                  // identity op identity is the identity.
+                } else {
+                  term = tensor::ExtractOp::create(nb, nl, x, at);
+                }
+                Value v = combine(nb, nl, prev, term);
+                return {tensor::InsertOp::create(nb, nl, v, args[0], at)};
+              });
+          scf::YieldOp::create(kb, kl, nest.results);
+        });
+    return loop.getResult(0);
+  }
+};
+
 } // namespace
 
 void mlir::est::populateEstToLinalgReductionPatterns(
@@ -245,5 +331,7 @@ void mlir::est::populateEstToLinalgReductionPatterns(
       ReductionOpLowering<ReduceSumOp>, ReductionOpLowering<ReduceMeanOp>,
       ReductionOpLowering<ReduceMaxOp>, ReductionOpLowering<ReduceMinOp>,
       ReductionOpLowering<ReduceProdOp>, ArgReduceOpLowering<ArgmaxOp, true>,
-      ArgReduceOpLowering<ArgminOp, false>>(patterns.getContext());
+      ArgReduceOpLowering<ArgminOp, false>,
+      CumulativeOpLowering<CumsumOp, true>,
+      CumulativeOpLowering<CumprodOp, false>>(patterns.getContext());
 }

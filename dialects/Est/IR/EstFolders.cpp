@@ -302,6 +302,22 @@ EST_FOLD_UNARY(TanhOp, std::tanh(x), nullptr)
 EST_FOLD_UNARY(SinOp, std::sin(x), nullptr)
 EST_FOLD_UNARY(CosOp, std::cos(x), nullptr)
 EST_FOLD_UNARY(FloorOp, std::floor(x), nullptr)
+EST_FOLD_UNARY(CeilOp, std::ceil(x), nullptr)
+// nearbyint rounds halves to even in the default rounding mode.
+EST_FOLD_UNARY(RoundOp, std::nearbyint(x),
+               [](ArrayRef<APInt> a) { return a[0]; })
+EST_FOLD_UNARY(SignOp, x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x),
+               [](ArrayRef<APInt> a) {
+                 APInt r(a[0].getBitWidth(), 0);
+                 if (a[0].isStrictlyPositive())
+                   r = 1;
+                 else if (a[0].isNegative())
+                   r = APInt::getAllOnes(a[0].getBitWidth());
+                 return r;
+               })
+EST_FOLD_UNARY(ErfOp, std::erf(x), nullptr)
+EST_FOLD_UNARY(Log1pOp, std::log1p(x), nullptr)
+EST_FOLD_UNARY(Expm1Op, std::expm1(x), nullptr)
 EST_FOLD_UNARY(SigmoidOp, 1.0 / (1.0 + std::exp(-x)), nullptr)
 EST_FOLD_UNARY(ReluOp, x > 0.0 ? x : 0.0, nullptr)
 EST_FOLD_UNARY(Relu6Op, std::min(std::max(x, 0.0), 6.0), nullptr)

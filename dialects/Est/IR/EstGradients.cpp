@@ -8,7 +8,10 @@
 //   (`reduceTo`).
 // - maximum/minimum send the gradient of a tie to `lhs` (TF's `x >= y`).
 // - reduce_max/reduce_min split the gradient of a tie evenly (TF).
-// - abs'(0) = 0, relu'(0) = 0, relu6'(0) = relu6'(6) = 0 (TF).
+// - abs'(0) = 0, relu'(0) = 0, relu6'(0) = relu6'(6) = 0 (TF); floor, ceil,
+//   round and sign have none.
+// - cumsum's gradient is the cumsum of g in the other direction; cumprod's
+//   is TF's, divided by x (wrong where x has zeros, as TF's).
 // - Integer/boolean operands, `select`'s condition, `stop_gradient`, counters
 //   and indices get no gradient (a null entry).
 // - dropout's gradient is the same dropout (seed, counter, rate) of the
@@ -286,6 +289,48 @@ LogicalResult gradient(CosOp op, OpBuilder &b, Value g, Grads &out) {
 /// Piecewise constant: no gradient (TF's Floor has none).
 LogicalResult gradient(FloorOp, OpBuilder &, Value, Grads &out) {
   out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+
+/// ceil, round and sign are piecewise constant: no gradient (TF's Ceil and
+/// Round have none, Sign's is zeros).
+LogicalResult gradient(CeilOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+LogicalResult gradient(RoundOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+LogicalResult gradient(SignOp, OpBuilder &, Value, Grads &out) {
+  out.assign(std::initializer_list<Value>{Value()});
+  return success();
+}
+
+/// erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+LogicalResult gradient(ErfOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  Value e = ExpOp::create(b, op.getLoc(), h.neg(h.square(x)));
+  out.assign(std::initializer_list<Value>{
+      h.mul(g, h.mul(h.scalar(x, 1.1283791670955126), e))});
+  return success();
+}
+
+LogicalResult gradient(Log1pOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value x = op.getX();
+  out.assign(
+      std::initializer_list<Value>{h.div(g, h.add(h.scalar(x, 1.0), x))});
+  return success();
+}
+
+/// expm1'(x) = exp(x) = expm1(x) + 1.
+LogicalResult gradient(Expm1Op op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value y = op.getResult();
+  out.assign(
+      std::initializer_list<Value>{h.mul(g, h.add(y, h.scalar(y, 1.0)))});
   return success();
 }
 
@@ -761,6 +806,27 @@ LogicalResult gradient(ReverseSequenceOp op, OpBuilder &b, Value g,
   return success();
 }
 
+/// cumsum: each x[i] adds into every result at or after i (before, with
+/// reverse), so its gradient is the cumsum of g the other way round, with
+/// the same `exclusive` (TF's _CumsumGrad).
+LogicalResult gradient(CumsumOp op, OpBuilder &b, Value g, Grads &out) {
+  out.assign(std::initializer_list<Value>{CumsumOp::create(
+      b, op.getLoc(), g, op.getAxisAttr(), op.getExclusiveAttr(),
+      b.getBoolAttr(!op.getReverse()))});
+  return success();
+}
+
+/// cumprod: TF's _CumprodGrad, cumsum(cumprod(x) * g, reverse flipped) / x,
+/// exact where x has no zeros (as TF's).
+LogicalResult gradient(CumprodOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value sums = CumsumOp::create(b, op.getLoc(), h.mul(op.getResult(), g),
+                                op.getAxisAttr(), op.getExclusiveAttr(),
+                                b.getBoolAttr(!op.getReverse()));
+  out.assign(std::initializer_list<Value>{h.div(sums, op.getX())});
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
@@ -860,6 +926,7 @@ template <typename... OpTs> void attach(MLIRContext &context) {
 void mlir::est::attachGradientInterfaces(MLIRContext &context) {
   attach<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp, AbsOp,
          SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, FloorOp,
+         CeilOp, RoundOp, SignOp, ErfOp, Log1pOp, Expm1Op, CumsumOp, CumprodOp,
          SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp,
          StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp, MaxPoolOp,
          AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,

@@ -304,6 +304,12 @@ EST_INFER_SAME(TanhOp)
 EST_INFER_SAME(SinOp)
 EST_INFER_SAME(CosOp)
 EST_INFER_SAME(FloorOp)
+EST_INFER_SAME(CeilOp)
+EST_INFER_SAME(RoundOp)
+EST_INFER_SAME(SignOp)
+EST_INFER_SAME(ErfOp)
+EST_INFER_SAME(Log1pOp)
+EST_INFER_SAME(Expm1Op)
 EST_INFER_SAME(SigmoidOp)
 EST_INFER_SAME(ReluOp)
 EST_INFER_SAME(Relu6Op)
@@ -649,6 +655,26 @@ EST_INFER(SequenceMaskOp) {
   SmallVector<int64_t> shape(lengths.getShape());
   shape.push_back(size);
   return inf.result(RankedTensorType::get(shape, IntegerType::get(context, 1)));
+}
+
+template <typename Adaptor>
+static LogicalResult inferCumulative(Inference &inf, Adaptor adaptor) {
+  if (failed(inf.operandCount(1)))
+    return failure();
+  int64_t axis = intOr(adaptor.getAxisAttr(), 0);
+  int64_t rank = inf.type(0).getRank();
+  if (!shape::normalizeAxis(axis, rank))
+    return inf.fail("axis " + Twine(axis) + " is out of range for rank " +
+                    Twine(rank));
+  return inf.result(inf.type(0));
+}
+EST_INFER(CumsumOp) {
+  EST_INFERENCE;
+  return inferCumulative(inf, adaptor);
+}
+EST_INFER(CumprodOp) {
+  EST_INFERENCE;
+  return inferCumulative(inf, adaptor);
 }
 
 EST_INFER(ReverseSequenceOp) {

@@ -131,6 +131,15 @@ def Est_SinOp : Est_UnaryOp<"sin", Est_FloatTensor, "sine (radians)">;
 def Est_CosOp : Est_UnaryOp<"cos", Est_FloatTensor, "cosine (radians)">;
 def Est_FloorOp
     : Est_UnaryOp<"floor", Est_FloatTensor, "largest integer <= x">;
+def Est_CeilOp
+    : Est_UnaryOp<"ceil", Est_FloatTensor, "smallest integer >= x">;
+def Est_RoundOp : Est_UnaryOp<"round", Est_NumericTensor,
+    "the nearest integer, halves to even (tf.math.round; integers unchanged)">;
+def Est_SignOp
+    : Est_UnaryOp<"sign", Est_NumericTensor, "-1, 0 or 1 (NaN stays NaN)">;
+def Est_ErfOp : Est_UnaryOp<"erf", Est_FloatTensor, "the error function">;
+def Est_Log1pOp : Est_UnaryOp<"log1p", Est_FloatTensor, "log(1 + x)">;
+def Est_Expm1Op : Est_UnaryOp<"expm1", Est_FloatTensor, "e^x - 1">;
 def Est_SigmoidOp
     : Est_UnaryOp<"sigmoid", Est_FloatTensor, "logistic sigmoid">;
 def Est_ReluOp : Est_UnaryOp<"relu", Est_FloatTensor, "max(x, 0)">;
@@ -389,6 +398,33 @@ class Est_ArgReduceOp<string mnemonic, string what>
 
 def Est_ArgmaxOp : Est_ArgReduceOp<"argmax", "maximum">;
 def Est_ArgminOp : Est_ArgReduceOp<"argmin", "minimum">;
+
+/// tf.math.cumsum / cumprod: the running sum / product along `axis`.
+class Est_CumulativeOp<string mnemonic, string what>
+    : Est_InferOp<mnemonic, [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Running " # what # " along `axis` (tf.math." # mnemonic # ")";
+  let description = [{
+    `result[..., i, ...]` is the }] # what # [{ of `x[..., j, ...]` over
+    `j <= i` along `axis` (`j < i` with `exclusive`, whose first element is
+    the identity; `j >= i` / `j > i` with `reverse`). The result has `x`'s
+    type.
+
+    ```mlir
+    %c = est.}] # mnemonic # [{ %x {axis = 1 : i64, exclusive = true} : tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$x,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` custom<UnaryTypes>(type($x), type($result))
+  }];
+}
+
+def Est_CumsumOp : Est_CumulativeOp<"cumsum", "sum">;
+def Est_CumprodOp : Est_CumulativeOp<"cumprod", "product">;
 
 //===----------------------------------------------------------------------===//
 // Shapes.

@@ -203,3 +203,34 @@ func.func @broadcast_to(%x: tensor<?x3xf32>) -> tensor<4x?x3xf32> {
   %0 = est.broadcast_to %s {shape = array<i64: 4, -1, 3>} : tensor<?x3xf32> -> tensor<4x?x3xf32>
   return %0 : tensor<4x?x3xf32>
 }
+
+// -----
+
+// ceil, round (halves to even; an integer is itself), sign (x > 0 ? 1 :
+// x < 0 ? -1 : x), erf, log1p, expm1: one math op or compare/select each.
+// CHECK-LABEL: func.func @math
+// CHECK: math.ceil
+// CHECK: math.roundeven
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf olt
+// CHECK: arith.select %{{.*}}, %{{.*}}, %in : f32
+// CHECK: arith.select
+// CHECK: arith.cmpi sgt
+// CHECK: arith.cmpi slt
+// CHECK: math.erf
+// CHECK: math.log1p
+// CHECK: math.expm1
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: i32, %{{.*}}: i32):
+// CHECK-NEXT: linalg.yield %[[IN]] : i32
+func.func @math(%x: tensor<?xf32>, %i: tensor<?xi32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>) {
+  %0 = est.ceil %x : tensor<?xf32>
+  %1 = est.round %x : tensor<?xf32>
+  %2 = est.sign %x : tensor<?xf32>
+  %3 = est.sign %i : tensor<?xi32>
+  %4 = est.erf %x : tensor<?xf32>
+  %5 = est.log1p %x : tensor<?xf32>
+  %6 = est.expm1 %x : tensor<?xf32>
+  %7 = est.round %i : tensor<?xi32>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xi32>
+}

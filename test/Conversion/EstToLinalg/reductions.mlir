@@ -83,3 +83,42 @@ func.func @argmin(%i: tensor<?x3xi64>) -> tensor<?xi64> {
   %0 = est.argmin %i {axis = -1 : i64} : tensor<?x3xi64> -> tensor<?xi64>
   return %0 : tensor<?xi64>
 }
+
+// -----
+
+// cumsum: zeros, then an scf.for along the axis carrying the result; each
+// step a loop over the other dims reads the previous position's result
+// (the identity at the first step) and adds the input element.
+// CHECK-LABEL: func.func @cumsum_axis1
+// CHECK: %[[INIT:.*]] = linalg.fill
+// CHECK: scf.for %[[K:[a-z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:[a-z0-9_]+]] = %[[INIT]]) -> (tensor<?x5xf32>)
+// CHECK: arith.cmpi eq, %[[K]]
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = {{.*}} iter_args(%[[R:[a-z0-9_]+]] = %[[ACC]])
+// CHECK: tensor.extract %[[R]]
+// CHECK: arith.select
+// CHECK: tensor.extract %{{.*}}[%[[I]], %[[K]]]
+// CHECK: arith.addf
+// CHECK: tensor.insert %{{.*}} into %[[R]][%[[I]], %[[K]]]
+func.func @cumsum_axis1(%a: tensor<?x5xf32>) -> tensor<?x5xf32> {
+  %0 = est.cumsum %a {axis = 1 : i64} : tensor<?x5xf32>
+  return %0 : tensor<?x5xf32>
+}
+
+// -----
+
+// cumprod, exclusive and reversed: position n - 1 - k, the identity 1 at
+// the first step for both the previous result and the input element.
+// CHECK-LABEL: func.func @cumprod_exclusive_reverse
+// CHECK: scf.for %[[K:[a-z0-9_]+]] =
+// CHECK: arith.subi %{{.*}}, %[[K]] : index
+// CHECK: arith.cmpi eq, %[[K]]
+// CHECK: arith.select
+// CHECK: arith.select
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<7xi64>
+// CHECK: arith.select
+// CHECK: arith.muli
+// CHECK: tensor.insert
+func.func @cumprod_exclusive_reverse(%a: tensor<7xi64>) -> tensor<7xi64> {
+  %0 = est.cumprod %a {exclusive = true, reverse = true} : tensor<7xi64>
+  return %0 : tensor<7xi64>
+}

@@ -508,3 +508,46 @@ func.func @reverse_sequence_batch_mismatch(%x: tensor<4x5xf32>, %len: tensor<3xi
   %r = est.reverse_sequence %x, %len {seq_axis = 1 : i64} : tensor<4x5xf32>, tensor<3xi64> -> tensor<4x5xf32>
   return %r : tensor<4x5xf32>
 }
+
+// -----
+
+func.func @erf_of_integers(%i: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'est.erf' op operand #0 must be}}
+  %r = est.erf %i : tensor<4xi32>
+  return %r : tensor<4xi32>
+}
+
+// -----
+
+func.func @sign_of_bools(%c: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'est.sign' op operand #0 must be}}
+  %r = est.sign %c : tensor<4xi1>
+  return %r : tensor<4xi1>
+}
+
+// -----
+
+func.func @cumsum_axis_out_of_range(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // expected-error @+2 {{'est.cumsum' op axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.cumsum %x {axis = 2 : i64} : tensor<4x5xf32>
+  return %r : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @cumprod_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+2 {{'est.cumprod' op axis 0 is out of range for rank 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.cumprod %x : tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func @cumsum_result_shape(%x: tensor<4x5xf32>) -> tensor<4x6xf32> {
+  // expected-error @+2 {{'est.cumsum' op inferred type(s) 'tensor<4x5xf32>' are incompatible with return type(s) of operation 'tensor<4x6xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.cumsum %x {axis = 1 : i64} : tensor<4x5xf32> -> tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}

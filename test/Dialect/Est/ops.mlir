@@ -78,6 +78,22 @@ func.func @elementwise(%a: tensor<?x256xf32>, %b: tensor<256xf32>, %i: tensor<4x
   %29 = est.select %c, %a, %k : tensor<?x256xi1>, tensor<?x256xf32>, tensor<f32> -> tensor<?x256xf32>
   // CHECK: est.cast %{{.*}} to i32 : tensor<?x256xf32> -> tensor<?x256xi32>
   %30 = est.cast %a to i32 : tensor<?x256xf32> -> tensor<?x256xi32>
+  // CHECK: est.ceil %{{.*}} : tensor<?x256xf32>{{$}}
+  %31 = est.ceil %a : tensor<?x256xf32>
+  // CHECK: est.round %{{.*}} : tensor<4xi32>{{$}}
+  %32 = est.round %i : tensor<4xi32>
+  // CHECK: est.sign %{{.*}} : tensor<?x256xf32>{{$}}
+  %33 = est.sign %a : tensor<?x256xf32>
+  // CHECK: est.erf %{{.*}} : tensor<256xf32> -> tensor<?xf32>
+  %34 = est.erf %b : tensor<256xf32> -> tensor<?xf32>
+  // CHECK: est.log1p
+  %35 = est.log1p %a : tensor<?x256xf32>
+  // CHECK: est.expm1
+  %36 = est.expm1 %a : tensor<?x256xf32>
+  // CHECK: est.cumsum %{{.*}} {axis = 1 : i64, exclusive = true} : tensor<?x256xf32>{{$}}
+  %37 = est.cumsum %a {axis = 1 : i64, exclusive = true} : tensor<?x256xf32>
+  // CHECK: est.cumprod %{{.*}} {reverse = true} : tensor<4xi32>{{$}}
+  %38 = est.cumprod %i {reverse = true} : tensor<4xi32>
   return
 }
 
