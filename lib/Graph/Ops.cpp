@@ -1215,6 +1215,60 @@ Tensor resizeNode(const Tensor &images, const Dims &size,
                    {"half_pixel_centers", attr_b(halfPixelCenters)}});
 }
 
+/// TF's ScaleAndTranslate weights with the triangle kernel and antialiasing
+/// (scale_and_translate_op.cc, ComputeSpansCore), the resize of one
+/// dimension from `in` to `out` as a dense [in, out] matrix: column o holds
+/// output o's normalized weights of the input positions of its span.
+/// Computed in f32, as TF computes them.
+std::vector<double> antialiasWeights(int64_t in, int64_t out) {
+  float scale = static_cast<float>(out) / static_cast<float>(in);
+  float invScale = 1.0f / scale;
+  float kernelScale = std::max(invScale, 1.0f);
+  float oneOverKernelScale = 1.0f / kernelScale;
+  std::vector<double> w(static_cast<size_t>(in * out), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    float sample = (static_cast<float>(o) + 0.5f) * invScale;
+    if (sample < 0 || sample > static_cast<float>(in))
+      continue;
+    int64_t start =
+        static_cast<int64_t>(std::ceil(sample - kernelScale - 0.5f));
+    int64_t end = static_cast<int64_t>(std::floor(sample + kernelScale - 0.5f));
+    start = std::clamp<int64_t>(start, 0, in - 1);
+    end = std::clamp<int64_t>(end, 0, in - 1) + 1;
+    std::vector<float> weights;
+    float total = 0.0f;
+    for (int64_t i = start; i < end; ++i) {
+      float pos = std::abs((static_cast<float>(i) + 0.5f - sample) *
+                           oneOverKernelScale);
+      float weight = pos < 1.0f ? 1.0f - pos : 0.0f;
+      total += weight;
+      weights.push_back(weight);
+    }
+    if (std::abs(total) < 1000.0f * std::numeric_limits<float>::min())
+      continue;
+    float oneOverTotal = 1.0f / total;
+    for (int64_t i = start; i < end; ++i)
+      w[static_cast<size_t>(i * out + o)] = weights[i - start] * oneOverTotal;
+  }
+  return w;
+}
+
+/// An antialiased bilinear resize of NHWC f32 `x` to `size` (TF 2's
+/// tf.image.resize with antialias=True: ScaleAndTranslate with the triangle
+/// kernel), as two products with constant weight matrices: along H, then W.
+Tensor antialiasResize(const Tensor &x, int64_t h, int64_t w,
+                       const Dims &size) {
+  Graph &g = x.graph();
+  Tensor wy = g.constant(antialiasWeights(h, size[0]), {h, size[0]},
+                         DType::Float32, "height_weights");
+  Tensor wx = g.constant(antialiasWeights(w, size[1]), {w, size[1]},
+                         DType::Float32, "width_weights");
+  // [N,H,W,C] -> [N,W,C,H] x [H,h] -> [N,W,C,h] -> [N,h,W,C].
+  Tensor y = transpose(matmul(transpose(x, {0, 2, 3, 1}), wy), {0, 3, 1, 2});
+  // [N,h,W,C] -> [N,h,C,W] x [W,w] -> [N,h,C,w] -> [N,h,w,C].
+  return transpose(matmul(transpose(y, {0, 1, 3, 2}), wx), {0, 1, 3, 2});
+}
+
 /// Bilinear resizing of any numeric images: float32, as TF's.
 Tensor asFloat32(const Tensor &images) {
   return images.dtype() == DType::Float32 ? images
@@ -1251,14 +1305,13 @@ Tensor resize(const Tensor &images, const Dims &size, const std::string &method,
     target[0] = std::max<int64_t>(target[0], 1);
     target[1] = std::max<int64_t>(target[1], 1);
   }
-  if (antialias && method == "bilinear" && (target[0] < h || target[1] < w))
-    o.fail("antialias with a bilinear downscale (" + shape::toString({h, w}) +
-           " to " + shape::toString(target) + ") is not supported");
   auto scope = compositeScope(o.graph(), name, "resize");
   Tensor x = batched ? images : expand_dims(images, 0);
   if (method == "bilinear")
     x = asFloat32(x);
-  Tensor y = resizeNode(x, target, method, false, true, "", "resize");
+  Tensor y = antialias && method == "bilinear"
+                 ? antialiasResize(x, h, w, target)
+                 : resizeNode(x, target, method, false, true, "", "resize");
   return batched ? y : squeeze(y, Dims{0});
 }
 

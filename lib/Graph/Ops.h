@@ -393,9 +393,10 @@ namespace image {
 /// [new_height, new_width] with half-pixel centers; method "bilinear"
 /// (float32 result, as TF's) or "nearest" (images' dtype).
 /// preserve_aspect_ratio scales both sides by the smaller factor (the
-/// result fits in `size`). antialias only changes a bilinear
-/// downscale, which is not supported (GraphError); it is ignored
-/// otherwise, as in TF.
+/// result fits in `size`). antialias (bilinear; ignored for nearest, as in
+/// TF) is TF's ScaleAndTranslate with the triangle kernel, widened by the
+/// downscale factor: two products with constant [in, out] weight matrices
+/// (dense, O(in x out) per column).
 Tensor resize(const Tensor &images, const Dims &size,
               const std::string &method = "bilinear",
               bool preserve_aspect_ratio = false, bool antialias = false,

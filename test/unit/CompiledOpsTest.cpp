@@ -762,6 +762,7 @@ TEST(CompiledOps, ResizeImages) {
       return TensorMap{
           {"up", image::resize(x["x"], {7, 9})},
           {"down", image::resize(x["x"], {3, 2})},
+          {"antialias", image::resize(x["x"], {3, 2}, "bilinear", false, true)},
           {"nearest_up", image::resize(x["x"], {7, 9}, "nearest")},
           {"nearest_down", image::resize(x["x"], {2, 3}, "nearest")},
           {"align", image::resize_bilinear(x["x"], {7, 9}, true)},

@@ -81,6 +81,12 @@ ESTC_OP_CASE(resize_antialias_up, [](Graph &, const Inputs &in) {
   return Outputs{image::resize(in[0], {8, 10}, "bilinear", false,
                                /*antialias=*/true)};
 });
+ESTC_OP_CASE(resize_antialias_down, [](Graph &, const Inputs &in) {
+  return Outputs{image::resize(in[0], {4, 3}, "bilinear", false, true)};
+});
+ESTC_OP_CASE(resize_antialias_mixed, [](Graph &, const Inputs &in) {
+  return Outputs{image::resize(in[0], {9, 2}, "bilinear", false, true)};
+});
 ESTC_OP_CASE(resize_compat_bilinear_align, [](Graph &, const Inputs &in) {
   return Outputs{image::resize_bilinear(in[0], {5, 8}, true)};
 });
