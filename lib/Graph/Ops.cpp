@@ -2,6 +2,7 @@
 
 #include "lib/Graph/Ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -113,6 +114,11 @@ private:
   std::string node_;
 };
 
+/// A composite op's name scope: `name`, else `base`, made unique.
+Scope compositeScope(Graph &g, const std::string &name, const char *base) {
+  return g.name_scope(g.unique_layer_name(name.empty() ? base : name));
+}
+
 std::string formatNumber(double v) {
   std::ostringstream os;
   os << v;
@@ -139,11 +145,6 @@ void requireFloatTensor(const char *op, const char *what, const Tensor &t) {
 }
 void requireFloatOrInt(const char *op, const char *what, const Tensor &t) {
   requireTensorOf(op, what, t, true);
-}
-
-/// The name scope of a composite op: `name`, or `base`, made unique.
-Scope compositeScope(Graph &g, const std::string &name, const char *base) {
-  return g.name_scope(g.unique_layer_name(name.empty() ? base : name));
 }
 
 /// The tensor of `operand`; a number becomes a scalar constant of `like`'s
@@ -712,6 +713,75 @@ Tensor reverse_sequence(const Tensor &x, const Tensor &lengths,
       {{"seq_axis", attr_i(seq_axis)}, {"batch_axis", attr_i(batch_axis)}});
 }
 
+// --- Sorting ---------------------------------------------------------------
+
+namespace {
+/// The argsort node: `k` = -1 sorts the whole axis.
+Tensor argsortNode(const Tensor &values, int64_t axis,
+                   const std::string &direction, int64_t k,
+                   const std::string &name, const char *base) {
+  OpBuilder o(nullptr, "argsort", name, base, {values});
+  o.requireNumeric(0);
+  if (direction != "ASCENDING" && direction != "DESCENDING")
+    o.fail("direction must be \"ASCENDING\" or \"DESCENDING\", got \"" +
+           direction + "\"");
+  Dims out = o.check(shape::argsort(values.shape(), axis, k));
+  return o.finish(DType::Int32, out,
+                  {{"axis", attr_i(axis)},
+                   {"direction", attr_s(direction)},
+                   {"k", attr_i(k)}});
+}
+} // namespace
+
+Tensor argsort(const Tensor &values, int64_t axis, const std::string &direction,
+               bool stable, const std::string &name) {
+  (void)stable; // always stable
+  return argsortNode(values, axis, direction, -1, name, "argsort");
+}
+
+Tensor take_along_axis(const Tensor &arr, const Tensor &indices, int64_t axis,
+                       const std::string &name) {
+  OpBuilder o(nullptr, "take_along_axis", name, "TakeAlongAxis",
+              {arr, indices});
+  o.requireInteger(1);
+  Dims out = o.check(shape::takeAlongAxis(arr.shape(), indices.shape(), axis));
+  return o.finish(arr.dtype(), out, {{"axis", attr_i(axis)}});
+}
+
+Tensor scatter_along_axis(const Tensor &ref, const Tensor &indices,
+                          const Tensor &updates, int64_t axis,
+                          const std::string &name) {
+  OpBuilder o(nullptr, "scatter_along_axis", name, "ScatterAlongAxis",
+              {ref, indices, updates});
+  o.requireNumeric(0);
+  o.requireInteger(1);
+  o.requireSameDType(0, 2);
+  o.check(shape::scatterAlongAxis(ref.shape(), indices.shape(), updates.shape(),
+                                  axis));
+  return o.finish(ref.dtype(), ref.shape(), {{"axis", attr_i(axis)}});
+}
+
+Tensor sort(const Tensor &values, int64_t axis, const std::string &direction,
+            const std::string &name) {
+  if (!values.valid())
+    throw GraphError("sort: values is an empty Tensor");
+  auto scope = compositeScope(values.graph(), name, "sort");
+  Tensor order = argsortNode(values, axis, direction, -1, "", "argsort");
+  return take_along_axis(values, order, axis, "values");
+}
+
+TopK top_k(const Tensor &input, int64_t k, bool sorted,
+           const std::string &name) {
+  (void)sorted; // the sorted order is also a valid unsorted one
+  if (!input.valid())
+    throw GraphError("top_k: input is an empty Tensor");
+  auto scope = compositeScope(input.graph(), name, "top_k");
+  TopK out;
+  out.indices = argsortNode(input, -1, "DESCENDING", k, "", "indices");
+  out.values = take_along_axis(input, out.indices, -1, "values");
+  return out;
+}
+
 // --- Segments, buckets and sparse ids ---------------------------------------
 
 Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,
@@ -727,7 +797,6 @@ Tensor unsorted_segment_sum(const Tensor &data, const Tensor &segment_ids,
 }
 
 namespace {
-/// A composite op's name scope: `name`, else `base`, made unique.
 /// `v` [k] reshaped to [k, 1, ...] of rank `rank`, to scale rows.
 Tensor asColumn(Tensor v, int64_t rank) {
   for (int64_t d = 1; d < rank; ++d)
@@ -1529,6 +1598,40 @@ Tensor sampled_softmax_loss(const Tensor &weights, const Tensor &biases,
   return softmax_cross_entropy_with_logits(targets, logits);
 }
 
+
+Tensor in_top_k(const Tensor &targets, const Tensor &predictions, int64_t k,
+                const std::string &name) {
+  OpBuilder o(nullptr, "in_top_k", name, "in_top_k", {targets, predictions});
+  o.requireInteger(0);
+  o.requireFloat(1);
+  Dims t = targets.shape(), p = predictions.shape();
+  if (t.size() != 1 || p.size() != 2)
+    o.fail("targets must have rank 1 and predictions rank 2");
+  if (t[0] >= 0 && p[0] >= 0 && t[0] != p[0])
+    o.fail("targets has " + std::to_string(t[0]) + " entries for a batch of " +
+           std::to_string(p[0]));
+  if (p[1] < 0)
+    o.fail("predictions need a static number of classes");
+  auto scope = compositeScope(o.graph(), name, "in_top_k");
+  // The target's prediction, then how many are strictly larger; a target
+  // outside [0, classes) (clamped by take_along_axis) or a row with a NaN
+  // or infinity is never in.
+  Tensor target = take_along_axis(
+      predictions, expand_dims(cast(targets, DType::Int32), -1), -1, "target");
+  Tensor larger = reduce_sum(cast(greater(predictions, target), DType::Int32),
+                             Dims{1}, false, "larger");
+  double largest = predictions.dtype() == DType::Float64
+                       ? std::numeric_limits<double>::max()
+                       : std::numeric_limits<float>::max();
+  Tensor finite = less_equal(abs(predictions), largest, "finite");
+  Tensor rowFinite =
+      equal(reduce_sum(cast(logical_not(finite), DType::Int32), Dims{1}), 0);
+  Tensor inRange = logical_and(greater_equal(targets, 0),
+                               less(targets, static_cast<double>(p[1])));
+  return logical_and(
+      logical_and(less(larger, static_cast<double>(k)), rowFinite), inRange,
+      "in_top_k");
+}
 } // namespace nn
 
 namespace activations {
@@ -1538,5 +1641,164 @@ Tensor hard_sigmoid(const Tensor &x, const std::string &name) {
   return clip_by_value(x * 0.2 + 0.5, 0.0, 1.0);
 }
 } // namespace activations
+
+namespace image {
+
+namespace {
+Tensor resizeNode(const Tensor &images, const Dims &size,
+                  const std::string &method, bool alignCorners,
+                  bool halfPixelCenters, const std::string &name,
+                  const char *base) {
+  OpBuilder o(nullptr, "resize_images", name, base, {images});
+  o.requireNumeric(0);
+  if (method != "bilinear" && method != "nearest")
+    o.fail("method must be \"bilinear\" or \"nearest\", got \"" + method +
+           "\"");
+  if (method == "bilinear")
+    o.requireFloat(0);
+  if (alignCorners && halfPixelCenters)
+    o.fail("align_corners and half_pixel_centers cannot both be true");
+  Dims out = o.check(shape::resizeImages(images.shape(), size));
+  return o.finish(images.dtype(), out,
+                  {{"size", attr_list(size)},
+                   {"method", attr_s(method)},
+                   {"align_corners", attr_b(alignCorners)},
+                   {"half_pixel_centers", attr_b(halfPixelCenters)}});
+}
+
+/// TF's ScaleAndTranslate weights with the triangle kernel and antialiasing
+/// (scale_and_translate_op.cc, ComputeSpansCore), the resize of one
+/// dimension from `in` to `out` as a dense [in, out] matrix: column o holds
+/// output o's normalized weights of the input positions of its span.
+/// Computed in f32, as TF computes them.
+std::vector<double> antialiasWeights(int64_t in, int64_t out) {
+  float scale = static_cast<float>(out) / static_cast<float>(in);
+  float invScale = 1.0f / scale;
+  float kernelScale = std::max(invScale, 1.0f);
+  float oneOverKernelScale = 1.0f / kernelScale;
+  std::vector<double> w(static_cast<size_t>(in * out), 0.0);
+  for (int64_t o = 0; o < out; ++o) {
+    float sample = (static_cast<float>(o) + 0.5f) * invScale;
+    if (sample < 0 || sample > static_cast<float>(in))
+      continue;
+    int64_t start =
+        static_cast<int64_t>(std::ceil(sample - kernelScale - 0.5f));
+    int64_t end = static_cast<int64_t>(std::floor(sample + kernelScale - 0.5f));
+    start = std::clamp<int64_t>(start, 0, in - 1);
+    end = std::clamp<int64_t>(end, 0, in - 1) + 1;
+    std::vector<float> weights;
+    float total = 0.0f;
+    for (int64_t i = start; i < end; ++i) {
+      float pos = std::abs((static_cast<float>(i) + 0.5f - sample) *
+                           oneOverKernelScale);
+      float weight = pos < 1.0f ? 1.0f - pos : 0.0f;
+      total += weight;
+      weights.push_back(weight);
+    }
+    if (std::abs(total) < 1000.0f * std::numeric_limits<float>::min())
+      continue;
+    float oneOverTotal = 1.0f / total;
+    for (int64_t i = start; i < end; ++i)
+      w[static_cast<size_t>(i * out + o)] = weights[i - start] * oneOverTotal;
+  }
+  return w;
+}
+
+/// An antialiased bilinear resize of NHWC f32 `x` to `size` (TF 2's
+/// tf.image.resize with antialias=True: ScaleAndTranslate with the triangle
+/// kernel), as two products with constant weight matrices: along H, then W.
+Tensor antialiasResize(const Tensor &x, int64_t h, int64_t w,
+                       const Dims &size) {
+  Graph &g = x.graph();
+  Tensor wy = g.constant(antialiasWeights(h, size[0]), {h, size[0]},
+                         DType::Float32, "height_weights");
+  Tensor wx = g.constant(antialiasWeights(w, size[1]), {w, size[1]},
+                         DType::Float32, "width_weights");
+  // [N,H,W,C] -> [N,W,C,H] x [H,h] -> [N,W,C,h] -> [N,h,W,C].
+  Tensor y = transpose(matmul(transpose(x, {0, 2, 3, 1}), wy), {0, 3, 1, 2});
+  // [N,h,W,C] -> [N,h,C,W] x [W,w] -> [N,h,C,w] -> [N,h,w,C].
+  return transpose(matmul(transpose(y, {0, 1, 3, 2}), wx), {0, 1, 3, 2});
+}
+
+/// Bilinear resizing of any numeric images: float32, as TF's.
+Tensor asFloat32(const Tensor &images) {
+  return images.dtype() == DType::Float32 ? images
+                                          : cast(images, DType::Float32);
+}
+} // namespace
+
+Tensor resize(const Tensor &images, const Dims &size, const std::string &method,
+              bool preserve_aspect_ratio, bool antialias,
+              const std::string &name) {
+  OpBuilder o(nullptr, "resize", name, "resize", {images});
+  Dims s = images.shape();
+  if (s.size() != 3 && s.size() != 4)
+    o.fail("images must be [batch, height, width, channels] or [height, "
+           "width, channels]");
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1)
+    o.fail("size must be [new_height, new_width], both >= 1, got " +
+           shape::toString(size));
+  if (method != "bilinear" && method != "nearest")
+    o.fail("method must be \"bilinear\" or \"nearest\", got \"" + method +
+           "\"");
+  bool batched = s.size() == 4;
+  int64_t h = s[batched ? 1 : 0], w = s[batched ? 2 : 1];
+  if (h < 0 || w < 0)
+    o.fail("images need a static height and width");
+  Dims target = size;
+  if (preserve_aspect_ratio) {
+    // TF: the smaller scale factor (f32), sides rounded half to even.
+    float factor =
+        std::min(static_cast<float>(size[0]) / static_cast<float>(h),
+                 static_cast<float>(size[1]) / static_cast<float>(w));
+    target = {static_cast<int64_t>(std::nearbyint(factor * h)),
+              static_cast<int64_t>(std::nearbyint(factor * w))};
+    target[0] = std::max<int64_t>(target[0], 1);
+    target[1] = std::max<int64_t>(target[1], 1);
+  }
+  auto scope = compositeScope(o.graph(), name, "resize");
+  Tensor x = batched ? images : expand_dims(images, 0);
+  if (method == "bilinear")
+    x = asFloat32(x);
+  Tensor y = antialias && method == "bilinear"
+                 ? antialiasResize(x, h, w, target)
+                 : resizeNode(x, target, method, false, true, "", "resize");
+  return batched ? y : squeeze(y, Dims{0});
+}
+
+Tensor resize_bilinear(const Tensor &images, const Dims &size,
+                       bool align_corners, bool half_pixel_centers,
+                       const std::string &name) {
+  if (!images.valid())
+    throw GraphError("resize_bilinear: images is an empty Tensor");
+  Tensor x = images.has_value() ? asFloat32(images) : images;
+  return resizeNode(x, size, "bilinear", align_corners, half_pixel_centers,
+                    name, "ResizeBilinear");
+}
+
+Tensor resize_nearest_neighbor(const Tensor &images, const Dims &size,
+                               bool align_corners, bool half_pixel_centers,
+                               const std::string &name) {
+  return resizeNode(images, size, "nearest", align_corners, half_pixel_centers,
+                    name, "ResizeNearestNeighbor");
+}
+
+Tensor resize_grad(const Tensor &grad_output, const Dims &input_size,
+                   const std::string &method, bool align_corners,
+                   bool half_pixel_centers, const std::string &name) {
+  OpBuilder o(nullptr, "resize_images_grad", name, "ResizeGrad", {grad_output});
+  o.requireFloat(0);
+  if (method != "bilinear" && method != "nearest")
+    o.fail("method must be \"bilinear\" or \"nearest\", got \"" + method +
+           "\"");
+  Dims out = o.check(shape::resizeImagesGrad(grad_output.shape(), input_size));
+  return o.finish(grad_output.dtype(), out,
+                  {{"input_size", attr_list(input_size)},
+                   {"method", attr_s(method)},
+                   {"align_corners", attr_b(align_corners)},
+                   {"half_pixel_centers", attr_b(half_pixel_centers)}});
+}
+
+} // namespace image
 
 } // namespace estc

@@ -217,6 +217,48 @@ Tensor one_hot(const Tensor &indices, int64_t depth, double on_value = 1.0,
                double off_value = 0.0, int64_t axis = -1,
                DType dtype = DType::Float32, const std::string &name = "");
 
+// --- Sorting -------------------------------------------------------------
+// NaN ranks above +inf (first in DESCENDING order and top_k, last in
+// ASCENDING); ties keep their index order (stable), as TF's argsort and
+// top_k. TF's own placement of NaN follows no order (its sorts compare with
+// `>`), so only NaN-free results are TF's bit for bit.
+
+/// tf.argsort: the i32 indices that sort `values` along `axis`, direction
+/// "ASCENDING" or "DESCENDING". `stable` is accepted for TF's signature;
+/// the sort is always stable (TF's unstable sort is also not implemented).
+Tensor argsort(const Tensor &values, int64_t axis = -1,
+               const std::string &direction = "ASCENDING", bool stable = true,
+               const std::string &name = "");
+/// tf.sort: `values` sorted along `axis` (take_along_axis of argsort, so
+/// the gradient flows back to each element's position).
+Tensor sort(const Tensor &values, int64_t axis = -1,
+            const std::string &direction = "ASCENDING",
+            const std::string &name = "");
+/// tf.math.top_k's two results.
+struct TopK {
+  Tensor values;  // input's dtype, [..., k]
+  Tensor indices; // i32, [..., k]
+};
+/// tf.math.top_k: the k largest entries of the last axis and their indices,
+/// largest first, equal values by lower index first. `sorted` = false
+/// gives the same (sorted) order, which TF allows. k must be in [0, the
+/// last axis's size], which must be static (GraphError otherwise). The
+/// gradient goes to the selected positions.
+TopK top_k(const Tensor &input, int64_t k = 1, bool sorted = true,
+           const std::string &name = "");
+/// np.take_along_axis / tf.gather(arr, indices, batch_dims = rank - 1) on
+/// the last axis: `indices` (int) has arr's shape except along `axis`;
+/// result[..., j, ...] = arr[..., indices[..., j, ...], ...]. Indices out
+/// of range are clamped.
+Tensor take_along_axis(const Tensor &arr, const Tensor &indices,
+                       int64_t axis = -1, const std::string &name = "");
+/// The transpose of take_along_axis (its gradient): `ref` with each of
+/// `updates` (the shape of `indices`) added at the position along `axis`
+/// its index names, duplicates summed (indices clamped).
+Tensor scatter_along_axis(const Tensor &ref, const Tensor &indices,
+                          const Tensor &updates, int64_t axis = -1,
+                          const std::string &name = "");
+
 // --- Segments, buckets and sparse ids (feature columns) ------------------
 // The graph half of docs/design/feature-columns.md: categorical ids arrive
 // as SparseIds, computed by the host half of the feature columns.
@@ -468,12 +510,55 @@ Tensor sampled_softmax_loss(
 /// 1 / (1 - rate). Always applied; layers::dropout adds the training switch.
 Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed = {},
                const std::string &name = "");
+
+/// tf.math.in_top_k (TF 2's argument order): for each row b, whether
+/// predictions[b, targets[b]] is among the k largest of predictions[b]:
+/// fewer than k predictions are strictly larger, so ties at the boundary
+/// all count as in. False for a target outside [0, classes) and for a row
+/// with a NaN or infinite prediction (TF's InTopK). targets [batch] (int),
+/// predictions [batch, classes] (float, static classes) -> bool [batch].
+Tensor in_top_k(const Tensor &targets, const Tensor &predictions, int64_t k,
+                const std::string &name = "");
 } // namespace nn
 
 namespace activations {
 /// tf.keras.activations.hard_sigmoid (Keras 2.15): clip(0.2 x + 0.5, 0, 1).
 Tensor hard_sigmoid(const Tensor &x, const std::string &name = "");
 } // namespace activations
+namespace image {
+/// tf.image.resize (TF 2): images [batch, height, width, channels] or
+/// [height, width, channels] (static height and width) resized to `size`
+/// [new_height, new_width] with half-pixel centers; method "bilinear"
+/// (float32 result, as TF's) or "nearest" (images' dtype).
+/// preserve_aspect_ratio scales both sides by the smaller factor (the
+/// result fits in `size`). antialias (bilinear; ignored for nearest, as in
+/// TF) is TF's ScaleAndTranslate with the triangle kernel, widened by the
+/// downscale factor: two products with constant [in, out] weight matrices
+/// (dense, O(in x out) per column).
+Tensor resize(const Tensor &images, const Dims &size,
+              const std::string &method = "bilinear",
+              bool preserve_aspect_ratio = false, bool antialias = false,
+              const std::string &name = "");
+/// tf.compat.v1.image.resize_bilinear / resize_nearest_neighbor: NHWC
+/// images with TF 1's defaults (corners aligned or not, no half-pixel
+/// centers unless asked). resize_bilinear returns float32.
+Tensor resize_bilinear(const Tensor &images, const Dims &size,
+                       bool align_corners = false,
+                       bool half_pixel_centers = false,
+                       const std::string &name = "");
+Tensor resize_nearest_neighbor(const Tensor &images, const Dims &size,
+                               bool align_corners = false,
+                               bool half_pixel_centers = false,
+                               const std::string &name = "");
+/// The gradient of a resize with respect to its images (TF's
+/// ResizeBilinearGrad / ResizeNearestNeighborGrad): grad_output [N, h, w,
+/// C] (float) -> [N, input_size[0], input_size[1], C]. The autodiff pass
+/// emits it; graphs may use it directly.
+Tensor resize_grad(const Tensor &grad_output, const Dims &input_size,
+                   const std::string &method = "bilinear",
+                   bool align_corners = false, bool half_pixel_centers = true,
+                   const std::string &name = "");
+} // namespace image
 
 } // namespace estc
 

@@ -566,6 +566,93 @@ ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis) {
   return out;
 }
 
+ShapeOr argsort(const Dims &input, int64_t axis, int64_t k) {
+  int64_t rank = static_cast<int64_t>(input.size());
+  auto a = normalizeAxis(axis, rank);
+  if (!a)
+    return fail("axis ", axis, " is out of range for rank ", rank);
+  Dims out = input;
+  if (k == -1)
+    return out;
+  if (k < 0)
+    return fail("k must be >= 0 (or -1 for the whole axis), got ", k);
+  if (!known(input[*a]))
+    return fail("k = ", k, " needs a static size of axis ", *a,
+                ", which is only known at run time");
+  if (k > input[*a])
+    return fail("k = ", k, " is larger than the size ", input[*a], " of axis ",
+                *a);
+  out[*a] = k;
+  return out;
+}
+
+namespace {
+/// `a` and `b` have one rank and agree on every dim but `axis` (unknown
+/// dims agree with any).
+bool sameBesideAxis(const Dims &a, const Dims &b, int64_t axis) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && known(a[d]) && known(b[d]) &&
+        a[d] != b[d])
+      return false;
+  return true;
+}
+} // namespace
+
+ShapeOr takeAlongAxis(const Dims &arr, const Dims &indices, int64_t axis) {
+  int64_t rank = static_cast<int64_t>(arr.size());
+  auto a = normalizeAxis(axis, rank);
+  if (!a)
+    return fail("axis ", axis, " is out of range for rank ", rank);
+  if (!sameBesideAxis(arr, indices, *a))
+    return fail("indices ", toString(indices), " must have the shape of ",
+                toString(arr), " except along axis ", *a);
+  Dims out = indices;
+  for (size_t d = 0; d < out.size(); ++d)
+    if (static_cast<int64_t>(d) != *a && !known(out[d]))
+      out[d] = arr[d];
+  return out;
+}
+
+ShapeOr scatterAlongAxis(const Dims &ref, const Dims &indices,
+                         const Dims &updates, int64_t axis) {
+  int64_t rank = static_cast<int64_t>(ref.size());
+  auto a = normalizeAxis(axis, rank);
+  if (!a)
+    return fail("axis ", axis, " is out of range for rank ", rank);
+  if (!isCompatible(indices, updates))
+    return fail("updates ", toString(updates),
+                " must have the shape of indices ", toString(indices));
+  if (!sameBesideAxis(ref, indices, *a))
+    return fail("indices ", toString(indices), " must have the shape of ",
+                toString(ref), " except along axis ", *a);
+  return ref;
+}
+
+namespace {
+ShapeOr resized(const Dims &in, const Dims &size, const char *what,
+                const char *sizeName) {
+  if (in.size() != 4)
+    return fail(what, " must be NHWC (rank 4), got ", toString(in));
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1)
+    return fail(sizeName, " must be [height, width], both >= 1, got ",
+                toString(size));
+  if (!known(in[1]) || !known(in[2]))
+    return fail(what, " ", toString(in),
+                " must have a static height and width");
+  return Dims{in[0], size[0], size[1], in[3]};
+}
+} // namespace
+
+ShapeOr resizeImages(const Dims &images, const Dims &size) {
+  return resized(images, size, "images", "size");
+}
+
+ShapeOr resizeImagesGrad(const Dims &gradOutput, const Dims &inputSize) {
+  return resized(gradOutput, inputSize, "grad_output", "input_size");
+}
+
 ShapeOr softmaxCrossEntropy(const Dims &logits, const Dims &labels) {
   if (logits.empty())
     return fail("logits must have rank >= 1");

@@ -141,6 +141,26 @@ ShapeOr unsortedSegmentSum(const Dims &data, const Dims &segmentIds,
 /// Inserts `depth` at `axis` (-1 = last) of the indices' shape.
 ShapeOr oneHot(const Dims &indices, int64_t depth, int64_t axis);
 
+// --- Sorting ---------------------------------------------------------------
+/// argsort: the input's shape with `axis` of size `k` (the first k of the
+/// order; -1 = the whole axis). k must be at most the axis size, which must
+/// then be static.
+ShapeOr argsort(const Dims &input, int64_t axis, int64_t k);
+/// take_along_axis: `indices` has `arr`'s rank and shape except along
+/// `axis` (any size there); the result has the indices' shape.
+ShapeOr takeAlongAxis(const Dims &arr, const Dims &indices, int64_t axis);
+/// scatter_along_axis (its transpose): `indices` and `updates` have one
+/// shape, `ref`'s except along `axis`; the result is `ref`.
+ShapeOr scatterAlongAxis(const Dims &ref, const Dims &indices,
+                         const Dims &updates, int64_t axis);
+
+// --- Images ----------------------------------------------------------------
+/// resize_images: NHWC [N,H,W,C] -> [N, size[0], size[1], C], sizes >= 1.
+ShapeOr resizeImages(const Dims &images, const Dims &size);
+/// resize_images_grad: grad_output [N,h,w,C] -> [N, inputSize[0],
+/// inputSize[1], C].
+ShapeOr resizeImagesGrad(const Dims &gradOutput, const Dims &inputSize);
+
 // --- Losses ----------------------------------------------------------------
 /// logits [..., C] and labels of the same shape -> [...].
 ShapeOr softmaxCrossEntropy(const Dims &logits, const Dims &labels);

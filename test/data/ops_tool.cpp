@@ -101,9 +101,16 @@ Array readArray(std::istringstream &words, DType dtype) {
     a.shape.push_back(d);
     n *= d;
   }
-  double v;
-  while (words >> v)
+  // strtod, not operator>>: it reads the "nan", "inf" and "-inf" the
+  // driver prints for non-finite inputs.
+  std::string word;
+  while (words >> word) {
+    char *end = nullptr;
+    double v = std::strtod(word.c_str(), &end);
+    if (end == word.c_str() || *end != '\0')
+      die("'" + word + "' is not a number");
     a.values.push_back(v);
+  }
   if (static_cast<int64_t>(a.values.size()) != n)
     die("an array of " + std::to_string(n) + " elements has " +
         std::to_string(a.values.size()) + " values");

@@ -1168,6 +1168,180 @@ Value reverseSequence(const OpContext &ctx) {
   return out;
 }
 
+// --- Sorting ---------------------------------------------------------------
+
+Value argsort(const OpContext &ctx) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = ctx.getInt("axis", -1), k = ctx.getInt("k", -1);
+  std::string direction = ctx.find("direction") ? ctx.getString("direction")
+                                                : std::string("ASCENDING");
+  if (direction != "ASCENDING" && direction != "DESCENDING")
+    ctx.error("direction must be ASCENDING or DESCENDING, got " + direction);
+  bool descending = direction == "DESCENDING";
+  Dims outShape = ctx.check(shape::argsort(x.shape, axis, k));
+  axis = ctx.axis(axis, rank);
+  Value out = makeValue(g::DT_INT32, outShape);
+  Dims outStrides = stridesOf(outShape);
+  Dims outer = x.shape;
+  outer[axis] = 1;
+  Dims xStrides = stridesOf(x.shape);
+  forEachIndex(outer, [&](const Dims &o, int64_t) {
+    int64_t base = linearIndex(o, xStrides),
+            outBase = linearIndex(o, outStrides);
+    auto at = [&](int64_t j) { return x.data[base + j * xStrides[axis]]; };
+    // NaN ranks above every number; ties keep their order (stable).
+    auto above = [&](double a, double b) {
+      return std::isnan(a) ? !std::isnan(b) : a > b;
+    };
+    std::vector<int64_t> order(x.shape[axis]);
+    for (size_t j = 0; j < order.size(); ++j)
+      order[j] = static_cast<int64_t>(j);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return descending ? above(at(a), at(b)) : above(at(b), at(a));
+    });
+    for (int64_t j = 0; j < outShape[axis]; ++j)
+      out.data[outBase + j * outStrides[axis]] = static_cast<double>(order[j]);
+  });
+  return out;
+}
+
+/// The position along `axis` that an index names, clamped into [0, n).
+int64_t clampIndex(double index, int64_t n) {
+  return std::clamp<int64_t>(static_cast<int64_t>(index), 0, n - 1);
+}
+
+Value takeAlongAxis(const OpContext &ctx) {
+  ctx.expectInputs(2, 2);
+  const Value &arr = ctx.input(0), &indices = ctx.input(1);
+  ctx.expectInteger(indices, "indices");
+  int64_t rank = static_cast<int64_t>(arr.shape.size());
+  int64_t axis = ctx.getInt("axis", -1);
+  Dims outShape =
+      ctx.check(shape::takeAlongAxis(arr.shape, indices.shape, axis));
+  axis = ctx.axis(axis, rank);
+  Dims strides = stridesOf(arr.shape);
+  Value out = makeValue(arr.dtype, outShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    Dims from = o;
+    from[axis] = clampIndex(indices.data[linear], arr.shape[axis]);
+    out.data[linear] = arr.data[linearIndex(from, strides)];
+  });
+  return out;
+}
+
+Value scatterAlongAxis(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  const Value &ref = ctx.input(0), &indices = ctx.input(1),
+              &updates = ctx.input(2);
+  ctx.expectInteger(indices, "indices");
+  int64_t rank = static_cast<int64_t>(ref.shape.size());
+  int64_t axis = ctx.getInt("axis", -1);
+  ctx.check(
+      shape::scatterAlongAxis(ref.shape, indices.shape, updates.shape, axis));
+  axis = ctx.axis(axis, rank);
+  Dims strides = stridesOf(ref.shape);
+  Value out = ref;
+  forEachIndex(indices.shape, [&](const Dims &o, int64_t linear) {
+    Dims to = o;
+    to[axis] = clampIndex(indices.data[linear], ref.shape[axis]);
+    double &slot = out.data[linearIndex(to, strides)];
+    slot = normalize(ref.dtype, slot + updates.data[linear]);
+  });
+  return out;
+}
+
+// --- Images ----------------------------------------------------------------
+
+/// TF's resize kernels (image_resizer_state.h, resize_bilinear_op.cc,
+/// resize_nearest_neighbor_op.cc): where output position `o` of `out`
+/// samples an input dimension of size `in`, computed in f32 as TF does.
+struct ResizeSample {
+  int64_t lower, upper;
+  double lerp;
+};
+ResizeSample resizeSample(int64_t o, int64_t in, int64_t out, bool nearest,
+                          bool alignCorners, bool halfPixel) {
+  float scale = alignCorners && out > 1 ? (in - 1) / static_cast<float>(out - 1)
+                                        : in / static_cast<float>(out);
+  float fo = static_cast<float>(o);
+  if (nearest) {
+    float at = halfPixel ? (fo + 0.5f) * scale : fo * scale;
+    int64_t i = std::min(
+        static_cast<int64_t>(alignCorners ? std::round(at) : std::floor(at)),
+        in - 1);
+    if (halfPixel)
+      i = std::max<int64_t>(0, i);
+    return {i, i, 0.0};
+  }
+  float at = halfPixel ? (fo + 0.5f) * scale - 0.5f : fo * scale;
+  float lo = std::floor(at);
+  return {std::max<int64_t>(static_cast<int64_t>(lo), 0),
+          std::min<int64_t>(static_cast<int64_t>(std::ceil(at)), in - 1),
+          static_cast<double>(at - lo)};
+}
+
+/// resize_images (forward) or resize_images_grad (backward: `x` is the
+/// output's gradient and `inSize` the images' [H, W]).
+Value resize(const OpContext &ctx, bool grad) {
+  ctx.expectInputs(1, 1);
+  const Value &x = ctx.input(0);
+  std::string method =
+      ctx.find("method") ? ctx.getString("method") : std::string("bilinear");
+  if (method != "bilinear" && method != "nearest")
+    ctx.error("method must be bilinear or nearest, got " + method);
+  bool nearest = method == "nearest";
+  bool align = ctx.getBool("align_corners", false);
+  bool half = ctx.getBool("half_pixel_centers", true);
+  Dims size = ctx.getInts(grad ? "input_size" : "size");
+  Dims outShape = ctx.check(grad ? shape::resizeImagesGrad(x.shape, size)
+                                 : shape::resizeImages(x.shape, size));
+  // The images' and the resized dims: (H, W) and (h, w).
+  Dims small = grad ? outShape : x.shape, big = grad ? x.shape : outShape;
+  Value out = makeValue(x.dtype, outShape);
+  Dims xs = stridesOf(x.shape), os = stridesOf(outShape);
+  Dims imgStrides = grad ? os : xs, resStrides = grad ? xs : os;
+  std::vector<double> &img = out.data;
+  for (int64_t n = 0; n < big[0]; ++n)
+    for (int64_t y = 0; y < big[1]; ++y) {
+      ResizeSample sy = resizeSample(y, small[1], big[1], nearest, align, half);
+      for (int64_t xo = 0; xo < big[2]; ++xo) {
+        ResizeSample sx =
+            resizeSample(xo, small[2], big[2], nearest, align, half);
+        for (int64_t c = 0; c < big[3]; ++c) {
+          auto pixel = [&](int64_t i, int64_t j) {
+            return n * imgStrides[0] + i * imgStrides[1] + j * imgStrides[2] +
+                   c * imgStrides[3];
+          };
+          int64_t r = n * resStrides[0] + y * resStrides[1] +
+                      xo * resStrides[2] + c * resStrides[3];
+          double wy[2] = {1.0 - sy.lerp, sy.lerp};
+          double wx[2] = {1.0 - sx.lerp, sx.lerp};
+          int64_t iy[2] = {sy.lower, sy.upper}, ix[2] = {sx.lower, sx.upper};
+          if (nearest) {
+            if (grad)
+              img[pixel(iy[0], ix[0])] += x.data[r];
+            else
+              img[r] = x.data[pixel(iy[0], ix[0])];
+            continue;
+          }
+          double v = 0;
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) {
+              if (grad)
+                img[pixel(iy[a], ix[b])] += x.data[r] * wy[a] * wx[b];
+              else
+                v += x.data[pixel(iy[a], ix[b])] * wy[a] * wx[b];
+            }
+          if (!grad)
+            img[r] = v;
+        }
+      }
+    }
+  return out;
+}
+
 // --- Neural-network ops and losses -----------------------------------------
 
 /// log_softmax along `axis` (stable: the max is subtracted first).
@@ -1517,6 +1691,13 @@ const std::map<std::string, Kernel> &kernels() {
     t["sequence_mask"] = sequenceMask;
     t["reverse_sequence"] = reverseSequence;
     t["bucketize"] = bucketize;
+    t["argsort"] = argsort;
+    t["take_along_axis"] = takeAlongAxis;
+    t["scatter_along_axis"] = scatterAlongAxis;
+    t["resize_images"] = [](const OpContext &c) { return resize(c, false); };
+    t["resize_images_grad"] = [](const OpContext &c) {
+      return resize(c, true);
+    };
     // Neural-network ops and losses.
     t["softmax"] = [](const OpContext &c) { return softmax(c, false); };
     t["log_softmax"] = [](const OpContext &c) { return softmax(c, true); };

@@ -1039,6 +1039,119 @@ TEST(CompiledOps, SequenceMaskAndReverseSequence) {
                          });
 }
 
+/// top_k (the selection path, k <= 16, and the heapsort path), sort and
+/// argsort in both directions over a static and a run-time axis, on rows
+/// with ties, NaN, infinities and -0.0 (NaN ranks above +inf), integers,
+/// and take_along_axis / scatter_along_axis with indices out of range
+/// (clamped).
+TEST(CompiledOps, SortingOps) {
+  std::vector<Feature> features = {{"x", DType::Float32, {-1, 37}},
+                                   {"i", DType::Int32, {-1, 9}, 0, 4},
+                                   {"j", DType::Int64, {-1, 4}, -2, 11},
+                                   {"u", DType::Float32, {-1, 4}}};
+  g::GraphDef graph = predictGraph(features, [&](Graph &, const TensorMap &x) {
+    TopK small = top_k(x["x"], 5), large = top_k(x["x"], 20);
+    TopK ints = top_k(x["i"], 9), none = top_k(x["x"], 0);
+    return TensorMap{
+        {"small_values", small.values},
+        {"small_indices", small.indices},
+        {"large_values", large.values},
+        {"large_indices", large.indices},
+        {"int_values", ints.values},
+        {"int_indices", ints.indices},
+        {"none", none.indices},
+        {"ascending", sort(x["x"])},
+        {"descending", sort(x["x"], -1, "DESCENDING")},
+        {"int_ascending", argsort(x["i"])},
+        {"int_descending", argsort(x["i"], 1, "DESCENDING")},
+        {"batch_axis", argsort(x["x"], 0, "DESCENDING")},
+        {"batch_sorted", sort(x["i"], 0)},
+        {"taken", take_along_axis(x["x"], x["j"], 1)},
+        {"scattered", scatter_along_axis(x["x"], x["j"], x["u"], 1)}};
+  });
+  expectMatchesReference(graph, features, {1, 3, 17}, 1e-6, {},
+                         [](std::map<std::string, Value> &feeds) {
+                           Value &x = feeds.at("x");
+                           double nan = std::nan("");
+                           double inf = std::numeric_limits<double>::infinity();
+                           for (size_t i = 0; i < x.data.size(); ++i) {
+                             if (i % 11 == 3)
+                               x.data[i] = 0.5; // ties
+                             if (i % 13 == 5)
+                               x.data[i] = nan;
+                             if (i % 17 == 7)
+                               x.data[i] = i % 2 ? inf : -inf;
+                             if (i % 19 == 2)
+                               x.data[i] = -0.0;
+                             if (i % 19 == 9)
+                               x.data[i] = 0.0;
+                           }
+                         });
+}
+
+/// nn::in_top_k: ties at the boundary, non-finite rows, targets out of
+/// range, k past the classes.
+TEST(CompiledOps, InTopK) {
+  std::vector<Feature> features = {{"t", DType::Int32, {-1}, -1, 7},
+                                   {"p", DType::Float32, {-1, 6}, 0, 2}};
+  g::GraphDef graph = predictGraph(features, [&](Graph &, const TensorMap &x) {
+    return TensorMap{
+        {"k1", cast(nn::in_top_k(x["t"], x["p"], 1), DType::Float32)},
+        {"k3", cast(nn::in_top_k(x["t"], x["p"], 3), DType::Float32)},
+        {"k9", cast(nn::in_top_k(x["t"], x["p"], 9), DType::Float32)}};
+  });
+  expectMatchesReference(graph, features, {1, 3, 17}, 0, {},
+                         [](std::map<std::string, Value> &feeds) {
+                           for (double &v : feeds.at("t").data)
+                             v = std::floor(v);
+                           Value &p = feeds.at("p");
+                           for (size_t i = 0; i < p.data.size(); ++i) {
+                             p.data[i] = std::floor(p.data[i] * 2); // ties
+                             if (i == 13)
+                               p.data[i] = std::nan("");
+                             if (i == 26)
+                               p.data[i] =
+                                   -std::numeric_limits<double>::infinity();
+                           }
+                         });
+}
+
+/// image::resize (bilinear and nearest, up and down, unbatched), the
+/// compat forms with and without align_corners / half-pixel centers, and
+/// the gradient op.
+TEST(CompiledOps, ResizeImages) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    SCOPED_TRACE(to_string(dtype));
+    std::vector<Feature> features = {{"x", dtype, {-1, 5, 4, 3}},
+                                     {"g", dtype, {-1, 7, 9, 3}}};
+    g::GraphDef graph = predictGraph(features, [&](Graph &,
+                                                   const TensorMap &x) {
+      return TensorMap{
+          {"up", image::resize(x["x"], {7, 9})},
+          {"down", image::resize(x["x"], {3, 2})},
+          {"antialias", image::resize(x["x"], {3, 2}, "bilinear", false, true)},
+          {"nearest_up", image::resize(x["x"], {7, 9}, "nearest")},
+          {"nearest_down", image::resize(x["x"], {2, 3}, "nearest")},
+          {"align", image::resize_bilinear(x["x"], {7, 9}, true)},
+          {"legacy", image::resize_bilinear(x["x"], {3, 6})},
+          {"nearest_align",
+           image::resize_nearest_neighbor(x["x"], {7, 3}, true)},
+          {"nearest_legacy", image::resize_nearest_neighbor(x["x"], {7, 3})},
+          {"grad", image::resize_grad(x["g"], {5, 4})},
+          {"grad_down", image::resize_grad(x["x"], {7, 9})},
+          {"grad_nearest", image::resize_grad(x["g"], {5, 4}, "nearest")},
+          {"grad_align",
+           image::resize_grad(x["g"], {5, 4}, "bilinear", true, false)}};
+    });
+    expectMatchesReference(graph, features, {1, 3}, 1e-5);
+  }
+  checkOp({{"x", DType::Int32, {5, 4, 2}, 0, 100}},
+          [](Graph &, const TensorMap &x) {
+            return image::resize(x["x"], {7, 3}, "nearest");
+          },
+          {1});
+}
+
 TEST(CompiledOps, UnsortedSegmentSum) {
   auto sum = [](Graph &, const TensorMap &x) {
     return unsorted_segment_sum(x["d"], x["i"], x["l"]);

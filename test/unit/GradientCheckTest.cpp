@@ -402,6 +402,33 @@ TEST(GradientCheckTest, ReduceProdZeros) {
                 });
 }
 
+// Sorting: the values' gradient goes back to the selected positions
+// (take_along_axis -> scatter_along_axis); x is [2, 3] or [3, 7] (the
+// heapsort path needs k > 16 or the whole axis).
+GRADIENT_TEST(TopK, -2, 2, top_k(multiply(x, a), 2).values)
+GRADIENT_TEST(SortDescending, -2, 2, sort(square(x), -1, "DESCENDING"))
+GRADIENT_TEST(SortAxis0, -2, 2, multiply(sort(x, 0), a))
+GRADIENT_TEST_SHAPED(TopKAllOfLongRows, -2, 2, (Dims{2, 19}),
+                     top_k(x, 18).values)
+GRADIENT_TEST(ScatterAlongAxis, -2, 2,
+              scatter_along_axis(square(x),
+                                 a.graph().constant({2, 2, 0, 1, 0, 0}, {2, 3},
+                                                    DType::Int32),
+                                 multiply(x, a)))
+
+// Resizing: bilinear and nearest, up and down, and the gradient op's own
+// gradient (resize_images again).
+GRADIENT_TEST_SHAPED(ResizeBilinearUp, -2, 2, (Dims{2, 3, 4, 1}),
+                     image::resize(x, {5, 7}))
+GRADIENT_TEST_SHAPED(ResizeBilinearDown, -2, 2, (Dims{1, 5, 4, 2}),
+                     image::resize(x, {3, 2}))
+GRADIENT_TEST_SHAPED(ResizeNearest, -2, 2, (Dims{2, 3, 4, 1}),
+                     image::resize(x, {5, 3}, "nearest"))
+GRADIENT_TEST_SHAPED(ResizeBilinearAlignCorners, -2, 2, (Dims{1, 3, 4, 2}),
+                     image::resize_bilinear(x, {4, 6}, true))
+GRADIENT_TEST_SHAPED(ResizeGrad, -2, 2, (Dims{1, 5, 7, 2}),
+                     image::resize_grad(x, {3, 4}))
+
 TEST(GradientCheckTest, GatherAxis2Of3) {
   checkGradient(
       [](Graph &g, const Tensor &x, const Tensor &) {

@@ -650,6 +650,93 @@ TEST(GraphBuilder, IndexingAndNN) {
                    {"bias_add", "rank 1"});
 }
 
+TEST(GraphBuilder, SortingAndImages) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 8});
+  TopK t = top_k(x, 3);
+  EXPECT_EQ(t.values.shape(), (Dims{U, 3}));
+  EXPECT_EQ(t.values.dtype(), DType::Float32);
+  EXPECT_EQ(t.indices.shape(), (Dims{U, 3}));
+  EXPECT_EQ(t.indices.dtype(), DType::Int32);
+  EXPECT_EQ(t.indices.op(), "argsort");
+  EXPECT_EQ(attr(t.indices, "k").i(), 3);
+  EXPECT_EQ(attr(t.indices, "direction").s(), "DESCENDING");
+  EXPECT_EQ(t.values.op(), "take_along_axis");
+  Tensor s = sort(x, 0, "DESCENDING");
+  EXPECT_EQ(s.shape(), (Dims{U, 8}));
+  Tensor a = argsort(x);
+  EXPECT_EQ(a.dtype(), DType::Int32);
+  EXPECT_EQ(attr(a, "k").i(), -1);
+  // k past the axis: one line with the node, k and the axis size.
+  expectGraphError([&] { top_k(x, 9, true, "best"); },
+                   {"argsort 'best/indices'", "'x' [?,8]",
+                    "k = 9 is larger than the size 8 of axis 1"});
+  Tensor r = g.placeholder("r", DType::Float32, {4, U});
+  expectGraphError([&] { top_k(r, 2); }, {"k = 2 needs a static size of axis 1",
+                                          "only known at run time"});
+  expectGraphError([&] { top_k(x, -2); }, {"k must be >= 0"});
+  expectGraphError([&] { sort(x, -1, "UP"); },
+                   {"argsort", "direction", "\"UP\""});
+  expectGraphError([&] { argsort(x, 2); }, {"axis 2 is out of range"});
+  Tensor bools = g.placeholder("b", DType::Bool, {4});
+  expectGraphError([&] { argsort(bools); }, {"argsort", "float or integer"});
+  Tensor idx = g.placeholder("idx", DType::Int32, {3});
+  expectGraphError([&] { take_along_axis(x, idx); },
+                   {"take_along_axis", "[3] must have the shape of [?,8]"});
+  Tensor wide = g.placeholder("wide", DType::Float32, {4, 8});
+  Tensor idx2 = g.placeholder("idx2", DType::Int32, {3, 2});
+  expectGraphError([&] { take_along_axis(wide, idx2); },
+                   {"[3,2] must have the shape of [4,8] except along axis 1"});
+
+  Tensor targets = g.placeholder("targets", DType::Int64, {U});
+  Tensor in = nn::in_top_k(targets, x, 2);
+  EXPECT_EQ(in.dtype(), DType::Bool);
+  EXPECT_EQ(in.shape(), Dims{U});
+  expectGraphError([&] { nn::in_top_k(x, x, 2); }, {"in_top_k", "i32 or i64"});
+  expectGraphError([&] { nn::in_top_k(targets, targets, 2); },
+                   {"in_top_k", "float"});
+  expectGraphError([&] { nn::in_top_k(targets, r, 1); },
+                   {"in_top_k", "static number of classes"});
+  Tensor three = g.placeholder("three", DType::Int32, {3});
+  Tensor four = g.placeholder("four", DType::Float32, {4, 5});
+  expectGraphError([&] { nn::in_top_k(three, four, 1); },
+                   {"in_top_k", "3 entries for a batch of 4"});
+
+  Tensor img = g.placeholder("img", DType::Float32, {U, 6, 4, 3});
+  Tensor up = image::resize(img, {12, 5});
+  EXPECT_EQ(up.shape(), (Dims{U, 12, 5, 3}));
+  EXPECT_EQ(up.op(), "resize_images");
+  EXPECT_EQ(attr(up, "half_pixel_centers").b(), true);
+  EXPECT_EQ(image::resize(img, {3, 3}, "bilinear", true).shape(),
+            (Dims{U, 3, 2, 3}));
+  Tensor ints = g.placeholder("ints", DType::Int32, {6, 4, 1});
+  EXPECT_EQ(image::resize(ints, {2, 2}, "nearest").dtype(), DType::Int32);
+  EXPECT_EQ(image::resize(ints, {2, 2}).dtype(), DType::Float32);
+  EXPECT_EQ(image::resize(ints, {2, 2}).shape(), (Dims{2, 2, 1}));
+  Tensor legacy = image::resize_bilinear(img, {3, 3}, true);
+  EXPECT_EQ(attr(legacy, "align_corners").b(), true);
+  EXPECT_EQ(attr(legacy, "half_pixel_centers").b(), false);
+  EXPECT_EQ(image::resize_grad(up, {6, 4}).shape(), (Dims{U, 6, 4, 3}));
+  expectGraphError([&] { image::resize(img, {0, 3}); },
+                   {"resize", "size must be [new_height, new_width]"});
+  expectGraphError([&] { image::resize(img, {3, 3}, "bicubic"); },
+                   {"resize", "\"bicubic\""});
+  expectGraphError([&] { image::resize(x, {3, 3}); },
+                   {"resize", "[batch, height, width, channels]"});
+  // antialias: products with the triangle kernel's weight matrices.
+  Tensor smooth = image::resize(img, {3, 3}, "bilinear", false, true);
+  EXPECT_EQ(smooth.shape(), (Dims{U, 3, 3, 3}));
+  EXPECT_EQ(smooth.op(), "transpose");
+  Tensor tall = g.placeholder("tall", DType::Float32, {1, U, 4, 3});
+  expectGraphError([&] { image::resize(tall, {3, 3}); },
+                   {"resize", "static height and width"});
+  expectGraphError(
+      [&] { image::resize_nearest_neighbor(img, {3, 3}, true, true); },
+      {"resize_images", "align_corners and half_pixel_centers"});
+  expectGraphError([&] { image::resize_grad(ints, {3, 3}); },
+                   {"resize_images_grad", "float"});
+}
+
 TEST(GraphBuilder, SegmentsAndBuckets) {
   Graph g;
   Tensor data = g.placeholder("data", DType::Float32, {7, 3});

@@ -40,6 +40,8 @@ void mlir::est::populateEstToLinalgPatterns(RewritePatternSet &patterns) {
   populateEstToLinalgWindowPatterns(patterns);
   populateEstToLinalgShapePatterns(patterns);
   populateEstToLinalgIndexingPatterns(patterns);
+  populateEstToLinalgSortingPatterns(patterns);
+  populateEstToLinalgImagePatterns(patterns);
   populateEstToLinalgRandomPatterns(patterns);
   populateEstToLinalgControlFlowPatterns(patterns);
 }

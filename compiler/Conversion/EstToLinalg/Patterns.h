@@ -16,6 +16,8 @@
 //                      expand_dims
 //   Indexing.cpp       gather, scatter, unsorted_segment_sum, one_hot,
 //                      bucketize, check_range
+//   Sorting.cpp        argsort, take_along_axis, scatter_along_axis
+//   Images.cpp         resize_images, resize_images_grad
 //   Random.cpp         dropout, random_uniform, random_normal,
 //                      truncated_normal
 //   ControlFlow.cpp    scan, if, while (to scf, their regions lowered
@@ -48,6 +50,8 @@ void populateEstToLinalgIndexingPatterns(RewritePatternSet &patterns);
 /// lowerings do not clamp them. Runs before the patterns, which erase the
 /// checks.
 void markCheckedIndices(Operation *root);
+void populateEstToLinalgSortingPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgImagePatterns(RewritePatternSet &patterns);
 void populateEstToLinalgRandomPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgControlFlowPatterns(RewritePatternSet &patterns);
 

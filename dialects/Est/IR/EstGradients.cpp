@@ -25,6 +25,8 @@
 //   a scatter-add of g into zeros (O(indices x slice), not a one-hot
 //   matmul over every row).
 // - unsorted_segment_sum's data gets gather(g, segment_ids).
+// - take_along_axis (top_k's and sort's values) and scatter_along_axis are
+//   each other's transposes; so are resize_images and resize_images_grad.
 // - Ops with an integer result (argmax, bucketize, casts to integers) need
 //   no rule: the autodiff pass never makes an integer value active.
 // Not covered (the autodiff pass leaves the minimize with a warning naming
@@ -828,6 +830,58 @@ LogicalResult gradient(CumprodOp op, OpBuilder &b, Value g, Grads &out) {
 }
 
 //===----------------------------------------------------------------------===//
+// Sorting and images.
+//===----------------------------------------------------------------------===//
+
+/// take_along_axis: arr's gradient is g added back at the taken positions
+/// (scatter_along_axis into zeros; duplicates summed), as TF's gather with
+/// batch_dims (top_k's and sort's values).
+LogicalResult gradient(TakeAlongAxisOp op, OpBuilder &b, Value g, Grads &out) {
+  G h = helper(b, op);
+  Value r = ScatterAlongAxisOp::create(b, op.getLoc(), h.zerosLike(op.getArr()),
+                                       op.getIndices(), g, op.getAxisAttr());
+  out.assign(std::initializer_list<Value>{r, Value()});
+  return success();
+}
+
+/// scatter_along_axis adds updates into ref: ref's gradient is g, the
+/// updates' the elements of g they were added to.
+LogicalResult gradient(ScatterAlongAxisOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  Value rows = TakeAlongAxisOp::create(b, op.getLoc(), g, op.getIndices(),
+                                       op.getAxisAttr());
+  out.assign(std::initializer_list<Value>{g, Value(), rows});
+  return success();
+}
+
+/// resize_images is linear in its images: the gradient is its transpose,
+/// resize_images_grad with the same attributes.
+LogicalResult gradient(ResizeImagesOp op, OpBuilder &b, Value g, Grads &out) {
+  RankedTensorType in = tensorType(op.getImages());
+  Value r = ResizeImagesGradOp::create(
+      b, op.getLoc(), g,
+      b.getDenseI64ArrayAttr({in.getDimSize(1), in.getDimSize(2)}),
+      op.getMethodAttr(), op.getAlignCornersAttr(),
+      op.getHalfPixelCentersAttr());
+  out.assign(std::initializer_list<Value>{r});
+  return success();
+}
+
+/// resize_images_grad is the transpose of resize_images, whose transpose
+/// it is again.
+LogicalResult gradient(ResizeImagesGradOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  RankedTensorType in = tensorType(op.getGradOutput());
+  Value r = ResizeImagesOp::create(
+      b, op.getLoc(), g,
+      b.getDenseI64ArrayAttr({in.getDimSize(1), in.getDimSize(2)}),
+      op.getMethodAttr(), op.getAlignCornersAttr(),
+      op.getHalfPixelCentersAttr());
+  out.assign(std::initializer_list<Value>{r});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
 
@@ -934,5 +988,6 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
-         ReverseSequenceOp, ReverseOp>(context);
+         ReverseSequenceOp, ReverseOp, TakeAlongAxisOp, ScatterAlongAxisOp,
+         ResizeImagesOp, ResizeImagesGradOp>(context);
 }

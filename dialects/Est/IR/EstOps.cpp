@@ -713,6 +713,77 @@ EST_INFER(OneHotOp) {
                     typeOr(adaptor.getDtypeAttr(), Float32Type::get(context)));
 }
 
+EST_INFER(ArgsortOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)))
+    return failure();
+  StringRef direction = adaptor.getDirectionAttr()
+                            ? adaptor.getDirectionAttr().getValue()
+                            : StringRef("ASCENDING");
+  if (direction != "ASCENDING" && direction != "DESCENDING")
+    return inf.fail(
+        "direction must be \"ASCENDING\" or \"DESCENDING\", got \"" +
+        direction + "\"");
+  return inf.result(shape::argsort(inf.dims(0),
+                                   intOr(adaptor.getAxisAttr(), -1),
+                                   intOr(adaptor.getKAttr(), -1)),
+                    IntegerType::get(context, 32));
+}
+
+EST_INFER(TakeAlongAxisOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)))
+    return failure();
+  return inf.result(shape::takeAlongAxis(inf.dims(0), inf.dims(1),
+                                         intOr(adaptor.getAxisAttr(), -1)),
+                    inf.elt(0));
+}
+
+EST_INFER(ScatterAlongAxisOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(3)) || failed(inf.sameElementType(0, 2)))
+    return failure();
+  if (ShapeOr s = shape::scatterAlongAxis(inf.dims(0), inf.dims(1), inf.dims(2),
+                                          intOr(adaptor.getAxisAttr(), -1));
+      !s)
+    return inf.fail(s.message());
+  return inf.result(inf.type(0));
+}
+
+/// resize_images and its gradient: `method` is "bilinear" (float images
+/// only) or "nearest".
+static LogicalResult checkResizeMethod(Inference &inf, StringAttr attr) {
+  StringRef method = attr ? attr.getValue() : StringRef("bilinear");
+  if (method != "bilinear" && method != "nearest")
+    return inf.fail("method must be \"bilinear\" or \"nearest\", got \"" +
+                    method + "\"");
+  if (method == "bilinear" && !isa<FloatType>(inf.elt(0)))
+    return inf.fail("bilinear resizing needs float images");
+  return success();
+}
+
+EST_INFER(ResizeImagesOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getSizeAttr(), "size")) ||
+      failed(checkResizeMethod(inf, adaptor.getMethodAttr())))
+    return failure();
+  return inf.result(
+      shape::resizeImages(inf.dims(0), attrDims(adaptor.getSizeAttr())),
+      inf.elt(0));
+}
+
+EST_INFER(ResizeImagesGradOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1)) ||
+      failed(inf.require(adaptor.getInputSizeAttr(), "input_size")) ||
+      failed(checkResizeMethod(inf, adaptor.getMethodAttr())))
+    return failure();
+  return inf.result(shape::resizeImagesGrad(
+                        inf.dims(0), attrDims(adaptor.getInputSizeAttr())),
+                    inf.elt(0));
+}
+
 template <typename Adaptor>
 static LogicalResult inferSoftmax(Inference &inf, Adaptor adaptor) {
   if (failed(inf.operandCount(1)))

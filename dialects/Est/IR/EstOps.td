@@ -729,6 +729,131 @@ def Est_BucketizeOp : Est_InferOp<"bucketize", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Sorting.
+//===----------------------------------------------------------------------===//
+
+def Est_ArgsortOp : Est_InferOp<"argsort", [Pure]> {
+  let summary = "Indices that sort `x` along `axis` (tf.argsort, top_k's)";
+  let description = [{
+    The positions along `axis` of the elements of each slice in sorted order,
+    `direction` "ASCENDING" or "DESCENDING", as `i32`; ties keep their index
+    order (stable, as TF's argsort and top_k). NaN ranks above +inf (last
+    ascending, first descending); -0.0 and 0.0 are equal. With `k` >= 0 only
+    the first `k` of the order are produced (top_k's indices: DESCENDING
+    with k); `k` = -1 is the whole axis. Not differentiable (an integer
+    result): sort and top_k take their values with est.take_along_axis.
+
+    ```mlir
+    %i = est.argsort %x {direction = "DESCENDING", k = 3 : i64} : tensor<?x10xf32> -> tensor<?x3xi32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$x,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<StrAttr, "\"ASCENDING\"">:$direction,
+                       DefaultValuedAttr<I64Attr, "-1">:$k);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+}
+
+def Est_TakeAlongAxisOp : Est_InferOp<"take_along_axis", [Pure]> {
+  let summary = "Elements of `arr` picked along `axis` (np.take_along_axis)";
+  let description = [{
+    `result[..., j, ...] = arr[..., indices[..., j, ...], ...]` with `j`
+    along `axis`: `indices` has `arr`'s shape except along `axis` (no
+    broadcasting); the result has the indices' shape and arr's element type.
+    tf.gather(arr, indices, batch_dims = rank - 1) for the last axis. An
+    index outside [0, the axis size) is clamped into it, as est.gather's.
+
+    ```mlir
+    %v = est.take_along_axis %x, %i {axis = 1 : i64} : tensor<?x10xf32>, tensor<?x3xi32> -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_Tensor:$arr, Est_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Est_Tensor:$result);
+  let assemblyFormat = [{
+    $arr `,` $indices attr-dict `:` type($arr) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+def Est_ScatterAlongAxisOp : Est_InferOp<"scatter_along_axis", [Pure]> {
+  let summary = "`ref` plus `updates` added along `axis` (take_along_axis's transpose)";
+  let description = [{
+    `result = ref`, then `result[..., indices[..., j, ...], ...] +=
+    updates[..., j, ...]` for every `j` along `axis`, in order (duplicates
+    summed): the gradient of est.take_along_axis. `indices` and `updates`
+    have one shape, `ref`'s except along `axis`. Indices are clamped as
+    take_along_axis clamps them.
+
+    ```mlir
+    %g = est.scatter_along_axis %zeros, %i, %dv {axis = 1 : i64} : tensor<?x10xf32>, tensor<?x3xi32>, tensor<?x3xf32> -> tensor<?x10xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$ref, Est_IndexTensor:$indices,
+                       Est_NumericTensor:$updates,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = [{
+    $ref `,` $indices `,` $updates attr-dict `:` type($ref) `,`
+    type($indices) `,` type($updates) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Images.
+//===----------------------------------------------------------------------===//
+
+def Est_ResizeImagesOp
+    : Est_InferOp<"resize_images", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Resizing of NHWC images (tf.image.resize, bilinear or nearest)";
+  let description = [{
+    `[N, H, W, C] -> [N, size[0], size[1], C]` (static H and W), TF's
+    ResizeBilinear / ResizeNearestNeighbor: `method` "bilinear" (float
+    images) or "nearest"; output pixel `o` samples input coordinate
+    `(o + 0.5) * scale - 0.5` with `half_pixel_centers` (TF2's
+    tf.image.resize), `o * scale` without, `scale = in / out`, or
+    `(in - 1) / (out - 1)` with `align_corners`. The coordinates are computed
+    in f32, as TF computes them, so nearest picks TF's pixels.
+
+    ```mlir
+    %y = est.resize_images %x {size = array<i64: 8, 6>} : tensor<?x4x3x3xf32> -> tensor<?x8x6x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_NumericTensor:$images, DenseI64ArrayAttr:$size,
+      DefaultValuedAttr<StrAttr, "\"bilinear\"">:$method,
+      DefaultValuedAttr<BoolAttr, "false">:$align_corners,
+      DefaultValuedAttr<BoolAttr, "true">:$half_pixel_centers);
+  let results = (outs Est_NumericTensor:$result);
+  let assemblyFormat = "$images attr-dict `:` type($images) `->` type($result)";
+}
+
+def Est_ResizeImagesGradOp
+    : Est_InferOp<"resize_images_grad",
+                  [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of resize_images with respect to its images";
+  let description = [{
+    Each output pixel's `grad_output` added to the input pixels that
+    resize_images of the same attributes read for it, with its weights
+    (TF's ResizeBilinearGrad / ResizeNearestNeighborGrad). The result is
+    `[N, input_size[0], input_size[1], C]`.
+
+    ```mlir
+    %dx = est.resize_images_grad %dy {input_size = array<i64: 4, 3>} : tensor<?x8x6x3xf32> -> tensor<?x4x3x3xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$grad_output,
+      DenseI64ArrayAttr:$input_size,
+      DefaultValuedAttr<StrAttr, "\"bilinear\"">:$method,
+      DefaultValuedAttr<BoolAttr, "false">:$align_corners,
+      DefaultValuedAttr<BoolAttr, "true">:$half_pixel_centers);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output attr-dict `:` type($grad_output) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Neural-network ops and losses.
 //===----------------------------------------------------------------------===//
 
