@@ -545,6 +545,52 @@ TEST(CompiledOps, Convolutions) {
   }
 }
 
+/// The convolution and pooling layers (random weights), channels-last and
+/// channels-first, compiled against the reference.
+TEST(CompiledOps, ConvolutionLayers) {
+  std::vector<Feature> f = {{"x1", DType::Float32, {-1, 10, 3}},
+                            {"x3", DType::Float32, {-1, 4, 6, 6, 2}},
+                            {"img", DType::Float32, {-1, 5, 5, 3}},
+                            {"imgT", DType::Float32, {-1, 3, 5, 5}}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &x) {
+    Tensor c1 = layers::conv1d(x["x1"], 4, 3, 1, "same", nn::relu);
+    Tensor s1 = layers::separable_conv1d(x["x1"], 6, 3, 2, "valid", 2);
+    Tensor c3 = layers::conv3d(x["x3"], 3, {2, 3, 3}, {1, 1, 1}, "same");
+    Tensor t3 = layers::conv3d_transpose(c3, 2, {2, 3, 3}, {2, 1, 2});
+    Tensor t2 = layers::conv2d_transpose(
+        x["img"], 4, {3, 3}, {2, 2}, "same", nullptr, true,
+        glorot_uniform_initializer(), zeros_initializer(), {1, 1});
+    Tensor d = layers::depthwise_conv2d(x["img"], {3, 3}, {1, 1}, "valid", 2);
+    Tensor s2 = layers::separable_conv2d(x["img"], 5, {3, 3}, {1, 1}, "same");
+    Tensor cT = layers::conv2d(x["imgT"], 4, {3, 3}, {1, 1}, "same", nn::relu,
+                               true, glorot_uniform_initializer(),
+                               glorot_uniform_initializer(), {1, 1}, "",
+                               "channels_first");
+    Tensor dT = layers::depthwise_conv2d(
+        x["imgT"], {2, 2}, {1, 1}, "same", 1, nullptr, true,
+        glorot_uniform_initializer(), glorot_uniform_initializer(), {1, 1}, "",
+        "channels_first");
+    Tensor tT = layers::conv2d_transpose(
+        x["imgT"], 2, {3, 3}, {2, 2}, "valid", nullptr, true,
+        glorot_uniform_initializer(), glorot_uniform_initializer(), {}, {1, 1},
+        "", "channels_first");
+    return TensorMap{
+        {"c1", layers::max_pooling1d(c1, 2, 2)},
+        {"s1", layers::average_pooling1d(s1, 2, 1, "same")},
+        {"c3", layers::max_pooling3d(c3, {2, 2, 2}, {2, 2, 2})},
+        {"t3", layers::average_pooling3d(t3, {2, 2, 2}, {1, 2, 2}, "same")},
+        {"t2", t2},
+        {"d", d},
+        {"s2", s2},
+        {"cT",
+         layers::max_pooling2d(cT, {2, 2}, {2, 2}, "same", "channels_first")},
+        {"dT", layers::average_pooling2d(dT, {2, 2}, {1, 1}, "valid",
+                                         "channels_first")},
+        {"tT", tT}};
+  });
+  expectMatchesReference(graph, f, {1, 3}, 1e-5, randomVariables(graph));
+}
+
 /// Direct loops of TF's definitions, against the reference evaluator's
 /// value of the composed graphs (an independent check of their meaning).
 struct Window {
