@@ -213,11 +213,12 @@ Tensor tap(const Tensor &filter, int64_t a) {
   return squeeze(slice(filter, begin, size), Dims{0});
 }
 
-/// Depth-wise windows of an NDHWC `x`: for each depth tap a of `kd`
-/// (dilated by `dd`), the input's depth slices feeding output depth 0, 1,
-/// ... (`od` of them, stride `sd`, `padBefore` padded ahead) folded into
-/// the batch, [N * od, H, W, C]; `x` is already padded. `each(a, slices)`
-/// returns the 2-D op's result [N * od, OH, OW, C'].
+/// The depth windows of an NDHWC `xp` (already padded, windowPadding):
+/// for each depth tap a of `kd` (dilated by `dd`), the depth slices that
+/// output depths 0, 1, ... (`od` of them, stride `sd`) read, folded into
+/// the batch, [N * od, H, W, C], go through `each(a, slices)` (the 2-D op,
+/// [N * od, OH, OW, C']); the results are combined by `add` and unfolded to
+/// [N, od, OH, OW, C'].
 template <typename F, typename Combine>
 Tensor overDepth(const Tensor &xp, int64_t kd, int64_t dd, int64_t od,
                  int64_t sd, F each, Combine add) {
@@ -234,11 +235,11 @@ Tensor overDepth(const Tensor &xp, int64_t kd, int64_t dd, int64_t od,
   return reshape(acc, out);
 }
 
-/// The depth padding of a 3-D window op: [lo, hi], hi covering every
-/// strided slice.
-std::pair<int64_t, int64_t> depthPadding(int64_t in, int64_t k, int64_t s,
-                                         int64_t d, int64_t out,
-                                         shape::Padding p) {
+/// The padding [lo, hi] of one spatial dimension of a window op done as
+/// strided slices: TF's low padding, and a high one covering every slice.
+std::pair<int64_t, int64_t> windowPadding(int64_t in, int64_t k, int64_t s,
+                                          int64_t d, int64_t out,
+                                          shape::Padding p) {
   int64_t lo = shape::convPadBefore(in, k, s, d, p);
   return {lo, std::max<int64_t>(0, (k - 1) * d + out * s - in - lo)};
 }
@@ -261,8 +262,8 @@ Tensor depthwiseNhwc(const Call &c, const Tensor &x, const Tensor &filter,
   Dims out = c.outputSizes(x, {f[0], f[1]}, strides, dilations, p);
   Tensor xp = x;
   for (int i = 0; i < 2; ++i) {
-    auto [lo, hi] = depthPadding(x.shape()[1 + i], f[i], strides[i],
-                                 dilations[i], out[i], p);
+    auto [lo, hi] = windowPadding(x.shape()[1 + i], f[i], strides[i],
+                                  dilations[i], out[i], p);
     xp = padAxis(xp, 1 + i, lo, hi);
   }
   Tensor acc;
@@ -338,7 +339,7 @@ Tensor conv3d(const Tensor &input, const Tensor &filters, const Dims &strides,
   return inFormat(first, input, [&](const Tensor &x) {
     Dims out = c.outputSizes(x, {f[0], f[1], f[2]}, strides, dilations, p);
     auto [lo, hi] =
-        depthPadding(x.shape()[1], f[0], strides[0], dilations[0], out[0], p);
+        windowPadding(x.shape()[1], f[0], strides[0], dilations[0], out[0], p);
     return overDepth(
         padAxis(x, 1, lo, hi), f[0], dilations[0], out[0], strides[0],
         [&](int64_t a, const Tensor &slices) {
@@ -434,7 +435,7 @@ Tensor conv3d_transpose(const Tensor &input, const Tensor &filters,
   auto scope = c.scope(g);
   return inFormat(first, input, [&](const Tensor &x) {
     int64_t depth = size[0], od = inSize[0], sd = strides[0], dd = dilations[0];
-    auto [lo, hi] = depthPadding(depth, f[0], sd, dd, od, p);
+    auto [lo, hi] = windowPadding(depth, f[0], sd, dd, od, p);
     int64_t padded = depth + lo + hi;
     Dims folded = reshapeDims(x.shape());
     folded.erase(folded.begin() + 1);
@@ -556,7 +557,7 @@ Tensor pool3d(const char *op, const char *base, bool max, const Tensor &input,
   return inFormat(first, input, [&](const Tensor &x) {
     Dims out = c.outputSizes(x, ksize, strides, {1, 1, 1}, p);
     int64_t depth = x.shape()[1];
-    auto [lo, hi] = depthPadding(depth, ksize[0], strides[0], 1, out[0], p);
+    auto [lo, hi] = windowPadding(depth, ksize[0], strides[0], 1, out[0], p);
     Dims window{ksize[1], ksize[2]}, steps{strides[1], strides[2]};
     if (max)
       return overDepth(
