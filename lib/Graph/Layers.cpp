@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace estc {
 namespace layers {
@@ -59,20 +60,105 @@ Tensor dense(const Tensor &x, int64_t units, Activation activation,
   return activation(y);
 }
 
+namespace {
+/// Whether `format` ("channels_last" / "channels_first") is channels-first.
+bool channelsFirst(const char *kind, const std::string &layer, const Tensor &x,
+                   const std::string &format) {
+  if (format == "channels_last")
+    return false;
+  if (format != "channels_first")
+    layerError(kind, layer, x,
+               "data_format must be \"channels_last\" or \"channels_first\", "
+               "got \"" +
+                   format + "\"");
+  return true;
+}
+
+/// tf.nn's data_format of a rank-`rank` input.
+std::string nnFormat(int64_t rank, bool first) {
+  static const char *last[] = {"NWC", "NHWC", "NDHWC"};
+  static const char *firsts[] = {"NCW", "NCHW", "NCDHW"};
+  return (first ? firsts : last)[rank - 3];
+}
+
+/// Checks a conv layer's input (rank `spatial` + 2, known channels) and
+/// returns its channel count.
+int64_t convInput(const char *kind, const std::string &layer, const Tensor &x,
+                  size_t spatial, bool first) {
+  int64_t rank = static_cast<int64_t>(spatial) + 2;
+  if (x.rank() != rank)
+    layerError(kind, layer, x,
+               "input must be " + nnFormat(rank, first) + " (rank " +
+                   std::to_string(rank) + ")");
+  int64_t in = x.shape()[first ? 1 : spatial + 1];
+  if (in == shape::kUnknownDim)
+    layerError(kind, layer, x, "the channel dimension must be known");
+  return in;
+}
+
+/// `v` has `n` positive values (what: "kernel_size", ...).
+void windowArg(const char *kind, const std::string &layer, const Tensor &x,
+               const char *what, const Dims &v, size_t n) {
+  bool ok = v.size() == n;
+  for (int64_t d : v)
+    ok = ok && d >= 1;
+  if (!ok)
+    layerError(kind, layer, x,
+               std::string(what) + " must be " + std::to_string(n) +
+                   " positive values, got " + shape::toString(v));
+}
+
+void positiveArg(const char *kind, const std::string &layer, const Tensor &x,
+                 const char *what, int64_t v) {
+  if (v < 1)
+    layerError(kind, layer, x,
+               std::string(what) + " must be positive, got " +
+                   std::to_string(v));
+}
+
+/// The bias [units] (if `use_bias`) added along the channel axis, then the
+/// activation.
+Tensor biasAndActivate(Graph &g, Tensor y, int64_t units, bool use_bias,
+                       const Initializer &bias_initializer, bool first,
+                       const Activation &activation) {
+  if (use_bias) {
+    Variable bias =
+        g.get_variable("bias", y.dtype(), {units}, bias_initializer);
+    if (first) {
+      Dims shape(y.rank() - 1, 1);
+      shape[0] = units;
+      y = add(y, reshape(bias, shape), "BiasAdd");
+    } else {
+      y = nn::bias_add(y, bias);
+    }
+  }
+  return activation(y);
+}
+
+/// Keras's deconv_output_length.
+int64_t deconvOutputLength(int64_t in, int64_t kernel, bool same,
+                           std::optional<int64_t> outputPadding, int64_t stride,
+                           int64_t dilation) {
+  kernel = kernel + (kernel - 1) * (dilation - 1);
+  if (!outputPadding)
+    return same ? in * stride
+                : in * stride + std::max<int64_t>(kernel - stride, 0);
+  int64_t pad = same ? kernel / 2 : 0;
+  return (in - 1) * stride + kernel - 2 * pad + *outputPadding;
+}
+} // namespace
+
 Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
               const Dims &strides, const std::string &padding,
               Activation activation, bool use_bias,
               const Initializer &kernel_initializer,
               const Initializer &bias_initializer, const Dims &dilation_rate,
-              const std::string &name) {
+              const std::string &name, const std::string &data_format) {
   Graph &g = x.graph();
   std::string layer = layerName(g, name, "conv2d");
   auto scope = g.name_scope(layer);
-  if (x.rank() != 4)
-    layerError("conv2d", layer, x, "input must be NHWC (rank 4)");
-  int64_t in = x.shape()[3];
-  if (in == shape::kUnknownDim)
-    layerError("conv2d", layer, x, "the channel dimension must be known");
+  bool first = channelsFirst("conv2d", layer, x, data_format);
+  int64_t in = convInput("conv2d", layer, x, 2, first);
   if (kernel_size.size() != 2 || kernel_size[0] < 1 || kernel_size[1] < 1)
     layerError("conv2d", layer, x,
                "kernel_size must be 2 positive values, got " +
@@ -83,29 +169,320 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
   Variable kernel = g.get_variable(
       "kernel", x.dtype(), {kernel_size[0], kernel_size[1], in, filters},
       kernel_initializer);
-  Tensor y = nn::conv2d(x, kernel, strides, upper(padding), dilation_rate);
-  if (use_bias) {
-    Variable bias =
-        g.get_variable("bias", x.dtype(), {filters}, bias_initializer);
-    y = nn::bias_add(y, bias);
+  Tensor y = nn::conv2d(x, kernel, strides, upper(padding), nnFormat(4, first),
+                        dilation_rate);
+  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
+                         activation);
+}
+
+Tensor conv1d(const Tensor &x, int64_t filters, int64_t kernel_size,
+              int64_t strides, const std::string &padding,
+              Activation activation, bool use_bias,
+              const Initializer &kernel_initializer,
+              const Initializer &bias_initializer, int64_t dilation_rate,
+              const std::string &name, const std::string &data_format) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, "conv1d");
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst("conv1d", layer, x, data_format);
+  int64_t in = convInput("conv1d", layer, x, 1, first);
+  positiveArg("conv1d", layer, x, "kernel_size", kernel_size);
+  positiveArg("conv1d", layer, x, "filters", filters);
+  Variable kernel = g.get_variable(
+      "kernel", x.dtype(), {kernel_size, in, filters}, kernel_initializer);
+  Tensor y = nn::conv1d(x, kernel, strides, upper(padding), nnFormat(3, first),
+                        dilation_rate);
+  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
+                         activation);
+}
+
+Tensor conv3d(const Tensor &x, int64_t filters, const Dims &kernel_size,
+              const Dims &strides, const std::string &padding,
+              Activation activation, bool use_bias,
+              const Initializer &kernel_initializer,
+              const Initializer &bias_initializer, const Dims &dilation_rate,
+              const std::string &name, const std::string &data_format) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, "conv3d");
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst("conv3d", layer, x, data_format);
+  int64_t in = convInput("conv3d", layer, x, 3, first);
+  windowArg("conv3d", layer, x, "kernel_size", kernel_size, 3);
+  positiveArg("conv3d", layer, x, "filters", filters);
+  Variable kernel = g.get_variable(
+      "kernel", x.dtype(),
+      {kernel_size[0], kernel_size[1], kernel_size[2], in, filters},
+      kernel_initializer);
+  Tensor y = nn::conv3d(x, kernel, strides, upper(padding), nnFormat(5, first),
+                        dilation_rate);
+  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
+                         activation);
+}
+
+namespace {
+/// conv2d_transpose / conv3d_transpose over `spatial` (2 or 3) dimensions.
+Tensor transposeLayer(const char *kind, size_t spatial, const Tensor &x,
+                      int64_t filters, const Dims &kernel_size,
+                      const Dims &strides, const std::string &padding,
+                      const Activation &activation, bool use_bias,
+                      const Initializer &kernel_initializer,
+                      const Initializer &bias_initializer,
+                      const Dims &output_padding, const Dims &dilation_rate,
+                      const std::string &name, const std::string &data_format) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, kind);
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst(kind, layer, x, data_format);
+  int64_t in = convInput(kind, layer, x, spatial, first);
+  windowArg(kind, layer, x, "kernel_size", kernel_size, spatial);
+  windowArg(kind, layer, x, "strides", strides, spatial);
+  windowArg(kind, layer, x, "dilation_rate", dilation_rate, spatial);
+  positiveArg(kind, layer, x, "filters", filters);
+  std::string pad = upper(padding);
+  if (pad != "SAME" && pad != "VALID")
+    layerError(kind, layer, x,
+               "padding must be \"valid\" or \"same\", got \"" + padding +
+                   "\"");
+  if (!output_padding.empty()) {
+    bool ok = output_padding.size() == spatial;
+    for (size_t i = 0; ok && i < spatial; ++i)
+      ok = output_padding[i] >= 0 && output_padding[i] < strides[i];
+    if (!ok)
+      layerError(kind, layer, x,
+                 "output_padding must be " + std::to_string(spatial) +
+                     " values each below its stride " +
+                     shape::toString(strides) + ", got " +
+                     shape::toString(output_padding));
   }
-  return activation(y);
+  Dims kernelShape = kernel_size, outputShape = {-1};
+  kernelShape.insert(kernelShape.end(), {filters, in});
+  if (first)
+    outputShape.push_back(filters);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t length = x.shape()[first ? 2 + i : 1 + i];
+    if (length == shape::kUnknownDim)
+      layerError(kind, layer, x, "the spatial dimensions must be known");
+    outputShape.push_back(deconvOutputLength(
+        length, kernel_size[i], pad == "SAME",
+        output_padding.empty() ? std::nullopt
+                               : std::optional<int64_t>(output_padding[i]),
+        strides[i], dilation_rate[i]));
+  }
+  if (!first)
+    outputShape.push_back(filters);
+  Variable kernel =
+      g.get_variable("kernel", x.dtype(), kernelShape, kernel_initializer);
+  std::string format = nnFormat(x.rank(), first);
+  Tensor y = spatial == 2
+                 ? nn::conv2d_transpose(x, kernel, outputShape, strides, pad,
+                                        format, dilation_rate)
+                 : nn::conv3d_transpose(x, kernel, outputShape, strides, pad,
+                                        format, dilation_rate);
+  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
+                         activation);
+}
+} // namespace
+
+Tensor conv2d_transpose(const Tensor &x, int64_t filters,
+                        const Dims &kernel_size, const Dims &strides,
+                        const std::string &padding, Activation activation,
+                        bool use_bias, const Initializer &kernel_initializer,
+                        const Initializer &bias_initializer,
+                        const Dims &output_padding, const Dims &dilation_rate,
+                        const std::string &name,
+                        const std::string &data_format) {
+  return transposeLayer("conv2d_transpose", 2, x, filters, kernel_size, strides,
+                        padding, activation, use_bias, kernel_initializer,
+                        bias_initializer, output_padding, dilation_rate, name,
+                        data_format);
+}
+
+Tensor conv3d_transpose(const Tensor &x, int64_t filters,
+                        const Dims &kernel_size, const Dims &strides,
+                        const std::string &padding, Activation activation,
+                        bool use_bias, const Initializer &kernel_initializer,
+                        const Initializer &bias_initializer,
+                        const Dims &output_padding, const Dims &dilation_rate,
+                        const std::string &name,
+                        const std::string &data_format) {
+  return transposeLayer("conv3d_transpose", 3, x, filters, kernel_size, strides,
+                        padding, activation, use_bias, kernel_initializer,
+                        bias_initializer, output_padding, dilation_rate, name,
+                        data_format);
+}
+
+Tensor depthwise_conv2d(const Tensor &x, const Dims &kernel_size,
+                        const Dims &strides, const std::string &padding,
+                        int64_t depth_multiplier, Activation activation,
+                        bool use_bias, const Initializer &depthwise_initializer,
+                        const Initializer &bias_initializer,
+                        const Dims &dilation_rate, const std::string &name,
+                        const std::string &data_format) {
+  const char *kind = "depthwise_conv2d";
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, kind);
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst(kind, layer, x, data_format);
+  int64_t in = convInput(kind, layer, x, 2, first);
+  windowArg(kind, layer, x, "kernel_size", kernel_size, 2);
+  positiveArg(kind, layer, x, "depth_multiplier", depth_multiplier);
+  Variable kernel =
+      g.get_variable("depthwise_kernel", x.dtype(),
+                     {kernel_size[0], kernel_size[1], in, depth_multiplier},
+                     depthwise_initializer);
+  Tensor y = nn::depthwise_conv2d(x, kernel, strides, upper(padding),
+                                  nnFormat(4, first), dilation_rate);
+  return biasAndActivate(g, y, in * depth_multiplier, use_bias,
+                         bias_initializer, first, activation);
+}
+
+namespace {
+/// separable_conv1d / separable_conv2d over `spatial` (1 or 2) dimensions.
+Tensor separable(const char *kind, const Tensor &x, int64_t filters,
+                 Dims kernel_size, Dims strides, const std::string &padding,
+                 int64_t depth_multiplier, const Activation &activation,
+                 bool use_bias, const Initializer &depthwise_initializer,
+                 const Initializer &pointwise_initializer,
+                 const Initializer &bias_initializer, Dims dilation_rate,
+                 const std::string &name, const std::string &data_format,
+                 size_t spatial) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, kind);
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst(kind, layer, x, data_format);
+  int64_t in = convInput(kind, layer, x, spatial, first);
+  windowArg(kind, layer, x, "kernel_size", kernel_size, spatial);
+  windowArg(kind, layer, x, "strides", strides, spatial);
+  windowArg(kind, layer, x, "dilation_rate", dilation_rate, spatial);
+  positiveArg(kind, layer, x, "filters", filters);
+  positiveArg(kind, layer, x, "depth_multiplier", depth_multiplier);
+  Dims depthwiseShape = kernel_size, pointwiseShape(spatial, 1);
+  depthwiseShape.insert(depthwiseShape.end(), {in, depth_multiplier});
+  pointwiseShape.insert(pointwiseShape.end(), {in * depth_multiplier, filters});
+  Tensor depthwise = g.read_variable(g.get_variable(
+      "depthwise_kernel", x.dtype(), depthwiseShape, depthwise_initializer));
+  Tensor pointwise = g.read_variable(g.get_variable(
+      "pointwise_kernel", x.dtype(), pointwiseShape, pointwise_initializer));
+  Tensor input = x;
+  if (spatial == 1) {
+    // Keras's SeparableConv1D: the 2-D op on an inserted H axis.
+    input = expand_dims(x, first ? 2 : 1);
+    depthwise = expand_dims(depthwise, 0);
+    pointwise = expand_dims(pointwise, 0);
+    kernel_size.insert(kernel_size.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dilation_rate.insert(dilation_rate.begin(), 1);
+  }
+  Tensor y =
+      nn::separable_conv2d(input, depthwise, pointwise, strides, upper(padding),
+                           nnFormat(4, first), dilation_rate);
+  if (spatial == 1)
+    y = squeeze(y, Dims{first ? 2 : 1});
+  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
+                         activation);
+}
+} // namespace
+
+Tensor separable_conv1d(const Tensor &x, int64_t filters, int64_t kernel_size,
+                        int64_t strides, const std::string &padding,
+                        int64_t depth_multiplier, Activation activation,
+                        bool use_bias, const Initializer &depthwise_initializer,
+                        const Initializer &pointwise_initializer,
+                        const Initializer &bias_initializer,
+                        int64_t dilation_rate, const std::string &name,
+                        const std::string &data_format) {
+  return separable("separable_conv1d", x, filters, {kernel_size}, {strides},
+                   padding, depth_multiplier, activation, use_bias,
+                   depthwise_initializer, pointwise_initializer,
+                   bias_initializer, {dilation_rate}, name, data_format, 1);
+}
+
+Tensor separable_conv2d(const Tensor &x, int64_t filters,
+                        const Dims &kernel_size, const Dims &strides,
+                        const std::string &padding, int64_t depth_multiplier,
+                        Activation activation, bool use_bias,
+                        const Initializer &depthwise_initializer,
+                        const Initializer &pointwise_initializer,
+                        const Initializer &bias_initializer,
+                        const Dims &dilation_rate, const std::string &name,
+                        const std::string &data_format) {
+  return separable("separable_conv2d", x, filters, kernel_size, strides,
+                   padding, depth_multiplier, activation, use_bias,
+                   depthwise_initializer, pointwise_initializer,
+                   bias_initializer, dilation_rate, name, data_format, 2);
+}
+
+namespace {
+/// A pooling layer of `spatial` dimensions (rank spatial + 2).
+template <typename F>
+Tensor poolLayer(const char *kind, const Tensor &x, const std::string &format,
+                 size_t spatial, const std::string &name, F pool) {
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, kind);
+  auto scope = g.name_scope(layer);
+  bool first = channelsFirst(kind, layer, x, format);
+  if (x.rank() != static_cast<int64_t>(spatial) + 2)
+    layerError(kind, layer, x,
+               "input must have rank " + std::to_string(spatial + 2));
+  return pool(nnFormat(x.rank(), first));
+}
+} // namespace
+
+Tensor max_pooling1d(const Tensor &x, int64_t pool_size, int64_t strides,
+                     const std::string &padding, const std::string &data_format,
+                     const std::string &name) {
+  return poolLayer(
+      "max_pooling1d", x, data_format, 1, name, [&](const std::string &f) {
+        return nn::max_pool1d(x, pool_size, strides, upper(padding), f);
+      });
+}
+
+Tensor average_pooling1d(const Tensor &x, int64_t pool_size, int64_t strides,
+                         const std::string &padding,
+                         const std::string &data_format,
+                         const std::string &name) {
+  return poolLayer(
+      "average_pooling1d", x, data_format, 1, name, [&](const std::string &f) {
+        return nn::avg_pool1d(x, pool_size, strides, upper(padding), f);
+      });
 }
 
 Tensor max_pooling2d(const Tensor &x, const Dims &pool_size,
                      const Dims &strides, const std::string &padding,
-                     const std::string &name) {
-  Graph &g = x.graph();
-  auto scope = g.name_scope(layerName(g, name, "max_pooling2d"));
-  return nn::max_pool(x, pool_size, strides, upper(padding));
+                     const std::string &data_format, const std::string &name) {
+  return poolLayer(
+      "max_pooling2d", x, data_format, 2, name, [&](const std::string &f) {
+        return nn::max_pool(x, pool_size, strides, upper(padding), f);
+      });
 }
 
 Tensor average_pooling2d(const Tensor &x, const Dims &pool_size,
                          const Dims &strides, const std::string &padding,
+                         const std::string &data_format,
                          const std::string &name) {
-  Graph &g = x.graph();
-  auto scope = g.name_scope(layerName(g, name, "average_pooling2d"));
-  return nn::avg_pool(x, pool_size, strides, upper(padding));
+  return poolLayer(
+      "average_pooling2d", x, data_format, 2, name, [&](const std::string &f) {
+        return nn::avg_pool(x, pool_size, strides, upper(padding), f);
+      });
+}
+
+Tensor max_pooling3d(const Tensor &x, const Dims &pool_size,
+                     const Dims &strides, const std::string &padding,
+                     const std::string &data_format, const std::string &name) {
+  return poolLayer(
+      "max_pooling3d", x, data_format, 3, name, [&](const std::string &f) {
+        return nn::max_pool3d(x, pool_size, strides, upper(padding), f);
+      });
+}
+
+Tensor average_pooling3d(const Tensor &x, const Dims &pool_size,
+                         const Dims &strides, const std::string &padding,
+                         const std::string &data_format,
+                         const std::string &name) {
+  return poolLayer(
+      "average_pooling3d", x, data_format, 3, name, [&](const std::string &f) {
+        return nn::avg_pool3d(x, pool_size, strides, upper(padding), f);
+      });
 }
 
 Tensor dropout(const Tensor &x, double rate, bool training,

@@ -56,22 +56,134 @@ Tensor dense(
     const std::string &name = "",
     const std::function<Tensor(const Tensor &)> &kernel_regularizer = nullptr);
 
-/// tf.layers.conv2d: NHWC input, HWIO kernel [kh, kw, in, filters].
-/// padding: "valid" or "same" (any case).
+// The convolution and pooling layers: tf.compat.v1.layers' names,
+// arguments and variables (Keras's for depthwise_conv2d and
+// conv2d_transpose's output_padding / dilation_rate), with the argument
+// order of this header's first conv2d (activation after padding) and
+// data_format last. padding: "valid" or "same" (any case); data_format:
+// "channels_last" (NWC, NHWC, NDHWC) or "channels_first" (NCW, NCHW,
+// NCDHW: transposes around the channels-last op). The input's channel
+// dimension must be known; the variables are "kernel" (or
+// "depthwise_kernel" / "pointwise_kernel") and "bias" [filters].
+
+/// tf.layers.conv2d: kernel [kh, kw, in, filters].
 Tensor
 conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
        const Dims &strides = {1, 1}, const std::string &padding = "valid",
        Activation activation = nullptr, bool use_bias = true,
        const Initializer &kernel_initializer = glorot_uniform_initializer(),
        const Initializer &bias_initializer = zeros_initializer(),
-       const Dims &dilation_rate = {1, 1}, const std::string &name = "");
+       const Dims &dilation_rate = {1, 1}, const std::string &name = "",
+       const std::string &data_format = "channels_last");
 
+/// tf.layers.conv1d: kernel [kernel_size, in, filters].
+Tensor
+conv1d(const Tensor &x, int64_t filters, int64_t kernel_size,
+       int64_t strides = 1, const std::string &padding = "valid",
+       Activation activation = nullptr, bool use_bias = true,
+       const Initializer &kernel_initializer = glorot_uniform_initializer(),
+       const Initializer &bias_initializer = zeros_initializer(),
+       int64_t dilation_rate = 1, const std::string &name = "",
+       const std::string &data_format = "channels_last");
+
+/// tf.layers.conv3d: kernel [kd, kh, kw, in, filters].
+Tensor
+conv3d(const Tensor &x, int64_t filters, const Dims &kernel_size,
+       const Dims &strides = {1, 1, 1}, const std::string &padding = "valid",
+       Activation activation = nullptr, bool use_bias = true,
+       const Initializer &kernel_initializer = glorot_uniform_initializer(),
+       const Initializer &bias_initializer = zeros_initializer(),
+       const Dims &dilation_rate = {1, 1, 1}, const std::string &name = "",
+       const std::string &data_format = "channels_last");
+
+/// tf.layers.conv2d_transpose (Keras Conv2DTranspose): kernel
+/// [kh, kw, filters, in]; the output's H and W are Keras's
+/// deconv_output_length (input * stride, plus max(kernel - stride, 0) for
+/// "valid"; with output_padding [ph, pw], each below its stride:
+/// (input - 1) * stride + kernel - 2 * pad + output_padding, pad =
+/// kernel / 2 for "same", 0 for "valid").
+Tensor conv2d_transpose(
+    const Tensor &x, int64_t filters, const Dims &kernel_size,
+    const Dims &strides = {1, 1}, const std::string &padding = "valid",
+    Activation activation = nullptr, bool use_bias = true,
+    const Initializer &kernel_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    const Dims &output_padding = {}, const Dims &dilation_rate = {1, 1},
+    const std::string &name = "",
+    const std::string &data_format = "channels_last");
+
+/// tf.layers.conv3d_transpose (Keras Conv3DTranspose): kernel
+/// [kd, kh, kw, filters, in]; output sizes as conv2d_transpose's.
+Tensor conv3d_transpose(
+    const Tensor &x, int64_t filters, const Dims &kernel_size,
+    const Dims &strides = {1, 1, 1}, const std::string &padding = "valid",
+    Activation activation = nullptr, bool use_bias = true,
+    const Initializer &kernel_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    const Dims &output_padding = {}, const Dims &dilation_rate = {1, 1, 1},
+    const std::string &name = "",
+    const std::string &data_format = "channels_last");
+
+/// Keras DepthwiseConv2D (layer name "depthwise_conv2d"): depthwise_kernel
+/// [kh, kw, in, depth_multiplier], bias [in * depth_multiplier].
+Tensor depthwise_conv2d(
+    const Tensor &x, const Dims &kernel_size, const Dims &strides = {1, 1},
+    const std::string &padding = "valid", int64_t depth_multiplier = 1,
+    Activation activation = nullptr, bool use_bias = true,
+    const Initializer &depthwise_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    const Dims &dilation_rate = {1, 1}, const std::string &name = "",
+    const std::string &data_format = "channels_last");
+
+/// tf.layers.separable_conv1d / separable_conv2d: depthwise_kernel
+/// [k..., in, depth_multiplier], pointwise_kernel
+/// [1..., in * depth_multiplier, filters], bias [filters].
+Tensor separable_conv1d(
+    const Tensor &x, int64_t filters, int64_t kernel_size, int64_t strides = 1,
+    const std::string &padding = "valid", int64_t depth_multiplier = 1,
+    Activation activation = nullptr, bool use_bias = true,
+    const Initializer &depthwise_initializer = glorot_uniform_initializer(),
+    const Initializer &pointwise_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    int64_t dilation_rate = 1, const std::string &name = "",
+    const std::string &data_format = "channels_last");
+Tensor separable_conv2d(
+    const Tensor &x, int64_t filters, const Dims &kernel_size,
+    const Dims &strides = {1, 1}, const std::string &padding = "valid",
+    int64_t depth_multiplier = 1, Activation activation = nullptr,
+    bool use_bias = true,
+    const Initializer &depthwise_initializer = glorot_uniform_initializer(),
+    const Initializer &pointwise_initializer = glorot_uniform_initializer(),
+    const Initializer &bias_initializer = zeros_initializer(),
+    const Dims &dilation_rate = {1, 1}, const std::string &name = "",
+    const std::string &data_format = "channels_last");
+
+/// tf.layers' pooling: max_pooling1d/2d/3d, average_pooling1d/2d/3d.
+Tensor max_pooling1d(const Tensor &x, int64_t pool_size, int64_t strides,
+                     const std::string &padding = "valid",
+                     const std::string &data_format = "channels_last",
+                     const std::string &name = "");
+Tensor average_pooling1d(const Tensor &x, int64_t pool_size, int64_t strides,
+                         const std::string &padding = "valid",
+                         const std::string &data_format = "channels_last",
+                         const std::string &name = "");
 Tensor max_pooling2d(const Tensor &x, const Dims &pool_size,
                      const Dims &strides, const std::string &padding = "valid",
+                     const std::string &data_format = "channels_last",
                      const std::string &name = "");
 Tensor average_pooling2d(const Tensor &x, const Dims &pool_size,
                          const Dims &strides,
                          const std::string &padding = "valid",
+                         const std::string &data_format = "channels_last",
+                         const std::string &name = "");
+Tensor max_pooling3d(const Tensor &x, const Dims &pool_size,
+                     const Dims &strides, const std::string &padding = "valid",
+                     const std::string &data_format = "channels_last",
+                     const std::string &name = "");
+Tensor average_pooling3d(const Tensor &x, const Dims &pool_size,
+                         const Dims &strides,
+                         const std::string &padding = "valid",
+                         const std::string &data_format = "channels_last",
                          const std::string &name = "");
 
 /// tf.layers.dropout: x unchanged unless `training`.

@@ -92,6 +92,19 @@ public:
            " and " + to_string(in(j).dtype()) +
            " (use cast; there is no implicit promotion)");
   }
+  /// Whether `format` is the channels-first `first` (else `last`); any
+  /// other value is an error.
+  bool channelsFirst(const std::string &format, const char *last,
+                     const char *first) const {
+    if (format == last)
+      return false;
+    if (format != first)
+      fail("data_format must be \"" + std::string(last) + "\" or \"" + first +
+           "\", got \"" + format + "\"");
+    if (in(0).rank() != 4)
+      fail("input must be " + std::string(first) + " (rank 4)");
+    return true;
+  }
   shape::Padding padding(const std::string &p) const {
     auto parsed = shape::parsePadding(p);
     if (!parsed)
@@ -255,8 +268,12 @@ Tensor argReduce(const char *op, const char *base, const Tensor &x,
 
 Tensor pool(const char *op, const char *base, const Tensor &x,
             const Dims &ksize, const Dims &strides, const std::string &padding,
-            const std::string &name) {
+            const std::string &dataFormat, const std::string &name) {
   OpBuilder o(nullptr, op, name, base, {x});
+  if (o.channelsFirst(dataFormat, "NHWC", "NCHW"))
+    return transpose(pool(op, base, transpose(x, {0, 2, 3, 1}), ksize, strides,
+                          padding, "NHWC", name),
+                     {0, 3, 1, 2});
   o.requireFloat(0);
   Dims out =
       o.check(shape::pool2d(x.shape(), ksize, strides, o.padding(padding)));
@@ -1216,9 +1233,13 @@ Tensor log_softmax(const Tensor &logits, int64_t axis,
 }
 
 Tensor conv2d(const Tensor &input, const Tensor &filter, const Dims &strides,
-              const std::string &padding, const Dims &dilations,
-              const std::string &name) {
+              const std::string &padding, const std::string &data_format,
+              const Dims &dilations, const std::string &name) {
   OpBuilder o(nullptr, "conv2d", name, "Conv2D", {input, filter});
+  if (o.channelsFirst(data_format, "NHWC", "NCHW"))
+    return transpose(conv2d(transpose(input, {0, 2, 3, 1}), filter, strides,
+                            padding, "NHWC", dilations, name),
+                     {0, 3, 1, 2});
   o.requireFloat(0);
   o.requireSameDType(0, 1);
   Dims out = o.check(shape::conv2d(input.shape(), filter.shape(), strides,
@@ -1230,12 +1251,16 @@ Tensor conv2d(const Tensor &input, const Tensor &filter, const Dims &strides,
 }
 
 Tensor max_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
-                const std::string &padding, const std::string &name) {
-  return pool("max_pool", "MaxPool", input, ksize, strides, padding, name);
+                const std::string &padding, const std::string &data_format,
+                const std::string &name) {
+  return pool("max_pool", "MaxPool", input, ksize, strides, padding,
+              data_format, name);
 }
 Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
-                const std::string &padding, const std::string &name) {
-  return pool("avg_pool", "AvgPool", input, ksize, strides, padding, name);
+                const std::string &padding, const std::string &data_format,
+                const std::string &name) {
+  return pool("avg_pool", "AvgPool", input, ksize, strides, padding,
+              data_format, name);
 }
 
 Tensor conv2d_backprop_input(const Tensor &grad_output, const Tensor &filter,

@@ -399,14 +399,91 @@ Tensor softmax(const Tensor &logits, int64_t axis = -1,
 Tensor log_softmax(const Tensor &logits, int64_t axis = -1,
                    const std::string &name = "");
 
-/// NHWC input, HWIO filter; strides and dilations are [h, w].
+/// NHWC input, HWIO filter; strides and dilations are [h, w] (TF's
+/// 4-value lists without the batch and channel 1s). data_format "NCHW"
+/// takes and returns NCHW tensors (transposes around the NHWC op).
 Tensor conv2d(const Tensor &input, const Tensor &filter, const Dims &strides,
-              const std::string &padding, const Dims &dilations = {1, 1},
-              const std::string &name = "");
+              const std::string &padding,
+              const std::string &data_format = "NHWC",
+              const Dims &dilations = {1, 1}, const std::string &name = "");
 Tensor max_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
-                const std::string &padding, const std::string &name = "");
+                const std::string &padding,
+                const std::string &data_format = "NHWC",
+                const std::string &name = "");
 Tensor avg_pool(const Tensor &input, const Dims &ksize, const Dims &strides,
-                const std::string &padding, const std::string &name = "");
+                const std::string &padding,
+                const std::string &data_format = "NHWC",
+                const std::string &name = "");
+
+// The convolutions and poolings built from conv2d, the pools and
+// conv2d_backprop_input (lib/Graph/Convolution.cpp). Every dimension of the
+// input but the batch must be known.
+/// tf.nn.conv1d: input NWC ("NCW"), filters [width, in, out].
+Tensor conv1d(const Tensor &input, const Tensor &filters, int64_t stride,
+              const std::string &padding,
+              const std::string &data_format = "NWC", int64_t dilations = 1,
+              const std::string &name = "");
+/// tf.nn.conv3d: input NDHWC ("NCDHW"), filters [d, h, w, in, out];
+/// strides and dilations [d, h, w].
+Tensor conv3d(const Tensor &input, const Tensor &filters, const Dims &strides,
+              const std::string &padding,
+              const std::string &data_format = "NDHWC",
+              const Dims &dilations = {1, 1, 1}, const std::string &name = "");
+/// tf.nn.conv2d_transpose: input [N, h, w, in], filters [kh, kw, out, in],
+/// output_shape [N, H, W, out] (NCHW: [N, out, H, W]; N is not used): the
+/// gradient of conv2d(output, filters) with respect to its input.
+Tensor conv2d_transpose(const Tensor &input, const Tensor &filters,
+                        const Dims &output_shape, const Dims &strides,
+                        const std::string &padding = "SAME",
+                        const std::string &data_format = "NHWC",
+                        const Dims &dilations = {1, 1},
+                        const std::string &name = "");
+/// tf.nn.conv3d_transpose: input [N, d, h, w, in], filters
+/// [kd, kh, kw, out, in], output_shape [N, D, H, W, out] (NCDHW:
+/// [N, out, D, H, W]; N is not used): the gradient of conv3d(output,
+/// filters) with respect to its input.
+Tensor conv3d_transpose(const Tensor &input, const Tensor &filters,
+                        const Dims &output_shape, const Dims &strides,
+                        const std::string &padding = "SAME",
+                        const std::string &data_format = "NDHWC",
+                        const Dims &dilations = {1, 1, 1},
+                        const std::string &name = "");
+/// tf.nn.depthwise_conv2d: input NHWC, filter [kh, kw, in, multiplier] ->
+/// [N, OH, OW, in * multiplier], channel c * multiplier + m the
+/// convolution of input channel c with filter[:, :, c, m].
+Tensor depthwise_conv2d(const Tensor &input, const Tensor &filter,
+                        const Dims &strides, const std::string &padding,
+                        const std::string &data_format = "NHWC",
+                        const Dims &dilations = {1, 1},
+                        const std::string &name = "");
+/// tf.nn.separable_conv2d: depthwise_conv2d with depthwise_filter
+/// [kh, kw, in, multiplier], then a 1x1 conv2d with pointwise_filter
+/// [1, 1, in * multiplier, out].
+Tensor separable_conv2d(const Tensor &input, const Tensor &depthwise_filter,
+                        const Tensor &pointwise_filter, const Dims &strides,
+                        const std::string &padding,
+                        const std::string &data_format = "NHWC",
+                        const Dims &dilations = {1, 1},
+                        const std::string &name = "");
+/// tf.nn.max_pool1d / avg_pool1d: input NWC ("NCW").
+Tensor max_pool1d(const Tensor &input, int64_t ksize, int64_t strides,
+                  const std::string &padding,
+                  const std::string &data_format = "NWC",
+                  const std::string &name = "");
+Tensor avg_pool1d(const Tensor &input, int64_t ksize, int64_t strides,
+                  const std::string &padding,
+                  const std::string &data_format = "NWC",
+                  const std::string &name = "");
+/// tf.nn.max_pool3d / avg_pool3d: input NDHWC ("NCDHW"); ksize and strides
+/// [d, h, w]. avg_pool3d divides by the count of valid elements (SAME).
+Tensor max_pool3d(const Tensor &input, const Dims &ksize, const Dims &strides,
+                  const std::string &padding,
+                  const std::string &data_format = "NDHWC",
+                  const std::string &name = "");
+Tensor avg_pool3d(const Tensor &input, const Dims &ksize, const Dims &strides,
+                  const std::string &padding,
+                  const std::string &data_format = "NDHWC",
+                  const std::string &name = "");
 Tensor bias_add(const Tensor &value, const Tensor &bias,
                 const std::string &name = "");
 /// The gradients of conv2d and pooling (TF's Conv2DBackpropInput,

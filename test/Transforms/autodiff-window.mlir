@@ -50,3 +50,29 @@ func.func @train(%x: tensor<?x5x6x2xf32>) {
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return
 }
+
+// -----
+
+est.variable @w : tensor<3x3x2x4xf32> {trainable}
+est.variable @v : tensor<1x3x3x4xf32> {trainable}
+
+// conv2d_backprop_input as a forward op (tf.nn.conv2d_transpose): its
+// grad_output gets conv2d of the gradient, its filter
+// conv2d_backprop_filter(gradient, grad_output), with the op's attributes.
+// CHECK-LABEL: func.func @train
+// CHECK-SAME: (%[[X:.*]]: tensor<?x3x3x4xf32>)
+func.func @train(%x: tensor<?x3x3x4xf32>) {
+  %w = est.read_variable @w : tensor<3x3x2x4xf32>
+  %v = est.read_variable @v : tensor<1x3x3x4xf32>
+  // CHECK: %[[A:.*]] = est.mul
+  %a = est.mul %x, %v : tensor<?x3x3x4xf32>, tensor<1x3x3x4xf32> -> tensor<?x3x3x4xf32>
+  %y = est.conv2d_backprop_input %a, %w {input_size = array<i64: 6, 5>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x4xf32>, tensor<3x3x2x4xf32> -> tensor<?x6x5x2xf32>
+  %loss = est.reduce_sum %y : tensor<?x6x5x2xf32> -> tensor<f32>
+  // CHECK: %[[G:.*]] = est.mul %{{.*}}, %{{.*}} : tensor<1x1x1x1xf32>, tensor<?x6x5x2xf32> -> tensor<?x6x5x2xf32>
+  // CHECK-DAG: %[[DA:.*]] = est.conv2d %[[G]], %{{.*}} {padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x6x5x2xf32>, tensor<3x3x2x4xf32> -> tensor<?x3x3x4xf32>
+  // CHECK-DAG: %[[DW:.*]] = est.conv2d_backprop_filter %[[G]], %[[A]] {filter_size = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x6x5x2xf32>, tensor<?x3x3x4xf32> -> tensor<3x3x2x4xf32>
+  // CHECK: %[[DV:.*]] = est.mul %[[DA]], %[[X]] :
+  // CHECK: est.apply_gradients "sgd" {{.*}} [@w, @v] %[[DW]]
+  est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
+  return
+}

@@ -175,7 +175,7 @@ void convolution(Graph &g, const TensorMap &f, Outputs &out) {
   // A 2x2 filter under SAME pads one side only: a loop nest on CUDA.
   out.add("arith_conv_same_asym", nn::conv2d(img, filter2, {1, 1}, "SAME"));
   out.add("arith_conv_dilated",
-          nn::conv2d(img, filter, {1, 1}, "VALID", {2, 2}));
+          nn::conv2d(img, filter, {1, 1}, "VALID", "NHWC", {2, 2}));
   out.add("exact_max_pool_valid", nn::max_pool(img, {2, 2}, {2, 2}, "VALID"));
   out.add("exact_max_pool_same", nn::max_pool(img, {3, 3}, {2, 2}, "SAME"));
   out.add("arith_avg_pool_same", nn::avg_pool(img, {3, 3}, {1, 1}, "SAME"));

@@ -578,7 +578,7 @@ TEST(CompiledOps, Conv2D) {
     checkOp({{"x", DType::Float32, c.input}},
             [&](Graph &g, const TensorMap &x) {
               return nn::conv2d(x["x"], constant(g, c.filter, 5), c.strides,
-                                c.padding, c.dilations);
+                                c.padding, "NHWC", c.dilations);
             },
             {1, 3});
   }
@@ -667,6 +667,365 @@ TEST(CompiledOps, PoolingGradients) {
                 },
                 {1, 3});
       }
+}
+
+//===----------------------------------------------------------------------===//
+// The convolutions and poolings built from conv2d (lib/Graph/Convolution.cpp)
+//===----------------------------------------------------------------------===//
+
+/// conv1d, conv3d, conv2d_transpose, depthwise and separable convolutions,
+/// the 1-D and 3-D poolings and NCHW: compiled against the reference, with
+/// strides, dilations, SAME and VALID, at two batch sizes.
+TEST(CompiledOps, Convolutions) {
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkOp({{"x", DType::Float32, {-1, 11, 3}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::conv1d(x["x"], constant(g, {3, 3, 4}, 5), 2, padding,
+                                "NWC", 1) +
+                     nn::conv1d(x["x"], constant(g, {2, 3, 4}, 6), 2, padding,
+                                "NWC", 2);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 5, 6, 7, 2}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::conv3d(x["x"], constant(g, {2, 3, 2, 2, 3}, 5),
+                                {2, 1, 2}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 7, 5, 6, 2}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::conv3d(x["x"], constant(g, {2, 2, 2, 2, 3}, 5),
+                                {1, 1, 1}, padding, "NDHWC", {2, 1, 2});
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 7, 6, 3}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d(x["x"], constant(g, {3, 2, 3, 2}, 5),
+                                          {2, 1}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 7, 6, 3}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::separable_conv2d(x["x"], constant(g, {3, 3, 3, 1}, 5),
+                                          constant(g, {1, 1, 3, 4}, 6), {1, 1},
+                                          padding, "NHWC", {2, 1});
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 4, 3, 5}}},
+            [&](Graph &g, const TensorMap &x) {
+              Dims out = std::string(padding) == "SAME" ? Dims{-1, 8, 6, 2}
+                                                        : Dims{-1, 9, 7, 2};
+              return nn::conv2d_transpose(x["x"], constant(g, {3, 3, 2, 5}, 5),
+                                          out, {2, 2}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 3, 2, 3, 4}}},
+            [&](Graph &g, const TensorMap &x) {
+              Dims out = std::string(padding) == "SAME" ? Dims{-1, 6, 4, 5, 2}
+                                                        : Dims{-1, 7, 4, 7, 2};
+              return nn::conv3d_transpose(x["x"],
+                                          constant(g, {3, 2, 3, 2, 4}, 5), out,
+                                          {2, 2, 2}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 3, 7, 6}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::conv2d(x["x"], constant(g, {3, 2, 3, 4}, 5), {2, 1},
+                                padding, "NCHW");
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 3, 7, 6}}},
+            [&](Graph &, const TensorMap &x) {
+              return nn::max_pool(x["x"], {2, 3}, {2, 1}, padding, "NCHW") +
+                     nn::avg_pool(x["x"], {2, 3}, {2, 1}, padding, "NCHW");
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 9, 3}}},
+            [&](Graph &, const TensorMap &x) {
+              return nn::max_pool1d(x["x"], 3, 2, padding) -
+                     nn::avg_pool1d(x["x"], 3, 2, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 5, 6, 5, 2}}},
+            [&](Graph &, const TensorMap &x) {
+              return nn::max_pool3d(x["x"], {3, 2, 2}, {2, 2, 1}, padding) -
+                     nn::avg_pool3d(x["x"], {3, 2, 2}, {2, 2, 1}, padding);
+            },
+            {1, 3});
+  }
+}
+
+/// The convolution and pooling layers (random weights), channels-last and
+/// channels-first, compiled against the reference.
+TEST(CompiledOps, ConvolutionLayers) {
+  std::vector<Feature> f = {{"x1", DType::Float32, {-1, 10, 3}},
+                            {"x3", DType::Float32, {-1, 4, 6, 6, 2}},
+                            {"img", DType::Float32, {-1, 5, 5, 3}},
+                            {"imgT", DType::Float32, {-1, 3, 5, 5}}};
+  g::GraphDef graph = predictGraph(f, [](Graph &, const TensorMap &x) {
+    Tensor c1 = layers::conv1d(x["x1"], 4, 3, 1, "same", nn::relu);
+    Tensor s1 = layers::separable_conv1d(x["x1"], 6, 3, 2, "valid", 2);
+    Tensor c3 = layers::conv3d(x["x3"], 3, {2, 3, 3}, {1, 1, 1}, "same");
+    Tensor t3 = layers::conv3d_transpose(c3, 2, {2, 3, 3}, {2, 1, 2});
+    Tensor t2 = layers::conv2d_transpose(
+        x["img"], 4, {3, 3}, {2, 2}, "same", nullptr, true,
+        glorot_uniform_initializer(), zeros_initializer(), {1, 1});
+    Tensor d = layers::depthwise_conv2d(x["img"], {3, 3}, {1, 1}, "valid", 2);
+    Tensor s2 = layers::separable_conv2d(x["img"], 5, {3, 3}, {1, 1}, "same");
+    Tensor cT = layers::conv2d(x["imgT"], 4, {3, 3}, {1, 1}, "same", nn::relu,
+                               true, glorot_uniform_initializer(),
+                               glorot_uniform_initializer(), {1, 1}, "",
+                               "channels_first");
+    Tensor dT = layers::depthwise_conv2d(
+        x["imgT"], {2, 2}, {1, 1}, "same", 1, nullptr, true,
+        glorot_uniform_initializer(), glorot_uniform_initializer(), {1, 1}, "",
+        "channels_first");
+    Tensor tT = layers::conv2d_transpose(
+        x["imgT"], 2, {3, 3}, {2, 2}, "valid", nullptr, true,
+        glorot_uniform_initializer(), glorot_uniform_initializer(), {}, {1, 1},
+        "", "channels_first");
+    return TensorMap{
+        {"c1", layers::max_pooling1d(c1, 2, 2)},
+        {"s1", layers::average_pooling1d(s1, 2, 1, "same")},
+        {"c3", layers::max_pooling3d(c3, {2, 2, 2}, {2, 2, 2})},
+        {"t3", layers::average_pooling3d(t3, {2, 2, 2}, {1, 2, 2}, "same")},
+        {"t2", t2},
+        {"d", d},
+        {"s2", s2},
+        {"cT",
+         layers::max_pooling2d(cT, {2, 2}, {2, 2}, "same", "channels_first")},
+        {"dT", layers::average_pooling2d(dT, {2, 2}, {1, 1}, "valid",
+                                         "channels_first")},
+        {"tT", tT}};
+  });
+  expectMatchesReference(graph, f, {1, 3}, 1e-5, randomVariables(graph));
+}
+
+/// Direct loops of TF's definitions, against the reference evaluator's
+/// value of the composed graphs (an independent check of their meaning).
+struct Window {
+  Dims size, strides, dilations;
+  bool same;
+};
+
+/// For every output position `o` (rank-3, [d, h, w]) of `window` over an
+/// `in`-sized input and each tap `t`, calls f(o, t, i) with the input
+/// position i, when it is inside the input.
+template <typename F> Dims forEachTap(const Dims &in, const Window &w, F f) {
+  Dims out(3), pad(3);
+  for (int i = 0; i < 3; ++i) {
+    out[i] = shape::convOutputSize(
+        in[i], w.size[i], w.strides[i], w.dilations[i],
+        w.same ? shape::Padding::Same : shape::Padding::Valid);
+    pad[i] = shape::convPadBefore(
+        in[i], w.size[i], w.strides[i], w.dilations[i],
+        w.same ? shape::Padding::Same : shape::Padding::Valid);
+  }
+  for (int64_t a = 0; a < out[0]; ++a)
+    for (int64_t b = 0; b < out[1]; ++b)
+      for (int64_t c = 0; c < out[2]; ++c)
+        for (int64_t i = 0; i < w.size[0]; ++i)
+          for (int64_t j = 0; j < w.size[1]; ++j)
+            for (int64_t k = 0; k < w.size[2]; ++k) {
+              Dims p = {a * w.strides[0] + i * w.dilations[0] - pad[0],
+                        b * w.strides[1] + j * w.dilations[1] - pad[1],
+                        c * w.strides[2] + k * w.dilations[2] - pad[2]};
+              bool inside = true;
+              for (int d = 0; d < 3; ++d)
+                inside = inside && p[d] >= 0 && p[d] < in[d];
+              if (inside)
+                f(Dims{a, b, c}, Dims{i, j, k}, p);
+            }
+  return out;
+}
+
+int64_t flat(const Dims &shape, const Dims &index) {
+  int64_t r = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    r = r * shape[i] + index[i];
+  return r;
+}
+
+std::vector<double> randomValues(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> v(n);
+  for (double &x : v)
+    x = static_cast<float>(std::uniform_real_distribution<double>(-1, 1)(rng));
+  return v;
+}
+
+/// The reference's value of `op(x)` for x [2, D, H, W, C] (NDHWC: a rank-4
+/// op gets [2, H, W, C], D == 1).
+Value evaluate(const Dims &xShape, const std::vector<double> &x,
+               const std::function<Tensor(Graph &, const Tensor &)> &op) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, xShape});
+  build_mode(graph, ModeKeys::PREDICT, inputs,
+             [&](Graph &g, const TensorMap &f, const Tensor &, ModeKeys) {
+               Signature spec;
+               spec.predictions = {{"y", op(g, f["x"])}};
+               return spec;
+             });
+  reference::Evaluator evaluator(graph.graph_def());
+  Value xv(g::DT_FLOAT, xShape, x);
+  return evaluator.run("predict", {{"x", xv}})["predictions/y"];
+}
+
+void expectValues(const Value &got, const Dims &shape,
+                  const std::vector<double> &want) {
+  ASSERT_EQ(got.shape, shape);
+  ASSERT_EQ(got.data.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got.data[i], want[i], 1e-5) << "element " << i;
+}
+
+TEST(CompiledOps, ConvolutionsMatchDirectLoops) {
+  const int64_t n = 2, c = 2;
+  for (bool same : {true, false}) {
+    SCOPED_TRACE(same ? "SAME" : "VALID");
+    const char *padding = same ? "SAME" : "VALID";
+    // conv3d: [2, 5, 6, 4, 2] * [2, 3, 2, 2, 3], strides [2, 1, 2],
+    // dilations [1, 2, 1].
+    {
+      Dims in = {5, 6, 4}, xs = {n, 5, 6, 4, c}, fs = {2, 3, 2, c, 3};
+      Window w{{2, 3, 2}, {2, 1, 2}, {1, 2, 1}, same};
+      auto x = randomValues(n * 5 * 6 * 4 * c, 1);
+      auto f = randomValues(2 * 3 * 2 * c * 3, 2);
+      Dims out =
+          forEachTap(in, w, [](const Dims &, const Dims &, const Dims &) {});
+      Dims ys = {n, out[0], out[1], out[2], 3};
+      std::vector<double> y(n * out[0] * out[1] * out[2] * 3);
+      for (int64_t b = 0; b < n; ++b)
+        forEachTap(in, w, [&](const Dims &o, const Dims &t, const Dims &p) {
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t co = 0; co < 3; ++co)
+              y[flat(ys, {b, o[0], o[1], o[2], co})] +=
+                  x[flat(xs, {b, p[0], p[1], p[2], ci})] *
+                  f[flat(fs, {t[0], t[1], t[2], ci, co})];
+        });
+      expectValues(evaluate(xs, x,
+                            [&](Graph &g, const Tensor &t) {
+                              return nn::conv3d(t, g.constant(f, fs), w.strides,
+                                                padding, "NDHWC", w.dilations);
+                            }),
+                   ys, y);
+    }
+    // depthwise_conv2d with multiplier 2: [2, 7, 6, 2] * [3, 2, 2, 2].
+    {
+      Dims in = {1, 7, 6}, xs = {n, 7, 6, c}, fs = {3, 2, c, 2};
+      Window w{{1, 3, 2}, {1, 2, 1}, {1, 1, 2}, same};
+      auto x = randomValues(n * 7 * 6 * c, 3);
+      auto f = randomValues(3 * 2 * c * 2, 4);
+      Dims out =
+          forEachTap(in, w, [](const Dims &, const Dims &, const Dims &) {});
+      Dims ys = {n, out[1], out[2], c * 2};
+      std::vector<double> y(n * out[1] * out[2] * c * 2);
+      for (int64_t b = 0; b < n; ++b)
+        forEachTap(in, w, [&](const Dims &o, const Dims &t, const Dims &p) {
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t m = 0; m < 2; ++m)
+              y[flat(ys, {b, o[1], o[2], ci * 2 + m})] +=
+                  x[flat(xs, {b, p[1], p[2], ci})] *
+                  f[flat(fs, {t[1], t[2], ci, m})];
+        });
+      expectValues(evaluate(xs, x,
+                            [&](Graph &g, const Tensor &t) {
+                              return nn::depthwise_conv2d(t, g.constant(f, fs),
+                                                          {2, 1}, padding,
+                                                          "NHWC", {1, 2});
+                            }),
+                   ys, y);
+    }
+    // max_pool3d and avg_pool3d (TF's SAME divisor: valid elements only).
+    for (bool max : {true, false}) {
+      SCOPED_TRACE(max ? "max_pool3d" : "avg_pool3d");
+      Dims in = {5, 4, 6}, xs = {n, 5, 4, 6, c};
+      Window w{{3, 2, 3}, {2, 1, 2}, {1, 1, 1}, same};
+      auto x = randomValues(n * 5 * 4 * 6 * c, 5);
+      Dims out =
+          forEachTap(in, w, [](const Dims &, const Dims &, const Dims &) {});
+      Dims ys = {n, out[0], out[1], out[2], c};
+      std::vector<double> y(n * out[0] * out[1] * out[2] * c,
+                            max ? -1e30 : 0.0),
+          count(y.size(), 0.0);
+      for (int64_t b = 0; b < n; ++b)
+        forEachTap(in, w, [&](const Dims &o, const Dims &, const Dims &p) {
+          for (int64_t ci = 0; ci < c; ++ci) {
+            int64_t i = flat(ys, {b, o[0], o[1], o[2], ci});
+            double v = x[flat(xs, {b, p[0], p[1], p[2], ci})];
+            y[i] = max ? std::max(y[i], v) : y[i] + v;
+            count[i] += 1;
+          }
+        });
+      if (!max)
+        for (size_t i = 0; i < y.size(); ++i)
+          y[i] /= count[i];
+      expectValues(
+          evaluate(xs, x,
+                   [&](Graph &, const Tensor &t) {
+                     return max ? nn::max_pool3d(t, w.size, w.strides, padding)
+                                : nn::avg_pool3d(t, w.size, w.strides, padding);
+                   }),
+          ys, y);
+    }
+    // conv3d_transpose: each input voxel scattered through the filter.
+    {
+      Dims outDHW = same ? Dims{5, 4, 7} : Dims{6, 5, 7};
+      Window w{{2, 3, 3}, {2, 1, 2}, {1, 1, 1}, same};
+      Dims in = forEachTap(outDHW, w,
+                           [](const Dims &, const Dims &, const Dims &) {});
+      Dims xs = {n, in[0], in[1], in[2], 3}, fs = {2, 3, 3, c, 3};
+      auto x = randomValues(n * in[0] * in[1] * in[2] * 3, 8);
+      auto f = randomValues(2 * 3 * 3 * c * 3, 9);
+      Dims ys = {n, outDHW[0], outDHW[1], outDHW[2], c};
+      std::vector<double> y(n * outDHW[0] * outDHW[1] * outDHW[2] * c);
+      for (int64_t b = 0; b < n; ++b)
+        forEachTap(outDHW, w, [&](const Dims &o, const Dims &t, const Dims &p) {
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t co = 0; co < 3; ++co)
+              y[flat(ys, {b, p[0], p[1], p[2], ci})] +=
+                  x[flat(xs, {b, o[0], o[1], o[2], co})] *
+                  f[flat(fs, {t[0], t[1], t[2], ci, co})];
+        });
+      expectValues(evaluate(xs, x,
+                            [&](Graph &g, const Tensor &t) {
+                              return nn::conv3d_transpose(
+                                  t, g.constant(f, fs),
+                                  {n, outDHW[0], outDHW[1], outDHW[2], c},
+                                  w.strides, padding);
+                            }),
+                   ys, y);
+    }
+    // conv2d_transpose: each input pixel scattered through the filter.
+    {
+      Dims outHW = same ? Dims{1, 8, 7} : Dims{1, 9, 7};
+      Window w{{1, 3, 3}, {1, 2, 2}, {1, 1, 1}, same};
+      Dims dyShape =
+          forEachTap(outHW, w, [](const Dims &, const Dims &, const Dims &) {});
+      Dims xs = {n, dyShape[1], dyShape[2], 4}, fs = {3, 3, c, 4};
+      auto x = randomValues(n * dyShape[1] * dyShape[2] * 4, 6);
+      auto f = randomValues(3 * 3 * c * 4, 7);
+      Dims ys = {n, outHW[1], outHW[2], c};
+      std::vector<double> y(n * outHW[1] * outHW[2] * c);
+      for (int64_t b = 0; b < n; ++b)
+        forEachTap(outHW, w, [&](const Dims &o, const Dims &t, const Dims &p) {
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t co = 0; co < 4; ++co)
+              y[flat(ys, {b, p[1], p[2], ci})] +=
+                  x[flat(xs, {b, o[1], o[2], co})] *
+                  f[flat(fs, {t[1], t[2], ci, co})];
+        });
+      expectValues(evaluate(xs, x,
+                            [&](Graph &g, const Tensor &t) {
+                              return nn::conv2d_transpose(
+                                  t, g.constant(f, fs),
+                                  {n, outHW[1], outHW[2], c}, {2, 2}, padding);
+                            }),
+                   ys, y);
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

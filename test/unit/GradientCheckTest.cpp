@@ -682,7 +682,7 @@ TEST(GradientCheckTest, Conv2DInput) {
     checkBatchedGradient(
         [&](Graph &g, const Tensor &x, const Tensor &a) {
           return nn::conv2d(multiply(a, x), randomConstant(g, c.filter, 5),
-                            c.strides, c.padding, c.dilations);
+                            c.strides, c.padding, "NHWC", c.dilations);
         },
         xShape, c.input, {1, 3});
   }
@@ -702,7 +702,7 @@ TEST(GradientCheckTest, Conv2DFilter) {
     SCOPED_TRACE(shape::toString(c.input) + " " + c.padding);
     checkBatchedGradient(
         [&](Graph &, const Tensor &x, const Tensor &a) {
-          return nn::conv2d(a, x, c.strides, c.padding, c.dilations);
+          return nn::conv2d(a, x, c.strides, c.padding, "NHWC", c.dilations);
         },
         c.filter, c.input, {1, 3});
   }
@@ -727,6 +727,113 @@ TEST(GradientCheckTest, AvgPool) {
           return nn::avg_pool(multiply(a, x), {3, 3}, {2, 1}, padding);
         },
         {1, 5, 4, 2}, {-1, 5, 4, 2}, {1, 3});
+  }
+}
+
+/// The composed convolutions and poolings (lib/Graph/Convolution.cpp): the
+/// gradients of their inputs (x scales each example's input) and filters,
+/// through the slices, pads and reshapes they are made of, at batches 1 and
+/// 3.
+TEST(GradientCheckTest, ConvolutionsInput) {
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          return nn::conv1d(multiply(a, x), randomConstant(g, {3, 2, 3}, 5), 2,
+                            padding, "NWC", 1);
+        },
+        {1, 7, 2}, {-1, 7, 2}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          return nn::conv3d(multiply(a, x),
+                            randomConstant(g, {2, 2, 3, 2, 2}, 5), {2, 1, 2},
+                            padding, "NDHWC", {1, 1, 1});
+        },
+        {1, 4, 3, 5, 2}, {-1, 4, 3, 5, 2}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          return nn::depthwise_conv2d(multiply(a, x),
+                                      randomConstant(g, {3, 2, 2, 2}, 5),
+                                      {2, 1}, padding, "NHWC", {1, 1});
+        },
+        {1, 5, 4, 2}, {-1, 5, 4, 2}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          Dims out = std::string(padding) == "SAME" ? Dims{-1, 6, 5, 2}
+                                                    : Dims{-1, 7, 6, 2};
+          return nn::conv2d_transpose(multiply(a, x),
+                                      randomConstant(g, {3, 2, 2, 3}, 5), out,
+                                      {2, 2}, padding);
+        },
+        {1, 3, 3, 3}, {-1, 3, 3, 3}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          Dims out = std::string(padding) == "SAME" ? Dims{-1, 5, 2, 4, 2}
+                                                    : Dims{-1, 6, 3, 5, 2};
+          return nn::conv3d_transpose(multiply(a, x),
+                                      randomConstant(g, {2, 2, 2, 2, 3}, 5),
+                                      out, {2, 1, 2}, padding);
+        },
+        {1, 3, 2, 2, 3}, {-1, 3, 2, 2, 3}, {1, 3});
+  }
+}
+
+TEST(GradientCheckTest, PoolingInput) {
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::max_pool3d(multiply(a, x), {2, 2, 3}, {2, 1, 2}, padding);
+        },
+        {1, 3, 4, 5, 2}, {-1, 3, 4, 5, 2}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::avg_pool3d(multiply(a, x), {3, 2, 2}, {2, 1, 2}, padding,
+                                "NCDHW");
+        },
+        {1, 2, 4, 3, 5}, {-1, 2, 4, 3, 5}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::max_pool1d(multiply(a, x), 3, 2, padding, "NCW") +
+                 nn::avg_pool1d(multiply(a, x), 3, 2, padding, "NCW");
+        },
+        {1, 2, 6}, {-1, 2, 6}, {1, 3});
+  }
+}
+
+TEST(GradientCheckTest, ConvolutionsFilter) {
+  for (const char *padding : {"SAME", "VALID"}) {
+    SCOPED_TRACE(padding);
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::conv3d(a, x, {1, 2, 1}, padding, "NDHWC", {2, 1, 1});
+        },
+        {2, 2, 2, 2, 3}, {-1, 4, 4, 3, 2}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          return nn::depthwise_conv2d(a, x, {1, 1}, padding, "NCHW", {2, 1});
+        },
+        {2, 2, 2, 2}, {-1, 2, 5, 4}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          Dims out = std::string(padding) == "SAME" ? Dims{-1, 6, 5, 2}
+                                                    : Dims{-1, 7, 6, 2};
+          return nn::conv2d_transpose(a, x, out, {2, 2}, padding);
+        },
+        {3, 2, 2, 3}, {-1, 3, 3, 3}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &, const Tensor &x, const Tensor &a) {
+          Dims out = std::string(padding) == "SAME" ? Dims{-1, 5, 2, 4, 2}
+                                                    : Dims{-1, 6, 3, 5, 2};
+          return nn::conv3d_transpose(a, x, out, {2, 1, 2}, padding);
+        },
+        {2, 2, 2, 2, 3}, {-1, 3, 2, 2, 3}, {1, 3});
+    checkBatchedGradient(
+        [&](Graph &g, const Tensor &x, const Tensor &a) {
+          return nn::separable_conv2d(a, x, randomConstant(g, {1, 1, 4, 3}, 6),
+                                      {1, 1}, padding);
+        },
+        {2, 2, 2, 2}, {-1, 4, 3, 2}, {1, 3});
   }
 }
 

@@ -1034,6 +1034,225 @@ TEST(GraphBuilder, ConvLayersFlattenDropout) {
       {"flatten", "non-batch dimensions must be known"});
 }
 
+/// The variable `name`'s shape.
+Dims variableShape(const Graph &g, const std::string &name) {
+  Dims d;
+  for (const auto &dim : g.variable_def(name).shape().dim())
+    d.push_back(dim);
+  return d;
+}
+
+TEST(GraphBuilder, ConvolutionsAndPooling) {
+  Graph g;
+  Tensor x1 = g.placeholder("x1", DType::Float32, {U, 10, 3});
+  Tensor f1 = g.placeholder("f1", DType::Float32, {3, 3, 4});
+  EXPECT_EQ(nn::conv1d(x1, f1, 1, "VALID").shape(), (Dims{U, 8, 4}));
+  EXPECT_EQ(nn::conv1d(x1, f1, 2, "SAME").shape(), (Dims{U, 5, 4}));
+  EXPECT_EQ(nn::conv1d(x1, f1, 1, "VALID", "NWC", 2).shape(), (Dims{U, 6, 4}));
+  Tensor x1t = g.placeholder("x1t", DType::Float32, {U, 3, 10});
+  EXPECT_EQ(nn::conv1d(x1t, f1, 1, "SAME", "NCW").shape(), (Dims{U, 4, 10}));
+  EXPECT_EQ(nn::max_pool1d(x1, 2, 2, "VALID").shape(), (Dims{U, 5, 3}));
+  EXPECT_EQ(nn::avg_pool1d(x1t, 3, 2, "SAME", "NCW").shape(), (Dims{U, 3, 5}));
+
+  Tensor x3 = g.placeholder("x3", DType::Float32, {U, 5, 6, 7, 2});
+  Tensor f3 = g.placeholder("f3", DType::Float32, {2, 3, 3, 2, 4});
+  EXPECT_EQ(nn::conv3d(x3, f3, {1, 1, 1}, "VALID").shape(),
+            (Dims{U, 4, 4, 5, 4}));
+  EXPECT_EQ(nn::conv3d(x3, f3, {2, 2, 2}, "SAME").shape(),
+            (Dims{U, 3, 3, 4, 4}));
+  EXPECT_EQ(nn::max_pool3d(x3, {2, 2, 2}, {2, 2, 2}, "VALID").shape(),
+            (Dims{U, 2, 3, 3, 2}));
+  EXPECT_EQ(nn::avg_pool3d(x3, {3, 3, 3}, {1, 2, 2}, "SAME").shape(),
+            (Dims{U, 5, 3, 4, 2}));
+  Tensor x3t = g.placeholder("x3t", DType::Float32, {U, 2, 5, 6, 7});
+  EXPECT_EQ(nn::conv3d(x3t, f3, {1, 1, 1}, "SAME", "NCDHW").shape(),
+            (Dims{U, 4, 5, 6, 7}));
+
+  Tensor img = g.placeholder("img", DType::Float32, {U, 8, 8, 3});
+  Tensor imgT = g.placeholder("imgT", DType::Float32, {U, 3, 8, 8});
+  Tensor dw = g.placeholder("dw", DType::Float32, {3, 3, 3, 2});
+  EXPECT_EQ(nn::depthwise_conv2d(img, dw, {1, 1}, "SAME").shape(),
+            (Dims{U, 8, 8, 6}));
+  EXPECT_EQ(nn::depthwise_conv2d(imgT, dw, {2, 2}, "VALID", "NCHW").shape(),
+            (Dims{U, 6, 3, 3}));
+  Tensor pw = g.placeholder("pw", DType::Float32, {1, 1, 6, 5});
+  EXPECT_EQ(nn::separable_conv2d(img, dw, pw, {1, 1}, "VALID").shape(),
+            (Dims{U, 6, 6, 5}));
+  Tensor f = g.placeholder("f", DType::Float32, {3, 3, 3, 4});
+  EXPECT_EQ(nn::conv2d(imgT, f, {1, 1}, "VALID", "NCHW").shape(),
+            (Dims{U, 4, 6, 6}));
+  EXPECT_EQ(nn::max_pool(imgT, {2, 2}, {2, 2}, "VALID", "NCHW").shape(),
+            (Dims{U, 3, 4, 4}));
+  Tensor small = g.placeholder("small", DType::Float32, {U, 4, 4, 4});
+  Tensor t = nn::conv2d_transpose(small, f, {-1, 8, 8, 3}, {2, 2}, "SAME");
+  EXPECT_EQ(t.op(), "conv2d_backprop_input");
+  EXPECT_EQ(t.shape(), (Dims{U, 8, 8, 3}));
+
+  Tensor vol = g.placeholder("vol", DType::Float32, {U, 3, 4, 4, 4});
+  Tensor f3t = g.placeholder("f3t", DType::Float32, {2, 3, 3, 2, 4});
+  EXPECT_EQ(nn::conv3d_transpose(vol, f3t, {-1, 6, 8, 7, 2}, {2, 2, 2}).shape(),
+            (Dims{U, 6, 8, 7, 2}));
+  expectGraphError(
+      [&] { nn::conv3d_transpose(vol, f3t, {-1, 6, 8, 9, 2}, {2, 2, 2}); },
+      {"conv3d_transpose 'conv3d_transpose'", "input 'vol' [?,3,4,4,4]",
+       "conv3d of output_shape [?,6,8,9,2] would have spatial size [3,4,5], "
+       "not the input's [3,4,4]"});
+  expectGraphError(
+      [&] { nn::conv3d_transpose(vol, f3t, {-1, 6, 8, 7, 3}, {2, 2, 2}); },
+      {"conv3d_transpose", "must be [kd, kh, kw, 3, 4]"});
+
+  // One line each: bad padding, channel mismatch, bad data_format, ...
+  expectGraphError([&] { nn::conv3d(x3, f3, {1, 1, 1}, "same"); },
+                   {"conv3d 'Conv3D'", "input 'x3' [?,5,6,7,2]",
+                    "padding must be \"SAME\" or \"VALID\""});
+  Tensor f3c = g.placeholder("f3c", DType::Float32, {2, 3, 3, 5, 4});
+  expectGraphError([&] { nn::conv3d(x3, f3c, {1, 1, 1}, "SAME"); },
+                   {"conv3d 'Conv3D'", "input channels 2 do not match",
+                    "'f3c' [2,3,3,5,4]"});
+  expectGraphError(
+      [&] { nn::conv3d(x3, f3, {1, 1, 1}, "SAME", "NHWC"); },
+      {"conv3d", "data_format must be \"NDHWC\" or \"NCDHW\"", "got \"NHWC\""});
+  expectGraphError([&] { nn::conv3d(x3, f3, {1, 1}, "SAME"); },
+                   {"conv3d", "strides must have 3 values"});
+  expectGraphError(
+      [&] { nn::conv3d(x3, f3, {1, 1, 1}, "VALID", "NDHWC", {1, 4, 4}); },
+      {"conv3d", "VALID window [2,3,3] is larger"});
+  expectGraphError([&] { nn::conv1d(x1, f1, 1, "SAME", "NCHW"); },
+                   {"conv1d 'conv1d'", "data_format must be \"NWC\" or"});
+  expectGraphError([&] { nn::conv1d(x1t, f1, 1, "SAME"); },
+                   {"conv1d", "input channels 10 do not match filters 'f1'"});
+  expectGraphError([&] { nn::conv1d(x1, f1, 1, "valid"); },
+                   {"conv1d", "padding must be"});
+  expectGraphError([&] { nn::depthwise_conv2d(imgT, dw, {1, 1}, "SAME"); },
+                   {"depthwise_conv2d 'depthwise'", "input 'imgT' [?,3,8,8]",
+                    "input channels 8 do not match filter 'dw'"});
+  expectGraphError(
+      [&] { nn::depthwise_conv2d(img, dw, {1, 1}, "SAME", "channels_last"); },
+      {"depthwise_conv2d", "data_format must be \"NHWC\" or \"NCHW\""});
+  expectGraphError([&] { nn::depthwise_conv2d(img, dw, {1, 1}, "FULL"); },
+                   {"depthwise_conv2d", "padding must be"});
+  Tensor pwBad = g.placeholder("pwBad", DType::Float32, {1, 1, 3, 5});
+  expectGraphError(
+      [&] { nn::separable_conv2d(img, dw, pwBad, {1, 1}, "SAME"); },
+      {"separable_conv2d", "must take the depthwise output's 6 channels"});
+  expectGraphError([&] { nn::conv2d(img, f, {1, 1}, "SAME", "NWHC"); },
+                   {"conv2d 'Conv2D", "data_format must be \"NHWC\" or "
+                                      "\"NCHW\", got \"NWHC\""});
+  expectGraphError([&] { nn::max_pool(img, {2, 2}, {2, 2}, "SAME", "nchw"); },
+                   {"max_pool", "data_format"});
+  expectGraphError(
+      [&] { nn::conv2d_transpose(small, f, {-1, 8, 8, 5}, {2, 2}, "SAME"); },
+      {"conv2d_transpose", "output_shape [?,8,8,5] has channels 5"});
+  expectGraphError(
+      [&] { nn::conv2d_transpose(small, f, {-1, 9, 9, 3}, {1, 1}, "SAME"); },
+      {"conv2d_backprop_input"});
+  expectGraphError([&] { nn::max_pool3d(x3, {2, 2}, {1, 1, 1}, "SAME"); },
+                   {"max_pool3d 'MaxPool3D'", "ksize must have 3 values"});
+  expectGraphError([&] { nn::avg_pool3d(img, {2, 2, 2}, {1, 1, 1}, "SAME"); },
+                   {"avg_pool3d", "input must be NDHWC (rank 5)"});
+  expectGraphError([&] { nn::max_pool1d(x1, 2, 2, "SAME", "NHWC"); },
+                   {"max_pool1d", "data_format must be \"NWC\" or \"NCW\""});
+}
+
+TEST(GraphBuilder, ConvolutionLayers) {
+  Graph g;
+  auto m = g.mode_scope(ModeKeys::TRAIN);
+  Tensor x1 = g.placeholder("x1", DType::Float32, {U, 10, 3});
+  Tensor c1 = layers::conv1d(x1, 4, 3, 1, "same", nn::relu);
+  EXPECT_EQ(c1.shape(), (Dims{U, 10, 4}));
+  EXPECT_EQ(variableShape(g, "conv1d/kernel"), (Dims{3, 3, 4}));
+  EXPECT_EQ(variableShape(g, "conv1d/bias"), (Dims{4}));
+  EXPECT_EQ(layers::max_pooling1d(c1, 2, 2).shape(), (Dims{U, 5, 4}));
+  EXPECT_EQ(layers::average_pooling1d(c1, 3, 1, "same").shape(),
+            (Dims{U, 10, 4}));
+
+  Tensor x3 = g.placeholder("x3", DType::Float32, {U, 4, 6, 6, 2});
+  Tensor c3 = layers::conv3d(x3, 5, {2, 3, 3});
+  EXPECT_EQ(c3.shape(), (Dims{U, 3, 4, 4, 5}));
+  EXPECT_EQ(variableShape(g, "conv3d/kernel"), (Dims{2, 3, 3, 2, 5}));
+  EXPECT_EQ(layers::max_pooling3d(c3, {1, 2, 2}, {1, 2, 2}).shape(),
+            (Dims{U, 3, 2, 2, 5}));
+  EXPECT_EQ(layers::average_pooling3d(c3, {2, 2, 2}, {2, 2, 2}, "same").shape(),
+            (Dims{U, 2, 2, 2, 5}));
+
+  Tensor img = g.placeholder("img", DType::Float32, {U, 5, 5, 3});
+  Tensor t = layers::conv2d_transpose(img, 4, {3, 3}, {2, 2});
+  EXPECT_EQ(t.shape(), (Dims{U, 11, 11, 4})); // 5 * 2 + max(3 - 2, 0)
+  EXPECT_EQ(variableShape(g, "conv2d_transpose/kernel"), (Dims{3, 3, 4, 3}));
+  EXPECT_EQ(variableShape(g, "conv2d_transpose/bias"), (Dims{4}));
+  EXPECT_EQ(layers::conv2d_transpose(img, 4, {3, 3}, {2, 2}, "same").shape(),
+            (Dims{U, 10, 10, 4}));
+  EXPECT_EQ(layers::conv2d_transpose(img, 4, {3, 3}, {2, 2}, "same", nullptr,
+                                     true, glorot_uniform_initializer(),
+                                     zeros_initializer(), {1, 1})
+                .shape(),
+            (Dims{U, 10, 10, 4})); // (5 - 1) * 2 + 3 - 2 + 1
+
+  Tensor x3t = g.placeholder("x3t", DType::Float32, {U, 2, 3, 3, 2});
+  Tensor t3 = layers::conv3d_transpose(x3t, 4, {2, 3, 3}, {2, 1, 2}, "same");
+  EXPECT_EQ(t3.shape(), (Dims{U, 4, 3, 6, 4}));
+  EXPECT_EQ(variableShape(g, "conv3d_transpose/kernel"), (Dims{2, 3, 3, 4, 2}));
+  EXPECT_EQ(layers::conv3d_transpose(x3t, 4, {2, 3, 3}, {2, 1, 2}).shape(),
+            (Dims{U, 4, 5, 7, 4})); // valid: 2 * 2 + 0, 3 + 2, 3 * 2 + 1
+
+  Tensor d = layers::depthwise_conv2d(img, {3, 3}, {1, 1}, "valid", 2);
+  EXPECT_EQ(d.shape(), (Dims{U, 3, 3, 6}));
+  EXPECT_EQ(variableShape(g, "depthwise_conv2d/depthwise_kernel"),
+            (Dims{3, 3, 3, 2}));
+  EXPECT_EQ(variableShape(g, "depthwise_conv2d/bias"), (Dims{6}));
+
+  Tensor s = layers::separable_conv2d(img, 7, {3, 3}, {1, 1}, "same", 2);
+  EXPECT_EQ(s.shape(), (Dims{U, 5, 5, 7}));
+  EXPECT_EQ(variableShape(g, "separable_conv2d/depthwise_kernel"),
+            (Dims{3, 3, 3, 2}));
+  EXPECT_EQ(variableShape(g, "separable_conv2d/pointwise_kernel"),
+            (Dims{1, 1, 6, 7}));
+  EXPECT_EQ(variableShape(g, "separable_conv2d/bias"), (Dims{7}));
+  Tensor s1 = layers::separable_conv1d(x1, 6, 3, 2, "valid");
+  EXPECT_EQ(s1.shape(), (Dims{U, 4, 6}));
+  EXPECT_EQ(variableShape(g, "separable_conv1d/depthwise_kernel"),
+            (Dims{3, 3, 1}));
+  EXPECT_EQ(variableShape(g, "separable_conv1d/pointwise_kernel"),
+            (Dims{1, 3, 6}));
+
+  // channels_first: NCHW in and out, the same kernel layout.
+  Tensor imgT = g.placeholder("imgT", DType::Float32, {U, 3, 5, 5});
+  Tensor ct = layers::conv2d(imgT, 8, {3, 3}, {1, 1}, "valid", nullptr, true,
+                             glorot_uniform_initializer(), zeros_initializer(),
+                             {1, 1}, "", "channels_first");
+  EXPECT_EQ(ct.shape(), (Dims{U, 8, 3, 3}));
+  EXPECT_EQ(variableShape(g, "conv2d/kernel"), (Dims{3, 3, 3, 8}));
+  EXPECT_EQ(layers::max_pooling2d(ct, {2, 2}, {1, 1}, "valid", "channels_first")
+                .shape(),
+            (Dims{U, 8, 2, 2}));
+
+  expectGraphError(
+      [&] {
+        layers::conv2d(img, 8, {3, 3}, {1, 1}, "valid", nullptr, true,
+                       glorot_uniform_initializer(), zeros_initializer(),
+                       {1, 1}, "", "NCHW");
+      },
+      {"conv2d 'conv2d_1'", "input 'train/img' [?,5,5,3]",
+       "data_format must be \"channels_last\" or \"channels_first\", got "
+       "\"NCHW\""});
+  expectGraphError([&] { layers::conv3d(img, 2, {2, 2, 2}); },
+                   {"conv3d 'conv3d_1'", "input must be NDHWC (rank 5)"});
+  expectGraphError([&] { layers::conv1d(x1, 2, 0); },
+                   {"conv1d 'conv1d_1'", "kernel_size must be positive"});
+  expectGraphError(
+      [&] {
+        layers::conv2d_transpose(img, 4, {3, 3}, {2, 2}, "same", nullptr, true,
+                                 glorot_uniform_initializer(),
+                                 zeros_initializer(), {2, 1});
+      },
+      {"conv2d_transpose", "output_padding must be 2 values each below"});
+  expectGraphError([&] { layers::max_pooling3d(img, {2, 2, 2}, {2, 2, 2}); },
+                   {"max_pooling3d", "input must have rank 5"});
+  expectGraphError(
+      [&] { layers::average_pooling1d(x1, 2, 2, "valid", "channels"); },
+      {"average_pooling1d", "data_format must be"});
+}
+
 TEST(GraphBuilder, ModesShareVariables) {
   Graph g;
   auto body = [&] {

@@ -18,9 +18,10 @@
 //   incoming gradient: the mask is a pure function of the element index.
 // - conv2d, max_pool and avg_pool gradients are the dedicated ops
 //   conv2d_backprop_input / conv2d_backprop_filter, max_pool_grad and
-//   avg_pool_grad (any batch, static H and W): max_pool's gradient goes to
-//   the first maximum of each window (TF); avg_pool divides by the count of
-//   valid elements (TF's SAME).
+//   avg_pool_grad (any batch, static H and W); conv2d_backprop_input's
+//   (conv2d_transpose's) are conv2d and conv2d_backprop_filter. max_pool's
+//   gradient goes to the first maximum of each window (TF); avg_pool divides
+//   by the count of valid elements (TF's SAME).
 // - reduce_prod's rule is exact with zeros; gather (any axis) is dense here:
 //   a scatter-add of g into zeros (O(indices x slice), not a one-hot
 //   matmul over every row).
@@ -488,6 +489,23 @@ LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
       b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
       op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
   out.assign(std::initializer_list<Value>{dx, dw});
+  return success();
+}
+
+/// conv2d_backprop_input (conv2d_transpose) is linear in each operand, the
+/// adjoint of conv2d's input: grad_output gets conv2d(g, filter), the filter
+/// conv2d_backprop_filter(g, grad_output), with the op's own attributes.
+LogicalResult gradient(Conv2DBackpropInputOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  auto filter = tensorType(op.getFilter());
+  Value dy =
+      Conv2DOp::create(b, op.getLoc(), g, op.getFilter(), op.getStridesAttr(),
+                       op.getDilationsAttr(), op.getPaddingAttr());
+  Value dw = Conv2DBackpropFilterOp::create(
+      b, op.getLoc(), g, op.getGradOutput(),
+      b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dy, dw});
   return success();
 }
 
@@ -982,8 +1000,8 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          SquareOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, FloorOp,
          CeilOp, RoundOp, SignOp, ErfOp, Log1pOp, Expm1Op, CumsumOp, CumprodOp,
          SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp,
-         StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp, MaxPoolOp,
-         AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+         StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp,
+         Conv2DBackpropInputOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
          ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp,
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
