@@ -30,7 +30,8 @@ std::string layerName(Graph &g, const std::string &name,
 /// The normalized dims' shape of `x` from `from`, which must be known.
 Dims knownTail(const char *layer, const std::string &name, const Tensor &x,
                int64_t from, const char *what) {
-  Dims tail(x.shape().begin() + from, x.shape().end());
+  Dims all = x.shape();
+  Dims tail(all.begin() + from, all.end());
   for (int64_t d : tail)
     if (d == shape::kUnknownDim)
       layerError(layer, name, x,

@@ -1171,17 +1171,24 @@ Value attentionSoftmax(const OpContext &ctx) {
     maskSlot = broadcastOffsets(*maskShape, logits.shape);
   int64_t rank = static_cast<int64_t>(logits.shape.size());
   int64_t S = logits.shape[rank - 1], T = logits.shape[rank - 2];
+  // f32 logits are biased in f32, as TF computes them: -1e9 + v is -1e9
+  // for a small v, so a row masked everywhere is uniform (Keras's result).
+  auto round = [&](double v) {
+    return logits.dtype == g::DT_FLOAT
+               ? static_cast<double>(static_cast<float>(v))
+               : v;
+  };
   for (int64_t i = 0; i < logits.numElements(); ++i) {
-    double v = logits.data[i] * scale;
+    double v = round(logits.data[i] * scale);
     bool off = causal && (i % S) > (i / S) % T;
     if (maskShape) {
       double m = ctx.input(1).data[maskSlot[i]];
       if (ctx.input(1).dtype == g::DT_BOOL)
         off = off || m == 0.0;
       else
-        v += m;
+        v = round(v + m);
     }
-    z.data[i] = off ? v + masked : v;
+    z.data[i] = off ? round(v + masked) : round(v);
   }
   Value out = logSoftmaxAlong(z, rank - 1);
   for (double &v : out.data)

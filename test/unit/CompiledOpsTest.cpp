@@ -709,6 +709,11 @@ TEST(CompiledOps, AttentionSoftmax) {
   checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},
            {"m", DType::Float32, {-1, 1, 4, 4}, -1.0, 1.0}},
           [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], x["m"], 2.0);
+          });
+  checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},
+           {"m", DType::Float32, {-1, 1, 4, 4}, -1.0, 1.0}},
+          [](Graph &, const TensorMap &x) {
             return nn::attention_softmax(x["l"], greater(x["m"], 0.3), 2.0);
           });
   checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},

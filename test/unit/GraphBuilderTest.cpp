@@ -781,6 +781,14 @@ TEST(GraphBuilder, AttentionAndNormalizationLayers) {
                    {"embedding 'embedding_1'", "integer tensor"});
   expectGraphError([&] { layers::global_average_pooling2d(x); },
                    {"global_average_pooling2d", "rank-4"});
+  Tensor ql = g.placeholder("ql", DType::Float32, {U, 2, 4, U});
+  expectGraphError(
+      [&] { nn::scaled_dot_product_attention(ql, ql, ql); },
+      {"scaled_dot_product_attention", "the last dimension must be known"});
+  EXPECT_EQ(
+      nn::scaled_dot_product_attention(ql, ql, ql, std::nullopt, true, 0.5)
+          .shape(),
+      (Dims{U, 2, 4, U}));
 
   // dropout's noise_shape: the mask at [?, 1, 8], broadcast over dim 1.
   Tensor d = nn::dropout(x, 0.5, Dims{-1, 1, 8});

@@ -398,13 +398,25 @@ struct AttentionSoftmaxOpLowering
     SmallVector<AffineMap> maps = {nest.elementsFrom(0)};
     bool boolMask = false;
     if (mask) {
+      // The dims the mask broadcasts along (static 1s) are collapsed away,
+      // so its map is a projected permutation of the loops.
       RankedTensorType maskType = tensorTypeOf(mask);
       boolMask = maskType.getElementType().isInteger(1);
       SmallVector<AffineExpr> exprs;
-      for (int64_t d = 0; d < rank; ++d)
-        exprs.push_back(maskType.getDimSize(d) == 1 && type.getDimSize(d) != 1
-                            ? getAffineConstantExpr(0, b.getContext())
-                            : nest.loopOf(d));
+      SmallVector<ReassociationIndices> groups;
+      ReassociationIndices pending;
+      for (int64_t d = 0; d < rank; ++d) {
+        pending.push_back(d);
+        if (maskType.getDimSize(d) == 1 && type.getDimSize(d) != 1)
+          continue;
+        exprs.push_back(nest.loopOf(d));
+        groups.push_back(pending);
+        pending.clear();
+      }
+      if (!pending.empty() && !groups.empty())
+        llvm::append_range(groups.back(), pending);
+      if (static_cast<int64_t>(groups.size()) != rank)
+        mask = tensor::CollapseShapeOp::create(b, loc, mask, groups);
       inputs.push_back(mask);
       maps.push_back(AffineMap::get(nest.loops(), 0, exprs, b.getContext()));
     }
