@@ -191,10 +191,9 @@ int main(int argc, char **argv) {
   }
   model.set_batch(k.batch);
   auto feed = [&](int fn) {
-    for (const char *name : {"q", "v", "k", "mask"}) {
-      int index = model.input_index(fn, std::string("features/") + name);
-      if (index < 0)
-        continue;
+    for (const TensorSpec &spec : inputs.features) {
+      const std::string &name = spec.key;
+      int index = model.input_index(fn, "features/" + name);
       auto *xs = static_cast<float *>(model.input_data(fn, index));
       const std::vector<double> &values = k.data[name];
       for (size_t i = 0; i < values.size(); ++i)
