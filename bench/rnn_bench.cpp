@@ -44,6 +44,7 @@
 #include "bench/BenchFlags.h"
 #include "bench/PinnedChild.h"
 #include "bench/RnnModels.h"
+#include "bench/StepClock.h"
 #include "compiler/Driver/GraphCompiler.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
@@ -129,21 +130,6 @@ struct SequenceIds : HostTransform {
   }
 };
 
-/// The end of every step, and the compiled function's time in it.
-struct StepClock : SessionRunHook {
-  std::vector<Clock::time_point> times;
-  std::vector<double> cpuSeconds; // the process's CPU time
-  std::vector<double> runMicros;
-  void after_run(SessionRunContext &, const SessionRunValues &v) override {
-    times.push_back(Clock::now());
-    timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    cpuSeconds.push_back(static_cast<double>(t.tv_sec) +
-                         1e-9 * static_cast<double>(t.tv_nsec));
-    runMicros.push_back(v.phases.empty() ? 0.0 : v.phases.back().duration_us);
-  }
-};
-
 std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
                     int64_t steps) {
   bench::TokenData data = bench::readTokenData(dataFile);
@@ -170,13 +156,6 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("estc-rnn-bench-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  RunConfigOptions o;
-  o.model_dir = dir.string();
-  o.tf_random_seed = 1;
-  o.save_checkpoints_steps = 1000000000;
-  o.save_summary_steps = 0;
-  o.log_step_count_steps = 1000000000;
-  o.intra_op_parallelism_threads = threads;
   ScopedLogSink quiet([](const std::string &) {});
   int64_t vocab = data.vocab;
   Estimator estimator(
@@ -185,36 +164,16 @@ std::string runSst2(const std::string &dataFile, int threads, int64_t warmup,
         return EstimatorSpec::from_signature(
             mode, sst2ModelFn(get_default_graph(), vocab, f, l, mode));
       },
-      RunConfig::from_tf_config("", o));
+      bench::benchRunConfig(dir.string(), threads));
   estimator.set_host_transform(std::make_shared<SequenceIds>());
-  auto clock = std::make_shared<StepClock>();
-  clock->times.reserve(static_cast<size_t>(warmup + steps));
-  clock->runMicros.reserve(static_cast<size_t>(warmup + steps));
-  clock->cpuSeconds.reserve(static_cast<size_t>(warmup + steps));
+  auto clock = std::make_shared<bench::StepClock>(warmup + steps);
   estimator.train(input_fn, {.hooks = {clock}, .steps = warmup + steps});
   std::filesystem::remove_all(dir);
-  size_t first = static_cast<size_t>(warmup) - 1;
-  double seconds =
-      std::chrono::duration<double>(clock->times.back() - clock->times[first])
-          .count();
-  double perSec = static_cast<double>(steps) / seconds;
-  double cpuMs = (clock->cpuSeconds.back() - clock->cpuSeconds[first]) /
-                 static_cast<double>(steps) * 1e3;
-  double runMicros = 0;
-  for (size_t i = first + 1; i < clock->runMicros.size(); ++i)
-    runMicros += clock->runMicros[i];
-  runMicros /= static_cast<double>(steps);
-  struct rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   std::ostringstream json;
   json << "{\"peer\": \"estc\", \"part\": \"sst2\", \"threads\": " << threads
        << ", \"batch\": " << kBatch
-       << ", \"mean_padded_length\": " << meanLength
-       << ", \"steps_per_sec\": " << perSec
-       << ", \"us_per_step\": " << 1e6 / perSec
-       << ", \"run_us_per_step\": " << runMicros
-       << ", \"cpu_ms_per_step\": " << cpuMs
-       << ", \"peak_rss_mib\": " << usage.ru_maxrss / 1024.0 << "}";
+       << ", \"mean_padded_length\": " << meanLength << ", "
+       << clock->json_fields(warmup, steps) << "}";
   return json.str();
 }
 

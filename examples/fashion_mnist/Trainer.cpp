@@ -52,13 +52,15 @@ struct Flags {
   std::string distribute;
 };
 
-Flags parseFlags(const char *program, int argc, char **argv,
-                 const std::string &default_device) {
+Flags parseFlags(
+    const char *program, int argc, char **argv,
+    const std::string &default_device,
+    const std::function<void(flags::FlagParser &)> &add_model_flags) {
   using flags::Flag;
   Flags f;
   f.device = default_device;
   flags::FlagParser parser(program,
-                           "Trains the MNIST ConvNet with the Estimator "
+                           "Trains the example's model with the Estimator "
                            "(train_and_evaluate) and prints the final "
                            "evaluation.");
   parser.add(Flag("data_dir", &f.data_dir, "IDX files (train-*, t10k-*[.gz])")
@@ -126,6 +128,8 @@ Flags parseFlags(const char *program, int argc, char **argv,
                   "(MultiWorkerMirroredStrategy) with this communication;\n"
                   "the cluster comes from TF_CONFIG or mpirun")
                  .choices({"auto", "gloo", "mpi"}));
+  if (add_model_flags)
+    add_model_flags(parser);
   parser.parse_or_exit(argc, argv);
   if (!f.distribute.empty() && f.target_accuracy)
     parser.fail("--target_accuracy runs on one machine; drop --distribute");
@@ -326,10 +330,12 @@ double peakRssMiB() {
 
 } // namespace
 
-int run_trainer(const char *program, int argc, char **argv,
-                const EstimatorFactory &make_estimator,
-                const std::string &default_device) {
-  Flags flags = parseFlags(program, argc, argv, default_device);
+int run_trainer(
+    const char *program, int argc, char **argv,
+    const EstimatorFactory &make_estimator, const std::string &default_device,
+    const std::function<void(flags::FlagParser &)> &add_model_flags) {
+  Flags flags =
+      parseFlags(program, argc, argv, default_device, add_model_flags);
   try {
     auto start = Clock::now();
     double startCpu = processCpuSeconds();

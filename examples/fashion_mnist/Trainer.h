@@ -9,6 +9,7 @@
 #define ESTC_EXAMPLES_FASHION_MNIST_TRAINER_H
 
 #include "estc/estimator.h"
+#include "estc/flags.h"
 
 #include <functional>
 #include <memory>
@@ -31,9 +32,14 @@ using EstimatorFactory = std::function<std::unique_ptr<estimator::Estimator>(
 /// (lib/Support/Flags.h). Errors are one line on stderr.
 /// `default_device` is --device's default: "cpu", or "cuda:0" for a
 /// trainer whose model was compiled for CUDA.
-int run_trainer(const char *program, int argc, char **argv,
-                const EstimatorFactory &make_estimator,
-                const std::string &default_device = "cpu");
+/// `add_model_flags` adds a trainer's own flags (the model's
+/// hyperparameters) to the command line before it is parsed; the factory
+/// reads what they stored.
+int run_trainer(
+    const char *program, int argc, char **argv,
+    const EstimatorFactory &make_estimator,
+    const std::string &default_device = "cpu",
+    const std::function<void(flags::FlagParser &)> &add_model_flags = {});
 
 } // namespace examples
 } // namespace estc

@@ -1,8 +1,10 @@
 //===- Metrics.cpp - Streaming metrics (tf.compat.v1.metrics) -----------===//
 //
 // Each metric is built from est ops only: comparisons, casts, one_hot,
-// reduce_sum and matmul compute one batch's counts; read_variable + add +
-// assign_variable fold them into local variables.
+// reduce_sum and matmul compute one batch's counts (top-k ranks and set
+// arithmetic by broadcast comparisons, no sort; argmin / gather pick a
+// threshold); read_variable + add + assign_variable fold them into local
+// variables.
 //
 //===----------------------------------------------------------------------===//
 
@@ -347,109 +349,251 @@ void requireNumClasses(const Builder &b, int64_t num_classes) {
            std::to_string(num_classes));
 }
 
-/// Per-example top-k counts (f32 [B]) for precision_at_k / recall_at_k:
-/// true positives, false positives and false negatives, as TF's set
-/// arithmetic on {label} and the top k (restricted to `class_id` if given).
+/// Per-example counts (f64 [B]) of the _at_k metrics: true positives, false
+/// positives and false negatives, as TF's set arithmetic on the labels and
+/// the top k (both cut down to {class_id} if given), and the weights (f64
+/// broadcast to [B], or empty).
 struct TopK {
   Tensor tp, fp, fn;
-  Tensor weights; // f32 [B] or empty
+  Tensor weights;
 };
 
-/// Whether class `ids` ([B, 1] or [1, 1], i64) of each example is among the
-/// k best of `scores` [B, C] in tf.nn.top_k's order: fewer than k classes
-/// score higher, or equally with a lower id. `score` is that class's score.
+Tensor f64(const Tensor &t) { return cast(t, DType::Float64); }
+
+/// Whether any element along the last axis is true (bool [..., n] -> [...]).
+Tensor anyLast(const Tensor &t) {
+  Tensor count = reduce_sum(cast(t, DType::Float32), Dims{t.rank() - 1});
+  return greater(count, t.graph().constant(0.0));
+}
+
+/// Number of true elements of a bool [B, n], as f64 [B].
+Tensor countRow(const Tensor &t) {
+  return f64(reduce_sum(cast(t, DType::Float32), Dims{1}));
+}
+
+/// Whether entry j of each row of `x` (i64 [B, n]) repeats an earlier entry
+/// of its row: the entries that are not first occurrences, which a set
+/// counts once.
+Tensor repeatsEarlier(const Tensor &x) {
+  int64_t n = x.shape()[1];
+  std::vector<double> before(n * n, 0.0); // [j, j'] = j' < j
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t jj = 0; jj < j; ++jj)
+      before[j * n + jj] = 1.0;
+  Tensor eq = cast(equal(expand_dims(x, 2), expand_dims(x, 1)), DType::Float32);
+  Tensor mask = x.graph().constant(before, {n, n});
+  return anyLast(greater(multiply(eq, mask), x.graph().constant(0.0)));
+}
+
+/// Whether each entry of `a` (i64 [B, n]) is among its row of `set` (i64
+/// [B, m]): bool [B, n].
+Tensor memberOf(const Tensor &a, const Tensor &set) {
+  return anyLast(equal(expand_dims(a, 2), expand_dims(set, 1)));
+}
+
+/// The examples of an _at_k metric, flattened: labels as i64 [M,
+/// num_labels], predictions [M, X] (X: classes or k) and the weights as f64
+/// [M] (or empty), M the product of the leading dimensions D1 ... DN.
+struct Examples {
+  Tensor ids, predictions, weights;
+};
+
+/// Integer labels [D1, ..., DN] or [D1, ..., DN, num_labels] against
+/// `predictions` [D1, ..., DN, X] (rank >= 2 and X known, checked by the
+/// caller); weights of rank 0 or N broadcast to [D1, ..., DN].
+Examples flattenExamples(const Builder &b, const Tensor &labels,
+                         const Tensor &predictions, const char *predictionsWhat,
+                         const Tensor &weights) {
+  b.requireValue(labels, "labels");
+  b.requireInteger(labels, "labels");
+  int64_t rank = predictions.rank();
+  Tensor l = labels;
+  if (l.rank() == rank - 1)
+    l = expand_dims(l, -1);
+  if (l.rank() != rank)
+    b.fail("labels " + describe(labels) + " must be [D1, ..., DN] or [D1, " +
+           "..., DN, num_labels] class ids for " + predictionsWhat + " " +
+           describe(predictions));
+  int64_t L = l.shape().back(), X = predictions.shape().back();
+  if (L == shape::kUnknownDim)
+    b.fail("labels " + describe(labels) +
+           " must have a known number of labels per example");
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    int64_t ld = l.shape()[i], pd = predictions.shape()[i];
+    if (ld != shape::kUnknownDim && pd != shape::kUnknownDim && ld != pd)
+      b.fail("labels " + describe(labels) + " and " + predictionsWhat + " " +
+             describe(predictions) + " must have the same leading dimensions");
+  }
+  Examples out;
+  out.ids = l.dtype() == DType::Int64 ? l : cast(l, DType::Int64);
+  Tensor perExample = reduce_sum(cast(out.ids, DType::Float32), Dims{rank - 1});
+  if (Tensor w = b.weightsFor(perExample, weights); w.valid())
+    out.weights = f64(rank == 2 ? w : reshape(w, {-1}));
+  out.predictions = predictions;
+  if (rank > 2) {
+    out.ids = reshape(out.ids, {-1, L});
+    out.predictions = reshape(predictions, {-1, X});
+  }
+  return out;
+}
+
+/// Whether class `ids` (i64, broadcasting against `iota`) of each example is
+/// among the k best of `scores` in tf.nn.top_k's order: fewer than k classes
+/// score higher, or equally with a lower id. `score` is that class's score;
+/// the comparisons run along the last axis.
 Tensor classInTopK(const Tensor &scores, const Tensor &iota, const Tensor &ids,
                    const Tensor &score, int64_t k) {
   Tensor ahead = logical_or(greater(scores, score),
                             logical_and(equal(scores, score), less(iota, ids)));
-  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{1}); // [B]
+  Tensor rank = reduce_sum(cast(ahead, DType::Float32), Dims{ahead.rank() - 1});
   return less(rank, scores.graph().constant(static_cast<double>(k)));
 }
 
-TopK topK(const Builder &b, Tensor labels, const Tensor &predictions, int64_t k,
-          std::optional<int64_t> class_id, const Tensor &weights) {
-  b.requireValue(labels, "labels");
+/// The class ids 0 .. C-1 as an i64 constant of `shape` (C last).
+Tensor classIota(Graph &g, int64_t C, const Dims &shape) {
+  std::vector<double> values(C);
+  for (int64_t i = 0; i < C; ++i)
+    values[i] = static_cast<double>(i);
+  return g.constant(values, shape, DType::Int64, "class_ids");
+}
+
+/// Scores [D1, ..., DN, num_classes] (float) of the *_at_k metrics; checks
+/// k.
+int64_t checkScores(const Builder &b, const Tensor &predictions, int64_t k) {
   b.requireValue(predictions, "predictions");
   b.requireFloat(predictions, "predictions");
-  b.requireInteger(labels, "labels");
-  if (predictions.rank() != 2)
+  if (predictions.rank() < 2)
     b.fail("predictions " + describe(predictions) +
-           " must be [batch, num_classes]");
-  if (labels.rank() == 2 && labels.shape()[1] == 1)
-    labels = squeeze(labels, Dims{1});
-  if (labels.rank() != 1)
-    b.fail("labels " + describe(labels) +
-           " must be [batch] or [batch, 1] class ids (one label per example)");
-  int64_t C = predictions.shape()[1];
+           " must be [batch, num_classes] (or [D1, ..., DN, num_classes])");
+  int64_t C = predictions.shape().back();
   if (C == shape::kUnknownDim)
     b.fail("predictions " + describe(predictions) +
            " must have a known number of classes");
   if (k < 1 || k > C)
     b.fail("k must be in [1, " + std::to_string(C) + "], got " +
            std::to_string(k));
+  return C;
+}
+
+/// The rank (f32 [B, L]) of each label's class among `predictions` [B, C]
+/// in tf.nn.top_k's order: the classes that score higher, or equally with a
+/// lower id (meaningless for an id outside [0, C): callers mask those).
+Tensor labelRanks(const Tensor &predictions, const Tensor &ids) {
+  Graph &g = predictions.graph();
+  int64_t C = predictions.shape()[1];
+  Tensor label = expand_dims(ids, 2);          // [B, L, 1]
+  Tensor scores = expand_dims(predictions, 1); // [B, 1, C]
+  Tensor iota = classIota(g, C, {1, 1, C});
+  Tensor zero = scalar(predictions, 0.0);
+  Tensor labelScore = reduce_sum(where(equal(iota, label), scores, zero),
+                                 Dims{2}, /*keep_dims=*/true); // [B, L, 1]
+  Tensor ahead =
+      logical_or(greater(scores, labelScore),
+                 logical_and(equal(scores, labelScore), less(iota, label)));
+  return reduce_sum(cast(ahead, DType::Float32), Dims{2});
+}
+
+/// precision_at_k / recall_at_k: the top k of `predictions` by rank, without
+/// sorting. Labels [B, L]: each distinct label is a true positive when it is
+/// a class in the top k, else a false negative (an id outside [0, C) too:
+/// TF's set difference keeps it); the top k has k distinct classes, so fp =
+/// k - tp.
+TopK topK(const Builder &b, const Tensor &labels, const Tensor &predictions,
+          int64_t k, std::optional<int64_t> class_id, const Tensor &weights) {
+  int64_t C = checkScores(b, predictions, k);
   if (class_id && (*class_id < 0 || *class_id >= C))
     b.fail("class_id must be in [0, " + std::to_string(C) + "), got " +
            std::to_string(*class_id));
+  Examples ex = flattenExamples(b, labels, predictions, "predictions", weights);
+  Tensor ids = ex.ids, scores = ex.predictions; // [B, L], [B, C]
   Graph &g = b.graph();
-  Tensor ids =
-      labels.dtype() == DType::Int64 ? labels : cast(labels, DType::Int64);
-  std::vector<double> iotaValues(C);
-  for (int64_t i = 0; i < C; ++i)
-    iotaValues[i] = static_cast<double>(i);
-  Tensor iota = g.constant(iotaValues, {1, C}, DType::Int64, "class_ids");
-  auto f32 = [](const Tensor &t) { return cast(t, DType::Float32); };
   TopK out;
-  out.weights = b.weightsFor(ids, weights);
+  out.weights = ex.weights;
   if (class_id) {
-    // Binary in class_id: is it the label, is it in the top k.
+    // Binary in class_id: is it a label, is it in the top k.
     Tensor c = g.constant(static_cast<double>(*class_id), DType::Int64);
-    Tensor score = slice(predictions, {0, *class_id}, {-1, 1}); // [B, 1]
-    Tensor in = classInTopK(predictions, iota, reshape(c, {1, 1}), score, k);
-    Tensor isClass = equal(ids, c);
-    out.tp = f32(logical_and(isClass, in));
-    out.fp = f32(logical_and(logical_not(isClass), in));
-    out.fn = f32(logical_and(isClass, logical_not(in)));
+    Tensor score = slice(scores, {0, *class_id}, {-1, 1}); // [B, 1]
+    Tensor in = classInTopK(scores, classIota(g, C, {1, C}), reshape(c, {1, 1}),
+                            score, k); // [B]
+    Tensor isClass = anyLast(equal(ids, c));
+    out.tp = f64(cast(logical_and(isClass, in), DType::Float32));
+    out.fp = f64(cast(logical_and(logical_not(isClass), in), DType::Float32));
+    out.fn = f64(cast(logical_and(isClass, logical_not(in)), DType::Float32));
     return out;
   }
-  Tensor label = expand_dims(ids, 1); // [B, 1]
-  Tensor zero = scalar(predictions, 0.0);
-  Tensor labelScore = reduce_sum(where(equal(iota, label), predictions, zero),
-                                 Dims{1}, /*keep_dims=*/true); // [B, 1]
   Tensor valid =
       logical_and(greater_equal(ids, g.constant(0.0, DType::Int64)),
                   less(ids, g.constant(static_cast<double>(C), DType::Int64)));
-  Tensor in =
-      logical_and(valid, classInTopK(predictions, iota, label, labelScore, k));
-  out.tp = f32(in);
-  out.fp = subtract(g.constant(static_cast<double>(k)), out.tp);
-  out.fn = subtract(f32(valid), out.tp);
+  Tensor distinct = logical_not(repeatsEarlier(ids)); // [B, L]
+  Tensor in = logical_and(
+      logical_and(distinct, valid),
+      less(labelRanks(scores, ids), static_cast<double>(k))); // [B, L]
+  out.tp = countRow(in);
+  out.fp = subtract(g.constant(static_cast<double>(k), DType::Float64), out.tp);
+  out.fn = subtract(countRow(distinct), out.tp);
   return out;
 }
 
-/// TF's _at_k_name: "precision_at_5", "true_positive_at_5_class3".
-std::string atKName(const std::string &base, int64_t k,
+/// precision_at_top_k / recall_at_top_k: set arithmetic on given top-k ids.
+TopK topKOnIds(const Builder &b, const Tensor &labels,
+               const Tensor &predictions_idx, std::optional<int64_t> k,
+               std::optional<int64_t> class_id, const Tensor &weights) {
+  b.requireValue(predictions_idx, "predictions_idx");
+  b.requireInteger(predictions_idx, "predictions_idx");
+  if (predictions_idx.rank() < 2 ||
+      predictions_idx.shape().back() == shape::kUnknownDim)
+    b.fail("predictions_idx " + describe(predictions_idx) +
+           " must be [batch, k] (or [D1, ..., DN, k]) class ids with a known "
+           "k");
+  if (k && *k < 1)
+    b.fail("k must be >= 1, got " + std::to_string(*k));
+  Examples ex =
+      flattenExamples(b, labels, predictions_idx, "predictions_idx", weights);
+  Tensor ids = ex.ids;
+  Tensor top = ex.predictions.dtype() == DType::Int64
+                   ? ex.predictions
+                   : cast(ex.predictions, DType::Int64);
+  Graph &g = b.graph();
+  TopK out;
+  out.weights = ex.weights;
+  auto count = [](const Tensor &t) { return f64(cast(t, DType::Float32)); };
+  if (class_id) {
+    Tensor c = g.constant(static_cast<double>(*class_id), DType::Int64);
+    Tensor isLabel = anyLast(equal(ids, c)), isTop = anyLast(equal(top, c));
+    out.tp = count(logical_and(isLabel, isTop));
+    out.fp = count(logical_and(logical_not(isLabel), isTop));
+    out.fn = count(logical_and(isLabel, logical_not(isTop)));
+    return out;
+  }
+  Tensor topDistinct = logical_not(repeatsEarlier(top));
+  Tensor labelDistinct = logical_not(repeatsEarlier(ids));
+  Tensor topInLabels = memberOf(top, ids);
+  out.tp = countRow(logical_and(topDistinct, topInLabels));
+  out.fp = countRow(logical_and(topDistinct, logical_not(topInLabels)));
+  out.fn =
+      countRow(logical_and(labelDistinct, logical_not(memberOf(ids, top))));
+  return out;
+}
+
+/// TF's _at_k_name: "precision_at_5", "true_positive_at_5_class3",
+/// "precision_at_k" without k.
+std::string atKName(const std::string &base, std::optional<int64_t> k,
                     std::optional<int64_t> class_id) {
-  std::string name = base + "_at_" + std::to_string(k);
+  std::string name = base + "_at_" + (k ? std::to_string(*k) : "k");
   if (class_id)
     name += "_class" + std::to_string(*class_id);
   return name;
 }
 
-/// A weighted sum of an f32 [B] vector, as f64.
+/// A weighted sum of an f64 [B] vector.
 Tensor weightedSum64(const Tensor &values, const Tensor &weights) {
-  Tensor v = weights.valid() ? multiply(values, weights) : values;
-  return cast(reduce_sum(v), DType::Float64);
+  return reduce_sum(weights.valid() ? multiply(values, weights) : values);
 }
 
-/// precision_at_k (`other` = FP) and recall_at_k (FN): tp / (tp + other)
-/// of the weighted top-k counts, kept in f64.
-Metric ratioAtK(const char *metric, const char *base, Cell other,
-                const Tensor &labels, const Tensor &predictions, int64_t k,
-                std::optional<int64_t> class_id, const Tensor &weights,
-                const std::string &name) {
-  Builder b(metric, labels.valid() ? labels : predictions, name,
-            atKName(base, k, class_id));
-  TopK t = topK(b, labels, predictions, k, class_id, weights);
+/// precision (`other` = FP) and recall (FN) at k: tp / (tp + other) of the
+/// weighted counts, kept in f64, in the builder's scope.
+Metric ratioAtK(const Builder &b, const TopK &t, Cell other,
+                std::optional<int64_t> k, std::optional<int64_t> class_id) {
   bool fp = other == Cell::FP;
   Variable tp =
       b.state(atKName("true_positive", k, class_id), {}, DType::Float64);
@@ -465,6 +609,54 @@ Metric ratioAtK(const char *metric, const char *base, Cell other,
   return Metric{value, {updateTp, updateOther}};
 }
 
+Metric ratioAtK(const char *metric, const char *base, Cell other,
+                const Tensor &labels, const Tensor &predictions, int64_t k,
+                std::optional<int64_t> class_id, const Tensor &weights,
+                const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name,
+            atKName(base, k, class_id));
+  return ratioAtK(b, topK(b, labels, predictions, k, class_id, weights), other,
+                  k, class_id);
+}
+
+Metric ratioAtTopK(const char *metric, const char *base, Cell other,
+                   const Tensor &labels, const Tensor &predictions_idx,
+                   std::optional<int64_t> k, std::optional<int64_t> class_id,
+                   const Tensor &weights, const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions_idx, name,
+            atKName(base, k, class_id));
+  return ratioAtK(b,
+                  topKOnIds(b, labels, predictions_idx, k, class_id, weights),
+                  other, k, class_id);
+}
+
+/// TF's div_no_nan: 0 where the denominator is 0.
+Tensor divNoNan(const Tensor &num, const Tensor &den,
+                const std::string &name = "") {
+  Tensor zero = scalar(den, 0.0);
+  return where(equal(den, zero), zero, divide(num, den), name);
+}
+
+/// The confusion counts at TF's num_thresholds thresholds for
+/// sensitivity_at_specificity (last = 1 + 1e-7) and
+/// specificity_at_sensitivity (1 - 1e-7).
+ThresholdCounts countsForRate(const Builder &b, const Tensor &labels,
+                              const Tensor &predictions, const Tensor &weights,
+                              int64_t num_thresholds, double rate,
+                              const char *rateName, double last) {
+  if (!(rate >= 0.0 && rate <= 1.0))
+    b.fail(std::string(rateName) + " must be in [0, 1], got " +
+           std::to_string(rate));
+  if (num_thresholds < 2)
+    b.fail("num_thresholds must be > 1, got " + std::to_string(num_thresholds));
+  const double kEpsilon = 1e-7;
+  std::vector<double> all = {0.0 - kEpsilon};
+  for (int64_t i = 0; i < num_thresholds - 2; ++i)
+    all.push_back((i + 1) * 1.0 / static_cast<double>(num_thresholds - 1));
+  all.push_back(last);
+  return countsAtThresholds(b, labels, predictions, all, weights,
+                            {Cell::TP, Cell::FN, Cell::TN, Cell::FP});
+}
 } // namespace
 
 // --- Means
@@ -734,6 +926,241 @@ Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
                    const std::string &name) {
   return ratioAtK("recall_at_k", "recall", Cell::FN, labels, predictions, k,
                   class_id, weights, name);
+}
+
+Metric sparse_precision_at_k(const Tensor &labels, const Tensor &predictions,
+                             int64_t k, std::optional<int64_t> class_id,
+                             const Tensor &weights, const std::string &name) {
+  return ratioAtK("sparse_precision_at_k", "precision", Cell::FP, labels,
+                  predictions, k, class_id, weights, name);
+}
+
+Metric precision_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
+                          std::optional<int64_t> k,
+                          std::optional<int64_t> class_id,
+                          const Tensor &weights, const std::string &name) {
+  return ratioAtTopK("precision_at_top_k", "precision", Cell::FP, labels,
+                     predictions_idx, k, class_id, weights, name);
+}
+
+Metric recall_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
+                       std::optional<int64_t> k,
+                       std::optional<int64_t> class_id, const Tensor &weights,
+                       const std::string &name) {
+  return ratioAtTopK("recall_at_top_k", "recall", Cell::FN, labels,
+                     predictions_idx, k, class_id, weights, name);
+}
+
+namespace {
+
+/// TF's _sparse_average_precision_at_top_k and its streaming mean.
+Metric averagePrecisionAtK(const char *metric, const Tensor &labels,
+                           const Tensor &predictions, int64_t k,
+                           const Tensor &weights, const std::string &name) {
+  Builder b(metric, labels.valid() ? labels : predictions, name,
+            atKName("average_precision", k, std::nullopt));
+  if (k < 1)
+    b.fail("k must be >= 1, got " + std::to_string(k));
+  int64_t C = checkScores(b, predictions, k);
+  Graph &g = b.graph();
+  Examples ex = flattenExamples(b, labels, predictions, "predictions", weights);
+  Tensor ids = ex.ids; // [B, L]
+  // TF's _clean_out_of_range_indices: ids >= num_classes become -1.
+  Tensor numClasses = g.constant(static_cast<double>(C), DType::Int64);
+  ids = where(greater_equal(ids, numClasses), g.constant(-1.0, DType::Int64),
+              ids);
+  // The j-th of the top k is relevant when it is a label: the distinct
+  // labels (ids >= 0 after the cleaning are classes) of rank < k. At the
+  // position of such a label, precision@j = (the relevant labels of rank
+  // <= its rank) / (its rank + 1); precision_sum adds those.
+  Tensor rank = labelRanks(ex.predictions, ids); // [B, L]
+  Tensor relevant =
+      cast(logical_and(
+               logical_and(logical_not(repeatsEarlier(ids)),
+                           greater_equal(ids, g.constant(0.0, DType::Int64))),
+               less(rank, static_cast<double>(k))),
+           DType::Float32); // [B, L]
+  Tensor upTo = cast(less_equal(expand_dims(rank, 1), expand_dims(rank, 2)),
+                     DType::Float32); // [B, l, l']: rank l' <= rank l
+  Tensor tpUpTo =
+      reduce_sum(multiply(upTo, expand_dims(relevant, 1)), Dims{2}); // [B, L]
+  Tensor precisionAt = divide(f64(tpUpTo), f64(rank + 1.0));
+  Tensor precisionSum =
+      reduce_sum(multiply(precisionAt, f64(relevant)), Dims{1}); // [B]
+  // TF's _num_relevant: min(number of ids >= 0, k), duplicates included.
+  Tensor numLabels = reduce_sum(
+      cast(greater_equal(ids, g.constant(0.0, DType::Int64)), DType::Float32),
+      Dims{1});
+  Tensor numRelevant =
+      f64(minimum(numLabels, g.constant(static_cast<double>(k))));
+  Tensor average = divide(precisionSum, numRelevant); // NaN without labels
+  Tensor w = ex.weights;
+  Tensor batchMax;
+  if (w.valid()) {
+    average = multiply(average, w);
+    batchMax = reduce_sum(w);
+  } else {
+    batchMax = f64(reduce_sum(ones_like(numLabels)));
+  }
+  Variable max = b.state("max", {}, DType::Float64);
+  Variable total = b.state("total", {}, DType::Float64);
+  Operation updateMax = accumulate(max, batchMax, "update_max");
+  Operation updateTotal =
+      accumulate(total, reduce_sum(average), "update_total");
+  return Metric{divNoNan(total.read(), max.read(), "value"),
+                {updateMax, updateTotal}};
+}
+
+} // namespace
+
+Metric average_precision_at_k(const Tensor &labels, const Tensor &predictions,
+                              int64_t k, const Tensor &weights,
+                              const std::string &name) {
+  return averagePrecisionAtK("average_precision_at_k", labels, predictions, k,
+                             weights, name);
+}
+
+Metric sparse_average_precision_at_k(const Tensor &labels,
+                                     const Tensor &predictions, int64_t k,
+                                     const Tensor &weights,
+                                     const std::string &name) {
+  return averagePrecisionAtK("sparse_average_precision_at_k", labels,
+                             predictions, k, weights, name);
+}
+
+// --- More means
+// -------------------------------------------------------------------
+
+Metric mean_cosine_distance(const Tensor &labels, const Tensor &predictions,
+                            int64_t dim, const Tensor &weights,
+                            const std::string &name) {
+  Builder b("mean_cosine_distance", labels.valid() ? labels : predictions, name,
+            "mean_cosine_distance");
+  Tensor l = labels, p = predictions;
+  b.alignLabels(l, p);
+  b.requireFloat(p, "predictions");
+  int64_t rank = p.rank();
+  if (dim < -rank || dim >= rank)
+    b.fail("dim " + std::to_string(dim) + " is out of range for predictions " +
+           describe(predictions) + " (rank " + std::to_string(rank) + ")");
+  if (l.dtype() != p.dtype())
+    l = cast(l, p.dtype());
+  int64_t axis = dim < 0 ? dim + rank : dim;
+  Tensor radial = Builder::toFloat(
+      reduce_sum(multiply(p, l), Dims{axis}, /*keep_dims=*/true));
+  Metric m = streamingMean(b, radial, b.weightsFor(radial, weights));
+  return Metric{subtract(1.0, m.value, "value"), m.update_ops};
+}
+
+Metric mean_relative_error(const Tensor &labels, const Tensor &predictions,
+                           const Tensor &normalizer, const Tensor &weights,
+                           const std::string &name) {
+  Builder b("mean_relative_error", labels.valid() ? labels : predictions, name,
+            "mean_relative_error");
+  Tensor l = labels, p = predictions;
+  Tensor diff = regressionDiff(b, l, p);
+  b.requireValue(normalizer, "normalizer");
+  if (normalizer.dtype() == DType::Bool)
+    b.fail("normalizer " + describe(normalizer) + " must be numeric");
+  Tensor n = normalizer;
+  if (n.rank() == p.rank() + 1 && n.shape().back() == 1)
+    n = squeeze(n, Dims{-1});
+  if (!shape::isCompatible(n.shape(), p.shape()))
+    b.fail("normalizer " + describe(normalizer) +
+           " must have the shape of predictions " + describe(predictions));
+  if (n.dtype() != p.dtype())
+    n = cast(n, p.dtype());
+  Tensor zero = scalar(n, 0.0);
+  Tensor relative =
+      Builder::toFloat(where(equal(n, zero), zero, divide(abs(diff), n)));
+  return streamingMean(b, relative, b.weightsFor(relative, weights));
+}
+
+Metric mean_tensor(const Tensor &values, const Tensor &weights,
+                   const std::string &name) {
+  Builder b("mean_tensor", values, name, "mean");
+  b.requireValue(values, "values");
+  if (values.dtype() == DType::Bool)
+    b.fail("values " + describe(values) + " must be numeric");
+  for (int64_t d : values.shape())
+    if (d == shape::kUnknownDim)
+      b.fail("values " + describe(values) +
+             " must have a static shape (the state has the values' shape)");
+  Tensor v = Builder::toFloat(values);
+  Variable total = b.state("total_tensor", v.shape());
+  Variable count = b.state("count_tensor", v.shape());
+  Tensor num = ones_like(v);
+  if (Tensor w = b.weightsFor(v, weights); w.valid()) {
+    v = multiply(v, w);
+    num = w;
+  }
+  Operation updateTotal = accumulate(total, v, "update_total");
+  Operation updateCount = accumulate(count, num, "update_count");
+  return Metric{safeDiv(total.read(), count.read(), "value"),
+                {updateTotal, updateCount}};
+}
+
+Metric percentage_below(const Tensor &values, double threshold,
+                        const Tensor &weights, const std::string &name) {
+  Builder b("percentage_below", values, name, "percentage_below_threshold");
+  b.requireValue(values, "values");
+  if (values.dtype() == DType::Bool)
+    b.fail("values " + describe(values) + " must be numeric");
+  if (is_integer(values.dtype()) && threshold != std::floor(threshold))
+    b.fail("threshold " + std::to_string(threshold) +
+           " is not a value of values " + describe(values));
+  Tensor below = cast(less(values, threshold), DType::Float32);
+  return streamingMean(b, below, b.weightsFor(below, weights));
+}
+
+// --- At a sensitivity or specificity
+// ----------------------------------------------
+
+Metric sensitivity_at_specificity(const Tensor &labels,
+                                  const Tensor &predictions, double specificity,
+                                  const Tensor &weights, int64_t num_thresholds,
+                                  const std::string &name) {
+  Builder b("sensitivity_at_specificity", labels.valid() ? labels : predictions,
+            name, "sensitivity_at_specificity");
+  ThresholdCounts c =
+      countsForRate(b, labels, predictions, weights, num_thresholds,
+                    specificity, "specificity", 1.0 + 1e-7);
+  Tensor tp = c.read(Cell::TP), fn = c.read(Cell::FN), tn = c.read(Cell::TN),
+         fp = c.read(Cell::FP);
+  const double kEpsilon = 1e-7;
+  Tensor specificities = divide(tn, add(tn, fp) + kEpsilon);
+  // The first threshold nearest the specificity (TF's argmin).
+  Tensor index = argmin(abs(specificities - specificity), 0);
+  Tensor tpAt = gather(tp, index), fnAt = gather(fn, index);
+  return Metric{divide(tpAt, add(tpAt, fnAt) + kEpsilon, "value"), c.updates};
+}
+
+Metric specificity_at_sensitivity(const Tensor &labels,
+                                  const Tensor &predictions, double sensitivity,
+                                  const Tensor &weights, int64_t num_thresholds,
+                                  const std::string &name) {
+  Builder b("specificity_at_sensitivity", labels.valid() ? labels : predictions,
+            name, "specificity_at_sensitivity");
+  ThresholdCounts c =
+      countsForRate(b, labels, predictions, weights, num_thresholds,
+                    sensitivity, "sensitivity", 1.0 - 1e-7);
+  Tensor tp = c.read(Cell::TP), fn = c.read(Cell::FN), tn = c.read(Cell::TN),
+         fp = c.read(Cell::FP);
+  const double kEpsilon = 1e-7;
+  Tensor sensitivities = divide(tp, add(tp, fn) + kEpsilon);
+  // The last threshold nearest the sensitivity (TF's argmax of the cumsum
+  // of the indicator of the nearest ones).
+  Tensor distance = abs(sensitivities - sensitivity);
+  Tensor nearest = equal(distance, reduce_min(distance));
+  auto T = static_cast<int64_t>(tp.shape()[0]);
+  std::vector<double> positions(T);
+  for (int64_t i = 0; i < T; ++i)
+    positions[i] = static_cast<double>(i);
+  Tensor index =
+      cast(reduce_max(where(nearest, b.graph().constant(positions, {T}), 0.0)),
+           DType::Int64);
+  Tensor tnAt = gather(tn, index), fpAt = gather(fp, index);
+  return Metric{divide(tnAt, add(tnAt, fpAt) + kEpsilon, "value"), c.updates};
 }
 
 } // namespace metrics

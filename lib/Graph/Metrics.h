@@ -152,16 +152,19 @@ Metric mean_iou(const Tensor &labels, const Tensor &predictions,
                 int64_t num_classes, const Tensor &weights = {},
                 const std::string &name = "");
 
-/// Sparse labels [batch] (or [batch, 1]) of class ids, predictions [batch,
-/// num_classes] of scores. The top k are tf.nn.top_k's: higher score first,
-/// equal scores by lower class id first, so a class is in the top k when
-/// fewer than k classes have a higher score or an equal score and a lower
-/// id. Per example, as TF's set arithmetic on {label} and the top k: tp =
-/// label in the top k, fp = k - tp, fn = 1 - tp; a label outside
-/// [0, num_classes) is no class (tp = fn = 0, fp = k). With `class_id` c
-/// (in [0, num_classes)) the metric is binary in c: tp = label is c and c is
-/// in the top k, fp = label is not c but c is in the top k, fn = label is c
-/// but c is not in the top k. precision = tp / (tp + fp), recall = tp / (tp
+/// Sparse labels [batch] or [batch, num_labels] of class ids (a set per
+/// example: a repeated id counts once), predictions [batch, num_classes] of
+/// scores (or [D1, ..., DN] / [D1, ..., DN, num_labels] labels against [D1,
+/// ..., DN, num_classes], weights of rank 0 or N: every leading position an
+/// example). The top k are tf.nn.top_k's: higher score first, equal scores by
+/// lower class id first, so a class is in the top k when fewer than k
+/// classes have a higher score or an equal score and a lower id. Per
+/// example, as TF's set arithmetic on the labels and the top k: tp = labels
+/// in the top k, fp = k - tp, fn = labels not in the top k (an id outside
+/// [0, num_classes) is never in the top k, so it is a false negative). With
+/// `class_id` c (in [0, num_classes)) the metric is binary in c: tp = c is a
+/// label and in the top k, fp = c is in the top k but no label, fn = c is a
+/// label but not in the top k. precision = tp / (tp + fp), recall = tp / (tp
 /// + fn), both f64 and NaN before anything is counted (TF divides plainly).
 /// Default names "precision_at_<k>[_class<c>]" / "recall_at_<k>[_class<c>]";
 /// state "<name>/true_positive_at_<k>[_class<c>]" and
@@ -172,6 +175,96 @@ Metric precision_at_k(const Tensor &labels, const Tensor &predictions,
 Metric recall_at_k(const Tensor &labels, const Tensor &predictions, int64_t k,
                    std::optional<int64_t> class_id = std::nullopt,
                    const Tensor &weights = {}, const std::string &name = "");
+
+/// TF's deprecated alias of precision_at_k: the same metric, the same names
+/// (errors name metrics::sparse_precision_at_k).
+Metric sparse_precision_at_k(const Tensor &labels, const Tensor &predictions,
+                             int64_t k,
+                             std::optional<int64_t> class_id = std::nullopt,
+                             const Tensor &weights = {},
+                             const std::string &name = "");
+
+/// precision_at_k / recall_at_k on given top-k class ids: `predictions_idx`
+/// [batch, k] (integer, any ids; a repeated id counts once; or [D1, ...,
+/// DN, k]), `labels` [batch] or [batch, num_labels] integer ids. Per example,
+/// as TF's set arithmetic: tp = |top ∩ labels|, fp = |top − labels|, fn =
+/// |labels − top|; with `class_id` c both sets are first cut down to {c}. `k`
+/// only names the metric ("precision_at_<k>", or "precision_at_k" without it)
+/// and must be >= 1 when given. f64 values, NaN before anything is counted.
+Metric precision_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
+                          std::optional<int64_t> k = std::nullopt,
+                          std::optional<int64_t> class_id = std::nullopt,
+                          const Tensor &weights = {},
+                          const std::string &name = "");
+Metric recall_at_top_k(const Tensor &labels, const Tensor &predictions_idx,
+                       std::optional<int64_t> k = std::nullopt,
+                       std::optional<int64_t> class_id = std::nullopt,
+                       const Tensor &weights = {},
+                       const std::string &name = "");
+
+/// Mean average precision at k: per example, over the top k classes of
+/// `predictions` [batch, num_classes] in tf.nn.top_k's order, the sum of
+/// precision@j at each position j holding a label, divided by min(number of
+/// labels >= 0, k) (labels [batch] or [batch, num_labels]; ids >=
+/// num_classes become -1 first, as TF; an example without labels gives NaN,
+/// as TF). The weighted mean of that over examples: state "<name>/total"
+/// and "<name>/max" (the weight sum; TF's is "max_1", a name-scope
+/// artifact), f64; the value is 0 before any weight. Default name
+/// "average_precision_at_<k>". Leading dimensions as precision_at_k's. The
+/// labels' ranks come from score comparisons ([batch, num_labels,
+/// num_classes] of them). sparse_average_precision_at_k is TF's deprecated
+/// alias.
+Metric average_precision_at_k(const Tensor &labels, const Tensor &predictions,
+                              int64_t k, const Tensor &weights = {},
+                              const std::string &name = "");
+Metric sparse_average_precision_at_k(const Tensor &labels,
+                                     const Tensor &predictions, int64_t k,
+                                     const Tensor &weights = {},
+                                     const std::string &name = "");
+
+/// 1 - the weighted mean of sum(labels * predictions) along `dim` (negative
+/// counts from the end): the mean cosine distance of unit vectors. Weights
+/// are broadcast to the reduced shape, so their dimension `dim` must be 1.
+/// State "<name>/total", "<name>/count"; 1 before any weight.
+Metric mean_cosine_distance(const Tensor &labels, const Tensor &predictions,
+                            int64_t dim, const Tensor &weights = {},
+                            const std::string &name = "");
+
+/// Weighted mean of |labels - predictions| / normalizer, 0 where the
+/// normalizer is 0 (`normalizer` has the predictions' shape).
+Metric mean_relative_error(const Tensor &labels, const Tensor &predictions,
+                           const Tensor &normalizer, const Tensor &weights = {},
+                           const std::string &name = "");
+
+/// Element-wise weighted mean of `values`, which must have a static shape
+/// (the state has it): state "<name>/total_tensor", "<name>/count_tensor";
+/// 0 where the count is 0. Default name "mean" (as TF's).
+Metric mean_tensor(const Tensor &values, const Tensor &weights = {},
+                   const std::string &name = "");
+
+/// Weighted fraction of `values` < threshold. Default name
+/// "percentage_below_threshold"; state "total", "count".
+Metric percentage_below(const Tensor &values, double threshold,
+                        const Tensor &weights = {},
+                        const std::string &name = "");
+
+/// From confusion counts at num_thresholds thresholds (as auc's, except that
+/// specificity_at_sensitivity's last one is 1 - 1e-7, as TF's): the
+/// sensitivity tp / (tp + fn + 1e-7) at the threshold whose specificity tn /
+/// (tn + fp + 1e-7) is nearest `specificity` (the first such threshold), and
+/// the specificity at the threshold whose sensitivity is nearest
+/// `sensitivity` (the last such one). `specificity` / `sensitivity` in [0,
+/// 1]. State as auc's, f32 [num_thresholds].
+Metric sensitivity_at_specificity(const Tensor &labels,
+                                  const Tensor &predictions, double specificity,
+                                  const Tensor &weights = {},
+                                  int64_t num_thresholds = 200,
+                                  const std::string &name = "");
+Metric specificity_at_sensitivity(const Tensor &labels,
+                                  const Tensor &predictions, double sensitivity,
+                                  const Tensor &weights = {},
+                                  int64_t num_thresholds = 200,
+                                  const std::string &name = "");
 
 } // namespace metrics
 } // namespace estc

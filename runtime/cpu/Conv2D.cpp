@@ -178,19 +178,38 @@ Images imagesOf(const Geometry &g, const Tensor4 &x) {
   return {buf, fh * fw * g.c, fw * g.c, g.c, fw, true};
 }
 
-/// Image n of x into its zero-padded frame.
+/// Image n of x into its zero-padded frame: the padding zeroed, the input
+/// copied (a row at a time when x's pixels are contiguous NHWC rows).
 void copyIntoFrame(const Geometry &g, const Tensor4 &x, const Images &f,
                    int64_t n) {
   float *dst = f.data + n * f.image;
-  std::memset(dst, 0, sizeof(float) * size_t(f.image));
   const float *src = x.data() + n * x.strides[0];
-  for (int64_t ih = 0; ih < g.h; ++ih)
-    for (int64_t iw = 0; iw < g.w; ++iw) {
-      const float *s = src + ih * x.strides[1] + iw * x.strides[2];
-      float *d = dst + (ih + g.p.padTop) * f.row + (iw + g.p.padLeft) * f.pixel;
-      for (int64_t c = 0; c < g.c; ++c)
-        d[c] = s[c * x.strides[3]];
+  int64_t frameRows = f.image / f.row;
+  int64_t left = g.p.padLeft * f.pixel, inner = g.w * f.pixel;
+  auto zero = [](float *p, int64_t count) {
+    if (count > 0)
+      std::memset(p, 0, sizeof(float) * size_t(count));
+  };
+  zero(dst, g.p.padTop * f.row);
+  zero(dst + (g.p.padTop + g.h) * f.row,
+       (frameRows - g.p.padTop - g.h) * f.row);
+  bool rows = x.strides[3] == 1 && x.strides[2] == g.c && f.pixel == g.c;
+  for (int64_t ih = 0; ih < g.h; ++ih) {
+    float *row = dst + (ih + g.p.padTop) * f.row;
+    zero(row, left);
+    zero(row + left + inner, f.row - left - inner);
+    const float *s = src + ih * x.strides[1];
+    if (rows) {
+      std::memcpy(row + left, s, sizeof(float) * size_t(inner));
+      continue;
     }
+    for (int64_t iw = 0; iw < g.w; ++iw) {
+      float *d = row + left + iw * f.pixel;
+      const float *sp = s + iw * x.strides[2];
+      for (int64_t c = 0; c < g.c; ++c)
+        d[c] = sp[c * x.strides[3]];
+    }
+  }
 }
 
 /// The input part of image n's frame into x.

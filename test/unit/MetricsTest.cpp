@@ -597,17 +597,18 @@ TEST_F(Metrics, HandWorkedAucAndResetBetweenEvaluations) {
              "true_positives_at_thresholds_w");
 
   // Top k by hand. Example 0: label 0 has the best score. Example 1: label
-  // 7 is no class (k false positives, no false negative). Example 2: label 1
-  // ties class 0, which comes first (tf.nn.top_k), so it is second.
+  // 7 is no class (k false positives, and a false negative: TF's set
+  // difference keeps it). Example 2: label 1 ties class 0, which comes
+  // first (tf.nn.top_k), so it is second.
   d.labels = {0, 7, 1};
   d.scores = {1, 0, 0, 0, /**/ 0, 1, 0, 0, /**/ 0.5, 0.5, 0, 0};
   model_->reset_local_variables();
   e.update(d, 0, 3);
   expectNear(e.value("precision_at_1"), {1.0 / 3}, "precision_at_1"); // 1/(1+2)
-  expectNear(e.value("recall_at_1"), {0.5}, "recall_at_1");
+  expectNear(e.value("recall_at_1"), {1.0 / 3}, "recall_at_1");       // 1/(1+2)
   expectNear(e.value("precision_at_2"), {1.0 / 3}, "precision_at_2"); // 2/(2+4)
-  expectNear(e.value("recall_at_2"), {1.0}, "recall_at_2");
-  expectNear(e.value("recall_at_2_w"), {1.0}, "recall_at_2_w"); // w = 1, 1, 2
+  expectNear(e.value("recall_at_2"), {2.0 / 3}, "recall_at_2");
+  expectNear(e.value("recall_at_2_w"), {0.75}, "recall_at_2_w"); // w = 1, 1, 2
   // Class 1 is in every example's top 2 (second, first, second by id) and
   // the label of example 2 only.
   expectNear(e.value("precision_at_2_class1"), {1.0 / 3},
@@ -673,6 +674,134 @@ TEST_F(Metrics, EmptyEvaluationAndLocalState) {
     EXPECT_TRUE(v->local) << name;
 }
 
+/// The top-k, average precision, cosine, relative error, mean_tensor,
+/// percentage_below and sensitivity / specificity metrics on one
+/// hand-worked batch of 3 (values as TF 2.15 computes them; the TF oracle,
+/// test/e2e/tf_metrics_compat.py, compares them on random batches).
+/// Scores [0.9, 0.5, 0.1], [0.2, 0.2, 0.6], [0.3, 0.3, 0.3]: top 2 = {0, 1},
+/// {2, 0} (0 ties 1 and comes first), {0, 1}. Label sets {1} (repeated),
+/// {0, 5} (5 is no class), {2, -1}.
+TEST(MetricsHandWorked, TopKAndMeans) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features = {
+      {"multi", DType::Int64, {-1, 2}},  {"scores", DType::Float32, {-1, 3}},
+      {"idx", DType::Int64, {-1, 2}},    {"bin", DType::Int64, {-1}},
+      {"p", DType::Float32, {-1}},       {"y", DType::Float32, {-1, 2}},
+      {"yhat", DType::Float32, {-1, 2}}, {"norm", DType::Float32, {-1, 2}}};
+  inputs.labels = TensorSpec{"labels", DType::Int64, {-1}};
+  build_mode(
+      graph, ModeKeys::EVAL, inputs,
+      [](Graph &, const TensorMap &f, const Tensor &, ModeKeys) {
+        Signature s;
+        s.loss = reduce_mean(f["p"]);
+        auto add = [&](const std::string &key, Metric m) {
+          s.metrics.push_back({key, m});
+        };
+        Tensor multi = f["multi"], scores = f["scores"], idx = f["idx"];
+        add("ap2", metrics::average_precision_at_k(multi, scores, 2));
+        add("sp2", metrics::sparse_precision_at_k(multi, scores, 2));
+        add("r2", metrics::recall_at_k(multi, scores, 2));
+        add("ptk", metrics::precision_at_top_k(multi, idx));
+        add("rtk", metrics::recall_at_top_k(multi, idx));
+        add("ptk0", metrics::precision_at_top_k(multi, idx, 2, 0));
+        add("rtk0", metrics::recall_at_top_k(multi, idx, 2, 0));
+        add("cos", metrics::mean_cosine_distance(f["y"], f["yhat"], 1));
+        add("rel", metrics::mean_relative_error(f["y"], f["yhat"], f["norm"]));
+        add("mt", metrics::mean_tensor(reduce_sum(f["yhat"], Dims{0})));
+        add("pb", metrics::percentage_below(f["p"], 0.5));
+        add("ss",
+            metrics::sensitivity_at_specificity(f["bin"], f["p"], 0.5, {}, 3));
+        add("sp",
+            metrics::specificity_at_sensitivity(f["bin"], f["p"], 0.25, {}, 3));
+        return s;
+      });
+  std::unique_ptr<JitModel> model =
+      jitCompileForTest(graph.graph_def(), "MetricsHandWorked");
+  ASSERT_NE(model, nullptr);
+  model->reset_local_variables();
+  int eval = model->function_index("eval");
+  int values = model->function_index("eval_metrics");
+  auto value = [&](const std::string &key) {
+    model->run(values);
+    int out = model->output_index(values, "metrics/" + key);
+    const rt::TensorSpec &t = model->spec().functions[values].outputs[out];
+    const void *data = model->output_data(values, out);
+    std::vector<double> v;
+    for (int64_t i = 0; i < rt::numElements(t.rank, t.shape, 0); ++i)
+      v.push_back(t.dtype == rt::DType::F64
+                      ? static_cast<const double *>(data)[i]
+                      : static_cast<const float *>(data)[i]);
+    return v;
+  };
+  // The state: local variables named like TF's.
+  std::map<std::string, const rt::VariableSpec *> vars;
+  for (int32_t i = 0; i < model->spec().numVariables; ++i)
+    vars[model->spec().variables[i].name] = &model->spec().variables[i];
+  for (const char *name :
+       {"average_precision_at_2/max", "average_precision_at_2/total",
+        "precision_at_2/true_positive_at_2",
+        "precision_at_2/false_positive_at_2", "recall_at_2/false_negative_at_2",
+        "precision_at_k/true_positive_at_k",
+        "precision_at_k/false_positive_at_k", "recall_at_k/false_negative_at_k",
+        "precision_at_2_class0/true_positive_at_2_class0",
+        "recall_at_2_class0/false_negative_at_2_class0",
+        "mean_cosine_distance/total", "mean_relative_error/count",
+        "mean/total_tensor", "mean/count_tensor",
+        "percentage_below_threshold/total",
+        "sensitivity_at_specificity/true_positives",
+        "specificity_at_sensitivity/false_positives"}) {
+    ASSERT_TRUE(vars.count(name)) << name;
+    EXPECT_TRUE(vars[name]->local) << name;
+  }
+  EXPECT_EQ(vars["average_precision_at_2/max"]->dtype, rt::DType::F64);
+  EXPECT_EQ(vars["mean/total_tensor"]->shape[0], 2);
+  EXPECT_EQ(vars["sensitivity_at_specificity/true_positives"]->shape[0], 3);
+
+  // Before any batch: the ratios NaN, the means 0 (cosine distance 1).
+  EXPECT_TRUE(std::isnan(value("ptk")[0]));
+  expectNear(value("ap2"), {0.0}, "ap2");
+  expectNear(value("cos"), {1.0}, "cos");
+  expectNear(value("mt"), {0.0, 0.0}, "mt");
+  model->set_batch(3);
+  auto put = [&](const std::string &key, const auto &v) {
+    std::memcpy(model->input_data(eval, model->input_index(eval, key)),
+                v.data(), v.size() * sizeof(v[0]));
+  };
+  put("labels", std::vector<int64_t>{0, 0, 0});
+  put("features/multi", std::vector<int64_t>{1, 1, 0, 5, 2, -1});
+  put("features/scores",
+      std::vector<float>{0.9f, 0.5f, 0.1f, 0.2f, 0.2f, 0.6f, 0.3f, 0.3f, 0.3f});
+  put("features/idx", std::vector<int64_t>{1, 1, 0, 7, 2, 2});
+  put("features/bin", std::vector<int64_t>{1, 0, 1});
+  put("features/p", std::vector<float>{0.1f, 0.6f, 0.7f});
+  put("features/y", std::vector<float>{1, 0, 0, 1, 0.6f, 0.8f});
+  put("features/yhat", std::vector<float>{1, 0, 1, 0, 0.6f, 0.8f});
+  put("features/norm", std::vector<float>{2, 1, 0, 2, 1, 1});
+  model->run(eval);
+  // AP@2: {1} (counted twice in num_relevant, as TF) at position 2: 0.5/2;
+  // {0} at position 2 of {2, 0}: 0.5/1; {2} not in {0, 1}: 0.
+  expectNear(value("ap2"), {0.25}, "ap2");
+  // tp 1 + 1 + 0, fp 1 + 1 + 2, fn 0 + 1 (label 5) + 2 (labels 2 and -1).
+  expectNear(value("sp2"), {1.0 / 3}, "sp2");
+  expectNear(value("r2"), {0.4}, "r2");
+  // Given ids {1}, {0, 7}, {2}: tp 1 + 1 + 1, fp 0 + 1 + 0, fn 0 + 1 + 1.
+  expectNear(value("ptk"), {0.75}, "ptk");
+  expectNear(value("rtk"), {0.6}, "rtk");
+  expectNear(value("ptk0"), {1.0}, "ptk0");
+  expectNear(value("rtk0"), {1.0}, "rtk0");
+  expectNear(value("cos"), {1.0 / 3}, "cos");  // 1 - (1 + 0 + 1) / 3
+  expectNear(value("rel"), {1.0 / 12}, "rel"); // 0.5 / 6 (norm 0 -> 0)
+  expectNear(value("mt"), {2.6, 0.8}, "mt");
+  expectNear(value("pb"), {1.0 / 3}, "pb");
+  // Thresholds -1e-7, 0.5, 1 + 1e-7: specificities 0, 0, 1/(1+1e-7): the
+  // last is nearest 0.5, where the sensitivity is 0.
+  expectNear(value("ss"), {0.0}, "ss");
+  // Thresholds -1e-7, 0.5, 1 - 1e-7: sensitivities 1, 0.5, 0 tie at 0.25
+  // from 0.25: the last one, specificity 1/(1+1e-7) (the first: 0).
+  expectNear(value("sp"), {1.0 / (1.0 + 1e-7)}, "sp");
+}
+
 // --- Errors: one line naming the metric and its inputs
 // ----------------------------
 
@@ -730,6 +859,94 @@ TEST(MetricsErrors, BadInputsAndOptions) {
               {"precision_at_k", "labels 'eval/p' f32 [?] must be integer"});
   expectError([&] { metrics::mean_squared_error(labels, ids); },
               {"mean_squared_error", "must be float"});
+}
+
+TEST(MetricsErrors, TopKAverageAndRateMetrics) {
+  Graph g;
+  auto m = g.mode_scope(ModeKeys::EVAL);
+  Tensor labels = g.placeholder("labels", DType::Int64, {-1});
+  Tensor p = g.placeholder("p", DType::Float32, {-1});
+  Tensor scores = g.placeholder("scores", DType::Float32, {-1, 5});
+  Tensor idx = g.placeholder("idx", DType::Int64, {-1, 2});
+  Tensor cube = g.placeholder("cube", DType::Int64, {-1, 2, 2});
+  Tensor four = g.placeholder("four", DType::Int64, {4});
+  Tensor three = g.placeholder("three", DType::Int64, {3, 2});
+  Tensor wide = g.placeholder("wide", DType::Float32, {-1, 3});
+  Tensor wider = g.placeholder("wider", DType::Float32, {-1, 4});
+  Tensor ids = g.placeholder("ids", DType::Int64, {-1});
+  // k <= 0.
+  expectError([&] { metrics::precision_at_top_k(labels, idx, 0); },
+              {"metrics::precision_at_top_k 'precision_at_0'",
+               "k must be >= 1, got 0"});
+  expectError([&] { metrics::average_precision_at_k(labels, scores, 0); },
+              {"metrics::average_precision_at_k 'average_precision_at_0'",
+               "k must be >= 1, got 0"});
+  expectError(
+      [&] { metrics::sparse_precision_at_k(labels, scores, -1); },
+      {"metrics::sparse_precision_at_k", "k must be in [1, 5], got -1"});
+  expectError(
+      [&] { metrics::sparse_average_precision_at_k(labels, scores, 6); },
+      {"metrics::sparse_average_precision_at_k", "k must be in [1, 5], got 6"});
+  // Bad labels / ids dtypes.
+  expectError([&] { metrics::recall_at_top_k(p, idx); },
+              {"metrics::recall_at_top_k 'recall_at_k'",
+               "labels 'eval/p' f32 [?] must be integer"});
+  expectError([&] { metrics::precision_at_top_k(labels, scores); },
+              {"predictions_idx 'eval/scores' f32 [?,5] must be integer"});
+  expectError([&] { metrics::average_precision_at_k(p, scores, 2); },
+              {"average_precision_at_k", "labels 'eval/p' f32 [?] must be "
+                                         "integer"});
+  expectError([&] { metrics::average_precision_at_k(labels, idx, 1); },
+              {"average_precision_at_k", "predictions 'eval/idx' i64 [?,2] "
+                                         "must be float"});
+  // Shape mismatches.
+  expectError([&] { metrics::recall_at_top_k(labels, ids); },
+              {"predictions_idx 'eval/ids' i64 [?] must be [batch, k]"});
+  expectError([&] { metrics::precision_at_top_k(cube, idx); },
+              {"labels 'eval/cube' i64 [?,2,2] must be [D1, ..., DN] or [D1, "
+               "..., DN, num_labels] class ids for predictions_idx 'eval/idx' "
+               "i64 [?,2]"});
+  expectError([&] { metrics::precision_at_top_k(four, three); },
+              {"labels 'eval/four' i64 [4] and predictions_idx 'eval/three' "
+               "i64 [3,2] must have the same leading dimensions"});
+  expectError([&] { metrics::mean_cosine_distance(wide, wider, 1); },
+              {"metrics::mean_cosine_distance 'mean_cosine_distance'",
+               "'eval/wide' f32 [?,3]", "'eval/wider' f32 [?,4]",
+               "same shape"});
+  expectError([&] { metrics::mean_cosine_distance(wide, wide, 2); },
+              {"mean_cosine_distance", "dim 2 is out of range for predictions "
+                                       "'eval/wide' f32 [?,3] (rank 2)"});
+  expectError([&] { metrics::mean_cosine_distance(wide, wide, 1, wide); },
+              {"mean_cosine_distance", "weights 'eval/wide' f32 [?,3]",
+               "broadcastable"});
+  expectError([&] { metrics::mean_cosine_distance(ids, ids, 0); },
+              {"mean_cosine_distance", "predictions", "must be float"});
+  expectError([&] { metrics::mean_relative_error(wide, wide, wider); },
+              {"metrics::mean_relative_error", "normalizer 'eval/wider' f32 "
+                                               "[?,4] must have the shape of "
+                                               "predictions 'eval/wide'"});
+  expectError([&] { metrics::mean_relative_error(wide, wider, wider); },
+              {"mean_relative_error", "same shape"});
+  expectError([&] { metrics::mean_tensor(wide); },
+              {"metrics::mean_tensor 'mean'", "values 'eval/wide' f32 [?,3] "
+                                              "must have a static shape"});
+  expectError([&] { metrics::mean_tensor(reduce_sum(wide, Dims{0}), four); },
+              {"mean_tensor", "weights 'eval/four' i64 [4]", "broadcastable"});
+  expectError([&] { metrics::percentage_below(ids, 0.5); },
+              {"metrics::percentage_below 'percentage_below_threshold'",
+               "threshold 0.500000 is not a value of values 'eval/ids' i64"});
+  expectError([&] { metrics::sensitivity_at_specificity(labels, p, 1.5); },
+              {"metrics::sensitivity_at_specificity",
+               "specificity must be in [0, 1], got 1.500000"});
+  expectError(
+      [&] { metrics::specificity_at_sensitivity(labels, p, 0.5, {}, 1); },
+      {"metrics::specificity_at_sensitivity",
+       "num_thresholds must be > 1, got 1"});
+  expectError([&] { metrics::specificity_at_sensitivity(labels, ids, 0.5); },
+              {"specificity_at_sensitivity", "predictions 'eval/ids' i64 [?] "
+                                             "must be float"});
+  expectError([&] { metrics::sensitivity_at_specificity(labels, wide, 0.5); },
+              {"sensitivity_at_specificity", "same shape"});
 }
 
 TEST(MetricsErrors, SqueezableLabelsAndWeights) {
