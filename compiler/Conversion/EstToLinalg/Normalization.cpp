@@ -20,7 +20,8 @@
 //
 // layer_norm_grad's dgamma and dbeta are a second linalg.generic: a
 // reduction over the rows (and the normalized dims the parameters
-// broadcast along) of dy * xhat and dy, parallel over the parameters.
+// broadcast along) of dy * xhat and dy, in x's order (rows outer, each row
+// read contiguously, the parameters' loop innermost).
 //
 //===----------------------------------------------------------------------===//
 
@@ -240,8 +241,12 @@ struct LayerNormOpLowering
   }
 };
 
-/// layer_norm_grad: dx row by row (phase 0: moments; 1: mean, rstd and the
-/// row sums of g = dy * gamma and g * xhat; 2: dx), then dgamma and dbeta.
+/// layer_norm_grad: dx row by row in two phases. Phase 0 accumulates, with
+/// d = x - shift (the row's first element) and g = dy * gamma, the sums of
+/// d, d^2, g and g * d; phase 1 turns them into mean, rstd, mean(g) and
+/// mean(g * xhat) = rstd * (sum(g d) - (mean - shift) sum(g)) / n at the
+/// row's first element and writes dx = rstd * (g - mean(g) - xhat *
+/// mean(g * xhat)). Then dgamma and dbeta.
 struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -253,100 +258,99 @@ struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
     int64_t norm = normalizedAxis(op.getBeginNormAxis(), rank);
     int64_t params = normalizedAxis(op.getBeginParamsAxis(), rank);
     double epsilon = op.getEpsilon().convertToDouble();
-    RowNest nest(b, loc, x, norm, /*phases=*/3);
+    RowNest nest(b, loc, x, norm, /*phases=*/2);
     Value invCount = nest.invCount;
     Value row = nest.rowTensor();
     Type rowType = row.getType();
-    SmallVector<AffineMap> maps = {
-        nest.elementsFrom(0), nest.elementsFrom(params),
-        nest.elementsFrom(0), nest.phaseMap(),
-        nest.rowsMap(),       nest.rowsMap(),
-        nest.rowsMap(),       nest.rowsMap(),
-        nest.elementsFrom(0)};
+    SmallVector<AffineMap> maps = {nest.elementsFrom(0),
+                                   nest.elementsFrom(params),
+                                   nest.elementsFrom(0), nest.phaseMap()};
+    maps.append(5, nest.rowsMap());
+    maps.push_back(nest.elementsFrom(0));
     auto rows = linalg::GenericOp::create(
-        b, loc, TypeRange{rowType, rowType, rowType, rowType, tensorTypeOf(x)},
+        b, loc,
+        TypeRange{rowType, rowType, rowType, rowType, rowType, tensorTypeOf(x)},
         ValueRange{x, gammaIn, dyIn, nest.phaseInput},
-        ValueRange{row, row, row, row, nest.likeX()}, maps, nest.iterators(),
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
+        ValueRange{row, row, row, row, row, nest.likeX()}, maps,
+        nest.iterators(), [&](OpBuilder &nb, Location nl, ValueRange args) {
           Value xv = args[0], gamma = args[1], dy = args[2];
           Type t = xv.getType();
           Value first = RowNest::isFirst(nb, nl, norm, rank);
-          Value p = linalg::IndexOp::create(nb, nl, norm);
-          Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
-          Value one = arith::ConstantIndexOp::create(nb, nl, 1);
-          auto is = [&](Value phase) {
-            return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, p,
-                                         phase);
-          };
-          // Phase 0: (shift, sum, sumSq) in outputs 0..2.
-          SmallVector<Value> out = ifElseKeep(
-              nb, nl, is(zero), args.drop_front(4),
-              [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
+          Value sums = RowNest::phaseIs(nb, nl, norm, 0);
+          auto ifOp = scf::IfOp::create(
+              nb, nl, sums,
+              [&](OpBuilder &tb, Location tl) {
                 Value shift = args[4], sum = args[5], sumSq = args[6];
                 accumulateMoments(tb, tl, first, xv, shift, sum, sumSq);
-                return {shift, sum, sumSq, args[7], args[8]};
+                Value zero = scalarConst(tb, tl, t, 0.0);
+                Value sumG =
+                    arith::SelectOp::create(tb, tl, first, zero, args[7]);
+                Value sumGd =
+                    arith::SelectOp::create(tb, tl, first, zero, args[8]);
+                Value g = arith::MulFOp::create(tb, tl, dy, gamma);
+                Value d = arith::SubFOp::create(tb, tl, xv, shift);
+                sumG = arith::AddFOp::create(tb, tl, sumG, g);
+                sumGd = arith::AddFOp::create(
+                    tb, tl, sumGd, arith::MulFOp::create(tb, tl, g, d));
+                scf::YieldOp::create(
+                    tb, tl,
+                    ValueRange{shift, sum, sumSq, sumG, sumGd, args[9]});
+              },
+              [&](OpBuilder &eb, Location el) {
+                // (mean, rstd, mean(g), mean(g * xhat)) in outputs 0..3.
+                SmallVector<Value> stat = ifElseKeep(
+                    eb, el, first, {args[4], args[5], args[6], args[7]},
+                    [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
+                      Value shift = args[4], sum = args[5], sumSq = args[6];
+                      Value sumG = args[7], sumGd = args[8];
+                      auto [mean, rstd] = finishMoments(
+                          tb, tl, shift, sum, sumSq, invCount, epsilon);
+                      Value m = arith::MulFOp::create(tb, tl, sum, invCount);
+                      Value meanG =
+                          arith::MulFOp::create(tb, tl, sumG, invCount);
+                      Value centered = arith::SubFOp::create(
+                          tb, tl, sumGd,
+                          arith::MulFOp::create(tb, tl, m, sumG));
+                      Value meanGx = arith::MulFOp::create(
+                          tb, tl, arith::MulFOp::create(tb, tl, rstd, centered),
+                          invCount);
+                      return {mean, rstd, meanG, meanGx};
+                    });
+                Value mean = stat[0], rstd = stat[1];
+                Value xhat = arith::MulFOp::create(
+                    eb, el, arith::SubFOp::create(eb, el, xv, mean), rstd);
+                Value g = arith::MulFOp::create(eb, el, dy, gamma);
+                Value dx = arith::SubFOp::create(
+                    eb, el, arith::SubFOp::create(eb, el, g, stat[2]),
+                    arith::MulFOp::create(eb, el, xhat, stat[3]));
+                dx = arith::MulFOp::create(eb, el, rstd, dx);
+                scf::YieldOp::create(
+                    eb, el,
+                    ValueRange{mean, rstd, stat[2], stat[3], args[8], dx});
               });
-          // Phase 1, first element: (mean, rstd, 0, 0).
-          Value start = arith::AndIOp::create(nb, nl, is(one), first);
-          out =
-              ifElseKeep(nb, nl, start, out,
-                         [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                           auto [mean, rstd] =
-                               finishMoments(tb, tl, out[0], out[1], out[2],
-                                             invCount, epsilon);
-                           Value z = scalarConst(tb, tl, t, 0.0);
-                           return {mean, rstd, z, z, out[4]};
-                         });
-          Value mean = out[0], rstd = out[1];
-          Value xhat = arith::MulFOp::create(
-              nb, nl, arith::SubFOp::create(nb, nl, xv, mean), rstd);
-          Value g = arith::MulFOp::create(nb, nl, dy, gamma);
-          Value inSums = is(one);
-          Value sumG = arith::SelectOp::create(
-              nb, nl, inSums, arith::AddFOp::create(nb, nl, out[2], g), out[2]);
-          Value sumGx = arith::SelectOp::create(
-              nb, nl, inSums,
-              arith::AddFOp::create(nb, nl, out[3],
-                                    arith::MulFOp::create(nb, nl, g, xhat)),
-              out[3]);
-          // Phase 2: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-          Value dx = arith::SubFOp::create(
-              nb, nl,
-              arith::SubFOp::create(
-                  nb, nl, g, arith::MulFOp::create(nb, nl, sumG, invCount)),
-              arith::MulFOp::create(
-                  nb, nl, xhat,
-                  arith::MulFOp::create(nb, nl, sumGx, invCount)));
-          dx = arith::MulFOp::create(nb, nl, rstd, dx);
-          Value two = arith::ConstantIndexOp::create(nb, nl, 2);
-          dx = arith::SelectOp::create(nb, nl, is(two), dx, out[4]);
-          linalg::YieldOp::create(nb, nl,
-                                  ValueRange{mean, rstd, sumG, sumGx, dx});
+          linalg::YieldOp::create(nb, nl, ifOp.getResults());
         });
     Value mean = rows.getResult(0), rstd = rows.getResult(1);
 
-    // dgamma, dbeta: loops (params dims [parallel], x's dims before params
-    // [reduction]).
+    // dgamma, dbeta: loops in x's order, the dims before params reductions
+    // and the params' parallel: row by row, each row read contiguously (a
+    // params-outer order would read x column by column).
     MLIRContext *ctx = b.getContext();
-    int64_t kept = rank - params;
-    auto loopOf = [&](int64_t d) {
-      return getAffineDimExpr(d >= params ? d - params : kept + d, ctx);
-    };
-    SmallVector<AffineExpr> xExprs, rowExprs, paramExprs;
-    for (int64_t d = 0; d < rank; ++d)
-      xExprs.push_back(loopOf(d));
+    SmallVector<AffineExpr> rowExprs, paramExprs;
     for (int64_t d = 0; d < norm; ++d)
-      rowExprs.push_back(loopOf(d));
+      rowExprs.push_back(getAffineDimExpr(d, ctx));
     for (int64_t d = params; d < rank; ++d)
-      paramExprs.push_back(loopOf(d));
-    SmallVector<AffineMap> colMaps = {AffineMap::get(rank, 0, xExprs, ctx),
-                                      AffineMap::get(rank, 0, xExprs, ctx),
+      paramExprs.push_back(getAffineDimExpr(d, ctx));
+    AffineMap xMap = b.getMultiDimIdentityMap(rank);
+    SmallVector<AffineMap> colMaps = {xMap,
+                                      xMap,
                                       AffineMap::get(rank, 0, rowExprs, ctx),
                                       AffineMap::get(rank, 0, rowExprs, ctx),
                                       AffineMap::get(rank, 0, paramExprs, ctx),
                                       AffineMap::get(rank, 0, paramExprs, ctx)};
-    SmallVector<utils::IteratorType> its(kept, utils::IteratorType::parallel);
-    its.append(params, utils::IteratorType::reduction);
+    SmallVector<utils::IteratorType> its(params,
+                                         utils::IteratorType::reduction);
+    its.append(rank - params, utils::IteratorType::parallel);
     RankedTensorType paramType =
         cast<RankedTensorType>(op.getDgamma().getType());
     SmallVector<Value> paramDims;
@@ -368,7 +372,7 @@ struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
         });
     b.replaceOp(
         op,
-        ValueRange{rows.getResult(4),
+        ValueRange{rows.getResult(5),
                    castTo(b, loc, cols.getResult(0), op.getDgamma().getType()),
                    castTo(b, loc, cols.getResult(1), op.getDbeta().getType())});
     return success();

@@ -46,20 +46,21 @@ func.func @layer_norm_params_suffix(%x: tensor<?x3x16xf32>, %g: tensor<16xf32>) 
 
 // -----
 
-// layer_norm_grad: dx in one loop nest per row of three phases, then dgamma
-// and dbeta in one reduction over the rows (the parameters' loop first, so
-// it is the parallel one), reading the per-row mean and rstd.
-// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+// layer_norm_grad: dx in one loop nest per row of two phases (the sums of
+// d, d^2, g and g d; then dx), then dgamma
+// and dbeta in one reduction over the rows (in x's order: the parameters'
+// loop innermost), reading the per-row mean and rstd.
+// CHECK-DAG: #[[COLS:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @layer_norm_grad
-// CHECK: tensor.empty() : tensor<3xi8>
-// CHECK: %[[ROWS:.*]]:5 = linalg.generic
+// CHECK: tensor.empty() : tensor<2xi8>
+// CHECK: %[[ROWS:.*]]:6 = linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "reduction", "reduction", "reduction"]
 // CHECK: math.rsqrt
 // CHECK: %[[COL:.*]]:2 = linalg.generic {indexing_maps = [#[[COLS]], #[[COLS]],
-// CHECK-SAME: iterator_types = ["parallel", "reduction", "reduction"]
+// CHECK-SAME: iterator_types = ["reduction", "reduction", "parallel"]
 // CHECK-SAME: ins(%{{.*}}, %{{.*}}, %[[ROWS]]#0, %[[ROWS]]#1 :
 // CHECK-NOT: linalg.generic
-// CHECK: return %[[ROWS]]#4, %[[COL]]#0, %[[COL]]#1
+// CHECK: return %[[ROWS]]#5, %[[COL]]#0, %[[COL]]#1
 func.func @layer_norm_grad(%x: tensor<?x3x16xf32>, %g: tensor<16xf32>, %dy: tensor<?x3x16xf32>) -> (tensor<?x3x16xf32>, tensor<16xf32>, tensor<16xf32>) {
   %r:3 = est.layer_norm_grad %x, %g, %dy {begin_norm_axis = 1 : i64} : tensor<?x3x16xf32>, tensor<16xf32>, tensor<?x3x16xf32> -> tensor<?x3x16xf32>, tensor<16xf32>, tensor<16xf32>
   return %r#0, %r#1, %r#2 : tensor<?x3x16xf32>, tensor<16xf32>, tensor<16xf32>
