@@ -720,7 +720,7 @@ def Est_LayerNormGradOp : Est_InferOp<"layer_norm_grad", [Pure]> {
     From `est.layer_norm`'s input `x`, its `gamma` and the gradient `dy` of
     its result (the attributes of the forward op): `dx` (of `x`'s shape),
     `dgamma` and `dbeta` (of `gamma`'s shape). The statistics are
-    recomputed; `dx` is one loop nest per row (three passes over it),
+    recomputed; `dx` is one loop nest per row (two passes over it),
     `dgamma` and `dbeta` one reduction over the rows.
 
     ```mlir
