@@ -29,12 +29,48 @@ std::string upper(std::string s) {
 }
 } // namespace
 
+namespace {
+/// A layer's penalty of `t` under the name scope `scope`, when given.
+void regularize(Graph &g, const std::function<Tensor(const Tensor &)> &fn,
+                const char *scope, const Tensor &t) {
+  if (!fn)
+    return;
+  auto s = g.name_scope(scope);
+  losses::add_regularization_loss(fn, t);
+}
+
+/// Keras's activity regularization: the penalty of the layer's output
+/// divided by the batch size (a run-time size: the rows of `y`).
+void regularizeActivity(Graph &g,
+                        const std::function<Tensor(const Tensor &)> &fn,
+                        const Tensor &y) {
+  if (!fn)
+    return;
+  auto s = g.name_scope("activity");
+  Dims begin(y.rank(), 0), size(y.rank(), 1);
+  size[0] = -1;
+  Tensor batch = reduce_sum(ones_like(slice(y, begin, size)));
+  losses::add_regularization_loss(
+      [&](const Tensor &t) { return divide(fn(t), batch); }, y);
+}
+} // namespace
+
 Tensor dense(const Tensor &x, int64_t units, Activation activation,
              bool use_bias, const Initializer &kernel_initializer,
              const Initializer &bias_initializer, const std::string &name,
              const std::function<Tensor(const Tensor &)> &kernel_regularizer) {
+  return dense(x, units,
+               DenseOptions{.activation = std::move(activation),
+                            .use_bias = use_bias,
+                            .kernel_initializer = kernel_initializer,
+                            .bias_initializer = bias_initializer,
+                            .kernel_regularizer = kernel_regularizer,
+                            .name = name});
+}
+
+Tensor dense(const Tensor &x, int64_t units, const DenseOptions &o) {
   Graph &g = x.graph();
-  std::string layer = layerName(g, name, "dense");
+  std::string layer = layerName(g, o.name, "dense");
   auto scope = g.name_scope(layer);
   if (x.rank() < 2)
     layerError("dense", layer, x, "input must have rank >= 2");
@@ -44,20 +80,19 @@ Tensor dense(const Tensor &x, int64_t units, Activation activation,
   if (units < 1)
     layerError("dense", layer, x,
                "units must be positive, got " + std::to_string(units));
-  Variable kernel =
-      g.get_variable("kernel", x.dtype(), {in, units}, kernel_initializer);
-  if (kernel_regularizer) {
-    auto s = g.name_scope("kernel");
-    losses::add_regularization_loss(kernel_regularizer,
-                                    g.read_variable(kernel));
-  }
+  Variable kernel = g.get_variable("kernel", x.dtype(), {in, units},
+                                   o.kernel_initializer, o.trainable);
+  regularize(g, o.kernel_regularizer, "kernel", g.read_variable(kernel));
   Tensor y = matmul(x, kernel);
-  if (use_bias) {
-    Variable bias =
-        g.get_variable("bias", x.dtype(), {units}, bias_initializer);
+  if (o.use_bias) {
+    Variable bias = g.get_variable("bias", x.dtype(), {units},
+                                   o.bias_initializer, o.trainable);
+    regularize(g, o.bias_regularizer, "bias", g.read_variable(bias));
     y = nn::bias_add(y, bias);
   }
-  return activation(y);
+  y = o.activation(y);
+  regularizeActivity(g, o.activity_regularizer, y);
+  return y;
 }
 
 namespace {
@@ -120,10 +155,13 @@ void positiveArg(const char *kind, const std::string &layer, const Tensor &x,
 /// activation.
 Tensor biasAndActivate(Graph &g, Tensor y, int64_t units, bool use_bias,
                        const Initializer &bias_initializer, bool first,
-                       const Activation &activation) {
+                       const Activation &activation, bool trainable = true,
+                       const std::function<Tensor(const Tensor &)>
+                           &bias_regularizer = nullptr) {
   if (use_bias) {
-    Variable bias =
-        g.get_variable("bias", y.dtype(), {units}, bias_initializer);
+    Variable bias = g.get_variable("bias", y.dtype(), {units},
+                                   bias_initializer, trainable);
+    regularize(g, bias_regularizer, "bias", g.read_variable(bias));
     if (first) {
       Dims shape(y.rank() - 1, 1);
       shape[0] = units;
@@ -154,10 +192,24 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
               const Initializer &kernel_initializer,
               const Initializer &bias_initializer, const Dims &dilation_rate,
               const std::string &name, const std::string &data_format) {
+  return conv2d(x, filters, kernel_size,
+                Conv2DOptions{.strides = strides,
+                              .padding = padding,
+                              .dilation_rate = dilation_rate,
+                              .activation = std::move(activation),
+                              .use_bias = use_bias,
+                              .kernel_initializer = kernel_initializer,
+                              .bias_initializer = bias_initializer,
+                              .name = name,
+                              .data_format = data_format});
+}
+
+Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
+              const Conv2DOptions &o) {
   Graph &g = x.graph();
-  std::string layer = layerName(g, name, "conv2d");
+  std::string layer = layerName(g, o.name, "conv2d");
   auto scope = g.name_scope(layer);
-  bool first = channelsFirst("conv2d", layer, x, data_format);
+  bool first = channelsFirst("conv2d", layer, x, o.data_format);
   int64_t in = convInput("conv2d", layer, x, 2, first);
   if (kernel_size.size() != 2 || kernel_size[0] < 1 || kernel_size[1] < 1)
     layerError("conv2d", layer, x,
@@ -168,11 +220,14 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
                "filters must be positive, got " + std::to_string(filters));
   Variable kernel = g.get_variable(
       "kernel", x.dtype(), {kernel_size[0], kernel_size[1], in, filters},
-      kernel_initializer);
-  Tensor y = nn::conv2d(x, kernel, strides, upper(padding), nnFormat(4, first),
-                        dilation_rate);
-  return biasAndActivate(g, y, filters, use_bias, bias_initializer, first,
-                         activation);
+      o.kernel_initializer, o.trainable);
+  regularize(g, o.kernel_regularizer, "kernel", g.read_variable(kernel));
+  Tensor y = nn::conv2d(x, kernel, o.strides, upper(o.padding),
+                        nnFormat(4, first), o.dilation_rate);
+  y = biasAndActivate(g, y, filters, o.use_bias, o.bias_initializer, first,
+                      o.activation, o.trainable, o.bias_regularizer);
+  regularizeActivity(g, o.activity_regularizer, y);
+  return y;
 }
 
 Tensor conv1d(const Tensor &x, int64_t filters, int64_t kernel_size,
@@ -493,6 +548,16 @@ Tensor dropout(const Tensor &x, double rate, bool training,
   if (!training)
     return x;
   return nn::dropout(x, rate, seed);
+}
+
+Tensor dropout(const Tensor &x, double rate, const Dims &noise_shape,
+               bool training, std::optional<int64_t> seed,
+               const std::string &name) {
+  Graph &g = x.graph();
+  auto scope = g.name_scope(layerName(g, name, "dropout"));
+  if (!training)
+    return x;
+  return nn::dropout(x, rate, noise_shape, seed);
 }
 
 Tensor flatten(const Tensor &x, const std::string &name) {

@@ -56,6 +56,48 @@ Tensor dense(
     const std::string &name = "",
     const std::function<Tensor(const Tensor &)> &kernel_regularizer = nullptr);
 
+/// Keras's Dense / tf.layers.dense keyword arguments beyond `units`
+/// (designated initializers): regularizers (weights -> scalar penalty, e.g.
+/// losses::l2_regularizer(0.01), added to the mode's
+/// "regularization_losses") of the kernel, the bias and the output
+/// (activity_regularizer: of the layer's output, divided by the batch size
+/// as Keras does), and `trainable` (false:
+/// the variables are not in the trainable collection, so no optimizer
+/// updates them).
+struct DenseOptions {
+  Activation activation = nullptr;
+  bool use_bias = true;
+  Initializer kernel_initializer = glorot_uniform_initializer();
+  Initializer bias_initializer = zeros_initializer();
+  std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
+  std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
+  std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  bool trainable = true;
+  std::string name = "";
+};
+Tensor dense(const Tensor &x, int64_t units, const DenseOptions &options);
+
+/// tf.layers.conv2d's keyword arguments beyond filters and kernel_size, as
+/// DenseOptions.
+struct Conv2DOptions {
+  Dims strides = {1, 1};
+  std::string padding = "valid";
+  Dims dilation_rate = {1, 1};
+  Activation activation = nullptr;
+  bool use_bias = true;
+  Initializer kernel_initializer = glorot_uniform_initializer();
+  Initializer bias_initializer = zeros_initializer();
+  std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
+  std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
+  std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  bool trainable = true;
+  std::string name = "";
+  std::string data_format = "channels_last";
+};
+Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
+              const Conv2DOptions &options);
+
+
 // The convolution and pooling layers: tf.compat.v1.layers' names,
 // arguments and variables (Keras's for depthwise_conv2d and
 // conv2d_transpose's output_padding / dilation_rate), with the argument
@@ -189,6 +231,10 @@ Tensor average_pooling3d(const Tensor &x, const Dims &pool_size,
 /// tf.layers.dropout: x unchanged unless `training`.
 Tensor dropout(const Tensor &x, double rate = 0.5, bool training = false,
                std::optional<int64_t> seed = {}, const std::string &name = "");
+/// With tf.layers.dropout's noise_shape (nn::dropout's).
+Tensor dropout(const Tensor &x, double rate, const Dims &noise_shape,
+               bool training = false, std::optional<int64_t> seed = {},
+               const std::string &name = "");
 
 /// tf.compat.v1.layers.batch_normalization: normalizes `x` over every
 /// dimension but `axis` (its size C must be known) with the variables
@@ -213,6 +259,91 @@ Tensor batch_normalization(const Tensor &x, bool training = false,
 /// tf.layers.flatten: [batch, d1, d2, ...] -> [batch, d1*d2*...]; the
 /// non-batch dimensions must be known.
 Tensor flatten(const Tensor &x, const std::string &name = "");
+
+// --- Attention, normalization and embedding layers (AttentionLayers.cpp) --
+
+/// tf.keras.layers.LayerNormalization: normalizes `x` over the trailing
+/// dims [axis, rank) (`axis` one int; Keras's list of axes is supported
+/// when it is the trailing run [axis, ..., rank - 1]) with the variables
+/// gamma (ones, if `scale`) and beta (zeros, if `center`) of shape
+/// x.shape[axis:], created in this order under the layer's name
+/// ("layer_normalization", "layer_normalization_1", ...):
+///   y = (x - mean) * rsqrt(variance + epsilon) * gamma + beta
+/// (one fused op, nn::layer_norm). The normalized dims must be known.
+Tensor
+layer_normalization(const Tensor &x, int64_t axis = -1, double epsilon = 1e-3,
+                    bool center = true, bool scale = true,
+                    const Initializer &beta_initializer = zeros_initializer(),
+                    const Initializer &gamma_initializer = ones_initializer(),
+                    const std::string &name = "");
+
+/// tf.contrib.layers.layer_norm (TF 1.x's, as BERT uses it): normalizes
+/// over [begin_norm_axis, rank) with beta and gamma of shape
+/// x.shape[begin_params_axis:] (created in that order, under "LayerNorm",
+/// "LayerNorm_1", ... unless `scope` names it) and contrib's epsilon 1e-12;
+/// then `activation_fn`.
+Tensor layer_norm(const Tensor &x, bool center = true, bool scale = true,
+                  Activation activation_fn = nullptr,
+                  int64_t begin_norm_axis = 1, int64_t begin_params_axis = -1,
+                  const std::string &scope = "");
+
+/// Options of multi_head_attention beyond Keras's two required arguments
+/// (TF's keyword names; designated initializers).
+struct MultiHeadAttentionOptions {
+  /// value_dim: 0 means key_dim (Keras's None).
+  int64_t value_dim = 0;
+  double dropout = 0.0;
+  bool use_bias = true;
+  /// output_shape: the last dim of the output; 0 means the query's.
+  int64_t output_shape = 0;
+  Initializer kernel_initializer = glorot_uniform_initializer();
+  Initializer bias_initializer = zeros_initializer();
+  /// key: nullopt means value (Keras's key=None).
+  std::optional<Tensor> key = std::nullopt;
+  /// attention_mask [B, T, S], bool: true = query t may attend to key s.
+  std::optional<Tensor> attention_mask = std::nullopt;
+  bool use_causal_mask = false;
+  bool training = false;
+  std::optional<int64_t> seed = std::nullopt;
+  std::string name = "";
+};
+
+/// tf.keras.layers.MultiHeadAttention (Keras 2.15) over query [B, T, dq]
+/// and value [B, S, dv] (key [B, S, dk], default value), attention_axes
+/// None: the variables, under "multi_head_attention", "..._1", ..., are
+///   query/kernel [dq, num_heads, key_dim], query/bias [num_heads, key_dim],
+///   key/kernel [dk, num_heads, key_dim], key/bias [num_heads, key_dim],
+///   value/kernel [dv, num_heads, value_dim], value/bias [num_heads,
+///   value_dim], attention_output/kernel [num_heads, value_dim, out],
+///   attention_output/bias [out]
+/// (biases if use_bias); the weights softmax(q k^T / sqrt(key_dim) + mask)
+/// (one fused op, nn::attention_softmax; masked-out logits get -1e9),
+/// dropout on them when `training`; the result [B, T, out].
+Tensor multi_head_attention(const Tensor &query, const Tensor &value,
+                            int64_t num_heads, int64_t key_dim,
+                            const MultiHeadAttentionOptions &options = {});
+
+/// tf.keras.layers.Embedding: ids (any integer shape) -> ids.shape +
+/// [output_dim], rows of the variable "embedding/embeddings" [input_dim,
+/// output_dim] (uniform in [-0.05, 0.05) by default). Its gradient is a
+/// scatter-add of the rows used. Keras's mask_zero mask is
+/// not_equal(ids, 0).
+Tensor embedding(const Tensor &ids, int64_t input_dim, int64_t output_dim,
+                 const Initializer &embeddings_initializer =
+                     random_uniform_initializer(-0.05, 0.05),
+                 const std::string &name = "");
+
+/// tf.keras.layers.GlobalAveragePooling1D / GlobalMaxPooling1D ([B, T, C]
+/// -> [B, C]) and GlobalAveragePooling2D / GlobalMaxPooling2D ([B, H, W,
+/// C] -> [B, C]), channels_last; keepdims keeps the pooled dims as 1.
+Tensor global_average_pooling1d(const Tensor &x, bool keepdims = false,
+                                const std::string &name = "");
+Tensor global_max_pooling1d(const Tensor &x, bool keepdims = false,
+                            const std::string &name = "");
+Tensor global_average_pooling2d(const Tensor &x, bool keepdims = false,
+                                const std::string &name = "");
+Tensor global_max_pooling2d(const Tensor &x, bool keepdims = false,
+                            const std::string &name = "");
 
 } // namespace layers
 } // namespace estc

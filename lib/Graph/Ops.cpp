@@ -1657,6 +1657,112 @@ Tensor in_top_k(const Tensor &targets, const Tensor &predictions, int64_t k,
       logical_and(less(larger, static_cast<double>(k)), rowFinite), inRange,
       "in_top_k");
 }
+
+Tensor dropout(const Tensor &x, double rate, const Dims &noise_shape,
+               std::optional<int64_t> seed, const std::string &name) {
+  if (!x.has_value() || static_cast<int64_t>(noise_shape.size()) != x.rank())
+    throw GraphError("dropout: input '" + x.name() + "' " +
+                     (x.has_value() ? shape::toString(x.shape())
+                                    : std::string("(no value)")) +
+                     ": noise_shape " + shape::toString(noise_shape) +
+                     " must have the input's rank");
+  Dims begin(noise_shape.size(), 0), size;
+  bool whole = true;
+  for (size_t i = 0; i < noise_shape.size(); ++i) {
+    int64_t n = noise_shape[i], d = x.shape()[i];
+    if (n != -1 && n != 1 && n != d)
+      throw GraphError("dropout: input '" + x.name() + "' " +
+                       shape::toString(x.shape()) + ": noise_shape " +
+                       shape::toString(noise_shape) +
+                       " must have 1 or the input's size in each dim (-1: "
+                       "the input's)");
+    bool one = n == 1 && d != 1;
+    whole = whole && !one;
+    size.push_back(one ? 1 : -1);
+  }
+  if (whole)
+    return dropout(x, rate, seed, name);
+  // The kept-and-scaled mask drawn at the noise shape, broadcast over x.
+  Tensor mask = dropout(ones_like(slice(x, begin, size)), rate, seed, name);
+  return multiply(x, mask);
+}
+
+Tensor layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                  int64_t begin_norm_axis, int64_t begin_params_axis,
+                  double epsilon, const std::string &name) {
+  OpBuilder o(nullptr, "layer_norm", name, "LayerNorm", {x, gamma, beta});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  o.requireSameDType(0, 2);
+  if (!(epsilon >= 0.0)) {
+    std::ostringstream os;
+    os << "epsilon must be >= 0, got " << epsilon;
+    o.fail(os.str());
+  }
+  Dims out = o.check(shape::layerNorm(x.shape(), gamma.shape(), beta.shape(),
+                                      begin_norm_axis, begin_params_axis));
+  return o.finish(x.dtype(), out,
+                  {{"begin_norm_axis", attr_i(begin_norm_axis)},
+                   {"begin_params_axis", attr_i(begin_params_axis)},
+                   {"epsilon", attr_f(epsilon)}});
+}
+
+namespace {
+Tensor attentionSoftmax(std::vector<Tensor> inputs, double scale, bool causal,
+                        const std::string &name) {
+  bool hasMask = inputs.size() == 2;
+  OpBuilder o(nullptr, "attention_softmax", name, "AttentionSoftmax",
+              std::move(inputs));
+  o.requireFloat(0);
+  std::optional<Dims> mask;
+  if (hasMask) {
+    if (o.in(1).dtype() != DType::Bool && o.in(1).dtype() != o.in(0).dtype())
+      o.fail("the mask must be bool (true = attend) or an additive mask of "
+             "the logits' dtype, got " +
+             to_string(o.in(1).dtype()));
+    mask = o.in(1).shape();
+  }
+  if (!std::isfinite(scale)) {
+    std::ostringstream os;
+    os << "scale must be finite, got " << scale;
+    o.fail(os.str());
+  }
+  Dims out = o.check(shape::attentionSoftmax(o.in(0).shape(), mask));
+  return o.finish(o.in(0).dtype(), out,
+                  {{"scale", attr_f(scale)}, {"causal", attr_b(causal)}});
+}
+} // namespace
+
+Tensor attention_softmax(const Tensor &logits, double scale, bool causal,
+                         const std::string &name) {
+  return attentionSoftmax({logits}, scale, causal, name);
+}
+
+Tensor attention_softmax(const Tensor &logits, const Tensor &mask, double scale,
+                         bool causal, const std::string &name) {
+  return attentionSoftmax({logits, mask}, scale, causal, name);
+}
+
+Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
+                                    const Tensor &value,
+                                    const std::optional<Tensor> &mask,
+                                    bool causal, std::optional<double> scale,
+                                    const std::string &name) {
+  Graph &g = query.graph();
+  auto s = g.name_scope(name.empty() ? g.unique_layer_name("attention") : name);
+  int64_t depth = query.has_value() && query.rank() >= 1 ? query.shape().back()
+                                                         : shape::kUnknownDim;
+  if (!scale && depth == shape::kUnknownDim)
+    throw GraphError("scaled_dot_product_attention: query '" + query.name() +
+                     "' " + shape::toString(query.shape()) +
+                     ": the last dimension must be known (or give scale)");
+  double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(depth));
+  Tensor logits = matmul(query, key, false, true, "scores");
+  Tensor weights = mask ? attention_softmax(logits, *mask, sc, causal)
+                        : attention_softmax(logits, sc, causal);
+  return matmul(weights, value, false, false, "output");
+}
+
 } // namespace nn
 
 namespace activations {

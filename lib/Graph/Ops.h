@@ -596,6 +596,44 @@ Tensor dropout(const Tensor &x, double rate, std::optional<int64_t> seed = {},
 /// predictions [batch, classes] (float, static classes) -> bool [batch].
 Tensor in_top_k(const Tensor &targets, const Tensor &predictions, int64_t k,
                 const std::string &name = "");
+/// tf.nn.dropout's noise_shape: one keep/drop decision per element of
+/// `noise_shape` (x's rank; each dim 1, x's or -1 for x's), broadcast over
+/// x (e.g. {-1, 1, -1}: the same features dropped at every time step).
+Tensor dropout(const Tensor &x, double rate, const Dims &noise_shape,
+               std::optional<int64_t> seed = {}, const std::string &name = "");
+
+/// Layer normalization (est.layer_norm, fused): `x` normalized over its dims
+/// [begin_norm_axis, rank) (each row's mean and biased variance), times
+/// `gamma` plus `beta`, both of shape x.shape[begin_params_axis:]:
+///   y = (x - mean) * rsqrt(variance + epsilon) * gamma + beta.
+/// The op under layers::layer_normalization (Keras) and layers::layer_norm
+/// (tf.contrib); its gradient is one fused op too.
+Tensor layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                  int64_t begin_norm_axis = -1, int64_t begin_params_axis = -1,
+                  double epsilon = 1e-3, const std::string &name = "");
+
+/// Attention weights (est.attention_softmax, fused): softmax over the last
+/// axis of `scale * logits` ([..., T, S]) plus the mask's bias. `mask` has
+/// logits' rank, each dim 1 (broadcast: e.g. [B, 1, T, S] over the heads)
+/// or logits': bool (true = attend; false adds -1e9, as Keras's masked
+/// Softmax) or an additive float mask of logits' dtype. `causal` masks
+/// s > t (Keras's use_causal_mask).
+Tensor attention_softmax(const Tensor &logits, double scale = 1.0,
+                         bool causal = false, const std::string &name = "");
+Tensor attention_softmax(const Tensor &logits, const Tensor &mask,
+                         double scale = 1.0, bool causal = false,
+                         const std::string &name = "");
+
+/// softmax(query key^T * scale + mask) value, over the last two dims
+/// (batched matmuls): query [..., T, d], key [..., S, d], value [..., S, dv]
+/// -> [..., T, dv]. `scale` defaults to 1 / sqrt(d); `mask` and `causal` as
+/// attention_softmax's. Nodes in the name scope `name` ("attention").
+Tensor scaled_dot_product_attention(const Tensor &query, const Tensor &key,
+                                    const Tensor &value,
+                                    const std::optional<Tensor> &mask = {},
+                                    bool causal = false,
+                                    std::optional<double> scale = {},
+                                    const std::string &name = "");
 } // namespace nn
 
 namespace activations {

@@ -686,5 +686,51 @@ ShapeOr sparseSoftmaxCrossEntropy(const Dims &logits, const Dims &labels) {
   return out;
 }
 
+ShapeOr layerNorm(const Dims &x, const Dims &gamma, const Dims &beta,
+                  int64_t beginNormAxis, int64_t beginParamsAxis) {
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (rank < 1)
+    return fail("x must have rank >= 1");
+  auto norm = normalizeAxis(beginNormAxis, rank);
+  if (!norm)
+    return fail("begin_norm_axis ", beginNormAxis, " is out of range for rank ",
+                rank);
+  auto params = normalizeAxis(beginParamsAxis, rank);
+  if (!params)
+    return fail("begin_params_axis ", beginParamsAxis,
+                " is out of range for rank ", rank);
+  if (*params < *norm)
+    return fail("begin_params_axis ", beginParamsAxis,
+                " must not come before begin_norm_axis ", beginNormAxis);
+  Dims expected(x.begin() + *params, x.end());
+  for (const auto &[what, dims] :
+       {std::pair{"gamma", &gamma}, {"beta", &beta}}) {
+    bool ok = dims->size() == expected.size();
+    for (size_t i = 0; ok && i < expected.size(); ++i)
+      ok = !known(expected[i]) || !known((*dims)[i]) ||
+           expected[i] == (*dims)[i];
+    if (!ok)
+      return fail(what, " ", toString(*dims), " must have the shape ",
+                  toString(expected), " of x's dims from ", *params);
+  }
+  return x;
+}
+
+ShapeOr attentionSoftmax(const Dims &logits, const std::optional<Dims> &mask) {
+  if (logits.size() < 2)
+    return fail("logits must have rank >= 2 ([..., T, S]), got ",
+                toString(logits));
+  if (!mask)
+    return logits;
+  bool ok = mask->size() == logits.size();
+  for (size_t i = 0; ok && i < logits.size(); ++i)
+    ok = (*mask)[i] == 1 || !known((*mask)[i]) || !known(logits[i]) ||
+         (*mask)[i] == logits[i];
+  if (!ok)
+    return fail("mask ", toString(*mask), " must have the rank of logits ",
+                toString(logits), " and each dim 1 or logits'");
+  return logits;
+}
+
 } // namespace shape
 } // namespace estc

@@ -167,6 +167,16 @@ ShapeOr softmaxCrossEntropy(const Dims &logits, const Dims &labels);
 /// logits [..., C] and integer labels [...] -> [...].
 ShapeOr sparseSoftmaxCrossEntropy(const Dims &logits, const Dims &labels);
 
+// --- Normalization and attention -------------------------------------------
+/// x normalized over dims [beginNormAxis, rank), with gamma and beta of shape
+/// x[beginParamsAxis:] (beginParamsAxis >= beginNormAxis; negative axes
+/// count from the end) -> x's shape.
+ShapeOr layerNorm(const Dims &x, const Dims &gamma, const Dims &beta,
+                  int64_t beginNormAxis, int64_t beginParamsAxis);
+/// logits [..., T, S] (rank >= 2) and an optional mask of logits' rank, each
+/// dim 1 or logits' -> logits' shape.
+ShapeOr attentionSoftmax(const Dims &logits, const std::optional<Dims> &mask);
+
 } // namespace shape
 } // namespace estc
 

@@ -1375,6 +1375,85 @@ Value softmax(const OpContext &ctx, bool log) {
   return out;
 }
 
+/// layer_norm: TF's two-pass moments of each row over [begin_norm_axis,
+/// rank), then the normalized row times gamma plus beta (broadcast from
+/// begin_params_axis).
+Value layerNorm(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  const Value &x = ctx.input(0), &gamma = ctx.input(1), &beta = ctx.input(2);
+  ctx.expectFloat(x, "x");
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t norm = ctx.axis(ctx.getInt("begin_norm_axis", -1), rank);
+  int64_t params = ctx.axis(ctx.getInt("begin_params_axis", -1), rank);
+  double epsilon = ctx.getFloat("epsilon", 1e-3);
+  ctx.check(shape::layerNorm(x.shape, gamma.shape, beta.shape, norm, params));
+  int64_t n = 1, p = 1;
+  for (int64_t d = norm; d < rank; ++d)
+    n *= x.shape[d];
+  for (int64_t d = params; d < rank; ++d)
+    p *= x.shape[d];
+  Value out = makeValue(x.dtype, x.shape);
+  for (int64_t row = 0; row * n < x.numElements(); ++row) {
+    const double *v = x.data.data() + row * n;
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      mean += v[i];
+    mean /= static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i)
+      var += (v[i] - mean) * (v[i] - mean);
+    var /= static_cast<double>(n);
+    double rstd = 1.0 / std::sqrt(var + epsilon);
+    for (int64_t i = 0; i < n; ++i)
+      out.data[row * n + i] = normalize(
+          x.dtype, (v[i] - mean) * rstd * gamma.data[i % p] + beta.data[i % p]);
+  }
+  return out;
+}
+
+/// attention_softmax: softmax over the last axis of scale * logits plus the
+/// mask's bias (bool: -1e9 where false; float: added) and the causal bias.
+Value attentionSoftmax(const OpContext &ctx) {
+  ctx.expectInputs(1, 2);
+  const Value &logits = ctx.input(0);
+  ctx.expectFloat(logits, "logits");
+  double scale = ctx.getFloat("scale", 1.0);
+  bool causal = ctx.getBool("causal", false);
+  std::optional<Dims> maskShape;
+  if (ctx.inputs.size() == 2)
+    maskShape = ctx.input(1).shape;
+  ctx.check(shape::attentionSoftmax(logits.shape, maskShape));
+  double masked = logits.dtype == g::DT_HALF ? -65504.0 : -1e9;
+  Value z = makeValue(logits.dtype, logits.shape);
+  std::vector<int64_t> maskSlot;
+  if (maskShape)
+    maskSlot = broadcastOffsets(*maskShape, logits.shape);
+  int64_t rank = static_cast<int64_t>(logits.shape.size());
+  int64_t S = logits.shape[rank - 1], T = logits.shape[rank - 2];
+  // f32 logits are biased in f32, as TF computes them: -1e9 + v is -1e9
+  // for a small v, so a row masked everywhere is uniform (Keras's result).
+  auto round = [&](double v) {
+    return logits.dtype == g::DT_FLOAT
+               ? static_cast<double>(static_cast<float>(v))
+               : v;
+  };
+  for (int64_t i = 0; i < logits.numElements(); ++i) {
+    double v = round(logits.data[i] * scale);
+    bool off = causal && (i % S) > (i / S) % T;
+    if (maskShape) {
+      double m = ctx.input(1).data[maskSlot[i]];
+      if (ctx.input(1).dtype == g::DT_BOOL)
+        off = off || m == 0.0;
+      else
+        v = round(v + m);
+    }
+    z.data[i] = off ? round(v + masked) : round(v);
+  }
+  Value out = logSoftmaxAlong(z, rank - 1);
+  for (double &v : out.data)
+    v = normalize(logits.dtype, std::exp(v));
+  return out;
+}
+
 Value softmaxCrossEntropy(const OpContext &ctx) {
   ctx.expectInputs(2, 2);
   const Value &logits = ctx.input(0), &labels = ctx.input(1);
@@ -1700,6 +1779,8 @@ const std::map<std::string, Kernel> &kernels() {
     };
     // Neural-network ops and losses.
     t["softmax"] = [](const OpContext &c) { return softmax(c, false); };
+    t["layer_norm"] = layerNorm;
+    t["attention_softmax"] = attentionSoftmax;
     t["log_softmax"] = [](const OpContext &c) { return softmax(c, true); };
     t["softmax_cross_entropy"] = softmaxCrossEntropy;
     t["sparse_softmax_cross_entropy"] = sparseSoftmaxCrossEntropy;

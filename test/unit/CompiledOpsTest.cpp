@@ -1511,6 +1511,63 @@ TEST(CompiledOps, ResizeImages) {
           {1});
 }
 
+/// layer_norm: over the last dim and over the trailing two with parameters
+/// of the last only, a large mean (the shifted moments), a run-time batch;
+/// f64.
+TEST(CompiledOps, LayerNorm) {
+  checkOp({{"x", DType::Float32, {-1, 17}}}, [](Graph &g, const TensorMap &x) {
+    return nn::layer_norm(x["x"], constant(g, {17}, 1), constant(g, {17}, 2));
+  });
+  checkOp(
+      {{"x", DType::Float32, {-1, 3, 5}, 1000.0, 1004.0}},
+      [](Graph &g, const TensorMap &x) {
+        return nn::layer_norm(x["x"], constant(g, {5}, 3), constant(g, {5}, 4),
+                              1, 2, 1e-12);
+      },
+      {1, 3, 17}, 1e-4);
+  checkOp({{"x", DType::Float64, {-1, 4, 6}}}, [](Graph &g,
+                                                  const TensorMap &x) {
+    return nn::layer_norm(x["x"], constant(g, {4, 6}, 5, DType::Float64),
+                          constant(g, {4, 6}, 6, DType::Float64), -2, -2, 1e-3);
+  });
+  // The whole tensor as one row (no row dims).
+  checkOp({{"x", DType::Float32, {3, 7}}}, [](Graph &g, const TensorMap &x) {
+    return nn::layer_norm(x["x"], constant(g, {3, 7}, 7),
+                          constant(g, {3, 7}, 8), 0, 0);
+  });
+}
+
+/// attention_softmax: scale, causal, bool masks broadcast over the heads
+/// (with rows where every key is masked: Keras's uniform -1e9 rows), an
+/// additive mask, a run-time batch.
+TEST(CompiledOps, AttentionSoftmax) {
+  checkOp({{"l", DType::Float32, {-1, 2, 3, 5}}},
+          [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], 0.37, /*causal=*/true);
+          });
+  checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},
+           {"m", DType::Float32, {-1, 1, 4, 4}, -1.0, 1.0}},
+          [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], x["m"], 2.0);
+          });
+  checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},
+           {"m", DType::Float32, {-1, 1, 4, 4}, -1.0, 1.0}},
+          [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], greater(x["m"], 0.3), 2.0);
+          });
+  checkOp({{"l", DType::Float32, {-1, 2, 4, 4}},
+           {"m", DType::Float32, {-1, 1, 4, 4}, -1.0, 1.0}},
+          [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], greater(x["m"], 0.0), 1.0,
+                                         /*causal=*/true);
+          });
+  checkOp({{"l", DType::Float32, {-1, 3, 6}},
+           {"m", DType::Float32, {1, 3, 6}, -3.0, 0.0}},
+          [](Graph &, const TensorMap &x) {
+            return nn::attention_softmax(x["l"], x["m"], 0.5);
+          });
+}
+
 TEST(CompiledOps, UnsortedSegmentSum) {
   auto sum = [](Graph &, const TensorMap &x) {
     return unsorted_segment_sum(x["d"], x["i"], x["l"]);
@@ -1716,6 +1773,8 @@ TEST(CompiledOps, RandomOpsAndDropout) {
   g::GraphDef graph = predictGraph(f, [](Graph &g, const TensorMap &x) {
     return TensorMap{
         {"dropout", nn::dropout(x["x"], 0.3)},
+        // noise_shape: one decision per column, the same in every row.
+        {"dropout_columns", nn::dropout(x["x"], 0.5, Dims{1, -1})},
         {"uniform", random_uniform(g, {4, 5}, DType::Float32, -1.0, 3.0)},
         {"normal", random_normal(g, {4, 5}, DType::Float32, 1.0, 2.0)},
         {"truncated", truncated_normal(g, {7}, DType::Float32, 0.0, 0.5)},

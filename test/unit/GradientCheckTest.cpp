@@ -381,6 +381,33 @@ GRADIENT_TEST(SoftmaxCrossEntropy, -2, 2,
 GRADIENT_TEST(SparseSoftmaxCrossEntropy, -2, 2,
               nn::sparse_softmax_cross_entropy_with_logits(
                   a.graph().constant({2, 0}, {2}, DType::Int64), x))
+// The fused row ops (layer_norm_grad, attention_softmax_grad).
+GRADIENT_TEST_SHAPED(LayerNormX, -2, 2, (std::vector<int64_t>{3, 4}),
+                     nn::layer_norm(multiply(x, x),
+                                    x.graph().constant({0.5, -1, 2, 1.5}, {4}),
+                                    x.graph().constant({0.1, 0, -0.3, 1}, {4}),
+                                    -1, -1, 1e-3))
+// gamma and beta from x too: every gradient of the op at once.
+GRADIENT_TEST_SHAPED(LayerNormGammaBeta, -2, 2, (std::vector<int64_t>{4, 4}),
+                     nn::layer_norm(add(a, x), reduce_sum(x, Dims{0}),
+                                    reduce_mean(square(x), Dims{0}), 1, 1,
+                                    1e-2))
+// Normalized over [1, 3) with [3] parameters broadcast along dim 1.
+GRADIENT_TEST_SHAPED(LayerNormBroadcastParams, -2, 2,
+                     (std::vector<int64_t>{2, 2, 3}),
+                     nn::layer_norm(x, reduce_sum(x, Dims{0, 1}),
+                                    reduce_max(x, Dims{0, 1}), 1, 2, 1e-3))
+GRADIENT_TEST(AttentionSoftmaxCausal, -2, 2,
+              nn::attention_softmax(x, 0.7, /*causal=*/true))
+GRADIENT_TEST(AttentionSoftmaxBoolMask, -2, 2,
+              nn::attention_softmax(x, less(a, 1.0), 1.3))
+// An additive mask [1, 3, 3] broadcast over logits [3, 3, 3]: its gradient
+// is summed over dim 0.
+GRADIENT_TEST_SHAPED(AttentionSoftmaxAdditiveMask, -2, 2,
+                     (std::vector<int64_t>{3, 3}),
+                     nn::attention_softmax(add(expand_dims(a, 0),
+                                               expand_dims(a, 1)),
+                                           expand_dims(x, 0), 0.5))
 GRADIENT_TEST(SigmoidCrossEntropy, -2, 2,
               nn::sigmoid_cross_entropy_with_logits(sigmoid(a), x))
 GRADIENT_TEST(ReduceProd, -2, 2, multiply(x, reduce_prod(x, Dims{1}, true)))

@@ -897,6 +897,170 @@ TEST(GraphBuilder, GroupAndBatchNormalization) {
                    {"batch_normalization", "axis 2 is out of range"});
 }
 
+/// Keras's LayerNormalization, tf.contrib's layer_norm, MultiHeadAttention,
+/// Embedding and global pooling: variables (names, order, shapes,
+/// initializers), result shapes, and one error line each.
+TEST(GraphBuilder, AttentionAndNormalizationLayers) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 5, 8});
+  EXPECT_EQ(layers::layer_normalization(x).shape(), (Dims{U, 5, 8}));
+  layers::layer_normalization(x, -2, 1e-5, /*center=*/false);
+  Tensor ln = layers::layer_norm(x);
+  EXPECT_EQ(ln.op(), "layer_norm");
+  EXPECT_EQ(attr(ln, "begin_norm_axis").i(), 1);
+  EXPECT_EQ(attr(ln, "begin_params_axis").i(), -1 + 3);
+  EXPECT_DOUBLE_EQ(attr(ln, "epsilon").f(), 1e-12);
+
+  Tensor q = g.placeholder("q", DType::Float32, {U, 4, 6});
+  Tensor v = g.placeholder("v", DType::Float32, {U, 7, 3});
+  Tensor mask = g.placeholder("mask", DType::Bool, {U, 4, 7});
+  Tensor y = layers::multi_head_attention(
+      q, v, 2, 5,
+      {.value_dim = 3, .attention_mask = mask, .use_causal_mask = true});
+  EXPECT_EQ(y.shape(), (Dims{U, 4, 6}));
+  Tensor y2 = layers::multi_head_attention(
+      q, q, 3, 4, {.use_bias = false, .output_shape = 10});
+  EXPECT_EQ(y2.shape(), (Dims{U, 4, 10}));
+
+  Tensor ids = g.placeholder("ids", DType::Int64, {U, 5});
+  EXPECT_EQ(layers::embedding(ids, 100, 16).shape(), (Dims{U, 5, 16}));
+  EXPECT_EQ(layers::global_average_pooling1d(x).shape(), (Dims{U, 8}));
+  EXPECT_EQ(layers::global_max_pooling1d(x, true).shape(), (Dims{U, 1, 8}));
+  Tensor img = g.placeholder("img", DType::Float32, {U, 4, 4, 3});
+  EXPECT_EQ(layers::global_average_pooling2d(img).shape(), (Dims{U, 3}));
+  EXPECT_EQ(layers::global_max_pooling2d(img, true).shape(),
+            (Dims{U, 1, 1, 3}));
+
+  graph::GraphDef def = g.graph_def();
+  std::vector<std::string> names;
+  for (const auto &var : def.variable())
+    names.push_back(var.name() + " " +
+                    shape::toString(Dims(var.shape().dim().begin(),
+                                         var.shape().dim().end())));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "layer_normalization/gamma [8]",
+                       "layer_normalization/beta [8]",
+                       "layer_normalization_1/gamma [5,8]",
+                       "LayerNorm/beta [8]",
+                       "LayerNorm/gamma [8]",
+                       "multi_head_attention/query/kernel [6,2,5]",
+                       "multi_head_attention/query/bias [2,5]",
+                       "multi_head_attention/key/kernel [3,2,5]",
+                       "multi_head_attention/key/bias [2,5]",
+                       "multi_head_attention/value/kernel [3,2,3]",
+                       "multi_head_attention/value/bias [2,3]",
+                       "multi_head_attention/attention_output/kernel [2,3,6]",
+                       "multi_head_attention/attention_output/bias [6]",
+                       "multi_head_attention_1/query/kernel [6,3,4]",
+                       "multi_head_attention_1/key/kernel [6,3,4]",
+                       "multi_head_attention_1/value/kernel [6,3,4]",
+                       "multi_head_attention_1/attention_output/kernel "
+                       "[3,4,10]",
+                       "embedding/embeddings [100,16]",
+                   }));
+  EXPECT_EQ(findVar(def, "layer_normalization/gamma")->initializer().type(),
+            "ones");
+  EXPECT_EQ(findVar(def, "embedding/embeddings")->initializer().type(),
+            "random_uniform");
+
+  // Errors: one line naming the layer or op.
+  Tensor u = g.placeholder("u", DType::Float32, {U, U});
+  expectGraphError(
+      [&] { layers::layer_normalization(u); },
+      {"layer_normalization 'layer_normalization_2'", "must be known"});
+  expectGraphError([&] { layers::layer_normalization(x, 3); },
+                   {"layer_normalization", "axis 3 is out of range"});
+  expectGraphError([&] { layers::layer_norm(x, true, true, nullptr, 2, 1); },
+                   {"layer_norm", "begin_params_axis 1 comes before"});
+  expectGraphError(
+      [&] {
+        nn::layer_norm(x, g.constant({1.0}, {5}), g.constant({0.0}, {8}));
+      },
+      {"layer_norm 'LayerNorm", "gamma [5] must have the shape [8]"});
+  expectGraphError(
+      [&] {
+        nn::layer_norm(x, g.constant({1.0}, {8}), g.constant({0.0}, {8}), -1,
+                       -1, -1.0);
+      },
+      {"layer_norm", "epsilon must be >= 0"});
+  Tensor logits = g.placeholder("logits", DType::Float32, {U, 2, 4, 7});
+  expectGraphError([&] { nn::attention_softmax(logits, mask); },
+                   {"attention_softmax", "mask [?,4,7] must have the rank"});
+  expectGraphError(
+      [&] { nn::attention_softmax(logits, cast(mask, DType::Int32)); },
+      {"attention_softmax", "must be bool (true = attend)"});
+  expectGraphError(
+      [&] {
+        layers::multi_head_attention(q, v, 2, 5, {.attention_mask = ids});
+      },
+      {"multi_head_attention 'multi_head_attention_2'",
+       "attention_mask must be a bool [batch, T, S] = [?,4,7]"});
+  expectGraphError([&] { layers::multi_head_attention(u, v, 2, 5); },
+                   {"multi_head_attention", "[batch, length, dim]"});
+  expectGraphError(
+      [&] {
+        layers::multi_head_attention(
+            q, v, 2, 5, {.key = g.placeholder("k", DType::Float32, {U, 6, 3})});
+      },
+      {"multi_head_attention", "must share batch and length"});
+  expectGraphError([&] { layers::multi_head_attention(q, v, 0, 5); },
+                   {"multi_head_attention", "must be positive"});
+  expectGraphError([&] { layers::embedding(x, 10, 4); },
+                   {"embedding 'embedding_1'", "integer tensor"});
+  expectGraphError([&] { layers::global_average_pooling2d(x); },
+                   {"global_average_pooling2d", "rank-4"});
+  Tensor ql = g.placeholder("ql", DType::Float32, {U, 2, 4, U});
+  expectGraphError(
+      [&] { nn::scaled_dot_product_attention(ql, ql, ql); },
+      {"scaled_dot_product_attention", "the last dimension must be known"});
+  EXPECT_EQ(
+      nn::scaled_dot_product_attention(ql, ql, ql, std::nullopt, true, 0.5)
+          .shape(),
+      (Dims{U, 2, 4, U}));
+
+  // dropout's noise_shape: the mask at [?, 1, 8], broadcast over dim 1.
+  Tensor d = nn::dropout(x, 0.5, Dims{-1, 1, 8});
+  EXPECT_EQ(d.shape(), (Dims{U, 5, 8}));
+  EXPECT_EQ(d.op(), "mul");
+  EXPECT_EQ(nn::dropout(x, 0.5, Dims{-1, 5, 8}).op(), "dropout");
+  EXPECT_EQ(layers::dropout(x, 0.5, Dims{-1, 1, -1}, /*training=*/false).name(),
+            x.name());
+  expectGraphError([&] { nn::dropout(x, 0.5, Dims{-1, 1}); },
+                   {"dropout", "noise_shape [?,1] must have the input's rank"});
+  expectGraphError([&] { nn::dropout(x, 0.5, Dims{-1, 2, 8}); },
+                   {"dropout", "must have 1 or the input's size"});
+}
+
+/// dense and conv2d's options: regularizers of kernel, bias and activity
+/// in the mode's collection, trainable=false variables.
+TEST(GraphBuilder, DenseAndConv2DOptions) {
+  Graph g;
+  auto m = g.mode_scope(ModeKeys::TRAIN);
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4});
+  Tensor y = layers::dense(x, 3,
+                           {.activation = nn::relu,
+                            .kernel_regularizer = losses::l2_regularizer(0.1),
+                            .bias_regularizer = losses::l1_regularizer(0.2),
+                            .activity_regularizer = losses::l2_regularizer(1),
+                            .trainable = false});
+  EXPECT_EQ(y.shape(), (Dims{U, 3}));
+  EXPECT_EQ(y.op(), "relu");
+  Tensor img = g.placeholder("img", DType::Float32, {U, 6, 6, 2});
+  Tensor c = layers::conv2d(img, 4, {3, 3},
+                            {.strides = {2, 2},
+                             .padding = "same",
+                             .bias_regularizer = losses::l2_regularizer(1)});
+  EXPECT_EQ(c.shape(), (Dims{U, 3, 3, 4}));
+  EXPECT_EQ(g.get_collection("regularization_losses").size(), 4u);
+  EXPECT_FALSE(g.find_variable("dense/kernel")->trainable());
+  EXPECT_FALSE(g.find_variable("dense/bias")->trainable());
+  EXPECT_TRUE(g.find_variable("conv2d/kernel")->trainable());
+  expectGraphError([&] { layers::dense(x, 0, {.trainable = false}); },
+                   {"dense 'dense_1'", "units must be positive"});
+  expectGraphError([&] { layers::conv2d(x, 4, {3, 3}, {.padding = "same"}); },
+                   {"conv2d 'conv2d_1'", "NHWC"});
+}
+
 TEST(GraphBuilder, RandomOpsAndSeeds) {
   auto build = [](int64_t seed) {
     Graph g;

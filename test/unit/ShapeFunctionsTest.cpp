@@ -254,3 +254,30 @@ TEST(ShapeFunctions, Losses) {
               "without its last dimension");
   expectError(sparseSoftmaxCrossEntropy({8, 10}, {4}), "do not match");
 }
+
+TEST(ShapeFunctions, LayerNormAndAttentionSoftmax) {
+  expectDims(layerNorm({U, 5, 8}, {8}, {8}, -1, -1), {U, 5, 8});
+  expectDims(layerNorm({U, 5, 8}, {8}, {U}, 1, 2), {U, 5, 8});
+  expectDims(layerNorm({U, 5, 8}, {5, 8}, {5, 8}, 1, 1), {U, 5, 8});
+  expectDims(layerNorm({3, 4}, {3, 4}, {3, 4}, 0, 0), {3, 4});
+  expectError(layerNorm({}, {}, {}, -1, -1), "rank >= 1");
+  expectError(layerNorm({U, 8}, {8}, {8}, 2, -1),
+              "begin_norm_axis 2 is out of range for rank 2");
+  expectError(layerNorm({U, 8}, {8}, {8}, -1, -3),
+              "begin_params_axis -3 is out of range");
+  expectError(layerNorm({U, 5, 8}, {5, 8}, {5, 8}, 2, 1),
+              "must not come before begin_norm_axis");
+  expectError(layerNorm({U, 5, 8}, {8}, {7}, -1, -1),
+              "beta [7] must have the shape [8]");
+  expectError(layerNorm({U, 5, 8}, {5, 8}, {5, 8}, -1, -1),
+              "gamma [5,8] must have the shape [8]");
+
+  expectDims(attentionSoftmax({U, 4, 6, 7}, std::nullopt), {U, 4, 6, 7});
+  expectDims(attentionSoftmax({U, 4, 6, 7}, Dims{U, 1, 6, 7}), {U, 4, 6, 7});
+  expectDims(attentionSoftmax({U, 4, 6, 7}, Dims{1, 1, 1, 7}), {U, 4, 6, 7});
+  expectError(attentionSoftmax({7}, std::nullopt), "rank >= 2");
+  expectError(attentionSoftmax({U, 4, 6, 7}, Dims{U, 6, 7}),
+              "must have the rank of logits");
+  expectError(attentionSoftmax({U, 4, 6, 7}, Dims{U, 2, 6, 7}),
+              "each dim 1 or logits'");
+}

@@ -36,6 +36,7 @@ using namespace mlir;
 void mlir::est::populateEstToLinalgPatterns(RewritePatternSet &patterns) {
   populateEstToLinalgElementwisePatterns(patterns);
   populateEstToLinalgReductionPatterns(patterns);
+  populateEstToLinalgNormalizationPatterns(patterns);
   populateEstToLinalgLinearAlgebraPatterns(patterns);
   populateEstToLinalgWindowPatterns(patterns);
   populateEstToLinalgShapePatterns(patterns);

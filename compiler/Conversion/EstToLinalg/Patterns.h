@@ -8,6 +8,8 @@
 //                      stop_gradient
 //   Reductions.cpp     reduce_sum / _mean / _max / _min / _prod, argmax,
 //                      argmin, cumsum, cumprod
+//   Normalization.cpp  layer_norm, attention_softmax and their gradients
+//                      (one loop nest per row)
 //   LinearAlgebra.cpp  matmul, conv2d
 //   Windows.cpp        max_pool, avg_pool and the gradients of conv2d and
 //                      pooling (conv2d_backprop_input / _filter,
@@ -41,6 +43,7 @@ namespace est {
 
 void populateEstToLinalgElementwisePatterns(RewritePatternSet &patterns);
 void populateEstToLinalgReductionPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgNormalizationPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgLinearAlgebraPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgWindowPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgShapePatterns(RewritePatternSet &patterns);

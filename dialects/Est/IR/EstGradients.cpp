@@ -28,6 +28,9 @@
 // - unsorted_segment_sum's data gets gather(g, segment_ids).
 // - take_along_axis (top_k's and sort's values) and scatter_along_axis are
 //   each other's transposes; so are resize_images and resize_images_grad.
+// - layer_norm's gradients are the fused layer_norm_grad (dx, dgamma,
+//   dbeta); attention_softmax's the fused attention_softmax_grad (an
+//   additive mask's too, with scale 1, summed over its broadcast dims).
 // - Ops with an integer result (argmax, bucketize, casts to integers) need
 //   no rule: the autodiff pass never makes an integer value active.
 // Not covered (the autodiff pass leaves the minimize with a warning naming
@@ -963,6 +966,33 @@ LogicalResult gradient(SigmoidCrossEntropyOp op, OpBuilder &b, Value g,
   return success();
 }
 
+LogicalResult gradient(LayerNormOp op, OpBuilder &b, Value g, Grads &out) {
+  auto grad = LayerNormGradOp::create(
+      b, op.getLoc(), op.getX(), op.getGamma(), g, op.getBeginNormAxisAttr(),
+      op.getBeginParamsAxisAttr(), op.getEpsilonAttr());
+  out.assign(std::initializer_list<Value>{grad.getDx(), grad.getDgamma(),
+                                          grad.getDbeta()});
+  return success();
+}
+
+LogicalResult gradient(AttentionSoftmaxOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  Location loc = op.getLoc();
+  Value y = op.getResult();
+  out.assign(std::initializer_list<Value>{
+      AttentionSoftmaxGradOp::create(b, loc, y, g, op.getScaleAttr())});
+  // An additive mask gets the gradient of scale * logits + mask, summed over
+  // the dims it broadcasts along; a boolean one none.
+  Value mask = op.getMask();
+  if (mask && isFloatTensor(mask)) {
+    G h = helper(b, op);
+    Value dz =
+        AttentionSoftmaxGradOp::create(b, loc, y, g, b.getF64FloatAttr(1.0));
+    out.push_back(h.reduceTo(dz, mask));
+  }
+  return success();
+}
+
 LogicalResult gradient(DropoutOp op, OpBuilder &b, Value g, Grads &out) {
   out.assign(std::initializer_list<Value>{
       DropoutOp::create(b, op.getLoc(), g, op.getCounter(), op.getRateAttr(),
@@ -1007,5 +1037,6 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
          ReverseSequenceOp, ReverseOp, TakeAlongAxisOp, ScatterAlongAxisOp,
-         ResizeImagesOp, ResizeImagesGradOp>(context);
+         ResizeImagesOp, ResizeImagesGradOp, LayerNormOp,
+         AttentionSoftmaxOp>(context);
 }

@@ -804,6 +804,83 @@ EST_INFER(LogSoftmaxOp) {
   return inferSoftmax(inf, adaptor);
 }
 
+/// Checks the operands and attributes of est.layer_norm and its gradient
+/// (operand 2 is beta or dy) and returns x's type.
+template <typename Adaptor>
+static LogicalResult inferLayerNorm(Inference &inf, Adaptor adaptor,
+                                    bool grad) {
+  if (failed(inf.operandCount(3)) || failed(inf.sameElementType(0, 1)) ||
+      failed(inf.sameElementType(0, 2)))
+    return failure();
+  if (!isa<FloatType>(inf.elt(0)))
+    return inf.fail("x must be a float tensor");
+  double epsilon = adaptor.getEpsilonAttr()
+                       ? adaptor.getEpsilonAttr().getValueAsDouble()
+                       : 1e-3;
+  if (!(epsilon >= 0.0)) {
+    std::ostringstream os;
+    os << "epsilon must be >= 0, got " << epsilon;
+    return inf.fail(os.str());
+  }
+  Dims x = inf.dims(0), gamma = inf.dims(1);
+  Dims beta = grad ? gamma : inf.dims(2);
+  int64_t norm = intOr(adaptor.getBeginNormAxisAttr(), -1);
+  int64_t params = intOr(adaptor.getBeginParamsAxisAttr(), -1);
+  ShapeOr out = shape::layerNorm(x, gamma, beta, norm, params);
+  if (!out)
+    return inf.fail(out.message());
+  if (grad && failed(verifyCompatibleShape(inf.type(0), inf.type(2))))
+    return inf.fail("dy " + shape::toString(inf.dims(2)) +
+                    " must have the shape of x " + shape::toString(x));
+  return success();
+}
+
+EST_INFER(LayerNormOp) {
+  EST_INFERENCE;
+  if (failed(inferLayerNorm(inf, adaptor, /*grad=*/false)))
+    return failure();
+  return inf.result(inf.type(0));
+}
+
+EST_INFER(LayerNormGradOp) {
+  EST_INFERENCE;
+  if (failed(inferLayerNorm(inf, adaptor, /*grad=*/true)))
+    return failure();
+  (void)inf.result(inf.type(0));
+  (void)inf.result(inf.type(1));
+  return inf.result(inf.type(1));
+}
+
+EST_INFER(AttentionSoftmaxOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(1, 2)))
+    return failure();
+  if (!isa<FloatType>(inf.elt(0)))
+    return inf.fail("logits must be a float tensor");
+  std::optional<Dims> mask;
+  if (adaptor.getOperands().size() == 2) {
+    Type m = inf.elt(1);
+    if (!m.isInteger(1) && m != inf.elt(0))
+      return inf.fail("mask must be a bool tensor or a float tensor of the "
+                      "logits' element type");
+    mask = inf.dims(1);
+  }
+  return inf.result(shape::attentionSoftmax(inf.dims(0), mask), inf.elt(0));
+}
+
+EST_INFER(AttentionSoftmaxGradOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  if (inf.type(0).getRank() < 1)
+    return inf.fail("y must have rank >= 1");
+  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
+    return inf.fail("dy " + shape::toString(inf.dims(1)) +
+                    " must have the shape of y " +
+                    shape::toString(inf.dims(0)));
+  return inf.result(inf.type(0));
+}
+
 EST_INFER(SoftmaxCrossEntropyOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))

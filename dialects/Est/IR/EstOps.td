@@ -876,6 +876,111 @@ class Est_SoftmaxBase<string mnemonic, string what>
 def Est_SoftmaxOp : Est_SoftmaxBase<"softmax", "Softmax">;
 def Est_LogSoftmaxOp : Est_SoftmaxBase<"log_softmax", "Log-softmax">;
 
+def Est_LayerNormOp : Est_InferOp<"layer_norm", [Pure]> {
+  let summary = "Layer normalization over the trailing axes, fused";
+  let description = [{
+    `x` is normalized over its dimensions `[begin_norm_axis, rank)` (the
+    mean and biased variance of each row over them), then scaled by `gamma`
+    and shifted by `beta`, both of shape `x.shape[begin_params_axis:]`
+    (`begin_params_axis >= begin_norm_axis`; they broadcast over the other
+    normalized dims):
+
+      y = (x - mean) * rsqrt(variance + epsilon) * gamma + beta
+
+    (tf.keras.layers.LayerNormalization, tf.contrib.layers.layer_norm).
+    Negative axes count from the end. The lowering is one loop nest per row
+    of two passes over it (statistics, then the normalized row); the
+    gradient is `est.layer_norm_grad`.
+
+    ```mlir
+    %y = est.layer_norm %x, %gamma, %beta {begin_norm_axis = -1 : i64, begin_params_axis = -1 : i64, epsilon = 1.000000e-03 : f64} : tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$x, Est_FloatTensor:$gamma,
+                       Est_FloatTensor:$beta,
+                       DefaultValuedAttr<I64Attr, "-1">:$begin_norm_axis,
+                       DefaultValuedAttr<I64Attr, "-1">:$begin_params_axis,
+                       DefaultValuedAttr<F64Attr, "1e-3">:$epsilon);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $beta attr-dict `:` type($x) `,` type($gamma) `,`
+    type($beta) `->` type($result)
+  }];
+}
+
+def Est_LayerNormGradOp : Est_InferOp<"layer_norm_grad", [Pure]> {
+  let summary = "The gradients of est.layer_norm, fused";
+  let description = [{
+    From `est.layer_norm`'s input `x`, its `gamma` and the gradient `dy` of
+    its result (the attributes of the forward op): `dx` (of `x`'s shape),
+    `dgamma` and `dbeta` (of `gamma`'s shape). The statistics are
+    recomputed; `dx` is one loop nest per row (two passes over it),
+    `dgamma` and `dbeta` one reduction over the rows.
+
+    ```mlir
+    %dx, %dgamma, %dbeta = est.layer_norm_grad %x, %gamma, %dy {begin_norm_axis = -1 : i64, begin_params_axis = -1 : i64, epsilon = 1.000000e-03 : f64} : tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$x, Est_FloatTensor:$gamma,
+                       Est_FloatTensor:$dy,
+                       DefaultValuedAttr<I64Attr, "-1">:$begin_norm_axis,
+                       DefaultValuedAttr<I64Attr, "-1">:$begin_params_axis,
+                       DefaultValuedAttr<F64Attr, "1e-3">:$epsilon);
+  let results = (outs Est_FloatTensor:$dx, Est_FloatTensor:$dgamma,
+                      Est_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $x `,` $gamma `,` $dy attr-dict `:` type($x) `,` type($gamma) `,`
+    type($dy) `->` type($dx) `,` type($dgamma) `,` type($dbeta)
+  }];
+}
+
+def Est_AttentionSoftmaxOp : Est_InferOp<"attention_softmax", [Pure]> {
+  let summary = "softmax(scale * logits + mask bias) along the last axis, fused";
+  let description = [{
+    Attention weights: `logits` `[..., T, S]` (rank >= 2) times `scale`,
+    plus the mask's bias, then softmax over `S`. The optional `mask` has
+    `logits`' rank, each dim 1 (broadcast, e.g. over the heads) or
+    `logits`' dim: a boolean mask (true = attend) adds -1e9 where false
+    (Keras's Softmax and MultiHeadAttention; f16: its lowest value), a
+    float mask is added as it is. `causal` masks `s > t` the same way
+    (Keras's `use_causal_mask`). The lowering is one loop nest per row of
+    two passes over it (running max and sum of exponentials, then the
+    normalized row); the gradient is `est.attention_softmax_grad`.
+
+    ```mlir
+    %p = est.attention_softmax %logits, %mask {scale = 0.125 : f64, causal = true} : tensor<?x4x8x8xf32>, tensor<?x1x8x8xi1> -> tensor<?x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$logits, Optional<Est_Tensor>:$mask,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits (`,` $mask^)? attr-dict `:` type($logits) (`,` type($mask)^)?
+    `->` type($result)
+  }];
+}
+
+def Est_AttentionSoftmaxGradOp
+    : Est_InferOp<"attention_softmax_grad", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of est.attention_softmax, fused";
+  let description = [{
+    From the softmax `y` and the gradient `dy` of it (one shape), the
+    gradient of the logits: `scale * y * (dy - sum(dy * y))` with the sum
+    over the last axis, one loop nest per row of two passes.
+
+    ```mlir
+    %dl = est.attention_softmax_grad %y, %dy {scale = 0.125 : f64} : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32> -> tensor<?x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$y, Est_FloatTensor:$dy,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $y `,` $dy attr-dict `:` type($y) `,` type($dy) `->` type($result)
+  }];
+}
+
 def Est_SoftmaxCrossEntropyOp
     : Est_InferOp<"softmax_cross_entropy", [Pure, SameOperandsAndResultElementType]> {
   let summary = "Per-example softmax cross entropy with dense labels";

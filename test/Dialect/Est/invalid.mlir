@@ -536,6 +536,15 @@ func.func @cumsum_axis_out_of_range(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
 
 // -----
 
+func.func @layer_norm_gamma_shape(%x: tensor<?x16xf32>, %g: tensor<8xf32>) -> tensor<?x16xf32> {
+  // expected-error @+2 {{gamma [8] must have the shape [16] of x's dims from 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = est.layer_norm %x, %g, %g : tensor<?x16xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
 func.func @cumprod_scalar(%x: tensor<f32>) -> tensor<f32> {
   // expected-error @+2 {{'est.cumprod' op axis 0 is out of range for rank 0}}
   // expected-error @+1 {{failed to infer returned types}}
@@ -545,9 +554,63 @@ func.func @cumprod_scalar(%x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
+func.func @layer_norm_params_before_norm(%x: tensor<?x6x16xf32>, %g: tensor<6x16xf32>) -> tensor<?x6x16xf32> {
+  // expected-error @+2 {{begin_params_axis 1 must not come before begin_norm_axis 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = est.layer_norm %x, %g, %g {begin_norm_axis = 2 : i64, begin_params_axis = 1 : i64} : tensor<?x6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32> -> tensor<?x6x16xf32>
+  return %y : tensor<?x6x16xf32>
+}
+
+// -----
+
 func.func @cumsum_result_shape(%x: tensor<4x5xf32>) -> tensor<4x6xf32> {
   // expected-error @+2 {{'est.cumsum' op inferred type(s) 'tensor<4x5xf32>' are incompatible with return type(s) of operation 'tensor<4x6xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %r = est.cumsum %x {axis = 1 : i64} : tensor<4x5xf32> -> tensor<4x6xf32>
   return %r : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @layer_norm_negative_epsilon(%x: tensor<?x16xf32>, %g: tensor<16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+2 {{epsilon must be >= 0, got -1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = est.layer_norm %x, %g, %g {epsilon = -1.0 : f64} : tensor<?x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @layer_norm_grad_dy_shape(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %dy: tensor<5x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+2 {{dy [5,16] must have the shape of x [4,16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r:3 = est.layer_norm_grad %x, %g, %dy : tensor<4x16xf32>, tensor<16xf32>, tensor<5x16xf32> -> tensor<4x16xf32>, tensor<16xf32>, tensor<16xf32>
+  return %r#0 : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @attention_softmax_mask_shape(%l: tensor<2x4x8x8xf32>, %m: tensor<2x8x8xi1>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+2 {{mask [2,8,8] must have the rank of logits [2,4,8,8] and each dim 1 or logits'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %p = est.attention_softmax %l, %m : tensor<2x4x8x8xf32>, tensor<2x8x8xi1> -> tensor<2x4x8x8xf32>
+  return %p : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @attention_softmax_mask_type(%l: tensor<8x8xf32>, %m: tensor<8x8xi32>) -> tensor<8x8xf32> {
+  // expected-error @+2 {{mask must be a bool tensor or a float tensor of the logits' element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %p = est.attention_softmax %l, %m : tensor<8x8xf32>, tensor<8x8xi32> -> tensor<8x8xf32>
+  return %p : tensor<8x8xf32>
+}
+
+// -----
+
+func.func @attention_softmax_rank(%l: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+2 {{logits must have rank >= 2 ([..., T, S]), got [8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %p = est.attention_softmax %l : tensor<8xf32> -> tensor<8xf32>
+  return %p : tensor<8xf32>
 }

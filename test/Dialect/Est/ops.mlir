@@ -215,3 +215,21 @@ func.func @window_gradients(%x: tensor<?x28x28x1xf32>, %w: tensor<5x5x1x32xf32>,
   %3 = est.avg_pool_grad %dp {input_size = array<i64: 5, 5>, ksize = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x3x3x8xf32> -> tensor<?x5x5x8xf32>
   return %0, %1, %2, %3 : tensor<?x28x28x1xf32>, tensor<5x5x1x32xf32>, tensor<?x28x28x32xf32>, tensor<?x5x5x8xf32>
 }
+
+// The fused row ops and their gradients.
+// CHECK-LABEL: func.func @fused_rows
+func.func @fused_rows(%x: tensor<?x6x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>, %l: tensor<?x4x8x8xf32>, %m: tensor<?x1x8x8xi1>, %a: tensor<1x4x8x8xf32>) -> (tensor<?x6x16xf32>, tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) {
+  // CHECK: est.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {begin_norm_axis = 1 : i64, epsilon = 9.9999999999999998E-13 : f64} : tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x6x16xf32>
+  %0 = est.layer_norm %x, %g, %b {begin_norm_axis = 1 : i64, epsilon = 1.0e-12 : f64} : tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x6x16xf32>
+  // CHECK: est.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x6x16xf32>, tensor<16xf32>, tensor<?x6x16xf32> -> tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32>
+  %1:3 = est.layer_norm_grad %x, %g, %0 : tensor<?x6x16xf32>, tensor<16xf32>, tensor<?x6x16xf32> -> tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32>
+  // CHECK: est.attention_softmax %{{.*}} {causal = true, scale = 1.250000e-01 : f64} : tensor<?x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  %2 = est.attention_softmax %l {causal = true, scale = 0.125 : f64} : tensor<?x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  // CHECK: est.attention_softmax %{{.*}}, %{{.*}} : tensor<?x4x8x8xf32>, tensor<?x1x8x8xi1> -> tensor<?x4x8x8xf32>
+  %3 = est.attention_softmax %l, %m : tensor<?x4x8x8xf32>, tensor<?x1x8x8xi1> -> tensor<?x4x8x8xf32>
+  // CHECK: est.attention_softmax %{{.*}}, %{{.*}} : tensor<?x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  %4 = est.attention_softmax %l, %a : tensor<?x4x8x8xf32>, tensor<1x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  // CHECK: est.attention_softmax_grad %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f64} : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  %5 = est.attention_softmax_grad %2, %l {scale = 0.125 : f64} : tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32> -> tensor<?x4x8x8xf32>
+  return %0, %1#0, %1#1, %1#2, %2, %3, %4, %5 : tensor<?x6x16xf32>, tensor<?x6x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
+}

@@ -1,0 +1,195 @@
+//===- attention_bench.cpp - Fused row ops against their compositions ----===//
+//
+// Google Benchmark of the fused layer normalization and attention softmax
+// (est.layer_norm, est.attention_softmax and their fused gradients) against
+// the compositions of plain ops a model would otherwise write:
+//
+//   layer norm  Keras's unfused path: mean, variance of (x - mean), then
+//               (x - mean) * rsqrt(var + eps) * gamma + beta
+//   attention   softmax(logits * scale + (1 - mask) * -1e9) with a bool
+//               mask broadcast over the heads (Keras's masked Softmax)
+//
+// each as @predict (forward) and @train (forward, backward and an SGD step
+// of gamma / beta, or of a per-key weight the logits are scaled by), JIT
+// compiled once per benchmark, on the runtime's threads (ESTC_NUM_THREADS).
+//
+//   bench/attention_bench [--benchmark_filter=...]
+//
+// Arguments: layer norm rows x width; attention batch, heads, T (= S).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Driver/GraphCompiler.h"
+#include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/Ops.h"
+#include "lib/Graph/Train.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+
+namespace {
+
+using namespace estc;
+
+std::unique_ptr<JitModel> compile(const graph::GraphDef &def) {
+  JitOptions options;
+  options.useCache = false;
+  JitCompiler jit(options);
+  auto model = jitCompileGraph(jit, def, "Bench", [](llvm::StringRef) {});
+  if (!model) {
+    std::cerr << "attention_bench: error: " << llvm::toString(model.takeError())
+              << "\n";
+    std::exit(1);
+  }
+  return std::move(*model);
+}
+
+void fill(JitModel &model, int fn, const char *input, int64_t n, double lo,
+          double hi) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(lo, hi);
+  auto *data =
+      static_cast<float *>(model.input_data(fn, model.input_index(fn, input)));
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = u(rng);
+}
+
+/// Layer norm over the last dim of x [rows, width].
+graph::GraphDef layerNormGraph(int64_t width, bool fused) {
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {-1, width}});
+  return build_graph_def(inputs, [&](Graph &g, const TensorMap &f,
+                                     const Tensor &, ModeKeys mode) {
+    Tensor x = f["x"];
+    Tensor gamma =
+        g.get_variable("gamma", DType::Float32, {width}, ones_initializer())
+            .read();
+    Tensor beta =
+        g.get_variable("beta", DType::Float32, {width}, zeros_initializer())
+            .read();
+    Tensor y;
+    if (fused) {
+      y = nn::layer_norm(x, gamma, beta, -1, -1, 1e-3);
+    } else {
+      Tensor mean = reduce_mean(x, Dims{-1}, true);
+      Tensor centered = subtract(x, mean);
+      Tensor var = reduce_mean(square(centered), Dims{-1}, true);
+      y = add(multiply(multiply(centered, rsqrt(add(var, 1e-3))), gamma), beta);
+    }
+    Signature s;
+    s.predictions.set("y", y);
+    if (mode != ModeKeys::PREDICT) {
+      s.loss = reduce_sum(multiply(y, y));
+      if (mode == ModeKeys::TRAIN)
+        s.train_op = train::GradientDescentOptimizer(0.01).minimize(s.loss);
+    }
+    return s;
+  });
+}
+
+/// Attention weights over logits [B, H, T, T] with a mask [B, T, T].
+graph::GraphDef attentionGraph(int64_t heads, int64_t t, bool fused) {
+  InputSpec inputs;
+  inputs.features.push_back(
+      TensorSpec{"logits", DType::Float32, {-1, heads, t, t}});
+  inputs.features.push_back(TensorSpec{"mask", DType::Float32, {-1, t, t}});
+  double scale = 0.125;
+  return build_graph_def(inputs, [&](Graph &g, const TensorMap &f,
+                                     const Tensor &, ModeKeys mode) {
+    Tensor w =
+        g.get_variable("w", DType::Float32, {t}, ones_initializer()).read();
+    Tensor logits = multiply(f["logits"], w);
+    Tensor keep = expand_dims(greater(f["mask"], 0.0), 1);
+    Tensor y;
+    if (fused) {
+      y = nn::attention_softmax(logits, keep, scale);
+    } else {
+      Tensor bias = multiply(subtract(1.0, cast(keep, DType::Float32)), -1e9);
+      y = nn::softmax(add(multiply(logits, scale), bias));
+    }
+    Signature s;
+    s.predictions.set("y", y);
+    if (mode != ModeKeys::PREDICT) {
+      s.loss = reduce_sum(multiply(y, logits));
+      if (mode == ModeKeys::TRAIN)
+        s.train_op = train::GradientDescentOptimizer(0.01).minimize(s.loss);
+    }
+    return s;
+  });
+}
+
+void run(benchmark::State &state, JitModel &model, int fn, int64_t bytes) {
+  for (auto _ : state)
+    model.run(fn);
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
+void BM_LayerNorm(benchmark::State &state, bool fused, bool train) {
+  int64_t rows = state.range(0), width = state.range(1);
+  auto model = compile(layerNormGraph(width, fused));
+  model->run(model->function_index("init"));
+  model->set_batch(rows);
+  int fn = model->function_index(train ? "train" : "predict");
+  fill(*model, fn, "features/x", rows * width, -2.0, 2.0);
+  run(state, *model, fn, rows * width * 4);
+}
+
+void BM_AttentionSoftmax(benchmark::State &state, bool fused, bool train) {
+  int64_t batch = state.range(0), heads = state.range(1), t = state.range(2);
+  auto model = compile(attentionGraph(heads, t, fused));
+  model->run(model->function_index("init"));
+  model->set_batch(batch);
+  int fn = model->function_index(train ? "train" : "predict");
+  fill(*model, fn, "features/logits", batch * heads * t * t, -4.0, 4.0);
+  fill(*model, fn, "features/mask", batch * t * t, -0.3, 1.0);
+  run(state, *model, fn, batch * heads * t * t * 4);
+}
+
+void layerNormArgs(benchmark::internal::Benchmark *b) {
+  b->Args({4096, 768})->Args({16384, 256})->Args({1024, 4096});
+}
+void attentionArgs(benchmark::internal::Benchmark *b) {
+  b->Args({8, 12, 128})->Args({2, 8, 512});
+}
+
+} // namespace
+
+BENCHMARK_CAPTURE(BM_LayerNorm, fused_forward, true, false)
+    ->Apply(layerNormArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_LayerNorm, composed_forward, false, false)
+    ->Apply(layerNormArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_LayerNorm, fused_train, true, true)
+    ->Apply(layerNormArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_LayerNorm, composed_train, false, true)
+    ->Apply(layerNormArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AttentionSoftmax, fused_forward, true, false)
+    ->Apply(attentionArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AttentionSoftmax, composed_forward, false, false)
+    ->Apply(attentionArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AttentionSoftmax, fused_train, true, true)
+    ->Apply(attentionArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AttentionSoftmax, composed_train, false, true)
+    ->Apply(attentionArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();
