@@ -153,14 +153,14 @@ void positiveArg(const char *kind, const std::string &layer, const Tensor &x,
 
 /// The bias [units] (if `use_bias`) added along the channel axis, then the
 /// activation.
-Tensor biasAndActivate(Graph &g, Tensor y, int64_t units, bool use_bias,
-                       const Initializer &bias_initializer, bool first,
-                       const Activation &activation, bool trainable = true,
-                       const std::function<Tensor(const Tensor &)>
-                           &bias_regularizer = nullptr) {
+Tensor biasAndActivate(
+    Graph &g, Tensor y, int64_t units, bool use_bias,
+    const Initializer &bias_initializer, bool first,
+    const Activation &activation, bool trainable = true,
+    const std::function<Tensor(const Tensor &)> &bias_regularizer = nullptr) {
   if (use_bias) {
-    Variable bias = g.get_variable("bias", y.dtype(), {units},
-                                   bias_initializer, trainable);
+    Variable bias =
+        g.get_variable("bias", y.dtype(), {units}, bias_initializer, trainable);
     regularize(g, bias_regularizer, "bias", g.read_variable(bias));
     if (first) {
       Dims shape(y.rank() - 1, 1);

@@ -97,7 +97,6 @@ struct Conv2DOptions {
 Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
               const Conv2DOptions &options);
 
-
 // The convolution and pooling layers: tf.compat.v1.layers' names,
 // arguments and variables (Keras's for depthwise_conv2d and
 // conv2d_transpose's output_padding / dilation_rate), with the argument

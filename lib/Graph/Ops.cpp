@@ -1623,7 +1623,6 @@ Tensor sampled_softmax_loss(const Tensor &weights, const Tensor &biases,
   return softmax_cross_entropy_with_logits(targets, logits);
 }
 
-
 Tensor in_top_k(const Tensor &targets, const Tensor &predictions, int64_t k,
                 const std::string &name) {
   OpBuilder o(nullptr, "in_top_k", name, "in_top_k", {targets, predictions});

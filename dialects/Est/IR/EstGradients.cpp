@@ -1031,12 +1031,12 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          CeilOp, RoundOp, SignOp, ErfOp, Log1pOp, Expm1Op, CumsumOp, CumprodOp,
          SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp,
          StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp,
-         Conv2DBackpropInputOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-         ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp, TransposeOp,
-         BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
-         UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
-         SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
-         ReverseSequenceOp, ReverseOp, TakeAlongAxisOp, ScatterAlongAxisOp,
-         ResizeImagesOp, ResizeImagesGradOp, LayerNormOp,
-         AttentionSoftmaxOp>(context);
+         Conv2DBackpropInputOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp,
+         ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReshapeOp, SqueezeOp,
+         ExpandDimsOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, PadOp,
+         GatherOp, ScatterOp, UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp,
+         SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
+         SigmoidCrossEntropyOp, DropoutOp, ReverseSequenceOp, ReverseOp,
+         TakeAlongAxisOp, ScatterAlongAxisOp, ResizeImagesOp,
+         ResizeImagesGradOp, LayerNormOp, AttentionSoftmaxOp>(context);
 }
