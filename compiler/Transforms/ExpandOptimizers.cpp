@@ -9,9 +9,10 @@
 // A function with several apply_gradients (a train_op grouping two
 // optimizers' minimizes over disjoint var_lists, as DNNLinearCombined's)
 // steps global_step once: every apply_gradients of the function uses the
-// value read before the first one (adam's t), and only the first
-// increments it, as TF's canned estimators group their optimizers' updates
-// and then increment global_step once.
+// value read before the first one (adam's t), and only the first that does
+// not have `keep_global_step` (train::Optimizer::apply_gradients without a
+// global_step) increments it, as TF's canned estimators group their
+// optimizers' updates and then increment global_step once.
 //
 // The learning rate is the `learning_rate` operand when present (a scalar
 // computed in the step, e.g. a schedule of global_step, cast to each
@@ -81,6 +82,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Regex.h"
 
 namespace mlir {
 namespace est {
@@ -98,10 +101,12 @@ namespace {
 class Expander : EstBuilder {
 public:
   /// `step`: global_step's value read for an earlier apply_gradients of the
-  /// same function (then this one does not increment it), or null.
-  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b, Value step)
+  /// same function, or null. `increment`: this expansion increments
+  /// global_step (the function's first that does not keep it).
+  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b, Value step,
+           bool increment)
       : EstBuilder(b, apply.getLoc()), apply(apply), module(module),
-        sharedStep(step) {}
+        sharedStep(step), increment(increment) {}
 
   LogicalResult run();
   /// The global_step value this expansion used.
@@ -138,6 +143,28 @@ private:
     APFloat one(x.getSemantics(), 1);
     one.subtract(x, APFloat::rmNearestTiesToEven);
     return scalar(like, one.convertToDouble());
+  }
+  /// `1 - hyperparameter` computed on the Python float, then made a float32
+  /// tensor (Keras' optimizers write `(1 - self.beta_1)`).
+  Value oneMinusHpDouble(Value like, StringRef name, double dflt) {
+    return scalar(like, tfValue(like, 1.0 - hp(name, dflt)).convertToDouble());
+  }
+  /// A hyperparameter as a compile-time number, rounded as TF passes it.
+  double hpValue(Value like, StringRef name, double dflt) {
+    return tfValue(like, hp(name, dflt)).convertToDouble();
+  }
+  /// Whether `var` matches a regular expression of the string list
+  /// hyperparameter `name` (Keras' exclude_from_weight_decay: re.search).
+  bool matchesAny(StringRef name, StringRef var) {
+    auto list =
+        dyn_cast_or_null<ArrayAttr>(apply.getHyperparameters().get(name));
+    if (!list)
+      return false;
+    for (Attribute a : list)
+      if (auto pattern = dyn_cast<StringAttr>(a))
+        if (llvm::Regex(pattern.getValue()).match(var))
+          return true;
+    return false;
   }
   bool flag(StringRef name) {
     auto a = dyn_cast_or_null<BoolAttr>(apply.getHyperparameters().get(name));
@@ -197,6 +224,35 @@ private:
     return rowIndices ? gather(value, rowIndices) : value;
   }
 
+  /// The scalar slot variable `<var>/<slot>` (created when missing).
+  Value scalarSlot(StringRef var, StringRef slotName, Type elt, double init) {
+    auto type = RankedTensorType::get({}, elt);
+    std::string name = (var + "/" + slotName).str();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder mb(module.getContext());
+      setInsertionPointAfterVariables(mb);
+      MLIRContext *ctx = module.getContext();
+      auto op = VariableOp::create(
+          mb, module.lookupSymbol(var)->getLoc(), name, type,
+          /*trainable=*/false,
+          InitializerAttr::get(ctx, "constant",
+                               mb.getDictionaryAttr(mb.getNamedAttr(
+                                   "value", mb.getF64FloatAttr(init)))));
+      (void)op;
+    }
+    return read(name, type);
+  }
+  /// Assigns a variable that is never row-wise (a scalar slot).
+  void assignWhole(const Twine &name, Value value) {
+    assignments.push_back({name.str(), value});
+  }
+  /// sign(x) * magnitude for magnitude >= 0 that is 0 where x is 0 (TF's
+  /// proximal steps).
+  Value withSignOf(Value x, Value magnitude) {
+    return select(less(x, scalar(x, 0.0)), neg(magnitude), magnitude);
+  }
+  Value max(Value x, Value y) { return MaximumOp::create(b, loc, x, y); }
+
   /// `global_step`'s current value (created when missing).
   Value globalStep() {
     auto type = RankedTensorType::get({}, b.getI64Type());
@@ -244,6 +300,7 @@ private:
   ApplyGradientsOp apply;
   ModuleOp module;
   Value sharedStep, usedStep;
+  bool increment;
   /// While a sparse update applies a dense rule to rows: their indices.
   Value rowIndices;
   SmallVector<std::pair<std::string, Value>> assignments;
@@ -307,13 +364,33 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value p = scalar(
         v, -tfValue(v, hp("learning_rate_power", -0.5)).convertToDouble());
     Value l1 = hpScalar(v, "l1_regularization_strength", 0.0);
-    Value l2 = hpScalar(v, "l2_regularization_strength", 0.0);
+    // beta (TF 2's FtrlOptimizer): l2 + beta / (2 lr), in Python floats for
+    // a number learning rate, else in T.
+    double beta = hp("beta", 0.0);
+    Value l2;
+    if (beta == 0.0)
+      l2 = hpScalar(v, "l2_regularization_strength", 0.0);
+    else if (!apply.getLearningRate())
+      l2 = scalar(v, tfValue(v, hp("l2_regularization_strength", 0.0) +
+                                    beta / (2.0 * hp("learning_rate", 0.001)))
+                         .convertToDouble());
+    else
+      l2 = add(hpScalar(v, "l2_regularization_strength", 0.0),
+               div(hpScalar(v, "beta", 0.0), mul(scalar(v, 2.0), lr)));
     Value acc = slot(var, "Ftrl", type, init);
     Value linear = slot(var, "Ftrl_1", type, 0.0);
     Value newAcc = add(acc, square(g));
     Value newAccP = pow(newAcc, p);
+    // ApplyFtrlV2: the shrinkage enters the linear term only.
+    Value gs = g;
+    if (hp("l2_shrinkage_regularization_strength", 0.0) != 0.0)
+      gs = add(g, mul(scalar(v, 2.0 * hpValue(v,
+                                              "l2_shrinkage_regularization_"
+                                              "strength",
+                                              0.0)),
+                      v));
     Value newLinear =
-        add(linear, sub(g, mul(div(sub(newAccP, pow(acc, p)), lr), v)));
+        add(linear, sub(gs, mul(div(sub(newAccP, pow(acc, p)), lr), v)));
     Value quad = add(div(newAccP, lr), mul(scalar(v, 2.0), l2));
     Value positive = greater(newLinear, scalar(v, 0.0));
     Value signL1 = select(positive, l1, neg(l1));
@@ -322,9 +399,155 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     assign(var + "/Ftrl", newAcc);
     assign(var + "/Ftrl_1", newLinear);
     assign(var, select(big, shrunk, scalar(v, 0.0)));
+  } else if (kind == "adadelta") {
+    // ApplyAdadelta.
+    Value rho = hpScalar(v, "rho", 0.95), c = oneMinusHp(v, "rho", 0.95);
+    Value eps = hpScalar(v, "epsilon", 1e-8);
+    Value accum =
+        add(mul(slot(var, "Adadelta", type, 0.0), rho), mul(square(g), c));
+    Value accumUpdate = slot(var, "Adadelta_1", type, 0.0);
+    Value delta = mul(mul(sqrt(add(accumUpdate, eps)),
+                          div(scalar(v, 1.0), sqrt(add(accum, eps)))),
+                      g);
+    assign(var + "/Adadelta", accum);
+    assign(var + "/Adadelta_1",
+           add(mul(accumUpdate, rho), mul(square(delta), c)));
+    assign(var, sub(v, mul(delta, lr)));
+  } else if (kind == "proximal_gradient_descent") {
+    // ApplyProximalGradientDescent.
+    Value prox = sub(v, mul(g, lr));
+    Value denom = add(scalar(v, 1.0),
+                      mul(hpScalar(v, "l2_regularization_strength", 0.0), lr));
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(lr, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(prox), shrink), scalar(v, 0.0));
+      assign(var, div(withSignOf(prox, magnitude), denom));
+    } else {
+      assign(var, div(prox, denom));
+    }
+  } else if (kind == "proximal_adagrad") {
+    // ApplyProximalAdagrad.
+    Value acc = add(slot(var, "ProximalAdagrad", type,
+                         hp("initial_accumulator_value", 0.1)),
+                    square(g));
+    Value rate = mul(lr, div(scalar(v, 1.0), sqrt(acc)));
+    Value prox = sub(v, mul(g, rate));
+    Value denom =
+        add(scalar(v, 1.0),
+            mul(hpScalar(v, "l2_regularization_strength", 0.0), rate));
+    assign(var + "/ProximalAdagrad", acc);
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(rate, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(prox), shrink), scalar(v, 0.0));
+      assign(var, div(withSignOf(prox, magnitude), denom));
+    } else {
+      assign(var, div(prox, denom));
+    }
+  } else if (kind == "adagrad_da") {
+    // ApplyAdagradDA at global_step + 1 (TF's _global_step_on_worker).
+    Value gAcc = add(slot(var, "AdagradDA", type, 0.0), g);
+    Value ggAcc =
+        add(slot(var, "AdagradDA_1", type,
+                 hp("initial_gradient_squared_accumulator_value", 0.1)),
+            square(g));
+    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+    Value denom = add(mul(t, hpScalar(v, "l2_regularization_strength", 0.0)),
+                      div(sqrt(ggAcc), lr));
+    assign(var + "/AdagradDA", gAcc);
+    assign(var + "/AdagradDA_1", ggAcc);
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(t, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(gAcc), shrink), scalar(v, 0.0));
+      assign(var, div(neg(withSignOf(gAcc, magnitude)), denom));
+    } else {
+      assign(var, div(neg(gAcc), denom));
+    }
+  } else if (kind == "adamw" || kind == "adamax" || kind == "nadam") {
+    // Keras 2.15's optimizers (tf.keras.optimizers.AdamW, Adamax, Nadam):
+    // t = global_step + 1; `1 - beta` on the Python floats.
+    Type elt = type.getElementType();
+    Value t = castTo(add(step, scalar(step, 1)), elt);
+    Value one = scalar(v, 1.0);
+    Value b1 = hpScalar(v, "beta_1", 0.9);
+    std::string slotName = kind == "adamw"    ? "AdamW"
+                           : kind == "adamax" ? "Adamax"
+                                              : "Nadam";
+    Value m0 = slot(var, slotName, type, 0.0);
+    Value v0 = slot(var, slotName + "_1", type, 0.0);
+    if (kind == "adamw") {
+      // The decay first (variable -= variable * weight_decay * lr), then
+      // Adam's update of the decayed variable.
+      if (!matchesAny("exclude_from_weight_decay", var))
+        v = sub(v, mul(mul(v, hpScalar(v, "weight_decay", 0.004)), lr));
+      Value alpha =
+          div(mul(lr, sqrt(sub(one, pow(hpScalar(v, "beta_2", 0.999), t)))),
+              sub(one, pow(b1, t)));
+      Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
+      Value s = add(
+          v0, mul(sub(square(g), v0), oneMinusHpDouble(v, "beta_2", 0.999)));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", s);
+      assign(var, sub(v, div(mul(m, alpha),
+                             add(sqrt(s), hpScalar(v, "epsilon", 1e-7)))));
+    } else if (kind == "adamax") {
+      Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
+      Value u = max(mul(hpScalar(v, "beta_2", 0.999), v0), abs(g));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", u);
+      assign(var, sub(v, div(mul(lr, m),
+                             mul(sub(one, pow(b1, t)),
+                                 add(u, hpScalar(v, "epsilon", 1e-7))))));
+    } else {
+      // Nadam: the momentum schedule u_t = beta_1 (1 - 0.5 0.96^t), its
+      // running product in the scalar slot <var>/Nadam_2 (Keras keeps one
+      // _u_product per optimizer; here one per variable, all equal).
+      Value tNext = castTo(add(step, scalar(step, 2)), elt);
+      Value decay = scalar(v, 0.96), half = scalar(v, 0.5);
+      Value uT = mul(b1, sub(one, mul(half, pow(decay, t))));
+      Value uT1 = mul(b1, sub(one, mul(half, pow(decay, tNext))));
+      Value uProduct = mul(scalarSlot(var, "Nadam_2", elt, 1.0), uT);
+      Value uProduct1 = mul(uProduct, uT1);
+      Value b2 = hpScalar(v, "beta_2", 0.999);
+      Value m = add(m0, mul(sub(g, m0), sub(one, b1)));
+      Value s = add(v0, mul(sub(square(g), v0), sub(one, b2)));
+      Value mHat = add(div(mul(uT1, m), sub(one, uProduct1)),
+                       div(mul(sub(one, uT), g), sub(one, uProduct)));
+      Value vHat = div(s, sub(one, pow(b2, t)));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", s);
+      assignWhole(var + "/Nadam_2", uProduct);
+      assign(var, sub(v, div(mul(mHat, lr),
+                             add(sqrt(vHat), hpScalar(v, "epsilon", 1e-7)))));
+    }
+  } else if (kind == "lazy_adam") {
+    // tfa.optimizers.LazyAdam: dense as Adam (ApplyAdam); on the rows of a
+    // sparse gradient (rowIndices set) m, v and the variable move on those
+    // rows only, written as tfa writes them.
+    Value b1 = hpScalar(v, "beta_1", 0.9), b2 = hpScalar(v, "beta_2", 0.999);
+    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+    Value one = scalar(v, 1.0);
+    Value lrT = div(mul(lr, sqrt(sub(one, pow(b2, t)))), sub(one, pow(b1, t)));
+    Value eps = hpScalar(v, "epsilon", 1e-7);
+    Value m0 = slot(var, "LazyAdam", type, 0.0);
+    Value v0 = slot(var, "LazyAdam_1", type, 0.0);
+    Value m, s;
+    if (rowIndices) {
+      m = add(mul(b1, m0), mul(oneMinusHp(v, "beta_1", 0.9), g));
+      s = add(mul(b2, v0), mul(oneMinusHp(v, "beta_2", 0.999), square(g)));
+      assign(var, sub(v, div(mul(lrT, m), add(sqrt(s), eps))));
+    } else {
+      m = add(m0, mul(sub(g, m0), oneMinusHp(v, "beta_1", 0.9)));
+      s = add(v0, mul(sub(square(g), v0), oneMinusHp(v, "beta_2", 0.999)));
+      assign(var, sub(v, div(mul(m, lrT), add(sqrt(s), eps))));
+    }
+    assign(var + "/LazyAdam", m);
+    assign(var + "/LazyAdam_1", s);
   } else {
     return apply.emitError("unknown optimizer '")
-           << kind << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl)";
+           << kind
+           << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl, "
+              "adadelta, proximal_gradient_descent, proximal_adagrad, "
+              "adagrad_da, adamw, adamax, nadam, lazy_adam)";
   }
   return success();
 }
@@ -363,7 +586,8 @@ LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
     assign(var, scatter(v, indices, delta, "add"));
     return success();
   }
-  if (kind == "adam") {
+  if (kind == "adam" || kind == "adamw" || kind == "adamax" ||
+      kind == "nadam") {
     return update(var, type, v, scatter(splat(type, 0.0), indices, rows, "add"),
                   step);
   }
@@ -498,7 +722,7 @@ LogicalResult Expander::run() {
         return failure();
     }
   }
-  if (!sharedStep)
+  if (increment)
     assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
     AssignVariableOp::create(
@@ -513,15 +737,21 @@ struct ExpandOptimizersPass
     ModuleOp module = getOperation();
     SmallVector<ApplyGradientsOp> applies;
     module.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
-    // global_step as read for the first apply_gradients of each function.
+    // global_step as read for the first apply_gradients of each function,
+    // and the functions that increment it already.
     DenseMap<Operation *, Value> steps;
+    DenseSet<Operation *> incremented;
     for (ApplyGradientsOp op : applies) {
       OpBuilder b(op);
       Operation *function = op->getParentOp();
-      Expander expander(op, module, b, steps.lookup(function));
+      bool increment = !op.getKeepGlobalStep().value_or(false) &&
+                       !incremented.contains(function);
+      Expander expander(op, module, b, steps.lookup(function), increment);
       if (failed(expander.run()))
         return signalPassFailure();
       steps[function] = expander.step();
+      if (increment)
+        incremented.insert(function);
     }
   }
 };

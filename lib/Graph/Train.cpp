@@ -2,6 +2,7 @@
 
 #include "lib/Graph/Train.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace estc {
@@ -151,6 +152,30 @@ Tensor get_total_loss(Graph &graph, bool add_regularization_losses,
 
 namespace train {
 
+namespace {
+graph::AttrValue hyperparameterDict(
+    const std::map<std::string, graph::AttrValue> &hyperparameters) {
+  graph::AttrValue hp;
+  hp.mutable_dict(); // present even when empty
+  for (const auto &kv : hyperparameters)
+    (*hp.mutable_dict()->mutable_entry())[kv.first] = kv.second;
+  return hp;
+}
+
+/// Checks the learning-rate Tensor `lr` of a node of `g` (`where`).
+void checkLearningRate(const std::string &where, const Tensor &lr, Graph &g) {
+  if (&lr.graph() != &g)
+    throw GraphError(where + ": the learning rate '" + lr.name() +
+                     "' belongs to another graph");
+  if (!lr.has_value() || !lr.shape().empty() || !is_floating(lr.dtype()))
+    throw GraphError(where + ": the learning rate '" + lr.name() +
+                     "' must be a float scalar, got " +
+                     (lr.has_value() ? to_string(lr.dtype()) + " " +
+                                           shape::toString(lr.shape())
+                                     : std::string("no value")));
+}
+} // namespace
+
 Operation Optimizer::minimize(const Tensor &loss,
                               const std::vector<Variable> &var_list,
                               const std::string &name) const {
@@ -165,24 +190,12 @@ Operation Optimizer::minimize(const Tensor &loss,
                      shape::toString(loss.shape()));
   if (g.trainable_variables().empty() && var_list.empty())
     throw GraphError(where + ": there are no trainable variables");
-  graph::AttrValue hp;
-  hp.mutable_dict(); // present even when empty
-  for (const auto &kv : hyperparameters_)
-    (*hp.mutable_dict()->mutable_entry())[kv.first] = kv.second;
-  Attrs attrs = {{"optimizer", attr_s(kind_)}, {"hyperparameters", hp}};
+  Attrs attrs = {{"optimizer", attr_s(kind_)},
+                 {"hyperparameters", hyperparameterDict(hyperparameters_)}};
   std::vector<Tensor> inputs = {loss};
   if (learningRate_.valid()) {
-    const Tensor &lr = learningRate_;
-    if (&lr.graph() != &g)
-      throw GraphError(where + ": the learning rate '" + lr.name() +
-                       "' belongs to another graph");
-    if (!lr.has_value() || !lr.shape().empty() || !is_floating(lr.dtype()))
-      throw GraphError(where + ": the learning rate '" + lr.name() +
-                       "' must be a float scalar, got " +
-                       (lr.has_value() ? to_string(lr.dtype()) + " " +
-                                             shape::toString(lr.shape())
-                                       : std::string("no value")));
-    inputs.push_back(lr);
+    checkLearningRate(where, learningRate_, g);
+    inputs.push_back(learningRate_);
   }
   if (!var_list.empty()) {
     std::vector<std::string> names;
@@ -195,6 +208,100 @@ Operation Optimizer::minimize(const Tensor &loss,
     attrs.push_back({"var_list", attr_strings(names)});
   }
   return g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+}
+
+Optimizer::GradsAndVars
+Optimizer::compute_gradients(const Tensor &loss,
+                             const std::vector<Variable> &var_list) const {
+  if (!loss.valid())
+    throw GraphError("compute_gradients: the loss is an empty Tensor");
+  Graph &g = loss.graph();
+  if (!loss.has_value() || !loss.shape().empty() || !is_floating(loss.dtype()))
+    throw GraphError("compute_gradients: the loss '" + loss.name() +
+                     "' must be a float scalar, got " +
+                     (loss.has_value() ? to_string(loss.dtype()) + " " +
+                                             shape::toString(loss.shape())
+                                       : std::string("no value")));
+  std::vector<Variable> vars =
+      var_list.empty() ? g.trainable_variables() : var_list;
+  if (vars.empty())
+    throw GraphError("compute_gradients: the loss '" + loss.name() +
+                     "': there are no trainable variables");
+  std::vector<Tensor> grads = gradients({loss}, vars);
+  GradsAndVars out;
+  for (size_t i = 0; i < vars.size(); ++i)
+    out.push_back({grads[i], vars[i]});
+  return out;
+}
+
+Operation Optimizer::apply_gradients(const GradsAndVars &grads_and_vars,
+                                     const Variable &global_step,
+                                     const std::string &name) const {
+  if (grads_and_vars.empty())
+    throw GraphError("apply_gradients: grads_and_vars is empty");
+  // The graph of the gradients (the model's), else of the first variable.
+  const auto &[firstGrad, firstVar] = grads_and_vars.front();
+  if (!firstGrad.valid() && !firstVar.valid())
+    throw GraphError("apply_gradients: the first gradient and variable are "
+                     "empty");
+  Graph &g = firstGrad.valid() ? firstGrad.graph() : firstVar.graph();
+  std::string node = g.unique_node_name(name.empty() ? nodeName_ : name);
+  std::string where = "apply_gradients '" + node + "'";
+  if (g.in_function())
+    throw GraphError(where + ": cannot be inside a loop body or branch");
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < grads_and_vars.size(); ++i) {
+    const auto &[grad, var] = grads_and_vars[i];
+    if (!var.valid())
+      throw GraphError(where + ": variable " + std::to_string(i) +
+                       " is an empty Variable");
+    if (&var.graph() != &g || !g.find_variable(var.name()))
+      throw GraphError(where + ": unknown variable '" + var.name() +
+                       "' (not a variable of this graph)");
+    if (!is_floating(var.dtype()))
+      throw GraphError(where + ": variable '" + var.name() + "' of type " +
+                       to_string(var.dtype()) + " cannot be trained");
+    if (std::find(names.begin(), names.end(), var.name()) != names.end())
+      throw GraphError(where + ": variable '" + var.name() +
+                       "' has two gradients");
+    if (!grad.valid() || &grad.graph() != &g)
+      throw GraphError(where + ": the gradient of variable '" + var.name() +
+                       "' is " +
+                       (grad.valid() ? "'" + grad.name() + "' of another graph"
+                                     : std::string("an empty Tensor")));
+    Dims vs = var.shape(), gs = grad.has_value() ? grad.shape() : Dims{};
+    bool fits = grad.has_value() && grad.dtype() == var.dtype() &&
+                gs.size() == vs.size();
+    for (size_t d = 0; fits && d < vs.size(); ++d)
+      fits = gs[d] == vs[d] || gs[d] == -1;
+    if (!fits)
+      throw GraphError(where + ": the gradient '" + grad.name() + "' " +
+                       (grad.has_value() ? to_string(grad.dtype()) + " " +
+                                               shape::toString(gs)
+                                         : std::string("(no value)")) +
+                       " does not match variable '" + var.name() + "' " +
+                       to_string(var.dtype()) + " " + shape::toString(vs));
+    inputs.push_back(grad);
+    names.push_back(var.name());
+  }
+  if (global_step.valid() &&
+      (&global_step.graph() != &g || global_step.name() != "global_step"))
+    throw GraphError(where + ": global_step '" + global_step.name() +
+                     "' must be the graph's global_step variable "
+                     "(train::get_or_create_global_step)");
+  if (learningRate_.valid()) {
+    checkLearningRate(where, learningRate_, g);
+    inputs.push_back(learningRate_);
+  }
+  Attrs attrs = {{"optimizer", attr_s(kind_)},
+                 {"hyperparameters", hyperparameterDict(hyperparameters_)},
+                 {"variables", attr_strings(names)}};
+  if (!global_step.valid())
+    attrs.push_back({"keep_global_step", attr_b(true)});
+  else
+    (void)g.global_step_variable(); // incremented: it must exist
+  return g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
 }
 
 Optimizer::Optimizer(std::string kind, std::string node_name,
@@ -275,18 +382,114 @@ Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay,
 Optimizer FtrlOptimizer(LearningRate learning_rate, double learning_rate_power,
                         double initial_accumulator_value,
                         double l1_regularization_strength,
-                        double l2_regularization_strength) {
+                        double l2_regularization_strength,
+                        double l2_shrinkage_regularization_strength,
+                        double beta) {
+  auto h = hp({{"learning_rate_power", learning_rate_power},
+               {"initial_accumulator_value", initial_accumulator_value},
+               {"l1_regularization_strength", l1_regularization_strength},
+               {"l2_regularization_strength", l2_regularization_strength}});
+  if (l2_shrinkage_regularization_strength != 0.0)
+    h["l2_shrinkage_regularization_strength"] =
+        attr_f(l2_shrinkage_regularization_strength);
+  if (beta != 0.0)
+    h["beta"] = attr_f(beta);
+  return Optimizer("ftrl", "Ftrl", h, learning_rate);
+}
+
+Optimizer AdadeltaOptimizer(LearningRate learning_rate, double rho,
+                            double epsilon) {
+  return Optimizer("adadelta", "Adadelta",
+                   hp({{"rho", rho}, {"epsilon", epsilon}}), learning_rate);
+}
+
+Optimizer ProximalGradientDescentOptimizer(LearningRate learning_rate,
+                                           double l1_regularization_strength,
+                                           double l2_regularization_strength) {
   return Optimizer(
-      "ftrl", "Ftrl",
-      hp({{"learning_rate_power", learning_rate_power},
-          {"initial_accumulator_value", initial_accumulator_value},
+      "proximal_gradient_descent", "ProximalGradientDescent",
+      hp({{"l1_regularization_strength", l1_regularization_strength},
+          {"l2_regularization_strength", l2_regularization_strength}}),
+      learning_rate);
+}
+
+Optimizer ProximalAdagradOptimizer(LearningRate learning_rate,
+                                   double initial_accumulator_value,
+                                   double l1_regularization_strength,
+                                   double l2_regularization_strength) {
+  return Optimizer(
+      "proximal_adagrad", "ProximalAdagrad",
+      hp({{"initial_accumulator_value", initial_accumulator_value},
           {"l1_regularization_strength", l1_regularization_strength},
           {"l2_regularization_strength", l2_regularization_strength}}),
       learning_rate);
 }
 
+Optimizer AdagradDAOptimizer(LearningRate learning_rate,
+                             double initial_gradient_squared_accumulator_value,
+                             double l1_regularization_strength,
+                             double l2_regularization_strength) {
+  return Optimizer(
+      "adagrad_da", "AdagradDA",
+      hp({{"initial_gradient_squared_accumulator_value",
+           initial_gradient_squared_accumulator_value},
+          {"l1_regularization_strength", l1_regularization_strength},
+          {"l2_regularization_strength", l2_regularization_strength}}),
+      learning_rate);
+}
+
+Optimizer
+AdamWOptimizer(LearningRate learning_rate, double weight_decay, double beta_1,
+               double beta_2, double epsilon,
+               const std::vector<std::string> &exclude_from_weight_decay) {
+  auto h = hp({{"weight_decay", weight_decay},
+               {"beta_1", beta_1},
+               {"beta_2", beta_2},
+               {"epsilon", epsilon}});
+  if (!exclude_from_weight_decay.empty())
+    h["exclude_from_weight_decay"] = attr_strings(exclude_from_weight_decay);
+  return Optimizer("adamw", "AdamW", h, learning_rate);
+}
+
+Optimizer AdamaxOptimizer(LearningRate learning_rate, double beta_1,
+                          double beta_2, double epsilon) {
+  return Optimizer(
+      "adamax", "Adamax",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
+Optimizer NadamOptimizer(LearningRate learning_rate, double beta_1,
+                         double beta_2, double epsilon) {
+  return Optimizer(
+      "nadam", "Nadam",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
+Optimizer LazyAdamOptimizer(LearningRate learning_rate, double beta_1,
+                            double beta_2, double epsilon) {
+  return Optimizer(
+      "lazy_adam", "LazyAdam",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
 Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
+}
+
+Variable create_slot(const Variable &primary, const std::string &name,
+                     const Initializer &initializer) {
+  if (!primary.valid())
+    throw GraphError("create_slot '" + name +
+                     "': the primary variable is "
+                     "an empty Variable");
+  Graph &g = primary.graph();
+  auto root = g.root_name_scope();
+  return g.get_variable(primary.name() + "/" + name, primary.dtype(),
+                        primary.shape(), initializer, /*trainable=*/false,
+                        /*reuse=*/true);
 }
 
 // --- Learning-rate schedules -------------------------------------------------
@@ -396,6 +599,114 @@ Tensor cosine_decay(double learning_rate, const Tensor &global_step,
   Tensor decayed =
       add(multiply(g.constant(1.0 - alpha), cosine), g.constant(alpha));
   return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor natural_exp_decay(double learning_rate, const Tensor &global_step,
+                         double decay_steps, double decay_rate, bool staircase,
+                         const std::string &name) {
+  Tensor step = scheduleStep("natural_exp_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "NaturalExpDecay");
+  // TF: ExponentialDecay with decay_rate exp(-decay_rate), computed in f32.
+  Tensor rate = exp(negative(g.constant(decay_rate)));
+  Tensor p = divide(step, g.constant(decay_steps));
+  if (staircase)
+    p = floor(p);
+  return multiply(g.constant(learning_rate), pow(rate, p), "value");
+}
+
+Tensor inverse_time_decay(double learning_rate, const Tensor &global_step,
+                          double decay_steps, double decay_rate, bool staircase,
+                          const std::string &name) {
+  Tensor step = scheduleStep("inverse_time_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "InverseTimeDecay");
+  Tensor p = divide(step, g.constant(decay_steps));
+  if (staircase)
+    p = floor(p);
+  Tensor denom = add(g.constant(1.0), multiply(g.constant(decay_rate), p));
+  return divide(g.constant(learning_rate), denom, "value");
+}
+
+Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
+                             double first_decay_steps, double t_mul,
+                             double m_mul, double alpha,
+                             const std::string &name) {
+  Tensor step =
+      scheduleStep("cosine_decay_restarts", global_step, first_decay_steps);
+  if (!(t_mul > 0.0) || !std::isfinite(t_mul))
+    throw GraphError("cosine_decay_restarts: t_mul must be > 0, got " +
+                     std::to_string(t_mul));
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "SGDRDecay");
+  Tensor fraction = divide(step, g.constant(first_decay_steps));
+  Tensor one = g.constant(1.0);
+  Tensor restart;
+  if (static_cast<float>(t_mul) == 1.0f) {
+    restart = floor(fraction);
+    fraction = subtract(fraction, restart);
+  } else {
+    // i = floor(log(1 - fraction (1 - t_mul)) / log(t_mul));
+    // fraction = (fraction - (1 - t_mul^i) / (1 - t_mul)) / t_mul^i.
+    Tensor tm = g.constant(t_mul);
+    Tensor oneMinusT = subtract(one, tm);
+    restart = floor(
+        divide(log(subtract(one, multiply(fraction, oneMinusT))), log(tm)));
+    Tensor tPow = pow(tm, restart);
+    Tensor sum = divide(subtract(one, tPow), oneMinusT);
+    fraction = divide(subtract(fraction, sum), tPow);
+  }
+  Tensor mFac = pow(g.constant(m_mul), restart);
+  Tensor cosine = multiply(multiply(g.constant(0.5), mFac),
+                           add(one, cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed = add(multiply(subtract(one, g.constant(alpha)), cosine),
+                       g.constant(alpha));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
+                           double decay_steps, double num_periods, double alpha,
+                           double beta, const std::string &name) {
+  Tensor step = scheduleStep("linear_cosine_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "LinearCosineDecay");
+  Tensor steps = g.constant(decay_steps);
+  step = minimum(step, steps);
+  Tensor linear = divide(subtract(steps, step), steps);
+  Tensor completed = divide(step, steps);
+  Tensor fraction =
+      multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
+  Tensor cosine =
+      multiply(g.constant(0.5),
+               add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed =
+      add(multiply(add(g.constant(alpha), linear), cosine), g.constant(beta));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,
+                     int64_t warmup_steps, double warmup_learning_rate,
+                     const std::string &name) {
+  (void)scheduleStep("linear_warmup", global_step, std::nullopt);
+  if (warmup_steps <= 0)
+    throw GraphError("linear_warmup: warmup_steps must be > 0, got " +
+                     std::to_string(warmup_steps));
+  if (!learning_rate.valid() || !learning_rate.has_value() ||
+      learning_rate.dtype() != DType::Float32 || !learning_rate.shape().empty())
+    throw GraphError("linear_warmup: learning_rate '" +
+                     (learning_rate.valid() ? learning_rate.name() : "") +
+                     "' must be a float32 scalar");
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "LinearWarmup");
+  Tensor stepInt = cast(global_step, DType::Int32);
+  Tensor warmupInt =
+      g.constant(static_cast<double>(warmup_steps), DType::Int32);
+  Tensor percent =
+      divide(cast(stepInt, DType::Float32), cast(warmupInt, DType::Float32));
+  Tensor warmupRate = multiply(g.constant(warmup_learning_rate), percent);
+  Tensor isWarmup = cast(less(stepInt, warmupInt), DType::Float32);
+  return add(multiply(subtract(g.constant(1.0), isWarmup), learning_rate),
+             multiply(isWarmup, warmupRate), "value");
 }
 
 } // namespace train

@@ -14,6 +14,7 @@
 #ifndef ESTC_LIB_GRAPH_TRAIN_H
 #define ESTC_LIB_GRAPH_TRAIN_H
 
+#include "lib/Graph/Gradients.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
@@ -21,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace estc {
@@ -86,7 +88,9 @@ private:
 };
 
 /// An optimizer description: the `minimize` node's `optimizer` attribute
-/// (sgd, momentum, adagrad, adam, rmsprop, ftrl) and hyperparameters.
+/// (sgd, momentum, adagrad, adam, rmsprop, ftrl, adadelta,
+/// proximal_gradient_descent, proximal_adagrad, adagrad_da, adamw, adamax,
+/// nadam, lazy_adam) and hyperparameters.
 class Optimizer {
 public:
   Optimizer(std::string kind, std::string node_name,
@@ -118,6 +122,26 @@ public:
                      const std::vector<Variable> &var_list = {},
                      const std::string &name = "") const;
 
+  /// (gradient, variable) pairs (tf.train.Optimizer's grads_and_vars).
+  using GradsAndVars = std::vector<std::pair<Tensor, Variable>>;
+  /// tf.compat.v1.train.Optimizer.compute_gradients: gradients(loss,
+  /// var_list) (lib/Graph/Gradients.h), `var_list` empty: all trainable
+  /// variables. A variable the loss does not depend on gets zeros (TF's
+  /// None); a gather's gradient is dense (minimize keeps it sparse).
+  GradsAndVars
+  compute_gradients(const Tensor &loss,
+                    const std::vector<Variable> &var_list = {}) const;
+  /// tf.compat.v1.train.Optimizer.apply_gradients: this optimizer's update
+  /// of each variable from the given gradient (of the variable's dtype and
+  /// shape; any tensor: clipped, averaged, computed by hand), with the same
+  /// slots as minimize. With `global_step` (the graph's global_step
+  /// variable) the step increments it, else it does not (as in TF: a
+  /// train op must then increment it itself). Bad arguments throw
+  /// GraphError naming the node and the variable.
+  Operation apply_gradients(const GradsAndVars &grads_and_vars,
+                            const Variable &global_step = Variable(),
+                            const std::string &name = "") const;
+
 private:
   std::string kind_;
   std::string nodeName_; // default node base name ("Adam")
@@ -135,14 +159,78 @@ Optimizer AdamOptimizer(LearningRate learning_rate = 0.001, double beta1 = 0.9,
 Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay = 0.9,
                            double momentum = 0.0, double epsilon = 1e-10,
                            bool centered = false);
+/// TF 2's tf.compat.v1.train.FtrlOptimizer: l2_shrinkage_regularization
+/// _strength (ApplyFtrlV2: 2 l2_shrinkage var added to the linear term's
+/// gradient) and beta (l2 + beta / (2 learning_rate)) too.
 Optimizer FtrlOptimizer(LearningRate learning_rate,
                         double learning_rate_power = -0.5,
                         double initial_accumulator_value = 0.1,
                         double l1_regularization_strength = 0.0,
-                        double l2_regularization_strength = 0.0);
+                        double l2_regularization_strength = 0.0,
+                        double l2_shrinkage_regularization_strength = 0.0,
+                        double beta = 0.0);
+/// tf.compat.v1.train.AdadeltaOptimizer (slots <var>/Adadelta: accum,
+/// <var>/Adadelta_1: accum_update).
+Optimizer AdadeltaOptimizer(LearningRate learning_rate = 0.001,
+                            double rho = 0.95, double epsilon = 1e-8);
+/// tf.compat.v1.train.ProximalGradientDescentOptimizer (no slots).
+Optimizer
+ProximalGradientDescentOptimizer(LearningRate learning_rate,
+                                 double l1_regularization_strength = 0.0,
+                                 double l2_regularization_strength = 0.0);
+/// tf.compat.v1.train.ProximalAdagradOptimizer (slot <var>/ProximalAdagrad).
+Optimizer ProximalAdagradOptimizer(LearningRate learning_rate,
+                                   double initial_accumulator_value = 0.1,
+                                   double l1_regularization_strength = 0.0,
+                                   double l2_regularization_strength = 0.0);
+/// tf.compat.v1.train.AdagradDAOptimizer at global_step + 1 (TF's
+/// global_step argument is the graph's global_step; slots <var>/AdagradDA:
+/// gradient_accumulator, <var>/AdagradDA_1:
+/// gradient_squared_accumulator).
+Optimizer
+AdagradDAOptimizer(LearningRate learning_rate,
+                   double initial_gradient_squared_accumulator_value = 0.1,
+                   double l1_regularization_strength = 0.0,
+                   double l2_regularization_strength = 0.0);
+/// tf.keras.optimizers.AdamW (TF 2.15): variable -= variable * weight_decay
+/// * learning_rate, then Adam's update (Keras' rule and defaults; slots
+/// <var>/AdamW: m, <var>/AdamW_1: v). Variables whose name matches one of
+/// `exclude_from_weight_decay` (regular expressions, re.search) are not
+/// decayed. tfa's AdamW decays by weight_decay alone (not times the
+/// learning rate): its weight_decay is this one's times the learning rate.
+Optimizer
+AdamWOptimizer(LearningRate learning_rate = 0.001, double weight_decay = 0.004,
+               double beta_1 = 0.9, double beta_2 = 0.999,
+               double epsilon = 1e-7,
+               const std::vector<std::string> &exclude_from_weight_decay = {});
+/// tf.keras.optimizers.Adamax (TF 2.15; slots <var>/Adamax: m,
+/// <var>/Adamax_1: u).
+Optimizer AdamaxOptimizer(LearningRate learning_rate = 0.001,
+                          double beta_1 = 0.9, double beta_2 = 0.999,
+                          double epsilon = 1e-7);
+/// tf.keras.optimizers.Nadam (TF 2.15; slots <var>/Nadam: m, <var>/Nadam_1:
+/// v, and the scalar <var>/Nadam_2: the product of the momentum schedule,
+/// Keras' _u_product).
+Optimizer NadamOptimizer(LearningRate learning_rate = 0.001,
+                         double beta_1 = 0.9, double beta_2 = 0.999,
+                         double epsilon = 1e-7);
+/// tfa.optimizers.LazyAdam: Adam on dense gradients; on a sparse one (a
+/// gather of the variable, through minimize) only the gathered rows of the
+/// variable, m and v move (slots <var>/LazyAdam: m, <var>/LazyAdam_1: v).
+Optimizer LazyAdamOptimizer(LearningRate learning_rate = 0.001,
+                            double beta_1 = 0.9, double beta_2 = 0.999,
+                            double epsilon = 1e-7);
 
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);
+
+/// An optimizer slot of `primary` (TF's slot_creator.create_slot): the
+/// non-trainable variable `<primary>/<name>` of primary's dtype and shape,
+/// whatever the current name scope; shared when it exists (another mode, a
+/// second call). For optimizers written with apply_gradients' building
+/// blocks (docs/user-guide.md, "Writing an optimizer").
+Variable create_slot(const Variable &primary, const std::string &name,
+                     const Initializer &initializer = zeros_initializer());
 
 // Learning-rate schedules (tf.compat.v1.train.*): float32 scalars computed
 // from `global_step` (an integer or float scalar, usually
@@ -173,6 +261,40 @@ Tensor polynomial_decay(double learning_rate, const Tensor &global_step,
 Tensor cosine_decay(double learning_rate, const Tensor &global_step,
                     double decay_steps, double alpha = 0.0,
                     const std::string &name = "");
+/// lr * exp(-decay_rate) ^ (step / decay_steps) (staircase: the exponent
+/// floored). decay_steps > 0.
+Tensor natural_exp_decay(double learning_rate, const Tensor &global_step,
+                         double decay_steps, double decay_rate,
+                         bool staircase = false, const std::string &name = "");
+/// lr / (1 + decay_rate * step / decay_steps) (staircase: the ratio
+/// floored). decay_steps > 0.
+Tensor inverse_time_decay(double learning_rate, const Tensor &global_step,
+                          double decay_steps, double decay_rate,
+                          bool staircase = false, const std::string &name = "");
+/// SGDR: cosine decay over first_decay_steps, restarted with periods
+/// t_mul times longer and peaks m_mul times lower each restart;
+/// lr * ((1 - alpha) * 0.5 * m_mul^i * (1 + cos(pi * fraction)) + alpha).
+/// first_decay_steps > 0, t_mul > 0.
+Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
+                             double first_decay_steps, double t_mul = 2.0,
+                             double m_mul = 1.0, double alpha = 0.0,
+                             const std::string &name = "");
+/// lr * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(2 pi
+/// num_periods s / decay_steps)) + beta), s = min(step, decay_steps).
+/// decay_steps > 0. (noisy_linear_cosine_decay, which adds random noise to
+/// the linear term, is not offered.)
+Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
+                           double decay_steps, double num_periods = 0.5,
+                           double alpha = 0.0, double beta = 0.001,
+                           const std::string &name = "");
+/// BERT's linear warmup in front of a schedule: warmup_learning_rate *
+/// step / warmup_steps while step < warmup_steps (int32 comparison),
+/// `learning_rate` (a float32 scalar, e.g. a decay) after; computed as
+/// (1 - is_warmup) * learning_rate + is_warmup * warmup_rate, as BERT's
+/// create_optimizer does. warmup_steps > 0.
+Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,
+                     int64_t warmup_steps, double warmup_learning_rate,
+                     const std::string &name = "");
 
 } // namespace train
 

@@ -343,3 +343,33 @@ func.func @other(%gw: tensor<3xf32>) {
   est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %gw : tensor<3xf32>
   return
 }
+
+// -----
+
+// keep_global_step (train::Optimizer::apply_gradients without a
+// global_step): the update only; global_step is read (for a rule that
+// needs the step) but not incremented. A second apply_gradients without
+// keep_global_step in the same function increments it once.
+// CHECK-LABEL: func.func @keep_global_step
+// CHECK: est.assign_variable @w
+// CHECK-NOT: est.assign_variable @global_step
+// CHECK-LABEL: func.func @keep_then_increment
+// CHECK: est.assign_variable @w
+// CHECK: est.assign_variable @v
+// CHECK: est.assign_variable @global_step
+// CHECK-NOT: est.assign_variable @global_step
+// CHECK: return
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @v : tensor<3xf32> {trainable}
+
+func.func @keep_global_step(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32> {keep_global_step = true}
+  return
+}
+
+func.func @keep_then_increment(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32> {keep_global_step = true}
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+  return
+}
