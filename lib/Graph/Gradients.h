@@ -45,7 +45,10 @@ std::vector<Tensor> gradients(const std::vector<Tensor> &ys,
 
 /// tf.linalg.global_norm: sqrt(sum_i sum(t_i^2)), computed as TF does
 /// (2 * the sum of the tensors' l2_loss). The tensors are float and of
-/// one dtype; the result is a scalar of it.
+/// one dtype; the result is a scalar of it. A dense gradient of a gather
+/// (gradients()) holds a repeated id's rows summed, where TF's
+/// IndexedSlices hold them one by one and its global norm counts each:
+/// the norms differ when a batch repeats an id.
 Tensor global_norm(const std::vector<Tensor> &t_list,
                    const std::string &name = "global_norm");
 

@@ -193,10 +193,8 @@ Operation Optimizer::minimize(const Tensor &loss,
   Attrs attrs = {{"optimizer", attr_s(kind_)},
                  {"hyperparameters", hyperparameterDict(hyperparameters_)}};
   std::vector<Tensor> inputs = {loss};
-  if (learningRate_.valid()) {
-    checkLearningRate(where, learningRate_, g);
-    inputs.push_back(learningRate_);
-  }
+  if (Tensor lr = learningRateInput(g, where); lr.valid())
+    inputs.push_back(lr);
   if (!var_list.empty()) {
     std::vector<std::string> names;
     for (const Variable &v : var_list) {
@@ -208,6 +206,19 @@ Operation Optimizer::minimize(const Tensor &loss,
     attrs.push_back({"var_list", attr_strings(names)});
   }
   return g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+}
+
+Tensor Optimizer::learningRateInput(Graph &g, const std::string &where) const {
+  Tensor lr = learningRate_;
+  if (!lr.valid() && schedule_) {
+    lr = schedule_(g.global_step());
+    if (!lr.valid())
+      throw GraphError(where + ": the learning-rate schedule returned an "
+                               "empty Tensor");
+  }
+  if (lr.valid())
+    checkLearningRate(where, lr, g);
+  return lr;
 }
 
 Optimizer::GradsAndVars
@@ -290,10 +301,8 @@ Operation Optimizer::apply_gradients(const GradsAndVars &grads_and_vars,
     throw GraphError(where + ": global_step '" + global_step.name() +
                      "' must be the graph's global_step variable "
                      "(train::get_or_create_global_step)");
-  if (learningRate_.valid()) {
-    checkLearningRate(where, learningRate_, g);
-    inputs.push_back(learningRate_);
-  }
+  if (Tensor lr = learningRateInput(g, where); lr.valid())
+    inputs.push_back(lr);
   Attrs attrs = {{"optimizer", attr_s(kind_)},
                  {"hyperparameters", hyperparameterDict(hyperparameters_)},
                  {"variables", attr_strings(names)}};
@@ -311,6 +320,8 @@ Optimizer::Optimizer(std::string kind, std::string node_name,
                 std::move(hyperparameters)) {
   if (learning_rate.is_tensor())
     learningRate_ = learning_rate.tensor();
+  else if (learning_rate.is_schedule())
+    schedule_ = learning_rate.schedule();
   else
     hyperparameters_["learning_rate"] = attr_f(learning_rate.value());
 }

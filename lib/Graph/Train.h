@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -71,20 +72,37 @@ Tensor get_total_loss(Graph &graph, bool add_regularization_losses = true,
 
 namespace train {
 
+/// A learning-rate schedule as Keras and TF 2 give one: a callable of the
+/// step (the graph's global_step, read in the mode that trains) returning
+/// a float scalar Tensor, e.g. `[](const Tensor &step) { return
+/// train::exponential_decay(0.1, step, 1000, 0.96); }`.
+using LearningRateSchedule = std::function<Tensor(const Tensor &global_step)>;
+
 /// An optimizer's learning rate: a number (the `learning_rate`
-/// hyperparameter) or a float scalar Tensor computed in the step, such as a
-/// schedule of global_step (the `minimize` node's second input).
+/// hyperparameter), a float scalar Tensor computed in the step, such as a
+/// schedule of global_step (the `minimize` node's second input), or a
+/// LearningRateSchedule called with global_step when the optimizer builds
+/// its update (so an optimizer made before the graph, a canned
+/// estimator's, can have a schedule).
 class LearningRate {
 public:
   LearningRate(double value) : value_(value) {}
   LearningRate(const Tensor &tensor) : tensor_(tensor) {}
+  template <typename F, typename = std::enable_if_t<
+                            std::is_invocable_r_v<Tensor, F, const Tensor &> &&
+                            !std::is_convertible_v<F, Tensor> &&
+                            !std::is_convertible_v<F, double>>>
+  LearningRate(F schedule) : schedule_(std::move(schedule)) {}
   bool is_tensor() const { return tensor_.valid(); }
+  bool is_schedule() const { return static_cast<bool>(schedule_); }
   double value() const { return value_; }
   const Tensor &tensor() const { return tensor_; }
+  const LearningRateSchedule &schedule() const { return schedule_; }
 
 private:
   double value_ = 0.0;
   Tensor tensor_;
+  LearningRateSchedule schedule_;
 };
 
 /// An optimizer description: the `minimize` node's `optimizer` attribute
@@ -106,7 +124,8 @@ public:
   const std::map<std::string, graph::AttrValue> &hyperparameters() const {
     return hyperparameters_;
   }
-  /// The learning-rate Tensor; invalid when it is a hyperparameter.
+  /// The learning-rate Tensor; invalid when it is a hyperparameter or a
+  /// schedule.
   const Tensor &learning_rate_tensor() const { return learningRate_; }
   /// A copy that clips the gradients by their global norm before the
   /// update (tf.clip_by_global_norm; the hyperparameter
@@ -147,6 +166,10 @@ private:
   std::string nodeName_; // default node base name ("Adam")
   std::map<std::string, graph::AttrValue> hyperparameters_;
   Tensor learningRate_;
+  LearningRateSchedule schedule_;
+  /// The learning-rate input of a node of `g` (`where`): the Tensor, the
+  /// schedule's value at global_step, or invalid (the hyperparameter).
+  Tensor learningRateInput(Graph &g, const std::string &where) const;
 };
 
 Optimizer GradientDescentOptimizer(LearningRate learning_rate);

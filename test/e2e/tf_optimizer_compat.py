@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-V, S, E, H, C, B = 20, 4, 8, 6, 3, 5
+V, S, E, H, C, B = 40, 4, 8, 6, 3, 5
 BATCHES = 4
 
 
@@ -153,7 +153,61 @@ def builtin_cases(tf):
         ("momentum_minimize", "momentum", "minimize", 0.1,
          {"momentum": 0.9},
          lambda lr: t.MomentumOptimizer(lr, 0.9)),
+        ("adadelta_minimize", "adadelta", "minimize", 1.0,
+         {"rho": 0.9, "epsilon": 1e-6},
+         lambda lr: t.AdadeltaOptimizer(lr, rho=0.9, epsilon=1e-6)),
+        ("proximal_sgd_minimize", "proximal_gradient_descent", "minimize",
+         0.3, {"l1_regularization_strength": 0.001,
+               "l2_regularization_strength": 0.01},
+         lambda lr: t.ProximalGradientDescentOptimizer(
+             lr, l1_regularization_strength=0.001,
+             l2_regularization_strength=0.01)),
+        ("proximal_adagrad_minimize", "proximal_adagrad", "minimize", 0.3,
+         {"initial_accumulator_value": 0.1,
+          "l1_regularization_strength": 0.001,
+          "l2_regularization_strength": 0.01},
+         lambda lr: t.ProximalAdagradOptimizer(
+             lr, initial_accumulator_value=0.1,
+             l1_regularization_strength=0.001,
+             l2_regularization_strength=0.01)),
+        ("adagrad_da_minimize", "adagrad_da", "minimize", 0.5,
+         {"initial_gradient_squared_accumulator_value": 0.1,
+          "l1_regularization_strength": 0.001,
+          "l2_regularization_strength": 0.01},
+         lambda lr: t.AdagradDAOptimizer(
+             lr, v1_global_step(),
+             initial_gradient_squared_accumulator_value=0.1,
+             l1_regularization_strength=0.001,
+             l2_regularization_strength=0.01)),
+        ("ftrl_shrinkage_beta_minimize", "ftrl", "minimize", 0.3,
+         {"learning_rate_power": -0.5, "initial_accumulator_value": 0.1,
+          "l1_regularization_strength": 0.001,
+          "l2_regularization_strength": 0.01,
+          "l2_shrinkage_regularization_strength": 0.02, "beta": 0.1},
+         lambda lr: t.FtrlOptimizer(
+             lr, initial_accumulator_value=0.1,
+             l1_regularization_strength=0.001,
+             l2_regularization_strength=0.01,
+             l2_shrinkage_regularization_strength=0.02, beta=0.1)),
+        # Keras 2.15's optimizers (eager: they do not build v1 graphs); the
+        # model's weights and the losses are compared (Keras names its
+        # slots by object).
+        ("keras_adamw", "adamw", "keras", 0.01,
+         {"weight_decay": 0.05, "beta_1": 0.9, "beta_2": 0.999,
+          "epsilon": 1e-7},
+         lambda lr: tf.keras.optimizers.AdamW(lr, weight_decay=0.05)),
+        ("keras_adamax", "adamax", "keras", 0.01,
+         {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
+         lambda lr: tf.keras.optimizers.Adamax(lr)),
+        ("keras_nadam", "nadam", "keras", 0.01,
+         {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
+         lambda lr: tf.keras.optimizers.Nadam(lr)),
     ]
+
+
+def v1_global_step():
+    import tensorflow as tf
+    return tf.compat.v1.train.get_or_create_global_step()
 
 
 def build_model(tf, ids, labels):
@@ -178,8 +232,43 @@ def build_model(tf, ids, labels):
         labels=labels, logits=logits))
 
 
+def run_keras(tf, case, weights, batches, steps):
+    """Trains eagerly with a Keras optimizer; returns (losses, {var:
+    value}) of the model's variables and global_step."""
+    name, kind, path, lr, _, make = case
+    variables = {n: tf.Variable(w, name=n) for n, w in weights.items()}
+
+    class Scope:
+        """tf.compat.v1.get_variable returning the eager variables."""
+
+        def __init__(self):
+            self.get = tf.compat.v1.get_variable
+
+        def __enter__(self):
+            tf.compat.v1.get_variable = lambda n, shape: variables[n]
+
+        def __exit__(self, *args):
+            tf.compat.v1.get_variable = self.get
+
+    opt = make(lr)
+    order = list(variables.values())
+    losses = []
+    for step in range(steps):
+        b_ids, b_labels = batches[step % len(batches)]
+        with tf.GradientTape() as tape, Scope():
+            loss = build_model(tf, tf.constant(b_ids), tf.constant(b_labels))
+        grads = tape.gradient(loss, order)
+        losses.append(float(loss))
+        opt.apply_gradients(zip(grads, order))
+    final = {n: v.numpy() for n, v in variables.items()}
+    final["global_step"] = steps
+    return losses, final
+
+
 def run_tf(tf, np, case, weights, batches, steps):
     """Trains in a tf.compat.v1 graph; returns (losses, {var: value})."""
+    if case[2] == "keras":
+        return run_keras(tf, case, weights, batches, steps)
     v1 = tf.compat.v1
     with tf.Graph().as_default():
         ids = v1.placeholder(tf.int32, [B, S])
@@ -237,10 +326,18 @@ def main():
                for n, s in shapes.items()}
     weights["bert/embeddings/LayerNorm/gamma"] += np.float32(1.0)
     # Ids 0..V-4 only: the last rows are never gathered (their gradient is
-    # zero, or absent when sparse).
-    batches = [(rng.integers(0, V - 3, (B, S)).astype(np.int32),
-                rng.integers(0, C, (B,)).astype(np.int32))
-               for _ in range(BATCHES)]
+    # zero, or absent when sparse). No id twice in a batch: TF's global norm
+    # of an IndexedSlices gradient counts a repeated id's rows one by one,
+    # estc's dense gradient (gradients()) sums them first
+    # (lib/Graph/Gradients.h).
+    unique = [(rng.permutation(V - 3)[:B * S].reshape(B, S).astype(np.int32),
+               rng.integers(0, C, (B,)).astype(np.int32))
+              for _ in range(BATCHES)]
+    # minimize's sparse gradients: ids repeat (duplicates summed, as TF's
+    # _deduplicate_indexed_slices), from a smaller range.
+    repeated = [(rng.integers(0, 12, (B, S)).astype(np.int32),
+                 rng.integers(0, C, (B,)).astype(np.int32))
+                for _ in range(BATCHES)]
 
     cases = [("bert", "bert", "apply", 0.05, {}, None)] + builtin_cases(tf)
     failures = 0
@@ -248,12 +345,15 @@ def main():
         name, kind, path, lr, hp, _ = case
         if args.only and not re.search(args.only, name):
             continue
+        batches = repeated if path == "minimize" else unique
         losses, final = run_tf(tf, np, case, weights, batches, args.steps)
 
         def words(a):
             return " ".join(repr(float(v)) for v in np.asarray(a).reshape(-1))
 
-        lines = [f"optimizer {kind}", f"path {path}", f"steps {args.steps}",
+        lines = [f"optimizer {kind}",
+                 f"path {'minimize' if path == 'keras' else path}",
+                 f"steps {args.steps}",
                  f"dims {V} {S} {E} {H} {C} {B}"]
         if kind == "bert":
             lines += [f"init_lr {lr}", "train_steps 30", "warmup 5"]
@@ -303,6 +403,8 @@ def main():
         # TF 1.x's Adam keeps beta1_power / beta2_power; estc's uses
         # global_step (docs/autodiff.md).
         names = set(final) - {"beta1_power", "beta2_power"}
+        if path == "keras":
+            got = {n: v for n, v in got.items() if n in names}
         if set(got) != names:
             problems.append(f"variables: estc {sorted(set(got) - names)} "
                             f"not in TF, TF {sorted(names - set(got))} not "

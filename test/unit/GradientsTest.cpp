@@ -202,7 +202,7 @@ TEST(ClipTest, GlobalNormAndClipping) {
 
 // --- Errors ------------------------------------------------------------------
 
-/// Runs `body` inside a TRAIN mode of a graph with a [2, 3] f32 feature x,
+/// Runs `body` inside a TRAIN mode of a graph with a [2,3] f32 feature x,
 /// an i32 one n and a variable w, and returns the GraphError's message
 /// (empty when none was thrown).
 std::string
@@ -225,17 +225,17 @@ TEST(GradientsErrorsTest, OneLineEach) {
   EXPECT_EQ(errorOf([](Graph &, const Tensor &, const Tensor &n, Variable &w) {
               gradients({reduce_sum(n)}, std::vector<Variable>{w});
             }),
-            "gradients: ys[0] 'train/Sum' int32 [] must be a float tensor");
+            "gradients: ys[0] 'train/Sum' i32 [] must be a float tensor");
   EXPECT_EQ(errorOf([](Graph &, const Tensor &x, const Tensor &n, Variable &) {
               gradients({reduce_sum(x)}, std::vector<Tensor>{x, n});
             }),
-            "gradients: xs[1] 'train/n' int32 [2, 3] must be a float tensor");
+            "gradients: xs[1] 'train/n' i32 [2,3] must be a float tensor");
   EXPECT_EQ(errorOf([](Graph &gr, const Tensor &x, const Tensor &, Variable &) {
               gradients({x}, std::vector<Tensor>{x},
                         {gr.constant({1, 2}, {2})});
             }),
-            "gradients: grad_ys[0] 'train/Const' float32 [2] does not match "
-            "ys[0] 'train/x' float32 [2, 3]");
+            "gradients: grad_ys[0] 'train/Const' f32 [2] does not match "
+            "ys[0] 'train/x' f32 [2,3]");
   EXPECT_EQ(errorOf([](Graph &, const Tensor &x, const Tensor &, Variable &) {
               gradients({x}, std::vector<Tensor>{});
             }),
@@ -248,12 +248,12 @@ TEST(GradientsErrorsTest, OneLineEach) {
   EXPECT_EQ(errorOf([](Graph &gr, const Tensor &x, const Tensor &, Variable &) {
               clip_by_global_norm({x, gr.constant(1.0, DType::Float64)}, 1.0);
             }),
-            "clip_by_global_norm: t_list[1] 'train/Const' float64 [] has "
-            "another dtype than t_list[0] 'train/x' float32 [2, 3]");
+            "clip_by_global_norm: t_list[1] 'train/Const' f64 [] has "
+            "another dtype than t_list[0] 'train/x' f32 [2,3]");
   EXPECT_EQ(errorOf([](Graph &, const Tensor &, const Tensor &n, Variable &) {
               global_norm({n});
             }),
-            "global_norm: t_list[0] 'train/n' int32 [2, 3] must be a float "
+            "global_norm: t_list[0] 'train/n' i32 [2,3] must be a float "
             "tensor");
 }
 
@@ -264,7 +264,7 @@ TEST(ApplyGradientsErrorsTest, OneLineEach) {
         opt.apply_gradients({{gr.constant({1, 2, 3}, {3}), w}});
       }),
       "apply_gradients 'train/GradientDescent': the gradient 'train/Const' "
-      "float32 [3] does not match variable 'w' float32 [2, 3]");
+      "f32 [3] does not match variable 'w' f32 [2,3]");
   EXPECT_EQ(
       errorOf([&](Graph &gr, const Tensor &x, const Tensor &, Variable &) {
         opt.apply_gradients({{x, Variable(&gr, "nope")}});
@@ -275,8 +275,8 @@ TEST(ApplyGradientsErrorsTest, OneLineEach) {
       errorOf([&](Graph &, const Tensor &, const Tensor &n, Variable &w) {
         opt.apply_gradients({{n, w}});
       }),
-      "apply_gradients 'train/GradientDescent': the gradient 'train/n' int32 "
-      "[2, 3] does not match variable 'w' float32 [2, 3]");
+      "apply_gradients 'train/GradientDescent': the gradient 'train/n' i32 "
+      "[2,3] does not match variable 'w' f32 [2,3]");
   EXPECT_EQ(errorOf([&](Graph &, const Tensor &x, const Tensor &, Variable &w) {
               opt.apply_gradients({{x, w}, {x, w}});
             }),
@@ -292,7 +292,7 @@ TEST(ApplyGradientsErrorsTest, OneLineEach) {
               opt.compute_gradients(reduce_sum(n));
             }),
             "compute_gradients: the loss 'train/Sum' must be a float scalar, "
-            "got int32 []");
+            "got i32 []");
   EXPECT_EQ(
       errorOf([&](Graph &gr, const Tensor &x, const Tensor &, Variable &w) {
         Graph other;

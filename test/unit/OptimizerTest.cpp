@@ -1399,6 +1399,16 @@ TEST(LearningRateScheduleTest, CosineRestartsAndLinearCosine) {
              });
 }
 
+TEST(LearningRateScheduleTest, CallableSchedule) {
+  // A Keras-style schedule: called with global_step when minimize builds
+  // the update.
+  checkSteps(
+      minimizeWith(train::GradientDescentOptimizer([](const Tensor &step) {
+        return train::exponential_decay(0.1, step, 2.0, 0.5);
+      })),
+      sgdRef(), [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); });
+}
+
 TEST(LearningRateScheduleTest, LinearWarmup) {
   checkSteps(scheduled(
                  [](Graph &g) {
