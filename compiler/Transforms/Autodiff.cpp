@@ -28,6 +28,13 @@
 // The backward ops are inserted right before the minimize, after the
 // forward pass they read.
 //
+// Before the minimizes, every `est.gradient %y wrt %x` (tf.gradients, from
+// the graph builder's gradients()) is resolved the same way: the ones of one
+// y in one block in one sweep, built before the first of them, from the
+// sources x (or every read of x's variable); no sparse rows (a gather's
+// gradient is dense), zeros for an x that y does not depend on, and an
+// error naming the op when the sweep fails, since the results are used.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"

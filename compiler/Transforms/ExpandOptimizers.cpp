@@ -46,6 +46,16 @@
 //             then the momentum slot (zeros)
 //   ftrl      <var>/Ftrl (accum, initial_accumulator_value),
 //             <var>/Ftrl_1 (linear, zeros)
+//   adadelta  <var>/Adadelta (accum), <var>/Adadelta_1 (accum_update)
+//   proximal_adagrad  <var>/ProximalAdagrad (initial_accumulator_value)
+//   adagrad_da  <var>/AdagradDA (gradient_accumulator, zeros),
+//             <var>/AdagradDA_1 (squared, initial value)
+//   adamw, adamax, nadam, lazy_adam  <var>/<Name> (m), <var>/<Name>_1
+//             (v, or adamax's u), zeros; nadam's scalar <var>/Nadam_2 (the
+//             momentum schedule's product, ones)
+// (docs/autodiff.md has the rules of these: training_ops.cc's kernels for
+// the TF 1.x optimizers, Keras 2.15's update steps for adamw, adamax and
+// nadam, tfa's LazyAdam.)
 //
 // Update rules (g the gradient, lr the learning rate), computed as TF 1.x's
 // kernels compute them (training_ops.cc: in the variable's element type T,
@@ -83,6 +93,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Regex.h"
 
 namespace mlir {
@@ -109,6 +120,10 @@ public:
         sharedStep(step), increment(increment) {}
 
   LogicalResult run();
+  /// The new value of each variable this expansion assigned.
+  ArrayRef<std::pair<std::string, Value>> assigned() const {
+    return assignments;
+  }
   /// The global_step value this expansion used.
   Value step() const { return usedStep; }
 
@@ -731,6 +746,70 @@ LogicalResult Expander::run() {
   return success();
 }
 
+/// tf.train.ExponentialMovingAverage's apply (optimizer "moving_average",
+/// from train::ExponentialMovingAverage): `variables` are the shadows, the
+/// gradients the values they average (reads of the source variables), the
+/// learning-rate operand num_updates (f32). A source variable (or the
+/// variable num_updates reads, global_step) that an optimizer of the same
+/// function updates is taken at its new value (TF's `with
+/// control_dependencies([opt_op]): ema.apply(...)`), so the updates are
+/// built at the end of the function, after every other expansion.
+///   decay = min(decay, (1 + num_updates) / (10 + num_updates))  (f32)
+///   shadow -= (shadow - value) * (1 - decay)
+LogicalResult expandMovingAverage(ApplyGradientsOp op, ModuleOp module,
+                                  const llvm::StringMap<Value> &updated) {
+  OpBuilder b(op->getBlock()->getTerminator());
+  EstBuilder e(b, op.getLoc());
+  double decay = 0.0;
+  if (auto a =
+          dyn_cast_or_null<FloatAttr>(op.getHyperparameters().get("decay")))
+    decay = a.getValueAsDouble();
+  else
+    return op.emitError("moving_average needs a float hyperparameter 'decay'");
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  Value d = e.splat(f32, static_cast<float>(decay));
+  if (Value n = op.getLearningRate()) {
+    // num_updates read from a variable an optimizer of the function updates
+    // (global_step): its new value too.
+    Value read = n;
+    if (auto c = n.getDefiningOp<CastOp>())
+      read = c.getX();
+    if (auto r = read.getDefiningOp<ReadVariableOp>())
+      if (Value v = updated.lookup(r.getVariable()))
+        n = v;
+    if (cast<RankedTensorType>(n.getType()).getElementType() != b.getF32Type())
+      n = e.castTo(n, b.getF32Type());
+    Value one = e.splat(f32, 1.0), ten = e.splat(f32, 10.0);
+    d = MinimumOp::create(b, e.loc, d, e.div(e.add(one, n), e.add(ten, n)));
+  }
+  Value oneMinus = e.sub(e.splat(f32, 1.0), d);
+  SmallVector<std::pair<FlatSymbolRefAttr, Value>> assigns;
+  for (auto [attr, value] :
+       llvm::zip_equal(op.getVariables(), op.getGradients())) {
+    auto shadow = cast<FlatSymbolRefAttr>(attr);
+    auto varOp = module.lookupSymbol<VariableOp>(shadow.getValue());
+    if (!varOp)
+      return op.emitError("unknown variable ") << shadow;
+    auto type = cast<RankedTensorType>(varOp.getType());
+    Value source = value;
+    if (auto read = value.getDefiningOp<ReadVariableOp>())
+      if (Value v = updated.lookup(read.getVariable()))
+        source = v;
+    if (source.getType() != type)
+      return op.emitError("the average ") << shadow << " has type " << type
+                                          << ", its value " << source.getType();
+    Value rate = type.getElementType() == b.getF32Type()
+                     ? oneMinus
+                     : e.castTo(oneMinus, type.getElementType());
+    Value s = ReadVariableOp::create(b, e.loc, type, shadow);
+    assigns.push_back({shadow, e.sub(s, e.mul(e.sub(s, source), rate))});
+  }
+  for (auto &[shadow, value] : assigns)
+    AssignVariableOp::create(b, e.loc, shadow, value);
+  op.erase();
+  return success();
+}
+
 struct ExpandOptimizersPass
     : public est::impl::EstExpandOptimizersBase<ExpandOptimizersPass> {
   void runOnOperation() override {
@@ -741,7 +820,15 @@ struct ExpandOptimizersPass
     // and the functions that increment it already.
     DenseMap<Operation *, Value> steps;
     DenseSet<Operation *> incremented;
+    // The variables' new values, per function (for the moving averages,
+    // expanded last).
+    DenseMap<Operation *, llvm::StringMap<Value>> updated;
+    SmallVector<ApplyGradientsOp> averages;
     for (ApplyGradientsOp op : applies) {
+      if (op.getOptimizer() == "moving_average") {
+        averages.push_back(op);
+        continue;
+      }
       OpBuilder b(op);
       Operation *function = op->getParentOp();
       bool increment = !op.getKeepGlobalStep().value_or(false) &&
@@ -752,7 +839,13 @@ struct ExpandOptimizersPass
       steps[function] = expander.step();
       if (increment)
         incremented.insert(function);
+      for (const auto &[name, value] : expander.assigned())
+        updated[function][name] = value;
     }
+    for (ApplyGradientsOp op : averages)
+      if (failed(expandMovingAverage(op, getOperation(),
+                                     updated[op->getParentOp()])))
+        return signalPassFailure();
   }
 };
 

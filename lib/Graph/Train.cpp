@@ -490,6 +490,106 @@ Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
 }
 
+namespace {
+/// The Initializer a VariableDef was made with (its seed included, so a
+/// copy gets the same values).
+Initializer initializerOf(const graph::VariableDef &v) {
+  Initializer init;
+  init.type = v.initializer().type();
+  for (const auto &[key, value] : v.initializer().attr()) {
+    if (key == "seed" && value.has_i())
+      init.seed = value.i();
+    else if (key == "values" && value.has_list())
+      init.values.assign(value.list().f().begin(), value.list().f().end());
+    else if (value.has_f())
+      init.floats[key] = value.f();
+    else if (value.has_s())
+      init.strings[key] = value.s();
+  }
+  return init;
+}
+} // namespace
+
+ExponentialMovingAverage::ExponentialMovingAverage(double decay,
+                                                   const Tensor &num_updates,
+                                                   std::string name)
+    : decay_(decay), numUpdates_(num_updates), name_(std::move(name)) {
+  if (!(decay >= 0.0 && decay <= 1.0))
+    throw GraphError(name_ + ": decay must be in [0, 1], got " +
+                     std::to_string(decay));
+  if (num_updates.valid() &&
+      (!num_updates.has_value() || !num_updates.shape().empty() ||
+       num_updates.dtype() == DType::Bool))
+    throw GraphError(name_ + ": num_updates '" + num_updates.name() +
+                     "' must be a numeric scalar");
+}
+
+std::string ExponentialMovingAverage::average_name(const Variable &var) const {
+  return var.name() + "/" + name_;
+}
+
+Variable ExponentialMovingAverage::average(const Variable &var) const {
+  std::optional<Variable> v = var.graph().find_variable(average_name(var));
+  if (!v)
+    throw GraphError(name_ + ": variable '" + var.name() +
+                     "' has no average (apply creates it)");
+  return *v;
+}
+
+std::map<std::string, std::string>
+ExponentialMovingAverage::variables_to_restore() const {
+  std::map<std::string, std::string> out;
+  for (const Variable &v : averaged_)
+    out[average_name(v)] = v.name();
+  return out;
+}
+
+Operation
+ExponentialMovingAverage::apply(const std::vector<Variable> &var_list) {
+  if (var_list.empty())
+    throw GraphError(name_ + ": apply needs variables");
+  Graph &g = var_list.front().graph();
+  std::string node = g.unique_node_name(name_);
+  std::string where = name_ + " '" + node + "'";
+  if (numUpdates_.valid() && &numUpdates_.graph() != &g)
+    throw GraphError(where + ": num_updates belongs to another graph");
+  std::vector<Tensor> inputs;
+  std::vector<std::string> shadows;
+  for (const Variable &v : var_list) {
+    if (!v.valid() || &v.graph() != &g || !g.find_variable(v.name()))
+      throw GraphError(where + ": unknown variable '" +
+                       (v.valid() ? v.name() : std::string()) + "'");
+    if (!is_floating(v.dtype()))
+      throw GraphError(where + ": variable '" + v.name() + "' of type " +
+                       to_string(v.dtype()) + " cannot be averaged");
+    Variable shadow;
+    {
+      auto root = g.root_name_scope();
+      shadow = g.get_variable(average_name(v), v.dtype(), v.shape(),
+                              initializerOf(g.variable_def(v.name())),
+                              /*trainable=*/false, /*reuse=*/true);
+    }
+    inputs.push_back(v.read());
+    shadows.push_back(shadow.name());
+    if (std::find_if(averaged_.begin(), averaged_.end(),
+                     [&](const Variable &a) { return a.name() == v.name(); }) ==
+        averaged_.end())
+      averaged_.push_back(v);
+  }
+  if (numUpdates_.valid())
+    inputs.push_back(numUpdates_.dtype() == DType::Float32
+                         ? numUpdates_
+                         : cast(numUpdates_, DType::Float32));
+  graph::AttrValue hp;
+  (*hp.mutable_dict()->mutable_entry())["decay"] = attr_f(decay_);
+  return g.add_node(node, "apply_gradients", inputs,
+                    {{"optimizer", attr_s("moving_average")},
+                     {"hyperparameters", hp},
+                     {"variables", attr_strings(shadows)},
+                     {"keep_global_step", attr_b(true)}},
+                    DType::Invalid, {});
+}
+
 Variable create_slot(const Variable &primary, const std::string &name,
                      const Initializer &initializer) {
   if (!primary.valid())

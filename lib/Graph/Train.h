@@ -247,6 +247,42 @@ Optimizer LazyAdamOptimizer(LearningRate learning_rate = 0.001,
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);
 
+/// tf.compat.v1.train.ExponentialMovingAverage: shadow variables
+/// `<var>/ExponentialMovingAverage` (not trainable, initialized like their
+/// variable) that `apply` moves toward the variables every step:
+///   decay = min(decay, (1 + num_updates) / (10 + num_updates))  (with
+///           num_updates, e.g. g.global_step(); f32)
+///   shadow -= (shadow - var) * (1 - decay)
+/// A variable that an optimizer of the same train_op updates is averaged at
+/// its updated value, and num_updates read from global_step is the
+/// incremented step, as TF's `with tf.control_dependencies([opt_op]):
+/// ema.apply(...)` (compiler/Transforms/ExpandOptimizers.cpp); group the
+/// optimizer's op and apply's into the train_op.
+class ExponentialMovingAverage {
+public:
+  explicit ExponentialMovingAverage(
+      double decay, const Tensor &num_updates = Tensor(),
+      std::string name = "ExponentialMovingAverage");
+  /// The update of `var_list`'s shadows (created on first use). Float
+  /// variables of one graph; GraphError otherwise.
+  Operation apply(const std::vector<Variable> &var_list);
+  /// The shadow of `var` ("<var>/ExponentialMovingAverage").
+  std::string average_name(const Variable &var) const;
+  /// The shadow variable of `var` (GraphError before apply created it).
+  Variable average(const Variable &var) const;
+  /// TF's variables_to_restore for the variables apply averaged: checkpoint
+  /// name (the shadow) -> the variable to restore it into. Inverted, it is
+  /// WarmStartSettings::var_name_to_prev_var_name for a model that starts
+  /// from the averaged weights (an evaluation or export from them).
+  std::map<std::string, std::string> variables_to_restore() const;
+
+private:
+  double decay_;
+  Tensor numUpdates_;
+  std::string name_;
+  std::vector<Variable> averaged_;
+};
+
 /// An optimizer slot of `primary` (TF's slot_creator.create_slot): the
 /// non-trainable variable `<primary>/<name>` of primary's dtype and shape,
 /// whatever the current name scope; shared when it exists (another mode, a

@@ -8,8 +8,11 @@
 // CHECK: %[[W:.*]] = est.read_variable @w
 // CHECK: est.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-NOT: est.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[G:.*]] = est.mul {{.*}} : tensor<1xf32>, tensor<3xf32> -> tensor<3xf32>
 // CHECK-NOT: est.gradient
-// CHECK: return
+// CHECK: %[[GX:.*]] = est.mul %[[G]], %[[W]]
+// CHECK: %[[GW:.*]] = est.mul %[[G]], %[[X]]
+// CHECK: return %[[GW]], %[[GX]]
 est.variable @w : tensor<3xf32> {trainable}
 
 func.func @predict(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {

@@ -15,11 +15,12 @@
 // usage: optimizer_tool CASE_FILE
 // CASE_FILE lines: `optimizer bert|<kind>` (bert: test/data/
 // AdamWeightDecay.h's create_optimizer; a kind: train::Optimizer of that
-// kind), `path minimize|apply` (apply: compute_gradients then
-// apply_gradients with global_step), `hp KEY VALUE` (a hyperparameter of a
-// kind), `lr X`, `init_lr X`, `train_steps N`, `warmup N` (bert),
-// `dims V S E H C B`, `steps N`, `ids V...` and `labels V...` (one line per
-// batch, cycled), `var NAME V...`.
+// kind), `path minimize|apply|minimize_ema` (apply: compute_gradients then
+// apply_gradients with global_step; minimize_ema: minimize, then an
+// ExponentialMovingAverage(0.99, global_step) of the trainable variables), `hp
+// KEY VALUE` (a hyperparameter of a kind), `lr X`, `init_lr X`, `train_steps
+// N`, `warmup N` (bert), `dims V S E H C B`, `steps N`, `ids V...` and `labels
+// V...` (one line per batch, cycled), `var NAME V...`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -151,6 +152,13 @@ Operation trainOp(Graph &g, const Case &k, const Tensor &loss) {
   if (k.path == "apply")
     return opt.apply_gradients(opt.compute_gradients(loss),
                                train::get_or_create_global_step(g));
+  if (k.path == "minimize_ema") {
+    // tf.train.ExponentialMovingAverage(0.99, num_updates=global_step)
+    // applied after the update.
+    train::ExponentialMovingAverage ema(0.99, g.global_step());
+    Operation update = opt.minimize(loss);
+    return group({update, ema.apply(g.trainable_variables())});
+  }
   if (k.path != "minimize")
     die("unknown path '" + k.path + "'");
   return opt.minimize(loss);

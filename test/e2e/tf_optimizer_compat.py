@@ -17,7 +17,11 @@ and train the same number of steps with:
   <kind>    a tf.compat.v1.train optimizer through minimize (the embedding's
             gradient sparse on both sides) or compute_gradients +
             apply_gradients (estc densifies the embedding's gradient: the
-            cases use optimizers for which zero rows do not move).
+            cases use optimizers for which zero rows do not move); one with
+            an ExponentialMovingAverage(0.99, num_updates=global_step)
+            applied after the update (the shadows compared too); Keras 2.15's
+            AdamW, Adamax, Nadam (eager); tfa's LazyAdam (its rule in TF
+            ops: tensorflow_addons is not installed).
 
 Checked: every step's loss and the final value of every variable, slots
 included, by name, to float32 noise.
@@ -189,6 +193,12 @@ def builtin_cases(tf):
              l1_regularization_strength=0.001,
              l2_regularization_strength=0.01,
              l2_shrinkage_regularization_strength=0.02, beta=0.1)),
+        ("momentum_ema", "momentum", "minimize_ema", 0.1,
+         {"momentum": 0.9},
+         lambda lr: t.MomentumOptimizer(lr, 0.9)),
+        ("lazy_adam_minimize", "lazy_adam", "minimize", 0.01,
+         {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
+         lambda lr: lazy_adam(tf, lr)),
         # Keras 2.15's optimizers (eager: they do not build v1 graphs); the
         # model's weights and the losses are compared (Keras names its
         # slots by object).
@@ -203,6 +213,60 @@ def builtin_cases(tf):
          {"beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-7},
          lambda lr: tf.keras.optimizers.Nadam(lr)),
     ]
+
+
+def lazy_adam(tf, lr, beta_1=0.9, beta_2=0.999, epsilon=1e-7):
+    """tfa.optimizers.LazyAdam (tensorflow_addons is not installed with TF
+    2.15): its _resource_apply_sparse in TF ops, Adam's kernel on dense
+    gradients, as a tf.compat.v1 optimizer (duplicate ids summed by
+    _resource_apply_sparse_duplicate_indices, as tfa's OptimizerV2 does)."""
+    v1 = tf.compat.v1
+
+    class LazyAdam(v1.train.Optimizer):
+        def __init__(self):
+            super().__init__(False, "LazyAdam")
+
+        def _create_slots(self, var_list):
+            for v in var_list:
+                self._zeros_slot(v, "m", self._name)
+                self._zeros_slot(v, "v", self._name)
+
+        def _coefficients(self):
+            t = tf.cast(v1.train.get_global_step() + 1, tf.float32)
+            b1 = tf.constant(beta_1, tf.float32)
+            b2 = tf.constant(beta_2, tf.float32)
+            return t, b1, b2
+
+        def _resource_apply_dense(self, grad, var):
+            t, b1, b2 = self._coefficients()
+            return tf.raw_ops.ResourceApplyAdam(
+                var=var.handle, m=self.get_slot(var, "m").handle,
+                v=self.get_slot(var, "v").handle,
+                beta1_power=tf.pow(b1, t), beta2_power=tf.pow(b2, t),
+                lr=tf.constant(lr, tf.float32), beta1=b1, beta2=b2,
+                epsilon=tf.constant(epsilon, tf.float32), grad=grad)
+
+        def _resource_apply_sparse(self, grad, var, indices):
+            local_step, beta_1_t, beta_2_t = self._coefficients()
+            beta_1_power = tf.math.pow(beta_1_t, local_step)
+            beta_2_power = tf.math.pow(beta_2_t, local_step)
+            epsilon_t = tf.convert_to_tensor(epsilon, tf.float32)
+            lr_t = (tf.constant(lr, tf.float32) *
+                    tf.math.sqrt(1 - beta_2_power) / (1 - beta_1_power))
+            m = self.get_slot(var, "m")
+            m_t_slice = (beta_1_t * tf.gather(m, indices) +
+                         (1 - beta_1_t) * grad)
+            m_update = m.scatter_update(tf.IndexedSlices(m_t_slice, indices))
+            v = self.get_slot(var, "v")
+            v_t_slice = (beta_2_t * tf.gather(v, indices) +
+                         (1 - beta_2_t) * tf.math.square(grad))
+            v_update = v.scatter_update(tf.IndexedSlices(v_t_slice, indices))
+            var_slice = lr_t * m_t_slice / (tf.math.sqrt(v_t_slice) +
+                                            epsilon_t)
+            var_update = var.scatter_sub(tf.IndexedSlices(var_slice, indices))
+            return tf.group(*[var_update, m_update, v_update])
+
+    return LazyAdam()
 
 
 def v1_global_step():
@@ -285,6 +349,11 @@ def run_tf(tf, np, case, weights, batches, steps):
             if path == "apply":
                 train_op = opt.apply_gradients(opt.compute_gradients(loss),
                                                global_step=gs)
+            elif path == "minimize_ema":
+                opt_op = opt.minimize(loss, global_step=gs)
+                ema = v1.train.ExponentialMovingAverage(0.99, num_updates=gs)
+                with tf.control_dependencies([opt_op]):
+                    train_op = ema.apply(v1.trainable_variables())
             else:
                 train_op = opt.minimize(loss, global_step=gs)
         variables = {v.name.split(":")[0]: v for v in v1.global_variables()}
@@ -345,7 +414,7 @@ def main():
         name, kind, path, lr, hp, _ = case
         if args.only and not re.search(args.only, name):
             continue
-        batches = repeated if path == "minimize" else unique
+        batches = repeated if path.startswith("minimize") else unique
         losses, final = run_tf(tf, np, case, weights, batches, args.steps)
 
         def words(a):

@@ -1014,6 +1014,12 @@ TEST(SparseGradientTest, BigVocabMomentumTouchesGatheredRowsOnly) {
 TEST(SparseGradientTest, BigVocabRmsPropTouchesGatheredRowsOnly) {
   checkBigVocab(train::RMSPropOptimizer(0.1, 0.9, 0.5));
 }
+TEST(SparseGradientTest, BigVocabLazyAdamTouchesGatheredRowsOnly) {
+  checkBigVocab(train::LazyAdamOptimizer(0.1));
+}
+TEST(SparseGradientTest, BigVocabAdagradDATouchesGatheredRowsOnly) {
+  checkBigVocab(train::AdagradDAOptimizer(0.1));
+}
 
 // --- compute_gradients + apply_gradients -------------------------------------
 
@@ -1108,6 +1114,33 @@ TEST(ApplyGradientsTest, HandWrittenUpdateWithASlot) {
                       assign_add(step, g.constant(1.0, DType::Int64))});
       },
       momentumRef(0.9, false), constantLr(0.05));
+}
+
+TEST(ExponentialMovingAverageTest, FollowsTheUpdatedVariable) {
+  // group(minimize, ema.apply): the shadow moves toward w after the step's
+  // update, with decay min(0.9, (1 + n) / (10 + n)), n the incremented
+  // global_step (TF's control_dependencies([opt_op]) pattern).
+  checkSteps(
+      [](Graph &g, const Tensor &loss) {
+        train::ExponentialMovingAverage ema(0.9, g.global_step());
+        Operation opt = train::GradientDescentOptimizer(0.05).minimize(loss);
+        Operation avg = ema.apply({*g.find_variable("w")});
+        EXPECT_EQ(ema.average_name(*g.find_variable("w")),
+                  "w/ExponentialMovingAverage");
+        EXPECT_EQ(ema.variables_to_restore().at("w/ExponentialMovingAverage"),
+                  "w");
+        return group({opt, avg});
+      },
+      [](RefState &s, const std::vector<double> &g, double lr) {
+        sgdRef()(s, g, lr);
+        std::vector<double> &shadow = s.slot("w/ExponentialMovingAverage", 0.0);
+        const std::vector<double> &w = s.vars["w"];
+        float n = static_cast<float>(s.step + 1);
+        float decay = std::min(0.9f, (1.0f + n) / (10.0f + n));
+        for (size_t i = 0; i < w.size(); ++i)
+          shadow[i] = f(shadow[i]) - (f(shadow[i]) - f(w[i])) * (1.0f - decay);
+      },
+      constantLr(0.05));
 }
 
 // --- More optimizers (TF's kernels; Keras 2.15's update steps) --------------
