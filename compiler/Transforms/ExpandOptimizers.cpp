@@ -199,6 +199,11 @@ private:
       auto type = module.lookupSymbol<VariableOp>(symbol).getType();
       value = scatter(read(symbol, type), rowIndices, value, "update");
     }
+    // Accumulating gradients: the update happens on every N-th step only.
+    if (applyNow && symbol != "global_step") {
+      auto type = module.lookupSymbol<VariableOp>(symbol).getType();
+      value = select(applyNow, value, read(symbol, type));
+    }
     assignments.push_back({symbol, value});
   }
 
@@ -318,6 +323,9 @@ private:
   bool increment;
   /// While a sparse update applies a dense rule to rows: their indices.
   Value rowIndices;
+  /// With gradient_accumulation_steps N: whether this step applies (an i1
+  /// scalar), else null.
+  Value applyNow;
   SmallVector<std::pair<std::string, Value>> assignments;
 };
 
@@ -668,7 +676,60 @@ Value Expander::clipByNorm(Value g, Value sumSq, double clipNorm) {
 LogicalResult Expander::run() {
   Value step = sharedStep ? sharedStep : globalStep();
   usedStep = step;
+  // The step the rules see (Adam's t - 1, AdagradDA's).
+  Value ruleStep = step;
   SmallVector<Value> grads = llvm::to_vector(apply.getGradients());
+  SmallVector<StringRef> denseVars;
+  for (Attribute a : apply.getVariables())
+    denseVars.push_back(cast<FlatSymbolRefAttr>(a).getValue());
+  bool sparse = static_cast<bool>(apply.getSparseVariables());
+  if (Attribute steps =
+          apply.getHyperparameters().get("gradient_accumulation_steps")) {
+    // Gradient accumulation: every step adds the gradient to
+    // <var>/GradientAccumulator; on the steps where (global_step + 1) % N
+    // == 0 the rule runs on the mean of the N gradients (at rule step
+    // (global_step + 1) / N - 1, so that Adam's t counts the updates) and
+    // the accumulators restart from zero; on the others every assignment of
+    // the rule keeps the old value. Sparse gradients are densified.
+    auto n = dyn_cast<IntegerAttr>(steps);
+    if (!n || n.getInt() < 1)
+      return apply.emitError("gradient_accumulation_steps must be an integer "
+                             ">= 1, got ")
+             << steps;
+    if (n.getInt() > 1) {
+      if (sparse) {
+        for (auto [attr, indices, rows] : llvm::zip_equal(
+                 *apply.getSparseVariables(), apply.getSparseIndices(),
+                 apply.getSparseValues())) {
+          StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+          auto varOp = module.lookupSymbol<VariableOp>(var);
+          if (!varOp)
+            return apply.emitError("unknown variable @") << var;
+          auto type = cast<RankedTensorType>(varOp.getType());
+          denseVars.push_back(var);
+          grads.push_back(scatter(splat(type, 0.0), indices, rows, "add"));
+        }
+        sparse = false;
+      }
+      Value one = scalar(step, 1);
+      Value next = add(step, one);
+      Value count = scalar(step, static_cast<double>(n.getInt()));
+      Value k = div(next, count);
+      Value now = equal(mul(k, count), next);
+      for (auto [var, g] : llvm::zip_equal(denseVars, grads)) {
+        auto varOp = module.lookupSymbol<VariableOp>(var);
+        if (!varOp)
+          return apply.emitError("unknown variable @") << var;
+        auto type = cast<RankedTensorType>(varOp.getType());
+        Value acc = add(slot(var, "GradientAccumulator", type, 0.0), g);
+        assignments.push_back({(var + "/GradientAccumulator").str(),
+                               select(now, splat(type, 0.0), acc)});
+        g = div(acc, scalar(g, static_cast<double>(n.getInt())));
+      }
+      applyNow = now;
+      ruleStep = sub(k, one);
+    }
+  }
   size_t numDense = grads.size();
   // Sparse rows take part in the global norm as values (TF's IndexedSlices).
   llvm::append_range(grads, apply.getSparseValues());
@@ -707,8 +768,7 @@ LogicalResult Expander::run() {
   }
   SmallVector<Value> sparseRows(grads.begin() + numDense, grads.end());
   grads.resize(numDense);
-  for (auto [attr, g] : llvm::zip_equal(apply.getVariables(), grads)) {
-    StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+  for (auto [var, g] : llvm::zip_equal(denseVars, grads)) {
     auto varOp = module.lookupSymbol<VariableOp>(var);
     if (!varOp)
       return apply.emitError("unknown variable @") << var;
@@ -716,10 +776,10 @@ LogicalResult Expander::run() {
     if (g.getType() != type)
       return apply.emitError("gradient of @")
              << var << " has type " << g.getType() << ", expected " << type;
-    if (failed(update(var, type, read(var, type), g, step)))
+    if (failed(update(var, type, read(var, type), g, ruleStep)))
       return failure();
   }
-  if (auto sparseVars = apply.getSparseVariables()) {
+  if (auto sparseVars = apply.getSparseVariables(); sparse && sparseVars) {
     for (auto [attr, indices, rows] :
          llvm::zip_equal(*sparseVars, apply.getSparseIndices(), sparseRows)) {
       StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
@@ -733,7 +793,7 @@ LogicalResult Expander::run() {
         return apply.emitError("sparse gradient of @")
                << var << " has type " << rowType << ", expected rows of "
                << type;
-      if (failed(sparseUpdate(var, read(var, type), indices, rows, step)))
+      if (failed(sparseUpdate(var, read(var, type), indices, rows, ruleStep)))
         return failure();
     }
   }

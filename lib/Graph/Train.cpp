@@ -486,6 +486,17 @@ Optimizer LazyAdamOptimizer(LearningRate learning_rate, double beta_1,
       learning_rate);
 }
 
+Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                        int64_t num_steps) {
+  if (num_steps < 1)
+    throw GraphError("GradientAccumulationOptimizer: num_steps must be >= 1, "
+                     "got " +
+                     std::to_string(num_steps));
+  Optimizer copy = optimizer;
+  copy.hyperparameters_["gradient_accumulation_steps"] = attr_i(num_steps);
+  return copy;
+}
+
 Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
 }

@@ -135,6 +135,8 @@ public:
   /// (Keras' clipnorm: tf.clip_by_norm per variable; the hyperparameter
   /// clip_gradients_by_norm). clip_norm > 0.
   Optimizer clip_gradients_by_norm(double clip_norm) const;
+  friend Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                                 int64_t num_steps);
 
   /// Emits the train op. `var_list` empty: all trainable variables.
   Operation minimize(const Tensor &loss,
@@ -243,6 +245,17 @@ Optimizer NadamOptimizer(LearningRate learning_rate = 0.001,
 Optimizer LazyAdamOptimizer(LearningRate learning_rate = 0.001,
                             double beta_1 = 0.9, double beta_2 = 0.999,
                             double epsilon = 1e-7);
+
+/// Gradient accumulation over `num_steps` batches (Keras 3's
+/// gradient_accumulation_steps): a copy of `optimizer` that adds every
+/// step's gradient to `<var>/GradientAccumulator` and, on every
+/// num_steps-th step ((global_step + 1) % num_steps == 0), applies its rule
+/// to the mean of the accumulated gradients and zeroes the accumulators;
+/// between them the variables and slots keep their values. global_step
+/// still counts every batch; the rule's own step (Adam's t) counts the
+/// updates. Sparse gradients are densified. num_steps >= 1.
+Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                        int64_t num_steps);
 
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);

@@ -1143,6 +1143,45 @@ TEST(ExponentialMovingAverageTest, FollowsTheUpdatedVariable) {
       constantLr(0.05));
 }
 
+/// `inner` on the mean of every `n` gradients (accumulated in
+/// w/GradientAccumulator), at rule step (global_step + 1) / n - 1. `slots`:
+/// inner's (zeros), which exist from the first step.
+RefStep accumulated(RefStep inner, int n, std::vector<std::string> slots = {}) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    for (const std::string &slot : slots)
+      s.slot(slot, 0.0);
+    std::vector<double> &acc = s.slot("w/GradientAccumulator", 0.0);
+    for (size_t i = 0; i < g.size(); ++i)
+      acc[i] = f(acc[i]) + f(g[i]);
+    if ((s.step + 1) % n != 0)
+      return;
+    std::vector<double> mean(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      mean[i] = f(acc[i]) / static_cast<float>(n);
+    std::fill(acc.begin(), acc.end(), 0.0);
+    int64_t step = s.step;
+    s.step = (step + 1) / n - 1;
+    inner(s, mean, lr);
+    s.step = step;
+  };
+}
+
+TEST(GradientAccumulationTest, SgdEveryTwoSteps) {
+  checkSteps(minimizeWith(train::GradientAccumulationOptimizer(
+                 train::GradientDescentOptimizer(0.05), 2)),
+             accumulated(sgdRef(), 2), constantLr(0.05));
+}
+
+TEST(GradientAccumulationTest, AdamCountsTheUpdates) {
+  checkSteps(minimizeWith(train::GradientAccumulationOptimizer(
+                 train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6), 2)),
+             accumulated(adamRef(0.8, 0.99, 1e-6), 2, {"w/Adam", "w/Adam_1"}),
+             constantLr(0.1));
+  EXPECT_THROW(train::GradientAccumulationOptimizer(
+                   train::GradientDescentOptimizer(0.1), 0),
+               GraphError);
+}
+
 // --- More optimizers (TF's kernels; Keras 2.15's update steps) --------------
 
 RefStep adadeltaRef(double rho, double eps) {
