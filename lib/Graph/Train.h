@@ -285,8 +285,10 @@ public:
   Variable average(const Variable &var) const;
   /// TF's variables_to_restore for the variables apply averaged: checkpoint
   /// name (the shadow) -> the variable to restore it into. Inverted, it is
-  /// WarmStartSettings::var_name_to_prev_var_name for a model that starts
-  /// from the averaged weights (an evaluation or export from them).
+  /// WarmStartSettings::var_name_to_prev_var_name for a model whose
+  /// training starts from the averaged weights. (Evaluating or exporting
+  /// with the shadows swapped in, without a new training, is not offered
+  /// yet.)
   std::map<std::string, std::string> variables_to_restore() const;
 
 private:
