@@ -57,6 +57,7 @@ constexpr llvm::StringLiteral kNameAttr = "est.name";
 // Attributes whose strings name variables (symbol references in MLIR).
 constexpr llvm::StringLiteral kVariableAttr = "variable";
 constexpr llvm::StringLiteral kVarListAttr = "var_list";
+constexpr llvm::StringLiteral kVariablesAttr = "variables";
 // Prefix of the NameLoc names given to variables (nodes use their own name).
 constexpr llvm::StringLiteral kVariableLocPrefix = "@";
 
@@ -338,7 +339,7 @@ FailureOr<Attribute> Importer::convertAttr(const std::string &name,
     if (list.s_size() > 0) {
       SmallVector<Attribute> ss;
       for (const std::string &s : list.s())
-        ss.push_back(name == kVarListAttr
+        ss.push_back(name == kVarListAttr || name == kVariablesAttr
                          ? Attribute(FlatSymbolRefAttr::get(&context_, s))
                          : Attribute(builder_.getStringAttr(s)));
       return Attribute(builder_.getArrayAttr(ss));
@@ -530,6 +531,28 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
     state.addAttribute(key, *attr);
   }
 
+  // apply_gradients: one gradient per variable, then the learning rate when
+  // there is one more input (its sparse operands come from est-autodiff
+  // only, never from a graph).
+  if (node.op() == "apply_gradients") {
+    auto vars = node.attr().find(kVariablesAttr.str());
+    int64_t n = vars != node.attr().end() && vars->second.has_list()
+                    ? vars->second.list().s_size()
+                    : 0;
+    int64_t rest = static_cast<int64_t>(operands.size()) - n;
+    if (rest < 0 || rest > 1) {
+      (void)failNode(node, "has " + std::to_string(operands.size()) +
+                               " inputs for " + std::to_string(n) +
+                               " variables (one gradient each, then an "
+                               "optional learning rate)");
+      return failure();
+    }
+    state.addAttribute(
+        "operandSegmentSizes",
+        builder_.getDenseI32ArrayAttr(
+            {static_cast<int32_t>(n), static_cast<int32_t>(rest), 0, 0}));
+  }
+
   // An empty list has no element kind in the graph (convertAttr makes it an
   // integer list): it takes the kind the op declares (`boundaries = []` of
   // bucketize is an empty f64 list).
@@ -660,7 +683,8 @@ FailureOr<Block *> Importer::importFunction(const std::string &name,
       return (fail(where + "node '" + node.name() + "' is defined twice"));
     if (node.op() == kPlaceholderOp || node.op() == kGroupOp ||
         node.op() == "read_variable" || node.op() == "assign_variable" ||
-        node.op() == "minimize")
+        node.op() == "minimize" || node.op() == "apply_gradients" ||
+        node.op() == "gradient")
       return (failNode(node, "cannot be inside function '" + name +
                                  "' (a loop body or branch): model "
                                  "inputs, variables and train ops "

@@ -28,12 +28,20 @@
 // The backward ops are inserted right before the minimize, after the
 // forward pass they read.
 //
+// Before the minimizes, every `est.gradient %y wrt %x` (tf.gradients, from
+// the graph builder's gradients()) is resolved the same way: the ones of one
+// y in one block in one sweep, built before the first of them, from the
+// sources x (or every read of x's variable); no sparse rows (a gather's
+// gradient is dense), zeros for an x that y does not depend on, and an
+// error naming the op when the sweep fails, since the results are used.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Transforms/Passes.h"
 #include "dialects/Est/IR/EstInterfaces.h"
 #include "dialects/Est/IR/EstOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
@@ -733,6 +741,105 @@ ScanOp Sweep::whileAsScan(WhileOp loop) {
   return scan;
 }
 
+/// Replaces the est.gradient ops `group` (of one `y`, in one block, in block
+/// order) with the gradients of `y` from one reverse sweep, built before the
+/// first of them. The sources of an `x` read from a variable are all the
+/// block's reads of that variable before the first op (their gradients
+/// summed); otherwise `x` itself. An `x` that `y` does not depend on gets
+/// zeros. A gather is differentiated densely (no sparse rows here).
+LogicalResult resolveGradients(ArrayRef<GradientOp> group) {
+  GradientOp first = group.front();
+  Block *block = first->getBlock();
+  Value y = first.getY();
+  llvm::MapVector<Value, SmallVector<Value>> sources;
+  DenseSet<Value> active;
+  for (GradientOp op : group) {
+    Value x = op.getX();
+    if (sources.count(x))
+      continue;
+    SmallVector<Value> &from = sources[x];
+    auto read = x.getDefiningOp<ReadVariableOp>();
+    if (read && read->getBlock() == block) {
+      for (Operation &o : *block) {
+        if (&o == first.getOperation())
+          break;
+        auto r = dyn_cast<ReadVariableOp>(o);
+        if (r && r.getVariable() == read.getVariable())
+          from.push_back(r.getResult());
+      }
+    }
+    if (from.empty())
+      from.push_back(x);
+    active.insert(from.begin(), from.end());
+  }
+  for (Operation &op : *block) {
+    if (&op == first.getOperation())
+      break;
+    if (hasActiveInput(&op, active))
+      for (Value r : op.getResults())
+        if (isFloatTensor(r))
+          active.insert(r);
+  }
+
+  OpBuilder b(first);
+  Location loc = first.getLoc();
+  Sweep sweep(b, loc, active, /*readValues=*/nullptr);
+  if (active.contains(y)) {
+    auto type = cast<RankedTensorType>(y.getType());
+    sweep.accumulate(
+        y, ConstantOp::create(
+               b, loc,
+               DenseElementsAttr::get(
+                   type, b.getFloatAttr(type.getElementType(), 1.0))));
+    Operation *prev = first->getPrevNode();
+    if (prev && failed(sweep.run(prev, nullptr)))
+      return first.emitError("cannot differentiate ")
+             << describe(y) << ": " << sweep.why;
+  }
+  DenseMap<Value, Value> resolved;
+  for (auto &[x, from] : sources) {
+    Value sum;
+    for (Value v : from)
+      if (Value g = sweep.grads.lookup(v))
+        sum = sum ? Value(AddOp::create(b, loc, sum, g)) : g;
+    resolved[x] = sum;
+  }
+  for (GradientOp op : group) {
+    Value g = resolved.lookup(op.getX());
+    if (!g) {
+      OpBuilder at(op);
+      g = ZerosLikeOp::create(at, op.getLoc(), op.getX());
+    }
+    op.replaceAllUsesWith(g);
+    op.erase();
+  }
+  return success();
+}
+
+/// Resolves every est.gradient of `module` (before the minimizes, whose
+/// losses may use them): grouped by block and `y`, in block order, so a
+/// later gradient of an earlier one's result differentiates its backward
+/// ops.
+LogicalResult resolveGradients(ModuleOp module) {
+  llvm::MapVector<std::pair<Block *, Value>, SmallVector<GradientOp>> groups;
+  bool nested = false;
+  module.walk([&](GradientOp op) {
+    if (!isa<func::FuncOp>(op->getParentOp())) {
+      op.emitError("est.gradient must be in a function's body, not in a "
+                   "loop body or branch");
+      nested = true;
+      return;
+    }
+    groups[{op->getBlock(), op.getY()}].push_back(op);
+  });
+  if (nested)
+    return failure();
+  for (auto &[key, group] : groups)
+    if (failed(resolveGradients(group)))
+      return failure();
+  return success();
+}
+
 LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
   // 1. The variables to train, in var_list or module order.
   SmallVector<StringRef> names;
@@ -861,7 +968,7 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
       b, loc, minimize.getOptimizerAttr(), minimize.getHyperparametersAttr(),
       b.getArrayAttr(variables), variableGrads, minimize.getLearningRate(),
       sparseVariables.empty() ? ArrayAttr() : b.getArrayAttr(sparseVariables),
-      sparseIndices, sparseValues);
+      sparseIndices, sparseValues, /*keep_global_step=*/BoolAttr());
   minimize.erase();
   return success();
 }
@@ -869,6 +976,8 @@ LogicalResult differentiate(MinimizeOp minimize, ModuleOp module) {
 struct AutodiffPass : public est::impl::EstAutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(resolveGradients(module)))
+      return signalPassFailure();
     SmallVector<MinimizeOp> minimizes;
     module.walk([&](MinimizeOp op) { minimizes.push_back(op); });
     for (MinimizeOp op : minimizes)

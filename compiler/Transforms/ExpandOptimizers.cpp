@@ -9,9 +9,10 @@
 // A function with several apply_gradients (a train_op grouping two
 // optimizers' minimizes over disjoint var_lists, as DNNLinearCombined's)
 // steps global_step once: every apply_gradients of the function uses the
-// value read before the first one (adam's t), and only the first
-// increments it, as TF's canned estimators group their optimizers' updates
-// and then increment global_step once.
+// value read before the first one (adam's t), and only the first that does
+// not have `keep_global_step` (train::Optimizer::apply_gradients without a
+// global_step) increments it, as TF's canned estimators group their
+// optimizers' updates and then increment global_step once.
 //
 // The learning rate is the `learning_rate` operand when present (a scalar
 // computed in the step, e.g. a schedule of global_step, cast to each
@@ -45,6 +46,16 @@
 //             then the momentum slot (zeros)
 //   ftrl      <var>/Ftrl (accum, initial_accumulator_value),
 //             <var>/Ftrl_1 (linear, zeros)
+//   adadelta  <var>/Adadelta (accum), <var>/Adadelta_1 (accum_update)
+//   proximal_adagrad  <var>/ProximalAdagrad (initial_accumulator_value)
+//   adagrad_da  <var>/AdagradDA (gradient_accumulator, zeros),
+//             <var>/AdagradDA_1 (squared, initial value)
+//   adamw, adamax, nadam, lazy_adam  <var>/<Name> (m), <var>/<Name>_1
+//             (v, or adamax's u), zeros; nadam's scalar <var>/Nadam_2 (the
+//             momentum schedule's product, ones)
+// (docs/autodiff.md has the rules of these: training_ops.cc's kernels for
+// the TF 1.x optimizers, Keras 2.15's update steps for adamw, adamax and
+// nadam, tfa's LazyAdam.)
 //
 // Update rules (g the gradient, lr the learning rate), computed as TF 1.x's
 // kernels compute them (training_ops.cc: in the variable's element type T,
@@ -81,6 +92,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Regex.h"
 
 namespace mlir {
 namespace est {
@@ -98,12 +112,18 @@ namespace {
 class Expander : EstBuilder {
 public:
   /// `step`: global_step's value read for an earlier apply_gradients of the
-  /// same function (then this one does not increment it), or null.
-  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b, Value step)
+  /// same function, or null. `increment`: this expansion increments
+  /// global_step (the function's first that does not keep it).
+  Expander(ApplyGradientsOp apply, ModuleOp module, OpBuilder &b, Value step,
+           bool increment)
       : EstBuilder(b, apply.getLoc()), apply(apply), module(module),
-        sharedStep(step) {}
+        sharedStep(step), increment(increment) {}
 
   LogicalResult run();
+  /// The new value of each variable this expansion assigned.
+  ArrayRef<std::pair<std::string, Value>> assigned() const {
+    return assignments;
+  }
   /// The global_step value this expansion used.
   Value step() const { return usedStep; }
 
@@ -139,6 +159,28 @@ private:
     one.subtract(x, APFloat::rmNearestTiesToEven);
     return scalar(like, one.convertToDouble());
   }
+  /// `1 - hyperparameter` computed on the Python float, then made a float32
+  /// tensor (Keras' optimizers write `(1 - self.beta_1)`).
+  Value oneMinusHpDouble(Value like, StringRef name, double dflt) {
+    return scalar(like, tfValue(like, 1.0 - hp(name, dflt)).convertToDouble());
+  }
+  /// A hyperparameter as a compile-time number, rounded as TF passes it.
+  double hpValue(Value like, StringRef name, double dflt) {
+    return tfValue(like, hp(name, dflt)).convertToDouble();
+  }
+  /// Whether `var` matches a regular expression of the string list
+  /// hyperparameter `name` (Keras' exclude_from_weight_decay: re.search).
+  bool matchesAny(StringRef name, StringRef var) {
+    auto list =
+        dyn_cast_or_null<ArrayAttr>(apply.getHyperparameters().get(name));
+    if (!list)
+      return false;
+    for (Attribute a : list)
+      if (auto pattern = dyn_cast<StringAttr>(a))
+        if (llvm::Regex(pattern.getValue()).match(var))
+          return true;
+    return false;
+  }
   bool flag(StringRef name) {
     auto a = dyn_cast_or_null<BoolAttr>(apply.getHyperparameters().get(name));
     return a && a.getValue();
@@ -156,6 +198,11 @@ private:
     if (rowIndices) {
       auto type = module.lookupSymbol<VariableOp>(symbol).getType();
       value = scatter(read(symbol, type), rowIndices, value, "update");
+    }
+    // Accumulating gradients: the update happens on every N-th step only.
+    if (applyNow && symbol != "global_step") {
+      auto type = module.lookupSymbol<VariableOp>(symbol).getType();
+      value = select(applyNow, value, read(symbol, type));
     }
     assignments.push_back({symbol, value});
   }
@@ -196,6 +243,35 @@ private:
     Value value = read(name, type);
     return rowIndices ? gather(value, rowIndices) : value;
   }
+
+  /// The scalar slot variable `<var>/<slot>` (created when missing).
+  Value scalarSlot(StringRef var, StringRef slotName, Type elt, double init) {
+    auto type = RankedTensorType::get({}, elt);
+    std::string name = (var + "/" + slotName).str();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder mb(module.getContext());
+      setInsertionPointAfterVariables(mb);
+      MLIRContext *ctx = module.getContext();
+      auto op = VariableOp::create(
+          mb, module.lookupSymbol(var)->getLoc(), name, type,
+          /*trainable=*/false,
+          InitializerAttr::get(ctx, "constant",
+                               mb.getDictionaryAttr(mb.getNamedAttr(
+                                   "value", mb.getF64FloatAttr(init)))));
+      (void)op;
+    }
+    return read(name, type);
+  }
+  /// Assigns a variable that is never row-wise (a scalar slot).
+  void assignWhole(const Twine &name, Value value) {
+    assignments.push_back({name.str(), value});
+  }
+  /// sign(x) * magnitude for magnitude >= 0 that is 0 where x is 0 (TF's
+  /// proximal steps).
+  Value withSignOf(Value x, Value magnitude) {
+    return select(less(x, scalar(x, 0.0)), neg(magnitude), magnitude);
+  }
+  Value max(Value x, Value y) { return MaximumOp::create(b, loc, x, y); }
 
   /// `global_step`'s current value (created when missing).
   Value globalStep() {
@@ -244,8 +320,12 @@ private:
   ApplyGradientsOp apply;
   ModuleOp module;
   Value sharedStep, usedStep;
+  bool increment;
   /// While a sparse update applies a dense rule to rows: their indices.
   Value rowIndices;
+  /// With gradient_accumulation_steps N: whether this step applies (an i1
+  /// scalar), else null.
+  Value applyNow;
   SmallVector<std::pair<std::string, Value>> assignments;
 };
 
@@ -307,13 +387,33 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value p = scalar(
         v, -tfValue(v, hp("learning_rate_power", -0.5)).convertToDouble());
     Value l1 = hpScalar(v, "l1_regularization_strength", 0.0);
-    Value l2 = hpScalar(v, "l2_regularization_strength", 0.0);
+    // beta (TF 2's FtrlOptimizer): l2 + beta / (2 lr), in Python floats for
+    // a number learning rate, else in T.
+    double beta = hp("beta", 0.0);
+    Value l2;
+    if (beta == 0.0)
+      l2 = hpScalar(v, "l2_regularization_strength", 0.0);
+    else if (!apply.getLearningRate())
+      l2 = scalar(v, tfValue(v, hp("l2_regularization_strength", 0.0) +
+                                    beta / (2.0 * hp("learning_rate", 0.001)))
+                         .convertToDouble());
+    else
+      l2 = add(hpScalar(v, "l2_regularization_strength", 0.0),
+               div(hpScalar(v, "beta", 0.0), mul(scalar(v, 2.0), lr)));
     Value acc = slot(var, "Ftrl", type, init);
     Value linear = slot(var, "Ftrl_1", type, 0.0);
     Value newAcc = add(acc, square(g));
     Value newAccP = pow(newAcc, p);
+    // ApplyFtrlV2: the shrinkage enters the linear term only.
+    Value gs = g;
+    if (hp("l2_shrinkage_regularization_strength", 0.0) != 0.0)
+      gs = add(g, mul(scalar(v, 2.0 * hpValue(v,
+                                              "l2_shrinkage_regularization_"
+                                              "strength",
+                                              0.0)),
+                      v));
     Value newLinear =
-        add(linear, sub(g, mul(div(sub(newAccP, pow(acc, p)), lr), v)));
+        add(linear, sub(gs, mul(div(sub(newAccP, pow(acc, p)), lr), v)));
     Value quad = add(div(newAccP, lr), mul(scalar(v, 2.0), l2));
     Value positive = greater(newLinear, scalar(v, 0.0));
     Value signL1 = select(positive, l1, neg(l1));
@@ -322,9 +422,155 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     assign(var + "/Ftrl", newAcc);
     assign(var + "/Ftrl_1", newLinear);
     assign(var, select(big, shrunk, scalar(v, 0.0)));
+  } else if (kind == "adadelta") {
+    // ApplyAdadelta.
+    Value rho = hpScalar(v, "rho", 0.95), c = oneMinusHp(v, "rho", 0.95);
+    Value eps = hpScalar(v, "epsilon", 1e-8);
+    Value accum =
+        add(mul(slot(var, "Adadelta", type, 0.0), rho), mul(square(g), c));
+    Value accumUpdate = slot(var, "Adadelta_1", type, 0.0);
+    Value delta = mul(mul(sqrt(add(accumUpdate, eps)),
+                          div(scalar(v, 1.0), sqrt(add(accum, eps)))),
+                      g);
+    assign(var + "/Adadelta", accum);
+    assign(var + "/Adadelta_1",
+           add(mul(accumUpdate, rho), mul(square(delta), c)));
+    assign(var, sub(v, mul(delta, lr)));
+  } else if (kind == "proximal_gradient_descent") {
+    // ApplyProximalGradientDescent.
+    Value prox = sub(v, mul(g, lr));
+    Value denom = add(scalar(v, 1.0),
+                      mul(hpScalar(v, "l2_regularization_strength", 0.0), lr));
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(lr, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(prox), shrink), scalar(v, 0.0));
+      assign(var, div(withSignOf(prox, magnitude), denom));
+    } else {
+      assign(var, div(prox, denom));
+    }
+  } else if (kind == "proximal_adagrad") {
+    // ApplyProximalAdagrad.
+    Value acc = add(slot(var, "ProximalAdagrad", type,
+                         hp("initial_accumulator_value", 0.1)),
+                    square(g));
+    Value rate = mul(lr, div(scalar(v, 1.0), sqrt(acc)));
+    Value prox = sub(v, mul(g, rate));
+    Value denom =
+        add(scalar(v, 1.0),
+            mul(hpScalar(v, "l2_regularization_strength", 0.0), rate));
+    assign(var + "/ProximalAdagrad", acc);
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(rate, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(prox), shrink), scalar(v, 0.0));
+      assign(var, div(withSignOf(prox, magnitude), denom));
+    } else {
+      assign(var, div(prox, denom));
+    }
+  } else if (kind == "adagrad_da") {
+    // ApplyAdagradDA at global_step + 1 (TF's _global_step_on_worker).
+    Value gAcc = add(slot(var, "AdagradDA", type, 0.0), g);
+    Value ggAcc =
+        add(slot(var, "AdagradDA_1", type,
+                 hp("initial_gradient_squared_accumulator_value", 0.1)),
+            square(g));
+    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+    Value denom = add(mul(t, hpScalar(v, "l2_regularization_strength", 0.0)),
+                      div(sqrt(ggAcc), lr));
+    assign(var + "/AdagradDA", gAcc);
+    assign(var + "/AdagradDA_1", ggAcc);
+    if (hp("l1_regularization_strength", 0.0) > 0.0) {
+      Value shrink = mul(t, hpScalar(v, "l1_regularization_strength", 0.0));
+      Value magnitude = max(sub(abs(gAcc), shrink), scalar(v, 0.0));
+      assign(var, div(neg(withSignOf(gAcc, magnitude)), denom));
+    } else {
+      assign(var, div(neg(gAcc), denom));
+    }
+  } else if (kind == "adamw" || kind == "adamax" || kind == "nadam") {
+    // Keras 2.15's optimizers (tf.keras.optimizers.AdamW, Adamax, Nadam):
+    // t = global_step + 1; `1 - beta` on the Python floats.
+    Type elt = type.getElementType();
+    Value t = castTo(add(step, scalar(step, 1)), elt);
+    Value one = scalar(v, 1.0);
+    Value b1 = hpScalar(v, "beta_1", 0.9);
+    std::string slotName = kind == "adamw"    ? "AdamW"
+                           : kind == "adamax" ? "Adamax"
+                                              : "Nadam";
+    Value m0 = slot(var, slotName, type, 0.0);
+    Value v0 = slot(var, slotName + "_1", type, 0.0);
+    if (kind == "adamw") {
+      // The decay first (variable -= variable * weight_decay * lr), then
+      // Adam's update of the decayed variable.
+      if (!matchesAny("exclude_from_weight_decay", var))
+        v = sub(v, mul(mul(v, hpScalar(v, "weight_decay", 0.004)), lr));
+      Value alpha =
+          div(mul(lr, sqrt(sub(one, pow(hpScalar(v, "beta_2", 0.999), t)))),
+              sub(one, pow(b1, t)));
+      Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
+      Value s = add(
+          v0, mul(sub(square(g), v0), oneMinusHpDouble(v, "beta_2", 0.999)));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", s);
+      assign(var, sub(v, div(mul(m, alpha),
+                             add(sqrt(s), hpScalar(v, "epsilon", 1e-7)))));
+    } else if (kind == "adamax") {
+      Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
+      Value u = max(mul(hpScalar(v, "beta_2", 0.999), v0), abs(g));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", u);
+      assign(var, sub(v, div(mul(lr, m),
+                             mul(sub(one, pow(b1, t)),
+                                 add(u, hpScalar(v, "epsilon", 1e-7))))));
+    } else {
+      // Nadam: the momentum schedule u_t = beta_1 (1 - 0.5 0.96^t), its
+      // running product in the scalar slot <var>/Nadam_2 (Keras keeps one
+      // _u_product per optimizer; here one per variable, all equal).
+      Value tNext = castTo(add(step, scalar(step, 2)), elt);
+      Value decay = scalar(v, 0.96), half = scalar(v, 0.5);
+      Value uT = mul(b1, sub(one, mul(half, pow(decay, t))));
+      Value uT1 = mul(b1, sub(one, mul(half, pow(decay, tNext))));
+      Value uProduct = mul(scalarSlot(var, "Nadam_2", elt, 1.0), uT);
+      Value uProduct1 = mul(uProduct, uT1);
+      Value b2 = hpScalar(v, "beta_2", 0.999);
+      Value m = add(m0, mul(sub(g, m0), sub(one, b1)));
+      Value s = add(v0, mul(sub(square(g), v0), sub(one, b2)));
+      Value mHat = add(div(mul(uT1, m), sub(one, uProduct1)),
+                       div(mul(sub(one, uT), g), sub(one, uProduct)));
+      Value vHat = div(s, sub(one, pow(b2, t)));
+      assign(var + "/" + slotName, m);
+      assign(var + "/" + slotName + "_1", s);
+      assignWhole(var + "/Nadam_2", uProduct);
+      assign(var, sub(v, div(mul(mHat, lr),
+                             add(sqrt(vHat), hpScalar(v, "epsilon", 1e-7)))));
+    }
+  } else if (kind == "lazy_adam") {
+    // tfa.optimizers.LazyAdam: dense as Adam (ApplyAdam); on the rows of a
+    // sparse gradient (rowIndices set) m, v and the variable move on those
+    // rows only, written as tfa writes them.
+    Value b1 = hpScalar(v, "beta_1", 0.9), b2 = hpScalar(v, "beta_2", 0.999);
+    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+    Value one = scalar(v, 1.0);
+    Value lrT = div(mul(lr, sqrt(sub(one, pow(b2, t)))), sub(one, pow(b1, t)));
+    Value eps = hpScalar(v, "epsilon", 1e-7);
+    Value m0 = slot(var, "LazyAdam", type, 0.0);
+    Value v0 = slot(var, "LazyAdam_1", type, 0.0);
+    Value m, s;
+    if (rowIndices) {
+      m = add(mul(b1, m0), mul(oneMinusHp(v, "beta_1", 0.9), g));
+      s = add(mul(b2, v0), mul(oneMinusHp(v, "beta_2", 0.999), square(g)));
+      assign(var, sub(v, div(mul(lrT, m), add(sqrt(s), eps))));
+    } else {
+      m = add(m0, mul(sub(g, m0), oneMinusHp(v, "beta_1", 0.9)));
+      s = add(v0, mul(sub(square(g), v0), oneMinusHp(v, "beta_2", 0.999)));
+      assign(var, sub(v, div(mul(m, lrT), add(sqrt(s), eps))));
+    }
+    assign(var + "/LazyAdam", m);
+    assign(var + "/LazyAdam_1", s);
   } else {
     return apply.emitError("unknown optimizer '")
-           << kind << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl)";
+           << kind
+           << "' (one of sgd, momentum, adagrad, adam, rmsprop, ftrl, "
+              "adadelta, proximal_gradient_descent, proximal_adagrad, "
+              "adagrad_da, adamw, adamax, nadam, lazy_adam)";
   }
   return success();
 }
@@ -363,7 +609,8 @@ LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
     assign(var, scatter(v, indices, delta, "add"));
     return success();
   }
-  if (kind == "adam") {
+  if (kind == "adam" || kind == "adamw" || kind == "adamax" ||
+      kind == "nadam") {
     return update(var, type, v, scatter(splat(type, 0.0), indices, rows, "add"),
                   step);
   }
@@ -429,7 +676,60 @@ Value Expander::clipByNorm(Value g, Value sumSq, double clipNorm) {
 LogicalResult Expander::run() {
   Value step = sharedStep ? sharedStep : globalStep();
   usedStep = step;
+  // The step the rules see (Adam's t - 1, AdagradDA's).
+  Value ruleStep = step;
   SmallVector<Value> grads = llvm::to_vector(apply.getGradients());
+  SmallVector<StringRef> denseVars;
+  for (Attribute a : apply.getVariables())
+    denseVars.push_back(cast<FlatSymbolRefAttr>(a).getValue());
+  bool sparse = static_cast<bool>(apply.getSparseVariables());
+  if (Attribute steps =
+          apply.getHyperparameters().get("gradient_accumulation_steps")) {
+    // Gradient accumulation: every step adds the gradient to
+    // <var>/GradientAccumulator; on the steps where (global_step + 1) % N
+    // == 0 the rule runs on the mean of the N gradients (at rule step
+    // (global_step + 1) / N - 1, so that Adam's t counts the updates) and
+    // the accumulators restart from zero; on the others every assignment of
+    // the rule keeps the old value. Sparse gradients are densified.
+    auto n = dyn_cast<IntegerAttr>(steps);
+    if (!n || n.getInt() < 1)
+      return apply.emitError("gradient_accumulation_steps must be an integer "
+                             ">= 1, got ")
+             << steps;
+    if (n.getInt() > 1) {
+      if (sparse) {
+        for (auto [attr, indices, rows] : llvm::zip_equal(
+                 *apply.getSparseVariables(), apply.getSparseIndices(),
+                 apply.getSparseValues())) {
+          StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+          auto varOp = module.lookupSymbol<VariableOp>(var);
+          if (!varOp)
+            return apply.emitError("unknown variable @") << var;
+          auto type = cast<RankedTensorType>(varOp.getType());
+          denseVars.push_back(var);
+          grads.push_back(scatter(splat(type, 0.0), indices, rows, "add"));
+        }
+        sparse = false;
+      }
+      Value one = scalar(step, 1);
+      Value next = add(step, one);
+      Value count = scalar(step, static_cast<double>(n.getInt()));
+      Value k = div(next, count);
+      Value now = equal(mul(k, count), next);
+      for (auto [var, g] : llvm::zip_equal(denseVars, grads)) {
+        auto varOp = module.lookupSymbol<VariableOp>(var);
+        if (!varOp)
+          return apply.emitError("unknown variable @") << var;
+        auto type = cast<RankedTensorType>(varOp.getType());
+        Value acc = add(slot(var, "GradientAccumulator", type, 0.0), g);
+        assignments.push_back({(var + "/GradientAccumulator").str(),
+                               select(now, splat(type, 0.0), acc)});
+        g = div(acc, scalar(g, static_cast<double>(n.getInt())));
+      }
+      applyNow = now;
+      ruleStep = sub(k, one);
+    }
+  }
   size_t numDense = grads.size();
   // Sparse rows take part in the global norm as values (TF's IndexedSlices).
   llvm::append_range(grads, apply.getSparseValues());
@@ -468,8 +768,7 @@ LogicalResult Expander::run() {
   }
   SmallVector<Value> sparseRows(grads.begin() + numDense, grads.end());
   grads.resize(numDense);
-  for (auto [attr, g] : llvm::zip_equal(apply.getVariables(), grads)) {
-    StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
+  for (auto [var, g] : llvm::zip_equal(denseVars, grads)) {
     auto varOp = module.lookupSymbol<VariableOp>(var);
     if (!varOp)
       return apply.emitError("unknown variable @") << var;
@@ -477,10 +776,10 @@ LogicalResult Expander::run() {
     if (g.getType() != type)
       return apply.emitError("gradient of @")
              << var << " has type " << g.getType() << ", expected " << type;
-    if (failed(update(var, type, read(var, type), g, step)))
+    if (failed(update(var, type, read(var, type), g, ruleStep)))
       return failure();
   }
-  if (auto sparseVars = apply.getSparseVariables()) {
+  if (auto sparseVars = apply.getSparseVariables(); sparse && sparseVars) {
     for (auto [attr, indices, rows] :
          llvm::zip_equal(*sparseVars, apply.getSparseIndices(), sparseRows)) {
       StringRef var = cast<FlatSymbolRefAttr>(attr).getValue();
@@ -494,16 +793,80 @@ LogicalResult Expander::run() {
         return apply.emitError("sparse gradient of @")
                << var << " has type " << rowType << ", expected rows of "
                << type;
-      if (failed(sparseUpdate(var, read(var, type), indices, rows, step)))
+      if (failed(sparseUpdate(var, read(var, type), indices, rows, ruleStep)))
         return failure();
     }
   }
-  if (!sharedStep)
+  if (increment)
     assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
     AssignVariableOp::create(
         b, loc, FlatSymbolRefAttr::get(b.getContext(), name), value);
   apply.erase();
+  return success();
+}
+
+/// tf.train.ExponentialMovingAverage's apply (optimizer "moving_average",
+/// from train::ExponentialMovingAverage): `variables` are the shadows, the
+/// gradients the values they average (reads of the source variables), the
+/// learning-rate operand num_updates (f32). A source variable (or the
+/// variable num_updates reads, global_step) that an optimizer of the same
+/// function updates is taken at its new value (TF's `with
+/// control_dependencies([opt_op]): ema.apply(...)`), so the updates are
+/// built at the end of the function, after every other expansion.
+///   decay = min(decay, (1 + num_updates) / (10 + num_updates))  (f32)
+///   shadow -= (shadow - value) * (1 - decay)
+LogicalResult expandMovingAverage(ApplyGradientsOp op, ModuleOp module,
+                                  const llvm::StringMap<Value> &updated) {
+  OpBuilder b(op->getBlock()->getTerminator());
+  EstBuilder e(b, op.getLoc());
+  double decay = 0.0;
+  if (auto a =
+          dyn_cast_or_null<FloatAttr>(op.getHyperparameters().get("decay")))
+    decay = a.getValueAsDouble();
+  else
+    return op.emitError("moving_average needs a float hyperparameter 'decay'");
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  Value d = e.splat(f32, static_cast<float>(decay));
+  if (Value n = op.getLearningRate()) {
+    // num_updates read from a variable an optimizer of the function updates
+    // (global_step): its new value too.
+    Value read = n;
+    if (auto c = n.getDefiningOp<CastOp>())
+      read = c.getX();
+    if (auto r = read.getDefiningOp<ReadVariableOp>())
+      if (Value v = updated.lookup(r.getVariable()))
+        n = v;
+    if (cast<RankedTensorType>(n.getType()).getElementType() != b.getF32Type())
+      n = e.castTo(n, b.getF32Type());
+    Value one = e.splat(f32, 1.0), ten = e.splat(f32, 10.0);
+    d = MinimumOp::create(b, e.loc, d, e.div(e.add(one, n), e.add(ten, n)));
+  }
+  Value oneMinus = e.sub(e.splat(f32, 1.0), d);
+  SmallVector<std::pair<FlatSymbolRefAttr, Value>> assigns;
+  for (auto [attr, value] :
+       llvm::zip_equal(op.getVariables(), op.getGradients())) {
+    auto shadow = cast<FlatSymbolRefAttr>(attr);
+    auto varOp = module.lookupSymbol<VariableOp>(shadow.getValue());
+    if (!varOp)
+      return op.emitError("unknown variable ") << shadow;
+    auto type = cast<RankedTensorType>(varOp.getType());
+    Value source = value;
+    if (auto read = value.getDefiningOp<ReadVariableOp>())
+      if (Value v = updated.lookup(read.getVariable()))
+        source = v;
+    if (source.getType() != type)
+      return op.emitError("the average ") << shadow << " has type " << type
+                                          << ", its value " << source.getType();
+    Value rate = type.getElementType() == b.getF32Type()
+                     ? oneMinus
+                     : e.castTo(oneMinus, type.getElementType());
+    Value s = ReadVariableOp::create(b, e.loc, type, shadow);
+    assigns.push_back({shadow, e.sub(s, e.mul(e.sub(s, source), rate))});
+  }
+  for (auto &[shadow, value] : assigns)
+    AssignVariableOp::create(b, e.loc, shadow, value);
+  op.erase();
   return success();
 }
 
@@ -513,16 +876,36 @@ struct ExpandOptimizersPass
     ModuleOp module = getOperation();
     SmallVector<ApplyGradientsOp> applies;
     module.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
-    // global_step as read for the first apply_gradients of each function.
+    // global_step as read for the first apply_gradients of each function,
+    // and the functions that increment it already.
     DenseMap<Operation *, Value> steps;
+    DenseSet<Operation *> incremented;
+    // The variables' new values, per function (for the moving averages,
+    // expanded last).
+    DenseMap<Operation *, llvm::StringMap<Value>> updated;
+    SmallVector<ApplyGradientsOp> averages;
     for (ApplyGradientsOp op : applies) {
+      if (op.getOptimizer() == "moving_average") {
+        averages.push_back(op);
+        continue;
+      }
       OpBuilder b(op);
       Operation *function = op->getParentOp();
-      Expander expander(op, module, b, steps.lookup(function));
+      bool increment = !op.getKeepGlobalStep().value_or(false) &&
+                       !incremented.contains(function);
+      Expander expander(op, module, b, steps.lookup(function), increment);
       if (failed(expander.run()))
         return signalPassFailure();
       steps[function] = expander.step();
+      if (increment)
+        incremented.insert(function);
+      for (const auto &[name, value] : expander.assigned())
+        updated[function][name] = value;
     }
+    for (ApplyGradientsOp op : averages)
+      if (failed(expandMovingAverage(op, getOperation(),
+                                     updated[op->getParentOp()])))
+        return signalPassFailure();
   }
 };
 

@@ -26,7 +26,10 @@ OptimizerSpec::get(std::optional<double> default_learning_rate) const {
     return *optimizer_;
   // Keras' legacy optimizers' own default rates.
   double kerasRate = name_ == "SGD" ? 0.01 : 0.001;
-  double lr = learningRate_.value_or(default_learning_rate.value_or(kerasRate));
+  train::LearningRate lr =
+      schedule_ ? train::LearningRate(schedule_)
+                : train::LearningRate(learningRate_.value_or(
+                      default_learning_rate.value_or(kerasRate)));
   // TF's _OPTIMIZER_CLS_NAMES, instantiated with Keras' legacy defaults.
   if (name_ == "Adagrad")
     return train::AdagradOptimizer(lr, 0.1);

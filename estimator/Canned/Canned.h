@@ -54,6 +54,10 @@ public:
       : name_(std::move(name)), learningRate_(learning_rate) {}
   OptimizerSpec(train::Optimizer optimizer) // NOLINT: an object, as in TF
       : optimizer_(std::move(optimizer)) {}
+  /// A named optimizer whose learning rate is a schedule of global_step
+  /// (a Keras LearningRateSchedule: train::LearningRateSchedule).
+  OptimizerSpec(std::string name, train::LearningRateSchedule schedule)
+      : name_(std::move(name)), schedule_(std::move(schedule)) {}
 
   /// The optimizer: the object, or the named one with the learning rate
   /// given or `default_learning_rate` (TF's canned defaults: Adagrad's
@@ -77,6 +81,7 @@ public:
 private:
   std::string name_;
   std::optional<double> learningRate_;
+  train::LearningRateSchedule schedule_;
   std::optional<train::Optimizer> optimizer_;
 };
 

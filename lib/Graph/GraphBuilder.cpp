@@ -283,6 +283,12 @@ Scope Graph::name_scope(const std::string &name) {
   return Scope([this, depth] { scopes_.resize(depth - 1); });
 }
 
+Scope Graph::root_name_scope() {
+  std::vector<std::string> saved;
+  saved.swap(scopes_);
+  return Scope([this, saved] { scopes_ = saved; });
+}
+
 Scope Graph::mode_scope(ModeKeys mode) {
   if (mode_)
     throw GraphError(std::string("mode_scope(") + mode_key(mode) +

@@ -256,6 +256,10 @@ public:
 
   // --- Scopes --------------------------------------------------------------
   Scope name_scope(const std::string &name);
+  /// Leaves every name scope until the Scope ends (still in the mode): what
+  /// gets a variable by its full name, as TF creates an optimizer's slots
+  /// under their variable's name wherever minimize is called.
+  Scope root_name_scope();
   /// Builds one mode: node names get the "<mode>/" prefix and layer-name
   /// counters restart. Mode scopes do not nest.
   Scope mode_scope(ModeKeys mode);

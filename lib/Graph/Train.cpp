@@ -2,6 +2,7 @@
 
 #include "lib/Graph/Train.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace estc {
@@ -151,6 +152,30 @@ Tensor get_total_loss(Graph &graph, bool add_regularization_losses,
 
 namespace train {
 
+namespace {
+graph::AttrValue hyperparameterDict(
+    const std::map<std::string, graph::AttrValue> &hyperparameters) {
+  graph::AttrValue hp;
+  hp.mutable_dict(); // present even when empty
+  for (const auto &kv : hyperparameters)
+    (*hp.mutable_dict()->mutable_entry())[kv.first] = kv.second;
+  return hp;
+}
+
+/// Checks the learning-rate Tensor `lr` of a node of `g` (`where`).
+void checkLearningRate(const std::string &where, const Tensor &lr, Graph &g) {
+  if (&lr.graph() != &g)
+    throw GraphError(where + ": the learning rate '" + lr.name() +
+                     "' belongs to another graph");
+  if (!lr.has_value() || !lr.shape().empty() || !is_floating(lr.dtype()))
+    throw GraphError(where + ": the learning rate '" + lr.name() +
+                     "' must be a float scalar, got " +
+                     (lr.has_value() ? to_string(lr.dtype()) + " " +
+                                           shape::toString(lr.shape())
+                                     : std::string("no value")));
+}
+} // namespace
+
 Operation Optimizer::minimize(const Tensor &loss,
                               const std::vector<Variable> &var_list,
                               const std::string &name) const {
@@ -165,25 +190,11 @@ Operation Optimizer::minimize(const Tensor &loss,
                      shape::toString(loss.shape()));
   if (g.trainable_variables().empty() && var_list.empty())
     throw GraphError(where + ": there are no trainable variables");
-  graph::AttrValue hp;
-  hp.mutable_dict(); // present even when empty
-  for (const auto &kv : hyperparameters_)
-    (*hp.mutable_dict()->mutable_entry())[kv.first] = kv.second;
-  Attrs attrs = {{"optimizer", attr_s(kind_)}, {"hyperparameters", hp}};
+  Attrs attrs = {{"optimizer", attr_s(kind_)},
+                 {"hyperparameters", hyperparameterDict(hyperparameters_)}};
   std::vector<Tensor> inputs = {loss};
-  if (learningRate_.valid()) {
-    const Tensor &lr = learningRate_;
-    if (&lr.graph() != &g)
-      throw GraphError(where + ": the learning rate '" + lr.name() +
-                       "' belongs to another graph");
-    if (!lr.has_value() || !lr.shape().empty() || !is_floating(lr.dtype()))
-      throw GraphError(where + ": the learning rate '" + lr.name() +
-                       "' must be a float scalar, got " +
-                       (lr.has_value() ? to_string(lr.dtype()) + " " +
-                                             shape::toString(lr.shape())
-                                       : std::string("no value")));
+  if (Tensor lr = learningRateInput(g, where); lr.valid())
     inputs.push_back(lr);
-  }
   if (!var_list.empty()) {
     std::vector<std::string> names;
     for (const Variable &v : var_list) {
@@ -197,6 +208,111 @@ Operation Optimizer::minimize(const Tensor &loss,
   return g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
 }
 
+Tensor Optimizer::learningRateInput(Graph &g, const std::string &where) const {
+  Tensor lr = learningRate_;
+  if (!lr.valid() && schedule_) {
+    lr = schedule_(g.global_step());
+    if (!lr.valid())
+      throw GraphError(where + ": the learning-rate schedule returned an "
+                               "empty Tensor");
+  }
+  if (lr.valid())
+    checkLearningRate(where, lr, g);
+  return lr;
+}
+
+Optimizer::GradsAndVars
+Optimizer::compute_gradients(const Tensor &loss,
+                             const std::vector<Variable> &var_list) const {
+  if (!loss.valid())
+    throw GraphError("compute_gradients: the loss is an empty Tensor");
+  Graph &g = loss.graph();
+  if (!loss.has_value() || !loss.shape().empty() || !is_floating(loss.dtype()))
+    throw GraphError("compute_gradients: the loss '" + loss.name() +
+                     "' must be a float scalar, got " +
+                     (loss.has_value() ? to_string(loss.dtype()) + " " +
+                                             shape::toString(loss.shape())
+                                       : std::string("no value")));
+  std::vector<Variable> vars =
+      var_list.empty() ? g.trainable_variables() : var_list;
+  if (vars.empty())
+    throw GraphError("compute_gradients: the loss '" + loss.name() +
+                     "': there are no trainable variables");
+  std::vector<Tensor> grads = gradients({loss}, vars);
+  GradsAndVars out;
+  for (size_t i = 0; i < vars.size(); ++i)
+    out.push_back({grads[i], vars[i]});
+  return out;
+}
+
+Operation Optimizer::apply_gradients(const GradsAndVars &grads_and_vars,
+                                     const Variable &global_step,
+                                     const std::string &name) const {
+  if (grads_and_vars.empty())
+    throw GraphError("apply_gradients: grads_and_vars is empty");
+  // The graph of the gradients (the model's), else of the first variable.
+  const auto &[firstGrad, firstVar] = grads_and_vars.front();
+  if (!firstGrad.valid() && !firstVar.valid())
+    throw GraphError("apply_gradients: the first gradient and variable are "
+                     "empty");
+  Graph &g = firstGrad.valid() ? firstGrad.graph() : firstVar.graph();
+  std::string node = g.unique_node_name(name.empty() ? nodeName_ : name);
+  std::string where = "apply_gradients '" + node + "'";
+  if (g.in_function())
+    throw GraphError(where + ": cannot be inside a loop body or branch");
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < grads_and_vars.size(); ++i) {
+    const auto &[grad, var] = grads_and_vars[i];
+    if (!var.valid())
+      throw GraphError(where + ": variable " + std::to_string(i) +
+                       " is an empty Variable");
+    if (&var.graph() != &g || !g.find_variable(var.name()))
+      throw GraphError(where + ": unknown variable '" + var.name() +
+                       "' (not a variable of this graph)");
+    if (!is_floating(var.dtype()))
+      throw GraphError(where + ": variable '" + var.name() + "' of type " +
+                       to_string(var.dtype()) + " cannot be trained");
+    if (std::find(names.begin(), names.end(), var.name()) != names.end())
+      throw GraphError(where + ": variable '" + var.name() +
+                       "' has two gradients");
+    if (!grad.valid() || &grad.graph() != &g)
+      throw GraphError(where + ": the gradient of variable '" + var.name() +
+                       "' is " +
+                       (grad.valid() ? "'" + grad.name() + "' of another graph"
+                                     : std::string("an empty Tensor")));
+    Dims vs = var.shape(), gs = grad.has_value() ? grad.shape() : Dims{};
+    bool fits = grad.has_value() && grad.dtype() == var.dtype() &&
+                gs.size() == vs.size();
+    for (size_t d = 0; fits && d < vs.size(); ++d)
+      fits = gs[d] == vs[d] || gs[d] == -1;
+    if (!fits)
+      throw GraphError(where + ": the gradient '" + grad.name() + "' " +
+                       (grad.has_value() ? to_string(grad.dtype()) + " " +
+                                               shape::toString(gs)
+                                         : std::string("(no value)")) +
+                       " does not match variable '" + var.name() + "' " +
+                       to_string(var.dtype()) + " " + shape::toString(vs));
+    inputs.push_back(grad);
+    names.push_back(var.name());
+  }
+  if (global_step.valid() &&
+      (&global_step.graph() != &g || global_step.name() != "global_step"))
+    throw GraphError(where + ": global_step '" + global_step.name() +
+                     "' must be the graph's global_step variable "
+                     "(train::get_or_create_global_step)");
+  if (Tensor lr = learningRateInput(g, where); lr.valid())
+    inputs.push_back(lr);
+  Attrs attrs = {{"optimizer", attr_s(kind_)},
+                 {"hyperparameters", hyperparameterDict(hyperparameters_)},
+                 {"variables", attr_strings(names)}};
+  if (!global_step.valid())
+    attrs.push_back({"keep_global_step", attr_b(true)});
+  else
+    (void)g.global_step_variable(); // incremented: it must exist
+  return g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
+}
+
 Optimizer::Optimizer(std::string kind, std::string node_name,
                      std::map<std::string, graph::AttrValue> hyperparameters,
                      const LearningRate &learning_rate)
@@ -204,6 +320,8 @@ Optimizer::Optimizer(std::string kind, std::string node_name,
                 std::move(hyperparameters)) {
   if (learning_rate.is_tensor())
     learningRate_ = learning_rate.tensor();
+  else if (learning_rate.is_schedule())
+    schedule_ = learning_rate.schedule();
   else
     hyperparameters_["learning_rate"] = attr_f(learning_rate.value());
 }
@@ -275,18 +393,225 @@ Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay,
 Optimizer FtrlOptimizer(LearningRate learning_rate, double learning_rate_power,
                         double initial_accumulator_value,
                         double l1_regularization_strength,
-                        double l2_regularization_strength) {
+                        double l2_regularization_strength,
+                        double l2_shrinkage_regularization_strength,
+                        double beta) {
+  auto h = hp({{"learning_rate_power", learning_rate_power},
+               {"initial_accumulator_value", initial_accumulator_value},
+               {"l1_regularization_strength", l1_regularization_strength},
+               {"l2_regularization_strength", l2_regularization_strength}});
+  if (l2_shrinkage_regularization_strength != 0.0)
+    h["l2_shrinkage_regularization_strength"] =
+        attr_f(l2_shrinkage_regularization_strength);
+  if (beta != 0.0)
+    h["beta"] = attr_f(beta);
+  return Optimizer("ftrl", "Ftrl", h, learning_rate);
+}
+
+Optimizer AdadeltaOptimizer(LearningRate learning_rate, double rho,
+                            double epsilon) {
+  return Optimizer("adadelta", "Adadelta",
+                   hp({{"rho", rho}, {"epsilon", epsilon}}), learning_rate);
+}
+
+Optimizer ProximalGradientDescentOptimizer(LearningRate learning_rate,
+                                           double l1_regularization_strength,
+                                           double l2_regularization_strength) {
   return Optimizer(
-      "ftrl", "Ftrl",
-      hp({{"learning_rate_power", learning_rate_power},
-          {"initial_accumulator_value", initial_accumulator_value},
+      "proximal_gradient_descent", "ProximalGradientDescent",
+      hp({{"l1_regularization_strength", l1_regularization_strength},
+          {"l2_regularization_strength", l2_regularization_strength}}),
+      learning_rate);
+}
+
+Optimizer ProximalAdagradOptimizer(LearningRate learning_rate,
+                                   double initial_accumulator_value,
+                                   double l1_regularization_strength,
+                                   double l2_regularization_strength) {
+  return Optimizer(
+      "proximal_adagrad", "ProximalAdagrad",
+      hp({{"initial_accumulator_value", initial_accumulator_value},
           {"l1_regularization_strength", l1_regularization_strength},
           {"l2_regularization_strength", l2_regularization_strength}}),
       learning_rate);
 }
 
+Optimizer AdagradDAOptimizer(LearningRate learning_rate,
+                             double initial_gradient_squared_accumulator_value,
+                             double l1_regularization_strength,
+                             double l2_regularization_strength) {
+  return Optimizer(
+      "adagrad_da", "AdagradDA",
+      hp({{"initial_gradient_squared_accumulator_value",
+           initial_gradient_squared_accumulator_value},
+          {"l1_regularization_strength", l1_regularization_strength},
+          {"l2_regularization_strength", l2_regularization_strength}}),
+      learning_rate);
+}
+
+Optimizer
+AdamWOptimizer(LearningRate learning_rate, double weight_decay, double beta_1,
+               double beta_2, double epsilon,
+               const std::vector<std::string> &exclude_from_weight_decay) {
+  auto h = hp({{"weight_decay", weight_decay},
+               {"beta_1", beta_1},
+               {"beta_2", beta_2},
+               {"epsilon", epsilon}});
+  if (!exclude_from_weight_decay.empty())
+    h["exclude_from_weight_decay"] = attr_strings(exclude_from_weight_decay);
+  return Optimizer("adamw", "AdamW", h, learning_rate);
+}
+
+Optimizer AdamaxOptimizer(LearningRate learning_rate, double beta_1,
+                          double beta_2, double epsilon) {
+  return Optimizer(
+      "adamax", "Adamax",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
+Optimizer NadamOptimizer(LearningRate learning_rate, double beta_1,
+                         double beta_2, double epsilon) {
+  return Optimizer(
+      "nadam", "Nadam",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
+Optimizer LazyAdamOptimizer(LearningRate learning_rate, double beta_1,
+                            double beta_2, double epsilon) {
+  return Optimizer(
+      "lazy_adam", "LazyAdam",
+      hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
+      learning_rate);
+}
+
+Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                        int64_t num_steps) {
+  if (num_steps < 1)
+    throw GraphError("GradientAccumulationOptimizer: num_steps must be >= 1, "
+                     "got " +
+                     std::to_string(num_steps));
+  Optimizer copy = optimizer;
+  copy.hyperparameters_["gradient_accumulation_steps"] = attr_i(num_steps);
+  return copy;
+}
+
 Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
+}
+
+namespace {
+/// The Initializer a VariableDef was made with (its seed included, so a
+/// copy gets the same values).
+Initializer initializerOf(const graph::VariableDef &v) {
+  Initializer init;
+  init.type = v.initializer().type();
+  for (const auto &[key, value] : v.initializer().attr()) {
+    if (key == "seed" && value.has_i())
+      init.seed = value.i();
+    else if (key == "values" && value.has_list())
+      init.values.assign(value.list().f().begin(), value.list().f().end());
+    else if (value.has_f())
+      init.floats[key] = value.f();
+    else if (value.has_s())
+      init.strings[key] = value.s();
+  }
+  return init;
+}
+} // namespace
+
+ExponentialMovingAverage::ExponentialMovingAverage(double decay,
+                                                   const Tensor &num_updates,
+                                                   std::string name)
+    : decay_(decay), numUpdates_(num_updates), name_(std::move(name)) {
+  if (!(decay >= 0.0 && decay <= 1.0))
+    throw GraphError(name_ + ": decay must be in [0, 1], got " +
+                     std::to_string(decay));
+  if (num_updates.valid() &&
+      (!num_updates.has_value() || !num_updates.shape().empty() ||
+       num_updates.dtype() == DType::Bool))
+    throw GraphError(name_ + ": num_updates '" + num_updates.name() +
+                     "' must be a numeric scalar");
+}
+
+std::string ExponentialMovingAverage::average_name(const Variable &var) const {
+  return var.name() + "/" + name_;
+}
+
+Variable ExponentialMovingAverage::average(const Variable &var) const {
+  std::optional<Variable> v = var.graph().find_variable(average_name(var));
+  if (!v)
+    throw GraphError(name_ + ": variable '" + var.name() +
+                     "' has no average (apply creates it)");
+  return *v;
+}
+
+std::map<std::string, std::string>
+ExponentialMovingAverage::variables_to_restore() const {
+  std::map<std::string, std::string> out;
+  for (const Variable &v : averaged_)
+    out[average_name(v)] = v.name();
+  return out;
+}
+
+Operation
+ExponentialMovingAverage::apply(const std::vector<Variable> &var_list) {
+  if (var_list.empty())
+    throw GraphError(name_ + ": apply needs variables");
+  Graph &g = var_list.front().graph();
+  std::string node = g.unique_node_name(name_);
+  std::string where = name_ + " '" + node + "'";
+  if (numUpdates_.valid() && &numUpdates_.graph() != &g)
+    throw GraphError(where + ": num_updates belongs to another graph");
+  std::vector<Tensor> inputs;
+  std::vector<std::string> shadows;
+  for (const Variable &v : var_list) {
+    if (!v.valid() || &v.graph() != &g || !g.find_variable(v.name()))
+      throw GraphError(where + ": unknown variable '" +
+                       (v.valid() ? v.name() : std::string()) + "'");
+    if (!is_floating(v.dtype()))
+      throw GraphError(where + ": variable '" + v.name() + "' of type " +
+                       to_string(v.dtype()) + " cannot be averaged");
+    Variable shadow;
+    {
+      auto root = g.root_name_scope();
+      shadow = g.get_variable(average_name(v), v.dtype(), v.shape(),
+                              initializerOf(g.variable_def(v.name())),
+                              /*trainable=*/false, /*reuse=*/true);
+    }
+    inputs.push_back(v.read());
+    shadows.push_back(shadow.name());
+    if (std::find_if(averaged_.begin(), averaged_.end(),
+                     [&](const Variable &a) { return a.name() == v.name(); }) ==
+        averaged_.end())
+      averaged_.push_back(v);
+  }
+  if (numUpdates_.valid())
+    inputs.push_back(numUpdates_.dtype() == DType::Float32
+                         ? numUpdates_
+                         : cast(numUpdates_, DType::Float32));
+  graph::AttrValue hp;
+  (*hp.mutable_dict()->mutable_entry())["decay"] = attr_f(decay_);
+  return g.add_node(node, "apply_gradients", inputs,
+                    {{"optimizer", attr_s("moving_average")},
+                     {"hyperparameters", hp},
+                     {"variables", attr_strings(shadows)},
+                     {"keep_global_step", attr_b(true)}},
+                    DType::Invalid, {});
+}
+
+Variable create_slot(const Variable &primary, const std::string &name,
+                     const Initializer &initializer) {
+  if (!primary.valid())
+    throw GraphError("create_slot '" + name +
+                     "': the primary variable is "
+                     "an empty Variable");
+  Graph &g = primary.graph();
+  auto root = g.root_name_scope();
+  return g.get_variable(primary.name() + "/" + name, primary.dtype(),
+                        primary.shape(), initializer, /*trainable=*/false,
+                        /*reuse=*/true);
 }
 
 // --- Learning-rate schedules -------------------------------------------------
@@ -396,6 +721,114 @@ Tensor cosine_decay(double learning_rate, const Tensor &global_step,
   Tensor decayed =
       add(multiply(g.constant(1.0 - alpha), cosine), g.constant(alpha));
   return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor natural_exp_decay(double learning_rate, const Tensor &global_step,
+                         double decay_steps, double decay_rate, bool staircase,
+                         const std::string &name) {
+  Tensor step = scheduleStep("natural_exp_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "NaturalExpDecay");
+  // TF: ExponentialDecay with decay_rate exp(-decay_rate), computed in f32.
+  Tensor rate = exp(negative(g.constant(decay_rate)));
+  Tensor p = divide(step, g.constant(decay_steps));
+  if (staircase)
+    p = floor(p);
+  return multiply(g.constant(learning_rate), pow(rate, p), "value");
+}
+
+Tensor inverse_time_decay(double learning_rate, const Tensor &global_step,
+                          double decay_steps, double decay_rate, bool staircase,
+                          const std::string &name) {
+  Tensor step = scheduleStep("inverse_time_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "InverseTimeDecay");
+  Tensor p = divide(step, g.constant(decay_steps));
+  if (staircase)
+    p = floor(p);
+  Tensor denom = add(g.constant(1.0), multiply(g.constant(decay_rate), p));
+  return divide(g.constant(learning_rate), denom, "value");
+}
+
+Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
+                             double first_decay_steps, double t_mul,
+                             double m_mul, double alpha,
+                             const std::string &name) {
+  Tensor step =
+      scheduleStep("cosine_decay_restarts", global_step, first_decay_steps);
+  if (!(t_mul > 0.0) || !std::isfinite(t_mul))
+    throw GraphError("cosine_decay_restarts: t_mul must be > 0, got " +
+                     std::to_string(t_mul));
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "SGDRDecay");
+  Tensor fraction = divide(step, g.constant(first_decay_steps));
+  Tensor one = g.constant(1.0);
+  Tensor restart;
+  if (static_cast<float>(t_mul) == 1.0f) {
+    restart = floor(fraction);
+    fraction = subtract(fraction, restart);
+  } else {
+    // i = floor(log(1 - fraction (1 - t_mul)) / log(t_mul));
+    // fraction = (fraction - (1 - t_mul^i) / (1 - t_mul)) / t_mul^i.
+    Tensor tm = g.constant(t_mul);
+    Tensor oneMinusT = subtract(one, tm);
+    restart = floor(
+        divide(log(subtract(one, multiply(fraction, oneMinusT))), log(tm)));
+    Tensor tPow = pow(tm, restart);
+    Tensor sum = divide(subtract(one, tPow), oneMinusT);
+    fraction = divide(subtract(fraction, sum), tPow);
+  }
+  Tensor mFac = pow(g.constant(m_mul), restart);
+  Tensor cosine = multiply(multiply(g.constant(0.5), mFac),
+                           add(one, cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed = add(multiply(subtract(one, g.constant(alpha)), cosine),
+                       g.constant(alpha));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
+                           double decay_steps, double num_periods, double alpha,
+                           double beta, const std::string &name) {
+  Tensor step = scheduleStep("linear_cosine_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "LinearCosineDecay");
+  Tensor steps = g.constant(decay_steps);
+  step = minimum(step, steps);
+  Tensor linear = divide(subtract(steps, step), steps);
+  Tensor completed = divide(step, steps);
+  Tensor fraction =
+      multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
+  Tensor cosine =
+      multiply(g.constant(0.5),
+               add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed =
+      add(multiply(add(g.constant(alpha), linear), cosine), g.constant(beta));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,
+                     int64_t warmup_steps, double warmup_learning_rate,
+                     const std::string &name) {
+  (void)scheduleStep("linear_warmup", global_step, std::nullopt);
+  if (warmup_steps <= 0)
+    throw GraphError("linear_warmup: warmup_steps must be > 0, got " +
+                     std::to_string(warmup_steps));
+  if (!learning_rate.valid() || !learning_rate.has_value() ||
+      learning_rate.dtype() != DType::Float32 || !learning_rate.shape().empty())
+    throw GraphError("linear_warmup: learning_rate '" +
+                     (learning_rate.valid() ? learning_rate.name() : "") +
+                     "' must be a float32 scalar");
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "LinearWarmup");
+  Tensor stepInt = cast(global_step, DType::Int32);
+  Tensor warmupInt =
+      g.constant(static_cast<double>(warmup_steps), DType::Int32);
+  Tensor percent =
+      divide(cast(stepInt, DType::Float32), cast(warmupInt, DType::Float32));
+  Tensor warmupRate = multiply(g.constant(warmup_learning_rate), percent);
+  Tensor isWarmup = cast(less(stepInt, warmupInt), DType::Float32);
+  return add(multiply(subtract(g.constant(1.0), isWarmup), learning_rate),
+             multiply(isWarmup, warmupRate), "value");
 }
 
 } // namespace train

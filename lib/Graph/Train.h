@@ -14,6 +14,7 @@
 #ifndef ESTC_LIB_GRAPH_TRAIN_H
 #define ESTC_LIB_GRAPH_TRAIN_H
 
+#include "lib/Graph/Gradients.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
@@ -21,6 +22,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace estc {
@@ -69,24 +72,43 @@ Tensor get_total_loss(Graph &graph, bool add_regularization_losses = true,
 
 namespace train {
 
+/// A learning-rate schedule as Keras and TF 2 give one: a callable of the
+/// step (the graph's global_step, read in the mode that trains) returning
+/// a float scalar Tensor, e.g. `[](const Tensor &step) { return
+/// train::exponential_decay(0.1, step, 1000, 0.96); }`.
+using LearningRateSchedule = std::function<Tensor(const Tensor &global_step)>;
+
 /// An optimizer's learning rate: a number (the `learning_rate`
-/// hyperparameter) or a float scalar Tensor computed in the step, such as a
-/// schedule of global_step (the `minimize` node's second input).
+/// hyperparameter), a float scalar Tensor computed in the step, such as a
+/// schedule of global_step (the `minimize` node's second input), or a
+/// LearningRateSchedule called with global_step when the optimizer builds
+/// its update (so an optimizer made before the graph, a canned
+/// estimator's, can have a schedule).
 class LearningRate {
 public:
   LearningRate(double value) : value_(value) {}
   LearningRate(const Tensor &tensor) : tensor_(tensor) {}
+  template <typename F, typename = std::enable_if_t<
+                            std::is_invocable_r_v<Tensor, F, const Tensor &> &&
+                            !std::is_convertible_v<F, Tensor> &&
+                            !std::is_convertible_v<F, double>>>
+  LearningRate(F schedule) : schedule_(std::move(schedule)) {}
   bool is_tensor() const { return tensor_.valid(); }
+  bool is_schedule() const { return static_cast<bool>(schedule_); }
   double value() const { return value_; }
   const Tensor &tensor() const { return tensor_; }
+  const LearningRateSchedule &schedule() const { return schedule_; }
 
 private:
   double value_ = 0.0;
   Tensor tensor_;
+  LearningRateSchedule schedule_;
 };
 
 /// An optimizer description: the `minimize` node's `optimizer` attribute
-/// (sgd, momentum, adagrad, adam, rmsprop, ftrl) and hyperparameters.
+/// (sgd, momentum, adagrad, adam, rmsprop, ftrl, adadelta,
+/// proximal_gradient_descent, proximal_adagrad, adagrad_da, adamw, adamax,
+/// nadam, lazy_adam) and hyperparameters.
 class Optimizer {
 public:
   Optimizer(std::string kind, std::string node_name,
@@ -102,7 +124,8 @@ public:
   const std::map<std::string, graph::AttrValue> &hyperparameters() const {
     return hyperparameters_;
   }
-  /// The learning-rate Tensor; invalid when it is a hyperparameter.
+  /// The learning-rate Tensor; invalid when it is a hyperparameter or a
+  /// schedule.
   const Tensor &learning_rate_tensor() const { return learningRate_; }
   /// A copy that clips the gradients by their global norm before the
   /// update (tf.clip_by_global_norm; the hyperparameter
@@ -112,17 +135,43 @@ public:
   /// (Keras' clipnorm: tf.clip_by_norm per variable; the hyperparameter
   /// clip_gradients_by_norm). clip_norm > 0.
   Optimizer clip_gradients_by_norm(double clip_norm) const;
+  friend Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                                 int64_t num_steps);
 
   /// Emits the train op. `var_list` empty: all trainable variables.
   Operation minimize(const Tensor &loss,
                      const std::vector<Variable> &var_list = {},
                      const std::string &name = "") const;
 
+  /// (gradient, variable) pairs (tf.train.Optimizer's grads_and_vars).
+  using GradsAndVars = std::vector<std::pair<Tensor, Variable>>;
+  /// tf.compat.v1.train.Optimizer.compute_gradients: gradients(loss,
+  /// var_list) (lib/Graph/Gradients.h), `var_list` empty: all trainable
+  /// variables. A variable the loss does not depend on gets zeros (TF's
+  /// None); a gather's gradient is dense (minimize keeps it sparse).
+  GradsAndVars
+  compute_gradients(const Tensor &loss,
+                    const std::vector<Variable> &var_list = {}) const;
+  /// tf.compat.v1.train.Optimizer.apply_gradients: this optimizer's update
+  /// of each variable from the given gradient (of the variable's dtype and
+  /// shape; any tensor: clipped, averaged, computed by hand), with the same
+  /// slots as minimize. With `global_step` (the graph's global_step
+  /// variable) the step increments it, else it does not (as in TF: a
+  /// train op must then increment it itself). Bad arguments throw
+  /// GraphError naming the node and the variable.
+  Operation apply_gradients(const GradsAndVars &grads_and_vars,
+                            const Variable &global_step = Variable(),
+                            const std::string &name = "") const;
+
 private:
   std::string kind_;
   std::string nodeName_; // default node base name ("Adam")
   std::map<std::string, graph::AttrValue> hyperparameters_;
   Tensor learningRate_;
+  LearningRateSchedule schedule_;
+  /// The learning-rate input of a node of `g` (`where`): the Tensor, the
+  /// schedule's value at global_step, or invalid (the hyperparameter).
+  Tensor learningRateInput(Graph &g, const std::string &where) const;
 };
 
 Optimizer GradientDescentOptimizer(LearningRate learning_rate);
@@ -135,14 +184,127 @@ Optimizer AdamOptimizer(LearningRate learning_rate = 0.001, double beta1 = 0.9,
 Optimizer RMSPropOptimizer(LearningRate learning_rate, double decay = 0.9,
                            double momentum = 0.0, double epsilon = 1e-10,
                            bool centered = false);
+/// TF 2's tf.compat.v1.train.FtrlOptimizer: l2_shrinkage_regularization
+/// _strength (ApplyFtrlV2: 2 l2_shrinkage var added to the linear term's
+/// gradient) and beta (l2 + beta / (2 learning_rate)) too.
 Optimizer FtrlOptimizer(LearningRate learning_rate,
                         double learning_rate_power = -0.5,
                         double initial_accumulator_value = 0.1,
                         double l1_regularization_strength = 0.0,
-                        double l2_regularization_strength = 0.0);
+                        double l2_regularization_strength = 0.0,
+                        double l2_shrinkage_regularization_strength = 0.0,
+                        double beta = 0.0);
+/// tf.compat.v1.train.AdadeltaOptimizer (slots <var>/Adadelta: accum,
+/// <var>/Adadelta_1: accum_update).
+Optimizer AdadeltaOptimizer(LearningRate learning_rate = 0.001,
+                            double rho = 0.95, double epsilon = 1e-8);
+/// tf.compat.v1.train.ProximalGradientDescentOptimizer (no slots).
+Optimizer
+ProximalGradientDescentOptimizer(LearningRate learning_rate,
+                                 double l1_regularization_strength = 0.0,
+                                 double l2_regularization_strength = 0.0);
+/// tf.compat.v1.train.ProximalAdagradOptimizer (slot <var>/ProximalAdagrad).
+Optimizer ProximalAdagradOptimizer(LearningRate learning_rate,
+                                   double initial_accumulator_value = 0.1,
+                                   double l1_regularization_strength = 0.0,
+                                   double l2_regularization_strength = 0.0);
+/// tf.compat.v1.train.AdagradDAOptimizer at global_step + 1 (TF's
+/// global_step argument is the graph's global_step; slots <var>/AdagradDA:
+/// gradient_accumulator, <var>/AdagradDA_1:
+/// gradient_squared_accumulator).
+Optimizer
+AdagradDAOptimizer(LearningRate learning_rate,
+                   double initial_gradient_squared_accumulator_value = 0.1,
+                   double l1_regularization_strength = 0.0,
+                   double l2_regularization_strength = 0.0);
+/// tf.keras.optimizers.AdamW (TF 2.15): variable -= variable * weight_decay
+/// * learning_rate, then Adam's update (Keras' rule and defaults; slots
+/// <var>/AdamW: m, <var>/AdamW_1: v). Variables whose name matches one of
+/// `exclude_from_weight_decay` (regular expressions, re.search) are not
+/// decayed. tfa's AdamW decays by weight_decay alone (not times the
+/// learning rate): its weight_decay is this one's times the learning rate.
+Optimizer
+AdamWOptimizer(LearningRate learning_rate = 0.001, double weight_decay = 0.004,
+               double beta_1 = 0.9, double beta_2 = 0.999,
+               double epsilon = 1e-7,
+               const std::vector<std::string> &exclude_from_weight_decay = {});
+/// tf.keras.optimizers.Adamax (TF 2.15; slots <var>/Adamax: m,
+/// <var>/Adamax_1: u).
+Optimizer AdamaxOptimizer(LearningRate learning_rate = 0.001,
+                          double beta_1 = 0.9, double beta_2 = 0.999,
+                          double epsilon = 1e-7);
+/// tf.keras.optimizers.Nadam (TF 2.15; slots <var>/Nadam: m, <var>/Nadam_1:
+/// v, and the scalar <var>/Nadam_2: the product of the momentum schedule,
+/// Keras' _u_product).
+Optimizer NadamOptimizer(LearningRate learning_rate = 0.001,
+                         double beta_1 = 0.9, double beta_2 = 0.999,
+                         double epsilon = 1e-7);
+/// tfa.optimizers.LazyAdam: Adam on dense gradients; on a sparse one (a
+/// gather of the variable, through minimize) only the gathered rows of the
+/// variable, m and v move (slots <var>/LazyAdam: m, <var>/LazyAdam_1: v).
+Optimizer LazyAdamOptimizer(LearningRate learning_rate = 0.001,
+                            double beta_1 = 0.9, double beta_2 = 0.999,
+                            double epsilon = 1e-7);
+
+/// Gradient accumulation over `num_steps` batches (Keras 3's
+/// gradient_accumulation_steps): a copy of `optimizer` that adds every
+/// step's gradient to `<var>/GradientAccumulator` and, on every
+/// num_steps-th step ((global_step + 1) % num_steps == 0), applies its rule
+/// to the mean of the accumulated gradients and zeroes the accumulators;
+/// between them the variables and slots keep their values. global_step
+/// still counts every batch; the rule's own step (Adam's t) counts the
+/// updates. Sparse gradients are densified. num_steps >= 1.
+Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
+                                        int64_t num_steps);
 
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);
+
+/// tf.compat.v1.train.ExponentialMovingAverage: shadow variables
+/// `<var>/ExponentialMovingAverage` (not trainable, initialized like their
+/// variable) that `apply` moves toward the variables every step:
+///   decay = min(decay, (1 + num_updates) / (10 + num_updates))  (with
+///           num_updates, e.g. g.global_step(); f32)
+///   shadow -= (shadow - var) * (1 - decay)
+/// A variable that an optimizer of the same train_op updates is averaged at
+/// its updated value, and num_updates read from global_step is the
+/// incremented step, as TF's `with tf.control_dependencies([opt_op]):
+/// ema.apply(...)` (compiler/Transforms/ExpandOptimizers.cpp); group the
+/// optimizer's op and apply's into the train_op.
+class ExponentialMovingAverage {
+public:
+  explicit ExponentialMovingAverage(
+      double decay, const Tensor &num_updates = Tensor(),
+      std::string name = "ExponentialMovingAverage");
+  /// The update of `var_list`'s shadows (created on first use). Float
+  /// variables of one graph; GraphError otherwise.
+  Operation apply(const std::vector<Variable> &var_list);
+  /// The shadow of `var` ("<var>/ExponentialMovingAverage").
+  std::string average_name(const Variable &var) const;
+  /// The shadow variable of `var` (GraphError before apply created it).
+  Variable average(const Variable &var) const;
+  /// TF's variables_to_restore for the variables apply averaged: checkpoint
+  /// name (the shadow) -> the variable to restore it into. Inverted, it is
+  /// WarmStartSettings::var_name_to_prev_var_name for a model whose
+  /// training starts from the averaged weights. (Evaluating or exporting
+  /// with the shadows swapped in, without a new training, is not offered
+  /// yet.)
+  std::map<std::string, std::string> variables_to_restore() const;
+
+private:
+  double decay_;
+  Tensor numUpdates_;
+  std::string name_;
+  std::vector<Variable> averaged_;
+};
+
+/// An optimizer slot of `primary` (TF's slot_creator.create_slot): the
+/// non-trainable variable `<primary>/<name>` of primary's dtype and shape,
+/// whatever the current name scope; shared when it exists (another mode, a
+/// second call). For optimizers written with apply_gradients' building
+/// blocks (docs/user-guide.md, "Writing an optimizer").
+Variable create_slot(const Variable &primary, const std::string &name,
+                     const Initializer &initializer = zeros_initializer());
 
 // Learning-rate schedules (tf.compat.v1.train.*): float32 scalars computed
 // from `global_step` (an integer or float scalar, usually
@@ -173,6 +335,40 @@ Tensor polynomial_decay(double learning_rate, const Tensor &global_step,
 Tensor cosine_decay(double learning_rate, const Tensor &global_step,
                     double decay_steps, double alpha = 0.0,
                     const std::string &name = "");
+/// lr * exp(-decay_rate) ^ (step / decay_steps) (staircase: the exponent
+/// floored). decay_steps > 0.
+Tensor natural_exp_decay(double learning_rate, const Tensor &global_step,
+                         double decay_steps, double decay_rate,
+                         bool staircase = false, const std::string &name = "");
+/// lr / (1 + decay_rate * step / decay_steps) (staircase: the ratio
+/// floored). decay_steps > 0.
+Tensor inverse_time_decay(double learning_rate, const Tensor &global_step,
+                          double decay_steps, double decay_rate,
+                          bool staircase = false, const std::string &name = "");
+/// SGDR: cosine decay over first_decay_steps, restarted with periods
+/// t_mul times longer and peaks m_mul times lower each restart;
+/// lr * ((1 - alpha) * 0.5 * m_mul^i * (1 + cos(pi * fraction)) + alpha).
+/// first_decay_steps > 0, t_mul > 0.
+Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
+                             double first_decay_steps, double t_mul = 2.0,
+                             double m_mul = 1.0, double alpha = 0.0,
+                             const std::string &name = "");
+/// lr * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(2 pi
+/// num_periods s / decay_steps)) + beta), s = min(step, decay_steps).
+/// decay_steps > 0. (noisy_linear_cosine_decay, which adds random noise to
+/// the linear term, is not offered.)
+Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
+                           double decay_steps, double num_periods = 0.5,
+                           double alpha = 0.0, double beta = 0.001,
+                           const std::string &name = "");
+/// BERT's linear warmup in front of a schedule: warmup_learning_rate *
+/// step / warmup_steps while step < warmup_steps (int32 comparison),
+/// `learning_rate` (a float32 scalar, e.g. a decay) after; computed as
+/// (1 - is_warmup) * learning_rate + is_warmup * warmup_rate, as BERT's
+/// create_optimizer does. warmup_steps > 0.
+Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,
+                     int64_t warmup_steps, double warmup_learning_rate,
+                     const std::string &name = "");
 
 } // namespace train
 

@@ -343,3 +343,79 @@ func.func @other(%gw: tensor<3xf32>) {
   est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %gw : tensor<3xf32>
   return
 }
+
+// -----
+
+// keep_global_step (train::Optimizer::apply_gradients without a
+// global_step): the update only; global_step is read (for a rule that
+// needs the step) but not incremented. A second apply_gradients without
+// keep_global_step in the same function increments it once.
+// CHECK-LABEL: func.func @keep_global_step
+// CHECK: est.assign_variable @w
+// CHECK-NOT: est.assign_variable @global_step
+// CHECK-LABEL: func.func @keep_then_increment
+// CHECK: est.assign_variable @w
+// CHECK: est.assign_variable @v
+// CHECK: est.assign_variable @global_step
+// CHECK-NOT: est.assign_variable @global_step
+// CHECK: return
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @v : tensor<3xf32> {trainable}
+
+func.func @keep_global_step(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32> {keep_global_step = true}
+  return
+}
+
+func.func @keep_then_increment(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32> {keep_global_step = true}
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// moving_average (train::ExponentialMovingAverage): expanded after the
+// function's other apply_gradients, at its end, on the variable's new value
+// (TF's control_dependencies([opt_op])): decay = min(0.99, (1 + n) /
+// (10 + n)); shadow -= (shadow - w') (1 - decay).
+// CHECK-LABEL: func.func @moving_average
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>, %[[N:.*]]: tensor<f32>)
+// CHECK: %[[NEW:.*]] = est.sub %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>
+// CHECK: est.assign_variable @w, %[[NEW]]
+// CHECK: %[[DECAY:.*]] = est.minimum
+// CHECK: %[[RATE:.*]] = est.sub %{{.*}}, %[[DECAY]] : tensor<f32>, tensor<f32>
+// CHECK: %[[S:.*]] = est.read_variable @"w/ExponentialMovingAverage"
+// CHECK: %[[D:.*]] = est.sub %[[S]], %[[NEW]]
+// CHECK: %[[M:.*]] = est.mul %[[D]], %[[RATE]]
+// CHECK: %[[NS:.*]] = est.sub %[[S]], %[[M]]
+// CHECK: est.assign_variable @"w/ExponentialMovingAverage", %[[NS]]
+// CHECK-NEXT: return
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @"w/ExponentialMovingAverage" : tensor<3xf32>
+
+func.func @moving_average(%g: tensor<3xf32>, %n: tensor<f32>) {
+  %w = est.read_variable @w : tensor<3xf32>
+  est.apply_gradients "moving_average" {decay = 9.900000e-01 : f64} [@"w/ExponentialMovingAverage"] %w : tensor<3xf32> learning_rate %n : tensor<f32> {keep_global_step = true}
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// gradient_accumulation_steps = 2: the accumulator gets g every step; the
+// rule runs on its mean and every assignment is selected by `now`.
+// CHECK: est.variable @"w/GradientAccumulator"
+// CHECK-LABEL: func.func @accumulate
+// CHECK: %[[NOW:.*]] = est.equal
+// CHECK: est.select %[[NOW]]
+// CHECK: est.assign_variable @"w/GradientAccumulator"
+// CHECK: est.assign_variable @w
+// CHECK: est.assign_variable @global_step
+est.variable @w : tensor<3xf32> {trainable}
+
+func.func @accumulate(%g: tensor<3xf32>) {
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, gradient_accumulation_steps = 2 : i64} [@w] %g : tensor<3xf32>
+  return
+}

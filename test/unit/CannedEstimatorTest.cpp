@@ -231,6 +231,24 @@ TEST(CannedOptimizerTest, ByNameByNameAndRateAndAsAnObject) {
   EXPECT_NEAR(lr(sgd), 0.7, 1e-6);
 }
 
+TEST(CannedOptimizerTest, ByNameWithASchedule) {
+  // A callable of global_step (Keras' LearningRateSchedule): no
+  // learning_rate hyperparameter; minimize gets the schedule's Tensor.
+  OptimizerSpec spec("Adam", [](const Tensor &step) {
+    return train::exponential_decay(0.01, step, 100, 0.5);
+  });
+  train::Optimizer adam = spec.get(0.05);
+  EXPECT_EQ(adam.kind(), "adam");
+  EXPECT_EQ(adam.hyperparameters().count("learning_rate"), 0u);
+  Graph g;
+  auto mode = g.mode_scope(ModeKeys::TRAIN);
+  Variable w = g.get_variable("w", DType::Float32, {3});
+  Operation op = adam.minimize(reduce_sum(square(w.read())));
+  const graph::NodeDef &node = g.node(op.name());
+  ASSERT_EQ(node.input_size(), 2);
+  EXPECT_EQ(g.node(node.input(1)).op(), "mul");
+}
+
 // --- Linear ---------------------------------------------------------------
 
 TEST_F(CannedTest, LinearClassifierBinaryVocabularyAndWeightColumn) {

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Graph/Gradients.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
@@ -1012,6 +1013,492 @@ TEST(SparseGradientTest, BigVocabMomentumTouchesGatheredRowsOnly) {
 }
 TEST(SparseGradientTest, BigVocabRmsPropTouchesGatheredRowsOnly) {
   checkBigVocab(train::RMSPropOptimizer(0.1, 0.9, 0.5));
+}
+TEST(SparseGradientTest, BigVocabLazyAdamTouchesGatheredRowsOnly) {
+  checkBigVocab(train::LazyAdamOptimizer(0.1));
+}
+TEST(SparseGradientTest, BigVocabAdagradDATouchesGatheredRowsOnly) {
+  checkBigVocab(train::AdagradDAOptimizer(0.1));
+}
+
+// --- compute_gradients + apply_gradients -------------------------------------
+
+/// opt.apply_gradients(opt.compute_gradients(loss), global_step), with each
+/// gradient passed through `transform` first.
+TrainOpFn
+computeApply(const train::Optimizer &opt,
+             std::function<std::vector<Tensor>(const std::vector<Tensor> &)>
+                 transform = {}) {
+  return [opt, transform](Graph &g, const Tensor &loss) {
+    train::Optimizer::GradsAndVars gv = opt.compute_gradients(loss);
+    if (transform) {
+      std::vector<Tensor> grads;
+      for (const auto &[grad, var] : gv)
+        grads.push_back(grad);
+      grads = transform(grads);
+      for (size_t i = 0; i < gv.size(); ++i)
+        gv[i].first = grads[i];
+    }
+    return opt.apply_gradients(gv, train::get_or_create_global_step(g));
+  };
+}
+
+TEST(ApplyGradientsTest, SgdEqualsMinimize) {
+  checkSteps(computeApply(train::GradientDescentOptimizer(0.05)), sgdRef(),
+             constantLr(0.05));
+}
+
+TEST(ApplyGradientsTest, MomentumNesterovEqualsMinimize) {
+  checkSteps(computeApply(train::MomentumOptimizer(0.05, 0.8, true)),
+             momentumRef(0.8, true), constantLr(0.05));
+}
+
+TEST(ApplyGradientsTest, AdamEqualsMinimize) {
+  checkSteps(computeApply(train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6)),
+             adamRef(0.8, 0.99, 1e-6), constantLr(0.1));
+}
+
+TEST(ApplyGradientsTest, RmsPropCenteredEqualsMinimize) {
+  checkSteps(computeApply(train::RMSPropOptimizer(0.01, 0.8, 0.5, 1e-6, true)),
+             rmspropRef(0.8, 0.5, 1e-6, true), constantLr(0.01));
+}
+
+TEST(ApplyGradientsTest, FtrlEqualsMinimize) {
+  checkSteps(computeApply(train::FtrlOptimizer(0.2, -0.5, 0.1)),
+             ftrlRef(-0.5, 0.1, 0.0, 0.0), constantLr(0.2));
+}
+
+TEST(ApplyGradientsTest, TransformedGradients) {
+  // The gradients halved by the model, then clipped by clip_by_global_norm
+  // (lib/Graph/Gradients.h): the update sees exactly those.
+  checkSteps(computeApply(train::MomentumOptimizer(0.05, 0.9),
+                          [](const std::vector<Tensor> &grads) {
+                            std::vector<Tensor> half;
+                            for (const Tensor &g : grads)
+                              half.push_back(multiply(g, 0.5));
+                            return clip_by_global_norm(half, 2.0).list_clipped;
+                          }),
+             momentumRef(0.9, false), constantLr(0.05), 1e-5, {},
+             [](std::vector<double> &g, const std::vector<double> &) {
+               for (double &v : g)
+                 v *= 0.5;
+               clipRef(g, 2.0);
+             });
+}
+
+TEST(ApplyGradientsTest, WithoutGlobalStepTheTrainOpIncrementsIt) {
+  // apply_gradients without a global_step leaves it alone; the train_op
+  // increments it (BERT's pattern). Adam's t still counts the steps.
+  auto opt = train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6);
+  checkSteps(
+      [opt](Graph &g, const Tensor &loss) {
+        Variable step = train::get_or_create_global_step(g);
+        return group({opt.apply_gradients(opt.compute_gradients(loss)),
+                      assign_add(step, g.constant(1.0, DType::Int64))});
+      },
+      adamRef(0.8, 0.99, 1e-6), constantLr(0.1));
+}
+
+TEST(ApplyGradientsTest, HandWrittenUpdateWithASlot) {
+  // A rule written with gradients(), create_slot and assignments: momentum
+  // (a = 0.9 a + g; w -= 0.05 a), as TF's kernel computes it.
+  checkSteps(
+      [](Graph &g, const Tensor &loss) {
+        Variable w = *g.find_variable("w");
+        Variable a = train::create_slot(w, "Momentum");
+        Tensor grad = gradients({loss}, std::vector<Variable>{w})[0];
+        Tensor next = add(multiply(a, 0.9), grad);
+        Variable step = train::get_or_create_global_step(g);
+        return group({assign(w, subtract(w, multiply(next, 0.05))),
+                      assign(a, next),
+                      assign_add(step, g.constant(1.0, DType::Int64))});
+      },
+      momentumRef(0.9, false), constantLr(0.05));
+}
+
+TEST(ExponentialMovingAverageTest, FollowsTheUpdatedVariable) {
+  // group(minimize, ema.apply): the shadow moves toward w after the step's
+  // update, with decay min(0.9, (1 + n) / (10 + n)), n the incremented
+  // global_step (TF's control_dependencies([opt_op]) pattern).
+  checkSteps(
+      [](Graph &g, const Tensor &loss) {
+        train::ExponentialMovingAverage ema(0.9, g.global_step());
+        Operation opt = train::GradientDescentOptimizer(0.05).minimize(loss);
+        Operation avg = ema.apply({*g.find_variable("w")});
+        EXPECT_EQ(ema.average_name(*g.find_variable("w")),
+                  "w/ExponentialMovingAverage");
+        EXPECT_EQ(ema.variables_to_restore().at("w/ExponentialMovingAverage"),
+                  "w");
+        return group({opt, avg});
+      },
+      [](RefState &s, const std::vector<double> &g, double lr) {
+        sgdRef()(s, g, lr);
+        std::vector<double> &shadow = s.slot("w/ExponentialMovingAverage", 0.0);
+        const std::vector<double> &w = s.vars["w"];
+        float n = static_cast<float>(s.step + 1);
+        float decay = std::min(0.9f, (1.0f + n) / (10.0f + n));
+        for (size_t i = 0; i < w.size(); ++i)
+          shadow[i] = f(shadow[i]) - (f(shadow[i]) - f(w[i])) * (1.0f - decay);
+      },
+      constantLr(0.05));
+}
+
+/// `inner` on the mean of every `n` gradients (accumulated in
+/// w/GradientAccumulator), at rule step (global_step + 1) / n - 1. `slots`:
+/// inner's (zeros), which exist from the first step.
+RefStep accumulated(RefStep inner, int n, std::vector<std::string> slots = {}) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    for (const std::string &slot : slots)
+      s.slot(slot, 0.0);
+    std::vector<double> &acc = s.slot("w/GradientAccumulator", 0.0);
+    for (size_t i = 0; i < g.size(); ++i)
+      acc[i] = f(acc[i]) + f(g[i]);
+    if ((s.step + 1) % n != 0)
+      return;
+    std::vector<double> mean(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      mean[i] = f(acc[i]) / static_cast<float>(n);
+    std::fill(acc.begin(), acc.end(), 0.0);
+    int64_t step = s.step;
+    s.step = (step + 1) / n - 1;
+    inner(s, mean, lr);
+    s.step = step;
+  };
+}
+
+TEST(GradientAccumulationTest, SgdEveryTwoSteps) {
+  checkSteps(minimizeWith(train::GradientAccumulationOptimizer(
+                 train::GradientDescentOptimizer(0.05), 2)),
+             accumulated(sgdRef(), 2), constantLr(0.05));
+}
+
+TEST(GradientAccumulationTest, AdamCountsTheUpdates) {
+  checkSteps(minimizeWith(train::GradientAccumulationOptimizer(
+                 train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6), 2)),
+             accumulated(adamRef(0.8, 0.99, 1e-6), 2, {"w/Adam", "w/Adam_1"}),
+             constantLr(0.1));
+  EXPECT_THROW(train::GradientAccumulationOptimizer(
+                   train::GradientDescentOptimizer(0.1), 0),
+               GraphError);
+}
+
+// --- More optimizers (TF's kernels; Keras 2.15's update steps) --------------
+
+RefStep adadeltaRef(double rho, double eps) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &acc = s.slot("w/Adadelta", 0.0);
+    std::vector<double> &accUpdate = s.slot("w/Adadelta_1", 0.0);
+    std::vector<double> &w = s.vars["w"];
+    float r = f(rho), c = 1.0f - f(rho), e = f(eps);
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float a = f(acc[i]) * r + gi * gi * c;
+      float update =
+          std::sqrt(f(accUpdate[i]) + e) * (1.0f / std::sqrt(a + e)) * gi;
+      acc[i] = a;
+      w[i] = f(w[i]) - update * f(lr);
+      accUpdate[i] = f(accUpdate[i]) * r + update * update * c;
+    }
+  };
+}
+
+TEST(OptimizerTest, Adadelta) {
+  checkSteps(minimizeWith(train::AdadeltaOptimizer(1.0, 0.9, 1e-6)),
+             adadeltaRef(0.9, 1e-6), constantLr(1.0));
+}
+
+/// sign(x) max(|x| - shrink, 0) / denom, or x / denom without l1.
+float proximal(float x, float shrink, float denom, bool l1) {
+  if (!l1)
+    return x / denom;
+  float m = std::max(std::abs(x) - shrink, 0.0f);
+  return (x < 0 ? -m : m) / denom;
+}
+
+RefStep proximalSgdRef(double l1, double l2) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &w = s.vars["w"];
+    float r = f(lr);
+    for (size_t i = 0; i < w.size(); ++i) {
+      float prox = f(w[i]) - f(g[i]) * r;
+      w[i] = proximal(prox, r * f(l1), 1.0f + f(l2) * r, l1 > 0);
+    }
+  };
+}
+
+TEST(OptimizerTest, ProximalGradientDescent) {
+  checkSteps(
+      minimizeWith(train::ProximalGradientDescentOptimizer(0.05, 0.3, 0.2)),
+      proximalSgdRef(0.3, 0.2), constantLr(0.05));
+  checkSteps(
+      minimizeWith(train::ProximalGradientDescentOptimizer(0.05, 0.0, 0.2)),
+      proximalSgdRef(0.0, 0.2), constantLr(0.05));
+}
+
+RefStep proximalAdagradRef(double init, double l1, double l2) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &acc = s.slot("w/ProximalAdagrad", f(init));
+    std::vector<double> &w = s.vars["w"];
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float a = f(acc[i]) + gi * gi;
+      acc[i] = a;
+      float rate = f(lr) * (1.0f / std::sqrt(a));
+      float prox = f(w[i]) - gi * rate;
+      w[i] = proximal(prox, rate * f(l1), 1.0f + f(l2) * rate, l1 > 0);
+    }
+  };
+}
+
+TEST(OptimizerTest, ProximalAdagrad) {
+  checkSteps(minimizeWith(train::ProximalAdagradOptimizer(0.3, 0.1, 0.05, 0.1)),
+             proximalAdagradRef(0.1, 0.05, 0.1), constantLr(0.3));
+}
+
+RefStep adagradDaRef(double init, double l1, double l2) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &ga = s.slot("w/AdagradDA", 0.0);
+    std::vector<double> &gg = s.slot("w/AdagradDA_1", f(init));
+    std::vector<double> &w = s.vars["w"];
+    float t = static_cast<float>(s.step + 1);
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float a = f(ga[i]) + gi;
+      float aa = f(gg[i]) + gi * gi;
+      ga[i] = a;
+      gg[i] = aa;
+      float denom = t * f(l2) + std::sqrt(aa) / f(lr);
+      w[i] = l1 > 0 ? -proximal(a, t * f(l1), 1.0f, true) / denom : -a / denom;
+    }
+  };
+}
+
+TEST(OptimizerTest, AdagradDA) {
+  checkSteps(minimizeWith(train::AdagradDAOptimizer(0.5, 0.1, 0.2, 0.05)),
+             adagradDaRef(0.1, 0.2, 0.05), constantLr(0.5));
+  checkSteps(minimizeWith(train::AdagradDAOptimizer(0.5, 0.1, 0.0, 0.05)),
+             adagradDaRef(0.1, 0.0, 0.05), constantLr(0.5));
+}
+
+/// Keras 2.15's AdamW update step (decay, then Adam with `1 - beta` from the
+/// Python floats).
+RefStep adamwRef(double wd, double b1, double b2, double eps) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &m = s.slot("w/AdamW", 0.0);
+    std::vector<double> &v = s.slot("w/AdamW_1", 0.0);
+    std::vector<double> &w = s.vars["w"];
+    float t = static_cast<float>(s.step + 1);
+    float r = f(lr);
+    float alpha =
+        r * std::sqrt(1.0f - std::pow(f(b2), t)) / (1.0f - std::pow(f(b1), t));
+    for (size_t i = 0; i < w.size(); ++i) {
+      float wi = f(w[i]) - f(w[i]) * f(wd) * r;
+      float gi = f(g[i]);
+      float mi = f(m[i]) + (gi - f(m[i])) * f(1.0 - b1);
+      float vi = f(v[i]) + (gi * gi - f(v[i])) * f(1.0 - b2);
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = wi - (mi * alpha) / (std::sqrt(vi) + f(eps));
+    }
+  };
+}
+
+TEST(OptimizerTest, AdamW) {
+  checkSteps(minimizeWith(train::AdamWOptimizer(0.1, 0.05, 0.8, 0.99, 1e-6)),
+             adamwRef(0.05, 0.8, 0.99, 1e-6), constantLr(0.1));
+  // An excluded variable is not decayed.
+  checkSteps(
+      minimizeWith(train::AdamWOptimizer(0.1, 0.05, 0.8, 0.99, 1e-6, {"^w$"})),
+      adamwRef(0.0, 0.8, 0.99, 1e-6), constantLr(0.1));
+}
+
+RefStep adamaxRef(double b1, double b2, double eps) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &m = s.slot("w/Adamax", 0.0);
+    std::vector<double> &u = s.slot("w/Adamax_1", 0.0);
+    std::vector<double> &w = s.vars["w"];
+    float t = static_cast<float>(s.step + 1);
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float mi = f(m[i]) + (gi - f(m[i])) * f(1.0 - b1);
+      float ui = std::max(f(b2) * f(u[i]), std::abs(gi));
+      m[i] = mi;
+      u[i] = ui;
+      w[i] = f(w[i]) -
+             (f(lr) * mi) / ((1.0f - std::pow(f(b1), t)) * (ui + f(eps)));
+    }
+  };
+}
+
+TEST(OptimizerTest, Adamax) {
+  checkSteps(minimizeWith(train::AdamaxOptimizer(0.1, 0.8, 0.99, 1e-6)),
+             adamaxRef(0.8, 0.99, 1e-6), constantLr(0.1));
+}
+
+RefStep nadamRef(double b1, double b2, double eps) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &m = s.slot("w/Nadam", 0.0);
+    std::vector<double> &v = s.slot("w/Nadam_1", 0.0);
+    std::vector<double> &product = s.vars["w/Nadam_2"];
+    if (product.empty())
+      product = {1.0};
+    std::vector<double> &w = s.vars["w"];
+    float t = static_cast<float>(s.step + 1), t1 = t + 1.0f;
+    float beta1 = f(b1), beta2 = f(b2);
+    float uT = beta1 * (1.0f - 0.5f * std::pow(0.96f, t));
+    float uT1 = beta1 * (1.0f - 0.5f * std::pow(0.96f, t1));
+    float uProduct = f(product[0]) * uT;
+    float uProduct1 = uProduct * uT1;
+    product[0] = uProduct;
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float mi = f(m[i]) + (gi - f(m[i])) * (1.0f - beta1);
+      float vi = f(v[i]) + (gi * gi - f(v[i])) * (1.0f - beta2);
+      m[i] = mi;
+      v[i] = vi;
+      float mHat =
+          uT1 * mi / (1.0f - uProduct1) + (1.0f - uT) * gi / (1.0f - uProduct);
+      float vHat = vi / (1.0f - std::pow(beta2, t));
+      w[i] = f(w[i]) - (mHat * f(lr)) / (std::sqrt(vHat) + f(eps));
+    }
+  };
+}
+
+TEST(OptimizerTest, Nadam) {
+  checkSteps(minimizeWith(train::NadamOptimizer(0.1, 0.8, 0.99, 1e-6)),
+             nadamRef(0.8, 0.99, 1e-6), constantLr(0.1), 2e-5);
+}
+
+TEST(OptimizerTest, LazyAdamDenseIsAdam) {
+  checkSteps(
+      minimizeWith(train::LazyAdamOptimizer(0.1, 0.8, 0.99, 1e-6)),
+      [](RefState &s, const std::vector<double> &g, double lr) {
+        RefState adam;
+        adam.step = s.step;
+        adam.vars["w"] = s.vars["w"];
+        adam.vars["w/Adam"] = s.slot("w/LazyAdam", 0.0);
+        adam.vars["w/Adam_1"] = s.slot("w/LazyAdam_1", 0.0);
+        adamRef(0.8, 0.99, 1e-6)(adam, g, lr);
+        s.vars["w"] = adam.vars["w"];
+        s.vars["w/LazyAdam"] = adam.vars["w/Adam"];
+        s.vars["w/LazyAdam_1"] = adam.vars["w/Adam_1"];
+      },
+      constantLr(0.1));
+}
+
+RefStep ftrlV2Ref(double init, double l1, double l2, double shrinkage,
+                  double beta, double lrValue) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &acc = s.slot("w/Ftrl", f(init));
+    std::vector<double> &lin = s.slot("w/Ftrl_1", 0.0);
+    std::vector<double> &w = s.vars["w"];
+    float l2Adjusted = f(l2 + beta / (2.0 * lrValue));
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]), wi = f(w[i]);
+      float shrunk = gi + f(2.0 * shrinkage) * wi;
+      float newAcc = f(acc[i]) + gi * gi;
+      float linear =
+          f(lin[i]) +
+          (shrunk - (std::sqrt(newAcc) - std::sqrt(f(acc[i]))) / f(lr) * wi);
+      float quad = std::sqrt(newAcc) / f(lr) + 2.0f * l2Adjusted;
+      acc[i] = newAcc;
+      lin[i] = linear;
+      w[i] = std::abs(linear) > f(l1)
+                 ? ((linear > 0 ? f(l1) : -f(l1)) - linear) / quad
+                 : 0.0;
+    }
+  };
+}
+
+TEST(OptimizerTest, FtrlShrinkageAndBeta) {
+  checkSteps(
+      minimizeWith(train::FtrlOptimizer(0.2, -0.5, 0.1, 0.01, 0.05, 0.3, 0.5)),
+      ftrlV2Ref(0.1, 0.01, 0.05, 0.3, 0.5, 0.2), constantLr(0.2));
+}
+
+// --- Learning-rate schedules added with the optimizer API -------------------
+
+TEST(LearningRateScheduleTest, NaturalExpAndInverseTime) {
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::natural_exp_decay(0.1, g.global_step(), 2.0,
+                                                   0.5);
+                 },
+                 "sgd"),
+             sgdRef(), [](int64_t step) {
+               return 0.1 * std::pow(std::exp(-0.5f), step / 2.0f);
+             });
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::inverse_time_decay(0.1, g.global_step(), 2.0,
+                                                    0.5, /*staircase=*/true);
+                 },
+                 "sgd"),
+             sgdRef(), [](int64_t step) {
+               return 0.1 / (1.0 + 0.5 * std::floor(step / 2.0));
+             });
+}
+
+TEST(LearningRateScheduleTest, CosineRestartsAndLinearCosine) {
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::cosine_decay_restarts(0.1, g.global_step(),
+                                                       2.0, 2.0, 0.5, 0.1);
+                 },
+                 "sgd"),
+             sgdRef(), [](int64_t step) {
+               // Periods 2, 4, 8: restart i at 0, 2, 6.
+               double fraction = step / 2.0;
+               double i = std::floor(std::log(1.0 - fraction * (1.0 - 2.0)) /
+                                     std::log(2.0));
+               double sum = (1.0 - std::pow(2.0, i)) / (1.0 - 2.0);
+               double within = (fraction - sum) / std::pow(2.0, i);
+               double cosine =
+                   0.5 * std::pow(0.5, i) * (1.0 + std::cos(M_PI * within));
+               return 0.1 * ((1.0 - 0.1) * cosine + 0.1);
+             });
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::linear_cosine_decay(0.1, g.global_step(), 4.0,
+                                                     0.5, 0.0, 0.001);
+                 },
+                 "sgd"),
+             sgdRef(), [](int64_t step) {
+               double s = std::min<double>(step, 4.0);
+               double cosine =
+                   0.5 * (1.0 + std::cos(M_PI * 2.0 * 0.5 * s / 4.0));
+               return 0.1 * (((4.0 - s) / 4.0) * cosine + 0.001);
+             });
+}
+
+TEST(LearningRateScheduleTest, CallableSchedule) {
+  // A Keras-style schedule: called with global_step when minimize builds
+  // the update.
+  checkSteps(
+      minimizeWith(train::GradientDescentOptimizer([](const Tensor &step) {
+        return train::exponential_decay(0.1, step, 2.0, 0.5);
+      })),
+      sgdRef(), [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); });
+}
+
+TEST(LearningRateScheduleTest, LinearWarmup) {
+  checkSteps(scheduled(
+                 [](Graph &g) {
+                   return train::linear_warmup(
+                       train::polynomial_decay(0.1, g.global_step(), 10.0, 0.0),
+                       g.global_step(), 3, 0.1);
+                 },
+                 "sgd"),
+             sgdRef(), [](int64_t step) {
+               return step < 3 ? 0.1 * step / 3.0 : 0.1 * (1.0 - step / 10.0);
+             });
+  EXPECT_THROW(
+      {
+        Graph g;
+        auto m = g.mode_scope(ModeKeys::TRAIN);
+        train::linear_warmup(g.constant(0.1), g.global_step(), 0, 0.1);
+      },
+      GraphError);
 }
 
 } // namespace

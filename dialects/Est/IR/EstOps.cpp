@@ -322,6 +322,13 @@ EST_INFER_SAME(ZerosLikeOp)
 EST_INFER_SAME(OnesLikeOp)
 #undef EST_INFER_SAME
 
+EST_INFER(GradientOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)))
+    return failure();
+  return inf.result(inf.type(1));
+}
+
 EST_INFER(CastOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(1)) ||
@@ -1050,11 +1057,16 @@ AssignVariableOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 LogicalResult MinimizeOp::verify() {
   StringRef optimizer = getOptimizer();
-  if (!llvm::is_contained(
-          {"sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl"}, optimizer))
+  if (!llvm::is_contained({"sgd", "momentum", "adagrad", "adam", "rmsprop",
+                           "ftrl", "adadelta", "proximal_gradient_descent",
+                           "proximal_adagrad", "adagrad_da", "adamw", "adamax",
+                           "nadam", "lazy_adam"},
+                          optimizer))
     return emitOpError("unknown optimizer \"")
            << optimizer
-           << "\" (expected sgd, momentum, adagrad, adam, rmsprop or ftrl)";
+           << "\" (expected sgd, momentum, adagrad, adam, rmsprop, ftrl, "
+              "adadelta, proximal_gradient_descent, proximal_adagrad, "
+              "adagrad_da, adamw, adamax, nadam or lazy_adam)";
   return success();
 }
 

@@ -1297,7 +1297,10 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
     as for `est.minimize`. `sparse_variables` get their gradient as rows:
     `sparse_values[i]` (shape `[n] + var[1:]`) at rows `sparse_indices[i]`
     (shape `[n]`; duplicates sum) — what a gather of the variable on axis 0
-    gives; sgd, adagrad and ftrl update only those rows.
+    gives; sgd, adagrad and ftrl update only those rows. `global_step` is
+    incremented once per function (however many apply_gradients it holds)
+    unless every one has `keep_global_step = true` (tf.train.Optimizer's
+    apply_gradients without a global_step).
 
     ```mlir
     est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32>
@@ -1311,7 +1314,8 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
                        Optional<0DTensorOf<[F16, BF16, F32, F64]>>:$learning_rate,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$sparse_variables,
                        Variadic<Est_IndexTensor>:$sparse_indices,
-                       Variadic<Est_FloatTensor>:$sparse_values);
+                       Variadic<Est_FloatTensor>:$sparse_values,
+                       OptionalAttr<BoolAttr>:$keep_global_step);
   let assemblyFormat = [{
     $optimizer $hyperparameters $variables ($gradients^ `:` type($gradients))?
     (`learning_rate` $learning_rate^ `:` type($learning_rate))?
@@ -1321,6 +1325,29 @@ def Est_ApplyGradientsOp : Est_Op<"apply_gradients", [
     attr-dict
   }];
   let hasVerifier = 1;
+}
+
+def Est_GradientOp : Est_InferOp<"gradient", [Pure]> {
+  let summary = "The gradient of a float scalar with respect to a value";
+  let description = [{
+    d`y`/d`x` (tf.gradients), of `x`'s type: `x` held as the only input
+    that varies, every path from `x` to `y` summed. When `x` is a read of a
+    variable, the gradient is with respect to the variable (the sum over
+    its reads). `est-autodiff` replaces it with the backward ops, built at
+    its place (the gradients of one `y` in one sweep); zeros when `y` does
+    not depend on `x`. A gather of a variable is differentiated densely
+    here (its gradient scattered into zeros of the variable's shape).
+
+    ```mlir
+    %g = est.gradient %loss wrt %w : tensor<f32>, tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[F16, BF16, F32, F64]>:$y,
+                       Est_FloatTensor:$x);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $y `wrt` $x attr-dict `:` type($y) `,` type($x)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
