@@ -64,7 +64,7 @@ BERT_DEFAULTS = {"hidden_size": 256, "num_layers": 4, "num_heads": 4,
                  "hidden_dropout": 0.1, "attention_dropout": 0.1,
                  "initializer_range": 0.02, "num_classes": 2,
                  "learning_rate": 1e-4, "num_train_steps": 1000,
-                 "num_warmup_steps": 100, "weight_decay": 0.01}
+                 "num_warmup_steps": 100}
 
 
 def bert_tf(tf, input_ids, lengths, labels, o, training=True):
@@ -170,12 +170,14 @@ def bert_train_op_tf(tf, loss, o):
         is_warmup = tf.cast(steps_f < warmup_f, tf.float32)
         lr = (1.0 - is_warmup) * lr + is_warmup * warmup_lr
     tvars = v1.trainable_variables()
-    grads = tf.gradients(loss, tvars)
+    # Dense gradients before the clipping, as estc's gradients() are: TF's
+    # global norm of the embeddings' IndexedSlices would count a token that
+    # repeats in the batch once per occurrence ([CLS] is in every row).
+    grads = [tf.convert_to_tensor(g) for g in tf.gradients(loss, tvars)]
     grads, _ = tf.clip_by_global_norm(grads, clip_norm=1.0)
     updates = []
     for grad, param in zip(grads, tvars):
         name = param.name.split(":")[0]
-        grad = tf.convert_to_tensor(grad)  # the embeddings' IndexedSlices
         m = v1.get_variable(name + "/adam_m", param.shape.as_list(),
                             trainable=False,
                             initializer=v1.zeros_initializer())
@@ -186,7 +188,7 @@ def bert_train_op_tf(tf, loss, o):
         next_v = 0.999 * v + 0.001 * tf.square(grad)
         update = next_m / (tf.sqrt(next_v) + 1e-6)
         if not any(k in name for k in ("LayerNorm", "layer_norm", "bias")):
-            update += o["weight_decay"] * param
+            update += 0.01 * param
         updates += [param.assign(param - lr * update), m.assign(next_m),
                     v.assign(next_v)]
     return tf.group(*updates, step.assign(step + 1))

@@ -2,6 +2,8 @@
 
 #include "examples/sst2/Bert.h"
 
+#include "examples/sst2/AdamWeightDecay.h"
+
 #include "estc/graph.h"
 
 #include <cmath>
@@ -150,6 +152,35 @@ Tensor bert_logits(const Tensor &input_ids, const Tensor &lengths,
                               zeros_initializer(), true, true);
   pooled = dropout(pooled, o.hidden_dropout, training);
   return nn::bias_add(matmul(pooled, w.read(), false, true), b.read());
+}
+
+Operation bert_train_op(Graph &, const Tensor &loss, const BertOptions &o) {
+  return bert::create_optimizer(loss, o.learning_rate, o.num_train_steps,
+                                o.num_warmup_steps);
+}
+
+estimator::ModelFn bert_model_fn(BertOptions options) {
+  using namespace estimator;
+  return [options](const TensorMap &features, const Tensor &labels,
+                   ModeKeys mode, const Params &, const RunConfig &) {
+    Graph &g = get_default_graph();
+    Tensor logits = bert_logits(features["input_ids"], features["lengths"],
+                                mode == ModeKeys::TRAIN, options);
+    EstimatorSpec spec(mode);
+    spec.predictions = {{"classes", argmax(logits, 1)},
+                        {"probabilities", nn::softmax(logits)},
+                        {"logits", logits}};
+    if (mode == ModeKeys::PREDICT)
+      return spec;
+    spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+    if (mode == ModeKeys::TRAIN) {
+      spec.train_op = bert_train_op(g, spec.loss, options);
+      return spec;
+    }
+    spec.eval_metric_ops = {
+        {"accuracy", metrics::accuracy(labels, spec.predictions["classes"])}};
+    return spec;
+  };
 }
 
 data::Dataset bert_dataset(std::shared_ptr<const Sentences> sentences,

@@ -56,7 +56,6 @@ struct BertOptions {
   double learning_rate = 1e-4;
   int64_t num_train_steps = 1000;
   int64_t num_warmup_steps = 100;
-  double weight_decay = 0.01;
 };
 
 /// Ids of the special tokens; the vocabulary's tokens follow.
@@ -71,7 +70,8 @@ Tensor bert_pooled_output(const Tensor &input_ids, const Tensor &lengths,
 Tensor bert_logits(const Tensor &input_ids, const Tensor &lengths,
                    bool training, const BertOptions &options);
 
-/// optimization.py's train_op for `loss`: AdamWeightDecay on the warmup +
+/// optimization.py's train_op for `loss` (examples/sst2/AdamWeightDecay.h's
+/// create_optimizer): AdamWeightDecay (weight decay 0.01) on the warmup +
 /// polynomial decay schedule, gradients clipped to global norm 1.0.
 Operation bert_train_op(Graph &graph, const Tensor &loss,
                         const BertOptions &options);

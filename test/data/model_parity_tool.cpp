@@ -9,19 +9,22 @@
 // every step and every given variable's final value.
 //
 // usage: model_parity_tool CASE_FILE
-// CASE_FILE lines: `model resnet`, `batch B`, `steps N`,
+// CASE_FILE lines: `model resnet|bert`, `batch B`, `steps N`,
 // `option KEY VALUE` (resnet: width, blocks_per_stage, weight_decay,
-// momentum, batch_norm_momentum), `boundaries V...`, `values V...`,
-// `var NAME V...`, `x STEP V...` (the step's images [B, 28, 28, 1]),
-// `y STEP V...` (its labels).
+// momentum, batch_norm_momentum; bert: BertOptions' fields),
+// `boundaries V...`, `values V...` (resnet's schedule), `var NAME V...`,
+// `x STEP V...` (the step's images [B, 28, 28, 1], or input_ids [B, S]),
+// `lengths STEP V...` (bert), `y STEP V...` (the labels).
 // Output: `loss STEP VALUE` per step, then `var NAME V...`.
 //
 //===----------------------------------------------------------------------===//
 
 #include "examples/fashion_mnist/ResNetModel.h"
+#include "examples/sst2/Bert.h"
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/Train.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -46,7 +49,11 @@ struct Case {
   std::map<std::string, double> options;
   std::vector<double> boundaries, values;
   std::vector<std::pair<std::string, std::vector<double>>> vars;
-  std::map<int64_t, std::vector<double>> x, y;
+  std::map<int64_t, std::vector<double>> x, y, lengths;
+  double option(const char *name, double fallback) const {
+    auto it = options.find(name);
+    return it == options.end() ? fallback : it->second;
+  }
 };
 
 Case readCase(const std::string &path) {
@@ -86,10 +93,10 @@ Case readCase(const std::string &path) {
       std::string name;
       words >> name;
       k.vars.emplace_back(name, numbers());
-    } else if (key == "x" || key == "y") {
+    } else if (key == "x" || key == "y" || key == "lengths") {
       int64_t step = 0;
       words >> step;
-      (key == "x" ? k.x : k.y)[step] = numbers();
+      (key == "x" ? k.x : key == "y" ? k.y : k.lengths)[step] = numbers();
     } else {
       die("unknown line '" + key + "'");
     }
@@ -100,8 +107,7 @@ Case readCase(const std::string &path) {
 graph::GraphDef resnetGraph(const Case &k) {
   examples::ResNetOptions o;
   auto option = [&](const char *name, double fallback) {
-    auto it = k.options.find(name);
-    return it == k.options.end() ? fallback : it->second;
+    return k.option(name, fallback);
   };
   o.width = static_cast<int64_t>(option("width", 16));
   o.blocks_per_stage = static_cast<int64_t>(option("blocks_per_stage", 2));
@@ -125,15 +131,61 @@ graph::GraphDef resnetGraph(const Case &k) {
   return g.graph_def();
 }
 
+graph::GraphDef bertGraph(const Case &k) {
+  examples::BertOptions o;
+  auto i64 = [&](const char *name, int64_t fallback) {
+    return static_cast<int64_t>(k.option(name, static_cast<double>(fallback)));
+  };
+  o.vocab_size = i64("vocab_size", 0);
+  o.hidden_size = i64("hidden_size", o.hidden_size);
+  o.num_layers = i64("num_layers", o.num_layers);
+  o.num_heads = i64("num_heads", o.num_heads);
+  o.intermediate_size = i64("intermediate_size", o.intermediate_size);
+  o.max_position_embeddings =
+      i64("max_position_embeddings", o.max_position_embeddings);
+  o.type_vocab_size = i64("type_vocab_size", o.type_vocab_size);
+  o.seq_length = i64("seq_length", o.seq_length);
+  o.hidden_dropout = k.option("hidden_dropout", 0.0);
+  o.attention_dropout = k.option("attention_dropout", 0.0);
+  o.num_classes = i64("num_classes", o.num_classes);
+  o.learning_rate = k.option("learning_rate", o.learning_rate);
+  o.num_train_steps = i64("num_train_steps", o.num_train_steps);
+  o.num_warmup_steps = i64("num_warmup_steps", o.num_warmup_steps);
+  InputSpec inputs{{{"input_ids", DType::Int64, {-1, o.seq_length}},
+                    {"lengths", DType::Int64, {-1}}},
+                   TensorSpec{"labels", DType::Int64, {-1}}};
+  Graph g;
+  build_mode(g, ModeKeys::TRAIN, inputs,
+             [&](Graph &graph, const TensorMap &features, const Tensor &labels,
+                 ModeKeys) {
+               Tensor logits = examples::bert_logits(
+                   features["input_ids"], features["lengths"], true, o);
+               Signature s;
+               s.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+               s.train_op = examples::bert_train_op(graph, s.loss, o);
+               return s;
+             });
+  return g.graph_def();
+}
+
+template <typename T>
+void feed(JitModel &model, int fn, const std::string &key,
+          const std::vector<double> &values) {
+  auto *data =
+      static_cast<T *>(model.input_data(fn, model.input_index(fn, key)));
+  for (size_t i = 0; i < values.size(); ++i)
+    data[i] = static_cast<T>(values[i]);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc != 2)
     die("usage: model_parity_tool CASE_FILE");
   Case k = readCase(argv[1]);
-  if (k.model != "resnet")
-    die("unknown model '" + k.model + "' (resnet)");
-  graph::GraphDef def = resnetGraph(k);
+  if (k.model != "resnet" && k.model != "bert")
+    die("unknown model '" + k.model + "' (resnet, bert)");
+  graph::GraphDef def = k.model == "resnet" ? resnetGraph(k) : bertGraph(k);
 
   llvm::SmallString<128> cache;
   if (llvm::sys::fs::createUniqueDirectory("estc-parity-tool", cache))
@@ -162,15 +214,13 @@ int main(int argc, char **argv) {
   model.set_batch(k.batch);
   std::cout.precision(9);
   for (int64_t step = 0; step < k.steps; ++step) {
-    auto *x = static_cast<float *>(
-        model.input_data(train, model.input_index(train, "features/x")));
-    auto *y = static_cast<int64_t *>(
-        model.input_data(train, model.input_index(train, "labels")));
-    const std::vector<double> &xs = k.x.at(step), &ys = k.y.at(step);
-    for (size_t i = 0; i < xs.size(); ++i)
-      x[i] = static_cast<float>(xs[i]);
-    for (size_t i = 0; i < ys.size(); ++i)
-      y[i] = static_cast<int64_t>(ys[i]);
+    if (k.model == "resnet") {
+      feed<float>(model, train, "features/x", k.x.at(step));
+    } else {
+      feed<int64_t>(model, train, "features/input_ids", k.x.at(step));
+      feed<int64_t>(model, train, "features/lengths", k.lengths.at(step));
+    }
+    feed<int64_t>(model, train, "labels", k.y.at(step));
     model.run(train);
     std::cout << "loss " << step << " "
               << *static_cast<const float *>(model.output_data(

@@ -25,11 +25,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Driver/GraphCompiler.h"
+#include "examples/sst2/AdamWeightDecay.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
-#include "test/data/AdamWeightDecay.h"
 
 #include "llvm/Support/FileSystem.h"
 

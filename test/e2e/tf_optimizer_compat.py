@@ -12,7 +12,7 @@ and train the same number of steps with:
             LayerNorm / layer_norm / bias variables) over tf.gradients,
             clip_by_global_norm(1.0), polynomial decay with a linear warmup,
             global_step incremented by the train_op; estc's is
-            test/data/AdamWeightDecay.h (gradients(), clip_by_global_norm,
+            examples/sst2/AdamWeightDecay.h (gradients(), clip_by_global_norm,
             variables and assignments).
   <kind>    a tf.compat.v1.train optimizer through minimize (the embedding's
             gradient sparse on both sides) or compute_gradients +

@@ -9,14 +9,15 @@
 // (decoupled from the gradient's moments) except for the variables whose
 // name matches one of exclude_from_weight_decay.
 //
+// examples/sst2/Bert.cpp trains the BERT-style encoder with it;
 // test/data/optimizer_tool.cpp trains a small model with it and
 // test/e2e/tf_optimizer_compat.py compares that with TF 2.15 running
 // BERT's Python code (tf.compat.v1) on the same model; docs/user-guide.md
 // ("Writing an optimizer") prints the same code.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ESTC_TEST_DATA_ADAMWEIGHTDECAY_H
-#define ESTC_TEST_DATA_ADAMWEIGHTDECAY_H
+#ifndef ESTC_EXAMPLES_SST2_ADAMWEIGHTDECAY_H
+#define ESTC_EXAMPLES_SST2_ADAMWEIGHTDECAY_H
 
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Ops.h"
@@ -141,4 +142,4 @@ inline Operation create_optimizer(const Tensor &loss, double init_lr,
 } // namespace bert
 } // namespace estc
 
-#endif // ESTC_TEST_DATA_ADAMWEIGHTDECAY_H
+#endif // ESTC_EXAMPLES_SST2_ADAMWEIGHTDECAY_H
