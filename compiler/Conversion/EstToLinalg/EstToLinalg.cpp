@@ -38,6 +38,7 @@ void mlir::est::populateEstToLinalgPatterns(RewritePatternSet &patterns) {
   populateEstToLinalgReductionPatterns(patterns);
   populateEstToLinalgLinearAlgebraPatterns(patterns);
   populateEstToLinalgWindowPatterns(patterns);
+  populateEstToLinalgBatchNormPatterns(patterns);
   populateEstToLinalgShapePatterns(patterns);
   populateEstToLinalgIndexingPatterns(patterns);
   populateEstToLinalgRandomPatterns(patterns);

@@ -22,6 +22,9 @@
 //   a scatter-add of g into zeros (O(indices x slice), not a one-hot
 //   matmul over every row).
 // - unsorted_segment_sum's data gets gather(g, segment_ids).
+// - fused_batch_norm's y gets the fused fused_batch_norm_grad (dx, dscale,
+//   doffset); its batch statistics get no gradient (the autodiff pass
+//   refuses a loss that reads them), as TF's FusedBatchNorm.
 // - Ops with an integer result (argmax, bucketize, casts to integers) need
 //   no rule: the autodiff pass never makes an integer value active.
 // Not covered (the autodiff pass leaves the minimize with a warning naming
@@ -792,6 +795,15 @@ LogicalResult gradient(SparseSoftmaxCrossEntropyOp op, OpBuilder &b, Value g,
   return success();
 }
 
+LogicalResult gradient(FusedBatchNormOp op, OpBuilder &b, Value g, Grads &out) {
+  auto grad = FusedBatchNormGradOp::create(b, op.getLoc(), g, op.getX(),
+                                           op.getScale(), op.getBatchMean(),
+                                           op.getInvStd(), op.getAxisAttr());
+  out.assign(std::initializer_list<Value>{grad.getDx(), grad.getDscale(),
+                                          grad.getDoffset()});
+  return success();
+}
+
 LogicalResult gradient(SigmoidCrossEntropyOp op, OpBuilder &b, Value g,
                        Grads &out) {
   G h = helper(b, op);
@@ -844,5 +856,5 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp, ScatterOp,
          UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp, SoftmaxCrossEntropyOp,
          SparseSoftmaxCrossEntropyOp, SigmoidCrossEntropyOp, DropoutOp,
-         ReverseSequenceOp>(context);
+         ReverseSequenceOp, FusedBatchNormOp>(context);
 }
