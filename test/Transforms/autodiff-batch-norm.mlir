@@ -17,12 +17,13 @@ func.func @train(%x: tensor<?x3x3x4xf32>) {
   %w = est.read_variable @w : tensor<1x3x3x4xf32>
   // CHECK: %[[A:.*]] = est.mul %[[X]]
   %a = est.mul %x, %w : tensor<?x3x3x4xf32>, tensor<1x3x3x4xf32> -> tensor<?x3x3x4xf32>
-  // CHECK: %[[BN:.*]]:4 = est.fused_batch_norm %[[A]]
+  // CHECK: %[[Y:.*]], %[[M:.*]], %[[V:.*]], %[[I:.*]] = est.fused_batch_norm %[[A]]
   %y, %m, %v, %inv = est.fused_batch_norm %a, %gamma, %beta {axis = 3 : i64} : tensor<?x3x3x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<?x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
   est.assign_variable @mean, %m : tensor<4xf32>
   %loss = est.reduce_sum %y : tensor<?x3x3x4xf32> -> tensor<f32>
-  // CHECK: %[[G:.*]]:3 = est.fused_batch_norm_grad %{{.*}}, %[[A]], %{{.*}}, %[[BN]]#1, %[[BN]]#3 {axis = 3 : i64}
-  // CHECK: est.apply_gradients "sgd" {{.*}} [@gamma, @beta, @w] %[[G]]#1, %[[G]]#2, %{{.*}}
+  // CHECK: %[[DX:.*]], %[[DS:.*]], %[[DO:.*]] = est.fused_batch_norm_grad %{{.*}}, %[[A]], %{{.*}}, %[[M]], %[[I]] {axis = 3 : i64}
+  // CHECK: est.mul %[[DX]], %[[X]]
+  // CHECK: est.apply_gradients "sgd" {{.*}} [@gamma, @beta, @w] %[[DS]], %[[DO]], %{{.*}}
   est.minimize %loss optimizer "sgd" {learning_rate = 1.000000e-01 : f64} : tensor<f32>
   return
 }

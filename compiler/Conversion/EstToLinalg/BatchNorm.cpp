@@ -63,8 +63,7 @@ struct ChannelNest {
     return AffineMap::get(rank, 0, {getAffineDimExpr(axis, ctx)}, ctx);
   }
   SmallVector<utils::IteratorType> reduceAllButChannel() const {
-    SmallVector<utils::IteratorType> its(rank,
-                                         utils::IteratorType::reduction);
+    SmallVector<utils::IteratorType> its(rank, utils::IteratorType::reduction);
     its[axis] = utils::IteratorType::parallel;
     return its;
   }
@@ -72,15 +71,17 @@ struct ChannelNest {
     return filledTensor(b, loc, channelType, {dims[axis]},
                         scalarConst(b, loc, elt, 0.0));
   }
-  Value emptyC() const { return emptyTensor(b, loc, channelType, {dims[axis]}); }
+  Value emptyC() const {
+    return emptyTensor(b, loc, channelType, {dims[axis]});
+  }
   Value likeX() const { return emptyTensor(b, loc, type, dims); }
 
   /// A one-loop linalg.generic over the channels: `inputs` [C] to
   /// `numOutputs` [C] results.
-  SmallVector<Value> perChannel(
-      ValueRange inputs, unsigned numOutputs,
-      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body)
-      const {
+  SmallVector<Value>
+  perChannel(ValueRange inputs, unsigned numOutputs,
+             function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+                 body) const {
     SmallVector<Value> outs(numOutputs, emptyC());
     SmallVector<Type> types(numOutputs, channelType);
     SmallVector<AffineMap> maps(inputs.size() + numOutputs,
@@ -122,8 +123,8 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
     SmallVector<OpFoldResult> sizes(rank, b.getIndexAttr(1));
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     sizes[axis] = dimFold(b, loc, x, axis);
-    auto sliceType = RankedTensorType::get({nest.type.getDimSize(axis)},
-                                           nest.elt);
+    auto sliceType =
+        RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt);
     Value shift = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,
                                                  sizes, strides);
     shift = castTo(b, loc, shift, cType);
@@ -150,8 +151,7 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
     SmallVector<Value> stats = nest.perChannel(
         ValueRange{shift, sums.getResult(0), sums.getResult(1), op.getScale(),
                    op.getOffset()},
-        5,
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
+        5, [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
           Value zero = scalarConst(nb, nl, elt, 0.0);
           Value one = scalarConst(nb, nl, elt, 1.0);
           Value m = arith::MulFOp::create(nb, nl, a[1], invCount);
@@ -184,8 +184,7 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
                                nest.identity()},
         parallel(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {
           Value v = arith::AddFOp::create(
-              nb, nl, arith::MulFOp::create(nb, nl, args[0], args[1]),
-              args[2]);
+              nb, nl, arith::MulFOp::create(nb, nl, args[0], args[1]), args[2]);
           linalg::YieldOp::create(nb, nl, v);
         });
     b.replaceOp(op, {castTo(b, loc, y.getResult(0), op.getY().getType()),
@@ -215,14 +214,12 @@ struct FusedBatchNormGradOpLowering
     auto sums = linalg::GenericOp::create(
         b, loc, TypeRange{cType, cType}, ValueRange{dy, x, mean, inv},
         ValueRange{zeros, zeros},
-        SmallVector<AffineMap>{nest.identity(), nest.identity(),
-                               nest.channel(), nest.channel(), nest.channel(),
-                               nest.channel()},
+        SmallVector<AffineMap>{nest.identity(), nest.identity(), nest.channel(),
+                               nest.channel(), nest.channel(), nest.channel()},
         nest.reduceAllButChannel(),
         [&](OpBuilder &nb, Location nl, ValueRange args) {
           Value xhat = arith::MulFOp::create(
-              nb, nl, arith::SubFOp::create(nb, nl, args[1], args[2]),
-              args[3]);
+              nb, nl, arith::SubFOp::create(nb, nl, args[1], args[2]), args[3]);
           Value sumDy = arith::AddFOp::create(nb, nl, args[4], args[0]);
           Value sumDyXhat = arith::AddFOp::create(
               nb, nl, args[5], arith::MulFOp::create(nb, nl, args[0], xhat));
