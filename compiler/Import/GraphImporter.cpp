@@ -137,7 +137,8 @@ private:
                               const std::vector<std::string> &effects);
   /// Emits `node` at the builder's insertion point with `operands` (its
   /// inputs' values, null for an input without one). A control-flow node
-  /// (scan, if, while) has no value: it is recorded in controlFlowOps_ under
+  /// (scan, if, while) or an op of several results has no value: it is
+  /// recorded in controlFlowOps_ under
   /// `scope` + its name, where its "output" nodes find it.
   FailureOr<Value> emitNode(const g::NodeDef &node, ArrayRef<Value> operands,
                             const std::string &scope = "");
@@ -493,7 +494,8 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
                               scope + "|" + parseInputName(node.input(0)).first)
                         : nullptr;
     if (!op) {
-      (void)failNode(node, "needs one input, a scan, if or while node");
+      (void)failNode(
+          node, "needs one input, a scan, if, while or fused_batch_norm node");
       return failure();
     }
     auto index = node.attr().find("index");
@@ -653,6 +655,12 @@ FailureOr<Value> Importer::emitNode(const g::NodeDef &node,
 
   state.addTypes(resultTypes);
   Operation *op = builder_.create(state);
+  // An op of several results (fused_batch_norm) has no value itself: its
+  // "output" nodes find it as a control-flow node's.
+  if (op->getNumResults() > 1) {
+    controlFlowOps_[scope + "|" + node.name()] = op;
+    return Value();
+  }
   return op->getNumResults() ? op->getResult(0) : Value();
 }
 

@@ -218,8 +218,20 @@ struct Sweep {
             "no gradient rule for '" + op->getName().getStringRef().str() + "'";
         return failure();
       }
-      if (op->getNumResults() != 1)
+      // fused_batch_norm: the gradient of y (its first result); its batch
+      // statistics get none (TF's neither), so a loss that reads them is
+      // refused rather than differentiated wrongly.
+      if (isa<FusedBatchNormOp>(op)) {
+        for (Value r : op->getResults().drop_front())
+          if (grads.lookup(r)) {
+            why = "the gradient through est.fused_batch_norm's batch "
+                  "statistics is not defined (only y is differentiable, as "
+                  "in TF's FusedBatchNorm)";
+            return failure();
+          }
+      } else if (op->getNumResults() != 1) {
         continue;
+      }
       Value g = grads.lookup(op->getResult(0));
       if (!g)
         continue;

@@ -616,6 +616,32 @@ Tensor batch_normalization(const Tensor &x, bool training, int64_t axis,
     s[0] = channels;
     return reshape(v, s);
   };
+  auto assignMovingAverage = [&](const Variable &moving, const Tensor &value) {
+    auto s = g.name_scope(g.unique_layer_name("AssignMovingAvg"));
+    Tensor current = moving.read();
+    Tensor delta =
+        multiply(subtract(current, value), g.constant(1.0 - momentum, dtype));
+    Operation op = assign(moving, subtract(current, delta));
+    g.add_to_collection("update_ops", op);
+  };
+
+  // Keras's fused path (rank 4 or 5, channels first or last): one
+  // est.fused_batch_norm, whose batch variance is already TF's unbiased
+  // one; its gradient is one fused op.
+  bool fused = (rank == 4 || rank == 5) && (*a == 1 || *a == rank - 1);
+  if (training && fused) {
+    std::vector<double> ones(channels, 1.0), zeros(channels, 0.0);
+    Tensor gammaT = scale ? gamma.read() : g.constant(ones, {channels}, dtype);
+    Tensor betaT = center ? beta.read() : g.constant(zeros, {channels}, dtype);
+    const char *format = *a == 1 ? (rank == 4 ? "NCHW" : "NCDHW")
+                                 : (rank == 4 ? "NHWC" : "NDHWC");
+    nn::FusedBatchNorm bn = nn::fused_batch_norm(x, gammaT, betaT, epsilon,
+                                                 format, "FusedBatchNormV3");
+    assignMovingAverage(movingMean, bn.batch_mean);
+    assignMovingAverage(movingVariance, bn.batch_variance);
+    return bn.y;
+  }
+
   Dims reduced;
   for (int64_t d = 0; d < rank; ++d)
     if (d != *a)
@@ -642,25 +668,8 @@ Tensor batch_normalization(const Tensor &x, bool training, int64_t axis,
   Tensor y = add(multiply(x, alongAxis(inv)), alongAxis(shift));
 
   if (training) {
-    Tensor update = variance;
-    bool fused = (rank == 4 || rank == 5) && (*a == 1 || *a == rank - 1);
-    if (fused) {
-      // The fused kernel's unbiased variance: times n / max(n - 1, 1), n
-      // the elements per channel (a run-time count with a dynamic batch).
-      Tensor n = reduce_sum(ones_like(x), reduced, false, "count");
-      update = multiply(update, divide(n, maximum(subtract(n, 1.0), 1.0)));
-    }
-    auto assignMovingAverage = [&](const Variable &moving,
-                                   const Tensor &value) {
-      auto s = g.name_scope(g.unique_layer_name("AssignMovingAvg"));
-      Tensor current = moving.read();
-      Tensor delta =
-          multiply(subtract(current, value), g.constant(1.0 - momentum, dtype));
-      Operation op = assign(moving, subtract(current, delta));
-      g.add_to_collection("update_ops", op);
-    };
     assignMovingAverage(movingMean, mean);
-    assignMovingAverage(movingVariance, update);
+    assignMovingAverage(movingVariance, variance);
   }
   return y;
 }

@@ -249,7 +249,9 @@ Tensor dropout(const Tensor &x, double rate, const Dims &noise_shape,
 /// "update_ops" (tf.GraphKeys.UPDATE_OPS): group them into the train_op.
 /// For rank 4 and 5 inputs normalized over axis 1 or the last, TF uses its
 /// fused kernel, whose moving variance takes the unbiased batch variance
-/// (times n / (n - 1)); so does this. Not training: the moving statistics.
+/// (times n / (n - 1)); so does this: in training, such an input is one
+/// nn::fused_batch_norm (est.fused_batch_norm, whose gradient is one fused
+/// op too). Not training: the moving statistics (a composition).
 Tensor batch_normalization(const Tensor &x, bool training = false,
                            int64_t axis = -1, double momentum = 0.99,
                            double epsilon = 1e-3, bool center = true,

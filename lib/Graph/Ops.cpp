@@ -1328,6 +1328,50 @@ Tensor avg_pool_grad(const Tensor &grad_output, const Dims &input_size,
                    {"padding", attr_s(padding)}});
 }
 
+FusedBatchNorm fused_batch_norm(const Tensor &x, const Tensor &scale,
+                                const Tensor &offset, double epsilon,
+                                const std::string &data_format,
+                                const std::string &name) {
+  OpBuilder o(nullptr, "fused_batch_norm", name, "FusedBatchNormV3",
+              {x, scale, offset});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  o.requireSameDType(0, 2);
+  int64_t rank;
+  bool channelsLast;
+  if (data_format == "NHWC" || data_format == "NCHW") {
+    rank = 4;
+    channelsLast = data_format == "NHWC";
+  } else if (data_format == "NDHWC" || data_format == "NCDHW") {
+    rank = 5;
+    channelsLast = data_format == "NDHWC";
+  } else {
+    o.fail("data_format must be \"NHWC\", \"NCHW\", \"NDHWC\" or "
+           "\"NCDHW\", got \"" +
+           data_format + "\"");
+  }
+  if (x.rank() != rank)
+    o.fail("x must have rank " + std::to_string(rank) + " for data_format \"" +
+           data_format + "\"");
+  if (!(epsilon >= 0.0)) {
+    std::ostringstream os;
+    os << "epsilon must be >= 0, got " << epsilon;
+    o.fail(os.str());
+  }
+  int64_t axis = channelsLast ? rank - 1 : 1;
+  Dims c =
+      o.check(shape::batchNorm(x.shape(), scale.shape(), offset.shape(), axis));
+  Tensor node =
+      o.finish(DType::Invalid, {},
+               {{"axis", attr_i(axis)}, {"epsilon", attr_f(epsilon)}});
+  Graph &g = x.graph();
+  auto output = [&](int64_t index, const Dims &shape) {
+    return g.add_node(g.unique_node_name("output"), "output", {node},
+                      {{"index", attr_i(index)}}, x.dtype(), shape);
+  };
+  return {output(0, x.shape()), output(1, c), output(2, c)};
+}
+
 Tensor bias_add(const Tensor &value, const Tensor &bias,
                 const std::string &name) {
   if (bias.valid() && bias.has_value() && bias.rank() != 1)

@@ -507,6 +507,24 @@ Tensor avg_pool_grad(const Tensor &grad_output, const Dims &input_size,
                      const Dims &ksize, const Dims &strides,
                      const std::string &padding, const std::string &name = "");
 
+/// The results of fused_batch_norm.
+struct FusedBatchNorm {
+  Tensor y;              ///< x normalized, scaled and shifted
+  Tensor batch_mean;     ///< [C]
+  Tensor batch_variance; ///< [C], unbiased (times n / max(n - 1, 1))
+};
+/// tf.compat.v1.nn.fused_batch_norm with is_training=True
+/// (est.fused_batch_norm, one node): x of rank 4 ("NHWC", "NCHW") or 5
+/// ("NDHWC", "NCDHW") normalized per channel with the batch's mean and biased
+/// variance, times `scale` plus `offset` (both [C]). batch_variance is TF's
+/// unbiased one (what the moving average takes). The gradient of y is one fused
+/// op; the statistics get none (as TF's). Inference with given statistics is
+/// layers::batch_normalization(training=false) (a composition).
+FusedBatchNorm fused_batch_norm(const Tensor &x, const Tensor &scale,
+                                const Tensor &offset, double epsilon = 0.001,
+                                const std::string &data_format = "NHWC",
+                                const std::string &name = "");
+
 /// Per-example losses. Argument order as TensorFlow's keyword order
 /// (labels, logits); the node's operands are (logits, labels).
 Tensor softmax_cross_entropy_with_logits(const Tensor &labels,

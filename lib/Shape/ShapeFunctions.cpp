@@ -315,6 +315,28 @@ ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
                        gradOutput, input);
 }
 
+ShapeOr batchNorm(const Dims &x, const Dims &scale, const Dims &offset,
+                  int64_t axis) {
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (rank < 1)
+    return fail("x must have rank >= 1");
+  auto a = normalizeAxis(axis, rank);
+  if (!a)
+    return fail("axis ", axis, " is out of range for rank ", rank);
+  Dims channels = {x[*a]};
+  for (const auto &[what, dims] :
+       {std::pair{"scale", &scale}, {"offset", &offset}}) {
+    bool ok = dims->size() == 1 && (!known(channels[0]) || !known((*dims)[0]) ||
+                                    channels[0] == (*dims)[0]);
+    if (!ok)
+      return fail(what, " ", toString(*dims), " must have the shape ",
+                  toString(channels), " of x's channel dim ", *a);
+  }
+  if (!known(channels[0]))
+    channels[0] = known(scale[0]) ? scale[0] : offset[0];
+  return channels;
+}
+
 ShapeOr reduce(const Dims &input, const std::optional<Dims> &axes,
                bool keepDims) {
   int64_t rank = static_cast<int64_t>(input.size());

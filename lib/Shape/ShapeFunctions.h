@@ -104,6 +104,12 @@ int64_t convOutputSize(int64_t in, int64_t window, int64_t stride,
 int64_t convPadBefore(int64_t in, int64_t window, int64_t stride,
                       int64_t dilation, Padding padding);
 
+// --- Batch normalization ---------------------------------------------------
+/// x (rank >= 1) normalized per channel along `axis` (negative counts from
+/// the end), with scale and offset of shape [C] -> the statistics' [C].
+ShapeOr batchNorm(const Dims &x, const Dims &scale, const Dims &offset,
+                  int64_t axis);
+
 // --- Reductions ------------------------------------------------------------
 /// Reduces `axes` (all axes when nullopt); duplicate or out-of-range axes are
 /// errors.

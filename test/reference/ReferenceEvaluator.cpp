@@ -1515,6 +1515,53 @@ Value sigmoidCrossEntropy(const OpContext &ctx) {
 
 // --- Randomness ------------------------------------------------------------
 
+/// fused_batch_norm: y, batch_mean, the unbiased batch_variance and
+/// inv_std (rsqrt of the biased variance + epsilon), in double.
+std::vector<Value> fusedBatchNorm(const OpContext &ctx) {
+  ctx.expectInputs(3, 3);
+  const Value &x = ctx.input(0), &scale = ctx.input(1), &offset = ctx.input(2);
+  ctx.expectFloat(x, "x");
+  expectSameDtype(ctx, x, scale);
+  expectSameDtype(ctx, x, offset);
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  int64_t axis = ctx.axis(ctx.getInt("axis", -1), rank);
+  Dims c =
+      ctx.check(shape::batchNorm(x.shape, scale.shape, offset.shape, axis));
+  double epsilon = ctx.getFloat("epsilon", 1e-3);
+  int64_t channels = c[0], inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.shape[d];
+  int64_t n = channels ? product(x.shape) / channels : 0;
+  std::vector<double> sum(channels, 0.0), sumSq(channels, 0.0);
+  auto channelOf = [&](size_t i) {
+    return static_cast<int64_t>(i / inner) % channels;
+  };
+  for (size_t i = 0; i < x.data.size(); ++i)
+    sum[channelOf(i)] += x.data[i];
+  Value mean = makeValue(x.dtype, c), var = makeValue(x.dtype, c),
+        inv = makeValue(x.dtype, c);
+  for (int64_t k = 0; k < channels; ++k)
+    mean.data[k] = sum[k] / n;
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double d = x.data[i] - mean.data[channelOf(i)];
+    sumSq[channelOf(i)] += d * d;
+  }
+  for (int64_t k = 0; k < channels; ++k) {
+    double biased = sumSq[k] / n;
+    inv.data[k] = normalize(x.dtype, 1.0 / std::sqrt(biased + epsilon));
+    var.data[k] = normalize(x.dtype, biased * n / std::max<int64_t>(n - 1, 1));
+    mean.data[k] = normalize(x.dtype, mean.data[k]);
+  }
+  Value y = makeValue(x.dtype, x.shape);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    int64_t k = channelOf(i);
+    y.data[i] = normalize(x.dtype, (x.data[i] - mean.data[k]) * inv.data[k] *
+                                           scale.data[k] +
+                                       offset.data[k]);
+  }
+  return {y, mean, var, inv};
+}
+
 int64_t counterOf(const OpContext &ctx, const Value &counter) {
   ctx.expectInteger(counter, "counter");
   if (counter.numElements() != 1 || !counter.shape.empty())
@@ -1827,7 +1874,8 @@ const std::map<std::string, Kernel> &kernels() {
 bool isSpecialOp(const std::string &op) {
   return op == "placeholder" || op == "read_variable" ||
          op == "assign_variable" || op == "minimize" || op == "group" ||
-         op == "scan" || op == "if" || op == "while" || op == "output";
+         op == "scan" || op == "if" || op == "while" || op == "output" ||
+         op == "fused_batch_norm";
 }
 
 /// "node:0" -> "node"; other output indices are errors (one output per node).
@@ -2026,6 +2074,12 @@ Value Evaluator::evaluateNode(int index,
   if (op == "output")
     return outputOf(node);
   OpContext ctx{node, inputs};
+  if (op == "fused_batch_norm") {
+    results_[node.name()] = fusedBatchNorm(ctx);
+    Value none;
+    none.dtype = g::DT_INVALID;
+    return none;
+  }
   return kernels().at(op)(ctx);
 }
 
@@ -2035,8 +2089,8 @@ Value Evaluator::outputOf(const g::NodeDef &node) {
                 : results_.end();
   if (it == results_.end())
     fail("node '" + node.name() +
-         "' (output): its input is not a scan, if "
-         "or while node");
+         "' (output): its input is not a scan, if, while or "
+         "fused_batch_norm node");
   int64_t index = node.attr().count("index") ? node.attr().at("index").i() : 0;
   if (index < 0 || index >= static_cast<int64_t>(it->second.size()))
     fail("node '" + node.name() + "' (output): index " + std::to_string(index) +
@@ -2092,6 +2146,12 @@ std::vector<Value> Evaluator::callFunction(const std::string &name,
     }
     if (node.op() == "output") {
       values[i] = outputOf(node);
+      continue;
+    }
+    if (node.op() == "fused_batch_norm") {
+      OpContext ctx{node, inputs};
+      results_[node.name()] = fusedBatchNorm(ctx);
+      values[i].dtype = g::DT_INVALID;
       continue;
     }
     if (!kernels().count(node.op()))

@@ -1819,5 +1819,41 @@ TEST(CompiledModels, LinearPredict) {
                  {1, 3, 17});
 }
 
+/// fused_batch_norm (training): NHWC and NCHW, a large mean (the shifted
+/// sums), a run-time batch (n per channel from 1 * H * W up), f64; y, the
+/// batch mean and TF's unbiased batch variance against the reference.
+TEST(CompiledOps, FusedBatchNorm) {
+  struct Case {
+    Dims shape;
+    const char *format;
+    double lo, hi;
+    DType dtype;
+    double tolerance;
+  };
+  const Case cases[] = {
+      {{-1, 3, 5, 4}, "NHWC", -1.0, 1.0, DType::Float32, 1e-5},
+      {{-1, 4, 3, 5}, "NCHW", -1.0, 1.0, DType::Float32, 1e-5},
+      {{-1, 3, 2, 3}, "NHWC", 1000.0, 1004.0, DType::Float32, 1e-3},
+      {{-1, 2, 3, 3}, "NHWC", -2.0, 2.0, DType::Float64, 1e-9},
+      {{-1, 2, 2, 3, 4}, "NDHWC", -1.0, 1.0, DType::Float32, 1e-5},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.format) + " " + shape::toString(c.shape));
+    std::vector<Feature> features = {{"x", c.dtype, c.shape, c.lo, c.hi}};
+    int64_t channels =
+        std::string(c.format).back() == 'C' ? c.shape.back() : c.shape[1];
+    g::GraphDef graph =
+        predictGraph(features, [&](Graph &g, const TensorMap &x) {
+          nn::FusedBatchNorm bn = nn::fused_batch_norm(
+              x["x"], constant(g, {channels}, 1, c.dtype),
+              constant(g, {channels}, 2, c.dtype), 0.001, c.format);
+          return TensorMap{{"y", bn.y},
+                           {"mean", bn.batch_mean},
+                           {"variance", bn.batch_variance}};
+        });
+    expectMatchesReference(graph, features, {1, 2, 5}, c.tolerance);
+  }
+}
+
 } // namespace
 } // namespace estc

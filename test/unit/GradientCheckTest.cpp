@@ -625,6 +625,34 @@ TEST(GradientCheckTest, BatchNormalizationTraining) {
       -2, 2, 5e-3, {4, 3});
 }
 
+// fused_batch_norm's fused gradient: dx in NHWC and (through the layer's
+// fused path) NCHW; dscale and doffset with x as the parameters.
+TEST(GradientCheckTest, FusedBatchNormInput) {
+  checkGradient(
+      [](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::fused_batch_norm(multiply(x, a), randomConstant(g, {3}, 5),
+                                    randomConstant(g, {3}, 6))
+            .y;
+      },
+      -2, 2, 5e-3, {2, 2, 3, 3});
+  checkGradient(
+      [](Graph &, const Tensor &x, const Tensor &a) {
+        return layers::batch_normalization(multiply(x, a), /*training=*/true, 1,
+                                           0.99, 1e-3);
+      },
+      -2, 2, 5e-3, {2, 3, 2, 2});
+}
+
+TEST(GradientCheckTest, FusedBatchNormScaleOffset) {
+  checkGradient(
+      [](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::fused_batch_norm(randomConstant(g, {3, 2, 2, 4}, 7),
+                                    multiply(x, a), square(x), 1e-3, "NCHW")
+            .y;
+      },
+      -2, 2, 5e-3, {2});
+}
+
 /// The gradient check of a window op at a run-time batch: the feature `a`
 /// has a dynamic batch (`aShape[0] == -1`), the variable x a static shape,
 /// and loss = reduce_sum(fn(x, a) * c), c of fn's shape without the batch.
@@ -687,6 +715,18 @@ void checkBatchedGradient(const UnaryFn &fn, const Dims &xShape,
     expectCentralDifferences(evaluator, lossName, featureName, a, x,
                              model->variable_data(xIndex), tolerance);
   }
+}
+
+/// fused_batch_norm's gradient at batches 1 and 3 of one compiled function
+/// (n, the elements per channel, is a run-time value).
+TEST(GradientCheckTest, FusedBatchNormAtAnyBatch) {
+  checkBatchedGradient(
+      [](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::fused_batch_norm(multiply(a, x), randomConstant(g, {2}, 8),
+                                    randomConstant(g, {2}, 9))
+            .y;
+      },
+      {1, 2, 3, 2}, {-1, 2, 3, 2}, {1, 3}, 5e-3);
 }
 
 /// conv2d's input gradient (x scales each example's input) and filter

@@ -1061,6 +1061,62 @@ TEST(GraphBuilder, DenseAndConv2DOptions) {
                    {"conv2d 'conv2d_1'", "NHWC"});
 }
 
+TEST(GraphBuilder, FusedBatchNorm) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 4, 4, 3});
+  Tensor c = g.constant(std::vector<double>{1, 2, 3}, {3});
+  nn::FusedBatchNorm bn = nn::fused_batch_norm(x, c, c);
+  // One fused_batch_norm node; its "output" nodes stand for the results.
+  EXPECT_EQ(bn.y.op(), "output");
+  EXPECT_EQ(bn.y.shape(), (Dims{U, 4, 4, 3}));
+  EXPECT_EQ(bn.batch_mean.shape(), Dims{3});
+  EXPECT_EQ(bn.batch_variance.shape(), Dims{3});
+  EXPECT_EQ(attr(bn.batch_variance, "index").i(), 2);
+  const graph::NodeDef &node = g.node(g.node(bn.y.name()).input(0));
+  EXPECT_EQ(node.op(), "fused_batch_norm");
+  EXPECT_EQ(node.attr().at("axis").i(), 3);
+  EXPECT_EQ(node.attr().at("epsilon").f(), 0.001);
+  Tensor nchw = g.placeholder("nchw", DType::Float32, {U, 3, 5, 5});
+  EXPECT_EQ(nn::fused_batch_norm(nchw, c, c, 1e-5, "NCHW").y.shape(),
+            (Dims{U, 3, 5, 5}));
+
+  // The layer's training path on a rank-4 input is the fused op; TF's
+  // variables and update_ops.
+  Tensor y = layers::batch_normalization(x, /*training=*/true);
+  EXPECT_EQ(g.node(g.node(y.name()).input(0)).op(), "fused_batch_norm");
+  ASSERT_EQ(g.get_collection("update_ops").size(), 2u);
+  EXPECT_TRUE(g.find_variable("batch_normalization/moving_variance"));
+  // Without scale and center: constant ones and zeros.
+  Tensor y2 =
+      layers::batch_normalization(nchw, true, 1, 0.9, 1e-3, false, false);
+  EXPECT_EQ(g.node(g.node(y2.name()).input(0)).op(), "fused_batch_norm");
+  EXPECT_FALSE(g.find_variable("batch_normalization_1/gamma"));
+
+  expectGraphError([&] { nn::fused_batch_norm(x, c, c, 1e-3, "NWHC"); },
+                   {"fused_batch_norm", "data_format must be", "\"NWHC\""});
+  expectGraphError(
+      [&] {
+        nn::fused_batch_norm(g.placeholder("r3", DType::Float32, {U, 4, 3}), c,
+                             c);
+      },
+      {"fused_batch_norm", "must have rank 4 for data_format \"NHWC\""});
+  expectGraphError([&] { nn::fused_batch_norm(x, c, c, 1e-3, "NCDHW"); },
+                   {"fused_batch_norm", "must have rank 5"});
+  Tensor c4 = g.constant(std::vector<double>{1, 2, 3, 4}, {4});
+  expectGraphError([&] { nn::fused_batch_norm(x, c4, c); },
+                   {"fused_batch_norm", "scale [4] must have the shape [3]"});
+  expectGraphError([&] { nn::fused_batch_norm(x, c, c4); },
+                   {"fused_batch_norm", "offset [4] must have the shape [3]"});
+  expectGraphError([&] { nn::fused_batch_norm(x, c, c, -1.0); },
+                   {"fused_batch_norm", "epsilon must be >= 0, got -1"});
+  Tensor c64 = g.constant(std::vector<double>{1, 2, 3}, {3}, DType::Float64);
+  expectGraphError([&] { nn::fused_batch_norm(x, c64, c); },
+                   {"fused_batch_norm", "different element types"});
+  Tensor xi = g.placeholder("xi", DType::Int32, {U, 4, 4, 3});
+  expectGraphError([&] { nn::fused_batch_norm(xi, c, c); },
+                   {"fused_batch_norm", "must be a float tensor"});
+}
+
 TEST(GraphBuilder, RandomOpsAndSeeds) {
   auto build = [](int64_t seed) {
     Graph g;

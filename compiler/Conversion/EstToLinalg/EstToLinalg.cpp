@@ -39,6 +39,7 @@ void mlir::est::populateEstToLinalgPatterns(RewritePatternSet &patterns) {
   populateEstToLinalgNormalizationPatterns(patterns);
   populateEstToLinalgLinearAlgebraPatterns(patterns);
   populateEstToLinalgWindowPatterns(patterns);
+  populateEstToLinalgBatchNormPatterns(patterns);
   populateEstToLinalgShapePatterns(patterns);
   populateEstToLinalgIndexingPatterns(patterns);
   populateEstToLinalgSortingPatterns(patterns);

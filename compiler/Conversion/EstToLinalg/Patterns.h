@@ -14,6 +14,8 @@
 //   Windows.cpp        max_pool, avg_pool and the gradients of conv2d and
 //                      pooling (conv2d_backprop_input / _filter,
 //                      max_pool_grad, avg_pool_grad)
+//   BatchNorm.cpp      fused_batch_norm and its gradient (one pass over x
+//                      for the statistics, one for the result)
 //   Shapes.cpp         reshape, transpose, concat, slice, pad, squeeze,
 //                      expand_dims
 //   Indexing.cpp       gather, scatter, unsorted_segment_sum, one_hot,
@@ -46,6 +48,7 @@ void populateEstToLinalgReductionPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgNormalizationPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgLinearAlgebraPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgWindowPatterns(RewritePatternSet &patterns);
+void populateEstToLinalgBatchNormPatterns(RewritePatternSet &patterns);
 void populateEstToLinalgShapePatterns(RewritePatternSet &patterns);
 void populateEstToLinalgIndexingPatterns(RewritePatternSet &patterns);
 /// Marks every est.gather and est.scatter under `root` whose indices come

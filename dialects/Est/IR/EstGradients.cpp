@@ -31,6 +31,9 @@
 // - layer_norm's gradients are the fused layer_norm_grad (dx, dgamma,
 //   dbeta); attention_softmax's the fused attention_softmax_grad (an
 //   additive mask's too, with scale 1, summed over its broadcast dims).
+// - fused_batch_norm's y gets the fused fused_batch_norm_grad (dx, dscale,
+//   doffset); its batch statistics get no gradient (the autodiff pass
+//   refuses a loss that reads them), as TF's FusedBatchNorm.
 // - Ops with an integer result (argmax, bucketize, casts to integers) need
 //   no rule: the autodiff pass never makes an integer value active.
 // Not covered (the autodiff pass leaves the minimize with a warning naming
@@ -956,6 +959,15 @@ LogicalResult gradient(SparseSoftmaxCrossEntropyOp op, OpBuilder &b, Value g,
   return success();
 }
 
+LogicalResult gradient(FusedBatchNormOp op, OpBuilder &b, Value g, Grads &out) {
+  auto grad = FusedBatchNormGradOp::create(b, op.getLoc(), g, op.getX(),
+                                           op.getScale(), op.getBatchMean(),
+                                           op.getInvStd(), op.getAxisAttr());
+  out.assign(std::initializer_list<Value>{grad.getDx(), grad.getDscale(),
+                                          grad.getDoffset()});
+  return success();
+}
+
 LogicalResult gradient(SigmoidCrossEntropyOp op, OpBuilder &b, Value g,
                        Grads &out) {
   G h = helper(b, op);
@@ -1038,5 +1050,5 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
          SigmoidCrossEntropyOp, DropoutOp, ReverseSequenceOp, ReverseOp,
          TakeAlongAxisOp, ScatterAlongAxisOp, ResizeImagesOp,
-         ResizeImagesGradOp, LayerNormOp, AttentionSoftmaxOp>(context);
+         ResizeImagesGradOp, LayerNormOp, AttentionSoftmaxOp, FusedBatchNormOp>(context);
 }

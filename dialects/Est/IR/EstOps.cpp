@@ -452,6 +452,57 @@ EST_INFER(AvgPoolGradOp) {
                     inf.elt(0));
 }
 
+EST_INFER(FusedBatchNormOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(3)) || failed(inf.sameElementType(0, 1)) ||
+      failed(inf.sameElementType(0, 2)))
+    return failure();
+  double epsilon = adaptor.getEpsilonAttr()
+                       ? adaptor.getEpsilonAttr().getValueAsDouble()
+                       : 1e-3;
+  if (!(epsilon >= 0.0)) {
+    std::ostringstream os;
+    os << "epsilon must be >= 0, got " << epsilon;
+    return inf.fail(os.str());
+  }
+  ShapeOr c = shape::batchNorm(inf.dims(0), inf.dims(1), inf.dims(2),
+                               intOr(adaptor.getAxisAttr(), -1));
+  if (!c)
+    return inf.fail(c.message());
+  (void)inf.result(inf.type(0));
+  for (int i = 0; i < 3; ++i)
+    (void)inf.result(c, inf.elt(0));
+  return success();
+}
+
+EST_INFER(FusedBatchNormGradOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(5)))
+    return failure();
+  for (unsigned i = 1; i < 5; ++i)
+    if (failed(inf.sameElementType(0, i)))
+      return failure();
+  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
+    return inf.fail("dy " + shape::toString(inf.dims(0)) +
+                    " must have the shape of x " +
+                    shape::toString(inf.dims(1)));
+  int64_t axis = intOr(adaptor.getAxisAttr(), -1);
+  ShapeOr c = shape::batchNorm(inf.dims(1), inf.dims(2), inf.dims(2), axis);
+  if (!c)
+    return inf.fail(c.message());
+  for (auto [i, what] : {std::pair{3u, "batch_mean"}, {4u, "inv_std"}}) {
+    Dims d = inf.dims(i);
+    if (d.size() != 1 || (d[0] != shape::kUnknownDim &&
+                          (*c)[0] != shape::kUnknownDim && d[0] != (*c)[0]))
+      return inf.fail(std::string(what) + " " + shape::toString(d) +
+                      " must have the shape " + shape::toString(*c) +
+                      " of x's channels");
+  }
+  (void)inf.result(inf.type(1));
+  (void)inf.result(c, inf.elt(0));
+  return inf.result(c, inf.elt(0));
+}
+
 template <typename Adaptor>
 static LogicalResult inferReduce(Inference &inf, Adaptor adaptor) {
   if (failed(inf.operandCount(1)))

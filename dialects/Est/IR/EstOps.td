@@ -354,6 +354,78 @@ def Est_AvgPoolGradOp
 }
 
 //===----------------------------------------------------------------------===//
+// Batch normalization
+//===----------------------------------------------------------------------===//
+
+def Est_FusedBatchNormOp : Est_InferOp<"fused_batch_norm", [Pure]> {
+  let summary = "Training-mode batch normalization, fused";
+  let description = [{
+    Normalizes `x` per channel (dim `axis`) with the batch statistics over
+    every other dim, then scales by `scale` and shifts by `offset` (both
+    `[C]`):
+
+      y = (x - mean) * rsqrt(variance + epsilon) * scale + offset
+
+    with `variance` the biased batch variance (TF's FusedBatchNormV3,
+    tf.compat.v1.nn.fused_batch_norm with is_training=True). The results:
+    `y`, `batch_mean`, `batch_variance` (unbiased: times n / max(n - 1, 1),
+    n the elements per channel, as TF returns it for the moving average)
+    and `inv_std` (rsqrt(biased variance + epsilon), what the gradient
+    reads). The lowering is one pass over `x` for the per-channel shifted
+    sums and sums of squares (shifted by the channel's first element), one
+    over the `[C]` statistics and one elementwise pass for `y`. The
+    gradient of `y` is `est.fused_batch_norm_grad`; the other results get
+    none (TF's neither).
+
+    ```mlir
+    %y, %mean, %var, %inv = est.fused_batch_norm %x, %scale, %offset {axis = 3 : i64, epsilon = 1.000000e-03 : f64} : tensor<?x8x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$x, Est_FloatTensor:$scale,
+                       Est_FloatTensor:$offset,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F64Attr, "1e-3">:$epsilon);
+  let results = (outs Est_FloatTensor:$y, Est_FloatTensor:$batch_mean,
+                      Est_FloatTensor:$batch_variance,
+                      Est_FloatTensor:$inv_std);
+  let assemblyFormat = [{
+    $x `,` $scale `,` $offset attr-dict `:` type($x) `,` type($scale) `,`
+    type($offset) `->` type($y) `,` type($batch_mean) `,`
+    type($batch_variance) `,` type($inv_std)
+  }];
+}
+
+def Est_FusedBatchNormGradOp
+    : Est_InferOp<"fused_batch_norm_grad", [Pure]> {
+  let summary = "The gradients of est.fused_batch_norm, fused";
+  let description = [{
+    From the gradient `dy` of `y`, the forward op's `x`, `scale`,
+    `batch_mean` and `inv_std` (and its `axis`): `dx` (of `x`'s shape),
+    `dscale` = sum(dy * xhat) and `doffset` = sum(dy) (`[C]`), with
+    xhat = (x - mean) * inv_std and
+
+      dx = scale * inv_std * (dy - doffset / n - xhat * dscale / n)
+
+    (TF's FusedBatchNormGradV3, is_training=True). Two passes over `x`:
+    one reduction of both sums, one elementwise pass for `dx`.
+
+    ```mlir
+    %dx, %dscale, %doffset = est.fused_batch_norm_grad %dy, %x, %scale, %mean, %inv {axis = 3 : i64} : tensor<?x8x8x16xf32>, tensor<?x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$dy, Est_FloatTensor:$x,
+                       Est_FloatTensor:$scale, Est_FloatTensor:$batch_mean,
+                       Est_FloatTensor:$inv_std,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Est_FloatTensor:$dx, Est_FloatTensor:$dscale,
+                      Est_FloatTensor:$doffset);
+  let assemblyFormat = [{
+    $dy `,` $x `,` $scale `,` $batch_mean `,` $inv_std attr-dict `:`
+    type($dy) `,` type($x) `,` type($scale) `,` type($batch_mean) `,`
+    type($inv_std) `->` type($dx) `,` type($dscale) `,` type($doffset)
+  }];
+}
+//===----------------------------------------------------------------------===//
 // Reductions.
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,47 @@
+// RUN: estc-opt %s --split-input-file --convert-est-to-linalg --canonicalize | FileCheck %s
+
+// fused_batch_norm: one reduction pass over x (the channel loop parallel)
+// for the sums of x - shift and its square, shift the channel's first
+// element (a slice of x); one one-loop generic over the channels (mean,
+// unbiased variance n / max(n - 1, 1), inv_std, the per-channel scale and
+// shift); one elementwise pass y = x * a + b. n is the run-time batch
+// times H * W.
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d3)>
+// CHECK-LABEL: func.func @bn
+// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c16 : index
+// CHECK: %[[SHIFT:.*]] = tensor.extract_slice %arg0[0, 0, 0, 0] [1, 1, 1, 8] [1, 1, 1, 1] : tensor<?x4x4x8xf32> to tensor<8xf32>
+// CHECK: %[[SUMS:.*]]:2 = linalg.generic {indexing_maps = [#[[X]], #[[C]], #[[C]], #[[C]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%arg0, %[[SHIFT]] :
+// CHECK: arith.subf
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: %[[STATS:.*]]:5 = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[SHIFT]], %[[SUMS]]#0, %[[SUMS]]#1, %arg1, %arg2 :
+// CHECK: math.rsqrt
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[X]], #[[C]], #[[C]], #[[X]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %[[STATS]]#3, %[[STATS]]#4 :
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: linalg.yield
+// CHECK: return %[[Y]], %[[STATS]]#0, %[[STATS]]#1
+func.func @bn(%x: tensor<?x4x4x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf32>) -> (tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %y, %m, %v, %inv = est.fused_batch_norm %x, %s, %o {axis = 3 : i64} : tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %y, %m, %v : tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// fused_batch_norm_grad (NCHW: the channel loop is d1): one reduction pass
+// over (dy, x) for sum(dy) and sum(dy * xhat), the [C] coefficients, one
+// elementwise pass for dx; dscale is sum(dy * xhat), doffset sum(dy).
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d1)>
+// CHECK-LABEL: func.func @bn_grad
+// CHECK: %[[SUMS:.*]]:2 = linalg.generic {indexing_maps = [#[[X]], #[[X]], #[[C]], #[[C]], #[[C]], #[[C]]], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%arg0, %arg1, %arg3, %arg4 :
+// CHECK: %[[K:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%arg2, %arg4, %[[SUMS]]#0, %[[SUMS]]#1 :
+// CHECK: %[[DX:.*]] = linalg.generic {indexing_maps = [#[[X]], #[[X]], #[[C]], #[[C]], #[[C]], #[[C]], #[[C]], #[[X]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %arg1, %arg3, %arg4, %[[K]]#0, %[[K]]#1, %[[K]]#2 :
+// CHECK: return %[[DX]], %[[SUMS]]#1, %[[SUMS]]#0
+func.func @bn_grad(%dy: tensor<?x8x3x3xf32>, %x: tensor<?x8x3x3xf32>, %s: tensor<8xf32>, %m: tensor<8xf32>, %i: tensor<8xf32>) -> (tensor<?x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dx, %ds, %do = est.fused_batch_norm_grad %dy, %x, %s, %m, %i {axis = 1 : i64} : tensor<?x8x3x3xf32>, tensor<?x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<?x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>
+  return %dx, %ds, %do : tensor<?x8x3x3xf32>, tensor<8xf32>, tensor<8xf32>
+}
