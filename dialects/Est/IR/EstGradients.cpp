@@ -1050,5 +1050,6 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
          SigmoidCrossEntropyOp, DropoutOp, ReverseSequenceOp, ReverseOp,
          TakeAlongAxisOp, ScatterAlongAxisOp, ResizeImagesOp,
-         ResizeImagesGradOp, LayerNormOp, AttentionSoftmaxOp, FusedBatchNormOp>(context);
+         ResizeImagesGradOp, LayerNormOp, AttentionSoftmaxOp, FusedBatchNormOp>(
+      context);
 }
