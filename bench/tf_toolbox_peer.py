@@ -2,13 +2,16 @@
 """TF 2.15's own Estimator training issue 28's models: toolbox_bench's peer.
 
 Usage:
-  python3 bench/tf_toolbox_peer.py [--part resnet] [--threads 1,2]
-      [--warmup 5] [--steps 30] [--batch 128] [--json FILE]
+  python3 bench/tf_toolbox_peer.py [--part resnet|bert] [--threads 1,2]
+      [--warmup 5] [--steps 30] [--batch 128|32] [--json FILE]
 
 resnet: the ResNet-style Fashion-MNIST model (bench/tf_toolbox_models.py,
 layer for layer examples/fashion_mnist/ResNetModel.h at its defaults) as a
 tf.estimator model_fn in graph mode, on 4096 random 28x28x1 images and
 labels cycled through tf.data (no Python per step).
+bert: BERT-mini (bench/tf_toolbox_models.py's bert_tf: modeling.py's
+layers, BERT's AdamWeightDecay) at sequence 128 on 4096 random sentences of
+32 to 128 tokens, as toolbox_bench --part=bert.
 
 Each thread count runs in a process of its own pinned to `threads` cores,
 with intra_op_parallelism_threads = threads and inter_op = 1 (as
@@ -27,7 +30,9 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-IMAGES = 4096
+EXAMPLES = 4096
+BERT_BENCH = {"vocab_size": 8192, "seq_length": 128,
+              "num_train_steps": 100000, "num_warmup_steps": 1000}
 
 
 def run_one(part, threads, warmup, steps, batch):
@@ -39,20 +44,40 @@ def run_one(part, threads, warmup, steps, batch):
 
     import numpy as np
     import tensorflow as tf
-    from tf_toolbox_models import RESNET_DEFAULTS, RESNET_SCHEDULE, resnet_tf
+    from tf_toolbox_models import (BERT_DEFAULTS, RESNET_DEFAULTS,
+                                   RESNET_SCHEDULE, bert_tf, resnet_tf)
 
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
     rng = np.random.default_rng(28)
-    images = rng.uniform(0, 1, (IMAGES, 28, 28, 1)).astype(np.float32)
-    labels = rng.integers(0, 10, IMAGES).astype(np.int64)
+    if part == "resnet":
+        features = {"x": rng.uniform(0, 1, (EXAMPLES, 28, 28, 1)).astype(
+            np.float32)}
+        labels = rng.integers(0, 10, EXAMPLES).astype(np.int64)
 
-    def model_fn(features, labels, mode):
-        loss, train_op = resnet_tf(tf, features["x"], labels, RESNET_DEFAULTS,
-                                   *RESNET_SCHEDULE)
-        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+        def model_fn(features, labels, mode):
+            loss, train_op = resnet_tf(tf, features["x"], labels,
+                                       RESNET_DEFAULTS, *RESNET_SCHEDULE)
+            return tf.estimator.EstimatorSpec(mode, loss=loss,
+                                              train_op=train_op)
+    else:
+        o = dict(BERT_DEFAULTS, **BERT_BENCH)
+        seq = o["seq_length"]
+        lengths = rng.integers(32, seq + 1, EXAMPLES).astype(np.int64)
+        ids = rng.integers(3, o["vocab_size"], (EXAMPLES, seq)).astype(
+            np.int64)
+        ids[:, 0] = 2
+        ids[np.arange(seq)[None, :] >= lengths[:, None]] = 0
+        features = {"input_ids": ids, "lengths": lengths}
+        labels = rng.integers(0, 2, EXAMPLES).astype(np.int64)
+
+        def model_fn(features, labels, mode):
+            loss, train_op, _ = bert_tf(tf, features["input_ids"],
+                                        features["lengths"], labels, o)
+            return tf.estimator.EstimatorSpec(mode, loss=loss,
+                                              train_op=train_op)
 
     def input_fn():
-        data = tf.data.Dataset.from_tensor_slices(({"x": images}, labels))
+        data = tf.data.Dataset.from_tensor_slices((features, labels))
         return data.batch(batch, drop_remainder=True).repeat()
 
     class Clock(tf.estimator.SessionRunHook):
@@ -86,11 +111,11 @@ def run_one(part, threads, warmup, steps, batch):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", default="resnet", choices=["resnet"])
+    parser.add_argument("--part", default="resnet", choices=["resnet", "bert"])
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--batch", type=int)
     parser.add_argument("--json")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -99,10 +124,12 @@ def main():
         print(f"tf_toolbox_peer.py: error: {message}", file=sys.stderr)
         return 2
 
+    if args.batch is None:
+        args.batch = 128 if args.part == "resnet" else 32
     if args.warmup < 1 or args.steps < 1:
         return fail("--warmup and --steps must be at least 1")
-    if not 1 <= args.batch <= IMAGES:
-        return fail(f"--batch={args.batch}: not in [1, {IMAGES}]")
+    if not 1 <= args.batch <= EXAMPLES:
+        return fail(f"--batch={args.batch}: not in [1, {EXAMPLES}]")
     if args.one:
         print(json.dumps(run_one(args.part, args.one, args.warmup, args.steps,
                                  args.batch)))

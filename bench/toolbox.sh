@@ -3,26 +3,27 @@
 #
 #   bench/toolbox.sh [BUILD_DIR]            (default: build)
 #
-# PARTS (default: resnet): for each, TF's Estimator (bench/tf_toolbox_peer.py,
+# PARTS (default: resnet,bert): for each, TF's Estimator (bench/tf_toolbox_peer.py,
 # the model of bench/tf_toolbox_models.py) and estc's Estimator::train
 # (BUILD_DIR/bin/toolbox_bench), each thread count in a process of its own
 # pinned to that many cores; REPEAT rounds, alternating the peers (the
 # table takes the median of each cell and shows the range).
 #   resnet: examples/fashion_mnist/ResNetModel.h at its defaults, batch 128.
+#   bert: BERT-mini (examples/sst2/Bert.h, sequence 128), batch 32.
 # Prints the CPU, the load average before each run, every JSON line and a
 # table per part: steps/s (wall clock) and CPU ms per step, estc / TF.
 # Environment: PARTS, THREADS (1,2), REPEAT (3), WARMUP (5), STEPS (30),
-# BATCH (128).
+# BATCH (each part's default).
 set -eu
 
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
-parts=${PARTS:-resnet}
+parts=${PARTS:-resnet,bert}
 threads=${THREADS:-1,2}
 repeat=${REPEAT:-3}
 warmup=${WARMUP:-5}
 steps=${STEPS:-30}
-batch=${BATCH:-128}
+batch=${BATCH:-}
 
 bench="$build/bin/toolbox_bench"
 if [ ! -x "$bench" ]; then
@@ -40,11 +41,11 @@ for part in $(echo "$parts" | tr ',' ' '); do
   while [ "$r" -le "$repeat" ]; do
     load "TF $part (round $r)"
     python3 "$here/tf_toolbox_peer.py" --part "$part" --threads "$threads" \
-      --warmup "$warmup" --steps "$steps" --batch "$batch" |
+      --warmup "$warmup" --steps "$steps" ${batch:+--batch "$batch"} |
       tee -a "$out/all.jsonl"
     load "estc $part (round $r)"
     "$bench" --part="$part" --threads="$threads" --warmup="$warmup" \
-      --steps="$steps" --batch="$batch" | grep '^{' | tee -a "$out/all.jsonl"
+      --steps="$steps" ${batch:+--batch="$batch"} | grep '^{' | tee -a "$out/all.jsonl"
     r=$((r + 1))
   done
 done

@@ -19,7 +19,8 @@ Initializer weights(const BertOptions &o) {
 }
 
 /// modeling.py's layer_norm (tf.contrib.layers.layer_norm over the last
-/// axis: epsilon 1e-12, variables LayerNorm/gamma and LayerNorm/beta).
+/// axis: epsilon 1e-12, variables LayerNorm/gamma and LayerNorm/beta), as
+/// the fused op.
 Tensor layerNorm(const Tensor &x) {
   Graph &g = x.graph();
   auto scope = g.name_scope("LayerNorm");
@@ -28,21 +29,11 @@ Tensor layerNorm(const Tensor &x) {
                                   ones_initializer(), true, true);
   Variable beta = g.get_variable("beta", DType::Float32, {width},
                                  zeros_initializer(), true, true);
-  Tensor mean = reduce_mean(x, Dims{-1}, true);
-  Tensor centered = subtract(x, mean);
-  Tensor variance = reduce_mean(square(centered), Dims{-1}, true);
-  return add(
-      multiply(multiply(centered, rsqrt(add(variance, 1e-12))), gamma.read()),
-      beta.read());
+  return nn::layer_norm(x, gamma.read(), beta.read(), -1, -1, 1e-12);
 }
 
 /// modeling.py's gelu: the tanh approximation.
-Tensor gelu(const Tensor &x) {
-  Tensor cube = multiply(multiply(x, x), x);
-  Tensor inner =
-      multiply(add(x, multiply(cube, 0.044715)), std::sqrt(2.0 / M_PI));
-  return multiply(multiply(x, 0.5), add(tanh(inner), 1.0));
-}
+Tensor gelu(const Tensor &x) { return nn::gelu(x, /*approximate=*/true); }
 
 Tensor dense(const Tensor &x, int64_t units, const std::string &name,
              const BertOptions &o, Activation activation = nullptr) {
@@ -70,8 +61,10 @@ Tensor attentionLayer(const Tensor &x, const Tensor &bias, bool training,
   Tensor v = splitHeads(dense(x, o.hidden_size, "value", o), o);
   double scale =
       1.0 / std::sqrt(static_cast<double>(o.hidden_size / o.num_heads));
-  Tensor scores = add(multiply(matmul(q, k, false, true), scale), bias);
-  Tensor probs = dropout(nn::softmax(scores), o.attention_dropout, training);
+  // softmax(scale * q k^T + bias), one fused pass per row.
+  Tensor probs =
+      dropout(nn::attention_softmax(matmul(q, k, false, true), bias, scale),
+              o.attention_dropout, training);
   Tensor context = transpose(matmul(probs, v), {0, 2, 1, 3});
   return reshape(context, {-1, o.seq_length, o.hidden_size});
 }

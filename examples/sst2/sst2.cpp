@@ -1,18 +1,21 @@
 //===- sst2.cpp - Sentiment of SST-2 sentences with a BiLSTM -------------===//
 //
-// Trains a bidirectional LSTM (a custom model_fn) or TF's canned
-// RNNClassifier on the SST-2 sentences with the JIT Estimator's
+// Trains a bidirectional LSTM (a custom model_fn), TF's canned
+// RNNClassifier or a BERT-style encoder trained from scratch (Bert.h, with
+// BERT's AdamWeightDecay) on the SST-2 sentences with the JIT Estimator's
 // train_and_evaluate (the dev split evaluated in memory after each epoch),
 // evaluates the test split, prints one JSON line and the first test
 // predictions, and exports the serving model (a parsing receiver: JSON
-// tf.Examples with a "tokens" list of strings, for estc-serve's :classify).
+// tf.Examples with a "tokens" list of strings, for estc-serve's :classify;
+// bert: a raw receiver of "input_ids" and "lengths").
 //
-//   sst2 --data_dir=../shared/data/sst2 [--model=bilstm|rnn_classifier]
+//   sst2 --data_dir=../shared/data/sst2 [--model=bilstm|rnn_classifier|bert]
 //        [--epochs=3] [--train_steps=N] [--batch_size=32] [--export_dir=DIR]
 //
 //===----------------------------------------------------------------------===//
 
 #include "examples/sst2/Sst2.h"
+#include "examples/sst2/Bert.h"
 
 #include "estc/flags.h"
 
@@ -80,6 +83,8 @@ int main(int argc, char **argv) {
           seed = 1, threads = 2, predictions = 3;
   std::optional<int64_t> trainSteps;
   examples::BiLstmOptions o;
+  examples::BertOptions bert;
+  double warmup = 0.1;
   flags::FlagParser parser(
       program, "Trains a sentiment classifier on SST-2 (train.tsv, dev.tsv, "
                "test.tsv: sentence<TAB>label), evaluating dev after each "
@@ -88,8 +93,8 @@ int main(int argc, char **argv) {
       Flag("data_dir", &dataDir, "folder of train.tsv, dev.tsv, test.tsv")
           .value_name("DIR")
           .required());
-  parser.add(
-      Flag("model", &model, "the model").choices({"bilstm", "rnn_classifier"}));
+  parser.add(Flag("model", &model, "the model")
+                 .choices({"bilstm", "rnn_classifier", "bert"}));
   parser.add(Flag("epochs", &epochs, "passes over train.tsv").positive());
   parser.add(Flag("train_steps", &trainSteps,
                   "train this many steps instead of --epochs")
@@ -108,6 +113,28 @@ int main(int argc, char **argv) {
           .max(0.99));
   parser.add(Flag("learning_rate", &o.learning_rate, "Adam's learning rate")
                  .positive());
+  parser.add(Flag("bert_hidden_size", &bert.hidden_size,
+                  "bert: hidden size (BERT-mini: 256)")
+                 .positive());
+  parser.add(
+      Flag("bert_layers", &bert.num_layers, "bert: encoder layers").positive());
+  parser.add(
+      Flag("bert_heads", &bert.num_heads, "bert: attention heads").positive());
+  parser.add(Flag("bert_seq_length", &bert.seq_length,
+                  "bert: tokens per sentence, [CLS] included (longer ones "
+                  "are cut)")
+                 .positive());
+  parser.add(Flag("bert_learning_rate", &bert.learning_rate,
+                  "bert: AdamWeightDecay's peak learning rate")
+                 .positive());
+  parser.add(Flag("bert_dropout", &bert.hidden_dropout,
+                  "bert: hidden and attention dropout rate")
+                 .min(0)
+                 .max(0.99));
+  parser.add(Flag("bert_warmup", &warmup,
+                  "bert: the warmup's share of the training steps")
+                 .min(0)
+                 .max(1));
   parser.add(Flag("min_count", &minCount,
                   "a token's occurrences in train.tsv to be in the "
                   "vocabulary (others share one OOV id)")
@@ -142,21 +169,46 @@ int main(int argc, char **argv) {
     ro.intra_op_parallelism_threads = static_cast<int>(threads);
     ro.log_step_count_steps = 100;
     ro.save_summary_steps = 0;
-    std::unique_ptr<Estimator> estimator =
-        examples::make_sst2_estimator(model, columns, o, RunConfig(ro));
-
     int64_t stepsPerEpoch =
         (static_cast<int64_t>(train->size()) + batchSize - 1) / batchSize;
     int64_t maxSteps = trainSteps ? *trainSteps : epochs * stepsPerEpoch;
     auto u64 = static_cast<uint64_t>(seed);
+    bool isBert = model == "bert";
+    std::unique_ptr<Estimator> estimator;
+    if (isBert) {
+      bert.vocab_size =
+          examples::kBertFirstWordId + static_cast<int64_t>(vocabulary.size());
+      bert.attention_dropout = bert.hidden_dropout;
+      bert.intermediate_size = 4 * bert.hidden_size;
+      bert.max_position_embeddings = std::max<int64_t>(128, bert.seq_length);
+      bert.num_train_steps = maxSteps;
+      bert.num_warmup_steps =
+          static_cast<int64_t>(warmup * static_cast<double>(maxSteps));
+      estimator = std::make_unique<Estimator>(examples::bert_model_fn(bert),
+                                              RunConfig(ro));
+    } else {
+      estimator =
+          examples::make_sst2_estimator(model, columns, o, RunConfig(ro));
+    }
+    // The input pipeline of a split: tokens for the bilstm and the canned
+    // RNNClassifier (their feature column maps them to ids), fixed-length
+    // ids for bert.
+    auto input = [&](std::shared_ptr<const examples::Sentences> split,
+                     int64_t batch, std::optional<int64_t> epochs, bool shuffle,
+                     uint64_t shuffleSeed) {
+      return isBert
+                 ? examples::bert_dataset(split, vocabulary, bert.seq_length,
+                                          batch, epochs, shuffle, shuffleSeed)
+                 : sst2_dataset(split, batch, epochs, shuffle, shuffleSeed);
+    };
     auto loss = std::make_shared<LossHook>(50);
     auto evalTime = std::make_shared<EvalTimeHook>();
     TrainSpec trainSpec{
-        [&] { return sst2_dataset(train, batchSize, std::nullopt, true, u64); },
+        [&] { return input(train, batchSize, std::nullopt, true, u64); },
         maxSteps,
         {loss}};
     EvalSpec evalSpec;
-    evalSpec.input_fn = [&] { return sst2_dataset(dev, 256, 1, false, 0); };
+    evalSpec.input_fn = [&] { return input(dev, 256, 1, false, 0); };
     evalSpec.steps = std::nullopt;
     evalSpec.name = "dev";
     evalSpec.every_n_steps = std::min(stepsPerEpoch, maxSteps);
@@ -166,7 +218,7 @@ int main(int argc, char **argv) {
         train_and_evaluate(*estimator, trainSpec, evalSpec);
     double seconds = secondsSince(start);
     EvalResults r = estimator->evaluate(
-        [&] { return sst2_dataset(test, 256, 1, false, 0); }, {.name = "test"});
+        [&] { return input(test, 256, 1, false, 0); }, {.name = "test"});
     int64_t steps = r.at("global_step");
     std::printf(
         "{\"model\": \"%s\", \"seed\": %lld, \"vocabulary\": %zu, "
@@ -180,8 +232,8 @@ int main(int argc, char **argv) {
         loss->first(), loss->last(), devResult.eval_result.at("accuracy"),
         r.at("accuracy"), r.at("loss"));
     int64_t shown = 0;
-    for (const Prediction &p : estimator->predict(
-             [&] { return sst2_dataset(test, 256, 1, false, 0); })) {
+    for (const Prediction &p :
+         estimator->predict([&] { return input(test, 256, 1, false, 0); })) {
       if (shown >= predictions)
         break;
       std::printf(
@@ -190,9 +242,21 @@ int main(int argc, char **argv) {
       ++shown;
     }
     if (!exportDir.empty()) {
-      std::string dir = estimator->export_saved_model(
-          exportDir, build_parsing_serving_input_receiver_fn(
-                         feature_column::make_parse_example_spec(columns)));
+      ServingInputReceiverFn receiver;
+      if (isBert) {
+        std::vector<TensorSpec> inputs(2);
+        inputs[0].key = "input_ids";
+        inputs[0].dtype = DType::Int64;
+        inputs[0].shape = {-1, bert.seq_length};
+        inputs[1].key = "lengths";
+        inputs[1].dtype = DType::Int64;
+        inputs[1].shape = {-1};
+        receiver = build_raw_serving_input_receiver_fn(std::move(inputs));
+      } else {
+        receiver = build_parsing_serving_input_receiver_fn(
+            feature_column::make_parse_example_spec(columns));
+      }
+      std::string dir = estimator->export_saved_model(exportDir, receiver);
       std::printf("exported: %s\n", dir.c_str());
     }
   } catch (const std::exception &e) {
