@@ -15,10 +15,12 @@
 #include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/ArrayOps.h"
 #include "lib/Graph/ControlFlow.h"
+#include "lib/Graph/Gradients.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/Train.h"
 #include "lib/Models/Models.h"
 #include "test/reference/ReferenceEvaluator.h"
 #include "test/unit/ModelTesting.h"
@@ -1853,6 +1855,60 @@ TEST(CompiledOps, FusedBatchNorm) {
         });
     expectMatchesReference(graph, features, {1, 2, 5}, c.tolerance);
   }
+}
+
+/// gradients() (op `gradient`) in a predict function, and apply_gradients
+/// on hand-made gradients in a train function: d/dx sum(w x^2) = 2 w x,
+/// and one SGD step of w by the clipped gradient of its loss.
+TEST(CompiledOps, GradientsAndApplyGradients) {
+  Graph graph;
+  InputSpec inputs{{{"x", DType::Float32, {-1, 3}}}, std::nullopt};
+  auto body = [](Graph &g, const TensorMap &f, const Tensor &, ModeKeys mode) {
+    Variable w = g.get_variable("w", DType::Float32, {3},
+                                constant_initializer({1.0, -2.0, 0.5}));
+    Tensor loss = reduce_sum(multiply(square(f["x"]), w.read()));
+    Signature s;
+    if (mode == ModeKeys::PREDICT) {
+      s.predictions.set("dx", gradients({loss}, {f["x"]})[0]);
+      return s;
+    }
+    s.loss = loss;
+    Tensor dw =
+        clip_by_global_norm(gradients({loss}, std::vector<Variable>{w}), 1.0)
+            .list_clipped[0];
+    s.train_op = train::GradientDescentOptimizer(0.5).apply_gradients(
+        {{dw, w}}, g.global_step_variable());
+    return s;
+  };
+  build_mode(graph, ModeKeys::TRAIN, inputs, body);
+  build_mode(graph, ModeKeys::PREDICT, inputs, body);
+  g::GraphDef def = graph.graph_def();
+  dumpGraph(def);
+  std::unique_ptr<JitModel> model = jitCompileForTest(def, "Test");
+  ASSERT_TRUE(model);
+  model->run(model->function_index("init"));
+  model->set_batch(2);
+  std::vector<float> x = {1, 2, 3, -1, 0.5f, 2};
+  for (const char *fn : {"predict", "train"}) {
+    int f = model->function_index(fn);
+    std::memcpy(model->input_data(f, model->input_index(f, "features/x")),
+                x.data(), sizeof(float) * x.size());
+  }
+  int predict = model->function_index("predict");
+  model->run(predict);
+  const auto *dx = static_cast<const float *>(model->output_data(
+      predict, model->output_index(predict, "predictions/dx")));
+  std::vector<float> w = {1, -2, 0.5f};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(dx[i], 2 * w[i % 3] * x[i]) << i;
+  model->run("train");
+  // dw = sum over the batch of x^2 = {2, 4.25, 13}, clipped to norm 1.
+  std::vector<double> dw = {2, 4.25, 13};
+  double norm = std::sqrt(2 * 2 + 4.25 * 4.25 + 13 * 13);
+  const auto *updated = static_cast<const float *>(
+      model->variable_data(model->variable_index("w")));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_NEAR(updated[i], w[i] - 0.5 * dw[i] / norm, 1e-6) << i;
 }
 
 } // namespace
