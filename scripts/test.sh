@@ -27,7 +27,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 # Sanitizer leg: the unit tests and the lit suite built with ASan+UBSan (the
 # asan-ubsan preset), all but the training runs that only check learning
 # (MNIST, Titanic), crash safety and determinism, single and distributed
-# (they run above; under ASan they take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat, the signatures; TF's
+# (they run above; under ASan they take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat, models.tf_parity, the signatures; TF's
 # side is Python, estc's side runs under the sanitizers in the unit tests),
 # the served Titanic, the docs' compile-only check, the bench smoke runs (the
 # preset does not even build bench/: ESTC_BUILD_BENCHMARKS=OFF) and
@@ -40,7 +40,7 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --preset asan-ubsan >/dev/null
 ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --build build-asan-ubsan -j"$(nproc)"
 ctest --preset asan-ubsan -j"$(nproc)" \
-  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
+  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|models\.tf_parity|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
 
 # Fuzzing: the checked-in corpora and regressions, then 15 s per target.
 ./scripts/fuzz.sh --time=15 --parallel="$(nproc)"
