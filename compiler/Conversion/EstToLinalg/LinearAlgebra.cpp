@@ -198,9 +198,13 @@ struct MatmulOpLowering : public OpRewritePattern<est::MatmulOp> {
             .getResult(0);
     if (batchRank == 1)
       return castTo(b, loc, bmm, outType);
+    // Static batch dims as attributes: expand_shape's verifier wants the
+    // output shape's static sizes as constants, not as SSA values.
     SmallVector<OpFoldResult> outShape;
-    for (Value d : batchDims)
-      outShape.push_back(d);
+    for (auto [i, d] : llvm::enumerate(batchDims))
+      outShape.push_back(outType.isDynamicDim(i) ? OpFoldResult(d)
+                                                 : OpFoldResult(b.getIndexAttr(
+                                                       outType.getDimSize(i))));
     outShape.push_back(dimFold(b, loc, lhs, 1));
     outShape.push_back(dimFold(b, loc, rhs, 2));
     return tensor::ExpandShapeOp::create(b, loc, outType, bmm, reassoc,
