@@ -16,6 +16,8 @@ endif()
 find_package(Protobuf 3.21 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
+# libpng: lib/Summary (the fuzzed event-file reader is in that library) links it.
+find_package(PNG REQUIRED)
 
 # As the main build: warnings, include roots, binaries in bin/.
 add_compile_options(-Wall -Wextra)
