@@ -24,11 +24,11 @@ peak RSS. One JSON line per run ({"peer": "tf_estimator", ...}); `SKIP
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_runs import run_thread_counts  # noqa: E402
 
 EXAMPLES = 4096
 BERT_BENCH = {"vocab_size": 8192, "seq_length": 128,
@@ -134,37 +134,11 @@ def main():
         print(json.dumps(run_one(args.part, args.one, args.warmup, args.steps,
                                  args.batch)))
         return 0
-    try:
-        thread_counts = [int(t) for t in args.threads.split(",") if t]
-    except ValueError:
-        return fail(f"--threads={args.threads}: not a list of integers")
-    if not thread_counts or min(thread_counts) < 1:
-        return fail(f"--threads={args.threads}: not a list of positive "
-                    "integers")
-    try:
-        import tensorflow  # noqa: F401
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP tensorflow cannot be imported: {e}")
-        return 0
-    results = []
-    for threads in thread_counts:
-        out = subprocess.run(
-            [sys.executable, __file__, "--part", args.part, "--one",
-             str(threads), "--warmup", str(args.warmup), "--steps",
-             str(args.steps), "--batch", str(args.batch)],
-            capture_output=True, text=True, check=False)
-        if out.returncode != 0:
-            tail = (out.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"tf_toolbox_peer.py: threads {threads}: failed: {tail}",
-                  file=sys.stderr)
-            continue
-        line = out.stdout.strip().splitlines()[-1]
-        results.append(json.loads(line))
-        print(line, flush=True)
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
-    return 0 if len(results) == len(thread_counts) else 1
+    return run_thread_counts(
+        "tf_toolbox_peer.py", __file__, args.threads,
+        ["--part", args.part, "--warmup", str(args.warmup),
+         "--steps", str(args.steps), "--batch", str(args.batch)],
+        args.json)
 
 
 if __name__ == "__main__":
