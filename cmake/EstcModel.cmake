@@ -79,7 +79,9 @@ function(estc_add_model target)
     COMMENT "estc: compiling ${ARG_GRAPH} to ${ARG_NAME}.o and ${ARG_NAME}.h"
     VERBATIM)
   add_library(${target} STATIC "${_dir}/${ARG_NAME}.o")
-  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  # ESTC_NEEDS_COMPILER: building it runs estc (test/unit's runtime label).
+  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX
+                                             ESTC_NEEDS_COMPILER ON)
   target_include_directories(${target} PUBLIC ${_dir})
   target_link_libraries(${target} PUBLIC estc::runtime)
 endfunction()

@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # Sets up, checks the formatting (scripts/check-format.sh), builds with
 # warnings as errors, and runs every test: GoogleTest unit tests, the lit
-# suite, the end-to-end tests and the out-of-tree package test; then the unit
-# tests and the lit suite again under ASan+UBSan; then fuzzes
-# every parser of untrusted input for 15 s each (scripts/fuzz.sh, the
-# `fuzz` preset: clang-22, ASan+UBSan; docs/fuzzing.md).
+# suite, the end-to-end tests and the out-of-tree package test; then the
+# runtime side's unit tests again under ASan+UBSan (the `runtime` label:
+# every unit test that links no LLVM/MLIR: parsers, data, runtime kernels,
+# checkpoints, summaries, hooks, feature columns, serving); then fuzzes every
+# parser of untrusted input for 5 s each after replaying its corpus
+# (scripts/fuzz.sh, the `fuzz` preset: clang-22, ASan+UBSan; docs/fuzzing.md).
+#
+#   scripts/test.sh                    what CI runs (.ci/run)
+#   scripts/test.sh --all-sanitizers   the sanitizer leg over the whole tree
+#                                      (the compiler, the JIT and AOT tests,
+#                                      the lit suite: 20 more minutes on 2
+#                                      cores; run before a change is merged)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all_sanitizers=0
+for arg in "$@"; do
+  case $arg in
+    --all-sanitizers) all_sanitizers=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
 ./scripts/install-deps.sh --fuzz --tables
 ./scripts/check-format.sh
 # Independent readers of our file formats, used as cross-checks by the tests
@@ -24,23 +40,35 @@ wait "$pip_pid" ||
   echo "test.sh: safetensors/tensorboard/tensorflow unavailable; their cross-checks will be skipped"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
-# Sanitizer leg: the unit tests and the lit suite built with ASan+UBSan (the
-# asan-ubsan preset), all but the training runs that only check learning
-# (MNIST, Titanic), crash safety and determinism, single and distributed
-# (they run above; under ASan they take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat, models.tf_parity, the signatures; TF's
-# side is Python, estc's side runs under the sanitizers in the unit tests),
-# the served Titanic, the docs' compile-only check, the bench smoke runs (the
-# preset does not even build bench/: ESTC_BUILD_BENCHMARKS=OFF) and
-# the out-of-tree package build (nothing the sanitizers see that the unit
-# tests do not), and the every-canned-estimator export round trip (the
-# other SavedModelTest cases and serving.estc_serve_e2e run the same code),
-# and the CUDA PTX of every op (the compiler's GPU passes run under the
-# sanitizers in the lit suite and CudaTargetTest). allow_user_poisoning=0: instrumented inline LLVM allocator code
-# and the uninstrumented libMLIR share allocators (docs/conventions.md).
-ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --preset asan-ubsan >/dev/null
-ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0 cmake --build build-asan-ubsan -j"$(nproc)"
-ctest --preset asan-ubsan -j"$(nproc)" \
-  -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|models\.tf_parity|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
+# Sanitizer leg: the unit tests built with ASan+UBSan (the asan-ubsan preset;
+# allow_user_poisoning=0: instrumented inline LLVM allocator code and the
+# uninstrumented libMLIR share allocators, docs/conventions.md). In CI, the
+# runtime side's: `estc_runtime_unittests` and `ctest -L runtime` (a quarter
+# of the tree's build; the compiler's code is MLIR passes the lit suite and
+# the verifier check, and a whole second build of it does not fit CI's 25
+# minutes). With --all-sanitizers, the whole tree and the lit suite, all but
+# the training runs that only check learning (MNIST, Titanic), crash safety
+# and determinism, single and distributed (they run above; under ASan they
+# take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat,
+# models.tf_parity, the signatures; TF's side is Python, estc's side runs
+# under the sanitizers in the unit tests), the served Titanic, the docs'
+# compile-only check, the bench smoke runs (the preset does not build bench/)
+# and the out-of-tree package build, the every-canned-estimator export round
+# trip (the other SavedModelTest cases and serving.estc_serve_e2e run the
+# same code), and the CUDA PTX of every op (the compiler's GPU passes run
+# under the sanitizers in the lit suite and CudaTargetTest).
+build_env=(env ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0)
+"${build_env[@]}" cmake --preset asan-ubsan >/dev/null
+if [[ $all_sanitizers == 1 ]]; then
+  "${build_env[@]}" cmake --build build-asan-ubsan -j"$(nproc)"
+  ctest --preset asan-ubsan -j"$(nproc)" \
+    -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|models\.tf_parity|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
+else
+  "${build_env[@]}" cmake --build build-asan-ubsan -j"$(nproc)" \
+    --target estc_runtime_unittests
+  ctest --preset asan-ubsan -j"$(nproc)" -L runtime
+fi
 
-# Fuzzing: the checked-in corpora and regressions, then 15 s per target.
-./scripts/fuzz.sh --time=15 --parallel="$(nproc)"
+# Fuzzing: the checked-in corpora and regressions, then 5 s per target
+# (longer runs: scripts/fuzz.sh --time=60, docs/fuzzing.md).
+./scripts/fuzz.sh --time=5 --parallel="$(nproc)"
