@@ -36,14 +36,25 @@ CannedModel makeModel(std::shared_ptr<const Head> head, ModelFn fn,
 
 // --- Linear.cpp --------------------------------------------------------------
 
-/// TF's _linear_model_fn_builder_v2: the linear logits under "linear".
+/// TF's _linear_model_fn_builder_v2: the linear logits under "linear";
+/// in TRAIN its summaries "bias" (a scalar for one unit, else a histogram)
+/// and "fraction_of_zero_weights" (of every weight but the bias).
 Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
-                    int64_t units, const std::string &sparse_combiner);
+                    int64_t units, const std::string &sparse_combiner,
+                    ModeKeys mode);
+/// The trainable variables whose names start with `scope` + "/".
+std::vector<Variable> variablesUnder(Graph &g, const std::string &scope);
+/// TF's _add_hidden_layer_summary (dnn.py; _add_layer_summary of
+/// dnn_linear_combined.py): "<tag>/fraction_of_zero_values" and the
+/// histogram "<tag>/activation" of `value`, in the current name scope.
+void addLayerSummary(const Tensor &value, const std::string &tag);
 
 // --- Dnn.cpp -----------------------------------------------------------------
 
 /// TF's _dnn_model_fn_builder_v2: the DNN logits under "dnn", and the batch
-/// norm updates of TRAIN.
+/// norm updates of TRAIN; in TRAIN each hidden layer's and the logits'
+/// summaries ("dnn/hiddenlayer_<i>/..." and "dnn/logits/...",
+/// addLayerSummary).
 Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
                  int64_t units, const std::vector<int64_t> &hidden_units,
                  const Activation &activation, std::optional<double> dropout,

@@ -10,6 +10,7 @@
 
 #include "estimator/Canned/CannedInternal.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
+#include "lib/Graph/Summaries.h"
 
 #include <stdexcept>
 
@@ -45,9 +46,20 @@ Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
       net = layers::batch_normalization(
           net, training, -1, 0.999, 1e-3, true, true,
           name + "/batchnorm_" + std::to_string(i));
+    if (training)
+      addLayerSummary(net, name);
   }
-  return layers::dense(net, units, nullptr, true, glorot_uniform_initializer(),
-                       zeros_initializer(), "logits");
+  Tensor logits =
+      layers::dense(net, units, nullptr, true, glorot_uniform_initializer(),
+                    zeros_initializer(), "logits");
+  if (training)
+    addLayerSummary(logits, "logits");
+  return logits;
+}
+
+void addLayerSummary(const Tensor &value, const std::string &tag) {
+  summary::scalar(tag + "/fraction_of_zero_values", nn::zero_fraction(value));
+  summary::histogram(tag + "/activation", value);
 }
 
 void checkHiddenUnits(const std::string &who,

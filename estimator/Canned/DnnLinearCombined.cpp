@@ -22,19 +22,6 @@ namespace fc = feature_column;
 
 using namespace detail;
 
-namespace {
-
-/// The trainable variables whose names start with `scope` + "/".
-std::vector<Variable> variablesUnder(Graph &g, const std::string &scope) {
-  std::vector<Variable> out;
-  for (const Variable &v : g.trainable_variables())
-    if (v.name().compare(0, scope.size() + 1, scope + "/") == 0)
-      out.push_back(v);
-  return out;
-}
-
-} // namespace
-
 CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
                                       DNNLinearCombinedOptions o) {
   const std::string who = "DNNLinearCombinedEstimator";
@@ -72,7 +59,10 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
                     o.dnn_activation_fn, o.dnn_dropout, o.batch_norm, mode);
     if (!o.linear_feature_columns.empty())
       linear = linearLogits(features, o.linear_feature_columns, units,
-                            o.linear_sparse_combiner);
+                            o.linear_sparse_combiner, mode);
+    // dnn_linear_combined.py's _add_layer_summary(linear_logits, 'linear').
+    if (linear.valid() && mode == ModeKeys::TRAIN)
+      addLayerSummary(linear, "linear");
     Tensor logits = dnn.valid() && linear.valid() ? add(dnn, linear)
                     : dnn.valid()                 ? dnn
                                                   : linear;

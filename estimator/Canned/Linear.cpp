@@ -10,6 +10,7 @@
 
 #include "estimator/Canned/CannedInternal.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
+#include "lib/Graph/Summaries.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,12 +23,59 @@ namespace fc = feature_column;
 
 namespace detail {
 
-/// TF's _linear_model_fn_builder_v2: the linear logits under "linear".
+/// TF's _linear_model_fn_builder_v2: the linear logits under "linear", and
+/// its summaries in TRAIN.
 Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
-                    int64_t units, const std::string &sparse_combiner) {
+                    int64_t units, const std::string &sparse_combiner,
+                    ModeKeys mode) {
   Graph &g = get_default_graph();
-  Scope scope = g.name_scope("linear");
-  return fc::linear_model(features, columns, units, sparse_combiner);
+  Tensor logits;
+  {
+    Scope scope = g.name_scope("linear");
+    logits = fc::linear_model(features, columns, units, sparse_combiner);
+  }
+  if (mode != ModeKeys::TRAIN)
+    return logits;
+  // TF's summaries, outside the "linear" scope: tags "bias" and
+  // "fraction_of_zero_weights" (_compute_fraction_of_zero: the zeros of
+  // every weight but the bias over their total size).
+  Tensor bias;
+  Tensor zeros;
+  int64_t size = 0;
+  for (const Variable &v : variablesUnder(g, "linear")) {
+    const std::string &name = v.name();
+    const std::string biasName = "/bias_weights";
+    if (name.size() >= biasName.size() &&
+        name.compare(name.size() - biasName.size(), biasName.size(),
+                     biasName) == 0) {
+      bias = v.read();
+      continue;
+    }
+    int64_t n = 1;
+    for (int64_t d : v.shape())
+      n *= d;
+    size += n;
+    Tensor z = reduce_sum(cast(equal(v.read(), 0.0), DType::Int32));
+    zeros = zeros.valid() ? add(zeros, z) : z;
+  }
+  if (bias.valid()) {
+    if (units > 1)
+      summary::histogram("bias", bias);
+    else
+      summary::scalar("bias", reshape(bias, {}));
+  }
+  if (zeros.valid())
+    summary::scalar("fraction_of_zero_weights",
+                    cast(zeros, DType::Float32) / static_cast<double>(size));
+  return logits;
+}
+
+std::vector<Variable> variablesUnder(Graph &g, const std::string &scope) {
+  std::vector<Variable> out;
+  for (const Variable &v : g.trainable_variables())
+    if (v.name().compare(0, scope.size() + 1, scope + "/") == 0)
+      out.push_back(v);
+  return out;
 }
 
 } // namespace detail
@@ -53,7 +101,7 @@ CannedModel linear_model(std::shared_ptr<const Head> head,
                 lr](const TensorMap &features, const Tensor &labels,
                     ModeKeys mode, const Params &, const RunConfig &) {
     Tensor logits = linearLogits(features, columns, head->logits_dimension(),
-                                 options.sparse_combiner);
+                                 options.sparse_combiner, mode);
     std::optional<train::Optimizer> optimizer;
     if (mode == ModeKeys::TRAIN)
       optimizer = options.optimizer.get(lr);

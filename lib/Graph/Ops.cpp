@@ -1501,6 +1501,22 @@ Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis, double epsilon,
   return x * rsqrt(maximum(sum, epsilon));
 }
 
+Tensor zero_fraction(const Tensor &value, const std::string &name) {
+  requireFloatOrInt("zero_fraction", "value", value);
+  auto scope = compositeScope(value.graph(), name, "zero_fraction");
+  // TF's: the zeros counted in an integer (int32 below 2^31 elements), cast
+  // to float32 and divided by the size as float32 (an empty tensor: NaN).
+  Tensor zeros =
+      cast(reduce_sum(cast(equal(value, 0.0), DType::Int32)), DType::Float32);
+  int64_t n = 1;
+  for (int64_t d : value.shape())
+    n = d < 0 || n < 0 ? -1 : n * d;
+  Tensor count =
+      n >= 0 ? value.graph().constant(static_cast<double>(n))
+             : cast(reduce_prod(shape_of(value, DType::Int64)), DType::Float32);
+  return zeros / count;
+}
+
 Moments moments(const Tensor &x, const Dims &axes, bool keepdims,
                 const std::string &name) {
   requireFloatTensor("moments", "x", x);

@@ -560,6 +560,10 @@ Tensor softsign(const Tensor &features, const std::string &name = "");
 /// `axis` absent: over every axis; epsilon >= 0.
 Tensor l2_normalize(const Tensor &x, std::optional<Dims> axis = std::nullopt,
                     double epsilon = 1e-12, const std::string &name = "");
+/// tf.math.zero_fraction: the fraction of `value`'s elements that are zero,
+/// a float32 scalar (NaN for an empty tensor, as TF's). Float or integer.
+/// The canned estimators' "fraction_of_zero_values" summaries.
+Tensor zero_fraction(const Tensor &value, const std::string &name = "");
 /// tf.nn.moments: the mean and variance over `axes` (the variance's mean
 /// through stop_gradient, as TF's); `keepdims` keeps the reduced axes.
 /// Empty `axes`: x itself and zeros.

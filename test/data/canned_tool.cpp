@@ -43,6 +43,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "estimator/Canned/Estimators.h"
+#include "lib/Summary/Summary.h"
 
 #include <unistd.h>
 
@@ -249,7 +250,9 @@ int run() {
   RunConfigOptions o;
   o.model_dir = (dir / "model").string();
   o.tf_random_seed = 1;
-  o.save_summary_steps = 0;
+  // Every step's summaries, as the TF side's RunConfig (compared by
+  // tf_canned_compat.py).
+  o.save_summary_steps = 1;
   o.log_step_count_steps = 1000000;
   RunConfig config = RunConfig::from_tf_config("", o);
 
@@ -304,6 +307,33 @@ int run() {
   }
   for (const std::string &name : est->get_variable_names())
     printFloats("var " + name, est->get_variable_value(name));
+  // The summaries the model wrote (the event files of model_dir): scalars
+  // and the histograms' statistics, by step and tag.
+  for (const std::string &file : summary::list_event_files(*o.model_dir))
+    for (const summary::Event &event : summary::read_events(file)) {
+      if (!event.has_summary())
+        continue;
+      for (const auto &value : event.summary().value()) {
+        std::cout << "summary " << event.step() << " " << value.tag();
+        if (value.has_histo()) {
+          const auto &h = value.histo();
+          std::snprintf(buffer, sizeof(buffer), " histo %.9g", h.min());
+          std::cout << buffer;
+          for (double v : {h.max(), h.num(), h.sum(), h.sum_squares()}) {
+            std::snprintf(buffer, sizeof(buffer), " %.9g", v);
+            std::cout << buffer;
+          }
+        } else if (value.value_case() ==
+                   estc::tensorboard::Summary::Value::kSimpleValue) {
+          std::snprintf(buffer, sizeof(buffer), " scalar %.9g",
+                        value.simple_value());
+          std::cout << buffer;
+        } else {
+          std::cout << " other";
+        }
+        std::cout << "\n";
+      }
+    }
   std::cout << "done\n";
   std::filesystem::remove_all(dir);
   return 0;

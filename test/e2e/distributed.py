@@ -235,6 +235,19 @@ def case_equivalence(args):
     if len(events) != 1:
         fail("model_dir has %d event files, the chief's alone expected: %s" %
              (len(events), events))
+    # The chief runs the summary steps (every step: save_summary_steps=1;
+    # with iterations_per_loop, the last step of every loop), the workers
+    # the plain step, in one synchronous job: the canned DNN's in-graph
+    # summaries are in the chief's file at each of those steps.
+    loop = args.iterations_per_loop
+    want = list(range(loop, args.steps + 1, loop))
+    written = estc_files.scalars(estc_files.read_event_file(events[0])[0])
+    for tag in ("loss", "dnn/hiddenlayer_0/fraction_of_zero_values",
+                "dnn/logits/fraction_of_zero_values"):
+        steps = sorted(step for step, t in written if t == tag)
+        if steps != want:
+            fail("the chief's summary '%s' is at steps %s, not %s" %
+                 (tag, steps, want))
     # The loss the chief logs is the global mean: the single replica's.
     chief_loss = [l for l in job.log("chief-0").splitlines()
                   if "Loss for final step" in l]

@@ -4,8 +4,10 @@
 The same fixed, unshuffled sequence of small batches (string, integer and
 float features) trains TF's estimator and estc's (canned_tool, the JIT
 Estimator), both from the same initial weights; the loss of every step and
-the final variables, optimizer slots included, must agree to float32
-tolerance.
+the final variables, optimizer slots included, and every step's summaries
+(TF's canned models write each hidden layer's and the logits' activation
+histogram and fraction of zero values, the linear model's bias and fraction
+of zero weights) must agree to float32 tolerance.
 
   linear  LinearClassifier over numeric, bucketized, vocabulary-list, hash
           bucket, identity and crossed columns; both start from zeros (TF's
@@ -58,6 +60,8 @@ CITIES = ["paris", "rome", "oslo", "lima", "kyiv", "baku"]
 CITY_BUCKETS = 10
 N_BUCKETS = 4
 CROSS_BUCKETS = 20
+# The summaries of variables (not of the step's activations).
+VARIABLE_SUMMARIES = ("bias", "fraction_of_zero_weights")
 DNN_HIDDEN_UNITS = [8, 4]
 EMBEDDING_DIMENSION = 3
 # float32 arithmetic in another order (sums over a batch, fused kernels):
@@ -116,20 +120,26 @@ def run_tf(tf, case, kind, features, labels, optimizer, batch_norm, work):
             (features, labels)).batch(BATCH)
 
     est.train(input_fn, steps=STEPS)
-    losses = {}
+    losses, summaries = {}, {}
     for path in glob.glob(os.path.join(model_dir, "events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
+                if value.HasField("histo"):
+                    h = value.histo
+                    summaries[(event.step, value.tag)] = (
+                        "histo", [h.min, h.max, h.num, h.sum, h.sum_squares])
+                    continue
+                v = (value.simple_value if value.HasField("simple_value")
+                     else float(tf.make_ndarray(value.tensor)))
+                summaries[(event.step, value.tag)] = ("scalar", [v])
                 if value.tag == "loss":
-                    losses[event.step] = (
-                        value.simple_value if value.HasField("simple_value")
-                        else float(tf.make_ndarray(value.tensor)))
+                    losses[event.step] = v
     final = {name: est.get_variable_value(name)
              for name in est.get_variable_names()}
     reader = tf.train.load_checkpoint(os.path.join(model_dir, "model.ckpt-0"))
     initial = {name: reader.get_tensor(name)
                for name in reader.get_variable_to_shape_map()}
-    return [losses[s] for s in sorted(losses)], final, initial
+    return [losses[s] for s in sorted(losses)], final, initial, summaries
 
 
 def estc_name(name):
@@ -169,14 +179,61 @@ def run_estc(tool, kind, features, labels, optimizer, batch_norm, initial, np):
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"canned_tool failed: {proc.stderr.strip()}")
-    losses, variables = [], {}
+    losses, variables, summaries = [], {}, {}
     for line in proc.stdout.splitlines():
         words = line.split()
         if words[0] == "loss":
             losses.append(float(words[2]))
         elif words[0] == "var":
             variables[words[1]] = np.array([float(w) for w in words[2:]])
-    return losses, variables
+        elif words[0] == "summary":
+            summaries[(int(words[1]), words[2])] = (
+                words[3], [float(w) for w in words[4:]])
+    return losses, variables, summaries
+
+
+def compare_summaries(kind, tf_summaries, estc_summaries):
+    """The summaries of every step: the same tags as TF's (the canned
+    models' hidden-layer activations and zero fractions, the linear bias and
+    zero-weight fraction, the loss), each scalar and each histogram's
+    min, max, count, sum and sum of squares equal to float32 tolerance."""
+    failures = []
+    tf_tags = sorted({tag for _, tag in tf_summaries})
+    estc_tags = sorted({tag for _, tag in estc_summaries})
+    if tf_tags != estc_tags:
+        return [f"{kind}: summary tags: estc {estc_tags}, TF {tf_tags}"]
+    for key in sorted(tf_summaries):
+        if key not in estc_summaries:
+            failures.append(f"{kind}: no estc summary {key[1]} at step "
+                            f"{key[0]}")
+            continue
+        (tf_kind, want), (got_kind, got) = tf_summaries[key], estc_summaries[key]
+        if tf_kind != got_kind:
+            failures.append(f"{kind}: {key[1]} at step {key[0]} is a "
+                            f"{got_kind}, TF's a {tf_kind}")
+            continue
+        # A histogram's sum of squares and sum accumulate in float64 on TF's
+        # side over float32 values: compare them at the values' tolerance
+        # times the count.
+        scale = max(1.0, want[2]) if tf_kind == "histo" else 1.0
+
+        def close(mine):
+            return all(abs(a - b) <= scale * (ATOL + RTOL * abs(b))
+                       for a, b in zip(mine, want))
+        if close(got):
+            continue
+        # The linear model's summaries read its variables, which TF's graph
+        # does not order against the step's update: TF's value is the
+        # variables' before the update (estc's, always) or, in some runs,
+        # after it, which is estc's at the next step.
+        later = estc_summaries.get((key[0] + 1, key[1]))
+        if key[1] in VARIABLE_SUMMARIES and later and close(later[1]):
+            continue
+        failures.append(f"{kind}: summary {key[1]} at step {key[0]}: "
+                        f"estc {got!r} TF {want!r}")
+    print(f"{kind}: {len(tf_summaries)} summaries compared "
+          f"({len(tf_tags)} tags: {' '.join(tf_tags)})")
+    return failures
 
 
 def compare(np, kind, tf_losses, tf_vars, estc_losses, estc_vars):
@@ -239,14 +296,15 @@ def main():
                 ("linear", "linear", None, False),
                 ("dnn", "dnn", None, True),
                 ("dnn_adam", "dnn", "Adam", False)):
-            tf_losses, tf_vars, initial = run_tf(tf, kind, model, features,
-                                                 labels, optimizer, batch_norm,
-                                                 work)
-            estc_losses, estc_vars = run_estc(args.tool, model, features,
-                                              labels, optimizer, batch_norm,
-                                              initial, np)
+            tf_losses, tf_vars, initial, tf_summaries = run_tf(
+                tf, kind, model, features, labels, optimizer, batch_norm,
+                work)
+            estc_losses, estc_vars, estc_summaries = run_estc(
+                args.tool, model, features, labels, optimizer, batch_norm,
+                initial, np)
             failures += compare(np, kind, tf_losses, tf_vars, estc_losses,
                                 estc_vars)
+            failures += compare_summaries(kind, tf_summaries, estc_summaries)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for line in failures:

@@ -27,6 +27,7 @@
 #include "estimator/Canned/Estimators.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Data/Idx.h"
+#include "lib/Summary/Summary.h"
 
 #include <gtest/gtest.h>
 
@@ -102,11 +103,12 @@ protected:
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  RunConfig config(const std::string &name, int64_t seed = 1) {
+  RunConfig config(const std::string &name, int64_t seed = 1,
+                   int64_t save_summary_steps = 0) {
     RunConfigOptions o;
     o.model_dir = (dir_ / name).string();
     o.tf_random_seed = seed;
-    o.save_summary_steps = 0;
+    o.save_summary_steps = save_summary_steps;
     o.log_step_count_steps = 1000000;
     return RunConfig::from_tf_config("", o);
   }
@@ -348,12 +350,31 @@ TEST_F(CannedTest, LinearClassifierThreeClassesVocabularyAndWeightColumn) {
   LinearOptions linear;
   linear.optimizer = OptimizerSpec("Ftrl", 0.5); // by name and rate
   LinearClassifier est({fc::numeric_column("x", {4})}, head, linear,
-                       config("linear3"));
+                       config("linear3", 1, /*save_summary_steps=*/100));
   est.train(trainInput(train.x, train.y), {.steps = 300});
   EXPECT_EQ(est.get_variable_value("linear/linear_model/x/weights").shape,
             (std::vector<int64_t>{4, 3}));
   EXPECT_EQ(est.get_variable_value("linear/linear_model/bias_weights").shape,
             (std::vector<int64_t>{3}));
+  // TF's linear summaries: with more than one unit, "bias" is a histogram
+  // of the 3 biases (one unit: a scalar, checked against TF 2.15 by
+  // canned.tf_compat), beside "fraction_of_zero_weights".
+  int64_t biasHistograms = 0, zeroFractions = 0;
+  for (const std::string &file : summary::list_event_files(est.model_dir()))
+    for (const summary::Event &e : summary::read_events(file))
+      for (const auto &v : e.summary().value()) {
+        if (v.tag() == "bias") {
+          ASSERT_TRUE(v.has_histo());
+          EXPECT_EQ(v.histo().num(), 3);
+          ++biasHistograms;
+        } else if (v.tag() == "fraction_of_zero_weights") {
+          EXPECT_GE(v.simple_value(), 0.0f);
+          EXPECT_LE(v.simple_value(), 1.0f);
+          ++zeroFractions;
+        }
+      }
+  EXPECT_GE(biasHistograms, 3); // steps 1, 101, 201 at least
+  EXPECT_EQ(zeroFractions, biasHistograms);
 
   EvalResults r = est.evaluate(evalInput(eval.x, eval.y));
   EXPECT_EQ(keysOf(r), (std::vector<std::string>{"accuracy", "average_loss",

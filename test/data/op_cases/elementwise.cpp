@@ -96,6 +96,12 @@ ESTC_OP_CASE(moments_no_axes, [](Graph &, const Inputs &in) {
   nn::Moments m = nn::moments(in[0], {});
   return Outputs{m.mean, m.variance};
 });
+ESTC_OP_CASE(zero_fraction_relu, [](Graph &, const Inputs &in) {
+  return Outputs{nn::zero_fraction(nn::relu(in[0]))};
+});
+ESTC_OP_CASE(zero_fraction_int, [](Graph &, const Inputs &in) {
+  return Outputs{nn::zero_fraction(in[0])};
+});
 ESTC_OP_CASE(log_poisson_loss, [](Graph &, const Inputs &in) {
   return Outputs{nn::log_poisson_loss(in[0], in[1])};
 });
