@@ -133,8 +133,8 @@ std::pair<DType, Id> memoryTypeFor(hid_t type) {
     return {DType::Int64, Id(H5Tcopy(H5T_NATIVE_INT64), H5Tclose)};
   // numpy's bool, as h5py writes it: an enum of int8 {FALSE: 0, TRUE: 1}.
   if (cls == H5T_ENUM && size == 1 && H5Tget_nmembers(type) == 2)
-    return {DType::Bool, Id(H5Tget_native_type(type, H5T_DIR_ASCEND),
-                            H5Tclose)};
+    return {DType::Bool,
+            Id(H5Tget_native_type(type, H5T_DIR_ASCEND), H5Tclose)};
   return {DType::Invalid, Id()};
 }
 
@@ -162,8 +162,7 @@ bool isHdf5(std::string_view bytes) {
   return bytes.substr(0, 8) == std::string_view("\x89HDF\r\n\x1a\n", 8);
 }
 
-Hdf5File::Hdf5File(std::string_view bytes, bool writable)
-    : lock_(hdf5Mutex()) {
+Hdf5File::Hdf5File(std::string_view bytes, bool writable) : lock_(hdf5Mutex()) {
   static bool quiet = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
@@ -227,8 +226,8 @@ std::vector<std::string> Hdf5File::members(const std::string &path) const {
     throw Hdf5Error("cannot list group '" + shown(path) + "'");
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    ssize_t n = H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME,
-                                   H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    ssize_t n = H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC,
+                                   i, nullptr, 0, H5P_DEFAULT);
     if (n < 0)
       throw Hdf5Error("cannot list group '" + shown(path) + "'");
     std::string name(static_cast<size_t>(n) + 1, '\0');
@@ -301,15 +300,15 @@ Hdf5File::stringAttribute(const std::string &object,
   if (!hasAttribute(object, name))
     return std::nullopt;
   std::string what = "'" + shown(name) + "' of '" + shown(rooted(object)) + "'";
-  Id a(H5Aopen_by_name(file_, rooted(object).c_str(), name.c_str(),
-                       H5P_DEFAULT, H5P_DEFAULT),
+  Id a(H5Aopen_by_name(file_, rooted(object).c_str(), name.c_str(), H5P_DEFAULT,
+                       H5P_DEFAULT),
        H5Aclose);
   if (!a.valid())
     throw Hdf5Error("cannot open attribute " + what);
   std::vector<std::string> v = readStrings(a.get(), what);
   if (v.size() != 1)
-    throw Hdf5Error("attribute " + what + " holds " +
-                    std::to_string(v.size()) + " strings, not one");
+    throw Hdf5Error("attribute " + what + " holds " + std::to_string(v.size()) +
+                    " strings, not one");
   return v[0];
 }
 

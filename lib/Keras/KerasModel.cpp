@@ -142,8 +142,8 @@ bool isModelClass(const std::string &c) {
 // order: a Sequential model's InputLayer is not one of them.
 std::vector<LayerRef> modelLayers(const LayerRef &model) {
   std::vector<LayerRef> out;
-  const rj::Value *layers = model.config ? member(*model.config, "layers")
-                                         : nullptr;
+  const rj::Value *layers =
+      model.config ? member(*model.config, "layers") : nullptr;
   if (!layers || !layers->IsArray())
     return out;
   for (const auto &l : layers->GetArray()) {
@@ -184,8 +184,8 @@ private:
                std::vector<Weight> &out, const std::string &where);
   void ownVars(const Hdf5File &h5, const LayerRef &layer,
                const std::string &group, const std::string &prefix,
-               const std::vector<std::string> &names,
-               std::vector<Weight> &out, const std::string &where);
+               const std::vector<std::string> &names, std::vector<Weight> &out,
+               const std::string &where);
   void genericVars(const Hdf5File &h5, const std::string &group,
                    const std::string &prefix, std::vector<Weight> &out,
                    const std::string &where);
@@ -202,7 +202,25 @@ private:
 
   std::string name_;
   KerasModel &model_;
+  // Written by Keras 3, whose names differ from tf.keras's in places
+  // (DepthwiseConv2D's "kernel", Bidirectional's copies).
+  bool keras3_ = false;
 };
+
+// Whether a config was written by Keras 3, when no keras_version says so:
+// its InputLayers have "batch_shape" (tf.keras: "batch_input_shape").
+bool looksLikeKeras3(const rj::Value &config) {
+  const rj::Value *inner = member(config, "config");
+  const rj::Value *layers = inner ? member(*inner, "layers") : nullptr;
+  if (!layers || !layers->IsArray())
+    return false;
+  for (const auto &l : layers->GetArray()) {
+    const rj::Value *c = member(l, "config");
+    if (stringField(l, "class_name") == "InputLayer" && c)
+      return member(*c, "batch_shape") != nullptr;
+  }
+  return false;
+}
 
 void Reader::read(std::string_view bytes, const rj::Value *config) {
   if (bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4) ||
@@ -243,6 +261,8 @@ void Reader::readArchive(std::string_view bytes) {
     model_.keras_version = stringField(m, "keras_version");
     model_.backend = stringField(m, "backend");
   }
+  keras3_ = model_.keras_version.empty() ? looksLikeKeras3(model_.config)
+                                         : model_.keras_version[0] == '3';
   const std::string *weights = find("model.weights.h5");
   if (!weights) {
     if (find("model.weights.npz"))
@@ -266,11 +286,11 @@ void Reader::readHdf5(std::string_view bytes, const rj::Value *config) {
     };
     if (h5.hasAttribute("", "model_config")) {
       model_.format = FileFormat::H5Model;
-      model_.config = parse_config_json(attr("model_config"),
-                                        name_ + ": model_config");
+      model_.config =
+          parse_config_json(attr("model_config"), name_ + ": model_config");
       if (h5.hasAttribute("", "training_config"))
-        model_.training_config = parse_config_json(
-            attr("training_config"), name_ + ": training_config");
+        model_.training_config = parse_config_json(attr("training_config"),
+                                                   name_ + ": training_config");
       model_.keras_version = attr("keras_version");
       model_.backend = attr("backend");
       if (h5.kind("model_weights") != Hdf5File::Kind::Group)
@@ -289,6 +309,7 @@ void Reader::readHdf5(std::string_view bytes, const rj::Value *config) {
       model_.format = FileFormat::WeightsH5;
       if (config)
         model_.config.CopyFrom(*config, model_.config.GetAllocator());
+      keras3_ = config && looksLikeKeras3(*config);
       readKeras3Layout(h5, config, "");
     } else if (h5.kind("model_weights") == Hdf5File::Kind::Group) {
       fail("HDF5 file without a model config: it has model_weights but no "
@@ -348,9 +369,9 @@ size_t Reader::countVars(const Hdf5File &h5, const std::string &group) const {
   while (h5.kind(vars + "/" + std::to_string(n)) == Hdf5File::Kind::Dataset)
     ++n;
   if (n != h5.members(vars).size())
-    fail("'" + shown(vars) + "' holds " + std::to_string(h5.members(vars).size()) +
-         " entries, but only 0.." + std::to_string(static_cast<long>(n) - 1) +
-         " are variables");
+    fail("'" + shown(vars) + "' holds " +
+         std::to_string(h5.members(vars).size()) + " entries, but only 0.." +
+         std::to_string(static_cast<long>(n) - 1) + " are variables");
   return n;
 }
 
@@ -366,7 +387,8 @@ void Reader::ownVars(const Hdf5File &h5, const LayerRef &layer,
     fail(where + "layer '" + shown(layer.name) + "' (" +
          shown(layer.className) + "): '" + shown(group) + "/vars' holds " +
          std::to_string(n) + " variables, but its config gives " +
-         std::to_string(names.size()) + (list.empty() ? "" : " (" + list + ")"));
+         std::to_string(names.size()) +
+         (list.empty() ? "" : " (" + list + ")"));
   }
   for (size_t i = 0; i < n; ++i) {
     std::string path = group + "/vars/" + std::to_string(i);
@@ -381,8 +403,8 @@ void Reader::genericVars(const Hdf5File &h5, const std::string &group,
   for (size_t i = 0; i < n; ++i) {
     std::string path =
         (group.empty() ? "" : group + "/") + "vars/" + std::to_string(i);
-    out.push_back({prefix + "vars/" + std::to_string(i), path,
-                   dataset(h5, path, where)});
+    out.push_back(
+        {prefix + "vars/" + std::to_string(i), path, dataset(h5, path, where)});
   }
   if (h5.kind(group) != Hdf5File::Kind::Group)
     return;
@@ -400,7 +422,8 @@ void Reader::genericVars(const Hdf5File &h5, const std::string &group,
 // Keras's variables of a layer class in their creation order
 // (trainable, then non-trainable, as Layer.save_own_variables stores them);
 // nullopt for a class not listed.
-std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l) {
+std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l,
+                                                         bool keras3) {
   static const rj::Value kEmpty;
   const rj::Value &cfg = l.config ? *l.config : kEmpty;
   const std::string &c = l.className;
@@ -410,11 +433,17 @@ std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l) {
       v.push_back("bias");
     return v;
   };
-  static const char *kConv[] = {
-      "Conv1D",          "Conv2D",          "Conv3D",
-      "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
-      "Convolution1D",   "Convolution2D",   "Convolution3D",
-      "Convolution2DTranspose", "Convolution3DTranspose"};
+  static const char *kConv[] = {"Conv1D",
+                                "Conv2D",
+                                "Conv3D",
+                                "Conv1DTranspose",
+                                "Conv2DTranspose",
+                                "Conv3DTranspose",
+                                "Convolution1D",
+                                "Convolution2D",
+                                "Convolution3D",
+                                "Convolution2DTranspose",
+                                "Convolution3DTranspose"};
   if (c == "Dense" ||
       std::find(std::begin(kConv), std::end(kConv), c) != std::end(kConv))
     return withBias({"kernel"});
@@ -426,7 +455,7 @@ std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l) {
     return v;
   }
   if (c == "DepthwiseConv1D" || c == "DepthwiseConv2D")
-    return withBias({"depthwise_kernel"});
+    return withBias({keras3 ? "kernel" : "depthwise_kernel"});
   if (c == "SeparableConv1D" || c == "SeparableConv2D" ||
       c == "SeparableConvolution1D" || c == "SeparableConvolution2D")
     return withBias({"depthwise_kernel", "pointwise_kernel"});
@@ -478,8 +507,8 @@ void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
     std::vector<std::string> names{"kernel", "recurrent_kernel"};
     if (boolField(cfg, "use_bias", true))
       names.push_back("bias");
-    ownVars(h5, layer, group + "/cell",
-            prefix + to_snake_case(c) + "_cell/", names, out, where);
+    ownVars(h5, layer, group + "/cell", prefix + to_snake_case(c) + "_cell/",
+            names, out, where);
     return;
   }
   if (c == "Bidirectional") {
@@ -488,15 +517,30 @@ void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
     if (!fwd)
       fail(where + "layer '" + shown(layer.name) +
            "' (Bidirectional) has no wrapped layer in its config");
-    LayerRef bwd = *fwd;
-    bwd.name = "backward_" + fwd->name;
+    // The names Bidirectional.__init__ gives its copies: tf.keras prefixes
+    // "forward_" / "backward_" to the wrapped (or given backward) layer's
+    // name; Keras 3 stores both copies, already named, and prefixes only a
+    // name without the prefix.
+    auto removePrefix = [](const std::string &n, const std::string &p) {
+      return n.rfind(p, 0) == 0 ? n.substr(p.size()) : n;
+    };
+    std::optional<LayerRef> given;
     if (const rj::Value *b = member(cfg, "backward_layer"))
-      if (std::optional<LayerRef> r = layerRef(*b))
-        bwd = *r;
-    std::string fwdName = "forward_" + fwd->name;
+      given = layerRef(*b);
+    bool keras3 = keras3_;
+    LayerRef bwd = given ? *given : *fwd;
+    std::string fwdName, bwdName;
+    if (keras3) {
+      fwdName = "forward_" + removePrefix(fwd->name, "forward_");
+      bwdName = given ? given->name
+                      : "backward_" + removePrefix(fwd->name, "backward_");
+    } else {
+      fwdName = "forward_" + fwd->name;
+      bwdName = "backward_" + (given ? given->name : fwd->name);
+    }
     collect(h5, *fwd, group + "/forward_layer", prefix + fwdName + "/", out,
             where);
-    collect(h5, bwd, group + "/backward_layer", prefix + bwd.name + "/", out,
+    collect(h5, bwd, group + "/backward_layer", prefix + bwdName + "/", out,
             where);
     return;
   }
@@ -519,7 +563,8 @@ void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
     }
     return;
   }
-  if (std::optional<std::vector<std::string>> names = ownVariableNames(layer)) {
+  if (std::optional<std::vector<std::string>> names =
+          ownVariableNames(layer, keras3_)) {
     ownVars(h5, layer, group, prefix, *names, out, where);
     return;
   }
@@ -611,8 +656,10 @@ void Reader::checkAgainstConfig() {
       const char *what = c == "Dense" ? "units" : "filters";
       for (size_t i = 0; i < lw.weights.size(); ++i) {
         const Weight &w = lw.weights[i];
-        size_t rank = i == 0 ? (c == "Dense" ? 2 : c == "Conv1D" ? 3
-                                              : c == "Conv2D" ? 4 : 5)
+        size_t rank = i == 0 ? (c == "Dense"    ? 2
+                                : c == "Conv1D" ? 3
+                                : c == "Conv2D" ? 4
+                                                : 5)
                              : 1;
         if (w.value.shape.size() != rank || last(w) != units)
           bad(w, std::string("its config's ") + what + " is " +

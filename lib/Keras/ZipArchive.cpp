@@ -80,15 +80,14 @@ ZipEntries readZip(std::string_view bytes, uint64_t maxEntryBytes) {
     for (;;) {
       zip_int64_t got = zip_fread(f.get(), buf, sizeof buf);
       if (got < 0)
-        throw ZipError("corrupt zip entry '" + escape_control_chars(name) +
-                       "': " +
-                       escape_control_chars(zip_file_strerror(f.get())));
+        throw ZipError(
+            "corrupt zip entry '" + escape_control_chars(name) +
+            "': " + escape_control_chars(zip_file_strerror(f.get())));
       if (got == 0)
         break;
       if (data.size() + uint64_t(got) > st.size)
         throw ZipError("corrupt zip entry '" + escape_control_chars(name) +
-                       "': more data than its size " +
-                       std::to_string(st.size));
+                       "': more data than its size " + std::to_string(st.size));
       data.append(buf, static_cast<size_t>(got));
     }
     if (data.size() != st.size)
@@ -132,8 +131,8 @@ std::string writeZip(const ZipEntries &entries) {
       throw ZipError("cannot add '" + escape_control_chars(name) +
                      "' to a zip archive: " + what);
     }
-    zip_set_file_compression(za, static_cast<zip_uint64_t>(index),
-                             ZIP_CM_STORE, 0);
+    zip_set_file_compression(za, static_cast<zip_uint64_t>(index), ZIP_CM_STORE,
+                             0);
   }
   if (zip_close(za) != 0) {
     std::string what = escape_control_chars(zip_strerror(za));

@@ -32,8 +32,8 @@ using ZipEntries = std::vector<std::pair<std::string, std::string>>;
 
 /// Every entry of the archive `bytes`. An entry larger than `maxEntryBytes`
 /// uncompressed is refused (a bound for untrusted archives).
-ZipEntries readZip(std::string_view bytes,
-                   uint64_t maxEntryBytes = uint64_t(1) << 36);
+ZipEntries readZip(std::string_view bytes, uint64_t maxEntryBytes = uint64_t(1)
+                                                                    << 36);
 
 /// The bytes of an archive holding `entries` in order, stored (method 0).
 std::string writeZip(const ZipEntries &entries);
