@@ -47,7 +47,7 @@ ZipEntries readZip(std::string_view bytes, uint64_t maxEntryBytes) {
     zip_source_free(src);
     std::string what = zipErrorText(&error);
     zip_error_fini(&error);
-    throw ZipError("not a valid zip archive: " + what);
+    throw ZipError("corrupt or truncated zip archive: " + what);
   }
   zip_error_fini(&error);
 
