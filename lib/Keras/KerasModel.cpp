@@ -80,6 +80,11 @@ std::string to_snake_case(std::string_view name) {
 }
 
 namespace {
+// Models in models, wrappers of wrappers: deeper is refused (a bound on
+// the reader's recursion for untrusted configs).
+constexpr int kMaxNesting = 64;
+constexpr size_t kMaxGroups = 100000;
+
 constexpr unsigned kParseFlags = rj::kParseIterativeFlag |
                                  rj::kParseFullPrecisionFlag |
                                  rj::kParseNanAndInfFlag;
@@ -181,14 +186,15 @@ private:
   // `group`, named `prefix` + Keras's variable name.
   void collect(const Hdf5File &h5, const LayerRef &layer,
                const std::string &group, const std::string &prefix,
-               std::vector<Weight> &out, const std::string &where);
+               std::vector<Weight> &out, const std::string &where,
+               int depth = 0);
   void ownVars(const Hdf5File &h5, const LayerRef &layer,
                const std::string &group, const std::string &prefix,
                const std::vector<std::string> &names, std::vector<Weight> &out,
                const std::string &where);
   void genericVars(const Hdf5File &h5, const std::string &group,
                    const std::string &prefix, std::vector<Weight> &out,
-                   const std::string &where);
+                   const std::string &where, int depth = 0);
   size_t countVars(const Hdf5File &h5, const std::string &group) const;
 
   TensorValue dataset(const Hdf5File &h5, const std::string &path,
@@ -205,6 +211,13 @@ private:
   // Written by Keras 3, whose names differ from tf.keras's in places
   // (DepthwiseConv2D's "kernel", Bidirectional's copies).
   bool keras3_ = false;
+  // Groups walked without a config: bounded, as links can make cycles.
+  size_t groupsWalked_ = 0;
+  void countGroup(const std::string &where) {
+    if (++groupsWalked_ > kMaxGroups)
+      fail(where + "more than " + std::to_string(kMaxGroups) +
+           " groups of variables (do links make a cycle?)");
+  }
 };
 
 // Whether a config was written by Keras 3, when no keras_version says so:
@@ -398,7 +411,12 @@ void Reader::ownVars(const Hdf5File &h5, const LayerRef &layer,
 
 void Reader::genericVars(const Hdf5File &h5, const std::string &group,
                          const std::string &prefix, std::vector<Weight> &out,
-                         const std::string &where) {
+                         const std::string &where, int depth) {
+  // HDF5 groups can link to their ancestors: the depth is bounded.
+  if (depth > kMaxNesting)
+    fail(where + "groups nested deeper than " + std::to_string(kMaxNesting) +
+         " at '" + shown(group) + "'");
+  countGroup(where);
   size_t n = countVars(h5, group);
   for (size_t i = 0; i < n; ++i) {
     std::string path =
@@ -415,7 +433,7 @@ void Reader::genericVars(const Hdf5File &h5, const std::string &group,
   for (const std::string &c : children) {
     std::string child = group.empty() ? c : group + "/" + c;
     if (c != "vars" && h5.kind(child) == Hdf5File::Kind::Group)
-      genericVars(h5, child, prefix + c + "/", out, where);
+      genericVars(h5, child, prefix + c + "/", out, where, depth + 1);
   }
 }
 
@@ -486,7 +504,11 @@ std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l,
 
 void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
                      const std::string &group, const std::string &prefix,
-                     std::vector<Weight> &out, const std::string &where) {
+                     std::vector<Weight> &out, const std::string &where,
+                     int depth) {
+  if (depth > kMaxNesting)
+    fail(where + "layer '" + shown(layer.name) + "': models and wrappers " +
+         "nested deeper than " + std::to_string(kMaxNesting));
   const std::string &c = layer.className;
   static const rj::Value kEmpty;
   const rj::Value &cfg = layer.config ? *layer.config : kEmpty;
@@ -499,7 +521,7 @@ void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
       int n = used.count(snake) ? ++used[snake] : (used[snake] = 0);
       std::string path = (group.empty() ? "" : group + "/") + "layers/" +
                          snake + (n ? "_" + std::to_string(n) : "");
-      collect(h5, sub, path, sub.name + "/", out, where);
+      collect(h5, sub, path, sub.name + "/", out, where, depth + 1);
     }
     return;
   }
@@ -539,9 +561,9 @@ void Reader::collect(const Hdf5File &h5, const LayerRef &layer,
       bwdName = "backward_" + (given ? given->name : fwd->name);
     }
     collect(h5, *fwd, group + "/forward_layer", prefix + fwdName + "/", out,
-            where);
+            where, depth + 1);
     collect(h5, bwd, group + "/backward_layer", prefix + bwdName + "/", out,
-            where);
+            where, depth + 1);
     return;
   }
   if (c == "MultiHeadAttention") {
@@ -599,6 +621,11 @@ void Reader::readKeras3Layout(const Hdf5File &h5, const rj::Value *config,
       todo.push_back({"layers/" + m, m});
   for (size_t i = 0; i < todo.size(); ++i) {
     auto [group, name] = todo[i];
+    // HDF5 groups can link to their ancestors: the depth is bounded.
+    if (std::count(group.begin(), group.end(), '/') > kMaxNesting)
+      fail(where + "groups nested deeper than " + std::to_string(kMaxNesting) +
+           " under 'layers'");
+    countGroup(where);
     if (h5.kind(group) != Hdf5File::Kind::Group)
       continue;
     if (size_t n = countVars(h5, group)) {

@@ -31,6 +31,9 @@ struct SourceFreer {
 } // namespace
 
 ZipEntries readZip(std::string_view bytes, uint64_t maxEntryBytes) {
+  // libzip takes no bytes at all for an empty archive; a file is not one.
+  if (bytes.empty())
+    throw ZipError("an empty file, not a zip archive");
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t *src =
@@ -100,6 +103,10 @@ ZipEntries readZip(std::string_view bytes, uint64_t maxEntryBytes) {
 }
 
 std::string writeZip(const ZipEntries &entries) {
+  // libzip writes nothing for an archive without entries: the archive is
+  // its end of central directory record alone.
+  if (entries.empty())
+    return std::string("PK\x05\x06", 4) + std::string(18, '\0');
   zip_error_t error;
   zip_error_init(&error);
   std::unique_ptr<zip_source_t, SourceFreer> src(

@@ -46,15 +46,13 @@ template <typename F> void expectError(F f, std::vector<std::string> parts) {
   }
 }
 
-std::vector<float> floats(const Weight &w) {
-  return w.value.values<float>();
-}
+std::vector<float> floats(const Weight &w) { return w.value.values<float>(); }
 
 // The names and values make_fixtures.py gave the model's weights.
 const std::vector<std::pair<std::string, std::vector<int64_t>>> kWeights = {
-    {"dense/kernel:0", {3, 2}},     {"dense/bias:0", {2}},
-    {"bn/gamma:0", {2}},            {"bn/beta:0", {2}},
-    {"bn/moving_mean:0", {2}},      {"bn/moving_variance:0", {2}}};
+    {"dense/kernel:0", {3, 2}}, {"dense/bias:0", {2}},
+    {"bn/gamma:0", {2}},        {"bn/beta:0", {2}},
+    {"bn/moving_mean:0", {2}},  {"bn/moving_variance:0", {2}}};
 
 void expectTinyWeights(const KerasModel &m, bool names = true) {
   std::vector<const Weight *> ws = m.weights();
@@ -137,8 +135,8 @@ TEST(KerasTest, ReadsWeightsFiles) {
 
 TEST(KerasTest, WritesBackEveryForm) {
   KerasModel source = load_model(fixture("tiny.keras"));
-  for (const char *name : {"tiny.keras", "tiny.h5", "tiny.weights.h5",
-                           "tiny_legacy_weights.h5"}) {
+  for (const char *name :
+       {"tiny.keras", "tiny.h5", "tiny.weights.h5", "tiny_legacy_weights.h5"}) {
     SCOPED_TRACE(name);
     KerasModel m = read_keras_file(fixture(name), &source.config);
     for (LayerWeights &l : m.layers)
@@ -181,9 +179,9 @@ TEST(KerasTest, WriteBackRefusesAnotherShape) {
   KerasModel m = load_model(fixture("tiny.h5"));
   m.find_weight("dense/kernel:0")->value =
       TensorValue::of<float>({2, 3}, std::vector<float>(6, 0.f));
-  expectError([&] { serialize_keras_file(m); },
-              {"tiny.h5", "weight 'dense/kernel:0'", "shape [3,2]",
-               "new value [2,3]"});
+  expectError(
+      [&] { serialize_keras_file(m); },
+      {"tiny.h5", "weight 'dense/kernel:0'", "shape [3,2]", "new value [2,3]"});
   KerasModel k = load_model(fixture("tiny.keras"));
   k.find_weight("bn/beta:0")->value = TensorValue::of<float>({3}, {1, 2, 3});
   expectError([&] { serialize_keras_file(k); },
@@ -228,9 +226,8 @@ TEST(KerasTest, ArchiveWithoutItsParts) {
   };
   expectError([&] { read_keras_bytes(without("config.json"), "a.keras"); },
               {"a.keras: the archive has no config.json"});
-  expectError(
-      [&] { read_keras_bytes(without("model.weights.h5"), "a.keras"); },
-      {"a.keras: the archive has no model.weights.h5"});
+  expectError([&] { read_keras_bytes(without("model.weights.h5"), "a.keras"); },
+              {"a.keras: the archive has no model.weights.h5"});
   ZipEntries npz = entries;
   npz[2].first = "model.weights.npz";
   expectError([&] { read_keras_bytes(writeZip(npz), "n.keras"); },
@@ -291,6 +288,16 @@ TEST(KerasTest, UnsupportedDtype) {
                "has dtype compound, which estc cannot read"});
 }
 
+TEST(KerasTest, GroupsInACycle) {
+  // Named by a config, the layers' variables are where Keras puts them.
+  KerasModel source = load_model(fixture("tiny.keras"));
+  expectTinyWeights(
+      read_keras_file(fixture("cycle.weights.h5"), &source.config));
+  // Without one, the walk of the groups stops.
+  expectError([&] { read_keras_file(fixture("cycle.weights.h5")); },
+              {"cycle.weights.h5: groups nested deeper than 64"});
+}
+
 TEST(KerasTest, SnakeCaseAsKeras) {
   EXPECT_EQ(to_snake_case("BatchNormalization"), "batch_normalization");
   EXPECT_EQ(to_snake_case("Conv2D"), "conv2d");
@@ -303,6 +310,17 @@ TEST(KerasTest, SnakeCaseAsKeras) {
   EXPECT_EQ(to_snake_case("_Private"), "private__private");
   EXPECT_EQ(to_snake_case("ReLU"), "re_lu");
   EXPECT_EQ(to_snake_case("DepthwiseConv2D"), "depthwise_conv2d");
+}
+
+// Found by the keras_file fuzz target: libzip reads no bytes as an empty
+// archive, and writes an empty archive as no bytes.
+TEST(KerasTest, EmptyArchives) {
+  EXPECT_THROW(readZip(""), ZipError);
+  std::string empty = writeZip({});
+  EXPECT_EQ(empty.size(), 22u);
+  EXPECT_TRUE(readZip(empty).empty());
+  expectError([&] { read_keras_bytes(empty, "e.keras"); },
+              {"e.keras: the archive has no config.json"});
 }
 
 TEST(KerasTest, ParseConfigJson) {

@@ -13,6 +13,8 @@
   kernel_shape.h5            tiny.h5 with dense/kernel:0 of shape [3, 5]
                              (its config's units is 2)
   complex_weight.h5          tiny.h5 with dense/bias:0 as complex64
+  cycle.weights.h5           tiny.weights.h5 with a hard link from
+                             layers/dense/loop to layers/dense (a cycle)
 
 usage: python3 test/data/keras/make_fixtures.py [OUT_DIR]  (default: here)
 """
@@ -65,6 +67,12 @@ def main():
         del g["bias:0"]
         g["bias:0"] = np.zeros((2,), np.complex64)
     variant("complex_weight.h5", complex_bias)
+    with open(p("tiny.weights.h5"), "rb") as f:
+        data = f.read()
+    with open(p("cycle.weights.h5"), "wb") as f:
+        f.write(data)
+    with h5py.File(p("cycle.weights.h5"), "r+") as f:
+        f["layers/dense/loop"] = f["layers/dense"]
     for name in sorted(os.listdir(out)):
         if not name.endswith(".py"):
             print(f"{name}: {os.path.getsize(p(name))} bytes")
