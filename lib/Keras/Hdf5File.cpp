@@ -367,6 +367,11 @@ TensorValue Hdf5File::readDataset(const std::string &path) const {
   if (dtype == DType::Invalid)
     throw Hdf5Error(what + " has dtype " + typeName(type.get()) +
                     ", which estc cannot read (float16/32/64, int8-64, bool)");
+  uint64_t bytes = count * dtype_size(dtype);
+  if (bytes > fileBytes_ * 1024 + (1u << 20))
+    throw Hdf5Error(what + ": shape " + shape_string(dims) + " needs " +
+                    std::to_string(bytes) + " bytes, more than a file of " +
+                    std::to_string(fileBytes_) + " bytes holds");
   TensorValue t;
   t.dtype = dtype;
   t.shape = dims;

@@ -63,7 +63,9 @@ public:
 
   /// The dataset at `path`: its dims, and its values in its dtype
   /// (float16/32/64, int8..64 as int32/int64, bool); other types are an
-  /// error naming the type.
+  /// error naming the type, and so is a dataset larger than 1024 times the
+  /// file plus 1 MiB (a bound for hostile files: Keras stores its datasets
+  /// uncompressed).
   TensorValue readDataset(const std::string &path) const;
   /// The dims of the dataset at `path`.
   std::vector<int64_t> datasetShape(const std::string &path) const;
@@ -77,6 +79,7 @@ public:
 private:
   std::unique_lock<std::mutex> lock_;
   int64_t file_ = -1; // hid_t
+  uint64_t fileBytes_ = 0;
 };
 
 } // namespace keras

@@ -56,7 +56,8 @@ void fuzzConfig(std::string_view config) {
       data.assign(config.data(), config.size());
   const std::string file = "fuzz.keras";
   try {
-    keras::KerasModel m = keras::read_keras_bytes(keras::writeZip(entries), file);
+    keras::KerasModel m =
+        keras::read_keras_bytes(keras::writeZip(entries), file);
     for (const keras::Weight *w : m.weights())
       if (static_cast<int64_t>(w->value.data.size()) !=
           w->value.num_elements() *

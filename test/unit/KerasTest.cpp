@@ -288,6 +288,12 @@ TEST(KerasTest, UnsupportedDtype) {
                "has dtype compound, which estc cannot read"});
 }
 
+TEST(KerasTest, DatasetLargerThanItsFile) {
+  expectError([&] { load_model(fixture("huge_dataset.h5")); },
+              {"huge_dataset.h5: dataset 'model_weights/dense/dense/kernel:0'",
+               "shape [3,1073741824] needs 12884901888 bytes"});
+}
+
 TEST(KerasTest, GroupsInACycle) {
   // Named by a config, the layers' variables are where Keras puts them.
   KerasModel source = load_model(fixture("tiny.keras"));

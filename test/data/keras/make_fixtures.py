@@ -13,6 +13,8 @@
   kernel_shape.h5            tiny.h5 with dense/kernel:0 of shape [3, 5]
                              (its config's units is 2)
   complex_weight.h5          tiny.h5 with dense/bias:0 as complex64
+  huge_dataset.h5            tiny.h5 with dense/kernel:0 of shape
+                             [3, 2**30], never written (no storage)
   cycle.weights.h5           tiny.weights.h5 with a hard link from
                              layers/dense/loop to layers/dense (a cycle)
 
@@ -67,6 +69,12 @@ def main():
         del g["bias:0"]
         g["bias:0"] = np.zeros((2,), np.complex64)
     variant("complex_weight.h5", complex_bias)
+
+    def huge_kernel(f):
+        g = f["model_weights/dense/dense"]
+        del g["kernel:0"]
+        g.create_dataset("kernel:0", shape=(3, 2**30), dtype="f4")
+    variant("huge_dataset.h5", huge_kernel)
     with open(p("tiny.weights.h5"), "rb") as f:
         data = f.read()
     with open(p("cycle.weights.h5"), "wb") as f:
