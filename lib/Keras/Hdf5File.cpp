@@ -162,7 +162,8 @@ bool isHdf5(std::string_view bytes) {
   return bytes.substr(0, 8) == std::string_view("\x89HDF\r\n\x1a\n", 8);
 }
 
-Hdf5File::Hdf5File(std::string_view bytes, bool writable) : lock_(hdf5Mutex()) {
+Hdf5File::Hdf5File(std::string_view bytes, bool writable)
+    : lock_(hdf5Mutex()), fileBytes_(bytes.size()) {
   static bool quiet = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
