@@ -196,6 +196,7 @@ private:
                    const std::string &prefix, std::vector<Weight> &out,
                    const std::string &where, int depth = 0);
   size_t countVars(const Hdf5File &h5, const std::string &group) const;
+  std::string legacyName(const std::string &w, const LayerWeights &layer) const;
 
   TensorValue dataset(const Hdf5File &h5, const std::string &path,
                       const std::string &where) const {
@@ -368,10 +369,25 @@ void Reader::readLegacyLayers(const Hdf5File &h5, const std::string &root,
       if (w.empty() || h5.kind(path) != Hdf5File::Kind::Dataset)
         fail(where + "weight_names of layer '" + shown(layer) + "' lists '" +
              shown(w) + "', but '" + shown(path) + "' is not a dataset");
-      lw.weights.push_back({w, path, dataset(h5, path, where)});
+      lw.weights.push_back({legacyName(w, lw), path, dataset(h5, path, where)});
     }
     model_.layers.push_back(std::move(lw));
   }
+}
+
+// A weight_names entry as tf.keras names the variable. Keras 3 writes its
+// variables' paths ("inner/inner_dense/kernel" in a nested model "inner",
+// "dense/kernel"): tf.keras's name drops a nested model's own name and
+// ends in ":0".
+std::string Reader::legacyName(const std::string &w,
+                               const LayerWeights &layer) const {
+  if (model_.keras_version.rfind("3.", 0) != 0 || w.size() < 2 ||
+      w.compare(w.size() - 2, 2, ":0") == 0)
+    return w;
+  std::string prefix = layer.layer + "/";
+  if (isModelClass(layer.class_name) && w.rfind(prefix, 0) == 0)
+    return w.substr(prefix.size()) + ":0";
+  return w + ":0";
 }
 
 size_t Reader::countVars(const Hdf5File &h5, const std::string &group) const {

@@ -20,9 +20,9 @@ weights must equal the originals + 1 exactly.
 
 Keras 3: with --keras3-python (or $ESTC_KERAS3_PYTHON) naming a Python whose
 `keras` is 3.x (e.g. `python3 -m venv /tmp/k3 && /tmp/k3/bin/pip install
-keras h5py "jax[cpu]"`), the same is done with files Keras 3 writes (its
-backend: $KERAS_BACKEND, default jax); without one that part is skipped with
-a SKIP line.
+keras h5py "jax[cpu]"`), the same is done with the .keras, .weights.h5 and
+legacy .h5 files Keras 3 writes (its backend: $KERAS_BACKEND, default jax);
+without one that part is skipped with a SKIP line.
 
 usage: keras_io_compat.py --tool=build/bin/keras_io_tool --work=DIR
 Exits 77 (ctest: skipped) when TensorFlow is not installed.
@@ -260,16 +260,19 @@ def keras3_side(mode, work):
         for name, mm in models.items():
             mm.save(os.path.join(work, f"{name}.keras"))
             mm.save_weights(os.path.join(work, f"{name}.weights.h5"))
+            mm.save(os.path.join(work, f"{name}.h5"))  # Keras 3's legacy HDF5
             want[name] = [(w.path, list(w.shape), crc(np.asarray(w.numpy()))) for w in mm.weights]
         with open(os.path.join(work, "keras3_expected.json"), "w") as f:
             json.dump({"version": keras.__version__, "weights": want}, f)
         return 0
     for name, mm in models.items():
         ref = keras.models.load_model(os.path.join(work, f"{name}.keras"))
-        for form in ("keras", "weights.h5"):
+        for form in ("keras", "weights.h5", "h5"):
             path = os.path.join(work, f"plus1_{name}.{form}")
-            if form == "keras":
-                loaded = keras.models.load_model(path)
+            if form in ("keras", "h5"):
+                # compile=False: Keras 3.15 cannot deserialize the "mse" loss of its
+                # own legacy .h5 files (its error, with the file as Keras wrote it too).
+                loaded = keras.models.load_model(path, compile=form == "keras")
             else:
                 loaded = keras.models.load_model(os.path.join(work, f"{name}.keras"))
                 loaded.load_weights(path)
@@ -294,7 +297,7 @@ def run_keras3(tool, work, python):
     checks = 0
     for name, want in expected["weights"].items():
         want = [(p, s, c) for p, s, c in want]
-        for form in ("keras", "weights.h5"):
+        for form in ("keras", "weights.h5", "h5"):
             path = os.path.join(k3, f"{name}.{form}")
             config_from = os.path.join(k3, f"{name}.keras") if form == "weights.h5" else None
             d = dump(tool, path, config_from)
