@@ -378,16 +378,22 @@ void Reader::readLegacyLayers(const Hdf5File &h5, const std::string &root,
 // A weight_names entry as tf.keras names the variable. Keras 3 writes its
 // variables' paths ("inner/inner_dense/kernel" in a nested model "inner",
 // "dense/kernel"): tf.keras's name drops a nested model's own name and
-// ends in ":0".
+// ends in ":0". A name without the layer's ("mean:0": tf.keras names so
+// the variables of a Normalization adapted before it was called, two such
+// layers alike) gets it, as the layer's other variables have it.
 std::string Reader::legacyName(const std::string &w,
                                const LayerWeights &layer) const {
-  if (model_.keras_version.rfind("3.", 0) != 0 || w.size() < 2 ||
-      w.compare(w.size() - 2, 2, ":0") == 0)
-    return w;
-  std::string prefix = layer.layer + "/";
-  if (isModelClass(layer.class_name) && w.rfind(prefix, 0) == 0)
-    return w.substr(prefix.size()) + ":0";
-  return w + ":0";
+  std::string name = w;
+  if (model_.keras_version.rfind("3.", 0) == 0 &&
+      !(w.size() >= 2 && w.compare(w.size() - 2, 2, ":0") == 0)) {
+    std::string prefix = layer.layer + "/";
+    if (isModelClass(layer.class_name) && w.rfind(prefix, 0) == 0)
+      name = w.substr(prefix.size());
+    name += ":0";
+  }
+  if (name.find('/') == std::string::npos)
+    name = layer.layer + "/" + name;
+  return name;
 }
 
 size_t Reader::countVars(const Hdf5File &h5, const std::string &group) const {
@@ -513,6 +519,13 @@ std::optional<std::vector<std::string>> ownVariableNames(const LayerRef &l,
   }
   if (c == "Embedding")
     return std::vector<std::string>{"embeddings"};
+  if (c == "Normalization") {
+    // Adapted statistics, unless the config gives mean and variance.
+    const rj::Value *mean = member(cfg, "mean");
+    if (mean && !mean->IsNull())
+      return std::vector<std::string>{};
+    return std::vector<std::string>{"mean", "variance", "count"};
+  }
   if (c == "PReLU")
     return std::vector<std::string>{"alpha"};
   return std::nullopt;

@@ -65,7 +65,9 @@ const char *format_name(FileFormat format);
 struct Weight {
   /// tf.keras's variable name: "hidden/kernel:0", "bi/forward_lstm/
   /// lstm_cell/bias:0"; in a nested model, the inner layer's name first
-  /// ("inner_dense/kernel:0"), as Keras names it.
+  /// ("inner_dense/kernel:0"), as Keras names it; always with a layer's
+  /// name (an adapted Normalization's "norm/mean:0", which tf.keras names
+  /// "mean:0"). Unique in the model.
   std::string name;
   /// The dataset in the HDF5 weights file: "model_weights/hidden/hidden/
   /// kernel:0" (legacy), "layers/dense/vars/0" (Keras 3 layout).
