@@ -67,7 +67,7 @@ struct Weight {
   /// lstm_cell/bias:0"; in a nested model, the inner layer's name first
   /// ("inner_dense/kernel:0"), as Keras names it; always with a layer's
   /// name (an adapted Normalization's "norm/mean:0", which tf.keras names
-  /// "mean:0"). Unique in the model.
+  /// "mean:0").
   std::string name;
   /// The dataset in the HDF5 weights file: "model_weights/hidden/hidden/
   /// kernel:0" (legacy), "layers/dense/vars/0" (Keras 3 layout).

@@ -10,8 +10,9 @@ BatchNormalization, DepthwiseConv2D, SeparableConv2D, Conv2DTranspose,
 Dense), a text model (Embedding, LSTM, Bidirectional GRU, Dense), a
 Functional model with two inputs, two outputs, adapted and fixed
 Normalization, a shared layer and a nested Sequential model, one with
-MultiHeadAttention, LayerNormalization, Conv1D and PReLU, and
-keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3)).
+MultiHeadAttention, LayerNormalization, Conv1D and PReLU,
+keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3)) and
+EfficientNetB0(weights=None, input_shape=(64, 64, 3)).
 
 For each file keras_io_tool (lib/Keras) prints every weight's name, shape,
 dtype and CRC-32: they must equal Keras's model.weights (names, order,
@@ -166,6 +167,9 @@ def build_models(keras, np):
     models["attention"] = keras.Model(q, L.Flatten()(c), name="attention")
 
     models["mobilenet_v2"] = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3))
+    # Rescaling, an in-model Normalization, squeeze-and-excitation blocks.
+    models["efficientnet_b0"] = keras.applications.EfficientNetB0(weights=None,
+                                                                  input_shape=(64, 64, 3))
 
     # Weights that are not their initializers' (zeros, ones) everywhere.
     for m in models.values():
@@ -232,7 +236,7 @@ def run_tf_keras(tool, work):
                 loaded.load_weights(out)
             check_plus_one(f"{label} written back", model, loaded)
             checks += 1
-            print(f"ok  tf.keras {name:13s} {form:18s} {len(want):4d} weights, written back +1")
+            print(f"ok  tf.keras {name:15s} {form:18s} {len(want):4d} weights, written back +1")
     return checks
 
 
