@@ -3,9 +3,10 @@
 // The fixtures (test/data/keras, written by make_fixtures.py with tf.keras
 // 2.15): one Sequential model (Dense(2) on 3 inputs, BatchNormalization)
 // in every file form, its weights 0.5, 1.5, ... in Keras's order, and
-// broken variants. Each error a user's file can cause is one line naming
-// the file. test/e2e/keras_io_compat.py checks the same reader against
-// Keras on larger models.
+// broken variants; and a model Keras 3 wrote (make_keras3_fixtures.py). Each
+// error a user's file can cause is one line naming the file.
+// test/e2e/keras_io_compat.py checks the same reader against Keras on larger
+// models.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,12 +134,55 @@ TEST(KerasTest, ReadsWeightsFiles) {
   expectTinyWeights(legacy);
 }
 
+// Files Keras 3 wrote (make_keras3_fixtures.py): its names where they
+// differ from tf.keras's (DepthwiseConv's "kernel"; Bidirectional's copies
+// as Keras 3 names them), its legacy .h5 (weight_names are variable paths),
+// all as tf.keras-style names.
+TEST(KerasTest, ReadsKeras3Files) {
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"dw/kernel:0", {2, 3, 1}},
+      {"dw/bias:0", {3}},
+      {"bi/forward_simple_rnn/simple_rnn_cell/kernel:0", {3, 2}},
+      {"bi/forward_simple_rnn/simple_rnn_cell/recurrent_kernel:0", {2, 2}},
+      {"bi/forward_simple_rnn/simple_rnn_cell/bias:0", {2}},
+      {"bi/backward_simple_rnn/simple_rnn_cell/kernel:0", {3, 2}},
+      {"bi/backward_simple_rnn/simple_rnn_cell/recurrent_kernel:0", {2, 2}},
+      {"bi/backward_simple_rnn/simple_rnn_cell/bias:0", {2}},
+      {"inner_dense/kernel:0", {4, 1}},
+      {"inner_dense/bias:0", {1}}};
+  for (const char *name : {"keras3_tiny.keras", "keras3_tiny.h5"}) {
+    SCOPED_TRACE(name);
+    KerasModel m = load_model(fixture(name));
+    EXPECT_EQ(m.keras_version.substr(0, 2), "3.");
+    ASSERT_EQ(m.layers.size(), 4u); // x, dw, bi, inner
+    EXPECT_EQ(m.layers[3].class_name, "Sequential");
+    std::vector<const Weight *> ws = m.weights();
+    ASSERT_EQ(ws.size(), expected.size());
+    float v = 0.5f;
+    for (size_t i = 0; i < ws.size(); ++i) {
+      EXPECT_EQ(ws[i]->name, expected[i].first);
+      EXPECT_EQ(ws[i]->value.shape, expected[i].second);
+      for (float x : floats(*ws[i]))
+        EXPECT_EQ(x, v++) << ws[i]->name;
+    }
+  }
+  KerasModel k = load_model(fixture("keras3_tiny.keras"));
+  EXPECT_EQ(
+      k.find_weight("bi/backward_simple_rnn/simple_rnn_cell/bias:0")->path,
+      "layers/bidirectional/backward_layer/cell/vars/2");
+  EXPECT_EQ(k.find_weight("inner_dense/bias:0")->path,
+            "layers/sequential/layers/dense/vars/1");
+}
+
 TEST(KerasTest, WritesBackEveryForm) {
   KerasModel source = load_model(fixture("tiny.keras"));
   for (const char *name :
-       {"tiny.keras", "tiny.h5", "tiny.weights.h5", "tiny_legacy_weights.h5"}) {
+       {"tiny.keras", "tiny.h5", "tiny.weights.h5", "tiny_legacy_weights.h5",
+        "keras3_tiny.keras", "keras3_tiny.h5"}) {
     SCOPED_TRACE(name);
-    KerasModel m = read_keras_file(fixture(name), &source.config);
+    bool own = std::string(name).rfind("keras3", 0) == 0;
+    KerasModel m =
+        read_keras_file(fixture(name), own ? nullptr : &source.config);
     for (LayerWeights &l : m.layers)
       for (Weight &w : l.weights) {
         std::vector<float> v = floats(w);
@@ -147,7 +191,8 @@ TEST(KerasTest, WritesBackEveryForm) {
         w.value = TensorValue::of<float>(w.value.shape, v);
       }
     std::string bytes = serialize_keras_file(m);
-    KerasModel back = read_keras_bytes(bytes, name, &source.config);
+    KerasModel back =
+        read_keras_bytes(bytes, name, own ? nullptr : &source.config);
     EXPECT_EQ(back.format, m.format);
     EXPECT_EQ(back.keras_version, m.keras_version);
     if (m.has_config()) {
