@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -375,7 +377,11 @@ TEST(KerasTest, EmptyArchives) {
 }
 
 TEST(KerasTest, ParseConfigJson) {
-  EXPECT_TRUE(parse_config_json("{\"a\": NaN}", "c").IsObject());
+  // Python's json.dumps writes NaN and Infinity (a Normalization's stats).
+  rapidjson::Document d =
+      parse_config_json("{\"a\": NaN, \"b\": -Infinity}", "c");
+  EXPECT_TRUE(std::isnan(d["a"].GetDouble()));
+  EXPECT_TRUE(std::isinf(d["b"].GetDouble()));
   expectError([&] { parse_config_json("[1]", "c.json"); },
               {"c.json: not a JSON object"});
   expectError([&] { parse_config_json("{\"a\":\n", "c.json"); },
