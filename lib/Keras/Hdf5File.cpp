@@ -201,6 +201,12 @@ Hdf5File::Kind Hdf5File::kind(const std::string &path) const {
       return Kind::None;
     if (H5Lexists(file_, prefix.c_str(), H5P_DEFAULT) <= 0)
       return Kind::None;
+    // Only links inside this file: an external link would open another
+    // file of the machine's.
+    H5L_info_t link;
+    if (H5Lget_info(file_, prefix.c_str(), &link, H5P_DEFAULT) < 0 ||
+        (link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT))
+      return Kind::Other;
     if (slash == std::string::npos)
       break;
     at = slash + 1;
@@ -362,6 +368,13 @@ TensorValue Hdf5File::readDataset(const std::string &path) const {
     throw Hdf5Error("cannot read " + what);
   if (H5Sget_simple_extent_type(space.get()) == H5S_NULL)
     throw Hdf5Error(what + " holds no value (null dataspace)");
+  // Raw data in other files (external storage, virtual datasets) would
+  // read the machine's files: only data inside this file is read.
+  Id dcpl(H5Dget_create_plist(d.get()), H5Pclose);
+  if (!dcpl.valid() || H5Pget_external_count(dcpl.get()) != 0 ||
+      H5Pget_layout(dcpl.get()) == H5D_VIRTUAL)
+    throw Hdf5Error(what + " keeps its data in other files, which estc does "
+                           "not read");
   std::vector<int64_t> dims = dimsOf(space.get(), what);
   uint64_t count = checkedCount(dims, what);
   auto [dtype, mem] = memoryTypeFor(type.get());

@@ -46,7 +46,8 @@ public:
   Hdf5File &operator=(const Hdf5File &) = delete;
 
   enum class Kind { None, Group, Dataset, Other };
-  /// What `path` ("a/b/c", relative to the root) names.
+  /// What `path` ("a/b/c", relative to the root) names; Other when a link
+  /// on the way leads out of the file (an external link).
   Kind kind(const std::string &path) const;
   /// The names of the links in group `path` ("" is the root), sorted.
   std::vector<std::string> members(const std::string &path) const;

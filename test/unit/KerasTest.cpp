@@ -341,6 +341,17 @@ TEST(KerasTest, DatasetLargerThanItsFile) {
                "shape [3,1073741824] needs 12884901888 bytes"});
 }
 
+// A hostile file cannot make the reader open the machine's other files.
+TEST(KerasTest, NothingOutsideTheFile) {
+  expectError([&] { load_model(fixture("external_link.h5")); },
+              {"external_link.h5: weight_names of layer 'dense' lists "
+               "'dense/kernel:0'",
+               "is not a dataset"});
+  expectError([&] { load_model(fixture("external_data.h5")); },
+              {"external_data.h5: dataset 'model_weights/dense/dense/kernel:0' "
+               "keeps its data in other files"});
+}
+
 TEST(KerasTest, GroupsInACycle) {
   // Named by a config, the layers' variables are where Keras puts them.
   KerasModel source = load_model(fixture("tiny.keras"));

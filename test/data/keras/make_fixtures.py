@@ -15,6 +15,10 @@
   complex_weight.h5          tiny.h5 with dense/bias:0 as complex64
   huge_dataset.h5            tiny.h5 with dense/kernel:0 of shape
                              [3, 2**30], never written (no storage)
+  external_link.h5           tiny.h5 whose dense/kernel:0 is an external
+                             link to another file
+  external_data.h5           tiny.h5 whose dense/kernel:0 keeps its data in
+                             an external file (kernel.bin)
   cycle.weights.h5           tiny.weights.h5 with a hard link from
                              layers/dense/loop to layers/dense (a cycle)
 
@@ -75,6 +79,18 @@ def main():
         del g["kernel:0"]
         g.create_dataset("kernel:0", shape=(3, 2**30), dtype="f4")
     variant("huge_dataset.h5", huge_kernel)
+
+    def external_link(f):
+        g = f["model_weights/dense/dense"]
+        del g["kernel:0"]
+        g["kernel:0"] = h5py.ExternalLink("tiny.h5", "/model_weights/dense/dense/bias:0")
+    variant("external_link.h5", external_link)
+
+    def external_data(f):
+        g = f["model_weights/dense/dense"]
+        del g["kernel:0"]
+        g.create_dataset("kernel:0", shape=(3, 2), dtype="f4", external=[("kernel.bin", 0, 24)])
+    variant("external_data.h5", external_data)
     with open(p("tiny.weights.h5"), "rb") as f:
         data = f.read()
     with open(p("cycle.weights.h5"), "wb") as f:
