@@ -777,6 +777,19 @@ Weight *KerasModel::find_weight(std::string_view name) {
   return const_cast<Weight *>(
       static_cast<const KerasModel *>(this)->find_weight(name));
 }
+const rj::Value *KerasModel::layer_config(std::string_view name) const {
+  if (!has_config())
+    return nullptr;
+  const rj::Value *inner = member(config, "config");
+  const rj::Value *layers = inner ? member(*inner, "layers") : nullptr;
+  if (!layers || !layers->IsArray())
+    return nullptr;
+  for (const auto &l : layers->GetArray())
+    if (std::optional<LayerRef> r = layerRef(l); r && r->name == name)
+      return &l;
+  return nullptr;
+}
+
 std::vector<const Weight *> KerasModel::weights() const {
   std::vector<const Weight *> out;
   for (const auto &l : layers)

@@ -112,6 +112,10 @@ struct KerasModel {
   Weight *find_weight(std::string_view name);
   /// Every weight in Keras's order (Model.weights).
   std::vector<const Weight *> weights() const;
+  /// The config of a layer of the model (an entry of config["config"]
+  /// ["layers"]: {"class_name", "config", "inbound_nodes", ...}) by its
+  /// name; nullptr when absent or without a config.
+  const rapidjson::Value *layer_config(std::string_view name) const;
 
   /// What write_keras_file needs: the bytes as read.
   std::string original_bytes;

@@ -97,6 +97,11 @@ TEST(KerasTest, ReadsKerasArchive) {
   EXPECT_EQ(floats(*m.find_weight("bn/moving_variance:0")),
             (std::vector<float>{14.5f, 15.5f}));
   EXPECT_EQ(m.find_layer("bn")->weights.size(), 4u);
+  const rapidjson::Value *bn = m.layer_config("bn");
+  ASSERT_NE(bn, nullptr);
+  EXPECT_EQ(std::string((*bn)["class_name"].GetString()), "BatchNormalization");
+  EXPECT_EQ((*bn)["config"]["epsilon"].GetDouble(), 0.001);
+  EXPECT_EQ(m.layer_config("nope"), nullptr);
   EXPECT_EQ(m.find_weight("dense/kernel"), nullptr);
 }
 
