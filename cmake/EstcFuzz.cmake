@@ -18,6 +18,8 @@ find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 # libpng: lib/Summary (the fuzzed event-file reader is in that library) links it.
 find_package(PNG REQUIRED)
+# HDF5 and libzip: lib/Keras (the keras_file target).
+include(${PROJECT_SOURCE_DIR}/cmake/EstcKerasDeps.cmake)
 
 # As the main build: warnings, include roots, binaries in bin/.
 add_compile_options(-Wall -Wextra)
