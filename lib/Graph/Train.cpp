@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace estc {
 
@@ -548,10 +549,50 @@ Variable ExponentialMovingAverage::average(const Variable &var) const {
 }
 
 std::map<std::string, std::string>
-ExponentialMovingAverage::variables_to_restore() const {
+ExponentialMovingAverage::variables_to_restore(
+    const std::optional<std::vector<Variable>> &moving_avg_variables) const {
+  std::vector<Variable> moving;
+  Graph *g = nullptr;
+  if (moving_avg_variables) {
+    moving = *moving_avg_variables;
+    if (moving.empty())
+      throw GraphError(name_ + ": variables_to_restore: moving_avg_variables "
+                               "is empty");
+  } else {
+    if (!averaged_.empty())
+      g = &averaged_.front().graph();
+    else if (numUpdates_.valid())
+      g = &numUpdates_.graph();
+    else
+      throw GraphError(name_ + ": variables_to_restore: no graph to take the "
+                               "trainable variables from (apply has not run "
+                               "and num_updates is unset); pass "
+                               "moving_avg_variables");
+    moving = averaged_;
+    for (const Variable &v : g->trainable_variables())
+      moving.push_back(v);
+  }
+  for (const Variable &v : moving)
+    if (!v.valid() || !v.graph().find_variable(v.name()))
+      throw GraphError(name_ + ": variables_to_restore: unknown variable '" +
+                       (v.valid() ? v.name() : std::string()) + "'");
+  if (!g)
+    g = &moving.front().graph();
   std::map<std::string, std::string> out;
-  for (const Variable &v : averaged_)
+  std::set<std::string> averaged;
+  for (const Variable &v : moving) {
+    if (&v.graph() != g)
+      throw GraphError(name_ + ": variables_to_restore: variable '" + v.name() +
+                       "' belongs to another graph");
     out[average_name(v)] = v.name();
+    averaged.insert(v.name());
+  }
+  // TF: every other global variable restores from its own name (unless an
+  // average took that name).
+  graph::GraphDef def = g->graph_def();
+  for (const graph::VariableDef &v : def.variable())
+    if (!v.local() && !averaged.count(v.name()) && !out.count(v.name()))
+      out[v.name()] = v.name();
   return out;
 }
 

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -283,13 +284,22 @@ public:
   std::string average_name(const Variable &var) const;
   /// The shadow variable of `var` (GraphError before apply created it).
   Variable average(const Variable &var) const;
-  /// TF's variables_to_restore for the variables apply averaged: checkpoint
-  /// name (the shadow) -> the variable to restore it into. Inverted, it is
-  /// WarmStartSettings::var_name_to_prev_var_name for a model whose
-  /// training starts from the averaged weights. (Evaluating or exporting
-  /// with the shadows swapped in, without a new training, is not offered
-  /// yet.)
-  std::map<std::string, std::string> variables_to_restore() const;
+  /// TF's variables_to_restore(moving_avg_variables): the Saver var_list
+  /// (checkpoint name -> variable) that restores each of
+  /// `moving_avg_variables` from its shadow ("<var>/ExponentialMovingAverage")
+  /// and every other non-local variable of their graph from its own name.
+  /// Unset, as TF: the graph's trainable variables and those apply averaged
+  /// (the graph: the averaged variables', else num_updates'; with neither,
+  /// GraphError). For evaluation, prediction and export with the shadows in
+  /// the variables, a model_fn sets it as its EVAL / PREDICT spec's
+  /// `scaffold.saver_var_list` (estimator/EstimatorSpec.h), TF's
+  /// Scaffold(saver=Saver(ema.variables_to_restore())). The averaged
+  /// variables' entries, inverted, are WarmStartSettings::
+  /// var_name_to_prev_var_name for a model whose training starts from the
+  /// averaged weights.
+  std::map<std::string, std::string> variables_to_restore(
+      const std::optional<std::vector<Variable>> &moving_avg_variables =
+          std::nullopt) const;
 
 private:
   double decay_;
