@@ -42,6 +42,33 @@ private:
   std::function<Tensor(const Tensor &)> fn_;
 };
 
+/// A weight constraint (tf.keras.constraints): the projection of a
+/// variable's value, assigned after each optimizer update (a layer's
+/// kernel_constraint / bias_constraint, train::set_variable_constraint).
+using Constraint = std::function<Tensor(const Tensor &)>;
+
+/// Keras 2.15's tf.keras.constraints, computed as Keras computes them in
+/// float32 (epsilon = 1e-7); `axis` are the axes a norm is taken over
+/// (negative from the end). Bad arguments throw GraphError (when the
+/// constraint is applied to a tensor, for its shape).
+namespace constraints {
+/// MaxNorm: w * (clip(norm, 0, max_value) / (epsilon + norm)).
+Constraint max_norm(double max_value = 2, const Dims &axis = {0});
+/// NonNeg: w * (w >= 0).
+Constraint non_neg();
+/// UnitNorm: w / (epsilon + norm).
+Constraint unit_norm(const Dims &axis = {0});
+/// MinMaxNorm: w * ((rate * clip(norm, min_value, max_value) + (1 - rate)
+/// * norm) / (epsilon + norm)).
+Constraint min_max_norm(double min_value = 0, double max_value = 1,
+                        double rate = 1, const Dims &axis = {0});
+/// RadialConstraint of a conv kernel [k, k, in, out] (k > 1): each k x k
+/// slice made of rings, as Keras builds it: the centre (one element, or 2 x
+/// 2 for an even k) takes w[c-1, c-1], c = k / 2, and ring d >= 1 the
+/// diagonal element w[c+d-1, c+d-1] (odd k) or w[c+d, c+d] (even k).
+Constraint radial_constraint();
+} // namespace constraints
+
 namespace layers {
 
 /// tf.layers.dense: x [..., in] -> [..., units]; kernel [in, units].
@@ -61,7 +88,10 @@ Tensor dense(
 /// losses::l2_regularizer(0.01), added to the mode's
 /// "regularization_losses") of the kernel, the bias and the output
 /// (activity_regularizer: of the layer's output, divided by the batch size
-/// as Keras does), and `trainable` (false:
+/// as Keras does), constraints of the kernel and the bias
+/// (constraints::max_norm(2), ...: an optimizer of the mode that updates
+/// the variable assigns the constraint of its new value in the same step,
+/// train::set_variable_constraint), and `trainable` (false:
 /// the variables are not in the trainable collection, so no optimizer
 /// updates them).
 struct DenseOptions {
@@ -72,6 +102,8 @@ struct DenseOptions {
   std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  Constraint kernel_constraint = nullptr;
+  Constraint bias_constraint = nullptr;
   bool trainable = true;
   std::string name = "";
 };
@@ -90,6 +122,8 @@ struct Conv2DOptions {
   std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  Constraint kernel_constraint = nullptr;
+  Constraint bias_constraint = nullptr;
   bool trainable = true;
   std::string name = "";
   std::string data_format = "channels_last";

@@ -177,6 +177,68 @@ void checkLearningRate(const std::string &where, const Tensor &lr, Graph &g) {
 }
 } // namespace
 
+namespace {
+/// The graph collection that holds a variable's constrained value.
+std::string constraintKey(const std::string &variable) {
+  return "estc_variable_constraint/" + variable;
+}
+
+/// The update that assigns the constraints of `vars` (those that have one
+/// in this mode) after the optimizer's `update` (ExpandOptimizers'
+/// "constraint"), grouped with it; `update` itself when none has one.
+Operation withConstraints(Graph &g, const Operation &update,
+                          const std::vector<Variable> &vars,
+                          const std::string &node) {
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (const Variable &v : vars) {
+    std::vector<Tensor> c = g.get_collection(constraintKey(v.name()));
+    if (c.empty())
+      continue;
+    inputs.push_back(c.front());
+    names.push_back(v.name());
+  }
+  if (inputs.empty())
+    return update;
+  Operation constrain = g.add_node(g.unique_node_name(node + "/constraints"),
+                                   "apply_gradients", inputs,
+                                   {{"optimizer", attr_s("constraint")},
+                                    {"hyperparameters", hyperparameterDict({})},
+                                    {"variables", attr_strings(names)},
+                                    {"keep_global_step", attr_b(true)}},
+                                   DType::Invalid, {});
+  return group({update, constrain});
+}
+} // namespace
+
+void set_variable_constraint(
+    const Variable &variable,
+    const std::function<Tensor(const Tensor &)> &constraint) {
+  if (!variable.valid())
+    throw GraphError("set_variable_constraint: the variable is empty");
+  Graph &g = variable.graph();
+  std::string key = constraintKey(variable.name());
+  if (!constraint || !g.get_collection(key).empty())
+    return;
+  Tensor value;
+  {
+    auto root = g.root_name_scope();
+    auto scope = g.name_scope(variable.name() + "/constraint");
+    value = constraint(g.read_variable(variable));
+  }
+  if (!value.valid() || !value.has_value() ||
+      value.dtype() != variable.dtype() || value.shape() != variable.shape())
+    throw GraphError(
+        "set_variable_constraint: the constraint of variable '" +
+        variable.name() + "' " + to_string(variable.dtype()) + " " +
+        shape::toString(variable.shape()) + " gives " +
+        (value.valid() && value.has_value()
+             ? to_string(value.dtype()) + " " + shape::toString(value.shape())
+             : std::string("no value")) +
+        "; it must keep the variable's dtype and shape");
+  g.add_to_collection(key, value);
+}
+
 Operation Optimizer::minimize(const Tensor &loss,
                               const std::vector<Variable> &var_list,
                               const std::string &name) const {
@@ -206,7 +268,10 @@ Operation Optimizer::minimize(const Tensor &loss,
     }
     attrs.push_back({"var_list", attr_strings(names)});
   }
-  return g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+  Operation update =
+      g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+  return withConstraints(
+      g, update, var_list.empty() ? g.trainable_variables() : var_list, node);
 }
 
 Tensor Optimizer::learningRateInput(Graph &g, const std::string &where) const {
@@ -311,7 +376,12 @@ Operation Optimizer::apply_gradients(const GradsAndVars &grads_and_vars,
     attrs.push_back({"keep_global_step", attr_b(true)});
   else
     (void)g.global_step_variable(); // incremented: it must exist
-  return g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
+  Operation update =
+      g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
+  std::vector<Variable> vars;
+  for (const auto &[grad, var] : grads_and_vars)
+    vars.push_back(var);
+  return withConstraints(g, update, vars, node);
 }
 
 Optimizer::Optimizer(std::string kind, std::string node_name,

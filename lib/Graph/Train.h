@@ -308,6 +308,20 @@ private:
   std::vector<Variable> averaged_;
 };
 
+/// TF's variable constraint (get_variable(constraint=...), a Keras layer's
+/// kernel_constraint: Layers.h's constraints::): `constraint` of
+/// `variable`'s value, in the current mode. An optimizer of this mode that
+/// updates the variable (minimize, apply_gradients) then assigns the
+/// constraint of the variable's new value in the same step, after the
+/// update, as TF 1.x's optimizers assign var.constraint(var) under the
+/// update's control dependency (an ExponentialMovingAverage applied with it
+/// averages the constrained value). The constraint must keep the
+/// variable's dtype and shape (GraphError otherwise); a second constraint
+/// of the variable in the same mode is ignored (a shared layer's).
+void set_variable_constraint(
+    const Variable &variable,
+    const std::function<Tensor(const Tensor &)> &constraint);
+
 /// An optimizer slot of `primary` (TF's slot_creator.create_slot): the
 /// non-trainable variable `<primary>/<name>` of primary's dtype and shape,
 /// whatever the current name scope; shared when it exists (another mode, a
