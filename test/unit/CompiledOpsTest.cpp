@@ -1857,6 +1857,47 @@ TEST(CompiledOps, FusedBatchNorm) {
   }
 }
 
+/// fused_batch_norm of an empty batch (N * H * W == 0: a 0 dim beside the
+/// run-time batch): y is empty, the batch mean and variance NaN, as TF
+/// 2.15's FusedBatchNormV3 gives (its kernel fills them with NaN); x is not
+/// read (the shift is sliced to min(size, 1): the asan build checks it).
+TEST(CompiledOps, FusedBatchNormOfAnEmptyBatch) {
+  struct Case {
+    Dims shape;
+    const char *format;
+    int64_t batch;
+  };
+  const Case cases[] = {{{-1, 0, 2, 4}, "NHWC", 3},
+                        {{-1, 4, 3, 0}, "NCHW", 2},
+                        {{-1, 2, 0, 4}, "NHWC", 1}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.format) + " " + shape::toString(c.shape) +
+                 " batch " + std::to_string(c.batch));
+    std::vector<Feature> features = {{"x", DType::Float32, c.shape}};
+    g::GraphDef graph =
+        predictGraph(features, [&](Graph &g, const TensorMap &x) {
+          nn::FusedBatchNorm bn =
+              nn::fused_batch_norm(x["x"], constant(g, {4}, 1),
+                                   constant(g, {4}, 2), 0.001, c.format);
+          return TensorMap{{"y", bn.y},
+                           {"mean", bn.batch_mean},
+                           {"variance", bn.batch_variance}};
+        });
+    dumpGraph(graph);
+    std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Test");
+    ASSERT_TRUE(model);
+    int predict = model->function_index("predict");
+    model->set_batch(c.batch);
+    model->run(predict);
+    for (const char *key : {"predictions/mean", "predictions/variance"}) {
+      const auto *v = static_cast<const float *>(
+          model->output_data(predict, model->output_index(predict, key)));
+      for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE(std::isnan(v[i])) << key << "[" << i << "] = " << v[i];
+    }
+  }
+}
+
 /// gradients() (op `gradient`) in a predict function, and apply_gradients
 /// on hand-made gradients in a train function: d/dx sum(w x^2) = 2 w x,
 /// and one SGD step of w by the clipped gradient of its loss.
