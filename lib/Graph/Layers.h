@@ -337,6 +337,13 @@ struct MultiHeadAttentionOptions {
   std::optional<Tensor> key = std::nullopt;
   /// attention_mask [B, T, S], bool: true = query t may attend to key s.
   std::optional<Tensor> attention_mask = std::nullopt;
+  /// The inputs' Keras masks ([B, T] / [B, S] bool, e.g. an embedding's
+  /// with mask_zero), combined as Keras's _compute_attention_mask does:
+  /// query_mask[:, :, None] & value_mask[:, None, :] & key_mask[:, None, :]
+  /// (and attention_mask).
+  std::optional<Tensor> query_mask = std::nullopt;
+  std::optional<Tensor> value_mask = std::nullopt;
+  std::optional<Tensor> key_mask = std::nullopt;
   bool use_causal_mask = false;
   bool training = false;
   std::optional<int64_t> seed = std::nullopt;
@@ -361,18 +368,40 @@ Tensor multi_head_attention(const Tensor &query, const Tensor &value,
 /// tf.keras.layers.Embedding: ids (any integer shape) -> ids.shape +
 /// [output_dim], rows of the variable "embedding/embeddings" [input_dim,
 /// output_dim] (uniform in [-0.05, 0.05) by default). Its gradient is a
-/// scatter-add of the rows used. Keras's mask_zero mask is
-/// not_equal(ids, 0).
+/// scatter-add of the rows used.
 Tensor embedding(const Tensor &ids, int64_t input_dim, int64_t output_dim,
                  const Initializer &embeddings_initializer =
                      random_uniform_initializer(-0.05, 0.05),
                  const std::string &name = "");
 
+/// Keras's Embedding keyword arguments beyond input_dim and output_dim.
+struct EmbeddingOptions {
+  Initializer embeddings_initializer = random_uniform_initializer(-0.05, 0.05);
+  /// Keras's mask_zero: id 0 is padding, and the result carries the mask
+  /// not_equal(ids, 0) (bool, ids' shape) that the layers taking a mask
+  /// consume: RecurrentOptions::mask (Recurrent.h),
+  /// MultiHeadAttentionOptions::query_mask / value_mask / key_mask,
+  /// global_average_pooling1d's mask.
+  bool mask_zero = false;
+  std::string name = "";
+};
+/// An embedding's output and, with mask_zero, its mask (else empty).
+struct EmbeddingOutput {
+  Tensor output;
+  Tensor mask;
+};
+EmbeddingOutput embedding(const Tensor &ids, int64_t input_dim,
+                          int64_t output_dim, const EmbeddingOptions &options);
+
 /// tf.keras.layers.GlobalAveragePooling1D / GlobalMaxPooling1D ([B, T, C]
 /// -> [B, C]) and GlobalAveragePooling2D / GlobalMaxPooling2D ([B, H, W,
 /// C] -> [B, C]), channels_last; keepdims keeps the pooled dims as 1.
+/// GlobalAveragePooling1D's `mask` ([B, T] bool, Keras's call(mask=...),
+/// e.g. an embedding's): the mean over the unmasked steps, sum(x * mask) /
+/// sum(mask) as Keras computes it.
 Tensor global_average_pooling1d(const Tensor &x, bool keepdims = false,
-                                const std::string &name = "");
+                                const std::string &name = "",
+                                const Tensor &mask = Tensor());
 Tensor global_max_pooling1d(const Tensor &x, bool keepdims = false,
                             const std::string &name = "");
 Tensor global_average_pooling2d(const Tensor &x, bool keepdims = false,

@@ -917,6 +917,41 @@ Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
   return multiply(g.constant(learning_rate), decayed, "value");
 }
 
+Tensor noisy_linear_cosine_decay(double learning_rate,
+                                 const Tensor &global_step, double decay_steps,
+                                 double initial_variance, double variance_decay,
+                                 double num_periods, double alpha, double beta,
+                                 const std::string &name) {
+  Tensor step =
+      scheduleStep("noisy_linear_cosine_decay", global_step, decay_steps);
+  if (!(initial_variance >= 0.0 && std::isfinite(initial_variance)))
+    throw GraphError(
+        "noisy_linear_cosine_decay: initial_variance must be >= 0, got " +
+        std::to_string(initial_variance));
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "NoisyLinearCosineDecay");
+  Tensor steps = g.constant(decay_steps);
+  step = minimum(step, steps);
+  Tensor linear = divide(subtract(steps, step), steps);
+  // TF: random_normal(stddev=sqrt(variance)), i.e. a standard normal
+  // times the standard deviation (plus the mean, 0).
+  Tensor variance =
+      divide(g.constant(initial_variance),
+             pow(add(g.constant(1.0), step), g.constant(variance_decay)));
+  Tensor noise =
+      add(multiply(random_normal(g, {}), sqrt(variance)), g.constant(0.0));
+  Tensor noisy = add(linear, noise);
+  Tensor completed = divide(step, steps);
+  Tensor fraction =
+      multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
+  Tensor cosine =
+      multiply(g.constant(0.5),
+               add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed =
+      add(multiply(add(g.constant(alpha), noisy), cosine), g.constant(beta));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
 Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,
                      int64_t warmup_steps, double warmup_learning_rate,
                      const std::string &name) {

@@ -379,12 +379,25 @@ Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
                              const std::string &name = "");
 /// lr * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(2 pi
 /// num_periods s / decay_steps)) + beta), s = min(step, decay_steps).
-/// decay_steps > 0. (noisy_linear_cosine_decay, which adds random noise to
-/// the linear term, is not offered.)
+/// decay_steps > 0.
 Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
                            double decay_steps, double num_periods = 0.5,
                            double alpha = 0.0, double beta = 0.001,
                            const std::string &name = "");
+/// linear_cosine_decay with noise on the linear term, as TF computes it:
+/// lr * ((alpha + (decay_steps - s) / decay_steps + eps) * 0.5 * (1 +
+/// cos(2 pi num_periods s / decay_steps)) + beta), s = min(step,
+/// decay_steps), eps = random_normal() * sqrt(initial_variance / (1 +
+/// s)^variance_decay) (a new draw every step: the random ops' counter is
+/// global_step; the graph seed and the node name give its seed).
+/// decay_steps > 0, initial_variance >= 0.
+Tensor noisy_linear_cosine_decay(double learning_rate,
+                                 const Tensor &global_step, double decay_steps,
+                                 double initial_variance = 1.0,
+                                 double variance_decay = 0.55,
+                                 double num_periods = 0.5, double alpha = 0.0,
+                                 double beta = 0.001,
+                                 const std::string &name = "");
 /// BERT's linear warmup in front of a schedule: warmup_learning_rate *
 /// step / warmup_steps while step < warmup_steps (int32 comparison),
 /// `learning_rate` (a float32 scalar, e.g. a decay) after; computed as

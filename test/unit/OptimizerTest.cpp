@@ -524,6 +524,11 @@ TEST(LearningRateScheduleTest, BadArguments) {
   };
   throwsWith([&] { train::exponential_decay(0.1, step, 0.0, 0.5); },
              "exponential_decay: decay_steps must be > 0");
+  throwsWith(
+      [&] { train::noisy_linear_cosine_decay(0.1, step, 4.0, -0.5); },
+      "noisy_linear_cosine_decay: initial_variance must be >= 0, got -0.5");
+  throwsWith([&] { train::noisy_linear_cosine_decay(0.1, step, 0.0); },
+             "noisy_linear_cosine_decay: decay_steps must be > 0");
   throwsWith([&] { train::piecewise_constant(step, {1, 3}, {0.1, 0.2}); },
              "piecewise_constant: 2 values for 2 boundaries");
   throwsWith([&] { train::piecewise_constant(step, {3, 1}, {1, 2, 3}); },
@@ -1662,6 +1667,121 @@ TEST(LearningRateScheduleTest, CosineRestartsAndLinearCosine) {
                    0.5 * (1.0 + std::cos(M_PI * 2.0 * 0.5 * s / 4.0));
                return 0.1 * (((4.0 - s) / 4.0) * cosine + 0.001);
              });
+}
+
+/// The values of `schedule(g, step)` (a predict function of the fed step)
+/// at each (step, global_step) of `at`: the random ops' counter is the
+/// global_step variable, set before each run.
+std::vector<double>
+scheduleValues(const std::function<Tensor(Graph &, const Tensor &)> &schedule,
+               const std::vector<std::pair<double, int64_t>> &at) {
+  Graph graph;
+  graph.set_seed(11);
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"step", DType::Float32, {1}});
+  build_mode(graph, ModeKeys::PREDICT, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Signature spec;
+               spec.predictions.set("lr",
+                                    schedule(gr, reshape(f["step"], Dims{})));
+               return spec;
+             });
+  std::unique_ptr<JitModel> m = jitCompileForTest(graph.graph_def(), "Schedule",
+                                                  {}, /*warningsFail=*/true);
+  if (!m)
+    return {};
+  m->run("init");
+  int fn = m->function_index("predict");
+  int globalStep = m->variable_index("global_step");
+  std::vector<double> out;
+  for (const auto &[step, counter] : at) {
+    Value v;
+    v.dtype = g::DT_FLOAT;
+    v.shape = {1};
+    v.data = {step};
+    store(v, m->input_data(fn, m->input_index(fn, "features/step")));
+    if (globalStep >= 0)
+      store(Value::scalar(counter, g::DT_INT64), m->variable_data(globalStep));
+    m->run(fn);
+    out.push_back(
+        load(g::DT_FLOAT,
+             m->output_data(fn, m->output_index(fn, "predictions/lr")), 0));
+  }
+  return out;
+}
+
+TEST(LearningRateScheduleTest, NoisyLinearCosineWithoutNoiseEqualsTf) {
+  // TF 2.15, tf.compat.v1.train.noisy_linear_cosine_decay with
+  // initial_variance=0 at global steps 0, 1, ...:
+  //   A: (0.1, step, 4, 0.0, 0.55, num_periods=0.5, alpha=0.1, beta=0.001)
+  //   B: (0.05, step, 3, 0.0, 0.3, num_periods=1.5, alpha=0.0, beta=0.01)
+  const std::vector<float> tfA = {
+      0.110100009f,    0.0726520419f,   0.0300999973f,  0.00522563141f,
+      0.000100000005f, 0.000100000005f, 0.000100000005f};
+  const std::vector<float> tfB = {0.0505000018f,   0.000500000024f,
+                                  0.0171666667f,   0.000500000024f,
+                                  0.000500000024f, 0.000500000024f};
+  std::vector<std::pair<double, int64_t>> stepsA, stepsB;
+  for (size_t i = 0; i < tfA.size(); ++i)
+    stepsA.push_back({double(i), int64_t(i)});
+  for (size_t i = 0; i < tfB.size(); ++i)
+    stepsB.push_back({double(i), int64_t(i)});
+  std::vector<double> a = scheduleValues(
+      [](Graph &, const Tensor &step) {
+        return train::noisy_linear_cosine_decay(0.1, step, 4, 0.0, 0.55, 0.5,
+                                                0.1, 0.001);
+      },
+      stepsA);
+  std::vector<double> b = scheduleValues(
+      [](Graph &, const Tensor &step) {
+        return train::noisy_linear_cosine_decay(0.05, step, 3, 0.0, 0.3, 1.5,
+                                                0.0, 0.01);
+      },
+      stepsB);
+  ASSERT_EQ(a.size(), tfA.size());
+  ASSERT_EQ(b.size(), tfB.size());
+  // To the float32 bit (TF's order of operations).
+  for (size_t i = 0; i < tfA.size(); ++i)
+    EXPECT_EQ(static_cast<float>(a[i]), tfA[i]) << "A step " << i;
+  for (size_t i = 0; i < tfB.size(); ++i)
+    EXPECT_EQ(static_cast<float>(b[i]), tfB[i]) << "B step " << i;
+}
+
+TEST(LearningRateScheduleTest, NoisyLinearCosineNoiseVariance) {
+  // eps = (lr / 0.5 - beta) / cosine - alpha - linear at step s, drawn anew
+  // for each global_step (the counter): mean 0 and variance
+  // initial_variance / (1 + min(s, decay_steps))^variance_decay, over
+  // 3000 draws each at s = 0 (cosine 1, linear 1) and s = 9 (clipped to
+  // decay_steps 4: cosine 1 with num_periods 1, linear 0).
+  const double v0 = 0.8, decay = 0.55, alpha = 0.1, beta = 0.01;
+  const int n = 3000;
+  for (double s : {0.0, 9.0}) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    std::vector<std::pair<double, int64_t>> at;
+    for (int k = 0; k < n; ++k)
+      at.push_back({s, k});
+    std::vector<double> lr = scheduleValues(
+        [&](Graph &, const Tensor &step) {
+          return train::noisy_linear_cosine_decay(0.5, step, 4, v0, decay, 1.0,
+                                                  alpha, beta);
+        },
+        at);
+    ASSERT_EQ(lr.size(), static_cast<size_t>(n));
+    double linear = s == 0 ? 1.0 : 0.0;
+    double mean = 0, sq = 0;
+    for (double x : lr) {
+      double eps = (x / 0.5 - beta) - alpha - linear;
+      mean += eps;
+      sq += eps * eps;
+    }
+    mean /= n;
+    double variance = sq / n - mean * mean;
+    double want = v0 / std::pow(1.0 + std::min(s, 4.0), decay);
+    // Five standard errors: of the mean sqrt(want / n), of the variance
+    // want sqrt(2 / n).
+    EXPECT_LT(std::abs(mean), 5 * std::sqrt(want / n));
+    EXPECT_NEAR(variance / want, 1.0, 5 * std::sqrt(2.0 / n));
+  }
 }
 
 TEST(LearningRateScheduleTest, CallableSchedule) {
