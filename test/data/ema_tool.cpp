@@ -61,25 +61,23 @@ std::map<std::string, std::vector<double>> readCase(const std::string &path) {
 }
 
 EstimatorSpec emaModel(const TensorMap &features, const Tensor &labels,
-                       ModeKeys mode, const Params &params,
-                       const RunConfig &) {
+                       ModeKeys mode, const Params &params, const RunConfig &) {
   Graph &g = get_default_graph();
-  Tensor logits = layers::dense(
-      features["x"], params.get<int64_t>("classes"),
-      {.kernel_initializer =
-           constant_initializer(params.get<std::vector<double>>("kernel")),
-       .bias_initializer =
-           constant_initializer(params.get<std::vector<double>>("bias"))});
+  Tensor logits = layers::dense(features["x"], params.get<int64_t>("classes"),
+                                {.kernel_initializer = constant_initializer(
+                                     params.get<std::vector<double>>("kernel")),
+                                 .bias_initializer = constant_initializer(
+                                     params.get<std::vector<double>>("bias"))});
   EstimatorSpec spec(mode);
   spec.predictions = {{"logits", logits}};
   train::ExponentialMovingAverage ema(params.get<double>("decay"),
                                       g.global_step());
   if (mode == ModeKeys::TRAIN) {
     spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
-    spec.train_op = group(
-        {train::GradientDescentOptimizer(params.get<double>("lr"))
-             .minimize(spec.loss),
-         ema.apply(g.trainable_variables())});
+    spec.train_op =
+        group({train::GradientDescentOptimizer(params.get<double>("lr"))
+                   .minimize(spec.loss),
+               ema.apply(g.trainable_variables())});
     return spec;
   }
   if (params.get<bool>("shadows"))
@@ -114,9 +112,8 @@ int main(int argc, char **argv) {
     die("usage: ema_tool CASE_FILE MODEL_DIR");
   try {
     auto k = readCase(argv[1]);
-    for (const char *key :
-         {"dims", "steps", "batch", "decay", "lr", "kernel", "bias", "x", "y",
-          "ex", "ey"})
+    for (const char *key : {"dims", "steps", "batch", "decay", "lr", "kernel",
+                            "bias", "x", "y", "ex", "ey"})
       if (!k.count(key))
         die(std::string("the case has no '") + key + "' line");
     auto F = static_cast<int64_t>(k["dims"].at(0));
@@ -124,12 +121,9 @@ int main(int argc, char **argv) {
     auto batch = static_cast<int64_t>(k["batch"].at(0));
     auto n = static_cast<int64_t>(k["y"].size());
     auto en = static_cast<int64_t>(k["ey"].size());
-    Params params{{"classes", C},
-                  {"kernel", k["kernel"]},
-                  {"bias", k["bias"]},
-                  {"decay", k["decay"].at(0)},
-                  {"lr", k["lr"].at(0)},
-                  {"shadows", false}};
+    Params params{{"classes", C},        {"kernel", k["kernel"]},
+                  {"bias", k["bias"]},   {"decay", k["decay"].at(0)},
+                  {"lr", k["lr"].at(0)}, {"shadows", false}};
     RunConfigOptions o;
     o.model_dir = argv[2];
     o.save_checkpoints_steps = 1000000;
@@ -151,11 +145,10 @@ int main(int argc, char **argv) {
     for (auto [which, est] : {std::pair{"raw", &raw}, std::pair{"avg", &avg}}) {
       EvalResults r = est->evaluate(
           numpy_input_fn(ex, ints(k["ey"]), {batch, 1, false, 0}));
-      print(std::string("loss ") + which,
-            {static_cast<float>(r.at("loss"))});
+      print(std::string("loss ") + which, {static_cast<float>(r.at("loss"))});
       std::vector<float> logits;
-      for (const Prediction &p : est->predict(
-               numpy_input_fn(ex, std::nullopt, {batch, 1, false, 0})))
+      for (const Prediction &p :
+           est->predict(numpy_input_fn(ex, std::nullopt, {batch, 1, false, 0})))
         for (float v : p.at("logits").values<float>())
           logits.push_back(v);
       print(std::string("logits ") + which, logits);

@@ -14,8 +14,8 @@ using estc::opcases::Inputs;
 using estc::opcases::Outputs;
 
 ESTC_OP_CASE(global_average_pooling1d_masked, [](Graph &, const Inputs &in) {
-  return Outputs{
-      layers::global_average_pooling1d(in[0], false, "", not_equal(in[1], 0.0))};
+  return Outputs{layers::global_average_pooling1d(in[0], false, "",
+                                                  not_equal(in[1], 0.0))};
 });
 ESTC_OP_CASE(global_average_pooling1d_masked_keepdims,
              [](Graph &, const Inputs &in) {
