@@ -58,6 +58,9 @@ struct ServingCode {
   /// Every prediction key (PredictOutput of the predictions, TF's default
   /// when model_fn gives no export_outputs).
   std::vector<std::string> prediction_keys;
+  /// The spec's scaffold.saver_var_list (checkpoint name -> variable): the
+  /// export reads these variables from their checkpoint names.
+  std::map<std::string, std::string> saver_var_list;
 };
 
 /// The symbol prefix of an exported model's entry points.

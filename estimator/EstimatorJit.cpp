@@ -107,6 +107,7 @@ public:
                  Signature sig = es.mode_signature();
                  for (const auto &[key, t] : es.predictions)
                    code.prediction_keys.push_back(key);
+                 code.saver_var_list = es.scaffold.saver_var_list;
                  // Each export output tensor is read from the prediction
                  // that holds it, or compiled as an extra output.
                  std::map<std::string, std::string> byNode;

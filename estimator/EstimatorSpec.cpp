@@ -6,6 +6,7 @@
 #include "lib/Summary/SummaryValues.h"
 
 #include <climits>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -99,6 +100,24 @@ void EstimatorSpec::validate() const {
   for (const auto &[key, tensor] : predictions)
     if (!tensor.valid() || !tensor.has_value())
       fail("prediction '" + key + "' is not a tensor with a value");
+  if (!scaffold.saver_var_list.empty()) {
+    if (mode == ModeKeys::TRAIN)
+      fail("scaffold.saver_var_list is for EVAL and PREDICT (what evaluate, "
+           "predict and export_saved_model restore); training restores and "
+           "saves every variable by its own name");
+    const Graph &g = mode == ModeKeys::EVAL
+                         ? loss.graph()
+                         : predictions.begin()->second.graph();
+    for (const auto &[checkpointName, variable] : scaffold.saver_var_list) {
+      std::optional<Variable> v = g.find_variable(variable);
+      if (checkpointName.empty() || !v || v->local())
+        fail("scaffold.saver_var_list restores '" + variable + "' from '" +
+             checkpointName + "', but " +
+             (checkpointName.empty()
+                  ? std::string("the checkpoint name is empty")
+                  : "'" + variable + "' is not a saved variable of the graph"));
+    }
+  }
   std::set<std::string> seen;
   for (const auto &[name, metric] : eval_metric_ops) {
     if (name == "loss" || name == "global_step")

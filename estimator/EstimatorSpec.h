@@ -134,6 +134,21 @@ ExportOutput RegressionOutput(const Tensor &value);
 /// The outputs as they are (at least one).
 ExportOutput PredictOutput(const TensorMap &outputs);
 
+/// tf.compat.v1.train.Scaffold, the part the Estimator honours: the
+/// var_list of its saver, TF's Scaffold(saver=tf.compat.v1.train.Saver(
+/// var_list)). In an EVAL or PREDICT spec, evaluate (train_and_evaluate's
+/// evaluations included), predict and export_saved_model restore each
+/// listed variable from its checkpoint name, and every other variable from
+/// its own name: with ExponentialMovingAverage::variables_to_restore()
+/// (lib/Graph/Train.h), the model runs on the averaged weights. A name the
+/// checkpoint lacks is a one-line train::CheckpointError; an in-memory
+/// evaluation (EvalSpec::every_n_steps) reads the names from the training
+/// variables. Not in a TRAIN spec (std::invalid_argument).
+struct Scaffold {
+  /// Checkpoint name -> the variable restored from it.
+  std::map<std::string, std::string> saver_var_list{};
+};
+
 /// tf.estimator.EstimatorSpec. `loss` is a float scalar; `train_op` the
 /// optimizer's minimize(); eval_metric_ops the streaming metrics by name
 /// (the Metric of lib/Graph/Train.h: value + update ops); export_outputs
@@ -152,12 +167,14 @@ struct EstimatorSpec {
   Hooks training_chief_hooks;
   Hooks evaluation_hooks;
   Hooks prediction_hooks;
+  Scaffold scaffold;
 
   /// TF's checks: TRAIN needs loss and train_op, EVAL needs loss, PREDICT
   /// needs predictions; loss is a float scalar; no metric is named "loss"
   /// or "global_step", and metric names are unique; export output names
-  /// are not empty. Throws std::invalid_argument, one line naming the
-  /// field.
+  /// are not empty; scaffold.saver_var_list only in EVAL and PREDICT, and
+  /// naming saved variables of the graph. Throws std::invalid_argument, one
+  /// line naming the field.
   void validate() const;
 
   /// The graph part, for Graph::set_signature: predictions, loss, train_op,

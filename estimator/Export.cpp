@@ -499,16 +499,30 @@ std::string Estimator::export_saved_model(
     removeFile(object);
     removeFile(joinPath(temp, "link.log"));
 
-    // The variables the serving function reads.
+    // The variables the serving function reads (those of the PREDICT
+    // spec's scaffold.saver_var_list from their checkpoint names).
+    std::map<std::string, std::string> sourceOf;
+    for (const auto &[checkpointName, variable] : code.saver_var_list)
+      sourceOf[variable] = checkpointName;
     train::VariableMap variables;
     for (const modelformat::VariableInfo &v : manifest.variables) {
       const std::string &name = v.name;
       if (v.local)
         continue;
-      if (!reader.has_tensor(name))
+      auto renamed = sourceOf.find(name);
+      if (renamed != sourceOf.end()) {
+        if (!reader.has_tensor(renamed->second))
+          fail("checkpoint " + reader.path() + " has no variable '" +
+               renamed->second +
+               "', which the EstimatorSpec's scaffold.saver_var_list "
+               "restores '" +
+               name + "' from");
+      } else if (!reader.has_tensor(name)) {
         fail("checkpoint " + reader.path() + " has no variable '" + name +
              "' that the serving function reads");
-      TensorValue value = reader.get_tensor(name);
+      }
+      TensorValue value =
+          reader.get_tensor(renamed != sourceOf.end() ? renamed->second : name);
       VariableSpec want;
       want.dtype = dtype_from_abi_name(modelformat::elementTypeName(v.dtype))
                        .value_or(DType::Invalid);

@@ -41,6 +41,23 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
   }
 }
 
+train::VariableMap
+applySaverVarList(const train::VariableMap &variables,
+                  const std::map<std::string, std::string> &varList,
+                  const std::string &source) {
+  train::VariableMap out = variables;
+  for (const auto &[checkpointName, variable] : varList) {
+    auto it = variables.find(checkpointName);
+    if (it == variables.end())
+      throw train::CheckpointError(
+          source + ": the EstimatorSpec's scaffold.saver_var_list restores '" +
+          variable + "' from '" + checkpointName +
+          "', which is not in the checkpoint");
+    out[variable] = it->second;
+  }
+  return out;
+}
+
 std::vector<std::string> snapshotVariables(rt::CompiledModel &m) {
   std::vector<std::string> out;
   for (int i = 0; i < m.spec().numVariables; ++i)

@@ -31,6 +31,15 @@ namespace detail {
 void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
                    const std::string &source);
 
+/// `variables` with each variable of `varList` (checkpoint name ->
+/// variable: EstimatorSpec::scaffold's saver_var_list) replaced by the
+/// value under its checkpoint name; a name `variables` lacks is a one-line
+/// CheckpointError starting with `source`.
+train::VariableMap
+applySaverVarList(const train::VariableMap &variables,
+                  const std::map<std::string, std::string> &varList,
+                  const std::string &source);
+
 /// Every variable's bytes (to put a model back after a nested evaluation).
 std::vector<std::string> snapshotVariables(rt::CompiledModel &m);
 void restoreSnapshot(rt::CompiledModel &m,

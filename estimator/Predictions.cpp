@@ -47,7 +47,8 @@ Predictions::iterator Predictions::begin() {
                                                  "predict");
     s.loop =
         std::make_unique<MonitoredSession>(*s.session, *s.step, s.hooks, [&s] {
-          s.runner->restoreForInference(*s.model, s.checkpointPath, "predict");
+          s.runner->restoreForInference(*s.model, s.checkpointPath, "predict",
+                                        ModeKeys::PREDICT);
         });
     if (!advance())
       return end();

@@ -105,19 +105,33 @@ void Runner::initialize(rt::CompiledModel &m) {
   }
 }
 
+const std::map<std::string, std::string> &
+Runner::saverVarList(ModeKeys mode) const {
+  static const std::map<std::string, std::string> none;
+  const EstimatorSpec *spec = backend_.spec(mode);
+  return spec ? spec->scaffold.saver_var_list : none;
+}
+
 void Runner::restoreForInference(rt::CompiledModel &m,
                                  const std::string &checkpoint_path,
-                                 const std::string &call) {
+                                 const std::string &call, ModeKeys mode) {
+  const std::map<std::string, std::string> &varList = saverVarList(mode);
+  auto load = [&](const train::VariableMap &variables,
+                  const std::string &file) {
+    if (varList.empty())
+      loadVariables(m, variables, file);
+    else
+      loadVariables(m, applySaverVarList(variables, varList, file), file);
+  };
   if (!checkpoint_path.empty()) {
     std::string file = train::resolve_checkpoint(checkpoint_path);
     train::CheckpointReader reader(file);
-    loadVariables(m, reader.read_all(), file);
+    load(reader.read_all(), file);
     return;
   }
   std::optional<train::RestoredCheckpoint> restored = checkpoints_.restore();
   if (restored) {
-    loadVariables(m, restored->variables,
-                  train::checkpoint_file(restored->path));
+    load(restored->variables, train::checkpoint_file(restored->path));
     return;
   }
   log_info("Could not find trained model in model_dir: " + config_.model_dir() +
@@ -437,16 +451,25 @@ EvalResults Runner::evaluate(const InputFn &input_fn,
   bool hasLoss = m.find_output(fn, "loss") >= 0;
 
   // A nested evaluation (from a hook in train()) must leave the training
-  // variables as they were.
+  // variables as they were; so must an in-memory one that restores
+  // scaffold.saver_var_list's variables from the training variables.
+  const std::map<std::string, std::string> &varList =
+      saverVarList(ModeKeys::EVAL);
   std::vector<std::string> snapshot;
-  if (training_ && !inMemory)
+  if ((training_ && !inMemory) || (inMemory && !varList.empty()))
     snapshot = snapshotVariables(m);
 
   ModelSession session(m, config_.model_dir());
   ModelStep step(m, fn, metricsFn, data, "evaluate");
   MonitoredSession loop(session, step, hooks, [&] {
-    if (!inMemory)
-      restoreForInference(m, checkpoint_path, "evaluate");
+    if (!inMemory) {
+      restoreForInference(m, checkpoint_path, "evaluate", ModeKeys::EVAL);
+    } else if (!varList.empty()) {
+      const std::string source = "Estimator.evaluate_in_memory";
+      loadVariables(
+          m, applySaverVarList(session.checkpoint_variables(), varList, source),
+          source);
+    }
     m.reset_local_variables();
   });
   // TF's loss metric, metrics.mean(loss): the mean of the per-batch losses,

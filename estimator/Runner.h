@@ -75,10 +75,13 @@ public:
                        const std::string &name, bool inMemory);
 
   /// Variables from `checkpoint_path`, the latest checkpoint, or @init (with
-  /// a log line naming `call`).
+  /// a log line naming `call`); a checkpoint through `mode`'s
+  /// scaffold.saver_var_list (EstimatorSpec.h).
   void restoreForInference(rt::CompiledModel &m,
                            const std::string &checkpoint_path,
-                           const std::string &call);
+                           const std::string &call, ModeKeys mode);
+  /// model_fn's scaffold.saver_var_list for `mode` (empty for AOT models).
+  const std::map<std::string, std::string> &saverVarList(ModeKeys mode) const;
   summary::SummaryWriter &writer(const std::string &logdir) {
     return *sharedWriter(logdir);
   }

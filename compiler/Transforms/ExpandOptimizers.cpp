@@ -89,7 +89,9 @@
 #include "dialects/Est/IR/EstBuilder.h"
 #include "dialects/Est/IR/EstOps.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseSet.h"
@@ -870,6 +872,62 @@ LogicalResult expandMovingAverage(ApplyGradientsOp op, ModuleOp module,
   return success();
 }
 
+/// Variable constraints (optimizer "constraint", from lib/Graph/Train.cpp's
+/// optimizers for variables with train::set_variable_constraint): the
+/// constraint of `variables[i]` is `gradients[i]`, computed from a read of
+/// the variable. It is computed again from the variable's new value (the
+/// function's optimizers') and assigned instead of that value, as TF 1.x's
+/// optimizers assign var.constraint(var) after the update; a moving average
+/// of the variable then averages the constrained value. A variable that no
+/// optimizer of the function updates is left alone.
+LogicalResult expandConstraint(ApplyGradientsOp op,
+                               llvm::StringMap<Value> &updated) {
+  Block *block = op->getBlock();
+  OpBuilder b(block->getTerminator());
+  for (auto [attr, value] :
+       llvm::zip_equal(op.getVariables(), op.getGradients())) {
+    StringRef name = cast<FlatSymbolRefAttr>(attr).getValue();
+    Value newValue = updated.lookup(name);
+    if (!newValue)
+      continue;
+    // The ops from the variable's reads to the constraint, cloned onto the
+    // new value (those that do not depend on a read are reused).
+    SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    options.filter = [&](Operation *o) { return o->getBlock() == block; };
+    if (Operation *def = value.getDefiningOp())
+      (void)getBackwardSlice(def, &slice, options);
+    IRMapping map;
+    for (Operation *o : slice) {
+      if (auto read = dyn_cast<ReadVariableOp>(o)) {
+        if (read.getVariable() == name)
+          map.map(read.getResult(), newValue);
+        continue;
+      }
+      if (llvm::any_of(o->getOperands(),
+                       [&](Value v) { return map.contains(v); }))
+        b.clone(*o, map);
+    }
+    Value constrained = map.lookupOrDefault(value);
+    if (constrained.getType() != newValue.getType())
+      return op.emitError("the constraint of ")
+             << attr << " has type " << constrained.getType()
+             << ", the variable " << newValue.getType();
+    SmallVector<AssignVariableOp> stale;
+    for (auto assign : block->getOps<AssignVariableOp>())
+      if (assign.getVariable() == name && assign.getValue() == newValue)
+        stale.push_back(assign);
+    for (AssignVariableOp assign : stale)
+      assign.erase();
+    AssignVariableOp::create(b, op.getLoc(), cast<FlatSymbolRefAttr>(attr),
+                             constrained);
+    updated[name] = constrained;
+  }
+  op.erase();
+  return success();
+}
+
 struct ExpandOptimizersPass
     : public est::impl::EstExpandOptimizersBase<ExpandOptimizersPass> {
   void runOnOperation() override {
@@ -883,10 +941,14 @@ struct ExpandOptimizersPass
     // The variables' new values, per function (for the moving averages,
     // expanded last).
     DenseMap<Operation *, llvm::StringMap<Value>> updated;
-    SmallVector<ApplyGradientsOp> averages;
+    SmallVector<ApplyGradientsOp> averages, constraints;
     for (ApplyGradientsOp op : applies) {
       if (op.getOptimizer() == "moving_average") {
         averages.push_back(op);
+        continue;
+      }
+      if (op.getOptimizer() == "constraint") {
+        constraints.push_back(op);
         continue;
       }
       OpBuilder b(op);
@@ -902,6 +964,10 @@ struct ExpandOptimizersPass
       for (const auto &[name, value] : expander.assigned())
         updated[function][name] = value;
     }
+    // The constraints after every optimizer's update, the averages last.
+    for (ApplyGradientsOp op : constraints)
+      if (failed(expandConstraint(op, updated[op->getParentOp()])))
+        return signalPassFailure();
     for (ApplyGradientsOp op : averages)
       if (failed(expandMovingAverage(op, getOperation(),
                                      updated[op->getParentOp()])))

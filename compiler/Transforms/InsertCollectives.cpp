@@ -232,7 +232,12 @@ struct InsertCollectivesPass
     DominanceInfo dominance(module);
     for (func::FuncOp func : module.getOps<func::FuncOp>()) {
       SmallVector<ApplyGradientsOp> applies;
-      func.walk([&](ApplyGradientsOp op) { applies.push_back(op); });
+      // A constraint's operands are the variable's projections, the same
+      // on every replica, not gradients.
+      func.walk([&](ApplyGradientsOp op) {
+        if (op.getOptimizer() != "constraint")
+          applies.push_back(op);
+      });
       if (applies.empty())
         continue;
       for (ApplyGradientsOp apply : applies)

@@ -1010,6 +1010,62 @@ Tensor contract(Tensor a, Labels la, Tensor b, Labels lb, const Labels &out) {
   return permute(prod, cat({&batch, &freeA, &freeB}), out);
 }
 
+/// The diagonal of `x`'s dims `a` < `b` (both labelled l = labels[a]): the
+/// other dims in order, then l (TF's einsum of a repeated index). Built as
+/// a transpose of a and b to the end, a reshape merging them, and a strided
+/// slice with stride n + 1 (exact, and its gradient scatters back onto the
+/// diagonal). Updates `labels`. A size that is not known, or two that
+/// differ, fail with one line.
+Tensor diagonal(const Composite &c, const std::string &where, const Tensor &x,
+                Labels &labels, size_t a, size_t b, size_t operand) {
+  Dims s = x.shape();
+  std::string which = "index '" + labelName(labels[a]) +
+                      "' repeated in operand " +
+                      str(static_cast<int64_t>(operand));
+  if (s[a] < 0 || s[b] < 0)
+    c.fail(where + ": " + which + " needs a known size, got " +
+           shape::toString(s));
+  if (s[a] != s[b])
+    c.fail(where + ": " + which + " has sizes " + str(s[a]) + " and " +
+           str(s[b]));
+  int64_t n = s[a];
+  Dims perm, rest;
+  Labels restLabels;
+  int64_t unknown = 0;
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != a && d != b) {
+      perm.push_back(static_cast<int64_t>(d));
+      rest.push_back(s[d]);
+      restLabels.push_back(labels[d]);
+      unknown += s[d] < 0;
+    }
+  if (unknown > 1)
+    c.fail(where + ": " + which + ": the operand's other dims " +
+           shape::toString(rest) + " have more than one run-time size");
+  perm.push_back(static_cast<int64_t>(a));
+  perm.push_back(static_cast<int64_t>(b));
+  Tensor t = x;
+  bool identity = true;
+  for (size_t d = 0; d < perm.size(); ++d)
+    identity = identity && perm[d] == static_cast<int64_t>(d);
+  if (!identity)
+    t = transpose(t, perm);
+  Dims merged = rest;
+  for (int64_t &d : merged)
+    d = d < 0 ? -1 : d;
+  merged.push_back(n * n);
+  t = reshape(t, merged);
+  auto rank = static_cast<int64_t>(merged.size());
+  Dims begin(rank, 0), end(rank, 0), strides(rank, 1);
+  end.back() = n * n;
+  strides.back() = n + 1;
+  int64_t allButLast = (int64_t(1) << (rank - 1)) - 1;
+  t = strided_slice(t, begin, end, strides, allButLast, allButLast);
+  restLabels.push_back(labels[a]);
+  labels = restLabels;
+  return t;
+}
+
 } // namespace
 
 Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
@@ -1047,20 +1103,15 @@ Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
            str(named) + " dimensions" + (t.ellipsisAt < 0 ? "" : " or more"));
     if (t.ellipsisAt >= 0)
       ellipsisRank = std::max(ellipsisRank, rank - named);
-    for (size_t a = 0; a < t.letters.size(); ++a)
-      for (size_t b = a + 1; b < t.letters.size(); ++b)
-        if (t.letters[a] == t.letters[b])
-          fail("index '" + labelName(t.letters[a]) + "' is repeated in " +
-               which + " (traces and diagonals are not supported)");
   }
+  std::vector<Tensor> operands = inputs;
   std::vector<Labels> labels;
   std::map<int, int64_t> sizes;
   std::map<int, size_t> firstOperand;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Term &t = eq.inputs[i];
-    Dims s = inputs[i].shape();
     Labels l;
-    int64_t ell = s.size() - t.letters.size();
+    int64_t ell = inputs[i].rank() - static_cast<int64_t>(t.letters.size());
     for (size_t j = 0; j <= t.letters.size(); ++j) {
       if (static_cast<int>(j) == t.ellipsisAt)
         for (int64_t k = 0; k < ell; ++k)
@@ -1068,6 +1119,15 @@ Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
       if (j < t.letters.size())
         l.push_back(t.letters[j]);
     }
+    // An index repeated within the operand (ii, bii, iij): its diagonal,
+    // one pair of dims at a time.
+    for (size_t a = 0; a < l.size(); ++a)
+      for (size_t b = a + 1; b < l.size(); ++b)
+        if (l[a] == l[b]) {
+          operands[i] = diagonal(c, where, operands[i], l, a, b, i);
+          b = a; // l lost dim b; look for another repeat of l[a]
+        }
+    Dims s = operands[i].shape();
     for (size_t d = 0; d < l.size(); ++d) {
       int label = l[d];
       int64_t n = s[d];
@@ -1124,7 +1184,7 @@ Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
   }
 
   // Contract left to right; each step keeps the labels used later.
-  Tensor acc = inputs[0];
+  Tensor acc = operands[0];
   Labels accLabels = labels[0];
   for (size_t i = 1; i < inputs.size(); ++i) {
     Labels keep = out;
@@ -1137,7 +1197,7 @@ Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
           stepOut.push_back(l);
     if (i + 1 == inputs.size())
       stepOut = out;
-    acc = contract(acc, accLabels, inputs[i], labels[i], stepOut);
+    acc = contract(acc, accLabels, operands[i], labels[i], stepOut);
     accLabels = stepOut;
   }
   if (inputs.size() == 1) {

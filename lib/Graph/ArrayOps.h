@@ -130,9 +130,11 @@ Tensor tensor_scatter_nd_max(const Tensor &tensor, const Tensor &indices,
 /// tf.einsum: `equation` over `inputs` (one or more; more than two are
 /// contracted left to right). Explicit (`ij,jk->ik`) or implicit (`ij,jk`:
 /// the indices that appear once, sorted) output, `...` for broadcast
-/// dimensions. An index repeated within one operand (a trace or diagonal,
-/// `ii->i`) is refused. Two operands become transposes, reshapes and one
-/// (batch) matmul; docs/design/einsum.md.
+/// dimensions. An index repeated within one operand (`ii->i`, `ii->`,
+/// `bii->bi`, `iij->ij`: a diagonal, summed when the output leaves it out:
+/// a trace) takes that operand's diagonal first (its size must be known).
+/// Two operands become transposes, reshapes and one (batch) matmul;
+/// docs/design/einsum.md.
 Tensor einsum(const std::string &equation, const std::vector<Tensor> &inputs,
               const std::string &name = "");
 

@@ -179,8 +179,29 @@ Tensor multi_head_attention(const Tensor &query, const Tensor &value,
       layerError(kLayer, layer, m,
                  "attention_mask must be a bool [batch, T, S] = " +
                      shape::toString(expected) + " tensor");
-    mask = expand_dims(m, 1);
+    mask = m;
   }
+  // The inputs' masks, as Keras's _compute_attention_mask.
+  auto inputMask = [&](const std::optional<Tensor> &m, const char *what,
+                       const Tensor &of, int64_t axis) {
+    if (!m)
+      return;
+    bool ok = m->has_value() && m->dtype() == DType::Bool && m->rank() == 2 &&
+              !mismatch(m->shape()[0], of.shape()[0]) &&
+              !mismatch(m->shape()[1], of.shape()[1]);
+    if (!ok)
+      layerError(kLayer, layer, *m,
+                 std::string(what) + " must be a bool [batch, length] = " +
+                     shape::toString({of.shape()[0], of.shape()[1]}) +
+                     " tensor");
+    Tensor e = expand_dims(*m, axis);
+    mask = mask ? logical_and(*mask, e) : e;
+  };
+  inputMask(o.query_mask, "query_mask", query, 2);
+  inputMask(o.value_mask, "value_mask", value, 1);
+  inputMask(o.key_mask, "key_mask", key, 1);
+  if (mask)
+    mask = expand_dims(*mask, 1);
   int64_t out = o.output_shape > 0 ? o.output_shape : query.shape().back();
 
   // Keras builds query, key, value, then attention_output.
@@ -229,6 +250,16 @@ Tensor embedding(const Tensor &ids, int64_t input_dim, int64_t output_dim,
   return gather(table.read(), ids);
 }
 
+EmbeddingOutput embedding(const Tensor &ids, int64_t input_dim,
+                          int64_t output_dim, const EmbeddingOptions &options) {
+  EmbeddingOutput out;
+  out.output = embedding(ids, input_dim, output_dim,
+                         options.embeddings_initializer, options.name);
+  if (options.mask_zero)
+    out.mask = not_equal(ids, 0.0);
+  return out;
+}
+
 namespace {
 Tensor globalPool(const char *layerBase, bool average, int64_t rank,
                   const Tensor &x, bool keepdims, const std::string &name) {
@@ -248,8 +279,27 @@ Tensor globalPool(const char *layerBase, bool average, int64_t rank,
 } // namespace
 
 Tensor global_average_pooling1d(const Tensor &x, bool keepdims,
-                                const std::string &name) {
-  return globalPool("global_average_pooling1d", true, 3, x, keepdims, name);
+                                const std::string &name, const Tensor &mask) {
+  if (!mask.valid())
+    return globalPool("global_average_pooling1d", true, 3, x, keepdims, name);
+  const char *kLayer = "global_average_pooling1d";
+  Graph &g = x.graph();
+  std::string layer = layerName(g, name, kLayer);
+  auto s = g.name_scope(layer);
+  if (!x.has_value() || x.rank() != 3 || !is_floating(x.dtype()))
+    layerError(kLayer, layer, x,
+               "input must be a float rank-3 tensor (channels last)");
+  auto differ = [](int64_t a, int64_t b) { return a >= 0 && b >= 0 && a != b; };
+  if (!mask.has_value() || mask.dtype() != DType::Bool || mask.rank() != 2 ||
+      differ(mask.shape()[0], x.shape()[0]) ||
+      differ(mask.shape()[1], x.shape()[1]))
+    layerError(kLayer, layer, mask,
+               "mask must be a bool [batch, steps] = " +
+                   shape::toString({x.shape()[0], x.shape()[1]}) + " tensor");
+  // Keras: sum(x * mask, 1) / sum(mask, 1), the mask cast to x's dtype.
+  Tensor m = expand_dims(cast(mask, x.dtype()), 2);
+  return divide(reduce_sum(multiply(x, m), Dims{1}, keepdims),
+                reduce_sum(m, Dims{1}, keepdims));
 }
 Tensor global_max_pooling1d(const Tensor &x, bool keepdims,
                             const std::string &name) {

@@ -8,6 +8,114 @@
 #include <optional>
 
 namespace estc {
+
+namespace constraints {
+namespace {
+/// Keras's backend.epsilon().
+constexpr double kEpsilon = 1e-7;
+
+[[noreturn]] void constraintError(const char *kind, const Tensor &w,
+                                  const std::string &message) {
+  throw GraphError(
+      std::string("constraints::") + kind + " of '" + w.name() + "' " +
+      (w.has_value() ? shape::toString(w.shape()) : std::string("(no value)")) +
+      ": " + message);
+}
+
+/// The axes (non-negative) a norm of `w` is taken over; `w` a float tensor.
+Dims normAxes(const char *kind, const Tensor &w, const Dims &axis) {
+  if (!w.has_value() || !is_floating(w.dtype()))
+    constraintError(kind, w, "the weight must be a float tensor");
+  if (axis.empty())
+    constraintError(kind, w, "axis is empty");
+  int64_t rank = w.rank();
+  Dims out;
+  for (int64_t a : axis) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank)
+      constraintError(kind, w,
+                      "axis " + std::to_string(a) + " is out of range");
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// sqrt(sum(square(w), axes, keepdims=True)).
+Tensor norms(const Tensor &w, const Dims &axes) {
+  return sqrt(reduce_sum(square(w), axes, /*keep_dims=*/true));
+}
+} // namespace
+
+Constraint max_norm(double max_value, const Dims &axis) {
+  return [=](const Tensor &w) {
+    Tensor n = norms(w, normAxes("max_norm", w, axis));
+    Tensor desired = clip_by_value(n, 0.0, std::max(max_value, 0.0));
+    return multiply(w, divide(desired, add(kEpsilon, n)));
+  };
+}
+
+Constraint non_neg() {
+  return [](const Tensor &w) {
+    if (!w.has_value() || !is_floating(w.dtype()))
+      constraintError("non_neg", w, "the weight must be a float tensor");
+    return multiply(w, cast(greater_equal(w, 0.0), w.dtype()));
+  };
+}
+
+Constraint unit_norm(const Dims &axis) {
+  return [=](const Tensor &w) {
+    return divide(w, add(kEpsilon, norms(w, normAxes("unit_norm", w, axis))));
+  };
+}
+
+Constraint min_max_norm(double min_value, double max_value, double rate,
+                        const Dims &axis) {
+  return [=](const Tensor &w) {
+    Tensor n = norms(w, normAxes("min_max_norm", w, axis));
+    // Keras's backend.clip raises max_value to min_value.
+    Tensor desired =
+        add(multiply(rate, clip_by_value(n, min_value,
+                                         std::max(max_value, min_value))),
+            multiply(1.0 - rate, n));
+    return multiply(w, divide(desired, add(kEpsilon, n)));
+  };
+}
+
+Constraint radial_constraint() {
+  return [](const Tensor &w) {
+    const char *kind = "radial_constraint";
+    if (!w.has_value() || !is_floating(w.dtype()))
+      constraintError(kind, w, "the weight must be a float tensor");
+    if (w.rank() != 4)
+      constraintError(kind, w, "the weight must have rank 4 (a conv2d kernel)");
+    Dims s = w.shape();
+    int64_t k = s[0];
+    if (k < 2 || s[1] != k || s[2] < 0 || s[3] < 0)
+      constraintError(kind, w,
+                      "needs a square kernel [k, k, in, out] of known sizes, "
+                      "k >= 2");
+    // Keras's rings: ring d of the k x k slice takes the diagonal element
+    // w[a, a], a = c - 1 for the centre (d = 0), c + d - 1 (odd k) or
+    // c + d (even k) after, c = k / 2.
+    int64_t c = k / 2;
+    auto ring = [&](int64_t i) {
+      return k % 2 ? std::abs(i - c) : (i >= c ? i - c : c - 1 - i);
+    };
+    std::vector<double> source(k * k);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t d = std::max(ring(i), ring(j));
+        int64_t a = d == 0 ? c - 1 : (k % 2 ? c + d - 1 : c + d);
+        source[i * k + j] = static_cast<double>(a * k + a);
+      }
+    Tensor rows = reshape(w, {k * k, s[2], s[3]});
+    Tensor picked =
+        gather(rows, w.graph().constant(source, {k * k}, DType::Int64));
+    return reshape(picked, s);
+  };
+}
+} // namespace constraints
+
 namespace layers {
 
 namespace {
@@ -31,6 +139,12 @@ std::string upper(std::string s) {
 
 namespace {
 /// A layer's penalty of `t` under the name scope `scope`, when given.
+/// A layer variable's constraint (Keras's kernel_constraint, ...).
+void constrain(const Constraint &constraint, const Variable &variable) {
+  if (constraint)
+    train::set_variable_constraint(variable, constraint);
+}
+
 void regularize(Graph &g, const std::function<Tensor(const Tensor &)> &fn,
                 const char *scope, const Tensor &t) {
   if (!fn)
@@ -83,11 +197,13 @@ Tensor dense(const Tensor &x, int64_t units, const DenseOptions &o) {
   Variable kernel = g.get_variable("kernel", x.dtype(), {in, units},
                                    o.kernel_initializer, o.trainable);
   regularize(g, o.kernel_regularizer, "kernel", g.read_variable(kernel));
+  constrain(o.kernel_constraint, kernel);
   Tensor y = matmul(x, kernel);
   if (o.use_bias) {
     Variable bias = g.get_variable("bias", x.dtype(), {units},
                                    o.bias_initializer, o.trainable);
     regularize(g, o.bias_regularizer, "bias", g.read_variable(bias));
+    constrain(o.bias_constraint, bias);
     y = nn::bias_add(y, bias);
   }
   y = o.activation(y);
@@ -157,11 +273,13 @@ Tensor biasAndActivate(
     Graph &g, Tensor y, int64_t units, bool use_bias,
     const Initializer &bias_initializer, bool first,
     const Activation &activation, bool trainable = true,
-    const std::function<Tensor(const Tensor &)> &bias_regularizer = nullptr) {
+    const std::function<Tensor(const Tensor &)> &bias_regularizer = nullptr,
+    const Constraint &bias_constraint = nullptr) {
   if (use_bias) {
     Variable bias =
         g.get_variable("bias", y.dtype(), {units}, bias_initializer, trainable);
     regularize(g, bias_regularizer, "bias", g.read_variable(bias));
+    constrain(bias_constraint, bias);
     if (first) {
       Dims shape(y.rank() - 1, 1);
       shape[0] = units;
@@ -222,10 +340,12 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
       "kernel", x.dtype(), {kernel_size[0], kernel_size[1], in, filters},
       o.kernel_initializer, o.trainable);
   regularize(g, o.kernel_regularizer, "kernel", g.read_variable(kernel));
+  constrain(o.kernel_constraint, kernel);
   Tensor y = nn::conv2d(x, kernel, o.strides, upper(o.padding),
                         nnFormat(4, first), o.dilation_rate);
   y = biasAndActivate(g, y, filters, o.use_bias, o.bias_initializer, first,
-                      o.activation, o.trainable, o.bias_regularizer);
+                      o.activation, o.trainable, o.bias_regularizer,
+                      o.bias_constraint);
   regularizeActivity(g, o.activity_regularizer, y);
   return y;
 }

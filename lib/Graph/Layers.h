@@ -42,6 +42,33 @@ private:
   std::function<Tensor(const Tensor &)> fn_;
 };
 
+/// A weight constraint (tf.keras.constraints): the projection of a
+/// variable's value, assigned after each optimizer update (a layer's
+/// kernel_constraint / bias_constraint, train::set_variable_constraint).
+using Constraint = std::function<Tensor(const Tensor &)>;
+
+/// Keras 2.15's tf.keras.constraints, computed as Keras computes them in
+/// float32 (epsilon = 1e-7); `axis` are the axes a norm is taken over
+/// (negative from the end). Bad arguments throw GraphError (when the
+/// constraint is applied to a tensor, for its shape).
+namespace constraints {
+/// MaxNorm: w * (clip(norm, 0, max_value) / (epsilon + norm)).
+Constraint max_norm(double max_value = 2, const Dims &axis = {0});
+/// NonNeg: w * (w >= 0).
+Constraint non_neg();
+/// UnitNorm: w / (epsilon + norm).
+Constraint unit_norm(const Dims &axis = {0});
+/// MinMaxNorm: w * ((rate * clip(norm, min_value, max_value) + (1 - rate)
+/// * norm) / (epsilon + norm)).
+Constraint min_max_norm(double min_value = 0, double max_value = 1,
+                        double rate = 1, const Dims &axis = {0});
+/// RadialConstraint of a conv kernel [k, k, in, out] (k > 1): each k x k
+/// slice made of rings, as Keras builds it: the centre (one element, or 2 x
+/// 2 for an even k) takes w[c-1, c-1], c = k / 2, and ring d >= 1 the
+/// diagonal element w[c+d-1, c+d-1] (odd k) or w[c+d, c+d] (even k).
+Constraint radial_constraint();
+} // namespace constraints
+
 namespace layers {
 
 /// tf.layers.dense: x [..., in] -> [..., units]; kernel [in, units].
@@ -61,7 +88,10 @@ Tensor dense(
 /// losses::l2_regularizer(0.01), added to the mode's
 /// "regularization_losses") of the kernel, the bias and the output
 /// (activity_regularizer: of the layer's output, divided by the batch size
-/// as Keras does), and `trainable` (false:
+/// as Keras does), constraints of the kernel and the bias
+/// (constraints::max_norm(2), ...: an optimizer of the mode that updates
+/// the variable assigns the constraint of its new value in the same step,
+/// train::set_variable_constraint), and `trainable` (false:
 /// the variables are not in the trainable collection, so no optimizer
 /// updates them).
 struct DenseOptions {
@@ -72,6 +102,8 @@ struct DenseOptions {
   std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  Constraint kernel_constraint = nullptr;
+  Constraint bias_constraint = nullptr;
   bool trainable = true;
   std::string name = "";
 };
@@ -90,6 +122,8 @@ struct Conv2DOptions {
   std::function<Tensor(const Tensor &)> kernel_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> bias_regularizer = nullptr;
   std::function<Tensor(const Tensor &)> activity_regularizer = nullptr;
+  Constraint kernel_constraint = nullptr;
+  Constraint bias_constraint = nullptr;
   bool trainable = true;
   std::string name = "";
   std::string data_format = "channels_last";
@@ -303,6 +337,13 @@ struct MultiHeadAttentionOptions {
   std::optional<Tensor> key = std::nullopt;
   /// attention_mask [B, T, S], bool: true = query t may attend to key s.
   std::optional<Tensor> attention_mask = std::nullopt;
+  /// The inputs' Keras masks ([B, T] / [B, S] bool, e.g. an embedding's
+  /// with mask_zero), combined as Keras's _compute_attention_mask does:
+  /// query_mask[:, :, None] & value_mask[:, None, :] & key_mask[:, None, :]
+  /// (and attention_mask).
+  std::optional<Tensor> query_mask = std::nullopt;
+  std::optional<Tensor> value_mask = std::nullopt;
+  std::optional<Tensor> key_mask = std::nullopt;
   bool use_causal_mask = false;
   bool training = false;
   std::optional<int64_t> seed = std::nullopt;
@@ -327,18 +368,40 @@ Tensor multi_head_attention(const Tensor &query, const Tensor &value,
 /// tf.keras.layers.Embedding: ids (any integer shape) -> ids.shape +
 /// [output_dim], rows of the variable "embedding/embeddings" [input_dim,
 /// output_dim] (uniform in [-0.05, 0.05) by default). Its gradient is a
-/// scatter-add of the rows used. Keras's mask_zero mask is
-/// not_equal(ids, 0).
+/// scatter-add of the rows used.
 Tensor embedding(const Tensor &ids, int64_t input_dim, int64_t output_dim,
                  const Initializer &embeddings_initializer =
                      random_uniform_initializer(-0.05, 0.05),
                  const std::string &name = "");
 
+/// Keras's Embedding keyword arguments beyond input_dim and output_dim.
+struct EmbeddingOptions {
+  Initializer embeddings_initializer = random_uniform_initializer(-0.05, 0.05);
+  /// Keras's mask_zero: id 0 is padding, and the result carries the mask
+  /// not_equal(ids, 0) (bool, ids' shape) that the layers taking a mask
+  /// consume: RecurrentOptions::mask (Recurrent.h),
+  /// MultiHeadAttentionOptions::query_mask / value_mask / key_mask,
+  /// global_average_pooling1d's mask.
+  bool mask_zero = false;
+  std::string name = "";
+};
+/// An embedding's output and, with mask_zero, its mask (else empty).
+struct EmbeddingOutput {
+  Tensor output;
+  Tensor mask;
+};
+EmbeddingOutput embedding(const Tensor &ids, int64_t input_dim,
+                          int64_t output_dim, const EmbeddingOptions &options);
+
 /// tf.keras.layers.GlobalAveragePooling1D / GlobalMaxPooling1D ([B, T, C]
 /// -> [B, C]) and GlobalAveragePooling2D / GlobalMaxPooling2D ([B, H, W,
 /// C] -> [B, C]), channels_last; keepdims keeps the pooled dims as 1.
+/// GlobalAveragePooling1D's `mask` ([B, T] bool, Keras's call(mask=...),
+/// e.g. an embedding's): the mean over the unmasked steps, sum(x * mask) /
+/// sum(mask) as Keras computes it.
 Tensor global_average_pooling1d(const Tensor &x, bool keepdims = false,
-                                const std::string &name = "");
+                                const std::string &name = "",
+                                const Tensor &mask = Tensor());
 Tensor global_max_pooling1d(const Tensor &x, bool keepdims = false,
                             const std::string &name = "");
 Tensor global_average_pooling2d(const Tensor &x, bool keepdims = false,

@@ -117,6 +117,21 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
              "got " +
              to_string(lengths.dtype()) + " " +
              shape::toString(lengths.shape()));
+  if (o.mask.valid()) {
+    const Tensor &m = o.mask;
+    auto differ = [](int64_t a, int64_t b) {
+      return a >= 0 && b >= 0 && a != b;
+    };
+    if (!m.has_value() || m.dtype() != DType::Bool || m.rank() != 2 ||
+        differ(m.shape()[0], x.shape()[0]) ||
+        differ(m.shape()[1], x.shape()[1]))
+      fail(base, layer, x,
+           "mask '" + m.name() + "' must be a bool [batch, time] = " +
+               shape::toString({x.shape()[0], x.shape()[1]}) + " tensor, got " +
+               (m.has_value()
+                    ? to_string(m.dtype()) + " " + shape::toString(m.shape())
+                    : std::string("no value")));
+  }
   size_t numStates = cell == CellType::LSTM ? 2 : 1;
   if (!initial_state.empty() && initial_state.size() != numStates)
     fail(base, layer, x,
@@ -166,8 +181,16 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
   if (bias.valid())
     projected = add(projected, bias);
   std::vector<Tensor> sequences = {projected};
+  // The steps' mask, time major [T, batch, 1]: lengths' and/or the mask.
+  Tensor steps;
   if (lengths.valid())
-    sequences.push_back(stepMask(x, lengths));
+    steps = stepMask(x, lengths);
+  if (o.mask.valid()) {
+    Tensor m = expand_dims(transpose(o.mask, {1, 0}), 2);
+    steps = steps.valid() ? logical_and(steps, m) : m;
+  }
+  if (steps.valid())
+    sequences.push_back(steps);
 
   std::vector<Tensor> init = initial_state;
   if (init.empty()) {

@@ -11,9 +11,10 @@
 //        fused elementwise loop), carried h (and c)
 //
 // Masking: `lengths` ([batch] integers) masks steps t >= lengths[b] as
-// Keras's mask does: the state is carried through them unchanged and the
-// output repeats the last valid one (zero_output_for_mask is false for
-// Keras's LSTM, GRU and SimpleRNN).
+// Keras's mask does, and RecurrentOptions::mask ([batch, T] bool, Keras's
+// mask: an embedding's with mask_zero) any steps: the state is carried
+// through them unchanged and the output repeats the last valid one
+// (zero_output_for_mask is false for Keras's LSTM, GRU and SimpleRNN).
 //
 // Variables, as Keras creates them in a TF graph:
 //   <layer>/<cell>/kernel            [features, gates * units]
@@ -63,12 +64,17 @@ struct RecurrentOptions {
   bool go_backwards = false;
   /// Whether dropout applies (the mode is TRAIN).
   bool training = false;
-  std::optional<int64_t> seed;
-  std::string name;
+  /// Keras's call(mask=...): [batch, T] bool (e.g. an embedding's with
+  /// mask_zero); a false step carries the state through unchanged and
+  /// repeats the last output, wherever it is in the sequence. With
+  /// `lengths` too, both apply.
+  Tensor mask = Tensor();
+  std::optional<int64_t> seed{};
+  std::string name{};
   /// The variables' scope under the layer's: "<kind>_cell" when empty
   /// ("lstm_cell"); Keras's RNN over StackedRNNCells has
   /// "stacked_rnn_cells/lstm_cell", "stacked_rnn_cells/lstm_cell_1", ...
-  std::string cell_name;
+  std::string cell_name{};
 };
 
 /// A recurrent layer's result: `output` ([batch, units], or

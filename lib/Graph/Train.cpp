@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace estc {
 
@@ -176,6 +177,68 @@ void checkLearningRate(const std::string &where, const Tensor &lr, Graph &g) {
 }
 } // namespace
 
+namespace {
+/// The graph collection that holds a variable's constrained value.
+std::string constraintKey(const std::string &variable) {
+  return "estc_variable_constraint/" + variable;
+}
+
+/// The update that assigns the constraints of `vars` (those that have one
+/// in this mode) after the optimizer's `update` (ExpandOptimizers'
+/// "constraint"), grouped with it; `update` itself when none has one.
+Operation withConstraints(Graph &g, const Operation &update,
+                          const std::vector<Variable> &vars,
+                          const std::string &node) {
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (const Variable &v : vars) {
+    std::vector<Tensor> c = g.get_collection(constraintKey(v.name()));
+    if (c.empty())
+      continue;
+    inputs.push_back(c.front());
+    names.push_back(v.name());
+  }
+  if (inputs.empty())
+    return update;
+  Operation constrain = g.add_node(g.unique_node_name(node + "/constraints"),
+                                   "apply_gradients", inputs,
+                                   {{"optimizer", attr_s("constraint")},
+                                    {"hyperparameters", hyperparameterDict({})},
+                                    {"variables", attr_strings(names)},
+                                    {"keep_global_step", attr_b(true)}},
+                                   DType::Invalid, {});
+  return group({update, constrain});
+}
+} // namespace
+
+void set_variable_constraint(
+    const Variable &variable,
+    const std::function<Tensor(const Tensor &)> &constraint) {
+  if (!variable.valid())
+    throw GraphError("set_variable_constraint: the variable is empty");
+  Graph &g = variable.graph();
+  std::string key = constraintKey(variable.name());
+  if (!constraint || !g.get_collection(key).empty())
+    return;
+  Tensor value;
+  {
+    auto root = g.root_name_scope();
+    auto scope = g.name_scope(variable.name() + "/constraint");
+    value = constraint(g.read_variable(variable));
+  }
+  if (!value.valid() || !value.has_value() ||
+      value.dtype() != variable.dtype() || value.shape() != variable.shape())
+    throw GraphError(
+        "set_variable_constraint: the constraint of variable '" +
+        variable.name() + "' " + to_string(variable.dtype()) + " " +
+        shape::toString(variable.shape()) + " gives " +
+        (value.valid() && value.has_value()
+             ? to_string(value.dtype()) + " " + shape::toString(value.shape())
+             : std::string("no value")) +
+        "; it must keep the variable's dtype and shape");
+  g.add_to_collection(key, value);
+}
+
 Operation Optimizer::minimize(const Tensor &loss,
                               const std::vector<Variable> &var_list,
                               const std::string &name) const {
@@ -205,7 +268,10 @@ Operation Optimizer::minimize(const Tensor &loss,
     }
     attrs.push_back({"var_list", attr_strings(names)});
   }
-  return g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+  Operation update =
+      g.add_node(node, "minimize", inputs, attrs, DType::Invalid, {});
+  return withConstraints(
+      g, update, var_list.empty() ? g.trainable_variables() : var_list, node);
 }
 
 Tensor Optimizer::learningRateInput(Graph &g, const std::string &where) const {
@@ -310,7 +376,12 @@ Operation Optimizer::apply_gradients(const GradsAndVars &grads_and_vars,
     attrs.push_back({"keep_global_step", attr_b(true)});
   else
     (void)g.global_step_variable(); // incremented: it must exist
-  return g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
+  Operation update =
+      g.add_node(node, "apply_gradients", inputs, attrs, DType::Invalid, {});
+  std::vector<Variable> vars;
+  for (const auto &[grad, var] : grads_and_vars)
+    vars.push_back(var);
+  return withConstraints(g, update, vars, node);
 }
 
 Optimizer::Optimizer(std::string kind, std::string node_name,
@@ -548,10 +619,50 @@ Variable ExponentialMovingAverage::average(const Variable &var) const {
 }
 
 std::map<std::string, std::string>
-ExponentialMovingAverage::variables_to_restore() const {
+ExponentialMovingAverage::variables_to_restore(
+    const std::optional<std::vector<Variable>> &moving_avg_variables) const {
+  std::vector<Variable> moving;
+  Graph *g = nullptr;
+  if (moving_avg_variables) {
+    moving = *moving_avg_variables;
+    if (moving.empty())
+      throw GraphError(name_ + ": variables_to_restore: moving_avg_variables "
+                               "is empty");
+  } else {
+    if (!averaged_.empty())
+      g = &averaged_.front().graph();
+    else if (numUpdates_.valid())
+      g = &numUpdates_.graph();
+    else
+      throw GraphError(name_ + ": variables_to_restore: no graph to take the "
+                               "trainable variables from (apply has not run "
+                               "and num_updates is unset); pass "
+                               "moving_avg_variables");
+    moving = averaged_;
+    for (const Variable &v : g->trainable_variables())
+      moving.push_back(v);
+  }
+  for (const Variable &v : moving)
+    if (!v.valid() || !v.graph().find_variable(v.name()))
+      throw GraphError(name_ + ": variables_to_restore: unknown variable '" +
+                       (v.valid() ? v.name() : std::string()) + "'");
+  if (!g)
+    g = &moving.front().graph();
   std::map<std::string, std::string> out;
-  for (const Variable &v : averaged_)
+  std::set<std::string> averaged;
+  for (const Variable &v : moving) {
+    if (&v.graph() != g)
+      throw GraphError(name_ + ": variables_to_restore: variable '" + v.name() +
+                       "' belongs to another graph");
     out[average_name(v)] = v.name();
+    averaged.insert(v.name());
+  }
+  // TF: every other global variable restores from its own name (unless an
+  // average took that name).
+  graph::GraphDef def = g->graph_def();
+  for (const graph::VariableDef &v : def.variable())
+    if (!v.local() && !averaged.count(v.name()) && !out.count(v.name()))
+      out[v.name()] = v.name();
   return out;
 }
 
@@ -803,6 +914,41 @@ Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
                add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
   Tensor decayed =
       add(multiply(add(g.constant(alpha), linear), cosine), g.constant(beta));
+  return multiply(g.constant(learning_rate), decayed, "value");
+}
+
+Tensor noisy_linear_cosine_decay(double learning_rate,
+                                 const Tensor &global_step, double decay_steps,
+                                 double initial_variance, double variance_decay,
+                                 double num_periods, double alpha, double beta,
+                                 const std::string &name) {
+  Tensor step =
+      scheduleStep("noisy_linear_cosine_decay", global_step, decay_steps);
+  if (!(initial_variance >= 0.0 && std::isfinite(initial_variance)))
+    throw GraphError(
+        "noisy_linear_cosine_decay: initial_variance must be >= 0, got " +
+        std::to_string(initial_variance));
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "NoisyLinearCosineDecay");
+  Tensor steps = g.constant(decay_steps);
+  step = minimum(step, steps);
+  Tensor linear = divide(subtract(steps, step), steps);
+  // TF: random_normal(stddev=sqrt(variance)), i.e. a standard normal
+  // times the standard deviation (plus the mean, 0).
+  Tensor variance =
+      divide(g.constant(initial_variance),
+             pow(add(g.constant(1.0), step), g.constant(variance_decay)));
+  Tensor noise =
+      add(multiply(random_normal(g, {}), sqrt(variance)), g.constant(0.0));
+  Tensor noisy = add(linear, noise);
+  Tensor completed = divide(step, steps);
+  Tensor fraction =
+      multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
+  Tensor cosine =
+      multiply(g.constant(0.5),
+               add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
+  Tensor decayed =
+      add(multiply(add(g.constant(alpha), noisy), cosine), g.constant(beta));
   return multiply(g.constant(learning_rate), decayed, "value");
 }
 

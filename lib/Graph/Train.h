@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -283,13 +284,22 @@ public:
   std::string average_name(const Variable &var) const;
   /// The shadow variable of `var` (GraphError before apply created it).
   Variable average(const Variable &var) const;
-  /// TF's variables_to_restore for the variables apply averaged: checkpoint
-  /// name (the shadow) -> the variable to restore it into. Inverted, it is
-  /// WarmStartSettings::var_name_to_prev_var_name for a model whose
-  /// training starts from the averaged weights. (Evaluating or exporting
-  /// with the shadows swapped in, without a new training, is not offered
-  /// yet.)
-  std::map<std::string, std::string> variables_to_restore() const;
+  /// TF's variables_to_restore(moving_avg_variables): the Saver var_list
+  /// (checkpoint name -> variable) that restores each of
+  /// `moving_avg_variables` from its shadow ("<var>/ExponentialMovingAverage")
+  /// and every other non-local variable of their graph from its own name.
+  /// Unset, as TF: the graph's trainable variables and those apply averaged
+  /// (the graph: the averaged variables', else num_updates'; with neither,
+  /// GraphError). For evaluation, prediction and export with the shadows in
+  /// the variables, a model_fn sets it as its EVAL / PREDICT spec's
+  /// `scaffold.saver_var_list` (estimator/EstimatorSpec.h), TF's
+  /// Scaffold(saver=Saver(ema.variables_to_restore())). The averaged
+  /// variables' entries, inverted, are WarmStartSettings::
+  /// var_name_to_prev_var_name for a model whose training starts from the
+  /// averaged weights.
+  std::map<std::string, std::string> variables_to_restore(
+      const std::optional<std::vector<Variable>> &moving_avg_variables =
+          std::nullopt) const;
 
 private:
   double decay_;
@@ -297,6 +307,20 @@ private:
   std::string name_;
   std::vector<Variable> averaged_;
 };
+
+/// TF's variable constraint (get_variable(constraint=...), a Keras layer's
+/// kernel_constraint: Layers.h's constraints::): `constraint` of
+/// `variable`'s value, in the current mode. An optimizer of this mode that
+/// updates the variable (minimize, apply_gradients) then assigns the
+/// constraint of the variable's new value in the same step, after the
+/// update, as TF 1.x's optimizers assign var.constraint(var) under the
+/// update's control dependency (an ExponentialMovingAverage applied with it
+/// averages the constrained value). The constraint must keep the
+/// variable's dtype and shape (GraphError otherwise); a second constraint
+/// of the variable in the same mode is ignored (a shared layer's).
+void set_variable_constraint(
+    const Variable &variable,
+    const std::function<Tensor(const Tensor &)> &constraint);
 
 /// An optimizer slot of `primary` (TF's slot_creator.create_slot): the
 /// non-trainable variable `<primary>/<name>` of primary's dtype and shape,
@@ -355,12 +379,25 @@ Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
                              const std::string &name = "");
 /// lr * ((alpha + (decay_steps - s) / decay_steps) * 0.5 * (1 + cos(2 pi
 /// num_periods s / decay_steps)) + beta), s = min(step, decay_steps).
-/// decay_steps > 0. (noisy_linear_cosine_decay, which adds random noise to
-/// the linear term, is not offered.)
+/// decay_steps > 0.
 Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
                            double decay_steps, double num_periods = 0.5,
                            double alpha = 0.0, double beta = 0.001,
                            const std::string &name = "");
+/// linear_cosine_decay with noise on the linear term, as TF computes it:
+/// lr * ((alpha + (decay_steps - s) / decay_steps + eps) * 0.5 * (1 +
+/// cos(2 pi num_periods s / decay_steps)) + beta), s = min(step,
+/// decay_steps), eps = random_normal() * sqrt(initial_variance / (1 +
+/// s)^variance_decay) (a new draw every step: the random ops' counter is
+/// global_step; the graph seed and the node name give its seed).
+/// decay_steps > 0, initial_variance >= 0.
+Tensor noisy_linear_cosine_decay(double learning_rate,
+                                 const Tensor &global_step, double decay_steps,
+                                 double initial_variance = 1.0,
+                                 double variance_decay = 0.55,
+                                 double num_periods = 0.5, double alpha = 0.0,
+                                 double beta = 0.001,
+                                 const std::string &name = "");
 /// BERT's linear warmup in front of a schedule: warmup_learning_rate *
 /// step / warmup_steps while step < warmup_steps (int32 comparison),
 /// `learning_rate` (a float32 scalar, e.g. a decay) after; computed as

@@ -404,6 +404,47 @@ func.func @moving_average(%g: tensor<3xf32>, %n: tensor<f32>) {
 
 // -----
 
+// constraint (train::set_variable_constraint, a layer's kernel_constraint):
+// expanded after the optimizers, before the moving averages: the ops from
+// the variable's read to the constraint are cloned onto the new value
+// (those that do not depend on the read, %k, are reused), whose assignment
+// replaces the optimizer's; the average then takes the constrained value.
+// A variable no optimizer of the function updates is left alone.
+// CHECK-LABEL: func.func @constraint
+// CHECK-SAME: (%[[G:.*]]: tensor<3xf32>, %[[K:.*]]: tensor<3xf32>)
+// CHECK: %[[NEW:.*]] = est.sub %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>
+// CHECK-NOT: est.assign_variable @w,
+// CHECK: %[[C:.*]] = est.mul %[[NEW]], %[[K]]
+// CHECK-NOT: est.assign_variable @w,
+// CHECK: est.assign_variable @w, %[[C]]
+// CHECK: %[[S:.*]] = est.read_variable @"w/ExponentialMovingAverage"
+// CHECK: est.sub %[[S]], %[[C]]
+// CHECK: est.assign_variable @"w/ExponentialMovingAverage"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @constraint_without_update
+// CHECK-NOT: est.assign_variable
+// CHECK: return
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @"w/ExponentialMovingAverage" : tensor<3xf32>
+
+func.func @constraint(%g: tensor<3xf32>, %k: tensor<3xf32>) {
+  %w = est.read_variable @w : tensor<3xf32>
+  %c = est.mul %w, %k : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  est.apply_gradients "moving_average" {decay = 0.000000e+00 : f64} [@"w/ExponentialMovingAverage"] %w : tensor<3xf32> {keep_global_step = true}
+  est.apply_gradients "constraint" {} [@w] %c : tensor<3xf32> {keep_global_step = true}
+  est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32>
+  return
+}
+
+func.func @constraint_without_update(%k: tensor<3xf32>) {
+  %w = est.read_variable @w : tensor<3xf32>
+  %c = est.mul %w, %k : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+  est.apply_gradients "constraint" {} [@w] %c : tensor<3xf32> {keep_global_step = true}
+  return
+}
+
+// -----
+
 // gradient_accumulation_steps = 2: the accumulator gets g every step; the
 // rule runs on its mean and every assignment is selected by `now`.
 // CHECK: est.variable @"w/GradientAccumulator"

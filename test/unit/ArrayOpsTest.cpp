@@ -42,6 +42,13 @@ TEST_F(ArrayOpsTest, Shapes) {
   EXPECT_EQ(tile(batch, {2, 2}).shape(), (Dims{-1, 6}));
   EXPECT_EQ(stack({x, x, x}, 1).shape(), (Dims{2, 3, 3, 4}));
   EXPECT_EQ(stack({batch, batch}, -1).shape(), (Dims{-1, 3, 2}));
+  Tensor sq = g.placeholder("sq", DType::Float32, {-1, 4, 4, 3});
+  EXPECT_EQ(einsum("biij->bij", {sq}).shape(), (Dims{-1, 4, 3}));
+  EXPECT_EQ(einsum("bii...->b...", {sq}).shape(), (Dims{-1, 3}));
+  EXPECT_EQ(
+      einsum("...iij,j->...i", {sq, g.placeholder("v", DType::Float32, {3})})
+          .shape(),
+      (Dims{-1, 4}));
   std::vector<Tensor> parts = unstack(x, 1);
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[2].shape(), (Dims{2, 4}));
@@ -306,8 +313,7 @@ TEST_F(ArrayOpsTest, ErrorLines) {
        "rank 2 but its term names 3 dimensions"},
       {[&] { einsum("ii->i", {m}); },
        "einsum 'predict/Einsum_3': input 'predict/m' [2,3]: equation 'ii->i': "
-       "index 'i' is "
-       "repeated in operand 0 (traces and diagonals are not supported)"},
+       "index 'i' repeated in operand 0 has sizes 2 and 3"},
       {[&] { einsum("ij->ik", {m}); },
        "einsum 'predict/Einsum_4': input 'predict/m' [2,3]: equation 'ij->ik': "
        "output index "
@@ -332,6 +338,10 @@ TEST_F(ArrayOpsTest, ErrorLines) {
        "einsum 'predict/Einsum_9': inputs 'predict/m' [2,3] and 'predict/ints' "
        "[3]: equation "
        "'ij,jk': operands have different element types f32 and i32"},
+      {[&] { einsum("ii->i", {batch}); },
+       "einsum 'predict/Einsum_10': input 'predict/batch' [?,3]: equation "
+       "'ii->i': index 'i' repeated in operand 0 needs a known size, got "
+       "[?,3]"},
   };
   for (const Case &c : cases)
     EXPECT_EQ(errorOf(c.build), c.message);

@@ -20,6 +20,7 @@
 #include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/Recurrent.h"
 #include "lib/Graph/Train.h"
 #include "lib/Models/Models.h"
 #include "test/reference/ReferenceEvaluator.h"
@@ -1855,6 +1856,193 @@ TEST(CompiledOps, FusedBatchNorm) {
         });
     expectMatchesReference(graph, features, {1, 2, 5}, c.tolerance);
   }
+}
+
+/// fused_batch_norm of an empty batch (N * H * W == 0: a 0 dim beside the
+/// run-time batch): y is empty, the batch mean and variance NaN, as TF
+/// 2.15's FusedBatchNormV3 gives (its kernel fills them with NaN); x is not
+/// read (the shift is sliced to min(size, 1): the asan build checks it).
+TEST(CompiledOps, FusedBatchNormOfAnEmptyBatch) {
+  struct Case {
+    Dims shape;
+    const char *format;
+    int64_t batch;
+  };
+  const Case cases[] = {{{-1, 0, 2, 4}, "NHWC", 3},
+                        {{-1, 4, 3, 0}, "NCHW", 2},
+                        {{-1, 2, 0, 4}, "NHWC", 1}};
+  for (const Case &c : cases) {
+    SCOPED_TRACE(std::string(c.format) + " " + shape::toString(c.shape) +
+                 " batch " + std::to_string(c.batch));
+    std::vector<Feature> features = {{"x", DType::Float32, c.shape}};
+    g::GraphDef graph =
+        predictGraph(features, [&](Graph &g, const TensorMap &x) {
+          nn::FusedBatchNorm bn =
+              nn::fused_batch_norm(x["x"], constant(g, {4}, 1),
+                                   constant(g, {4}, 2), 0.001, c.format);
+          return TensorMap{{"y", bn.y},
+                           {"mean", bn.batch_mean},
+                           {"variance", bn.batch_variance}};
+        });
+    dumpGraph(graph);
+    std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Test");
+    ASSERT_TRUE(model);
+    int predict = model->function_index("predict");
+    model->set_batch(c.batch);
+    model->run(predict);
+    for (const char *key : {"predictions/mean", "predictions/variance"}) {
+      const auto *v = static_cast<const float *>(
+          model->output_data(predict, model->output_index(predict, key)));
+      for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE(std::isnan(v[i])) << key << "[" << i << "] = " << v[i];
+    }
+  }
+}
+
+/// Fixed pseudo-random values in [-scale, scale] (sin-based, no state).
+std::vector<double> wavy(size_t n, double scale, double phase) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * std::sin(1.7 * static_cast<double>(i) + phase);
+  return v;
+}
+
+/// Embedding's mask_zero mask (Keras's not_equal(ids, 0)) consumed by the
+/// layers that take a mask: an LSTM skips the masked steps wherever they
+/// are (the same as the sequence without them), global average pooling
+/// averages the unmasked steps, multi-head attention combines the query
+/// and value masks as Keras's _compute_attention_mask.
+TEST(CompiledOps, EmbeddingMaskZeroFeedsTheMaskedLayers) {
+  const int64_t T = 5, D = 4, units = 3;
+  std::vector<double> table = wavy(10 * D, 0.8, 0.3);
+  std::vector<Feature> features = {{"ids", DType::Int64, {-1, T}, 0, 10},
+                                   {"compact", DType::Int64, {-1, T}, 0, 10}};
+  g::GraphDef graph = predictGraph(features, [&](Graph &, const TensorMap &x) {
+    auto embed = [&](const Tensor &ids) {
+      return layers::embedding(
+          ids, 10, D,
+          {.embeddings_initializer = constant_initializer(table),
+           .mask_zero = true});
+    };
+    layers::EmbeddingOutput e = embed(x["ids"]);
+    layers::EmbeddingOutput c = embed(x["compact"]);
+    auto lstm = [&](const Tensor &in, const Tensor &mask,
+                    const Tensor &lengths) {
+      return layers::lstm(in, units,
+                          {.kernel_initializer = constant_initializer(
+                               wavy(D * 4 * units, 0.6, 0.1)),
+                           .recurrent_initializer = constant_initializer(
+                               wavy(units * 4 * units, 0.5, 0.9)),
+                           .bias_initializer = constant_initializer(0.1),
+                           .mask = mask},
+                          lengths)
+          .output;
+    };
+    Tensor lengths = reduce_sum(cast(c.mask, DType::Int32), Dims{1});
+    auto mha = [&](layers::MultiHeadAttentionOptions o) {
+      o.kernel_initializer = constant_initializer(0.05);
+      o.bias_initializer = constant_initializer(0.01);
+      return layers::multi_head_attention(e.output, e.output, 2, 3, o);
+    };
+    Tensor pairs = logical_and(expand_dims(e.mask, 2), expand_dims(e.mask, 1));
+    return TensorMap{
+        {"mask", e.mask},
+        {"lstm_masked", lstm(e.output, e.mask, Tensor())},
+        {"lstm_compact", lstm(c.output, c.mask, Tensor())},
+        {"lstm_lengths", lstm(c.output, Tensor(), lengths)},
+        {"gap", layers::global_average_pooling1d(e.output, false, "", e.mask)},
+        {"mha_masks", mha({.query_mask = e.mask, .value_mask = e.mask})},
+        {"mha_explicit", mha({.attention_mask = pairs})},
+        {"mha_plain", mha({})}};
+  });
+  dumpGraph(graph);
+  std::unique_ptr<JitModel> model = jitCompileForTest(graph, "Test");
+  ASSERT_TRUE(model);
+  int predict = model->function_index("predict");
+  model->run(model->function_index("init"));
+  const std::vector<int64_t> ids = {3, 0, 5, 0, 0, 1, 2, 3,
+                                    4, 0, 0, 7, 0, 0, 2};
+  const std::vector<int64_t> compact = {3, 5, 0, 0, 0, 1, 2, 3,
+                                        4, 0, 7, 2, 0, 0, 0};
+  model->set_batch(3);
+  for (const auto &[key, values] : {std::pair{"features/ids", &ids},
+                                    std::pair{"features/compact", &compact}})
+    std::memcpy(model->input_data(predict, model->input_index(predict, key)),
+                values->data(), values->size() * sizeof(int64_t));
+  model->run(predict);
+  auto out = [&](const std::string &key) {
+    return static_cast<const float *>(model->output_data(
+        predict, model->output_index(predict, "predictions/" + key)));
+  };
+  const auto *mask = static_cast<const bool *>(model->output_data(
+      predict, model->output_index(predict, "predictions/mask")));
+  for (size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(mask[i], ids[i] != 0) << i;
+  // The LSTM skips masked steps: as the sequence without them, given by its
+  // mask or its lengths.
+  for (int i = 0; i < 3 * units; ++i) {
+    EXPECT_NEAR(out("lstm_masked")[i], out("lstm_compact")[i], 1e-6) << i;
+    EXPECT_NEAR(out("lstm_compact")[i], out("lstm_lengths")[i], 1e-6) << i;
+  }
+  // Keras's GlobalAveragePooling1D with a mask: the mean of the unmasked
+  // steps' rows.
+  for (int b = 0; b < 3; ++b)
+    for (int d = 0; d < D; ++d) {
+      double sum = 0;
+      int n = 0;
+      for (int t = 0; t < T; ++t)
+        if (int64_t id = ids[b * T + t]) {
+          sum += static_cast<float>(table[id * D + d]);
+          ++n;
+        }
+      EXPECT_NEAR(out("gap")[b * D + d], sum / n, 1e-6) << b << "," << d;
+    }
+  // The query and value masks are Keras's attention mask.
+  double plainGap = 0;
+  for (int i = 0; i < 3 * T * D; ++i) {
+    EXPECT_EQ(out("mha_masks")[i], out("mha_explicit")[i]) << i;
+    plainGap = std::max<double>(
+        plainGap, std::abs(out("mha_masks")[i] - out("mha_plain")[i]));
+  }
+  EXPECT_GT(plainGap, 1e-4);
+}
+
+TEST(CompiledOps, MaskErrorsAreOneLine) {
+  Graph g;
+  auto mode = g.mode_scope(ModeKeys::PREDICT);
+  Tensor x = g.placeholder("x", DType::Float32, {2, 5, 4});
+  Tensor ids = g.placeholder("ids", DType::Int64, {2, 5});
+  Tensor wrong = g.placeholder("wrong", DType::Int64, {2, 4});
+  auto message = [](const std::function<void()> &f) -> std::string {
+    try {
+      f();
+    } catch (const GraphError &e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  std::string rnn =
+      message([&] { layers::lstm(x, 3, {.mask = not_equal(wrong, 0.0)}); });
+  EXPECT_NE(rnn.find("must be a bool [batch, time] = [2,5] tensor, got i1 "
+                     "[2,4]"),
+            std::string::npos)
+      << rnn;
+  std::string gap =
+      message([&] { layers::global_average_pooling1d(x, false, "", ids); });
+  EXPECT_NE(gap.find("mask must be a bool [batch, steps] = [2,5] tensor"),
+            std::string::npos)
+      << gap;
+  std::string mha = message([&] {
+    layers::multi_head_attention(x, x, 2, 3,
+                                 {.value_mask = not_equal(wrong, 0.0)});
+  });
+  EXPECT_NE(mha.find("value_mask must be a bool [batch, length] = [2,5] "
+                     "tensor"),
+            std::string::npos)
+      << mha;
+  EXPECT_EQ(
+      layers::embedding(ids, 10, 4, layers::EmbeddingOptions{}).mask.valid(),
+      false);
 }
 
 /// gradients() (op `gradient`) in a predict function, and apply_gradients

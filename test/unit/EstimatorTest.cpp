@@ -988,6 +988,253 @@ TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
   EXPECT_EQ(ckpt0.data, source->get_variable_value("dense/kernel").data);
 }
 
+// --- ExponentialMovingAverage's shadows at evaluation, prediction, export ----
+
+/// One dense layer (4 -> 3) trained with SGD and an ExponentialMovingAverage
+/// of its weights (decay 0.9, num_updates global_step); the EVAL and
+/// PREDICT specs restore the shadows when params "shadows" is true (TF's
+/// Scaffold(saver=Saver(ema.variables_to_restore()))), or the var list of
+/// params "var_list" ("checkpoint=variable").
+EstimatorSpec ema_fn(const TensorMap &features, const Tensor &labels,
+                     ModeKeys mode, const Params &params, const RunConfig &) {
+  Graph &g = get_default_graph();
+  Tensor logits = layers::dense(features["x"], 3);
+  EstimatorSpec spec(mode);
+  spec.predictions = {{"logits", logits}};
+  train::ExponentialMovingAverage ema(0.9, g.global_step());
+  if (mode == ModeKeys::TRAIN) {
+    spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+    spec.train_op =
+        group({train::GradientDescentOptimizer(0.5).minimize(spec.loss),
+               ema.apply(g.trainable_variables())});
+    if (params.get<bool>("train_var_list", false))
+      spec.scaffold.saver_var_list = {{"global_step", "global_step"}};
+    return spec;
+  }
+  if (params.get<bool>("shadows", false))
+    spec.scaffold.saver_var_list = ema.variables_to_restore();
+  for (const std::string &entry :
+       params.get<std::vector<std::string>>("var_list", {})) {
+    size_t eq = entry.find('=');
+    spec.scaffold.saver_var_list[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  if (mode == ModeKeys::EVAL)
+    spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+  return spec;
+}
+
+/// x [n, 4] @ kernel [4, 3] + bias, row-major, in double.
+std::vector<double> denseRef(const std::vector<float> &x,
+                             const std::vector<float> &kernel,
+                             const std::vector<float> &bias) {
+  size_t n = x.size() / 4;
+  std::vector<double> out(n * 3);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < 3; ++j) {
+      double s = bias[j];
+      for (size_t k = 0; k < 4; ++k)
+        s += double(x[i * 4 + k]) * kernel[k * 3 + j];
+      out[i * 3 + j] = s;
+    }
+  return out;
+}
+
+/// evaluate()'s loss on evalInput() (batches of 64, the mean of the batch
+/// means) for these weights.
+double evalLossRef(const std::vector<float> &kernel,
+                   const std::vector<float> &bias) {
+  Data d = makeData(200, 2);
+  std::vector<double> logits =
+      denseRef(d.x.at("x").values<float>(), kernel, bias);
+  std::vector<int64_t> y = d.y.values<int64_t>();
+  double total = 0;
+  int batches = 0;
+  for (size_t start = 0; start < y.size(); start += 64, ++batches) {
+    size_t end = std::min(y.size(), start + 64);
+    double sum = 0;
+    for (size_t i = start; i < end; ++i) {
+      const double *l = &logits[i * 3];
+      double m = std::max({l[0], l[1], l[2]});
+      double lse = m + std::log(std::exp(l[0] - m) + std::exp(l[1] - m) +
+                                std::exp(l[2] - m));
+      sum += lse - l[y[i]];
+    }
+    total += sum / double(end - start);
+  }
+  return total / batches;
+}
+
+TEST_F(EstimatorTest, MovingAverageVariablesToRestore) {
+  Graph g;
+  Variable w = g.get_variable("w", DType::Float32, {2});
+  Variable frozen =
+      g.get_variable("frozen", DType::Float32, {2}, zeros_initializer(),
+                     /*trainable=*/false);
+  g.get_local_variable("count", DType::Float32, {});
+  // Unset moving_avg_variables: the graph's trainable variables (the graph
+  // from num_updates before apply ran); the other saved variables by their
+  // names; local ones left out.
+  train::ExponentialMovingAverage ema(0.9, g.global_step());
+  std::map<std::string, std::string> want = {
+      {"w/ExponentialMovingAverage", "w"},
+      {"frozen", "frozen"},
+      {"global_step", "global_step"}};
+  EXPECT_EQ(ema.variables_to_restore(), want);
+  ema.apply({w, frozen});
+  want.erase("frozen");
+  want["frozen/ExponentialMovingAverage"] = "frozen";
+  EXPECT_EQ(ema.variables_to_restore(), want);
+  EXPECT_EQ(ema.variables_to_restore(std::vector<Variable>{frozen}),
+            (std::map<std::string, std::string>{
+                {"frozen/ExponentialMovingAverage", "frozen"},
+                {"w", "w"},
+                {"w/ExponentialMovingAverage", "w/ExponentialMovingAverage"},
+                {"global_step", "global_step"}}));
+  EXPECT_EQ(errorOf([] {
+              train::ExponentialMovingAverage(0.9).variables_to_restore();
+            }),
+            "ExponentialMovingAverage: variables_to_restore: no graph to take "
+            "the trainable variables from (apply has not run and num_updates "
+            "is unset); pass moving_avg_variables");
+  EXPECT_EQ(errorOf([&] { ema.variables_to_restore(std::vector<Variable>{}); }),
+            "ExponentialMovingAverage: variables_to_restore: "
+            "moving_avg_variables is empty");
+}
+
+TEST_F(EstimatorTest, MovingAverageShadowsAtEvaluationPredictionAndExport) {
+  Estimator raw(ema_fn, config());
+  raw.train(trainInput(), {.steps = 30});
+  std::vector<float> kernel =
+      raw.get_variable_value("dense/kernel").values<float>();
+  std::vector<float> bias =
+      raw.get_variable_value("dense/bias").values<float>();
+  std::vector<float> kernelAvg =
+      raw.get_variable_value("dense/kernel/ExponentialMovingAverage")
+          .values<float>();
+  std::vector<float> biasAvg =
+      raw.get_variable_value("dense/bias/ExponentialMovingAverage")
+          .values<float>();
+
+  // The same model_dir, restored through variables_to_restore().
+  Estimator avg(ema_fn, config(), Params{{"shadows", true}});
+  EvalResults rawResults = raw.evaluate(evalInput());
+  EvalResults avgResults = avg.evaluate(evalInput());
+  EXPECT_NEAR(rawResults.at("loss"), evalLossRef(kernel, bias), 1e-5);
+  EXPECT_NEAR(avgResults.at("loss"), evalLossRef(kernelAvg, biasAvg), 1e-5);
+  EXPECT_GT(std::abs(avgResults.at("loss") - rawResults.at("loss")), 1e-3);
+  EXPECT_EQ(avgResults.at("global_step"), 30);
+  // The checkpoint's own names are restored as they were.
+  EXPECT_EQ(avg.get_variable_value("dense/kernel").values<float>(), kernel);
+
+  // predict, from the latest checkpoint and from a given one.
+  Data d = makeData(16, 3);
+  std::vector<double> wantAvg =
+      denseRef(d.x.at("x").values<float>(), kernelAvg, biasAvg);
+  std::vector<double> wantRaw =
+      denseRef(d.x.at("x").values<float>(), kernel, bias);
+  for (const std::string &path :
+       {std::string(),
+        (fs::path(avg.model_dir()) / "model.ckpt-30").string()}) {
+    std::vector<double> got;
+    for (const Prediction &p :
+         avg.predict(numpy_input_fn(d.x, std::nullopt, {8, 1, false, 0}),
+                     {.checkpoint_path = path}))
+      for (float v : p.at("logits").values<float>())
+        got.push_back(v);
+    ASSERT_EQ(got.size(), wantAvg.size());
+    double rawGap = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], wantAvg[i], 1e-5) << i;
+      rawGap = std::max(rawGap, std::abs(got[i] - wantRaw[i]));
+    }
+    EXPECT_GT(rawGap, 1e-3);
+  }
+
+  // export_saved_model writes the shadows as the serving model's variables.
+  auto receiver =
+      build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}});
+  std::string exported =
+      avg.export_saved_model((dir_ / "export").string(), receiver);
+  train::CheckpointReader variables(
+      (fs::path(exported) / "variables.safetensors").string());
+  EXPECT_EQ(variables.get_tensor("dense/kernel").values<float>(), kernelAvg);
+  EXPECT_EQ(variables.get_tensor("dense/bias").values<float>(), biasAvg);
+  std::string exportedRaw =
+      raw.export_saved_model((dir_ / "export_raw").string(), receiver);
+  EXPECT_EQ(train::CheckpointReader(
+                (fs::path(exportedRaw) / "variables.safetensors").string())
+                .get_tensor("dense/kernel")
+                .values<float>(),
+            kernel);
+
+  // train_and_evaluate's in-memory evaluations (evaluate_in_memory) read the
+  // shadows from the training variables, and leave those as they were.
+  avg.train(trainInput(), {.steps = 1});
+  std::vector<float> kernel31 =
+      avg.get_variable_value("dense/kernel").values<float>();
+  EvalResults inMemory = avg.evaluate_in_memory(evalInput());
+  EXPECT_NEAR(
+      inMemory.at("loss"),
+      evalLossRef(
+          avg.get_variable_value("dense/kernel/ExponentialMovingAverage")
+              .values<float>(),
+          avg.get_variable_value("dense/bias/ExponentialMovingAverage")
+              .values<float>()),
+      1e-5);
+  EXPECT_EQ(avg.evaluate(evalInput()).at("loss"), inMemory.at("loss"));
+  avg.train(trainInput(), {.steps = 1});
+  EXPECT_EQ(avg.get_variable_value("global_step").values<int64_t>()[0], 32);
+  (void)kernel31;
+}
+
+TEST_F(EstimatorTest, MovingAverageRestoreErrorsAreOneLine) {
+  Estimator raw(ema_fn, config());
+  raw.train(trainInput(), {.steps = 10});
+  std::string ckpt =
+      (fs::path(raw.model_dir()) / "model.ckpt-10.safetensors").string();
+
+  // A checkpoint name the checkpoint lacks.
+  Estimator missing(
+      ema_fn, config(),
+      Params{{"var_list", std::vector<std::string>{"dense/kernel/Missing=dense/"
+                                                   "kernel"}}});
+  const std::string why =
+      ": the EstimatorSpec's scaffold.saver_var_list restores 'dense/kernel' "
+      "from 'dense/kernel/Missing', which is not in the checkpoint";
+  EXPECT_EQ(errorOf([&] { missing.evaluate(evalInput()); }), ckpt + why);
+  Data d = makeData(4, 3);
+  EXPECT_EQ(errorOf([&] {
+              for (const Prediction &p : missing.predict(
+                       numpy_input_fn(d.x, std::nullopt, {4, 1, false, 0})))
+                (void)p;
+            }),
+            ckpt + why);
+  auto receiver =
+      build_raw_serving_input_receiver_fn({{"x", DType::Float32, {-1, 4}}});
+  EXPECT_EQ(errorOf([&] {
+              missing.export_saved_model((dir_ / "export").string(), receiver);
+            }),
+            "Estimator.export_saved_model: checkpoint " + ckpt +
+                " has no variable 'dense/kernel/Missing', which the "
+                "EstimatorSpec's scaffold.saver_var_list restores "
+                "'dense/kernel' from");
+
+  // A variable the graph does not have, and a TRAIN spec with a var list.
+  Estimator unknown(ema_fn, config(),
+                    Params{{"var_list", std::vector<std::string>{
+                                            "dense/kernel=dense/nope"}}});
+  EXPECT_EQ(errorOf([&] { unknown.evaluate(evalInput()); }),
+            "EstimatorSpec (mode eval): scaffold.saver_var_list restores "
+            "'dense/nope' from 'dense/kernel', but 'dense/nope' is not a saved "
+            "variable of the graph");
+  Estimator inTrain(ema_fn, config(), Params{{"train_var_list", true}});
+  EXPECT_EQ(errorOf([&] { inTrain.train(trainInput(), {.steps = 1}); }),
+            "EstimatorSpec (mode train): scaffold.saver_var_list is for EVAL "
+            "and PREDICT (what evaluate, predict and export_saved_model "
+            "restore); training restores and saves every variable by its own "
+            "name");
+}
+
 // --- Bad inputs --------------------------------------------------------------
 
 TEST_F(EstimatorTest, AnEmptyInputWithoutSpecCannotBuildTheModel) {

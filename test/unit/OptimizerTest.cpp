@@ -524,6 +524,11 @@ TEST(LearningRateScheduleTest, BadArguments) {
   };
   throwsWith([&] { train::exponential_decay(0.1, step, 0.0, 0.5); },
              "exponential_decay: decay_steps must be > 0");
+  throwsWith(
+      [&] { train::noisy_linear_cosine_decay(0.1, step, 4.0, -0.5); },
+      "noisy_linear_cosine_decay: initial_variance must be >= 0, got -0.5");
+  throwsWith([&] { train::noisy_linear_cosine_decay(0.1, step, 0.0); },
+             "noisy_linear_cosine_decay: decay_steps must be > 0");
   throwsWith([&] { train::piecewise_constant(step, {1, 3}, {0.1, 0.2}); },
              "piecewise_constant: 2 values for 2 boundaries");
   throwsWith([&] { train::piecewise_constant(step, {3, 1}, {1, 2, 3}); },
@@ -1116,6 +1121,199 @@ TEST(ApplyGradientsTest, HandWrittenUpdateWithASlot) {
       momentumRef(0.9, false), constantLr(0.05));
 }
 
+// --- Weight constraints ------------------------------------------------------
+
+const std::vector<double> kConstraintX = {0.5,  -1.0, 2.0,  0.25, 1.5, 0.5,
+                                          -0.5, 1.0,  -1.0, 2.0,  0.5, -0.75};
+const std::vector<double> kConstraintT = {1.0, -2.0, 0.5, 0.0, 1.0,
+                                          2.0, -1.0, 0.5, 1.5};
+const std::vector<double> kConstraintKernel = {0.3,  -0.6, 0.9, 0.8, 0.2,  -0.4,
+                                               -0.5, 0.7,  0.1, 0.6, -0.3, 0.5};
+const std::vector<double> kConstraintBias = {0.1, -0.2, 0.3};
+
+/// One step of `makeTrainOp` on a dense layer [4 -> 3] (kernel_constraint
+/// max_norm(0.5), bias_constraint non_neg, the weights above), loss
+/// mean(square(y - t)) on the fixed batch above: every variable after it.
+std::map<std::string, std::vector<double>>
+constrainedDenseStep(const TrainOpFn &makeTrainOp) {
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {3, 4}});
+  build_mode(
+      graph, ModeKeys::TRAIN, inputs,
+      [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+        Tensor y = layers::dense(
+            f["x"], 3,
+            {.kernel_initializer = constant_initializer(kConstraintKernel),
+             .bias_initializer = constant_initializer(kConstraintBias),
+             .kernel_constraint = constraints::max_norm(0.5),
+             .bias_constraint = constraints::non_neg()});
+        Tensor t = gr.constant(kConstraintT, {3, 3}, DType::Float32);
+        Signature spec;
+        spec.loss = reduce_mean(square(subtract(y, t)));
+        spec.train_op = makeTrainOp(gr, spec.loss);
+        return spec;
+      });
+  std::unique_ptr<JitModel> m = jitCompileForTest(
+      graph.graph_def(), "Constrained", {}, /*warningsFail=*/true);
+  if (!m)
+    return {};
+  m->run("init");
+  int fn = m->function_index("train");
+  Value x;
+  x.dtype = g::DT_FLOAT;
+  x.shape = {3, 4};
+  x.data = kConstraintX;
+  store(x, m->input_data(fn, m->input_index(fn, "features/x")));
+  m->run(fn);
+  std::map<std::string, std::vector<double>> out;
+  const rt::ModelSpec &spec = m->spec();
+  for (int v = 0; v < spec.numVariables; ++v) {
+    std::string name = spec.variables[v].name;
+    if (name == "global_step")
+      continue;
+    int64_t n = 1;
+    for (int d = 0; d < spec.variables[v].rank; ++d)
+      n *= spec.variables[v].shape[d];
+    for (int64_t i = 0; i < n; ++i)
+      out[name].push_back(load(g::DT_FLOAT, m->variable_data(v), i));
+  }
+  return out;
+}
+
+// TF 2.15 on the same step:
+//   y = tf.compat.v1.layers.dense(x, 3, kernel_initializer=..., bias_...,
+//       kernel_constraint=tf.keras.constraints.max_norm(0.5),
+//       bias_constraint=tf.keras.constraints.non_neg())
+//   tf.compat.v1.train.GradientDescentOptimizer(0.5).minimize(
+//       tf.reduce_mean(tf.square(y - t)))
+// (the optimizer assigns var.constraint(var) after each update).
+const std::vector<double> kTfConstrainedKernel = {
+    0.232909128, -0.206944376, 0.360431969,    0.040156763,
+    0.444444388, 0.307806998,  0.0281097516,   -0.0791666359,
+    0.040709924, 0.439716369,  -0.00555553939, 0.153903484};
+const std::vector<double> kTfConstrainedBias = {0.0, 0.0, 0.561111152};
+
+void expectTfConstrainedStep(
+    const std::map<std::string, std::vector<double>> &vars) {
+  ASSERT_TRUE(vars.count("dense/kernel") && vars.count("dense/bias"));
+  for (size_t i = 0; i < kTfConstrainedKernel.size(); ++i)
+    EXPECT_NEAR(vars.at("dense/kernel")[i], kTfConstrainedKernel[i], 1e-6)
+        << "kernel[" << i << "]";
+  for (size_t i = 0; i < kTfConstrainedBias.size(); ++i)
+    EXPECT_NEAR(vars.at("dense/bias")[i], kTfConstrainedBias[i], 1e-6)
+        << "bias[" << i << "]";
+}
+
+TEST(ConstraintsTest, OneSgdStepOfMinimizeEqualsTf) {
+  expectTfConstrainedStep(constrainedDenseStep([](Graph &, const Tensor &l) {
+    return train::GradientDescentOptimizer(0.5).minimize(l);
+  }));
+}
+
+TEST(ConstraintsTest, ApplyGradientsAndAMovingAverageSeeTheProjection) {
+  // compute_gradients + apply_gradients constrain too; a moving average
+  // (decay 0: the shadow is the new value) grouped after the update averages
+  // the constrained value (TF: control_dependencies([opt_op]) over the
+  // constraint's assignment).
+  auto vars = constrainedDenseStep([](Graph &g, const Tensor &l) {
+    train::Optimizer opt = train::GradientDescentOptimizer(0.5);
+    train::ExponentialMovingAverage ema(0.0);
+    Operation update = opt.apply_gradients(opt.compute_gradients(l));
+    return group({update, ema.apply(g.trainable_variables())});
+  });
+  expectTfConstrainedStep(vars);
+  ASSERT_TRUE(vars.count("dense/kernel/ExponentialMovingAverage"));
+  for (size_t i = 0; i < kTfConstrainedKernel.size(); ++i)
+    EXPECT_NEAR(vars.at("dense/kernel/ExponentialMovingAverage")[i],
+                kTfConstrainedKernel[i], 1e-6);
+}
+
+TEST(ConstraintsTest, RadialConstraintOfAConvKernelAfterAStep) {
+  // conv2d's kernel_constraint: after an Adam step each 3 x 3 slice of the
+  // kernel is Keras's rings (the centre takes the updated w[0, 0], the ring
+  // w[1, 1]): one value around a different centre.
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {2, 5, 5, 2}});
+  build_mode(graph, ModeKeys::TRAIN, inputs,
+             [&](Graph &, const TensorMap &f, const Tensor &, ModeKeys) {
+               Tensor y = layers::conv2d(
+                   f["x"], 3, {3, 3},
+                   {.kernel_constraint = constraints::radial_constraint()});
+               Signature spec;
+               spec.loss = reduce_mean(square(y));
+               spec.train_op = train::AdamOptimizer(0.1).minimize(spec.loss);
+               return spec;
+             });
+  std::unique_ptr<JitModel> m =
+      jitCompileForTest(graph.graph_def(), "Radial", {}, /*warningsFail=*/true);
+  ASSERT_TRUE(m);
+  m->run("init");
+  int fn = m->function_index("train");
+  Value x;
+  x.dtype = g::DT_FLOAT;
+  x.shape = {2, 5, 5, 2};
+  for (int i = 0; i < 100; ++i)
+    x.data.push_back(std::sin(0.7 * i));
+  store(x, m->input_data(fn, m->input_index(fn, "features/x")));
+  m->run(fn);
+  int k = m->variable_index("conv2d/kernel");
+  auto at = [&](int i, int j, int c) {
+    return load(g::DT_FLOAT, m->variable_data(k), (i * 3 + j) * 6 + c);
+  };
+  for (int c = 0; c < 6; ++c) {
+    double ring = at(0, 0, c);
+    EXPECT_NE(at(1, 1, c), ring);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        if (i != 1 || j != 1) {
+          EXPECT_EQ(at(i, j, c), ring) << i << "," << j << " " << c;
+        }
+      }
+  }
+}
+
+TEST(ConstraintsTest, BadConstraintsAreOneLine) {
+  Graph g;
+  Variable w = g.get_variable("w", DType::Float32, {4, 3});
+  auto message = [](const std::function<void()> &f) -> std::string {
+    try {
+      f();
+    } catch (const GraphError &e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(message([&] {
+              train::set_variable_constraint(
+                  w, [](const Tensor &t) { return reduce_sum(t, Dims{0}); });
+            }),
+            "set_variable_constraint: the constraint of variable 'w' f32 "
+            "[4,3] gives f32 [3]; it must keep the variable's dtype and "
+            "shape");
+  std::string axis = message([&] { constraints::max_norm(2, {2})(w.read()); });
+  EXPECT_NE(axis.find("constraints::max_norm of '"), std::string::npos) << axis;
+  EXPECT_NE(axis.find("' [4,3]: axis 2 is out of range"), std::string::npos)
+      << axis;
+  std::string rank =
+      message([&] { constraints::radial_constraint()(w.read()); });
+  EXPECT_NE(rank.find("[4,3]: the weight must have rank 4 (a conv2d kernel)"),
+            std::string::npos)
+      << rank;
+  Variable oblong = g.get_variable("oblong", DType::Float32, {3, 2, 1, 1});
+  std::string square =
+      message([&] { constraints::radial_constraint()(oblong.read()); });
+  EXPECT_NE(square.find("[3,2,1,1]: needs a square kernel [k, k, in, out] "
+                        "of known sizes, k >= 2"),
+            std::string::npos)
+      << square;
+  EXPECT_NE(message([&] {
+              constraints::unit_norm({})(w.read());
+            }).find(": axis is empty"),
+            std::string::npos);
+}
+
 TEST(ExponentialMovingAverageTest, FollowsTheUpdatedVariable) {
   // group(minimize, ema.apply): the shadow moves toward w after the step's
   // update, with decay min(0.9, (1 + n) / (10 + n)), n the incremented
@@ -1469,6 +1667,121 @@ TEST(LearningRateScheduleTest, CosineRestartsAndLinearCosine) {
                    0.5 * (1.0 + std::cos(M_PI * 2.0 * 0.5 * s / 4.0));
                return 0.1 * (((4.0 - s) / 4.0) * cosine + 0.001);
              });
+}
+
+/// The values of `schedule(g, step)` (a predict function of the fed step)
+/// at each (step, global_step) of `at`: the random ops' counter is the
+/// global_step variable, set before each run.
+std::vector<double>
+scheduleValues(const std::function<Tensor(Graph &, const Tensor &)> &schedule,
+               const std::vector<std::pair<double, int64_t>> &at) {
+  Graph graph;
+  graph.set_seed(11);
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"step", DType::Float32, {1}});
+  build_mode(graph, ModeKeys::PREDICT, inputs,
+             [&](Graph &gr, const TensorMap &f, const Tensor &, ModeKeys) {
+               Signature spec;
+               spec.predictions.set("lr",
+                                    schedule(gr, reshape(f["step"], Dims{})));
+               return spec;
+             });
+  std::unique_ptr<JitModel> m = jitCompileForTest(graph.graph_def(), "Schedule",
+                                                  {}, /*warningsFail=*/true);
+  if (!m)
+    return {};
+  m->run("init");
+  int fn = m->function_index("predict");
+  int globalStep = m->variable_index("global_step");
+  std::vector<double> out;
+  for (const auto &[step, counter] : at) {
+    Value v;
+    v.dtype = g::DT_FLOAT;
+    v.shape = {1};
+    v.data = {step};
+    store(v, m->input_data(fn, m->input_index(fn, "features/step")));
+    if (globalStep >= 0)
+      store(Value::scalar(counter, g::DT_INT64), m->variable_data(globalStep));
+    m->run(fn);
+    out.push_back(
+        load(g::DT_FLOAT,
+             m->output_data(fn, m->output_index(fn, "predictions/lr")), 0));
+  }
+  return out;
+}
+
+TEST(LearningRateScheduleTest, NoisyLinearCosineWithoutNoiseEqualsTf) {
+  // TF 2.15, tf.compat.v1.train.noisy_linear_cosine_decay with
+  // initial_variance=0 at global steps 0, 1, ...:
+  //   A: (0.1, step, 4, 0.0, 0.55, num_periods=0.5, alpha=0.1, beta=0.001)
+  //   B: (0.05, step, 3, 0.0, 0.3, num_periods=1.5, alpha=0.0, beta=0.01)
+  const std::vector<float> tfA = {
+      0.110100009f,    0.0726520419f,   0.0300999973f,  0.00522563141f,
+      0.000100000005f, 0.000100000005f, 0.000100000005f};
+  const std::vector<float> tfB = {0.0505000018f,   0.000500000024f,
+                                  0.0171666667f,   0.000500000024f,
+                                  0.000500000024f, 0.000500000024f};
+  std::vector<std::pair<double, int64_t>> stepsA, stepsB;
+  for (size_t i = 0; i < tfA.size(); ++i)
+    stepsA.push_back({double(i), int64_t(i)});
+  for (size_t i = 0; i < tfB.size(); ++i)
+    stepsB.push_back({double(i), int64_t(i)});
+  std::vector<double> a = scheduleValues(
+      [](Graph &, const Tensor &step) {
+        return train::noisy_linear_cosine_decay(0.1, step, 4, 0.0, 0.55, 0.5,
+                                                0.1, 0.001);
+      },
+      stepsA);
+  std::vector<double> b = scheduleValues(
+      [](Graph &, const Tensor &step) {
+        return train::noisy_linear_cosine_decay(0.05, step, 3, 0.0, 0.3, 1.5,
+                                                0.0, 0.01);
+      },
+      stepsB);
+  ASSERT_EQ(a.size(), tfA.size());
+  ASSERT_EQ(b.size(), tfB.size());
+  // To the float32 bit (TF's order of operations).
+  for (size_t i = 0; i < tfA.size(); ++i)
+    EXPECT_EQ(static_cast<float>(a[i]), tfA[i]) << "A step " << i;
+  for (size_t i = 0; i < tfB.size(); ++i)
+    EXPECT_EQ(static_cast<float>(b[i]), tfB[i]) << "B step " << i;
+}
+
+TEST(LearningRateScheduleTest, NoisyLinearCosineNoiseVariance) {
+  // eps = (lr / 0.5 - beta) / cosine - alpha - linear at step s, drawn anew
+  // for each global_step (the counter): mean 0 and variance
+  // initial_variance / (1 + min(s, decay_steps))^variance_decay, over
+  // 3000 draws each at s = 0 (cosine 1, linear 1) and s = 9 (clipped to
+  // decay_steps 4: cosine 1 with num_periods 1, linear 0).
+  const double v0 = 0.8, decay = 0.55, alpha = 0.1, beta = 0.01;
+  const int n = 3000;
+  for (double s : {0.0, 9.0}) {
+    SCOPED_TRACE("step " + std::to_string(s));
+    std::vector<std::pair<double, int64_t>> at;
+    for (int k = 0; k < n; ++k)
+      at.push_back({s, k});
+    std::vector<double> lr = scheduleValues(
+        [&](Graph &, const Tensor &step) {
+          return train::noisy_linear_cosine_decay(0.5, step, 4, v0, decay, 1.0,
+                                                  alpha, beta);
+        },
+        at);
+    ASSERT_EQ(lr.size(), static_cast<size_t>(n));
+    double linear = s == 0 ? 1.0 : 0.0;
+    double mean = 0, sq = 0;
+    for (double x : lr) {
+      double eps = (x / 0.5 - beta) - alpha - linear;
+      mean += eps;
+      sq += eps * eps;
+    }
+    mean /= n;
+    double variance = sq / n - mean * mean;
+    double want = v0 / std::pow(1.0 + std::min(s, 4.0), decay);
+    // Five standard errors: of the mean sqrt(want / n), of the variance
+    // want sqrt(2 / n).
+    EXPECT_LT(std::abs(mean), 5 * std::sqrt(want / n));
+    EXPECT_NEAR(variance / want, 1.0, 5 * std::sqrt(2.0 / n));
+  }
 }
 
 TEST(LearningRateScheduleTest, CallableSchedule) {

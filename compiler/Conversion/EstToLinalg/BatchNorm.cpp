@@ -118,15 +118,46 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
     int64_t rank = nest.rank, axis = nest.axis;
     double epsilon = op.getEpsilon().convertToDouble();
 
-    // The shift: x[0, ..., :, ..., 0].
+    // The shift: x[0, ..., :, ..., 0]; 0 for an empty x (n = 0), which is
+    // not read: each non-channel dim is sliced to min(size, 1) elements and
+    // summed (the element, or nothing). The statistics are then 0 / 0, NaN,
+    // as TF's FusedBatchNormV3 gives for an empty batch.
     SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes(rank, b.getIndexAttr(1));
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     sizes[axis] = dimFold(b, loc, x, axis);
-    auto sliceType =
-        RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt);
-    Value shift = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,
-                                                 sizes, strides);
+    bool mayBeEmpty = false;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && nest.type.getDimSize(d) < 1) {
+        mayBeEmpty = true;
+        sizes[d] =
+            arith::MinSIOp::create(b, loc, nest.dims[d], indexConst(b, loc, 1))
+                .getResult();
+      }
+    Value shift;
+    if (!mayBeEmpty) {
+      auto sliceType =
+          RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt);
+      shift = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,
+                                             sizes, strides);
+    } else {
+      Value first =
+          tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+      Value zeros = filledTensor(
+          b, loc, RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt),
+          {nest.dims[axis]}, scalarConst(b, loc, nest.elt, 0.0));
+      shift = linalg::GenericOp::create(
+                  b, loc, TypeRange{zeros.getType()}, ValueRange{first},
+                  ValueRange{zeros},
+                  SmallVector<AffineMap>{nest.identity(), nest.channel()},
+                  nest.reduceAllButChannel(),
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    linalg::YieldOp::create(nb, nl,
+                                            ValueRange{arith::AddFOp::create(
+                                                nb, nl, args[1], args[0])});
+                  })
+                  .getResult(0);
+    }
     shift = castTo(b, loc, shift, cType);
 
     // 1. The shifted sums.

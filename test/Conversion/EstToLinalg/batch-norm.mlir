@@ -2,15 +2,20 @@
 
 // fused_batch_norm: one reduction pass over x (the channel loop parallel)
 // for the sums of x - shift and its square, shift the channel's first
-// element (a slice of x); one one-loop generic over the channels (mean,
-// unbiased variance n / max(n - 1, 1), inv_std, the per-channel scale and
-// shift); one elementwise pass y = x * a + b. n is the run-time batch
-// times H * W.
+// element; one one-loop generic over the channels (mean, unbiased variance
+// n / max(n - 1, 1), inv_std, the per-channel scale and shift); one
+// elementwise pass y = x * a + b. n is the run-time batch times H * W. The
+// batch may be empty (n = 0): the shift is then the sum of a slice of
+// min(batch, 1) rows (the first element, or 0 without reading x).
 // CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2, d3) -> (d3)>
 // CHECK-LABEL: func.func @bn
-// CHECK: %[[N:.*]] = arith.muli %{{.*}}, %c16 : index
-// CHECK: %[[SHIFT:.*]] = tensor.extract_slice %arg0[0, 0, 0, 0] [1, 1, 1, 8] [1, 1, 1, 1] : tensor<?x4x4x8xf32> to tensor<8xf32>
+// CHECK: %[[DIM:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[N:.*]] = arith.muli %[[DIM]], %c16 : index
+// CHECK: %[[MIN:.*]] = arith.minsi %[[DIM]], %c1 : index
+// CHECK: %[[FIRST:.*]] = tensor.extract_slice %arg0[0, 0, 0, 0] [%[[MIN]], 1, 1, 8] [1, 1, 1, 1] : tensor<?x4x4x8xf32> to tensor<?x1x1x8xf32>
+// CHECK: %[[SHIFT:.*]] = linalg.generic {indexing_maps = [#[[X]], #[[C]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%[[FIRST]] :
+// CHECK: arith.addf
 // CHECK: %[[SUMS:.*]]:2 = linalg.generic {indexing_maps = [#[[X]], #[[C]], #[[C]], #[[C]]], iterator_types = ["reduction", "reduction", "reduction", "parallel"]} ins(%arg0, %[[SHIFT]] :
 // CHECK: arith.subf
 // CHECK: arith.addf
@@ -27,6 +32,19 @@
 func.func @bn(%x: tensor<?x4x4x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf32>) -> (tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %y, %m, %v, %inv = est.fused_batch_norm %x, %s, %o {axis = 3 : i64} : tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   return %y, %m, %v : tensor<?x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Static sizes that are not 0: the shift is a slice of x's first element
+// per channel.
+// CHECK-LABEL: func.func @bn_static
+// CHECK-NOT: arith.minsi
+// CHECK: %[[SHIFT:.*]] = tensor.extract_slice %arg0[0, 0, 0, 0] [1, 1, 1, 8] [1, 1, 1, 1] : tensor<2x4x4x8xf32> to tensor<8xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[SHIFT]] :
+func.func @bn_static(%x: tensor<2x4x4x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf32>) -> (tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %y, %m, %v, %inv = est.fused_batch_norm %x, %s, %o {axis = 3 : i64} : tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %y, %m, %v : tensor<2x4x4x8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // -----

@@ -118,6 +118,17 @@ EINSUM_CASE(einsum_outer, "i,j->ij");
 EINSUM_CASE(einsum_dot, "bij,bij->b");
 EINSUM_CASE(einsum_sum_one_side, "ij,jk->k");
 EINSUM_CASE(einsum_chain, "ij,jk,kl->il");
+// Repeated indices: diagonals and traces.
+EINSUM_CASE(einsum_diagonal, "ii->i");
+EINSUM_CASE(einsum_trace, "ii->");
+EINSUM_CASE(einsum_trace_implicit, "ii");
+EINSUM_CASE(einsum_batch_diagonal, "bii->bi");
+EINSUM_CASE(einsum_diagonal_leading, "iij->ij");
+EINSUM_CASE(einsum_diagonal_apart, "ijki->jk");
+EINSUM_CASE(einsum_triple_diagonal, "iii->i");
+EINSUM_CASE(einsum_diagonal_ellipsis, "...ii->...i");
+EINSUM_CASE(einsum_diagonal_times_vector, "ii,i->i");
+EINSUM_CASE(einsum_trace_of_product, "ij,jj,ki->k");
 
 ESTC_OP_CASE(batch_matmul_broadcast, [](Graph &, const Inputs &in) {
   return Outputs{linalg::matmul(in[0], in[1])};
