@@ -12,6 +12,7 @@ PACKAGES=(
   clang-format-22
   libcpp-httplib-dev rapidjson-dev curl wrk
   libgloo-dev libopenmpi-dev openmpi-bin
+  libdnnl-dev
 )
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).
