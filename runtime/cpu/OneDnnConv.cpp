@@ -87,6 +87,7 @@ bool oneDnnSgemm(View2D<const float>, View2D<const float>, View2D<float>,
                  bool) {
   return false;
 }
+bool oneDnnSgemmEnabled() { return false; }
 } // namespace estc::rt
 
 #else
@@ -168,10 +169,10 @@ Entry create(Kind kind, const Shape &s) {
   };
   try {
     dnnl::convolution_forward::primitive_desc forward(
-        dnnl::convolution_forward::desc(
-            dnnl::prop_kind::forward_training,
-            dnnl::algorithm::convolution_direct, src, any, dst, strides,
-            dilations, padL, padR),
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct,
+                                        src, any, dst, strides, dilations, padL,
+                                        padR),
         attr, engine);
     switch (kind) {
     case Kind::Forward:
@@ -226,10 +227,10 @@ const Entry &entry(Kind kind, const Shape &s) {
   using Key = std::array<int64_t, 16>;
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Entry>> cache;
-  Key key{int64_t(kind), s.n,         s.h,         s.w,
-          s.c,           s.kh,        s.kw,        s.o,
-          s.oh,          s.ow,        s.p.strideH, s.p.strideW,
-          s.p.dilationH, s.p.dilationW, s.p.padTop, s.p.padLeft};
+  Key key{int64_t(kind), s.n,           s.h,         s.w,
+          s.c,           s.kh,          s.kw,        s.o,
+          s.oh,          s.ow,          s.p.strideH, s.p.strideW,
+          s.p.dilationH, s.p.dilationW, s.p.padTop,  s.p.padLeft};
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Entry> &slot = cache[key];
   if (!slot)
@@ -242,13 +243,22 @@ bool denseNhwc(const Tensor4 &x) { return isContiguous(x); }
 /// The call's shape (n: the whole batch), or false when oneDNN does not
 /// take it: channels not multiples of 16, a tensor not stored densely, or
 /// a geometry that oneDNN's padding cannot express.
-bool shapeOf(const Tensor4 &input, const Tensor4 &filter,
-             const Tensor4 &output, const ConvParams &p, Shape &s) {
+bool shapeOf(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
+             const ConvParams &p, Shape &s) {
   if (!oneDnnEnabled())
     return false;
-  s = {input.sizes[0], input.sizes[1], input.sizes[2], input.sizes[3],
-       filter.sizes[0], filter.sizes[1], filter.sizes[3], output.sizes[1],
-       output.sizes[2], p, 0, 0};
+  s = {input.sizes[0],
+       input.sizes[1],
+       input.sizes[2],
+       input.sizes[3],
+       filter.sizes[0],
+       filter.sizes[1],
+       filter.sizes[3],
+       output.sizes[1],
+       output.sizes[2],
+       p,
+       0,
+       0};
   if (s.c % 16 != 0 || s.o % 16 != 0 || s.c == 0 || s.o == 0 || s.n == 0 ||
       s.oh == 0 || s.ow == 0 || filter.sizes[2] != s.c ||
       output.sizes[0] != s.n || output.sizes[3] != s.o)
@@ -260,11 +270,12 @@ bool shapeOf(const Tensor4 &input, const Tensor4 &filter,
     return false;
   // Padding after: what the last output row / column reads past the input
   // (0 when it stops short of the input's end).
-  s.padBottom = std::max<int64_t>(
-      0, (s.oh - 1) * p.strideH + (s.kh - 1) * p.dilationH + 1 - s.h - p.padTop);
-  s.padRight = std::max<int64_t>(
-      0, (s.ow - 1) * p.strideW + (s.kw - 1) * p.dilationW + 1 - s.w -
-             p.padLeft);
+  s.padBottom =
+      std::max<int64_t>(0, (s.oh - 1) * p.strideH + (s.kh - 1) * p.dilationH +
+                               1 - s.h - p.padTop);
+  s.padRight =
+      std::max<int64_t>(0, (s.ow - 1) * p.strideW + (s.kw - 1) * p.dilationW +
+                               1 - s.w - p.padLeft);
   auto outSize = [](int64_t in, int64_t k, int64_t d, int64_t stride,
                     int64_t before, int64_t after) {
     return (in + before + after - ((k - 1) * d + 1)) / stride + 1;
@@ -278,8 +289,8 @@ bool shapeOf(const Tensor4 &input, const Tensor4 &filter,
 /// Chunks of images, from the shapes alone: chunk i holds images
 /// [i * n / k, (i + 1) * n / k), so at most two chunk sizes.
 int64_t chunksOf(const Shape &s) {
-  double flops = 2.0 * double(s.n * s.oh * s.ow) * double(s.kh * s.kw * s.c) *
-                 double(s.o);
+  double flops =
+      2.0 * double(s.n * s.oh * s.ow) * double(s.kh * s.kw * s.c) * double(s.o);
   int64_t k = int64_t(flops / kMinChunkFlops);
   k = k > 1 ? (k + 3) / 4 * 4 : 1;
   return std::clamp<int64_t>(k, 1, std::min(kMaxChunks, s.n));
@@ -397,8 +408,8 @@ bool oneDnnConv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   // Chunk i's partial filter, HWIO, in the SharedPartials scratch; the
   // blocked diff_weights of a chunk in the task's own scratch.
   int64_t filterSize = s.kh * s.kw * s.c * s.o;
-  float *partials = scratch<float>(Scratch::SharedPartials,
-                                   size_t(ch.count * filterSize));
+  float *partials =
+      scratch<float>(Scratch::SharedPartials, size_t(ch.count * filterSize));
   double flops = 2.0 * double(s.n * s.oh * s.ow * s.kh * s.kw * s.c * s.o);
   parallelFor(ch.count, flops / double(ch.count), [&](int64_t i) {
     oneThread();
@@ -421,8 +432,8 @@ bool oneDnnConv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   // grad_filter = partial[0] + partial[1] + ..., in that order.
   float *dst = gradFilter.data();
   int64_t perTask = 4096;
-  parallelFor((filterSize + perTask - 1) / perTask,
-              double(perTask * ch.count), [&](int64_t t) {
+  parallelFor((filterSize + perTask - 1) / perTask, double(perTask * ch.count),
+              [&](int64_t t) {
                 int64_t r1 = std::min(filterSize, (t + 1) * perTask);
                 for (int64_t r = t * perTask; r < r1; ++r) {
                   float sum = partials[r];
@@ -458,6 +469,8 @@ bool rowMajorOperand(View2D<const float> v, char &trans, int64_t &ld) {
 }
 } // namespace
 
+bool oneDnnSgemmEnabled() { return oneDnnEnabled(); }
+
 bool oneDnnSgemm(View2D<const float> a, View2D<const float> b, View2D<float> c,
                  bool accumulate) {
   if (!oneDnnEnabled())
@@ -468,8 +481,8 @@ bool oneDnnSgemm(View2D<const float> a, View2D<const float> b, View2D<float> c,
       !rowMajorOperand(View2D<const float>(c), tc, ldc) || tc != 'N')
     return false;
   oneThread();
-  if (dnnl_sgemm(ta, tb, c.rows, c.cols, a.cols, 1.0f, a.data, lda, b.data,
-                 ldb, accumulate ? 1.0f : 0.0f, c.data, ldc) != dnnl_success)
+  if (dnnl_sgemm(ta, tb, c.rows, c.cols, a.cols, 1.0f, a.data, lda, b.data, ldb,
+                 accumulate ? 1.0f : 0.0f, c.data, ldc) != dnnl_success)
     return false;
   gemmCalls.fetch_add(1, std::memory_order_relaxed);
   return true;

@@ -49,6 +49,9 @@ bool oneDnnConv2dBackpropFilter(const MemRef<float, 4> &input,
 /// has no unit stride (c: its columns must step by 1).
 bool oneDnnSgemm(View2D<const float> a, View2D<const float> b, View2D<float> c,
                  bool accumulate);
+/// Whether oneDnnSgemm takes unit-stride tiles (built with oneDNN, not
+/// turned off).
+bool oneDnnSgemmEnabled();
 
 } // namespace estc::rt
 

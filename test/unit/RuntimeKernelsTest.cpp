@@ -239,8 +239,9 @@ TEST(RuntimeMatmul, F32OnOneDnnAndOffMatchNaiveLoops) {
   bool built = estc_runtime_set_onednn(1) != 0;
   size_t before = estc_runtime_onednn_gemm_calls();
   checkMatmul<float>();
-  if (built)
+  if (built) {
     EXPECT_GT(estc_runtime_onednn_gemm_calls(), before);
+  }
   estc_runtime_set_onednn(0);
   before = estc_runtime_onednn_gemm_calls();
   checkMatmul<float>();
