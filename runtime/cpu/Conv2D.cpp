@@ -20,7 +20,8 @@
 // channels 8 or more), all three use Winograd's minimal filtering along W
 // instead (section "Winograd along the rows"). A 1x1 convolution without stride
 // or padding is a plain matrix product, left to the blocked GEMM
-// (runtime/cpu/Gemm.h).
+// (runtime/cpu/Gemm.h). Calls with both channel counts multiples of 16 go to
+// oneDNN where the runtime has it (runtime/cpu/OneDnnConv.h).
 //
 // Determinism: every split below is a function of the shapes, never of the
 // thread count, and every reduction runs in a fixed order within one task:

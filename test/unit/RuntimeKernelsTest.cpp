@@ -480,9 +480,9 @@ TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
       {4, 17, 17, 8, 3, 3, 16, 2, 2, 1, 1, true, R, R, R},
       {6, 30, 29, 9, 3, 4, 10, 1, 1, 1, 1, true, R, R, R},
       {8, 16, 16, 32, 1, 1, 64, 1, 1, 1, 1, false, R, R, R},
-      // oneDNN's path (chunks of 1 and 2 images; 16 chunks).
-      {7, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
-      {32, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
+      // oneDNN's path (4 chunks of 2 and 3 images; 4 of 16).
+      {9, 28, 28, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
+      {64, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
   };
   for (const ConvCase &t : cases) {
     for (int kernel = 0; kernel < 3; ++kernel) {
@@ -518,6 +518,7 @@ TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
 std::vector<ConvCase> oneDnnCases() {
   const Layout R = Layout::RowMajor;
   return {
+      {9, 28, 28, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R}, // 4 chunks
       {7, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
       {4, 15, 15, 16, 3, 3, 32, 2, 2, 1, 1, true, R, R, R},
       {3, 10, 10, 32, 1, 1, 16, 2, 2, 1, 1, false, R, R, R},
