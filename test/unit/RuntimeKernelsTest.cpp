@@ -423,6 +423,9 @@ std::vector<ConvCase> convCases() {
       {1, 100, 3, 2, 3, 1, 3, 2, 1, 1, 1, true, R, R, R},
       // 1x1 (the direct GEMM path), with and without stride.
       {2, 9, 7, 17, 1, 1, 100, 1, 1, 1, 1, false, R, R, R},
+      // More input than output channels: the filter gradient's x^T dy
+      // tiles (accumulated) take oneDNN's transposed form C^T = B^T A.
+      {2, 9, 7, 100, 1, 1, 17, 1, 1, 1, 1, false, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 2, 2, 1, 1, true, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 1, 1, 1, 1, false, P, R, P},
       // Winograd along W (stride and dilation 1 along W, 3 to 5 taps wide,
