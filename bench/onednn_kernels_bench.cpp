@@ -99,9 +99,8 @@ void conv() {
       estc_runtime_set_onednn(on);
       ms[on][0] = cpuMs(
           [&] {
-            _mlir_ciface_estc_conv2d_nhwc_hwio_f32(&mx, &mf, &my, s.stride,
-                                                   s.stride, 1, 1, s.pad,
-                                                   s.pad);
+            _mlir_ciface_estc_conv2d_nhwc_hwio_f32(
+                &mx, &mf, &my, s.stride, s.stride, 1, 1, s.pad, s.pad);
           },
           mflop);
       ms[on][1] = cpuMs(
@@ -119,9 +118,8 @@ void conv() {
     }
     std::printf("| %s | %.0f | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f | "
                 "%.0f / %.0f / %.0f |\n",
-                s.name, mflop, ms[0][0], ms[0][1], ms[0][2], ms[1][0],
-                ms[1][1], ms[1][2], mflop / ms[1][0], mflop / ms[1][1],
-                mflop / ms[1][2]);
+                s.name, mflop, ms[0][0], ms[0][1], ms[0][2], ms[1][0], ms[1][1],
+                ms[1][2], mflop / ms[1][0], mflop / ms[1][1], mflop / ms[1][2]);
   }
   estc_runtime_set_onednn(-1);
 }

@@ -30,6 +30,7 @@
 // libgomp, oneDNN's threading runtime in Debian's build: the calling
 // thread's own team size (an ICV of that thread only).
 extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads(void);
 #endif
 
 namespace estc::rt {
@@ -128,15 +129,25 @@ dnnl::engine &cpuEngine() {
   return engine;
 }
 
-/// oneDNN on this thread uses this thread alone (set once per thread, before
-/// the thread first creates or runs a primitive).
-void oneThread() {
-  thread_local bool set = false;
-  if (!set) {
-    omp_set_num_threads(1);
-    set = true;
+/// While alive, oneDNN on this thread uses this thread alone (OpenMP's team
+/// size of the thread, restored after: the caller's own OpenMP code, if
+/// any, keeps its setting).
+class OneThread {
+public:
+  OneThread() : saved(omp_get_max_threads()) {
+    if (saved != 1)
+      omp_set_num_threads(1);
   }
-}
+  ~OneThread() {
+    if (saved != 1)
+      omp_set_num_threads(saved);
+  }
+  OneThread(const OneThread &) = delete;
+  OneThread &operator=(const OneThread &) = delete;
+
+private:
+  int saved;
+};
 
 dnnl::stream &threadStream() {
   thread_local dnnl::stream stream(cpuEngine());
@@ -153,7 +164,7 @@ memory::desc hwio(const Shape &s) {
 }
 
 Entry create(Kind kind, const Shape &s) {
-  oneThread();
+  OneThread one;
   Entry e;
   dnnl::engine &engine = cpuEngine();
   memory::desc src = nhwc(s.n, s.c, s.h, s.w), dst = nhwc(s.n, s.o, s.oh, s.ow);
@@ -328,7 +339,7 @@ memory scratchpadOf(const Entry &e) {
 /// Runs the filter's reorder into `blocked` (the runtime's SharedFilter
 /// scratch) for a forward or backward-data primitive.
 memory blockedFilter(const Entry &e, const Shape &s, const Tensor4 &filter) {
-  oneThread();
+  OneThread one;
   size_t bytes = e.blocked.get_size();
   memory user(hwio(s), cpuEngine(), filter.data());
   memory blocked(e.blocked, cpuEngine(),
@@ -353,7 +364,7 @@ bool oneDnnConv2d(const Tensor4 &input, const Tensor4 &filter,
   memory weights = blockedFilter(*ch.small, s, filter);
   double flops = 2.0 * double(s.n * s.oh * s.ow * s.kh * s.kw * s.c * s.o);
   parallelFor(ch.count, flops / double(ch.count), [&](int64_t i) {
-    oneThread();
+    OneThread one;
     int64_t n0 = ch.first(i, s.n), n1 = ch.first(i + 1, s.n);
     const Entry &e = n1 - n0 == s.n / ch.count ? *ch.small : *ch.large;
     memory src(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
@@ -382,7 +393,7 @@ bool oneDnnConv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
   memory weights = blockedFilter(*ch.small, s, filter);
   double flops = 2.0 * double(s.n * s.oh * s.ow * s.kh * s.kw * s.c * s.o);
   parallelFor(ch.count, flops / double(ch.count), [&](int64_t i) {
-    oneThread();
+    OneThread one;
     int64_t n0 = ch.first(i, s.n), n1 = ch.first(i + 1, s.n);
     const Entry &e = n1 - n0 == s.n / ch.count ? *ch.small : *ch.large;
     memory diffSrc(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
@@ -414,7 +425,7 @@ bool oneDnnConv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
       scratch<float>(Scratch::SharedPartials, size_t(ch.count * filterSize));
   double flops = 2.0 * double(s.n * s.oh * s.ow * s.kh * s.kw * s.c * s.o);
   parallelFor(ch.count, flops / double(ch.count), [&](int64_t i) {
-    oneThread();
+    OneThread one;
     int64_t n0 = ch.first(i, s.n), n1 = ch.first(i + 1, s.n);
     const Entry &e = n1 - n0 == s.n / ch.count ? *ch.small : *ch.large;
     memory src(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
@@ -482,7 +493,7 @@ bool oneDnnSgemm(View2D<const float> a, View2D<const float> b, View2D<float> c,
   if (!rowMajorOperand(a, ta, lda) || !rowMajorOperand(b, tb, ldb) ||
       !rowMajorOperand(View2D<const float>(c), tc, ldc) || tc != 'N')
     return false;
-  oneThread();
+  OneThread one;
   if (ta == 'T' && tb == 'N' && lda > ldb) {
     // A^T B where A's rows are longer than B's (X^T dY of a 1024-wide
     // layer's input): oneDNN packs such an A^T slowly (105 GFLOP/s for

@@ -18,8 +18,11 @@
 // therefore bit-identical for any thread count, as the runtime's own
 // kernels' (not bit-identical to them: another summation order).
 //
-// ESTC_ONEDNN_CONV=0 in the environment (or estc_runtime_set_onednn_conv(0))
-// turns the path off; every call then runs the runtime's own kernels.
+// The float GEMM tiles of runtime/cpu/Gemm.cpp go to oneDNN's sgemm the
+// same way (oneDnnSgemm below), one tile per call.
+//
+// ESTC_USE_ONEDNN=0 in the environment (or estc_runtime_set_onednn(0))
+// turns both off; every call then runs the runtime's own kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_RUNTIME_CPU_ONEDNNCONV_H

@@ -583,6 +583,25 @@ TEST(RuntimeConv2D, OneDnnPathOnlyWhereItApplies) {
   estc_runtime_set_onednn(-1);
 }
 
+#if ESTC_TEST_OPENMP
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads(void);
+
+// oneDNN runs one thread per call (OpenMP's team size of the calling thread
+// set to 1 around it); a caller's own OpenMP setting survives the call.
+TEST(RuntimeConv2D, OneDnnPathKeepsTheCallersOpenMpSetting) {
+  ThreadsGuard threads(1);
+  ASSERT_EQ(1, estc_runtime_set_onednn(1));
+  omp_set_num_threads(3);
+  size_t before = estc_runtime_onednn_conv_calls();
+  ConvRun run(oneDnnCases()[1]);
+  run.forward();
+  EXPECT_EQ(before + 1, estc_runtime_onednn_conv_calls());
+  EXPECT_EQ(3, omp_get_max_threads());
+  estc_runtime_set_onednn(-1);
+}
+#endif
+
 TEST(RuntimeConv2D, NoAllocationAfterWarmUp) {
   ThreadsGuard threads(1);
   const Layout R = Layout::RowMajor;
