@@ -151,10 +151,16 @@ void BM_AttentionSoftmax(benchmark::State &state, bool fused, bool train) {
 }
 
 void layerNormArgs(benchmark::internal::Benchmark *b) {
-  b->Args({4096, 768})->Args({16384, 256})->Args({1024, 4096});
+  // BERT-base's, a wide and a tall one; BERT-mini's (4096 tokens x 256, the
+  // shape of bench/toolbox_bench --part=bert).
+  b->Args({4096, 768})
+      ->Args({16384, 256})
+      ->Args({1024, 4096})
+      ->Args({4096, 256});
 }
 void attentionArgs(benchmark::internal::Benchmark *b) {
-  b->Args({8, 12, 128})->Args({2, 8, 512});
+  // and BERT-mini's at batch 32 (bench/toolbox_bench --part=bert).
+  b->Args({8, 12, 128})->Args({2, 8, 512})->Args({32, 4, 128});
 }
 
 } // namespace

@@ -165,8 +165,9 @@ int main(int argc, char **argv) {
   std::optional<int64_t> batchFlag;
   flags::FlagParser parser("toolbox_bench",
                            "Issue 28's models through Estimator::train: the "
-                           "ResNet-style Fashion-MNIST model.");
-  parser.add(Flag("part", &part, "what to measure").choices({"resnet"}));
+                           "ResNet-style Fashion-MNIST model and BERT-mini.");
+  parser.add(
+      Flag("part", &part, "what to measure").choices({"resnet", "bert"}));
   parser.add(Flag("threads", &threadList, "thread counts, comma-separated")
                  .value_name("N,..."));
   parser.add(

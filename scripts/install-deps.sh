@@ -13,6 +13,7 @@ PACKAGES=(
   libcpp-httplib-dev rapidjson-dev curl wrk
   libhdf5-dev libzip-dev
   libgloo-dev libopenmpi-dev openmpi-bin
+  libdnnl-dev
 )
 # Extra package groups, selected by flags.
 # The peer for benchmarks: libtorch, with OpenBLAS (not the reference BLAS).

@@ -20,7 +20,8 @@
 // channels 8 or more), all three use Winograd's minimal filtering along W
 // instead (section "Winograd along the rows"). A 1x1 convolution without stride
 // or padding is a plain matrix product, left to the blocked GEMM
-// (runtime/cpu/Gemm.h).
+// (runtime/cpu/Gemm.h). Calls with both channel counts multiples of 16 go to
+// oneDNN where the runtime has it (runtime/cpu/OneDnnConv.h).
 //
 // Determinism: every split below is a function of the shapes, never of the
 // thread count, and every reduction runs in a fixed order within one task:
@@ -39,6 +40,7 @@
 #include "runtime/cpu/ConvTiles.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cpu/OneDnnConv.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
@@ -1134,6 +1136,8 @@ void conv2d(const Tensor4 &input, const Tensor4 &filter, const Tensor4 &output,
   int64_t pixels = g.pixels();
   if (pixels == 0 || g.o == 0)
     return;
+  if (epilogue.empty() && oneDnnConv2d(input, filter, output, p))
+    return;
   if (useWinograd(g))
     return winogradForward(g, input, filter, output, epilogue);
   PackedFilter w = packForward(filter, g, epilogue);
@@ -1186,6 +1190,8 @@ void conv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
     return;
   }
   if (g.n == 0 || g.h == 0 || g.w == 0 || g.c == 0)
+    return;
+  if (oneDnnConv2dBackpropInput(filter, gradOutput, gradInput, p))
     return;
   if (useWinogradInputGrad(g, gradOutput))
     return winogradInputGrad(g, filter, gradOutput, gradInput);
@@ -1264,6 +1270,9 @@ void conv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
   Geometry g =
       geometry("estc_conv2d_backprop_filter", input, gradFilter, gradOutput, p);
   bool pointwise = isPointwise(g, input);
+  if (!pointwise &&
+      oneDnnConv2dBackpropFilter(input, gradOutput, gradFilter, p))
+    return;
   if (!pointwise && g.n > 0 && useWinogradFilterGrad(g)) {
     if (g.kw == 3)
       return winogradFilterGrad<3>(g, input, gradOutput, gradFilter);

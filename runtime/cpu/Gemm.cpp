@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/OneDnnConv.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <Eigen/Core>
@@ -200,9 +201,12 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
   }
   if (m == 1 && (b.cs == 1 || n == 1))
     return gemvRowMajor(a, b, c, accumulate);
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (std::is_same_v<T, float>) {
     if (m * n * k <= kSmallGemm)
       return gemmSmall(a, b, c, accumulate);
+    if (oneDnnSgemm(a, b, c, accumulate))
+      return;
+  }
 
   Index ld;
   if (asColMajor(c, ld)) {

@@ -31,7 +31,11 @@ template <typename T> struct View2D {
 constexpr int64_t kSmallGemm = 32 * 32 * 32;
 
 /// c = a * b, or c += a * b when `accumulate`. Runs on the calling thread and
-/// uses its scratch (Scratch::Gemm*); never allocates after warm-up.
+/// uses its scratch (Scratch::Gemm*); never allocates after warm-up. float
+/// products with unit-stride operands and a row-major c go to oneDNN's sgemm
+/// when the runtime has it (runtime/cpu/OneDnnConv.h; faster on this
+/// project's AVX-512 CPU, docs/results.md), which packs into its own heap
+/// buffers.
 /// Operands with a unit stride in either dimension are used in place; others
 /// are copied first. The result depends only on the operands' values and
 /// shapes, never on where they live or which thread runs it.

@@ -120,6 +120,13 @@ ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_backprop_filter_f32(
     estc::rt::MemRef<float, 4> *grad_filter, int64_t stride_h, int64_t stride_w,
     int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
 
+/// Whether the f32 convolutions and GEMM tiles may hand a call to oneDNN
+/// (runtime/cpu/OneDnnConv.h): 1 yes, 0 no, -1 the default (yes unless
+/// ESTC_USE_ONEDNN=0 in the environment). Returns 1 when the runtime was
+/// built with oneDNN, else 0 (the setting then changes nothing). Must not be
+/// called while a kernel is running on another thread.
+ESTC_RT_EXPORT int estc_runtime_set_onednn(int enable);
+
 // --- Diagnostics -------------------------------------------------------------
 
 /// Bytes of scratch memory the runtime holds, over all threads. Constant once
@@ -132,6 +139,12 @@ ESTC_RT_EXPORT size_t estc_runtime_scratch_bytes(void);
 /// same calls give the same count for any thread count (tests use it to check
 /// that compiled loops reach the pool).
 ESTC_RT_EXPORT size_t estc_runtime_parallel_loops_split(void);
+
+/// How many convolution calls / GEMM tiles oneDNN ran (runtime/cpu/
+/// OneDnnConv.h), over the process (tests use them to check which calls
+/// take that path).
+ESTC_RT_EXPORT size_t estc_runtime_onednn_conv_calls(void);
+ESTC_RT_EXPORT size_t estc_runtime_onednn_gemm_calls(void);
 
 /// The instruction set the kernels were compiled for: "avx512", "avx2" or
 /// "generic" (CMake option ESTC_KERNEL_ISA).

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/KernelImpl.h"
+#include "runtime/cpu/OneDnnConv.h"
 #include "runtime/cpu/Parallel.h"
 
 #include <algorithm>
@@ -22,6 +23,13 @@ namespace {
 /// the repacking of shared panels starts to cost more than balance gains.
 constexpr double kMinTileFlops = 4e6;
 constexpr int64_t kMaxTiles = 32;
+/// The same for float products whose tiles oneDNN's sgemm runs
+/// (runtime/cpu/OneDnnConv.h): it packs both operands on every call, so the
+/// small tiles of a long product (a weight gradient X^T dY, K = 4096) ran
+/// at 95 GFLOP/s where 8 tiles of at least 32 MFLOP run at 130
+/// (docs/results.md "BERT-mini training step (issue 28)").
+constexpr double kMinOneDnnTileFlops = 32e6;
+constexpr int64_t kMaxOneDnnTiles = 8;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -32,10 +40,11 @@ struct TilePlan {
 
 /// Splits an M x N result (depth K) into about flops / kMinTileFlops tiles,
 /// as square as the shape allows, with edges multiple of 16.
-TilePlan planTiles(int64_t m, int64_t n, int64_t k) {
+TilePlan planTiles(int64_t m, int64_t n, int64_t k, bool oneDnn) {
   double flops = 2.0 * double(m) * double(n) * double(k);
-  int64_t want =
-      std::clamp<int64_t>(int64_t(flops / kMinTileFlops), 1, kMaxTiles);
+  int64_t want = std::clamp<int64_t>(
+      int64_t(flops / (oneDnn ? kMinOneDnnTileFlops : kMinTileFlops)), 1,
+      oneDnn ? kMaxOneDnnTiles : kMaxTiles);
   int64_t mTiles = std::clamp<int64_t>(
       std::llround(std::sqrt(double(want) * double(m) /
                              double(std::max<int64_t>(n, 1)))),
@@ -93,7 +102,10 @@ void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
     }
     return;
   }
-  TilePlan plan = planTiles(m, n, k);
+  // The plan depends on the shapes and on whether oneDNN runs the tiles
+  // (a setting of the process), never on the thread count.
+  TilePlan plan =
+      planTiles(m, n, k, std::is_same_v<T, float> && oneDnnSgemmEnabled());
   int64_t tilesPerBatch = plan.mTiles * plan.nTiles;
   double flopsPerTile =
       2.0 * double(plan.mBlock) * double(plan.nBlock) * double(k);

@@ -232,6 +232,23 @@ template <typename T> void checkMatmul() {
 TEST(RuntimeMatmul, F32MatchesNaiveLoops) { checkMatmul<float>(); }
 TEST(RuntimeMatmul, F64MatchesNaiveLoops) { checkMatmul<double>(); }
 
+// The f32 GEMM tiles with unit-stride operands go to oneDNN's sgemm when the
+// runtime has it (runtime/cpu/OneDnnConv.h); the others, and every tile when
+// it is turned off, to Eigen. Both must match the naive loops.
+TEST(RuntimeMatmul, F32OnOneDnnAndOffMatchNaiveLoops) {
+  bool built = estc_runtime_set_onednn(1) != 0;
+  size_t before = estc_runtime_onednn_gemm_calls();
+  checkMatmul<float>();
+  if (built) {
+    EXPECT_GT(estc_runtime_onednn_gemm_calls(), before);
+  }
+  estc_runtime_set_onednn(0);
+  before = estc_runtime_onednn_gemm_calls();
+  checkMatmul<float>();
+  EXPECT_EQ(estc_runtime_onednn_gemm_calls(), before);
+  estc_runtime_set_onednn(-1);
+}
+
 TEST(RuntimeMatmul, BitIdenticalForAnyThreadCount) {
   const Layout R = Layout::RowMajor;
   const MatmulCase cases[] = {
@@ -406,6 +423,9 @@ std::vector<ConvCase> convCases() {
       {1, 100, 3, 2, 3, 1, 3, 2, 1, 1, 1, true, R, R, R},
       // 1x1 (the direct GEMM path), with and without stride.
       {2, 9, 7, 17, 1, 1, 100, 1, 1, 1, 1, false, R, R, R},
+      // More input than output channels: the filter gradient's x^T dy
+      // tiles (accumulated) take oneDNN's transposed form C^T = B^T A.
+      {2, 9, 7, 100, 1, 1, 17, 1, 1, 1, 1, false, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 2, 2, 1, 1, true, R, R, R},
       {2, 9, 7, 17, 1, 1, 3, 1, 1, 1, 1, false, P, R, P},
       // Winograd along W (stride and dilation 1 along W, 3 to 5 taps wide,
@@ -463,6 +483,9 @@ TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
       {4, 17, 17, 8, 3, 3, 16, 2, 2, 1, 1, true, R, R, R},
       {6, 30, 29, 9, 3, 4, 10, 1, 1, 1, 1, true, R, R, R},
       {8, 16, 16, 32, 1, 1, 64, 1, 1, 1, 1, false, R, R, R},
+      // oneDNN's path (4 chunks of 2 and 3 images; 4 of 16).
+      {9, 28, 28, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
+      {64, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
   };
   for (const ConvCase &t : cases) {
     for (int kernel = 0; kernel < 3; ++kernel) {
@@ -490,6 +513,94 @@ TEST(RuntimeConv2D, BitIdenticalForAnyThreadCount) {
     }
   }
 }
+
+/// Calls that take oneDNN's path (runtime/cpu/OneDnnConv.h): both channel
+/// counts multiples of 16, dense NHWC / HWIO. Odd batches (chunks of unequal
+/// size), SAME with the extra padding after, VALID that leaves the last rows
+/// unread, strides, dilations, 1x1 strided, a 5x3 filter.
+std::vector<ConvCase> oneDnnCases() {
+  const Layout R = Layout::RowMajor;
+  return {
+      {9, 28, 28, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R}, // 4 chunks
+      {7, 14, 14, 32, 3, 3, 32, 1, 1, 1, 1, true, R, R, R},
+      {4, 15, 15, 16, 3, 3, 32, 2, 2, 1, 1, true, R, R, R},
+      {3, 10, 10, 32, 1, 1, 16, 2, 2, 1, 1, false, R, R, R},
+      {2, 12, 12, 16, 3, 3, 16, 1, 1, 2, 2, true, R, R, R},
+      {2, 10, 10, 16, 3, 3, 16, 2, 2, 1, 1, false, R, R, R},
+      {2, 11, 9, 16, 5, 3, 32, 1, 2, 1, 1, true, R, R, R},
+      {5, 7, 7, 64, 3, 3, 64, 1, 1, 1, 1, true, R, R, R},
+  };
+}
+
+TEST(RuntimeConv2D, OneDnnPathMatchesNaiveLoops) {
+  ThreadsGuard threads(2);
+  if (!estc_runtime_set_onednn(1))
+    GTEST_SKIP() << "the runtime was built without oneDNN (ESTC_ONEDNN=OFF)";
+  for (const ConvCase &t : oneDnnCases()) {
+    size_t before = estc_runtime_onednn_conv_calls();
+    ConvRun run(t);
+    run.forward();
+    expectClose(run.output, run.forwardReference(), "forward " + describe(t));
+    std::vector<Ref> wantInput = run.backpropInputReference();
+    run.backpropInput();
+    expectClose(run.input, wantInput, "backprop input " + describe(t));
+    ConvRun grads(t);
+    std::vector<Ref> wantFilter = grads.backpropFilterReference();
+    grads.backpropFilter();
+    expectClose(grads.filter, wantFilter, "backprop filter " + describe(t));
+    EXPECT_EQ(before + 3, estc_runtime_onednn_conv_calls())
+        << describe(t) << ": all three kernels should have run on oneDNN";
+  }
+  estc_runtime_set_onednn(-1);
+}
+
+TEST(RuntimeConv2D, OneDnnPathOnlyWhereItApplies) {
+  ThreadsGuard threads(1);
+  if (!estc_runtime_set_onednn(1))
+    GTEST_SKIP() << "the runtime was built without oneDNN (ESTC_ONEDNN=OFF)";
+  const Layout R = Layout::RowMajor, P = Layout::Padded;
+  // Channels not multiples of 16, strided descriptors: the own kernels.
+  for (const ConvCase &t :
+       {ConvCase{2, 12, 12, 20, 5, 5, 40, 1, 1, 1, 1, true, R, R, R},
+        ConvCase{2, 12, 12, 16, 3, 3, 16, 1, 1, 1, 1, true, P, R, R}}) {
+    size_t before = estc_runtime_onednn_conv_calls();
+    ConvRun run(t);
+    run.forward();
+    run.backpropInput();
+    run.backpropFilter();
+    EXPECT_EQ(before, estc_runtime_onednn_conv_calls()) << describe(t);
+  }
+  // Turned off: the own kernels, the same results up to float32 rounding.
+  ConvCase t = oneDnnCases()[0];
+  ConvRun on(t);
+  on.forward();
+  estc_runtime_set_onednn(0);
+  size_t before = estc_runtime_onednn_conv_calls();
+  ConvRun off(t);
+  off.forward();
+  EXPECT_EQ(before, estc_runtime_onednn_conv_calls());
+  expectClose(off.output, on.forwardReference(), "forward, oneDNN off");
+  estc_runtime_set_onednn(-1);
+}
+
+#if ESTC_TEST_OPENMP
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads(void);
+
+// oneDNN runs one thread per call (OpenMP's team size of the calling thread
+// set to 1 around it); a caller's own OpenMP setting survives the call.
+TEST(RuntimeConv2D, OneDnnPathKeepsTheCallersOpenMpSetting) {
+  ThreadsGuard threads(1);
+  ASSERT_EQ(1, estc_runtime_set_onednn(1));
+  omp_set_num_threads(3);
+  size_t before = estc_runtime_onednn_conv_calls();
+  ConvRun run(oneDnnCases()[1]);
+  run.forward();
+  EXPECT_EQ(before + 1, estc_runtime_onednn_conv_calls());
+  EXPECT_EQ(3, omp_get_max_threads());
+  estc_runtime_set_onednn(-1);
+}
+#endif
 
 TEST(RuntimeConv2D, NoAllocationAfterWarmUp) {
   ThreadsGuard threads(1);
