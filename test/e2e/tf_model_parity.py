@@ -99,6 +99,8 @@ def train_tf(tf, np, build, feeds, seed, initial=None, jitter=0.0):
             a.dtype)
 
     with tf.Graph().as_default():
+        # The initial weights from a fixed seed: the same test every run.
+        tf.compat.v1.set_random_seed(seed)
         loss, train_op, placeholders = build(tf)
         variables = [v for v in tf.compat.v1.global_variables()
                      if v.dtype.base_dtype == tf.float32
