@@ -187,4 +187,21 @@ void printVariables(
   }
 }
 
+void runSgdCase(
+    JitModel &model, llvm::function_ref<void(int)> feedCase,
+    int64_t outputCount, int64_t steps,
+    const std::vector<std::pair<std::string, std::vector<double>>> &vars) {
+  int predict = functionOrDie(model, "predict");
+  feedCase(predict);
+  model.run(predict);
+  printValues("output", output(model, predict, "predictions/y"), outputCount);
+  int train = functionOrDie(model, "train");
+  for (int64_t step = 0; step < steps; ++step) {
+    feedCase(train);
+    model.run(train);
+    printValues("loss", output(model, train, "loss"), 1);
+  }
+  printVariables(model, vars);
+}
+
 } // namespace estc::tooling

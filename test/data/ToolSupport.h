@@ -113,6 +113,16 @@ void printVariables(
     JitModel &model,
     const std::vector<std::pair<std::string, std::vector<double>>> &vars);
 
+/// The run of the layer tools (attention_tool, rnn_tool) that their
+/// drivers' check_sgd_case (test/e2e/case_tool.py) reads: @predict, printing
+/// `output` (`outputCount` values of predictions/y); `steps` steps of
+/// @train, printing each `loss`; then `var NAME` of each of `vars`.
+/// `feedCase(fn)` feeds the inputs of function `fn`.
+void runSgdCase(
+    JitModel &model, llvm::function_ref<void(int)> feedCase,
+    int64_t outputCount, int64_t steps,
+    const std::vector<std::pair<std::string, std::vector<double>>> &vars);
+
 } // namespace estc::tooling
 
 #endif // ESTC_TEST_DATA_TOOLSUPPORT_H

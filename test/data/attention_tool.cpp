@@ -140,17 +140,6 @@ int main(int argc, char **argv) {
     for (const TensorSpec &spec : inputs.features)
       feed(model, fn, "features/" + spec.key, k.data[spec.key]);
   };
-  int predict = model.function_index("predict");
-  feedCase(predict);
-  model.run(predict);
-  printValues("output", output(model, predict, "predictions/y"),
-              k.batch * k.tq * out);
-  int train = functionOrDie(model, "train");
-  for (int64_t step = 0; step < k.steps; ++step) {
-    feedCase(train);
-    model.run(train);
-    printValues("loss", output(model, train, "loss"), 1);
-  }
-  printVariables(model, k.vars);
+  runSgdCase(model, feedCase, k.batch * k.tq * out, k.steps, k.vars);
   return 0;
 }

@@ -189,17 +189,7 @@ int main(int argc, char **argv) {
     if (ragged)
       feed(model, fn, "features/lengths", k.lengths);
   };
-  int predict = model.function_index("predict");
-  feedCase(predict);
-  model.run(predict);
   int64_t outCount = k.batch * outUnits * (sequences ? k.time : 1);
-  printValues("output", output(model, predict, "predictions/y"), outCount);
-  int train = functionOrDie(model, "train");
-  for (int64_t step = 0; step < k.steps; ++step) {
-    feedCase(train);
-    model.run(train);
-    printValues("loss", output(model, train, "loss"), 1);
-  }
-  printVariables(model, k.vars);
+  runSgdCase(model, feedCase, outCount, k.steps, k.vars);
   return 0;
 }
