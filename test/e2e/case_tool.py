@@ -1,9 +1,10 @@
 """What the TF drivers of test/data's case-file tools share.
 
-tf_attention_compat.py, tf_rnn_compat.py, tf_optimizer_compat.py and
-tf_model_parity.py each compute a case in TensorFlow 2.15, write it as
-`key values...` lines for their tool (test/data/ToolSupport.h reads them),
-run the tool, read back the values it prints and compare them with TF's:
+tf_attention_compat.py, tf_rnn_compat.py, tf_optimizer_compat.py,
+tf_model_parity.py and tf_metrics_compat.py each compute a case in
+TensorFlow 2.15, write it as `key values...` lines for their tool
+(test/data/ToolSupport.h reads them), run the tool, read back the values it
+prints and compare them with TF's:
 
     tf = import_tf()                  # None: print SKIP, exit 77
     run = run_case(args.tool, lines)  # CompletedProcess
@@ -41,15 +42,15 @@ def words(a):
     return " ".join(repr(float(v)) for v in np.asarray(a).reshape(-1))
 
 
-def run_case(tool, lines):
+def run_case(tool, lines, timeout=None):
     """Runs `tool` on a case file of `lines`; the CompletedProcess (text
-    stdout and stderr)."""
+    stdout and stderr). `timeout` (seconds) as subprocess.run's."""
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "tool.case")
         with open(path, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         return subprocess.run([tool, path], capture_output=True, text=True,
-                              check=False)
+                              check=False, timeout=timeout)
 
 
 def failed_run(name, tool_name, run):
