@@ -1,8 +1,8 @@
 """What the TF drivers of test/data's case-file tools share.
 
 tf_attention_compat.py, tf_rnn_compat.py, tf_optimizer_compat.py,
-tf_model_parity.py and tf_metrics_compat.py each compute a case in
-TensorFlow 2.15, write it as `key values...` lines for their tool
+tf_model_parity.py, tf_metrics_compat.py and tf_ops_compat.py each compute
+a case in TensorFlow 2.15, write it as `key values...` lines for their tool
 (test/data/ToolSupport.h reads them), run the tool, read back the values it
 prints and compare them with TF's:
 
