@@ -77,10 +77,27 @@ void readCaseFile(const std::string &path,
   }
 }
 
+namespace {
+/// The directories temporaryCacheDir() made, removed when the process
+/// exits (returning from main, or die()).
+std::vector<std::string> &cacheDirs() {
+  static std::vector<std::string> dirs;
+  static const bool registered = [] {
+    return std::atexit([] {
+             for (const std::string &dir : cacheDirs())
+               llvm::sys::fs::remove_directories(dir);
+           }) == 0;
+  }();
+  (void)registered;
+  return dirs;
+}
+} // namespace
+
 std::string temporaryCacheDir() {
   llvm::SmallString<128> dir;
   if (llvm::sys::fs::createUniqueDirectory("estc-" + toolName(), dir))
     die("cannot create a cache directory");
+  cacheDirs().push_back(std::string(dir));
   return std::string(dir);
 }
 

@@ -70,7 +70,8 @@ void readCaseFile(const std::string &path,
 
 /// A new directory under the system's temporary directory (`estc-<tool>-*`)
 /// for a JIT cache of this run's own: no object of an earlier build of the
-/// tool is reused. Dies when it cannot be created.
+/// tool is reused. It is removed when the process exits (from main or by
+/// die()). Dies when it cannot be created.
 std::string temporaryCacheDir();
 
 /// JIT-compiles `graph` as `modelName` with its cache in `cacheDir`;

@@ -5,7 +5,8 @@
 // driver can cause (bad command line, unreadable file, unknown line, a value
 // that is missing or not a number, a variable or input the model does not
 // have, a variable of another size) as one line `<tool>: error: ...` with
-// exit status 1 (2 for the command line).
+// exit status 1 (2 for the command line); the temporary JIT caches removed
+// at exit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +98,44 @@ TEST(ToolSupport, CaseErrorsAreOneLine) {
               "malformed\n$");
   EXPECT_EXIT(CaseLine("steps many").next<int64_t>(), ExitedWithCode(1),
               "line 'steps': a value is missing or malformed");
+}
+
+/// The cache directory a process that runs `body` (which records it in
+/// `record`) leaves behind, run as a death test expecting exit status
+/// `status`; empty when it did not record one.
+#define CACHE_DIR_AFTER(body, status)                                          \
+  [&] {                                                                        \
+    /* The same file here and in the death test's process, which runs the */   \
+    /* test again from its start (threadsafe: the JIT has threads). */         \
+    GTEST_FLAG_SET(death_test_style, "threadsafe");                            \
+    std::string record = ::testing::TempDir() + "tool-support-cache-dir.txt";  \
+    EXPECT_EXIT(body, ExitedWithCode(status), "");                             \
+    std::string dir;                                                           \
+    std::ifstream(record) >> dir;                                              \
+    llvm::sys::fs::remove(record);                                             \
+    return dir;                                                                \
+  }()
+
+TEST(ToolSupport, CacheDirectoryIsRemovedAtExit) {
+  std::string dir = CACHE_DIR_AFTER(
+      {
+        std::ofstream(record) << temporaryCacheDir();
+        std::exit(0);
+      },
+      0);
+  ASSERT_FALSE(dir.empty());
+  EXPECT_FALSE(llvm::sys::fs::exists(dir)) << dir;
+}
+
+TEST(ToolSupport, CacheDirectoryIsRemovedOnDie) {
+  std::string dir = CACHE_DIR_AFTER(
+      {
+        std::ofstream(record) << temporaryCacheDir();
+        die("stop");
+      },
+      1);
+  ASSERT_FALSE(dir.empty());
+  EXPECT_FALSE(llvm::sys::fs::exists(dir)) << dir;
 }
 
 TEST(ToolSupport, VariablesAndInputsByName) {
