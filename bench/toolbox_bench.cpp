@@ -53,6 +53,19 @@ using namespace estc::estimator;
 
 constexpr int64_t kExamples = 4096;
 
+/// An input_fn whose dataset yields `elements` in order, again and again.
+InputFn cycled(std::shared_ptr<const std::vector<data::Element>> elements) {
+  return [elements] {
+    return data::Dataset::from_generator([elements] {
+      auto next = std::make_shared<size_t>(0);
+      return data::Dataset::Generator(
+          [elements, next]() -> std::optional<data::Element> {
+            return (*elements)[(*next)++ % elements->size()];
+          });
+    });
+  };
+}
+
 /// kExamples random 28x28x1 images (uniform [0, 1)) and labels, `batch` at a
 /// time, cycled.
 InputFn imageInput(int64_t batch) {
@@ -72,15 +85,7 @@ InputFn imageInput(int64_t batch) {
              {{"x", TensorValue::of<float>({batch, 28, 28, 1}, x)}}),
          TensorValue::of<int64_t>({batch}, y)}));
   }
-  return [elements] {
-    return data::Dataset::from_generator([elements] {
-      auto next = std::make_shared<size_t>(0);
-      return data::Dataset::Generator(
-          [elements, next]() -> std::optional<data::Element> {
-            return (*elements)[(*next)++ % elements->size()];
-          });
-    });
-  };
+  return cycled(elements);
 }
 
 /// The BERT-mini benchmark's options (bench/tf_toolbox_peer.py's
@@ -122,15 +127,7 @@ InputFn sentenceInput(int64_t batch, const examples::BertOptions &o) {
               {"lengths", TensorValue::of<int64_t>({batch}, lengths)}}),
          TensorValue::of<int64_t>({batch}, y)}));
   }
-  return [elements] {
-    return data::Dataset::from_generator([elements] {
-      auto next = std::make_shared<size_t>(0);
-      return data::Dataset::Generator(
-          [elements, next]() -> std::optional<data::Element> {
-            return (*elements)[(*next)++ % elements->size()];
-          });
-    });
-  };
+  return cycled(elements);
 }
 
 std::string run(const std::string &part, int threads, int64_t batch,

@@ -31,24 +31,13 @@ void requireValues(const std::vector<Tensor> &tensors, const std::string &what,
   }
 }
 
-/// Two shapes that may describe the same tensor: same rank, equal where
-/// both are known.
-bool compatible(const Dims &a, const Dims &b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i])
-      return false;
-  return true;
-}
-
 /// Checks that `got[i]` matches `want[i]` in dtype and shape.
 void requireMatching(const std::vector<Tensor> &got,
                      const std::vector<Tensor> &want, const std::string &what,
                      const std::string &node) {
   for (size_t i = 0; i < got.size() && i < want.size(); ++i)
     if (got[i].dtype() != want[i].dtype() ||
-        !compatible(got[i].shape(), want[i].shape()))
+        !shape::isCompatible(got[i].shape(), want[i].shape()))
       throw GraphError(what + " '" + node + "': value #" + std::to_string(i) +
                        " is " + to_string(got[i].dtype()) + " " +
                        shapeStr(got[i].shape()) + " but must be " +

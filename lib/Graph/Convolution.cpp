@@ -34,6 +34,7 @@
 #include "lib/Graph/Ops.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace estc {
@@ -109,6 +110,35 @@ public:
     for (size_t d = 1; d < rank; ++d)
       if (input_.shape()[d] == shape::kUnknownDim)
         fail("every dimension but the batch must be known");
+  }
+
+  /// `filter` (`what`: "filters" or "filter") is `layout` ("[depth, height,
+  /// width, in, out]", one name a dimension) and, with `known`, has every
+  /// dimension known; returns its shape.
+  Dims requireFilter(const Tensor &filter, const char *what, const char *layout,
+                     bool known) const {
+    Dims f = filter.shape();
+    size_t rank = 1 + std::count(layout, layout + std::strlen(layout), ',');
+    if (f.size() != rank ||
+        (known && std::any_of(f.begin(), f.end(), [](int64_t d) {
+           return d == shape::kUnknownDim;
+         })))
+      fail(std::string(what) + " '" + filter.name() + "' must be " + layout +
+           (known ? " and known" : "") + ", got " + shape::toString(f));
+    return f;
+  }
+
+  /// The input's channels (dimension `channelAxis`) are `filter`'s dimension
+  /// `filterIn`, where both are known (as conv2d checks them).
+  void requireChannels(int64_t channelAxis, const Tensor &filter,
+                       const char *what, size_t filterIn) const {
+    int64_t channels = input_.shape()[channelAxis];
+    int64_t in = filter.shape()[filterIn];
+    if (channels != shape::kUnknownDim && in != shape::kUnknownDim &&
+        channels != in)
+      fail("input channels " + std::to_string(channels) + " do not match " +
+           what + " '" + filter.name() + "' " +
+           shape::toString(filter.shape()));
   }
 
   /// The output size of each spatial dimension of `x` (dims 1..n) for
@@ -295,14 +325,13 @@ Tensor conv1d(const Tensor &input, const Tensor &filters, int64_t stride,
   if (input.rank() != 3)
     c.fail(std::string("input must be ") + (first ? "NCW" : "NWC") +
            " (rank 3)");
-  if (filters.rank() != 3)
-    c.fail("filters '" + filters.name() + "' must be [width, in, out], got " +
-           shape::toString(filters.shape()));
-  int64_t channels = input.shape()[first ? 1 : 2];
-  if (channels != shape::kUnknownDim && channels != filters.shape()[1])
-    c.fail("input channels " + std::to_string(channels) +
-           " do not match filters '" + filters.name() + "' " +
-           shape::toString(filters.shape()));
+  // conv1d is conv2d on an inserted axis and takes what conv2d takes:
+  // unknown dimensions in the input and the filters (conv2d's shape function
+  // checks the known ones and needs the filter's width). conv3d and
+  // depthwise_conv2d slice the input per filter tap, so they need both
+  // shapes known (requireShape, requireFilter's `known`).
+  c.requireFilter(filters, "filters", "[width, in, out]", /*known=*/false);
+  c.requireChannels(first ? 1 : 2, filters, "filters", 1);
   Graph &g = input.graph();
   auto scope = c.scope(g);
   return inFormat(first, input, [&](const Tensor &x) {
@@ -322,18 +351,9 @@ Tensor conv3d(const Tensor &input, const Tensor &filters, const Dims &strides,
   c.requireWindow("strides", strides, 3);
   c.requireWindow("dilations", dilations, 3);
   c.requireShape(5, first ? "NCDHW" : "NDHWC");
-  const Dims &f = filters.shape();
-  if (filters.rank() != 5 || std::any_of(f.begin(), f.end(), [](int64_t d) {
-        return d == shape::kUnknownDim;
-      }))
-    c.fail("filters '" + filters.name() +
-           "' must be [depth, height, width, in, out] and known, got " +
-           shape::toString(f));
-  int64_t channels = input.shape()[first ? 1 : 4];
-  if (channels != f[3])
-    c.fail("input channels " + std::to_string(channels) +
-           " do not match filters '" + filters.name() + "' " +
-           shape::toString(f));
+  Dims f = c.requireFilter(filters, "filters",
+                           "[depth, height, width, in, out]", /*known=*/true);
+  c.requireChannels(first ? 1 : 4, filters, "filters", 3);
   Graph &g = input.graph();
   auto scope = c.scope(g);
   return inFormat(first, input, [&](const Tensor &x) {
@@ -393,13 +413,8 @@ Tensor conv3d_transpose(const Tensor &input, const Tensor &filters,
   c.requireWindow("strides", strides, 3);
   c.requireWindow("dilations", dilations, 3);
   c.requireShape(5, first ? "NCDHW" : "NDHWC");
-  const Dims &f = filters.shape();
-  if (filters.rank() != 5 || std::any_of(f.begin(), f.end(), [](int64_t d) {
-        return d == shape::kUnknownDim;
-      }))
-    c.fail("filters '" + filters.name() +
-           "' must be [depth, height, width, out, in] and known, got " +
-           shape::toString(f));
+  Dims f = c.requireFilter(filters, "filters",
+                           "[depth, height, width, out, in]", /*known=*/true);
   if (output_shape.size() != 5)
     c.fail("output_shape must have 5 values, got " +
            shape::toString(output_shape));
@@ -472,18 +487,9 @@ Tensor depthwise_conv2d(const Tensor &input, const Tensor &filter,
   c.requireWindow("strides", strides, 2);
   c.requireWindow("dilations", dilations, 2);
   c.requireShape(4, first ? "NCHW" : "NHWC");
-  const Dims &f = filter.shape();
-  if (filter.rank() != 4 || std::any_of(f.begin(), f.end(), [](int64_t d) {
-        return d == shape::kUnknownDim;
-      }))
-    c.fail("filter '" + filter.name() +
-           "' must be [height, width, in, multiplier] and known, got " +
-           shape::toString(f));
-  int64_t channels = input.shape()[first ? 1 : 3];
-  if (channels != f[2])
-    c.fail("input channels " + std::to_string(channels) +
-           " do not match filter '" + filter.name() + "' " +
-           shape::toString(f));
+  c.requireFilter(filter, "filter", "[height, width, in, multiplier]",
+                  /*known=*/true);
+  c.requireChannels(first ? 1 : 3, filter, "filter", 2);
   Graph &g = input.graph();
   auto scope = c.scope(g);
   return inFormat(first, input, [&](const Tensor &x) {

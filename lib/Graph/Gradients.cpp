@@ -18,16 +18,6 @@ std::string describe(const Tensor &t) {
               : std::string("(no value)"));
 }
 
-/// Same rank, and equal sizes where both are known.
-bool compatible(const Dims &a, const Dims &b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i] && a[i] != -1 && b[i] != -1)
-      return false;
-  return true;
-}
-
 /// Checks that every tensor of `list` (named `what`[i] in errors, for
 /// function `fn`) is a float tensor of one graph, returns that graph.
 /// `sameDType`: all of one dtype.
@@ -73,7 +63,7 @@ std::vector<Tensor> gradients(const std::vector<Tensor> &ys,
     checkFloats("gradients", "grad_ys", grad_ys, /*sameDType=*/true, &g);
     for (size_t i = 0; i < ys.size(); ++i)
       if (grad_ys[i].dtype() != ys[i].dtype() ||
-          !compatible(grad_ys[i].shape(), ys[i].shape()))
+          !shape::isCompatible(grad_ys[i].shape(), ys[i].shape()))
         throw GraphError("gradients: grad_ys[" + std::to_string(i) + "] " +
                          describe(grad_ys[i]) + " does not match ys[" +
                          std::to_string(i) + "] " + describe(ys[i]));

@@ -326,9 +326,7 @@ ShapeOr batchNorm(const Dims &x, const Dims &scale, const Dims &offset,
   Dims channels = {x[*a]};
   for (const auto &[what, dims] :
        {std::pair{"scale", &scale}, {"offset", &offset}}) {
-    bool ok = dims->size() == 1 && (!known(channels[0]) || !known((*dims)[0]) ||
-                                    channels[0] == (*dims)[0]);
-    if (!ok)
+    if (!isCompatible(*dims, channels))
       return fail(what, " ", toString(*dims), " must have the shape ",
                   toString(channels), " of x's channel dim ", *a);
   }
@@ -727,11 +725,7 @@ ShapeOr layerNorm(const Dims &x, const Dims &gamma, const Dims &beta,
   Dims expected(x.begin() + *params, x.end());
   for (const auto &[what, dims] :
        {std::pair{"gamma", &gamma}, {"beta", &beta}}) {
-    bool ok = dims->size() == expected.size();
-    for (size_t i = 0; ok && i < expected.size(); ++i)
-      ok = !known(expected[i]) || !known((*dims)[i]) ||
-           expected[i] == (*dims)[i];
-    if (!ok)
+    if (!isCompatible(*dims, expected))
       return fail(what, " ", toString(*dims), " must have the shape ",
                   toString(expected), " of x's dims from ", *params);
   }

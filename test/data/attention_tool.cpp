@@ -18,29 +18,20 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver/GraphCompiler.h"
+#include "test/data/ToolSupport.h"
+
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 
-#include "llvm/Support/FileSystem.h"
-
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <set>
-#include <sstream>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "attention_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Case {
   std::string layer;
@@ -53,9 +44,6 @@ struct Case {
 };
 
 Case readCase(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    die("cannot read " + path);
   Case k;
   std::map<std::string, int64_t *> ints = {
       {"batch", &k.batch},    {"tq", &k.tq},
@@ -63,57 +51,35 @@ Case readCase(const std::string &path) {
       {"dv", &k.dv},          {"heads", &k.heads},
       {"key_dim", &k.keyDim}, {"value_dim", &k.valueDim},
       {"steps", &k.steps},    {"output_shape", &k.outputShape}};
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key))
-      continue;
-    auto numbers = [&] {
-      std::vector<double> v;
-      double d;
-      while (words >> d)
-        v.push_back(d);
-      return v;
-    };
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
     if (key == "layer") {
-      words >> k.layer;
+      k.layer = line.next<std::string>();
     } else if (ints.count(key)) {
-      words >> *ints[key];
+      *ints[key] = line.next<int64_t>();
     } else if (key == "lr") {
-      words >> k.lr;
+      k.lr = line.next<double>();
     } else if (key == "flags") {
-      std::string f;
-      while (words >> f)
+      for (const std::string &f : line.rest())
         k.flags.insert(f);
     } else if (key == "q" || key == "v" || key == "k" || key == "mask" ||
                key == "c") {
-      k.data[key] = numbers();
+      k.data[key] = line.numbers();
     } else if (key == "var") {
-      std::string name;
-      words >> name;
-      k.vars.emplace_back(name, numbers());
+      std::string name = line.next<std::string>();
+      k.vars.emplace_back(name, line.numbers());
     } else {
-      die("unknown line '" + key + "'");
+      line.unknown();
     }
-  }
+  });
   return k;
-}
-
-void print(const std::string &what, const float *data, int64_t n) {
-  std::cout << what;
-  std::cout.precision(9);
-  for (int64_t i = 0; i < n; ++i)
-    std::cout << " " << data[i];
-  std::cout << "\n";
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    die("usage: attention_tool CASE_FILE");
-  Case k = readCase(argv[1]);
+  Case k = readCase(
+      initTool("attention_tool", argc, argv, "attention_tool CASE_FILE"));
   bool hasKey = k.flags.count("key") != 0;
   bool hasMask = k.flags.count("mask") != 0;
   InputSpec inputs;
@@ -165,63 +131,15 @@ int main(int argc, char **argv) {
         return s;
       });
 
-  llvm::SmallString<128> cache;
-  llvm::sys::fs::createUniqueDirectory("estc-attention-tool", cache);
-  JitOptions options;
-  options.cacheDir = std::string(cache);
-  JitCompiler jit(options);
-  auto compiled = jitCompileGraph(jit, def, "Attention", [](llvm::StringRef w) {
-    std::cerr << "warning: " << w.str() << "\n";
-  });
-  if (!compiled)
-    die(llvm::toString(compiled.takeError()));
-  JitModel &model = **compiled;
+  std::unique_ptr<JitModel> compiled = compileOrDie(def, "Attention");
+  JitModel &model = *compiled;
   model.run(model.function_index("init"));
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    if (v < 0)
-      die("the model has no variable '" + name + "'");
-    int64_t n = model.variable_bytes(v) / 4;
-    if (n != static_cast<int64_t>(values.size()))
-      die("variable '" + name + "' has " + std::to_string(n) +
-          " elements, the case " + std::to_string(values.size()));
-    auto *data = static_cast<float *>(model.variable_data(v));
-    for (int64_t i = 0; i < n; ++i)
-      data[i] = static_cast<float>(values[i]);
-  }
+  setVariables(model, k.vars);
   model.set_batch(k.batch);
-  auto feed = [&](int fn) {
-    for (const TensorSpec &spec : inputs.features) {
-      const std::string &name = spec.key;
-      int index = model.input_index(fn, "features/" + name);
-      auto *xs = static_cast<float *>(model.input_data(fn, index));
-      const std::vector<double> &values = k.data[name];
-      for (size_t i = 0; i < values.size(); ++i)
-        xs[i] = static_cast<float>(values[i]);
-    }
+  auto feedCase = [&](int fn) {
+    for (const TensorSpec &spec : inputs.features)
+      feed(model, fn, "features/" + spec.key, k.data[spec.key]);
   };
-  int predict = model.function_index("predict");
-  feed(predict);
-  model.run(predict);
-  print("output",
-        static_cast<const float *>(model.output_data(
-            predict, model.output_index(predict, "predictions/y"))),
-        k.batch * k.tq * out);
-  int train = model.function_index("train");
-  if (train < 0)
-    die("@train was not compiled");
-  for (int64_t step = 0; step < k.steps; ++step) {
-    feed(train);
-    model.run(train);
-    print("loss",
-          static_cast<const float *>(
-              model.output_data(train, model.output_index(train, "loss"))),
-          1);
-  }
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    print("var " + name, static_cast<const float *>(model.variable_data(v)),
-          static_cast<int64_t>(values.size()));
-  }
+  runSgdCase(model, feedCase, k.batch * k.tq * out, k.steps, k.vars);
   return 0;
 }

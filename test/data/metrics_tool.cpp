@@ -21,32 +21,24 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver/GraphCompiler.h"
+#include "test/data/ToolSupport.h"
+
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
 
-#include "llvm/Support/FileSystem.h"
-
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "metrics_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Sizes {
   int64_t C = 0, L = 0, K = 0, D = 0;
@@ -163,22 +155,12 @@ graph::GraphDef buildGraph(const Sizes &s, std::vector<std::string> &keys) {
 }
 
 /// Copies `values` into input `key` of @eval as its dtype.
-void feed(JitModel &model, int fn, const std::string &key,
-          const std::vector<double> &values, int64_t expected) {
+void feedExactly(JitModel &model, int fn, const std::string &key,
+                 const std::vector<double> &values, int64_t expected) {
   if (static_cast<int64_t>(values.size()) != expected)
     die("feature '" + key + "' has " + std::to_string(values.size()) +
         " values, expected " + std::to_string(expected));
-  int input = model.input_index(fn, key);
-  if (input < 0)
-    die("@eval has no input '" + key + "'");
-  const rt::TensorSpec &t = model.spec().functions[fn].inputs[input];
-  void *data = model.input_data(fn, input);
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (t.dtype == rt::DType::I64)
-      static_cast<int64_t *>(data)[i] = static_cast<int64_t>(values[i]);
-    else
-      static_cast<float *>(data)[i] = static_cast<float>(values[i]);
-  }
+  feed(model, fn, key, values);
 }
 
 void printMetric(JitModel &model, int fn, const std::string &key) {
@@ -202,43 +184,25 @@ void printMetric(JitModel &model, int fn, const std::string &key) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    die("usage: metrics_tool CASE_FILE");
-  std::ifstream in(argv[1]);
-  if (!in)
-    die(std::string("cannot read ") + argv[1]);
+  std::string path =
+      initTool("metrics_tool", argc, argv, "metrics_tool CASE_FILE");
   Sizes s;
   std::unique_ptr<JitModel> model;
   std::vector<std::string> keys;
   std::map<std::string, std::vector<double>> batch;
   int64_t n = 0, step = 0;
   int eval = -1, values = -1;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key))
-      continue;
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
     if (key == "sizes") {
-      words >> s.C >> s.L >> s.K >> s.D;
-      graph::GraphDef def = buildGraph(s, keys);
-      llvm::SmallString<128> cache;
-      llvm::sys::fs::createUniqueDirectory("estc-metrics-tool", cache);
-      JitOptions options;
-      options.cacheDir = std::string(cache);
-      JitCompiler jit(options);
-      auto compiled =
-          jitCompileGraph(jit, def, "Metrics", [](llvm::StringRef w) {
-            std::cerr << "warning: " << w.str() << "\n";
-          });
-      if (!compiled)
-        die(llvm::toString(compiled.takeError()));
-      model = std::move(*compiled);
+      for (int64_t *d : {&s.C, &s.L, &s.K, &s.D})
+        *d = line.next<int64_t>();
+      model = compileOrDie(buildGraph(s, keys), "Metrics");
       model->reset_local_variables();
       eval = model->function_index("eval");
       values = model->function_index("eval_metrics");
     } else if (key == "batch") {
-      words >> n;
+      n = line.next<int64_t>();
       batch.clear();
     } else if (key == "end") {
       if (!model)
@@ -262,7 +226,7 @@ int main(int argc, char **argv) {
       for (const auto &[input, width] : widths) {
         std::string name =
             input == "labels" ? input : input.substr(std::strlen("features/"));
-        feed(*model, eval, input, batch[name], n * width);
+        feedExactly(*model, eval, input, batch[name], n * width);
       }
       model->run(eval);
       model->run(values);
@@ -270,11 +234,8 @@ int main(int argc, char **argv) {
       for (const std::string &k : keys)
         printMetric(*model, values, k);
     } else {
-      std::vector<double> v;
-      for (double d; words >> d;)
-        v.push_back(d);
-      batch[key] = std::move(v);
+      batch[key] = line.numbers();
     }
-  }
+  });
   return 0;
 }

@@ -22,26 +22,18 @@
 #include "examples/fashion_mnist/ResNetModel.h"
 #include "examples/sst2/Bert.h"
 
-#include "compiler/Driver/GraphCompiler.h"
+#include "test/data/ToolSupport.h"
+
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Train.h"
 
-#include "llvm/Support/FileSystem.h"
-
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "model_parity_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Case {
   std::string model;
@@ -57,50 +49,32 @@ struct Case {
 };
 
 Case readCase(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    die("cannot read " + path);
   Case k;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key))
-      continue;
-    auto numbers = [&] {
-      std::vector<double> v;
-      double d;
-      while (words >> d)
-        v.push_back(d);
-      return v;
-    };
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
     if (key == "model") {
-      words >> k.model;
+      k.model = line.next<std::string>();
     } else if (key == "batch") {
-      words >> k.batch;
+      k.batch = line.next<int64_t>();
     } else if (key == "steps") {
-      words >> k.steps;
+      k.steps = line.next<int64_t>();
     } else if (key == "option") {
-      std::string name;
-      double v = 0;
-      words >> name >> v;
-      k.options[name] = v;
+      std::string name = line.next<std::string>();
+      k.options[name] = line.next<double>();
     } else if (key == "boundaries") {
-      k.boundaries = numbers();
+      k.boundaries = line.numbers();
     } else if (key == "values") {
-      k.values = numbers();
+      k.values = line.numbers();
     } else if (key == "var") {
-      std::string name;
-      words >> name;
-      k.vars.emplace_back(name, numbers());
+      std::string name = line.next<std::string>();
+      k.vars.emplace_back(name, line.numbers());
     } else if (key == "x" || key == "y" || key == "lengths") {
-      int64_t step = 0;
-      words >> step;
-      (key == "x" ? k.x : key == "y" ? k.y : k.lengths)[step] = numbers();
+      int64_t step = line.next<int64_t>();
+      (key == "x" ? k.x : key == "y" ? k.y : k.lengths)[step] = line.numbers();
     } else {
-      die("unknown line '" + key + "'");
+      line.unknown();
     }
-  }
+  });
   return k;
 }
 
@@ -168,72 +142,34 @@ graph::GraphDef bertGraph(const Case &k) {
   return g.graph_def();
 }
 
-template <typename T>
-void feed(JitModel &model, int fn, const std::string &key,
-          const std::vector<double> &values) {
-  auto *data =
-      static_cast<T *>(model.input_data(fn, model.input_index(fn, key)));
-  for (size_t i = 0; i < values.size(); ++i)
-    data[i] = static_cast<T>(values[i]);
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    die("usage: model_parity_tool CASE_FILE");
-  Case k = readCase(argv[1]);
+  Case k = readCase(
+      initTool("model_parity_tool", argc, argv, "model_parity_tool CASE_FILE"));
   if (k.model != "resnet" && k.model != "bert")
     die("unknown model '" + k.model + "' (resnet, bert)");
   graph::GraphDef def = k.model == "resnet" ? resnetGraph(k) : bertGraph(k);
 
-  llvm::SmallString<128> cache;
-  if (llvm::sys::fs::createUniqueDirectory("estc-parity-tool", cache))
-    die("cannot create a cache directory");
-  JitOptions options;
-  options.cacheDir = std::string(cache);
-  JitCompiler jit(options);
-  auto compiled = jitCompileGraph(jit, def, "Parity", [](llvm::StringRef w) {
-    std::cerr << "warning: " << w.str() << "\n";
-  });
-  if (!compiled)
-    die(llvm::toString(compiled.takeError()));
-  JitModel &model = **compiled;
+  std::unique_ptr<JitModel> compiled = compileOrDie(def, "Parity");
+  JitModel &model = *compiled;
   model.run(model.function_index("init"));
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    int64_t n = model.variable_bytes(v) / 4;
-    if (n != static_cast<int64_t>(values.size()))
-      die("variable '" + name + "' has " + std::to_string(n) +
-          " elements, the case " + std::to_string(values.size()));
-    auto *data = static_cast<float *>(model.variable_data(v));
-    for (int64_t i = 0; i < n; ++i)
-      data[i] = static_cast<float>(values[i]);
-  }
-  int train = model.function_index("train");
+  setVariables(model, k.vars);
+  int train = functionOrDie(model, "train");
   model.set_batch(k.batch);
   std::cout.precision(9);
   for (int64_t step = 0; step < k.steps; ++step) {
     if (k.model == "resnet") {
-      feed<float>(model, train, "features/x", k.x.at(step));
+      feed(model, train, "features/x", k.x.at(step));
     } else {
-      feed<int64_t>(model, train, "features/input_ids", k.x.at(step));
-      feed<int64_t>(model, train, "features/lengths", k.lengths.at(step));
+      feed(model, train, "features/input_ids", k.x.at(step));
+      feed(model, train, "features/lengths", k.lengths.at(step));
     }
-    feed<int64_t>(model, train, "labels", k.y.at(step));
+    feed(model, train, "labels", k.y.at(step));
     model.run(train);
-    std::cout << "loss " << step << " "
-              << *static_cast<const float *>(model.output_data(
-                     train, model.output_index(train, "loss")))
+    std::cout << "loss " << step << " " << *output(model, train, "loss")
               << "\n";
   }
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    const auto *data = static_cast<const float *>(model.variable_data(v));
-    std::cout << "var " << name;
-    for (size_t i = 0; i < values.size(); ++i)
-      std::cout << " " << data[i];
-    std::cout << "\n";
-  }
+  printVariables(model, k.vars);
   return 0;
 }

@@ -24,20 +24,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "test/data/OpCases.h"
+#include "test/data/ToolSupport.h"
 
-#include "compiler/Driver/GraphCompiler.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 
-#include "llvm/Support/FileSystem.h"
-
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace estc::opcases {
 std::map<std::string, Build> &registry() {
@@ -53,11 +51,6 @@ Registrar::Registrar(const char *name, Build build) {
 } // namespace estc::opcases
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "ops_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Array {
   DType dtype = DType::Float32;
@@ -90,27 +83,17 @@ DType parseDType(const std::string &s) {
   die("unknown dtype '" + s + "'");
 }
 
-Array readArray(std::istringstream &words, DType dtype) {
+Array readArray(CaseLine &line, DType dtype) {
   Array a;
   a.dtype = dtype;
-  int64_t rank = 0, n = 1;
-  words >> rank;
+  int64_t rank = line.next<int64_t>(), n = 1;
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t d = 0;
-    words >> d;
-    a.shape.push_back(d);
-    n *= d;
+    a.shape.push_back(line.next<int64_t>());
+    n *= a.shape.back();
   }
-  // strtod, not operator>>: it reads the "nan", "inf" and "-inf" the
-  // driver prints for non-finite inputs.
-  std::string word;
-  while (words >> word) {
-    char *end = nullptr;
-    double v = std::strtod(word.c_str(), &end);
-    if (end == word.c_str() || *end != '\0')
-      die("'" + word + "' is not a number");
-    a.values.push_back(v);
-  }
+  // numbers() reads the "nan", "inf" and "-inf" the driver prints for
+  // non-finite inputs.
+  a.values = line.numbers();
   if (static_cast<int64_t>(a.values.size()) != n)
     die("an array of " + std::to_string(n) + " elements has " +
         std::to_string(a.values.size()) + " values");
@@ -118,38 +101,31 @@ Array readArray(std::istringstream &words, DType dtype) {
 }
 
 std::vector<Case> readCases(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    die("cannot read " + path);
   std::vector<Case> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key) || key == "end")
-      continue;
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
+    if (key == "end")
+      return;
     if (key == "case") {
       cases.emplace_back();
-      words >> cases.back().name;
-      continue;
+      cases.back().name = line.next<std::string>();
+      return;
     }
     if (cases.empty())
       die("'" + key + "' before the first case");
     Case &c = cases.back();
     if (key == "input") {
-      std::string dtype;
-      int grad = 0;
-      words >> dtype >> grad;
-      c.inputs.push_back(readArray(words, parseDType(dtype)));
+      DType dtype = parseDType(line.next<std::string>());
+      int grad = line.next<int>();
+      c.inputs.push_back(readArray(line, dtype));
       c.grad.push_back(grad != 0);
     } else if (key == "weights") {
-      int k = 0;
-      words >> k;
-      c.weights[k] = readArray(words, DType::Float32);
+      int k = line.next<int>();
+      c.weights[k] = readArray(line, DType::Float32);
     } else {
-      die("unknown line '" + key + "'");
+      line.unknown();
     }
-  }
+  });
   return cases;
 }
 
@@ -236,31 +212,10 @@ graph::GraphDef buildModel(std::vector<Case> &all,
   return g.graph_def();
 }
 
-template <typename T> void fill(void *data, const std::vector<double> &v) {
-  auto *p = static_cast<T *>(data);
-  for (size_t i = 0; i < v.size(); ++i)
-    p[i] = static_cast<T>(v[i]);
-}
-
-void feed(JitModel &model, int fn, const std::string &key, const Array &a) {
-  int index = model.find_input(fn, "features/" + key);
-  if (index < 0)
-    return; // not used by this function
-  void *data = model.input_data(fn, index);
-  switch (a.dtype) {
-  case DType::Float32:
-    return fill<float>(data, a.values);
-  case DType::Float64:
-    return fill<double>(data, a.values);
-  case DType::Int32:
-    return fill<int32_t>(data, a.values);
-  case DType::Int64:
-    return fill<int64_t>(data, a.values);
-  case DType::Bool:
-    return fill<bool>(data, a.values);
-  default:
-    die("cannot feed " + key);
-  }
+/// Feeds `a` to input `features/<key>` of `fn` when `fn` uses it.
+void feedArray(JitModel &model, int fn, const std::string &key,
+               const Array &a) {
+  feed(model, fn, "features/" + key, a.values, /*optional=*/true);
 }
 
 int64_t count(const Dims &shape) {
@@ -302,10 +257,7 @@ bool run(std::vector<Case> &all, const std::vector<size_t> &which,
          std::ostringstream &os) {
   bool trains = false;
   graph::GraphDef def = buildModel(all, which, trains);
-  JitOptions options;
-  options.cacheDir = cacheDir;
-  JitCompiler jit(options);
-  auto compiled = jitCompileGraph(jit, def, "Ops", [](llvm::StringRef) {});
+  auto compiled = compile(def, "Ops", cacheDir, /*quiet=*/true);
   if (!compiled) {
     error = llvm::toString(compiled.takeError());
     return false;
@@ -320,9 +272,10 @@ bool run(std::vector<Case> &all, const std::vector<size_t> &which,
     for (size_t ci : which) {
       const Case &c = all[ci];
       for (size_t i = 0; i < c.inputs.size(); ++i)
-        feed(model, fn, prefix(ci) + "_x" + std::to_string(i), c.inputs[i]);
+        feedArray(model, fn, prefix(ci) + "_x" + std::to_string(i),
+                  c.inputs[i]);
       for (const auto &[k, w] : c.weights)
-        feed(model, fn, prefix(ci) + "_w" + std::to_string(k), w);
+        feedArray(model, fn, prefix(ci) + "_w" + std::to_string(k), w);
     }
   }
   model.run(predict);
@@ -374,9 +327,8 @@ int main(int argc, char **argv) {
       std::cout << name << "\n";
     return 0;
   }
-  if (argc != 2)
-    die("usage: ops_tool CASES_FILE | --list");
-  std::vector<Case> cases = readCases(argv[1]);
+  std::vector<Case> cases = readCases(
+      initTool("ops_tool", argc, argv, "ops_tool CASES_FILE | --list"));
   std::vector<size_t> all;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!opcases::registry().count(cases[i].name))
@@ -384,12 +336,10 @@ int main(int argc, char **argv) {
                        "' (test/data/op_cases/*.cpp)";
     all.push_back(i);
   }
-  llvm::SmallString<128> cache;
-  if (llvm::sys::fs::createUniqueDirectory("estc-ops-tool", cache))
-    die("cannot create a cache directory");
+  std::string cache = temporaryCacheDir();
   std::string error;
   std::ostringstream os;
-  if (run(cases, all, std::string(cache), error, os)) {
+  if (run(cases, all, cache, error, os)) {
     std::cout << os.str();
     return 0;
   }
@@ -397,7 +347,7 @@ int main(int argc, char **argv) {
   for (size_t i : all) {
     std::ostringstream one;
     std::string caseError;
-    if (run(cases, {i}, std::string(cache), caseError, one)) {
+    if (run(cases, {i}, cache, caseError, one)) {
       std::cout << one.str();
       continue;
     }

@@ -24,29 +24,20 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver/GraphCompiler.h"
+#include "test/data/ToolSupport.h"
+
 #include "examples/sst2/AdamWeightDecay.h"
 #include "lib/Graph/GraphBuilder.h"
-#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 
-#include "llvm/Support/FileSystem.h"
-
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "optimizer_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Case {
   std::string optimizer, path = "minimize";
@@ -59,55 +50,39 @@ struct Case {
 };
 
 Case readCase(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    die("cannot read " + path);
   Case k;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key))
-      continue;
-    auto numbers = [&] {
-      std::vector<double> v;
-      double d;
-      while (words >> d)
-        v.push_back(d);
-      return v;
-    };
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
     if (key == "optimizer")
-      words >> k.optimizer;
+      k.optimizer = line.next<std::string>();
     else if (key == "path")
-      words >> k.path;
+      k.path = line.next<std::string>();
     else if (key == "hp") {
-      std::string name;
-      double value;
-      words >> name >> value;
-      k.hp[name] = value;
+      std::string name = line.next<std::string>();
+      k.hp[name] = line.next<double>();
     } else if (key == "lr")
-      words >> k.lr;
+      k.lr = line.next<double>();
     else if (key == "init_lr")
-      words >> k.initLr;
+      k.initLr = line.next<double>();
     else if (key == "train_steps")
-      words >> k.trainSteps;
+      k.trainSteps = line.next<int64_t>();
     else if (key == "warmup")
-      words >> k.warmup;
+      k.warmup = line.next<int64_t>();
     else if (key == "steps")
-      words >> k.steps;
-    else if (key == "dims")
-      words >> k.V >> k.S >> k.E >> k.H >> k.C >> k.B;
-    else if (key == "ids")
-      k.ids.push_back(numbers());
+      k.steps = line.next<int64_t>();
+    else if (key == "dims") {
+      for (int64_t *d : {&k.V, &k.S, &k.E, &k.H, &k.C, &k.B})
+        *d = line.next<int64_t>();
+    } else if (key == "ids")
+      k.ids.push_back(line.numbers());
     else if (key == "labels")
-      k.labels.push_back(numbers());
+      k.labels.push_back(line.numbers());
     else if (key == "var") {
-      std::string name;
-      words >> name;
-      k.vars.push_back({name, numbers()});
+      std::string name = line.next<std::string>();
+      k.vars.emplace_back(name, line.numbers());
     } else
-      die("unknown line '" + key + "'");
-  }
+      line.unknown();
+  });
   if (k.ids.empty() || k.ids.size() != k.labels.size())
     die("the case needs as many `ids` as `labels` lines (at least one)");
   return k;
@@ -164,20 +139,11 @@ Operation trainOp(Graph &g, const Case &k, const Tensor &loss) {
   return opt.minimize(loss);
 }
 
-void print(const std::string &what, const float *data, int64_t n) {
-  std::cout << what;
-  std::cout.precision(9);
-  for (int64_t i = 0; i < n; ++i)
-    std::cout << " " << data[i];
-  std::cout << "\n";
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    die("usage: optimizer_tool CASE_FILE");
-  Case k = readCase(argv[1]);
+  Case k = readCase(
+      initTool("optimizer_tool", argc, argv, "optimizer_tool CASE_FILE"));
   InputSpec inputs;
   inputs.features.push_back(TensorSpec{"ids", DType::Int32, {k.B, k.S}});
   inputs.labels = TensorSpec{"labels", DType::Int32, {k.B}};
@@ -196,54 +162,17 @@ int main(int argc, char **argv) {
   }
   graph::GraphDef def = graph.graph_def();
   // OPTIMIZER_TOOL_GRAPH=FILE writes the graph (for estc --compile-to=...).
-  if (const char *path = std::getenv("OPTIMIZER_TOOL_GRAPH"); path && *path) {
-    std::string error;
-    if (!graph::writeGraph(path, def, error))
-      die(error);
-  }
-  llvm::SmallString<128> cache;
-  llvm::sys::fs::createUniqueDirectory("estc-optimizer-tool", cache);
-  JitOptions options;
-  options.cacheDir = std::string(cache);
-  JitCompiler jit(options);
-  auto compiled = jitCompileGraph(jit, def, "Opt", [](llvm::StringRef w) {
-    std::cerr << "warning: " << w.str() << "\n";
-  });
-  if (!compiled)
-    die(llvm::toString(compiled.takeError()));
-  JitModel &m = **compiled;
+  writeGraphIfAsked("OPTIMIZER_TOOL_GRAPH", def);
+  std::unique_ptr<JitModel> compiled = compileOrDie(def, "Opt");
+  JitModel &m = *compiled;
   m.run(m.function_index("init"));
-  for (const auto &[name, values] : k.vars) {
-    int v = m.variable_index(name);
-    if (v < 0)
-      die("the model has no variable '" + name + "'");
-    int64_t n = m.variable_bytes(v) / 4;
-    if (n != static_cast<int64_t>(values.size()))
-      die("variable '" + name + "' has " + std::to_string(n) +
-          " elements, the case " + std::to_string(values.size()));
-    auto *data = static_cast<float *>(m.variable_data(v));
-    for (int64_t i = 0; i < n; ++i)
-      data[i] = static_cast<float>(values[i]);
-  }
-  int train = m.function_index("train");
-  if (train < 0)
-    die("@train was not compiled");
-  auto *ids = static_cast<int32_t *>(
-      m.input_data(train, m.input_index(train, "features/ids")));
-  auto *labels = static_cast<int32_t *>(
-      m.input_data(train, m.input_index(train, "labels")));
+  setVariables(m, k.vars);
+  int train = functionOrDie(m, "train");
   for (int64_t step = 0; step < k.steps; ++step) {
-    const auto &batchIds = k.ids[step % k.ids.size()];
-    const auto &batchLabels = k.labels[step % k.labels.size()];
-    for (size_t i = 0; i < batchIds.size(); ++i)
-      ids[i] = static_cast<int32_t>(batchIds[i]);
-    for (size_t i = 0; i < batchLabels.size(); ++i)
-      labels[i] = static_cast<int32_t>(batchLabels[i]);
+    feed(m, train, "features/ids", k.ids[step % k.ids.size()]);
+    feed(m, train, "labels", k.labels[step % k.labels.size()]);
     m.run(train);
-    print("loss",
-          static_cast<const float *>(
-              m.output_data(train, m.output_index(train, "loss"))),
-          1);
+    printValues("loss", output(m, train, "loss"), 1);
   }
   const rt::ModelSpec &spec = m.spec();
   for (int v = 0; v < spec.numVariables; ++v) {
@@ -253,8 +182,8 @@ int main(int argc, char **argv) {
                 << *static_cast<const int64_t *>(m.variable_data(v)) << "\n";
       continue;
     }
-    print("var " + name, static_cast<const float *>(m.variable_data(v)),
-          m.variable_bytes(v) / 4);
+    printValues("var " + name, static_cast<const float *>(m.variable_data(v)),
+                m.variable_bytes(v) / 4);
   }
   return 0;
 }

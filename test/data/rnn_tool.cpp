@@ -18,32 +18,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Driver/GraphCompiler.h"
+#include "test/data/ToolSupport.h"
+
 #include "lib/Graph/ControlFlow.h"
 #include "lib/Graph/GraphBuilder.h"
-#include "lib/Graph/GraphIO.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Recurrent.h"
 #include "lib/Graph/Train.h"
 
-#include "llvm/Support/FileSystem.h"
-
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <set>
-#include <sstream>
 
 using namespace estc;
+using namespace estc::tooling;
 
 namespace {
-
-[[noreturn]] void die(const std::string &message) {
-  std::cerr << "rnn_tool: " << message << "\n";
-  std::exit(1);
-}
 
 struct Case {
   std::string cell;
@@ -51,75 +41,49 @@ struct Case {
   double lr = 0.1;
   std::set<std::string> flags;
   std::vector<double> lengths, x, c;
-  std::map<std::string, std::vector<double>> vars;
+  std::vector<std::pair<std::string, std::vector<double>>> vars;
 };
 
 Case readCase(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    die("cannot read " + path);
   Case k;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line);
-    std::string key;
-    if (!(words >> key))
-      continue;
-    auto numbers = [&] {
-      std::vector<double> v;
-      double d;
-      while (words >> d)
-        v.push_back(d);
-      return v;
-    };
+  readCaseFile(path, [&](CaseLine &line) {
+    const std::string &key = line.key();
     if (key == "cell")
-      words >> k.cell;
+      k.cell = line.next<std::string>();
     else if (key == "units")
-      words >> k.units;
+      k.units = line.next<int64_t>();
     else if (key == "batch")
-      words >> k.batch;
+      k.batch = line.next<int64_t>();
     else if (key == "time")
-      words >> k.time;
+      k.time = line.next<int64_t>();
     else if (key == "features")
-      words >> k.features;
+      k.features = line.next<int64_t>();
     else if (key == "steps")
-      words >> k.steps;
+      k.steps = line.next<int64_t>();
     else if (key == "lr")
-      words >> k.lr;
+      k.lr = line.next<double>();
     else if (key == "flags") {
-      std::string f;
-      while (words >> f)
+      for (const std::string &f : line.rest())
         k.flags.insert(f);
     } else if (key == "lengths")
-      k.lengths = numbers();
+      k.lengths = line.numbers();
     else if (key == "x")
-      k.x = numbers();
+      k.x = line.numbers();
     else if (key == "c")
-      k.c = numbers();
+      k.c = line.numbers();
     else if (key == "var") {
-      std::string name;
-      words >> name;
-      k.vars[name] = numbers();
+      std::string name = line.next<std::string>();
+      k.vars.emplace_back(name, line.numbers());
     } else
-      die("unknown line '" + key + "'");
-  }
+      line.unknown();
+  });
   return k;
-}
-
-void print(const std::string &what, const float *data, int64_t n) {
-  std::cout << what;
-  std::cout.precision(9);
-  for (int64_t i = 0; i < n; ++i)
-    std::cout << " " << data[i];
-  std::cout << "\n";
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2)
-    die("usage: rnn_tool CASE_FILE");
-  Case k = readCase(argv[1]);
+  Case k = readCase(initTool("rnn_tool", argc, argv, "rnn_tool CASE_FILE"));
   layers::CellType cell =
       k.cell == "lstm"  ? layers::CellType::LSTM
       : k.cell == "gru" ? layers::CellType::GRU
@@ -213,72 +177,19 @@ int main(int argc, char **argv) {
       });
 
   // RNN_TOOL_GRAPH=FILE writes the graph (for estc --compile-to=...).
-  if (const char *path = std::getenv("RNN_TOOL_GRAPH"); path && *path) {
-    std::string error;
-    if (!graph::writeGraph(path, def, error))
-      die(error);
-  }
-  llvm::SmallString<128> cache;
-  llvm::sys::fs::createUniqueDirectory("estc-rnn-tool", cache);
-  JitOptions options;
-  options.cacheDir = std::string(cache);
-  JitCompiler jit(options);
-  auto compiled = jitCompileGraph(jit, def, "Rnn", [](llvm::StringRef w) {
-    std::cerr << "warning: " << w.str() << "\n";
-  });
-  if (!compiled)
-    die(llvm::toString(compiled.takeError()));
-  JitModel &model = **compiled;
+  writeGraphIfAsked("RNN_TOOL_GRAPH", def);
+  std::unique_ptr<JitModel> compiled = compileOrDie(def, "Rnn");
+  JitModel &model = *compiled;
   model.run(model.function_index("init"));
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    if (v < 0)
-      die("the model has no variable '" + name + "'");
-    int64_t n = model.variable_bytes(v) / 4;
-    if (n != static_cast<int64_t>(values.size()))
-      die("variable '" + name + "' has " + std::to_string(n) +
-          " elements, the case " + std::to_string(values.size()));
-    auto *data = static_cast<float *>(model.variable_data(v));
-    for (int64_t i = 0; i < n; ++i)
-      data[i] = static_cast<float>(values[i]);
-  }
+  setVariables(model, k.vars);
   model.set_batch(k.batch);
   model.set_sequence_length(k.time);
-  auto feed = [&](int fn) {
-    auto *xs = static_cast<float *>(
-        model.input_data(fn, model.input_index(fn, "features/x")));
-    for (size_t i = 0; i < k.x.size(); ++i)
-      xs[i] = static_cast<float>(k.x[i]);
-    if (ragged) {
-      auto *ls = static_cast<int32_t *>(
-          model.input_data(fn, model.input_index(fn, "features/lengths")));
-      for (size_t i = 0; i < k.lengths.size(); ++i)
-        ls[i] = static_cast<int32_t>(k.lengths[i]);
-    }
+  auto feedCase = [&](int fn) {
+    feed(model, fn, "features/x", k.x);
+    if (ragged)
+      feed(model, fn, "features/lengths", k.lengths);
   };
-  int predict = model.function_index("predict");
-  feed(predict);
-  model.run(predict);
   int64_t outCount = k.batch * outUnits * (sequences ? k.time : 1);
-  print("output",
-        static_cast<const float *>(model.output_data(
-            predict, model.output_index(predict, "predictions/y"))),
-        outCount);
-  int train = model.function_index("train");
-  if (train < 0)
-    die("@train was not compiled");
-  for (int64_t step = 0; step < k.steps; ++step) {
-    feed(train);
-    model.run(train);
-    print("loss",
-          static_cast<const float *>(
-              model.output_data(train, model.output_index(train, "loss"))),
-          1);
-  }
-  for (const auto &[name, values] : k.vars) {
-    int v = model.variable_index(name);
-    print("var " + name, static_cast<const float *>(model.variable_data(v)),
-          static_cast<int64_t>(values.size()));
-  }
+  runSgdCase(model, feedCase, outCount, k.steps, k.vars);
   return 0;
 }

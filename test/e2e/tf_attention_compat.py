@@ -14,10 +14,9 @@ usage: tf_attention_compat.py --tool=build/bin/attention_tool [--seed=S]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
-import os
-import subprocess
 import sys
-import tempfile
+
+from case_tool import check_sgd_case, import_tf, summary, words
 
 
 def main():
@@ -26,13 +25,10 @@ def main():
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--steps", type=int, default=5)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     rng = np.random.default_rng(args.seed)
     K = tf.keras.layers
 
@@ -121,9 +117,6 @@ def main():
                 parts[0] = "layer_normalization"
             names.append("/".join(parts))
 
-        def words(a):
-            return " ".join(repr(float(x)) for x in np.asarray(a).reshape(-1))
-
         lines = [f"layer {kind}", f"batch {batch}", f"steps {args.steps}",
                  f"lr {lr}", f"flags {' '.join(flags)}", f"q {words(q)}",
                  f"c {words(c)}"]
@@ -137,57 +130,9 @@ def main():
         if "mask" in flags:
             lines.append(f"mask {words(mask)}")
         lines += [f"var {n} {words(w)}" for n, w in zip(names, weights)]
-        with tempfile.NamedTemporaryFile("w", suffix=".case",
-                                         delete=False) as f:
-            f.write("\n".join(lines) + "\n")
-            path = f.name
-        run = subprocess.run([args.tool, path], capture_output=True,
-                             text=True, check=False)
-        os.unlink(path)
-        if run.returncode != 0:
-            print(f"FAIL {name}: attention_tool exited {run.returncode}: "
-                  f"{run.stderr.strip()}")
-            failures += 1
-            continue
-        got = {"loss": []}
-        for line in run.stdout.splitlines():
-            head, *rest = line.split()
-            if head == "var":
-                got[rest[0]] = np.array(rest[1:], np.float64)
-            elif head == "loss":
-                got["loss"].append(float(rest[0]))
-            else:
-                got[head] = np.array(rest, np.float64)
-
-        def close(what, want, have, tol):
-            want = np.asarray(want, np.float64).reshape(-1)
-            have = np.asarray(have, np.float64).reshape(-1)
-            if want.shape != have.shape:
-                return f"{what}: {have.size} values, TF has {want.size}"
-            err = np.abs(want - have) / np.maximum(1.0, np.abs(want))
-            if err.max() > tol:
-                i = int(err.argmax())
-                return (f"{what}: element {i} is {have[i]!r}, TF "
-                        f"{want[i]!r} (relative error {err[i]:.2e})")
-            return None
-
-        problems = [close("output", y0, got.get("output", []), 2e-5),
-                    close("losses", losses, got["loss"], 2e-4)]
-        problems += [close(n, w, got.get(n, []), 2e-4)
-                     for n, w in zip(names, final)]
-        problems = [p for p in problems if p]
-        if problems:
-            failures += 1
-            print(f"FAIL {name}: " + "; ".join(problems))
-        else:
-            print(f"ok   {name}: output, {args.steps} losses "
-                  f"({losses[0]:.4f} -> {losses[-1]:.4f}) and "
-                  f"{len(names)} weights match TF")
-    if failures:
-        print(f"{failures} of {len(cases)} cases differ from TF")
-        return 1
-    print(f"all {len(cases)} cases match TF 2.15")
-    return 0
+        failures += check_sgd_case(args.tool, "attention_tool", name, lines,
+                                   y0, losses, names, final)
+    return summary(failures, len(cases))
 
 
 if __name__ == "__main__":

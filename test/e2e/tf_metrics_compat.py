@@ -17,10 +17,9 @@ Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
 import math
-import os
-import subprocess
 import sys
-import tempfile
+
+from case_tool import import_tf, run_case as run_tool
 
 
 def tf_metrics(tf, f, labels, K):
@@ -157,14 +156,7 @@ def run_case(np, tf, tool, seed, C, L, K, D, sizes):
         lines.append(f"batch {len(b['labels'])}")
         lines += [f"{k} {fmt(v)}" for k, v in b.items()]
         lines.append("end")
-    with tempfile.NamedTemporaryFile("w", suffix=".case", delete=False) as fh:
-        fh.write("\n".join(lines) + "\n")
-        path = fh.name
-    try:
-        proc = subprocess.run([tool, path], capture_output=True, text=True,
-                              timeout=600)
-    finally:
-        os.unlink(path)
+    proc = run_tool(tool, lines, timeout=600)
     if proc.returncode != 0:
         print(proc.stdout[-2000:], proc.stderr[-4000:])
         raise SystemExit(f"metrics_tool failed (exit {proc.returncode})")
@@ -225,13 +217,10 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.compat.v1.disable_eager_execution()
     failures = 0
     for i, (C, L, K, D, sizes) in enumerate([

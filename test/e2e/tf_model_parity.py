@@ -27,9 +27,9 @@ Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
+
+from case_tool import failed_run, import_tf, run_case, words
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "bench"))
@@ -160,13 +160,10 @@ def main():
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--models", default="resnet,bert")
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     cases = {"resnet": resnet_case, "bert": bert_case}
     total = 0
     for model in args.models.split(","):
@@ -180,23 +177,13 @@ def main():
         _, _, noisy_losses, noisy_final = train_tf(
             tf, np, build, feeds, args.seed, initial, jitter=1e-6)
 
-        def words(a):
-            return " ".join(repr(float(v)) for v in np.asarray(a).reshape(-1))
-
         lines = [f"model {model}", f"batch {batch}", f"steps {args.steps}"]
         lines += option_lines
         lines += [f"var {n} {words(w)}" for n, w in zip(names, initial)]
         for step, feed in enumerate(feeds):
             lines += [f"{k} {step} {words(v)}" for k, v in feed.items()]
-        with tempfile.TemporaryDirectory() as work:
-            path = os.path.join(work, f"{model}.case")
-            with open(path, "w") as f:
-                f.write("\n".join(lines) + "\n")
-            run = subprocess.run([args.tool, path], capture_output=True,
-                                 text=True, check=False)
-        if run.returncode != 0:
-            print(f"FAIL {model}: model_parity_tool exited {run.returncode}: "
-                  f"{run.stderr.strip()}")
+        run = run_case(args.tool, lines)
+        if failed_run(model, "model_parity_tool", run):
             total += 1
             continue
         got_losses, got_vars = [], {}

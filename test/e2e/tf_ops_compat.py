@@ -16,13 +16,13 @@ import glob
 import importlib.util
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+from case_tool import import_tf, run_case  # noqa: E402
 
 NP_DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32",
              "i64": "int64", "bool": "bool"}
@@ -181,13 +181,10 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--seed", type=int, default=28)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as e:
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     cases = load_cases(args.only)
     if not cases:
         sys.exit("tf_ops_compat: no case matches")
@@ -199,12 +196,7 @@ def main():
             sys.exit(f"tf_ops_compat: TF fails case {case.name}: {e}")
         expected[case.name] = (outs, grads)
         lines += case_lines
-    with tempfile.TemporaryDirectory() as work:
-        path = os.path.join(work, "cases.txt")
-        with open(path, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        proc = subprocess.run([args.tool, path], capture_output=True,
-                              text=True, check=False)
+    proc = run_case(args.tool, lines)
     if proc.returncode != 0:
         sys.exit(f"tf_ops_compat: ops_tool failed ({proc.returncode}): "
                  f"{proc.stderr.strip()}")

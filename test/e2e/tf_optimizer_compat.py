@@ -30,11 +30,10 @@ usage: tf_optimizer_compat.py --tool=build/bin/optimizer_tool [--only RE]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
-import os
 import re
-import subprocess
 import sys
-import tempfile
+
+from case_tool import failed_run, import_tf, parse_values, run_case, words
 
 V, S, E, H, C, B = 40, 4, 8, 6, 3, 5
 BATCHES = 4
@@ -378,13 +377,10 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--only", default="")
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     rng = np.random.default_rng(args.seed)
     shapes = {"bert/embeddings/word_embeddings": [V, E],
               "bert/embeddings/LayerNorm/gamma": [E],
@@ -417,9 +413,6 @@ def main():
         batches = repeated if path.startswith("minimize") else unique
         losses, final = run_tf(tf, np, case, weights, batches, args.steps)
 
-        def words(a):
-            return " ".join(repr(float(v)) for v in np.asarray(a).reshape(-1))
-
         lines = [f"optimizer {kind}",
                  f"path {'minimize' if path == 'keras' else path}",
                  f"steps {args.steps}",
@@ -432,27 +425,12 @@ def main():
         for b_ids, b_labels in batches:
             lines += [f"ids {words(b_ids)}", f"labels {words(b_labels)}"]
         lines += [f"var {n} {words(w)}" for n, w in weights.items()]
-        with tempfile.NamedTemporaryFile("w", suffix=".case",
-                                         delete=False) as f:
-            f.write("\n".join(lines) + "\n")
-            path_ = f.name
-        run = subprocess.run([args.tool, path_], capture_output=True,
-                             text=True, check=False)
-        os.unlink(path_)
-        if run.returncode != 0:
-            print(f"FAIL {name}: optimizer_tool exited {run.returncode}: "
-                  f"{run.stderr.strip()}")
+        run = run_case(args.tool, lines)
+        if failed_run(name, "optimizer_tool", run):
             failures += 1
             continue
-        got_losses, got = [], {}
-        for line in run.stdout.splitlines():
-            head, *rest = line.split()
-            if head == "loss":
-                got_losses.append(float(rest[0]))
-            elif head == "var":
-                got[rest[0]] = np.array(rest[1:], np.float64)
-            elif head == "global_step":
-                got["global_step"] = np.array(rest, np.float64)
+        got = parse_values(run.stdout)  # variables and global_step
+        got_losses = got.pop("loss")
 
         problems = []
 

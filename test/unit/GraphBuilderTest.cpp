@@ -1343,6 +1343,26 @@ TEST(GraphBuilder, ConvolutionsAndPooling) {
                    {"conv1d", "input channels 10 do not match filters 'f1'"});
   expectGraphError([&] { nn::conv1d(x1, f1, 1, "valid"); },
                    {"conv1d", "padding must be"});
+  // The filters' layout; conv3d and depthwise_conv2d need them known, conv1d
+  // (conv2d on an inserted axis) takes unknown channels as conv2d does.
+  Tensor f1r = g.placeholder("f1r", DType::Float32, {3, 3, 4, 1});
+  expectGraphError([&] { nn::conv1d(x1, f1r, 1, "SAME"); },
+                   {"conv1d 'conv1d'", "filters 'f1r' must be [width, in, "
+                                       "out], got [3,3,4,1]"});
+  Tensor f3u = g.placeholder("f3u", DType::Float32, {2, 3, 3, U, 4});
+  expectGraphError([&] { nn::conv3d(x3, f3u, {1, 1, 1}, "SAME"); },
+                   {"conv3d 'Conv3D'", "filters 'f3u' must be [depth, height, "
+                                       "width, in, out] and known, got "
+                                       "[2,3,3,?,4]"});
+  Tensor dwu = g.placeholder("dwu", DType::Float32, {3, U, 3, 2});
+  expectGraphError([&] { nn::depthwise_conv2d(img, dwu, {1, 1}, "SAME"); },
+                   {"depthwise_conv2d 'depthwise'",
+                    "filter 'dwu' must be [height, width, in, multiplier] and "
+                    "known, got [3,?,3,2]"});
+  Tensor x1u = g.placeholder("x1u", DType::Float32, {U, 10, U});
+  EXPECT_EQ(nn::conv1d(x1u, f1, 1, "VALID").shape(), (Dims{U, 8, 4}));
+  Tensor f1u = g.placeholder("f1u", DType::Float32, {3, U, 4});
+  EXPECT_EQ(nn::conv1d(x1, f1u, 1, "VALID").shape(), (Dims{U, 8, 4}));
   expectGraphError([&] { nn::depthwise_conv2d(imgT, dw, {1, 1}, "SAME"); },
                    {"depthwise_conv2d 'depthwise'", "input 'imgT' [?,3,8,8]",
                     "input channels 8 do not match filter 'dw'"});

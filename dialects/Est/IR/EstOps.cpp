@@ -146,6 +146,27 @@ public:
   Dims dims(unsigned i) { return toDims(type(i).getShape()); }
   Type elt(unsigned i) { return type(i).getElementType(); }
 
+  /// Requires operand `i` (`what`: "dy") to have the shape of operand `j`
+  /// (`of`: "x").
+  LogicalResult sameShape(unsigned i, StringRef what, unsigned j,
+                          StringRef of) {
+    if (succeeded(verifyCompatibleShape(type(i), type(j))))
+      return success();
+    return fail(what + " " + shape::toString(dims(i)) +
+                " must have the shape of " + of + " " +
+                shape::toString(dims(j)));
+  }
+
+  /// Requires the `epsilon` attribute (absent: 1e-3) to be >= 0.
+  LogicalResult nonNegativeEpsilon(FloatAttr epsilonAttr) {
+    double epsilon = epsilonAttr ? epsilonAttr.getValueAsDouble() : 1e-3;
+    if (epsilon >= 0.0)
+      return success();
+    std::ostringstream os;
+    os << "epsilon must be >= 0, got " << epsilon;
+    return fail(os.str());
+  }
+
   /// Requires operands `i` and `j` to have one element type.
   LogicalResult sameElementType(unsigned i, unsigned j) {
     if (elt(i) == elt(j))
@@ -457,14 +478,8 @@ EST_INFER(FusedBatchNormOp) {
   if (failed(inf.operandCount(3)) || failed(inf.sameElementType(0, 1)) ||
       failed(inf.sameElementType(0, 2)))
     return failure();
-  double epsilon = adaptor.getEpsilonAttr()
-                       ? adaptor.getEpsilonAttr().getValueAsDouble()
-                       : 1e-3;
-  if (!(epsilon >= 0.0)) {
-    std::ostringstream os;
-    os << "epsilon must be >= 0, got " << epsilon;
-    return inf.fail(os.str());
-  }
+  if (failed(inf.nonNegativeEpsilon(adaptor.getEpsilonAttr())))
+    return failure();
   ShapeOr c = shape::batchNorm(inf.dims(0), inf.dims(1), inf.dims(2),
                                intOr(adaptor.getAxisAttr(), -1));
   if (!c)
@@ -482,18 +497,15 @@ EST_INFER(FusedBatchNormGradOp) {
   for (unsigned i = 1; i < 5; ++i)
     if (failed(inf.sameElementType(0, i)))
       return failure();
-  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
-    return inf.fail("dy " + shape::toString(inf.dims(0)) +
-                    " must have the shape of x " +
-                    shape::toString(inf.dims(1)));
+  if (failed(inf.sameShape(0, "dy", 1, "x")))
+    return failure();
   int64_t axis = intOr(adaptor.getAxisAttr(), -1);
   ShapeOr c = shape::batchNorm(inf.dims(1), inf.dims(2), inf.dims(2), axis);
   if (!c)
     return inf.fail(c.message());
   for (auto [i, what] : {std::pair{3u, "batch_mean"}, {4u, "inv_std"}}) {
     Dims d = inf.dims(i);
-    if (d.size() != 1 || (d[0] != shape::kUnknownDim &&
-                          (*c)[0] != shape::kUnknownDim && d[0] != (*c)[0]))
+    if (!shape::isCompatible(d, *c))
       return inf.fail(std::string(what) + " " + shape::toString(d) +
                       " must have the shape " + shape::toString(*c) +
                       " of x's channels");
@@ -872,14 +884,8 @@ static LogicalResult inferLayerNorm(Inference &inf, Adaptor adaptor,
     return failure();
   if (!isa<FloatType>(inf.elt(0)))
     return inf.fail("x must be a float tensor");
-  double epsilon = adaptor.getEpsilonAttr()
-                       ? adaptor.getEpsilonAttr().getValueAsDouble()
-                       : 1e-3;
-  if (!(epsilon >= 0.0)) {
-    std::ostringstream os;
-    os << "epsilon must be >= 0, got " << epsilon;
-    return inf.fail(os.str());
-  }
+  if (failed(inf.nonNegativeEpsilon(adaptor.getEpsilonAttr())))
+    return failure();
   Dims x = inf.dims(0), gamma = inf.dims(1);
   Dims beta = grad ? gamma : inf.dims(2);
   int64_t norm = intOr(adaptor.getBeginNormAxisAttr(), -1);
@@ -887,9 +893,8 @@ static LogicalResult inferLayerNorm(Inference &inf, Adaptor adaptor,
   ShapeOr out = shape::layerNorm(x, gamma, beta, norm, params);
   if (!out)
     return inf.fail(out.message());
-  if (grad && failed(verifyCompatibleShape(inf.type(0), inf.type(2))))
-    return inf.fail("dy " + shape::toString(inf.dims(2)) +
-                    " must have the shape of x " + shape::toString(x));
+  if (grad && failed(inf.sameShape(2, "dy", 0, "x")))
+    return failure();
   return success();
 }
 
@@ -932,10 +937,8 @@ EST_INFER(AttentionSoftmaxGradOp) {
     return failure();
   if (inf.type(0).getRank() < 1)
     return inf.fail("y must have rank >= 1");
-  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
-    return inf.fail("dy " + shape::toString(inf.dims(1)) +
-                    " must have the shape of y " +
-                    shape::toString(inf.dims(0)));
+  if (failed(inf.sameShape(1, "dy", 0, "y")))
+    return failure();
   return inf.result(inf.type(0));
 }
 
@@ -959,10 +962,8 @@ EST_INFER(SigmoidCrossEntropyOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
     return failure();
-  if (failed(verifyCompatibleShape(inf.type(0), inf.type(1))))
-    return inf.fail("labels " + shape::toString(inf.dims(1)) +
-                    " must have the shape of logits " +
-                    shape::toString(inf.dims(0)));
+  if (failed(inf.sameShape(1, "labels", 0, "logits")))
+    return failure();
   return inf.result(inf.type(0));
 }
 

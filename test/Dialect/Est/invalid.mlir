@@ -590,6 +590,24 @@ func.func @layer_norm_grad_dy_shape(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %d
 
 // -----
 
+func.func @attention_softmax_grad_dy_shape(%y: tensor<2x4x8x8xf32>, %dy: tensor<2x4x8x7xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+2 {{'est.attention_softmax_grad' op dy [2,4,8,7] must have the shape of y [2,4,8,8]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.attention_softmax_grad %y, %dy : tensor<2x4x8x8xf32>, tensor<2x4x8x7xf32> -> tensor<2x4x8x8xf32>
+  return %r : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @sigmoid_cross_entropy_labels_shape(%logits: tensor<?x10xf32>, %labels: tensor<?x9xf32>) -> tensor<?x10xf32> {
+  // expected-error @+2 {{'est.sigmoid_cross_entropy' op labels [?,9] must have the shape of logits [?,10]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = est.sigmoid_cross_entropy %logits, %labels : tensor<?x10xf32>, tensor<?x9xf32> -> tensor<?x10xf32>
+  return %r : tensor<?x10xf32>
+}
+
+// -----
+
 func.func @attention_softmax_mask_shape(%l: tensor<2x4x8x8xf32>, %m: tensor<2x8x8xi1>) -> tensor<2x4x8x8xf32> {
   // expected-error @+2 {{mask [2,8,8] must have the rank of logits [2,4,8,8] and each dim 1 or logits'}}
   // expected-error @+1 {{failed to infer returned types}}
