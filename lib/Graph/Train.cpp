@@ -897,15 +897,13 @@ Tensor cosine_decay_restarts(double learning_rate, const Tensor &global_step,
   return multiply(g.constant(learning_rate), decayed, "value");
 }
 
-Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
-                           double decay_steps, double num_periods, double alpha,
-                           double beta, const std::string &name) {
-  Tensor step = scheduleStep("linear_cosine_decay", global_step, decay_steps);
-  Graph &g = global_step.graph();
-  auto s = scheduleScope(g, name, "LinearCosineDecay");
-  Tensor steps = g.constant(decay_steps);
-  step = minimum(step, steps);
-  Tensor linear = divide(subtract(steps, step), steps);
+namespace {
+/// (noisy_)linear_cosine_decay's value from the (noisy) linear term:
+/// learning_rate * ((alpha + linear) * cosine + beta), cosine =
+/// 0.5 * (1 + cos(pi * 2 * num_periods * step / decay_steps)).
+Tensor linearCosineValue(Graph &g, double learning_rate, const Tensor &step,
+                         const Tensor &steps, const Tensor &linear,
+                         double num_periods, double alpha, double beta) {
   Tensor completed = divide(step, steps);
   Tensor fraction =
       multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
@@ -915,6 +913,20 @@ Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
   Tensor decayed =
       add(multiply(add(g.constant(alpha), linear), cosine), g.constant(beta));
   return multiply(g.constant(learning_rate), decayed, "value");
+}
+} // namespace
+
+Tensor linear_cosine_decay(double learning_rate, const Tensor &global_step,
+                           double decay_steps, double num_periods, double alpha,
+                           double beta, const std::string &name) {
+  Tensor step = scheduleStep("linear_cosine_decay", global_step, decay_steps);
+  Graph &g = global_step.graph();
+  auto s = scheduleScope(g, name, "LinearCosineDecay");
+  Tensor steps = g.constant(decay_steps);
+  step = minimum(step, steps);
+  Tensor linear = divide(subtract(steps, step), steps);
+  return linearCosineValue(g, learning_rate, step, steps, linear, num_periods,
+                           alpha, beta);
 }
 
 Tensor noisy_linear_cosine_decay(double learning_rate,
@@ -941,15 +953,8 @@ Tensor noisy_linear_cosine_decay(double learning_rate,
   Tensor noise =
       add(multiply(random_normal(g, {}), sqrt(variance)), g.constant(0.0));
   Tensor noisy = add(linear, noise);
-  Tensor completed = divide(step, steps);
-  Tensor fraction =
-      multiply(multiply(g.constant(2.0), g.constant(num_periods)), completed);
-  Tensor cosine =
-      multiply(g.constant(0.5),
-               add(g.constant(1.0), cos(multiply(g.constant(M_PI), fraction))));
-  Tensor decayed =
-      add(multiply(add(g.constant(alpha), noisy), cosine), g.constant(beta));
-  return multiply(g.constant(learning_rate), decayed, "value");
+  return linearCosineValue(g, learning_rate, step, steps, noisy, num_periods,
+                           alpha, beta);
 }
 
 Tensor linear_warmup(const Tensor &learning_rate, const Tensor &global_step,

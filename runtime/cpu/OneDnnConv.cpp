@@ -349,13 +349,16 @@ memory blockedFilter(const Entry &e, const Shape &s, const Tensor4 &filter) {
   return blocked;
 }
 
-} // namespace
-
-bool oneDnnConv2d(const Tensor4 &input, const Tensor4 &filter,
-                  const Tensor4 &output, const ConvParams &p) {
+/// The forward and the input gradient: the batch split in chunks, one
+/// oneDNN call per chunk of images with the shared blocked filter. `a` is
+/// x (or dx), NHWC [n, h, w, c], bound to `argA`; `b` is y (or dy), NHWC
+/// [n, oh, ow, o], bound to `argB`.
+bool overBatchChunks(Kind kind, const Tensor4 &a, const Tensor4 &filter,
+                     const Tensor4 &b, const ConvParams &p, int argA,
+                     int argB) {
   Shape s;
   Chunks ch;
-  if (!shapeOf(input, filter, output, p, s) || !chunks(Kind::Forward, s, ch))
+  if (!shapeOf(a, filter, b, p, s) || !chunks(kind, s, ch))
     return false;
   // Both chunk sizes share one weights layout (oneDNN picks it from the
   // channels and the filter); checked, as it is assumed below.
@@ -367,13 +370,13 @@ bool oneDnnConv2d(const Tensor4 &input, const Tensor4 &filter,
     OneThread one;
     int64_t n0 = ch.first(i, s.n), n1 = ch.first(i + 1, s.n);
     const Entry &e = n1 - n0 == s.n / ch.count ? *ch.small : *ch.large;
-    memory src(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
-               input.data() + n0 * s.h * s.w * s.c);
-    memory dst(nhwc(n1 - n0, s.o, s.oh, s.ow), cpuEngine(),
-               output.data() + n0 * s.oh * s.ow * s.o);
-    e.conv.execute(threadStream(), {{DNNL_ARG_SRC, src},
+    memory ma(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
+              a.data() + n0 * s.h * s.w * s.c);
+    memory mb(nhwc(n1 - n0, s.o, s.oh, s.ow), cpuEngine(),
+              b.data() + n0 * s.oh * s.ow * s.o);
+    e.conv.execute(threadStream(), {{argA, ma},
                                     {DNNL_ARG_WEIGHTS, weights},
-                                    {DNNL_ARG_DST, dst},
+                                    {argB, mb},
                                     {DNNL_ARG_SCRATCHPAD, scratchpadOf(e)}});
     threadStream().wait();
   });
@@ -381,33 +384,18 @@ bool oneDnnConv2d(const Tensor4 &input, const Tensor4 &filter,
   return true;
 }
 
+} // namespace
+
+bool oneDnnConv2d(const Tensor4 &input, const Tensor4 &filter,
+                  const Tensor4 &output, const ConvParams &p) {
+  return overBatchChunks(Kind::Forward, input, filter, output, p, DNNL_ARG_SRC,
+                         DNNL_ARG_DST);
+}
+
 bool oneDnnConv2dBackpropInput(const Tensor4 &filter, const Tensor4 &gradOutput,
                                const Tensor4 &gradInput, const ConvParams &p) {
-  Shape s;
-  Chunks ch;
-  if (!shapeOf(gradInput, filter, gradOutput, p, s) ||
-      !chunks(Kind::BackwardData, s, ch))
-    return false;
-  if (ch.small->blocked != ch.large->blocked)
-    return false;
-  memory weights = blockedFilter(*ch.small, s, filter);
-  double flops = 2.0 * double(s.n * s.oh * s.ow * s.kh * s.kw * s.c * s.o);
-  parallelFor(ch.count, flops / double(ch.count), [&](int64_t i) {
-    OneThread one;
-    int64_t n0 = ch.first(i, s.n), n1 = ch.first(i + 1, s.n);
-    const Entry &e = n1 - n0 == s.n / ch.count ? *ch.small : *ch.large;
-    memory diffSrc(nhwc(n1 - n0, s.c, s.h, s.w), cpuEngine(),
-                   gradInput.data() + n0 * s.h * s.w * s.c);
-    memory diffDst(nhwc(n1 - n0, s.o, s.oh, s.ow), cpuEngine(),
-                   gradOutput.data() + n0 * s.oh * s.ow * s.o);
-    e.conv.execute(threadStream(), {{DNNL_ARG_DIFF_SRC, diffSrc},
-                                    {DNNL_ARG_WEIGHTS, weights},
-                                    {DNNL_ARG_DIFF_DST, diffDst},
-                                    {DNNL_ARG_SCRATCHPAD, scratchpadOf(e)}});
-    threadStream().wait();
-  });
-  calls.fetch_add(1);
-  return true;
+  return overBatchChunks(Kind::BackwardData, gradInput, filter, gradOutput, p,
+                         DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_DST);
 }
 
 bool oneDnnConv2dBackpropFilter(const Tensor4 &input, const Tensor4 &gradOutput,
