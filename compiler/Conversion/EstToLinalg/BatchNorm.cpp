@@ -126,16 +126,23 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
     SmallVector<OpFoldResult> sizes(rank, b.getIndexAttr(1));
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     sizes[axis] = dimFold(b, loc, x, axis);
-    bool mayBeEmpty = false;
+    bool mayBeEmpty = false, empty = false;
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && nest.type.getDimSize(d) < 1) {
         mayBeEmpty = true;
+        // A dim known to be 0: x is empty and any slice of it, even of
+        // size 0, is out of bounds for tensor.extract_slice's verifier.
+        empty |= nest.type.getDimSize(d) == 0;
         sizes[d] =
             arith::MinSIOp::create(b, loc, nest.dims[d], indexConst(b, loc, 1))
                 .getResult();
       }
     Value shift;
-    if (!mayBeEmpty) {
+    if (empty) {
+      shift = filledTensor(
+          b, loc, RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt),
+          {nest.dims[axis]}, scalarConst(b, loc, nest.elt, 0.0));
+    } else if (!mayBeEmpty) {
       auto sliceType =
           RankedTensorType::get({nest.type.getDimSize(axis)}, nest.elt);
       shift = tensor::ExtractSliceOp::create(b, loc, sliceType, x, offsets,

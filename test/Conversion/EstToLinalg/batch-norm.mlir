@@ -49,6 +49,18 @@ func.func @bn_static(%x: tensor<2x4x4x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf3
 
 // -----
 
+// A non-channel dim known to be 0: x is empty, the shift is 0 and x is not
+// sliced (extract_slice's verifier refuses any offset into an empty dim).
+// CHECK-LABEL: func.func @bn_statically_empty
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic {{.*}} ins(%arg0, %{{.*}} :
+func.func @bn_statically_empty(%x: tensor<?x0x2x4xf32>, %s: tensor<4xf32>, %o: tensor<4xf32>) -> (tensor<?x0x2x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %y, %m, %v, %inv = est.fused_batch_norm %x, %s, %o {axis = 3 : i64} : tensor<?x0x2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<?x0x2x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return %y, %m, %v : tensor<?x0x2x4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // fused_batch_norm_grad (NCHW: the channel loop is d1): one reduction pass
 // over (dy, x) for sum(dy) and sum(dy * xhat), the [C] coefficients, one
 // elementwise pass for dx; dscale is sum(dy * xhat), doffset sum(dy).
