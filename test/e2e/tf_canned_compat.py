@@ -52,6 +52,8 @@ import subprocess
 import sys
 import tempfile
 
+from case_tool import import_tf
+
 STEPS = 10
 BATCH = 8
 AGE_BOUNDARIES = [25.0, 40.0, 60.0]
@@ -280,13 +282,10 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.get_logger().setLevel("ERROR")
     features, labels = make_data(np, args.seed)
     work = tempfile.mkdtemp(prefix="estc-tf-canned-")

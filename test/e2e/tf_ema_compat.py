@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from case_tool import import_tf
+
 F, C, N, EN, BATCH, STEPS = 4, 3, 48, 20, 8, 12
 DECAY, LR = 0.9, 0.5
 RTOL, ATOL = 2e-5, 2e-6
@@ -119,13 +121,10 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--seed", type=int, default=5)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.get_logger().setLevel("ERROR")
     rng = np.random.default_rng(args.seed)
     data = {

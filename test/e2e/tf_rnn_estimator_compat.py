@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from case_tool import import_tf
+
 STEPS = 6
 TOKENS = 7
 # float32 arithmetic in another order over a few steps of recurrences.
@@ -202,15 +204,12 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--seed", type=int, default=5)
     args = ap.parse_args()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import warnings
-        warnings.filterwarnings("ignore")
-        import numpy as np
-        import tensorflow as tf
-    except Exception as e:  # pylint: disable=broad-except
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    import warnings  # pylint: disable=import-outside-toplevel
+    warnings.filterwarnings("ignore")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.get_logger().setLevel("ERROR")
     work = tempfile.mkdtemp(prefix="estc-tf-rnn-estimator-")
     failures = []

@@ -24,6 +24,7 @@
 #include "lib/Graph/Train.h"
 #include "lib/Models/Models.h"
 #include "test/reference/ReferenceEvaluator.h"
+#include "test/unit/FileTesting.h"
 #include "test/unit/ModelTesting.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -2013,13 +2014,8 @@ TEST(CompiledOps, MaskErrorsAreOneLine) {
   Tensor x = g.placeholder("x", DType::Float32, {2, 5, 4});
   Tensor ids = g.placeholder("ids", DType::Int64, {2, 5});
   Tensor wrong = g.placeholder("wrong", DType::Int64, {2, 4});
-  auto message = [](const std::function<void()> &f) -> std::string {
-    try {
-      f();
-    } catch (const GraphError &e) {
-      return e.what();
-    }
-    return "(no error)";
+  auto message = [](const std::function<void()> &f) {
+    return estc::testing::messageOf<GraphError>(f);
   };
   std::string rnn =
       message([&] { layers::lstm(x, 3, {.mask = not_equal(wrong, 0.0)}); });

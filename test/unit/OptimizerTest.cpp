@@ -19,6 +19,7 @@
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
+#include "test/unit/FileTesting.h"
 #include "test/unit/ModelTesting.h"
 
 #include <gtest/gtest.h>
@@ -1277,13 +1278,8 @@ TEST(ConstraintsTest, RadialConstraintOfAConvKernelAfterAStep) {
 TEST(ConstraintsTest, BadConstraintsAreOneLine) {
   Graph g;
   Variable w = g.get_variable("w", DType::Float32, {4, 3});
-  auto message = [](const std::function<void()> &f) -> std::string {
-    try {
-      f();
-    } catch (const GraphError &e) {
-      return e.what();
-    }
-    return "(no error)";
+  auto message = [](const std::function<void()> &f) {
+    return estc::testing::messageOf<GraphError>(f);
   };
   EXPECT_EQ(message([&] {
               train::set_variable_constraint(
