@@ -11,6 +11,7 @@
 #include "estimator/Canned/CannedInternal.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
 #include "lib/Graph/Summaries.h"
+#include "lib/Shape/ShapeFunctions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,18 +44,11 @@ Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
   Tensor zeros;
   int64_t size = 0;
   for (const Variable &v : variablesUnder(g, "linear")) {
-    const std::string &name = v.name();
-    const std::string biasName = "/bias_weights";
-    if (name.size() >= biasName.size() &&
-        name.compare(name.size() - biasName.size(), biasName.size(),
-                     biasName) == 0) {
+    if (v.name().ends_with("/bias_weights")) {
       bias = v.read();
       continue;
     }
-    int64_t n = 1;
-    for (int64_t d : v.shape())
-      n *= d;
-    size += n;
+    size += shape::numElements(v.shape()); // variables' shapes are known
     Tensor z = reduce_sum(cast(equal(v.read(), 0.0), DType::Int32));
     zeros = zeros.valid() ? add(zeros, z) : z;
   }

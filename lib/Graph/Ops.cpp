@@ -1508,12 +1508,11 @@ Tensor zero_fraction(const Tensor &value, const std::string &name) {
   // to float32 and divided by the size as float32 (an empty tensor: NaN).
   Tensor zeros =
       cast(reduce_sum(cast(equal(value, 0.0), DType::Int32)), DType::Float32);
-  int64_t n = 1;
-  for (int64_t d : value.shape())
-    n = d < 0 || n < 0 ? -1 : n * d;
+  int64_t n = shape::numElements(value.shape());
   Tensor count =
-      n >= 0 ? value.graph().constant(static_cast<double>(n))
-             : cast(reduce_prod(shape_of(value, DType::Int64)), DType::Float32);
+      n != shape::kUnknownDim
+          ? value.graph().constant(static_cast<double>(n))
+          : cast(reduce_prod(shape_of(value, DType::Int64)), DType::Float32);
   return zeros / count;
 }
 
