@@ -473,6 +473,11 @@ TEST(GraphBuilder, MathActivationsAndCumulative) {
   expectGraphError([&] { nn::l2_normalize(x, Dims{3}); },
                    {"reduce_sum", "out of range"});
   EXPECT_EQ(nn::moments(x, {}).variance.shape(), (Dims{U, 4}));
+  EXPECT_EQ(nn::zero_fraction(x).shape(), Dims{});
+  EXPECT_EQ(nn::zero_fraction(i).dtype(), DType::Float32);
+  expectGraphError([&] { nn::zero_fraction(flag); },
+                   {"zero_fraction: value 'flag'",
+                    "must be a float or integer tensor", "i1"});
   expectGraphError([&] { nn::moments(x, {2}); },
                    {"reduce_mean", "out of range"});
   expectGraphError([&] { clip_by_value(x, 1.0, -1.0); },
