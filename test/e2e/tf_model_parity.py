@@ -100,6 +100,11 @@ def train_tf(tf, np, build, feeds, seed, initial=None, jitter=0.0):
 
     with tf.Graph().as_default():
         # The initial weights from a fixed seed: the same test every run.
+        # The graph-level seed covers the tf.compat.v1 initializers; the
+        # legacy layers' Keras initializers without a seed (the logits'
+        # glorot_uniform) draw theirs from Python's `random`, which
+        # keras.utils.set_random_seed seeds.
+        tf.keras.utils.set_random_seed(seed)
         tf.compat.v1.set_random_seed(seed)
         loss, train_op, placeholders = build(tf)
         variables = [v for v in tf.compat.v1.global_variables()
