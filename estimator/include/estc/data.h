@@ -13,6 +13,7 @@
 #include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Idx.h"
+#include "lib/Data/Image.h"
 #include "lib/Data/InputStream.h"
 #include "lib/Data/Readers.h"
 #include "lib/Data/SequenceExample.h"
