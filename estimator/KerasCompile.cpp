@@ -89,8 +89,8 @@ public:
     if (!v)
       return dflt;
     if (!v->IsNumber())
-      fail(model_, what_ + ": " + name + " must be a number, got " +
-                       describe(*v));
+      fail(model_,
+           what_ + ": " + name + " must be a number, got " + describe(*v));
     return v->GetDouble();
   }
   std::optional<double> optional_number(const char *name) {
@@ -106,8 +106,8 @@ public:
     if (!v)
       return dflt;
     if (!v->IsBool())
-      fail(model_, what_ + ": " + name + " must be true or false, got " +
-                       describe(*v));
+      fail(model_,
+           what_ + ": " + name + " must be true or false, got " + describe(*v));
     return v->GetBool();
   }
   std::string string(const char *name, const std::string &dflt) {
@@ -116,8 +116,8 @@ public:
     if (!v)
       return dflt;
     if (!v->IsString())
-      fail(model_, what_ + ": " + name + " must be a string, got " +
-                       describe(*v));
+      fail(model_,
+           what_ + ": " + name + " must be a string, got " + describe(*v));
     return v->GetString();
   }
   std::vector<double> numbers(const char *name) {
@@ -153,8 +153,8 @@ public:
         (v->IsString() && v->GetString() == ok) ||
         (v->IsNumber() && v->GetDouble() == 0.0 && ok == "0"))
       return;
-    fail(model_, what_ + ": " + name + " = " + describe(*v) +
-                     " is not supported");
+    fail(model_,
+         what_ + ": " + name + " = " + describe(*v) + " is not supported");
   }
   /// Refuses the first argument that no call above read.
   void done() const {
@@ -163,8 +163,8 @@ public:
     for (const auto &m : config_->GetObject()) {
       std::string name = m.name.GetString();
       if (!seen_.count(name))
-        fail(model_, what_ + ": argument " + name + " = " +
-                         describe(m.value) + " is not supported");
+        fail(model_, what_ + ": argument " + name + " = " + describe(m.value) +
+                         " is not supported");
     }
   }
 
@@ -250,8 +250,7 @@ std::string optimizer_class(const std::string &name) {
   return it == names.end() ? name : it->second;
 }
 
-OptimizerSpec parse_optimizer(const keras::KerasModel &model,
-                              const Value &v) {
+OptimizerSpec parse_optimizer(const keras::KerasModel &model, const Value &v) {
   OptimizerSpec spec;
   const Value *config = nullptr;
   if (v.IsString()) {
@@ -448,22 +447,22 @@ LossSpec parse_loss(const keras::KerasModel &model, const Value &v,
     if (!fn)
       fn = loss_class(v.GetString());
     if (!fn)
-      fail(model, where + ": unknown loss \"" + v.GetString() + "\" " +
-                      kLossNames);
+      fail(model,
+           where + ": unknown loss \"" + v.GetString() + "\" " + kLossNames);
     loss.fn = *fn;
     return loss;
   }
   std::optional<Object> o = as_object(v);
   if (!o)
-    fail(model, where + " must be a name or a serialized loss, got " +
-                    describe(v));
+    fail(model,
+         where + " must be a name or a serialized loss, got " + describe(v));
   std::optional<std::string> fn = loss_class(o->class_name);
   if (!fn && o->class_name == "LossFunctionWrapper" && o->config)
     if (const Value *f = member(*o->config, "fn"); f && f->IsString())
       fn = loss_function(f->GetString());
   if (!fn)
-    fail(model, where + ": unknown loss \"" + o->class_name + "\" " +
-                    kLossNames);
+    fail(model,
+         where + ": unknown loss \"" + o->class_name + "\" " + kLossNames);
   loss.fn = *fn;
   Args a(model, where + " (" + o->class_name + ")", o->config);
   std::string reduction = a.string("reduction", "auto");
@@ -532,8 +531,8 @@ MetricSpec parse_metric(const keras::KerasModel &model, const Value &v,
   }
   std::optional<Object> o = as_object(v);
   if (!o)
-    fail(model, where + " must be a name or a serialized metric, got " +
-                    describe(v));
+    fail(model,
+         where + " must be a name or a serialized metric, got " + describe(v));
   const std::string &c = o->class_name;
   Args a(model, where + " (" + c + ")", o->config);
   m.name = a.string("name", "");
@@ -551,8 +550,8 @@ MetricSpec parse_metric(const keras::KerasModel &model, const Value &v,
       m.kind = *lf;
       m.loss.fn = *lf;
     } else
-      fail(model, where + ": unknown metric function \"" + fn + "\" " +
-                      kMetricNames);
+      fail(model,
+           where + ": unknown metric function \"" + fn + "\" " + kMetricNames);
   } else if (c == "BinaryAccuracy") {
     m.kind = "binary_accuracy";
     m.threshold = a.number("threshold", 0.5);
@@ -684,23 +683,22 @@ parse_compile_config(const keras::KerasModel &model,
   if (const Value *metrics = member(tc, "metrics")) {
     // A flat list applies to every output; a list of lists (or of nulls)
     // is per output, as Keras reads it.
-    bool per = metrics->IsArray() && metrics->Size() == n && n > 0 &&
-               std::all_of(metrics->Begin(), metrics->End(), [](const Value &x) {
-                 return x.IsArray() || x.IsNull();
-               });
-    per_output(model, *metrics, output_names, "metrics", per,
-               [&](size_t i, const Value &v) {
-                 if (v.IsNull())
-                   return;
-                 if (v.IsArray()) {
-                   for (const Value &x : v.GetArray())
-                     cc.metrics[i].push_back(
-                         parse_metric(model, x, output_names[i]));
-                 } else {
-                   cc.metrics[i].push_back(
-                       parse_metric(model, v, output_names[i]));
-                 }
-               });
+    bool per =
+        metrics->IsArray() && metrics->Size() == n && n > 0 &&
+        std::all_of(metrics->Begin(), metrics->End(),
+                    [](const Value &x) { return x.IsArray() || x.IsNull(); });
+    per_output(
+        model, *metrics, output_names, "metrics", per,
+        [&](size_t i, const Value &v) {
+          if (v.IsNull())
+            return;
+          if (v.IsArray()) {
+            for (const Value &x : v.GetArray())
+              cc.metrics[i].push_back(parse_metric(model, x, output_names[i]));
+          } else {
+            cc.metrics[i].push_back(parse_metric(model, v, output_names[i]));
+          }
+        });
   }
   return cc;
 }
@@ -727,10 +725,9 @@ train::Optimizer make_optimizer(const OptimizerSpec &spec) {
       if (s == "CosineDecay")
         return train::cosine_decay(lrs.value, step, arg("decay_steps"),
                                    arg("alpha"));
-      return train::cosine_decay_restarts(lrs.value, step,
-                                          arg("first_decay_steps"),
-                                          arg("t_mul"), arg("m_mul"),
-                                          arg("alpha"));
+      return train::cosine_decay_restarts(
+          lrs.value, step, arg("first_decay_steps"), arg("t_mul"), arg("m_mul"),
+          arg("alpha"));
     });
   }
   auto a = [&](const char *n) { return spec.args.at(n); };
@@ -746,8 +743,8 @@ train::Optimizer make_optimizer(const OptimizerSpec &spec) {
     opt = train::KerasAdamOptimizer(lr, a("beta_1"), a("beta_2"), a("epsilon"),
                                     flag("amsgrad"));
   else if (c == "AdamW")
-    opt = train::AdamWOptimizer(lr, a("weight_decay"), a("beta_1"),
-                                a("beta_2"), a("epsilon"));
+    opt = train::AdamWOptimizer(lr, a("weight_decay"), a("beta_1"), a("beta_2"),
+                                a("epsilon"));
   else if (c == "RMSprop")
     opt = train::KerasRMSpropOptimizer(lr, a("rho"), a("momentum"),
                                        a("epsilon"), flag("centered"));
@@ -761,12 +758,10 @@ train::Optimizer make_optimizer(const OptimizerSpec &spec) {
   else if (c == "Nadam")
     opt = train::NadamOptimizer(lr, a("beta_1"), a("beta_2"), a("epsilon"));
   else
-    opt = train::FtrlOptimizer(lr, a("learning_rate_power"),
-                               a("initial_accumulator_value"),
-                               a("l1_regularization_strength"),
-                               a("l2_regularization_strength"),
-                               a("l2_shrinkage_regularization_strength"),
-                               a("beta"));
+    opt = train::FtrlOptimizer(
+        lr, a("learning_rate_power"), a("initial_accumulator_value"),
+        a("l1_regularization_strength"), a("l2_regularization_strength"),
+        a("l2_shrinkage_regularization_strength"), a("beta"));
   if (spec.clipnorm)
     opt = opt->clip_gradients_by_norm(*spec.clipnorm);
   if (spec.global_clipnorm)
@@ -817,10 +812,10 @@ Tensor per_example(const LossSpec &loss, const Tensor &y_true_in,
   const std::string &fn = loss.fn;
   if (fn == "sparse_categorical_crossentropy") {
     Tensor ids = sparse_ids(y_true_in, y_pred);
-    Tensor logits = loss.from_logits
-                        ? y_pred
-                        : log(clip_by_value(y_pred, c(kEpsilon),
-                                            c(1.0 - kEpsilon)));
+    Tensor logits =
+        loss.from_logits
+            ? y_pred
+            : log(clip_by_value(y_pred, c(kEpsilon), c(1.0 - kEpsilon)));
     return nn::sparse_softmax_cross_entropy_with_logits(ids, logits);
   }
   Tensor y_true = match_labels(y_true_in, y_pred);
@@ -829,8 +824,8 @@ Tensor per_example(const LossSpec &loss, const Tensor &y_true_in,
   if (fn == "categorical_crossentropy") {
     if (loss.label_smoothing > 0.0) {
       double k = static_cast<double>(y_pred.shape().back());
-      y_true = y_true * (1.0 - loss.label_smoothing) +
-               c(loss.label_smoothing / k);
+      y_true =
+          y_true * (1.0 - loss.label_smoothing) + c(loss.label_smoothing / k);
     }
     if (loss.from_logits)
       return nn::softmax_cross_entropy_with_logits(y_true, y_pred);
@@ -840,8 +835,8 @@ Tensor per_example(const LossSpec &loss, const Tensor &y_true_in,
   }
   if (fn == "binary_crossentropy") {
     if (loss.label_smoothing > 0.0)
-      y_true = y_true * (1.0 - loss.label_smoothing) +
-               c(0.5 * loss.label_smoothing);
+      y_true =
+          y_true * (1.0 - loss.label_smoothing) + c(0.5 * loss.label_smoothing);
     Tensor bce;
     if (loss.from_logits) {
       bce = nn::sigmoid_cross_entropy_with_logits(y_true, y_pred);
@@ -952,8 +947,7 @@ Metric keras_metric(const MetricSpec &metric,
     if (kind == "auc") {
       std::string method = metric.summation_method;
       if (method == "interpolation")
-        method = metric.curve == "PR" ? "careful_interpolation"
-                                      : "trapezoidal";
+        method = metric.curve == "PR" ? "careful_interpolation" : "trapezoidal";
       return metrics::auc(t, p, {}, metric.num_thresholds, metric.curve, name,
                           method);
     }

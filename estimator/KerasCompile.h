@@ -67,8 +67,8 @@ struct LossSpec {
   std::string fn;
   bool from_logits = false;
   double label_smoothing = 0.0;
-  double delta = 1.0;  ///< huber
-  int64_t axis = -1;   ///< crossentropies, cosine_similarity
+  double delta = 1.0; ///< huber
+  int64_t axis = -1;  ///< crossentropies, cosine_similarity
 };
 
 struct MetricSpec {
@@ -107,8 +107,9 @@ struct CompileConfig {
 /// (weight_decay outside AdamW, use_ema, a schedule's warmup, Precision's
 /// top_k, ...), a loss or weight for an output the model does not have,
 /// or lists of the wrong length.
-CompileConfig parse_compile_config(const keras::KerasModel &model,
-                                   const std::vector<std::string> &output_names);
+CompileConfig
+parse_compile_config(const keras::KerasModel &model,
+                     const std::vector<std::string> &output_names);
 
 /// The optimizer (Keras's rule, learning rate, schedule at global_step and
 /// clipping).

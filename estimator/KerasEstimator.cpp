@@ -41,7 +41,8 @@ std::string join(const std::vector<std::string> &names) {
 std::string dims_str(const Dims &d) {
   std::string out = "[";
   for (size_t i = 0; i < d.size(); ++i)
-    out += (i ? ", " : "") + (d[i] < 0 ? std::string("?") : std::to_string(d[i]));
+    out +=
+        (i ? ", " : "") + (d[i] < 0 ? std::string("?") : std::to_string(d[i]));
   return out + "]";
 }
 
@@ -67,22 +68,22 @@ Tensor input_feature(const KerasState &s, const keras::InputSpec &spec,
             for (const auto &i : s.inputs)
               n.push_back(i.name);
             return n;
-          }()) + "; features: " + join(keys) + ")");
+          }()) +
+          "; features: " + join(keys) + ")");
   }
   if (t.dtype() != spec.dtype)
-    throw std::invalid_argument(
-        "model_to_estimator: feature \"" + spec.name + "\" is " +
-        dtype_name(t.dtype()) + ", the model's input takes " +
-        dtype_name(spec.dtype));
+    throw std::invalid_argument("model_to_estimator: feature \"" + spec.name +
+                                "\" is " + dtype_name(t.dtype()) +
+                                ", the model's input takes " +
+                                dtype_name(spec.dtype));
   Dims shape = t.shape();
   bool ok = shape.size() == spec.shape.size();
   for (size_t i = 1; ok && i < shape.size(); ++i)
     ok = spec.shape[i] < 0 || shape[i] < 0 || shape[i] == spec.shape[i];
   if (!ok)
-    throw std::invalid_argument("model_to_estimator: feature \"" + spec.name +
-                                "\" has shape " + dims_str(shape) +
-                                ", the model's input takes " +
-                                dims_str(spec.shape));
+    throw std::invalid_argument(
+        "model_to_estimator: feature \"" + spec.name + "\" has shape " +
+        dims_str(shape) + ", the model's input takes " + dims_str(spec.shape));
   return t;
 }
 
@@ -144,8 +145,8 @@ ModelFn make_model_fn(std::shared_ptr<const KerasState> s) {
     for (size_t i = 0; i < s->outputs.size(); ++i) {
       if (!s->compile.losses[i])
         continue;
-      Tensor l = keras_compile::keras_loss(*s->compile.losses[i], y[i],
-                                           kg.outputs[i]);
+      Tensor l =
+          keras_compile::keras_loss(*s->compile.losses[i], y[i], kg.outputs[i]);
       if (l.dtype() != DType::Float32)
         l = cast(l, DType::Float32);
       if (s->compile.loss_weights[i] != 1.0)
@@ -214,9 +215,9 @@ std::vector<std::string> KerasEstimator::output_names() const {
   return keras::model_output_names(*model_);
 }
 
-size_t KerasEstimator::save_keras_model(const std::string &out_path,
-                                        const std::string &checkpoint_path)
-    const {
+size_t
+KerasEstimator::save_keras_model(const std::string &out_path,
+                                 const std::string &checkpoint_path) const {
   keras::KerasModel copy = keras::read_keras_bytes(
       model_->original_bytes, model_->file,
       model_->format == keras::FileFormat::WeightsH5 ? &model_->config
@@ -235,8 +236,8 @@ size_t KerasEstimator::save_keras_model(const std::string &out_path,
     (void)value;
     if (!reader.has_tensor(name))
       throw train::CheckpointError(reader.path() +
-                                   ": save_keras_model: no variable \"" +
-                                   name + "\" of the Keras model");
+                                   ": save_keras_model: no variable \"" + name +
+                                   "\" of the Keras model");
     values[name] = reader.get_tensor(name);
   }
   size_t n = keras::set_variable_values(copy, values);
@@ -255,8 +256,7 @@ size_t save_keras_model(const Estimator &estimator,
   if (ckpt.empty()) {
     std::optional<std::string> latest = estimator.latest_checkpoint();
     if (!latest)
-      throw std::invalid_argument("save_keras_model: " +
-                                  estimator.model_dir() +
+      throw std::invalid_argument("save_keras_model: " + estimator.model_dir() +
                                   " has no checkpoint to write back");
     ckpt = *latest;
   }
@@ -266,8 +266,8 @@ size_t save_keras_model(const Estimator &estimator,
     (void)value;
     if (!reader.has_tensor(name))
       throw train::CheckpointError(reader.path() +
-                                   ": save_keras_model: no variable \"" +
-                                   name + "\" of the Keras model");
+                                   ": save_keras_model: no variable \"" + name +
+                                   "\" of the Keras model");
     values[name] = reader.get_tensor(name);
   }
   size_t n = keras::set_variable_values(model, values);
@@ -366,8 +366,7 @@ model_to_estimator(const std::string &keras_model_path,
       latest = train::latest_checkpoint(kerasDir);
     if (!latest) {
       fs::create_directories(kerasDir);
-      std::string prefix =
-          (fs::path(kerasDir) / "keras_model.ckpt").string();
+      std::string prefix = (fs::path(kerasDir) / "keras_model.ckpt").string();
       train::write_checkpoint(train::checkpoint_file(prefix),
                               keras_values(*model), 0);
       train::CheckpointState st;
@@ -384,8 +383,8 @@ model_to_estimator(const std::string &keras_model_path,
     }
     warm = ws;
   }
-  return std::make_unique<KerasEstimator>(
-      model, make_model_fn(state), config, std::move(warm));
+  return std::make_unique<KerasEstimator>(model, make_model_fn(state), config,
+                                          std::move(warm));
 }
 
 } // namespace estimator
