@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "estimator/KerasCompile.h"
 #include "estimator/KerasEstimator.h"
+#include "estimator/KerasCompile.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Keras/KerasGraph.h"
 #include "test/unit/FileTesting.h"
@@ -121,8 +121,7 @@ TEST(KerasCompileTest, LegacyH5Spelling) {
   ASSERT_EQ(c.metrics[0].size(), 1u);
   EXPECT_EQ(c.metrics[0][0].kind, "accuracy");
   EXPECT_EQ(c.metrics[0][0].name, "acc");
-  EXPECT_EQ(keras_compile::make_optimizer(c.optimizer).kind(),
-            "keras_rmsprop");
+  EXPECT_EQ(keras_compile::make_optimizer(c.optimizer).kind(), "keras_rmsprop");
 }
 
 TEST(KerasCompileTest, Keras3SpellingAndPerOutputDicts) {
@@ -295,8 +294,8 @@ TEST_F(ModelToEstimatorTest, FirstCheckpointHoldsTheFilesWeights) {
     EXPECT_EQ(reader.get_tensor(name).data, value.data) << name;
   // A second Estimator over the same model_dir reuses it (TF's
   // _save_first_checkpoint).
-  auto before = std::filesystem::last_write_time(
-      train::checkpoint_file(prefix));
+  auto before =
+      std::filesystem::last_write_time(train::checkpoint_file(prefix));
   auto again = model_to_estimator(tiny(), options());
   EXPECT_EQ(std::filesystem::last_write_time(train::checkpoint_file(prefix)),
             before);
@@ -305,9 +304,9 @@ TEST_F(ModelToEstimatorTest, FirstCheckpointHoldsTheFilesWeights) {
 TEST_F(ModelToEstimatorTest, TrainsEvaluatesAndWritesBack) {
   auto est = model_to_estimator(tiny(), options());
   std::string in = est->input_names()[0];
-  Features x = {{in, TensorValue::of<float>({4, 3}, {0.1f, 0.2f, 0.3f, -1,
-                                                      0.5f, 2, 1, 1, 1, 0,
-                                                      -0.5f, 0.25f})}};
+  Features x = {
+      {in, TensorValue::of<float>({4, 3}, {0.1f, 0.2f, 0.3f, -1, 0.5f, 2, 1, 1,
+                                           1, 0, -0.5f, 0.25f})}};
   TensorValue y = TensorValue::of<float>({4, 2}, {1, 0, 0, 1, 1, 1, 0, 0});
   est->train(input(x, y), {.steps = 2});
   EvalResults r = est->evaluate(input(x, y));
@@ -334,25 +333,29 @@ TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
   std::string in = est->input_names()[0];
   TensorValue y = TensorValue::of<float>({2, 2}, {1, 0, 0, 1});
   // Two features, none of them the input's.
-  Features wrong = {{"a", TensorValue::of<float>({2, 3}, std::vector<float>(6))},
-                    {"b", TensorValue::of<float>({2, 3}, std::vector<float>(6))}};
+  Features wrong = {
+      {"a", TensorValue::of<float>({2, 3}, std::vector<float>(6))},
+      {"b", TensorValue::of<float>({2, 3}, std::vector<float>(6))}};
   EXPECT_EQ(messageOf<std::invalid_argument>(
                 [&] { est->train(input(wrong, y), {.steps = 1}); }),
-            "model_to_estimator: the features lack the model's input \"" +
-                in + "\" (inputs: " + in + "; features: a, b)");
-  Features dtype = {{in, TensorValue::of<double>({2, 3}, std::vector<double>(6))}};
+            "model_to_estimator: the features lack the model's input \"" + in +
+                "\" (inputs: " + in + "; features: a, b)");
+  Features dtype = {
+      {in, TensorValue::of<double>({2, 3}, std::vector<double>(6))}};
   EXPECT_EQ(messageOf<std::invalid_argument>(
                 [&] { est->train(input(dtype, y), {.steps = 1}); }),
             "model_to_estimator: feature \"" + in +
                 "\" is F64, the model's input takes F32");
-  Features shape = {{in, TensorValue::of<float>({2, 4}, std::vector<float>(8))}};
+  Features shape = {
+      {in, TensorValue::of<float>({2, 4}, std::vector<float>(8))}};
   EXPECT_EQ(messageOf<std::invalid_argument>(
                 [&] { est->train(input(shape, y), {.steps = 1}); }),
             "model_to_estimator: feature \"" + in +
                 "\" has shape [?, 4], the model's input takes [?, 3]");
   // The lone feature of a one-input model, whatever its key (TF takes a
   // tensor).
-  Features lone = {{"anything", TensorValue::of<float>({2, 3}, std::vector<float>(6))}};
+  Features lone = {
+      {"anything", TensorValue::of<float>({2, 3}, std::vector<float>(6))}};
   est->train(input(lone, y), {.steps = 1});
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 1);
 }
@@ -360,33 +363,33 @@ TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
 TEST_F(ModelToEstimatorTest, OptionRefusals) {
   KerasEstimatorOptions o = options();
   o.checkpoint_format = "object";
-  EXPECT_EQ(messageOf<std::invalid_argument>(
-                [&] { model_to_estimator(tiny(), o); }),
-            "model_to_estimator: checkpoint_format must be \"checkpoint\" or "
-            "\"saver\", got \"object\"");
+  EXPECT_EQ(
+      messageOf<std::invalid_argument>([&] { model_to_estimator(tiny(), o); }),
+      "model_to_estimator: checkpoint_format must be \"checkpoint\" or "
+      "\"saver\", got \"object\"");
   o = options();
   RunConfigOptions rc;
   rc.model_dir = path("other");
   o.config = RunConfig(rc);
-  EXPECT_EQ(messageOf<std::invalid_argument>(
-                [&] { model_to_estimator(tiny(), o); }),
-            "model_to_estimator: model_dir \"" + path("model") +
-                "\" and config's model_dir \"" + path("other") +
-                "\" differ (give one, or the same)");
+  EXPECT_EQ(
+      messageOf<std::invalid_argument>([&] { model_to_estimator(tiny(), o); }),
+      "model_to_estimator: model_dir \"" + path("model") +
+          "\" and config's model_dir \"" + path("other") +
+          "\" differ (give one, or the same)");
   o = options();
   o.export_outputs = {{"nope", ExportOutput::Kind::Regression}};
   std::string outputs = keras::model_output_names(keras::load_model(tiny()))[0];
-  EXPECT_EQ(messageOf<std::invalid_argument>(
-                [&] { model_to_estimator(tiny(), o); }),
-            "model_to_estimator: export_outputs names \"nope\", which is not "
-            "an output of the model (outputs: " +
-                outputs + ")");
+  EXPECT_EQ(
+      messageOf<std::invalid_argument>([&] { model_to_estimator(tiny(), o); }),
+      "model_to_estimator: export_outputs names \"nope\", which is not "
+      "an output of the model (outputs: " +
+          outputs + ")");
   o = options();
   o.metric_names_map = {{"accuracy", "acc"}};
-  EXPECT_EQ(messageOf<std::invalid_argument>(
-                [&] { model_to_estimator(tiny(), o); }),
-            "model_to_estimator: metric_names_map names \"accuracy\", which "
-            "is not a metric of the model");
+  EXPECT_EQ(
+      messageOf<std::invalid_argument>([&] { model_to_estimator(tiny(), o); }),
+      "model_to_estimator: metric_names_map names \"accuracy\", which "
+      "is not a metric of the model");
   // A weights-only file has no model config.
   EXPECT_NE(messageOf<keras::KerasError>([&] {
               model_to_estimator(std::string(ESTC_KERAS_FIXTURES) +
