@@ -538,11 +538,12 @@ MetricSpec parse_metric(const keras::KerasModel &model, const Value &v,
   m.name = a.string("name", "");
   a.require("dtype", "float32", false);
   if (c == "MeanMetricWrapper") {
-    // tf.keras's .h5 keeps a string metric as a wrapper of its function;
-    // "accuracy" / "acc" are resolved again (the file may hold the
-    // resolution of a compile that saw no data: categorical_accuracy).
+    // tf.keras's .h5 keeps a string metric as a wrapper of the function
+    // Keras resolved it to, and Keras loads it as such (even the
+    // categorical_accuracy a compile that saw no data resolves "accuracy"
+    // to, whatever the labels): so does estc.
     std::string fn = a.string("fn", "");
-    if (m.name == "accuracy" || m.name == "acc")
+    if (fn.empty() && (m.name == "accuracy" || m.name == "acc"))
       m.kind = "accuracy";
     else if (accuracy_kind(fn))
       m.kind = fn;
@@ -792,6 +793,12 @@ Tensor match_labels(const Tensor &y_true, const Tensor &y_pred) {
   return y_true;
 }
 
+/// Labels as Keras's fit, evaluate and train_on_batch pass them on:
+/// data_adapter.expand_1d makes labels of rank 1 [batch, 1].
+Tensor expand_1d(const Tensor &y) {
+  return y.rank() == 1 ? expand_dims(y, -1) : y;
+}
+
 /// Sparse class ids as a [batch...] integer tensor (a trailing 1 dropped).
 Tensor sparse_ids(const Tensor &y_true, const Tensor &y_pred) {
   Tensor ids = y_true;
@@ -804,8 +811,9 @@ Tensor sparse_ids(const Tensor &y_true, const Tensor &y_pred) {
 
 /// The per-example values of loss function `loss` (one value per example:
 /// the last axis reduced).
-Tensor per_example(const LossSpec &loss, const Tensor &y_true_in,
+Tensor per_example(const LossSpec &loss, const Tensor &y_true_1d,
                    const Tensor &y_pred) {
+  Tensor y_true_in = expand_1d(y_true_1d);
   Graph &g = y_pred.graph();
   DType dt = y_pred.dtype();
   auto c = [&](double v) { return g.constant(v, dt); };
@@ -903,8 +911,9 @@ Tensor keras_loss(const LossSpec &loss, const Tensor &y_true,
 
 Metric keras_metric(const MetricSpec &metric,
                     const std::optional<LossSpec> &output_loss,
-                    const Tensor &y_true, const Tensor &y_pred,
+                    const Tensor &y_true_1d, const Tensor &y_pred,
                     const std::string &name) {
+  Tensor y_true = expand_1d(y_true_1d);
   Graph &g = y_pred.graph();
   DType dt = y_pred.dtype();
   std::string kind = metric.kind;
@@ -935,7 +944,7 @@ Metric keras_metric(const MetricSpec &metric,
     return metrics::mean(cast(equal(ids, p), DType::Float32), {}, name);
   }
   if (kind == "categorical_accuracy") {
-    Tensor t = argmax(y_true, -1);
+    Tensor t = argmax(match_labels(y_true, y_pred), -1);
     Tensor p = argmax(y_pred, -1);
     return metrics::mean(cast(equal(t, p), DType::Float32), {}, name);
   }

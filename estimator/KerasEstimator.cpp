@@ -202,7 +202,11 @@ KerasEstimator::KerasEstimator(std::shared_ptr<const keras::KerasModel> model,
                                std::optional<WarmStartSettings> warm_start_from)
     : Estimator(std::move(model_fn), std::move(config), Params(),
                 std::move(warm_start_from)),
-      model_(std::move(model)) {}
+      model_(std::move(model)) {
+  // Several outputs: their labels are features ("labels/<output>").
+  if (keras::model_output_names(*model_).size() > 1)
+    set_labels_in_features("labels/");
+}
 
 std::vector<std::string> KerasEstimator::input_names() const {
   std::vector<std::string> out;

@@ -116,7 +116,7 @@ int run(const std::string &case_path) {
   o.model_dir = c["model_dir"].GetString();
   RunConfigOptions rc;
   rc.tf_random_seed = c.HasMember("seed") ? c["seed"].GetInt64() : 1;
-  rc.save_checkpoints_secs = 0;
+  rc.save_checkpoints_steps = 1000000;
   rc.save_summary_steps = 0;
   rc.log_step_count_steps = 1000;
   o.config = RunConfig(rc);

@@ -117,9 +117,10 @@ TEST(KerasCompileTest, LegacyH5Spelling) {
   EXPECT_DOUBLE_EQ(*c.optimizer.clipvalue, 0.5);
   EXPECT_EQ(c.losses[0]->fn, "binary_crossentropy");
   EXPECT_DOUBLE_EQ(c.losses[0]->label_smoothing, 0.1);
-  // "acc" is resolved again from the loss and the output's shape.
+  // The function Keras resolved "acc" to when it saved the file, as Keras
+  // loads it.
   ASSERT_EQ(c.metrics[0].size(), 1u);
-  EXPECT_EQ(c.metrics[0][0].kind, "accuracy");
+  EXPECT_EQ(c.metrics[0][0].kind, "categorical_accuracy");
   EXPECT_EQ(c.metrics[0][0].name, "acc");
   EXPECT_EQ(keras_compile::make_optimizer(c.optimizer).kind(), "keras_rmsprop");
 }
