@@ -219,6 +219,19 @@ std::vector<std::string> KerasEstimator::output_names() const {
   return keras::model_output_names(*model_);
 }
 
+ServingInputReceiverFn KerasEstimator::serving_input_receiver_fn(
+    std::optional<int64_t> default_batch_size) const {
+  std::vector<TensorSpec> features;
+  for (const keras::InputSpec &i : keras::model_inputs(*model_)) {
+    TensorSpec t;
+    t.key = i.name;
+    t.dtype = i.dtype;
+    t.shape = i.shape;
+    features.push_back(t);
+  }
+  return build_raw_serving_input_receiver_fn(features, default_batch_size);
+}
+
 size_t
 KerasEstimator::save_keras_model(const std::string &out_path,
                                  const std::string &checkpoint_path) const {

@@ -13,6 +13,8 @@
 //   est->train(input_fn, {.max_steps = 100});   // features keyed by the
 //                                               // model's input names
 //   est->evaluate(eval_input_fn);               // {"loss", "accuracy", ...}
+//   est->export_saved_model("/tmp/export",      // serving::SavedModel
+//                           est->serving_input_receiver_fn());
 //   est->save_keras_model("fine_tuned.keras");  // Keras loads it
 //
 // Mirroring keras_lib.py:
@@ -99,6 +101,12 @@ public:
   /// output_names).
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
+
+  /// The serving input receiver of the model's inputs
+  /// (build_raw_serving_input_receiver_fn of each input's name, dtype and
+  /// shape): export_saved_model(dir, est->serving_input_receiver_fn()).
+  ServingInputReceiverFn serving_input_receiver_fn(
+      std::optional<int64_t> default_batch_size = {}) const;
 
   /// Writing back: the file read, in its form (.keras, .h5), with every
   /// Keras weight set to its value in `checkpoint_path` (default: the

@@ -13,6 +13,7 @@
 #include "estimator/KerasCompile.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Keras/KerasGraph.h"
+#include "runtime/serving/SavedModel.h"
 #include "test/unit/FileTesting.h"
 
 #include <gtest/gtest.h>
@@ -327,6 +328,25 @@ TEST_F(ModelToEstimatorTest, TrainsEvaluatesAndWritesBack) {
             keras::variable_values(written).at("dense/kernel").data);
   // The same through the free function.
   EXPECT_EQ(save_keras_model(*est, tiny(), path("again.keras")), n);
+}
+
+TEST_F(ModelToEstimatorTest, ExportsAndServesAsAnyEstimator) {
+  auto est = model_to_estimator(tiny(), options());
+  std::string in = est->input_names()[0];
+  std::string out = est->output_names()[0];
+  Features x = {{in, TensorValue::of<float>({2, 3}, {1, 2, 3, -1, 0, 0.5f})}};
+  TensorValue y = TensorValue::of<float>({2, 2}, {1, 0, 0, 1});
+  est->train(input(x, y), {.steps = 1});
+  std::string dir =
+      est->export_saved_model(path("export"), est->serving_input_receiver_fn());
+  auto served = serving::SavedModel::load(dir);
+  serving::TensorMap got = served->run("serving_default", {{in, x.at(in)}});
+  std::vector<float> want;
+  for (const Prediction &p :
+       est->predict(input(x, std::nullopt), {.yield_single_examples = false}))
+    want = p.at(out).values<float>();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got.begin()->second.values<float>(), want);
 }
 
 TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
