@@ -128,11 +128,38 @@ def sgd_schedule_data(np, rng, n):
     return {"features": x}, y
 
 
+def mobilenet_frozen(tf):
+    """The seeds' recipe, small: keras.applications.MobileNetV2 (weights
+    None, 32x32, alpha 0.35) with its base frozen (trainable=False: its
+    BatchNormalization in inference mode), global average pooling and a
+    new dense head, Adam and sparse categorical crossentropy from logits."""
+    k = tf.keras
+    base = k.applications.MobileNetV2(input_shape=(32, 32, 3), alpha=0.35,
+                                      include_top=False, weights=None)
+    base.trainable = False
+    x = k.Input((32, 32, 3), name="image")
+    h = base(x, training=False)
+    h = k.layers.GlobalAveragePooling2D(name="pool")(h)
+    logits = k.layers.Dense(4, name="head")(h)
+    m = k.Model(x, logits)
+    m.compile(optimizer=k.optimizers.Adam(0.01),
+              loss=k.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy"])
+    return m
+
+
+def mobilenet_data(np, rng, n):
+    x = rng.uniform(-1, 1, size=(n, 32, 32, 3)).astype(np.float32)
+    y = rng.integers(0, 4, n).astype(np.int64)
+    return {"image": x}, y
+
+
 CASES = [  # name, builder, data, file suffix
     ("classifier", classifier, classifier_data, ".keras"),
     ("classifier_h5", classifier, classifier_data, ".h5"),
     ("two_outputs", two_outputs, two_outputs_data, ".keras"),
     ("sgd_schedule", sgd_schedule, sgd_schedule_data, ".keras"),
+    ("mobilenet_v2_frozen", mobilenet_frozen, mobilenet_data, ".keras"),
 ]
 
 
