@@ -70,6 +70,22 @@ def classifier(tf):
     return m
 
 
+def dropout_classifier(tf):
+    """The classifier with Dropout(0.5): evaluate and predict (no training
+    steps) equal Keras's only if the dropout is off outside training."""
+    k = tf.keras
+    x = k.Input((6,), name="x")
+    h = k.layers.Dense(16, activation="relu", name="hidden")(x)
+    h = k.layers.Dropout(0.5, name="drop")(h)
+    p = k.layers.Dense(3, name="logits")(h)
+    m = k.Model(x, p)
+    m.compile(optimizer="adam",
+              loss=k.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy", k.metrics.SparseCategoricalCrossentropy(
+                  from_logits=True, name="xent")])
+    return m
+
+
 def classifier_data(np, rng, n):
     x = rng.normal(size=(n, 6)).astype(np.float32)
     y = (np.argmax(x[:, :3], axis=1)).astype(np.int64)
@@ -154,12 +170,14 @@ def mobilenet_data(np, rng, n):
     return {"image": x}, y
 
 
-CASES = [  # name, builder, data, file suffix
-    ("classifier", classifier, classifier_data, ".keras"),
-    ("classifier_h5", classifier, classifier_data, ".h5"),
-    ("two_outputs", two_outputs, two_outputs_data, ".keras"),
-    ("sgd_schedule", sgd_schedule, sgd_schedule_data, ".keras"),
-    ("mobilenet_v2_frozen", mobilenet_frozen, mobilenet_data, ".keras"),
+CASES = [  # name, builder, data, file suffix, training steps
+    ("classifier", classifier, classifier_data, ".keras", STEPS),
+    ("classifier_h5", classifier, classifier_data, ".h5", STEPS),
+    ("dropout_inference", dropout_classifier, classifier_data, ".keras", 0),
+    ("two_outputs", two_outputs, two_outputs_data, ".keras", STEPS),
+    ("sgd_schedule", sgd_schedule, sgd_schedule_data, ".keras", STEPS),
+    ("mobilenet_v2_frozen", mobilenet_frozen, mobilenet_data, ".keras",
+     STEPS),
 ]
 
 
@@ -204,6 +222,28 @@ def run_tool(tool, work, case):
                           check=False, timeout=600)
 
 
+def compare_outputs(np, keras_eval, keras_pred, got):
+    """evaluate's metrics and the predictions, estc's against Keras's."""
+    problems = []
+    for mname, value in got["eval"].items():
+        if mname == "global_step":
+            continue
+        if mname not in keras_eval:
+            problems.append(f"metric {mname}: Keras's evaluate has none "
+                            f"({sorted(keras_eval)})")
+            continue
+        ok, _ = close(np, [keras_eval[mname]], [value], 2e-4, 2e-5)
+        if not ok:
+            problems.append(f"metric {mname}: Keras {keras_eval[mname]:.7g}"
+                            f", estc {value:.7g}")
+    for oname, want in keras_pred.items():
+        ok, err = close(np, want, got["predictions"][oname]["values"],
+                        2e-4, 2e-5)
+        if not ok:
+            problems.append(f"prediction {oname}: max |diff| {err:.3g}")
+    return problems
+
+
 def tf_estimator_names(tf, np, path, x, y, work):
     """TF's own model_to_estimator (saver checkpoints): its checkpoint's
     model variables (not training/..., not global_step) and its evaluate's
@@ -231,7 +271,7 @@ def tf_estimator_names(tf, np, path, x, y, work):
     return names, metric_names
 
 
-def check_case(tf, np, args, name, build, data, suffix):
+def check_case(tf, np, args, name, build, data, suffix, steps):
     k = tf.keras
     work = os.path.join(args.work, name)
     shutil.rmtree(work, ignore_errors=True)
@@ -245,7 +285,7 @@ def check_case(tf, np, args, name, build, data, suffix):
     x, y = data(np, rng, n)
     several = isinstance(y, dict)
     train = [(take(x, i * BATCH, (i + 1) * BATCH),
-              take(y, i * BATCH, (i + 1) * BATCH)) for i in range(STEPS)]
+              take(y, i * BATCH, (i + 1) * BATCH)) for i in range(steps)]
     ex = take(x, STEPS * BATCH, (STEPS + 2) * BATCH)
     ey = take(y, STEPS * BATCH, (STEPS + 2) * BATCH)
     px = take(x, (STEPS + 2) * BATCH, n)
@@ -271,8 +311,9 @@ def check_case(tf, np, args, name, build, data, suffix):
             "eval": [estc_batch(np, take(ex, i * BATCH, (i + 1) * BATCH),
                                 take(ey, i * BATCH, (i + 1) * BATCH),
                                 several) for i in range(2)],
-            "predict": estc_batch(np, px, None, several),
-            "write_back": out}
+            "predict": estc_batch(np, px, None, several)}
+    if steps:
+        case["write_back"] = out
     run = run_tool(args.tool, work, case)
     if run.returncode != 0:
         print(f"FAIL {name}: keras_estimator_tool exited {run.returncode}: "
@@ -281,6 +322,15 @@ def check_case(tf, np, args, name, build, data, suffix):
     got = json.loads(run.stdout)
     problems = []
 
+    if not steps:
+        # Evaluate and predict on the file's weights (no checkpoint yet).
+        problems += compare_outputs(np, keras_eval, keras_pred, got)
+        if problems:
+            print(f"FAIL {name}: " + "; ".join(problems))
+            return False
+        print(f"ok   {name}: evaluate and predict from the file's weights "
+              f"match tf.keras")
+        return True
     # The weights after the steps.
     for wname, want in weights.items():
         if wname not in got["variables"]:
@@ -289,24 +339,7 @@ def check_case(tf, np, args, name, build, data, suffix):
         ok, err = close(np, want, got["variables"][wname]["values"])
         if not ok:
             problems.append(f"weight {wname}: max |diff| {err:.3g}")
-    # The metrics.
-    for mname, value in got["eval"].items():
-        if mname == "global_step":
-            continue
-        if mname not in keras_eval:
-            problems.append(f"metric {mname}: Keras's evaluate has none "
-                            f"({sorted(keras_eval)})")
-            continue
-        ok, err = close(np, [keras_eval[mname]], [value], 2e-4, 2e-5)
-        if not ok:
-            problems.append(f"metric {mname}: Keras {keras_eval[mname]:.7g}"
-                            f", estc {value:.7g}")
-    # Predictions: estc's against Keras's trained model.
-    for oname, want in keras_pred.items():
-        ok, err = close(np, want, got["predictions"][oname]["values"],
-                        2e-4, 2e-5)
-        if not ok:
-            problems.append(f"prediction {oname}: max |diff| {err:.3g}")
+    problems += compare_outputs(np, keras_eval, keras_pred, got)
     # The written-back file, in Keras.
     if got["written"] != len(keras_model.weights):
         problems.append(f"wrote {got['written']} weights of "
@@ -338,7 +371,7 @@ def check_case(tf, np, args, name, build, data, suffix):
     if problems:
         print(f"FAIL {name}: " + "; ".join(problems))
         return False
-    print(f"ok   {name}: {len(weights)} weights after {STEPS} steps, "
+    print(f"ok   {name}: {len(weights)} weights after {steps} steps, "
           f"{len(estc_metrics)} metrics, predictions and the written-back "
           f"file match tf.keras; variable and metric names match TF's "
           f"model_to_estimator")
@@ -424,10 +457,11 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     only = re.compile(args.only) if args.only else None
     ok = True
-    for name, build, data, suffix in CASES:
+    for name, build, data, suffix, steps in CASES:
         if only and not only.search(name):
             continue
-        ok = check_case(tf, np, args, name, build, data, suffix) and ok
+        ok = check_case(tf, np, args, name, build, data, suffix,
+                        steps) and ok
     if not only or only.search("refusals"):
         ok = check_refusals(tf, np, args) and ok
     print("PASS" if ok else "FAIL")
