@@ -22,8 +22,13 @@ Then the refusals: an uncompiled model, an unknown optimizer, loss and
 metric, an unsupported argument, and features missing or of the wrong
 dtype or shape, each one line.
 
+Keras 3: with --keras3-python (or $ESTC_KERAS3_PYTHON) naming a Python
+whose `keras` is 3.x, two models compiled with Keras 3's spellings are
+trained, evaluated and written back the same way against Keras 3
+(KERAS_BACKEND jax unless set); without it, one SKIP line.
+
 usage: tf_keras_estimator_compat.py --tool=build/bin/keras_estimator_tool
-           --work=DIR [--only REGEX]
+           --work=DIR [--only REGEX] [--keras3-python=PY]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
@@ -580,12 +585,177 @@ def check_refusals(tf, np, args):
     return ok
 
 
+# --- Keras 3, in its own Python ------------------------------------------
+
+def keras3_models(keras):
+    """Keras 3's spellings of the compile config: a classifier (Adam, a loss
+    object, accuracy) and SGD with momentum on a schedule, binary
+    crossentropy, AUC."""
+    L = keras.layers
+    x = keras.Input((6,), name="x")
+    h = L.Dense(16, activation="relu", name="hidden")(x)
+    h = L.BatchNormalization(name="bn")(h)
+    p = L.Dense(3, name="logits")(h)
+    a = keras.Model(x, p)
+    a.compile(optimizer=keras.optimizers.Adam(0.01),
+              loss=keras.losses.SparseCategoricalCrossentropy(
+                  from_logits=True),
+              metrics=["accuracy"])
+    x = keras.Input((5,), name="features")
+    h = L.Dense(8, activation="tanh", name="d1")(x)
+    p = L.Dense(1, activation="sigmoid", name="p")(h)
+    b = keras.Model(x, p)
+    b.compile(optimizer=keras.optimizers.SGD(
+        keras.optimizers.schedules.ExponentialDecay(0.1, 3, 0.5),
+        momentum=0.9, clipnorm=1.0),
+              loss="binary_crossentropy",
+              metrics=["accuracy", keras.metrics.AUC(name="auc")])
+    return {"k3_classifier": (a, "sparse"), "k3_sgd": (b, "binary")}
+
+
+def keras3_side(mode, work):
+    """Runs under Keras 3: `train` saves the models, trains them from their
+    files with train_on_batch and writes what Keras computed; `check`
+    loads the files estc wrote back and writes their predictions."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import keras  # pylint: disable=import-outside-toplevel
+    if not keras.__version__.startswith("3."):
+        raise SystemExit(f"not Keras 3: {keras.__version__}")
+    keras.utils.set_random_seed(3)
+    out = {"version": keras.__version__, "models": {}}
+    for name, (model, kind) in keras3_models(keras).items():
+        path = os.path.join(work, name + ".keras")
+        in_name = model.inputs[0].name
+        rng = np.random.default_rng(13)
+        n = BATCH * (STEPS + 3)
+        x = rng.normal(size=(n,) + tuple(model.inputs[0].shape[1:]))
+        x = x.astype(np.float32)
+        if kind == "sparse":
+            y = np.argmax(x[:, :3], axis=1).astype(np.int64)
+        else:
+            y = (x[:, :1] > 0).astype(np.float32)
+        if mode == "train":
+            model.save(path)
+            m = keras.models.load_model(path)
+            for i in range(STEPS):
+                m.train_on_batch(x[i * BATCH:(i + 1) * BATCH],
+                                 y[i * BATCH:(i + 1) * BATCH])
+            ev = m.evaluate(x[STEPS * BATCH:(STEPS + 2) * BATCH],
+                            y[STEPS * BATCH:(STEPS + 2) * BATCH],
+                            batch_size=BATCH, verbose=0, return_dict=True)
+            out["models"][name] = {
+                "input": in_name, "x": x.tolist(), "y": y.tolist(),
+                "weights": {w.path: np.asarray(w.numpy()).tolist()
+                            for w in m.weights},
+                "eval": {k: float(v) for k, v in ev.items()},
+                "predict": np.asarray(m.predict_on_batch(
+                    x[(STEPS + 2) * BATCH:])).tolist()}
+        else:
+            m = keras.models.load_model(os.path.join(work,
+                                                     name + "_written.keras"))
+            out["models"][name] = {"predict": np.asarray(m.predict_on_batch(
+                x[(STEPS + 2) * BATCH:])).tolist()}
+    with open(os.path.join(work, f"keras3_{mode}.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(out, f)
+    return 0
+
+
+def check_keras3(np, args, python):
+    """The Keras 3 models: estc's training, metrics and written-back file
+    against Keras 3's (KERAS_BACKEND jax unless set)."""
+    env = dict(os.environ)
+    env.setdefault("KERAS_BACKEND", "jax")
+    work = os.path.join(args.work, "keras3")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+
+    def side(mode):
+        r = subprocess.run([python, __file__, f"--keras3-side={mode}",
+                            f"--work={work}", "--tool=-"], env=env,
+                           capture_output=True, text=True, check=False)
+        if r.returncode != 0:
+            print(f"FAIL Keras 3 ({python}) {mode}: {r.stderr[-1500:]}")
+            return None
+        with open(os.path.join(work, f"keras3_{mode}.json"),
+                  encoding="utf-8") as f:
+            return json.load(f)
+    want = side("train")
+    if want is None:
+        return False
+    ok = True
+    estc_pred = {}
+    for name, m in want["models"].items():
+        x = np.asarray(m["x"], np.float32)
+        y = np.asarray(m["y"])
+        y = y.astype(np.int64 if y.dtype.kind == "i" else np.float32)
+        feats = lambda lo, hi: {m["input"]: x[lo:hi]}  # noqa: E731
+        case = {"model": os.path.join(work, name + ".keras"),
+                "model_dir": os.path.join(work, name + "_estc"), "seed": 1,
+                "train": [estc_batch(np, feats(i * BATCH, (i + 1) * BATCH),
+                                     y[i * BATCH:(i + 1) * BATCH], False)
+                          for i in range(STEPS)],
+                "eval": [estc_batch(np, feats((STEPS + i) * BATCH,
+                                              (STEPS + i + 1) * BATCH),
+                                    y[(STEPS + i) * BATCH:
+                                      (STEPS + i + 1) * BATCH], False)
+                         for i in range(2)],
+                "predict": estc_batch(np, feats((STEPS + 2) * BATCH,
+                                                len(x)), None, False),
+                "write_back": os.path.join(work, name + "_written.keras")}
+        run = run_tool(args.tool, work, case)
+        if run.returncode != 0:
+            print(f"FAIL Keras 3 {name}: keras_estimator_tool exited "
+                  f"{run.returncode}: {run.stderr.strip().splitlines()[-1:]}")
+            ok = False
+            continue
+        got = json.loads(run.stdout)
+        problems = []
+        for wname, value in m["weights"].items():
+            if wname not in got["variables"]:
+                problems.append(f"weight {wname} missing")
+                continue
+            good, err = close(np, value, got["variables"][wname]["values"])
+            if not good:
+                problems.append(f"weight {wname}: max |diff| {err:.3g}")
+        problems += compare_outputs(
+            np, m["eval"], {list(got["predictions"])[0]: m["predict"]}, got)
+        estc_pred[name] = list(got["predictions"].values())[0]["values"]
+        if problems:
+            print(f"FAIL Keras {want['version']} {name}: " +
+                  "; ".join(problems))
+            ok = False
+        else:
+            print(f"ok   Keras {want['version']} {name}: weights after "
+                  f"{STEPS} steps, metrics and predictions match")
+    back = side("check")
+    if back is None:
+        return False
+    for name, m in back["models"].items():
+        if name not in estc_pred:
+            continue
+        good, err = close(np, m["predict"], estc_pred[name], 1e-5, 1e-6)
+        if not good:
+            print(f"FAIL Keras 3 {name}: the written-back file predicts "
+                  f"max |diff| {err:.3g} from estc")
+            ok = False
+    if ok:
+        print(f"ok   Keras {want['version']} loads the files written back "
+              f"and predicts what estc predicts")
+    return ok
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tool", required=True)
     p.add_argument("--work", default="")
     p.add_argument("--only", default="")
+    p.add_argument("--keras3-python",
+                   default=os.environ.get("ESTC_KERAS3_PYTHON", ""))
+    p.add_argument("--keras3-side", default="")
     args = p.parse_args()
+    if args.keras3_side:
+        return keras3_side(args.keras3_side, args.work)
     tf = import_tf()
     if tf is None:
         return 77
@@ -608,6 +778,11 @@ def main():
                         light=True) and ok
     if not only or only.search("refusals"):
         ok = check_refusals(tf, np, args) and ok
+    if not only or only.search("keras3"):
+        if args.keras3_python:
+            ok = check_keras3(np, args, args.keras3_python) and ok
+        else:
+            print("SKIP Keras 3: no --keras3-python / $ESTC_KERAS3_PYTHON")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
