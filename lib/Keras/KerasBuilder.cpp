@@ -271,8 +271,8 @@ std::vector<KTensor> Builder::callModel(const rj::Value &entry,
 
   resolve = [&](const Ref &ref, int d) -> KTensor {
     if (d > kMaxDepth)
-      fail(self, "the model is deeper than " + std::to_string(kMaxDepth) +
-                     " layers");
+      fail(self,
+           "the model is deeper than " + std::to_string(kMaxDepth) + " layers");
     auto key = std::make_pair(ref.layer, ref.node);
     auto it = done.find(key);
     if (it == done.end()) {
@@ -324,8 +324,7 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
     layer.name = layer.cls;
   if (!layer.config || !layer.config->IsObject())
     fail(layer, "the layer has no config");
-  if (const rj::Value *t = member(*layer.config, "trainable");
-      t && t->IsBool())
+  if (const rj::Value *t = member(*layer.config, "trainable"); t && t->IsBool())
     layer.trainable = trainable && t->GetBool();
   if (isModelClass(layer.cls)) {
     std::vector<KTensor> in = call.args;
@@ -506,8 +505,8 @@ void Builder::refuseNonNull(const Layer &l,
 
 const KTensor &Builder::single(const Layer &l, const Call &call) const {
   if (call.args.size() != 1 || call.list)
-    fail(l, "the layer takes one input, got " +
-                std::to_string(call.args.size()));
+    fail(l,
+         "the layer takes one input, got " + std::to_string(call.args.size()));
   return call.args[0];
 }
 
@@ -563,8 +562,8 @@ Initializer Builder::initializer(const Layer &l, const char *key,
     return random_normal_initializer(num("mean", 0.0), num("stddev", 0.05),
                                      seed);
   if (k == "random_uniform")
-    return random_uniform_initializer(num("minval", -0.05),
-                                      num("maxval", 0.05), seed);
+    return random_uniform_initializer(num("minval", -0.05), num("maxval", 0.05),
+                                      seed);
   if (k == "truncated_normal")
     return truncated_normal_initializer(num("mean", 0.0), num("stddev", 0.05),
                                         seed);
@@ -578,8 +577,8 @@ Initializer Builder::initializer(const Layer &l, const char *key,
                   "' is not supported");
     std::string mode = str("mode", "fan_in");
     if (mode != "fan_in" && mode != "fan_out" && mode != "fan_avg")
-      fail(l, std::string("'") + key + "': mode '" + mode +
-                  "' is not supported");
+      fail(l,
+           std::string("'") + key + "': mode '" + mode + "' is not supported");
     return variance_scaling_initializer(num("scale", 1.0), mode, dist, seed);
   }
   if (k == "orthogonal")
@@ -647,15 +646,14 @@ Builder::activation(const Layer &l, const char *key) const {
   }
   // Checked now, so that an unknown name fails before any node is built.
   static const std::set<std::string> known = {
-      "linear",   "relu",        "relu6",      "sigmoid",     "tanh",
-      "softmax",  "log_softmax", "elu",        "selu",        "softplus",
-      "softsign", "swish",       "silu",       "gelu",        "exponential",
+      "linear",   "relu",        "relu6",        "sigmoid",   "tanh",
+      "softmax",  "log_softmax", "elu",          "selu",      "softplus",
+      "softsign", "swish",       "silu",         "gelu",      "exponential",
       "mish",     "leaky_relu",  "hard_sigmoid", "hard_silu", "hard_swish"};
   if (!name.empty() && !known.count(name))
     fail(l, "activation '" + name + "' is not supported");
-  return [this, l, name](const Tensor &x) {
-    return applyActivation(l, name, x);
-  };
+  return
+      [this, l, name](const Tensor &x) { return applyActivation(l, name, x); };
 }
 
 } // namespace kerasgraph

@@ -242,8 +242,8 @@ KerasGraph build_model(Graph &g, const KerasModel &model,
   for (size_t i = 0; i < specs.size(); ++i) {
     const InputSpec &s = specs[i];
     if (!inputs[i].valid() || inputs[i].dtype() != s.dtype)
-      modelError(model, "input '" + s.name + "' must be " +
-                            to_string(s.dtype) + ", got " +
+      modelError(model, "input '" + s.name + "' must be " + to_string(s.dtype) +
+                            ", got " +
                             (inputs[i].valid() ? to_string(inputs[i].dtype())
                                                : std::string("no tensor")));
     Dims shape = inputs[i].shape();
@@ -269,8 +269,7 @@ KerasGraph build_model(Graph &g, const KerasModel &model,
     kg.outputs.push_back(t.t);
   if (kg.outputs.size() != kg.output_names.size())
     modelError(model, "the model computed " +
-                          std::to_string(kg.outputs.size()) +
-                          " outputs for " +
+                          std::to_string(kg.outputs.size()) + " outputs for " +
                           std::to_string(kg.output_names.size()) + " names");
   // Keras's order: the file's weights (Model.weights), then any variable
   // the file does not have (a config without weights: creation order).

@@ -62,17 +62,16 @@ void channelsLast(Builder &b, const Layer &l) {
 }
 
 void noRegularizers(Builder &b, const Layer &l) {
-  b.refuseNonNull(l,
-                  {"kernel_regularizer", "bias_regularizer",
-                   "activity_regularizer", "kernel_constraint",
-                   "bias_constraint", "depthwise_regularizer",
-                   "pointwise_regularizer", "depthwise_constraint",
-                   "pointwise_constraint", "beta_regularizer",
-                   "gamma_regularizer", "beta_constraint", "gamma_constraint",
-                   "embeddings_regularizer", "embeddings_constraint",
-                   "recurrent_regularizer", "recurrent_constraint",
-                   "alpha_regularizer", "alpha_constraint"},
-                  "regularizers and constraints are not built");
+  b.refuseNonNull(
+      l,
+      {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+       "kernel_constraint", "bias_constraint", "depthwise_regularizer",
+       "pointwise_regularizer", "depthwise_constraint", "pointwise_constraint",
+       "beta_regularizer", "gamma_regularizer", "beta_constraint",
+       "gamma_constraint", "embeddings_regularizer", "embeddings_constraint",
+       "recurrent_regularizer", "recurrent_constraint", "alpha_regularizer",
+       "alpha_constraint"},
+      "regularizers and constraints are not built");
 }
 
 Tensor reluLike(const Tensor &x, double negativeSlope,
@@ -113,14 +112,14 @@ Outs denseLayer(Builder &b, const Layer &l, const Call &c) {
     b.fail(l, "the input must have rank >= 2, got " +
                   shape::toString(x.t.shape()));
   int64_t in = knownDim(b, l, x.t, -1);
-  Variable kernel =
-      b.var(l, "kernel", {in, units},
-            b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
+  Variable kernel = b.var(
+      l, "kernel", {in, units},
+      b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
   Tensor y = matmul(x.t, kernel);
   if (b.getBool(l, "use_bias", true))
-    y = nn::bias_add(y, b.var(l, "bias", {units},
-                              b.initializer(l, "bias_initializer",
-                                            zeros_initializer())));
+    y = nn::bias_add(
+        y, b.var(l, "bias", {units},
+                 b.initializer(l, "bias_initializer", zeros_initializer())));
   return same(b.activation(l)(y), x);
 }
 
@@ -207,14 +206,13 @@ Outs batchNormLayer(Builder &b, const Layer &l, const Call &c) {
   if (center)
     beta = b.var(l, "beta", {ch},
                  b.initializer(l, "beta_initializer", zeros_initializer()));
-  Variable movingMean =
-      b.var(l, "moving_mean", {ch},
-            b.initializer(l, "moving_mean_initializer", zeros_initializer()),
+  Variable movingMean = b.var(
+      l, "moving_mean", {ch},
+      b.initializer(l, "moving_mean_initializer", zeros_initializer()), false);
+  Variable movingVariance =
+      b.var(l, "moving_variance", {ch},
+            b.initializer(l, "moving_variance_initializer", ones_initializer()),
             false);
-  Variable movingVariance = b.var(
-      l, "moving_variance", {ch},
-      b.initializer(l, "moving_variance_initializer", ones_initializer()),
-      false);
   auto along = [&](const Tensor &v) {
     if (a == rank - 1)
       return v;
@@ -276,9 +274,8 @@ Outs batchNormLayer(Builder &b, const Layer &l, const Call &c) {
 std::vector<Tensor> mergeInputs(Builder &b, const Layer &l, const Call &c,
                                 size_t minCount = 2) {
   if (c.args.size() < minCount)
-    b.fail(l, "the layer takes a list of at least " +
-                  std::to_string(minCount) + " inputs, got " +
-                  std::to_string(c.args.size()));
+    b.fail(l, "the layer takes a list of at least " + std::to_string(minCount) +
+                  " inputs, got " + std::to_string(c.args.size()));
   std::vector<Tensor> xs;
   for (const KTensor &k : c.args)
     xs.push_back(k.t);
@@ -437,9 +434,9 @@ Outs preluLayer(Builder &b, const Layer &l, const Call &c) {
     if (d < 0)
       b.fail(l, "the input's non-batch dimensions must be known, got " +
                     shape::toString(s));
-  Variable alpha = b.var(l, "alpha", alphaShape,
-                         b.initializer(l, "alpha_initializer",
-                                       zeros_initializer()));
+  Variable alpha =
+      b.var(l, "alpha", alphaShape,
+            b.initializer(l, "alpha_initializer", zeros_initializer()));
   Tensor pos = nn::relu(x.t);
   Tensor neg = multiply(negative(alpha.read()), nn::relu(negative(x.t)));
   return same(add(pos, neg), x);
@@ -497,9 +494,9 @@ Tensor causalPad(const Tensor &x, const ConvArgs &a) {
 Tensor biasAndActivation(Builder &b, const Layer &l, Tensor y,
                          int64_t filters) {
   if (b.getBool(l, "use_bias", true))
-    y = nn::bias_add(y, b.var(l, "bias", {filters},
-                              b.initializer(l, "bias_initializer",
-                                            zeros_initializer())));
+    y = nn::bias_add(
+        y, b.var(l, "bias", {filters},
+                 b.initializer(l, "bias_initializer", zeros_initializer())));
   return b.activation(l)(y);
 }
 
@@ -511,9 +508,9 @@ Outs convLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   Dims kshape = a.kernel;
   kshape.push_back(in);
   kshape.push_back(a.filters);
-  Variable kernel =
-      b.var(l, "kernel", kshape,
-            b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
+  Variable kernel = b.var(
+      l, "kernel", kshape,
+      b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
   Tensor y;
   std::string padding = upper(a.padding);
   if (n == 1) {
@@ -539,10 +536,12 @@ Outs depthwiseConv2DLayer(Builder &b, const Layer &l, const Call &c) {
   int64_t mult = b.getInt(l, "depth_multiplier", 1);
   if (mult < 1)
     b.fail(l, "depth_multiplier must be positive");
-  Variable kernel = b.var(l, "depthwise_kernel",
-                          {a.kernel[0], a.kernel[1], in, mult},
-                          b.initializer(l, "depthwise_initializer",
-                                        glorot_uniform_initializer()));
+  // tf.keras's depthwise_kernel; a file Keras 3 wrote names it kernel.
+  bool keras3Name = b.model.find_weight(l.name + "/kernel:0") != nullptr;
+  Variable kernel = b.var(
+      l, keras3Name ? "kernel" : "depthwise_kernel",
+      {a.kernel[0], a.kernel[1], in, mult},
+      b.initializer(l, "depthwise_initializer", glorot_uniform_initializer()));
   Tensor y = nn::depthwise_conv2d(x.t, kernel, a.strides, upper(a.padding),
                                   "NHWC", a.dilation);
   return {KTensor{biasAndActivation(b, l, y, in * mult), Tensor()}};
@@ -561,12 +560,12 @@ Outs separableConvLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   dshape.push_back(mult);
   pshape.push_back(in * mult);
   pshape.push_back(a.filters);
-  Variable depthwise = b.var(l, "depthwise_kernel", dshape,
-                             b.initializer(l, "depthwise_initializer",
-                                           glorot_uniform_initializer()));
-  Variable pointwise = b.var(l, "pointwise_kernel", pshape,
-                             b.initializer(l, "pointwise_initializer",
-                                           glorot_uniform_initializer()));
+  Variable depthwise = b.var(
+      l, "depthwise_kernel", dshape,
+      b.initializer(l, "depthwise_initializer", glorot_uniform_initializer()));
+  Variable pointwise = b.var(
+      l, "pointwise_kernel", pshape,
+      b.initializer(l, "pointwise_initializer", glorot_uniform_initializer()));
   Tensor y;
   if (n == 2) {
     y = nn::separable_conv2d(x.t, depthwise, pointwise, a.strides,
@@ -614,24 +613,24 @@ Outs convTransposeLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   Dims kshape = a.kernel;
   kshape.push_back(a.filters);
   kshape.push_back(in);
-  Variable kernel =
-      b.var(l, "kernel", kshape,
-            b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
+  Variable kernel = b.var(
+      l, "kernel", kshape,
+      b.initializer(l, "kernel_initializer", glorot_uniform_initializer()));
   Dims outShape{-1};
   for (size_t i = 0; i < n; ++i) {
     int64_t d = knownDim(b, l, x.t, static_cast<int64_t>(i) + 1);
     std::optional<int64_t> op;
     if (!outPad.empty())
       op = outPad[i];
-    outShape.push_back(
-        deconvLength(d, a.kernel[i], a.padding, op, a.strides[i], a.dilation[i]));
+    outShape.push_back(deconvLength(d, a.kernel[i], a.padding, op, a.strides[i],
+                                    a.dilation[i]));
   }
   outShape.push_back(a.filters);
-  Tensor y = n == 2 ? nn::conv2d_transpose(x.t, kernel, outShape, a.strides,
-                                           upper(a.padding), "NHWC", a.dilation)
-                    : nn::conv3d_transpose(x.t, kernel, outShape, a.strides,
-                                           upper(a.padding), "NDHWC",
-                                           a.dilation);
+  Tensor y = n == 2
+                 ? nn::conv2d_transpose(x.t, kernel, outShape, a.strides,
+                                        upper(a.padding), "NHWC", a.dilation)
+                 : nn::conv3d_transpose(x.t, kernel, outShape, a.strides,
+                                        upper(a.padding), "NDHWC", a.dilation);
   return {KTensor{biasAndActivation(b, l, y, a.filters), Tensor()}};
 }
 
@@ -679,8 +678,8 @@ Outs globalPoolLayer(Builder &b, const Layer &l, const Call &c, size_t n,
                       reduce_sum(m, Dims{1}, keepdims));
     return {KTensor{y, Tensor()}};
   }
-  Tensor y = max ? reduce_max(x.t, axes, keepdims)
-                 : reduce_mean(x.t, axes, keepdims);
+  Tensor y =
+      max ? reduce_max(x.t, axes, keepdims) : reduce_mean(x.t, axes, keepdims);
   return {KTensor{y, Tensor()}};
 }
 
@@ -761,9 +760,9 @@ Outs upSamplingLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
     if (s[i] < 0)
       b.fail(l, "the input's non-batch dimensions must be known");
   if (interpolation == "bilinear" && n == 2)
-    return {KTensor{image::resize(x.t, {s[1] * size[0], s[2] * size[1]},
-                                  "bilinear"),
-                    Tensor()}};
+    return {KTensor{
+        image::resize(x.t, {s[1] * size[0], s[2] * size[1]}, "bilinear"),
+        Tensor()}};
   if (interpolation != "nearest")
     b.fail(l, "interpolation '" + interpolation + "' is not supported");
   // Each element repeated size[i] times along dimension i + 1: [B, d1, 1,
@@ -838,8 +837,8 @@ Outs permuteLayer(Builder &b, const Layer &l, const Call &c) {
   std::vector<bool> seen(dims.size() + 1, false);
   for (int64_t d : dims) {
     if (d < 1 || d > static_cast<int64_t>(dims.size()) || seen[d])
-      b.fail(l, "dims must be a permutation of 1.." +
-                    std::to_string(dims.size()));
+      b.fail(l,
+             "dims must be a permutation of 1.." + std::to_string(dims.size()));
     seen[d] = true;
     perm.push_back(d);
   }
@@ -878,18 +877,18 @@ Outs layerNormLayer(Builder &b, const Layer &l, const Call &c) {
   int64_t count = 1;
   for (int64_t d : pshape)
     count *= d;
-  Tensor gamma = b.getBool(l, "scale", true)
-                     ? b.var(l, "gamma", pshape,
-                             b.initializer(l, "gamma_initializer",
-                                           ones_initializer()))
-                           .read()
-                     : b.g.constant(std::vector<double>(count, 1.0), pshape);
-  Tensor beta = b.getBool(l, "center", true)
-                    ? b.var(l, "beta", pshape,
-                            b.initializer(l, "beta_initializer",
-                                          zeros_initializer()))
-                          .read()
-                    : b.g.constant(std::vector<double>(count, 0.0), pshape);
+  Tensor gamma =
+      b.getBool(l, "scale", true)
+          ? b.var(l, "gamma", pshape,
+                  b.initializer(l, "gamma_initializer", ones_initializer()))
+                .read()
+          : b.g.constant(std::vector<double>(count, 1.0), pshape);
+  Tensor beta =
+      b.getBool(l, "center", true)
+          ? b.var(l, "beta", pshape,
+                  b.initializer(l, "beta_initializer", zeros_initializer()))
+                .read()
+          : b.g.constant(std::vector<double>(count, 0.0), pshape);
   if (b.getBool(l, "rms_scaling", false))
     b.fail(l, "rms_scaling is not supported");
   return same(nn::layer_norm(x.t, gamma, beta, begin, begin, eps), x);
@@ -963,7 +962,7 @@ Outs normalizationLayer(Builder &b, const Layer &l, const Call &c) {
     // Keras's count (int64, not used in the call): kept for writing back.
     if (const Weight *w = b.model.find_weight(l.name + "/count:0"))
       (void)b.var(l, "count", w->value.shape, zeros_initializer(), false,
-                  DType::Int64);
+                  w->value.dtype);
     mean = reshape(m.read(), broadcast);
     variance = reshape(v.read(), broadcast);
   }

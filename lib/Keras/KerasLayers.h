@@ -1,4 +1,5 @@
-//===- KerasLayers.h - The Keras graph builder's internals -------*- C++ -*-===//
+//===- KerasLayers.h - The Keras graph builder's internals -------*- C++
+//-*-===//
 //
 // What KerasGraph.cpp (the config walk) and KerasLayers.cpp (one function
 // per Keras layer class) share; not a public header.

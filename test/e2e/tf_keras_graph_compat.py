@@ -38,6 +38,9 @@ BATCH = 2
 
 # --- The models (built by the Keras of the running Python) -----------------
 
+import numpy as np  # noqa: E402  (the models use it; both Pythons have it)
+
+
 def zoo_dense(keras):
     L = keras.layers
     x = keras.Input((6,), name="x")
@@ -80,7 +83,129 @@ def sequential_mlp(keras):
                             name="seq_mlp")
 
 
+ACTIVATIONS = ["relu", "sigmoid", "softmax", "tanh", "elu", "selu",
+               "softplus", "softsign", "swish", "gelu", "hard_sigmoid",
+               "exponential", "linear", "relu6", "silu", "mish"]
+
+
+def zoo_activations(keras):
+    """Every Keras activation by name, and the activation layers."""
+    L = keras.layers
+    x = keras.Input((12,), name="x")
+    h = L.Dense(12, name="pre")(x)
+    outs = []
+    for a in ACTIVATIONS:
+        try:
+            outs.append(L.Activation(a, name=f"act_{a}")(h))
+        except ValueError:  # relu6 / mish: not every Keras has them
+            pass
+    outs.append(L.ReLU(name="relu_plain")(h))
+    outs.append(L.ReLU(max_value=0.5, negative_slope=0.1, threshold=0.2,
+                       name="relu_all")(h))
+    outs.append(L.ReLU(max_value=6.0, name="relu_six")(h))
+    outs.append(L.ReLU(negative_slope=0.2, name="relu_leaky")(h))
+    outs.append(L.LeakyReLU(name="leaky")(h))
+    outs.append(L.PReLU(name="prelu")(h))
+    outs.append(L.Softmax(name="softmax_layer")(h))
+    return keras.Model(x, L.Concatenate(name="all")(outs), name="zoo_act")
+
+
+def zoo_conv(keras):
+    """Convolutions, pooling, padding and reshaping layers (2D and 3D)."""
+    L = keras.layers
+    img = keras.Input((12, 12, 3), name="img")
+    h = L.Rescaling(1.0 / 2.0, offset=0.25, name="rescale")(img)
+    h = L.Conv2D(6, 3, padding="same", activation="relu", name="c1")(h)
+    h = L.ZeroPadding2D(((1, 2), (2, 1)), name="zpad")(h)
+    h = L.Conv2D(6, 3, dilation_rate=2, name="c_dil", use_bias=False)(h)
+    h = L.Cropping2D(((1, 0), (0, 1)), name="crop")(h)
+    h = L.DepthwiseConv2D(3, strides=2, padding="same", depth_multiplier=2,
+                          name="dw")(h)
+    h = L.BatchNormalization(name="bn")(h)
+    h = L.PReLU(shared_axes=[1, 2], name="prelu_shared")(h)
+    h = L.SeparableConv2D(8, 3, padding="same", name="sep")(h)
+    h = L.UpSampling2D(2, name="up")(h)
+    h = L.Conv2DTranspose(4, 3, strides=2, padding="same", name="tconv")(h)
+    h = L.Conv2DTranspose(4, 3, strides=1, padding="valid", name="tconv_v")(h)
+    h = L.SpatialDropout2D(0.3, name="sdrop")(h)
+    m = L.MaxPooling2D(2, name="mpool")(h)
+    a = L.AveragePooling2D(3, strides=2, padding="same", name="apool")(h)
+    h = L.Maximum(name="max")([m, a])
+    g1 = L.GlobalAveragePooling2D(name="gap")(h)
+    g2 = L.GlobalMaxPooling2D(keepdims=True, name="gmp")(h)
+    g2 = L.Reshape((-1,), name="reshape")(g2)
+    h = L.Minimum(name="min")([g1, g2])
+    v = L.Reshape((12, 12, 1, 3), name="to3d")(img)
+    v = L.Conv3D(2, (3, 3, 1), padding="same", name="c3d")(v)
+    v = L.MaxPooling3D((2, 2, 1), name="mp3")(v)
+    v = L.AveragePooling3D((2, 2, 1), name="ap3")(v)
+    v = L.SpatialDropout3D(0.2, name="sdrop3")(v)
+    v = L.GlobalAveragePooling3D(name="gap3")(v)
+    out = L.Dense(3, name="out")(L.Concatenate(name="cat")([h, v]))
+    return keras.Model(img, out, name="zoo_conv")
+
+
+def zoo_seq(keras):
+    """1D layers, Permute, RepeatVector, Dot, Normalization,
+    LayerNormalization."""
+    L = keras.layers
+    x = keras.Input((10, 4), name="seq")
+    norm = L.Normalization(name="norm")
+    norm.adapt(np.random.default_rng(3).normal(1.0, 2.0, (20, 10, 4)))
+    h = norm(x)
+    h = L.Normalization(mean=[0.5, -0.5, 0.0, 1.0],
+                        variance=[1.0, 4.0, 0.25, 2.0], name="norm_fixed")(h)
+    c = L.Conv1D(5, 3, padding="causal", dilation_rate=2, name="c1d")(h)
+    c = L.Conv1D(5, 3, strides=2, padding="same", name="c1d_s")(c)
+    s = L.SeparableConv1D(5, 3, padding="same", depth_multiplier=2,
+                          name="sep1d")(h)
+    s = L.MaxPooling1D(2, name="mp1")(s)
+    s = L.AveragePooling1D(3, strides=1, padding="same", name="ap1")(s)
+    s = L.SpatialDropout1D(0.2, name="sdrop1")(s)
+    h2 = L.Add(name="add")([c, s])
+    h2 = L.LayerNormalization(name="ln")(h2)
+    p = L.Permute((2, 1), name="perm")(h2)
+    p = L.Dense(3, name="pd")(p)
+    d = L.Dot(axes=(1, 1), name="dot")([h2, p])
+    d = L.Flatten(name="flat")(d)
+    g = L.GlobalMaxPooling1D(name="gmp1")(h2)
+    e = L.Dot(axes=1, normalize=True, name="dotn")([g, L.Dense(5, name="gd")(g)])
+    r = L.RepeatVector(3, name="rep")(e)
+    r = L.Flatten(name="flat2")(r)
+    a = L.GlobalAveragePooling1D(name="gap1")(h2)
+    out = L.Concatenate(name="cat")([d, r, a])
+    return keras.Model(x, out, name="zoo_seq")
+
+
+def mobilenet_v2(keras):
+    return keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3),
+                                          classes=10, alpha=0.35)
+
+
+def resnet50(keras):
+    return keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3),
+                                       classes=10)
+
+
+def inception_v3(keras):
+    return keras.applications.InceptionV3(weights=None,
+                                          input_shape=(75, 75, 3), classes=10)
+
+
+def efficientnet_b0(keras):
+    return keras.applications.EfficientNetB0(weights=None,
+                                             input_shape=(32, 32, 3),
+                                             classes=10)
+
+
 MODELS = {
+    "zoo_act": (zoo_activations, True),
+    "zoo_conv": (zoo_conv, True),
+    "zoo_seq": (zoo_seq, True),
+    "mobilenet_v2": (mobilenet_v2, False),
+    "resnet50": (resnet50, False),
+    "inception_v3": (inception_v3, False),
+    "efficientnet_b0": (efficientnet_b0, False),
     "zoo_dense": (zoo_dense, True),
     "two_io": (two_io, True),
     "sequential_mlp": (sequential_mlp, True),
