@@ -996,6 +996,36 @@ Outs embeddingLayer(Builder &b, const Layer &l, const Call &c) {
   return {KTensor{y, mask}};
 }
 
+// --- Keras 3's ops in a functional graph (the masks it computes) ------------
+
+/// NotEqual / Equal / LogicalAnd / LogicalOr of a tensor and a tensor or a
+/// number (Keras 3's `ops.not_equal(ids, 0)` of an Embedding's mask).
+Outs comparisonOp(Builder &b, const Layer &l, const Call &c) {
+  if (c.args.size() != 1 || c.list)
+    b.fail(l, "the op takes a tensor first");
+  Operand other = 0.0;
+  if (auto it = c.tensorKwargs.find("arg1");
+      it != c.tensorKwargs.end() && !it->second.empty()) {
+    other = it->second[0].t;
+  } else if (c.positional && c.positional->IsArray() &&
+             c.positional->Size() == 2 && (*c.positional)[1].IsNumber()) {
+    other = (*c.positional)[1].GetDouble();
+  } else {
+    b.fail(l, "the op's second argument is neither a tensor nor a number");
+  }
+  const Tensor &x = c.args[0].t;
+  Tensor y;
+  if (l.cls == "NotEqual")
+    y = not_equal(x, other);
+  else if (l.cls == "Equal")
+    y = equal(x, other);
+  else if (l.cls == "LogicalAnd")
+    y = logical_and(x, other);
+  else
+    y = logical_or(x, other);
+  return {KTensor{y, Tensor()}};
+}
+
 } // namespace
 
 const std::map<std::string, LayerImpl> &layerTable() {
@@ -1087,6 +1117,9 @@ const std::map<std::string, LayerImpl> &layerTable() {
     add("Rescaling", rescalingLayer);
     add("Normalization", normalizationLayer);
     add("Embedding", embeddingLayer);
+    for (const char *op : {"NotEqual", "Equal", "LogicalAnd", "LogicalOr"})
+      add(op, comparisonOp);
+    addRecurrentLayers(t);
     return t;
   }();
   return table;

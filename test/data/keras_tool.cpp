@@ -75,22 +75,21 @@ int main(int argc, char **argv) {
     for (const keras::InputSpec &s : specs)
       inputs.features.push_back(TensorSpec{s.name, s.dtype, s.shape});
     Graph g;
-    build_mode(g, ModeKeys::PREDICT, inputs,
-               [&](Graph &graph, const TensorMap &features, const Tensor &,
-                   ModeKeys) {
-                 std::vector<Tensor> in;
-                 for (const keras::InputSpec &s : specs)
-                   in.push_back(features[s.name]);
-                 keras::BuildOptions options;
-                 options.training = k.training;
-                 keras::KerasGraph kg =
-                     keras::build_model(graph, model, in, options);
-                 variableCount = kg.variables.size();
-                 Signature sig;
-                 for (size_t i = 0; i < kg.outputs.size(); ++i)
-                   sig.predictions.set(kg.output_names[i], kg.outputs[i]);
-                 return sig;
-               });
+    build_mode(
+        g, ModeKeys::PREDICT, inputs,
+        [&](Graph &graph, const TensorMap &features, const Tensor &, ModeKeys) {
+          std::vector<Tensor> in;
+          for (const keras::InputSpec &s : specs)
+            in.push_back(features[s.name]);
+          keras::BuildOptions options;
+          options.training = k.training;
+          keras::KerasGraph kg = keras::build_model(graph, model, in, options);
+          variableCount = kg.variables.size();
+          Signature sig;
+          for (size_t i = 0; i < kg.outputs.size(); ++i)
+            sig.predictions.set(kg.output_names[i], kg.outputs[i]);
+          return sig;
+        });
     def = g.graph_def();
   } catch (const std::exception &e) {
     die(e.what());

@@ -177,6 +177,51 @@ def zoo_seq(keras):
     return keras.Model(x, out, name="zoo_seq")
 
 
+def text_bilstm(keras):
+    """The issue's text model: Embedding (mask_zero) + Bidirectional LSTM +
+    Dense, on padded token ids."""
+    L = keras.layers
+    ids = keras.Input((8,), dtype="int32", name="ids")
+    h = L.Embedding(20, 6, mask_zero=True, name="emb")(ids)
+    h = L.Bidirectional(L.LSTM(5, name="lstm"), name="bi")(h)
+    out = L.Dense(3, activation="softmax", name="out")(h)
+    return keras.Model(ids, out, name="text_bilstm")
+
+
+def text_rnn_zoo(keras):
+    """GRU (reset_after both ways), SimpleRNN, return_sequences,
+    return_state, go_backwards, Bidirectional merge modes, masks through
+    the sequence layers, MultiHeadAttention (query/value/key as called) and
+    trainable=False layers."""
+    L = keras.layers
+    ids = keras.Input((7,), dtype="int32", name="tokens")
+    ctx = keras.Input((5, 4), name="ctx")
+    e = L.Embedding(20, 6, mask_zero=True, name="emb")(ids)
+    g = L.GRU(5, return_sequences=True, name="gru")(e)
+    g1 = L.GRU(4, reset_after=False, go_backwards=True, return_sequences=True,
+               name="gru_v1")(g)
+    s, sh = L.SimpleRNN(3, return_state=True, activation="relu",
+                        name="srnn")(g1)
+    l, lh, lc = L.LSTM(4, return_state=True, go_backwards=True,
+                       name="lstm")(e)
+    bs = L.Bidirectional(L.GRU(3, return_sequences=True, name="bgru"),
+                         merge_mode="sum", name="bi_sum")(e)
+    ba = L.Bidirectional(L.SimpleRNN(3, name="bsrnn"), merge_mode="ave",
+                         name="bi_ave")(bs)
+    frozen = L.Dense(6, name="frozen", trainable=False)
+    q = frozen(e)
+    att = L.MultiHeadAttention(2, 3, name="mha")(q, ctx)
+    # Keras 3.x's MultiHeadAttention fails on a value_dim other than
+    # key_dim with a key of its own (a reshape error of its own).
+    value_dim = 3 if getattr(keras, "__version__", "2").startswith("3") else 2
+    att2 = L.MultiHeadAttention(2, 3, value_dim=value_dim, output_shape=5,
+                                name="mha_kv")(ctx, e, key=q)
+    pooled = L.GlobalAveragePooling1D(name="gap")(att)
+    pooled2 = L.GlobalAveragePooling1D(name="gap2")(att2)
+    out = L.Concatenate(name="cat")([s, sh, l, lh, lc, ba, pooled, pooled2])
+    return keras.Model([ids, ctx], out, name="text_rnn_zoo")
+
+
 def mobilenet_v2(keras):
     return keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3),
                                           classes=10, alpha=0.35)
@@ -202,6 +247,8 @@ MODELS = {
     "zoo_act": (zoo_activations, True),
     "zoo_conv": (zoo_conv, True),
     "zoo_seq": (zoo_seq, True),
+    "text_bilstm": (text_bilstm, True),
+    "text_rnn_zoo": (text_rnn_zoo, True),
     "mobilenet_v2": (mobilenet_v2, False),
     "resnet50": (resnet50, False),
     "inception_v3": (inception_v3, False),
