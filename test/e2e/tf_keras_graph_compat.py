@@ -243,19 +243,23 @@ def efficientnet_b0(keras):
                                              classes=10)
 
 
+# name: (builder, also saved by Keras 3, the tf.keras forms). The
+# applications take one form each (both forms give one graph; the reader's
+# forms are keras.tf_io_compat's), so that the test stays near a minute.
+BOTH = ("keras", "h5")
 MODELS = {
-    "zoo_act": (zoo_activations, True),
-    "zoo_conv": (zoo_conv, True),
-    "zoo_seq": (zoo_seq, True),
-    "text_bilstm": (text_bilstm, True),
-    "text_rnn_zoo": (text_rnn_zoo, True),
-    "mobilenet_v2": (mobilenet_v2, False),
-    "resnet50": (resnet50, False),
-    "inception_v3": (inception_v3, False),
-    "efficientnet_b0": (efficientnet_b0, False),
-    "zoo_dense": (zoo_dense, True),
-    "two_io": (two_io, True),
-    "sequential_mlp": (sequential_mlp, True),
+    "zoo_act": (zoo_activations, True, BOTH),
+    "zoo_conv": (zoo_conv, True, BOTH),
+    "zoo_seq": (zoo_seq, True, BOTH),
+    "text_bilstm": (text_bilstm, True, BOTH),
+    "text_rnn_zoo": (text_rnn_zoo, True, BOTH),
+    "mobilenet_v2": (mobilenet_v2, False, ("keras",)),
+    "resnet50": (resnet50, False, ("h5",)),
+    "inception_v3": (inception_v3, False, ("keras",)),
+    "efficientnet_b0": (efficientnet_b0, False, ("h5",)),
+    "zoo_dense": (zoo_dense, True, BOTH),
+    "two_io": (two_io, True, BOTH),
+    "sequential_mlp": (sequential_mlp, True, BOTH),
 }
 
 
@@ -277,6 +281,11 @@ def randomize(model, np, rng):
             v = rng.normal(0.0, 0.2, v.shape).astype(v.dtype)
         values.append(v)
     model.set_weights(values)
+    # Keras 3's adapted Normalization computes from its variables once
+    # (finalize_state), as loading does: again with the new values.
+    for layer in model.layers:
+        if hasattr(layer, "finalize_state") and getattr(layer, "built", False):
+            layer.finalize_state()
 
 
 def input_arrays(model, np, rng, name):
@@ -327,7 +336,7 @@ def save_side(work, names, keras3):
         want = model(feed if len(feed) > 1 else feed[0], training=False)
         if not isinstance(want, (list, tuple)):
             want = [want]
-        forms = ["keras"] if keras3 else ["keras", "h5"]
+        forms = ["keras"] if keras3 else list(MODELS[name][2])
         for form in forms:
             path = os.path.join(work, f"{name}.{form}")
             model.save(path)
@@ -341,54 +350,77 @@ def save_side(work, names, keras3):
         json.dump(expected, f)
 
 
-def check(tool, work, tag):
+def check_model(tool, work, name, e, tag):
+    """Runs keras_tool on the saved files of one model (one compilation for
+    its forms); the report lines and how many failed."""
     import numpy as np
+    lines = [f"model {os.path.join(work, name + '.' + form)}"
+             for form in e["forms"]]
+    lines.append(f"batch {BATCH}")
+    for k, v in e["inputs"].items():
+        lines.append(f"input {k} {words(np.asarray(v, np.float64))}")
+    run = run_case(tool, lines)
+    if run.returncode != 0:
+        return [f"FAIL {tag}{name}: keras_tool exited {run.returncode}: "
+                f"{run.stderr.strip()}"], len(e["forms"])
+    per_file = {}
+    current = None
+    for line in run.stdout.splitlines():
+        head, *rest = line.split()
+        if head == "model":
+            current = per_file.setdefault(rest[0], {"names": [], "got": {}})
+        elif head == "output":
+            current["got"][rest[0]] = np.array(rest[1:], np.float64)
+        elif head == "outputs":
+            current["names"] = rest
+    report, failures = [], 0
+    for form in e["forms"]:
+        case = f"{tag}{name}.{form}"
+        got = per_file.get(os.path.join(work, name + "." + form))
+        if got is None:
+            report.append(f"FAIL {case}: keras_tool printed nothing for it")
+            failures += 1
+            continue
+        problems = []
+        if got["names"] != e["output_names"]:
+            problems.append(f"output names {got['names']}, Keras "
+                            f"{e['output_names']}")
+        for n, want in zip(e["output_names"], e["outputs"]):
+            want = np.asarray(want, np.float64).reshape(-1)
+            have = got["got"].get(n, np.zeros(0))
+            if have.shape != want.shape:
+                problems.append(f"{n}: {have.size} values, Keras {want.size}")
+                continue
+            err = np.abs(have - want) - (ATOL + RTOL * np.abs(want))
+            if err.max() > 0:
+                i = int(err.argmax())
+                problems.append(f"{n}: element {i} is {have[i]!r}, Keras "
+                                f"{want[i]!r}")
+        if problems:
+            report.append(f"FAIL {case}: " + "; ".join(problems))
+            failures += 1
+        else:
+            report.append(f"ok   {case}: {len(e['outputs'])} outputs match "
+                          "Keras")
+    return report, failures
+
+
+def check(tool, work, tag, jobs):
+    """Every saved file of `work` (two tool runs at a time: compiling is
+    most of the time)."""
+    from concurrent.futures import ThreadPoolExecutor
     with open(os.path.join(work, "expected.json"), encoding="utf-8") as f:
         expected = json.load(f)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(
+            lambda item: check_model(tool, work, item[0], item[1], tag),
+            expected.items()))
     failures = count = 0
-    for name, e in expected.items():
-        for form in e["forms"]:
-            count += 1
-            case = f"{tag}{name}.{form}"
-            lines = [f"model {os.path.join(work, name + '.' + form)}",
-                     f"batch {BATCH}"]
-            for k, v in e["inputs"].items():
-                lines.append(f"input {k} {words(np.asarray(v, np.float64))}")
-            run = run_case(tool, lines)
-            if run.returncode != 0:
-                print(f"FAIL {case}: keras_tool exited {run.returncode}: "
-                      f"{run.stderr.strip()}")
-                failures += 1
-                continue
-            got = {}
-            names = []
-            for line in run.stdout.splitlines():
-                head, *rest = line.split()
-                if head == "output":
-                    got[rest[0]] = np.array(rest[1:], np.float64)
-                elif head == "outputs":
-                    names = rest
-            problems = []
-            if names != e["output_names"]:
-                problems.append(f"output names {names}, Keras "
-                                f"{e['output_names']}")
-            for n, want in zip(e["output_names"], e["outputs"]):
-                want = np.asarray(want, np.float64).reshape(-1)
-                have = got.get(n, np.zeros(0))
-                if have.shape != want.shape:
-                    problems.append(f"{n}: {have.size} values, Keras "
-                                    f"{want.size}")
-                    continue
-                err = np.abs(have - want) - (ATOL + RTOL * np.abs(want))
-                if err.max() > 0:
-                    i = int(err.argmax())
-                    problems.append(f"{n}: element {i} is {have[i]!r}, Keras "
-                                    f"{want[i]!r}")
-            if problems:
-                print(f"FAIL {case}: " + "; ".join(problems))
-                failures += 1
-            else:
-                print(f"ok   {case}: {len(e['outputs'])} outputs match Keras")
+    for lines, failed in results:
+        for line in lines:
+            print(line)
+        failures += failed
+    count = sum(len(e["forms"]) for e in expected.values())
     return failures, count
 
 
@@ -397,6 +429,7 @@ def main():
     ap.add_argument("--tool", default="")
     ap.add_argument("--work", required=True)
     ap.add_argument("--only", default="")
+    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--save-side", default="")
     default_k3 = "/tmp/k3/bin/python" if os.path.exists("/tmp/k3/bin/python") else ""
     ap.add_argument("--keras3-python",
@@ -417,13 +450,14 @@ def main():
     if r.returncode != 0:
         print(f"FAIL: saving the tf.keras models: {r.stderr.strip()[-2000:]}")
         return 1
-    failures, count = check(args.tool, args.work, "")
+    failures, count = check(args.tool, args.work, "", args.jobs)
     k3names = [n for n in names if MODELS[n][1]]
     if args.keras3_python and k3names:
         k3 = os.path.join(args.work, "keras3")
         os.makedirs(k3, exist_ok=True)
         env["ESTC_KERAS_GRAPH_K3"] = "1"
-        env.setdefault("KERAS_BACKEND", "jax")
+        # numpy: no tracing, the inference the files need in seconds.
+        env.setdefault("KERAS_BACKEND", "numpy")
         r = subprocess.run([args.keras3_python, __file__, f"--work={k3}",
                             f"--save-side={','.join(k3names)}"], env=env,
                            capture_output=True, text=True, check=False)
@@ -431,7 +465,7 @@ def main():
             print(f"FAIL: saving the Keras 3 models: {r.stderr.strip()[-2000:]}")
             failures += 1
         else:
-            f, c = check(args.tool, k3, "keras3/")
+            f, c = check(args.tool, k3, "keras3/", args.jobs)
             failures += f
             count += c
     else:
