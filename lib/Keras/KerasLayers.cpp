@@ -36,6 +36,14 @@ std::string upper(std::string s) {
   return s;
 }
 
+/// A config's list as Keras writes it: "[3, -1]".
+std::string listOf(const Dims &d) {
+  std::string out = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(d[i]);
+  return out + "]";
+}
+
 /// x's dimension `d`, which must be known.
 int64_t knownDim(Builder &b, const Layer &l, const Tensor &x, int64_t d) {
   Dims s = x.shape();
@@ -816,12 +824,11 @@ Outs reshapeLayer(Builder &b, const Layer &l, const Call &c) {
                   shape::toString(s));
   if (unknownAt >= 0) {
     if (known % product != 0)
-      b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                    shape::toString(target));
+      b.fail(l,
+             "cannot reshape " + shape::toString(s) + " to " + listOf(target));
     target[unknownAt] = known / product;
   } else if (product != known) {
-    b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                  shape::toString(target));
+    b.fail(l, "cannot reshape " + shape::toString(s) + " to " + listOf(target));
   }
   Dims full{-1};
   full.insert(full.end(), target.begin(), target.end());
