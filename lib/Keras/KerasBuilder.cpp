@@ -23,7 +23,7 @@ namespace rj = rapidjson;
 namespace {
 
 /// Deeper models than this are refused (a fuzzed config's recursion).
-constexpr int kMaxDepth = 20000;
+constexpr int kMaxDepth = 2000;
 
 const rj::Value *member(const rj::Value &v, const char *key) {
   if (!v.IsObject())

@@ -787,8 +787,11 @@ Outs upSamplingLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   ones.push_back(1);
   out.push_back(s.back());
   int64_t count = 1;
-  for (int64_t d : ones)
+  for (int64_t d : ones) {
+    if (d > (int64_t{1} << 20) / count)
+      b.fail(l, "size is too large");
     count *= d;
+  }
   Tensor e = reshape(x.t, expanded);
   Tensor tiled =
       multiply(e, b.g.constant(std::vector<double>(count, 1.0), ones));
@@ -882,8 +885,11 @@ Outs layerNormLayer(Builder &b, const Layer &l, const Call &c) {
     pshape.push_back(knownDim(b, l, x.t, a));
   double eps = b.getDouble(l, "epsilon", 1e-3);
   int64_t count = 1;
-  for (int64_t d : pshape)
+  for (int64_t d : pshape) {
+    if (d > (int64_t{1} << 26) / count)
+      b.fail(l, "the normalized dimensions are too large");
     count *= d;
+  }
   Tensor gamma =
       b.getBool(l, "scale", true)
           ? b.var(l, "gamma", pshape,
