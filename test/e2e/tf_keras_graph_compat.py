@@ -222,6 +222,22 @@ def text_rnn_zoo(keras):
     return keras.Model([ids, ctx], out, name="text_rnn_zoo")
 
 
+def bn_training(keras):
+    """Called with training=True (Keras's call argument, keras_tool's
+    `training 1`): batch normalization from the batch's statistics, fused
+    (rank 4) and not (rank 2), except a frozen one (trainable=False: the
+    moving statistics, as TF 2's Keras)."""
+    L = keras.layers
+    img = keras.Input((6, 6, 3), name="img")
+    h = L.Conv2D(4, 3, name="conv")(img)
+    h = L.BatchNormalization(name="bn4")(h)
+    h = L.BatchNormalization(name="bn_frozen", trainable=False)(h)
+    h = L.Flatten(name="flat")(h)
+    h = L.Dense(5, name="dense")(h)
+    h = L.BatchNormalization(center=False, name="bn2")(h)
+    return keras.Model(img, h, name="bn_training")
+
+
 def mobilenet_v2(keras):
     return keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3),
                                           classes=10, alpha=0.35)
@@ -243,7 +259,8 @@ def efficientnet_b0(keras):
                                              classes=10)
 
 
-# name: (builder, also saved by Keras 3, the tf.keras forms). The
+# name: (builder, also saved by Keras 3, the tf.keras forms[, called with
+# training=True]). The
 # applications take one form each (both forms give one graph; the reader's
 # forms are keras.tf_io_compat's), so that the test stays near a minute.
 BOTH = ("keras", "h5")
@@ -258,6 +275,7 @@ MODELS = {
     "inception_v3": (inception_v3, False, ("keras",)),
     "efficientnet_b0": (efficientnet_b0, False, ("h5",)),
     "zoo_dense": (zoo_dense, True, BOTH),
+    "bn_training": (bn_training, True, ("keras",), True),
     "two_io": (two_io, True, BOTH),
     "sequential_mlp": (sequential_mlp, True, BOTH),
 }
@@ -333,7 +351,8 @@ def save_side(work, names, keras3):
         randomize(model, np, rng)
         inputs = input_arrays(model, np, rng, name)
         feed = [inputs[n] for n in inputs]
-        want = model(feed if len(feed) > 1 else feed[0], training=False)
+        training = len(MODELS[name]) > 3 and MODELS[name][3]
+        want = model(feed if len(feed) > 1 else feed[0], training=training)
         if not isinstance(want, (list, tuple)):
             want = [want]
         forms = ["keras"] if keras3 else list(MODELS[name][2])
@@ -342,6 +361,7 @@ def save_side(work, names, keras3):
             model.save(path)
         expected[name] = {
             "forms": forms,
+            "training": training,
             "inputs": {k: v.tolist() for k, v in inputs.items()},
             "outputs": [np.asarray(w).tolist() for w in want],
             "output_names": output_names(model),
@@ -357,6 +377,8 @@ def check_model(tool, work, name, e, tag):
     lines = [f"model {os.path.join(work, name + '.' + form)}"
              for form in e["forms"]]
     lines.append(f"batch {BATCH}")
+    if e.get("training"):
+        lines.append("training 1")
     for k, v in e["inputs"].items():
         lines.append(f"input {k} {words(np.asarray(v, np.float64))}")
     run = run_case(tool, lines)
