@@ -425,7 +425,13 @@ Outs softmaxLayer(Builder &b, const Layer &l, const Call &c) {
   Dims axes = b.getIntList(l, "axis", {-1});
   if (axes.size() != 1)
     b.fail(l, "axis must be one axis");
-  return {KTensor{nn::softmax(x.t, axes[0]), x.mask}};
+  Tensor logits = x.t;
+  if (x.mask.valid() && x.mask.rank() == x.t.rank()) {
+    // Keras's Softmax(mask): masked-out logits get -1e9 added.
+    Tensor off = subtract(1.0, cast(x.mask, x.t.dtype()));
+    logits = add(logits, multiply(off, -1e9));
+  }
+  return {KTensor{nn::softmax(logits, axes[0]), x.mask}};
 }
 
 Outs preluLayer(Builder &b, const Layer &l, const Call &c) {
@@ -702,6 +708,10 @@ Dims pairs(Builder &b, const Layer &l, const char *key, size_t n) {
     b.fail(l, std::string("'") + key + "' is missing");
   if (v->IsInt64()) {
     out.assign(2 * n, v->GetInt64());
+  } else if (n == 1 && v->IsArray() && v->Size() == 2 && (*v)[0].IsInt64() &&
+             (*v)[1].IsInt64()) {
+    // ZeroPadding1D / Cropping1D: (left, right).
+    out = {(*v)[0].GetInt64(), (*v)[1].GetInt64()};
   } else if (v->IsArray() && v->Size() == n) {
     for (const auto &e : v->GetArray()) {
       if (e.IsInt64()) {
