@@ -362,7 +362,7 @@ def save_side(work, names, keras3):
         want = model(feed if len(feed) > 1 else feed[0], training=training)
         if not isinstance(want, (list, tuple)):
             want = [want]
-        forms = ["keras"] if keras3 else list(MODELS[name][2])
+        forms = ["keras", "h5"] if keras3 else list(MODELS[name][2])
         for form in forms:
             path = os.path.join(work, f"{name}.{form}")
             model.save(path)
