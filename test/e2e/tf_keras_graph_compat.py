@@ -14,7 +14,8 @@ file with a random batch: estc's predictions must equal Keras's
 
 Keras 3: with --keras3-python (or $ESTC_KERAS3_PYTHON, default /tmp/k3/bin/
 python when it exists) naming a Python whose `keras` is 3.x, the zoo and
-text models are saved by Keras 3 too (.keras) and checked the same way;
+text models are saved by Keras 3 too (.keras and .h5) and checked the same
+way;
 without one that part is skipped with a SKIP line.
 
 usage: tf_keras_graph_compat.py --tool=build/bin/keras_tool --work=DIR
