@@ -352,6 +352,9 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
   for (const KTensor &t : call.args)
     if (!t.t.valid())
       fail(layer, "an input is missing");
+  // Keras 3's LoRA and quantized layers have variables of their own.
+  refuseNonNull(layer, {"lora_rank", "quantization_config"},
+                "LoRA and quantized layers are not built");
   // Keras 3 passes the masks it computed as ops (NotEqual(ids, 0)) in the
   // call's `mask`: they replace the inputs' own.
   Call withMasks = call;

@@ -37,9 +37,8 @@ KerasModel fromConfig(const std::string &json) {
 
 std::string inputLayer(const std::string &name, const std::string &shape) {
   return R"({"class_name": "InputLayer", "name": ")" + name +
-         R"(", "config": {"name": ")" + name +
-         R"(", "batch_input_shape": )" + shape +
-         R"(, "dtype": "float32"}, "inbound_nodes": []})";
+         R"(", "config": {"name": ")" + name + R"(", "batch_input_shape": )" +
+         shape + R"(, "dtype": "float32"}, "inbound_nodes": []})";
 }
 
 /// A Functional model x [None, 4] -> one layer (its class and config
@@ -117,8 +116,7 @@ TEST(KerasGraphTest, InputsOutputsSharedLayersAndNestedModels) {
   EXPECT_EQ(inputs[0].name, "a");
   EXPECT_EQ(inputs[1].name, "b");
   EXPECT_EQ(inputs[0].shape, (Dims{-1, 5}));
-  EXPECT_EQ(model_output_names(m),
-            (std::vector<std::string>{"add", "shared"}));
+  EXPECT_EQ(model_output_names(m), (std::vector<std::string>{"add", "shared"}));
 
   Graph g;
   auto mode = g.mode_scope(ModeKeys::PREDICT);
@@ -129,10 +127,10 @@ TEST(KerasGraphTest, InputsOutputsSharedLayersAndNestedModels) {
   EXPECT_EQ(kg.outputs[1].shape(), (Dims{-1, 3}));
   // One set of variables per layer, however often it is called; a nested
   // model's layers by their own names.
-  EXPECT_EQ(namesOf(kg.variables),
-            (std::vector<std::string>{"shared/kernel", "shared/bias",
-                                      "inner_dense/kernel",
-                                      "inner_dense/bias"}));
+  EXPECT_EQ(
+      namesOf(kg.variables),
+      (std::vector<std::string>{"shared/kernel", "shared/bias",
+                                "inner_dense/kernel", "inner_dense/bias"}));
   EXPECT_EQ(g.trainable_variables().size(), 4u);
 }
 
@@ -224,9 +222,9 @@ TEST(KerasGraphTest, AWeightWhoseShapeDisagreesWithTheConfig) {
   LayerWeights l;
   l.layer = "l";
   l.class_name = "Dense";
-  l.weights.push_back(Weight{"l/kernel:0", "", TensorValue::of<float>(
-                                                   {3, 2}, std::vector<float>(
-                                                               6, 0.0f))});
+  l.weights.push_back(
+      Weight{"l/kernel:0", "",
+             TensorValue::of<float>({3, 2}, std::vector<float>(6, 0.0f))});
   m.layers.push_back(l);
   expectRefusal(m, "Dense",
                 "weight 'l/kernel:0' has shape [3,2] in the file, the layer "
@@ -263,22 +261,24 @@ TEST(KerasGraphTest, RefusalsAreOneLineNamingLayerClassAndFile) {
                 "Conv2D", "groups other than 1");
   expectRefusal(oneLayer("Conv2D", R"(, "filters": 2, "kernel_size": 3)"),
                 "Conv2D", "the input must have rank 4");
-  expectRefusal(oneLayer("LSTM", R"(, "units": 2, "stateful": true)",
-                         "[null, 5, 3]"),
-                "LSTM", "stateful is not supported");
+  expectRefusal(
+      oneLayer("LSTM", R"(, "units": 2, "stateful": true)", "[null, 5, 3]"),
+      "LSTM", "stateful is not supported");
   expectRefusal(oneLayer("Bidirectional", R"(, "layer": {"class_name":
                 "Dense", "config": {"name": "d", "units": 2}})",
                          "[null, 5, 3]"),
                 "Bidirectional", "wrapping a Dense is not supported");
-  expectRefusal(oneLayer("BatchNormalization", R"(, "axis": [1, 2])",
-                         "[null, 5, 3]"),
-                "BatchNormalization", "axis must be one axis");
+  expectRefusal(
+      oneLayer("BatchNormalization", R"(, "axis": [1, 2])", "[null, 5, 3]"),
+      "BatchNormalization", "axis must be one axis");
   expectRefusal(oneLayer("Normalization", R"(, "invert": true)"),
                 "Normalization", "invert is not supported");
-  expectRefusal(oneLayer("Reshape", R"(, "target_shape": [3, -1])"),
-                "Reshape", "cannot reshape [?,4] to [3, -1]");
+  expectRefusal(oneLayer("Reshape", R"(, "target_shape": [3, -1])"), "Reshape",
+                "cannot reshape [?,4] to [3, -1]");
   expectRefusal(oneLayer("Dense", R"(, "units": 0)"), "Dense",
                 "units must be positive");
+  expectRefusal(oneLayer("Dense", R"(, "units": 2, "lora_rank": 4)"), "Dense",
+                "'lora_rank' is not supported");
   // A custom class names its registered name.
   KerasModel custom = oneLayer("MyLayer", "");
   std::string json = R"({"class_name": "Functional", "config": {"name": "m",
@@ -304,8 +304,7 @@ TEST(KerasGraphTest, AShapeMismatchIsOneLineNamingTheLayer) {
        "inbound_nodes": [[["d", 0, 0, {}], ["x", 0, 0, {}]]]}],
     "input_layers": [["x", 0, 0]], "output_layers": [["l", 0, 0]]}})");
   std::string message = buildError(m);
-  EXPECT_EQ(message.rfind("model.keras: layer 'l' (Add): ", 0), 0u)
-      << message;
+  EXPECT_EQ(message.rfind("model.keras: layer 'l' (Add): ", 0), 0u) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 
   // Inputs that do not fit the model.
