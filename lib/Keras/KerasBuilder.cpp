@@ -76,14 +76,16 @@ std::optional<Ref> keras3RefOf(const rj::Value &v) {
   return refOf(*h);
 }
 
-/// Keras's _should_skip_first_node: a nested Functional model, or (tf.keras;
-/// not Keras 3, whose Sequential models have no node of their own) a
-/// Sequential one whose first layer is an InputLayer.
+/// tf.keras's _should_skip_first_node: a nested Functional model, or a
+/// Sequential one whose first layer is an InputLayer. Keras 3's nested
+/// models have no node of their own: its keras_history counts the calls.
 bool skipsFirstNode(const rj::Value &entry, bool keras3) {
+  if (keras3)
+    return false;
   std::string cls = stringOf(member(entry, "class_name"));
   if (cls == "Functional" || cls == "Model")
     return true;
-  if (cls != "Sequential" || keras3)
+  if (cls != "Sequential")
     return false;
   const rj::Value *c = member(entry, "config");
   const rj::Value *layers = c ? member(*c, "layers") : nullptr;

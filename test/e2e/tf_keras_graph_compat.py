@@ -49,6 +49,12 @@ def zoo_dense(keras):
     h = L.BatchNormalization(name="bn")(h)
     h = L.Dropout(0.3, name="drop")(h)
     h = L.Dense(5, activation="tanh", name="d2")(h)
+    # A nested Functional model (its own first node), called twice.
+    block_in = keras.Input((5,), name="block_in")
+    block = keras.Model(block_in, L.Dense(5, activation="tanh",
+                                          name="block_dense")(block_in),
+                        name="block")
+    h = block(block(h))
     a = L.Activation("sigmoid", name="act")(h)
     h = L.Add(name="add")([h, a])
     h = L.Concatenate(name="cat")([h, a, x])
