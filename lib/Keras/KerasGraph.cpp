@@ -108,6 +108,10 @@ InputSpec inputSpecOf(const KerasModel &model, const rj::Value &layer) {
     if (!shape || !shape->IsArray())
       shape = member(*config, "batch_shape");
     s.dtype = dtypeOf(model, s.name, member(*config, "dtype"));
+    for (const char *flag : {"sparse", "ragged"})
+      if (const rj::Value *f = member(*config, flag); f && f->IsTrue())
+        modelError(model, "layer '" + s.name + "' (InputLayer): a " +
+                              std::string(flag) + " input is not supported");
   }
   if (!shape || !shape->IsArray() || shape->Empty())
     modelError(model, "layer '" + s.name +

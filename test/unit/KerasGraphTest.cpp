@@ -340,6 +340,11 @@ TEST(KerasGraphTest, BrokenConfigs) {
           "inbound_nodes": [[["p", 0, 0, {}], ["x", 0, 0, {}]]]}],
           "input_layers": [["x", 0, 0]], "output_layers": [["p", 0, 0]]}})",
       "(a cycle)");
+  expectModelError(R"({"class_name": "Functional", "config": {"layers": [
+    {"class_name": "InputLayer", "name": "x", "config": {"name": "x",
+     "batch_input_shape": [null, 3], "sparse": true}, "inbound_nodes": []}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["x", 0, 0]]}})",
+                   "layer 'x' (InputLayer): a sparse input is not supported");
   expectModelError(R"({"class_name": "Subclassed", "config": {}})",
                    "model class 'Subclassed' is neither Functional nor "
                    "Sequential");
