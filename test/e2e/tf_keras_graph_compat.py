@@ -35,6 +35,7 @@ from case_tool import import_tf, run_case, summary, words  # noqa: E402
 
 RTOL, ATOL = 1e-5, 1e-4
 BATCH = 2
+LENGTH = 6  # the steps of an input whose dimension 1 is None
 
 
 # --- The models (built by the Keras of the running Python) -----------------
@@ -202,6 +203,17 @@ def text_bilstm(keras):
     return keras.Model(ids, out, name="text_bilstm")
 
 
+def text_varlen(keras):
+    """Token ids of any length (Input((None,))): the run-time sequence
+    length; Embedding mask_zero, GRU with return_sequences, LSTM."""
+    L = keras.layers
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    h = L.Embedding(20, 5, mask_zero=True, name="emb")(ids)
+    h = L.GRU(4, return_sequences=True, name="gru")(h)
+    h = L.LSTM(3, name="lstm")(h)
+    return keras.Model(ids, L.Dense(2, name="out")(h), name="text_varlen")
+
+
 def text_rnn_zoo(keras):
     """GRU (reset_after both ways), SimpleRNN, return_sequences,
     return_state, go_backwards, Bidirectional merge modes, masks through
@@ -284,6 +296,7 @@ MODELS = {
     "zoo_seq": (zoo_seq, True, BOTH),
     "text_bilstm": (text_bilstm, True, BOTH),
     "text_rnn_zoo": (text_rnn_zoo, True, BOTH),
+    "text_varlen": (text_varlen, True, ("keras",)),
     "mobilenet_v2": (mobilenet_v2, False, ("keras",)),
     "resnet50": (resnet50, False, ("h5",)),
     "inception_v3": (inception_v3, False, ("keras",)),
@@ -324,7 +337,8 @@ def input_arrays(model, np, rng, name):
     """A batch for each input: token ids for integer inputs, else floats."""
     out = {}
     for t in model.inputs:
-        shape = [BATCH] + [int(d) for d in t.shape[1:]]
+        shape = [BATCH] + [LENGTH if d is None else int(d)
+                           for d in t.shape[1:]]
         iname = t.name.split(":")[0]
         iname = getattr(t, "_keras_history", None) and t._keras_history[0].name or iname
         if "int" in str(t.dtype):
@@ -391,6 +405,7 @@ def check_model(tool, work, name, e, tag):
     lines = [f"model {os.path.join(work, name + '.' + form)}"
              for form in e["forms"]]
     lines.append(f"batch {BATCH}")
+    lines.append(f"length {LENGTH}")
     if e.get("training"):
         lines.append("training 1")
     for k, v in e["inputs"].items():
