@@ -159,6 +159,22 @@ TEST(KerasGraphTest, Keras3NodeForm) {
   EXPECT_EQ(kg.output_names, (std::vector<std::string>{"c"}));
 }
 
+TEST(KerasGraphTest, ASequenceOfAnyLengthIsASequenceDimPlaceholder) {
+  KerasModel m = oneLayer("Embedding", R"(, "input_dim": 10, "output_dim": 3,
+                          "mask_zero": true)",
+                          "[null, null]");
+  std::vector<keras::InputSpec> inputs = model_inputs(m);
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_TRUE(inputs[0].sequence_dim);
+  EXPECT_EQ(inputs[0].shape, (Dims{-1, -1}));
+  Graph g;
+  auto mode = g.mode_scope(ModeKeys::PREDICT);
+  KerasGraph kg = build_model(g, m);
+  EXPECT_EQ(kg.outputs[0].shape(), (Dims{-1, -1, 3}));
+  EXPECT_FALSE(
+      model_inputs(oneLayer("Dense", R"(, "units": 2)"))[0].sequence_dim);
+}
+
 TEST(KerasGraphTest, TrainableFalseLayersAndModels) {
   KerasModel m = oneLayer("Dense", R"(, "units": 2, "trainable": false)");
   Graph g;
