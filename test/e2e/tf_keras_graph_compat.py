@@ -494,6 +494,9 @@ def main():
     if import_tf() is None:
         return 77
     names = [n for n in MODELS if re.search(args.only, n)]
+    if not names:
+        print(f"FAIL: no model matches --only {args.only!r}")
+        return 1
     env = dict(os.environ)
     r = subprocess.run([sys.executable, __file__, f"--work={args.work}",
                         f"--save-side={','.join(names)}"], env=env,
