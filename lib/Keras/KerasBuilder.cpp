@@ -23,7 +23,7 @@ namespace rj = rapidjson;
 namespace {
 
 /// Deeper models than this are refused (a fuzzed config's recursion).
-constexpr int kMaxDepth = 20000;
+constexpr int kMaxDepth = 2000;
 
 const rj::Value *member(const rj::Value &v, const char *key) {
   if (!v.IsObject())
@@ -76,14 +76,16 @@ std::optional<Ref> keras3RefOf(const rj::Value &v) {
   return refOf(*h);
 }
 
-/// Keras's _should_skip_first_node: a nested Functional model, or (tf.keras;
-/// not Keras 3, whose Sequential models have no node of their own) a
-/// Sequential one whose first layer is an InputLayer.
+/// tf.keras's _should_skip_first_node: a nested Functional model, or a
+/// Sequential one whose first layer is an InputLayer. Keras 3's nested
+/// models have no node of their own: its keras_history counts the calls.
 bool skipsFirstNode(const rj::Value &entry, bool keras3) {
+  if (keras3)
+    return false;
   std::string cls = stringOf(member(entry, "class_name"));
   if (cls == "Functional" || cls == "Model")
     return true;
-  if (cls != "Sequential" || keras3)
+  if (cls != "Sequential")
     return false;
   const rj::Value *c = member(entry, "config");
   const rj::Value *layers = c ? member(*c, "layers") : nullptr;
@@ -239,6 +241,7 @@ std::vector<KTensor> Builder::callModel(const rj::Value &entry,
     if (!node.IsObject())
       fail(layer, "an inbound node is neither a list nor an object");
     const rj::Value *args = member(node, "args");
+    call.positional = args;
     if (args && args->IsArray() && !args->Empty()) {
       const rj::Value &first = (*args)[0];
       if (first.IsArray()) {
@@ -351,11 +354,27 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
   for (const KTensor &t : call.args)
     if (!t.t.valid())
       fail(layer, "an input is missing");
+  // Keras 3's LoRA and quantized layers have variables of their own.
+  refuseNonNull(layer, {"lora_rank", "quantization_config"},
+                "LoRA and quantized layers are not built");
+  // Keras 3 passes the masks it computed as ops (NotEqual(ids, 0)) in the
+  // call's `mask`: they replace the inputs' own.
+  Call withMasks = call;
+  if (auto m = call.tensorKwargs.find("mask"); m != call.tensorKwargs.end()) {
+    if (m->second.size() != call.args.size())
+      fail(layer, "the call has " + std::to_string(m->second.size()) +
+                      " masks for " + std::to_string(call.args.size()) +
+                      " inputs");
+    for (size_t i = 0; i < call.args.size(); ++i)
+      withMasks.args[i].mask = m->second[i].t.dtype() == DType::Bool
+                                   ? m->second[i].t
+                                   : cast(m->second[i].t, DType::Bool);
+  }
   try {
     if (it->second.ownScope)
-      return it->second.fn(*this, layer, call);
+      return it->second.fn(*this, layer, withMasks);
     auto scope = g.name_scope(layer.name);
-    return it->second.fn(*this, layer, call);
+    return it->second.fn(*this, layer, withMasks);
   } catch (const GraphError &e) {
     fail(layer, e.what());
   }
@@ -396,12 +415,6 @@ void Builder::adopt(const Layer &layer, const std::vector<std::string> &names) {
     if (recorded_.insert(v->name()).second)
       variables_.push_back(*v);
   }
-}
-
-void Builder::once(const Layer &layer) {
-  if (!builtOnce_.insert(layer.name).second)
-    fail(layer, "a layer of this class called more than once (shared) is not "
-                "supported");
 }
 
 // --- Config fields -----------------------------------------------------------

@@ -36,6 +36,14 @@ std::string upper(std::string s) {
   return s;
 }
 
+/// A config's list as Keras writes it: "[3, -1]".
+std::string listOf(const Dims &d) {
+  std::string out = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(d[i]);
+  return out + "]";
+}
+
 /// x's dimension `d`, which must be known.
 int64_t knownDim(Builder &b, const Layer &l, const Tensor &x, int64_t d) {
   Dims s = x.shape();
@@ -417,7 +425,13 @@ Outs softmaxLayer(Builder &b, const Layer &l, const Call &c) {
   Dims axes = b.getIntList(l, "axis", {-1});
   if (axes.size() != 1)
     b.fail(l, "axis must be one axis");
-  return {KTensor{nn::softmax(x.t, axes[0]), x.mask}};
+  Tensor logits = x.t;
+  if (x.mask.valid() && x.mask.rank() == x.t.rank()) {
+    // Keras's Softmax(mask): masked-out logits get -1e9 added.
+    Tensor off = subtract(1.0, cast(x.mask, x.t.dtype()));
+    logits = add(logits, multiply(off, -1e9));
+  }
+  return {KTensor{nn::softmax(logits, axes[0]), x.mask}};
 }
 
 Outs preluLayer(Builder &b, const Layer &l, const Call &c) {
@@ -536,8 +550,11 @@ Outs depthwiseConv2DLayer(Builder &b, const Layer &l, const Call &c) {
   int64_t mult = b.getInt(l, "depth_multiplier", 1);
   if (mult < 1)
     b.fail(l, "depth_multiplier must be positive");
+  // tf.keras's depthwise_kernel; a file Keras 3 wrote names it kernel.
+  bool keras3Name = b.model.find_weight(l.name + "/kernel:0") != nullptr;
   Variable kernel = b.var(
-      l, "depthwise_kernel", {a.kernel[0], a.kernel[1], in, mult},
+      l, keras3Name ? "kernel" : "depthwise_kernel",
+      {a.kernel[0], a.kernel[1], in, mult},
       b.initializer(l, "depthwise_initializer", glorot_uniform_initializer()));
   Tensor y = nn::depthwise_conv2d(x.t, kernel, a.strides, upper(a.padding),
                                   "NHWC", a.dilation);
@@ -691,6 +708,10 @@ Dims pairs(Builder &b, const Layer &l, const char *key, size_t n) {
     b.fail(l, std::string("'") + key + "' is missing");
   if (v->IsInt64()) {
     out.assign(2 * n, v->GetInt64());
+  } else if (n == 1 && v->IsArray() && v->Size() == 2 && (*v)[0].IsInt64() &&
+             (*v)[1].IsInt64()) {
+    // ZeroPadding1D / Cropping1D: (left, right).
+    out = {(*v)[0].GetInt64(), (*v)[1].GetInt64()};
   } else if (v->IsArray() && v->Size() == n) {
     for (const auto &e : v->GetArray()) {
       if (e.IsInt64()) {
@@ -776,8 +797,11 @@ Outs upSamplingLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   ones.push_back(1);
   out.push_back(s.back());
   int64_t count = 1;
-  for (int64_t d : ones)
+  for (int64_t d : ones) {
+    if (d > (int64_t{1} << 20) / count)
+      b.fail(l, "size is too large");
     count *= d;
+  }
   Tensor e = reshape(x.t, expanded);
   Tensor tiled =
       multiply(e, b.g.constant(std::vector<double>(count, 1.0), ones));
@@ -813,12 +837,11 @@ Outs reshapeLayer(Builder &b, const Layer &l, const Call &c) {
                   shape::toString(s));
   if (unknownAt >= 0) {
     if (known % product != 0)
-      b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                    shape::toString(target));
+      b.fail(l,
+             "cannot reshape " + shape::toString(s) + " to " + listOf(target));
     target[unknownAt] = known / product;
   } else if (product != known) {
-    b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                  shape::toString(target));
+    b.fail(l, "cannot reshape " + shape::toString(s) + " to " + listOf(target));
   }
   Dims full{-1};
   full.insert(full.end(), target.begin(), target.end());
@@ -872,8 +895,11 @@ Outs layerNormLayer(Builder &b, const Layer &l, const Call &c) {
     pshape.push_back(knownDim(b, l, x.t, a));
   double eps = b.getDouble(l, "epsilon", 1e-3);
   int64_t count = 1;
-  for (int64_t d : pshape)
+  for (int64_t d : pshape) {
+    if (d > (int64_t{1} << 26) / count)
+      b.fail(l, "the normalized dimensions are too large");
     count *= d;
+  }
   Tensor gamma =
       b.getBool(l, "scale", true)
           ? b.var(l, "gamma", pshape,
@@ -959,7 +985,7 @@ Outs normalizationLayer(Builder &b, const Layer &l, const Call &c) {
     // Keras's count (int64, not used in the call): kept for writing back.
     if (const Weight *w = b.model.find_weight(l.name + "/count:0"))
       (void)b.var(l, "count", w->value.shape, zeros_initializer(), false,
-                  DType::Int64);
+                  w->value.dtype);
     mean = reshape(m.read(), broadcast);
     variance = reshape(v.read(), broadcast);
   }
@@ -991,6 +1017,36 @@ Outs embeddingLayer(Builder &b, const Layer &l, const Call &c) {
   if (b.getBool(l, "mask_zero", false))
     mask = not_equal(ids, 0.0);
   return {KTensor{y, mask}};
+}
+
+// --- Keras 3's ops in a functional graph (the masks it computes) ------------
+
+/// NotEqual / Equal / LogicalAnd / LogicalOr of a tensor and a tensor or a
+/// number (Keras 3's `ops.not_equal(ids, 0)` of an Embedding's mask).
+Outs comparisonOp(Builder &b, const Layer &l, const Call &c) {
+  if (c.args.size() != 1 || c.list)
+    b.fail(l, "the op takes a tensor first");
+  Operand other = 0.0;
+  if (auto it = c.tensorKwargs.find("arg1");
+      it != c.tensorKwargs.end() && !it->second.empty()) {
+    other = it->second[0].t;
+  } else if (c.positional && c.positional->IsArray() &&
+             c.positional->Size() == 2 && (*c.positional)[1].IsNumber()) {
+    other = (*c.positional)[1].GetDouble();
+  } else {
+    b.fail(l, "the op's second argument is neither a tensor nor a number");
+  }
+  const Tensor &x = c.args[0].t;
+  Tensor y;
+  if (l.cls == "NotEqual")
+    y = not_equal(x, other);
+  else if (l.cls == "Equal")
+    y = equal(x, other);
+  else if (l.cls == "LogicalAnd")
+    y = logical_and(x, other);
+  else
+    y = logical_or(x, other);
+  return {KTensor{y, Tensor()}};
 }
 
 } // namespace
@@ -1084,6 +1140,9 @@ const std::map<std::string, LayerImpl> &layerTable() {
     add("Rescaling", rescalingLayer);
     add("Normalization", normalizationLayer);
     add("Embedding", embeddingLayer);
+    for (const char *op : {"NotEqual", "Equal", "LogicalAnd", "LogicalOr"})
+      add(op, comparisonOp);
+    addRecurrentLayers(t);
     return t;
   }();
   return table;
