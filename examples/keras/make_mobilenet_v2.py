@@ -15,7 +15,9 @@ accuracy. The base's ImageNet weights cannot be downloaded here: with
 --weights=PATH (Keras's mobilenet_v2_weights_..._no_top.h5, when you have
 it) the base is loaded and frozen, as in TF's guide; without, the base
 starts from Keras's initializers and is trained with the head (a frozen
-random base gives a head nothing to learn from).
+random base gives a head nothing to learn from), with Keras's default
+batch normalization momentum 0.99 instead of MobileNetV2's 0.999 (whose
+moving statistics would lag the trained weights for thousands of steps).
 
 Needs TensorFlow 2.15 (pip install tensorflow-cpu==2.15.1 "numpy<2").
 """
@@ -33,9 +35,10 @@ def build(args):
     base = tf.keras.applications.MobileNetV2(
         input_shape=size, include_top=False, alpha=args.alpha,
         weights=args.weights or None)
+    momentum = args.bn_momentum or (0.999 if args.weights else 0.99)
     for layer in base.layers:
         if isinstance(layer, tf.keras.layers.BatchNormalization):
-            layer.momentum = args.bn_momentum
+            layer.momentum = momentum
     image = tf.keras.Input(size, name="image")
     if args.weights:
         base.trainable = False
@@ -64,10 +67,12 @@ def main():
     p.add_argument("--weights", default="",
                    help="ImageNet weights of the base (.h5): freeze it")
     p.add_argument("--learning_rate", type=float, default=1e-3)
-    p.add_argument("--bn_momentum", type=float, default=0.999,
-                   help="the base's BatchNormalization momentum (Keras's "
-                        "0.999 needs thousands of steps before the moving "
-                        "statistics serve evaluation; 0.9 for short runs)")
+    p.add_argument("--bn_momentum", type=float,
+                   help="the base's BatchNormalization momentum (default: "
+                        "MobileNetV2's 0.999 for a frozen base, Keras's "
+                        "0.99 for a base trained from scratch, whose moving "
+                        "statistics must follow within a few hundred steps; "
+                        "0.9 for short runs)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
     model = build(args)
