@@ -24,8 +24,8 @@
 
 #include <cstdio>
 #include <exception>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 using namespace estc;
@@ -54,8 +54,8 @@ struct Flags {
 InputFn imageInput(const data::ImageDataset &set, const std::string &input,
                    const Dims &size, int64_t batch_size, bool train,
                    uint64_t seed) {
-  auto images = std::make_shared<TensorValue>(TensorValue::of<float>(
-      {set.size(), set.rows, set.cols, 1}, set.images));
+  auto images = std::make_shared<TensorValue>(
+      TensorValue::of<float>({set.size(), set.rows, set.cols, 1}, set.images));
   auto labels = std::make_shared<TensorValue>(
       TensorValue::of<int64_t>({set.size()}, set.labels));
   return [=]() -> Dataset {
@@ -72,8 +72,7 @@ InputFn imageInput(const data::ImageDataset &set, const std::string &input,
               for (int64_t i = 0; i < x.num_elements(); ++i)
                 v[i] = v[i] * 2.0f - 1.0f;
               return data::Element::tuple(
-                  {data::Element::dict({{input, x}}),
-                   e[1]});
+                  {data::Element::dict({{input, x}}), e[1]});
             },
             2)
         .prefetch(2);
@@ -96,10 +95,9 @@ int run(const Flags &f) {
     // examples, evaluate on the last eval_holdout.
     data::ImageDataset all = data::load_mnist(f.data_dir, "t10k");
     if (f.eval_holdout >= all.size())
-      throw std::invalid_argument("--eval_holdout=" +
-                                  std::to_string(f.eval_holdout) +
-                                  ": must be below the " +
-                                  std::to_string(all.size()) + " examples");
+      throw std::invalid_argument(
+          "--eval_holdout=" + std::to_string(f.eval_holdout) +
+          ": must be below the " + std::to_string(all.size()) + " examples");
     train = all.slice(0, all.size() - f.eval_holdout);
     test = all.slice(all.size() - f.eval_holdout, all.size());
   } else {
@@ -221,8 +219,8 @@ int main(int argc, char **argv) {
   parser.add(Flag("threads", &f.threads, "kernel threads")
                  .min(1)
                  .default_text("the runtime's"));
-  parser.add(Flag("seed", &f.seed, "tf_random_seed and the shuffling seed")
-                 .min(0));
+  parser.add(
+      Flag("seed", &f.seed, "tf_random_seed and the shuffling seed").min(0));
   parser.add(Flag("min_accuracy", &f.min_accuracy,
                   "exit 1 when the final accuracy is below X")
                  .min(0)

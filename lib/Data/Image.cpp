@@ -92,8 +92,8 @@ TensorValue resize(const TensorValue &images, const std::vector<int64_t> &size,
              "not " +
                  shape_string(size));
   if (method != "bilinear" && method != "nearest")
-    fail(fn, "method must be \"bilinear\" or \"nearest\", not \"" + method +
-                 "\"");
+    fail(fn,
+         "method must be \"bilinear\" or \"nearest\", not \"" + method + "\"");
   if (l.height == 0 || l.width == 0)
     fail(fn, "cannot resize empty images " + shape_string(images.shape));
   const int64_t oh = size[0], ow = size[1], c = l.channels;
@@ -131,8 +131,7 @@ TensorValue resize(const TensorValue &images, const std::vector<int64_t> &size,
   std::vector<Interp> xs = bilinearWeights(l.width, ow);
   std::vector<float> out(static_cast<size_t>(l.batch * oh * ow * c));
   auto at = [&](int64_t b, int64_t y, int64_t x, int64_t ch) {
-    return in[static_cast<size_t>(((b * l.height + y) * l.width + x) * c +
-                                  ch)];
+    return in[static_cast<size_t>(((b * l.height + y) * l.width + x) * c + ch)];
   };
   for (int64_t b = 0; b < l.batch; ++b)
     for (int64_t y = 0; y < oh; ++y) {

@@ -1,4 +1,5 @@
-//===- Image.h - Image preprocessing for input pipelines ---------*- C++ -*-===//
+//===- Image.h - Image preprocessing for input pipelines ---------*- C++
+//-*-===//
 //
 // tf.image's preprocessing for a Dataset::map on the host: what an input_fn
 // does to images before they reach a model whose input size is fixed (the
