@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -66,7 +67,10 @@ constexpr const char *kCheckpointStateFile = "checkpoint";
 
 /// The checkpoint file for a prefix ("dir/model.ckpt-200" ->
 /// "dir/model.ckpt-200.safetensors"); a path that already ends in the suffix
-/// is returned as is.
+/// is returned as is. A prefix that names a TF checkpoint (its
+/// "dir/model.ckpt-200.index" exists, its .safetensors does not) gives the
+/// index file, which every reader here accepts (lib/Checkpoint/
+/// TensorBundle.h).
 std::string checkpoint_file(const std::string &prefix);
 
 /// The bytes of a checkpoint file holding `variables` at `global_step`.
@@ -78,16 +82,29 @@ std::string serialize_checkpoint(const VariableMap &variables,
 void write_checkpoint(const std::string &file, const VariableMap &variables,
                       int64_t global_step);
 
+class TensorBundleReader;
+
 /// Reads one checkpoint file (tf.train.load_checkpoint). The constructor
 /// reads and checks the header: well-formed JSON, known dtypes, sizes equal
 /// to dtype size times elements, offsets in bounds, contiguous and without
 /// overlap, the file not truncated, a CRC32C for every tensor. Tensor reads
 /// verify the tensor's CRC32C.
+///
+/// A TF checkpoint (tensor bundle: P.index and P.data-*-of-*) is read the
+/// same way (lib/Checkpoint/TensorBundle.h): variables() lists its tensors
+/// of the dtypes estc has (TF's other dtypes, int8 and the like, are left
+/// out; estc-ckpt lists them), global_step() is its "global_step" tensor (0
+/// when it has none) and metadata() is {"format": "tensor-bundle-v2"}.
 class CheckpointReader {
 public:
   /// `path` is a checkpoint file or its prefix (kCheckpointSuffix added
-  /// when `path` itself does not exist).
+  /// when `path` itself does not exist); a TF checkpoint's prefix or .index
+  /// file; or a prefix + kCheckpointSuffix that does not exist where the
+  /// prefix is a TF checkpoint.
   explicit CheckpointReader(const std::string &path);
+
+  /// True when the checkpoint is a TF tensor bundle.
+  bool is_tensor_bundle() const { return bundle_ != nullptr; }
 
   /// The file read.
   const std::string &path() const { return path_; }
@@ -117,6 +134,7 @@ private:
     uint32_t crc = 0;
   };
   std::string path_;
+  std::shared_ptr<const TensorBundleReader> bundle_;
   uint64_t dataStart_ = 0;
   int64_t globalStep_ = 0;
   std::map<std::string, std::string> metadata_;

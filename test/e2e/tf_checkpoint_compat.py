@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""lib/Checkpoint's TF checkpoints (tensor bundles) against TensorFlow 2.15.
+
+TF writes, estc reads (tf_bundle_tool dump, through load_checkpoint, every
+tensor CRC-checked): a tf.compat.v1 Saver's checkpoint in graph mode with a
+variable of every dtype estc has (float32, float64, int32, int64, bool,
+float16, bfloat16, string; a scalar and a zero-size one) and a uint8 one
+(no estc DType: left out of the listing), a partitioned variable
+(tf.compat.v1.fixed_size_partitioner), global_step; a sharded save
+(Saver(sharded=True), variables on two CPU devices: two data files); a
+tf.train.Checkpoint (object-based keys, the object graph string). Every
+tensor must equal what tf.train.load_checkpoint reads, byte for byte.
+
+estc writes, TF reads (tf_bundle_tool write): every dtype, a partitioned
+variable as slices, in one data file and in three; tf.train.load_checkpoint
+and tf.train.list_variables must see the same names, shapes and values, and
+a tf.compat.v1 Saver must restore them into graph variables (the
+partitioned one into a fixed_size_partitioner variable) equal.
+
+usage: tf_checkpoint_compat.py --tool=build/bin/tf_bundle_tool --work=DIR
+Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
+"""
+import argparse
+import base64
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def dump(tool, ckpt):
+    r = subprocess.run([tool, "dump", ckpt], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} dump {ckpt}: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def tensor_spec(np, value, dtype_name):
+    """A tensor as tf_bundle_tool's JSON has it."""
+    a = np.asarray(value)
+    spec = {"dtype": dtype_name, "shape": list(a.shape)}
+    if dtype_name == "string":
+        spec["strings"] = [base64.b64encode(bytes(s)).decode() for s in a.reshape(-1)]
+    else:
+        spec["b64"] = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+    return spec
+
+
+def compare_with_tf(tf, np, tool, prefix, label, skipped=()):
+    """Every tensor TF's reader has (but `skipped`) equals estc's dump."""
+    got = dump(tool, prefix)
+    reader = tf.train.load_checkpoint(prefix)
+    dtypes = reader.get_variable_to_dtype_map()
+    want_names = sorted(n for n in dtypes if n not in skipped)
+    check(sorted(got["tensors"]) == want_names,
+          f"{label}: names {sorted(got['tensors'])} != TF's {want_names}")
+    check(got["format"] == "tensor-bundle-v2", f"{label}: format {got['format']}")
+    for name in want_names:
+        if name not in got["tensors"]:
+            continue
+        want = tensor_spec(np, reader.get_tensor(name), dtypes[name].name)
+        g = got["tensors"][name]
+        check(g == want, f"{label}: tensor {name}: estc read {str(g)[:200]} "
+                         f"but TF has {str(want)[:200]}")
+    for name in skipped:
+        check(name in dtypes and name not in got["tensors"],
+              f"{label}: {name} (a dtype estc has no DType for) should be "
+              "in TF's listing and not in estc's")
+    return got
+
+
+def values(tf, np):
+    rng = np.random.RandomState(7)
+    return {
+        "dense/kernel": (rng.randn(3, 4).astype(np.float32), "float32"),
+        "scope/f64": (rng.randn(5), "float64"),
+        "i32": (rng.randint(-1000, 1000, (2, 3)).astype(np.int32), "int32"),
+        "i64": (np.array([1 << 40, -5, 7], np.int64), "int64"),
+        "flag": (np.array([True, False, True, True]), "bool"),
+        "f16": (rng.randn(2, 2).astype(np.float16), "float16"),
+        "bf16": (tf.cast(rng.randn(6).astype(np.float32), tf.bfloat16).numpy(), "bfloat16"),
+        "words": (np.array([[b"a", b""], [b"\x00\xffbytes", "\u00fcn\u00efcode".encode() * 50]],
+                           dtype=object), "string"),
+        "scalar": (np.float32(3.5), "float32"),
+        "empty": (np.zeros((0, 3), np.float32), "float32"),
+    }
+
+
+def tf_writes(tf, np, tool, work):
+    v1 = tf.compat.v1
+    # 1. A Saver's checkpoint in graph mode: every dtype, a partitioned
+    # variable, global_step, a uint8 variable.
+    prefix = os.path.join(work, "tf_v1", "model.ckpt-200")
+    os.makedirs(os.path.dirname(prefix))
+    vals = values(tf, np)  # eagerly, outside the graph
+    g = tf.Graph()
+    with g.as_default():
+        for name, (v, dt) in vals.items():
+            v1.Variable(v, name=name, dtype=tf.as_dtype(dt))
+        v1.Variable(np.arange(5, dtype=np.uint8), name="u8")
+        v1.get_variable("part", shape=[10, 4],
+                        partitioner=v1.fixed_size_partitioner(3),
+                        initializer=v1.random_normal_initializer(seed=1))
+        v1.get_variable("part_i64", shape=[7], dtype=tf.int64,
+                        partitioner=v1.fixed_size_partitioner(2),
+                        initializer=v1.constant_initializer(9))
+        step = v1.train.get_or_create_global_step()
+        saver = v1.train.Saver()
+        with v1.Session() as s:
+            s.run(v1.global_variables_initializer())
+            s.run(step.assign(200))
+            saver.save(s, prefix)
+    got = compare_with_tf(tf, np, tool, prefix, "tf.compat.v1 Saver", skipped=("u8",))
+    check(got["global_step"] == 200, f"global_step {got['global_step']} != 200")
+    check(got["tensors"].get("part", {}).get("shape") == [10, 4],
+          "the partitioned variable was not assembled to [10, 4]")
+    # Through a model_dir: the `checkpoint` state file names the bundle.
+    got_dir = dump(tool, os.path.dirname(prefix))
+    check(got_dir == got, "reading the model_dir differs from reading the prefix")
+
+    # 2. A sharded save: variables on two CPU devices, two data files.
+    prefix = os.path.join(work, "tf_sharded", "model.ckpt-1")
+    os.makedirs(os.path.dirname(prefix))
+    g = tf.Graph()
+    with g.as_default():
+        rng = np.random.RandomState(3)
+        for i in range(4):
+            with tf.device(f"/cpu:{i % 2}"):
+                v1.Variable(rng.randn(8, 3).astype(np.float32), name=f"layer{i}/w")
+        with tf.device("/cpu:1"):
+            v1.Variable(np.array([b"x", b"yz"], dtype=object), name="vocab")
+        saver = v1.train.Saver(sharded=True)
+        with v1.Session(config=v1.ConfigProto(device_count={"CPU": 2})) as s:
+            s.run(v1.global_variables_initializer())
+            saver.save(s, prefix)
+    shards = sorted(glob.glob(prefix + ".data-*"))
+    check(len(shards) == 2, f"the sharded save wrote {shards}, expected 2 data files")
+    compare_with_tf(tf, np, tool, prefix, "sharded Saver")
+
+    # 3. tf.train.Checkpoint: object-based names and the object graph.
+    class Net(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(np.random.RandomState(5).randn(4, 2).astype(np.float32))
+            self.b = tf.Variable(np.zeros(2, np.float64))
+            self.count = tf.Variable(3, dtype=tf.int64)
+    ckpt = tf.train.Checkpoint(net=Net(), step=tf.Variable(11, dtype=tf.int64))
+    path = ckpt.save(os.path.join(work, "tf2", "ckpt"))
+    got = compare_with_tf(tf, np, tool, path, "tf.train.Checkpoint")
+    check("net/w/.ATTRIBUTES/VARIABLE_VALUE" in got["tensors"],
+          "tf.train.Checkpoint: no net/w/.ATTRIBUTES/VARIABLE_VALUE")
+    check("_CHECKPOINTABLE_OBJECT_GRAPH" in got["tensors"],
+          "tf.train.Checkpoint: no _CHECKPOINTABLE_OBJECT_GRAPH string")
+
+
+def estc_writes(tf, np, tool, work, num_shards):
+    v1 = tf.compat.v1
+    vals = values(tf, np)
+    rng = np.random.RandomState(11)
+    part = rng.randn(10, 4).astype(np.float32)
+    spec = {"num_shards": num_shards,
+            "tensors": {n: tensor_spec(np, v, dt) for n, (v, dt) in vals.items()},
+            "slices": []}
+    spec["tensors"]["global_step"] = tensor_spec(np, np.int64(300), "int64")
+    # fixed_size_partitioner(3) of 10 rows: 4, 3, 3.
+    for start, length in ((0, 4), (4, 3), (7, 3)):
+        spec["slices"].append({
+            "name": "part", "full_shape": [10, 4], "start": [start, 0],
+            "length": [length, -1],
+            "tensor": tensor_spec(np, part[start:start + length], "float32")})
+    label = f"estc-written, {num_shards} data file(s)"
+    prefix = os.path.join(work, f"estc_{num_shards}", "model.ckpt-300")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    spec_file = prefix + ".spec.json"
+    with open(spec_file, "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run([tool, "write", spec_file, prefix], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} write: {r.stderr.strip()}")
+    check(len(glob.glob(prefix + ".data-*")) == num_shards,
+          f"{label}: {glob.glob(prefix + '.data-*')}")
+
+    # tf.train.load_checkpoint / list_variables.
+    listed = dict(tf.train.list_variables(prefix))
+    want = {n: list(np.shape(v)) for n, (v, _) in vals.items()}
+    want["global_step"] = []
+    want["part"] = [10, 4]
+    check(listed == want, f"{label}: tf.train.list_variables {listed} != {want}")
+    reader = tf.train.load_checkpoint(prefix)
+    for n, (v, dt) in vals.items():
+        check(tensor_spec(np, reader.get_tensor(n), dt) == tensor_spec(np, v, dt),
+              f"{label}: TF read {n} differently")
+    check(np.array_equal(reader.get_tensor("part"), part), f"{label}: TF read part differently")
+
+    # A tf.compat.v1 Saver restores them into graph variables.
+    g = tf.Graph()
+    with g.as_default():
+        variables = {}
+        for n, (v, dt) in vals.items():
+            zero = np.zeros(np.shape(v), dtype=object if dt == "string" else None)
+            if dt == "string":
+                zero[...] = b""
+                variables[n] = v1.Variable(zero, name=n, dtype=tf.string)
+            else:
+                variables[n] = v1.Variable(tf.zeros(np.shape(v), dtype=tf.as_dtype(dt)), name=n)
+        p = v1.get_variable("part", shape=[10, 4], partitioner=v1.fixed_size_partitioner(3),
+                            initializer=v1.zeros_initializer())
+        step = v1.train.get_or_create_global_step()
+        saver = v1.train.Saver()
+        with v1.Session() as s:
+            saver.restore(s, prefix)
+            for n, (v, dt) in vals.items():
+                check(tensor_spec(np, s.run(variables[n]), dt) == tensor_spec(np, v, dt),
+                      f"{label}: Saver.restore gave {n} differently")
+            check(np.array_equal(s.run(tf.convert_to_tensor(p)), part),
+                  f"{label}: Saver.restore gave the partitioned variable differently")
+            check(s.run(step) == 300, f"{label}: restored global_step")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    try:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import numpy as np
+        import tensorflow as tf
+    except ImportError as e:
+        print(f"SKIP: TensorFlow is not installed ({e})")
+        return 77
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    tf_writes(tf, np, args.tool, args.work)
+    for shards in (1, 3):
+        estc_writes(tf, np, args.tool, args.work, shards)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("OK: TF-written checkpoints read equal by estc, estc-written ones "
+          "read and restored equal by TF")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
