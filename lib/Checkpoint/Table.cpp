@@ -292,9 +292,8 @@ public:
       decodeBlock(readBlock(h, what), what, out);
       // Every key of the block is <= its index key.
       if (out.size() > first && out.back().first > separator)
-        fail("key " + quoted(out.back().first) +
-             " is after its index entry " + quoted(separator) +
-             " (corrupt table)");
+        fail("key " + quoted(out.back().first) + " is after its index entry " +
+             quoted(separator) + " (corrupt table)");
     }
     return out;
   }

@@ -73,9 +73,7 @@ size_t tfElementSize(int dt) {
   }
 }
 
-bool isKnownTfDtype(int dt) {
-  return dt > 0 && proto::DataType_IsValid(dt);
-}
+bool isKnownTfDtype(int dt) { return dt > 0 && proto::DataType_IsValid(dt); }
 
 // OrderedCode (TF's tensorflow/core/lib/strings/ordered_code.h), the parts
 // EncodeTensorNameSlice uses.
@@ -105,9 +103,8 @@ void writeString(std::string &out, const std::string &s) {
 void writeSignedNumIncreasing(std::string &out, int64_t v) {
   // The header bits of an encoding of 1..10 bytes.
   static const unsigned char kHeader[11][2] = {
-      {0, 0},       {0x80, 0},    {0xc0, 0},    {0xe0, 0},
-      {0xf0, 0},    {0xf8, 0},    {0xfc, 0},    {0xfe, 0},
-      {0xff, 0},    {0xff, 0x80}, {0xff, 0xc0}};
+      {0, 0},    {0x80, 0}, {0xc0, 0}, {0xe0, 0},    {0xf0, 0},   {0xf8, 0},
+      {0xfc, 0}, {0xfe, 0}, {0xff, 0}, {0xff, 0x80}, {0xff, 0xc0}};
   uint64_t x = v < 0 ? ~static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   if (x < 64) {
     out.push_back(static_cast<char>(kHeader[1][0] ^ static_cast<uint8_t>(v)));
@@ -120,8 +117,8 @@ void writeSignedNumIncreasing(std::string &out, int64_t v) {
   unsigned char sign = v < 0 ? 0xff : 0;
   buf[0] = buf[1] = sign;
   for (int i = 0; i < 8; ++i)
-    buf[2 + i] = static_cast<unsigned char>(static_cast<uint64_t>(v) >>
-                                            (56 - 8 * i));
+    buf[2 + i] =
+        static_cast<unsigned char>(static_cast<uint64_t>(v) >> (56 - 8 * i));
   unsigned char *begin = buf + 10 - len;
   begin[0] ^= kHeader[len][0];
   begin[1] ^= kHeader[len][1];
@@ -135,9 +132,9 @@ std::string sliceString(const TensorSlice &s) {
   for (size_t d = 0; d < s.start.size(); ++d) {
     if (d)
       out += ':';
-    out += s.length[d] < 0 ? std::string("-")
-                           : std::to_string(s.start[d]) + "," +
-                                 std::to_string(s.length[d]);
+    out += s.length[d] < 0
+               ? std::string("-")
+               : std::to_string(s.start[d]) + "," + std::to_string(s.length[d]);
   }
   return out;
 }
@@ -146,8 +143,8 @@ TensorSlice sliceFromProto(const proto::TensorSliceProto &p) {
   TensorSlice s;
   for (const auto &e : p.extent()) {
     s.start.push_back(e.start());
-    s.length.push_back(e.has_length_case() == proto::TensorSliceProto::Extent::
-                                                  kLength
+    s.length.push_back(e.has_length_case() ==
+                               proto::TensorSliceProto::Extent::kLength
                            ? e.length()
                            : -1);
   }
@@ -275,11 +272,10 @@ std::optional<DType> dtype_from_tf_number(int tf_dtype) {
 
 std::string tf_dtype_number_name(int tf_dtype) {
   static const char *const kNames[] = {
-      "invalid",   "float32", "float64", "int32",     "uint8",
-      "int16",     "int8",    "string",  "complex64", "int64",
-      "bool",      "qint8",   "quint8",  "qint32",    "bfloat16",
-      "qint16",    "quint16", "uint16",  "complex128", "float16",
-      "resource",  "variant", "uint32",  "uint64"};
+      "invalid",    "float32", "float64",   "int32",   "uint8",   "int16",
+      "int8",       "string",  "complex64", "int64",   "bool",    "qint8",
+      "quint8",     "qint32",  "bfloat16",  "qint16",  "quint16", "uint16",
+      "complex128", "float16", "resource",  "variant", "uint32",  "uint64"};
   if (tf_dtype >= 0 &&
       tf_dtype < static_cast<int>(sizeof kNames / sizeof kNames[0]))
     return kNames[tf_dtype];
@@ -330,9 +326,9 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
       throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
                                   " has shape " + value.spec().str());
   auto n = static_cast<size_t>(value.num_elements());
-  if (value.dtype == DType::String ? value.strings.size() != n
-                                   : value.data.size() !=
-                                         n * dtype_size(value.dtype))
+  if (value.dtype == DType::String
+          ? value.strings.size() != n
+          : value.data.size() != n * dtype_size(value.dtype))
     throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
                                 ": its values do not match " +
                                 value.spec().str());
@@ -400,10 +396,9 @@ void BundleWriter::add_slice(const std::string &full_key,
     sliceShape.push_back(length);
   }
   if (value.shape != sliceShape)
-    throw std::invalid_argument(where + "the value's shape " +
-                                shape_string(value.shape) +
-                                " is not the slice's " +
-                                shape_string(sliceShape));
+    throw std::invalid_argument(
+        where + "the value's shape " + shape_string(value.shape) +
+        " is not the slice's " + shape_string(sliceShape));
   if (full) {
     add(full_key, value);
     return;
@@ -412,8 +407,8 @@ void BundleWriter::add_slice(const std::string &full_key,
     throw std::invalid_argument("BundleWriter: tensor " + quoted(full_key) +
                                 " added twice");
   auto [it, fresh] = partitioned_.try_emplace(full_key);
-  if (!fresh && (it->second.dtype != value.dtype ||
-                 it->second.shape != full_shape))
+  if (!fresh &&
+      (it->second.dtype != value.dtype || it->second.shape != full_shape))
     throw std::invalid_argument(where + "its dtype or full shape differs "
                                         "from the earlier slices'");
   it->second.dtype = value.dtype;
@@ -550,8 +545,9 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
                           std::to_string(kBundleVersion) + ")");
   for (int bad : header.version().bad_consumers())
     if (bad == kBundleVersion)
-      throw CheckpointError(f + ": this checkpoint disallows readers of "
-                                "version " +
+      throw CheckpointError(f +
+                            ": this checkpoint disallows readers of "
+                            "version " +
                             std::to_string(kBundleVersion));
   numShards_ = header.num_shards();
 
@@ -585,10 +581,9 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
         throw fail(where + "negative offset or size");
       size_t esize = tfElementSize(e.dtype);
       uint64_t want = 0;
-      if (esize > 0 &&
-          (__builtin_mul_overflow(static_cast<uint64_t>(elements), esize,
-                                  &want) ||
-           want != static_cast<uint64_t>(p.size())))
+      if (esize > 0 && (__builtin_mul_overflow(static_cast<uint64_t>(elements),
+                                               esize, &want) ||
+                        want != static_cast<uint64_t>(p.size())))
         throw fail(where + "its entry holds " + std::to_string(p.size()) +
                    " bytes, but " + tf_dtype_number_name(e.dtype) +
                    shape_string(e.shape) + " needs " +
@@ -610,10 +605,9 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
     try {
       shards_.push_back(std::make_unique<Mapping>(file));
     } catch (const CheckpointError &e) {
-      throw CheckpointError(std::string(e.what()) + " (data file " +
-                            std::to_string(k) + " of " +
-                            std::to_string(numShards_) + " of " + indexFile_ +
-                            ")");
+      throw CheckpointError(
+          std::string(e.what()) + " (data file " + std::to_string(k) + " of " +
+          std::to_string(numShards_) + " of " + indexFile_ + ")");
     }
   }
   for (const auto &[key, e] : entries_) {
@@ -791,8 +785,8 @@ TensorValue TensorBundleReader::get_tensor(const std::string &name) const {
   const Entry &e = entry(name, name);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
   if (!dtype)
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
-                          ": dtype " + tf_dtype_number_name(e.dtype) +
+    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) + ": dtype " +
+                          tf_dtype_number_name(e.dtype) +
                           " has no estc DType (estc reads float32, float64, "
                           "int32, int64, bool, float16, bfloat16 and string)");
   return e.slices.empty() ? readWhole(e, name, *dtype)

@@ -148,9 +148,7 @@ public:
   const std::string &index_file() const { return indexFile_; }
   int num_shards() const { return numShards_; }
   /// Every tensor by name (not the slices' own entries).
-  const std::map<std::string, TensorInfo> &tensors() const {
-    return tensors_;
-  }
+  const std::map<std::string, TensorInfo> &tensors() const { return tensors_; }
   bool has_tensor(const std::string &name) const {
     return tensors_.count(name) != 0;
   }

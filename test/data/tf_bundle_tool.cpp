@@ -41,8 +41,8 @@ namespace {
 }
 
 std::string tensorJson(const TensorValue &t) {
-  std::string out = "{\"dtype\":" + json::quote(tf_name(t.dtype)) +
-                    ",\"shape\":[";
+  std::string out =
+      "{\"dtype\":" + json::quote(tf_name(t.dtype)) + ",\"shape\":[";
   for (size_t i = 0; i < t.shape.size(); ++i)
     out += (i ? "," : "") + std::to_string(t.shape[i]);
   out += "]";
@@ -103,9 +103,10 @@ TensorValue tensorOf(const json::Value &v, const std::string &what) {
 int dump(const std::string &ckpt) {
   CheckpointReader reader = load_checkpoint(ckpt);
   reader.verify();
-  std::string out = "{\"format\":" + json::quote(reader.metadata().at("format")) +
-                    ",\"global_step\":" + std::to_string(reader.global_step()) +
-                    ",\"tensors\":{";
+  std::string out =
+      "{\"format\":" + json::quote(reader.metadata().at("format")) +
+      ",\"global_step\":" + std::to_string(reader.global_step()) +
+      ",\"tensors\":{";
   bool first = true;
   for (const auto &entry : reader.variables()) {
     out += std::string(first ? "" : ",") + json::quote(entry.first) + ":" +

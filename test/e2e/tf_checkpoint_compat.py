@@ -17,6 +17,10 @@ and tf.train.list_variables must see the same names, shapes and values, and
 a tf.compat.v1 Saver must restore them into graph variables (the
 partitioned one into a fixed_size_partitioner variable) equal.
 
+Both ways, an index of two table blocks (9000 tensors). The files estc
+writes (every dtype; the 9000 tensors) equal byte for byte those TF's SaveV2
+writes for the same tensors.
+
 usage: tf_checkpoint_compat.py --tool=build/bin/tf_bundle_tool --work=DIR
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
@@ -226,6 +230,69 @@ def estc_writes(tf, np, tool, work, num_shards):
             check(s.run(step) == 300, f"{label}: restored global_step")
 
 
+def identical_files(tf, np, tool, work):
+    """Every dtype: estc's files equal those TF's SaveV2 writes."""
+    vals = values(tf, np)
+    prefix = os.path.join(work, "estc_same", "model.ckpt-5")
+    os.makedirs(os.path.dirname(prefix))
+    with open(prefix + ".spec.json", "w") as f:
+        # In name order, as SaveV2 adds them.
+        json.dump({"tensors": {n: tensor_spec(np, v, dt) for n, (v, dt) in vals.items()}},
+                  f, sort_keys=True)
+    r = subprocess.run([tool, "write", prefix + ".spec.json", prefix],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} write: {r.stderr.strip()}")
+    tf_prefix = os.path.join(work, "tf_same", "model.ckpt-5")
+    names = sorted(vals)
+    tf.raw_ops.SaveV2(prefix=tf_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(vals[n][0], dtype=tf.as_dtype(vals[n][1]))
+                               for n in names])
+    for suffix in (".index", ".data-00000-of-00001"):
+        with open(prefix + suffix, "rb") as a, open(tf_prefix + suffix, "rb") as b:
+            check(a.read() == b.read(),
+                  f"every dtype: estc's {suffix} differs from TF's SaveV2's")
+
+
+def many_tensors(tf, np, tool, work):
+    """An index of two 256 KiB blocks, both ways: 9000 small tensors."""
+    n = 9000
+    names = [f"block{i // 100}/layer{i:05d}/kernel" for i in range(n)]
+    spec = {"tensors": {name: tensor_spec(np, np.full([2], i, np.int32), "int32")
+                        for i, name in enumerate(names)}}
+    prefix = os.path.join(work, "estc_many", "model.ckpt-1")
+    os.makedirs(os.path.dirname(prefix))
+    with open(prefix + ".spec.json", "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run([tool, "write", prefix + ".spec.json", prefix],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} write: {r.stderr.strip()}")
+    check(os.path.getsize(prefix + ".index") > 262144,
+          "the big index should span two blocks or more")
+    reader = tf.train.load_checkpoint(prefix)
+    check(sorted(reader.get_variable_to_shape_map()) == sorted(names),
+          "TF lists the 9000 tensors differently")
+    for i in (0, 4321, n - 1):
+        check(list(reader.get_tensor(names[i])) == [i, i],
+              f"TF reads {names[i]} differently")
+    # And TF's own big index (SaveV2, which adds the tensors in name order
+    # as estc does), read by estc: TF's files must be estc's byte for byte.
+    tf_prefix = os.path.join(work, "tf_many", "ckpt")
+    os.makedirs(os.path.dirname(tf_prefix))
+    tf.raw_ops.SaveV2(prefix=tf_prefix, tensor_names=names,
+                      shape_and_slices=[""] * n,
+                      tensors=[tf.constant(np.full([2], i, np.int32)) for i in range(n)])
+    for suffix in (".index", ".data-00000-of-00001"):
+        with open(prefix + suffix, "rb") as a, open(tf_prefix + suffix, "rb") as b:
+            check(a.read() == b.read(), f"estc's {suffix} differs from TF's SaveV2's")
+    got = dump(tool, tf_prefix)
+    check(sorted(got["tensors"]) == sorted(names), "estc lists TF's 9000 tensors differently")
+    for i in (0, 4321, n - 1):
+        check(got["tensors"].get(names[i]) == spec["tensors"][names[i]],
+              f"estc reads TF's {names[i]} differently")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -243,6 +310,8 @@ def main():
     tf_writes(tf, np, args.tool, args.work)
     for shards in (1, 3):
         estc_writes(tf, np, args.tool, args.work, shards)
+    identical_files(tf, np, args.tool, args.work)
+    many_tensors(tf, np, args.tool, args.work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
