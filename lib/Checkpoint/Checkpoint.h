@@ -105,6 +105,9 @@ public:
 
   /// True when the checkpoint is a TF tensor bundle.
   bool is_tensor_bundle() const { return bundle_ != nullptr; }
+  /// The TF checkpoint's reader (every tensor, with TF's dtypes); null for
+  /// a safetensors checkpoint.
+  const TensorBundleReader *tensor_bundle() const { return bundle_.get(); }
 
   /// The file read.
   const std::string &path() const { return path_; }
