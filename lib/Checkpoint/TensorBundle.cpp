@@ -579,6 +579,13 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
                    " data files");
       if (p.offset() < 0 || p.size() < 0)
         throw fail(where + "negative offset or size");
+      // A string takes a length byte at least (TF also writes 4 bytes of
+      // checksum): more elements than bytes cannot be.
+      if (e.dtype == proto::DT_STRING &&
+          static_cast<uint64_t>(elements) > static_cast<uint64_t>(p.size()))
+        throw fail(where + std::to_string(elements) +
+                   " strings cannot fit in its " + std::to_string(p.size()) +
+                   " bytes");
       size_t esize = tfElementSize(e.dtype);
       uint64_t want = 0;
       if (esize > 0 && (__builtin_mul_overflow(static_cast<uint64_t>(elements),
@@ -661,6 +668,11 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
   }
   if (n == 0 && bytes.empty())
     return t;
+  // Each element's length takes a byte at least: more elements than bytes
+  // is a corrupt entry (and no allocation of their count).
+  if (n > bytes.size())
+    throw DataLossError(where + std::to_string(n) + " strings cannot fit in " +
+                        std::to_string(bytes.size()) + " bytes");
   std::string_view in = bytes;
   std::vector<uint64_t> lengths(n);
   uint64_t total = 0;
@@ -702,10 +714,21 @@ TensorValue TensorBundleReader::assemble(const Entry &e,
                                          const std::string &name,
                                          DType dtype) const {
   std::string where = indexFile_ + ": tensor " + quoted(name) + ": ";
+  int64_t total = numElements(e.shape);
+  // The slices' entries must hold the elements (each is bounded by its data
+  // file's size) before anything of the tensor's size is allocated.
+  uint64_t inSlices = 0;
+  for (const TensorSlice &s : e.slices) {
+    auto it = entries_.find(encode_tensor_name_slice(name, s));
+    if (it != entries_.end())
+      inSlices += static_cast<uint64_t>(numElements(it->second.shape));
+  }
+  if (inSlices < static_cast<uint64_t>(total))
+    throw DataLossError(where + "its slices hold " + std::to_string(inSlices) +
+                        " elements, fewer than its " + std::to_string(total));
   TensorValue full;
   full.dtype = dtype;
   full.shape = e.shape;
-  int64_t total = numElements(e.shape);
   size_t esize = dtype == DType::String ? 0 : dtype_size(dtype);
   if (dtype == DType::String)
     full.strings.resize(static_cast<size_t>(total));
@@ -767,7 +790,7 @@ TensorValue TensorBundleReader::assemble(const Entry &e,
       else
         std::memcpy(full.data.data() + dst * esize,
                     part.data.data() + src * esize, rowLen * esize);
-      for (size_t d = rank - 1; d-- > 0;) {
+      for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
         if (++idx[d] < len[d])
           break;
         idx[d] = 0;

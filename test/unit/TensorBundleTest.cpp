@@ -8,14 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Checkpoint/Table.h"
-#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -116,7 +117,8 @@ TEST(TableTest, ManyBlocksRoundTrip) {
   for (int i = 0; i < 2000; ++i) {
     char key[32];
     std::snprintf(key, sizeof key, "layer%04d/kernel", i);
-    want.emplace_back(key, std::string(i % 37, static_cast<char>('a' + i % 26)));
+    want.emplace_back(key,
+                      std::string(i % 37, static_cast<char>('a' + i % 26)));
   }
   for (const auto &[k, v] : want)
     builder.add(k, v);
@@ -181,8 +183,8 @@ TEST_F(TensorBundleTest, ShardedSave) {
   VariableMap vars = everyDType();
   write_tensor_bundle(file("s"), vars, {.num_shards = 3});
   for (int k = 0; k < 3; ++k)
-    EXPECT_TRUE(fs::exists(file("s.data-0000" + std::to_string(k) +
-                                "-of-00003")));
+    EXPECT_TRUE(
+        fs::exists(file("s.data-0000" + std::to_string(k) + "-of-00003")));
   TensorBundleReader reader(file("s"));
   EXPECT_EQ(reader.num_shards(), 3);
   for (const auto &[name, t] : vars)
@@ -243,9 +245,9 @@ TEST_F(TensorBundleTest, PartitionedTensorsAreAssembled) {
                    TensorValue::of_strings({1}, {"ccc"}));
   // A whole "slice" is a plain tensor.
   writer.add_slice("b", {2}, {{0}, {-1}}, TensorValue::of<float>({2}, {1, 2}));
-  EXPECT_THROW(writer.add_slice("w", {4, 3}, {{3, 0}, {2, 1}},
-                                block(0, 2, 0, 1)),
-               std::invalid_argument);
+  EXPECT_THROW(
+      writer.add_slice("w", {4, 3}, {{3, 0}, {2, 1}}, block(0, 2, 0, 1)),
+      std::invalid_argument);
   writer.finish();
 
   TensorBundleReader reader(file("p"));
@@ -255,17 +257,24 @@ TEST_F(TensorBundleTest, PartitionedTensorsAreAssembled) {
               "w");
   expectEqual(reader.get_tensor("vocab"),
               TensorValue::of_strings({3}, {"a", "bb", "ccc"}), "vocab");
-  expectEqual(reader.get_tensor("b"), TensorValue::of<float>({2}, {1, 2}),
-              "b");
+  expectEqual(reader.get_tensor("b"), TensorValue::of<float>({2}, {1, 2}), "b");
   reader.verify();
 
-  // Slices that leave a hole.
+  // Slices that leave a hole, slices that overlap.
   BundleWriter holes(file("h"));
   holes.add_slice("w", {4, 3}, {{0, 0}, {2, -1}}, block(0, 2, 0, 3));
   holes.finish();
   expectError<DataLossError>(
       [&] { TensorBundleReader(file("h")).get_tensor("w"); },
-      {file("h.index"), "tensor 'w'", "slices cover 6 of its 12 elements"});
+      {file("h.index"), "tensor 'w'",
+       "its slices hold 6 elements, fewer than its 12"});
+  BundleWriter overlaps(file("o"));
+  overlaps.add_slice("w", {4, 3}, {{0, 0}, {3, -1}}, block(0, 3, 0, 3));
+  overlaps.add_slice("w", {4, 3}, {{1, 0}, {3, -1}}, block(1, 3, 0, 3));
+  overlaps.finish();
+  expectError<DataLossError>(
+      [&] { TensorBundleReader(file("o")).get_tensor("w"); },
+      {file("o.index"), "tensor 'w': slice 1,3:-: overlaps another slice"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -286,9 +295,9 @@ TEST_F(TensorBundleTest, BadFooter) {
 TEST_F(TensorBundleTest, BadBlockCrc) {
   write_tensor_bundle(file("m"), everyDType());
   flipByte(file("m.index"), 12);
-  expectError<DataLossError>([&] { TensorBundleReader r(file("m")); },
-                             {file("m.index") + ": ",
-                              "block checksum mismatch"});
+  expectError<DataLossError>(
+      [&] { TensorBundleReader r(file("m")); },
+      {file("m.index") + ": ", "block checksum mismatch"});
 }
 
 TEST_F(TensorBundleTest, BadTensorCrc) {
@@ -475,4 +484,46 @@ TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00000-of-00002")));
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00001-of-00002")));
   EXPECT_TRUE(fs::exists(file("model.ckpt-200.safetensors")));
+}
+
+//===----------------------------------------------------------------------===//
+// The tf_bundle fuzz target's regressions (test/fuzz/regressions/tf_bundle:
+// a 4-byte index length, the index, the data file)
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string unframe(const std::string &name, const std::string &prefix) {
+  std::string bytes = fileio::readFile(std::string(ESTC_FUZZ_REGRESSIONS) +
+                                       "/tf_bundle/" + name);
+  uint32_t n;
+  std::memcpy(&n, bytes.data(), 4);
+  writeBytes(prefix + ".index", bytes.substr(4, n));
+  writeBytes(prefix + ".data-00000-of-00001", bytes.substr(4 + n));
+  return prefix;
+}
+} // namespace
+
+TEST_F(TensorBundleTest, HugeShapesAllocateNothing) {
+  // A partitioned float32 tensor of 2^40 elements with one slice of 2: was
+  // allocated (4 TiB) before its slices were found missing.
+  TensorBundleReader p(unframe("partitioned-shape-allocation", file("p")));
+  expectError<DataLossError>([&] { p.get_tensor("w"); },
+                             {file("p.index") +
+                              ": tensor 'w': its slices hold 2 elements, fewer "
+                              "than its 1099511627776"});
+  // A string tensor of 2^40 elements in 6 bytes: its lengths were
+  // allocated.
+  expectError<DataLossError>(
+      [&] {
+        TensorBundleReader(unframe("string-count-allocation", file("s")));
+      },
+      {file("s.index") + ": tensor 's': 1099511627776 strings cannot fit in "
+                         "its 6 bytes"});
+}
+
+TEST_F(TensorBundleTest, RankZeroPartitioned) {
+  // A scalar "partitioned" into one slice of no extents: the row loop ran
+  // from rank - 1 = SIZE_MAX.
+  TensorBundleReader r(unframe("rank0-partitioned", file("r")));
+  expectEqual(r.get_tensor("r"), TensorValue::of<float>({}, {3}), "r");
 }
