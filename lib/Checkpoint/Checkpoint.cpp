@@ -774,6 +774,13 @@ Saver::Saver(std::string model_dir, SaverOptions options)
   if (options_.max_to_keep < 0)
     throw std::invalid_argument("Saver: max_to_keep must be >= 0, got " +
                                 std::to_string(options_.max_to_keep));
+  if (options_.num_shards < 1 || options_.num_shards > 99999)
+    throw std::invalid_argument(
+        "Saver: num_shards must be in [1, 99999], got " +
+        std::to_string(options_.num_shards));
+  format_ = options_.format == CheckpointFormat::Auto
+                ? CheckpointFormat::Safetensors
+                : options_.format;
   try {
     fileio::makeDirs(modelDir_);
     // Temporary files of a writer that was killed before its rename.
@@ -796,6 +803,12 @@ Saver::Saver(std::string model_dir, SaverOptions options)
   }
   if (!state)
     return;
+  if (options_.format == CheckpointFormat::Auto) {
+    std::string newest =
+        fileio::joinPath(modelDir_, state->model_checkpoint_path);
+    if (!fileio::exists(safetensorsFile(newest)) && is_tensor_bundle(newest))
+      format_ = CheckpointFormat::TensorBundle;
+  }
   const auto &paths = state->all_model_checkpoint_paths;
   const auto &times = state->all_model_checkpoint_timestamps;
   for (size_t i = 0; i < paths.size(); ++i)
@@ -824,15 +837,39 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     refs.emplace_back(&stepName, &stepTensor);
   // A save that fails leaves model_dir as it was: its state, and no new
   // checkpoint file that the state does not list.
-  std::string file = safetensorsFile(prefix);
+  bool bundle = format_ == CheckpointFormat::TensorBundle;
+  std::string file =
+      bundle ? bundle_index_file(prefix) : safetensorsFile(prefix);
   bool listed = std::any_of(last_.begin(), last_.end(),
                             [&](const auto &e) { return e.first == rel; });
-  try {
-    fileio::writeFileAtomically(file,
-                                serializeRefs(std::move(refs), global_step));
-  } catch (const FileError &e) {
-    if (!listed) // renamed into place before the directory's fsync failed
+  auto removeNew = [&] {
+    if (listed)
+      return;
+    if (!bundle) {
       ::unlink(file.c_str());
+      return;
+    }
+    // The index first: without it the data files are no checkpoint.
+    ::unlink(file.c_str());
+    for (int k = 0; k < options_.num_shards; ++k)
+      ::unlink(bundle_data_file(prefix, k, options_.num_shards).c_str());
+  };
+  try {
+    if (bundle) {
+      // TF's layout: the data files, then the index, each crash-safely.
+      BundleWriter writer(prefix, {.num_shards = options_.num_shards});
+      for (const auto &[name, t] : refs)
+        writer.add(*name, *t);
+      writer.finish();
+    } else {
+      fileio::writeFileAtomically(file,
+                                  serializeRefs(std::move(refs), global_step));
+    }
+  } catch (const CheckpointError &) { // the bundle writer's
+    removeNew();
+    throw;
+  } catch (const FileError &e) {
+    removeNew(); // renamed into place before the directory's fsync failed
     throw CheckpointError(e.what());
   }
   auto before = std::make_pair(last_, lastPreserved_);
@@ -878,7 +915,7 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     if (!replaced) {
       std::tie(last_, lastPreserved_) = before;
       if (!listed)
-        ::unlink(file.c_str()); // best effort
+        removeNew(); // best effort
     }
     throw;
   }

@@ -253,6 +253,20 @@ list_variables(const std::string &ckpt_dir_or_file);
 TensorValue load_variable(const std::string &ckpt_dir_or_file,
                           const std::string &name);
 
+/// The file format of the checkpoints a Saver writes.
+enum class CheckpointFormat {
+  /// The format of the newest checkpoint the state file lists, so that a
+  /// model_dir stays in one format (a TF Estimator's is continued in TF's);
+  /// Safetensors for a model_dir without checkpoints.
+  Auto,
+  /// One file, P.safetensors (docs/checkpoint-format.md).
+  Safetensors,
+  /// TF's tensor bundle, P.index and P.data-0000K-of-0000N
+  /// (TensorBundle.h): what TF's Saver, tf.train.Checkpoint and a TF
+  /// Estimator read.
+  TensorBundle,
+};
+
 /// Saver options; the defaults are tf.estimator.RunConfig's.
 struct SaverOptions {
   /// Checkpoints listed in the state file and kept on disk
@@ -264,7 +278,11 @@ struct SaverOptions {
   /// File prefix inside model_dir.
   std::string prefix = "model.ckpt";
   /// Seconds since the epoch (wall clock when empty); tests inject one.
-  std::function<double()> clock;
+  std::function<double()> clock = nullptr;
+  /// The format of the checkpoints written.
+  CheckpointFormat format = CheckpointFormat::Auto;
+  /// Data files of a TensorBundle checkpoint (TF's Saver(sharded=True)).
+  int num_shards = 1;
 };
 
 /// Saves checkpoints into model_dir and keeps the state file and the
@@ -279,21 +297,24 @@ public:
   explicit Saver(std::string model_dir, SaverOptions options = {});
 
   /// Writes model.ckpt-<global_step> (with an I64 scalar "global_step"
-  /// when `variables` has none), then the state file, then deletes the
-  /// checkpoints that are no longer kept. Returns the prefix path. When a
-  /// write fails (CheckpointError "<file>: cannot write: <strerror>"),
-  /// model_dir is left as it was: the previous state, and no new file it
-  /// does not list.
+  /// when `variables` has none) in format(), then the state file, then
+  /// deletes the checkpoints that are no longer kept (in either format).
+  /// Returns the prefix path. When a write fails (CheckpointError "<file>:
+  /// cannot write: <strerror>"), model_dir is left as it was: the previous
+  /// state, and no new file it does not list.
   std::string save(const VariableMap &variables, int64_t global_step);
 
   /// The prefixes (relative to model_dir) the state file lists, oldest first.
   std::vector<std::string> last_checkpoints() const;
   const std::string &model_dir() const { return modelDir_; }
+  /// The format save() writes (never Auto: resolved by the constructor).
+  CheckpointFormat format() const { return format_; }
 
 private:
   double now() const;
   std::string modelDir_;
   SaverOptions options_;
+  CheckpointFormat format_ = CheckpointFormat::Safetensors;
   std::vector<std::pair<std::string, double>> last_; // prefix, timestamp
   double lastPreserved_ = 0;
 };

@@ -15,6 +15,11 @@
 //       SPEC: {"num_shards": N, "tensors": {NAME: tensor as dump prints
 //       it}, "slices": [{"name", "full_shape", "start", "length", "tensor":
 //       the slice's value}]} (length -1: the whole dimension)
+//   tf_bundle_tool save SPEC MODEL_DIR STEP
+//       saves SPEC's "tensors" as checkpoint STEP of MODEL_DIR with
+//       train::Saver (its state file, its GC), in SPEC's "format": "tf"
+//       (CheckpointFormat::TensorBundle) or "auto" (the model_dir's), with
+//       SPEC's "num_shards"
 //
 // An error is one line on stderr, "tf_bundle_tool: error: ...", exit 1 (2
 // for a bad command line).
@@ -142,8 +147,29 @@ int write(const std::string &specFile, const std::string &prefix) {
 }
 } // namespace
 
+int save(const std::string &specFile, const std::string &modelDir,
+         const std::string &step) {
+  json::Value spec = json::parse(fileio::readFile(specFile));
+  SaverOptions options;
+  const json::Value *format = spec.find("format");
+  options.format = format && format->text == "auto"
+                       ? CheckpointFormat::Auto
+                       : CheckpointFormat::TensorBundle;
+  if (const json::Value *n = spec.find("num_shards"))
+    options.num_shards = static_cast<int>(n->asNonNegativeInt().value_or(0));
+  VariableMap vars;
+  if (const json::Value *tensors = spec.find("tensors"))
+    for (const auto &[name, v] : tensors->fields)
+      vars[name] = tensorOf(v, "tensor '" + name + "'");
+  Saver saver(modelDir, options);
+  std::cout << saver.save(vars, std::stoll(step)) << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   try {
+    if (argc == 5 && std::strcmp(argv[1], "save") == 0)
+      return save(argv[2], argv[3], argv[4]);
     if (argc == 3 && std::strcmp(argv[1], "dump") == 0)
       return dump(argv[2]);
     if (argc == 4 && std::strcmp(argv[1], "write") == 0)
@@ -151,5 +177,7 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     die(e.what());
   }
-  die("usage: tf_bundle_tool dump CKPT | tf_bundle_tool write SPEC PREFIX", 2);
+  die("usage: tf_bundle_tool dump CKPT | tf_bundle_tool write SPEC PREFIX | "
+      "tf_bundle_tool save SPEC MODEL_DIR STEP",
+      2);
 }

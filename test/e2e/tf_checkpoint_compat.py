@@ -17,6 +17,12 @@ and tf.train.list_variables must see the same names, shapes and values, and
 a tf.compat.v1 Saver must restore them into graph variables (the
 partitioned one into a fixed_size_partitioner variable) equal.
 
+One model_dir, both ways: estc's Saver writes steps 100 and 200 in TF's
+format (two data files); TF's latest_checkpoint and get_checkpoint_state
+read its state file, a tf.compat.v1 Saver restores step 200 and saves 300;
+estc reads that one from the model_dir and saves 400 (the Saver's Auto
+format: TF's, the model_dir's), which TF finds and reads.
+
 Both ways, an index of two table blocks (9000 tensors). The files estc
 writes (every dtype; the 9000 tensors) equal byte for byte those TF's SaveV2
 writes for the same tensors.
@@ -293,6 +299,58 @@ def many_tensors(tf, np, tool, work):
               f"estc reads TF's {names[i]} differently")
 
 
+def model_dir_both_ways(tf, np, tool, work):
+    """estc's Saver and TF's take turns in one model_dir."""
+    v1 = tf.compat.v1
+    model_dir = os.path.join(work, "model_dir")
+    rng = np.random.RandomState(21)
+    kernel = rng.randn(4, 3).astype(np.float32)
+
+    def estc_save(step, fmt, value):
+        spec = {"format": fmt, "num_shards": 2, "tensors": {
+            "dense/kernel": tensor_spec(np, value, "float32"),
+            "global_step": tensor_spec(np, np.int64(step), "int64")}}
+        spec_file = os.path.join(work, f"save_{step}.json")
+        with open(spec_file, "w") as f:
+            json.dump(spec, f)
+        r = subprocess.run([tool, "save", spec_file, model_dir, str(step)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit(f"FAIL: {tool} save: {r.stderr.strip()}")
+
+    estc_save(100, "tf", kernel)
+    estc_save(200, "auto", kernel * 2)
+    state = tf.train.get_checkpoint_state(model_dir)
+    check(tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "model.ckpt-200"),
+          f"TF's latest_checkpoint of estc's model_dir: {tf.train.latest_checkpoint(model_dir)}")
+    check([os.path.basename(p) for p in state.all_model_checkpoint_paths] ==
+          ["model.ckpt-100", "model.ckpt-200"],
+          f"TF reads estc's state file as {state.all_model_checkpoint_paths}")
+    # TF restores estc's newest, trains (a new value) and saves step 300.
+    g = tf.Graph()
+    with g.as_default():
+        w = v1.get_variable("dense/kernel", shape=[4, 3], dtype=tf.float32)
+        step = v1.train.get_or_create_global_step()
+        saver = v1.train.Saver()
+        with v1.Session() as s:
+            saver.restore(s, tf.train.latest_checkpoint(model_dir))
+            check(np.array_equal(s.run(w), kernel * 2), "TF restored estc's kernel differently")
+            check(s.run(step) == 200, "TF restored estc's global_step differently")
+            s.run([w.assign(kernel * 3), step.assign(300)])
+            saver.save(s, os.path.join(model_dir, "model.ckpt"), global_step=300)
+    # estc reads TF's newest from the model_dir, then continues it (auto:
+    # in TF's format), and TF finds that one.
+    got = dump(tool, model_dir)
+    check(got["global_step"] == 300, f"estc's latest in the model_dir: step {got['global_step']}")
+    check(got["tensors"].get("dense/kernel") == tensor_spec(np, kernel * 3, "float32"),
+          "estc read TF's step-300 kernel differently")
+    estc_save(400, "auto", kernel * 4)
+    check(tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "model.ckpt-400"),
+          "TF does not find estc's step-400 checkpoint")
+    check(np.array_equal(tf.train.load_variable(model_dir, "dense/kernel"), kernel * 4),
+          "TF reads estc's step-400 kernel differently")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -312,6 +370,7 @@ def main():
         estc_writes(tf, np, args.tool, args.work, shards)
     identical_files(tf, np, args.tool, args.work)
     many_tensors(tf, np, args.tool, args.work)
+    model_dir_both_ways(tf, np, args.tool, args.work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view in = bytesOf(data, size);
   std::string_view index = in, shard;
   if (in.size() >= 4) {
-    uint32_t n = static_cast<uint32_t>(data[0]) | data[1] << 8 |
-                 data[2] << 16 | static_cast<uint32_t>(data[3]) << 24;
+    uint32_t n = static_cast<uint32_t>(data[0]) | data[1] << 8 | data[2] << 16 |
+                 static_cast<uint32_t>(data[3]) << 24;
     index = in.substr(4, n);
     shard = in.substr(4 + index.size());
   }

@@ -31,8 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!(entries[i - 1].first < entries[i].first))
       die("read_table returned keys out of order");
 
-  table::TableBuilder builder(
-      {.block_size = 64, .block_restart_interval = 3});
+  table::TableBuilder builder({.block_size = 64, .block_restart_interval = 3});
   for (const auto &[key, value] : entries)
     builder.add(key, value);
   std::string copy = builder.finish();

@@ -473,6 +473,7 @@ TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
   update_checkpoint_state(dir, state);
   SaverOptions options;
   options.max_to_keep = 1;
+  options.format = CheckpointFormat::Safetensors; // not the model_dir's
   Saver saver(dir, options);
   EXPECT_EQ(saver.last_checkpoints(),
             std::vector<std::string>{"model.ckpt-100"});
@@ -484,6 +485,65 @@ TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00000-of-00002")));
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00001-of-00002")));
   EXPECT_TRUE(fs::exists(file("model.ckpt-200.safetensors")));
+}
+
+namespace {
+VariableMap numericVariables(int64_t step) {
+  VariableMap v = everyDType();
+  v.erase("words");
+  v.erase("no_words");
+  v["global_step"] = TensorValue::of<int64_t>({}, {step});
+  return v;
+}
+} // namespace
+
+TEST_F(TensorBundleTest, SaverWritesTfCheckpoints) {
+  SaverOptions options;
+  options.max_to_keep = 2;
+  options.format = CheckpointFormat::TensorBundle;
+  options.num_shards = 2;
+  Saver saver(dir, options);
+  EXPECT_EQ(saver.format(), CheckpointFormat::TensorBundle);
+  for (int64_t step : {100, 200, 300})
+    EXPECT_EQ(saver.save(numericVariables(step), step),
+              file("model.ckpt-" + std::to_string(step)));
+  for (const char *name : {"model.ckpt-200.index", "model.ckpt-300.index",
+                           "model.ckpt-300.data-00000-of-00002",
+                           "model.ckpt-300.data-00001-of-00002"})
+    EXPECT_TRUE(fs::exists(file(name))) << name;
+  for (const char *name :
+       {"model.ckpt-100.index", "model.ckpt-100.data-00000-of-00002",
+        "model.ckpt-100.data-00001-of-00002", "model.ckpt-300.safetensors"})
+    EXPECT_FALSE(fs::exists(file(name))) << name;
+  auto restored = restore_latest(dir);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->path, file("model.ckpt-300"));
+  EXPECT_EQ(restored->global_step, 300);
+  for (const auto &[name, t] : numericVariables(300))
+    expectEqual(restored->variables.at(name), t, name);
+
+  // Auto continues a model_dir in the format of its newest checkpoint.
+  Saver next(dir);
+  EXPECT_EQ(next.format(), CheckpointFormat::TensorBundle);
+  next.save(numericVariables(400), 400);
+  EXPECT_TRUE(fs::exists(file("model.ckpt-400.index")));
+  EXPECT_EQ(Saver(file("fresh")).format(), CheckpointFormat::Safetensors);
+  EXPECT_THROW(Saver(dir, {.num_shards = 0}), std::invalid_argument);
+}
+
+TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
+  SaverOptions options;
+  options.format = CheckpointFormat::TensorBundle;
+  Saver saver(dir, options);
+  saver.save(numericVariables(100), 100);
+  std::string state = fileio::readFile(file("checkpoint"));
+  // The data file cannot be renamed into place: a directory has its name.
+  fs::create_directories(file("model.ckpt-200.data-00000-of-00001/x"));
+  expectError([&] { saver.save(numericVariables(200), 200); },
+              {file("model.ckpt-200.data-00000-of-00001") + ": cannot write"});
+  EXPECT_FALSE(fs::exists(file("model.ckpt-200.index")));
+  EXPECT_EQ(fileio::readFile(file("checkpoint")), state);
+  EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-100"));
 }
 
 //===----------------------------------------------------------------------===//
