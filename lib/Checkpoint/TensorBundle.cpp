@@ -509,6 +509,18 @@ struct TensorBundleReader::Mapping {
     if (map)
       ::munmap(map, size);
   }
+  /// Drops the pages of [offset, offset + n) from this process's memory
+  /// once a tensor is copied out of them (they are the file's: a later read
+  /// faults them in again), so that a restore's resident memory is the
+  /// tensors, not the tensors plus the mapped files.
+  void release(uint64_t offset, uint64_t n) const {
+    if (!map || n == 0)
+      return;
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    uint64_t begin = offset / page * page;
+    uint64_t end = std::min<uint64_t>(size, offset + n);
+    ::madvise(static_cast<char *>(map) + begin, end - begin, MADV_DONTNEED);
+  }
 };
 
 TensorBundleReader::~TensorBundleReader() = default;
@@ -650,6 +662,11 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
                                           const std::string &name,
                                           DType dtype) const {
   const std::string &file = shards_[e.shard]->file;
+  struct Release {
+    const Mapping &m;
+    const Entry &e;
+    ~Release() { m.release(e.offset, e.size); }
+  } release{*shards_[e.shard], e};
   std::string where = file + ": tensor " + quoted(name) + ": ";
   std::string_view bytes = bytesOf(e, name);
   TensorValue t;
@@ -827,6 +844,7 @@ void TensorBundleReader::verify() const {
     if (tfElementSize(e.dtype) == 0)
       continue; // variant and resource entries: framing estc does not read
     uint32_t crc = crc32c::value(bytesOf(e, key));
+    shards_[e.shard]->release(e.offset, e.size);
     if (crc32c::mask(crc) != e.maskedCrc)
       throw DataLossError(shards_[e.shard]->file + ": tensor " + quoted(key) +
                           ": CRC32C mismatch (stored " +
