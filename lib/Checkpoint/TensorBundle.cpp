@@ -856,5 +856,120 @@ void TensorBundleReader::verify() const {
       get_tensor(name);
 }
 
+//===----------------------------------------------------------------------===//
+// Object-based checkpoints
+//===----------------------------------------------------------------------===//
+
+ObjectGraph::ObjectGraph(const TensorBundleReader &reader) {
+  const std::string where = reader.index_file() + ": ";
+  if (!reader.has_tensor(kObjectGraphKey))
+    throw CheckpointError(where + "no " + kObjectGraphKey +
+                          " (not an object-based checkpoint: tensors are "
+                          "found by name)");
+  TensorValue t = reader.get_tensor(kObjectGraphKey);
+  if (t.dtype != DType::String || t.strings.size() != 1)
+    throw DataLossError(where + kObjectGraphKey + " is " + t.spec().str() +
+                        ", not a string scalar");
+  proto::TrackableObjectGraph graph;
+  if (!graph.ParseFromString(t.strings[0]))
+    throw DataLossError(where + kObjectGraphKey +
+                        " is not a TrackableObjectGraph");
+  int n = graph.nodes_size();
+  auto check = [&](int id, int node) {
+    if (id < 0 || id >= n)
+      throw DataLossError(where + "object graph node " + std::to_string(node) +
+                          " refers to node " + std::to_string(id) + " of " +
+                          std::to_string(n));
+  };
+  for (int i = 0; i < n; ++i) {
+    const auto &p = graph.nodes(i);
+    Node node;
+    for (const auto &c : p.children()) {
+      check(c.node_id(), i);
+      node.children.emplace_back(c.local_name(), c.node_id());
+    }
+    for (const auto &a : p.attributes())
+      node.attributes[a.name()] = a.checkpoint_key();
+    for (const auto &s : p.slot_variables()) {
+      check(s.original_variable_node_id(), i);
+      check(s.slot_variable_node_id(), i);
+      node.slots.push_back({s.original_variable_node_id(), s.slot_name(),
+                            s.slot_variable_node_id()});
+    }
+    nodes_.push_back(std::move(node));
+  }
+}
+
+std::optional<int> ObjectGraph::find(const std::string &path) const {
+  if (nodes_.empty())
+    return std::nullopt;
+  int node = 0;
+  size_t begin = 0;
+  while (begin < path.size()) {
+    size_t end = path.find('/', begin);
+    if (end == std::string::npos)
+      end = path.size();
+    std::string name = path.substr(begin, end - begin);
+    const auto &children = nodes_[node].children;
+    auto it = std::find_if(children.begin(), children.end(),
+                           [&](const auto &c) { return c.first == name; });
+    if (it == children.end())
+      return std::nullopt;
+    node = it->second;
+    begin = end + 1;
+  }
+  return node;
+}
+
+std::optional<std::string>
+ObjectGraph::checkpoint_key(const std::string &path,
+                            const std::string &attribute) const {
+  std::optional<int> node = find(path);
+  if (!node)
+    return std::nullopt;
+  auto it = nodes_[*node].attributes.find(attribute);
+  if (it == nodes_[*node].attributes.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string>
+ObjectGraph::slot_checkpoint_key(const std::string &variable_path,
+                                 const std::string &optimizer_path,
+                                 const std::string &slot_name) const {
+  std::optional<int> variable = find(variable_path);
+  std::optional<int> optimizer = find(optimizer_path);
+  if (!variable || !optimizer)
+    return std::nullopt;
+  for (const Node::Slot &s : nodes_[*optimizer].slots)
+    if (s.variable == *variable && s.name == slot_name) {
+      auto it = nodes_[s.node].attributes.find("VARIABLE_VALUE");
+      if (it != nodes_[s.node].attributes.end())
+        return it->second;
+    }
+  return std::nullopt;
+}
+
+std::map<std::string, std::string> ObjectGraph::variables() const {
+  std::map<std::string, std::string> out;
+  if (nodes_.empty())
+    return out;
+  std::vector<bool> seen(nodes_.size(), false);
+  std::vector<std::pair<int, std::string>> queue{{0, ""}};
+  seen[0] = true;
+  for (size_t i = 0; i < queue.size(); ++i) {
+    auto [node, path] = queue[i];
+    auto it = nodes_[node].attributes.find("VARIABLE_VALUE");
+    if (it != nodes_[node].attributes.end())
+      out.emplace(path, it->second);
+    for (const auto &[name, child] : nodes_[node].children)
+      if (!seen[child]) {
+        seen[child] = true;
+        queue.emplace_back(child, path.empty() ? name : path + "/" + name);
+      }
+  }
+  return out;
+}
+
 } // namespace train
 } // namespace estc

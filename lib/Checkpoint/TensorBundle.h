@@ -184,6 +184,54 @@ private:
   std::vector<std::unique_ptr<Mapping>> shards_;
 };
 
+/// The key of an object-based checkpoint's object graph.
+constexpr const char *kObjectGraphKey = "_CHECKPOINTABLE_OBJECT_GRAPH";
+
+/// The object graph of an object-based checkpoint (tf.train.Checkpoint,
+/// Keras; TF's TrackableObjectGraph), read from its string tensor
+/// kObjectGraphKey: tensors found by object path, as tf.train.Checkpoint
+/// finds them, whichever path the saving program named them by.
+class ObjectGraph {
+public:
+  /// CheckpointError naming the checkpoint when it has no object graph
+  /// (a name-based checkpoint), DataLossError when it does not parse or
+  /// refers to nodes it does not have.
+  explicit ObjectGraph(const TensorBundleReader &reader);
+
+  /// The checkpoint key of attribute `attribute` of the object at `path`
+  /// (the local names of the edges from the root: "model/layer_with_weights-
+  /// 0/kernel"; "" is the root); nullopt when the graph has no such object
+  /// or the object no such attribute.
+  std::optional<std::string>
+  checkpoint_key(const std::string &path,
+                 const std::string &attribute = "VARIABLE_VALUE") const;
+  /// The checkpoint key of the slot `slot_name` ("m", "v", "accumulator")
+  /// that the optimizer at `optimizer_path` keeps for the variable at
+  /// `variable_path`; nullopt when there is none.
+  std::optional<std::string>
+  slot_checkpoint_key(const std::string &variable_path,
+                      const std::string &optimizer_path,
+                      const std::string &slot_name) const;
+  /// Every object with a VARIABLE_VALUE by its shortest path (breadth
+  /// first, children in order; an object reachable by several paths once):
+  /// path -> checkpoint key.
+  std::map<std::string, std::string> variables() const;
+
+private:
+  struct Node {
+    std::vector<std::pair<std::string, int>> children; // local name, node
+    std::map<std::string, std::string> attributes;     // name -> key
+    struct Slot {
+      int variable = 0;
+      std::string name;
+      int node = 0;
+    };
+    std::vector<Slot> slots;
+  };
+  std::optional<int> find(const std::string &path) const;
+  std::vector<Node> nodes_;
+};
+
 } // namespace train
 } // namespace estc
 

@@ -20,6 +20,12 @@
 //       train::Saver (its state file, its GC), in SPEC's "format": "tf"
 //       (CheckpointFormat::TensorBundle) or "auto" (the model_dir's), with
 //       SPEC's "num_shards"
+//   tf_bundle_tool objects CKPT [PATH | VAR OPTIMIZER SLOT]
+//       an object-based checkpoint's ObjectGraph: with no more arguments,
+//       {"variables": {PATH: KEY}} as JSON; with PATH, the checkpoint key
+//       of that object's VARIABLE_VALUE; with three, the key of the slot
+//       SLOT the optimizer at OPTIMIZER keeps for the variable at VAR ("none"
+//       when there is none)
 //
 // An error is one line on stderr, "tf_bundle_tool: error: ...", exit 1 (2
 // for a bad command line).
@@ -166,8 +172,32 @@ int save(const std::string &specFile, const std::string &modelDir,
   return 0;
 }
 
+int objects(int argc, char **argv) {
+  TensorBundleReader reader(argv[2]);
+  ObjectGraph graph(reader);
+  if (argc == 3) {
+    std::string out = "{\"variables\":{";
+    bool first = true;
+    for (const auto &[path, key] : graph.variables()) {
+      out += std::string(first ? "" : ",") + json::quote(path) + ":" +
+             json::quote(key);
+      first = false;
+    }
+    std::cout << out << "}}\n";
+    return 0;
+  }
+  std::optional<std::string> key =
+      argc == 4 ? graph.checkpoint_key(argv[3])
+                : graph.slot_checkpoint_key(argv[3], argv[4], argv[5]);
+  std::cout << key.value_or("none") << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   try {
+    if ((argc == 3 || argc == 4 || argc == 6) &&
+        std::strcmp(argv[1], "objects") == 0)
+      return objects(argc, argv);
     if (argc == 5 && std::strcmp(argv[1], "save") == 0)
       return save(argv[2], argv[3], argv[4]);
     if (argc == 3 && std::strcmp(argv[1], "dump") == 0)
@@ -178,6 +208,7 @@ int main(int argc, char **argv) {
     die(e.what());
   }
   die("usage: tf_bundle_tool dump CKPT | tf_bundle_tool write SPEC PREFIX | "
-      "tf_bundle_tool save SPEC MODEL_DIR STEP",
+      "tf_bundle_tool save SPEC MODEL_DIR STEP | tf_bundle_tool objects CKPT "
+      "[PATH | VAR OPTIMIZER SLOT]",
       2);
 }

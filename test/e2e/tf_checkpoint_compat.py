@@ -23,6 +23,11 @@ read its state file, a tf.compat.v1 Saver restores step 200 and saves 300;
 estc reads that one from the model_dir and saves 400 (the Saver's Auto
 format: TF's, the model_dir's), which TF finds and reads.
 
+An object-based checkpoint (tf.train.Checkpoint of a Keras model, a
+legacy Adam with its slots, and a second path to one layer): estc's
+ObjectGraph resolves object paths and slots to keys holding the live
+objects' values.
+
 Both ways, an index of two table blocks (9000 tensors). The files estc
 writes (every dtype; the 9000 tensors) equal byte for byte those TF's SaveV2
 writes for the same tensors.
@@ -351,6 +356,57 @@ def model_dir_both_ways(tf, np, tool, work):
           "TF reads estc's step-400 kernel differently")
 
 
+def objects(tool, *args):
+    r = subprocess.run([tool, "objects", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} objects {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def object_based(tf, np, tool, work):
+    """tf.train.Checkpoint's objects found by object path, slots too."""
+    model = tf.keras.Sequential([tf.keras.layers.Dense(3, input_shape=(4,)),
+                                 tf.keras.layers.Dense(2)])
+    opt = tf.keras.optimizers.legacy.Adam(0.1)
+    x = np.random.RandomState(0).randn(8, 4).astype(np.float32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model(x) ** 2)
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+    # `alias` reaches the second layer by a second path.
+    ckpt = tf.train.Checkpoint(model=model, optimizer=opt, alias=model.layers[1])
+    path = ckpt.save(os.path.join(work, "objects", "ckpt"))
+    reader = tf.train.load_checkpoint(path)
+    k0 = model.layers[0].kernel
+    cases = [("model/layer_with_weights-0/kernel", k0),
+             ("model/layer_with_weights-1/bias", model.layers[1].bias),
+             ("alias/kernel", model.layers[1].kernel),
+             ("optimizer/iter", opt.iterations)]
+    for object_path, var in cases:
+        key = objects(tool, path, object_path)
+        check(key != "none" and np.array_equal(reader.get_tensor(key), var.numpy()),
+              f"object path {object_path}: key {key} does not hold its value")
+    for slot in ("m", "v"):
+        key = objects(tool, path, "model/layer_with_weights-0/kernel", "optimizer", slot)
+        check(key != "none" and
+              np.array_equal(reader.get_tensor(key), opt.get_slot(k0, slot).numpy()),
+              f"slot {slot} of the first kernel: key {key}")
+    check(objects(tool, path, "model/nope") == "none", "an unknown object path resolved")
+    # TF names each object's tensors by its first path, breadth first
+    # (the root's children in name order: "alias" before "model"):
+    # ObjectGraph::variables() finds the same paths, each object once.
+    listed = json.loads(objects(tool, path))["variables"]
+    keys = [k for k in reader.get_variable_to_shape_map()
+            if k.endswith("/.ATTRIBUTES/VARIABLE_VALUE") and ".OPTIMIZER_SLOT" not in k]
+    check(sorted(listed.values()) == sorted(keys),
+          f"ObjectGraph::variables() {sorted(listed.values())} != TF's keys {sorted(keys)}")
+    for object_path, key in listed.items():
+        check(key == object_path + "/.ATTRIBUTES/VARIABLE_VALUE",
+              f"ObjectGraph::variables() lists {object_path} as {key}")
+    check("alias/kernel" in listed and "model/layer_with_weights-1/kernel" not in listed,
+          "the shared layer should be listed once, under TF's path")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -371,6 +427,7 @@ def main():
     identical_files(tf, np, args.tool, args.work)
     many_tensors(tf, np, args.tool, args.work)
     model_dir_both_ways(tf, np, args.tool, args.work)
+    object_based(tf, np, args.tool, args.work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

@@ -5,10 +5,11 @@
 // file (model.ckpt-1.data-00000-of-00001); a shorter input is all index.
 // The reader checks the index (table, header, entries) and maps the data
 // file; then every tensor is read (partitioned ones assembled from their
-// slices) and verify() runs. The documented failure is CheckpointError, one
-// line naming one of the checkpoint's files. A tensor that reads has its
-// listed dtype and shape and the bytes they need; the tensors written back
-// (write_tensor_bundle, three data files) read the same.
+// slices), verify() runs, and an object graph is read (ObjectGraph: every
+// path it lists resolves to its key). The documented failure is
+// CheckpointError, one line naming one of the checkpoint's files. A tensor that
+// reads has its listed dtype and shape and the bytes they need; the tensors
+// written back (write_tensor_bundle, three data files) read the same.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +70,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
     }
     reader.verify();
+    if (reader.has_tensor(kObjectGraphKey)) {
+      try {
+        ObjectGraph graph(reader);
+        for (const auto &[path, key] : graph.variables())
+          if (graph.checkpoint_key(path) != key)
+            die("object path '" + path + "' resolves to another key");
+      } catch (const CheckpointError &e) {
+        checkBundleError(e.what(), prefix);
+      }
+    }
   } catch (const CheckpointError &e) {
     checkBundleError(e.what(), prefix);
   }

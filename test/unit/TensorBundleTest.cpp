@@ -546,6 +546,51 @@ TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
   EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-100"));
 }
 
+TEST_F(TensorBundleTest, ObjectGraph) {
+  // TrackableObjectGraph {nodes {children {node_id: 1 local_name: "w"}}
+  // nodes {attributes {name: "VARIABLE_VALUE" checkpoint_key: KEY}}}.
+  const std::string key = "w/.ATTRIBUTES/VARIABLE_VALUE";
+  auto graphBytes = [&](char child) {
+    std::string ref = std::string("\x08", 1) + child + "\x12\x01w";
+    std::string node0 = "\x0a" + std::string(1, char(ref.size())) + ref;
+    std::string attr =
+        "\x0a\x0eVARIABLE_VALUE\x1a" + std::string(1, char(key.size())) + key;
+    std::string node1 = "\x12" + std::string(1, char(attr.size())) + attr;
+    return "\x0a" + std::string(1, char(node0.size())) + node0 + "\x0a" +
+           std::string(1, char(node1.size())) + node1;
+  };
+  VariableMap vars;
+  vars[key] = TensorValue::of<float>({2}, {1, 2});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {graphBytes('\x01')});
+  write_tensor_bundle(file("o"), vars);
+  TensorBundleReader reader(file("o"));
+  ObjectGraph graph(reader);
+  EXPECT_EQ(graph.checkpoint_key("w"), key);
+  EXPECT_EQ(graph.checkpoint_key("w", "OTHER"), std::nullopt);
+  EXPECT_EQ(graph.checkpoint_key("x"), std::nullopt);
+  EXPECT_EQ(graph.checkpoint_key("w/deeper"), std::nullopt);
+  EXPECT_EQ(graph.slot_checkpoint_key("w", "", "m"), std::nullopt);
+  EXPECT_EQ(graph.variables(),
+            (std::map<std::string, std::string>{{"w", key}}));
+  expectEqual(reader.get_tensor(*graph.checkpoint_key("w")), vars[key], "w");
+
+  // A name-based checkpoint has none; a corrupt graph is data loss.
+  write_tensor_bundle(file("n"), everyDType());
+  expectError([&] { ObjectGraph g(TensorBundleReader(file("n"))); },
+              {file("n.index") + ": no _CHECKPOINTABLE_OBJECT_GRAPH"});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {graphBytes('\x05')});
+  write_tensor_bundle(file("b"), vars);
+  expectError<DataLossError>(
+      [&] { ObjectGraph g(TensorBundleReader(file("b"))); },
+      {file("b.index") + ": object graph node 0 refers to node 5 of 2"});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {"\xff\xff"});
+  write_tensor_bundle(file("c"), vars);
+  expectError<DataLossError>(
+      [&] { ObjectGraph g(TensorBundleReader(file("c"))); },
+      {file("c.index") + ": _CHECKPOINTABLE_OBJECT_GRAPH is not a "
+                         "TrackableObjectGraph"});
+}
+
 //===----------------------------------------------------------------------===//
 // The tf_bundle fuzz target's regressions (test/fuzz/regressions/tf_bundle:
 // a 4-byte index length, the index, the data file)
