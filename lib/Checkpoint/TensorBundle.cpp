@@ -9,6 +9,7 @@
 #include "lib/Support/Printable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -308,11 +309,83 @@ BundleWriter::BundleWriter(std::string prefix, BundleWriterOptions options)
   if (prefix_.empty())
     throw std::invalid_argument("BundleWriter: empty checkpoint prefix");
   shards_.resize(options_.num_shards);
+  for (int k = 0; k < options_.num_shards; ++k)
+    shards_[k].file = bundle_data_file(prefix_, k, options_.num_shards);
+}
+
+BundleWriter::~BundleWriter() {
+  if (!finished_)
+    cleanUp();
+}
+
+namespace {
+/// Bytes a data file gathers before they are written; larger pieces are
+/// written directly.
+constexpr size_t kWriteBuffer = 8 << 20;
+} // namespace
+
+void BundleWriter::cleanUp() {
+  for (Shard &s : shards_) {
+    if (s.fd >= 0)
+      ::close(s.fd);
+    s.fd = -1;
+    if (!s.temp.empty())
+      ::unlink(s.temp.c_str());
+    s.temp.clear();
+    std::string().swap(s.buffer);
+  }
+}
+
+void BundleWriter::fail(const Shard &shard, const std::string &why) {
+  std::string message = shard.file + ": cannot write: " + why;
+  cleanUp();
+  finished_ = true;
+  throw CheckpointError(message);
+}
+
+void BundleWriter::flush(Shard &shard) {
+  if (shard.fd < 0) {
+    static std::atomic<unsigned> counter{0};
+    try {
+      fileio::makeDirs(fileio::dirName(prefix_));
+    } catch (const FileError &e) {
+      cleanUp();
+      finished_ = true;
+      throw CheckpointError(e.what());
+    }
+    shard.temp = shard.file + fileio::kTempMarker + std::to_string(::getpid()) +
+                 "-" + std::to_string(counter++);
+    shard.fd = ::open(shard.temp.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (shard.fd < 0) {
+      shard.temp.clear();
+      fail(shard, fileio::lastError());
+    }
+  }
+  if (!fileio::writeAll(shard.fd, shard.buffer))
+    fail(shard, fileio::lastError());
+  shard.buffer.clear();
+}
+
+void BundleWriter::append(Shard &shard, std::string_view bytes) {
+  shard.size += bytes.size();
+  if (shard.buffer.size() + bytes.size() <= kWriteBuffer) {
+    shard.buffer.append(bytes);
+    return;
+  }
+  flush(shard);
+  if (bytes.size() < kWriteBuffer) {
+    shard.buffer.append(bytes);
+    return;
+  }
+  if (!fileio::writeAll(shard.fd, bytes))
+    fail(shard, fileio::lastError());
 }
 
 void BundleWriter::add(const std::string &key, const TensorValue &value) {
   if (finished_)
-    throw std::invalid_argument("BundleWriter: add after finish");
+    throw std::invalid_argument("BundleWriter: add after finish (or after "
+                                "a failed write)");
   if (key.empty())
     throw std::invalid_argument("BundleWriter: the empty key is the header's");
   if (entries_.count(key) || partitioned_.count(key))
@@ -335,10 +408,10 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
   // The shard with the fewest bytes so far.
   size_t shard = 0;
   for (size_t i = 1; i < shards_.size(); ++i)
-    if (shards_[i].size() < shards_[shard].size())
+    if (shards_[i].size < shards_[shard].size)
       shard = i;
-  std::string &out = shards_[shard];
-  uint64_t offset = out.size();
+  Shard &out = shards_[shard];
+  uint64_t offset = out.size;
   uint32_t crc = 0;
   if (value.dtype == DType::String) {
     std::string lengths;
@@ -346,16 +419,16 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
       putVarint64(lengths, s.size());
       crc = extendLength(crc, s.size());
     }
-    out += lengths;
     uint32_t lengthsCrc = crc32c::mask(crc);
-    out.append(reinterpret_cast<const char *>(&lengthsCrc), 4);
+    lengths.append(reinterpret_cast<const char *>(&lengthsCrc), 4);
+    append(out, lengths);
     crc = crc32c::extend(crc, &lengthsCrc, 4);
     for (const std::string &s : value.strings) {
-      out += s;
+      append(out, s);
       crc = crc32c::extend(crc, s.data(), s.size());
     }
   } else {
-    out += value.data;
+    append(out, value.data);
     crc = crc32c::value(value.data);
   }
   proto::BundleEntryProto entry;
@@ -363,7 +436,7 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
   setShape(entry.mutable_shape(), value.shape);
   entry.set_shard_id(static_cast<int>(shard));
   entry.set_offset(static_cast<int64_t>(offset));
-  entry.set_size(static_cast<int64_t>(out.size() - offset));
+  entry.set_size(static_cast<int64_t>(out.size - offset));
   entry.set_crc32c(crc32c::mask(crc));
   entries_[key] = entry.SerializeAsString();
 }
@@ -448,16 +521,34 @@ void BundleWriter::finish() {
   for (const auto &[key, value] : all)
     builder.add(key, value);
   std::string index = builder.finish();
-  try {
-    fileio::makeDirs(fileio::dirName(prefix_));
-    // The data files first: a reader that finds the index finds them.
-    for (int k = 0; k < options_.num_shards; ++k) {
-      fileio::writeFileAtomically(
-          bundle_data_file(prefix_, k, options_.num_shards), shards_[k]);
-      std::string().swap(shards_[k]);
+  // The data files first (an empty one too: readers open every shard),
+  // each fsynced and renamed into place; then the index, whose write also
+  // fsyncs the directory. A reader that finds the index finds them.
+  for (Shard &shard : shards_) {
+    flush(shard);
+    if (::fsync(shard.fd) != 0)
+      fail(shard, fileio::lastError());
+    int fd = shard.fd;
+    shard.fd = -1;
+    if (::close(fd) != 0)
+      fail(shard, fileio::lastError());
+  }
+  for (size_t k = 0; k < shards_.size(); ++k) {
+    Shard &shard = shards_[k];
+    if (::rename(shard.temp.c_str(), shard.file.c_str()) != 0) {
+      std::string why = fileio::lastError();
+      for (size_t j = 0; j < k; ++j) // renamed already: no index names them
+        ::unlink(shards_[j].file.c_str());
+      fail(shard, why);
     }
+    shard.temp.clear();
+  }
+  try {
     fileio::writeFileAtomically(bundle_index_file(prefix_), index);
   } catch (const FileError &e) {
+    if (!fileio::exists(bundle_index_file(prefix_)))
+      for (const Shard &shard : shards_)
+        ::unlink(shard.file.c_str());
     throw CheckpointError(e.what());
   }
 }

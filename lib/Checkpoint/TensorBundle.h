@@ -87,15 +87,23 @@ struct BundleWriterOptions {
   int num_shards = 1;
 };
 
-/// Writes one TF checkpoint (TF's BundleWriter): add() tensors, then
-/// finish() writes the data files and then the index, each crash-safely
-/// (temporary file, fsync, rename), so a reader that finds P.index finds
-/// the data files complete.
+/// Writes one TF checkpoint (TF's BundleWriter): add() appends each tensor
+/// to a temporary data file as it comes (through an 8 MiB buffer: no copy
+/// of the checkpoint in memory); finish() fsyncs and renames the data
+/// files, then writes the index crash-safely (temporary file, fsync,
+/// rename, fsync of the directory), so a reader that finds P.index finds
+/// the data files complete. A writer destroyed unfinished, or whose write
+/// failed, removes what it wrote.
 class BundleWriter {
 public:
   explicit BundleWriter(std::string prefix, BundleWriterOptions options = {});
+  ~BundleWriter();
+  BundleWriter(const BundleWriter &) = delete;
+  BundleWriter &operator=(const BundleWriter &) = delete;
   /// A tensor under `key` (not "", not twice); std::invalid_argument
-  /// otherwise, or for a tensor whose bytes do not match its spec.
+  /// otherwise, or for a tensor whose bytes do not match its spec;
+  /// CheckpointError "<data file>: cannot write: ..." when its bytes cannot
+  /// be written (the writer is failed then: nothing of it is left).
   void add(const std::string &key, const TensorValue &value);
   /// One slice of a partitioned tensor of `full_shape` (TF's AddSlice): the
   /// slices of one key must agree on dtype and full shape.
@@ -112,9 +120,21 @@ private:
     std::vector<int64_t> shape;
     std::vector<TensorSlice> slices;
   };
+  /// One data file being written.
+  struct Shard {
+    std::string file, temp;
+    int fd = -1;
+    uint64_t size = 0;  // bytes added, written or buffered
+    std::string buffer; // not yet written
+  };
+  void append(Shard &shard, std::string_view bytes);
+  void flush(Shard &shard);
+  [[noreturn]] void fail(const Shard &shard, const std::string &why);
+  void cleanUp();
+
   std::string prefix_;
   BundleWriterOptions options_;
-  std::vector<std::string> shards_;            // each data file's bytes
+  std::vector<Shard> shards_;
   std::map<std::string, std::string> entries_; // key -> BundleEntryProto bytes
   std::map<std::string, Partitioned> partitioned_;
   bool finished_ = false;

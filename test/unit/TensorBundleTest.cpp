@@ -179,6 +179,35 @@ TEST_F(TensorBundleTest, RoundTripEveryDType) {
             file("model.ckpt-200"));
 }
 
+TEST_F(TensorBundleTest, LargeTensorsStreamToTheDataFile) {
+  // Over the writer's 8 MiB buffer, between small tensors; a string tensor
+  // after them.
+  std::vector<float> big(3 << 20);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i % 977) * 0.5f;
+  VariableMap vars;
+  vars["a"] = TensorValue::of<float>({2}, {1, 2});
+  vars["b"] = TensorValue::of<float>({3, 1 << 20}, big);
+  vars["c"] = TensorValue::of<int64_t>({1}, {7});
+  vars["d"] = TensorValue::of_strings({2}, {std::string(9 << 20, 'x'), "y"});
+  write_tensor_bundle(file("big"), vars);
+  EXPECT_EQ(fs::file_size(file("big.data-00000-of-00001")),
+            8u + (12u << 20) + 8u + 4u + 1u + 4u + (9u << 20) + 1u);
+  TensorBundleReader reader(file("big"));
+  for (const auto &[name, t] : vars)
+    expectEqual(reader.get_tensor(name), t, name);
+}
+
+TEST_F(TensorBundleTest, UnfinishedWriterLeavesNothing) {
+  {
+    BundleWriter writer(file("u"), {.num_shards = 2});
+    writer.add("a", TensorValue::of<float>({2}, {1, 2}));
+    writer.add("b", TensorValue::of<float>({1 << 22},
+                                           std::vector<float>(1 << 22, 1.0f)));
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
 TEST_F(TensorBundleTest, ShardedSave) {
   VariableMap vars = everyDType();
   write_tensor_bundle(file("s"), vars, {.num_shards = 3});
@@ -542,6 +571,9 @@ TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
   expectError([&] { saver.save(numericVariables(200), 200); },
               {file("model.ckpt-200.data-00000-of-00001") + ": cannot write"});
   EXPECT_FALSE(fs::exists(file("model.ckpt-200.index")));
+  for (const auto &entry : fs::directory_iterator(dir))
+    EXPECT_FALSE(fileio::isTemporaryFile(entry.path().filename().string()))
+        << entry.path();
   EXPECT_EQ(fileio::readFile(file("checkpoint")), state);
   EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-100"));
 }
