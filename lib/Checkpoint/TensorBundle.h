@@ -21,7 +21,9 @@
 // assembles the full tensor. The proto messages: tensor_bundle.proto.
 // docs/checkpoint-format.md has the layout byte by byte.
 //
-// Readers map the data files into memory. Every problem with the bytes is a
+// Readers open and map the data files: a numeric tensor is read with pread
+// straight into its buffer, a string tensor parsed from the mapping (whose
+// pages are dropped afterwards). Every problem with the bytes is a
 // DataLossError, one line naming the file and the tensor (bad footer or
 // magic number, a block CRC32C mismatch, a tensor CRC32C mismatch, a data
 // file shorter than its entries, an unknown dtype); a missing shard or
