@@ -9,7 +9,8 @@
 // restore_latest (every CRC checked) in a child process, whose peak
 // resident memory during the restore is measured (/proc/self/status's
 // VmHWM, reset before it, minus VmRSS before it: the variables restored
-// plus whatever the reader holds). Prints, as the median of `repeats` runs, one line:
+// plus whatever the reader holds). Prints, as the median of `repeats` runs, one
+// line:
 //
 //   format=tf mib=1024 save_s=... save_mib_s=... restore_s=...
 //   restore_mib_s=... restore_peak_rss_mib=... rss_ratio=...
@@ -67,7 +68,8 @@ int main(int argc, char **argv) {
   flags::FlagParser parser("checkpoint_bench",
                            "Saves and restores a large checkpoint.");
   parser.add(flags::Flag("mib", &mib, "the variables' size in MiB").positive());
-  parser.add(flags::Flag("tensors", &tensors, "number of variables").positive());
+  parser.add(
+      flags::Flag("tensors", &tensors, "number of variables").positive());
   parser.add(flags::Flag("dir", &dir, "model_dir to write (removed first)"));
   parser.add(flags::Flag("repeats", &repeats, "runs; the median is printed")
                  .positive());
@@ -114,8 +116,8 @@ int main(int argc, char **argv) {
         auto restored = train::restore_latest(dir);
         double result[2] = {seconds() - t1,
                             static_cast<double>(statusKb("VmHWM") - base)};
-        if (!restored || restored->variables.size() !=
-                             static_cast<size_t>(tensors + 1))
+        if (!restored ||
+            restored->variables.size() != static_cast<size_t>(tensors + 1))
           ::_exit(1);
         ssize_t ignored = ::write(pipefd[1], result, sizeof result);
         (void)ignored;
