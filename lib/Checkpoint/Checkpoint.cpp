@@ -754,13 +754,15 @@ TensorValue load_variable(const std::string &ckpt_dir_or_file,
 
 namespace {
 // Deletes a checkpoint's files: P.safetensors, or a TF checkpoint's
-// P.index and P.data-*.
+// P.index and P.data-*, and the P.meta (MetaGraphDef) TF's Saver writes
+// beside it, as TF's garbage collection does.
 void removeCheckpointFiles(const std::string &prefix) {
   fileio::removeFile(safetensorsFile(prefix));
   if (!is_tensor_bundle(prefix))
     return;
   // The index first: without it the data files are no checkpoint.
   fileio::removeFile(bundle_index_file(prefix));
+  fileio::removeFile(prefix + ".meta");
   std::string dataPrefix = fileio::baseName(prefix) + ".data-";
   std::string dir = fileio::dirName(prefix);
   for (const std::string &name : fileio::listDir(dir))

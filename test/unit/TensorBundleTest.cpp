@@ -496,6 +496,7 @@ TEST_F(TensorBundleTest, FoundWithoutStateFile) {
 TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
   VariableMap v = everyDType();
   write_tensor_bundle(file("model.ckpt-100"), v, {.num_shards = 2});
+  writeBytes(file("model.ckpt-100.meta"), "a MetaGraphDef");
   CheckpointState state;
   state.model_checkpoint_path = "model.ckpt-100";
   state.all_model_checkpoint_paths = {"model.ckpt-100"};
@@ -513,6 +514,7 @@ TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.index")));
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00000-of-00002")));
   EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00001-of-00002")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.meta")));
   EXPECT_TRUE(fs::exists(file("model.ckpt-200.safetensors")));
 }
 
