@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Checkpoint/TensorBundle.h"
+#include "estimator/WarmStart.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Checkpoint/Table.h"
 #include "lib/Support/Crc32c.h"
@@ -623,6 +624,43 @@ TEST_F(TensorBundleTest, ObjectGraph) {
       [&] { ObjectGraph g(TensorBundleReader(file("c"))); },
       {file("c.index") + ": _CHECKPOINTABLE_OBJECT_GRAPH is not a "
                          "TrackableObjectGraph"});
+}
+
+TEST_F(TensorBundleTest, WarmStartFromATfCheckpoint) {
+  // estimator::warm_start reads TF checkpoints through load_checkpoint: a
+  // TF model_dir, a renamed variable, a partitioned one.
+  BundleWriter writer(file("model.ckpt-50"));
+  writer.add("old/kernel", TensorValue::of<float>({2, 2}, {1, 2, 3, 4}));
+  writer.add("global_step", TensorValue::of<int64_t>({}, {50}));
+  writer.add_slice("emb", {3, 2}, {{0, 0}, {2, -1}},
+                   TensorValue::of<float>({2, 2}, {5, 6, 7, 8}));
+  writer.add_slice("emb", {3, 2}, {{2, 0}, {1, -1}},
+                   TensorValue::of<float>({1, 2}, {9, 10}));
+  writer.finish();
+  CheckpointState state;
+  state.model_checkpoint_path = "model.ckpt-50";
+  update_checkpoint_state(dir, state);
+
+  estimator::WarmStartSettings settings;
+  settings.ckpt_to_initialize_from = dir;
+  settings.vars_to_warm_start = "dense/.*|emb";
+  settings.var_name_to_prev_var_name = {{"dense/kernel", "old/kernel"}};
+  VariableMap got = estimator::warm_start(
+      settings, {{"dense/kernel", {DType::Float32, {2, 2}}},
+                 {"emb", {DType::Float32, {3, 2}}},
+                 {"other", {DType::Float32, {1}}}});
+  ASSERT_EQ(got.size(), 2u);
+  expectEqual(got.at("dense/kernel"),
+              TensorValue::of<float>({2, 2}, {1, 2, 3, 4}), "dense/kernel");
+  expectEqual(got.at("emb"),
+              TensorValue::of<float>({3, 2}, {5, 6, 7, 8, 9, 10}), "emb");
+  // A shape that differs: one line naming the TF checkpoint's index.
+  settings.var_name_to_prev_var_name.clear();
+  expectError(
+      [&] {
+        estimator::warm_start(settings, {{"emb", {DType::Float32, {4, 2}}}});
+      },
+      {file("model.ckpt-50.index"), "'emb'"});
 }
 
 //===----------------------------------------------------------------------===//
