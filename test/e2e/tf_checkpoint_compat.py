@@ -23,6 +23,11 @@ read its state file, a tf.compat.v1 Saver restores step 200 and saves 300;
 estc reads that one from the model_dir and saves 400 (the Saver's Auto
 format: TF's, the model_dir's), which TF finds and reads.
 
+A TF 2.15 Estimator (custom model_fn, tf.compat.v1.layers.dense) continues
+a model_dir estc's Saver wrote in TF's format: it reads the variables
+(get_variable_value, predictions equal x @ kernel + bias), trains 5 steps
+from global step 100, and estc reads its step-105 checkpoint back.
+
 An object-based checkpoint (tf.train.Checkpoint of a Keras model, a
 legacy Adam with its slots, and a second path to one layer): estc's
 ObjectGraph resolves object paths and slots to keys holding the live
@@ -407,6 +412,53 @@ def object_based(tf, np, tool, work):
           "the shared layer should be listed once, under TF's path")
 
 
+def tf_estimator_continues(tf, np, tool, work):
+    """A TF 2.15 Estimator continues a model_dir estc's Saver wrote."""
+    model_dir = os.path.join(work, "estimator_dir")
+    rng = np.random.RandomState(31)
+    kernel = rng.randn(3, 1).astype(np.float32)
+    bias = np.array([0.5], np.float32)
+    spec = {"format": "tf", "tensors": {
+        "dense/kernel": tensor_spec(np, kernel, "float32"),
+        "dense/bias": tensor_spec(np, bias, "float32"),
+        "global_step": tensor_spec(np, np.int64(100), "int64")}}
+    spec_file = os.path.join(work, "estimator_spec.json")
+    with open(spec_file, "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run([tool, "save", spec_file, model_dir, "100"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} save: {r.stderr.strip()}")
+
+    def model_fn(features, labels, mode):
+        logits = tf.compat.v1.layers.dense(features["x"], 1, name="dense")
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions=logits)
+        loss = tf.reduce_mean(tf.square(logits - labels))
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = tf.estimator.Estimator(model_fn, model_dir=model_dir)
+    check(np.array_equal(est.get_variable_value("dense/kernel"), kernel),
+          "the TF Estimator reads estc's kernel differently")
+    x = rng.randn(4, 3).astype(np.float32)
+    preds = np.stack(list(est.predict(
+        lambda: tf.data.Dataset.from_tensor_slices({"x": x}).batch(4))))
+    check(np.allclose(preds, x @ kernel + bias, rtol=1e-6, atol=1e-6),
+          "the TF Estimator's predictions from estc's checkpoint differ")
+    est.train(lambda: tf.data.Dataset.from_tensors(({"x": x}, np.zeros((4, 1), np.float32))).repeat(),
+              steps=5)
+    check(est.get_variable_value("global_step") == 105,
+          f"the TF Estimator went on to step {est.get_variable_value('global_step')}, not 105")
+    # And estc reads where the TF Estimator left off.
+    got = dump(tool, model_dir)
+    check(got["global_step"] == 105, f"estc reads the TF Estimator's step {got['global_step']}")
+    check(got["tensors"]["dense/kernel"] ==
+          tensor_spec(np, est.get_variable_value("dense/kernel"), "float32"),
+          "estc reads the TF Estimator's trained kernel differently")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -419,6 +471,7 @@ def main():
     except ImportError as e:
         print(f"SKIP: TensorFlow is not installed ({e})")
         return 77
+    tf.get_logger().setLevel("ERROR")  # the Estimator's deprecation warnings
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     tf_writes(tf, np, args.tool, args.work)
@@ -428,6 +481,7 @@ def main():
     many_tensors(tf, np, args.tool, args.work)
     model_dir_both_ways(tf, np, args.tool, args.work)
     object_based(tf, np, args.tool, args.work)
+    tf_estimator_continues(tf, np, args.tool, args.work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
