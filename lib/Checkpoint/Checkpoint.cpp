@@ -2,6 +2,7 @@
 
 #include "lib/Checkpoint/Checkpoint.h"
 
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Checkpoint/checkpoint_state.pb.h"
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <iostream>
 #include <set>
@@ -101,12 +103,24 @@ TensorRefs refsOf(const VariableMap &variables) {
 }
 } // namespace
 
+namespace {
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The safetensors file of a prefix, whatever exists (what the Saver writes).
+std::string safetensorsFile(const std::string &prefix) {
+  return endsWith(prefix, kCheckpointSuffix) ? prefix
+                                             : prefix + kCheckpointSuffix;
+}
+} // namespace
+
 std::string checkpoint_file(const std::string &prefix) {
-  const std::string suffix = kCheckpointSuffix;
-  if (prefix.size() >= suffix.size() &&
-      prefix.compare(prefix.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return prefix;
-  return prefix + suffix;
+  std::string file = safetensorsFile(prefix);
+  if (file != prefix && !fileio::exists(file) && is_tensor_bundle(prefix))
+    return bundle_index_file(prefix);
+  return file;
 }
 
 std::string serialize_checkpoint(const VariableMap &variables,
@@ -220,8 +234,38 @@ std::string quoted(const std::string &name) {
 
 CheckpointReader::CheckpointReader(const std::string &path) {
   path_ = path;
-  if (!fileio::exists(path) && fileio::exists(checkpoint_file(path)))
-    path_ = checkpoint_file(path);
+  // A TF checkpoint: its .index file, its prefix, or its prefix +
+  // kCheckpointSuffix (what checkpoint_file made of a prefix before the
+  // bundle was written).
+  std::optional<std::string> bundle;
+  if (fileio::exists(path)) {
+    if (auto prefix = bundle_prefix_of(path); prefix && !endsWith(path, "/"))
+      bundle = prefix;
+  } else if (fileio::exists(safetensorsFile(path))) {
+    path_ = safetensorsFile(path);
+  } else if (train::is_tensor_bundle(path)) {
+    bundle = path;
+  } else if (endsWith(path, kCheckpointSuffix) &&
+             train::is_tensor_bundle(path.substr(
+                 0, path.size() - std::strlen(kCheckpointSuffix)))) {
+    bundle = path.substr(0, path.size() - std::strlen(kCheckpointSuffix));
+  }
+  if (bundle) {
+    auto reader = std::make_shared<TensorBundleReader>(*bundle);
+    path_ = reader->index_file();
+    metadata_["format"] = "tensor-bundle-v2";
+    for (const auto &[name, info] : reader->tensors())
+      if (auto dtype = dtype_from_tf_number(info.tf_dtype))
+        specs_[name] = VariableSpec{*dtype, info.shape};
+    auto step = specs_.find("global_step");
+    if (step != specs_.end() && step->second.shape.empty() &&
+        (step->second.dtype == DType::Int64 ||
+         step->second.dtype == DType::Int32))
+      globalStep_ =
+          static_cast<int64_t>(reader->get_tensor("global_step").element(0));
+    bundle_ = std::move(reader);
+    return;
+  }
   if (fileio::isDirectory(path_))
     throw CheckpointError(path_ +
                           ": is a directory, expected a checkpoint file");
@@ -402,6 +446,14 @@ CheckpointReader::CheckpointReader(const std::string &path) {
 }
 
 TensorValue CheckpointReader::get_tensor(const std::string &name) const {
+  if (bundle_) {
+    if (!specs_.count(name) && bundle_->has_tensor(name))
+      return bundle_->get_tensor(name); // its one-line dtype error
+    if (!specs_.count(name))
+      throw CheckpointError(path_ + ": no tensor " + quoted(name) +
+                            " in the checkpoint");
+    return bundle_->get_tensor(name);
+  }
   auto it = entries_.find(name);
   if (it == entries_.end())
     throw CheckpointError(path_ + ": no tensor " + quoted(name) +
@@ -429,12 +481,21 @@ TensorValue CheckpointReader::get_tensor(const std::string &name) const {
 
 VariableMap CheckpointReader::read_all() const {
   VariableMap all;
+  if (bundle_) {
+    for (const auto &spec : specs_)
+      all.emplace(spec.first, bundle_->get_tensor(spec.first));
+    return all;
+  }
   for (const auto &entry : entries_)
     all.emplace(entry.first, get_tensor(entry.first));
   return all;
 }
 
 void CheckpointReader::verify() const {
+  if (bundle_) {
+    bundle_->verify();
+    return;
+  }
   for (const auto &entry : entries_)
     get_tensor(entry.first);
 }
@@ -507,13 +568,19 @@ void print_warning(const std::string &line) {
 }
 
 namespace {
-// The step of "<name>-<digits>.safetensors", or nullopt.
-std::optional<int64_t> stepOfFile(const std::string &name) {
-  const std::string suffix = kCheckpointSuffix;
-  if (fileio::isTemporaryFile(name) || name.size() <= suffix.size() ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+// The step of "<name>-<digits>.safetensors" or of a TF checkpoint's
+// "<name>-<digits>.index", or nullopt; `stem` is the name without the
+// suffix.
+std::optional<int64_t> stepOfFile(const std::string &name, std::string &stem) {
+  if (fileio::isTemporaryFile(name))
     return std::nullopt;
-  std::string stem = name.substr(0, name.size() - suffix.size());
+  if (endsWith(name, kCheckpointSuffix) &&
+      name.size() > std::strlen(kCheckpointSuffix))
+    stem = name.substr(0, name.size() - std::strlen(kCheckpointSuffix));
+  else if (auto prefix = bundle_prefix_of(name))
+    stem = *prefix;
+  else
+    return std::nullopt;
   size_t dash = stem.rfind('-');
   if (dash == std::string::npos || dash + 1 == stem.size())
     return std::nullopt;
@@ -546,14 +613,16 @@ std::vector<std::string> candidatePrefixes(
     stateError(e);
   }
   std::vector<std::pair<int64_t, std::string>> files;
-  for (const std::string &name : fileio::listDir(modelDir))
-    if (auto step = stepOfFile(name))
-      files.emplace_back(*step, name);
+  for (const std::string &name : fileio::listDir(modelDir)) {
+    std::string stem;
+    if (auto step = stepOfFile(name, stem))
+      files.emplace_back(*step, stem);
+  }
   std::sort(files.begin(), files.end(), [](const auto &a, const auto &b) {
     return a.first != b.first ? a.first > b.first : a.second > b.second;
   });
   for (const auto &f : files)
-    add(f.second.substr(0, f.second.size() - std::strlen(kCheckpointSuffix)));
+    add(f.second);
   return out;
 }
 } // namespace
@@ -683,11 +752,37 @@ TensorValue load_variable(const std::string &ckpt_dir_or_file,
 // Saver
 //===----------------------------------------------------------------------===//
 
+namespace {
+// Deletes a checkpoint's files: P.safetensors, or a TF checkpoint's
+// P.index and P.data-*, and the P.meta (MetaGraphDef) TF's Saver writes
+// beside it, as TF's garbage collection does.
+void removeCheckpointFiles(const std::string &prefix) {
+  fileio::removeFile(safetensorsFile(prefix));
+  if (!is_tensor_bundle(prefix))
+    return;
+  // The index first: without it the data files are no checkpoint.
+  fileio::removeFile(bundle_index_file(prefix));
+  fileio::removeFile(prefix + ".meta");
+  std::string dataPrefix = fileio::baseName(prefix) + ".data-";
+  std::string dir = fileio::dirName(prefix);
+  for (const std::string &name : fileio::listDir(dir))
+    if (name.rfind(dataPrefix, 0) == 0 && !fileio::isTemporaryFile(name))
+      fileio::removeFile(fileio::joinPath(dir, name));
+}
+} // namespace
+
 Saver::Saver(std::string model_dir, SaverOptions options)
     : modelDir_(std::move(model_dir)), options_(std::move(options)) {
   if (options_.max_to_keep < 0)
     throw std::invalid_argument("Saver: max_to_keep must be >= 0, got " +
                                 std::to_string(options_.max_to_keep));
+  if (options_.num_shards < 1 || options_.num_shards > 99999)
+    throw std::invalid_argument(
+        "Saver: num_shards must be in [1, 99999], got " +
+        std::to_string(options_.num_shards));
+  format_ = options_.format == CheckpointFormat::Auto
+                ? CheckpointFormat::Safetensors
+                : options_.format;
   try {
     fileio::makeDirs(modelDir_);
     // Temporary files of a writer that was killed before its rename.
@@ -710,6 +805,12 @@ Saver::Saver(std::string model_dir, SaverOptions options)
   }
   if (!state)
     return;
+  if (options_.format == CheckpointFormat::Auto) {
+    std::string newest =
+        fileio::joinPath(modelDir_, state->model_checkpoint_path);
+    if (!fileio::exists(safetensorsFile(newest)) && is_tensor_bundle(newest))
+      format_ = CheckpointFormat::TensorBundle;
+  }
   const auto &paths = state->all_model_checkpoint_paths;
   const auto &times = state->all_model_checkpoint_timestamps;
   for (size_t i = 0; i < paths.size(); ++i)
@@ -738,15 +839,39 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     refs.emplace_back(&stepName, &stepTensor);
   // A save that fails leaves model_dir as it was: its state, and no new
   // checkpoint file that the state does not list.
-  std::string file = checkpoint_file(prefix);
+  bool bundle = format_ == CheckpointFormat::TensorBundle;
+  std::string file =
+      bundle ? bundle_index_file(prefix) : safetensorsFile(prefix);
   bool listed = std::any_of(last_.begin(), last_.end(),
                             [&](const auto &e) { return e.first == rel; });
-  try {
-    fileio::writeFileAtomically(file,
-                                serializeRefs(std::move(refs), global_step));
-  } catch (const FileError &e) {
-    if (!listed) // renamed into place before the directory's fsync failed
+  auto removeNew = [&] {
+    if (listed)
+      return;
+    if (!bundle) {
       ::unlink(file.c_str());
+      return;
+    }
+    // The index first: without it the data files are no checkpoint.
+    ::unlink(file.c_str());
+    for (int k = 0; k < options_.num_shards; ++k)
+      ::unlink(bundle_data_file(prefix, k, options_.num_shards).c_str());
+  };
+  try {
+    if (bundle) {
+      // TF's layout: the data files, then the index, each crash-safely.
+      BundleWriter writer(prefix, {.num_shards = options_.num_shards});
+      for (const auto &[name, t] : refs)
+        writer.add(*name, *t);
+      writer.finish();
+    } else {
+      fileio::writeFileAtomically(file,
+                                  serializeRefs(std::move(refs), global_step));
+    }
+  } catch (const CheckpointError &) { // the bundle writer's
+    removeNew();
+    throw;
+  } catch (const FileError &e) {
+    removeNew(); // renamed into place before the directory's fsync failed
     throw CheckpointError(e.what());
   }
   auto before = std::make_pair(last_, lastPreserved_);
@@ -792,7 +917,7 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     if (!replaced) {
       std::tie(last_, lastPreserved_) = before;
       if (!listed)
-        ::unlink(file.c_str()); // best effort
+        removeNew(); // best effort
     }
     throw;
   }
@@ -800,7 +925,7 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
   // Only now that the state no longer lists them.
   for (const std::string &path : evicted) {
     try {
-      fileio::removeFile(checkpoint_file(fileio::joinPath(modelDir_, path)));
+      removeCheckpointFiles(fileio::joinPath(modelDir_, path));
     } catch (const FileError &e) {
       print_warning(e.what());
     }

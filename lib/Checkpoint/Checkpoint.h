@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -66,7 +67,10 @@ constexpr const char *kCheckpointStateFile = "checkpoint";
 
 /// The checkpoint file for a prefix ("dir/model.ckpt-200" ->
 /// "dir/model.ckpt-200.safetensors"); a path that already ends in the suffix
-/// is returned as is.
+/// is returned as is. A prefix that names a TF checkpoint (its
+/// "dir/model.ckpt-200.index" exists, its .safetensors does not) gives the
+/// index file, which every reader here accepts (lib/Checkpoint/
+/// TensorBundle.h).
 std::string checkpoint_file(const std::string &prefix);
 
 /// The bytes of a checkpoint file holding `variables` at `global_step`.
@@ -78,16 +82,32 @@ std::string serialize_checkpoint(const VariableMap &variables,
 void write_checkpoint(const std::string &file, const VariableMap &variables,
                       int64_t global_step);
 
+class TensorBundleReader;
+
 /// Reads one checkpoint file (tf.train.load_checkpoint). The constructor
 /// reads and checks the header: well-formed JSON, known dtypes, sizes equal
 /// to dtype size times elements, offsets in bounds, contiguous and without
 /// overlap, the file not truncated, a CRC32C for every tensor. Tensor reads
 /// verify the tensor's CRC32C.
+///
+/// A TF checkpoint (tensor bundle: P.index and P.data-*-of-*) is read the
+/// same way (lib/Checkpoint/TensorBundle.h): variables() lists its tensors
+/// of the dtypes estc has (TF's other dtypes, int8 and the like, are left
+/// out; estc-ckpt lists them), global_step() is its "global_step" tensor (0
+/// when it has none) and metadata() is {"format": "tensor-bundle-v2"}.
 class CheckpointReader {
 public:
   /// `path` is a checkpoint file or its prefix (kCheckpointSuffix added
-  /// when `path` itself does not exist).
+  /// when `path` itself does not exist); a TF checkpoint's prefix or .index
+  /// file; or a prefix + kCheckpointSuffix that does not exist where the
+  /// prefix is a TF checkpoint.
   explicit CheckpointReader(const std::string &path);
+
+  /// True when the checkpoint is a TF tensor bundle.
+  bool is_tensor_bundle() const { return bundle_ != nullptr; }
+  /// The TF checkpoint's reader (every tensor, with TF's dtypes); null for
+  /// a safetensors checkpoint.
+  const TensorBundleReader *tensor_bundle() const { return bundle_.get(); }
 
   /// The file read.
   const std::string &path() const { return path_; }
@@ -117,6 +137,7 @@ private:
     uint32_t crc = 0;
   };
   std::string path_;
+  std::shared_ptr<const TensorBundleReader> bundle_;
   uint64_t dataStart_ = 0;
   int64_t globalStep_ = 0;
   std::map<std::string, std::string> metadata_;
@@ -232,6 +253,20 @@ list_variables(const std::string &ckpt_dir_or_file);
 TensorValue load_variable(const std::string &ckpt_dir_or_file,
                           const std::string &name);
 
+/// The file format of the checkpoints a Saver writes.
+enum class CheckpointFormat {
+  /// The format of the newest checkpoint the state file lists, so that a
+  /// model_dir stays in one format (a TF Estimator's is continued in TF's);
+  /// Safetensors for a model_dir without checkpoints.
+  Auto,
+  /// One file, P.safetensors (docs/checkpoint-format.md).
+  Safetensors,
+  /// TF's tensor bundle, P.index and P.data-0000K-of-0000N
+  /// (TensorBundle.h): what TF's Saver, tf.train.Checkpoint and a TF
+  /// Estimator read.
+  TensorBundle,
+};
+
 /// Saver options; the defaults are tf.estimator.RunConfig's.
 struct SaverOptions {
   /// Checkpoints listed in the state file and kept on disk
@@ -243,7 +278,11 @@ struct SaverOptions {
   /// File prefix inside model_dir.
   std::string prefix = "model.ckpt";
   /// Seconds since the epoch (wall clock when empty); tests inject one.
-  std::function<double()> clock;
+  std::function<double()> clock = nullptr;
+  /// The format of the checkpoints written.
+  CheckpointFormat format = CheckpointFormat::Auto;
+  /// Data files of a TensorBundle checkpoint (TF's Saver(sharded=True)).
+  int num_shards = 1;
 };
 
 /// Saves checkpoints into model_dir and keeps the state file and the
@@ -258,21 +297,24 @@ public:
   explicit Saver(std::string model_dir, SaverOptions options = {});
 
   /// Writes model.ckpt-<global_step> (with an I64 scalar "global_step"
-  /// when `variables` has none), then the state file, then deletes the
-  /// checkpoints that are no longer kept. Returns the prefix path. When a
-  /// write fails (CheckpointError "<file>: cannot write: <strerror>"),
-  /// model_dir is left as it was: the previous state, and no new file it
-  /// does not list.
+  /// when `variables` has none) in format(), then the state file, then
+  /// deletes the checkpoints that are no longer kept (in either format).
+  /// Returns the prefix path. When a write fails (CheckpointError "<file>:
+  /// cannot write: <strerror>"), model_dir is left as it was: the previous
+  /// state, and no new file it does not list.
   std::string save(const VariableMap &variables, int64_t global_step);
 
   /// The prefixes (relative to model_dir) the state file lists, oldest first.
   std::vector<std::string> last_checkpoints() const;
   const std::string &model_dir() const { return modelDir_; }
+  /// The format save() writes (never Auto: resolved by the constructor).
+  CheckpointFormat format() const { return format_; }
 
 private:
   double now() const;
   std::string modelDir_;
   SaverOptions options_;
+  CheckpointFormat format_ = CheckpointFormat::Safetensors;
   std::vector<std::pair<std::string, double>> last_; // prefix, timestamp
   double lastPreserved_ = 0;
 };

@@ -3,7 +3,8 @@
 //   build-fuzz/bin/make_fuzz_corpus test/fuzz/corpus
 //
 // Writes the seeds of the targets whose files estc itself writes, with
-// estc's own writers: checkpoints (Saver), the state file, event files
+// estc's own writers: checkpoints (Saver), TF checkpoints (BundleWriter),
+// the state file, event files
 // (SummaryWriter), binary graphs (GraphIO, from corpus/graph_text/*.pbtxt),
 // IDX files (the format's bytes; gzip through zlib), TFRecord files
 // (TFRecordWriter; the first byte picks the compression), serialized
@@ -17,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Data/Dataset.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/SequenceExample.h"
@@ -83,6 +85,50 @@ void checkpoints(const std::string &out) {
   copyTo(train::checkpoint_file(dir + "/model.ckpt-200"),
          out + "/checkpoint/global_step_only.safetensors");
   copyTo(dir + "/checkpoint", out + "/checkpoint_state/saver");
+}
+
+// TF checkpoints (BundleWriter): the tf_table seeds are their .index files,
+// the tf_bundle seeds a 4-byte little-endian index length, the index, then
+// the data file (test/fuzz/tf_bundle_fuzzer.cpp).
+void tfBundles(const std::string &out) {
+  std::string dir = scratchDir("bundles");
+  auto framed = [&](const std::string &prefix, const std::string &name) {
+    std::string index = fileio::readFile(train::bundle_index_file(prefix));
+    std::string bytes;
+    for (int i = 0; i < 4; ++i)
+      bytes.push_back(static_cast<char>((index.size() >> (8 * i)) & 0xff));
+    bytes += index + fileio::readFile(train::bundle_data_file(prefix, 0, 1));
+    fileio::writeFileAtomically(out + "/tf_bundle/" + name, bytes);
+    std::cout << out << "/tf_bundle/" << name << "\n";
+    copyTo(train::bundle_index_file(prefix), out + "/tf_table/" + name);
+  };
+  train::VariableMap vars;
+  vars["dense/kernel"] =
+      TensorValue::of<float>({2, 3}, {0.5f, -1.25f, 2, 0, 1e-3f, -7});
+  vars["dense/kernel/Adam"] = TensorValue::of<double>({2}, {1e-8, -2.5});
+  vars["embedding/ids"] = TensorValue::of<int32_t>({2, 2}, {0, 7, -1, 3});
+  vars["global_step"] = TensorValue::of<int64_t>({}, {100});
+  vars["mask"] = TensorValue::of<bool>({3}, {true, false, true});
+  vars["half"] = TensorValue::from_bytes(DType::Float16, {2},
+                                         std::string("\x00\x3c\x00\xc0", 4));
+  vars["bhalf"] =
+      TensorValue::from_bytes(DType::BFloat16, {1}, std::string("\x80\x3f", 2));
+  vars["vocab"] = TensorValue::of_strings({3}, {"a", "", "word"});
+  vars["empty"] = TensorValue::of<float>({0, 4}, {});
+  train::write_tensor_bundle(dir + "/all", vars);
+  framed(dir + "/all", "all_dtypes");
+  // A partitioned variable (row and column slices) and a string one.
+  train::BundleWriter writer(dir + "/part");
+  writer.add_slice("w", {3, 2}, {{0, 0}, {2, -1}},
+                   TensorValue::of<float>({2, 2}, {1, 2, 3, 4}));
+  writer.add_slice("w", {3, 2}, {{2, 0}, {1, 1}},
+                   TensorValue::of<float>({1, 1}, {5}));
+  writer.add_slice("w", {3, 2}, {{2, 1}, {1, 1}},
+                   TensorValue::of<float>({1, 1}, {6}));
+  writer.add_slice("s", {2}, {{0}, {1}}, TensorValue::of_strings({1}, {"x"}));
+  writer.add_slice("s", {2}, {{1}, {1}}, TensorValue::of_strings({1}, {"yz"}));
+  writer.finish();
+  framed(dir + "/part", "partitioned");
 }
 
 void events(const std::string &out) {
@@ -374,10 +420,12 @@ int main(int argc, char **argv) {
   }
   std::string out = argv[1];
   try {
-    for (const char *target : {"checkpoint", "checkpoint_state", "event_file",
-                               "graph_binary", "idx", "tfrecord", "example"})
+    for (const char *target :
+         {"checkpoint", "checkpoint_state", "event_file", "graph_binary", "idx",
+          "tfrecord", "example", "tf_table", "tf_bundle"})
       fileio::makeDirs(out + "/" + target);
     checkpoints(out);
+    tfBundles(out);
     events(out);
     graphs(out);
     idxFiles(out);

@@ -28,6 +28,7 @@
 #include "estimator/Training.h"
 #include "estimator/WarmStart.h"
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Summary/Summary.h"
 
 #endif // ESTC_PUBLIC_ESTIMATOR_H

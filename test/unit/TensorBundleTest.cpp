@@ -1,0 +1,706 @@
+//===- TensorBundleTest.cpp - TF checkpoints: table, bundle, model_dir ----===//
+//
+// lib/Checkpoint's TF tensor bundles without TF: the .index table, every
+// dtype, partitioned and sharded tensors, each corruption case as one line
+// naming the file and the tensor, and a model_dir of TF checkpoints read by
+// latest_checkpoint / restore_latest / the Saver. TF itself reads and
+// writes the same files in checkpoint.tf_bundle_compat.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Checkpoint/TensorBundle.h"
+#include "estimator/WarmStart.h"
+#include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Checkpoint/Table.h"
+#include "lib/Support/Crc32c.h"
+#include "lib/Support/FileIO.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace estc;
+using namespace estc::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+class TensorBundleTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = (fs::temp_directory_path() /
+           ("estc-bundle-test-" + std::to_string(::getpid()) + "-" +
+            info->name()))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string file(const std::string &name) const { return dir + "/" + name; }
+  std::string dir;
+};
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::string u16Bytes(std::vector<uint16_t> v) {
+  return std::string(reinterpret_cast<const char *>(v.data()), v.size() * 2);
+}
+
+VariableMap everyDType() {
+  VariableMap m;
+  m["dense/kernel"] = TensorValue::of<float>({2, 3}, {1, 2, 3, 4, 5, -6.5f});
+  m["f64"] = TensorValue::of<double>({}, {3.141592653589793});
+  m["i32"] = TensorValue::of<int32_t>({4}, {1, -2, 3, 2147483647});
+  m["global_step"] = TensorValue::of<int64_t>({}, {200});
+  m["mask"] = TensorValue::of<bool>({3}, {true, false, true});
+  m["half"] = TensorValue::from_bytes(
+      DType::Float16, {2},
+      u16Bytes({float_to_half(1.5f), float_to_half(-0.25f)}));
+  m["bf16"] = TensorValue::from_bytes(
+      DType::BFloat16, {1, 2},
+      u16Bytes({float_to_bfloat16(2.0f), float_to_bfloat16(-1.0f)}));
+  m["words"] = TensorValue::of_strings(
+      {2, 2}, {"a", "", std::string("\0\xff", 2), std::string(300, 'x')});
+  m["no_words"] = TensorValue::of_strings({0}, {});
+  m["empty"] = TensorValue::of<float>({0}, {});
+  m["empty2d"] = TensorValue::of<int64_t>({3, 0}, {});
+  return m;
+}
+
+void expectEqual(const TensorValue &a, const TensorValue &b,
+                 const std::string &name) {
+  EXPECT_EQ(a.spec(), b.spec()) << name;
+  EXPECT_EQ(a.data, b.data) << name;
+  EXPECT_EQ(a.strings, b.strings) << name;
+}
+
+// Expects `f` to throw E whose one-line message contains every part.
+template <typename E = CheckpointError, typename F>
+void expectError(F f, std::vector<std::string> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one with '" << parts[0] << "'";
+  } catch (const E &e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    for (const std::string &p : parts)
+      EXPECT_NE(what.find(p), std::string::npos)
+          << "message: " << what << "\nmissing: " << p;
+  }
+}
+
+void flipByte(const std::string &path, size_t offset) {
+  std::string bytes = fileio::readFile(path);
+  bytes.at(offset) ^= 0x5a;
+  writeBytes(path, bytes);
+}
+
+std::string fixed32(uint32_t v) {
+  return std::string(reinterpret_cast<const char *>(&v), 4);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+TEST(TableTest, ManyBlocksRoundTrip) {
+  table::TableBuilder builder({.block_size = 256, .block_restart_interval = 4});
+  std::vector<std::pair<std::string, std::string>> want;
+  want.emplace_back("", "header");
+  for (int i = 0; i < 2000; ++i) {
+    char key[32];
+    std::snprintf(key, sizeof key, "layer%04d/kernel", i);
+    want.emplace_back(key,
+                      std::string(i % 37, static_cast<char>('a' + i % 26)));
+  }
+  for (const auto &[k, v] : want)
+    builder.add(k, v);
+  std::string bytes = builder.finish();
+  EXPECT_EQ(table::read_table("t.index", bytes), want);
+  // The footer's magic number, little-endian fixed64.
+  EXPECT_EQ(bytes.substr(bytes.size() - 8),
+            std::string("\x57\xfb\x80\x8b\x24\x75\x47\xdb", 8));
+}
+
+TEST(TableTest, KeysMustIncrease) {
+  table::TableBuilder builder;
+  builder.add("b", "1");
+  EXPECT_THROW(builder.add("a", "2"), std::invalid_argument);
+  EXPECT_THROW(builder.add("b", "2"), std::invalid_argument);
+}
+
+TEST(TableTest, CorruptTables) {
+  table::TableBuilder builder;
+  builder.add("", "h");
+  builder.add("x", "y");
+  std::string good = builder.finish();
+  expectError<DataLossError>([&] { table::read_table("t.index", "short"); },
+                             {"t.index: ", "too short for a table footer"});
+  std::string badMagic = good;
+  badMagic.back() ^= 1;
+  expectError<DataLossError>([&] { table::read_table("t.index", badMagic); },
+                             {"t.index: ", "bad magic number"});
+  std::string badCrc = good;
+  badCrc[1] ^= 1; // inside the data block
+  expectError<DataLossError>([&] { table::read_table("t.index", badCrc); },
+                             {"t.index: ", "block checksum mismatch"});
+  // A truncated table: its footer is gone, so is its magic number.
+  expectError<DataLossError>(
+      [&] { table::read_table("t.index", good.substr(0, good.size() - 5)); },
+      {"t.index: "});
+}
+
+//===----------------------------------------------------------------------===//
+// Bundles
+//===----------------------------------------------------------------------===//
+
+TEST_F(TensorBundleTest, RoundTripEveryDType) {
+  VariableMap vars = everyDType();
+  write_tensor_bundle(file("model.ckpt-200"), vars);
+  EXPECT_TRUE(fs::exists(file("model.ckpt-200.index")));
+  EXPECT_TRUE(fs::exists(file("model.ckpt-200.data-00000-of-00001")));
+  TensorBundleReader reader(file("model.ckpt-200"));
+  EXPECT_EQ(reader.num_shards(), 1);
+  ASSERT_EQ(reader.tensors().size(), vars.size());
+  for (const auto &[name, t] : vars) {
+    EXPECT_EQ(reader.tensors().at(name).tf_dtype, tf_dtype_number(t.dtype));
+    expectEqual(reader.get_tensor(name), t, name);
+  }
+  reader.verify();
+  // The .index file names the bundle too.
+  EXPECT_EQ(TensorBundleReader(file("model.ckpt-200.index")).prefix(),
+            file("model.ckpt-200"));
+}
+
+TEST_F(TensorBundleTest, LargeTensorsStreamToTheDataFile) {
+  // Over the writer's 8 MiB buffer, between small tensors; a string tensor
+  // after them.
+  std::vector<float> big(3 << 20);
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<float>(i % 977) * 0.5f;
+  VariableMap vars;
+  vars["a"] = TensorValue::of<float>({2}, {1, 2});
+  vars["b"] = TensorValue::of<float>({3, 1 << 20}, big);
+  vars["c"] = TensorValue::of<int64_t>({1}, {7});
+  vars["d"] = TensorValue::of_strings({2}, {std::string(9 << 20, 'x'), "y"});
+  write_tensor_bundle(file("big"), vars);
+  EXPECT_EQ(fs::file_size(file("big.data-00000-of-00001")),
+            8u + (12u << 20) + 8u + 4u + 1u + 4u + (9u << 20) + 1u);
+  TensorBundleReader reader(file("big"));
+  for (const auto &[name, t] : vars)
+    expectEqual(reader.get_tensor(name), t, name);
+}
+
+TEST_F(TensorBundleTest, UnfinishedWriterLeavesNothing) {
+  {
+    BundleWriter writer(file("u"), {.num_shards = 2});
+    writer.add("a", TensorValue::of<float>({2}, {1, 2}));
+    writer.add("b", TensorValue::of<float>({1 << 22},
+                                           std::vector<float>(1 << 22, 1.0f)));
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST_F(TensorBundleTest, ShardedSave) {
+  VariableMap vars = everyDType();
+  write_tensor_bundle(file("s"), vars, {.num_shards = 3});
+  for (int k = 0; k < 3; ++k)
+    EXPECT_TRUE(
+        fs::exists(file("s.data-0000" + std::to_string(k) + "-of-00003")));
+  TensorBundleReader reader(file("s"));
+  EXPECT_EQ(reader.num_shards(), 3);
+  for (const auto &[name, t] : vars)
+    expectEqual(reader.get_tensor(name), t, name);
+  EXPECT_THROW(BundleWriter(file("t"), {.num_shards = 0}),
+               std::invalid_argument);
+}
+
+TEST_F(TensorBundleTest, TfDtypeNumbers) {
+  for (DType d : {DType::Float32, DType::Float64, DType::Int32, DType::Int64,
+                  DType::Bool, DType::Float16, DType::BFloat16, DType::String})
+    EXPECT_EQ(dtype_from_tf_number(tf_dtype_number(d)), d);
+  EXPECT_EQ(tf_dtype_number(DType::Float32), 1);
+  EXPECT_EQ(tf_dtype_number(DType::String), 7);
+  EXPECT_EQ(tf_dtype_number(DType::Int64), 9);
+  EXPECT_EQ(tf_dtype_number(DType::Bool), 10);
+  EXPECT_EQ(tf_dtype_number(DType::BFloat16), 14);
+  EXPECT_EQ(tf_dtype_number(DType::Float16), 19);
+  EXPECT_EQ(dtype_from_tf_number(6), std::nullopt); // int8
+  EXPECT_EQ(tf_dtype_number_name(6), "int8");
+  EXPECT_EQ(tf_dtype_number_name(99), "DT_99");
+}
+
+TEST_F(TensorBundleTest, SliceKeysAreTfOrderedCode) {
+  // 0, "a" escaped and terminated, rank 2, (0, whole) and (64, 3).
+  EXPECT_EQ(encode_tensor_name_slice("a", {{0, 64}, {-1, 3}}),
+            std::string("\x00"
+                        "a\x00\x01"
+                        "\x01\x02"
+                        "\x80\x7f"
+                        "\xc0\x40\x83",
+                        11));
+  EXPECT_EQ(encode_tensor_name_slice(std::string("\0", 1), {{}, {}}),
+            std::string("\x00\x00\xff\x00\x01\x00", 6));
+}
+
+TEST_F(TensorBundleTest, PartitionedTensorsAreAssembled) {
+  // A [4, 3] tensor in four blocks (rows 0-1 / 2-3, columns 0 / 1-2), and
+  // a string tensor in two row slices.
+  std::vector<float> full(12);
+  for (int i = 0; i < 12; ++i)
+    full[i] = static_cast<float>(i);
+  auto block = [&](int r0, int nr, int c0, int nc) {
+    std::vector<float> v;
+    for (int r = r0; r < r0 + nr; ++r)
+      for (int c = c0; c < c0 + nc; ++c)
+        v.push_back(full[r * 3 + c]);
+    return TensorValue::of<float>({nr, nc}, v);
+  };
+  BundleWriter writer(file("p"));
+  writer.add_slice("w", {4, 3}, {{0, 0}, {2, 1}}, block(0, 2, 0, 1));
+  writer.add_slice("w", {4, 3}, {{0, 1}, {2, 2}}, block(0, 2, 1, 2));
+  writer.add_slice("w", {4, 3}, {{2, 0}, {2, 1}}, block(2, 2, 0, 1));
+  writer.add_slice("w", {4, 3}, {{2, 1}, {2, 2}}, block(2, 2, 1, 2));
+  writer.add_slice("vocab", {3}, {{0}, {2}},
+                   TensorValue::of_strings({2}, {"a", "bb"}));
+  writer.add_slice("vocab", {3}, {{2}, {1}},
+                   TensorValue::of_strings({1}, {"ccc"}));
+  // A whole "slice" is a plain tensor.
+  writer.add_slice("b", {2}, {{0}, {-1}}, TensorValue::of<float>({2}, {1, 2}));
+  EXPECT_THROW(
+      writer.add_slice("w", {4, 3}, {{3, 0}, {2, 1}}, block(0, 2, 0, 1)),
+      std::invalid_argument);
+  writer.finish();
+
+  TensorBundleReader reader(file("p"));
+  EXPECT_EQ(reader.tensors().size(), 3u); // the slices' entries are hidden
+  EXPECT_EQ(reader.tensors().at("w").num_slices, 4u);
+  expectEqual(reader.get_tensor("w"), TensorValue::of<float>({4, 3}, full),
+              "w");
+  expectEqual(reader.get_tensor("vocab"),
+              TensorValue::of_strings({3}, {"a", "bb", "ccc"}), "vocab");
+  expectEqual(reader.get_tensor("b"), TensorValue::of<float>({2}, {1, 2}), "b");
+  reader.verify();
+
+  // Slices that leave a hole, slices that overlap.
+  BundleWriter holes(file("h"));
+  holes.add_slice("w", {4, 3}, {{0, 0}, {2, -1}}, block(0, 2, 0, 3));
+  holes.finish();
+  expectError<DataLossError>(
+      [&] { TensorBundleReader(file("h")).get_tensor("w"); },
+      {file("h.index"), "tensor 'w'",
+       "its slices hold 6 elements, fewer than its 12"});
+  BundleWriter overlaps(file("o"));
+  overlaps.add_slice("w", {4, 3}, {{0, 0}, {3, -1}}, block(0, 3, 0, 3));
+  overlaps.add_slice("w", {4, 3}, {{1, 0}, {3, -1}}, block(1, 3, 0, 3));
+  overlaps.finish();
+  expectError<DataLossError>(
+      [&] { TensorBundleReader(file("o")).get_tensor("w"); },
+      {file("o.index"), "tensor 'w': slice 1,3:-: overlaps another slice"});
+}
+
+//===----------------------------------------------------------------------===//
+// Corruption: one line naming the file and the tensor
+//===----------------------------------------------------------------------===//
+
+TEST_F(TensorBundleTest, BadFooter) {
+  write_tensor_bundle(file("m"), everyDType());
+  std::string index = fileio::readFile(file("m.index"));
+  flipByte(file("m.index"), index.size() - 3);
+  expectError<DataLossError>([&] { TensorBundleReader r(file("m")); },
+                             {file("m.index") + ": ", "bad magic number"});
+  writeBytes(file("m.index"), index.substr(0, 20));
+  expectError<DataLossError>([&] { TensorBundleReader r(file("m")); },
+                             {file("m.index") + ": ", "too short"});
+}
+
+TEST_F(TensorBundleTest, BadBlockCrc) {
+  write_tensor_bundle(file("m"), everyDType());
+  flipByte(file("m.index"), 12);
+  expectError<DataLossError>(
+      [&] { TensorBundleReader r(file("m")); },
+      {file("m.index") + ": ", "block checksum mismatch"});
+}
+
+TEST_F(TensorBundleTest, BadTensorCrc) {
+  VariableMap vars;
+  vars["a"] = TensorValue::of<float>({2}, {1, 2});
+  vars["b"] = TensorValue::of<float>({2}, {3, 4});
+  vars["s"] = TensorValue::of_strings({2}, {"xy", "z"});
+  write_tensor_bundle(file("m"), vars);
+  // Data file: a (8 bytes), b (8 bytes), s (2 lengths, 4 CRC bytes, "xyz").
+  flipByte(file("m.data-00000-of-00001"), 9);
+  TensorBundleReader reader(file("m"));
+  expectError<DataLossError>(
+      [&] { reader.get_tensor("b"); },
+      {file("m.data-00000-of-00001") + ": tensor 'b': CRC32C mismatch"});
+  expectError<DataLossError>([&] { reader.verify(); }, {"tensor 'b'"});
+  expectEqual(reader.get_tensor("a"), vars["a"], "a");
+
+  write_tensor_bundle(file("n"), vars);
+  flipByte(file("n.data-00000-of-00001"), 16 + 6 + 1); // a string's bytes
+  expectError<DataLossError>(
+      [&] { TensorBundleReader(file("n")).get_tensor("s"); },
+      {file("n.data-00000-of-00001") + ": tensor 's': CRC32C mismatch"});
+  write_tensor_bundle(file("o"), vars);
+  flipByte(file("o.data-00000-of-00001"), 16); // a string length
+  expectError<DataLossError>(
+      [&] { TensorBundleReader(file("o")).get_tensor("s"); },
+      {file("o.data-00000-of-00001") + ": tensor 's': "});
+}
+
+TEST_F(TensorBundleTest, ShortDataFile) {
+  VariableMap vars;
+  vars["a"] = TensorValue::of<float>({2}, {1, 2});
+  vars["b"] = TensorValue::of<float>({4}, {3, 4, 5, 6});
+  write_tensor_bundle(file("m"), vars);
+  std::string data = fileio::readFile(file("m.data-00000-of-00001"));
+  writeBytes(file("m.data-00000-of-00001"), data.substr(0, 12));
+  expectError<DataLossError>(
+      [&] { TensorBundleReader r(file("m")); },
+      {file("m.data-00000-of-00001") + ": tensor 'b': bytes [8, 24)",
+       "truncated?"});
+}
+
+TEST_F(TensorBundleTest, MissingShard) {
+  write_tensor_bundle(file("m"), everyDType(), {.num_shards = 2});
+  fs::remove(file("m.data-00001-of-00002"));
+  expectError([&] { TensorBundleReader r(file("m")); },
+              {file("m.data-00001-of-00002") + ": cannot open",
+               "data file 1 of 2 of " + file("m.index")});
+  expectError([&] { TensorBundleReader r(file("missing")); },
+              {file("missing.index") + ": cannot open"});
+}
+
+TEST_F(TensorBundleTest, UnknownAndForeignDtypes) {
+  // Hand-made entries: dtype 99 (no TF dtype), and an int8 [3] tensor
+  // (a TF dtype estc has no DType for).
+  std::string header = "\x08\x01"; // num_shards: 1
+  auto entry = [](int dtype, const std::string &data) {
+    std::string e;
+    e += '\x08';
+    e += static_cast<char>(dtype);
+    e += std::string("\x12\x04\x12\x02\x08\x03", 6); // shape [3]
+    e += '\x28';
+    e += static_cast<char>(data.size()); // size
+    e += '\x35';
+    e += fixed32(crc32c::mask(crc32c::value(data)));
+    return e;
+  };
+  {
+    table::TableBuilder b;
+    b.add("", header);
+    b.add("i8", entry(6, "abc"));
+    writeBytes(file("f.index"), b.finish());
+    writeBytes(file("f.data-00000-of-00001"), "abc");
+  }
+  TensorBundleReader reader(file("f"));
+  EXPECT_EQ(reader.tensors().at("i8").tf_dtype, 6);
+  expectError([&] { reader.get_tensor("i8"); },
+              {file("f.index") + ": tensor 'i8': dtype int8 has no estc "
+                                 "DType"});
+  reader.verify(); // its bytes' CRC32C checks
+  CheckpointReader ck(file("f"));
+  EXPECT_TRUE(ck.variables().empty()); // left out of estc's listing
+  expectError([&] { ck.get_tensor("i8"); }, {"dtype int8 has no estc DType"});
+
+  {
+    table::TableBuilder b;
+    b.add("", header);
+    b.add("x", entry(99, "abc"));
+    writeBytes(file("u.index"), b.finish());
+    writeBytes(file("u.data-00000-of-00001"), "abc");
+  }
+  expectError<DataLossError>(
+      [&] { TensorBundleReader r(file("u")); },
+      {file("u.index") + ": tensor 'x': unknown dtype 99"});
+  {
+    table::TableBuilder b;
+    b.add("x", entry(1, "abcdefghijkl"));
+    writeBytes(file("v.index"), b.finish());
+  }
+  expectError<DataLossError>([&] { TensorBundleReader r(file("v")); },
+                             {file("v.index") + ": no header entry"});
+}
+
+//===----------------------------------------------------------------------===//
+// A model_dir of TF checkpoints
+//===----------------------------------------------------------------------===//
+
+TEST_F(TensorBundleTest, ModelDirOfTfCheckpoints) {
+  VariableMap v100 = everyDType(), v200 = everyDType();
+  v100["global_step"] = TensorValue::of<int64_t>({}, {100});
+  v200["global_step"] = TensorValue::of<int64_t>({}, {200});
+  write_tensor_bundle(file("model.ckpt-100"), v100);
+  write_tensor_bundle(file("model.ckpt-200"), v200, {.num_shards = 2});
+  // As TF writes it: absolute paths.
+  CheckpointState state;
+  state.model_checkpoint_path = file("model.ckpt-200");
+  state.all_model_checkpoint_paths = {file("model.ckpt-100"),
+                                      file("model.ckpt-200")};
+  update_checkpoint_state(dir, state);
+
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string &w) { warnings.push_back(w); };
+  EXPECT_EQ(latest_checkpoint(dir, warn), file("model.ckpt-200"));
+  EXPECT_EQ(checkpoint_file(file("model.ckpt-200")),
+            file("model.ckpt-200.index"));
+  auto restored = restore_latest(dir, warn);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->global_step, 200);
+  EXPECT_EQ(restored->variables.size(), v200.size());
+  for (const auto &[name, t] : v200)
+    expectEqual(restored->variables.at(name), t, name);
+  EXPECT_TRUE(warnings.empty());
+
+  CheckpointReader reader = load_checkpoint(dir);
+  EXPECT_TRUE(reader.is_tensor_bundle());
+  EXPECT_EQ(reader.path(), file("model.ckpt-200.index"));
+  EXPECT_EQ(reader.metadata().at("format"), "tensor-bundle-v2");
+  EXPECT_EQ(list_variables(file("model.ckpt-100")).at("dense/kernel"),
+            (VariableSpec{DType::Float32, {2, 3}}));
+  expectEqual(load_variable(file("model.ckpt-100.index"), "i32"), v100["i32"],
+              "i32");
+  // What the Estimator passes: the prefix + .safetensors.
+  EXPECT_EQ(CheckpointReader(file("model.ckpt-100.safetensors")).global_step(),
+            100);
+  expectError([&] { reader.get_tensor("nope"); },
+              {file("model.ckpt-200.index"), "no tensor 'nope'"});
+
+  // A corrupt newest checkpoint: fall back to the previous one.
+  flipByte(file("model.ckpt-200.data-00000-of-00002"), 0);
+  flipByte(file("model.ckpt-200.data-00001-of-00002"), 0);
+  restored = restore_latest(dir, warn);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->global_step, 100);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("model.ckpt-200.data-0000"), std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("falling back"), std::string::npos);
+}
+
+TEST_F(TensorBundleTest, FoundWithoutStateFile) {
+  VariableMap v = everyDType();
+  write_tensor_bundle(file("model.ckpt-7"), v);
+  write_tensor_bundle(file("model.ckpt-30"), v);
+  EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-30"));
+}
+
+TEST_F(TensorBundleTest, SaverContinuesATfModelDir) {
+  VariableMap v = everyDType();
+  write_tensor_bundle(file("model.ckpt-100"), v, {.num_shards = 2});
+  writeBytes(file("model.ckpt-100.meta"), "a MetaGraphDef");
+  CheckpointState state;
+  state.model_checkpoint_path = "model.ckpt-100";
+  state.all_model_checkpoint_paths = {"model.ckpt-100"};
+  update_checkpoint_state(dir, state);
+  SaverOptions options;
+  options.max_to_keep = 1;
+  options.format = CheckpointFormat::Safetensors; // not the model_dir's
+  Saver saver(dir, options);
+  EXPECT_EQ(saver.last_checkpoints(),
+            std::vector<std::string>{"model.ckpt-100"});
+  v.erase("words"); // safetensors hold no strings
+  v.erase("no_words");
+  saver.save(v, 200);
+  // The TF checkpoint fell out of the kept ones: all its files are gone.
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.index")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00000-of-00002")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.data-00001-of-00002")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.meta")));
+  EXPECT_TRUE(fs::exists(file("model.ckpt-200.safetensors")));
+}
+
+namespace {
+VariableMap numericVariables(int64_t step) {
+  VariableMap v = everyDType();
+  v.erase("words");
+  v.erase("no_words");
+  v["global_step"] = TensorValue::of<int64_t>({}, {step});
+  return v;
+}
+} // namespace
+
+TEST_F(TensorBundleTest, SaverWritesTfCheckpoints) {
+  SaverOptions options;
+  options.max_to_keep = 2;
+  options.format = CheckpointFormat::TensorBundle;
+  options.num_shards = 2;
+  Saver saver(dir, options);
+  EXPECT_EQ(saver.format(), CheckpointFormat::TensorBundle);
+  for (int64_t step : {100, 200, 300})
+    EXPECT_EQ(saver.save(numericVariables(step), step),
+              file("model.ckpt-" + std::to_string(step)));
+  for (const char *name : {"model.ckpt-200.index", "model.ckpt-300.index",
+                           "model.ckpt-300.data-00000-of-00002",
+                           "model.ckpt-300.data-00001-of-00002"})
+    EXPECT_TRUE(fs::exists(file(name))) << name;
+  for (const char *name :
+       {"model.ckpt-100.index", "model.ckpt-100.data-00000-of-00002",
+        "model.ckpt-100.data-00001-of-00002", "model.ckpt-300.safetensors"})
+    EXPECT_FALSE(fs::exists(file(name))) << name;
+  auto restored = restore_latest(dir);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->path, file("model.ckpt-300"));
+  EXPECT_EQ(restored->global_step, 300);
+  for (const auto &[name, t] : numericVariables(300))
+    expectEqual(restored->variables.at(name), t, name);
+
+  // Auto continues a model_dir in the format of its newest checkpoint.
+  Saver next(dir);
+  EXPECT_EQ(next.format(), CheckpointFormat::TensorBundle);
+  next.save(numericVariables(400), 400);
+  EXPECT_TRUE(fs::exists(file("model.ckpt-400.index")));
+  EXPECT_EQ(Saver(file("fresh")).format(), CheckpointFormat::Safetensors);
+  EXPECT_THROW(Saver(dir, {.num_shards = 0}), std::invalid_argument);
+}
+
+TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
+  SaverOptions options;
+  options.format = CheckpointFormat::TensorBundle;
+  Saver saver(dir, options);
+  saver.save(numericVariables(100), 100);
+  std::string state = fileio::readFile(file("checkpoint"));
+  // The data file cannot be renamed into place: a directory has its name.
+  fs::create_directories(file("model.ckpt-200.data-00000-of-00001/x"));
+  expectError([&] { saver.save(numericVariables(200), 200); },
+              {file("model.ckpt-200.data-00000-of-00001") + ": cannot write"});
+  EXPECT_FALSE(fs::exists(file("model.ckpt-200.index")));
+  for (const auto &entry : fs::directory_iterator(dir))
+    EXPECT_FALSE(fileio::isTemporaryFile(entry.path().filename().string()))
+        << entry.path();
+  EXPECT_EQ(fileio::readFile(file("checkpoint")), state);
+  EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-100"));
+}
+
+TEST_F(TensorBundleTest, ObjectGraph) {
+  // TrackableObjectGraph {nodes {children {node_id: 1 local_name: "w"}}
+  // nodes {attributes {name: "VARIABLE_VALUE" checkpoint_key: KEY}}}.
+  const std::string key = "w/.ATTRIBUTES/VARIABLE_VALUE";
+  auto graphBytes = [&](char child) {
+    std::string ref = std::string("\x08", 1) + child + "\x12\x01w";
+    std::string node0 = "\x0a" + std::string(1, char(ref.size())) + ref;
+    std::string attr =
+        "\x0a\x0eVARIABLE_VALUE\x1a" + std::string(1, char(key.size())) + key;
+    std::string node1 = "\x12" + std::string(1, char(attr.size())) + attr;
+    return "\x0a" + std::string(1, char(node0.size())) + node0 + "\x0a" +
+           std::string(1, char(node1.size())) + node1;
+  };
+  VariableMap vars;
+  vars[key] = TensorValue::of<float>({2}, {1, 2});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {graphBytes('\x01')});
+  write_tensor_bundle(file("o"), vars);
+  TensorBundleReader reader(file("o"));
+  ObjectGraph graph(reader);
+  EXPECT_EQ(graph.checkpoint_key("w"), key);
+  EXPECT_EQ(graph.checkpoint_key("w", "OTHER"), std::nullopt);
+  EXPECT_EQ(graph.checkpoint_key("x"), std::nullopt);
+  EXPECT_EQ(graph.checkpoint_key("w/deeper"), std::nullopt);
+  EXPECT_EQ(graph.slot_checkpoint_key("w", "", "m"), std::nullopt);
+  EXPECT_EQ(graph.variables(),
+            (std::map<std::string, std::string>{{"w", key}}));
+  expectEqual(reader.get_tensor(*graph.checkpoint_key("w")), vars[key], "w");
+
+  // A name-based checkpoint has none; a corrupt graph is data loss.
+  write_tensor_bundle(file("n"), everyDType());
+  expectError([&] { ObjectGraph g(TensorBundleReader(file("n"))); },
+              {file("n.index") + ": no _CHECKPOINTABLE_OBJECT_GRAPH"});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {graphBytes('\x05')});
+  write_tensor_bundle(file("b"), vars);
+  expectError<DataLossError>(
+      [&] { ObjectGraph g(TensorBundleReader(file("b"))); },
+      {file("b.index") + ": object graph node 0 refers to node 5 of 2"});
+  vars[kObjectGraphKey] = TensorValue::of_strings({}, {"\xff\xff"});
+  write_tensor_bundle(file("c"), vars);
+  expectError<DataLossError>(
+      [&] { ObjectGraph g(TensorBundleReader(file("c"))); },
+      {file("c.index") + ": _CHECKPOINTABLE_OBJECT_GRAPH is not a "
+                         "TrackableObjectGraph"});
+}
+
+TEST_F(TensorBundleTest, WarmStartFromATfCheckpoint) {
+  // estimator::warm_start reads TF checkpoints through load_checkpoint: a
+  // TF model_dir, a renamed variable, a partitioned one.
+  BundleWriter writer(file("model.ckpt-50"));
+  writer.add("old/kernel", TensorValue::of<float>({2, 2}, {1, 2, 3, 4}));
+  writer.add("global_step", TensorValue::of<int64_t>({}, {50}));
+  writer.add_slice("emb", {3, 2}, {{0, 0}, {2, -1}},
+                   TensorValue::of<float>({2, 2}, {5, 6, 7, 8}));
+  writer.add_slice("emb", {3, 2}, {{2, 0}, {1, -1}},
+                   TensorValue::of<float>({1, 2}, {9, 10}));
+  writer.finish();
+  CheckpointState state;
+  state.model_checkpoint_path = "model.ckpt-50";
+  update_checkpoint_state(dir, state);
+
+  estimator::WarmStartSettings settings;
+  settings.ckpt_to_initialize_from = dir;
+  settings.vars_to_warm_start = "dense/.*|emb";
+  settings.var_name_to_prev_var_name = {{"dense/kernel", "old/kernel"}};
+  VariableMap got = estimator::warm_start(
+      settings, {{"dense/kernel", {DType::Float32, {2, 2}}},
+                 {"emb", {DType::Float32, {3, 2}}},
+                 {"other", {DType::Float32, {1}}}});
+  ASSERT_EQ(got.size(), 2u);
+  expectEqual(got.at("dense/kernel"),
+              TensorValue::of<float>({2, 2}, {1, 2, 3, 4}), "dense/kernel");
+  expectEqual(got.at("emb"),
+              TensorValue::of<float>({3, 2}, {5, 6, 7, 8, 9, 10}), "emb");
+  // A shape that differs: one line naming the TF checkpoint's index.
+  settings.var_name_to_prev_var_name.clear();
+  expectError(
+      [&] {
+        estimator::warm_start(settings, {{"emb", {DType::Float32, {4, 2}}}});
+      },
+      {file("model.ckpt-50.index"), "'emb'"});
+}
+
+//===----------------------------------------------------------------------===//
+// The tf_bundle fuzz target's regressions (test/fuzz/regressions/tf_bundle:
+// a 4-byte index length, the index, the data file)
+//===----------------------------------------------------------------------===//
+
+namespace {
+std::string unframe(const std::string &name, const std::string &prefix) {
+  std::string bytes = fileio::readFile(std::string(ESTC_FUZZ_REGRESSIONS) +
+                                       "/tf_bundle/" + name);
+  uint32_t n;
+  std::memcpy(&n, bytes.data(), 4);
+  writeBytes(prefix + ".index", bytes.substr(4, n));
+  writeBytes(prefix + ".data-00000-of-00001", bytes.substr(4 + n));
+  return prefix;
+}
+} // namespace
+
+TEST_F(TensorBundleTest, HugeShapesAllocateNothing) {
+  // A partitioned float32 tensor of 2^40 elements with one slice of 2: was
+  // allocated (4 TiB) before its slices were found missing.
+  TensorBundleReader p(unframe("partitioned-shape-allocation", file("p")));
+  expectError<DataLossError>([&] { p.get_tensor("w"); },
+                             {file("p.index") +
+                              ": tensor 'w': its slices hold 2 elements, fewer "
+                              "than its 1099511627776"});
+  // A string tensor of 2^40 elements in 6 bytes: its lengths were
+  // allocated.
+  expectError<DataLossError>(
+      [&] {
+        TensorBundleReader(unframe("string-count-allocation", file("s")));
+      },
+      {file("s.index") + ": tensor 's': 1099511627776 strings cannot fit in "
+                         "its 6 bytes"});
+}
+
+TEST_F(TensorBundleTest, RankZeroPartitioned) {
+  // A scalar "partitioned" into one slice of no extents: the row loop ran
+  // from rank - 1 = SIZE_MAX.
+  TensorBundleReader r(unframe("rank0-partitioned", file("r")));
+  expectEqual(r.get_tensor("r"), TensorValue::of<float>({}, {3}), "r");
+}
