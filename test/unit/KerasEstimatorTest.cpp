@@ -381,6 +381,58 @@ TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 1);
 }
 
+// Several outputs: each output's labels are the feature "labels/<output>";
+// train and evaluate take no labels tensor, predict no label features.
+TEST_F(ModelToEstimatorTest, SeveralOutputsTakeTheirLabelsAsFeatures) {
+  std::string two = std::string(ESTC_KERAS_FIXTURES) + "/two_outputs.keras";
+  auto est = model_to_estimator(two, options());
+  EXPECT_EQ(est->input_names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(est->output_names(), (std::vector<std::string>{"cls", "reg"}));
+  Features x = {
+      {"a", TensorValue::of<float>({2, 4}, {1, 2, 3, 4, -1, 0, 1, 0})},
+      {"b", TensorValue::of<float>({2, 3}, {0.5f, 0, 1, 1, 1, -1})}};
+  Features xy = x;
+  xy["labels/cls"] = TensorValue::of<int64_t>({2}, {2, 0});
+  xy["labels/reg"] = TensorValue::of<float>({2, 1}, {0.5f, -1});
+  est->train(input(xy, std::nullopt), {.steps = 1});
+  EvalResults r = est->evaluate(input(xy, std::nullopt));
+  for (const char *key : {"loss", "cls_accuracy", "reg_mae", "global_step"})
+    EXPECT_TRUE(r.count(key)) << key;
+  int n = 0;
+  for (const Prediction &p : est->predict(input(x, std::nullopt))) {
+    EXPECT_EQ(p.at("cls").shape, (std::vector<int64_t>{3}));
+    EXPECT_EQ(p.at("reg").shape, (std::vector<int64_t>{1}));
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  // An output's labels missing.
+  auto fresh = model_to_estimator(two, [&] {
+    KerasEstimatorOptions o = options();
+    o.model_dir = path("fresh");
+    return o;
+  }());
+  Features partial = x;
+  partial["labels/cls"] = xy.at("labels/cls");
+  EXPECT_EQ(messageOf<std::invalid_argument>([&] {
+              fresh->train(input(partial, std::nullopt), {.steps = 1});
+            }),
+            "model_to_estimator: the model has several outputs: the labels "
+            "of output \"reg\" must be the feature \"labels/reg\"");
+  // metric_names_map renames the output-prefixed names.
+  KerasEstimatorOptions renamed = options();
+  renamed.model_dir = path("renamed");
+  renamed.metric_names_map = {{"cls_accuracy", "acc"}, {"reg_mae", "mae"}};
+  auto est2 = model_to_estimator(two, renamed);
+  EvalResults r2 = est2->evaluate(input(xy, std::nullopt));
+  EXPECT_TRUE(r2.count("acc"));
+  EXPECT_TRUE(r2.count("mae"));
+  renamed.metric_names_map = {{"cls_accuracy", "acc"}};
+  EXPECT_EQ(messageOf<std::invalid_argument>(
+                [&] { model_to_estimator(two, renamed); }),
+            "model_to_estimator: metric_names_map lacks the model's metric "
+            "\"reg_mae\"");
+}
+
 TEST_F(ModelToEstimatorTest, OptionRefusals) {
   KerasEstimatorOptions o = options();
   o.checkpoint_format = "object";
