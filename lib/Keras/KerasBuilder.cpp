@@ -239,6 +239,7 @@ std::vector<KTensor> Builder::callModel(const rj::Value &entry,
     if (!node.IsObject())
       fail(layer, "an inbound node is neither a list nor an object");
     const rj::Value *args = member(node, "args");
+    call.positional = args;
     if (args && args->IsArray() && !args->Empty()) {
       const rj::Value &first = (*args)[0];
       if (first.IsArray()) {
@@ -351,11 +352,24 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
   for (const KTensor &t : call.args)
     if (!t.t.valid())
       fail(layer, "an input is missing");
+  // Keras 3 passes the masks it computed as ops (NotEqual(ids, 0)) in the
+  // call's `mask`: they replace the inputs' own.
+  Call withMasks = call;
+  if (auto m = call.tensorKwargs.find("mask"); m != call.tensorKwargs.end()) {
+    if (m->second.size() != call.args.size())
+      fail(layer, "the call has " + std::to_string(m->second.size()) +
+                      " masks for " + std::to_string(call.args.size()) +
+                      " inputs");
+    for (size_t i = 0; i < call.args.size(); ++i)
+      withMasks.args[i].mask = m->second[i].t.dtype() == DType::Bool
+                                   ? m->second[i].t
+                                   : cast(m->second[i].t, DType::Bool);
+  }
   try {
     if (it->second.ownScope)
-      return it->second.fn(*this, layer, call);
+      return it->second.fn(*this, layer, withMasks);
     auto scope = g.name_scope(layer.name);
-    return it->second.fn(*this, layer, call);
+    return it->second.fn(*this, layer, withMasks);
   } catch (const GraphError &e) {
     fail(layer, e.what());
   }
@@ -396,12 +410,6 @@ void Builder::adopt(const Layer &layer, const std::vector<std::string> &names) {
     if (recorded_.insert(v->name()).second)
       variables_.push_back(*v);
   }
-}
-
-void Builder::once(const Layer &layer) {
-  if (!builtOnce_.insert(layer.name).second)
-    fail(layer, "a layer of this class called more than once (shared) is not "
-                "supported");
 }
 
 // --- Config fields -----------------------------------------------------------

@@ -536,8 +536,11 @@ Outs depthwiseConv2DLayer(Builder &b, const Layer &l, const Call &c) {
   int64_t mult = b.getInt(l, "depth_multiplier", 1);
   if (mult < 1)
     b.fail(l, "depth_multiplier must be positive");
+  // tf.keras's depthwise_kernel; a file Keras 3 wrote names it kernel.
+  bool keras3Name = b.model.find_weight(l.name + "/kernel:0") != nullptr;
   Variable kernel = b.var(
-      l, "depthwise_kernel", {a.kernel[0], a.kernel[1], in, mult},
+      l, keras3Name ? "kernel" : "depthwise_kernel",
+      {a.kernel[0], a.kernel[1], in, mult},
       b.initializer(l, "depthwise_initializer", glorot_uniform_initializer()));
   Tensor y = nn::depthwise_conv2d(x.t, kernel, a.strides, upper(a.padding),
                                   "NHWC", a.dilation);
@@ -959,7 +962,7 @@ Outs normalizationLayer(Builder &b, const Layer &l, const Call &c) {
     // Keras's count (int64, not used in the call): kept for writing back.
     if (const Weight *w = b.model.find_weight(l.name + "/count:0"))
       (void)b.var(l, "count", w->value.shape, zeros_initializer(), false,
-                  DType::Int64);
+                  w->value.dtype);
     mean = reshape(m.read(), broadcast);
     variance = reshape(v.read(), broadcast);
   }
@@ -991,6 +994,36 @@ Outs embeddingLayer(Builder &b, const Layer &l, const Call &c) {
   if (b.getBool(l, "mask_zero", false))
     mask = not_equal(ids, 0.0);
   return {KTensor{y, mask}};
+}
+
+// --- Keras 3's ops in a functional graph (the masks it computes) ------------
+
+/// NotEqual / Equal / LogicalAnd / LogicalOr of a tensor and a tensor or a
+/// number (Keras 3's `ops.not_equal(ids, 0)` of an Embedding's mask).
+Outs comparisonOp(Builder &b, const Layer &l, const Call &c) {
+  if (c.args.size() != 1 || c.list)
+    b.fail(l, "the op takes a tensor first");
+  Operand other = 0.0;
+  if (auto it = c.tensorKwargs.find("arg1");
+      it != c.tensorKwargs.end() && !it->second.empty()) {
+    other = it->second[0].t;
+  } else if (c.positional && c.positional->IsArray() &&
+             c.positional->Size() == 2 && (*c.positional)[1].IsNumber()) {
+    other = (*c.positional)[1].GetDouble();
+  } else {
+    b.fail(l, "the op's second argument is neither a tensor nor a number");
+  }
+  const Tensor &x = c.args[0].t;
+  Tensor y;
+  if (l.cls == "NotEqual")
+    y = not_equal(x, other);
+  else if (l.cls == "Equal")
+    y = equal(x, other);
+  else if (l.cls == "LogicalAnd")
+    y = logical_and(x, other);
+  else
+    y = logical_or(x, other);
+  return {KTensor{y, Tensor()}};
 }
 
 } // namespace
@@ -1084,6 +1117,9 @@ const std::map<std::string, LayerImpl> &layerTable() {
     add("Rescaling", rescalingLayer);
     add("Normalization", normalizationLayer);
     add("Embedding", embeddingLayer);
+    for (const char *op : {"NotEqual", "Equal", "LogicalAnd", "LogicalOr"})
+      add(op, comparisonOp);
+    addRecurrentLayers(t);
     return t;
   }();
   return table;

@@ -36,6 +36,9 @@ struct Call {
   bool list = false;
   std::map<std::string, std::vector<KTensor>> tensorKwargs;
   const rapidjson::Value *kwargs = nullptr;
+  /// Keras 3's positional arguments as the config has them (numbers among
+  /// them: an op's NotEqual(ids, 0)); null for tf.keras 2's nodes.
+  const rapidjson::Value *positional = nullptr;
 };
 
 /// The layer being built: its name, class, config and whether its variables
@@ -59,6 +62,9 @@ struct LayerImpl {
 };
 /// Every supported class by its Keras name (KerasLayers.cpp).
 const std::map<std::string, LayerImpl> &layerTable();
+/// Adds SimpleRNN, LSTM, GRU, Bidirectional and MultiHeadAttention
+/// (KerasRecurrent.cpp).
+void addRecurrentLayers(std::map<std::string, LayerImpl> &table);
 
 class Builder {
 public:
@@ -89,9 +95,6 @@ public:
   /// layer's name ("<layer>/<name>"), checking their shapes against the
   /// file's weights.
   void adopt(const Layer &layer, const std::vector<std::string> &names);
-  /// A layer built by a lib/Graph function whose variables cannot be shared
-  /// (RNNs, MultiHeadAttention in this builder): refuses a second call.
-  void once(const Layer &layer);
 
   // Config fields of the layer (`fail` when present with the wrong type).
   const rapidjson::Value *field(const Layer &l, const char *key) const;
@@ -132,7 +135,6 @@ private:
   std::string scopePrefix_;
   std::vector<Variable> variables_;
   std::set<std::string> recorded_;
-  std::set<std::string> builtOnce_;
 };
 
 } // namespace kerasgraph

@@ -21,6 +21,8 @@
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Keras/KerasGraph.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -31,7 +33,7 @@ using namespace estc::tooling;
 namespace {
 
 struct Case {
-  std::string model;
+  std::vector<std::string> models;
   int64_t batch = 1;
   bool training = false;
   std::map<std::string, std::vector<double>> inputs;
@@ -42,7 +44,7 @@ Case readCase(const std::string &path) {
   readCaseFile(path, [&](CaseLine &line) {
     const std::string &key = line.key();
     if (key == "model")
-      k.model = line.next<std::string>();
+      k.models.push_back(line.next<std::string>());
     else if (key == "batch")
       k.batch = line.next<int64_t>();
     else if (key == "training")
@@ -53,52 +55,58 @@ Case readCase(const std::string &path) {
     } else
       line.unknown();
   });
-  if (k.model.empty())
+  if (k.models.empty())
     die("the case names no model");
   return k;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  Case k = readCase(initTool("keras_tool", argc, argv, "keras_tool CASE_FILE"));
+/// One file's model: read, its graph built in PREDICT.
+struct Built {
   keras::KerasModel model;
   std::vector<keras::InputSpec> specs;
   std::vector<std::string> outputNames;
   graph::GraphDef def;
   size_t variableCount = 0;
+};
+
+Built build(const std::string &path, bool training) {
+  Built b;
   try {
-    model = keras::load_model(k.model);
-    specs = keras::model_inputs(model);
-    outputNames = keras::model_output_names(model);
+    b.model = keras::load_model(path);
+    b.specs = keras::model_inputs(b.model);
+    b.outputNames = keras::model_output_names(b.model);
     InputSpec inputs;
-    for (const keras::InputSpec &s : specs)
+    for (const keras::InputSpec &s : b.specs)
       inputs.features.push_back(TensorSpec{s.name, s.dtype, s.shape});
     Graph g;
     build_mode(
         g, ModeKeys::PREDICT, inputs,
         [&](Graph &graph, const TensorMap &features, const Tensor &, ModeKeys) {
           std::vector<Tensor> in;
-          for (const keras::InputSpec &s : specs)
+          for (const keras::InputSpec &s : b.specs)
             in.push_back(features[s.name]);
           keras::BuildOptions options;
-          options.training = k.training;
-          keras::KerasGraph kg = keras::build_model(graph, model, in, options);
-          variableCount = kg.variables.size();
+          options.training = training;
+          keras::KerasGraph kg =
+              keras::build_model(graph, b.model, in, options);
+          b.variableCount = kg.variables.size();
           Signature sig;
           for (size_t i = 0; i < kg.outputs.size(); ++i)
             sig.predictions.set(kg.output_names[i], kg.outputs[i]);
           return sig;
         });
-    def = g.graph_def();
+    b.def = g.graph_def();
   } catch (const std::exception &e) {
     die(e.what());
   }
-  writeGraphIfAsked("ESTC_KERAS_TOOL_GRAPH", def);
-  std::unique_ptr<JitModel> compiled = compileOrDie(def, "KerasModel");
-  JitModel &jit = *compiled;
+  return b;
+}
+
+/// Sets the variables from the file's weights, runs @predict on the case's
+/// inputs and prints the outputs.
+void predict(JitModel &jit, const Built &b, const Case &k) {
   jit.run(jit.function_index("init"));
-  for (const auto &[name, value] : keras::variable_values(model)) {
+  for (const auto &[name, value] : keras::variable_values(b.model)) {
     int v = jit.find_variable(name);
     if (v < 0)
       die("the graph has no variable '" + name + "' for the file's weight");
@@ -110,21 +118,21 @@ int main(int argc, char **argv) {
   }
   jit.set_batch(k.batch);
   int fn = functionOrDie(jit, "predict");
-  for (const keras::InputSpec &s : specs) {
+  for (const keras::InputSpec &s : b.specs) {
     auto it = k.inputs.find(s.name);
     if (it == k.inputs.end())
       die("the case has no input '" + s.name + "'");
     feed(jit, fn, "features/" + s.name, it->second);
   }
   jit.run(fn);
-  std::cout << "inputs";
-  for (const keras::InputSpec &s : specs)
+  std::cout << "model " << b.model.file << "\ninputs";
+  for (const keras::InputSpec &s : b.specs)
     std::cout << " " << s.name;
   std::cout << "\noutputs";
-  for (const std::string &n : outputNames)
+  for (const std::string &n : b.outputNames)
     std::cout << " " << n;
   std::cout << "\n";
-  for (const std::string &n : outputNames) {
+  for (const std::string &n : b.outputNames) {
     int out = jit.find_output(fn, "predictions/" + n);
     if (out < 0)
       die("@predict has no output 'predictions/" + n + "'");
@@ -136,6 +144,25 @@ int main(int argc, char **argv) {
       count *= spec.shape[d] < 0 ? k.batch : spec.shape[d];
     printValues("output " + n, output(jit, fn, "predictions/" + n), count);
   }
-  std::cout << "variables " << variableCount << "\n";
+  std::cout << "variables " << b.variableCount << "\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Case k = readCase(initTool("keras_tool", argc, argv, "keras_tool CASE_FILE"));
+  // The files of one model in several forms give one graph: compiled once.
+  graph::GraphDef compiledGraph;
+  std::unique_ptr<JitModel> compiled;
+  for (const std::string &path : k.models) {
+    Built b = build(path, k.training);
+    if (!compiled || !google::protobuf::util::MessageDifferencer::Equals(
+                         b.def, compiledGraph)) {
+      writeGraphIfAsked("ESTC_KERAS_TOOL_GRAPH", b.def);
+      compiled = compileOrDie(b.def, "KerasModel");
+      compiledGraph = b.def;
+    }
+    predict(*compiled, b, k);
+  }
   return 0;
 }
