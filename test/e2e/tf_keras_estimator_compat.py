@@ -169,6 +169,31 @@ def mobilenet_frozen(tf):
     return m
 
 
+def text_bilstm(tf):
+    """A text model: int32 token ids, Embedding with mask_zero, a
+    Bidirectional LSTM, a Dense head; Adam, sparse categorical
+    crossentropy from logits."""
+    k = tf.keras
+    ids = k.Input((6,), dtype="int32", name="ids")
+    e = k.layers.Embedding(20, 4, mask_zero=True, name="emb")(ids)
+    h = k.layers.Bidirectional(k.layers.LSTM(3), name="bi")(e)
+    logits = k.layers.Dense(2, name="head")(h)
+    m = k.Model(ids, logits)
+    m.compile(optimizer=k.optimizers.Adam(0.02),
+              loss=k.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy"])
+    return m
+
+
+def text_data(np, rng, n):
+    ids = rng.integers(1, 20, size=(n, 6)).astype(np.int32)
+    lengths = rng.integers(2, 7, n)
+    for i, length in enumerate(lengths):
+        ids[i, length:] = 0
+    y = (ids[:, 0] > 10).astype(np.int64)
+    return {"ids": ids}, y
+
+
 def mobilenet_data(np, rng, n):
     x = rng.uniform(-1, 1, size=(n, 32, 32, 3)).astype(np.float32)
     y = rng.integers(0, 4, n).astype(np.int64)
@@ -311,6 +336,7 @@ CASES = [  # name, builder, data, file suffix, training steps
     ("dropout_inference", dropout_classifier, classifier_data, ".keras", 0),
     ("two_outputs", two_outputs, two_outputs_data, ".keras", STEPS),
     ("sgd_schedule", sgd_schedule, sgd_schedule_data, ".keras", STEPS),
+    ("text_bilstm", text_bilstm, text_data, ".keras", STEPS),
     ("mobilenet_v2_frozen", mobilenet_frozen, mobilenet_data, ".keras",
      STEPS),
 ]
