@@ -195,6 +195,10 @@ TEST(KerasCompileTest, Refusals) {
                         {"use_ema": true}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: use_ema = true is not "
             "supported");
+  EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Nadam", "config":
+                        {"is_legacy_optimizer": true}}, "loss": "mse"})"),
+            "m.keras: compile config: optimizer Nadam: is_legacy_optimizer "
+            "= true is not supported");
   EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Adam", "config":
                         {"foo": 1}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: argument foo = 1 is "
