@@ -195,6 +195,10 @@ TEST(KerasCompileTest, Refusals) {
                         {"use_ema": true}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: use_ema = true is not "
             "supported");
+  EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Nadam", "config":
+                        {"is_legacy_optimizer": true}}, "loss": "mse"})"),
+            "m.keras: compile config: optimizer Nadam: is_legacy_optimizer "
+            "= true is not supported");
   EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Adam", "config":
                         {"foo": 1}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: argument foo = 1 is "
@@ -347,6 +351,20 @@ TEST_F(ModelToEstimatorTest, ExportsAndServesAsAnyEstimator) {
     want = p.at(out).values<float>();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got.begin()->second.values<float>(), want);
+
+  // export_outputs: one more signature, named by the output (TF's
+  // export_output_cls(predictions[key])).
+  KerasEstimatorOptions o = options();
+  o.export_outputs = {{out, ExportOutput::Kind::Predict}};
+  auto est2 = model_to_estimator(tiny(), o);
+  std::string dir2 = est2->export_saved_model(
+      path("export2"), est2->serving_input_receiver_fn());
+  auto served2 = serving::SavedModel::load(dir2);
+  EXPECT_TRUE(served2->signatures().count("serving_default"));
+  ASSERT_TRUE(served2->signatures().count(out));
+  serving::TensorMap got2 = served2->run(out, {{in, x.at(in)}});
+  ASSERT_TRUE(got2.count("output"));
+  EXPECT_EQ(got2.at("output").values<float>(), want);
 }
 
 TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
@@ -379,6 +397,58 @@ TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {
       {"anything", TensorValue::of<float>({2, 3}, std::vector<float>(6))}};
   est->train(input(lone, y), {.steps = 1});
   EXPECT_EQ(est->get_variable_value("global_step").values<int64_t>()[0], 1);
+}
+
+// Several outputs: each output's labels are the feature "labels/<output>";
+// train and evaluate take no labels tensor, predict no label features.
+TEST_F(ModelToEstimatorTest, SeveralOutputsTakeTheirLabelsAsFeatures) {
+  std::string two = std::string(ESTC_KERAS_FIXTURES) + "/two_outputs.keras";
+  auto est = model_to_estimator(two, options());
+  EXPECT_EQ(est->input_names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(est->output_names(), (std::vector<std::string>{"cls", "reg"}));
+  Features x = {
+      {"a", TensorValue::of<float>({2, 4}, {1, 2, 3, 4, -1, 0, 1, 0})},
+      {"b", TensorValue::of<float>({2, 3}, {0.5f, 0, 1, 1, 1, -1})}};
+  Features xy = x;
+  xy["labels/cls"] = TensorValue::of<int64_t>({2}, {2, 0});
+  xy["labels/reg"] = TensorValue::of<float>({2, 1}, {0.5f, -1});
+  est->train(input(xy, std::nullopt), {.steps = 1});
+  EvalResults r = est->evaluate(input(xy, std::nullopt));
+  for (const char *key : {"loss", "cls_accuracy", "reg_mae", "global_step"})
+    EXPECT_TRUE(r.count(key)) << key;
+  int n = 0;
+  for (const Prediction &p : est->predict(input(x, std::nullopt))) {
+    EXPECT_EQ(p.at("cls").shape, (std::vector<int64_t>{3}));
+    EXPECT_EQ(p.at("reg").shape, (std::vector<int64_t>{1}));
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  // An output's labels missing.
+  auto fresh = model_to_estimator(two, [&] {
+    KerasEstimatorOptions o = options();
+    o.model_dir = path("fresh");
+    return o;
+  }());
+  Features partial = x;
+  partial["labels/cls"] = xy.at("labels/cls");
+  EXPECT_EQ(messageOf<std::invalid_argument>([&] {
+              fresh->train(input(partial, std::nullopt), {.steps = 1});
+            }),
+            "model_to_estimator: the model has several outputs: the labels "
+            "of output \"reg\" must be the feature \"labels/reg\"");
+  // metric_names_map renames the output-prefixed names.
+  KerasEstimatorOptions renamed = options();
+  renamed.model_dir = path("renamed");
+  renamed.metric_names_map = {{"cls_accuracy", "acc"}, {"reg_mae", "mae"}};
+  auto est2 = model_to_estimator(two, renamed);
+  EvalResults r2 = est2->evaluate(input(xy, std::nullopt));
+  EXPECT_TRUE(r2.count("acc"));
+  EXPECT_TRUE(r2.count("mae"));
+  renamed.metric_names_map = {{"cls_accuracy", "acc"}};
+  EXPECT_EQ(messageOf<std::invalid_argument>(
+                [&] { model_to_estimator(two, renamed); }),
+            "model_to_estimator: metric_names_map lacks the model's metric "
+            "\"reg_mae\"");
 }
 
 TEST_F(ModelToEstimatorTest, OptionRefusals) {
