@@ -46,6 +46,15 @@ void restoreInput(Dataset &data, const train::RestoredCheckpoint &restored) {
              restored.path + " (" + why + "); input_fn starts afresh.");
 }
 
+/// RunConfig's checkpoint_format as the Saver's (validated by RunConfig).
+train::CheckpointFormat saverFormat(const std::string &format) {
+  if (format == "tf")
+    return train::CheckpointFormat::TensorBundle;
+  if (format == "safetensors")
+    return train::CheckpointFormat::Safetensors;
+  return train::CheckpointFormat::Auto;
+}
+
 /// The first CheckpointSaverHook among `hooks`, or null.
 CheckpointSaverHook *findSaverHook(const Hooks &hooks) {
   for (const HookPtr &h : hooks)
@@ -191,6 +200,7 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       o.saver_options.max_to_keep = config_.keep_checkpoint_max();
       o.saver_options.keep_checkpoint_every_n_hours =
           config_.keep_checkpoint_every_n_hours();
+      o.saver_options.format = saverFormat(config_.checkpoint_format());
       hooks.push_back(std::make_shared<CheckpointSaverHook>(modelDir, o));
     }
     append(hooks, chiefHooks);
