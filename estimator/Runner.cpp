@@ -101,9 +101,11 @@ void Runner::initialize(rt::CompiledModel &m) {
   m.run(init);
   if (!warm_)
     return;
+  // TF: the trainable variables for a regex, all of them for a list.
+  bool all = !warm_->vars_to_warm_start_list.empty();
   std::map<std::string, VariableSpec> current;
   for (int i = 0; i < m.spec().numVariables; ++i)
-    if (m.spec().variables[i].trainable)
+    if (all || m.spec().variables[i].trainable)
       current[m.spec().variables[i].name] =
           binding::variableSpec(m.spec().variables[i]);
   log_info("Warm-starting from: " + warm_->ckpt_to_initialize_from);

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace estc {
 namespace estimator {
@@ -39,6 +40,13 @@ struct WarmStartSettings {
   /// Variables to warm-start: those whose name this regex (ECMAScript)
   /// matches from its beginning, like Python's re.match in TF.
   std::string vars_to_warm_start = ".*";
+  /// TF's list form of vars_to_warm_start (a list of strings): when not
+  /// empty it replaces the regex above; a variable is warm-started when one
+  /// of these regexes matches from the beginning of its name, and, as in TF
+  /// (tf.compat.v1.get_collection(GLOBAL_VARIABLES, scope) per entry), the
+  /// Estimator then chooses among all the model's variables, not only the
+  /// trainable ones (optimizer slots and global_step too, when matched).
+  std::vector<std::string> vars_to_warm_start_list;
   /// New name -> name in the checkpoint, for renamed variables.
   std::map<std::string, std::string> var_name_to_prev_var_name;
   /// Variables (F32, rank 2) remapped between vocabularies, e.g. an

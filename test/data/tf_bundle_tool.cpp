@@ -28,7 +28,8 @@
 //       when there is none)
 //   tf_bundle_tool warm_start SETTINGS
 //       estimator::warm_start from the JSON file SETTINGS:
-//       {"ckpt_to_initialize_from", "vars_to_warm_start" (a regex),
+//       {"ckpt_to_initialize_from", "vars_to_warm_start" (a regex, or a
+//       list of them: vars_to_warm_start_list),
 //       "var_name_to_prev_var_name": {NEW: OLD}, "var_name_to_vocab_info":
 //       {NAME: {"new_vocab", "new_vocab_size", "num_oov_buckets",
 //       "old_vocab", "old_vocab_size", "backup_initializer", "axis"}},
@@ -198,8 +199,14 @@ int warmStart(const std::string &settingsFile) {
   estimator::WarmStartSettings settings;
   settings.ckpt_to_initialize_from =
       text(spec, "ckpt_to_initialize_from", "settings");
-  if (spec.find("vars_to_warm_start"))
-    settings.vars_to_warm_start = text(spec, "vars_to_warm_start", "settings");
+  if (const json::Value *v = spec.find("vars_to_warm_start")) {
+    if (v->isArray())
+      for (const json::Value &item : v->items)
+        settings.vars_to_warm_start_list.push_back(item.text);
+    else
+      settings.vars_to_warm_start =
+          text(spec, "vars_to_warm_start", "settings");
+  }
   if (const json::Value *renames = spec.find("var_name_to_prev_var_name"))
     for (const auto &[name, v] : renames->fields)
       settings.var_name_to_prev_var_name[name] = v.text;

@@ -38,7 +38,9 @@ estimator::warm_start) equals tf.compat.v1.train.warm_start (what
 tf.estimator.WarmStartSettings runs) on a tf.compat.v1 Saver's checkpoint:
 vars_to_warm_start as a regex (a variable it leaves out keeps its
 initializer in TF and is not returned by estc), var_name_to_prev_var_name
-(a renamed bias), var_name_to_vocab_info remapping an embedding's rows
+(a renamed bias), vars_to_warm_start as a list (TF then selects among all
+variables, a non-trainable one included, and estc's Estimator passes them
+all), var_name_to_vocab_info remapping an embedding's rows
 (new entries and an OOV bucket: the backup initializer), a linear model's
 rows with old_vocab_size cutting the old vocabulary, and an output layer's
 columns (axis 1).
@@ -491,6 +493,7 @@ def warm_start_like_tf(tf, np, tool, work):
         "linear/c/weights": rng.randn(5, 1).astype(np.float32),
         "out/kernel": rng.randn(2, 5).astype(np.float32),
         "skipped/w": rng.randn(2).astype(np.float32),
+        "stats/mean": rng.randn(3).astype(np.float32),
     }
     prefix = os.path.join(d, "old", "model.ckpt-7")
     g = tf.Graph()
@@ -585,6 +588,48 @@ def warm_start_like_tf(tf, np, tool, work):
         check(got[name] == tensor_spec(np, want[name], "float32"),
               f"warm start: {name}: estc {got[name]} != TF's "
               f"{want[name].tolist()}")
+
+    # vars_to_warm_start as a list: TF selects among all global variables,
+    # a non-trainable one included (a regex string selects trainable ones
+    # only: the Estimator passes estc's warm_start the trainable ones then,
+    # every variable for a list).
+    for form, selection in (("list", ["dense/", "stats"]), ("regex", "stats|dense/")):
+        g = tf.Graph()
+        with g.as_default():
+            for name, shape in (("dense/kernel", [3, 2]), ("dense/bias", [2]),
+                                ("skipped/w", [2])):
+                v1.get_variable(name, shape=shape,
+                                initializer=v1.constant_initializer(7.0))
+            v1.get_variable("stats/mean", shape=[3], trainable=False,
+                            initializer=v1.constant_initializer(7.0))
+            v1.train.warm_start(prefix, vars_to_warm_start=selection)
+            with v1.Session(graph=g) as sess:
+                sess.run(v1.global_variables_initializer())
+                want = {v.op.name: sess.run(v) for v in v1.global_variables()}
+                trainable = {v.op.name for v in v1.trainable_variables()}
+        current = {n: {"dtype": "float32", "shape": list(v.shape)}
+                   for n, v in want.items()
+                   if form == "list" or n in trainable}
+        with open(path, "w") as f:
+            json.dump({"ckpt_to_initialize_from": prefix,
+                       "vars_to_warm_start": selection, "current": current},
+                      f)
+        r = subprocess.run([tool, "warm_start", path], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            check(False, f"warm start ({form}): {r.stderr.strip()}")
+            continue
+        got = json.loads(r.stdout)["tensors"]
+        warmed = sorted(n for n, v in want.items() if not np.all(v == 7.0))
+        check(sorted(got) == warmed,
+              f"warm start ({form}): estc warm-starts {sorted(got)}, TF "
+              f"{warmed}")
+        check(("stats/mean" in warmed) == (form == "list"),
+              f"warm start ({form}): TF's selection of the non-trainable "
+              f"variable: {warmed}")
+        for name in set(got) & set(warmed):
+            check(got[name] == tensor_spec(np, want[name], "float32"),
+                  f"warm start ({form}): {name} differs from TF's")
 
 
 def main():
