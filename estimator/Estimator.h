@@ -52,7 +52,8 @@
 //                              never checkpointed)
 //   CheckpointSaverHook        the state it starts from, then every
 //                              save_checkpoints_steps / _secs, and the last
-//                              step; keep_checkpoint_max, every_n_hours; the
+//                              step; keep_checkpoint_max, every_n_hours,
+//                              checkpoint_format (TF's or safetensors); the
 //                              saving listeners; none when a hook among the
 //                              user's or the EstimatorSpec's is one (the
 //                              listeners then go to it)

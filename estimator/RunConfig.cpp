@@ -135,6 +135,13 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
       fail("keep_checkpoint_every_n_hours should be > 0");
     keep_checkpoint_every_n_hours_ = *o.keep_checkpoint_every_n_hours;
   }
+  if (o.checkpoint_format) {
+    const std::string &f = *o.checkpoint_format;
+    if (f != "auto" && f != "tf" && f != "safetensors")
+      fail("checkpoint_format '" + f +
+           "' should be \"tf\", \"safetensors\" or \"auto\"");
+    checkpoint_format_ = f;
+  }
   if (o.log_step_count_steps) {
     if (*o.log_step_count_steps <= 0)
       fail("log_step_count_steps should be > 0");

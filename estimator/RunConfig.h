@@ -86,7 +86,15 @@ struct RunConfigOptions {
   std::optional<double> save_checkpoints_secs;         // default 600; 0: off
   std::optional<int> keep_checkpoint_max;              // default 5; 0: all
   std::optional<double> keep_checkpoint_every_n_hours; // default 10000
-  std::optional<int64_t> log_step_count_steps;         // default 100
+  /// The format of the checkpoints train() writes (docs/checkpoint-format.md):
+  /// "tf" (TF's tensor bundle, model.ckpt-N.index + .data-00000-of-00001,
+  /// what a TF Estimator, tf.train.load_checkpoint and a TF Saver read),
+  /// "safetensors" (estc's one-file format), or "auto" (the default): the
+  /// format of the newest checkpoint model_dir's state file lists, so a TF
+  /// Estimator's model_dir is continued in TF's format, else safetensors.
+  /// TF's RunConfig has no such field (its Estimator writes only its own).
+  std::optional<std::string> checkpoint_format;
+  std::optional<int64_t> log_step_count_steps; // default 100
   /// TF's session_config.intra_op_parallelism_threads: the runtime's thread
   /// pool size (estc_runtime_set_num_threads); 0 leaves it as it is.
   std::optional<int> intra_op_parallelism_threads;
@@ -135,6 +143,8 @@ public:
     return keep_checkpoint_every_n_hours_;
   }
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
+  /// "auto", "tf" or "safetensors" (RunConfigOptions::checkpoint_format).
+  const std::string &checkpoint_format() const { return checkpoint_format_; }
   int intra_op_parallelism_threads() const { return intra_op_threads_; }
   /// "cpu" or "cuda:N" (a plain "cuda" is stored as "cuda:0").
   const std::string &device() const { return device_; }
@@ -181,6 +191,7 @@ private:
   int keep_checkpoint_max_ = 5;
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
+  std::string checkpoint_format_ = "auto";
   int intra_op_threads_ = 0;
   std::string device_ = "cpu";
   int cudaIndex_ = -1;

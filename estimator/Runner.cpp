@@ -46,6 +46,15 @@ void restoreInput(Dataset &data, const train::RestoredCheckpoint &restored) {
              restored.path + " (" + why + "); input_fn starts afresh.");
 }
 
+/// RunConfig's checkpoint_format as the Saver's (validated by RunConfig).
+train::CheckpointFormat saverFormat(const std::string &format) {
+  if (format == "tf")
+    return train::CheckpointFormat::TensorBundle;
+  if (format == "safetensors")
+    return train::CheckpointFormat::Safetensors;
+  return train::CheckpointFormat::Auto;
+}
+
 /// The first CheckpointSaverHook among `hooks`, or null.
 CheckpointSaverHook *findSaverHook(const Hooks &hooks) {
   for (const HookPtr &h : hooks)
@@ -92,10 +101,11 @@ void Runner::initialize(rt::CompiledModel &m) {
   m.run(init);
   if (!warm_)
     return;
+  // TF: the trainable variables for a regex, all of them for a list.
+  bool all = !warm_->vars_to_warm_start_list.empty();
   std::map<std::string, VariableSpec> current;
   for (int i = 0; i < m.spec().numVariables; ++i)
-    if (m.spec().variables[i].trainable ||
-        !warm_->vars_to_warm_start_list.empty())
+    if (all || m.spec().variables[i].trainable)
       current[m.spec().variables[i].name] =
           binding::variableSpec(m.spec().variables[i]);
   log_info("Warm-starting from: " + warm_->ckpt_to_initialize_from);
@@ -192,6 +202,7 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       o.saver_options.max_to_keep = config_.keep_checkpoint_max();
       o.saver_options.keep_checkpoint_every_n_hours =
           config_.keep_checkpoint_every_n_hours();
+      o.saver_options.format = saverFormat(config_.checkpoint_format());
       hooks.push_back(std::make_shared<CheckpointSaverHook>(modelDir, o));
     }
     append(hooks, chiefHooks);

@@ -105,29 +105,29 @@ TensorValue remap(const std::string &file, const std::string &name,
 train::VariableMap
 warm_start(const WarmStartSettings &settings,
            const std::map<std::string, VariableSpec> &current) {
-  std::regex pattern;
-  std::string expression = settings.vars_to_warm_start;
-  if (!settings.vars_to_warm_start_list.empty()) {
-    expression.clear();
-    for (const std::string &e : settings.vars_to_warm_start_list) {
-      try {
-        std::regex check(e, std::regex::ECMAScript);
-      } catch (const std::regex_error &err) {
-        throw std::invalid_argument("WarmStartSettings: vars_to_warm_start_"
-                                    "list entry '" +
-                                    e +
-                                    "' is not a valid regex: " + err.what());
-      }
-      expression += (expression.empty() ? "(?:" : "|(?:") + e + ")";
+  std::vector<std::regex> patterns;
+  std::vector<std::string> sources = settings.vars_to_warm_start_list;
+  if (sources.empty())
+    sources.push_back(settings.vars_to_warm_start);
+  for (const std::string &source : sources) {
+    try {
+      patterns.emplace_back(source, std::regex::ECMAScript);
+    } catch (const std::regex_error &e) {
+      throw std::invalid_argument(std::string("WarmStartSettings: ") +
+                                  (settings.vars_to_warm_start_list.empty()
+                                       ? "vars_to_warm_start"
+                                       : "vars_to_warm_start_list") +
+                                  " '" + source +
+                                  "' is not a valid regex: " + e.what());
     }
   }
-  try {
-    pattern = std::regex(expression, std::regex::ECMAScript);
-  } catch (const std::regex_error &e) {
-    throw std::invalid_argument("WarmStartSettings: vars_to_warm_start '" +
-                                settings.vars_to_warm_start +
-                                "' is not a valid regex: " + e.what());
-  }
+  auto selected = [&](const std::string &name) {
+    for (const std::regex &pattern : patterns)
+      if (std::regex_search(name, pattern,
+                            std::regex_constants::match_continuous))
+        return true;
+    return false;
+  };
   train::CheckpointReader reader =
       train::load_checkpoint(settings.ckpt_to_initialize_from);
   const std::string &file = reader.path();
@@ -139,17 +139,14 @@ warm_start(const WarmStartSettings &settings,
           rename.first + "', which is not a variable of the model");
 
   for (const auto &entry : settings.var_name_to_vocab_info)
-    if (!current.count(entry.first) ||
-        !std::regex_search(entry.first, pattern,
-                           std::regex_constants::match_continuous))
+    if (!current.count(entry.first) || !selected(entry.first))
       throw std::invalid_argument(
           "WarmStartSettings: var_name_to_vocab_info names '" + entry.first +
           "', which is not a warm-started variable of the model");
 
   train::VariableMap loaded;
   for (const auto &[name, spec] : current) {
-    if (!std::regex_search(name, pattern,
-                           std::regex_constants::match_continuous))
+    if (!selected(name))
       continue;
     auto rename = settings.var_name_to_prev_var_name.find(name);
     const std::string &old = rename == settings.var_name_to_prev_var_name.end()

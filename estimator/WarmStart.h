@@ -40,12 +40,14 @@ struct WarmStartSettings {
   /// Variables to warm-start: those whose name this regex (ECMAScript)
   /// matches from its beginning, like Python's re.match in TF.
   std::string vars_to_warm_start = ".*";
-  /// TF's list form of vars_to_warm_start: when not empty, the variables,
-  /// trainable or not (batch-norm statistics, optimizer slots), whose name
-  /// one of these regexes matches from its beginning; vars_to_warm_start
-  /// is then not used. model_to_estimator (KerasEstimator.h) lists every
-  /// Keras weight.
-  std::vector<std::string> vars_to_warm_start_list{};
+  /// TF's list form of vars_to_warm_start (a list of strings): when not
+  /// empty it replaces the regex above; a variable is warm-started when one
+  /// of these regexes matches from the beginning of its name, and, as in TF
+  /// (tf.compat.v1.get_collection(GLOBAL_VARIABLES, scope) per entry), the
+  /// Estimator then chooses among all the model's variables, not only the
+  /// trainable ones (optimizer slots and global_step too, when matched).
+  /// model_to_estimator (KerasEstimator.h) lists every Keras weight.
+  std::vector<std::string> vars_to_warm_start_list;
   /// New name -> name in the checkpoint, for renamed variables.
   std::map<std::string, std::string> var_name_to_prev_var_name;
   /// Variables (F32, rank 2) remapped between vocabularies, e.g. an

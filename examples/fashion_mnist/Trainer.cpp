@@ -37,6 +37,7 @@ struct Flags {
   std::optional<int64_t> train_steps;
   int64_t batch_size = 128;
   int64_t save_checkpoints_steps = 500;
+  std::string checkpoint_format = "auto";
   int64_t save_summary_steps = 100;
   int64_t log_step_count_steps = 100;
   int threads = 0;
@@ -80,6 +81,11 @@ Flags parseFlags(
   parser.add(Flag("save_checkpoints_steps", &f.save_checkpoints_steps,
                   "checkpoint (and evaluate) every N steps")
                  .min(1));
+  parser.add(Flag("checkpoint_format", &f.checkpoint_format,
+                  "tf (TF's tensor bundle), safetensors, or auto: the\n"
+                  "model_dir's newest checkpoint's, else safetensors\n"
+                  "(RunConfig.checkpoint_format)")
+                 .choices({"auto", "tf", "safetensors"}));
   parser.add(Flag("save_summary_steps", &f.save_summary_steps,
                   "write the loss to the event file every N steps")
                  .min(1));
@@ -350,6 +356,7 @@ int run_trainer(
     o.model_dir = flags.model_dir;
     o.tf_random_seed = flags.seed;
     o.save_checkpoints_steps = flags.save_checkpoints_steps;
+    o.checkpoint_format = flags.checkpoint_format;
     o.save_summary_steps = flags.save_summary_steps;
     o.log_step_count_steps = flags.log_step_count_steps;
     if (flags.threads > 0)

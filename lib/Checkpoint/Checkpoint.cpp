@@ -756,8 +756,13 @@ namespace {
 // Deletes a checkpoint's files: P.safetensors, or a TF checkpoint's
 // P.index and P.data-*, and the P.meta (MetaGraphDef) TF's Saver writes
 // beside it, as TF's garbage collection does.
+void removeBundleFiles(const std::string &prefix);
 void removeCheckpointFiles(const std::string &prefix) {
   fileio::removeFile(safetensorsFile(prefix));
+  removeBundleFiles(prefix);
+}
+// A TF checkpoint's files only (none when P.index is missing).
+void removeBundleFiles(const std::string &prefix) {
   if (!is_tensor_bundle(prefix))
     return;
   // The index first: without it the data files are no checkpoint.
@@ -922,6 +927,17 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     throw;
   }
 
+  // The same step saved before in the other format (a model_dir whose
+  // format changed: the restart saves the restored step again). The state
+  // lists the prefix once, for the files just written.
+  try {
+    if (bundle)
+      fileio::removeFile(safetensorsFile(prefix));
+    else
+      removeBundleFiles(prefix);
+  } catch (const FileError &e) {
+    print_warning(e.what());
+  }
   // Only now that the state no longer lists them.
   for (const std::string &path : evicted) {
     try {

@@ -1,6 +1,7 @@
 //===- FeatureColumn.cpp - tf.feature_column for estc --------------------===//
 
 #include "lib/FeatureColumn/FeatureColumn.h"
+#include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Data/Hashing.h"
 #include "lib/Data/TextLine.h"
 #include "lib/Tensor/TensorValue.h"
@@ -629,7 +630,29 @@ std::shared_ptr<const EmbeddingColumn>
 embedding_column(CategoricalColumnPtr categorical_column, int64_t dimension,
                  const std::string &combiner,
                  std::optional<Initializer> initializer,
-                 std::optional<double> max_norm, bool trainable) {
+                 std::optional<double> max_norm, bool trainable,
+                 const std::string &ckpt_to_load_from,
+                 const std::string &tensor_name_in_ckpt) {
+  if (ckpt_to_load_from.empty() != tensor_name_in_ckpt.empty())
+    throw std::invalid_argument(
+        "embedding_column: Must specify both `ckpt_to_load_from` and "
+        "`tensor_name_in_ckpt` or none of them.");
+  if (!ckpt_to_load_from.empty() && categorical_column && dimension > 0) {
+    TensorValue t =
+        train::load_variable(ckpt_to_load_from, tensor_name_in_ckpt);
+    VariableSpec want{DType::Float32,
+                      {categorical_column->num_buckets(), dimension}};
+    VariableSpec got{t.dtype, t.shape};
+    if (!(got == want))
+      throw std::invalid_argument(
+          "embedding_column: tensor_name_in_ckpt '" + tensor_name_in_ckpt +
+          "' of " + ckpt_to_load_from + " is " + got.str() + ", not the " +
+          want.str() + " of the embedding of '" + categorical_column->name() +
+          "'");
+    std::vector<float> values = t.values<float>();
+    initializer =
+        constant_initializer(std::vector<double>(values.begin(), values.end()));
+  }
   return std::make_shared<const EmbeddingColumn>(
       std::move(categorical_column), dimension, combiner,
       std::move(initializer), max_norm, trainable);

@@ -496,12 +496,20 @@ indicator_column(CategoricalColumnPtr categorical_column);
 /// tf.feature_column.embedding_column: variable `embedding_weights`
 /// [num_buckets, dimension]; combiner "mean", "sqrtn" or "sum"; initializer
 /// default truncated_normal(0, 1/sqrt(dimension)); max_norm clips each
-/// looked-up embedding's L2 norm.
+/// looked-up embedding's L2 norm. ckpt_to_load_from and tensor_name_in_ckpt
+/// (both or neither, as TF): the variable starts from that tensor of a
+/// checkpoint (a prefix, a file or a model_dir; TF's or estc's), F32
+/// [num_buckets, dimension], read when the column is made (TF's
+/// init_from_checkpoint: it replaces the initializer; a model_dir's own
+/// checkpoint still wins when the Estimator restores). Last here (TF has
+/// them before max_norm), so that positional calls keep their meaning.
 std::shared_ptr<const EmbeddingColumn>
 embedding_column(CategoricalColumnPtr categorical_column, int64_t dimension,
                  const std::string &combiner = "mean",
                  std::optional<Initializer> initializer = {},
-                 std::optional<double> max_norm = {}, bool trainable = true);
+                 std::optional<double> max_norm = {}, bool trainable = true,
+                 const std::string &ckpt_to_load_from = "",
+                 const std::string &tensor_name_in_ckpt = "");
 
 /// tf.compat.v1.feature_column.shared_embedding_columns: one embedding
 /// variable for columns of the same kind and num_buckets, named

@@ -26,12 +26,23 @@
 //       of that object's VARIABLE_VALUE; with three, the key of the slot
 //       SLOT the optimizer at OPTIMIZER keeps for the variable at VAR ("none"
 //       when there is none)
+//   tf_bundle_tool warm_start SETTINGS
+//       estimator::warm_start from the JSON file SETTINGS:
+//       {"ckpt_to_initialize_from", "vars_to_warm_start" (a regex, or a
+//       list of them: vars_to_warm_start_list),
+//       "var_name_to_prev_var_name": {NEW: OLD}, "var_name_to_vocab_info":
+//       {NAME: {"new_vocab", "new_vocab_size", "num_oov_buckets",
+//       "old_vocab", "old_vocab_size", "backup_initializer", "axis"}},
+//       "current": {NAME: {"dtype": TF's name, "shape": [...]}}}; prints
+//       {"tensors": {NAME: tensor as dump prints it}}, the variables it
+//       warm-started
 //
 // An error is one line on stderr, "tf_bundle_tool: error: ...", exit 1 (2
 // for a bad command line).
 //
 //===----------------------------------------------------------------------===//
 
+#include "estimator/WarmStart.h"
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Support/FileIO.h"
@@ -172,6 +183,75 @@ int save(const std::string &specFile, const std::string &modelDir,
   return 0;
 }
 
+int warmStart(const std::string &settingsFile) {
+  json::Value spec = json::parse(fileio::readFile(settingsFile));
+  auto text = [&](const json::Value &v, const char *key,
+                  const std::string &what) -> std::string {
+    const json::Value *f = v.find(key);
+    if (!f || !f->isString())
+      die(what + ": no string '" + key + "'");
+    return f->text;
+  };
+  auto number = [&](const json::Value &v, const char *key, double otherwise) {
+    const json::Value *f = v.find(key);
+    return f ? std::stod(f->text) : otherwise;
+  };
+  estimator::WarmStartSettings settings;
+  settings.ckpt_to_initialize_from =
+      text(spec, "ckpt_to_initialize_from", "settings");
+  if (const json::Value *v = spec.find("vars_to_warm_start")) {
+    if (v->isArray())
+      for (const json::Value &item : v->items)
+        settings.vars_to_warm_start_list.push_back(item.text);
+    else
+      settings.vars_to_warm_start =
+          text(spec, "vars_to_warm_start", "settings");
+  }
+  if (const json::Value *renames = spec.find("var_name_to_prev_var_name"))
+    for (const auto &[name, v] : renames->fields)
+      settings.var_name_to_prev_var_name[name] = v.text;
+  if (const json::Value *infos = spec.find("var_name_to_vocab_info"))
+    for (const auto &[name, v] : infos->fields) {
+      std::string what = "vocab info of '" + name + "'";
+      estimator::VocabInfo info;
+      info.new_vocab = text(v, "new_vocab", what);
+      info.new_vocab_size =
+          static_cast<int64_t>(number(v, "new_vocab_size", 0));
+      info.num_oov_buckets =
+          static_cast<int64_t>(number(v, "num_oov_buckets", 0));
+      info.old_vocab = text(v, "old_vocab", what);
+      info.old_vocab_size =
+          static_cast<int64_t>(number(v, "old_vocab_size", -1));
+      info.backup_initializer = number(v, "backup_initializer", 0);
+      info.axis = static_cast<int64_t>(number(v, "axis", 0));
+      settings.var_name_to_vocab_info[name] = info;
+    }
+  std::map<std::string, VariableSpec> current;
+  if (const json::Value *vars = spec.find("current"))
+    for (const auto &[name, v] : vars->fields) {
+      std::string what = "current variable '" + name + "'";
+      std::vector<int64_t> shape = intList(v.find("shape"), what + ": shape");
+      std::optional<DType> dt;
+      for (DType d : {DType::Float32, DType::Float64, DType::Int32,
+                      DType::Int64, DType::Bool})
+        if (text(v, "dtype", what) == tf_name(d))
+          dt = d;
+      if (!dt)
+        die(what + ": unknown dtype");
+      current[name] = VariableSpec{*dt, shape};
+    }
+  train::VariableMap values = estimator::warm_start(settings, current);
+  std::string out = "{\"tensors\":{";
+  bool first = true;
+  for (const auto &[name, t] : values) {
+    out +=
+        std::string(first ? "" : ",") + json::quote(name) + ":" + tensorJson(t);
+    first = false;
+  }
+  std::cout << out << "}}\n";
+  return 0;
+}
+
 int objects(int argc, char **argv) {
   TensorBundleReader reader(argv[2]);
   ObjectGraph graph(reader);
@@ -200,6 +280,8 @@ int main(int argc, char **argv) {
       return objects(argc, argv);
     if (argc == 5 && std::strcmp(argv[1], "save") == 0)
       return save(argv[2], argv[3], argv[4]);
+    if (argc == 3 && std::strcmp(argv[1], "warm_start") == 0)
+      return warmStart(argv[2]);
     if (argc == 3 && std::strcmp(argv[1], "dump") == 0)
       return dump(argv[2]);
     if (argc == 4 && std::strcmp(argv[1], "write") == 0)
@@ -209,6 +291,6 @@ int main(int argc, char **argv) {
   }
   die("usage: tf_bundle_tool dump CKPT | tf_bundle_tool write SPEC PREFIX | "
       "tf_bundle_tool save SPEC MODEL_DIR STEP | tf_bundle_tool objects CKPT "
-      "[PATH | VAR OPTIMIZER SLOT]",
+      "[PATH | VAR OPTIMIZER SLOT] | tf_bundle_tool warm_start SETTINGS",
       2);
 }

@@ -39,6 +39,7 @@ struct Options {
   int64_t batch_size = 16;
   int64_t train_steps = 20;
   int64_t save_checkpoints_steps = 5;
+  std::string checkpoint_format = "auto";
   int64_t iterations_per_loop = 1;
   int64_t examples = 4096;
   int64_t seed = 7;
@@ -119,6 +120,7 @@ int run(const Options &o) {
   c.model_dir = o.model_dir;
   c.tf_random_seed = o.seed;
   c.save_checkpoints_steps = o.save_checkpoints_steps;
+  c.checkpoint_format = o.checkpoint_format;
   c.save_summary_steps = 1;
   c.log_step_count_steps = 5;
   c.intra_op_parallelism_threads = 1;
@@ -225,6 +227,9 @@ int main(int argc, char **argv) {
   parser.add(Flag("save_checkpoints_steps", &o.save_checkpoints_steps,
                   "checkpoint every N steps")
                  .min(1));
+  parser.add(Flag("checkpoint_format", &o.checkpoint_format,
+                  "RunConfig.checkpoint_format")
+                 .choices({"auto", "tf", "safetensors"}));
   parser.add(Flag("iterations_per_loop", &o.iterations_per_loop,
                   "RunConfig.iterations_per_loop")
                  .min(1));

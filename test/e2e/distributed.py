@@ -185,7 +185,8 @@ def checkpoint_digests(model_dir):
 def common_flags(args):
     return ["--train_steps=%d" % args.steps, "--save_checkpoints_steps=5",
             "--timeout_secs=20",
-            "--iterations_per_loop=%d" % args.iterations_per_loop]
+            "--iterations_per_loop=%d" % args.iterations_per_loop,
+            "--checkpoint_format=%s" % args.checkpoint_format]
 
 
 def case_equivalence(args):
@@ -231,6 +232,15 @@ def case_equivalence(args):
         if saved != task.startswith("chief"):
             fail("%s %s checkpoints" %
                  (task, "saved" if saved else "never saved"))
+    # The chief's checkpoints are in RunConfig's checkpoint_format.
+    if args.checkpoint_format == "tf":
+        names = os.listdir(job.model_dir)
+        if ("model.ckpt-%d.index" % args.steps not in names or
+                any(n.endswith(".safetensors") for n in names)):
+            fail("checkpoint_format tf: the chief's model_dir holds %s" %
+                 sorted(names))
+        print("the chief saved TF checkpoints (model.ckpt-%d.index)" %
+              args.steps)
     events = estc_files.event_files(job.model_dir)
     if len(events) != 1:
         fail("model_dir has %d event files, the chief's alone expected: %s" %
@@ -516,14 +526,18 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--iterations_per_loop", type=int, default=1,
                         help="RunConfig.iterations_per_loop of every job")
+    parser.add_argument("--checkpoint_format", default="auto",
+                        choices=["auto", "tf", "safetensors"],
+                        help="RunConfig.checkpoint_format of every job")
     parser.add_argument("--fashion", default="")
     parser.add_argument("--data_dir", default="")
     parser.add_argument("--min_accuracy", type=float, default=0.9)
     args = parser.parse_args()
     if args.workers < 2:
         parser.error("--workers: at least 2")
-    work = os.path.join(args.work, "%s-%s-%d-%d" % (
-        args.case, args.model, args.workers, args.iterations_per_loop))
+    work = os.path.join(args.work, "%s-%s-%d-%d-%s" % (
+        args.case, args.model, args.workers, args.iterations_per_loop,
+        args.checkpoint_format))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     args.work = work

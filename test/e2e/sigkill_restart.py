@@ -41,6 +41,14 @@ trigger count and delay of every kill. The instants themselves also depend
 on the machine's timing, so a failure names the kill, its phase and what
 the trainer had logged.
 
+--format=tf runs the same kills on a trainer that writes TF's tensor
+bundles (its command sets the format, e.g. --checkpoint_format=tf): a
+checkpoint is then model.ckpt-N.index + model.ckpt-N.data-00000-of-00001,
+both compared byte for byte, and after each round TensorFlow
+(tf.train.load_checkpoint of the latest checkpoint its state file names,
+every tensor read, CRCs checked) restores the model_dir too, with the
+uninterrupted run's values (skipped, with a note, without TensorFlow).
+
 The trainer is a parameter: any command after `--` that trains a model with
 the Estimator into the model_dir given by '{model_dir}' (replaced), saves
 checkpoints often (every few steps), logs every step (log_step_count_steps
@@ -50,6 +58,7 @@ restored state, e.g. the example's --step_indexed_input).
 
 usage: sigkill_restart.py --estc-ckpt=PATH --work=DIR [--kills=N]
            [--kills-per-round=K] [--seed=S] [--phases=a,b] [--needs=FILE]
+           [--format=safetensors|tf]
            -- TRAINER ARGS... --model_dir={model_dir} ...
 Exits 77 (ctest: skipped) with a message when --needs names a missing file.
 """
@@ -86,6 +95,25 @@ WARNING_LINE = re.compile(r"(?i)\bwarning\b")
 # fileio::writeFileAtomically end in ".tmp-<pid>-<n>").
 CKPT_FILE = re.compile(r"^model\.ckpt-\d+\.safetensors$")
 CKPT_TEMP = re.compile(r"^model\.ckpt-\d+\.safetensors\.tmp-")
+# --format=tf: a TF checkpoint's index and (one) data file.
+TF_CKPT_FILE = re.compile(
+    r"^model\.ckpt-\d+\.(index|data-\d{5}-of-\d{5})$")
+TF_CKPT_TEMP = re.compile(
+    r"^model\.ckpt-\d+\.(index|data-\d{5}-of-\d{5})\.tmp-")
+FORMAT = "safetensors"
+
+
+def checkpoint_files(model_dir, prefix):
+    """The files of the checkpoint `prefix` in FORMAT, the data last."""
+    base = os.path.join(model_dir, prefix)
+    if FORMAT == "tf":
+        return [base + ".index", base + ".data-00000-of-00001"]
+    return [base + ".safetensors"]
+
+
+def prefix_of(name):
+    """model.ckpt-N of a checkpoint file's name."""
+    return re.match(r"^(model\.ckpt-\d+)\.", name).group(1)
 STATE_TEMP = re.compile(r"^checkpoint\.tmp-")
 EVENT_FILE = re.compile(r"^events\.out\.tfevents\.")
 
@@ -423,14 +451,14 @@ def verify_model_dir(ckpt_tool, model_dir, killed_files):
     except estc_files.FormatError as e:
         fail(str(e))
     for prefix in listed:
-        path = estc_files.checkpoint_file(model_dir, prefix)
+        path = checkpoint_files(model_dir, prefix)[0]
         r = subprocess.run([ckpt_tool, "--verify", path],
                            capture_output=True, text=True)
         if r.returncode != 0:
             fail("listed checkpoint %s does not verify: %s" %
                  (prefix, r.stdout + r.stderr))
     notes = []  # (kind, detail)
-    full = max([os.path.getsize(estc_files.checkpoint_file(model_dir, p))
+    full = max([os.path.getsize(checkpoint_files(model_dir, p)[-1])
                 for p in listed] or [0])
     for name in sorted(os.listdir(model_dir)):
         size = os.path.getsize(os.path.join(model_dir, name))
@@ -441,8 +469,7 @@ def verify_model_dir(ckpt_tool, model_dir, killed_files):
             kind = "a temp state file"
         elif ".tmp-" in name:
             kind = "a temp file"
-        elif CKPT_FILE.match(name) and name[:-len(".safetensors")] not in (
-                listed):
+        elif CKPT_FILE.match(name) and prefix_of(name) not in listed:
             kind = "a checkpoint the state file does not list"
         else:
             continue
@@ -539,11 +566,18 @@ def compare_with_reference(reference, model_dir, round_number):
     if listed != ref_listed:
         fail("round %d lists checkpoints %s, the uninterrupted run %s" %
              (round_number, listed, ref_listed))
+    files = 0
     for prefix in listed:
-        a = estc_files.checkpoint_file(reference, prefix)
-        b = estc_files.checkpoint_file(model_dir, prefix)
-        if sha(a) == sha(b):
+        for a, b in zip(checkpoint_files(reference, prefix),
+                        checkpoint_files(model_dir, prefix)):
+            files += 1
+            if sha(a) != sha(b):
+                break
+        else:
             continue
+        if FORMAT == "tf":
+            fail("round %d: %s differs from the uninterrupted run's (%s)" %
+                 (round_number, prefix, os.path.basename(b)))
         ta, tb = estc_files.tensors(a), estc_files.tensors(b)
         differ = sorted(n for n in set(ta) | set(tb) if ta.get(n) != tb.get(n))
         fail("round %d: %s differs from the uninterrupted run's (tensors: %s)"
@@ -559,7 +593,51 @@ def compare_with_reference(reference, model_dir, round_number):
                  "%r" % ((round_number,) + key + (
                      estc_files.as_float(v),
                      estc_files.as_float(ref_scalars[key]))))
-    return len(listed), len(ours)
+    return files, len(ours)
+
+
+TF_READ = r"""
+import hashlib, sys
+import tensorflow as tf
+out = []
+for model_dir in sys.argv[1:]:
+    path = tf.train.latest_checkpoint(model_dir)
+    reader = tf.train.load_checkpoint(path)
+    names = sorted(reader.get_variable_to_shape_map())
+    digest = hashlib.sha256()
+    for name in names:
+        value = reader.get_tensor(name)
+        digest.update(name.encode() + b"\0" + value.tobytes())
+    out.append("%s %d %d %s" % (path, int(reader.get_tensor("global_step")),
+                                len(names), digest.hexdigest()))
+print("\n".join(out))
+"""
+
+
+def tf_restores(reference, model_dir, round_number):
+    """TF reads the latest checkpoint of both model_dirs (every tensor, its
+    CRC checked): the same step and values. None without TensorFlow."""
+    try:
+        import importlib.util
+        if importlib.util.find_spec("tensorflow") is None:
+            return None
+    except ImportError:
+        return None
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([sys.executable, "-c", TF_READ, reference, model_dir],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        fail("round %d: TensorFlow cannot restore %s:\n%s" %
+             (round_number, model_dir, r.stderr[-3000:]))
+    ref_line, line = r.stdout.strip().split("\n")[-2:]
+    ref_fields, fields = ref_line.split(), line.split()
+    if fields[1:] != ref_fields[1:]:
+        fail("round %d: TensorFlow reads %s as step %s, %s tensors, sha256 "
+             "%s; the uninterrupted run's %s as %s" % (
+                 round_number, fields[0], fields[1], fields[2], fields[3],
+                 ref_fields[0], " ".join(ref_fields[1:])))
+    return "TensorFlow restores %s (step %s, %s tensors)" % (
+        os.path.basename(fields[0]), fields[1], fields[2])
 
 
 # --- Main -------------------------------------------------------------------
@@ -580,6 +658,8 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int)
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--needs")
+    parser.add_argument("--format", choices=("safetensors", "tf"),
+                        default="safetensors")
     args = parser.parse_args(argv[:split])
     args.command = argv[split + 1:]
     if not args.command or not any("{model_dir}" in a for a in args.command):
@@ -599,7 +679,10 @@ def parse_args(argv):
 
 
 def main():
+    global CKPT_FILE, CKPT_TEMP, FORMAT
     args = parse_args(sys.argv[1:])
+    if args.format == "tf":
+        FORMAT, CKPT_FILE, CKPT_TEMP = "tf", TF_CKPT_FILE, TF_CKPT_TEMP
     if args.needs and not os.path.exists(args.needs):
         print("SKIP: not found: %s (set ESTC_DATA_DIR)" % args.needs)
         return 77
@@ -699,10 +782,16 @@ def main():
         checkpoints, values = compare_with_reference(reference, model_dir,
                                                      round_number)
         tb = tensorboard_reads(estc_files.event_files(model_dir))
+        restored = (tf_restores(reference, model_dir, round_number)
+                    if FORMAT == "tf" else None)
+        if FORMAT == "tf" and restored is None and round_number == 1:
+            print("note: python3 module tensorflow not installed; TF's "
+                  "restore of each round is skipped")
         print("round %d: %d checkpoint files byte-identical to the "
-              "uninterrupted run's, %d event-file scalars equal%s" %
+              "uninterrupted run's, %d event-file scalars equal%s%s" %
               (round_number, checkpoints, values,
-               "; TensorBoard reads all %d event files" % tb if tb else ""),
+               "; TensorBoard reads all %d event files" % tb if tb else "",
+               "; " + restored if restored else ""),
               flush=True)
 
     print("kills landed in:")

@@ -33,6 +33,18 @@ legacy Adam with its slots, and a second path to one layer): estc's
 ObjectGraph resolves object paths and slots to keys holding the live
 objects' values.
 
+Warm start from a TF checkpoint (tf_bundle_tool warm_start, through
+estimator::warm_start) equals tf.compat.v1.train.warm_start (what
+tf.estimator.WarmStartSettings runs) on a tf.compat.v1 Saver's checkpoint:
+vars_to_warm_start as a regex (a variable it leaves out keeps its
+initializer in TF and is not returned by estc), var_name_to_prev_var_name
+(a renamed bias), vars_to_warm_start as a list (TF then selects among all
+variables, a non-trainable one included, and estc's Estimator passes them
+all), var_name_to_vocab_info remapping an embedding's rows
+(new entries and an OOV bucket: the backup initializer), a linear model's
+rows with old_vocab_size cutting the old vocabulary, and an output layer's
+columns (axis 1).
+
 Both ways, an index of two table blocks (9000 tensors). The files estc
 writes (every dtype; the 9000 tensors) equal byte for byte those TF's SaveV2
 writes for the same tensors.
@@ -459,6 +471,167 @@ def tf_estimator_continues(tf, np, tool, work):
           "estc reads the TF Estimator's trained kernel differently")
 
 
+def warm_start_like_tf(tf, np, tool, work):
+    """estc's warm start from a TF checkpoint equals TF's."""
+    v1 = tf.compat.v1
+    d = os.path.join(work, "warm_start")
+    os.makedirs(d)
+
+    def vocab(name, words):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.write("".join(w + "\n" for w in words))
+        return path
+
+    old_vocab = vocab("old_vocab.txt", ["a", "b", "c", "d", "e"])
+    new_vocab = vocab("new_vocab.txt", ["d", "x", "b", "a", "e", "y"])
+    rng = np.random.RandomState(11)
+    old = {
+        "dense/kernel": rng.randn(3, 2).astype(np.float32),
+        "dense/bias": rng.randn(2).astype(np.float32),
+        "emb/embedding_weights": rng.randn(5, 3).astype(np.float32),
+        "linear/c/weights": rng.randn(5, 1).astype(np.float32),
+        "out/kernel": rng.randn(2, 5).astype(np.float32),
+        "skipped/w": rng.randn(2).astype(np.float32),
+        "stats/mean": rng.randn(3).astype(np.float32),
+    }
+    prefix = os.path.join(d, "old", "model.ckpt-7")
+    g = tf.Graph()
+    with g.as_default():
+        for name, value in old.items():
+            v1.get_variable(name, initializer=value)
+        saver = v1.train.Saver()
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            saver.save(sess, prefix)
+
+    # The new model: shapes after the new vocabularies; every initializer 7.
+    new_shapes = {
+        "dense/kernel": [3, 2],
+        "new/bias": [2],
+        "emb/embedding_weights": [6 + 1, 3],  # 6 entries, 1 OOV bucket
+        "linear/c/weights": [4, 1],           # the first 4 new entries
+        "out/kernel": [2, 6],                 # columns: the new vocabulary
+        "skipped/w": [2],
+    }
+    infos = {
+        "emb/embedding_weights": dict(new_vocab=new_vocab, new_vocab_size=6,
+                                      num_oov_buckets=1, old_vocab=old_vocab,
+                                      old_vocab_size=-1,
+                                      backup_initializer=0.5, axis=0),
+        "linear/c/weights": dict(new_vocab=new_vocab, new_vocab_size=4,
+                                 num_oov_buckets=0, old_vocab=old_vocab,
+                                 old_vocab_size=3, backup_initializer=-0.25,
+                                 axis=0),
+        "out/kernel": dict(new_vocab=new_vocab, new_vocab_size=6,
+                           num_oov_buckets=0, old_vocab=old_vocab,
+                           old_vocab_size=-1, backup_initializer=0.0, axis=1),
+    }
+    def constant(value):
+        # The number of missing rows is a tensor there: a fill, not the
+        # constant_initializer (it needs a static shape).
+        return lambda shape, dtype=tf.float32, partition_info=None: tf.fill(
+            shape, tf.constant(value, dtype))
+
+    regex = "^(?!skipped)"
+    renames = {"new/bias": "dense/bias"}
+    g = tf.Graph()
+    with g.as_default():
+        for name, shape in new_shapes.items():
+            v1.get_variable(name, shape=shape,
+                            initializer=v1.constant_initializer(7.0))
+        v1.train.warm_start(
+            prefix, vars_to_warm_start=regex,
+            var_name_to_vocab_info={
+                n: v1.train.VocabInfo(
+                    new_vocab=i["new_vocab"],
+                    new_vocab_size=i["new_vocab_size"],
+                    num_oov_buckets=i["num_oov_buckets"],
+                    old_vocab=i["old_vocab"],
+                    old_vocab_size=i["old_vocab_size"],
+                    backup_initializer=constant(i["backup_initializer"]),
+                    axis=i["axis"])
+                for n, i in infos.items()},
+            var_name_to_prev_var_name=renames)
+        with v1.Session(graph=g) as sess:
+            sess.run(v1.global_variables_initializer())
+            want = {v.op.name: sess.run(v) for v in v1.global_variables()}
+
+    settings = {
+        "ckpt_to_initialize_from": os.path.dirname(prefix),
+        "vars_to_warm_start": regex,
+        "var_name_to_prev_var_name": renames,
+        "var_name_to_vocab_info": infos,
+        "current": {n: {"dtype": "float32", "shape": s}
+                    for n, s in new_shapes.items()},
+    }
+    path = os.path.join(d, "settings.json")
+    with open(path, "w") as f:
+        json.dump(settings, f)
+    r = subprocess.run([tool, "warm_start", path], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        check(False, f"warm start: {tool} warm_start: {r.stderr.strip()}")
+        return
+    got = json.loads(r.stdout)["tensors"]
+    for name in new_shapes:
+        warmed = not np.all(want[name] == 7.0)
+        check(warmed == (name != "skipped/w"),
+              f"warm start: TF {'warm-started' if warmed else 'left'} {name}")
+        if not warmed:
+            check(name not in got, f"warm start: estc warm-started {name}, "
+                                   "which TF's regex leaves out")
+            continue
+        if name not in got:
+            check(False, f"warm start: estc did not warm-start {name}")
+            continue
+        check(got[name] == tensor_spec(np, want[name], "float32"),
+              f"warm start: {name}: estc {got[name]} != TF's "
+              f"{want[name].tolist()}")
+
+    # vars_to_warm_start as a list: TF selects among all global variables,
+    # a non-trainable one included (a regex string selects trainable ones
+    # only: the Estimator passes estc's warm_start the trainable ones then,
+    # every variable for a list).
+    for form, selection in (("list", ["dense/", "stats"]), ("regex", "stats|dense/")):
+        g = tf.Graph()
+        with g.as_default():
+            for name, shape in (("dense/kernel", [3, 2]), ("dense/bias", [2]),
+                                ("skipped/w", [2])):
+                v1.get_variable(name, shape=shape,
+                                initializer=v1.constant_initializer(7.0))
+            v1.get_variable("stats/mean", shape=[3], trainable=False,
+                            initializer=v1.constant_initializer(7.0))
+            v1.train.warm_start(prefix, vars_to_warm_start=selection)
+            with v1.Session(graph=g) as sess:
+                sess.run(v1.global_variables_initializer())
+                want = {v.op.name: sess.run(v) for v in v1.global_variables()}
+                trainable = {v.op.name for v in v1.trainable_variables()}
+        current = {n: {"dtype": "float32", "shape": list(v.shape)}
+                   for n, v in want.items()
+                   if form == "list" or n in trainable}
+        with open(path, "w") as f:
+            json.dump({"ckpt_to_initialize_from": prefix,
+                       "vars_to_warm_start": selection, "current": current},
+                      f)
+        r = subprocess.run([tool, "warm_start", path], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            check(False, f"warm start ({form}): {r.stderr.strip()}")
+            continue
+        got = json.loads(r.stdout)["tensors"]
+        warmed = sorted(n for n, v in want.items() if not np.all(v == 7.0))
+        check(sorted(got) == warmed,
+              f"warm start ({form}): estc warm-starts {sorted(got)}, TF "
+              f"{warmed}")
+        check(("stats/mean" in warmed) == (form == "list"),
+              f"warm start ({form}): TF's selection of the non-trainable "
+              f"variable: {warmed}")
+        for name in set(got) & set(warmed):
+            check(got[name] == tensor_spec(np, want[name], "float32"),
+                  f"warm start ({form}): {name} differs from TF's")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -482,6 +655,7 @@ def main():
     model_dir_both_ways(tf, np, args.tool, args.work)
     object_based(tf, np, args.tool, args.work)
     tf_estimator_continues(tf, np, args.tool, args.work)
+    warm_start_like_tf(tf, np, args.tool, args.work)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1

@@ -246,6 +246,31 @@ TEST(RunConfigTest, ReplaceKeepsOtherFieldsAndValidates) {
         << device;
 }
 
+TEST(RunConfigTest, CheckpointFormat) {
+  RunConfig a = RunConfig::from_tf_config("");
+  EXPECT_EQ(a.checkpoint_format(), "auto");
+  for (const char *format : {"tf", "safetensors", "auto"}) {
+    RunConfigOptions o;
+    o.checkpoint_format = format;
+    EXPECT_EQ(RunConfig::from_tf_config("", o).checkpoint_format(), format);
+  }
+  RunConfigOptions tf;
+  tf.checkpoint_format = "tf";
+  RunConfig b = a.replace(tf);
+  EXPECT_EQ(b.checkpoint_format(), "tf");
+  RunConfigOptions other;
+  other.keep_checkpoint_max = 2;
+  EXPECT_EQ(b.replace(other).checkpoint_format(), "tf"); // kept
+  for (const char *format : {"", "TF", "tensorflow", "bundle", "h5"}) {
+    RunConfigOptions o;
+    o.checkpoint_format = format;
+    EXPECT_EQ(errorOf([&] { b.replace(o); }),
+              std::string("RunConfig: checkpoint_format '") + format +
+                  "' should be \"tf\", \"safetensors\" or \"auto\"")
+        << format;
+  }
+}
+
 TEST(RunConfigTest, Device) {
   RunConfigOptions o;
   o.device = "cuda";

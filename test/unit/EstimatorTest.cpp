@@ -988,6 +988,23 @@ TEST_F(EstimatorTest, WarmStartsFromAnotherModel) {
   EXPECT_EQ(ckpt0.data, source->get_variable_value("dense/kernel").data);
 }
 
+TEST_F(EstimatorTest, WarmStartListChoosesAmongAllVariables) {
+  // TF's list form selects from all global variables: global_step (not
+  // trainable) too when an entry matches it; the regex form never does.
+  auto source = make("source");
+  source->train(trainInput(), {.steps = 20});
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = source->model_dir();
+  ws.vars_to_warm_start = ".*";
+  Estimator regex(classifier_fn, config("regex"), Params{{"hidden", 8}}, ws);
+  regex.train(trainInput(), {.steps = 1});
+  EXPECT_EQ(regex.get_variable_value("global_step").values<int64_t>()[0], 1);
+  ws.vars_to_warm_start_list = {"dense/", "global_step"};
+  Estimator list(classifier_fn, config("list"), Params{{"hidden", 8}}, ws);
+  list.train(trainInput(), {.steps = 1});
+  EXPECT_EQ(list.get_variable_value("global_step").values<int64_t>()[0], 21);
+}
+
 // --- ExponentialMovingAverage's shadows at evaluation, prediction, export ----
 
 /// One dense layer (4 -> 3) trained with SGD and an ExponentialMovingAverage

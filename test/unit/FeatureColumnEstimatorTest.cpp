@@ -15,6 +15,7 @@
 
 #include "estimator/Estimator.h"
 #include "estimator/FeatureColumnTransform.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Data/Dataset.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
 #include "lib/Graph/Layers.h"
@@ -148,6 +149,57 @@ protected:
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+// embedding_column(ckpt_to_load_from, tensor_name_in_ckpt) in a model: the
+// model starts from the checkpoint's tensor (TF's init_from_checkpoint), and
+// a later train() restores its own model_dir instead.
+TEST_F(FeatureColumnEstimatorTest, EmbeddingStartsFromACheckpoint) {
+  fs::create_directories(dir_);
+  std::string prefix = (dir_ / "tf" / "model.ckpt-9").string();
+  fs::create_directories(dir_ / "tf");
+  TensorValue old = TensorValue::of<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  train::write_tensor_bundle(prefix, {{"emb/old", old}});
+  auto sex = fc::categorical_column_with_vocabulary_list("sex", {"m", "f"});
+  fc::FeatureColumns cols = {
+      fc::embedding_column(sex, 3, "mean", {}, {}, true, prefix, "emb/old")};
+  auto fn = [cols](const TensorMap &features, const Tensor &labels,
+                   ModeKeys mode, const Params &, const RunConfig &) {
+    Tensor l = layers::dense(fc::input_layer(features, cols), 1);
+    EstimatorSpec spec(mode);
+    spec.predictions = {{"logits", l}};
+    if (mode == ModeKeys::PREDICT)
+      return spec;
+    spec.loss = losses::sigmoid_cross_entropy(labels, l);
+    spec.train_op = train::GradientDescentOptimizer(0.1).minimize(spec.loss);
+    return spec;
+  };
+  InputFn input = [] {
+    std::map<std::string, data::Element> f;
+    f.emplace("sex", TensorValue::of_strings({4}, {"m", "f", "f", "m"}));
+    return Dataset(data::Dataset::from_tensor_slices(
+                       data::Element::tuple(
+                           {data::Element::dict(std::move(f)),
+                            TensorValue::of<float>({4, 1}, {1, 0, 0, 1})}))
+                       .repeat()
+                       .batch(2));
+  };
+  RunConfigOptions o;
+  o.model_dir = (dir_ / "model").string();
+  o.save_checkpoints_steps = 100;
+  Estimator est(fn, RunConfig::from_tf_config("", o));
+  est.set_host_transform(fc::make_host_transform(cols));
+  est.train(input, {.steps = 2});
+  const std::string name = "input_layer/sex_embedding/embedding_weights";
+  EXPECT_EQ(
+      train::load_variable(o.model_dir.value() + "/model.ckpt-0", name).data,
+      old.data);
+  TensorValue trained = est.get_variable_value(name);
+  EXPECT_NE(trained.data, old.data);
+  est.train(input, {.steps = 1}); // restores step 2, not the tensor
+  EXPECT_EQ(
+      train::load_variable(o.model_dir.value() + "/model.ckpt-2", name).data,
+      trained.data);
+}
 
 TEST_F(FeatureColumnEstimatorTest, WideAndDeepTrainsAndMatchesReference) {
   RunConfigOptions o;

@@ -14,12 +14,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/FeatureColumn/FeatureColumn.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Data/Example.h"
 #include "lib/Data/Hashing.h"
 #include "lib/FeatureColumn/Transformer.h"
 #include "test/unit/FileTesting.h"
 
+#include <filesystem>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <utility>
@@ -248,6 +251,52 @@ TEST(FeatureColumnTest, ArgumentErrorsNameTheColumn) {
 
 // --- make_parse_example_spec
 // --------------------------------------------------
+
+// embedding_column(ckpt_to_load_from, tensor_name_in_ckpt): the variable
+// starts from the checkpoint's tensor (a TF checkpoint here).
+TEST(FeatureColumnTest, EmbeddingFromCheckpoint) {
+  auto errorOf = [](auto fn) -> std::string {
+    try {
+      fn();
+    } catch (const std::exception &e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("estc-fc-ckpt-" + std::to_string(::getpid())))
+                        .string();
+  std::filesystem::create_directories(dir);
+  std::string prefix = dir + "/model.ckpt-5";
+  train::write_tensor_bundle(
+      prefix,
+      {{"old/emb", TensorValue::of<float>({3, 2}, {1, 2, 3, 4, 5, 6})},
+       {"old/f64", TensorValue::of<double>({3, 2}, {0, 0, 0, 0, 0, 0})}});
+  auto sex = categorical_column_with_vocabulary_list("sex", {"m", "f", "x"});
+  auto e = embedding_column(sex, 2, "mean", {}, {}, true, prefix, "old/emb");
+  EXPECT_EQ(e->initializer().type, "constant");
+  EXPECT_EQ(e->initializer().values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(errorOf([&] {
+              embedding_column(sex, 2, "mean", {}, {}, true, prefix, "");
+            }),
+            "embedding_column: Must specify both `ckpt_to_load_from` and "
+            "`tensor_name_in_ckpt` or none of them.");
+  EXPECT_EQ(errorOf([&] {
+              embedding_column(sex, 3, "mean", {}, {}, true, prefix, "old/emb");
+            }),
+            "embedding_column: tensor_name_in_ckpt 'old/emb' of " + prefix +
+                " is F32[3,2], not the F32[3,3] of the embedding of 'sex'");
+  EXPECT_EQ(errorOf([&] {
+              embedding_column(sex, 2, "mean", {}, {}, true, prefix, "old/f64");
+            }),
+            "embedding_column: tensor_name_in_ckpt 'old/f64' of " + prefix +
+                " is F64[3,2], not the F32[3,2] of the embedding of 'sex'");
+  EXPECT_NE(errorOf([&] {
+              embedding_column(sex, 2, "mean", {}, {}, true, prefix, "nope");
+            }).find("nope"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
+}
 
 TEST(FeatureColumnTest, ParseExampleSpec) {
   auto age = numeric_column("age", {1}, {-1.0});

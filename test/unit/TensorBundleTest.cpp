@@ -563,6 +563,35 @@ TEST_F(TensorBundleTest, SaverWritesTfCheckpoints) {
   EXPECT_THROW(Saver(dir, {.num_shards = 0}), std::invalid_argument);
 }
 
+TEST_F(TensorBundleTest, SavingAStepAgainInTheOtherFormatReplacesIt) {
+  // What an Estimator restarted with another RunConfig::checkpoint_format
+  // does: it saves the step it restored again, in the new format.
+  SaverOptions tf;
+  tf.format = CheckpointFormat::TensorBundle;
+  tf.num_shards = 2;
+  Saver(dir, tf).save(numericVariables(100), 100);
+  SaverOptions st;
+  st.format = CheckpointFormat::Safetensors;
+  Saver(dir, st).save(numericVariables(101), 100);
+  for (const char *name :
+       {"model.ckpt-100.index", "model.ckpt-100.data-00000-of-00002",
+        "model.ckpt-100.data-00001-of-00002"})
+    EXPECT_FALSE(fs::exists(file(name))) << name;
+  EXPECT_EQ(
+      restore_latest(dir)->variables.at("global_step").values<int64_t>()[0],
+      101);
+  // And back: the safetensors file goes, the state file lists one prefix.
+  tf.num_shards = 1;
+  Saver(dir, tf).save(numericVariables(102), 100);
+  EXPECT_FALSE(fs::exists(file("model.ckpt-100.safetensors")));
+  EXPECT_TRUE(fs::exists(file("model.ckpt-100.data-00000-of-00001")));
+  EXPECT_EQ(get_checkpoint_state(dir)->all_model_checkpoint_paths,
+            std::vector<std::string>{"model.ckpt-100"});
+  EXPECT_EQ(
+      restore_latest(dir)->variables.at("global_step").values<int64_t>()[0],
+      102);
+}
+
 TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
   SaverOptions options;
   options.format = CheckpointFormat::TensorBundle;

@@ -165,6 +165,80 @@ TEST_F(TrainAndEvaluateTest, EveryNStepsEvaluatesInMemory) {
   EXPECT_EQ(fromCheckpoint.at("loss"), r.at("loss"));
 }
 
+/// The checkpoint files of model_dir: "model.ckpt-N.index" etc., sorted
+/// (the state file and temporary files left out).
+std::vector<std::string> checkpointFiles(const std::string &modelDir) {
+  std::vector<std::string> names;
+  for (const auto &entry : fs::directory_iterator(modelDir)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("model.ckpt-", 0) == 0)
+      names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(TrainAndEvaluateTest, RunConfigCheckpointFormatPicksTheSaversFormat) {
+  // "tf": train_and_evaluate's training saves TF tensor bundles, and its
+  // evaluations and exporters read them.
+  RunConfigOptions tf;
+  tf.checkpoint_format = "tf";
+  tf.keep_checkpoint_max = 2;
+  Estimator est(classifier_fn, config(10).replace(tf));
+  auto exporter = std::make_shared<RecordingExporter>();
+  EvalSpec eval = evalSpec();
+  eval.exporters = {exporter};
+  EvalResults r =
+      train_and_evaluate(est, TrainSpec{trainInput(), 20}, eval).eval_result;
+  EXPECT_EQ(r.at("global_step"), 20);
+  EXPECT_EQ(evalSteps(est.eval_dir()), (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(
+      exporter->calls,
+      (std::vector<std::string>{"model.ckpt-10 10", "model.ckpt-20 20 final"}));
+  const std::string dir = est.model_dir();
+  EXPECT_EQ(checkpointFiles(dir),
+            (std::vector<std::string>{
+                "model.ckpt-10.data-00000-of-00001", "model.ckpt-10.index",
+                "model.ckpt-20.data-00000-of-00001", "model.ckpt-20.index"}));
+  train::CheckpointReader bundle(dir + "/model.ckpt-20");
+  EXPECT_EQ(bundle.global_step(), 20);
+  EXPECT_EQ(bundle.metadata().at("format"), "tensor-bundle-v2");
+
+  // Unset ("auto"): a model_dir whose newest checkpoint is TF's stays TF's.
+  Estimator autoEst(classifier_fn, config(10));
+  EXPECT_EQ(autoEst.config().checkpoint_format(), "auto");
+  autoEst.train(trainInput(), {.max_steps = 30});
+  EXPECT_TRUE(fs::exists(dir + "/model.ckpt-30.index"));
+  EXPECT_FALSE(fs::exists(dir + "/model.ckpt-30.safetensors"));
+
+  // "safetensors" switches it: the restored step 30 is saved again as
+  // safetensors (its TF files go), the older TF checkpoints are collected
+  // as usual, and "auto" then continues in safetensors.
+  RunConfigOptions st;
+  st.checkpoint_format = "safetensors";
+  st.keep_checkpoint_max = 2;
+  Estimator stEst(classifier_fn, config(10).replace(st));
+  stEst.train(trainInput(), {.max_steps = 40});
+  EXPECT_EQ(checkpointFiles(dir),
+            (std::vector<std::string>{"model.ckpt-30.safetensors",
+                                      "model.ckpt-40.safetensors"}));
+  Estimator again(classifier_fn, config(10));
+  again.train(trainInput(), {.max_steps = 50});
+  EXPECT_TRUE(fs::exists(dir + "/model.ckpt-50.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/model.ckpt-50.index"));
+  // Each restore read the checkpoint before it, whatever its format.
+  EXPECT_EQ(
+      train::CheckpointReader(dir + "/model.ckpt-50.safetensors").global_step(),
+      50);
+
+  // A fresh model_dir without the field gets safetensors.
+  RunConfigOptions fresh;
+  fresh.model_dir = (dir_ / "fresh").string();
+  Estimator freshEst(classifier_fn, config(10).replace(fresh));
+  freshEst.train(trainInput(), {.max_steps = 10});
+  EXPECT_TRUE(fs::exists(dir_ / "fresh" / "model.ckpt-10.safetensors"));
+}
+
 TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
   Estimator est(classifier_fn, config(10));
   EvalSpec eval = evalSpec();

@@ -149,9 +149,45 @@ TEST_F(WarmStartTest, ListFormSelectsAnyOfItsRegexes) {
     ADD_FAILURE() << "no error for a bad regex";
   } catch (const std::invalid_argument &e) {
     EXPECT_EQ(std::string(e.what()).rfind("WarmStartSettings: "
-                                          "vars_to_warm_start_list entry '(' "
+                                          "vars_to_warm_start_list '(' "
                                           "is not a valid regex: ",
                                           0),
+            0u)
+        << e.what();
+  }
+}
+
+// TF's list form: any of the regexes, each matched from the start; it
+// replaces vars_to_warm_start; a bad one is named.
+TEST_F(WarmStartTest, ListOfRegexes) {
+  VariableMap old;
+  old["dense/kernel"] = TensorValue::of<float>({2}, {1, 2});
+  old["bn/moving_mean"] = TensorValue::of<float>({2}, {3, 4});
+  old["head/w"] = TensorValue::of<float>({2}, {5, 6});
+  Saver(dir).save(old, 3);
+  std::map<std::string, VariableSpec> current = {
+      {"dense/kernel", {DType::Float32, {2}}},
+      {"bn/moving_mean", {DType::Float32, {2}}},
+      {"head/w", {DType::Float32, {2}}},
+  };
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = dir;
+  ws.vars_to_warm_start = "head"; // replaced by the list
+  ws.vars_to_warm_start_list = {"dense/", "bn", "moving_mean"};
+  VariableMap loaded = warm_start(ws, current);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded.at("bn/moving_mean").values<float>(),
+            (std::vector<float>{3, 4}));
+  EXPECT_TRUE(loaded.count("dense/kernel"));
+  ws.vars_to_warm_start_list = {"dense/", "("};
+  try {
+    warm_start(ws, current);
+    ADD_FAILURE() << "no error for a bad regex in the list";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "WarmStartSettings: vars_to_warm_start_list '(' is not a "
+                  "valid regex: ",
+                  0),
               0u)
         << e.what();
   }

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""A TF 2.15 Estimator and estc's take turns in one model_dir.
+
+The same custom model_fn in both (tf.compat.v1.layers.dense(8, relu),
+dense(3), sparse softmax cross-entropy; tf_estimator_tool is estc's) with
+each TF 1 optimizer whose variables estc names as TF does: GradientDescent,
+Momentum (slots <var>/Momentum) and Adagrad (<var>/Adagrad). On 200 fixed
+batches, in order:
+
+  tf_200        TF trains 100 steps, then TF 100 more (the reference)
+  tf_then_estc  TF's first 100 steps, then estc continues the model_dir for
+                100 (RunConfig checkpoint_format "auto": it stays in TF's
+                format)
+  estc_then_tf  from TF's step-0 checkpoint, estc trains 100 steps (TF's
+                format, again by "auto"), then TF continues for 100
+  estc_200      from TF's step-0 checkpoint, estc trains 200 steps
+
+Each ends with the reference's variables, optimizer slots included, under
+the same names (nothing missing: TF's Saver restores every variable of its
+graph; the one tensor estc adds is _estc_input_pipeline_state, the input
+pipeline's position, which TF's Saver ignores), within float32 noise; estc's step-100
+checkpoint equals TF's. The model_dirs estc wrote hold TF checkpoints
+(model.ckpt-N.index), an int64 global_step, and a state file that TF's
+tf.train.get_checkpoint_state reads.
+
+Not covered (issue 30, docs/checkpoint-format.md): TF 1's AdamOptimizer
+(beta1_power / beta2_power, which estc does not keep) and the canned
+estimators (Keras optimizer slot names).
+
+usage: tf_estimator_checkpoint_compat.py --tool=build/bin/tf_estimator_tool
+           --work=DIR
+Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+BATCH = 16
+STEPS = 100
+OPTIMIZERS = ("sgd", "momentum", "adagrad")
+RTOL, ATOL = 1e-4, 1e-5
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def data(np):
+    rng = np.random.RandomState(5)
+    x = rng.uniform(-1, 1, (2 * STEPS * BATCH, 4)).astype(np.float32)
+    y = np.argmax(np.stack([x[:, 0] + x[:, 1], x[:, 2], x[:, 3]], 1),
+                  1).astype(np.int64)
+    return x, y
+
+
+def tf_train(tf, model_dir, optimizer, x, y):
+    v1 = tf.compat.v1
+
+    def model_fn(features, labels, mode):
+        hidden = v1.layers.dense(features["x"], 8, activation=tf.nn.relu)
+        logits = v1.layers.dense(hidden, 3)
+        loss = v1.losses.sparse_softmax_cross_entropy(labels, logits)
+        opt = {"sgd": lambda: v1.train.GradientDescentOptimizer(0.1),
+               "momentum": lambda: v1.train.MomentumOptimizer(0.05, 0.9),
+               "adagrad": lambda: v1.train.AdagradOptimizer(
+                   0.1, initial_accumulator_value=0.1)}[optimizer]()
+        train_op = opt.minimize(loss, global_step=v1.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    config = tf.estimator.RunConfig(save_checkpoints_steps=STEPS,
+                                    save_summary_steps=None,
+                                    log_step_count_steps=None,
+                                    tf_random_seed=1)
+    est = tf.estimator.Estimator(model_fn, model_dir=model_dir, config=config)
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(
+        ({"x": x}, y)).batch(BATCH), steps=len(y) // BATCH)
+
+
+def estc_train(tool, work, model_dir, optimizer, x, y):
+    path = os.path.join(work, "batches.bin")
+    with open(path, "wb") as f:
+        f.write(x.astype("<f4").tobytes() + y.astype("<i8").tobytes())
+    r = subprocess.run([tool, model_dir, path, optimizer, str(BATCH),
+                        str(len(y) // BATCH), "auto"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {tool} {model_dir}: {r.stderr.strip()[-2000:]}")
+
+
+def variables(tf, model_dir):
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+
+
+INPUT_STATE = "_estc_input_pipeline_state"
+
+
+def compare(np, label, got, want):
+    got = {n: v for n, v in got.items() if n != INPUT_STATE}
+    check(sorted(got) == sorted(want),
+          f"{label}: variables {sorted(got)} != the reference's {sorted(want)}")
+    for name in sorted(set(got) & set(want)):
+        g, w = got[name], want[name]
+        if g.dtype != w.dtype or g.shape != w.shape:
+            check(False, f"{label}: {name} is {g.dtype}{list(g.shape)}, the "
+                         f"reference's {w.dtype}{list(w.shape)}")
+        elif not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            worst = float(np.max(np.abs(g.astype(np.float64) - w)))
+            check(False, f"{label}: {name} differs from the reference's by "
+                         f"up to {worst:g}")
+
+
+def estc_wrote_tf(tf, label, model_dir, step):
+    check(os.path.exists(os.path.join(model_dir, f"model.ckpt-{step}.index"))
+          and not glob.glob(os.path.join(model_dir, "*.safetensors")),
+          f"{label}: estc did not continue the model_dir in TF's format")
+    state = tf.train.get_checkpoint_state(model_dir)
+    check(state is not None and os.path.basename(
+        state.model_checkpoint_path) == f"model.ckpt-{step}",
+        f"{label}: TF reads the state file as {state}")
+    reader = tf.train.load_checkpoint(os.path.join(model_dir,
+                                                   f"model.ckpt-{step}"))
+    check(reader.get_variable_to_dtype_map()["global_step"] == tf.int64 and
+          int(reader.get_tensor("global_step")) == step,
+          f"{label}: global_step is not the int64 {step}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    try:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+        import numpy as np
+        import tensorflow as tf
+    except ImportError as e:
+        print(f"SKIP: TensorFlow is not installed ({e})")
+        return 77
+    tf.get_logger().setLevel("ERROR")  # the Estimator's deprecation warnings
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    x, y = data(np)
+    n = STEPS * BATCH
+    first, second = (x[:n], y[:n]), (x[n:], y[n:])
+    for opt in OPTIMIZERS:
+        work = os.path.join(args.work, opt)
+        os.makedirs(work)
+        d = lambda name: os.path.join(work, name)
+        tf_train(tf, d("tf_100"), opt, *first)
+        # TF's step-0 checkpoint alone: where estc starts.
+        os.makedirs(d("init"))
+        for f in glob.glob(os.path.join(d("tf_100"), "model.ckpt-0.*")):
+            shutil.copy(f, d("init"))
+        tf.compat.v1.train.update_checkpoint_state(d("init"), "model.ckpt-0")
+        for name in ("tf_200", "tf_then_estc"):
+            shutil.copytree(d("tf_100"), d(name))
+        for name in ("estc_then_tf", "estc_200"):
+            shutil.copytree(d("init"), d(name))
+
+        tf_train(tf, d("tf_200"), opt, *second)
+        reference = variables(tf, d("tf_200"))
+        check(int(reference["global_step"]) == 2 * STEPS,
+              f"{opt}: TF's reference ended at {reference['global_step']}")
+
+        estc_train(args.tool, work, d("tf_then_estc"), opt, *second)
+        estc_wrote_tf(tf, f"{opt} tf_then_estc", d("tf_then_estc"), 2 * STEPS)
+        compare(np, f"{opt} tf_then_estc", variables(tf, d("tf_then_estc")),
+                reference)
+
+        estc_train(args.tool, work, d("estc_then_tf"), opt, *first)
+        estc_wrote_tf(tf, f"{opt} estc_then_tf", d("estc_then_tf"), STEPS)
+        compare(np, f"{opt} estc's first 100 steps",
+                variables(tf, d("estc_then_tf")), variables(tf, d("tf_100")))
+        tf_train(tf, d("estc_then_tf"), opt, *second)
+        compare(np, f"{opt} estc_then_tf", variables(tf, d("estc_then_tf")),
+                reference)
+
+        estc_train(args.tool, work, d("estc_200"), opt, x, y)
+        compare(np, f"{opt} estc_200", variables(tf, d("estc_200")),
+                reference)
+        print(f"{opt}: checked", flush=True)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("OK: TF's and estc's Estimators continue each other's model_dirs "
+          "(" + ", ".join(OPTIMIZERS) + "), equal to 200 steps in TF")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
