@@ -34,6 +34,9 @@
 #                in-process compiler (libMLIR.so, libLLVM.so: the package
 #                finds MLIR 22 for it)
 #   canned       estc::canned: the canned estimators and heads (needs jit)
+#   keras        estc::keras: model_to_estimator, Keras model files
+#                (estc/keras.h; needs jit; HDF5 and libzip, which the
+#                package finds)
 #   saved_model  estc::saved_model: serving::SavedModel, the loader (no LLVM)
 #   c_api        estc::c_api: libestc_c.so, and pkg-config's estc-c
 #   serving      estc::serving: estc-serve's libraries (REST API, batching,
@@ -69,6 +72,7 @@ _estc_umbrella(estc_estimator estimator
   EstcRuntime)
 _estc_umbrella(estc_estimator_jit estimator_jit estc_estimator EstcEstimatorJit)
 _estc_umbrella(estc_canned canned estc_estimator_jit EstcCanned EstcCannedJit)
+_estc_umbrella(estc_keras keras estc_estimator_jit EstcKerasEstimator)
 _estc_umbrella(estc_saved_model saved_model EstcSavedModel)
 _estc_umbrella(estc_c_api c_api EstcC)
 _estc_umbrella(estc_serving serving EstcServingSavedModel)
@@ -116,12 +120,13 @@ endfunction()
 
 # Each component: the closure of its umbrella targets, less every component
 # before it (whose export it then names, as estc::<target>).
-set(ESTC_COMPONENTS estimator saved_model c_api jit canned serving)
+set(ESTC_COMPONENTS estimator saved_model c_api jit canned keras serving)
 set(_estc_umbrellas_estimator estc_estimator EstcData)
 set(_estc_umbrellas_saved_model estc_saved_model)
 set(_estc_umbrellas_c_api estc_c_api)
 set(_estc_umbrellas_jit estc_estimator_jit)
 set(_estc_umbrellas_canned estc_canned)
+set(_estc_umbrellas_keras estc_keras)
 set(_estc_umbrellas_serving estc_serving)
 set(_estc_taken)
 foreach(_c IN LISTS ESTC_COMPONENTS)

@@ -57,6 +57,10 @@ RunConfig withModelDir(const RunConfig &config) {
 }
 } // namespace
 
+void Estimator::set_labels_in_features(const std::string &prefix) {
+  backend_->set_labels_in_features(prefix);
+}
+
 void Estimator::set_host_transform(
     std::shared_ptr<const HostTransform> transform) {
   runner_->transform = std::move(transform);

@@ -341,6 +341,13 @@ public:
   /// the JIT cache's witness.
   int compile_count() const;
 
+protected:
+  /// train and evaluate take elements without labels too: model_fn reads
+  /// its labels from the features whose key starts with `prefix`, which
+  /// predict does not take (model_to_estimator's models with several
+  /// outputs, estimator/KerasEstimator.h: "labels/"). JIT Estimators only.
+  void set_labels_in_features(const std::string &prefix);
+
 private:
   friend class Predictions;
   Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,

@@ -102,6 +102,15 @@ public:
 
   virtual int compile_count() const { return 0; }
 
+  /// Labels as features: train and evaluate without labels too, model_fn
+  /// taking its labels from the features whose key starts with `prefix`
+  /// (model_to_estimator's models with several outputs: "labels/"), which
+  /// PREDICT does not take. The JIT then builds every mode from the first
+  /// TRAIN or EVAL spec; AOT models ignore it.
+  virtual void set_labels_in_features(const std::string &prefix) {
+    (void)prefix;
+  }
+
   /// Compiles `mode`'s function (PREDICT) of model_fn on `inputs` for
   /// `target` into an object (export_saved_model). AOT backends have no
   /// model_fn: std::invalid_argument.

@@ -30,7 +30,21 @@ public:
       throw std::invalid_argument("Estimator: empty model_fn");
   }
 
+  void set_labels_in_features(const std::string &prefix) override {
+    labelsOptional_ = true;
+    labelPrefix_ = prefix;
+  }
+
   void prepare(ModeKeys mode, const ElementSpec &spec) override {
+    if (labelsOptional_) {
+      // Labels (if any) come with the features: every mode is built from
+      // the first TRAIN or EVAL spec (PREDICT alone until one comes).
+      if (!built_ || (mode != ModeKeys::PREDICT && !allModes_)) {
+        allModes_ = mode != ModeKeys::PREDICT;
+        build(spec);
+      }
+      return;
+    }
     if (built_) {
       bool needsLabels = mode != ModeKeys::PREDICT;
       if (needsLabels && !inputs_.labels) {
@@ -156,12 +170,17 @@ private:
       inputs.labels->key = "labels";
     std::map<ModeKeys, EstimatorSpec> specs;
     std::vector<ModeKeys> modes = {ModeKeys::PREDICT};
-    if (inputs.labels)
+    if (inputs.labels || allModes_)
       modes = {ModeKeys::TRAIN, ModeKeys::EVAL, ModeKeys::PREDICT};
     for (ModeKeys mode : modes) {
       InputSpec modeInputs = inputs;
-      if (mode == ModeKeys::PREDICT)
+      if (mode == ModeKeys::PREDICT) {
         modeInputs.labels.reset();
+        if (labelsOptional_)
+          std::erase_if(modeInputs.features, [&](const TensorSpec &f) {
+            return f.key.rfind(labelPrefix_, 0) == 0;
+          });
+      }
       build_mode(*graph, mode, modeInputs,
                  [&](Graph &g, const TensorMap &features, const Tensor &labels,
                      ModeKeys m) {
@@ -248,6 +267,8 @@ private:
 
   ModelFn modelFn_;
   bool built_ = false, dirty_ = false;
+  bool labelsOptional_ = false, allModes_ = false;
+  std::string labelPrefix_;
   ElementSpec inputs_;
   std::unique_ptr<Graph> graph_;
   graph::GraphDef def_;

@@ -94,7 +94,8 @@ void Runner::initialize(rt::CompiledModel &m) {
     return;
   std::map<std::string, VariableSpec> current;
   for (int i = 0; i < m.spec().numVariables; ++i)
-    if (m.spec().variables[i].trainable)
+    if (m.spec().variables[i].trainable ||
+        !warm_->vars_to_warm_start_list.empty())
       current[m.spec().variables[i].name] =
           binding::variableSpec(m.spec().variables[i]);
   log_info("Warm-starting from: " + warm_->ckpt_to_initialize_from);

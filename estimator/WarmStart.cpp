@@ -106,8 +106,23 @@ train::VariableMap
 warm_start(const WarmStartSettings &settings,
            const std::map<std::string, VariableSpec> &current) {
   std::regex pattern;
+  std::string expression = settings.vars_to_warm_start;
+  if (!settings.vars_to_warm_start_list.empty()) {
+    expression.clear();
+    for (const std::string &e : settings.vars_to_warm_start_list) {
+      try {
+        std::regex check(e, std::regex::ECMAScript);
+      } catch (const std::regex_error &err) {
+        throw std::invalid_argument("WarmStartSettings: vars_to_warm_start_"
+                                    "list entry '" +
+                                    e +
+                                    "' is not a valid regex: " + err.what());
+      }
+      expression += (expression.empty() ? "(?:" : "|(?:") + e + ")";
+    }
+  }
   try {
-    pattern = std::regex(settings.vars_to_warm_start, std::regex::ECMAScript);
+    pattern = std::regex(expression, std::regex::ECMAScript);
   } catch (const std::regex_error &e) {
     throw std::invalid_argument("WarmStartSettings: vars_to_warm_start '" +
                                 settings.vars_to_warm_start +

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace estc {
 namespace estimator {
@@ -39,6 +40,12 @@ struct WarmStartSettings {
   /// Variables to warm-start: those whose name this regex (ECMAScript)
   /// matches from its beginning, like Python's re.match in TF.
   std::string vars_to_warm_start = ".*";
+  /// TF's list form of vars_to_warm_start: when not empty, the variables,
+  /// trainable or not (batch-norm statistics, optimizer slots), whose name
+  /// one of these regexes matches from its beginning; vars_to_warm_start
+  /// is then not used. model_to_estimator (KerasEstimator.h) lists every
+  /// Keras weight.
+  std::vector<std::string> vars_to_warm_start_list{};
   /// New name -> name in the checkpoint, for renamed variables.
   std::map<std::string, std::string> var_name_to_prev_var_name;
   /// Variables (F32, rank 2) remapped between vocabularies, e.g. an
@@ -55,7 +62,8 @@ struct WarmStartSettings {
 /// in the checkpoint or its dtype or shape differs, and when a rename names
 /// a variable that is not current; std::invalid_argument for a bad regex.
 /// Pass only the variables that may be warm-started (TF considers trainable
-/// ones only): global_step and optimizer slots are usually left out. A
+/// ones only, or every variable with vars_to_warm_start_list): global_step
+/// and optimizer slots are usually left out. A
 /// variable with a VocabInfo is remapped (its checkpoint shape may differ
 /// along `axis`); DataError naming the file for a missing or short
 /// vocabulary file, CheckpointError for shapes that do not fit the

@@ -345,6 +345,83 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
       assign(var, sub(v, add(mul(g, lr), mul(mul(a, m), lr))));
     else
       assign(var, sub(v, mul(lr, a)));
+  } else if (kind == "keras_sgd") {
+    // Keras 2.15's SGD (tf.keras.optimizers.SGD, and its legacy twin's
+    // ResourceApplyKerasMomentum): m = m momentum - g lr; variable += m
+    // (nesterov: += m momentum - g lr). Unlike TF 1.x's momentum, lr
+    // enters the accumulator, which a schedule makes differ.
+    double momentum = hp("momentum", 0.0);
+    Value step = neg(mul(g, lr));
+    if (momentum == 0.0) {
+      assign(var, add(v, step));
+    } else {
+      Value mom = hpScalar(v, "momentum", 0.0);
+      Value m = add(step, mul(slot(var, "momentum", type, 0.0), mom));
+      assign(var + "/momentum", m);
+      if (flag("nesterov"))
+        assign(var, add(v, add(step, mul(m, mom))));
+      else
+        assign(var, add(v, m));
+    }
+  } else if (kind == "keras_rmsprop") {
+    // Keras 2.15's RMSprop: velocity (from zeros) = rho velocity + (1 - rho)
+    // g^2; centered: average_grad likewise, denominator = velocity -
+    // average_grad^2 + epsilon (else velocity + epsilon); increment = lr g
+    // rsqrt(denominator); momentum > 0: m = momentum m + increment,
+    // variable -= m; else variable -= increment.
+    Value rho = hpScalar(v, "rho", 0.9);
+    Value c = oneMinusHpDouble(v, "rho", 0.9);
+    Value vel =
+        add(mul(rho, slot(var, "velocity", type, 0.0)), mul(c, square(g)));
+    assign(var + "/velocity", vel);
+    Value denom = vel;
+    if (flag("centered")) {
+      Value ag =
+          add(mul(rho, slot(var, "average_gradient", type, 0.0)), mul(c, g));
+      assign(var + "/average_gradient", ag);
+      denom = sub(vel, square(ag));
+    }
+    denom = add(denom, hpScalar(v, "epsilon", 1e-7));
+    Value increment = div(mul(lr, g), sqrt(denom));
+    if (hp("momentum", 0.0) > 0.0) {
+      Value m = add(
+          mul(hpScalar(v, "momentum", 0.0), slot(var, "momentum", type, 0.0)),
+          increment);
+      assign(var + "/momentum", m);
+      assign(var, sub(v, m));
+    } else {
+      assign(var, sub(v, increment));
+    }
+  } else if (kind == "keras_adagrad") {
+    // Keras 2.15's Adagrad: epsilon inside the square root.
+    Value acc = add(
+        slot(var, "accumulator", type, hp("initial_accumulator_value", 0.1)),
+        square(g));
+    assign(var + "/accumulator", acc);
+    assign(var, sub(v, div(mul(lr, g),
+                           sqrt(add(acc, hpScalar(v, "epsilon", 1e-7))))));
+  } else if (kind == "keras_adam") {
+    // Keras 2.15's Adam (amsgrad: the running maximum of v in
+    // <var>/velocity_hat divides instead of v).
+    Type elt = type.getElementType();
+    Value t = castTo(add(step, scalar(step, 1)), elt);
+    Value one = scalar(v, 1.0);
+    Value alpha =
+        div(mul(lr, sqrt(sub(one, pow(hpScalar(v, "beta_2", 0.999), t)))),
+            sub(one, pow(hpScalar(v, "beta_1", 0.9), t)));
+    Value m0 = slot(var, "m", type, 0.0);
+    Value v0 = slot(var, "v", type, 0.0);
+    Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
+    Value s =
+        add(v0, mul(sub(square(g), v0), oneMinusHpDouble(v, "beta_2", 0.999)));
+    assign(var + "/m", m);
+    assign(var + "/v", s);
+    if (flag("amsgrad")) {
+      s = max(slot(var, "velocity_hat", type, 0.0), s);
+      assign(var + "/velocity_hat", s);
+    }
+    assign(var, sub(v, div(mul(m, alpha),
+                           add(sqrt(s), hpScalar(v, "epsilon", 1e-7)))));
   } else if (kind == "adagrad") {
     Value acc =
         add(slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1)),
@@ -612,7 +689,7 @@ LogicalResult Expander::sparseUpdate(StringRef var, Value v, Value indices,
     return success();
   }
   if (kind == "adam" || kind == "adamw" || kind == "adamax" ||
-      kind == "nadam") {
+      kind == "nadam" || kind.starts_with("keras_")) {
     return update(var, type, v, scatter(splat(type, 0.0), indices, rows, "add"),
                   step);
   }
@@ -767,6 +844,18 @@ LogicalResult Expander::run() {
       }
       grads[i] = clipByNorm(g, sumSq, norm);
     }
+  }
+  if (Attribute clip =
+          apply.getHyperparameters().get("clip_gradients_by_value")) {
+    // Keras' clipvalue: tf.clip_by_value(g, -clipvalue, clipvalue).
+    double value = hp("clip_gradients_by_value", 0.0);
+    if (!isa<FloatAttr, IntegerAttr>(clip) || !(value > 0.0))
+      return apply.emitError("clip_gradients_by_value must be a positive "
+                             "number, got ")
+             << clip;
+    for (Value &g : grads)
+      g = max(MinimumOp::create(b, loc, g, scalar(g, value)),
+              scalar(g, -value));
   }
   SmallVector<Value> sparseRows(grads.begin() + numDense, grads.end());
   grads.resize(numDense);

@@ -118,11 +118,11 @@ Tensor projectHeads(Graph &g, const std::string &scope, const Tensor &x,
   auto s = g.name_scope(scope);
   int64_t d = x.shape().back();
   Variable kernel = g.get_variable("kernel", x.dtype(), {d, heads, size},
-                                   o.kernel_initializer);
+                                   o.kernel_initializer, o.trainable, o.reuse);
   Tensor y = matmul(expand_dims(x, 1), transpose(kernel.read(), {1, 0, 2}));
   if (o.use_bias) {
-    Variable bias =
-        g.get_variable("bias", x.dtype(), {heads, size}, o.bias_initializer);
+    Variable bias = g.get_variable("bias", x.dtype(), {heads, size},
+                                   o.bias_initializer, o.trainable, o.reuse);
     y = add(y, reshape(bias.read(), {heads, 1, size}));
   }
   return y;
@@ -220,12 +220,12 @@ Tensor multi_head_attention(const Tensor &query, const Tensor &value,
   auto os = g.name_scope("attention_output");
   Variable kernel =
       g.get_variable("kernel", query.dtype(), {num_heads, value_dim, out},
-                     o.kernel_initializer);
+                     o.kernel_initializer, o.trainable, o.reuse);
   // sum over heads of [B, H, T, V] x [H, V, out].
   Tensor y = reduce_sum(matmul(heads, kernel.read()), Dims{1});
   if (o.use_bias) {
-    Variable bias =
-        g.get_variable("bias", query.dtype(), {out}, o.bias_initializer);
+    Variable bias = g.get_variable("bias", query.dtype(), {out},
+                                   o.bias_initializer, o.trainable, o.reuse);
     y = add(y, bias.read());
   }
   return y;

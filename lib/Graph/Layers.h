@@ -348,6 +348,10 @@ struct MultiHeadAttentionOptions {
   bool training = false;
   std::optional<int64_t> seed = std::nullopt;
   std::string name = "";
+  /// Keras's trainable, and `reuse`: the variables of an earlier call of
+  /// the same layer name in the mode (a Keras layer called twice).
+  bool trainable = true;
+  bool reuse = false;
 };
 
 /// tf.keras.layers.MultiHeadAttention (Keras 2.15) over query [B, T, dq]

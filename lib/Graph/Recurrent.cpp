@@ -149,18 +149,19 @@ RecurrentOutput recurrent(CellType cell, const Tensor &x, int64_t units,
     auto cellScope = g.name_scope(
         o.cell_name.empty() ? std::string(base) + "_cell" : o.cell_name);
     kernel = g.get_variable("kernel", dtype, {features, gates * units},
-                            o.kernel_initializer);
+                            o.kernel_initializer, o.trainable, o.reuse);
     recurrentKernel =
         g.get_variable("recurrent_kernel", dtype, {units, gates * units},
-                       o.recurrent_initializer);
+                       o.recurrent_initializer, o.trainable, o.reuse);
     if (o.use_bias) {
       bool twoBiases = cell == CellType::GRU && o.reset_after;
       Initializer init = cell == CellType::LSTM && o.unit_forget_bias
                              ? forgetBias(o.bias_initializer, units, layer)
                              : o.bias_initializer;
-      Tensor b = g.get_variable(
-          "bias", dtype,
-          twoBiases ? Dims{2, gates * units} : Dims{gates * units}, init);
+      Tensor b = g.get_variable("bias", dtype,
+                                twoBiases ? Dims{2, gates * units}
+                                          : Dims{gates * units},
+                                init, o.trainable, o.reuse);
       if (twoBiases) {
         bias = reshape(slice(b, {0, 0}, {1, -1}), {gates * units});
         recurrentBias = reshape(slice(b, {1, 0}, {1, -1}), {gates * units});

@@ -75,6 +75,11 @@ struct RecurrentOptions {
   /// ("lstm_cell"); Keras's RNN over StackedRNNCells has
   /// "stacked_rnn_cells/lstm_cell", "stacked_rnn_cells/lstm_cell_1", ...
   std::string cell_name{};
+  /// Keras's trainable (false: the variables are not trainable) and
+  /// sharing: `reuse` gets the variables of an earlier call of the same
+  /// layer name in the mode (a Keras layer called twice).
+  bool trainable = true;
+  bool reuse = false;
 };
 
 /// A recurrent layer's result: `output` ([batch, units], or

@@ -417,6 +417,16 @@ Optimizer Optimizer::clip_gradients_by_norm(double clip_norm) const {
   return copy;
 }
 
+Optimizer Optimizer::clip_gradients_by_value(double clip_value) const {
+  if (!(clip_value > 0.0) || !std::isfinite(clip_value))
+    throw GraphError("clip_gradients_by_value: clip_value must be a finite "
+                     "number > 0, got " +
+                     std::to_string(clip_value));
+  Optimizer copy = *this;
+  copy.hyperparameters_["clip_gradients_by_value"] = attr_f(clip_value);
+  return copy;
+}
+
 namespace {
 std::map<std::string, graph::AttrValue>
 hp(std::initializer_list<std::pair<const std::string, double>> values) {
@@ -547,6 +557,37 @@ Optimizer NadamOptimizer(LearningRate learning_rate, double beta_1,
       "nadam", "Nadam",
       hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}}),
       learning_rate);
+}
+
+Optimizer KerasSGDOptimizer(LearningRate learning_rate, double momentum,
+                            bool nesterov) {
+  auto h = hp({{"momentum", momentum}});
+  h["nesterov"] = attr_b(nesterov);
+  return Optimizer("keras_sgd", "SGD", h, learning_rate);
+}
+
+Optimizer KerasRMSpropOptimizer(LearningRate learning_rate, double rho,
+                                double momentum, double epsilon,
+                                bool centered) {
+  auto h = hp({{"rho", rho}, {"momentum", momentum}, {"epsilon", epsilon}});
+  h["centered"] = attr_b(centered);
+  return Optimizer("keras_rmsprop", "RMSprop", h, learning_rate);
+}
+
+Optimizer KerasAdagradOptimizer(LearningRate learning_rate,
+                                double initial_accumulator_value,
+                                double epsilon) {
+  return Optimizer("keras_adagrad", "Adagrad",
+                   hp({{"initial_accumulator_value", initial_accumulator_value},
+                       {"epsilon", epsilon}}),
+                   learning_rate);
+}
+
+Optimizer KerasAdamOptimizer(LearningRate learning_rate, double beta_1,
+                             double beta_2, double epsilon, bool amsgrad) {
+  auto h = hp({{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}});
+  h["amsgrad"] = attr_b(amsgrad);
+  return Optimizer("keras_adam", "Adam", h, learning_rate);
 }
 
 Optimizer LazyAdamOptimizer(LearningRate learning_rate, double beta_1,

@@ -136,6 +136,10 @@ public:
   /// (Keras' clipnorm: tf.clip_by_norm per variable; the hyperparameter
   /// clip_gradients_by_norm). clip_norm > 0.
   Optimizer clip_gradients_by_norm(double clip_norm) const;
+  /// A copy that clips each gradient element to [-clip_value, clip_value]
+  /// before the update (Keras' clipvalue: tf.clip_by_value; the
+  /// hyperparameter clip_gradients_by_value). clip_value > 0.
+  Optimizer clip_gradients_by_value(double clip_value) const;
   friend Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
                                                  int64_t num_steps);
 
@@ -240,6 +244,35 @@ Optimizer AdamaxOptimizer(LearningRate learning_rate = 0.001,
 Optimizer NadamOptimizer(LearningRate learning_rate = 0.001,
                          double beta_1 = 0.9, double beta_2 = 0.999,
                          double epsilon = 1e-7);
+// Keras 2.15's own rules where they differ from TF 1.x's optimizers above
+// (tf.keras.optimizers.*, which Keras's train_on_batch and TF's
+// model_to_estimator run; estimator/KerasEstimator.h maps a compile config
+// to them). Slots <var>/<Keras's slot name>.
+
+/// tf.keras.optimizers.SGD: m = momentum m - lr g, variable += m (nesterov:
+/// += momentum m - lr g); slot <var>/momentum when momentum > 0. TF 1.x's
+/// MomentumOptimizer keeps lr out of its accumulator, which a schedule
+/// makes differ.
+Optimizer KerasSGDOptimizer(LearningRate learning_rate = 0.01,
+                            double momentum = 0.0, bool nesterov = false);
+/// tf.keras.optimizers.RMSprop: velocity from zeros (TF 1.x's RMSProp
+/// starts at ones), epsilon added to the denominator inside the square
+/// root; slots <var>/velocity, <var>/average_gradient (centered),
+/// <var>/momentum (momentum > 0).
+Optimizer KerasRMSpropOptimizer(LearningRate learning_rate = 0.001,
+                                double rho = 0.9, double momentum = 0.0,
+                                double epsilon = 1e-7, bool centered = false);
+/// tf.keras.optimizers.Adagrad: variable -= lr g / sqrt(accumulator +
+/// epsilon); slot <var>/accumulator.
+Optimizer KerasAdagradOptimizer(LearningRate learning_rate = 0.001,
+                                double initial_accumulator_value = 0.1,
+                                double epsilon = 1e-7);
+/// tf.keras.optimizers.Adam, amsgrad included (the running maximum of v
+/// in <var>/velocity_hat); slots <var>/m, <var>/v.
+Optimizer KerasAdamOptimizer(LearningRate learning_rate = 0.001,
+                             double beta_1 = 0.9, double beta_2 = 0.999,
+                             double epsilon = 1e-7, bool amsgrad = false);
+
 /// tfa.optimizers.LazyAdam: Adam on dense gradients; on a sparse one (a
 /// gather of the variable, through minimize) only the gathered rows of the
 /// variable, m and v move (slots <var>/LazyAdam: m, <var>/LazyAdam_1: v).

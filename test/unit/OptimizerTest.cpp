@@ -418,6 +418,158 @@ TEST(OptimizerTest, RmsPropSlotsFollowTfFloat32) {
                            {"w/RMSProp", "w/RMSProp_1"}));
 }
 
+// --- Keras 2.15's rules (tf.keras.optimizers: keras/src/optimizers/*.py) ---
+
+RefStep kerasSgdRef(double momentum, bool nesterov) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &m = s.slot("w/momentum", 0.0);
+    std::vector<double> &w = s.vars["w"];
+    for (size_t i = 0; i < w.size(); ++i) {
+      float step = -f(g[i]) * f(lr);
+      float mi = step + f(m[i]) * f(momentum); // m = -g lr + m momentum
+      m[i] = mi;
+      w[i] = f(w[i]) + (nesterov ? step + mi * f(momentum) : mi);
+    }
+  };
+}
+
+RefStep kerasRmspropRef(double rho, double momentum, double eps,
+                        bool centered) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &vel = s.slot("w/velocity", 0.0);
+    std::vector<double> *ag =
+        centered ? &s.slot("w/average_gradient", 0.0) : nullptr;
+    std::vector<double> *mom =
+        momentum > 0 ? &s.slot("w/momentum", 0.0) : nullptr;
+    std::vector<double> &w = s.vars["w"];
+    float c = f(1.0 - rho);
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float v = f(rho) * f(vel[i]) + c * gi * gi;
+      vel[i] = v;
+      float denom = v;
+      if (centered) {
+        float a = f(rho) * f((*ag)[i]) + c * gi;
+        (*ag)[i] = a;
+        denom = v - a * a;
+      }
+      float inc = f(lr) * gi / std::sqrt(denom + f(eps));
+      if (mom) {
+        float mi = f(momentum) * f((*mom)[i]) + inc;
+        (*mom)[i] = mi;
+        w[i] = f(w[i]) - mi;
+      } else {
+        w[i] = f(w[i]) - inc;
+      }
+    }
+  };
+}
+
+RefStep kerasAdagradRef(double init, double eps) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &acc = s.slot("w/accumulator", f(init));
+    std::vector<double> &w = s.vars["w"];
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float a = f(acc[i]) + gi * gi;
+      acc[i] = a;
+      w[i] = f(w[i]) - f(lr) * gi / std::sqrt(a + f(eps));
+    }
+  };
+}
+
+RefStep kerasAdamRef(double b1, double b2, double eps, bool amsgrad) {
+  return [=](RefState &s, const std::vector<double> &g, double lr) {
+    std::vector<double> &m = s.slot("w/m", 0.0);
+    std::vector<double> &v = s.slot("w/v", 0.0);
+    std::vector<double> *vhat =
+        amsgrad ? &s.slot("w/velocity_hat", 0.0) : nullptr;
+    std::vector<double> &w = s.vars["w"];
+    float t = static_cast<float>(s.step + 1);
+    float alpha = f(lr) * std::sqrt(1.0f - std::pow(f(b2), t)) /
+                  (1.0f - std::pow(f(b1), t));
+    for (size_t i = 0; i < w.size(); ++i) {
+      float gi = f(g[i]);
+      float mi = f(m[i]) + (gi - f(m[i])) * f(1.0 - b1);
+      float vi = f(v[i]) + (gi * gi - f(v[i])) * f(1.0 - b2);
+      m[i] = mi;
+      v[i] = vi;
+      if (vhat) {
+        vi = std::max(f((*vhat)[i]), vi);
+        (*vhat)[i] = vi;
+      }
+      w[i] = f(w[i]) - (mi * alpha) / (std::sqrt(vi) + f(eps));
+    }
+  };
+}
+
+TEST(KerasOptimizerTest, SgdMomentumOnASchedule) {
+  // lr inside the accumulator: with a decaying rate Keras's momentum and TF
+  // 1.x's differ.
+  auto lr = [](int64_t s) { return 0.1 * std::pow(0.5, s / 2.0); };
+  checkSteps(
+      [](Graph &g, const Tensor &loss) {
+        return train::KerasSGDOptimizer(
+                   train::exponential_decay(0.1, g.global_step(), 2.0, 0.5),
+                   0.9)
+            .minimize(loss);
+      },
+      kerasSgdRef(0.9, false), lr);
+}
+
+TEST(KerasOptimizerTest, SgdNesterov) {
+  checkSteps(minimizeWith(train::KerasSGDOptimizer(0.05, 0.8, true)),
+             kerasSgdRef(0.8, true), constantLr(0.05));
+}
+
+TEST(KerasOptimizerTest, SgdWithoutMomentumHasNoSlot) {
+  checkSteps(minimizeWith(train::KerasSGDOptimizer(0.05)), sgdRef(),
+             constantLr(0.05));
+}
+
+TEST(KerasOptimizerTest, RmsProp) {
+  checkSteps(minimizeWith(train::KerasRMSpropOptimizer(0.01, 0.9, 0.0, 1e-6)),
+             kerasRmspropRef(0.9, 0.0, 1e-6, false), constantLr(0.01));
+}
+
+TEST(KerasOptimizerTest, RmsPropCenteredMomentum) {
+  checkSteps(
+      minimizeWith(train::KerasRMSpropOptimizer(0.01, 0.8, 0.5, 1e-6, true)),
+      kerasRmspropRef(0.8, 0.5, 1e-6, true), constantLr(0.01));
+}
+
+TEST(KerasOptimizerTest, AdagradEpsilonInsideTheRoot) {
+  checkSteps(minimizeWith(train::KerasAdagradOptimizer(0.3, 0.25, 1e-3)),
+             kerasAdagradRef(0.25, 1e-3), constantLr(0.3));
+}
+
+TEST(KerasOptimizerTest, Adam) {
+  checkSteps(minimizeWith(train::KerasAdamOptimizer(0.1, 0.8, 0.99, 1e-6)),
+             kerasAdamRef(0.8, 0.99, 1e-6, false), constantLr(0.1));
+}
+
+TEST(KerasOptimizerTest, AdamAmsgrad) {
+  checkSteps(
+      minimizeWith(train::KerasAdamOptimizer(0.1, 0.8, 0.99, 1e-6, true)),
+      kerasAdamRef(0.8, 0.99, 1e-6, true), constantLr(0.1));
+}
+
+TEST(ClipGradientsTest, ClipsByValue) {
+  // Keras's clipvalue: each gradient element into [-0.5, 0.5].
+  checkSteps(
+      minimizeWith(
+          train::KerasSGDOptimizer(0.05, 0.9).clip_gradients_by_value(0.5)),
+      kerasSgdRef(0.9, false), constantLr(0.05), 1e-5, {},
+      [](std::vector<double> &g, const std::vector<double> &) {
+        bool clipped = false;
+        for (double &v : g) {
+          clipped |= std::abs(v) > 0.5;
+          v = std::clamp(v, -0.5, 0.5);
+        }
+        EXPECT_TRUE(clipped) << "the case does not clip";
+      });
+}
+
 // --- Learning-rate schedules (tf.compat.v1.train.*) -------------------------
 // SGD (and Adam) with the learning rate a Tensor computed from global_step;
 // the reference learning rate is the formula at the step before the update.
@@ -548,6 +700,9 @@ TEST(LearningRateScheduleTest, BadArguments) {
   throwsWith(
       [&] { train::AdamOptimizer(0.1).clip_gradients_by_global_norm(0); },
       "clip_norm must be a finite number > 0");
+  throwsWith(
+      [&] { train::KerasAdamOptimizer(0.1).clip_gradients_by_value(-1); },
+      "clip_gradients_by_value: clip_value must be a finite number > 0");
   throwsWith([&] { losses::l2_regularizer(-1.0); },
              "l2_regularizer: scale must be a finite number >= 0");
   Tensor table = g.constant({1, 2, 3, 4}, {2, 2});
@@ -878,7 +1033,9 @@ void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
   auto gathered = [&](int row) {
     return std::find(ids.begin(), ids.end(), row) != ids.end();
   };
-  bool rowsOnly = opt.kind() != "adam";
+  // Adam and Keras's rules apply their dense rule to the densified
+  // gradient (every row's slots decay), as Keras's sparse updates do.
+  bool rowsOnly = opt.kind() != "adam" && opt.kind().rfind("keras_", 0) != 0;
   // Every variable's elements before the first step.
   std::vector<std::vector<double>> initial(spec.numVariables);
   for (int v = 0; v < spec.numVariables; ++v)
@@ -947,6 +1104,13 @@ TEST(SparseGradientTest, RmsPropEqualsDenseOnGatheredRows) {
 }
 TEST(SparseGradientTest, CenteredRmsPropEqualsDenseOnGatheredRows) {
   checkSparseEqualsDense(train::RMSPropOptimizer(0.05, 0.9, 0.5, 1e-10, true),
+                         false);
+}
+TEST(SparseGradientTest, KerasRulesDensifiedEqualDense) {
+  checkSparseEqualsDense(train::KerasSGDOptimizer(0.05, 0.9, true), false);
+  checkSparseEqualsDense(train::KerasRMSpropOptimizer(0.05, 0.9, 0.5), false);
+  checkSparseEqualsDense(train::KerasAdagradOptimizer(0.3), false);
+  checkSparseEqualsDense(train::KerasAdamOptimizer(0.1, 0.9, 0.999, 1e-7, true),
                          false);
 }
 TEST(SparseGradientTest, ClippedSgdEqualsDense) {

@@ -121,6 +121,42 @@ TEST_F(WarmStartTest, SelectsRenamesAndChecks) {
               {file("missing"), "cannot open"});
 }
 
+// TF's list form of vars_to_warm_start: any of the regexes, matched from the
+// start (an anchored name selects that variable alone, not its slots).
+TEST_F(WarmStartTest, ListFormSelectsAnyOfItsRegexes) {
+  VariableMap old;
+  old["bn/moving_mean"] = TensorValue::of<float>({2}, {1, 2});
+  old["dense/kernel"] = TensorValue::of<float>({2}, {3, 4});
+  old["dense/kernel/m"] = TensorValue::of<float>({2}, {5, 6});
+  Saver(dir).save(old, 0);
+  std::map<std::string, VariableSpec> current = {
+      {"bn/moving_mean", {DType::Float32, {2}}},
+      {"dense/kernel", {DType::Float32, {2}}},
+      {"dense/kernel/m", {DType::Float32, {2}}},
+  };
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = dir;
+  ws.vars_to_warm_start = "nothing"; // not used with a list
+  ws.vars_to_warm_start_list = {"bn/moving_mean$", "dense/kernel$"};
+  auto loaded = warm_start(ws, current);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded.at("bn/moving_mean").values<float>(),
+            (std::vector<float>{1, 2}));
+  EXPECT_FALSE(loaded.count("dense/kernel/m"));
+  ws.vars_to_warm_start_list = {"dense/", "("};
+  try {
+    warm_start(ws, current);
+    ADD_FAILURE() << "no error for a bad regex";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_EQ(std::string(e.what()).rfind("WarmStartSettings: "
+                                          "vars_to_warm_start_list entry '(' "
+                                          "is not a valid regex: ",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
 // tf.estimator.VocabInfo: an embedding's rows and an output layer's columns
 // follow their vocabularies from the old order to the new one; new words
 // and OOV buckets take the backup value.

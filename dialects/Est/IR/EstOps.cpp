@@ -1136,13 +1136,15 @@ LogicalResult MinimizeOp::verify() {
   if (!llvm::is_contained({"sgd", "momentum", "adagrad", "adam", "rmsprop",
                            "ftrl", "adadelta", "proximal_gradient_descent",
                            "proximal_adagrad", "adagrad_da", "adamw", "adamax",
-                           "nadam", "lazy_adam"},
+                           "nadam", "lazy_adam", "keras_sgd", "keras_rmsprop",
+                           "keras_adagrad", "keras_adam"},
                           optimizer))
     return emitOpError("unknown optimizer \"")
            << optimizer
            << "\" (expected sgd, momentum, adagrad, adam, rmsprop, ftrl, "
               "adadelta, proximal_gradient_descent, proximal_adagrad, "
-              "adagrad_da, adamw, adamax, nadam or lazy_adam)";
+              "adagrad_da, adamw, adamax, nadam, lazy_adam, keras_sgd, "
+              "keras_rmsprop, keras_adagrad or keras_adam)";
   return success();
 }
 
