@@ -64,8 +64,8 @@ inline Tensor conv(const Tensor &x, int64_t filters, int64_t kernel,
 
 /// Keras's _inverted_res_block.
 inline Tensor invertedResBlock(const Tensor &inputs, int64_t expansion,
-                               int64_t stride, int64_t filters,
-                               int64_t blockId, bool training) {
+                               int64_t stride, int64_t filters, int64_t blockId,
+                               bool training) {
   int64_t in = inputs.shape().back();
   int64_t pointwise = makeDivisible(static_cast<double>(filters));
   std::string prefix = "block_" + std::to_string(blockId) + "_";
@@ -83,11 +83,10 @@ inline Tensor invertedResBlock(const Tensor &inputs, int64_t expansion,
     x = pad(x, {0, 0, 1 - (1 - h % 2), 1, 1 - (1 - w % 2), 1, 0, 0}, 0.0,
             prefix + "pad");
   }
-  x = layers::depthwise_conv2d(x, {3, 3}, {stride, stride},
-                               stride == 1 ? "same" : "valid", 1, nullptr,
-                               /*use_bias=*/false, glorot_uniform_initializer(),
-                               zeros_initializer(), {1, 1},
-                               prefix + "depthwise");
+  x = layers::depthwise_conv2d(
+      x, {3, 3}, {stride, stride}, stride == 1 ? "same" : "valid", 1, nullptr,
+      /*use_bias=*/false, glorot_uniform_initializer(), zeros_initializer(),
+      {1, 1}, prefix + "depthwise");
   x = nn::relu6(bn(x, training, prefix + "depthwise_BN"));
   x = conv(x, pointwise, 1, 1, prefix + "project");
   x = bn(x, training, prefix + "project_BN");
@@ -109,9 +108,9 @@ inline Tensor mobilenet_v2_logits(const Tensor &images, bool training,
     int64_t filters, stride, expansion;
   };
   const Block blocks[] = {
-      {16, 1, 1},  {24, 2, 6},  {24, 1, 6},  {32, 2, 6},  {32, 1, 6},
-      {32, 1, 6},  {64, 2, 6},  {64, 1, 6},  {64, 1, 6},  {64, 1, 6},
-      {96, 1, 6},  {96, 1, 6},  {96, 1, 6},  {160, 2, 6}, {160, 1, 6},
+      {16, 1, 1},  {24, 2, 6},  {24, 1, 6}, {32, 2, 6},  {32, 1, 6},
+      {32, 1, 6},  {64, 2, 6},  {64, 1, 6}, {64, 1, 6},  {64, 1, 6},
+      {96, 1, 6},  {96, 1, 6},  {96, 1, 6}, {160, 2, 6}, {160, 1, 6},
       {160, 1, 6}, {320, 1, 6},
   };
   int64_t id = 0;
@@ -133,8 +132,8 @@ inline estimator::ModelFn mobilenet_v2_model_fn(MobileNetV2Options o = {}) {
   return [o](const TensorMap &features, const Tensor &labels, ModeKeys mode,
              const estimator::Params &, const estimator::RunConfig &) {
     Graph &g = estimator::get_default_graph();
-    Tensor logits =
-        mobilenet_v2_logits(features["x"], mode == ModeKeys::TRAIN, o.n_classes);
+    Tensor logits = mobilenet_v2_logits(features["x"], mode == ModeKeys::TRAIN,
+                                        o.n_classes);
     estimator::EstimatorSpec spec(mode);
     spec.predictions = {{"classes", argmax(logits, 1)},
                         {"probabilities", nn::softmax(logits)}};

@@ -13,6 +13,12 @@
 //   threads; steps/s after `warmup` steps, the compiled function's own time
 //   per step, CPU time per step, peak RSS.
 //
+// --keras_model=FILE (train, predict): the Estimator is
+//   model_to_estimator(FILE) (estimator/KerasEstimator.h) of the same model
+//   saved by tf.keras (bench/tf_keras_peer.py --save), its compile config
+//   (Adam, the loss) the training; without it, bench/KerasModels.h's
+//   model_fn. Both give the same graph: the step times cross-check.
+//
 // predict: the same model trained 1 step, exported by export_saved_model
 //   (raw receiver x [-1, size, size, 3]) and run in process by
 //   serving::SavedModel::run at batch 1 (signature serving_default, every
@@ -40,11 +46,13 @@
 #include "bench/StepClock.h"
 #include "compiler/Driver/GraphCompiler.h"
 #include "estimator/Estimator.h"
+#include "estimator/KerasEstimator.h"
 #include "estimator/Logging.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Support/Flags.h"
 #include "runtime/serving/SavedModel.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,8 +63,8 @@
 #include <optional>
 #include <random>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -107,21 +115,39 @@ InputFn imageInput(int64_t batch, int64_t size) {
   };
 }
 
-std::string runTrain(int threads, int64_t batch, int64_t size, int64_t warmup,
-                     int64_t steps) {
+/// The Estimator of a run: MobileNetV2's model_fn (bench/KerasModels.h), or
+/// model_to_estimator of `kerasFile` (the same model saved by tf.keras).
+std::unique_ptr<Estimator> makeEstimator(const std::string &kerasFile,
+                                         const std::string &modelDir,
+                                         int threads) {
+  RunConfig config = bench::benchRunConfig(modelDir, threads);
+  if (kerasFile.empty())
+    return std::make_unique<Estimator>(bench::mobilenet_v2_model_fn(), config);
+  KerasEstimatorOptions o;
+  o.config = config;
+  return model_to_estimator(kerasFile, o);
+}
+
+std::string via(const std::string &kerasFile) {
+  return kerasFile.empty() ? "model_fn" : "model_to_estimator";
+}
+
+std::string runTrain(const std::string &kerasFile, int threads, int64_t batch,
+                     int64_t size, int64_t warmup, int64_t steps) {
   std::filesystem::path dir = workDir("train");
   ScopedLogSink quiet([](const std::string &) {});
-  Estimator estimator(bench::mobilenet_v2_model_fn(),
-                      bench::benchRunConfig(dir.string(), threads));
+  std::unique_ptr<Estimator> estimator =
+      makeEstimator(kerasFile, dir.string(), threads);
   auto clock = std::make_shared<bench::StepClock>(warmup + steps);
-  estimator.train(imageInput(batch, size),
-                  {.hooks = {clock}, .steps = warmup + steps});
+  estimator->train(imageInput(batch, size),
+                   {.hooks = {clock}, .steps = warmup + steps});
   std::filesystem::remove_all(dir);
   std::ostringstream json;
   json << "{\"peer\": \"estc\", \"part\": \"train\", \"model\": "
-          "\"mobilenet_v2\", \"via\": \"model_fn\", \"threads\": "
-       << threads << ", \"batch\": " << batch << ", \"size\": " << size
-       << ", " << clock->json_fields(warmup, steps) << "}";
+          "\"mobilenet_v2\", \"via\": \""
+       << via(kerasFile) << "\", \"threads\": " << threads
+       << ", \"batch\": " << batch << ", \"size\": " << size << ", "
+       << clock->json_fields(warmup, steps) << "}";
   return json.str();
 }
 
@@ -130,20 +156,24 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : (v[v.size() / 2] + v[(v.size() - 1) / 2]) / 2;
 }
 
-std::string runPredict(int threads, int64_t size, int64_t warmup,
-                       int64_t calls) {
+std::string runPredict(const std::string &kerasFile, int threads, int64_t size,
+                       int64_t warmup, int64_t calls) {
   std::filesystem::path dir = workDir("predict");
   std::string exportDir;
+  std::string input = "x";
   {
     ScopedLogSink quiet([](const std::string &) {});
-    Estimator estimator(bench::mobilenet_v2_model_fn(),
-                        bench::benchRunConfig((dir / "model").string(),
-                                              threads));
-    estimator.train(imageInput(8, size), {.steps = 1});
-    exportDir = estimator.export_saved_model(
+    std::unique_ptr<Estimator> estimator =
+        makeEstimator(kerasFile, (dir / "model").string(), threads);
+    estimator->train(imageInput(8, size), {.steps = 1});
+    auto *keras = dynamic_cast<KerasEstimator *>(estimator.get());
+    if (keras)
+      input = keras->input_names().at(0);
+    exportDir = estimator->export_saved_model(
         (dir / "export").string(),
-        build_raw_serving_input_receiver_fn(
-            {{"x", DType::Float32, {-1, size, size, 3}}}));
+        keras ? keras->serving_input_receiver_fn()
+              : build_raw_serving_input_receiver_fn(
+                    {{"x", DType::Float32, {-1, size, size, 3}}}));
   }
   auto model = serving::SavedModel::load(exportDir);
   std::mt19937 rng(30);
@@ -152,7 +182,7 @@ std::string runPredict(int threads, int64_t size, int64_t warmup,
   for (float &v : x)
     v = pixel(rng);
   serving::TensorMap one = {
-      {"x", TensorValue::of<float>({1, size, size, 3}, x)}};
+      {input, TensorValue::of<float>({1, size, size, 3}, x)}};
   const std::string sig = serving::kDefaultServingSignatureDefKey;
   for (int64_t i = 0; i < warmup; ++i)
     model->run(sig, one);
@@ -161,9 +191,8 @@ std::string runPredict(int threads, int64_t size, int64_t warmup,
   for (int64_t i = 0; i < calls; ++i) {
     auto start = Clock::now();
     model->run(sig, one);
-    us.push_back(
-        std::chrono::duration<double, std::micro>(Clock::now() - start)
-            .count());
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start)
+                     .count());
   }
   double mean = 0;
   for (double u : us)
@@ -171,10 +200,10 @@ std::string runPredict(int threads, int64_t size, int64_t warmup,
   std::filesystem::remove_all(dir);
   std::ostringstream json;
   json << "{\"peer\": \"estc\", \"part\": \"predict\", \"model\": "
-          "\"mobilenet_v2\", \"via\": \"SavedModel::run\", \"threads\": "
-       << threads << ", \"batch\": 1, \"size\": " << size
-       << ", \"calls\": " << calls << ", \"p50_us\": " << median(us)
-       << ", \"mean_us\": " << mean << "}";
+          "\"mobilenet_v2\", \"via\": \""
+       << via(kerasFile) << " + SavedModel::run\", \"threads\": " << threads
+       << ", \"batch\": 1, \"size\": " << size << ", \"calls\": " << calls
+       << ", \"p50_us\": " << median(us) << ", \"mean_us\": " << mean << "}";
   return json.str();
 }
 
@@ -208,7 +237,7 @@ double triadGBs(int threads) {
 }
 
 struct DwShape {
-  const char *blocks; // MobileNetV2's blocks of this shape
+  const char *blocks;   // MobileNetV2's blocks of this shape
   int64_t h, c, stride; // the (padded) input [batch, h, h, c]
   int64_t count;        // depthwise convs of this shape in one step
 };
@@ -217,33 +246,45 @@ struct DwShape {
 /// 12, 6, 3): stride-2 ones take the ZeroPadding2D'd input, VALID.
 std::vector<DwShape> dwShapes(int64_t size) {
   int64_t s = size / 2;
-  return {{"0", s, 32, 1, 1},
-          {"1", s + 1, 96, 2, 1},
-          {"2", s / 2, 144, 1, 1},
-          {"3", s / 2 + 1, 144, 2, 1},
-          {"4-5", s / 4, 192, 1, 2},
-          {"6", s / 4 + 1, 192, 2, 1},
-          {"7-10", s / 8, 384, 1, 4},
-          {"11-12", s / 8, 576, 1, 2},
-          {"13", s / 8 + 1, 576, 2, 1},
-          {"14-16", s / 16, 960, 1, 3}};
+  return {{"0", s, 32, 1, 1},           {"1", s + 1, 96, 2, 1},
+          {"2", s / 2, 144, 1, 1},      {"3", s / 2 + 1, 144, 2, 1},
+          {"4-5", s / 4, 192, 1, 2},    {"6", s / 4 + 1, 192, 2, 1},
+          {"7-10", s / 8, 384, 1, 4},   {"11-12", s / 8, 576, 1, 2},
+          {"13", s / 8 + 1, 576, 2, 1}, {"14-16", s / 16, 960, 1, 3}};
 }
 
-graph::GraphDef dwGraph(const DwShape &d) {
+/// One of the three depthwise ops (0 forward, 1 input gradient, 2 filter
+/// gradient) of shape `d` as the @predict function of a graph whose
+/// operands are fed (the forward's filter a variable).
+graph::GraphDef dwGraph(const DwShape &d, int op) {
+  int64_t out = d.stride == 1 ? d.h : (d.h - 3) / d.stride + 1;
+  std::string padding = d.stride == 1 ? "SAME" : "VALID";
+  Dims strides = {d.stride, d.stride};
   InputSpec inputs;
-  inputs.features.push_back(
-      TensorSpec{"x", DType::Float32, {-1, d.h, d.h, d.c}});
+  if (op != 1)
+    inputs.features.push_back(
+        TensorSpec{"x", DType::Float32, {-1, d.h, d.h, d.c}});
+  if (op != 0)
+    inputs.features.push_back(
+        TensorSpec{"dy", DType::Float32, {-1, out, out, d.c}});
   return build_graph_def(inputs, [&](Graph &g, const TensorMap &f,
                                      const Tensor &, ModeKeys mode) {
     Tensor w = g.get_variable("w", DType::Float32, {3, 3, d.c, 1},
                               glorot_uniform_initializer())
                    .read();
-    Tensor y = nn::depthwise_conv2d(f["x"], w, {d.stride, d.stride},
-                                    d.stride == 1 ? "SAME" : "VALID");
+    Tensor y;
+    if (op == 0)
+      y = nn::depthwise_conv2d_native(f["x"], w, strides, padding);
+    else if (op == 1)
+      y = nn::depthwise_conv2d_backprop_input(f["dy"], w, {d.h, d.h}, strides,
+                                              padding);
+    else
+      y = nn::depthwise_conv2d_backprop_filter(f["x"], f["dy"], {3, 3}, strides,
+                                               padding);
     Signature sig;
     sig.predictions.set("y", y);
-    if (mode != ModeKeys::PREDICT) {
-      sig.loss = reduce_sum(y);
+    if (mode != ModeKeys::PREDICT) { // a graph's other modes; not timed
+      sig.loss = add(reduce_sum(y), reduce_sum(w));
       if (mode == ModeKeys::TRAIN)
         sig.train_op = train::GradientDescentOptimizer(1e-6).minimize(sig.loss);
     }
@@ -251,16 +292,52 @@ graph::GraphDef dwGraph(const DwShape &d) {
   });
 }
 
-/// Median seconds of `reps` calls of function `fn`.
-double timeFunction(JitModel &model, int fn, int reps) {
+/// The process's CPU seconds so far.
+double cpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+/// Seconds per call of function `fn` over `reps` calls after one: the
+/// process's CPU time divided by `threads` (on a shared machine the wall
+/// clock counts the time other processes hold the cores; the kernels keep
+/// their threads busy, so this is their own time).
+double timeFunction(JitModel &model, int fn, int reps, int threads) {
   model.run(fn);
-  std::vector<double> s;
-  for (int i = 0; i < reps; ++i) {
-    auto start = Clock::now();
+  double start = cpuSeconds();
+  for (int i = 0; i < reps; ++i)
     model.run(fn);
-    s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return median(s);
+  return (cpuSeconds() - start) / reps / threads;
+}
+
+/// Seconds per call of op `op` of shape `d` at `batch`, its inputs random.
+double timeDepthwise(const DwShape &d, int op, int64_t batch, int threads) {
+  JitOptions options;
+  options.useCache = false;
+  JitCompiler jit(options);
+  auto compiled =
+      jitCompileGraph(jit, dwGraph(d, op), "Depthwise", [](llvm::StringRef) {});
+  if (!compiled)
+    throw std::runtime_error(llvm::toString(compiled.takeError()));
+  JitModel &model = **compiled;
+  model.run(model.function_index("init"));
+  model.set_batch(batch);
+  int predict = model.function_index("predict");
+  int64_t out = d.stride == 1 ? d.h : (d.h - 3) / d.stride + 1;
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto fill = [&](const char *name, int64_t n) {
+    auto *p = static_cast<float *>(
+        model.input_data(predict, model.input_index(predict, name)));
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = u(rng);
+  };
+  if (op != 1)
+    fill("features/x", batch * d.h * d.h * d.c);
+  if (op != 0)
+    fill("features/dy", batch * out * out * d.c);
+  return timeFunction(model, predict, 30, threads);
 }
 
 std::string runDwconv(int threads, int64_t batch, int64_t size) {
@@ -269,50 +346,34 @@ std::string runDwconv(int threads, int64_t batch, int64_t size) {
   json << "{\"peer\": \"estc\", \"part\": \"triad\", \"threads\": " << threads
        << ", \"gb_per_s\": " << bw << "}";
   for (const DwShape &d : dwShapes(size)) {
-    JitOptions options;
-    options.useCache = false;
-    JitCompiler jit(options);
-    auto compiled =
-        jitCompileGraph(jit, dwGraph(d), "Depthwise", [](llvm::StringRef) {});
-    if (!compiled)
-      throw std::runtime_error(llvm::toString(compiled.takeError()));
-    JitModel &model = **compiled;
-    model.run(model.function_index("init"));
-    model.set_batch(batch);
-    int predict = model.function_index("predict"),
-        trainFn = model.function_index("train");
-    for (int fn : {predict, trainFn}) {
-      auto *x = static_cast<float *>(
-          model.input_data(fn, model.input_index(fn, "features/x")));
-      std::mt19937 rng(31);
-      std::uniform_real_distribution<float> u(-1, 1);
-      for (int64_t i = 0; i < batch * d.h * d.h * d.c; ++i)
-        x[i] = u(rng);
-    }
-    int reps = 30;
-    double fwd = timeFunction(model, predict, reps);
-    double step = timeFunction(model, trainFn, reps);
+    double fwd = timeDepthwise(d, 0, batch, threads);
+    double bin = timeDepthwise(d, 1, batch, threads);
+    double bfil = timeDepthwise(d, 2, batch, threads);
     int64_t out = d.stride == 1 ? d.h : (d.h - 3) / 2 + 1;
     double xBytes = 4.0 * batch * d.h * d.h * d.c;
     double yBytes = 4.0 * batch * out * out * d.c;
     double wBytes = 4.0 * 9 * d.c;
+    // Forward: x, w in, y out; input gradient: dy, w in, dx out; filter
+    // gradient: x, dy in, dw out.
     double fwdBytes = xBytes + yBytes + wBytes;
-    double bwdBytes = yBytes + 2 * xBytes + 2 * wBytes; // dy, x, dx, w, dw
+    double binBytes = yBytes + wBytes + xBytes;
+    double bfilBytes = xBytes + yBytes + wBytes;
     double flops = 2.0 * 9 * batch * out * out * d.c;
+    double step = fwd + bin + bfil, stepBytes = fwdBytes + binBytes + bfilBytes;
     json << "\n{\"peer\": \"estc\", \"part\": \"dwconv\", \"threads\": "
          << threads << ", \"blocks\": \"" << d.blocks << "\", \"input\": ["
          << batch << ", " << d.h << ", " << d.h << ", " << d.c
          << "], \"stride\": " << d.stride << ", \"count\": " << d.count
-         << ", \"mflop\": " << flops / 1e6
-         << ", \"forward_ms\": " << fwd * 1e3
+         << ", \"mflop\": " << flops / 1e6 << ", \"forward_ms\": " << fwd * 1e3
+         << ", \"backprop_input_ms\": " << bin * 1e3
+         << ", \"backprop_filter_ms\": " << bfil * 1e3
          << ", \"forward_mb\": " << fwdBytes / 1e6
          << ", \"forward_gb_per_s\": " << fwdBytes / fwd / 1e9
          << ", \"forward_bound_ms\": " << fwdBytes / bw / 1e6
          << ", \"train_ms\": " << step * 1e3
-         << ", \"train_mb\": " << (fwdBytes + bwdBytes) / 1e6
-         << ", \"train_gb_per_s\": " << (fwdBytes + bwdBytes) / step / 1e9
-         << ", \"train_bound_ms\": " << (fwdBytes + bwdBytes) / bw / 1e6
-         << "}";
+         << ", \"train_mb\": " << stepBytes / 1e6
+         << ", \"train_gb_per_s\": " << stepBytes / step / 1e9
+         << ", \"train_bound_ms\": " << stepBytes / bw / 1e6 << "}";
   }
   return json.str();
 }
@@ -321,7 +382,7 @@ std::string runDwconv(int threads, int64_t batch, int64_t size) {
 
 int main(int argc, char **argv) {
   using flags::Flag;
-  std::string part = "train", threadList = "1,2";
+  std::string part = "train", threadList = "1,2", kerasFile;
   int64_t warmup = 3, steps = 20, batch = 32, size = 96, calls = 200;
   flags::FlagParser parser(
       "keras_bench", "Issue 29's benchmarks: MobileNetV2's training step, "
@@ -340,6 +401,11 @@ int main(int argc, char **argv) {
   parser.add(
       Flag("size", &size, "image height and width").positive().max(1024));
   parser.add(Flag("calls", &calls, "timed predict calls").positive());
+  parser.add(Flag("keras_model", &kerasFile,
+                  "train / predict: the model through model_to_estimator of "
+                  "this .keras or .h5 file (default: bench/KerasModels.h's "
+                  "model_fn)")
+                 .value_name("FILE"));
   parser.parse_or_exit(argc, argv);
   if (size % 32 != 0)
     parser.fail("--size=" + std::to_string(size) +
@@ -354,9 +420,9 @@ int main(int argc, char **argv) {
         [&] {
           setenv("ESTC_NUM_THREADS", std::to_string(t).c_str(), 1);
           if (part == "train")
-            return runTrain(t, batch, size, warmup, steps);
+            return runTrain(kerasFile, t, batch, size, warmup, steps);
           if (part == "predict")
-            return runPredict(t, size, warmup, calls);
+            return runPredict(kerasFile, t, size, warmup, calls);
           return runDwconv(t, batch, size);
         },
         "keras_bench: error: ");

@@ -464,6 +464,14 @@ LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module,
   auto scalars = generic->getAttrOfType<DenseI64ArrayAttr>("estc.conv");
   SmallVector<memref::LoadOp> loads;
   generic.getRegion().walk([&](memref::LoadOp load) { loads.push_back(load); });
+  if (depthwise && generic.hasPureBufferSemantics() && loads.empty()) {
+    // The gathered operand folded away (a splat constant, as the gradient
+    // of reduce_sum(y)): no buffer to hand a kernel; the loop nest is
+    // correct.
+    generic.removeLibraryCallAttr();
+    generic->removeAttr("estc.conv");
+    return success();
+  }
   if (!generic.hasPureBufferSemantics() || !scalars || scalars.size() != 6 ||
       generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
       loads.size() != 1)

@@ -70,10 +70,10 @@ layers::RecurrentOptions rnnOptions(Builder &b, const Layer &l,
             : Activation(estc::sigmoid);
   }
   o.use_bias = b.getBool(l, "use_bias", true);
-  o.kernel_initializer = b.initializer(l, "kernel_initializer",
-                                       glorot_uniform_initializer());
-  o.recurrent_initializer = b.initializer(l, "recurrent_initializer",
-                                          orthogonal_initializer());
+  o.kernel_initializer =
+      b.initializer(l, "kernel_initializer", glorot_uniform_initializer());
+  o.recurrent_initializer =
+      b.initializer(l, "recurrent_initializer", orthogonal_initializer());
   o.bias_initializer =
       b.initializer(l, "bias_initializer", zeros_initializer());
   o.unit_forget_bias = b.getBool(l, "unit_forget_bias", true);
@@ -187,8 +187,7 @@ Outs bidirectionalLayer(Builder &b, const Layer &l, const Call &c) {
   layers::RecurrentOptions o = rnnOptions(b, wrapped, cell);
   o.mask = x.mask;
   std::string merge = b.getString(l, "merge_mode", "concat");
-  if (merge != "concat" && merge != "sum" && merge != "mul" &&
-      merge != "ave")
+  if (merge != "concat" && merge != "sum" && merge != "mul" && merge != "ave")
     b.fail(l, "merge_mode '" + merge + "' is not supported");
   layers::RecurrentOutput r =
       layers::bidirectional(cell, x.t, units, o, merge, Tensor(), l.name);
@@ -255,8 +254,8 @@ Outs multiHeadAttentionLayer(Builder &b, const Layer &l, const Call &c) {
       b.fail(l, "output_shape must be one size");
     o.output_shape = d[0];
   }
-  o.kernel_initializer = b.initializer(l, "kernel_initializer",
-                                       glorot_uniform_initializer());
+  o.kernel_initializer =
+      b.initializer(l, "kernel_initializer", glorot_uniform_initializer());
   o.bias_initializer =
       b.initializer(l, "bias_initializer", zeros_initializer());
   if (key)
@@ -280,8 +279,7 @@ Outs multiHeadAttentionLayer(Builder &b, const Layer &l, const Call &c) {
   o.name = l.name;
   o.trainable = l.trainable;
   o.reuse = true;
-  Tensor y =
-      layers::multi_head_attention(query.t, value->t, heads, keyDim, o);
+  Tensor y = layers::multi_head_attention(query.t, value->t, heads, keyDim, o);
   std::vector<std::string> names;
   for (const char *p : {"query", "key", "value", "attention_output"})
     for (const char *v : {"/kernel", "/bias"})

@@ -33,8 +33,8 @@ namespace {
 template <typename T>
 inline T *at(const MemRef<T, 4> &m, int64_t i0, int64_t i1, int64_t i2,
              int64_t i3) {
-  return m.data() + i0 * m.strides[0] + i1 * m.strides[1] +
-         i2 * m.strides[2] + i3 * m.strides[3];
+  return m.data() + i0 * m.strides[0] + i1 * m.strides[1] + i2 * m.strides[2] +
+         i3 * m.strides[3];
 }
 
 /// o[q] += x[q / mult] * w[q] for q < channels * mult, unit strides.
@@ -69,8 +69,8 @@ bool filterContiguous(const MemRef<float, 4> &f) {
 void depthwiseConv2d(const MemRef<float, 4> &input,
                      const MemRef<float, 4> &filter,
                      const MemRef<float, 4> &output, const ConvParams &p) {
-  const int64_t n = output.sizes[0], oh = output.sizes[1],
-                ow = output.sizes[2], q = output.sizes[3];
+  const int64_t n = output.sizes[0], oh = output.sizes[1], ow = output.sizes[2],
+                q = output.sizes[3];
   const int64_t h = input.sizes[1], w = input.sizes[2], c = input.sizes[3];
   const int64_t kh = filter.sizes[0], kw = filter.sizes[1],
                 mult = filter.sizes[3];
@@ -89,8 +89,7 @@ void depthwiseConv2d(const MemRef<float, 4> &input,
                     if (iy < 0 || iy >= h)
                       continue;
                     for (int64_t j = 0; j < kw; ++j) {
-                      int64_t ix =
-                          x * p.strideW + j * p.dilationW - p.padLeft;
+                      int64_t ix = x * p.strideW + j * p.dilationW - p.padLeft;
                       if (ix < 0 || ix >= w)
                         continue;
                       const float *wt = at(filter, i, j, 0, 0);
@@ -100,9 +99,8 @@ void depthwiseConv2d(const MemRef<float, 4> &input,
                       }
                       for (int64_t ch = 0; ch < c; ++ch)
                         for (int64_t m = 0; m < mult; ++m)
-                          o[(ch * mult + m) * so] +=
-                              *at(input, b, iy, ix, ch) *
-                              *at(filter, i, j, ch, m);
+                          o[(ch * mult + m) * so] += *at(input, b, iy, ix, ch) *
+                                                     *at(filter, i, j, ch, m);
                     }
                   }
                 }
@@ -120,40 +118,40 @@ void depthwiseConv2dBackpropInput(const MemRef<float, 4> &filter,
                 mult = filter.sizes[3];
   const bool fast = mult == 1 && filterContiguous(filter) &&
                     unitChannels(gradOutput, gradOutput, gradInput);
-  parallelFor(
-      n * h, 2.0 * static_cast<double>(w * c * mult * kh * kw),
-      [&](int64_t task) {
-        int64_t b = task / h, iy = task % h;
-        for (int64_t ix = 0; ix < w; ++ix) {
-          float *__restrict dx = at(gradInput, b, iy, ix, 0);
-          const int64_t sdx = gradInput.strides[3];
-          for (int64_t ch = 0; ch < c; ++ch)
-            dx[ch * sdx] = 0.0f;
-          for (int64_t i = 0; i < kh; ++i) {
-            int64_t ty = iy + p.padTop - i * p.dilationH;
-            if (ty < 0 || ty % p.strideH != 0 || ty / p.strideH >= oh)
-              continue;
-            int64_t y = ty / p.strideH;
-            for (int64_t j = 0; j < kw; ++j) {
-              int64_t tx = ix + p.padLeft - j * p.dilationW;
-              if (tx < 0 || tx % p.strideW != 0 || tx / p.strideW >= ow)
-                continue;
-              int64_t x = tx / p.strideW;
-              if (fast) {
-                const float *__restrict dy = at(gradOutput, b, y, x, 0);
-                const float *__restrict wt = at(filter, i, j, 0, 0);
-                for (int64_t ch = 0; ch < c; ++ch)
-                  dx[ch] += dy[ch] * wt[ch];
-                continue;
-              }
-              for (int64_t ch = 0; ch < c; ++ch)
-                for (int64_t m = 0; m < mult; ++m)
-                  dx[ch * sdx] += *at(gradOutput, b, y, x, ch * mult + m) *
-                                  *at(filter, i, j, ch, m);
-            }
-          }
-        }
-      });
+  parallelFor(n * h, 2.0 * static_cast<double>(w * c * mult * kh * kw),
+              [&](int64_t task) {
+                int64_t b = task / h, iy = task % h;
+                for (int64_t ix = 0; ix < w; ++ix) {
+                  float *__restrict dx = at(gradInput, b, iy, ix, 0);
+                  const int64_t sdx = gradInput.strides[3];
+                  for (int64_t ch = 0; ch < c; ++ch)
+                    dx[ch * sdx] = 0.0f;
+                  for (int64_t i = 0; i < kh; ++i) {
+                    int64_t ty = iy + p.padTop - i * p.dilationH;
+                    if (ty < 0 || ty % p.strideH != 0 || ty / p.strideH >= oh)
+                      continue;
+                    int64_t y = ty / p.strideH;
+                    for (int64_t j = 0; j < kw; ++j) {
+                      int64_t tx = ix + p.padLeft - j * p.dilationW;
+                      if (tx < 0 || tx % p.strideW != 0 || tx / p.strideW >= ow)
+                        continue;
+                      int64_t x = tx / p.strideW;
+                      if (fast) {
+                        const float *__restrict dy = at(gradOutput, b, y, x, 0);
+                        const float *__restrict wt = at(filter, i, j, 0, 0);
+                        for (int64_t ch = 0; ch < c; ++ch)
+                          dx[ch] += dy[ch] * wt[ch];
+                        continue;
+                      }
+                      for (int64_t ch = 0; ch < c; ++ch)
+                        for (int64_t m = 0; m < mult; ++m)
+                          dx[ch * sdx] +=
+                              *at(gradOutput, b, y, x, ch * mult + m) *
+                              *at(filter, i, j, ch, m);
+                    }
+                  }
+                }
+              });
 }
 
 void depthwiseConv2dBackpropFilter(const MemRef<float, 4> &input,
@@ -169,35 +167,33 @@ void depthwiseConv2dBackpropFilter(const MemRef<float, 4> &input,
   const bool fast = mult == 1 && unitChannels(input, gradOutput, gradOutput);
   // One partial [KH, KW, Q] per image, summed in image order below.
   std::vector<float> partial(static_cast<size_t>(n * taps * q), 0.0f);
-  parallelFor(
-      n, 2.0 * static_cast<double>(oh * ow * q * taps), [&](int64_t b) {
-        float *part = partial.data() + b * taps * q;
-        for (int64_t y = 0; y < oh; ++y)
-          for (int64_t x = 0; x < ow; ++x)
-            for (int64_t i = 0; i < kh; ++i) {
-              int64_t iy = y * p.strideH + i * p.dilationH - p.padTop;
-              if (iy < 0 || iy >= h)
-                continue;
-              for (int64_t j = 0; j < kw; ++j) {
-                int64_t ix = x * p.strideW + j * p.dilationW - p.padLeft;
-                if (ix < 0 || ix >= w)
-                  continue;
-                float *__restrict acc = part + (i * kw + j) * q;
-                if (fast) {
-                  const float *__restrict xs = at(input, b, iy, ix, 0);
-                  const float *__restrict dy = at(gradOutput, b, y, x, 0);
-                  for (int64_t ch = 0; ch < c; ++ch)
-                    acc[ch] += xs[ch] * dy[ch];
-                  continue;
-                }
-                for (int64_t ch = 0; ch < c; ++ch)
-                  for (int64_t m = 0; m < mult; ++m)
-                    acc[ch * mult + m] += *at(input, b, iy, ix, ch) *
-                                          *at(gradOutput, b, y, x,
-                                              ch * mult + m);
-              }
+  parallelFor(n, 2.0 * static_cast<double>(oh * ow * q * taps), [&](int64_t b) {
+    float *part = partial.data() + b * taps * q;
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int64_t i = 0; i < kh; ++i) {
+          int64_t iy = y * p.strideH + i * p.dilationH - p.padTop;
+          if (iy < 0 || iy >= h)
+            continue;
+          for (int64_t j = 0; j < kw; ++j) {
+            int64_t ix = x * p.strideW + j * p.dilationW - p.padLeft;
+            if (ix < 0 || ix >= w)
+              continue;
+            float *__restrict acc = part + (i * kw + j) * q;
+            if (fast) {
+              const float *__restrict xs = at(input, b, iy, ix, 0);
+              const float *__restrict dy = at(gradOutput, b, y, x, 0);
+              for (int64_t ch = 0; ch < c; ++ch)
+                acc[ch] += xs[ch] * dy[ch];
+              continue;
             }
-      });
+            for (int64_t ch = 0; ch < c; ++ch)
+              for (int64_t m = 0; m < mult; ++m)
+                acc[ch * mult + m] += *at(input, b, iy, ix, ch) *
+                                      *at(gradOutput, b, y, x, ch * mult + m);
+          }
+        }
+  });
   // The sum over images, split over the filter's taps (each tap's order of
   // images fixed).
   parallelFor(taps, static_cast<double>(n * q), [&](int64_t t) {

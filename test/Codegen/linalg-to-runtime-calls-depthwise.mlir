@@ -1,5 +1,5 @@
-// RUN: estc-opt --est-linalg-to-runtime-calls --canonicalize %s | FileCheck %s
-// RUN: estc-opt --est-linalg-to-runtime-calls=device=cuda --canonicalize %s | FileCheck %s --check-prefix=CUDA
+// RUN: estc-opt --est-linalg-to-runtime-calls --canonicalize --split-input-file %s | FileCheck %s
+// RUN: estc-opt --est-linalg-to-runtime-calls=device=cuda --canonicalize --split-input-file %s | FileCheck %s --check-prefix=CUDA
 
 // convert-est-to-linalg's f32 depthwise convolutions (bufferized) become the
 // runtime's depthwise kernels on the CPU: the forward takes (input, filter,
@@ -63,6 +63,34 @@ func.func @depthwise(%x: memref<?x5x5x4xf32>, %w: memref<3x3x4x1xf32>, %dy: memr
     %c = linalg.index 2 : index
     %v = memref.load %x[%n, %c0, %c0, %c] : memref<?x5x5x4xf32>
     %p = arith.mulf %v, %in : f32
+    %s = arith.addf %out, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A depthwise generic whose gathered operand folded away (the gradient of
+// reduce_sum(y), a splat constant, read in the body as the constant) has no
+// buffer to hand a kernel: it stays a loop nest on the CPU too.
+
+#filter = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d5, d3, d6)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+
+// CHECK-LABEL: func.func @folded_gathered(
+// CHECK-NOT: call
+// CHECK: linalg.generic
+// CHECK-NOT: library_call
+// CUDA-LABEL: func.func @folded_gathered(
+// CUDA: linalg.generic
+func.func @folded_gathered(%w: memref<3x3x4x1xf32>, %dx: memref<?x5x5x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%dx : memref<?x5x5x4xf32>)
+  linalg.generic {indexing_maps = [#filter, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"], library_call = "estc_depthwise_conv2d_backprop_input_f32"} ins(%w : memref<3x3x4x1xf32>) outs(%dx : memref<?x5x5x4xf32>) attrs = {estc.conv = array<i64: 2, 2, 1, 1, 1, 0>} {
+  ^bb0(%in: f32, %out: f32):
+    %p = arith.mulf %one, %in : f32
     %s = arith.addf %out, %p : f32
     linalg.yield %s : f32
   }
