@@ -267,6 +267,10 @@ OptimizerSpec parse_optimizer(const keras::KerasModel &model, const Value &v) {
   // Arguments that change nothing estc computes.
   a.ignore({"name", "jit_compile", "is_legacy_optimizer", "ema_momentum",
             "ema_overwrite_frequency", "mesh"});
+  // tf.keras.optimizers.legacy.Nadam has another rule (Keras 2's schedule
+  // of the momentum cache) than tf.keras.optimizers.Nadam's, estc's.
+  if (c == "Nadam")
+    a.require("is_legacy_optimizer", "", true);
   a.require("use_ema", "", true);
   a.require("loss_scale_factor", "", false);
   a.require("decay", "0", false); // the legacy optimizers' time decay

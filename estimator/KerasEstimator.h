@@ -33,10 +33,13 @@
 //     per entry of `export_outputs` (output name -> the kind of output).
 //   - the first checkpoint: model_dir/keras/keras_model.ckpt holds the
 //     file's weights under the Keras variable names ("dense/kernel",
-//     "bn/moving_mean"); the Estimator warm-starts every Keras variable
-//     (trainable or not) from it, as TF does, unless model_dir/keras
-//     already holds one (TF reuses it). Checkpoints name the variables as
-//     Keras does; optimizer slots are "<var>/<slot>".
+//     "bn/moving_mean"), written unless model_dir/keras already holds a
+//     checkpoint, which is then used (TF's _save_first_checkpoint); the
+//     Estimator warm-starts from it (when model_dir has no checkpoint of
+//     its own) every Keras variable, trainable or not (TF's default regex
+//     form would take the trainable ones only, leaving batch-norm
+//     statistics and frozen layers at their initializers). Checkpoints
+//     name the variables as Keras does; optimizer slots "<var>/<slot>".
 //   - loss: sum over the outputs of loss_weight * the output's Keras loss
 //     (reduced over the batch as Keras does) plus the layers'
 //     regularization losses; train_op: the optimizer's minimize grouped

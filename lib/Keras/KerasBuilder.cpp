@@ -23,7 +23,7 @@ namespace rj = rapidjson;
 namespace {
 
 /// Deeper models than this are refused (a fuzzed config's recursion).
-constexpr int kMaxDepth = 20000;
+constexpr int kMaxDepth = 2000;
 
 const rj::Value *member(const rj::Value &v, const char *key) {
   if (!v.IsObject())
@@ -76,14 +76,16 @@ std::optional<Ref> keras3RefOf(const rj::Value &v) {
   return refOf(*h);
 }
 
-/// Keras's _should_skip_first_node: a nested Functional model, or (tf.keras;
-/// not Keras 3, whose Sequential models have no node of their own) a
-/// Sequential one whose first layer is an InputLayer.
+/// tf.keras's _should_skip_first_node: a nested Functional model, or a
+/// Sequential one whose first layer is an InputLayer. Keras 3's nested
+/// models have no node of their own: its keras_history counts the calls.
 bool skipsFirstNode(const rj::Value &entry, bool keras3) {
+  if (keras3)
+    return false;
   std::string cls = stringOf(member(entry, "class_name"));
   if (cls == "Functional" || cls == "Model")
     return true;
-  if (cls != "Sequential" || keras3)
+  if (cls != "Sequential")
     return false;
   const rj::Value *c = member(entry, "config");
   const rj::Value *layers = c ? member(*c, "layers") : nullptr;
@@ -352,6 +354,9 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
   for (const KTensor &t : call.args)
     if (!t.t.valid())
       fail(layer, "an input is missing");
+  // Keras 3's LoRA and quantized layers have variables of their own.
+  refuseNonNull(layer, {"lora_rank", "quantization_config"},
+                "LoRA and quantized layers are not built");
   // Keras 3 passes the masks it computed as ops (NotEqual(ids, 0)) in the
   // call's `mask`: they replace the inputs' own.
   Call withMasks = call;

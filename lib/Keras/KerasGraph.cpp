@@ -108,6 +108,10 @@ InputSpec inputSpecOf(const KerasModel &model, const rj::Value &layer) {
     if (!shape || !shape->IsArray())
       shape = member(*config, "batch_shape");
     s.dtype = dtypeOf(model, s.name, member(*config, "dtype"));
+    for (const char *flag : {"sparse", "ragged"})
+      if (const rj::Value *f = member(*config, flag); f && f->IsTrue())
+        modelError(model, "layer '" + s.name + "' (InputLayer): a " +
+                              std::string(flag) + " input is not supported");
   }
   if (!shape || !shape->IsArray() || shape->Empty())
     modelError(model, "layer '" + s.name +
@@ -124,6 +128,7 @@ InputSpec inputSpecOf(const KerasModel &model, const rj::Value &layer) {
                             "neither null nor a size");
   }
   s.shape[0] = -1;
+  s.sequence_dim = s.shape.size() >= 2 && s.shape[1] == -1;
   return s;
 }
 
@@ -293,7 +298,9 @@ KerasGraph build_model(Graph &g, const KerasModel &model,
                        const BuildOptions &options) {
   std::vector<Tensor> inputs;
   for (const InputSpec &s : model_inputs(model))
-    inputs.push_back(g.placeholder(s.name, s.dtype, s.shape));
+    inputs.push_back(g.placeholder(
+        s.name, s.dtype, s.shape,
+        Graph::PlaceholderOptions{.sequence_dim = s.sequence_dim}));
   return build_model(g, model, inputs, options);
 }
 

@@ -40,6 +40,10 @@ struct InputSpec {
   std::string name;
   DType dtype = DType::Float32;
   Dims shape;
+  /// Dimension 1 is None in Keras (shape [-1, -1, ...]): a padded batch's
+  /// run-time sequence length (TensorSpec / PlaceholderOptions::
+  /// sequence_dim; the compiled model's set_sequence_length).
+  bool sequence_dim = false;
 };
 
 /// The model's inputs in Keras's order (model.input_names); KerasError for
@@ -71,7 +75,8 @@ struct KerasGraph {
 KerasGraph build_model(Graph &g, const KerasModel &model,
                        const std::vector<Tensor> &inputs,
                        const BuildOptions &options = {});
-/// The same on placeholders named by the inputs' names.
+/// The same on placeholders named by the inputs' names (sequence_dim ones
+/// for inputs whose dimension 1 is None).
 KerasGraph build_model(Graph &g, const KerasModel &model,
                        const BuildOptions &options = {});
 

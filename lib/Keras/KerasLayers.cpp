@@ -36,6 +36,14 @@ std::string upper(std::string s) {
   return s;
 }
 
+/// A config's list as Keras writes it: "[3, -1]".
+std::string listOf(const Dims &d) {
+  std::string out = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(d[i]);
+  return out + "]";
+}
+
 /// x's dimension `d`, which must be known.
 int64_t knownDim(Builder &b, const Layer &l, const Tensor &x, int64_t d) {
   Dims s = x.shape();
@@ -417,7 +425,13 @@ Outs softmaxLayer(Builder &b, const Layer &l, const Call &c) {
   Dims axes = b.getIntList(l, "axis", {-1});
   if (axes.size() != 1)
     b.fail(l, "axis must be one axis");
-  return {KTensor{nn::softmax(x.t, axes[0]), x.mask}};
+  Tensor logits = x.t;
+  if (x.mask.valid() && x.mask.rank() == x.t.rank()) {
+    // Keras's Softmax(mask): masked-out logits get -1e9 added.
+    Tensor off = subtract(1.0, cast(x.mask, x.t.dtype()));
+    logits = add(logits, multiply(off, -1e9));
+  }
+  return {KTensor{nn::softmax(logits, axes[0]), x.mask}};
 }
 
 Outs preluLayer(Builder &b, const Layer &l, const Call &c) {
@@ -694,6 +708,10 @@ Dims pairs(Builder &b, const Layer &l, const char *key, size_t n) {
     b.fail(l, std::string("'") + key + "' is missing");
   if (v->IsInt64()) {
     out.assign(2 * n, v->GetInt64());
+  } else if (n == 1 && v->IsArray() && v->Size() == 2 && (*v)[0].IsInt64() &&
+             (*v)[1].IsInt64()) {
+    // ZeroPadding1D / Cropping1D: (left, right).
+    out = {(*v)[0].GetInt64(), (*v)[1].GetInt64()};
   } else if (v->IsArray() && v->Size() == n) {
     for (const auto &e : v->GetArray()) {
       if (e.IsInt64()) {
@@ -779,8 +797,11 @@ Outs upSamplingLayer(Builder &b, const Layer &l, const Call &c, size_t n) {
   ones.push_back(1);
   out.push_back(s.back());
   int64_t count = 1;
-  for (int64_t d : ones)
+  for (int64_t d : ones) {
+    if (d > (int64_t{1} << 20) / count)
+      b.fail(l, "size is too large");
     count *= d;
+  }
   Tensor e = reshape(x.t, expanded);
   Tensor tiled =
       multiply(e, b.g.constant(std::vector<double>(count, 1.0), ones));
@@ -816,12 +837,11 @@ Outs reshapeLayer(Builder &b, const Layer &l, const Call &c) {
                   shape::toString(s));
   if (unknownAt >= 0) {
     if (known % product != 0)
-      b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                    shape::toString(target));
+      b.fail(l,
+             "cannot reshape " + shape::toString(s) + " to " + listOf(target));
     target[unknownAt] = known / product;
   } else if (product != known) {
-    b.fail(l, "cannot reshape " + shape::toString(s) + " to " +
-                  shape::toString(target));
+    b.fail(l, "cannot reshape " + shape::toString(s) + " to " + listOf(target));
   }
   Dims full{-1};
   full.insert(full.end(), target.begin(), target.end());
@@ -875,8 +895,11 @@ Outs layerNormLayer(Builder &b, const Layer &l, const Call &c) {
     pshape.push_back(knownDim(b, l, x.t, a));
   double eps = b.getDouble(l, "epsilon", 1e-3);
   int64_t count = 1;
-  for (int64_t d : pshape)
+  for (int64_t d : pshape) {
+    if (d > (int64_t{1} << 26) / count)
+      b.fail(l, "the normalized dimensions are too large");
     count *= d;
+  }
   Tensor gamma =
       b.getBool(l, "scale", true)
           ? b.var(l, "gamma", pshape,

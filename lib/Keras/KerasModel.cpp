@@ -377,8 +377,9 @@ void Reader::readLegacyLayers(const Hdf5File &h5, const std::string &root,
 
 // A weight_names entry as tf.keras names the variable. Keras 3 writes its
 // variables' paths ("inner/inner_dense/kernel" in a nested model "inner",
-// "dense/kernel"): tf.keras's name drops a nested model's own name and
-// ends in ":0". A name without the layer's ("mean:0": tf.keras names so
+// "dense/kernel"; Keras 3.15 "seq_mlp/dense/kernel" in a Sequential model
+// "seq_mlp"): tf.keras's name drops the models' own names and ends in
+// ":0". A name without the layer's ("mean:0": tf.keras names so
 // the variables of a Normalization adapted before it was called, two such
 // layers alike) gets it, as the layer's other variables have it.
 std::string Reader::legacyName(const std::string &w,
@@ -387,8 +388,13 @@ std::string Reader::legacyName(const std::string &w,
   if (model_.keras_version.rfind("3.", 0) == 0 &&
       !(w.size() >= 2 && w.compare(w.size() - 2, 2, ":0") == 0)) {
     std::string prefix = layer.layer + "/";
-    if (isModelClass(layer.class_name) && w.rfind(prefix, 0) == 0)
-      name = w.substr(prefix.size());
+    // Keras 3.15 puts a Sequential model's own name first
+    // ("seq_mlp/s1/kernel"): the path from the layer's name on.
+    if (name.rfind(prefix, 0) != 0)
+      if (size_t at = name.find("/" + prefix); at != std::string::npos)
+        name = name.substr(at + 1);
+    if (isModelClass(layer.class_name) && name.rfind(prefix, 0) == 0)
+      name = name.substr(prefix.size());
     name += ":0";
   }
   if (name.find('/') == std::string::npos)

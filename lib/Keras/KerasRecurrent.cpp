@@ -164,12 +164,16 @@ Outs bidirectionalLayer(Builder &b, const Layer &l, const Call &c) {
     return n.rfind(p, 0) == 0 ? n.substr(p.size()) : n;
   };
   if (const rj::Value *bl = b.field(l, "backward_layer")) {
-    auto bc = bl->FindMember("config");
-    auto bcls = bl->FindMember("class_name");
     std::string base = strip(wrapped.name, "forward_");
-    bool alike = bl->IsObject() && bc != bl->MemberEnd() &&
-                 bc->value.IsObject() && bcls != bl->MemberEnd() &&
-                 bcls->value.IsString() && bcls->value.GetString() == cls;
+    bool alike = bl->IsObject();
+    rj::Value::ConstMemberIterator bc, bcls;
+    if (alike) {
+      bc = bl->FindMember("config");
+      bcls = bl->FindMember("class_name");
+      alike = bc != bl->MemberEnd() && bc->value.IsObject() &&
+              bcls != bl->MemberEnd() && bcls->value.IsString() &&
+              bcls->value.GetString() == cls;
+    }
     if (alike) {
       Layer backward{"", cls, &bc->value, l.trainable};
       alike = b.getString(backward, "name", "") == "backward_" + base &&

@@ -8,7 +8,9 @@
 //    "train": [batch...], "eval": [batch...], "predict": batch,
 //    "write_back": "out.keras",
 //    "metric_names_map": {"accuracy": "acc"}}           (optional)
-//   batch: {"features": {name: tensor}, "labels": tensor}
+//   batch: {"features": {name: tensor}, "labels": tensor,
+//           "sequence_features": [name...]}      (optional: dimension 1 is
+//                                                 the batch's length)
 //   tensor: {"dtype": "float32" | "int64" | "int32", "shape": [...],
 //            "values": [...]}
 //
@@ -74,6 +76,9 @@ Batch read_batch(const rapidjson::Value &v) {
     b.features[m.name.GetString()] = read_tensor(m.value);
   if (v.HasMember("labels"))
     b.labels = read_tensor(v["labels"]);
+  if (v.HasMember("sequence_features"))
+    for (const auto &k : v["sequence_features"].GetArray())
+      b.sequence_features.insert(k.GetString());
   return b;
 }
 

@@ -8,7 +8,9 @@
 // compares with Keras's predictions.
 //
 // usage: keras_tool CASE_FILE
-// CASE_FILE lines: `model PATH`, `batch B`, `input NAME V...` (one per
+// CASE_FILE lines: `model PATH` (several: one model's files in several
+// forms), `batch B`, `length T` (the sequence length of inputs whose
+// dimension 1 is None), `input NAME V...` (one per
 // model input, flattened, row major), `training 0|1` (Keras's training
 // argument: dropout, batch statistics; default 0).
 // Output: `inputs NAME...`, `outputs NAME...`, then per output `output NAME
@@ -35,6 +37,7 @@ namespace {
 struct Case {
   std::vector<std::string> models;
   int64_t batch = 1;
+  int64_t length = 0;
   bool training = false;
   std::map<std::string, std::vector<double>> inputs;
 };
@@ -47,6 +50,8 @@ Case readCase(const std::string &path) {
       k.models.push_back(line.next<std::string>());
     else if (key == "batch")
       k.batch = line.next<int64_t>();
+    else if (key == "length")
+      k.length = line.next<int64_t>();
     else if (key == "training")
       k.training = line.next<int>() != 0;
     else if (key == "input") {
@@ -77,7 +82,10 @@ Built build(const std::string &path, bool training) {
     b.outputNames = keras::model_output_names(b.model);
     InputSpec inputs;
     for (const keras::InputSpec &s : b.specs)
-      inputs.features.push_back(TensorSpec{s.name, s.dtype, s.shape});
+      inputs.features.push_back(TensorSpec{.key = s.name,
+                                           .dtype = s.dtype,
+                                           .shape = s.shape,
+                                           .sequence_dim = s.sequence_dim});
     Graph g;
     build_mode(
         g, ModeKeys::PREDICT, inputs,
@@ -117,6 +125,8 @@ void predict(JitModel &jit, const Built &b, const Case &k) {
     std::memcpy(jit.variable_data(v), value.data.data(), value.data.size());
   }
   jit.set_batch(k.batch);
+  if (k.length > 0)
+    jit.set_sequence_length(k.length);
   int fn = functionOrDie(jit, "predict");
   for (const keras::InputSpec &s : b.specs) {
     auto it = k.inputs.find(s.name);
@@ -141,7 +151,7 @@ void predict(JitModel &jit, const Built &b, const Case &k) {
       die("output '" + n + "' is not float32");
     int64_t count = 1;
     for (int32_t d = 0; d < spec.rank; ++d)
-      count *= spec.shape[d] < 0 ? k.batch : spec.shape[d];
+      count *= spec.shape[d] >= 0 ? spec.shape[d] : d == 0 ? k.batch : k.length;
     printValues("output " + n, output(jit, fn, "predictions/" + n), count);
   }
   std::cout << "variables " << b.variableCount << "\n";

@@ -170,11 +170,11 @@ def mobilenet_frozen(tf):
 
 
 def text_bilstm(tf):
-    """A text model: int32 token ids, Embedding with mask_zero, a
-    Bidirectional LSTM, a Dense head; Adam, sparse categorical
-    crossentropy from logits."""
+    """A text model: int32 token ids of any length (each batch its own),
+    Embedding with mask_zero, a Bidirectional LSTM, a Dense head; Adam,
+    sparse categorical crossentropy from logits."""
     k = tf.keras
-    ids = k.Input((6,), dtype="int32", name="ids")
+    ids = k.Input((None,), dtype="int32", name="ids")
     e = k.layers.Embedding(20, 4, mask_zero=True, name="emb")(ids)
     h = k.layers.Bidirectional(k.layers.LSTM(3), name="bi")(e)
     logits = k.layers.Dense(2, name="head")(h)
@@ -186,9 +186,12 @@ def text_bilstm(tf):
 
 
 def text_data(np, rng, n):
+    """Token ids padded with 0 to 6; batch b's longest sequence is
+    2 + b % 5 long (so each batch, cut to it, has its own length)."""
     ids = rng.integers(1, 20, size=(n, 6)).astype(np.int32)
-    lengths = rng.integers(2, 7, n)
-    for i, length in enumerate(lengths):
+    for i in range(n):
+        longest = 2 + (i // BATCH) % 5
+        length = longest if i % BATCH == 0 else rng.integers(1, longest + 1)
         ids[i, length:] = 0
     y = (ids[:, 0] > 10).astype(np.int64)
     return {"ids": ids}, y
@@ -350,8 +353,17 @@ def as_keras_y(model, y):
     return y
 
 
+# Token-id features of any length: each batch is cut to its longest
+# sequence (trailing padding columns dropped), so batches differ in length;
+# estc's batches mark them as sequence features (Batch::sequence_features).
+SEQUENCES = {"ids"}
+
+
 def estc_batch(np, x, y, several):
     b = {"features": {k: tensor(np, v) for k, v in x.items()}}
+    seq = [k for k in x if k in SEQUENCES]
+    if seq:
+        b["sequence_features"] = seq
     if y is not None:
         if several:
             for k, v in y.items():
@@ -363,7 +375,11 @@ def estc_batch(np, x, y, several):
 
 def take(d, lo, hi):
     if isinstance(d, dict):
-        return {k: v[lo:hi] for k, v in d.items()}
+        out = {k: v[lo:hi] for k, v in d.items()}
+        for k in SEQUENCES & set(out):
+            used = (out[k] != 0).any(axis=0).nonzero()[0]
+            out[k] = out[k][:, :max(1, int(used[-1]) + 1 if len(used) else 1)]
+        return out
     return d[lo:hi]
 
 

@@ -14,7 +14,8 @@ file with a random batch: estc's predictions must equal Keras's
 
 Keras 3: with --keras3-python (or $ESTC_KERAS3_PYTHON, default /tmp/k3/bin/
 python when it exists) naming a Python whose `keras` is 3.x, the zoo and
-text models are saved by Keras 3 too (.keras) and checked the same way;
+text models are saved by Keras 3 too (.keras and .h5) and checked the same
+way;
 without one that part is skipped with a SKIP line.
 
 usage: tf_keras_graph_compat.py --tool=build/bin/keras_tool --work=DIR
@@ -34,6 +35,7 @@ from case_tool import import_tf, run_case, summary, words  # noqa: E402
 
 RTOL, ATOL = 1e-5, 1e-4
 BATCH = 2
+LENGTH = 6  # the steps of an input whose dimension 1 is None
 
 
 # --- The models (built by the Keras of the running Python) -----------------
@@ -48,6 +50,12 @@ def zoo_dense(keras):
     h = L.BatchNormalization(name="bn")(h)
     h = L.Dropout(0.3, name="drop")(h)
     h = L.Dense(5, activation="tanh", name="d2")(h)
+    # A nested Functional model (its own first node), called twice.
+    block_in = keras.Input((5,), name="block_in")
+    block = keras.Model(block_in, L.Dense(5, activation="tanh",
+                                          name="block_dense")(block_in),
+                        name="block")
+    h = block(block(h))
     a = L.Activation("sigmoid", name="act")(h)
     h = L.Add(name="add")([h, a])
     h = L.Concatenate(name="cat")([h, a, x])
@@ -140,6 +148,9 @@ def zoo_conv(keras):
     v = L.MaxPooling3D((2, 2, 1), name="mp3")(v)
     v = L.AveragePooling3D((2, 2, 1), name="ap3")(v)
     v = L.SpatialDropout3D(0.2, name="sdrop3")(v)
+    v = L.ZeroPadding3D(((1, 0), (0, 1), (1, 1)), name="zpad3")(v)
+    v = L.Cropping3D(((0, 1), (1, 0), (1, 1)), name="crop3")(v)
+    v = L.UpSampling3D((1, 2, 1), name="up3")(v)
     v = L.GlobalAveragePooling3D(name="gap3")(v)
     out = L.Dense(3, name="out")(L.Concatenate(name="cat")([h, v]))
     return keras.Model(img, out, name="zoo_conv")
@@ -162,6 +173,10 @@ def zoo_seq(keras):
     s = L.MaxPooling1D(2, name="mp1")(s)
     s = L.AveragePooling1D(3, strides=1, padding="same", name="ap1")(s)
     s = L.SpatialDropout1D(0.2, name="sdrop1")(s)
+    s = L.ZeroPadding1D((1, 2), name="zpad1")(s)
+    s = L.Cropping1D((2, 1), name="crop1")(s)
+    s = L.UpSampling1D(2, name="up1")(s)
+    s = L.Cropping1D((3, 2), name="crop1b")(s)
     h2 = L.Add(name="add")([c, s])
     h2 = L.LayerNormalization(name="ln")(h2)
     p = L.Permute((2, 1), name="perm")(h2)
@@ -186,6 +201,17 @@ def text_bilstm(keras):
     h = L.Bidirectional(L.LSTM(5, name="lstm"), name="bi")(h)
     out = L.Dense(3, activation="softmax", name="out")(h)
     return keras.Model(ids, out, name="text_bilstm")
+
+
+def text_varlen(keras):
+    """Token ids of any length (Input((None,))): the run-time sequence
+    length; Embedding mask_zero, GRU with return_sequences, LSTM."""
+    L = keras.layers
+    ids = keras.Input((None,), dtype="int32", name="ids")
+    h = L.Embedding(20, 5, mask_zero=True, name="emb")(ids)
+    h = L.GRU(4, return_sequences=True, name="gru")(h)
+    h = L.LSTM(3, name="lstm")(h)
+    return keras.Model(ids, L.Dense(2, name="out")(h), name="text_varlen")
 
 
 def text_rnn_zoo(keras):
@@ -222,6 +248,22 @@ def text_rnn_zoo(keras):
     return keras.Model([ids, ctx], out, name="text_rnn_zoo")
 
 
+def bn_training(keras):
+    """Called with training=True (Keras's call argument, keras_tool's
+    `training 1`): batch normalization from the batch's statistics, fused
+    (rank 4) and not (rank 2), except a frozen one (trainable=False: the
+    moving statistics, as TF 2's Keras)."""
+    L = keras.layers
+    img = keras.Input((6, 6, 3), name="img")
+    h = L.Conv2D(4, 3, name="conv")(img)
+    h = L.BatchNormalization(name="bn4")(h)
+    h = L.BatchNormalization(name="bn_frozen", trainable=False)(h)
+    h = L.Flatten(name="flat")(h)
+    h = L.Dense(5, name="dense")(h)
+    h = L.BatchNormalization(center=False, name="bn2")(h)
+    return keras.Model(img, h, name="bn_training")
+
+
 def mobilenet_v2(keras):
     return keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3),
                                           classes=10, alpha=0.35)
@@ -243,7 +285,8 @@ def efficientnet_b0(keras):
                                              classes=10)
 
 
-# name: (builder, also saved by Keras 3, the tf.keras forms). The
+# name: (builder, also saved by Keras 3, the tf.keras forms[, called with
+# training=True]). The
 # applications take one form each (both forms give one graph; the reader's
 # forms are keras.tf_io_compat's), so that the test stays near a minute.
 BOTH = ("keras", "h5")
@@ -253,11 +296,13 @@ MODELS = {
     "zoo_seq": (zoo_seq, True, BOTH),
     "text_bilstm": (text_bilstm, True, BOTH),
     "text_rnn_zoo": (text_rnn_zoo, True, BOTH),
+    "text_varlen": (text_varlen, True, ("keras",)),
     "mobilenet_v2": (mobilenet_v2, False, ("keras",)),
     "resnet50": (resnet50, False, ("h5",)),
     "inception_v3": (inception_v3, False, ("keras",)),
     "efficientnet_b0": (efficientnet_b0, False, ("h5",)),
     "zoo_dense": (zoo_dense, True, BOTH),
+    "bn_training": (bn_training, True, ("keras",), True),
     "two_io": (two_io, True, BOTH),
     "sequential_mlp": (sequential_mlp, True, BOTH),
 }
@@ -292,7 +337,8 @@ def input_arrays(model, np, rng, name):
     """A batch for each input: token ids for integer inputs, else floats."""
     out = {}
     for t in model.inputs:
-        shape = [BATCH] + [int(d) for d in t.shape[1:]]
+        shape = [BATCH] + [LENGTH if d is None else int(d)
+                           for d in t.shape[1:]]
         iname = t.name.split(":")[0]
         iname = getattr(t, "_keras_history", None) and t._keras_history[0].name or iname
         if "int" in str(t.dtype):
@@ -333,15 +379,17 @@ def save_side(work, names, keras3):
         randomize(model, np, rng)
         inputs = input_arrays(model, np, rng, name)
         feed = [inputs[n] for n in inputs]
-        want = model(feed if len(feed) > 1 else feed[0], training=False)
+        training = len(MODELS[name]) > 3 and MODELS[name][3]
+        want = model(feed if len(feed) > 1 else feed[0], training=training)
         if not isinstance(want, (list, tuple)):
             want = [want]
-        forms = ["keras"] if keras3 else list(MODELS[name][2])
+        forms = ["keras", "h5"] if keras3 else list(MODELS[name][2])
         for form in forms:
             path = os.path.join(work, f"{name}.{form}")
             model.save(path)
         expected[name] = {
             "forms": forms,
+            "training": training,
             "inputs": {k: v.tolist() for k, v in inputs.items()},
             "outputs": [np.asarray(w).tolist() for w in want],
             "output_names": output_names(model),
@@ -357,6 +405,9 @@ def check_model(tool, work, name, e, tag):
     lines = [f"model {os.path.join(work, name + '.' + form)}"
              for form in e["forms"]]
     lines.append(f"batch {BATCH}")
+    lines.append(f"length {LENGTH}")
+    if e.get("training"):
+        lines.append("training 1")
     for k, v in e["inputs"].items():
         lines.append(f"input {k} {words(np.asarray(v, np.float64))}")
     run = run_case(tool, lines)
@@ -443,6 +494,9 @@ def main():
     if import_tf() is None:
         return 77
     names = [n for n in MODELS if re.search(args.only, n)]
+    if not names:
+        print(f"FAIL: no model matches --only {args.only!r}")
+        return 1
     env = dict(os.environ)
     r = subprocess.run([sys.executable, __file__, f"--work={args.work}",
                         f"--save-side={','.join(names)}"], env=env,

@@ -133,5 +133,41 @@ component_error() {
     { cat "$work/components/$1.log"; fail "no line '$3' for component $1"; }
 }
 component_error c_api "$partial" "estc: component 'c_api' is not installed in"
-component_error nope "$prefix" "estc: no component 'nope' (components: estimator saved_model c_api jit canned serving)"
+component_error nope "$prefix" "estc: no component 'nope' (components: estimator saved_model c_api jit canned keras serving)"
 echo "package: every component found, the missing ones named"
+
+# The keras component: estc/keras.h and estc::keras link into a program that
+# runs model_to_estimator (on a file that is not a Keras model: its one-line
+# KerasError).
+mkdir -p "$work/keras_app"
+cat >"$work/keras_app/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(keras_app LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(estc CONFIG REQUIRED COMPONENTS keras)
+add_executable(keras_app keras_app.cpp)
+target_link_libraries(keras_app PRIVATE estc::keras)
+CM
+cat >"$work/keras_app/keras_app.cpp" <<'CPP'
+#include "estc/keras.h"
+#include <iostream>
+int main(int argc, char **argv) {
+  try {
+    estc::estimator::model_to_estimator(argv[argc - 1]);
+  } catch (const estc::keras::KerasError &e) {
+    std::cout << "KerasError: " << e.what() << "\n";
+    return 0;
+  }
+  return 1;
+}
+CPP
+step keras_configure.log cmake -G "$generator" -S "$work/keras_app" \
+  -B "$work/keras_app/build" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" \
+  -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_FLAGS="$cxx_flags"
+step keras_build.log cmake --build "$work/keras_app/build"
+echo "not a model" >"$work/keras_app/not_a_model.keras"
+"$work/keras_app/build/keras_app" "$work/keras_app/not_a_model.keras" |
+  grep -F "KerasError: $work/keras_app/not_a_model.keras: " ||
+  fail "keras_app did not report the file as not a Keras model"
+echo "package: estc::keras links and runs model_to_estimator"

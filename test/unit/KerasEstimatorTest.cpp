@@ -195,6 +195,10 @@ TEST(KerasCompileTest, Refusals) {
                         {"use_ema": true}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: use_ema = true is not "
             "supported");
+  EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Nadam", "config":
+                        {"is_legacy_optimizer": true}}, "loss": "mse"})"),
+            "m.keras: compile config: optimizer Nadam: is_legacy_optimizer "
+            "= true is not supported");
   EXPECT_EQ(refusal(R"({"optimizer": {"class_name": "Adam", "config":
                         {"foo": 1}}, "loss": "mse"})"),
             "m.keras: compile config: optimizer Adam: argument foo = 1 is "
@@ -347,6 +351,20 @@ TEST_F(ModelToEstimatorTest, ExportsAndServesAsAnyEstimator) {
     want = p.at(out).values<float>();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got.begin()->second.values<float>(), want);
+
+  // export_outputs: one more signature, named by the output (TF's
+  // export_output_cls(predictions[key])).
+  KerasEstimatorOptions o = options();
+  o.export_outputs = {{out, ExportOutput::Kind::Predict}};
+  auto est2 = model_to_estimator(tiny(), o);
+  std::string dir2 = est2->export_saved_model(
+      path("export2"), est2->serving_input_receiver_fn());
+  auto served2 = serving::SavedModel::load(dir2);
+  EXPECT_TRUE(served2->signatures().count("serving_default"));
+  ASSERT_TRUE(served2->signatures().count(out));
+  serving::TensorMap got2 = served2->run(out, {{in, x.at(in)}});
+  ASSERT_TRUE(got2.count("output"));
+  EXPECT_EQ(got2.at("output").values<float>(), want);
 }
 
 TEST_F(ModelToEstimatorTest, FeatureRefusalsAtTrainTime) {

@@ -303,7 +303,7 @@ func.func @loss_not_scalar(%loss: tensor<4xf32>) {
 // -----
 
 func.func @unknown_optimizer(%loss: tensor<f32>) {
-  // expected-error @+1 {{'est.minimize' op unknown optimizer "lion" (expected sgd, momentum, adagrad, adam, rmsprop, ftrl, adadelta, proximal_gradient_descent, proximal_adagrad, adagrad_da, adamw, adamax, nadam or lazy_adam)}}
+  // expected-error @+1 {{'est.minimize' op unknown optimizer "lion" (expected sgd, momentum, adagrad, adam, rmsprop, ftrl, adadelta, proximal_gradient_descent, proximal_adagrad, adagrad_da, adamw, adamax, nadam, lazy_adam, keras_sgd, keras_rmsprop, keras_adagrad or keras_adam)}}
   est.minimize %loss optimizer "lion" {} : tensor<f32>
   return
 }
