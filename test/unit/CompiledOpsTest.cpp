@@ -745,6 +745,14 @@ TEST(CompiledOps, Convolutions) {
                   padding);
             },
             {1, 3});
+    // Stride 1 with few channels: the kernels' tap-by-tap rows (dilated).
+    checkOp({{"x", DType::Float32, {-1, same ? 9 : 7, same ? 8 : 4, 16}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_backprop_input(
+                  x["x"], constant(g, {3, 3, 16, 1}, 13), {9, 8}, {1, 1},
+                  padding, {1, 2});
+            },
+            {1, 3});
     checkOp({{"x", DType::Float32, {-1, 9, 8, 16}}},
             [&](Graph &g, const TensorMap &x) {
               Tensor y = nn::depthwise_conv2d_native(
