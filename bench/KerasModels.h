@@ -16,9 +16,10 @@
 //       project + BN, Add when the shapes agree); Conv_1 1x1 1280 + BN +
 //       ReLU6; GlobalAveragePooling2D; Dense(n_classes) "predictions".
 //
-// bench/tf_keras_peer.py builds the same model with tf.keras 2.15 (the
-// checked parity of the two is bench/keras_bench.cpp's --check: the same
-// variables, names and shapes).
+// bench/tf_keras_peer.py builds the same model with tf.keras 2.15 and saves
+// it; keras_bench --keras_model trains that file through model_to_estimator
+// (the graph lib/Keras builds from its config), so bench/keras.sh times both
+// graphs side by side: their step times agree (docs/results.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ESTC_BENCH_KERASMODELS_H
