@@ -43,14 +43,18 @@ using namespace mlir::est::kernels;
 
 namespace {
 
-/// The operand a conv backprop kernel gathers (reads at computed
-/// coordinates, as the loop nest it replaced did inside its body), or -1:
-/// grad_output of (filter, grad_output, grad_input), input of (input,
-/// grad_output, grad_filter).
+/// The operand a conv backprop or depthwise kernel gathers (reads at
+/// computed coordinates, as the loop nest it replaced did inside its body),
+/// or -1: grad_output of (filter, grad_output, grad_input), input of (input,
+/// grad_output, grad_filter) and of the depthwise (input, filter, output).
 int gatheredOperand(func::CallOp call) {
-  if (call.getCallee() == "estc_conv2d_backprop_input_f32")
+  StringRef callee = call.getCallee();
+  if (callee == "estc_conv2d_backprop_input_f32" ||
+      callee == "estc_depthwise_conv2d_backprop_input_f32")
     return 1;
-  if (call.getCallee() == "estc_conv2d_backprop_filter_f32")
+  if (callee == "estc_conv2d_backprop_filter_f32" ||
+      callee == "estc_depthwise_conv2d_f32" ||
+      callee == "estc_depthwise_conv2d_backprop_filter_f32")
     return 0;
   return -1;
 }

@@ -8,6 +8,10 @@
 //   linalg.generic {library_call = "estc_conv2d_backprop_input_f32" or
 //                   "estc_conv2d_backprop_filter_f32"} (convert-est-to-linalg's
 //                   f32 conv backprops) -> that kernel
+//   linalg.generic {library_call = "estc_depthwise_conv2d_f32",
+//                   "..._backprop_input_f32", "..._backprop_filter_f32"}
+//                   (f32 depthwise convolutions) -> that kernel on the CPU;
+//                   a loop nest for CUDA
 //
 // Kernels overwrite their output, so the zero fill that initializes a
 // contraction is dropped; another initial value is added after the call.
@@ -447,12 +451,27 @@ LogicalResult rewriteConv(linalg::Conv2DNhwcHwcfOp conv, ModuleOp module,
 LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module,
                                   bool cuda) {
   StringRef kernel = *generic.getLibraryCall();
-  bool input = kernel == "estc_conv2d_backprop_input_f32";
-  if (!input && kernel != "estc_conv2d_backprop_filter_f32")
+  bool depthwise = kernel.starts_with("estc_depthwise_conv2d");
+  // The depthwise forward takes (input, filter, output): its streamed
+  // operand is the filter and it gathers the input, as the input gradient
+  // streams the filter and gathers grad_output.
+  bool forward = kernel == "estc_depthwise_conv2d_f32";
+  bool input = forward || kernel == "estc_conv2d_backprop_input_f32" ||
+               kernel == "estc_depthwise_conv2d_backprop_input_f32";
+  if (!input && kernel != "estc_conv2d_backprop_filter_f32" &&
+      kernel != "estc_depthwise_conv2d_backprop_filter_f32")
     return generic.emitOpError("unknown runtime kernel '") << kernel << "'";
   auto scalars = generic->getAttrOfType<DenseI64ArrayAttr>("estc.conv");
   SmallVector<memref::LoadOp> loads;
   generic.getRegion().walk([&](memref::LoadOp load) { loads.push_back(load); });
+  if (depthwise && generic.hasPureBufferSemantics() && loads.empty()) {
+    // The gathered operand folded away (a splat constant, as the gradient
+    // of reduce_sum(y)): no buffer to hand a kernel; the loop nest is
+    // correct.
+    generic.removeLibraryCallAttr();
+    generic->removeAttr("estc.conv");
+    return success();
+  }
   if (!generic.hasPureBufferSemantics() || !scalars || scalars.size() != 6 ||
       generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
       loads.size() != 1)
@@ -462,9 +481,17 @@ LogicalResult rewriteConvBackprop(linalg::GenericOp generic, ModuleOp module,
   Value operand = generic.getDpsInputs()[0];
   // Kernel argument order: (filter, grad_output, grad_input) and
   // (input, grad_output, grad_filter).
-  SmallVector<Value> inputs = input ? SmallVector<Value>{operand, windowed}
-                                    : SmallVector<Value>{windowed, operand};
+  SmallVector<Value> inputs = input && !forward
+                                  ? SmallVector<Value>{operand, windowed}
+                                  : SmallVector<Value>{windowed, operand};
   Value gradient = generic.getDpsInits()[0];
+  if (cuda && depthwise) {
+    // No CUDA depthwise kernel: a loop nest, which the gpu stage makes a
+    // kernel.
+    generic.removeLibraryCallAttr();
+    generic->removeAttr("estc.conv");
+    return success();
+  }
   if (cuda) {
     // (input, filter, output) of the forward convolution.
     Value forwardInput = input ? gradient : windowed;

@@ -18,9 +18,9 @@
 //                     zero-padded slices, divided by each output depth's
 //                     count of valid taps (TF's SAME divisor is the product
 //                     of the per-dimension counts)
-//   depthwise_conv2d  the sum over the kh*kw taps of the strided input
-//                     window times filter[i, j] (elementwise, fused), so its
-//                     cost is that of the depthwise convolution itself
+//   depthwise_conv2d  one depthwise_conv2d_native node (est.depthwise_conv2d,
+//                     whose gradients are its own two ops and whose f32
+//                     lowering calls the runtime's depthwise kernels)
 //   conv2d_transpose  conv2d_backprop_input, as in TF
 //   conv3d_transpose  conv3d's adjoint: per depth tap, conv2d_backprop_input
 //                     of every input depth, spread to the output depths
@@ -284,35 +284,6 @@ template <typename F> Tensor inFormat(bool first, const Tensor &x, F op) {
   return toChannelsFirst(op(toChannelsLast(x)));
 }
 
-Tensor depthwiseNhwc(const Call &c, const Tensor &x, const Tensor &filter,
-                     const Dims &strides, shape::Padding p,
-                     const Dims &dilations) {
-  const Dims &f = filter.shape();
-  int64_t channels = x.shape()[3], mult = f[3];
-  Dims out = c.outputSizes(x, {f[0], f[1]}, strides, dilations, p);
-  Tensor xp = x;
-  for (int i = 0; i < 2; ++i) {
-    auto [lo, hi] = windowPadding(x.shape()[1 + i], f[i], strides[i],
-                                  dilations[i], out[i], p);
-    xp = padAxis(xp, 1 + i, lo, hi);
-  }
-  Tensor acc;
-  for (int64_t i = 0; i < f[0]; ++i)
-    for (int64_t j = 0; j < f[1]; ++j) {
-      Tensor window =
-          strided(strided(xp, 1, i * dilations[0], out[0], strides[0]), 2,
-                  j * dilations[1], out[1], strides[1]);
-      Tensor w = slice(filter, {i, j, 0, 0}, {1, 1, channels, mult});
-      Tensor term = mult == 1 ? multiply(window, reshape(w, {channels}))
-                              : multiply(expand_dims(window, -1),
-                                         reshape(w, {channels, mult}));
-      acc = acc.valid() ? add(acc, term) : term;
-    }
-  if (mult == 1)
-    return acc;
-  return reshape(acc, {-1, out[0], out[1], channels * mult});
-}
-
 } // namespace
 
 Tensor conv1d(const Tensor &input, const Tensor &filters, int64_t stride,
@@ -483,7 +454,7 @@ Tensor depthwise_conv2d(const Tensor &input, const Tensor &filter,
   Call c("depthwise_conv2d", "depthwise", name, input);
   bool first = c.channelsFirst(data_format, "NHWC", "NCHW");
   c.requireFloat(filter, "filter");
-  shape::Padding p = c.padding(padding);
+  c.padding(padding);
   c.requireWindow("strides", strides, 2);
   c.requireWindow("dilations", dilations, 2);
   c.requireShape(4, first ? "NCHW" : "NHWC");
@@ -493,7 +464,7 @@ Tensor depthwise_conv2d(const Tensor &input, const Tensor &filter,
   Graph &g = input.graph();
   auto scope = c.scope(g);
   return inFormat(first, input, [&](const Tensor &x) {
-    return depthwiseNhwc(c, x, filter, strides, p, dilations);
+    return depthwise_conv2d_native(x, filter, strides, padding, dilations);
   });
 }
 

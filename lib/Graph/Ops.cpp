@@ -1299,6 +1299,57 @@ Tensor conv2d_backprop_filter(const Tensor &input, const Tensor &grad_output,
                    {"padding", attr_s(padding)}});
 }
 
+Tensor depthwise_conv2d_native(const Tensor &input, const Tensor &filter,
+                               const Dims &strides, const std::string &padding,
+                               const Dims &dilations, const std::string &name) {
+  OpBuilder o(nullptr, "depthwise_conv2d", name, "DepthwiseConv2dNative",
+              {input, filter});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::depthwiseConv2d(
+      input.shape(), filter.shape(), strides, dilations, o.padding(padding)));
+  return o.finish(input.dtype(), out,
+                  {{"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor depthwise_conv2d_backprop_input(
+    const Tensor &grad_output, const Tensor &filter, const Dims &input_size,
+    const Dims &strides, const std::string &padding, const Dims &dilations,
+    const std::string &name) {
+  OpBuilder o(nullptr, "depthwise_conv2d_backprop_input", name,
+              "DepthwiseConv2dNativeBackpropInput", {grad_output, filter});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::depthwiseConv2dBackpropInput(
+      grad_output.shape(), filter.shape(), input_size, strides, dilations,
+      o.padding(padding)));
+  return o.finish(grad_output.dtype(), out,
+                  {{"input_size", attr_list(input_size)},
+                   {"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
+Tensor depthwise_conv2d_backprop_filter(
+    const Tensor &input, const Tensor &grad_output, const Dims &filter_size,
+    const Dims &strides, const std::string &padding, const Dims &dilations,
+    const std::string &name) {
+  OpBuilder o(nullptr, "depthwise_conv2d_backprop_filter", name,
+              "DepthwiseConv2dNativeBackpropFilter", {input, grad_output});
+  o.requireFloat(0);
+  o.requireSameDType(0, 1);
+  Dims out = o.check(shape::depthwiseConv2dBackpropFilter(
+      input.shape(), grad_output.shape(), filter_size, strides, dilations,
+      o.padding(padding)));
+  return o.finish(input.dtype(), out,
+                  {{"filter_size", attr_list(filter_size)},
+                   {"strides", attr_list(strides)},
+                   {"dilations", attr_list(dilations)},
+                   {"padding", attr_s(padding)}});
+}
+
 Tensor max_pool_grad(const Tensor &input, const Tensor &grad_output,
                      const Dims &ksize, const Dims &strides,
                      const std::string &padding, const std::string &name) {

@@ -500,6 +500,27 @@ Tensor conv2d_backprop_filter(const Tensor &input, const Tensor &grad_output,
                               const std::string &padding,
                               const Dims &dilations = {1, 1},
                               const std::string &name = "");
+/// tf.compat.v1.nn.depthwise_conv2d_native (TF's DepthwiseConv2dNative,
+/// one est.depthwise_conv2d node): input NHWC [N, H, W, C], filter [kh, kw,
+/// C, M] -> [N, OH, OW, C * M], channel c * M + m the convolution of input
+/// channel c with filter[:, :, c, m]. nn::depthwise_conv2d is this for
+/// NHWC (NCHW transposes around it).
+Tensor depthwise_conv2d_native(const Tensor &input, const Tensor &filter,
+                               const Dims &strides, const std::string &padding,
+                               const Dims &dilations = {1, 1},
+                               const std::string &name = "");
+/// Its gradients, tf.nn.depthwise_conv2d_backprop_input / _filter (TF's
+/// DepthwiseConv2dNativeBackpropInput / Filter; NHWC; the autodiff pass
+/// emits them), in conv2d_backprop_input's argument order: `input_size` /
+/// `filter_size` are the forward operand's [H, W] / [KH, KW].
+Tensor depthwise_conv2d_backprop_input(
+    const Tensor &grad_output, const Tensor &filter, const Dims &input_size,
+    const Dims &strides, const std::string &padding,
+    const Dims &dilations = {1, 1}, const std::string &name = "");
+Tensor depthwise_conv2d_backprop_filter(
+    const Tensor &input, const Tensor &grad_output, const Dims &filter_size,
+    const Dims &strides, const std::string &padding,
+    const Dims &dilations = {1, 1}, const std::string &name = "");
 Tensor max_pool_grad(const Tensor &input, const Tensor &grad_output,
                      const Dims &ksize, const Dims &strides,
                      const std::string &padding, const std::string &name = "");

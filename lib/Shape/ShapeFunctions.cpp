@@ -297,6 +297,88 @@ ShapeOr conv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
                        gradOutput, filter);
 }
 
+ShapeOr depthwiseConv2d(const Dims &input, const Dims &filter,
+                        const Dims &strides, const Dims &dilations,
+                        Padding padding) {
+  if (input.size() != 4)
+    return fail("depthwise_conv2d input must be NHWC (rank 4), got ",
+                toString(input));
+  if (filter.size() != 4)
+    return fail("depthwise_conv2d filter must be [height, width, in, "
+                "multiplier] (rank 4), got ",
+                toString(filter));
+  if (auto e = checkWindow("strides", strides))
+    return ShapeOr::error(*e);
+  if (auto e = checkWindow("dilations", dilations))
+    return ShapeOr::error(*e);
+  if (known(input[3]) && known(filter[2]) && input[3] != filter[2])
+    return fail("depthwise_conv2d input channels ", input[3],
+                " do not match filter input channels ", filter[2], " (input ",
+                toString(input), ", filter ", toString(filter), ")");
+  for (int i = 0; i < 2; ++i) {
+    if (!known(filter[i]))
+      return fail("depthwise_conv2d filter spatial size must be known, got ",
+                  toString(filter));
+    int64_t eff = (filter[i] - 1) * dilations[i] + 1;
+    if (padding == Padding::Valid && known(input[1 + i]) && input[1 + i] < eff)
+      return fail("depthwise_conv2d VALID window ", eff,
+                  " is larger than input ", toString(input));
+  }
+  int64_t c = known(input[3]) ? input[3] : filter[2];
+  return Dims{
+      input[0],
+      convOutputSize(input[1], filter[0], strides[0], dilations[0], padding),
+      convOutputSize(input[2], filter[1], strides[1], dilations[1], padding),
+      known(c) && known(filter[3]) ? c * filter[3] : kUnknownDim};
+}
+
+ShapeOr depthwiseConv2dBackpropInput(const Dims &gradOutput, const Dims &filter,
+                                     const Dims &inputSize, const Dims &strides,
+                                     const Dims &dilations, Padding padding) {
+  if (gradOutput.size() != 4)
+    return fail("depthwise_conv2d_backprop_input grad_output must be NHWC "
+                "(rank 4), got ",
+                toString(gradOutput));
+  if (filter.size() != 4)
+    return fail("depthwise_conv2d_backprop_input filter must be [height, "
+                "width, in, multiplier] (rank 4), got ",
+                toString(filter));
+  if (auto e = checkWindow("input_size", inputSize))
+    return ShapeOr::error(*e);
+  Dims input = {gradOutput[0], inputSize[0], inputSize[1], filter[2]};
+  return checkGradient(
+      "depthwise_conv2d_backprop_input",
+      depthwiseConv2d(input, filter, strides, dilations, padding), gradOutput,
+      input);
+}
+
+ShapeOr depthwiseConv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
+                                      const Dims &filterSize,
+                                      const Dims &strides,
+                                      const Dims &dilations, Padding padding) {
+  if (input.size() != 4)
+    return fail("depthwise_conv2d_backprop_filter input must be NHWC (rank "
+                "4), got ",
+                toString(input));
+  if (gradOutput.size() != 4)
+    return fail("depthwise_conv2d_backprop_filter grad_output must be NHWC "
+                "(rank 4), got ",
+                toString(gradOutput));
+  if (auto e = checkWindow("filter_size", filterSize))
+    return ShapeOr::error(*e);
+  if (!known(input[3]) || !known(gradOutput[3]) || input[3] == 0 ||
+      gradOutput[3] % input[3] != 0)
+    return fail("depthwise_conv2d_backprop_filter grad_output channels ",
+                gradOutput[3], " must be a known multiple of the input's ",
+                input[3]);
+  Dims filter = {filterSize[0], filterSize[1], input[3],
+                 gradOutput[3] / input[3]};
+  return checkGradient(
+      "depthwise_conv2d_backprop_filter",
+      depthwiseConv2d(input, filter, strides, dilations, padding), gradOutput,
+      filter);
+}
+
 ShapeOr maxPoolGrad(const Dims &input, const Dims &gradOutput,
                     const Dims &ksize, const Dims &strides, Padding padding) {
   return checkGradient("max_pool_grad", pool2d(input, ksize, strides, padding),

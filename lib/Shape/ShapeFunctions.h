@@ -97,6 +97,21 @@ ShapeOr maxPoolGrad(const Dims &input, const Dims &gradOutput,
 /// grad_output [N,OH,OW,C] -> [N,H,W,C].
 ShapeOr avgPoolGrad(const Dims &gradOutput, const Dims &inputSize,
                     const Dims &ksize, const Dims &strides, Padding padding);
+/// Depthwise convolution (TF's DepthwiseConv2dNative): NHWC input
+/// [N,H,W,C], filter [KH,KW,C,M] -> [N,OH,OW,C*M]; output channel c*M + m
+/// is input channel c convolved with filter[:, :, c, m].
+ShapeOr depthwiseConv2d(const Dims &input, const Dims &filter,
+                        const Dims &strides, const Dims &dilations,
+                        Padding padding);
+/// Its gradients: grad_output [N,OH,OW,C*M], filter [KH,KW,C,M] ->
+/// [N,H,W,C]; input [N,H,W,C], grad_output [N,OH,OW,C*M] -> [KH,KW,C,M].
+ShapeOr depthwiseConv2dBackpropInput(const Dims &gradOutput, const Dims &filter,
+                                     const Dims &inputSize, const Dims &strides,
+                                     const Dims &dilations, Padding padding);
+ShapeOr depthwiseConv2dBackpropFilter(const Dims &input, const Dims &gradOutput,
+                                      const Dims &filterSize,
+                                      const Dims &strides,
+                                      const Dims &dilations, Padding padding);
 /// Output size of one spatial dimension (exposed for the code generators).
 int64_t convOutputSize(int64_t in, int64_t window, int64_t stride,
                        int64_t dilation, Padding padding);

@@ -87,6 +87,20 @@ void conv2dBackpropFilter(const MemRef<float, 4> &input,
                           const MemRef<float, 4> &gradFilter,
                           const ConvParams &p);
 
+/// The depthwise convolution (filter [KH, KW, C, M], output channel
+/// c * M + m) and its gradients (runtime/cpu/Depthwise.cpp).
+void depthwiseConv2d(const MemRef<float, 4> &input,
+                     const MemRef<float, 4> &filter,
+                     const MemRef<float, 4> &output, const ConvParams &p);
+void depthwiseConv2dBackpropInput(const MemRef<float, 4> &filter,
+                                  const MemRef<float, 4> &gradOutput,
+                                  const MemRef<float, 4> &gradInput,
+                                  const ConvParams &p);
+void depthwiseConv2dBackpropFilter(const MemRef<float, 4> &input,
+                                   const MemRef<float, 4> &gradOutput,
+                                   const MemRef<float, 4> &gradFilter,
+                                   const ConvParams &p);
+
 } // namespace estc::rt
 
 #endif // ESTC_RUNTIME_CPU_KERNELIMPL_H

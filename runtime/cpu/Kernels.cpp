@@ -90,4 +90,34 @@ void _mlir_ciface_estc_conv2d_backprop_filter_f32(
       {stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left});
 }
 
+void _mlir_ciface_estc_depthwise_conv2d_f32(
+    MemRef<float, 4> *input, MemRef<float, 4> *filter, MemRef<float, 4> *output,
+    int64_t stride_h, int64_t stride_w, int64_t dilation_h, int64_t dilation_w,
+    int64_t pad_top, int64_t pad_left) {
+  checkKernelIsa();
+  depthwiseConv2d(
+      *input, *filter, *output,
+      {stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left});
+}
+
+void _mlir_ciface_estc_depthwise_conv2d_backprop_input_f32(
+    MemRef<float, 4> *filter, MemRef<float, 4> *grad_output,
+    MemRef<float, 4> *grad_input, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left) {
+  checkKernelIsa();
+  depthwiseConv2dBackpropInput(
+      *filter, *grad_output, *grad_input,
+      {stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left});
+}
+
+void _mlir_ciface_estc_depthwise_conv2d_backprop_filter_f32(
+    MemRef<float, 4> *input, MemRef<float, 4> *grad_output,
+    MemRef<float, 4> *grad_filter, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left) {
+  checkKernelIsa();
+  depthwiseConv2dBackpropFilter(
+      *input, *grad_output, *grad_filter,
+      {stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left});
+}
+
 } // extern "C"

@@ -120,6 +120,26 @@ ESTC_RT_EXPORT void _mlir_ciface_estc_conv2d_backprop_filter_f32(
     estc::rt::MemRef<float, 4> *grad_filter, int64_t stride_h, int64_t stride_w,
     int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
 
+/// The depthwise convolution (TF's DepthwiseConv2dNative): output[n,oh,ow,
+/// c*M+m] = sum_{kh,kw} input[n,ih,iw,c] * filter[kh,kw,c,m], filter
+/// [KH, KW, C, M]; the output's descriptor gives its shape.
+ESTC_RT_EXPORT void _mlir_ciface_estc_depthwise_conv2d_f32(
+    estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *filter,
+    estc::rt::MemRef<float, 4> *output, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+/// Its input gradient: grad_input[n,ih,iw,c] sums grad_output[n,oh,ow,
+/// c*M+m] * filter[kh,kw,c,m] over the pixels and taps that read (ih, iw).
+ESTC_RT_EXPORT void _mlir_ciface_estc_depthwise_conv2d_backprop_input_f32(
+    estc::rt::MemRef<float, 4> *filter, estc::rt::MemRef<float, 4> *grad_output,
+    estc::rt::MemRef<float, 4> *grad_input, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+/// Its filter gradient: grad_filter[kh,kw,c,m] = sum_{n,oh,ow}
+/// input[n,ih,iw,c] * grad_output[n,oh,ow,c*M+m].
+ESTC_RT_EXPORT void _mlir_ciface_estc_depthwise_conv2d_backprop_filter_f32(
+    estc::rt::MemRef<float, 4> *input, estc::rt::MemRef<float, 4> *grad_output,
+    estc::rt::MemRef<float, 4> *grad_filter, int64_t stride_h, int64_t stride_w,
+    int64_t dilation_h, int64_t dilation_w, int64_t pad_top, int64_t pad_left);
+
 /// Whether the f32 convolutions and GEMM tiles may hand a call to oneDNN
 /// (runtime/cpu/OneDnnConv.h): 1 yes, 0 no, -1 the default (yes unless
 /// ESTC_USE_ONEDNN=0 in the environment). Returns 1 when the runtime was

@@ -197,6 +197,16 @@ void convolution(Graph &g, const TensorMap &f, Outputs &out) {
   Tensor avg = nn::avg_pool(img, {3, 3}, {2, 2}, "SAME");
   out.add("arith_avg_pool_grad",
           nn::avg_pool_grad(avg + 1.0, {9, 9}, {3, 3}, {2, 2}, "SAME"));
+  // The depthwise convolution and its gradients: loop nests on CUDA.
+  Tensor dwFilter = variable(g, "dw_filter", {3, 3, 3, 2}).read();
+  Tensor dw = nn::depthwise_conv2d_native(img, dwFilter, {2, 2}, "SAME");
+  out.add("arith_depthwise_conv2d", dw);
+  out.add("arith_depthwise_backprop_input",
+          nn::depthwise_conv2d_backprop_input(dw - 0.5, dwFilter, {9, 9},
+                                              {2, 2}, "SAME"));
+  out.add("arith_depthwise_backprop_filter",
+          nn::depthwise_conv2d_backprop_filter(img, dw - 0.5, {3, 3}, {2, 2},
+                                               "SAME"));
 }
 
 void reductions(const TensorMap &f, Outputs &out) {

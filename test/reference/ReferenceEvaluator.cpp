@@ -635,6 +635,62 @@ Value conv2dBackprop(const OpContext &ctx, bool wantInput) {
   return out;
 }
 
+/// depthwise_conv2d (`part` 0) and its input (1) and filter (2) gradients:
+/// output channel c * M + m is input channel c times filter[., ., c, m],
+/// summed over the taps, accumulated into whichever the part computes.
+Value depthwiseConv2d(const OpContext &ctx, int part) {
+  ctx.expectInputs(2, 2);
+  expectSameDtype(ctx, ctx.input(0), ctx.input(1));
+  Dims strides = ctx.getInts("strides", {1, 1});
+  Dims dilations = ctx.getInts("dilations", {1, 1});
+  shape::Padding padding = getPadding(ctx);
+  Dims inShape, fShape, outShape;
+  if (part == 0) {
+    inShape = ctx.input(0).shape;
+    fShape = ctx.input(1).shape;
+    outShape = ctx.check(
+        shape::depthwiseConv2d(inShape, fShape, strides, dilations, padding));
+  } else if (part == 1) {
+    outShape = ctx.input(0).shape;
+    fShape = ctx.input(1).shape;
+    inShape = ctx.check(shape::depthwiseConv2dBackpropInput(
+        outShape, fShape, ctx.getInts("input_size"), strides, dilations,
+        padding));
+  } else {
+    inShape = ctx.input(0).shape;
+    outShape = ctx.input(1).shape;
+    fShape = ctx.check(shape::depthwiseConv2dBackpropFilter(
+        inShape, outShape, ctx.getInts("filter_size"), strides, dilations,
+        padding));
+  }
+  Window win({inShape[1], inShape[2]}, {fShape[0], fShape[1]}, strides,
+             dilations, padding);
+  Dims inStrides = stridesOf(inShape), fStrides = stridesOf(fShape);
+  int64_t mult = fShape[3];
+  const Value &a = ctx.input(0), &b = ctx.input(1);
+  Value out = makeValue(a.dtype, part == 0   ? outShape
+                                 : part == 1 ? inShape
+                                             : fShape);
+  forEachIndex(outShape, [&](const Dims &o, int64_t linear) {
+    int64_t c = o[3] / mult, m = o[3] % mult;
+    win.forEachTap(
+        o[1], o[2], [&](int64_t iy, int64_t ix, int64_t y, int64_t x) {
+          int64_t pixel =
+              o[0] * inStrides[0] + iy * inStrides[1] + ix * inStrides[2] + c;
+          int64_t tap = y * fStrides[0] + x * fStrides[1] + c * mult + m;
+          if (part == 0)
+            out.data[linear] += a.data[pixel] * b.data[tap];
+          else if (part == 1)
+            out.data[pixel] += a.data[linear] * b.data[tap];
+          else
+            out.data[tap] += a.data[pixel] * b.data[linear];
+        });
+  });
+  for (double &v : out.data)
+    v = normalize(out.dtype, v);
+  return out;
+}
+
 /// max_pool_grad (each window's gradient to its first maximum) and
 /// avg_pool_grad (shared by the window's valid elements).
 Value poolGrad(const OpContext &ctx, bool isMax) {
@@ -1775,6 +1831,15 @@ const std::map<std::string, Kernel> &kernels() {
     };
     t["conv2d_backprop_filter"] = [](const OpContext &c) {
       return conv2dBackprop(c, false);
+    };
+    t["depthwise_conv2d"] = [](const OpContext &c) {
+      return depthwiseConv2d(c, 0);
+    };
+    t["depthwise_conv2d_backprop_input"] = [](const OpContext &c) {
+      return depthwiseConv2d(c, 1);
+    };
+    t["depthwise_conv2d_backprop_filter"] = [](const OpContext &c) {
+      return depthwiseConv2d(c, 2);
     };
     t["max_pool_grad"] = [](const OpContext &c) { return poolGrad(c, true); };
     t["avg_pool_grad"] = [](const OpContext &c) { return poolGrad(c, false); };

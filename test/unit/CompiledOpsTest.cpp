@@ -709,6 +709,62 @@ TEST(CompiledOps, Convolutions) {
                                           {2, 1}, padding);
             },
             {1, 3});
+    // MobileNet's depthwise convolutions: 16 channels, multiplier 1 (the
+    // runtime kernels' unit-stride path), stride 1 and 2; and a multiplier.
+    checkOp({{"x", DType::Float32, {-1, 9, 8, 16}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_native(x["x"],
+                                                 constant(g, {3, 3, 16, 1}, 7),
+                                                 {1, 1}, padding) +
+                     nn::depthwise_conv2d_native(x["x"],
+                                                 constant(g, {3, 3, 16, 1}, 8),
+                                                 {1, 1}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 9, 8, 16}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_native(
+                  x["x"], constant(g, {3, 3, 16, 1}, 9), {2, 2}, padding);
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 6, 5, 4}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_native(x["x"],
+                                                 constant(g, {2, 3, 4, 3}, 10),
+                                                 {2, 1}, padding, {1, 2});
+            },
+            {1, 3});
+    // Its gradient ops as ops of their own (the f32 kernels against the
+    // reference): the input gradient of a stride-2 forward, the filter
+    // gradient (a constant grad_output of the forward's shape).
+    bool same = std::string(padding) == "SAME";
+    checkOp({{"x", DType::Float32, {-1, same ? 5 : 4, same ? 4 : 3, 32}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_backprop_input(
+                  x["x"], constant(g, {3, 3, 32, 1}, 11), {9, 8}, {2, 2},
+                  padding);
+            },
+            {1, 3});
+    // Stride 1 with few channels: the kernels' tap-by-tap rows (dilated).
+    checkOp({{"x", DType::Float32, {-1, same ? 9 : 7, same ? 8 : 4, 16}}},
+            [&](Graph &g, const TensorMap &x) {
+              return nn::depthwise_conv2d_backprop_input(
+                  x["x"], constant(g, {3, 3, 16, 1}, 13), {9, 8}, {1, 1},
+                  padding, {1, 2});
+            },
+            {1, 3});
+    checkOp({{"x", DType::Float32, {-1, 9, 8, 16}}},
+            [&](Graph &g, const TensorMap &x) {
+              Tensor y = nn::depthwise_conv2d_native(
+                  x["x"], constant(g, {3, 3, 16, 2}, 12), {2, 2}, padding);
+              Tensor dw = nn::depthwise_conv2d_backprop_filter(
+                  x["x"], y, {3, 3}, {2, 2}, padding);
+              // [3, 3, 16, 2] to a batch-major result: the filter gradient
+              // times each example's mean of y.
+              return multiply(reshape(dw, {1, 3 * 3 * 32}),
+                              reshape(reduce_mean(y, Dims{1, 2, 3}), {-1, 1}));
+            },
+            {1, 3});
     checkOp({{"x", DType::Float32, {-1, 7, 6, 3}}},
             [&](Graph &g, const TensorMap &x) {
               return nn::separable_conv2d(x["x"], constant(g, {3, 3, 3, 1}, 5),

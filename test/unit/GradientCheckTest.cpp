@@ -868,6 +868,54 @@ TEST(GradientCheckTest, PoolingInput) {
   }
 }
 
+/// est.depthwise_conv2d's gradient ops, MobileNet's shapes (8 channels,
+/// multiplier 1, stride 1 SAME and stride 2 VALID) and a multiplier with
+/// dilations: the input and the filter gradients, at batches 1 and 3; and
+/// the gradients of the two gradient ops themselves (each linear in both
+/// operands).
+TEST(GradientCheckTest, DepthwiseConv2dNative) {
+  checkBatchedGradient(
+      [&](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_native(
+            multiply(a, x), randomConstant(g, {3, 3, 8, 1}, 5), {1, 1}, "SAME");
+      },
+      {1, 6, 5, 8}, {-1, 6, 5, 8}, {1, 3});
+  checkBatchedGradient(
+      [&](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_native(multiply(a, x),
+                                           randomConstant(g, {3, 3, 8, 1}, 6),
+                                           {2, 2}, "VALID");
+      },
+      {1, 7, 7, 8}, {-1, 7, 7, 8}, {1, 3});
+  checkBatchedGradient(
+      [&](Graph &, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_native(a, x, {2, 1}, "SAME", {1, 2});
+      },
+      {2, 3, 2, 3}, {-1, 5, 6, 2}, {1, 3});
+  checkBatchedGradient(
+      [&](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_backprop_input(
+            multiply(a, x), randomConstant(g, {3, 3, 2, 2}, 7), {5, 6}, {2, 2},
+            "SAME");
+      },
+      {1, 3, 3, 4}, {-1, 3, 3, 4}, {1, 3});
+  // The filter gradient's input (x) and grad_output (x) operands.
+  checkGradient(
+      [&](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_backprop_filter(
+            multiply(a, x), randomConstant(g, {2, 3, 3, 4}, 8), {3, 3}, {2, 2},
+            "SAME");
+      },
+      -2.0, 2.0, 2e-3, {2, 5, 6, 2});
+  checkGradient(
+      [&](Graph &g, const Tensor &x, const Tensor &a) {
+        return nn::depthwise_conv2d_backprop_filter(
+            randomConstant(g, {2, 5, 6, 2}, 9), multiply(a, x), {3, 3}, {2, 2},
+            "SAME");
+      },
+      -2.0, 2.0, 2e-3, {2, 3, 3, 4});
+}
+
 TEST(GradientCheckTest, ConvolutionsFilter) {
   for (const char *padding : {"SAME", "VALID"}) {
     SCOPED_TRACE(padding);

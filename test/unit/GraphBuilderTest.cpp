@@ -378,6 +378,58 @@ TEST(GraphBuilder, MatmulConvPool) {
                    {"max_pool_grad 'MaxPoolGrad_1'", "does not match"});
 }
 
+TEST(GraphBuilder, DepthwiseConv2dNative) {
+  Graph g;
+  Tensor x = g.placeholder("x", DType::Float32, {U, 9, 8, 3});
+  Tensor f = g.placeholder("f", DType::Float32, {3, 3, 3, 2});
+  Tensor y = nn::depthwise_conv2d_native(x, f, {2, 2}, "SAME");
+  EXPECT_EQ(y.op(), "depthwise_conv2d");
+  EXPECT_EQ(y.shape(), (Dims{U, 5, 4, 6}));
+  EXPECT_EQ(listAttr(y, "strides"), (Dims{2, 2}));
+  EXPECT_EQ(attr(y, "padding").s(), "SAME");
+  // nn::depthwise_conv2d is one such node (NHWC), under its own scope.
+  Tensor d = nn::depthwise_conv2d(x, f, {1, 1}, "VALID");
+  EXPECT_EQ(d.op(), "depthwise_conv2d");
+  EXPECT_EQ(d.shape(), (Dims{U, 7, 6, 6}));
+  Tensor dx = nn::depthwise_conv2d_backprop_input(y, f, {9, 8}, {2, 2}, "SAME");
+  EXPECT_EQ(dx.op(), "depthwise_conv2d_backprop_input");
+  EXPECT_EQ(dx.shape(), (Dims{U, 9, 8, 3}));
+  EXPECT_EQ(listAttr(dx, "input_size"), (Dims{9, 8}));
+  Tensor dw =
+      nn::depthwise_conv2d_backprop_filter(x, y, {3, 3}, {2, 2}, "SAME");
+  EXPECT_EQ(dw.shape(), (Dims{3, 3, 3, 2}));
+  EXPECT_EQ(listAttr(dw, "filter_size"), (Dims{3, 3}));
+
+  Tensor f4 = g.placeholder("f4", DType::Float32, {3, 3, 4, 1});
+  expectGraphError([&] { nn::depthwise_conv2d_native(x, f4, {1, 1}, "SAME"); },
+                   {"depthwise_conv2d 'DepthwiseConv2dNative_1'",
+                    "'x' [?,9,8,3] and 'f4' [3,3,4,1]",
+                    "input channels 3 do not match filter input channels 4"});
+  expectGraphError([&] { nn::depthwise_conv2d_native(x, f, {1, 1}, "FULL"); },
+                   {"depthwise_conv2d 'DepthwiseConv2dNative_1'",
+                    "padding must be \"SAME\" or \"VALID\""});
+  Tensor xi = g.placeholder("xi", DType::Int32, {U, 9, 8, 3});
+  expectGraphError([&] { nn::depthwise_conv2d_native(xi, f, {1, 1}, "SAME"); },
+                   {"depthwise_conv2d 'DepthwiseConv2dNative_1'",
+                    "'xi' must be a float tensor, got i32"});
+  expectGraphError(
+      [&] {
+        nn::depthwise_conv2d_backprop_input(y, f, {7, 8}, {2, 2}, "SAME");
+      },
+      {"depthwise_conv2d_backprop_input "
+       "'DepthwiseConv2dNativeBackpropInput_1'",
+       "grad_output [?,5,4,6] does not match the forward result "
+       "[?,4,4,6]"});
+  Tensor x4 = g.placeholder("x4", DType::Float32, {U, 9, 8, 4});
+  expectGraphError(
+      [&] {
+        nn::depthwise_conv2d_backprop_filter(x4, y, {3, 3}, {2, 2}, "SAME");
+      },
+      {"depthwise_conv2d_backprop_filter "
+       "'DepthwiseConv2dNativeBackpropFilter_1'",
+       "grad_output channels 6 must be a known multiple of the input's 4"});
+}
+
 TEST(GraphBuilder, MatmulErrorNamesEverything) {
   Graph g;
   Tensor x = g.placeholder("x", DType::Float32, {U, 784});

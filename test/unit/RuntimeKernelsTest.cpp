@@ -880,3 +880,110 @@ TEST(RuntimeParallelFor, LargeLoopsUseThePool) {
                 log.threads.begin(),
             1);
 }
+
+//===----------------------------------------------------------------------===//
+// Depthwise convolution kernels (runtime/cpu/Depthwise.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The three depthwise kernels against naive loops (double sums) and bit for
+/// bit across 1, 2 and 4 threads: the tap-by-tap rows (stride 1, at most 64
+/// channels, dilated), the per-pixel loops (stride 2, 144 channels), a
+/// multiplier (the generic loops), and strided operands (Layout::Padded:
+/// channel stride 2, padded rows).
+TEST(RuntimeDepthwise, MatchesNaiveLoopsAndBitIdenticalForAnyThreadCount) {
+  struct Case {
+    int64_t n, h, w, c, kh, kw, mult, sh, sw, dh, dw;
+    bool same;
+  };
+  const Case cases[] = {
+      {4, 12, 11, 32, 3, 3, 1, 1, 1, 1, 1, true},
+      {3, 12, 11, 16, 3, 3, 1, 1, 1, 1, 2, true},
+      {3, 13, 13, 96, 3, 3, 1, 2, 2, 1, 1, false},
+      {2, 9, 8, 144, 3, 3, 1, 1, 1, 1, 1, true},
+      {2, 7, 6, 4, 2, 3, 3, 2, 1, 1, 2, true},
+  };
+  auto outSize = [](int64_t in, int64_t k, int64_t s, int64_t d, bool same) {
+    int64_t eff = (k - 1) * d + 1;
+    return same ? (in + s - 1) / s : (in - eff) / s + 1;
+  };
+  auto padBefore = [](int64_t in, int64_t out, int64_t k, int64_t s, int64_t d,
+                      bool same) {
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + (k - 1) * d + 1 - in);
+    return same ? total / 2 : int64_t{0};
+  };
+  for (const Case &t : cases)
+    for (Layout layout : {Layout::RowMajor, Layout::Padded}) {
+      int64_t oh = outSize(t.h, t.kh, t.sh, t.dh, t.same);
+      int64_t ow = outSize(t.w, t.kw, t.sw, t.dw, t.same);
+      int64_t pt = padBefore(t.h, oh, t.kh, t.sh, t.dh, t.same);
+      int64_t pl = padBefore(t.w, ow, t.kw, t.sw, t.dw, t.same);
+      int64_t q = t.c * t.mult;
+      std::string what = "case " + std::to_string(t.c) + " channels, mult " +
+                         std::to_string(t.mult) + ", stride " +
+                         std::to_string(t.sh) +
+                         (layout == Layout::Padded ? ", padded" : "");
+      std::vector<std::vector<float>> got[3];
+      std::vector<double> want[3];
+      for (int threads : {1, 2, 4}) {
+        ThreadsGuard guard(threads);
+        Buffer<float, 4> x({t.n, t.h, t.w, t.c}, layout, 21),
+            f({t.kh, t.kw, t.c, t.mult}, layout, 22),
+            y({t.n, oh, ow, q}, layout, 23),
+            dx({t.n, t.h, t.w, t.c}, layout, 24),
+            dw({t.kh, t.kw, t.c, t.mult}, layout, 25);
+        if (threads == 1) {
+          want[0].assign(size_t(t.n * oh * ow * q), 0.0);
+          want[1].assign(size_t(t.n * t.h * t.w * t.c), 0.0);
+          want[2].assign(size_t(t.kh * t.kw * t.c * t.mult), 0.0);
+          // y (random) doubles as grad_output for the two gradients.
+          for (int64_t b = 0; b < t.n; ++b)
+            for (int64_t i = 0; i < oh; ++i)
+              for (int64_t j = 0; j < ow; ++j)
+                for (int64_t a = 0; a < t.kh; ++a)
+                  for (int64_t e = 0; e < t.kw; ++e) {
+                    int64_t ih = i * t.sh + a * t.dh - pt;
+                    int64_t iw = j * t.sw + e * t.dw - pl;
+                    if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w)
+                      continue;
+                    for (int64_t c = 0; c < t.c; ++c)
+                      for (int64_t m = 0; m < t.mult; ++m) {
+                        int64_t o = c * t.mult + m;
+                        double xv = x.at({b, ih, iw, c}),
+                               fv = f.at({a, e, c, m}), gv = y.at({b, i, j, o});
+                        want[0][size_t(((b * oh + i) * ow + j) * q + o)] +=
+                            xv * fv;
+                        want[1]
+                            [size_t(((b * t.h + ih) * t.w + iw) * t.c + c)] +=
+                            gv * fv;
+                        want[2]
+                            [size_t(((a * t.kw + e) * t.c + c) * t.mult + m)] +=
+                            xv * gv;
+                      }
+                  }
+        }
+        Buffer<float, 4> out({t.n, oh, ow, q}, layout, 26);
+        _mlir_ciface_estc_depthwise_conv2d_f32(&x.ref, &f.ref, &out.ref, t.sh,
+                                               t.sw, t.dh, t.dw, pt, pl);
+        _mlir_ciface_estc_depthwise_conv2d_backprop_input_f32(
+            &f.ref, &y.ref, &dx.ref, t.sh, t.sw, t.dh, t.dw, pt, pl);
+        _mlir_ciface_estc_depthwise_conv2d_backprop_filter_f32(
+            &x.ref, &y.ref, &dw.ref, t.sh, t.sw, t.dh, t.dw, pt, pl);
+        got[0].push_back(out.values());
+        got[1].push_back(dx.values());
+        got[2].push_back(dw.values());
+      }
+      const char *names[] = {"forward", "backprop input", "backprop filter"};
+      for (int k = 0; k < 3; ++k) {
+        ASSERT_EQ(got[k][0].size(), want[k].size()) << names[k];
+        for (size_t i = 0; i < want[k].size(); ++i)
+          ASSERT_NEAR(got[k][0][i], want[k][i],
+                      1e-4 * (1 + std::abs(want[k][i])))
+              << names[k] << " " << what << " element " << i;
+        for (int r : {1, 2})
+          EXPECT_EQ(0, std::memcmp(got[k][0].data(), got[k][r].data(),
+                                   got[k][0].size() * sizeof(float)))
+              << names[k] << " " << what << ": 1 vs " << (r == 1 ? 2 : 4)
+              << " threads";
+      }
+    }
+}

@@ -156,6 +156,50 @@ TEST(ShapeFunctions, Conv2dAndPool) {
   EXPECT_EQ(convPadBefore(5, 2, 2, 1, Padding::Same), 0);
 }
 
+TEST(ShapeFunctions, DepthwiseConv2d) {
+  // Output channels C * M; SAME / VALID sizes as conv2d's.
+  expectDims(depthwiseConv2d({U, 9, 8, 3}, {3, 3, 3, 2}, {2, 2}, {1, 1},
+                             Padding::Same),
+             {U, 5, 4, 6});
+  expectDims(depthwiseConv2d({2, 7, 6, 4}, {2, 3, 4, 1}, {1, 1}, {2, 1},
+                             Padding::Valid),
+             {2, 5, 4, 4});
+  expectDims(depthwiseConv2d({U, 8, 8, U}, {3, 3, 4, 2}, {1, 1}, {1, 1},
+                             Padding::Same),
+             {U, 8, 8, 8});
+  expectError(depthwiseConv2d({U, 8, 8, 4}, {3, 3, 3, 1}, {1, 1}, {1, 1},
+                              Padding::Same),
+              "depthwise_conv2d input channels 4 do not match filter input "
+              "channels 3");
+  expectError(
+      depthwiseConv2d({U, 8, 8}, {3, 3, 3, 1}, {1, 1}, {1, 1}, Padding::Same),
+      "depthwise_conv2d input must be NHWC (rank 4)");
+  expectError(depthwiseConv2d({U, 2, 8, 4}, {3, 3, 4, 1}, {1, 1}, {1, 1},
+                              Padding::Valid),
+              "VALID window 3 is larger than input [?,2,8,4]");
+  expectError(
+      depthwiseConv2d({U, 8, 8, 4}, {3, 3, 4, 1}, {1}, {1, 1}, Padding::Same),
+      "strides must have 2 values");
+  // The gradients recover the forward operand and check the forward result.
+  expectDims(depthwiseConv2dBackpropInput({U, 5, 4, 6}, {3, 3, 3, 2}, {9, 8},
+                                          {2, 2}, {1, 1}, Padding::Same),
+             {U, 9, 8, 3});
+  expectDims(depthwiseConv2dBackpropFilter({U, 9, 8, 3}, {U, 5, 4, 6}, {3, 3},
+                                           {2, 2}, {1, 1}, Padding::Same),
+             {3, 3, 3, 2});
+  expectError(depthwiseConv2dBackpropInput({U, 4, 4, 6}, {3, 3, 3, 2}, {9, 8},
+                                           {2, 2}, {1, 1}, Padding::Same),
+              "depthwise_conv2d_backprop_input grad_output [?,4,4,6] does not "
+              "match the forward result [?,5,4,6]");
+  expectError(depthwiseConv2dBackpropFilter({U, 9, 8, 4}, {U, 5, 4, 6}, {3, 3},
+                                            {2, 2}, {1, 1}, Padding::Same),
+              "grad_output channels 6 must be a known multiple of the "
+              "input's 4");
+  expectError(depthwiseConv2dBackpropFilter({U, 9, 8, 3}, {U, 5, 4, 6}, {3},
+                                            {2, 2}, {1, 1}, Padding::Same),
+              "filter_size must have 2 values");
+}
+
 TEST(ShapeFunctions, Reduce) {
   expectDims(reduce({U, 10}, std::nullopt, false), {});
   expectDims(reduce({U, 10}, std::nullopt, true), {1, 1});

@@ -4,14 +4,16 @@
 //   max_pool avg_pool   tensor.pad + a linalg.generic over (n, oh, ow, kh,
 //                       kw, c), the channels innermost; avg divides by the
 //                       count of valid elements
-//   conv2d_backprop_input/_filter, max_pool_grad, avg_pool_grad
+//   conv2d_backprop_input/_filter, depthwise_conv2d and its two
+//   gradients, max_pool_grad, avg_pool_grad
 //                       one linalg.generic each (two for max_pool_grad: the
 //                       first argmax of each window, then the scatter, all
 //                       parallel when windows do not overlap; pooling
 //                       gradients with the channels innermost), reading the
 //                       windowed operand with tensor.extract at computed,
 //                       bounds-checked coordinates (see below); f32 conv
-//                       backprops carry library_call = the runtime kernel,
+//                       backprops and depthwise convs carry library_call =
+//                       the runtime kernel,
 //                       which est-linalg-to-runtime-calls calls instead
 //
 // Gradients of convolution and pooling: each is one linalg.generic over the
@@ -405,6 +407,171 @@ struct Conv2DBackpropFilterOpLowering
   }
 };
 
+/// The loop nest of the depthwise convolution and its two gradients:
+/// `parallelLoops` over the result, `reductionLoops` more; `streamed` read
+/// through `streamedMap`, `gathered` at `tapOf`'s tap; result += streamed *
+/// gathered where both taps are valid. f32 is marked for `kernel` (the
+/// runtime's depthwise kernels), the others stay loops.
+Value depthwiseLoops(OpBuilder &b, Location loc, RankedTensorType outType,
+                     Value init, Value streamed, AffineMap streamedMap,
+                     Value gathered, unsigned reductionLoops,
+                     function_ref<BackpropTap(IndexMath &)> tapOf,
+                     StringRef kernel, const WindowGeometry &g) {
+  MLIRContext *ctx = b.getContext();
+  unsigned loops = 4 + reductionLoops;
+  SmallVector<AffineMap> maps = {streamedMap,
+                                 dimsMap(ctx, loops, {0, 1, 2, 3})};
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{streamed}, ValueRange{init}, maps,
+      iterators(4, reductionLoops),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IndexMath m{nb, nloc};
+        BackpropTap tap = tapOf(m);
+        Value v = tensor::ExtractOp::create(nb, nloc, gathered, tap.indices);
+        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
+        linalg::YieldOp::create(nb, nloc,
+                                accumulateIf(nb, nloc,
+                                             m.both(tap.validH, tap.validW),
+                                             prod, args[1]));
+      });
+  markRuntimeKernel(b, generic, kernel, g);
+  return generic.getResult(0);
+}
+
+/// depthwise_conv2d: loops (n, oh, ow, q | kh, kw), q = c * M + m; the
+/// filter streamed as [kh, kw, q floordiv M, q mod M], the input gathered.
+struct DepthwiseConv2DOpLowering
+    : public OpRewritePattern<est::DepthwiseConv2DOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::DepthwiseConv2DOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput(), filter = op.getFilter();
+    RankedTensorType xType = tensorTypeOf(x), fType = tensorTypeOf(filter);
+    RankedTensorType outType = resultTypeOf(op);
+    if (!fType.hasStaticShape() || outType.isDynamicDim(3))
+      return b.notifyMatchFailure(op, "needs a static filter shape");
+    FailureOr<WindowGeometry> g = WindowGeometry::get(
+        {xType.getDimSize(1), xType.getDimSize(2)},
+        {fType.getDimSize(0), fType.getDimSize(1)}, op.getStrides(),
+        op.getDilations(), op.getPadding());
+    if (failed(g))
+      return b.notifyMatchFailure(op, "needs static spatial input dimensions");
+    int64_t mult = fType.getDimSize(3);
+    MLIRContext *ctx = b.getContext();
+    AffineExpr q = getAffineDimExpr(3, ctx);
+    AffineMap filterMap =
+        AffineMap::get(6, 0,
+                       {getAffineDimExpr(4, ctx), getAffineDimExpr(5, ctx),
+                        q.floorDiv(mult), q % mult},
+                       ctx);
+    Type elt = outType.getElementType();
+    Value init = filledTensor(
+        b, loc, outType, {dimValue(b, loc, x, 0), Value(), Value(), Value()},
+        scalarConst(b, loc, elt, 0));
+    b.replaceOp(
+        op, depthwiseLoops(
+                b, loc, outType, init, filter, filterMap, x, 2,
+                [&](IndexMath &m) {
+                  auto [ih, validH] =
+                      m.inputOf(m.idx(1), m.idx(4), g->pt, g->dh, g->sh, g->h);
+                  auto [iw, validW] =
+                      m.inputOf(m.idx(2), m.idx(5), g->pl, g->dw, g->sw, g->w);
+                  Value c = m.idx(3);
+                  if (mult != 1)
+                    c = arith::DivUIOp::create(m.b, m.loc, c, m.c(mult));
+                  return BackpropTap{{m.idx(0), ih, iw, c}, validH, validW};
+                },
+                "estc_depthwise_conv2d_f32", *g));
+    return success();
+  }
+};
+
+/// depthwise_conv2d_backprop_input: loops (n, ih, iw, c | kh, kw, m); the
+/// filter streamed, grad_output gathered at channel c * M + m.
+struct DepthwiseConv2DBackpropInputOpLowering
+    : public OpRewritePattern<est::DepthwiseConv2DBackpropInputOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::DepthwiseConv2DBackpropInputOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value dy = op.getGradOutput(), filter = op.getFilter();
+    RankedTensorType fType = tensorTypeOf(filter), outType = resultTypeOf(op);
+    if (!fType.hasStaticShape() || outType.isDynamicDim(3))
+      return b.notifyMatchFailure(op, "needs a static filter shape");
+    FailureOr<WindowGeometry> g = WindowGeometry::get(
+        op.getInputSize(), {fType.getDimSize(0), fType.getDimSize(1)},
+        op.getStrides(), op.getDilations(), op.getPadding());
+    if (failed(g))
+      return b.notifyMatchFailure(op, "needs a known padding");
+    int64_t mult = fType.getDimSize(3);
+    Type elt = outType.getElementType();
+    Value init = filledTensor(
+        b, loc, outType, {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
+        scalarConst(b, loc, elt, 0));
+    b.replaceOp(op,
+                depthwiseLoops(
+                    b, loc, outType, init, filter,
+                    dimsMap(b.getContext(), 7, {4, 5, 3, 6}), dy, 3,
+                    [&](IndexMath &m) {
+                      auto [oh, validH] = m.outputOf(m.idx(1), m.idx(4), g->pt,
+                                                     g->dh, g->sh, g->oh);
+                      auto [ow, validW] = m.outputOf(m.idx(2), m.idx(5), g->pl,
+                                                     g->dw, g->sw, g->ow);
+                      Value q = m.add(m.mul(m.idx(3), mult), m.idx(6));
+                      return BackpropTap{{m.idx(0), oh, ow, q}, validH, validW};
+                    },
+                    "estc_depthwise_conv2d_backprop_input_f32", *g));
+    return success();
+  }
+};
+
+/// depthwise_conv2d_backprop_filter: loops (kh, kw, c, m | n, oh, ow);
+/// grad_output streamed at channel c * M + m, the input gathered.
+struct DepthwiseConv2DBackpropFilterOpLowering
+    : public OpRewritePattern<est::DepthwiseConv2DBackpropFilterOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(est::DepthwiseConv2DBackpropFilterOp op,
+                                PatternRewriter &b) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput(), dy = op.getGradOutput();
+    RankedTensorType xType = tensorTypeOf(x), outType = resultTypeOf(op);
+    if (!outType.hasStaticShape())
+      return b.notifyMatchFailure(op, "needs a static filter shape");
+    FailureOr<WindowGeometry> g = WindowGeometry::get(
+        {xType.getDimSize(1), xType.getDimSize(2)}, op.getFilterSize(),
+        op.getStrides(), op.getDilations(), op.getPadding());
+    if (failed(g))
+      return b.notifyMatchFailure(op, "needs static spatial input dimensions");
+    int64_t mult = outType.getDimSize(3);
+    MLIRContext *ctx = b.getContext();
+    AffineMap dyMap = AffineMap::get(
+        7, 0,
+        {getAffineDimExpr(4, ctx), getAffineDimExpr(5, ctx),
+         getAffineDimExpr(6, ctx),
+         getAffineDimExpr(2, ctx) * mult + getAffineDimExpr(3, ctx)},
+        ctx);
+    Type elt = outType.getElementType();
+    Value init = filledTensor(b, loc, outType, {}, scalarConst(b, loc, elt, 0));
+    b.replaceOp(
+        op,
+        depthwiseLoops(
+            b, loc, outType, init, dy, dyMap, x, 3,
+            [&](IndexMath &m) {
+              auto [ih, validH] =
+                  m.inputOf(m.idx(5), m.idx(0), g->pt, g->dh, g->sh, g->h);
+              auto [iw, validW] =
+                  m.inputOf(m.idx(6), m.idx(1), g->pl, g->dw, g->sw, g->w);
+              return BackpropTap{{m.idx(4), ih, iw, m.idx(2)}, validH, validW};
+            },
+            "estc_depthwise_conv2d_backprop_filter_f32", *g));
+    return success();
+  }
+};
+
 struct MaxPoolGradOpLowering
     : public LowerOpPattern<est::MaxPoolGradOp, MaxPoolGradOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -618,5 +785,7 @@ void mlir::est::populateEstToLinalgWindowPatterns(RewritePatternSet &patterns) {
   patterns
       .add<PoolOpLowering<MaxPoolOp, true>, PoolOpLowering<AvgPoolOp, false>,
            Conv2DBackpropInputOpLowering, Conv2DBackpropFilterOpLowering,
-           MaxPoolGradOpLowering, AvgPoolGradOpLowering>(patterns.getContext());
+           DepthwiseConv2DOpLowering, DepthwiseConv2DBackpropInputOpLowering,
+           DepthwiseConv2DBackpropFilterOpLowering, MaxPoolGradOpLowering,
+           AvgPoolGradOpLowering>(patterns.getContext());
 }

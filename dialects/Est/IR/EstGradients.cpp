@@ -21,7 +21,10 @@
 //   avg_pool_grad (any batch, static H and W); conv2d_backprop_input's
 //   (conv2d_transpose's) are conv2d and conv2d_backprop_filter. max_pool's
 //   gradient goes to the first maximum of each window (TF); avg_pool divides
-//   by the count of valid elements (TF's SAME).
+//   by the count of valid elements (TF's SAME). depthwise_conv2d's are
+//   depthwise_conv2d_backprop_input / _filter (TF's
+//   DepthwiseConv2dNativeBackprop*), each linear in both operands: their
+//   gradients are the other two of the three ops.
 // - reduce_prod's rule is exact with zeros; gather (any axis) is dense here:
 //   a scatter-add of g into zeros (O(indices x slice), not a one-hot
 //   matmul over every row).
@@ -495,6 +498,58 @@ LogicalResult gradient(Conv2DOp op, OpBuilder &b, Value g, Grads &out) {
       b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
       op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
   out.assign(std::initializer_list<Value>{dx, dw});
+  return success();
+}
+
+LogicalResult gradient(DepthwiseConv2DOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  FailureOr<SmallVector<int64_t>> inputSize = spatialSize(op, op.getInput());
+  if (failed(inputSize))
+    return failure();
+  auto filter = tensorType(op.getFilter());
+  Value dx = DepthwiseConv2DBackpropInputOp::create(
+      b, op.getLoc(), g, op.getFilter(), b.getDenseI64ArrayAttr(*inputSize),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  Value dw = DepthwiseConv2DBackpropFilterOp::create(
+      b, op.getLoc(), op.getInput(), g,
+      b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dx, dw});
+  return success();
+}
+
+/// depthwise_conv2d_backprop_input is linear in each operand: grad_output
+/// gets depthwise_conv2d(g, filter), the filter
+/// depthwise_conv2d_backprop_filter(g, grad_output).
+LogicalResult gradient(DepthwiseConv2DBackpropInputOp op, OpBuilder &b, Value g,
+                       Grads &out) {
+  auto filter = tensorType(op.getFilter());
+  Value dy = DepthwiseConv2DOp::create(
+      b, op.getLoc(), g, op.getFilter(), op.getStridesAttr(),
+      op.getDilationsAttr(), op.getPaddingAttr());
+  Value dw = DepthwiseConv2DBackpropFilterOp::create(
+      b, op.getLoc(), g, op.getGradOutput(),
+      b.getDenseI64ArrayAttr({filter.getDimSize(0), filter.getDimSize(1)}),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dy, dw});
+  return success();
+}
+
+/// depthwise_conv2d_backprop_filter is linear in each operand: the input
+/// gets depthwise_conv2d_backprop_input(grad_output, g), grad_output
+/// depthwise_conv2d(input, g).
+LogicalResult gradient(DepthwiseConv2DBackpropFilterOp op, OpBuilder &b,
+                       Value g, Grads &out) {
+  FailureOr<SmallVector<int64_t>> inputSize = spatialSize(op, op.getInput());
+  if (failed(inputSize))
+    return failure();
+  Value dx = DepthwiseConv2DBackpropInputOp::create(
+      b, op.getLoc(), op.getGradOutput(), g, b.getDenseI64ArrayAttr(*inputSize),
+      op.getStridesAttr(), op.getDilationsAttr(), op.getPaddingAttr());
+  Value dy = DepthwiseConv2DOp::create(
+      b, op.getLoc(), op.getInput(), g, op.getStridesAttr(),
+      op.getDilationsAttr(), op.getPaddingAttr());
+  out.assign(std::initializer_list<Value>{dx, dy});
   return success();
 }
 
@@ -1043,10 +1098,12 @@ void mlir::est::attachGradientInterfaces(MLIRContext &context) {
          CeilOp, RoundOp, SignOp, ErfOp, Log1pOp, Expm1Op, CumsumOp, CumprodOp,
          SigmoidOp, ReluOp, Relu6Op, EluOp, SoftplusOp, SelectOp, CastOp,
          StopGradientOp, ZerosLikeOp, OnesLikeOp, MatmulOp, Conv2DOp,
-         Conv2DBackpropInputOp, MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp,
-         ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReshapeOp, SqueezeOp,
-         ExpandDimsOp, TransposeOp, BroadcastToOp, ConcatOp, SliceOp, PadOp,
-         GatherOp, ScatterOp, UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp,
+         Conv2DBackpropInputOp, DepthwiseConv2DOp,
+         DepthwiseConv2DBackpropInputOp, DepthwiseConv2DBackpropFilterOp,
+         MaxPoolOp, AvgPoolOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+         ReduceMinOp, ReduceProdOp, ReshapeOp, SqueezeOp, ExpandDimsOp,
+         TransposeOp, BroadcastToOp, ConcatOp, SliceOp, PadOp, GatherOp,
+         ScatterOp, UnsortedSegmentSumOp, SoftmaxOp, LogSoftmaxOp,
          SoftmaxCrossEntropyOp, SparseSoftmaxCrossEntropyOp,
          SigmoidCrossEntropyOp, DropoutOp, ReverseSequenceOp, ReverseOp,
          TakeAlongAxisOp, ScatterAlongAxisOp, ResizeImagesOp,

@@ -447,6 +447,30 @@ EST_INFER(Conv2DBackpropFilterOp) {
                            "filter_size", shape::conv2dBackpropFilter);
 }
 
+EST_INFER(DepthwiseConv2DOp) {
+  EST_INFERENCE;
+  if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))
+    return failure();
+  FailureOr<shape::Padding> pad = padding(inf, adaptor.getPaddingAttr());
+  if (failed(pad))
+    return failure();
+  return inf.result(
+      shape::depthwiseConv2d(inf.dims(0), inf.dims(1),
+                             dimsOr(adaptor.getStridesAttr(), {1, 1}),
+                             dimsOr(adaptor.getDilationsAttr(), {1, 1}), *pad),
+      inf.elt(0));
+}
+EST_INFER(DepthwiseConv2DBackpropInputOp) {
+  EST_INFERENCE;
+  return inferConvBackprop(inf, adaptor, adaptor.getInputSizeAttr(),
+                           "input_size", shape::depthwiseConv2dBackpropInput);
+}
+EST_INFER(DepthwiseConv2DBackpropFilterOp) {
+  EST_INFERENCE;
+  return inferConvBackprop(inf, adaptor, adaptor.getFilterSizeAttr(),
+                           "filter_size", shape::depthwiseConv2dBackpropFilter);
+}
+
 EST_INFER(MaxPoolGradOp) {
   EST_INFERENCE;
   if (failed(inf.operandCount(2)) || failed(inf.sameElementType(0, 1)))

@@ -307,6 +307,83 @@ def Est_Conv2DBackpropFilterOp
   }];
 }
 
+def Est_DepthwiseConv2DOp
+    : Est_InferOp<"depthwise_conv2d", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "Depthwise 2-D convolution, NHWC input, [KH, KW, C, M] filter";
+  let description = [{
+    `result[n,oh,ow,c*M+m]` sums `input[n,ih,iw,c] * filter[kh,kw,c,m]` over
+    the filter taps, `(ih, iw)` the input pixel tap `(kh, kw)` reads for
+    output pixel `(oh, ow)` (TF's DepthwiseConv2dNative). Each input channel
+    is convolved with its own M filters, so the cost is a pass over the
+    input per tap, not a GEMM.
+
+    ```mlir
+    %y = est.depthwise_conv2d %x, %w {padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32>, tensor<3x3x32x1xf32> -> tensor<?x14x14x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, Est_FloatTensor:$filter,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter attr-dict `:` type($input) `,` type($filter) `->`
+    type($result)
+  }];
+}
+
+def Est_DepthwiseConv2DBackpropInputOp
+    : Est_InferOp<"depthwise_conv2d_backprop_input",
+                  [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of depthwise_conv2d with respect to its input";
+  let description = [{
+    `result[n,ih,iw,c]` sums `grad_output[n,oh,ow,c*M+m] * filter[kh,kw,c,m]`
+    over m and the output pixels and taps that read input pixel `(ih, iw)`
+    (TF's DepthwiseConv2dNativeBackpropInput). The result is
+    `[N, input_size[0], input_size[1], C]`.
+
+    ```mlir
+    %dx = est.depthwise_conv2d_backprop_input %dy, %w {input_size = array<i64: 28, 28>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x14x14x32xf32>, tensor<3x3x32x1xf32> -> tensor<?x28x28x32xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$grad_output, Est_FloatTensor:$filter,
+      DenseI64ArrayAttr:$input_size,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad_output `,` $filter attr-dict `:` type($grad_output) `,`
+    type($filter) `->` type($result)
+  }];
+}
+
+def Est_DepthwiseConv2DBackpropFilterOp
+    : Est_InferOp<"depthwise_conv2d_backprop_filter",
+                  [Pure, SameOperandsAndResultElementType]> {
+  let summary = "The gradient of depthwise_conv2d with respect to its filter";
+  let description = [{
+    `result[kh,kw,c,m]` sums `input[n,ih,iw,c] * grad_output[n,oh,ow,c*M+m]`
+    over the batch and the output pixels (TF's
+    DepthwiseConv2dNativeBackpropFilter). The result is
+    `[filter_size[0], filter_size[1], C, M]`, M = grad_output's channels / C.
+
+    ```mlir
+    %dw = est.depthwise_conv2d_backprop_filter %x, %dy {filter_size = array<i64: 3, 3>, padding = "SAME", strides = array<i64: 2, 2>} : tensor<?x28x28x32xf32>, tensor<?x14x14x32xf32> -> tensor<3x3x32x1xf32>
+    ```
+  }];
+  let arguments = (ins Est_FloatTensor:$input, Est_FloatTensor:$grad_output,
+      DenseI64ArrayAttr:$filter_size,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$strides,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilations,
+      StrAttr:$padding);
+  let results = (outs Est_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad_output attr-dict `:` type($input) `,`
+    type($grad_output) `->` type($result)
+  }];
+}
+
 def Est_MaxPoolGradOp
     : Est_InferOp<"max_pool_grad", [Pure, SameOperandsAndResultElementType]> {
   let summary = "The gradient of max_pool";
