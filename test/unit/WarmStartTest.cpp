@@ -152,7 +152,7 @@ TEST_F(WarmStartTest, ListFormSelectsAnyOfItsRegexes) {
                                           "vars_to_warm_start_list '(' "
                                           "is not a valid regex: ",
                                           0),
-            0u)
+              0u)
         << e.what();
   }
 }
