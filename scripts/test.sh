@@ -47,8 +47,8 @@ ctest --test-dir build --output-on-failure -j"$(nproc)"
 # of the tree's build; the compiler's code is MLIR passes the lit suite and
 # the verifier check, and a whole second build of it does not fit CI's 25
 # minutes). With --all-sanitizers, the whole tree and the lit suite, all but
-# the training runs that only check learning (MNIST, Titanic), crash safety
-# and determinism, single and distributed (they run above; under ASan they
+# the training runs that only check learning (MNIST, Titanic, the Keras
+# example), crash safety and determinism, single and distributed (they run above; under ASan they
 # take ~12 minutes); the comparisons with TF 2.15 (*.tf_*compat,
 # models.tf_parity, the signatures; TF's side is Python, estc's side runs
 # under the sanitizers in the unit tests), the served Titanic, the docs'
@@ -62,7 +62,7 @@ build_env=(env ASAN_OPTIONS=allow_user_poisoning=0:detect_leaks=0)
 if [[ $all_sanitizers == 1 ]]; then
   "${build_env[@]}" cmake --build build-asan-ubsan -j"$(nproc)"
   ctest --preset asan-ubsan -j"$(nproc)" \
-    -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|models\.tf_parity|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
+    -E '^(fashion_mnist\.(aot_learns_mnist|jit_learns_mnist|sigkill_restart|sigkill_restart_tf|sigkill_restart_tfrecord|deterministic)|distributed\.(fashion_mnist_2|relaunch_2)|MnistLearningTest\..*|titanic\.(jit_accuracy_near_tf|aot_matches_jit)|serving\.(tf_signatures_oracle|tf_signatures_compat|titanic_classify)|[a-z_]+\.tf_[a-z_]*compat|models\.tf_parity|keras\.example|docs\.snippets_compile|bench\..*|package\.out_of_tree|SavedModelTest\.EveryCannedEstimatorServesWhatItPredicts|cuda\.every_op_compiles_to_ptx)$'
 else
   "${build_env[@]}" cmake --build build-asan-ubsan -j"$(nproc)" \
     --target estc_runtime_unittests
