@@ -7,6 +7,7 @@
 //   {"model": "m.keras", "model_dir": "...", "seed": 1,
 //    "train": [batch...], "eval": [batch...], "predict": batch,
 //    "write_back": "out.keras",
+//    "train_first": 1,                                   (optional)
 //    "metric_names_map": {"accuracy": "acc"}}           (optional)
 //   batch: {"features": {name: tensor}, "labels": tensor,
 //           "sequence_features": [name...]}      (optional: dimension 1 is
@@ -18,7 +19,10 @@
 // checkpoint: name -> {"shape", "values"}), "checkpoint" (every variable
 // name of the last checkpoint), "eval" (evaluate's result), "predictions"
 // (output name -> {"shape", "values"}, the predict batch as one batch) and
-// "written" (how many weights the write-back set). An error prints
+// "written" (how many weights the write-back set). With "train_first": N,
+// the first N batches are one train call and the rest a second one (from
+// the checkpoint the first wrote), and "variables_first" holds the Keras
+// variables of the checkpoint after the first N steps. An error prints
 // "error: <what>" on stderr and exits 1 (the Python test checks the one
 // line of the refusals it provokes).
 //
@@ -138,12 +142,32 @@ int run(const std::string &case_path) {
   if (c.HasMember("eval"))
     for (const auto &b : c["eval"].GetArray())
       eval.push_back(read_batch(b));
+  std::ostringstream os;
+  os << "{";
+  size_t first = c.HasMember("train_first")
+                     ? static_cast<size_t>(c["train_first"].GetInt64())
+                     : 0;
+  if (first > 0 && first < train.size()) {
+    est->train(batches_fn({train.begin(), train.begin() + first}),
+               {.steps = static_cast<int64_t>(first)});
+    train.erase(train.begin(), train.begin() + first);
+    train::CheckpointReader reader =
+        train::load_checkpoint(*est->latest_checkpoint());
+    os << "\"variables_first\": {";
+    bool comma = false;
+    for (const auto &[name, value] :
+         keras::variable_values(est->keras_model())) {
+      (void)value;
+      os << (comma ? ", " : "") << quoted(name) << ": ";
+      print_tensor(os, reader.get_tensor(name));
+      comma = true;
+    }
+    os << "}, ";
+  }
   if (!train.empty())
     est->train(batches_fn(train),
                {.steps = static_cast<int64_t>(train.size())});
 
-  std::ostringstream os;
-  os << "{";
   std::optional<std::string> latest = est->latest_checkpoint();
   if (latest) {
     train::CheckpointReader reader = train::load_checkpoint(*latest);

@@ -27,8 +27,14 @@ whose `keras` is 3.x, two models compiled with Keras 3's spellings are
 trained, evaluated and written back the same way against Keras 3
 (KERAS_BACKEND jax unless set); without it, one SKIP line.
 
+Then whole keras.applications networks trained with their base trainable
+(MobileNetV2, EfficientNetB0): every weight and moving statistic after 10
+steps as close to float64 Keras as float32 Keras is (check_trained says
+why that and not a fixed tolerance).
+
 usage: tf_keras_estimator_compat.py --tool=build/bin/keras_estimator_tool
-           --work=DIR [--only REGEX] [--keras3-python=PY]
+           --work=DIR [--only REGEX] [--skip REGEX] [--first-step] [--verbose]
+           [--keras3-python=PY]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
@@ -563,6 +569,192 @@ def check_case(tf, np, args, name, build, data, suffix, steps,
     return True
 
 
+# --- Whole networks trained (base trainable) -------------------------------
+
+def application(name, lr):
+    """keras.applications' `name` (weights None, 32x32; MobileNetV2 at
+    alpha 0.35), trainable, global average pooling and a dense head; SGD
+    with momentum (not Adam: BatchNormalization makes the gradients of
+    every beta before a convolution and a BatchNormalization exactly zero,
+    which float32 leaves as rounding noise, and Adam turns noise into
+    steps of lr), sparse categorical crossentropy from logits."""
+    def build(tf):
+        k = tf.keras
+        kw = {"alpha": 0.35} if name == "MobileNetV2" else {}
+        base = getattr(k.applications, name)(
+            input_shape=(32, 32, 3), include_top=False, weights=None, **kw)
+        x = k.Input((32, 32, 3), name="image")
+        h = k.layers.GlobalAveragePooling2D(name="pool")(base(x))
+        logits = k.layers.Dense(4, name="head")(h)
+        m = k.Model(x, logits)
+        m.compile(optimizer=k.optimizers.SGD(lr, momentum=0.9),
+                  loss=k.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+        return m
+    return build
+
+
+# name, application, learning rate, batch size
+TRAINED_CASES = [
+    ("mobilenet_v2_trained", "MobileNetV2", 1e-4, 32),
+    ("efficientnet_b0_trained", "EfficientNetB0", 1e-4, 16),
+]
+# estc's distance from exact arithmetic may be at most NOISE_FACTOR times
+# the larger of two float32 Keras runs' (or NOISE_ATOL): see check_trained.
+NOISE_FACTOR = 5.0
+NOISE_ATOL = 1e-6
+
+
+def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
+    """A whole network trained STEPS steps, every weight and every
+    BatchNormalization moving statistic against Keras.
+
+    A deep net trained from a random start is ill-conditioned: the
+    convolutions before a BatchNormalization have gradients inversely
+    proportional to their small weights, and float32 rounding grows, in 10
+    steps, to a good part of what the steps moved some weights (Keras in
+    float32 against Keras in float64 measures it: MobileNetV2 here, up to
+    0.002 where the steps moved a BatchNormalization beta 0.0027; its
+    moving statistics, which feed nothing back, 1e-3 of their movement).
+    So no fixed tolerance separates noise from a bug. Instead Keras trains
+    the file three times: in float64 (the exact answer, to float32's eyes)
+    and twice in float32 (the second from initial weights moved by up to
+    one ulp: another draw of the same noise). For every variable, estc's
+    max |diff| from float64 may be at most NOISE_FACTOR times the larger
+    of the two float32 runs' (plus NOISE_ATOL): estc is as close to exact
+    arithmetic as Keras is. Measured: estc's ratio has median 1.4 and
+    maximum 3.3 over MobileNetV2's 262 variables (a third draw of the
+    noise; 5 leaves room for another machine's float32 order). A moving
+    statistic updated with the wrong momentum or variance, a slot or a
+    step missed, shows as a ratio in the hundreds.
+
+    The one difference from Keras: the float64 model's BatchNormalization
+    takes TF's unfused path, whose moving variance lacks the fused path's
+    n / (n - 1); estc's follows float32 Keras's (fused) one, so those
+    variables' distance from "exact" is that factor, the same for both.
+
+    With --first-step, the weights after the first step are compared too
+    (the tool's "train_first"): one step is well conditioned (Keras float32
+    within ~1e-7 of float64), so that check is sharp. EfficientNetB0
+    passes it (ctest keras.tf_estimator_compat_efficientnet); MobileNetV2
+    does not yet, an open discrepancy (so no ctest entry runs it; run it
+    with --only=mobilenet_v2_trained): at 10 steps block_1_project_BN's
+    moving mean is 5.9 times float32's noise from exact, and after one step
+    (batch 32, lr 1e-4) the layers up to block_4's expansion differ from
+    Keras by 1-3% of what the step moved them (Conv1/kernel 5.6e-5 of
+    1.75e-3; Keras float32 5e-8 from float64). Traced on MobileNetV2 cut
+    at block_4_expand_relu (trained as a small model, SGD 0.1, batch 32):
+    only channel 15 of block_4_expand_BN's beta gradient differs (0.02135
+    Keras, 0.02171 estc; its gamma's agrees), and that channel holds one
+    pre-activation of 1.08e-6 (the channel's std 0.34): most likely (not
+    observed directly: the tool shows no activations) estc's rounding
+    puts it on the other side of ReLU6's kink from Keras's (float32 and
+    float64 agree), so one element's gradient is passed by one and
+    blocked by the other. Not a wrong formula then (each layer alone
+    agrees to 1e-5 of its step), but estc's float32 forward is less
+    accurate than Keras's there: its error at that element would exceed
+    1e-6 where Keras float32, and Keras from weights moved one ulp, keep the
+    sign. Tried and ruled out (the flip stays): the batch norm's
+    y = (x - mean) * a + offset instead of x * a + (offset - mean * a),
+    and its batch mean as sum(x) / n instead of the shifted
+    shift + sum(x - shift) / n (compiler/Conversion/EstToLinalg/
+    BatchNorm.cpp). Next: estc's activations of the cut model against
+    Keras float64's, layer by layer, to find where the error grows.
+    """
+    k = tf.keras
+    work = os.path.join(args.work, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    build = application(app, lr)
+    tf.keras.utils.set_random_seed(7)
+    model = build(tf)
+    path = os.path.join(work, "model.keras")
+    model.save(path)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, size=(batch * STEPS, 32, 32, 3)).astype(
+        np.float32)
+    y = rng.integers(0, 4, batch * STEPS).astype(np.int64)
+    train = [(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
+             for i in range(STEPS)]
+
+    keras32 = k.models.load_model(path)
+    k.mixed_precision.set_global_policy("float64")
+    try:
+        keras64 = build(tf)
+    finally:
+        k.mixed_precision.set_global_policy("float32")
+    keras64.set_weights([w.astype(np.float64)
+                         for w in keras32.get_weights()])
+    # Keras float32 again, each initial weight moved one ulp up or down: a
+    # second draw of float32's noise (the larger of the two is the floor).
+    keras32b = k.models.load_model(path)
+    ulp = np.random.default_rng(5)
+    keras32b.set_weights([
+        np.nextafter(w, np.where(ulp.random(w.shape) < 0.5, -np.inf,
+                                 np.inf)).astype(np.float32)
+        for w in keras32.get_weights()])
+    start = [w.numpy() for w in keras32.weights]
+    snapshots = []
+    for i, (bx, by) in enumerate(train):
+        keras32.train_on_batch(bx, by)
+        keras32b.train_on_batch(bx, by)
+        keras64.train_on_batch(bx.astype(np.float64), by)
+        if i + 1 == STEPS or (i == 0 and args.first_step):
+            snapshots.append((i + 1, [[w.numpy() for w in m.weights] for m in
+                                      (keras32, keras32b, keras64)]))
+
+    case = {"model": path, "model_dir": os.path.join(work, "estc"),
+            "seed": 1, "train_first": 1 if args.first_step else 0,
+            "train": [estc_batch(np, {"image": bx}, by, False)
+                      for bx, by in train]}
+    run = run_tool(args.tool, work, case)
+    if run.returncode != 0:
+        print(f"FAIL {name}: keras_estimator_tool exited {run.returncode}: "
+              f"{run.stderr.strip().splitlines()[-1:]}")
+        return False
+    got = json.loads(run.stdout)
+    problems = []
+    worst = {}
+    names = [w.name[:-2] for w in keras32.weights]
+    for step, (w32, w32b, w64) in snapshots:
+        variables = got["variables_first" if step == 1 else "variables"]
+        worst[step] = (0.0, "")
+        for i, wname in enumerate(names):
+            if wname not in variables:
+                problems.append(f"weight {wname} missing from estc's "
+                                f"checkpoint")
+                continue
+            exact = w64[i]
+            est = np.asarray(variables[wname]["values"],
+                             np.float64).reshape(exact.shape)
+            keras_err = max(float(np.max(np.abs(w32[i] - exact), initial=0)),
+                            float(np.max(np.abs(w32b[i] - exact), initial=0)))
+            estc_err = float(np.max(np.abs(est - exact), initial=0))
+            moved = float(np.max(np.abs(exact - start[i]), initial=0))
+            ratio = estc_err / (keras_err + NOISE_ATOL)
+            if args.verbose:
+                e32 = float(np.max(np.abs(w32[i] - exact), initial=0))
+                e32b = float(np.max(np.abs(w32b[i] - exact), initial=0))
+                print(f"DBG{step} {ratio:8.3f} estc {estc_err:.3g} keras "
+                      f"{e32:.3g} {e32b:.3g} moved {moved:.3g} {wname}")
+            if estc_err > NOISE_FACTOR * keras_err + NOISE_ATOL:
+                problems.append(f"{wname} after {step} step(s): max |estc - "
+                                f"exact| {estc_err:.3g}, Keras float32's "
+                                f"{keras_err:.3g} (moved {moved:.3g})")
+            worst[step] = max(worst[step], (ratio, wname))
+    if problems:
+        print(f"FAIL {name}: {len(problems)} of "
+              f"{len(snapshots) * len(names)} comparisons: " + "; ".join(problems[:12]))
+        return False
+    steps = " and ".join(str(st) for st in sorted(worst))
+    ratios = "; ".join(f"{worst[st][0]:.2f}, {worst[st][1]}"
+                       for st in sorted(worst))
+    print(f"ok   {name}: {len(names)} weights and moving statistics after "
+          f"{steps} steps (batch {batch}) as close to float64 Keras as "
+          f"float32 Keras is (worst ratio {ratios})")
+    return True
+
+
 # --- Refusals ---------------------------------------------------------------
 
 def check_refusals(tf, np, args):
@@ -792,9 +984,18 @@ def main():
     p.add_argument("--tool", required=True)
     p.add_argument("--work", default="")
     p.add_argument("--only", default="")
+    p.add_argument("--skip", default="", help="cases whose name matches "
+                   "this regex are not run")
     p.add_argument("--keras3-python",
                    default=os.environ.get("ESTC_KERAS3_PYTHON", ""))
     p.add_argument("--keras3-side", default="")
+    p.add_argument("--verbose", action="store_true",
+                   help="check_trained: one line per variable (ratio, "
+                        "estc's and both Keras float32 runs' distance "
+                        "from float64, movement)")
+    p.add_argument("--first-step", action="store_true",
+                   help="the trained applications' weights after step 1 "
+                        "too (check_trained)")
     args = p.parse_args()
     if args.keras3_side:
         return keras3_side(args.keras3_side, args.work)
@@ -806,6 +1007,7 @@ def main():
         args.work = tempfile.mkdtemp(prefix="keras_estimator_compat")
     os.makedirs(args.work, exist_ok=True)
     only = re.compile(args.only) if args.only else None
+    skip = re.compile(args.skip) if args.skip else None
     ok = True
     for name, build, data, suffix, steps in CASES:
         if only and not only.search(name):
@@ -818,6 +1020,10 @@ def main():
         build = optimizer_case(opt, loss, units, act)
         ok = check_case(tf, np, args, name, build, data, ".keras", STEPS,
                         light=True) and ok
+    for name, app, lr, batch in TRAINED_CASES:
+        if (only and not only.search(name)) or (skip and skip.search(name)):
+            continue
+        ok = check_trained(tf, np, args, name, app, lr, batch) and ok
     if not only or only.search("refusals"):
         ok = check_refusals(tf, np, args) and ok
     if not only or only.search("keras3"):
