@@ -177,21 +177,25 @@ struct BackpropTap {
   Value validH, validW;
 };
 
-/// The loop nest of both conv backprops: loops (4 parallel over the result |
-/// 3 reduction), `streamed` read through the map of `streamedDims`, the
-/// other operand `gathered` read at `tapOf`'s tap; result += streamed *
-/// gathered where both taps are valid. f32 is marked for `kernel`.
-Value convBackpropLoops(OpBuilder &b, Location loc, RankedTensorType outType,
-                        Value init, Value streamed,
-                        ArrayRef<unsigned> streamedDims, Value gathered,
-                        function_ref<BackpropTap(IndexMath &)> tapOf,
-                        StringRef kernel, const WindowGeometry &g) {
+/// The loop nest of the conv backprops and of the depthwise convolution and
+/// its two gradients: 4 parallel loops over the result, `reductionLoops`
+/// more; `streamed` read through `streamedMap`, the other operand
+/// `gathered` read at `tapOf`'s tap; result += streamed * gathered where
+/// both taps are valid. f32 is marked for the runtime's `kernel`, the
+/// others stay loops.
+Value windowTapLoops(OpBuilder &b, Location loc, RankedTensorType outType,
+                     Value init, Value streamed, AffineMap streamedMap,
+                     Value gathered, unsigned reductionLoops,
+                     function_ref<BackpropTap(IndexMath &)> tapOf,
+                     StringRef kernel, const WindowGeometry &g) {
   MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps = {dimsMap(ctx, 7, streamedDims),
-                                 dimsMap(ctx, 7, {0, 1, 2, 3})};
+  unsigned loops = 4 + reductionLoops;
+  SmallVector<AffineMap> maps = {streamedMap,
+                                 dimsMap(ctx, loops, {0, 1, 2, 3})};
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{outType}, ValueRange{streamed}, ValueRange{init}, maps,
-      iterators(4, 3), [&](OpBuilder &nb, Location nloc, ValueRange args) {
+      iterators(4, reductionLoops),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
         IndexMath m{nb, nloc};
         BackpropTap tap = tapOf(m);
         Value v = tensor::ExtractOp::create(nb, nloc, gathered, tap.indices);
@@ -358,8 +362,9 @@ struct Conv2DBackpropInputOpLowering
         scalarConst(b, loc, elt, 0));
     b.replaceOp(
         op,
-        convBackpropLoops(
-            b, loc, outType, init, filter, {4, 5, 3, 6}, dy,
+        windowTapLoops(
+            b, loc, outType, init, filter,
+            dimsMap(b.getContext(), 7, {4, 5, 3, 6}), dy, 3,
             [&](IndexMath &m) {
               auto [oh, validH] =
                   m.outputOf(m.idx(1), m.idx(4), g->pt, g->dh, g->sh, g->oh);
@@ -393,8 +398,9 @@ struct Conv2DBackpropFilterOpLowering
     Value init = filledTensor(b, loc, outType, {}, scalarConst(b, loc, elt, 0));
     b.replaceOp(
         op,
-        convBackpropLoops(
-            b, loc, outType, init, dy, {4, 5, 6, 3}, x,
+        windowTapLoops(
+            b, loc, outType, init, dy, dimsMap(b.getContext(), 7, {4, 5, 6, 3}),
+            x, 3,
             [&](IndexMath &m) {
               auto [ih, validH] =
                   m.inputOf(m.idx(5), m.idx(0), g->pt, g->dh, g->sh, g->h);
@@ -406,37 +412,6 @@ struct Conv2DBackpropFilterOpLowering
     return success();
   }
 };
-
-/// The loop nest of the depthwise convolution and its two gradients:
-/// `parallelLoops` over the result, `reductionLoops` more; `streamed` read
-/// through `streamedMap`, `gathered` at `tapOf`'s tap; result += streamed *
-/// gathered where both taps are valid. f32 is marked for `kernel` (the
-/// runtime's depthwise kernels), the others stay loops.
-Value depthwiseLoops(OpBuilder &b, Location loc, RankedTensorType outType,
-                     Value init, Value streamed, AffineMap streamedMap,
-                     Value gathered, unsigned reductionLoops,
-                     function_ref<BackpropTap(IndexMath &)> tapOf,
-                     StringRef kernel, const WindowGeometry &g) {
-  MLIRContext *ctx = b.getContext();
-  unsigned loops = 4 + reductionLoops;
-  SmallVector<AffineMap> maps = {streamedMap,
-                                 dimsMap(ctx, loops, {0, 1, 2, 3})};
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outType}, ValueRange{streamed}, ValueRange{init}, maps,
-      iterators(4, reductionLoops),
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        IndexMath m{nb, nloc};
-        BackpropTap tap = tapOf(m);
-        Value v = tensor::ExtractOp::create(nb, nloc, gathered, tap.indices);
-        Value prod = arith::MulFOp::create(nb, nloc, v, args[0]);
-        linalg::YieldOp::create(nb, nloc,
-                                accumulateIf(nb, nloc,
-                                             m.both(tap.validH, tap.validW),
-                                             prod, args[1]));
-      });
-  markRuntimeKernel(b, generic, kernel, g);
-  return generic.getResult(0);
-}
 
 /// depthwise_conv2d: loops (n, oh, ow, q | kh, kw), q = c * M + m; the
 /// filter streamed as [kh, kw, q floordiv M, q mod M], the input gathered.
@@ -471,7 +446,7 @@ struct DepthwiseConv2DOpLowering
         b, loc, outType, {dimValue(b, loc, x, 0), Value(), Value(), Value()},
         scalarConst(b, loc, elt, 0));
     b.replaceOp(
-        op, depthwiseLoops(
+        op, windowTapLoops(
                 b, loc, outType, init, filter, filterMap, x, 2,
                 [&](IndexMath &m) {
                   auto [ih, validH] =
@@ -512,7 +487,7 @@ struct DepthwiseConv2DBackpropInputOpLowering
         b, loc, outType, {dimValue(b, loc, dy, 0), Value(), Value(), Value()},
         scalarConst(b, loc, elt, 0));
     b.replaceOp(op,
-                depthwiseLoops(
+                windowTapLoops(
                     b, loc, outType, init, filter,
                     dimsMap(b.getContext(), 7, {4, 5, 3, 6}), dy, 3,
                     [&](IndexMath &m) {
@@ -558,7 +533,7 @@ struct DepthwiseConv2DBackpropFilterOpLowering
     Value init = filledTensor(b, loc, outType, {}, scalarConst(b, loc, elt, 0));
     b.replaceOp(
         op,
-        depthwiseLoops(
+        windowTapLoops(
             b, loc, outType, init, dy, dyMap, x, 3,
             [&](IndexMath &m) {
               auto [ih, validH] =
