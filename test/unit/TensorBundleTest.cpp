@@ -15,6 +15,8 @@
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
 
+#include "test/unit/FileTesting.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -28,19 +30,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TensorBundleTest : public ::testing::Test {
+class TensorBundleTest : public estc::testing::FileTest {
 protected:
+  TensorBundleTest() : FileTest("bundle-test") {}
   void SetUp() override {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = (fs::temp_directory_path() /
-           ("estc-bundle-test-" + std::to_string(::getpid()) + "-" +
-            info->name()))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    FileTest::SetUp();
+    dir = dir_.string();
   }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string file(const std::string &name) const { return dir + "/" + name; }
+  std::string file(const std::string &name) const { return path(name); }
   std::string dir;
 };
 

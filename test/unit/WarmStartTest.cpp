@@ -2,6 +2,8 @@
 
 #include "estimator/WarmStart.h"
 
+#include "test/unit/FileTesting.h"
+
 #include <gtest/gtest.h>
 
 #include "lib/Data/Idx.h"
@@ -18,19 +20,14 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh, empty directory per test.
-class WarmStartTest : public ::testing::Test {
+class WarmStartTest : public estc::testing::FileTest {
 protected:
+  WarmStartTest() : FileTest("warm-start-test") {}
   void SetUp() override {
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir = (fs::temp_directory_path() /
-           ("estc-warm-start-test-" + std::to_string(::getpid()) + "-" +
-            info->name()))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    FileTest::SetUp();
+    dir = dir_.string();
   }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string file(const std::string &name) const { return dir + "/" + name; }
+  std::string file(const std::string &name) const { return path(name); }
   std::string dir;
 };
 
