@@ -1,7 +1,8 @@
-"""What the TF peers of the benchmarks share (bench/tf_rnn_peer.py,
-bench/tf_toolbox_peer.py): each thread count of --threads runs in a
-process of its own (the script again, with --one N), whose last stdout
-line is its JSON result."""
+"""What the benchmarks' Python shares: the TF peers (bench/tf_rnn_peer.py,
+bench/tf_toolbox_peer.py) run each thread count of --threads in a process
+of its own (the script again, with --one N), whose last stdout line is its
+JSON result; the tables of bench/rnn.sh, toolbox.sh and keras.sh take the
+median of their rounds (median, cell)."""
 
 import json
 import subprocess
@@ -42,3 +43,25 @@ def run_thread_counts(program, script, threads, child_args, json_path):
         with open(json_path, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=1)
     return 0 if len(results) == len(thread_counts) else 1
+
+
+def median(values):
+    """The median of a list of numbers (the mean of the middle two for an
+    even count); None for an empty list."""
+    v = sorted(values)
+    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else None
+
+
+def cell(runs, key, digits=2):
+    """A table cell of the rounds' `key` (those rounds that have it): its
+    median and the text "median (min-max)" with `digits` decimals (the
+    range only for several rounds); (None, "-") when no round has it."""
+    v = [r[key] for r in runs if key in r]
+    if not v:
+        return None, "-"
+    m = median(v)
+    f = "%%.%df" % digits
+    text = f % m
+    if len(v) > 1:
+        text += " (" + f % min(v) + "-" + f % max(v) + ")"
+    return m, text

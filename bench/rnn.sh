@@ -69,21 +69,17 @@ while [ "$r" -le "$repeat" ]; do
 done
 [ -x "$torch" ] || echo "SKIP libtorch: $torch is not built (scripts/install-deps.sh --bench installs libtorch-dev)"
 
-python3 - "$out/all.jsonl" <<'EOF'
+python3 - "$out/all.jsonl" "$here" <<'EOF'
 import json, sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 
-def median(v):
-    v = sorted(v)
-    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else None
+sys.path.insert(0, sys.argv[2])
+from peer_runs import median  # noqa: E402
+from peer_runs import cell as median_cell  # noqa: E402
 
 def cell(runs):
-    v = [r["steps_per_sec"] for r in runs]
-    if not v:
-        return None, "-"
-    m = median(v)
-    return m, "%.1f" % m + (" (%.1f-%.1f)" % (min(v), max(v)) if len(v) > 1 else "")
+    return median_cell(runs, "steps_per_sec", 1)
 
 def peer(name, t, form=None):
     return [r for r in rows if r["peer"] == name and r["threads"] == t
@@ -118,11 +114,7 @@ print("| threads | TF | estc | TF / estc | libtorch packed | libtorch padded "
       "MiB TF / estc / libtorch |")
 print("|---|---|---|---|---|---|---|---|---|")
 def cpu(runs):
-    v = [r["cpu_ms_per_step"] for r in runs if "cpu_ms_per_step" in r]
-    if not v:
-        return None, "-"
-    m = median(v)
-    return m, "%.1f" % m + (" (%.1f-%.1f)" % (min(v), max(v)) if len(v) > 1 else "")
+    return median_cell(runs, "cpu_ms_per_step", 1)
 for t in threads:
     tf, tfText = cpu(peer("tf_estimator", t))
     es, esText = cpu(peer("estc", t))

@@ -50,21 +50,13 @@ for part in $(echo "$parts" | tr ',' ' '); do
   done
 done
 
-python3 - "$out/all.jsonl" <<'PY'
+python3 - "$out/all.jsonl" "$here" <<'PY'
 import json, sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 
-def median(v):
-    v = sorted(v)
-    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else None
-
-def cell(runs, key):
-    v = [r[key] for r in runs if key in r]
-    if not v:
-        return None, "-"
-    m = median(v)
-    return m, "%.2f" % m + (" (%.2f-%.2f)" % (min(v), max(v)) if len(v) > 1 else "")
+sys.path.insert(0, sys.argv[2])
+from peer_runs import cell, median  # noqa: E402
 
 for part in sorted({r["part"] for r in rows}):
     mine = [r for r in rows if r["part"] == part]
