@@ -13,6 +13,7 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -232,43 +233,16 @@ ServingInputReceiverFn KerasEstimator::serving_input_receiver_fn(
   return build_raw_serving_input_receiver_fn(features, default_batch_size);
 }
 
-size_t
-KerasEstimator::save_keras_model(const std::string &out_path,
-                                 const std::string &checkpoint_path) const {
-  keras::KerasModel copy = keras::read_keras_bytes(
-      model_->original_bytes, model_->file,
-      model_->format == keras::FileFormat::WeightsH5 ? &model_->config
-                                                     : nullptr);
-  std::string ckpt = checkpoint_path;
-  if (ckpt.empty()) {
-    std::optional<std::string> latest = latest_checkpoint();
-    if (!latest)
-      throw std::invalid_argument("save_keras_model: " + model_dir() +
-                                  " has no checkpoint to write back");
-    ckpt = *latest;
-  }
-  train::CheckpointReader reader = train::load_checkpoint(ckpt);
-  std::map<std::string, TensorValue> values;
-  for (const auto &[name, value] : keras::variable_values(copy)) {
-    (void)value;
-    if (!reader.has_tensor(name))
-      throw train::CheckpointError(reader.path() +
-                                   ": save_keras_model: no variable \"" + name +
-                                   "\" of the Keras model");
-    values[name] = reader.get_tensor(name);
-  }
-  size_t n = keras::set_variable_values(copy, values);
-  keras::write_keras_file(copy, out_path);
-  log_info("Wrote " + std::to_string(n) + " Keras weights from " +
-           reader.path() + " to " + out_path);
-  return n;
-}
+namespace {
 
-size_t save_keras_model(const Estimator &estimator,
-                        const std::string &keras_model_path,
-                        const std::string &out_path,
-                        const std::string &checkpoint_path) {
-  keras::KerasModel model = keras::load_model(keras_model_path);
+/// Writing back: `model`'s weights set to their values in `checkpoint_path`
+/// (empty: `estimator`'s latest checkpoint) and the file written to
+/// `out_path`. Returns how many weights were written and the checkpoint
+/// file read.
+std::pair<size_t, std::string> writeBack(keras::KerasModel &model,
+                                         const Estimator &estimator,
+                                         const std::string &out_path,
+                                         const std::string &checkpoint_path) {
   std::string ckpt = checkpoint_path;
   if (ckpt.empty()) {
     std::optional<std::string> latest = estimator.latest_checkpoint();
@@ -289,7 +263,30 @@ size_t save_keras_model(const Estimator &estimator,
   }
   size_t n = keras::set_variable_values(model, values);
   keras::write_keras_file(model, out_path);
+  return {n, reader.path()};
+}
+
+} // namespace
+
+size_t
+KerasEstimator::save_keras_model(const std::string &out_path,
+                                 const std::string &checkpoint_path) const {
+  keras::KerasModel copy = keras::read_keras_bytes(
+      model_->original_bytes, model_->file,
+      model_->format == keras::FileFormat::WeightsH5 ? &model_->config
+                                                     : nullptr);
+  auto [n, read] = writeBack(copy, *this, out_path, checkpoint_path);
+  log_info("Wrote " + std::to_string(n) + " Keras weights from " + read +
+           " to " + out_path);
   return n;
+}
+
+size_t save_keras_model(const Estimator &estimator,
+                        const std::string &keras_model_path,
+                        const std::string &out_path,
+                        const std::string &checkpoint_path) {
+  keras::KerasModel model = keras::load_model(keras_model_path);
+  return writeBack(model, estimator, out_path, checkpoint_path).first;
 }
 
 std::unique_ptr<KerasEstimator>

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Keras/KerasJson.h"
 #include "lib/Keras/KerasLayers.h"
 
 #include "lib/Graph/Ops.h"
@@ -25,18 +26,8 @@ namespace {
 /// Deeper models than this are refused (a fuzzed config's recursion).
 constexpr int kMaxDepth = 2000;
 
-const rj::Value *member(const rj::Value &v, const char *key) {
-  if (!v.IsObject())
-    return nullptr;
-  auto it = v.FindMember(key);
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
-std::string stringOf(const rj::Value *v) {
-  return v && v->IsString() ? std::string(v->GetString(), v->GetStringLength())
-                            : std::string();
-}
-
+using json::member;
+using json::stringOf;
 std::string layerName(const rj::Value &entry) {
   std::string n = stringOf(member(entry, "name"));
   if (n.empty())

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Keras/KerasGraph.h"
+#include "lib/Keras/KerasJson.h"
 #include "lib/Keras/KerasLayers.h"
 #include "lib/Shape/ShapeFunctions.h"
 
@@ -29,18 +30,8 @@ using kerasgraph::KTensor;
 
 namespace {
 
-const rj::Value *member(const rj::Value &v, const char *key) {
-  if (!v.IsObject())
-    return nullptr;
-  auto it = v.FindMember(key);
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
-std::string stringOf(const rj::Value *v) {
-  return v && v->IsString() ? std::string(v->GetString(), v->GetStringLength())
-                            : std::string();
-}
-
+using json::member;
+using json::stringOf;
 [[noreturn]] void modelError(const KerasModel &model,
                              const std::string &problem) {
   throw KerasError(model.file + ": " + problem);

@@ -11,6 +11,7 @@
 #include "lib/Keras/KerasModel.h"
 
 #include "lib/Keras/Hdf5File.h"
+#include "lib/Keras/KerasJson.h"
 #include "lib/Keras/ZipArchive.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
@@ -111,13 +112,7 @@ bool boolField(const rj::Value &v, const char *key, bool fallback) {
   return it->value.GetBool();
 }
 
-const rj::Value *member(const rj::Value &v, const char *key) {
-  if (!v.IsObject())
-    return nullptr;
-  auto it = v.FindMember(key);
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
+using json::member;
 // A layer of a config: {"class_name": ..., "config": {"name": ...}, ...}.
 struct LayerRef {
   std::string name;
