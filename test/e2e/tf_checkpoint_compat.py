@@ -61,6 +61,8 @@ import shutil
 import subprocess
 import sys
 
+from case_tool import import_tf
+
 failures = []
 
 
@@ -637,13 +639,10 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as e:
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.get_logger().setLevel("ERROR")  # the Estimator's deprecation warnings
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)

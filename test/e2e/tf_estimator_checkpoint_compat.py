@@ -38,6 +38,8 @@ import shutil
 import subprocess
 import sys
 
+from case_tool import import_tf
+
 BATCH = 16
 STEPS = 100
 OPTIMIZERS = ("sgd", "momentum", "adagrad")
@@ -137,14 +139,11 @@ def main():
     ap.add_argument("--tool", required=True)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
-        import numpy as np
-        import tensorflow as tf
-    except ImportError as e:
-        print(f"SKIP: TensorFlow is not installed ({e})")
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+    tf = import_tf()
+    if tf is None:
         return 77
+    import numpy as np  # pylint: disable=import-outside-toplevel
     tf.get_logger().setLevel("ERROR")  # the Estimator's deprecation warnings
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
