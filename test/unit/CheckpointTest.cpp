@@ -3,6 +3,7 @@
 #include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Json.h"
+#include "test/unit/CheckpointTesting.h"
 
 #include <gtest/gtest.h>
 
@@ -41,29 +42,6 @@ std::string readBytes(const std::string &path) {
 }
 void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-uint16_t halfBits(float f) { return float_to_half(f); }
-
-std::string u16Bytes(std::vector<uint16_t> v) {
-  return std::string(reinterpret_cast<const char *>(v.data()), v.size() * 2);
-}
-
-VariableMap everyDType() {
-  VariableMap m;
-  m["dense/kernel"] = TensorValue::of<float>({2, 3}, {1, 2, 3, 4, 5, -6.5f});
-  m["f64"] = TensorValue::of<double>({}, {3.141592653589793});
-  m["i32"] = TensorValue::of<int32_t>({4}, {1, -2, 3, 2147483647});
-  m["global_step"] = TensorValue::of<int64_t>({}, {200});
-  m["mask"] = TensorValue::of<bool>({3}, {true, false, true});
-  m["half"] = TensorValue::from_bytes(
-      DType::Float16, {2}, u16Bytes({halfBits(1.5f), halfBits(-0.25f)}));
-  m["bf16"] = TensorValue::from_bytes(
-      DType::BFloat16, {1, 2},
-      u16Bytes({float_to_bfloat16(2.0f), float_to_bfloat16(-1.0f)}));
-  m["empty"] = TensorValue::of<float>({0}, {});
-  m["empty2d"] = TensorValue::of<int64_t>({3, 0}, {});
-  return m;
 }
 
 void expectEqual(const VariableMap &a, const VariableMap &b) {
@@ -113,7 +91,7 @@ bool hasPython(const std::string &module = "") {
 //===----------------------------------------------------------------------===//
 
 TEST_F(CheckpointTest, RoundTripEveryDType) {
-  VariableMap vars = everyDType();
+  VariableMap vars = estc::testing::everyNumericDType();
   write_checkpoint(file("model.ckpt-200.safetensors"), vars, 200);
   CheckpointReader reader(file("model.ckpt-200")); // the prefix works too
   EXPECT_EQ(reader.path(), file("model.ckpt-200.safetensors"));
@@ -161,7 +139,7 @@ TEST_F(CheckpointTest, EmptyCheckpoint) {
 }
 
 TEST_F(CheckpointTest, HeaderIsSafetensorsJson) {
-  VariableMap vars = everyDType();
+  VariableMap vars = estc::testing::everyNumericDType();
   std::string bytes = serialize_checkpoint(vars, 42);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i)
@@ -200,7 +178,8 @@ TEST_F(CheckpointTest, HeaderIsSafetensorsJson) {
 TEST_F(CheckpointTest, PythonReaderCrossCheck) {
   if (!hasPython())
     GTEST_SKIP() << "SKIP: python3 not found";
-  write_checkpoint(file("c.safetensors"), everyDType(), 7);
+  write_checkpoint(file("c.safetensors"), estc::testing::everyNumericDType(),
+                   7);
   std::string cmd = "python3 " ESTC_CKPT_TEST_INPUTS
                     "/safetensors_util.py check " +
                     file("c.safetensors") + " > " + file("out.txt") + " 2>&1";
@@ -213,7 +192,8 @@ TEST_F(CheckpointTest, PythonReaderCrossCheck) {
 TEST_F(CheckpointTest, SafetensorsLibraryLoadsIt) {
   if (!hasPython("safetensors"))
     GTEST_SKIP() << "SKIP: python3 module safetensors not installed";
-  write_checkpoint(file("c.safetensors"), everyDType(), 7);
+  write_checkpoint(file("c.safetensors"), estc::testing::everyNumericDType(),
+                   7);
   std::string script =
       "import safetensors, sys\n"
       "d = dict(safetensors.deserialize(open(sys.argv[1], 'rb').read()))\n"
@@ -246,7 +226,8 @@ TEST_F(CheckpointTest, DataByteFlipNamesTheTensor) {
 }
 
 TEST_F(CheckpointTest, EveryByteFlipIsDetected) {
-  std::string bytes = serialize_checkpoint(everyDType(), 200);
+  std::string bytes =
+      serialize_checkpoint(estc::testing::everyNumericDType(), 200);
   for (size_t i = 0; i < bytes.size(); ++i) {
     std::string bad = bytes;
     bad[i] ^= static_cast<char>(0xff);
@@ -262,7 +243,8 @@ TEST_F(CheckpointTest, EveryByteFlipIsDetected) {
 }
 
 TEST_F(CheckpointTest, EveryTruncationIsDetected) {
-  std::string bytes = serialize_checkpoint(everyDType(), 200);
+  std::string bytes =
+      serialize_checkpoint(estc::testing::everyNumericDType(), 200);
   for (size_t len = 0; len < bytes.size(); ++len) {
     writeBytes(file("t.safetensors"), bytes.substr(0, len));
     bool detected = false;
@@ -290,7 +272,8 @@ TEST_F(CheckpointTest, EveryTruncationIsDetected) {
 }
 
 TEST_F(CheckpointTest, BadHeaderLength) {
-  std::string bytes = serialize_checkpoint(everyDType(), 1);
+  std::string bytes =
+      serialize_checkpoint(estc::testing::everyNumericDType(), 1);
   std::string huge = bytes;
   huge[6] = '\x7f';
   writeBytes(file("h.safetensors"), huge);

@@ -15,6 +15,7 @@
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
 
+#include "test/unit/CheckpointTesting.h"
 #include "test/unit/FileTesting.h"
 
 #include <gtest/gtest.h>
@@ -45,28 +46,12 @@ void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-std::string u16Bytes(std::vector<uint16_t> v) {
-  return std::string(reinterpret_cast<const char *>(v.data()), v.size() * 2);
-}
-
+/// Every numeric dtype, and strings (TF's bundle holds them too).
 VariableMap everyDType() {
-  VariableMap m;
-  m["dense/kernel"] = TensorValue::of<float>({2, 3}, {1, 2, 3, 4, 5, -6.5f});
-  m["f64"] = TensorValue::of<double>({}, {3.141592653589793});
-  m["i32"] = TensorValue::of<int32_t>({4}, {1, -2, 3, 2147483647});
-  m["global_step"] = TensorValue::of<int64_t>({}, {200});
-  m["mask"] = TensorValue::of<bool>({3}, {true, false, true});
-  m["half"] = TensorValue::from_bytes(
-      DType::Float16, {2},
-      u16Bytes({float_to_half(1.5f), float_to_half(-0.25f)}));
-  m["bf16"] = TensorValue::from_bytes(
-      DType::BFloat16, {1, 2},
-      u16Bytes({float_to_bfloat16(2.0f), float_to_bfloat16(-1.0f)}));
+  VariableMap m = estc::testing::everyNumericDType();
   m["words"] = TensorValue::of_strings(
       {2, 2}, {"a", "", std::string("\0\xff", 2), std::string(300, 'x')});
   m["no_words"] = TensorValue::of_strings({0}, {});
-  m["empty"] = TensorValue::of<float>({0}, {});
-  m["empty2d"] = TensorValue::of<int64_t>({3, 0}, {});
   return m;
 }
 
