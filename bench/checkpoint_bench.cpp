@@ -1,18 +1,19 @@
 //===- checkpoint_bench.cpp - Saving and restoring a large checkpoint ----===//
 //
 //   checkpoint_bench [--mib=1024] [--tensors=64] [--dir=DIR] [--repeats=3]
-//                    [--format=tf|safetensors]
+//                    [--format=tf|safetensors] [--sync=true|false]
 //
 // Saves `tensors` float32 variables of `mib` MiB in all into DIR with
 // train::Saver (TF's tensor bundle or estc's safetensors: data written,
-// fsynced and renamed, as in training), then restores them with
+// fsynced and renamed, as in training; --sync=false: written and renamed,
+// RunConfigOptions::sync_checkpoints false, as TF's Saver), then restores them with
 // restore_latest (every CRC checked) in a child process, whose peak
 // resident memory during the restore is measured (/proc/self/status's
 // VmHWM, reset before it, minus VmRSS before it: the variables restored
 // plus whatever the reader holds). Prints, as the median of `repeats` runs, one
 // line:
 //
-//   format=tf mib=1024 save_s=... save_mib_s=... restore_s=...
+//   format=tf sync=1 mib=1024 save_s=... save_mib_s=... restore_s=...
 //   restore_mib_s=... restore_peak_rss_mib=... rss_ratio=...
 //
 // rss_ratio is that peak over the variables' size. bench/checkpoint.sh runs it
@@ -75,6 +76,9 @@ int main(int argc, char **argv) {
                  .positive());
   parser.add(flags::Flag("format", &format, "checkpoint format")
                  .choices({"tf", "safetensors"}));
+  bool sync = true;
+  parser.add(flags::Flag("sync", &sync,
+                         "fsync the checkpoint (SaverOptions::sync)"));
   parser.parse_or_exit(argc, argv);
 
   try {
@@ -97,6 +101,7 @@ int main(int argc, char **argv) {
       train::SaverOptions options;
       options.format = format == "tf" ? train::CheckpointFormat::TensorBundle
                                       : train::CheckpointFormat::Safetensors;
+      options.sync = sync;
       train::Saver saver(dir, options);
       double t0 = seconds();
       saver.save(vars, 1);
@@ -136,10 +141,10 @@ int main(int argc, char **argv) {
       rss.push_back(result[1] / 1024.0);
     }
     std::filesystem::remove_all(dir);
-    std::printf("format=%s mib=%.0f save_s=%.3f save_mib_s=%.0f "
+    std::printf("format=%s sync=%d mib=%.0f save_s=%.3f save_mib_s=%.0f "
                 "restore_s=%.3f restore_mib_s=%.0f restore_peak_rss_mib=%.0f "
                 "rss_ratio=%.3f\n",
-                format.c_str(), mibs, median(save), mibs / median(save),
+                format.c_str(), sync ? 1 : 0, mibs, median(save), mibs / median(save),
                 median(restore), mibs / median(restore), median(rss),
                 median(rss) / mibs);
   } catch (const std::exception &e) {

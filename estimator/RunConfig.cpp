@@ -142,6 +142,8 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
            "' should be \"tf\", \"safetensors\" or \"auto\"");
     checkpoint_format_ = f;
   }
+  if (o.sync_checkpoints)
+    sync_checkpoints_ = *o.sync_checkpoints;
   if (o.log_step_count_steps) {
     if (*o.log_step_count_steps <= 0)
       fail("log_step_count_steps should be > 0");

@@ -94,6 +94,13 @@ struct RunConfigOptions {
   /// Estimator's model_dir is continued in TF's format, else safetensors.
   /// TF's RunConfig has no such field (its Estimator writes only its own).
   std::optional<std::string> checkpoint_format;
+  /// Whether train() fsyncs every checkpoint's files and model_dir before
+  /// the state file lists it (default true: a checkpoint survives an OS
+  /// crash or a power loss, at the disk's speed). false: written and
+  /// renamed only, as TF's Saver does (a killed process still loses
+  /// nothing; the OS writes the bytes back later). estc's own (TF's
+  /// RunConfig has none).
+  std::optional<bool> sync_checkpoints;
   std::optional<int64_t> log_step_count_steps; // default 100
   /// TF's session_config.intra_op_parallelism_threads: the runtime's thread
   /// pool size (estc_runtime_set_num_threads); 0 leaves it as it is.
@@ -145,6 +152,8 @@ public:
   int64_t log_step_count_steps() const { return log_step_count_steps_; }
   /// "auto", "tf" or "safetensors" (RunConfigOptions::checkpoint_format).
   const std::string &checkpoint_format() const { return checkpoint_format_; }
+  /// RunConfigOptions::sync_checkpoints.
+  bool sync_checkpoints() const { return sync_checkpoints_; }
   int intra_op_parallelism_threads() const { return intra_op_threads_; }
   /// "cpu" or "cuda:N" (a plain "cuda" is stored as "cuda:0").
   const std::string &device() const { return device_; }
@@ -192,6 +201,7 @@ private:
   double keep_checkpoint_every_n_hours_ = 10000;
   int64_t log_step_count_steps_ = 100;
   std::string checkpoint_format_ = "auto";
+  bool sync_checkpoints_ = true;
   int intra_op_threads_ = 0;
   std::string device_ = "cpu";
   int cudaIndex_ = -1;

@@ -203,6 +203,7 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       o.saver_options.keep_checkpoint_every_n_hours =
           config_.keep_checkpoint_every_n_hours();
       o.saver_options.format = saverFormat(config_.checkpoint_format());
+      o.saver_options.sync = config_.sync_checkpoints();
       hooks.push_back(std::make_shared<CheckpointSaverHook>(modelDir, o));
     }
     append(hooks, chiefHooks);

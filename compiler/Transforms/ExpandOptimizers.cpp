@@ -53,6 +53,16 @@
 //   adamw, adamax, nadam, lazy_adam  <var>/<Name> (m), <var>/<Name>_1
 //             (v, or adamax's u), zeros; nadam's scalar <var>/Nadam_2 (the
 //             momentum schedule's product, ones)
+// With the string hyperparameter slot_scope (train::Optimizer::
+// with_keras_legacy_names: TF 2.15's canned estimators' Keras legacy
+// optimizers), a slot is `<scope>/<var>/<Keras's name>` instead (Adagrad,
+// Ftrl: accumulator; Ftrl_1: linear; Adam, Adam_1: m, v; Momentum:
+// momentum; RMSProp: rms, then mg when centered, then momentum), and the
+// optimizer's hyperparameters are f32 scalar variables `<scope>/<name>`
+// (decay, learning_rate unless it is an operand, and the class's own: Ftrl's
+// beta, l1/l2_regularization_strength, learning_rate_power; Adam's beta_1,
+// beta_2; RMSprop's rho, momentum; SGD's momentum) holding the compiled-in
+// values; with own_iterations, `<scope>/iter` (int64) counts the steps.
 // (docs/autodiff.md has the rules of these: training_ops.cc's kernels for
 // the TF 1.x optimizers, Keras 2.15's update steps for adamw, adamax and
 // nadam, tfa's LazyAdam.)
@@ -63,12 +73,14 @@
 //   sgd       var -= lr g
 //   momentum  a = m a + g; var -= lr a   (nesterov: var -= g lr + a m lr)
 //   adagrad   acc += g^2; var -= lr g / sqrt(acc)
-//   adam      t = global_step + 1 (before the increment);
-//             lr_t = lr sqrt(1 - b2^t) / (1 - b1^t);
+//   adam      lr_t = lr sqrt(1 - beta2_power) / (1 - beta1_power);
 //             m += (g - m) (1-b1); v += (g^2 - v) (1-b2);
-//             var -= lr_t m / (sqrt(v) + eps)
-//             (TF 1.x keeps beta1_power/beta2_power slots instead; they equal
-//             b^t while global_step counts the steps of this optimizer)
+//             var -= lr_t m / (sqrt(v) + eps); then beta1_power *= b1,
+//             beta2_power *= b2 (TF 1.x's non-slot variables, created at
+//             b1 and b2: beta1_power, or beta1_power_<n> for the n-th Adam
+//             of the function). With a slot_scope (Keras' legacy Adam)
+//             there are none: beta^t with t = global_step + 1 (before the
+//             increment).
 //   rmsprop   ms += (g^2 - ms) (1-d);  [mg += (g - mg) (1-d);
 //             denom = ms - mg^2 when centered, else ms]
 //             mom = momentum mom + lr g / sqrt(denom + eps); var -= mom
@@ -96,7 +108,12 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Regex.h"
+
+#include <string>
+#include <tuple>
+#include <utility>
 
 namespace mlir {
 namespace est {
@@ -188,6 +205,54 @@ private:
     return a && a.getValue();
   }
 
+  /// The string hyperparameter `slot_scope` ("training/Ftrl": the Keras
+  /// legacy optimizer of a TF 2.15 canned estimator), or empty.
+  StringRef slotScope() {
+    auto a = dyn_cast_or_null<StringAttr>(
+        apply.getHyperparameters().get("slot_scope"));
+    return a ? a.getValue() : StringRef();
+  }
+  /// The variable of `var`'s slot `slot` (TF 1.x's slot name, "Ftrl_1"):
+  /// `<var>/<slot>`, or with a slot_scope `<scope>/<var>/<Keras's slot
+  /// name>` ("training/Ftrl/<var>/linear"), as TF 2.15's canned estimators
+  /// name their optimizers' slots.
+  std::string slotVar(StringRef var, StringRef slot) {
+    StringRef scope = slotScope();
+    if (scope.empty())
+      return (var + "/" + slot).str();
+    StringRef keras = llvm::StringSwitch<StringRef>(slot)
+                          .Cases({"Adagrad", "Ftrl"}, "accumulator")
+                          .Case("Ftrl_1", "linear")
+                          .Case("Adam", "m")
+                          .Case("Adam_1", "v")
+                          .Case("Momentum", "momentum")
+                          .Case("RMSProp", "rms")
+                          .Case("RMSProp_1", flag("centered") ? "mg" : "momentum")
+                          .Case("RMSProp_2", "momentum")
+                          .Default(slot);
+    return (scope + "/" + var + "/" + keras).str();
+  }
+  /// TF 1.x's AdamOptimizer's non-slot variables beta1_power and
+  /// beta2_power (`_<n>` for the n-th Adam of the function, as TF's
+  /// unique names; created at beta1 / beta2 in the first variable's element
+  /// type) read once per expansion, as `elt`; finish() multiplies them by
+  /// the betas after the update (TF's _finish).
+  std::pair<Value, Value> betaPowers(Type elt);
+  /// Schedules the updates that follow every variable's (the beta powers).
+  void finish();
+  /// The number of TF 1.x Adam expansions before this one in its function.
+  void setAdamIndex(int index) { adamIndex = index; }
+  /// Whether this expansion made TF 1.x Adam's beta powers.
+  bool madeBetaPowers() const { return !powerNames.empty(); }
+
+  /// With a slot_scope: the Keras legacy optimizer's hyperparameter
+  /// variables `<scope>/<name>` (f32 scalars holding the values this
+  /// expansion compiles in; TF's restore of them does not change the
+  /// compiled rule), and with the flag `own_iterations` its `<scope>/iter`
+  /// (int64, +1 per step: the second optimizer of a wide & deep model,
+  /// whose iterations are not global_step).
+  void createScopeVariables();
+
   Value read(StringRef name, Type type) {
     return ReadVariableOp::create(b, loc, type,
                                   FlatSymbolRefAttr::get(b.getContext(), name));
@@ -225,7 +290,7 @@ private:
   /// and its value; in a row-wise update, its gathered rows.
   Value slot(StringRef var, StringRef slotName, RankedTensorType type,
              double init) {
-    std::string name = (var + "/" + slotName).str();
+    std::string name = slotVar(var, slotName);
     if (!module.lookupSymbol(name)) {
       OpBuilder mb(module.getContext());
       Operation *varOp = module.lookupSymbol(var);
@@ -249,7 +314,7 @@ private:
   /// The scalar slot variable `<var>/<slot>` (created when missing).
   Value scalarSlot(StringRef var, StringRef slotName, Type elt, double init) {
     auto type = RankedTensorType::get({}, elt);
-    std::string name = (var + "/" + slotName).str();
+    std::string name = slotVar(var, slotName);
     if (!module.lookupSymbol(name)) {
       OpBuilder mb(module.getContext());
       setInsertionPointAfterVariables(mb);
@@ -329,7 +394,52 @@ private:
   /// scalar), else null.
   Value applyNow;
   SmallVector<std::pair<std::string, Value>> assignments;
+  int adamIndex = 0;
+  /// beta1_power and beta2_power: their names and values as read.
+  SmallVector<std::string, 2> powerNames;
+  SmallVector<Value, 2> powers;
 };
+
+std::pair<Value, Value> Expander::betaPowers(Type elt) {
+  if (powerNames.empty()) {
+    std::string suffix = adamIndex ? "_" + std::to_string(adamIndex) : "";
+    MLIRContext *ctx = module.getContext();
+    OpBuilder mb(ctx);
+    for (auto [base, beta] : {std::pair<const char *, double>{"beta1_power",
+                                                              hp("beta1", 0.9)},
+                              {"beta2_power", hp("beta2", 0.999)}}) {
+      std::string name = base + suffix;
+      auto type = RankedTensorType::get({}, elt);
+      if (auto existing = module.lookupSymbol<VariableOp>(name)) {
+        type = cast<RankedTensorType>(existing.getType());
+      } else {
+        setInsertionPointAfterVariables(mb);
+        VariableOp::create(mb, loc, name, type, /*trainable=*/false,
+                           InitializerAttr::get(
+                               ctx, "constant",
+                               mb.getDictionaryAttr(mb.getNamedAttr(
+                                   "value", mb.getF64FloatAttr(beta)))));
+      }
+      powerNames.push_back(name);
+      powers.push_back(read(name, type));
+    }
+  }
+  auto as = [&](Value p) {
+    return cast<RankedTensorType>(p.getType()).getElementType() == elt
+               ? p
+               : castTo(p, elt);
+  };
+  return {as(powers[0]), as(powers[1])};
+}
+
+void Expander::finish() {
+  if (powerNames.empty())
+    return;
+  // _finish: beta1_power * beta1 (the Python float as a float32 tensor, in
+  // the power's type).
+  assign(powerNames[0], mul(powers[0], hpScalar(powers[0], "beta1", 0.9)));
+  assign(powerNames[1], mul(powers[1], hpScalar(powers[1], "beta2", 0.999)));
+}
 
 LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
                                Value g, Value step) {
@@ -340,7 +450,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
   } else if (kind == "momentum") {
     Value m = hpScalar(v, "momentum", 0.0);
     Value a = add(mul(m, slot(var, "Momentum", type, 0.0)), g);
-    assign(var + "/Momentum", a);
+    assign(slotVar(var, "Momentum"), a);
     if (flag("use_nesterov"))
       assign(var, sub(v, add(mul(g, lr), mul(mul(a, m), lr))));
     else
@@ -357,7 +467,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     } else {
       Value mom = hpScalar(v, "momentum", 0.0);
       Value m = add(step, mul(slot(var, "momentum", type, 0.0), mom));
-      assign(var + "/momentum", m);
+      assign(slotVar(var, "momentum"), m);
       if (flag("nesterov"))
         assign(var, add(v, add(step, mul(m, mom))));
       else
@@ -373,12 +483,12 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value c = oneMinusHpDouble(v, "rho", 0.9);
     Value vel =
         add(mul(rho, slot(var, "velocity", type, 0.0)), mul(c, square(g)));
-    assign(var + "/velocity", vel);
+    assign(slotVar(var, "velocity"), vel);
     Value denom = vel;
     if (flag("centered")) {
       Value ag =
           add(mul(rho, slot(var, "average_gradient", type, 0.0)), mul(c, g));
-      assign(var + "/average_gradient", ag);
+      assign(slotVar(var, "average_gradient"), ag);
       denom = sub(vel, square(ag));
     }
     denom = add(denom, hpScalar(v, "epsilon", 1e-7));
@@ -387,7 +497,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
       Value m = add(
           mul(hpScalar(v, "momentum", 0.0), slot(var, "momentum", type, 0.0)),
           increment);
-      assign(var + "/momentum", m);
+      assign(slotVar(var, "momentum"), m);
       assign(var, sub(v, m));
     } else {
       assign(var, sub(v, increment));
@@ -397,7 +507,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value acc = add(
         slot(var, "accumulator", type, hp("initial_accumulator_value", 0.1)),
         square(g));
-    assign(var + "/accumulator", acc);
+    assign(slotVar(var, "accumulator"), acc);
     assign(var, sub(v, div(mul(lr, g),
                            sqrt(add(acc, hpScalar(v, "epsilon", 1e-7))))));
   } else if (kind == "keras_adam") {
@@ -414,11 +524,11 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
     Value s =
         add(v0, mul(sub(square(g), v0), oneMinusHpDouble(v, "beta_2", 0.999)));
-    assign(var + "/m", m);
-    assign(var + "/v", s);
+    assign(slotVar(var, "m"), m);
+    assign(slotVar(var, "v"), s);
     if (flag("amsgrad")) {
       s = max(slot(var, "velocity_hat", type, 0.0), s);
-      assign(var + "/velocity_hat", s);
+      assign(slotVar(var, "velocity_hat"), s);
     }
     assign(var, sub(v, div(mul(m, alpha),
                            add(sqrt(s), hpScalar(v, "epsilon", 1e-7)))));
@@ -426,19 +536,28 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value acc =
         add(slot(var, "Adagrad", type, hp("initial_accumulator_value", 0.1)),
             square(g));
-    assign(var + "/Adagrad", acc);
+    assign(slotVar(var, "Adagrad"), acc);
     assign(var, sub(v, div(mul(lr, g), sqrt(acc))));
   } else if (kind == "adam") {
     Value b1 = hpScalar(v, "beta1", 0.9), b2 = hpScalar(v, "beta2", 0.999);
-    Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
     Value one = scalar(v, 1.0);
-    Value lrT = div(mul(lr, sqrt(sub(one, pow(b2, t)))), sub(one, pow(b1, t)));
+    Value p1, p2;
+    if (slotScope().empty()) {
+      // TF 1.x's AdamOptimizer: its beta1_power / beta2_power variables.
+      std::tie(p1, p2) = betaPowers(type.getElementType());
+    } else {
+      // Keras' legacy Adam: beta^t, t = iterations + 1.
+      Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
+      p1 = pow(b1, t);
+      p2 = pow(b2, t);
+    }
+    Value lrT = div(mul(lr, sqrt(sub(one, p2))), sub(one, p1));
     Value m0 = slot(var, "Adam", type, 0.0);
     Value m = add(m0, mul(sub(g, m0), oneMinusHp(v, "beta1", 0.9)));
     Value v0 = slot(var, "Adam_1", type, 0.0);
     Value s = add(v0, mul(sub(square(g), v0), oneMinusHp(v, "beta2", 0.999)));
-    assign(var + "/Adam", m);
-    assign(var + "/Adam_1", s);
+    assign(slotVar(var, "Adam"), m);
+    assign(slotVar(var, "Adam_1"), s);
     assign(var, sub(v, div(mul(m, lrT),
                            add(sqrt(s), hpScalar(v, "epsilon", 1e-8)))));
   } else if (kind == "rmsprop") {
@@ -446,20 +565,20 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     bool centered = flag("centered");
     Value ms0 = slot(var, "RMSProp", type, 1.0);
     Value ms = add(ms0, mul(sub(square(g), ms0), c));
-    assign(var + "/RMSProp", ms);
+    assign(slotVar(var, "RMSProp"), ms);
     Value denom = ms;
     std::string momName = "RMSProp_1";
     if (centered) {
       Value mg0 = slot(var, "RMSProp_1", type, 0.0);
       Value mg = add(mg0, mul(sub(g, mg0), c));
-      assign(var + "/RMSProp_1", mg);
+      assign(slotVar(var, "RMSProp_1"), mg);
       denom = sub(ms, square(mg));
       momName = "RMSProp_2";
     }
     Value mom =
         add(mul(hpScalar(v, "momentum", 0.0), slot(var, momName, type, 0.0)),
             div(mul(lr, g), sqrt(add(denom, hpScalar(v, "epsilon", 1e-10)))));
-    assign(var + "/" + momName, mom);
+    assign(slotVar(var, momName), mom);
     assign(var, sub(v, mom));
   } else if (kind == "ftrl") {
     double init = hp("initial_accumulator_value", 0.1);
@@ -498,8 +617,8 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value signL1 = select(positive, l1, neg(l1));
     Value shrunk = div(sub(signL1, newLinear), quad);
     Value big = greater(abs(newLinear), l1);
-    assign(var + "/Ftrl", newAcc);
-    assign(var + "/Ftrl_1", newLinear);
+    assign(slotVar(var, "Ftrl"), newAcc);
+    assign(slotVar(var, "Ftrl_1"), newLinear);
     assign(var, select(big, shrunk, scalar(v, 0.0)));
   } else if (kind == "adadelta") {
     // ApplyAdadelta.
@@ -511,8 +630,8 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value delta = mul(mul(sqrt(add(accumUpdate, eps)),
                           div(scalar(v, 1.0), sqrt(add(accum, eps)))),
                       g);
-    assign(var + "/Adadelta", accum);
-    assign(var + "/Adadelta_1",
+    assign(slotVar(var, "Adadelta"), accum);
+    assign(slotVar(var, "Adadelta_1"),
            add(mul(accumUpdate, rho), mul(square(delta), c)));
     assign(var, sub(v, mul(delta, lr)));
   } else if (kind == "proximal_gradient_descent") {
@@ -537,7 +656,7 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value denom =
         add(scalar(v, 1.0),
             mul(hpScalar(v, "l2_regularization_strength", 0.0), rate));
-    assign(var + "/ProximalAdagrad", acc);
+    assign(slotVar(var, "ProximalAdagrad"), acc);
     if (hp("l1_regularization_strength", 0.0) > 0.0) {
       Value shrink = mul(rate, hpScalar(v, "l1_regularization_strength", 0.0));
       Value magnitude = max(sub(abs(prox), shrink), scalar(v, 0.0));
@@ -555,8 +674,8 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
     Value t = castTo(add(step, scalar(step, 1)), type.getElementType());
     Value denom = add(mul(t, hpScalar(v, "l2_regularization_strength", 0.0)),
                       div(sqrt(ggAcc), lr));
-    assign(var + "/AdagradDA", gAcc);
-    assign(var + "/AdagradDA_1", ggAcc);
+    assign(slotVar(var, "AdagradDA"), gAcc);
+    assign(slotVar(var, "AdagradDA_1"), ggAcc);
     if (hp("l1_regularization_strength", 0.0) > 0.0) {
       Value shrink = mul(t, hpScalar(v, "l1_regularization_strength", 0.0));
       Value magnitude = max(sub(abs(gAcc), shrink), scalar(v, 0.0));
@@ -587,15 +706,15 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
       Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
       Value s = add(
           v0, mul(sub(square(g), v0), oneMinusHpDouble(v, "beta_2", 0.999)));
-      assign(var + "/" + slotName, m);
-      assign(var + "/" + slotName + "_1", s);
+      assign(slotVar(var, slotName), m);
+      assign(slotVar(var, slotName + "_1"), s);
       assign(var, sub(v, div(mul(m, alpha),
                              add(sqrt(s), hpScalar(v, "epsilon", 1e-7)))));
     } else if (kind == "adamax") {
       Value m = add(m0, mul(sub(g, m0), oneMinusHpDouble(v, "beta_1", 0.9)));
       Value u = max(mul(hpScalar(v, "beta_2", 0.999), v0), abs(g));
-      assign(var + "/" + slotName, m);
-      assign(var + "/" + slotName + "_1", u);
+      assign(slotVar(var, slotName), m);
+      assign(slotVar(var, slotName + "_1"), u);
       assign(var, sub(v, div(mul(lr, m),
                              mul(sub(one, pow(b1, t)),
                                  add(u, hpScalar(v, "epsilon", 1e-7))))));
@@ -615,9 +734,9 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
       Value mHat = add(div(mul(uT1, m), sub(one, uProduct1)),
                        div(mul(sub(one, uT), g), sub(one, uProduct)));
       Value vHat = div(s, sub(one, pow(b2, t)));
-      assign(var + "/" + slotName, m);
-      assign(var + "/" + slotName + "_1", s);
-      assignWhole(var + "/Nadam_2", uProduct);
+      assign(slotVar(var, slotName), m);
+      assign(slotVar(var, slotName + "_1"), s);
+      assignWhole(slotVar(var, "Nadam_2"), uProduct);
       assign(var, sub(v, div(mul(mHat, lr),
                              add(sqrt(vHat), hpScalar(v, "epsilon", 1e-7)))));
     }
@@ -642,8 +761,8 @@ LogicalResult Expander::update(StringRef var, RankedTensorType type, Value v,
       s = add(v0, mul(sub(square(g), v0), oneMinusHp(v, "beta_2", 0.999)));
       assign(var, sub(v, div(mul(m, lrT), add(sqrt(s), eps))));
     }
-    assign(var + "/LazyAdam", m);
-    assign(var + "/LazyAdam_1", s);
+    assign(slotVar(var, "LazyAdam"), m);
+    assign(slotVar(var, "LazyAdam_1"), s);
   } else {
     return apply.emitError("unknown optimizer '")
            << kind
@@ -752,6 +871,60 @@ Value Expander::clipByNorm(Value g, Value sumSq, double clipNorm) {
   return div(mul(g, clip), denominator);
 }
 
+void Expander::createScopeVariables() {
+  StringRef scope = slotScope();
+  if (scope.empty())
+    return;
+  StringRef kind = apply.getOptimizer();
+  // Keras 2.15's legacy optimizers' hyperparameters, as their checkpoints
+  // hold them (Python floats; learning_rate unless it is a schedule).
+  SmallVector<std::pair<StringRef, double>> hypers = {{"decay", 0.0}};
+  if (!apply.getLearningRate())
+    hypers.push_back({"learning_rate", hp("learning_rate", 0.001)});
+  if (kind == "adam") {
+    hypers.push_back({"beta_1", hp("beta1", 0.9)});
+    hypers.push_back({"beta_2", hp("beta2", 0.999)});
+  } else if (kind == "ftrl") {
+    hypers.push_back({"beta", hp("beta", 0.0)});
+    hypers.push_back(
+        {"l1_regularization_strength", hp("l1_regularization_strength", 0.0)});
+    hypers.push_back(
+        {"l2_regularization_strength", hp("l2_regularization_strength", 0.0)});
+    hypers.push_back({"learning_rate_power", hp("learning_rate_power", -0.5)});
+  } else if (kind == "rmsprop") {
+    hypers.push_back({"momentum", hp("momentum", 0.0)});
+    hypers.push_back({"rho", hp("decay", 0.9)});
+  } else if (kind == "sgd" || kind == "momentum") {
+    hypers.push_back({"momentum", hp("momentum", 0.0)});
+  }
+  MLIRContext *ctx = module.getContext();
+  OpBuilder mb(ctx);
+  for (auto [name, value] : hypers) {
+    std::string symbol = (scope + "/" + name).str();
+    if (module.lookupSymbol(symbol))
+      continue;
+    setInsertionPointAfterVariables(mb);
+    VariableOp::create(mb, loc, symbol,
+                       RankedTensorType::get({}, mb.getF32Type()),
+                       /*trainable=*/false,
+                       InitializerAttr::get(
+                           ctx, "constant",
+                           mb.getDictionaryAttr(mb.getNamedAttr(
+                               "value", mb.getF64FloatAttr(value)))));
+  }
+  if (!flag("own_iterations"))
+    return;
+  std::string iter = (scope + "/iter").str();
+  auto i64 = RankedTensorType::get({}, mb.getI64Type());
+  if (!module.lookupSymbol(iter)) {
+    setInsertionPointAfterVariables(mb);
+    VariableOp::create(mb, loc, iter, i64, /*trainable=*/false,
+                       InitializerAttr::get(ctx, "zeros", DictionaryAttr()));
+  }
+  Value it = read(iter, i64);
+  assignWhole(iter, add(it, scalar(it, 1)));
+}
+
 LogicalResult Expander::run() {
   Value step = sharedStep ? sharedStep : globalStep();
   usedStep = step;
@@ -801,7 +974,7 @@ LogicalResult Expander::run() {
           return apply.emitError("unknown variable @") << var;
         auto type = cast<RankedTensorType>(varOp.getType());
         Value acc = add(slot(var, "GradientAccumulator", type, 0.0), g);
-        assignments.push_back({(var + "/GradientAccumulator").str(),
+        assignments.push_back({slotVar(var, "GradientAccumulator"),
                                select(now, splat(type, 0.0), acc)});
         g = div(acc, scalar(g, static_cast<double>(n.getInt())));
       }
@@ -888,6 +1061,8 @@ LogicalResult Expander::run() {
         return failure();
     }
   }
+  finish();
+  createScopeVariables();
   if (increment)
     assign("global_step", add(step, scalar(step, 1)));
   for (auto &[name, value] : assignments)
@@ -1027,6 +1202,8 @@ struct ExpandOptimizersPass
     // and the functions that increment it already.
     DenseMap<Operation *, Value> steps;
     DenseSet<Operation *> incremented;
+    // TF 1.x Adams expanded so far, per function (their beta powers' names).
+    DenseMap<Operation *, int> adams;
     // The variables' new values, per function (for the moving averages,
     // expanded last).
     DenseMap<Operation *, llvm::StringMap<Value>> updated;
@@ -1045,8 +1222,11 @@ struct ExpandOptimizersPass
       bool increment = !op.getKeepGlobalStep().value_or(false) &&
                        !incremented.contains(function);
       Expander expander(op, module, b, steps.lookup(function), increment);
+      expander.setAdamIndex(adams[function]);
       if (failed(expander.run()))
         return signalPassFailure();
+      if (expander.madeBetaPowers())
+        ++adams[function];
       steps[function] = expander.step();
       if (increment)
         incremented.insert(function);

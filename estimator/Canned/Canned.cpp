@@ -20,10 +20,28 @@ namespace estimator {
 
 namespace fc = feature_column;
 
+std::string OptimizerSpec::keras_name() const {
+  if (optimizer_)
+    return "";
+  return name_ == "RMSProp" ? "RMSprop" : name_;
+}
+
 train::Optimizer
 OptimizerSpec::get(std::optional<double> default_learning_rate) const {
+  return get(default_learning_rate, "training/" + keras_name(), false);
+}
+
+train::Optimizer OptimizerSpec::get(std::optional<double> default_learning_rate,
+                                    const std::string &scope,
+                                    bool own_iterations) const {
   if (optimizer_)
     return *optimizer_;
+  return named(default_learning_rate)
+      .with_keras_legacy_names(scope, own_iterations);
+}
+
+train::Optimizer
+OptimizerSpec::named(std::optional<double> default_learning_rate) const {
   // Keras' legacy optimizers' own default rates.
   double kerasRate = name_ == "SGD" ? 0.01 : 0.001;
   train::LearningRate lr =

@@ -73,12 +73,27 @@ public:
   /// relative 3e-7 at most); RMSProp's mean square starts at one (Keras:
   /// zero) with epsilon inside the square root (Keras, without momentum:
   /// outside).
+  ///
+  /// A named optimizer's variables are named as TF 2.15's canned estimators
+  /// name their Keras legacy optimizer's (train::Optimizer::
+  /// with_keras_legacy_names, scope "training/<keras_name()>"), so that
+  /// their checkpoints move between TF and estc; an object keeps its own.
   train::Optimizer get(std::optional<double> default_learning_rate) const;
+  /// As get(), a named optimizer under `scope` (TF's "training/Adam_1" for a
+  /// second optimizer of one class), counting its own iterations when
+  /// `own_iterations` (a wide & deep model's linear optimizer).
+  train::Optimizer get(std::optional<double> default_learning_rate,
+                       const std::string &scope, bool own_iterations) const;
+  /// The Keras class of a named optimizer ("Ftrl", "RMSprop"); empty for an
+  /// object.
+  std::string keras_name() const;
   /// Whether the optimizer was given by name (RNN estimators then add
   /// TF's default clipnorm).
   bool is_name() const { return !optimizer_; }
 
 private:
+  /// The named optimizer with TF 1.x's slot names.
+  train::Optimizer named(std::optional<double> default_learning_rate) const;
   std::string name_;
   std::optional<double> learningRate_;
   train::LearningRateSchedule schedule_;

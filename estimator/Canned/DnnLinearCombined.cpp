@@ -78,9 +78,17 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
             loss, variablesUnder(g, "dnn")));
         ops.insert(ops.end(), updates.begin(), updates.end());
       }
-      if (linear.valid())
-        ops.push_back(o.linear_optimizer.get(linearLr).minimize(
-            loss, variablesUnder(g, "linear")));
+      if (linear.valid()) {
+        // TF 2.15: the dnn optimizer's iterations are global_step, the
+        // linear one counts its own (<scope>/iter); of two optimizers of
+        // one class the linear one's scope is "training/<class>_1".
+        std::string scope = "training/" + o.linear_optimizer.keras_name();
+        if (dnn.valid() &&
+            o.linear_optimizer.keras_name() == o.dnn_optimizer.keras_name())
+          scope += "_1";
+        ops.push_back(o.linear_optimizer.get(linearLr, scope, dnn.valid())
+                          .minimize(loss, variablesUnder(g, "linear")));
+      }
       return ops.size() == 1 ? ops[0] : group(ops);
     };
     return head->create_estimator_spec(features, mode, logits, labels,

@@ -283,6 +283,13 @@ struct SaverOptions {
   CheckpointFormat format = CheckpointFormat::Auto;
   /// Data files of a TensorBundle checkpoint (TF's Saver(sharded=True)).
   int num_shards = 1;
+  /// fsync each checkpoint's files and the directory before the state file
+  /// lists it: the checkpoint survives an OS crash or a power loss. false:
+  /// written and renamed only, as TF's Saver (a killed process loses
+  /// nothing; the OS writes the bytes back later), which saves at the speed
+  /// of memory rather than of the disk (docs/results.md, "Checkpoints").
+  /// The state file is always synced.
+  bool sync = true;
 };
 
 /// Saves checkpoints into model_dir and keeps the state file and the

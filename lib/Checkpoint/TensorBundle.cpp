@@ -526,7 +526,7 @@ void BundleWriter::finish() {
   // fsyncs the directory. A reader that finds the index finds them.
   for (Shard &shard : shards_) {
     flush(shard);
-    if (::fsync(shard.fd) != 0)
+    if (options_.sync && ::fsync(shard.fd) != 0)
       fail(shard, fileio::lastError());
     int fd = shard.fd;
     shard.fd = -1;
@@ -544,7 +544,8 @@ void BundleWriter::finish() {
     shard.temp.clear();
   }
   try {
-    fileio::writeFileAtomically(bundle_index_file(prefix_), index);
+    fileio::writeFileAtomically(bundle_index_file(prefix_), index,
+                                options_.sync);
   } catch (const FileError &e) {
     if (!fileio::exists(bundle_index_file(prefix_)))
       for (const Shard &shard : shards_)

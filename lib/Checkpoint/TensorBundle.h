@@ -87,14 +87,19 @@ struct BundleWriterOptions {
   /// Data files to spread the tensors over (a sharded save: each tensor
   /// whole in one of them, the shards balanced by bytes).
   int num_shards = 1;
+  /// fsync the data files, the index and the directory (a checkpoint that
+  /// survives an OS crash or a power loss); false: rename only, as TF's
+  /// BundleWriter (survives a killed process).
+  bool sync = true;
 };
 
 /// Writes one TF checkpoint (TF's BundleWriter): add() appends each tensor
 /// to a temporary data file as it comes (through an 8 MiB buffer: no copy
 /// of the checkpoint in memory); finish() fsyncs and renames the data
 /// files, then writes the index crash-safely (temporary file, fsync,
-/// rename, fsync of the directory), so a reader that finds P.index finds
-/// the data files complete. A writer destroyed unfinished, or whose write
+/// rename, fsync of the directory; without the fsyncs when
+/// BundleWriterOptions::sync is false), so a reader that finds P.index
+/// finds the data files complete. A writer destroyed unfinished, or whose write
 /// failed, removes what it wrote.
 class BundleWriter {
 public:

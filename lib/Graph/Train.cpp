@@ -427,6 +427,17 @@ Optimizer Optimizer::clip_gradients_by_value(double clip_value) const {
   return copy;
 }
 
+Optimizer Optimizer::with_keras_legacy_names(const std::string &scope,
+                                             bool own_iterations) const {
+  if (scope.empty())
+    throw GraphError("with_keras_legacy_names: the scope is empty");
+  Optimizer copy = *this;
+  copy.hyperparameters_["slot_scope"] = attr_s(scope);
+  if (own_iterations)
+    copy.hyperparameters_["own_iterations"] = attr_b(true);
+  return copy;
+}
+
 namespace {
 std::map<std::string, graph::AttrValue>
 hp(std::initializer_list<std::pair<const std::string, double>> values) {

@@ -140,6 +140,19 @@ public:
   /// before the update (Keras' clipvalue: tf.clip_by_value; the
   /// hyperparameter clip_gradients_by_value). clip_value > 0.
   Optimizer clip_gradients_by_value(double clip_value) const;
+  /// A copy whose variables are named as TF 2.15's canned estimators name
+  /// a Keras legacy optimizer's (the hyperparameter slot_scope): slots
+  /// `<scope>/<var>/<Keras's slot name>` ("training/Ftrl/<var>/accumulator"
+  /// and ".../linear", "training/Adam/<var>/m" and ".../v",
+  /// "training/Adagrad/<var>/accumulator", RMSprop's rms / mg / momentum,
+  /// SGD's momentum), the hyperparameters as f32 scalar variables
+  /// `<scope>/learning_rate`, `<scope>/decay`, ... holding the values
+  /// compiled into the rule, and with `own_iterations` an int64
+  /// `<scope>/iter` that counts the steps (the second optimizer of a wide &
+  /// deep model; the first one's iterations are global_step). The rule is
+  /// unchanged. `scope` not empty.
+  Optimizer with_keras_legacy_names(const std::string &scope,
+                                    bool own_iterations = false) const;
   friend Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
                                                  int64_t num_steps);
 

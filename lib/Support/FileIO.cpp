@@ -82,14 +82,15 @@ std::string syncDirectory(const std::string &dir) {
 }
 } // namespace
 
-void writeFileAtomically(const std::string &path, std::string_view data) {
+void writeFileAtomically(const std::string &path, std::string_view data,
+                         bool sync) {
   static std::atomic<unsigned> counter{0};
   std::string tmp = path + kTempMarker + std::to_string(::getpid()) + "-" +
                     std::to_string(counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0)
     throw FileError(path + ": cannot write: " + lastError());
-  bool ok = writeAll(fd, data) && ::fsync(fd) == 0;
+  bool ok = writeAll(fd, data) && (!sync || ::fsync(fd) == 0);
   std::string why = ok ? "" : lastError();
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -103,6 +104,8 @@ void writeFileAtomically(const std::string &path, std::string_view data) {
     ::unlink(tmp.c_str());
     throw FileError(path + ": cannot write: " + why);
   }
+  if (!sync)
+    return;
   why = syncDirectory(dirName(path));
   if (!why.empty())
     throw FileError(path + ": cannot sync its directory: " + why);

@@ -33,8 +33,12 @@ std::string readFile(const std::string &path);
 /// Writes `data` to `path` crash-safely (see above); FileError on failure,
 /// with nothing left behind. A failed fsync of the directory after the
 /// rename is an error too (the new file is in place, but may not survive a
-/// crash), except where the file system cannot sync directories.
-void writeFileAtomically(const std::string &path, std::string_view data);
+/// crash), except where the file system cannot sync directories. With
+/// `sync` false neither the file nor the directory is fsynced (the rename
+/// still makes the write atomic for readers and survives a killed process,
+/// not an OS crash or a power loss: TF's Saver's guarantee).
+void writeFileAtomically(const std::string &path, std::string_view data,
+                         bool sync = true);
 
 /// Writes all of `data` to `fd`, retrying short writes and EINTR; false,
 /// with errno set, when a write fails.

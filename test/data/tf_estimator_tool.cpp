@@ -1,25 +1,29 @@
 //===- tf_estimator_tool.cpp - An Estimator continuing TF's model_dirs ----===//
 //
-// The estc side of test/e2e/tf_estimator_checkpoint_compat.py: trains the
-// custom model_fn below (the JIT Estimator) in MODEL_DIR, which a TF 2.15
-// Estimator with the same model_fn may have written or may continue, on the
-// batches of a data file, in order:
+// The estc side of test/e2e/tf_estimator_checkpoint_compat.py: trains a
+// model (the JIT Estimator) in MODEL_DIR, which a TF 2.15 Estimator of the
+// same model may have written or may continue, on the batches of a data
+// file, in order:
 //
-//   tf_estimator_tool MODEL_DIR DATA OPTIMIZER BATCH STEPS FORMAT
+//   tf_estimator_tool MODEL_DIR DATA MODEL BATCH STEPS FORMAT
 //
-//   model_fn   x [B, 4] -> tf.compat.v1.layers.dense(8, relu) -> dense(3);
-//              sparse softmax cross-entropy; OPTIMIZER (TF 1's names):
-//              sgd (GradientDescent 0.1), momentum (Momentum 0.05, 0.9),
-//              adagrad (Adagrad 0.1, initial accumulator 0.1)
-//   DATA       float32 x [n, 4] then int64 labels [n], little-endian
+//   MODEL      a custom model_fn: x [B, 4] -> tf.compat.v1.layers.dense(8,
+//              relu) -> dense(3); sparse softmax cross-entropy; TF 1's
+//              optimizers: sgd (GradientDescent 0.1), momentum (Momentum
+//              0.05, 0.9), adagrad (Adagrad 0.1, initial accumulator 0.1),
+//              adam (Adam 0.01);
+//              or a canned estimator of 3 classes over numeric_column("x",
+//              4) and categorical_column_with_identity("c", 5) (the DNN's
+//              as embedding_column(c, 3)), its default optimizer by name
+//              unless said: linear, dnn (hidden [8]), dnn_adam ("Adam"), wd
+//              (DNNLinearCombined, Ftrl + Adagrad), wd_adam ("Adam" both),
+//              baseline
+//   DATA       float32 x [n, 4], int64 c [n], int64 labels [n],
+//              little-endian
 //   FORMAT     RunConfig's checkpoint_format: auto, tf or safetensors
-//
-// It trains STEPS steps from the model_dir's latest checkpoint (one epoch of
-// STEPS * BATCH examples, in order), saving every STEPS steps (so the state
-// it starts from and the last), and prints "global_step N".
-//
 //===----------------------------------------------------------------------===//
 
+#include "estimator/Canned/Estimators.h"
 #include "estimator/Estimator.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
@@ -28,6 +32,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 
 using namespace estc;
@@ -49,48 +54,90 @@ EstimatorSpec model_fn(const TensorMap &features, const Tensor &labels,
   train::Optimizer optimizer =
       name == "sgd"        ? train::GradientDescentOptimizer(0.1)
       : name == "momentum" ? train::MomentumOptimizer(0.05, 0.9)
+      : name == "adam"     ? train::AdamOptimizer(0.01)
                            : train::AdagradOptimizer(0.1, 0.1);
   spec.train_op = optimizer.minimize(spec.loss);
   return spec;
+}
+/// The Estimator that trains `model` in `config`'s model_dir.
+std::unique_ptr<Estimator> makeEstimator(const std::string &model,
+                                         const RunConfig &config) {
+  namespace fc = feature_column;
+  if (model == "sgd" || model == "momentum" || model == "adagrad" ||
+      model == "adam") {
+    Params params;
+    params.set("optimizer", model);
+    return std::make_unique<Estimator>(model_fn, config, params);
+  }
+  FeatureColumns linear = {
+      fc::numeric_column("x", {4}),
+      fc::categorical_column_with_identity("c", 5)};
+  FeatureColumns dnn = {
+      fc::numeric_column("x", {4}),
+      fc::embedding_column(fc::categorical_column_with_identity("c", 5), 3)};
+  ClassifierOptions head;
+  head.n_classes = 3;
+  if (model == "linear")
+    return std::make_unique<LinearClassifier>(linear, head, LinearOptions{},
+                                              config);
+  if (model == "dnn" || model == "dnn_adam") {
+    DNNOptions o;
+    o.hidden_units = {8};
+    if (model == "dnn_adam")
+      o.optimizer = "Adam";
+    return std::make_unique<DNNClassifier>(dnn, o, head, config);
+  }
+  if (model == "wd" || model == "wd_adam") {
+    DNNLinearCombinedOptions o;
+    o.linear_feature_columns = linear;
+    o.dnn_feature_columns = dnn;
+    o.dnn_hidden_units = {8};
+    if (model == "wd_adam")
+      o.linear_optimizer = o.dnn_optimizer = "Adam";
+    return std::make_unique<DNNLinearCombinedClassifier>(o, head, config);
+  }
+  if (model == "baseline")
+    return std::make_unique<BaselineClassifier>(head, "Ftrl", config);
+  throw std::invalid_argument("unknown model '" + model + "'");
 }
 } // namespace
 
 int main(int argc, char **argv) {
   if (argc != 7) {
-    std::cerr << "usage: tf_estimator_tool MODEL_DIR DATA OPTIMIZER BATCH "
+    std::cerr << "usage: tf_estimator_tool MODEL_DIR DATA MODEL BATCH "
                  "STEPS FORMAT\n";
     return 2;
   }
   try {
-    std::string optimizer = argv[3];
-    if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adagrad")
-      throw std::invalid_argument("unknown optimizer '" + optimizer + "'");
+    std::string model = argv[3];
     int64_t batch = std::stoll(argv[4]), steps = std::stoll(argv[5]);
     int64_t n = batch * steps;
     std::string data = fileio::readFile(argv[2]);
     size_t xBytes = static_cast<size_t>(n * 4 * 4);
-    if (data.size() != xBytes + static_cast<size_t>(n * 8))
+    size_t cBytes = static_cast<size_t>(n * 8);
+    if (data.size() != xBytes + 2 * cBytes)
       throw std::invalid_argument(
           std::string(argv[2]) + ": " + std::to_string(data.size()) +
           " bytes, not the data of " + std::to_string(n) + " examples");
     TensorValue x =
         TensorValue::from_bytes(DType::Float32, {n, 4}, data.substr(0, xBytes));
-    TensorValue y =
-        TensorValue::from_bytes(DType::Int64, {n}, data.substr(xBytes));
+    TensorValue c = TensorValue::from_bytes(DType::Int64, {n, 1},
+                                            data.substr(xBytes, cBytes));
+    TensorValue y = TensorValue::from_bytes(DType::Int64, {n},
+                                            data.substr(xBytes + cBytes));
     RunConfigOptions o;
     o.model_dir = argv[1];
     o.save_checkpoints_steps = steps;
     o.save_summary_steps = 0;
     o.log_step_count_steps = steps;
     o.checkpoint_format = argv[6];
-    Params params;
-    params.set("optimizer", optimizer);
-    Estimator estimator(model_fn, RunConfig::from_tf_config("", o), params);
-    estimator.train(numpy_input_fn({{"x", x}}, y, {batch, 1, false, 0}),
-                    {.steps = steps});
+    std::unique_ptr<Estimator> estimator =
+        makeEstimator(model, RunConfig::from_tf_config("", o));
+    estimator->train(numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
+                     {.steps = steps});
     std::cout
         << "global_step "
-        << estimator.get_variable_value("global_step").values<int64_t>()[0]
+        << estimator->get_variable_value("global_step").values<int64_t>()[0]
         << "\n";
     return 0;
   } catch (const std::exception &e) {

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 """A TF 2.15 Estimator and estc's take turns in one model_dir.
 
-The same custom model_fn in both (tf.compat.v1.layers.dense(8, relu),
-dense(3), sparse softmax cross-entropy; tf_estimator_tool is estc's) with
-each TF 1 optimizer whose variables estc names as TF does: GradientDescent,
-Momentum (slots <var>/Momentum) and Adagrad (<var>/Adagrad). On 200 fixed
-batches, in order:
+The same model in both (tf_estimator_tool is estc's side): a custom
+model_fn (tf.compat.v1.layers.dense(8, relu), dense(3), sparse softmax
+cross-entropy) with each TF 1 optimizer -- GradientDescent, Momentum (slots
+<var>/Momentum), Adagrad (<var>/Adagrad), Adam (<var>/Adam, <var>/Adam_1
+and the non-slot beta1_power / beta2_power) -- and the canned estimators
+(3 classes over numeric_column("x", 4) and categorical_column_with_identity
+("c", 5), the DNN's through embedding_column(c, 3)) with Keras' legacy
+optimizers, whose slots and hyperparameters TF 2.15 names
+"training/<Optimizer>/...": LinearClassifier (Ftrl), DNNClassifier
+(Adagrad), DNNLinearCombinedClassifier with "Adam" for both parts
+(training/Adam and training/Adam_1, the linear one with its own iter) and
+BaselineClassifier (Ftrl). On 200 fixed batches, in order:
 
   tf_200        TF trains 100 steps, then TF 100 more (the reference)
   tf_then_estc  TF's first 100 steps, then estc continues the model_dir for
@@ -13,19 +20,17 @@ batches, in order:
                 format)
   estc_then_tf  from TF's step-0 checkpoint, estc trains 100 steps (TF's
                 format, again by "auto"), then TF continues for 100
-  estc_200      from TF's step-0 checkpoint, estc trains 200 steps
+  estc_200      (the custom model_fns) from TF's step-0 checkpoint, estc
+                trains 200 steps
 
-Each ends with the reference's variables, optimizer slots included, under
-the same names (nothing missing: TF's Saver restores every variable of its
-graph; the one tensor estc adds is _estc_input_pipeline_state, the input
-pipeline's position, which TF's Saver ignores), within float32 noise; estc's step-100
+Each ends with the reference's variables, optimizer slots and
+hyperparameter variables included, under the same names (nothing missing
+and nothing more: TF's Saver restores every variable of its graph; the one
+tensor estc adds is _estc_input_pipeline_state, the input pipeline's
+position, which TF's Saver ignores), within float32 noise; estc's step-100
 checkpoint equals TF's. The model_dirs estc wrote hold TF checkpoints
 (model.ckpt-N.index), an int64 global_step, and a state file that TF's
 tf.train.get_checkpoint_state reads.
-
-Not covered (issue 30, docs/checkpoint-format.md): TF 1's AdamOptimizer
-(beta1_power / beta2_power, which estc does not keep) and the canned
-estimators (Keras optimizer slot names).
 
 usage: tf_estimator_checkpoint_compat.py --tool=build/bin/tf_estimator_tool
            --work=DIR
@@ -42,7 +47,8 @@ from case_tool import import_tf
 
 BATCH = 16
 STEPS = 100
-OPTIMIZERS = ("sgd", "momentum", "adagrad")
+CUSTOM = ("sgd", "momentum", "adagrad", "adam")
+CANNED = ("linear", "dnn", "wd_adam", "baseline")
 RTOL, ATOL = 1e-4, 1e-5
 
 failures = []
@@ -57,13 +63,36 @@ def check(cond, what):
 def data(np):
     rng = np.random.RandomState(5)
     x = rng.uniform(-1, 1, (2 * STEPS * BATCH, 4)).astype(np.float32)
+    c = np.clip(np.floor((x[:, 0] + 1) * 2.5), 0, 4).astype(np.int64)
     y = np.argmax(np.stack([x[:, 0] + x[:, 1], x[:, 2], x[:, 3]], 1),
                   1).astype(np.int64)
-    return x, y
+    return x, c, y
 
 
-def tf_train(tf, model_dir, optimizer, x, y):
+def tf_estimator(tf, model, model_dir):
     v1 = tf.compat.v1
+    config = tf.estimator.RunConfig(save_checkpoints_steps=STEPS,
+                                    save_summary_steps=None,
+                                    log_step_count_steps=None,
+                                    tf_random_seed=1)
+    fc = tf.feature_column
+    linear = [fc.numeric_column("x", shape=(4,)),
+              fc.categorical_column_with_identity("c", 5)]
+    dnn = [fc.numeric_column("x", shape=(4,)),
+           fc.embedding_column(fc.categorical_column_with_identity("c", 5),
+                               3)]
+    common = dict(n_classes=3, model_dir=model_dir, config=config)
+    if model == "linear":
+        return tf.estimator.LinearClassifier(linear, **common)
+    if model == "dnn":
+        return tf.estimator.DNNClassifier([8], dnn, **common)
+    if model == "wd_adam":
+        return tf.estimator.DNNLinearCombinedClassifier(
+            linear_feature_columns=linear, linear_optimizer="Adam",
+            dnn_feature_columns=dnn, dnn_optimizer="Adam",
+            dnn_hidden_units=[8], **common)
+    if model == "baseline":
+        return tf.estimator.BaselineClassifier(**common)
 
     def model_fn(features, labels, mode):
         hidden = v1.layers.dense(features["x"], 8, activation=tf.nn.relu)
@@ -72,24 +101,27 @@ def tf_train(tf, model_dir, optimizer, x, y):
         opt = {"sgd": lambda: v1.train.GradientDescentOptimizer(0.1),
                "momentum": lambda: v1.train.MomentumOptimizer(0.05, 0.9),
                "adagrad": lambda: v1.train.AdagradOptimizer(
-                   0.1, initial_accumulator_value=0.1)}[optimizer]()
+                   0.1, initial_accumulator_value=0.1),
+               "adam": lambda: v1.train.AdamOptimizer(0.01)}[model]()
         train_op = opt.minimize(loss, global_step=v1.train.get_global_step())
         return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
 
-    config = tf.estimator.RunConfig(save_checkpoints_steps=STEPS,
-                                    save_summary_steps=None,
-                                    log_step_count_steps=None,
-                                    tf_random_seed=1)
-    est = tf.estimator.Estimator(model_fn, model_dir=model_dir, config=config)
+    return tf.estimator.Estimator(model_fn, model_dir=model_dir,
+                                  config=config)
+
+
+def tf_train(tf, model_dir, model, x, c, y):
+    est = tf_estimator(tf, model, model_dir)
     est.train(lambda: tf.data.Dataset.from_tensor_slices(
-        ({"x": x}, y)).batch(BATCH), steps=len(y) // BATCH)
+        ({"x": x, "c": c[:, None]}, y)).batch(BATCH), steps=len(y) // BATCH)
 
 
-def estc_train(tool, work, model_dir, optimizer, x, y):
+def estc_train(tool, work, model_dir, model, x, c, y):
     path = os.path.join(work, "batches.bin")
     with open(path, "wb") as f:
-        f.write(x.astype("<f4").tobytes() + y.astype("<i8").tobytes())
-    r = subprocess.run([tool, model_dir, path, optimizer, str(BATCH),
+        f.write(x.astype("<f4").tobytes() + c.astype("<i8").tobytes() +
+                y.astype("<i8").tobytes())
+    r = subprocess.run([tool, model_dir, path, model, str(BATCH),
                         str(len(y) // BATCH), "auto"],
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -147,10 +179,10 @@ def main():
     tf.get_logger().setLevel("ERROR")  # the Estimator's deprecation warnings
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    x, y = data(np)
+    x, c, y = data(np)
     n = STEPS * BATCH
-    first, second = (x[:n], y[:n]), (x[n:], y[n:])
-    for opt in OPTIMIZERS:
+    first, second = (x[:n], c[:n], y[:n]), (x[n:], c[n:], y[n:])
+    for opt in CUSTOM + CANNED:
         work = os.path.join(args.work, opt)
         os.makedirs(work)
         d = lambda name: os.path.join(work, name)
@@ -183,15 +215,16 @@ def main():
         compare(np, f"{opt} estc_then_tf", variables(tf, d("estc_then_tf")),
                 reference)
 
-        estc_train(args.tool, work, d("estc_200"), opt, x, y)
-        compare(np, f"{opt} estc_200", variables(tf, d("estc_200")),
-                reference)
+        if opt in CUSTOM:
+            estc_train(args.tool, work, d("estc_200"), opt, x, c, y)
+            compare(np, f"{opt} estc_200", variables(tf, d("estc_200")),
+                    reference)
         print(f"{opt}: checked", flush=True)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
     print("OK: TF's and estc's Estimators continue each other's model_dirs "
-          "(" + ", ".join(OPTIMIZERS) + "), equal to 200 steps in TF")
+          "(" + ", ".join(CUSTOM + CANNED) + "), equal to 200 steps in TF")
     return 0
 
 

@@ -16,8 +16,8 @@ and the final variables, Adagrad's accumulators included, must agree to
 float32 tolerance. Variable names are TF's ("rnn_model/rnn/lstm_cell/
 kernel", "rnn_model/rnn/stacked_rnn_cells/gru_cell_1/bias",
 "sequence_features/tok_embedding/embedding_weights", "rnn_model/logits/
-kernel"); TF's slot "training/Adagrad/<var>/accumulator" is estc's
-"<var>/Adagrad".
+kernel"), the optimizer's slots and hyperparameters included
+("training/Adagrad/<var>/accumulator", "training/Adagrad/learning_rate").
 
 usage: tf_rnn_estimator_compat.py --tool=build/bin/canned_tool [--seed=S]
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
@@ -117,16 +117,6 @@ def run_tf(tf, np, name, cell, units, n_classes, batches, work):
     return [losses[s] for s in sorted(losses)], final, initial
 
 
-def estc_name(name):
-    """estc's name of a TF variable; None for the optimizer's
-    hyperparameters, which estc has not."""
-    prefix = "training/Adagrad/"
-    if name.startswith(prefix):
-        var, _, slot = name[len(prefix):].rpartition("/")
-        return f"{var}/Adagrad" if slot == "accumulator" and var else None
-    return name
-
-
 def run_estc(np, tool, cell, units, n_classes, batches, initial):
     lines = ["model rnn", f"cell {cell}",
              "units " + " ".join(map(str, units)), f"n_classes {n_classes}",
@@ -172,12 +162,9 @@ def compare(np, name, tf_losses, tf_vars, estc_losses, estc_vars):
     print(f"{name}: losses " + " ".join(f"{v:.7g}" for v in tf_losses))
     compared, worst = 0, 0.0
     for tf_name, value in sorted(tf_vars.items()):
-        mine = estc_name(tf_name)
-        if mine is None:
-            continue
+        mine = tf_name
         if mine not in estc_vars:
-            failures.append(f"{name}: TF's variable {tf_name} ({mine}) is "
-                            "not estc's")
+            failures.append(f"{name}: TF's variable {tf_name} is not estc's")
             continue
         want = np.asarray(value, dtype=np.float64).ravel()
         got = estc_vars[mine]

@@ -76,11 +76,13 @@ bool contains(const std::vector<std::string> &names, const std::string &name) {
 }
 
 /// The model's variables (weights, batch norm statistics), without the
-/// optimizers' slots, global_step and the input pipeline's position.
+/// optimizers' slots and hyperparameters (TF 2.15's "training/<class>/..."
+/// of a named optimizer; "<var>/<Name>" of an object), global_step and the
+/// input pipeline's position.
 std::vector<std::string> modelVariables(const Estimator &est) {
   std::vector<std::string> out;
   for (const std::string &name : est.get_variable_names()) {
-    bool slot = false;
+    bool slot = name.rfind("training/", 0) == 0;
     for (const char *suffix : {"/Ftrl", "/Ftrl_1", "/Adagrad", "/Adam",
                                "/Adam_1", "/RMSProp", "/RMSProp_1"})
       slot |= name.size() > std::strlen(suffix) &&
@@ -743,12 +745,31 @@ TEST_F(CannedTest, DNNLinearCombinedClassifierTrainsEachPartByItsOptimizer) {
   for (const std::string &name : model)
     EXPECT_TRUE(changed(start.at(name), est.get_variable_value(name))) << name;
   // Each optimizer made slots for its own part's variables only: Ftrl's
-  // for the linear part, Adagrad's for the DNN.
+  // for the linear part (named, so named as TF 2.15 names Keras' legacy
+  // Ftrl's: slots, hyperparameters, and its own iterations beside the DNN
+  // optimizer's global_step), Adagrad's for the DNN (an object: TF 1.x's
+  // names).
   for (const std::string &name : model) {
     bool linear = name.rfind("linear/", 0) == 0;
-    EXPECT_EQ(contains(names, name + "/Ftrl"), linear) << name;
+    EXPECT_EQ(contains(names, "training/Ftrl/" + name + "/accumulator"),
+              linear)
+        << name;
+    EXPECT_EQ(contains(names, "training/Ftrl/" + name + "/linear"), linear)
+        << name;
     EXPECT_EQ(contains(names, name + "/Adagrad"), !linear) << name;
   }
+  EXPECT_EQ(est.get_variable_value("training/Ftrl/iter").values<int64_t>(),
+            std::vector<int64_t>{est.get_variable_value("global_step")
+                                     .values<int64_t>()
+                                     .at(0)});
+  EXPECT_FLOAT_EQ(
+      est.get_variable_value("training/Ftrl/learning_rate").values<float>().at(
+          0),
+      0.2F);
+  EXPECT_FLOAT_EQ(est.get_variable_value("training/Ftrl/learning_rate_power")
+                      .values<float>()
+                      .at(0),
+                  -0.5F);
   EvalResults r = est.evaluate(evalInput(eval.x, eval.y));
   EXPECT_GT(r.at("accuracy"), 0.9);
   for (const Prediction &p : est.predict(predictInput(eval.x))) {
@@ -802,9 +823,15 @@ TEST_F(CannedTest, BaselineClassifierBiasIsTheLabelLogOdds) {
   // Every batch is the whole data: the bias converges, not wanders.
   est.train(trainInput(x, i64({n}, y), n), {.steps = 500});
   EXPECT_EQ(est.get_variable_names(),
-            (std::vector<std::string>{kInputStateTensor, "baseline/bias",
-                                      "baseline/bias/Ftrl",
-                                      "baseline/bias/Ftrl_1", "global_step"}));
+            (std::vector<std::string>{
+                kInputStateTensor, "baseline/bias", "global_step",
+                "training/Ftrl/baseline/bias/accumulator",
+                "training/Ftrl/baseline/bias/linear", "training/Ftrl/beta",
+                "training/Ftrl/decay",
+                "training/Ftrl/l1_regularization_strength",
+                "training/Ftrl/l2_regularization_strength",
+                "training/Ftrl/learning_rate",
+                "training/Ftrl/learning_rate_power"}));
   EXPECT_NEAR(est.get_variable_value("baseline/bias").values<float>().at(0),
               std::log(0.7 / 0.3), 0.02);
   EvalResults r = est.evaluate(evalInput(x, i64({n}, y)));
