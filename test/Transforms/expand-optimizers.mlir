@@ -70,17 +70,19 @@ func.func @adagrad(%g: tensor<3xf32>) {
 // 1 - beta computed in f32: 1 - 0.9f = 0.100000024, 1 - 0.999f =
 // 9.99987125E-4 (the f32 rounding of the double 1 - 0.999 would be
 // 1.000000e-03).
+// The bias correction from TF 1.x's non-slot beta1_power / beta2_power
+// (created at beta1 / beta2, times them after the update).
 // CHECK-DAG: est.variable @"w/Adam" : tensor<3xf32> {initializer = #est.init<"zeros">}
 // CHECK-DAG: est.variable @"w/Adam_1" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @beta1_power : tensor<f32> {initializer = #est.init<"constant", {value = 9.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @beta2_power : tensor<f32> {initializer = #est.init<"constant", {value = 9.990000e-01 : f64}>}
 // CHECK-LABEL: func.func @adam
 // CHECK-SAME: (%[[G:.*]]: tensor<3xf32>)
-// CHECK: %[[STEP:.*]] = est.read_variable @global_step
 // CHECK: %[[B1:.*]] = est.constant dense<0.899999976> : tensor<f32>
 // CHECK: %[[B2:.*]] = est.constant dense<9.990000e-01> : tensor<f32>
-// CHECK: %[[T1:.*]] = est.add %[[STEP]]
-// CHECK: %[[T:.*]] = est.cast %[[T1]] to f32
-// CHECK: est.pow %[[B1]], %[[T]]
-// CHECK: est.pow %[[B2]], %[[T]]
+// CHECK: %[[P1:.*]] = est.read_variable @beta1_power
+// CHECK: %[[P2:.*]] = est.read_variable @beta2_power
+// CHECK-NOT: est.pow
 // CHECK: %[[M0:.*]] = est.read_variable @"w/Adam" :
 // CHECK: %[[C1:.*]] = est.constant dense<0.100000024> : tensor<f32>
 // CHECK: %[[DM:.*]] = est.sub %[[G]], %[[M0]]
@@ -92,9 +94,13 @@ func.func @adagrad(%g: tensor<3xf32>) {
 // CHECK: %[[DV:.*]] = est.sub %[[G2]], %[[V0]]
 // CHECK: %[[SV:.*]] = est.mul %[[DV]], %[[C2]]
 // CHECK: %[[V:.*]] = est.add %[[V0]], %[[SV]]
+// CHECK: %[[NP1:.*]] = est.mul %[[P1]], %{{.*}} : tensor<f32>
+// CHECK: %[[NP2:.*]] = est.mul %[[P2]], %{{.*}} : tensor<f32>
 // CHECK: est.assign_variable @"w/Adam", %[[M]]
 // CHECK: est.assign_variable @"w/Adam_1", %[[V]]
 // CHECK: est.assign_variable @w,
+// CHECK: est.assign_variable @beta1_power, %[[NP1]]
+// CHECK: est.assign_variable @beta2_power, %[[NP2]]
 // CHECK: est.assign_variable @global_step,
 est.variable @w : tensor<3xf32> {trainable}
 
@@ -316,15 +322,13 @@ func.func @sparse_adam(%ids: tensor<?xi64>, %rows: tensor<?x4xf32>) {
 
 // Two apply_gradients in one function (a train_op grouping two optimizers'
 // minimizes): global_step is read once, before the first, and incremented
-// once; the second adam's t uses that value too. Another function steps it
-// on its own.
+// once. Another function steps it on its own.
 // CHECK-LABEL: func.func @grouped
 // CHECK: %[[STEP:.*]] = est.read_variable @global_step
 // CHECK: est.assign_variable @w,
 // CHECK: est.assign_variable @global_step,
 // CHECK-NOT: est.read_variable @global_step
-// CHECK: %[[T:.*]] = est.add %[[STEP]], %{{.*}} : tensor<i64>
-// CHECK: est.cast %[[T]] to f32
+// CHECK: est.read_variable @beta1_power
 // CHECK: est.assign_variable @"v/Adam"
 // CHECK-NOT: est.assign_variable @global_step
 // CHECK-LABEL: func.func @other
@@ -458,5 +462,50 @@ est.variable @w : tensor<3xf32> {trainable}
 
 func.func @accumulate(%g: tensor<3xf32>) {
   est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, gradient_accumulation_steps = 2 : i64} [@w] %g : tensor<3xf32>
+  return
+}
+
+// -----
+
+// slot_scope (train::Optimizer::with_keras_legacy_names, TF 2.15's canned
+// estimators): Keras' slot names under the scope, the hyperparameters as
+// f32 scalar variables, and with own_iterations an iter counted per step;
+// Adam's bias correction from the step (Keras' legacy Adam has no beta
+// powers). Two TF 1.x Adams in one function: beta1_power, beta1_power_1.
+// CHECK-DAG: est.variable @"training/Ftrl/w/accumulator" : tensor<3xf32> {initializer = #est.init<"constant", {value = 1.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @"training/Ftrl/w/linear" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @"training/Ftrl/learning_rate" : tensor<f32> {initializer = #est.init<"constant", {value = 2.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @"training/Ftrl/learning_rate_power" : tensor<f32> {initializer = #est.init<"constant", {value = -5.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @"training/Ftrl/l1_regularization_strength" : tensor<f32>
+// CHECK-DAG: est.variable @"training/Ftrl/l2_regularization_strength" : tensor<f32>
+// CHECK-DAG: est.variable @"training/Ftrl/beta" : tensor<f32>
+// CHECK-DAG: est.variable @"training/Ftrl/decay" : tensor<f32>
+// CHECK-DAG: est.variable @"training/Adam_1/v/m" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @"training/Adam_1/v/v" : tensor<3xf32> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @"training/Adam_1/beta_1" : tensor<f32> {initializer = #est.init<"constant", {value = 9.000000e-01 : f64}>}
+// CHECK-DAG: est.variable @"training/Adam_1/iter" : tensor<i64> {initializer = #est.init<"zeros">}
+// CHECK-DAG: est.variable @beta1_power : tensor<f32>
+// CHECK-DAG: est.variable @beta1_power_1 : tensor<f32>
+// CHECK-LABEL: func.func @keras_legacy_names
+// CHECK: est.assign_variable @"training/Ftrl/w/accumulator"
+// CHECK: est.assign_variable @"training/Ftrl/w/linear"
+// CHECK: est.pow
+// CHECK: est.assign_variable @"training/Adam_1/v/m"
+// CHECK: est.assign_variable @"training/Adam_1/v/v"
+// CHECK: %[[IT:.*]] = est.read_variable @"training/Adam_1/iter"
+// CHECK: est.assign_variable @"training/Adam_1/iter"
+// CHECK: est.assign_variable @beta1_power,
+// CHECK: est.assign_variable @beta1_power_1,
+// CHECK-NOT: est.assign_variable @"training/Ftrl/learning_rate"
+est.variable @w : tensor<3xf32> {trainable}
+est.variable @v : tensor<3xf32> {trainable}
+est.variable @x : tensor<3xf32> {trainable}
+est.variable @y : tensor<3xf32> {trainable}
+
+func.func @keras_legacy_names(%gw: tensor<3xf32>, %gv: tensor<3xf32>, %gx: tensor<3xf32>, %gy: tensor<3xf32>) {
+  est.apply_gradients "ftrl" {learning_rate = 2.000000e-01 : f64, slot_scope = "training/Ftrl"} [@w] %gw : tensor<3xf32>
+  est.apply_gradients "adam" {learning_rate = 1.000000e-03 : f64, slot_scope = "training/Adam_1", own_iterations = true} [@v] %gv : tensor<3xf32>
+  est.apply_gradients "adam" {learning_rate = 1.000000e-03 : f64} [@x] %gx : tensor<3xf32>
+  est.apply_gradients "adam" {learning_rate = 1.000000e-03 : f64} [@y] %gy : tensor<3xf32>
   return
 }
