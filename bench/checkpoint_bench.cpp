@@ -6,8 +6,8 @@
 // Saves `tensors` float32 variables of `mib` MiB in all into DIR with
 // train::Saver (TF's tensor bundle or estc's safetensors: data written,
 // fsynced and renamed, as in training; --sync=false: written and renamed,
-// RunConfigOptions::sync_checkpoints false, as TF's Saver), then restores them with
-// restore_latest (every CRC checked) in a child process, whose peak
+// RunConfigOptions::sync_checkpoints false, as TF's Saver), then restores them
+// with restore_latest (every CRC checked) in a child process, whose peak
 // resident memory during the restore is measured (/proc/self/status's
 // VmHWM, reset before it, minus VmRSS before it: the variables restored
 // plus whatever the reader holds). Prints, as the median of `repeats` runs, one
@@ -77,8 +77,8 @@ int main(int argc, char **argv) {
   parser.add(flags::Flag("format", &format, "checkpoint format")
                  .choices({"tf", "safetensors"}));
   bool sync = true;
-  parser.add(flags::Flag("sync", &sync,
-                         "fsync the checkpoint (SaverOptions::sync)"));
+  parser.add(
+      flags::Flag("sync", &sync, "fsync the checkpoint (SaverOptions::sync)"));
   parser.parse_or_exit(argc, argv);
 
   try {
@@ -144,9 +144,9 @@ int main(int argc, char **argv) {
     std::printf("format=%s sync=%d mib=%.0f save_s=%.3f save_mib_s=%.0f "
                 "restore_s=%.3f restore_mib_s=%.0f restore_peak_rss_mib=%.0f "
                 "rss_ratio=%.3f\n",
-                format.c_str(), sync ? 1 : 0, mibs, median(save), mibs / median(save),
-                median(restore), mibs / median(restore), median(rss),
-                median(rss) / mibs);
+                format.c_str(), sync ? 1 : 0, mibs, median(save),
+                mibs / median(save), median(restore), mibs / median(restore),
+                median(rss), median(rss) / mibs);
   } catch (const std::exception &e) {
     flags::print_error_line("checkpoint_bench", e.what());
     return 1;

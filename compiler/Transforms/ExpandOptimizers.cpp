@@ -145,6 +145,10 @@ public:
   }
   /// The global_step value this expansion used.
   Value step() const { return usedStep; }
+  /// The number of TF 1.x Adam expansions before this one in its function.
+  void setAdamIndex(int index) { adamIndex = index; }
+  /// Whether this expansion made TF 1.x Adam's beta powers.
+  bool madeBetaPowers() const { return !powerNames.empty(); }
 
 private:
   double hp(StringRef name, double dflt) {
@@ -220,16 +224,17 @@ private:
     StringRef scope = slotScope();
     if (scope.empty())
       return (var + "/" + slot).str();
-    StringRef keras = llvm::StringSwitch<StringRef>(slot)
-                          .Cases({"Adagrad", "Ftrl"}, "accumulator")
-                          .Case("Ftrl_1", "linear")
-                          .Case("Adam", "m")
-                          .Case("Adam_1", "v")
-                          .Case("Momentum", "momentum")
-                          .Case("RMSProp", "rms")
-                          .Case("RMSProp_1", flag("centered") ? "mg" : "momentum")
-                          .Case("RMSProp_2", "momentum")
-                          .Default(slot);
+    StringRef keras =
+        llvm::StringSwitch<StringRef>(slot)
+            .Cases({"Adagrad", "Ftrl"}, "accumulator")
+            .Case("Ftrl_1", "linear")
+            .Case("Adam", "m")
+            .Case("Adam_1", "v")
+            .Case("Momentum", "momentum")
+            .Case("RMSProp", "rms")
+            .Case("RMSProp_1", flag("centered") ? "mg" : "momentum")
+            .Case("RMSProp_2", "momentum")
+            .Default(slot);
     return (scope + "/" + var + "/" + keras).str();
   }
   /// TF 1.x's AdamOptimizer's non-slot variables beta1_power and
@@ -240,10 +245,6 @@ private:
   std::pair<Value, Value> betaPowers(Type elt);
   /// Schedules the updates that follow every variable's (the beta powers).
   void finish();
-  /// The number of TF 1.x Adam expansions before this one in its function.
-  void setAdamIndex(int index) { adamIndex = index; }
-  /// Whether this expansion made TF 1.x Adam's beta powers.
-  bool madeBetaPowers() const { return !powerNames.empty(); }
 
   /// With a slot_scope: the Keras legacy optimizer's hyperparameter
   /// variables `<scope>/<name>` (f32 scalars holding the values this
@@ -405,20 +406,20 @@ std::pair<Value, Value> Expander::betaPowers(Type elt) {
     std::string suffix = adamIndex ? "_" + std::to_string(adamIndex) : "";
     MLIRContext *ctx = module.getContext();
     OpBuilder mb(ctx);
-    for (auto [base, beta] : {std::pair<const char *, double>{"beta1_power",
-                                                              hp("beta1", 0.9)},
-                              {"beta2_power", hp("beta2", 0.999)}}) {
+    for (auto [base, beta] :
+         {std::pair<const char *, double>{"beta1_power", hp("beta1", 0.9)},
+          {"beta2_power", hp("beta2", 0.999)}}) {
       std::string name = base + suffix;
       auto type = RankedTensorType::get({}, elt);
       if (auto existing = module.lookupSymbol<VariableOp>(name)) {
         type = cast<RankedTensorType>(existing.getType());
       } else {
         setInsertionPointAfterVariables(mb);
-        VariableOp::create(mb, loc, name, type, /*trainable=*/false,
-                           InitializerAttr::get(
-                               ctx, "constant",
-                               mb.getDictionaryAttr(mb.getNamedAttr(
-                                   "value", mb.getF64FloatAttr(beta)))));
+        VariableOp::create(
+            mb, loc, name, type, /*trainable=*/false,
+            InitializerAttr::get(ctx, "constant",
+                                 mb.getDictionaryAttr(mb.getNamedAttr(
+                                     "value", mb.getF64FloatAttr(beta)))));
       }
       powerNames.push_back(name);
       powers.push_back(read(name, type));
@@ -904,13 +905,12 @@ void Expander::createScopeVariables() {
     if (module.lookupSymbol(symbol))
       continue;
     setInsertionPointAfterVariables(mb);
-    VariableOp::create(mb, loc, symbol,
-                       RankedTensorType::get({}, mb.getF32Type()),
-                       /*trainable=*/false,
-                       InitializerAttr::get(
-                           ctx, "constant",
-                           mb.getDictionaryAttr(mb.getNamedAttr(
-                               "value", mb.getF64FloatAttr(value)))));
+    VariableOp::create(
+        mb, loc, symbol, RankedTensorType::get({}, mb.getF32Type()),
+        /*trainable=*/false,
+        InitializerAttr::get(ctx, "constant",
+                             mb.getDictionaryAttr(mb.getNamedAttr(
+                                 "value", mb.getF64FloatAttr(value)))));
   }
   if (!flag("own_iterations"))
     return;

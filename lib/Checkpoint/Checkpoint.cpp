@@ -864,8 +864,8 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
   try {
     if (bundle) {
       // TF's layout: the data files, then the index, each crash-safely.
-      BundleWriter writer(prefix, {.num_shards = options_.num_shards,
-                                   .sync = options_.sync});
+      BundleWriter writer(
+          prefix, {.num_shards = options_.num_shards, .sync = options_.sync});
       for (const auto &[name, t] : refs)
         writer.add(*name, *t);
       writer.finish();

@@ -5,22 +5,25 @@
 // fusion), each computed once and assigned from that loop.
 
 // Adam: m, v and the variable in one loop. The bias-corrected learning rate
-// is a 0-d loop beside global_step's increment, read by every variable's
-// update through a broadcast.
+// is a 0-d loop of beta1_power and beta2_power, read by every variable's
+// update through a broadcast; the powers' and global_step's updates are 0-d
+// loops of their own.
 // CHECK-LABEL: func.func @adam
-// CHECK-DAG: %[[STEP:.*]]:2 = linalg.generic {{.*}} iterator_types = []
 // CHECK-DAG: %[[W:.*]] = est.read_variable @w :
+// CHECK-DAG: %[[LR:.*]] = linalg.generic {{.*}} iterator_types = []
 // CHECK-DAG: %[[M:.*]] = est.read_variable @"w/Adam" :
 // CHECK-DAG: %[[V:.*]] = est.read_variable @"w/Adam_1" :
 // CHECK: %[[UPD:.*]]:3 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK-SAME: ins(%[[W]], %[[M]], %[[G:.*]], %[[STEP]]#1, %[[V]] :
+// CHECK-SAME: ins(%[[W]], %[[M]], %[[G:.*]], %[[LR]], %[[V]] :
 // CHECK: math.sqrt
 // CHECK: linalg.yield
-// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.generic {{.*}} ["parallel", "parallel"]
 // CHECK-DAG: est.assign_variable @"w/Adam", %[[UPD]]#
 // CHECK-DAG: est.assign_variable @"w/Adam_1", %[[UPD]]#
 // CHECK-DAG: est.assign_variable @w, %[[UPD]]#
-// CHECK-DAG: est.assign_variable @global_step, %[[STEP]]#0
+// CHECK-DAG: est.assign_variable @beta1_power,
+// CHECK-DAG: est.assign_variable @beta2_power,
+// CHECK-DAG: est.assign_variable @global_step,
 est.variable @w : tensor<4x3xf32> {trainable}
 
 func.func @adam(%g: tensor<4x3xf32>) {

@@ -69,12 +69,11 @@ std::unique_ptr<Estimator> makeEstimator(const std::string &model,
     params.set("optimizer", model);
     return std::make_unique<Estimator>(model_fn, config, params);
   }
-  FeatureColumns linear = {
-      fc::numeric_column("x", {4}),
-      fc::categorical_column_with_identity("c", 5)};
-  FeatureColumns dnn = {
-      fc::numeric_column("x", {4}),
-      fc::embedding_column(fc::categorical_column_with_identity("c", 5), 3)};
+  // One object per column (a wide & deep model's parts share them).
+  auto x = fc::numeric_column("x", {4});
+  auto c = fc::categorical_column_with_identity("c", 5);
+  FeatureColumns linear = {x, c};
+  FeatureColumns dnn = {x, fc::embedding_column(c, 3)};
   ClassifierOptions head;
   head.n_classes = 3;
   if (model == "linear")
@@ -133,8 +132,9 @@ int main(int argc, char **argv) {
     o.checkpoint_format = argv[6];
     std::unique_ptr<Estimator> estimator =
         makeEstimator(model, RunConfig::from_tf_config("", o));
-    estimator->train(numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
-                     {.steps = steps});
+    estimator->train(
+        numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
+        {.steps = steps});
     std::cout
         << "global_step "
         << estimator->get_variable_value("global_step").values<int64_t>()[0]

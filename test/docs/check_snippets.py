@@ -1,6 +1,14 @@
 #!/usr/bin/env python3
 """Compiles every ```cpp block of the given Markdown files (-fsyntax-only).
 
+All blocks are first compiled as one translation unit (each block's unit
+below in a namespace of its own, the #include lines of all of them at the
+top): the public headers are parsed once. Only when that fails is each
+block compiled alone, which names the blocks at fault (when every block
+compiles alone, the check passes, with a line saying the one unit did not:
+two blocks' #includes or names at the top collide, which costs the check
+its speed).
+
 The documentation's C++ must compile as printed. Each block becomes one
 translation unit, built from its top-level pieces (a piece ends at a `;` or
 `}` outside any bracket):
@@ -147,17 +155,43 @@ def classify(piece):
     return "statement"
 
 
-def translation_unit(code, args):
-    headers, definitions, statements = [], [], []
+def split_unit(code, args):
+    """(#include lines, the rest of the unit: using lines, definitions and
+    the snippet() function)."""
+    includes, headers, definitions, statements = [], [], [], []
     for piece in pieces(code):
         kind = classify(piece)
+        text = "\n".join(piece)
+        if kind == "header" and text.strip().startswith("#"):
+            includes.append(text)
+            continue
         {"header": headers, "definition": definitions,
-         "statement": statements}[kind].append("\n".join(piece))
+         "statement": statements}[kind].append(text)
     parts = headers + definitions
     if statements or args:
         body = "\n".join(statements)
         parts.append("[[maybe_unused]] void snippet(%s) {\n%s\n}" % (args or "", body))
-    return "\n".join(parts) + "\n"
+    return includes, parts
+
+
+def translation_unit(code, args):
+    includes, parts = split_unit(code, args)
+    return "\n".join(includes + parts) + "\n"
+
+
+def combined_unit(units):
+    """One translation unit of every block: their #include lines once, at
+    the top, then each block's unit in a namespace of its own (the headers
+    are parsed once instead of once per block)."""
+    includes, bodies = [], []
+    for k, (code, args) in enumerate(units):
+        block_includes, parts = split_unit(code, args)
+        for line in block_includes:
+            if line not in includes:
+                includes.append(line)
+        bodies.append("namespace estc_snippet_%d {\n%s\n} // namespace "
+                      "estc_snippet_%d" % (k, "\n".join(parts), k))
+    return "\n".join(includes + bodies) + "\n"
 
 
 def main():
@@ -180,7 +214,7 @@ def main():
 
     workdir = opts.keep or tempfile.mkdtemp(prefix="estc-snippets-")
     os.makedirs(workdir, exist_ok=True)
-    jobs, skipped, private = [], 0, []
+    jobs, skipped, private, units = [], 0, [], []
     for path in opts.files:
         for line, directive, code in blocks(path):
             private += private_includes(path, line, code)
@@ -192,6 +226,7 @@ def main():
             with open(source, "w", encoding="utf-8") as f:
                 f.write(translation_unit(code, directive))
             jobs.append((where, code, source))
+            units.append((code, directive))
 
     def compile_one(job):
         where, code, source = job
@@ -201,6 +236,20 @@ def main():
     failures = len(private)
     for message in private:
         print("FAIL: %s" % message)
+    # All blocks in one unit first; only when it fails is each compiled
+    # alone, to name the blocks at fault.
+    combined = os.path.join(workdir, "all_blocks.cpp")
+    with open(combined, "w", encoding="utf-8") as f:
+        f.write(combined_unit(units))
+    r = subprocess.run([opts.cxx, "-fsyntax-only", *flags, combined],
+                       capture_output=True, text=True)
+    if r.returncode == 0 and not private:
+        print("%d blocks compiled (as one unit, %s), 0 failed, %d skipped, 0 "
+              "private includes" % (len(jobs), combined, skipped))
+        return 0
+    if r.returncode != 0:
+        print("the blocks as one unit (%s) do not compile; each alone:"
+              % combined)
     with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
         for (where, code, source), r in pool.map(compile_one, jobs):
             if r.returncode == 0:

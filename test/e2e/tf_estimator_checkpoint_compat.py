@@ -112,8 +112,12 @@ def tf_estimator(tf, model, model_dir):
 
 def tf_train(tf, model_dir, model, x, c, y):
     est = tf_estimator(tf, model, model_dir)
+    # TF 2.15's BaselineClassifier fails ("the iterator has not been
+    # initialized") when the features hold an int64 tensor it does not use:
+    # x alone for it.
+    features = {"x": x} if model == "baseline" else {"x": x, "c": c[:, None]}
     est.train(lambda: tf.data.Dataset.from_tensor_slices(
-        ({"x": x, "c": c[:, None]}, y)).batch(BATCH), steps=len(y) // BATCH)
+        (features, y)).batch(BATCH), steps=len(y) // BATCH)
 
 
 def estc_train(tool, work, model_dir, model, x, c, y):

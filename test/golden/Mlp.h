@@ -30,7 +30,7 @@
 //   init() -> ()
 //
 // Memory (bytes):
-//   variables: 21 (6 trainable, 2 local), 807969 elements, 3231880 bytes (trainable 1077288)
+//   variables: 23 (6 trainable, 2 local), 807971 elements, 3231888 bytes (trainable 1077288)
 //   train: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval: inputs 0 + 3144 * batch, outputs 4, arena 0
 //   eval_metrics: inputs 0, outputs 4, arena 0
@@ -58,9 +58,9 @@ class Mlp : public estc::rt::CompiledModel {
 public:
   Mlp() : CompiledModel(kSpec, kEntries) {}
 
-  static constexpr int kNumVariables = 21;
+  static constexpr int kNumVariables = 23;
   static constexpr int kNumFunctions = 5;
-  static constexpr int64_t kVariableBytes = 3231880;
+  static constexpr int64_t kVariableBytes = 3231888;
   static const estc::rt::ModelSpec &model_spec() { return kSpec; }
 
   // Compiled functions.
@@ -108,52 +108,60 @@ public:
   int64_t *var_global_step() { return static_cast<int64_t *>(variable_data(8)); }
   static constexpr std::array<int64_t, 0> var_global_step_shape = {};
   static constexpr int64_t var_global_step_count = 1;
+  // beta1_power: f32[], initializer constant
+  float *var_beta1_power() { return static_cast<float *>(variable_data(9)); }
+  static constexpr std::array<int64_t, 0> var_beta1_power_shape = {};
+  static constexpr int64_t var_beta1_power_count = 1;
+  // beta2_power: f32[], initializer constant
+  float *var_beta2_power() { return static_cast<float *>(variable_data(10)); }
+  static constexpr std::array<int64_t, 0> var_beta2_power_shape = {};
+  static constexpr int64_t var_beta2_power_count = 1;
   // dense/kernel/Adam: f32[784, 256], initializer zeros
-  float *var_dense_kernel_Adam() { return static_cast<float *>(variable_data(9)); }
+  float *var_dense_kernel_Adam() { return static_cast<float *>(variable_data(11)); }
   static constexpr std::array<int64_t, 2> var_dense_kernel_Adam_shape = {784, 256};
   static constexpr int64_t var_dense_kernel_Adam_count = 200704;
   // dense/kernel/Adam_1: f32[784, 256], initializer zeros
-  float *var_dense_kernel_Adam_1() { return static_cast<float *>(variable_data(10)); }
+  float *var_dense_kernel_Adam_1() { return static_cast<float *>(variable_data(12)); }
   static constexpr std::array<int64_t, 2> var_dense_kernel_Adam_1_shape = {784, 256};
   static constexpr int64_t var_dense_kernel_Adam_1_count = 200704;
   // dense/bias/Adam: f32[256], initializer zeros
-  float *var_dense_bias_Adam() { return static_cast<float *>(variable_data(11)); }
+  float *var_dense_bias_Adam() { return static_cast<float *>(variable_data(13)); }
   static constexpr std::array<int64_t, 1> var_dense_bias_Adam_shape = {256};
   static constexpr int64_t var_dense_bias_Adam_count = 256;
   // dense/bias/Adam_1: f32[256], initializer zeros
-  float *var_dense_bias_Adam_1() { return static_cast<float *>(variable_data(12)); }
+  float *var_dense_bias_Adam_1() { return static_cast<float *>(variable_data(14)); }
   static constexpr std::array<int64_t, 1> var_dense_bias_Adam_1_shape = {256};
   static constexpr int64_t var_dense_bias_Adam_1_count = 256;
   // dense_1/kernel/Adam: f32[256, 256], initializer zeros
-  float *var_dense_1_kernel_Adam() { return static_cast<float *>(variable_data(13)); }
+  float *var_dense_1_kernel_Adam() { return static_cast<float *>(variable_data(15)); }
   static constexpr std::array<int64_t, 2> var_dense_1_kernel_Adam_shape = {256, 256};
   static constexpr int64_t var_dense_1_kernel_Adam_count = 65536;
   // dense_1/kernel/Adam_1: f32[256, 256], initializer zeros
-  float *var_dense_1_kernel_Adam_1() { return static_cast<float *>(variable_data(14)); }
+  float *var_dense_1_kernel_Adam_1() { return static_cast<float *>(variable_data(16)); }
   static constexpr std::array<int64_t, 2> var_dense_1_kernel_Adam_1_shape = {256, 256};
   static constexpr int64_t var_dense_1_kernel_Adam_1_count = 65536;
   // dense_1/bias/Adam: f32[256], initializer zeros
-  float *var_dense_1_bias_Adam() { return static_cast<float *>(variable_data(15)); }
+  float *var_dense_1_bias_Adam() { return static_cast<float *>(variable_data(17)); }
   static constexpr std::array<int64_t, 1> var_dense_1_bias_Adam_shape = {256};
   static constexpr int64_t var_dense_1_bias_Adam_count = 256;
   // dense_1/bias/Adam_1: f32[256], initializer zeros
-  float *var_dense_1_bias_Adam_1() { return static_cast<float *>(variable_data(16)); }
+  float *var_dense_1_bias_Adam_1() { return static_cast<float *>(variable_data(18)); }
   static constexpr std::array<int64_t, 1> var_dense_1_bias_Adam_1_shape = {256};
   static constexpr int64_t var_dense_1_bias_Adam_1_count = 256;
   // dense_2/kernel/Adam: f32[256, 10], initializer zeros
-  float *var_dense_2_kernel_Adam() { return static_cast<float *>(variable_data(17)); }
+  float *var_dense_2_kernel_Adam() { return static_cast<float *>(variable_data(19)); }
   static constexpr std::array<int64_t, 2> var_dense_2_kernel_Adam_shape = {256, 10};
   static constexpr int64_t var_dense_2_kernel_Adam_count = 2560;
   // dense_2/kernel/Adam_1: f32[256, 10], initializer zeros
-  float *var_dense_2_kernel_Adam_1() { return static_cast<float *>(variable_data(18)); }
+  float *var_dense_2_kernel_Adam_1() { return static_cast<float *>(variable_data(20)); }
   static constexpr std::array<int64_t, 2> var_dense_2_kernel_Adam_1_shape = {256, 10};
   static constexpr int64_t var_dense_2_kernel_Adam_1_count = 2560;
   // dense_2/bias/Adam: f32[10], initializer zeros
-  float *var_dense_2_bias_Adam() { return static_cast<float *>(variable_data(19)); }
+  float *var_dense_2_bias_Adam() { return static_cast<float *>(variable_data(21)); }
   static constexpr std::array<int64_t, 1> var_dense_2_bias_Adam_shape = {10};
   static constexpr int64_t var_dense_2_bias_Adam_count = 10;
   // dense_2/bias/Adam_1: f32[10], initializer zeros
-  float *var_dense_2_bias_Adam_1() { return static_cast<float *>(variable_data(20)); }
+  float *var_dense_2_bias_Adam_1() { return static_cast<float *>(variable_data(22)); }
   static constexpr std::array<int64_t, 1> var_dense_2_bias_Adam_1_shape = {10};
   static constexpr int64_t var_dense_2_bias_Adam_1_count = 10;
 
@@ -214,18 +222,18 @@ private:
   static constexpr int64_t kVarShape3[] = {256};
   static constexpr int64_t kVarShape4[] = {256, 10};
   static constexpr int64_t kVarShape5[] = {10};
-  static constexpr int64_t kVarShape9[] = {784, 256};
-  static constexpr int64_t kVarShape10[] = {784, 256};
-  static constexpr int64_t kVarShape11[] = {256};
-  static constexpr int64_t kVarShape12[] = {256};
-  static constexpr int64_t kVarShape13[] = {256, 256};
-  static constexpr int64_t kVarShape14[] = {256, 256};
-  static constexpr int64_t kVarShape15[] = {256};
-  static constexpr int64_t kVarShape16[] = {256};
-  static constexpr int64_t kVarShape17[] = {256, 10};
-  static constexpr int64_t kVarShape18[] = {256, 10};
-  static constexpr int64_t kVarShape19[] = {10};
-  static constexpr int64_t kVarShape20[] = {10};
+  static constexpr int64_t kVarShape11[] = {784, 256};
+  static constexpr int64_t kVarShape12[] = {784, 256};
+  static constexpr int64_t kVarShape13[] = {256};
+  static constexpr int64_t kVarShape14[] = {256};
+  static constexpr int64_t kVarShape15[] = {256, 256};
+  static constexpr int64_t kVarShape16[] = {256, 256};
+  static constexpr int64_t kVarShape17[] = {256};
+  static constexpr int64_t kVarShape18[] = {256};
+  static constexpr int64_t kVarShape19[] = {256, 10};
+  static constexpr int64_t kVarShape20[] = {256, 10};
+  static constexpr int64_t kVarShape21[] = {10};
+  static constexpr int64_t kVarShape22[] = {10};
   static constexpr estc::rt::VariableSpec kVariables[] = {
       {"dense/kernel", estc::rt::DType::F32, 2, kVarShape0, true, false},
       {"dense/bias", estc::rt::DType::F32, 1, kVarShape1, true, false},
@@ -236,18 +244,20 @@ private:
       {"accuracy/total", estc::rt::DType::F32, 0, nullptr, false, true},
       {"accuracy/count", estc::rt::DType::F32, 0, nullptr, false, true},
       {"global_step", estc::rt::DType::I64, 0, nullptr, false, false},
-      {"dense/kernel/Adam", estc::rt::DType::F32, 2, kVarShape9, false, false},
-      {"dense/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape10, false, false},
-      {"dense/bias/Adam", estc::rt::DType::F32, 1, kVarShape11, false, false},
-      {"dense/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape12, false, false},
-      {"dense_1/kernel/Adam", estc::rt::DType::F32, 2, kVarShape13, false, false},
-      {"dense_1/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape14, false, false},
-      {"dense_1/bias/Adam", estc::rt::DType::F32, 1, kVarShape15, false, false},
-      {"dense_1/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape16, false, false},
-      {"dense_2/kernel/Adam", estc::rt::DType::F32, 2, kVarShape17, false, false},
-      {"dense_2/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape18, false, false},
-      {"dense_2/bias/Adam", estc::rt::DType::F32, 1, kVarShape19, false, false},
-      {"dense_2/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape20, false, false},
+      {"beta1_power", estc::rt::DType::F32, 0, nullptr, false, false},
+      {"beta2_power", estc::rt::DType::F32, 0, nullptr, false, false},
+      {"dense/kernel/Adam", estc::rt::DType::F32, 2, kVarShape11, false, false},
+      {"dense/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape12, false, false},
+      {"dense/bias/Adam", estc::rt::DType::F32, 1, kVarShape13, false, false},
+      {"dense/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape14, false, false},
+      {"dense_1/kernel/Adam", estc::rt::DType::F32, 2, kVarShape15, false, false},
+      {"dense_1/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape16, false, false},
+      {"dense_1/bias/Adam", estc::rt::DType::F32, 1, kVarShape17, false, false},
+      {"dense_1/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape18, false, false},
+      {"dense_2/kernel/Adam", estc::rt::DType::F32, 2, kVarShape19, false, false},
+      {"dense_2/kernel/Adam_1", estc::rt::DType::F32, 2, kVarShape20, false, false},
+      {"dense_2/bias/Adam", estc::rt::DType::F32, 1, kVarShape21, false, false},
+      {"dense_2/bias/Adam_1", estc::rt::DType::F32, 1, kVarShape22, false, false},
   };
   static constexpr int64_t kInShape0_0[] = {-1, 784};
   static constexpr int64_t kInShape0_1[] = {-1};
@@ -300,7 +310,7 @@ private:
       Mlp_predict_packed,
       Mlp_init_packed,
   };
-  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 21, kVariables, 5, kFunctions, 2, kChecks};
+  static constexpr estc::rt::ModelSpec kSpec = {"Mlp", 23, kVariables, 5, kFunctions, 2, kChecks};
 };
 
 #endif // ESTC_GENERATED_MLP_H

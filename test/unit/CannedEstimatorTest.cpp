@@ -751,21 +751,19 @@ TEST_F(CannedTest, DNNLinearCombinedClassifierTrainsEachPartByItsOptimizer) {
   // names).
   for (const std::string &name : model) {
     bool linear = name.rfind("linear/", 0) == 0;
-    EXPECT_EQ(contains(names, "training/Ftrl/" + name + "/accumulator"),
-              linear)
+    EXPECT_EQ(contains(names, "training/Ftrl/" + name + "/accumulator"), linear)
         << name;
     EXPECT_EQ(contains(names, "training/Ftrl/" + name + "/linear"), linear)
         << name;
     EXPECT_EQ(contains(names, name + "/Adagrad"), !linear) << name;
   }
   EXPECT_EQ(est.get_variable_value("training/Ftrl/iter").values<int64_t>(),
-            std::vector<int64_t>{est.get_variable_value("global_step")
-                                     .values<int64_t>()
-                                     .at(0)});
-  EXPECT_FLOAT_EQ(
-      est.get_variable_value("training/Ftrl/learning_rate").values<float>().at(
-          0),
-      0.2F);
+            std::vector<int64_t>{
+                est.get_variable_value("global_step").values<int64_t>().at(0)});
+  EXPECT_FLOAT_EQ(est.get_variable_value("training/Ftrl/learning_rate")
+                      .values<float>()
+                      .at(0),
+                  0.2F);
   EXPECT_FLOAT_EQ(est.get_variable_value("training/Ftrl/learning_rate_power")
                       .values<float>()
                       .at(0),
@@ -822,16 +820,15 @@ TEST_F(CannedTest, BaselineClassifierBiasIsTheLabelLogOdds) {
   BaselineClassifier est({}, "Ftrl", config("baseline"));
   // Every batch is the whole data: the bias converges, not wanders.
   est.train(trainInput(x, i64({n}, y), n), {.steps = 500});
-  EXPECT_EQ(est.get_variable_names(),
-            (std::vector<std::string>{
-                kInputStateTensor, "baseline/bias", "global_step",
-                "training/Ftrl/baseline/bias/accumulator",
-                "training/Ftrl/baseline/bias/linear", "training/Ftrl/beta",
-                "training/Ftrl/decay",
-                "training/Ftrl/l1_regularization_strength",
-                "training/Ftrl/l2_regularization_strength",
-                "training/Ftrl/learning_rate",
-                "training/Ftrl/learning_rate_power"}));
+  EXPECT_EQ(
+      est.get_variable_names(),
+      (std::vector<std::string>{
+          kInputStateTensor, "baseline/bias", "global_step",
+          "training/Ftrl/baseline/bias/accumulator",
+          "training/Ftrl/baseline/bias/linear", "training/Ftrl/beta",
+          "training/Ftrl/decay", "training/Ftrl/l1_regularization_strength",
+          "training/Ftrl/l2_regularization_strength",
+          "training/Ftrl/learning_rate", "training/Ftrl/learning_rate_power"}));
   EXPECT_NEAR(est.get_variable_value("baseline/bias").values<float>().at(0),
               std::log(0.7 / 0.3), 0.02);
   EvalResults r = est.evaluate(evalInput(x, i64({n}, y)));

@@ -43,15 +43,15 @@ extern "C" void Mlp_predict_packed(void **args) {
   // global_step: i64 rank 0, after the graph's variables; then the Adam
   // slots.
   EXPECT_EQ(word(args[9], 2), 0);
-  // features/x (after the 21 variables): 5x784.
-  EXPECT_EQ(word(args[22], 3), 5);
-  EXPECT_EQ(word(args[22], 4), 784);
-  float *x = reinterpret_cast<float *>(word(args[22], 1));
-  // predictions/classes: 5; predictions/probabilities: 5x10.
-  EXPECT_EQ(word(args[23], 3), 5);
+  // features/x (after the 23 variables): 5x784.
   EXPECT_EQ(word(args[24], 3), 5);
-  EXPECT_EQ(word(args[24], 4), 10);
-  int64_t *classes = reinterpret_cast<int64_t *>(word(args[23], 1));
+  EXPECT_EQ(word(args[24], 4), 784);
+  float *x = reinterpret_cast<float *>(word(args[24], 1));
+  // predictions/classes: 5; predictions/probabilities: 5x10.
+  EXPECT_EQ(word(args[25], 3), 5);
+  EXPECT_EQ(word(args[26], 3), 5);
+  EXPECT_EQ(word(args[26], 4), 10);
+  int64_t *classes = reinterpret_cast<int64_t *>(word(args[25], 1));
   float *kernel = reinterpret_cast<float *>(word(args[1], 1));
   for (int i = 0; i < 5; ++i)
     classes[i] = static_cast<int64_t>(x[i * 784] + kernel[0]);
@@ -63,15 +63,16 @@ extern "C" void Mlp_eval_metrics_packed(void **args) {
   ++evalMetricsCalls;
   float *total = reinterpret_cast<float *>(word(args[7], 1));
   float *count = reinterpret_cast<float *>(word(args[8], 1));
-  float *accuracy = reinterpret_cast<float *>(word(args[22], 1));
+  float *accuracy = reinterpret_cast<float *>(word(args[24], 1));
   *accuracy = *total / *count;
 }
 
 namespace {
 
 TEST(GoldenMlpHeader, Metadata) {
-  // 8 graph variables, global_step and 12 Adam slots.
-  static_assert(Mlp::kNumVariables == 21);
+  // 8 graph variables, global_step, 12 Adam slots and Adam's beta1_power
+  // and beta2_power.
+  static_assert(Mlp::kNumVariables == 23);
   static_assert(Mlp::kNumFunctions == 5);
   static_assert(Mlp::var_dense_kernel_shape[0] == 784);
   static_assert(Mlp::var_dense_kernel_count == 784 * 256);
@@ -79,7 +80,7 @@ TEST(GoldenMlpHeader, Metadata) {
   static_assert(Mlp::predict_arg_features_x_shape[0] == -1);
   static_assert(
       Mlp::kVariableBytes ==
-      4 * (3 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10) + 2) + 8);
+      4 * (3 * (784 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10) + 4) + 8);
   Mlp model;
   const estc::rt::ModelSpec &spec = model.spec();
   EXPECT_STREQ(spec.name, "Mlp");

@@ -247,6 +247,9 @@ RefStep adamRef(double b1, double b2, double eps) {
       v[i] = vi;
       w[i] = f(w[i]) - (mi * alpha) / (std::sqrt(vi) + f(eps));
     }
+    // _finish: the powers times the betas, for the next step.
+    s.vars["beta1_power"] = {betaPower(b1, t + 1)};
+    s.vars["beta2_power"] = {betaPower(b2, t + 1)};
   };
 }
 
@@ -958,7 +961,9 @@ TEST(GroupedOptimizersTest, EachVarListFollowsItsOptimizer) {
       r.step(r.state, grad, r.lr);
       ++r.state.step;
       for (const auto &[refName, values] : r.state.vars) {
-        std::string name = r.name + refName.substr(1); // w/Adam -> u/Adam
+        // w/Adam -> u/Adam; Adam's beta powers are not per variable.
+        std::string name =
+            refName.rfind("w", 0) == 0 ? r.name + refName.substr(1) : refName;
         int index = m.variable_index(name);
         ASSERT_GE(index, 0) << name;
         for (size_t i = 0; i < values.size(); ++i)
@@ -1037,10 +1042,15 @@ void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
   // gradient (every row's slots decay), as Keras's sparse updates do.
   bool rowsOnly = opt.kind() != "adam" && opt.kind().rfind("keras_", 0) != 0;
   // Every variable's elements before the first step.
+  // Adam's beta powers are scalars (one element), the rest [7, 3].
+  auto elements = [&](int v) {
+    std::string name = spec.variables[v].name;
+    return name == "beta1_power" || name == "beta2_power" ? 1 : 21;
+  };
   std::vector<std::vector<double>> initial(spec.numVariables);
   for (int v = 0; v < spec.numVariables; ++v)
     if (std::string(spec.variables[v].name) != "global_step")
-      for (int i = 0; i < 21; ++i)
+      for (int i = 0; i < elements(v); ++i)
         initial[v].push_back(load(g::DT_FLOAT, sparse->variable_data(v), i));
   for (int s = 0; s < 4; ++s) {
     Value t;
@@ -1061,7 +1071,7 @@ void checkSparseEqualsDense(const train::Optimizer &opt, bool zeroStart,
         EXPECT_EQ(load(g::DT_INT64, sparse->variable_data(v), 0), s + 1);
         continue;
       }
-      for (int i = 0; i < 21; ++i) {
+      for (int i = 0; i < elements(v); ++i) {
         double got = load(g::DT_FLOAT, sparse->variable_data(v), i);
         if (rowsOnly && !gathered(i / 3)) {
           EXPECT_EQ(got, initial[v][i])
@@ -1531,10 +1541,19 @@ TEST(GradientAccumulationTest, SgdEveryTwoSteps) {
 }
 
 TEST(GradientAccumulationTest, AdamCountsTheUpdates) {
-  checkSteps(minimizeWith(train::GradientAccumulationOptimizer(
-                 train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6), 2)),
-             accumulated(adamRef(0.8, 0.99, 1e-6), 2, {"w/Adam", "w/Adam_1"}),
-             constantLr(0.1));
+  checkSteps(
+      minimizeWith(train::GradientAccumulationOptimizer(
+          train::AdamOptimizer(0.1, 0.8, 0.99, 1e-6), 2)),
+      [inner =
+           accumulated(adamRef(0.8, 0.99, 1e-6), 2, {"w/Adam", "w/Adam_1"})](
+          RefState &s, const std::vector<double> &g, double lr) {
+        // The beta powers exist before the first update, at the
+        // betas.
+        s.vars.try_emplace("beta1_power", std::vector<double>{f(0.8)});
+        s.vars.try_emplace("beta2_power", std::vector<double>{f(0.99)});
+        inner(s, g, lr);
+      },
+      constantLr(0.1));
   EXPECT_THROW(train::GradientAccumulationOptimizer(
                    train::GradientDescentOptimizer(0.1), 0),
                GraphError);
