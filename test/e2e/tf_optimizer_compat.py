@@ -447,9 +447,9 @@ def main():
                 problems.append(f"{what}[{i}]: {have[i]!r}, TF {want[i]!r}")
 
         close("loss", losses, got_losses, 1e-5, 1e-6)
-        # TF 1.x's Adam keeps beta1_power / beta2_power; estc's uses
-        # global_step (docs/autodiff.md).
-        names = set(final) - {"beta1_power", "beta2_power"}
+        # Every variable, TF 1.x Adam's beta1_power / beta2_power included
+        # (estc keeps them as TF does, docs/autodiff.md).
+        names = set(final)
         if path == "keras":
             got = {n: v for n, v in got.items() if n in names}
         if set(got) != names:
