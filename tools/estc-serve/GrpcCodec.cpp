@@ -8,6 +8,8 @@
 
 #include "tools/estc-serve/GrpcCodec.h"
 
+#include <algorithm>
+#include <cstring>
 #include <set>
 
 namespace estc {
