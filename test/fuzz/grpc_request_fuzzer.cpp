@@ -58,10 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   try {
     GrpcPredictRequest request =
         decode_predict_request_bytes(bytes, signatures(), kMaxBytes);
-    const SignatureDef &sig =
-        signatures().at(request.spec.signature_name.empty()
-                            ? std::string("serving_default")
-                            : request.spec.signature_name);
+    const SignatureDef &sig = signatures().at(
+        request.spec.signature_name.empty() ? std::string("serving_default")
+                                            : request.spec.signature_name);
     for (const auto &[name, t] : request.inputs) {
       if (t.dtype != sig.inputs.at(name).dtype)
         die("input " + name + " decoded as " + t.spec().str());

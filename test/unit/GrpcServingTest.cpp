@@ -15,8 +15,8 @@
 
 #include "lib/Data/Example.h"
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 
@@ -112,7 +112,8 @@ ModelConfig configM() {
   return c;
 }
 
-tfs::ModelSpec spec(const std::string &name, std::optional<int64_t> version = {},
+tfs::ModelSpec spec(const std::string &name,
+                    std::optional<int64_t> version = {},
                     const std::string &label = "",
                     const std::string &signature = "") {
   tfs::ModelSpec s;
@@ -165,7 +166,8 @@ TEST(GrpcCodecTest, EveryDtypeRoundTrips) {
       TensorValue::of<int64_t>({1, 2}, {-9000000000LL, 5}),
       TensorValue::of<bool>({3}, {true, false, true}),
       TensorValue::of_strings({2}, {"a", std::string("\0\xff", 2)}),
-      TensorValue::from_bytes(DType::Float16, {2}, std::string("\x00\x3c\x00\xc0", 4)),
+      TensorValue::from_bytes(DType::Float16, {2},
+                              std::string("\x00\x3c\x00\xc0", 4)),
       TensorValue::from_bytes(DType::BFloat16, {1}, std::string("\x80\x3f", 2)),
       TensorValue::of<float>({0, 3}, {}),
       TensorValue::of<float>({}, {7})};
@@ -302,7 +304,8 @@ TEST(GrpcCodecTest, ExamplesWithContext) {
             "INVALID_ARGUMENT: Input is empty.");
 }
 
-// --- The handler, no network --------------------------------------------------
+// --- The handler, no network
+// --------------------------------------------------
 
 class GrpcHandlerTest : public ::testing::Test {
 protected:
@@ -334,9 +337,9 @@ TEST_F(GrpcHandlerTest, PredictAsRest) {
   EXPECT_EQ(out.model_spec().signature_name(), "serving_default");
   TensorValue y = tensor_from_proto(out.outputs().at("y"), "y");
   EXPECT_EQ(y.values<float>(), (std::vector<float>{2, 4, 6, 8}));
-  RestHandler::Response rest = rest_->handle(
-      "POST", "/v1/models/m/labels/stable:predict",
-      R"({"inputs": {"x": [[1, 2], [3, 4]]}})");
+  RestHandler::Response rest =
+      rest_->handle("POST", "/v1/models/m/labels/stable:predict",
+                    R"({"inputs": {"x": [[1, 2], [3, 4]]}})");
   EXPECT_EQ(rest.body,
             R"({"outputs":{"scale":[2.0,2.0],"y":[[2.0,4.0],[6.0,8.0]]}})");
 
@@ -473,7 +476,8 @@ TEST_F(GrpcHandlerTest, ReloadConfig) {
   EXPECT_EQ(s.message, "ReloadConfigRequest: model 'n': no base_path");
 }
 
-// --- Over a loopback channel --------------------------------------------------
+// --- Over a loopback channel
+// --------------------------------------------------
 
 TEST_F(GrpcHandlerTest, OverLoopback) {
   GrpcServerOptions options;
@@ -497,7 +501,8 @@ TEST_F(GrpcHandlerTest, OverLoopback) {
   grpc::ClientContext ctx2;
   s = stub->Predict(&ctx2, r, &out);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(s.error_message(), "Servable not found for request: Specific(m, 9)");
+  EXPECT_EQ(s.error_message(),
+            "Servable not found for request: Specific(m, 9)");
 
   auto models = tfs::ModelService::NewStub(channel);
   tfs::ReloadConfigRequest reload;

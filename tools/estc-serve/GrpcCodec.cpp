@@ -86,7 +86,9 @@ void fillFrom(const List &list, int64_t n, std::string &data) {
   auto *out = reinterpret_cast<T *>(data.data());
   const int64_t in = list.size();
   for (int64_t i = 0; i < n; ++i) {
-    T v = in == 0 ? T() : static_cast<T>(list.Get(static_cast<int>(std::min(i, in - 1))));
+    T v = in == 0
+              ? T()
+              : static_cast<T>(list.Get(static_cast<int>(std::min(i, in - 1))));
     out[i] = v;
   }
 }
@@ -169,8 +171,8 @@ TensorValue tensor_from_proto(const ::tensorflow::TensorProto &proto,
   }
   if (n * elemBytes > max_bytes)
     invalid(at + "shape " + shape_string(t.shape) +
-            " is larger than estc-serve decodes (" +
-            std::to_string(max_bytes) + " bytes)");
+            " is larger than estc-serve decodes (" + std::to_string(max_bytes) +
+            " bytes)");
   const char *own = listOf(t.dtype);
   std::vector<std::pair<const char *, int>> lists = listSizes(proto);
   for (const auto &[field, count] : lists)
@@ -189,8 +191,8 @@ TensorValue tensor_from_proto(const ::tensorflow::TensorProto &proto,
     const int64_t want = n * elemBytes;
     if (static_cast<int64_t>(proto.tensor_content().size()) != want)
       invalid(at + "tensor_content has " +
-              std::to_string(proto.tensor_content().size()) +
-              " bytes, a " + spec + " tensor " + std::to_string(want));
+              std::to_string(proto.tensor_content().size()) + " bytes, a " +
+              spec + " tensor " + std::to_string(want));
     t.data = proto.tensor_content();
     return t;
   }
@@ -228,8 +230,9 @@ TensorValue tensor_from_proto(const ::tensorflow::TensorProto &proto,
                   : list.Get(static_cast<int>(std::min(i, in - 1)));
       bytes += static_cast<int64_t>(s.size()) + elemBytes;
       if (bytes > max_bytes)
-        invalid(at + spec + " of these strings is larger than estc-serve "
-                         "decodes (" +
+        invalid(at + spec +
+                " of these strings is larger than estc-serve "
+                "decodes (" +
                 std::to_string(max_bytes) + " bytes)");
       t.strings.push_back(s);
     }
@@ -261,8 +264,8 @@ void tensor_to_proto(const TensorValue &t, ::tensorflow::TensorProto *proto) {
                 static_cast<int64_t>(t.data.size()) ==
                     n * static_cast<int64_t>(dtype_size(t.dtype));
   if (!holds)
-    throw RestError(Code::Internal, "output " + t.spec().str() +
-                                        " does not hold its elements");
+    throw RestError(Code::Internal,
+                    "output " + t.spec().str() + " does not hold its elements");
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
     case DType::Float32:
@@ -340,12 +343,11 @@ decode_predict_request(const tfs::PredictRequest &request,
     for (const auto &e : expected)
       if (!sent.count(e))
         missing.insert(e);
-    invalid("input size does not match signature: " +
-            std::to_string(sent.size()) + "!=" +
-            std::to_string(expected.size()) + " len({" + joined(sent) +
-            "}) != len({" + joined(expected) + "}). Sent extra: {" +
-            joined(extra) + "}. Missing but required: {" + joined(missing) +
-            "}.");
+    invalid(
+        "input size does not match signature: " + std::to_string(sent.size()) +
+        "!=" + std::to_string(expected.size()) + " len({" + joined(sent) +
+        "}) != len({" + joined(expected) + "}). Sent extra: {" + joined(extra) +
+        "}. Missing but required: {" + joined(missing) + "}.");
   }
   for (const auto &[alias, info] : sig.inputs) {
     const ::tensorflow::TensorProto &proto = request.inputs().at(alias);
@@ -360,8 +362,8 @@ decode_predict_request(const tfs::PredictRequest &request,
       fits = info.shape[d] < 0 || info.shape[d] == t.shape[d];
     if (!fits)
       invalid("Input '" + alias + "' has shape " + shape_string(t.shape) +
-              " but signature '" + key + "' takes " +
-              shape_string(info.shape) + " (-1: any size)");
+              " but signature '" + key + "' takes " + shape_string(info.shape) +
+              " (-1: any size)");
     out.inputs[alias] = std::move(t);
   }
   std::set<std::string> filtered;
@@ -371,8 +373,7 @@ decode_predict_request(const tfs::PredictRequest &request,
       for (const auto &kv : sig.outputs)
         outputs.insert(kv.first);
       invalid("output tensor alias not found in signature: " + alias +
-              " Outputs expected to be in the set {" + joined(outputs) +
-              "}.");
+              " Outputs expected to be in the set {" + joined(outputs) + "}.");
     }
     if (!filtered.insert(alias).second)
       invalid("duplicate output tensor alias: " + alias);
@@ -381,10 +382,10 @@ decode_predict_request(const tfs::PredictRequest &request,
   return out;
 }
 
-GrpcPredictRequest
-decode_predict_request_bytes(std::string_view bytes,
-                             const std::map<std::string, SignatureDef> &signatures,
-                             int64_t max_tensor_bytes) {
+GrpcPredictRequest decode_predict_request_bytes(
+    std::string_view bytes,
+    const std::map<std::string, SignatureDef> &signatures,
+    int64_t max_tensor_bytes) {
   tfs::PredictRequest request;
   if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     invalid("the bytes are not a PredictRequest (" +

@@ -95,10 +95,10 @@ decode_predict_request(const tfs::PredictRequest &request,
                        int64_t max_tensor_bytes = kMaxDecodedTensorBytes);
 /// The serialized PredictRequest `bytes` (InvalidArgument when they do not
 /// parse), then decode_predict_request: the fuzz target's entry point.
-GrpcPredictRequest
-decode_predict_request_bytes(std::string_view bytes,
-                             const std::map<std::string, SignatureDef> &signatures,
-                             int64_t max_tensor_bytes = kMaxDecodedTensorBytes);
+GrpcPredictRequest decode_predict_request_bytes(
+    std::string_view bytes,
+    const std::map<std::string, SignatureDef> &signatures,
+    int64_t max_tensor_bytes = kMaxDecodedTensorBytes);
 /// The outputs a PredictRequest returns: all, or those of output_filter.
 void write_predict_outputs(const TensorMap &outputs,
                            const std::vector<std::string> &output_filter,
@@ -108,7 +108,8 @@ void write_predict_outputs(const TensorMap &outputs,
 /// features (an example's own feature of the same name wins, as with TF
 /// Serving's ExampleListWithContext and the REST API's "context").
 /// InvalidArgument "Input is empty." without examples.
-std::vector<std::string> input_examples(bool has_input, const tfs::Input &input);
+std::vector<std::string> input_examples(bool has_input,
+                                        const tfs::Input &input);
 
 void write_classification_result(
     const std::vector<std::vector<ClassScore>> &results,

@@ -129,7 +129,8 @@ GrpcHandler::multi_inference(const tfs::MultiInferenceRequest &request,
     ModelSpecRef first = model_spec_of(request.tasks(0).has_model_spec(),
                                        request.tasks(0).model_spec());
     model = first.name;
-    ModelManager::Handle h = runner_.get(first.name, first.version, first.label);
+    ModelManager::Handle h =
+        runner_.get(first.name, first.version, first.label);
     std::vector<std::string> records =
         input_examples(request.has_input(), request.input());
     const auto n = static_cast<int64_t>(records.size());
@@ -183,8 +184,7 @@ GrpcHandler::get_model_status(const tfs::GetModelStatusRequest &request,
         model_spec_of(request.has_model_spec(), request.model_spec());
     model = spec.name;
     write_model_status(
-        runner_.models().status(spec.name, spec.version, spec.label),
-        response);
+        runner_.models().status(spec.name, spec.version, spec.label), response);
   });
 }
 

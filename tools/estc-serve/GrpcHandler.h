@@ -61,7 +61,8 @@ public:
 private:
   /// Runs `body`, turning its exceptions into the Status, and records the
   /// request's metrics under `method`; `model` is set by body.
-  Status call(const char *method, const std::function<void(std::string &)> &body);
+  Status call(const char *method,
+              const std::function<void(std::string &)> &body);
   void examples(RestMethod method, const tfs::ModelSpec &spec, bool has_spec,
                 const tfs::Input &input, bool has_input, tfs::ModelSpec *out,
                 std::string &model,

@@ -94,18 +94,18 @@ struct GrpcServer::Impl {
 GrpcServer::GrpcServer(GrpcServerOptions options, const ModelManager &models,
                        Batcher *batcher, Metrics &metrics,
                        std::function<void(std::vector<ModelConfig>)> reload)
-    : impl_(std::make_unique<Impl>(std::move(options), models, batcher,
-                                   metrics, std::move(reload))) {}
+    : impl_(std::make_unique<Impl>(std::move(options), models, batcher, metrics,
+                                   std::move(reload))) {}
 
 GrpcServer::~GrpcServer() { stop(); }
 
 int GrpcServer::start() {
   const GrpcServerOptions &o = impl_->options;
   // An IPv6 literal needs its brackets in a gRPC address.
-  std::string host = o.host.find(':') != std::string::npos &&
-                             o.host.front() != '['
-                         ? "[" + o.host + "]"
-                         : o.host;
+  std::string host =
+      o.host.find(':') != std::string::npos && o.host.front() != '['
+          ? "[" + o.host + "]"
+          : o.host;
   std::string address = host + ":" + std::to_string(o.port);
   int port = 0;
   grpc::ServerBuilder builder;

@@ -58,7 +58,8 @@ ModelManager::makeModels(std::vector<ModelConfig> configs,
 void ModelManager::reload(std::vector<ModelConfig> configs) {
   std::lock_guard<std::mutex> lock(pollMutex_);
   std::shared_ptr<const ModelMap> old = std::atomic_load(&models_);
-  std::shared_ptr<const ModelMap> next = makeModels(std::move(configs), old.get());
+  std::shared_ptr<const ModelMap> next =
+      makeModels(std::move(configs), old.get());
   for (const auto &[name, model] : *next)
     pollModel(*model);
   for (const auto &[name, model] : *old)

@@ -807,8 +807,8 @@ std::string write_predict_response(const TensorMap &outputs,
   return finish(buf);
 }
 
-std::vector<std::vector<ClassScore>>
-classify_results(const TensorMap &outputs, int64_t batch_size) {
+std::vector<std::vector<ClassScore>> classify_results(const TensorMap &outputs,
+                                                      int64_t batch_size) {
   auto classesIt = outputs.find("classes");
   auto scoresIt = outputs.find("scores");
   const TensorValue *classes =
@@ -844,8 +844,7 @@ classify_results(const TensorMap &outputs, int64_t batch_size) {
     fail(Code::InvalidArgument,
          std::string("Expected scores Tensor of DT_FLOAT. Got: ") +
              tf_dtype_enum_name(scores->dtype));
-  std::vector<std::vector<ClassScore>> results(
-      static_cast<size_t>(batch_size));
+  std::vector<std::vector<ClassScore>> results(static_cast<size_t>(batch_size));
   for (int64_t i = 0; i < batch_size; ++i) {
     for (int64_t c = 0; c < numClasses; ++c) {
       int64_t k = i * numClasses + c;

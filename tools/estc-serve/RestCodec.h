@@ -122,8 +122,8 @@ struct ClassScore {
 /// scores. RestError: FailedPrecondition without either output,
 /// InvalidArgument for a wrong shape or dtype (TF Serving's messages). The
 /// REST and gRPC answers both come from it.
-std::vector<std::vector<ClassScore>>
-classify_results(const TensorMap &outputs, int64_t batch_size);
+std::vector<std::vector<ClassScore>> classify_results(const TensorMap &outputs,
+                                                      int64_t batch_size);
 /// A regress signature's "outputs" ([n] or [n, 1], floating) as n values;
 /// RestError as classify_results.
 std::vector<float> regress_results(const TensorMap &outputs,

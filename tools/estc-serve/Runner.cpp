@@ -38,8 +38,8 @@ TensorMap Runner::run_examples(const ModelManager::Handle &handle,
                                RestMethod method,
                                const std::string &signature_name,
                                const std::vector<std::string> &examples) const {
-  const SignatureDef &sig = examples_signature(
-      method, signature_name, handle.servable->signatures());
+  const SignatureDef &sig =
+      examples_signature(method, signature_name, handle.servable->signatures());
   ExamplesRequest request;
   request.signature_name = signature_name;
   request.examples = examples;

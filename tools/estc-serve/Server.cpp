@@ -19,8 +19,8 @@ RestHandler::RestHandler(const ModelManager &models, Batcher *batcher,
 std::string RestHandler::answer(const Route &route, std::string_view body) {
   switch (route.method) {
   case RestMethod::ModelStatus:
-    return write_model_status(runner_.models().status(
-        route.model_name, route.version, route.label));
+    return write_model_status(
+        runner_.models().status(route.model_name, route.version, route.label));
   case RestMethod::Metadata: {
     ModelManager::Handle h =
         runner_.get(route.model_name, route.version, route.label);

@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
                          "--grpc_port_file)")
                  .min(0)
                  .max(65535)
-                 .default_text("none: no gRPC API"));
+                 .default_text("none, no gRPC API"));
   parser.add(flags::Flag("grpc_port_file", &grpc_port_file,
                          "once the gRPC API listens, write its port to this "
                          "file"));
