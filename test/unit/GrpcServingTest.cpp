@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 
 using namespace estc;
@@ -87,6 +88,8 @@ private:
   std::map<std::string, SignatureDef> sigs_;
 };
 
+std::atomic<int> gLoads{0};
+
 Loader scaleLoader() {
   Loader loader;
   loader.list_versions = [](const std::string &base) {
@@ -98,6 +101,7 @@ Loader scaleLoader() {
     return v;
   };
   loader.load = [](const std::string &dir) -> std::shared_ptr<const Servable> {
+    ++gLoads;
     return std::make_shared<ScaleModel>(dir == "/m/1" ? 2.0f : 3.0f);
   };
   return loader;
@@ -474,6 +478,42 @@ TEST_F(GrpcHandlerTest, ReloadConfig) {
   s = grpc_->reload_config(r, &out);
   EXPECT_EQ(s.code, Code::InvalidArgument);
   EXPECT_EQ(s.message, "ReloadConfigRequest: model 'n': no base_path");
+}
+
+TEST_F(GrpcHandlerTest, ReloadKeepsLoadedVersions) {
+  std::shared_ptr<const Servable> before = models_->get("m", 1, {}).servable;
+  int loads = gLoads;
+  tfs::ReloadConfigRequest r;
+  auto *m = r.mutable_config()->mutable_model_config_list()->add_config();
+  m->set_name("m");
+  m->set_base_path("/m");
+  m->mutable_model_version_policy()->mutable_all();
+  (*m->mutable_version_labels())["canary"] = 2;
+  tfs::ReloadConfigResponse out;
+  ASSERT_TRUE(grpc_->reload_config(r, &out).ok());
+  EXPECT_EQ(gLoads, loads);
+  EXPECT_EQ(models_->get("m", 1, {}).servable, before);
+  EXPECT_EQ(models_->get("m", {}, std::string("canary")).version, 2);
+  // The new config's labels only.
+  EXPECT_THROW(models_->get("m", {}, std::string("stable")), RestError);
+}
+
+TEST_F(GrpcHandlerTest, BatchedAsUnbatched) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.num_batch_threads = 1;
+  Batcher batcher(options, &metrics_);
+  GrpcHandler batched(*models_, &batcher, metrics_);
+  tfs::PredictRequest r;
+  *r.mutable_model_spec() = spec("m", 1);
+  (*r.mutable_inputs())["x"] = floats({2, 2}, {1, 2, 3, 4});
+  tfs::PredictResponse a, b;
+  ASSERT_TRUE(batched.predict(r, &a).ok());
+  ASSERT_TRUE(grpc_->predict(r, &b).ok());
+  ASSERT_EQ(a.outputs().size(), b.outputs().size());
+  for (const auto &[alias, t] : b.outputs())
+    EXPECT_EQ(a.outputs().at(alias).SerializeAsString(), t.SerializeAsString())
+        << alias;
 }
 
 // --- Over a loopback channel
