@@ -5,7 +5,7 @@
 // through the Batcher, the run's exceptions as RestError (a bad request is
 // InvalidArgument), and the classify / regress signatures' checks on
 // serialized tf.Example records. RestHandler (Server.h) and GrpcHandler
-// (GrpcService.h) both answer through one Runner, so the two APIs give the
+// (GrpcHandler.h) both answer through one Runner, so the two APIs give the
 // same answers and the same errors.
 //
 //===----------------------------------------------------------------------===//
