@@ -552,3 +552,21 @@ TEST_F(GrpcHandlerTest, OverLoopback) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   server.stop();
 }
+
+TEST_F(GrpcHandlerTest, MessageOverTheLimitIsResourceExhausted) {
+  GrpcServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.max_request_bytes = 1000;
+  GrpcServer server(options, *models_, nullptr, metrics_);
+  auto stub = tfs::PredictionService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(server.start()),
+                          grpc::InsecureChannelCredentials()));
+  tfs::PredictRequest r;
+  *r.mutable_model_spec() = spec("m");
+  (*r.mutable_inputs())["x"] = floats({500, 2}, std::vector<float>(1000, 1));
+  tfs::PredictResponse out;
+  grpc::ClientContext ctx;
+  EXPECT_EQ(stub->Predict(&ctx, r, &out).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
