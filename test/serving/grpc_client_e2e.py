@@ -11,7 +11,9 @@ Classify, Regress, MultiInference, GetModelMetadata; ModelService:
 GetModelStatus) must answer what the REST API answers to the same request
 (by version and by label too), and bad requests get TF Serving's gRPC
 status codes: NOT_FOUND for an unknown model or version, INVALID_ARGUMENT
-for an unknown label, a bad input name, a wrong dtype or shape.
+for an unknown label, a bad input name, a wrong dtype or shape. Last,
+ModelService's HandleReloadConfigRequest drops a model (both APIs then
+answer NOT_FOUND for it) and refuses a config without a base path.
 
 Exit 77 (ctest SKIP) when tensorflow-serving-api (with grpcio and TF) is
 not importable: `python3 -m pip install --no-deps
@@ -357,6 +359,28 @@ def check(url, predict, models, tiny_v, linear_v):
     if rest_status != 404:
         fail("REST unknown model: HTTP %d" % rest_status)
     done.append("errors (%s)" % "; ".join(errors))
+
+    # HandleReloadConfigRequest: tiny alone from now on, still serving.
+    from tensorflow_serving.apis import model_management_pb2
+    req = model_management_pb2.ReloadConfigRequest()
+    c = req.config.model_config_list.config.add()
+    c.name = "tiny"
+    c.base_path = WORK + "/tiny"
+    c.model_platform = "tensorflow"
+    got = models.HandleReloadConfigRequest(req, timeout=60)
+    if got.status.error_code != 0:
+        fail("HandleReloadConfigRequest: %s" % got.status)
+    expect_error("a model no longer configured", C.NOT_FOUND,
+                 models.GetModelStatus,
+                 spec(get_model_status_pb2.GetModelStatusRequest(), "linear"))
+    rest_status, _ = rest(url + "linear")
+    if rest_status != 404:
+        fail("REST after the reload: linear is HTTP %d" % rest_status)
+    predict.Predict(tiny_request(), timeout=30)
+    c.base_path = ""
+    expect_error("a reload without base_path", C.INVALID_ARGUMENT,
+                 models.HandleReloadConfigRequest, req, "no base_path")
+    done.append("HandleReloadConfigRequest")
     return done
 
 
