@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libfarmhash-dev
   clang-format-22
   libcpp-httplib-dev rapidjson-dev curl wrk
+  libgrpc++-dev protobuf-compiler-grpc
   libhdf5-dev libzip-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   libdnnl-dev

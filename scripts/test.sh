@@ -30,14 +30,20 @@ done
 # use them print SKIP when they are missing.
 # TF 2.15 (and numpy < 2, which it needs) is the oracle of the input
 # pipeline's compatibility tests (records.tf_compat, data.tf_csv_compat).
-# Downloaded while the Release leg compiles (the network, not the cores).
-python3 -m pip install -q --disable-pip-version-check safetensors tensorboard \
-  tensorflow-cpu==2.15.1 "numpy<2" >/dev/null 2>&1 &
+# TF Serving's Python client (tensorflow-serving-api) is the gRPC client of
+# serving.grpc_client_e2e; --no-deps: it asks for the `tensorflow` package
+# and would replace tensorflow-cpu 2.15.1 (it needs only grpcio, which TF
+# brings). Downloaded while the Release leg compiles (the network, not the
+# cores).
+(python3 -m pip install -q --disable-pip-version-check safetensors \
+  tensorboard tensorflow-cpu==2.15.1 "numpy<2" &&
+  python3 -m pip install -q --disable-pip-version-check --no-deps \
+    tensorflow-serving-api==2.15.1) >/dev/null 2>&1 &
 pip_pid=$!
 ./scripts/configure.sh
 cmake --build build -j"$(nproc)"
 wait "$pip_pid" ||
-  echo "test.sh: safetensors/tensorboard/tensorflow unavailable; their cross-checks will be skipped"
+  echo "test.sh: safetensors/tensorboard/tensorflow/tensorflow-serving-api unavailable; their cross-checks will be skipped"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
 # Sanitizer leg: the unit tests built with ASan+UBSan (the asan-ubsan preset;

@@ -22,7 +22,14 @@ ModelManager::ModelManager(std::vector<ModelConfig> models, Loader loader,
     : loader_(std::move(loader)), log_(std::move(log)) {
   if (!log_)
     log_ = [](const std::string &line) { std::cerr << line << std::endl; };
-  for (auto &config : models) {
+  models_ = makeModels(std::move(models), nullptr);
+}
+
+std::shared_ptr<const ModelManager::ModelMap>
+ModelManager::makeModels(std::vector<ModelConfig> configs,
+                         const ModelMap *old) {
+  auto models = std::make_shared<ModelMap>();
+  for (auto &config : configs) {
     if (config.name.empty())
       throw std::invalid_argument("model config: a model without a name");
     if (config.base_path.empty())
@@ -32,11 +39,34 @@ ModelManager::ModelManager(std::vector<ModelConfig> models, Loader loader,
         config.policy.num_versions < 1)
       config.policy.num_versions = 1;
     std::string name = config.name;
-    Model model{std::move(config), std::make_shared<const State>()};
-    if (!models_.emplace(name, std::move(model)).second)
+    // A model already served from the same base path keeps its loaded
+    // versions (the next poll applies its new policy).
+    std::shared_ptr<const State> state = std::make_shared<const State>();
+    if (old) {
+      auto it = old->find(name);
+      if (it != old->end() && it->second->config.base_path == config.base_path)
+        state = stateOf(*it->second);
+    }
+    auto model = std::make_shared<Model>(Model{std::move(config), state});
+    if (!models->emplace(name, std::move(model)).second)
       throw std::invalid_argument("model config: model '" + name +
                                   "' is configured twice");
   }
+  return models;
+}
+
+void ModelManager::reload(std::vector<ModelConfig> configs) {
+  std::lock_guard<std::mutex> lock(pollMutex_);
+  std::shared_ptr<const ModelMap> old = std::atomic_load(&models_);
+  std::shared_ptr<const ModelMap> next =
+      makeModels(std::move(configs), old.get());
+  for (const auto &[name, model] : *next)
+    pollModel(*model);
+  for (const auto &[name, model] : *old)
+    if (!next->count(name))
+      log_("estc-serve: model " + name +
+           ": no longer configured, unloading (when its requests finish)");
+  std::atomic_store(&models_, next);
 }
 
 ModelManager::~ModelManager() { stop(); }
@@ -48,8 +78,9 @@ ModelManager::stateOf(const Model &model) const {
 
 void ModelManager::poll() {
   std::lock_guard<std::mutex> lock(pollMutex_);
-  for (auto &[name, model] : models_)
-    pollModel(model);
+  std::shared_ptr<const ModelMap> models = std::atomic_load(&models_);
+  for (const auto &[name, model] : *models)
+    pollModel(*model);
 }
 
 void ModelManager::pollModel(Model &model) {
@@ -125,13 +156,11 @@ void ModelManager::stop() {
     poller_.join();
 }
 
-const ModelManager::Model &
-ModelManager::find(const std::string &name, const std::string &request) const {
-  auto it = models_.find(name);
-  if (it == models_.end())
-    throw RestError(Code::NotFound,
-                    "Servable not found for request: " + request);
-  return it->second;
+std::shared_ptr<ModelManager::Model>
+ModelManager::find(const std::string &name) const {
+  std::shared_ptr<const ModelMap> models = std::atomic_load(&models_);
+  auto it = models->find(name);
+  return it == models->end() ? nullptr : it->second;
 }
 
 int64_t ModelManager::resolveLabel(const Model &model,
@@ -146,7 +175,11 @@ int64_t ModelManager::resolveLabel(const Model &model,
 ModelManager::Handle
 ModelManager::get(const std::string &name, std::optional<int64_t> version,
                   const std::optional<std::string> &label) const {
-  const Model &model = find(name, versionRequest(name, version));
+  std::shared_ptr<Model> found = find(name);
+  if (!found)
+    throw RestError(Code::NotFound, "Servable not found for request: " +
+                                        versionRequest(name, version));
+  const Model &model = *found;
   if (label)
     version = resolveLabel(model, *label);
   std::shared_ptr<const State> state = stateOf(model);
@@ -169,13 +202,13 @@ ModelManager::get(const std::string &name, std::optional<int64_t> version,
 std::vector<VersionStatus>
 ModelManager::status(const std::string &name, std::optional<int64_t> version,
                      const std::optional<std::string> &label) const {
-  auto it = models_.find(name);
-  if (it == models_.end())
+  std::shared_ptr<Model> found = find(name);
+  if (!found)
     throw RestError(Code::NotFound,
                     version ? "Could not find version " +
                                   std::to_string(*version) + " of model " + name
                             : "Could not find any versions of model " + name);
-  const Model &model = it->second;
+  const Model &model = *found;
   if (label)
     version = resolveLabel(model, *label);
   std::shared_ptr<const State> state = stateOf(model);
@@ -206,10 +239,10 @@ ModelManager::status(const std::string &name, std::optional<int64_t> version,
 std::vector<int64_t>
 ModelManager::served_versions(const std::string &name) const {
   std::vector<int64_t> out;
-  auto it = models_.find(name);
-  if (it == models_.end())
+  std::shared_ptr<Model> model = find(name);
+  if (!model)
     return out;
-  for (const auto &[v, loaded] : stateOf(it->second)->served)
+  for (const auto &[v, loaded] : stateOf(*model)->served)
     out.push_back(v);
   return out;
 }

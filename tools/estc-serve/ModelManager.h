@@ -118,6 +118,13 @@ public:
   std::vector<VersionStatus>
   status(const std::string &model, std::optional<int64_t> version,
          const std::optional<std::string> &label) const;
+  /// TF Serving's HandleReloadConfigRequest: serves `models` from now on.
+  /// A model still configured with the same base path keeps its loaded
+  /// versions; new ones are loaded (as poll()) before the new set is
+  /// swapped in, and models no longer configured are unloaded when their
+  /// requests finish. std::invalid_argument as the constructor (nothing
+  /// changes then).
+  void reload(std::vector<ModelConfig> models);
   /// The served version numbers of a model (tests, logs).
   std::vector<int64_t> served_versions(const std::string &model) const;
 
@@ -137,12 +144,19 @@ private:
     std::shared_ptr<const State> state;
   };
 
+  using ModelMap = std::map<std::string, std::shared_ptr<Model>>;
+
+  std::shared_ptr<const ModelMap> makeModels(std::vector<ModelConfig> configs,
+                                             const ModelMap *old);
   void pollModel(Model &model);
-  const Model &find(const std::string &name, const std::string &request) const;
+  /// Null for a model not configured.
+  std::shared_ptr<Model> find(const std::string &name) const;
   std::shared_ptr<const State> stateOf(const Model &model) const;
   int64_t resolveLabel(const Model &model, const std::string &label) const;
 
-  std::map<std::string, Model> models_;
+  /// Read by requests with std::atomic_load, replaced by reload() with
+  /// std::atomic_store (under pollMutex_, as poll() reads it).
+  std::shared_ptr<const ModelMap> models_;
   Loader loader_;
   std::function<void(const std::string &)> log_;
   std::mutex pollMutex_;

@@ -807,8 +807,8 @@ std::string write_predict_response(const TensorMap &outputs,
   return finish(buf);
 }
 
-std::string write_classify_response(const TensorMap &outputs,
-                                    int64_t batch_size) {
+std::vector<std::vector<ClassScore>> classify_results(const TensorMap &outputs,
+                                                      int64_t batch_size) {
   auto classesIt = outputs.find("classes");
   auto scoresIt = outputs.find("scores");
   const TensorValue *classes =
@@ -844,32 +844,21 @@ std::string write_classify_response(const TensorMap &outputs,
     fail(Code::InvalidArgument,
          std::string("Expected scores Tensor of DT_FLOAT. Got: ") +
              tf_dtype_enum_name(scores->dtype));
-  rapidjson::StringBuffer buf;
-  JsonWriter w(buf);
-  w.StartObject();
-  w.Key("results");
-  w.StartArray();
+  std::vector<std::vector<ClassScore>> results(static_cast<size_t>(batch_size));
   for (int64_t i = 0; i < batch_size; ++i) {
-    w.StartArray();
     for (int64_t c = 0; c < numClasses; ++c) {
       int64_t k = i * numClasses + c;
-      w.StartArray();
+      ClassScore cs;
       if (classes)
-        writeString(w, classes->strings[static_cast<size_t>(k)], false);
-      else
-        w.String("");
-      writeDecimal(w, text::format_decimal(static_cast<float>(
-                          scores ? scores->element(k) : 0.0)));
-      w.EndArray();
+        cs.label = classes->strings[static_cast<size_t>(k)];
+      cs.score = static_cast<float>(scores ? scores->element(k) : 0.0);
+      results[static_cast<size_t>(i)].push_back(std::move(cs));
     }
-    w.EndArray();
   }
-  w.EndArray();
-  w.EndObject();
-  return finish(buf);
+  return results;
 }
 
-std::string write_regress_response(const TensorMap &outputs,
+std::vector<float> regress_results(const TensorMap &outputs,
                                    int64_t batch_size) {
   auto it = outputs.find("outputs");
   if (it == outputs.end())
@@ -889,13 +878,46 @@ std::string write_regress_response(const TensorMap &outputs,
     fail(Code::InvalidArgument,
          std::string("Expected output Tensor of DT_FLOAT. Got: ") +
              tf_dtype_enum_name(t.dtype));
+  std::vector<float> values;
+  for (int64_t i = 0; i < batch_size; ++i)
+    values.push_back(static_cast<float>(t.element(i)));
+  return values;
+}
+
+std::string write_classify_response(const TensorMap &outputs,
+                                    int64_t batch_size) {
+  std::vector<std::vector<ClassScore>> results =
+      classify_results(outputs, batch_size);
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
   w.StartObject();
   w.Key("results");
   w.StartArray();
-  for (int64_t i = 0; i < batch_size; ++i)
-    writeDecimal(w, text::format_decimal(static_cast<float>(t.element(i))));
+  for (const auto &classes : results) {
+    w.StartArray();
+    for (const ClassScore &c : classes) {
+      w.StartArray();
+      writeString(w, c.label, false);
+      writeDecimal(w, text::format_decimal(c.score));
+      w.EndArray();
+    }
+    w.EndArray();
+  }
+  w.EndArray();
+  w.EndObject();
+  return finish(buf);
+}
+
+std::string write_regress_response(const TensorMap &outputs,
+                                   int64_t batch_size) {
+  std::vector<float> values = regress_results(outputs, batch_size);
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  w.Key("results");
+  w.StartArray();
+  for (float v : values)
+    writeDecimal(w, text::format_decimal(v));
   w.EndArray();
   w.EndObject();
   return finish(buf);

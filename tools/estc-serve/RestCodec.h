@@ -111,6 +111,24 @@ const SignatureDef &
 find_signature(const std::string &name,
                const std::map<std::string, SignatureDef> &signatures);
 
+/// One class of one example: TF Serving's Class (label, score).
+struct ClassScore {
+  std::string label;
+  float score = 0;
+};
+/// A classify signature's outputs as TF Serving's ClassificationResult, one
+/// list of classes per example, from "classes" (STRING [n, k]) and/or
+/// "scores" (float [n, k]); labels are "" without classes, scores 0 without
+/// scores. RestError: FailedPrecondition without either output,
+/// InvalidArgument for a wrong shape or dtype (TF Serving's messages). The
+/// REST and gRPC answers both come from it.
+std::vector<std::vector<ClassScore>> classify_results(const TensorMap &outputs,
+                                                      int64_t batch_size);
+/// A regress signature's "outputs" ([n] or [n, 1], floating) as n values;
+/// RestError as classify_results.
+std::vector<float> regress_results(const TensorMap &outputs,
+                                   int64_t batch_size);
+
 /// {"predictions": [...]} (row; one output unnamed, several an object per
 /// row) or {"outputs": ...} (columnar; one output unnamed). Outputs must
 /// share their first dimension in row format (InvalidArgument).
@@ -145,9 +163,6 @@ std::string write_model_status(const std::vector<VersionStatus> &versions);
 std::string
 write_model_metadata(const std::string &model_name, int64_t version,
                      const std::map<std::string, SignatureDef> &signatures);
-
-/// TF's DataType enum name: "DT_FLOAT", "DT_STRING", ...
-const char *tf_dtype_enum_name(DType dtype);
 
 /// TF's DataType enum name: "DT_FLOAT", "DT_STRING", ...
 const char *tf_dtype_enum_name(DType dtype);

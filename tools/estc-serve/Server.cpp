@@ -2,8 +2,6 @@
 
 #include "tools/estc-serve/Server.h"
 
-#include "lib/Data/Idx.h"
-
 #include <httplib.h>
 
 #include <sys/socket.h>
@@ -16,57 +14,33 @@ namespace serving {
 
 RestHandler::RestHandler(const ModelManager &models, Batcher *batcher,
                          Metrics &metrics)
-    : models_(models), batcher_(batcher), metrics_(metrics) {}
-
-namespace {
-std::string signatureKey(const std::string &name) {
-  return name.empty() ? std::string(kDefaultServingSignatureDefKey) : name;
-}
-} // namespace
+    : runner_(models, batcher), metrics_(metrics) {}
 
 std::string RestHandler::answer(const Route &route, std::string_view body) {
-  auto run = [this](const ModelManager::Handle &h, const std::string &sig,
-                    const TensorMap &inputs) {
-    try {
-      return batcher_ ? batcher_->run(h.servable, h.model, sig, inputs)
-                      : h.servable->run(sig, inputs, {});
-    } catch (const RestError &) {
-      throw;
-    } catch (const std::invalid_argument &e) {
-      // A bad request: unknown input, wrong dtype or shape, a run-time
-      // check of the compiled code (rt::InvalidArgumentError).
-      throw RestError(Code::InvalidArgument, e.what());
-    } catch (const data::DataError &e) {
-      throw RestError(Code::InvalidArgument, e.what());
-    }
-  };
   switch (route.method) {
   case RestMethod::ModelStatus:
     return write_model_status(
-        models_.status(route.model_name, route.version, route.label));
+        runner_.models().status(route.model_name, route.version, route.label));
   case RestMethod::Metadata: {
     ModelManager::Handle h =
-        models_.get(route.model_name, route.version, route.label);
+        runner_.get(route.model_name, route.version, route.label);
     return write_model_metadata(h.model, h.version, h.servable->signatures());
   }
   case RestMethod::Predict: {
     ModelManager::Handle h =
-        models_.get(route.model_name, route.version, route.label);
+        runner_.get(route.model_name, route.version, route.label);
     PredictRequest request =
         parse_predict_request(body, h.servable->signatures());
-    TensorMap outputs =
-        run(h, signatureKey(request.signature_name), request.inputs);
+    TensorMap outputs = runner_.run(h, request.signature_name, request.inputs);
     return write_predict_response(outputs, request.format);
   }
   case RestMethod::Classify:
   case RestMethod::Regress: {
     ModelManager::Handle h =
-        models_.get(route.model_name, route.version, route.label);
+        runner_.get(route.model_name, route.version, route.label);
     ExamplesRequest request = parse_examples_request(body);
-    const SignatureDef &sig = examples_signature(
-        route.method, request.signature_name, h.servable->signatures());
-    TensorMap outputs = run(h, signatureKey(request.signature_name),
-                            examples_inputs(sig, request));
+    TensorMap outputs = runner_.run_examples(
+        h, route.method, request.signature_name, request.examples);
     auto n = static_cast<int64_t>(request.examples.size());
     return route.method == RestMethod::Classify
                ? write_classify_response(outputs, n)

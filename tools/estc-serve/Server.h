@@ -1,9 +1,10 @@
 //===- Server.h - estc-serve: TF Serving's REST API over HTTP -----------===//
 //
 // RestHandler answers one request, (method, path, body) -> (HTTP status,
-// JSON), with no network: it resolves the model version (ModelManager),
-// parses the body (RestApi.h, RestCodec.h), runs the signature (directly or
-// through the Batcher) and writes the JSON; it records the metrics. Server
+// JSON), with no network: it parses the body (RestApi.h, RestCodec.h), runs
+// the request through a Runner (the served version, the Batcher; the gRPC
+// API's GrpcHandler runs through one too) and writes the JSON; it records
+// the metrics. Server
 // puts it behind cpp-httplib: a thread pool of --rest_api_num_threads,
 // HTTP/1.1 keep-alive, read and write timeouts (a stalled client is
 // dropped), a body limit (413; a body of any Content-Type is read whole as
@@ -26,6 +27,7 @@
 #include "tools/estc-serve/Batcher.h"
 #include "tools/estc-serve/Metrics.h"
 #include "tools/estc-serve/ModelManager.h"
+#include "tools/estc-serve/Runner.h"
 
 #include <cstdint>
 #include <memory>
@@ -53,8 +55,7 @@ public:
 private:
   std::string answer(const Route &route, std::string_view body);
 
-  const ModelManager &models_;
-  Batcher *batcher_;
+  Runner runner_;
   Metrics &metrics_;
 };
 
@@ -90,6 +91,8 @@ public:
   void stop();
 
   Metrics &metrics() { return metrics_; }
+  /// The batcher (null without batching), which the gRPC server shares.
+  Batcher *batcher() { return batcher_.get(); }
 
 private:
   struct Http;

@@ -32,6 +32,12 @@ std::vector<ModelConfig> parse_model_server_config(const std::string &text,
                                                    const std::string &file) {
   proto::ModelServerConfig config;
   parse(text, file, config);
+  return model_configs_of(config, file);
+}
+
+std::vector<ModelConfig>
+model_configs_of(const proto::ModelServerConfig &config,
+                 const std::string &file) {
   if (!config.has_model_config_list())
     throw std::invalid_argument(file + ": no model_config_list");
   std::vector<ModelConfig> models;

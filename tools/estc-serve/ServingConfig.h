@@ -25,6 +25,7 @@
 
 #include "tools/estc-serve/Batcher.h"
 #include "tools/estc-serve/ModelManager.h"
+#include "tools/estc-serve/serving_config.pb.h"
 
 #include <string>
 #include <vector>
@@ -35,6 +36,11 @@ namespace serving {
 std::vector<ModelConfig> parse_model_server_config(const std::string &text,
                                                    const std::string &file);
 std::vector<ModelConfig> read_model_config_file(const std::string &path);
+/// The models of a parsed ModelServerConfig (the file's and gRPC's
+/// HandleReloadConfigRequest's); `file` names it in errors.
+std::vector<ModelConfig>
+model_configs_of(const proto::ModelServerConfig &config,
+                 const std::string &file);
 
 BatchingOptions parse_batching_parameters(const std::string &text,
                                           const std::string &file);

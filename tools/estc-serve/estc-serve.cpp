@@ -1,14 +1,16 @@
-//===- estc-serve.cpp - Serve estc exports with TF Serving's REST API ----===//
+//===- estc-serve.cpp - Serve estc exports with TF Serving's APIs --------===//
 //
 //   estc-serve --model_name=titanic --model_base_path=/models/titanic
 //   estc-serve --model_config_file=models.config --enable_batching
+//   estc-serve --port=8500 --model_name=titanic --model_base_path=...
 //
-// tensorflow_model_server's REST half for estc's exports (docs/serving.md):
-// its flag names, routes, JSON and status codes, so that TF Serving clients
-// work unchanged. There is no gRPC API (TF Serving's --port). The library
-// (estimator/Serving) does the work; this file reads the flags, loads the
-// models, serves until SIGTERM or SIGINT and then lets the requests in
-// flight finish (exit 0).
+// tensorflow_model_server for estc's exports (docs/serving.md): its flag
+// names, its REST API (--rest_api_port) and, with --port, its gRPC API
+// (PredictionService, ModelService), their messages and status codes, so
+// that TF Serving clients work unchanged. Unlike tensorflow_model_server,
+// gRPC is served only when --port is given. The library (tools/estc-serve)
+// does the work; this file reads the flags, loads the models, serves until
+// SIGTERM or SIGINT and then lets the requests in flight finish (exit 0).
 //
 // Errors: a bad command line is one line and exit status 2 (Flags.h); a
 // config file that cannot be read, or an address that cannot be bound, is
@@ -17,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Support/Flags.h"
+#include "tools/estc-serve/GrpcServer.h"
 #include "tools/estc-serve/SavedModelServable.h"
 #include "tools/estc-serve/Server.h"
 #include "tools/estc-serve/ServingConfig.h"
@@ -65,13 +68,26 @@ int main(int argc, char **argv) {
   std::string batching_parameters_file;
   int64_t max_request_bytes = 64 << 20;
   std::string port_file;
+  int64_t grpc_port = -1;
+  std::string grpc_port_file;
 
   flags::FlagParser parser(
       "estc-serve",
       "Serves estc exports (Estimator::export_saved_model) with TensorFlow "
       "Serving's REST API: /v1/models/NAME[:predict|:classify|:regress], "
-      "/v1/models/NAME[/metadata], /monitoring/prometheus/metrics. No gRPC "
-      "API.");
+      "/v1/models/NAME[/metadata], /monitoring/prometheus/metrics; with "
+      "--port, its gRPC API (tensorflow.serving.PredictionService and "
+      "ModelService).");
+  parser.add(flags::Flag("port", &grpc_port,
+                         "the gRPC port (TF Serving's PredictionService and "
+                         "ModelService); 0: any free port (see "
+                         "--grpc_port_file)")
+                 .min(0)
+                 .max(65535)
+                 .default_text("none, no gRPC API"));
+  parser.add(flags::Flag("grpc_port_file", &grpc_port_file,
+                         "once the gRPC API listens, write its port to this "
+                         "file"));
   parser.add(flags::Flag("rest_api_port", &rest_api_port,
                          "the HTTP port; 0: any free port (see --port_file)")
                  .min(0)
@@ -118,6 +134,8 @@ int main(int argc, char **argv) {
     parser.fail("--model_config_file and --model_base_path are exclusive");
   if (model_config_file.empty() && model_base_path.empty())
     parser.fail("missing --model_base_path (or --model_config_file)");
+  if (!grpc_port_file.empty() && grpc_port < 0)
+    parser.fail("--grpc_port_file needs --port");
   if (!batching_parameters_file.empty() && !enable_batching)
     parser.fail("--batching_parameters_file needs --enable_batching");
 
@@ -168,12 +186,31 @@ int main(int argc, char **argv) {
               << (enable_batching ? ", batching" : "") << ")" << std::endl;
     if (!port_file.empty() && !writePortFile(port_file, port))
       return fail("cannot write --port_file " + port_file);
+    std::unique_ptr<GrpcServer> grpc;
+    if (grpc_port >= 0) {
+      GrpcServerOptions grpcOptions;
+      grpcOptions.host = rest_api_host;
+      grpcOptions.port = static_cast<int>(grpc_port);
+      grpcOptions.max_request_bytes = max_request_bytes;
+      grpc = std::make_unique<GrpcServer>(
+          grpcOptions, models, server.batcher(), server.metrics(),
+          [&models](std::vector<ModelConfig> configs) {
+            models.reload(std::move(configs));
+          });
+      int gport = grpc->start();
+      std::cerr << "estc-serve: gRPC API at " << rest_api_host << ":" << gport
+                << std::endl;
+      if (!grpc_port_file.empty() && !writePortFile(grpc_port_file, gport))
+        return fail("cannot write --grpc_port_file " + grpc_port_file);
+    }
 
     std::thread waiter([&] {
       int signal = 0;
       sigwait(&stopSignals, &signal);
       std::cerr << "estc-serve: " << (signal == SIGINT ? "SIGINT" : "SIGTERM")
                 << ": finishing the requests in flight" << std::endl;
+      if (grpc)
+        grpc->stop();
       server.stop();
     });
     server.run();
