@@ -4,10 +4,12 @@
 
 #include "estimator/Distributed.h"
 #include "estimator/Logging.h"
+#include "lib/Checkpoint/Partitions.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/binding/TensorBinding.h"
 
 #include <cstring>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -23,21 +25,42 @@ bool isLocal(const rt::VariableSpec &v) { return v.local; }
 void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
                    const std::string &source) {
   const rt::ModelSpec &spec = m.spec();
+  // The parts of partitioned variables, which a TF checkpoint holds as
+  // one full tensor (lib/Checkpoint/Partitions.h); computed when needed.
+  std::optional<std::map<std::string, train::PartLayout>> layouts;
   for (int i = 0; i < spec.numVariables; ++i) {
     const rt::VariableSpec &v = spec.variables[i];
     if (isLocal(v))
       continue;
     auto it = variables.find(v.name);
     VariableSpec want = binding::variableSpec(v);
-    if (it == variables.end())
-      throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
-                                   want.str() + ") is not in the checkpoint");
-    if (it->second.spec() != want)
+    std::optional<TensorValue> part;
+    if (it == variables.end()) {
+      if (!layouts) {
+        std::map<std::string, VariableSpec> specs;
+        for (int j = 0; j < spec.numVariables; ++j)
+          if (!isLocal(spec.variables[j]))
+            specs[spec.variables[j].name] =
+                binding::variableSpec(spec.variables[j]);
+        layouts = train::partition_layouts(specs);
+      }
+      auto layout = layouts->find(v.name);
+      if (layout != layouts->end()) {
+        auto full = variables.find(layout->second.full_name);
+        if (full != variables.end()) {
+          part = train::slice_of(full->second, layout->second, source);
+        }
+      }
+      if (!part)
+        throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
+                                     want.str() + ") is not in the checkpoint");
+    }
+    const TensorValue &value = part ? *part : it->second;
+    if (value.spec() != want)
       throw train::CheckpointError(
-          source + ": variable '" + v.name + "' is " + it->second.spec().str() +
+          source + ": variable '" + v.name + "' is " + value.spec().str() +
           " in the checkpoint but " + want.str() + " in the model");
-    std::memcpy(m.variable_data(i), it->second.data.data(),
-                it->second.data.size());
+    std::memcpy(m.variable_data(i), value.data.data(), value.data.size());
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "lib/Checkpoint/Checkpoint.h"
 
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Checkpoint/checkpoint_state.pb.h"
 #include "lib/Support/Crc32c.h"
@@ -899,8 +900,8 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
       // TF's layout: the data files, then the index, each crash-safely.
       BundleWriter writer(
           prefix, {.num_shards = options_.num_shards, .sync = options_.sync});
-      for (const auto &[name, t] : refs)
-        writer.add(*name, *t);
+      // Parts of partitioned variables as slices of their full tensor.
+      add_variables(writer, refs);
       writer.finish();
     } else {
       fileio::writeFileAtomically(

@@ -2,6 +2,7 @@
 
 #include "lib/Checkpoint/TensorBundle.h"
 
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/Checkpoint/Table.h"
 #include "lib/Checkpoint/tensor_bundle.pb.h"
 #include "lib/Support/Crc32c.h"
@@ -558,8 +559,10 @@ void write_tensor_bundle(const std::string &prefix,
                          const VariableMap &variables,
                          const BundleWriterOptions &options) {
   BundleWriter writer(prefix, options);
+  std::vector<std::pair<const std::string *, const TensorValue *>> refs;
   for (const auto &[name, value] : variables)
-    writer.add(name, value);
+    refs.emplace_back(&name, &value);
+  add_variables(writer, refs); // parts as slices (Partitions.h)
   writer.finish();
 }
 

@@ -17,6 +17,7 @@
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Metrics.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/PartitionedVariables.h"
 #include "lib/Graph/Recurrent.h"
 #include "lib/Graph/Summaries.h"
 #include "lib/Graph/Train.h"
