@@ -1,0 +1,103 @@
+//===- tf_partitioned_tool.cpp - A partitioned embedding's model_dirs ----===//
+//
+// The estc side of test/e2e/tf_partitioned_compat.py: trains a custom
+// model_fn with a partitioned embedding (the JIT Estimator) in MODEL_DIR,
+// which a TF 2.15 Estimator of the same model may have written or may
+// continue, on the batches of a data file, in order:
+//
+//   tf_partitioned_tool MODEL_DIR DATA STRATEGY OPTIMIZER BATCH STEPS
+//
+//   model      emb = get_variable("emb", [10, 3],
+//              partitioner=fixed_size_partitioner(3)); the ids c [B, 2]
+//              looked up with partition_strategy STRATEGY (mod or div),
+//              reshaped to [B, 6], concatenated with x [B, 4], then
+//              tf.compat.v1.layers.dense(3); sparse softmax cross-entropy;
+//              OPTIMIZER: sgd (GradientDescent 0.1) or adagrad (Adagrad
+//              0.1, initial accumulator 0.1)
+//   DATA       float32 x [n, 4], int64 c [n, 2], int64 labels [n],
+//              little-endian
+//===----------------------------------------------------------------------===//
+
+#include "estimator/Estimator.h"
+#include "lib/Graph/Layers.h"
+#include "lib/Graph/Ops.h"
+#include "lib/Graph/PartitionedVariables.h"
+#include "lib/Graph/Train.h"
+#include "lib/Support/FileIO.h"
+
+#include <iostream>
+#include <stdexcept>
+
+using namespace estc;
+using namespace estc::estimator;
+
+namespace {
+EstimatorSpec model_fn(const TensorMap &features, const Tensor &labels,
+                       ModeKeys mode, const Params &params,
+                       const RunConfig &config) {
+  (void)config;
+  Graph &g = features["x"].graph();
+  PartitionedVariable emb = get_variable(g, "emb", DType::Float32, {10, 3},
+                                         fixed_size_partitioner(3));
+  Tensor rows = nn::embedding_lookup(emb, features["c"],
+                                     params.get<std::string>("strategy"));
+  Tensor net = concat({reshape(rows, {-1, 6}), features["x"]}, 1);
+  Tensor logits = layers::dense(net, 3);
+  EstimatorSpec spec(mode);
+  spec.predictions = {{"logits", logits}};
+  if (mode == ModeKeys::PREDICT)
+    return spec;
+  spec.loss = losses::sparse_softmax_cross_entropy(labels, logits);
+  train::Optimizer optimizer = params.get<std::string>("optimizer") == "sgd"
+                                   ? train::GradientDescentOptimizer(0.1)
+                                   : train::AdagradOptimizer(0.1, 0.1);
+  spec.train_op = optimizer.minimize(spec.loss);
+  return spec;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 7) {
+    std::cerr << "usage: tf_partitioned_tool MODEL_DIR DATA STRATEGY "
+                 "OPTIMIZER BATCH STEPS\n";
+    return 2;
+  }
+  try {
+    int64_t batch = std::stoll(argv[5]), steps = std::stoll(argv[6]);
+    int64_t n = batch * steps;
+    std::string data = fileio::readFile(argv[2]);
+    size_t xBytes = static_cast<size_t>(n * 4 * 4);
+    size_t cBytes = static_cast<size_t>(n * 2 * 8);
+    size_t yBytes = static_cast<size_t>(n * 8);
+    if (data.size() != xBytes + cBytes + yBytes)
+      throw std::invalid_argument(
+          std::string(argv[2]) + ": " + std::to_string(data.size()) +
+          " bytes, not the data of " + std::to_string(n) + " examples");
+    TensorValue x =
+        TensorValue::from_bytes(DType::Float32, {n, 4}, data.substr(0, xBytes));
+    TensorValue c = TensorValue::from_bytes(DType::Int64, {n, 2},
+                                            data.substr(xBytes, cBytes));
+    TensorValue y = TensorValue::from_bytes(DType::Int64, {n},
+                                            data.substr(xBytes + cBytes));
+    RunConfigOptions o;
+    o.model_dir = argv[1];
+    o.save_checkpoints_steps = steps;
+    o.save_summary_steps = 0;
+    o.log_step_count_steps = steps;
+    Params params;
+    params.set("strategy", std::string(argv[3]));
+    params.set("optimizer", std::string(argv[4]));
+    Estimator estimator(model_fn, RunConfig::from_tf_config("", o), params);
+    estimator.train(
+        numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
+        {.steps = steps});
+    std::cout
+        << "global_step "
+        << estimator.get_variable_value("global_step").values<int64_t>()[0]
+        << "\n";
+    return 0;
+  } catch (const std::exception &e) {
+    std::cerr << "tf_partitioned_tool: error: " << e.what() << "\n";
+    return 1;
+  }
+}
