@@ -2,6 +2,8 @@
 
 #include "lib/Graph/Ops.h"
 
+#include "lib/Graph/EmbeddingCombiner.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -917,20 +919,12 @@ Tensor bucketize(const Tensor &x, const std::vector<double> &boundaries,
   return o.finish(DType::Int64, x.shape(), {{"boundaries", list}});
 }
 
-Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
-                                    const std::string &combiner,
-                                    double max_norm, const std::string &name) {
-  const char *op = "safe_embedding_lookup_sparse";
-  if (!params.valid())
-    throw GraphError(std::string(op) + ": params is an empty Tensor");
-  // Rank 2 only: TF's own lookup fails on higher-rank params (the select
-  // that zeroes empty rows).
-  if (!params.has_value() || !is_floating(params.dtype()) || params.rank() != 2)
-    throw GraphError(std::string(op) + ": params '" + params.name() +
-                     "' must be a float matrix [vocab, dim], got " +
-                     (params.has_value() ? to_string(params.dtype()) + " " +
-                                               shape::toString(params.shape())
-                                         : std::string("no value")));
+namespace detail {
+Tensor
+combineSparseEmbeddings(const char *op, Graph &g, DType dtype, int64_t rank,
+                        const std::function<Tensor(const Tensor &)> &lookup,
+                        const SparseIds &ids, const std::string &combiner,
+                        double max_norm, const std::string &name) {
   if (combiner != "sum" && combiner != "mean" && combiner != "sqrtn")
     throw GraphError(std::string(op) +
                      ": combiner must be \"sum\", \"mean\" or \"sqrtn\", "
@@ -939,11 +933,9 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
   if (std::isnan(max_norm) || std::isinf(max_norm))
     throw GraphError(std::string(op) + ": max_norm must be finite, got " +
                      formatNumber(max_norm));
-  Graph &g = params.graph();
   checkSparseIds(op, ids, g);
   auto scope = compositeScope(g, name, "embedding_lookup");
-  int64_t rank = params.rank();
-  Tensor embeddings = gather(params, ids.ids);
+  Tensor embeddings = lookup(ids.ids);
   if (max_norm > 0)
     embeddings = clipRowsByNorm(embeddings, max_norm);
   if (!ids.weights.valid()) {
@@ -951,14 +943,13 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
     Tensor sum = unsorted_segment_sum(embeddings, ids.rows, ids.row_lengths);
     if (combiner == "sum")
       return sum;
-    Tensor count = maximum(cast(ids.row_lengths, params.dtype()), 1.0);
+    Tensor count = maximum(cast(ids.row_lengths, dtype), 1.0);
     if (combiner == "sqrtn")
       count = sqrt(count);
     return divide(sum, asColumn(count, rank));
   }
-  Tensor w = ids.weights.dtype() == params.dtype()
-                 ? ids.weights
-                 : cast(ids.weights, params.dtype());
+  Tensor w =
+      ids.weights.dtype() == dtype ? ids.weights : cast(ids.weights, dtype);
   // TF prunes the ids of weight <= 0 for mean and sqrtn (not for sum): a
   // weight of 0 adds nothing to either sum.
   if (combiner != "sum")
@@ -974,6 +965,27 @@ Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
   // TF's div_no_nan: a row without (unpruned) ids has sum 0 and divisor 0.
   divisor = where(greater(divisor, 0.0), divisor, 1.0);
   return divide(sum, asColumn(divisor, rank));
+}
+} // namespace detail
+
+Tensor safe_embedding_lookup_sparse(const Tensor &params, const SparseIds &ids,
+                                    const std::string &combiner,
+                                    double max_norm, const std::string &name) {
+  const char *op = "safe_embedding_lookup_sparse";
+  if (!params.valid())
+    throw GraphError(std::string(op) + ": params is an empty Tensor");
+  // Rank 2 only: TF's own lookup fails on higher-rank params (the select
+  // that zeroes empty rows).
+  if (!params.has_value() || !is_floating(params.dtype()) || params.rank() != 2)
+    throw GraphError(std::string(op) + ": params '" + params.name() +
+                     "' must be a float matrix [vocab, dim], got " +
+                     (params.has_value() ? to_string(params.dtype()) + " " +
+                                               shape::toString(params.shape())
+                                         : std::string("no value")));
+  return detail::combineSparseEmbeddings(
+      op, params.graph(), params.dtype(), params.rank(),
+      [&](const Tensor &rowIds) { return gather(params, rowIds); }, ids,
+      combiner, max_norm, name);
 }
 
 Tensor sparse_to_indicator(const SparseIds &ids, int64_t depth,

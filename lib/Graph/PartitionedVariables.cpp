@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Graph/PartitionedVariables.h"
 
+#include "lib/Graph/EmbeddingCombiner.h"
 #include "lib/Graph/Ops.h"
 
 #include <cmath>
@@ -353,5 +354,28 @@ Tensor embedding_lookup(const PartitionedVariable &params, const Tensor &ids,
 }
 
 } // namespace nn
+
+Tensor safe_embedding_lookup_sparse(const PartitionedVariable &params,
+                                    const SparseIds &ids,
+                                    const std::string &combiner,
+                                    double max_norm,
+                                    const std::string &partition_strategy,
+                                    const std::string &name) {
+  const char *op = "safe_embedding_lookup_sparse";
+  if (!params.valid())
+    throw GraphError(std::string(op) + ": params is an empty "
+                                       "PartitionedVariable");
+  if (!is_floating(params.dtype()) || params.shape().size() != 2)
+    throw GraphError(std::string(op) + ": params '" + params.name() +
+                     "' must be a float matrix [vocab, dim], got " +
+                     to_string(params.dtype()) + " " + dimsStr(params.shape()));
+  Graph &g = params.parts()[0].graph();
+  return detail::combineSparseEmbeddings(
+      op, g, params.dtype(), 2,
+      [&](const Tensor &rowIds) {
+        return nn::embedding_lookup(params, rowIds, partition_strategy);
+      },
+      ids, combiner, max_norm, name);
+}
 
 } // namespace estc

@@ -32,6 +32,7 @@
 #define ESTC_LIB_GRAPH_PARTITIONEDVARIABLES_H
 
 #include "lib/Graph/GraphBuilder.h"
+#include "lib/Graph/Ops.h"
 
 #include <cstdint>
 #include <functional>
@@ -147,6 +148,17 @@ Tensor embedding_lookup(const PartitionedVariable &params, const Tensor &ids,
                         const std::string &partition_strategy = "mod",
                         const std::string &name = "");
 } // namespace nn
+
+/// tf.nn.safe_embedding_lookup_sparse over the parts of a float variable
+/// [vocab, dim] partitioned along axis 0: as the one-tensor
+/// safe_embedding_lookup_sparse (lib/Graph/Ops.h), each id's embedding
+/// looked up with nn::embedding_lookup's `partition_strategy` (TF's
+/// default there is "div").
+Tensor safe_embedding_lookup_sparse(
+    const PartitionedVariable &params, const SparseIds &ids,
+    const std::string &combiner = "mean", double max_norm = 0,
+    const std::string &partition_strategy = "div",
+    const std::string &name = "");
 
 } // namespace estc
 

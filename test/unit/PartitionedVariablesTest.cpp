@@ -254,6 +254,38 @@ TEST(PartitionedVariables, EmbeddingLookupModAndDivMatchTf) {
   }
 }
 
+TEST(PartitionedVariables, SafeEmbeddingLookupSparseOverParts) {
+  // Over the parts ("div", TF's default there) as in the full tensor.
+  std::vector<double> values;
+  for (int i = 0; i < 20; ++i)
+    values.push_back(i * 0.5 - 3);
+  Graph graph;
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {-1}});
+  build_mode(graph, ModeKeys::PREDICT, inputs,
+             [&](Graph &gr, const TensorMap &, const Tensor &, ModeKeys) {
+               PartitionedVariable emb = get_variable(
+                   gr, "emb", DType::Float32, {10, 2},
+                   fixed_size_partitioner(3), constant_initializer(values));
+               Tensor full = gr.constant(values, {10, 2});
+               SparseIds ids{gr.constant({0, 9, 4, 7, 2, 2}, {6}, DType::Int64),
+                             gr.constant({0, 0, 1, 2, 2, 2}, {6}, DType::Int64),
+                             gr.constant({2, 1, 3}, {3}, DType::Int64),
+                             gr.constant({1, 2, 0.5, 1, 3, 0.25}, {6})};
+               Signature spec;
+               spec.predictions = TensorMap{
+                   {"parts", safe_embedding_lookup_sparse(emb, ids, "sqrtn")},
+                   {"full", safe_embedding_lookup_sparse(full, ids, "sqrtn")}};
+               return spec;
+             });
+  reference::Evaluator reference(graph.graph_def());
+  reference.initialize_variables();
+  std::map<std::string, reference::Value> out = reference.run(
+      "predict", {{"x", reference::Value(g::DT_FLOAT, {3}, {0, 0, 0})}});
+  EXPECT_EQ(out.at("predictions/parts").data, out.at("predictions/full").data);
+  EXPECT_EQ(out.at("predictions/parts").shape, (std::vector<int64_t>{3, 2}));
+}
+
 TEST(PartitionedVariables, TrainingMovesOnlyTheRowsLookedUp) {
   // loss = sum(lookup(emb, ids)); SGD and Adagrad move exactly the rows of
   // the ids, in every part, by the gradient (1 per id occurrence).
