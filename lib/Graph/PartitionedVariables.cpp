@@ -169,7 +169,9 @@ Tensor PartitionedVariable::as_tensor() const {
   std::vector<Tensor> reads;
   for (const Variable &v : parts_)
     reads.push_back(v.read());
-  return concat(reads, axis_, name_ + "/ConcatPartitions");
+  // TF's name: "<name>/ConcatPartitions/concat", outside the name scopes.
+  auto root = parts_[0].graph().root_name_scope();
+  return concat(reads, axis_, name_ + "/ConcatPartitions/concat");
 }
 
 namespace {
