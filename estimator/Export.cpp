@@ -14,6 +14,7 @@
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Logging.h"
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/FeatureColumn/Serialization.h"
 #include "lib/Support/FileIO.h"
 #include "lib/Support/Printable.h"
@@ -505,11 +506,31 @@ std::string Estimator::export_saved_model(
     for (const auto &[checkpointName, variable] : code.saver_var_list)
       sourceOf[variable] = checkpointName;
     train::VariableMap variables;
+    // The parts of partitioned variables, which a checkpoint in TF's format
+    // holds as slices of their full name (lib/Checkpoint/Partitions.h).
+    std::map<std::string, VariableSpec> specs;
+    for (const modelformat::VariableInfo &v : manifest.variables)
+      if (!v.local)
+        specs[v.name] = VariableSpec{
+            dtype_from_abi_name(modelformat::elementTypeName(v.dtype))
+                .value_or(DType::Invalid),
+            v.shape};
+    std::map<std::string, train::PartLayout> layouts =
+        train::partition_layouts(specs);
     for (const modelformat::VariableInfo &v : manifest.variables) {
       const std::string &name = v.name;
       if (v.local)
         continue;
       auto renamed = sourceOf.find(name);
+      auto layout = layouts.find(name);
+      if (renamed == sourceOf.end() && !reader.has_tensor(name) &&
+          layout != layouts.end() &&
+          reader.has_tensor(layout->second.full_name)) {
+        variables[name] =
+            train::slice_of(reader.get_tensor(layout->second.full_name),
+                            layout->second, "checkpoint " + reader.path());
+        continue;
+      }
       if (renamed != sourceOf.end()) {
         if (!reader.has_tensor(renamed->second))
           fail("checkpoint " + reader.path() + " has no variable '" +
