@@ -306,9 +306,6 @@ public:
   /// Writes model.ckpt-<global_step> (with an I64 scalar "global_step"
   /// when `variables` has none) in format(), then the state file, then
   /// deletes the checkpoints that are no longer kept (in either format).
-  /// The bundle format writes the parts "<X>/part_<i>" of a partitioned
-  /// variable as slices of "<X>", as TF's Saver; safetensors keeps them
-  /// under their own names (lib/Checkpoint/Partitions.h).
   /// Returns the prefix path. When a write fails (CheckpointError "<file>:
   /// cannot write: <strerror>"), model_dir is left as it was: the previous
   /// state, and no new file it does not list.

@@ -147,9 +147,7 @@ private:
   bool finished_ = false;
 };
 
-/// Writes `variables` as the TF checkpoint `prefix`; the parts
-/// "<X>/part_<i>" of a partitioned variable as slices of "<X>", as TF's
-/// Saver (lib/Checkpoint/Partitions.h).
+/// Writes `variables` as the TF checkpoint `prefix`.
 void write_tensor_bundle(const std::string &prefix,
                          const VariableMap &variables,
                          const BundleWriterOptions &options = {});
