@@ -21,10 +21,11 @@ namespace detail {
 /// (ids [n] -> rows [n, dim] of `dtype`, rank `rank`): checks the combiner,
 /// max_norm and ids (GraphErrors naming `op`), then clips and combines the
 /// rows per batch row, in the name scope `name` (else "embedding_lookup").
-Tensor combineSparseEmbeddings(
-    const char *op, Graph &g, DType dtype, int64_t rank,
-    const std::function<Tensor(const Tensor &)> &lookup, const SparseIds &ids,
-    const std::string &combiner, double max_norm, const std::string &name);
+Tensor
+combineSparseEmbeddings(const char *op, Graph &g, DType dtype, int64_t rank,
+                        const std::function<Tensor(const Tensor &)> &lookup,
+                        const SparseIds &ids, const std::string &combiner,
+                        double max_norm, const std::string &name);
 
 } // namespace detail
 } // namespace estc
