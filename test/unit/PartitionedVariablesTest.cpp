@@ -246,7 +246,7 @@ TEST(PartitionedVariables, EmbeddingLookupModAndDivMatchTf) {
       in[i] = static_cast<int64_t>(kIds[i]);
     model->run(fn);
     const auto *got = static_cast<const float *>(
-        model->output_data(fn, model->output_index(fn, "rows")));
+        model->output_data(fn, model->output_index(fn, "predictions/rows")));
     for (size_t i = 0; i < want.size(); ++i)
       EXPECT_EQ(got[2 * i], want[i]) << i;
     in[4] = 10;
