@@ -2,6 +2,7 @@
 
 #include "estimator/WarmStart.h"
 
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/Data/Idx.h"
 
 #include <cstring>
@@ -144,6 +145,10 @@ warm_start(const WarmStartSettings &settings,
           "WarmStartSettings: var_name_to_vocab_info names '" + entry.first +
           "', which is not a warm-started variable of the model");
 
+  // The parts of partitioned variables, which a checkpoint in TF's format
+  // holds as slices of their full name (lib/Checkpoint/Partitions.h).
+  std::map<std::string, train::PartLayout> layouts =
+      train::partition_layouts(current);
   train::VariableMap loaded;
   for (const auto &[name, spec] : current) {
     if (!selected(name))
@@ -155,6 +160,16 @@ warm_start(const WarmStartSettings &settings,
     std::string what =
         "variable '" + name + "'" + (old == name ? "" : " (as '" + old + "')");
     auto it = reader.variables().find(old);
+    auto layout = layouts.find(name);
+    if (it == reader.variables().end() && old == name &&
+        layout != layouts.end() &&
+        reader.variables().count(layout->second.full_name) &&
+        !settings.var_name_to_vocab_info.count(name)) {
+      loaded.emplace(
+          name, train::slice_of(reader.get_tensor(layout->second.full_name),
+                                layout->second, file + ": warm start"));
+      continue;
+    }
     if (it == reader.variables().end())
       throw train::CheckpointError(file + ": warm start: " + what +
                                    " is not in the checkpoint");

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lib/Checkpoint/TensorBundle.h"
 #include "lib/Data/Idx.h"
 
 #include <filesystem>
@@ -48,6 +49,35 @@ template <typename F> void expectError(F f, std::vector<std::string> parts) {
 }
 
 } // namespace
+
+TEST_F(WarmStartTest, PartsFromTheSlicesOfATfCheckpoint) {
+  // A TF-format checkpoint holds a partitioned variable as slices of its
+  // full name ("emb" [5, 2]); a model with its parts "emb/part_<i>" warm
+  // starts each from its slice (lib/Checkpoint/Partitions.h).
+  VariableMap old;
+  old["emb/part_0"] = TensorValue::of<float>({3, 2}, {0, 1, 2, 3, 4, 5});
+  old["emb/part_1"] = TensorValue::of<float>({2, 2}, {6, 7, 8, 9});
+  write_tensor_bundle(file("model.ckpt-1"), old);
+  std::map<std::string, VariableSpec> current = {
+      {"emb/part_0", {DType::Float32, {2, 2}}},
+      {"emb/part_1", {DType::Float32, {2, 2}}},
+      {"emb/part_2", {DType::Float32, {1, 2}}}};
+  WarmStartSettings ws;
+  ws.ckpt_to_initialize_from = file("model.ckpt-1");
+  ws.vars_to_warm_start = "emb";
+  // Three parts of [5, 2] (the checkpoint's two were cut otherwise).
+  auto loaded = warm_start(ws, current);
+  ASSERT_EQ(loaded.size(), 3u);
+  EXPECT_EQ(loaded.at("emb/part_1").values<float>(),
+            (std::vector<float>{4, 5, 6, 7}));
+  EXPECT_EQ(loaded.at("emb/part_2").values<float>(),
+            (std::vector<float>{8, 9}));
+  // Parts of another full shape: one line naming the tensor.
+  current = {{"emb/part_0", {DType::Float32, {3, 2}}},
+             {"emb/part_1", {DType::Float32, {3, 2}}}};
+  expectError([&] { warm_start(ws, current); },
+              {"warm start", "'emb' is F32[5,2] in the checkpoint", "[6,2]"});
+}
 
 TEST_F(WarmStartTest, SelectsRenamesAndChecks) {
   VariableMap old;
