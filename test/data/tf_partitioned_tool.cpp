@@ -6,6 +6,7 @@
 // continue, on the batches of a data file, in order:
 //
 //   tf_partitioned_tool MODEL_DIR DATA STRATEGY OPTIMIZER BATCH STEPS
+//                       [EXPORT_DIR]
 //
 //   model      emb = get_variable("emb", [10, 3],
 //              partitioner=fixed_size_partitioner(3)); the ids c [B, 2]
@@ -16,9 +17,14 @@
 //              0.1, initial accumulator 0.1)
 //   DATA       float32 x [n, 4], int64 c [n, 2], int64 labels [n],
 //              little-endian
+//   EXPORT_DIR after training, export_saved_model there and check that the
+//              exported parts emb/part_<i> are the rows of "emb" the
+//              checkpoint holds (get_variable_value("emb"), TF's full
+//              tensor of a TF-format model_dir); exit 1 otherwise
 //===----------------------------------------------------------------------===//
 
 #include "estimator/Estimator.h"
+#include "lib/Checkpoint/Checkpoint.h"
 #include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/PartitionedVariables.h"
@@ -57,9 +63,9 @@ EstimatorSpec model_fn(const TensorMap &features, const Tensor &labels,
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
+  if (argc != 7 && argc != 8) {
     std::cerr << "usage: tf_partitioned_tool MODEL_DIR DATA STRATEGY "
-                 "OPTIMIZER BATCH STEPS\n";
+                 "OPTIMIZER BATCH STEPS [EXPORT_DIR]\n";
     return 2;
   }
   try {
@@ -91,6 +97,22 @@ int main(int argc, char **argv) {
     estimator.train(
         numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
         {.steps = steps});
+    if (argc == 8) {
+      std::string exported = estimator.export_saved_model(
+          argv[7],
+          build_raw_serving_input_receiver_fn(
+              {{"x", DType::Float32, {-1, 4}}, {"c", DType::Int64, {-1, 2}}}));
+      train::CheckpointReader variables(
+          fileio::joinPath(exported, "variables.safetensors"));
+      std::string parts;
+      for (int i = 0; i < 3; ++i)
+        parts += variables.get_tensor("emb/part_" + std::to_string(i)).data;
+      if (parts != estimator.get_variable_value("emb").data)
+        throw std::runtime_error(exported +
+                                 ": the exported parts of emb are not the "
+                                 "checkpoint's rows");
+      std::cout << "exported " << exported << "\n";
+    }
     std::cout
         << "global_step "
         << estimator.get_variable_value("global_step").values<int64_t>()[0]

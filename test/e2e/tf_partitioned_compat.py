@@ -13,7 +13,8 @@ Adagrad slots emb/part_<i>/Adagrad). On 2 x STEPS fixed batches, in order:
 
   tf_200        TF trains STEPS steps, then TF STEPS more (the reference)
   tf_then_estc  TF's first STEPS, then estc continues the model_dir (its
-                parts restored from TF's slices of "emb")
+                parts restored from TF's slices of "emb") and exports a
+                SavedModel (the parts cut from the checkpoint's "emb")
   estc_then_tf  from TF's step-0 checkpoint, estc trains STEPS steps (in
                 TF's format: the parts as slices of "emb" and the slots of
                 "emb/Adagrad"), then TF continues (restoring them)
@@ -85,13 +86,14 @@ def tf_train(tf, model_dir, strategy, opt, x, c, y):
         ({"x": x, "c": c}, y)).batch(BATCH), steps=len(y) // BATCH)
 
 
-def estc_train(tool, work, model_dir, strategy, opt, x, c, y):
+def estc_train(tool, work, model_dir, strategy, opt, x, c, y, export=None):
     path = os.path.join(work, "batches.bin")
     with open(path, "wb") as f:
         f.write(x.astype("<f4").tobytes() + c.astype("<i8").tobytes() +
                 y.astype("<i8").tobytes())
     r = subprocess.run([tool, model_dir, path, strategy, opt, str(BATCH),
-                        str(len(y) // BATCH)], capture_output=True, text=True)
+                        str(len(y) // BATCH)] + ([export] if export else []),
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"FAIL: {tool} {model_dir}: {r.stderr.strip()[-2000:]}")
 
@@ -155,8 +157,10 @@ def main():
                   "emb/part_0" not in reference,
                   f"{label}: TF's checkpoint lists {sorted(reference)}")
 
+            # ... and exports the model: the tool checks that the exported
+            # parts are the rows of TF's "emb".
             estc_train(args.tool, work, d("tf_then_estc"), strategy, opt,
-                       *second)
+                       *second, export=d("export"))
             compare(np, f"{label} tf_then_estc",
                     variables(tf, d("tf_then_estc")), reference)
 
