@@ -85,7 +85,8 @@ Partitioner variable_axis_size_partitioner(int64_t max_shard_bytes,
         "got " +
         std::to_string(max_shard_bytes) + " and " +
         std::to_string(bytes_per_string_element));
-  if (max_shards && *max_shards < 1)
+  // As TF (`if max_shards and max_shards < 1`): 0 is no limit.
+  if (max_shards && *max_shards < 0)
     throw std::invalid_argument(std::string(what) +
                                 ": max_shards must be at least 1, got " +
                                 std::to_string(*max_shards));
@@ -103,7 +104,7 @@ Partitioner variable_axis_size_partitioner(int64_t max_shard_bytes,
         1.0, std::floor(static_cast<double>(max_shard_bytes) / sliceBytes));
     int64_t n = static_cast<int64_t>(
         std::ceil(static_cast<double>(shape[axis]) / perShard));
-    if (max_shards)
+    if (max_shards && *max_shards > 0)
       n = std::min(n, *max_shards);
     parts[axis] = n;
     return parts;

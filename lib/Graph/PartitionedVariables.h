@@ -63,8 +63,9 @@ Partitioner min_max_variable_partitioner(int64_t max_partitions = 1,
 /// tf.compat.v1.variable_axis_size_partitioner: parts along `axis` of at
 /// most `max_shard_bytes` each (at least one slice of the axis per part):
 /// ceil(shape[axis] / max(1, floor(max_shard_bytes / slice_bytes))), at
-/// most max_shards. max_shard_bytes, bytes_per_string_element or
-/// max_shards < 1 is std::invalid_argument.
+/// most max_shards (0, as TF's falsy 0: no limit). max_shard_bytes or
+/// bytes_per_string_element < 1, or max_shards < 0, is
+/// std::invalid_argument.
 Partitioner variable_axis_size_partitioner(
     int64_t max_shard_bytes, int64_t axis = 0,
     int64_t bytes_per_string_element = 16,

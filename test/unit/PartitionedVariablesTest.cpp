@@ -172,6 +172,12 @@ TEST(PartitionedVariables, Errors) {
             "get_variable 'y': can only partition a variable along one "
             "dimension, the partitioner asked for [2,2]");
   EXPECT_THROW(variable_axis_size_partitioner(0), std::invalid_argument);
+  EXPECT_THROW(variable_axis_size_partitioner(10, 0, 16, -1),
+               std::invalid_argument);
+  // TF 2.15: max_shards=0 is no limit ([100, 10] f32, 1000 bytes -> [4, 1]);
+  // max_shards=-1 is a ValueError.
+  EXPECT_EQ(partsOf(variable_axis_size_partitioner(1000, 0, 16, 0), {100, 10}),
+            (std::vector<int64_t>{4, 1}));
   PartitionedVariable v = get_variable(graph, "e", DType::Float32, {4, 2},
                                        fixed_size_partitioner(2));
   Tensor ids = graph.constant({0, 1}, {2}, DType::Int64);
