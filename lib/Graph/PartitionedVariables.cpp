@@ -144,6 +144,17 @@ PartitionSlicing slice_partitions(const Dims &shape,
                      " partitions along axis " + std::to_string(out.axis) +
                      " of shape " + dimsStr(shape) + " (at most " +
                      std::to_string(size) + ")");
+  // A compiled model's variables carry no slice info: the saver tells the
+  // axis of the parts of a TF-format checkpoint from where their shapes
+  // differ, which equal parts along another axis than 0 do not show.
+  if (out.axis != 0 && count > 1 && size % count == 0)
+    throw GraphError(what + ": " + std::to_string(count) +
+                     " equal partitions along axis " +
+                     std::to_string(out.axis) + " of shape " + dimsStr(shape) +
+                     " are not supported yet (their TF checkpoint slices "
+                     "would be written along axis 0): partition along axis 0, "
+                     "or into a count that does not divide " +
+                     std::to_string(size));
   int64_t offset = 0;
   for (int64_t i = 0; i < count; ++i) {
     Dims part = shape;

@@ -171,6 +171,16 @@ TEST(PartitionedVariables, Errors) {
             }),
             "get_variable 'y': can only partition a variable along one "
             "dimension, the partitioner asked for [2,2]");
+  // Equal parts along axis 1: a TF-format checkpoint could not tell their
+  // axis (the uneven [3, 10] into 4 above is fine).
+  EXPECT_EQ(messageOf<GraphError>([&] {
+              get_variable(graph, "z", DType::Float32, {3, 10},
+                           fixed_size_partitioner(2, 1));
+            }),
+            "get_variable 'z': 2 equal partitions along axis 1 of shape "
+            "[3,10] are not supported yet (their TF checkpoint slices would "
+            "be written along axis 0): partition along axis 0, or into a "
+            "count that does not divide 10");
   EXPECT_THROW(variable_axis_size_partitioner(0), std::invalid_argument);
   EXPECT_THROW(variable_axis_size_partitioner(10, 0, 16, -1),
                std::invalid_argument);
