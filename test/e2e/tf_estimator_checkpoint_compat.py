@@ -44,6 +44,7 @@ import subprocess
 import sys
 
 from case_tool import import_tf
+from model_dir_turns import Checks, compare, prepare_dirs, variables
 
 BATCH = 16
 STEPS = 100
@@ -51,13 +52,7 @@ CUSTOM = ("sgd", "momentum", "adagrad", "adam")
 CANNED = ("linear", "dnn", "wd_adam", "baseline")
 RTOL, ATOL = 1e-4, 1e-5
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL: {what}")
+check = Checks()
 
 
 def data(np):
@@ -132,29 +127,6 @@ def estc_train(tool, work, model_dir, model, x, c, y):
         raise SystemExit(f"FAIL: {tool} {model_dir}: {r.stderr.strip()[-2000:]}")
 
 
-def variables(tf, model_dir):
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
-    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
-
-
-INPUT_STATE = "_estc_input_pipeline_state"
-
-
-def compare(np, label, got, want):
-    got = {n: v for n, v in got.items() if n != INPUT_STATE}
-    check(sorted(got) == sorted(want),
-          f"{label}: variables {sorted(got)} != the reference's {sorted(want)}")
-    for name in sorted(set(got) & set(want)):
-        g, w = got[name], want[name]
-        if g.dtype != w.dtype or g.shape != w.shape:
-            check(False, f"{label}: {name} is {g.dtype}{list(g.shape)}, the "
-                         f"reference's {w.dtype}{list(w.shape)}")
-        elif not np.allclose(g, w, rtol=RTOL, atol=ATOL):
-            worst = float(np.max(np.abs(g.astype(np.float64) - w)))
-            check(False, f"{label}: {name} differs from the reference's by "
-                         f"up to {worst:g}")
-
-
 def estc_wrote_tf(tf, label, model_dir, step):
     check(os.path.exists(os.path.join(model_dir, f"model.ckpt-{step}.index"))
           and not glob.glob(os.path.join(model_dir, "*.safetensors")),
@@ -191,15 +163,7 @@ def main():
         os.makedirs(work)
         d = lambda name: os.path.join(work, name)
         tf_train(tf, d("tf_100"), opt, *first)
-        # TF's step-0 checkpoint alone: where estc starts.
-        os.makedirs(d("init"))
-        for f in glob.glob(os.path.join(d("tf_100"), "model.ckpt-0.*")):
-            shutil.copy(f, d("init"))
-        tf.compat.v1.train.update_checkpoint_state(d("init"), "model.ckpt-0")
-        for name in ("tf_200", "tf_then_estc"):
-            shutil.copytree(d("tf_100"), d(name))
-        for name in ("estc_then_tf", "estc_200"):
-            shutil.copytree(d("init"), d(name))
+        prepare_dirs(tf, d)
 
         tf_train(tf, d("tf_200"), opt, *second)
         reference = variables(tf, d("tf_200"))
@@ -208,28 +172,26 @@ def main():
 
         estc_train(args.tool, work, d("tf_then_estc"), opt, *second)
         estc_wrote_tf(tf, f"{opt} tf_then_estc", d("tf_then_estc"), 2 * STEPS)
-        compare(np, f"{opt} tf_then_estc", variables(tf, d("tf_then_estc")),
-                reference)
+        compare(np, check, f"{opt} tf_then_estc",
+                variables(tf, d("tf_then_estc")), reference, RTOL, ATOL)
 
         estc_train(args.tool, work, d("estc_then_tf"), opt, *first)
         estc_wrote_tf(tf, f"{opt} estc_then_tf", d("estc_then_tf"), STEPS)
-        compare(np, f"{opt} estc's first 100 steps",
-                variables(tf, d("estc_then_tf")), variables(tf, d("tf_100")))
+        compare(np, check, f"{opt} estc's first 100 steps",
+                variables(tf, d("estc_then_tf")), variables(tf, d("tf_100")),
+                RTOL, ATOL)
         tf_train(tf, d("estc_then_tf"), opt, *second)
-        compare(np, f"{opt} estc_then_tf", variables(tf, d("estc_then_tf")),
-                reference)
+        compare(np, check, f"{opt} estc_then_tf",
+                variables(tf, d("estc_then_tf")), reference, RTOL, ATOL)
 
         if opt in CUSTOM:
             estc_train(args.tool, work, d("estc_200"), opt, x, c, y)
-            compare(np, f"{opt} estc_200", variables(tf, d("estc_200")),
-                    reference)
+            compare(np, check, f"{opt} estc_200",
+                    variables(tf, d("estc_200")), reference, RTOL, ATOL)
         print(f"{opt}: checked", flush=True)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        return 1
-    print("OK: TF's and estc's Estimators continue each other's model_dirs "
-          "(" + ", ".join(CUSTOM + CANNED) + "), equal to 200 steps in TF")
-    return 0
+    return check.exit_status(
+        "OK: TF's and estc's Estimators continue each other's model_dirs "
+        "(" + ", ".join(CUSTOM + CANNED) + "), equal to 200 steps in TF")
 
 
 if __name__ == "__main__":

@@ -28,27 +28,18 @@ usage: tf_partitioned_compat.py --tool=build/test/tf_partitioned_tool
 Exits 77 (ctest: skipped) with a message when TensorFlow is not installed.
 """
 import argparse
-import glob
 import os
 import shutil
 import subprocess
 import sys
 
 from case_tool import import_tf
+from model_dir_turns import Checks, compare, prepare_dirs, variables
 
 BATCH = 8
 STEPS = 40
 RTOL, ATOL = 1e-4, 1e-5
-INPUT_STATE = "_estc_input_pipeline_state"
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print(f"FAIL: {what}")
-
+check = Checks()
 
 def data(np):
     rng = np.random.RandomState(7)
@@ -98,26 +89,6 @@ def estc_train(tool, work, model_dir, strategy, opt, x, c, y, export=None):
         raise SystemExit(f"FAIL: {tool} {model_dir}: {r.stderr.strip()[-2000:]}")
 
 
-def variables(tf, model_dir):
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
-    return {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()
-            if n != INPUT_STATE}
-
-
-def compare(np, label, got, want):
-    check(sorted(got) == sorted(want),
-          f"{label}: variables {sorted(got)} != the reference's {sorted(want)}")
-    for name in sorted(set(got) & set(want)):
-        g, w = got[name], want[name]
-        if g.dtype != w.dtype or g.shape != w.shape:
-            check(False, f"{label}: {name} is {g.dtype}{list(g.shape)}, the "
-                         f"reference's {w.dtype}{list(w.shape)}")
-        elif not np.allclose(g, w, rtol=RTOL, atol=ATOL):
-            worst = float(np.max(np.abs(g.astype(np.float64) - w)))
-            check(False, f"{label}: {name} differs from the reference's by "
-                         f"up to {worst:g}")
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -141,15 +112,7 @@ def main():
             os.makedirs(work)
             d = lambda name, work=work: os.path.join(work, name)
             tf_train(tf, d("tf_100"), strategy, opt, *first)
-            os.makedirs(d("init"))
-            for f in glob.glob(os.path.join(d("tf_100"), "model.ckpt-0.*")):
-                shutil.copy(f, d("init"))
-            tf.compat.v1.train.update_checkpoint_state(d("init"),
-                                                       "model.ckpt-0")
-            for name in ("tf_200", "tf_then_estc"):
-                shutil.copytree(d("tf_100"), d(name))
-            for name in ("estc_then_tf", "estc_200"):
-                shutil.copytree(d("init"), d(name))
+            prepare_dirs(tf, d)
 
             tf_train(tf, d("tf_200"), strategy, opt, *second)
             reference = variables(tf, d("tf_200"))
@@ -161,32 +124,29 @@ def main():
             # parts are the rows of TF's "emb".
             estc_train(args.tool, work, d("tf_then_estc"), strategy, opt,
                        *second, export=d("export"))
-            compare(np, f"{label} tf_then_estc",
-                    variables(tf, d("tf_then_estc")), reference)
+            compare(np, check, f"{label} tf_then_estc",
+                    variables(tf, d("tf_then_estc")), reference, RTOL, ATOL)
 
             estc_train(args.tool, work, d("estc_then_tf"), strategy, opt,
                        *first)
             check(os.path.exists(os.path.join(
                 d("estc_then_tf"), f"model.ckpt-{STEPS}.index")),
                 f"{label}: estc did not write TF's format")
-            compare(np, f"{label} estc's first steps",
-                    variables(tf, d("estc_then_tf")), variables(tf, d("tf_100")))
+            compare(np, check, f"{label} estc's first steps",
+                    variables(tf, d("estc_then_tf")),
+                    variables(tf, d("tf_100")), RTOL, ATOL)
             tf_train(tf, d("estc_then_tf"), strategy, opt, *second)
-            compare(np, f"{label} estc_then_tf",
-                    variables(tf, d("estc_then_tf")), reference)
+            compare(np, check, f"{label} estc_then_tf",
+                    variables(tf, d("estc_then_tf")), reference, RTOL, ATOL)
 
             estc_train(args.tool, work, d("estc_200"), strategy, opt, x, c, y)
-            compare(np, f"{label} estc_200", variables(tf, d("estc_200")),
-                    reference)
+            compare(np, check, f"{label} estc_200",
+                    variables(tf, d("estc_200")), reference, RTOL, ATOL)
             print(f"{label}: checked", flush=True)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        return 1
-    print("OK: a partitioned embedding (mod, div; sgd, adagrad) trains to "
-          "TF's values, and TF's and estc's Estimators continue each "
-          "other's model_dirs")
-    return 0
-
+    return check.exit_status(
+        "OK: a partitioned embedding (mod, div; sgd, adagrad) trains to "
+        "TF's values, and TF's and estc's Estimators continue each "
+        "other's model_dirs")
 
 if __name__ == "__main__":
     sys.exit(main())
