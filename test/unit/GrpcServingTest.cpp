@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "test/unit/ScaleServable.h"
 #include "tools/estc-serve/GrpcServer.h"
 #include "tools/estc-serve/Server.h"
 #include "tools/estc-serve/tf_serving_apis.grpc.pb.h"
@@ -23,70 +24,9 @@
 
 using namespace estc;
 using namespace estc::serving;
+using estc::serving::testing::ScaleModel;
 
 namespace {
-
-class ScaleModel : public Servable {
-public:
-  explicit ScaleModel(float scale) : scale_(scale) {
-    SignatureDef &p = sigs_["serving_default"];
-    p.method_name = kPredictMethodName;
-    p.inputs["x"] = {"x:0", DType::Float32, {-1, 2}};
-    p.outputs["y"] = {"y:0", DType::Float32, {-1, 2}};
-    p.outputs["scale"] = {"scale:0", DType::Float32, {-1}};
-    SignatureDef &c = sigs_["classify"];
-    c.method_name = kClassifyMethodName;
-    c.inputs["inputs"] = {"examples:0", DType::String, {-1}};
-    c.outputs["classes"] = {"classes:0", DType::String, {-1, 2}};
-    c.outputs["scores"] = {"scores:0", DType::Float32, {-1, 2}};
-    SignatureDef &r = sigs_["regress"];
-    r.method_name = kRegressMethodName;
-    r.inputs["inputs"] = {"examples:0", DType::String, {-1}};
-    r.outputs["outputs"] = {"outputs:0", DType::Float32, {-1}};
-  }
-  const std::map<std::string, SignatureDef> &signatures() const override {
-    return sigs_;
-  }
-  TensorMap run(const std::string &signature, const TensorMap &inputs,
-                const std::vector<std::string> &) const override {
-    TensorMap out;
-    if (signature == "serving_default") {
-      const TensorValue &x = inputs.at("x");
-      std::vector<float> v = x.values<float>();
-      for (float &f : v)
-        f *= scale_;
-      out["y"] = TensorValue::of<float>(x.shape, v);
-      out["scale"] = TensorValue::of<float>(
-          {x.shape[0]}, std::vector<float>(x.shape[0], scale_));
-      return out;
-    }
-    data::FeatureSpecs spec;
-    spec["x"] = data::FixedLenFeature{{}, DType::Float32, {}};
-    data::Element parsed = data::parse_example(inputs.at("inputs"), spec);
-    std::vector<float> xs =
-        std::get<TensorValue>(parsed["x"].leaf()).values<float>();
-    auto n = static_cast<int64_t>(xs.size());
-    if (signature == "regress") {
-      for (float &f : xs)
-        f *= scale_;
-      out["outputs"] = TensorValue::of<float>({n}, xs);
-      return out;
-    }
-    std::vector<std::string> classes;
-    std::vector<float> scores;
-    for (float f : xs) {
-      classes.insert(classes.end(), {"neg", "pos"});
-      scores.insert(scores.end(), {1 - f * scale_, f * scale_});
-    }
-    out["classes"] = TensorValue::of_strings({n, 2}, classes);
-    out["scores"] = TensorValue::of<float>({n, 2}, scores);
-    return out;
-  }
-
-private:
-  float scale_;
-  std::map<std::string, SignatureDef> sigs_;
-};
 
 std::atomic<int> gLoads{0};
 

@@ -2,14 +2,15 @@
 //
 // The server library (tools/estc-serve: Server, ModelManager, Batcher,
 // Metrics) in process, on a free loopback port, talked to with httplib's
-// client and raw sockets. What it serves is ScaleModel, a servable loaded
-// from a version folder holding a "scale" file (no "scale": a corrupt
-// version, LoadError): y = scale * x, so answers are known exactly and a
-// version swap is visible in them. Versions are found by
+// client and raw sockets. What it serves is ScaleModel (ScaleServable.h),
+// loaded from a version folder holding a "scale" file (no "scale": a
+// corrupt version, LoadError): y = scale * x, so answers are known exactly
+// and a version swap is visible in them. Versions are found by
 // serving::list_versions, as estc-serve finds exports.
 //
 //===----------------------------------------------------------------------===//
 
+#include "test/unit/ScaleServable.h"
 #include "tools/estc-serve/Server.h"
 #include "tools/estc-serve/ServingConfig.h"
 
@@ -33,86 +34,10 @@
 
 using namespace estc;
 using namespace estc::serving;
+using estc::serving::testing::ScaleModel;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<int> gLiveModels{0};
-std::atomic<int> gRuns{0};
-
-class ScaleModel : public Servable {
-public:
-  ScaleModel(float scale, int delayMs) : scale_(scale), delayMs_(delayMs) {
-    ++gLiveModels;
-    SignatureDef &p = sigs_["serving_default"];
-    p.method_name = kPredictMethodName;
-    p.inputs["x"] = {"x", DType::Float32, {-1, 2}};
-    p.outputs["y"] = {"y", DType::Float32, {-1, 2}};
-    p.outputs["scale"] = {"scale", DType::Float32, {-1}};
-    SignatureDef &c = sigs_["classify"];
-    c.method_name = kClassifyMethodName;
-    c.inputs["inputs"] = {"examples", DType::String, {-1}};
-    c.outputs["classes"] = {"classes", DType::String, {-1, 2}};
-    c.outputs["scores"] = {"scores", DType::Float32, {-1, 2}};
-    SignatureDef &r = sigs_["regress"];
-    r.method_name = kRegressMethodName;
-    r.inputs["inputs"] = {"examples", DType::String, {-1}};
-    r.outputs["outputs"] = {"outputs", DType::Float32, {-1}};
-  }
-  ~ScaleModel() override { --gLiveModels; }
-
-  const std::map<std::string, SignatureDef> &signatures() const override {
-    return sigs_;
-  }
-
-  TensorMap run(const std::string &signature, const TensorMap &inputs,
-                const std::vector<std::string> &) const override {
-    ++gRuns;
-    if (delayMs_)
-      std::this_thread::sleep_for(std::chrono::milliseconds(delayMs_));
-    TensorMap out;
-    if (signature == "serving_default") {
-      const TensorValue &x = inputs.at("x");
-      if (x.shape.empty() || x.dtype != DType::Float32)
-        throw std::invalid_argument("x must be F32 [batch, ...], is " +
-                                    x.spec().str());
-      std::vector<float> v = x.values<float>();
-      for (float &f : v)
-        f *= scale_;
-      out["y"] = TensorValue::of<float>(x.shape, v);
-      out["scale"] = TensorValue::of<float>(
-          {x.shape[0]}, std::vector<float>(x.shape[0], scale_));
-      return out;
-    }
-    data::FeatureSpecs spec;
-    spec["x"] = data::FixedLenFeature{{}, DType::Float32, {}};
-    data::Element parsed =
-        data::parse_example(inputs.at("inputs"), spec); // DataError if bad
-    std::vector<float> xs =
-        std::get<TensorValue>(parsed["x"].leaf()).values<float>();
-    int64_t n = static_cast<int64_t>(xs.size());
-    if (signature == "regress") {
-      for (float &f : xs)
-        f *= scale_;
-      out["outputs"] = TensorValue::of<float>({n}, xs);
-      return out;
-    }
-    std::vector<std::string> classes;
-    std::vector<float> scores;
-    for (float f : xs) {
-      classes.insert(classes.end(), {"neg", "pos"});
-      scores.insert(scores.end(), {1 - f * scale_, f * scale_});
-    }
-    out["classes"] = TensorValue::of_strings({n, 2}, classes);
-    out["scores"] = TensorValue::of<float>({n, 2}, scores);
-    return out;
-  }
-
-private:
-  float scale_;
-  int delayMs_;
-  std::map<std::string, SignatureDef> sigs_;
-};
 
 Loader scaleLoader() {
   Loader loader;
@@ -477,7 +402,7 @@ TEST_F(ServingServerTest, VersionSwapUnderLoadFailsNoRequest) {
   EXPECT_GT(sawTwo, 0);
   EXPECT_EQ(models_->served_versions("m"), std::vector<int64_t>{2});
   // Version 1 is unloaded: no request holds it any more.
-  EXPECT_EQ(gLiveModels, 1);
+  EXPECT_EQ(ScaleModel::liveModels, 1);
   EXPECT_NE(log().find("loaded version 2"), std::string::npos);
   EXPECT_NE(log().find("unloading version 1"), std::string::npos);
 }
@@ -530,7 +455,7 @@ TEST_F(ServingServerTest, BatchingGivesTheUnbatchedResults) {
     expected.push_back(write_predict_response(
         h.servable->run("serving_default", req.inputs, {}), req.format));
   }
-  gRuns = 0;
+  ScaleModel::runs = 0;
   std::vector<std::string> got(bodies.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < bodies.size(); ++i)
@@ -543,7 +468,7 @@ TEST_F(ServingServerTest, BatchingGivesTheUnbatchedResults) {
   for (size_t i = 0; i < bodies.size(); ++i)
     EXPECT_EQ(got[i], "200" + expected[i]) << bodies[i];
   // 14 requests, far fewer runs.
-  EXPECT_LT(gRuns, 10);
+  EXPECT_LT(ScaleModel::runs, 10);
   std::string metrics = client().Get("/monitoring/prometheus/metrics")->body;
   EXPECT_NE(metrics.find(
                 ":tensorflow:serving:batching_session:processed_batch_size_"
