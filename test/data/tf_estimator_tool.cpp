@@ -29,6 +29,7 @@
 #include "lib/Graph/Ops.h"
 #include "lib/Graph/Train.h"
 #include "lib/Support/FileIO.h"
+#include "test/data/ModelDirTurns.h"
 
 #include <cstring>
 #include <iostream>
@@ -111,29 +112,13 @@ int main(int argc, char **argv) {
     std::string model = argv[3];
     int64_t batch = std::stoll(argv[4]), steps = std::stoll(argv[5]);
     int64_t n = batch * steps;
-    std::string data = fileio::readFile(argv[2]);
-    size_t xBytes = static_cast<size_t>(n * 4 * 4);
-    size_t cBytes = static_cast<size_t>(n * 8);
-    if (data.size() != xBytes + 2 * cBytes)
-      throw std::invalid_argument(
-          std::string(argv[2]) + ": " + std::to_string(data.size()) +
-          " bytes, not the data of " + std::to_string(n) + " examples");
-    TensorValue x =
-        TensorValue::from_bytes(DType::Float32, {n, 4}, data.substr(0, xBytes));
-    TensorValue c = TensorValue::from_bytes(DType::Int64, {n, 1},
-                                            data.substr(xBytes, cBytes));
-    TensorValue y = TensorValue::from_bytes(DType::Int64, {n},
-                                            data.substr(xBytes + cBytes));
-    RunConfigOptions o;
-    o.model_dir = argv[1];
-    o.save_checkpoints_steps = steps;
-    o.save_summary_steps = 0;
-    o.log_step_count_steps = steps;
+    turns::Batches b = turns::readBatches(argv[2], n, 1);
+    RunConfigOptions o = turns::runOptions(argv[1], steps);
     o.checkpoint_format = argv[6];
     std::unique_ptr<Estimator> estimator =
         makeEstimator(model, RunConfig::from_tf_config("", o));
     estimator->train(
-        numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
+        numpy_input_fn({{"x", b.x}, {"c", b.c}}, b.y, {batch, 1, false, 0}),
         {.steps = steps});
     std::cout
         << "global_step "

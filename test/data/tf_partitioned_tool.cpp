@@ -30,6 +30,7 @@
 #include "lib/Graph/PartitionedVariables.h"
 #include "lib/Graph/Train.h"
 #include "lib/Support/FileIO.h"
+#include "test/data/ModelDirTurns.h"
 
 #include <iostream>
 #include <stdexcept>
@@ -71,31 +72,14 @@ int main(int argc, char **argv) {
   try {
     int64_t batch = std::stoll(argv[5]), steps = std::stoll(argv[6]);
     int64_t n = batch * steps;
-    std::string data = fileio::readFile(argv[2]);
-    size_t xBytes = static_cast<size_t>(n * 4 * 4);
-    size_t cBytes = static_cast<size_t>(n * 2 * 8);
-    size_t yBytes = static_cast<size_t>(n * 8);
-    if (data.size() != xBytes + cBytes + yBytes)
-      throw std::invalid_argument(
-          std::string(argv[2]) + ": " + std::to_string(data.size()) +
-          " bytes, not the data of " + std::to_string(n) + " examples");
-    TensorValue x =
-        TensorValue::from_bytes(DType::Float32, {n, 4}, data.substr(0, xBytes));
-    TensorValue c = TensorValue::from_bytes(DType::Int64, {n, 2},
-                                            data.substr(xBytes, cBytes));
-    TensorValue y = TensorValue::from_bytes(DType::Int64, {n},
-                                            data.substr(xBytes + cBytes));
-    RunConfigOptions o;
-    o.model_dir = argv[1];
-    o.save_checkpoints_steps = steps;
-    o.save_summary_steps = 0;
-    o.log_step_count_steps = steps;
+    turns::Batches b = turns::readBatches(argv[2], n, 2);
+    RunConfigOptions o = turns::runOptions(argv[1], steps);
     Params params;
     params.set("strategy", std::string(argv[3]));
     params.set("optimizer", std::string(argv[4]));
     Estimator estimator(model_fn, RunConfig::from_tf_config("", o), params);
     estimator.train(
-        numpy_input_fn({{"x", x}, {"c", c}}, y, {batch, 1, false, 0}),
+        numpy_input_fn({{"x", b.x}, {"c", b.c}}, b.y, {batch, 1, false, 0}),
         {.steps = steps});
     if (argc == 8) {
       std::string exported = estimator.export_saved_model(
