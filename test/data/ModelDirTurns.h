@@ -37,14 +37,14 @@ inline Batches readBatches(const std::string &path, int64_t n,
   size_t yBytes = static_cast<size_t>(n * 8);
   if (data.size() != xBytes + cBytes + yBytes)
     throw std::invalid_argument(path + ": " + std::to_string(data.size()) +
-                                " bytes, not the data of " +
-                                std::to_string(n) + " examples");
+                                " bytes, not the data of " + std::to_string(n) +
+                                " examples");
   Batches b;
   b.x = TensorValue::from_bytes(DType::Float32, {n, 4}, data.substr(0, xBytes));
   b.c = TensorValue::from_bytes(DType::Int64, {n, idsPerExample},
                                 data.substr(xBytes, cBytes));
-  b.y = TensorValue::from_bytes(DType::Int64, {n},
-                                data.substr(xBytes + cBytes));
+  b.y =
+      TensorValue::from_bytes(DType::Int64, {n}, data.substr(xBytes + cBytes));
   return b;
 }
 

@@ -271,6 +271,20 @@ TEST(RunConfigTest, CheckpointFormat) {
   }
 }
 
+TEST(RunConfigTest, SyncCheckpoints) {
+  // Synced by default (a checkpoint survives a power loss); false as TF's
+  // Saver; replace() keeps it unless it is given.
+  RunConfig a = RunConfig::from_tf_config("", {});
+  EXPECT_TRUE(a.sync_checkpoints());
+  RunConfigOptions unsynced;
+  unsynced.sync_checkpoints = false;
+  RunConfig b = a.replace(unsynced);
+  EXPECT_FALSE(b.sync_checkpoints());
+  RunConfigOptions other;
+  other.keep_checkpoint_max = 2;
+  EXPECT_FALSE(b.replace(other).sync_checkpoints());
+}
+
 TEST(RunConfigTest, Device) {
   RunConfigOptions o;
   o.device = "cuda";

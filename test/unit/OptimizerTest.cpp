@@ -1559,6 +1559,12 @@ TEST(GradientAccumulationTest, AdamCountsTheUpdates) {
                GraphError);
 }
 
+TEST(OptimizerTest, KerasLegacyNamesNeedAScope) {
+  EXPECT_EQ(estc::testing::messageOf<GraphError>(
+                [] { train::FtrlOptimizer(0.1).with_keras_legacy_names(""); }),
+            "with_keras_legacy_names: the scope is empty");
+}
+
 // --- More optimizers (TF's kernels; Keras 2.15's update steps) --------------
 
 RefStep adadeltaRef(double rho, double eps) {
