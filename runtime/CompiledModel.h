@@ -95,6 +95,10 @@ struct VariableSpec {
   const int64_t *shape;
   bool trainable;
   bool local;
+  /// Parameter-server training: the ps task that holds the variable (a
+  /// worker's copy is refreshed from it before each step; a task's own
+  /// variables have their task here); -1: this process alone holds it.
+  int32_t psTask = -1;
 };
 
 /// A compiled function and its arena formula: S + P * batch + V * values +
@@ -167,6 +171,22 @@ struct ModelSpec {
   /// RunConfig's train_distribute): it averages its gradients over them
   /// through runtime/Collective.h. 0: one replica, no collectives.
   int32_t replicas = 0;
+  /// Parameter-server training (docs/design/distributed.md, "Parameter
+  /// servers"): the ps tasks of the cluster the model was compiled for (0:
+  /// none), and the task whose apply function this model is (-1: a
+  /// worker's step).
+  int32_t psTasks = 0;
+  int32_t psTask = -1;
+  /// A worker's step: the tensors it pushes for the tasks' apply functions
+  /// (runtime/ParameterClient.h's `input` indexes them; keys
+  /// `grad/<var>`, `ids/<var>`, `rows/<var>`, `learning_rate/<k>`; a
+  /// sparse gradient's number of rows is kValuesDim), and the variables it
+  /// only pulls rows of (`variable` of pullRows indexes them; psTask set),
+  /// which the worker does not hold.
+  int32_t numPsInputs = 0;
+  const TensorSpec *psInputs = nullptr;
+  int32_t numPsRemote = 0;
+  const VariableSpec *psRemote = nullptr;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,

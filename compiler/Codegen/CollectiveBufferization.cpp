@@ -13,6 +13,13 @@
 //                              estc_all_gather_i64(ids, out_ids),
 //                              estc_all_gather_{f32,f64}(rows, out_rows, mean)
 //
+// and of a parameter-server worker's pulls and pushes
+// (runtime/ParameterClient.h):
+//
+//   est.ps_pull_rows %ids      a new buffer of ids x width:
+//                              estc_ps_pull_rows_f32(ids, rows, remote)
+//   est.ps_push %x             estc_ps_push_{f32,i64}(buf, input); no result
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen/CollectiveBufferization.h"
@@ -134,11 +141,84 @@ struct AllGatherModel
   }
 };
 
+struct PsPullRowsModel
+    : public BufferizableOpInterface::ExternalModel<PsPullRowsModel,
+                                                    est::PsPullRowsOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto pull = cast<est::PsPullRowsOp>(op);
+    FailureOr<Value> ids = getBuffer(rewriter, pull.getIds(), options, state);
+    if (failed(ids))
+      return failure();
+    Location loc = op->getLoc();
+    auto rowsType = cast<RankedTensorType>(pull.getRows().getType());
+    SmallVector<Value> dynamic;
+    if (rowsType.isDynamicDim(0))
+      dynamic.push_back(memref::DimOp::create(rewriter, loc, *ids, 0));
+    Value rows = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(rowsType.getShape(), rowsType.getElementType()),
+        dynamic);
+    callKernel(rewriter, op, "estc_ps_pull_rows_f32", {*ids, rows}, {1, 2},
+               {pull.getRemoteAttr().getInt()});
+    replaceOpWithBufferizedValues(rewriter, op, rows);
+    return success();
+  }
+};
+
+struct PsPushModel
+    : public BufferizableOpInterface::ExternalModel<PsPushModel,
+                                                    est::PsPushOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto push = cast<est::PsPushOp>(op);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, push.getValue(), options, state);
+    if (failed(buffer))
+      return failure();
+    Type element = cast<MemRefType>(buffer->getType()).getElementType();
+    callKernel(rewriter, op,
+               element.isInteger(64) ? "estc_ps_push_i64" : "estc_ps_push_f32",
+               {*buffer}, {1}, {push.getInputAttr().getInt()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::est::registerCollectiveBufferization(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, est::EstDialect *) {
     est::AllReduceOp::attachInterface<AllReduceModel>(*ctx);
     est::AllGatherOp::attachInterface<AllGatherModel>(*ctx);
+    est::PsPullRowsOp::attachInterface<PsPullRowsModel>(*ctx);
+    est::PsPushOp::attachInterface<PsPushModel>(*ctx);
   });
 }

@@ -85,6 +85,15 @@ void setReplicas(mlir::ModuleOp module, int replicas) {
                                replicas));
 }
 
+void setParameterServers(mlir::ModuleOp module, int tasks, int task) {
+  if (tasks <= 0)
+    return;
+  auto i64 = mlir::IntegerType::get(module.getContext(), 64);
+  module->setAttr("estc.ps_tasks", mlir::IntegerAttr::get(i64, tasks));
+  if (task >= 0)
+    module->setAttr("estc.ps_task", mlir::IntegerAttr::get(i64, task));
+}
+
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
   auto train = module.lookupSymbol<mlir::func::FuncOp>("train");
   if (!train)
@@ -163,6 +172,19 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
   if (replicas > 1 && jit.options().target.device == Device::Cuda)
     return makeError(replicasOption + ": only for the CPU target (NCCL for "
                                       "CUDA replicas is not built yet)");
+  const JitOptions &o = jit.options();
+  if (o.psTasks < 0 || o.psTasks > (1 << 16) || o.psTask < -1 ||
+      (o.psTasks > 0 && o.psTask >= o.psTasks) ||
+      (o.psTasks == 0 && o.psTask != -1))
+    return makeError(modelName.str() +
+                     ": JitOptions::psTasks = " + std::to_string(o.psTasks) +
+                     ", psTask = " + std::to_string(o.psTask) +
+                     ": not a task of the cluster (psTasks in 0..65536, "
+                     "psTask in -1..psTasks-1)");
+  if (o.psTasks > 0 && (replicas > 1 || o.target.device == Device::Cuda))
+    return makeError(modelName.str() +
+                     ": parameter-server training runs on the CPU, without "
+                     "replicas (JitOptions::replicas)");
   return jit.compile(bytes, modelName, [&]() -> llvm::Expected<LoweredModule> {
     std::string error;
     LoweredModule lowered;
@@ -175,6 +197,8 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
     if (!jit.options().runtimeChecks)
       disableRuntimeChecks(*lowered.module);
     setReplicas(*lowered.module, jit.options().replicas);
+    setParameterServers(*lowered.module, jit.options().psTasks,
+                        jit.options().psTask);
     llvm::Expected<Manifest> manifest =
         lowerToLLVMDialect(*lowered.module, modelName, what, warn,
                            jit.options().target.pipelineOptions(), timer);

@@ -141,6 +141,11 @@ void addAutodiffPasses(mlir::OpPassManager &pm) {
   // A module compiled for data-parallel replicas averages the gradients
   // (and the loss) over them before the update.
   pm.addPass(mlir::est::createEstInsertCollectives());
+  // A module compiled for parameter-server training: a worker's step pushes
+  // the gradients and pulls table rows; a ps task's keeps the updates of
+  // its variables.
+  pm.addPass(mlir::est::createEstPsWorker());
+  pm.addPass(mlir::est::createEstPsTask());
   pm.addPass(mlir::est::createEstExpandOptimizers());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::createCanonicalizerPass());

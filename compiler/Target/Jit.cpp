@@ -139,6 +139,9 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
   field(options_.trainLoop ? "train-loop" : "no-train-loop");
   field("replicas=" +
         std::to_string(options_.replicas > 1 ? options_.replicas : 0));
+  if (options_.psTasks > 0)
+    field("ps=" + std::to_string(options_.psTasks) + "/" +
+          std::to_string(options_.psTask));
   field(modelName);
   field(source);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);

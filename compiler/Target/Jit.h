@@ -62,6 +62,12 @@ struct JitOptions {
   /// --replicas; RunConfig's train_distribute): its gradients are averaged
   /// over them before the optimizer update. 0 or 1: one replica.
   int replicas = 0;
+  /// Compile for parameter-server training with this many ps tasks
+  /// (RunConfig's cluster): the training step of a worker (psTask -1:
+  /// est-ps-worker) or task psTask's apply function (est-ps-task). 0: no
+  /// parameter servers.
+  int psTasks = 0;
+  int psTask = -1;
   /// Where a compile's phases are timed (CompileTimer.h); null: not timed.
   /// The lowering callback may time its own phases there too.
   CompileTimer *timer = nullptr;

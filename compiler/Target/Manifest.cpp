@@ -81,6 +81,53 @@ std::string paramJson(mlir::Attribute attr) {
   return modelformat::quoteString(printed);
 }
 
+/// Parameter-server training's module attributes (compiler/Transforms/
+/// ParameterServers.h): the task count and task, what a worker's step
+/// pushes (ids' and rows' first dimension: the number of rows) and the
+/// variables it pulls rows of.
+llvm::Error extractParameterServers(mlir::ModuleOp module, Manifest &m) {
+  auto tasks = module->getAttrOfType<mlir::IntegerAttr>("estc.ps_tasks");
+  if (!tasks)
+    return llvm::Error::success();
+  m.psTasks = static_cast<int32_t>(tasks.getInt());
+  if (auto task = module->getAttrOfType<mlir::IntegerAttr>("estc.ps_task"))
+    m.psTask = static_cast<int32_t>(task.getInt());
+  if (auto inputs = module->getAttrOfType<mlir::ArrayAttr>("estc.ps_inputs"))
+    for (mlir::Attribute entry : inputs) {
+      auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(entry);
+      auto key = dict ? dict.getAs<mlir::StringAttr>("key") : nullptr;
+      auto type = dict ? dict.getAs<mlir::TypeAttr>("type") : nullptr;
+      if (!key || !type)
+        return error("estc.ps_inputs: malformed entry");
+      TensorInfo t;
+      t.key = key.getValue().str();
+      if (llvm::Error e = tensorInfo(
+              type.getValue(), "ps input '" + t.key + "'", t.dtype, t.shape))
+        return e;
+      if (!t.shape.empty() && t.shape[0] == rt::kBatchDim)
+        t.shape[0] = rt::kValuesDim;
+      m.psInputs.push_back(std::move(t));
+    }
+  if (auto remote = module->getAttrOfType<mlir::ArrayAttr>("estc.ps_remote"))
+    for (mlir::Attribute entry : remote) {
+      auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(entry);
+      auto name = dict ? dict.getAs<mlir::StringAttr>("name") : nullptr;
+      auto task = dict ? dict.getAs<mlir::IntegerAttr>("task") : nullptr;
+      auto type = dict ? dict.getAs<mlir::TypeAttr>("type") : nullptr;
+      if (!name || !task || !type)
+        return error("estc.ps_remote: malformed entry");
+      VariableInfo v;
+      v.name = name.getValue().str();
+      if (llvm::Error e = tensorInfo(
+              type.getValue(), "variable '" + v.name + "'", v.dtype, v.shape))
+        return e;
+      v.trainable = true;
+      v.psTask = static_cast<int32_t>(task.getInt());
+      m.psRemote.push_back(std::move(v));
+    }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 std::string sanitizeIdentifier(llvm::StringRef name) {
@@ -107,6 +154,8 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
   if (auto replicas = module->getAttrOfType<mlir::IntegerAttr>("estc.replicas"))
     if (replicas.getInt() > 1)
       manifest.replicas = static_cast<int32_t>(replicas.getInt());
+  if (llvm::Error e = extractParameterServers(module, manifest))
+    return e;
   for (mlir::Operation &op : module.getBody()->getOperations()) {
     if (auto var = llvm::dyn_cast<mlir::est::VariableOp>(op)) {
       VariableInfo info;
@@ -119,6 +168,10 @@ llvm::Expected<Manifest> extractManifest(mlir::ModuleOp module,
         return error("variable '" + info.name + "': shape is not static");
       info.trainable = var.getTrainable();
       info.local = var.getLocal();
+      if (auto task = var->getAttrOfType<mlir::IntegerAttr>("est.ps_task"))
+        info.psTask = static_cast<int32_t>(task.getInt());
+      else if (manifest.psTask >= 0)
+        info.psTask = manifest.psTask; // a task's own variables
       if (auto init = var.getInitializerAttr()) {
         info.initializer = init.getKind().str();
         if (mlir::DictionaryAttr params = init.getParams())

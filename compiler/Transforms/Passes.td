@@ -102,6 +102,36 @@ def EstInsertCollectives : Pass<"est-insert-collectives", "ModuleOp"> {
   let dependentDialects = ["::mlir::est::EstDialect"];
 }
 
+def EstPsWorker : Pass<"est-ps-worker", "ModuleOp"> {
+  let summary = "A parameter-server worker's step: push gradients, pull rows";
+  let description = [{
+    For a module with `estc.ps_tasks = N` and no `estc.ps_task` (without it
+    the pass does nothing): every `est.apply_gradients` becomes
+    `est.ps_push`es of its gradients (and learning rate) for the ps tasks,
+    listed in `estc.ps_inputs`; a variable the step only gathers rows of is
+    pulled by rows (`est.ps_pull_rows`) and leaves the module, listed in
+    `estc.ps_remote`; the other updated variables get `est.ps_task`, the
+    task that holds them (TF's round-robin placement, global_step on task
+    0). A step that assigns a non-local variable itself, a constraint or
+    clipping by the global norm is an error.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect"];
+}
+
+def EstPsTask : Pass<"est-ps-task", "ModuleOp"> {
+  let summary = "A parameter-server task's apply function";
+  let description = [{
+    For a module with `estc.ps_tasks = N` and `estc.ps_task = t`: @train
+    becomes the task's apply function, whose inputs are the gradients the
+    workers push for the variables task t holds (`grad/<var>`,
+    `ids/<var>`, `rows/<var>`, `learning_rate/<k>`) and whose body is the
+    step's optimizer updates restricted to them; every other function and
+    variable leaves the module. Task 0 increments global_step.
+  }];
+  let dependentDialects = ["::mlir::est::EstDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def EstExpandOptimizers : Pass<"est-expand-optimizers", "ModuleOp"> {
   let summary = "Expand est.apply_gradients into TF 1.x optimizer updates";
   let description = [{

@@ -280,27 +280,47 @@ std::string writeManifest(const Manifest &m) {
         ",\n  \"device\": \"cuda\",\n  \"gpu_arch\": " + quoteString(m.gpuArch);
   if (m.replicas > 1)
     os += ",\n  \"replicas\": " + std::to_string(m.replicas);
-  os += ",\n  \"variables\": [";
-  for (size_t i = 0; i < m.variables.size(); ++i) {
-    const VariableInfo &v = m.variables[i];
-    os += (i ? ",\n" : "\n");
-    os += "    {\"name\": " + quoteString(v.name) + ", \"dtype\": \"" +
-          elementTypeName(v.dtype) + "\", \"shape\": " + shapeJson(v.shape) +
-          ", \"trainable\": " + (v.trainable ? "true" : "false") +
-          ", \"local\": " + (v.local ? "true" : "false");
-    if (!v.initializer.empty()) {
-      os += ", \"initializer\": " + quoteString(v.initializer);
-      if (!v.initializerParams.empty()) {
-        os += ", \"initializer_params\": {";
-        for (size_t p = 0; p < v.initializerParams.size(); ++p)
-          os += (p ? ", " : "") + quoteString(v.initializerParams[p].first) +
-                ": " + v.initializerParams[p].second;
-        os += "}";
-      }
-    }
-    os += "}";
+  if (m.psTasks > 0) {
+    os += ",\n  \"ps_tasks\": " + std::to_string(m.psTasks);
+    if (m.psTask >= 0)
+      os += ",\n  \"ps_task\": " + std::to_string(m.psTask);
+    os += ",\n  \"ps_inputs\": [";
+    for (size_t i = 0; i < m.psInputs.size(); ++i)
+      os += (i ? ", " : "") + std::string("{\"key\": ") +
+            quoteString(m.psInputs[i].key) + ", \"dtype\": \"" +
+            elementTypeName(m.psInputs[i].dtype) +
+            "\", \"shape\": " + shapeJson(m.psInputs[i].shape) + "}";
+    os += "]";
   }
-  os += m.variables.empty() ? "],\n" : "\n  ],\n";
+  auto variables = [&](const char *name, const std::vector<VariableInfo> &vs) {
+    os += std::string(",\n  \"") + name + "\": [";
+    for (size_t i = 0; i < vs.size(); ++i) {
+      const VariableInfo &v = vs[i];
+      os += (i ? ",\n" : "\n");
+      os += "    {\"name\": " + quoteString(v.name) + ", \"dtype\": \"" +
+            elementTypeName(v.dtype) + "\", \"shape\": " + shapeJson(v.shape) +
+            ", \"trainable\": " + (v.trainable ? "true" : "false") +
+            ", \"local\": " + (v.local ? "true" : "false");
+      if (!v.initializer.empty()) {
+        os += ", \"initializer\": " + quoteString(v.initializer);
+        if (!v.initializerParams.empty()) {
+          os += ", \"initializer_params\": {";
+          for (size_t p = 0; p < v.initializerParams.size(); ++p)
+            os += (p ? ", " : "") + quoteString(v.initializerParams[p].first) +
+                  ": " + v.initializerParams[p].second;
+          os += "}";
+        }
+      }
+      if (v.psTask >= 0)
+        os += ", \"ps_task\": " + std::to_string(v.psTask);
+      os += "}";
+    }
+    os += vs.empty() ? "]" : "\n  ]";
+  };
+  if (m.psTasks > 0)
+    variables("ps_remote", m.psRemote);
+  variables("variables", m.variables);
+  os += ",\n";
   os += "  \"functions\": [";
   auto tensors = [&](const char *name, const std::vector<TensorInfo> &ts) {
     os += std::string("      \"") + name + "\": [";
@@ -453,7 +473,31 @@ Manifest readManifest(std::string_view json) {
       dtype = *d;
     return d.has_value();
   };
-  if (const rapidjson::Value *vars = arrayField(doc, "variables")) {
+  if (std::optional<int64_t> tasks = integerField(doc, "ps_tasks")) {
+    if (*tasks < 1 || *tasks > (1 << 16))
+      throw error("ps_tasks " + std::to_string(*tasks) + " is not in 1..65536");
+    m.psTasks = static_cast<int32_t>(*tasks);
+    int64_t task = integerField(doc, "ps_task").value_or(-1);
+    if (task < -1 || task >= *tasks)
+      throw error("ps_task " + std::to_string(task) + " is not in -1.." +
+                  std::to_string(*tasks - 1));
+    m.psTask = static_cast<int32_t>(task);
+  }
+  if (const rapidjson::Value *inputs = arrayField(doc, "ps_inputs")) {
+    for (const rapidjson::Value &to : inputs->GetArray()) {
+      TensorInfo t;
+      if (!to.IsObject() || !stringField(to, "key") ||
+          !readDType(to, t.dtype) || !readShape(to, t.shape))
+        throw error("malformed ps_inputs entry");
+      t.key = *stringField(to, "key");
+      m.psInputs.push_back(std::move(t));
+    }
+  }
+  for (auto [field, list] : {std::pair{"ps_remote", &m.psRemote},
+                             std::pair{"variables", &m.variables}}) {
+    const rapidjson::Value *vars = arrayField(doc, field);
+    if (!vars)
+      continue;
     for (const rapidjson::Value &o : vars->GetArray()) {
       VariableInfo v;
       if (!o.IsObject() || !stringField(o, "name") || !readDType(o, v.dtype) ||
@@ -471,7 +515,13 @@ Manifest readManifest(std::string_view json) {
               detail::compactJson(it->value));
         std::sort(v.initializerParams.begin(), v.initializerParams.end());
       }
-      m.variables.push_back(std::move(v));
+      int64_t task = integerField(o, "ps_task").value_or(-1);
+      if (task < -1 || (task >= 0 && task >= m.psTasks))
+        throw error("variable '" + v.name + "': ps_task " +
+                    std::to_string(task) + " is not a task of the " +
+                    std::to_string(m.psTasks) + " ps tasks");
+      v.psTask = static_cast<int32_t>(task);
+      list->push_back(std::move(v));
     }
   }
   if (const rapidjson::Value *fns = arrayField(doc, "functions")) {
@@ -535,6 +585,8 @@ Manifest readManifest(std::string_view json) {
 
 struct ModelSpecStorage {
   std::vector<rt::VariableSpec> variables;
+  std::vector<rt::VariableSpec> psRemote;
+  std::vector<rt::TensorSpec> psInputs;
   std::vector<std::vector<rt::TensorSpec>> tensors;
   std::vector<rt::FunctionSpec> functions;
   std::vector<rt::CheckSpec> checks;
@@ -547,10 +599,16 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   ModelSpecStorage &s = *storage;
   s.manifest = manifest;
   const Manifest &m = s.manifest;
-  for (const VariableInfo &v : m.variables)
-    s.variables.push_back({v.name.c_str(), v.dtype,
-                           static_cast<int32_t>(v.shape.size()), v.shape.data(),
-                           v.trainable, v.local});
+  for (auto [from, to] : {std::pair{&m.variables, &s.variables},
+                          std::pair{&m.psRemote, &s.psRemote}})
+    for (const VariableInfo &v : *from)
+      to->push_back({v.name.c_str(), v.dtype,
+                     static_cast<int32_t>(v.shape.size()), v.shape.data(),
+                     v.trainable, v.local, v.psTask});
+  for (const TensorInfo &t : m.psInputs)
+    s.psInputs.push_back({t.key.c_str(), t.dtype,
+                          static_cast<int32_t>(t.shape.size()), t.shape.data(),
+                          0});
   s.tensors.reserve(2 * m.functions.size());
   for (const FunctionInfo &f : m.functions) {
     auto specs = [&](const std::vector<TensorInfo> &ts) {
@@ -577,7 +635,10 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
           s.variables.data(), static_cast<int32_t>(s.functions.size()),
           s.functions.data(), static_cast<int32_t>(s.checks.size()),
           s.checks.data(),    m.device,
-          m.replicas};
+          m.replicas,         m.psTasks,
+          m.psTask,           static_cast<int32_t>(s.psInputs.size()),
+          s.psInputs.data(),  static_cast<int32_t>(s.psRemote.size()),
+          s.psRemote.data()};
 }
 
 } // namespace modelformat

@@ -69,6 +69,8 @@ struct VariableInfo {
   std::string initializer; // "" if none
   /// Initializer parameters as (name, value as JSON text), sorted by name.
   std::vector<std::pair<std::string, std::string>> initializerParams;
+  /// The ps task holding it (rt::VariableSpec::psTask); -1: none.
+  int32_t psTask = -1;
 };
 
 struct FunctionInfo {
@@ -107,6 +109,12 @@ struct Manifest {
   std::string gpuArch; // CUDA: "sm_90"; empty on the CPU
   /// Data-parallel replicas the step averages over (estc.replicas); 0: none.
   int32_t replicas = 0;
+  /// Parameter-server training (rt::ModelSpec's psTasks, psTask, psInputs,
+  /// psRemote; "ps_tasks", "ps_task", "ps_inputs", "ps_remote").
+  int32_t psTasks = 0;
+  int32_t psTask = -1;
+  std::vector<TensorInfo> psInputs;
+  std::vector<VariableInfo> psRemote;
   std::vector<VariableInfo> variables;
   std::vector<FunctionInfo> functions;
   std::vector<CheckInfo> checks; // indexed by est.check_range's `check`

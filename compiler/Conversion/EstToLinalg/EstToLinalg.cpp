@@ -69,10 +69,12 @@ struct FirstFailureReason : public RewriterBase::Listener {
 
 /// Whether `op` stays: variable accesses are lowered by est-function-abi,
 /// est.check_fail_if (scalars only) by est-lower-runtime-checks, the
-/// collectives by bufferization (compiler/Codegen/CollectiveBufferization).
+/// collectives and the parameter-server pulls and pushes by bufferization
+/// (compiler/Codegen/CollectiveBufferization).
 bool staysEst(Operation *op) {
   return isa<est::ReadVariableOp, est::AssignVariableOp, est::CheckFailIfOp,
-             est::AllReduceOp, est::AllGatherOp>(op);
+             est::AllReduceOp, est::AllGatherOp, est::PsPullRowsOp,
+             est::PsPushOp>(op);
 }
 
 struct ConvertEstToLinalgPass

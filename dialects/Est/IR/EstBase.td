@@ -66,6 +66,10 @@ def Est_VariableResource : Resource<"::mlir::est::VariableResource">;
 /// The replica group of a data-parallel step: every collective reads and
 /// writes it, so collectives keep their order and are never removed.
 def Est_CollectiveResource : Resource<"::mlir::est::CollectiveResource">;
+/// The parameter-server tasks of a ps worker's step: pulls read it, pushes
+/// write it, so pushes are never removed.
+def Est_ParameterServerResource
+    : Resource<"::mlir::est::ParameterServerResource">;
 
 //===----------------------------------------------------------------------===//
 // Base op classes.

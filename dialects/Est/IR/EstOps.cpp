@@ -1155,6 +1155,31 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult PsPullRowsOp::verify() {
+  if (getRemoteAttr().getInt() < 0)
+    return emitOpError() << "remote index " << getRemoteAttr().getInt()
+                         << " is negative";
+  auto ids = cast<RankedTensorType>(getIds().getType());
+  auto rows = cast<RankedTensorType>(getRows().getType());
+  if (!ShapedType::isDynamic(ids.getDimSize(0)) &&
+      !ShapedType::isDynamic(rows.getDimSize(0)) &&
+      ids.getDimSize(0) != rows.getDimSize(0))
+    return emitOpError() << ids.getDimSize(0) << " ids but "
+                         << rows.getDimSize(0) << " rows";
+  if (ShapedType::isDynamic(rows.getDimSize(1)))
+    return emitOpError() << "rows " << rows << " have a dynamic width";
+  return success();
+}
+
+LogicalResult PsPushOp::verify() {
+  if (getInputAttr().getInt() < 0)
+    return emitOpError() << "input index " << getInputAttr().getInt()
+                         << " is negative";
+  if (getKey().empty())
+    return emitOpError() << "has an empty key";
+  return success();
+}
+
 LogicalResult AllGatherOp::verify() {
   auto indices = cast<RankedTensorType>(getIndices().getType());
   auto rows = cast<RankedTensorType>(getRows().getType());

@@ -29,6 +29,13 @@ struct CollectiveResource
   StringRef getName() final { return "est.collectives"; }
 };
 
+/// The parameter-server tasks a ps worker's step pulls rows from and pushes
+/// gradients to (`est.ps_pull_rows`, `est.ps_push`).
+struct ParameterServerResource
+    : public SideEffects::Resource::Base<ParameterServerResource> {
+  StringRef getName() final { return "est.parameter_servers"; }
+};
+
 /// Relaxed result-type compatibility of every est op: each declared type has
 /// the inferred element type and rank, and each declared dimension equals the
 /// inferred one or is dynamic.

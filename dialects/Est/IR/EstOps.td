@@ -1558,6 +1558,55 @@ def Est_AllGatherOp : Est_Op<"all_gather", [
 }
 
 //===----------------------------------------------------------------------===//
+// Parameter-server training (docs/design/distributed.md, "Parameter servers").
+//===----------------------------------------------------------------------===//
+
+def Est_PsPullRowsOp : Est_Op<"ps_pull_rows", [
+    MemoryEffects<[MemRead<Est_ParameterServerResource>]>]> {
+  let summary = "Rows of a variable a parameter-server task holds";
+  let description = [{
+    In a ps worker's step (`est-ps-worker`), what a gather on axis 0 of a
+    variable held by a ps task becomes: `rows[i]` := row `ids[i]` of the
+    variable, fetched from its task (the runtime's `estc_ps_pull_rows_f32`,
+    runtime/ParameterClient.h). The worker holds no copy of the variable:
+    `remote` indexes the module's `estc.ps_remote` list, which names it.
+
+    ```mlir
+    %rows = est.ps_pull_rows "emb/part_0"[0] (%ids : tensor<?xi64>) -> tensor<?x16xf32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[I64], [1]>:$ids, StrAttr:$variable,
+                       I64Attr:$remote);
+  let results = (outs TensorRankOf<[F32], [2]>:$rows);
+  let assemblyFormat = [{
+    $variable `[` $remote `]` `(` $ids `:` type($ids) `)` attr-dict `->`
+    type($rows)
+  }];
+  let hasVerifier = 1;
+}
+
+def Est_PsPushOp : Est_Op<"ps_push", [
+    MemoryEffects<[MemWrite<Est_ParameterServerResource>]>]> {
+  let summary = "A tensor of the step's update, for the parameter servers";
+  let description = [{
+    In a ps worker's step, what replaces the optimizer update: `value`
+    (flattened) is staged for the ps tasks, whose apply function takes it
+    as its input `key` (`grad/<variable>`, `ids/<variable>`,
+    `rows/<variable>`, `learning_rate/<k>`); `input` indexes the module's
+    `estc.ps_inputs` list. The runtime sends the staged tensors after the
+    step (`estc_ps_push_{f32,i64}`, runtime/ParameterClient.h).
+
+    ```mlir
+    est.ps_push "grad/dense/kernel"[0] %g : tensor<12xf32>
+    ```
+  }];
+  let arguments = (ins TensorRankOf<[F32, I64], [1]>:$value, StrAttr:$key,
+                       I64Attr:$input);
+  let assemblyFormat = "$key `[` $input `]` $value attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Structured control flow (docs/design/control-flow.md).
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,64 @@
+// RUN: estc-opt %s --split-input-file --est-ps-task | FileCheck %s
+
+// Task 0 of 2 (placement: global_step, then @w on 1, @b on 0, @emb on 1):
+// @train takes @b's gradient and the learning rate, applies the same
+// optimizer to @b alone and increments global_step; the forward pass,
+// @eval and the other task's variables are gone.
+// CHECK-LABEL: module
+// CHECK-NOT: est.variable @w
+// CHECK-NOT: est.variable @emb
+// CHECK: est.variable @b
+// CHECK-NOT: func.func @eval
+// CHECK: func.func @train(%[[G:.*]]: tensor<3xf32> {est.name = "grad/b"}, %[[LR:.*]]: tensor<f32> {est.name = "learning_rate/0"})
+// CHECK-NEXT: %[[LR64:.*]] = est.cast %[[LR]] {{.*}} -> tensor<f64>
+// CHECK-NEXT: est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [@b] %[[G]] : tensor<3xf32> learning_rate %[[LR64]] : tensor<f64>{{$}}
+// CHECK-NEXT: return
+module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 0 : i64} {
+  est.variable @w : tensor<4x3xf32> {trainable}
+  est.variable @b : tensor<3xf32> {trainable}
+  est.variable @emb : tensor<10x2xf32> {trainable}
+  func.func @train(%x: tensor<?x4xf32>, %gw: tensor<4x3xf32>, %gb: tensor<3xf32>, %lr: tensor<f64>, %ids: tensor<?xi64>, %rows: tensor<?x2xf32>) -> (tensor<?x4xf32> {est.name = "x"}) {
+    %y = est.relu %x : tensor<?x4xf32> -> tensor<?x4xf32>
+    est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32> learning_rate %lr : tensor<f64> sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x2xf32>)
+    return %y : tensor<?x4xf32>
+  }
+  func.func @eval(%x: tensor<?x4xf32>) -> (tensor<?x4xf32> {est.name = "x"}) {
+    return %x : tensor<?x4xf32>
+  }
+}
+
+// -----
+
+// Task 1 of the same: @w dense and @emb sparse (ids and rows with the
+// number of rows as their first dimension); global_step is not counted
+// here.
+// CHECK-LABEL: module
+// CHECK: est.variable @w
+// CHECK-NOT: est.variable @b
+// CHECK: est.variable @emb
+// CHECK: func.func @train(%{{.*}}: tensor<4x3xf32> {est.name = "grad/w"}, %{{.*}}: tensor<?xi64> {est.name = "ids/emb", est.values_dim}, %{{.*}}: tensor<?x2xf32> {est.name = "rows/emb", est.values_dim}, %{{.*}}: tensor<f32> {est.name = "learning_rate/0"})
+// CHECK: est.apply_gradients "adagrad" {{.*}} [@w] {{.*}} sparse [@emb] {{.*}} {keep_global_step = true}
+module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 1 : i64} {
+  est.variable @w : tensor<4x3xf32> {trainable}
+  est.variable @b : tensor<3xf32> {trainable}
+  est.variable @emb : tensor<10x2xf32> {trainable}
+  func.func @train(%gw: tensor<4x3xf32>, %gb: tensor<3xf32>, %lr: tensor<f64>, %ids: tensor<?xi64>, %rows: tensor<?x2xf32>) {
+    est.apply_gradients "adagrad" {learning_rate = 1.000000e-01 : f64} [@w, @b] %gw, %gb : tensor<4x3xf32>, tensor<3xf32> learning_rate %lr : tensor<f64> sparse [@emb] indices(%ids : tensor<?xi64>) values(%rows : tensor<?x2xf32>)
+    return
+  }
+}
+
+// -----
+
+// Task 0 holding none of the step's variables still counts the steps: an
+// empty update.
+// CHECK-LABEL: module
+// CHECK: func.func @train() {
+// CHECK-NEXT: est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} []{{$}}
+module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 0 : i64} {
+  est.variable @w : tensor<3xf32> {trainable}
+  func.func @train(%g: tensor<3xf32>) {
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@w] %g : tensor<3xf32>
+    return
+  }
+}
