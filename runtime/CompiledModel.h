@@ -88,6 +88,8 @@ struct TensorSpec {
 /// A module variable, static shape. `local` variables are TF's
 /// LOCAL_VARIABLES (metric state): zeros-initialized, not checkpointed, and
 /// zeroed by CompiledModel::reset_local_variables() before an evaluation.
+/// `psTask` is the parameter-server task holding it (docs/design/
+/// distributed.md, "Parameter servers"), -1 when this process holds it.
 struct VariableSpec {
   const char *name;
   DType dtype;
@@ -95,6 +97,7 @@ struct VariableSpec {
   const int64_t *shape;
   bool trainable;
   bool local;
+  int32_t psTask = -1;
 };
 
 /// A compiled function and its arena formula: S + P * batch + V * values +
@@ -167,6 +170,17 @@ struct ModelSpec {
   /// RunConfig's train_distribute): it averages its gradients over them
   /// through runtime/Collective.h. 0: one replica, no collectives.
   int32_t replicas = 0;
+  /// Parameter-server training (runtime/ParameterClient.h): the ps tasks
+  /// the variables are placed on (VariableSpec::psTask; 0: none), and the
+  /// tensors a worker's step pushes to them, by the index its push calls
+  /// pass: `grad/<variable>` (a dense gradient, the variable's shape),
+  /// `ids/<variable>` (i64 [kValuesDim]) and `rows/<variable>` (f32
+  /// [kValuesDim, ...]) of a sparse gradient, each for the task holding the
+  /// variable; `learning_rate/<k>` (f32 []), the k-th optimizer's learning
+  /// rate of the step, for every task.
+  int32_t psTasks = 0;
+  int32_t numPsInputs = 0;
+  const TensorSpec *psInputs = nullptr;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,
