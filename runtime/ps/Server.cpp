@@ -198,6 +198,14 @@ struct Server::Impl final : public ParameterServer::Service {
       return toGrpc(s);
     std::unique_lock<std::mutex> lock(mutex);
     ++counters.pushes;
+    // Worker ids come from the wire: their state is bounded.
+    constexpr size_t kMaxWorkers = 1 << 16;
+    if (workers.size() >= kMaxWorkers && !workers.count(request->worker()))
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "push from worker " +
+                              std::to_string(request->worker()) +
+                              ": the task already holds the state of " +
+                              std::to_string(kMaxWorkers) + " workers");
     Worker &w = workers[request->worker()];
     if (w.session != request->session()) {
       w = Worker{};

@@ -278,6 +278,60 @@ TEST(ParameterServer, ClientRefusesAddressesOtherThanTheModelsTasks) {
   }
 }
 
+TEST(ParameterServer, ConnectWaitsForATaskThatStartsLate) {
+  // A free port: bound, then closed; the task starts there after the
+  // worker began to connect.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+  ::close(fd);
+  std::string address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Spec spec(1, 0, 0);
+  ClientOptions o;
+  o.addresses = {address};
+  o.timeout_secs = 30;
+  Client client(o, spec.spec);
+  auto connected = std::async(std::launch::async, [&] { client.connect(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  TestShard s0(true, true);
+  ServerOptions so;
+  so.address = address;
+  Server server(s0, so);
+  server.start();
+  EXPECT_NO_THROW(connected.get());
+  EXPECT_EQ(client.global_step(), 0);
+}
+
+TEST(ParameterServer, ThreeTasksEachGetTheirOwnInputs) {
+  // w and global_step on ps:0, nothing but the learning rate on ps:1, emb
+  // on ps:2.
+  TestShard s0(true, false), s1(false, false), s2(false, true);
+  Cluster cluster({&s0, &s1, &s2});
+  Spec spec(3, 0, 2);
+  Client client(cluster.options(), spec.spec);
+  client.connect();
+  std::vector<float> w0 = s0.w, emb0 = s2.emb;
+  std::vector<int64_t> ids = {9, 0};
+  std::vector<float> rows(2 * kWidth);
+  client.pullRows(2, ids.data(), 2, rows.data(), kWidth);
+  EXPECT_EQ(rows[0], s2.emb[9 * kWidth]);
+  stageStep(client, 1.0f, {9}, 2.0f);
+  EXPECT_TRUE(client.flush(0));
+  EXPECT_EQ(s0.applies, 1);
+  EXPECT_EQ(s1.applies, 1);
+  EXPECT_EQ(s2.applies, 1);
+  EXPECT_FLOAT_EQ(s0.w[5], w0[5] - 0.5f);
+  EXPECT_FLOAT_EQ(s2.emb[9 * kWidth + 1], emb0[9 * kWidth + 1] - 1.0f);
+  EXPECT_EQ(client.global_step(), 1);
+  client.save("/tmp/m/model.ckpt-1");
+  EXPECT_EQ(s1.saved, "/tmp/m/model.ckpt-1 1/3");
+  EXPECT_EQ(s2.saved, "/tmp/m/model.ckpt-1 2/3");
+}
+
 // --- pulls ---------------------------------------------------------------
 
 TEST(ParameterServer, PullDenseFillsTheRemoteVariables) {
