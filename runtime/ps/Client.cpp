@@ -459,7 +459,7 @@ void Client::pull_dense(const std::vector<DenseTarget> &targets) {
   auto start = Clock::now();
   // Per task, its variables in groups of at most a message's bytes.
   std::vector<std::vector<std::vector<DenseTarget>>> groups(m.tasks.size());
-  std::vector<int64_t> groupBytes(m.tasks.size(), kMaxMessageBytes);
+  std::vector<int64_t> groupBytes(m.tasks.size(), 0);
   for (const DenseTarget &target : targets) {
     if (target.variable < 0 || target.variable >= spec.numVariables)
       throw std::invalid_argument(
@@ -472,7 +472,8 @@ void Client::pull_dense(const std::vector<DenseTarget> &targets) {
     size_t t = static_cast<size_t>(var.psTask);
     int64_t bytes = rt::numElements(var.rank, var.shape, 0) *
                     static_cast<int64_t>(elementBytes(var.dtype));
-    if (groupBytes[t] + bytes > kMaxMessageBytes && groupBytes[t] > 0) {
+    if (groups[t].empty() ||
+        (groupBytes[t] > 0 && groupBytes[t] + bytes > kMaxMessageBytes)) {
       groups[t].emplace_back();
       groupBytes[t] = 0;
     }
