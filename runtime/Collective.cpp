@@ -72,25 +72,6 @@ int64_t groupSize() {
   return c ? c->size() : 1;
 }
 
-/// The elements of a rank-N view in row-major order, gathered into `flat`
-/// (or scattered back from it): compiled code usually passes contiguous
-/// buffers, but the ABI allows any strides.
-template <typename T, int N>
-void copyView(const MemRef<T, N> &m, T *flat, bool toFlat) {
-  int64_t n = elements(m);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t rest = i, at = m.offset;
-    for (int d = N - 1; d >= 0; --d) {
-      at += (rest % m.sizes[d]) * m.strides[d];
-      rest /= m.sizes[d];
-    }
-    if (toFlat)
-      flat[i] = m.aligned[at];
-    else
-      m.aligned[at] = flat[i];
-  }
-}
-
 template <typename T> void allReduceMean(MemRef<T, 1> *buf) {
   int64_t n = buf->sizes[0];
   if (n <= 0 || groupSize() == 1)

@@ -2,6 +2,7 @@
 
 #include "runtime/CompiledModel.h"
 #include "runtime/Collective.h"
+#include "runtime/ParameterClient.h"
 
 #include <algorithm>
 #include <atomic>
@@ -647,6 +648,9 @@ void CompiledModel::run(int function) {
   // the step's, whatever else happened.
   if (const char *lost = estc_collective_error())
     throw CollectiveError(lost);
+  // So did a pull or push of a parameter-server worker's step.
+  if (const char *failed = estc_ps_error())
+    throw ParameterServerError(failed);
   if (!status || status[0] == 0)
     return;
   throwCheckFailure(function, status, batch);

@@ -88,6 +88,8 @@ struct TensorSpec {
 /// A module variable, static shape. `local` variables are TF's
 /// LOCAL_VARIABLES (metric state): zeros-initialized, not checkpointed, and
 /// zeroed by CompiledModel::reset_local_variables() before an evaluation.
+/// `psTask` is the parameter-server task holding it (docs/design/
+/// distributed.md, "Parameter servers"), -1 when this process holds it.
 struct VariableSpec {
   const char *name;
   DType dtype;
@@ -95,9 +97,6 @@ struct VariableSpec {
   const int64_t *shape;
   bool trainable;
   bool local;
-  /// Parameter-server training: the ps task that holds the variable (a
-  /// worker's copy is refreshed from it before each step; a task's own
-  /// variables have their task here); -1: this process alone holds it.
   int32_t psTask = -1;
 };
 

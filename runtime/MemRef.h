@@ -58,6 +58,25 @@ template <typename T, int N> int64_t elements(const MemRef<T, N> &m) {
   return n;
 }
 
+/// The elements of a rank-N view in row-major order, gathered into `flat`
+/// (toFlat) or scattered back from it: compiled code usually passes
+/// contiguous buffers, but the ABI allows any strides.
+template <typename T, int N>
+void copyView(const MemRef<T, N> &m, T *flat, bool toFlat) {
+  int64_t n = elements(m);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, at = m.offset;
+    for (int d = N - 1; d >= 0; --d) {
+      at += (rest % m.sizes[d]) * m.strides[d];
+      rest /= m.sizes[d];
+    }
+    if (toFlat)
+      flat[i] = m.aligned[at];
+    else
+      m.aligned[at] = flat[i];
+  }
+}
+
 /// Fills `m` as an owned-elsewhere row-major (contiguous) view of `data`.
 template <typename T, int N>
 MemRef<T, N> makeRowMajor(T *data, const int64_t (&sizes)[N]) {

@@ -1,0 +1,725 @@
+//===- runtime/ps/Client.cpp - A worker's connection to its ps tasks -----===//
+//
+// One gRPC channel per ps task; calls to several tasks (a dense pull, a
+// flush, a save) go out concurrently, one thread each, and the first
+// failure (in task order) is thrown once all have ended.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/ps/Client.h"
+
+#include "lib/Support/Printable.h"
+#include "runtime/ps/Protocol.h"
+#include "runtime/ps/ps.grpc.pb.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+namespace estc::ps {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+std::chrono::system_clock::time_point deadlineIn(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+             std::chrono::duration<double>(seconds));
+}
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// What a task that accepted the connection but never answered is.
+constexpr const char *kNoAnswer =
+    "no answer (not an estc ps task, a frozen one, or a host that drops the "
+    "connection)";
+
+/// The cause in gRPC's message for an unreachable task ("failed to connect
+/// to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:2223: Failed to
+/// connect to remote host: Connection refused" -> "Connection refused").
+/// A connection whose HTTP/2 handshake got no answer ends in "tcp
+/// handshaker shutdown" (the deadline cut it short) or "connection attempt
+/// timed out before receiving SETTINGS frame": the peer never answered.
+std::string unavailableReason(const std::string &message) {
+  for (const char *known : {"Connection refused", "Connection reset by peer",
+                            "Socket closed", "Broken pipe"})
+    if (message.find(known) != std::string::npos)
+      return known;
+  if (message.find("handshaker shutdown") != std::string::npos ||
+      message.find("before receiving SETTINGS frame") != std::string::npos)
+    return kNoAnswer;
+  size_t last = message.rfind("last error: ");
+  return escape_control_chars(
+      last == std::string::npos ? message : message.substr(last + 12));
+}
+
+bool isGrpcDeadline(const grpc::Status &s) {
+  return s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+         s.error_message() == "Deadline Exceeded";
+}
+
+std::string prefixOf(const std::string &key) {
+  size_t slash = key.find('/');
+  return slash == std::string::npos ? key : key.substr(0, slash + 1);
+}
+
+std::vector<int64_t> specShape(int32_t rank, const int64_t *shape) {
+  return std::vector<int64_t>(shape, shape + rank);
+}
+
+std::string describeTensor(rt::DType dtype, const std::vector<int64_t> &shape) {
+  return std::string(dtypeText(dtype)) + " " + shapeText(shape);
+}
+
+} // namespace
+
+struct Client::Impl {
+  struct Task {
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<ParameterServer::Stub> stub;
+  };
+  struct Staged {
+    bool set = false;
+    std::vector<int64_t> shape;
+    std::string bytes;
+  };
+
+  Impl(ClientOptions o, const rt::ModelSpec &s)
+      : options(std::move(o)), spec(s) {
+    auto bad = [&](const std::string &what) {
+      throw std::invalid_argument("ps client for model '" +
+                                  std::string(spec.name ? spec.name : "") +
+                                  "': " + what);
+    };
+    if (spec.psTasks < 1)
+      bad("the model was not compiled for ps training (no ps tasks)");
+    if (static_cast<size_t>(spec.psTasks) != options.addresses.size())
+      bad("the model was compiled for " + std::to_string(spec.psTasks) +
+          " ps tasks, but " + std::to_string(options.addresses.size()) +
+          " addresses are given");
+    if (options.timeout_secs <= 0 || options.retries < 0)
+      bad("timeout_secs must be > 0 and retries >= 0");
+    for (const auto &[vars, n] :
+         {std::pair{spec.variables, spec.numVariables},
+          std::pair{spec.psRemote, spec.numPsRemote}})
+      for (int32_t v = 0; v < n; ++v) {
+        const rt::VariableSpec &var = vars[v];
+        if (var.psTask < -1 || var.psTask >= spec.psTasks ||
+            (vars == spec.psRemote && var.psTask < 0))
+          bad("variable '" + std::string(var.name) + "' is placed on ps:" +
+              std::to_string(var.psTask) + ", which the job does not have");
+        variables[var.name] = &var;
+      }
+    for (int32_t i = 0; i < spec.numPsInputs; ++i) {
+      std::string key = spec.psInputs[i].key;
+      std::string prefix = prefixOf(key);
+      if (prefix == "learning_rate/") {
+        inputTask.push_back(-1);
+        continue;
+      }
+      if (prefix != "grad/" && prefix != "ids/" && prefix != "rows/")
+        bad("ps input '" + key +
+            "' is not grad/, ids/, rows/ or learning_rate/");
+      std::string name = key.substr(prefix.size());
+      auto it = variables.find(name);
+      if (it == variables.end() || it->second->psTask < 0)
+        bad("ps input '" + key + "' names variable '" + name +
+            "', which no ps task holds");
+      inputTask.push_back(it->second->psTask);
+    }
+    staged.resize(static_cast<size_t>(spec.numPsInputs));
+    std::random_device random;
+    session = (uint64_t(random()) << 32) ^ random() ^
+              uint64_t(Clock::now().time_since_epoch().count());
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    // A task that comes up late is found within 0.1-1 s, not gRPC's
+    // default 1-120 s backoff.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // Retries are ours (UNAVAILABLE, bounded), and each client has its
+    // own connections.
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    for (const std::string &address : options.addresses) {
+      Task t;
+      t.address = address;
+      t.channel = grpc::CreateCustomChannel(
+          address, grpc::InsecureChannelCredentials(), args);
+      t.stub = ParameterServer::NewStub(t.channel);
+      tasks.push_back(std::move(t));
+    }
+  }
+
+  std::string where(size_t t) const {
+    return "ps:" + std::to_string(t) + " (" + tasks[t].address + ")";
+  }
+
+  /// One call to task t, deadline `timeout`, retried (when `retry`) while
+  /// the task is UNAVAILABLE.
+  template <typename Fn>
+  grpc::Status call(size_t t, bool retry, double timeout, Fn &&rpc) {
+    double backoff = 0.05;
+    for (int attempt = 0;; ++attempt) {
+      grpc::ClientContext context;
+      context.set_deadline(deadlineIn(timeout));
+      grpc::Status s = rpc(*tasks[t].stub, &context);
+      if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE || !retry ||
+          attempt >= options.retries)
+        return s;
+      {
+        std::lock_guard<std::mutex> lock(statsMutex);
+        ++counters.retries;
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(backoff * 2, 1.0);
+    }
+  }
+
+  [[noreturn]] void fail(size_t t, const char *what, const grpc::Status &s,
+                         double timeout) const {
+    std::string message = escape_control_chars(s.error_message());
+    switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      throw rt::ParameterServerError("lost task " + where(t) + " during " +
+                                     what + ": " +
+                                     unavailableReason(s.error_message()));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      if (isGrpcDeadline(s))
+        throw rt::ParameterServerError(
+            "lost task " + where(t) + " during " + what +
+            ": no answer within " + secondsText(timeout) +
+            " (it stopped answering: frozen, or its host or network is down)");
+      throw rt::ParameterServerError(where(t) + " did not finish " + what +
+                                     " within " + secondsText(timeout) + ": " +
+                                     message);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      throw rt::ParameterServerError(where(t) + " refused " + what + ": " +
+                                     message);
+    default:
+      throw rt::ParameterServerError(where(t) + " failed " + what + ": " +
+                                     message);
+    }
+  }
+
+  [[noreturn]] void badAnswer(size_t t, const char *what,
+                              const std::string &why) const {
+    throw rt::ParameterServerError(where(t) + " answered " + what + " with " +
+                                   why);
+  }
+
+  /// fn(t) for every task in `which`, concurrently; then throws the first
+  /// failure in task order.
+  void forTasks(const std::vector<size_t> &which,
+                const std::function<void(size_t)> &fn) {
+    if (which.size() == 1) {
+      fn(which[0]);
+      return;
+    }
+    std::vector<std::future<void>> done;
+    for (size_t t : which)
+      done.push_back(std::async(std::launch::async, fn, t));
+    std::exception_ptr first;
+    for (std::future<void> &f : done) {
+      try {
+        f.get();
+      } catch (...) {
+        if (!first)
+          first = std::current_exception();
+      }
+    }
+    if (first)
+      std::rethrow_exception(first);
+  }
+
+  std::vector<size_t> allTasks() const {
+    std::vector<size_t> all(tasks.size());
+    for (size_t t = 0; t < all.size(); ++t)
+      all[t] = t;
+    return all;
+  }
+
+  // --- connect ------------------------------------------------------------
+
+  DescribeResponse describe(size_t t) {
+    auto start = Clock::now();
+    std::string last;
+    for (;;) {
+      double left = options.timeout_secs - since(start);
+      if (left <= 0)
+        break;
+      DescribeResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(deadlineIn(left));
+      grpc::Status s = tasks[t].stub->Describe(&context, {}, &response);
+      if (s.ok())
+        return response;
+      // Keep the first cause that says more than "no answer": the
+      // attempt the deadline cuts short says only that.
+      if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        std::string why = unavailableReason(s.error_message());
+        if (last.empty() || last == kNoAnswer)
+          last = why;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      if (isGrpcDeadline(s)) {
+        if (last.empty())
+          last = kNoAnswer;
+        break;
+      }
+      fail(t, "describe", s, options.timeout_secs);
+    }
+    throw rt::ParameterServerError("cannot reach ps:" + std::to_string(t) +
+                                   " at " + tasks[t].address + " within " +
+                                   secondsText(options.timeout_secs) + ": " +
+                                   (last.empty() ? "no answer" : last));
+  }
+
+  /// The first way task t's description does not fit the spec, or "".
+  std::string mismatch(size_t t, const DescribeResponse &d) const {
+    if (d.task_index() != static_cast<int>(t))
+      return "it is task ps:" + std::to_string(d.task_index()) +
+             " (the workers' and the ps tasks' TF_CONFIG differ)";
+    if (d.num_tasks() != spec.psTasks)
+      return "it was started for " + std::to_string(d.num_tasks()) +
+             " ps tasks, the model was compiled for " +
+             std::to_string(spec.psTasks);
+    std::map<std::string, const TensorInfo *> held, takes;
+    for (const TensorInfo &v : d.variables())
+      held[v.name()] = &v;
+    for (const TensorInfo &in : d.inputs())
+      takes[in.name()] = &in;
+    auto differs = [](const TensorInfo &info, rt::DType dtype,
+                      const std::vector<int64_t> &shape, std::string *there) {
+      std::optional<rt::DType> theirs = fromProto(info.dtype());
+      std::vector<int64_t> theirShape(info.shape().begin(), info.shape().end());
+      *there = theirs ? describeTensor(*theirs, theirShape)
+                      : "of dtype " + std::to_string(info.dtype());
+      return !theirs || *theirs != dtype || theirShape != shape;
+    };
+    for (const auto &[name, info] : variables) {
+      const rt::VariableSpec &var = *info;
+      if (var.psTask != static_cast<int>(t))
+        continue;
+      auto it = held.find(var.name);
+      if (it == held.end())
+        return "it does not hold variable " + quoted(var.name) +
+               ", which the model places there";
+      std::vector<int64_t> shape = specShape(var.rank, var.shape);
+      std::string there;
+      if (differs(*it->second, var.dtype, shape, &there))
+        return "variable " + quoted(var.name) + " is " + there + " there, " +
+               describeTensor(var.dtype, shape) + " in the model";
+    }
+    std::set<std::string> pushed;
+    for (int32_t i = 0; i < spec.numPsInputs; ++i) {
+      int to = inputTask[static_cast<size_t>(i)];
+      if (to != -1 && to != static_cast<int>(t))
+        continue;
+      const rt::TensorSpec &in = spec.psInputs[i];
+      pushed.insert(in.key);
+      auto it = takes.find(in.key);
+      if (it == takes.end())
+        return "its apply function takes no " + quoted(in.key) +
+               ", which the model pushes there";
+      std::vector<int64_t> shape = specShape(in.rank, in.shape);
+      std::string there;
+      if (differs(*it->second, in.dtype, shape, &there))
+        return "apply input " + quoted(in.key) + " is " + there + " there, " +
+               describeTensor(in.dtype, shape) + " in the model";
+    }
+    for (const TensorInfo &in : d.inputs())
+      if (!pushed.count(in.name()))
+        return "its apply function takes " + quoted(in.name()) +
+               ", which the model does not push there";
+    return "";
+  }
+
+  // --- push ---------------------------------------------------------------
+
+  /// Stages n elements as ps input `input` (checked against the spec).
+  template <typename T>
+  void stage(int input, const T *data, int64_t n, rt::DType dtype) {
+    if (input < 0 || input >= spec.numPsInputs)
+      throw std::invalid_argument("push: input " + std::to_string(input) +
+                                  " is not one of the model's " +
+                                  std::to_string(spec.numPsInputs) +
+                                  " ps inputs");
+    const rt::TensorSpec &in = spec.psInputs[input];
+    if (in.dtype != dtype)
+      throw std::invalid_argument("push: ps input " + quoted(in.key) + " is " +
+                                  dtypeText(in.dtype) + ", the step pushed " +
+                                  dtypeText(dtype));
+    std::vector<int64_t> shape = specShape(in.rank, in.shape);
+    int64_t fixed = 1;
+    int values = -1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == rt::kValuesDim)
+        values = static_cast<int>(d);
+      else
+        fixed *= shape[d];
+    }
+    bool fits = n >= 0 && (values < 0 ? n == fixed
+                                      : (fixed == 0 ? n == 0 : n % fixed == 0));
+    if (!fits)
+      throw std::invalid_argument("push: ps input " + quoted(in.key) + " " +
+                                  shapeText(shape) + " cannot hold the " +
+                                  std::to_string(n) +
+                                  " elements the step pushed");
+    if (values >= 0)
+      shape[static_cast<size_t>(values)] = fixed == 0 ? 0 : n / fixed;
+    std::string bytes(reinterpret_cast<const char *>(data),
+                      static_cast<size_t>(n) * sizeof(T));
+    std::lock_guard<std::mutex> lock(stageMutex);
+    staged[static_cast<size_t>(input)] = {true, std::move(shape),
+                                          std::move(bytes)};
+  }
+
+  // --- state --------------------------------------------------------------
+
+  ClientOptions options;
+  const rt::ModelSpec &spec;
+  std::vector<Task> tasks;
+  /// The model's variables and the ones it pulls rows of, by name.
+  std::map<std::string, const rt::VariableSpec *> variables;
+  /// Per ps input: the task it goes to, -1 for every task.
+  std::vector<int> inputTask;
+
+  std::mutex stageMutex;
+  std::vector<Staged> staged;
+  uint64_t session = 0;
+  int64_t sequence = 0;
+
+  mutable std::mutex statsMutex;
+  ClientStats counters;
+};
+
+Client::Client(ClientOptions options, const rt::ModelSpec &spec)
+    : impl_(std::make_unique<Impl>(std::move(options), spec)) {}
+
+Client::~Client() = default;
+
+void Client::connect() {
+  Impl &m = *impl_;
+  m.forTasks(m.allTasks(), [&](size_t t) {
+    DescribeResponse d = m.describe(t);
+    std::string why = m.mismatch(t, d);
+    if (!why.empty())
+      throw rt::ParameterServerError(
+          "model '" + std::string(m.spec.name ? m.spec.name : "") +
+          "' does not fit " + m.where(t) + ": " + why);
+  });
+}
+
+std::vector<int> Client::dense_variables() const {
+  const rt::ModelSpec &spec = impl_->spec;
+  std::vector<int> out;
+  for (int32_t v = 0; v < spec.numVariables; ++v)
+    if (spec.variables[v].psTask >= 0)
+      out.push_back(v);
+  return out;
+}
+
+void Client::pull_dense(rt::CompiledModel &model) {
+  std::vector<DenseTarget> targets;
+  for (int v : dense_variables())
+    targets.push_back({v, model.variable_data(v)});
+  pull_dense(targets);
+}
+
+void Client::pull_dense(const std::vector<DenseTarget> &targets) {
+  Impl &m = *impl_;
+  const rt::ModelSpec &spec = m.spec;
+  auto start = Clock::now();
+  // Per task, its variables in groups of at most a message's bytes.
+  std::vector<std::vector<std::vector<DenseTarget>>> groups(m.tasks.size());
+  std::vector<int64_t> groupBytes(m.tasks.size(), 0);
+  for (const DenseTarget &target : targets) {
+    if (target.variable < 0 || target.variable >= spec.numVariables)
+      throw std::invalid_argument(
+          "pull_dense: variable " + std::to_string(target.variable) +
+          " is not one of the model's " + std::to_string(spec.numVariables));
+    const rt::VariableSpec &var = spec.variables[target.variable];
+    if (var.psTask < 0)
+      throw std::invalid_argument("pull_dense: variable " + quoted(var.name) +
+                                  " is not on a ps task");
+    size_t t = static_cast<size_t>(var.psTask);
+    int64_t bytes = rt::numElements(var.rank, var.shape, 0) *
+                    static_cast<int64_t>(elementBytes(var.dtype));
+    if (groups[t].empty() ||
+        (groupBytes[t] > 0 && groupBytes[t] + bytes > kMaxMessageBytes)) {
+      groups[t].emplace_back();
+      groupBytes[t] = 0;
+    }
+    groups[t].back().push_back(target);
+    groupBytes[t] += bytes;
+  }
+  std::vector<size_t> which;
+  for (size_t t = 0; t < groups.size(); ++t)
+    if (!groups[t].empty())
+      which.push_back(t);
+  std::atomic<int64_t> calls{0}, received{0};
+  m.forTasks(which, [&](size_t t) {
+    for (const std::vector<DenseTarget> &group : groups[t]) {
+      PullDenseRequest request;
+      for (const DenseTarget &target : group)
+        request.add_names(spec.variables[target.variable].name);
+      PullDenseResponse response;
+      grpc::Status s =
+          m.call(t, true, m.options.timeout_secs,
+                 [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                   response.Clear();
+                   return stub.PullDense(c, request, &response);
+                 });
+      if (!s.ok())
+        m.fail(t, "pull_dense", s, m.options.timeout_secs);
+      ++calls;
+      if (response.tensors_size() != static_cast<int>(group.size()))
+        m.badAnswer(t, "pull_dense",
+                    std::to_string(response.tensors_size()) + " tensors for " +
+                        std::to_string(group.size()) + " variables");
+      for (size_t i = 0; i < group.size(); ++i) {
+        const rt::VariableSpec &var = spec.variables[group[i].variable];
+        const Tensor &got = response.tensors(static_cast<int>(i));
+        std::vector<int64_t> shape = specShape(var.rank, var.shape);
+        size_t bytes =
+            static_cast<size_t>(rt::numElements(var.rank, var.shape, 0)) *
+            elementBytes(var.dtype);
+        if (fromProto(got.dtype()) != var.dtype ||
+            std::vector<int64_t>(got.shape().begin(), got.shape().end()) !=
+                shape ||
+            got.data().size() != bytes)
+          m.badAnswer(t, "pull_dense",
+                      "a tensor for variable " + quoted(var.name) +
+                          " that is not its " +
+                          describeTensor(var.dtype, shape));
+        std::memcpy(group[i].data, got.data().data(), bytes);
+        received += static_cast<int64_t>(bytes);
+      }
+    }
+  });
+  std::lock_guard<std::mutex> lock(m.statsMutex);
+  m.counters.pulls += calls;
+  m.counters.pull_bytes += received;
+  m.counters.pull_seconds += since(start);
+}
+
+void Client::pullRows(int variable, const int64_t *ids, int64_t n, float *rows,
+                      int64_t rowElements) {
+  Impl &m = *impl_;
+  const rt::ModelSpec &spec = m.spec;
+  if (variable < 0 || variable >= spec.numPsRemote)
+    throw std::invalid_argument(
+        "pull_rows: variable " + std::to_string(variable) +
+        " is not one of the model's " + std::to_string(spec.numPsRemote) +
+        " pulled by rows");
+  const rt::VariableSpec &var = spec.psRemote[variable];
+  if (var.psTask < 0 || var.dtype != rt::DType::F32 || var.rank < 1)
+    throw std::invalid_argument(
+        "pull_rows: variable " + quoted(var.name) +
+        " is not an f32 variable of rank >= 1 on a ps task");
+  int64_t perRow = rt::numElements(var.rank - 1, var.shape + 1, 0);
+  if (perRow != rowElements)
+    throw std::invalid_argument("pull_rows: a row of variable " +
+                                quoted(var.name) + " has " +
+                                std::to_string(perRow) + " elements, not " +
+                                std::to_string(rowElements));
+  if (n <= 0)
+    return;
+  auto start = Clock::now();
+  std::vector<int64_t> unique(ids, ids + n);
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  size_t t = static_cast<size_t>(var.psTask);
+  PullRowsRequest request;
+  request.set_variable(var.name);
+  request.mutable_ids()->Assign(unique.begin(), unique.end());
+  PullRowsResponse response;
+  grpc::Status s =
+      m.call(t, true, m.options.timeout_secs,
+             [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+               response.Clear();
+               return stub.PullRows(c, request, &response);
+             });
+  if (!s.ok())
+    m.fail(t, "pull_rows", s, m.options.timeout_secs);
+  const Tensor &got = response.rows();
+  size_t rowBytes = static_cast<size_t>(rowElements) * sizeof(float);
+  if (got.dtype() != DT_F32 || got.shape_size() != var.rank ||
+      got.shape(0) != static_cast<int64_t>(unique.size()) ||
+      got.data().size() != unique.size() * rowBytes)
+    m.badAnswer(t, "pull_rows",
+                "rows that are not " + std::to_string(unique.size()) +
+                    " rows of variable " + quoted(var.name));
+  const char *from = got.data().data();
+  for (int64_t i = 0; i < n; ++i) {
+    size_t j = static_cast<size_t>(
+        std::lower_bound(unique.begin(), unique.end(), ids[i]) -
+        unique.begin());
+    std::memcpy(rows + i * rowElements, from + j * rowBytes, rowBytes);
+  }
+  std::lock_guard<std::mutex> lock(m.statsMutex);
+  m.counters.pulls += 1;
+  m.counters.rows_pulled += static_cast<int64_t>(unique.size());
+  m.counters.pull_bytes += static_cast<int64_t>(got.data().size());
+  m.counters.pull_seconds += since(start);
+}
+
+void Client::push(int input, const float *data, int64_t n) {
+  impl_->stage(input, data, n, rt::DType::F32);
+}
+
+void Client::push(int input, const int64_t *data, int64_t n) {
+  impl_->stage(input, data, n, rt::DType::I64);
+}
+
+bool Client::flush(int64_t globalStep) {
+  Impl &m = *impl_;
+  const rt::ModelSpec &spec = m.spec;
+  auto start = Clock::now();
+  std::vector<Impl::Staged> staged(m.staged.size());
+  int64_t sequence;
+  {
+    std::lock_guard<std::mutex> lock(m.stageMutex);
+    staged.swap(m.staged);
+    m.staged.resize(staged.size());
+    sequence = ++m.sequence;
+  }
+  for (size_t i = 0; i < staged.size(); ++i)
+    if (!staged[i].set)
+      throw rt::ParameterServerError("flush: the step staged no " +
+                                     quoted(spec.psInputs[i].key) +
+                                     " (ps input " + std::to_string(i) + ")");
+  std::vector<PushRequest> requests(m.tasks.size());
+  int64_t bytes = 0;
+  for (size_t t = 0; t < m.tasks.size(); ++t) {
+    PushRequest &r = requests[t];
+    r.set_worker(m.options.worker);
+    r.set_session(m.session);
+    r.set_sequence(sequence);
+    r.set_global_step(globalStep);
+  }
+  for (size_t i = 0; i < staged.size(); ++i) {
+    const rt::TensorSpec &in = spec.psInputs[i];
+    int to = m.inputTask[i];
+    for (size_t t = 0; t < m.tasks.size(); ++t) {
+      if (to != -1 && to != static_cast<int>(t))
+        continue;
+      NamedTensor *named = requests[t].add_tensors();
+      named->set_key(in.key);
+      Tensor *tensor = named->mutable_tensor();
+      tensor->set_dtype(toProto(in.dtype));
+      tensor->mutable_shape()->Assign(staged[i].shape.begin(),
+                                      staged[i].shape.end());
+      if (to == -1)
+        tensor->set_data(staged[i].bytes);
+      else
+        tensor->set_data(std::move(staged[i].bytes));
+      bytes += static_cast<int64_t>(tensor->data().size());
+    }
+  }
+  std::vector<int> stale(m.tasks.size(), 0);
+  m.forTasks(m.allTasks(), [&](size_t t) {
+    PushResponse response;
+    grpc::Status s =
+        m.call(t, true, m.options.timeout_secs,
+               [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                 return stub.Push(c, requests[t], &response);
+               });
+    if (!s.ok())
+      m.fail(t, "push", s, m.options.timeout_secs);
+    stale[t] = response.outcome() == PushResponse::STALE;
+  });
+  bool applied = std::find(stale.begin(), stale.end(), 1) == stale.end();
+  std::lock_guard<std::mutex> lock(m.statsMutex);
+  m.counters.pushes += 1;
+  m.counters.push_bytes += bytes;
+  m.counters.push_seconds += since(start);
+  m.counters.stale_pushes += applied ? 0 : 1;
+  return applied;
+}
+
+int64_t Client::global_step() {
+  Impl &m = *impl_;
+  GetStateResponse response;
+  grpc::Status s =
+      m.call(0, true, m.options.timeout_secs,
+             [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+               return stub.GetState(c, {}, &response);
+             });
+  if (!s.ok())
+    m.fail(0, "global_step", s, m.options.timeout_secs);
+  return response.global_step();
+}
+
+void Client::save(const std::string &prefix) {
+  Impl &m = *impl_;
+  m.forTasks(m.allTasks(), [&](size_t t) {
+    SaveRequest request;
+    request.set_prefix(prefix);
+    request.set_shard(static_cast<int>(t));
+    request.set_num_shards(static_cast<int>(m.tasks.size()));
+    SaveResponse response;
+    grpc::Status s =
+        m.call(t, true, m.options.save_timeout_secs,
+               [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                 return stub.Save(c, request, &response);
+               });
+    if (!s.ok())
+      m.fail(t, "save", s, m.options.save_timeout_secs);
+  });
+}
+
+void Client::shutdown() {
+  Impl &m = *impl_;
+  m.forTasks(m.allTasks(), [&](size_t t) {
+    ShutdownResponse response;
+    grpc::Status s =
+        m.call(t, false, m.options.timeout_secs,
+               [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                 return stub.Shutdown(c, {}, &response);
+               });
+    // A task that is gone already is what shutdown wants.
+    if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE)
+      m.fail(t, "shutdown", s, m.options.timeout_secs);
+  });
+}
+
+ClientStats Client::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->statsMutex);
+  return impl_->counters;
+}
+
+void Client::reset_stats() {
+  std::lock_guard<std::mutex> lock(impl_->statsMutex);
+  impl_->counters = {};
+}
+
+} // namespace estc::ps
