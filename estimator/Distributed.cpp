@@ -36,12 +36,6 @@ std::string hostOf(const std::string &address) {
 
 void checkTrainingCluster(const RunConfig &config, const std::string &who) {
   const ClusterSpec &cluster = config.cluster_spec();
-  if (config.task_type() == TaskType::PS || cluster.count(TaskType::PS))
-    throw std::invalid_argument(
-        who +
-        ": TF_CONFIG has a 'ps' job: parameter-server training is not "
-        "supported; use train_distribute = MultiWorkerMirroredStrategy with "
-        "'chief' and 'worker' jobs only");
   if (cluster.empty() || config.num_worker_replicas() <= 1)
     return;
   std::string chief = chiefJob(cluster);

@@ -29,9 +29,9 @@ namespace estimator {
 namespace detail {
 
 /// Refuses, with one std::invalid_argument line naming what is at fault, a
-/// cluster train() cannot run: a "ps" job or task, a job other than chief
-/// and worker under train_distribute, several workers without
-/// train_distribute. `who` starts the message ("Estimator.train").
+/// cluster without a ps job (ParameterServers.h's) train() cannot run: a
+/// job other than chief and worker under train_distribute, several workers
+/// without train_distribute. `who` starts the message ("Estimator.train").
 void checkTrainingCluster(const RunConfig &config, const std::string &who);
 
 /// This process's connection to the other replicas of its job.

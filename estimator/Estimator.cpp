@@ -114,6 +114,10 @@ Estimator &Estimator::train(const InputFn &input_fn,
   return *this;
 }
 
+void detail::serveParameters(Estimator &estimator, const InputFn &input_fn) {
+  estimator.runner_->serve_parameters(input_fn);
+}
+
 EvalResults Estimator::evaluate(const InputFn &input_fn,
                                 const EvalOptions &options) {
   return runner_->evaluate(input_fn, options.steps, options.hooks,

@@ -100,9 +100,13 @@ class CompiledModel;
 
 namespace estimator {
 
+class Estimator;
+
 namespace detail {
 class Backend;
 class Runner;
+/// train_and_evaluate on a ps task (Runner::serve_parameters).
+void serveParameters(Estimator &estimator, const InputFn &input_fn);
 } // namespace detail
 
 /// CheckpointSaverListener (and ListenerPtr) are in SessionRunHook.h.
@@ -351,6 +355,8 @@ protected:
 
 private:
   friend class Predictions;
+  friend void detail::serveParameters(Estimator &estimator,
+                                      const InputFn &input_fn);
   Estimator(std::unique_ptr<detail::Backend> backend, RunConfig config,
             Params params, std::optional<WarmStartSettings> warm_start_from);
 

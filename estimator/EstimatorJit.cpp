@@ -9,6 +9,7 @@
 #include "estimator/Estimator.h"
 #include "estimator/EstimatorBackend.h"
 #include "estimator/Logging.h"
+#include "estimator/ParameterServers.h"
 
 #include "compiler/Driver/GraphCompiler.h"
 #include "runtime/CompiledModel.h"
@@ -230,8 +231,17 @@ private:
     ++compiles_;
     JitOptions options;
     // iterations_per_loop: N steps a call (a CUDA model runs one).
+    // Parameter-server training: a worker's step (pushes and pulls around
+    // each call, so one step a call) or a ps task's apply function.
+    bool ps = detail::psTraining(*config_);
     options.trainLoop =
-        config_->iterations_per_loop() > 1 && !config_->on_cuda();
+        config_->iterations_per_loop() > 1 && !config_->on_cuda() && !ps;
+    if (ps) {
+      options.psTasks = static_cast<int>(config_->num_ps_replicas());
+      options.psTask = config_->task_type() == TaskType::PS
+                           ? static_cast<int>(config_->task_id())
+                           : -1;
+    }
     // The training step averages its gradients over the replicas.
     if (config_->distributed())
       options.replicas = static_cast<int>(config_->num_worker_replicas());

@@ -132,8 +132,11 @@ TensorValue ModelSession::variable_value(const std::string &name) const {
 
 train::VariableMap ModelSession::checkpoint_variables() const {
   train::VariableMap out;
+  if (remote_)
+    out = remote_();
   for (int i = 0; i < model_.spec().numVariables; ++i)
-    if (!isLocal(model_.spec().variables[i]))
+    if (!isLocal(model_.spec().variables[i]) &&
+        !(remote_ && model_.spec().variables[i].psTask >= 0))
       out[model_.spec().variables[i].name] = binding::readVariable(model_, i);
   // The other replicas' input positions, when they were gathered for
   // this very step (DistributedStep).

@@ -13,6 +13,7 @@
 #include "lib/Checkpoint/Checkpoint.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ public:
     replicaStates_ = std::move(states);
     replicaStatesStep_ = step;
   }
+  /// Parameter-server training: the variables the ps tasks hold (all the
+  /// tasks' variables, slots and tables), which checkpoints then take in
+  /// place of the model's copies (its variables with a psTask).
+  void set_remote_variables(std::function<train::VariableMap()> remote) {
+    remote_ = std::move(remote);
+  }
   const std::string &model_dir() const override { return modelDir_; }
   rt::CompiledModel &model() const { return model_; }
 
@@ -74,6 +81,7 @@ private:
   int globalStep_;
   Dataset *input_ = nullptr;
   mutable bool warnedInput_ = false;
+  std::function<train::VariableMap()> remote_;
   std::map<int, std::string> replicaStates_;
   int64_t replicaStatesStep_ = -1;
 };

@@ -11,9 +11,11 @@
 
 #include "estimator/Hooks.h"
 #include "estimator/Logging.h"
+#include "estimator/ParameterServers.h"
 #include "estimator/ProgressBar.h"
 #include "runtime/Collective.h"
 #include "runtime/CompiledModel.h"
+#include "runtime/ParameterClient.h"
 #include "runtime/binding/TensorBinding.h"
 
 #include <algorithm>
@@ -260,7 +262,18 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
                                 "given: " +
                                 std::to_string(*max_steps));
   const std::string &modelDir = config_.model_dir();
-  checkTrainingCluster(config_, "Estimator.train");
+  bool psCluster = psTraining(config_);
+  if (psCluster) {
+    checkPsCluster(config_, "Estimator.train");
+    if (config_.task_type() == TaskType::PS)
+      throw std::invalid_argument(
+          "Estimator.train: this task is ps:" +
+          std::to_string(config_.task_id()) +
+          " of a parameter-server cluster: it serves variables "
+          "(train_and_evaluate) and does not train");
+  } else {
+    checkTrainingCluster(config_, "Estimator.train");
+  }
   // One replica of a MultiWorkerMirroredStrategy job: the chief alone reads
   // model_dir and tells the others.
   ReplicaGroup *group = config_.distributed() ? &this->group() : nullptr;
@@ -324,6 +337,10 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   bool hasLoss = m.find_output(fn, "loss") >= 0;
   Hooks hooks =
       trainingHooks(userHooks, spec, hasLoss, steps, max_steps, listeners);
+  // Parameter-server training: the ps tasks hold the variables.
+  std::unique_ptr<PsWorker> psWorker;
+  if (psCluster)
+    psWorker = std::make_unique<PsWorker>(config_, m);
 
   struct TrainingFlag {
     bool &flag, &locked;
@@ -336,10 +353,13 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   // The session: the latest valid checkpoint, or @init + warm start.
   ModelSession session(m, modelDir);
   session.save_input_state(data);
+  if (psWorker)
+    session.set_remote_variables([&] { return psWorker->variables(); });
   // iterations_per_loop: up to N steps between two rounds of hooks.
   std::optional<int64_t> lastStep;
   std::unique_ptr<ModelStep> step;
-  if (int64_t iterations = config_.iterations_per_loop(); iterations > 1) {
+  if (int64_t iterations = config_.iterations_per_loop();
+      iterations > 1 && !psWorker) {
     int loopFn = m.find_function("train_loop");
     if (loopFn < 0)
       log_info("iterations_per_loop=" + std::to_string(iterations) +
@@ -359,58 +379,73 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   if (group)
     replicaStep = std::make_unique<DistributedStep>(
         *step, *group, session, data, findSaverHook(hooks), lastStep);
-  MonitoredSession loop(
-      session, replicaStep ? static_cast<StepRunner &>(*replicaStep) : *step,
-      hooks, [&] {
-        std::optional<train::RestoredCheckpoint> restored;
-        if (chief)
-          restored = checkpoints_.restore();
-        if (restored) {
-          loadVariables(m, restored->variables,
-                        train::checkpoint_file(restored->path));
-          log_info("Restoring parameters from " + restored->path);
-          restoreInput(data, *restored);
-        } else if (chief) {
-          initialize(m);
-        } else {
-          m.run(m.find_function("init")); // the chief's values follow
-        }
-        if (!group)
-          return;
-        // Every replica starts from the chief's variables (restored or not) and
-        // continues its input where the chief's checkpoint saved it.
-        group->broadcast_variables(m);
-        std::map<int, std::string> states;
-        if (restored)
-          for (int r = 1; r < group->size(); ++r) {
-            auto it = restored->variables.find(replicaInputStateTensor(r));
-            if (it != restored->variables.end())
-              states[r] = unpack_bytes(it->second);
-          }
-        std::string mine = group->broadcast_input_states(states);
-        if (chief) {
-          session.set_replica_input_states(states, session.global_step());
-        } else if (!mine.empty()) {
-          std::string why;
-          bool ok = false;
-          try {
-            ok = data.restore_state(mine, &why);
-          } catch (const data::DataError &e) {
-            why = e.what();
-          }
-          if (ok)
-            log_info("Restored the input pipeline's position from the chief's "
-                     "checkpoint");
-          else
-            log_info("Not restoring the input pipeline's position from the "
-                     "chief's checkpoint (" +
-                     why + "); input_fn starts afresh.");
-        } else if (session.global_step() > 0) {
-          log_info("The chief's checkpoint has no input position for " +
-                   group->task_name(group->rank()) +
-                   "; input_fn starts afresh.");
-        }
-      });
+  std::unique_ptr<PsStep> psStep;
+  if (psWorker)
+    psStep = std::make_unique<PsStep>(*step, *psWorker, session);
+  StepRunner &runner = psStep        ? static_cast<StepRunner &>(*psStep)
+                       : replicaStep ? static_cast<StepRunner &>(*replicaStep)
+                                     : *step;
+  MonitoredSession loop(session, runner, hooks, [&] {
+    if (psWorker) {
+      // The ps tasks restored or initialized the variables they hold;
+      // this process initializes the rest (not trained, the same on
+      // every worker) and copies theirs.
+      m.run(m.find_function("init"));
+      psWorker->pull();
+      if (session.global_step() > 0)
+        log_info("Training continues at global step " +
+                 std::to_string(session.global_step()) +
+                 " (the ps tasks' variables)");
+      return;
+    }
+    std::optional<train::RestoredCheckpoint> restored;
+    if (chief)
+      restored = checkpoints_.restore();
+    if (restored) {
+      loadVariables(m, restored->variables,
+                    train::checkpoint_file(restored->path));
+      log_info("Restoring parameters from " + restored->path);
+      restoreInput(data, *restored);
+    } else if (chief) {
+      initialize(m);
+    } else {
+      m.run(m.find_function("init")); // the chief's values follow
+    }
+    if (!group)
+      return;
+    // Every replica starts from the chief's variables (restored or not) and
+    // continues its input where the chief's checkpoint saved it.
+    group->broadcast_variables(m);
+    std::map<int, std::string> states;
+    if (restored)
+      for (int r = 1; r < group->size(); ++r) {
+        auto it = restored->variables.find(replicaInputStateTensor(r));
+        if (it != restored->variables.end())
+          states[r] = unpack_bytes(it->second);
+      }
+    std::string mine = group->broadcast_input_states(states);
+    if (chief) {
+      session.set_replica_input_states(states, session.global_step());
+    } else if (!mine.empty()) {
+      std::string why;
+      bool ok = false;
+      try {
+        ok = data.restore_state(mine, &why);
+      } catch (const data::DataError &e) {
+        why = e.what();
+      }
+      if (ok)
+        log_info("Restored the input pipeline's position from the chief's "
+                 "checkpoint");
+      else
+        log_info("Not restoring the input pipeline's position from the "
+                 "chief's checkpoint (" +
+                 why + "); input_fn starts afresh.");
+    } else if (session.global_step() > 0) {
+      log_info("The chief's checkpoint has no input position for " +
+               group->task_name(group->rank()) + "; input_fn starts afresh.");
+    }
+  });
 
   int64_t first = session.global_step();
   lastStep = max_steps;
@@ -423,7 +458,15 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     fetches.push_back("loss");
   std::optional<TensorValue> loss;
   while (!loop.should_stop()) {
-    std::optional<FetchValues> values = loop.run(fetches);
+    std::optional<FetchValues> values;
+    try {
+      values = loop.run(fetches);
+    } catch (const rt::ParameterServerError &) {
+      if (!psWorker || !psWorker->job_ended())
+        throw;
+      log_info("The chief ended the job: training stops.");
+      return;
+    }
     if (!values)
       break; // the input ran out
     if (hasLoss)
@@ -432,11 +475,33 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   }
   progress.finish();
   loop.close();
+  if (psWorker && config_.is_chief())
+    psWorker->end_job();
   if (loop.steps_run() == 0)
     log_info("Training with estimator made no steps. Perhaps input is empty "
              "or misspecified.");
   if (loss)
     log_info("Loss for final step: " + format_tensor(*loss) + ".");
+}
+
+void Runner::serve_parameters(const InputFn &input_fn) {
+  checkPsCluster(config_, "train_and_evaluate");
+  applyThreads();
+  Dataset data = input(input_fn, false);
+  prepareModel(backend_, ModeKeys::TRAIN, data, "train_and_evaluate");
+  rt::CompiledModel &m = backend_.model(ModeKeys::TRAIN, {});
+  int64_t step = 0;
+  if (std::optional<train::RestoredCheckpoint> restored =
+          checkpoints_.restore()) {
+    loadVariables(m, restored->variables,
+                  train::checkpoint_file(restored->path));
+    step = train::CheckpointReader(train::checkpoint_file(restored->path))
+               .global_step();
+    log_info("Restoring parameters from " + restored->path);
+  } else {
+    initialize(m);
+  }
+  serveParameters(config_, m, step);
 }
 
 EvalResults Runner::evaluate(const InputFn &input_fn,

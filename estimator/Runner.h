@@ -53,6 +53,11 @@ public:
   void train(const InputFn &input_fn, const Hooks &hooks,
              std::optional<int64_t> steps, std::optional<int64_t> max_steps,
              const Listeners &listeners);
+  /// A ps task of parameter-server training (TF's run_ps): compiles its
+  /// apply function (input_fn gives the features' shapes), restores its
+  /// variables from the latest checkpoint or initializes them, and serves
+  /// them until the chief ends the job.
+  void serve_parameters(const InputFn &input_fn);
   /// input_fn's Dataset with the host transform installed; a replica's
   /// share of it when `shard` (train_distribute's auto_shard).
   Dataset input(const InputFn &input_fn, bool shard = false) const {

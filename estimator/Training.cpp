@@ -4,6 +4,7 @@
 
 #include "estimator/Distributed.h"
 #include "estimator/Logging.h"
+#include "estimator/ParameterServers.h"
 #include "lib/Support/FileIO.h"
 
 #include <algorithm>
@@ -85,7 +86,10 @@ void validate(const Estimator &estimator, const TrainSpec &train,
               "save_checkpoints_steps or save_checkpoints_secs (or "
               "EvalSpec.every_n_steps, or a CheckpointSaverHook in "
               "TrainSpec.hooks)");
-  detail::checkTrainingCluster(config, "train_and_evaluate");
+  if (detail::psTraining(config))
+    detail::checkPsCluster(config, "train_and_evaluate");
+  else
+    detail::checkTrainingCluster(config, "train_and_evaluate");
 }
 
 /// TF's _Evaluator: evaluates the latest checkpoint once, then exports.
@@ -316,6 +320,23 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)
     return runEvaluator(estimator, train_spec, eval_spec);
+  if (detail::psTraining(config)) {
+    // TF's run_ps / run_chief / run_worker: a ps task serves its variables
+    // until the chief ends the job; the chief and the workers train; the
+    // evaluator task evaluates the chief's checkpoints.
+    if (config.task_type() == TaskType::PS) {
+      detail::serveParameters(estimator, train_spec.input_fn);
+      return {};
+    }
+    log_info("Start parameter-server training as " + config.task_type() + ":" +
+             std::to_string(config.task_id()) +
+             "; the evaluator task evaluates the chief's checkpoints.");
+    estimator.train(train_spec.input_fn,
+                    {.hooks = train_spec.hooks,
+                     .max_steps = train_spec.max_steps,
+                     .saving_listeners = train_spec.saving_listeners});
+    return {};
+  }
   if (config.distributed()) {
     // TF's run_chief / run_worker: the replicas train; the evaluator task
     // evaluates the chief's checkpoints (and exports), and the training

@@ -186,6 +186,12 @@ struct ModelSpec {
   const TensorSpec *psInputs = nullptr;
   int32_t numPsRemote = 0;
   const VariableSpec *psRemote = nullptr;
+  /// Synchronous parameter-server training (the step's optimizer is a
+  /// SyncReplicasOptimizer): each ps task applies the mean of this many
+  /// workers' pushes per step; 0: asynchronous (TF's default). And the
+  /// workers there are (total_num_replicas; 0: as many).
+  int32_t psReplicasToAggregate = 0;
+  int32_t psTotalNumReplicas = 0;
 };
 
 /// A run-time check failed (TF's InvalidArgumentError): what() is one line,

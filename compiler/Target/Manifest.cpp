@@ -92,6 +92,12 @@ llvm::Error extractParameterServers(mlir::ModuleOp module, Manifest &m) {
   m.psTasks = static_cast<int32_t>(tasks.getInt());
   if (auto task = module->getAttrOfType<mlir::IntegerAttr>("estc.ps_task"))
     m.psTask = static_cast<int32_t>(task.getInt());
+  if (auto sync =
+          module->getAttrOfType<mlir::DenseI64ArrayAttr>("estc.ps_sync");
+      sync && sync.size() == 2) {
+    m.psReplicasToAggregate = static_cast<int32_t>(sync[0]);
+    m.psTotalNumReplicas = static_cast<int32_t>(sync[1]);
+  }
   if (auto inputs = module->getAttrOfType<mlir::ArrayAttr>("estc.ps_inputs"))
     for (mlir::Attribute entry : inputs) {
       auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(entry);

@@ -39,8 +39,8 @@ llvm::StringMap<int64_t> ps::placeVariables(ModuleOp module, int64_t tasks) {
   return placement;
 }
 
-FailureOr<SmallVector<ApplyGradientsOp>>
-ps::stepUpdates(func::FuncOp func, StringRef pass) {
+FailureOr<SmallVector<ApplyGradientsOp>> ps::stepUpdates(func::FuncOp func,
+                                                         StringRef pass) {
   SmallVector<ApplyGradientsOp> applies;
   Operation *failed = nullptr;
   std::string why;
@@ -76,6 +76,37 @@ ps::stepUpdates(func::FuncOp func, StringRef pass) {
     return a->isBeforeInBlock(b);
   });
   return applies;
+}
+
+LogicalResult ps::recordSync(ModuleOp module,
+                             ArrayRef<ApplyGradientsOp> applies,
+                             StringRef pass) {
+  std::optional<std::pair<int64_t, int64_t>> sync;
+  for (ApplyGradientsOp apply : applies) {
+    auto r =
+        apply.getHyperparameters().getAs<IntegerAttr>("replicas_to_aggregate");
+    auto n =
+        apply.getHyperparameters().getAs<IntegerAttr>("total_num_replicas");
+    std::optional<std::pair<int64_t, int64_t>> mine;
+    if (r)
+      mine = {r.getInt(), n ? n.getInt() : 0};
+    if (apply != applies.front() && mine != sync)
+      return apply.emitOpError()
+             << pass
+             << ": the step's optimizers differ in synchronous training "
+                "(SyncReplicasOptimizer's replicas_to_aggregate and "
+                "total_num_replicas): wrap every one, or none";
+    sync = mine;
+    if (mine && (mine->first < 1 || mine->second < 0))
+      return apply.emitOpError() << pass << ": replicas_to_aggregate "
+                                 << mine->first << " and total_num_replicas "
+                                 << mine->second << " (>= 1 and >= 0)";
+  }
+  if (sync)
+    module->setAttr("estc.ps_sync",
+                    DenseI64ArrayAttr::get(module.getContext(),
+                                           {sync->first, sync->second}));
+  return success();
 }
 
 std::string ps::gradKey(StringRef variable) {

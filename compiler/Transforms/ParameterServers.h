@@ -32,6 +32,10 @@ inline constexpr llvm::StringLiteral kTaskAttr = "estc.ps_task";
 inline constexpr llvm::StringLiteral kInputsAttr = "estc.ps_inputs";
 inline constexpr llvm::StringLiteral kRemoteAttr = "estc.ps_remote";
 inline constexpr llvm::StringLiteral kVariableTaskAttr = "est.ps_task";
+/// Set once a module is split: the pipeline runs its stages again from the
+/// start on a lowered module (each pass must leave a module it already
+/// transformed alone).
+inline constexpr llvm::StringLiteral kSplitAttr = "estc.ps_split";
 
 /// The ps task count of a module compiled for parameter-server training, or
 /// nullopt.
@@ -49,6 +53,14 @@ llvm::StringMap<int64_t> placeVariables(ModuleOp module, int64_t tasks);
 /// or use what parameter-server training cannot split across tasks.
 FailureOr<SmallVector<ApplyGradientsOp>> stepUpdates(func::FuncOp func,
                                                      llvm::StringRef pass);
+
+/// Synchronous training (train::SyncReplicasOptimizer: the hyperparameters
+/// replicas_to_aggregate and total_num_replicas on the step's updates):
+/// records `estc.ps_sync = array<i64: R, N>` on the module; nothing for
+/// asynchronous updates. Fails, naming the op, when the updates disagree or
+/// only some are synchronous.
+LogicalResult recordSync(ModuleOp module, ArrayRef<ApplyGradientsOp> applies,
+                         llvm::StringRef pass);
 
 /// The keys of the tensors a worker pushes and a task's apply function takes.
 std::string gradKey(llvm::StringRef variable);

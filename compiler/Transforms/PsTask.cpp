@@ -41,8 +41,9 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
     ModuleOp module = getOperation();
     std::optional<int64_t> tasks = ps::psTasks(module);
     auto taskAttr = module->getAttrOfType<IntegerAttr>(ps::kTaskAttr);
-    if (!tasks || !taskAttr)
+    if (!tasks || !taskAttr || module->hasAttr(ps::kSplitAttr))
       return;
+    module->setAttr(ps::kSplitAttr, UnitAttr::get(module.getContext()));
     int64_t task = taskAttr.getInt();
     if (task < 0 || task >= *tasks) {
       module.emitError() << "est-ps-task: task " << task << " of " << *tasks
@@ -58,7 +59,8 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
     llvm::StringMap<int64_t> placement = ps::placeVariables(module, *tasks);
     FailureOr<SmallVector<ApplyGradientsOp>> applies =
         ps::stepUpdates(train, "est-ps-task");
-    if (failed(applies))
+    if (failed(applies) ||
+        failed(ps::recordSync(module, *applies, "est-ps-task")))
       return signalPassFailure();
 
     MLIRContext *ctx = module.getContext();
@@ -81,8 +83,7 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
     bool increments = false;
     for (auto [k, old] : llvm::enumerate(*applies)) {
       auto mine = [&](Attribute v) {
-        return placement.lookup(cast<FlatSymbolRefAttr>(v).getValue()) ==
-               task;
+        return placement.lookup(cast<FlatSymbolRefAttr>(v).getValue()) == task;
       };
       SmallVector<Attribute> dense, sparse;
       SmallVector<Value> grads, ids, rows;
@@ -97,9 +98,8 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
         for (Attribute v : vars)
           if (mine(v)) {
             StringRef name = cast<FlatSymbolRefAttr>(v).getValue();
-            auto type =
-                cast<RankedTensorType>(module.lookupSymbol<VariableOp>(name)
-                                           .getType());
+            auto type = cast<RankedTensorType>(
+                module.lookupSymbol<VariableOp>(name).getType());
             sparse.push_back(v);
             ids.push_back(arg(
                 ps::idsKey(name),
@@ -110,8 +110,8 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
       // Task 0 increments global_step once per apply: with the first update
       // that does in the step, kept (empty) when the task holds none of its
       // variables.
-      bool carrier = task == 0 && !increments &&
-                     !old.getKeepGlobalStep().value_or(false);
+      bool carrier =
+          task == 0 && !increments && !old.getKeepGlobalStep().value_or(false);
       if (dense.empty() && sparse.empty() && !carrier)
         continue;
       increments |= carrier;
@@ -120,10 +120,10 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
         auto f32 = RankedTensorType::get({}, b.getF32Type());
         lr = arg(ps::learningRateKey(k), f32, false);
         if (oldLr.getType() != f32)
-          lr = CastOp::create(b, old.getLoc(), lr,
-                              TypeAttr::get(cast<RankedTensorType>(
-                                                oldLr.getType())
-                                                .getElementType()));
+          lr = CastOp::create(
+              b, old.getLoc(), lr,
+              TypeAttr::get(
+                  cast<RankedTensorType>(oldLr.getType()).getElementType()));
       }
       ApplyGradientsOp::create(
           b, old.getLoc(), old.getOptimizerAttr(), old.getHyperparametersAttr(),

@@ -56,21 +56,42 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<int64_t> tasks = ps::psTasks(module);
-    if (!tasks || module->hasAttr(ps::kTaskAttr))
+    if (!tasks || module->hasAttr(ps::kTaskAttr) ||
+        module->hasAttr(ps::kSplitAttr))
       return;
+    module->setAttr(ps::kSplitAttr, UnitAttr::get(module.getContext()));
     placement = ps::placeVariables(module, *tasks);
     // @init is rebuilt from the variables that remain (the pipeline's
     // est-create-init-function runs after this stage).
     if (auto init = module.lookupSymbol<func::FuncOp>("init"))
       init.erase();
     llvm::SetVector<StringRef> sparse;
+    bool trains = false;
     for (func::FuncOp func :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       if (func.isDeclaration())
         continue;
+      func.walk([&](ApplyGradientsOp) { trains = true; });
       if (failed(replaceUpdates(func, sparse)) ||
           failed(checkAssignments(func)))
         return signalPassFailure();
+    }
+    // The worker's copy of global_step (task 0 counts the steps; the
+    // Estimator's hooks read the copy).
+    if (trains && !module.lookupSymbol("global_step")) {
+      OpBuilder mb(module.getContext());
+      auto vars = module.getOps<VariableOp>();
+      Operation *last = nullptr;
+      for (VariableOp var : vars)
+        last = var;
+      if (last)
+        mb.setInsertionPointAfter(last);
+      else
+        mb.setInsertionPointToStart(module.getBody());
+      VariableOp::create(
+          mb, module.getLoc(), "global_step",
+          RankedTensorType::get({}, mb.getI64Type()), /*trainable=*/false,
+          InitializerAttr::get(module.getContext(), "zeros", DictionaryAttr()));
     }
     for (StringRef name : sparse)
       if (failed(pullRows(module, name)))
@@ -83,9 +104,9 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
     }
     SmallVector<Attribute> list;
     for (auto &[key, type] : inputs)
-      list.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("key", b.getStringAttr(key)),
-           b.getNamedAttr("type", TypeAttr::get(type))}));
+      list.push_back(
+          b.getDictionaryAttr({b.getNamedAttr("key", b.getStringAttr(key)),
+                               b.getNamedAttr("type", TypeAttr::get(type))}));
     module->setAttr(ps::kInputsAttr, b.getArrayAttr(list));
     module->setAttr(ps::kRemoteAttr, b.getArrayAttr(remote));
   }
@@ -112,7 +133,9 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
                                llvm::SetVector<StringRef> &sparse) {
     FailureOr<SmallVector<ApplyGradientsOp>> applies =
         ps::stepUpdates(func, "est-ps-worker");
-    if (failed(applies))
+    if (failed(applies) ||
+        failed(ps::recordSync(func->getParentOfType<ModuleOp>(), *applies,
+                              "est-ps-worker")))
       return failure();
     llvm::StringSet<> pushed;
     for (auto [k, apply] : llvm::enumerate(*applies)) {
@@ -147,8 +170,8 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
         push(e, grad, ps::gradKey(name), grad.getType());
       }
       if (ArrayAttr vars = apply.getSparseVariablesAttr())
-        for (auto [attr, ids, rows] : llvm::zip(
-                 vars, apply.getSparseIndices(), apply.getSparseValues())) {
+        for (auto [attr, ids, rows] : llvm::zip(vars, apply.getSparseIndices(),
+                                                apply.getSparseValues())) {
           StringRef name = cast<FlatSymbolRefAttr>(attr).getValue();
           auto var = SymbolTable::lookupNearestSymbolFrom<VariableOp>(
               func, cast<FlatSymbolRefAttr>(attr));
@@ -172,20 +195,21 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
   /// A step that writes a variable itself (not through an optimizer) would
   /// write only the worker's copy.
   LogicalResult checkAssignments(func::FuncOp func) {
-    WalkResult result = func.walk([&](AssignVariableOp assign) {
-      auto var = SymbolTable::lookupNearestSymbolFrom<VariableOp>(
-          assign, assign.getVariableAttr());
-      if (!var || var.getLocal())
-        return WalkResult::advance();
-      assign.emitOpError()
-          << "est-ps-worker: @" << func.getSymName() << " assigns variable '"
-          << var.getSymName()
-          << "' itself (not through an optimizer); in parameter-server "
-             "training the ps tasks hold the variables and apply only "
-             "optimizer updates (batch normalization's moving statistics "
-             "are not supported yet)";
-      return WalkResult::interrupt();
-    });
+    WalkResult result =
+        func.walk([&](AssignVariableOp assign) {
+          auto var = SymbolTable::lookupNearestSymbolFrom<VariableOp>(
+              assign, assign.getVariableAttr());
+          if (!var || var.getLocal())
+            return WalkResult::advance();
+          assign.emitOpError()
+              << "est-ps-worker: @" << func.getSymName()
+              << " assigns variable '" << var.getSymName()
+              << "' itself (not through an optimizer); in parameter-server "
+                 "training the ps tasks hold the variables and apply only "
+                 "optimizer updates (batch normalization's moving statistics "
+                 "are not supported yet)";
+          return WalkResult::interrupt();
+        });
     return failure(result.wasInterrupted());
   }
 
@@ -247,10 +271,10 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
     for (ReadVariableOp read : reads)
       read.erase();
     Builder b(module.getContext());
-    remote.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr("name", b.getStringAttr(name)),
-         b.getNamedAttr("task", b.getI64IntegerAttr(task)),
-         b.getNamedAttr("type", TypeAttr::get(varType))}));
+    remote.push_back(
+        b.getDictionaryAttr({b.getNamedAttr("name", b.getStringAttr(name)),
+                             b.getNamedAttr("task", b.getI64IntegerAttr(task)),
+                             b.getNamedAttr("type", TypeAttr::get(varType))}));
     var.erase();
     return success();
   }

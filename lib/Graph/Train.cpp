@@ -620,6 +620,21 @@ Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
   return copy;
 }
 
+Optimizer SyncReplicasOptimizer(const Optimizer &optimizer,
+                                int64_t replicas_to_aggregate,
+                                int64_t total_num_replicas) {
+  if (replicas_to_aggregate < 1 || total_num_replicas < 0)
+    throw GraphError("SyncReplicasOptimizer: replicas_to_aggregate must be "
+                     ">= 1 and total_num_replicas >= 0, got " +
+                     std::to_string(replicas_to_aggregate) + " and " +
+                     std::to_string(total_num_replicas));
+  Optimizer copy = optimizer;
+  copy.hyperparameters_["replicas_to_aggregate"] =
+      attr_i(replicas_to_aggregate);
+  copy.hyperparameters_["total_num_replicas"] = attr_i(total_num_replicas);
+  return copy;
+}
+
 Variable get_or_create_global_step(Graph &graph) {
   return graph.global_step_variable();
 }

@@ -155,6 +155,9 @@ public:
                                     bool own_iterations = false) const;
   friend Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
                                                  int64_t num_steps);
+  friend Optimizer SyncReplicasOptimizer(const Optimizer &optimizer,
+                                         int64_t replicas_to_aggregate,
+                                         int64_t total_num_replicas);
 
   /// Emits the train op. `var_list` empty: all trainable variables.
   Operation minimize(const Tensor &loss,
@@ -303,6 +306,22 @@ Optimizer LazyAdamOptimizer(LearningRate learning_rate = 0.001,
 /// updates. Sparse gradients are densified. num_steps >= 1.
 Optimizer GradientAccumulationOptimizer(const Optimizer &optimizer,
                                         int64_t num_steps);
+
+/// tf.compat.v1.train.SyncReplicasOptimizer(opt, replicas_to_aggregate,
+/// total_num_replicas): synchronous parameter-server training
+/// (docs/design/distributed.md, "Parameter servers"). Each ps task applies
+/// `optimizer`'s rule once per step, to the mean of the gradients of the
+/// first `replicas_to_aggregate` workers' pushes computed at that step;
+/// a push computed at an older step is dropped (stale), and the workers
+/// wait for the step's update before their next one. total_num_replicas:
+/// the workers of the job (0: replicas_to_aggregate; more than it gives
+/// backup workers, whose late pushes are dropped). In a single process, or
+/// with all-reduce training, the optimizer alone (as TF with one replica).
+/// replicas_to_aggregate >= 1; total_num_replicas >= 0. The step's
+/// optimizers are all wrapped, or none.
+Optimizer SyncReplicasOptimizer(const Optimizer &optimizer,
+                                int64_t replicas_to_aggregate,
+                                int64_t total_num_replicas = 0);
 
 /// tf.train.get_or_create_global_step: the global_step variable.
 Variable get_or_create_global_step(Graph &graph);

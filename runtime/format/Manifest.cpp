@@ -284,6 +284,9 @@ std::string writeManifest(const Manifest &m) {
     os += ",\n  \"ps_tasks\": " + std::to_string(m.psTasks);
     if (m.psTask >= 0)
       os += ",\n  \"ps_task\": " + std::to_string(m.psTask);
+    if (m.psReplicasToAggregate > 0)
+      os += ",\n  \"ps_sync\": [" + std::to_string(m.psReplicasToAggregate) +
+            ", " + std::to_string(m.psTotalNumReplicas) + "]";
     os += ",\n  \"ps_inputs\": [";
     for (size_t i = 0; i < m.psInputs.size(); ++i)
       os += (i ? ", " : "") + std::string("{\"key\": ") +
@@ -482,6 +485,18 @@ Manifest readManifest(std::string_view json) {
       throw error("ps_task " + std::to_string(task) + " is not in -1.." +
                   std::to_string(*tasks - 1));
     m.psTask = static_cast<int32_t>(task);
+    if (const rapidjson::Value *sync = arrayField(doc, "ps_sync")) {
+      std::optional<int64_t> r, n;
+      if (sync->Size() == 2 && (*sync)[0].IsNumber() && (*sync)[1].IsNumber()) {
+        r = integerOf((*sync)[0]);
+        n = integerOf((*sync)[1]);
+      }
+      if (!r || !n || *r < 1 || *r > (1 << 20) || *n < 0 || *n > (1 << 20))
+        throw error("ps_sync is not [replicas_to_aggregate >= 1, "
+                    "total_num_replicas >= 0]");
+      m.psReplicasToAggregate = static_cast<int32_t>(*r);
+      m.psTotalNumReplicas = static_cast<int32_t>(*n);
+    }
   }
   if (const rapidjson::Value *inputs = arrayField(doc, "ps_inputs")) {
     for (const rapidjson::Value &to : inputs->GetArray()) {
@@ -631,14 +646,23 @@ rt::ModelSpec toModelSpec(const Manifest &manifest,
   for (const CheckInfo &c : m.checks)
     s.checks.push_back({c.node.c_str(), c.what.c_str(), c.lower, c.upper,
                         static_cast<int32_t>(c.shape.size()), c.shape.data()});
-  return {m.name.c_str(),     static_cast<int32_t>(s.variables.size()),
-          s.variables.data(), static_cast<int32_t>(s.functions.size()),
-          s.functions.data(), static_cast<int32_t>(s.checks.size()),
-          s.checks.data(),    m.device,
-          m.replicas,         m.psTasks,
-          m.psTask,           static_cast<int32_t>(s.psInputs.size()),
-          s.psInputs.data(),  static_cast<int32_t>(s.psRemote.size()),
-          s.psRemote.data()};
+  return {m.name.c_str(),
+          static_cast<int32_t>(s.variables.size()),
+          s.variables.data(),
+          static_cast<int32_t>(s.functions.size()),
+          s.functions.data(),
+          static_cast<int32_t>(s.checks.size()),
+          s.checks.data(),
+          m.device,
+          m.replicas,
+          m.psTasks,
+          m.psTask,
+          static_cast<int32_t>(s.psInputs.size()),
+          s.psInputs.data(),
+          static_cast<int32_t>(s.psRemote.size()),
+          s.psRemote.data(),
+          m.psReplicasToAggregate,
+          m.psTotalNumReplicas};
 }
 
 } // namespace modelformat

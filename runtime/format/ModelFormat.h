@@ -115,6 +115,9 @@ struct Manifest {
   int32_t psTask = -1;
   std::vector<TensorInfo> psInputs;
   std::vector<VariableInfo> psRemote;
+  /// "ps_sync": [replicas_to_aggregate, total_num_replicas]; 0, 0: async.
+  int32_t psReplicasToAggregate = 0;
+  int32_t psTotalNumReplicas = 0;
   std::vector<VariableInfo> variables;
   std::vector<FunctionInfo> functions;
   std::vector<CheckInfo> checks; // indexed by est.check_range's `check`

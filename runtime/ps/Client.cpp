@@ -122,9 +122,8 @@ struct Client::Impl {
           " addresses are given");
     if (options.timeout_secs <= 0 || options.retries < 0)
       bad("timeout_secs must be > 0 and retries >= 0");
-    for (const auto &[vars, n] :
-         {std::pair{spec.variables, spec.numVariables},
-          std::pair{spec.psRemote, spec.numPsRemote}})
+    for (const auto &[vars, n] : {std::pair{spec.variables, spec.numVariables},
+                                  std::pair{spec.psRemote, spec.numPsRemote}})
       for (int32_t v = 0; v < n; ++v) {
         const rt::VariableSpec &var = vars[v];
         if (var.psTask < -1 || var.psTask >= spec.psTasks ||
@@ -217,6 +216,14 @@ struct Client::Impl {
             " (it stopped answering: frozen, or its host or network is down)");
       throw rt::ParameterServerError(where(t) + " did not finish " + what +
                                      " within " + secondsText(timeout) + ": " +
+                                     message);
+    case grpc::StatusCode::ABORTED:
+      if (s.error_message() == kJobEnded) {
+        jobEnded = true;
+        throw rt::ParameterServerError(where(t) + " answered " + what + ": " +
+                                       kJobEnded);
+      }
+      throw rt::ParameterServerError(where(t) + " failed " + what + ": " +
                                      message);
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
@@ -407,6 +414,8 @@ struct Client::Impl {
   ClientOptions options;
   const rt::ModelSpec &spec;
   std::vector<Task> tasks;
+  /// Whether a task answered kJobEnded.
+  mutable std::atomic<bool> jobEnded{false};
   /// The model's variables and the ones it pulls rows of, by name.
   std::map<std::string, const rt::VariableSpec *> variables;
   /// Per ps input: the task it goes to, -1 for every task.
@@ -696,6 +705,74 @@ void Client::save(const std::string &prefix) {
       m.fail(t, "save", s, m.options.save_timeout_secs);
   });
 }
+
+std::map<std::string, HostTensor> Client::pull_all() {
+  Impl &m = *impl_;
+  std::vector<std::map<std::string, HostTensor>> got(m.tasks.size());
+  m.forTasks(m.allTasks(), [&](size_t t) {
+    DescribeResponse d = m.describe(t);
+    // In groups of at most a message's bytes.
+    std::vector<std::vector<const TensorInfo *>> groups(1);
+    int64_t bytes = 0;
+    for (const TensorInfo &v : d.variables()) {
+      std::optional<rt::DType> dtype = fromProto(v.dtype());
+      if (!dtype)
+        m.badAnswer(t, "describe",
+                    "variable " + quoted(v.name()) + " of an unknown dtype");
+      int64_t n = static_cast<int64_t>(elementBytes(*dtype));
+      for (int64_t d : v.shape())
+        n *= d;
+      if (bytes > 0 && bytes + n > kMaxMessageBytes) {
+        groups.emplace_back();
+        bytes = 0;
+      }
+      groups.back().push_back(&v);
+      bytes += n;
+    }
+    for (const std::vector<const TensorInfo *> &group : groups) {
+      if (group.empty())
+        continue;
+      PullDenseRequest request;
+      for (const TensorInfo *v : group)
+        request.add_names(v->name());
+      PullDenseResponse response;
+      grpc::Status s =
+          m.call(t, true, m.options.timeout_secs,
+                 [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                   response.Clear();
+                   return stub.PullDense(c, request, &response);
+                 });
+      if (!s.ok())
+        m.fail(t, "pull_all", s, m.options.timeout_secs);
+      if (response.tensors_size() != static_cast<int>(group.size()))
+        m.badAnswer(t, "pull_all",
+                    std::to_string(response.tensors_size()) + " tensors for " +
+                        std::to_string(group.size()) + " variables");
+      for (size_t i = 0; i < group.size(); ++i) {
+        const Tensor &tensor = response.tensors(static_cast<int>(i));
+        HostTensor h;
+        h.dtype = *fromProto(tensor.dtype());
+        h.shape.assign(tensor.shape().begin(), tensor.shape().end());
+        h.bytes.assign(tensor.data().begin(), tensor.data().end());
+        if (static_cast<int64_t>(h.bytes.size()) !=
+            h.numElements() * static_cast<int64_t>(elementBytes(h.dtype)))
+          m.badAnswer(t, "pull_all",
+                      "a tensor for " + quoted(group[i]->name()) +
+                          " whose bytes do not fit its shape");
+        got[t].emplace(group[i]->name(), std::move(h));
+      }
+    }
+  });
+  // A variable several tasks keep (an optimizer's non-slot state, as TF 1
+  // Adam's beta powers): the first task's.
+  std::map<std::string, HostTensor> all;
+  for (std::map<std::string, HostTensor> &task : got)
+    for (auto &[name, tensor] : task)
+      all.emplace(name, std::move(tensor));
+  return all;
+}
+
+bool Client::job_ended() const { return impl_->jobEnded; }
 
 void Client::shutdown() {
   Impl &m = *impl_;

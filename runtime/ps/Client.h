@@ -17,8 +17,10 @@
 
 #include "runtime/CompiledModel.h"
 #include "runtime/ParameterClient.h"
+#include "runtime/ps/Shard.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,8 +104,16 @@ public:
   /// Every task writes its shard of the checkpoint at `prefix`,
   /// concurrently (deadline save_timeout_secs).
   void save(const std::string &prefix);
-  /// Ends the job: every task stops serving (a task already gone is fine).
+  /// Every variable every task holds (a checkpoint's worth: slots and
+  /// tables too); one kept by several tasks, the first task's.
+  std::map<std::string, HostTensor> pull_all();
+
+  /// Ends the job: every task answers every later pull and push with
+  /// "the chief ended the job" for a grace period, then stops serving (a
+  /// task already gone is fine).
   void shutdown();
+  /// Whether a task answered a call so: a worker then stops training.
+  bool job_ended() const;
 
   ClientStats stats() const;
   void reset_stats();

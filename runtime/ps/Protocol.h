@@ -50,6 +50,10 @@ struct Status {
 /// refused above this, and the client splits its dense pulls under it).
 constexpr int64_t kMaxMessageBytes = int64_t(1) << 30;
 
+/// What a task answers (gRPC ABORTED) after the chief ended the job: a
+/// worker's training then stops as the chief's did.
+inline constexpr const char *kJobEnded = "the chief ended the job";
+
 /// Bytes per element of `dtype` (as rt::dtypeBytes, without the runtime).
 size_t elementBytes(rt::DType dtype);
 /// "f32", "f64", ... (as rt::dtypeName).

@@ -36,6 +36,11 @@ namespace estc::ps {
 
 namespace {
 
+/// How long a task answers kJobEnded after the chief's Shutdown before it
+/// stops serving: the workers' steps in flight end (as the chief's did)
+/// instead of finding the task gone.
+constexpr std::chrono::seconds kJobEndGrace{2};
+
 grpc::Status toGrpc(const Status &s) {
   if (s.ok())
     return grpc::Status::OK;
@@ -151,8 +156,16 @@ struct Server::Impl final : public ParameterServer::Service {
     return grpc::Status::OK;
   }
 
+  /// After the chief's Shutdown, every pull and push is answered so (the
+  /// workers then stop as the chief did) until the task stops serving.
+  grpc::Status ended() const {
+    return grpc::Status(grpc::StatusCode::ABORTED, kJobEnded);
+  }
+
   grpc::Status PullDense(grpc::ServerContext *, const PullDenseRequest *request,
                          PullDenseResponse *response) override {
+    if (jobEnded)
+      return ended();
     std::vector<int> which;
     if (Status s = checkPullDense(layout, *request, &which); !s.ok())
       return toGrpc(s);
@@ -169,6 +182,8 @@ struct Server::Impl final : public ParameterServer::Service {
 
   grpc::Status PullRows(grpc::ServerContext *, const PullRowsRequest *request,
                         PullRowsResponse *response) override {
+    if (jobEnded)
+      return ended();
     int v = -1;
     if (Status s = checkPullRows(layout, *request, &v); !s.ok())
       return toGrpc(s);
@@ -193,6 +208,8 @@ struct Server::Impl final : public ParameterServer::Service {
 
   grpc::Status Push(grpc::ServerContext *context, const PushRequest *request,
                     PushResponse *response) override {
+    if (jobEnded)
+      return ended();
     std::map<std::string, HostTensor> inputs;
     if (Status s = decodePush(layout, *request, &inputs); !s.ok())
       return toGrpc(s);
@@ -270,7 +287,17 @@ struct Server::Impl final : public ParameterServer::Service {
 
   grpc::Status Shutdown(grpc::ServerContext *, const ShutdownRequest *,
                         ShutdownResponse *) override {
-    requestStop();
+    // The workers still training get kJobEnded for a grace period, then
+    // the task stops serving (serve() returns).
+    jobEnded = true;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    changed.notify_all();
+    std::lock_guard<std::mutex> lock(stopMutex);
+    endRequested = true;
+    stopCv.notify_all();
     return grpc::Status::OK;
   }
 
@@ -328,6 +355,8 @@ struct Server::Impl final : public ParameterServer::Service {
       changed.wait(lock, [&] { return w.done || stopping; });
     }
     if (!w.done) {
+      if (jobEnded)
+        return ended();
       if (stopping)
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             task() + " is shutting down");
@@ -383,9 +412,11 @@ struct Server::Impl final : public ParameterServer::Service {
   std::atomic<int64_t> pulls{0};
   bool stopping = false;
 
+  std::atomic<bool> jobEnded{false};
   std::mutex stopMutex;
   std::condition_variable stopCv;
   bool stopRequested = false;
+  bool endRequested = false;
 
   std::mutex shutdownMutex;
   std::unique_ptr<grpc::Server> server;
@@ -436,7 +467,11 @@ void Server::serve() {
   start();
   {
     std::unique_lock<std::mutex> lock(impl_->stopMutex);
-    impl_->stopCv.wait(lock, [&] { return impl_->stopRequested; });
+    impl_->stopCv.wait(
+        lock, [&] { return impl_->stopRequested || impl_->endRequested; });
+    if (!impl_->stopRequested)
+      impl_->stopCv.wait_for(lock, kJobEndGrace,
+                             [&] { return impl_->stopRequested; });
   }
   impl_->shutdownServer();
 }

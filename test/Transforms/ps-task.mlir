@@ -62,3 +62,34 @@ module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 0 : i64} {
     return
   }
 }
+
+// -----
+
+// SyncReplicasOptimizer's hyperparameters: the module records them for the
+// task's server (estc.ps_sync = [replicas_to_aggregate, total_num_replicas]).
+// CHECK-LABEL: module attributes
+// CHECK-SAME: estc.ps_sync = array<i64: 2, 3>
+module attributes {estc.ps_tasks = 1 : i64, estc.ps_task = 0 : i64} {
+  est.variable @w : tensor<3xf32> {trainable}
+  func.func @train(%g: tensor<3xf32>) {
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, replicas_to_aggregate = 2 : i64, total_num_replicas = 3 : i64} [@w] %g : tensor<3xf32>
+    return
+  }
+}
+
+// -----
+
+// A module already split (estc.ps_split: the pipeline's stages run again
+// from the start on a lowered module) is left alone.
+// CHECK-LABEL: module attributes
+// CHECK: func.func @train(%{{.*}}: tensor<3xf32> {est.name = "grad/w"})
+// CHECK-NEXT: est.read_variable @w
+module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 1 : i64, estc.ps_split} {
+  est.variable @w : tensor<3xf32> {trainable}
+  func.func @train(%g: tensor<3xf32> {est.name = "grad/w"}) {
+    %w = est.read_variable @w : tensor<3xf32>
+    %n = est.sub %w, %g : tensor<3xf32>, tensor<3xf32> -> tensor<3xf32>
+    est.assign_variable @w, %n : tensor<3xf32>
+    return
+  }
+}

@@ -44,3 +44,16 @@ module attributes {estc.ps_tasks = 2 : i64} {
     return
   }
 }
+
+// -----
+
+module attributes {estc.ps_tasks = 2 : i64} {
+  est.variable @w : tensor<3xf32> {trainable}
+  est.variable @v : tensor<3xf32> {trainable}
+  func.func @train(%g: tensor<3xf32>) {
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64, replicas_to_aggregate = 2 : i64} [@w] %g : tensor<3xf32>
+    // expected-error @below {{est-ps-worker: the step's optimizers differ in synchronous training}}
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@v] %g : tensor<3xf32>
+    return
+  }
+}

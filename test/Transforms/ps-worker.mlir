@@ -13,6 +13,7 @@
 // CHECK-DAG: est.variable @w : tensor<4x3xf32> {{{.*}}est.ps_task = 1 : i64
 // CHECK-DAG: est.variable @b : tensor<3xf32> {{{.*}}est.ps_task = 0 : i64
 // CHECK-DAG: est.variable @frozen : tensor<3xf32>{{$}}
+// CHECK-DAG: est.variable @global_step : tensor<i64> {{{.*}}est.ps_task = 0 : i64
 module attributes {estc.ps_tasks = 2 : i64} {
   est.variable @w : tensor<4x3xf32> {trainable}
   est.variable @b : tensor<3xf32> {trainable}

@@ -6,7 +6,9 @@
 // --model=embedding (plus an embedding of a categorical id: a sparse
 // gradient). test/e2e/distributed.py launches it as the chief, workers and
 // evaluator of jobs on loopback addresses; run without TF_CONFIG it trains
-// alone (the single-replica reference). --dump writes this replica's final
+// alone (the single-replica reference). With a `ps` job in TF_CONFIG (and
+// --no_distribute) it is a chief, worker or ps task of parameter-server
+// training (test/e2e/parameter_servers.py). --dump writes this replica's final
 // variables (name, dtype, shape, bytes), so the driver can compare replicas
 // bit for bit and against the reference.
 //
@@ -45,6 +47,7 @@ struct Options {
   int64_t seed = 7;
   int64_t step_sleep_ms = 0;
   double timeout_secs = 30;
+  int64_t sync_replicas = 0;
   bool train_and_evaluate = false;
   bool no_distribute = false;
 };
@@ -154,6 +157,16 @@ int run(const Options &o) {
     DNNOptions dnn;
     dnn.hidden_units = {32, 16};
     dnn.optimizer = OptimizerSpec(o.optimizer, 0.05);
+    if (o.sync_replicas > 0) {
+      // An optimizer object (TF 1's slot names) wrapped for synchronous
+      // parameter-server training.
+      train::Optimizer base =
+          o.optimizer == "Adagrad" ? train::AdagradOptimizer(0.05)
+          : o.optimizer == "Adam"  ? train::AdamOptimizer(0.05)
+                                   : train::GradientDescentOptimizer(0.05);
+      dnn.optimizer =
+          OptimizerSpec(train::SyncReplicasOptimizer(base, o.sync_replicas));
+    }
     made = std::make_unique<DNNClassifier>(columns, dnn, head, config);
   }
   Estimator &estimator = *made;
@@ -237,6 +250,10 @@ int main(int argc, char **argv) {
   parser.add(Flag("seed", &o.seed, "data and tf_random_seed").min(0));
   parser.add(
       Flag("step_sleep_ms", &o.step_sleep_ms, "sleep after every step").min(0));
+  parser.add(Flag("sync_replicas", &o.sync_replicas,
+                  "wrap the DNN's optimizer (SGD, Adagrad or Adam) in "
+                  "SyncReplicasOptimizer(replicas_to_aggregate=N)")
+                 .min(0));
   parser.add(Flag("train_and_evaluate", &o.train_and_evaluate,
                   "train_and_evaluate instead of train"));
   parser.parse_or_exit(argc, argv);

@@ -19,7 +19,8 @@ cases:
                time with one line naming it; relaunching the job resumes
                from the chief's last checkpoint and ends with the same
                checkpoint as an uninterrupted job, byte for byte
-  faults       an unreachable chief, a malformed TF_CONFIG, a 'ps' job,
+  faults       an unreachable chief, a malformed TF_CONFIG, a 'ps' job
+               with train_distribute,
                workers without train_distribute: one line each, non-zero
   evaluator    chief + worker + evaluator (train_and_evaluate): the
                evaluator evaluates the chief's checkpoints up to max_steps
@@ -393,7 +394,7 @@ def case_faults(args):
         "cluster": {"chief": ["127.0.0.1:%d" % ports[0]],
                     "ps": ["127.0.0.1:%d" % ports[1]]},
         "task": {"type": "chief", "index": 0}}), ["--train_steps=5"],
-        "parameter-server training is not supported")
+        "parameter-server training and all-reduce training")
     expect_error(args, "no-train-distribute",
                  tf_config(2, "chief", 0, ports),
                  ["--no_distribute", "--train_steps=5"],

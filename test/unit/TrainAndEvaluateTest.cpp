@@ -296,17 +296,30 @@ TEST_F(TrainAndEvaluateTest, BadSpecsAreOneLine) {
             "workers), but RunConfig has no train_distribute: set "
             "RunConfigOptions::train_distribute = "
             "MultiWorkerMirroredStrategy{} to train them as one job");
+  RunConfigOptions strategy = o;
+  strategy.train_distribute = MultiWorkerMirroredStrategy{};
   Estimator withPs(classifier_fn,
                    RunConfig::from_tf_config(
                        R"({"cluster": {"chief": ["h0:1"], "ps": ["h1:1"]},
               "task": {"type": "chief", "index": 0}})",
-                       o));
+                       strategy));
   EXPECT_EQ(errorOf([&] {
               train_and_evaluate(withPs, TrainSpec{trainInput(), 10}, eval);
             }),
-            "train_and_evaluate: TF_CONFIG has a 'ps' job: parameter-server "
-            "training is not supported; use train_distribute = "
-            "MultiWorkerMirroredStrategy with 'chief' and 'worker' jobs only");
+            "train_and_evaluate: TF_CONFIG has a 'ps' job and RunConfig has "
+            "train_distribute (MultiWorkerMirroredStrategy): parameter-server "
+            "training and all-reduce training are two ways to train a "
+            "cluster; remove the ps job or train_distribute");
+  Estimator psNoWorker(classifier_fn,
+                       RunConfig::from_tf_config(
+                           R"({"cluster": {"chief": ["h0:1"], "ps": ["h0:1"]},
+              "task": {"type": "ps", "index": 0}})",
+                           o));
+  EXPECT_EQ(errorOf([&] {
+              train_and_evaluate(psNoWorker, TrainSpec{trainInput(), 10}, eval);
+            }),
+            "train_and_evaluate: TF_CONFIG gives tasks chief:0 and ps:0 the "
+            "same address h0:1");
   EXPECT_FALSE(fs::exists(dir_ / "model" / "checkpoint")); // nothing ran
 }
 
