@@ -10,6 +10,8 @@
 #ifndef ESTC_BENCH_CENSUSTABLE_H
 #define ESTC_BENCH_CENSUSTABLE_H
 
+#include "estimator/Canned/Estimators.h"
+#include "lib/Data/Readers.h"
 #include "lib/FeatureColumn/FeatureColumn.h"
 
 #include <string>
@@ -100,6 +102,38 @@ inline CensusColumns censusColumns() {
   for (const fc::CategoricalColumnPtr &h : hashed)
     c.deep.push_back(fc::embedding_column(h, 8));
   return c;
+}
+
+/// The table's CSV file as tf_canned_bench.py reads it: batches of `batch`,
+/// shuffled (a buffer of 10000, `seed`) and repeated when `training`, one
+/// pass otherwise.
+inline data::Dataset censusDataset(const std::string &file, bool training,
+                                   uint64_t seed, int64_t batch) {
+  data::MakeCsvOptions o;
+  for (const auto &[name, dtype] : kHeader)
+    o.column_defaults.push_back(data::ColumnDefault::required(dtype));
+  o.label_name = "label";
+  if (!training)
+    o.num_epochs = 1;
+  o.shuffle = training;
+  o.shuffle_buffer_size = 10000;
+  o.shuffle_seed = seed;
+  o.num_parallel_reads = 1;
+  return data::make_csv_dataset({file}, batch, o);
+}
+
+/// tf_canned_bench.py's DNNLinearCombinedClassifier: the wide columns with
+/// FTRL (0.2), the deep ones through 100-50 with Adagrad (0.05).
+inline estimator::CannedModel censusWideDeep() {
+  CensusColumns c = censusColumns();
+  estimator::DNNLinearCombinedOptions o;
+  o.linear_feature_columns = c.wide;
+  o.dnn_feature_columns = c.deep;
+  o.dnn_hidden_units = {100, 50};
+  o.linear_optimizer = estimator::OptimizerSpec("Ftrl", 0.2);
+  o.dnn_optimizer = estimator::OptimizerSpec("Adagrad", 0.05);
+  return estimator::dnn_linear_combined_model(
+      estimator::classifier_head(estimator::ClassifierOptions{}), o);
 }
 
 } // namespace bench

@@ -77,23 +77,12 @@ using namespace estc::bench;
 namespace {
 
 constexpr int64_t kBatchSize = 40;
-constexpr int64_t kShuffleBuffer = 10000;
 const std::vector<std::string> kModels = {"linear", "dnn",
                                           "dnn_linear_combined"};
 
 data::Dataset censusDataset(const std::string &file, bool training,
                             uint64_t seed) {
-  data::MakeCsvOptions o;
-  for (const auto &[name, dtype] : kHeader)
-    o.column_defaults.push_back(data::ColumnDefault::required(dtype));
-  o.label_name = "label";
-  if (!training)
-    o.num_epochs = 1;
-  o.shuffle = training;
-  o.shuffle_buffer_size = kShuffleBuffer;
-  o.shuffle_seed = seed;
-  o.num_parallel_reads = 1;
-  return data::make_csv_dataset({file}, kBatchSize, o);
+  return bench::censusDataset(file, training, seed, kBatchSize);
 }
 
 estimator::CannedModel censusModel(const std::string &kind) {
@@ -106,13 +95,7 @@ estimator::CannedModel censusModel(const std::string &kind) {
     o.hidden_units = {100, 50};
     return estimator::dnn_model(head, c.deep, o);
   }
-  estimator::DNNLinearCombinedOptions o;
-  o.linear_feature_columns = c.wide;
-  o.dnn_feature_columns = c.deep;
-  o.dnn_hidden_units = {100, 50};
-  o.linear_optimizer = estimator::OptimizerSpec("Ftrl", 0.2);
-  o.dnn_optimizer = estimator::OptimizerSpec("Adagrad", 0.05);
-  return estimator::dnn_linear_combined_model(head, o);
+  return censusWideDeep();
 }
 
 using Clock = std::chrono::steady_clock;

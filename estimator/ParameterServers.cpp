@@ -64,12 +64,11 @@ public:
       const rt::TensorSpec &t = fn.inputs[i];
       auto it = inputs.find(t.key);
       if (it == inputs.end())
-        throw std::invalid_argument(std::string("ps:") +
-                                    std::to_string(task_) + ": no input '" +
-                                    t.key + "' in the push");
+        throw std::invalid_argument(std::string("ps:") + std::to_string(task_) +
+                                    ": no input '" + t.key + "' in the push");
       if (t.rank > 0 && t.shape[0] == rt::kValuesDim)
-        m_.set_values(fn_, i, it->second.shape.empty() ? 0
-                                                       : it->second.shape[0]);
+        m_.set_values(fn_, i,
+                      it->second.shape.empty() ? 0 : it->second.shape[0]);
       std::memcpy(m_.input_data(fn_, i), it->second.bytes.data(),
                   it->second.bytes.size());
     }
@@ -176,8 +175,7 @@ PsWorker::PsWorker(const RunConfig &config, rt::CompiledModel &m)
     : m_(m), globalStep_(m.find_variable("global_step")) {
   ps::ClientOptions options;
   options.addresses = psAddresses(config);
-  options.worker =
-      static_cast<int>(config.global_id_in_cluster().value_or(0));
+  options.worker = static_cast<int>(config.global_id_in_cluster().value_or(0));
   client_ = std::make_unique<ps::Client>(options, m.spec());
   client_->connect();
   rt::setParameterClient(client_.get());
@@ -190,7 +188,7 @@ void PsWorker::pull() { client_->pull_dense(m_); }
 void PsWorker::push(int64_t step) {
   client_->flush(step);
   if (globalStep_ >= 0) {
-    int64_t now = client_->global_step();
+    int64_t now = client_->step_after_flush();
     std::memcpy(m_.variable_data(globalStep_), &now, sizeof now);
   }
 }

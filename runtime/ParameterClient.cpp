@@ -134,7 +134,10 @@ void _mlir_ciface_estc_ps_pull_rows_f32(MemRef<int64_t, 1> *ids,
                                  std::to_string(variable) + ": " +
                                  std::to_string(n) + " ids but room for " +
                                  std::to_string(rows->sizes[0]) + " rows");
-    c.pullRows(static_cast<int>(variable), flatIds, n, out, rowElements);
+    if (contiguous)
+      c.pullRowsLater(static_cast<int>(variable), flatIds, n, out, rowElements);
+    else
+      c.pullRows(static_cast<int>(variable), flatIds, n, out, rowElements);
   });
   // A failed pull leaves zeros, not garbage: the step's results are thrown
   // away (CompiledModel throws the recorded error), but it still runs.
@@ -142,6 +145,10 @@ void _mlir_ciface_estc_ps_pull_rows_f32(MemRef<int64_t, 1> *ids,
     std::fill_n(out, std::max<int64_t>(elements(*rows), 0), 0.0f);
   if (!contiguous)
     copyView(*rows, rowCopy.data(), false);
+}
+
+void _mlir_ciface_estc_ps_wait_rows(void) {
+  guarded([&](ParameterClient &c) { c.waitRows(); });
 }
 
 void _mlir_ciface_estc_ps_push_f32(MemRef<float, 1> *data, int64_t input) {

@@ -49,6 +49,16 @@ public:
   /// per row. Throws one line on failure.
   virtual void pullRows(int variable, const int64_t *ids, int64_t n,
                         float *rows, int64_t rowElements) = 0;
+  /// As pullRows, but the rows may arrive later, by the next waitRows(): a
+  /// compiled step's pulls between two waits then travel as one call per
+  /// task. `ids` is read before it returns; `rows` stays valid until the
+  /// wait. The default pulls at once.
+  virtual void pullRowsLater(int variable, const int64_t *ids, int64_t n,
+                             float *rows, int64_t rowElements) {
+    pullRows(variable, ids, n, rows, rowElements);
+  }
+  /// Every pullRowsLater's rows are in place. Throws one line on failure.
+  virtual void waitRows() {}
   /// Stages a tensor the ps tasks' apply functions take as input number
   /// `input` (an index into ModelSpec::psInputs) for the push after the
   /// step. f32 or i64, flattened row-major, `n` elements.
@@ -80,6 +90,11 @@ ESTC_RT_EXPORT void
 _mlir_ciface_estc_ps_pull_rows_f32(estc::rt::MemRef<int64_t, 1> *ids,
                                    estc::rt::MemRef<float, 2> *rows,
                                    int64_t variable);
+
+/// The rows of every pull since the last wait are in place
+/// (ParameterClient::waitRows; est.ps_wait). Before that, a contiguous rows
+/// buffer of a pull is filled later (ParameterClient::pullRowsLater).
+ESTC_RT_EXPORT void _mlir_ciface_estc_ps_wait_rows(void);
 
 /// Stages `data` as ps input number `input` (ModelSpec::psInputs) for the
 /// push after the step. Any strides.

@@ -18,6 +18,8 @@
 //
 //   est.ps_pull_rows %ids      a new buffer of ids x width:
 //                              estc_ps_pull_rows_f32(ids, rows, remote)
+//                              (the rows arrive by the next wait)
+//   est.ps_wait %rows...       in place: estc_ps_wait_rows()
 //   est.ps_push %x             estc_ps_push_{f32,i64}(buf, input); no result
 //
 //===----------------------------------------------------------------------===//
@@ -180,6 +182,39 @@ struct PsPullRowsModel
   }
 };
 
+struct PsWaitModel
+    : public BufferizableOpInterface::ExternalModel<PsWaitModel,
+                                                    est::PsWaitOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &operand,
+                                      const AnalysisState &) const {
+    return {{op->getResult(operand.getOperandNumber()),
+             BufferRelation::Equivalent}};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto wait = cast<est::PsWaitOp>(op);
+    SmallVector<Value> buffers;
+    for (Value rows : wait.getRows()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, rows, options, state);
+      if (failed(buffer))
+        return failure();
+      buffers.push_back(*buffer);
+    }
+    callKernel(rewriter, op, "estc_ps_wait_rows", {}, {}, {});
+    replaceOpWithBufferizedValues(rewriter, op, buffers);
+    return success();
+  }
+};
+
 struct PsPushModel
     : public BufferizableOpInterface::ExternalModel<PsPushModel,
                                                     est::PsPushOp> {
@@ -219,6 +254,7 @@ void mlir::est::registerCollectiveBufferization(DialectRegistry &registry) {
     est::AllReduceOp::attachInterface<AllReduceModel>(*ctx);
     est::AllGatherOp::attachInterface<AllGatherModel>(*ctx);
     est::PsPullRowsOp::attachInterface<PsPullRowsModel>(*ctx);
+    est::PsWaitOp::attachInterface<PsWaitModel>(*ctx);
     est::PsPushOp::attachInterface<PsPushModel>(*ctx);
   });
 }

@@ -38,6 +38,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir {
@@ -96,6 +97,8 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
     for (StringRef name : sparse)
       if (failed(pullRows(module, name)))
         return signalPassFailure();
+    for (func::FuncOp func : module.getOps<func::FuncOp>())
+      insertWaits(func);
     Builder b(module.getContext());
     for (VariableOp var : module.getOps<VariableOp>()) {
       auto it = placement.find(var.getSymName());
@@ -249,18 +252,28 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
     for (int64_t d : varType.getShape().drop_front())
       width *= d;
     for (GatherOp gather : gathers) {
-      OpBuilder b(gather);
-      EstBuilder e(b, gather.getLoc());
+      // The pull as soon as its ids are known (insertWaits batches the
+      // pulls before the first read of their rows); the rows' reshape where
+      // the gather was.
       Value ids = gather.getIndices();
+      OpBuilder early(gather);
+      if (Operation *def = ids.getDefiningOp())
+        early.setInsertionPointAfter(def);
+      else
+        early.setInsertionPointToStart(cast<BlockArgument>(ids).getOwner());
+      EstBuilder pe(early, gather.getLoc());
       auto idsType = cast<RankedTensorType>(ids.getType());
       if (idsType.getRank() != 1)
-        ids = e.reshape(ids, {-1});
+        ids = pe.reshape(ids, {-1});
       if (!idsType.getElementType().isInteger(64))
-        ids = e.castTo(ids, b.getI64Type());
+        ids = pe.castTo(ids, early.getI64Type());
       Value rows = PsPullRowsOp::create(
-          b, gather.getLoc(),
-          RankedTensorType::get({ShapedType::kDynamic, width}, b.getF32Type()),
-          ids, b.getStringAttr(name), b.getI64IntegerAttr(index));
+          early, gather.getLoc(),
+          RankedTensorType::get({ShapedType::kDynamic, width},
+                                early.getF32Type()),
+          ids, early.getStringAttr(name), early.getI64IntegerAttr(index));
+      OpBuilder b(gather);
+      EstBuilder e(b, gather.getLoc());
       SmallVector<int64_t> shape;
       for (int64_t d : idsType.getShape())
         shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
@@ -277,6 +290,45 @@ struct PsWorkerPass : public est::impl::EstPsWorkerBase<PsWorkerPass> {
                              b.getNamedAttr("type", TypeAttr::get(varType))}));
     var.erase();
     return success();
+  }
+
+  /// The pulls of a block (each right after its ids) up to the first op
+  /// reading any of their rows share one est.ps_wait: one call per task
+  /// for a step's lookups.
+  void insertWaits(func::FuncOp func) {
+    SmallVector<Block *> blocks;
+    func.walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks) {
+      SmallVector<PsPullRowsOp> group;
+      llvm::SmallPtrSet<Operation *, 8> members;
+      for (Operation &op : llvm::make_early_inc_range(*block)) {
+        if (auto pull = dyn_cast<PsPullRowsOp>(op)) {
+          group.push_back(pull);
+          members.insert(pull);
+          continue;
+        }
+        if (group.empty())
+          continue;
+        bool reads = op.hasTrait<OpTrait::IsTerminator>();
+        op.walk([&](Operation *inner) {
+          for (Value v : inner->getOperands())
+            if (Operation *def = v.getDefiningOp(); def && members.count(def))
+              reads = true;
+        });
+        if (!reads)
+          continue;
+        OpBuilder b(&op);
+        SmallVector<Value> rows;
+        for (PsPullRowsOp p : group)
+          rows.push_back(p.getRows());
+        auto wait =
+            PsWaitOp::create(b, op.getLoc(), ValueRange(rows).getTypes(), rows);
+        for (auto [p, ready] : llvm::zip(group, wait.getReady()))
+          p.getRows().replaceAllUsesExcept(ready, wait);
+        group.clear();
+        members.clear();
+      }
+    }
   }
 
   llvm::StringMap<int64_t> placement;

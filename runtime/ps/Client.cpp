@@ -414,6 +414,18 @@ struct Client::Impl {
   ClientOptions options;
   const rt::ModelSpec &spec;
   std::vector<Task> tasks;
+  /// A pull waiting for waitRows(): the ids as asked, each id once, and
+  /// where the rows go.
+  struct Pull {
+    const rt::VariableSpec *var = nullptr;
+    std::vector<int64_t> ids, unique;
+    float *rows = nullptr;
+    int64_t rowElements = 0;
+  };
+  std::mutex pullMutex;
+  std::vector<Pull> pending;
+  /// Task 0's current step after the last flush (its global_step).
+  std::atomic<int64_t> stepAfterPush{-1};
   /// Whether a task answered kJobEnded.
   mutable std::atomic<bool> jobEnded{false};
   /// The model's variables and the ones it pulls rows of, by name.
@@ -540,10 +552,10 @@ void Client::pull_dense(const std::vector<DenseTarget> &targets) {
   m.counters.pull_seconds += since(start);
 }
 
-void Client::pullRows(int variable, const int64_t *ids, int64_t n, float *rows,
-                      int64_t rowElements) {
-  Impl &m = *impl_;
-  const rt::ModelSpec &spec = m.spec;
+/// The variable a pull of `variable` with rows of `rowElements` reads,
+/// checked against the spec.
+static const rt::VariableSpec &
+pulledVariable(const rt::ModelSpec &spec, int variable, int64_t rowElements) {
   if (variable < 0 || variable >= spec.numPsRemote)
     throw std::invalid_argument(
         "pull_rows: variable " + std::to_string(variable) +
@@ -560,44 +572,99 @@ void Client::pullRows(int variable, const int64_t *ids, int64_t n, float *rows,
                                 quoted(var.name) + " has " +
                                 std::to_string(perRow) + " elements, not " +
                                 std::to_string(rowElements));
+  return var;
+}
+
+void Client::pullRows(int variable, const int64_t *ids, int64_t n, float *rows,
+                      int64_t rowElements) {
+  pullRowsLater(variable, ids, n, rows, rowElements);
+  waitRows();
+}
+
+void Client::pullRowsLater(int variable, const int64_t *ids, int64_t n,
+                           float *rows, int64_t rowElements) {
+  Impl &m = *impl_;
+  const rt::VariableSpec &var = pulledVariable(m.spec, variable, rowElements);
   if (n <= 0)
     return;
-  auto start = Clock::now();
-  std::vector<int64_t> unique(ids, ids + n);
-  std::sort(unique.begin(), unique.end());
-  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  size_t t = static_cast<size_t>(var.psTask);
-  PullRowsRequest request;
-  request.set_variable(var.name);
-  request.mutable_ids()->Assign(unique.begin(), unique.end());
-  PullRowsResponse response;
-  grpc::Status s =
-      m.call(t, true, m.options.timeout_secs,
-             [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
-               response.Clear();
-               return stub.PullRows(c, request, &response);
-             });
-  if (!s.ok())
-    m.fail(t, "pull_rows", s, m.options.timeout_secs);
-  const Tensor &got = response.rows();
-  size_t rowBytes = static_cast<size_t>(rowElements) * sizeof(float);
-  if (got.dtype() != DT_F32 || got.shape_size() != var.rank ||
-      got.shape(0) != static_cast<int64_t>(unique.size()) ||
-      got.data().size() != unique.size() * rowBytes)
-    m.badAnswer(t, "pull_rows",
-                "rows that are not " + std::to_string(unique.size()) +
-                    " rows of variable " + quoted(var.name));
-  const char *from = got.data().data();
-  for (int64_t i = 0; i < n; ++i) {
-    size_t j = static_cast<size_t>(
-        std::lower_bound(unique.begin(), unique.end(), ids[i]) -
-        unique.begin());
-    std::memcpy(rows + i * rowElements, from + j * rowBytes, rowBytes);
+  Impl::Pull pull;
+  pull.var = &var;
+  pull.ids.assign(ids, ids + n);
+  pull.unique = pull.ids;
+  std::sort(pull.unique.begin(), pull.unique.end());
+  pull.unique.erase(std::unique(pull.unique.begin(), pull.unique.end()),
+                    pull.unique.end());
+  pull.rows = rows;
+  pull.rowElements = rowElements;
+  std::lock_guard<std::mutex> lock(m.pullMutex);
+  m.pending.push_back(std::move(pull));
+}
+
+void Client::waitRows() {
+  Impl &m = *impl_;
+  std::vector<Impl::Pull> pulls;
+  {
+    std::lock_guard<std::mutex> lock(m.pullMutex);
+    pulls.swap(m.pending);
   }
+  if (pulls.empty())
+    return;
+  auto start = Clock::now();
+  // Per task, its pulls in order.
+  std::vector<std::vector<const Impl::Pull *>> byTask(m.tasks.size());
+  for (const Impl::Pull &p : pulls)
+    byTask[static_cast<size_t>(p.var->psTask)].push_back(&p);
+  std::vector<size_t> which;
+  for (size_t t = 0; t < byTask.size(); ++t)
+    if (!byTask[t].empty())
+      which.push_back(t);
+  std::atomic<int64_t> rowsPulled{0}, received{0};
+  m.forTasks(which, [&](size_t t) {
+    PullRowsBatchRequest request;
+    for (const Impl::Pull *p : byTask[t]) {
+      PullRowsRequest *one = request.add_pulls();
+      one->set_variable(p->var->name);
+      one->mutable_ids()->Assign(p->unique.begin(), p->unique.end());
+    }
+    PullRowsBatchResponse response;
+    grpc::Status s =
+        m.call(t, true, m.options.timeout_secs,
+               [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
+                 response.Clear();
+                 return stub.PullRowsBatch(c, request, &response);
+               });
+    if (!s.ok())
+      m.fail(t, "pull_rows", s, m.options.timeout_secs);
+    if (response.rows_size() != static_cast<int>(byTask[t].size()))
+      m.badAnswer(t, "pull_rows",
+                  std::to_string(response.rows_size()) + " tensors for " +
+                      std::to_string(byTask[t].size()) + " pulls");
+    for (size_t k = 0; k < byTask[t].size(); ++k) {
+      const Impl::Pull &p = *byTask[t][k];
+      const Tensor &got = response.rows(static_cast<int>(k));
+      size_t rowBytes = static_cast<size_t>(p.rowElements) * sizeof(float);
+      if (got.dtype() != DT_F32 || got.shape_size() != p.var->rank ||
+          got.shape(0) != static_cast<int64_t>(p.unique.size()) ||
+          got.data().size() != p.unique.size() * rowBytes)
+        m.badAnswer(t, "pull_rows",
+                    "rows that are not " + std::to_string(p.unique.size()) +
+                        " rows of variable " + quoted(p.var->name));
+      const char *from = got.data().data();
+      for (size_t i = 0; i < p.ids.size(); ++i) {
+        size_t j = static_cast<size_t>(
+            std::lower_bound(p.unique.begin(), p.unique.end(), p.ids[i]) -
+            p.unique.begin());
+        std::memcpy(p.rows + static_cast<int64_t>(i) * p.rowElements,
+                    from + j * rowBytes, rowBytes);
+      }
+      rowsPulled += static_cast<int64_t>(p.unique.size());
+      received += static_cast<int64_t>(got.data().size());
+    }
+  });
   std::lock_guard<std::mutex> lock(m.statsMutex);
-  m.counters.pulls += 1;
-  m.counters.rows_pulled += static_cast<int64_t>(unique.size());
-  m.counters.pull_bytes += static_cast<int64_t>(got.data().size());
+  m.counters.pulls += static_cast<int64_t>(which.size());
+  m.counters.rows_pulled += rowsPulled;
+  m.counters.pull_bytes += received;
   m.counters.pull_seconds += since(start);
 }
 
@@ -665,6 +732,8 @@ bool Client::flush(int64_t globalStep) {
     if (!s.ok())
       m.fail(t, "push", s, m.options.timeout_secs);
     stale[t] = response.outcome() == PushResponse::STALE;
+    if (t == 0)
+      m.stepAfterPush = response.current_step();
   });
   bool applied = std::find(stale.begin(), stale.end(), 1) == stale.end();
   std::lock_guard<std::mutex> lock(m.statsMutex);
@@ -674,6 +743,8 @@ bool Client::flush(int64_t globalStep) {
   m.counters.stale_pushes += applied ? 0 : 1;
   return applied;
 }
+
+int64_t Client::step_after_flush() const { return impl_->stepAfterPush; }
 
 int64_t Client::global_step() {
   Impl &m = *impl_;

@@ -90,6 +90,11 @@ public:
   // rt::ParameterClient: what compiled code calls (through the C ABI).
   void pullRows(int variable, const int64_t *ids, int64_t n, float *rows,
                 int64_t rowElements) override;
+  /// Deferred to waitRows(): one PullRowsBatch per task, the tasks
+  /// concurrently.
+  void pullRowsLater(int variable, const int64_t *ids, int64_t n, float *rows,
+                     int64_t rowElements) override;
+  void waitRows() override;
   void push(int input, const float *data, int64_t n) override;
   void push(int input, const int64_t *data, int64_t n) override;
 
@@ -101,6 +106,9 @@ public:
 
   /// global_step, from task 0.
   int64_t global_step();
+  /// Task 0's step after the last flush() (its global_step then, from the
+  /// push's answer: no call of its own); -1 before the first.
+  int64_t step_after_flush() const;
   /// Every task writes its shard of the checkpoint at `prefix`,
   /// concurrently (deadline save_timeout_secs).
   void save(const std::string &prefix);

@@ -188,22 +188,49 @@ struct Server::Impl final : public ParameterServer::Service {
     if (Status s = checkPullRows(layout, *request, &v); !s.ok())
       return toGrpc(s);
     ++pulls;
+    std::shared_lock<std::shared_mutex> read(vars);
+    copyRows(v, *request, response->mutable_rows());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PullRowsBatch(grpc::ServerContext *,
+                             const PullRowsBatchRequest *request,
+                             PullRowsBatchResponse *response) override {
+    if (jobEnded)
+      return ended();
+    std::vector<int> which;
+    int64_t bytes = 0;
+    for (const PullRowsRequest &pull : request->pulls()) {
+      int v = -1;
+      if (Status s = checkPullRows(layout, pull, &v, kMaxMessageBytes - bytes);
+          !s.ok())
+        return toGrpc(s);
+      bytes += layout.rowBytes(v) * pull.ids_size();
+      which.push_back(v);
+    }
+    ++pulls;
+    std::shared_lock<std::shared_mutex> read(vars);
+    for (size_t i = 0; i < which.size(); ++i)
+      copyRows(which[i], request->pulls(static_cast<int>(i)),
+               response->add_rows());
+    return grpc::Status::OK;
+  }
+
+  /// `rows` := the rows `request` asks of variable v (checked).
+  void copyRows(int v, const PullRowsRequest &request, Tensor *rows) {
     const Shard::Variable &var = layout.variables()[static_cast<size_t>(v)];
     size_t rowBytes = static_cast<size_t>(layout.rowBytes(v));
     std::vector<int64_t> shape = var.shape;
-    shape[0] = request->ids_size();
-    Tensor *rows = response->mutable_rows();
+    shape[0] = request.ids_size();
     rows->set_dtype(toProto(var.dtype));
     rows->mutable_shape()->Assign(shape.begin(), shape.end());
     std::string *data = rows->mutable_data();
-    data->resize(rowBytes * static_cast<size_t>(request->ids_size()));
-    std::shared_lock<std::shared_mutex> read(vars);
+    data->resize(rowBytes * static_cast<size_t>(request.ids_size()));
     const char *from = static_cast<const char *>(var.data);
-    for (int i = 0; i < request->ids_size(); ++i)
+    for (int i = 0; i < request.ids_size(); ++i)
       std::memcpy(data->data() + rowBytes * static_cast<size_t>(i),
-                  from + rowBytes * static_cast<size_t>(request->ids(i)),
+                  from + rowBytes * static_cast<size_t>(request.ids(i)),
                   rowBytes);
-    return grpc::Status::OK;
   }
 
   grpc::Status Push(grpc::ServerContext *context, const PushRequest *request,

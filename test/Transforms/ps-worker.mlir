@@ -25,7 +25,8 @@ module attributes {estc.ps_tasks = 2 : i64} {
     // CHECK: %[[FLAT:.*]] = est.reshape %arg0 {shape = array<i64: -1>}
     // CHECK: %[[IDS:.*]] = est.cast %[[FLAT]] {{.*}} -> tensor<?xi64>
     // CHECK: %[[ROWS:.*]] = est.ps_pull_rows "emb"[0] (%[[IDS]] : tensor<?xi64>) -> tensor<?x2xf32>
-    // CHECK: %[[E:.*]] = est.reshape %[[ROWS]] {shape = array<i64: -1, 3, 2>}
+    // CHECK: %[[READY:.*]] = est.ps_wait %[[ROWS]] : tensor<?x2xf32> -> tensor<?x2xf32>
+    // CHECK: %[[E:.*]] = est.reshape %[[READY]] {shape = array<i64: -1, 3, 2>}
     %t = est.read_variable @emb : tensor<10x2xf32>
     %e = est.gather %t, %ids : tensor<10x2xf32>, tensor<?x3xi32> -> tensor<?x3x2xf32>
     %fi = est.reshape %ids {shape = array<i64: -1>} : tensor<?x3xi32> -> tensor<?xi32>
@@ -70,5 +71,29 @@ module {
   func.func @untouched(%g: tensor<3xf32>) {
     est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@u] %g : tensor<3xf32>
     return
+  }
+}
+
+// -----
+
+// Two tables looked up in one step: both pulls are asked as soon as their
+// ids are known, and one wait precedes the first read of their rows.
+// CHECK-LABEL: func.func @two_tables
+// CHECK-DAG: est.ps_pull_rows "a"[0] (%arg0
+// CHECK-DAG: est.ps_pull_rows "b"[1] (%arg1
+// CHECK: est.ps_wait %{{.*}}, %{{.*}} : tensor<?x2xf32>, tensor<?x2xf32>
+// CHECK-NOT: est.ps_wait
+// CHECK: est.add
+module attributes {estc.ps_tasks = 2 : i64} {
+  est.variable @a : tensor<10x2xf32> {trainable}
+  est.variable @b : tensor<20x2xf32> {trainable}
+  func.func @two_tables(%ia: tensor<?xi64>, %ib: tensor<?xi64>, %ga: tensor<?x2xf32>, %gb: tensor<?x2xf32>) -> (tensor<?x2xf32> {est.name = "sum"}) {
+    %ta = est.read_variable @a : tensor<10x2xf32>
+    %ea = est.gather %ta, %ia : tensor<10x2xf32>, tensor<?xi64> -> tensor<?x2xf32>
+    %tb = est.read_variable @b : tensor<20x2xf32>
+    %eb = est.gather %tb, %ib : tensor<20x2xf32>, tensor<?xi64> -> tensor<?x2xf32>
+    %s = est.add %ea, %eb : tensor<?x2xf32>, tensor<?x2xf32> -> tensor<?x2xf32>
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [] sparse [@a, @b] indices(%ia, %ib : tensor<?xi64>, tensor<?xi64>) values(%ga, %gb : tensor<?x2xf32>, tensor<?x2xf32>)
+    return %s : tensor<?x2xf32>
   }
 }

@@ -380,6 +380,31 @@ TEST(ParameterServer, PullRowsDeduplicatesAndScattersBack) {
   EXPECT_EQ(client.stats().rows_pulled, 3); // 1, 3, 9
 }
 
+TEST(ParameterServer, DeferredPullsTravelAsOneCallPerTask) {
+  TestShard s0(true, true);
+  Cluster cluster({&s0});
+  Spec spec(1, 0, 0);
+  Client client(cluster.options(), spec.spec);
+  client.connect();
+  // A step's lookups: asked one by one, sent at the wait.
+  std::vector<int64_t> a = {4, 2}, b = {7, 4, 7};
+  std::vector<float> rowsA(a.size() * kWidth, -1.0f),
+      rowsB(b.size() * kWidth, -1.0f);
+  client.pullRowsLater(0, a.data(), 2, rowsA.data(), kWidth);
+  client.pullRowsLater(0, b.data(), 3, rowsB.data(), kWidth);
+  EXPECT_EQ(rowsA[0], -1.0f); // not yet
+  EXPECT_EQ(client.stats().pulls, 0);
+  client.waitRows();
+  for (auto [ids, rows] : {std::pair{&a, &rowsA}, std::pair{&b, &rowsB}})
+    for (size_t i = 0; i < ids->size(); ++i)
+      for (int64_t j = 0; j < kWidth; ++j)
+        EXPECT_EQ((*rows)[i * kWidth + j], s0.emb[(*ids)[i] * kWidth + j]);
+  EXPECT_EQ(client.stats().pulls, 1);
+  EXPECT_EQ(client.stats().rows_pulled, 4); // {2, 4} and {4, 7}
+  client.waitRows();                        // nothing pending: no call
+  EXPECT_EQ(client.stats().pulls, 1);
+}
+
 TEST(ParameterServer, PullRowsOutOfRangeIsOneLineNamingTheVariableAndId) {
   TestShard s0(true, true);
   Cluster cluster({&s0});
@@ -826,6 +851,7 @@ TEST(ParameterServer, CAbiWithoutAClientIsAnError) {
   auto idView = view<int64_t, 1>(ids.data(), {1}, {1});
   auto rowView = view<float, 2>(rows.data(), {1, kWidth}, {kWidth, 1});
   _mlir_ciface_estc_ps_pull_rows_f32(&idView, &rowView, 0);
+  _mlir_ciface_estc_ps_wait_rows();
   ASSERT_NE(estc_ps_error(), nullptr);
   EXPECT_STREQ(estc_ps_error(), "no parameter-server client: the model was "
                                 "compiled for ps training");
@@ -856,6 +882,7 @@ TEST(ParameterServer, CAbiPullsAndPushesThroughStridedMemRefs) {
   auto ids = view<int64_t, 1>(idBuffer.data(), {3}, {2});
   auto rows = view<float, 2>(rowBuffer.data(), {3, kWidth}, {1, 3});
   _mlir_ciface_estc_ps_pull_rows_f32(&ids, &rows, 0);
+  _mlir_ciface_estc_ps_wait_rows();
   ASSERT_EQ(estc_ps_error(), nullptr);
   int64_t want[] = {4, 2, 4};
   for (int64_t i = 0; i < 3; ++i)
@@ -887,6 +914,7 @@ TEST(ParameterServer, CAbiPullsAndPushesThroughStridedMemRefs) {
   // calls are no-ops until the client is set again.
   idBuffer = {11, 0, 0, 0, 0, 0};
   _mlir_ciface_estc_ps_pull_rows_f32(&ids, &rows, 0);
+  _mlir_ciface_estc_ps_wait_rows();
   ASSERT_NE(estc_ps_error(), nullptr);
   EXPECT_EQ(std::string(estc_ps_error()),
             "ps:0 (" + cluster.addresses[0] +
@@ -897,6 +925,7 @@ TEST(ParameterServer, CAbiPullsAndPushesThroughStridedMemRefs) {
   int64_t pulls = client.stats().pulls;
   idBuffer = {1, 0, 1, 0, 1, 0};
   _mlir_ciface_estc_ps_pull_rows_f32(&ids, &rows, 0);
+  _mlir_ciface_estc_ps_wait_rows();
   EXPECT_EQ(client.stats().pulls, pulls);
   // Set again (the error cleared), a push of the wrong size is recorded.
   rt::setThreadParameterClient(&client);
@@ -916,6 +945,7 @@ void pullsABadRow(void **) {
   auto ids = view<int64_t, 1>(&id, {1}, {1});
   auto rows = view<float, 2>(row, {1, kWidth}, {kWidth, 1});
   _mlir_ciface_estc_ps_pull_rows_f32(&ids, &rows, 0);
+  _mlir_ciface_estc_ps_wait_rows();
 }
 } // namespace
 

@@ -74,7 +74,7 @@ struct FirstFailureReason : public RewriterBase::Listener {
 bool staysEst(Operation *op) {
   return isa<est::ReadVariableOp, est::AssignVariableOp, est::CheckFailIfOp,
              est::AllReduceOp, est::AllGatherOp, est::PsPullRowsOp,
-             est::PsPushOp>(op);
+             est::PsWaitOp, est::PsPushOp>(op);
 }
 
 struct ConvertEstToLinalgPass

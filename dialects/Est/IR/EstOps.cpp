@@ -1171,6 +1171,12 @@ LogicalResult PsPullRowsOp::verify() {
   return success();
 }
 
+LogicalResult PsWaitOp::verify() {
+  if (getRows().getTypes() != getReady().getTypes())
+    return emitOpError() << "results must have the operands' types";
+  return success();
+}
+
 LogicalResult PsPushOp::verify() {
   if (getInputAttr().getInt() < 0)
     return emitOpError() << "input index " << getInputAttr().getInt()

@@ -1585,6 +1585,29 @@ def Est_PsPullRowsOp : Est_Op<"ps_pull_rows", [
   let hasVerifier = 1;
 }
 
+def Est_PsWaitOp : Est_Op<"ps_wait", [
+    MemoryEffects<[MemRead<Est_ParameterServerResource>,
+                   MemWrite<Est_ParameterServerResource>]>]> {
+  let summary = "The rows of the pulls before it, arrived";
+  let description = [{
+    `est.ps_pull_rows` only asks for its rows: the runtime sends the pulls
+    between two waits as one call per ps task when the step reaches the
+    wait (`estc_ps_wait_rows`), which returns once every row is in place.
+    Its results are its operands (the pulls' rows), so what reads the rows
+    comes after it.
+
+    ```mlir
+    %a, %b = est.ps_wait %r0, %r1 : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>, tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TensorRankOf<[F32], [2]>>:$rows);
+  let results = (outs Variadic<TensorRankOf<[F32], [2]>>:$ready);
+  let assemblyFormat = [{
+    $rows attr-dict `:` type($rows) `->` type($ready)
+  }];
+  let hasVerifier = 1;
+}
+
 def Est_PsPushOp : Est_Op<"ps_push", [
     MemoryEffects<[MemWrite<Est_ParameterServerResource>]>]> {
   let summary = "A tensor of the step's update, for the parameter servers";

@@ -1,0 +1,267 @@
+//===- ps_bench.cpp - Parameter-server training against one process -----===//
+//
+//   ps_bench --data=CSV [--ps=1] [--batch=40] [--warmup=50] [--steps=300]
+//            [--threads=1] [--json=FILE]
+//
+// Issue 31's parameter-server step: the census wide & deep model
+// (bench/CensusTable.h, tf_canned_bench.py's DNNLinearCombinedClassifier)
+// trained on `--data` (bench/make_census_table.py's CSV) by one process,
+// then by a job of this process as the chief and --ps ps tasks (this
+// program re-executed with TF_CONFIG) on 127.0.0.1, the same batches and
+// steps. The chief times the steps after --warmup and splits them with the
+// ps client's counters: pulling the variables' copies and the embedding
+// rows, pushing the gradients (waiting for the tasks' updates included),
+// and the rest (the compiled step, input). Also measured in the same run:
+// loopback's bandwidth (one TCP stream, 64 MiB), against which the pulls'
+// and pushes' bytes/s are read. Prints a JSON line per side and a table
+// with the ratio ps / one process. A bad flag is one line and exit 2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bench/CensusTable.h"
+#include "bench/StepClock.h"
+#include "estimator/Logging.h"
+#include "estimator/Training.h"
+#include "lib/Support/Flags.h"
+#include "runtime/ParameterClient.h"
+#include "runtime/ps/Client.h"
+#include "test/distributed/LoopbackPort.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace estc;
+using namespace estc::estimator;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string data, json, role, work;
+  int64_t ps = 1, batch = 40, warmup = 50, steps = 300, threads = 1;
+};
+
+RunConfigOptions runOptions(const Options &o, const std::string &dir) {
+  RunConfigOptions c;
+  c.model_dir = dir;
+  c.tf_random_seed = 1;
+  c.save_checkpoints_steps = 1000000000; // one at the start and the end
+  c.save_summary_steps = 0;
+  c.log_step_count_steps = 1000000000;
+  c.intra_op_parallelism_threads = static_cast<int>(o.threads);
+  return c;
+}
+
+InputFn trainInput(const Options &o) {
+  return [o] { return bench::censusDataset(o.data, true, 1, o.batch); };
+}
+
+/// The ps client's counters at the end of every step (zeros alone).
+struct PsClock : SessionRunHook {
+  std::vector<ps::ClientStats> stats;
+  void after_run(SessionRunContext &, const SessionRunValues &) override {
+    auto *client = dynamic_cast<ps::Client *>(rt::parameterClient());
+    stats.push_back(client ? client->stats() : ps::ClientStats{});
+  }
+};
+
+/// One side: trains warmup + steps, returns its JSON fields.
+std::string train(const Options &o, const RunConfig &config,
+                  const std::string &side) {
+  CannedEstimator estimator(bench::censusWideDeep(), config);
+  auto clock = std::make_shared<bench::StepClock>(o.warmup + o.steps);
+  auto psClock = std::make_shared<PsClock>();
+  estimator.train(trainInput(o),
+                  {.hooks = {clock, psClock}, .max_steps = o.warmup + o.steps});
+  std::ostringstream out;
+  out << "\"side\": \"" << side << "\", " << clock->json_fields(o.warmup, o.steps);
+  const ps::ClientStats &a = psClock->stats[static_cast<size_t>(o.warmup) - 1];
+  const ps::ClientStats &b = psClock->stats.back();
+  double n = static_cast<double>(o.steps);
+  out << ", \"pull_ms_per_step\": " << 1e3 * (b.pull_seconds - a.pull_seconds) / n
+      << ", \"push_ms_per_step\": " << 1e3 * (b.push_seconds - a.push_seconds) / n
+      << ", \"pull_bytes_per_step\": "
+      << static_cast<double>(b.pull_bytes - a.pull_bytes) / n
+      << ", \"push_bytes_per_step\": "
+      << static_cast<double>(b.push_bytes - a.push_bytes) / n
+      << ", \"rows_per_step\": "
+      << static_cast<double>(b.rows_pulled - a.rows_pulled) / n;
+  return out.str();
+}
+
+/// MiB/s of one TCP stream over 127.0.0.1 (64 MiB, 1 MiB writes).
+double loopbackMiBps() {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listener < 0 ||
+      ::bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &len) != 0)
+    throw std::runtime_error("loopback: cannot listen: " +
+                             std::string(std::strerror(errno)));
+  constexpr size_t kChunk = 1 << 20, kTotal = 64 << 20;
+  std::thread reader([&] {
+    int s = ::accept(listener, nullptr, nullptr);
+    std::vector<char> buf(kChunk);
+    size_t got = 0;
+    while (got < kTotal) {
+      ssize_t r = ::read(s, buf.data(), buf.size());
+      if (r <= 0)
+        break;
+      got += static_cast<size_t>(r);
+    }
+    ::close(s);
+  });
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(s, reinterpret_cast<sockaddr *>(&addr), sizeof addr) != 0)
+    throw std::runtime_error("loopback: cannot connect");
+  std::vector<char> buf(kChunk, 'x');
+  auto start = std::chrono::steady_clock::now();
+  for (size_t sent = 0; sent < kTotal;) {
+    ssize_t w = ::write(s, buf.data(), buf.size());
+    if (w <= 0)
+      break;
+    sent += static_cast<size_t>(w);
+  }
+  ::close(s);
+  reader.join();
+  ::close(listener);
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  return static_cast<double>(kTotal) / (1 << 20) / seconds;
+}
+
+/// A ps task (TF_CONFIG from the environment): serves until the chief ends
+/// the job.
+int runPs(const Options &o) {
+  ScopedLogSink quiet([](const std::string &) {});
+  CannedEstimator estimator(bench::censusWideDeep(),
+                            RunConfig(runOptions(o, o.work + "/ps/model")));
+  EvalSpec eval;
+  eval.input_fn = trainInput(o);
+  train_and_evaluate(estimator, TrainSpec{trainInput(o), o.warmup + o.steps},
+                     eval);
+  return 0;
+}
+
+int run(const Options &o, const char *self) {
+  fs::remove_all(o.work);
+  fs::create_directories(o.work);
+  ScopedLogSink quiet([](const std::string &) {});
+  std::string single = train(
+      o, RunConfig(runOptions(o, o.work + "/single/model")), "one process");
+
+  // The job: --ps tasks as children, the chief here.
+  std::vector<int> ports;
+  while (ports.size() < static_cast<size_t>(o.ps) + 1)
+    if (int port = test::free_loopback_port();
+        std::find(ports.begin(), ports.end(), port) == ports.end())
+      ports.push_back(port);
+  std::string cluster = "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) +
+                        "\"], \"ps\": [";
+  for (int64_t i = 0; i < o.ps; ++i)
+    cluster += (i ? ", " : "") + std::string("\"127.0.0.1:") +
+               std::to_string(ports[static_cast<size_t>(i) + 1]) + "\"";
+  cluster += "]}";
+  std::vector<pid_t> children;
+  for (int64_t i = 0; i < o.ps; ++i) {
+    std::string tf = "{\"cluster\": " + cluster +
+                     ", \"task\": {\"type\": \"ps\", \"index\": " +
+                     std::to_string(i) + "}}";
+    pid_t pid = fork();
+    if (pid == 0) {
+      setenv("TF_CONFIG", tf.c_str(), 1);
+      std::vector<std::string> args = {
+          self,
+          "--role=ps",
+          "--data=" + o.data,
+          "--work=" + o.work,
+          "--batch=" + std::to_string(o.batch),
+          "--warmup=" + std::to_string(o.warmup),
+          "--steps=" + std::to_string(o.steps),
+          "--threads=" + std::to_string(o.threads)};
+      std::vector<char *> argv;
+      for (std::string &a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(self, argv.data());
+      _exit(127);
+    }
+    children.push_back(pid);
+  }
+  std::string chiefConfig = "{\"cluster\": " + cluster +
+                            ", \"task\": {\"type\": \"chief\", \"index\": 0}}";
+  std::string job =
+      train(o,
+            RunConfig::from_tf_config(chiefConfig,
+                                      runOptions(o, o.work + "/job/model")),
+            "chief + " + std::to_string(o.ps) + " ps");
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw std::runtime_error("a ps task exited with status " +
+                               std::to_string(status));
+  }
+  double loopback = loopbackMiBps();
+  std::ostringstream lines;
+  lines << "{" << single << "}\n{" << job << ", \"loopback_mib_per_sec\": "
+        << loopback << "}\n";
+  std::cout << lines.str();
+  if (!o.json.empty())
+    std::ofstream(o.json) << lines.str();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using flags::Flag;
+  Options o;
+  o.work = (fs::temp_directory_path() / "estc-ps-bench").string();
+  flags::FlagParser parser(
+      "ps_bench", "Parameter-server training of the census wide & deep model "
+                  "against one process: ms/step, its pull / push / compute "
+                  "split, and loopback's bandwidth.");
+  parser.add(Flag("data", &o.data, "the census table's training CSV "
+                                   "(bench/make_census_table.py)")
+                 .value_name("CSV"));
+  parser.add(Flag("ps", &o.ps, "ps tasks").min(1));
+  parser.add(Flag("batch", &o.batch, "examples per step").min(1));
+  parser.add(Flag("warmup", &o.warmup, "steps not timed").min(1));
+  parser.add(Flag("steps", &o.steps, "steps timed").min(1));
+  parser.add(Flag("threads", &o.threads, "kernel threads").min(1));
+  parser.add(Flag("json", &o.json, "also write the JSON lines to FILE")
+                 .value_name("FILE"));
+  parser.add(Flag("work", &o.work, "model_dirs").value_name("DIR"));
+  parser.add(Flag("role", &o.role, "internal: a ps task of the job"));
+  parser.parse_or_exit(argc, argv);
+  if (o.data.empty())
+    parser.fail("--data is required");
+  try {
+    return o.role == "ps" ? runPs(o) : run(o, argv[0]);
+  } catch (const std::exception &e) {
+    flags::print_error_line("ps_bench", e.what());
+    return 1;
+  }
+}
