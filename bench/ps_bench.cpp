@@ -90,12 +90,15 @@ std::string train(const Options &o, const RunConfig &config,
   estimator.train(trainInput(o),
                   {.hooks = {clock, psClock}, .max_steps = o.warmup + o.steps});
   std::ostringstream out;
-  out << "\"side\": \"" << side << "\", " << clock->json_fields(o.warmup, o.steps);
+  out << "\"side\": \"" << side << "\", "
+      << clock->json_fields(o.warmup, o.steps);
   const ps::ClientStats &a = psClock->stats[static_cast<size_t>(o.warmup) - 1];
   const ps::ClientStats &b = psClock->stats.back();
   double n = static_cast<double>(o.steps);
-  out << ", \"pull_ms_per_step\": " << 1e3 * (b.pull_seconds - a.pull_seconds) / n
-      << ", \"push_ms_per_step\": " << 1e3 * (b.push_seconds - a.push_seconds) / n
+  out << ", \"pull_ms_per_step\": "
+      << 1e3 * (b.pull_seconds - a.pull_seconds) / n
+      << ", \"push_ms_per_step\": "
+      << 1e3 * (b.push_seconds - a.push_seconds) / n
       << ", \"pull_bytes_per_step\": "
       << static_cast<double>(b.pull_bytes - a.pull_bytes) / n
       << ", \"push_bytes_per_step\": "
@@ -145,9 +148,9 @@ double loopbackMiBps() {
   ::close(s);
   reader.join();
   ::close(listener);
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return static_cast<double>(kTotal) / (1 << 20) / seconds;
 }
 
@@ -177,29 +180,29 @@ int run(const Options &o, const char *self) {
     if (int port = test::free_loopback_port();
         std::find(ports.begin(), ports.end(), port) == ports.end())
       ports.push_back(port);
-  std::string cluster = "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) +
-                        "\"], \"ps\": [";
+  std::string cluster =
+      "{\"chief\": [\"127.0.0.1:" + std::to_string(ports[0]) + "\"], \"ps\": [";
   for (int64_t i = 0; i < o.ps; ++i)
     cluster += (i ? ", " : "") + std::string("\"127.0.0.1:") +
                std::to_string(ports[static_cast<size_t>(i) + 1]) + "\"";
   cluster += "]}";
   std::vector<pid_t> children;
   for (int64_t i = 0; i < o.ps; ++i) {
-    std::string tf = "{\"cluster\": " + cluster +
-                     ", \"task\": {\"type\": \"ps\", \"index\": " +
-                     std::to_string(i) + "}}";
+    std::string tf =
+        "{\"cluster\": " + cluster +
+        ", \"task\": {\"type\": \"ps\", \"index\": " + std::to_string(i) + "}}";
     pid_t pid = fork();
     if (pid == 0) {
       setenv("TF_CONFIG", tf.c_str(), 1);
-      std::vector<std::string> args = {
-          self,
-          "--role=ps",
-          "--data=" + o.data,
-          "--work=" + o.work,
-          "--batch=" + std::to_string(o.batch),
-          "--warmup=" + std::to_string(o.warmup),
-          "--steps=" + std::to_string(o.steps),
-          "--threads=" + std::to_string(o.threads)};
+      std::vector<std::string> args = {self,
+                                       "--role=ps",
+                                       "--data=" + o.data,
+                                       "--work=" + o.work,
+                                       "--batch=" + std::to_string(o.batch),
+                                       "--warmup=" + std::to_string(o.warmup),
+                                       "--steps=" + std::to_string(o.steps),
+                                       "--threads=" +
+                                           std::to_string(o.threads)};
       std::vector<char *> argv;
       for (std::string &a : args)
         argv.push_back(a.data());
@@ -225,8 +228,8 @@ int run(const Options &o, const char *self) {
   }
   double loopback = loopbackMiBps();
   std::ostringstream lines;
-  lines << "{" << single << "}\n{" << job << ", \"loopback_mib_per_sec\": "
-        << loopback << "}\n";
+  lines << "{" << single << "}\n{" << job
+        << ", \"loopback_mib_per_sec\": " << loopback << "}\n";
   std::cout << lines.str();
   if (!o.json.empty())
     std::ofstream(o.json) << lines.str();
@@ -243,8 +246,9 @@ int main(int argc, char **argv) {
       "ps_bench", "Parameter-server training of the census wide & deep model "
                   "against one process: ms/step, its pull / push / compute "
                   "split, and loopback's bandwidth.");
-  parser.add(Flag("data", &o.data, "the census table's training CSV "
-                                   "(bench/make_census_table.py)")
+  parser.add(Flag("data", &o.data,
+                  "the census table's training CSV "
+                  "(bench/make_census_table.py)")
                  .value_name("CSV"));
   parser.add(Flag("ps", &o.ps, "ps tasks").min(1));
   parser.add(Flag("batch", &o.batch, "examples per step").min(1));

@@ -389,8 +389,14 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     if (psWorker) {
       // The ps tasks restored or initialized the variables they hold;
       // this process initializes the rest (not trained, the same on
-      // every worker) and copies theirs.
+      // every worker) and copies theirs. The chief continues its input
+      // where the checkpoint saved it (the workers start afresh, as TF's
+      // between-graph workers do).
       m.run(m.find_function("init"));
+      if (chief)
+        if (std::optional<train::RestoredCheckpoint> restored =
+                checkpoints_.restore())
+          restoreInput(data, *restored);
       psWorker->pull();
       if (session.global_step() > 0)
         log_info("Training continues at global step " +

@@ -291,6 +291,21 @@ Status checkPullRows(const Layout &layout, const PullRowsRequest &request,
   return {};
 }
 
+Status checkPullRowsBatch(const Layout &layout,
+                          const PullRowsBatchRequest &request,
+                          std::vector<int> *variables, int64_t maxBytes) {
+  variables->clear();
+  int64_t bytes = 0;
+  for (const PullRowsRequest &pull : request.pulls()) {
+    int v = -1;
+    if (Status s = checkPullRows(layout, pull, &v, maxBytes - bytes); !s.ok())
+      return s;
+    bytes += layout.rowBytes(v) * pull.ids_size();
+    variables->push_back(v);
+  }
+  return {};
+}
+
 Status decodePush(const Layout &layout, const PushRequest &request,
                   std::map<std::string, HostTensor> *inputs) {
   inputs->clear();

@@ -100,6 +100,12 @@ Status checkPullDense(const Layout &layout, const PullDenseRequest &request,
 /// maxBytes.
 Status checkPullRows(const Layout &layout, const PullRowsRequest &request,
                      int *variable, int64_t maxBytes = kMaxMessageBytes);
+/// A PullRowsBatch: every pull as checkPullRows checks it, all their rows
+/// within `maxBytes`; `variables` gets each pull's variable index.
+Status checkPullRowsBatch(const Layout &layout,
+                          const PullRowsBatchRequest &request,
+                          std::vector<int> *variables,
+                          int64_t maxBytes = kMaxMessageBytes);
 
 /// A Push's tensors as the apply function's inputs, or why it is refused: a
 /// bad worker, an unknown, repeated or missing key, a dtype or shape other

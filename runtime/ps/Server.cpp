@@ -199,15 +199,8 @@ struct Server::Impl final : public ParameterServer::Service {
     if (jobEnded)
       return ended();
     std::vector<int> which;
-    int64_t bytes = 0;
-    for (const PullRowsRequest &pull : request->pulls()) {
-      int v = -1;
-      if (Status s = checkPullRows(layout, pull, &v, kMaxMessageBytes - bytes);
-          !s.ok())
-        return toGrpc(s);
-      bytes += layout.rowBytes(v) * pull.ids_size();
-      which.push_back(v);
-    }
+    if (Status s = checkPullRowsBatch(layout, *request, &which); !s.ok())
+      return toGrpc(s);
     ++pulls;
     std::shared_lock<std::shared_mutex> read(vars);
     for (size_t i = 0; i < which.size(); ++i)

@@ -2,13 +2,15 @@
 //
 // The checks a ps task runs on every request before it touches a variable
 // (runtime/ps/Protocol.h), on arbitrary bytes: byte 0 picks the message
-// (0: PullDense, 1: PullRows, 2: Push), the rest is parsed as its
+// (% 4: 0 PullDense, 1 PullRows, 2 Push, 3 PullRowsBatch), the rest is
+// parsed as its
 // serialized form and checked against a fixed shard (w f32 [3, 2],
 // global_step i64 [], emb f32 [10, 4]; its apply takes grad/w, ids/emb,
 // rows/emb, learning_rate/0). A refusal must be INVALID_ARGUMENT with one
 // line. What is accepted must be safe to serve: PullDense names held
-// variables within the message limit; PullRows a variable of rank >= 1 and
-// ids inside its rows; a Push every input once, each tensor's bytes those
+// variables within the message limit; PullRows (and each pull of a
+// PullRowsBatch, all within the limit) a variable of rank >= 1 and ids
+// inside its rows; a Push every input once, each tensor's bytes those
 // of its shape, ids inside their variable's rows, as many rows as ids; and
 // the mean of two copies of it (Aggregate, the sync step) has the shapes
 // the sums and concatenations give.
@@ -99,6 +101,31 @@ void pullRows(const Layout &layout, const uint8_t *data, size_t size) {
     die("pull_rows: accepted more than the message limit");
 }
 
+void pullRowsBatch(const Layout &layout, const uint8_t *data, size_t size) {
+  PullRowsBatchRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size)))
+    return;
+  std::vector<int> which;
+  Status s = checkPullRowsBatch(layout, request, &which, kMaxBytes);
+  if (!s.ok())
+    return checkRefusal(s);
+  if (which.size() != static_cast<size_t>(request.pulls_size()))
+    die("pull_rows_batch: accepted, but not one variable per pull");
+  int64_t total = 0;
+  for (size_t i = 0; i < which.size(); ++i) {
+    int v = which[i];
+    if (v < 0 || v >= static_cast<int>(layout.variables().size()))
+      die("pull_rows_batch: accepted a variable index out of range");
+    const Shard::Variable &var = layout.variables()[static_cast<size_t>(v)];
+    for (int64_t id : request.pulls(static_cast<int>(i)).ids())
+      if (var.shape.empty() || id < 0 || id >= var.shape[0])
+        die("pull_rows_batch: accepted id " + std::to_string(id));
+    total += request.pulls(static_cast<int>(i)).ids_size() * layout.rowBytes(v);
+  }
+  if (total > kMaxBytes)
+    die("pull_rows_batch: accepted more than the message limit");
+}
+
 void push(const Layout &layout, const uint8_t *data, size_t size) {
   PushRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size)))
@@ -155,12 +182,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
   const Layout &layout = fixture().layout;
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
   case 0:
     pullDense(layout, data + 1, size - 1);
     break;
   case 1:
     pullRows(layout, data + 1, size - 1);
+    break;
+  case 3:
+    pullRowsBatch(layout, data + 1, size - 1);
     break;
   default:
     push(layout, data + 1, size - 1);
