@@ -320,28 +320,20 @@ TrainAndEvaluateResult train_and_evaluate(Estimator &estimator,
   const RunConfig &config = estimator.config();
   if (config.task_type() == TaskType::EVALUATOR)
     return runEvaluator(estimator, train_spec, eval_spec);
-  if (detail::psTraining(config)) {
-    // TF's run_ps / run_chief / run_worker: a ps task serves its variables
-    // until the chief ends the job; the chief and the workers train; the
-    // evaluator task evaluates the chief's checkpoints.
-    if (config.task_type() == TaskType::PS) {
-      detail::serveParameters(estimator, train_spec.input_fn);
-      return {};
-    }
-    log_info("Start parameter-server training as " + config.task_type() + ":" +
-             std::to_string(config.task_id()) +
-             "; the evaluator task evaluates the chief's checkpoints.");
-    estimator.train(train_spec.input_fn,
-                    {.hooks = train_spec.hooks,
-                     .max_steps = train_spec.max_steps,
-                     .saving_listeners = train_spec.saving_listeners});
+  bool ps = detail::psTraining(config);
+  if (ps && config.task_type() == TaskType::PS) {
+    // TF's run_ps: a ps task serves its variables until the chief ends the
+    // job.
+    detail::serveParameters(estimator, train_spec.input_fn);
     return {};
   }
-  if (config.distributed()) {
-    // TF's run_chief / run_worker: the replicas train; the evaluator task
-    // evaluates the chief's checkpoints (and exports), and the training
-    // tasks return no evaluation.
-    log_info("Start distributed training as " + config.task_type() + ":" +
+  if (ps || config.distributed()) {
+    // TF's run_chief / run_worker: the replicas (or the chief and workers
+    // of parameter-server training) train; the evaluator task evaluates
+    // the chief's checkpoints (and exports), and the training tasks return
+    // no evaluation.
+    log_info(std::string("Start ") + (ps ? "parameter-server" : "distributed") +
+             " training as " + config.task_type() + ":" +
              std::to_string(config.task_id()) +
              "; the evaluator task evaluates the chief's checkpoints.");
     estimator.train(train_spec.input_fn,
