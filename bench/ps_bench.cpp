@@ -1,7 +1,8 @@
 //===- ps_bench.cpp - Parameter-server training against one process -----===//
 //
-//   ps_bench --data=CSV [--ps=1] [--batch=40] [--warmup=50] [--steps=300]
-//            [--threads=1] [--json=FILE]
+//   ps_bench --data=CSV [--ps=1] [--workers=0] [--batch=40] [--warmup=50]
+//            [--steps=300] [--threads=1] [--json=FILE]
+//            [--eval=CSV [--max_accuracy_gap=G]]
 //
 // Issue 31's parameter-server step: the census wide & deep model
 // (bench/CensusTable.h, tf_canned_bench.py's DNNLinearCombinedClassifier)
@@ -14,7 +15,13 @@
 // and the rest (the compiled step, input). Also measured in the same run:
 // loopback's bandwidth (one TCP stream, 64 MiB), against which the pulls'
 // and pushes' bytes/s are read. Prints a JSON line per side and a table
-// with the ratio ps / one process. A bad flag is one line and exit 2.
+// with the ratio ps / one process. --workers adds worker processes to the
+// job (asynchronous training, each worker's input shuffled with its own
+// seed). With --eval, both final checkpoints are evaluated on that CSV and
+// their accuracies printed; with --max_accuracy_gap, a job whose accuracy
+// is more than G under one process's exits 1 with one line (the test of
+// asynchronous training reaching one process's accuracy). A bad flag is
+// one line and exit 2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,8 +60,10 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Options {
-  std::string data, json, role, work;
-  int64_t ps = 1, batch = 40, warmup = 50, steps = 300, threads = 1;
+  std::string data, json, role, work, eval;
+  int64_t ps = 1, workers = 0, batch = 40, warmup = 50, steps = 300,
+          threads = 1, seed = 1;
+  double max_accuracy_gap = -1;
 };
 
 RunConfigOptions runOptions(const Options &o, const std::string &dir) {
@@ -69,7 +78,19 @@ RunConfigOptions runOptions(const Options &o, const std::string &dir) {
 }
 
 InputFn trainInput(const Options &o) {
-  return [o] { return bench::censusDataset(o.data, true, 1, o.batch); };
+  return [o] {
+    return bench::censusDataset(o.data, true, static_cast<uint64_t>(o.seed),
+                                o.batch);
+  };
+}
+
+/// The accuracy of model_dir's latest checkpoint on --eval.
+double accuracy(const Options &o, const std::string &dir) {
+  CannedEstimator estimator(bench::censusWideDeep(),
+                            RunConfig(runOptions(o, dir)));
+  EvalResults r = estimator.evaluate(
+      [&] { return bench::censusDataset(o.eval, false, 0, 1024); });
+  return r.at("accuracy");
 }
 
 /// The ps client's counters at the end of every step (zeros alone).
@@ -154,12 +175,12 @@ double loopbackMiBps() {
   return static_cast<double>(kTotal) / (1 << 20) / seconds;
 }
 
-/// A ps task (TF_CONFIG from the environment): serves until the chief ends
-/// the job.
-int runPs(const Options &o) {
+/// A ps task or a worker (TF_CONFIG from the environment): serves until
+/// the chief ends the job, or trains.
+int runTask(const Options &o) {
   ScopedLogSink quiet([](const std::string &) {});
   CannedEstimator estimator(bench::censusWideDeep(),
-                            RunConfig(runOptions(o, o.work + "/ps/model")));
+                            RunConfig(runOptions(o, o.work + "/job/model")));
   EvalSpec eval;
   eval.input_fn = trainInput(o);
   train_and_evaluate(estimator, TrainSpec{trainInput(o), o.warmup + o.steps},
@@ -171,12 +192,20 @@ int run(const Options &o, const char *self) {
   fs::remove_all(o.work);
   fs::create_directories(o.work);
   ScopedLogSink quiet([](const std::string &) {});
-  std::string single = train(
-      o, RunConfig(runOptions(o, o.work + "/single/model")), "one process");
+  std::string single;
+  auto trainSingle = [&] {
+    single = train(o, RunConfig(runOptions(o, o.work + "/single/model")),
+                   "one process");
+  };
+  // Alone, the one-process side is timed before the job starts; with
+  // workers, after the job's processes are started (they compile and
+  // connect meanwhile, so none joins after the chief finished the job).
+  if (o.workers == 0)
+    trainSingle();
 
-  // The job: --ps tasks as children, the chief here.
+  // The job: --ps tasks and --workers as children, the chief here.
   std::vector<int> ports;
-  while (ports.size() < static_cast<size_t>(o.ps) + 1)
+  while (ports.size() < static_cast<size_t>(o.ps + o.workers) + 1)
     if (int port = test::free_loopback_port();
         std::find(ports.begin(), ports.end(), port) == ports.end())
       ports.push_back(port);
@@ -185,24 +214,34 @@ int run(const Options &o, const char *self) {
   for (int64_t i = 0; i < o.ps; ++i)
     cluster += (i ? ", " : "") + std::string("\"127.0.0.1:") +
                std::to_string(ports[static_cast<size_t>(i) + 1]) + "\"";
-  cluster += "]}";
+  cluster += "]";
+  if (o.workers > 0) {
+    cluster += ", \"worker\": [";
+    for (int64_t i = 0; i < o.workers; ++i)
+      cluster += (i ? ", " : "") + std::string("\"127.0.0.1:") +
+                 std::to_string(ports[static_cast<size_t>(o.ps + i) + 1]) +
+                 "\"";
+    cluster += "]";
+  }
+  cluster += "}";
   std::vector<pid_t> children;
-  for (int64_t i = 0; i < o.ps; ++i) {
-    std::string tf =
-        "{\"cluster\": " + cluster +
-        ", \"task\": {\"type\": \"ps\", \"index\": " + std::to_string(i) + "}}";
+  for (int64_t i = 0; i < o.ps + o.workers; ++i) {
+    bool ps = i < o.ps;
+    int64_t index = ps ? i : i - o.ps;
+    std::string tf = "{\"cluster\": " + cluster + ", \"task\": {\"type\": \"" +
+                     (ps ? "ps" : "worker") +
+                     "\", \"index\": " + std::to_string(index) + "}}";
     pid_t pid = fork();
     if (pid == 0) {
       setenv("TF_CONFIG", tf.c_str(), 1);
-      std::vector<std::string> args = {self,
-                                       "--role=ps",
-                                       "--data=" + o.data,
-                                       "--work=" + o.work,
-                                       "--batch=" + std::to_string(o.batch),
-                                       "--warmup=" + std::to_string(o.warmup),
-                                       "--steps=" + std::to_string(o.steps),
-                                       "--threads=" +
-                                           std::to_string(o.threads)};
+      std::vector<std::string> args = {
+          self, ps ? "--role=ps" : "--role=worker", "--data=" + o.data,
+          "--work=" + o.work, "--batch=" + std::to_string(o.batch),
+          "--warmup=" + std::to_string(o.warmup),
+          "--steps=" + std::to_string(o.steps),
+          "--threads=" + std::to_string(o.threads),
+          // Each worker's own shuffle.
+          "--seed=" + std::to_string(ps ? o.seed : o.seed + 1 + index)};
       std::vector<char *> argv;
       for (std::string &a : args)
         argv.push_back(a.data());
@@ -212,6 +251,8 @@ int run(const Options &o, const char *self) {
     }
     children.push_back(pid);
   }
+  if (o.workers > 0)
+    trainSingle();
   std::string chiefConfig = "{\"cluster\": " + cluster +
                             ", \"task\": {\"type\": \"chief\", \"index\": 0}}";
   std::string job =
@@ -223,16 +264,31 @@ int run(const Options &o, const char *self) {
     int status = 0;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw std::runtime_error("a ps task exited with status " +
+      throw std::runtime_error("a ps task or worker exited with status " +
                                std::to_string(status));
   }
   double loopback = loopbackMiBps();
   std::ostringstream lines;
-  lines << "{" << single << "}\n{" << job
+  std::string singleAcc, jobAcc;
+  double gap = 0;
+  if (!o.eval.empty()) {
+    double a = accuracy(o, o.work + "/single/model"),
+           b = accuracy(o, o.work + "/job/model");
+    gap = a - b;
+    singleAcc = ", \"accuracy\": " + std::to_string(a);
+    jobAcc = ", \"accuracy\": " + std::to_string(b);
+  }
+  lines << "{" << single << singleAcc << "}\n{" << job << jobAcc
+        << ", \"workers\": " << o.workers + 1
         << ", \"loopback_mib_per_sec\": " << loopback << "}\n";
   std::cout << lines.str();
   if (!o.json.empty())
     std::ofstream(o.json) << lines.str();
+  if (o.max_accuracy_gap >= 0 && gap > o.max_accuracy_gap)
+    throw std::runtime_error(
+        "the job's accuracy is " + std::to_string(gap) +
+        " under one process's (more than --max_accuracy_gap=" +
+        std::to_string(o.max_accuracy_gap) + ")");
   return 0;
 }
 
@@ -251,6 +307,14 @@ int main(int argc, char **argv) {
                   "(bench/make_census_table.py)")
                  .value_name("CSV"));
   parser.add(Flag("ps", &o.ps, "ps tasks").min(1));
+  parser.add(
+      Flag("workers", &o.workers, "worker processes besides the chief").min(0));
+  parser.add(
+      Flag("eval", &o.eval, "evaluate both on this CSV").value_name("CSV"));
+  parser.add(Flag("max_accuracy_gap", &o.max_accuracy_gap,
+                  "fail when the job's accuracy is more than this under one "
+                  "process's"));
+  parser.add(Flag("seed", &o.seed, "the input's shuffle").min(0));
   parser.add(Flag("batch", &o.batch, "examples per step").min(1));
   parser.add(Flag("warmup", &o.warmup, "steps not timed").min(1));
   parser.add(Flag("steps", &o.steps, "steps timed").min(1));
@@ -258,12 +322,13 @@ int main(int argc, char **argv) {
   parser.add(Flag("json", &o.json, "also write the JSON lines to FILE")
                  .value_name("FILE"));
   parser.add(Flag("work", &o.work, "model_dirs").value_name("DIR"));
-  parser.add(Flag("role", &o.role, "internal: a ps task of the job"));
+  parser.add(Flag("role", &o.role, "internal: a task of the job")
+                 .choices({"", "ps", "worker"}));
   parser.parse_or_exit(argc, argv);
   if (o.data.empty())
     parser.fail("--data is required");
   try {
-    return o.role == "ps" ? runPs(o) : run(o, argv[0]);
+    return o.role.empty() ? run(o, argv[0]) : runTask(o);
   } catch (const std::exception &e) {
     flags::print_error_line("ps_bench", e.what());
     return 1;
