@@ -27,7 +27,8 @@ cases:
                and ends with the uninterrupted job's checkpoint, bit for bit
   faults       bad clusters (no worker, duplicate addresses, ps with
                train_distribute) and a ps task that is killed: one line
-               each, non-zero
+               each, non-zero; a worker killed under asynchronous training:
+               the job goes on without it
 """
 import argparse
 import json
@@ -302,6 +303,25 @@ def case_faults(args):
     for task, (p, _) in job.procs.items():
         if p.poll() is None:
             p.kill()
+    # A worker killed under asynchronous training: the job goes on without
+    # it, as TF's does (the chief finishes, the ps tasks end with it).
+    job = start_job(args, "worker-killed", workers=1,
+                    extra=["--train_steps=300", "--step_sleep_ms=50"])
+    deadline = time.monotonic() + 120
+    while "loss = " not in job.log("worker-0"):
+        if time.monotonic() > deadline:
+            fail("the worker never trained:\n" + job.log("worker-0")[-2000:])
+        time.sleep(0.05)
+    job.procs["worker-0"][0].send_signal(signal.SIGKILL)
+    job.procs["worker-0"][0].wait()
+    del job.procs["worker-0"]
+    check_exits(job, "worker-killed")
+    step, _ = last_checkpoint(job.model_dir)
+    if step < 300:
+        fail("after the worker was killed the job's last checkpoint is at "
+             "step %d, before max_steps 300" % step)
+    print("a worker killed under async training: the job went on to step "
+          "%d" % step, flush=True)
 
 
 def main():
