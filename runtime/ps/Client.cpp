@@ -424,6 +424,11 @@ struct Client::Impl {
   };
   std::mutex pullMutex;
   std::vector<Pull> pending;
+  /// The model's copies the last flush's answers carried (per task:
+  /// variable index and tensor), for the next pull_dense(model).
+  std::mutex prefetchMutex;
+  std::vector<std::vector<std::pair<int, Tensor>>> prefetched;
+  bool prefetchValid = false;
   /// Task 0's current step after the last flush (its global_step).
   std::atomic<int64_t> stepAfterPush{-1};
   /// Whether a task answered kJobEnded.
@@ -469,6 +474,33 @@ std::vector<int> Client::dense_variables() const {
 }
 
 void Client::pull_dense(rt::CompiledModel &model) {
+  Impl &m = *impl_;
+  {
+    // The copies the last push's answers brought back, once.
+    std::lock_guard<std::mutex> lock(m.prefetchMutex);
+    if (m.prefetchValid) {
+      m.prefetchValid = false;
+      for (size_t t = 0; t < m.prefetched.size(); ++t)
+        for (auto &[v, tensor] : m.prefetched[t]) {
+          const rt::VariableSpec &var = m.spec.variables[v];
+          std::vector<int64_t> shape = specShape(var.rank, var.shape);
+          size_t bytes =
+              static_cast<size_t>(rt::numElements(var.rank, var.shape, 0)) *
+              elementBytes(var.dtype);
+          if (fromProto(tensor.dtype()) != var.dtype ||
+              std::vector<int64_t>(tensor.shape().begin(),
+                                   tensor.shape().end()) != shape ||
+              tensor.data().size() != bytes)
+            m.badAnswer(t, "push",
+                        "a tensor for variable " + quoted(var.name) +
+                            " that is not its " +
+                            describeTensor(var.dtype, shape));
+          std::memcpy(model.variable_data(v), tensor.data().data(), bytes);
+        }
+      m.prefetched.clear();
+      return;
+    }
+  }
   std::vector<DenseTarget> targets;
   for (int v : dense_variables())
     targets.push_back({v, model.variable_data(v)});
@@ -695,12 +727,24 @@ bool Client::flush(int64_t globalStep) {
                                      " (ps input " + std::to_string(i) + ")");
   std::vector<PushRequest> requests(m.tasks.size());
   int64_t bytes = 0;
+  // The model's copies come back with each task's answer: the next
+  // pull_dense(model) needs no call of its own.
+  std::vector<std::vector<int>> copies(m.tasks.size());
+  for (int v : dense_variables())
+    copies[static_cast<size_t>(spec.variables[v].psTask)].push_back(v);
   for (size_t t = 0; t < m.tasks.size(); ++t) {
     PushRequest &r = requests[t];
     r.set_worker(m.options.worker);
     r.set_session(m.session);
     r.set_sequence(sequence);
     r.set_global_step(globalStep);
+    for (int v : copies[t])
+      r.add_pull_names(spec.variables[v].name);
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.prefetchMutex);
+    m.prefetched.assign(m.tasks.size(), {});
+    m.prefetchValid = false;
   }
   for (size_t i = 0; i < staged.size(); ++i) {
     const rt::TensorSpec &in = spec.psInputs[i];
@@ -734,7 +778,20 @@ bool Client::flush(int64_t globalStep) {
     stale[t] = response.outcome() == PushResponse::STALE;
     if (t == 0)
       m.stepAfterPush = response.current_step();
+    if (response.pulled_size() != static_cast<int>(copies[t].size()))
+      m.badAnswer(t, "push",
+                  std::to_string(response.pulled_size()) +
+                      " variables for the " + std::to_string(copies[t].size()) +
+                      " asked back");
+    std::lock_guard<std::mutex> lock(m.prefetchMutex);
+    for (int k = 0; k < response.pulled_size(); ++k)
+      m.prefetched[t].emplace_back(copies[t][static_cast<size_t>(k)],
+                                   std::move(*response.mutable_pulled(k)));
   });
+  {
+    std::lock_guard<std::mutex> lock(m.prefetchMutex);
+    m.prefetchValid = true;
+  }
   bool applied = std::find(stale.begin(), stale.end(), 1) == stale.end();
   std::lock_guard<std::mutex> lock(m.statsMutex);
   m.counters.pushes += 1;

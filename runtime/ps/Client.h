@@ -82,8 +82,10 @@ public:
   /// a ps task holds (psTask >= 0: the ones its optimizers update densely,
   /// global_step).
   std::vector<int> dense_variables() const;
-  /// Fills dense_variables() of `model` from their tasks: one PullDense per
-  /// task, the tasks concurrently.
+  /// Fills dense_variables() of `model` from their tasks: with the copies
+  /// the last flush()'s answers carried back (each task sends them once the
+  /// push is applied: no call), else one PullDense per task, the tasks
+  /// concurrently.
   void pull_dense(rt::CompiledModel &model);
   void pull_dense(const std::vector<DenseTarget> &targets);
 
@@ -98,7 +100,9 @@ public:
   void push(int input, const float *data, int64_t n) override;
   void push(int input, const int64_t *data, int64_t n) override;
 
-  /// Sends the staged tensors, one Push per task, the tasks concurrently,
+  /// Sends the staged tensors, one Push per task, the tasks concurrently
+  /// (each asking back the model's copies the task holds, for the next
+  /// pull_dense(model)),
   /// tagged with `global_step` (the step's, as read before it), and clears
   /// them. True when every task applied it; false when one dropped it as
   /// stale (sync: the worker then pulls and goes on).

@@ -233,6 +233,33 @@ struct Server::Impl final : public ParameterServer::Service {
     std::map<std::string, HostTensor> inputs;
     if (Status s = decodePush(layout, *request, &inputs); !s.ok())
       return toGrpc(s);
+    std::vector<int> pullAfter;
+    if (request->pull_names_size() > 0) {
+      PullDenseRequest names;
+      *names.mutable_names() = request->pull_names();
+      if (Status s = checkPullDense(layout, names, &pullAfter); !s.ok())
+        return toGrpc(s);
+    }
+    grpc::Status st = pushAndAnswer(context, request, response, inputs);
+    if (st.ok() && !pullAfter.empty()) {
+      ++pulls;
+      std::shared_lock<std::shared_mutex> read(vars);
+      for (int i : pullAfter) {
+        const Shard::Variable &v = layout.variables()[static_cast<size_t>(i)];
+        toProto(v.dtype, v.shape, v.data,
+                static_cast<size_t>(layout.variableBytes(i)),
+                response->add_pulled());
+      }
+    }
+    return st;
+  }
+
+  /// The push's part of Push: applied now (async), into the step's
+  /// aggregate (sync), dropped (stale) or answered from the first time
+  /// (a retry).
+  grpc::Status pushAndAnswer(grpc::ServerContext *context,
+                             const PushRequest *request, PushResponse *response,
+                             std::map<std::string, HostTensor> &inputs) {
     std::unique_lock<std::mutex> lock(mutex);
     ++counters.pushes;
     // Worker ids come from the wire: their state is bounded.
