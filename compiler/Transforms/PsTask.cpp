@@ -112,9 +112,8 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
       // variables.
       bool carrier =
           task == 0 && !increments && !old.getKeepGlobalStep().value_or(false);
-      if (dense.empty() && sparse.empty() && !carrier)
-        continue;
-      increments |= carrier;
+      // The learning rate the step computes goes to every task: an input
+      // here even when the task holds none of the update's variables.
       Value lr;
       if (Value oldLr = old.getLearningRate()) {
         auto f32 = RankedTensorType::get({}, b.getF32Type());
@@ -125,6 +124,9 @@ struct PsTaskPass : public est::impl::EstPsTaskBase<PsTaskPass> {
               TypeAttr::get(
                   cast<RankedTensorType>(oldLr.getType()).getElementType()));
       }
+      if (dense.empty() && sparse.empty() && !carrier)
+        continue;
+      increments |= carrier;
       ApplyGradientsOp::create(
           b, old.getLoc(), old.getOptimizerAttr(), old.getHyperparametersAttr(),
           b.getArrayAttr(dense), grads, lr,

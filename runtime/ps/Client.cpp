@@ -120,8 +120,10 @@ struct Client::Impl {
       bad("the model was compiled for " + std::to_string(spec.psTasks) +
           " ps tasks, but " + std::to_string(options.addresses.size()) +
           " addresses are given");
-    if (options.timeout_secs <= 0 || options.retries < 0)
-      bad("timeout_secs must be > 0 and retries >= 0");
+    if (options.timeout_secs <= 0 || options.connect_timeout_secs <= 0 ||
+        options.retries < 0)
+      bad("timeout_secs and connect_timeout_secs must be > 0 and retries "
+          ">= 0");
     for (const auto &[vars, n] : {std::pair{spec.variables, spec.numVariables},
                                   std::pair{spec.psRemote, spec.numPsRemote}})
       for (int32_t v = 0; v < n; ++v) {
@@ -274,11 +276,12 @@ struct Client::Impl {
 
   // --- connect ------------------------------------------------------------
 
-  DescribeResponse describe(size_t t) {
+  /// Task t's description, waiting up to `seconds` for the task to come up.
+  DescribeResponse describe(size_t t, double seconds) {
     auto start = Clock::now();
     std::string last;
     for (;;) {
-      double left = options.timeout_secs - since(start);
+      double left = seconds - since(start);
       if (left <= 0)
         break;
       DescribeResponse response;
@@ -301,11 +304,11 @@ struct Client::Impl {
           last = kNoAnswer;
         break;
       }
-      fail(t, "describe", s, options.timeout_secs);
+      fail(t, "describe", s, seconds);
     }
     throw rt::ParameterServerError("cannot reach ps:" + std::to_string(t) +
                                    " at " + tasks[t].address + " within " +
-                                   secondsText(options.timeout_secs) + ": " +
+                                   secondsText(seconds) + ": " +
                                    (last.empty() ? "no answer" : last));
   }
 
@@ -455,7 +458,7 @@ Client::~Client() = default;
 void Client::connect() {
   Impl &m = *impl_;
   m.forTasks(m.allTasks(), [&](size_t t) {
-    DescribeResponse d = m.describe(t);
+    DescribeResponse d = m.describe(t, m.options.connect_timeout_secs);
     std::string why = m.mismatch(t, d);
     if (!why.empty())
       throw rt::ParameterServerError(
@@ -838,7 +841,7 @@ std::map<std::string, HostTensor> Client::pull_all() {
   Impl &m = *impl_;
   std::vector<std::map<std::string, HostTensor>> got(m.tasks.size());
   m.forTasks(m.allTasks(), [&](size_t t) {
-    DescribeResponse d = m.describe(t);
+    DescribeResponse d = m.describe(t, m.options.timeout_secs);
     // In groups of at most a message's bytes.
     std::vector<std::vector<const TensorInfo *>> groups(1);
     int64_t bytes = 0;

@@ -32,8 +32,12 @@ struct ClientOptions {
   std::vector<std::string> addresses;
   /// This worker's index (its pushes are remembered per worker).
   int worker = 0;
-  /// The deadline of every call, and how long connect() waits for a task.
+  /// The deadline of every call.
   double timeout_secs = 60;
+  /// How long connect() waits for a task to come up (a ps task compiles
+  /// its apply function and restores its variables first; on a loaded
+  /// machine that takes a while).
+  double connect_timeout_secs = 300;
   /// Retries of a call a task answered UNAVAILABLE (backoff 50 ms,
   /// doubling, at most 1 s apart).
   int retries = 5;
@@ -72,7 +76,7 @@ public:
   Client(const Client &) = delete;
   Client &operator=(const Client &) = delete;
 
-  /// Waits for every task (up to timeout_secs; "cannot reach ps:1 at
+  /// Waits for every task (up to connect_timeout_secs; "cannot reach ps:1 at
   /// 127.0.0.1:2223 within 60 s: Connection refused") and checks what it
   /// holds against the spec: a task started for another cluster or
   /// placement is refused with one line naming it and the first mismatch.

@@ -93,3 +93,19 @@ module attributes {estc.ps_tasks = 2 : i64, estc.ps_task = 1 : i64, estc.ps_spli
     return
   }
 }
+
+// -----
+
+// The learning rate the step computes is an input of every task, also of
+// one that holds none of the update's variables (the workers send it to
+// all): task 2 of 3 here, where @w is on task 1.
+// CHECK-LABEL: module
+// CHECK: func.func @train(%{{.*}}: tensor<f32> {est.name = "learning_rate/0"})
+// CHECK-NEXT: return
+module attributes {estc.ps_tasks = 3 : i64, estc.ps_task = 2 : i64} {
+  est.variable @w : tensor<3xf32> {trainable}
+  func.func @train(%g: tensor<3xf32>, %lr: tensor<f32>) {
+    est.apply_gradients "sgd" {} [@w] %g : tensor<3xf32> learning_rate %lr : tensor<f32>
+    return
+  }
+}

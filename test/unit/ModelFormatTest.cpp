@@ -66,6 +66,46 @@ TEST(ModelFormat, ManifestRoundTrip) {
   ASSERT_NE(back.findFunction("predict"), nullptr);
 }
 
+TEST(ModelFormat, ManifestOfParameterServerTrainingRoundTrips) {
+  // A worker's step: its copies' tasks, what it pushes, the table it
+  // pulls rows of (not one of its variables), synchronous training.
+  Manifest m = sample();
+  m.psTasks = 2;
+  m.psReplicasToAggregate = 2;
+  m.psTotalNumReplicas = 3;
+  m.variables[0].psTask = 1;
+  m.psInputs.push_back({"grad/dense/kernel", rt::DType::F32, {784, 10}});
+  m.psInputs.push_back({"ids/emb", rt::DType::I64, {rt::kValuesDim}});
+  m.psRemote.push_back(
+      {"emb", rt::DType::F32, {1000, 8}, true, false, "", {}, 0});
+  std::string json = writeManifest(m);
+  Manifest back = readManifest(json);
+  EXPECT_EQ(writeManifest(back), json);
+  EXPECT_EQ(back.psTasks, 2);
+  EXPECT_EQ(back.psTask, -1);
+  EXPECT_EQ(back.psReplicasToAggregate, 2);
+  EXPECT_EQ(back.psTotalNumReplicas, 3);
+  EXPECT_EQ(back.variables[0].psTask, 1);
+  EXPECT_EQ(back.variables[1].psTask, -1);
+  ASSERT_EQ(back.psInputs.size(), 2u);
+  EXPECT_EQ(back.psInputs[1].shape, std::vector<int64_t>{rt::kValuesDim});
+  ASSERT_EQ(back.psRemote.size(), 1u);
+  EXPECT_EQ(back.psRemote[0].name, "emb");
+  EXPECT_EQ(back.psRemote[0].psTask, 0);
+  // As a ModelSpec.
+  std::shared_ptr<ModelSpecStorage> storage;
+  rt::ModelSpec spec = toModelSpec(back, storage);
+  EXPECT_EQ(spec.psTasks, 2);
+  EXPECT_EQ(spec.numPsInputs, 2);
+  EXPECT_STREQ(spec.psInputs[0].key, "grad/dense/kernel");
+  EXPECT_EQ(spec.numPsRemote, 1);
+  EXPECT_EQ(spec.psRemote[0].psTask, 0);
+  EXPECT_EQ(spec.variables[0].psTask, 1);
+  EXPECT_EQ(spec.psReplicasToAggregate, 2);
+  // Without parameter servers the text has none of it.
+  EXPECT_EQ(writeManifest(sample()).find("ps_"), std::string::npos);
+}
+
 TEST(ModelFormat, ManifestParamsAsLlvmPrintsThem) {
   Manifest m = readManifest(
       R"({"format": "estc-manifest-1", "name": "M", "variables": [
@@ -100,6 +140,18 @@ TEST(ModelFormat, ManifestErrors) {
             "manifest: device 'tpu' is not one of cpu, cuda");
   EXPECT_EQ(message(R"({"format": "estc-manifest-1", "replicas": 1})"),
             "manifest: replicas 1 is not in 2..1048576");
+  EXPECT_EQ(message(R"({"format": "estc-manifest-1", "ps_tasks": 2,
+                        "ps_task": 2})"),
+            "manifest: ps_task 2 is not in -1..1");
+  EXPECT_EQ(message(R"({"format": "estc-manifest-1", "ps_tasks": 1,
+                        "ps_sync": [0, 1]})"),
+            "manifest: ps_sync is not [replicas_to_aggregate >= 1, "
+            "total_num_replicas >= 0]");
+  EXPECT_EQ(message(R"({"format": "estc-manifest-1", "ps_tasks": 1,
+              "variables": [{"name": "w", "dtype": "f32", "shape": [2],
+                             "ps_task": 3}]})"),
+            "manifest: variable 'w': ps_task 3 is not a task of the 1 ps "
+            "tasks");
   EXPECT_EQ(message(R"({"format": "estc-manifest-1", "functions": [
               {"name": "f", "arena": {"status": 0}}]})"),
             "manifest: @f has a status slot but the model has no checks");

@@ -679,6 +679,7 @@ TEST(ParameterServer, ATaskThatNeverAnswersIsAnErrorWithinTheTimeout) {
   ClientOptions o;
   o.addresses = {address};
   o.timeout_secs = 1;
+  o.connect_timeout_secs = 1;
   Client client(o, spec.spec);
   EXPECT_EQ(errorOf([&] { client.connect(); }),
             "cannot reach ps:0 at " + address +
@@ -702,6 +703,7 @@ TEST(ParameterServer, AnUnreachableTaskIsNamedAfterTheTimeout) {
   ClientOptions o;
   o.addresses = {address};
   o.timeout_secs = 1;
+  o.connect_timeout_secs = 1;
   Client client(o, spec.spec);
   EXPECT_EQ(errorOf([&] { client.connect(); }),
             "cannot reach ps:0 at " + address +
