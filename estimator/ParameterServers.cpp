@@ -9,6 +9,7 @@
 #include "runtime/ps/Client.h"
 #include "runtime/ps/Server.h"
 
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -94,6 +95,23 @@ private:
   int task_, fn_, globalStep_;
 };
 
+/// The job's identity for its tasks (ServerOptions / ClientOptions::
+/// cluster): a hash of TF_CONFIG's chief, worker and ps jobs' addresses, so
+/// a task left from another job at a reused port is told apart.
+std::string clusterIdentity(const RunConfig &config) {
+  std::string text;
+  for (const auto &[job, tasks] : config.cluster_spec())
+    if (job != TaskType::EVALUATOR)
+      for (const std::string &address : tasks)
+        text += job + "=" + address + ";";
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (unsigned char c : text)
+    h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
 const std::vector<std::string> &psAddresses(const RunConfig &config) {
   static const std::vector<std::string> none;
   auto it = config.cluster_spec().find(TaskType::PS);
@@ -157,6 +175,7 @@ void serveParameters(const RunConfig &config, rt::CompiledModel &m,
   options.replicas_to_aggregate = m.spec().psReplicasToAggregate;
   options.total_num_replicas = m.spec().psTotalNumReplicas;
   options.start_step = step;
+  options.cluster = clusterIdentity(config);
   ps::Server server(shard, options);
   server.start();
   log_info("Serving the variables of ps:" + std::to_string(task) + " at " +
@@ -176,6 +195,7 @@ PsWorker::PsWorker(const RunConfig &config, rt::CompiledModel &m)
   ps::ClientOptions options;
   options.addresses = psAddresses(config);
   options.worker = static_cast<int>(config.global_id_in_cluster().value_or(0));
+  options.cluster = clusterIdentity(config);
   client_ = std::make_unique<ps::Client>(options, m.spec());
   client_->connect();
   rt::setParameterClient(client_.get());

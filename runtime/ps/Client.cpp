@@ -317,6 +317,10 @@ struct Client::Impl {
     if (d.task_index() != static_cast<int>(t))
       return "it is task ps:" + std::to_string(d.task_index()) +
              " (the workers' and the ps tasks' TF_CONFIG differ)";
+    if (!options.cluster.empty() && !d.cluster().empty() &&
+        d.cluster() != options.cluster)
+      return "it serves another job (cluster " + d.cluster() + ", this one " +
+             options.cluster + ")";
     if (d.num_tasks() != spec.psTasks)
       return "it was started for " + std::to_string(d.num_tasks()) +
              " ps tasks, the model was compiled for " +
@@ -907,12 +911,14 @@ bool Client::job_ended() const { return impl_->jobEnded; }
 
 void Client::shutdown() {
   Impl &m = *impl_;
+  ShutdownRequest request;
+  request.set_cluster(m.options.cluster);
   m.forTasks(m.allTasks(), [&](size_t t) {
     ShutdownResponse response;
     grpc::Status s =
         m.call(t, false, m.options.timeout_secs,
                [&](ParameterServer::Stub &stub, grpc::ClientContext *c) {
-                 return stub.Shutdown(c, {}, &response);
+                 return stub.Shutdown(c, request, &response);
                });
     // A task that is gone already is what shutdown wants.
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE)

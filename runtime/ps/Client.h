@@ -43,6 +43,10 @@ struct ClientOptions {
   int retries = 5;
   /// The deadline of save() (a large shard takes a while to write).
   double save_timeout_secs = 600;
+  /// The job's identity (ServerOptions::cluster; "": not checked): a task
+  /// serving another job is refused at connect(), and shutdown() ends
+  /// only this job's tasks.
+  std::string cluster;
 };
 
 /// What the client has moved, for the bench: calls, payload bytes and wall

@@ -136,6 +136,7 @@ struct Server::Impl final : public ParameterServer::Service {
     response->set_sync(sync());
     response->set_replicas_to_aggregate(options.replicas_to_aggregate);
     response->set_total_num_replicas(options.total_num_replicas);
+    response->set_cluster(options.cluster);
     std::lock_guard<std::mutex> lock(mutex);
     response->set_current_step(current);
     return grpc::Status::OK;
@@ -332,8 +333,13 @@ struct Server::Impl final : public ParameterServer::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Shutdown(grpc::ServerContext *, const ShutdownRequest *,
+  grpc::Status Shutdown(grpc::ServerContext *, const ShutdownRequest *request,
                         ShutdownResponse *) override {
+    if (!options.cluster.empty() && request->cluster() != options.cluster)
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          task() + " serves another job (its cluster is " +
+                              options.cluster + ", the chief's " +
+                              escape_control_chars(request->cluster()) + ")");
     // The workers still training get kJobEnded for a grace period, then
     // the task stops serving (serve() returns).
     jobEnded = true;

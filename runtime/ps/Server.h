@@ -41,6 +41,9 @@ struct ServerOptions {
   /// The global_step the task starts at (its current step before any
   /// apply); -1: the shard's global_step(), or 0 when it holds none.
   int64_t start_step = -1;
+  /// The job's identity (its TF_CONFIG cluster's; "": none): Describe
+  /// tells it, and a Shutdown of another job is refused.
+  std::string cluster;
 };
 
 /// What a server has done since it started.

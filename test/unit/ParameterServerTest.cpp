@@ -165,9 +165,11 @@ enum Input { GradW = 0, IdsEmb = 1, RowsEmb = 2, LearningRate = 3 };
 /// Servers on loopback, each serve() on its own thread.
 class Cluster {
 public:
-  Cluster(std::vector<TestShard *> shards, int replicasToAggregate = 0) {
+  Cluster(std::vector<TestShard *> shards, int replicasToAggregate = 0,
+          const std::string &job = "") {
     for (size_t i = 0; i < shards.size(); ++i) {
       ServerOptions o;
+      o.cluster = job;
       o.address = "127.0.0.1:0";
       o.task_index = static_cast<int>(i);
       o.num_tasks = static_cast<int>(shards.size());
@@ -378,6 +380,27 @@ TEST(ParameterServer, PullRowsDeduplicatesAndScattersBack) {
     for (int64_t j = 0; j < kWidth; ++j)
       EXPECT_EQ(rows[i * kWidth + j], s0.emb[ids[i] * kWidth + j]);
   EXPECT_EQ(client.stats().rows_pulled, 3); // 1, 3, 9
+}
+
+TEST(ParameterServer, ATaskOfAnotherJobIsRefusedAndKeepsServing) {
+  // A port a later job reuses: its worker does not train on the task, and
+  // its chief does not end it.
+  TestShard s0(true, true);
+  Cluster cluster({&s0}, 0, "job-a");
+  Spec spec(1, 0, 0);
+  ClientOptions o = cluster.options();
+  o.cluster = "job-b";
+  Client other(o, spec.spec);
+  EXPECT_EQ(errorOf([&] { other.connect(); }),
+            "model 'PsModel' does not fit ps:0 (" + cluster.addresses[0] +
+                "): it serves another job (cluster job-a, this one job-b)");
+  EXPECT_EQ(errorOf([&] { other.shutdown(); }),
+            "ps:0 (" + cluster.addresses[0] +
+                ") refused shutdown: ps:0 serves another job (its cluster is "
+                "job-a, the chief's job-b)");
+  o.cluster = "job-a";
+  Client mine(o, spec.spec);
+  mine.connect(); // still serving
 }
 
 TEST(ParameterServer, DeferredPullsTravelAsOneCallPerTask) {
