@@ -48,6 +48,7 @@ struct Options {
   int64_t step_sleep_ms = 0;
   double timeout_secs = 30;
   int64_t sync_replicas = 0;
+  bool lr_decay = false;
   bool train_and_evaluate = false;
   bool no_distribute = false;
 };
@@ -152,6 +153,11 @@ int run(const Options &o) {
     wd.dnn_feature_columns = columns;
     wd.dnn_hidden_units = {32, 16};
     wd.dnn_optimizer = OptimizerSpec(o.optimizer, 0.05);
+    if (o.lr_decay)
+      // A learning rate the step computes from global_step.
+      wd.dnn_optimizer = OptimizerSpec(o.optimizer, [](const Tensor &step) {
+        return train::exponential_decay(0.05, step, 5, 0.9);
+      });
     made = std::make_unique<DNNLinearCombinedClassifier>(wd, head, config);
   } else {
     DNNOptions dnn;
@@ -254,6 +260,9 @@ int main(int argc, char **argv) {
                   "wrap the DNN's optimizer (SGD, Adagrad or Adam) in "
                   "SyncReplicasOptimizer(replicas_to_aggregate=N)")
                  .min(0));
+  parser.add(Flag("lr_decay", &o.lr_decay,
+                  "wide_deep: the DNN's learning rate decays with global_step "
+                  "(exponential_decay(0.05, step, 5, 0.9))"));
   parser.add(Flag("train_and_evaluate", &o.train_and_evaluate,
                   "train_and_evaluate instead of train"));
   parser.parse_or_exit(argc, argv);

@@ -109,6 +109,7 @@ def last_checkpoint(model_dir):
 
 
 def case_equivalence(args, workers=0, extra=()):
+    extra = list(extra) + args.trainer_flag
     single = Job(args.work, "single")
     single.model_dir = os.path.join(single.dir, "model")
     single.start("chief", [args.trainer, "--model=" + args.model,
@@ -335,9 +336,13 @@ def main():
                         choices=["mlp", "embedding", "wide_deep"])
     parser.add_argument("--ps", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--trainer_flag", action="append", default=[],
+                        help="a flag for every trainer of equivalence/sync")
     args = parser.parse_args()
-    work = os.path.join(args.work, "%s-%s-%d" % (args.case, args.model,
-                                                 args.ps))
+    work = os.path.join(args.work, "%s-%s-%d%s" % (
+        args.case, args.model, args.ps,
+        "".join(f.replace("--", "-").replace("=", "") for f in
+                args.trainer_flag)))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     args.work = work
