@@ -17,11 +17,12 @@
 // and pushes' bytes/s are read. Prints a JSON line per side and a table
 // with the ratio ps / one process. --workers adds worker processes to the
 // job (asynchronous training, each worker's input shuffled with its own
-// seed). With --eval, both final checkpoints are evaluated on that CSV and
-// their accuracies printed; with --max_accuracy_gap, a job whose accuracy
-// is more than G under one process's exits 1 with one line (the test of
-// asynchronous training reaching one process's accuracy). A bad flag is
-// one line and exit 2.
+// seed; the chief starts once every worker has joined, so none comes after
+// the chief has ended the job). With --eval, both final checkpoints are
+// evaluated on that CSV and their accuracies printed; with --max_accuracy_gap,
+// a job whose accuracy is more than G under one process's exits 1 with one line
+// (the test of asynchronous training reaching one process's accuracy). A bad
+// flag is one line and exit 2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,14 +178,30 @@ double loopbackMiBps() {
 
 /// A ps task or a worker (TF_CONFIG from the environment): serves until
 /// the chief ends the job, or trains.
+/// A worker's file that says it joined the job (the chief starts after
+/// every worker did, so none finds the job ended before it joins).
+std::string joinedFile(const Options &o, int64_t worker) {
+  return o.work + "/worker-" + std::to_string(worker) + ".joined";
+}
+
+/// Writes joinedFile once the worker's session holds the tasks' variables.
+struct Joined : SessionRunHook {
+  explicit Joined(std::string file) : file_(std::move(file)) {}
+  void after_create_session(Session &) override { std::ofstream(file_) << 1; }
+  std::string file_;
+};
+
 int runTask(const Options &o) {
   ScopedLogSink quiet([](const std::string &) {});
-  CannedEstimator estimator(bench::censusWideDeep(),
-                            RunConfig(runOptions(o, o.work + "/job/model")));
+  RunConfig config(runOptions(o, o.work + "/job/model"));
+  CannedEstimator estimator(bench::censusWideDeep(), config);
   EvalSpec eval;
   eval.input_fn = trainInput(o);
-  train_and_evaluate(estimator, TrainSpec{trainInput(o), o.warmup + o.steps},
-                     eval);
+  TrainSpec spec{trainInput(o), o.warmup + o.steps};
+  if (o.role == "worker")
+    spec.hooks.push_back(
+        std::make_shared<Joined>(joinedFile(o, config.task_id())));
+  train_and_evaluate(estimator, spec, eval);
   return 0;
 }
 
@@ -251,8 +268,23 @@ int run(const Options &o, const char *self) {
     }
     children.push_back(pid);
   }
-  if (o.workers > 0)
+  if (o.workers > 0) {
     trainSingle();
+    // Every worker joined (or one failed: its own line, then this).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    for (int64_t w = 0; w < o.workers; ++w)
+      while (!fs::exists(joinedFile(o, w))) {
+        for (pid_t pid : children)
+          if (int status = 0; waitpid(pid, &status, WNOHANG) == pid)
+            throw std::runtime_error(
+                "a ps task or worker exited before the job began (status " +
+                std::to_string(status) + ")");
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error("worker " + std::to_string(w) +
+                                   " did not join the job within 5 minutes");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+  }
   std::string chiefConfig = "{\"cluster\": " + cluster +
                             ", \"task\": {\"type\": \"chief\", \"index\": 0}}";
   std::string job =
