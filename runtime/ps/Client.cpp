@@ -90,7 +90,7 @@ std::vector<int64_t> specShape(int32_t rank, const int64_t *shape) {
 }
 
 std::string describeTensor(rt::DType dtype, const std::vector<int64_t> &shape) {
-  return std::string(dtypeText(dtype)) + " " + shapeText(shape);
+  return std::string(rt::dtypeName(dtype)) + " " + shapeText(shape);
 }
 
 } // namespace
@@ -389,8 +389,8 @@ struct Client::Impl {
     const rt::TensorSpec &in = spec.psInputs[input];
     if (in.dtype != dtype)
       throw std::invalid_argument("push: ps input " + quoted(in.key) + " is " +
-                                  dtypeText(in.dtype) + ", the step pushed " +
-                                  dtypeText(dtype));
+                                  rt::dtypeName(in.dtype) +
+                                  ", the step pushed " + rt::dtypeName(dtype));
     std::vector<int64_t> shape = specShape(in.rank, in.shape);
     int64_t fixed = 1;
     int values = -1;
@@ -493,7 +493,7 @@ void Client::pull_dense(rt::CompiledModel &model) {
           std::vector<int64_t> shape = specShape(var.rank, var.shape);
           size_t bytes =
               static_cast<size_t>(rt::numElements(var.rank, var.shape, 0)) *
-              elementBytes(var.dtype);
+              rt::dtypeBytes(var.dtype);
           if (fromProto(tensor.dtype()) != var.dtype ||
               std::vector<int64_t>(tensor.shape().begin(),
                                    tensor.shape().end()) != shape ||
@@ -532,7 +532,7 @@ void Client::pull_dense(const std::vector<DenseTarget> &targets) {
                                   " is not on a ps task");
     size_t t = static_cast<size_t>(var.psTask);
     int64_t bytes = rt::numElements(var.rank, var.shape, 0) *
-                    static_cast<int64_t>(elementBytes(var.dtype));
+                    static_cast<int64_t>(rt::dtypeBytes(var.dtype));
     if (groups[t].empty() ||
         (groupBytes[t] > 0 && groupBytes[t] + bytes > kMaxMessageBytes)) {
       groups[t].emplace_back();
@@ -571,7 +571,7 @@ void Client::pull_dense(const std::vector<DenseTarget> &targets) {
         std::vector<int64_t> shape = specShape(var.rank, var.shape);
         size_t bytes =
             static_cast<size_t>(rt::numElements(var.rank, var.shape, 0)) *
-            elementBytes(var.dtype);
+            rt::dtypeBytes(var.dtype);
         if (fromProto(got.dtype()) != var.dtype ||
             std::vector<int64_t>(got.shape().begin(), got.shape().end()) !=
                 shape ||
@@ -854,7 +854,7 @@ std::map<std::string, HostTensor> Client::pull_all() {
       if (!dtype)
         m.badAnswer(t, "describe",
                     "variable " + quoted(v.name()) + " of an unknown dtype");
-      int64_t n = static_cast<int64_t>(elementBytes(*dtype));
+      int64_t n = static_cast<int64_t>(rt::dtypeBytes(*dtype));
       for (int64_t d : v.shape())
         n *= d;
       if (bytes > 0 && bytes + n > kMaxMessageBytes) {
@@ -890,7 +890,7 @@ std::map<std::string, HostTensor> Client::pull_all() {
         h.shape.assign(tensor.shape().begin(), tensor.shape().end());
         h.bytes.assign(tensor.data().begin(), tensor.data().end());
         if (static_cast<int64_t>(h.bytes.size()) !=
-            h.numElements() * static_cast<int64_t>(elementBytes(h.dtype)))
+            h.numElements() * static_cast<int64_t>(rt::dtypeBytes(h.dtype)))
           m.badAnswer(t, "pull_all",
                       "a tensor for " + quoted(group[i]->name()) +
                           " whose bytes do not fit its shape");

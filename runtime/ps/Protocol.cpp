@@ -21,39 +21,6 @@ namespace estc::ps {
 // Shard's key function: here, in the file every user of a Shard links.
 Shard::~Shard() = default;
 
-size_t elementBytes(rt::DType dtype) {
-  switch (dtype) {
-  case rt::DType::F32:
-  case rt::DType::I32:
-    return 4;
-  case rt::DType::F64:
-  case rt::DType::I64:
-    return 8;
-  case rt::DType::I8:
-  case rt::DType::Bool:
-    return 1;
-  }
-  return 1;
-}
-
-const char *dtypeText(rt::DType dtype) {
-  switch (dtype) {
-  case rt::DType::F32:
-    return "f32";
-  case rt::DType::F64:
-    return "f64";
-  case rt::DType::I8:
-    return "i8";
-  case rt::DType::I32:
-    return "i32";
-  case rt::DType::I64:
-    return "i64";
-  case rt::DType::Bool:
-    return "i1";
-  }
-  return "?";
-}
-
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -218,8 +185,8 @@ Layout::Layout(std::vector<Shard::Variable> variables,
         bad("apply input " + quoted(in.key) + " has no 'ids/" + name + "'");
     }
     if (in.dtype != dtype || in.shape != want)
-      bad("apply input " + quoted(in.key) + " is " + dtypeText(in.dtype) + " " +
-          shapeText(in.shape) + ", not " + dtypeText(dtype) + " " +
+      bad("apply input " + quoted(in.key) + " is " + rt::dtypeName(in.dtype) +
+          " " + shapeText(in.shape) + ", not " + rt::dtypeName(dtype) + " " +
           shapeText(want));
   }
 }
@@ -237,7 +204,7 @@ int Layout::findInput(const std::string &key) const {
 int64_t Layout::variableBytes(int i) const {
   const Shard::Variable &v = variables_[static_cast<size_t>(i)];
   return elementsUpTo(v.shape, std::numeric_limits<int64_t>::max() / 8) *
-         static_cast<int64_t>(elementBytes(v.dtype));
+         static_cast<int64_t>(rt::dtypeBytes(v.dtype));
 }
 
 int64_t Layout::rowBytes(int i) const {
@@ -245,7 +212,7 @@ int64_t Layout::rowBytes(int i) const {
   std::vector<int64_t> row(v.shape.begin() + (v.shape.empty() ? 0 : 1),
                            v.shape.end());
   return elementsUpTo(row, std::numeric_limits<int64_t>::max() / 8) *
-         static_cast<int64_t>(elementBytes(v.dtype));
+         static_cast<int64_t>(rt::dtypeBytes(v.dtype));
 }
 
 Status checkPullDense(const Layout &layout, const PullDenseRequest &request,
@@ -336,8 +303,8 @@ Status decodePush(const Layout &layout, const PushRequest &request,
                              std::to_string(t.dtype()) + ", not one of estc's");
     if (*dtype != spec.dtype)
       return Status::invalid("input " + quoted(key) + " is " +
-                             dtypeText(*dtype) + ", the task takes " +
-                             dtypeText(spec.dtype));
+                             rt::dtypeName(*dtype) + ", the task takes " +
+                             rt::dtypeName(spec.dtype));
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     bool fits = shape.size() == spec.shape.size();
     for (size_t d = 0; fits && d < shape.size(); ++d)
@@ -352,14 +319,14 @@ Status decodePush(const Layout &layout, const PushRequest &request,
                              (shown.size() < shape.size() ? " (first 8)" : "") +
                              ", the task takes " + shapeText(spec.shape));
     }
-    size_t size = elementBytes(spec.dtype);
+    size_t size = rt::dtypeBytes(spec.dtype);
     int64_t n =
         elementsUpTo(shape, static_cast<int64_t>(t.data().size() / size) + 1);
     if (n < 0 || static_cast<size_t>(n) * size != t.data().size())
-      return Status::invalid("input " + quoted(key) + " holds " +
-                             std::to_string(t.data().size()) +
-                             " bytes, not those of " + dtypeText(spec.dtype) +
-                             " " + shapeText(shape));
+      return Status::invalid(
+          "input " + quoted(key) + " holds " + std::to_string(t.data().size()) +
+          " bytes, not those of " + rt::dtypeName(spec.dtype) + " " +
+          shapeText(shape));
     HostTensor &h = (*inputs)[key];
     h.dtype = spec.dtype;
     h.shape = std::move(shape);

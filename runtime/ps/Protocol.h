@@ -54,10 +54,6 @@ constexpr int64_t kMaxMessageBytes = int64_t(1) << 30;
 /// worker's training then stops as the chief's did.
 inline constexpr const char *kJobEnded = "the chief ended the job";
 
-/// Bytes per element of `dtype` (as rt::dtypeBytes, without the runtime).
-size_t elementBytes(rt::DType dtype);
-/// "f32", "f64", ... (as rt::dtypeName).
-const char *dtypeText(rt::DType dtype);
 /// "[4, 2]"; kValuesDim is written "?".
 std::string shapeText(const std::vector<int64_t> &shape);
 /// `text` quoted for one error line ('a\nb'), at most 200 bytes of it.

@@ -144,7 +144,7 @@ void push(const Layout &layout, const uint8_t *data, size_t size) {
     if (t.dtype != spec.dtype || t.shape.size() != spec.shape.size())
       die("push: " + spec.key + " accepted with another dtype or rank");
     if (t.bytes.size() !=
-        static_cast<size_t>(t.numElements()) * elementBytes(t.dtype))
+        static_cast<size_t>(t.numElements()) * rt::dtypeBytes(t.dtype))
       die("push: " + spec.key + " holds bytes its shape does not");
   }
   const HostTensor &ids = inputs.at("ids/emb");
@@ -168,7 +168,7 @@ void push(const Layout &layout, const uint8_t *data, size_t size) {
     bool concatenated = key.rfind("ids/", 0) == 0 || key.rfind("rows/", 0) == 0;
     int64_t want = t.numElements() * (concatenated ? 2 : 1);
     if (m.numElements() != want ||
-        m.bytes.size() != static_cast<size_t>(want) * elementBytes(m.dtype))
+        m.bytes.size() != static_cast<size_t>(want) * rt::dtypeBytes(m.dtype))
       die("aggregate: " + key + " has the wrong size");
   }
 }
