@@ -37,9 +37,13 @@ done
 python3 - "$work/results" $pss <<'EOF'
 import json, os, statistics, sys
 results, pss = sys.argv[1], sys.argv[2:]
-print("%-6s %10s %10s %7s %8s %8s %8s %10s %10s %10s" % (
+# rtt: an empty call's round trip to ps:0 (the tasks idle); floor: one
+# process's step plus the job's two round trips a step, over one process's
+# step (the best ratio a step of two calls can reach); rows/s: embedding
+# rows pulled per second of pulling.
+print("%-6s %10s %10s %7s %8s %8s %8s %10s %10s %10s %8s %7s %10s" % (
     "ps", "1 proc ms", "ps ms", "ratio", "pull ms", "push ms", "rest ms",
-    "pull MB/s", "push MB/s", "loop MB/s"))
+    "pull MB/s", "push MB/s", "loop MB/s", "rtt us", "floor", "rows/s"))
 for p in pss:
     rows = []
     for name in sorted(os.listdir(results)):
@@ -52,9 +56,14 @@ for p in pss:
     pull = med(lambda r: r[1]["pull_ms_per_step"])
     push = med(lambda r: r[1]["push_ms_per_step"])
     mbs = lambda key, ms: med(lambda r: r[1][key] / max(r[1][ms], 1e-9) / 1e3)
-    print("%-6s %10.3f %10.3f %7.2f %8.3f %8.3f %8.3f %10.1f %10.1f %10.0f" % (
+    rtt = med(lambda r: r[1]["round_trip_us"])
+    print("%-6s %10.3f %10.3f %7.2f %8.3f %8.3f %8.3f %10.1f %10.1f %10.0f "
+          "%8.1f %7.2f %10.0f" % (
         p, one, job, job / one, pull, push, job - pull - push,
         mbs("pull_bytes_per_step", "pull_ms_per_step"),
         mbs("push_bytes_per_step", "push_ms_per_step"),
-        med(lambda r: r[1]["loopback_mib_per_sec"]) * 1.048576))
+        med(lambda r: r[1]["loopback_mib_per_sec"]) * 1.048576,
+        rtt, (one + 2 * rtt / 1e3) / one,
+        med(lambda r: r[1]["rows_per_step"] /
+            max(r[1]["pull_ms_per_step"], 1e-9) * 1e3)))
 EOF

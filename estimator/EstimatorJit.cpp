@@ -241,6 +241,8 @@ private:
       options.psTask = config_->task_type() == TaskType::PS
                            ? static_cast<int>(config_->task_id())
                            : -1;
+      if (config_->ps_strategy() == "greedy")
+        options.psStrategy = "greedy";
     }
     // The training step averages its gradients over the replicas.
     if (config_->distributed())

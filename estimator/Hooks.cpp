@@ -459,7 +459,7 @@ bool CheckpointSaverHook::save(Session &session, int64_t step) {
   log_info("Saving checkpoints for " + s + " into " +
            fileio::joinPath(checkpointDir_, options_.saver_options.prefix) +
            ".");
-  saver_->save(session.checkpoint_variables(), step);
+  session.save_checkpoint(*saver_, step);
   log_info("Calling checkpoint listeners after saving checkpoint " + s + "...");
   bool stop = false;
   for (const auto &l : options_.listeners)

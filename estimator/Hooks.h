@@ -185,8 +185,10 @@ private:
 // CheckpointSaverHook
 //===----------------------------------------------------------------------===//
 
-/// tf.estimator.CheckpointSaverHook: saves Session::checkpoint_variables()
-/// with a train::Saver into checkpoint_dir after the session is created
+/// tf.estimator.CheckpointSaverHook: saves the session's variables
+/// (Session::save_checkpoint: checkpoint_variables(), or a sharded save of
+/// parameter-server training) with a train::Saver into checkpoint_dir
+/// after the session is created
 /// (the state at its global step), every save_steps steps or save_secs
 /// seconds (exactly one), and at the end unless that step was just saved.
 /// Listeners see every save; one returning true from after_save stops

@@ -4,7 +4,9 @@
 
 #include "estimator/Distributed.h"
 #include "estimator/Logging.h"
+#include "estimator/ParameterServers.h"
 #include "lib/Checkpoint/Partitions.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/binding/TensorBinding.h"
 
@@ -22,6 +24,27 @@ namespace {
 bool isLocal(const rt::VariableSpec &v) { return v.local; }
 } // namespace
 
+namespace {
+/// Copies `value` into variable i of `m` after checking its dtype and shape.
+void storeVariable(rt::CompiledModel &m, int i, const TensorValue &value,
+                   const std::string &source) {
+  const rt::VariableSpec &v = m.spec().variables[i];
+  VariableSpec want = binding::variableSpec(v);
+  if (value.spec() != want)
+    throw train::CheckpointError(
+        source + ": variable '" + v.name + "' is " + value.spec().str() +
+        " in the checkpoint but " + want.str() + " in the model");
+  std::memcpy(m.variable_data(i), value.data.data(), value.data.size());
+}
+
+[[noreturn]] void notInCheckpoint(const rt::VariableSpec &v,
+                                  const std::string &source) {
+  throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
+                               binding::variableSpec(v).str() +
+                               ") is not in the checkpoint");
+}
+} // namespace
+
 void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
                    const std::string &source) {
   const rt::ModelSpec &spec = m.spec();
@@ -33,34 +56,57 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
     if (isLocal(v))
       continue;
     auto it = variables.find(v.name);
-    VariableSpec want = binding::variableSpec(v);
-    std::optional<TensorValue> part;
-    if (it == variables.end()) {
-      if (!layouts) {
-        std::map<std::string, VariableSpec> specs;
-        for (int j = 0; j < spec.numVariables; ++j)
-          if (!isLocal(spec.variables[j]))
-            specs[spec.variables[j].name] =
-                binding::variableSpec(spec.variables[j]);
-        layouts = train::partition_layouts(specs);
-      }
-      auto layout = layouts->find(v.name);
-      if (layout != layouts->end()) {
-        auto full = variables.find(layout->second.full_name);
-        if (full != variables.end()) {
-          part = train::slice_of(full->second, layout->second, source);
-        }
-      }
-      if (!part)
-        throw train::CheckpointError(source + ": variable '" + v.name + "' (" +
-                                     want.str() + ") is not in the checkpoint");
+    if (it != variables.end()) {
+      storeVariable(m, i, it->second, source);
+      continue;
     }
-    const TensorValue &value = part ? *part : it->second;
-    if (value.spec() != want)
-      throw train::CheckpointError(
-          source + ": variable '" + v.name + "' is " + value.spec().str() +
-          " in the checkpoint but " + want.str() + " in the model");
-    std::memcpy(m.variable_data(i), value.data.data(), value.data.size());
+    if (!layouts) {
+      std::map<std::string, VariableSpec> specs;
+      for (int j = 0; j < spec.numVariables; ++j)
+        if (!isLocal(spec.variables[j]))
+          specs[spec.variables[j].name] =
+              binding::variableSpec(spec.variables[j]);
+      layouts = train::partition_layouts(specs);
+    }
+    auto layout = layouts->find(v.name);
+    if (layout == layouts->end())
+      notInCheckpoint(v, source);
+    auto full = variables.find(layout->second.full_name);
+    if (full == variables.end())
+      notInCheckpoint(v, source);
+    storeVariable(m, i, train::slice_of(full->second, layout->second, source),
+                  source);
+  }
+}
+
+void loadVariablesFrom(rt::CompiledModel &m,
+                       const train::CheckpointReader &reader) {
+  const rt::ModelSpec &spec = m.spec();
+  const std::string &source = reader.path();
+  const train::TensorBundleReader *bundle = reader.tensor_bundle();
+  for (int i = 0; i < spec.numVariables; ++i) {
+    const rt::VariableSpec &v = spec.variables[i];
+    if (isLocal(v))
+      continue;
+    VariableSpec want = binding::variableSpec(v);
+    auto *out = static_cast<char *>(m.variable_data(i));
+    if (bundle) {
+      // Straight into the variable (a whole tensor, or a part's stored
+      // slice): the restore holds nothing more than the model.
+      if (bundle->has_tensor(v.name) && bundle->slices_of(v.name).empty()) {
+        bundle->read_into(v.name, want.dtype, want.shape, out);
+        continue;
+      }
+      if (auto part = train::stored_part(*bundle, v.name)) {
+        bundle->read_into(part->first, want.dtype, want.shape, out,
+                          &part->second);
+        continue;
+      }
+      notInCheckpoint(v, source);
+    }
+    if (!reader.has_tensor(v.name))
+      notInCheckpoint(v, source);
+    storeVariable(m, i, reader.get_tensor(v.name), source);
   }
 }
 
@@ -131,12 +177,33 @@ TensorValue ModelSession::variable_value(const std::string &name) const {
 }
 
 train::VariableMap ModelSession::checkpoint_variables() const {
+  train::VariableMap out = ownVariables();
+  if (ps_)
+    out.merge(ps_->variables());
+  return out;
+}
+
+std::string ModelSession::save_checkpoint(train::Saver &saver,
+                                          int64_t global_step) {
+  if (!ps_ || saver.format() != train::CheckpointFormat::TensorBundle)
+    return Session::save_checkpoint(saver, global_step);
+  return saver.save_sharded(
+      global_step, ps_->num_tasks() + 1,
+      [&](const std::vector<std::string> &parts, bool sync) {
+        // The chief's part (its input position, the variables no task
+        // holds), then every task's, concurrently.
+        train::write_tensor_bundle(parts.back(), ownVariables(),
+                                   {.num_shards = 1, .sync = sync});
+        ps_->save({parts.begin(), parts.end() - 1},
+                  static_cast<int>(parts.size()), sync);
+      });
+}
+
+train::VariableMap ModelSession::ownVariables() const {
   train::VariableMap out;
-  if (remote_)
-    out = remote_();
   for (int i = 0; i < model_.spec().numVariables; ++i)
     if (!isLocal(model_.spec().variables[i]) &&
-        !(remote_ && model_.spec().variables[i].psTask >= 0))
+        !(ps_ && model_.spec().variables[i].psTask >= 0))
       out[model_.spec().variables[i].name] = binding::readVariable(model_, i);
   // The other replicas' input positions, when they were gathered for
   // this very step (DistributedStep).

@@ -36,6 +36,13 @@ void loadVariables(rt::CompiledModel &m, const train::VariableMap &variables,
 /// variable: EstimatorSpec::scaffold's saver_var_list) replaced by the
 /// value under its checkpoint name; a name `variables` lacks is a one-line
 /// CheckpointError starting with `source`.
+/// loadVariables from a checkpoint file, reading only the model's variables,
+/// one at a time (a part of a partitioned variable that the checkpoint
+/// stores as slices, its slice alone): a parameter-server task restoring
+/// its share of a table larger than itself.
+void loadVariablesFrom(rt::CompiledModel &m,
+                       const train::CheckpointReader &reader);
+
 train::VariableMap
 applySaverVarList(const train::VariableMap &variables,
                   const std::map<std::string, std::string> &varList,
@@ -49,6 +56,8 @@ void restoreSnapshot(rt::CompiledModel &m,
 /// The session hooks see: the model's variables, global_step, and what a
 /// checkpoint of it holds (with the input pipeline's position, when
 /// save_input_state was called).
+class PsWorker;
+
 class ModelSession : public Session {
 public:
   ModelSession(rt::CompiledModel &model, const std::string &modelDir);
@@ -66,12 +75,15 @@ public:
     replicaStates_ = std::move(states);
     replicaStatesStep_ = step;
   }
-  /// Parameter-server training: the variables the ps tasks hold (all the
-  /// tasks' variables, slots and tables), which checkpoints then take in
-  /// place of the model's copies (its variables with a psTask).
-  void set_remote_variables(std::function<train::VariableMap()> remote) {
-    remote_ = std::move(remote);
-  }
+  /// Parameter-server training: the ps tasks hold the variables with a
+  /// psTask (with their slots and tables), which checkpoints then take in
+  /// place of the model's copies. A checkpoint in TF's format is a sharded
+  /// save (each task writes its share where it lives, the chief its own
+  /// part: no process ever holds every variable); a safetensors one pulls
+  /// them all into this process first.
+  void set_parameter_servers(PsWorker *ps) { ps_ = ps; }
+  std::string save_checkpoint(train::Saver &saver,
+                              int64_t global_step) override;
   const std::string &model_dir() const override { return modelDir_; }
   rt::CompiledModel &model() const { return model_; }
 
@@ -81,7 +93,10 @@ private:
   int globalStep_;
   Dataset *input_ = nullptr;
   mutable bool warnedInput_ = false;
-  std::function<train::VariableMap()> remote_;
+  /// What a checkpoint holds that this process keeps (all of it without
+  /// parameter servers).
+  train::VariableMap ownVariables() const;
+  PsWorker *ps_ = nullptr;
   std::map<int, std::string> replicaStates_;
   int64_t replicaStatesStep_ = -1;
 };

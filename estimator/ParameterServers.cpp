@@ -3,6 +3,7 @@
 #include "estimator/ParameterServers.h"
 
 #include "estimator/Logging.h"
+#include "lib/Checkpoint/TensorBundle.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/ParameterClient.h"
 #include "runtime/binding/TensorBinding.h"
@@ -84,10 +85,21 @@ public:
     return step;
   }
 
-  void save(const std::string &, int, int) override {
-    throw std::runtime_error(
-        "ps:" + std::to_string(task_) +
-        ": sharded saves are not built yet (the chief saves the checkpoint)");
+  void save(const std::string &prefix, int, int, bool sync) override {
+    // The variables where they live (no copy): a task's share of a table
+    // may be most of its memory.
+    train::BundleWriter writer(prefix, {.num_shards = 1, .sync = sync});
+    for (const Variable &v : variables()) {
+      int64_t n = 1;
+      for (int64_t d : v.shape)
+        n *= d;
+      writer.add(
+          v.name, binding::toHostDType(v.dtype, "variable '" + v.name + "'"),
+          v.shape,
+          std::string_view(static_cast<const char *>(v.data),
+                           static_cast<size_t>(n) * rt::dtypeBytes(v.dtype)));
+    }
+    writer.finish();
   }
 
 private:
@@ -196,6 +208,7 @@ PsWorker::PsWorker(const RunConfig &config, rt::CompiledModel &m)
   options.addresses = psAddresses(config);
   options.worker = static_cast<int>(config.global_id_in_cluster().value_or(0));
   options.cluster = clusterIdentity(config);
+  tasks_ = options.addresses.size();
   client_ = std::make_unique<ps::Client>(options, m.spec());
   client_->connect();
   rt::setParameterClient(client_.get());
@@ -223,6 +236,13 @@ train::VariableMap PsWorker::variables() {
     out.emplace(name, std::move(v));
   }
   return out;
+}
+
+int PsWorker::num_tasks() const { return static_cast<int>(tasks_); }
+
+void PsWorker::save(const std::vector<std::string> &parts, int numParts,
+                    bool sync) {
+  client_->save(parts, numParts, sync);
 }
 
 void PsWorker::end_job() { client_->shutdown(); }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace estc {
 namespace rt {
@@ -66,6 +67,11 @@ public:
   void push(int64_t step);
   /// Every variable every task holds (a checkpoint's worth).
   train::VariableMap variables();
+  /// The cluster's ps tasks.
+  int num_tasks() const;
+  /// Task t writes its part of a sharded checkpoint at parts[t] (Saver::
+  /// save_sharded; `numParts` counts the chief's part too).
+  void save(const std::vector<std::string> &parts, int numParts, bool sync);
   /// The chief, at the end of training: every ps task stops serving.
   void end_job();
   /// Whether a call found the job ended by the chief (a worker then stops
@@ -75,6 +81,7 @@ public:
 private:
   rt::CompiledModel &m_;
   int globalStep_ = -1;
+  size_t tasks_ = 0;
   std::unique_ptr<ps::Client> client_;
 };
 

@@ -142,6 +142,12 @@ void RunConfig::apply(const RunConfigOptions &o, bool constructing) {
            "' should be \"tf\", \"safetensors\" or \"auto\"");
     checkpoint_format_ = f;
   }
+  if (o.ps_strategy) {
+    if (*o.ps_strategy != "round_robin" && *o.ps_strategy != "greedy")
+      fail("ps_strategy '" + *o.ps_strategy +
+           "' should be \"round_robin\" or \"greedy\"");
+    ps_strategy_ = *o.ps_strategy;
+  }
   if (o.sync_checkpoints)
     sync_checkpoints_ = *o.sync_checkpoints;
   if (o.log_step_count_steps) {

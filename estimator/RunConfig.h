@@ -91,9 +91,17 @@ struct RunConfigOptions {
   /// what a TF Estimator, tf.train.load_checkpoint and a TF Saver read),
   /// "safetensors" (estc's one-file format), or "auto" (the default): the
   /// format of the newest checkpoint model_dir's state file lists, so a TF
-  /// Estimator's model_dir is continued in TF's format, else safetensors.
-  /// TF's RunConfig has no such field (its Estimator writes only its own).
+  /// Estimator's model_dir is continued in TF's format, else safetensors
+  /// (TF's in parameter-server training, whose checkpoints are sharded
+  /// saves: each ps task writes its share). TF's RunConfig has no such field
+  /// (its Estimator writes only its own).
   std::optional<std::string> checkpoint_format;
+  /// Parameter-server training: how the variables are placed on the ps
+  /// tasks, as tf.compat.v1.train.replica_device_setter's ps_strategy (TF's
+  /// RunConfig takes it as a device_fn): "round_robin" (the default, TF's)
+  /// or "greedy" (GreedyLoadBalancingStrategy with byte_size_load_fn: each
+  /// variable on the task holding the fewest bytes so far).
+  std::optional<std::string> ps_strategy;
   /// Whether train() fsyncs every checkpoint's files and model_dir before
   /// the state file lists it (default true: a checkpoint survives an OS
   /// crash or a power loss, at the disk's speed). false: written and
@@ -178,6 +186,8 @@ public:
   const std::string &master() const { return master_; }
   const std::string &evaluation_master() const { return evaluation_master_; }
   int64_t num_ps_replicas() const { return num_ps_replicas_; }
+  /// "round_robin" or "greedy" (RunConfigOptions::ps_strategy).
+  const std::string &ps_strategy() const { return ps_strategy_; }
   int64_t num_worker_replicas() const { return num_worker_replicas_; }
   /// nullopt for an evaluator (not part of the training cluster).
   std::optional<int64_t> global_id_in_cluster() const {
@@ -215,6 +225,7 @@ private:
   std::string master_;
   std::string evaluation_master_;
   int64_t num_ps_replicas_ = 0;
+  std::string ps_strategy_ = "round_robin";
   int64_t num_worker_replicas_ = 1;
   std::optional<int64_t> global_id_in_cluster_ = 0;
 };

@@ -205,6 +205,11 @@ Hooks Runner::trainingHooks(const Hooks &userHooks, const EstimatorSpec *spec,
       o.saver_options.keep_checkpoint_every_n_hours =
           config_.keep_checkpoint_every_n_hours();
       o.saver_options.format = saverFormat(config_.checkpoint_format());
+      // Parameter-server training starts a model_dir in TF's format: its
+      // checkpoints are sharded saves, each ps task writing its share.
+      if (o.saver_options.format == train::CheckpointFormat::Auto &&
+          psTraining(config_) && !checkpoints_.latest())
+        o.saver_options.format = train::CheckpointFormat::TensorBundle;
       o.saver_options.sync = config_.sync_checkpoints();
       hooks.push_back(std::make_shared<CheckpointSaverHook>(modelDir, o));
     }
@@ -354,7 +359,7 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
   ModelSession session(m, modelDir);
   session.save_input_state(data);
   if (psWorker)
-    session.set_remote_variables([&] { return psWorker->variables(); });
+    session.set_parameter_servers(psWorker.get());
   // iterations_per_loop: up to N steps between two rounds of hooks.
   std::optional<int64_t> lastStep;
   std::unique_ptr<ModelStep> step;
@@ -394,9 +399,15 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
       // between-graph workers do).
       m.run(m.find_function("init"));
       if (chief)
-        if (std::optional<train::RestoredCheckpoint> restored =
-                checkpoints_.restore())
-          restoreInput(data, *restored);
+        if (std::optional<std::string> latest = checkpoints_.latest()) {
+          // Its input position only: the tasks' variables stay theirs.
+          train::CheckpointReader reader(train::checkpoint_file(*latest));
+          train::RestoredCheckpoint restored{*latest, reader.global_step(), {}};
+          if (reader.has_tensor(kInputStateTensor))
+            restored.variables[kInputStateTensor] =
+                reader.get_tensor(kInputStateTensor);
+          restoreInput(data, restored);
+        }
       psWorker->pull();
       if (session.global_step() > 0)
         log_info("Training continues at global step " +
@@ -497,13 +508,14 @@ void Runner::serve_parameters(const InputFn &input_fn) {
   prepareModel(backend_, ModeKeys::TRAIN, data, "train_and_evaluate");
   rt::CompiledModel &m = backend_.model(ModeKeys::TRAIN, {});
   int64_t step = 0;
-  if (std::optional<train::RestoredCheckpoint> restored =
-          checkpoints_.restore()) {
-    loadVariables(m, restored->variables,
-                  train::checkpoint_file(restored->path));
-    step = train::CheckpointReader(train::checkpoint_file(restored->path))
-               .global_step();
-    log_info("Restoring parameters from " + restored->path);
+  if (std::optional<std::string> latest = checkpoints_.latest()) {
+    // This task's variables only, each read alone (a part of a
+    // partitioned table as its slice): a task never holds more than its
+    // share.
+    train::CheckpointReader reader(train::checkpoint_file(*latest));
+    loadVariablesFrom(m, reader);
+    step = reader.global_step();
+    log_info("Restoring parameters from " + *latest);
   } else {
     initialize(m);
   }

@@ -65,6 +65,14 @@ public:
   /// Every variable a checkpoint holds (weights, optimizer slots,
   /// global_step; not the metrics' local state).
   virtual VariableMap checkpoint_variables() const = 0;
+  /// Writes the checkpoint of `global_step` with `saver` and returns its
+  /// prefix (CheckpointSaverHook): saver.save(checkpoint_variables()),
+  /// unless the variables live elsewhere (parameter-server training writes
+  /// a sharded checkpoint, each ps task its share).
+  virtual std::string save_checkpoint(train::Saver &saver,
+                                      int64_t global_step) {
+    return saver.save(checkpoint_variables(), global_step);
+  }
   /// The Estimator's model_dir ("" when it has none).
   virtual const std::string &model_dir() const = 0;
 };

@@ -85,13 +85,17 @@ void setReplicas(mlir::ModuleOp module, int replicas) {
                                replicas));
 }
 
-void setParameterServers(mlir::ModuleOp module, int tasks, int task) {
+void setParameterServers(mlir::ModuleOp module, int tasks, int task,
+                         llvm::StringRef strategy) {
   if (tasks <= 0)
     return;
   auto i64 = mlir::IntegerType::get(module.getContext(), 64);
   module->setAttr("estc.ps_tasks", mlir::IntegerAttr::get(i64, tasks));
   if (task >= 0)
     module->setAttr("estc.ps_task", mlir::IntegerAttr::get(i64, task));
+  if (!strategy.empty())
+    module->setAttr("estc.ps_strategy",
+                    mlir::StringAttr::get(module.getContext(), strategy));
 }
 
 void dropUncompilableTrain(mlir::ModuleOp module, WarningHandler warn) {
@@ -198,7 +202,7 @@ jitCompileGraph(JitCompiler &jit, const graph::GraphDef &graph,
       disableRuntimeChecks(*lowered.module);
     setReplicas(*lowered.module, jit.options().replicas);
     setParameterServers(*lowered.module, jit.options().psTasks,
-                        jit.options().psTask);
+                        jit.options().psTask, jit.options().psStrategy);
     llvm::Expected<Manifest> manifest =
         lowerToLLVMDialect(*lowered.module, modelName, what, warn,
                            jit.options().target.pipelineOptions(), timer);

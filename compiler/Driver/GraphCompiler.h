@@ -56,8 +56,10 @@ void setReplicas(mlir::ModuleOp module, int replicas);
 /// Compiles the module for parameter-server training with `tasks` ps tasks
 /// (the `estc.ps_tasks` / `estc.ps_task` attributes est-ps-worker and
 /// est-ps-task read): a worker's step for `task` -1, else that task's apply
-/// function; nothing for tasks <= 0.
-void setParameterServers(mlir::ModuleOp module, int tasks, int task);
+/// function; nothing for tasks <= 0. `strategy` (`estc.ps_strategy`): ""
+/// round robin, "greedy" by bytes.
+void setParameterServers(mlir::ModuleOp module, int tasks, int task,
+                         llvm::StringRef strategy = "");
 
 /// Drops @train while it holds est.minimize (the training pass expands it;
 /// until then @train cannot be lowered), with one warning.

@@ -141,7 +141,8 @@ JitCompiler::cacheKey(llvm::StringRef source, llvm::StringRef modelName) const {
         std::to_string(options_.replicas > 1 ? options_.replicas : 0));
   if (options_.psTasks > 0)
     field("ps=" + std::to_string(options_.psTasks) + "/" +
-          std::to_string(options_.psTask));
+          std::to_string(options_.psTask) +
+          (options_.psStrategy.empty() ? "" : "/" + options_.psStrategy));
   field(modelName);
   field(source);
   return llvm::toHex(hash.final(), /*LowerCase=*/true);

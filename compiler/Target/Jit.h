@@ -68,6 +68,10 @@ struct JitOptions {
   /// parameter servers.
   int psTasks = 0;
   int psTask = -1;
+  /// How the variables are placed on the ps tasks (RunConfig's
+  /// ps_strategy): "" round robin, "greedy" by bytes (TF's
+  /// GreedyLoadBalancingStrategy with byte_size_load_fn).
+  std::string psStrategy{};
   /// Where a compile's phases are timed (CompileTimer.h); null: not timed.
   /// The lowering callback may time its own phases there too.
   CompileTimer *timer = nullptr;

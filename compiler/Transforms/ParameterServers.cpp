@@ -5,6 +5,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::est;
 
@@ -27,6 +29,27 @@ llvm::StringMap<int64_t> ps::placeVariables(ModuleOp module, int64_t tasks) {
         updated.insert(cast<FlatSymbolRefAttr>(v).getValue());
   });
   llvm::StringMap<int64_t> placement;
+  auto strategy = module->getAttrOfType<StringAttr>(kStrategyAttr);
+  if (strategy && strategy.getValue() == "greedy") {
+    SmallVector<int64_t> load(static_cast<size_t>(tasks), 0);
+    auto place = [&](VariableOp var) {
+      auto type = cast<RankedTensorType>(var.getType());
+      int64_t bytes = type.getNumElements() *
+                      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      auto least = std::min_element(load.begin(), load.end());
+      placement[var.getSymName()] = least - load.begin();
+      *least += bytes;
+    };
+    for (VariableOp var : module.getOps<VariableOp>())
+      if (var.getSymName() == "global_step")
+        place(var);
+    for (VariableOp var : module.getOps<VariableOp>())
+      if (var.getSymName() != "global_step" &&
+          updated.contains(var.getSymName()))
+        place(var);
+    placement.try_emplace("global_step", 0);
+    return placement;
+  }
   placement["global_step"] = 0;
   int64_t next = 1 % tasks;
   for (VariableOp var : module.getOps<VariableOp>()) {

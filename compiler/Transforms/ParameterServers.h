@@ -32,6 +32,8 @@ inline constexpr llvm::StringLiteral kTaskAttr = "estc.ps_task";
 inline constexpr llvm::StringLiteral kInputsAttr = "estc.ps_inputs";
 inline constexpr llvm::StringLiteral kRemoteAttr = "estc.ps_remote";
 inline constexpr llvm::StringLiteral kVariableTaskAttr = "est.ps_task";
+/// "greedy": placeVariables balances the tasks' bytes.
+inline constexpr llvm::StringLiteral kStrategyAttr = "estc.ps_strategy";
 /// Set once a module is split: the pipeline runs its stages again from the
 /// start on a lowered module (each pass must leave a module it already
 /// transformed alone).
@@ -42,10 +44,13 @@ inline constexpr llvm::StringLiteral kSplitAttr = "estc.ps_split";
 std::optional<int64_t> psTasks(ModuleOp module);
 
 /// Which task holds each variable the module's optimizers update, as TF's
-/// replica_device_setter places them round robin: `global_step` on task 0
+/// replica_device_setter places them: round robin, `global_step` on task 0
 /// (the Estimator creates it first), then each updated variable, in module
-/// order, on the next task. Slots live with their variable (they are
-/// created later, on the task's own side).
+/// order, on the next task; or, with `estc.ps_strategy = "greedy"` (TF's
+/// GreedyLoadBalancingStrategy with byte_size_load_fn), each on the task
+/// holding the fewest bytes so far (the lowest such index), global_step
+/// first. Slots live with their variable (they are created later, on the
+/// task's own side) and are not counted, as in TF.
 llvm::StringMap<int64_t> placeVariables(ModuleOp module, int64_t tasks);
 
 /// The step's optimizer updates of `func` in block order (not the

@@ -12,6 +12,7 @@
 
 #include "estimator/Canned/Canned.h"
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <cstdint>
 #include <memory>
@@ -41,7 +42,7 @@ CannedModel makeModel(std::shared_ptr<const Head> head, ModelFn fn,
 /// and "fraction_of_zero_weights" (of every weight but the bias).
 Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
                     int64_t units, const std::string &sparse_combiner,
-                    ModeKeys mode);
+                    ModeKeys mode, const Partitioner &partitioner = nullptr);
 /// The trainable variables whose names start with `scope` + "/".
 std::vector<Variable> variablesUnder(Graph &g, const std::string &scope);
 /// TF's _add_hidden_layer_summary (dnn.py; _add_layer_summary of
@@ -58,7 +59,8 @@ void addLayerSummary(const Tensor &value, const std::string &tag);
 Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
                  int64_t units, const std::vector<int64_t> &hidden_units,
                  const Activation &activation, std::optional<double> dropout,
-                 bool batch_norm, ModeKeys mode);
+                 bool batch_norm, ModeKeys mode,
+                 const Partitioner &input_layer_partitioner = nullptr);
 /// std::invalid_argument naming `who` for no or non-positive hidden units.
 void checkHiddenUnits(const std::string &who,
                       const std::vector<int64_t> &hidden_units);

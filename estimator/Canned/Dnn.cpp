@@ -26,14 +26,15 @@ namespace detail {
 Tensor dnnLogits(const TensorMap &features, const FeatureColumns &columns,
                  int64_t units, const std::vector<int64_t> &hidden_units,
                  const Activation &activation, std::optional<double> dropout,
-                 bool batch_norm, ModeKeys mode) {
+                 bool batch_norm, ModeKeys mode,
+                 const Partitioner &input_layer_partitioner) {
   Graph &g = get_default_graph();
   Scope dnn = g.name_scope("dnn");
   bool training = mode == ModeKeys::TRAIN;
   Tensor net;
   {
     Scope input = g.name_scope("input_from_feature_columns");
-    net = fc::input_layer(features, columns);
+    net = fc::input_layer(features, columns, true, input_layer_partitioner);
   }
   for (size_t i = 0; i < hidden_units.size(); ++i) {
     std::string name = "hiddenlayer_" + std::to_string(i);
@@ -95,9 +96,10 @@ CannedModel dnn_model(std::shared_ptr<const Head> head,
                 options](const TensorMap &features, const Tensor &labels,
                          ModeKeys mode, const Params &, const RunConfig &) {
     Graph &g = get_default_graph();
-    Tensor logits = dnnLogits(features, columns, head->logits_dimension(),
-                              options.hidden_units, options.activation_fn,
-                              options.dropout, options.batch_norm, mode);
+    Tensor logits =
+        dnnLogits(features, columns, head->logits_dimension(),
+                  options.hidden_units, options.activation_fn, options.dropout,
+                  options.batch_norm, mode, options.input_layer_partitioner);
     std::optional<train::Optimizer> optimizer;
     std::vector<Operation> updates;
     if (mode == ModeKeys::TRAIN) {

@@ -15,6 +15,7 @@
 
 #include "estimator/Canned/CannedEstimator.h"
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,13 @@ struct DNNOptions {
   /// The probability of dropping a hidden unit in TRAIN; none when unset.
   std::optional<double> dropout;
   bool batch_norm = false;
+  /// TF 1's input_layer_partitioner: the input layer's embedding tables as
+  /// partitioned variables (".../embedding_weights/part_<i>", looked up
+  /// with the "div" strategy), spread over the ps tasks of parameter-server
+  /// training; e.g. min_max_variable_partitioner(num_ps, 0, 64 << 20),
+  /// TF 1's default in a cluster with ps tasks. None: one variable each
+  /// (TF 2's canned estimators).
+  Partitioner input_layer_partitioner = nullptr;
 };
 
 CannedModel dnn_model(std::shared_ptr<const Head> head,

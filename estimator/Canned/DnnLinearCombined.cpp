@@ -54,12 +54,13 @@ CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,
     int64_t units = head->logits_dimension();
     Tensor dnn, linear;
     if (!o.dnn_feature_columns.empty())
-      dnn =
-          dnnLogits(features, o.dnn_feature_columns, units, o.dnn_hidden_units,
-                    o.dnn_activation_fn, o.dnn_dropout, o.batch_norm, mode);
+      dnn = dnnLogits(features, o.dnn_feature_columns, units,
+                      o.dnn_hidden_units, o.dnn_activation_fn, o.dnn_dropout,
+                      o.batch_norm, mode, o.input_layer_partitioner);
     if (!o.linear_feature_columns.empty())
-      linear = linearLogits(features, o.linear_feature_columns, units,
-                            o.linear_sparse_combiner, mode);
+      linear =
+          linearLogits(features, o.linear_feature_columns, units,
+                       o.linear_sparse_combiner, mode, o.linear_partitioner);
     // dnn_linear_combined.py's _add_layer_summary(linear_logits, 'linear').
     if (linear.valid() && mode == ModeKeys::TRAIN)
       addLayerSummary(linear, "linear");

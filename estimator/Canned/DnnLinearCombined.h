@@ -12,6 +12,7 @@
 
 #include "estimator/Canned/CannedEstimator.h"
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,11 @@ struct DNNLinearCombinedOptions {
   std::optional<double> dnn_dropout;
   bool batch_norm = false;
   std::string linear_sparse_combiner = "sum";
+  /// The DNN part's input_layer_partitioner (DNNOptions's).
+  Partitioner input_layer_partitioner = nullptr;
+  /// The linear part's partitioner (LinearOptions::partitioner; TF 1 gives
+  /// it min_max_variable_partitioner(num_ps_replicas) in a cluster).
+  Partitioner linear_partitioner = nullptr;
 };
 
 CannedModel dnn_linear_combined_model(std::shared_ptr<const Head> head,

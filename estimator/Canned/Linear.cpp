@@ -9,6 +9,7 @@
 #include "estimator/Canned/Linear.h"
 
 #include "estimator/Canned/CannedInternal.h"
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/FeatureColumn/FeatureLayers.h"
 #include "lib/Graph/Summaries.h"
 #include "lib/Shape/ShapeFunctions.h"
@@ -28,30 +29,36 @@ namespace detail {
 /// its summaries in TRAIN.
 Tensor linearLogits(const TensorMap &features, const FeatureColumns &columns,
                     int64_t units, const std::string &sparse_combiner,
-                    ModeKeys mode) {
+                    ModeKeys mode, const Partitioner &partitioner) {
   Graph &g = get_default_graph();
   Tensor logits;
   {
     Scope scope = g.name_scope("linear");
-    logits = fc::linear_model(features, columns, units, sparse_combiner);
+    logits = fc::linear_model(features, columns, units, sparse_combiner, true,
+                              partitioner);
   }
   if (mode != ModeKeys::TRAIN)
     return logits;
   // TF's summaries, outside the "linear" scope: tags "bias" and
   // "fraction_of_zero_weights" (_compute_fraction_of_zero: the zeros of
   // every weight but the bias over their total size).
-  Tensor bias;
+  std::vector<Tensor> biasParts; // bias_weights, or its parts in order
   Tensor zeros;
   int64_t size = 0;
   for (const Variable &v : variablesUnder(g, "linear")) {
-    if (v.name().ends_with("/bias_weights")) {
-      bias = v.read();
+    std::optional<std::pair<std::string, int64_t>> part =
+        train::parse_part_name(v.name());
+    if ((part ? part->first : v.name()).ends_with("/bias_weights")) {
+      biasParts.push_back(v.read());
       continue;
     }
     size += shape::numElements(v.shape()); // variables' shapes are known
     Tensor z = reduce_sum(cast(equal(v.read(), 0.0), DType::Int32));
     zeros = zeros.valid() ? add(zeros, z) : z;
   }
+  Tensor bias = biasParts.empty()       ? Tensor()
+                : biasParts.size() == 1 ? biasParts[0]
+                                        : concat(biasParts, 0);
   if (bias.valid()) {
     if (units > 1)
       summary::histogram("bias", bias);
@@ -94,8 +101,9 @@ CannedModel linear_model(std::shared_ptr<const Head> head,
   ModelFn fn = [head, columns = feature_columns, options,
                 lr](const TensorMap &features, const Tensor &labels,
                     ModeKeys mode, const Params &, const RunConfig &) {
-    Tensor logits = linearLogits(features, columns, head->logits_dimension(),
-                                 options.sparse_combiner, mode);
+    Tensor logits =
+        linearLogits(features, columns, head->logits_dimension(),
+                     options.sparse_combiner, mode, options.partitioner);
     std::optional<train::Optimizer> optimizer;
     if (mode == ModeKeys::TRAIN)
       optimizer = options.optimizer.get(lr);

@@ -11,6 +11,7 @@
 #define ESTC_ESTIMATOR_CANNED_LINEAR_H
 
 #include "estimator/Canned/CannedEstimator.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <memory>
 #include <optional>
@@ -22,6 +23,11 @@ namespace estimator {
 struct LinearOptions {
   OptimizerSpec optimizer = "Ftrl";
   std::string sparse_combiner = "sum";
+  /// TF 1's LinearClassifier `partitioner`: every weight of the linear
+  /// model a partitioned variable (".../weights/part_<i>"), the
+  /// categorical columns' looked up with the "div" strategy. None: one
+  /// variable each (TF 2).
+  Partitioner partitioner = nullptr;
 };
 
 CannedModel linear_model(std::shared_ptr<const Head> head,

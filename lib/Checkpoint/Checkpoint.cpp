@@ -791,6 +791,19 @@ namespace {
 // P.index and P.data-*, and the P.meta (MetaGraphDef) TF's Saver writes
 // beside it, as TF's garbage collection does.
 void removeBundleFiles(const std::string &prefix);
+/// The directory of a sharded save's parts (TensorBundle.h,
+/// bundle_part_prefix) and the files in it: a save that failed or was
+/// killed before its merge. Best effort.
+void removePartsDir(const std::string &dir) {
+  try {
+    if (!fileio::isDirectory(dir))
+      return;
+    for (const std::string &name : fileio::listDir(dir))
+      ::unlink(fileio::joinPath(dir, name).c_str());
+  } catch (const FileError &) {
+  }
+  ::rmdir(dir.c_str());
+}
 void removeCheckpointFiles(const std::string &prefix) {
   fileio::removeFile(safetensorsFile(prefix));
   removeBundleFiles(prefix);
@@ -824,12 +837,20 @@ Saver::Saver(std::string model_dir, SaverOptions options)
                 : options_.format;
   try {
     fileio::makeDirs(modelDir_);
-    // Temporary files of a writer that was killed before its rename.
+    // Temporary files of a writer that was killed before its rename, and
+    // the parts of a sharded save killed before its merge.
+    std::string partsSuffix = kBundlePartsDirSuffix;
     for (const std::string &name : fileio::listDir(modelDir_))
-      if (fileio::isTemporaryFile(name) &&
-          (name.rfind(options_.prefix + "-", 0) == 0 ||
-           name.rfind(std::string(kCheckpointStateFile) + fileio::kTempMarker,
-                      0) == 0))
+      if (name.rfind(options_.prefix + "-", 0) == 0 &&
+          name.size() > partsSuffix.size() &&
+          name.compare(name.size() - partsSuffix.size(), partsSuffix.size(),
+                       partsSuffix) == 0)
+        removePartsDir(fileio::joinPath(modelDir_, name));
+      else if (fileio::isTemporaryFile(name) &&
+               (name.rfind(options_.prefix + "-", 0) == 0 ||
+                name.rfind(std::string(kCheckpointStateFile) +
+                               fileio::kTempMarker,
+                           0) == 0))
         fileio::removeFile(fileio::joinPath(modelDir_, name));
   } catch (const FileError &e) {
     throw CheckpointError(e.what());
@@ -881,8 +902,7 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
   bool bundle = format_ == CheckpointFormat::TensorBundle;
   std::string file =
       bundle ? bundle_index_file(prefix) : safetensorsFile(prefix);
-  bool listed = std::any_of(last_.begin(), last_.end(),
-                            [&](const auto &e) { return e.first == rel; });
+  bool listed = isListed(rel);
   auto removeNew = [&] {
     if (listed)
       return;
@@ -914,6 +934,63 @@ std::string Saver::save(const VariableMap &variables, int64_t global_step) {
     removeNew(); // renamed into place before the directory's fsync failed
     throw CheckpointError(e.what());
   }
+  return commit(rel, bundle, listed, removeNew);
+}
+
+bool Saver::isListed(const std::string &rel) const {
+  return std::any_of(last_.begin(), last_.end(),
+                     [&](const auto &e) { return e.first == rel; });
+}
+
+std::string Saver::save_sharded(
+    int64_t global_step, int num_parts,
+    const std::function<void(const std::vector<std::string> &, bool)>
+        &write_parts) {
+  if (format_ != CheckpointFormat::TensorBundle)
+    throw std::invalid_argument(
+        "Saver::save_sharded: " + modelDir_ +
+        " keeps safetensors checkpoints, and a sharded save writes TF's "
+        "tensor bundle (SaverOptions::format)");
+  if (num_parts < 1 || num_parts > 99999)
+    throw std::invalid_argument("Saver::save_sharded: num_parts must be in "
+                                "[1, 99999], got " +
+                                std::to_string(num_parts));
+  std::string rel = options_.prefix + "-" + std::to_string(global_step);
+  std::string prefix = fileio::joinPath(modelDir_, rel);
+  std::vector<std::string> parts;
+  for (int k = 0; k < num_parts; ++k)
+    parts.push_back(bundle_part_prefix(prefix, k, num_parts));
+  bool listed = isListed(rel);
+  std::string partsDir = prefix + kBundlePartsDirSuffix;
+  // The parts of a save that failed or was killed, merged or not.
+  auto removeParts = [&] { removePartsDir(partsDir); };
+  auto removeNew = [&] {
+    if (listed)
+      return;
+    ::unlink(bundle_index_file(prefix).c_str());
+    for (int k = 0; k < num_parts; ++k)
+      ::unlink(bundle_data_file(prefix, k, num_parts).c_str());
+  };
+  removeParts();
+  try {
+    fileio::makeDirs(partsDir);
+    write_parts(parts, options_.sync);
+    merge_tensor_bundles(parts, prefix, options_.sync);
+  } catch (const FileError &e) {
+    removeParts();
+    removeNew();
+    throw CheckpointError(e.what());
+  } catch (...) {
+    removeParts();
+    removeNew();
+    throw;
+  }
+  return commit(rel, /*bundle=*/true, listed, removeNew);
+}
+
+std::string Saver::commit(const std::string &rel, bool bundle, bool listed,
+                          const std::function<void()> &removeNew) {
+  std::string prefix = fileio::joinPath(modelDir_, rel);
   auto before = std::make_pair(last_, lastPreserved_);
 
   double t = now();

@@ -311,6 +311,20 @@ public:
   /// state, and no new file it does not list.
   std::string save(const VariableMap &variables, int64_t global_step);
 
+  /// A sharded save (TF's Saver(sharded=True) over several tasks, each
+  /// writing what it holds): `write_parts(parts, sync)` writes the bundles
+  /// parts[0..num_parts) (lib/Checkpoint/TensorBundle.h,
+  /// bundle_part_prefix: one data file each, fsynced when `sync`), then
+  /// they are merged into model.ckpt-<global_step> (merge_tensor_bundles)
+  /// and the state file and the kept checkpoints are updated as by save().
+  /// The format must be TensorBundle (std::invalid_argument otherwise).
+  /// When write_parts throws or the merge fails, model_dir is left as it
+  /// was (the parts removed) and the exception propagates.
+  std::string
+  save_sharded(int64_t global_step, int num_parts,
+               const std::function<void(const std::vector<std::string> &parts,
+                                        bool sync)> &write_parts);
+
   /// The prefixes (relative to model_dir) the state file lists, oldest first.
   std::vector<std::string> last_checkpoints() const;
   const std::string &model_dir() const { return modelDir_; }
@@ -319,6 +333,12 @@ public:
 
 private:
   double now() const;
+  bool isListed(const std::string &rel) const;
+  /// After the files of model_dir/`rel` are written: the state file, then
+  /// the checkpoints no longer kept deleted. `removeNew` removes the new
+  /// files when the state cannot be written.
+  std::string commit(const std::string &rel, bool bundle, bool listed,
+                     const std::function<void()> &removeNew);
   std::string modelDir_;
   SaverOptions options_;
   CheckpointFormat format_ = CheckpointFormat::Safetensors;

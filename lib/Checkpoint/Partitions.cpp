@@ -2,6 +2,7 @@
 
 #include "lib/Checkpoint/Partitions.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace estc {
@@ -123,6 +124,30 @@ TensorValue slice_of(const TensorValue &full, const PartLayout &layout,
             static_cast<size_t>((o * full.shape[axis] + start) * inner) * elem,
         run);
   return out;
+}
+
+std::optional<std::pair<std::string, TensorSlice>>
+stored_part(const TensorBundleReader &reader, const std::string &name) {
+  std::optional<std::pair<std::string, int64_t>> part = parse_part_name(name);
+  if (!part || !reader.has_tensor(part->first))
+    return std::nullopt;
+  std::vector<TensorSlice> slices = reader.slices_of(part->first);
+  if (part->second >= static_cast<int64_t>(slices.size()))
+    return std::nullopt;
+  std::sort(slices.begin(), slices.end(),
+            [](const TensorSlice &a, const TensorSlice &b) {
+              return a.start < b.start;
+            });
+  return std::make_pair(part->first, slices[static_cast<size_t>(part->second)]);
+}
+
+std::optional<TensorValue> read_stored_part(const TensorBundleReader &reader,
+                                            const std::string &name) {
+  std::optional<std::pair<std::string, TensorSlice>> where =
+      stored_part(reader, name);
+  if (!where)
+    return std::nullopt;
+  return reader.get_slice(where->first, where->second);
 }
 
 void add_variables(

@@ -16,7 +16,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <stdexcept>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,6 +138,16 @@ std::string sliceString(const TensorSlice &s) {
                : std::to_string(s.start[d]) + "," + std::to_string(s.length[d]);
   }
   return out;
+}
+
+void sliceToProto(const TensorSlice &s, proto::TensorSliceProto *out) {
+  for (size_t d = 0; d < s.start.size(); ++d) {
+    auto *e = out->add_extent();
+    if (s.length[d] >= 0) {
+      e->set_start(s.start[d]);
+      e->set_length(s.length[d]);
+    }
+  }
 }
 
 TensorSlice sliceFromProto(const proto::TensorSliceProto &p) {
@@ -383,7 +392,8 @@ void BundleWriter::append(Shard &shard, std::string_view bytes) {
     fail(shard, fileio::lastError());
 }
 
-void BundleWriter::add(const std::string &key, const TensorValue &value) {
+void BundleWriter::checkNew(const std::string &key, DType dtype,
+                            const std::vector<int64_t> &shape) const {
   if (finished_)
     throw std::invalid_argument("BundleWriter: add after finish (or after "
                                 "a failed write)");
@@ -392,54 +402,89 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
   if (entries_.count(key) || partitioned_.count(key))
     throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
                                 " added twice");
-  if (value.dtype == DType::Invalid)
+  if (dtype == DType::Invalid)
     throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
                                 " has no dtype");
-  for (int64_t d : value.shape)
+  for (int64_t d : shape)
     if (d < 0)
       throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
-                                  " has shape " + value.spec().str());
-  auto n = static_cast<size_t>(value.num_elements());
-  if (value.dtype == DType::String
-          ? value.strings.size() != n
-          : value.data.size() != n * dtype_size(value.dtype))
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
-                                ": its values do not match " +
-                                value.spec().str());
-  // The shard with the fewest bytes so far.
+                                  " has shape " + shape_string(shape));
+}
+
+BundleWriter::Shard &BundleWriter::smallestShard() {
   size_t shard = 0;
   for (size_t i = 1; i < shards_.size(); ++i)
     if (shards_[i].size < shards_[shard].size)
       shard = i;
-  Shard &out = shards_[shard];
-  uint64_t offset = out.size;
-  uint32_t crc = 0;
-  if (value.dtype == DType::String) {
-    std::string lengths;
-    for (const std::string &s : value.strings) {
-      putVarint64(lengths, s.size());
-      crc = extendLength(crc, s.size());
-    }
-    uint32_t lengthsCrc = crc32c::mask(crc);
-    lengths.append(reinterpret_cast<const char *>(&lengthsCrc), 4);
-    append(out, lengths);
-    crc = crc32c::extend(crc, &lengthsCrc, 4);
-    for (const std::string &s : value.strings) {
-      append(out, s);
-      crc = crc32c::extend(crc, s.data(), s.size());
-    }
-  } else {
-    append(out, value.data);
-    crc = crc32c::value(value.data);
-  }
+  return shards_[shard];
+}
+
+void BundleWriter::addEntry(const std::string &key, DType dtype,
+                            const std::vector<int64_t> &shape,
+                            const Shard &shard, uint64_t offset, uint32_t crc) {
   proto::BundleEntryProto entry;
-  entry.set_dtype(static_cast<proto::DataType>(tf_dtype_number(value.dtype)));
-  setShape(entry.mutable_shape(), value.shape);
-  entry.set_shard_id(static_cast<int>(shard));
+  entry.set_dtype(static_cast<proto::DataType>(tf_dtype_number(dtype)));
+  setShape(entry.mutable_shape(), shape);
+  entry.set_shard_id(static_cast<int>(&shard - shards_.data()));
   entry.set_offset(static_cast<int64_t>(offset));
-  entry.set_size(static_cast<int64_t>(out.size - offset));
+  entry.set_size(static_cast<int64_t>(shard.size - offset));
   entry.set_crc32c(crc32c::mask(crc));
   entries_[key] = entry.SerializeAsString();
+}
+
+void BundleWriter::add(const std::string &key, DType dtype,
+                       const std::vector<int64_t> &shape,
+                       std::string_view bytes) {
+  checkNew(key, dtype, shape);
+  if (dtype == DType::String)
+    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+                                ": a string tensor is added as a TensorValue");
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  if (bytes.size() != static_cast<size_t>(n) * dtype_size(dtype))
+    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) + ": " +
+                                std::to_string(bytes.size()) +
+                                " bytes do not match " + shape_string(shape));
+  Shard &out = smallestShard();
+  uint64_t offset = out.size;
+  append(out, bytes);
+  addEntry(key, dtype, shape, out, offset, crc32c::value(bytes));
+}
+
+void BundleWriter::add(const std::string &key, const TensorValue &value) {
+  if (value.dtype != DType::String) {
+    if (value.dtype != DType::Invalid &&
+        value.data.size() !=
+            static_cast<size_t>(value.num_elements()) * dtype_size(value.dtype))
+      throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+                                  ": its values do not match " +
+                                  value.spec().str());
+    add(key, value.dtype, value.shape, value.data);
+    return;
+  }
+  checkNew(key, value.dtype, value.shape);
+  if (value.strings.size() != static_cast<size_t>(value.num_elements()))
+    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+                                ": its values do not match " +
+                                value.spec().str());
+  Shard &out = smallestShard();
+  uint64_t offset = out.size;
+  uint32_t crc = 0;
+  std::string lengths;
+  for (const std::string &s : value.strings) {
+    putVarint64(lengths, s.size());
+    crc = extendLength(crc, s.size());
+  }
+  uint32_t lengthsCrc = crc32c::mask(crc);
+  lengths.append(reinterpret_cast<const char *>(&lengthsCrc), 4);
+  append(out, lengths);
+  crc = crc32c::extend(crc, &lengthsCrc, 4);
+  for (const std::string &s : value.strings) {
+    append(out, s);
+    crc = crc32c::extend(crc, s.data(), s.size());
+  }
+  addEntry(key, value.dtype, value.shape, out, offset, crc);
 }
 
 void BundleWriter::add_slice(const std::string &full_key,
@@ -500,16 +545,8 @@ void BundleWriter::finish() {
     proto::BundleEntryProto entry;
     entry.set_dtype(static_cast<proto::DataType>(tf_dtype_number(p.dtype)));
     setShape(entry.mutable_shape(), p.shape);
-    for (const TensorSlice &s : p.slices) {
-      auto *sp = entry.add_slices();
-      for (size_t d = 0; d < s.start.size(); ++d) {
-        auto *e = sp->add_extent();
-        if (s.length[d] >= 0) {
-          e->set_start(s.start[d]);
-          e->set_length(s.length[d]);
-        }
-      }
-    }
+    for (const TensorSlice &s : p.slices)
+      sliceToProto(s, entry.add_slices());
     all[key] = entry.SerializeAsString();
   }
   proto::BundleHeaderProto header;
@@ -566,17 +603,144 @@ void write_tensor_bundle(const std::string &prefix,
   writer.finish();
 }
 
+std::string bundle_part_prefix(const std::string &prefix, int part,
+                               int num_parts) {
+  char name[40];
+  std::snprintf(name, sizeof name, "part-%05d-of-%05d", part, num_parts);
+  return prefix + kBundlePartsDirSuffix + "/" + name;
+}
+
+void merge_tensor_bundles(const std::vector<std::string> &parts,
+                          const std::string &prefix, bool sync) {
+  if (parts.empty() || parts.size() > 99999)
+    throw std::invalid_argument(
+        "merge_tensor_bundles: " + std::to_string(parts.size()) +
+        " parts (1 to 99999)");
+  int n = static_cast<int>(parts.size());
+  // Every key's entry, the parts' shard ids made the merged data files'.
+  std::map<std::string, proto::BundleEntryProto> merged;
+  std::map<std::string, std::string> from; // key -> the index it came from
+  for (int k = 0; k < n; ++k) {
+    std::string index = bundle_index_file(parts[k]);
+    std::string bytes;
+    try {
+      bytes = fileio::readFile(index);
+    } catch (const FileError &e) {
+      throw CheckpointError(e.what());
+    }
+    auto table = table::read_table(index, bytes);
+    proto::BundleHeaderProto header;
+    if (table.empty() || !table[0].first.empty() ||
+        !header.ParseFromString(table[0].second))
+      throw DataLossError(index + ": no BundleHeaderProto header");
+    if (header.num_shards() != 1)
+      throw CheckpointError(index + ": a part to merge has " +
+                            std::to_string(header.num_shards()) +
+                            " data files, not 1");
+    for (size_t i = 1; i < table.size(); ++i) {
+      const std::string &key = table[i].first;
+      proto::BundleEntryProto p;
+      if (!p.ParseFromString(table[i].second))
+        throw DataLossError(index + ": tensor " + quoted(key) +
+                            ": its entry is not a BundleEntryProto");
+      if (p.slices_size() == 0)
+        p.set_shard_id(k);
+      auto [it, fresh] = merged.try_emplace(key, p);
+      if (fresh) {
+        from[key] = index;
+        continue;
+      }
+      if (p.dtype() != it->second.dtype() ||
+          p.shape().SerializeAsString() !=
+              it->second.shape().SerializeAsString() ||
+          (p.slices_size() == 0) != (it->second.slices_size() == 0))
+        throw CheckpointError(index + ": tensor " + quoted(key) + " is in " +
+                              from[key] + " too, of another dtype or shape");
+      // A partitioned tensor whose slices two parts hold: one entry listing
+      // them all (TF's MergeV2Checkpoints). A whole tensor several tasks
+      // keep (an optimizer's state every task applying it holds, as Ftrl's
+      // beta): the first part's, as Client::pull_all takes it.
+      for (const auto &sp : p.slices())
+        *it->second.add_slices() = sp;
+    }
+  }
+  // The parts of partitioned variables, which each task saved under their
+  // own names, become slices of their full tensors (Partitions.h).
+  std::map<std::string, VariableSpec> specs;
+  for (const auto &[key, p] : merged)
+    if (key[0] != '\0' && p.slices_size() == 0)
+      if (std::optional<DType> dtype = dtype_from_tf_number(p.dtype())) {
+        VariableSpec spec{*dtype, {}};
+        for (const auto &d : p.shape().dim())
+          spec.shape.push_back(d.size());
+        specs.emplace(key, std::move(spec));
+      }
+  for (const auto &[name, layout] : partition_layouts(specs)) {
+    proto::BundleEntryProto part = std::move(merged.at(name));
+    merged.erase(name);
+    auto dtype = part.dtype();
+    bool whole = layout.slice.length == layout.full_shape;
+    if (whole) { // a variable of one part
+      merged[layout.full_name] = std::move(part);
+      continue;
+    }
+    merged[encode_tensor_name_slice(layout.full_name, layout.slice)] =
+        std::move(part);
+    auto [it, fresh] = merged.try_emplace(layout.full_name);
+    if (fresh) {
+      it->second.set_dtype(dtype);
+      setShape(it->second.mutable_shape(), layout.full_shape);
+    }
+    sliceToProto(layout.slice, it->second.add_slices());
+  }
+  proto::BundleHeaderProto header;
+  header.set_num_shards(n);
+  header.set_endianness(proto::BundleHeaderProto::LITTLE);
+  header.mutable_version()->set_producer(kBundleVersion);
+  header.mutable_version()->set_min_consumer(kBundleMinConsumer);
+  table::TableBuilder builder;
+  builder.add("", header.SerializeAsString());
+  for (const auto &[key, p] : merged)
+    builder.add(key, p.SerializeAsString());
+  std::string index = builder.finish();
+  // The data files renamed into place (each part wrote and synced its
+  // own), then the index, crash-safely: a reader that finds it finds them.
+  for (int k = 0; k < n; ++k) {
+    std::string part = bundle_data_file(parts[k], 0, 1);
+    std::string file = bundle_data_file(prefix, k, n);
+    if (::rename(part.c_str(), file.c_str()) != 0) {
+      std::string why = fileio::lastError();
+      for (int j = 0; j < k; ++j)
+        ::rename(bundle_data_file(prefix, j, n).c_str(),
+                 bundle_data_file(parts[j], 0, 1).c_str());
+      throw CheckpointError(part + ": cannot rename to " + file + ": " + why);
+    }
+  }
+  try {
+    fileio::writeFileAtomically(bundle_index_file(prefix), index, sync);
+  } catch (const FileError &e) {
+    if (!fileio::exists(bundle_index_file(prefix)))
+      for (int k = 0; k < n; ++k)
+        ::unlink(bundle_data_file(prefix, k, n).c_str());
+    throw CheckpointError(e.what());
+  }
+  for (const std::string &part : parts) {
+    ::unlink(bundle_index_file(part).c_str());
+    ::rmdir(fileio::dirName(part).c_str()); // once the last part is gone
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Reading
 //===----------------------------------------------------------------------===//
 
-/// One data file, mapped read-only.
+/// One data file, read with pread (no mapping: a restore's address space
+/// is the tensors it reads, which a ps task restoring its share of a table
+/// larger than one process needs, docs/design/distributed.md).
 struct TensorBundleReader::Mapping {
   std::string file;
-  const char *data = nullptr;
   size_t size = 0;
-  void *map = nullptr;
-  int fd = -1; // open for pread
+  int fd = -1;
 
   explicit Mapping(std::string path) : file(std::move(path)) {
     fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -589,22 +753,8 @@ struct TensorBundleReader::Mapping {
       throw CheckpointError(file + ": cannot stat: " + why);
     }
     size = static_cast<size_t>(st.st_size);
-    if (size > 0) {
-      map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map == MAP_FAILED) {
-        map = nullptr;
-        std::string why = fileio::lastError();
-        ::close(fd);
-        throw CheckpointError(file + ": cannot map: " + why);
-      }
-      data = static_cast<const char *>(map);
-    }
   }
-  ~Mapping() {
-    if (map)
-      ::munmap(map, size);
-    ::close(fd);
-  }
+  ~Mapping() { ::close(fd); }
   /// Reads [offset, offset + n) into `out`: "" when it did, else why not.
   std::string readAt(char *out, size_t n, uint64_t offset) const {
     while (n > 0) {
@@ -620,18 +770,6 @@ struct TensorBundleReader::Mapping {
       offset += static_cast<uint64_t>(r);
     }
     return "";
-  }
-  /// Drops the pages of [offset, offset + n) from this process's memory
-  /// once a tensor is copied out of them (they are the file's: a later read
-  /// faults them in again), so that a restore's resident memory is the
-  /// tensors, not the tensors plus the mapped files.
-  void release(uint64_t offset, uint64_t n) const {
-    if (!map || n == 0)
-      return;
-    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    uint64_t begin = offset / page * page;
-    uint64_t end = std::min<uint64_t>(size, offset + n);
-    ::madvise(static_cast<char *>(map) + begin, end - begin, MADV_DONTNEED);
   }
 };
 
@@ -764,10 +902,39 @@ TensorBundleReader::entry(const std::string &key,
   return it->second;
 }
 
-std::string_view TensorBundleReader::bytesOf(const Entry &e,
-                                             const std::string &) const {
+std::string TensorBundleReader::bytesOf(const Entry &e,
+                                        const std::string &name) const {
   const Mapping &m = *shards_[e.shard];
-  return std::string_view(m.data ? m.data + e.offset : "", e.size);
+  std::string out(e.size, '\0');
+  if (std::string why = m.readAt(out.data(), out.size(), e.offset);
+      !why.empty())
+    throw DataLossError(m.file + ": tensor " + quoted(name) +
+                        ": cannot read its bytes: " + why);
+  return out;
+}
+
+void TensorBundleReader::readBytes(const Entry &e, const std::string &name,
+                                   char *out) const {
+  // Read (pread, straight into `out`: no mapped pages, one copy) and
+  // checksummed 8 MiB at a time, while the piece is in cache; without
+  // `out`, through one 8 MiB buffer.
+  constexpr size_t kPiece = 8 << 20;
+  const Mapping &m = *shards_[e.shard];
+  std::string piece(out ? 0 : std::min<uint64_t>(kPiece, e.size), '\0');
+  uint32_t crc = 0;
+  for (size_t at = 0; at < e.size; at += kPiece) {
+    size_t n = std::min<uint64_t>(kPiece, e.size - at);
+    char *to = out ? out + at : piece.data();
+    if (std::string why = m.readAt(to, n, e.offset + at); !why.empty())
+      throw DataLossError(m.file + ": tensor " + quoted(name) +
+                          ": cannot read its bytes: " + why);
+    crc = crc32c::extend(crc, to, n);
+  }
+  if (crc32c::mask(crc) != e.maskedCrc)
+    throw DataLossError(m.file + ": tensor " + quoted(name) +
+                        ": CRC32C mismatch (stored " +
+                        hex8(crc32c::unmask(e.maskedCrc)) + ", computed " +
+                        hex8(crc) + "): the data is corrupt");
 }
 
 TensorValue TensorBundleReader::readWhole(const Entry &e,
@@ -781,32 +948,13 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
   auto n = static_cast<uint64_t>(numElements(e.shape));
   uint32_t crc = 0;
   if (dtype != DType::String) {
-    // Read (pread, straight into the tensor: no mapped pages, one copy)
-    // and checksummed 8 MiB at a time, while the piece is in cache.
-    constexpr size_t kPiece = 8 << 20;
     t.data.resize(e.size);
-    const Mapping &m = *shards_[e.shard];
-    for (size_t at = 0; at < e.size; at += kPiece) {
-      size_t n = std::min<uint64_t>(kPiece, e.size - at);
-      if (std::string why = m.readAt(t.data.data() + at, n, e.offset + at);
-          !why.empty())
-        throw DataLossError(where + "cannot read its bytes: " + why);
-      crc = crc32c::extend(crc, t.data.data() + at, n);
-    }
-    if (crc32c::mask(crc) != e.maskedCrc)
-      throw DataLossError(where + "CRC32C mismatch (stored " +
-                          hex8(crc32c::unmask(e.maskedCrc)) + ", computed " +
-                          hex8(crc) + "): the data is corrupt");
+    readBytes(e, name, t.data.data());
     return t;
   }
-  // A string tensor: parsed from the mapped file, whose pages are dropped
-  // once the strings are copied out.
-  struct Release {
-    const Mapping &m;
-    const Entry &e;
-    ~Release() { m.release(e.offset, e.size); }
-  } release{*shards_[e.shard], e};
-  std::string_view bytes = bytesOf(e, name);
+  // A string tensor: its bytes read whole, then parsed.
+  std::string read = bytesOf(e, name);
+  std::string_view bytes = read;
   if (n == 0 && bytes.empty())
     return t;
   // Each element's length takes a byte at least: more elements than bytes
@@ -852,8 +1000,8 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
 }
 
 TensorValue TensorBundleReader::assemble(const Entry &e,
-                                         const std::string &name,
-                                         DType dtype) const {
+                                         const std::string &name, DType dtype,
+                                         bool keep) const {
   std::string where = indexFile_ + ": tensor " + quoted(name) + ": ";
   int64_t total = numElements(e.shape);
   // The slices' entries must hold the elements (each is bounded by its data
@@ -871,7 +1019,9 @@ TensorValue TensorBundleReader::assemble(const Entry &e,
   full.dtype = dtype;
   full.shape = e.shape;
   size_t esize = dtype == DType::String ? 0 : dtype_size(dtype);
-  if (dtype == DType::String)
+  if (!keep)
+    ; // checked slice by slice: the full tensor is never in memory
+  else if (dtype == DType::String)
     full.strings.resize(static_cast<size_t>(total));
   else
     full.data.assign(static_cast<size_t>(total) * esize, '\0');
@@ -906,8 +1056,12 @@ TensorValue TensorBundleReader::assemble(const Entry &e,
                           tf_dtype_number_name(se.dtype) +
                           shape_string(se.shape) + ", expected " +
                           tf_dtype_number_name(e.dtype) + shape_string(len));
-    TensorValue part =
-        readWhole(se, name + "' slice '" + sliceString(s), dtype);
+    std::string sliceName = name + "' slice '" + sliceString(s);
+    TensorValue part;
+    if (keep || dtype == DType::String)
+      part = readWhole(se, sliceName, dtype);
+    else
+      readBytes(se, sliceName, nullptr); // checked, not kept
     int64_t partElements = numElements(len);
     if (partElements == 0)
       continue;
@@ -925,7 +1079,9 @@ TensorValue TensorBundleReader::assemble(const Entry &e,
         covered[dst + j] = true;
       }
       coveredCount += rowLen;
-      if (dtype == DType::String)
+      if (!keep)
+        ;
+      else if (dtype == DType::String)
         std::copy_n(part.strings.begin() + src, rowLen,
                     full.strings.begin() + dst);
       else
@@ -961,23 +1117,73 @@ void TensorBundleReader::verify() const {
   for (const auto &[key, e] : entries_) {
     if (!e.slices.empty() || key[0] == '\0')
       continue; // slices are checked with their tensor
-    if (dtype_from_tf_number(e.dtype)) {
+    if (e.dtype == proto::DT_STRING) {
       get_tensor(key);
       continue;
     }
     if (tfElementSize(e.dtype) == 0)
       continue; // variant and resource entries: framing estc does not read
-    uint32_t crc = crc32c::value(bytesOf(e, key));
-    shards_[e.shard]->release(e.offset, e.size);
-    if (crc32c::mask(crc) != e.maskedCrc)
-      throw DataLossError(shards_[e.shard]->file + ": tensor " + quoted(key) +
-                          ": CRC32C mismatch (stored " +
-                          hex8(crc32c::unmask(e.maskedCrc)) + ", computed " +
-                          hex8(crc) + "): the data is corrupt");
+    readBytes(e, key, nullptr); // 8 MiB at a time, whatever its size
   }
   for (const auto &[name, info] : tensors_)
-    if (info.num_slices > 0 && dtype_from_tf_number(info.tf_dtype))
-      get_tensor(name);
+    if (info.num_slices > 0)
+      if (std::optional<DType> dtype = dtype_from_tf_number(info.tf_dtype))
+        assemble(entry(name, name), name, *dtype, /*keep=*/false);
+}
+
+void TensorBundleReader::read_into(const std::string &name, DType dtype,
+                                   const std::vector<int64_t> &shape, char *out,
+                                   const TensorSlice *slice) const {
+  const Entry &full = entry(name, name);
+  std::string what = name;
+  const Entry *e = &full;
+  if (slice) {
+    bool stored = false;
+    for (const TensorSlice &s : full.slices)
+      stored = stored || (s.start == slice->start && s.length == slice->length);
+    if (!stored)
+      throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
+                            " has no stored slice " + sliceString(*slice));
+    what = name + "' slice '" + sliceString(*slice);
+    e = &entry(encode_tensor_name_slice(name, *slice), name);
+  }
+  std::optional<DType> stored = dtype_from_tf_number(e->dtype);
+  if (!e->slices.empty() || !stored || *stored != dtype ||
+      dtype == DType::String || e->shape != shape)
+    throw CheckpointError(
+        indexFile_ + ": tensor " + quoted(what) + " is " +
+        tf_dtype_number_name(e->dtype) + shape_string(e->shape) +
+        (e->slices.empty() ? "" : " in slices") + ", not " +
+        tf_dtype_number_name(dtype == DType::Invalid ? 0
+                                                     : tf_dtype_number(dtype)) +
+        shape_string(shape));
+  readBytes(*e, what, out);
+}
+
+std::vector<TensorSlice>
+TensorBundleReader::slices_of(const std::string &name) const {
+  return entry(name, name).slices;
+}
+
+TensorValue TensorBundleReader::get_slice(const std::string &name,
+                                          const TensorSlice &slice) const {
+  const Entry &e = entry(name, name);
+  std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
+  bool stored = false;
+  for (const TensorSlice &s : e.slices)
+    stored = stored || (s.start == slice.start && s.length == slice.length);
+  if (!dtype || !stored)
+    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
+                          " has no stored slice " + sliceString(slice) +
+                          (dtype ? "" : " of a dtype estc reads"));
+  std::string key = encode_tensor_name_slice(name, slice);
+  const Entry &se = entry(key, name);
+  if (se.dtype != e.dtype || !se.slices.empty())
+    throw DataLossError(indexFile_ + ": tensor " + quoted(name) + ": slice " +
+                        sliceString(slice) + ": its entry is " +
+                        tf_dtype_number_name(se.dtype) +
+                        shape_string(se.shape));
+  return readWhole(se, name + "' slice '" + sliceString(slice), *dtype);
 }
 
 //===----------------------------------------------------------------------===//

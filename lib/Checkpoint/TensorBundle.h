@@ -21,9 +21,9 @@
 // assembles the full tensor. The proto messages: tensor_bundle.proto.
 // docs/checkpoint-format.md has the layout byte by byte.
 //
-// Readers open and map the data files: a numeric tensor is read with pread
-// straight into its buffer, a string tensor parsed from the mapping (whose
-// pages are dropped afterwards). Every problem with the bytes is a
+// Readers open the data files and read a tensor with pread when it is asked
+// for (a numeric one straight into its buffer): a reader's memory is the
+// tensors it reads, never the files. Every problem with the bytes is a
 // DataLossError, one line naming the file and the tensor (bad footer or
 // magic number, a block CRC32C mismatch, a tensor CRC32C mismatch, a data
 // file shorter than its entries, an unknown dtype); a missing shard or
@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace estc {
@@ -112,6 +113,10 @@ public:
   /// CheckpointError "<data file>: cannot write: ..." when its bytes cannot
   /// be written (the writer is failed then: nothing of it is left).
   void add(const std::string &key, const TensorValue &value);
+  /// A numeric tensor from its row-major bytes (no TensorValue: a ps task
+  /// writes its variables where they live, without a copy).
+  void add(const std::string &key, DType dtype,
+           const std::vector<int64_t> &shape, std::string_view bytes);
   /// One slice of a partitioned tensor of `full_shape` (TF's AddSlice): the
   /// slices of one key must agree on dtype and full shape.
   void add_slice(const std::string &full_key,
@@ -134,6 +139,12 @@ private:
     uint64_t size = 0;  // bytes added, written or buffered
     std::string buffer; // not yet written
   };
+  void checkNew(const std::string &key, DType dtype,
+                const std::vector<int64_t> &shape) const;
+  Shard &smallestShard();
+  void addEntry(const std::string &key, DType dtype,
+                const std::vector<int64_t> &shape, const Shard &shard,
+                uint64_t offset, uint32_t crc);
   void append(Shard &shard, std::string_view bytes);
   void flush(Shard &shard);
   [[noreturn]] void fail(const Shard &shard, const std::string &why);
@@ -151,6 +162,31 @@ private:
 void write_tensor_bundle(const std::string &prefix,
                          const VariableMap &variables,
                          const BundleWriterOptions &options = {});
+
+/// A sharded save's parts live in "P" + kBundlePartsDirSuffix until they
+/// are merged into P (TF's "<prefix>_temp" directory).
+constexpr const char *kBundlePartsDirSuffix = "_temp";
+
+/// Part `part` of `num_parts` of a sharded save of the checkpoint `prefix`:
+/// "P_temp/part-0000K-of-0000N", a bundle of one data file that one task
+/// (a ps task, the chief) writes with BundleWriter.
+std::string bundle_part_prefix(const std::string &prefix, int part,
+                               int num_parts);
+
+/// TF's MergeV2Checkpoints: the bundles `parts` (one data file each, as
+/// bundle_part_prefix names them) become the checkpoint `prefix`, part k's
+/// data file renamed (not copied) to P.data-0000K-of-0000N and their
+/// entries merged into one P.index, written crash-safely last (fsynced
+/// with `sync`). The parts of partitioned variables ("<X>/part_<i>",
+/// complete over all parts, each task having saved its own under their
+/// names) become slices of "<X>" (Partitions.h), as one process's Saver
+/// writes them; a tensor several parts hold whole (state every task keeps)
+/// is the first part's. The parts' indexes and directory are removed
+/// afterwards. CheckpointError naming the file: a part missing or corrupt,
+/// a tensor in two parts with different dtypes or shapes, a failed rename
+/// or write (the data files are then moved back: nothing of P is left).
+void merge_tensor_bundles(const std::vector<std::string> &parts,
+                          const std::string &prefix, bool sync = true);
 
 /// Reads one TF checkpoint (TF's BundleReader). The constructor reads and
 /// checks the index (every block's CRC32C, the header, every entry) and maps
@@ -184,8 +220,25 @@ public:
   /// unknown, has a dtype estc has no DType for, or is corrupt.
   TensorValue get_tensor(const std::string &name) const;
   /// Reads and CRC-checks every tensor without keeping them (tensors of
-  /// dtypes estc has no DType for are CRC-checked as bytes).
+  /// dtypes estc has no DType for are CRC-checked as bytes; a partitioned
+  /// one slice by slice, never whole).
   void verify() const;
+  /// The slices a partitioned tensor is stored as, in the index's order
+  /// (empty for a tensor stored whole); CheckpointError when unknown.
+  std::vector<TensorSlice> slices_of(const std::string &name) const;
+  /// One stored slice of a partitioned tensor, read alone and CRC-checked
+  /// (a ps task restoring its part of a table: never the whole table);
+  /// CheckpointError when `name` has no such slice.
+  TensorValue get_slice(const std::string &name,
+                        const TensorSlice &slice) const;
+  /// A numeric tensor stored whole, or with `slice` one stored slice of a
+  /// partitioned one, read straight into `out` (its exact bytes) and
+  /// CRC-checked: a restore into a model's own buffers, no copy held.
+  /// CheckpointError naming the tensor when it is not of `dtype` and
+  /// `shape` or not stored so.
+  void read_into(const std::string &name, DType dtype,
+                 const std::vector<int64_t> &shape, char *out,
+                 const TensorSlice *slice = nullptr) const;
 
 private:
   struct Entry {
@@ -198,11 +251,16 @@ private:
   };
   struct Mapping;
   const Entry &entry(const std::string &key, const std::string &name) const;
-  std::string_view bytesOf(const Entry &e, const std::string &name) const;
+  std::string bytesOf(const Entry &e, const std::string &name) const;
   TensorValue readWhole(const Entry &e, const std::string &name,
                         DType dtype) const;
-  TensorValue assemble(const Entry &e, const std::string &name,
-                       DType dtype) const;
+  /// Reads a numeric entry's bytes into `out` (or, null, through an 8 MiB
+  /// buffer) and checks its CRC32C.
+  void readBytes(const Entry &e, const std::string &name, char *out) const;
+  /// A partitioned tensor from its slices, each checked; with !keep the
+  /// slices are read and checked one at a time and nothing is returned.
+  TensorValue assemble(const Entry &e, const std::string &name, DType dtype,
+                       bool keep = true) const;
 
   std::string prefix_, indexFile_;
   int numShards_ = 0;

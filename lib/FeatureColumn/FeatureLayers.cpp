@@ -10,7 +10,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/FeatureColumn/FeatureLayers.h"
+
 #include "lib/FeatureColumn/Transformer.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <cctype>
 #include <cmath>
@@ -52,8 +54,10 @@ void requireCombiner(const std::string &what, const std::string &combiner) {
 /// Builds the columns' tensors of one layer call.
 class Builder {
 public:
-  Builder(const TensorMap &features, bool trainable, bool reuse)
-      : features_(features), trainable_(trainable), reuse_(reuse) {}
+  Builder(const TensorMap &features, bool trainable, bool reuse,
+          Partitioner partitioner = nullptr)
+      : features_(features), trainable_(trainable), reuse_(reuse),
+        partitioner_(std::move(partitioner)) {}
 
   /// A dense column's value, [batch] + variable_shape.
   Tensor dense(const DenseColumn &c);
@@ -63,6 +67,15 @@ public:
   /// of `c` select: [batch, dim].
   Tensor lookup(const Tensor &params, const CategoricalColumn &c,
                 const std::string &combiner, double maxNorm);
+  /// An embedding table [num_buckets, dim] of `c` and the `combiner` of the
+  /// rows its ids select: one variable, or with the layer's partitioner
+  /// the parts "<name>/part_<i>" of a partitioned one, looked up with TF's
+  /// "div" strategy (TF 1's variable_scope partitioner: canned
+  /// estimators' input_layer_partitioner).
+  Tensor embed(const std::string &name, const Dims &shape,
+               const Initializer &init, bool trainable, bool reuse,
+               const CategoricalColumn &c, const std::string &combiner,
+               double maxNorm);
 
 private:
   Tensor input(const std::string &key, const FeatureColumn &c);
@@ -75,6 +88,7 @@ private:
   const TensorMap &features_;
   bool trainable_;
   bool reuse_;
+  Partitioner partitioner_;
 };
 
 Tensor Builder::input(const std::string &key, const FeatureColumn &c) {
@@ -111,6 +125,23 @@ Variable Builder::variable(const std::string &name, const Dims &shape,
                         trainable && trainable_, reuse || reuse_);
 }
 
+Tensor Builder::embed(const std::string &name, const Dims &shape,
+                      const Initializer &init, bool trainable, bool reuse,
+                      const CategoricalColumn &c, const std::string &combiner,
+                      double maxNorm) {
+  if (!partitioner_)
+    return lookup(variable(name, shape, init, trainable, reuse), c, combiner,
+                  maxNorm);
+  Graph &g = graphOf(features_, "feature columns");
+  PartitionedVariable table =
+      get_variable(g, name, DType::Float32, shape, partitioner_, init,
+                   trainable && trainable_, reuse || reuse_);
+  if (as<BucketizedColumn>(&c))
+    return lookup(table.as_tensor(), c, combiner, maxNorm);
+  return safe_embedding_lookup_sparse(table, sparse_ids(features_, c), combiner,
+                                      maxNorm, "div");
+}
+
 Tensor Builder::lookup(const Tensor &params, const CategoricalColumn &c,
                        const std::string &combiner, double maxNorm) {
   if (const auto *b = as<BucketizedColumn>(&c)) {
@@ -144,23 +175,19 @@ Tensor Builder::dense(const DenseColumn &c) {
       return bucketMultiHot(*b);
     return sparse_to_indicator(sparse_ids(features_, cat), cat.num_buckets());
   }
-  if (const auto *e = as<EmbeddingColumn>(&c)) {
-    Variable table =
-        variable("embedding_weights",
+  if (const auto *e = as<EmbeddingColumn>(&c))
+    return embed("embedding_weights",
                  {e->categorical_column()->num_buckets(), e->dimension()},
-                 e->initializer(), e->trainable(), false);
-    return lookup(table, *e->categorical_column(), e->combiner(),
-                  e->max_norm().value_or(0));
-  }
+                 e->initializer(), e->trainable(), false,
+                 *e->categorical_column(), e->combiner(),
+                 e->max_norm().value_or(0));
   if (const auto *s = as<SharedEmbeddingColumn>(&c)) {
     // The first column of the collection creates the table, the others
     // share it.
     const SharedEmbeddingState &st = s->shared();
-    Variable table =
-        variable("embedding_weights", {st.num_buckets, st.dimension},
-                 st.initializer, st.trainable, true);
-    return lookup(table, *s->categorical_column(), s->combiner(),
-                  s->max_norm().value_or(0));
+    return embed("embedding_weights", {st.num_buckets, st.dimension},
+                 st.initializer, st.trainable, true, *s->categorical_column(),
+                 s->combiner(), s->max_norm().value_or(0));
   }
   throw std::invalid_argument("feature column '" + c.name() +
                               "' has no dense value");
@@ -219,7 +246,7 @@ std::string columnScope(const FeatureColumn &c) {
 
 Tensor denseLayer(const TensorMap &features, const FeatureColumns &columns,
                   bool trainable, const std::string &scope, bool reuse,
-                  const char *fn) {
+                  const char *fn, const Partitioner &partitioner = nullptr) {
   Graph &g = graphOf(features, fn);
   FeatureColumns sorted = sorted_by_name(columns);
   for (const FeatureColumnPtr &c : sorted)
@@ -235,7 +262,7 @@ Tensor denseLayer(const TensorMap &features, const FeatureColumns &columns,
           "columns; wrap the categorical column '" +
           c->name() + "' in an embedding_column or indicator_column");
   Scope layer = g.name_scope(scope);
-  Builder builder(features, trainable, reuse);
+  Builder builder(features, trainable, reuse, partitioner);
   std::vector<Tensor> outputs;
   for (const FeatureColumnPtr &c : sorted) {
     const auto &d = dynamic_cast<const DenseColumn &>(*c);
@@ -267,10 +294,12 @@ SparseIds sparse_ids(const TensorMap &features,
 }
 
 Tensor input_layer(const TensorMap &features,
-                   const FeatureColumns &feature_columns, bool trainable) {
+                   const FeatureColumns &feature_columns, bool trainable,
+                   const Partitioner &partitioner) {
   Graph &g = graphOf(features, "input_layer");
   return denseLayer(features, feature_columns, trainable,
-                    g.unique_layer_name("input_layer"), false, "input_layer");
+                    g.unique_layer_name("input_layer"), false, "input_layer",
+                    partitioner);
 }
 
 DenseFeatures::DenseFeatures(FeatureColumns feature_columns, bool trainable,
@@ -287,7 +316,8 @@ Tensor DenseFeatures::operator()(const TensorMap &features) const {
 
 Tensor linear_model(const TensorMap &features,
                     const FeatureColumns &feature_columns, int64_t units,
-                    const std::string &sparse_combiner, bool trainable) {
+                    const std::string &sparse_combiner, bool trainable,
+                    const Partitioner &partitioner) {
   Graph &g = graphOf(features, "linear_model");
   if (units < 1)
     throw std::invalid_argument("linear_model: units must be >= 1, not " +
@@ -304,29 +334,33 @@ Tensor linear_model(const TensorMap &features,
       throw std::invalid_argument("linear_model: feature column '" + c->name() +
                                   "' is neither dense nor categorical");
   Scope layer = g.name_scope(g.unique_layer_name("linear_model"));
-  Builder builder(features, trainable, false);
+  Builder builder(features, trainable, false, partitioner);
+  // Every variable of the model, with a partitioner its parts (TF 1's
+  // variable_scope partitioner: LinearClassifier's `partitioner`).
+  auto weights = [&](const std::string &name, const Dims &shape) -> Tensor {
+    if (partitioner)
+      return get_variable(g, name, DType::Float32, shape, partitioner,
+                          zeros_initializer(), trainable);
+    return g.get_variable(name, DType::Float32, shape, zeros_initializer(),
+                          trainable);
+  };
   Tensor sum;
   for (const FeatureColumnPtr &c : sorted) {
     Scope column = g.name_scope(columnScope(*c));
     Tensor part;
     if (const auto *cat = dynamic_cast<const CategoricalColumn *>(c.get())) {
-      Variable w =
-          g.get_variable("weights", DType::Float32, {cat->num_buckets(), units},
-                         zeros_initializer(), trainable);
-      part = builder.lookup(w, *cat, sparse_combiner, 0);
+      part = builder.embed("weights", {cat->num_buckets(), units},
+                           zeros_initializer(), true, false, *cat,
+                           sparse_combiner, 0);
     } else {
       const auto &d = dynamic_cast<const DenseColumn &>(*c);
-      Variable w =
-          g.get_variable("weights", DType::Float32, {d.num_elements(), units},
-                         zeros_initializer(), trainable);
-      part = matmul(reshape(builder.dense(d), {-1, d.num_elements()}), w, false,
-                    false, "weighted_sum");
+      part = matmul(reshape(builder.dense(d), {-1, d.num_elements()}),
+                    weights("weights", {d.num_elements(), units}), false, false,
+                    "weighted_sum");
     }
     sum = sum.valid() ? add(sum, part) : part;
   }
-  Variable bias = g.get_variable("bias_weights", DType::Float32, {units},
-                                 zeros_initializer(), trainable);
-  return nn::bias_add(sum, bias, "weighted_sum");
+  return nn::bias_add(sum, weights("bias_weights", {units}), "weighted_sum");
 }
 
 SequenceFeatures::SequenceFeatures(FeatureColumns feature_columns,

@@ -37,6 +37,7 @@
 #include "lib/FeatureColumn/FeatureColumn.h"
 #include "lib/Graph/GraphBuilder.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/PartitionedVariables.h"
 
 #include <cstdint>
 #include <string>
@@ -47,9 +48,13 @@ namespace feature_column {
 /// tf.compat.v1.feature_column.input_layer: the dense columns' values,
 /// [batch, sum of their num_elements()], concatenated in name order.
 /// Variables under a new scope "input_layer" ("input_layer_1", ...).
+/// With a `partitioner` (TF 1's variable_scope partitioner around it: a
+/// canned estimator's input_layer_partitioner), each embedding table is a
+/// partitioned variable, "<column>/embedding_weights/part_<i>", looked up
+/// with the "div" strategy as TF's embedding columns do.
 Tensor input_layer(const TensorMap &features,
-                   const FeatureColumns &feature_columns,
-                   bool trainable = true);
+                   const FeatureColumns &feature_columns, bool trainable = true,
+                   const Partitioner &partitioner = nullptr);
 
 /// tf.keras.layers.DenseFeatures (tf.compat.v1's, as canned estimators use
 /// it): input_layer as a layer object whose variables live under `name`
@@ -73,11 +78,15 @@ private:
 /// column (a bucketized one too) combines the rows of `weights`
 /// [num_buckets, units] of its ids with sparse_combiner ("sum", "mean",
 /// "sqrtn"). Every weight starts at zero. Variables under a new scope
-/// "linear_model" ("linear_model_1", ...).
+/// "linear_model" ("linear_model_1", ...). With a `partitioner` (TF 1's
+/// LinearClassifier `partitioner`), every variable is a partitioned one
+/// ("<column>/weights/part_<i>", "bias_weights/part_0"), the categorical
+/// columns' weights looked up with the "div" strategy.
 Tensor linear_model(const TensorMap &features,
                     const FeatureColumns &feature_columns, int64_t units = 1,
                     const std::string &sparse_combiner = "sum",
-                    bool trainable = true);
+                    bool trainable = true,
+                    const Partitioner &partitioner = nullptr);
 
 /// What SequenceFeatures gives: the columns' values, [batch, T, sum of
 /// their per-step sizes], and each example's length, I64 [batch].

@@ -823,13 +823,22 @@ int64_t Client::global_step() {
   return response.global_step();
 }
 
-void Client::save(const std::string &prefix) {
+void Client::save(const std::vector<std::string> &part_prefixes, int num_parts,
+                  bool sync) {
   Impl &m = *impl_;
+  if (part_prefixes.size() != m.tasks.size() ||
+      num_parts < static_cast<int>(m.tasks.size()))
+    throw std::invalid_argument(
+        "ps::Client::save: " + std::to_string(part_prefixes.size()) +
+        " part prefixes of " + std::to_string(num_parts) + " parts for " +
+        std::to_string(m.tasks.size()) + " ps tasks");
   m.forTasks(m.allTasks(), [&](size_t t) {
     SaveRequest request;
-    request.set_prefix(prefix);
+    request.set_prefix(part_prefixes[t]);
     request.set_shard(static_cast<int>(t));
-    request.set_num_shards(static_cast<int>(m.tasks.size()));
+    request.set_num_shards(num_parts);
+    request.set_sync(sync);
+    request.set_cluster(m.options.cluster);
     SaveResponse response;
     grpc::Status s =
         m.call(t, true, m.options.save_timeout_secs,
@@ -934,6 +943,44 @@ ClientStats Client::stats() const {
 void Client::reset_stats() {
   std::lock_guard<std::mutex> lock(impl_->statsMutex);
   impl_->counters = {};
+}
+
+double measure_round_trip(const std::string &address, int calls,
+                          double timeout_secs) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args);
+  if (!channel->WaitForConnected(
+          std::chrono::system_clock::now() +
+          std::chrono::milliseconds(static_cast<int64_t>(timeout_secs * 1e3))))
+    throw std::runtime_error("ps task at " + address + ": not serving within " +
+                             std::to_string(timeout_secs) + " s");
+  auto stub = ParameterServer::NewStub(channel);
+  std::vector<double> seconds;
+  int warmup = std::max(1, calls / 10);
+  for (int i = 0; i < warmup + calls; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    GetStateRequest request;
+    GetStateResponse response;
+    auto start = std::chrono::steady_clock::now();
+    grpc::Status s = stub->GetState(&context, request, &response);
+    double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!s.ok())
+      throw std::runtime_error("ps task at " + address +
+                               ": GetState failed: " + s.error_message());
+    if (i >= warmup)
+      seconds.push_back(took);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2,
+                   seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 } // namespace estc::ps

@@ -121,9 +121,11 @@ public:
   /// Task 0's step after the last flush() (its global_step then, from the
   /// push's answer: no call of its own); -1 before the first.
   int64_t step_after_flush() const;
-  /// Every task writes its shard of the checkpoint at `prefix`,
-  /// concurrently (deadline save_timeout_secs).
-  void save(const std::string &prefix);
+  /// Task t writes its part of a sharded checkpoint at part_prefixes[t]
+  /// (one per task), concurrently (deadline save_timeout_secs); the parts
+  /// are numbered among `num_parts` (the tasks', and the chief's own).
+  void save(const std::vector<std::string> &part_prefixes, int num_parts,
+            bool sync);
   /// Every variable every task holds (a checkpoint's worth: slots and
   /// tables too); one kept by several tasks, the first task's.
   std::map<std::string, HostTensor> pull_all();
@@ -142,6 +144,14 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The floor of a step's calls: the median seconds of `calls` empty calls
+/// (GetState) to the task at `address`, after 10% more unmeasured, over one
+/// connection as a Client makes it. Waits up to `timeout_secs` for the
+/// task to serve; std::runtime_error naming the address otherwise, or
+/// when a call fails.
+double measure_round_trip(const std::string &address, int calls,
+                          double timeout_secs = 300);
 
 } // namespace estc::ps
 

@@ -323,9 +323,15 @@ struct Server::Impl final : public ParameterServer::Service {
                           "save: shard " + std::to_string(request->shard()) +
                               " is not one of " +
                               std::to_string(request->num_shards()));
+    if (request->prefix().empty())
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "save: no checkpoint prefix");
+    if (grpc::Status other = otherJob(request->cluster()); !other.ok())
+      return other;
     std::shared_lock<std::shared_mutex> read(vars);
     try {
-      shard.save(request->prefix(), request->shard(), request->num_shards());
+      shard.save(request->prefix(), request->shard(), request->num_shards(),
+                 request->sync());
     } catch (const std::exception &e) {
       return grpc::Status(grpc::StatusCode::INTERNAL,
                           "save: " + escape_control_chars(e.what()));
@@ -333,13 +339,21 @@ struct Server::Impl final : public ParameterServer::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Shutdown(grpc::ServerContext *, const ShutdownRequest *request,
-                        ShutdownResponse *) override {
-    if (!options.cluster.empty() && request->cluster() != options.cluster)
+  /// FAILED_PRECONDITION for the chief of another job (a request naming a
+  /// cluster other than the task's).
+  grpc::Status otherJob(const std::string &cluster) const {
+    if (!options.cluster.empty() && cluster != options.cluster)
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           task() + " serves another job (its cluster is " +
                               options.cluster + ", the chief's " +
-                              escape_control_chars(request->cluster()) + ")");
+                              escape_control_chars(cluster) + ")");
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Shutdown(grpc::ServerContext *, const ShutdownRequest *request,
+                        ShutdownResponse *) override {
+    if (grpc::Status other = otherJob(request->cluster()); !other.ok())
+      return other;
     // The workers still training get kJobEnded for a grace period, then
     // the task stops serving (serve() returns).
     jobEnded = true;

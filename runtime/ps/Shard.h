@@ -76,9 +76,12 @@ public:
                      int64_t step) = 0;
   /// The value of global_step, or -1 when this task does not hold it.
   virtual int64_t global_step() = 0;
-  /// Writes the variables as shard `shard` of `numShards` of the checkpoint
-  /// at `prefix`. May throw (one line).
-  virtual void save(const std::string &prefix, int shard, int numShards) = 0;
+  /// Writes the variables as part `shard` of `numShards` of a sharded
+  /// checkpoint: a TF tensor bundle of one data file at `prefix` (the
+  /// part's prefix; the chief merges the parts), fsynced with `sync`. May
+  /// throw (one line).
+  virtual void save(const std::string &prefix, int shard, int numShards,
+                    bool sync) = 0;
 };
 
 } // namespace estc::ps

@@ -97,3 +97,26 @@ module attributes {estc.ps_tasks = 2 : i64} {
     return %s : tensor<?x2xf32>
   }
 }
+
+// -----
+
+// The greedy strategy (TF's GreedyLoadBalancingStrategy, byte_size_load_fn):
+// global_step on task 0 (8 bytes), @big on the emptier task 1 (1600), then
+// @s1 and @s2 on task 0, still the lighter one (24, then 40 bytes); round
+// robin would have put @s2 on task 1.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: estc.ps_strategy = "greedy"
+// CHECK-DAG: est.variable @big : tensor<100x4xf32> {{{.*}}est.ps_task = 1 : i64
+// CHECK-DAG: est.variable @s1 : tensor<4xf32> {{{.*}}est.ps_task = 0 : i64
+// CHECK-DAG: est.variable @s2 : tensor<4xf32> {{{.*}}est.ps_task = 0 : i64
+// CHECK-DAG: est.variable @global_step : tensor<i64> {{{.*}}est.ps_task = 0 : i64
+module attributes {estc.ps_tasks = 2 : i64, estc.ps_strategy = "greedy"} {
+  est.variable @global_step : tensor<i64>
+  est.variable @big : tensor<100x4xf32> {trainable}
+  est.variable @s1 : tensor<4xf32> {trainable}
+  est.variable @s2 : tensor<4xf32> {trainable}
+  func.func @greedy(%g: tensor<100x4xf32>, %g1: tensor<4xf32>, %g2: tensor<4xf32>) {
+    est.apply_gradients "sgd" {learning_rate = 1.000000e-01 : f64} [@big, @s1, @s2] %g, %g1, %g2 : tensor<100x4xf32>, tensor<4xf32>, tensor<4xf32>
+    return
+  }
+}

@@ -51,13 +51,21 @@ struct Options {
   bool lr_decay = false;
   bool train_and_evaluate = false;
   bool no_distribute = false;
+  int64_t ids = 50;
+  int64_t embedding_dim = 8;
+  int64_t partitions = 0;
+  bool constant_embedding = false;
+  std::string export_dir;
+  int64_t predict = 0;
+  int64_t dump_eval = 0;
+  bool no_sync_checkpoints = false;
 };
 
-constexpr int64_t kFeatures = 16, kIds = 50, kClasses = 4;
+constexpr int64_t kFeatures = 16, kClasses = 4;
 
-/// x ~ a seeded hash in [-1, 1), id in [0, kIds), and a label that both
+/// x ~ a seeded hash in [-1, 1), id in [0, ids), and a label that both
 /// predict (so the loss falls).
-Features features(int64_t n, int64_t seed, TensorValue *labels) {
+Features features(int64_t n, int64_t seed, int64_t kIds, TensorValue *labels) {
   std::vector<float> x(static_cast<size_t>(n * kFeatures));
   std::vector<int64_t> id(static_cast<size_t>(n)), y(static_cast<size_t>(n));
   uint64_t s = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + 1;
@@ -119,12 +127,39 @@ private:
   int64_t ms_;
 };
 
+/// The first `n` evaluation examples as JSON :predict instances.
+void dumpEval(const Options &o, int64_t n) {
+  TensorValue labels;
+  Features x = features(n, o.seed + 1, o.ids, &labels);
+  std::vector<float> xs = x.at("x").values<float>();
+  std::vector<int64_t> ids = x.at("id").values<int64_t>();
+  std::cout << "[";
+  for (int64_t i = 0; i < n; ++i) {
+    std::cout << (i ? ", " : "") << "{\"x\": [";
+    for (int64_t j = 0; j < kFeatures; ++j) {
+      char v[32];
+      std::snprintf(
+          v, sizeof v, "%.9g",
+          static_cast<double>(xs[static_cast<size_t>(i * kFeatures + j)]));
+      std::cout << (j ? ", " : "") << v;
+    }
+    std::cout << "], \"id\": [" << ids[static_cast<size_t>(i)] << "]}";
+  }
+  std::cout << "]" << std::endl;
+}
+
 int run(const Options &o) {
+  if (o.dump_eval > 0) {
+    dumpEval(o, o.dump_eval);
+    return 0;
+  }
   RunConfigOptions c;
   c.model_dir = o.model_dir;
   c.tf_random_seed = o.seed;
   c.save_checkpoints_steps = o.save_checkpoints_steps;
   c.checkpoint_format = o.checkpoint_format;
+  if (o.no_sync_checkpoints)
+    c.sync_checkpoints = false;
   c.save_summary_steps = 1;
   c.log_step_count_steps = 5;
   c.intra_op_parallelism_threads = 1;
@@ -138,9 +173,17 @@ int run(const Options &o) {
   RunConfig config(c); // TF_CONFIG from the environment
 
   fc::FeatureColumns columns{fc::numeric_column("x", {kFeatures})};
-  auto ids = fc::categorical_column_with_identity("id", kIds);
-  if (o.model != "mlp")
-    columns.push_back(fc::embedding_column(ids, 8));
+  auto ids = fc::categorical_column_with_identity("id", o.ids);
+  if (o.model != "mlp") {
+    std::optional<Initializer> init;
+    if (o.constant_embedding)
+      init = constant_initializer(0.05);
+    columns.push_back(fc::embedding_column(ids, o.embedding_dim, "mean", init));
+  }
+  // The embedding table (and the linear part's weights) split into
+  // --partitions parts along its rows (TF 1's input_layer_partitioner).
+  Partitioner partitioner =
+      o.partitions > 0 ? fixed_size_partitioner(o.partitions) : nullptr;
   ClassifierOptions head;
   head.n_classes = kClasses;
   std::unique_ptr<Estimator> made;
@@ -153,6 +196,8 @@ int run(const Options &o) {
     wd.dnn_feature_columns = columns;
     wd.dnn_hidden_units = {32, 16};
     wd.dnn_optimizer = OptimizerSpec(o.optimizer, 0.05);
+    wd.input_layer_partitioner = partitioner;
+    wd.linear_partitioner = partitioner;
     if (o.lr_decay)
       // A learning rate the step computes from global_step.
       wd.dnn_optimizer = OptimizerSpec(o.optimizer, [](const Tensor &step) {
@@ -163,6 +208,7 @@ int run(const Options &o) {
     DNNOptions dnn;
     dnn.hidden_units = {32, 16};
     dnn.optimizer = OptimizerSpec(o.optimizer, 0.05);
+    dnn.input_layer_partitioner = partitioner;
     if (o.sync_replicas > 0) {
       // An optimizer object (TF 1's slot names) wrapped for synchronous
       // parameter-server training.
@@ -178,13 +224,42 @@ int run(const Options &o) {
   Estimator &estimator = *made;
 
   TensorValue labels;
-  Features x = features(o.examples, o.seed, &labels);
+  Features x = features(o.examples, o.seed, o.ids, &labels);
   Dataset::ArrayOptions input;
   input.batch_size = o.batch_size;
   input.num_epochs = std::nullopt;
   input.shuffle = true;
   input.seed = static_cast<uint64_t>(o.seed);
   InputFn input_fn = numpy_input_fn(x, labels, input);
+
+  if (!o.export_dir.empty()) {
+    // No training: the model_dir's latest checkpoint, exported for serving
+    // (raw features "x" and "id"), and its predictions for the first
+    // --predict evaluation examples, which the served model must give.
+    TensorValue evalLabels;
+    Features evalX = features(std::max<int64_t>(o.predict, 1), o.seed + 1,
+                              o.ids, &evalLabels);
+    Dataset::ArrayOptions in;
+    in.batch_size = 64;
+    in.num_epochs = 1;
+    in.shuffle = false;
+    int64_t shown = 0;
+    for (const Prediction &p :
+         estimator.predict(numpy_input_fn(evalX, {}, in))) {
+      if (shown >= o.predict)
+        break;
+      std::cout << "prediction " << shown++ << ":";
+      for (float v : p.at("probabilities").values<float>())
+        std::cout << " " << v;
+      std::cout << "\n";
+    }
+    std::string dir = estimator.export_saved_model(
+        o.export_dir, build_raw_serving_input_receiver_fn(
+                          {{"x", DType::Float32, {-1, kFeatures}},
+                           {"id", DType::Int64, {-1, 1}}}));
+    std::cout << "exported: " << dir << std::endl;
+    return 0;
+  }
 
   Hooks hooks;
   if (!o.dump.empty())
@@ -201,7 +276,7 @@ int run(const Options &o) {
     Dataset::ArrayOptions evalInput;
     evalInput.batch_size = 256;
     TensorValue evalLabels;
-    Features evalX = features(1024, o.seed + 1, &evalLabels);
+    Features evalX = features(1024, o.seed + 1, o.ids, &evalLabels);
     eval.input_fn = numpy_input_fn(evalX, evalLabels, evalInput);
     eval.throttle_secs = 0;
     eval.start_delay_secs = 0;
@@ -265,6 +340,30 @@ int main(int argc, char **argv) {
                   "(exponential_decay(0.05, step, 5, 0.9))"));
   parser.add(Flag("train_and_evaluate", &o.train_and_evaluate,
                   "train_and_evaluate instead of train"));
+  parser.add(Flag("ids", &o.ids, "the categorical id's vocabulary").min(2));
+  parser.add(
+      Flag("embedding_dim", &o.embedding_dim, "the id's embedding").min(1));
+  parser.add(Flag("partitions", &o.partitions,
+                  "split the embedding table (and wide_deep's linear "
+                  "weights) into N parts: fixed_size_partitioner(N)")
+                 .min(0));
+  parser.add(Flag("export_dir", &o.export_dir,
+                  "export the model_dir's latest checkpoint under DIR (no "
+                  "training)")
+                 .value_name("DIR"));
+  parser.add(Flag("predict", &o.predict,
+                  "with --export_dir: print the predictions of the first N "
+                  "evaluation examples")
+                 .min(0));
+  parser.add(Flag("no_sync_checkpoints", &o.no_sync_checkpoints,
+                  "RunConfig.sync_checkpoints = false"));
+  parser.add(Flag("dump_eval", &o.dump_eval,
+                  "print the first N evaluation examples as JSON :predict "
+                  "instances and exit")
+                 .min(0));
+  parser.add(Flag("constant_embedding", &o.constant_embedding,
+                  "initialize the embedding table to 0.05 (partitioned and "
+                  "whole tables then start equal)"));
   parser.parse_or_exit(argc, argv);
   if (o.model_dir.empty())
     parser.fail("--model_dir is required");

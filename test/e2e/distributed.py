@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -82,14 +83,22 @@ class Job:
         os.makedirs(self.dir, exist_ok=True)
         self.procs = {}
 
-    def start(self, task, argv, env_tf_config=None):
+    def start(self, task, argv, env_tf_config=None, address_space=None):
+        """Starts `task`; with `address_space` (bytes) its address space is
+        capped with setrlimit(RLIMIT_AS) before it runs."""
         env = dict(os.environ)
         env.pop("TF_CONFIG", None)
         if env_tf_config is not None:
             env["TF_CONFIG"] = env_tf_config
+        limit = None
+        if address_space is not None:
+            def limit():
+                resource.setrlimit(resource.RLIMIT_AS,
+                                   (address_space, address_space))
         out = open(os.path.join(self.dir, task + ".log"), "w")
         p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                             env=env, stdin=subprocess.DEVNULL)
+                             env=env, stdin=subprocess.DEVNULL,
+                             preexec_fn=limit)
         self.procs[task] = (p, time.monotonic())
         return p
 

@@ -271,6 +271,21 @@ TEST(RunConfigTest, CheckpointFormat) {
   }
 }
 
+TEST(RunConfigTest, PsStrategy) {
+  RunConfig a = RunConfig::from_tf_config("");
+  EXPECT_EQ(a.ps_strategy(), "round_robin");
+  RunConfigOptions greedy;
+  greedy.ps_strategy = "greedy";
+  RunConfig b = a.replace(greedy);
+  EXPECT_EQ(b.ps_strategy(), "greedy");
+  EXPECT_EQ(b.replace(RunConfigOptions{}).ps_strategy(), "greedy"); // kept
+  RunConfigOptions bad;
+  bad.ps_strategy = "GreedyLoadBalancingStrategy";
+  EXPECT_EQ(errorOf([&] { a.replace(bad); }),
+            "RunConfig: ps_strategy 'GreedyLoadBalancingStrategy' should be "
+            "\"round_robin\" or \"greedy\"");
+}
+
 TEST(RunConfigTest, SyncCheckpoints) {
   // Synced by default (a checkpoint survives a power loss); false as TF's
   // Saver; replace() keeps it unless it is given.

@@ -234,6 +234,50 @@ TEST(FeatureLayersTest, VariableNamesAsTf) {
   EXPECT_TRUE(frozen.variable(2).trainable());
 }
 
+TEST(FeatureLayersTest, PartitionedTablesAsTf) {
+  // TF 1's input_layer_partitioner / LinearClassifier's partitioner: the
+  // tables are partitioned variables ("div" parts: ids 0-1, 2), and the
+  // layers compute what they do over whole tables.
+  auto age = numeric_column("age");
+  auto ids = categorical_column_with_identity("ids", 3);
+  Partitioner two = fixed_size_partitioner(2);
+  FeatureColumns cols = {embedding_column(ids, 2, "sum"), age};
+  Transformer t(cols);
+  graph::GraphDef dnn = layerGraph(
+      t, [&](const TensorMap &f) { return input_layer(f, cols, true, two); });
+  EXPECT_EQ(variableNames(dnn),
+            (std::vector<std::string>{
+                "input_layer/ids_embedding/embedding_weights/part_0",
+                "input_layer/ids_embedding/embedding_weights/part_1"}));
+  reference::Value out = run(
+      cols, [&](const TensorMap &f) { return input_layer(f, cols, true, two); },
+      batch(),
+      {{"input_layer/ids_embedding/embedding_weights/part_0", {1, 10, 2, 20}},
+       {"input_layer/ids_embedding/embedding_weights/part_1", {4, 40}}});
+  // Row 0: ids 0, 2 summed; row 1: id 1; row 2: none.
+  expectNear(out, {3, 3}, {10, 5, 50, 30, 2, 20, 70, 0, 0});
+
+  FeatureColumns lin = {ids, age};
+  graph::GraphDef linear = layerGraph(t, [&](const TensorMap &f) {
+    return linear_model(f, lin, 1, "sum", true, two);
+  });
+  EXPECT_EQ(variableNames(linear),
+            (std::vector<std::string>{"linear_model/age/weights/part_0",
+                                      "linear_model/ids/weights/part_0",
+                                      "linear_model/ids/weights/part_1",
+                                      "linear_model/bias_weights/part_0"}));
+  out = run(lin,
+            [&](const TensorMap &f) {
+              return linear_model(f, lin, 1, "sum", true, two);
+            },
+            batch(),
+            {{"linear_model/age/weights/part_0", {0.5}},
+             {"linear_model/ids/weights/part_0", {1, 2}},
+             {"linear_model/ids/weights/part_1", {4}},
+             {"linear_model/bias_weights/part_0", {100}}});
+  expectNear(out, {3, 1}, {100 + 5 + 1 + 4, 100 + 15 + 2, 100 + 35});
+}
+
 TEST(FeatureLayersTest, LinearModelWeightedSums) {
   auto age = numeric_column("age");
   auto agb = bucketized_column(age, {20, 50});

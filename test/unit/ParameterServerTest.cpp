@@ -97,11 +97,12 @@ public:
     ++applies;
   }
   int64_t global_step() override { return dense_ ? step : -1; }
-  void save(const std::string &prefix, int shard, int numShards) override {
+  void save(const std::string &prefix, int shard, int numShards,
+            bool sync) override {
     if (prefix.find("full") != std::string::npos)
       throw std::runtime_error("cannot write " + prefix + ": disk full");
-    saved =
-        prefix + " " + std::to_string(shard) + "/" + std::to_string(numShards);
+    saved = prefix + " " + std::to_string(shard) + "/" +
+            std::to_string(numShards) + (sync ? " sync" : "");
   }
 
   std::vector<float> w = std::vector<float>(6);
@@ -334,9 +335,9 @@ TEST(ParameterServer, ThreeTasksEachGetTheirOwnInputs) {
   EXPECT_FLOAT_EQ(s0.w[5], w0[5] - 0.5f);
   EXPECT_FLOAT_EQ(s2.emb[9 * kWidth + 1], emb0[9 * kWidth + 1] - 1.0f);
   EXPECT_EQ(client.global_step(), 1);
-  client.save("/tmp/m/model.ckpt-1");
-  EXPECT_EQ(s1.saved, "/tmp/m/model.ckpt-1 1/3");
-  EXPECT_EQ(s2.saved, "/tmp/m/model.ckpt-1 2/3");
+  client.save({"/tmp/m/p0", "/tmp/m/p1", "/tmp/m/p2"}, 4, false);
+  EXPECT_EQ(s1.saved, "/tmp/m/p1 1/4");
+  EXPECT_EQ(s2.saved, "/tmp/m/p2 2/4");
 }
 
 // --- pulls ---------------------------------------------------------------
@@ -398,6 +399,12 @@ TEST(ParameterServer, ATaskOfAnotherJobIsRefusedAndKeepsServing) {
             "ps:0 (" + cluster.addresses[0] +
                 ") refused shutdown: ps:0 serves another job (its cluster is "
                 "job-a, the chief's job-b)");
+  // Nor does it write another job's checkpoint.
+  EXPECT_EQ(errorOf([&] { other.save({"/tmp/m/part"}, 2, false); }),
+            "ps:0 (" + cluster.addresses[0] +
+                ") refused save: ps:0 serves another job (its cluster is "
+                "job-a, the chief's job-b)");
+  EXPECT_EQ(s0.saved, "");
   o.cluster = "job-a";
   Client mine(o, spec.spec);
   mine.connect(); // still serving
@@ -826,13 +833,15 @@ TEST(ParameterServer, SaveWritesEveryShardAndShutdownEndsServe) {
   Spec spec(2, 0, 1);
   Client client(cluster.options(), spec.spec);
   client.connect();
-  client.save("/tmp/m/model.ckpt-5");
-  EXPECT_EQ(s0.saved, "/tmp/m/model.ckpt-5 0/2");
-  EXPECT_EQ(s1.saved, "/tmp/m/model.ckpt-5 1/2");
-  EXPECT_EQ(errorOf([&] { client.save("/full/model.ckpt-5"); }),
+  EXPECT_THROW(client.save({"/tmp/m/a"}, 3, true), std::invalid_argument);
+  EXPECT_THROW(client.save({"/tmp/m/a", "/tmp/m/b"}, 1, true),
+               std::invalid_argument);
+  client.save({"/tmp/m/a", "/tmp/m/b"}, 3, true);
+  EXPECT_EQ(s0.saved, "/tmp/m/a 0/3 sync");
+  EXPECT_EQ(s1.saved, "/tmp/m/b 1/3 sync");
+  EXPECT_EQ(errorOf([&] { client.save({"/full/a", "/tmp/m/b"}, 3, true); }),
             "ps:0 (" + cluster.addresses[0] +
-                ") failed save: save: cannot write /full/model.ckpt-5: disk "
-                "full");
+                ") failed save: save: cannot write /full/a: disk full");
   // The chief ends the job: both serve() calls return (the cluster's
   // destructor joins their threads).
   client.shutdown();

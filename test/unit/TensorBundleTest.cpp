@@ -11,6 +11,7 @@
 #include "lib/Checkpoint/TensorBundle.h"
 #include "estimator/WarmStart.h"
 #include "lib/Checkpoint/Checkpoint.h"
+#include "lib/Checkpoint/Partitions.h"
 #include "lib/Checkpoint/Table.h"
 #include "lib/Support/Crc32c.h"
 #include "lib/Support/FileIO.h"
@@ -590,6 +591,224 @@ TEST_F(TensorBundleTest, FailedTfSaveLeavesModelDirAsItWas) {
         << entry.path();
   EXPECT_EQ(fileio::readFile(file("checkpoint")), state);
   EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-100"));
+}
+
+//===----------------------------------------------------------------------===//
+// Sharded saves: parts written by several tasks, merged (parameter servers)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A [5, 2] table of 0..9 and its two parts (rows 0-2, 3-4), as a
+/// partitioned variable's parts are named.
+std::vector<float> iota(int n, float from = 0) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = from + static_cast<float>(i);
+  return v;
+}
+
+/// What two ps tasks and a chief hold: emb's parts (and their Adagrad
+/// slots) split over the tasks, a dense kernel, global_step on task 0, the
+/// chief's own tensor.
+std::vector<VariableMap> taskShares() {
+  auto rows = [](int r0, int n, float base) {
+    return TensorValue::of<float>({n, 2}, iota(2 * n, base + 2.0f * r0));
+  };
+  VariableMap ps0, ps1, chief;
+  ps0["emb/part_0"] = rows(0, 3, 0);
+  ps0["emb/part_0/Adagrad"] = rows(0, 3, 100);
+  ps0["global_step"] = TensorValue::of<int64_t>({}, {7});
+  ps1["emb/part_1"] = rows(3, 2, 0);
+  ps1["emb/part_1/Adagrad"] = rows(3, 2, 100);
+  ps1["dense/kernel"] = TensorValue::of<float>({2, 2}, {1, 2, 3, 4});
+  chief["input_position"] = TensorValue::of_strings({}, {"at 42"});
+  return {ps0, ps1, chief};
+}
+
+/// Each share written as its part, as a ps task does (its own names, one
+/// data file, with BundleWriter's raw add for the numeric ones).
+void writeParts(const std::vector<std::string> &parts, bool sync) {
+  std::vector<VariableMap> shares = taskShares();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    BundleWriter w(parts[k], {.num_shards = 1, .sync = sync});
+    for (const auto &[name, t] : shares[k])
+      if (t.dtype == DType::String)
+        w.add(name, t);
+      else
+        w.add(name, t.dtype, t.shape, t.data);
+    w.finish();
+  }
+}
+} // namespace
+
+TEST_F(TensorBundleTest, MergedPartsReadAsOneProcessCheckpoint) {
+  std::string prefix = file("model.ckpt-7");
+  std::vector<std::string> parts;
+  for (int k = 0; k < 3; ++k)
+    parts.push_back(bundle_part_prefix(prefix, k, 3));
+  EXPECT_EQ(parts[1], prefix + "_temp/part-00001-of-00003");
+  fs::create_directories(prefix + "_temp");
+  writeParts(parts, false);
+  merge_tensor_bundles(parts, prefix, false);
+  EXPECT_FALSE(fs::exists(prefix + "_temp")); // the parts are gone
+  for (int k = 0; k < 3; ++k)
+    EXPECT_TRUE(fs::exists(bundle_data_file(prefix, k, 3))) << k;
+
+  // The parts of emb (and of its slot) are slices of one tensor, as one
+  // process's Saver writes them.
+  TensorBundleReader reader(prefix);
+  EXPECT_EQ(reader.num_shards(), 3);
+  EXPECT_EQ(reader.tensors().at("emb").num_slices, 2u);
+  EXPECT_EQ(reader.tensors().at("emb/Adagrad").num_slices, 2u);
+  EXPECT_FALSE(reader.has_tensor("emb/part_0"));
+  expectEqual(reader.get_tensor("emb"),
+              TensorValue::of<float>({5, 2}, iota(10)), "emb");
+  expectEqual(reader.get_tensor("emb/Adagrad"),
+              TensorValue::of<float>({5, 2}, iota(10, 100)), "emb/Adagrad");
+  expectEqual(reader.get_tensor("dense/kernel"),
+              TensorValue::of<float>({2, 2}, {1, 2, 3, 4}), "dense/kernel");
+  reader.verify();
+  EXPECT_EQ(CheckpointReader(prefix).global_step(), 7);
+  expectEqual(CheckpointReader(prefix).get_tensor("input_position"),
+              TensorValue::of_strings({}, {"at 42"}), "input_position");
+
+  // State both tasks keep (Ftrl's beta): the first part's.
+  {
+    std::string p2 = file("model.ckpt-8");
+    std::vector<std::string> two = {bundle_part_prefix(p2, 0, 2),
+                                    bundle_part_prefix(p2, 1, 2)};
+    fs::create_directories(p2 + "_temp");
+    for (size_t k = 0; k < 2; ++k) {
+      BundleWriter w(two[k], {.num_shards = 1, .sync = false});
+      w.add("beta", TensorValue::of<float>({1}, {static_cast<float>(k)}));
+      w.finish();
+    }
+    merge_tensor_bundles(two, p2, false);
+    expectEqual(TensorBundleReader(p2).get_tensor("beta"),
+                TensorValue::of<float>({1}, {0}), "beta");
+  }
+
+  // A ps task restoring its part reads that slice alone.
+  expectEqual(*read_stored_part(reader, "emb/part_1"),
+              TensorValue::of<float>({2, 2}, iota(4, 6)), "emb/part_1");
+  expectEqual(*read_stored_part(reader, "emb/part_0/Adagrad"),
+              TensorValue::of<float>({3, 2}, iota(6, 100)), "slot part");
+  // Or straight into the task's own buffer.
+  std::vector<float> rows(4, -1.0f);
+  auto where = stored_part(reader, "emb/part_1");
+  ASSERT_TRUE(where);
+  EXPECT_EQ(where->first, "emb");
+  reader.read_into("emb", DType::Float32, {2, 2},
+                   reinterpret_cast<char *>(rows.data()), &where->second);
+  EXPECT_EQ(rows, iota(4, 6));
+  std::vector<float> kernel(4);
+  reader.read_into("dense/kernel", DType::Float32, {2, 2},
+                   reinterpret_cast<char *>(kernel.data()));
+  EXPECT_EQ(kernel, (std::vector<float>{1, 2, 3, 4}));
+  expectError(
+      [&] {
+        reader.read_into("dense/kernel", DType::Float32, {4},
+                         reinterpret_cast<char *>(kernel.data()));
+      },
+      {file("model.ckpt-7.index"), "tensor 'dense/kernel' is float32[2,2], "
+                                   "not float32[4]"});
+  expectError(
+      [&] {
+        reader.read_into("emb", DType::Float32, {5, 2},
+                         reinterpret_cast<char *>(kernel.data()));
+      },
+      {"tensor 'emb' is float32[5,2] in slices"});
+  EXPECT_FALSE(read_stored_part(reader, "emb/part_2"));
+  EXPECT_FALSE(read_stored_part(reader, "dense/kernel"));
+  EXPECT_FALSE(read_stored_part(reader, "other/part_0"));
+  expectError(
+      [&] { reader.get_slice("emb", {{1, 0}, {2, 2}}); },
+      {file("model.ckpt-7.index"), "tensor 'emb'", "no stored slice 1,2:0,2"});
+}
+
+TEST_F(TensorBundleTest, MergeRefusesWhatIsNotOneCheckpoint) {
+  std::string prefix = file("model.ckpt-7");
+  std::vector<std::string> parts = {bundle_part_prefix(prefix, 0, 2),
+                                    bundle_part_prefix(prefix, 1, 2)};
+  fs::create_directories(prefix + "_temp");
+  // A tensor two tasks both saved, of different shapes.
+  for (const std::string &part : parts) {
+    BundleWriter w(part, {.num_shards = 1, .sync = false});
+    w.add("w", TensorValue::of<float>(
+                   {part == parts[0] ? 1 : 2},
+                   std::vector<float>(part == parts[0] ? 1 : 2, 1.0f)));
+    w.finish();
+  }
+  expectError([&] { merge_tensor_bundles(parts, prefix, false); },
+              {parts[1] + ".index", "tensor 'w' is in " + parts[0] +
+                                        ".index too, of another dtype or "
+                                        "shape"});
+  // A part that was never written: nothing of the checkpoint is left, the
+  // written parts stay where they were.
+  fs::remove(parts[1] + ".index");
+  fs::remove(bundle_data_file(parts[1], 0, 1));
+  expectError([&] { merge_tensor_bundles(parts, prefix, false); },
+              {parts[1] + ".index"});
+  EXPECT_FALSE(fs::exists(prefix + ".index"));
+  EXPECT_FALSE(fs::exists(bundle_data_file(prefix, 0, 2)));
+  EXPECT_TRUE(fs::exists(bundle_data_file(parts[0], 0, 1)));
+  // A part of several data files.
+  BundleWriter two(parts[1], {.num_shards = 2, .sync = false});
+  two.add("v", TensorValue::of<float>({1}, {1}));
+  two.finish();
+  expectError([&] { merge_tensor_bundles(parts, prefix, false); },
+              {parts[1] + ".index", "has 2 data files, not 1"});
+  EXPECT_THROW(merge_tensor_bundles({}, prefix), std::invalid_argument);
+  // The raw add checks its bytes.
+  BundleWriter w(file("raw"));
+  EXPECT_THROW(w.add("x", DType::Float32, {2}, std::string(4, '\0')),
+               std::invalid_argument);
+  EXPECT_THROW(w.add("s", DType::String, {}, ""), std::invalid_argument);
+}
+
+TEST_F(TensorBundleTest, SaverShardedSaves) {
+  SaverOptions options;
+  options.format = CheckpointFormat::TensorBundle;
+  options.max_to_keep = 1;
+  options.sync = false;
+  Saver saver(dir, options);
+  for (int64_t step : {7, 8})
+    EXPECT_EQ(saver.save_sharded(step, 3, writeParts),
+              file("model.ckpt-" + std::to_string(step)));
+  EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-8"));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-7.index"))); // not kept
+  EXPECT_FALSE(fs::exists(file("model.ckpt-7.data-00002-of-00003")));
+  auto restored = restore_latest(dir);
+  ASSERT_TRUE(restored);
+  expectEqual(restored->variables.at("emb"),
+              TensorValue::of<float>({5, 2}, iota(10)), "emb");
+
+  // A task that fails: model_dir as it was, no parts left.
+  std::string state = fileio::readFile(file("checkpoint"));
+  expectError<std::runtime_error>(
+      [&] {
+        saver.save_sharded(
+            9, 3, [](const std::vector<std::string> &parts, bool sync) {
+              writeParts({parts[0], parts[1]}, sync);
+              throw std::runtime_error("ps:1 (127.0.0.1:1) failed save: gone");
+            });
+      },
+      {"ps:1 (127.0.0.1:1) failed save: gone"});
+  EXPECT_EQ(fileio::readFile(file("checkpoint")), state);
+  EXPECT_FALSE(fs::exists(file("model.ckpt-9_temp")));
+  EXPECT_FALSE(fs::exists(file("model.ckpt-9.index")));
+
+  // The parts of a save killed before its merge go with the next Saver.
+  fs::create_directories(file("model.ckpt-10_temp"));
+  writeBytes(file("model.ckpt-10_temp/part-00000-of-00003.index"), "x");
+  Saver next(dir, options);
+  EXPECT_FALSE(fs::exists(file("model.ckpt-10_temp")));
+  EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-8"));
+
+  // Sharded saves are TF's format.
+  expectError<std::invalid_argument>(
+      [&] { Saver(file("st"), {}).save_sharded(1, 2, writeParts); },
+      {"keeps safetensors checkpoints"});
 }
 
 TEST_F(TensorBundleTest, ObjectGraph) {
