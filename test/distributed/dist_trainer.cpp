@@ -59,6 +59,7 @@ struct Options {
   int64_t predict = 0;
   int64_t dump_eval = 0;
   bool no_sync_checkpoints = false;
+  std::string ps_strategy = "round_robin";
 };
 
 constexpr int64_t kFeatures = 16, kClasses = 4;
@@ -160,6 +161,7 @@ int run(const Options &o) {
   c.checkpoint_format = o.checkpoint_format;
   if (o.no_sync_checkpoints)
     c.sync_checkpoints = false;
+  c.ps_strategy = o.ps_strategy;
   c.save_summary_steps = 1;
   c.log_step_count_steps = 5;
   c.intra_op_parallelism_threads = 1;
@@ -355,6 +357,8 @@ int main(int argc, char **argv) {
                   "with --export_dir: print the predictions of the first N "
                   "evaluation examples")
                  .min(0));
+  parser.add(Flag("ps_strategy", &o.ps_strategy, "RunConfig.ps_strategy")
+                 .choices({"round_robin", "greedy"}));
   parser.add(Flag("no_sync_checkpoints", &o.no_sync_checkpoints,
                   "RunConfig.sync_checkpoints = false"));
   parser.add(Flag("dump_eval", &o.dump_eval,
