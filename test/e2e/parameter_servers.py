@@ -45,6 +45,7 @@ cases:
                the job goes on without it
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -156,6 +157,45 @@ def whole(tensors):
     return out
 
 
+TF_READER = r"""
+import hashlib, json, sys
+import tensorflow as tf
+reader = tf.train.load_checkpoint(sys.argv[1])
+out = {}
+for name, shape in reader.get_variable_to_shape_map().items():
+    value = reader.get_tensor(name)
+    if value.dtype.kind in "fiub":
+        out[name] = [list(shape), hashlib.sha256(value.tobytes()).hexdigest()]
+print(json.dumps(out))
+"""
+
+
+def tf_reads(model_dir, step, tensors):
+    """TF 2.15 (when installed) reads the sharded checkpoint as estc does:
+    the same tensors, the partitioned ones assembled from the tasks'
+    slices, byte for byte."""
+    prefix = os.path.join(model_dir, "model.ckpt-%d" % step)
+    r = subprocess.run([sys.executable, "-c", TF_READER, prefix],
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        if "No module named 'tensorflow'" in r.stderr:
+            print("SKIP the TF cross-check: TensorFlow is not installed",
+                  flush=True)
+            return
+        fail("tf.train.load_checkpoint(%s): %s" % (prefix, r.stderr[-2000:]))
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    # The variables (estc's input position, bytes, is not TF's to read).
+    variables = {n: t for n, t in tensors.items()
+                 if t[0] in ("F32", "F64", "I32", "I64", "BOOL")}
+    for name, (dtype, shape, data) in variables.items():
+        want = [list(shape), hashlib.sha256(data).hexdigest()]
+        if seen.get(name) != want:
+            fail("TF reads %s as %s, estc as %s" %
+                 (name, seen.get(name, "missing"), want))
+    print("TF 2.15 reads the sharded checkpoint: its %d variables equal to "
+          "estc's" % len(variables), flush=True)
+
+
 def compare(ref, got, what, bound):
     """Fails unless `got` holds every tensor of `ref`, of its dtype and
     shape, integers equal and floats within `bound` of the variable's
@@ -240,6 +280,8 @@ def case_equivalence(args, workers=0, extra=()):
           "largest difference %.3g of a variable's magnitude (%s; bound %g)"
           % (args.ps, args.steps, args.format, worst, where, bound),
           flush=True)
+    if args.format == "tf":
+        tf_reads(job.model_dir, step, got)
     for task in job.procs:
         saved = "Saving checkpoints" in job.log(task)
         if saved != task.startswith("chief"):
