@@ -203,10 +203,10 @@ TEST(ShapeFunctions, DepthwiseConv2d) {
 TEST(ShapeFunctions, Reduce) {
   expectDims(reduce({U, 10}, std::nullopt, false), {});
   expectDims(reduce({U, 10}, std::nullopt, true), {1, 1});
-  expectDims(reduce({U, 10}, Dims{1}, false), {U});
-  expectDims(reduce({2, 3, 4}, Dims{-1, 0}, true), {1, 3, 1});
-  expectError(reduce({2, 3}, Dims{2}, false), "out of range");
-  expectError(reduce({2, 3}, Dims{1, -1}, false), "repeated");
+  expectDims(estc::shape::reduce({U, 10}, Dims{1}, false), {U});
+  expectDims(estc::shape::reduce({2, 3, 4}, Dims{-1, 0}, true), {1, 3, 1});
+  expectError(estc::shape::reduce({2, 3}, Dims{2}, false), "out of range");
+  expectError(estc::shape::reduce({2, 3}, Dims{1, -1}, false), "repeated");
   expectDims(argReduce({U, 10}, 1), {U});
   expectDims(argReduce({U, 10}, -1), {U});
   expectError(argReduce({U, 10}, 2), "out of range");
