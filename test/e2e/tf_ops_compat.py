@@ -188,14 +188,30 @@ def main():
     cases = load_cases(args.only)
     if not cases:
         sys.exit("tf_ops_compat: no case matches")
-    expected, lines = {}, []
+    expected, lines, unavailable = {}, [], []
     for case in cases:
         try:
             outs, grads, case_lines = run_tf(tf, np, case, args.seed)
+        except tf.errors.OpError as e:
+            # TF's kernels differ between CPUs (oneDNN's, where TF enables
+            # it, or Eigen's, which lack some: "Current CPU implementations
+            # do not yet support dilation rates larger than 1" for a dilated
+            # convolution's gradient on an AMD EPYC): the oracle has no
+            # answer for the case here. Visibly skipped, not failed; any
+            # other error of TF's fails.
+            if not isinstance(e, tf.errors.UnimplementedError) and \
+                    "do not yet support" not in str(e):
+                sys.exit(f"tf_ops_compat: TF fails case {case.name} "
+                         f"({type(e).__name__}): {e}")
+            print(f"SKIP {case.name}: TF 2.15 cannot run it on this CPU: "
+                  f"{str(e).splitlines()[0][:200]}")
+            unavailable.append(case.name)
+            continue
         except Exception as e:  # pylint: disable=broad-except
-            sys.exit(f"tf_ops_compat: TF fails case {case.name}: {e}")
+            sys.exit(f"tf_ops_compat: TF fails case {case.name} ({type(e).__name__}): {e}")
         expected[case.name] = (outs, grads)
         lines += case_lines
+    cases = [c for c in cases if c.name not in unavailable]
     proc = run_case(args.tool, lines)
     if proc.returncode != 0:
         sys.exit(f"tf_ops_compat: ops_tool failed ({proc.returncode}): "
@@ -209,7 +225,9 @@ def main():
             failures += 1
             print(f"FAIL {case.name}: {problem}")
     print(f"tf_ops_compat: {len(cases) - failures} of {len(cases)} cases "
-          "equal to TF 2.15 (outputs and gradients)")
+          "equal to TF 2.15 (outputs and gradients)" +
+          (f"; {len(unavailable)} skipped (TF cannot run them here)"
+           if unavailable else ""))
     return 1 if failures else 0
 
 
