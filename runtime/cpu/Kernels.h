@@ -162,8 +162,11 @@ ESTC_RT_EXPORT size_t estc_runtime_parallel_loops_split(void);
 
 /// How many convolution calls / GEMM tiles oneDNN ran (runtime/cpu/
 /// OneDnnConv.h), over the process (tests use them to check which calls
-/// take that path).
+/// take that path); and the convolution calls oneDNN offered only a slow
+/// (gemm or reference) primitive for on this CPU, which estc's own kernels
+/// ran (an AVX2 machine's dilated or asymmetric-stride gradients).
 ESTC_RT_EXPORT size_t estc_runtime_onednn_conv_calls(void);
+ESTC_RT_EXPORT size_t estc_runtime_onednn_conv_declined(void);
 ESTC_RT_EXPORT size_t estc_runtime_onednn_gemm_calls(void);
 
 /// The instruction set the kernels were compiled for: "avx512", "avx2" or

@@ -38,8 +38,9 @@ namespace {
 
 /// -1: not decided yet (ESTC_USE_ONEDNN), 0 off, 1 on.
 std::atomic<int> enabled{-1};
-/// Calls that oneDNN ran.
-std::atomic<size_t> calls{0}, gemmCalls{0};
+/// Calls that oneDNN ran; convolution calls it had only a slow (gemm or
+/// reference) primitive for, left to estc's own kernels.
+std::atomic<size_t> calls{0}, gemmCalls{0}, declined{0};
 
 [[maybe_unused]] bool oneDnnEnabled() {
   int e = enabled.load(std::memory_order_relaxed);
@@ -61,6 +62,10 @@ extern "C" int estc_runtime_set_onednn(int enable) {
 
 extern "C" size_t estc_runtime_onednn_conv_calls(void) {
   return estc::rt::calls.load();
+}
+
+extern "C" size_t estc_runtime_onednn_conv_declined(void) {
+  return estc::rt::declined.load();
 }
 
 extern "C" size_t estc_runtime_onednn_gemm_calls(void) {
@@ -326,7 +331,10 @@ bool chunks(Kind kind, const Shape &whole, Chunks &out) {
     s.n += 1;
     out.large = &entry(kind, s);
   }
-  return out.small->ok && out.large->ok;
+  bool ok = out.small->ok && out.large->ok;
+  if (!ok)
+    declined.fetch_add(1, std::memory_order_relaxed);
+  return ok;
 }
 
 /// This thread's scratchpad for `e`.

@@ -536,8 +536,10 @@ TEST(RuntimeConv2D, OneDnnPathMatchesNaiveLoops) {
   ThreadsGuard threads(2);
   if (!estc_runtime_set_onednn(1))
     GTEST_SKIP() << "the runtime was built without oneDNN (ESTC_ONEDNN=OFF)";
+  bool first = true;
   for (const ConvCase &t : oneDnnCases()) {
     size_t before = estc_runtime_onednn_conv_calls();
+    size_t declinedBefore = estc_runtime_onednn_conv_declined();
     ConvRun run(t);
     run.forward();
     expectClose(run.output, run.forwardReference(), "forward " + describe(t));
@@ -548,8 +550,19 @@ TEST(RuntimeConv2D, OneDnnPathMatchesNaiveLoops) {
     std::vector<Ref> wantFilter = grads.backpropFilterReference();
     grads.backpropFilter();
     expectClose(grads.filter, wantFilter, "backprop filter " + describe(t));
-    EXPECT_EQ(before + 3, estc_runtime_onednn_conv_calls())
-        << describe(t) << ": all three kernels should have run on oneDNN";
+    // Each kernel ran on oneDNN, unless oneDNN has only a slow primitive
+    // for it on this CPU (an AVX2 machine's dilated gradients): then on
+    // estc's loops, and counted as declined. A plain 3x3 convolution has a
+    // fast one on every ISA.
+    size_t ran = estc_runtime_onednn_conv_calls() - before;
+    size_t declined = estc_runtime_onednn_conv_declined() - declinedBefore;
+    EXPECT_EQ(ran + declined, 3u)
+        << describe(t) << ": each kernel either runs on oneDNN or is declined";
+    if (first) {
+      EXPECT_EQ(ran, 3u) << describe(t)
+                         << ": all three kernels should have run on oneDNN";
+    }
+    first = false;
   }
   estc_runtime_set_onednn(-1);
 }
