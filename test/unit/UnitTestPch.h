@@ -21,4 +21,3 @@
 #include <string>
 #include <thread>
 #include <vector>
-
