@@ -306,6 +306,37 @@ std::string encode_tensor_name_slice(const std::string &name,
   return out;
 }
 
+namespace {
+/// The entries of the index file `index` (a table: read_table's checks);
+/// CheckpointError when it cannot be read.
+std::vector<std::pair<std::string, std::string>>
+readIndex(const std::string &index) {
+  std::string bytes;
+  try {
+    bytes = fileio::readFile(index);
+  } catch (const FileError &e) {
+    throw CheckpointError(e.what());
+  }
+  return table::read_table(index, bytes);
+}
+
+/// The bytes of an index: the header of `numShards` data files, then
+/// `entries` (serialized BundleEntryProtos) in key order.
+std::string indexBytes(int numShards,
+                       const std::map<std::string, std::string> &entries) {
+  proto::BundleHeaderProto header;
+  header.set_num_shards(numShards);
+  header.set_endianness(proto::BundleHeaderProto::LITTLE);
+  header.mutable_version()->set_producer(kBundleVersion);
+  header.mutable_version()->set_min_consumer(kBundleMinConsumer);
+  table::TableBuilder builder;
+  builder.add("", header.SerializeAsString());
+  for (const auto &[key, value] : entries)
+    builder.add(key, value);
+  return builder.finish();
+}
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//
@@ -549,16 +580,7 @@ void BundleWriter::finish() {
       sliceToProto(s, entry.add_slices());
     all[key] = entry.SerializeAsString();
   }
-  proto::BundleHeaderProto header;
-  header.set_num_shards(options_.num_shards);
-  header.set_endianness(proto::BundleHeaderProto::LITTLE);
-  header.mutable_version()->set_producer(kBundleVersion);
-  header.mutable_version()->set_min_consumer(kBundleMinConsumer);
-  table::TableBuilder builder;
-  builder.add("", header.SerializeAsString());
-  for (const auto &[key, value] : all)
-    builder.add(key, value);
-  std::string index = builder.finish();
+  std::string index = indexBytes(options_.num_shards, all);
   // The data files first (an empty one too: readers open every shard),
   // each fsynced and renamed into place; then the index, whose write also
   // fsyncs the directory. A reader that finds the index finds them.
@@ -622,13 +644,7 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
   std::map<std::string, std::string> from; // key -> the index it came from
   for (int k = 0; k < n; ++k) {
     std::string index = bundle_index_file(parts[k]);
-    std::string bytes;
-    try {
-      bytes = fileio::readFile(index);
-    } catch (const FileError &e) {
-      throw CheckpointError(e.what());
-    }
-    auto table = table::read_table(index, bytes);
+    auto table = readIndex(index);
     proto::BundleHeaderProto header;
     if (table.empty() || !table[0].first.empty() ||
         !header.ParseFromString(table[0].second))
@@ -693,16 +709,10 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
     }
     sliceToProto(layout.slice, it->second.add_slices());
   }
-  proto::BundleHeaderProto header;
-  header.set_num_shards(n);
-  header.set_endianness(proto::BundleHeaderProto::LITTLE);
-  header.mutable_version()->set_producer(kBundleVersion);
-  header.mutable_version()->set_min_consumer(kBundleMinConsumer);
-  table::TableBuilder builder;
-  builder.add("", header.SerializeAsString());
+  std::map<std::string, std::string> entries;
   for (const auto &[key, p] : merged)
-    builder.add(key, p.SerializeAsString());
-  std::string index = builder.finish();
+    entries.emplace(key, p.SerializeAsString());
+  std::string index = indexBytes(n, entries);
   // The data files renamed into place (each part wrote and synced its
   // own), then the index, crash-safely: a reader that finds it finds them.
   for (int k = 0; k < n; ++k) {
@@ -782,13 +792,7 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
   auto fail = [&f](const std::string &what) -> DataLossError {
     return DataLossError(f + ": " + what);
   };
-  std::string bytes;
-  try {
-    bytes = fileio::readFile(indexFile_);
-  } catch (const FileError &e) {
-    throw CheckpointError(e.what());
-  }
-  auto table = table::read_table(indexFile_, bytes);
+  auto table = readIndex(indexFile_);
   if (table.empty() || !table[0].first.empty())
     throw fail("no header entry (the empty key) in the index");
   proto::BundleHeaderProto header;
