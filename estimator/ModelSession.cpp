@@ -22,9 +22,7 @@ namespace detail {
 namespace {
 /// Metric state, which evaluation resets and checkpoints leave out.
 bool isLocal(const rt::VariableSpec &v) { return v.local; }
-} // namespace
 
-namespace {
 /// Copies `value` into variable i of `m` after checking its dtype and shape.
 void storeVariable(rt::CompiledModel &m, int i, const TensorValue &value,
                    const std::string &source) {

@@ -961,9 +961,9 @@ std::string Saver::save_sharded(
   for (int k = 0; k < num_parts; ++k)
     parts.push_back(bundle_part_prefix(prefix, k, num_parts));
   bool listed = isListed(rel);
+  // The parts of a save that failed or was killed, merged or not, are
+  // removed with their directory.
   std::string partsDir = prefix + kBundlePartsDirSuffix;
-  // The parts of a save that failed or was killed, merged or not.
-  auto removeParts = [&] { removePartsDir(partsDir); };
   auto removeNew = [&] {
     if (listed)
       return;
@@ -971,17 +971,17 @@ std::string Saver::save_sharded(
     for (int k = 0; k < num_parts; ++k)
       ::unlink(bundle_data_file(prefix, k, num_parts).c_str());
   };
-  removeParts();
+  removePartsDir(partsDir);
   try {
     fileio::makeDirs(partsDir);
     write_parts(parts, options_.sync);
     merge_tensor_bundles(parts, prefix, options_.sync);
   } catch (const FileError &e) {
-    removeParts();
+    removePartsDir(partsDir);
     removeNew();
     throw CheckpointError(e.what());
   } catch (...) {
-    removeParts();
+    removePartsDir(partsDir);
     removeNew();
     throw;
   }

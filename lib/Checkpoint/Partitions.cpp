@@ -141,15 +141,6 @@ stored_part(const TensorBundleReader &reader, const std::string &name) {
   return std::make_pair(part->first, slices[static_cast<size_t>(part->second)]);
 }
 
-std::optional<TensorValue> read_stored_part(const TensorBundleReader &reader,
-                                            const std::string &name) {
-  std::optional<std::pair<std::string, TensorSlice>> where =
-      stored_part(reader, name);
-  if (!where)
-    return std::nullopt;
-  return reader.get_slice(where->first, where->second);
-}
-
 void add_variables(
     BundleWriter &writer,
     const std::vector<std::pair<const std::string *, const TensorValue *>>

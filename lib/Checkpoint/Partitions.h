@@ -57,13 +57,10 @@ TensorValue slice_of(const TensorValue &full, const PartLayout &layout,
 /// holds "<X>[/<slot>]" as slices: that name and its i-th slice in the
 /// order of their starts. nullopt when `name` is no part's name, or the
 /// checkpoint has no "<X>[/<slot>]" stored in more than i slices.
+/// TensorBundleReader::read_into (or get_slice) reads that slice alone: a
+/// ps task restoring its parts of a table never holds the table.
 std::optional<std::pair<std::string, TensorSlice>>
 stored_part(const TensorBundleReader &reader, const std::string &name);
-
-/// That slice read alone (a ps task restoring its parts of a table never
-/// holds the table); nullopt as stored_part.
-std::optional<TensorValue> read_stored_part(const TensorBundleReader &reader,
-                                            const std::string &name);
 
 /// Adds `variables` to `writer`: the parts of partitioned variables as
 /// slices of their full tensors, every other variable as itself.

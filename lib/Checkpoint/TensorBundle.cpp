@@ -470,10 +470,8 @@ void BundleWriter::add(const std::string &key, DType dtype,
   if (dtype == DType::String)
     throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
                                 ": a string tensor is added as a TensorValue");
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  if (bytes.size() != static_cast<size_t>(n) * dtype_size(dtype))
+  if (bytes.size() !=
+      static_cast<size_t>(numElements(shape)) * dtype_size(dtype))
     throw std::invalid_argument("BundleWriter: tensor " + quoted(key) + ": " +
                                 std::to_string(bytes.size()) +
                                 " bytes do not match " + shape_string(shape));
@@ -1135,22 +1133,30 @@ void TensorBundleReader::verify() const {
         assemble(entry(name, name), name, *dtype, /*keep=*/false);
 }
 
+const TensorBundleReader::Entry &
+TensorBundleReader::sliceEntry(const std::string &name,
+                               const TensorSlice &slice) const {
+  const Entry &full = entry(name, name);
+  bool stored = false;
+  for (const TensorSlice &s : full.slices)
+    stored = stored || (s.start == slice.start && s.length == slice.length);
+  if (!stored)
+    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
+                          " has no stored slice " + sliceString(slice));
+  const Entry &e = entry(encode_tensor_name_slice(name, slice), name);
+  if (e.dtype != full.dtype || !e.slices.empty())
+    throw DataLossError(indexFile_ + ": tensor " + quoted(name) + ": slice " +
+                        sliceString(slice) + ": its entry is " +
+                        tf_dtype_number_name(e.dtype) + shape_string(e.shape));
+  return e;
+}
+
 void TensorBundleReader::read_into(const std::string &name, DType dtype,
                                    const std::vector<int64_t> &shape, char *out,
                                    const TensorSlice *slice) const {
-  const Entry &full = entry(name, name);
-  std::string what = name;
-  const Entry *e = &full;
-  if (slice) {
-    bool stored = false;
-    for (const TensorSlice &s : full.slices)
-      stored = stored || (s.start == slice->start && s.length == slice->length);
-    if (!stored)
-      throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
-                            " has no stored slice " + sliceString(*slice));
-    what = name + "' slice '" + sliceString(*slice);
-    e = &entry(encode_tensor_name_slice(name, *slice), name);
-  }
+  const Entry *e = slice ? &sliceEntry(name, *slice) : &entry(name, name);
+  std::string what =
+      slice ? name + "' slice '" + sliceString(*slice) : std::string(name);
   std::optional<DType> stored = dtype_from_tf_number(e->dtype);
   if (!e->slices.empty() || !stored || *stored != dtype ||
       dtype == DType::String || e->shape != shape)
@@ -1171,23 +1177,12 @@ TensorBundleReader::slices_of(const std::string &name) const {
 
 TensorValue TensorBundleReader::get_slice(const std::string &name,
                                           const TensorSlice &slice) const {
-  const Entry &e = entry(name, name);
+  const Entry &e = sliceEntry(name, slice);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
-  bool stored = false;
-  for (const TensorSlice &s : e.slices)
-    stored = stored || (s.start == slice.start && s.length == slice.length);
-  if (!dtype || !stored)
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
-                          " has no stored slice " + sliceString(slice) +
-                          (dtype ? "" : " of a dtype estc reads"));
-  std::string key = encode_tensor_name_slice(name, slice);
-  const Entry &se = entry(key, name);
-  if (se.dtype != e.dtype || !se.slices.empty())
-    throw DataLossError(indexFile_ + ": tensor " + quoted(name) + ": slice " +
-                        sliceString(slice) + ": its entry is " +
-                        tf_dtype_number_name(se.dtype) +
-                        shape_string(se.shape));
-  return readWhole(se, name + "' slice '" + sliceString(slice), *dtype);
+  if (!dtype)
+    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) + ": dtype " +
+                          tf_dtype_number_name(e.dtype) + " has no estc DType");
+  return readWhole(e, name + "' slice '" + sliceString(slice), *dtype);
 }
 
 //===----------------------------------------------------------------------===//

@@ -254,6 +254,11 @@ private:
   std::string bytesOf(const Entry &e, const std::string &name) const;
   TensorValue readWhole(const Entry &e, const std::string &name,
                         DType dtype) const;
+  /// The entry of the stored slice `slice` of partitioned tensor `name`;
+  /// CheckpointError when it has no such slice, DataLossError when the
+  /// slice's entry disagrees with its tensor's.
+  const Entry &sliceEntry(const std::string &name,
+                          const TensorSlice &slice) const;
   /// Reads a numeric entry's bytes into `out` (or, null, through an 8 MiB
   /// buffer) and checks its CRC32C.
   void readBytes(const Entry &e, const std::string &name, char *out) const;

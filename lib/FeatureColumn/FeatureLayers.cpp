@@ -76,6 +76,9 @@ public:
                const Initializer &init, bool trainable, bool reuse,
                const CategoricalColumn &c, const std::string &combiner,
                double maxNorm);
+  /// A weight of the layer, zeros at first: one variable, or with the
+  /// layer's partitioner its parts' values concatenated.
+  Tensor weights(const std::string &name, const Dims &shape);
 
 private:
   Tensor input(const std::string &key, const FeatureColumn &c);
@@ -84,6 +87,10 @@ private:
   Tensor bucketMultiHot(const BucketizedColumn &c);
   Variable variable(const std::string &name, const Dims &shape,
                     const Initializer &init, bool trainable, bool reuse);
+  /// variable() as the parts of a partitioned variable (partitioner_).
+  PartitionedVariable parts(const std::string &name, const Dims &shape,
+                            const Initializer &init, bool trainable,
+                            bool reuse);
 
   const TensorMap &features_;
   bool trainable_;
@@ -125,6 +132,20 @@ Variable Builder::variable(const std::string &name, const Dims &shape,
                         trainable && trainable_, reuse || reuse_);
 }
 
+PartitionedVariable Builder::parts(const std::string &name, const Dims &shape,
+                                   const Initializer &init, bool trainable,
+                                   bool reuse) {
+  Graph &g = graphOf(features_, "feature columns");
+  return get_variable(g, name, DType::Float32, shape, partitioner_, init,
+                      trainable && trainable_, reuse || reuse_);
+}
+
+Tensor Builder::weights(const std::string &name, const Dims &shape) {
+  if (partitioner_)
+    return parts(name, shape, zeros_initializer(), true, false);
+  return variable(name, shape, zeros_initializer(), true, false);
+}
+
 Tensor Builder::embed(const std::string &name, const Dims &shape,
                       const Initializer &init, bool trainable, bool reuse,
                       const CategoricalColumn &c, const std::string &combiner,
@@ -132,10 +153,7 @@ Tensor Builder::embed(const std::string &name, const Dims &shape,
   if (!partitioner_)
     return lookup(variable(name, shape, init, trainable, reuse), c, combiner,
                   maxNorm);
-  Graph &g = graphOf(features_, "feature columns");
-  PartitionedVariable table =
-      get_variable(g, name, DType::Float32, shape, partitioner_, init,
-                   trainable && trainable_, reuse || reuse_);
+  PartitionedVariable table = parts(name, shape, init, trainable, reuse);
   if (as<BucketizedColumn>(&c))
     return lookup(table.as_tensor(), c, combiner, maxNorm);
   return safe_embedding_lookup_sparse(table, sparse_ids(features_, c), combiner,
@@ -334,16 +352,9 @@ Tensor linear_model(const TensorMap &features,
       throw std::invalid_argument("linear_model: feature column '" + c->name() +
                                   "' is neither dense nor categorical");
   Scope layer = g.name_scope(g.unique_layer_name("linear_model"));
-  Builder builder(features, trainable, false, partitioner);
   // Every variable of the model, with a partitioner its parts (TF 1's
   // variable_scope partitioner: LinearClassifier's `partitioner`).
-  auto weights = [&](const std::string &name, const Dims &shape) -> Tensor {
-    if (partitioner)
-      return get_variable(g, name, DType::Float32, shape, partitioner,
-                          zeros_initializer(), trainable);
-    return g.get_variable(name, DType::Float32, shape, zeros_initializer(),
-                          trainable);
-  };
+  Builder builder(features, trainable, false, partitioner);
   Tensor sum;
   for (const FeatureColumnPtr &c : sorted) {
     Scope column = g.name_scope(columnScope(*c));
@@ -355,12 +366,13 @@ Tensor linear_model(const TensorMap &features,
     } else {
       const auto &d = dynamic_cast<const DenseColumn &>(*c);
       part = matmul(reshape(builder.dense(d), {-1, d.num_elements()}),
-                    weights("weights", {d.num_elements(), units}), false, false,
-                    "weighted_sum");
+                    builder.weights("weights", {d.num_elements(), units}),
+                    false, false, "weighted_sum");
     }
     sum = sum.valid() ? add(sum, part) : part;
   }
-  return nn::bias_add(sum, weights("bias_weights", {units}), "weighted_sum");
+  return nn::bias_add(sum, builder.weights("bias_weights", {units}),
+                      "weighted_sum");
 }
 
 SequenceFeatures::SequenceFeatures(FeatureColumns feature_columns,

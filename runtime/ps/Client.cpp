@@ -89,6 +89,23 @@ std::vector<int64_t> specShape(int32_t rank, const int64_t *shape) {
   return std::vector<int64_t>(shape, shape + rank);
 }
 
+/// The options of a client's channel to a task.
+grpc::ChannelArguments channelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // A task that comes up late is found within 0.1-1 s, not gRPC's
+  // default 1-120 s backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Retries are ours (UNAVAILABLE, bounded), and each client has its
+  // own connections.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return args;
+}
+
 std::string describeTensor(rt::DType dtype, const std::vector<int64_t> &shape) {
   return std::string(rt::dtypeName(dtype)) + " " + shapeText(shape);
 }
@@ -155,18 +172,7 @@ struct Client::Impl {
     std::random_device random;
     session = (uint64_t(random()) << 32) ^ random() ^
               uint64_t(Clock::now().time_since_epoch().count());
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    // A task that comes up late is found within 0.1-1 s, not gRPC's
-    // default 1-120 s backoff.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    // Retries are ours (UNAVAILABLE, bounded), and each client has its
-    // own connections.
-    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    grpc::ChannelArguments args = channelArguments();
     for (const std::string &address : options.addresses) {
       Task t;
       t.address = address;
@@ -947,12 +953,8 @@ void Client::reset_stats() {
 
 double measure_round_trip(const std::string &address, int calls,
                           double timeout_secs) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args);
+      address, grpc::InsecureChannelCredentials(), channelArguments());
   if (!channel->WaitForConnected(
           std::chrono::system_clock::now() +
           std::chrono::milliseconds(static_cast<int64_t>(timeout_secs * 1e3))))
