@@ -836,6 +836,9 @@ TEST(ParameterServer, SaveWritesEveryShardAndShutdownEndsServe) {
   EXPECT_THROW(client.save({"/tmp/m/a"}, 3, true), std::invalid_argument);
   EXPECT_THROW(client.save({"/tmp/m/a", "/tmp/m/b"}, 1, true),
                std::invalid_argument);
+  EXPECT_EQ(errorOf([&] { client.save({"", "/tmp/m/b"}, 3, true); }),
+            "ps:0 (" + cluster.addresses[0] +
+                ") refused save: save: no checkpoint prefix");
   client.save({"/tmp/m/a", "/tmp/m/b"}, 3, true);
   EXPECT_EQ(s0.saved, "/tmp/m/a 0/3 sync");
   EXPECT_EQ(s1.saved, "/tmp/m/b 1/3 sync");

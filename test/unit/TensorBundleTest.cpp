@@ -811,6 +811,7 @@ TEST_F(TensorBundleTest, SaverShardedSaves) {
   EXPECT_FALSE(fs::exists(file("model.ckpt-10_temp")));
   EXPECT_EQ(latest_checkpoint(dir), file("model.ckpt-8"));
 
+  EXPECT_THROW(saver.save_sharded(11, 0, writeParts), std::invalid_argument);
   // Sharded saves are TF's format.
   expectError<std::invalid_argument>(
       [&] { Saver(file("st"), {}).save_sharded(1, 2, writeParts); },
