@@ -9,7 +9,8 @@
 # from an empty model_dir. Prints each side's line, then one table:
 # seconds to the target (data loading apart), TF / estc, the CPU seconds
 # of that span (all threads; less moved by other load), steps, accuracy,
-# peak RSS and estc / TF.
+# peak RSS and estc / TF. Both sides keep the images as the files' bytes
+# and scale each batch in the input pipeline (the peer's --raw-images).
 #
 #   bench/fashion_tta.sh [--build DIR | --bin FILE] [--trainer aot|jit]
 #                        [--threads "1 2"]
@@ -65,7 +66,7 @@ echo "time to accuracy $target on $data_dir; $(nproc) cores; load average at sta
 for t in $threads; do
   python3 bench/tf_fashion_peer.py --data-dir "$data_dir" --threads "$t" \
     --target-accuracy "$target" --max-epochs "$max_epochs" \
-    --save-checkpoints-steps "$every" --eval-holdout "$eval_holdout" --seed "$seed" --json "$work/tf-$t.json" |
+    --save-checkpoints-steps "$every" --eval-holdout "$eval_holdout" --seed "$seed" --raw-images --json "$work/tf-$t.json" |
     sed "s/^/TF   /"
   taskset -c "0-$((t - 1))" "$bin" --data_dir="$data_dir" --threads="$t" \
     --target_accuracy="$target" --epochs="$max_epochs" \

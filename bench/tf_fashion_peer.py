@@ -5,7 +5,7 @@ Usage:
   python3 bench/tf_fashion_peer.py [--data-dir DIR] [--eval-holdout N]
       [--threads 2] [--target-accuracy 0.90] [--max-epochs 30]
       [--save-checkpoints-steps K] [--batch-size 128] [--seed 1]
-      [--model-dir DIR] [--json FILE]
+      [--model-dir DIR] [--json FILE] [--raw-images]
 
 The peer of `fashion_mnist_aot --target_accuracy` (issue 15, time to
 accuracy): the same ConvNet (bench/tf_estimator_peer.py's convnet_logits,
@@ -27,6 +27,10 @@ and evaluates on its last N (the shared mnist-t10k set; for tests).
 
 The arrays reach tf.data through placeholders fed when the iterator is
 initialized (TF's guide for large NumPy arrays), not as graph constants.
+With --raw-images the images stay the files' bytes (u8, a quarter of the
+memory) and each batch is scaled in the pipeline through a table of the
+256 values: the same floats, as fashion_mnist_aot keeps and scales them
+(bench/fashion_tta.sh passes it, so both sides hold the same data).
 The process is pinned to `threads` cores with intra_op_parallelism_threads
 = threads and inter_op_parallelism_threads = 1, as tf_estimator_peer.py
 runs. Reports: seconds from constructing the Estimator to the end of the
@@ -79,9 +83,19 @@ def read_idx(path):
     return data.reshape(dims)
 
 
-def load_split(data_dir, split):
+# p / 255 in double, rounded to float, as estc's load_mnist computes it
+# (data::scale_pixels): the 256 values as a table.
+def pixel_table():
+    import numpy as np
+
+    return (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)
+
+
+def load_split(data_dir, split, raw=False):
     """(images f32 [n, 28, 28, 1] in [0, 1], labels i64 [n]) of
-    `split` ("train" or "t10k"), as estc's data::load_mnist reads them."""
+    `split` ("train" or "t10k"), as estc's data::load_mnist reads them;
+    with `raw`, the images as the file's u8 [n, 28, 28, 1] (scaled per
+    batch in the input_fn, as estc's example keeps and scales them)."""
     import numpy as np
 
     arrays = []
@@ -98,11 +112,13 @@ def load_split(data_dir, split):
     if labels.shape != images.shape[:1]:
         raise DataError(f"{data_dir}: {labels.shape[0]} labels for "
                         f"{images.shape[0]} {split} images")
-    # p / 255 in double, rounded to float, as estc's load_mnist computes it;
-    # through a table of the 256 values, so that no float64 copy of the
-    # images adds to the peak memory.
-    table = (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)
-    return table[images].reshape(-1, 28, 28, 1), labels.astype(np.int64)
+    if raw:
+        return (np.ascontiguousarray(images).reshape(-1, 28, 28, 1),
+                labels.astype(np.int64))
+    # Through the table, so that no float64 copy of the images adds to the
+    # peak memory.
+    return (pixel_table()[images].reshape(-1, 28, 28, 1),
+            labels.astype(np.int64))
 
 
 def array_input(tf, images, labels, batch_size, shuffle_seed=None):
@@ -118,13 +134,21 @@ def array_input(tf, images, labels, batch_size, shuffle_seed=None):
     hook = FeedHook()
 
     def input_fn():
-        x = tf.compat.v1.placeholder(tf.float32, images.shape)
+        raw = images.dtype != "float32"
+        x = tf.compat.v1.placeholder(tf.uint8 if raw else tf.float32,
+                                     images.shape)
         y = tf.compat.v1.placeholder(tf.int64, labels.shape)
         data = tf.data.Dataset.from_tensor_slices(({"x": x}, y))
         if shuffle_seed is not None:
             data = data.shuffle(len(labels), seed=shuffle_seed,
                                 reshuffle_each_iteration=True)
         data = data.batch(batch_size)
+        if raw:
+            # Each batch's bytes scaled through the table (estc's example
+            # does the same in a Dataset::map).
+            table = tf.constant(pixel_table())
+            data = data.map(lambda f, y: (
+                {"x": tf.gather(table, tf.cast(f["x"], tf.int32))}, y))
         if shuffle_seed is not None:
             data = data.repeat()
         iterator = tf.compat.v1.data.make_initializable_iterator(data)
@@ -156,7 +180,7 @@ def load(args):
     """((train images, labels), (test images, labels)) as --data-dir and
     --eval-holdout say."""
     if args.eval_holdout > 0:
-        images, labels = load_split(args.data_dir, "t10k")
+        images, labels = load_split(args.data_dir, "t10k", args.raw_images)
         if args.eval_holdout >= len(labels):
             raise DataError(f"--eval-holdout={args.eval_holdout} leaves no "
                             f"training examples of {len(labels)}")
@@ -164,8 +188,8 @@ def load(args):
         train = (images[:cut], labels[:cut])
         test = (images[cut:], labels[cut:])
     else:
-        train = load_split(args.data_dir, "train")
-        test = load_split(args.data_dir, "t10k")
+        train = load_split(args.data_dir, "train", args.raw_images)
+        test = load_split(args.data_dir, "t10k", args.raw_images)
     return train, test
 
 
@@ -264,6 +288,9 @@ def main():
                         help="evaluate every K steps (default: one epoch)")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--raw-images", action="store_true",
+                        help="keep the images as bytes and scale each batch "
+                        "in the input_fn (as fashion_mnist_aot does)")
     parser.add_argument("--model-dir",
                         help="checkpoints (default: a temporary directory)")
     parser.add_argument("--json")

@@ -202,6 +202,8 @@ struct Dataset::State {
   std::optional<std::string> statePeeked;
   std::string notResumable;
   bool exhausted = false;
+  /// Whether a batch (or rows) was read: map and shard come before.
+  bool started = false;
 
   /// The Estimator's host half (feature columns, label vocabularies).
   std::shared_ptr<const HostTransform> transform;
@@ -215,6 +217,7 @@ struct Dataset::State {
   }
 
   std::optional<Batch> pull() {
+    started = true;
     if (!source) {
       std::optional<Batch> batch = next();
       if (batch && transform)
@@ -258,7 +261,7 @@ Dataset Dataset::shard(int64_t num_shards, int64_t index) && {
         "Dataset::shard: index " + std::to_string(index) +
         " is not in [0, num_shards = " + std::to_string(num_shards) + ")");
   State &s = *state_;
-  if (s.peeked || s.transform)
+  if (s.started || s.transform)
     throw std::logic_error("Dataset::shard after reading a batch or "
                            "installing a transform");
   if (num_shards == 1)
@@ -282,6 +285,20 @@ Dataset Dataset::shard(int64_t num_shards, int64_t index) && {
   Dataset out(s.source->shard(num_shards, index));
   out.state_->spec = std::move(s.spec);
   return out;
+}
+
+Dataset Dataset::map(data::Dataset::MapFn fn, int64_t num_parallel_calls) && {
+  State &s = *state_;
+  if (!fn)
+    throw std::invalid_argument("Dataset::map: empty function");
+  if (!s.source)
+    throw std::logic_error("Dataset::map: a Dataset::from_generator has no "
+                           "pipeline to map (map inside the generator)");
+  if (s.started || s.transform)
+    throw std::logic_error("Dataset::map after reading a batch or "
+                           "installing a transform");
+  // The element spec is the mapped batches' (read from the first one).
+  return Dataset(s.source->map(std::move(fn), num_parallel_calls));
 }
 
 void Dataset::set_transform(std::shared_ptr<const HostTransform> transform) {
@@ -311,6 +328,7 @@ void Dataset::next_rows(std::vector<int64_t> &rows) {
   if (!arrays())
     throw std::logic_error("Dataset::next_rows: not a dataset of in-memory "
                            "arrays without a transform");
+  state_->started = true;
   state_->arrayRows->next_rows(rows);
   if (rows.empty())
     state_->exhausted = true;

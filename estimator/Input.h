@@ -179,6 +179,16 @@ public:
   /// for num_shards < 1 or index outside [0, num_shards).
   Dataset shard(int64_t num_shards, int64_t index) &&;
 
+  /// tf.data's map on the batches: each element, a (features dict, labels)
+  /// tuple or a features dict, through `fn` (on `num_parallel_calls`
+  /// threads; 0: the caller's). Preprocessing an input_fn does per batch,
+  /// e.g. images kept as bytes and scaled to floats (a quarter of the
+  /// memory of keeping floats). A pipeline's position still saves and
+  /// restores; in-memory arrays lose next_rows() (their batches are
+  /// gathered, then mapped). Before any next(); std::logic_error for a
+  /// from_generator Dataset (no pipeline) or one already read.
+  Dataset map(data::Dataset::MapFn fn, int64_t num_parallel_calls = 0) &&;
+
   /// Applies `transform` to every element from now on (before any next()):
   /// the Estimator installs its HostTransform here.
   void set_transform(std::shared_ptr<const HostTransform> transform);

@@ -259,8 +259,9 @@ void CompiledModel::set_batch(int64_t batch) {
                           length_) *
                   dtypeBytes(fn.outputs[i].dtype));
   }
-  if (!cuda_)
-    reserve(arena_, static_cast<size_t>(arena_bytes(batch, 0, length_)));
+  // The arena grows in run(), to what the function run needs: an
+  // evaluation at a large batch does not size it for the train step's
+  // temporaries at that batch.
 }
 
 void CompiledModel::set_sequence_length(int64_t length) {
@@ -291,8 +292,6 @@ void CompiledModel::set_sequence_length(int64_t length) {
                             1, length) *
                     dtypeBytes(fn.outputs[i].dtype));
   }
-  if (!cuda_)
-    reserve(arena_, static_cast<size_t>(arena_bytes(batch, 0, length)));
 }
 
 void CompiledModel::checkSequenceLength(int function) const {
@@ -373,15 +372,17 @@ int64_t CompiledModel::maxValues(int function) const {
 int64_t CompiledModel::arena_bytes(int64_t batch, int64_t values,
                                    int64_t length) const {
   int64_t bytes = 0;
-  for (int32_t f = 0; f < spec_->numFunctions; ++f) {
-    const FunctionSpec &fn = spec_->functions[f];
-    int64_t b = fn.arenaStatic + fn.arenaPerBatch * batch +
-                fn.arenaPerValue * values + fn.arenaPerStep * length +
-                fn.arenaPerBatchStep * batch * length;
-    if (b > bytes)
-      bytes = b;
-  }
+  for (int32_t f = 0; f < spec_->numFunctions; ++f)
+    bytes = std::max(bytes, functionArenaBytes(f, batch, values, length));
   return bytes;
+}
+
+int64_t CompiledModel::functionArenaBytes(int function, int64_t batch,
+                                          int64_t values,
+                                          int64_t length) const {
+  const FunctionSpec &fn = spec_->functions[function];
+  return fn.arenaStatic + fn.arenaPerBatch * batch + fn.arenaPerValue * values +
+         fn.arenaPerStep * length + fn.arenaPerBatchStep * batch * length;
 }
 
 int64_t CompiledModel::variable_bytes() const {
@@ -551,8 +552,9 @@ void CompiledModel::checkBoundBuffersDisjoint(int function, int64_t batch,
     ranges.push_back({static_cast<const char *>(buffer.data), bytes,
                       buffer.data != buffer.owned.get(), kind, i});
   };
-  add(arena_, static_cast<size_t>(arena_bytes(batch, values, length_)), Arena,
-      0);
+  add(arena_,
+      static_cast<size_t>(functionArenaBytes(function, batch, values, length_)),
+      Arena, 0);
   for (int32_t i = 0; i < spec_->numVariables; ++i)
     add(variables_[i], static_cast<size_t>(variable_bytes(i)), Variable, i);
   for (int32_t i = 0; i < fn.numInputs; ++i)
@@ -600,12 +602,13 @@ void CompiledModel::run(int function) {
     return;
   }
   FunctionState &state = functions_[function];
-  // The arena grows with the sparse inputs' numbers of values (set_batch
-  // and set_sequence_length size it for the rest).
+  // The arena holds this function's temporaries at this batch, number of
+  // sparse values and sequence length: it grows when they need more (one
+  // arena for every function, as large as the largest run so far; step
+  // after step it is already large enough).
   int64_t values = maxValues(function);
-  int64_t arenaBytes = arena_bytes(batch, values, length_);
-  if (values > 0 || length_ > 0)
-    reserve(arena_, static_cast<size_t>(arenaBytes));
+  int64_t arenaBytes = functionArenaBytes(function, batch, values, length_);
+  reserve(arena_, static_cast<size_t>(arenaBytes));
   auto isBound = [](const Buffer &b) { return b.data != b.owned.get(); };
   if (std::any_of(state.inputs.begin(), state.inputs.end(), isBound) ||
       std::any_of(state.outputs.begin(), state.outputs.end(), isBound))

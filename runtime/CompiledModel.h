@@ -277,9 +277,15 @@ public:
   int64_t steps(int function) const;
 
   /// Bytes of temporaries one step of any function needs at `batch` (and
-  /// `values` for the sparse inputs, `length` for the sequence inputs).
+  /// `values` for the sparse inputs, `length` for the sequence inputs): the
+  /// most the arena grows to at those sizes (it grows in run() to what the
+  /// function run needs).
   int64_t arena_bytes(int64_t batch, int64_t values = 0,
                       int64_t length = 0) const;
+  /// Bytes the arena holds now: what the largest run so far needed.
+  int64_t arena_capacity() const {
+    return static_cast<int64_t>(arena_.capacity);
+  }
   /// Bytes of all variables.
   int64_t variable_bytes() const;
   /// Bytes of one variable.
@@ -347,6 +353,9 @@ private:
   /// Grows `buffer` to `bytes` (64-byte aligned, zero-filled); a CUDA
   /// model's host buffers are pinned (reserveCudaHost).
   void reserve(Buffer &buffer, size_t bytes);
+  /// Bytes of temporaries one step of `function` needs at these sizes.
+  int64_t functionArenaBytes(int function, int64_t batch, int64_t values,
+                             int64_t length) const;
   [[noreturn]] void fail(const std::string &message) const;
   /// Throws the InvalidArgumentError of the failed check in `status`.
   [[noreturn]] void throwCheckFailure(int function, const int64_t *status,

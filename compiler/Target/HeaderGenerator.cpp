@@ -200,7 +200,8 @@ std::string generateHeader(const Manifest &m) {
         "//   "
      << llvm::left_justify(cls + " model;", 21)
      << "// variables: zero-filled, owned by the model\n"
-        "//   model.set_batch(32); // sizes inputs, outputs and the arena\n"
+        "//   model.set_batch(32); // sizes inputs and outputs (the arena: "
+        "each call)\n"
         "//   // fill <function>_arg_<key>(), assign or load var_<name>() ...\n"
         "//   model.<function>();  // runs it; outputs in "
         "<function>_result_<key>()\n"

@@ -142,21 +142,64 @@ Flags parseFlags(
   return f;
 }
 
-Features imagesOf(const data::ImageDataset &d) {
-  return {
-      {"x", TensorValue::of<float>({d.size(), d.rows, d.cols, 1}, d.images)}};
+/// The images as an input_fn keeps them: {"x": string [n]}, each example's
+/// rows x cols pixels as raw bytes (a TF user's tf.io.decode_raw input; a
+/// quarter of the memory of float arrays: 47 MB for Fashion-MNIST's 60,000
+/// training images instead of 188 MB). decodeImages turns each batch's into
+/// the model's floats.
+Features rawImagesOf(const data::MnistBytes &d) {
+  int64_t pixels = d.rows * d.cols;
+  std::vector<std::string> images(static_cast<size_t>(d.size()));
+  for (int64_t i = 0; i < d.size(); ++i)
+    images[i].assign(reinterpret_cast<const char *>(d.pixels.data()) +
+                         i * pixels,
+                     static_cast<size_t>(pixels));
+  return {{"x", TensorValue::of_strings({d.size()}, std::move(images))}};
 }
-TensorValue labelsOf(const data::ImageDataset &d) {
+TensorValue labelsOf(const data::MnistBytes &d) {
   return TensorValue::of<int64_t>({d.size()}, d.labels);
+}
+
+/// A batch's raw images ({"x": string [b]}, (features, labels)) decoded
+/// into f32 [b, 28, 28, 1] scaled as load_mnist scales them: tf.io.
+/// decode_raw, then the cast and the division by 255, on the host.
+data::Element decodeImages(data::Element batch) {
+  auto &x = std::get<TensorValue>(batch.items()[0].fields().at("x").leaf());
+  constexpr int64_t kPixels = 28 * 28;
+  auto count = static_cast<int64_t>(x.strings.size());
+  TensorValue images;
+  images.dtype = DType::Float32;
+  images.shape = {count, 28, 28, 1};
+  images.data.resize(static_cast<size_t>(count * kPixels) * sizeof(float));
+  auto *out = reinterpret_cast<float *>(images.data.data());
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string &raw = x.strings[i];
+    if (raw.size() != static_cast<size_t>(kPixels))
+      throw data::DataError("decode_raw: an image of " +
+                            std::to_string(raw.size()) +
+                            " bytes, the model "
+                            "takes 28x28 = 784");
+    data::scale_pixels(reinterpret_cast<const uint8_t *>(raw.data()), kPixels,
+                       out + i * kPixels);
+  }
+  x = std::move(images);
+  return batch;
+}
+
+/// numpy_input_fn over the raw images, each batch decoded (Dataset::map).
+InputFn imageInput(const data::MnistBytes &d,
+                   const Dataset::ArrayOptions &options) {
+  InputFn arrays = numpy_input_fn(rawImagesOf(d), labelsOf(d), options);
+  return [arrays]() { return arrays().map(decodeImages); };
 }
 
 /// Training batches whose content depends only on the global step: the
 /// batch that step s + 1 trains on holds examples (s * batch + i) mod n,
 /// starting at the step of the latest checkpoint (read when train() calls
 /// the input_fn).
-InputFn stepIndexedInput(const data::ImageDataset &d, int64_t batchSize,
+InputFn stepIndexedInput(const data::MnistBytes &d, int64_t batchSize,
                          Estimator &estimator) {
-  auto set = std::make_shared<data::ImageDataset>(d);
+  auto set = std::make_shared<data::MnistBytes>(d);
   return [set, batchSize, &estimator]() {
     int64_t step = 0;
     if (estimator.latest_checkpoint())
@@ -168,9 +211,9 @@ InputFn stepIndexedInput(const data::ImageDataset &d, int64_t batchSize,
       std::vector<int64_t> labels(batchSize);
       for (int64_t i = 0; i < batchSize; ++i) {
         int64_t e = (step * batchSize + i) % n;
-        std::copy(set->images.begin() + e * pixels,
-                  set->images.begin() + (e + 1) * pixels,
-                  images.begin() + i * pixels);
+        data::scale_pixels(set->pixels.data() + e * pixels,
+                           static_cast<size_t>(pixels),
+                           images.data() + i * pixels);
         labels[i] = set->labels[e];
       }
       ++step;
@@ -372,9 +415,9 @@ int run_trainer(
 
     auto loadStart = Clock::now();
     double loadStartCpu = processCpuSeconds();
-    data::ImageDataset trainSet, evalSet;
+    data::MnistBytes trainSet, evalSet;
     if (flags.eval_holdout > 0) {
-      data::ImageDataset all = data::load_mnist(flags.data_dir, "t10k");
+      data::MnistBytes all = data::load_mnist_bytes(flags.data_dir, "t10k");
       if (flags.eval_holdout >= all.size())
         throw std::invalid_argument(
             "--eval_holdout=" + std::to_string(flags.eval_holdout) +
@@ -382,8 +425,8 @@ int run_trainer(
       trainSet = all.slice(0, all.size() - flags.eval_holdout);
       evalSet = all.slice(all.size() - flags.eval_holdout, all.size());
     } else {
-      trainSet = data::load_mnist(flags.data_dir, "train");
-      evalSet = data::load_mnist(flags.data_dir, "t10k");
+      trainSet = data::load_mnist_bytes(flags.data_dir, "train");
+      evalSet = data::load_mnist_bytes(flags.data_dir, "t10k");
     }
     if (trainSet.rows != 28 || trainSet.cols != 28)
       throw std::invalid_argument(
@@ -410,18 +453,16 @@ int run_trainer(
         !flags.train_files.empty() ? tfrecordInput(flags)
         : flags.step_indexed_input
             ? stepIndexedInput(trainSet, flags.batch_size, *estimator)
-            : numpy_input_fn(imagesOf(trainSet), labelsOf(trainSet),
-                             trainOptions);
+            : imageInput(trainSet, trainOptions);
     trainSpec.max_steps = maxSteps;
     EvalSpec evalSpec;
-    evalSpec.input_fn =
-        numpy_input_fn(imagesOf(evalSet), labelsOf(evalSet), evalOptions);
+    evalSpec.input_fn = imageInput(evalSet, evalOptions);
     evalSpec.steps = std::nullopt;
     evalSpec.throttle_secs = 0;
     // The input_fns hold copies of their own: keeping the loaded sets would
     // double the memory the data takes for the whole run.
-    trainSet = data::ImageDataset();
-    evalSet = data::ImageDataset();
+    trainSet = data::MnistBytes();
+    evalSet = data::MnistBytes();
     RunReport report;
     report.program = program;
     report.flags = &flags;

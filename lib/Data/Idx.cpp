@@ -4,6 +4,7 @@
 
 #include <zlib.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -182,11 +183,18 @@ IdxArray read_idx(const std::string &path) {
   return array;
 }
 
+namespace {
+/// [begin, end) of `size` examples, or DataError naming `what`.
+void checkSlice(const char *what, int64_t begin, int64_t end, int64_t size) {
+  if (begin < 0 || end < begin || end > size)
+    throw DataError(std::string(what) + "::slice: [" + std::to_string(begin) +
+                    ", " + std::to_string(end) + ") is outside [0, " +
+                    std::to_string(size) + ")");
+}
+} // namespace
+
 ImageDataset ImageDataset::slice(int64_t begin, int64_t end) const {
-  if (begin < 0 || end < begin || end > size())
-    throw DataError("ImageDataset::slice: [" + std::to_string(begin) + ", " +
-                    std::to_string(end) + ") is outside [0, " +
-                    std::to_string(size()) + ")");
+  checkSlice("ImageDataset", begin, end, size());
   ImageDataset out;
   out.rows = rows;
   out.cols = cols;
@@ -194,6 +202,38 @@ ImageDataset ImageDataset::slice(int64_t begin, int64_t end) const {
   out.images.assign(images.begin() + begin * pixels,
                     images.begin() + end * pixels);
   out.labels.assign(labels.begin() + begin, labels.begin() + end);
+  return out;
+}
+
+MnistBytes MnistBytes::slice(int64_t begin, int64_t end) const {
+  checkSlice("MnistBytes", begin, end, size());
+  MnistBytes out;
+  out.rows = rows;
+  out.cols = cols;
+  int64_t n = rows * cols;
+  out.pixels.assign(pixels.begin() + begin * n, pixels.begin() + end * n);
+  out.labels.assign(labels.begin() + begin, labels.begin() + end);
+  return out;
+}
+
+void scale_pixels(const uint8_t *in, size_t n, float *out) {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int p = 0; p < 256; ++p)
+      t[p] = static_cast<float>(static_cast<double>(p) / 255.0);
+    return t;
+  }();
+  for (size_t i = 0; i < n; ++i)
+    out[i] = table[in[i]];
+}
+
+ImageDataset MnistBytes::to_float() const {
+  ImageDataset out;
+  out.rows = rows;
+  out.cols = cols;
+  out.images.resize(pixels.size());
+  scale_pixels(pixels.data(), pixels.size(), out.images.data());
+  out.labels = labels;
   return out;
 }
 
@@ -210,11 +250,11 @@ std::string findFile(const std::string &dir, const std::string &name) {
 }
 } // namespace
 
-ImageDataset load_mnist(const std::string &dir, const std::string &split) {
+MnistBytes load_mnist_bytes(const std::string &dir, const std::string &split) {
   std::string imagesPath = findFile(dir, split + "-images-idx3-ubyte");
   std::string labelsPath = findFile(dir, split + "-labels-idx1-ubyte");
   // The u8 elements are read in place: no array of doubles (8 bytes a
-  // pixel) on the way to the floats.
+  // pixel) on the way.
   IdxBytes images = readIdxBytes(imagesPath);
   IdxBytes labels = readIdxBytes(labelsPath);
   if (images.type != IdxType::U8 || images.dims.size() != 3)
@@ -225,18 +265,20 @@ ImageDataset load_mnist(const std::string &dir, const std::string &split) {
     fail(labelsPath, std::to_string(labels.dims[0]) + " labels for " +
                          std::to_string(images.dims[0]) + " images in " +
                          imagesPath);
-  ImageDataset out;
+  MnistBytes out;
   out.rows = images.dims[1];
   out.cols = images.dims[2];
-  out.images.resize(images.count);
   const unsigned char *pixels = images.element(0);
-  for (uint64_t i = 0; i < images.count; ++i)
-    out.images[i] = static_cast<float>(static_cast<double>(pixels[i]) / 255.0);
+  out.pixels.assign(pixels, pixels + images.count);
   out.labels.resize(labels.count);
   const unsigned char *classes = labels.element(0);
   for (uint64_t i = 0; i < labels.count; ++i)
     out.labels[i] = static_cast<int64_t>(classes[i]);
   return out;
+}
+
+ImageDataset load_mnist(const std::string &dir, const std::string &split) {
+  return load_mnist_bytes(dir, split).to_float();
 }
 
 std::string data_dir(const std::string &fallback) {

@@ -14,6 +14,7 @@
 #ifndef ESTC_LIB_DATA_IDX_H
 #define ESTC_LIB_DATA_IDX_H
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -62,10 +63,32 @@ struct ImageDataset {
   ImageDataset slice(int64_t begin, int64_t end) const;
 };
 
+/// The same images as the files hold them: count x rows x cols u8 pixels
+/// (a quarter of ImageDataset's memory: an input_fn that keeps these and
+/// scales each batch, scale_pixels, holds Fashion-MNIST's 60,000 training
+/// images in 47 MB instead of 188 MB).
+struct MnistBytes {
+  int64_t rows = 0, cols = 0;
+  std::vector<uint8_t> pixels;
+  std::vector<int64_t> labels;
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  /// Examples [begin, end) as a new dataset; DataError when out of range.
+  MnistBytes slice(int64_t begin, int64_t end) const;
+  /// The images scaled as load_mnist scales them.
+  ImageDataset to_float() const;
+};
+
+/// Pixels scaled to [0, 1]: out[i] = in[i] / 255, divided in double and
+/// rounded to float (load_mnist's scaling, and TF's peer's).
+void scale_pixels(const uint8_t *in, size_t n, float *out);
+
 /// Reads `<dir>/<split>-images-idx3-ubyte[.gz]` and
 /// `<dir>/<split>-labels-idx1-ubyte[.gz]` (split "train" or "t10k"): u8
 /// images of rank 3, u8 labels of rank 1, equal counts.
 ImageDataset load_mnist(const std::string &dir, const std::string &split);
+/// The same files' images as bytes (load_mnist is this, then to_float).
+MnistBytes load_mnist_bytes(const std::string &dir, const std::string &split);
 
 /// The shared data directory (../shared/data of the repository): the
 /// ESTC_DATA_DIR environment variable when set, else `fallback`.

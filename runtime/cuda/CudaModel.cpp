@@ -300,7 +300,7 @@ void CompiledModel::runCuda(int function, int64_t batch) {
 
   int64_t values = maxValues(function);
   int64_t length = length_; // the sequence length (kSequenceDim dims)
-  int64_t arenaBytes = arena_bytes(batch, values, length);
+  int64_t arenaBytes = functionArenaBytes(function, batch, values, length);
   st.reserve(st.arena, static_cast<size_t>(arenaBytes));
 
   // Where each input is copied from and each output to: the pinned buffer

@@ -4,7 +4,7 @@
 // (or libMlp.a) and estc::runtime; no LLVM needed.
 //
 //   Mlp model;           // variables: zero-filled, owned by the model
-//   model.set_batch(32); // sizes inputs, outputs and the arena
+//   model.set_batch(32); // sizes inputs and outputs (the arena: each call)
 //   // fill <function>_arg_<key>(), assign or load var_<name>() ...
 //   model.<function>();  // runs it; outputs in <function>_result_<key>()
 //

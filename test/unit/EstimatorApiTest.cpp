@@ -543,6 +543,71 @@ TEST(DatasetTest, ShardTakesEveryNthBatch) {
   EXPECT_THROW(input().shard(2, 2), std::invalid_argument);
 }
 
+// Dataset::map on the batches of in-memory arrays: each (features, labels)
+// batch through the function, the arrays' order and position kept (a
+// position saved after two batches continues with the third, mapped).
+TEST(DatasetTest, MapTransformsEveryBatchAndKeepsThePosition) {
+  std::vector<float> v(6);
+  std::vector<int64_t> y(6);
+  for (int i = 0; i < 6; ++i) {
+    v[static_cast<size_t>(i)] = static_cast<float>(i);
+    y[static_cast<size_t>(i)] = i;
+  }
+  InputFn input =
+      numpy_input_fn({{"x", TensorValue::of<float>({6, 1}, v)}},
+                     TensorValue::of<int64_t>({6}, y), {2, 1, true, 3});
+  auto doubled = [](data::Element e) {
+    auto &x = std::get<TensorValue>(e.items()[0].fields().at("x").leaf());
+    std::vector<float> values = x.values<float>();
+    for (float &f : values)
+      f *= 2;
+    x = TensorValue::of<float>(x.shape, values);
+    return e;
+  };
+  std::vector<float> plain, mapped;
+  std::vector<int64_t> plainLabels, mappedLabels;
+  Dataset a = input();
+  while (std::optional<Batch> b = a.next()) {
+    for (float f : b->features.at("x").values<float>())
+      plain.push_back(2 * f);
+    for (int64_t l : b->labels->values<int64_t>())
+      plainLabels.push_back(l);
+  }
+  Dataset m = input().map(doubled);
+  std::optional<std::string> after2;
+  for (int i = 0; std::optional<Batch> b = m.next(); ++i) {
+    for (float f : b->features.at("x").values<float>())
+      mapped.push_back(f);
+    for (int64_t l : b->labels->values<int64_t>())
+      mappedLabels.push_back(l);
+    if (i == 1)
+      after2 = m.save_state();
+  }
+  EXPECT_EQ(mapped, plain); // shuffled as the unmapped batches, doubled
+  EXPECT_EQ(mappedLabels, plainLabels);
+  ASSERT_TRUE(after2);
+  Dataset resumed = input().map(doubled);
+  ASSERT_TRUE(resumed.restore_state(*after2));
+  std::optional<Batch> third = resumed.next();
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->features.at("x").values<float>(),
+            (std::vector<float>(plain.begin() + 4, plain.end())));
+
+  // A mapping that throws stops the input with its error.
+  Dataset failing = input().map([](data::Element) -> data::Element {
+    throw data::DataError("decode_raw: an image of 3 bytes");
+  });
+  EXPECT_THROW(failing.next(), data::DataError);
+  // Before any batch only, on a pipeline only.
+  Dataset read = input();
+  read.next();
+  EXPECT_THROW(std::move(read).map(doubled), std::logic_error);
+  Dataset gen = Dataset::from_generator(
+      []() -> std::optional<Batch> { return std::nullopt; });
+  EXPECT_THROW(std::move(gen).map(doubled), std::logic_error);
+  EXPECT_THROW(input().map(nullptr), std::invalid_argument);
+}
+
 // --- Input -------------------------------------------------------------------
 
 Features range(int64_t n) {

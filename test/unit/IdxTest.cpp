@@ -152,6 +152,19 @@ TEST_F(IdxTest, LoadMnistChecksRanksAndCounts) {
   EXPECT_EQ(tail.images, (std::vector<float>{128 / 255.f, 0.f}));
   EXPECT_THROW(d.slice(1, 3), DataError);
 
+  // The same files as bytes; scaled, they are load_mnist's floats.
+  MnistBytes bytes = load_mnist_bytes(dir_.string(), "t");
+  EXPECT_EQ(bytes.size(), 2);
+  EXPECT_EQ(bytes.rows, 1);
+  EXPECT_EQ(bytes.cols, 2);
+  EXPECT_EQ(bytes.pixels, (std::vector<uint8_t>{0x00, 0xFF, 0x80, 0x00}));
+  EXPECT_EQ(bytes.labels, d.labels);
+  EXPECT_EQ(bytes.to_float().images, d.images);
+  MnistBytes tailBytes = bytes.slice(1, 2);
+  EXPECT_EQ(tailBytes.pixels, (std::vector<uint8_t>{0x80, 0x00}));
+  EXPECT_EQ(tailBytes.labels, (std::vector<int64_t>{3}));
+  EXPECT_THROW(bytes.slice(2, 1), DataError);
+
   // Three labels for two images: the labels file is at fault.
   writeGzip("u-images-idx3-ubyte.gz",
             header(0x08, {2, 1, 1}) + std::string("\x00\x01", 2));
@@ -170,6 +183,22 @@ TEST_F(IdxTest, LoadMnistChecksRanksAndCounts) {
   writeGzip("v-labels-idx1-ubyte.gz", header(0x08, {2}) + "\x01\x02");
   EXPECT_THROW(load_mnist(dir_.string(), "v"), DataError);
   EXPECT_THROW(load_mnist(dir_.string(), "absent"), DataError);
+}
+
+// p / 255 in double, rounded to float, for every byte (what TF's peer of
+// the Fashion-MNIST benchmark computes too).
+TEST(ScalePixels, EveryByteIsItsQuotientBy255RoundedToFloat) {
+  std::vector<uint8_t> in(256);
+  for (int p = 0; p < 256; ++p)
+    in[static_cast<size_t>(p)] = static_cast<uint8_t>(p);
+  std::vector<float> out(256, -1.f);
+  scale_pixels(in.data(), in.size(), out.data());
+  for (int p = 0; p < 256; ++p)
+    EXPECT_EQ(out[static_cast<size_t>(p)],
+              static_cast<float>(static_cast<double>(p) / 255.0))
+        << p;
+  EXPECT_EQ(out[0], 0.f);
+  EXPECT_EQ(out[255], 1.f);
 }
 
 // The real MNIST test set from ../shared/data (skipped when absent).
