@@ -184,36 +184,33 @@ IdxArray read_idx(const std::string &path) {
 }
 
 namespace {
-/// [begin, end) of `size` examples, or DataError naming `what`.
-void checkSlice(const char *what, int64_t begin, int64_t end, int64_t size) {
-  if (begin < 0 || end < begin || end > size)
+/// Examples [begin, end) of `set` (an ImageDataset or MnistBytes, whose
+/// pixels are `pixels`), or DataError naming `what`.
+template <typename Set, typename Pixel>
+Set sliceOf(const char *what, const Set &set, std::vector<Pixel> Set::*pixels,
+            int64_t begin, int64_t end) {
+  if (begin < 0 || end < begin || end > set.size())
     throw DataError(std::string(what) + "::slice: [" + std::to_string(begin) +
                     ", " + std::to_string(end) + ") is outside [0, " +
-                    std::to_string(size) + ")");
+                    std::to_string(set.size()) + ")");
+  Set out;
+  out.rows = set.rows;
+  out.cols = set.cols;
+  int64_t n = set.rows * set.cols;
+  (out.*pixels)
+      .assign((set.*pixels).begin() + begin * n,
+              (set.*pixels).begin() + end * n);
+  out.labels.assign(set.labels.begin() + begin, set.labels.begin() + end);
+  return out;
 }
 } // namespace
 
 ImageDataset ImageDataset::slice(int64_t begin, int64_t end) const {
-  checkSlice("ImageDataset", begin, end, size());
-  ImageDataset out;
-  out.rows = rows;
-  out.cols = cols;
-  int64_t pixels = rows * cols;
-  out.images.assign(images.begin() + begin * pixels,
-                    images.begin() + end * pixels);
-  out.labels.assign(labels.begin() + begin, labels.begin() + end);
-  return out;
+  return sliceOf("ImageDataset", *this, &ImageDataset::images, begin, end);
 }
 
 MnistBytes MnistBytes::slice(int64_t begin, int64_t end) const {
-  checkSlice("MnistBytes", begin, end, size());
-  MnistBytes out;
-  out.rows = rows;
-  out.cols = cols;
-  int64_t n = rows * cols;
-  out.pixels.assign(pixels.begin() + begin * n, pixels.begin() + end * n);
-  out.labels.assign(labels.begin() + begin, labels.begin() + end);
-  return out;
+  return sliceOf("MnistBytes", *this, &MnistBytes::pixels, begin, end);
 }
 
 void scale_pixels(const uint8_t *in, size_t n, float *out) {

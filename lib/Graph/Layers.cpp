@@ -153,20 +153,6 @@ void regularize(Graph &g, const std::function<Tensor(const Tensor &)> &fn,
   losses::add_regularization_loss(fn, t);
 }
 
-/// Keras's activity regularization: the penalty of the layer's output
-/// divided by the batch size (a run-time size: the rows of `y`).
-void regularizeActivity(Graph &g,
-                        const std::function<Tensor(const Tensor &)> &fn,
-                        const Tensor &y) {
-  if (!fn)
-    return;
-  auto s = g.name_scope("activity");
-  Dims begin(y.rank(), 0), size(y.rank(), 1);
-  size[0] = -1;
-  Tensor batch = reduce_sum(ones_like(slice(y, begin, size)));
-  losses::add_regularization_loss(
-      [&](const Tensor &t) { return divide(fn(t), batch); }, y);
-}
 } // namespace
 
 Tensor dense(const Tensor &x, int64_t units, Activation activation,
@@ -207,7 +193,8 @@ Tensor dense(const Tensor &x, int64_t units, const DenseOptions &o) {
     y = nn::bias_add(y, bias);
   }
   y = o.activation(y);
-  regularizeActivity(g, o.activity_regularizer, y);
+  if (o.activity_regularizer)
+    losses::add_activity_regularization_loss(o.activity_regularizer, y);
   return y;
 }
 
@@ -346,7 +333,8 @@ Tensor conv2d(const Tensor &x, int64_t filters, const Dims &kernel_size,
   y = biasAndActivate(g, y, filters, o.use_bias, o.bias_initializer, first,
                       o.activation, o.trainable, o.bias_regularizer,
                       o.bias_constraint);
-  regularizeActivity(g, o.activity_regularizer, y);
+  if (o.activity_regularizer)
+    losses::add_activity_regularization_loss(o.activity_regularizer, y);
   return y;
 }
 

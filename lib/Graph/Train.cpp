@@ -127,6 +127,20 @@ Tensor add_regularization_loss(const Regularizer &regularizer,
   return penalty;
 }
 
+Tensor add_activity_regularization_loss(const Regularizer &regularizer,
+                                        const Tensor &y) {
+  if (y.rank() < 1)
+    throw GraphError("activity regularizer of '" + y.name() +
+                     "': the output has no batch dimension");
+  Graph &g = y.graph();
+  auto s = g.name_scope("activity");
+  Dims begin(y.rank(), 0), size(y.rank(), 1);
+  size[0] = -1;
+  Tensor batch = reduce_sum(ones_like(slice(y, begin, size)));
+  return add_regularization_loss(
+      [&](const Tensor &t) { return divide(regularizer(t), batch); }, y);
+}
+
 Tensor get_regularization_loss(Graph &graph, const std::string &name) {
   std::vector<Tensor> terms = graph.get_collection("regularization_losses");
   if (terms.empty())

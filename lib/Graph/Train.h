@@ -58,6 +58,12 @@ Regularizer l2_regularizer(double scale);
 /// kernel_regularizer); returns the penalty.
 Tensor add_regularization_loss(const Regularizer &regularizer,
                                const Tensor &weights);
+/// Keras's activity regularization of a layer's output `y`: the penalty of
+/// y divided by the batch size (the rows of y, a run-time size), added to
+/// the "regularization_losses" collection under the name scope "activity";
+/// returns it.
+Tensor add_activity_regularization_loss(const Regularizer &regularizer,
+                                        const Tensor &y);
 
 /// tf.losses.get_regularization_loss: the sum of the mode's regularization
 /// losses (0.0 when there are none).

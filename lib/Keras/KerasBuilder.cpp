@@ -10,7 +10,9 @@
 #include "lib/Keras/KerasJson.h"
 #include "lib/Keras/KerasLayers.h"
 
+#include "lib/Graph/Layers.h"
 #include "lib/Graph/Ops.h"
+#include "lib/Graph/Train.h"
 #include "lib/Shape/ShapeFunctions.h"
 
 #include <cmath>
@@ -362,10 +364,21 @@ std::vector<KTensor> Builder::callLayer(const rj::Value &entry,
                                    : cast(m->second[i].t, DType::Bool);
   }
   try {
-    if (it->second.ownScope)
-      return it->second.fn(*this, layer, withMasks);
-    auto scope = g.name_scope(layer.name);
-    return it->second.fn(*this, layer, withMasks);
+    std::vector<KTensor> out;
+    if (it->second.ownScope) {
+      out = it->second.fn(*this, layer, withMasks);
+    } else {
+      auto scope = g.name_scope(layer.name);
+      out = it->second.fn(*this, layer, withMasks);
+    }
+    // Keras's activity regularization: each output's penalty over the
+    // batch size, for every call of the layer.
+    if (auto penalty = regularizer(layer, "activity_regularizer")) {
+      auto scope = g.name_scope(layer.name);
+      for (const KTensor &o : out)
+        losses::add_activity_regularization_loss(penalty, o.t);
+    }
+    return out;
   } catch (const GraphError &e) {
     fail(layer, e.what());
   }
@@ -385,8 +398,10 @@ Variable Builder::var(const Layer &layer, const std::string &name,
                       shape::toString(shape));
   Variable v = g.get_variable(name, dtype, shape, init,
                               trainable && layer.trainable, /*reuse=*/true);
-  if (recorded_.insert(v.name()).second)
+  if (recorded_.insert(v.name()).second) {
     variables_.push_back(v);
+    regularize(layer, name, v);
+  }
   return v;
 }
 
@@ -403,9 +418,126 @@ void Builder::adopt(const Layer &layer, const std::vector<std::string> &names) {
                         shape::toString(w->value.shape) +
                         " in the file, the layer needs " +
                         shape::toString(v->shape()));
-    if (recorded_.insert(v->name()).second)
+    if (recorded_.insert(v->name()).second) {
       variables_.push_back(*v);
+      regularize(layer, n, *v);
+    }
   }
+}
+
+// --- Regularizers and constraints
+// ---------------------------------------------
+
+void Builder::regularize(const Layer &layer, const std::string &name,
+                         const Variable &v) {
+  // The config's key for the weight: its last name ("lstm_cell/kernel").
+  std::string w = name.substr(name.rfind('/') + 1);
+  if (w == "depthwise_kernel" ||
+      (w == "kernel" && layer.cls == "DepthwiseConv2D"))
+    w = "depthwise";
+  else if (w == "pointwise_kernel")
+    w = "pointwise";
+  else if (w == "recurrent_kernel")
+    w = "recurrent";
+  std::string r = w + "_regularizer", c = w + "_constraint";
+  if (auto penalty = regularizer(layer, r.c_str()))
+    losses::add_regularization_loss(penalty, v);
+  if (auto project = constraint(layer, c.c_str()))
+    train::set_variable_constraint(v, project);
+}
+
+namespace {
+/// A Keras object in a config: its class name (snake_case, so that "L1L2",
+/// "l1_l2", "MaxNorm" and "max_norm" compare equal) and its config.
+std::pair<std::string, const rj::Value *> kerasObject(const rj::Value &v) {
+  if (v.IsString())
+    return {to_snake_case(v.GetString()), nullptr};
+  if (!v.IsObject())
+    return {"", nullptr};
+  return {to_snake_case(stringOf(member(v, "class_name"))),
+          member(v, "config")};
+}
+
+double number(const rj::Value *config, const char *key, double fallback) {
+  const rj::Value *x = config ? member(*config, key) : nullptr;
+  return x && x->IsNumber() ? x->GetDouble() : fallback;
+}
+
+Dims axes(const rj::Value *config, Dims fallback) {
+  const rj::Value *x = config ? member(*config, "axis") : nullptr;
+  if (x && x->IsInt64())
+    return {x->GetInt64()};
+  if (x && x->IsArray()) {
+    Dims out;
+    for (const rj::Value &a : x->GetArray())
+      if (a.IsInt64())
+        out.push_back(a.GetInt64());
+    return out;
+  }
+  return fallback;
+}
+} // namespace
+
+std::function<Tensor(const Tensor &)>
+Builder::regularizer(const Layer &l, const char *key) const {
+  const rj::Value *v = field(l, key);
+  if (!v)
+    return nullptr;
+  auto [cls, config] = kerasObject(*v);
+  // Keras 2.15 / 3: L1(l1=0.01), L2(l2=0.01), L1L2(l1=0, l2=0) as objects;
+  // the strings "l1" and "l2" are those classes with their defaults.
+  double l1 = 0, l2 = 0;
+  if (cls == "l1") {
+    l1 = number(config, "l1", 0.01);
+  } else if (cls == "l2") {
+    l2 = number(config, "l2", 0.01);
+  } else if ((cls == "l1_l2" || cls == "l1l2") && config) {
+    l1 = number(config, "l1", 0.0);
+    l2 = number(config, "l2", 0.0);
+  } else {
+    fail(l, std::string("'") + key + "': regularizer '" +
+                (v->IsObject() ? stringOf(member(*v, "class_name")) : cls) +
+                "' is not supported (L1, L2, L1L2)");
+  }
+  if (l1 < 0 || l2 < 0)
+    fail(l, std::string("'") + key + "': a negative factor");
+  return [l1, l2](const Tensor &x) {
+    // Keras: zero, then += l1 * sum(|x|), then += l2 * sum(x^2), each term
+    // only when its factor is not zero.
+    Tensor penalty;
+    if (l1 != 0)
+      penalty = multiply(reduce_sum(abs(x)), l1);
+    if (l2 != 0) {
+      Tensor t = multiply(reduce_sum(square(x)), l2);
+      penalty = penalty.valid() ? add(penalty, t) : t;
+    }
+    return penalty.valid() ? penalty : zeros_like(reduce_sum(x));
+  };
+}
+
+std::function<Tensor(const Tensor &)>
+Builder::constraint(const Layer &l, const char *key) const {
+  const rj::Value *v = field(l, key);
+  if (!v)
+    return nullptr;
+  auto [cls, config] = kerasObject(*v);
+  if (cls == "max_norm")
+    return constraints::max_norm(number(config, "max_value", 2),
+                                 axes(config, {0}));
+  if (cls == "non_neg")
+    return constraints::non_neg();
+  if (cls == "unit_norm")
+    return constraints::unit_norm(axes(config, {0}));
+  if (cls == "min_max_norm")
+    return constraints::min_max_norm(
+        number(config, "min_value", 0), number(config, "max_value", 1),
+        number(config, "rate", 1), axes(config, {0}));
+  if (cls == "radial_constraint")
+    return constraints::radial_constraint();
+  fail(l, std::string("'") + key + "': constraint '" +
+              (v->IsObject() ? stringOf(member(*v, "class_name")) : cls) +
+              "' is not supported (MaxNorm, NonNeg, UnitNorm, MinMaxNorm, "
+              "RadialConstraint)");
 }
 
 // --- Config fields -----------------------------------------------------------

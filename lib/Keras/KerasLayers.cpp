@@ -69,19 +69,6 @@ void channelsLast(Builder &b, const Layer &l) {
     b.fail(l, "data_format '" + f + "' is not supported (channels_last only)");
 }
 
-void noRegularizers(Builder &b, const Layer &l) {
-  b.refuseNonNull(
-      l,
-      {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-       "kernel_constraint", "bias_constraint", "depthwise_regularizer",
-       "pointwise_regularizer", "depthwise_constraint", "pointwise_constraint",
-       "beta_regularizer", "gamma_regularizer", "beta_constraint",
-       "gamma_constraint", "embeddings_regularizer", "embeddings_constraint",
-       "recurrent_regularizer", "recurrent_constraint", "alpha_regularizer",
-       "alpha_constraint"},
-      "regularizers and constraints are not built");
-}
-
 Tensor reluLike(const Tensor &x, double negativeSlope,
                 std::optional<double> maxValue, double threshold) {
   // keras.backend.relu (tf.keras 2.15).
@@ -112,7 +99,6 @@ Tensor reluLike(const Tensor &x, double negativeSlope,
 
 Outs denseLayer(Builder &b, const Layer &l, const Call &c) {
   const KTensor &x = b.single(l, c);
-  noRegularizers(b, l);
   int64_t units = b.getInt(l, "units", 0);
   if (units < 1)
     b.fail(l, "units must be positive");
@@ -186,7 +172,6 @@ Outs flattenLayer(Builder &b, const Layer &l, const Call &c) {
 /// variance for rank 4 and 5, as Keras's fused path).
 Outs batchNormLayer(Builder &b, const Layer &l, const Call &c) {
   const KTensor &x = b.single(l, c);
-  noRegularizers(b, l);
   Dims axes = b.getIntList(l, "axis", {-1});
   int64_t rank = x.t.rank();
   if (axes.size() != 1)
@@ -436,7 +421,6 @@ Outs softmaxLayer(Builder &b, const Layer &l, const Call &c) {
 
 Outs preluLayer(Builder &b, const Layer &l, const Call &c) {
   const KTensor &x = b.single(l, c);
-  noRegularizers(b, l);
   Dims s = x.t.shape();
   Dims alphaShape(s.begin() + 1, s.end());
   for (int64_t a : b.getIntList(l, "shared_axes", {})) {
@@ -466,7 +450,6 @@ struct ConvArgs {
 
 ConvArgs convArgs(Builder &b, const Layer &l, size_t n, bool hasFilters) {
   channelsLast(b, l);
-  noRegularizers(b, l);
   ConvArgs a;
   if (hasFilters) {
     a.filters = b.getInt(l, "filters", 0);
@@ -878,7 +861,6 @@ Outs repeatVectorLayer(Builder &b, const Layer &l, const Call &c) {
 
 Outs layerNormLayer(Builder &b, const Layer &l, const Call &c) {
   const KTensor &x = b.single(l, c);
-  noRegularizers(b, l);
   int64_t rank = x.t.rank();
   Dims axes = b.getIntList(l, "axis", {-1});
   for (int64_t &a : axes)
@@ -995,7 +977,6 @@ Outs normalizationLayer(Builder &b, const Layer &l, const Call &c) {
 
 Outs embeddingLayer(Builder &b, const Layer &l, const Call &c) {
   const KTensor &x = b.single(l, c);
-  noRegularizers(b, l);
   int64_t inputDim = b.getInt(l, "input_dim", 0);
   int64_t outputDim = b.getInt(l, "output_dim", 0);
   if (inputDim < 1 || outputDim < 1)

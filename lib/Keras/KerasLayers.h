@@ -95,6 +95,22 @@ public:
   /// layer's name ("<layer>/<name>"), checking their shapes against the
   /// file's weights.
   void adopt(const Layer &layer, const std::vector<std::string> &names);
+  /// Both record a variable once (a shared layer's calls reuse it) and
+  /// apply its `<w>_regularizer` (a loss in the "regularization_losses"
+  /// collection, which model_to_estimator adds to the loss as Keras does)
+  /// and `<w>_constraint` of the config, <w> being the weight's key:
+  /// kernel, bias, depthwise (DepthwiseConv2D's and SeparableConv's
+  /// depthwise kernel), pointwise, embeddings, gamma, beta, alpha.
+
+  /// The Keras regularizer `key` of the config (L1, L2, L1L2 with Keras's
+  /// formulas: l1 * sum(|w|) + l2 * sum(w^2)); null when absent; `fail`
+  /// for another class.
+  std::function<Tensor(const Tensor &)> regularizer(const Layer &l,
+                                                    const char *key) const;
+  /// The Keras constraint `key` of the config (MaxNorm, NonNeg, UnitNorm,
+  /// MinMaxNorm, RadialConstraint); null when absent; `fail` for another.
+  std::function<Tensor(const Tensor &)> constraint(const Layer &l,
+                                                   const char *key) const;
 
   // Config fields of the layer (`fail` when present with the wrong type).
   const rapidjson::Value *field(const Layer &l, const char *key) const;
@@ -126,6 +142,9 @@ public:
                          const Tensor &x) const;
 
 private:
+  /// A newly recorded variable's regularizer and constraint (above).
+  void regularize(const Layer &layer, const std::string &name,
+                  const Variable &v);
   std::vector<KTensor> callModel(const rapidjson::Value &entry,
                                  const std::vector<KTensor> &inputs,
                                  bool trainable, int depth);

@@ -103,6 +103,56 @@ def classifier_data(np, rng, n):
     return {"x": x}, y
 
 
+def regularized(tf):
+    """Weight and activity regularizers (L1, L2, L1L2) and constraints
+    (MaxNorm, NonNeg, UnitNorm, MinMaxNorm) of conv, batch-norm, PReLU,
+    depthwise, separable and dense layers: the penalties in the loss of
+    training and evaluation as Keras adds them, the constraints applied
+    after each update."""
+    k = tf.keras
+    R, C = k.regularizers, k.constraints
+    x = k.Input((8, 8, 2), name="image")
+    h = k.layers.Conv2D(4, 3, padding="same", name="conv",
+                        kernel_regularizer=R.L2(0.01),
+                        bias_regularizer=R.L1(0.02),
+                        kernel_constraint=C.MaxNorm(1.5, axis=[0, 1, 2]))(x)
+    # PReLU before the batch norm: a bias right before one has no gradient
+    # but rounding noise (the batch mean takes it out), which Adam would
+    # turn into steps of either sign on either side.
+    h = k.layers.PReLU(name="prelu", alpha_regularizer=R.L2(0.05))(h)
+    h = k.layers.BatchNormalization(name="bn", gamma_regularizer=R.L1(0.01),
+                                    beta_regularizer=R.L2(0.01),
+                                    gamma_constraint=C.NonNeg())(h)
+    h = k.layers.DepthwiseConv2D(
+        3, name="dw", depthwise_regularizer=R.L1L2(0.01, 0.01),
+        depthwise_constraint=C.UnitNorm(axis=[0, 1]))(h)
+    h = k.layers.SeparableConv2D(
+        4, 3, name="sep", depthwise_regularizer=R.L2(0.01),
+        pointwise_regularizer=R.L1(0.01),
+        pointwise_constraint=C.MinMaxNorm(0.5, 1.0, rate=0.5,
+                                          axis=[0, 1, 2]),
+        activity_regularizer=R.L2(0.001))(h)
+    h = k.layers.Flatten(name="flat")(h)
+    h = k.layers.Dense(6, activation="relu", name="dense",
+                       kernel_regularizer=R.L1L2(l1=0.001, l2=0.01),
+                       bias_regularizer=R.L2(0.01),
+                       activity_regularizer=R.L1(0.01),
+                       kernel_constraint=C.MaxNorm(2.0))(h)
+    p = k.layers.Dense(3, activation="softmax", name="probs",
+                       kernel_regularizer="l2")(h)
+    m = k.Model(x, p)
+    m.compile(optimizer=k.optimizers.Adam(0.01),
+              loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return m
+
+
+def regularized_data(np, rng, n):
+    x = rng.normal(size=(n, 8, 8, 2)).astype(np.float32)
+    y = ((x[:, :4, :4, 0].sum(axis=(1, 2)) > 0).astype(np.int64)
+         + (x[:, 0, 0, 1] > 1).astype(np.int64))
+    return {"image": x}, y
+
+
 def two_outputs(tf):
     """Two inputs, a shared trunk, two outputs with two losses and
     loss_weights, RMSprop with momentum, per-output metrics."""
@@ -348,6 +398,8 @@ CASES = [  # name, builder, data, file suffix, training steps
     ("text_bilstm", text_bilstm, text_data, ".keras", STEPS),
     ("mobilenet_v2_frozen", mobilenet_frozen, mobilenet_data, ".keras",
      STEPS),
+    ("regularized", regularized, regularized_data, ".keras", STEPS),
+    ("regularized_h5", regularized, regularized_data, ".h5", STEPS),
 ]
 
 

@@ -233,6 +233,30 @@ TEST(KerasGraphTest, TheFixtureItsWeightsAndWritingBack) {
   }
 }
 
+// Keras's regularizers as regularization losses (Keras's formulas: L2 is
+// l2 * sum(w^2), no half), one per weight, and the activity regularizer's
+// per call of the layer.
+TEST(KerasGraphTest, RegularizersAndConstraintsOfTheConfig) {
+  KerasModel m = oneLayer("Dense", R"(, "units": 2,
+      "kernel_regularizer": {"class_name": "L1L2",
+                             "config": {"l1": 0.5, "l2": 0.25}},
+      "bias_regularizer": {"class_name": "L2", "config": {"l2": 2.0}},
+      "activity_regularizer": {"class_name": "L1", "config": {"l1": 1.0}},
+      "kernel_constraint": {"class_name": "NonNeg", "config": {}})");
+  Graph g;
+  auto mode = g.mode_scope(ModeKeys::TRAIN);
+  KerasGraph kg = build_model(g, m);
+  std::vector<Tensor> terms = g.get_collection("regularization_losses");
+  ASSERT_EQ(terms.size(), 3u); // kernel, bias, the output's activity
+  ASSERT_EQ(kg.variables.size(), 2u);
+  for (const Tensor &t : terms) {
+    EXPECT_EQ(t.dtype(), DType::Float32);
+    EXPECT_TRUE(t.shape().empty()) << shape::toString(t.shape());
+  }
+  // (Their values and the constraint's effect against tf.keras 2.15:
+  // keras.tf_estimator_compat's "regularized" cases.)
+}
+
 TEST(KerasGraphTest, AWeightWhoseShapeDisagreesWithTheConfig) {
   KerasModel m = oneLayer("Dense", R"(, "units": 2)");
   LayerWeights l;
@@ -258,8 +282,21 @@ TEST(KerasGraphTest, RefusalsAreOneLineNamingLayerClassAndFile) {
                 {"class_name": "Identity", "config": {}})"),
                 "Dense", "initializer 'Identity' is not supported");
   expectRefusal(oneLayer("Dense", R"(, "units": 2, "kernel_regularizer":
-                {"class_name": "L2", "config": {"l2": 0.01}})"),
-                "Dense", "'kernel_regularizer' is not supported");
+                {"class_name": "OrthogonalRegularizer", "config": {}})"),
+                "Dense",
+                "'kernel_regularizer': regularizer 'OrthogonalRegularizer' is "
+                "not supported (L1, L2, L1L2)");
+  expectRefusal(oneLayer("Dense", R"(, "units": 2, "bias_constraint":
+                {"class_name": "Clip", "config": {}})"),
+                "Dense",
+                "'bias_constraint': constraint 'Clip' is not supported");
+  expectRefusal(oneLayer("Dense", R"(, "units": 2, "kernel_regularizer":
+                {"class_name": "L2", "config": {"l2": -1}})"),
+                "Dense", "'kernel_regularizer': a negative factor");
+  expectRefusal(oneLayer("LSTM", R"(, "units": 2, "kernel_regularizer":
+                {"class_name": "L2", "config": {"l2": 0.01}})",
+                         "[null, 5, 3]"),
+                "LSTM", "'kernel_regularizer' is not supported");
   expectRefusal(oneLayer("Dense", R"(, "units": 2, "dtype":
                 "mixed_float16")"),
                 "Dense", "dtype 'mixed_float16' is not supported");
