@@ -48,13 +48,19 @@ const char *cellName(layers::CellType c) {
 /// The RecurrentOptions of an RNN layer's config `l` (the wrapped layer's
 /// for Bidirectional).
 layers::RecurrentOptions rnnOptions(Builder &b, const Layer &l,
-                                    layers::CellType cell) {
-  b.refuseNonNull(l,
-                  {"kernel_regularizer", "recurrent_regularizer",
-                   "bias_regularizer", "activity_regularizer",
-                   "kernel_constraint", "recurrent_constraint",
-                   "bias_constraint"},
-                  "regularizers and constraints are not built");
+                                    layers::CellType cell, bool wrapped) {
+  // A layer's regularizers and constraints are the builder's (Builder::
+  // adopt: kernel, recurrent_kernel and bias by their config keys; the
+  // activity regularizer of each output); a Bidirectional's wrapped
+  // layer's are not applied to its two copies yet.
+  if (wrapped)
+    b.refuseNonNull(l,
+                    {"kernel_regularizer", "recurrent_regularizer",
+                     "bias_regularizer", "activity_regularizer",
+                     "kernel_constraint", "recurrent_constraint",
+                     "bias_constraint"},
+                    "the regularizers and constraints of a Bidirectional's "
+                    "layer are not built");
   if (b.getBool(l, "stateful", false))
     b.fail(l, "stateful is not supported");
   if (b.getBool(l, "time_major", false))
@@ -113,7 +119,7 @@ Outs rnnLayer(Builder &b, const Layer &l, const Call &c) {
   checkSequence(b, l, x.t);
   layers::CellType cell = cellOf(l.cls);
   int64_t units = unitsOf(b, l);
-  layers::RecurrentOptions o = rnnOptions(b, l, cell);
+  layers::RecurrentOptions o = rnnOptions(b, l, cell, /*wrapped=*/false);
   o.mask = x.mask;
   std::vector<Tensor> initial;
   if (auto it = c.tensorKwargs.find("initial_state");
@@ -188,7 +194,7 @@ Outs bidirectionalLayer(Builder &b, const Layer &l, const Call &c) {
   }
   layers::CellType cell = cellOf(cls);
   int64_t units = unitsOf(b, wrapped);
-  layers::RecurrentOptions o = rnnOptions(b, wrapped, cell);
+  layers::RecurrentOptions o = rnnOptions(b, wrapped, cell, /*wrapped=*/true);
   o.mask = x.mask;
   std::string merge = b.getString(l, "merge_mode", "concat");
   if (merge != "concat" && merge != "sum" && merge != "mul" && merge != "ave")
@@ -226,11 +232,12 @@ Outs multiHeadAttentionLayer(Builder &b, const Layer &l, const Call &c) {
     b.fail(l, "the call has no value");
   const KTensor *key = kw("key", "arg2");
   const KTensor *attentionMask = kw("attention_mask", "arg4");
-  b.refuseNonNull(l,
-                  {"kernel_regularizer", "bias_regularizer",
-                   "activity_regularizer", "kernel_constraint",
-                   "bias_constraint"},
-                  "regularizers and constraints are not built");
+  // Its kernel and bias regularizers and constraints apply to the four
+  // projections' (Builder::adopt), as Keras passes them to its EinsumDense
+  // sublayers; Keras's activity regularizer of each projection is not
+  // built.
+  b.refuseNonNull(l, {"activity_regularizer"},
+                  "the projections' activity regularization is not built");
   if (c.kwargs && c.kwargs->IsObject()) {
     auto r = c.kwargs->FindMember("return_attention_scores");
     if (r != c.kwargs->MemberEnd() && r->value.IsBool() && r->value.GetBool())

@@ -146,6 +146,43 @@ def regularized(tf):
     return m
 
 
+def regularized_text(tf):
+    """The regularizers and constraints of Embedding, MultiHeadAttention
+    (its four projections') and LSTM (kernel, recurrent kernel, bias, the
+    output's activity); plain SGD: the key projection's bias has no
+    gradient but rounding noise (softmax ignores a constant), which Adam
+    would turn into steps."""
+    k = tf.keras
+    R, C = k.regularizers, k.constraints
+    # Six tokens a row: the attention's scores of a run-time length are
+    # [batch, heads, length, length], which the arena cannot lay out yet.
+    ids = k.Input((6,), dtype="int32", name="tokens")
+    e = k.layers.Embedding(20, 8, name="emb",
+                           embeddings_regularizer=R.L2(0.01),
+                           embeddings_constraint=C.MaxNorm(1.0, axis=1))(ids)
+    h = k.layers.MultiHeadAttention(
+        2, 4, name="mha", kernel_regularizer=R.L2(0.01),
+        bias_regularizer=R.L1(0.01),
+        kernel_constraint=C.MaxNorm(1.5, axis=[0, 1]))(e, e)
+    h = k.layers.LSTM(3, name="lstm", kernel_regularizer=R.L2(0.01),
+                      recurrent_regularizer=R.L1(0.01),
+                      bias_regularizer=R.L2(0.01),
+                      activity_regularizer=R.L2(0.01),
+                      recurrent_constraint=C.MaxNorm(1.0))(h)
+    logits = k.layers.Dense(2, name="head")(h)
+    m = k.Model(ids, logits)
+    m.compile(optimizer=k.optimizers.SGD(0.2),
+              loss=k.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy"])
+    return m
+
+
+def tokens_data(np, rng, n):
+    """Six token ids a row (0 included, no mask), a class from the first."""
+    ids = rng.integers(0, 20, size=(n, 6)).astype(np.int32)
+    return {"tokens": ids}, (ids[:, 0] > 10).astype(np.int64)
+
+
 def regularized_data(np, rng, n):
     x = rng.normal(size=(n, 8, 8, 2)).astype(np.float32)
     y = ((x[:, :4, :4, 0].sum(axis=(1, 2)) > 0).astype(np.int64)
@@ -400,6 +437,7 @@ CASES = [  # name, builder, data, file suffix, training steps
      STEPS),
     ("regularized", regularized, regularized_data, ".keras", STEPS),
     ("regularized_h5", regularized, regularized_data, ".h5", STEPS),
+    ("regularized_text", regularized_text, tokens_data, ".keras", STEPS),
 ]
 
 

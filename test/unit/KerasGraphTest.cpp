@@ -293,10 +293,16 @@ TEST(KerasGraphTest, RefusalsAreOneLineNamingLayerClassAndFile) {
   expectRefusal(oneLayer("Dense", R"(, "units": 2, "kernel_regularizer":
                 {"class_name": "L2", "config": {"l2": -1}})"),
                 "Dense", "'kernel_regularizer': a negative factor");
-  expectRefusal(oneLayer("LSTM", R"(, "units": 2, "kernel_regularizer":
-                {"class_name": "L2", "config": {"l2": 0.01}})",
-                         "[null, 5, 3]"),
-                "LSTM", "'kernel_regularizer' is not supported");
+  // A Bidirectional's wrapped layer's regularizers: refused, naming it.
+  std::string wrapped = buildError(oneLayer("Bidirectional", R"(, "layer":
+      {"class_name": "LSTM", "config": {"name": "d", "units": 2,
+       "kernel_regularizer": {"class_name": "L2", "config": {"l2": 0.01}}}})",
+                                            "[null, 5, 3]"));
+  EXPECT_NE(wrapped.find("layer 'd' (LSTM): 'kernel_regularizer' is not "
+                         "supported (the regularizers and constraints of a "
+                         "Bidirectional's layer are not built)"),
+            std::string::npos)
+      << wrapped;
   expectRefusal(oneLayer("Dense", R"(, "units": 2, "dtype":
                 "mixed_float16")"),
                 "Dense", "dtype 'mixed_float16' is not supported");
