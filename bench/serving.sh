@@ -25,6 +25,11 @@
 #    before wrk; wrk's non-2xx and socket errors are counted. Without
 #    batching, also the HTTP floor: wrk -c1 GETs of the model status (no
 #    JSON parsed, no model run).
+# 4b. The same server's gRPC API (--port=0 --grpc_port_file): grpc_bench
+#    (bench/grpc_bench.cpp) calls the MLP's Predict with the same instance
+#    (a TensorProto's tensor_content) from N clients at each N in $CONNS,
+#    each on its own connection, closed loop; without batching also
+#    GetModelStatus at c=1, gRPC's floor (no tensor decoded, no model run).
 # 5. bench/tf_serving_peer.py: TF's SavedModel of the same MLP with the
 #    same weights (outputs checked within 1e-5), and TF's own wide & deep
 #    (its weights), batch-1 signature call p50/p99. Without tensorflow
@@ -52,9 +57,9 @@ batching=${BATCHING:-64:200 64:1000 128:1000}
 calls=${CALLS:-20000}
 
 if command -v ninja > /dev/null; then
-  nice -n 10 ninja -C "$build" serving_bench estc-serve > /dev/null
+  nice -n 10 ninja -C "$build" serving_bench estc-serve grpc_bench > /dev/null
 fi
-for f in "$build/bin/serving_bench" "$build/bin/estc-serve"; do
+for f in "$build/bin/serving_bench" "$build/bin/estc-serve" "$build/bin/grpc_bench"; do
   if [ ! -x "$f" ]; then
     echo "serving.sh: $f is not built (ninja -C $build serving_bench estc-serve)" >&2
     exit 1
@@ -92,15 +97,44 @@ max_conns=$(echo "$conns" | tr ',' '\n' | sort -n | tail -n 1)
 serve() {
   name=$1
   shift
-  rm -f "$work/port"
+  rm -f "$work/port" "$work/grpc_port"
   "$build/bin/estc-serve" --model_config_file="$out/models.config" \
     --rest_api_host=127.0.0.1 --rest_api_port=0 --port_file="$work/port" \
+    --port=0 --grpc_port_file="$work/grpc_port" \
     --file_system_poll_wait_seconds=0 --rest_api_num_threads="$max_conns" \
     "$@" 2>> "$res/serve-$(echo "$name" | tr -c 'a-z0-9\n' -).log" &
   pid=$!
   for _ in $(seq 200); do [ -s "$work/port" ] && break; sleep 0.05; done
   [ -s "$work/port" ] || { echo "serving.sh: estc-serve wrote no port" >&2; exit 1; }
+  for _ in $(seq 200); do [ -s "$work/grpc_port" ] && break; sleep 0.05; done
+  [ -s "$work/grpc_port" ] || { echo "serving.sh: estc-serve wrote no gRPC port" >&2; exit 1; }
   url=http://127.0.0.1:$(cat "$work/port")
+  grpc=127.0.0.1:$(cat "$work/grpc_port")
+}
+
+# grpc_load SETTING [--status]: the MLP's Predict over gRPC (grpc_bench, the
+# same instance as the REST run) at each concurrency; with --status,
+# GetModelStatus at c=1 (gRPC's floor). One JSON line each into
+# $res/grpc.jsonl.
+grpc_load() {
+  setting=$1
+  shift
+  if [ "${1:-}" = --status ]; then
+    what="GetModelStatus" cs=1
+  else
+    what="mlp" cs=$conns
+  fi
+  "$build/bin/grpc_bench" --target="$grpc" --model=mlp --input=x \
+    --instance_json="$out/mlp_predict.json" --connections="$cs" \
+    --seconds="${duration%s}" "$@" > "$res/grpc.txt" 2>&1 ||
+    { cat "$res/grpc.txt" >&2; exit 1; }
+  i=0
+  for c in $(echo "$cs" | tr ',' ' '); do
+    i=$((i + 1))
+    line=$(sed -n 's/^GRPC {/{/p' "$res/grpc.txt" | sed -n "${i}p")
+    echo "{\"model\": \"$what\", \"setting\": \"$setting\", \"connections\": $c, ${line#\{}" \
+      | tee -a "$res/grpc.jsonl"
+  done
 }
 stop() {
   kill -TERM "$pid"
@@ -173,6 +207,8 @@ run_server() { # SETTING [FLAGS...]
   [ "$setting" = none ] && floor
   load mlp predict "$out/mlp_predict.json" "$setting"
   load wide_deep classify "$out/wide_deep_classify.json" "$setting"
+  [ "$setting" = none ] && grpc_load "$setting" --status
+  grpc_load "$setting"
   stop
 }
 
@@ -296,6 +332,24 @@ for model in ("mlp", "wide_deep"):
 if floor:
     print("  HTTP floor: GET of the model status at c=1, p50 %d µs" %
           floor["p50_us"])
+grpc = lines("grpc.jsonl")
+if grpc:
+    print()
+    print("estc-serve over gRPC (grpc_bench: one connection per client, "
+          "closed loop, on the same CPUs): the MLP's Predict, one instance "
+          "(tensor_content); GetModelStatus at c=1 is gRPC's floor")
+    print("| call | setting | connections | p50 µs | p99 µs | requests/s |")
+    print("|---|---|---|---|---|---|")
+    for r in grpc:
+        print("| %s | %s | %d | %d | %d | %.0f |" % (
+            r["model"], r["setting"], r["connections"], r["p50_us"],
+            r["p99_us"], r["requests"] / (r["duration_us"] / 1e6)))
+    g1 = next((r for r in grpc if r["model"] == "mlp" and
+               r["setting"] == "none" and r["connections"] == 1), None)
+    e = estc.get("mlp")
+    if g1 and e:
+        print("  gRPC overhead (MLP, c=1, no batching): %d - %.1f = %.1f µs" %
+              (g1["p50_us"], e["p50_us"], g1["p50_us"] - e["p50_us"]))
 best = max((r["requests"] / (r["duration_us"] / 1e6), r["setting"],
             r["connections"]) for r in wrk if r["model"] == "mlp") \
     if any(r["model"] == "mlp" for r in wrk) else None
