@@ -87,8 +87,9 @@ void client(const std::string &target, const tfs::PredictRequest &predict,
   while (!stop.load(std::memory_order_relaxed)) {
     grpc::ClientContext ctx;
     auto t0 = Clock::now();
-    grpc::Status s = statusOnly ? models->GetModelStatus(&ctx, status, &statusOut)
-                                : predictions->Predict(&ctx, predict, &predicted);
+    grpc::Status s = statusOnly
+                         ? models->GetModelStatus(&ctx, status, &statusOut)
+                         : predictions->Predict(&ctx, predict, &predicted);
     auto t1 = Clock::now();
     if (!s.ok()) {
       if (run.errors++ == 0)
@@ -108,13 +109,15 @@ void client(const std::string &target, const tfs::PredictRequest &predict,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string target, model = "mlp", input = "x", instanceJson, connections = "1";
+  std::string target, model = "mlp", input = "x", instanceJson,
+                      connections = "1";
   double seconds = 5;
   bool statusOnly = false;
   estc::flags::FlagParser parser("grpc_bench",
-                             "TF Serving's gRPC API under closed-loop load "
-                             "(bench/serving.sh).");
-  parser.add(estc::flags::Flag("target", &target, "host:port of estc-serve's --port"));
+                                 "TF Serving's gRPC API under closed-loop load "
+                                 "(bench/serving.sh).");
+  parser.add(
+      estc::flags::Flag("target", &target, "host:port of estc-serve's --port"));
   parser.add(estc::flags::Flag("model", &model, "the model to call"));
   parser.add(estc::flags::Flag("input", &input, "the signature's input key"));
   parser.add(estc::flags::Flag("instance_json", &instanceJson,
@@ -135,7 +138,8 @@ int main(int argc, char **argv) {
     predict.mutable_model_spec()->set_signature_name("serving_default");
     if (!statusOnly) {
       if (instanceJson.empty())
-        throw std::invalid_argument("--instance_json is required (or --status)");
+        throw std::invalid_argument(
+            "--instance_json is required (or --status)");
       std::vector<float> values = readInstance(instanceJson);
       tensorflow::TensorProto &t = (*predict.mutable_inputs())[input];
       t.set_dtype(tensorflow::DT_FLOAT);
@@ -182,15 +186,16 @@ int main(int argc, char **argv) {
         throw std::runtime_error("no call completed");
       std::sort(all.begin(), all.end());
       auto pct = [&](double p) {
-        return all[std::min(all.size() - 1,
-                            static_cast<size_t>(p * static_cast<double>(all.size())))] /
+        return all[std::min(
+                   all.size() - 1,
+                   static_cast<size_t>(p * static_cast<double>(all.size())))] /
                1000;
       };
-      std::printf("GRPC {\"p50_us\": %lld, \"p99_us\": %lld, \"requests\": %zu, "
-                  "\"duration_us\": %lld, \"errors\": 0}\n",
-                  static_cast<long long>(pct(0.5)),
-                  static_cast<long long>(pct(0.99)), all.size(),
-                  static_cast<long long>(duration));
+      std::printf(
+          "GRPC {\"p50_us\": %lld, \"p99_us\": %lld, \"requests\": %zu, "
+          "\"duration_us\": %lld, \"errors\": 0}\n",
+          static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.99)),
+          all.size(), static_cast<long long>(duration));
       std::fflush(stdout);
     }
     return 0;

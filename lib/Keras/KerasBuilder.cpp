@@ -447,15 +447,27 @@ void Builder::regularize(const Layer &layer, const std::string &name,
 }
 
 namespace {
-/// A Keras object in a config: its class name (snake_case, so that "L1L2",
-/// "l1_l2", "MaxNorm" and "max_norm" compare equal) and its config.
-std::pair<std::string, const rj::Value *> kerasObject(const rj::Value &v) {
-  if (v.IsString())
-    return {to_snake_case(v.GetString()), nullptr};
-  if (!v.IsObject())
-    return {"", nullptr};
-  return {to_snake_case(stringOf(member(v, "class_name"))),
-          member(v, "config")};
+/// A Keras object in a config (an initializer, regularizer, constraint):
+/// "name" or {"class_name": ..., "config": {...}}.
+struct KerasObject {
+  /// The class name as written (for errors).
+  std::string name;
+  /// snake_case, so that "L1L2" / "l1_l2", "MaxNorm" / "max_norm" and
+  /// "GlorotUniform" / "glorot_uniform" compare equal.
+  std::string kind;
+  /// The object's config; null for the string form.
+  const rj::Value *config = nullptr;
+};
+KerasObject kerasObject(const rj::Value &v) {
+  KerasObject o;
+  if (v.IsString()) {
+    o.name = v.GetString();
+  } else if (v.IsObject()) {
+    o.name = stringOf(member(v, "class_name"));
+    o.config = member(v, "config");
+  }
+  o.kind = to_snake_case(o.name);
+  return o;
 }
 
 double number(const rj::Value *config, const char *key, double fallback) {
@@ -483,7 +495,7 @@ Builder::regularizer(const Layer &l, const char *key) const {
   const rj::Value *v = field(l, key);
   if (!v)
     return nullptr;
-  auto [cls, config] = kerasObject(*v);
+  auto [name, cls, config] = kerasObject(*v);
   // Keras 2.15 / 3: L1(l1=0.01), L2(l2=0.01), L1L2(l1=0, l2=0) as objects;
   // the strings "l1" and "l2" are those classes with their defaults.
   double l1 = 0, l2 = 0;
@@ -495,8 +507,7 @@ Builder::regularizer(const Layer &l, const char *key) const {
     l1 = number(config, "l1", 0.0);
     l2 = number(config, "l2", 0.0);
   } else {
-    fail(l, std::string("'") + key + "': regularizer '" +
-                (v->IsObject() ? stringOf(member(*v, "class_name")) : cls) +
+    fail(l, std::string("'") + key + "': regularizer '" + name +
                 "' is not supported (L1, L2, L1L2)");
   }
   if (l1 < 0 || l2 < 0)
@@ -520,7 +531,7 @@ Builder::constraint(const Layer &l, const char *key) const {
   const rj::Value *v = field(l, key);
   if (!v)
     return nullptr;
-  auto [cls, config] = kerasObject(*v);
+  auto [name, cls, config] = kerasObject(*v);
   if (cls == "max_norm")
     return constraints::max_norm(number(config, "max_value", 2),
                                  axes(config, {0}));
@@ -534,8 +545,7 @@ Builder::constraint(const Layer &l, const char *key) const {
         number(config, "rate", 1), axes(config, {0}));
   if (cls == "radial_constraint")
     return constraints::radial_constraint();
-  fail(l, std::string("'") + key + "': constraint '" +
-              (v->IsObject() ? stringOf(member(*v, "class_name")) : cls) +
+  fail(l, std::string("'") + key + "': constraint '" + name +
               "' is not supported (MaxNorm, NonNeg, UnitNorm, MinMaxNorm, "
               "RadialConstraint)");
 }
@@ -651,20 +661,10 @@ Initializer Builder::initializer(const Layer &l, const char *key,
   const rj::Value *v = field(l, key);
   if (!v)
     return fallback;
-  std::string cls;
-  const rj::Value *c = nullptr;
-  if (v->IsString()) {
-    cls = v->GetString();
-  } else if (v->IsObject()) {
-    cls = stringOf(member(*v, "class_name"));
-    c = member(*v, "config");
-  } else {
+  if (!v->IsString() && !v->IsObject())
     fail(l, std::string("'") + key + "' is not an initializer");
-  }
-  auto num = [&](const char *k, double fb) {
-    const rj::Value *x = c ? member(*c, k) : nullptr;
-    return x && x->IsNumber() ? x->GetDouble() : fb;
-  };
+  auto [cls, k, c] = kerasObject(*v);
+  auto num = [&](const char *name, double fb) { return number(c, name, fb); };
   auto str = [&](const char *k, const std::string &fb) {
     const rj::Value *x = c ? member(*c, k) : nullptr;
     return x && x->IsString() ? std::string(x->GetString()) : fb;
@@ -672,8 +672,7 @@ Initializer Builder::initializer(const Layer &l, const char *key,
   std::optional<int64_t> seed;
   if (const rj::Value *s = c ? member(*c, "seed") : nullptr; s && s->IsInt64())
     seed = s->GetInt64();
-  // Keras's names and their snake_case aliases ("glorot_uniform").
-  std::string k = to_snake_case(cls);
+  // Keras's names and their snake_case aliases ("glorot_uniform"): k.
   if (k == "zeros" || k == "zeros_initializer")
     return zeros_initializer();
   if (k == "ones" || k == "ones_initializer")
