@@ -135,29 +135,35 @@ void gemvRowMajor(View2D<const T> a, View2D<const T> b, View2D<T> c,
 
 /// c (m x n) (+)= a (m x k) * b (k x n), float, for products of at most
 /// kSmallGemm multiply-adds (an iris-sized layer: 32 x 10 x 10), where
-/// Eigen's packing and blocking cost several times the product. b is copied
-/// to a [k, n rounded up to 8] panel padded with zeros; then each block of 8
-/// rows of c by 8 columns is 8 vector accumulators in registers, one FMA per
-/// row and element of the depth. Each element of c is its k products added
-/// in order from 0: the same for any thread count and operand layout,
-/// though not the order of Eigen's kernel (results differ from it in the
-/// last bits).
-void gemmSmall(View2D<const float> a, View2D<const float> b, View2D<float> c,
-               bool accumulate) {
+/// Eigen's packing and blocking cost several times the product. Each block
+/// of 8 rows of c by 8 columns is 8 vector accumulators in registers, one
+/// FMA per row and element of the depth; b's rows are read in place when
+/// contiguous, and the columns of b no full block of 8 reads in place are
+/// first gathered into a panel padded with zeros. Each element of c
+/// is its k products added in order from 0: the same for any thread count
+/// and operand layout, though not the order of Eigen's kernel (results
+/// differ from it in the last bits). `store(i, j0, count, sums)` writes
+/// sums[0, count) into row i from column j0.
+template <typename Store>
+void gemmSmall(View2D<const float> a, View2D<const float> b, Index m, Index n,
+               const Store &store) {
   typedef float Vec __attribute__((vector_size(32)));
   constexpr Index kRows = 8, kCols = 8;
-  Index m = c.rows, n = c.cols, k = a.cols;
+  Index k = a.cols;
   Index panelCols = (n + kCols - 1) / kCols * kCols;
-  float *panel = scratch<float>(Scratch::GemmRhs, size_t(k * panelCols));
-  for (Index p = 0; p < k; ++p) {
-    float *row = panel + p * panelCols;
-    if (b.cs == 1)
-      std::memcpy(row, b.data + p * b.rs, sizeof(float) * size_t(n));
-    else
-      for (Index j = 0; j < n; ++j)
-        row[j] = b.at(p, j);
-    for (Index j = n; j < panelCols; ++j)
-      row[j] = 0.f;
+  // Blocks of 8 columns read in place: those of a b whose rows are
+  // contiguous; the rest come from the panel, whose column 0 is column
+  // `gathered0` of b. A select, not a zeroing loop after a copy: short
+  // memcpy and memset calls cost more than the product (perf, the iris step).
+  Index inPlace = b.cs == 1 || n == 1 ? n / kCols * kCols : 0;
+  Index gathered0 = inPlace, ldPanel = panelCols - inPlace;
+  float *panel = nullptr;
+  if (ldPanel > 0) {
+    panel = scratch<float>(Scratch::GemmRhs, size_t(k * ldPanel));
+    for (Index p = 0; p < k; ++p)
+      for (Index j = 0; j < ldPanel; ++j)
+        panel[p * ldPanel + j] =
+            gathered0 + j < n ? b.at(p, gathered0 + j) : 0.0f;
   }
   for (Index i0 = 0; i0 < m; i0 += kRows) {
     // Rows past m repeat the last one; their sums are not stored.
@@ -166,23 +172,25 @@ void gemmSmall(View2D<const float> a, View2D<const float> b, View2D<float> c,
       rows[r] = a.data + std::min(i0 + r, m - 1) * a.rs;
     Index numRows = std::min(kRows, m - i0);
     for (Index j0 = 0; j0 < panelCols; j0 += kCols) {
+      const float *src = j0 < inPlace ? b.data + j0 : panel + (j0 - gathered0);
+      Index ld = j0 < inPlace ? b.rs : ldPanel;
       Vec acc[kRows] = {};
       for (Index p = 0; p < k; ++p) {
         Vec bp;
-        std::memcpy(&bp, panel + p * panelCols + j0, sizeof bp);
+        std::memcpy(&bp, src + p * ld, sizeof bp);
 #pragma GCC unroll 8
         for (Index r = 0; r < kRows; ++r)
           acc[r] += rows[r][p * a.cs] * bp;
       }
+      // Every access to acc at a constant index, so that it stays in
+      // registers (a variable one puts it on the stack: 2x slower).
+      float sums[kRows][kCols];
+#pragma GCC unroll 8
+      for (Index r = 0; r < kRows; ++r)
+        std::memcpy(sums[r], &acc[r], sizeof sums[r]);
       Index numCols = std::min(kCols, n - j0);
-      for (Index r = 0; r < numRows; ++r) {
-        float sums[kCols];
-        std::memcpy(sums, &acc[r], sizeof sums);
-        for (Index j = 0; j < numCols; ++j) {
-          float &out = c.at(i0 + r, j0 + j);
-          out = accumulate ? out + sums[j] : sums[j];
-        }
-      }
+      for (Index r = 0; r < numRows; ++r)
+        store(i0 + r, j0, numCols, sums[r]);
     }
   }
 }
@@ -203,7 +211,13 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
     return gemvRowMajor(a, b, c, accumulate);
   if constexpr (std::is_same_v<T, float>) {
     if (m * n * k <= kSmallGemm)
-      return gemmSmall(a, b, c, accumulate);
+      return gemmSmall(a, b, m, n,
+                       [&](Index i, Index j0, Index count, const float *sums) {
+                         for (Index j = 0; j < count; ++j) {
+                           float &out = c.at(i, j0 + j);
+                           out = accumulate ? out + sums[j] : sums[j];
+                         }
+                       });
     if (oneDnnSgemm(a, b, c, accumulate))
       return;
   }
@@ -240,6 +254,37 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
 
 template void gemm<float>(View2D<const float>, View2D<const float>,
                           View2D<float>, bool);
+
+bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
+                       View2D<float> c, const Epilogue &e) {
+  Index m = c.rows, n = c.cols, k = a.cols;
+  // gemm's other paths for these shapes (nothing to compute, a row times
+  // a matrix, larger products) stay where they are: the same bits.
+  if (m <= 1 || n == 0 || k == 0 || m * n * k > kSmallGemm)
+    return false;
+  float zero = 0.0f;
+  const float *bias = e.bias ? e.bias : &zero;
+  Index bs = e.bias ? e.biasStride : 0;
+  auto storeAs = [&](auto act) {
+    gemmSmall(a, b, m, n,
+              [&](Index i, Index j0, Index count, const float *sums) {
+                for (Index j = 0; j < count; ++j)
+                  c.at(i, j0 + j) = act(sums[j] + bias[(j0 + j) * bs]);
+              });
+  };
+  switch (e.activation) {
+  case Epilogue::None:
+    storeAs([](float x) { return x; });
+    break;
+  case Epilogue::Relu:
+    storeAs(Epilogue::relu);
+    break;
+  case Epilogue::Relu6:
+    storeAs(Epilogue::relu6);
+    break;
+  }
+  return true;
+}
 template void gemm<double>(View2D<const double>, View2D<const double>,
                            View2D<double>, bool);
 

@@ -26,6 +26,25 @@ template <typename T> struct View2D {
   operator View2D<const T>() const { return {data, rows, cols, rs, cs}; }
 };
 
+/// What a kernel applies to each output element right after computing it:
+/// out = act(out + bias[column]). `bias` null means no bias. Relu is
+/// max(x, 0) propagating NaN and turning -0 into +0, as arith.maximumf;
+/// relu6 is then min(x, 6), as arith.minimumf, so fused and unfused results
+/// agree bit for bit.
+struct Epilogue {
+  enum Activation : int64_t { None = 0, Relu = 1, Relu6 = 2 };
+  const float *bias = nullptr;
+  int64_t biasStride = 1;
+  Activation activation = None;
+
+  bool empty() const { return !bias && activation == None; }
+  static float relu(float x) { return x <= 0.0f ? 0.0f : x; }
+  static float relu6(float x) {
+    float y = relu(x);
+    return y >= 6.0f ? 6.0f : y;
+  }
+};
+
 /// Products of at most this many multiply-adds (m * n * k) skip Eigen's
 /// blocked GEMM for a direct loop (runtime/cpu/Gemm.cpp, gemmSmall).
 constexpr int64_t kSmallGemm = 32 * 32 * 32;
@@ -44,6 +63,14 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate);
 
 extern template void gemm<float>(View2D<const float>, View2D<const float>,
                                  View2D<float>, bool);
+
+/// c = act(a * b + bias) in one pass where gemm would run its direct loop
+/// for small products (m > 1, at most kSmallGemm multiply-adds): the bias
+/// and activation applied as each element leaves the registers, the same
+/// float operations as gemm followed by applyEpilogue. Returns false,
+/// writing nothing, for other shapes.
+bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
+                       View2D<float> c, const Epilogue &e);
 extern template void gemm<double>(View2D<const double>, View2D<const double>,
                                   View2D<double>, bool);
 

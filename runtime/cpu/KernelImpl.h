@@ -15,39 +15,25 @@
 
 namespace estc::rt {
 
-/// What a kernel applies to each output tile right after computing it:
-/// out = act(out + bias[last index]). `bias` null means no bias.
-struct Epilogue {
-  enum Activation : int64_t { None = 0, Relu = 1, Relu6 = 2 };
-  const float *bias = nullptr;
-  int64_t biasStride = 1;
-  Activation activation = None;
-
-  bool empty() const { return !bias && activation == None; }
-};
-
-/// Applies `e` to `tile`, whose column j is output column col0 + j. Relu is
-/// max(x, 0) propagating NaN and turning -0 into +0, as arith.maximumf; relu6
-/// is then min(x, 6), as arith.minimumf, so fused and unfused results agree
-/// bit for bit.
+/// Applies `e` to `tile`, whose column j is output column col0 + j.
 inline void applyEpilogue(View2D<float> tile, const Epilogue &e, int64_t col0) {
   if (e.empty())
     return;
   float zero = 0.0f;
   const float *bias = e.bias ? e.bias + col0 * e.biasStride : &zero;
   int64_t bs = e.bias ? e.biasStride : 0;
-  auto relu = [](float x) { return x <= 0.0f ? 0.0f : x; };
   switch (e.activation) {
   case Epilogue::None:
     applyEach(tile, [&](float x, int64_t j) { return x + bias[j * bs]; });
     break;
   case Epilogue::Relu:
-    applyEach(tile, [&](float x, int64_t j) { return relu(x + bias[j * bs]); });
+    applyEach(tile, [&](float x, int64_t j) {
+      return Epilogue::relu(x + bias[j * bs]);
+    });
     break;
   case Epilogue::Relu6:
     applyEach(tile, [&](float x, int64_t j) {
-      float y = relu(x + bias[j * bs]);
-      return y >= 6.0f ? 6.0f : y;
+      return Epilogue::relu6(x + bias[j * bs]);
     });
     break;
   }

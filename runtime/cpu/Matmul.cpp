@@ -95,6 +95,10 @@ void matmulImpl(const MemRef<T, 3> &a, const MemRef<T, 3> &b,
     for (int64_t i = 0; i < batch; ++i) {
       View2D<T> cTile = cAll;
       cTile.data += i * c.strides[0];
+      if constexpr (std::is_same_v<T, float>)
+        if (gemmSmallEpilogue(matrixOf(a, i, transposeA),
+                              matrixOf(b, i, transposeB), cTile, epilogue))
+          continue;
       gemm<T>(matrixOf(a, i, transposeA), matrixOf(b, i, transposeB), cTile,
               false);
       if constexpr (std::is_same_v<T, float>)

@@ -209,6 +209,10 @@ std::vector<MatmulCase> matmulCases() {
         cases.push_back({3, 17, 100, 33, true, false, 1, 3, la, lb, lc});
         cases.push_back({4, 100, 3, 17, false, true, 4, 1, la, lb, lc});
       }
+  // Small products (gemm's direct loop) whose columns are whole blocks of
+  // 8: b's rows read in place, no gathered panel; transposed, all gathered.
+  cases.push_back({1, 24, 16, 32, false, false, 1, 1, R, R, R});
+  cases.push_back({1, 24, 16, 32, true, true, 1, 1, R, R, R});
   // Large enough to be split into tiles and run on the pool.
   cases.push_back({1, 128, 256, 784, false, false, 1, 1, R, R, R});
   // One row (a dense layer at batch 1: the row-times-matrix path), batched.
