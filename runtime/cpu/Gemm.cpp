@@ -257,30 +257,57 @@ template void gemm<float>(View2D<const float>, View2D<const float>,
 
 bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
                        View2D<float> c, const Epilogue &e) {
+  typedef float Vec __attribute__((vector_size(32)));
   Index m = c.rows, n = c.cols, k = a.cols;
   // gemm's other paths for these shapes (nothing to compute, a row times
   // a matrix, larger products) stay where they are: the same bits.
   if (m <= 1 || n == 0 || k == 0 || m * n * k > kSmallGemm)
     return false;
+  // As gemm then applyEpilogue: no epilogue stores the sums as they are
+  // (-0 stays -0); otherwise act(sum + bias), the bias 0 when absent.
   float zero = 0.0f;
   const float *bias = e.bias ? e.bias : &zero;
   Index bs = e.bias ? e.biasStride : 0;
-  auto storeAs = [&](auto act) {
+  bool apply = !e.empty();
+  auto storeAs = [&](auto act, auto vact) {
     gemmSmall(a, b, m, n,
               [&](Index i, Index j0, Index count, const float *sums) {
+                float *out = &c.at(i, j0);
+                if (count == 8 && c.cs == 1 && bs <= 1) {
+                  // A whole block of a row: one vector.
+                  Vec x, bv = {};
+                  std::memcpy(&x, sums, sizeof x);
+                  if (apply) {
+                    if (bs == 1)
+                      std::memcpy(&bv, bias + j0, sizeof bv);
+                    x = vact(x + bv);
+                  }
+                  std::memcpy(out, &x, sizeof x);
+                  return;
+                }
                 for (Index j = 0; j < count; ++j)
-                  c.at(i, j0 + j) = act(sums[j] + bias[(j0 + j) * bs]);
+                  out[j * c.cs] =
+                      apply ? act(sums[j] + bias[(j0 + j) * bs]) : sums[j];
               });
+  };
+  // The vector forms do what Epilogue::relu / relu6 do, lane by lane.
+  auto vrelu = [](Vec x) {
+    Vec z = {};
+    return x <= z ? z : x;
+  };
+  auto vrelu6 = [&](Vec x) {
+    Vec y = vrelu(x), six = {6, 6, 6, 6, 6, 6, 6, 6};
+    return y >= six ? six : y;
   };
   switch (e.activation) {
   case Epilogue::None:
-    storeAs([](float x) { return x; });
+    storeAs([](float x) { return x; }, [](Vec x) { return x; });
     break;
   case Epilogue::Relu:
-    storeAs(Epilogue::relu);
+    storeAs(Epilogue::relu, vrelu);
     break;
   case Epilogue::Relu6:
-    storeAs(Epilogue::relu6);
+    storeAs(Epilogue::relu6, vrelu6);
     break;
   }
   return true;
