@@ -133,22 +133,55 @@ void gemvRowMajor(View2D<const T> a, View2D<const T> b, View2D<T> c,
     c.at(0, j) = accumulate ? c.at(0, j) + acc[j] : acc[j];
 }
 
+typedef float Vec8 __attribute__((vector_size(32)));
+
+/// Rows [i0, i0 + R) of c by the 8 columns from j0 (numCols of them real):
+/// R vector accumulators in registers, one FMA per row and element of the
+/// depth, b's row p of those columns at src + p * ld.
+template <int R, typename Store>
+inline void smallBlock(View2D<const float> a, Index i0, Index k,
+                       const float *src, Index ld, Index j0, Index numCols,
+                       const Store &store) {
+  const float *rows[R];
+  for (int r = 0; r < R; ++r)
+    rows[r] = a.data + (i0 + r) * a.rs;
+  Vec8 acc[R] = {};
+  for (Index p = 0; p < k; ++p) {
+    Vec8 bp;
+    std::memcpy(&bp, src + p * ld, sizeof bp);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r] += rows[r][p * a.cs] * bp;
+  }
+  // Every access to acc at a constant index, so that it stays in
+  // registers (a variable one puts it on the stack: 2x slower).
+  float sums[R][8];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    std::memcpy(sums[r], &acc[r], sizeof sums[r]);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+    store(i0 + r, j0, numCols, sums[r]);
+}
+
 /// c (m x n) (+)= a (m x k) * b (k x n), float, for products of at most
 /// kSmallGemm multiply-adds (an iris-sized layer: 32 x 10 x 10), where
-/// Eigen's packing and blocking cost several times the product. Each block
-/// of 8 rows of c by 8 columns is 8 vector accumulators in registers, one
-/// FMA per row and element of the depth; b's rows are read in place when
-/// contiguous, and the columns of b no full block of 8 reads in place are
-/// first gathered into a panel padded with zeros. Each element of c
-/// is its k products added in order from 0: the same for any thread count
-/// and operand layout, though not the order of Eigen's kernel (results
-/// differ from it in the last bits). `store(i, j0, count, sums)` writes
-/// sums[0, count) into row i from column j0.
+/// Eigen's packing and blocking cost several times the product. c is
+/// computed in blocks of 8 columns by 8, 4, 2 or 1 rows (smallBlock; the
+/// rows are never padded, the columns to 8); b's rows are read in place
+/// when contiguous, and the columns of b no full block of 8 reads in place
+/// are first gathered into a panel padded with zeros. Each element of c is
+/// its k products added in order from 0: the same for any thread count,
+/// operand layout or blocking, though not the order of Eigen's kernel
+/// (results differ from it in the last bits). `store(i, j0, count, sums)`
+/// writes sums[0, count) into row i from column j0. (Computing a narrow c
+/// as c^T = b^T a^T instead, which pads less, was tried: more instructions
+/// for the iris step's matmuls, its gathers and per-element stores costing
+/// more than the padding.)
 template <typename Store>
 void gemmSmall(View2D<const float> a, View2D<const float> b, Index m, Index n,
                const Store &store) {
-  typedef float Vec __attribute__((vector_size(32)));
-  constexpr Index kRows = 8, kCols = 8;
+  constexpr Index kCols = 8;
   Index k = a.cols;
   Index panelCols = (n + kCols - 1) / kCols * kCols;
   // Blocks of 8 columns read in place: those of a b whose rows are
@@ -165,34 +198,27 @@ void gemmSmall(View2D<const float> a, View2D<const float> b, Index m, Index n,
         panel[p * ldPanel + j] =
             gathered0 + j < n ? b.at(p, gathered0 + j) : 0.0f;
   }
-  for (Index i0 = 0; i0 < m; i0 += kRows) {
-    // Rows past m repeat the last one; their sums are not stored.
-    const float *rows[kRows];
-    for (Index r = 0; r < kRows; ++r)
-      rows[r] = a.data + std::min(i0 + r, m - 1) * a.rs;
-    Index numRows = std::min(kRows, m - i0);
+  auto rowBlock = [&](auto rows, Index i0) {
+    constexpr int R = decltype(rows)::value;
     for (Index j0 = 0; j0 < panelCols; j0 += kCols) {
       const float *src = j0 < inPlace ? b.data + j0 : panel + (j0 - gathered0);
       Index ld = j0 < inPlace ? b.rs : ldPanel;
-      Vec acc[kRows] = {};
-      for (Index p = 0; p < k; ++p) {
-        Vec bp;
-        std::memcpy(&bp, src + p * ld, sizeof bp);
-#pragma GCC unroll 8
-        for (Index r = 0; r < kRows; ++r)
-          acc[r] += rows[r][p * a.cs] * bp;
-      }
-      // Every access to acc at a constant index, so that it stays in
-      // registers (a variable one puts it on the stack: 2x slower).
-      float sums[kRows][kCols];
-#pragma GCC unroll 8
-      for (Index r = 0; r < kRows; ++r)
-        std::memcpy(sums[r], &acc[r], sizeof sums[r]);
-      Index numCols = std::min(kCols, n - j0);
-      for (Index r = 0; r < numRows; ++r)
-        store(i0 + r, j0, numCols, sums[r]);
+      smallBlock<R>(a, i0, k, src, ld, j0, std::min(kCols, n - j0), store);
     }
+  };
+  Index i0 = 0;
+  for (; i0 + 8 <= m; i0 += 8)
+    rowBlock(std::integral_constant<int, 8>(), i0);
+  if (i0 + 4 <= m) {
+    rowBlock(std::integral_constant<int, 4>(), i0);
+    i0 += 4;
   }
+  if (i0 + 2 <= m) {
+    rowBlock(std::integral_constant<int, 2>(), i0);
+    i0 += 2;
+  }
+  if (i0 < m)
+    rowBlock(std::integral_constant<int, 1>(), i0);
 }
 
 } // namespace

@@ -213,6 +213,9 @@ std::vector<MatmulCase> matmulCases() {
   // 8: b's rows read in place, no gathered panel; transposed, all gathered.
   cases.push_back({1, 24, 16, 32, false, false, 1, 1, R, R, R});
   cases.push_back({1, 24, 16, 32, true, true, 1, 1, R, R, R});
+  // Rows in blocks of 4, 2 and 1 after none of 8.
+  cases.push_back({1, 7, 16, 32, false, false, 1, 1, R, R, R});
+  cases.push_back({2, 15, 10, 9, true, false, 2, 2, R, Layout::Padded, R});
   // Large enough to be split into tiles and run on the pool.
   cases.push_back({1, 128, 256, 784, false, false, 1, 1, R, R, R});
   // One row (a dense layer at batch 1: the row-times-matrix path), batched.
