@@ -221,6 +221,14 @@ void gemmSmall(View2D<const float> a, View2D<const float> b, Index m, Index n,
     rowBlock(std::integral_constant<int, 1>(), i0);
 }
 
+/// Whether gemm runs gemmSmall for c = a * b: a product of at most
+/// kSmallGemm multiply-adds, with something to compute, that is not a row
+/// times a matrix (gemvRowMajor's).
+bool takesSmallPath(View2D<const float> b, Index m, Index n, Index k) {
+  return m > 0 && n > 0 && k > 0 && !(m == 1 && (b.cs == 1 || n == 1)) &&
+         m * n * k <= kSmallGemm;
+}
+
 } // namespace
 
 template <typename T>
@@ -236,7 +244,7 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
   if (m == 1 && (b.cs == 1 || n == 1))
     return gemvRowMajor(a, b, c, accumulate);
   if constexpr (std::is_same_v<T, float>) {
-    if (m * n * k <= kSmallGemm)
+    if (takesSmallPath(b, m, n, k))
       return gemmSmall(a, b, m, n,
                        [&](Index i, Index j0, Index count, const float *sums) {
                          for (Index j = 0; j < count; ++j) {
@@ -280,14 +288,15 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate) {
 
 template void gemm<float>(View2D<const float>, View2D<const float>,
                           View2D<float>, bool);
+template void gemm<double>(View2D<const double>, View2D<const double>,
+                           View2D<double>, bool);
 
 bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
                        View2D<float> c, const Epilogue &e) {
-  typedef float Vec __attribute__((vector_size(32)));
   Index m = c.rows, n = c.cols, k = a.cols;
   // gemm's other paths for these shapes (nothing to compute, a row times
   // a matrix, larger products) stay where they are: the same bits.
-  if (m <= 1 || n == 0 || k == 0 || m * n * k > kSmallGemm)
+  if (!takesSmallPath(b, m, n, k))
     return false;
   // As gemm then applyEpilogue: no epilogue stores the sums as they are
   // (-0 stays -0); otherwise act(sum + bias), the bias 0 when absent.
@@ -301,7 +310,7 @@ bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
                 float *out = &c.at(i, j0);
                 if (count == 8 && c.cs == 1 && bs <= 1) {
                   // A whole block of a row: one vector.
-                  Vec x, bv = {};
+                  Vec8 x, bv = {};
                   std::memcpy(&x, sums, sizeof x);
                   if (apply) {
                     if (bs == 1)
@@ -317,17 +326,17 @@ bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
               });
   };
   // The vector forms do what Epilogue::relu / relu6 do, lane by lane.
-  auto vrelu = [](Vec x) {
-    Vec z = {};
+  auto vrelu = [](Vec8 x) {
+    Vec8 z = {};
     return x <= z ? z : x;
   };
-  auto vrelu6 = [&](Vec x) {
-    Vec y = vrelu(x), six = {6, 6, 6, 6, 6, 6, 6, 6};
+  auto vrelu6 = [&](Vec8 x) {
+    Vec8 y = vrelu(x), six = {6, 6, 6, 6, 6, 6, 6, 6};
     return y >= six ? six : y;
   };
   switch (e.activation) {
   case Epilogue::None:
-    storeAs([](float x) { return x; }, [](Vec x) { return x; });
+    storeAs([](float x) { return x; }, [](Vec8 x) { return x; });
     break;
   case Epilogue::Relu:
     storeAs(Epilogue::relu, vrelu);
@@ -338,7 +347,5 @@ bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
   }
   return true;
 }
-template void gemm<double>(View2D<const double>, View2D<const double>,
-                           View2D<double>, bool);
 
 } // namespace estc::rt

@@ -63,16 +63,16 @@ void gemm(View2D<const T> a, View2D<const T> b, View2D<T> c, bool accumulate);
 
 extern template void gemm<float>(View2D<const float>, View2D<const float>,
                                  View2D<float>, bool);
-
-/// c = act(a * b + bias) in one pass where gemm would run its direct loop
-/// for small products (m > 1, at most kSmallGemm multiply-adds): the bias
-/// and activation applied as each element leaves the registers, the same
-/// float operations as gemm followed by applyEpilogue. Returns false,
-/// writing nothing, for other shapes.
-bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
-                       View2D<float> c, const Epilogue &e);
 extern template void gemm<double>(View2D<const double>, View2D<const double>,
                                   View2D<double>, bool);
+
+/// c = act(a * b + bias) in one pass where gemm would run its direct loop
+/// for small products (at most kSmallGemm multiply-adds, not a row times a
+/// matrix): the bias and activation applied as each element leaves the
+/// registers, the same float operations as gemm followed by applyEpilogue.
+/// Returns false, writing nothing, for other shapes.
+bool gemmSmallEpilogue(View2D<const float> a, View2D<const float> b,
+                       View2D<float> c, const Epilogue &e);
 
 /// Applies `f(x, j)` to every element (i, j) of c, row by row.
 template <typename T, typename F> void applyEach(View2D<T> c, const F &f) {
