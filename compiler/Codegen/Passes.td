@@ -282,6 +282,25 @@ def EstOutlineLoopNests : Pass<"est-outline-loop-nests", "ModuleOp"> {
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def EstUnrollPhaseLoops : Pass<"est-unroll-phase-loops", "func::FuncOp"> {
+  let summary = "Phase loops of the fused row ops unrolled, so each phase is a loop of its own";
+  let description = [{
+    The fused row ops (layer norm, the attention softmax and their
+    gradients; compiler/Conversion/EstToLinalg/Normalization.cpp) visit a
+    row once per phase: their loops are `(rows..., phase, elements...)` and
+    the body branches on the phase. Left so, the element loop holds both
+    phases' code behind a branch and LLVM vectorizes neither. This pass
+    fully unrolls every `scf.for` with a constant trip count of at most 4
+    whose induction variable is only compared with constants (`arith.cmpi`)
+    or switched on (`scf.index_switch`) and that contains a loop; the
+    comparisons and switches fold, each `scf.if` keeps one branch, and each
+    phase becomes a plain element loop. Same operations in
+    the same order.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def EstLowerRuntimeChecks
     : Pass<"est-lower-runtime-checks", "func::FuncOp"> {
   let summary = "Expand est.check_fail_if into a status store and a return";
@@ -318,6 +337,30 @@ def EstExpandShapeToReinterpretCast
     alone.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def EstApproximateMath : Pass<"est-approximate-math", "func::FuncOp"> {
+  let summary = "f32 exp, log and friends as polynomials LLVM can vectorize";
+  let description = [{
+    On the CPU, a `math.exp` left as it is becomes a call of libm's scalar
+    `expf`, one per element: LLVM's loop vectorizer cannot widen a loop
+    that calls it, so a softmax, a sigmoid gate or a cross entropy runs one
+    element at a time. This pass rewrites the f32 `math` ops named in `ops`
+    (by mnemonic) into MLIR's polynomial approximations
+    (`populateMathPolynomialApproximationPatterns`): plain arith on the
+    element, vectorized with the rest of its loop. Their error against the
+    correctly rounded result is measured over the whole float range by
+    MathAccuracyTest (docs/conventions.md, "Floating point"); f64 ops and
+    ops not named stay libm calls. Runs after `math-expand-ops`, so the
+    expansions' exps are approximated too.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "The math op mnemonics to approximate">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def EstLowerParallelCalls : Pass<"est-lower-parallel-calls", "ModuleOp"> {

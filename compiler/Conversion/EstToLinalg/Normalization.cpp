@@ -382,9 +382,10 @@ struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
 /// The bias a masked-out logit gets: Keras's _large_compatible_negative.
 double maskedBias(Type t) { return t.isF16() ? -65504.0 : -1e9; }
 
-/// attention_softmax: outputs (max, sum -> 1 / sum, y); phase 0 keeps the
-/// running maximum and sum of exponentials (one exp per element), phase 1
-/// inverts the sum at the row's first element and writes exp(v - max) / sum.
+/// attention_softmax: outputs (max, sum, y); phase 0 takes the row's
+/// maximum, phase 1 writes e = exp(v - max) into y, phase 2 sums y, phase 3
+/// divides y by the sum: one exp per element, and the two phases that hold
+/// the exps and divisions carry nothing from one element to the next.
 struct AttentionSoftmaxOpLowering
     : public LowerOpPattern<AttentionSoftmaxOp, AttentionSoftmaxOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -397,7 +398,7 @@ struct AttentionSoftmaxOpLowering
     Type elt = type.getElementType();
     double scale = op.getScale().convertToDouble();
     bool causal = op.getCausal();
-    RowNest nest(b, loc, logits, rank - 1, /*phases=*/2);
+    RowNest nest(b, loc, logits, rank - 1, /*phases=*/4);
     SmallVector<Value> inputs = {logits};
     SmallVector<AffineMap> maps = {nest.elementsFrom(0)};
     bool boolMask = false;
@@ -460,45 +461,50 @@ struct AttentionSoftmaxOpLowering
                     nb, nl, v, scalarConst(nb, nl, elt, maskedBias(elt))),
                 v);
           Value first = RowNest::isFirst(nb, nl, rank - 1, rank);
-          Value stats = RowNest::phaseIs(nb, nl, rank - 1, 0);
           Value m = args[outs], l = args[outs + 1], y = args[outs + 2];
-          auto ifOp = scf::IfOp::create(
-              nb, nl, stats,
-              [&](OpBuilder &tb, Location tl) {
-                // Phase 0: max' = max(max, v); the smaller one decays.
-                Value one = scalarConst(tb, tl, elt, 1.0);
-                Value mNew = arith::MaximumFOp::create(tb, tl, m, v);
-                Value e = math::ExpOp::create(
-                    tb, tl,
-                    arith::SubFOp::create(
-                        tb, tl, arith::MinimumFOp::create(tb, tl, m, v), mNew));
-                Value grew = arith::CmpFOp::create(
-                    tb, tl, arith::CmpFPredicate::OGT, v, m);
-                Value lNew = arith::SelectOp::create(
-                    tb, tl, grew,
-                    arith::AddFOp::create(
-                        tb, tl, arith::MulFOp::create(tb, tl, l, e), one),
-                    arith::AddFOp::create(tb, tl, l, e));
-                mNew = arith::SelectOp::create(tb, tl, first, v, mNew);
-                lNew = arith::SelectOp::create(tb, tl, first, one, lNew);
-                scf::YieldOp::create(tb, tl, ValueRange{mNew, lNew, y});
-              },
-              [&](OpBuilder &eb, Location el) {
-                // Phase 1: the sum becomes its inverse at the first element.
-                SmallVector<Value> inv = ifElseKeep(
-                    eb, el, first, {l},
-                    [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                      return {arith::DivFOp::create(
-                          tb, tl, scalarConst(tb, tl, elt, 1.0), l)};
-                    });
-                Value p = arith::MulFOp::create(
-                    eb, el,
-                    math::ExpOp::create(eb, el,
-                                        arith::SubFOp::create(eb, el, v, m)),
-                    inv[0]);
-                scf::YieldOp::create(eb, el, ValueRange{m, inv[0], p});
-              });
-          linalg::YieldOp::create(nb, nl, ifOp.getResults());
+          // Each phase is a plain loop once est-unroll-phase-loops has
+          // split them: phases 1 and 3 vectorize, 0 and 2 are one max or
+          // add per element in the row's order.
+          Value phase = linalg::IndexOp::create(nb, nl, rank - 1);
+          auto sw = scf::IndexSwitchOp::create(
+              nb, nl, TypeRange{elt, elt, elt}, phase,
+              ArrayRef<int64_t>{0, 1, 2}, /*caseRegionsCount=*/3);
+          auto build =
+              [&](Region &region,
+                  llvm::function_ref<SmallVector<Value>(OpBuilder &, Location)>
+                      body) {
+                OpBuilder rb(nb.getContext());
+                rb.setInsertionPointToStart(&region.emplaceBlock());
+                scf::YieldOp::create(rb, nl, body(rb, nl));
+              };
+          // Phase 0: the row's maximum (maxnum: a NaN logit reaches every
+          // output through phase 1's exp all the same).
+          build(sw.getCaseRegions()[0],
+                [&](OpBuilder &rb, Location rl) -> SmallVector<Value> {
+                  Value mNew = arith::SelectOp::create(
+                      rb, rl, first, v, arith::MaxNumFOp::create(rb, rl, m, v));
+                  return {mNew, l, y};
+                });
+          // Phase 1: exp(v - max), kept in y.
+          build(sw.getCaseRegions()[1],
+                [&](OpBuilder &rb, Location rl) -> SmallVector<Value> {
+                  Value e = math::ExpOp::create(
+                      rb, rl, arith::SubFOp::create(rb, rl, v, m));
+                  return {m, l, e};
+                });
+          // Phase 2: their sum, in the row's order.
+          build(sw.getCaseRegions()[2],
+                [&](OpBuilder &rb, Location rl) -> SmallVector<Value> {
+                  Value acc = arith::SelectOp::create(
+                      rb, rl, first, scalarConst(rb, rl, elt, 0.0), l);
+                  return {m, arith::AddFOp::create(rb, rl, acc, y), y};
+                });
+          // Phase 3: y / sum.
+          build(sw.getDefaultRegion(),
+                [&](OpBuilder &rb, Location rl) -> SmallVector<Value> {
+                  return {m, l, arith::DivFOp::create(rb, rl, y, l)};
+                });
+          linalg::YieldOp::create(nb, nl, sw.getResults());
         });
     return generic.getResult(2);
   }

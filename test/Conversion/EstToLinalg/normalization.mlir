@@ -69,25 +69,31 @@ func.func @layer_norm_grad(%x: tensor<?x3x16xf32>, %g: tensor<16xf32>, %dy: tens
 // -----
 
 // attention_softmax with a bool mask broadcast over the heads (collapsed to
-// [?, 8, 8], indexed without the heads' loop) and causal masking: the scale and both masks in the same
-// body, phase 0 a running max and sum of exponentials (one exp), phase 1
-// one exp and a multiply by the inverted sum.
+// [?, 8, 8], indexed without the heads' loop) and causal masking: the scale
+// and both masks in the same body, then four phases switched on the phase
+// loop's index: the row's max, exp(v - max) into y, the sum of y, y / sum.
 // CHECK-DAG: #[[M:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d4)>
 // CHECK-LABEL: func.func @attention_softmax
 // CHECK: %[[MC:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2], [3]] : tensor<?x1x8x8xi1> into tensor<?x8x8xi1>
 // CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[M]],
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
-// CHECK-SAME: ins(%{{.*}}, %[[MC]], %{{.*}} :
+// CHECK-SAME: ins(%{{.*}}, %[[MC]], %{{.*}} : tensor<?x4x8x8xf32>, tensor<?x8x8xi1>, tensor<4xi8>)
 // CHECK: arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK: %[[T:.*]] = linalg.index 2 : index
 // CHECK: %[[S:.*]] = linalg.index 4 : index
 // CHECK: arith.cmpi ugt, %[[S]], %[[T]] : index
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
-// CHECK: scf.if
+// CHECK: %[[P:.*]] = linalg.index 3 : index
+// CHECK: scf.index_switch %[[P]]
+// CHECK: case 0 {
+// CHECK: arith.maxnumf
+// CHECK: case 1 {
 // CHECK: math.exp
-// CHECK: } else {
+// CHECK: case 2 {
+// CHECK: arith.addf
+// CHECK: default {
 // CHECK: arith.divf
-// CHECK: math.exp
+// CHECK-NOT: math.exp
 // CHECK-NOT: linalg.generic
 func.func @attention_softmax(%l: tensor<?x4x8x8xf32>, %m: tensor<?x1x8x8xi1>) -> tensor<?x4x8x8xf32> {
   %p = est.attention_softmax %l, %m {causal = true, scale = 0.125 : f64} : tensor<?x4x8x8xf32>, tensor<?x1x8x8xi1> -> tensor<?x4x8x8xf32>
