@@ -30,6 +30,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -45,9 +46,9 @@ using namespace mlir;
 
 namespace {
 
-/// Scalar f32 arithmetic, with contraction allowed where a rounding more
-/// or less does not matter (the polynomial): FMAs where the target has
-/// them.
+/// Scalar f32 arithmetic. No contraction and no FMAs: the same bits on
+/// every target, whether it has FMA (the JIT's host) or not (AOT's default
+/// x86-64-v2, where an llvm.fma is a call of libm's fmaf).
 struct F32Builder {
   PatternRewriter &b;
   Location loc;
@@ -58,17 +59,8 @@ struct F32Builder {
   Value ci(int32_t v) {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   }
-  arith::FastMathFlags contract() const {
-    return arith::FastMathFlags::contract;
-  }
-  Value mul(Value x, Value y, bool fuse = false) {
-    return arith::MulFOp::create(b, loc, x, y,
-                                 fuse ? contract() : arith::FastMathFlags::none);
-  }
-  Value add(Value x, Value y, bool fuse = false) {
-    return arith::AddFOp::create(b, loc, x, y,
-                                 fuse ? contract() : arith::FastMathFlags::none);
-  }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value lt(Value x, Value y) {
     return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, y);
@@ -112,8 +104,8 @@ struct ExpF32Expansion : public OpRewritePattern<math::ExpOp> {
     Value xc = f.select(underflows, f.c(-87.0), x);
     xc = f.select(f.gt(xc, hi), hi, xc);
     Value k = math::FloorOp::create(
-        rewriter, op.getLoc(), f.add(f.mul(xc, f.c(1.0 / std::log(2.0))),
-                                     f.c(0.5)));
+        rewriter, op.getLoc(),
+        f.add(f.mul(xc, f.c(1.0 / std::log(2.0))), f.c(0.5)));
     // ln 2 = ln2Hi + ln2Lo, ln2Hi with 9 significant bits: k ln2Hi exact.
     const double ln2Hi = 0.693359375;
     const double ln2Lo = std::log(2.0) - ln2Hi;
@@ -122,8 +114,8 @@ struct ExpF32Expansion : public OpRewritePattern<math::ExpOp> {
     // 1 + r + r^2 (1/2 + r (1/6 + r (1/24 + ...))), Horner.
     Value q = f.c(1.0 / 5040.0);
     for (double coefficient : {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5})
-      q = f.add(f.mul(q, r, true), f.c(coefficient), true);
-    Value p = f.add(f.add(f.mul(f.mul(r, r), q, true), r, true), f.c(1.0));
+      q = f.add(f.mul(q, r), f.c(coefficient));
+    Value p = f.add(f.add(f.mul(f.mul(r, r), q), r), f.c(1.0));
     Value ki = arith::FPToSIOp::create(rewriter, op.getLoc(),
                                        rewriter.getI32Type(), k);
     Value k1 = arith::ShRSIOp::create(rewriter, op.getLoc(), ki, f.ci(1));
@@ -179,8 +171,7 @@ struct TanhF32Saturation : public OpRewritePattern<math::TanhOp> {
     tanh->setAttr(kPrescaled, rewriter.getUnitAttr());
     Value saturated = f.gt(math::AbsFOp::create(rewriter, op.getLoc(), x),
                            f.c(13.0 * std::log(2.0)));
-    Value one =
-        math::CopySignOp::create(rewriter, op.getLoc(), f.c(1.0), x);
+    Value one = math::CopySignOp::create(rewriter, op.getLoc(), f.c(1.0), x);
     rewriter.replaceOp(op, f.select(saturated, one, tanh));
     return success();
   }
@@ -204,13 +195,25 @@ struct EstApproximateMath
     if (named("tanh"))
       patterns.add<TanhF32Saturation>(&getContext(), /*benefit=*/2);
     // MLIR's patterns select by operation name ("math.tanh"); exp is ours.
-    populateMathPolynomialApproximationPatterns(
-        patterns, [&](StringRef op) {
-          return op.consume_front("math.") && op != "exp" && named(op);
-        });
+    populateMathPolynomialApproximationPatterns(patterns, [&](StringRef op) {
+      return op.consume_front("math.") && op != "exp" && named(op);
+    });
+    llvm::DenseSet<Operation *> fmasBefore;
+    getOperation().walk([&](math::FmaOp op) { fmasBefore.insert(op); });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
     getOperation().walk([](Operation *op) { op->removeAttr(kPrescaled); });
+    // MLIR's approximations' f32 math.fma as a multiply and an add, for the
+    // reason F32Builder has none.
+    IRRewriter rewriter(&getContext());
+    getOperation().walk([&](math::FmaOp op) {
+      if (!op.getType().isF32() || fmasBefore.contains(op))
+        return;
+      rewriter.setInsertionPoint(op);
+      Value product =
+          arith::MulFOp::create(rewriter, op.getLoc(), op.getA(), op.getB());
+      rewriter.replaceOpWithNewOp<arith::AddFOp>(op, product, op.getC());
+    });
   }
 };
 

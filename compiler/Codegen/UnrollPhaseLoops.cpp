@@ -33,8 +33,7 @@ constexpr int64_t kMaxPhases = 4;
 /// constants and scf.index_switch.
 bool isPhaseLoop(scf::ForOp loop) {
   std::optional<llvm::APInt> trips = loop.getStaticTripCount();
-  if (!trips || trips->getZExtValue() > kMaxPhases ||
-      trips->getZExtValue() < 2)
+  if (!trips || trips->getZExtValue() > kMaxPhases || trips->getZExtValue() < 2)
     return false;
   bool hasInnerLoop = false;
   loop.getBody()->walk([&](LoopLikeOpInterface) { hasInnerLoop = true; });
@@ -46,8 +45,8 @@ bool isPhaseLoop(scf::ForOp loop) {
     auto cmp = dyn_cast<arith::CmpIOp>(user);
     if (!cmp)
       return false;
-    Value other = cmp.getLhs() == loop.getInductionVar() ? cmp.getRhs()
-                                                         : cmp.getLhs();
+    Value other =
+        cmp.getLhs() == loop.getInductionVar() ? cmp.getRhs() : cmp.getLhs();
     if (!matchPattern(other, m_Constant()))
       return false;
   }
