@@ -13,7 +13,7 @@
 // CHECK: #[[UNROLL:.*]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[ANN:.*]] = #llvm.loop_annotation<unroll = #[[UNROLL]]>
 // CHECK: llvm.func @step_loop0(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
-// CHECK-SAME: passthrough = ["alwaysinline"]
+// CHECK-SAME: passthrough = ["noinline"]
 // CHECK-NOT: estc.noalias_args
 // CHECK-NOT: loop_annotation
 // CHECK: llvm.func @step(

@@ -4,14 +4,14 @@
 // llvm-stage.mlir.
 
 // A bias gradient on two views of the arena: the loop nest moves into a
-// private always-inline function (constants cloned in, buffers as
+// private noinline function (constants cloned in, buffers as
 // arguments) called in its place. The two views are different buffers of
 // the memory plan, so both are noalias: the allocated and aligned pointers
 // of each descriptor (LLVM arguments 0, 1 and 7, 8). A nest with a
 // reduction gets no loop annotation.
 // CHECK-LABEL: func.func private @step_loop0
 // CHECK-SAME: (%[[G:.*]]: memref<?x3xf32>, %[[DB:.*]]: memref<3xf32>)
-// CHECK-SAME: attributes {estc.noalias_args = array<i64: 0, 1, 7, 8>, passthrough = ["alwaysinline"]}
+// CHECK-SAME: attributes {estc.noalias_args = array<i64: 0, 1, 7, 8>, passthrough = ["noinline"]}
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: memref.load %[[G]]
