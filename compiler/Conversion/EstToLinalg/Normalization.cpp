@@ -158,27 +158,12 @@ std::pair<Value, Value> finishMoments(OpBuilder &nb, Location nl, Value shift,
   return {mean, rstd};
 }
 
-/// scf.if `cond` -> `then()`, else `values`.
-SmallVector<Value>
-ifElseKeep(OpBuilder &nb, Location nl, Value cond, ValueRange values,
-           function_ref<SmallVector<Value>(OpBuilder &, Location)> then) {
-  SmallVector<Value> kept(values);
-  auto ifOp = scf::IfOp::create(
-      nb, nl, cond,
-      [&](OpBuilder &tb, Location tl) {
-        scf::YieldOp::create(tb, tl, then(tb, tl));
-      },
-      [&](OpBuilder &eb, Location el) { scf::YieldOp::create(eb, el, kept); });
-  return SmallVector<Value>(ifOp.getResults());
-}
-
 int64_t normalizedAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// layer_norm: outputs (shift -> mean, sum -> rstd, sumSq, y); phase 0
-/// accumulates the moments, phase 1 finishes them at the row's first
-/// element and writes y.
+/// layer_norm: outputs (shift, sum, sumSq, y); phase 0 accumulates the
+/// moments, phase 1 writes y with the mean and rstd they give.
 struct LayerNormOpLowering
     : public LowerOpPattern<LayerNormOp, LayerNormOpLowering> {
   using LowerOpPattern::LowerOpPattern;
@@ -210,32 +195,27 @@ struct LayerNormOpLowering
           Value xv = args[0], gamma = args[1], beta = args[2];
           Value first = RowNest::isFirst(nb, nl, norm, rank);
           Value stats = RowNest::phaseIs(nb, nl, norm, 0);
-          SmallVector<Value> out = ifElseKeep(
-              nb, nl, stats, args.drop_front(4),
-              [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                Value shift = args[4], sum = args[5], sumSq = args[6];
-                accumulateMoments(tb, tl, first, xv, shift, sum, sumSq);
-                return {shift, sum, sumSq, args[7]};
+          Value shift = args[4], sum = args[5], sumSq = args[6];
+          auto ifOp = scf::IfOp::create(
+              nb, nl, stats,
+              [&](OpBuilder &tb, Location tl) {
+                Value s0 = shift, s1 = sum, s2 = sumSq; // updated in place
+                accumulateMoments(tb, tl, first, xv, s0, s1, s2);
+                scf::YieldOp::create(tb, tl, ValueRange{s0, s1, s2, args[7]});
+              },
+              [&](OpBuilder &eb, Location el) {
+                // Phase 1: mean and rstd from the row's sums, the same at
+                // every element (LLVM hoists them), so nothing is carried
+                // from one element to the next and the loop vectorizes.
+                auto [mean, rstd] =
+                    finishMoments(eb, el, shift, sum, sumSq, invCount, epsilon);
+                Value y = arith::MulFOp::create(
+                    eb, el, arith::SubFOp::create(eb, el, xv, mean), rstd);
+                y = arith::AddFOp::create(
+                    eb, el, arith::MulFOp::create(eb, el, y, gamma), beta);
+                scf::YieldOp::create(eb, el, ValueRange{shift, sum, sumSq, y});
               });
-          // Phase 1: at the first element the moments become mean and rstd.
-          Value notStats = arith::XOrIOp::create(
-              nb, nl, stats, arith::ConstantIntOp::create(nb, nl, 1, 1));
-          Value finish = arith::AndIOp::create(nb, nl, notStats, first);
-          SmallVector<Value> stat =
-              ifElseKeep(nb, nl, finish, {out[0], out[1]},
-                         [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                           auto [mean, rstd] =
-                               finishMoments(tb, tl, out[0], out[1], out[2],
-                                             invCount, epsilon);
-                           return {mean, rstd};
-                         });
-          Value y = arith::MulFOp::create(
-              nb, nl, arith::SubFOp::create(nb, nl, xv, stat[0]), stat[1]);
-          y = arith::AddFOp::create(
-              nb, nl, arith::MulFOp::create(nb, nl, y, gamma), beta);
-          y = arith::SelectOp::create(nb, nl, stats, out[3], y);
-          linalg::YieldOp::create(nb, nl,
-                                  ValueRange{stat[0], stat[1], out[2], y});
+          linalg::YieldOp::create(nb, nl, ifOp.getResults());
         });
     return generic.getResult(3);
   }
@@ -244,9 +224,10 @@ struct LayerNormOpLowering
 /// layer_norm_grad: dx row by row in two phases. Phase 0 accumulates, with
 /// d = x - shift (the row's first element) and g = dy * gamma, the sums of
 /// d, d^2, g and g * d; phase 1 turns them into mean, rstd, mean(g) and
-/// mean(g * xhat) = rstd * (sum(g d) - (mean - shift) sum(g)) / n at the
-/// row's first element and writes dx = rstd * (g - mean(g) - xhat *
-/// mean(g * xhat)). Then dgamma and dbeta.
+/// mean(g * xhat) = rstd * (sum(g d) - (mean - shift) sum(g)) / n (values
+/// of the row, which LLVM computes once) and writes dx = rstd * (g -
+/// mean(g) - xhat * mean(g * xhat)). Then each row's mean and rstd, and
+/// dgamma and dbeta.
 struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -297,45 +278,51 @@ struct LayerNormGradOpLowering : public OpRewritePattern<LayerNormGradOp> {
                     ValueRange{shift, sum, sumSq, sumG, sumGd, args[9]});
               },
               [&](OpBuilder &eb, Location el) {
-                // (mean, rstd, mean(g), mean(g * xhat)) in outputs 0..3.
-                SmallVector<Value> stat = ifElseKeep(
-                    eb, el, first, {args[4], args[5], args[6], args[7]},
-                    [&](OpBuilder &tb, Location tl) -> SmallVector<Value> {
-                      Value shift = args[4], sum = args[5], sumSq = args[6];
-                      Value sumG = args[7], sumGd = args[8];
-                      auto [mean, rstd] = finishMoments(
-                          tb, tl, shift, sum, sumSq, invCount, epsilon);
-                      Value m = arith::MulFOp::create(tb, tl, sum, invCount);
-                      Value meanG =
-                          arith::MulFOp::create(tb, tl, sumG, invCount);
-                      Value centered = arith::SubFOp::create(
-                          tb, tl, sumGd,
-                          arith::MulFOp::create(tb, tl, m, sumG));
-                      Value meanGx = arith::MulFOp::create(
-                          tb, tl, arith::MulFOp::create(tb, tl, rstd, centered),
-                          invCount);
-                      return {mean, rstd, meanG, meanGx};
-                    });
-                Value mean = stat[0], rstd = stat[1];
+                // Phase 1: mean, rstd, mean(g) and mean(g * xhat) from the
+                // row's sums, the same at every element (LLVM hoists them):
+                // nothing is carried from one element to the next.
+                Value shift = args[4], sum = args[5], sumSq = args[6];
+                Value sumG = args[7], sumGd = args[8];
+                auto [mean, rstd] =
+                    finishMoments(eb, el, shift, sum, sumSq, invCount, epsilon);
+                Value m = arith::MulFOp::create(eb, el, sum, invCount);
+                Value meanG = arith::MulFOp::create(eb, el, sumG, invCount);
+                Value centered = arith::SubFOp::create(
+                    eb, el, sumGd, arith::MulFOp::create(eb, el, m, sumG));
+                Value meanGx = arith::MulFOp::create(
+                    eb, el, arith::MulFOp::create(eb, el, rstd, centered),
+                    invCount);
                 Value xhat = arith::MulFOp::create(
                     eb, el, arith::SubFOp::create(eb, el, xv, mean), rstd);
                 Value g = arith::MulFOp::create(eb, el, dy, gamma);
                 Value dx = arith::SubFOp::create(
-                    eb, el, arith::SubFOp::create(eb, el, g, stat[2]),
-                    arith::MulFOp::create(eb, el, xhat, stat[3]));
+                    eb, el, arith::SubFOp::create(eb, el, g, meanG),
+                    arith::MulFOp::create(eb, el, xhat, meanGx));
                 dx = arith::MulFOp::create(eb, el, rstd, dx);
                 scf::YieldOp::create(
-                    eb, el,
-                    ValueRange{mean, rstd, stat[2], stat[3], args[8], dx});
+                    eb, el, ValueRange{shift, sum, sumSq, sumG, sumGd, dx});
               });
           linalg::YieldOp::create(nb, nl, ifOp.getResults());
         });
-    Value mean = rows.getResult(0), rstd = rows.getResult(1);
+
+    // The rows' mean and rstd, for dgamma: one element per row.
+    MLIRContext *ctx = b.getContext();
+    AffineMap rowId = b.getMultiDimIdentityMap(norm);
+    auto moments = linalg::GenericOp::create(
+        b, loc, TypeRange{rowType, rowType},
+        ValueRange{rows.getResult(0), rows.getResult(1), rows.getResult(2)},
+        ValueRange{row, row}, SmallVector<AffineMap>(5, rowId),
+        SmallVector<utils::IteratorType>(norm, utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location nl, ValueRange args) {
+          auto [mean, rstd] = finishMoments(nb, nl, args[0], args[1], args[2],
+                                            invCount, epsilon);
+          linalg::YieldOp::create(nb, nl, ValueRange{mean, rstd});
+        });
+    Value mean = moments.getResult(0), rstd = moments.getResult(1);
 
     // dgamma, dbeta: loops in x's order, the dims before params reductions
     // and the params' parallel: row by row, each row read contiguously (a
     // params-outer order would read x column by column).
-    MLIRContext *ctx = b.getContext();
     SmallVector<AffineExpr> rowExprs, paramExprs;
     for (int64_t d = 0; d < norm; ++d)
       rowExprs.push_back(getAffineDimExpr(d, ctx));
