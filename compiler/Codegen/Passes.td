@@ -349,12 +349,14 @@ def EstApproximateMath : Pass<"est-approximate-math", "func::FuncOp"> {
     that calls it, so a softmax, a sigmoid gate or a cross entropy runs one
     element at a time. This pass rewrites the f32 `math` ops named in `ops`
     (by mnemonic) into MLIR's polynomial approximations
-    (`populateMathPolynomialApproximationPatterns`): plain arith on the
-    element, vectorized with the rest of its loop. Their error against the
-    correctly rounded result is measured over the whole float range by
-    MathAccuracyTest (docs/conventions.md, "Floating point"); f64 ops and
-    ops not named stay libm calls. Runs after `math-expand-ops`, so the
-    expansions' exps are approximated too.
+    (`populateMathPolynomialApproximationPatterns`; exp is our own
+    expansion, log's subnormals are scaled first, tanh saturates to +-1):
+    plain arith on the element, vectorized with the rest of its loop. Their
+    error against the correctly rounded result is measured over the whole
+    float range by MathAccuracyTest (docs/conventions.md, "Floating
+    point"); f64 ops and ops not named stay libm calls. Runs before
+    `math-expand-ops` (which would turn tanh into an exp formula) and again
+    after it (the exps and logs of its expansions).
   }];
   let options = [
     ListOption<"ops", "ops", "std::string",

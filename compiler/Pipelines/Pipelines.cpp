@@ -217,9 +217,9 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   // Large loop nests move to functions the runtime's thread pool runs in
   // chunks (estc_parallel_for); the rest become loops in place.
   pm.addPass(mlir::est::createEstParallelizeLoops());
-  // Each remaining loop nest in a function of its own whose distinct
-  // buffers are noalias (LLVM inlines it back, with alias scopes: no
-  // overlap checks); the parallel loop nests' buffers get noalias too.
+  // Each remaining loop nest in a function of its own (a call: noinline)
+  // whose distinct buffers are noalias, so the vectorizer needs no overlap
+  // checks; the parallel loop nests' buffers get noalias too.
   pm.addPass(mlir::est::createEstOutlineLoopNests());
   mlir::OpPassManager &funcPm = pm.nest<mlir::func::FuncOp>();
   funcPm.addPass(mlir::createConvertLinalgToLoopsPass());
@@ -238,10 +238,14 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   // f32 exp, log, log1p, expm1, tanh and erf as arithmetic the loop
   // vectorizer widens, not libm calls (MathAccuracyTest bounds their error;
   // docs/conventions.md). The rest of math stays libm calls or expansions.
+  // Before math-expand-ops, which would turn tanh into an exp formula;
+  // again after it, for the exps and logs of its expansions (sinh, powf,
+  // ...).
   mlir::est::EstApproximateMathOptions approximate;
   approximate.ops = {"exp", "log", "log1p", "expm1", "tanh", "erf"};
   funcPm.addPass(mlir::est::createEstApproximateMath(approximate));
   funcPm.addPass(mlir::math::createMathExpandOpsPass());
+  funcPm.addPass(mlir::est::createEstApproximateMath(approximate));
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
   pm.nest<mlir::func::FuncOp>().addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertMathToLibmPass());

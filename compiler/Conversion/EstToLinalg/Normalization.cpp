@@ -7,9 +7,10 @@
 //
 // with the rows parallel and the phase and the row's elements reductions:
 // one row is visited `phases` times in a row, so its statistics (a shifted
-// sum and sum of squares; a running maximum and sum of exponentials) are
-// accumulated in the first pass into per-row outputs and the results are
-// written in the last, while the row is still in cache. No intermediate
+// sum and sum of squares; the maximum, then the sum of exponentials) are
+// accumulated in the first passes into per-row outputs and the results are
+// written in the last, while the row is still in cache. On the CPU,
+// est-unroll-phase-loops makes each phase a loop of its own. No intermediate
 // tensor of the row's size exists, the rows run in parallel (the outermost
 // loop is parallel and every output is indexed by it) and a row's
 // reduction stays in one thread in its order, on the CPU and the GPU.
@@ -460,9 +461,9 @@ struct AttentionSoftmaxOpLowering
               [&](Region &region,
                   llvm::function_ref<SmallVector<Value>(OpBuilder &, Location)>
                       body) {
-                OpBuilder rb(nb.getContext());
-                rb.setInsertionPointToStart(&region.emplaceBlock());
-                scf::YieldOp::create(rb, nl, body(rb, nl));
+                OpBuilder::InsertionGuard guard(nb);
+                nb.setInsertionPointToStart(&region.emplaceBlock());
+                scf::YieldOp::create(nb, nl, body(nb, nl));
               };
           // Phase 0: the row's maximum (maxnum: a NaN logit reaches every
           // output through phase 1's exp all the same).
