@@ -132,6 +132,19 @@ struct ExpF32Expansion : public OpRewritePattern<math::ExpOp> {
 /// approximations.
 constexpr llvm::StringLiteral kPrescaled = "estc.prescaled";
 
+/// Whether a wrapper below applies to `op`: a scalar f32 op it did not make.
+bool isUnwrappedF32(Operation *op) {
+  return op->getResult(0).getType().isF32() && !op->hasAttr(kPrescaled);
+}
+
+/// OpT(x), marked so the wrappers leave it to MLIR's approximation.
+template <typename OpT>
+Value createForMlir(PatternRewriter &rewriter, Location loc, Value x) {
+  auto op = OpT::create(rewriter, loc, x);
+  op->setAttr(kPrescaled, rewriter.getUnitAttr());
+  return op;
+}
+
 /// log(x) for a subnormal x as log(x 2^23) - 23 ln 2: MLIR's
 /// approximation takes the exponent from the bits, which a subnormal does
 /// not have. The log made here is marked, so this pattern leaves it to
@@ -141,14 +154,13 @@ struct LogF32Subnormals : public OpRewritePattern<math::LogOp> {
 
   LogicalResult matchAndRewrite(math::LogOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getType().isF32() || op->hasAttr(kPrescaled))
+    if (!isUnwrappedF32(op))
       return rewriter.notifyMatchFailure(op, "not an unmarked scalar f32");
     F32Builder f{rewriter, op.getLoc()};
     Value x = op.getOperand();
     Value tiny = f.lt(x, f.c(std::ldexp(1.0, -126)));
     Value scaled = f.select(tiny, f.mul(x, f.c(std::ldexp(1.0, 23))), x);
-    auto log = math::LogOp::create(rewriter, op.getLoc(), scaled);
-    log->setAttr(kPrescaled, rewriter.getUnitAttr());
+    Value log = createForMlir<math::LogOp>(rewriter, op.getLoc(), scaled);
     Value shifted = f.sub(log, f.c(23.0 * std::log(2.0)));
     rewriter.replaceOp(op, f.select(tiny, shifted, log));
     return success();
@@ -162,12 +174,11 @@ struct TanhF32Saturation : public OpRewritePattern<math::TanhOp> {
 
   LogicalResult matchAndRewrite(math::TanhOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.getType().isF32() || op->hasAttr(kPrescaled))
+    if (!isUnwrappedF32(op))
       return rewriter.notifyMatchFailure(op, "not an unmarked scalar f32");
     F32Builder f{rewriter, op.getLoc()};
     Value x = op.getOperand();
-    auto tanh = math::TanhOp::create(rewriter, op.getLoc(), x);
-    tanh->setAttr(kPrescaled, rewriter.getUnitAttr());
+    Value tanh = createForMlir<math::TanhOp>(rewriter, op.getLoc(), x);
     Value saturated = f.gt(math::AbsFOp::create(rewriter, op.getLoc(), x),
                            f.c(13.0 * std::log(2.0)));
     Value one = math::CopySignOp::create(rewriter, op.getLoc(), f.c(1.0), x);

@@ -68,11 +68,13 @@ struct MathOp {
   double maxUlp; // the bound this op's compiled code must keep
 };
 
-/// Every float in [lo, hi] whose bit pattern is a multiple of `step`, the
-/// grid lo..hi in `grid` even steps, and the edges.
+/// Every float in [lo, hi] whose bit pattern is a multiple of kBitStride
+/// (about 2,000 points per binade and sign), the grid
+/// lo..hi in `grid` even steps, and the edges.
 std::vector<float> samples(float lo, float hi) {
+  constexpr uint64_t kBitStride = 4099;
   std::vector<float> xs;
-  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) {
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += kBitStride) {
     float f = bitsToFloat(static_cast<uint32_t>(bits));
     if (f >= lo && f <= hi)
       xs.push_back(f);
