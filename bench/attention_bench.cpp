@@ -1,4 +1,4 @@
-//===- attention_bench.cpp - Fused row ops against their compositions ----===//
+//===- attention_bench.cpp - Fused normalizations against compositions ---===//
 //
 // Google Benchmark of the fused layer normalization and attention softmax
 // (est.layer_norm, est.attention_softmax and their fused gradients) against
@@ -12,10 +12,15 @@
 // each as @predict (forward) and @train (forward, backward and an SGD step
 // of gamma / beta, or of a per-key weight the logits are scaled by), JIT
 // compiled once per benchmark, on the runtime's threads (ESTC_NUM_THREADS).
+// And the training-mode batch norm (est.fused_batch_norm and its gradient)
+// alone at MobileNetV2's shapes (keras_bench's model at 96x96, batch 32):
+// @train is its forward pass and its backward pass with an SGD step of
+// gamma and beta.
 //
 //   bench/attention_bench [--benchmark_filter=...]
 //
-// Arguments: layer norm rows x width; attention batch, heads, T (= S).
+// Arguments: layer norm rows x width; attention batch, heads, T (= S);
+// batch norm N, H, W, C (NHWC).
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,6 +128,28 @@ graph::GraphDef attentionGraph(int64_t heads, int64_t t, bool fused) {
   });
 }
 
+/// Training-mode batch norm of x [N, H, W, C] (NHWC).
+graph::GraphDef batchNormGraph(int64_t h, int64_t w, int64_t c) {
+  InputSpec inputs;
+  inputs.features.push_back(TensorSpec{"x", DType::Float32, {-1, h, w, c}});
+  return build_graph_def(inputs, [&](Graph &g, const TensorMap &f,
+                                     const Tensor &, ModeKeys mode) {
+    Tensor gamma =
+        g.get_variable("gamma", DType::Float32, {c}, ones_initializer()).read();
+    Tensor beta =
+        g.get_variable("beta", DType::Float32, {c}, zeros_initializer()).read();
+    Tensor y = nn::fused_batch_norm(f["x"], gamma, beta).y;
+    Signature s;
+    s.predictions.set("y", y);
+    if (mode != ModeKeys::PREDICT) {
+      s.loss = reduce_sum(multiply(y, f["x"]));
+      if (mode == ModeKeys::TRAIN)
+        s.train_op = train::GradientDescentOptimizer(0.01).minimize(s.loss);
+    }
+    return s;
+  });
+}
+
 void run(benchmark::State &state, JitModel &model, int fn, int64_t bytes) {
   for (auto _ : state)
     model.run(fn);
@@ -150,6 +177,19 @@ void BM_AttentionSoftmax(benchmark::State &state, bool fused, bool train) {
   run(state, *model, fn, batch * heads * t * t * 4);
 }
 
+/// The predict function of a batch-norm graph is inference (the moving
+/// statistics): @train alone measures the training-mode op.
+void BM_BatchNormTrain(benchmark::State &state) {
+  int64_t n = state.range(0), h = state.range(1), w = state.range(2),
+          c = state.range(3);
+  auto model = compile(batchNormGraph(h, w, c));
+  model->run(model->function_index("init"));
+  model->set_batch(n);
+  int fn = model->function_index("train");
+  fill(*model, fn, "features/x", n * h * w * c, -1.0, 3.0);
+  run(state, *model, fn, n * h * w * c * 4);
+}
+
 void layerNormArgs(benchmark::internal::Benchmark *b) {
   // BERT-base's, a wide and a tall one; BERT-mini's (4096 tokens x 256, the
   // shape of bench/toolbox_bench --part=bert).
@@ -163,8 +203,22 @@ void attentionArgs(benchmark::internal::Benchmark *b) {
   b->Args({8, 12, 128})->Args({2, 8, 512})->Args({32, 4, 128});
 }
 
+void batchNormArgs(benchmark::internal::Benchmark *b) {
+  // MobileNetV2 at 96x96, batch 32: Conv1's, block 1's expansion, block 2's,
+  // block 7's and block 16's.
+  b->Args({32, 48, 48, 32})
+      ->Args({32, 48, 48, 96})
+      ->Args({32, 24, 24, 144})
+      ->Args({32, 6, 6, 384})
+      ->Args({32, 3, 3, 960});
+}
+
 } // namespace
 
+BENCHMARK(BM_BatchNormTrain)
+    ->Apply(batchNormArgs)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_LayerNorm, fused_forward, true, false)
     ->Apply(layerNormArgs)
     ->UseRealTime()

@@ -11,12 +11,22 @@
 //                             the mean is large;
 //                          2. over [C]: mean, biased variance, inv_std,
 //                             the unbiased batch variance and the per-channel
-//                             a = scale * inv_std, b = offset - mean * a;
-//                          3. one elementwise pass: y = x * a + b.
+//                             a = scale * inv_std;
+//                          3. one elementwise pass: y = (x - mean) * a +
+//                             offset, TF's form (x * a + (offset - mean * a)
+//                             loses |mean| / std ulps to cancellation).
 //   fused_batch_norm_grad  1. one pass over (dy, x): per channel, sum(dy)
 //                             and sum(dy * xhat);
 //                          2. over [C]: scale * inv_std and the two means;
 //                          3. one elementwise pass for dx.
+//
+// The sums accumulate in f64 (the elements are extended to f64 as they are
+// read) and the per-channel statistics are computed in f64, then rounded:
+// a float32 running sum over the n = N*H*W elements of a channel errs by
+// about sqrt(n) ulps (n = 8192: 50), which moved MobileNetV2's normalized
+// activations across ReLU6's kink where TF's (tree-summed) ones do not.
+// The f64 accumulators cost one conversion and one f64 add per element in
+// a pass bound by reading x.
 //
 // The passes over x are single loop nests over x's dims (the channel loop
 // parallel, the others reductions in the statistics passes), which the
@@ -37,6 +47,20 @@ using namespace mlir::est::lowering;
 
 namespace {
 
+/// v as f64, the type the statistics are accumulated and computed in.
+Value toAcc(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF64())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF64Type(), v);
+}
+
+/// An f64 statistic rounded to `elt`.
+Value fromAcc(OpBuilder &b, Location loc, Value v, Type elt) {
+  if (elt.isF64())
+    return v;
+  return arith::TruncFOp::create(b, loc, elt, v);
+}
+
 /// The loop structure shared by both ops: x's dims, its channel dim and the
 /// per-channel tensors.
 struct ChannelNest {
@@ -44,18 +68,19 @@ struct ChannelNest {
               RankedTensorType channelType)
       : b(b), loc(loc), x(x), type(tensorTypeOf(x)), rank(type.getRank()),
         axis(axis < 0 ? axis + rank : axis), channelType(channelType),
+        accType(RankedTensorType::get(channelType.getShape(), b.getF64Type())),
         elt(type.getElementType()), ctx(b.getContext()) {
     for (int64_t d = 0; d < rank; ++d)
       dims.push_back(dimValue(b, loc, x, d));
-    // n (elements per channel) as a float of x's type, and 1 / n.
+    // n (elements per channel) as an f64, and 1 / n.
     Value n = indexConst(b, loc, 1);
     for (int64_t d = 0; d < rank; ++d)
       if (d != this->axis)
         n = arith::MulIOp::create(b, loc, n, dims[d]);
     n = arith::IndexCastOp::create(b, loc, b.getI64Type(), n);
-    count = arith::SIToFPOp::create(b, loc, elt, n);
-    invCount =
-        arith::DivFOp::create(b, loc, scalarConst(b, loc, elt, 1.0), count);
+    count = arith::SIToFPOp::create(b, loc, b.getF64Type(), n);
+    invCount = arith::DivFOp::create(
+        b, loc, scalarConst(b, loc, b.getF64Type(), 1.0), count);
   }
 
   AffineMap identity() const { return b.getMultiDimIdentityMap(rank); }
@@ -67,17 +92,101 @@ struct ChannelNest {
     its[axis] = utils::IteratorType::parallel;
     return its;
   }
-  Value zerosC() const {
-    return filledTensor(b, loc, channelType, {dims[axis]},
-                        scalarConst(b, loc, elt, 0.0));
-  }
   Value emptyC() const {
     return emptyTensor(b, loc, channelType, {dims[axis]});
   }
   Value likeX() const { return emptyTensor(b, loc, type, dims); }
 
+  /// The per-channel sums of the terms `terms` computes from the inputs'
+  /// elements (in x's element type), as f64 [C] tensors. For x of rank 3 or
+  /// more in f32 (or narrower), two passes: the sums along x's last
+  /// non-channel dim (a row of W pixels in NHWC or NCHW) in x's type,
+  /// [..., C] partials, then the partials summed in f64. A row's sum errs
+  /// by about sqrt(W) ulps and the rows' errors are independent, so the
+  /// result is as accurate as one f64 sum of every term, while the pass
+  /// over x keeps float32's vector width and accumulators (converting each
+  /// term to f64 there cost 10-25% of a batch norm's training step). Else
+  /// one pass, each term converted to f64.
+  SmallVector<Value> channelSums(
+      ValueRange inputs, ArrayRef<AffineMap> inputMaps, unsigned numSums,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> terms)
+      const {
+    auto sumInto =
+        [&](ValueRange ins, ArrayRef<AffineMap> insMaps, AffineMap outMap,
+            RankedTensorType outType, ArrayRef<Value> outDims,
+            SmallVector<utils::IteratorType> iterators,
+            function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+                body) {
+          Value zero =
+              filledTensor(b, loc, outType, outDims,
+                           scalarConst(b, loc, outType.getElementType(), 0.0));
+          SmallVector<Value> outs(numSums, zero);
+          SmallVector<Type> types(numSums, outType);
+          SmallVector<AffineMap> maps(insMaps);
+          maps.append(numSums, outMap);
+          auto generic = linalg::GenericOp::create(
+              b, loc, types, ins, outs, maps, iterators,
+              [&](OpBuilder &nb, Location nl, ValueRange args) {
+                SmallVector<Value> added =
+                    body(nb, nl, args.take_front(ins.size()));
+                for (unsigned i = 0; i < numSums; ++i)
+                  added[i] = arith::AddFOp::create(nb, nl, args[ins.size() + i],
+                                                   added[i]);
+                linalg::YieldOp::create(nb, nl, added);
+              });
+          return SmallVector<Value>(generic.getResults());
+        };
+    auto toAccAll = [](OpBuilder &nb, Location nl, SmallVector<Value> v) {
+      for (Value &e : v)
+        e = toAcc(nb, nl, e);
+      return v;
+    };
+    SmallVector<Value> channelDims = {dims[axis]};
+    if (rank < 3 || elt.isF64())
+      return sumInto(inputs, inputMaps, channel(), accType, channelDims,
+                     reduceAllButChannel(),
+                     [&](OpBuilder &nb, Location nl, ValueRange a) {
+                       return toAccAll(nb, nl, terms(nb, nl, a));
+                     });
+
+    // 1. Row sums in x's type: x's dims but `row`, the last non-channel one.
+    int64_t row = axis == rank - 1 ? rank - 2 : rank - 1;
+    SmallVector<int64_t> partialShape;
+    SmallVector<Value> partialDims;
+    SmallVector<AffineExpr> partialExprs;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != row) {
+        partialShape.push_back(type.getDimSize(d));
+        partialDims.push_back(dims[d]);
+        partialExprs.push_back(getAffineDimExpr(d, ctx));
+      }
+    auto partialType = RankedTensorType::get(partialShape, elt);
+    SmallVector<utils::IteratorType> rowIterators = parallel(rank);
+    rowIterators[row] = utils::IteratorType::reduction;
+    SmallVector<Value> partials =
+        sumInto(inputs, inputMaps, AffineMap::get(rank, 0, partialExprs, ctx),
+                partialType, partialDims, rowIterators, terms);
+
+    // 2. The row sums summed per channel in f64.
+    int64_t partialRank = rank - 1;
+    int64_t partialAxis = axis < row ? axis : axis - 1;
+    SmallVector<AffineMap> partialMaps(numSums,
+                                       b.getMultiDimIdentityMap(partialRank));
+    SmallVector<utils::IteratorType> iterators(partialRank,
+                                               utils::IteratorType::reduction);
+    iterators[partialAxis] = utils::IteratorType::parallel;
+    return sumInto(partials, partialMaps,
+                   AffineMap::get(partialRank, 0,
+                                  {getAffineDimExpr(partialAxis, ctx)}, ctx),
+                   accType, channelDims, iterators,
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return toAccAll(nb, nl, SmallVector<Value>(a));
+                   });
+  }
+
   /// A one-loop linalg.generic over the channels: `inputs` [C] to
-  /// `numOutputs` [C] results.
+  /// `numOutputs` [C] results of the channel type; `body` gets the inputs'
+  /// elements as f64 and returns f64 values, rounded to the channel type.
   SmallVector<Value>
   perChannel(ValueRange inputs, unsigned numOutputs,
              function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
@@ -86,10 +195,17 @@ struct ChannelNest {
     SmallVector<Type> types(numOutputs, channelType);
     SmallVector<AffineMap> maps(inputs.size() + numOutputs,
                                 b.getMultiDimIdentityMap(1));
+    Type cElt = channelType.getElementType();
     auto generic = linalg::GenericOp::create(
         b, loc, types, inputs, outs, maps, parallel(1),
         [&](OpBuilder &nb, Location nl, ValueRange args) {
-          linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+          SmallVector<Value> in;
+          for (Value v : args.take_front(inputs.size()))
+            in.push_back(toAcc(nb, nl, v));
+          SmallVector<Value> results = body(nb, nl, in);
+          for (Value &r : results)
+            r = fromAcc(nb, nl, r, cElt);
+          linalg::YieldOp::create(nb, nl, results);
         });
     return SmallVector<Value>(generic.getResults());
   }
@@ -99,11 +215,11 @@ struct ChannelNest {
   Value x;
   RankedTensorType type;
   int64_t rank, axis;
-  RankedTensorType channelType;
+  RankedTensorType channelType, accType;
   Type elt;
   MLIRContext *ctx;
   SmallVector<Value> dims;
-  Value count, invCount;
+  Value count, invCount; // f64
 };
 
 struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
@@ -167,31 +283,22 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
     }
     shift = castTo(b, loc, shift, cType);
 
-    // 1. The shifted sums.
-    Value zeros = nest.zerosC();
-    auto sums = linalg::GenericOp::create(
-        b, loc, TypeRange{cType, cType}, ValueRange{x, shift},
-        ValueRange{zeros, zeros},
-        SmallVector<AffineMap>{nest.identity(), nest.channel(), nest.channel(),
-                               nest.channel()},
-        nest.reduceAllButChannel(),
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value d = arith::SubFOp::create(nb, nl, args[0], args[1]);
-          Value sum = arith::AddFOp::create(nb, nl, args[2], d);
-          Value sumSq = arith::AddFOp::create(
-              nb, nl, args[3], arith::MulFOp::create(nb, nl, d, d));
-          linalg::YieldOp::create(nb, nl, ValueRange{sum, sumSq});
+    // 1. The shifted sums (channelSums).
+    SmallVector<Value> sums = nest.channelSums(
+        ValueRange{x, shift}, {nest.identity(), nest.channel()}, 2,
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
+          Value d = arith::SubFOp::create(nb, nl, a[0], a[1]);
+          return {d, arith::MulFOp::create(nb, nl, d, d)};
         });
 
-    // 2. The statistics and the per-channel affine map.
+    // 2. The statistics and the per-channel scale, in f64.
     Value count = nest.count, invCount = nest.invCount;
-    Type elt = nest.elt;
     SmallVector<Value> stats = nest.perChannel(
-        ValueRange{shift, sums.getResult(0), sums.getResult(1), op.getScale(),
-                   op.getOffset()},
-        5, [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
-          Value zero = scalarConst(nb, nl, elt, 0.0);
-          Value one = scalarConst(nb, nl, elt, 1.0);
+        ValueRange{shift, sums[0], sums[1], op.getScale()}, 4,
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
+          Type f64 = nb.getF64Type();
+          Value zero = scalarConst(nb, nl, f64, 0.0);
+          Value one = scalarConst(nb, nl, f64, 1.0);
           Value m = arith::MulFOp::create(nb, nl, a[1], invCount);
           Value var = arith::SubFOp::create(
               nb, nl, arith::MulFOp::create(nb, nl, a[2], invCount),
@@ -204,25 +311,27 @@ struct FusedBatchNormOpLowering : public OpRewritePattern<FusedBatchNormOp> {
               arith::MaximumFOp::create(
                   nb, nl, arith::SubFOp::create(nb, nl, count, one), one));
           Value unbiased = arith::MulFOp::create(nb, nl, var, bessel);
-          Value inv = math::RsqrtOp::create(
-              nb, nl,
-              arith::AddFOp::create(nb, nl, var,
-                                    scalarConst(nb, nl, elt, epsilon)));
+          Value inv = arith::DivFOp::create(
+              nb, nl, one,
+              math::SqrtOp::create(
+                  nb, nl,
+                  arith::AddFOp::create(nb, nl, var,
+                                        scalarConst(nb, nl, f64, epsilon))));
           Value scale = arith::MulFOp::create(nb, nl, a[3], inv);
-          Value shiftC = arith::SubFOp::create(
-              nb, nl, a[4], arith::MulFOp::create(nb, nl, mean, scale));
-          return {mean, unbiased, inv, scale, shiftC};
+          return {mean, unbiased, inv, scale};
         });
 
-    // 3. y = x * scale + shift.
+    // 3. y = (x - mean) * scale + offset.
+    AffineMap id = nest.identity(), ch = nest.channel();
     auto y = linalg::GenericOp::create(
-        b, loc, TypeRange{nest.type}, ValueRange{x, stats[3], stats[4]},
-        ValueRange{nest.likeX()},
-        SmallVector<AffineMap>{nest.identity(), nest.channel(), nest.channel(),
-                               nest.identity()},
+        b, loc, TypeRange{nest.type},
+        ValueRange{x, stats[0], stats[3], op.getOffset()},
+        ValueRange{nest.likeX()}, SmallVector<AffineMap>{id, ch, ch, ch, id},
         parallel(rank), [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value centered = arith::SubFOp::create(nb, nl, args[0], args[1]);
           Value v = arith::AddFOp::create(
-              nb, nl, arith::MulFOp::create(nb, nl, args[0], args[1]), args[2]);
+              nb, nl, arith::MulFOp::create(nb, nl, centered, args[2]),
+              args[3]);
           linalg::YieldOp::create(nb, nl, v);
         });
     b.replaceOp(op, {castTo(b, loc, y.getResult(0), op.getY().getType()),
@@ -247,36 +356,32 @@ struct FusedBatchNormGradOpLowering
     Value scale = castTo(b, loc, op.getScale(), cType);
     dy = castTo(b, loc, dy, nest.type);
 
-    // 1. sum(dy) and sum(dy * xhat) per channel.
-    Value zeros = nest.zerosC();
-    auto sums = linalg::GenericOp::create(
-        b, loc, TypeRange{cType, cType}, ValueRange{dy, x, mean, inv},
-        ValueRange{zeros, zeros},
-        SmallVector<AffineMap>{nest.identity(), nest.identity(), nest.channel(),
-                               nest.channel(), nest.channel(), nest.channel()},
-        nest.reduceAllButChannel(),
-        [&](OpBuilder &nb, Location nl, ValueRange args) {
+    // 1. sum(dy) and sum(dy * xhat) per channel (channelSums). Each term is
+    // computed in x's type, as the dx pass computes xhat: its rounding, half
+    // an ulp of the term and independent from term to term, adds about
+    // sqrt(n) half-ulps of a term to the sum, where one float32 running sum
+    // errs by about sqrt(n) ulps of the whole sum.
+    AffineMap id = nest.identity(), ch = nest.channel();
+    SmallVector<Value> sums = nest.channelSums(
+        ValueRange{dy, x, mean, inv}, {id, id, ch, ch}, 2,
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
           Value xhat = arith::MulFOp::create(
-              nb, nl, arith::SubFOp::create(nb, nl, args[1], args[2]), args[3]);
-          Value sumDy = arith::AddFOp::create(nb, nl, args[4], args[0]);
-          Value sumDyXhat = arith::AddFOp::create(
-              nb, nl, args[5], arith::MulFOp::create(nb, nl, args[0], xhat));
-          linalg::YieldOp::create(nb, nl, ValueRange{sumDy, sumDyXhat});
+              nb, nl, arith::SubFOp::create(nb, nl, a[1], a[2]), a[3]);
+          return {a[0], arith::MulFOp::create(nb, nl, a[0], xhat)};
         });
-    Value sumDy = sums.getResult(0), sumDyXhat = sums.getResult(1);
 
-    // 2. scale * inv_std, mean(dy), mean(dy * xhat).
+    // 2. scale * inv_std, mean(dy), mean(dy * xhat), and the sums rounded:
+    // the gradients of offset and scale.
     Value invCount = nest.invCount;
     SmallVector<Value> k = nest.perChannel(
-        ValueRange{scale, inv, sumDy, sumDyXhat}, 3,
+        ValueRange{scale, inv, sums[0], sums[1]}, 5,
         [&](OpBuilder &nb, Location nl, ValueRange a) -> SmallVector<Value> {
           return {arith::MulFOp::create(nb, nl, a[0], a[1]),
                   arith::MulFOp::create(nb, nl, a[2], invCount),
-                  arith::MulFOp::create(nb, nl, a[3], invCount)};
+                  arith::MulFOp::create(nb, nl, a[3], invCount), a[3], a[2]};
         });
 
     // 3. dx = scale * inv_std * (dy - mean(dy) - xhat * mean(dy * xhat)).
-    AffineMap id = nest.identity(), ch = nest.channel();
     auto dx = linalg::GenericOp::create(
         b, loc, TypeRange{nest.type},
         ValueRange{dy, x, mean, inv, k[0], k[1], k[2]},
@@ -292,7 +397,7 @@ struct FusedBatchNormGradOpLowering
           linalg::YieldOp::create(nb, nl, dxv);
         });
     b.replaceOp(op, {castTo(b, loc, dx.getResult(0), op.getDx().getType()),
-                     sumDyXhat, sumDy});
+                     k[3], k[4]});
     return success();
   }
 };
