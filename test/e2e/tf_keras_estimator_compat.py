@@ -695,6 +695,60 @@ NOISE_FACTOR = 5.0
 NOISE_ATOL = 1e-6
 
 
+def relu_layers(k, model):
+    """Every plain ReLU layer of `model` (nested models included): no
+    negative slope, no threshold; its kinks are 0 and max_value."""
+    out = []
+    for layer in model.layers:
+        if isinstance(layer, k.layers.ReLU):
+            cfg = layer.get_config()
+            if not cfg.get("negative_slope") and not cfg.get("threshold"):
+                out.append(layer)
+        elif hasattr(layer, "layers"):
+            out.extend(relu_layers(k, layer))
+    return out
+
+
+def relu_top(layer):
+    """A ReLU layer's upper kink (infinity without max_value)."""
+    return float("inf") if layer.max_value is None else float(layer.max_value)
+
+
+def relu_inputs(tf, k, model, x):
+    """The inputs of model's ReLU layers in one training-mode forward pass
+    (which updates the model's moving statistics: use a throwaway model)."""
+    seen = []
+    for layer in relu_layers(k, model):
+        def record(inputs, *_, _top=relu_top(layer), **__):
+            seen.append(inputs.numpy())
+            return tf.clip_by_value(inputs, 0, _top)
+        layer.call = record
+    model(x, training=True)
+    return seen
+
+
+def near_kinks(tf, np, build, path, bx):
+    """How many ReLU pre-activations of the first batch's training-mode
+    forward pass float64 puts within float32's noise of a kink: within
+    NOISE_FACTOR times Keras float32's largest error in that layer."""
+    k = tf.keras
+    keras32 = k.models.load_model(path)
+    k.mixed_precision.set_global_policy("float64")
+    try:
+        keras64 = build(tf)
+    finally:
+        k.mixed_precision.set_global_policy("float32")
+    keras64.set_weights([w.astype(np.float64) for w in keras32.get_weights()])
+    p32 = relu_inputs(tf, k, keras32, bx)
+    p64 = relu_inputs(tf, k, keras64, bx.astype(np.float64))
+    near = 0
+    for a, b, layer in zip(p32, p64, relu_layers(k, keras64)):
+        band = NOISE_FACTOR * float(np.max(np.abs(a - b), initial=0))
+        near += int(np.sum(np.abs(b) < band) +
+                    np.sum(np.abs(b - relu_top(layer)) < band))
+    return near
+
+
 def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
     """A whole network trained STEPS steps, every weight and every
     BatchNormalization moving statistic against Keras.
@@ -725,31 +779,26 @@ def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
 
     With --first-step, the weights after the first step are compared too
     (the tool's "train_first"): one step is well conditioned (Keras float32
-    within ~1e-7 of float64), so that check is sharp. EfficientNetB0
-    passes it (ctest keras.tf_estimator_compat_efficientnet); MobileNetV2
-    does not yet, an open discrepancy (so no ctest entry runs it; run it
-    with --only=mobilenet_v2_trained): at 10 steps block_1_project_BN's
-    moving mean is 5.9 times float32's noise from exact, and after one step
-    (batch 32, lr 1e-4) the layers up to block_4's expansion differ from
-    Keras by 1-3% of what the step moved them (Conv1/kernel 5.6e-5 of
-    1.75e-3; Keras float32 5e-8 from float64). Traced on MobileNetV2 cut
-    at block_4_expand_relu (trained as a small model, SGD 0.1, batch 32):
-    only channel 15 of block_4_expand_BN's beta gradient differs (0.02135
-    Keras, 0.02171 estc; its gamma's agrees), and that channel holds one
-    pre-activation of 1.08e-6 (the channel's std 0.34): most likely (not
-    observed directly: the tool shows no activations) estc's rounding
-    puts it on the other side of ReLU6's kink from Keras's (float32 and
-    float64 agree), so one element's gradient is passed by one and
-    blocked by the other. Not a wrong formula then (each layer alone
-    agrees to 1e-5 of its step), but estc's float32 forward is less
-    accurate than Keras's there: its error at that element would exceed
-    1e-6 where Keras float32, and Keras from weights moved one ulp, keep the
-    sign. Tried and ruled out (the flip stays): the batch norm's
-    y = (x - mean) * a + offset instead of x * a + (offset - mean * a),
-    and its batch mean as sum(x) / n instead of the shifted
-    shift + sum(x - shift) / n (compiler/Conversion/EstToLinalg/
-    BatchNorm.cpp). Next: estc's activations of the cut model against
-    Keras float64's, layer by layer, to find where the error grows.
+    within ~1e-7 of float64) except at ReLU kinks. A network of ReLU6
+    after batch norms (MobileNetV2: beta = 0 at the start, so the
+    pre-activations' density is largest at the kink 0) has, in every
+    batch, pre-activations that float64 puts within float32's rounding of
+    a kink; which side float32 picks is chance (Keras float32 picks the
+    other side for some of them too), and one such element of a late
+    block (a channel of 32 elements at 1x1) moves its beta's step by 10%.
+    So where the first batch has such pre-activations (near_kinks) the
+    first step is not compared, with a note; the 10 steps are, against a
+    floor that two float32 runs' own flips are part of. Found with seed 12
+    of the data: all of the difference was block_16_depthwise_BN/beta's
+    channel 323, whose float64 pre-activation is -3.1e-6 where float32's
+    forward, Keras's and estc's alike, errs by 2.5e-6 on average and up to
+    6e-5 in that layer (measured with every batch norm's moving statistics
+    set to the batch's: estc's and TF's float32 inference forward passes
+    are equally far from float64 in every layer of MobileNetV2). Before
+    the statistics accumulated in f64 (compiler/Conversion/EstToLinalg/
+    BatchNorm.cpp), estc's training forward was less accurate than
+    Keras's; now its batch norm is more accurate than TF's.
+    EfficientNetB0 (swish) has no ReLU and its first step is compared.
     """
     k = tf.keras
     work = os.path.join(args.work, name)
@@ -767,6 +816,14 @@ def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
     train = [(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
              for i in range(STEPS)]
 
+    first_step = args.first_step
+    if first_step:
+        near = near_kinks(tf, np, build, path, train[0][0])
+        if near:
+            first_step = False
+            print(f"note {name}: the first step is not compared: {near} "
+                  f"pre-activations within float32's noise of a ReLU kink "
+                  f"(check_trained)")
     keras32 = k.models.load_model(path)
     k.mixed_precision.set_global_policy("float64")
     try:
@@ -789,12 +846,12 @@ def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
         keras32.train_on_batch(bx, by)
         keras32b.train_on_batch(bx, by)
         keras64.train_on_batch(bx.astype(np.float64), by)
-        if i + 1 == STEPS or (i == 0 and args.first_step):
+        if i + 1 == STEPS or (i == 0 and first_step):
             snapshots.append((i + 1, [[w.numpy() for w in m.weights] for m in
                                       (keras32, keras32b, keras64)]))
 
     case = {"model": path, "model_dir": os.path.join(work, "estc"),
-            "seed": 1, "train_first": 1 if args.first_step else 0,
+            "seed": 1, "train_first": 1 if first_step else 0,
             "train": [estc_batch(np, {"image": bx}, by, False)
                       for bx, by in train]}
     run = run_tool(args.tool, work, case)
