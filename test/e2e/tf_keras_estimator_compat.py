@@ -28,9 +28,10 @@ trained, evaluated and written back the same way against Keras 3
 (KERAS_BACKEND jax unless set); without it, one SKIP line.
 
 Then whole keras.applications networks trained with their base trainable
-(MobileNetV2, EfficientNetB0): every weight and moving statistic after 10
-steps as close to float64 Keras as float32 Keras is (check_trained says
-why that and not a fixed tolerance).
+(MobileNetV2, EfficientNetB0; ResNet50 and InceptionV3, slower, when --only
+names them): every weight and moving statistic after 10 steps as close to
+float64 Keras as float32 Keras is (check_trained says why that and not a
+fixed tolerance).
 
 usage: tf_keras_estimator_compat.py --tool=build/bin/keras_estimator_tool
            --work=DIR [--only REGEX] [--skip REGEX] [--first-step] [--verbose]
@@ -661,8 +662,8 @@ def check_case(tf, np, args, name, build, data, suffix, steps,
 
 # --- Whole networks trained (base trainable) -------------------------------
 
-def application(name, lr):
-    """keras.applications' `name` (weights None, 32x32; MobileNetV2 at
+def application(name, lr, size=32):
+    """keras.applications' `name` (weights None, size x size; MobileNetV2 at
     alpha 0.35), trainable, global average pooling and a dense head; SGD
     with momentum (not Adam: BatchNormalization makes the gradients of
     every beta before a convolution and a BatchNormalization exactly zero,
@@ -672,8 +673,9 @@ def application(name, lr):
         k = tf.keras
         kw = {"alpha": 0.35} if name == "MobileNetV2" else {}
         base = getattr(k.applications, name)(
-            input_shape=(32, 32, 3), include_top=False, weights=None, **kw)
-        x = k.Input((32, 32, 3), name="image")
+            input_shape=(size, size, 3), include_top=False, weights=None,
+            **kw)
+        x = k.Input((size, size, 3), name="image")
         h = k.layers.GlobalAveragePooling2D(name="pool")(base(x))
         logits = k.layers.Dense(4, name="head")(h)
         m = k.Model(x, logits)
@@ -684,10 +686,14 @@ def application(name, lr):
     return build
 
 
-# name, application, learning rate, batch size
+# name, application, learning rate, batch size, image size; those marked
+# slow run only when --only names them (ResNet50 about 4 minutes on 2
+# cores, InceptionV3 (75x75 at least) longer): no ctest entry runs them.
 TRAINED_CASES = [
-    ("mobilenet_v2_trained", "MobileNetV2", 1e-4, 32),
-    ("efficientnet_b0_trained", "EfficientNetB0", 1e-4, 16),
+    ("mobilenet_v2_trained", "MobileNetV2", 1e-4, 32, 32, False),
+    ("efficientnet_b0_trained", "EfficientNetB0", 1e-4, 16, 32, False),
+    ("resnet50_trained", "ResNet50", 1e-4, 8, 32, True),
+    ("inception_v3_trained", "InceptionV3", 1e-4, 4, 75, True),
 ]
 # estc's distance from exact arithmetic may be at most NOISE_FACTOR times
 # the larger of two float32 Keras runs' (or NOISE_ATOL): see check_trained.
@@ -696,13 +702,17 @@ NOISE_ATOL = 1e-6
 
 
 def relu_layers(k, model):
-    """Every plain ReLU layer of `model` (nested models included): no
-    negative slope, no threshold; its kinks are 0 and max_value."""
+    """Every plain ReLU of `model` (nested models included): ReLU layers
+    without negative slope or threshold (kinks 0 and max_value) and
+    Activation("relu" / "relu6") layers."""
     out = []
     for layer in model.layers:
         if isinstance(layer, k.layers.ReLU):
             cfg = layer.get_config()
             if not cfg.get("negative_slope") and not cfg.get("threshold"):
+                out.append(layer)
+        elif isinstance(layer, k.layers.Activation):
+            if layer.get_config().get("activation") in ("relu", "relu6"):
                 out.append(layer)
         elif hasattr(layer, "layers"):
             out.extend(relu_layers(k, layer))
@@ -710,7 +720,10 @@ def relu_layers(k, model):
 
 
 def relu_top(layer):
-    """A ReLU layer's upper kink (infinity without max_value)."""
+    """A ReLU's upper kink (infinity without one)."""
+    if not hasattr(layer, "max_value"):
+        return 6.0 if layer.get_config()["activation"] == "relu6" else \
+            float("inf")
     return float("inf") if layer.max_value is None else float(layer.max_value)
 
 
@@ -749,7 +762,8 @@ def near_kinks(tf, np, build, path, bx):
     return near
 
 
-def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
+def check_trained(tf, np, args, name, app, lr, batch,  # noqa: C901
+                  size):
     """A whole network trained STEPS steps, every weight and every
     BatchNormalization moving statistic against Keras.
 
@@ -804,13 +818,13 @@ def check_trained(tf, np, args, name, app, lr, batch):  # noqa: C901
     work = os.path.join(args.work, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    build = application(app, lr)
+    build = application(app, lr, size)
     tf.keras.utils.set_random_seed(7)
     model = build(tf)
     path = os.path.join(work, "model.keras")
     model.save(path)
     rng = np.random.default_rng(11)
-    x = rng.uniform(-1, 1, size=(batch * STEPS, 32, 32, 3)).astype(
+    x = rng.uniform(-1, 1, size=(batch * STEPS, size, size, 3)).astype(
         np.float32)
     y = rng.integers(0, 4, batch * STEPS).astype(np.int64)
     train = [(x[i * batch:(i + 1) * batch], y[i * batch:(i + 1) * batch])
@@ -1167,10 +1181,12 @@ def main():
         build = optimizer_case(opt, loss, units, act)
         ok = check_case(tf, np, args, name, build, data, ".keras", STEPS,
                         light=True) and ok
-    for name, app, lr, batch in TRAINED_CASES:
+    for name, app, lr, batch, size, slow in TRAINED_CASES:
+        if slow and not only:
+            continue
         if (only and not only.search(name)) or (skip and skip.search(name)):
             continue
-        ok = check_trained(tf, np, args, name, app, lr, batch) and ok
+        ok = check_trained(tf, np, args, name, app, lr, batch, size) and ok
     if not only or only.search("refusals"):
         ok = check_refusals(tf, np, args) and ok
     if not only or only.search("keras3"):
