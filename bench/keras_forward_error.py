@@ -49,13 +49,7 @@ def main():
     model32 = build(tf)
     rng = np.random.default_rng(args.seed)
     x = rng.uniform(-1, 1, size=(32, 32, 32, 3)).astype(np.float32)
-
-    k.mixed_precision.set_global_policy("float64")
-    try:
-        model64 = build(tf)
-    finally:
-        k.mixed_precision.set_global_policy("float32")
-    model64.set_weights([w.astype(np.float64) for w in model32.get_weights()])
+    model64 = compat.float64_twin(tf, np, build, model32)
 
     def base(model):
         return [layer for layer in model.layers if hasattr(layer, "layers")][0]

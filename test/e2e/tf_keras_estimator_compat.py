@@ -740,18 +740,26 @@ def relu_inputs(tf, k, model, x):
     return seen
 
 
+def float64_twin(tf, np, build, model32):
+    """`build`'s model in float64 (Keras's float64 policy) holding
+    model32's weights."""
+    k = tf.keras
+    k.mixed_precision.set_global_policy("float64")
+    try:
+        model64 = build(tf)
+    finally:
+        k.mixed_precision.set_global_policy("float32")
+    model64.set_weights([w.astype(np.float64) for w in model32.get_weights()])
+    return model64
+
+
 def near_kinks(tf, np, build, path, bx):
     """How many ReLU pre-activations of the first batch's training-mode
     forward pass float64 puts within float32's noise of a kink: within
     NOISE_FACTOR times Keras float32's largest error in that layer."""
     k = tf.keras
     keras32 = k.models.load_model(path)
-    k.mixed_precision.set_global_policy("float64")
-    try:
-        keras64 = build(tf)
-    finally:
-        k.mixed_precision.set_global_policy("float32")
-    keras64.set_weights([w.astype(np.float64) for w in keras32.get_weights()])
+    keras64 = float64_twin(tf, np, build, keras32)
     p32 = relu_inputs(tf, k, keras32, bx)
     p64 = relu_inputs(tf, k, keras64, bx.astype(np.float64))
     near = 0
@@ -839,13 +847,7 @@ def check_trained(tf, np, args, name, app, lr, batch,  # noqa: C901
                   f"pre-activations within float32's noise of a ReLU kink "
                   f"(check_trained)")
     keras32 = k.models.load_model(path)
-    k.mixed_precision.set_global_policy("float64")
-    try:
-        keras64 = build(tf)
-    finally:
-        k.mixed_precision.set_global_policy("float32")
-    keras64.set_weights([w.astype(np.float64)
-                         for w in keras32.get_weights()])
+    keras64 = float64_twin(tf, np, build, keras32)
     # Keras float32 again, each initial weight moved one ulp up or down: a
     # second draw of float32's noise (the larger of the two is the floor).
     keras32b = k.models.load_model(path)
