@@ -213,6 +213,12 @@ std::vector<MatmulCase> matmulCases() {
   // 8: b's rows read in place, no gathered panel; transposed, all gathered.
   cases.push_back({1, 24, 16, 32, false, false, 1, 1, R, R, R});
   cases.push_back({1, 24, 16, 32, true, true, 1, 1, R, R, R});
+  // The iris-sized net's small products, whose last block of columns is
+  // narrower than 8 (gathered into the padded panel): 32x4 * 4x10,
+  // 32x10 * 10x3, and dW = h^T * dy (10x32 * 32x3).
+  cases.push_back({1, 32, 10, 4, false, false, 1, 1, R, R, R});
+  cases.push_back({1, 32, 3, 10, false, false, 1, 1, R, R, R});
+  cases.push_back({1, 10, 3, 32, true, false, 1, 1, R, R, R});
   // Rows in blocks of 4, 2 and 1 after none of 8.
   cases.push_back({1, 7, 16, 32, false, false, 1, 1, R, R, R});
   cases.push_back({2, 15, 10, 9, true, false, 2, 2, R, Layout::Padded, R});
