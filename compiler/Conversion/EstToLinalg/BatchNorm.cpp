@@ -98,15 +98,15 @@ struct ChannelNest {
   Value likeX() const { return emptyTensor(b, loc, type, dims); }
 
   /// The per-channel sums of the terms `terms` computes from the inputs'
-  /// elements (in x's element type), as f64 [C] tensors. For x of rank 3 or
-  /// more in f32 (or narrower), two passes: the sums along x's last
-  /// non-channel dim (a row of W pixels in NHWC or NCHW) in x's type,
-  /// [..., C] partials, then the partials summed in f64. A row's sum errs
-  /// by about sqrt(W) ulps and the rows' errors are independent, so the
-  /// result is as accurate as one f64 sum of every term, while the pass
-  /// over x keeps float32's vector width and accumulators (converting each
-  /// term to f64 there cost 10-25% of a batch norm's training step). Else
-  /// one pass, each term converted to f64.
+  /// elements, as f64 [C] tensors. For f32 x of rank 3 or more, two passes:
+  /// the terms computed in f32 and summed along x's last non-channel dim (a
+  /// row of W pixels in NHWC or NCHW), [..., C] partials, then the partials
+  /// summed in f64. A row's sum errs by about sqrt(W) ulps and the rows'
+  /// errors are independent, so the result is as accurate as one f64 sum of
+  /// every term, while the pass over x keeps float32's vector width and
+  /// accumulators (converting each term to f64 there cost 10-25% of a batch
+  /// norm's training step). Else (rank 2, f16, bf16, f64) one pass, the
+  /// elements converted to f64 and the terms computed and summed in f64.
   SmallVector<Value> channelSums(
       ValueRange inputs, ArrayRef<AffineMap> inputMaps, unsigned numSums,
       function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> terms)
@@ -142,12 +142,12 @@ struct ChannelNest {
       return v;
     };
     SmallVector<Value> channelDims = {dims[axis]};
-    if (rank < 3 || elt.isF64())
-      return sumInto(inputs, inputMaps, channel(), accType, channelDims,
-                     reduceAllButChannel(),
-                     [&](OpBuilder &nb, Location nl, ValueRange a) {
-                       return toAccAll(nb, nl, terms(nb, nl, a));
-                     });
+    if (rank < 3 || !elt.isF32())
+      return sumInto(
+          inputs, inputMaps, channel(), accType, channelDims,
+          reduceAllButChannel(), [&](OpBuilder &nb, Location nl, ValueRange a) {
+            return terms(nb, nl, toAccAll(nb, nl, SmallVector<Value>(a)));
+          });
 
     // 1. Row sums in x's type: x's dims but `row`, the last non-channel one.
     int64_t row = axis == rank - 1 ? rank - 2 : rank - 1;

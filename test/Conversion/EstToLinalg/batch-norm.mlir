@@ -59,13 +59,13 @@ func.func @bn_static(%x: tensor<2x4x4x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf3
 // -----
 
 // Rank 2 (a dense layer's batch norm): no rows to sum first; one pass over
-// x converting each term to f64.
+// x, its elements converted to f64, the terms computed and summed in f64.
 // CHECK-LABEL: func.func @bn_dense
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%arg0, %{{.*}} : tensor<?x8xf32>, tensor<8xf32>) outs(%{{.*}}, %{{.*}} : tensor<8xf64>, tensor<8xf64>)
-// CHECK: arith.subf {{.*}} : f32
-// CHECK: arith.mulf {{.*}} : f32
 // CHECK: arith.extf
 // CHECK: arith.extf
+// CHECK: arith.subf {{.*}} : f64
+// CHECK: arith.mulf {{.*}} : f64
 func.func @bn_dense(%x: tensor<?x8xf32>, %s: tensor<8xf32>, %o: tensor<8xf32>) -> (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %y, %m, %v, %inv = est.fused_batch_norm %x, %s, %o {axis = 1 : i64} : tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   return %y, %m, %v : tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>
