@@ -79,6 +79,30 @@ def parse_values(stdout):
     return got
 
 
+def parse_ops_tool(np, text):
+    """ops_tool's output as {case: {"out": {K: (dtype, array)}, "grad": {I:
+    flat array}, "error": message or None}}."""
+    results, current = {}, None
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "case":
+            current = results.setdefault(
+                words[1], {"out": {}, "grad": {}, "error": None})
+        elif words[0] == "error":
+            current["error"] = line[len("error "):]
+        elif words[0] == "out":
+            k, dtype, rank = int(words[1]), words[2], int(words[3])
+            shape = [int(d) for d in words[4:4 + rank]]
+            vals = [float(v) for v in words[5 + rank:]]
+            current["out"][k] = (dtype, np.array(vals).reshape(shape))
+        elif words[0] == "grad":
+            current["grad"][int(words[1])] = np.array(
+                [float(v) for v in words[3:]])
+    return results
+
+
 def relative_problem(what, want, have, tol):
     """None when `have` matches TF's `want` to `tol` (|want - have| /
     max(1, |want|), elementwise), else the one line saying where not."""

@@ -18,7 +18,8 @@ Exits 77 (ctest: skipped) when TensorFlow is not installed.
 import argparse
 import sys
 
-from case_tool import failed_run, import_tf, parse_values, run_case, words
+from case_tool import (failed_run, import_tf, parse_ops_tool, run_case,
+                       words)
 
 N, H, W, C = 32, 16, 16, 16
 EPSILON = 1e-3
@@ -59,18 +60,13 @@ def estc_side(np, tool, x, dy):
     run = run_case(tool, lines)
     if failed_run("batch_norm_accuracy", "ops_tool", run):
         return None, None
-    # ops_tool prints `out K DTYPE RANK D... : VALUES` and `grad I : VALUES`.
-    y = dx = None
-    for line in run.stdout.splitlines():
-        head, _, values = line.partition(":")
-        if head.startswith("out 0"):
-            y = np.array(values.split(), np.float64)
-        elif head.startswith("grad 0"):
-            dx = np.array(values.split(), np.float64)
-    if y is None or dx is None:
+    got = parse_ops_tool(np, run.stdout).get("fused_batch_norm_nhwc")
+    if got is None or got["error"] or 0 not in got["out"] or \
+            0 not in got["grad"]:
         print(f"FAIL batch_norm_accuracy: ops_tool printed no y or dx: "
-              f"{parse_values(run.stdout).keys()}")
+              f"{got and got['error']}")
         return None, None
+    y, dx = got["out"][0][1], got["grad"][0]
     return y.reshape(N, H, W, C), dx.reshape(N, H, W, C)
 
 

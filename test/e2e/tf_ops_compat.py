@@ -22,7 +22,7 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from case_tool import import_tf, run_case  # noqa: E402
+from case_tool import import_tf, parse_ops_tool, run_case  # noqa: E402
 
 NP_DTYPES = {"f32": "float32", "f64": "float64", "i32": "int32",
              "i64": "int64", "bool": "bool"}
@@ -108,28 +108,6 @@ def run_tf(tf, np, case, seed):
         lines.append(f"weights {k} {header(c)} {fmt(np, c)}")
     lines.append("end")
     return [o.numpy() for o in outs], grads, lines
-
-
-def parse_tool(np, text):
-    results, current = {}, None
-    for line in text.splitlines():
-        words = line.split()
-        if not words:
-            continue
-        if words[0] == "case":
-            current = results.setdefault(
-                words[1], {"out": {}, "grad": {}, "error": None})
-        elif words[0] == "error":
-            current["error"] = line[len("error "):]
-        elif words[0] == "out":
-            k, dtype, rank = int(words[1]), words[2], int(words[3])
-            shape = [int(d) for d in words[4:4 + rank]]
-            vals = [float(v) for v in words[5 + rank:]]
-            current["out"][k] = (dtype, np.array(vals).reshape(shape))
-        elif words[0] == "grad":
-            current["grad"][int(words[1])] = np.array(
-                [float(v) for v in words[3:]])
-    return results
 
 
 def compare(np, case, tf_outs, tf_grads, ours):
@@ -218,7 +196,7 @@ def main():
     if proc.returncode != 0:
         sys.exit(f"tf_ops_compat: ops_tool failed ({proc.returncode}): "
                  f"{proc.stderr.strip()}")
-    ours = parse_tool(np, proc.stdout)
+    ours = parse_ops_tool(np, proc.stdout)
     failures = 0
     for case in cases:
         outs, grads = expected[case.name]
