@@ -78,10 +78,8 @@ ModelFn modelFnOf(const std::string &model) {
     if (model == "convnet")
       return EstimatorSpec::from_signature(
           mode, models::convnet_model_fn(g, f, l, mode));
-    Tensor net = layers::dense(f["x"], 10, nn::relu);
-    net = layers::dense(net, 10, nn::relu);
     return EstimatorSpec::from_signature(
-        mode, models::multi_class_head(layers::dense(net, 3), l, mode, 0.002));
+        mode, models::mlp_model_fn(g, f, l, mode, models::iris_params()));
   };
 }
 

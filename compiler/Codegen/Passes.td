@@ -133,6 +133,39 @@ def EstFuseEpilogues : Pass<"est-fuse-epilogues", "ModuleOp"> {
   ];
 }
 
+def EstInlineSmallMatmuls : Pass<"est-inline-small-matmuls", "ModuleOp"> {
+  let summary = "Small f32 matmul kernel calls to vector code in place";
+  let description = [{
+    After est-fuse-epilogues, on the CPU: a call of `estc_matmul_f32` or
+    `estc_matmul_bias_act_f32` on 2-D buffers (through the kernel argument
+    views) whose product is small in its static dimensions becomes an
+    `scf.for` of `vector` arithmetic computing the same C = act(op(A) x
+    op(B) + bias): over C's rows when N and K are static and N * K <=
+    max-row-work, or over K with M accumulators when M and N are static
+    and M * N <= max-column-work (the weight gradients of small layers,
+    summed over a dynamic batch). Every sum runs over k in order from zero
+    with a multiply and an add (no FMA), so both forms give the same bits
+    on every target. A fully static product above max-static-work
+    multiply-adds stays a call. C's last dimension must be contiguous, and
+    B's unless B is transposed (rows form: its K columns are gathered once
+    before the loop).
+  }];
+  let options = [
+    Option<"maxRowWork", "max-row-work", "int64_t", /*default=*/"256",
+           "Largest N * K computed a row of C at a time">,
+    Option<"maxColumnWork", "max-column-work", "int64_t", /*default=*/"128",
+           "Largest M * N accumulated over a dynamic K">,
+    Option<"maxStaticWork", "max-static-work", "int64_t", /*default=*/"32768",
+           "Largest M * N * K of a fully static product inlined">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // memplan stage
 //===----------------------------------------------------------------------===//

@@ -194,6 +194,8 @@ void addBufferizationPasses(mlir::OpPassManager &pm,
     pm.addPass(mlir::est::createEstLinalgToRuntimeCalls());
     // act(C + bias) after a kernel call into the call.
     pm.addPass(mlir::est::createEstFuseEpilogues());
+    // Tiny products (the iris-sized net's) as vector code, not calls.
+    pm.addPass(mlir::est::createEstInlineSmallMatmuls());
   }
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -246,6 +248,8 @@ void addLLVMLoweringPasses(mlir::OpPassManager &pm) {
   funcPm.addPass(mlir::est::createEstApproximateMath(approximate));
   funcPm.addPass(mlir::math::createMathExpandOpsPass());
   funcPm.addPass(mlir::est::createEstApproximateMath(approximate));
+  // est-inline-small-matmuls' vector loads, stores and broadcasts.
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
   pm.nest<mlir::func::FuncOp>().addPass(mlir::createConvertMathToLLVMPass());
   pm.addPass(mlir::createConvertMathToLibmPass());

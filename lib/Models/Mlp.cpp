@@ -8,8 +8,8 @@
 namespace estc {
 namespace models {
 
-InputSpec mlp_inputs() {
-  return InputSpec{{{"x", DType::Float32, {-1, 784}}},
+InputSpec mlp_inputs(const MlpParams &params) {
+  return InputSpec{{{"x", DType::Float32, {-1, params.input_size}}},
                    TensorSpec{"labels", DType::Int64, {-1}}};
 }
 
@@ -27,11 +27,19 @@ Signature mlp_model_fn(Graph &g, const TensorMap &features,
 
 graph::GraphDef build_mlp(int64_t seed, const MlpParams &params) {
   return build_graph_def(
-      mlp_inputs(),
+      mlp_inputs(params),
       [&](Graph &g, const TensorMap &f, const Tensor &l, ModeKeys m) {
         return mlp_model_fn(g, f, l, m, params);
       },
       seed);
+}
+
+MlpParams iris_params() {
+  MlpParams params;
+  params.input_size = 4;
+  params.hidden_units = {10, 10};
+  params.n_classes = 3;
+  return params;
 }
 
 } // namespace models

@@ -13,6 +13,8 @@ const std::vector<ModelEntry> &model_registry() {
        "MNIST ConvNet: conv 20 5x5, pool, conv 40 5x5, pool, dense 256 x2 "
        "with dropout, dense 10; Adam",
        [](int64_t seed) { return build_convnet(seed); }},
+      {"iris", "iris-sized MLP 4-10-10-3 (relu), Adam",
+       [](int64_t seed) { return build_mlp(seed, iris_params()); }},
       {"linear",
        "logistic regression over numeric features (age, fare, pclass), FTRL",
        [](int64_t seed) { return build_linear(seed); }},

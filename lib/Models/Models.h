@@ -25,16 +25,19 @@ Signature multi_class_head(const Tensor &logits, const Tensor &labels,
 
 // --- MLP on MNIST: 784-256-256-10 ----------------------------------------
 struct MlpParams {
+  int64_t input_size = 784;
   std::vector<int64_t> hidden_units = {256, 256};
   int64_t n_classes = 10;
   double learning_rate = 0.002;
 };
-/// features {"x": f32 [?,784]}, labels i64 [?].
-InputSpec mlp_inputs();
+/// features {"x": f32 [?,input_size]}, labels i64 [?].
+InputSpec mlp_inputs(const MlpParams &params = {});
 Signature mlp_model_fn(Graph &g, const TensorMap &features,
                        const Tensor &labels, ModeKeys mode,
                        const MlpParams &params = {});
 graph::GraphDef build_mlp(int64_t seed = 0, const MlpParams &params = {});
+/// The iris-sized net of estimator_bench: 4-10-10-3 (relu), Adam 0.002.
+MlpParams iris_params();
 
 // --- ConvNet on MNIST ------------------------------------------------------
 struct ConvNetParams {

@@ -564,6 +564,45 @@ TEST(CompiledOps, Matmul) {
       });
 }
 
+// Products small in their static dimensions are vector code in the step
+// (est-inline-small-matmuls), not kernel calls: the rows form ([?, K] x
+// [K, N], B transposed or not), the columns form
+// (x^T y summed over a dynamic batch: a weight gradient), the fused
+// epilogues (bias, relu, relu6) and widths that split into vectors of 8, 4,
+// 2 and 1 lanes.
+TEST(CompiledOps, SmallMatmulsInlined) {
+  for (int64_t n : {1, 3, 7, 8, 10, 17}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    checkOp({{"x", DType::Float32, {-1, 4}}},
+            [n](Graph &g, const TensorMap &x) {
+              return matmul(x["x"], constant(g, {4, n}, 11));
+            });
+    checkOp({{"x", DType::Float32, {-1, 10}}},
+            [n](Graph &g, const TensorMap &x) {
+              return matmul(x["x"], constant(g, {n, 10}, 12), false, true);
+            });
+    // The columns form: [4, ?] x [?, n].
+    checkOp({{"x", DType::Float32, {-1, 4}}, {"y", DType::Float32, {-1, n}}},
+            [](Graph &, const TensorMap &x) {
+              return matmul(x["x"], x["y"], true, false);
+            });
+  }
+  // Fused epilogues: bias, then relu or relu6.
+  checkOp({{"x", DType::Float32, {-1, 4}}}, [](Graph &g, const TensorMap &x) {
+    return nn::relu(
+        add(matmul(x["x"], constant(g, {4, 10}, 14)), constant(g, {10}, 15)));
+  });
+  checkOp({{"x", DType::Float32, {-1, 4}}}, [](Graph &g, const TensorMap &x) {
+    return nn::relu6(multiply(
+        add(matmul(x["x"], constant(g, {4, 9}, 16)), constant(g, {9}, 17)),
+        8.0));
+  });
+  checkOp({{"x", DType::Float32, {-1, 3}}}, [](Graph &g, const TensorMap &x) {
+    return nn::relu6(
+        add(matmul(x["x"], constant(g, {3, 5}, 18)), constant(g, {5}, 19)));
+  });
+}
+
 TEST(CompiledOps, Conv2D) {
   struct Case {
     Dims input, filter, strides, dilations;

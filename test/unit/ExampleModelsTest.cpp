@@ -69,8 +69,9 @@ std::string tempPath(const std::string &suffix) {
 } // namespace
 
 TEST(ExampleModels, Registry) {
-  ASSERT_EQ(models::model_registry().size(), 3u);
+  ASSERT_EQ(models::model_registry().size(), 4u);
   EXPECT_NE(models::find_model("mlp"), nullptr);
+  EXPECT_NE(models::find_model("iris"), nullptr);
   EXPECT_NE(models::find_model("convnet"), nullptr);
   EXPECT_NE(models::find_model("linear"), nullptr);
   EXPECT_EQ(models::find_model("resnet"), nullptr);

@@ -1,6 +1,6 @@
 //===- estc-models.cpp - Write the GraphDef of a seed model -------------===//
 //
-//   estc-models --model=mlp|convnet|linear -o FILE [--seed=N]
+//   estc-models --model=mlp|convnet|iris|linear -o FILE [--seed=N]
 //   estc-models --list
 //
 // FILE ending in .pbtxt gets the text format, anything else binary. A bad
@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
   int64_t seed = 0;
   bool list = false;
   std::vector<std::string> names;
-  std::string known; // "mlp, convnet, linear"
+  std::string known; // "mlp, convnet, iris, linear"
   for (const auto &m : estc::models::model_registry()) {
     names.push_back(m.name);
     known += (known.empty() ? "" : ", ") + m.name;
