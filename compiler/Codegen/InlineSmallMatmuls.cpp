@@ -5,24 +5,25 @@
 // dimensions becomes vector code in place, so a net of tiny layers (the
 // iris-sized 4-10-10-3) makes no runtime call, packs no panel and pads no
 // block per matmul. C = act(op(A) x op(B) + bias) is computed in one of two
-// forms, both vectors of C's N columns (N static):
+// forms, both on rows of C's N columns (N static) held as vectors of 8
+// lanes and one vector for the rest (masked when the rest is 3, 5, 6 or 7):
 //
 //  - rows: K static. op(B)'s K rows are vectors (loaded in the loop, or
 //    gathered once before it when B is transposed); for each of C's M rows
 //    (M dynamic or static) acc = sum_k broadcast(a[i,k]) * b_k, then the
-//    epilogue, then one store.
+//    epilogue, then the stores.
 //  - columns: M static, K dynamic (a weight gradient summing over the
-//    batch): M accumulators carried through a loop over k, each step one
-//    row of B and M broadcasts of A's column; the epilogue and the stores
-//    after the loop.
+//    batch): blocks of C's rows whose accumulators fit in registers, each
+//    carried through a loop over k (one row of B, a broadcast of A per row
+//    of the block), the epilogue and the stores after it.
 //
-// Both sum every element in the order k = 0, 1, ..., K-1 from zero, with a
-// multiply and an add (no FMA, no contraction: the same bits on every
-// target, as est-approximate-math's expansions), so the two forms agree bit
-// for bit with each other and with the JIT and AOT; with the runtime's
-// kernel (FMA, its own blocking) they agree within float32 rounding.
-// The epilogue is the kernel's: bias added along the columns, then relu as
-// arith.maximumf with 0 and relu6 as arith.minimumf with 6 after it.
+// Every sum runs over k in order, a multiply and an add at a time (no FMA,
+// no contraction: the same bits on every target, as est-approximate-math's
+// expansions): the rows form starts from the first product, the columns
+// form from zero, which changes only the sign of an exact zero. With the
+// runtime's kernel (FMA, its own blocking) they agree within float32
+// rounding. The epilogue is the kernel's: bias added along the columns,
+// then relu as arith.maximumf with 0 and relu6 as arith.minimumf with 6.
 //
 // What counts as small: rows when N * K <= max-row-work (and M * N * K <=
 // max-static-work if M is static); columns when M * N <= max-column-work.
@@ -95,8 +96,8 @@ std::optional<MatmulCall> matchMatmulCall(func::CallOp call) {
   }
   std::optional<int64_t> ta = constantInt(call.getOperand(flags));
   std::optional<int64_t> tb = constantInt(call.getOperand(flags + 1));
-  std::optional<int64_t> act =
-      fused ? constantInt(call.getOperand(flags + 2)) : std::optional<int64_t>(0);
+  std::optional<int64_t> act = fused ? constantInt(call.getOperand(flags + 2))
+                                     : std::optional<int64_t>(0);
   if (!m.a || !m.b || !m.c || !ta || !tb || !act || *act < 0 || *act > 2)
     return std::nullopt;
   m.transposeA = *ta != 0;
@@ -145,24 +146,42 @@ Form chooseForm(const MatmulCall &m, const Limits &limits) {
   return Form::Call;
 }
 
-/// A row of C's N columns as vectors of 8, then 4, 2 and 1 lanes (N = 10:
-/// 8 + 2): power-of-two vectors that LLVM keeps in registers, also as loop
-/// values (a <10 x float> carried by a loop is rebuilt lane by lane at every
-/// iteration).
+/// A row of C's N columns as vectors of 8 lanes, then one vector for the
+/// rest: exact when the rest is 1, 2 or 4 columns, else the next power of
+/// two with its last lanes masked off (N = 10: 8 + 2; N = 3: 4 lanes, 3 of
+/// them used). Power-of-two vectors stay in registers, also as loop values
+/// (a <10 x float> carried by a loop is rebuilt lane by lane at every
+/// iteration); a masked one costs one masked load (the lanes past N read
+/// as zero, never from memory) and its stores are split into exact parts.
 using Row = SmallVector<Value, 4>;
+
+struct Chunk {
+  int64_t first;   // C's first column in it
+  int64_t used;    // columns it holds
+  VectorType type; // its lanes: used, or the next power of two
+  bool masked() const { return used != type.getNumElements(); }
+};
+
+/// Accumulators the columns form keeps in registers (of AVX2's 16, the
+/// rest for B's row and the broadcasts).
+constexpr int64_t kColumnAccumulators = 12;
 
 /// Emits the kernel's arithmetic on Rows.
 struct Emitter {
   OpBuilder &b;
   Location loc;
   const MatmulCall &m;
-  SmallVector<std::pair<int64_t, VectorType>> chunks; // (first column, type)
+  SmallVector<Chunk> chunks;
 
   Emitter(OpBuilder &b, Location loc, const MatmulCall &m, int64_t n)
       : b(b), loc(loc), m(m) {
-    for (int64_t first = 0, width = 8; first < n; width /= 2)
-      for (; first + width <= n; first += width)
-        chunks.push_back({first, VectorType::get({width}, b.getF32Type())});
+    int64_t first = 0;
+    for (; first + 8 <= n; first += 8)
+      chunks.push_back({first, 8, VectorType::get({8}, b.getF32Type())});
+    if (int64_t rest = n - first) {
+      int64_t lanes = llvm::PowerOf2Ceil(rest);
+      chunks.push_back({first, rest, VectorType::get({lanes}, b.getF32Type())});
+    }
   }
 
   Value index(int64_t i) {
@@ -170,48 +189,72 @@ struct Emitter {
   }
   Row splat(float value) {
     Row row;
-    for (auto &[first, type] : chunks)
+    for (const Chunk &chunk : chunks)
       row.push_back(arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value))));
+          b, loc,
+          DenseElementsAttr::get(chunk.type, b.getF32FloatAttr(value))));
     return row;
   }
   /// a[i, k] of op(A).
   Value loadA(Value i, Value k) {
-    SmallVector<Value> at = m.transposeA ? SmallVector<Value>{k, i}
-                                         : SmallVector<Value>{i, k};
+    SmallVector<Value> at =
+        m.transposeA ? SmallVector<Value>{k, i} : SmallVector<Value>{i, k};
     return memref::LoadOp::create(b, loc, m.a, at);
   }
   /// Row `i` of a contiguous 2-D buffer, or all of a 1-D one (i null).
   Row loadRow(Value buffer, Value i) {
     Row row;
-    for (auto &[first, type] : chunks) {
+    for (const Chunk &chunk : chunks) {
       SmallVector<Value> at;
       if (i)
         at.push_back(i);
-      at.push_back(index(first));
-      row.push_back(vector::LoadOp::create(b, loc, type, buffer, at));
+      at.push_back(index(chunk.first));
+      if (!chunk.masked()) {
+        row.push_back(vector::LoadOp::create(b, loc, chunk.type, buffer, at));
+        continue;
+      }
+      int64_t lanes = chunk.type.getNumElements();
+      SmallVector<bool> bits(lanes, false);
+      std::fill_n(bits.begin(), chunk.used, true);
+      auto maskType = VectorType::get({lanes}, b.getI1Type());
+      Value mask = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(bits)));
+      Value zeros = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(chunk.type, b.getF32FloatAttr(0.0f)));
+      row.push_back(vector::MaskedLoadOp::create(b, loc, chunk.type, buffer, at,
+                                                 mask, zeros));
     }
     return row;
   }
-  /// Row k of op(B) gathered from a transposed B (column k of B).
+  /// Row k of op(B) gathered from a transposed B (column k of B); lanes
+  /// past N are zero.
   Row gatherBRow(int64_t k) {
     Row row;
-    for (auto &[first, type] : chunks) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    for (const Chunk &chunk : chunks) {
       SmallVector<Value> elements;
-      for (int64_t n = 0; n < type.getNumElements(); ++n)
-        elements.push_back(memref::LoadOp::create(
-            b, loc, m.b, ValueRange{index(first + n), index(k)}));
-      row.push_back(vector::FromElementsOp::create(b, loc, type, elements));
+      for (int64_t n = 0; n < chunk.type.getNumElements(); ++n)
+        elements.push_back(
+            n < chunk.used
+                ? memref::LoadOp::create(
+                      b, loc, m.b, ValueRange{index(chunk.first + n), index(k)})
+                      .getResult()
+                : zero);
+      row.push_back(
+          vector::FromElementsOp::create(b, loc, chunk.type, elements));
     }
     return row;
   }
-  /// acc + broadcast(a) * row: a multiply and an add.
+  /// acc + broadcast(a) * row (a multiply and an add), or the product alone
+  /// when `acc` is empty (the first term).
   Row multiplyAdd(ValueRange acc, Value a, const Row &row) {
     Row sum;
     for (auto [j, chunk] : llvm::enumerate(chunks)) {
-      Value splat = vector::BroadcastOp::create(b, loc, chunk.second, a);
+      Value splat = vector::BroadcastOp::create(b, loc, chunk.type, a);
       Value product = arith::MulFOp::create(b, loc, splat, row[j]);
-      sum.push_back(arith::AddFOp::create(b, loc, acc[j], product));
+      sum.push_back(acc.empty()
+                        ? product
+                        : arith::AddFOp::create(b, loc, acc[j], product));
     }
     return sum;
   }
@@ -232,10 +275,27 @@ struct Emitter {
     }
     return out;
   }
+  /// Stores a Row as row `i` of C: a masked chunk's used lanes in exact
+  /// power-of-two parts (3 = 2 + 1).
   void storeRow(const Row &row, Value i) {
-    for (auto [j, chunk] : llvm::enumerate(chunks))
-      vector::StoreOp::create(b, loc, row[j], m.c,
-                              ValueRange{i, index(chunk.first)});
+    for (auto [j, chunk] : llvm::enumerate(chunks)) {
+      if (!chunk.masked()) {
+        vector::StoreOp::create(b, loc, row[j], m.c,
+                                ValueRange{i, index(chunk.first)});
+        continue;
+      }
+      for (int64_t at = 0, width = chunk.type.getNumElements(); at < chunk.used;
+           width /= 2) {
+        if (at + width > chunk.used)
+          continue;
+        Value part = vector::ExtractStridedSliceOp::create(
+            b, loc, row[j], ArrayRef<int64_t>{at}, ArrayRef<int64_t>{width},
+            ArrayRef<int64_t>{1});
+        vector::StoreOp::create(b, loc, part, m.c,
+                                ValueRange{i, index(chunk.first + at)});
+        at += width;
+      }
+    }
   }
   Row loadBias() { return m.bias ? loadRow(m.bias, nullptr) : Row(); }
   Value dim(Value buffer, int64_t d) {
@@ -243,6 +303,7 @@ struct Emitter {
   }
 };
 
+/// C's rows one at a time: sum_k broadcast(a[i, k]) * b_k.
 void emitRows(Emitter &e, int64_t kSize) {
   OpBuilder &b = e.b;
   const MatmulCall &m = e.m;
@@ -251,13 +312,12 @@ void emitRows(Emitter &e, int64_t kSize) {
     for (int64_t k = 0; k < kSize; ++k)
       gathered.push_back(e.gatherBRow(k));
   Row bias = e.loadBias();
-  Row zero = e.splat(0.0f);
   Value rows = e.dim(m.c, 0);
   auto loop = scf::ForOp::create(b, e.loc, e.index(0), rows, e.index(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value i = loop.getInductionVar();
-  Row acc = zero;
+  Row acc = kSize == 0 ? e.splat(0.0f) : Row();
   for (int64_t k = 0; k < kSize; ++k) {
     Row row = m.transposeB ? gathered[k] : e.loadRow(m.b, e.index(k));
     acc = e.multiplyAdd(acc, e.loadA(i, e.index(k)), row);
@@ -265,14 +325,17 @@ void emitRows(Emitter &e, int64_t kSize) {
   e.storeRow(e.epilogue(acc, bias), i);
 }
 
-void emitColumns(Emitter &e, int64_t mSize) {
+/// C's rows [first, first + count) accumulated over k: one loop, their
+/// accumulators carried in registers.
+void emitColumnBlock(Emitter &e, int64_t first, int64_t count,
+                     const Row &bias) {
   OpBuilder &b = e.b;
   const MatmulCall &m = e.m;
   size_t width = e.chunks.size();
   Value depth = e.dim(m.a, m.transposeA ? 0 : 1);
   Row zero = e.splat(0.0f);
   SmallVector<Value> inits;
-  for (int64_t i = 0; i < mSize; ++i)
+  for (int64_t i = 0; i < count; ++i)
     llvm::append_range(inits, zero);
   auto loop =
       scf::ForOp::create(b, e.loc, e.index(0), depth, e.index(1), inits);
@@ -282,16 +345,30 @@ void emitColumns(Emitter &e, int64_t mSize) {
     Value k = loop.getInductionVar();
     Row row = e.loadRow(m.b, k);
     SmallVector<Value> accs;
-    for (int64_t i = 0; i < mSize; ++i)
+    for (int64_t i = 0; i < count; ++i)
       llvm::append_range(
           accs, e.multiplyAdd(loop.getRegionIterArgs().slice(i * width, width),
-                              e.loadA(e.index(i), k), row));
+                              e.loadA(e.index(first + i), k), row));
     scf::YieldOp::create(b, e.loc, accs);
   }
-  Row bias = e.loadBias();
-  for (int64_t i = 0; i < mSize; ++i)
+  for (int64_t i = 0; i < count; ++i)
     e.storeRow(e.epilogue(loop.getResults().slice(i * width, width), bias),
-               e.index(i));
+               e.index(first + i));
+}
+
+/// C's M rows in blocks whose accumulators fit in registers, each block a
+/// pass over k (B's rows read once per block).
+void emitColumns(Emitter &e, int64_t mSize) {
+  int64_t width = static_cast<int64_t>(e.chunks.size());
+  int64_t block = std::max<int64_t>(1, kColumnAccumulators / width);
+  int64_t blocks = (mSize + block - 1) / block;
+  Row bias = e.loadBias();
+  for (int64_t first = 0, j = 0; j < blocks; ++j) {
+    // Blocks of equal size (10 rows: 5 + 5, not 6 + 4).
+    int64_t count = (mSize - first) / (blocks - j);
+    emitColumnBlock(e, first, count, bias);
+    first += count;
+  }
 }
 
 struct EstInlineSmallMatmuls
@@ -314,8 +391,9 @@ struct EstInlineSmallMatmuls
       auto c = cast<MemRefType>(m.c.getType());
       Emitter e(b, m.call.getLoc(), m, c.getDimSize(1));
       if (form == Form::Rows)
-        emitRows(e, cast<MemRefType>(m.a.getType())
-                        .getDimSize(m.transposeA ? 0 : 1));
+        emitRows(
+            e,
+            cast<MemRefType>(m.a.getType()).getDimSize(m.transposeA ? 0 : 1));
       else
         emitColumns(e, c.getDimSize(0));
       // The kernel argument views die with the call (the canonicalizer

@@ -51,6 +51,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -196,21 +197,44 @@ void lowerToLoops(linalg::LinalgOp op) {
     keepRolled(innermost);
 }
 
+/// Innermost loops of at most this many iterations whose body computes a
+/// math function are unrolled.
+constexpr int64_t kMaxUnrolledMath = 8;
+
 /// The short innermost loops of est-parallelize-loops' nests (lowered
 /// there, so seen as loops) are kept rolled too, reductions inside or not:
 /// called through the runtime's trampoline, the unrolled form vectorized
 /// across pixels with gathers (measured on the ConvNet's step: max-pool 3.5x
 /// and its gradient's window argmax 2x slower than the rolled channel
-/// loop).
+/// loop). Except a loop of at most kMaxUnrolledMath iterations computing a
+/// math function (exp, log, ...: after est-approximate-math, dozens of
+/// scalar instructions each), which is unrolled: a softmax over a row of 3
+/// classes then leaves the loop over rows innermost, which LLVM vectorizes,
+/// eight rows' exps at a time (docs/results.md, the iris-sized step).
 void keepRolledInParallelBody(func::FuncOp body) {
+  SmallVector<scf::ForOp> unroll;
   body.walk([&](scf::ForOp loop) {
     bool innermost = true;
     loop.getBody()->walk([&](scf::ForOp) { innermost = false; });
     std::optional<APInt> trips = loop.getStaticTripCount();
-    if (innermost && isa<scf::ForOp>(loop->getParentOp()) && trips &&
-        trips->getSExtValue() <= kMaxKeptRolled)
+    if (!innermost || !isa<scf::ForOp>(loop->getParentOp()) || !trips ||
+        trips->getSExtValue() > kMaxKeptRolled)
+      return;
+    bool math = false;
+    loop.getBody()->walk([&](Operation *op) {
+      if (isa<math::MathDialect>(op->getDialect()))
+        math = true;
+    });
+    if (math && trips->getSExtValue() <= kMaxUnrolledMath)
+      unroll.push_back(loop);
+    else
       keepRolled(loop);
   });
+  // Unrolled here, not left to LLVM: its full unrolling weighs the math
+  // functions' expansions and may keep the loop, then vectorize the 3
+  // classes with a masked 4-lane vector instead of the rows.
+  for (scf::ForOp loop : unroll)
+    (void)loopUnrollFull(loop);
 }
 
 struct EstOutlineLoopNests

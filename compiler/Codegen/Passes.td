@@ -140,15 +140,16 @@ def EstInlineSmallMatmuls : Pass<"est-inline-small-matmuls", "ModuleOp"> {
     `estc_matmul_bias_act_f32` on 2-D buffers (through the kernel argument
     views) whose product is small in its static dimensions becomes an
     `scf.for` of `vector` arithmetic computing the same C = act(op(A) x
-    op(B) + bias): over C's rows when N and K are static and N * K <=
-    max-row-work, or over K with M accumulators when M and N are static
-    and M * N <= max-column-work (the weight gradients of small layers,
-    summed over a dynamic batch). Every sum runs over k in order from zero
-    with a multiply and an add (no FMA), so both forms give the same bits
-    on every target. A fully static product above max-static-work
-    multiply-adds stays a call. C's last dimension must be contiguous, and
-    B's unless B is transposed (rows form: its K columns are gathered once
-    before the loop).
+    op(B) + bias), C's rows as vectors of 8 lanes and one for the rest
+    (masked loads when the rest is not 1, 2 or 4 columns): over C's rows
+    when N and K are static and N * K <= max-row-work, or over K with
+    blocks of C's rows accumulated in registers when M and N are static and
+    M * N <= max-column-work (the weight gradients of small layers, summed
+    over a dynamic batch). Every sum runs over k in order with a multiply
+    and an add (no FMA), so the code gives the same bits on every target. A
+    fully static product above max-static-work multiply-adds stays a call.
+    C's last dimension must be contiguous, and B's unless B is transposed
+    (rows form: its K columns are gathered once before the loop).
   }];
   let options = [
     Option<"maxRowWork", "max-row-work", "int64_t", /*default=*/"256",

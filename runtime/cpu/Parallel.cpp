@@ -342,8 +342,12 @@ void estc_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
   chunks = std::max<int64_t>(chunks, 1);
   int64_t size = (n + chunks - 1) / chunks;
   chunks = (n + size - 1) / size;
-  if (chunks > 1)
-    parallelLoopsSplit.fetch_add(1, std::memory_order_relaxed);
+  if (chunks == 1) {
+    // One chunk runs here, as parallelFor would run it, without the task.
+    fn(ctx, 0, n);
+    return;
+  }
+  parallelLoopsSplit.fetch_add(1, std::memory_order_relaxed);
   parallelFor(chunks, perIteration * double(size), [&](int64_t i) {
     int64_t lo = i * size;
     fn(ctx, lo, std::min(n, lo + size));

@@ -3,8 +3,8 @@
 
 // est-inline-small-matmuls after est-fuse-epilogues: a matmul kernel call
 // small in its static dimensions becomes vector code. A row of C is vectors
-// of 8, 4, 2 and 1 lanes; every sum runs over k from zero, a multiply and
-// an add at a time.
+// of 8 lanes and one for the rest (masked when the rest is 3, 5, 6 or 7);
+// every sum runs over k in order, a multiply and an add at a time.
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
@@ -13,7 +13,6 @@
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
-
 
 // The rows form with the fused bias and relu: N = 10 is 8 + 2 lanes, the
 // bias loaded once, W's rows in the loop over C's rows.
@@ -29,8 +28,10 @@
 // CHECK: %[[A0:.*]] = memref.load %[[X]][%[[I]], %{{.*}}] : memref<?x4xf32>
 // CHECK: %[[S0:.*]] = vector.broadcast %[[A0]] : f32 to vector<8xf32>
 // CHECK: %[[P0:.*]] = arith.mulf %[[S0]], %[[W0]] : vector<8xf32>
-// CHECK: %[[ACC0:.*]] = arith.addf %[[P0]], %[[Z8]] : vector<8xf32>
-// CHECK-COUNT-3: arith.mulf {{.*}} : vector<8xf32>
+// CHECK: %[[W1:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : memref<4x10xf32>, vector<8xf32>
+// CHECK: %[[P1:.*]] = arith.mulf %{{.*}}, %[[W1]] : vector<8xf32>
+// CHECK: arith.addf %[[P0]], %[[P1]] : vector<8xf32>
+// CHECK-COUNT-2: arith.mulf {{.*}} : vector<8xf32>
 // CHECK: %[[ACC:.*]] = arith.addf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK: %[[SUM:.*]] = arith.addf %[[ACC]], %[[B8]] : vector<8xf32>
 // CHECK: %[[RELU:.*]] = arith.maximumf %[[SUM]], %[[Z8]] : vector<8xf32>
@@ -67,7 +68,6 @@ func.func @dense_relu(%x: memref<?x4xf32>, %w: memref<4x10xf32>, %bias: memref<1
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
 
-
 // The rows form with B transposed: op(B)'s rows (W's columns) gathered once
 // before the loop.
 
@@ -99,23 +99,27 @@ func.func @input_gradient(%dy: memref<?x3xf32>, %w: memref<10x3xf32>, %dx: memre
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
 
-
-// The columns form (x^T dy over the batch): M = 4 rows of N = 3 (2 + 1
-// lanes) carried through the loop over k, stored after it.
+// The columns form (x^T dy over the batch): M = 4 rows of N = 3 columns,
+// each one 4-lane vector (its last lane masked off), carried through the
+// loop over k and stored after it, 2 + 1 columns.
 
 // CHECK-LABEL: func.func @weight_gradient(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: memref<?x4xf32>, %[[DY:[a-z0-9_]+]]: memref<?x3xf32>, %[[DW:[a-z0-9_]+]]: memref<4x3xf32>)
+// CHECK-DAG: %[[MASK:.*]] = arith.constant dense<[true, true, true, false]> : vector<4xi1>
+// CHECK-DAG: %[[Z4:.*]] = arith.constant dense<0.000000e+00> : vector<4xf32>
 // CHECK: %[[K:.*]] = memref.dim %[[X]], %{{.*}} : memref<?x4xf32>
-// CHECK: %[[R:.*]]:8 = scf.for %[[k:.*]] = %{{.*}} to %[[K]] step %{{.*}} iter_args(%[[ACC0:[a-z0-9_]+]] = %{{.*}}, {{.*}}) -> (vector<2xf32>, vector<1xf32>, vector<2xf32>, vector<1xf32>, vector<2xf32>, vector<1xf32>, vector<2xf32>, vector<1xf32>)
-// CHECK: %[[ROW:.*]] = vector.load %[[DY]][%[[k]], %{{.*}}] : memref<?x3xf32>, vector<2xf32>
-// CHECK: vector.load %[[DY]][%[[k]], %{{.*}}] : memref<?x3xf32>, vector<1xf32>
+// CHECK: %[[R:.*]]:4 = scf.for %[[k:.*]] = %{{.*}} to %[[K]] step %{{.*}} iter_args(%[[ACC0:[a-z0-9_]+]] = %[[Z4]], {{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK: %[[ROW:.*]] = vector.maskedload %[[DY]][%[[k]], %{{.*}}], %[[MASK]], %[[Z4]] : memref<?x3xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
 // CHECK: %[[A:.*]] = memref.load %[[X]][%[[k]], %{{.*}}] : memref<?x4xf32>
-// CHECK: %[[S:.*]] = vector.broadcast %[[A]] : f32 to vector<2xf32>
-// CHECK: %[[P:.*]] = arith.mulf %[[S]], %[[ROW]] : vector<2xf32>
-// CHECK: arith.addf %[[ACC0]], %[[P]] : vector<2xf32>
+// CHECK: %[[S:.*]] = vector.broadcast %[[A]] : f32 to vector<4xf32>
+// CHECK: %[[P:.*]] = arith.mulf %[[S]], %[[ROW]] : vector<4xf32>
+// CHECK: arith.addf %[[ACC0]], %[[P]] : vector<4xf32>
 // CHECK: scf.yield
-// CHECK: vector.store %[[R]]#0, %[[DW]][%{{.*}}, %{{.*}}] : memref<4x3xf32>, vector<2xf32>
-// CHECK-COUNT-7: vector.store %[[R]]#
+// CHECK: %[[LO:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [0], sizes = [2], strides = [1]}
+// CHECK: vector.store %[[LO]], %[[DW]][%{{.*}}, %{{.*}}] : memref<4x3xf32>, vector<2xf32>
+// CHECK: %[[HI:.*]] = vector.extract_strided_slice %[[R]]#0 {offsets = [2], sizes = [1], strides = [1]}
+// CHECK: vector.store %[[HI]], %[[DW]][%{{.*}}, %{{.*}}] : memref<4x3xf32>, vector<1xf32>
+// CHECK-COUNT-6: vector.store
 // CHECK-NOT: call
 // LIMITS-LABEL: func.func @weight_gradient(
 // LIMITS: call @estc_matmul_f32(
@@ -135,7 +139,6 @@ func.func @weight_gradient(%x: memref<?x4xf32>, %dy: memref<?x3xf32>, %dw: memre
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
-
 
 // Past max-row-work (N * K = 2560): the runtime's kernel.
 
@@ -160,7 +163,6 @@ func.func @large(%x: memref<?x256xf32>, %w: memref<256x10xf32>, %y: memref<?x10x
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
 
-
 // An output that is not zero first: computed into a temporary, then added
 // (est-linalg-to-runtime-calls' accumulate), the product inlined.
 
@@ -181,16 +183,23 @@ func.func @accumulate(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %y: memref<?x2xf
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d1)>
 
-// relu6: maximumf with 0, then minimumf with 6; N = 7 is 4 + 2 + 1 lanes.
+// relu6: maximumf with 0, then minimumf with 6; N = 7 is one 8-lane
+// vector (the bias and W's rows masked loads), stored as 4 + 2 + 1.
 
 // CHECK-LABEL: func.func @dense_relu6(
-// CHECK-DAG: %[[SIX:.*]] = arith.constant dense<6.000000e+00> : vector<4xf32>
+// CHECK-DAG: %[[SIX:.*]] = arith.constant dense<6.000000e+00> : vector<8xf32>
+// CHECK-DAG: %[[MASK:.*]] = arith.constant dense<[true, true, true, true, true, true, true, false]> : vector<8xi1>
+// CHECK: vector.maskedload %{{.*}}, %[[MASK]]
 // CHECK: scf.for
-// CHECK: %[[M:.*]] = arith.maximumf {{.*}} : vector<4xf32>
-// CHECK: arith.minimumf %[[M]], %[[SIX]] : vector<4xf32>
-// CHECK: arith.minimumf {{.*}} : vector<2xf32>
-// CHECK: arith.minimumf {{.*}} : vector<1xf32>
-// CHECK-COUNT-3: vector.store
+// CHECK: vector.maskedload
+// CHECK: %[[M:.*]] = arith.maximumf {{.*}} : vector<8xf32>
+// CHECK: %[[Y:.*]] = arith.minimumf %[[M]], %[[SIX]] : vector<8xf32>
+// CHECK: vector.extract_strided_slice %[[Y]] {offsets = [0], sizes = [4], strides = [1]}
+// CHECK: vector.store {{.*}} vector<4xf32>
+// CHECK: vector.extract_strided_slice %[[Y]] {offsets = [4], sizes = [2], strides = [1]}
+// CHECK: vector.store {{.*}} vector<2xf32>
+// CHECK: vector.extract_strided_slice %[[Y]] {offsets = [6], sizes = [1], strides = [1]}
+// CHECK: vector.store {{.*}} vector<1xf32>
 // CHECK-NOT: call
 func.func @dense_relu6(%x: memref<?x5xf32>, %w: memref<5x7xf32>, %bias: memref<7xf32>, %y: memref<?x7xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -208,5 +217,28 @@ func.func @dense_relu6(%x: memref<?x5xf32>, %w: memref<5x7xf32>, %bias: memref<7
     %r6 = arith.minimumf %r, %six : f32
     linalg.yield %r6 : f32
   }
+  return
+}
+
+// -----
+
+#km = affine_map<(d0, d1, d2) -> (d2, d0)>
+#kn = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// The columns form in register blocks: 10 rows of 10 columns (8 + 2 lanes)
+// are 20 accumulators, past the 12 kept in registers: two loops over k,
+// 5 rows each.
+
+// CHECK-LABEL: func.func @weight_gradient_blocks(
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>)
+// CHECK-COUNT-10: vector.store
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>, vector<8xf32>, vector<2xf32>)
+// CHECK-COUNT-10: vector.store
+// CHECK-NOT: call
+func.func @weight_gradient_blocks(%x: memref<?x10xf32>, %dy: memref<?x10xf32>, %dw: memref<10x10xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%dw : memref<10x10xf32>)
+  linalg.matmul indexing_maps = [#km, #kn, #mn] ins(%x, %dy : memref<?x10xf32>, memref<?x10xf32>) outs(%dw : memref<10x10xf32>)
   return
 }

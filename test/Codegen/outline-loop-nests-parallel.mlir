@@ -43,3 +43,43 @@ func.func @pool(%arena: memref<?xi8>, %x: memref<?x8x8x20xf32>) {
   }
   return
 }
+
+// A row sum of exps over 3 classes (a softmax's denominator): the short
+// class loop computes a math function, so it is unrolled, not kept rolled,
+// and the loop over rows is the innermost one (LLVM vectorizes it, 8 rows'
+// exps at a time). The row max beside it computes none: kept rolled.
+// CHECK-LABEL: func.func private @softmax_rows_pfor0(
+// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK-COUNT-3: math.exp
+// CHECK-NOT: scf.for
+// CHECK: return
+// CHECK-LABEL: func.func private @softmax_rows_pfor1(
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.maximumf
+// CHECK: } {llvm.loop_annotation = #[[ANN]]}
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @softmax_rows(%arena: memref<?xi8>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %c2048 = arith.constant 2048 : index
+  %x = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?x3xf32>
+  %s = memref.view %arena[%c1024][%n] : memref<?xi8> to memref<?xf32>
+  %m = memref.view %arena[%c2048][%n] : memref<?xi8> to memref<?xf32>
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x3xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %e = math.exp %v : f32
+    %r = arith.addf %acc, %e : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x3xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %r = arith.maximumf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  return
+}
