@@ -198,7 +198,7 @@ void lowerToLoops(linalg::LinalgOp op) {
 }
 
 /// Innermost loops of at most this many iterations whose body computes a
-/// math function are unrolled.
+/// math function or reduces a row are unrolled.
 constexpr int64_t kMaxUnrolledMath = 8;
 
 /// The short innermost loops of est-parallelize-loops' nests (lowered
@@ -206,11 +206,41 @@ constexpr int64_t kMaxUnrolledMath = 8;
 /// called through the runtime's trampoline, the unrolled form vectorized
 /// across pixels with gathers (measured on the ConvNet's step: max-pool 3.5x
 /// and its gradient's window argmax 2x slower than the rolled channel
-/// loop). Except a loop of at most kMaxUnrolledMath iterations computing a
-/// math function (exp, log, ...: after est-approximate-math, dozens of
-/// scalar instructions each), which is unrolled: a softmax over a row of 3
-/// classes then leaves the loop over rows innermost, which LLVM vectorizes,
-/// eight rows' exps at a time (docs/results.md, the iris-sized step).
+/// loop). Except a loop of at most kMaxUnrolledMath iterations that
+/// computes a math function (exp, log, ...: after est-approximate-math,
+/// dozens of scalar instructions each) or reduces a row of a row loop (a
+/// max, a sum, a cross-entropy over a few classes), which is unrolled: the
+/// loop over rows is then innermost, and LLVM vectorizes it, eight rows at
+/// a time (docs/results.md, the iris-sized step).
+/// Whether `value` is computed from `loop`'s induction variable.
+bool dependsOnInduction(Value value, scf::ForOp loop) {
+  if (value == loop.getInductionVar())
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isProperAncestor(def))
+    return false;
+  return llvm::any_of(def->getOperands(), [&](Value operand) {
+    return dependsOnInduction(operand, loop);
+  });
+}
+
+/// Whether `loop` reduces each row of the body's outermost (row) loop to one
+/// element: nested right in it, and storing to an element its own
+/// induction variable does not index (the row's accumulator).
+bool reducesRow(scf::ForOp loop) {
+  auto rows = dyn_cast<scf::ForOp>(loop->getParentOp());
+  if (!rows || !isa<func::FuncOp>(rows->getParentOp()))
+    return false;
+  bool reduces = false;
+  loop.getBody()->walk([&](memref::StoreOp store) {
+    if (llvm::none_of(store.getIndices(), [&](Value index) {
+          return dependsOnInduction(index, loop);
+        }))
+      reduces = true;
+  });
+  return reduces;
+}
+
 void keepRolledInParallelBody(func::FuncOp body) {
   SmallVector<scf::ForOp> unroll;
   body.walk([&](scf::ForOp loop) {
@@ -225,7 +255,7 @@ void keepRolledInParallelBody(func::FuncOp body) {
       if (isa<math::MathDialect>(op->getDialect()))
         math = true;
     });
-    if (math && trips->getSExtValue() <= kMaxUnrolledMath)
+    if ((math || reducesRow(loop)) && trips->getSExtValue() <= kMaxUnrolledMath)
       unroll.push_back(loop);
     else
       keepRolled(loop);

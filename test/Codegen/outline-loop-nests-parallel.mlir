@@ -44,10 +44,11 @@ func.func @pool(%arena: memref<?xi8>, %x: memref<?x8x8x20xf32>) {
   return
 }
 
-// A row sum of exps over 3 classes (a softmax's denominator): the short
-// class loop computes a math function, so it is unrolled, not kept rolled,
-// and the loop over rows is the innermost one (LLVM vectorizes it, 8 rows'
-// exps at a time). The row max beside it computes none: kept rolled.
+// A row sum of exps over 3 classes (a softmax's denominator) and a row max:
+// each short class loop computes a math function or reduces the row, so it
+// is unrolled, not kept rolled, and the loop over rows is the innermost one
+// (LLVM vectorizes it, 8 rows at a time). Subtracting the max from each
+// element neither reduces nor computes a math function: kept rolled.
 // CHECK-LABEL: func.func private @softmax_rows_pfor0(
 // CHECK: scf.for
 // CHECK-NOT: scf.for
@@ -56,8 +57,14 @@ func.func @pool(%arena: memref<?xi8>, %x: memref<?x8x8x20xf32>) {
 // CHECK: return
 // CHECK-LABEL: func.func private @softmax_rows_pfor1(
 // CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK-COUNT-3: arith.maximumf
+// CHECK-NOT: scf.for
+// CHECK: return
+// CHECK-LABEL: func.func private @softmax_rows_pfor2(
 // CHECK: scf.for
-// CHECK: arith.maximumf
+// CHECK: scf.for
+// CHECK: arith.subf
 // CHECK: } {llvm.loop_annotation = #[[ANN]]}
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -65,9 +72,11 @@ func.func @softmax_rows(%arena: memref<?xi8>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1024 = arith.constant 1024 : index
   %c2048 = arith.constant 2048 : index
+  %c4096 = arith.constant 4096 : index
   %x = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?x3xf32>
   %s = memref.view %arena[%c1024][%n] : memref<?xi8> to memref<?xf32>
   %m = memref.view %arena[%c2048][%n] : memref<?xi8> to memref<?xf32>
+  %y = memref.view %arena[%c4096][%n] : memref<?xi8> to memref<?x3xf32>
   linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
       ins(%x : memref<?x3xf32>) outs(%s : memref<?xf32>) {
   ^bb0(%v: f32, %acc: f32):
@@ -79,6 +88,12 @@ func.func @softmax_rows(%arena: memref<?xi8>, %n: index) {
       ins(%x : memref<?x3xf32>) outs(%m : memref<?xf32>) {
   ^bb0(%v: f32, %acc: f32):
     %r = arith.maximumf %acc, %v : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#rows, #row, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : memref<?x3xf32>, memref<?xf32>) outs(%y : memref<?x3xf32>) {
+  ^bb0(%v: f32, %max: f32, %out: f32):
+    %r = arith.subf %v, %max : f32
     linalg.yield %r : f32
   }
   return
