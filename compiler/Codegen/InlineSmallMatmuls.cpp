@@ -162,6 +162,9 @@ struct Chunk {
   bool masked() const { return used != type.getNumElements(); }
 };
 
+/// Rows of B whose narrower last chunk the rows form loads before its loop.
+constexpr int64_t kHoistedTails = 10;
+
 /// Accumulators the columns form keeps in registers (of AVX2's 16, the
 /// rest for B's row and the broadcasts).
 constexpr int64_t kColumnAccumulators = 12;
@@ -201,10 +204,11 @@ struct Emitter {
         m.transposeA ? SmallVector<Value>{k, i} : SmallVector<Value>{i, k};
     return memref::LoadOp::create(b, loc, m.a, at);
   }
-  /// Row `i` of a contiguous 2-D buffer, or all of a 1-D one (i null).
-  Row loadRow(Value buffer, Value i) {
+  /// Row `i` of a contiguous 2-D buffer, or all of a 1-D one (i null);
+  /// without its last `dropLast` chunks.
+  Row loadRow(Value buffer, Value i, size_t dropLast = 0) {
     Row row;
-    for (const Chunk &chunk : chunks) {
+    for (const Chunk &chunk : ArrayRef(chunks).drop_back(dropLast)) {
       SmallVector<Value> at;
       if (i)
         at.push_back(i);
@@ -307,10 +311,16 @@ struct Emitter {
 void emitRows(Emitter &e, int64_t kSize) {
   OpBuilder &b = e.b;
   const MatmulCall &m = e.m;
-  SmallVector<Row> gathered;
-  if (m.transposeB)
-    for (int64_t k = 0; k < kSize; ++k)
-      gathered.push_back(e.gatherBRow(k));
+  // op(B)'s rows before the loop: all of them when B is transposed
+  // (gathered), else their last, narrower chunk when K of them fit in
+  // registers (a full 8-lane chunk is loaded by its multiply in the loop;
+  // a narrower one would be a load of its own at every row).
+  SmallVector<Row> before;
+  bool tail = !m.transposeB && e.chunks.back().type.getNumElements() < 8 &&
+              kSize <= kHoistedTails;
+  for (int64_t k = 0; k < kSize && (m.transposeB || tail); ++k)
+    before.push_back(m.transposeB ? e.gatherBRow(k)
+                                  : e.loadRow(m.b, e.index(k)));
   Row bias = e.loadBias();
   Value rows = e.dim(m.c, 0);
   auto loop = scf::ForOp::create(b, e.loc, e.index(0), rows, e.index(1));
@@ -319,7 +329,14 @@ void emitRows(Emitter &e, int64_t kSize) {
   Value i = loop.getInductionVar();
   Row acc = kSize == 0 ? e.splat(0.0f) : Row();
   for (int64_t k = 0; k < kSize; ++k) {
-    Row row = m.transposeB ? gathered[k] : e.loadRow(m.b, e.index(k));
+    Row row;
+    if (m.transposeB) {
+      row = before[k];
+    } else {
+      row = e.loadRow(m.b, e.index(k), /*dropLast=*/tail ? 1 : 0);
+      if (tail)
+        row.push_back(before[k].back());
+    }
     acc = e.multiplyAdd(acc, e.loadA(i, e.index(k)), row);
   }
   e.storeRow(e.epilogue(acc, bias), i);

@@ -15,7 +15,8 @@
 #mn = affine_map<(d0, d1, d2) -> (d0, d1)>
 
 // The rows form with the fused bias and relu: N = 10 is 8 + 2 lanes, the
-// bias loaded once, W's rows in the loop over C's rows.
+// bias and W's 2-lane tails loaded once, W's 8-lane chunks in the loop over
+// C's rows (each folded into its multiply).
 
 // CHECK-LABEL: func.func @dense_relu(
 // CHECK-SAME: %[[X:[a-z0-9_]+]]: memref<?x4xf32>, %[[W:[a-z0-9_]+]]: memref<4x10xf32>, %[[BIAS:[a-z0-9_]+]]: memref<10xf32>, %[[Y:[a-z0-9_]+]]: memref<?x10xf32>)
@@ -23,7 +24,12 @@
 // CHECK-DAG: %[[Z8:.*]] = arith.constant dense<0.000000e+00> : vector<8xf32>
 // CHECK-DAG: %[[B8:.*]] = vector.load %[[BIAS]][%{{.*}}] : memref<10xf32>, vector<8xf32>
 // CHECK-DAG: %[[B2:.*]] = vector.load %[[BIAS]][%{{.*}}] : memref<10xf32>, vector<2xf32>
+// CHECK-DAG: vector.load %[[W]][%c0, %c8] : memref<4x10xf32>, vector<2xf32>
+// CHECK-DAG: vector.load %[[W]][%c1, %c8] : memref<4x10xf32>, vector<2xf32>
+// CHECK-DAG: vector.load %[[W]][%c2, %c8] : memref<4x10xf32>, vector<2xf32>
+// CHECK-DAG: vector.load %[[W]][%c3, %c8] : memref<4x10xf32>, vector<2xf32>
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NOT: vector<2xf32>
 // CHECK: %[[W0:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : memref<4x10xf32>, vector<8xf32>
 // CHECK: %[[A0:.*]] = memref.load %[[X]][%[[I]], %{{.*}}] : memref<?x4xf32>
 // CHECK: %[[S0:.*]] = vector.broadcast %[[A0]] : f32 to vector<8xf32>
