@@ -22,9 +22,11 @@
 // MEMPLAN-NOT: memref<5x?x4xf32>
 // MEMPLAN: scf.for %{{.*}} = %c0 to %c5 step %c1 {
 // The step's [?, 4] x [4, 4] product, vectors in a loop over the rows
-// (est-inline-small-matmuls), then the tanh.
-// MEMPLAN: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 {
+// (est-inline-small-matmuls: the weight's 4 rows loaded before it), then
+// the tanh.
 // MEMPLAN: vector.load %{{.*}} : memref<4x4xf32>, vector<4xf32>
+// MEMPLAN: scf.for %{{.*}} = %c0 to %{{.*}} step %c1 {
+// MEMPLAN: arith.mulf {{.*}} : vector<4xf32>
 // MEMPLAN: math.tanh
 // MEMPLAN: }
 // The reverse scan: the gradient of h and the sum of the weight's gradient
