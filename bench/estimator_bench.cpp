@@ -30,7 +30,6 @@
 #include "bench/PinnedChild.h"
 #include "estimator/Estimator.h"
 #include "estimator/Logging.h"
-#include "lib/Graph/Layers.h"
 #include "lib/Models/Models.h"
 #include "lib/Support/Flags.h"
 

@@ -57,6 +57,9 @@ struct MatmulCall {
   Value a, b, c, bias; // bias: rank 1, or null
   bool transposeA = false, transposeB = false;
   int64_t activation = 0; // Epilogue::Activation: none, relu, relu6
+
+  /// A's dimension that is the product's depth K.
+  unsigned depthDim() const { return transposeA ? 0 : 1; }
 };
 
 std::optional<int64_t> constantInt(Value v) {
@@ -126,7 +129,7 @@ Form chooseForm(const MatmulCall &m, const Limits &limits) {
   auto a = cast<MemRefType>(m.a.getType());
   auto c = cast<MemRefType>(m.c.getType());
   int64_t mSize = c.getDimSize(0), nSize = c.getDimSize(1);
-  int64_t kSize = a.getDimSize(m.transposeA ? 0 : 1);
+  int64_t kSize = a.getDimSize(m.depthDim());
   if (ShapedType::isDynamic(nSize) || nSize == 0 || !lastDimContiguous(m.c))
     return Form::Call;
   if (m.bias && !lastDimContiguous(m.bias))
@@ -349,7 +352,7 @@ void emitColumnBlock(Emitter &e, int64_t first, int64_t count,
   OpBuilder &b = e.b;
   const MatmulCall &m = e.m;
   size_t width = e.chunks.size();
-  Value depth = e.dim(m.a, m.transposeA ? 0 : 1);
+  Value depth = e.dim(m.a, m.depthDim());
   Row zero = e.splat(0.0f);
   SmallVector<Value> inits;
   for (int64_t i = 0; i < count; ++i)
@@ -408,9 +411,7 @@ struct EstInlineSmallMatmuls
       auto c = cast<MemRefType>(m.c.getType());
       Emitter e(b, m.call.getLoc(), m, c.getDimSize(1));
       if (form == Form::Rows)
-        emitRows(
-            e,
-            cast<MemRefType>(m.a.getType()).getDimSize(m.transposeA ? 0 : 1));
+        emitRows(e, cast<MemRefType>(m.a.getType()).getDimSize(m.depthDim()));
       else
         emitColumns(e, c.getDimSize(0));
       // The kernel argument views die with the call (the canonicalizer

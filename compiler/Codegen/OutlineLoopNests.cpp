@@ -38,8 +38,9 @@
 // The loop nests est-parallelize-loops moved out before (a call of a launch
 // marker, `estc.parallel_body = @body`, whose operands after (n, cost) are
 // the body's arguments after (lo, hi)) get the same noalias facts on the
-// body's arguments. Short innermost loops are marked `unroll disable` (see
-// lowerToLoops and keepRolledInParallelBody: measured choices).
+// body's arguments. Short innermost loops are marked `unroll disable`, or,
+// in a parallel nest, unrolled when they compute a math function or reduce
+// a row (see lowerToLoops and keepRolledInParallelBody: measured choices).
 //
 //===----------------------------------------------------------------------===//
 
@@ -199,19 +200,8 @@ void lowerToLoops(linalg::LinalgOp op) {
 
 /// Innermost loops of at most this many iterations whose body computes a
 /// math function or reduces a row are unrolled.
-constexpr int64_t kMaxUnrolledMath = 8;
+constexpr int64_t kMaxUnrolled = 8;
 
-/// The short innermost loops of est-parallelize-loops' nests (lowered
-/// there, so seen as loops) are kept rolled too, reductions inside or not:
-/// called through the runtime's trampoline, the unrolled form vectorized
-/// across pixels with gathers (measured on the ConvNet's step: max-pool 3.5x
-/// and its gradient's window argmax 2x slower than the rolled channel
-/// loop). Except a loop of at most kMaxUnrolledMath iterations that
-/// computes a math function (exp, log, ...: after est-approximate-math,
-/// dozens of scalar instructions each) or reduces a row of a row loop (a
-/// max, a sum, a cross-entropy over a few classes), which is unrolled: the
-/// loop over rows is then innermost, and LLVM vectorizes it, eight rows at
-/// a time (docs/results.md, the iris-sized step).
 /// Whether `value` is computed from `loop`'s induction variable.
 bool dependsOnInduction(Value value, scf::ForOp loop) {
   if (value == loop.getInductionVar())
@@ -241,6 +231,17 @@ bool reducesRow(scf::ForOp loop) {
   return reduces;
 }
 
+/// The short innermost loops of est-parallelize-loops' nests (lowered
+/// there, so seen as loops) are kept rolled too, reductions inside or not:
+/// called through the runtime's trampoline, the unrolled form vectorized
+/// across pixels with gathers (measured on the ConvNet's step: max-pool 3.5x
+/// and its gradient's window argmax 2x slower than the rolled channel
+/// loop). Except a loop of at most kMaxUnrolled iterations that
+/// computes a math function (exp, log, ...: after est-approximate-math,
+/// dozens of scalar instructions each) or reduces a row of a row loop (a
+/// max, a sum, a cross-entropy over a few classes), which is unrolled: the
+/// loop over rows is then innermost, and LLVM vectorizes it, eight rows at
+/// a time (docs/results.md, the iris-sized step).
 void keepRolledInParallelBody(func::FuncOp body) {
   SmallVector<scf::ForOp> unroll;
   body.walk([&](scf::ForOp loop) {
@@ -255,7 +256,7 @@ void keepRolledInParallelBody(func::FuncOp body) {
       if (isa<math::MathDialect>(op->getDialect()))
         math = true;
     });
-    if ((math || reducesRow(loop)) && trips->getSExtValue() <= kMaxUnrolledMath)
+    if ((math || reducesRow(loop)) && trips->getSExtValue() <= kMaxUnrolled)
       unroll.push_back(loop);
     else
       keepRolled(loop);

@@ -568,8 +568,8 @@ TEST(CompiledOps, Matmul) {
 // (est-inline-small-matmuls), not kernel calls: the rows form ([?, K] x
 // [K, N], B transposed or not), the columns form
 // (x^T y summed over a dynamic batch: a weight gradient), the fused
-// epilogues (bias, relu, relu6) and widths that split into vectors of 8, 4,
-// 2 and 1 lanes.
+// epilogues (bias, relu, relu6) and widths of whole 8-lane vectors, an
+// exact rest (1, 2) and a masked one (3, 7).
 TEST(CompiledOps, SmallMatmulsInlined) {
   for (int64_t n : {1, 3, 7, 8, 10, 17}) {
     SCOPED_TRACE("n = " + std::to_string(n));
