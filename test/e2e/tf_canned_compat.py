@@ -180,12 +180,35 @@ def run_estc(tool, kind, features, labels, optimizer, batch_norm, initial, np):
     return losses, variables, summaries
 
 
-def compare_summaries(kind, tf_summaries, estc_summaries):
+def variable_summaries_after(estc_vars):
+    """The linear model's variable summaries (VARIABLE_SUMMARIES) as they
+    read after estc's last step: from its final variables, as Linear.cpp
+    computes them (the bias; the zeros of every other linear weight over
+    their total size)."""
+    bias, zeros, size = None, 0, 0
+    for name, value in estc_vars.items():
+        if not name.startswith("linear/"):
+            continue
+        if name.endswith("/bias_weights"):
+            bias = value
+            continue
+        zeros += int((value == 0.0).sum())
+        size += value.size
+    after = {}
+    if bias is not None and bias.size == 1:
+        after["bias"] = ("scalar", [float(bias[0])])
+    if size:
+        after["fraction_of_zero_weights"] = ("scalar", [zeros / size])
+    return after
+
+
+def compare_summaries(kind, tf_summaries, estc_summaries, estc_vars):
     """The summaries of every step: the same tags as TF's (the canned
     models' hidden-layer activations and zero fractions, the linear bias and
     zero-weight fraction, the loss), each scalar and each histogram's
     min, max, count, sum and sum of squares equal to float32 tolerance."""
     failures = []
+    after_last = variable_summaries_after(estc_vars)
     tf_tags = sorted({tag for _, tag in tf_summaries})
     estc_tags = sorted({tag for _, tag in estc_summaries})
     if tf_tags != estc_tags:
@@ -213,8 +236,10 @@ def compare_summaries(kind, tf_summaries, estc_summaries):
         # The linear model's summaries read its variables, which TF's graph
         # does not order against the step's update: TF's value is the
         # variables' before the update (estc's, always) or, in some runs,
-        # after it, which is estc's at the next step.
-        later = estc_summaries.get((key[0] + 1, key[1]))
+        # after it, which is estc's at the next step (after the last step:
+        # estc's final variables).
+        later = (after_last.get(key[1]) if key[0] == STEPS
+                 else estc_summaries.get((key[0] + 1, key[1])))
         if key[1] in VARIABLE_SUMMARIES and later and close(later[1]):
             continue
         failures.append(f"{kind}: summary {key[1]} at step {key[0]}: "
@@ -286,7 +311,8 @@ def main():
                 initial, np)
             failures += compare(np, kind, tf_losses, tf_vars, estc_losses,
                                 estc_vars)
-            failures += compare_summaries(kind, tf_summaries, estc_summaries)
+            failures += compare_summaries(kind, tf_summaries, estc_summaries,
+                                          estc_vars)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for line in failures:
