@@ -98,7 +98,8 @@ SecondOrStepTimer makeTimer(const char *who, const char *secsName,
 }
 
 int64_t fetchedStep(const SessionRunValues &values, const char *who) {
-  const TensorValue &v = fetched(values, kGlobalStepFetch, who);
+  static const std::string kFetch = kGlobalStepFetch;
+  const TensorValue &v = fetched(values, kFetch, who);
   if (v.num_elements() != 1)
     throw std::runtime_error(std::string(who) +
                              ": fetch 'global_step' is not a scalar (" +

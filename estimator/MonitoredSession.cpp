@@ -73,6 +73,15 @@ void MonitoredSession::rebuildFetches() {
 
 std::optional<FetchValues>
 MonitoredSession::run(const std::vector<std::string> &fetches) {
+  if (!run_step(fetches))
+    return std::nullopt;
+  FetchValues out;
+  for (const std::string &fetch : fetches)
+    out[fetch] = values_.at(fetch);
+  return out;
+}
+
+bool MonitoredSession::run_step(const std::vector<std::string> &fetches) {
   if (stop_ || closed_)
     throw std::logic_error("MonitoredSession: run() after the loop stopped");
   SessionRunContext context(*session_);
@@ -84,7 +93,7 @@ MonitoredSession::run(const std::vector<std::string> &fetches) {
   if (!step_->next_batch()) {
     // TF's OutOfRangeError: the step does not run, end() still will.
     stop_ = true;
-    return std::nullopt;
+    return false;
   }
   SteadyClock::time_point t2 = SteadyClock::now();
   if (!sameFetchesAsLastStep(fetches))
@@ -96,8 +105,8 @@ MonitoredSession::run(const std::vector<std::string> &fetches) {
   // Every fetch is read once, right after the step (as TF fetches them in
   // the step's own session.run): a hook's after_run cannot change what the
   // next hook sees.
-  for (auto &[fetch, value] : valueSlots_)
-    *value = step_->value(*fetch);
+  for (size_t i = 0; i < valueSlots_.size(); ++i)
+    step_->read(i, *valueSlots_[i].first, *valueSlots_[i].second);
   // The phases' names are set once (and when the function changes).
   std::string function = step_->function_name();
   bool renamed = runFunction_ != function;
@@ -124,12 +133,9 @@ MonitoredSession::run(const std::vector<std::string> &fetches) {
     }
     hooks_[i]->after_run(context, hookValues);
   }
-  FetchValues out;
-  for (const std::string &fetch : fetches)
-    out[fetch] = values_.at(fetch);
   if (context.stop_requested())
     stop_ = true;
-  return out;
+  return true;
 }
 
 void MonitoredSession::close() {

@@ -64,6 +64,13 @@ public:
   virtual void run(const std::vector<std::string> &fetches) = 0;
   /// The value of a fetch after run().
   virtual TensorValue value(const std::string &fetch) = 0;
+  /// The value of `fetch`, the i-th name of the last run()'s fetches, into
+  /// `into`, whose buffers a step may reuse: the loop reads every fetch of
+  /// every step this way, without allocating once the values are sized.
+  virtual void read(size_t i, const std::string &fetch, TensorValue &into) {
+    (void)i;
+    into = value(fetch);
+  }
 };
 
 /// tf.compat.v1.train.MonitoredSession over a Session (what hooks see of
@@ -90,6 +97,16 @@ public:
   /// ran, no after_run was called; should_stop() is then true). A
   /// std::logic_error after should_stop() or close().
   std::optional<FetchValues> run(const std::vector<std::string> &fetches = {});
+
+  /// run() without building its map: false when the input had run out;
+  /// after true, value(f) is the step's value of each f of `fetches` (the
+  /// Estimator's own loop, which reads one loss a step).
+  bool run_step(const std::vector<std::string> &fetches);
+  /// A fetch of the last run_step() / run() (the caller's or a hook's);
+  /// std::out_of_range for a name that step did not fetch.
+  const TensorValue &value(const std::string &fetch) const {
+    return values_.at(fetch);
+  }
 
   /// Every hook's end(session), once (later calls do nothing).
   void close();

@@ -102,6 +102,9 @@ public:
   TensorValue value(const std::string &fetch) override {
     return inner_.value(fetch);
   }
+  void read(size_t i, const std::string &fetch, TensorValue &into) override {
+    inner_.read(i, fetch, into);
+  }
 
 private:
   StepRunner &inner_;

@@ -475,19 +475,19 @@ void Runner::train(const InputFn &input_fn, const Hooks &userHooks,
     fetches.push_back("loss");
   std::optional<TensorValue> loss;
   while (!loop.should_stop()) {
-    std::optional<FetchValues> values;
+    bool ran;
     try {
-      values = loop.run(fetches);
+      ran = loop.run_step(fetches);
     } catch (const rt::ParameterServerError &) {
       if (!psWorker || !psWorker->job_ended())
         throw;
       log_info("The chief ended the job: training stops.");
       return;
     }
-    if (!values)
+    if (!ran)
       break; // the input ran out
     if (hasLoss)
-      loss = values->at("loss");
+      loss = loop.value(fetches[0]);
     progress.update(session.global_step(), loss ? loss->element(0) : 0.0);
   }
   progress.finish();

@@ -107,21 +107,38 @@ void ModelStep::runSummaries(int from) {
 }
 
 TensorValue ModelStep::value(const std::string &fetch) {
-  Item item = lastItem(fetch);
+  TensorValue value;
+  readItem(lastItem(fetch), fetch, value);
+  return value;
+}
+
+void ModelStep::read(size_t i, const std::string &fetch, TensorValue &into) {
+  readItem(i < lastFetches_.size() && lastFetches_[i] == fetch
+               ? lastItems_[i]
+               : lastItem(fetch),
+           fetch, into);
+}
+
+void ModelStep::readItem(const Item &item, const std::string &fetch,
+                         TensorValue &into) {
   switch (item.kind) {
   case Kind::Output:
     if (ranSummaries_)
-      return binding::readOutput(m_, summariesFn_,
-                                 m_.output_index(summariesFn_, fetch));
-    return binding::readOutput(m_, fn_, item.index);
+      binding::readOutput(m_, summariesFn_,
+                          m_.output_index(summariesFn_, fetch), into);
+    else
+      binding::readOutput(m_, fn_, item.index, into);
+    return;
   case Kind::Summary:
-    return binding::readOutput(m_, summariesFn_, item.index);
+    binding::readOutput(m_, summariesFn_, item.index, into);
+    return;
   case Kind::Metric:
-    return binding::readOutput(m_, metricsFn_, item.index);
+    binding::readOutput(m_, metricsFn_, item.index, into);
+    return;
   case Kind::Variable:
-    return binding::readVariable(m_, item.index);
+    binding::readVariable(m_, item.index, into);
+    return;
   }
-  return {};
 }
 
 ModelStep::Item ModelStep::lastItem(const std::string &fetch) {

@@ -50,6 +50,7 @@ public:
   virtual int64_t steps_in_batch() const { return 1; }
   void run(const std::vector<std::string> &fetches) override;
   TensorValue value(const std::string &fetch) override;
+  void read(size_t i, const std::string &fetch, TensorValue &into) override;
 
   /// The function with the summaries' values (`train_summaries`, or -1):
   /// a step with a fetch only it has ("summaries/<tag>") runs it instead of
@@ -65,6 +66,7 @@ protected:
   };
   /// `fetch` resolved, from the last run() when it was one of its fetches.
   Item lastItem(const std::string &fetch);
+  void readItem(const Item &item, const std::string &fetch, TensorValue &into);
   Item resolve(const std::string &fetch);
 
   /// Runs summariesFn_ on the inputs fed to function `from` (the step
@@ -139,6 +141,9 @@ public:
   }
   TensorValue value(const std::string &fetch) override {
     return inner_.value(fetch);
+  }
+  void read(size_t i, const std::string &fetch, TensorValue &into) override {
+    inner_.read(i, fetch, into);
   }
 
 private:

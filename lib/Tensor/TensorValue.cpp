@@ -7,13 +7,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 namespace estc {
 
-int64_t VariableSpec::num_elements() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 std::string shape_string(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)

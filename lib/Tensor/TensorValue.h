@@ -24,12 +24,20 @@ namespace estc {
 /// dimension as a number, -1 too).
 std::string shape_string(const std::vector<int64_t> &shape);
 
+/// The number of elements of `shape` (1 for a scalar).
+inline int64_t shape_num_elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
 /// A tensor's type: dtype and shape (an empty shape is a scalar).
 struct VariableSpec {
   DType dtype = DType::Float32;
   std::vector<int64_t> shape;
 
-  int64_t num_elements() const;
+  int64_t num_elements() const { return shape_num_elements(shape); }
   /// "F32[2,3]"; a scalar is "F32[]" (dtype_name of the dtype).
   std::string str() const;
   bool operator==(const VariableSpec &o) const {
@@ -48,7 +56,7 @@ struct TensorValue {
   std::vector<std::string> strings;
 
   VariableSpec spec() const { return {dtype, shape}; }
-  int64_t num_elements() const { return spec().num_elements(); }
+  int64_t num_elements() const { return shape_num_elements(shape); }
 
   /// From typed values (float, double, int32_t, int64_t, bool,
   /// std::string); throws std::invalid_argument when shape and value count

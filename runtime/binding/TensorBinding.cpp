@@ -23,13 +23,6 @@ std::string dimsString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
-TensorValue fromBytes(DType dtype, std::vector<int64_t> shape, const void *data,
-                      size_t bytes) {
-  const char *p = static_cast<const char *>(data);
-  return TensorValue::from_bytes(dtype, std::move(shape),
-                                 std::string(p, bytes));
-}
-
 } // namespace
 
 // --- Types -------------------------------------------------------------------
@@ -52,11 +45,12 @@ std::optional<DType> hostDType(rt::DType d) {
   return std::nullopt;
 }
 
-DType toHostDType(rt::DType d, const std::string &what) {
+DType toHostDType(rt::DType d, std::string_view what) {
   if (std::optional<DType> dtype = hostDType(d))
     return *dtype;
-  throw std::invalid_argument(what + ": i8 tensors cannot be checkpointed or "
-                                     "returned");
+  throw std::invalid_argument(std::string(what) +
+                              ": i8 tensors cannot be checkpointed or "
+                              "returned");
 }
 
 VariableSpec variableSpec(const rt::VariableSpec &v) {
@@ -187,14 +181,32 @@ void InputBinding::write(rt::CompiledModel &m, size_t i,
 // --- Outputs and variables ---------------------------------------------------
 
 TensorValue readOutput(rt::CompiledModel &m, int fn, int output) {
+  TensorValue value;
+  readOutput(m, fn, output, value);
+  return value;
+}
+
+void readOutput(rt::CompiledModel &m, int fn, int output, TensorValue &into) {
   const rt::TensorSpec &t = m.spec().functions[fn].outputs[output];
   int64_t length = m.sequence_length();
-  size_t bytes = static_cast<size_t>(rt::numElements(t.rank, t.shape, m.batch(),
-                                                     0, 1, length)) *
-                 rt::dtypeBytes(t.dtype);
-  return fromBytes(toHostDType(t.dtype, t.key),
-                   concreteShape(t, m.batch(), 0, length),
-                   m.output_data(fn, output), bytes);
+  into.dtype = toHostDType(t.dtype, t.key);
+  into.shape.resize(static_cast<size_t>(t.rank));
+  size_t n = 1;
+  for (int32_t d = 0; d < t.rank; ++d) {
+    int64_t size = t.shape[d] == rt::kBatchDim      ? m.batch()
+                   : t.shape[d] == rt::kValuesDim   ? 0
+                   : t.shape[d] == rt::kSequenceDim ? length
+                                                    : t.shape[d];
+    if (size < 0) // a loop's kStepsDim: not one tensor of the host's
+      throw std::invalid_argument(std::string("output '") + t.key +
+                                  "': dimension " + std::to_string(d) +
+                                  " is not a size of one step");
+    into.shape[static_cast<size_t>(d)] = size;
+    n *= static_cast<size_t>(size);
+  }
+  into.data.assign(static_cast<const char *>(m.output_data(fn, output)),
+                   n * rt::dtypeBytes(t.dtype));
+  into.strings.clear();
 }
 
 std::map<std::string, TensorValue> readOutputs(rt::CompiledModel &m, int fn) {
@@ -207,11 +219,18 @@ std::map<std::string, TensorValue> readOutputs(rt::CompiledModel &m, int fn) {
 }
 
 TensorValue readVariable(rt::CompiledModel &m, int index) {
+  TensorValue value;
+  readVariable(m, index, value);
+  return value;
+}
+
+void readVariable(rt::CompiledModel &m, int index, TensorValue &into) {
   const rt::VariableSpec &v = m.spec().variables[index];
-  return fromBytes(toHostDType(v.dtype, v.name),
-                   std::vector<int64_t>(v.shape, v.shape + v.rank),
-                   m.variable_data(index),
+  into.dtype = toHostDType(v.dtype, v.name);
+  into.shape.assign(v.shape, v.shape + v.rank);
+  into.data.assign(static_cast<const char *>(m.variable_data(index)),
                    static_cast<size_t>(m.variable_bytes(index)));
+  into.strings.clear();
 }
 
 } // namespace binding

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace estc {
@@ -33,7 +34,7 @@ std::optional<DType> hostDType(rt::DType d);
 
 /// hostDType(d); for i8, std::invalid_argument "<what>: i8 tensors cannot be
 /// checkpointed or returned".
-DType toHostDType(rt::DType d, const std::string &what);
+DType toHostDType(rt::DType d, std::string_view what);
 
 /// A compiled variable's type, as checkpoints write it (toHostDType).
 VariableSpec variableSpec(const rt::VariableSpec &v);
@@ -126,6 +127,9 @@ private:
 /// Output `output` of `fn` for the model's current batch and sequence length
 /// (toHostDType: an i8 output throws, naming it).
 TensorValue readOutput(rt::CompiledModel &m, int fn, int output);
+/// readOutput into `into`, reusing its buffers (no allocation when they
+/// already hold as much).
+void readOutput(rt::CompiledModel &m, int fn, int output, TensorValue &into);
 
 /// Every output of `fn` a host tensor can hold (i8 ones are left out), by
 /// key, for the model's current batch.
@@ -133,6 +137,8 @@ std::map<std::string, TensorValue> readOutputs(rt::CompiledModel &m, int fn);
 
 /// Variable `index`'s value (toHostDType: an i8 variable throws, naming it).
 TensorValue readVariable(rt::CompiledModel &m, int index);
+/// readVariable into `into`, reusing its buffers.
+void readVariable(rt::CompiledModel &m, int index, TensorValue &into);
 
 } // namespace binding
 } // namespace estc

@@ -337,6 +337,12 @@ void estc_parallel_for(void (*fn)(void *, int64_t, int64_t), void *ctx,
   constexpr double kChunkWork = 1 << 15;
   constexpr int64_t kMaxChunks = 256;
   double perIteration = double(std::max<int64_t>(cost, 1));
+  if (double(n) * perIteration < 2 * kChunkWork) {
+    // One chunk (the count below would be 1): the small loops of a small
+    // step, run here without the divisions.
+    fn(ctx, 0, n);
+    return;
+  }
   int64_t chunks = int64_t(std::min(double(std::min(n, kMaxChunks)),
                                     double(n) * perIteration / kChunkWork));
   chunks = std::max<int64_t>(chunks, 1);

@@ -401,6 +401,31 @@ TEST(MonitoredSession, HooksGetTheirFetchesTheCallerGetsItsOwn) {
   EXPECT_EQ(fake.stepsRun, 1);
 }
 
+TEST(MonitoredSession, RunStepKeepsTheValuesRunReturns) {
+  FakeLoop fake;
+  FakeLoop::Step step(fake);
+  std::vector<std::string> calls;
+  auto a = std::make_shared<RecordingHook>(&calls, "a");
+  a->wants = {"global_step"};
+  MonitoredSession loop(fake.session, step, {a}, nullptr);
+  ASSERT_TRUE(loop.run_step({"loss", "w"}));
+  EXPECT_EQ(format_tensor(loop.value("loss")), "1.0");
+  EXPECT_EQ(format_tensor(loop.value("w")), "[1.0 -1.0]");
+  std::optional<FetchValues> out = loop.run({"loss", "w"});
+  ASSERT_TRUE(out);
+  EXPECT_EQ(format_tensor(out->at("loss")), format_tensor(loop.value("loss")));
+  EXPECT_EQ(format_tensor(loop.value("w")), "[2.0 -2.0]");
+  EXPECT_EQ(calls.back(), "a.after_run global_step=2");
+  // Another step's own fetches replace the last ones.
+  ASSERT_TRUE(loop.run_step({"w"}));
+  EXPECT_EQ(format_tensor(loop.value("w")), "[3.0 -3.0]");
+  EXPECT_THROW(loop.value("loss"), std::out_of_range);
+  // The input ran out: no step, false, as run()'s nullopt.
+  fake.batches = step.consumed;
+  EXPECT_FALSE(loop.run_step({"w"}));
+  EXPECT_TRUE(loop.should_stop());
+}
+
 TEST(MonitoredSession, FetchesThatChangeFromStepToStep) {
   // MonitoredSession keeps the fetch lists and values of the last step; a
   // step that asks for others must get exactly its own, fresh.
