@@ -231,17 +231,41 @@ bool reducesRow(scf::ForOp loop) {
   return reduces;
 }
 
-/// The short innermost loops of est-parallelize-loops' nests (lowered
-/// there, so seen as loops) are kept rolled too, reductions inside or not:
-/// called through the runtime's trampoline, the unrolled form vectorized
-/// across pixels with gathers (measured on the ConvNet's step: max-pool 3.5x
-/// and its gradient's window argmax 2x slower than the rolled channel
-/// loop). Except a loop of at most kMaxUnrolled iterations that
-/// computes a math function (exp, log, ...: after est-approximate-math,
-/// dozens of scalar instructions each) or reduces a row of a row loop (a
-/// max, a sum, a cross-entropy over a few classes), which is unrolled: the
-/// loop over rows is then innermost, and LLVM vectorizes it, eight rows at
-/// a time (docs/results.md, the iris-sized step).
+/// Whether `loop`'s body loads 64-bit integers (a cross-entropy's labels).
+bool readsInt64(scf::ForOp loop) {
+  bool found = false;
+  loop.getBody()->walk(
+      [&](memref::LoadOp load) { found |= load.getType().isInteger(64); });
+  return found;
+}
+
+/// Asks LLVM to vectorize `loop` 8 iterations wide. A row loop that reads
+/// i64 labels beside its f32 rows is otherwise vectorized 4 wide on AVX2
+/// (the i64 lanes take two registers), and its unrolled exps run at half
+/// width: the iris-sized step's softmax gradient, 1.58k -> 0.92k
+/// instructions (docs/results.md). The arithmetic is the same per lane.
+void vectorizeEightWide(scf::ForOp loop) {
+  MLIRContext *ctx = loop->getContext();
+  auto vectorize = LLVM::LoopVectorizeAttr::get(
+      ctx, BoolAttr::get(ctx, false), {}, {},
+      IntegerAttr::get(IntegerType::get(ctx, 32), 8), {}, {}, {});
+  loop->setAttr("llvm.loop_annotation",
+                LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {}, {}, {},
+                                              {}, {}, {}, {}, {}, {}, {}, {},
+                                              {}, {}));
+}
+
+/// The short innermost loops of est-parallelize-loops' nests/// The short
+/// innermost loops of est-parallelize-loops' nests (lowered there, so seen as
+/// loops) are kept rolled too, reductions inside or not: called through the
+/// runtime's trampoline, the unrolled form vectorized across pixels with
+/// gathers (measured on the ConvNet's step: max-pool 3.5x and its gradient's
+/// window argmax 2x slower than the rolled channel loop). Except a loop of at
+/// most kMaxUnrolled iterations that computes a math function (exp, log, ...:
+/// after est-approximate-math, dozens of scalar instructions each) or reduces a
+/// row of a row loop (a max, a sum, a cross-entropy over a few classes), which
+/// is unrolled: the loop over rows is then innermost, and LLVM vectorizes it,
+/// eight rows at a time (docs/results.md, the iris-sized step).
 void keepRolledInParallelBody(func::FuncOp body) {
   SmallVector<scf::ForOp> unroll;
   body.walk([&](scf::ForOp loop) {
@@ -264,8 +288,11 @@ void keepRolledInParallelBody(func::FuncOp body) {
   // Unrolled here, not left to LLVM: its full unrolling weighs the math
   // functions' expansions and may keep the loop, then vectorize the 3
   // classes with a masked 4-lane vector instead of the rows.
-  for (scf::ForOp loop : unroll)
-    (void)loopUnrollFull(loop);
+  for (scf::ForOp loop : unroll) {
+    auto rows = dyn_cast<scf::ForOp>(loop->getParentOp());
+    if (succeeded(loopUnrollFull(loop)) && rows && readsInt64(rows))
+      vectorizeEightWide(rows);
+  }
 }
 
 struct EstOutlineLoopNests

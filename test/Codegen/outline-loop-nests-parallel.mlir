@@ -9,6 +9,8 @@
 // loops around it are reductions.
 // CHECK-DAG: #[[UNROLL:.*]] = #llvm.loop_unroll<disable = true>
 // CHECK-DAG: #[[ANN:.*]] = #llvm.loop_annotation<unroll = #[[UNROLL]]>
+// CHECK-DAG: #[[WIDTH:.*]] = #llvm.loop_vectorize<disable = false, width = 8 : i32>
+// CHECK-DAG: #[[EIGHT:.*]] = #llvm.loop_annotation<vectorize = #[[WIDTH]]>
 // CHECK-LABEL: func.func @pool
 // CHECK: call @pool_pfor0_launch
 // CHECK-LABEL: func.func private @pool_pfor0(
@@ -54,12 +56,14 @@ func.func @pool(%arena: memref<?xi8>, %x: memref<?x8x8x20xf32>) {
 // CHECK-NOT: scf.for
 // CHECK-COUNT-3: math.exp
 // CHECK-NOT: scf.for
+// CHECK-NOT: llvm.loop_annotation = #[[EIGHT]]
 // CHECK: return
 // CHECK-LABEL: func.func private @softmax_rows_pfor1(
 // CHECK: scf.for
 // CHECK-NOT: scf.for
 // CHECK-COUNT-3: arith.maximumf
 // CHECK-NOT: scf.for
+// CHECK-NOT: llvm.loop_annotation = #[[EIGHT]]
 // CHECK: return
 // CHECK-LABEL: func.func private @softmax_rows_pfor2(
 // CHECK: scf.for
@@ -94,6 +98,37 @@ func.func @softmax_rows(%arena: memref<?xi8>, %n: index) {
       ins(%x, %m : memref<?x3xf32>, memref<?xf32>) outs(%y : memref<?x3xf32>) {
   ^bb0(%v: f32, %max: f32, %out: f32):
     %r = arith.subf %v, %max : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A cross-entropy's row over 3 classes reads the row's i64 label beside its
+// f32 logits: the class loop is unrolled as above, and the loop over rows is
+// asked to vectorize 8 wide (LLVM's AVX2 cost model would take 4: an i64
+// vector of 8 lanes is two registers), where a row loop without i64 (the
+// softmax above) is left to LLVM's choice.
+// CHECK-LABEL: func.func private @labelled_rows_pfor0(
+// CHECK: scf.for
+// CHECK-NOT: scf.for
+// CHECK-COUNT-3: math.exp
+// CHECK-NOT: scf.for
+// CHECK: } {llvm.loop_annotation = #[[EIGHT]]}
+// CHECK: return
+func.func @labelled_rows(%arena: memref<?xi8>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %c2048 = arith.constant 2048 : index
+  %x = memref.view %arena[%c0][%n] : memref<?xi8> to memref<?x3xf32>
+  %l = memref.view %arena[%c1024][%n] : memref<?xi8> to memref<?xi64>
+  %s = memref.view %arena[%c2048][%n] : memref<?xi8> to memref<?xf32>
+  linalg.generic {indexing_maps = [#rows, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %l : memref<?x3xf32>, memref<?xi64>) outs(%s : memref<?xf32>) {
+  ^bb0(%v: f32, %label: i64, %acc: f32):
+    %e = math.exp %v : f32
+    %f = arith.sitofp %label : i64 to f32
+    %p = arith.mulf %e, %f : f32
+    %r = arith.addf %acc, %p : f32
     linalg.yield %r : f32
   }
   return
