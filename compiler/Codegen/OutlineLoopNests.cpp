@@ -255,17 +255,17 @@ void vectorizeEightWide(scf::ForOp loop) {
                                               {}, {}));
 }
 
-/// The short innermost loops of est-parallelize-loops' nests/// The short
-/// innermost loops of est-parallelize-loops' nests (lowered there, so seen as
-/// loops) are kept rolled too, reductions inside or not: called through the
-/// runtime's trampoline, the unrolled form vectorized across pixels with
-/// gathers (measured on the ConvNet's step: max-pool 3.5x and its gradient's
-/// window argmax 2x slower than the rolled channel loop). Except a loop of at
-/// most kMaxUnrolled iterations that computes a math function (exp, log, ...:
-/// after est-approximate-math, dozens of scalar instructions each) or reduces a
-/// row of a row loop (a max, a sum, a cross-entropy over a few classes), which
-/// is unrolled: the loop over rows is then innermost, and LLVM vectorizes it,
-/// eight rows at a time (docs/results.md, the iris-sized step).
+/// The short innermost loops of est-parallelize-loops' nests (lowered
+/// there, so seen as loops) are kept rolled too, reductions inside or not:
+/// called through the runtime's trampoline, the unrolled form vectorized across
+/// pixels with gathers (measured on the ConvNet's step: max-pool 3.5x and its
+/// gradient's window argmax 2x slower than the rolled channel loop). Except a
+/// loop of at most kMaxUnrolled iterations that computes a math function (exp,
+/// log, ...: after est-approximate-math, dozens of scalar instructions each) or
+/// reduces a row of a row loop (a max, a sum, a cross-entropy over a few
+/// classes), which is unrolled: the loop over rows is then innermost, and LLVM
+/// vectorizes it, eight rows at a time (asked for by vectorizeEightWide where
+/// the rows read i64 labels; docs/results.md, the iris-sized step).
 void keepRolledInParallelBody(func::FuncOp body) {
   SmallVector<scf::ForOp> unroll;
   body.walk([&](scf::ForOp loop) {

@@ -23,6 +23,17 @@ std::string dimsString(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+/// Compiled dimension `dim` for `batch` (kBatchDim), `values` (kValuesDim)
+/// and `length` (kSequenceDim); another marker (a loop's kStepsDim) stays
+/// as it is, negative.
+int64_t concreteDim(int64_t dim, int64_t batch, int64_t values,
+                    int64_t length) {
+  return dim == rt::kBatchDim      ? batch
+         : dim == rt::kValuesDim   ? values
+         : dim == rt::kSequenceDim ? length
+                                   : dim;
+}
+
 } // namespace
 
 // --- Types -------------------------------------------------------------------
@@ -62,12 +73,7 @@ std::vector<int64_t> concreteShape(const rt::TensorSpec &t, int64_t batch,
                                    int64_t values, int64_t length) {
   std::vector<int64_t> shape(t.shape, t.shape + t.rank);
   for (int64_t &d : shape)
-    if (d == rt::kBatchDim)
-      d = batch;
-    else if (d == rt::kValuesDim)
-      d = values;
-    else if (d == rt::kSequenceDim)
-      d = length;
+    d = concreteDim(d, batch, values, length);
   return shape;
 }
 
@@ -75,14 +81,10 @@ bool shapeMatches(const rt::TensorSpec &t, int64_t batch, int64_t values,
                   const std::vector<int64_t> &shape, int64_t length) {
   if (shape.size() != static_cast<size_t>(t.rank))
     return false;
-  for (int32_t d = 0; d < t.rank; ++d) {
-    int64_t want = t.shape[d] == rt::kBatchDim      ? batch
-                   : t.shape[d] == rt::kValuesDim   ? values
-                   : t.shape[d] == rt::kSequenceDim ? length
-                                                    : t.shape[d];
-    if (shape[static_cast<size_t>(d)] != want)
+  for (int32_t d = 0; d < t.rank; ++d)
+    if (shape[static_cast<size_t>(d)] !=
+        concreteDim(t.shape[d], batch, values, length))
       return false;
-  }
   return true;
 }
 
@@ -193,10 +195,7 @@ void readOutput(rt::CompiledModel &m, int fn, int output, TensorValue &into) {
   into.shape.resize(static_cast<size_t>(t.rank));
   size_t n = 1;
   for (int32_t d = 0; d < t.rank; ++d) {
-    int64_t size = t.shape[d] == rt::kBatchDim      ? m.batch()
-                   : t.shape[d] == rt::kValuesDim   ? 0
-                   : t.shape[d] == rt::kSequenceDim ? length
-                                                    : t.shape[d];
+    int64_t size = concreteDim(t.shape[d], m.batch(), 0, length);
     if (size < 0) // a loop's kStepsDim: not one tensor of the host's
       throw std::invalid_argument(std::string("output '") + t.key +
                                   "': dimension " + std::to_string(d) +
