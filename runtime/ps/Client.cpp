@@ -172,15 +172,25 @@ struct Client::Impl {
     std::random_device random;
     session = (uint64_t(random()) << 32) ^ random() ^
               uint64_t(Clock::now().time_since_epoch().count());
-    grpc::ChannelArguments args = channelArguments();
     for (const std::string &address : options.addresses) {
       Task t;
       t.address = address;
-      t.channel = grpc::CreateCustomChannel(
-          address, grpc::InsecureChannelCredentials(), args);
-      t.stub = ParameterServer::NewStub(t.channel);
       tasks.push_back(std::move(t));
+      openChannel(tasks.size() - 1);
     }
+  }
+
+  /// A new channel (and connection) to task t. describe() opens one after
+  /// each refused attempt: a channel whose first connection was refused
+  /// (the task not listening yet) found the task up to 10 s after it
+  /// began listening in Debian's gRPC 1.51 (its later connects stayed in
+  /// progress until then), which was the start of every worker racing a
+  /// ps task's bind.
+  void openChannel(size_t t) {
+    tasks[t].channel = grpc::CreateCustomChannel(
+        tasks[t].address, grpc::InsecureChannelCredentials(),
+        channelArguments());
+    tasks[t].stub = ParameterServer::NewStub(tasks[t].channel);
   }
 
   std::string where(size_t t) const {
@@ -303,6 +313,7 @@ struct Client::Impl {
         if (last.empty() || last == kNoAnswer)
           last = why;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        openChannel(t);
         continue;
       }
       if (isGrpcDeadline(s)) {

@@ -549,7 +549,7 @@ def case_faults(args):
     # A worker killed under asynchronous training: the job goes on without
     # it, as TF's does (the chief finishes, the ps tasks end with it).
     job = start_job(args, "worker-killed", workers=1,
-                    extra=["--train_steps=300", "--step_sleep_ms=50"])
+                    extra=["--train_steps=300", "--step_sleep_ms=20"])
     deadline = time.monotonic() + 120
     while "loss = " not in job.log("worker-0"):
         if time.monotonic() > deadline:
