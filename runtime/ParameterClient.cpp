@@ -23,20 +23,20 @@ namespace {
 
 /// The installed client and its first error. The error is written once
 /// (under the mutex) and then only read.
-struct Slot {
+struct ClientSlot {
   std::atomic<ParameterClient *> client{nullptr};
   std::atomic<bool> failed{false};
   std::mutex mutex;
   std::string error;
 };
 
-thread_local std::unique_ptr<Slot> threadSlot;
-Slot &slot() {
-  static Slot process;
-  return threadSlot ? *threadSlot : process;
+thread_local std::unique_ptr<ClientSlot> threadClientSlot;
+ClientSlot &clientSlot() {
+  static ClientSlot process;
+  return threadClientSlot ? *threadClientSlot : process;
 }
 
-void record(Slot &s, const std::string &message) {
+void record(ClientSlot &s, const std::string &message) {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.failed.load(std::memory_order_relaxed)) {
     s.error = message;
@@ -47,7 +47,7 @@ void record(Slot &s, const std::string &message) {
 /// Runs fn on the client; records its failure (or the missing client).
 /// Returns false when nothing ran or it failed.
 template <typename Fn> bool guarded(Fn &&fn) {
-  Slot &s = slot();
+  ClientSlot &s = clientSlot();
   if (s.failed.load(std::memory_order_acquire))
     return false;
   ParameterClient *c = s.client.load(std::memory_order_acquire);
@@ -83,7 +83,7 @@ template <typename T> void push(MemRef<T, 1> *data, int64_t input) {
 } // namespace
 
 void setParameterClient(ParameterClient *c) {
-  Slot &s = slot();
+  ClientSlot &s = clientSlot();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.client.store(c, std::memory_order_release);
   s.error.clear();
@@ -92,15 +92,15 @@ void setParameterClient(ParameterClient *c) {
 
 void setThreadParameterClient(ParameterClient *c) {
   if (!c) {
-    threadSlot.reset();
+    threadClientSlot.reset();
     return;
   }
-  threadSlot = std::make_unique<Slot>();
-  threadSlot->client.store(c, std::memory_order_release);
+  threadClientSlot = std::make_unique<ClientSlot>();
+  threadClientSlot->client.store(c, std::memory_order_release);
 }
 
 ParameterClient *parameterClient() {
-  return slot().client.load(std::memory_order_acquire);
+  return clientSlot().client.load(std::memory_order_acquire);
 }
 
 } // namespace estc::rt
@@ -160,7 +160,7 @@ void _mlir_ciface_estc_ps_push_i64(MemRef<int64_t, 1> *data, int64_t input) {
 }
 
 const char *estc_ps_error(void) {
-  Slot &s = slot();
+  ClientSlot &s = clientSlot();
   if (!s.failed.load(std::memory_order_acquire))
     return nullptr;
   return s.error.c_str();

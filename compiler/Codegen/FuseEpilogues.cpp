@@ -68,13 +68,6 @@ bool isKernelCall(Operation *op) {
 // Epilogue fusion: act(C + bias) into the kernel call that writes C.
 //===----------------------------------------------------------------------===//
 
-/// The buffer a view chain starts from.
-Value rootOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
 /// `value` and every view of it.
 SmallVector<Value> withViews(Value value) {
   SmallVector<Value> all = {value};
@@ -90,7 +83,7 @@ SmallVector<Value> withViews(Value value) {
 bool writtenBetween(Value value, Operation *from, Operation *to) {
   if (from->getBlock() != to->getBlock() || !from->isBeforeInBlock(to))
     return true;
-  SmallVector<Value> aliases = withViews(rootOf(value));
+  SmallVector<Value> aliases = withViews(est::rootOf(value));
   for (Operation *op = from->getNextNode(); op != to; op = op->getNextNode()) {
     if (isMemoryEffectFree(op) || !usesAny(op, aliases))
       continue;
@@ -377,7 +370,7 @@ bool fuseEpilogue(func::CallOp call, Value c, ModuleOp module,
   DominanceInfo dominance(call->getParentOp());
   SmallVector<Value> kernelInputs;
   for (unsigned i = 0; i < outIndex; ++i)
-    kernelInputs.push_back(rootOf(call.getOperand(i)));
+    kernelInputs.push_back(est::rootOf(call.getOperand(i)));
 
   // 1. One generic computing act(c + bias).
   llvm::sort(readers,
@@ -419,8 +412,8 @@ bool fuseEpilogue(func::CallOp call, Value c, ModuleOp module,
         writtenBetween(bias, call, g))
       return false;
     if (out != c) {
-      Value outRoot = rootOf(out);
-      if (!c.getDefiningOp<memref::AllocOp>() || outRoot == rootOf(bias) ||
+      Value outRoot = est::rootOf(out);
+      if (!c.getDefiningOp<memref::AllocOp>() || outRoot == est::rootOf(bias) ||
           usedBetween(outRoot, call, g))
         return false;
       if (llvm::is_contained(kernelInputs, outRoot)) {

@@ -139,15 +139,6 @@ private:
   llvm::DenseMap<Operation *, SmallVector<Value>> launchWrites;
 };
 
-/// The buffer `value` views: through memref.view, subviews, reshapes and
-/// casts, to a function argument (the arena, a variable, an input or an
-/// output: distinct memory, docs/design/codegen-abi.md).
-Value rootOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
-}
-
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -614,7 +605,8 @@ static bool storesDirectly(Operation *op) {
 /// kernel must reference itself (gpu-kernel-outlining then copies the
 /// global into the kernel's module).
 static bool isConstantView(Value value) {
-  return static_cast<bool>(rootOf(value).getDefiningOp<memref::GetGlobalOp>());
+  return static_cast<bool>(
+      est::rootOf(value).getDefiningOp<memref::GetGlobalOp>());
 }
 
 /// Recomputes inside `launch` every host value it uses that comes from
@@ -659,8 +651,9 @@ LogicalResult EstGpuMapLoops::sinkDeviceScalars(gpu::LaunchOp launch) {
     // The buffers it reads, which nothing up to the launch may write (an
     // arena buffer whose last read this was may have been reused).
     SmallVector<Value> read;
-    def->walk(
-        [&](memref::LoadOp load) { read.push_back(rootOf(load.getMemRef())); });
+    def->walk([&](memref::LoadOp load) {
+      read.push_back(est::rootOf(load.getMemRef()));
+    });
     for (Operation *between = def->getNextNode(); between != launch;
          between = between->getNextNode()) {
       std::optional<SmallVector<Value>> written = writtenRoots(between);
@@ -691,14 +684,14 @@ std::optional<SmallVector<Value>> EstGpuMapLoops::writtenRoots(Operation *op) {
   SmallVector<Value> roots;
   if (auto it = launchWrites.find(op); it != launchWrites.end()) {
     for (Value v : it->second)
-      roots.push_back(rootOf(v));
+      roots.push_back(est::rootOf(v));
     return roots;
   }
   if (isa<func::CallOp>(op)) {
     // A kernel call: any buffer it is given.
     for (Value v : op->getOperands())
       if (isa<MemRefType>(v.getType()))
-        roots.push_back(rootOf(v));
+        roots.push_back(est::rootOf(v));
     return roots;
   }
   if (isMemoryEffectFree(op) || isa<memref::LoadOp>(op))

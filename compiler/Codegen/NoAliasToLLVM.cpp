@@ -28,17 +28,17 @@ using namespace mlir;
 
 namespace {
 
-constexpr StringLiteral kNoAliasArgs = "estc.noalias_args";
 constexpr StringLiteral kLoopAnnotation = "llvm.loop_annotation";
 
 struct EstNoAliasToLLVM
     : public mlir::est::impl::EstNoAliasToLLVMBase<EstNoAliasToLLVM> {
   void runOnOperation() override {
     WalkResult result = getOperation().walk([&](LLVM::LLVMFuncOp func) {
-      auto positions = func->getAttrOfType<DenseI64ArrayAttr>(kNoAliasArgs);
+      auto positions =
+          func->getAttrOfType<DenseI64ArrayAttr>(est::kNoAliasArgsAttr);
       if (!positions)
         return WalkResult::advance();
-      func->removeAttr(kNoAliasArgs);
+      func->removeAttr(est::kNoAliasArgsAttr);
       for (int64_t position : positions.asArrayRef()) {
         if (position < 0 || position >= func.getNumArguments() ||
             !isa<LLVM::LLVMPointerType>(func.getArgument(position).getType())) {

@@ -157,8 +157,6 @@ SmallVector<int64_t> noaliasPositions(ArrayRef<Value> arguments, Value arena) {
   return noalias;
 }
 
-constexpr StringLiteral kNoAliasArgs = "estc.noalias_args";
-
 /// Innermost loops up to this trip count are kept rolled.
 constexpr int64_t kMaxKeptRolled = 64;
 
@@ -343,7 +341,7 @@ struct EstOutlineLoopNests
       SmallVector<int64_t> noalias =
           noaliasPositions(llvm::to_vector(call.getOperands()), arena);
       if (!noalias.empty())
-        body->setAttr(kNoAliasArgs,
+        body->setAttr(est::kNoAliasArgsAttr,
                       DenseI64ArrayAttr::get(body.getContext(), noalias));
       keepRolledInParallelBody(body);
     });
@@ -379,7 +377,7 @@ struct EstOutlineLoopNests
 
     SmallVector<int64_t> noalias = noaliasPositions(arguments, arena);
     if (!noalias.empty())
-      callee->setAttr(kNoAliasArgs, b.getDenseI64ArrayAttr(noalias));
+      callee->setAttr(est::kNoAliasArgsAttr, b.getDenseI64ArrayAttr(noalias));
 
     Block *body = callee.addEntryBlock();
     b.setInsertionPointToStart(body);

@@ -35,6 +35,19 @@ namespace est {
 #define GEN_PASS_REGISTRATION
 #include "compiler/Codegen/Passes.h.inc"
 
+/// The positions of a function's LLVM arguments that alias nothing else:
+/// set by est-outline-loop-nests, made `noalias` by est-noalias-to-llvm.
+constexpr StringLiteral kNoAliasArgsAttr = "estc.noalias_args";
+
+/// The buffer a chain of views (memref.view, subviews, reshapes, casts)
+/// starts from: a function argument (the arena, a variable, an input or an
+/// output: distinct memory, docs/design/codegen-abi.md) or an allocation.
+inline Value rootOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
 } // namespace est
 } // namespace mlir
 

@@ -1,6 +1,7 @@
 //===- Jit.cpp - In-process compilation with an on-disk object cache ------===//
 
 #include "compiler/Target/Jit.h"
+#include "compiler/Target/TargetError.h"
 
 #include "CompilerFingerprint.h" // generated: ESTC_COMPILER_FINGERPRINT
 
@@ -23,11 +24,9 @@
 
 namespace estc {
 
-namespace {
+using detail::error;
 
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
+namespace {
 
 std::string defaultCacheDir() {
   if (const char *dir = std::getenv("ESTC_CACHE_DIR"); dir && *dir)

@@ -1,6 +1,7 @@
 //===- Manifest.cpp - What a compiled model looks like from outside -------===//
 
 #include "compiler/Target/Manifest.h"
+#include "compiler/Target/TargetError.h"
 
 #include "dialects/Est/IR/EstOps.h"
 
@@ -15,11 +16,9 @@
 
 namespace estc {
 
-namespace {
+using detail::error;
 
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
+namespace {
 
 std::optional<rt::DType> dtypeOf(mlir::Type type) {
   if (type.isF32())

@@ -1,6 +1,7 @@
 //===- ObjectEmitter.cpp - LLVM dialect to native code --------------------===//
 
 #include "compiler/Target/ObjectEmitter.h"
+#include "compiler/Target/TargetError.h"
 
 #include "compiler/Target/Manifest.h"
 #include "compiler/Target/StepLoops.h"
@@ -33,13 +34,11 @@
 
 namespace estc {
 
+using detail::error;
+
 namespace {
 
 constexpr llvm::StringLiteral kCInterfacePrefix = "_mlir_ciface_";
-
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 /// LLVM's post-RA list scheduler ("Post RA top-down list latency
 /// scheduler") runs for the CPU models that ask for it (AMD's Zen models

@@ -1,6 +1,7 @@
 //===- SplitCodegen.cpp - The back end on several threads -----------------===//
 
 #include "compiler/Target/SplitCodegen.h"
+#include "compiler/Target/TargetError.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -22,11 +23,9 @@
 
 namespace estc {
 
-namespace {
+using detail::error;
 
-llvm::Error error(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
+namespace {
 
 /// The globals `value` refers to, through constant expressions too.
 void addReferences(const llvm::Value *value,

@@ -1,15 +1,15 @@
 //===- StepLoops.cpp - Multi-step loops as compiled entry points ----------===//
 
 #include "compiler/Target/StepLoops.h"
+#include "compiler/Target/TargetError.h"
 
 #include "llvm/IR/IRBuilder.h"
 
 namespace estc {
 
+using detail::error;
+
 namespace {
-llvm::Error error(const std::string &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 /// MLIR's memref descriptor {allocated, aligned, offset, sizes[rank],
 /// strides[rank]} (StridedMemRefType<T, rank>).

@@ -41,12 +41,6 @@ namespace train {
 //===----------------------------------------------------------------------===//
 
 namespace {
-std::string hex8(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
-
 using TensorRefs =
     std::vector<std::pair<const std::string *, const TensorValue *>>;
 
@@ -76,7 +70,7 @@ std::string serializeRefs(TensorRefs tensors, int64_t globalStep) {
                                   t->spec().str() + " needs " +
                                   std::to_string(want));
     meta += "," + json::quote("crc32c/" + *name) + ":" +
-            json::quote(hex8(crc32c::value(t->data)));
+            json::quote(crc32c::hex(crc32c::value(t->data)));
     entries += "," + json::quote(*name) + ":{\"dtype\":\"" +
                safetensors_name(t->dtype) + "\",\"shape\":[";
     for (size_t i = 0; i < t->shape.size(); ++i)
@@ -473,8 +467,9 @@ TensorValue CheckpointReader::get_tensor(const std::string &name) const {
   uint32_t crc = crc32c::value(data);
   if (crc != e.crc)
     throw DataLossError(path_ + ": tensor " + quoted(name) +
-                        ": CRC32C mismatch (stored " + hex8(e.crc) +
-                        ", computed " + hex8(crc) + "): the data is corrupt");
+                        ": CRC32C mismatch (stored " + crc32c::hex(e.crc) +
+                        ", computed " + crc32c::hex(crc) +
+                        "): the data is corrupt");
   const VariableSpec &spec = specs_.at(name);
   TensorValue t;
   t.dtype = spec.dtype;

@@ -30,14 +30,8 @@ namespace {
 constexpr int kBundleVersion = 1;
 constexpr int kBundleMinConsumer = 0;
 
-std::string quoted(const std::string &name) {
+std::string quotedKey(const std::string &name) {
   return "'" + escape_control_chars(name, true) + "'";
-}
-
-std::string hex8(uint32_t v) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
 }
 
 /// Bytes per element of a TF DataType; 0 for the variable-length ones
@@ -431,14 +425,14 @@ void BundleWriter::checkNew(const std::string &key, DType dtype,
   if (key.empty())
     throw std::invalid_argument("BundleWriter: the empty key is the header's");
   if (entries_.count(key) || partitioned_.count(key))
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                 " added twice");
   if (dtype == DType::Invalid)
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                 " has no dtype");
   for (int64_t d : shape)
     if (d < 0)
-      throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+      throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                   " has shape " + shape_string(shape));
 }
 
@@ -468,12 +462,12 @@ void BundleWriter::add(const std::string &key, DType dtype,
                        std::string_view bytes) {
   checkNew(key, dtype, shape);
   if (dtype == DType::String)
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                 ": a string tensor is added as a TensorValue");
   if (bytes.size() !=
       static_cast<size_t>(numElements(shape)) * dtype_size(dtype))
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) + ": " +
-                                std::to_string(bytes.size()) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
+                                ": " + std::to_string(bytes.size()) +
                                 " bytes do not match " + shape_string(shape));
   Shard &out = smallestShard();
   uint64_t offset = out.size;
@@ -486,7 +480,7 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
     if (value.dtype != DType::Invalid &&
         value.data.size() !=
             static_cast<size_t>(value.num_elements()) * dtype_size(value.dtype))
-      throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+      throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                   ": its values do not match " +
                                   value.spec().str());
     add(key, value.dtype, value.shape, value.data);
@@ -494,7 +488,7 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
   }
   checkNew(key, value.dtype, value.shape);
   if (value.strings.size() != static_cast<size_t>(value.num_elements()))
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(key) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
                                 ": its values do not match " +
                                 value.spec().str());
   Shard &out = smallestShard();
@@ -520,8 +514,8 @@ void BundleWriter::add_slice(const std::string &full_key,
                              const std::vector<int64_t> &full_shape,
                              const TensorSlice &slice,
                              const TensorValue &value) {
-  std::string where = "BundleWriter: tensor " + quoted(full_key) + " slice " +
-                      sliceString(slice) + ": ";
+  std::string where = "BundleWriter: tensor " + quotedKey(full_key) +
+                      " slice " + sliceString(slice) + ": ";
   if (slice.start.size() != full_shape.size() ||
       slice.length.size() != full_shape.size())
     throw std::invalid_argument(where + "its rank is not that of " +
@@ -552,7 +546,7 @@ void BundleWriter::add_slice(const std::string &full_key,
     return;
   }
   if (entries_.count(full_key))
-    throw std::invalid_argument("BundleWriter: tensor " + quoted(full_key) +
+    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(full_key) +
                                 " added twice");
   auto [it, fresh] = partitioned_.try_emplace(full_key);
   if (!fresh &&
@@ -655,7 +649,7 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
       const std::string &key = table[i].first;
       proto::BundleEntryProto p;
       if (!p.ParseFromString(table[i].second))
-        throw DataLossError(index + ": tensor " + quoted(key) +
+        throw DataLossError(index + ": tensor " + quotedKey(key) +
                             ": its entry is not a BundleEntryProto");
       if (p.slices_size() == 0)
         p.set_shard_id(k);
@@ -668,7 +662,7 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
           p.shape().SerializeAsString() !=
               it->second.shape().SerializeAsString() ||
           (p.slices_size() == 0) != (it->second.slices_size() == 0))
-        throw CheckpointError(index + ": tensor " + quoted(key) + " is in " +
+        throw CheckpointError(index + ": tensor " + quotedKey(key) + " is in " +
                               from[key] + " too, of another dtype or shape");
       // A partitioned tensor whose slices two parts hold: one entry listing
       // them all (TF's MergeV2Checkpoints). A whole tensor several tasks
@@ -817,7 +811,7 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
 
   for (size_t i = 1; i < table.size(); ++i) {
     const std::string &key = table[i].first;
-    std::string where = "tensor " + quoted(key) + ": ";
+    std::string where = "tensor " + quotedKey(key) + ": ";
     proto::BundleEntryProto p;
     if (!p.ParseFromString(table[i].second))
       throw fail(where + "its entry is not a BundleEntryProto");
@@ -886,7 +880,7 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
       continue;
     const Mapping &m = *shards_[e.shard];
     if (e.offset > m.size || e.size > m.size - e.offset)
-      throw DataLossError(m.file + ": tensor " + quoted(key) + ": bytes [" +
+      throw DataLossError(m.file + ": tensor " + quotedKey(key) + ": bytes [" +
                           std::to_string(e.offset) + ", " +
                           std::to_string(e.offset + e.size) +
                           ") extend past the end of the file (" +
@@ -899,7 +893,7 @@ TensorBundleReader::entry(const std::string &key,
                           const std::string &name) const {
   auto it = entries_.find(key);
   if (it == entries_.end())
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
                           " not found in the checkpoint");
   return it->second;
 }
@@ -910,7 +904,7 @@ std::string TensorBundleReader::bytesOf(const Entry &e,
   std::string out(e.size, '\0');
   if (std::string why = m.readAt(out.data(), out.size(), e.offset);
       !why.empty())
-    throw DataLossError(m.file + ": tensor " + quoted(name) +
+    throw DataLossError(m.file + ": tensor " + quotedKey(name) +
                         ": cannot read its bytes: " + why);
   return out;
 }
@@ -928,22 +922,22 @@ void TensorBundleReader::readBytes(const Entry &e, const std::string &name,
     size_t n = std::min<uint64_t>(kPiece, e.size - at);
     char *to = out ? out + at : piece.data();
     if (std::string why = m.readAt(to, n, e.offset + at); !why.empty())
-      throw DataLossError(m.file + ": tensor " + quoted(name) +
+      throw DataLossError(m.file + ": tensor " + quotedKey(name) +
                           ": cannot read its bytes: " + why);
     crc = crc32c::extend(crc, to, n);
   }
   if (crc32c::mask(crc) != e.maskedCrc)
-    throw DataLossError(m.file + ": tensor " + quoted(name) +
-                        ": CRC32C mismatch (stored " +
-                        hex8(crc32c::unmask(e.maskedCrc)) + ", computed " +
-                        hex8(crc) + "): the data is corrupt");
+    throw DataLossError(
+        m.file + ": tensor " + quotedKey(name) + ": CRC32C mismatch (stored " +
+        crc32c::hex(crc32c::unmask(e.maskedCrc)) + ", computed " +
+        crc32c::hex(crc) + "): the data is corrupt");
 }
 
 TensorValue TensorBundleReader::readWhole(const Entry &e,
                                           const std::string &name,
                                           DType dtype) const {
   const std::string &file = shards_[e.shard]->file;
-  std::string where = file + ": tensor " + quoted(name) + ": ";
+  std::string where = file + ": tensor " + quotedKey(name) + ": ";
   TensorValue t;
   t.dtype = dtype;
   t.shape = e.shape;
@@ -996,15 +990,16 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
   crc = crc32c::extend(crc, bytes.data() + (bytes.size() - total), total);
   if (crc32c::mask(crc) != e.maskedCrc)
     throw DataLossError(where + "CRC32C mismatch (stored " +
-                        hex8(crc32c::unmask(e.maskedCrc)) + ", computed " +
-                        hex8(crc) + "): the data is corrupt");
+                        crc32c::hex(crc32c::unmask(e.maskedCrc)) +
+                        ", computed " + crc32c::hex(crc) +
+                        "): the data is corrupt");
   return t;
 }
 
 TensorValue TensorBundleReader::assemble(const Entry &e,
                                          const std::string &name, DType dtype,
                                          bool keep) const {
-  std::string where = indexFile_ + ": tensor " + quoted(name) + ": ";
+  std::string where = indexFile_ + ": tensor " + quotedKey(name) + ": ";
   int64_t total = numElements(e.shape);
   // The slices' entries must hold the elements (each is bounded by its data
   // file's size) before anything of the tensor's size is allocated.
@@ -1107,8 +1102,8 @@ TensorValue TensorBundleReader::get_tensor(const std::string &name) const {
   const Entry &e = entry(name, name);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
   if (!dtype)
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) + ": dtype " +
-                          tf_dtype_number_name(e.dtype) +
+    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+                          ": dtype " + tf_dtype_number_name(e.dtype) +
                           " has no estc DType (estc reads float32, float64, "
                           "int32, int64, bool, float16, bfloat16 and string)");
   return e.slices.empty() ? readWhole(e, name, *dtype)
@@ -1141,12 +1136,12 @@ TensorBundleReader::sliceEntry(const std::string &name,
   for (const TensorSlice &s : full.slices)
     stored = stored || (s.start == slice.start && s.length == slice.length);
   if (!stored)
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
                           " has no stored slice " + sliceString(slice));
   const Entry &e = entry(encode_tensor_name_slice(name, slice), name);
   if (e.dtype != full.dtype || !e.slices.empty())
-    throw DataLossError(indexFile_ + ": tensor " + quoted(name) + ": slice " +
-                        sliceString(slice) + ": its entry is " +
+    throw DataLossError(indexFile_ + ": tensor " + quotedKey(name) +
+                        ": slice " + sliceString(slice) + ": its entry is " +
                         tf_dtype_number_name(e.dtype) + shape_string(e.shape));
   return e;
 }
@@ -1161,7 +1156,7 @@ void TensorBundleReader::read_into(const std::string &name, DType dtype,
   if (!e->slices.empty() || !stored || *stored != dtype ||
       dtype == DType::String || e->shape != shape)
     throw CheckpointError(
-        indexFile_ + ": tensor " + quoted(what) + " is " +
+        indexFile_ + ": tensor " + quotedKey(what) + " is " +
         tf_dtype_number_name(e->dtype) + shape_string(e->shape) +
         (e->slices.empty() ? "" : " in slices") + ", not " +
         tf_dtype_number_name(dtype == DType::Invalid ? 0
@@ -1180,8 +1175,9 @@ TensorValue TensorBundleReader::get_slice(const std::string &name,
   const Entry &e = sliceEntry(name, slice);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
   if (!dtype)
-    throw CheckpointError(indexFile_ + ": tensor " + quoted(name) + ": dtype " +
-                          tf_dtype_number_name(e.dtype) + " has no estc DType");
+    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+                          ": dtype " + tf_dtype_number_name(e.dtype) +
+                          " has no estc DType");
   return readWhole(e, name + "' slice '" + sliceString(slice), *dtype);
 }
 

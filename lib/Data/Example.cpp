@@ -567,7 +567,7 @@ private:
 // --- Output columns ----------------------------------------------------------
 
 /// One spec feature's output while a batch is parsed.
-struct Column {
+struct OutputColumn {
   TensorValue dense;                // FixedLen: the output, [B, shape...]
   std::string data;                 // Var/Sequence numeric values
   std::vector<std::string> strings; // Var/Sequence string values
@@ -656,7 +656,7 @@ struct Slot {
 struct Scan {
   const std::vector<Feature> *features = nullptr;
   const NameTable *table = nullptr;
-  std::vector<Column> *cols = nullptr;
+  std::vector<OutputColumn> *cols = nullptr;
   std::vector<Slot> slots;
   Spans values;        // the Feature messages of one map entry
   Spans lists;         // the lists of the entry's final kind
@@ -667,7 +667,7 @@ struct Scan {
   /// `lists`, of `kind`, `count` values.
   void commit(size_t i, Kind kind, uint64_t count) {
     const Feature &f = (*features)[i];
-    Column &col = (*cols)[i];
+    OutputColumn &col = (*cols)[i];
     Slot &s = slots[i];
     size_t es = elementSize(f.dtype);
     if (s.record == record && s.appended) {
@@ -825,9 +825,9 @@ struct ExampleParser::Impl {
   NameTable table;
 
   std::vector<Value> parse(const std::vector<std::string_view> &records) const;
-  void settle(const Feature &f, Column &col, const Slot &slot, bool present,
-              size_t r) const;
-  Value finish(const Feature &f, Column &col, size_t batch) const;
+  void settle(const Feature &f, OutputColumn &col, const Slot &slot,
+              bool present, size_t r) const;
+  Value finish(const Feature &f, OutputColumn &col, size_t batch) const;
 };
 
 [[noreturn]] static void recordError(size_t r, const Feature &f,
@@ -838,7 +838,7 @@ struct ExampleParser::Impl {
 
 /// After record r's scan: the spec feature's final entry (or none) against
 /// the spec; its values were decoded during the scan when they fit.
-void ExampleParser::Impl::settle(const Feature &f, Column &col,
+void ExampleParser::Impl::settle(const Feature &f, OutputColumn &col,
                                  const Slot &slot, bool present,
                                  size_t r) const {
   if (present && slot.kind != f.kind)
@@ -885,7 +885,7 @@ void ExampleParser::Impl::settle(const Feature &f, Column &col,
   }
 }
 
-Value ExampleParser::Impl::finish(const Feature &f, Column &col,
+Value ExampleParser::Impl::finish(const Feature &f, OutputColumn &col,
                                   size_t batch) const {
   const auto b = static_cast<int64_t>(batch);
   size_t es = elementSize(f.dtype);
@@ -954,10 +954,10 @@ Value ExampleParser::Impl::finish(const Feature &f, Column &col,
 std::vector<Value>
 ExampleParser::Impl::parse(const std::vector<std::string_view> &records) const {
   const size_t batch = records.size();
-  std::vector<Column> cols(features.size());
+  std::vector<OutputColumn> cols(features.size());
   for (size_t i = 0; i < features.size(); ++i) {
     const Feature &f = features[i];
-    Column &c = cols[i];
+    OutputColumn &c = cols[i];
     if (f.spec == SpecKind::Fixed) {
       c.dense.dtype = f.dtype;
       c.dense.shape = {static_cast<int64_t>(batch)};

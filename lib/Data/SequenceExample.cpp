@@ -123,7 +123,7 @@ struct Feature {
 };
 
 /// One feature's values while a batch is read.
-struct Column {
+struct SequenceColumn {
   TensorValue dense;                // context FixedLen: [B, shape...]
   std::string data;                 // the other kinds' numeric values
   std::vector<std::string> strings; // ... or string values
@@ -152,8 +152,8 @@ void checkKind(size_t r, const Feature &f, const proto::Feature &value,
 
 /// Writes the default value, or the values of a FixedLen context feature,
 /// into row r of its dense output.
-void putRow(const Feature &f, Column &col, size_t r, const std::string &data,
-            const std::vector<std::string> &strings) {
+void putRow(const Feature &f, SequenceColumn &col, size_t r,
+            const std::string &data, const std::vector<std::string> &strings) {
   size_t at = r * static_cast<size_t>(f.stride);
   if (f.dtype == DType::String)
     std::copy(strings.begin(), strings.end(),
@@ -163,8 +163,8 @@ void putRow(const Feature &f, Column &col, size_t r, const std::string &data,
                 data.size());
 }
 
-void readContext(const Feature &f, Column &col, const proto::Features &ctx,
-                 size_t r) {
+void readContext(const Feature &f, SequenceColumn &col,
+                 const proto::Features &ctx, size_t r) {
   auto it = ctx.feature().find(f.name);
   if (it == ctx.feature().end()) {
     if (f.spec == SpecKind::Var) {
@@ -192,7 +192,7 @@ void readContext(const Feature &f, Column &col, const proto::Features &ctx,
   putRow(f, col, r, data, strings);
 }
 
-void readFeatureList(const Feature &f, Column &col,
+void readFeatureList(const Feature &f, SequenceColumn &col,
                      const proto::FeatureLists &lists, size_t r) {
   auto it = lists.feature_list().find(f.name);
   if (it == lists.feature_list().end()) {
@@ -217,7 +217,7 @@ void readFeatureList(const Feature &f, Column &col,
   }
 }
 
-TensorValue valuesTensor(DType dtype, Column &col) {
+TensorValue valuesTensor(DType dtype, SequenceColumn &col) {
   TensorValue t;
   t.dtype = dtype;
   if (dtype == DType::String) {
@@ -231,7 +231,7 @@ TensorValue valuesTensor(DType dtype, Column &col) {
 }
 
 /// The output of a feature from its column, for a batch of `batch`.
-Value finish(const Feature &f, Column &col, size_t batch) {
+Value finish(const Feature &f, SequenceColumn &col, size_t batch) {
   const auto b = static_cast<int64_t>(batch);
   if (f.context && f.spec == SpecKind::Fixed)
     return std::move(col.dense);
@@ -365,13 +365,14 @@ struct SequenceExampleParser::Impl {
   std::vector<Feature> context, sequence; // in name order
 
   /// One column per feature of `context` then `sequence`.
-  std::vector<Column> parse(const std::vector<std::string_view> &records) const;
+  std::vector<SequenceColumn>
+  parse(const std::vector<std::string_view> &records) const;
 };
 
-std::vector<Column> SequenceExampleParser::Impl::parse(
+std::vector<SequenceColumn> SequenceExampleParser::Impl::parse(
     const std::vector<std::string_view> &records) const {
   const size_t batch = records.size();
-  std::vector<Column> cols(context.size() + sequence.size());
+  std::vector<SequenceColumn> cols(context.size() + sequence.size());
   for (size_t i = 0; i < context.size(); ++i) {
     const Feature &f = context[i];
     if (f.spec == SpecKind::Fixed) {
@@ -386,7 +387,7 @@ std::vector<Column> SequenceExampleParser::Impl::parse(
         d.data.resize(n * dtype_size(f.dtype));
     }
   }
-  for (Column &c : cols)
+  for (SequenceColumn &c : cols)
     c.counts.resize(batch);
   proto::SequenceExample message;
   for (size_t r = 0; r < batch; ++r) {
@@ -437,7 +438,7 @@ const FeatureSpecs &SequenceExampleParser::sequence_features() const {
 
 Element SequenceExampleParser::parse_sequence_example(
     const std::vector<std::string_view> &serialized) const {
-  std::vector<Column> cols = impl_->parse(serialized);
+  std::vector<SequenceColumn> cols = impl_->parse(serialized);
   const size_t batch = serialized.size();
   std::map<std::string, Element> context, lists, lengths;
   for (size_t i = 0; i < impl_->context.size(); ++i)
@@ -445,7 +446,7 @@ Element SequenceExampleParser::parse_sequence_example(
                     Element(finish(impl_->context[i], cols[i], batch)));
   for (size_t i = 0; i < impl_->sequence.size(); ++i) {
     const Feature &f = impl_->sequence[i];
-    Column &col = cols[impl_->context.size() + i];
+    SequenceColumn &col = cols[impl_->context.size() + i];
     if (f.spec == SpecKind::Sequence)
       lengths.emplace(f.name, Element(TensorValue::of<int64_t>(
                                   {static_cast<int64_t>(batch)}, col.counts)));

@@ -15,6 +15,16 @@
 namespace estc {
 namespace feature_column {
 
+void detail::requireCombiner(const std::string &what,
+                             const std::string &combiner) {
+  if (combiner != "mean" && combiner != "sqrtn" && combiner != "sum")
+    throw std::invalid_argument(what +
+                                ": combiner must be 'mean', 'sqrtn' or "
+                                "'sum', not '" +
+                                combiner + "'");
+}
+using detail::requireCombiner;
+
 namespace {
 
 void requireKey(const std::string &fn, const std::string &key) {
@@ -84,14 +94,6 @@ std::string specStr(const data::FeatureSpec &s) {
   if (const auto *f = std::get_if<data::VarLenFeature>(&s))
     return std::string("VarLenFeature(") + tf_name(f->dtype) + ")";
   return "FixedLenSequenceFeature";
-}
-
-void requireCombiner(const std::string &what, const std::string &combiner) {
-  if (combiner != "mean" && combiner != "sqrtn" && combiner != "sum")
-    throw std::invalid_argument(what +
-                                ": combiner must be 'mean', 'sqrtn' or "
-                                "'sum', not '" +
-                                combiner + "'");
 }
 
 void requireMaxNorm(const std::string &what, const std::optional<double> &m) {

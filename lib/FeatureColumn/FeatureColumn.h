@@ -578,6 +578,16 @@ make_parse_example_spec(const FeatureColumns &feature_columns);
 /// one name.
 FeatureColumns sorted_by_name(const FeatureColumns &feature_columns);
 
+namespace detail {
+/// `c` as a T (dynamic_cast), or null.
+template <typename T> const T *as(const FeatureColumn *c) {
+  return dynamic_cast<const T *>(c);
+}
+/// std::invalid_argument naming `what` unless `combiner` is one of
+/// embedding_column's: "mean", "sqrtn", "sum".
+void requireCombiner(const std::string &what, const std::string &combiner);
+} // namespace detail
+
 } // namespace feature_column
 } // namespace estc
 

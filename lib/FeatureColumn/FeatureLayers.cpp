@@ -21,11 +21,10 @@
 namespace estc {
 namespace feature_column {
 
-namespace {
+using detail::as;
+using detail::requireCombiner;
 
-template <typename T> const T *as(const FeatureColumn *c) {
-  return dynamic_cast<const T *>(c);
-}
+namespace {
 
 /// TF's _sanitize_column_name_for_variable_scope.
 std::string scopeName(const std::string &name) {
@@ -41,14 +40,6 @@ Graph &graphOf(const TensorMap &features, const char *fn) {
   if (features.empty())
     throw std::invalid_argument(std::string(fn) + ": no features");
   return features.begin()->second.graph();
-}
-
-void requireCombiner(const std::string &what, const std::string &combiner) {
-  if (combiner != "mean" && combiner != "sqrtn" && combiner != "sum")
-    throw std::invalid_argument(what +
-                                ": combiner must be 'mean', 'sqrtn' or "
-                                "'sum', not '" +
-                                combiner + "'");
 }
 
 /// Builds the columns' tensors of one layer call.

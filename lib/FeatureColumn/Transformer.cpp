@@ -38,13 +38,11 @@ std::string mask_key(const std::string &column_name) {
   return column_name + "/mask";
 }
 
+using detail::as;
+
 namespace {
 
 using data::DataError;
-
-template <typename T> const T *as(const FeatureColumn *c) {
-  return dynamic_cast<const T *>(c);
-}
 
 /// "categorical_column_with_identity 'item'": how errors name a column.
 std::string describe(const FeatureColumn &c) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Graph/LayerSupport.h"
 #include "lib/Graph/Layers.h"
 
 #include <cmath>
@@ -13,19 +14,10 @@
 namespace estc {
 namespace layers {
 
-namespace {
-std::string layerName(Graph &g, const std::string &name,
-                      const std::string &base) {
-  return name.empty() ? g.unique_layer_name(base) : name;
-}
+using detail::layerError;
+using detail::layerName;
 
-[[noreturn]] void layerError(const std::string &layer, const std::string &name,
-                             const Tensor &x, const std::string &problem) {
-  throw GraphError(
-      layer + " '" + name + "': input '" + x.name() + "' " +
-      (x.has_value() ? shape::toString(x.shape()) : std::string("(no value)")) +
-      ": " + problem);
-}
+namespace {
 
 /// The normalized dims' shape of `x` from `from`, which must be known.
 Dims knownTail(const char *layer, const std::string &name, const Tensor &x,

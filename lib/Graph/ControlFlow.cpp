@@ -10,8 +10,6 @@ namespace {
 
 using Params = std::vector<std::pair<DType, Dims>>;
 
-std::string shapeStr(const Dims &d) { return shape::toString(d); }
-
 Graph &graphOf(const std::vector<Tensor> &tensors, const std::string &what) {
   for (const Tensor &t : tensors)
     if (t.valid())
@@ -40,9 +38,9 @@ void requireMatching(const std::vector<Tensor> &got,
         !shape::isCompatible(got[i].shape(), want[i].shape()))
       throw GraphError(what + " '" + node + "': value #" + std::to_string(i) +
                        " is " + to_string(got[i].dtype()) + " " +
-                       shapeStr(got[i].shape()) + " but must be " +
+                       shape::toString(got[i].shape()) + " but must be " +
                        to_string(want[i].dtype()) + " " +
-                       shapeStr(want[i].shape()));
+                       shape::toString(want[i].shape()));
 }
 
 std::vector<Tensor> concat(std::vector<Tensor> a,
@@ -105,7 +103,7 @@ ScanResult scan(const ScanBody &body, const std::vector<Tensor> &initial,
     if (s[0] >= 0 && length >= 0 && s[0] != length)
       throw GraphError("scan '" + node + "': sequences have " +
                        std::to_string(length) + " and " + std::to_string(s[0]) +
-                       " steps ('" + seq.name() + "' " + shapeStr(s) +
+                       " steps ('" + seq.name() + "' " + shape::toString(s) +
                        "); all need the same");
     if (s[0] >= 0)
       length = s[0];
@@ -183,7 +181,7 @@ std::vector<Tensor> cond(const Tensor &pred, const Branch &true_fn,
   if (pred.dtype() != DType::Bool || !pred.shape().empty())
     throw GraphError("cond '" + node + "': the predicate '" + pred.name() +
                      "' must be a bool scalar, got " + to_string(pred.dtype()) +
-                     " " + shapeStr(pred.shape()));
+                     " " + shape::toString(pred.shape()));
   std::string base = node.substr(node.rfind('/') + 1);
   FunctionsGuard guard(g);
   auto [thenValues, thenCaptures] =
@@ -251,7 +249,7 @@ std::vector<Tensor> while_loop(const LoopCond &cond_fn, const LoopBody &body_fn,
                      "': the condition must be a bool "
                      "scalar, got " +
                      to_string(condValues[0].dtype()) + " " +
-                     shapeStr(condValues[0].shape()));
+                     shape::toString(condValues[0].shape()));
   auto [bodyValues, bodyCaptures] =
       build(node + "/body", base + "/body",
             [&](const std::vector<Tensor> &a) { return body_fn(a); });

@@ -1,6 +1,7 @@
 //===- Layers.cpp - tf.layers for the graph builder ---------------------===//
 
 #include "lib/Graph/Layers.h"
+#include "lib/Graph/LayerSupport.h"
 #include "lib/Graph/Train.h"
 
 #include <algorithm>
@@ -118,23 +119,16 @@ Constraint radial_constraint() {
 
 namespace layers {
 
-namespace {
-std::string layerName(Graph &g, const std::string &name,
-                      const std::string &base) {
-  return name.empty() ? g.unique_layer_name(base) : name;
-}
+using detail::layerError;
+using detail::layerName;
 
+namespace {
 std::string upper(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return std::toupper(c); });
   return s;
 }
 
-[[noreturn]] void layerError(const std::string &layer, const std::string &name,
-                             const Tensor &x, const std::string &problem) {
-  throw GraphError(layer + " '" + name + "': input '" + x.name() + "' " +
-                   shape::toString(x.shape()) + ": " + problem);
-}
 } // namespace
 
 namespace {

@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace estc {
@@ -39,6 +41,13 @@ constexpr uint32_t mask(uint32_t crc) {
 constexpr uint32_t unmask(uint32_t masked) {
   uint32_t rot = masked - kMaskDelta;
   return (rot >> 17) | (rot << 15);
+}
+
+/// A checksum as errors print it: eight lowercase hex digits.
+inline std::string hex(uint32_t crc) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", crc);
+  return buf;
 }
 
 } // namespace crc32c

@@ -15,11 +15,9 @@
 namespace estc {
 namespace serving {
 
-namespace {
+using detail::invalid;
 
-[[noreturn]] void invalid(const std::string &message) {
-  throw RestError(Code::InvalidArgument, message);
-}
+namespace {
 
 std::string joined(const std::set<std::string> &names) {
   std::string s;

@@ -18,14 +18,10 @@
 namespace estc {
 namespace serving {
 
-namespace {
+using detail::fail;
+using detail::invalid;
 
-[[noreturn]] void fail(Code code, const std::string &message) {
-  throw RestError(code, message);
-}
-[[noreturn]] void invalid(const std::string &message) {
-  fail(Code::InvalidArgument, message);
-}
+namespace {
 
 bool consumePrefix(std::string_view &s, std::string_view prefix) {
   if (s.size() < prefix.size() ||

@@ -24,6 +24,9 @@
 namespace estc {
 namespace serving {
 
+using detail::fail;
+using detail::invalid;
+
 namespace {
 
 using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
@@ -33,13 +36,6 @@ constexpr int kMaxRank = 254;
 /// JSON values in messages are cut here (TF Serving's
 /// kMaxJsonDebugStringBytes).
 constexpr size_t kMaxDebugBytes = 256;
-
-[[noreturn]] void fail(Code code, const std::string &message) {
-  throw RestError(code, message);
-}
-[[noreturn]] void invalid(const std::string &message) {
-  fail(Code::InvalidArgument, message);
-}
 
 const char *json_type_name(const rapidjson::Value &v) {
   switch (v.GetType()) {

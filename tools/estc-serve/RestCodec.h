@@ -76,6 +76,17 @@ private:
   Code code_;
 };
 
+namespace detail {
+/// Throws RestError(code, message).
+[[noreturn]] inline void fail(Code code, const std::string &message) {
+  throw RestError(code, message);
+}
+/// Throws RestError(InvalidArgument, message).
+[[noreturn]] inline void invalid(const std::string &message) {
+  throw RestError(Code::InvalidArgument, message);
+}
+} // namespace detail
+
 /// The predict request's format, which decides the response's.
 enum class PredictFormat { Row, Columnar };
 
