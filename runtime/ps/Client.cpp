@@ -180,12 +180,13 @@ struct Client::Impl {
     }
   }
 
-  /// A new channel (and connection) to task t. describe() opens one after
+  /// A new channel (and connection) to task t. connect() opens one after
   /// each refused attempt: a channel whose first connection was refused
   /// (the task not listening yet) found the task up to 10 s after it
   /// began listening in Debian's gRPC 1.51 (its later connects stayed in
   /// progress until then), which was the start of every worker racing a
-  /// ps task's bind.
+  /// ps task's bind. Only there: later, other threads may be calling the
+  /// task's stub, and a refused connection means the task is gone.
   void openChannel(size_t t) {
     tasks[t].channel = grpc::CreateCustomChannel(
         tasks[t].address, grpc::InsecureChannelCredentials(),
@@ -292,8 +293,9 @@ struct Client::Impl {
 
   // --- connect ------------------------------------------------------------
 
-  /// Task t's description, waiting up to `seconds` for the task to come up.
-  DescribeResponse describe(size_t t, double seconds) {
+  /// Task t's description, waiting up to `seconds` for the task to come up;
+  /// with `reopen` (connect() only), on a new channel after each refusal.
+  DescribeResponse describe(size_t t, double seconds, bool reopen = false) {
     auto start = Clock::now();
     std::string last;
     for (;;) {
@@ -313,7 +315,8 @@ struct Client::Impl {
         if (last.empty() || last == kNoAnswer)
           last = why;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        openChannel(t);
+        if (reopen)
+          openChannel(t);
         continue;
       }
       if (isGrpcDeadline(s)) {
@@ -479,7 +482,8 @@ Client::~Client() = default;
 void Client::connect() {
   Impl &m = *impl_;
   m.forTasks(m.allTasks(), [&](size_t t) {
-    DescribeResponse d = m.describe(t, m.options.connect_timeout_secs);
+    DescribeResponse d =
+        m.describe(t, m.options.connect_timeout_secs, /*reopen=*/true);
     std::string why = m.mismatch(t, d);
     if (!why.empty())
       throw rt::ParameterServerError(
