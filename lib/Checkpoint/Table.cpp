@@ -76,10 +76,11 @@ void shortSuccessor(std::string &key) {
   }
 }
 
-std::string quoted(std::string_view key) {
+} // namespace
+
+std::string quoted_key(std::string_view key) {
   return "'" + escape_control_chars(key, true) + "'";
 }
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Writing
@@ -134,9 +135,9 @@ std::string TableBuilder::writeBlock(const std::string &contents) {
 
 void TableBuilder::add(std::string_view key, std::string_view value) {
   if (haveKey_ && key <= std::string_view(lastKey_))
-    throw std::invalid_argument("TableBuilder: key " + quoted(key) +
+    throw std::invalid_argument("TableBuilder: key " + quoted_key(key) +
                                 " is not after the previous key " +
-                                quoted(lastKey_));
+                                quoted_key(lastKey_));
   if (pendingIndexEntry_) {
     std::string separator = lastKey_;
     shortestSeparator(separator, key);
@@ -256,8 +257,8 @@ public:
       std::string value(in.substr(*unshared, *valueSize));
       in.remove_prefix(*unshared + *valueSize);
       if (haveLast_ && key <= lastKey_)
-        fail("key " + quoted(key) + " is not after the previous key " +
-             quoted(lastKey_) + " (corrupt table)");
+        fail("key " + quoted_key(key) + " is not after the previous key " +
+             quoted_key(lastKey_) + " (corrupt table)");
       lastKey_ = key;
       haveLast_ = true;
       out.emplace_back(key, std::move(value));
@@ -292,8 +293,9 @@ public:
       decodeBlock(readBlock(h, what), what, out);
       // Every key of the block is <= its index key.
       if (out.size() > first && out.back().first > separator)
-        fail("key " + quoted(out.back().first) + " is after its index entry " +
-             quoted(separator) + " (corrupt table)");
+        fail("key " + quoted_key(out.back().first) +
+             " is after its index entry " + quoted_key(separator) +
+             " (corrupt table)");
     }
     return out;
   }

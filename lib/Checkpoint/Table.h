@@ -87,6 +87,10 @@ private:
 std::vector<std::pair<std::string, std::string>>
 read_table(const std::string &file, std::string_view bytes);
 
+/// A key as errors print it: quoted, every byte that is not printable
+/// ASCII escaped (keys are bytes), so the error stays one line.
+std::string quoted_key(std::string_view key);
+
 } // namespace table
 } // namespace train
 } // namespace estc

@@ -30,10 +30,6 @@ namespace {
 constexpr int kBundleVersion = 1;
 constexpr int kBundleMinConsumer = 0;
 
-std::string quotedKey(const std::string &name) {
-  return "'" + escape_control_chars(name, true) + "'";
-}
-
 /// Bytes per element of a TF DataType; 0 for the variable-length ones
 /// (string, variant, resource) and unknown numbers.
 size_t tfElementSize(int dt) {
@@ -425,15 +421,16 @@ void BundleWriter::checkNew(const std::string &key, DType dtype,
   if (key.empty())
     throw std::invalid_argument("BundleWriter: the empty key is the header's");
   if (entries_.count(key) || partitioned_.count(key))
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                " added twice");
+    throw std::invalid_argument("BundleWriter: tensor " +
+                                table::quoted_key(key) + " added twice");
   if (dtype == DType::Invalid)
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                " has no dtype");
+    throw std::invalid_argument("BundleWriter: tensor " +
+                                table::quoted_key(key) + " has no dtype");
   for (int64_t d : shape)
     if (d < 0)
-      throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                  " has shape " + shape_string(shape));
+      throw std::invalid_argument("BundleWriter: tensor " +
+                                  table::quoted_key(key) + " has shape " +
+                                  shape_string(shape));
 }
 
 BundleWriter::Shard &BundleWriter::smallestShard() {
@@ -462,12 +459,14 @@ void BundleWriter::add(const std::string &key, DType dtype,
                        std::string_view bytes) {
   checkNew(key, dtype, shape);
   if (dtype == DType::String)
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
+    throw std::invalid_argument("BundleWriter: tensor " +
+                                table::quoted_key(key) +
                                 ": a string tensor is added as a TensorValue");
   if (bytes.size() !=
       static_cast<size_t>(numElements(shape)) * dtype_size(dtype))
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                ": " + std::to_string(bytes.size()) +
+    throw std::invalid_argument("BundleWriter: tensor " +
+                                table::quoted_key(key) + ": " +
+                                std::to_string(bytes.size()) +
                                 " bytes do not match " + shape_string(shape));
   Shard &out = smallestShard();
   uint64_t offset = out.size;
@@ -480,17 +479,17 @@ void BundleWriter::add(const std::string &key, const TensorValue &value) {
     if (value.dtype != DType::Invalid &&
         value.data.size() !=
             static_cast<size_t>(value.num_elements()) * dtype_size(value.dtype))
-      throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                  ": its values do not match " +
-                                  value.spec().str());
+      throw std::invalid_argument(
+          "BundleWriter: tensor " + table::quoted_key(key) +
+          ": its values do not match " + value.spec().str());
     add(key, value.dtype, value.shape, value.data);
     return;
   }
   checkNew(key, value.dtype, value.shape);
   if (value.strings.size() != static_cast<size_t>(value.num_elements()))
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(key) +
-                                ": its values do not match " +
-                                value.spec().str());
+    throw std::invalid_argument(
+        "BundleWriter: tensor " + table::quoted_key(key) +
+        ": its values do not match " + value.spec().str());
   Shard &out = smallestShard();
   uint64_t offset = out.size;
   uint32_t crc = 0;
@@ -514,7 +513,7 @@ void BundleWriter::add_slice(const std::string &full_key,
                              const std::vector<int64_t> &full_shape,
                              const TensorSlice &slice,
                              const TensorValue &value) {
-  std::string where = "BundleWriter: tensor " + quotedKey(full_key) +
+  std::string where = "BundleWriter: tensor " + table::quoted_key(full_key) +
                       " slice " + sliceString(slice) + ": ";
   if (slice.start.size() != full_shape.size() ||
       slice.length.size() != full_shape.size())
@@ -546,8 +545,8 @@ void BundleWriter::add_slice(const std::string &full_key,
     return;
   }
   if (entries_.count(full_key))
-    throw std::invalid_argument("BundleWriter: tensor " + quotedKey(full_key) +
-                                " added twice");
+    throw std::invalid_argument("BundleWriter: tensor " +
+                                table::quoted_key(full_key) + " added twice");
   auto [it, fresh] = partitioned_.try_emplace(full_key);
   if (!fresh &&
       (it->second.dtype != value.dtype || it->second.shape != full_shape))
@@ -649,7 +648,7 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
       const std::string &key = table[i].first;
       proto::BundleEntryProto p;
       if (!p.ParseFromString(table[i].second))
-        throw DataLossError(index + ": tensor " + quotedKey(key) +
+        throw DataLossError(index + ": tensor " + table::quoted_key(key) +
                             ": its entry is not a BundleEntryProto");
       if (p.slices_size() == 0)
         p.set_shard_id(k);
@@ -662,8 +661,9 @@ void merge_tensor_bundles(const std::vector<std::string> &parts,
           p.shape().SerializeAsString() !=
               it->second.shape().SerializeAsString() ||
           (p.slices_size() == 0) != (it->second.slices_size() == 0))
-        throw CheckpointError(index + ": tensor " + quotedKey(key) + " is in " +
-                              from[key] + " too, of another dtype or shape");
+        throw CheckpointError(index + ": tensor " + table::quoted_key(key) +
+                              " is in " + from[key] +
+                              " too, of another dtype or shape");
       // A partitioned tensor whose slices two parts hold: one entry listing
       // them all (TF's MergeV2Checkpoints). A whole tensor several tasks
       // keep (an optimizer's state every task applying it holds, as Ftrl's
@@ -811,7 +811,7 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
 
   for (size_t i = 1; i < table.size(); ++i) {
     const std::string &key = table[i].first;
-    std::string where = "tensor " + quotedKey(key) + ": ";
+    std::string where = "tensor " + table::quoted_key(key) + ": ";
     proto::BundleEntryProto p;
     if (!p.ParseFromString(table[i].second))
       throw fail(where + "its entry is not a BundleEntryProto");
@@ -880,8 +880,8 @@ TensorBundleReader::TensorBundleReader(const std::string &prefix) {
       continue;
     const Mapping &m = *shards_[e.shard];
     if (e.offset > m.size || e.size > m.size - e.offset)
-      throw DataLossError(m.file + ": tensor " + quotedKey(key) + ": bytes [" +
-                          std::to_string(e.offset) + ", " +
+      throw DataLossError(m.file + ": tensor " + table::quoted_key(key) +
+                          ": bytes [" + std::to_string(e.offset) + ", " +
                           std::to_string(e.offset + e.size) +
                           ") extend past the end of the file (" +
                           std::to_string(m.size) + " bytes; truncated?)");
@@ -893,7 +893,7 @@ TensorBundleReader::entry(const std::string &key,
                           const std::string &name) const {
   auto it = entries_.find(key);
   if (it == entries_.end())
-    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + table::quoted_key(name) +
                           " not found in the checkpoint");
   return it->second;
 }
@@ -904,7 +904,7 @@ std::string TensorBundleReader::bytesOf(const Entry &e,
   std::string out(e.size, '\0');
   if (std::string why = m.readAt(out.data(), out.size(), e.offset);
       !why.empty())
-    throw DataLossError(m.file + ": tensor " + quotedKey(name) +
+    throw DataLossError(m.file + ": tensor " + table::quoted_key(name) +
                         ": cannot read its bytes: " + why);
   return out;
 }
@@ -922,22 +922,23 @@ void TensorBundleReader::readBytes(const Entry &e, const std::string &name,
     size_t n = std::min<uint64_t>(kPiece, e.size - at);
     char *to = out ? out + at : piece.data();
     if (std::string why = m.readAt(to, n, e.offset + at); !why.empty())
-      throw DataLossError(m.file + ": tensor " + quotedKey(name) +
+      throw DataLossError(m.file + ": tensor " + table::quoted_key(name) +
                           ": cannot read its bytes: " + why);
     crc = crc32c::extend(crc, to, n);
   }
   if (crc32c::mask(crc) != e.maskedCrc)
-    throw DataLossError(
-        m.file + ": tensor " + quotedKey(name) + ": CRC32C mismatch (stored " +
-        crc32c::hex(crc32c::unmask(e.maskedCrc)) + ", computed " +
-        crc32c::hex(crc) + "): the data is corrupt");
+    throw DataLossError(m.file + ": tensor " + table::quoted_key(name) +
+                        ": CRC32C mismatch (stored " +
+                        crc32c::hex(crc32c::unmask(e.maskedCrc)) +
+                        ", computed " + crc32c::hex(crc) +
+                        "): the data is corrupt");
 }
 
 TensorValue TensorBundleReader::readWhole(const Entry &e,
                                           const std::string &name,
                                           DType dtype) const {
   const std::string &file = shards_[e.shard]->file;
-  std::string where = file + ": tensor " + quotedKey(name) + ": ";
+  std::string where = file + ": tensor " + table::quoted_key(name) + ": ";
   TensorValue t;
   t.dtype = dtype;
   t.shape = e.shape;
@@ -999,7 +1000,7 @@ TensorValue TensorBundleReader::readWhole(const Entry &e,
 TensorValue TensorBundleReader::assemble(const Entry &e,
                                          const std::string &name, DType dtype,
                                          bool keep) const {
-  std::string where = indexFile_ + ": tensor " + quotedKey(name) + ": ";
+  std::string where = indexFile_ + ": tensor " + table::quoted_key(name) + ": ";
   int64_t total = numElements(e.shape);
   // The slices' entries must hold the elements (each is bounded by its data
   // file's size) before anything of the tensor's size is allocated.
@@ -1102,7 +1103,7 @@ TensorValue TensorBundleReader::get_tensor(const std::string &name) const {
   const Entry &e = entry(name, name);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
   if (!dtype)
-    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + table::quoted_key(name) +
                           ": dtype " + tf_dtype_number_name(e.dtype) +
                           " has no estc DType (estc reads float32, float64, "
                           "int32, int64, bool, float16, bfloat16 and string)");
@@ -1136,11 +1137,11 @@ TensorBundleReader::sliceEntry(const std::string &name,
   for (const TensorSlice &s : full.slices)
     stored = stored || (s.start == slice.start && s.length == slice.length);
   if (!stored)
-    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + table::quoted_key(name) +
                           " has no stored slice " + sliceString(slice));
   const Entry &e = entry(encode_tensor_name_slice(name, slice), name);
   if (e.dtype != full.dtype || !e.slices.empty())
-    throw DataLossError(indexFile_ + ": tensor " + quotedKey(name) +
+    throw DataLossError(indexFile_ + ": tensor " + table::quoted_key(name) +
                         ": slice " + sliceString(slice) + ": its entry is " +
                         tf_dtype_number_name(e.dtype) + shape_string(e.shape));
   return e;
@@ -1156,7 +1157,7 @@ void TensorBundleReader::read_into(const std::string &name, DType dtype,
   if (!e->slices.empty() || !stored || *stored != dtype ||
       dtype == DType::String || e->shape != shape)
     throw CheckpointError(
-        indexFile_ + ": tensor " + quotedKey(what) + " is " +
+        indexFile_ + ": tensor " + table::quoted_key(what) + " is " +
         tf_dtype_number_name(e->dtype) + shape_string(e->shape) +
         (e->slices.empty() ? "" : " in slices") + ", not " +
         tf_dtype_number_name(dtype == DType::Invalid ? 0
@@ -1175,7 +1176,7 @@ TensorValue TensorBundleReader::get_slice(const std::string &name,
   const Entry &e = sliceEntry(name, slice);
   std::optional<DType> dtype = dtype_from_tf_number(e.dtype);
   if (!dtype)
-    throw CheckpointError(indexFile_ + ": tensor " + quotedKey(name) +
+    throw CheckpointError(indexFile_ + ": tensor " + table::quoted_key(name) +
                           ": dtype " + tf_dtype_number_name(e.dtype) +
                           " has no estc DType");
   return readWhole(e, name + "' slice '" + sliceString(slice), *dtype);

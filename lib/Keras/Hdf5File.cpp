@@ -47,8 +47,6 @@ private:
   herr_t (*close_)(hid_t) = nullptr;
 };
 
-std::string shownText(const std::string &s) { return escape_control_chars(s); }
-
 // "a/b" for the object at `path` under the root; "/" for the root.
 std::string rooted(const std::string &path) {
   return path.empty() ? std::string("/") : path;
@@ -227,16 +225,16 @@ Hdf5File::Kind Hdf5File::kind(const std::string &path) const {
 std::vector<std::string> Hdf5File::members(const std::string &path) const {
   Id group(H5Gopen2(file_, rooted(path).c_str(), H5P_DEFAULT), H5Gclose);
   if (!group.valid())
-    throw Hdf5Error("no group '" + shownText(path) + "'");
+    throw Hdf5Error("no group '" + escape_control_chars(path) + "'");
   H5G_info_t info;
   if (H5Gget_info(group.get(), &info) < 0)
-    throw Hdf5Error("cannot list group '" + shownText(path) + "'");
+    throw Hdf5Error("cannot list group '" + escape_control_chars(path) + "'");
   std::vector<std::string> names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
     ssize_t n = H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC,
                                    i, nullptr, 0, H5P_DEFAULT);
     if (n < 0)
-      throw Hdf5Error("cannot list group '" + shownText(path) + "'");
+      throw Hdf5Error("cannot list group '" + escape_control_chars(path) + "'");
     std::string name(static_cast<size_t>(n) + 1, '\0');
     H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i,
                        name.data(), name.size(), H5P_DEFAULT);
@@ -306,8 +304,8 @@ Hdf5File::stringAttribute(const std::string &object,
                           const std::string &name) const {
   if (!hasAttribute(object, name))
     return std::nullopt;
-  std::string what =
-      "'" + shownText(name) + "' of '" + shownText(rooted(object)) + "'";
+  std::string what = "'" + escape_control_chars(name) + "' of '" +
+                     escape_control_chars(rooted(object)) + "'";
   Id a(H5Aopen_by_name(file_, rooted(object).c_str(), name.c_str(), H5P_DEFAULT,
                        H5P_DEFAULT),
        H5Aclose);
@@ -324,8 +322,8 @@ std::optional<std::vector<std::string>>
 Hdf5File::stringListAttribute(const std::string &object,
                               const std::string &name) const {
   auto readOne = [&](const std::string &attr) {
-    std::string what =
-        "'" + shownText(attr) + "' of '" + shownText(rooted(object)) + "'";
+    std::string what = "'" + escape_control_chars(attr) + "' of '" +
+                       escape_control_chars(rooted(object)) + "'";
     Id a(H5Aopen_by_name(file_, rooted(object).c_str(), attr.c_str(),
                          H5P_DEFAULT, H5P_DEFAULT),
          H5Aclose);
@@ -351,15 +349,16 @@ Hdf5File::stringListAttribute(const std::string &object,
 std::vector<int64_t> Hdf5File::datasetShape(const std::string &path) const {
   Id d(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.valid())
-    throw Hdf5Error("no dataset '" + shownText(path) + "'");
+    throw Hdf5Error("no dataset '" + escape_control_chars(path) + "'");
   Id space(H5Dget_space(d.get()), H5Sclose);
   if (!space.valid())
-    throw Hdf5Error("dataset '" + shownText(path) + "' has no dataspace");
-  return dimsOf(space.get(), "dataset '" + shownText(path) + "'");
+    throw Hdf5Error("dataset '" + escape_control_chars(path) +
+                    "' has no dataspace");
+  return dimsOf(space.get(), "dataset '" + escape_control_chars(path) + "'");
 }
 
 TensorValue Hdf5File::readDataset(const std::string &path) const {
-  std::string what = "dataset '" + shownText(path) + "'";
+  std::string what = "dataset '" + escape_control_chars(path) + "'";
   Id d(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.valid())
     throw Hdf5Error("no " + what);
@@ -398,7 +397,7 @@ TensorValue Hdf5File::readDataset(const std::string &path) const {
 }
 
 void Hdf5File::writeDataset(const std::string &path, const TensorValue &v) {
-  std::string what = "dataset '" + shownText(path) + "'";
+  std::string what = "dataset '" + escape_control_chars(path) + "'";
   Id d(H5Dopen2(file_, path.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.valid())
     throw Hdf5Error("no " + what);
